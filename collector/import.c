@@ -1,0 +1,131 @@
+/*
+ * import.c — what every importer shares: error messages with file and
+ * line, series labels (--binary, --version), interning a root-first path
+ * of frames into the stack tree, and format detection.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "import.h"
+
+int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
+{
+	const char *path = (!ctx->path || strcmp(ctx->path, "-") == 0)
+				   ? "<stdin>"
+				   : ctx->path;
+	int n;
+
+	if (line)
+		n = snprintf(ctx->err, sizeof(ctx->err), "%s:%llu: ", path,
+			     (unsigned long long)line);
+	else
+		n = snprintf(ctx->err, sizeof(ctx->err), "%s: ", path);
+	if (n < 0 || (size_t)n >= sizeof(ctx->err))
+		return -EINVAL;
+
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err + n, sizeof(ctx->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+int import_series(struct import_ctx *ctx, const char *binary,
+		  const char *version, const char *event, const char *unit,
+		  uint32_t *id)
+{
+	const struct import_options *o = ctx->opt;
+	struct store_series_key k = {
+		.binary = (o && o->binary) ? o->binary : binary,
+		.version = (o && o->version) ? o->version
+			   : version    ? version
+					: IMPORT_DEFAULT_VERSION,
+		.event = event,
+		.unit = unit,
+	};
+
+	if (!k.binary || !*k.binary)
+		k.binary = "[unknown]";
+	return store_batch_series(ctx->batch, &k, id);
+}
+
+int import_path(struct import_ctx *ctx, const struct store_frame *frames,
+		size_t n, uint32_t *node)
+{
+	uint32_t parent = STORE_ROOT_NODE;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t frame;
+		int rc = store_batch_frame(ctx->batch, &frames[i], &frame);
+		if (rc < 0)
+			return rc;
+		rc = store_batch_node(ctx->batch, parent, frame, &parent);
+		if (rc < 0)
+			return rc;
+	}
+	*node = parent;
+	return 0;
+}
+
+/* True when the line looks like folded output: "frames COUNT". */
+static bool folded_line(const uint8_t *p, size_t len)
+{
+	while (len && (p[len - 1] == '\r' || p[len - 1] == ' '))
+		len--;
+	size_t digits = 0;
+	while (digits < len && p[len - 1 - digits] >= '0' &&
+	       p[len - 1 - digits] <= '9')
+		digits++;
+	return digits > 0 && digits < len && p[len - 1 - digits] == ' ';
+}
+
+enum import_format import_detect(const uint8_t *buf, size_t len)
+{
+	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
+		return IMPORT_FORMAT_PPROF;
+	/* Text formats hold no control bytes other than tab, CR and LF. */
+	for (size_t i = 0; i < len && i < 4096; i++) {
+		uint8_t c = buf[i];
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+			return IMPORT_FORMAT_PPROF;
+	}
+
+	/* perf script has indented stack lines below each header; folded has
+	 * one "stack count" per line and no indentation. */
+	size_t lines = 0, folded = 0;
+	const uint8_t *p = buf, *end = buf + len;
+	while (p < end && lines < 64) {
+		const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			break; /* ignore a possibly cut last line */
+		size_t l = (size_t)(nl - p);
+		if (l > 0 && p[0] != '#') {
+			if (p[0] == ' ' || p[0] == '\t')
+				return IMPORT_FORMAT_PERF;
+			lines++;
+			folded += folded_line(p, l);
+		}
+		p = nl + 1;
+	}
+	if (lines == 0 && p < end && folded_line(p, (size_t)(end - p)))
+		return IMPORT_FORMAT_FOLDED;
+	if (lines > 0 && folded == lines)
+		return IMPORT_FORMAT_FOLDED;
+	return IMPORT_FORMAT_PERF;
+}
+
+const char *import_format_name(enum import_format f)
+{
+	switch (f) {
+	case IMPORT_FORMAT_PERF:
+		return "perf";
+	case IMPORT_FORMAT_FOLDED:
+		return "folded";
+	case IMPORT_FORMAT_PPROF:
+		return "pprof";
+	default:
+		return "auto";
+	}
+}

@@ -1,0 +1,626 @@
+/*
+ * main.c — the flamefs-collect command line: import, stats and export.
+ *
+ * This is the only place in the collector that prints or exits.  Every
+ * error is reported once, as "flamefs-collect: <what>: <why>".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "import.h"
+#include "store.h"
+#include "view.h"
+
+#define PROG "flamefs-collect"
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	fputs(PROG ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void usage_main(FILE *f)
+{
+	fputs("Usage: " PROG " COMMAND [OPTIONS]\n"
+	      "\n"
+	      "Stores profiler stacks, deduplicated, in a flamefs store.\n"
+	      "\n"
+	      "Commands:\n"
+	      "  import   import perf script text, folded stacks or a pprof profile\n"
+	      "  stats    list each series with its samples, stacks and footprint\n"
+	      "  export   print the stored stacks as folded text or pprof\n"
+	      "\n"
+	      "Options for every command:\n"
+	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
+	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
+	      "  -h, --help    show help for a command\n"
+	      "  -V, --version print the version\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  perf record -g -a -- sleep 10 && perf script > out.perf\n"
+	      "  " PROG " import --store ~/prof out.perf\n"
+	      "  " PROG " stats --store ~/prof\n"
+	      "  " PROG " export --store ~/prof --binary nginx | flamegraph.pl > nginx.svg\n"
+	      "\n"
+	      "Run '" PROG " COMMAND --help' for a command's options.\n",
+	      f);
+}
+
+static void usage_import(FILE *f)
+{
+	fputs("Usage: " PROG " import [--store DIR] [--format perf|folded|pprof]\n"
+	      "           [--binary NAME] [--version LABEL] [--event EVENT | --all-events]\n"
+	      "           FILE|-\n"
+	      "\n"
+	      "Imports one file (or standard input) as one atomic batch: either every\n"
+	      "sample is stored or, on any error, nothing is.\n"
+	      "\n"
+	      "  --format F      perf (perf script text), folded (\"a;b;c 42\" lines) or\n"
+	      "                  pprof (profile.proto, gzipped or not); default: detect\n"
+	      "  --binary NAME   store every sample under this binary instead of the\n"
+	      "                  process name (perf), first frame (folded) or main\n"
+	      "                  mapping (pprof)\n"
+	      "  --version LABEL version label (default: \"" IMPORT_DEFAULT_VERSION "\"; for pprof the\n"
+	      "                  main mapping's build id, first 12 hex digits)\n"
+	      "  --event EVENT   perf: keep only this event (default: the first seen)\n"
+	      "  --all-events    perf: keep every event, each as its own series\n"
+	      "  --time SECONDS  unix time for samples that carry none (folded input,\n"
+	      "                  pprof without time_nanos); default: now\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  perf script | " PROG " import --store ~/prof -\n"
+	      "  " PROG " import --store ~/prof --binary nginx --version 1.25.3 out.folded\n"
+	      "  " PROG " import --store ~/prof cpu.pb.gz\n",
+	      f);
+}
+
+static void usage_stats(FILE *f)
+{
+	fputs("Usage: " PROG " stats [--store DIR]\n"
+	      "\n"
+	      "Lists every series (binary, version, event) with its samples, weight,\n"
+	      "unique stacks, the bytes of input imported into it and the bytes its\n"
+	      "counts take on disk, then the store's whole footprint against all\n"
+	      "input bytes (the capacity savings).\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  " PROG " stats --store ~/prof\n"
+	      "  " PROG " stats | sort -k4 -n\n",
+	      f);
+}
+
+static void usage_export(FILE *f)
+{
+	fputs("Usage: " PROG " export [--store DIR] [--format folded|pprof]\n"
+	      "           [--binary NAME] [--version LABEL] [--event EVENT] [-o FILE]\n"
+	      "\n"
+	      "Prints the stored stacks of every matching series: folded lines\n"
+	      "\"binary;frame;...;leaf WEIGHT\" sorted bytewise, or a gzipped pprof.\n"
+	      "Only one event is exported at a time: without --event, the event with\n"
+	      "the most samples among the matching series.\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  " PROG " export --store ~/prof --binary nginx | flamegraph.pl > nginx.svg\n"
+	      "  " PROG " export --store ~/prof --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n",
+	      f);
+}
+
+static const char *resolve_store(const char *arg, char **owned)
+{
+	*owned = NULL;
+	if (arg)
+		return arg;
+	*owned = store_default_dir();
+	if (!*owned)
+		die("no store given: use --store DIR or set FLAMEFS_STORE");
+	return *owned;
+}
+
+/* ---- import ------------------------------------------------------------ */
+
+struct progress_state {
+	struct timespec start, last;
+};
+static struct progress_state progress_st;
+
+static double since(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) +
+	       (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void show_progress(struct import_ctx *ctx)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (since(&progress_st.last, &now) < 0.5)
+		return;
+	progress_st.last = now;
+	double t = since(&progress_st.start, &now);
+	fprintf(stderr, "\r" PROG ": %.1f MB read, %" PRIu64 " samples, %.0f samples/s   ",
+		(double)ctx->bytes / 1e6, ctx->samples,
+		t > 0 ? (double)ctx->samples / t : 0.0);
+}
+
+static int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "binary", required_argument, NULL, 'b' },
+		{ "version", required_argument, NULL, 'v' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "all-events", no_argument, NULL, 'a' },
+		{ "time", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct import_options o = { 0 };
+	enum import_format fmt = IMPORT_FORMAT_AUTO;
+	const char *store_arg = NULL;
+	bool have_time = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': store_arg = optarg; break;
+		case 'b': o.binary = optarg; break;
+		case 'v': o.version = optarg; break;
+		case 'e': o.event = optarg; break;
+		case 'a': o.all_events = true; break;
+		case 't': {
+			char *end;
+			errno = 0;
+			long long t = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end)
+				die("--time: expected unix seconds, got \"%s\"", optarg);
+			o.now = t;
+			have_time = true;
+			break;
+		}
+		case 'f':
+			if (strcmp(optarg, "perf") == 0)
+				fmt = IMPORT_FORMAT_PERF;
+			else if (strcmp(optarg, "folded") == 0)
+				fmt = IMPORT_FORMAT_FOLDED;
+			else if (strcmp(optarg, "pprof") == 0)
+				fmt = IMPORT_FORMAT_PPROF;
+			else if (strcmp(optarg, "auto") != 0)
+				die("--format: expected perf, folded or pprof, got \"%s\"", optarg);
+			break;
+		case 'h': usage_import(stdout); return 0;
+		default: usage_import(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage_import(stderr);
+		return 2;
+	}
+	if (o.event && o.all_events)
+		die("--event and --all-events exclude each other");
+	if ((o.binary && !*o.binary) || (o.version && !*o.version))
+		die("--binary and --version need a non-empty value");
+
+	const char *path = argv[optind];
+	const char *shown = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO
+					: open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("%s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		die("%s: is a directory, expected a file", path);
+
+	/* Read a prefix for format detection; the importer consumes it first. */
+	static uint8_t prefix[64 << 10];
+	size_t plen = 0;
+	while (plen < sizeof(prefix)) {
+		ssize_t n = read(fd, prefix + plen, sizeof(prefix) - plen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die("%s: %s", shown, strerror(errno));
+		if (n == 0)
+			break;
+		plen += (size_t)n;
+	}
+	if (plen == 0)
+		die("%s: empty input, expected perf script text, folded stacks or a pprof profile",
+		    shown);
+	if (fmt == IMPORT_FORMAT_AUTO)
+		fmt = import_detect(prefix, plen);
+
+	char *owned, err[512];
+	const char *dir = resolve_store(store_arg, &owned);
+	struct store *s;
+	int rc = store_open(dir, STORE_CREATE, &s, err, sizeof(err));
+	if (rc < 0)
+		die("%s", err);
+
+	struct store_batch *b = store_batch_new(s);
+	if (!b)
+		die("%s: cannot start a batch: %s", dir, store_errmsg(s));
+
+	if (!have_time)
+		o.now = time(NULL);
+	struct import_ctx ctx = {
+		.batch = b,
+		.opt = &o,
+		.path = path,
+		.fd = fd,
+		.prefix = prefix,
+		.prefix_len = plen,
+	};
+	if (isatty(STDERR_FILENO)) {
+		ctx.progress = show_progress;
+		clock_gettime(CLOCK_MONOTONIC, &progress_st.start);
+		progress_st.last = progress_st.start;
+	}
+
+	switch (fmt) {
+	case IMPORT_FORMAT_PERF: rc = import_perf(&ctx); break;
+	case IMPORT_FORMAT_FOLDED: rc = import_folded(&ctx); break;
+	default: rc = import_pprof(&ctx); break;
+	}
+	if (ctx.progress)
+		fputs("\r\033[K", stderr);
+	if (rc < 0) {
+		if (!ctx.err[0])
+			import_fail(&ctx, ctx.line, "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
+		fprintf(stderr, PROG ": %s\n" PROG ": nothing was imported\n", ctx.err);
+		store_batch_free(b);
+		store_close(s);
+		free(owned);
+		return 1;
+	}
+	if (ctx.samples == 0) {
+		fprintf(stderr, PROG ": %s: no samples found in %s input; nothing was imported\n",
+			shown, import_format_name(fmt));
+		store_batch_free(b);
+		store_close(s);
+		free(owned);
+		return 1;
+	}
+	rc = store_batch_commit(b);
+	if (rc < 0) {
+		fprintf(stderr, PROG ": %s: commit failed: %s; nothing was imported\n", dir,
+			store_errmsg(s));
+		store_batch_free(b);
+		store_close(s);
+		free(owned);
+		return 1;
+	}
+	store_batch_free(b);
+	if (ctx.warning[0])
+		fprintf(stderr, PROG ": %s: %s\n", shown, ctx.warning);
+	fprintf(stderr, PROG ": imported %" PRIu64 " samples (%.1f MB of %s) from %s into %s\n",
+		ctx.samples, (double)ctx.bytes / 1e6, import_format_name(fmt), shown, dir);
+	store_close(s);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	free(owned);
+	return 0;
+}
+
+/* ---- stats ------------------------------------------------------------- */
+
+struct uniq {
+	uint8_t *seen;   /* one bit per node */
+	uint64_t count;
+};
+
+static int count_unique(void *p, int64_t bucket, uint32_t node, uint64_t samples,
+			uint64_t weight)
+{
+	struct uniq *u = p;
+	uint8_t bit = (uint8_t)(1u << (node & 7));
+	if (!(u->seen[node >> 3] & bit)) {
+		u->seen[node >> 3] |= bit;
+		u->count++;
+	}
+	return 0;
+}
+
+static void human(char *buf, size_t len, uint64_t v)
+{
+	if (v >= 10000000000ull)
+		snprintf(buf, len, "%.1fG", (double)v / 1e9);
+	else if (v >= 10000000ull)
+		snprintf(buf, len, "%.1fM", (double)v / 1e6);
+	else if (v >= 10000ull)
+		snprintf(buf, len, "%.1fk", (double)v / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64, v);
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *store_arg = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': store_arg = optarg; break;
+		case 'h': usage_stats(stdout); return 0;
+		default: usage_stats(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage_stats(stderr);
+		return 2;
+	}
+
+	char *owned, err[512];
+	const char *dir = resolve_store(store_arg, &owned);
+	struct store *s;
+	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
+		die("%s", err);
+
+	struct store_series *list;
+	size_t n;
+	if (store_series_list(s, &list, &n) < 0)
+		die("%s: %s", dir, store_errmsg(s));
+
+	struct uniq u = { .seen = calloc(store_node_count(s) / 8 + 1, 1) };
+	if (!u.seen)
+		die("out of memory");
+
+	printf("%-20s %-14s %-12s %12s %16s %10s %12s %12s\n", "BINARY", "VERSION", "EVENT",
+	       "SAMPLES", "WEIGHT", "STACKS", "IMPORTED", "DISK");
+	uint64_t input = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct store_series *se = &list[i];
+		memset(u.seen, 0, store_node_count(s) / 8 + 1);
+		u.count = 0;
+		if (store_series_counts(s, se->id, INT64_MIN, INT64_MAX, count_unique, &u) < 0)
+			die("%s: %s", dir, store_errmsg(s));
+		uint64_t disk = 0;
+		store_series_disk_bytes(s, se->id, &disk);
+		char in[32], dk[32];
+		human(in, sizeof(in), se->input_bytes);
+		human(dk, sizeof(dk), disk);
+		printf("%-20s %-14s %-12s %12" PRIu64 " %16" PRIu64 " %10" PRIu64 " %12s %12s\n",
+		       se->binary, se->version, se->event, se->samples, se->weight, u.count, in,
+		       dk);
+		input += se->input_bytes;
+	}
+	free(u.seen);
+
+	struct store_footprint fp;
+	if (store_footprint(s, &fp) < 0)
+		die("%s: %s", dir, store_errmsg(s));
+	char a[32], b[32], f[32], nd[32], cn[32];
+	human(a, sizeof(a), fp.dir_bytes);
+	human(b, sizeof(b), input);
+	human(f, sizeof(f), fp.frames_bytes);
+	human(nd, sizeof(nd), fp.nodes_bytes);
+	human(cn, sizeof(cn), fp.counts_bytes);
+	printf("\n%zu series, %u frames, %u stack nodes\n", n, store_frame_count(s) - 1,
+	       store_node_count(s) - 1);
+	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s); imported: %s bytes",
+	       a, f, nd, cn, b);
+	if (fp.dir_bytes > 0 && input > 0)
+		printf("; %.1fx smaller\n", (double)input / (double)fp.dir_bytes);
+	else
+		printf("\n");
+	store_series_free(list, n);
+	store_close(s);
+	free(owned);
+	return 0;
+}
+
+/* ---- export ------------------------------------------------------------ */
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "binary", required_argument, NULL, 'b' },
+		{ "version", required_argument, NULL, 'v' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *store_arg = NULL, *binary = NULL, *version = NULL, *event = NULL;
+	const char *output = NULL;
+	bool pprof = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': store_arg = optarg; break;
+		case 'b': binary = optarg; break;
+		case 'v': version = optarg; break;
+		case 'e': event = optarg; break;
+		case 'o': output = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "pprof") == 0)
+				pprof = true;
+			else if (strcmp(optarg, "folded") != 0)
+				die("--format: expected folded or pprof, got \"%s\"", optarg);
+			break;
+		case 'h': usage_export(stdout); return 0;
+		default: usage_export(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage_export(stderr);
+		return 2;
+	}
+
+	char *owned, err[512];
+	const char *dir = resolve_store(store_arg, &owned);
+	struct store *s;
+	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
+		die("%s", err);
+	struct store_series *list;
+	size_t n;
+	if (store_series_list(s, &list, &n) < 0)
+		die("%s: %s", dir, store_errmsg(s));
+
+	/* Keep the matching series, then only one event: the one asked for,
+	 * else the one with the most samples. */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct store_series *se = &list[i];
+		if ((binary && strcmp(se->binary, binary) != 0) ||
+		    (version && strcmp(se->version, version) != 0) ||
+		    (event && strcmp(se->event, event) != 0))
+			continue;
+		struct store_series tmp = list[m];
+		list[m++] = *se;
+		*se = tmp;
+	}
+	const char *chosen = event;
+	if (!chosen) {
+		uint64_t best = 0;
+		for (size_t i = 0; i < m; i++) {
+			uint64_t sum = 0;
+			for (size_t j = 0; j < m; j++)
+				if (strcmp(list[j].event, list[i].event) == 0)
+					sum += list[j].samples;
+			if (!chosen || sum > best) {
+				chosen = list[i].event;
+				best = sum;
+			}
+		}
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < m; i++) {
+		if (strcmp(list[i].event, chosen) != 0)
+			continue;
+		struct store_series tmp = list[k];
+		list[k++] = list[i];
+		list[i] = tmp;
+	}
+	if (k == 0 && (binary || version || event))
+		die("%s: no series matches%s%s%s%s%s%s", dir, binary ? " --binary " : "",
+		    binary ? binary : "", version ? " --version " : "", version ? version : "",
+		    event ? " --event " : "", event ? event : "");
+
+	struct view_buf out = { 0 };
+	if (k > 0) {
+		struct view_tree *t;
+		int rc = view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t);
+		if (rc < 0)
+			die("%s: cannot build the call tree: %s", dir, strerror(-rc));
+		rc = pprof ? view_render_pprof(t, VIEW_ROOT, &out)
+			   : view_render_folded(t, VIEW_ROOT, &out);
+		if (rc < 0)
+			die("%s: cannot render: %s", dir, strerror(-rc));
+		view_tree_free(t);
+	}
+
+	int fd = STDOUT_FILENO;
+	if (output) {
+		fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0)
+			die("%s: %s", output, strerror(errno));
+	}
+	int rc = write_all(fd, out.data ? out.data : "", out.len);
+	if (rc < 0 || (output && close(fd) < 0))
+		die("%s: %s", output ? output : "<stdout>", strerror(rc < 0 ? -rc : errno));
+	view_buf_free(&out);
+	store_series_free(list, n);
+	store_close(s);
+	free(owned);
+	return 0;
+}
+
+/* ---- compact ----------------------------------------------------------- */
+
+static int cmd_compact(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *store_arg = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': store_arg = optarg; break;
+		case 'h':
+			puts("Usage: " PROG " compact [--store DIR]\n\n"
+			     "Flushes and compacts the store so it takes the least space.\n\n"
+			     "EXAMPLES\n  " PROG " compact --store ~/prof && du -sh ~/prof");
+			return 0;
+		default: return 2;
+		}
+	}
+	char *owned, err[512];
+	const char *dir = resolve_store(store_arg, &owned);
+	struct store *s;
+	if (store_open(dir, 0, &s, err, sizeof(err)) < 0)
+		die("%s", err);
+	if (store_compact(s) < 0)
+		die("%s: compaction failed: %s", dir, store_errmsg(s));
+	store_close(s);
+	free(owned);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage_main(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		usage_main(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+		puts(PROG " " FLAMEFS_VERSION);
+		return 0;
+	}
+	argv++;
+	argc--;
+	if (strcmp(cmd, "import") == 0)
+		return cmd_import(argc, argv);
+	if (strcmp(cmd, "stats") == 0)
+		return cmd_stats(argc, argv);
+	if (strcmp(cmd, "export") == 0)
+		return cmd_export(argc, argv);
+	if (strcmp(cmd, "compact") == 0)
+		return cmd_compact(argc, argv);
+	fprintf(stderr, PROG ": unknown command \"%s\"; expected import, stats, export or compact\n",
+		cmd);
+	return 2;
+}

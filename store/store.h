@@ -1,0 +1,190 @@
+/*
+ * store.h — the public API of the flamefs store.
+ *
+ * A store is a RocksDB directory holding deduplicated profiler stacks.
+ * Frames are interned once and get small sequential ids.  Stacks form one
+ * prefix tree of (parent node, frame) pairs shared by every series.  A
+ * series is one binary x version x event; its counts are kept per time
+ * bucket and per tree node, as {samples, weight}, and merged by addition.
+ *
+ * The writer (flamefs-collect) opens the store read-write, builds one
+ * batch per import or drain, and commits it atomically.  Readers (flamefs)
+ * open it as a RocksDB secondary and call store_refresh() to catch up.
+ *
+ * Every function returns 0 (or a count) on success and -errno on failure,
+ * unless it says otherwise.  Functions that can fail for a reason worth
+ * telling a person also leave a one-line message that store_errmsg()
+ * returns.  Nothing here prints or exits.
+ */
+#ifndef FLAMEFS_STORE_H
+#define FLAMEFS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_SCHEMA_VERSION 1
+#define STORE_DEFAULT_BUCKET_SECONDS 60
+
+/* The root of the stack tree.  It has no frame; every stack's first frame
+ * is a child of it. */
+#define STORE_ROOT_NODE 0u
+
+enum store_open_flags {
+	STORE_CREATE = 1 << 0,    /* create the directory (mode 0700) if missing */
+	STORE_READONLY = 1 << 1,  /* open as a secondary reader; no batches */
+};
+
+enum store_frame_kind {
+	STORE_FRAME_USER = 0,     /* user-space function */
+	STORE_FRAME_KERNEL = 1,   /* kernel function */
+	STORE_FRAME_INLINE = 2,   /* inlined into its parent frame */
+	STORE_FRAME_UNKNOWN = 3,  /* unsymbolized: "[unknown]" or "[libfoo.so]" */
+	STORE_FRAME_JIT = 4,      /* named from a perf map */
+};
+
+/* A frame as the importers describe it.  Strings are (pointer, length) and
+ * need not be NUL-terminated; a NULL pointer means empty.  `name` is the
+ * frame exactly as it is shown in folded output.  The other fields are
+ * attributes kept for pprof output.  Two frames are the same frame when
+ * every field is equal. */
+struct store_frame {
+	const char *name;
+	size_t name_len;
+	const char *module;     /* mapping / DSO path, e.g. /usr/lib/libc.so.6 */
+	size_t module_len;
+	const uint8_t *build_id; /* raw bytes, not hex */
+	size_t build_id_len;
+	const char *file;       /* source file */
+	size_t file_len;
+	uint32_t line;          /* 0 when unknown */
+	uint8_t kind;           /* enum store_frame_kind */
+};
+
+/* What identifies a series.  NUL-terminated strings. */
+struct store_series_key {
+	const char *binary;     /* e.g. "nginx" */
+	const char *version;    /* e.g. "1.25.3", or a short build id */
+	const char *event;      /* e.g. "cpu-clock", "cpu", "samples" */
+	const char *unit;       /* unit of the weight, e.g. "nanoseconds", "count" */
+};
+
+/* A series as listed.  Strings are owned by the array they come in. */
+struct store_series {
+	uint32_t id;
+	char *binary;
+	char *version;
+	char *event;
+	char *unit;
+	int64_t first_seen;     /* unix seconds (or perf clock seconds), inclusive */
+	int64_t last_seen;
+	uint64_t samples;       /* sum over all counts */
+	uint64_t weight;
+	uint64_t input_bytes;   /* bytes of importer input attributed to it */
+};
+
+struct store;
+struct store_batch;
+
+/* The default store directory: $FLAMEFS_STORE if set and non-empty, else
+ * $XDG_DATA_HOME/flamefs, else $HOME/.local/share/flamefs.  Returns a
+ * malloc'd string the caller frees, or NULL when none can be formed. */
+char *store_default_dir(void);
+
+/* Opens (and with STORE_CREATE, creates) the store at `dir`.  On success
+ * *out owns the store; close it with store_close().  On failure writes a
+ * one-line reason into err (if errlen > 0), e.g. "/x: not a flamefs store"
+ * or "/x: schema version 9 is newer than this flamefs understands (1)". */
+int store_open(const char *dir, int flags, struct store **out, char *err,
+	       size_t errlen);
+void store_close(struct store *s);              /* accepts NULL */
+
+/* The message for the last failure on `s`.  Owned by `s`; valid until the
+ * next call on it. */
+const char *store_errmsg(const struct store *s);
+
+/* Seconds per time bucket, fixed when the store was created. */
+uint32_t store_bucket_seconds(const struct store *s);
+
+/* ---- writing -------------------------------------------------------- */
+
+/* Starts a batch.  At most one batch exists per store at a time.  The
+ * batch owns everything added to it until store_batch_commit() writes it
+ * as one atomic RocksDB WriteBatch.  store_batch_free() on an uncommitted
+ * batch discards it and every id it handed out.  Returns NULL on a
+ * read-only store, when a batch is already open, or on ENOMEM. */
+struct store_batch *store_batch_new(struct store *s);
+void store_batch_free(struct store_batch *b);   /* accepts NULL */
+
+/* Interns a series, frame or tree node, creating it in the batch if it is
+ * new.  Ids are small, sequential and stable once committed. */
+int store_batch_series(struct store_batch *b, const struct store_series_key *k,
+		       uint32_t *id);
+int store_batch_frame(struct store_batch *b, const struct store_frame *f,
+		      uint32_t *id);
+int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame,
+		     uint32_t *id);
+
+/* Adds a count for the stack ending at `node`, at time `when` (seconds;
+ * bucketed by the store).  Counts for the same (series, bucket, node) are
+ * summed in memory and merged into the store by addition. */
+int store_batch_add(struct store_batch *b, uint32_t series, int64_t when,
+		    uint32_t node, uint64_t samples, uint64_t weight);
+
+/* Attributes `bytes` of importer input to a series (for stats). */
+int store_batch_input_bytes(struct store_batch *b, uint32_t series,
+			    uint64_t bytes);
+
+/* Writes the batch atomically and syncs it.  The batch stays allocated;
+ * free it with store_batch_free().  On failure nothing is written. */
+int store_batch_commit(struct store_batch *b);
+
+/* ---- reading -------------------------------------------------------- */
+
+/* For a reader: catch up with the writer and load new frames and nodes.
+ * Returns 1 when the store changed since the last call, 0 when not. */
+int store_refresh(struct store *s);
+
+/* The latest sequence number seen; it moves whenever something commits. */
+uint64_t store_sequence(const struct store *s);
+
+/* Lists every series, sorted by (binary, version, event).  *out is a
+ * malloc'd array the caller frees with store_series_free(). */
+int store_series_list(struct store *s, struct store_series **out, size_t *n);
+void store_series_free(struct store_series *list, size_t n);
+
+/* Number of tree nodes, including the root; node ids are 0..count-1. */
+uint32_t store_node_count(const struct store *s);
+/* Parent and frame of a node.  The root has parent 0 and frame 0. */
+int store_node_get(const struct store *s, uint32_t node, uint32_t *parent,
+		   uint32_t *frame);
+/* Number of frames plus one; frame ids are 1..count-1. */
+uint32_t store_frame_count(const struct store *s);
+/* Fills *f with pointers owned by the store, valid until store_close()
+ * or the next store_refresh(). */
+int store_frame_get(const struct store *s, uint32_t frame,
+		    struct store_frame *f);
+
+/* Calls fn for every count of `series` whose bucket lies in [from, to]
+ * (seconds; use INT64_MIN/INT64_MAX for all), in (bucket, node) order.
+ * A non-zero return from fn stops the walk and is returned. */
+typedef int (*store_count_fn)(void *ctx, int64_t bucket_start, uint32_t node,
+			      uint64_t samples, uint64_t weight);
+int store_series_counts(struct store *s, uint32_t series, int64_t from,
+			int64_t to, store_count_fn fn, void *ctx);
+
+/* ---- footprint ------------------------------------------------------ */
+
+struct store_footprint {
+	uint64_t dir_bytes;      /* every file in the directory, as du sees it */
+	uint64_t frames_bytes;   /* SST bytes per column family */
+	uint64_t nodes_bytes;
+	uint64_t counts_bytes;
+	uint64_t other_bytes;    /* meta, series */
+};
+int store_footprint(struct store *s, struct store_footprint *out);
+/* On-disk bytes of one series' counts (approximate). */
+int store_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes);
+/* Flushes and compacts every column family (writer only). */
+int store_compact(struct store *s);
+
+#endif
