@@ -422,6 +422,10 @@ static int cmd_stats(int argc, char **argv)
 		printf("; %.1fx smaller\n", (double)input / (double)fp.dir_bytes);
 	else
 		printf("\n");
+	printf("bytes: dir=%" PRIu64 " frames=%" PRIu64 " nodes=%" PRIu64 " counts=%" PRIu64
+	       " other=%" PRIu64 " input=%" PRIu64 "\n",
+	       fp.dir_bytes, fp.frames_bytes, fp.nodes_bytes, fp.counts_bytes, fp.other_bytes,
+	       input);
 	store_series_free(list, n);
 	store_close(s);
 	free(owned);

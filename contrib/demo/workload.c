@@ -1,0 +1,58 @@
+/*
+ * workload.c — a small program with a known shape, for the demo.
+ *
+ * main → serve → handle_request → parse_headers / hash_body / render_page,
+ * where hash_body takes about half the CPU, parse_headers a third, and
+ * render_page the rest.  Runs for the number of seconds given (default 3).
+ * Built with frame pointers so perf and the BPF collector can walk it.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static volatile uint64_t sink;
+
+static __attribute__((noinline)) void publish(uint64_t h)
+{
+	sink += h;
+}
+
+/* Not a leaf (it calls publish), so the compiler keeps its frame pointer
+ * and a frame-pointer unwind sees spin's caller. */
+static __attribute__((noinline)) void spin(uint64_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (uint64_t i = 0; i < n; i++)
+		h = (h ^ i) * 1099511628211ull;
+	publish(h);
+}
+
+static __attribute__((noinline)) void parse_headers(void) { spin(300000); }
+static __attribute__((noinline)) void hash_body(void) { spin(450000); }
+static __attribute__((noinline)) void render_page(void) { spin(150000); }
+
+static __attribute__((noinline)) void handle_request(void)
+{
+	parse_headers();
+	hash_body();
+	render_page();
+}
+
+static __attribute__((noinline)) void serve(double seconds)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		for (int i = 0; i < 10; i++)
+			handle_request();
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
+}
+
+int main(int argc, char **argv)
+{
+	serve(argc > 1 ? atof(argv[1]) : 3.0);
+	printf("%llu\n", (unsigned long long)(sink & 1));
+	return 0;
+}

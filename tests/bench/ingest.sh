@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Ingest benchmark (issue 2).  Prints numbers; asserts nothing.
+#   usage: sudo bash tests/bench/ingest.sh [--quick]
+# Measures, on this machine, in one run:
+#   - import throughput (MB/s, samples/s) and peak RSS on a real
+#     `perf record -g -a` recording (>= 20 MB of perf script text) and on a
+#     generated stream (>= 1 GB);
+#   - baselines in the same run: `wc -l` and an independent Perl collapser
+#     (tests/ref/stackcollapse-ref.pl, the stand-in for stackcollapse-perf.pl)
+#     on the same text;
+#   - store bytes (du of the closed, compacted directory) against input
+#     bytes, on a system-wide recording of >= 200 MB (unless --quick);
+#   - dictionary bytes (frames + nodes) against `zstd -19` of the folded
+#     text of the same unique stacks;
+#   - growth when the same file is imported again, when a second recording
+#     of the same workload is imported, and per extra time bucket.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+build="$top/build-bench"
+[ -d "$build" ] || meson setup "$build" "$top" -Dbuildtype=release >/dev/null
+ninja -C "$build" >/dev/null
+fc="$build/flamefs-collect"
+work=${BENCH_DIR:-$(mktemp -d /var/tmp/flamefs-bench.XXXXXX)}
+mkdir -p "$work"
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r), $(. /etc/os-release; echo "$PRETTY_NAME")"
+echo "# work dir: $work"
+
+# A CPU-heavy workload with deep, varied stacks: compiling flamefs.
+workload() { # seconds
+	local end=$((SECONDS + $1)) d
+	d=$(mktemp -d "$work/wl.XXXXXX")
+	meson setup "$d" "$top" >/dev/null 2>&1
+	while [ $SECONDS -lt $end ]; do
+		ninja -C "$d" -t clean >/dev/null 2>&1
+		timeout $((end - SECONDS + 1)) ninja -C "$d" -j 2 >/dev/null 2>&1 || true
+	done
+	rm -rf "$d"
+}
+
+record() { # seconds out.perf
+	perf record -q -e cpu-clock -F 999 -a -g -o "$work/rec.data" -- \
+		bash -c "$(declare -f workload); work=$work; top=$top; workload $1" >/dev/null 2>&1
+	perf script -i "$work/rec.data" 2>/dev/null > "$2"
+	rm -f "$work/rec.data"
+}
+
+# run CMD... : prints "seconds peak_rss_kb" of CMD
+measure() {
+	/usr/bin/time -f '%e %M' -o "$work/time.txt" "$@" >/dev/null 2>"$work/cmd.err" || {
+		cat "$work/cmd.err" >&2; return 1; }
+	cat "$work/time.txt"
+}
+
+bytes() { stat -c %s "$1"; }
+du_bytes() { du -s --block-size=1 "$1" | cut -f1; }
+samples_in() { grep -c '^[^[:space:]#]' "$1" || true; }
+rate() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", (s > 0 ? b / s / 1e6 : 0) }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }'; }
+
+ingest_row() { # label file
+	local f=$2 n sz t rss wc_t pl_t
+	sz=$(bytes "$f"); n=$(samples_in "$f")
+	rm -rf "$work/s"
+	read -r t rss < <(measure "$fc" import --store "$work/s" "$f")
+	read -r wc_t _ < <(measure wc -l "$f")
+	if [ "$sz" -lt 300000000 ]; then
+		read -r pl_t _ < <(measure perl "$top/tests/ref/stackcollapse-ref.pl" "$f")
+	else
+		pl_t=0
+	fi
+	printf '| %s | %.1f MB | %d | %s s | %s MB/s | %.0f | %.1f MB | %s MB/s | %s |\n' "$1" \
+		"$(awk -v b="$sz" 'BEGIN{print b/1e6}')" "$n" "$t" "$(rate "$sz" "$t")" \
+		"$(awk -v n="$n" -v t="$t" 'BEGIN{print (t>0? n/t : 0)}')" \
+		"$(awk -v k="$rss" 'BEGIN{print k/1024}')" "$(rate "$sz" "$wc_t")" \
+		"$( [ "$pl_t" = 0 ] && echo "-" || echo "$(rate "$sz" "$pl_t") MB/s")"
+}
+
+echo
+echo "## Recording the workloads"
+secs_small=25; secs_big=200
+[ $quick = 1 ] && secs_big=0
+record $secs_small "$work/real.perf"
+record $secs_small "$work/real2.perf"
+echo "real.perf: $(bytes "$work/real.perf") bytes; real2.perf: $(bytes "$work/real2.perf") bytes"
+if [ $secs_big -gt 0 ]; then
+	record $secs_big "$work/big.perf"
+	echo "big.perf: $(bytes "$work/big.perf") bytes"
+fi
+gen_size=1100000000
+[ $quick = 1 ] && gen_size=200000000
+"$build/tests/gen-perf" $gen_size 100000 > "$work/gen.perf"
+
+echo
+echo "## Ingest throughput (one thread)"
+echo "| input | size | samples | import time | import MB/s | samples/s | peak RSS | wc -l MB/s | Perl collapser |"
+echo "|---|---|---|---|---|---|---|---|---|"
+ingest_row "real recording (perf record -a -g, 999 Hz)" "$work/real.perf"
+ingest_row "generated stream" "$work/gen.perf"
+
+footprint() { # store input label
+	"$fc" compact --store "$1"
+	local d; d=$(du_bytes "$1")
+	printf '| %s | %d | %d | %sx |\n' "$3" "$2" "$d" "$(ratio "$2" "$d")"
+}
+
+echo
+echo "## Footprint (du of the closed, compacted store)"
+echo "| input | input bytes | store bytes | smaller by |"
+echo "|---|---|---|---|"
+for f in real gen ${secs_big:+big}; do
+	[ -f "$work/$f.perf" ] || continue
+	rm -rf "$work/s"; "$fc" import --store "$work/s" "$work/$f.perf" 2>/dev/null
+	footprint "$work/s" "$(bytes "$work/$f.perf")" "$f.perf"
+done
+
+echo
+echo "## Dictionary against zstd -19 of the folded text of the same unique stacks"
+echo "| input | unique stacks | frames+nodes bytes | zstd -19 folded bytes | ratio |"
+echo "|---|---|---|---|---|"
+for f in real ${secs_big:+big}; do
+	[ -f "$work/$f.perf" ] || continue
+	rm -rf "$work/s"; "$fc" import --store "$work/s" "$work/$f.perf" 2>/dev/null
+	"$fc" compact --store "$work/s"
+	"$fc" export --store "$work/s" > "$work/$f.folded"
+	# the stacks alone (without counts), zstd -19
+	sed 's/ [0-9]*$//' "$work/$f.folded" | zstd -19 -q -c > "$work/$f.zst"
+	dict=$("$fc" stats --store "$work/s" | awk '/^bytes:/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } print v["frames"] + v["nodes"] }')
+	z=$(bytes "$work/$f.zst")
+	printf '| %s | %d | %d | %d | %s |\n' "$f.perf" "$(wc -l < "$work/$f.folded")" "$dict" "$z" "$(ratio "$dict" "$z")"
+done
+
+echo
+echo "## Growth"
+rm -rf "$work/s"
+"$fc" import --store "$work/s" "$work/real.perf" 2>/dev/null; "$fc" compact --store "$work/s"
+a=$(du_bytes "$work/s")
+"$fc" import --store "$work/s" "$work/real.perf" 2>/dev/null; "$fc" compact --store "$work/s"
+b=$(du_bytes "$work/s")
+"$fc" import --store "$work/s" "$work/real2.perf" 2>/dev/null; "$fc" compact --store "$work/s"
+c=$(du_bytes "$work/s")
+echo "- one recording: $a bytes"
+echo "- the same file imported again: $b bytes (+$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.1f", (b-a)*100/a}')%)"
+echo "- a second recording of the same workload: $c bytes (+$(awk -v b="$b" -v c="$c" 'BEGIN{printf "%.1f", (c-b)*100/b}')%)"
+
+# Per-bucket cost: the same folded stacks imported at t and t+60 s land in
+# two buckets; the difference is the cost of one more bucket.
+"$fc" export --store "$work/s" > "$work/u.folded"
+u=$(wc -l < "$work/u.folded")
+rm -rf "$work/s"
+"$fc" import --store "$work/s" --time 1700000000 "$work/u.folded" 2>/dev/null; "$fc" compact --store "$work/s"
+a=$(du_bytes "$work/s")
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	"$fc" import --store "$work/s" --time $((1700000000 + 60 * i)) "$work/u.folded" 2>/dev/null
+done
+"$fc" compact --store "$work/s"
+b=$(du_bytes "$work/s")
+echo "- 10 more time buckets of $u unique stacks: +$((b - a)) bytes = $(awk -v d=$((b - a)) -v u="$u" 'BEGIN{printf "%.2f", d/u/10}') bytes per stack per bucket"
