@@ -1,0 +1,315 @@
+/*
+ * folded.c — the folded-stack importer ("a;b;c 42" per line).
+ *
+ * Reads the output of stackcollapse-*.pl, bcc's `profile -f` and
+ * async-profiler's collapsed format.  The count follows the LAST space of
+ * a line, so frames may contain spaces.  Without --binary the first frame
+ * names the series binary and is not stored as a frame; with --binary every
+ * frame is part of the stack.  Each line adds count to both samples and
+ * weight, in a series whose event is --event (default "samples") and whose
+ * unit is "count", at the import's wall-clock time.  Empty (or
+ * whitespace-only) lines are skipped; a trailing CR is ignored.
+ *
+ * As in perf.c, repeated stacks skip frame splitting: the frame text is
+ * hashed with XXH3-128 and a bounded cache maps it to (series, leaf node).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "import.h"
+
+#define CACHE_SLOTS (1u << 18)
+#define CACHE_MAX (CACHE_SLOTS / 4 * 3)
+#define PROGRESS_EVERY ((uint64_t)64 << 20)
+#define DEFAULT_EVENT "samples"
+
+struct cache_ent {
+	uint64_t lo, hi;
+	uint32_t series; /* UINT32_MAX marks an empty slot */
+	uint32_t node;
+};
+
+struct folded {
+	struct import_ctx *ctx;
+	struct linereader lr;
+	struct cache_ent *cache;
+	size_t cache_used;
+	struct store_frame *frames;
+	size_t frames_cap;
+	uint64_t *series_bytes;  /* input bytes per series id */
+	size_t series_bytes_cap;
+	/* the last series looked up, by binary name */
+	char *last_binary;
+	size_t last_binary_len;
+	uint32_t last_series;
+	bool have_last;
+};
+
+static inline bool is_ws(unsigned char c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static void excerpt(char *out, size_t outlen, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	if (n > 40)
+		n = 40;
+	for (size_t i = 0; i < n && o + 5 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
+}
+
+static int fail(struct folded *f, const char *what, const char *s, size_t n)
+{
+	char ex[256];
+
+	excerpt(ex, sizeof(ex), s, n);
+	return import_fail(f->ctx, f->lr.line, "%s, got \"%s\"", what, ex);
+}
+
+static uint8_t frame_kind(const char *s, size_t n)
+{
+	if (n >= 4 && s[n - 4] == '_' && s[n - 3] == '[' && s[n - 1] == ']') {
+		switch (s[n - 2]) {
+		case 'k':
+			return STORE_FRAME_KERNEL;
+		case 'i':
+			return STORE_FRAME_INLINE;
+		case 'j':
+			return STORE_FRAME_JIT;
+		}
+	}
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']')
+		return STORE_FRAME_UNKNOWN; /* "[unknown]", "[libc.so.6]" */
+	return STORE_FRAME_USER;
+}
+
+static int series_for(struct folded *f, const char *bin, size_t len,
+		      uint32_t *id)
+{
+	const struct import_options *o = f->ctx->opt;
+	int rc;
+
+	if (f->have_last && f->last_binary_len == len &&
+	    memcmp(f->last_binary, bin, len) == 0) {
+		*id = f->last_series;
+		return 0;
+	}
+	char *copy = strndup(bin, len);
+	if (!copy)
+		return -ENOMEM;
+	rc = import_series(f->ctx, copy, NULL,
+			   (o && o->event) ? o->event : DEFAULT_EVENT, "count",
+			   id);
+	if (rc < 0) {
+		free(copy);
+		return rc;
+	}
+	free(f->last_binary);
+	f->last_binary = copy;
+	f->last_binary_len = len;
+	f->last_series = *id;
+	f->have_last = true;
+	return 0;
+}
+
+/* Splits the frames of one line and interns the series and path. */
+static int parse_stack(struct folded *f, const char *s, size_t n,
+		       uint32_t *series, uint32_t *node)
+{
+	const struct import_options *o = f->ctx->opt;
+	size_t nf = 0, at = 0;
+	int rc;
+
+	for (;;) {
+		const char *semi = memchr(s + at, ';', n - at);
+		size_t len = semi ? (size_t)(semi - (s + at)) : n - at;
+		if (nf == f->frames_cap) {
+			size_t ncap = f->frames_cap ? f->frames_cap * 2 : 64;
+			struct store_frame *nfr =
+				realloc(f->frames, ncap * sizeof(*nfr));
+			if (!nfr)
+				return -ENOMEM;
+			f->frames = nfr;
+			f->frames_cap = ncap;
+		}
+		struct store_frame *fr = &f->frames[nf++];
+		memset(fr, 0, sizeof(*fr));
+		fr->name = s + at;
+		fr->name_len = len;
+		fr->kind = frame_kind(s + at, len);
+		if (!semi)
+			break;
+		at += len + 1;
+	}
+
+	struct store_frame *stack = f->frames;
+	size_t depth = nf;
+	if (!(o && o->binary)) {
+		rc = series_for(f, stack[0].name, stack[0].name_len, series);
+		stack++;
+		depth--;
+	} else {
+		rc = series_for(f, o->binary, strlen(o->binary), series);
+	}
+	if (rc < 0)
+		return rc;
+	return import_path(f->ctx, stack, depth, node);
+}
+
+static int note_bytes(struct folded *f, uint32_t id, uint64_t bytes)
+{
+	if (id >= f->series_bytes_cap) {
+		size_t ncap = f->series_bytes_cap ? f->series_bytes_cap : 16;
+		while (ncap <= id)
+			ncap *= 2;
+		uint64_t *nb = realloc(f->series_bytes, ncap * sizeof(*nb));
+		if (!nb)
+			return -ENOMEM;
+		memset(nb + f->series_bytes_cap, 0,
+		       (ncap - f->series_bytes_cap) * sizeof(*nb));
+		f->series_bytes = nb;
+		f->series_bytes_cap = ncap;
+	}
+	f->series_bytes[id] += bytes;
+	return 0;
+}
+
+static int handle_line(struct folded *f, const char *l, size_t n)
+{
+	size_t end = n, sp;
+	uint64_t count = 0;
+	int rc;
+
+	while (end > 0 && is_ws((unsigned char)l[end - 1]))
+		end--;
+	if (end == 0)
+		return 0;
+	if (memchr(l, '\0', n))
+		return fail(f, "expected \"frame;frame;... COUNT\"", l, n);
+
+	const char *last = memrchr(l, ' ', end);
+	if (!last)
+		return fail(f, "expected \"frame;frame;... COUNT\"", l, n);
+	sp = (size_t)(last - l);
+	if (sp + 1 == end)
+		return fail(f, "expected a count after the last space", l, n);
+	for (size_t i = sp + 1; i < end; i++) {
+		unsigned d = (unsigned)((unsigned char)l[i] - '0');
+		if (d > 9)
+			return fail(f, "expected a whole-number count", l + sp + 1,
+				    end - sp - 1);
+		if (count > (UINT64_MAX - d) / 10)
+			return fail(f, "expected a count below 2^64",
+				    l + sp + 1, end - sp - 1);
+		count = count * 10 + d;
+	}
+	if (sp == 0)
+		return fail(f, "expected frames before the count", l, n);
+
+	XXH128_hash_t h = XXH3_128bits(l, sp);
+	size_t slot = (size_t)h.low64 & (CACHE_SLOTS - 1);
+	struct cache_ent *ce;
+	for (;;) {
+		ce = &f->cache[slot];
+		if (ce->series == UINT32_MAX)
+			break;
+		if (ce->lo == h.low64 && ce->hi == h.high64)
+			goto hit;
+		slot = (slot + 1) & (CACHE_SLOTS - 1);
+	}
+	uint32_t series, node;
+	rc = parse_stack(f, l, sp, &series, &node);
+	if (rc < 0)
+		return rc;
+	if (f->cache_used >= CACHE_MAX) {
+		memset(f->cache, 0xff, CACHE_SLOTS * sizeof(*f->cache));
+		f->cache_used = 0;
+		ce = &f->cache[(size_t)h.low64 & (CACHE_SLOTS - 1)];
+	}
+	ce->lo = h.low64;
+	ce->hi = h.high64;
+	ce->series = series;
+	ce->node = node;
+	f->cache_used++;
+hit:
+	if (count) {
+		int64_t now = f->ctx->opt ? f->ctx->opt->now : 0;
+		rc = store_batch_add(f->ctx->batch, ce->series, now, ce->node,
+				     count, count);
+		if (rc < 0)
+			return rc;
+	}
+	f->ctx->samples += count;
+	return note_bytes(f, ce->series, n + 1);
+}
+
+int import_folded(struct import_ctx *ctx)
+{
+	struct folded f = {.ctx = ctx};
+	uint64_t next_progress = PROGRESS_EVERY;
+	const char *l;
+	size_t n;
+	int rc;
+
+	rc = linereader_init(&f.lr, ctx->fd, ctx->prefix, ctx->prefix_len);
+	if (rc < 0)
+		return rc;
+	f.cache = malloc(CACHE_SLOTS * sizeof(*f.cache));
+	if (!f.cache) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(f.cache, 0xff, CACHE_SLOTS * sizeof(*f.cache));
+
+	while ((rc = linereader_next(&f.lr, &l, &n)) > 0) {
+		ctx->line = f.lr.line;
+		rc = handle_line(&f, l, n);
+		if (rc < 0)
+			goto out;
+		ctx->bytes = f.lr.consumed;
+		if (ctx->bytes >= next_progress) {
+			next_progress = ctx->bytes + PROGRESS_EVERY;
+			if (ctx->progress)
+				ctx->progress(ctx);
+		}
+	}
+	if (rc == -E2BIG) {
+		rc = import_fail(ctx, f.lr.line + 1,
+				 "expected a line shorter than %u bytes",
+				 LINEREADER_MAX_LINE);
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < f.series_bytes_cap; i++) {
+		if (!f.series_bytes[i])
+			continue;
+		rc = store_batch_input_bytes(ctx->batch, (uint32_t)i,
+					     f.series_bytes[i]);
+		if (rc < 0)
+			goto out;
+	}
+	ctx->bytes = f.lr.consumed;
+	rc = 0;
+out:
+	linereader_free(&f.lr);
+	free(f.cache);
+	free(f.frames);
+	free(f.series_bytes);
+	free(f.last_binary);
+	return rc;
+}

@@ -1,0 +1,987 @@
+/*
+ * perf.c — the `perf script` text importer.
+ *
+ * Reads the text any perf version prints for `perf script` and stores, for
+ * every process, exactly the stacks Brendan Gregg's stackcollapse-perf.pl
+ * (default options) would print: the same header and stack-line matching
+ * (including Perl's backtracking quirks), the same symbol tidying and the
+ * same "first event only" filtering.  The process name (comm, spaces as
+ * '_') becomes the series binary and is not stored as a frame.
+ *
+ * Where this importer deliberately differs from stackcollapse-perf.pl:
+ *  - a header line also ends the previous sample, so output without blank
+ *    lines between samples is not merged into one giant stack;
+ *  - a last sample without a trailing blank line still counts;
+ *  - a process named "0" is kept (Perl treats the name "0" as false);
+ *  - whitespace-only lines are ignored silently; any other line that is
+ *    neither a comment, a header nor a stack line, a line holding a NUL
+ *    byte, or a stack line outside a sample, is an error rather than a
+ *    warning;
+ *  - event names keep perf's modifiers ("cpu-clock:ppp"), as
+ *    stackcollapse compares them; --event EV keeps EV and, when EV has no
+ *    ':', also EV with any modifiers.  The unit is "nanoseconds" for
+ *    cpu-clock and task-clock (modifiers ignored), "count" otherwise.
+ *    A header that names no event gives the series event "samples".
+ *  - --all-events stores every event as its own series.
+ * Frame kinds: inline pieces (after the first "->") INLINE, modules
+ * "[kernel.*" KERNEL, unsymbolized "[unknown]" UNKNOWN, "/tmp/perf-*.map"
+ * JIT, else USER; the module attribute is perf's module field verbatim.
+ *
+ * Speed comes from one observation: most samples repeat a stack.  Each
+ * stack line is split once with memchr-style scans (no regex, no malloc)
+ * into the parts that decide the result: the function without its "+0x"
+ * offset, the module and any text after it; the pc column is dropped.
+ * Those parts, with the process name and event, are hashed with XXH3-128,
+ * and a bounded cache maps the hash to the (series, leaf node) found the
+ * first time.  A repeated stack therefore costs one hash and one
+ * store_batch_add: no tidying, no frame interning.  Memory is bounded by
+ * the cache (cleared when 3/4 full) and the largest single sample.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "import.h"
+
+#define CACHE_SLOTS (1u << 18)       /* stack cache entries (power of two) */
+#define CACHE_MAX (CACHE_SLOTS / 4 * 3) /* cleared when this many are used */
+#define SERIES_SLOTS 4096u           /* (process, event) -> series id map */
+#define SERIES_MAX (SERIES_SLOTS / 2)
+#define SAMPLE_MAX ((size_t)256 << 20) /* bytes of stack lines per sample */
+#define PROGRESS_EVERY ((uint64_t)64 << 20)
+#define NO_EVENT_NAME "samples"       /* series event when perf printed none */
+
+struct cache_ent {
+	uint64_t lo, hi;
+	uint32_t series; /* UINT32_MAX marks an empty slot */
+	uint32_t node;
+};
+
+struct series_ent {
+	char *key; /* "process\0event", malloc'd; NULL marks an empty slot */
+	size_t key_len;
+	uint32_t id;
+};
+
+/* One stack line split into its parts (offsets into the sample block). */
+struct stack_line {
+	size_t func, func_len;
+	size_t mod, mod_len;
+};
+
+enum sample_state {
+	NO_SAMPLE,   /* before the first header or after a blank line */
+	KEEP_SAMPLE, /* inside a sample that will be stored */
+	SKIP_SAMPLE, /* inside a sample of a filtered-out event */
+};
+
+struct perf {
+	struct import_ctx *ctx;
+	struct linereader lr;
+
+	/* The current sample.  blk holds "process\0event\0" and then one
+	 * record per stack line (see add_stack_line); it is the cache key. */
+	enum sample_state state;
+	char *blk;
+	size_t blk_len, blk_cap, blk_head; /* blk_head: end of "p\0e\0" */
+	size_t pname_len, event_len;
+	uint64_t weight;
+	int64_t when;
+	uint64_t sample_bytes;
+
+	/* Event filter: the event kept when neither --event nor
+	 * --all-events is given (the first one seen). */
+	char *first_event;
+	uint64_t skipped_other;
+
+	struct cache_ent *cache;
+	size_t cache_used;
+	struct series_ent *series;
+	size_t series_used;
+	uint64_t *series_bytes;            /* input bytes per series id */
+	size_t series_bytes_cap;
+
+	/* Scratch space for parsing a sample on a cache miss. */
+	struct stack_line *sl;
+	size_t sl_cap;
+	struct store_frame *frames;
+	size_t *name_off;
+	size_t frames_cap;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+/* Perl's \s: space, \t, \n, \v, \f, \r. */
+static inline bool is_ws(unsigned char c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static inline bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Perl's \w on a byte string: [A-Za-z0-9_]. */
+static inline bool is_word(unsigned char c)
+{
+	return is_digit(c) || c == '_' || (c >= 'a' && c <= 'z') ||
+	       (c >= 'A' && c <= 'Z');
+}
+
+static inline bool is_hex_lower(unsigned char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'f');
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 64;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	void *np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+/* Writes up to 40 bytes of `s` with non-printable bytes as \xNN. */
+static void excerpt(char *out, size_t outlen, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	if (n > 40)
+		n = 40;
+	for (size_t i = 0; i < n && o + 5 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
+}
+
+static int fail_line(struct perf *p, uint64_t line, const char *what,
+		     const char *s, size_t n)
+{
+	char ex[256];
+
+	excerpt(ex, sizeof(ex), s, n);
+	return import_fail(p->ctx, line, "expected %s, got \"%s\"", what, ex);
+}
+
+/* ---- header lines ---------------------------------------------------- */
+
+struct header {
+	const char *comm;
+	size_t comm_len;
+	size_t end;              /* just past the pid[/tid] */
+	const char *event;       /* NULL when the header names no event */
+	size_t event_len;
+	const char *period;      /* digits, or NULL */
+	size_t period_len;
+};
+
+/* Matches stackcollapse-perf's header pattern: the shortest comm of two or
+ * more bytes, then whitespace, a pid (or pid/tid: digits, slashes, digits)
+ * and whitespace.  Linear: each whitespace run is tried once. */
+static bool match_header(const char *l, size_t n, struct header *h)
+{
+	if (n < 2 || is_ws((unsigned char)l[0]))
+		return false;
+	for (size_t k = 2; k < n; k++) {
+		if (!is_ws((unsigned char)l[k]))
+			continue;
+		if (k > 2 && is_ws((unsigned char)l[k - 1]))
+			continue; /* same run as k-1: already tried */
+		size_t j = k;
+		while (j < n && is_ws((unsigned char)l[j]))
+			j++;
+		if (j == n || !is_digit((unsigned char)l[j]))
+			continue;
+		while (j < n && is_digit((unsigned char)l[j]))
+			j++;
+		while (j < n && l[j] == '/')
+			j++;
+		while (j < n && is_digit((unsigned char)l[j]))
+			j++;
+		if (j < n && is_ws((unsigned char)l[j])) {
+			h->comm = l;
+			h->comm_len = k;
+			h->end = j;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Matches /:\s*(\d+)*\s+(\S+):\s*$/ anywhere in the line: the last token
+ * ends in ':' and names the event; an optional period sits between it and
+ * an earlier ':'. */
+static void match_event(const char *l, size_t n, struct header *h)
+{
+	size_t t = n, b, c, d;
+
+	h->event = NULL;
+	h->event_len = 0;
+	h->period = NULL;
+	h->period_len = 0;
+	while (t > 0 && is_ws((unsigned char)l[t - 1]))
+		t--;
+	if (t < 2 || l[t - 1] != ':')
+		return;
+	b = t - 1;
+	while (b > 0 && !is_ws((unsigned char)l[b - 1]))
+		b--;
+	if (b == t - 1 || b == 0)
+		return; /* empty event name, or no whitespace before it */
+	c = b;
+	while (c > 0 && is_ws((unsigned char)l[c - 1]))
+		c--;
+	d = c;
+	while (d > 0 && is_digit((unsigned char)l[d - 1]))
+		d--;
+	size_t e = d;
+	while (e > 0 && is_ws((unsigned char)l[e - 1]))
+		e--;
+	if (e == 0 || l[e - 1] != ':')
+		return;
+	h->event = l + b;
+	h->event_len = t - 1 - b;
+	if (c > d) {
+		h->period = l + d;
+		h->period_len = c - d;
+	}
+}
+
+/* The first "SECONDS.FRACTION:" token after the pid, as whole seconds.
+ * Returns 1 when found, 0 when not, -ERANGE on overflow. */
+static int header_time(const char *l, size_t n, size_t from, int64_t *when)
+{
+	size_t i = from;
+
+	while (i < n) {
+		while (i < n && is_ws((unsigned char)l[i]))
+			i++;
+		size_t s = i;
+		while (i < n && !is_ws((unsigned char)l[i]))
+			i++;
+		/* token l[s..i) */
+		size_t j = s;
+		while (j < i && is_digit((unsigned char)l[j]))
+			j++;
+		if (j == s || j >= i || l[j] != '.')
+			continue;
+		size_t f = j + 1;
+		while (f < i && is_digit((unsigned char)l[f]))
+			f++;
+		if (f == j + 1 || f + 1 != i || l[f] != ':')
+			continue;
+		int64_t v = 0;
+		for (size_t q = s; q < j; q++) {
+			if (v > (INT64_MAX - 9) / 10)
+				return -ERANGE;
+			v = v * 10 + (l[q] - '0');
+		}
+		*when = v;
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_u64(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* ---- series ids ------------------------------------------------------- */
+
+static bool event_is_clock(const char *ev, size_t n)
+{
+	size_t base = n;
+	const char *colon = memchr(ev, ':', n);
+
+	if (colon)
+		base = (size_t)(colon - ev);
+	return (base == 9 && memcmp(ev, "cpu-clock", 9) == 0) ||
+	       (base == 10 && memcmp(ev, "task-clock", 10) == 0);
+}
+
+static int note_series_bytes(struct perf *p, uint32_t id, uint64_t bytes)
+{
+	if (id >= p->series_bytes_cap) {
+		size_t old = p->series_bytes_cap;
+		int rc = grow((void **)&p->series_bytes, &p->series_bytes_cap,
+			      (size_t)id + 1, sizeof(uint64_t));
+		if (rc < 0)
+			return rc;
+		memset(p->series_bytes + old, 0,
+		       (p->series_bytes_cap - old) * sizeof(uint64_t));
+	}
+	p->series_bytes[id] += bytes;
+	return 0;
+}
+
+static int flush_series_bytes(struct perf *p)
+{
+	for (size_t i = 0; i < p->series_bytes_cap; i++) {
+		if (!p->series_bytes[i])
+			continue;
+		int rc = store_batch_input_bytes(p->ctx->batch, (uint32_t)i,
+						 p->series_bytes[i]);
+		if (rc < 0)
+			return rc;
+		p->series_bytes[i] = 0;
+	}
+	return 0;
+}
+
+static void series_clear(struct perf *p)
+{
+	for (size_t i = 0; i < SERIES_SLOTS; i++) {
+		free(p->series[i].key);
+		p->series[i].key = NULL;
+	}
+	p->series_used = 0;
+}
+
+/* The series of the current sample: process p->blk, event after it. */
+static int sample_series(struct perf *p, uint32_t *id)
+{
+	const char *key = p->blk;
+	size_t klen = p->blk_head;
+	size_t slot = (size_t)XXH3_64bits(key, klen) & (SERIES_SLOTS - 1);
+
+	for (;;) {
+		struct series_ent *e = &p->series[slot];
+		if (!e->key)
+			break;
+		if (e->key_len == klen && memcmp(e->key, key, klen) == 0) {
+			*id = e->id;
+			return 0;
+		}
+		slot = (slot + 1) & (SERIES_SLOTS - 1);
+	}
+
+	const char *ev = p->blk + p->pname_len + 1;
+	size_t evlen = p->event_len;
+	const char *event = evlen ? ev : NO_EVENT_NAME;
+	const char *unit = evlen && event_is_clock(ev, evlen) ? "nanoseconds"
+							      : "count";
+	int rc = import_series(p->ctx, p->blk, NULL, event, unit, id);
+	if (rc < 0)
+		return rc;
+
+	if (p->series_used >= SERIES_MAX) {
+		series_clear(p);
+		slot = (size_t)XXH3_64bits(key, klen) & (SERIES_SLOTS - 1);
+	}
+	char *copy = malloc(klen);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, key, klen);
+	struct series_ent *e = &p->series[slot];
+	e->key = copy;
+	e->key_len = klen;
+	e->id = *id;
+	p->series_used++;
+	return 0;
+}
+
+/* ---- stack lines ------------------------------------------------------ */
+
+/* Matches /^\s*(\w+)\s*(.+) \((.*)\)/ with Perl's backtracking: the
+ * function runs to the last " (" that has a ")" after it, the module from
+ * there to the last ")".  Offsets are relative to l. */
+static bool match_stack_line(const char *l, size_t n, struct stack_line *sl)
+{
+	size_t s = 0, e, f, start, L, q;
+
+	while (s < n && is_ws((unsigned char)l[s]))
+		s++;
+	if (s == n || !is_word((unsigned char)l[s]))
+		return false;
+	e = s;
+	while (e < n && is_word((unsigned char)l[e]))
+		e++;
+	f = e;
+	while (f < n && is_ws((unsigned char)l[f]))
+		f++;
+
+	const char *rp = memrchr(l, ')', n);
+	if (!rp)
+		return false;
+	L = (size_t)(rp - l);
+	if (L < 2)
+		return false;
+	/* the last " (" at q with q + 2 <= L */
+	size_t lim = L; /* look for '(' in l[1..lim) */
+	for (;;) {
+		const char *op = lim > 1 ? memrchr(l + 1, '(', lim - 1) : NULL;
+		if (!op)
+			return false;
+		q = (size_t)(op - l) - 1;
+		if (l[q] == ' ')
+			break;
+		lim = q + 1;
+	}
+
+	if (q >= f + 1) {
+		start = f;
+	} else if (q >= 1 && q - 1 >= e) {
+		start = q - 1; /* \s* gives back whitespace */
+	} else if (q == e && e - s >= 2) {
+		start = e - 1; /* \w+ gives back its last byte */
+	} else {
+		return false;
+	}
+	if (start >= q)
+		return false;
+	sl->func = start;
+	sl->func_len = q - start;
+	sl->mod = q + 2;
+	sl->mod_len = L - (q + 2);
+	return true;
+}
+
+static int names_put(struct perf *p, const char *s, size_t n)
+{
+	/* +1: the buffer always exists, even for an empty name */
+	int rc = grow((void **)&p->names, &p->names_cap, p->names_len + n + 1,
+		      1);
+	if (rc < 0)
+		return rc;
+	if (n)
+		memcpy(p->names + p->names_len, s, n);
+	p->names_len += n;
+	return 0;
+}
+
+static bool contains(const char *s, size_t n, const char *needle)
+{
+	return memmem(s, n, needle, strlen(needle)) != NULL;
+}
+
+/* Appends the tidied name of one inline piece to p->names, the way
+ * stackcollapse-perf does it.  Returns the new name's length. */
+static int tidy_piece(struct perf *p, const char *piece, size_t plen,
+		      const char *mod, size_t mlen, size_t index, bool java,
+		      size_t *outlen)
+{
+	size_t at = p->names_len;
+	int rc;
+
+	if (plen == 9 && memcmp(piece, "[unknown]", 9) == 0 &&
+	    !(mlen == 9 && memcmp(mod, "[unknown]", 9) == 0)) {
+		const char *slash = memrchr(mod, '/', mlen);
+		const char *base = slash ? slash + 1 : mod;
+		size_t blen = mlen - (size_t)(base - mod);
+		rc = names_put(p, "[", 1);
+		if (rc >= 0)
+			rc = names_put(p, base, blen);
+		if (rc >= 0)
+			rc = names_put(p, "]", 1);
+	} else {
+		rc = names_put(p, piece, plen);
+	}
+	if (rc < 0)
+		return rc;
+
+	char *s = p->names + at;
+	size_t n = p->names_len - at;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ';')
+			s[i] = ':';
+
+	/* A Go method name ("net/http.(*Client).Do") keeps its parens. */
+	const char *open = memmem(s, n, ".(", 2);
+	bool go = false;
+	if (open) {
+		size_t from = (size_t)(open - s) + 2;
+		for (size_t j = n; j-- > from + 1;) {
+			if (s[j] == '.' && s[j - 1] == ')' && j - 1 >= from) {
+				go = true;
+				break;
+			}
+		}
+	}
+	if (!go) {
+		static const char anon[] = "anonymous namespace)";
+		for (size_t i = 0; i < n; i++) {
+			if (s[i] != '(')
+				continue;
+			if (n - i - 1 >= sizeof(anon) - 1 &&
+			    memcmp(s + i + 1, anon, sizeof(anon) - 1) == 0)
+				continue;
+			n = i;
+			break;
+		}
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != '"' && s[i] != '\'')
+			s[o++] = s[i];
+	n = o;
+
+	if (java && n > 0 && s[0] == 'L' && memchr(s, '/', n)) {
+		memmove(s, s + 1, n - 1);
+		n--;
+	}
+	p->names_len = at + n;
+	if (index > 0 && !contains(s, n, "_[i]")) {
+		rc = names_put(p, "_[i]", 4);
+		if (rc < 0)
+			return rc;
+		n += 4;
+	}
+	*outlen = n;
+	return 0;
+}
+
+static uint8_t frame_kind(const char *mod, size_t mlen, size_t index,
+			  bool unknown)
+{
+	if (index > 0)
+		return STORE_FRAME_INLINE;
+	if (mlen >= 8 && memcmp(mod, "[kernel.", 8) == 0)
+		return STORE_FRAME_KERNEL;
+	if (unknown)
+		return STORE_FRAME_UNKNOWN;
+	if (mlen > 10 && memcmp(mod, "/tmp/perf-", 10) == 0 &&
+	    memcmp(mod + mlen - 4, ".map", 4) == 0)
+		return STORE_FRAME_JIT;
+	return STORE_FRAME_USER;
+}
+
+static int add_frame(struct perf *p, size_t *nf, size_t name_off,
+		     size_t name_len, const char *mod, size_t mlen,
+		     uint8_t kind)
+{
+	if (*nf == p->frames_cap) {
+		size_t ncap = p->frames_cap ? p->frames_cap * 2 : 64;
+		struct store_frame *nfr =
+			realloc(p->frames, ncap * sizeof(*p->frames));
+		if (!nfr)
+			return -ENOMEM;
+		p->frames = nfr;
+		size_t *noff = realloc(p->name_off, ncap * sizeof(size_t));
+		if (!noff)
+			return -ENOMEM;
+		p->name_off = noff;
+		p->frames_cap = ncap;
+	}
+	struct store_frame *fr = &p->frames[*nf];
+	memset(fr, 0, sizeof(*fr));
+	p->name_off[*nf] = name_off;
+	fr->name_len = name_len;
+	fr->module = mod;
+	fr->module_len = mlen;
+	fr->kind = kind;
+	(*nf)++;
+	return 0;
+}
+
+/* Parses the current sample's stack lines into a root-first path and
+ * interns it.  Lines are callee first, so they are walked backwards. */
+static int parse_sample(struct perf *p, uint32_t *node)
+{
+	const char *rec = p->blk + p->blk_head;
+	size_t len = p->blk_len - p->blk_head;
+	size_t nsl = 0, pos = 0;
+	bool java = p->pname_len >= 4 && memcmp(p->blk, "java", 4) == 0;
+	int rc;
+
+	/* Records are [u32 len][function][u32 len][module][u32 len][tail]. */
+	while (pos < len) {
+		uint32_t fl, ml, tl;
+		rc = grow((void **)&p->sl, &p->sl_cap, nsl + 1, sizeof(*p->sl));
+		if (rc < 0)
+			return rc;
+		memcpy(&fl, rec + pos, 4);
+		p->sl[nsl].func = pos + 4;
+		p->sl[nsl].func_len = fl;
+		pos += 4 + fl;
+		memcpy(&ml, rec + pos, 4);
+		p->sl[nsl].mod = pos + 4;
+		p->sl[nsl].mod_len = ml;
+		pos += 4 + ml;
+		memcpy(&tl, rec + pos, 4);
+		pos += 4 + tl;
+		nsl++;
+	}
+	const char *lines = rec;
+
+	size_t nf = 0;
+	p->names_len = 0;
+	for (size_t i = nsl; i-- > 0;) {
+		const char *func = lines + p->sl[i].func;
+		size_t flen = p->sl[i].func_len;
+		const char *mod = lines + p->sl[i].mod;
+		size_t mlen = p->sl[i].mod_len;
+
+		if (flen > 0 && func[0] == '(')
+			continue; /* a process name, not a frame */
+
+		/* split on "->", dropping trailing empty pieces like Perl */
+		size_t end = flen;
+		while (end >= 2 && func[end - 2] == '-' && func[end - 1] == '>')
+			end -= 2;
+		size_t at = 0, index = 0;
+		while (end > 0 && at <= end) {
+			const char *arrow = memmem(func + at, end - at, "->", 2);
+			size_t plen = arrow ? (size_t)(arrow - (func + at))
+					    : end - at;
+			size_t off = p->names_len, nlen;
+			bool unknown = plen == 9 &&
+				       memcmp(func + at, "[unknown]", 9) == 0;
+			rc = tidy_piece(p, func + at, plen, mod, mlen, index,
+					java, &nlen);
+			if (rc < 0)
+				return rc;
+			rc = add_frame(p, &nf, off, nlen, mod, mlen,
+				       frame_kind(mod, mlen, index, unknown));
+			if (rc < 0)
+				return rc;
+			index++;
+			if (!arrow)
+				break;
+			at += plen + 2;
+		}
+	}
+	for (size_t i = 0; i < nf; i++)
+		p->frames[i].name = p->names + p->name_off[i];
+	return import_path(p->ctx, p->frames, nf, node);
+}
+
+/* ---- samples ---------------------------------------------------------- */
+
+static int end_sample(struct perf *p)
+{
+	enum sample_state st = p->state;
+	int rc;
+
+	p->state = NO_SAMPLE;
+	if (st != KEEP_SAMPLE)
+		return 0;
+
+	XXH128_hash_t hh = XXH3_128bits(p->blk, p->blk_len);
+	size_t slot = (size_t)hh.low64 & (CACHE_SLOTS - 1);
+	uint32_t series, node;
+	struct cache_ent *ce;
+
+	for (;;) {
+		ce = &p->cache[slot];
+		if (ce->series == UINT32_MAX)
+			break;
+		if (ce->lo == hh.low64 && ce->hi == hh.high64)
+			goto hit;
+		slot = (slot + 1) & (CACHE_SLOTS - 1);
+	}
+
+	rc = sample_series(p, &series);
+	if (rc < 0)
+		return rc;
+	rc = parse_sample(p, &node);
+	if (rc < 0)
+		return rc;
+	if (p->cache_used >= CACHE_MAX) {
+		memset(p->cache, 0xff, CACHE_SLOTS * sizeof(*p->cache));
+		p->cache_used = 0;
+		slot = (size_t)hh.low64 & (CACHE_SLOTS - 1);
+		ce = &p->cache[slot];
+	}
+	ce->lo = hh.low64;
+	ce->hi = hh.high64;
+	ce->series = series;
+	ce->node = node;
+	p->cache_used++;
+hit:
+	rc = store_batch_add(p->ctx->batch, ce->series, p->when, ce->node, 1,
+			     p->weight);
+	if (rc < 0)
+		return rc;
+	rc = note_series_bytes(p, ce->series, p->sample_bytes);
+	if (rc < 0)
+		return rc;
+	p->ctx->samples++;
+	return 0;
+}
+
+/* 1 when samples of event ev are kept, 0 when skipped, -ENOMEM. */
+static int event_wanted(struct perf *p, const char *ev, size_t n)
+{
+	const struct import_options *o = p->ctx->opt;
+
+	if (o && o->all_events)
+		return 1;
+	if (o && o->event) {
+		size_t wl = strlen(o->event);
+		if (wl == n && memcmp(ev, o->event, n) == 0)
+			return 1;
+		/* "--event cpu-clock" also takes "cpu-clock:u" */
+		const char *colon = memchr(ev, ':', n);
+		return colon && !strchr(o->event, ':') &&
+		       (size_t)(colon - ev) == wl &&
+		       memcmp(ev, o->event, wl) == 0;
+	}
+	if (!p->first_event) {
+		p->first_event = strndup(ev, n);
+		return p->first_event ? 1 : -ENOMEM;
+	}
+	return strlen(p->first_event) == n &&
+	       memcmp(p->first_event, ev, n) == 0;
+}
+
+static int blk_reserve(struct perf *p, size_t more)
+{
+	if (p->blk_len + more > SAMPLE_MAX)
+		return -E2BIG;
+	return grow((void **)&p->blk, &p->blk_cap, p->blk_len + more, 1);
+}
+
+static int start_sample(struct perf *p, const char *l, size_t n,
+			const struct header *h)
+{
+	int rc;
+
+	if (h->event) {
+		rc = event_wanted(p, h->event, h->event_len);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			p->state = SKIP_SAMPLE;
+			p->ctx->skipped++;
+			p->skipped_other++;
+			return 0;
+		}
+	}
+
+	p->weight = 1;
+	if (h->period) {
+		uint64_t v;
+		if (parse_u64(h->period, h->period_len, &v) < 0)
+			return import_fail(p->ctx, p->lr.line,
+					   "period %.*s does not fit in 64 bits",
+					   (int)(h->period_len > 40 ? 40 : h->period_len),
+					   h->period);
+		if (v)
+			p->weight = v;
+	}
+	rc = header_time(l, n, h->end, &p->when);
+	if (rc < 0)
+		return import_fail(p->ctx, p->lr.line,
+				   "sample time does not fit in 64 bits");
+	if (rc == 0)
+		p->when = p->ctx->opt ? p->ctx->opt->now : 0;
+
+	/* "process\0event\0": the process name is comm with ' ' -> '_' */
+	p->blk_len = 0;
+	rc = blk_reserve(p, h->comm_len + h->event_len + 2);
+	if (rc < 0)
+		return rc == -E2BIG ? import_fail(p->ctx, p->lr.line,
+						  "expected a sample of at most 256 MiB")
+				    : rc;
+	for (size_t i = 0; i < h->comm_len; i++)
+		p->blk[i] = h->comm[i] == ' ' ? '_' : h->comm[i];
+	p->blk[h->comm_len] = '\0';
+	if (h->event_len)
+		memcpy(p->blk + h->comm_len + 1, h->event, h->event_len);
+	p->blk[h->comm_len + 1 + h->event_len] = '\0';
+	p->pname_len = h->comm_len;
+	p->event_len = h->event_len;
+	p->blk_len = p->blk_head = p->pname_len + p->event_len + 2;
+	p->state = KEEP_SAMPLE;
+	return 0;
+}
+
+/* Appends one stack line to the sample as its parts that matter to the
+ * result: the function with any "+0x<hex>" offset stripped, the module
+ * and whatever follows the module's ")".  The pc column and the offset
+ * are left out, so samples that differ only there share a cache entry. */
+static int add_stack_line(struct perf *p, const char *l, size_t n)
+{
+	struct stack_line sl;
+	int rc;
+
+	if (memchr(l, '\0', n) || !match_stack_line(l, n, &sl))
+		return fail_line(p, p->lr.line,
+				 "a sample header or a stack line", l, n);
+	const char *func = l + sl.func;
+	size_t flen = sl.func_len;
+	size_t h = flen;
+	while (h > 0 && is_hex_lower((unsigned char)func[h - 1]))
+		h--;
+	if (h < flen && h >= 3 && memcmp(func + h - 3, "+0x", 3) == 0)
+		flen = h - 3;
+	size_t tail = sl.mod + sl.mod_len + 1;
+	uint32_t lens[3] = {(uint32_t)flen, (uint32_t)sl.mod_len,
+			    (uint32_t)(n - tail)};
+
+	rc = blk_reserve(p, flen + sl.mod_len + (n - tail) + 12);
+	if (rc < 0)
+		return rc == -E2BIG ? import_fail(p->ctx, p->lr.line,
+						  "expected a sample of at most 256 MiB")
+				    : rc;
+	char *o = p->blk + p->blk_len;
+	memcpy(o, &lens[0], 4);
+	memcpy(o + 4, func, flen);
+	o += 4 + flen;
+	memcpy(o, &lens[1], 4);
+	memcpy(o + 4, l + sl.mod, sl.mod_len);
+	o += 4 + sl.mod_len;
+	memcpy(o, &lens[2], 4);
+	memcpy(o + 4, l + tail, n - tail);
+	o += 4 + (n - tail);
+	p->blk_len = (size_t)(o - p->blk);
+	return 0;
+}
+
+static int handle_line(struct perf *p, const char *l, size_t n)
+{
+	struct header h;
+	int rc;
+
+	if (n == 0) {
+		p->sample_bytes += 1;
+		return end_sample(p);
+	}
+	if (l[0] == '#')
+		return 0;
+	if (!is_ws((unsigned char)l[0]) && match_header(l, n, &h)) {
+		if (memchr(l, '\0', n))
+			return fail_line(p, p->lr.line,
+					 "a sample header or a stack line", l,
+					 n);
+		/* A header also ends a sample that had no blank line. */
+		rc = end_sample(p);
+		if (rc < 0)
+			return rc;
+		match_event(l, n, &h);
+		p->sample_bytes = n + 1;
+		return start_sample(p, l, n, &h);
+	}
+	/* Anything else is a stack line (which need not be indented); it
+	 * is checked when its sample is parsed, or ignored in a skipped
+	 * sample. */
+
+	/* Whitespace only: ignored, as stackcollapse does.  Stack lines end
+	 * in ')', so the last byte settles it without scanning the indent. */
+	if (is_ws((unsigned char)l[n - 1])) {
+		size_t i = 0;
+		while (i < n && is_ws((unsigned char)l[i]))
+			i++;
+		if (i == n)
+			return 0;
+	}
+	switch (p->state) {
+	case NO_SAMPLE:
+		if (!is_ws((unsigned char)l[0]))
+			return fail_line(p, p->lr.line,
+					 "a sample header or a stack line", l,
+					 n);
+		return fail_line(p, p->lr.line, "a sample header", l, n);
+	case SKIP_SAMPLE:
+		return 0;
+	case KEEP_SAMPLE:
+		p->sample_bytes += n + 1;
+		return add_stack_line(p, l, n);
+	}
+	return 0;
+}
+
+static void perf_free(struct perf *p)
+{
+	linereader_free(&p->lr);
+	if (p->series)
+		series_clear(p);
+	free(p->series);
+	free(p->series_bytes);
+	free(p->cache);
+	free(p->blk);
+	free(p->first_event);
+	free(p->sl);
+	free(p->frames);
+	free(p->name_off);
+	free(p->names);
+}
+
+int import_perf(struct import_ctx *ctx)
+{
+	struct perf p = {.ctx = ctx};
+	uint64_t next_progress = PROGRESS_EVERY;
+	const char *l;
+	size_t n;
+	int rc;
+
+	rc = linereader_init(&p.lr, ctx->fd, ctx->prefix, ctx->prefix_len);
+	if (rc < 0)
+		return rc;
+	p.cache = malloc(CACHE_SLOTS * sizeof(*p.cache));
+	p.series = calloc(SERIES_SLOTS, sizeof(*p.series));
+	if (!p.cache || !p.series) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(p.cache, 0xff, CACHE_SLOTS * sizeof(*p.cache));
+
+	while ((rc = linereader_next(&p.lr, &l, &n)) > 0) {
+		ctx->line = p.lr.line;
+		rc = handle_line(&p, l, n);
+		if (rc < 0)
+			goto out;
+		ctx->bytes = p.lr.consumed;
+		if (ctx->bytes >= next_progress) {
+			next_progress = ctx->bytes + PROGRESS_EVERY;
+			if (ctx->progress)
+				ctx->progress(ctx);
+		}
+	}
+	if (rc == -E2BIG) {
+		rc = import_fail(ctx, p.lr.line + 1,
+				 "expected a line shorter than %u bytes",
+				 LINEREADER_MAX_LINE);
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	/* A last sample without a trailing blank line still counts. */
+	rc = end_sample(&p);
+	if (rc < 0)
+		goto out;
+	rc = flush_series_bytes(&p);
+	if (rc < 0)
+		goto out;
+	ctx->bytes = p.lr.consumed;
+	if (p.skipped_other && p.first_event)
+		snprintf(ctx->warning, sizeof(ctx->warning),
+			 "kept only event %s; skipped %llu samples of other "
+			 "events (use --all-events or --event)",
+			 p.first_event, (unsigned long long)p.skipped_other);
+	rc = 0;
+out:
+	perf_free(&p);
+	return rc;
+}

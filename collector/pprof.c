@@ -1,0 +1,784 @@
+/*
+ * pprof.c — imports a pprof profile (profile.proto, raw or gzipped) into
+ * one store batch.  Every sample type becomes a series whose event and unit
+ * are the type's strings, e.g. Go's CPU profile gives "samples"/"count"
+ * and "cpu"/"nanoseconds".  The series binary is --binary, else the base
+ * name of the first mapping's file, else the input's base name up to its
+ * first dot ("cpu.pb.gz" -> "cpu"; "pprof" for stdin).  The version is
+ * --version, else the first 12 hex digits (lower case) of the first
+ * mapping's build id when that build id is hex, else the default label.
+ * Stacks are stored root first; a location with several lines yields
+ * several frames, the inlined ones (every line but the last) named
+ * "NAME_[i]" with kind INLINE, as stackcollapse does; a location without
+ * lines is "[base name of its mapping]" or "[unknown]".  A frame's build id
+ * is the mapping's, hex-decoded when it is hex, else its raw bytes.  Each
+ * series' weight is its value; samples is the value of the first "count"
+ * sample type, else 1; zero values are not stored.  The whole input is
+ * checked before anything is added, so a bad index is reported instead of
+ * half-imported.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "import.h"
+#include "profile.pb-c.h"
+
+/* Larger inputs, raw or decompressed, are refused. */
+#ifndef PPROF_MAX_BYTES
+#define PPROF_MAX_BYTES ((size_t)2 << 30)
+#endif
+
+typedef Perftools__Profiles__Profile pb_profile;
+typedef Perftools__Profiles__Location pb_location;
+typedef Perftools__Profiles__Mapping pb_mapping;
+typedef Perftools__Profiles__Function pb_function;
+
+/* ---- input ------------------------------------------------------------ */
+
+/* Grows *buf so that it holds at least `need` bytes. */
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 64 * 1024;
+	while (ncap < need)
+		ncap *= 2;
+	uint8_t *n = realloc(*buf, ncap);
+	if (!n)
+		return -ENOMEM;
+	*buf = n;
+	*cap = ncap;
+	return 0;
+}
+
+/* Reads the prefix and then ctx->fd to its end into a malloc'd buffer that
+ * the caller frees. */
+static int read_all(struct import_ctx *ctx, uint8_t **out, size_t *out_len)
+{
+	size_t plen = ctx->prefix ? ctx->prefix_len : 0;
+	uint8_t *buf = NULL;
+	size_t cap = 0, len = 0;
+	int rc;
+
+	if (plen > PPROF_MAX_BYTES) {
+		rc = -E2BIG;
+		goto fail;
+	}
+	rc = grow(&buf, &cap, plen + 1);
+	if (rc < 0)
+		goto fail;
+	if (plen)
+		memcpy(buf, ctx->prefix, plen);
+	len = plen;
+
+	for (;;) {
+		if (len > PPROF_MAX_BYTES) {
+			rc = import_fail(ctx, 0,
+					 "input is larger than %zu MiB; expected a smaller pprof profile",
+					 PPROF_MAX_BYTES >> 20);
+			goto fail;
+		}
+		rc = grow(&buf, &cap, len + 64 * 1024);
+		if (rc < 0)
+			goto fail;
+		ssize_t n = read(ctx->fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			import_fail(ctx, 0, "read error: %s", strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+
+fail:
+	free(buf);
+	return rc;
+}
+
+static bool is_gzip(const uint8_t *p, size_t len)
+{
+	return len >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
+
+/* Decompresses one or more concatenated gzip members into a malloc'd
+ * buffer that the caller frees. */
+static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len,
+		  uint8_t **out, size_t *out_len)
+{
+	z_stream z;
+	uint8_t *buf = NULL;
+	size_t cap = 0, len = 0;
+	int rc, zrc;
+
+	memset(&z, 0, sizeof(z));
+	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	size_t in_pos = 0;
+	for (;;) {
+		if (z.avail_in == 0 && in_pos < in_len) {
+			size_t chunk = in_len - in_pos;
+			if (chunk > (1u << 30))
+				chunk = 1u << 30;
+			z.next_in = (Bytef *)(uintptr_t)(in + in_pos);
+			z.avail_in = (uInt)chunk;
+			in_pos += chunk;
+		}
+		if (len >= PPROF_MAX_BYTES) {
+			rc = import_fail(ctx, 0,
+					 "gzip data expands to more than %zu MiB; expected a smaller pprof profile",
+					 PPROF_MAX_BYTES >> 20);
+			goto end;
+		}
+		rc = grow(&buf, &cap, len + 64 * 1024);
+		if (rc < 0)
+			goto end;
+		size_t room = cap - len;
+		if (room > (1u << 30))
+			room = 1u << 30;
+		z.next_out = buf + len;
+		z.avail_out = (uInt)room;
+		zrc = inflate(&z, Z_NO_FLUSH);
+		len += room - z.avail_out;
+		if (zrc == Z_STREAM_END) {
+			/* Another gzip member may follow. */
+			size_t left = z.avail_in + (in_len - in_pos);
+			const uint8_t *next = in + (in_len - left);
+			if (left == 0)
+				break;
+			if (!is_gzip(next, left)) {
+				rc = import_fail(ctx, 0,
+						 "expected end of file or another gzip member after %zu compressed bytes, got other data",
+						 in_len - left);
+				goto end;
+			}
+			if (inflateReset(&z) != Z_OK) {
+				rc = -ENOMEM;
+				goto end;
+			}
+			continue;
+		}
+		if (zrc == Z_MEM_ERROR) {
+			rc = -ENOMEM;
+			goto end;
+		}
+		if (zrc == Z_DATA_ERROR || zrc == Z_NEED_DICT) {
+			rc = import_fail(ctx, 0, "expected gzip data, got a corrupt stream (%s)",
+					 z.msg ? z.msg : "bad data");
+			goto end;
+		}
+		if (zrc == Z_BUF_ERROR && z.avail_in == 0 && in_pos == in_len) {
+			rc = import_fail(ctx, 0,
+					 "gzip data is truncated: expected more after %zu bytes",
+					 in_len);
+			goto end;
+		}
+		if (zrc != Z_OK && zrc != Z_BUF_ERROR) {
+			rc = import_fail(ctx, 0, "expected gzip data, got a corrupt stream (zlib error %d)",
+					 zrc);
+			goto end;
+		}
+	}
+	*out = buf;
+	*out_len = len;
+	buf = NULL;
+	rc = 0;
+end:
+	inflateEnd(&z);
+out:
+	free(buf);
+	return rc;
+}
+
+/* ---- id lookup -------------------------------------------------------- */
+
+/* Maps a non-zero pprof id to its index in the profile's array. */
+struct idmap {
+	uint64_t *keys; /* 0 = empty slot */
+	uint32_t *vals;
+	size_t mask;
+};
+
+static uint64_t id_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static void idmap_free(struct idmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	m->keys = NULL;
+	m->vals = NULL;
+}
+
+static int idmap_init(struct idmap *m, size_t n)
+{
+	size_t cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	m->keys = calloc(cap, sizeof(*m->keys));
+	m->vals = calloc(cap, sizeof(*m->vals));
+	m->mask = cap - 1;
+	if (!m->keys || !m->vals) {
+		idmap_free(m);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Returns 0, or -EEXIST when the id is already present. */
+static int idmap_put(struct idmap *m, uint64_t id, uint32_t val)
+{
+	size_t i = id_hash(id) & m->mask;
+	while (m->keys[i]) {
+		if (m->keys[i] == id)
+			return -EEXIST;
+		i = (i + 1) & m->mask;
+	}
+	m->keys[i] = id;
+	m->vals[i] = val;
+	return 0;
+}
+
+static bool idmap_get(const struct idmap *m, uint64_t id, uint32_t *val)
+{
+	if (id == 0)
+		return false;
+	size_t i = id_hash(id) & m->mask;
+	while (m->keys[i]) {
+		if (m->keys[i] == id) {
+			*val = m->vals[i];
+			return true;
+		}
+		i = (i + 1) & m->mask;
+	}
+	return false;
+}
+
+/* ---- the parsed profile ------------------------------------------------ */
+
+/* The frames of one location, root first, with the names they need. */
+struct locframes {
+	struct store_frame *frames;
+	size_t n;
+	char *names;     /* backing store for "NAME_[i]" and "[module]" names */
+	uint8_t *bid;    /* decoded build id, shared by every frame */
+};
+
+struct pprof {
+	struct import_ctx *ctx;
+	pb_profile *p;
+	struct idmap maps, funcs, locs;
+	struct locframes *lf;    /* one per location */
+};
+
+static const char *str_at(const struct pprof *pp, int64_t i)
+{
+	return pp->p->string_table[i];
+}
+
+/* Checks a string index; `what` and `idx` name the holder in the message. */
+static int check_str(struct pprof *pp, int64_t i, const char *what, size_t idx,
+		     const char *field)
+{
+	if (i >= 0 && (uint64_t)i < pp->p->n_string_table)
+		return 0;
+	return import_fail(pp->ctx, 0,
+			   "%s %zu: %s is string index %lld, expected one below %zu (the string table size)",
+			   what, idx, field, (long long)i, pp->p->n_string_table);
+}
+
+/* Checks every string index and id, and builds the id maps. */
+static int validate(struct pprof *pp)
+{
+	struct import_ctx *ctx = pp->ctx;
+	pb_profile *p = pp->p;
+	int rc;
+
+	if (p->n_string_table == 0 || p->string_table[0][0] != '\0')
+		return import_fail(ctx, 0,
+				   "expected a pprof profile whose string table starts with \"\", got %s",
+				   p->n_string_table ? "a non-empty first string" : "no string table");
+	if (p->n_sample_type == 0)
+		return import_fail(ctx, 0, "expected a pprof profile with at least one sample type, got none");
+
+	for (size_t i = 0; i < p->n_sample_type; i++) {
+		if ((rc = check_str(pp, p->sample_type[i]->type, "sample type", i, "type")) < 0 ||
+		    (rc = check_str(pp, p->sample_type[i]->unit, "sample type", i, "unit")) < 0)
+			return rc;
+		const char *t = str_at(pp, p->sample_type[i]->type);
+		if (!*t)
+			return import_fail(ctx, 0, "sample type %zu: expected a name, got \"\"", i);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(t, str_at(pp, p->sample_type[j]->type)) == 0)
+				return import_fail(ctx, 0,
+						   "sample types %zu and %zu are both \"%s\"; expected distinct names",
+						   j, i, t);
+	}
+	if (p->period_type &&
+	    ((rc = check_str(pp, p->period_type->type, "period type", 0, "type")) < 0 ||
+	     (rc = check_str(pp, p->period_type->unit, "period type", 0, "unit")) < 0))
+		return rc;
+	if ((rc = check_str(pp, p->drop_frames, "profile", 0, "drop_frames")) < 0 ||
+	    (rc = check_str(pp, p->keep_frames, "profile", 0, "keep_frames")) < 0 ||
+	    (rc = check_str(pp, p->default_sample_type, "profile", 0, "default_sample_type")) < 0)
+		return rc;
+	for (size_t i = 0; i < p->n_comment; i++)
+		if ((rc = check_str(pp, p->comment[i], "comment", i, "text")) < 0)
+			return rc;
+
+	if (p->n_mapping > UINT32_MAX || p->n_function > UINT32_MAX ||
+	    p->n_location > UINT32_MAX)
+		return import_fail(ctx, 0, "expected fewer than 2^32 mappings, functions and locations");
+	if ((rc = idmap_init(&pp->maps, p->n_mapping)) < 0 ||
+	    (rc = idmap_init(&pp->funcs, p->n_function)) < 0 ||
+	    (rc = idmap_init(&pp->locs, p->n_location)) < 0)
+		return rc;
+
+	for (size_t i = 0; i < p->n_mapping; i++) {
+		const pb_mapping *m = p->mapping[i];
+		if ((rc = check_str(pp, m->filename, "mapping", i, "filename")) < 0 ||
+		    (rc = check_str(pp, m->build_id, "mapping", i, "build_id")) < 0)
+			return rc;
+		if (m->id == 0)
+			return import_fail(ctx, 0, "mapping %zu: expected a non-zero id", i);
+		if (idmap_put(&pp->maps, m->id, (uint32_t)i) < 0)
+			return import_fail(ctx, 0, "mapping %zu: id %llu is used twice; expected unique ids",
+					   i, (unsigned long long)m->id);
+	}
+	for (size_t i = 0; i < p->n_function; i++) {
+		const pb_function *f = p->function[i];
+		if ((rc = check_str(pp, f->name, "function", i, "name")) < 0 ||
+		    (rc = check_str(pp, f->system_name, "function", i, "system_name")) < 0 ||
+		    (rc = check_str(pp, f->filename, "function", i, "filename")) < 0)
+			return rc;
+		if (f->id == 0)
+			return import_fail(ctx, 0, "function %zu: expected a non-zero id", i);
+		if (idmap_put(&pp->funcs, f->id, (uint32_t)i) < 0)
+			return import_fail(ctx, 0, "function %zu: id %llu is used twice; expected unique ids",
+					   i, (unsigned long long)f->id);
+	}
+	for (size_t i = 0; i < p->n_location; i++) {
+		const pb_location *l = p->location[i];
+		uint32_t x;
+		if (l->id == 0)
+			return import_fail(ctx, 0, "location %zu: expected a non-zero id", i);
+		if (idmap_put(&pp->locs, l->id, (uint32_t)i) < 0)
+			return import_fail(ctx, 0, "location %zu: id %llu is used twice; expected unique ids",
+					   i, (unsigned long long)l->id);
+		if (l->mapping_id && !idmap_get(&pp->maps, l->mapping_id, &x))
+			return import_fail(ctx, 0,
+					   "location %zu (id %llu): mapping id %llu does not exist; expected an id from the mapping table",
+					   i, (unsigned long long)l->id,
+					   (unsigned long long)l->mapping_id);
+		for (size_t j = 0; j < l->n_line; j++) {
+			uint64_t fid = l->line[j]->function_id;
+			if (fid && !idmap_get(&pp->funcs, fid, &x))
+				return import_fail(ctx, 0,
+						   "location %zu (id %llu), line %zu: function id %llu does not exist; expected an id from the function table",
+						   i, (unsigned long long)l->id, j,
+						   (unsigned long long)fid);
+		}
+	}
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		uint32_t x;
+		if (s->n_value != p->n_sample_type)
+			return import_fail(ctx, 0,
+					   "sample %zu: has %zu values, expected %zu (one per sample type)",
+					   i, s->n_value, p->n_sample_type);
+		for (size_t j = 0; j < s->n_value; j++)
+			if (s->value[j] < 0)
+				return import_fail(ctx, 0,
+						   "sample %zu: value %lld for \"%s\" is negative; expected a count of 0 or more",
+						   i, (long long)s->value[j],
+						   str_at(pp, p->sample_type[j]->type));
+		for (size_t j = 0; j < s->n_location_id; j++)
+			if (!idmap_get(&pp->locs, s->location_id[j], &x))
+				return import_fail(ctx, 0,
+						   "sample %zu: location id %llu does not exist; expected an id from the location table",
+						   i, (unsigned long long)s->location_id[j]);
+		for (size_t j = 0; j < s->n_label; j++) {
+			const Perftools__Profiles__Label *lb = s->label[j];
+			if ((rc = check_str(pp, lb->key, "label of sample", i, "key")) < 0 ||
+			    (rc = check_str(pp, lb->str, "label of sample", i, "str")) < 0 ||
+			    (rc = check_str(pp, lb->num_unit, "label of sample", i, "num_unit")) < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* ---- frames ----------------------------------------------------------- */
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool is_hex(const char *s, size_t len)
+{
+	if (len == 0 || len % 2)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (hexval(s[i]) < 0)
+			return false;
+	return true;
+}
+
+static void locframes_free(struct locframes *lf)
+{
+	free(lf->frames);
+	free(lf->names);
+	free(lf->bid);
+}
+
+/* Builds the root-first frames of location `idx`. */
+static int build_location(struct pprof *pp, size_t idx)
+{
+	const pb_location *l = pp->p->location[idx];
+	struct locframes *lf = &pp->lf[idx];
+	const char *module = "";
+	const char *bid_str = "";
+	uint32_t mi;
+	int rc;
+
+	if (l->mapping_id && idmap_get(&pp->maps, l->mapping_id, &mi)) {
+		module = str_at(pp, pp->p->mapping[mi]->filename);
+		bid_str = str_at(pp, pp->p->mapping[mi]->build_id);
+	}
+
+	/* The mapping's build id: decoded when hex, else its raw bytes. */
+	size_t bid_len = strlen(bid_str);
+	const uint8_t *bid = (const uint8_t *)bid_str;
+	if (is_hex(bid_str, bid_len)) {
+		lf->bid = malloc(bid_len / 2);
+		if (!lf->bid)
+			return -ENOMEM;
+		for (size_t i = 0; i < bid_len / 2; i++)
+			lf->bid[i] = (uint8_t)(hexval(bid_str[2 * i]) << 4 |
+					       hexval(bid_str[2 * i + 1]));
+		bid = lf->bid;
+		bid_len /= 2;
+	}
+
+	/* Space for the names this location must make up. */
+	size_t need = 1;
+	if (l->n_line == 0) {
+		need += strlen(module) + sizeof("[unknown]");
+	} else {
+		for (size_t j = 0; j < l->n_line; j++) {
+			uint32_t fi;
+			if (idmap_get(&pp->funcs, l->line[j]->function_id, &fi))
+				need += strlen(str_at(pp, pp->p->function[fi]->name)) +
+					strlen(str_at(pp, pp->p->function[fi]->system_name));
+			need += sizeof("[unknown]_[i]");
+		}
+	}
+	lf->names = malloc(need);
+	size_t nframes = l->n_line ? l->n_line : 1;
+	lf->frames = calloc(nframes, sizeof(*lf->frames));
+	if (!lf->names || !lf->frames) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	lf->n = nframes;
+	char *w = lf->names;
+
+	for (size_t k = 0; k < nframes; k++) {
+		struct store_frame *f = &lf->frames[k];
+		f->module = module;
+		f->module_len = strlen(module);
+		f->build_id = bid_len ? bid : NULL;
+		f->build_id_len = bid_len;
+
+		if (l->n_line == 0) {
+			const char *b = base_name(module);
+			int n = *b ? sprintf(w, "[%s]", b) : sprintf(w, "[unknown]");
+			f->name = w;
+			f->name_len = (size_t)n;
+			f->kind = STORE_FRAME_UNKNOWN;
+			w += n + 1;
+			continue;
+		}
+
+		/* Root first: frame k is line n-1-k; only the last line of a
+		 * location is not inlined. */
+		size_t j = l->n_line - 1 - k;
+		const Perftools__Profiles__Line *ln = l->line[j];
+		bool inl = j + 1 < l->n_line;
+		const char *name = "";
+		uint32_t fi;
+		if (idmap_get(&pp->funcs, ln->function_id, &fi)) {
+			const pb_function *fn = pp->p->function[fi];
+			name = str_at(pp, fn->name);
+			if (!*name)
+				name = str_at(pp, fn->system_name);
+			f->file = str_at(pp, fn->filename);
+			f->file_len = strlen(f->file);
+		}
+		bool unknown = !*name;
+		int n = sprintf(w, "%s%s", unknown ? "[unknown]" : name,
+				inl ? "_[i]" : "");
+		f->name = w;
+		f->name_len = (size_t)n;
+		w += n + 1;
+		f->line = (ln->line > 0 && ln->line <= UINT32_MAX) ? (uint32_t)ln->line : 0;
+		f->kind = inl ? STORE_FRAME_INLINE
+		        : unknown ? STORE_FRAME_UNKNOWN
+			      : STORE_FRAME_USER;
+	}
+	return 0;
+
+fail:
+	locframes_free(lf);
+	memset(lf, 0, sizeof(*lf));
+	return rc;
+}
+
+/* ---- series ----------------------------------------------------------- */
+
+/* The default binary: first mapping's base name, else the input's base
+ * name without its extensions.  Writes into out (size outlen). */
+static void default_binary(const struct pprof *pp, char *out, size_t outlen)
+{
+	const char *b = "";
+	if (pp->p->n_mapping)
+		b = base_name(str_at(pp, pp->p->mapping[0]->filename));
+	if (*b) {
+		snprintf(out, outlen, "%s", b);
+		return;
+	}
+	const char *path = pp->ctx->path;
+	if (!path || strcmp(path, "-") == 0) {
+		snprintf(out, outlen, "pprof");
+		return;
+	}
+	snprintf(out, outlen, "%s", base_name(path));
+	char *dot = strchr(out, '.');
+	if (dot && dot != out)
+		*dot = '\0';
+	if (!*out)
+		snprintf(out, outlen, "pprof");
+}
+
+/* The default version: the first mapping's hex build id, shortened to 12
+ * digits; "" when there is none. */
+static void default_version(const struct pprof *pp, char *out, size_t outlen)
+{
+	out[0] = '\0';
+	if (!pp->p->n_mapping)
+		return;
+	const char *b = str_at(pp, pp->p->mapping[0]->build_id);
+	if (!is_hex(b, strlen(b)))
+		return;
+	snprintf(out, outlen, "%.12s", b);
+	for (char *c = out; *c; c++)
+		if (*c >= 'A' && *c <= 'F')
+			*c = (char)(*c - 'A' + 'a');
+}
+
+/* ---- import ----------------------------------------------------------- */
+
+static int add_samples(struct pprof *pp, const uint32_t *series, int64_t when)
+{
+	struct import_ctx *ctx = pp->ctx;
+	pb_profile *p = pp->p;
+	struct store_frame *stack = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	/* A sample type counted in "count" gives every series its samples. */
+	size_t count_idx = SIZE_MAX;
+	for (size_t i = 0; i < p->n_sample_type; i++)
+		if (strcmp(str_at(pp, p->sample_type[i]->unit), "count") == 0) {
+			count_idx = i;
+			break;
+		}
+
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		bool any = false;
+		for (size_t j = 0; j < s->n_value; j++)
+			any |= s->value[j] != 0;
+		if (!any)
+			continue;
+
+		/* Leaf first in the sample; root first in the store. */
+		size_t n = 0;
+		for (size_t k = s->n_location_id; k-- > 0;) {
+			uint32_t li = 0;
+			idmap_get(&pp->locs, s->location_id[k], &li);
+			const struct locframes *lf = &pp->lf[li];
+			if (n + lf->n > cap) {
+				size_t ncap = cap ? cap : 64;
+				while (ncap < n + lf->n)
+					ncap *= 2;
+				struct store_frame *ns = realloc(stack, ncap * sizeof(*ns));
+				if (!ns) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				stack = ns;
+				cap = ncap;
+			}
+			memcpy(stack + n, lf->frames, lf->n * sizeof(*stack));
+			n += lf->n;
+		}
+
+		uint32_t node;
+		rc = import_path(ctx, stack, n, &node);
+		if (rc < 0)
+			goto out;
+		uint64_t samples = count_idx == SIZE_MAX ? 1 : (uint64_t)s->value[count_idx];
+		for (size_t j = 0; j < s->n_value; j++) {
+			if (s->value[j] == 0)
+				continue;
+			rc = store_batch_add(ctx->batch, series[j], when, node,
+					     samples, (uint64_t)s->value[j]);
+			if (rc < 0)
+				goto out;
+		}
+		ctx->samples++;
+		if (ctx->progress && (i & 4095) == 4095)
+			ctx->progress(ctx);
+	}
+out:
+	free(stack);
+	return rc;
+}
+
+int import_pprof(struct import_ctx *ctx)
+{
+	uint8_t *raw = NULL, *plain = NULL;
+	size_t raw_len = 0, plain_len = 0;
+	struct pprof pp = { .ctx = ctx };
+	uint32_t *series = NULL;
+	int rc;
+
+	rc = read_all(ctx, &raw, &raw_len);
+	if (rc < 0)
+		goto out;
+	ctx->bytes = raw_len;
+	if (raw_len == 0) {
+		rc = import_fail(ctx, 0, "expected a pprof profile, got an empty file");
+		goto out;
+	}
+
+	const uint8_t *data = raw;
+	size_t len = raw_len;
+	if (is_gzip(raw, raw_len)) {
+		rc = gunzip(ctx, raw, raw_len, &plain, &plain_len);
+		if (rc < 0)
+			goto out;
+		data = plain;
+		len = plain_len;
+		if (len == 0) {
+			rc = import_fail(ctx, 0, "expected a pprof profile, got an empty gzip stream");
+			goto out;
+		}
+	}
+
+	pp.p = perftools__profiles__profile__unpack(NULL, len, data);
+	if (!pp.p) {
+		rc = import_fail(ctx, 0,
+				 "expected a pprof profile (protobuf%s), got malformed or truncated data",
+				 data == raw ? ", optionally gzipped" : " inside gzip");
+		goto out;
+	}
+	/* The compressed copies are no longer needed. */
+	free(plain);
+	plain = NULL;
+
+	rc = validate(&pp);
+	if (rc < 0)
+		goto out;
+
+	pp.lf = calloc(pp.p->n_location ? pp.p->n_location : 1, sizeof(*pp.lf));
+	series = calloc(pp.p->n_sample_type, sizeof(*series));
+	if (!pp.lf || !series) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < pp.p->n_location; i++) {
+		rc = build_location(&pp, i);
+		if (rc < 0)
+			goto out;
+	}
+
+	char binary[256], version[16];
+	default_binary(&pp, binary, sizeof(binary));
+	default_version(&pp, version, sizeof(version));
+	for (size_t i = 0; i < pp.p->n_sample_type; i++) {
+		const Perftools__Profiles__ValueType *t = pp.p->sample_type[i];
+		rc = import_series(ctx, binary, *version ? version : NULL,
+				   str_at(&pp, t->type), str_at(&pp, t->unit),
+				   &series[i]);
+		if (rc < 0)
+			goto out;
+	}
+
+	int64_t now = ctx->opt ? ctx->opt->now : 0;
+	int64_t when = pp.p->time_nanos > 0 ? pp.p->time_nanos / 1000000000 : now;
+	rc = add_samples(&pp, series, when);
+	if (rc < 0)
+		goto out;
+
+	/* Input bytes are shared evenly; the first series takes the rest. */
+	uint64_t share = raw_len / pp.p->n_sample_type;
+	for (size_t i = 0; i < pp.p->n_sample_type; i++) {
+		uint64_t b = share + (i == 0 ? raw_len % pp.p->n_sample_type : 0);
+		rc = store_batch_input_bytes(ctx->batch, series[i], b);
+		if (rc < 0)
+			goto out;
+	}
+	if (ctx->progress)
+		ctx->progress(ctx);
+	rc = 0;
+
+out:
+	if (pp.lf) {
+		for (size_t i = 0; i < pp.p->n_location; i++)
+			locframes_free(&pp.lf[i]);
+		free(pp.lf);
+	}
+	free(series);
+	idmap_free(&pp.maps);
+	idmap_free(&pp.funcs);
+	idmap_free(&pp.locs);
+	if (pp.p)
+		perftools__profiles__profile__free_unpacked(pp.p, NULL);
+	free(plain);
+	free(raw);
+	return rc;
+}

@@ -1,0 +1,692 @@
+/*
+ * render.c — the renderers: each turns one node of a built view tree into
+ * the bytes of one file of the view (folded, self, total, name, pprof),
+ * plus the growable buffer they write into.  Renderers only read the tree,
+ * so several threads may render the same tree at once.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+#include "view-internal.h"
+
+/* ---- buffer ------------------------------------------------------------ */
+
+void view_buf_init(struct view_buf *b)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+}
+
+void view_buf_free(struct view_buf *b)
+{
+	free(b->data);
+	view_buf_init(b);
+}
+
+int view_buf_reserve(struct view_buf *b, size_t extra)
+{
+	if (extra > SIZE_MAX - b->len - 1)
+		return -ENOMEM;
+	size_t need = b->len + extra + 1;
+	if (need <= b->cap)
+		return 0;
+	size_t ncap = b->cap ? b->cap : 256;
+	while (ncap < need)
+		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	char *nd = realloc(b->data, ncap);
+	if (!nd)
+		return -ENOMEM;
+	if (!b->data)
+		nd[0] = '\0';
+	b->data = nd;
+	b->cap = ncap;
+	return 0;
+}
+
+int view_buf_append(struct view_buf *b, const void *data, size_t len)
+{
+	int r = view_buf_reserve(b, len);
+
+	if (r < 0)
+		return r;
+	if (len)
+		memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+/* ---- small files ------------------------------------------------------- */
+
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n > 0)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static int render_number(struct view_buf *out, uint64_t v)
+{
+	char tmp[24];
+	char *e = put_u64(tmp, v);
+
+	*e++ = '\n';
+	return view_buf_append(out, tmp, (size_t)(e - tmp));
+}
+
+int view_render_self(const struct view_tree *t, uint32_t node,
+		     struct view_buf *out)
+{
+	return render_number(out, t->nodes[node].self_weight);
+}
+
+int view_render_total(const struct view_tree *t, uint32_t node,
+		      struct view_buf *out)
+{
+	return render_number(out, t->nodes[node].total_weight);
+}
+
+int view_render_name(const struct view_tree *t, uint32_t node,
+		     struct view_buf *out)
+{
+	size_t len;
+	const char *name = view_node_name(t, node, &len);
+	int r = view_buf_reserve(out, len + 1);
+
+	if (r < 0)
+		return r;
+	view_buf_append(out, name, len);
+	return view_buf_append(out, "\n", 1);
+}
+
+static uint64_t self_size(const struct view_tree *t, uint32_t node)
+{
+	return 1 + view_digits(t->nodes[node].self_weight);
+}
+
+static uint64_t total_size(const struct view_tree *t, uint32_t node)
+{
+	return 1 + view_digits(t->nodes[node].total_weight);
+}
+
+static uint64_t name_size(const struct view_tree *t, uint32_t node)
+{
+	size_t len;
+
+	view_node_name(t, node, &len);
+	return len + 1;
+}
+
+uint64_t view_folded_size(const struct view_tree *t, uint32_t node)
+{
+	return t->nodes[node].folded_bytes;
+}
+
+/* ---- folded ------------------------------------------------------------ */
+
+struct dfs {
+	uint32_t node;
+	uint32_t next;          /* next child index to visit */
+};
+
+/* Writes the "bin;a;b" path of `n` into path[0..path_len) (the buffer is
+ * at least that long).  Names are placed at their final offsets. */
+static void put_name(const struct view_tree *t, uint32_t n, char *path)
+{
+	const struct vnode *v = &t->nodes[n];
+	const struct vstr *s = &t->strs[vnode_frame(t, n)->name];
+
+	if (v->parent != VIEW_ROOT)
+		path[t->nodes[v->parent].path_len] = ';';
+	memcpy(path + v->path_len - s->len, t->arena + s->off, s->len);
+}
+
+/* Appends the subtree's lines in depth-first order, children in name
+ * order.  `out` must have room for folded_bytes more bytes. */
+static int folded_dfs(const struct view_tree *t, uint32_t node,
+		      struct view_buf *out)
+{
+	struct dfs *stack = NULL;
+	size_t depth = 0, cap = 64;
+	char *path = NULL;
+	size_t path_cap = 0;
+	int r = 0;
+	uint32_t a;
+
+	/* The path of `node` itself, from its ancestors. */
+	path_cap = (size_t)t->nodes[node].path_len + 4096;
+	path = malloc(path_cap);
+	stack = malloc(cap * sizeof(*stack));
+	if (!path || !stack) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (a = node; a != VIEW_ROOT; a = t->nodes[a].parent)
+		put_name(t, a, path);
+
+	char *o = out->data + out->len;
+	stack[depth++] = (struct dfs){ node, 0 };
+	uint32_t n = node;
+	for (;;) {
+		const struct vnode *v = &t->nodes[n];
+		if (v->self_weight > 0) {
+			memcpy(o, path, v->path_len);
+			o += v->path_len;
+			*o++ = ' ';
+			o = put_u64(o, v->self_weight);
+			*o++ = '\n';
+		}
+		/* Find the next node to visit. */
+		for (;;) {
+			struct dfs *top = &stack[depth - 1];
+			const struct vnode *tv = &t->nodes[top->node];
+			if (top->next < tv->nkids) {
+				n = t->kids[tv->first_kid + top->next++];
+				break;
+			}
+			if (--depth == 0)
+				goto done;
+		}
+		if (t->nodes[n].path_len > path_cap) {
+			size_t ncap = path_cap * 2 > t->nodes[n].path_len ?
+					      path_cap * 2 : t->nodes[n].path_len;
+			char *np = realloc(path, ncap);
+			if (!np) {
+				r = -ENOMEM;
+				goto out;
+			}
+			path = np;
+			path_cap = ncap;
+		}
+		put_name(t, n, path);
+		if (depth == cap) {
+			struct dfs *ns = realloc(stack, cap * 2 * sizeof(*ns));
+			if (!ns) {
+				r = -ENOMEM;
+				goto out;
+			}
+			stack = ns;
+			cap *= 2;
+		}
+		stack[depth++] = (struct dfs){ n, 0 };
+	}
+done:
+	out->len = (size_t)(o - out->data);
+	out->data[out->len] = '\0';
+out:
+	free(path);
+	free(stack);
+	return r;
+}
+
+struct line {
+	const char *p;
+	size_t len;
+};
+
+static int cmp_line(const void *a, const void *b)
+{
+	const struct line *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->p, y->p, n);
+
+	if (c)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+int view_render_folded(const struct view_tree *t, uint32_t node,
+		       struct view_buf *out)
+{
+	uint64_t size = t->nodes[node].folded_bytes;
+	struct view_buf tmp = { 0 };
+	struct line *lines = NULL;
+	size_t nlines = 0, i;
+	int r;
+
+	if (size > SIZE_MAX / 2)
+		return -ENOMEM;
+	r = view_buf_reserve(out, (size_t)size);
+	if (r < 0)
+		return r;
+	if (!t->folded_needs_sort)
+		return folded_dfs(t, node, out);
+
+	/* Rare: some sibling name extends another by a byte sorting before
+	 * ';', so depth-first order is not bytewise order.  Sort lines. */
+	r = view_buf_reserve(&tmp, (size_t)size);
+	if (r < 0)
+		goto out;
+	r = folded_dfs(t, node, &tmp);
+	if (r < 0)
+		goto out;
+	for (i = 0; i < tmp.len; i++)
+		nlines += tmp.data[i] == '\n';
+	lines = malloc((nlines ? nlines : 1) * sizeof(*lines));
+	if (!lines) {
+		r = -ENOMEM;
+		goto out;
+	}
+	const char *p = tmp.data, *end = tmp.data + tmp.len;
+	for (i = 0; p < end; i++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		lines[i].p = p;
+		lines[i].len = (size_t)(nl - p);
+		p = nl + 1;
+	}
+	qsort(lines, nlines, sizeof(*lines), cmp_line);
+	for (i = 0; i < nlines; i++) {
+		memcpy(out->data + out->len, lines[i].p, lines[i].len);
+		out->len += lines[i].len;
+		out->data[out->len++] = '\n';
+	}
+	out->data[out->len] = '\0';
+out:
+	free(lines);
+	view_buf_free(&tmp);
+	return r;
+}
+
+/* ---- pprof ------------------------------------------------------------- */
+
+struct strtab {
+	char **v;
+	size_t n, cap;
+	char **owned;           /* strings we allocated (build id hex) */
+	size_t nowned;
+	uint32_t *of_sid;       /* tree string id -> index, 0 = not yet */
+};
+
+static int strtab_add(struct strtab *st, char *s, int64_t *idx)
+{
+	if (st->n == st->cap) {
+		size_t ncap = st->cap ? st->cap * 2 : 64;
+		char **nv = realloc(st->v, ncap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		st->v = nv;
+		st->cap = ncap;
+	}
+	st->v[st->n] = s;
+	*idx = (int64_t)st->n++;
+	return 0;
+}
+
+static int strtab_sid(struct strtab *st, const struct view_tree *t,
+		      uint32_t sid, int64_t *idx)
+{
+	int r;
+
+	if (sid == 0) {
+		*idx = 0;
+		return 0;
+	}
+	if (st->of_sid[sid]) {
+		*idx = st->of_sid[sid];
+		return 0;
+	}
+	r = strtab_add(st, (char *)vstr_ptr(t, sid), idx);
+	if (r < 0)
+		return r;
+	st->of_sid[sid] = (uint32_t)*idx;
+	return 0;
+}
+
+/* Adds a static or tree-owned string by value (small fixed set). */
+static int strtab_lit(struct strtab *st, const char *s, int64_t *idx)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (strcmp(st->v[i], s) == 0) {
+			*idx = (int64_t)i;
+			return 0;
+		}
+	return strtab_add(st, (char *)s, idx);
+}
+
+static int strtab_hex(struct strtab *st, const struct view_tree *t,
+		      uint32_t sid, int64_t *idx)
+{
+	const struct vstr *s = &t->strs[sid];
+	const unsigned char *raw = (const unsigned char *)vstr_ptr(t, sid);
+	char *hex;
+	char **no;
+	int r;
+
+	if (s->len == 0) {
+		*idx = 0;
+		return 0;
+	}
+	hex = malloc((size_t)s->len * 2 + 1);
+	no = realloc(st->owned, (st->nowned + 1) * sizeof(*no));
+	if (!hex || !no) {
+		free(hex);
+		if (no)
+			st->owned = no;
+		return -ENOMEM;
+	}
+	st->owned = no;
+	st->owned[st->nowned++] = hex;
+	for (uint32_t i = 0; i < s->len; i++) {
+		hex[2 * i] = "0123456789abcdef"[raw[i] >> 4];
+		hex[2 * i + 1] = "0123456789abcdef"[raw[i] & 15];
+	}
+	hex[2 * s->len] = '\0';
+	r = strtab_add(st, hex, idx);
+	return r;
+}
+
+struct pp {
+	const struct view_tree *t;
+	struct strtab st;
+	uint32_t *loc_of_frame;          /* local frame -> location id, 0 = none */
+	Perftools__Profiles__Location *locs;
+	Perftools__Profiles__Location **plocs;
+	Perftools__Profiles__Line *lines;
+	Perftools__Profiles__Line **plines;
+	Perftools__Profiles__Function *funcs;
+	Perftools__Profiles__Function **pfuncs;
+	size_t nlocs;
+	Perftools__Profiles__Mapping *maps;
+	Perftools__Profiles__Mapping **pmaps;
+	size_t nmaps;
+	uint32_t *map_build;              /* build id sid of each mapping */
+	uint32_t *map_module;             /* module sid of each mapping */
+};
+
+static int pp_mapping(struct pp *pp, const struct vframe *f, uint64_t *id)
+{
+	int r;
+
+	*id = 0;
+	if (f->module == 0 && f->build_id == 0)
+		return 0;
+	for (size_t i = 0; i < pp->nmaps; i++)
+		if (pp->map_module[i] == f->module && pp->map_build[i] == f->build_id) {
+			*id = i + 1;
+			return 0;
+		}
+	Perftools__Profiles__Mapping *m = &pp->maps[pp->nmaps];
+	perftools__profiles__mapping__init(m);
+	m->id = pp->nmaps + 1;
+	m->has_functions = true;
+	if ((r = strtab_sid(&pp->st, pp->t, f->module, &m->filename)) < 0 ||
+	    (r = strtab_hex(&pp->st, pp->t, f->build_id, &m->build_id)) < 0)
+		return r;
+	pp->map_module[pp->nmaps] = f->module;
+	pp->map_build[pp->nmaps] = f->build_id;
+	pp->pmaps[pp->nmaps] = m;
+	*id = ++pp->nmaps;
+	return 0;
+}
+
+static int pp_location(struct pp *pp, uint32_t frame, uint64_t *id)
+{
+	const struct vframe *f = &pp->t->frames[frame];
+	size_t k;
+	int r;
+
+	if (pp->loc_of_frame[frame]) {
+		*id = pp->loc_of_frame[frame];
+		return 0;
+	}
+	k = pp->nlocs;
+	Perftools__Profiles__Function *fn = &pp->funcs[k];
+	perftools__profiles__function__init(fn);
+	fn->id = k + 1;
+	if ((r = strtab_sid(&pp->st, pp->t, f->name, &fn->name)) < 0 ||
+	    (r = strtab_sid(&pp->st, pp->t, f->file, &fn->filename)) < 0)
+		return r;
+	fn->system_name = fn->name;
+	Perftools__Profiles__Line *ln = &pp->lines[k];
+	perftools__profiles__line__init(ln);
+	ln->function_id = k + 1;
+	ln->line = f->line;
+	Perftools__Profiles__Location *loc = &pp->locs[k];
+	perftools__profiles__location__init(loc);
+	loc->id = k + 1;
+	r = pp_mapping(pp, f, &loc->mapping_id);
+	if (r < 0)
+		return r;
+	if (loc->mapping_id) {
+		Perftools__Profiles__Mapping *m = pp->pmaps[loc->mapping_id - 1];
+		if (f->file)
+			m->has_filenames = true;
+		if (f->line)
+			m->has_line_numbers = true;
+	}
+	pp->plines[k] = ln;
+	loc->n_line = 1;
+	loc->line = &pp->plines[k];
+	pp->plocs[k] = loc;
+	pp->pfuncs[k] = fn;
+	pp->nlocs++;
+	pp->loc_of_frame[frame] = (uint32_t)(k + 1);
+	*id = k + 1;
+	return 0;
+}
+
+static int64_t clamp64(uint64_t v)
+{
+	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+static bool is_cpu_event(const char *e)
+{
+	return strcmp(e, "cpu-clock") == 0 || strcmp(e, "task-clock") == 0;
+}
+
+/* Gzips in[0..len) onto out. */
+static int gzip_append(const uint8_t *in, size_t len, struct view_buf *out)
+{
+	z_stream zs;
+	int r, zr;
+
+	memset(&zs, 0, sizeof(zs));
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	size_t bound = deflateBound(&zs, (uLong)len);
+	r = view_buf_reserve(out, bound);
+	if (r < 0)
+		goto out;
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)len;
+	zs.next_out = (Bytef *)out->data + out->len;
+	zs.avail_out = (uInt)bound;
+	zr = deflate(&zs, Z_FINISH);
+	if (zr != Z_STREAM_END) {
+		r = -EIO;
+		goto out;
+	}
+	out->len += zs.total_out;
+	out->data[out->len] = '\0';
+	r = 0;
+out:
+	deflateEnd(&zs);
+	return r;
+}
+
+int view_render_pprof(const struct view_tree *t, uint32_t node,
+		      struct view_buf *out)
+{
+	Perftools__Profiles__Profile prof;
+	Perftools__Profiles__ValueType vt[2], *pvt[2];
+	Perftools__Profiles__Sample *samples = NULL, **psamples = NULL;
+	uint64_t *locpool = NULL;
+	int64_t *valpool = NULL;
+	struct dfs *stack = NULL;
+	uint32_t *sampled = NULL;
+	uint8_t *packed = NULL;
+	struct pp pp = { .t = t };
+	size_t nsampled = 0, nlocids = 0, depth, cap, i;
+	int r;
+
+	perftools__profiles__profile__init(&prof);
+	/* Which nodes become samples, and how many location ids they need. */
+	cap = 64;
+	stack = malloc(cap * sizeof(*stack));
+	sampled = malloc((size_t)t->nnodes * sizeof(*sampled));
+	pp.st.of_sid = calloc(t->nstrs, sizeof(*pp.st.of_sid));
+	pp.loc_of_frame = calloc(t->nframes, sizeof(*pp.loc_of_frame));
+	pp.locs = malloc(t->nframes * sizeof(*pp.locs));
+	pp.plocs = malloc(t->nframes * sizeof(*pp.plocs));
+	pp.lines = malloc(t->nframes * sizeof(*pp.lines));
+	pp.plines = malloc(t->nframes * sizeof(*pp.plines));
+	pp.funcs = malloc(t->nframes * sizeof(*pp.funcs));
+	pp.pfuncs = malloc(t->nframes * sizeof(*pp.pfuncs));
+	pp.maps = malloc(t->nframes * sizeof(*pp.maps));
+	pp.pmaps = malloc(t->nframes * sizeof(*pp.pmaps));
+	pp.map_build = malloc(t->nframes * sizeof(*pp.map_build));
+	pp.map_module = malloc(t->nframes * sizeof(*pp.map_module));
+	if (!stack || !sampled || !pp.st.of_sid || !pp.loc_of_frame ||
+	    !pp.locs || !pp.plocs || !pp.lines || !pp.plines || !pp.funcs ||
+	    !pp.pfuncs || !pp.maps || !pp.pmaps || !pp.map_build ||
+	    !pp.map_module) {
+		r = -ENOMEM;
+		goto out;
+	}
+	depth = 0;
+	stack[depth++] = (struct dfs){ node, 0 };
+	if (t->nodes[node].self_weight || t->nodes[node].self_samples)
+		sampled[nsampled++] = node;
+	while (depth > 0) {
+		struct dfs *top = &stack[depth - 1];
+		const struct vnode *tv = &t->nodes[top->node];
+		if (top->next >= tv->nkids) {
+			depth--;
+			continue;
+		}
+		uint32_t n = t->kids[tv->first_kid + top->next++];
+		if (t->nodes[n].self_weight || t->nodes[n].self_samples)
+			sampled[nsampled++] = n;
+		if (depth == cap) {
+			struct dfs *ns = realloc(stack, cap * 2 * sizeof(*ns));
+			if (!ns) {
+				r = -ENOMEM;
+				goto out;
+			}
+			stack = ns;
+			cap *= 2;
+		}
+		stack[depth++] = (struct dfs){ n, 0 };
+	}
+	for (i = 0; i < nsampled; i++)
+		for (uint32_t a = sampled[i]; a != VIEW_ROOT; a = t->nodes[a].parent)
+			nlocids++;
+
+	/* String table: "" first, then the sample types. */
+	int64_t idx;
+	const char *wtype = is_cpu_event(t->event) ? "cpu" : t->event;
+	if (strcmp(wtype, "samples") == 0 || wtype[0] == '\0')
+		wtype = "weight";       /* keep the two sample types apart */
+	const char *wunit = is_cpu_event(t->event) ? "nanoseconds" : t->unit;
+	if ((r = strtab_add(&pp.st, "", &idx)) < 0)
+		goto out;
+	for (i = 0; i < 2; i++) {
+		perftools__profiles__value_type__init(&vt[i]);
+		pvt[i] = &vt[i];
+	}
+	if ((r = strtab_lit(&pp.st, "samples", &vt[0].type)) < 0 ||
+	    (r = strtab_lit(&pp.st, "count", &vt[0].unit)) < 0 ||
+	    (r = strtab_lit(&pp.st, wtype, &vt[1].type)) < 0 ||
+	    (r = strtab_lit(&pp.st, wunit[0] ? wunit : "count", &vt[1].unit)) < 0)
+		goto out;
+
+	samples = malloc((nsampled ? nsampled : 1) * sizeof(*samples));
+	psamples = malloc((nsampled ? nsampled : 1) * sizeof(*psamples));
+	locpool = malloc((nlocids ? nlocids : 1) * sizeof(*locpool));
+	valpool = malloc((nsampled ? nsampled : 1) * 2 * sizeof(*valpool));
+	if (!samples || !psamples || !locpool || !valpool) {
+		r = -ENOMEM;
+		goto out;
+	}
+	size_t lp = 0;
+	for (i = 0; i < nsampled; i++) {
+		Perftools__Profiles__Sample *s = &samples[i];
+		const struct vnode *v = &t->nodes[sampled[i]];
+		perftools__profiles__sample__init(s);
+		s->location_id = locpool + lp;
+		for (uint32_t a = sampled[i]; a != VIEW_ROOT; a = t->nodes[a].parent) {
+			r = pp_location(&pp, t->nodes[a].frame, &locpool[lp++]);
+			if (r < 0)
+				goto out;
+		}
+		s->n_location_id = (size_t)(locpool + lp - s->location_id);
+		s->value = valpool + 2 * i;
+		s->value[0] = clamp64(v->self_samples);
+		s->value[1] = clamp64(v->self_weight);
+		s->n_value = 2;
+		psamples[i] = s;
+	}
+
+	prof.n_sample_type = 2;
+	prof.sample_type = pvt;
+	prof.n_sample = nsampled;
+	prof.sample = psamples;
+	prof.n_location = pp.nlocs;
+	prof.location = pp.plocs;
+	prof.n_function = pp.nlocs;
+	prof.function = pp.pfuncs;
+	prof.n_mapping = pp.nmaps;
+	prof.mapping = pp.pmaps;
+	prof.period_type = &vt[1];
+	prof.default_sample_type = vt[1].type;
+	prof.n_string_table = pp.st.n;
+	prof.string_table = pp.st.v;
+
+	size_t plen = perftools__profiles__profile__get_packed_size(&prof);
+	packed = malloc(plen ? plen : 1);
+	if (!packed) {
+		r = -ENOMEM;
+		goto out;
+	}
+	perftools__profiles__profile__pack(&prof, packed);
+	r = gzip_append(packed, plen, out);
+out:
+	free(packed);
+	free(samples);
+	free(psamples);
+	free(locpool);
+	free(valpool);
+	free(stack);
+	free(sampled);
+	for (i = 0; i < pp.st.nowned; i++)
+		free(pp.st.owned[i]);
+	free(pp.st.owned);
+	free(pp.st.v);
+	free(pp.st.of_sid);
+	free(pp.loc_of_frame);
+	free(pp.locs);
+	free(pp.plocs);
+	free(pp.lines);
+	free(pp.plines);
+	free(pp.funcs);
+	free(pp.pfuncs);
+	free(pp.maps);
+	free(pp.pmaps);
+	free(pp.map_build);
+	free(pp.map_module);
+	return r;
+}
+
+/* ---- the file table ------------------------------------------------------ */
+
+const struct view_file view_files[] = {
+	{ "folded", view_render_folded, view_folded_size },
+	{ "self", view_render_self, self_size },
+	{ "total", view_render_total, total_size },
+	{ "pprof", view_render_pprof, NULL },
+	{ "name", view_render_name, name_size },
+};
+const size_t view_file_count = sizeof(view_files) / sizeof(view_files[0]);

@@ -1,0 +1,605 @@
+/*
+ * tree.c — builds the in-memory call tree of one or more series from the
+ * store.  Store nodes are mapped to view nodes by (view parent, frame
+ * name), so store frames that differ only in their attributes merge, and
+ * the tree copies every string it keeps, so it outlives store refreshes.
+ * After the counts are added, totals, folded sizes and the sorted child
+ * lists are computed once; the finished tree is read-only.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "view-internal.h"
+
+/* A slot of the child table; the key is kept in the slot so a probe
+ * touches one cache line. */
+struct cslot {
+	uint32_t parent;
+	uint32_t name;
+	uint32_t node;          /* node + 1; 0 = empty */
+};
+
+struct builder {
+	struct view_tree *t;
+	struct store *s;
+	uint32_t *stab;         /* string intern table: sid + 1, 0 = empty */
+	uint32_t stab_mask;
+	struct cslot *ctab;     /* (parent, name) -> node + 1, 0 = empty */
+	uint32_t ctab_mask;
+	uint32_t *fmap;         /* store frame id -> local frame, or VIEW_NONE */
+	uint32_t fmap_len;
+	uint32_t *memo;         /* store node -> view node, or VIEW_NONE */
+	uint32_t memo_len;
+	uint32_t *path;         /* scratch stack of store nodes */
+	size_t path_cap;
+};
+
+/* ---- growable arrays ------------------------------------------------- */
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	uint64_t ncap = *cap ? (uint64_t)*cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > UINT32_MAX)
+		ncap = UINT32_MAX;
+	if (ncap < need)
+		return -EOVERFLOW;
+	void *np = realloc(*p, (size_t)ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = (uint32_t)ncap;
+	return 0;
+}
+
+/* ---- strings ---------------------------------------------------------- */
+
+static int stab_rehash(struct builder *b, uint32_t size)
+{
+	struct view_tree *t = b->t;
+	uint32_t *nt = calloc(size, sizeof(*nt));
+
+	if (!nt)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nstrs; i++) {
+		uint64_t h = XXH3_64bits(vstr_ptr(t, i), t->strs[i].len);
+		uint32_t j = (uint32_t)h & (size - 1);
+		while (nt[j])
+			j = (j + 1) & (size - 1);
+		nt[j] = i + 1;
+	}
+	free(b->stab);
+	b->stab = nt;
+	b->stab_mask = size - 1;
+	return 0;
+}
+
+static int intern(struct builder *b, const char *p, size_t len, uint32_t *sid)
+{
+	struct view_tree *t = b->t;
+	int r;
+
+	if (!p)
+		len = 0;
+	if (len > UINT32_MAX - 1)
+		return -EOVERFLOW;
+	uint64_t h = XXH3_64bits(p ? p : "", len);
+	uint32_t j = (uint32_t)h & b->stab_mask;
+	for (; b->stab[j]; j = (j + 1) & b->stab_mask) {
+		uint32_t s = b->stab[j] - 1;
+		if (t->strs[s].len == len && memcmp(vstr_ptr(t, s), p, len) == 0) {
+			*sid = s;
+			return 0;
+		}
+	}
+	if (t->arena_len + len + 1 > UINT32_MAX)
+		return -EOVERFLOW;
+	if (t->arena_len + len + 1 > t->arena_cap) {
+		size_t ncap = t->arena_cap ? t->arena_cap * 2 : 4096;
+		while (ncap < t->arena_len + len + 1)
+			ncap *= 2;
+		char *na = realloc(t->arena, ncap);
+		if (!na)
+			return -ENOMEM;
+		t->arena = na;
+		t->arena_cap = ncap;
+	}
+	r = grow((void **)&t->strs, &t->strs_cap, t->nstrs + 1, sizeof(*t->strs));
+	if (r < 0)
+		return r;
+	if (len)
+		memcpy(t->arena + t->arena_len, p, len);
+	t->arena[t->arena_len + len] = '\0';
+	t->strs[t->nstrs].off = (uint32_t)t->arena_len;
+	t->strs[t->nstrs].len = (uint32_t)len;
+	t->arena_len += len + 1;
+	b->stab[j] = t->nstrs + 1;
+	*sid = t->nstrs++;
+	if ((uint64_t)t->nstrs * 2 > b->stab_mask)
+		return stab_rehash(b, (b->stab_mask + 1) * 2);
+	return 0;
+}
+
+/* ---- frames and nodes -------------------------------------------------- */
+
+static int add_frame(struct builder *b, const struct store_frame *f,
+		     uint32_t *out)
+{
+	struct view_tree *t = b->t;
+	struct vframe vf = { .line = f->line, .kind = f->kind };
+	int r;
+
+	if ((r = intern(b, f->name, f->name_len, &vf.name)) < 0 ||
+	    (r = intern(b, f->module, f->module_len, &vf.module)) < 0 ||
+	    (r = intern(b, (const char *)f->build_id, f->build_id_len,
+			&vf.build_id)) < 0 ||
+	    (r = intern(b, f->file, f->file_len, &vf.file)) < 0)
+		return r;
+	r = grow((void **)&t->frames, &t->frames_cap, t->nframes + 1,
+		 sizeof(*t->frames));
+	if (r < 0)
+		return r;
+	t->frames[t->nframes] = vf;
+	*out = t->nframes++;
+	return 0;
+}
+
+static uint32_t child_hash(uint32_t parent, uint32_t name)
+{
+	uint64_t k = (uint64_t)parent << 32 | name;
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return (uint32_t)k;
+}
+
+static int ctab_rehash(struct builder *b, uint32_t size)
+{
+	struct cslot *nt = calloc(size, sizeof(*nt));
+
+	if (!nt)
+		return -ENOMEM;
+	for (uint32_t i = 0; i <= b->ctab_mask; i++) {
+		struct cslot *c = &b->ctab[i];
+		if (!c->node)
+			continue;
+		uint32_t j = child_hash(c->parent, c->name) & (size - 1);
+		while (nt[j].node)
+			j = (j + 1) & (size - 1);
+		nt[j] = *c;
+	}
+	free(b->ctab);
+	b->ctab = nt;
+	b->ctab_mask = size - 1;
+	return 0;
+}
+
+/* The child of `parent` named like local frame `frame`, created if new. */
+static int get_child(struct builder *b, uint32_t parent, uint32_t frame,
+		     uint32_t *out)
+{
+	struct view_tree *t = b->t;
+	uint32_t name = t->frames[frame].name;
+	uint32_t j = child_hash(parent, name) & b->ctab_mask;
+	int r;
+
+	for (; b->ctab[j].node; j = (j + 1) & b->ctab_mask) {
+		if (b->ctab[j].parent == parent && b->ctab[j].name == name) {
+			*out = b->ctab[j].node - 1;
+			return 0;
+		}
+	}
+	if (t->nnodes >= UINT32_MAX - 1)
+		return -EOVERFLOW;
+	r = grow((void **)&t->nodes, &t->nodes_cap, t->nnodes + 1,
+		 sizeof(*t->nodes));
+	if (r < 0)
+		return r;
+	memset(&t->nodes[t->nnodes], 0, sizeof(t->nodes[0]));
+	t->nodes[t->nnodes].parent = parent;
+	t->nodes[t->nnodes].frame = frame;
+	b->ctab[j] = (struct cslot){ parent, name, t->nnodes + 1 };
+	*out = t->nnodes++;
+	if ((uint64_t)t->nnodes * 2 > b->ctab_mask)
+		return ctab_rehash(b, (b->ctab_mask + 1) * 2);
+	return 0;
+}
+
+/* The view node of store node `sn`, creating its path as needed. */
+static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
+{
+	size_t depth = 0;
+	uint32_t parent, frame, vn;
+	int r;
+
+	while (sn >= b->memo_len || b->memo[sn] == VIEW_NONE) {
+		if (sn >= b->memo_len)
+			return -EIO;
+		if (depth == b->path_cap) {
+			size_t ncap = b->path_cap ? b->path_cap * 2 : 256;
+			uint32_t *np = realloc(b->path, ncap * sizeof(*np));
+			if (!np)
+				return -ENOMEM;
+			b->path = np;
+			b->path_cap = ncap;
+		}
+		b->path[depth++] = sn;
+		r = store_node_get(b->s, sn, &parent, &frame);
+		if (r < 0)
+			return r;
+		if (depth > b->memo_len)
+			return -EIO;    /* a cycle: the store is corrupt */
+		sn = parent;
+	}
+	vn = b->memo[sn];
+	while (depth > 0) {
+		sn = b->path[--depth];
+		r = store_node_get(b->s, sn, &parent, &frame);
+		if (r < 0)
+			return r;
+		if (frame >= b->fmap_len)
+			return -EIO;
+		if (b->fmap[frame] == VIEW_NONE) {
+			struct store_frame f;
+			r = store_frame_get(b->s, frame, &f);
+			if (r < 0)
+				return r;
+			r = add_frame(b, &f, &b->fmap[frame]);
+			if (r < 0)
+				return r;
+		}
+		r = get_child(b, vn, b->fmap[frame], &vn);
+		if (r < 0)
+			return r;
+		b->memo[sn] = vn;
+	}
+	*out = vn;
+	return 0;
+}
+
+static int add_count(void *ctx, int64_t bucket_start, uint32_t node,
+		     uint64_t samples, uint64_t weight)
+{
+	struct builder *b = ctx;
+	uint32_t vn;
+	int r = resolve(b, node, &vn);
+
+	if (r < 0)
+		return r;
+	b->t->nodes[vn].self_samples += samples;
+	b->t->nodes[vn].self_weight += weight;
+	return 0;
+}
+
+/* ---- finishing -------------------------------------------------------- */
+
+static int cmp_kids(const void *a, const void *b, void *ctx)
+{
+	const struct view_tree *t = ctx;
+	const struct vstr *x = &t->strs[vnode_frame(t, *(const uint32_t *)a)->name];
+	const struct vstr *y = &t->strs[vnode_frame(t, *(const uint32_t *)b)->name];
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(t->arena + x->off, t->arena + y->off, n);
+
+	if (c)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Does a sibling name extend `n`'s name by a byte that sorts at or below
+ * ';'?  Only then is depth-first order not bytewise line order. */
+static bool breaks_dfs_order(const struct view_tree *t, const uint32_t *kids,
+			     uint32_t i, uint32_t nkids)
+{
+	const struct vstr *x = &t->strs[vnode_frame(t, kids[i])->name];
+
+	for (uint32_t j = i + 1; j < nkids; j++) {
+		const struct vstr *y = &t->strs[vnode_frame(t, kids[j])->name];
+		if (y->len <= x->len ||
+		    memcmp(t->arena + x->off, t->arena + y->off, x->len) != 0)
+			return false;
+		if ((unsigned char)t->arena[y->off + x->len] <= ';')
+			return true;
+	}
+	return false;
+}
+
+static int finish(struct view_tree *t)
+{
+	uint32_t n, i;
+
+	/* Totals, bottom-up: children have larger ids than their parent. */
+	for (n = t->nnodes; n-- > 0;) {
+		struct vnode *v = &t->nodes[n];
+		v->total_weight += v->self_weight;
+		v->total_samples += v->self_samples;
+		if (n > 0) {
+			t->nodes[v->parent].total_weight += v->total_weight;
+			t->nodes[v->parent].total_samples += v->total_samples;
+		}
+	}
+	/* Path lengths top-down, then folded sizes bottom-up. */
+	for (n = 1; n < t->nnodes; n++) {
+		struct vnode *v = &t->nodes[n];
+		uint64_t len = t->strs[vnode_frame(t, n)->name].len;
+		if (v->parent != VIEW_ROOT)
+			len += t->nodes[v->parent].path_len + 1;
+		if (len > UINT32_MAX)
+			return -EOVERFLOW;
+		v->path_len = (uint32_t)len;
+	}
+	for (n = t->nnodes; n-- > 1;) {
+		struct vnode *v = &t->nodes[n];
+		if (v->self_weight > 0)
+			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
+		t->nodes[v->parent].folded_bytes += v->folded_bytes;
+	}
+
+	/* Child lists. */
+	t->kids = malloc((size_t)(t->nnodes ? t->nnodes : 1) * sizeof(*t->kids));
+	if (!t->kids)
+		return -ENOMEM;
+	for (n = 1; n < t->nnodes; n++)
+		t->nodes[t->nodes[n].parent].nkids++;
+	uint32_t pos = 0;
+	for (n = 0; n < t->nnodes; n++) {
+		t->nodes[n].first_kid = pos;
+		pos += t->nodes[n].nkids;
+		t->nodes[n].nkids = 0;
+	}
+	for (n = 1; n < t->nnodes; n++) {
+		struct vnode *p = &t->nodes[t->nodes[n].parent];
+		t->kids[p->first_kid + p->nkids++] = n;
+	}
+	for (n = 0; n < t->nnodes; n++) {
+		struct vnode *v = &t->nodes[n];
+		if (v->nkids < 2)
+			continue;
+		uint32_t *k = t->kids + v->first_kid;
+		qsort_r(k, v->nkids, sizeof(*k), cmp_kids, t);
+		for (i = 0; i < v->nkids && !t->folded_needs_sort; i++)
+			if (breaks_dfs_order(t, k, i, v->nkids))
+				t->folded_needs_sort = true;
+	}
+	return 0;
+}
+
+/* ---- public API ------------------------------------------------------- */
+
+static int cmp_series_binary(const void *a, const void *b)
+{
+	const struct store_series *const *x = a, *const *y = b;
+	return strcmp((*x)->binary, (*y)->binary);
+}
+
+int view_tree_build(struct store *s, const struct store_series *series,
+		    size_t n, int64_t from, int64_t to, struct view_tree **out)
+{
+	struct builder b = { .s = s };
+	const struct store_series **order = NULL;
+	struct view_tree *t;
+	struct store_frame empty = { 0 };
+	uint32_t root_frame, sid;
+	int r;
+
+	*out = NULL;
+	if (n == 0)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	b.t = t;
+	t->event = strdup(series[0].event ? series[0].event : "");
+	t->unit = strdup(series[0].unit ? series[0].unit : "");
+	b.stab = calloc(1024, sizeof(*b.stab));
+	/* Size the child table for the store's node count (capped): growing
+	 * it step by step costs more than the build itself. */
+	uint32_t csize = 1024;
+	while (csize < (uint64_t)store_node_count(s) * 2 && csize < (1u << 22))
+		csize *= 2;
+	b.ctab = calloc(csize, sizeof(*b.ctab));
+	b.fmap_len = store_frame_count(s);
+	b.memo_len = store_node_count(s);
+	b.fmap = malloc((size_t)(b.fmap_len ? b.fmap_len : 1) * sizeof(*b.fmap));
+	b.memo = malloc((size_t)(b.memo_len ? b.memo_len : 1) * sizeof(*b.memo));
+	order = malloc(n * sizeof(*order));
+	if (!t->event || !t->unit || !b.stab || !b.ctab || !b.fmap || !b.memo ||
+	    !order) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	b.stab_mask = 1023;
+	b.ctab_mask = csize - 1;
+	memset(b.fmap, 0xff, (size_t)b.fmap_len * sizeof(*b.fmap));
+
+	/* String 0 is "", frame 0 is the root's empty frame, node 0 the root. */
+	r = intern(&b, "", 0, &sid);
+	if (r < 0)
+		goto fail;
+	r = add_frame(&b, &empty, &root_frame);
+	if (r < 0)
+		goto fail;
+	r = grow((void **)&t->nodes, &t->nodes_cap, csize / 2, sizeof(*t->nodes));
+	if (r < 0)
+		goto fail;
+	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
+	t->nodes[0].frame = root_frame;
+	t->nnodes = 1;
+
+	/* Series of one binary share view nodes: group them by binary. */
+	for (size_t i = 0; i < n; i++)
+		order[i] = &series[i];
+	qsort(order, n, sizeof(*order), cmp_series_binary);
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || strcmp(order[i]->binary, order[i - 1]->binary) != 0) {
+			struct store_frame bf = {
+				.name = order[i]->binary,
+				.name_len = strlen(order[i]->binary),
+			};
+			uint32_t frame, vn;
+			r = add_frame(&b, &bf, &frame);
+			if (r < 0)
+				goto fail;
+			r = get_child(&b, VIEW_ROOT, frame, &vn);
+			if (r < 0)
+				goto fail;
+			memset(b.memo, 0xff, (size_t)b.memo_len * sizeof(*b.memo));
+			if (b.memo_len == 0) {
+				r = -EIO;
+				goto fail;
+			}
+			b.memo[STORE_ROOT_NODE] = vn;
+		}
+		r = store_series_counts(s, order[i]->id, from, to, add_count, &b);
+		if (r < 0)
+			goto fail;
+		if (r > 0) {
+			r = -EIO;
+			goto fail;
+		}
+	}
+	r = finish(t);
+	if (r < 0)
+		goto fail;
+	if (t->nodes_cap > t->nnodes + t->nnodes / 8) {
+		struct vnode *nn = realloc(t->nodes, (size_t)t->nnodes * sizeof(*nn));
+		if (nn) {
+			t->nodes = nn;
+			t->nodes_cap = t->nnodes;
+		}
+	}
+	*out = t;
+	r = 0;
+	goto done;
+fail:
+	view_tree_free(t);
+done:
+	free(order);
+	free(b.stab);
+	free(b.ctab);
+	free(b.fmap);
+	free(b.memo);
+	free(b.path);
+	return r;
+}
+
+void view_tree_free(struct view_tree *t)
+{
+	if (!t)
+		return;
+	free(t->nodes);
+	free(t->kids);
+	free(t->frames);
+	free(t->strs);
+	free(t->arena);
+	free(t->event);
+	free(t->unit);
+	free(t);
+}
+
+uint32_t view_tree_root(const struct view_tree *t)
+{
+	return VIEW_ROOT;
+}
+
+uint32_t view_tree_node_count(const struct view_tree *t)
+{
+	return t->nnodes;
+}
+
+size_t view_tree_memory(const struct view_tree *t)
+{
+	return sizeof(*t) + (size_t)t->nodes_cap * sizeof(*t->nodes) +
+	       (size_t)t->nnodes * sizeof(*t->kids) +
+	       (size_t)t->frames_cap * sizeof(*t->frames) +
+	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap;
+}
+
+const char *view_tree_event(const struct view_tree *t)
+{
+	return t->event;
+}
+
+const char *view_tree_unit(const struct view_tree *t)
+{
+	return t->unit;
+}
+
+const char *view_node_name(const struct view_tree *t, uint32_t node,
+			   size_t *len)
+{
+	uint32_t s = vnode_frame(t, node)->name;
+
+	*len = t->strs[s].len;
+	return vstr_ptr(t, s);
+}
+
+uint32_t view_node_parent(const struct view_tree *t, uint32_t node)
+{
+	return t->nodes[node].parent;
+}
+
+void view_node_counts(const struct view_tree *t, uint32_t node,
+		      struct view_counts *c)
+{
+	const struct vnode *v = &t->nodes[node];
+
+	c->self_weight = v->self_weight;
+	c->self_samples = v->self_samples;
+	c->total_weight = v->total_weight;
+	c->total_samples = v->total_samples;
+}
+
+uint32_t view_node_child_count(const struct view_tree *t, uint32_t node)
+{
+	return t->nodes[node].nkids;
+}
+
+uint32_t view_node_child(const struct view_tree *t, uint32_t node, uint32_t i)
+{
+	return t->kids[t->nodes[node].first_kid + i];
+}
+
+static int cmp_name(const struct view_tree *t, uint32_t n, const char *name,
+		    size_t len)
+{
+	const struct vstr *x = &t->strs[vnode_frame(t, n)->name];
+	size_t m = x->len < len ? x->len : len;
+	int c = memcmp(t->arena + x->off, name, m);
+
+	if (c)
+		return c;
+	return x->len < len ? -1 : x->len > len;
+}
+
+uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node,
+			       const char *name, size_t len)
+{
+	const uint32_t *k = t->kids + t->nodes[node].first_kid;
+	uint32_t lo = 0, hi = t->nodes[node].nkids;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (cmp_name(t, k[mid], name, len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint32_t view_node_find_child(const struct view_tree *t, uint32_t node,
+			      const char *name, size_t len)
+{
+	uint32_t i = view_node_lower_bound(t, node, name, len);
+
+	if (i < t->nodes[node].nkids &&
+	    cmp_name(t, view_node_child(t, node, i), name, len) == 0)
+		return view_node_child(t, node, i);
+	return VIEW_NONE;
+}

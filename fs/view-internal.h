@@ -1,0 +1,80 @@
+/*
+ * view-internal.h — the layout of a built view tree, shared by tree.c
+ * (which builds it) and render.c (which walks it).  Not for other modules.
+ */
+#ifndef FLAMEFS_VIEW_INTERNAL_H
+#define FLAMEFS_VIEW_INTERNAL_H
+
+#include "view.h"
+
+/* An interned string: bytes at arena + off, followed by a NUL. */
+struct vstr {
+	uint32_t off;
+	uint32_t len;
+};
+
+/* A frame copied out of the store; every field is a string id (0 = ""). */
+struct vframe {
+	uint32_t name;
+	uint32_t module;
+	uint32_t build_id;      /* raw bytes */
+	uint32_t file;
+	uint32_t line;
+	uint8_t kind;
+};
+
+/* One view node.  Children are kids[first_kid .. first_kid + nkids),
+ * sorted by name.  Nodes are numbered so that a parent's id is smaller
+ * than its children's. */
+struct vnode {
+	uint32_t parent;
+	uint32_t frame;         /* index into frames (name and attributes) */
+	uint32_t first_kid;
+	uint32_t nkids;
+	uint32_t path_len;      /* bytes of "bin;a;b" for this node */
+	uint64_t self_weight, self_samples;
+	uint64_t total_weight, total_samples;
+	uint64_t folded_bytes;  /* size of the subtree's folded rendering */
+};
+
+struct view_tree {
+	struct vnode *nodes;
+	uint32_t nnodes, nodes_cap;
+	uint32_t *kids;
+	struct vframe *frames;
+	uint32_t nframes, frames_cap;
+	struct vstr *strs;
+	uint32_t nstrs, strs_cap;
+	char *arena;
+	size_t arena_len, arena_cap;
+	/* true when depth-first order with children in name order is not the
+	 * bytewise order of folded lines (a sibling name extends another by a
+	 * byte <= ';'), so the folded renderer must sort. */
+	bool folded_needs_sort;
+	char *event;
+	char *unit;
+};
+
+static inline const char *vstr_ptr(const struct view_tree *t, uint32_t s)
+{
+	return t->arena + t->strs[s].off;
+}
+
+static inline const struct vframe *vnode_frame(const struct view_tree *t,
+					       uint32_t n)
+{
+	return &t->frames[t->nodes[n].frame];
+}
+
+/* Number of decimal digits of v. */
+static inline unsigned view_digits(uint64_t v)
+{
+	unsigned d = 1;
+	while (v >= 10) {
+		v /= 10;
+		d++;
+	}
+	return d;
+}
+
+#endif

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# test-import-folded.sh — golden tests for the folded-stack importer.
+#
+# Each tests/data/folded/*.folded fixture is imported into a fresh store
+# and exported as folded text; the result must equal the committed
+# *.folded.expected, which must in turn equal what a small independent
+# reference (the perl function below: count after the last space, sum
+# equal stacks, drop zero counts, sort bytewise) prints.  Also: --binary
+# keeps the first frame as a stack frame, the perf fixtures' expected
+# outputs survive a folded round trip, and bad lines fail with FILE:LINE:
+# and leave the store untouched.
+#   usage: test-import-folded.sh BUILD_DIR        exit 0 pass, 1 fail
+set -u
+build=${1:?usage: $0 BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+data=$here/data/folded
+collect=$build/flamefs-collect
+[ -x "$collect" ] || collect=$build/collector/flamefs-collect
+[ -x "$collect" ] || { echo "flamefs-collect not found in $build"; exit 1; }
+command -v perl >/dev/null || { echo "SKIP: perl not installed"; exit 77; }
+export LC_ALL=C
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+n=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+same() {
+	if ! cmp -s "$1" "$2"; then
+		fail "$3"
+		diff -u "$2" "$1" | head -40
+	fi
+}
+
+# ref [PREFIX] < folded: the reference merge.
+ref() {
+	perl -e '
+		my $prefix = shift // "";
+		my %sum;
+		while (my $l = <STDIN>) {
+			$l =~ s/\s+\z//;
+			next if $l eq "";
+			$l =~ /^(.+) (\d+)$/ or die "bad line: $l\n";
+			$sum{"$prefix$1"} += $2;
+		}
+		for (sort keys %sum) { print "$_ $sum{$_}\n" if $sum{$_} }
+	' "$@"
+}
+
+# import_export NAME FILE [IMPORT OPTIONS...]
+import_export() {
+	local name=$1 file=$2
+	shift 2
+	rm -rf "$tmp/store"
+	if ! "$collect" import --store "$tmp/store" --format folded "$@" "$file" \
+		>"$tmp/import.out" 2>&1; then
+		fail "$name: import failed"
+		cat "$tmp/import.out"
+		return 1
+	fi
+	"$collect" export --store "$tmp/store" --format folded >"$tmp/$name.got" 2>&1 ||
+		{ fail "$name: export failed"; cat "$tmp/$name.got"; return 1; }
+}
+
+for fixture in "$data"/*.folded; do
+	base=$(basename "$fixture" .folded)
+	case $base in bad-*) continue ;; esac
+	n=$((n + 1))
+	expected=$data/$base.folded.expected
+	ref <"$fixture" >"$tmp/$base.ref"
+	[ -f "$expected" ] || { fail "$base: missing $expected"; continue; }
+	same "$tmp/$base.ref" "$expected" "$base: reference differs from committed expected"
+	import_export "$base" "$fixture" && same "$tmp/$base.got" "$expected" "$base: export differs"
+done
+
+# --binary: every frame stays a frame, under the given binary.
+n=$((n + 1))
+ref "mybin;" <"$data/basic.folded" >"$tmp/binary.ref"
+import_export binary "$data/basic.folded" --binary mybin &&
+	same "$tmp/binary.got" "$tmp/binary.ref" "--binary mybin"
+
+# Round trip: perf expected outputs imported as folded export unchanged.
+for expected in "$here"/data/perf/*.folded.expected; do
+	n=$((n + 1))
+	base=$(basename "$expected" .folded.expected)
+	import_export "rt-$base" "$expected" && same "$tmp/rt-$base.got" "$expected" "round trip of perf/$base"
+done
+
+# Auto-detection picks the folded importer.
+n=$((n + 1))
+rm -rf "$tmp/store"
+if "$collect" import --store "$tmp/store" "$data/basic.folded" >/dev/null 2>&1; then
+	"$collect" export --store "$tmp/store" --format folded >"$tmp/auto.got" 2>&1
+	same "$tmp/auto.got" "$data/basic.folded.expected" "auto-detected folded import"
+else
+	fail "auto-detected folded import failed"
+fi
+
+# Bad lines.
+for fixture in "$data"/bad-*.folded; do
+	base=$(basename "$fixture" .folded)
+	n=$((n + 1))
+	rm -rf "$tmp/store"
+	"$collect" import --store "$tmp/store" --format folded "$data/basic.folded" >/dev/null 2>&1 ||
+		{ fail "$base: good import failed"; continue; }
+	if "$collect" import --store "$tmp/store" --format folded "$fixture" >"$tmp/bad.out" 2>&1; then
+		fail "$base: import succeeded on bad input"
+		continue
+	fi
+	grep -q "$base.folded:[0-9][0-9]*:" "$tmp/bad.out" ||
+		{ fail "$base: message lacks FILE:LINE:"; cat "$tmp/bad.out"; }
+	"$collect" export --store "$tmp/store" --format folded >"$tmp/bad.got" 2>&1
+	same "$tmp/bad.got" "$data/basic.folded.expected" "$base: store changed by a failed import"
+	rm -rf "$tmp/store2"
+	"$collect" import --store "$tmp/store2" --format folded "$fixture" >/dev/null 2>&1
+	out=$("$collect" export --store "$tmp/store2" --format folded 2>/dev/null)
+	[ -z "$out" ] || fail "$base: a failed import left stacks in an empty store"
+done
+
+echo "$n folded import checks, $fails failed"
+[ "$fails" -eq 0 ]

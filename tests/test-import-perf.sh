@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# test-import-perf.sh — golden tests for the perf-script importer.
+#
+# For every tests/data/perf/*.perf fixture (real `perf script` recordings
+# and hand-written edge cases): the committed *.folded.expected must equal
+# what the independent Perl reference (tests/ref/stackcollapse-ref.pl)
+# prints, and importing the fixture into a fresh store and exporting it as
+# folded text must give the same bytes.  Then the options (--event,
+# --all-events, --binary) and bad input: a non-zero exit, a "FILE:LINE:"
+# message, and nothing added to the store.
+#   usage: test-import-perf.sh BUILD_DIR        exit 0 pass, 1 fail
+set -u
+build=${1:?usage: $0 BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+data=$here/data/perf
+ref=$here/ref/stackcollapse-ref.pl
+collect=$build/flamefs-collect
+[ -x "$collect" ] || collect=$build/collector/flamefs-collect
+[ -x "$collect" ] || { echo "flamefs-collect not found in $build"; exit 1; }
+command -v perl >/dev/null || { echo "SKIP: perl not installed"; exit 77; }
+export LC_ALL=C
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+n=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# same FILE EXPECTED WHAT: compares, showing a diff on failure.
+same() {
+	if ! cmp -s "$1" "$2"; then
+		fail "$3"
+		diff -u "$2" "$1" | head -40
+	fi
+}
+
+# import_export NAME FIXTURE [IMPORT OPTIONS...] -- [EXPORT OPTIONS...]
+import_export() {
+	local name=$1 fixture=$2
+	shift 2
+	local iopts=() eopts=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do iopts+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	eopts=("$@")
+	rm -rf "$tmp/store"
+	if ! "$collect" import --store "$tmp/store" --format perf "${iopts[@]}" \
+		"$fixture" >"$tmp/import.out" 2>&1; then
+		fail "$name: import failed"
+		cat "$tmp/import.out"
+		return 1
+	fi
+	"$collect" export --store "$tmp/store" --format folded "${eopts[@]}" \
+		>"$tmp/$name.got" 2>"$tmp/export.err" ||
+		{ fail "$name: export failed"; cat "$tmp/export.err"; return 1; }
+}
+
+for fixture in "$data"/*.perf; do
+	base=$(basename "$fixture" .perf)
+	case $base in bad-*) continue ;; esac
+	expected=$data/$base.folded.expected
+	n=$((n + 1))
+	perl "$ref" "$fixture" >"$tmp/$base.ref" ||
+		{ fail "$base: reference failed"; continue; }
+	if [ ! -f "$expected" ]; then
+		fail "$base: missing $expected"
+		continue
+	fi
+	same "$tmp/$base.ref" "$expected" "$base: reference output differs from committed expected"
+	import_export "$base" "$fixture" && same "$tmp/$base.got" "$expected" "$base: export differs from expected"
+done
+
+# --event keeps only that event; with no ':' it also takes EV:modifiers.
+two=$data/two-events.perf
+for ev in task-clock cpu-clock; do
+	n=$((n + 1))
+	perl "$ref" --event "$ev" "$two" >"$tmp/ref-$ev"
+	[ -s "$tmp/ref-$ev" ] || fail "reference for --event $ev is empty"
+	import_export "event-$ev" "$two" --event "$ev" &&
+		same "$tmp/event-$ev.got" "$tmp/ref-$ev" "--event $ev"
+done
+
+# --all-events: one series per event, each equal to its --event output.
+n=$((n + 1))
+if import_export all-events "$two" --all-events; then
+	for ev in task-clock cpu-clock:u; do
+		perl "$ref" --event "$ev" "$two" >"$tmp/ref-all-$ev"
+		"$collect" export --store "$tmp/store" --format folded --event "$ev" \
+			>"$tmp/all-$ev.got" 2>&1
+		same "$tmp/all-$ev.got" "$tmp/ref-all-$ev" "--all-events, event $ev"
+	done
+	"$collect" stats --store "$tmp/store" >"$tmp/stats" 2>&1
+	grep -q 'task-clock' "$tmp/stats" && grep -q 'cpu-clock:u' "$tmp/stats" ||
+		{ fail "--all-events: stats lacks a series"; cat "$tmp/stats"; }
+fi
+
+# --binary: every process lands in one series named by the option.
+n=$((n + 1))
+perl "$ref" --binary mybin "$data/system.perf" >"$tmp/ref-binary"
+import_export binary "$data/system.perf" --binary mybin -- --binary mybin &&
+	same "$tmp/binary.got" "$tmp/ref-binary" "--binary mybin"
+
+# stdin and the default (first event only) warning.
+n=$((n + 1))
+rm -rf "$tmp/store"
+if "$collect" import --store "$tmp/store" --format perf - <"$two" >"$tmp/stdin.out" 2>&1; then
+	grep -q 'kept only event cpu-clock:u' "$tmp/stdin.out" ||
+		{ fail "stdin: no filtering notice"; cat "$tmp/stdin.out"; }
+	"$collect" export --store "$tmp/store" --format folded >"$tmp/stdin.got" 2>&1
+	same "$tmp/stdin.got" "$data/two-events.folded.expected" "stdin import"
+else
+	fail "stdin import failed"
+	cat "$tmp/stdin.out"
+fi
+
+# Bad input: error with FILE:LINE:, and the store keeps only what an
+# earlier good import put there.
+good=$data/loop.perf
+for fixture in "$data"/bad-*.perf; do
+	base=$(basename "$fixture" .perf)
+	n=$((n + 1))
+	rm -rf "$tmp/store"
+	"$collect" import --store "$tmp/store" --format perf "$good" >/dev/null 2>&1 ||
+		{ fail "$base: good import failed"; continue; }
+	if "$collect" import --store "$tmp/store" --format perf "$fixture" >"$tmp/bad.out" 2>&1; then
+		fail "$base: import succeeded on bad input"
+		continue
+	fi
+	grep -q "$base.perf:[0-9][0-9]*:" "$tmp/bad.out" ||
+		{ fail "$base: message lacks FILE:LINE:"; cat "$tmp/bad.out"; }
+	"$collect" export --store "$tmp/store" --format folded >"$tmp/bad.got" 2>&1
+	same "$tmp/bad.got" "$data/loop.folded.expected" "$base: store changed by a failed import"
+	# and into an empty store: nothing at all
+	rm -rf "$tmp/store2"
+	"$collect" import --store "$tmp/store2" --format perf "$fixture" >/dev/null 2>&1
+	out=$("$collect" export --store "$tmp/store2" --format folded 2>/dev/null)
+	[ -z "$out" ] || fail "$base: a failed import left stacks in an empty store"
+done
+
+echo "$n perf import checks, $fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Golden test of the pprof importer: imports the fixtures in
+# tests/data/pprof into fresh stores and compares
+# `flamefs-collect export --format folded` with the *.folded.expected
+# files, which raw2folded.py derived from `go tool pprof -raw` (when go is
+# installed it is run again here, live).  Then checks that every malformed
+# input is refused with a message naming the file and what was expected,
+# and leaves the store empty.
+#   usage: tests/test-import-pprof.sh BUILD_DIR     (exit 0 pass, 1 fail)
+set -u
+build=${1:?usage: $0 BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+data=$here/data/pprof
+collect=$build/flamefs-collect
+[ -x "$collect" ] || collect=$build/collector/flamefs-collect
+[ -x "$collect" ] || { echo "no flamefs-collect in $build; build it first"; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+pass() { echo "ok: $*"; }
+
+# import NAME FILE [ARGS...]: imports FILE into a new store $tmp/NAME.
+import() {
+	local name=$1 file=$2
+	shift 2
+	rm -rf "$tmp/$name"
+	if ! "$collect" import --store "$tmp/$name" "$@" "$file" \
+		>"$tmp/$name.out" 2>"$tmp/$name.err"; then
+		fail "import $file: $(cat "$tmp/$name.err")"
+		return 1
+	fi
+}
+
+# same WHAT EXPECTED ACTUAL
+same() {
+	if diff -u "$2" "$3" >"$tmp/diff"; then
+		pass "$1"
+	else
+		fail "$1"
+		cat "$tmp/diff"
+	fi
+}
+
+export_folded() {
+	local name=$1
+	shift
+	LC_ALL=C "$collect" export --store "$tmp/$name" --format folded "$@"
+}
+
+# ---- the Go CPU profile ----------------------------------------------------
+if import go "$data/cpu.pb.gz"; then
+	for ev in cpu samples; do
+		export_folded go --event "$ev" >"$tmp/go.$ev" || fail "export go $ev"
+		same "cpu.pb.gz --event $ev" "$data/cpu.$ev.folded.expected" "$tmp/go.$ev"
+	done
+	# The series is named after the first mapping (burn), version default.
+	export_folded go --binary burn --version default --event cpu >"$tmp/go.named" 2>&1
+	same "cpu.pb.gz series burn/default" "$data/cpu.cpu.folded.expected" "$tmp/go.named"
+	# The fixture's point: main.hot burns about three times main.cold.
+	ratio=$(awk '/;main\.hot;/ { h += $NF } /;main\.cold;/ { c += $NF }
+		END { if (c > 0) printf "%.2f", h / c; else print 0 }' "$tmp/go.cpu")
+	if awk -v r="$ratio" 'BEGIN { exit !(r >= 2 && r <= 5) }'; then
+		pass "main.hot / main.cold = $ratio"
+	else
+		fail "main.hot / main.cold = $ratio, expected about 3"
+	fi
+fi
+
+# ---- the hand-made profile: inline lines, two mappings, no-line locations --
+if import inl "$data/inline.pb"; then
+	for ev in cpu samples; do
+		export_folded inl --event "$ev" >"$tmp/inl.$ev" || fail "export inline $ev"
+		same "inline.pb --event $ev" "$data/inline.$ev.folded.expected" "$tmp/inl.$ev"
+	done
+	# samples = the samples/count value; zero values are not counted, so
+	# the cpu series has the samples of the stacks it has weight for.
+	want=$(awk 'NR == FNR { cpu[$1] = 1; next } ($1 in cpu) { s += $NF }
+		END { print s }' "$data/inline.cpu.folded.expected" "$data/inline.samples.folded.expected")
+	got=$("$collect" stats --store "$tmp/inl" 2>/dev/null |
+		awk '$1 == "demo" && $3 == "cpu" { print $4 }')
+	if [ "$got" = "$want" ]; then
+		pass "inline.pb cpu series has $got samples"
+	else
+		fail "inline.pb cpu series has \"$got\" samples, expected $want"
+	fi
+	# Version: the first mapping's build id, first 12 hex digits, lower case.
+	export_folded inl --binary demo --version 0123456789ab --event cpu >"$tmp/inl.named" 2>&1
+	same "inline.pb series demo/0123456789ab" "$data/inline.cpu.folded.expected" "$tmp/inl.named"
+fi
+if import inlgz "$data/inline.pb.gz"; then
+	export_folded inlgz --event cpu >"$tmp/inlgz.cpu"
+	same "inline.pb.gz equals inline.pb" "$data/inline.cpu.folded.expected" "$tmp/inlgz.cpu"
+fi
+if import inlstdin - --format pprof <"$data/inline.pb"; then
+	export_folded inlstdin --binary demo --event cpu >"$tmp/inlstdin.cpu" 2>&1
+	same "inline.pb from stdin" "$data/inline.cpu.folded.expected" "$tmp/inlstdin.cpu"
+fi
+# --binary replaces the series binary and so the first folded frame.
+if import over "$data/inline.pb" --binary other --version v1; then
+	export_folded over --binary other --version v1 --event cpu >"$tmp/over.cpu" 2>&1
+	sed 's/^demo;/other;/' "$data/inline.cpu.folded.expected" >"$tmp/over.expected"
+	same "inline.pb --binary other --version v1" "$tmp/over.expected" "$tmp/over.cpu"
+fi
+
+# ---- live check against go tool pprof --------------------------------------
+if command -v go >/dev/null && command -v python3 >/dev/null; then
+	export HOME=$tmp GOCACHE=$tmp/gocache GOFLAGS= GO111MODULE=off
+	for p in go:cpu.pb.gz inl:inline.pb; do
+		name=${p%%:*} file=${p#*:}
+		[ -d "$tmp/$name" ] || continue
+		for ev in cpu samples; do
+			if go tool pprof -symbolize=none -raw "$data/$file" >"$tmp/raw" 2>"$tmp/raw.err" &&
+				python3 "$data/raw2folded.py" "$ev" <"$tmp/raw" >"$tmp/live"; then
+				same "$file --event $ev vs live go tool pprof -raw" "$tmp/live" "$tmp/$name.$ev"
+			else
+				fail "go tool pprof -raw $file: $(cat "$tmp/raw.err")"
+			fi
+		done
+	done
+else
+	echo "skip: go or python3 not installed; live go tool pprof comparison not run"
+fi
+
+# ---- inputs that must be refused --------------------------------------------
+# FILE and a fragment the message must hold besides the file name.
+while read -r file want; do
+	rm -rf "$tmp/bad"
+	if "$collect" import --store "$tmp/bad" --format pprof "$data/$file" \
+		>"$tmp/bad.out" 2>"$tmp/bad.err"; then
+		fail "$file was accepted"
+		continue
+	fi
+	msg=$(cat "$tmp/bad.err")
+	if ! grep -qF "$data/$file" "$tmp/bad.err"; then
+		fail "$file: message does not name the file: $msg"
+	elif ! grep -qF "expected" "$tmp/bad.err" || ! grep -qF "$want" "$tmp/bad.err"; then
+		fail "$file: message lacks \"expected\" or \"$want\": $msg"
+	else
+		pass "$file refused: $(head -n 1 "$tmp/bad.err")"
+	fi
+	if [ -d "$tmp/bad" ]; then
+		"$collect" export --store "$tmp/bad" --format folded >"$tmp/bad.export" 2>&1
+		if [ -s "$tmp/bad.export" ]; then
+			fail "$file: the store is not empty after a refused import"
+			cat "$tmp/bad.export"
+		fi
+	fi
+done <<'EOF'
+empty.pb empty
+bad-garbage.pb pprof profile
+bad-truncated.pb truncated
+bad-truncated.pb.gz truncated
+bad-location-id.pb location id 99
+bad-function-id.pb function id 77
+bad-mapping-id.pb mapping id 5
+bad-string-index.pb string index 500
+bad-value-count.pb one per sample type
+EOF
+
+if [ "$fails" -gt 0 ]; then
+	echo "$fails check(s) failed"
+	exit 1
+fi
+echo "all pprof import checks passed"
+exit 0
