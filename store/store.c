@@ -1864,10 +1864,26 @@ static struct series_rec series_after(const struct series_rec *r,
 	return n;
 }
 
+/* Orders count entries by their key, (series, bucket, node). */
+static int count_key_cmp(const void *a, const void *b)
+{
+	const struct count_ent *x = *(const struct count_ent *const *)a;
+	const struct count_ent *y = *(const struct count_ent *const *)b;
+
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	if (x->bucket != y->bucket)
+		return x->bucket < y->bucket ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return 0;
+}
+
 static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 {
 	struct store *s = b->s;
 	struct buf buf = {0};
+	const struct count_ent **sorted = NULL;
 	uint8_t key[12], val[20];
 	int r = 0;
 
@@ -1906,8 +1922,19 @@ static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 		rocksdb_writebatch_put_cf(wb, s->cf[CF_SERIES], (char *)key, 4,
 					  (char *)buf.p, buf.len);
 	}
+	/* Counts go in key order: RocksDB's memtable inserts sorted keys
+	 * several times faster than random ones.  Sort pointers, so the
+	 * batch's own index into b->counts stays valid. */
+	sorted = malloc((b->ncounts ? b->ncounts : 1) * sizeof(*sorted));
+	if (!sorted) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < b->ncounts; i++)
+		sorted[i] = &b->counts[i];
+	qsort(sorted, b->ncounts, sizeof(*sorted), count_key_cmp);
 	for (size_t i = 0; i < b->ncounts; i++) {
-		const struct count_ent *e = &b->counts[i];
+		const struct count_ent *e = sorted[i];
 		size_t n = count_encode(val, e->samples, e->weight);
 
 		put_be32(key, e->series);
@@ -1917,6 +1944,7 @@ static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 					    (char *)val, n);
 	}
 out:
+	free(sorted);
 	free(buf.p);
 	return r;
 }

@@ -5,8 +5,11 @@
  *
  * The stream looks like `perf record -g` output of a few processes: a fixed
  * set of unique call stacks (sharing prefixes, like real call trees), picked
- * with a skewed distribution, with cpu, time, period and `+0x` offsets
- * varying per sample.  The same arguments always give the same bytes.
+ * with a skewed distribution, with tid, cpu, time and period varying per
+ * sample.  As in real recordings, a caller's address and `+0x` offset are
+ * those of its call site (fixed per caller/callee pair), while the leaf's
+ * vary from sample to sample.  The same arguments always give the same
+ * bytes.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -101,9 +104,13 @@ int main(int argc, char **argv)
 		written += (uint64_t)n;
 		for (int d = s->depth - 1; d >= 0; d--) {
 			uint32_t f = s->frames[d];
+			uint32_t callee = d + 1 < s->depth ? s->frames[d + 1] : 0;
+			unsigned off = d == s->depth - 1
+					       ? (unsigned)(rng() % 512)
+					       : (unsigned)((f * 2654435761u ^ callee * 40503u) % 512);
 			n = printf("\t    %012" PRIx64 " %s+0x%x (%s)\n",
-				   (uint64_t)(0x7f0000000000ull + f * 64ull), names[f],
-				   (unsigned)(rng() % 512), modules[f % 6]);
+				   (uint64_t)(0x7f0000000000ull + f * 1024ull + off), names[f],
+				   off, modules[f % 6]);
 			if (n < 0)
 				return 1;
 			written += (uint64_t)n;
