@@ -9,7 +9,7 @@ cd "$top"
 bash contrib/install-deps.sh
 build=${FLAMEFS_BUILD:-build}
 [ -d "$build" ] || meson setup "$build" >/dev/null
-ninja -C "$build" >/dev/null
+ninja -C "$build" >/dev/null || { ninja -C "$build"; exit 1; }
 
 work=$(mktemp -d /tmp/flamefs-demo.XXXXXX)
 mnt="$work/mnt"

@@ -20,7 +20,7 @@ quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 build="$top/build-bench"
 [ -d "$build" ] || meson setup "$build" "$top" -Dbuildtype=release >/dev/null
-ninja -C "$build" >/dev/null
+ninja -C "$build" >/dev/null || { ninja -C "$build"; exit 1; }
 fc="$build/flamefs-collect"
 work=${BENCH_DIR:-$(mktemp -d /var/tmp/flamefs-bench.XXXXXX)}
 mkdir -p "$work"
