@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "import.h"
+#include "record.h"
 #include "store.h"
 #include "view.h"
 
@@ -42,8 +43,10 @@ static void usage_main(FILE *f)
 	      "\n"
 	      "Commands:\n"
 	      "  import   import perf script text, folded stacks or a pprof profile\n"
+	      "  record   sample CPU stacks live with eBPF and store them\n"
 	      "  stats    list each series with its samples, stacks and footprint\n"
 	      "  export   print the stored stacks as folded text or pprof\n"
+	      "  compact  flush and compact the store to its smallest size\n"
 	      "\n"
 	      "Options for every command:\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
@@ -54,6 +57,7 @@ static void usage_main(FILE *f)
 	      "EXAMPLES\n"
 	      "  perf record -g -a -- sleep 10 && perf script > out.perf\n"
 	      "  " PROG " import --store ~/prof out.perf\n"
+	      "  " PROG " record --store ~/prof -d 10 -- ./myprog --its-args\n"
 	      "  " PROG " stats --store ~/prof\n"
 	      "  " PROG " export --store ~/prof --binary nginx | flamegraph.pl > nginx.svg\n"
 	      "\n"
@@ -624,7 +628,9 @@ int main(int argc, char **argv)
 		return cmd_export(argc, argv);
 	if (strcmp(cmd, "compact") == 0)
 		return cmd_compact(argc, argv);
-	fprintf(stderr, PROG ": unknown command \"%s\"; expected import, stats, export or compact\n",
+	if (strcmp(cmd, "record") == 0)
+		return record_main(argc, argv);
+	fprintf(stderr, PROG ": unknown command \"%s\"; expected import, record, stats, export or compact\n",
 		cmd);
 	return 2;
 }

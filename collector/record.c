@@ -1,0 +1,996 @@
+/*
+ * record.c — `flamefs-collect record`, the live collector.
+ *
+ * Loads profile.bpf.c through its generated skeleton (open, set rodata
+ * and map sizes, load, attach), opens one cpu-clock perf event per CPU in
+ * frequency mode and attaches the sampler to each, then loops: ring-buffer
+ * events (fork, exec) make the symbolizer snapshot new processes while
+ * they exist, and every second a drain flips the BPF side to its other
+ * map set, reads the idle set, symbolizes each (pid, user stack, kernel
+ * stack) count and commits it to the store as one atomic batch.  On
+ * SIGINT, SIGTERM, the end of -d or the exit of the command, sampling
+ * stops first and a last drain takes both map sets, so every sample the
+ * BPF side saw is either stored or counted as dropped.  This file is CLI
+ * code: it alone prints, always as "flamefs-collect: ...".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/perf_event.h>
+#include <linux/types.h>
+
+#include "record.h"
+#include "store.h"
+
+#define PROG "flamefs-collect"
+
+static void usage(FILE *f)
+{
+	fputs("Usage: " PROG " record [--store DIR] [-p PID[,PID...] | -a | -- COMMAND [ARGS...]]\n"
+	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
+	      "           [--binary NAME] [--version LABEL]\n"
+	      "\n"
+	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
+	      "event per CPU), symbolizes them and stores them: one atomic batch per\n"
+	      "second, so a mounted view shows them as they come.  Stops at the end of\n"
+	      "-d, when COMMAND exits, or on Ctrl-C / SIGTERM, after a last drain.\n"
+	      "Needs CAP_BPF and CAP_PERFMON, or root.\n"
+	      "\n"
+	      "  -p, --pid PID[,PID...]  follow these processes and their children\n"
+	      "  -a, --all-cpus          every process on the system (idle excluded)\n"
+	      "  -- COMMAND [ARGS...]    start COMMAND and follow it, its threads and\n"
+	      "                          its children\n"
+	      "  -F, --freq HZ           samples per second per CPU (default 99)\n"
+	      "  -d, --duration SECONDS  stop after this long (default: until stopped)\n"
+	      "      --user-only         keep only user-space frames\n"
+	      "      --kernel-only       keep only kernel frames\n"
+	      "      --binary NAME       store every sample under this binary name\n"
+	      "                          (default: basename of the executable)\n"
+	      "      --version LABEL     version label (default: the first 12 hex\n"
+	      "                          digits of the executable's GNU build id,\n"
+	      "                          \"default\" when it has none)\n"
+	      "  -v, --verbose           show libbpf's messages\n"
+	      "\n"
+	      "The series event is \"cpu-clock\", unit \"nanoseconds\"; each sample\n"
+	      "weighs 1e9/HZ ns.\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  " PROG " record --store ~/prof -- ./server --port 8080\n"
+	      "  " PROG " record --store ~/prof -p $(pidof nginx | tr ' ' ,) -d 30\n"
+	      "  " PROG " record --store ~/prof -a -F 49 --user-only\n",
+	      f);
+}
+
+#ifdef FLAMEFS_RECORD_NO_BPF
+
+int record_main(int argc, char **argv)
+{
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, PROG ": record: this build has no BPF sampler (bpftool, "
+	                     "clang or /sys/kernel/btf/vmlinux was missing at build time)\n");
+	return 1;
+}
+
+#else
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "import.h"
+#include "profile.h"
+#include "profile.skel.h"
+#include "symbolize.h"
+
+#define DRAIN_SECONDS 1
+/* How long a flip waits for samples already inside the BPF program (it
+ * runs in interrupt context, for microseconds) before reading the set. */
+#define FLIP_GRACE_NS 5000000L
+#define MAX_FREQ      100000
+
+struct options {
+	const char *store_dir;
+	const char *pid_list;
+	bool all;
+	char **command;
+	unsigned freq;
+	double duration; /* 0: until stopped */
+	bool user_only, kernel_only;
+	const char *binary;
+	const char *version;
+	bool verbose;
+};
+
+struct entry {
+	struct profile_key key;
+	uint64_t count;
+};
+
+struct recorder {
+	const struct options *opt;
+	struct profile_bpf *skel;
+	struct store *store;
+	struct symbolize *sym;
+	struct ring_buffer *rb;
+	struct bpf_link **links; /* one per CPU event */
+	int *pfds;
+	int nlinks;
+	struct bpf_link *fork_link, *exec_link;
+	int counts_fd[2], stacks_fd[2];
+	uint64_t period_ns;
+	pid_t child; /* -- COMMAND, or 0 */
+	int child_status;
+	bool child_exited;
+
+	struct entry *ents;
+	size_t nents, ents_cap;
+	uint32_t *ids;
+	size_t nids, ids_cap;
+	struct store_frame *frames;
+
+	/* Totals for the final report. */
+	uint64_t drains, samples, weight, lost_user, lost_kernel;
+	uint64_t unsymbolized_pids;
+	int err; /* first fatal error, -errno */
+	char errmsg[512];
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static char libbpf_last[512];
+static bool libbpf_verbose;
+
+/* libbpf's messages: shown with -v, else the last warning is kept for
+ * the error message. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (libbpf_verbose) {
+		fputs(PROG ": libbpf: ", stderr);
+		return vfprintf(stderr, fmt, ap);
+	}
+	if (level != LIBBPF_DEBUG) {
+		vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
+		libbpf_last[strcspn(libbpf_last, "\n")] = '\0';
+	}
+	return 0;
+}
+
+static double now_mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void fail(struct recorder *r, int err, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void fail(struct recorder *r, int err, const char *fmt, ...)
+{
+	if (r->err)
+		return;
+	r->err = err < 0 ? err : -EIO;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- privileges --------------------------------------------------------- */
+
+/* Returns the names of the missing capabilities ("" when none is). */
+static void missing_caps(char *out, size_t len)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	out[0] = '\0';
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "CapEff: %llx", &eff) == 1)
+				break;
+		fclose(f);
+	}
+	const unsigned long long sys_admin = 1ull << 21, perfmon = 1ull << 38, bpf = 1ull << 39;
+	if (eff & sys_admin)
+		return;
+	if (!(eff & bpf) && !(eff & perfmon))
+		snprintf(out, len, "CAP_BPF and CAP_PERFMON");
+	else if (!(eff & bpf))
+		snprintf(out, len, "CAP_BPF");
+	else if (!(eff & perfmon))
+		snprintf(out, len, "CAP_PERFMON");
+}
+
+/* ---- sizing ------------------------------------------------------------- */
+
+static uint32_t pow2_at_least(uint64_t n)
+{
+	uint32_t p = 1;
+	while (p < n && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+/* Map sizes from frequency x drain interval x CPUs: a counts slot per
+ * possible sample (each may be unique) with half again as headroom, and
+ * eight stack slots per sample (a user and a kernel stack each, the map
+ * at most a quarter full: the stack map keeps one stack per hash bucket,
+ * so a fuller map loses more stacks to collisions).  A stack slot holds
+ * 127 frames (about 1 KiB), so the floor of 8192 slots costs 8 MiB per
+ * map set. */
+static int size_maps(struct recorder *r, int ncpu)
+{
+	uint64_t per_drain = (uint64_t)r->opt->freq * DRAIN_SECONDS * (uint64_t)ncpu;
+	uint64_t counts = per_drain + per_drain / 2;
+	uint32_t stacks = pow2_at_least(per_drain * 8);
+	struct profile_bpf *k = r->skel;
+	int rc = 0;
+
+	if (counts < 1024)
+		counts = 1024;
+	if (counts > (1u << 22))
+		counts = 1u << 22;
+	if (stacks < 8192)
+		stacks = 8192;
+	if (stacks > (1u << 18))
+		stacks = 1u << 18;
+	struct bpf_map *maps[4] = {k->maps.counts0, k->maps.counts1, k->maps.stacks0,
+	                           k->maps.stacks1};
+	for (int i = 0; i < 4 && rc == 0; i++)
+		rc = bpf_map__set_max_entries(maps[i], i < 2 ? (uint32_t)counts : stacks);
+	return rc;
+}
+
+/* ---- process events ----------------------------------------------------- */
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct recorder *r = ctx;
+	const struct profile_event *e = data;
+	int rc;
+
+	if (len < sizeof(*e))
+		return 0;
+	if (e->kind == PROFILE_EVENT_FORK) {
+		if (e->parent && !symbolize_known(r->sym, (pid_t)e->parent))
+			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
+		rc = symbolize_snapshot(r->sym, (pid_t)e->pid, (pid_t)e->parent);
+	} else {
+		rc = symbolize_snapshot(r->sym, (pid_t)e->pid, 0);
+	}
+	if (rc == -ENOMEM) {
+		fail(r, rc, "out of memory");
+		return rc;
+	}
+	return 0; /* a process already gone is resolved at the drain */
+}
+
+/* ---- draining ----------------------------------------------------------- */
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	return x->key.pid < y->key.pid ? -1 : x->key.pid > y->key.pid;
+}
+
+/* Reads every count of one map set into r->ents, and the ids of every
+ * stack of the set into r->ids. */
+static int read_set(struct recorder *r, int set)
+{
+	struct profile_key key, next;
+	uint32_t id, nid;
+	void *prev = NULL;
+
+	r->nents = 0;
+	while (bpf_map_get_next_key(r->counts_fd[set], prev, &next) == 0) {
+		uint64_t v;
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(r->counts_fd[set], &key, &v) < 0)
+			continue;
+		if (r->nents == r->ents_cap) {
+			size_t ncap = r->ents_cap ? r->ents_cap * 2 : 1024;
+			struct entry *n = realloc(r->ents, ncap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			r->ents = n;
+			r->ents_cap = ncap;
+		}
+		r->ents[r->nents++] = (struct entry){key, v};
+	}
+
+	prev = NULL;
+	r->nids = 0;
+	while (bpf_map_get_next_key(r->stacks_fd[set], prev, &nid) == 0) {
+		id = nid;
+		prev = &id;
+		if (r->nids == r->ids_cap) {
+			size_t ncap = r->ids_cap ? r->ids_cap * 2 : 1024;
+			uint32_t *n = realloc(r->ids, ncap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			r->ids = n;
+			r->ids_cap = ncap;
+		}
+		r->ids[r->nids++] = id;
+	}
+	return 0;
+}
+
+static void clear_set(struct recorder *r, int set)
+{
+	for (size_t i = 0; i < r->nents; i++)
+		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
+	for (size_t i = 0; i < r->nids; i++)
+		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
+}
+
+/* Appends the frames of one stack, root first, to r->frames[*n]. */
+static int add_stack(struct recorder *r, int set, pid_t pid, int32_t sid, bool kernel, size_t *n)
+{
+	uint64_t ips[PROFILE_MAX_DEPTH];
+	size_t depth = 0;
+	int rc;
+
+	if (sid == PROFILE_NO_STACK)
+		return 0;
+	if (sid == PROFILE_LOST_STACK || bpf_map_lookup_elem(r->stacks_fd[set], &sid, ips) < 0) {
+		/* Counted by the BPF side; the sample keeps its weight. */
+		struct store_frame *f = &r->frames[(*n)++];
+		memset(f, 0, sizeof(*f));
+		f->name = "[unknown]";
+		f->name_len = 9;
+		f->kind = STORE_FRAME_UNKNOWN;
+		if (kernel) {
+			f->module = "[kernel.kallsyms]";
+			f->module_len = 17;
+		}
+		return 0;
+	}
+	while (depth < PROFILE_MAX_DEPTH && ips[depth])
+		depth++;
+	for (size_t i = depth; i-- > 0;) {
+		bool caller = i > 0;
+		rc = kernel ? symbolize_kernel(r->sym, ips[i], caller, &r->frames[*n])
+		            : symbolize_user(r->sym, pid, ips[i], caller, &r->frames[*n]);
+		if (rc < 0)
+			return rc;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Stores the counts in r->ents (read from `set`) into batch b. */
+static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when)
+{
+	pid_t last_pid = -1;
+	uint32_t series = 0;
+	int rc;
+
+	qsort(r->ents, r->nents, sizeof(*r->ents), entry_cmp);
+	for (size_t i = 0; i < r->nents; i++) {
+		const struct entry *e = &r->ents[i];
+		pid_t pid = (pid_t)e->key.pid;
+
+		if (pid != last_pid) {
+			/* Once per process and drain: refresh the snapshot
+			 * while the process lives (it may have mapped new
+			 * code since), else keep the one taken earlier. */
+			rc = symbolize_snapshot(r->sym, pid, 0);
+			if (rc == -ENOMEM)
+				return rc;
+			if (rc < 0 && !symbolize_known(r->sym, pid))
+				r->unsymbolized_pids++;
+
+			const char *bin = NULL, *bid = NULL;
+			char version[13];
+			symbolize_process(r->sym, pid, &bin, &bid);
+			if (bid && *bid) {
+				snprintf(version, sizeof(version), "%s", bid);
+			} else {
+				snprintf(version, sizeof(version), "%s", IMPORT_DEFAULT_VERSION);
+			}
+			struct store_series_key k = {
+			        .binary = r->opt->binary ? r->opt->binary
+			                  : bin && *bin  ? bin
+			                                 : "[unknown]",
+			        .version = r->opt->version ? r->opt->version : version,
+			        .event = "cpu-clock",
+			        .unit = "nanoseconds",
+			};
+			rc = store_batch_series(b, &k, &series);
+			if (rc < 0)
+				return rc;
+			last_pid = pid;
+		}
+
+		size_t n = 0;
+		rc = add_stack(r, set, pid, e->key.user_stack, false, &n);
+		if (rc >= 0)
+			rc = add_stack(r, set, pid, e->key.kernel_stack, true, &n);
+		if (rc < 0)
+			return rc;
+
+		uint32_t node = STORE_ROOT_NODE;
+		for (size_t j = 0; j < n; j++) {
+			uint32_t frame;
+			rc = store_batch_frame(b, &r->frames[j], &frame);
+			if (rc >= 0)
+				rc = store_batch_node(b, node, frame, &node);
+			if (rc < 0)
+				return rc;
+		}
+		rc = store_batch_add(b, series, when, node, e->count, e->count * r->period_ns);
+		if (rc < 0)
+			return rc;
+		r->samples += e->count;
+		r->weight += e->count * r->period_ns;
+	}
+	return 0;
+}
+
+static void sleep_ns(long ns)
+{
+	struct timespec t = {.tv_sec = 0, .tv_nsec = ns};
+	while (nanosleep(&t, &t) < 0 && errno == EINTR)
+		;
+}
+
+/* One drain.  Normally flips the BPF side to the other set and stores
+ * the set it left; `final` (sampling already stopped) stores both. */
+static int drain(struct recorder *r, bool final)
+{
+	uint32_t old = __atomic_load_n(&r->skel->bss->active, __ATOMIC_RELAXED);
+	int sets[2] = {(int)old, (int)!old};
+	int nsets = final ? 2 : 1;
+	int64_t when = (int64_t)time(NULL);
+	struct store_batch *b = NULL;
+	int rc;
+
+	if (!final)
+		__atomic_store_n(&r->skel->bss->active, !old, __ATOMIC_SEQ_CST);
+	sleep_ns(FLIP_GRACE_NS);
+
+	b = store_batch_new(r->store);
+	if (!b) {
+		rc = -ENOMEM;
+		fail(r, rc, "store: cannot start a batch: %s", store_errmsg(r->store));
+		return rc;
+	}
+	for (int i = 0; i < nsets; i++) {
+		rc = read_set(r, sets[i]);
+		if (rc < 0)
+			goto out_fail;
+		rc = store_set(r, b, sets[i], when);
+		if (rc < 0)
+			goto out_fail;
+		/* Cleared before the commit: the set is written to again only
+		 * after the next flip, and what it held is in the batch. */
+		clear_set(r, sets[i]);
+	}
+	rc = store_batch_commit(b);
+	if (rc < 0) {
+		fail(r, rc, "store: commit failed: %s", store_errmsg(r->store));
+		goto out;
+	}
+	r->drains++;
+	goto out;
+out_fail:
+	fail(r, rc, "drain: %s", strerror(-rc));
+out:
+	store_batch_free(b);
+	return rc;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static int open_cpu_events(struct recorder *r)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0) {
+		fail(r, ncpu, "cannot count CPUs");
+		return ncpu < 0 ? ncpu : -EINVAL;
+	}
+	r->links = calloc((size_t)ncpu, sizeof(*r->links));
+	r->pfds = calloc((size_t)ncpu, sizeof(*r->pfds));
+	if (!r->links || !r->pfds) {
+		fail(r, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		struct perf_event_attr attr = {
+		        .type = PERF_TYPE_SOFTWARE,
+		        .size = sizeof(attr),
+		        .config = PERF_COUNT_SW_CPU_CLOCK,
+		        .sample_freq = r->opt->freq,
+		        .freq = 1,
+		};
+		int fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1,
+		                      PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue; /* CPU offline */
+			int e = -errno;
+			fail(r, e, "perf_event_open (cpu-clock, CPU %d): %s", cpu, strerror(errno));
+			return e;
+		}
+		struct bpf_link *l = bpf_program__attach_perf_event(r->skel->progs.do_sample, fd);
+		if (!l) {
+			int e = -errno;
+			close(fd);
+			fail(r, e, "cannot attach the sampler to CPU %d: %s", cpu, strerror(-e));
+			return e;
+		}
+		r->pfds[r->nlinks] = fd;
+		r->links[r->nlinks++] = l;
+	}
+	if (!r->nlinks) {
+		fail(r, -ENODEV, "no CPU could be sampled");
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static void close_cpu_events(struct recorder *r)
+{
+	for (int i = 0; i < r->nlinks; i++) {
+		bpf_link__destroy(r->links[i]);
+		close(r->pfds[i]);
+	}
+	r->nlinks = 0;
+}
+
+static int follow_pid(struct recorder *r, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	__u8 one = 1;
+	if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.pids), &key, &one, BPF_ANY) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Parses "PID[,PID...]" into the pid set and snapshots each process. */
+static int follow_pid_list(struct recorder *r, const char *list)
+{
+	const char *p = list;
+	while (*p) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (errno || end == p || v <= 0 || v > INT32_MAX || (*end && *end != ',')) {
+			fail(r, -EINVAL, "-p: expected PID[,PID...], got \"%s\"", list);
+			return -EINVAL;
+		}
+		int rc = symbolize_snapshot(r->sym, (pid_t)v, 0);
+		if (rc < 0) {
+			fail(r, rc, "-p %ld: %s", v,
+			     rc == -ESRCH || rc == -ENOENT ? "no such process" : strerror(-rc));
+			return rc;
+		}
+		rc = follow_pid(r, (pid_t)v);
+		if (rc < 0) {
+			fail(r, rc, "-p %ld: cannot follow: %s", v, strerror(-rc));
+			return rc;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* Forks COMMAND held at a pipe until the pid is followed. */
+static int start_command(struct recorder *r, char **cmd, int *go_fd)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid == 0) {
+		char c;
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(127); /* the recorder gave up */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, PROG ": %s: %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	r->child = pid;
+	*go_fd = p[1];
+	return 0;
+}
+
+static void reap_child(struct recorder *r)
+{
+	int st;
+	if (r->child && !r->child_exited && waitpid(r->child, &st, WNOHANG) == r->child) {
+		r->child_exited = true;
+		r->child_status = st;
+	}
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option opts[] = {
+	        {"store", required_argument, NULL, 's'},
+	        {"pid", required_argument, NULL, 'p'},
+	        {"all-cpus", no_argument, NULL, 'a'},
+	        {"freq", required_argument, NULL, 'F'},
+	        {"duration", required_argument, NULL, 'd'},
+	        {"user-only", no_argument, NULL, 'u'},
+	        {"kernel-only", no_argument, NULL, 'k'},
+	        {"binary", required_argument, NULL, 'b'},
+	        {"version", required_argument, NULL, 'V'},
+	        {"verbose", no_argument, NULL, 'v'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	int c;
+
+	o->freq = 99;
+	while ((c = getopt_long(argc, argv, "+hp:aF:d:v", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 's': o->store_dir = optarg; break;
+		case 'p': o->pid_list = optarg; break;
+		case 'a': o->all = true; break;
+		case 'u': o->user_only = true; break;
+		case 'k': o->kernel_only = true; break;
+		case 'b': o->binary = optarg; break;
+		case 'V': o->version = optarg; break;
+		case 'v': o->verbose = true; break;
+		case 'F': {
+			errno = 0;
+			unsigned long f = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || f < 1 || f > MAX_FREQ) {
+				fprintf(stderr,
+				        PROG ": -F: expected a frequency "
+				             "from 1 to %d Hz, got \"%s\"\n",
+				        MAX_FREQ, optarg);
+				return 2;
+			}
+			o->freq = (unsigned)f;
+			break;
+		}
+		case 'd': {
+			errno = 0;
+			double d = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(d > 0) || d > 1e9) {
+				fprintf(stderr,
+				        PROG ": -d: expected seconds "
+				             "> 0, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			o->duration = d;
+			break;
+		}
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		o->command = argv + optind;
+	int targets = (o->pid_list != NULL) + o->all + (o->command != NULL);
+	if (targets != 1) {
+		fprintf(stderr, PROG ": record: give exactly one of -p PID, -a "
+		                     "or -- COMMAND\n");
+		return 2;
+	}
+	if (o->user_only && o->kernel_only) {
+		fprintf(stderr, PROG ": record: --user-only and --kernel-only "
+		                     "exclude each other\n");
+		return 2;
+	}
+	return -1;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void report(struct recorder *r, double wall, double loop_cpu)
+{
+	const __u64 *st = r->skel->bss->stats;
+	struct symbolize_stats ss;
+	double cpu = cpu_seconds();
+
+	symbolize_get_stats(r->sym, &ss);
+	fprintf(stderr,
+	        PROG ": recorded %" PRIu64 " samples (%.3f s of CPU) in %" PRIu64
+	             " drains over %.2f s; seen %" PRIu64 ", dropped %" PRIu64
+	             " (counts map full)\n",
+	        r->samples, (double)r->weight / 1e9, r->drains, wall,
+	        (uint64_t)st[PROFILE_STAT_SEEN], (uint64_t)st[PROFILE_STAT_COUNTS_FULL]);
+	fprintf(stderr,
+	        PROG ": stacks lost: %" PRIu64 " user and %" PRIu64
+	             " kernel to hash collisions, %" PRIu64 " to errors; "
+	             "children not followed: %" PRIu64 "; process events lost: %" PRIu64
+	             "; processes without symbols: %" PRIu64 "\n",
+	        (uint64_t)st[PROFILE_STAT_USER_COLLISION],
+	        (uint64_t)st[PROFILE_STAT_KERNEL_COLLISION], (uint64_t)st[PROFILE_STAT_STACK_ERROR],
+	        (uint64_t)st[PROFILE_STAT_PIDS_FULL], (uint64_t)st[PROFILE_STAT_EVENTS_LOST],
+	        r->unsymbolized_pids);
+	fprintf(stderr,
+	        PROG ": symbolized %" PRIu64 " process snapshots (%" PRIu64
+	             " inherited from a parent), %" PRIu64 " ELF files; collector "
+	             "CPU %.3f s in all, %.2f%% of one core while recording\n",
+	        ss.processes, ss.inherited, ss.modules, cpu,
+	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
+}
+
+static int run(struct recorder *r, const struct options *o)
+{
+	int go_fd = -1, rc;
+	char err[512];
+
+	r->period_ns = 1000000000ull / o->freq;
+	r->counts_fd[0] = r->counts_fd[1] = r->stacks_fd[0] = r->stacks_fd[1] = -1;
+
+	r->sym = symbolize_new();
+	r->frames = calloc(2 * PROFILE_MAX_DEPTH, sizeof(*r->frames));
+	if (!r->sym || !r->frames) {
+		fail(r, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+
+	const char *dir = o->store_dir;
+	char *owned = NULL;
+	if (!dir) {
+		dir = owned = store_default_dir();
+		if (!dir) {
+			fail(r, -EINVAL,
+			     "no store given: use --store DIR or set "
+			     "FLAMEFS_STORE");
+			return -EINVAL;
+		}
+	}
+	rc = store_open(dir, STORE_CREATE, &r->store, err, sizeof(err));
+	free(owned);
+	if (rc < 0) {
+		fail(r, rc, "%s", err);
+		return rc;
+	}
+
+	libbpf_verbose = o->verbose;
+	libbpf_set_print(libbpf_print);
+	r->skel = profile_bpf__open();
+	if (!r->skel) {
+		rc = -errno;
+		fail(r, rc, "cannot open the BPF program: %s", strerror(-rc));
+		return rc;
+	}
+	r->skel->rodata->filter_pids = !o->all;
+	r->skel->rodata->user_stacks = !o->kernel_only;
+	r->skel->rodata->kernel_stacks = !o->user_only;
+	rc = size_maps(r, libbpf_num_possible_cpus());
+	if (rc < 0) {
+		fail(r, rc, "cannot size the BPF maps: %s", strerror(-rc));
+		return rc;
+	}
+	rc = profile_bpf__load(r->skel);
+	if (rc < 0) {
+		fail(r, rc, "cannot load the BPF program: %s%s%s", strerror(-rc),
+		     libbpf_last[0] ? " (libbpf: " : "", libbpf_last[0] ? libbpf_last : "");
+		if (libbpf_last[0])
+			strncat(r->errmsg, ")", sizeof(r->errmsg) - strlen(r->errmsg) - 1);
+		return rc;
+	}
+	r->counts_fd[0] = bpf_map__fd(r->skel->maps.counts0);
+	r->counts_fd[1] = bpf_map__fd(r->skel->maps.counts1);
+	r->stacks_fd[0] = bpf_map__fd(r->skel->maps.stacks0);
+	r->stacks_fd[1] = bpf_map__fd(r->skel->maps.stacks1);
+
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);
+	if (!r->rb) {
+		rc = -errno;
+		fail(r, rc, "cannot open the event ring buffer: %s", strerror(-rc));
+		return rc;
+	}
+	r->fork_link = bpf_program__attach(r->skel->progs.on_fork);
+	r->exec_link = r->fork_link ? bpf_program__attach(r->skel->progs.on_exec) : NULL;
+	if (!r->exec_link) {
+		rc = -errno;
+		fail(r, rc, "cannot attach the fork/exec tracepoints: %s", strerror(-rc));
+		return rc;
+	}
+
+	if (o->pid_list) {
+		rc = follow_pid_list(r, o->pid_list);
+		if (rc < 0)
+			return rc;
+	} else if (o->command) {
+		rc = start_command(r, o->command, &go_fd);
+		if (rc < 0) {
+			fail(r, rc, "cannot start %s: %s", o->command[0], strerror(-rc));
+			return rc;
+		}
+		rc = follow_pid(r, r->child);
+		if (rc < 0) {
+			fail(r, rc, "cannot follow %s: %s", o->command[0], strerror(-rc));
+			close(go_fd);
+			return rc;
+		}
+	}
+
+	rc = open_cpu_events(r);
+	if (rc < 0) {
+		if (go_fd >= 0)
+			close(go_fd); /* the held child exits */
+		return rc;
+	}
+
+	fprintf(stderr, PROG ": recording at %u Hz on %d CPUs; Ctrl-C stops\n", o->freq, r->nlinks);
+	if (go_fd >= 0) {
+		if (write(go_fd, "g", 1) != 1) {
+			rc = -errno;
+			close(go_fd);
+			fail(r, rc, "cannot start %s: %s", o->command[0], strerror(-rc));
+			return rc;
+		}
+		close(go_fd);
+	}
+
+	double start = now_mono(), next = start + DRAIN_SECONDS;
+	double cpu_start = cpu_seconds();
+	double deadline = o->duration > 0 ? start + o->duration : INFINITY;
+	/* One wait for both the ring buffer and COMMAND's exit (a pidfd is
+	 * readable once the process has exited). */
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0) {
+		rc = -errno;
+		fail(r, rc, "epoll: %s", strerror(-rc));
+	}
+	struct epoll_event ev = {.events = EPOLLIN};
+	if (ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev) < 0) {
+		rc = -errno;
+		fail(r, rc, "epoll: %s", strerror(-rc));
+	}
+	int pidfd = r->child ? (int)syscall(SYS_pidfd_open, r->child, 0) : -1;
+	if (pidfd >= 0)
+		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
+	while (!stop_requested && !r->err) {
+		double t = now_mono();
+		double until = next < deadline ? next : deadline;
+		int ms = until > t ? (int)ceil((until - t) * 1000) : 0;
+		if (r->child && pidfd < 0 && ms > 100)
+			ms = 100; /* no pidfd: look for COMMAND's exit 10 times a second */
+		struct epoll_event got[2];
+		if (epoll_wait(ep, got, 2, ms) < 0 && errno != EINTR) {
+			rc = -errno;
+			fail(r, rc, "epoll_wait: %s", strerror(-rc));
+			break;
+		}
+		rc = ring_buffer__consume(r->rb);
+		if (rc < 0 && rc != -EINTR) {
+			fail(r, rc, "ring buffer: %s", strerror(-rc));
+			break;
+		}
+		reap_child(r);
+		if (r->child_exited)
+			break;
+		t = now_mono();
+		if (t >= deadline)
+			break;
+		if (t >= next) {
+			drain(r, false);
+			next += DRAIN_SECONDS;
+			if (next < t)
+				next = t + DRAIN_SECONDS;
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	if (ep >= 0)
+		close(ep);
+
+	/* Stop sampling, take in the last process events, store both sets. */
+	close_cpu_events(r);
+	ring_buffer__consume(r->rb);
+	if (!r->err)
+		drain(r, true);
+	report(r, now_mono() - start, cpu_seconds() - cpu_start);
+	return r->err;
+}
+
+static void cleanup(struct recorder *r)
+{
+	close_cpu_events(r);
+	bpf_link__destroy(r->fork_link);
+	bpf_link__destroy(r->exec_link);
+	ring_buffer__free(r->rb);
+	profile_bpf__destroy(r->skel);
+	symbolize_free(r->sym);
+	store_close(r->store);
+	free(r->links);
+	free(r->pfds);
+	free(r->ents);
+	free(r->ids);
+	free(r->frames);
+}
+
+int record_main(int argc, char **argv)
+{
+	struct options o = {0};
+	struct recorder r = {.opt = &o};
+	char missing[64];
+	int rc;
+
+	rc = parse_options(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+
+	missing_caps(missing, sizeof(missing));
+	if (missing[0]) {
+		fprintf(stderr,
+		        PROG ": record needs CAP_BPF and CAP_PERFMON (or "
+		             "root); this process lacks %s\n",
+		        missing);
+		return 1;
+	}
+
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max; /* one fd per ELF file */
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	run(&r, &o);
+	if (r.child && !r.child_exited) {
+		/* Stopped before the command ended: leave it running, as
+		 * perf record does, but do not leave a zombie behind us. */
+		reap_child(&r);
+	}
+	cleanup(&r);
+	if (r.err) {
+		fprintf(stderr, PROG ": record: %s\n", r.errmsg);
+		return 1;
+	}
+	return 0;
+}
+
+#endif

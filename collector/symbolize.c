@@ -1,0 +1,1103 @@
+/*
+ * symbolize.c — user and kernel address symbolization for the live
+ * collector (see symbolize.h for the contract).
+ *
+ * Three caches make it cheap: ELF files ("modules", opened once at their
+ * first sighting, shared by every process that maps them and keyed by
+ * build id), resolved addresses per module, and /proc/kallsyms, read once
+ * and sorted.  A process is a snapshot of its executable mappings, each
+ * pointing at a module; a mapping's address becomes a file offset, then an
+ * ELF virtual address through the module's PT_LOAD headers, and libdwfl
+ * resolves that address in a session that holds only that one module.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+
+#include "symbolize.h"
+
+/* From libstdc++ (the Itanium C++ ABI); libdw has no demangler. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+#define PROC_BUCKETS  1024u
+#define FILE_BUCKETS  256u
+#define KERNEL_MODULE "[kernel.kallsyms]"
+
+/* One resolved address of a module. */
+struct symres {
+	uint64_t addr; /* ELF virtual address; 0 marks a free slot */
+	char *name;    /* tidied name, owned */
+	char *file;    /* source file or NULL, owned */
+	uint32_t line;
+	uint8_t kind;
+};
+
+struct segment {
+	uint64_t offset, filesz, vaddr;
+};
+
+/* One ELF file, shared by every process mapping it. */
+struct module {
+	char *path;         /* path as the first process mapped it */
+	char *unknown_name; /* "[basename]", for addresses without symbol */
+	uint8_t *build_id;
+	size_t build_id_len;
+	struct segment *segs;
+	size_t nsegs;
+	int fd; /* until handed to libdwfl; -1 after */
+	bool is_elf;
+	bool dwfl_tried;
+	Dwfl *dwfl;
+	Dwfl_Module *dmod;
+	struct symres *cache; /* open addressing on addr, power-of-two size */
+	size_t cache_cap, cache_used;
+	struct module *next; /* every module, for the build-id search */
+};
+
+/* (device, inode) of a mapped file -> its module. */
+struct file_ent {
+	unsigned long long dev, ino;
+	struct module *mod;
+	struct file_ent *next;
+};
+
+struct mapping {
+	uint64_t start, end, pgoff;
+	struct module *mod;  /* NULL: anonymous or not a file */
+	const char *special; /* "[unknown]" name for non-file mappings */
+};
+
+struct jit_sym {
+	uint64_t start, size;
+	char *name;
+};
+
+struct proc {
+	pid_t pid;
+	char *binary;
+	char *build_id_hex;
+	char *jit_path;    /* "/tmp/perf-PID.map" */
+	char *jit_unknown; /* "[perf-PID.map]" */
+	struct mapping *maps;
+	size_t nmaps;
+	struct jit_sym *jit;
+	size_t njit;
+	off_t jit_size; /* size of the perf map when last read */
+	bool jit_exists;
+	struct proc *next;
+};
+
+struct ksym {
+	uint64_t addr;
+	size_t name; /* offset into names */
+};
+
+struct symbolize {
+	struct proc *procs[PROC_BUCKETS];
+	struct file_ent *files[FILE_BUCKETS];
+	struct module *modules;
+	struct module *vdso; /* our own vDSO, the same in every process */
+	bool vdso_tried;
+	struct ksym *ksyms;
+	size_t nksyms;
+	char *knames;
+	bool kernel_tried;
+	struct symbolize_stats stats;
+};
+
+static const char unknown_name[] = "[unknown]";
+
+/* ---- names -------------------------------------------------------------- */
+
+static bool is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/* Drops Rust's legacy "::h0123456789abcdef" hash suffix, as perf does. */
+static void strip_rust_hash(char *s)
+{
+	size_t n = strlen(s);
+	if (n < 19 || memcmp(s + n - 19, "::h", 3) != 0)
+		return;
+	for (size_t i = n - 16; i < n; i++)
+		if (!is_hex(s[i]))
+			return;
+	s[n - 19] = '\0';
+}
+
+/* stackcollapse-perf's tidying: ';' -> ':', arguments cut at the first
+ * '(' (except "(anonymous namespace)" and Go method receivers), quotes
+ * removed.  Works in place. */
+static void tidy(char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ';')
+			s[i] = ':';
+
+	const char *open = strstr(s, ".(");
+	bool go = false;
+	if (open) {
+		size_t from = (size_t)(open - s) + 2;
+		for (size_t j = n; j-- > from + 1;) {
+			if (s[j] == '.' && s[j - 1] == ')') {
+				go = true;
+				break;
+			}
+		}
+	}
+	if (!go) {
+		static const char anon[] = "anonymous namespace)";
+		for (size_t i = 0; i < n; i++) {
+			if (s[i] != '(')
+				continue;
+			if (strncmp(s + i + 1, anon, sizeof(anon) - 1) == 0)
+				continue;
+			n = i;
+			break;
+		}
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != '"' && s[i] != '\'')
+			s[o++] = s[i];
+	s[o] = '\0';
+}
+
+char *symbolize_name(const char *raw)
+{
+	char *out = NULL;
+
+	if (strncmp(raw, "_Z", 2) == 0) {
+		int status = 0;
+		out = __cxa_demangle(raw, NULL, NULL, &status);
+		if (status != 0) {
+			free(out);
+			out = NULL;
+		} else {
+			strip_rust_hash(out);
+		}
+	}
+	if (!out)
+		out = strdup(raw);
+	if (!out)
+		return NULL;
+	tidy(out);
+	return out;
+}
+
+/* ---- modules ------------------------------------------------------------ */
+
+static void module_free(struct module *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->cache_cap; i++) {
+		free(m->cache[i].name);
+		free(m->cache[i].file);
+	}
+	free(m->cache);
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m->segs);
+	free(m->build_id);
+	free(m->unknown_name);
+	free(m->path);
+	free(m);
+}
+
+static const char *base_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* Reads the build id and PT_LOAD headers of the ELF file open on fd.
+ * A file that is not ELF is kept as a module without symbols. */
+static int module_read_elf(struct module *m)
+{
+	Elf *elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
+	size_t phnum;
+	int rc = 0;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum))
+		goto out; /* not ELF: no symbols, not an error */
+	m->is_elf = true;
+
+	const void *bid;
+	ssize_t blen = dwelf_elf_gnu_build_id(elf, &bid);
+	if (blen > 0) {
+		m->build_id = malloc((size_t)blen);
+		if (!m->build_id) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(m->build_id, bid, (size_t)blen);
+		m->build_id_len = (size_t)blen;
+	}
+
+	m->segs = calloc(phnum ? phnum : 1, sizeof(*m->segs));
+	if (!m->segs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		m->segs[m->nsegs++] = (struct segment){
+		        .offset = ph.p_offset,
+		        .filesz = ph.p_filesz,
+		        .vaddr = ph.p_vaddr,
+		};
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	return rc;
+}
+
+static struct module *module_by_build_id(struct symbolize *s, const uint8_t *id, size_t len)
+{
+	for (struct module *m = s->modules; m; m = m->next)
+		if (m->build_id_len == len && memcmp(m->build_id, id, len) == 0)
+			return m;
+	return NULL;
+}
+
+/* Makes a module from an open fd (taken over, even on failure). */
+static int module_new(const char *path, int fd, struct module **out)
+{
+	struct module *m = calloc(1, sizeof(*m));
+	int rc = -ENOMEM;
+
+	if (!m) {
+		close(fd);
+		return -ENOMEM;
+	}
+	m->fd = fd;
+	m->path = strdup(path);
+	if (!m->path)
+		goto fail;
+	if (asprintf(&m->unknown_name, "[%s]", base_of(path)) < 0) {
+		m->unknown_name = NULL;
+		goto fail;
+	}
+	rc = module_read_elf(m);
+	if (rc < 0)
+		goto fail;
+	*out = m;
+	return 0;
+fail:
+	module_free(m);
+	return rc;
+}
+
+/* Finds or opens the module for a file mapping of `pid`. */
+static int module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end,
+                      const char *path, unsigned long long dev, unsigned long long ino,
+                      struct module **out)
+{
+	size_t b = (size_t)((dev * 31u + ino) % FILE_BUCKETS);
+	struct file_ent *fe;
+	char mf[96];
+	int fd, rc;
+
+	for (fe = s->files[b]; fe; fe = fe->next) {
+		if (fe->dev == dev && fe->ino == ino) {
+			*out = fe->mod;
+			return 0;
+		}
+	}
+
+	/* map_files reaches the very file mapped, even when deleted or in
+	 * another mount namespace; the path is the fallback. */
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
+	fd = open(mf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+
+	struct module *m;
+	rc = module_new(path, fd, &m);
+	if (rc < 0)
+		return rc;
+	struct module *same =
+	        m->build_id_len ? module_by_build_id(s, m->build_id, m->build_id_len) : NULL;
+	if (same) {
+		/* The same file under another path or inode. */
+		module_free(m);
+		m = same;
+	} else {
+		m->next = s->modules;
+		s->modules = m;
+		s->stats.modules++;
+	}
+
+	fe = calloc(1, sizeof(*fe));
+	if (!fe)
+		return -ENOMEM;
+	fe->dev = dev;
+	fe->ino = ino;
+	fe->mod = m;
+	fe->next = s->files[b];
+	s->files[b] = fe;
+	*out = m;
+	return 0;
+}
+
+/* The vDSO is the same image in every process: symbolize it from our own
+ * copy, written to a memfd so libdwfl can read it as a file. */
+static struct module *vdso_module(struct symbolize *s)
+{
+	if (s->vdso_tried)
+		return s->vdso;
+	s->vdso_tried = true;
+
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	FILE *f = fopen("/proc/self/maps", "re");
+	uint64_t size = 0;
+	char line[512];
+	if (!base || !f) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, e;
+		if (sscanf(line, "%lx-%lx", &a, &e) == 2 && a == base) {
+			size = e - a;
+			break;
+		}
+	}
+	fclose(f);
+	if (!size)
+		return NULL;
+
+	int fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (write(fd, (const void *)base, size) != (ssize_t)size) {
+		close(fd);
+		return NULL;
+	}
+	struct module *m;
+	if (module_new("[vdso]", fd, &m) < 0)
+		return NULL;
+	m->next = s->modules;
+	s->modules = m;
+	s->vdso = m;
+	return m;
+}
+
+/* Opens the libdwfl session of a module at its first lookup. */
+static void module_open_dwfl(struct module *m)
+{
+	static char *debuginfo_path = NULL; /* the default search path */
+	static const Dwfl_Callbacks callbacks = {
+	        .find_elf = dwfl_build_id_find_elf,
+	        .find_debuginfo = dwfl_standard_find_debuginfo,
+	        .debuginfo_path = &debuginfo_path,
+	};
+
+	m->dwfl_tried = true;
+	if (!m->is_elf || m->fd < 0)
+		return;
+	m->dwfl = dwfl_begin(&callbacks);
+	if (!m->dwfl)
+		return;
+	dwfl_report_begin(m->dwfl);
+	/* Placed at its own p_vaddr (bias 0): lookups use ELF addresses. */
+	m->dmod = dwfl_report_elf(m->dwfl, m->path, m->path, m->fd, 0, true);
+	if (m->dmod)
+		m->fd = -1; /* consumed by libdwfl */
+	dwfl_report_end(m->dwfl, NULL, NULL);
+}
+
+static int cache_grow(struct module *m)
+{
+	size_t ncap = m->cache_cap ? m->cache_cap * 2 : 256;
+	struct symres *n = calloc(ncap, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cache_cap; i++) {
+		struct symres *r = &m->cache[i];
+		if (!r->addr)
+			continue;
+		size_t j = (size_t)(r->addr * 0x9e3779b97f4a7c15ull) & (ncap - 1);
+		while (n[j].addr)
+			j = (j + 1) & (ncap - 1);
+		n[j] = *r;
+	}
+	free(m->cache);
+	m->cache = n;
+	m->cache_cap = ncap;
+	return 0;
+}
+
+/* Resolves a non-zero ELF virtual address of a module, through its
+ * cache (0 marks free slots). */
+static int module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out)
+{
+	int rc;
+
+	if (m->cache_used * 2 >= m->cache_cap) {
+		rc = cache_grow(m);
+		if (rc < 0)
+			return rc;
+	}
+	size_t j = (size_t)(vaddr * 0x9e3779b97f4a7c15ull) & (m->cache_cap - 1);
+	while (m->cache[j].addr) {
+		if (m->cache[j].addr == vaddr) {
+			*out = &m->cache[j];
+			return 0;
+		}
+		j = (j + 1) & (m->cache_cap - 1);
+	}
+	s->stats.lookups++;
+
+	struct symres r = {.addr = vaddr, .kind = STORE_FRAME_USER};
+	const char *name = NULL;
+	if (!m->dwfl_tried)
+		module_open_dwfl(m);
+	if (m->dmod) {
+		GElf_Off off;
+		GElf_Sym sym;
+		name = dwfl_module_addrinfo(m->dmod, vaddr, &off, &sym, NULL, NULL, NULL);
+		Dwfl_Line *l = dwfl_module_getsrc(m->dmod, vaddr);
+		int lineno = 0;
+		const char *file = l ? dwfl_lineinfo(l, NULL, &lineno, NULL, NULL, NULL) : NULL;
+		if (file) {
+			r.file = strdup(file);
+			if (!r.file)
+				return -ENOMEM;
+			r.line = lineno > 0 ? (uint32_t)lineno : 0;
+		}
+	}
+	if (name && *name) {
+		/* "memcpy@@GLIBC_2.14": the symbol version is not part of
+		 * the function's name. */
+		char *at = strchr(name, '@');
+		if (at && at != name) {
+			char *bare = strndup(name, (size_t)(at - name));
+			r.name = bare ? symbolize_name(bare) : NULL;
+			free(bare);
+		} else {
+			r.name = symbolize_name(name);
+		}
+	} else {
+		r.name = strdup(m->unknown_name);
+		r.kind = STORE_FRAME_UNKNOWN;
+	}
+	if (!r.name) {
+		free(r.file);
+		return -ENOMEM;
+	}
+	m->cache[j] = r;
+	m->cache_used++;
+	*out = &m->cache[j];
+	return 0;
+}
+
+/* File offset -> ELF virtual address through the PT_LOAD headers. */
+static bool module_vaddr(const struct module *m, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < m->nsegs; i++) {
+		const struct segment *g = &m->segs[i];
+		if (off >= g->offset && off < g->offset + g->filesz) {
+			*vaddr = off - g->offset + g->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+static void proc_clear_jit(struct proc *p)
+{
+	for (size_t i = 0; i < p->njit; i++)
+		free(p->jit[i].name);
+	free(p->jit);
+	p->jit = NULL;
+	p->njit = 0;
+}
+
+static void proc_free(struct proc *p)
+{
+	if (!p)
+		return;
+	proc_clear_jit(p);
+	free(p->maps);
+	free(p->binary);
+	free(p->build_id_hex);
+	free(p->jit_path);
+	free(p->jit_unknown);
+	free(p);
+}
+
+static struct proc **proc_slot(const struct symbolize *s, pid_t pid)
+{
+	struct proc *const *pp = &s->procs[(unsigned)pid % PROC_BUCKETS];
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return (struct proc **)pp;
+}
+
+static struct proc *proc_find(const struct symbolize *s, pid_t pid)
+{
+	return *proc_slot(s, pid);
+}
+
+/* Puts p in the table, replacing (and freeing) an older snapshot. */
+static void proc_install(struct symbolize *s, struct proc *p)
+{
+	struct proc **pp = proc_slot(s, p->pid);
+	if (*pp) {
+		p->next = (*pp)->next;
+		proc_free(*pp);
+	} else {
+		p->next = NULL;
+	}
+	*pp = p;
+	s->stats.processes++;
+}
+
+static char *hex_of(const uint8_t *b, size_t n)
+{
+	char *h = malloc(n * 2 + 1);
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		snprintf(h + i * 2, 3, "%02x", b[i]);
+	h[n * 2] = '\0';
+	return h;
+}
+
+static int proc_names(struct proc *p)
+{
+	if (asprintf(&p->jit_path, "/tmp/perf-%d.map", (int)p->pid) < 0) {
+		p->jit_path = NULL;
+		return -ENOMEM;
+	}
+	if (asprintf(&p->jit_unknown, "[perf-%d.map]", (int)p->pid) < 0) {
+		p->jit_unknown = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int proc_copy(const struct proc *from, pid_t pid, struct proc **out)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->binary = strdup(from->binary);
+	p->build_id_hex = strdup(from->build_id_hex);
+	p->maps = calloc(from->nmaps ? from->nmaps : 1, sizeof(*p->maps));
+	if (!p->binary || !p->build_id_hex || !p->maps || proc_names(p) < 0) {
+		proc_free(p);
+		return -ENOMEM;
+	}
+	memcpy(p->maps, from->maps, from->nmaps * sizeof(*p->maps));
+	p->nmaps = from->nmaps;
+	*out = p;
+	return 0;
+}
+
+/* Name of a process without an executable: its comm, spaces as '_'. */
+static int read_comm(pid_t pid, char **out)
+{
+	char path[64], buf[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int err = errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -err : -ESRCH;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	for (char *c = buf; *c; c++)
+		if (*c == ' ')
+			*c = '_';
+	*out = strdup(buf);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int proc_read_maps(struct symbolize *s, struct proc *p)
+{
+	char path[64], line[4096 + 128];
+	size_t cap = 0;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned int major, minor;
+		char perms[8];
+		int at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
+		           &major, &minor, &ino, &at) < 7)
+			continue;
+		if (!strchr(perms, 'x'))
+			continue;
+		char *name = line + at;
+		name[strcspn(name, "\n")] = '\0';
+		char *del = strstr(name, " (deleted)");
+		if (del && del[10] == '\0')
+			*del = '\0';
+
+		if (p->nmaps == cap) {
+			cap = cap ? cap * 2 : 32;
+			struct mapping *n = realloc(p->maps, cap * sizeof(*n));
+			if (!n) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			p->maps = n;
+		}
+		struct mapping *mp = &p->maps[p->nmaps];
+		*mp = (struct mapping){.start = start, .end = end, .pgoff = pgoff};
+		if (name[0] == '/' && ino != 0) {
+			unsigned long long dev = ((unsigned long long)major << 20) | minor;
+			rc = module_get(s, p->pid, start, end, name, dev, ino, &mp->mod);
+			if (rc == -ENOMEM)
+				goto out;
+			rc = 0; /* unreadable file: shown as [unknown] */
+			if (!mp->mod)
+				mp->special = unknown_name;
+		} else if (strcmp(name, "[vdso]") == 0) {
+			mp->mod = vdso_module(s);
+			if (!mp->mod)
+				mp->special = "[[vdso]]";
+		} else {
+			mp->special = NULL; /* anonymous: JIT code or unknown */
+		}
+		p->nmaps++;
+	}
+out:
+	fclose(f);
+	return rc;
+}
+
+static int proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
+{
+	char path[64], exe[PATH_MAX];
+	struct proc *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	rc = proc_names(p);
+	if (rc < 0)
+		goto fail;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n < 0) {
+		rc = -errno;
+		if (rc != -ENOENT)
+			goto fail;
+		/* A kernel thread (no executable), or gone. */
+		rc = read_comm(pid, &p->binary);
+		if (rc < 0)
+			goto fail;
+		exe[0] = '\0';
+	} else {
+		exe[n] = '\0';
+		char *del = strstr(exe, " (deleted)");
+		if (del && del[10] == '\0')
+			*del = '\0';
+		p->binary = strdup(base_of(exe));
+		if (!p->binary) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+
+	rc = proc_read_maps(s, p);
+	if (rc < 0)
+		goto fail;
+
+	/* The version is the executable's build id. */
+	const struct module *em = NULL;
+	for (size_t i = 0; exe[0] && i < p->nmaps; i++)
+		if (p->maps[i].mod && strcmp(p->maps[i].mod->path, exe) == 0)
+			em = p->maps[i].mod;
+	if (!em && exe[0]) {
+		for (size_t i = 0; i < p->nmaps; i++)
+			if (p->maps[i].mod && strcmp(base_of(p->maps[i].mod->path), p->binary) == 0)
+				em = p->maps[i].mod;
+	}
+	p->build_id_hex = em ? hex_of(em->build_id, em->build_id_len) : strdup("");
+	if (!p->build_id_hex) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	proc_free(p);
+	return rc;
+}
+
+int symbolize_snapshot(struct symbolize *s, pid_t pid, pid_t parent)
+{
+	struct proc *p = NULL;
+	int rc = proc_snapshot(s, pid, &p);
+
+	if (rc == -ENOENT || rc == -ESRCH) {
+		const struct proc *pp = parent ? proc_find(s, parent) : NULL;
+		if (!pp)
+			return -ESRCH;
+		rc = proc_copy(pp, pid, &p);
+		if (rc < 0)
+			return rc;
+		s->stats.inherited++;
+	} else if (rc < 0) {
+		return rc;
+	} else if (p->nmaps == 0) {
+		/* A zombie has no mappings left: keep what was seen alive. */
+		const struct proc *old = proc_find(s, pid);
+		if (old && old->nmaps) {
+			proc_free(p);
+			return 0;
+		}
+	}
+	proc_install(s, p);
+	return 0;
+}
+
+bool symbolize_known(const struct symbolize *s, pid_t pid)
+{
+	return proc_find(s, pid) != NULL;
+}
+
+int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
+                      const char **build_id_hex)
+{
+	const struct proc *p = proc_find(s, pid);
+	if (!p)
+		return -ESRCH;
+	*binary = p->binary;
+	*build_id_hex = p->build_id_hex;
+	return 0;
+}
+
+/* ---- JIT perf maps ------------------------------------------------------ */
+
+static int jit_cmp(const void *a, const void *b)
+{
+	const struct jit_sym *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* (Re)reads /tmp/perf-PID.map when it grew since the last read.  JIT
+ * runtimes append to it, and it outlives the process. */
+static int jit_load(struct proc *p)
+{
+	struct stat st;
+	int fd = open(p->jit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (p->jit_exists && st.st_size == p->jit_size)) {
+		close(fd);
+		return 0;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	proc_clear_jit(p);
+	p->jit_exists = true;
+	p->jit_size = st.st_size;
+
+	char *line = NULL;
+	size_t lcap = 0, cap = 0;
+	int rc = 0;
+	while (getline(&line, &lcap, f) > 0) {
+		unsigned long long start, size;
+		int at = 0;
+		if (sscanf(line, "%llx %llx %n", &start, &size, &at) < 2 || !at)
+			continue;
+		char *name = line + at;
+		name[strcspn(name, "\n")] = '\0';
+		if (p->njit == cap) {
+			cap = cap ? cap * 2 : 256;
+			struct jit_sym *n = realloc(p->jit, cap * sizeof(*n));
+			if (!n) {
+				rc = -ENOMEM;
+				break;
+			}
+			p->jit = n;
+		}
+		char *nm = symbolize_name(name);
+		if (!nm) {
+			rc = -ENOMEM;
+			break;
+		}
+		p->jit[p->njit++] = (struct jit_sym){start, size, nm};
+	}
+	free(line);
+	fclose(f);
+	if (p->njit)
+		qsort(p->jit, p->njit, sizeof(*p->jit), jit_cmp);
+	return rc;
+}
+
+static const struct jit_sym *jit_find(const struct proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->njit;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->jit[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct jit_sym *j = &p->jit[lo - 1];
+	return addr < j->start + j->size ? j : NULL;
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
+                   struct store_frame *f)
+{
+	struct proc *p = proc_find(s, pid);
+	uint64_t a = caller && addr ? addr - 1 : addr;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	f->name = unknown_name;
+	f->name_len = sizeof(unknown_name) - 1;
+	f->module = unknown_name;
+	f->module_len = sizeof(unknown_name) - 1;
+	f->kind = STORE_FRAME_UNKNOWN;
+	if (!p)
+		return 0;
+
+	const struct mapping *mp = NULL;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		if (a >= p->maps[i].start && a < p->maps[i].end) {
+			mp = &p->maps[i];
+			break;
+		}
+	}
+
+	if (mp && mp->mod) {
+		struct module *m = mp->mod;
+		uint64_t vaddr;
+		f->module = m->path;
+		f->module_len = strlen(m->path);
+		f->build_id = m->build_id;
+		f->build_id_len = m->build_id_len;
+		if (!module_vaddr(m, a - mp->start + mp->pgoff, &vaddr) || !vaddr) {
+			f->name = m->unknown_name;
+			f->name_len = strlen(m->unknown_name);
+			return 0;
+		}
+		struct symres *r;
+		rc = module_lookup(s, m, vaddr, &r);
+		if (rc < 0)
+			return rc;
+		f->name = r->name;
+		f->name_len = strlen(r->name);
+		f->file = r->file;
+		f->file_len = r->file ? strlen(r->file) : 0;
+		f->line = r->line;
+		f->kind = r->kind;
+		return 0;
+	}
+	if (mp && mp->special) {
+		f->name = mp->special;
+		f->name_len = strlen(mp->special);
+		return 0;
+	}
+
+	/* Anonymous or unmapped code: a JIT's perf map may name it. */
+	rc = jit_load(p);
+	if (rc < 0)
+		return rc;
+	if (p->jit_exists) {
+		const struct jit_sym *j = jit_find(p, a);
+		f->module = p->jit_path;
+		f->module_len = strlen(p->jit_path);
+		if (j) {
+			f->name = j->name;
+			f->name_len = strlen(j->name);
+			f->kind = STORE_FRAME_JIT;
+		} else {
+			f->name = p->jit_unknown;
+			f->name_len = strlen(p->jit_unknown);
+		}
+	}
+	return 0;
+}
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int kernel_load(struct symbolize *s)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	size_t cap = 0, ncap = 0, nlen = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	int rc = 0;
+
+	s->kernel_tried = true;
+	if (!f)
+		return 0; /* no kallsyms: kernel frames stay unknown */
+	while (getline(&line, &lcap, f) > 0) {
+		unsigned long long addr;
+		char type;
+		int at = 0;
+		if (sscanf(line, "%llx %c %n", &addr, &type, &at) < 2 || !at || !addr)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		char *name = line + at;
+		size_t len = strcspn(name, "\t\n ");
+		if (s->nksyms == cap) {
+			cap = cap ? cap * 2 : 65536;
+			struct ksym *n = realloc(s->ksyms, cap * sizeof(*n));
+			if (!n) {
+				rc = -ENOMEM;
+				break;
+			}
+			s->ksyms = n;
+		}
+		if (nlen + len + 1 > ncap) {
+			ncap = ncap ? ncap * 2 : (1u << 22);
+			while (ncap < nlen + len + 1)
+				ncap *= 2;
+			char *n = realloc(s->knames, ncap);
+			if (!n) {
+				rc = -ENOMEM;
+				break;
+			}
+			s->knames = n;
+		}
+		memcpy(s->knames + nlen, name, len);
+		s->knames[nlen + len] = '\0';
+		s->ksyms[s->nksyms++] = (struct ksym){addr, nlen};
+		nlen += len + 1;
+	}
+	free(line);
+	fclose(f);
+	if (rc < 0) {
+		s->nksyms = 0;
+		return rc;
+	}
+	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	return 0;
+}
+
+int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct store_frame *f)
+{
+	static const char unknown_kernel[] = "[" KERNEL_MODULE "]";
+	uint64_t a = caller && addr ? addr - 1 : addr;
+
+	memset(f, 0, sizeof(*f));
+	f->module = KERNEL_MODULE;
+	f->module_len = sizeof(KERNEL_MODULE) - 1;
+	f->kind = STORE_FRAME_KERNEL;
+	f->name = unknown_kernel;
+	f->name_len = sizeof(unknown_kernel) - 1;
+	if (!s->kernel_tried) {
+		int rc = kernel_load(s);
+		if (rc < 0)
+			return rc;
+	}
+	size_t lo = 0, hi = s->nksyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->ksyms[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0) {
+		f->name = s->knames + s->ksyms[lo - 1].name;
+		f->name_len = strlen(f->name);
+	}
+	return 0;
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+struct symbolize *symbolize_new(void)
+{
+	elf_version(EV_CURRENT);
+	return calloc(1, sizeof(struct symbolize));
+}
+
+void symbolize_free(struct symbolize *s)
+{
+	if (!s)
+		return;
+	for (size_t b = 0; b < PROC_BUCKETS; b++) {
+		struct proc *p = s->procs[b];
+		while (p) {
+			struct proc *n = p->next;
+			proc_free(p);
+			p = n;
+		}
+	}
+	for (size_t b = 0; b < FILE_BUCKETS; b++) {
+		struct file_ent *e = s->files[b];
+		while (e) {
+			struct file_ent *n = e->next;
+			free(e);
+			e = n;
+		}
+	}
+	struct module *m = s->modules;
+	while (m) {
+		struct module *n = m->next;
+		module_free(m);
+		m = n;
+	}
+	free(s->ksyms);
+	free(s->knames);
+	free(s);
+}
+
+void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st)
+{
+	*st = s->stats;
+}

@@ -1,0 +1,78 @@
+/*
+ * symbolize.h — turns the addresses of a sampled stack into frames named
+ * the way `perf script | stackcollapse-perf.pl` names them.
+ *
+ * User addresses are resolved against a snapshot of the process's
+ * executable mappings taken while it ran (so a process that has exited
+ * since is still resolved), through elfutils libdwfl: symbol tables, then
+ * debug info found by build id, .gnu_debuglink or under /usr/lib/debug.
+ * Each ELF file is opened once at its first sighting and cached by build
+ * id (by device and inode when it has none); each resolved address is
+ * cached too.  Kernel addresses come from /proc/kallsyms, read once.  JIT
+ * code is named from /tmp/perf-PID.map.  C++ and Rust legacy names are
+ * demangled, then tidied like stackcollapse-perf (arguments dropped, ';'
+ * turned to ':', quotes removed).  Nothing here prints or exits.
+ */
+#ifndef FLAMEFS_SYMBOLIZE_H
+#define FLAMEFS_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "store.h"
+
+struct symbolize;
+
+/* Creates an empty symbolizer.  Returns NULL on ENOMEM.  The caller owns
+ * it and frees it with symbolize_free(). */
+struct symbolize *symbolize_new(void);
+void symbolize_free(struct symbolize *s); /* accepts NULL */
+
+/* Snapshots process `pid`: its executable mappings (opening every ELF
+ * file they name), its binary name and the build id of its executable.
+ * Called again for a known pid it replaces the snapshot, so call it after
+ * an exec and whenever the process may have mapped new code.  When the
+ * process is already gone and `parent` is non-zero and known, the child
+ * inherits the parent's snapshot (a fork shares its parent's mappings).
+ * Returns 0, -ESRCH when neither is possible, or another -errno. */
+int symbolize_snapshot(struct symbolize *s, pid_t pid, pid_t parent);
+
+/* True when `pid` has a snapshot. */
+bool symbolize_known(const struct symbolize *s, pid_t pid);
+
+/* The basename of pid's executable (for a kernel thread its comm) and
+ * the GNU build id of the executable as lowercase hex ("" when it has
+ * none).  Pointers are owned by `s` and valid until the pid is
+ * snapshotted again or `s` is freed.  Returns -ESRCH for an unknown pid. */
+int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
+                      const char **build_id_hex);
+
+/* Resolves one user address of `pid`.  `caller` is true for every frame
+ * but the innermost: a return address, looked up one byte earlier so that
+ * a call at the end of a function is charged to that function.  Fills *f;
+ * its strings are owned by `s` and valid until `s` is freed.  Unknown
+ * addresses still give a frame ("[unknown]" or "[module basename]").
+ * Returns 0 or -errno (-ENOMEM). */
+int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
+                   struct store_frame *f);
+
+/* Resolves one kernel address from /proc/kallsyms (read at the first
+ * call).  Same ownership as symbolize_user(). */
+int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct store_frame *f);
+
+/* Demangles (C++ Itanium, Rust legacy) and tidies a symbol name the way
+ * stackcollapse-perf prints it.  Returns a malloc'd string the caller
+ * frees, or NULL on ENOMEM. */
+char *symbolize_name(const char *raw);
+
+/* Numbers for the final report. */
+struct symbolize_stats {
+	uint64_t processes; /* snapshots taken */
+	uint64_t inherited; /* of which taken from a parent */
+	uint64_t modules;   /* distinct ELF files opened */
+	uint64_t lookups;   /* user lookups not answered by the cache */
+};
+void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st);
+
+#endif

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# test-record.sh — end-to-end test of `flamefs-collect record`, the eBPF
+# live collector.  Records tests/record-target (known call chains, and its
+# own measurement of the CPU time of each branch) with `-- ./prog` and with
+# `-p PID`, then checks through `flamefs-collect export` that
+# main;work;hot_leaf is there, that the sampled shares of the three
+# branches are within tolerance of the measured truth, that the syscall
+# branch has kernel frames under it, that the short-lived children are
+# symbolized, that the version is the build id's first 12 hex digits, and
+# that SIGINT in the middle of a recording loses nothing: every sample the
+# BPF side saw is stored, including the last partial second.  Also checks
+# the one-line refusal without CAP_BPF/CAP_PERFMON.
+#   usage: tests/test-record.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
+set -u
+build=${1:?usage: test-record.sh BUILD_DIR}
+collect=${FLAMEFS_COLLECT:-$build/flamefs-collect}
+target=$build/tests/record-target
+export LC_ALL=C
+
+tmp=$(mktemp -d /tmp/flamefs-test-record.XXXXXX)
+bg=
+rec=
+cleanup() {
+	[ -n "$rec" ] && kill "$rec" 2>/dev/null
+	[ -n "$bg" ] && kill "$bg" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+failures=0
+ok() { echo "ok   - $*"; }
+bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
+
+# ---- can BPF load here? -----------------------------------------------------
+if ! "$collect" record --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then
+	if grep -qE "needs CAP_BPF|cannot load the BPF|cannot open the BPF|perf_event_open|cannot attach|no BPF sampler" \
+		"$tmp/probe.err"; then
+		echo "SKIP: BPF sampling unavailable here: $(head -1 "$tmp/probe.err")"
+		exit 77
+	fi
+	echo "FAIL - a 0.3 s recording of 'true' failed:"
+	cat "$tmp/probe.err"
+	exit 1
+fi
+
+# ---- helpers ------------------------------------------------------------------
+# weight STORE REGEX: summed weight of the folded lines matching REGEX.
+weight() {
+	"$collect" export --store "$1" --binary record-target 2>/dev/null |
+		awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%d\n", s }'
+}
+truth() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+
+# shares STORE TRUTH_FILE LABEL: compares sampled and measured shares.
+check_shares() {
+	local store=$1 tf=$2 label=$3
+	local hot side sys th ts tsy
+	hot=$(weight "$store" ';main;work;hot_leaf($|;)')
+	side=$(weight "$store" ';main;side;side_leaf($|;)')
+	sys=$(weight "$store" ';main;sys_branch($|;)')
+	th=$(truth "$tf" hot)
+	ts=$(truth "$tf" side)
+	tsy=$(truth "$tf" sys)
+	if [ "${th:-0}" -le 0 ] || [ $((hot + side + sys)) -le 0 ]; then
+		bad "$label: no samples in the three branches (hot=$hot side=$side sys=$sys)"
+		return
+	fi
+	# Absolute tolerance of 0.08 on each share: at 499 Hz over 3 s the
+	# branches get a few hundred samples, whose noise is ~0.03.
+	awk -v h="$hot" -v s="$side" -v y="$sys" -v th="$th" -v ts="$ts" -v ty="$tsy" '
+		BEGIN {
+			n = h + s + y; t = th + ts + ty
+			split("hot_leaf side_leaf sys_branch", name, " ")
+			got[1] = h / n; got[2] = s / n; got[3] = y / n
+			want[1] = th / t; want[2] = ts / t; want[3] = ty / t
+			bad = 0
+			for (i = 1; i <= 3; i++) {
+				d = got[i] - want[i]; if (d < 0) d = -d
+				printf "       %-10s sampled %.3f measured %.3f\n", name[i], got[i], want[i]
+				if (d > 0.08) bad = 1
+			}
+			exit bad
+		}' && ok "$label: shares of hot_leaf, side_leaf and sys_branch within 0.08 of the truth" ||
+		bad "$label: shares out of tolerance"
+}
+
+check_common() {
+	local store=$1 err=$2 label=$3 all
+	all=$("$collect" export --store "$store" --binary record-target)
+	if grep -qE '^record-target;(.*;)?main;work;hot_leaf [0-9]+$' <<<"$all"; then
+		ok "$label: record-target;...;main;work;hot_leaf is stored"
+	else
+		bad "$label: no ...;main;work;hot_leaf line"
+		head -20 <<<"$all"
+	fi
+	# Kernel frames below the syscall branch: most of its weight is in
+	# the kernel (read of /dev/zero) and shows the syscall entry.
+	local sysw sysk
+	sysw=$(weight "$store" ';main;sys_branch($|;)')
+	sysk=$(weight "$store" ';main;sys_branch;.*(entry_SYSCALL|do_syscall_64|read_zero|vfs_read)')
+	if [ "$sysk" -gt 0 ] && [ $((sysk * 2)) -ge "$sysw" ]; then
+		ok "$label: sys_branch has kernel frames under it ($sysk of $sysw)"
+	else
+		bad "$label: sys_branch kernel weight $sysk of $sysw"
+	fi
+	local childw
+	childw=$(weight "$store" ';main;spawn_child;child_leaf($|;)')
+	if [ "$childw" -gt 0 ]; then
+		ok "$label: short-lived children symbolized (main;spawn_child;child_leaf weight $childw)"
+	else
+		bad "$label: no symbolized child stacks"
+		grep spawn_child <<<"$all" | head -5
+	fi
+	if grep -q '\[unknown\]' <<<"$(grep -E ';main;(work|side|spawn_child);' <<<"$all")"; then
+		bad "$label: [unknown] frames inside the known chains"
+	fi
+	# Nothing lost: every sample seen was stored, none dropped.
+	local seen recorded dropped stored
+	seen=$(sed -n 's/.*; seen \([0-9]*\), dropped.*/\1/p' "$err")
+	dropped=$(sed -n 's/.*, dropped \([0-9]*\) (counts.*/\1/p' "$err")
+	recorded=$(sed -n 's/.*: recorded \([0-9]*\) samples.*/\1/p' "$err")
+	stored=$("$collect" stats --store "$store" | awk '$1 != "BINARY" && NF >= 4 && $4 ~ /^[0-9]+$/ { s += $4 } END { print s + 0 }')
+	if [ -n "$seen" ] && [ "$seen" = "$recorded" ] && [ "$dropped" = 0 ] && [ "$stored" = "$recorded" ]; then
+		ok "$label: seen $seen = recorded $recorded = stored $stored, dropped 0"
+	else
+		bad "$label: seen '$seen' recorded '$recorded' stored '$stored' dropped '$dropped'"
+		cat "$err"
+	fi
+}
+
+buildid=$(readelf -n "$target" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+short=${buildid:0:12}
+
+# ---- 1: -- COMMAND --------------------------------------------------------------
+s1=$tmp/s1
+if "$collect" record --store "$s1" -F 499 -- "$target" 3 "$tmp/truth1" >/dev/null 2>"$tmp/err1"; then
+	ok "record -- record-target 3: exit 0"
+else
+	bad "record -- record-target: exit $?"
+	cat "$tmp/err1"
+fi
+check_common "$s1" "$tmp/err1" "-- COMMAND"
+check_shares "$s1" "$tmp/truth1" "-- COMMAND"
+if "$collect" stats --store "$s1" | grep -qE "^record-target +$short +cpu-clock"; then
+	ok "series record-target / $short (build id, 12 hex digits) / cpu-clock"
+else
+	bad "series version is not $short"
+	"$collect" stats --store "$s1"
+fi
+# weight = samples x 1e9/499 ns
+"$collect" stats --store "$s1" | awk '$1 == "record-target" { if ($5 != $4 * int(1e9 / 499)) exit 1 }' &&
+	ok "weight = samples x period (1e9/499 ns)" || bad "weight is not samples x period"
+
+# ---- 2: -p PID ------------------------------------------------------------------
+s2=$tmp/s2
+"$target" 7 "$tmp/truth2" >/dev/null &
+bg=$!
+sleep 0.5
+if "$collect" record --store "$s2" -F 499 -p "$bg" -d 3 2>"$tmp/err2"; then
+	ok "record -p PID -d 3: exit 0"
+else
+	bad "record -p PID: exit $?"
+	cat "$tmp/err2"
+fi
+wait "$bg"
+bg=
+check_common "$s2" "$tmp/err2" "-p PID"
+check_shares "$s2" "$tmp/truth2" "-p PID"
+drains=$(sed -n 's/.* in \([0-9]*\) drains.*/\1/p' "$tmp/err2")
+[ "${drains:-0}" -ge 3 ] && ok "-d 3 drained $drains times (every second, plus the last)" ||
+	bad "-d 3 drained ${drains:-0} times"
+
+# ---- 3: SIGINT mid-recording ----------------------------------------------------
+s3=$tmp/s3
+hz=199
+"$target" 10 /dev/null >/dev/null &
+bg=$!
+sleep 0.3
+"$collect" record --store "$s3" -F $hz -p "$bg" 2>"$tmp/err3" &
+rec=$!
+for _ in $(seq 100); do
+	grep -q "recording at" "$tmp/err3" && break
+	sleep 0.05
+done
+# Nanoseconds the target's threads have run (schedstat, not tick-based).
+cpu() { awk '{ print $1 }' "/proc/$bg/schedstat"; }
+c0=$(cpu)
+sleep 2.6
+c1=$(cpu)
+kill -INT "$rec"
+wait "$rec"
+st=$?
+rec=
+kill "$bg" 2>/dev/null
+wait "$bg" 2>/dev/null
+bg=
+[ "$st" = 0 ] && ok "SIGINT: exit 0" || bad "SIGINT: exit $st"
+grep -q "recorded" "$tmp/err3" && ok "SIGINT: final report printed" || bad "SIGINT: no final report"
+# The parent's samples (children excluded) against the CPU time the kernel
+# charged it in the same window: without the last partial second (0.6 of
+# 2.6 s) the ratio would be about 0.77.
+parent=$("$collect" export --store "$s3" --binary record-target |
+	awk '!/;spawn_child;/ { s += $NF } END { printf "%d\n", s }')
+awk -v w="$parent" -v c0="$c0" -v c1="$c1" -v hz=$hz '
+	BEGIN {
+		got = w / int(1e9 / hz); want = (c1 - c0) / 1e9 * hz
+		printf "       SIGINT after 2.6 s: %d samples stored, %.0f expected from the CPU time charged\n", got, want
+		exit !(want > 0 && got >= 0.88 * want && got <= 1.15 * want)
+	}' && ok "SIGINT: the last partial second was drained and committed" ||
+	bad "SIGINT: stored samples do not match the CPU time recorded"
+check_seen=$(sed -n 's/.*; seen \([0-9]*\), dropped.*/\1/p' "$tmp/err3")
+recorded=$(sed -n 's/.*: recorded \([0-9]*\) samples.*/\1/p' "$tmp/err3")
+stored=$("$collect" stats --store "$s3" | awk '$1 == "record-target" { s += $4 } END { print s + 0 }')
+[ -n "$recorded" ] && [ "$check_seen" = "$recorded" ] && [ "$stored" = "$recorded" ] &&
+	ok "SIGINT: seen $check_seen = stored $stored" ||
+	bad "SIGINT: seen '$check_seen' recorded '$recorded' stored '$stored'"
+
+# ---- 4: privileges and usage ----------------------------------------------------
+if setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	"$collect" record --store "$tmp/s4" -- true 2>"$tmp/err4"; then
+	bad "unprivileged record succeeded"
+else
+	if [ "$(wc -l <"$tmp/err4")" = 1 ] && grep -q "needs CAP_BPF and CAP_PERFMON (or root); this process lacks CAP_BPF and CAP_PERFMON" "$tmp/err4"; then
+		ok "unprivileged: one line naming CAP_BPF and CAP_PERFMON, exit non-zero"
+	else
+		bad "unprivileged message: $(cat "$tmp/err4")"
+	fi
+fi
+"$collect" record --store "$tmp/s5" -p 1 -a 2>/dev/null
+[ $? = 2 ] && ok "-p with -a is a usage error (exit 2)" || bad "-p with -a accepted"
+"$collect" record --help | grep -q EXAMPLES && ok "--help has EXAMPLES" || bad "--help lacks EXAMPLES"
+
+if [ "$failures" -gt 0 ]; then
+	echo "$failures check(s) failed"
+	exit 1
+fi
+echo "all record checks passed"
+exit 0
