@@ -11,7 +11,7 @@
  * whitespace-only) lines are skipped; a trailing CR is ignored.
  *
  * As in perf.c, repeated stacks skip frame splitting: the frame text is
- * hashed with XXH3-128 and a bounded cache maps it to (series, leaf node).
+ * hashed with XXH3-128 and a stackcache maps it to (series, leaf node).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -23,23 +23,16 @@
 #include <xxhash.h>
 
 #include "import.h"
+#include "stackcache.h"
 
-#define CACHE_SLOTS (1u << 18)
-#define CACHE_MAX (CACHE_SLOTS / 4 * 3)
+#define CACHE_SLOTS_LOG2 18
 #define PROGRESS_EVERY ((uint64_t)64 << 20)
 #define DEFAULT_EVENT "samples"
-
-struct cache_ent {
-	uint64_t lo, hi;
-	uint32_t series; /* UINT32_MAX marks an empty slot */
-	uint32_t node;
-};
 
 struct folded {
 	struct import_ctx *ctx;
 	struct linereader lr;
-	struct cache_ent *cache;
-	size_t cache_used;
+	struct stackcache *cache; /* frame text -> (series, leaf node) */
 	struct store_frame *frames;
 	size_t frames_cap;
 	uint64_t *series_bytes;  /* input bytes per series id */
@@ -221,40 +214,23 @@ static int handle_line(struct folded *f, const char *l, size_t n)
 		return fail(f, "expected frames before the count", l, n);
 
 	XXH128_hash_t h = XXH3_128bits(l, sp);
-	size_t slot = (size_t)h.low64 & (CACHE_SLOTS - 1);
-	struct cache_ent *ce;
-	for (;;) {
-		ce = &f->cache[slot];
-		if (ce->series == UINT32_MAX)
-			break;
-		if (ce->lo == h.low64 && ce->hi == h.high64)
-			goto hit;
-		slot = (slot + 1) & (CACHE_SLOTS - 1);
-	}
+	struct stackcache_key key = {h.low64, h.high64};
 	uint32_t series, node;
-	rc = parse_stack(f, l, sp, &series, &node);
-	if (rc < 0)
-		return rc;
-	if (f->cache_used >= CACHE_MAX) {
-		memset(f->cache, 0xff, CACHE_SLOTS * sizeof(*f->cache));
-		f->cache_used = 0;
-		ce = &f->cache[(size_t)h.low64 & (CACHE_SLOTS - 1)];
+	if (!stackcache_get(f->cache, key, &series, &node)) {
+		rc = parse_stack(f, l, sp, &series, &node);
+		if (rc < 0)
+			return rc;
+		stackcache_put(f->cache, key, series, node);
 	}
-	ce->lo = h.low64;
-	ce->hi = h.high64;
-	ce->series = series;
-	ce->node = node;
-	f->cache_used++;
-hit:
 	if (count) {
 		int64_t now = f->ctx->opt ? f->ctx->opt->now : 0;
-		rc = store_batch_add(f->ctx->batch, ce->series, now, ce->node,
-				     count, count);
+		rc = store_batch_add(f->ctx->batch, series, now, node, count,
+				     count);
 		if (rc < 0)
 			return rc;
 	}
 	f->ctx->samples += count;
-	return note_bytes(f, ce->series, n + 1);
+	return note_bytes(f, series, n + 1);
 }
 
 int import_folded(struct import_ctx *ctx)
@@ -268,12 +244,11 @@ int import_folded(struct import_ctx *ctx)
 	rc = linereader_init(&f.lr, ctx->fd, ctx->prefix, ctx->prefix_len);
 	if (rc < 0)
 		return rc;
-	f.cache = malloc(CACHE_SLOTS * sizeof(*f.cache));
+	f.cache = stackcache_new(CACHE_SLOTS_LOG2);
 	if (!f.cache) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	memset(f.cache, 0xff, CACHE_SLOTS * sizeof(*f.cache));
 
 	while ((rc = linereader_next(&f.lr, &l, &n)) > 0) {
 		ctx->line = f.lr.line;
@@ -307,7 +282,7 @@ int import_folded(struct import_ctx *ctx)
 	rc = 0;
 out:
 	linereader_free(&f.lr);
-	free(f.cache);
+	stackcache_free(f.cache);
 	free(f.frames);
 	free(f.series_bytes);
 	free(f.last_binary);

@@ -103,5 +103,11 @@ void linereader_free(struct linereader *r);
  * at end of input, -errno on a read error, -E2BIG on a line longer than
  * LINEREADER_MAX_LINE. */
 int linereader_next(struct linereader *r, const char **line, size_t *len);
+/* For importers that scan the buffer themselves: moves the unread bytes
+ * [start, end) to the front, grows the buffer when less than a read's
+ * worth is free, and reads more.  linereader_next() carries on from
+ * there.  Returns 1 when it read something, 0 at end of input, -errno,
+ * -E2BIG when the unread bytes already exceed LINEREADER_MAX_LINE. */
+int linereader_fill(struct linereader *r);
 
 #endif

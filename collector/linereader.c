@@ -13,7 +13,7 @@
 
 #include "import.h"
 
-#define CHUNK (4u << 20)
+#define CHUNK (1u << 20)
 
 int linereader_init(struct linereader *r, int fd, const void *prefix,
 		    size_t prefix_len)
@@ -38,9 +38,7 @@ void linereader_free(struct linereader *r)
 	r->buf = NULL;
 }
 
-/* Moves the unread tail to the front and reads more; grows the buffer when
- * a single line fills it.  Returns bytes read, 0 at EOF, -errno. */
-static int fill(struct linereader *r)
+int linereader_fill(struct linereader *r)
 {
 	if (r->start > 0) {
 		memmove(r->buf, r->buf + r->start, r->end - r->start);
@@ -102,7 +100,7 @@ int linereader_next(struct linereader *r, const char **line, size_t *len)
 			return 1;
 		}
 		scanned = r->end - r->start; /* relative to the new start */
-		int rc = fill(r);
+		int rc = linereader_fill(r);
 		if (rc < 0)
 			return rc;
 		scanned += r->start;

@@ -27,15 +27,30 @@
  * "[kernel.*" KERNEL, unsymbolized "[unknown]" UNKNOWN, "/tmp/perf-*.map"
  * JIT, else USER; the module attribute is perf's module field verbatim.
  *
- * Speed comes from one observation: most samples repeat a stack.  Each
- * stack line is split once with memchr-style scans (no regex, no malloc)
- * into the parts that decide the result: the function without its "+0x"
- * offset, the module and any text after it; the pc column is dropped.
- * Those parts, with the process name and event, are hashed with XXH3-128,
- * and a bounded cache maps the hash to the (series, leaf node) found the
- * first time.  A repeated stack therefore costs one hash and one
- * store_batch_add: no tidying, no frame interning.  Memory is bounded by
- * the cache (cleared when 3/4 full) and the largest single sample.
+ * Speed comes from two observations: most samples repeat a stack, and in
+ * perf's output every stack line but the first (the leaf) is the same text
+ * each time a stack repeats, since a caller's pc and "+0x" offset are those
+ * of its call site; only the leaf's vary.  So a sample is taken straight
+ * from the line reader's buffer once all of it is there (fast_sample):
+ * the non-leaf lines are hashed raw, as one block, with XXH3-128, only the
+ * leaf line is split (function without its offset, module), and the
+ * stack cache maps (block, leaf) to the sample's node.  A repeated stack
+ * costs a memchr per line, one pass of hashing, one probe and a
+ * store_batch_add: no tidying, no frame interning.  The keys are seeded
+ * only by whether the process is java (the one thing besides the text
+ * that changes the frames), so processes share entries, as they share
+ * the store's tree.  On a miss, the prefix cache maps the block to the
+ * leaf's parent; failing that, parse_block hashes each line once, chains
+ * the hashes from the root to name every root-side part of the stack and
+ * finds the longest part seen before in the path cache, so only the
+ * lines below it are interned, and a line cache keeps the frame of every
+ * one-frame line, so a line is checked and tidied only the first time its
+ * text is seen.  A sample holding anything unusual (whitespace-only,
+ * comment or unindented lines, CR line ends, a sample above FAST_MAX
+ * bytes or one cut short by the end of the input) goes line by line
+ * instead: each stack line is split and its parts are copied into one
+ * block (blk) that is hashed and cached as a whole.  Memory is bounded by
+ * the caches (stackcache.h), the reader's buffer and the largest sample.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -43,28 +58,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
 #include "import.h"
+#include "stackcache.h"
 
-#define CACHE_SLOTS (1u << 18)       /* stack cache entries (power of two) */
-#define CACHE_MAX (CACHE_SLOTS / 4 * 3) /* cleared when this many are used */
+/* Caches: at most 2^N slots each (see the struct perf fields). */
+#define PREFIX_SLOTS_LOG2 17
+#define STACK_SLOTS_LOG2 18
+#define PATH_SLOTS_LOG2 18
+#define FRAME_SLOTS_LOG2 18
+#define SAMPLE_SLOTS_LOG2 16
+#define FAST_MAX ((size_t)16 << 20)   /* larger samples go line by line */
+#define SEED_OTHER 0x6f74686572ull    /* hash seeds for the stack keys */
+#define SEED_JAVA 0x6a617661ull
+#define SEED_LINE 1u                  /* xor'd in: a raw stack line */
+#define SEED_PARTS 2u                 /* xor'd in: a line's function, module */
 #define SERIES_SLOTS 4096u           /* (process, event) -> series id map */
 #define SERIES_MAX (SERIES_SLOTS / 2)
 #define SAMPLE_MAX ((size_t)256 << 20) /* bytes of stack lines per sample */
 #define PROGRESS_EVERY ((uint64_t)64 << 20)
 #define NO_EVENT_NAME "samples"       /* series event when perf printed none */
 
-struct cache_ent {
-	uint64_t lo, hi;
-	uint32_t series; /* UINT32_MAX marks an empty slot */
-	uint32_t node;
-};
-
 struct series_ent {
 	char *key; /* "process\0event", malloc'd; NULL marks an empty slot */
 	size_t key_len;
+	uint64_t hash; /* XXH3_64bits of key */
 	uint32_t id;
 };
 
@@ -72,6 +94,15 @@ struct series_ent {
 struct stack_line {
 	size_t func, func_len;
 	size_t mod, mod_len;
+};
+
+/* A raw stack line of a block being interned. */
+struct raw_line {
+	size_t off, len;            /* in the block */
+	struct stackcache_key line; /* hash of its bytes */
+	struct stackcache_key path; /* hash of the path from the root to it */
+	uint32_t frame;             /* its frame when known, or UINT32_MAX */
+	struct stack_line sl;       /* offsets relative to the line */
 };
 
 enum sample_state {
@@ -99,8 +130,12 @@ struct perf {
 	char *first_event;
 	uint64_t skipped_other;
 
-	struct cache_ent *cache;
-	size_t cache_used;
+	/* Caches; keys are XXH3-128 hashes of the text named. */
+	struct stackcache *stack;   /* (non-leaf lines, leaf parts) -> node */
+	struct stackcache *prefix;  /* non-leaf lines -> the leaf's parent */
+	struct stackcache *path;    /* chain of line hashes -> node */
+	struct stackcache *frame;   /* one-frame line or leaf parts -> frame */
+	struct stackcache *sample;  /* blk -> (series, node), line by line */
 	struct series_ent *series;
 	size_t series_used;
 	uint64_t *series_bytes;            /* input bytes per series id */
@@ -109,11 +144,15 @@ struct perf {
 	/* Scratch space for parsing a sample on a cache miss. */
 	struct stack_line *sl;
 	size_t sl_cap;
+	struct raw_line *rl;
+	size_t rl_cap;
 	struct store_frame *frames;
 	size_t *name_off;
 	size_t frames_cap;
 	char *names;
 	size_t names_len, names_cap;
+	char *leafkey;                     /* the leaf's cache key text */
+	size_t leafkey_cap;
 };
 
 /* Perl's \s: space, \t, \n, \v, \f, \r. */
@@ -271,24 +310,29 @@ static void match_event(const char *l, size_t n, struct header *h)
  * Returns 1 when found, 0 when not, -ERANGE on overflow. */
 static int header_time(const char *l, size_t n, size_t from, int64_t *when)
 {
-	size_t i = from;
-
-	while (i < n) {
-		while (i < n && is_ws((unsigned char)l[i]))
-			i++;
-		size_t s = i;
-		while (i < n && !is_ws((unsigned char)l[i]))
-			i++;
-		/* token l[s..i) */
+	/* Tokens are tried in order by walking the ':' bytes that end one;
+	 * l[from] is whitespace, so no token starts before from + 1. */
+	for (size_t c = from; c < n;) {
+		const char *col = memchr(l + c, ':', n - c);
+		if (!col)
+			return 0;
+		size_t k = (size_t)(col - l);
+		c = k + 1;
+		if (k + 1 < n && !is_ws((unsigned char)l[k + 1]))
+			continue;
+		size_t s = k;
+		while (s > from && !is_ws((unsigned char)l[s - 1]))
+			s--;
+		/* token l[s..k] must be DIGITS.DIGITS: */
 		size_t j = s;
-		while (j < i && is_digit((unsigned char)l[j]))
+		while (j < k && is_digit((unsigned char)l[j]))
 			j++;
-		if (j == s || j >= i || l[j] != '.')
+		if (j == s || j >= k || l[j] != '.')
 			continue;
 		size_t f = j + 1;
-		while (f < i && is_digit((unsigned char)l[f]))
+		while (f < k && is_digit((unsigned char)l[f]))
 			f++;
-		if (f == j + 1 || f + 1 != i || l[f] != ':')
+		if (f == j + 1 || f != k)
 			continue;
 		int64_t v = 0;
 		for (size_t q = s; q < j; q++) {
@@ -308,9 +352,9 @@ static int parse_u64(const char *s, size_t n, uint64_t *out)
 
 	for (size_t i = 0; i < n; i++) {
 		unsigned d = (unsigned)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, d, &v))
 			return -ERANGE;
-		v = v * 10 + d;
 	}
 	*out = v;
 	return 0;
@@ -372,13 +416,15 @@ static int sample_series(struct perf *p, uint32_t *id)
 {
 	const char *key = p->blk;
 	size_t klen = p->blk_head;
-	size_t slot = (size_t)XXH3_64bits(key, klen) & (SERIES_SLOTS - 1);
+	uint64_t h = XXH3_64bits(key, klen);
+	size_t slot = (size_t)h & (SERIES_SLOTS - 1);
 
 	for (;;) {
 		struct series_ent *e = &p->series[slot];
 		if (!e->key)
 			break;
-		if (e->key_len == klen && memcmp(e->key, key, klen) == 0) {
+		if (e->hash == h && e->key_len == klen &&
+		    memcmp(e->key, key, klen) == 0) {
 			*id = e->id;
 			return 0;
 		}
@@ -396,7 +442,7 @@ static int sample_series(struct perf *p, uint32_t *id)
 
 	if (p->series_used >= SERIES_MAX) {
 		series_clear(p);
-		slot = (size_t)XXH3_64bits(key, klen) & (SERIES_SLOTS - 1);
+		slot = (size_t)h & (SERIES_SLOTS - 1);
 	}
 	char *copy = malloc(klen);
 	if (!copy)
@@ -405,6 +451,7 @@ static int sample_series(struct perf *p, uint32_t *id)
 	struct series_ent *e = &p->series[slot];
 	e->key = copy;
 	e->key_len = klen;
+	e->hash = h;
 	e->id = *id;
 	p->series_used++;
 	return 0;
@@ -484,34 +531,11 @@ static bool contains(const char *s, size_t n, const char *needle)
 	return memmem(s, n, needle, strlen(needle)) != NULL;
 }
 
-/* Appends the tidied name of one inline piece to p->names, the way
- * stackcollapse-perf does it.  Returns the new name's length. */
-static int tidy_piece(struct perf *p, const char *piece, size_t plen,
-		      const char *mod, size_t mlen, size_t index, bool java,
-		      size_t *outlen)
+/* The tidying steps for a name holding ';', '(' or quotes: ';' becomes
+ * ':', an argument list is cut (except in Go method names and "(anonymous
+ * namespace)"), quotes go.  Works in place; returns the new length. */
+static size_t tidy_special(char *s, size_t n)
 {
-	size_t at = p->names_len;
-	int rc;
-
-	if (plen == 9 && memcmp(piece, "[unknown]", 9) == 0 &&
-	    !(mlen == 9 && memcmp(mod, "[unknown]", 9) == 0)) {
-		const char *slash = memrchr(mod, '/', mlen);
-		const char *base = slash ? slash + 1 : mod;
-		size_t blen = mlen - (size_t)(base - mod);
-		rc = names_put(p, "[", 1);
-		if (rc >= 0)
-			rc = names_put(p, base, blen);
-		if (rc >= 0)
-			rc = names_put(p, "]", 1);
-	} else {
-		rc = names_put(p, piece, plen);
-	}
-	if (rc < 0)
-		return rc;
-
-	char *s = p->names + at;
-	size_t n = p->names_len - at;
-
 	for (size_t i = 0; i < n; i++)
 		if (s[i] == ';')
 			s[i] = ':';
@@ -544,8 +568,44 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen,
 	for (size_t i = 0; i < n; i++)
 		if (s[i] != '"' && s[i] != '\'')
 			s[o++] = s[i];
-	n = o;
+	return o;
+}
 
+/* Appends the tidied name of one inline piece to p->names, the way
+ * stackcollapse-perf does it.  Returns the new name's length. */
+static int tidy_piece(struct perf *p, const char *piece, size_t plen,
+		      const char *mod, size_t mlen, size_t index, bool java,
+		      size_t *outlen)
+{
+	size_t at = p->names_len;
+	int rc;
+
+	if (plen == 9 && memcmp(piece, "[unknown]", 9) == 0 &&
+	    !(mlen == 9 && memcmp(mod, "[unknown]", 9) == 0)) {
+		const char *slash = memrchr(mod, '/', mlen);
+		const char *base = slash ? slash + 1 : mod;
+		size_t blen = mlen - (size_t)(base - mod);
+		rc = names_put(p, "[", 1);
+		if (rc >= 0)
+			rc = names_put(p, base, blen);
+		if (rc >= 0)
+			rc = names_put(p, "]", 1);
+	} else {
+		rc = names_put(p, piece, plen);
+	}
+	if (rc < 0)
+		return rc;
+
+	char *s = p->names + at;
+	size_t n = p->names_len - at;
+
+	/* Most names hold none of the bytes tidy_special() changes. */
+	size_t k = 0;
+	while (k < n && s[k] != ';' && s[k] != '(' && s[k] != '"' &&
+	       s[k] != '\'')
+		k++;
+	if (k < n)
+		n = tidy_special(s, n);
 	if (java && n > 0 && s[0] == 'L' && memchr(s, '/', n)) {
 		memmove(s, s + 1, n - 1);
 		n--;
@@ -604,14 +664,92 @@ static int add_frame(struct perf *p, size_t *nf, size_t name_off,
 	return 0;
 }
 
-/* Parses the current sample's stack lines into a root-first path and
- * interns it.  Lines are callee first, so they are walked backwards. */
+/* The first "->" in s[0..n), or NULL. */
+static const char *find_arrow(const char *s, size_t n)
+{
+	const char *end = s + n;
+
+	while (n >= 2) {
+		const char *d = memchr(s, '-', n - 1);
+		if (!d)
+			return NULL;
+		if (d[1] == '>')
+			return d;
+		s = d + 1;
+		n = (size_t)(end - s);
+	}
+	return NULL;
+}
+
+/* Appends the frames of one stack line (function without its offset, and
+ * module) to p->frames, root-most first; names go to p->names and are
+ * pointed at by frames_finish(). */
+static int line_frames(struct perf *p, size_t *nf, const char *func,
+		       size_t flen, const char *mod, size_t mlen, bool java)
+{
+	int rc;
+
+	if (flen > 0 && func[0] == '(')
+		return 0; /* a process name, not a frame */
+
+	/* split on "->", dropping trailing empty pieces like Perl */
+	size_t end = flen;
+	while (end >= 2 && func[end - 2] == '-' && func[end - 1] == '>')
+		end -= 2;
+	size_t at = 0, index = 0;
+	while (end > 0 && at <= end) {
+		const char *arrow = find_arrow(func + at, end - at);
+		size_t plen = arrow ? (size_t)(arrow - (func + at)) : end - at;
+		size_t off = p->names_len, nlen;
+		bool unknown = plen == 9 && memcmp(func + at, "[unknown]", 9) == 0;
+		rc = tidy_piece(p, func + at, plen, mod, mlen, index, java,
+				&nlen);
+		if (rc < 0)
+			return rc;
+		rc = add_frame(p, nf, off, nlen, mod, mlen,
+			       frame_kind(mod, mlen, index, unknown));
+		if (rc < 0)
+			return rc;
+		index++;
+		if (!arrow)
+			break;
+		at += plen + 2;
+	}
+	return 0;
+}
+
+static void frames_finish(struct perf *p, size_t nf)
+{
+	for (size_t i = 0; i < nf; i++)
+		p->frames[i].name = p->names + p->name_off[i];
+}
+
+/* The length of func without a trailing "+0x<lowercase hex>" offset. */
+static size_t strip_offset(const char *func, size_t flen)
+{
+	size_t h = flen;
+
+	while (h > 0 && is_hex_lower((unsigned char)func[h - 1]))
+		h--;
+	if (h < flen && h >= 3 && memcmp(func + h - 3, "+0x", 3) == 0)
+		return h - 3;
+	return flen;
+}
+
+static bool is_java(const struct perf *p)
+{
+	return p->pname_len >= 4 && memcmp(p->blk, "java", 4) == 0;
+}
+
+/* Parses the current line-by-line sample's stack lines (in p->blk) into a
+ * root-first path and interns it.  Lines are callee first, so they are
+ * walked backwards. */
 static int parse_sample(struct perf *p, uint32_t *node)
 {
 	const char *rec = p->blk + p->blk_head;
 	size_t len = p->blk_len - p->blk_head;
-	size_t nsl = 0, pos = 0;
-	bool java = p->pname_len >= 4 && memcmp(p->blk, "java", 4) == 0;
+	size_t nsl = 0, pos = 0, nf = 0;
+	bool java = is_java(p);
 	int rc;
 
 	/* Records are [u32 len][function][u32 len][module][u32 len][tail]. */
@@ -632,55 +770,38 @@ static int parse_sample(struct perf *p, uint32_t *node)
 		pos += 4 + tl;
 		nsl++;
 	}
-	const char *lines = rec;
 
-	size_t nf = 0;
 	p->names_len = 0;
 	for (size_t i = nsl; i-- > 0;) {
-		const char *func = lines + p->sl[i].func;
-		size_t flen = p->sl[i].func_len;
-		const char *mod = lines + p->sl[i].mod;
-		size_t mlen = p->sl[i].mod_len;
-
-		if (flen > 0 && func[0] == '(')
-			continue; /* a process name, not a frame */
-
-		/* split on "->", dropping trailing empty pieces like Perl */
-		size_t end = flen;
-		while (end >= 2 && func[end - 2] == '-' && func[end - 1] == '>')
-			end -= 2;
-		size_t at = 0, index = 0;
-		while (end > 0 && at <= end) {
-			const char *arrow = memmem(func + at, end - at, "->", 2);
-			size_t plen = arrow ? (size_t)(arrow - (func + at))
-					    : end - at;
-			size_t off = p->names_len, nlen;
-			bool unknown = plen == 9 &&
-				       memcmp(func + at, "[unknown]", 9) == 0;
-			rc = tidy_piece(p, func + at, plen, mod, mlen, index,
-					java, &nlen);
-			if (rc < 0)
-				return rc;
-			rc = add_frame(p, &nf, off, nlen, mod, mlen,
-				       frame_kind(mod, mlen, index, unknown));
-			if (rc < 0)
-				return rc;
-			index++;
-			if (!arrow)
-				break;
-			at += plen + 2;
-		}
+		rc = line_frames(p, &nf, rec + p->sl[i].func, p->sl[i].func_len,
+				 rec + p->sl[i].mod, p->sl[i].mod_len, java);
+		if (rc < 0)
+			return rc;
 	}
-	for (size_t i = 0; i < nf; i++)
-		p->frames[i].name = p->names + p->name_off[i];
+	frames_finish(p, nf);
 	return import_path(p->ctx, p->frames, nf, node);
 }
 
 /* ---- samples ---------------------------------------------------------- */
 
+static int count_sample(struct perf *p, uint32_t series, uint32_t node)
+{
+	int rc = store_batch_add(p->ctx->batch, series, p->when, node, 1,
+				 p->weight);
+	if (rc < 0)
+		return rc;
+	rc = note_series_bytes(p, series, p->sample_bytes);
+	if (rc < 0)
+		return rc;
+	p->ctx->samples++;
+	return 0;
+}
+
+/* Ends the current line-by-line sample, if any, and stores it. */
 static int end_sample(struct perf *p)
 {
 	enum sample_state st = p->state;
+	uint32_t series, node;
 	int rc;
 
 	p->state = NO_SAMPLE;
@@ -688,46 +809,266 @@ static int end_sample(struct perf *p)
 		return 0;
 
 	XXH128_hash_t hh = XXH3_128bits(p->blk, p->blk_len);
-	size_t slot = (size_t)hh.low64 & (CACHE_SLOTS - 1);
-	uint32_t series, node;
-	struct cache_ent *ce;
+	struct stackcache_key key = {hh.low64, hh.high64};
+	if (!stackcache_get(p->sample, key, &series, &node)) {
+		rc = sample_series(p, &series);
+		if (rc < 0)
+			return rc;
+		rc = parse_sample(p, &node);
+		if (rc < 0)
+			return rc;
+		stackcache_put(p->sample, key, series, node);
+	}
+	return count_sample(p, series, node);
+}
+
+/* ---- samples taken whole from the reader's buffer --------------------- */
+
+/* Interns the frames of one stack line's parts below *node and moves
+ * *node to the last of them.  A line that gives one frame is remembered
+ * under fkey (a hash of the text its frames come from), so it is split
+ * and its frame interned only once. */
+static int extend_line(struct perf *p, const char *func, size_t flen,
+		       const char *mod, size_t mlen, struct stackcache_key fkey,
+		       uint32_t *node)
+{
+	uint32_t parent = *node, frame = 0, unused;
+	size_t nf = 0;
+	int rc;
+
+	if (stackcache_get(p->frame, fkey, &frame, &unused))
+		return store_batch_node(p->ctx->batch, parent, frame, node);
+	p->names_len = 0;
+	rc = line_frames(p, &nf, func, flen, mod, mlen, is_java(p));
+	if (rc < 0)
+		return rc;
+	frames_finish(p, nf);
+	for (size_t i = 0; i < nf; i++) {
+		rc = store_batch_frame(p->ctx->batch, &p->frames[i], &frame);
+		if (rc < 0)
+			return rc;
+		rc = store_batch_node(p->ctx->batch, parent, frame, &parent);
+		if (rc < 0)
+			return rc;
+	}
+	if (nf == 1 && frame != UINT32_MAX)
+		stackcache_put(p->frame, fkey, frame, 0);
+	*node = parent;
+	return 0;
+}
+
+static struct stackcache_key hash_key(const void *s, size_t n, uint64_t seed)
+{
+	XXH128_hash_t h = XXH3_128bits_withSeed(s, n, seed);
+	struct stackcache_key k = {h.low64, h.high64};
+	return k;
+}
+
+/* Interns the raw stack lines of block (each ending in '\n', callee
+ * first; the first is input line first_line) as a path and returns its
+ * last node in *node.  Each line's raw bytes are hashed once; a chain of
+ * those hashes from the root names every root-side part of the path, and
+ * p->path maps the parts seen before to their nodes, so only the lines
+ * below the longest known part are interned, and of those only lines
+ * never seen anywhere before are checked and split. */
+static int parse_block(struct perf *p, const char *block, size_t len,
+		       uint64_t first_line, uint64_t seed, uint32_t *node)
+{
+	size_t nl_count = 0, pos = 0;
+	int rc;
+
+	while (pos < len) {
+		const char *l = block + pos;
+		const char *nl = memchr(l, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - l) : len - pos;
+		rc = grow((void **)&p->rl, &p->rl_cap, nl_count + 1,
+			  sizeof(*p->rl));
+		if (rc < 0)
+			return rc;
+		p->rl[nl_count].off = pos;
+		p->rl[nl_count].len = n;
+		p->rl[nl_count].line = hash_key(l, n, seed ^ SEED_LINE);
+		nl_count++;
+		pos += n + 1;
+	}
+
+	/* Path keys from the root (the last line) down. */
+	struct stackcache_key up = {seed, ~seed};
+	for (size_t i = nl_count; i-- > 0;) {
+		uint64_t two[4] = {up.lo, up.hi, p->rl[i].line.lo,
+				   p->rl[i].line.hi};
+		p->rl[i].path = hash_key(two, sizeof(two), seed);
+		up = p->rl[i].path;
+	}
+
+	/* The deepest cached part: depth d covers the last d lines.  A
+	 * cleared cache can leave gaps; any hit is still right. */
+	size_t lo = 0, hi = nl_count;
+	uint32_t at = STORE_ROOT_NODE, unused;
+	while (lo < hi) {
+		size_t mid = (lo + hi + 1) / 2;
+		uint32_t got;
+		if (stackcache_get(p->path, p->rl[nl_count - mid].path, &got,
+				   &unused)) {
+			lo = mid;
+			at = got;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	size_t todo = nl_count - lo; /* lines 0..todo-1 are new */
+
+	/* Check the new lines never seen before in input order, so the
+	 * first bad one is reported, then intern all new lines root first. */
+	for (size_t i = 0; i < todo; i++) {
+		const char *l = block + p->rl[i].off;
+		size_t n = p->rl[i].len;
+		if (stackcache_get(p->frame, p->rl[i].line, &p->rl[i].frame,
+				   &unused))
+			continue;
+		p->rl[i].frame = UINT32_MAX;
+		if (memchr(l, '\0', n) || !match_stack_line(l, n, &p->rl[i].sl))
+			return fail_line(p, first_line + i,
+					 "a sample header or a stack line", l,
+					 n);
+	}
+	for (size_t i = todo; i-- > 0;) {
+		const char *l = block + p->rl[i].off;
+		struct stack_line *sl = &p->rl[i].sl; /* set when no frame */
+		if (p->rl[i].frame != UINT32_MAX)
+			rc = store_batch_node(p->ctx->batch, at,
+					      p->rl[i].frame, &at);
+		else
+			rc = extend_line(p, l + sl->func,
+					 strip_offset(l + sl->func,
+						      sl->func_len),
+					 l + sl->mod, sl->mod_len,
+					 p->rl[i].line, &at);
+		if (rc < 0)
+			return rc;
+		if (at != UINT32_MAX)
+			stackcache_put(p->path, p->rl[i].path, at, 0);
+	}
+	*node = at;
+	return 0;
+}
+
+/* Stores the sample whose header the reader returned last when all of it
+ * is in the buffer (reading more as needed) and it holds only indented
+ * stack lines, then consumes its lines and the blank line that ends it.
+ * Returns 1 when it did, 0 when the sample must go line by line (nothing
+ * consumed), -errno on an error. */
+static int fast_sample(struct perf *p)
+{
+	struct linereader *r = &p->lr;
+	size_t off = 0, leaf_len = 0, nlines = 0, blank;
+	const char *base;
+	struct header h;
 
 	for (;;) {
-		ce = &p->cache[slot];
-		if (ce->series == UINT32_MAX)
+		base = r->buf + r->start;
+		size_t avail = r->end - r->start;
+		const char *l = base + off;
+		const char *nl = memchr(l, '\n', avail - off);
+		if (!nl) {
+			if (r->eof || avail > FAST_MAX)
+				return 0;
+			int rc = linereader_fill(r);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		size_t n = (size_t)(nl - l);
+		if (n == 0) {
+			blank = 1;
 			break;
-		if (ce->lo == hh.low64 && ce->hi == hh.high64)
-			goto hit;
-		slot = (slot + 1) & (CACHE_SLOTS - 1);
+		}
+		unsigned char c = (unsigned char)l[0];
+		if (c == ' ' || c == '\t') {
+			/* a stack line; whitespace-only lines and CR line
+			 * ends go the general way */
+			if (is_ws((unsigned char)l[n - 1]))
+				return 0;
+			if (nlines++ == 0)
+				leaf_len = n;
+			off += n + 1;
+			continue;
+		}
+		if (c != '#' && !is_ws(c) && match_header(l, n, &h)) {
+			blank = 0;
+			break;
+		}
+		return 0;
+	}
+	if (nlines == 0)
+		return 0;
+
+	uint64_t line = r->line + 1; /* the leaf's */
+	struct stack_line sl;
+	if (memchr(base, '\0', leaf_len) || !match_stack_line(base, leaf_len, &sl))
+		return fail_line(p, line, "a sample header or a stack line",
+				 base, leaf_len);
+	const char *func = base + sl.func;
+	size_t flen = strip_offset(func, sl.func_len);
+	const char *mod = base + sl.mod;
+
+	uint32_t series, parent = STORE_ROOT_NODE, node, unused;
+	int rc = sample_series(p, &series);
+	if (rc < 0)
+		return rc;
+	/* A stack's frames depend on its lines and, through the tidying,
+	 * on whether the process is java; the tree is shared by every
+	 * series, so the keys name nothing else. */
+	uint64_t seed = is_java(p) ? SEED_JAVA : SEED_OTHER;
+
+	/* The block of non-leaf lines (empty for a one-line stack) is hashed
+	 * raw; the sample's key is that hash and the leaf's parts. */
+	const char *block = base + leaf_len + 1;
+	size_t blen = off - (leaf_len + 1);
+	XXH128_hash_t bh = XXH3_128bits_withSeed(block, blen, seed);
+	size_t klen = 16 + 4 + flen + sl.mod_len;
+	uint32_t fl32 = (uint32_t)flen;
+	rc = grow((void **)&p->leafkey, &p->leafkey_cap, klen, 1);
+	if (rc < 0)
+		return rc;
+	memcpy(p->leafkey, &bh.low64, 8);
+	memcpy(p->leafkey + 8, &bh.high64, 8);
+	memcpy(p->leafkey + 16, &fl32, 4);
+	memcpy(p->leafkey + 20, func, flen);
+	memcpy(p->leafkey + 20 + flen, mod, sl.mod_len);
+	XXH128_hash_t sh = XXH3_128bits(p->leafkey, klen);
+	struct stackcache_key skey = {sh.low64, sh.high64};
+	if (!stackcache_get(p->stack, skey, &node, &unused)) {
+		struct stackcache_key bkey = {bh.low64, bh.high64};
+		if (nlines > 1 &&
+		    !stackcache_get(p->prefix, bkey, &parent, &unused)) {
+			rc = parse_block(p, block, blen, line + 1, seed,
+					 &parent);
+			if (rc < 0)
+				return rc;
+			if (parent != UINT32_MAX)
+				stackcache_put(p->prefix, bkey, parent, 0);
+		}
+		node = parent;
+		rc = extend_line(p, func, flen, mod, sl.mod_len,
+				 hash_key(p->leafkey + 16, klen - 16,
+					  seed ^ SEED_PARTS),
+				 &node);
+		if (rc < 0)
+			return rc;
+		if (node != UINT32_MAX)
+			stackcache_put(p->stack, skey, node, 0);
 	}
 
-	rc = sample_series(p, &series);
+	p->sample_bytes += off + blank;
+	rc = count_sample(p, series, node);
 	if (rc < 0)
 		return rc;
-	rc = parse_sample(p, &node);
-	if (rc < 0)
-		return rc;
-	if (p->cache_used >= CACHE_MAX) {
-		memset(p->cache, 0xff, CACHE_SLOTS * sizeof(*p->cache));
-		p->cache_used = 0;
-		slot = (size_t)hh.low64 & (CACHE_SLOTS - 1);
-		ce = &p->cache[slot];
-	}
-	ce->lo = hh.low64;
-	ce->hi = hh.high64;
-	ce->series = series;
-	ce->node = node;
-	p->cache_used++;
-hit:
-	rc = store_batch_add(p->ctx->batch, ce->series, p->when, ce->node, 1,
-			     p->weight);
-	if (rc < 0)
-		return rc;
-	rc = note_series_bytes(p, ce->series, p->sample_bytes);
-	if (rc < 0)
-		return rc;
-	p->ctx->samples++;
-	return 0;
+	p->state = NO_SAMPLE;
+	r->start += off + blank;
+	r->consumed += off + blank;
+	r->line += nlines + blank;
+	return 1;
 }
 
 /* 1 when samples of event ev are kept, 0 when skipped, -ENOMEM. */
@@ -830,12 +1171,7 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 		return fail_line(p, p->lr.line,
 				 "a sample header or a stack line", l, n);
 	const char *func = l + sl.func;
-	size_t flen = sl.func_len;
-	size_t h = flen;
-	while (h > 0 && is_hex_lower((unsigned char)func[h - 1]))
-		h--;
-	if (h < flen && h >= 3 && memcmp(func + h - 3, "+0x", 3) == 0)
-		flen = h - 3;
+	size_t flen = strip_offset(func, sl.func_len);
 	size_t tail = sl.mod + sl.mod_len + 1;
 	uint32_t lens[3] = {(uint32_t)flen, (uint32_t)sl.mod_len,
 			    (uint32_t)(n - tail)};
@@ -881,7 +1217,12 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 			return rc;
 		match_event(l, n, &h);
 		p->sample_bytes = n + 1;
-		return start_sample(p, l, n, &h);
+		rc = start_sample(p, l, n, &h);
+		if (rc < 0 || p->state != KEEP_SAMPLE)
+			return rc;
+		/* l is invalid from here on: fast_sample may read more */
+		rc = fast_sample(p);
+		return rc < 0 ? rc : 0;
 	}
 	/* Anything else is a stack line (which need not be indented); it
 	 * is checked when its sample is parsed, or ignored in a skipped
@@ -919,13 +1260,19 @@ static void perf_free(struct perf *p)
 		series_clear(p);
 	free(p->series);
 	free(p->series_bytes);
-	free(p->cache);
+	stackcache_free(p->prefix);
+	stackcache_free(p->stack);
+	stackcache_free(p->sample);
+	stackcache_free(p->path);
+	stackcache_free(p->frame);
 	free(p->blk);
 	free(p->first_event);
 	free(p->sl);
+	free(p->rl);
 	free(p->frames);
 	free(p->name_off);
 	free(p->names);
+	free(p->leafkey);
 }
 
 int import_perf(struct import_ctx *ctx)
@@ -939,13 +1286,17 @@ int import_perf(struct import_ctx *ctx)
 	rc = linereader_init(&p.lr, ctx->fd, ctx->prefix, ctx->prefix_len);
 	if (rc < 0)
 		return rc;
-	p.cache = malloc(CACHE_SLOTS * sizeof(*p.cache));
+	p.prefix = stackcache_new(PREFIX_SLOTS_LOG2);
+	p.stack = stackcache_new(STACK_SLOTS_LOG2);
+	p.sample = stackcache_new(SAMPLE_SLOTS_LOG2);
+	p.path = stackcache_new(PATH_SLOTS_LOG2);
+	p.frame = stackcache_new(FRAME_SLOTS_LOG2);
 	p.series = calloc(SERIES_SLOTS, sizeof(*p.series));
-	if (!p.cache || !p.series) {
+	if (!p.prefix || !p.stack || !p.sample || !p.path || !p.frame ||
+	    !p.series) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	memset(p.cache, 0xff, CACHE_SLOTS * sizeof(*p.cache));
 
 	while ((rc = linereader_next(&p.lr, &l, &n)) > 0) {
 		ctx->line = p.lr.line;
