@@ -26,8 +26,8 @@
 #include "stackcache.h"
 
 #define CACHE_SLOTS_LOG2 18
-#define PROGRESS_EVERY ((uint64_t)64 << 20)
-#define DEFAULT_EVENT "samples"
+#define PROGRESS_EVERY   ((uint64_t)64 << 20)
+#define DEFAULT_EVENT    "samples"
 
 struct folded {
 	struct import_ctx *ctx;
@@ -35,7 +35,7 @@ struct folded {
 	struct stackcache *cache; /* frame text -> (series, leaf node) */
 	struct store_frame *frames;
 	size_t frames_cap;
-	uint64_t *series_bytes;  /* input bytes per series id */
+	uint64_t *series_bytes; /* input bytes per series id */
 	size_t series_bytes_cap;
 	/* the last series looked up, by binary name */
 	char *last_binary;
@@ -77,12 +77,9 @@ static uint8_t frame_kind(const char *s, size_t n)
 {
 	if (n >= 4 && s[n - 4] == '_' && s[n - 3] == '[' && s[n - 1] == ']') {
 		switch (s[n - 2]) {
-		case 'k':
-			return STORE_FRAME_KERNEL;
-		case 'i':
-			return STORE_FRAME_INLINE;
-		case 'j':
-			return STORE_FRAME_JIT;
+		case 'k': return STORE_FRAME_KERNEL;
+		case 'i': return STORE_FRAME_INLINE;
+		case 'j': return STORE_FRAME_JIT;
 		}
 	}
 	if (n >= 2 && s[0] == '[' && s[n - 1] == ']')
@@ -90,23 +87,20 @@ static uint8_t frame_kind(const char *s, size_t n)
 	return STORE_FRAME_USER;
 }
 
-static int series_for(struct folded *f, const char *bin, size_t len,
-		      uint32_t *id)
+static int series_for(struct folded *f, const char *bin, size_t len, uint32_t *id)
 {
 	const struct import_options *o = f->ctx->opt;
 	int rc;
 
-	if (f->have_last && f->last_binary_len == len &&
-	    memcmp(f->last_binary, bin, len) == 0) {
+	if (f->have_last && f->last_binary_len == len && memcmp(f->last_binary, bin, len) == 0) {
 		*id = f->last_series;
 		return 0;
 	}
 	char *copy = strndup(bin, len);
 	if (!copy)
 		return -ENOMEM;
-	rc = import_series(f->ctx, copy, NULL,
-			   (o && o->event) ? o->event : DEFAULT_EVENT, "count",
-			   id);
+	rc = import_series(f->ctx, copy, NULL, (o && o->event) ? o->event : DEFAULT_EVENT, "count",
+	                   id);
 	if (rc < 0) {
 		free(copy);
 		return rc;
@@ -120,8 +114,7 @@ static int series_for(struct folded *f, const char *bin, size_t len,
 }
 
 /* Splits the frames of one line and interns the series and path. */
-static int parse_stack(struct folded *f, const char *s, size_t n,
-		       uint32_t *series, uint32_t *node)
+static int parse_stack(struct folded *f, const char *s, size_t n, uint32_t *series, uint32_t *node)
 {
 	const struct import_options *o = f->ctx->opt;
 	size_t nf = 0, at = 0;
@@ -132,8 +125,7 @@ static int parse_stack(struct folded *f, const char *s, size_t n,
 		size_t len = semi ? (size_t)(semi - (s + at)) : n - at;
 		if (nf == f->frames_cap) {
 			size_t ncap = f->frames_cap ? f->frames_cap * 2 : 64;
-			struct store_frame *nfr =
-				realloc(f->frames, ncap * sizeof(*nfr));
+			struct store_frame *nfr = realloc(f->frames, ncap * sizeof(*nfr));
 			if (!nfr)
 				return -ENOMEM;
 			f->frames = nfr;
@@ -172,8 +164,7 @@ static int note_bytes(struct folded *f, uint32_t id, uint64_t bytes)
 		uint64_t *nb = realloc(f->series_bytes, ncap * sizeof(*nb));
 		if (!nb)
 			return -ENOMEM;
-		memset(nb + f->series_bytes_cap, 0,
-		       (ncap - f->series_bytes_cap) * sizeof(*nb));
+		memset(nb + f->series_bytes_cap, 0, (ncap - f->series_bytes_cap) * sizeof(*nb));
 		f->series_bytes = nb;
 		f->series_bytes_cap = ncap;
 	}
@@ -203,11 +194,9 @@ static int handle_line(struct folded *f, const char *l, size_t n)
 	for (size_t i = sp + 1; i < end; i++) {
 		unsigned d = (unsigned)((unsigned char)l[i] - '0');
 		if (d > 9)
-			return fail(f, "expected a whole-number count", l + sp + 1,
-				    end - sp - 1);
+			return fail(f, "expected a whole-number count", l + sp + 1, end - sp - 1);
 		if (count > (UINT64_MAX - d) / 10)
-			return fail(f, "expected a count below 2^64",
-				    l + sp + 1, end - sp - 1);
+			return fail(f, "expected a count below 2^64", l + sp + 1, end - sp - 1);
 		count = count * 10 + d;
 	}
 	if (sp == 0)
@@ -224,8 +213,7 @@ static int handle_line(struct folded *f, const char *l, size_t n)
 	}
 	if (count) {
 		int64_t now = f->ctx->opt ? f->ctx->opt->now : 0;
-		rc = store_batch_add(f->ctx->batch, series, now, node, count,
-				     count);
+		rc = store_batch_add(f->ctx->batch, series, now, node, count, count);
 		if (rc < 0)
 			return rc;
 	}
@@ -263,9 +251,8 @@ int import_folded(struct import_ctx *ctx)
 		}
 	}
 	if (rc == -E2BIG) {
-		rc = import_fail(ctx, f.lr.line + 1,
-				 "expected a line shorter than %u bytes",
-				 LINEREADER_MAX_LINE);
+		rc = import_fail(ctx, f.lr.line + 1, "expected a line shorter than %u bytes",
+		                 LINEREADER_MAX_LINE);
 		goto out;
 	}
 	if (rc < 0)
@@ -273,8 +260,7 @@ int import_folded(struct import_ctx *ctx)
 	for (size_t i = 0; i < f.series_bytes_cap; i++) {
 		if (!f.series_bytes[i])
 			continue;
-		rc = store_batch_input_bytes(ctx->batch, (uint32_t)i,
-					     f.series_bytes[i]);
+		rc = store_batch_input_bytes(ctx->batch, (uint32_t)i, f.series_bytes[i]);
 		if (rc < 0)
 			goto out;
 	}

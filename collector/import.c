@@ -12,14 +12,12 @@
 
 int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
 {
-	const char *path = (!ctx->path || strcmp(ctx->path, "-") == 0)
-				   ? "<stdin>"
-				   : ctx->path;
+	const char *path = (!ctx->path || strcmp(ctx->path, "-") == 0) ? "<stdin>" : ctx->path;
 	int n;
 
 	if (line)
 		n = snprintf(ctx->err, sizeof(ctx->err), "%s:%llu: ", path,
-			     (unsigned long long)line);
+		             (unsigned long long)line);
 	else
 		n = snprintf(ctx->err, sizeof(ctx->err), "%s: ", path);
 	if (n < 0 || (size_t)n >= sizeof(ctx->err))
@@ -32,18 +30,17 @@ int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
 	return -EINVAL;
 }
 
-int import_series(struct import_ctx *ctx, const char *binary,
-		  const char *version, const char *event, const char *unit,
-		  uint32_t *id)
+int import_series(struct import_ctx *ctx, const char *binary, const char *version,
+                  const char *event, const char *unit, uint32_t *id)
 {
 	const struct import_options *o = ctx->opt;
 	struct store_series_key k = {
-		.binary = (o && o->binary) ? o->binary : binary,
-		.version = (o && o->version) ? o->version
-			   : version    ? version
-					: IMPORT_DEFAULT_VERSION,
-		.event = event,
-		.unit = unit,
+	        .binary = (o && o->binary) ? o->binary : binary,
+	        .version = (o && o->version) ? o->version
+	                   : version         ? version
+	                                     : IMPORT_DEFAULT_VERSION,
+	        .event = event,
+	        .unit = unit,
 	};
 
 	if (!k.binary || !*k.binary)
@@ -51,8 +48,7 @@ int import_series(struct import_ctx *ctx, const char *binary,
 	return store_batch_series(ctx->batch, &k, id);
 }
 
-int import_path(struct import_ctx *ctx, const struct store_frame *frames,
-		size_t n, uint32_t *node)
+int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t n, uint32_t *node)
 {
 	uint32_t parent = STORE_ROOT_NODE;
 
@@ -75,8 +71,7 @@ static bool folded_line(const uint8_t *p, size_t len)
 	while (len && (p[len - 1] == '\r' || p[len - 1] == ' '))
 		len--;
 	size_t digits = 0;
-	while (digits < len && p[len - 1 - digits] >= '0' &&
-	       p[len - 1 - digits] <= '9')
+	while (digits < len && p[len - 1 - digits] >= '0' && p[len - 1 - digits] <= '9')
 		digits++;
 	return digits > 0 && digits < len && p[len - 1 - digits] == ' ';
 }
@@ -119,13 +114,9 @@ enum import_format import_detect(const uint8_t *buf, size_t len)
 const char *import_format_name(enum import_format f)
 {
 	switch (f) {
-	case IMPORT_FORMAT_PERF:
-		return "perf";
-	case IMPORT_FORMAT_FOLDED:
-		return "folded";
-	case IMPORT_FORMAT_PPROF:
-		return "pprof";
-	default:
-		return "auto";
+	case IMPORT_FORMAT_PERF: return "perf";
+	case IMPORT_FORMAT_FOLDED: return "folded";
+	case IMPORT_FORMAT_PPROF: return "pprof";
+	default: return "auto";
 	}
 }

@@ -26,27 +26,27 @@ enum import_format {
 };
 
 struct import_options {
-	const char *binary;     /* --binary: overrides the process name; NULL if unset */
-	const char *version;    /* --version label; NULL means the importer's default */
-	const char *event;      /* --event: keep only this perf event; NULL = first seen */
-	bool all_events;        /* --all-events: every perf event as its own series */
-	int64_t now;            /* wall-clock seconds used for samples without a time */
+	const char *binary;  /* --binary: overrides the process name; NULL if unset */
+	const char *version; /* --version label; NULL means the importer's default */
+	const char *event;   /* --event: keep only this perf event; NULL = first seen */
+	bool all_events;     /* --all-events: every perf event as its own series */
+	int64_t now;         /* wall-clock seconds used for samples without a time */
 };
 
 struct import_ctx {
 	struct store_batch *batch;
 	const struct import_options *opt;
-	const char *path;       /* shown in messages; "-" is shown as "<stdin>" */
-	int fd;                 /* input */
-	const uint8_t *prefix;  /* bytes already read from fd (for format */
-	size_t prefix_len;      /* detection); an importer consumes them first */
+	const char *path;      /* shown in messages; "-" is shown as "<stdin>" */
+	int fd;                /* input */
+	const uint8_t *prefix; /* bytes already read from fd (for format */
+	size_t prefix_len;     /* detection); an importer consumes them first */
 
 	/* Filled in by the importer as it goes. */
-	uint64_t line;          /* current line (1-based) for text formats */
-	uint64_t bytes;         /* input bytes consumed so far */
-	uint64_t samples;       /* samples accepted */
-	uint64_t skipped;       /* samples skipped (other events) */
-	char warning[256];      /* one notice for the user, e.g. event filtering; "" if none */
+	uint64_t line;     /* current line (1-based) for text formats */
+	uint64_t bytes;    /* input bytes consumed so far */
+	uint64_t samples;  /* samples accepted */
+	uint64_t skipped;  /* samples skipped (other events) */
+	char warning[256]; /* one notice for the user, e.g. event filtering; "" if none */
 
 	/* Progress callback, called now and then with ctx; may be NULL. */
 	void (*progress)(struct import_ctx *ctx);
@@ -57,20 +57,18 @@ struct import_ctx {
 /* Records "PATH:LINE: <fmt...>" (or "PATH: ..." when line is 0) in ctx->err
  * and returns -EINVAL. */
 int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 /* Interns the series (binary, version, event, unit), applying --binary and
  * --version from ctx->opt: `binary` is used only when --binary is unset,
  * `version` only when --version is unset (NULL there means
  * IMPORT_DEFAULT_VERSION). */
-int import_series(struct import_ctx *ctx, const char *binary,
-		  const char *version, const char *event, const char *unit,
-		  uint32_t *id);
+int import_series(struct import_ctx *ctx, const char *binary, const char *version,
+                  const char *event, const char *unit, uint32_t *id);
 
 /* Interns frames[0..n) (root first) as a path in the stack tree and
  * returns its leaf node in *node.  n == 0 gives STORE_ROOT_NODE. */
-int import_path(struct import_ctx *ctx, const struct store_frame *frames,
-		size_t n, uint32_t *node);
+int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t n, uint32_t *node);
 
 /* Guesses the format from the first bytes of an input. */
 enum import_format import_detect(const uint8_t *buf, size_t len);
@@ -90,14 +88,13 @@ struct linereader {
 	char *buf;
 	size_t cap, start, end;
 	bool eof;
-	uint64_t line;          /* number of the line last returned */
-	uint64_t consumed;      /* bytes of input returned so far, newlines included */
+	uint64_t line;     /* number of the line last returned */
+	uint64_t consumed; /* bytes of input returned so far, newlines included */
 };
 
 /* Takes the fd (not owned) and an optional prefix already read from it
  * (copied).  Returns -ENOMEM on failure. */
-int linereader_init(struct linereader *r, int fd, const void *prefix,
-		    size_t prefix_len);
+int linereader_init(struct linereader *r, int fd, const void *prefix, size_t prefix_len);
 void linereader_free(struct linereader *r);
 /* Returns 1 and sets *line and *len (no newline; valid until the next call), 0
  * at end of input, -errno on a read error, -E2BIG on a line longer than

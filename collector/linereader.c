@@ -15,8 +15,7 @@
 
 #define CHUNK (1u << 20)
 
-int linereader_init(struct linereader *r, int fd, const void *prefix,
-		    size_t prefix_len)
+int linereader_init(struct linereader *r, int fd, const void *prefix, size_t prefix_len)
 {
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;

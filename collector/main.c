@@ -79,7 +79,8 @@ static void usage_import(FILE *f)
 	      "  --binary NAME   store every sample under this binary instead of the\n"
 	      "                  process name (perf), first frame (folded) or main\n"
 	      "                  mapping (pprof)\n"
-	      "  --version LABEL version label (default: \"" IMPORT_DEFAULT_VERSION "\"; for pprof the\n"
+	      "  --version LABEL version label (default: \"" IMPORT_DEFAULT_VERSION
+	      "\"; for pprof the\n"
 	      "                  main mapping's build id, first 12 hex digits)\n"
 	      "  --event EVENT   perf: keep only this event (default: the first seen)\n"
 	      "  --all-events    perf: keep every event, each as its own series\n"
@@ -120,7 +121,8 @@ static void usage_export(FILE *f)
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " export --store ~/prof --binary nginx | flamegraph.pl > nginx.svg\n"
-	      "  " PROG " export --store ~/prof --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n",
+	      "  " PROG " export --store ~/prof --format pprof -o cpu.pb.gz && go tool pprof -top "
+	      "cpu.pb.gz\n",
 	      f);
 }
 
@@ -144,8 +146,7 @@ static struct progress_state progress_st;
 
 static double since(const struct timespec *a, const struct timespec *b)
 {
-	return (double)(b->tv_sec - a->tv_sec) +
-	       (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
 static void show_progress(struct import_ctx *ctx)
@@ -157,24 +158,23 @@ static void show_progress(struct import_ctx *ctx)
 	progress_st.last = now;
 	double t = since(&progress_st.start, &now);
 	fprintf(stderr, "\r" PROG ": %.1f MB read, %" PRIu64 " samples, %.0f samples/s   ",
-		(double)ctx->bytes / 1e6, ctx->samples,
-		t > 0 ? (double)ctx->samples / t : 0.0);
+	        (double)ctx->bytes / 1e6, ctx->samples, t > 0 ? (double)ctx->samples / t : 0.0);
 }
 
 static int cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "binary", required_argument, NULL, 'b' },
-		{ "version", required_argument, NULL, 'v' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "all-events", no_argument, NULL, 'a' },
-		{ "time", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	        {"store", required_argument, NULL, 's'},
+	        {"format", required_argument, NULL, 'f'},
+	        {"binary", required_argument, NULL, 'b'},
+	        {"version", required_argument, NULL, 'v'},
+	        {"event", required_argument, NULL, 'e'},
+	        {"all-events", no_argument, NULL, 'a'},
+	        {"time", required_argument, NULL, 't'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
 	};
-	struct import_options o = { 0 };
+	struct import_options o = {0};
 	enum import_format fmt = IMPORT_FORMAT_AUTO;
 	const char *store_arg = NULL;
 	bool have_time = false;
@@ -222,8 +222,7 @@ static int cmd_import(int argc, char **argv)
 
 	const char *path = argv[optind];
 	const char *shown = strcmp(path, "-") == 0 ? "<stdin>" : path;
-	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO
-					: open(path, O_RDONLY | O_CLOEXEC);
+	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		die("%s: %s", path, strerror(errno));
 	struct stat st;
@@ -263,12 +262,12 @@ static int cmd_import(int argc, char **argv)
 	if (!have_time)
 		o.now = time(NULL);
 	struct import_ctx ctx = {
-		.batch = b,
-		.opt = &o,
-		.path = path,
-		.fd = fd,
-		.prefix = prefix,
-		.prefix_len = plen,
+	        .batch = b,
+	        .opt = &o,
+	        .path = path,
+	        .fd = fd,
+	        .prefix = prefix,
+	        .prefix_len = plen,
 	};
 	if (isatty(STDERR_FILENO)) {
 		ctx.progress = show_progress;
@@ -285,7 +284,8 @@ static int cmd_import(int argc, char **argv)
 		fputs("\r\033[K", stderr);
 	if (rc < 0) {
 		if (!ctx.err[0])
-			import_fail(&ctx, ctx.line, "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
+			import_fail(&ctx, ctx.line, "%s",
+			            rc == -ENOMEM ? "out of memory" : strerror(-rc));
 		fprintf(stderr, PROG ": %s\n" PROG ": nothing was imported\n", ctx.err);
 		store_batch_free(b);
 		store_close(s);
@@ -294,7 +294,7 @@ static int cmd_import(int argc, char **argv)
 	}
 	if (ctx.samples == 0) {
 		fprintf(stderr, PROG ": %s: no samples found in %s input; nothing was imported\n",
-			shown, import_format_name(fmt));
+		        shown, import_format_name(fmt));
 		store_batch_free(b);
 		store_close(s);
 		free(owned);
@@ -303,7 +303,7 @@ static int cmd_import(int argc, char **argv)
 	rc = store_batch_commit(b);
 	if (rc < 0) {
 		fprintf(stderr, PROG ": %s: commit failed: %s; nothing was imported\n", dir,
-			store_errmsg(s));
+		        store_errmsg(s));
 		store_batch_free(b);
 		store_close(s);
 		free(owned);
@@ -313,7 +313,7 @@ static int cmd_import(int argc, char **argv)
 	if (ctx.warning[0])
 		fprintf(stderr, PROG ": %s: %s\n", shown, ctx.warning);
 	fprintf(stderr, PROG ": imported %" PRIu64 " samples (%.1f MB of %s) from %s into %s\n",
-		ctx.samples, (double)ctx.bytes / 1e6, import_format_name(fmt), shown, dir);
+	        ctx.samples, (double)ctx.bytes / 1e6, import_format_name(fmt), shown, dir);
 	store_close(s);
 	if (fd != STDIN_FILENO)
 		close(fd);
@@ -324,12 +324,11 @@ static int cmd_import(int argc, char **argv)
 /* ---- stats ------------------------------------------------------------- */
 
 struct uniq {
-	uint8_t *seen;   /* one bit per node */
+	uint8_t *seen; /* one bit per node */
 	uint64_t count;
 };
 
-static int count_unique(void *p, int64_t bucket, uint32_t node, uint64_t samples,
-			uint64_t weight)
+static int count_unique(void *p, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
 {
 	struct uniq *u = p;
 	uint8_t bit = (uint8_t)(1u << (node & 7));
@@ -355,9 +354,9 @@ static void human(char *buf, size_t len, uint64_t v)
 static int cmd_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	        {"store", required_argument, NULL, 's'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
 	};
 	const char *store_arg = NULL;
 	int c;
@@ -384,7 +383,7 @@ static int cmd_stats(int argc, char **argv)
 	if (store_series_list(s, &list, &n) < 0)
 		die("%s: %s", dir, store_errmsg(s));
 
-	struct uniq u = { .seen = calloc(store_node_count(s) / 8 + 1, 1) };
+	struct uniq u = {.seen = calloc(store_node_count(s) / 8 + 1, 1)};
 	if (!u.seen)
 		die("out of memory");
 
@@ -420,8 +419,8 @@ static int cmd_stats(int argc, char **argv)
 	human(cn, sizeof(cn), fp.counts_bytes);
 	printf("\n%zu series, %u frames, %u stack nodes\n", n, store_frame_count(s) - 1,
 	       store_node_count(s) - 1);
-	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s); imported: %s bytes",
-	       a, f, nd, cn, b);
+	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s); imported: %s bytes", a, f,
+	       nd, cn, b);
 	if (fp.dir_bytes > 0 && input > 0)
 		printf("; %.1fx smaller\n", (double)input / (double)fp.dir_bytes);
 	else
@@ -455,14 +454,10 @@ static int write_all(int fd, const char *p, size_t len)
 static int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "binary", required_argument, NULL, 'b' },
-		{ "version", required_argument, NULL, 'v' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	        {"store", required_argument, NULL, 's'},  {"format", required_argument, NULL, 'f'},
+	        {"binary", required_argument, NULL, 'b'}, {"version", required_argument, NULL, 'v'},
+	        {"event", required_argument, NULL, 'e'},  {"output", required_argument, NULL, 'o'},
+	        {"help", no_argument, NULL, 'h'},         {0},
 	};
 	const char *store_arg = NULL, *binary = NULL, *version = NULL, *event = NULL;
 	const char *output = NULL;
@@ -540,14 +535,14 @@ static int cmd_export(int argc, char **argv)
 		    binary ? binary : "", version ? " --version " : "", version ? version : "",
 		    event ? " --event " : "", event ? event : "");
 
-	struct view_buf out = { 0 };
+	struct view_buf out = {0};
 	if (k > 0) {
 		struct view_tree *t;
 		int rc = view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t);
 		if (rc < 0)
 			die("%s: cannot build the call tree: %s", dir, strerror(-rc));
 		rc = pprof ? view_render_pprof(t, VIEW_ROOT, &out)
-			   : view_render_folded(t, VIEW_ROOT, &out);
+		           : view_render_folded(t, VIEW_ROOT, &out);
 		if (rc < 0)
 			die("%s: cannot render: %s", dir, strerror(-rc));
 		view_tree_free(t);
@@ -574,9 +569,9 @@ static int cmd_export(int argc, char **argv)
 static int cmd_compact(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	        {"store", required_argument, NULL, 's'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
 	};
 	const char *store_arg = NULL;
 	int c;
@@ -630,7 +625,9 @@ int main(int argc, char **argv)
 		return cmd_compact(argc, argv);
 	if (strcmp(cmd, "record") == 0)
 		return record_main(argc, argv);
-	fprintf(stderr, PROG ": unknown command \"%s\"; expected import, record, stats, export or compact\n",
-		cmd);
+	fprintf(stderr,
+	        PROG
+	        ": unknown command \"%s\"; expected import, record, stats, export or compact\n",
+	        cmd);
 	return 2;
 }

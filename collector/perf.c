@@ -68,20 +68,20 @@
 
 /* Caches: at most 2^N slots each (see the struct perf fields). */
 #define PREFIX_SLOTS_LOG2 17
-#define STACK_SLOTS_LOG2 18
-#define PATH_SLOTS_LOG2 18
-#define FRAME_SLOTS_LOG2 18
+#define STACK_SLOTS_LOG2  18
+#define PATH_SLOTS_LOG2   18
+#define FRAME_SLOTS_LOG2  18
 #define SAMPLE_SLOTS_LOG2 16
-#define FAST_MAX ((size_t)16 << 20)   /* larger samples go line by line */
-#define SEED_OTHER 0x6f74686572ull    /* hash seeds for the stack keys */
-#define SEED_JAVA 0x6a617661ull
-#define SEED_LINE 1u                  /* xor'd in: a raw stack line */
-#define SEED_PARTS 2u                 /* xor'd in: a line's function, module */
-#define SERIES_SLOTS 4096u           /* (process, event) -> series id map */
-#define SERIES_MAX (SERIES_SLOTS / 2)
-#define SAMPLE_MAX ((size_t)256 << 20) /* bytes of stack lines per sample */
-#define PROGRESS_EVERY ((uint64_t)64 << 20)
-#define NO_EVENT_NAME "samples"       /* series event when perf printed none */
+#define FAST_MAX          ((size_t)16 << 20) /* larger samples go line by line */
+#define SEED_OTHER        0x6f74686572ull    /* hash seeds for the stack keys */
+#define SEED_JAVA         0x6a617661ull
+#define SEED_LINE         1u    /* xor'd in: a raw stack line */
+#define SEED_PARTS        2u    /* xor'd in: a line's function, module */
+#define SERIES_SLOTS      4096u /* (process, event) -> series id map */
+#define SERIES_MAX        (SERIES_SLOTS / 2)
+#define SAMPLE_MAX        ((size_t)256 << 20) /* bytes of stack lines per sample */
+#define PROGRESS_EVERY    ((uint64_t)64 << 20)
+#define NO_EVENT_NAME     "samples" /* series event when perf printed none */
 
 struct series_ent {
 	char *key; /* "process\0event", malloc'd; NULL marks an empty slot */
@@ -131,14 +131,14 @@ struct perf {
 	uint64_t skipped_other;
 
 	/* Caches; keys are XXH3-128 hashes of the text named. */
-	struct stackcache *stack;   /* (non-leaf lines, leaf parts) -> node */
-	struct stackcache *prefix;  /* non-leaf lines -> the leaf's parent */
-	struct stackcache *path;    /* chain of line hashes -> node */
-	struct stackcache *frame;   /* one-frame line or leaf parts -> frame */
-	struct stackcache *sample;  /* blk -> (series, node), line by line */
+	struct stackcache *stack;  /* (non-leaf lines, leaf parts) -> node */
+	struct stackcache *prefix; /* non-leaf lines -> the leaf's parent */
+	struct stackcache *path;   /* chain of line hashes -> node */
+	struct stackcache *frame;  /* one-frame line or leaf parts -> frame */
+	struct stackcache *sample; /* blk -> (series, node), line by line */
 	struct series_ent *series;
 	size_t series_used;
-	uint64_t *series_bytes;            /* input bytes per series id */
+	uint64_t *series_bytes; /* input bytes per series id */
 	size_t series_bytes_cap;
 
 	/* Scratch space for parsing a sample on a cache miss. */
@@ -151,7 +151,7 @@ struct perf {
 	size_t frames_cap;
 	char *names;
 	size_t names_len, names_cap;
-	char *leafkey;                     /* the leaf's cache key text */
+	char *leafkey; /* the leaf's cache key text */
 	size_t leafkey_cap;
 };
 
@@ -169,8 +169,7 @@ static inline bool is_digit(unsigned char c)
 /* Perl's \w on a byte string: [A-Za-z0-9_]. */
 static inline bool is_word(unsigned char c)
 {
-	return is_digit(c) || c == '_' || (c >= 'a' && c <= 'z') ||
-	       (c >= 'A' && c <= 'Z');
+	return is_digit(c) || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 static inline bool is_hex_lower(unsigned char c)
@@ -213,8 +212,7 @@ static void excerpt(char *out, size_t outlen, const char *s, size_t n)
 	out[o] = '\0';
 }
 
-static int fail_line(struct perf *p, uint64_t line, const char *what,
-		     const char *s, size_t n)
+static int fail_line(struct perf *p, uint64_t line, const char *what, const char *s, size_t n)
 {
 	char ex[256];
 
@@ -227,10 +225,10 @@ static int fail_line(struct perf *p, uint64_t line, const char *what,
 struct header {
 	const char *comm;
 	size_t comm_len;
-	size_t end;              /* just past the pid[/tid] */
-	const char *event;       /* NULL when the header names no event */
+	size_t end;        /* just past the pid[/tid] */
+	const char *event; /* NULL when the header names no event */
 	size_t event_len;
-	const char *period;      /* digits, or NULL */
+	const char *period; /* digits, or NULL */
 	size_t period_len;
 };
 
@@ -352,8 +350,7 @@ static int parse_u64(const char *s, size_t n, uint64_t *out)
 
 	for (size_t i = 0; i < n; i++) {
 		unsigned d = (unsigned)(s[i] - '0');
-		if (__builtin_mul_overflow(v, 10, &v) ||
-		    __builtin_add_overflow(v, d, &v))
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
 			return -ERANGE;
 	}
 	*out = v;
@@ -377,12 +374,11 @@ static int note_series_bytes(struct perf *p, uint32_t id, uint64_t bytes)
 {
 	if (id >= p->series_bytes_cap) {
 		size_t old = p->series_bytes_cap;
-		int rc = grow((void **)&p->series_bytes, &p->series_bytes_cap,
-			      (size_t)id + 1, sizeof(uint64_t));
+		int rc = grow((void **)&p->series_bytes, &p->series_bytes_cap, (size_t)id + 1,
+		              sizeof(uint64_t));
 		if (rc < 0)
 			return rc;
-		memset(p->series_bytes + old, 0,
-		       (p->series_bytes_cap - old) * sizeof(uint64_t));
+		memset(p->series_bytes + old, 0, (p->series_bytes_cap - old) * sizeof(uint64_t));
 	}
 	p->series_bytes[id] += bytes;
 	return 0;
@@ -393,8 +389,7 @@ static int flush_series_bytes(struct perf *p)
 	for (size_t i = 0; i < p->series_bytes_cap; i++) {
 		if (!p->series_bytes[i])
 			continue;
-		int rc = store_batch_input_bytes(p->ctx->batch, (uint32_t)i,
-						 p->series_bytes[i]);
+		int rc = store_batch_input_bytes(p->ctx->batch, (uint32_t)i, p->series_bytes[i]);
 		if (rc < 0)
 			return rc;
 		p->series_bytes[i] = 0;
@@ -423,8 +418,7 @@ static int sample_series(struct perf *p, uint32_t *id)
 		struct series_ent *e = &p->series[slot];
 		if (!e->key)
 			break;
-		if (e->hash == h && e->key_len == klen &&
-		    memcmp(e->key, key, klen) == 0) {
+		if (e->hash == h && e->key_len == klen && memcmp(e->key, key, klen) == 0) {
 			*id = e->id;
 			return 0;
 		}
@@ -434,8 +428,7 @@ static int sample_series(struct perf *p, uint32_t *id)
 	const char *ev = p->blk + p->pname_len + 1;
 	size_t evlen = p->event_len;
 	const char *event = evlen ? ev : NO_EVENT_NAME;
-	const char *unit = evlen && event_is_clock(ev, evlen) ? "nanoseconds"
-							      : "count";
+	const char *unit = evlen && event_is_clock(ev, evlen) ? "nanoseconds" : "count";
 	int rc = import_series(p->ctx, p->blk, NULL, event, unit, id);
 	if (rc < 0)
 		return rc;
@@ -516,8 +509,7 @@ static bool match_stack_line(const char *l, size_t n, struct stack_line *sl)
 static int names_put(struct perf *p, const char *s, size_t n)
 {
 	/* +1: the buffer always exists, even for an empty name */
-	int rc = grow((void **)&p->names, &p->names_cap, p->names_len + n + 1,
-		      1);
+	int rc = grow((void **)&p->names, &p->names_cap, p->names_len + n + 1, 1);
 	if (rc < 0)
 		return rc;
 	if (n)
@@ -573,9 +565,8 @@ static size_t tidy_special(char *s, size_t n)
 
 /* Appends the tidied name of one inline piece to p->names, the way
  * stackcollapse-perf does it.  Returns the new name's length. */
-static int tidy_piece(struct perf *p, const char *piece, size_t plen,
-		      const char *mod, size_t mlen, size_t index, bool java,
-		      size_t *outlen)
+static int tidy_piece(struct perf *p, const char *piece, size_t plen, const char *mod, size_t mlen,
+                      size_t index, bool java, size_t *outlen)
 {
 	size_t at = p->names_len;
 	int rc;
@@ -601,8 +592,7 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen,
 
 	/* Most names hold none of the bytes tidy_special() changes. */
 	size_t k = 0;
-	while (k < n && s[k] != ';' && s[k] != '(' && s[k] != '"' &&
-	       s[k] != '\'')
+	while (k < n && s[k] != ';' && s[k] != '(' && s[k] != '"' && s[k] != '\'')
 		k++;
 	if (k < n)
 		n = tidy_special(s, n);
@@ -621,8 +611,7 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen,
 	return 0;
 }
 
-static uint8_t frame_kind(const char *mod, size_t mlen, size_t index,
-			  bool unknown)
+static uint8_t frame_kind(const char *mod, size_t mlen, size_t index, bool unknown)
 {
 	if (index > 0)
 		return STORE_FRAME_INLINE;
@@ -636,14 +625,12 @@ static uint8_t frame_kind(const char *mod, size_t mlen, size_t index,
 	return STORE_FRAME_USER;
 }
 
-static int add_frame(struct perf *p, size_t *nf, size_t name_off,
-		     size_t name_len, const char *mod, size_t mlen,
-		     uint8_t kind)
+static int add_frame(struct perf *p, size_t *nf, size_t name_off, size_t name_len, const char *mod,
+                     size_t mlen, uint8_t kind)
 {
 	if (*nf == p->frames_cap) {
 		size_t ncap = p->frames_cap ? p->frames_cap * 2 : 64;
-		struct store_frame *nfr =
-			realloc(p->frames, ncap * sizeof(*p->frames));
+		struct store_frame *nfr = realloc(p->frames, ncap * sizeof(*p->frames));
 		if (!nfr)
 			return -ENOMEM;
 		p->frames = nfr;
@@ -684,8 +671,8 @@ static const char *find_arrow(const char *s, size_t n)
 /* Appends the frames of one stack line (function without its offset, and
  * module) to p->frames, root-most first; names go to p->names and are
  * pointed at by frames_finish(). */
-static int line_frames(struct perf *p, size_t *nf, const char *func,
-		       size_t flen, const char *mod, size_t mlen, bool java)
+static int line_frames(struct perf *p, size_t *nf, const char *func, size_t flen, const char *mod,
+                       size_t mlen, bool java)
 {
 	int rc;
 
@@ -702,12 +689,10 @@ static int line_frames(struct perf *p, size_t *nf, const char *func,
 		size_t plen = arrow ? (size_t)(arrow - (func + at)) : end - at;
 		size_t off = p->names_len, nlen;
 		bool unknown = plen == 9 && memcmp(func + at, "[unknown]", 9) == 0;
-		rc = tidy_piece(p, func + at, plen, mod, mlen, index, java,
-				&nlen);
+		rc = tidy_piece(p, func + at, plen, mod, mlen, index, java, &nlen);
 		if (rc < 0)
 			return rc;
-		rc = add_frame(p, nf, off, nlen, mod, mlen,
-			       frame_kind(mod, mlen, index, unknown));
+		rc = add_frame(p, nf, off, nlen, mod, mlen, frame_kind(mod, mlen, index, unknown));
 		if (rc < 0)
 			return rc;
 		index++;
@@ -773,8 +758,8 @@ static int parse_sample(struct perf *p, uint32_t *node)
 
 	p->names_len = 0;
 	for (size_t i = nsl; i-- > 0;) {
-		rc = line_frames(p, &nf, rec + p->sl[i].func, p->sl[i].func_len,
-				 rec + p->sl[i].mod, p->sl[i].mod_len, java);
+		rc = line_frames(p, &nf, rec + p->sl[i].func, p->sl[i].func_len, rec + p->sl[i].mod,
+		                 p->sl[i].mod_len, java);
 		if (rc < 0)
 			return rc;
 	}
@@ -786,8 +771,7 @@ static int parse_sample(struct perf *p, uint32_t *node)
 
 static int count_sample(struct perf *p, uint32_t series, uint32_t node)
 {
-	int rc = store_batch_add(p->ctx->batch, series, p->when, node, 1,
-				 p->weight);
+	int rc = store_batch_add(p->ctx->batch, series, p->when, node, 1, p->weight);
 	if (rc < 0)
 		return rc;
 	rc = note_series_bytes(p, series, p->sample_bytes);
@@ -828,9 +812,8 @@ static int end_sample(struct perf *p)
  * *node to the last of them.  A line that gives one frame is remembered
  * under fkey (a hash of the text its frames come from), so it is split
  * and its frame interned only once. */
-static int extend_line(struct perf *p, const char *func, size_t flen,
-		       const char *mod, size_t mlen, struct stackcache_key fkey,
-		       uint32_t *node)
+static int extend_line(struct perf *p, const char *func, size_t flen, const char *mod, size_t mlen,
+                       struct stackcache_key fkey, uint32_t *node)
 {
 	uint32_t parent = *node, frame = 0, unused;
 	size_t nf = 0;
@@ -871,8 +854,8 @@ static struct stackcache_key hash_key(const void *s, size_t n, uint64_t seed)
  * p->path maps the parts seen before to their nodes, so only the lines
  * below the longest known part are interned, and of those only lines
  * never seen anywhere before are checked and split. */
-static int parse_block(struct perf *p, const char *block, size_t len,
-		       uint64_t first_line, uint64_t seed, uint32_t *node)
+static int parse_block(struct perf *p, const char *block, size_t len, uint64_t first_line,
+                       uint64_t seed, uint32_t *node)
 {
 	size_t nl_count = 0, pos = 0;
 	int rc;
@@ -881,8 +864,7 @@ static int parse_block(struct perf *p, const char *block, size_t len,
 		const char *l = block + pos;
 		const char *nl = memchr(l, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - l) : len - pos;
-		rc = grow((void **)&p->rl, &p->rl_cap, nl_count + 1,
-			  sizeof(*p->rl));
+		rc = grow((void **)&p->rl, &p->rl_cap, nl_count + 1, sizeof(*p->rl));
 		if (rc < 0)
 			return rc;
 		p->rl[nl_count].off = pos;
@@ -895,8 +877,7 @@ static int parse_block(struct perf *p, const char *block, size_t len,
 	/* Path keys from the root (the last line) down. */
 	struct stackcache_key up = {seed, ~seed};
 	for (size_t i = nl_count; i-- > 0;) {
-		uint64_t two[4] = {up.lo, up.hi, p->rl[i].line.lo,
-				   p->rl[i].line.hi};
+		uint64_t two[4] = {up.lo, up.hi, p->rl[i].line.lo, p->rl[i].line.hi};
 		p->rl[i].path = hash_key(two, sizeof(two), seed);
 		up = p->rl[i].path;
 	}
@@ -908,8 +889,7 @@ static int parse_block(struct perf *p, const char *block, size_t len,
 	while (lo < hi) {
 		size_t mid = (lo + hi + 1) / 2;
 		uint32_t got;
-		if (stackcache_get(p->path, p->rl[nl_count - mid].path, &got,
-				   &unused)) {
+		if (stackcache_get(p->path, p->rl[nl_count - mid].path, &got, &unused)) {
 			lo = mid;
 			at = got;
 		} else {
@@ -923,27 +903,21 @@ static int parse_block(struct perf *p, const char *block, size_t len,
 	for (size_t i = 0; i < todo; i++) {
 		const char *l = block + p->rl[i].off;
 		size_t n = p->rl[i].len;
-		if (stackcache_get(p->frame, p->rl[i].line, &p->rl[i].frame,
-				   &unused))
+		if (stackcache_get(p->frame, p->rl[i].line, &p->rl[i].frame, &unused))
 			continue;
 		p->rl[i].frame = UINT32_MAX;
 		if (memchr(l, '\0', n) || !match_stack_line(l, n, &p->rl[i].sl))
-			return fail_line(p, first_line + i,
-					 "a sample header or a stack line", l,
-					 n);
+			return fail_line(p, first_line + i, "a sample header or a stack line", l,
+			                 n);
 	}
 	for (size_t i = todo; i-- > 0;) {
 		const char *l = block + p->rl[i].off;
 		struct stack_line *sl = &p->rl[i].sl; /* set when no frame */
 		if (p->rl[i].frame != UINT32_MAX)
-			rc = store_batch_node(p->ctx->batch, at,
-					      p->rl[i].frame, &at);
+			rc = store_batch_node(p->ctx->batch, at, p->rl[i].frame, &at);
 		else
-			rc = extend_line(p, l + sl->func,
-					 strip_offset(l + sl->func,
-						      sl->func_len),
-					 l + sl->mod, sl->mod_len,
-					 p->rl[i].line, &at);
+			rc = extend_line(p, l + sl->func, strip_offset(l + sl->func, sl->func_len),
+			                 l + sl->mod, sl->mod_len, p->rl[i].line, &at);
 		if (rc < 0)
 			return rc;
 		if (at != UINT32_MAX)
@@ -1006,8 +980,7 @@ static int fast_sample(struct perf *p)
 	uint64_t line = r->line + 1; /* the leaf's */
 	struct stack_line sl;
 	if (memchr(base, '\0', leaf_len) || !match_stack_line(base, leaf_len, &sl))
-		return fail_line(p, line, "a sample header or a stack line",
-				 base, leaf_len);
+		return fail_line(p, line, "a sample header or a stack line", base, leaf_len);
 	const char *func = base + sl.func;
 	size_t flen = strip_offset(func, sl.func_len);
 	const char *mod = base + sl.mod;
@@ -1040,10 +1013,8 @@ static int fast_sample(struct perf *p)
 	struct stackcache_key skey = {sh.low64, sh.high64};
 	if (!stackcache_get(p->stack, skey, &node, &unused)) {
 		struct stackcache_key bkey = {bh.low64, bh.high64};
-		if (nlines > 1 &&
-		    !stackcache_get(p->prefix, bkey, &parent, &unused)) {
-			rc = parse_block(p, block, blen, line + 1, seed,
-					 &parent);
+		if (nlines > 1 && !stackcache_get(p->prefix, bkey, &parent, &unused)) {
+			rc = parse_block(p, block, blen, line + 1, seed, &parent);
 			if (rc < 0)
 				return rc;
 			if (parent != UINT32_MAX)
@@ -1051,9 +1022,7 @@ static int fast_sample(struct perf *p)
 		}
 		node = parent;
 		rc = extend_line(p, func, flen, mod, sl.mod_len,
-				 hash_key(p->leafkey + 16, klen - 16,
-					  seed ^ SEED_PARTS),
-				 &node);
+		                 hash_key(p->leafkey + 16, klen - 16, seed ^ SEED_PARTS), &node);
 		if (rc < 0)
 			return rc;
 		if (node != UINT32_MAX)
@@ -1084,16 +1053,14 @@ static int event_wanted(struct perf *p, const char *ev, size_t n)
 			return 1;
 		/* "--event cpu-clock" also takes "cpu-clock:u" */
 		const char *colon = memchr(ev, ':', n);
-		return colon && !strchr(o->event, ':') &&
-		       (size_t)(colon - ev) == wl &&
+		return colon && !strchr(o->event, ':') && (size_t)(colon - ev) == wl &&
 		       memcmp(ev, o->event, wl) == 0;
 	}
 	if (!p->first_event) {
 		p->first_event = strndup(ev, n);
 		return p->first_event ? 1 : -ENOMEM;
 	}
-	return strlen(p->first_event) == n &&
-	       memcmp(p->first_event, ev, n) == 0;
+	return strlen(p->first_event) == n && memcmp(p->first_event, ev, n) == 0;
 }
 
 static int blk_reserve(struct perf *p, size_t more)
@@ -1103,8 +1070,7 @@ static int blk_reserve(struct perf *p, size_t more)
 	return grow((void **)&p->blk, &p->blk_cap, p->blk_len + more, 1);
 }
 
-static int start_sample(struct perf *p, const char *l, size_t n,
-			const struct header *h)
+static int start_sample(struct perf *p, const char *l, size_t n, const struct header *h)
 {
 	int rc;
 
@@ -1124,17 +1090,15 @@ static int start_sample(struct perf *p, const char *l, size_t n,
 	if (h->period) {
 		uint64_t v;
 		if (parse_u64(h->period, h->period_len, &v) < 0)
-			return import_fail(p->ctx, p->lr.line,
-					   "period %.*s does not fit in 64 bits",
-					   (int)(h->period_len > 40 ? 40 : h->period_len),
-					   h->period);
+			return import_fail(
+			        p->ctx, p->lr.line, "period %.*s does not fit in 64 bits",
+			        (int)(h->period_len > 40 ? 40 : h->period_len), h->period);
 		if (v)
 			p->weight = v;
 	}
 	rc = header_time(l, n, h->end, &p->when);
 	if (rc < 0)
-		return import_fail(p->ctx, p->lr.line,
-				   "sample time does not fit in 64 bits");
+		return import_fail(p->ctx, p->lr.line, "sample time does not fit in 64 bits");
 	if (rc == 0)
 		p->when = p->ctx->opt ? p->ctx->opt->now : 0;
 
@@ -1143,8 +1107,8 @@ static int start_sample(struct perf *p, const char *l, size_t n,
 	rc = blk_reserve(p, h->comm_len + h->event_len + 2);
 	if (rc < 0)
 		return rc == -E2BIG ? import_fail(p->ctx, p->lr.line,
-						  "expected a sample of at most 256 MiB")
-				    : rc;
+		                                  "expected a sample of at most 256 MiB")
+		                    : rc;
 	for (size_t i = 0; i < h->comm_len; i++)
 		p->blk[i] = h->comm[i] == ' ' ? '_' : h->comm[i];
 	p->blk[h->comm_len] = '\0';
@@ -1168,19 +1132,17 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 	int rc;
 
 	if (memchr(l, '\0', n) || !match_stack_line(l, n, &sl))
-		return fail_line(p, p->lr.line,
-				 "a sample header or a stack line", l, n);
+		return fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
 	const char *func = l + sl.func;
 	size_t flen = strip_offset(func, sl.func_len);
 	size_t tail = sl.mod + sl.mod_len + 1;
-	uint32_t lens[3] = {(uint32_t)flen, (uint32_t)sl.mod_len,
-			    (uint32_t)(n - tail)};
+	uint32_t lens[3] = {(uint32_t)flen, (uint32_t)sl.mod_len, (uint32_t)(n - tail)};
 
 	rc = blk_reserve(p, flen + sl.mod_len + (n - tail) + 12);
 	if (rc < 0)
 		return rc == -E2BIG ? import_fail(p->ctx, p->lr.line,
-						  "expected a sample of at most 256 MiB")
-				    : rc;
+		                                  "expected a sample of at most 256 MiB")
+		                    : rc;
 	char *o = p->blk + p->blk_len;
 	memcpy(o, &lens[0], 4);
 	memcpy(o + 4, func, flen);
@@ -1208,9 +1170,7 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 		return 0;
 	if (!is_ws((unsigned char)l[0]) && match_header(l, n, &h)) {
 		if (memchr(l, '\0', n))
-			return fail_line(p, p->lr.line,
-					 "a sample header or a stack line", l,
-					 n);
+			return fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
 		/* A header also ends a sample that had no blank line. */
 		rc = end_sample(p);
 		if (rc < 0)
@@ -1240,15 +1200,10 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 	switch (p->state) {
 	case NO_SAMPLE:
 		if (!is_ws((unsigned char)l[0]))
-			return fail_line(p, p->lr.line,
-					 "a sample header or a stack line", l,
-					 n);
+			return fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
 		return fail_line(p, p->lr.line, "a sample header", l, n);
-	case SKIP_SAMPLE:
-		return 0;
-	case KEEP_SAMPLE:
-		p->sample_bytes += n + 1;
-		return add_stack_line(p, l, n);
+	case SKIP_SAMPLE: return 0;
+	case KEEP_SAMPLE: p->sample_bytes += n + 1; return add_stack_line(p, l, n);
 	}
 	return 0;
 }
@@ -1292,8 +1247,7 @@ int import_perf(struct import_ctx *ctx)
 	p.path = stackcache_new(PATH_SLOTS_LOG2);
 	p.frame = stackcache_new(FRAME_SLOTS_LOG2);
 	p.series = calloc(SERIES_SLOTS, sizeof(*p.series));
-	if (!p.prefix || !p.stack || !p.sample || !p.path || !p.frame ||
-	    !p.series) {
+	if (!p.prefix || !p.stack || !p.sample || !p.path || !p.frame || !p.series) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -1311,9 +1265,8 @@ int import_perf(struct import_ctx *ctx)
 		}
 	}
 	if (rc == -E2BIG) {
-		rc = import_fail(ctx, p.lr.line + 1,
-				 "expected a line shorter than %u bytes",
-				 LINEREADER_MAX_LINE);
+		rc = import_fail(ctx, p.lr.line + 1, "expected a line shorter than %u bytes",
+		                 LINEREADER_MAX_LINE);
 		goto out;
 	}
 	if (rc < 0)
@@ -1328,9 +1281,9 @@ int import_perf(struct import_ctx *ctx)
 	ctx->bytes = p.lr.consumed;
 	if (p.skipped_other && p.first_event)
 		snprintf(ctx->warning, sizeof(ctx->warning),
-			 "kept only event %s; skipped %llu samples of other "
-			 "events (use --all-events or --event)",
-			 p.first_event, (unsigned long long)p.skipped_other);
+		         "kept only event %s; skipped %llu samples of other "
+		         "events (use --all-events or --event)",
+		         p.first_event, (unsigned long long)p.skipped_other);
 	rc = 0;
 out:
 	perf_free(&p);

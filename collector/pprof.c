@@ -79,9 +79,10 @@ static int read_all(struct import_ctx *ctx, uint8_t **out, size_t *out_len)
 
 	for (;;) {
 		if (len > PPROF_MAX_BYTES) {
-			rc = import_fail(ctx, 0,
-					 "input is larger than %zu MiB; expected a smaller pprof profile",
-					 PPROF_MAX_BYTES >> 20);
+			rc = import_fail(
+			        ctx, 0,
+			        "input is larger than %zu MiB; expected a smaller pprof profile",
+			        PPROF_MAX_BYTES >> 20);
 			goto fail;
 		}
 		rc = grow(&buf, &cap, len + 64 * 1024);
@@ -115,8 +116,8 @@ static bool is_gzip(const uint8_t *p, size_t len)
 
 /* Decompresses one or more concatenated gzip members into a malloc'd
  * buffer that the caller frees. */
-static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len,
-		  uint8_t **out, size_t *out_len)
+static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len, uint8_t **out,
+                  size_t *out_len)
 {
 	z_stream z;
 	uint8_t *buf = NULL;
@@ -140,8 +141,9 @@ static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len,
 		}
 		if (len >= PPROF_MAX_BYTES) {
 			rc = import_fail(ctx, 0,
-					 "gzip data expands to more than %zu MiB; expected a smaller pprof profile",
-					 PPROF_MAX_BYTES >> 20);
+			                 "gzip data expands to more than %zu MiB; expected a "
+			                 "smaller pprof profile",
+			                 PPROF_MAX_BYTES >> 20);
 			goto end;
 		}
 		rc = grow(&buf, &cap, len + 64 * 1024);
@@ -162,8 +164,9 @@ static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len,
 				break;
 			if (!is_gzip(next, left)) {
 				rc = import_fail(ctx, 0,
-						 "expected end of file or another gzip member after %zu compressed bytes, got other data",
-						 in_len - left);
+				                 "expected end of file or another gzip member "
+				                 "after %zu compressed bytes, got other data",
+				                 in_len - left);
 				goto end;
 			}
 			if (inflateReset(&z) != Z_OK) {
@@ -178,18 +181,19 @@ static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len,
 		}
 		if (zrc == Z_DATA_ERROR || zrc == Z_NEED_DICT) {
 			rc = import_fail(ctx, 0, "expected gzip data, got a corrupt stream (%s)",
-					 z.msg ? z.msg : "bad data");
+			                 z.msg ? z.msg : "bad data");
 			goto end;
 		}
 		if (zrc == Z_BUF_ERROR && z.avail_in == 0 && in_pos == in_len) {
 			rc = import_fail(ctx, 0,
-					 "gzip data is truncated: expected more after %zu bytes",
-					 in_len);
+			                 "gzip data is truncated: expected more after %zu bytes",
+			                 in_len);
 			goto end;
 		}
 		if (zrc != Z_OK && zrc != Z_BUF_ERROR) {
-			rc = import_fail(ctx, 0, "expected gzip data, got a corrupt stream (zlib error %d)",
-					 zrc);
+			rc = import_fail(ctx, 0,
+			                 "expected gzip data, got a corrupt stream (zlib error %d)",
+			                 zrc);
 			goto end;
 		}
 	}
@@ -279,15 +283,15 @@ static bool idmap_get(const struct idmap *m, uint64_t id, uint32_t *val)
 struct locframes {
 	struct store_frame *frames;
 	size_t n;
-	char *names;     /* backing store for "NAME_[i]" and "[module]" names */
-	uint8_t *bid;    /* decoded build id, shared by every frame */
+	char *names;  /* backing store for "NAME_[i]" and "[module]" names */
+	uint8_t *bid; /* decoded build id, shared by every frame */
 };
 
 struct pprof {
 	struct import_ctx *ctx;
 	pb_profile *p;
 	struct idmap maps, funcs, locs;
-	struct locframes *lf;    /* one per location */
+	struct locframes *lf; /* one per location */
 };
 
 static const char *str_at(const struct pprof *pp, int64_t i)
@@ -296,14 +300,14 @@ static const char *str_at(const struct pprof *pp, int64_t i)
 }
 
 /* Checks a string index; `what` and `idx` name the holder in the message. */
-static int check_str(struct pprof *pp, int64_t i, const char *what, size_t idx,
-		     const char *field)
+static int check_str(struct pprof *pp, int64_t i, const char *what, size_t idx, const char *field)
 {
 	if (i >= 0 && (uint64_t)i < pp->p->n_string_table)
 		return 0;
-	return import_fail(pp->ctx, 0,
-			   "%s %zu: %s is string index %lld, expected one below %zu (the string table size)",
-			   what, idx, field, (long long)i, pp->p->n_string_table);
+	return import_fail(
+	        pp->ctx, 0,
+	        "%s %zu: %s is string index %lld, expected one below %zu (the string table size)",
+	        what, idx, field, (long long)i, pp->p->n_string_table);
 }
 
 /* Checks every string index and id, and builds the id maps. */
@@ -314,11 +318,13 @@ static int validate(struct pprof *pp)
 	int rc;
 
 	if (p->n_string_table == 0 || p->string_table[0][0] != '\0')
-		return import_fail(ctx, 0,
-				   "expected a pprof profile whose string table starts with \"\", got %s",
-				   p->n_string_table ? "a non-empty first string" : "no string table");
+		return import_fail(
+		        ctx, 0,
+		        "expected a pprof profile whose string table starts with \"\", got %s",
+		        p->n_string_table ? "a non-empty first string" : "no string table");
 	if (p->n_sample_type == 0)
-		return import_fail(ctx, 0, "expected a pprof profile with at least one sample type, got none");
+		return import_fail(
+		        ctx, 0, "expected a pprof profile with at least one sample type, got none");
 
 	for (size_t i = 0; i < p->n_sample_type; i++) {
 		if ((rc = check_str(pp, p->sample_type[i]->type, "sample type", i, "type")) < 0 ||
@@ -330,8 +336,9 @@ static int validate(struct pprof *pp)
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(t, str_at(pp, p->sample_type[j]->type)) == 0)
 				return import_fail(ctx, 0,
-						   "sample types %zu and %zu are both \"%s\"; expected distinct names",
-						   j, i, t);
+				                   "sample types %zu and %zu are both \"%s\"; "
+				                   "expected distinct names",
+				                   j, i, t);
 	}
 	if (p->period_type &&
 	    ((rc = check_str(pp, p->period_type->type, "period type", 0, "type")) < 0 ||
@@ -345,9 +352,9 @@ static int validate(struct pprof *pp)
 		if ((rc = check_str(pp, p->comment[i], "comment", i, "text")) < 0)
 			return rc;
 
-	if (p->n_mapping > UINT32_MAX || p->n_function > UINT32_MAX ||
-	    p->n_location > UINT32_MAX)
-		return import_fail(ctx, 0, "expected fewer than 2^32 mappings, functions and locations");
+	if (p->n_mapping > UINT32_MAX || p->n_function > UINT32_MAX || p->n_location > UINT32_MAX)
+		return import_fail(ctx, 0,
+		                   "expected fewer than 2^32 mappings, functions and locations");
 	if ((rc = idmap_init(&pp->maps, p->n_mapping)) < 0 ||
 	    (rc = idmap_init(&pp->funcs, p->n_function)) < 0 ||
 	    (rc = idmap_init(&pp->locs, p->n_location)) < 0)
@@ -361,8 +368,9 @@ static int validate(struct pprof *pp)
 		if (m->id == 0)
 			return import_fail(ctx, 0, "mapping %zu: expected a non-zero id", i);
 		if (idmap_put(&pp->maps, m->id, (uint32_t)i) < 0)
-			return import_fail(ctx, 0, "mapping %zu: id %llu is used twice; expected unique ids",
-					   i, (unsigned long long)m->id);
+			return import_fail(
+			        ctx, 0, "mapping %zu: id %llu is used twice; expected unique ids",
+			        i, (unsigned long long)m->id);
 	}
 	for (size_t i = 0; i < p->n_function; i++) {
 		const pb_function *f = p->function[i];
@@ -373,8 +381,9 @@ static int validate(struct pprof *pp)
 		if (f->id == 0)
 			return import_fail(ctx, 0, "function %zu: expected a non-zero id", i);
 		if (idmap_put(&pp->funcs, f->id, (uint32_t)i) < 0)
-			return import_fail(ctx, 0, "function %zu: id %llu is used twice; expected unique ids",
-					   i, (unsigned long long)f->id);
+			return import_fail(
+			        ctx, 0, "function %zu: id %llu is used twice; expected unique ids",
+			        i, (unsigned long long)f->id);
 	}
 	for (size_t i = 0; i < p->n_location; i++) {
 		const pb_location *l = p->location[i];
@@ -382,45 +391,52 @@ static int validate(struct pprof *pp)
 		if (l->id == 0)
 			return import_fail(ctx, 0, "location %zu: expected a non-zero id", i);
 		if (idmap_put(&pp->locs, l->id, (uint32_t)i) < 0)
-			return import_fail(ctx, 0, "location %zu: id %llu is used twice; expected unique ids",
-					   i, (unsigned long long)l->id);
+			return import_fail(
+			        ctx, 0, "location %zu: id %llu is used twice; expected unique ids",
+			        i, (unsigned long long)l->id);
 		if (l->mapping_id && !idmap_get(&pp->maps, l->mapping_id, &x))
 			return import_fail(ctx, 0,
-					   "location %zu (id %llu): mapping id %llu does not exist; expected an id from the mapping table",
-					   i, (unsigned long long)l->id,
-					   (unsigned long long)l->mapping_id);
+			                   "location %zu (id %llu): mapping id %llu does not "
+			                   "exist; expected an id from the mapping table",
+			                   i, (unsigned long long)l->id,
+			                   (unsigned long long)l->mapping_id);
 		for (size_t j = 0; j < l->n_line; j++) {
 			uint64_t fid = l->line[j]->function_id;
 			if (fid && !idmap_get(&pp->funcs, fid, &x))
-				return import_fail(ctx, 0,
-						   "location %zu (id %llu), line %zu: function id %llu does not exist; expected an id from the function table",
-						   i, (unsigned long long)l->id, j,
-						   (unsigned long long)fid);
+				return import_fail(
+				        ctx, 0,
+				        "location %zu (id %llu), line %zu: function id %llu does "
+				        "not exist; expected an id from the function table",
+				        i, (unsigned long long)l->id, j, (unsigned long long)fid);
 		}
 	}
 	for (size_t i = 0; i < p->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = p->sample[i];
 		uint32_t x;
 		if (s->n_value != p->n_sample_type)
-			return import_fail(ctx, 0,
-					   "sample %zu: has %zu values, expected %zu (one per sample type)",
-					   i, s->n_value, p->n_sample_type);
+			return import_fail(
+			        ctx, 0,
+			        "sample %zu: has %zu values, expected %zu (one per sample type)", i,
+			        s->n_value, p->n_sample_type);
 		for (size_t j = 0; j < s->n_value; j++)
 			if (s->value[j] < 0)
 				return import_fail(ctx, 0,
-						   "sample %zu: value %lld for \"%s\" is negative; expected a count of 0 or more",
-						   i, (long long)s->value[j],
-						   str_at(pp, p->sample_type[j]->type));
+				                   "sample %zu: value %lld for \"%s\" is negative; "
+				                   "expected a count of 0 or more",
+				                   i, (long long)s->value[j],
+				                   str_at(pp, p->sample_type[j]->type));
 		for (size_t j = 0; j < s->n_location_id; j++)
 			if (!idmap_get(&pp->locs, s->location_id[j], &x))
 				return import_fail(ctx, 0,
-						   "sample %zu: location id %llu does not exist; expected an id from the location table",
-						   i, (unsigned long long)s->location_id[j]);
+				                   "sample %zu: location id %llu does not exist; "
+				                   "expected an id from the location table",
+				                   i, (unsigned long long)s->location_id[j]);
 		for (size_t j = 0; j < s->n_label; j++) {
 			const Perftools__Profiles__Label *lb = s->label[j];
 			if ((rc = check_str(pp, lb->key, "label of sample", i, "key")) < 0 ||
 			    (rc = check_str(pp, lb->str, "label of sample", i, "str")) < 0 ||
-			    (rc = check_str(pp, lb->num_unit, "label of sample", i, "num_unit")) < 0)
+			    (rc = check_str(pp, lb->num_unit, "label of sample", i, "num_unit")) <
+			            0)
 				return rc;
 		}
 	}
@@ -486,8 +502,8 @@ static int build_location(struct pprof *pp, size_t idx)
 		if (!lf->bid)
 			return -ENOMEM;
 		for (size_t i = 0; i < bid_len / 2; i++)
-			lf->bid[i] = (uint8_t)(hexval(bid_str[2 * i]) << 4 |
-					       hexval(bid_str[2 * i + 1]));
+			lf->bid[i] =
+			        (uint8_t)(hexval(bid_str[2 * i]) << 4 | hexval(bid_str[2 * i + 1]));
 		bid = lf->bid;
 		bid_len /= 2;
 	}
@@ -501,7 +517,7 @@ static int build_location(struct pprof *pp, size_t idx)
 			uint32_t fi;
 			if (idmap_get(&pp->funcs, l->line[j]->function_id, &fi))
 				need += strlen(str_at(pp, pp->p->function[fi]->name)) +
-					strlen(str_at(pp, pp->p->function[fi]->system_name));
+				        strlen(str_at(pp, pp->p->function[fi]->system_name));
 			need += sizeof("[unknown]_[i]");
 		}
 	}
@@ -548,15 +564,14 @@ static int build_location(struct pprof *pp, size_t idx)
 			f->file_len = strlen(f->file);
 		}
 		bool unknown = !*name;
-		int n = sprintf(w, "%s%s", unknown ? "[unknown]" : name,
-				inl ? "_[i]" : "");
+		int n = sprintf(w, "%s%s", unknown ? "[unknown]" : name, inl ? "_[i]" : "");
 		f->name = w;
 		f->name_len = (size_t)n;
 		w += n + 1;
 		f->line = (ln->line > 0 && ln->line <= UINT32_MAX) ? (uint32_t)ln->line : 0;
-		f->kind = inl ? STORE_FRAME_INLINE
-		        : unknown ? STORE_FRAME_UNKNOWN
-			      : STORE_FRAME_USER;
+		f->kind = inl       ? STORE_FRAME_INLINE
+		          : unknown ? STORE_FRAME_UNKNOWN
+		                    : STORE_FRAME_USER;
 	}
 	return 0;
 
@@ -664,8 +679,8 @@ static int add_samples(struct pprof *pp, const uint32_t *series, int64_t when)
 		for (size_t j = 0; j < s->n_value; j++) {
 			if (s->value[j] == 0)
 				continue;
-			rc = store_batch_add(ctx->batch, series[j], when, node,
-					     samples, (uint64_t)s->value[j]);
+			rc = store_batch_add(ctx->batch, series[j], when, node, samples,
+			                     (uint64_t)s->value[j]);
 			if (rc < 0)
 				goto out;
 		}
@@ -682,7 +697,7 @@ int import_pprof(struct import_ctx *ctx)
 {
 	uint8_t *raw = NULL, *plain = NULL;
 	size_t raw_len = 0, plain_len = 0;
-	struct pprof pp = { .ctx = ctx };
+	struct pprof pp = {.ctx = ctx};
 	uint32_t *series = NULL;
 	int rc;
 
@@ -704,16 +719,18 @@ int import_pprof(struct import_ctx *ctx)
 		data = plain;
 		len = plain_len;
 		if (len == 0) {
-			rc = import_fail(ctx, 0, "expected a pprof profile, got an empty gzip stream");
+			rc = import_fail(ctx, 0,
+			                 "expected a pprof profile, got an empty gzip stream");
 			goto out;
 		}
 	}
 
 	pp.p = perftools__profiles__profile__unpack(NULL, len, data);
 	if (!pp.p) {
-		rc = import_fail(ctx, 0,
-				 "expected a pprof profile (protobuf%s), got malformed or truncated data",
-				 data == raw ? ", optionally gzipped" : " inside gzip");
+		rc = import_fail(
+		        ctx, 0,
+		        "expected a pprof profile (protobuf%s), got malformed or truncated data",
+		        data == raw ? ", optionally gzipped" : " inside gzip");
 		goto out;
 	}
 	/* The compressed copies are no longer needed. */
@@ -741,9 +758,8 @@ int import_pprof(struct import_ctx *ctx)
 	default_version(&pp, version, sizeof(version));
 	for (size_t i = 0; i < pp.p->n_sample_type; i++) {
 		const Perftools__Profiles__ValueType *t = pp.p->sample_type[i];
-		rc = import_series(ctx, binary, *version ? version : NULL,
-				   str_at(&pp, t->type), str_at(&pp, t->unit),
-				   &series[i]);
+		rc = import_series(ctx, binary, *version ? version : NULL, str_at(&pp, t->type),
+		                   str_at(&pp, t->unit), &series[i]);
 		if (rc < 0)
 			goto out;
 	}

@@ -12,7 +12,7 @@
 #include "stackcache.h"
 
 #define START_LOG2 14u
-#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_PAGE  ((size_t)2 << 20)
 
 /* A slot holds a + 1 in a1, so that zeroed memory is an empty table. */
 struct slot {
@@ -34,8 +34,7 @@ struct stackcache {
 static struct slot *table_new(unsigned log2)
 {
 	size_t bytes = ((size_t)1 << log2) * sizeof(struct slot);
-	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (mem == MAP_FAILED)
 		return NULL;
@@ -50,8 +49,7 @@ static void table_free(struct slot *t, unsigned log2)
 		munmap(t, ((size_t)1 << log2) * sizeof(struct slot));
 }
 
-static struct slot *probe(struct slot *t, size_t mask, uint64_t lo,
-			  uint64_t hi)
+static struct slot *probe(struct slot *t, size_t mask, uint64_t lo, uint64_t hi)
 {
 	size_t i = (size_t)lo & mask;
 
@@ -89,8 +87,7 @@ void stackcache_free(struct stackcache *c)
 	free(c);
 }
 
-bool stackcache_get(const struct stackcache *c, struct stackcache_key key,
-		    uint32_t *a, uint32_t *b)
+bool stackcache_get(const struct stackcache *c, struct stackcache_key key, uint32_t *a, uint32_t *b)
 {
 	const struct slot *s = probe(c->slots, c->mask, key.lo, key.hi);
 
@@ -117,16 +114,14 @@ static void make_room(struct stackcache *c)
 	size_t nmask = c->mask * 2 + 1;
 	for (size_t i = 0; i <= c->mask; i++)
 		if (c->slots[i].a1)
-			*probe(t, nmask, c->slots[i].lo, c->slots[i].hi) =
-				c->slots[i];
+			*probe(t, nmask, c->slots[i].lo, c->slots[i].hi) = c->slots[i];
 	table_free(c->slots, c->log2);
 	c->slots = t;
 	c->log2++;
 	c->mask = nmask;
 }
 
-void stackcache_put(struct stackcache *c, struct stackcache_key key,
-		    uint32_t a, uint32_t b)
+void stackcache_put(struct stackcache *c, struct stackcache_key key, uint32_t a, uint32_t b)
 {
 	if (c->used >= (c->mask + 1) / 4 * 3)
 		make_room(c);

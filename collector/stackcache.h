@@ -27,16 +27,15 @@ struct stackcache;
  * on ENOMEM or a slots_log2 outside 4..30; the caller owns the result and
  * frees it with stackcache_free(). */
 struct stackcache *stackcache_new(unsigned slots_log2);
-void stackcache_free(struct stackcache *c);     /* accepts NULL */
+void stackcache_free(struct stackcache *c); /* accepts NULL */
 
 /* Looks key up: true and *a, *b when present, false when not. */
-bool stackcache_get(const struct stackcache *c, struct stackcache_key key,
-		    uint32_t *a, uint32_t *b);
+bool stackcache_get(const struct stackcache *c, struct stackcache_key key, uint32_t *a,
+                    uint32_t *b);
 
 /* Stores (a, b) for key, replacing any earlier value.  a must not be
  * UINT32_MAX (a + 1 is stored, and 0 marks an empty slot).  May empty
  * the cache first. */
-void stackcache_put(struct stackcache *c, struct stackcache_key key,
-		    uint32_t a, uint32_t b);
+void stackcache_put(struct stackcache *c, struct stackcache_key key, uint32_t a, uint32_t b);
 
 #endif

@@ -7,7 +7,7 @@ SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-	build-essential meson ninja-build pkg-config clang llvm \
+	build-essential meson ninja-build pkg-config clang llvm clang-format \
 	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev \
 	librocksdb-dev libzstd-dev zstd libprotobuf-c-dev protobuf-c-compiler \
 	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf \

@@ -21,7 +21,7 @@ static const char hexdigits[] = "0123456789ABCDEF";
 
 /* Names a frame must not take verbatim because the view uses them. */
 static const char *const reserved[] = {
-	"folded", "self", "total", "pprof", "name",
+        "folded", "self", "total", "pprof", "name",
 };
 
 static bool is_reserved(const char *name, size_t len)
@@ -50,8 +50,7 @@ static int hexval(char c)
 	return -1;
 }
 
-size_t view_escape(const char *name, size_t len, int flags,
-		   char out[VIEW_NAME_MAX + 1])
+size_t view_escape(const char *name, size_t len, int flags, char out[VIEW_NAME_MAX + 1])
 {
 	/* Worst case for the part we keep: VIEW_NAME_MAX bytes; anything
 	 * longer is shortened, so we stop encoding once past the limit. */
@@ -89,8 +88,7 @@ size_t view_escape(const char *name, size_t len, int flags,
 		cut -= 1;
 	else if (cut >= 2 && tmp[cut - 2] == '%')
 		cut -= 2;
-	for (int k = 0; k < 3 && cut > 0 &&
-	     ((unsigned char)tmp[cut] & 0xc0) == 0x80; k++)
+	for (int k = 0; k < 3 && cut > 0 && ((unsigned char)tmp[cut] & 0xc0) == 0x80; k++)
 		cut--;
 	/* A lead byte right before the cut whose continuation was cut off. */
 	if (cut > 0 && ((unsigned char)tmp[cut - 1] & 0xc0) == 0xc0)

@@ -25,21 +25,21 @@
 
 #include "view.h"
 
-#define TREE_CACHE_SLOTS 16
-#define SIZE_CACHE_SLOTS 1024
+#define TREE_CACHE_SLOTS    16
+#define SIZE_CACHE_SLOTS    1024
 #define REFRESH_INTERVAL_NS 1000000000LL
 
 /* A built tree shared by the cache and by renderers running unlocked. */
 struct tree_ref {
 	struct view_tree *tree;
 	uint32_t series_id;
-	unsigned refs;          /* guarded by fs.lock */
-	uint64_t last_use;      /* guarded by fs.lock */
+	unsigned refs;     /* guarded by fs.lock */
+	uint64_t last_use; /* guarded by fs.lock */
 };
 
 /* Rendered sizes of files that have no cheap size function (pprof). */
 struct size_slot {
-	uint64_t generation;    /* 0 = empty */
+	uint64_t generation; /* 0 = empty */
 	uint32_t series_id;
 	uint32_t node;
 	uint32_t file;
@@ -48,28 +48,28 @@ struct size_slot {
 
 static struct {
 	char *store_dir;
-	pthread_mutex_t lock;   /* guards every field below */
+	pthread_mutex_t lock; /* guards every field below */
 	struct store *store;
 	struct timespec last_refresh;
-	uint64_t generation;    /* bumped whenever the store changed */
-	time_t mtime;           /* wall clock of the last change seen */
+	uint64_t generation; /* bumped whenever the store changed */
+	time_t mtime;        /* wall clock of the last change seen */
 	struct store_series *series;
 	size_t nseries;
 	struct tree_ref *trees[TREE_CACHE_SLOTS];
 	uint64_t use_clock;
 	struct size_slot sizes[SIZE_CACHE_SLOTS];
-} fs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} fs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 enum kind { K_ROOT, K_BINARY, K_NODE, K_FILE };
 
 /* What a path names.  `tree` holds a reference (release with put_tree). */
 struct resolved {
 	enum kind kind;
-	size_t series;          /* index of the first series of the binary,
+	size_t series; /* index of the first series of the binary,
 				 * or of the tree's series */
 	struct tree_ref *tree;
 	uint32_t node;
-	uint32_t file;          /* index into view_files */
+	uint32_t file; /* index into view_files */
 	uint64_t generation;
 };
 
@@ -124,7 +124,7 @@ static void maybe_refresh_locked(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	long long ns = (now.tv_sec - fs.last_refresh.tv_sec) * 1000000000LL +
-		       (now.tv_nsec - fs.last_refresh.tv_nsec);
+	               (now.tv_nsec - fs.last_refresh.tv_nsec);
 	if (ns < REFRESH_INTERVAL_NS)
 		return;
 	fs.last_refresh = now;
@@ -157,22 +157,20 @@ static int get_tree_locked(size_t si, struct tree_ref **out)
 		}
 		if (!t)
 			victim = i;
-		else if (fs.trees[victim] &&
-			 t->last_use < fs.trees[victim]->last_use)
+		else if (fs.trees[victim] && t->last_use < fs.trees[victim]->last_use)
 			victim = i;
 	}
 	struct tree_ref *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	r = view_tree_build(fs.store, &fs.series[si], 1, INT64_MIN, INT64_MAX,
-			    &t->tree);
+	r = view_tree_build(fs.store, &fs.series[si], 1, INT64_MIN, INT64_MAX, &t->tree);
 	if (r < 0) {
 		free(t);
 		return r;
 	}
-	malloc_trim(0);         /* give the build's scratch tables back */
+	malloc_trim(0); /* give the build's scratch tables back */
 	t->series_id = id;
-	t->refs = 2;            /* the cache's and the caller's */
+	t->refs = 2; /* the cache's and the caller's */
 	t->last_use = ++fs.use_clock;
 	put_tree_locked(fs.trees[victim]);
 	fs.trees[victim] = t;
@@ -183,8 +181,7 @@ static int get_tree_locked(size_t si, struct tree_ref **out)
 /* ---- names ------------------------------------------------------------- */
 
 /* Does component comp[0..len) name `name` (escaped with `flags`)? */
-static bool names(const char *comp, size_t len, const char *name,
-		  size_t name_len, int flags)
+static bool names(const char *comp, size_t len, const char *name, size_t name_len, int flags)
 {
 	char esc[VIEW_NAME_MAX + 1];
 	size_t n = view_escape(name, name_len, flags, esc);
@@ -209,8 +206,7 @@ static size_t primary_series(size_t lo, size_t hi)
 }
 
 /* The range of series with binary name `b` (escaped component). */
-static int find_binary_locked(const char *comp, size_t len, size_t *lo,
-			      size_t *hi)
+static int find_binary_locked(const char *comp, size_t len, size_t *lo, size_t *hi)
 {
 	for (size_t i = 0; i < fs.nseries; i++) {
 		const char *b = fs.series[i].binary;
@@ -228,8 +224,7 @@ static int find_binary_locked(const char *comp, size_t len, size_t *lo,
 	return -ENOENT;
 }
 
-static int find_version_locked(size_t blo, size_t bhi, const char *comp,
-			       size_t len, size_t *si)
+static int find_version_locked(size_t blo, size_t bhi, const char *comp, size_t len, size_t *si)
 {
 	const char *at = memchr(comp, '@', len);
 	size_t vlen = at ? (size_t)(at - comp) : len;
@@ -260,16 +255,14 @@ static int find_version_locked(size_t blo, size_t bhi, const char *comp,
 	return -ENOENT;
 }
 
-static uint32_t find_child(const struct view_tree *t, uint32_t node,
-			   const char *comp, size_t len)
+static uint32_t find_child(const struct view_tree *t, uint32_t node, const char *comp, size_t len)
 {
-	struct view_buf raw = { 0 };
+	struct view_buf raw = {0};
 	uint32_t found = VIEW_NONE;
 	int r = view_unescape(comp, len, &raw);
 
 	if (r == 0) {
-		uint32_t c = view_node_find_child(t, node, raw.data ? raw.data : "",
-						  raw.len);
+		uint32_t c = view_node_find_child(t, node, raw.data ? raw.data : "", raw.len);
 		size_t nlen;
 		if (c != VIEW_NONE) {
 			const char *nm = view_node_name(t, c, &nlen);
@@ -279,8 +272,7 @@ static uint32_t find_child(const struct view_tree *t, uint32_t node,
 	} else if (r == 1) {
 		/* Shortened: candidates share the decoded prefix. */
 		uint32_t n = view_node_child_count(t, node);
-		for (uint32_t i = view_node_lower_bound(t, node, raw.data ? raw.data : "",
-							raw.len);
+		for (uint32_t i = view_node_lower_bound(t, node, raw.data ? raw.data : "", raw.len);
 		     i < n; i++) {
 			uint32_t c = view_node_child(t, node, i);
 			size_t nlen;
@@ -336,8 +328,7 @@ static int resolve(const char *path, struct resolved *res)
 			res->kind = K_NODE;
 			res->series = si;
 			const char *b = fs.series[si].binary;
-			res->node = view_node_find_child(res->tree->tree, VIEW_ROOT,
-							 b, strlen(b));
+			res->node = view_node_find_child(res->tree->tree, VIEW_ROOT, b, strlen(b));
 			if (res->node == VIEW_NONE) {
 				r = -EIO;
 				goto fail;
@@ -352,8 +343,7 @@ static int resolve(const char *path, struct resolved *res)
 				res->kind = K_FILE;
 				res->file = f;
 			} else {
-				uint32_t c = find_child(res->tree->tree, res->node,
-							p, len);
+				uint32_t c = find_child(res->tree->tree, res->node, p, len);
 				if (c == VIEW_NONE) {
 					r = -ENOENT;
 					goto fail;
@@ -378,7 +368,7 @@ fail:
 static struct size_slot *size_slot(const struct resolved *res)
 {
 	uint64_t h = ((uint64_t)res->tree->series_id * 0x9e3779b97f4a7c15ULL) ^
-		     ((uint64_t)res->node * 0xff51afd7ed558ccdULL) ^ res->file;
+	             ((uint64_t)res->node * 0xff51afd7ed558ccdULL) ^ res->file;
 	return &fs.sizes[(h ^ (h >> 29)) % SIZE_CACHE_SLOTS];
 }
 
@@ -387,7 +377,7 @@ static struct size_slot *size_slot(const struct resolved *res)
 static int file_size(const struct resolved *res, uint64_t *size)
 {
 	const struct view_file *f = &view_files[res->file];
-	struct view_buf buf = { 0 };
+	struct view_buf buf = {0};
 	struct size_slot *s;
 	int r;
 
@@ -397,9 +387,8 @@ static int file_size(const struct resolved *res, uint64_t *size)
 	}
 	pthread_mutex_lock(&fs.lock);
 	s = size_slot(res);
-	if (s->generation == res->generation + 1 &&
-	    s->series_id == res->tree->series_id && s->node == res->node &&
-	    s->file == res->file) {
+	if (s->generation == res->generation + 1 && s->series_id == res->tree->series_id &&
+	    s->node == res->node && s->file == res->file) {
 		*size = s->size;
 		pthread_mutex_unlock(&fs.lock);
 		return 0;
@@ -411,8 +400,8 @@ static int file_size(const struct resolved *res, uint64_t *size)
 		goto out;
 	*size = buf.len;
 	pthread_mutex_lock(&fs.lock);
-	*s = (struct size_slot){ res->generation + 1, res->tree->series_id,
-				 res->node, res->file, buf.len };
+	*s = (struct size_slot){res->generation + 1, res->tree->series_id, res->node, res->file,
+	                        buf.len};
 	pthread_mutex_unlock(&fs.lock);
 out:
 	view_buf_free(&buf);
@@ -438,8 +427,7 @@ static void fill_dir(struct stat *st)
 	st->st_nlink = 2;
 }
 
-static int fs_getattr(const char *path, struct stat *st,
-		      struct fuse_file_info *fi)
+static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	struct resolved res;
 	uint64_t size = 0;
@@ -482,8 +470,7 @@ static int fill(void *buf, fuse_fill_dir_t filler, const char *name)
 	return filler(buf, name, NULL, 0, 0) ? -ENOMEM : 0;
 }
 
-static int fill_escaped(void *buf, fuse_fill_dir_t filler, const char *name,
-			size_t len, int flags)
+static int fill_escaped(void *buf, fuse_fill_dir_t filler, const char *name, size_t len, int flags)
 {
 	char esc[VIEW_NAME_MAX + 1];
 
@@ -517,7 +504,7 @@ static int list_versions_locked(void *buf, fuse_fill_dir_t filler, size_t lo)
 			const char *e = fs.series[k].event;
 			size_t el = view_escape(e, strlen(e), 0, eesc);
 			if (vl + 1 + el > VIEW_NAME_MAX)
-				continue;       /* cannot be named; skip */
+				continue; /* cannot be named; skip */
 			snprintf(both, sizeof(both), "%s@%s", vesc, eesc);
 			r = fill(buf, filler, both);
 			if (r < 0)
@@ -528,9 +515,8 @@ static int list_versions_locked(void *buf, fuse_fill_dir_t filler, size_t lo)
 	return 0;
 }
 
-static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
-		      off_t offset, struct fuse_file_info *fi,
-		      enum fuse_readdir_flags flags)
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
 	struct resolved res;
 	int r;
@@ -566,15 +552,12 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 		uint32_t n = view_node_child_count(t, res.node);
 		for (uint32_t i = 0; i < n && r == 0; i++) {
 			size_t len;
-			const char *name = view_node_name(
-				t, view_node_child(t, res.node, i), &len);
+			const char *name = view_node_name(t, view_node_child(t, res.node, i), &len);
 			r = fill_escaped(buf, filler, name, len, 0);
 		}
 		break;
 	}
-	case K_FILE:
-		r = -ENOTDIR;
-		break;
+	case K_FILE: r = -ENOTDIR; break;
 	}
 out:
 	put_tree(res.tree);
@@ -614,8 +597,7 @@ out:
 	return r;
 }
 
-static int fs_read(const char *path, char *buf, size_t size, off_t off,
-		   struct fuse_file_info *fi)
+static int fs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 
@@ -679,8 +661,7 @@ static int ro_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	return -EROFS;
 }
 
-static int ro_chown(const char *path, uid_t uid, gid_t gid,
-		    struct fuse_file_info *fi)
+static int ro_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
 	return -EROFS;
 }
@@ -691,19 +672,18 @@ static int ro_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 }
 
 static int ro_write(const char *path, const char *buf, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+                    struct fuse_file_info *fi)
 {
 	return -EROFS;
 }
 
-static int ro_utimens(const char *path, const struct timespec tv[2],
-		      struct fuse_file_info *fi)
+static int ro_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
 	return -EROFS;
 }
 
-static int ro_setxattr(const char *path, const char *name, const char *value,
-		       size_t size, int flags)
+static int ro_setxattr(const char *path, const char *name, const char *value, size_t size,
+                       int flags)
 {
 	return -EROFS;
 }
@@ -714,27 +694,27 @@ static int ro_removexattr(const char *path, const char *name)
 }
 
 static const struct fuse_operations ops = {
-	.init = fs_init,
-	.getattr = fs_getattr,
-	.readdir = fs_readdir,
-	.open = fs_open,
-	.read = fs_read,
-	.release = fs_release,
-	.mkdir = ro_path,
-	.create = ro_create,
-	.mknod = ro_mknod,
-	.unlink = ro_unlink,
-	.rmdir = ro_unlink,
-	.symlink = ro_two,
-	.link = ro_two,
-	.rename = ro_rename,
-	.chmod = ro_chmod,
-	.chown = ro_chown,
-	.truncate = ro_truncate,
-	.write = ro_write,
-	.utimens = ro_utimens,
-	.setxattr = ro_setxattr,
-	.removexattr = ro_removexattr,
+        .init = fs_init,
+        .getattr = fs_getattr,
+        .readdir = fs_readdir,
+        .open = fs_open,
+        .read = fs_read,
+        .release = fs_release,
+        .mkdir = ro_path,
+        .create = ro_create,
+        .mknod = ro_mknod,
+        .unlink = ro_unlink,
+        .rmdir = ro_unlink,
+        .symlink = ro_two,
+        .link = ro_two,
+        .rename = ro_rename,
+        .chmod = ro_chmod,
+        .chown = ro_chown,
+        .truncate = ro_truncate,
+        .write = ro_write,
+        .utimens = ro_utimens,
+        .setxattr = ro_setxattr,
+        .removexattr = ro_removexattr,
 };
 
 /* ---- command line ------------------------------------------------------- */
@@ -742,23 +722,23 @@ static const struct fuse_operations ops = {
 enum { KEY_HELP, KEY_VERSION, KEY_RW };
 
 static const struct fuse_opt cli_opts[] = {
-	FUSE_OPT_KEY("-h", KEY_HELP),
-	FUSE_OPT_KEY("--help", KEY_HELP),
-	FUSE_OPT_KEY("-V", KEY_VERSION),
-	FUSE_OPT_KEY("--version", KEY_VERSION),
-	FUSE_OPT_KEY("rw", KEY_RW),
-	/* fstab and mount(8) options that mean nothing to a FUSE mount. */
-	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("x-%s", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("comment=%s", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_END,
+        FUSE_OPT_KEY("-h", KEY_HELP),
+        FUSE_OPT_KEY("--help", KEY_HELP),
+        FUSE_OPT_KEY("-V", KEY_VERSION),
+        FUSE_OPT_KEY("--version", KEY_VERSION),
+        FUSE_OPT_KEY("rw", KEY_RW),
+        /* fstab and mount(8) options that mean nothing to a FUSE mount. */
+        FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("x-%s", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("comment=%s", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_END,
 };
 
 struct cli {
@@ -767,62 +747,54 @@ struct cli {
 	bool help, version, rw;
 };
 
-static int cli_proc(void *data, const char *arg, int key,
-		    struct fuse_args *outargs)
+static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct cli *c = data;
 
 	switch (key) {
-	case KEY_HELP:
-		c->help = true;
-		return 0;
-	case KEY_VERSION:
-		c->version = true;
-		return 0;
-	case KEY_RW:
-		c->rw = true;
-		return 0;
+	case KEY_HELP: c->help = true; return 0;
+	case KEY_VERSION: c->version = true; return 0;
+	case KEY_RW: c->rw = true; return 0;
 	case FUSE_OPT_KEY_NONOPT:
 		if (c->nonopts++ == 0) {
 			c->store = strdup(arg);
 			return c->store ? 0 : -1;
 		}
-		return 1;       /* the mount point, for fuse_parse_cmdline */
-	default:
-		return 1;
+		return 1; /* the mount point, for fuse_parse_cmdline */
+	default: return 1;
 	}
 }
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-"usage: flamefs [options] STORE MOUNTPOINT\n"
-"\n"
-"Mounts a flamefs store read-only as a filesystem of call trees:\n"
-"  MOUNTPOINT/<binary>/<version>/<frame>/<frame>/...\n"
-"with the files folded, self, total, pprof and name in every directory\n"
-"below a version.  Data imported while mounted shows up within 2 s.\n"
-"\n"
-"options:\n"
-"  -h, --help        print this help and exit\n"
-"  -V, --version     print the version and exit\n"
-"  -f                stay in the foreground\n"
-"  -d                debug: foreground, print every FUSE request\n"
-"  -s                single-threaded\n"
-"  -o opt[,opt...]   mount options, passed to FUSE (allow_other,\n"
-"                    default_permissions, ...); ro, noauto, user, users,\n"
-"                    _netdev, nofail, defaults and x-* are accepted for\n"
-"                    /etc/fstab; rw is refused\n"
-"\n"
-"EXAMPLES\n"
-"  flamefs ~/.local/share/flamefs /mnt/prof\n"
-"  cat /mnt/prof/nginx/1.25.3/total\n"
-"  ls /mnt/prof/nginx/1.25.3/main/\n"
-"  go tool pprof -top /mnt/prof/nginx/1.25.3/pprof\n"
-"  flamegraph.pl /mnt/prof/nginx/1.25.3/folded > nginx.svg\n"
-"  fusermount3 -u /mnt/prof\n"
-"\n"
-"  /etc/fstab:  /var/lib/flamefs  /mnt/prof  fuse.flamefs  ro,allow_other,noauto  0 0\n");
+	fprintf(out, "usage: flamefs [options] STORE MOUNTPOINT\n"
+	             "\n"
+	             "Mounts a flamefs store read-only as a filesystem of call trees:\n"
+	             "  MOUNTPOINT/<binary>/<version>/<frame>/<frame>/...\n"
+	             "with the files folded, self, total, pprof and name in every directory\n"
+	             "below a version.  Data imported while mounted shows up within 2 s.\n"
+	             "\n"
+	             "options:\n"
+	             "  -h, --help        print this help and exit\n"
+	             "  -V, --version     print the version and exit\n"
+	             "  -f                stay in the foreground\n"
+	             "  -d                debug: foreground, print every FUSE request\n"
+	             "  -s                single-threaded\n"
+	             "  -o opt[,opt...]   mount options, passed to FUSE (allow_other,\n"
+	             "                    default_permissions, ...); ro, noauto, user, users,\n"
+	             "                    _netdev, nofail, defaults and x-* are accepted for\n"
+	             "                    /etc/fstab; rw is refused\n"
+	             "\n"
+	             "EXAMPLES\n"
+	             "  flamefs ~/.local/share/flamefs /mnt/prof\n"
+	             "  cat /mnt/prof/nginx/1.25.3/total\n"
+	             "  ls /mnt/prof/nginx/1.25.3/main/\n"
+	             "  go tool pprof -top /mnt/prof/nginx/1.25.3/pprof\n"
+	             "  flamegraph.pl /mnt/prof/nginx/1.25.3/folded > nginx.svg\n"
+	             "  fusermount3 -u /mnt/prof\n"
+	             "\n"
+	             "  /etc/fstab:  /var/lib/flamefs  /mnt/prof  fuse.flamefs  "
+	             "ro,allow_other,noauto  0 0\n");
 }
 
 /* Refuses a mount point that does not exist, is not a directory, or is
@@ -836,8 +808,8 @@ static int check_mountpoint(const char *mp)
 	if (stat(mp, &st) < 0) {
 		r = errno;
 		if (r == ENOTCONN)
-			fprintf(stderr, "flamefs: %s: stale mount (run fusermount3 -u %s)\n",
-				mp, mp);
+			fprintf(stderr, "flamefs: %s: stale mount (run fusermount3 -u %s)\n", mp,
+			        mp);
 		else
 			fprintf(stderr, "flamefs: %s: %s\n", mp, strerror(r));
 		return -r;
@@ -848,10 +820,8 @@ static int check_mountpoint(const char *mp)
 	}
 	if (asprintf(&parent, "%s/..", mp) < 0)
 		return -ENOMEM;
-	if (stat(parent, &pst) == 0 &&
-	    (pst.st_dev != st.st_dev || pst.st_ino == st.st_ino)) {
-		fprintf(stderr, "flamefs: %s: busy: something is already mounted there\n",
-			mp);
+	if (stat(parent, &pst) == 0 && (pst.st_dev != st.st_dev || pst.st_ino == st.st_ino)) {
+		fprintf(stderr, "flamefs: %s: busy: something is already mounted there\n", mp);
 		r = -EBUSY;
 	}
 	free(parent);
@@ -870,7 +840,7 @@ static int open_store(const char *dir)
 	r = load_series_locked();
 	if (r < 0) {
 		fprintf(stderr, "flamefs: %s: cannot list series: %s\n", dir,
-			store_errmsg(fs.store));
+		        store_errmsg(fs.store));
 		store_close(fs.store);
 		fs.store = NULL;
 		return r;
@@ -883,8 +853,8 @@ static int open_store(const char *dir)
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct fuse_cmdline_opts opts = { 0 };
-	struct cli cli = { 0 };
+	struct fuse_cmdline_opts opts = {0};
+	struct cli cli = {0};
 	struct fuse *fuse = NULL;
 	struct stat st;
 	char *fsname = NULL;

@@ -85,20 +85,17 @@ static int render_number(struct view_buf *out, uint64_t v)
 	return view_buf_append(out, tmp, (size_t)(e - tmp));
 }
 
-int view_render_self(const struct view_tree *t, uint32_t node,
-		     struct view_buf *out)
+int view_render_self(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	return render_number(out, t->nodes[node].self_weight);
 }
 
-int view_render_total(const struct view_tree *t, uint32_t node,
-		      struct view_buf *out)
+int view_render_total(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	return render_number(out, t->nodes[node].total_weight);
 }
 
-int view_render_name(const struct view_tree *t, uint32_t node,
-		     struct view_buf *out)
+int view_render_name(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	size_t len;
 	const char *name = view_node_name(t, node, &len);
@@ -137,7 +134,7 @@ uint64_t view_folded_size(const struct view_tree *t, uint32_t node)
 
 struct dfs {
 	uint32_t node;
-	uint32_t next;          /* next child index to visit */
+	uint32_t next; /* next child index to visit */
 };
 
 /* Writes the "bin;a;b" path of `n` into path[0..path_len) (the buffer is
@@ -154,8 +151,7 @@ static void put_name(const struct view_tree *t, uint32_t n, char *path)
 
 /* Appends the subtree's lines in depth-first order, children in name
  * order.  `out` must have room for folded_bytes more bytes. */
-static int folded_dfs(const struct view_tree *t, uint32_t node,
-		      struct view_buf *out)
+static int folded_dfs(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	struct dfs *stack = NULL;
 	size_t depth = 0, cap = 64;
@@ -176,7 +172,7 @@ static int folded_dfs(const struct view_tree *t, uint32_t node,
 		put_name(t, a, path);
 
 	char *o = out->data + out->len;
-	stack[depth++] = (struct dfs){ node, 0 };
+	stack[depth++] = (struct dfs){node, 0};
 	uint32_t n = node;
 	for (;;) {
 		const struct vnode *v = &t->nodes[n];
@@ -199,8 +195,8 @@ static int folded_dfs(const struct view_tree *t, uint32_t node,
 				goto done;
 		}
 		if (t->nodes[n].path_len > path_cap) {
-			size_t ncap = path_cap * 2 > t->nodes[n].path_len ?
-					      path_cap * 2 : t->nodes[n].path_len;
+			size_t ncap = path_cap * 2 > t->nodes[n].path_len ? path_cap * 2
+			                                                  : t->nodes[n].path_len;
 			char *np = realloc(path, ncap);
 			if (!np) {
 				r = -ENOMEM;
@@ -219,7 +215,7 @@ static int folded_dfs(const struct view_tree *t, uint32_t node,
 			stack = ns;
 			cap *= 2;
 		}
-		stack[depth++] = (struct dfs){ n, 0 };
+		stack[depth++] = (struct dfs){n, 0};
 	}
 done:
 	out->len = (size_t)(o - out->data);
@@ -246,11 +242,10 @@ static int cmp_line(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len;
 }
 
-int view_render_folded(const struct view_tree *t, uint32_t node,
-		       struct view_buf *out)
+int view_render_folded(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	uint64_t size = t->nodes[node].folded_bytes;
-	struct view_buf tmp = { 0 };
+	struct view_buf tmp = {0};
 	struct line *lines = NULL;
 	size_t nlines = 0, i;
 	int r;
@@ -303,9 +298,9 @@ out:
 struct strtab {
 	char **v;
 	size_t n, cap;
-	char **owned;           /* strings we allocated (build id hex) */
+	char **owned; /* strings we allocated (build id hex) */
 	size_t nowned;
-	uint32_t *of_sid;       /* tree string id -> index, 0 = not yet */
+	uint32_t *of_sid; /* tree string id -> index, 0 = not yet */
 };
 
 static int strtab_add(struct strtab *st, char *s, int64_t *idx)
@@ -323,8 +318,7 @@ static int strtab_add(struct strtab *st, char *s, int64_t *idx)
 	return 0;
 }
 
-static int strtab_sid(struct strtab *st, const struct view_tree *t,
-		      uint32_t sid, int64_t *idx)
+static int strtab_sid(struct strtab *st, const struct view_tree *t, uint32_t sid, int64_t *idx)
 {
 	int r;
 
@@ -354,8 +348,7 @@ static int strtab_lit(struct strtab *st, const char *s, int64_t *idx)
 	return strtab_add(st, (char *)s, idx);
 }
 
-static int strtab_hex(struct strtab *st, const struct view_tree *t,
-		      uint32_t sid, int64_t *idx)
+static int strtab_hex(struct strtab *st, const struct view_tree *t, uint32_t sid, int64_t *idx)
 {
 	const struct vstr *s = &t->strs[sid];
 	const unsigned char *raw = (const unsigned char *)vstr_ptr(t, sid);
@@ -389,7 +382,7 @@ static int strtab_hex(struct strtab *st, const struct view_tree *t,
 struct pp {
 	const struct view_tree *t;
 	struct strtab st;
-	uint32_t *loc_of_frame;          /* local frame -> location id, 0 = none */
+	uint32_t *loc_of_frame; /* local frame -> location id, 0 = none */
 	Perftools__Profiles__Location *locs;
 	Perftools__Profiles__Location **plocs;
 	Perftools__Profiles__Line *lines;
@@ -400,8 +393,8 @@ struct pp {
 	Perftools__Profiles__Mapping *maps;
 	Perftools__Profiles__Mapping **pmaps;
 	size_t nmaps;
-	uint32_t *map_build;              /* build id sid of each mapping */
-	uint32_t *map_module;             /* module sid of each mapping */
+	uint32_t *map_build;  /* build id sid of each mapping */
+	uint32_t *map_module; /* module sid of each mapping */
 };
 
 static int pp_mapping(struct pp *pp, const struct vframe *f, uint64_t *id)
@@ -493,8 +486,7 @@ static int gzip_append(const uint8_t *in, size_t len, struct view_buf *out)
 	int r, zr;
 
 	memset(&zs, 0, sizeof(zs));
-	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	size_t bound = deflateBound(&zs, (uLong)len);
 	r = view_buf_reserve(out, bound);
@@ -517,8 +509,7 @@ out:
 	return r;
 }
 
-int view_render_pprof(const struct view_tree *t, uint32_t node,
-		      struct view_buf *out)
+int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	Perftools__Profiles__Profile prof;
 	Perftools__Profiles__ValueType vt[2], *pvt[2];
@@ -528,7 +519,7 @@ int view_render_pprof(const struct view_tree *t, uint32_t node,
 	struct dfs *stack = NULL;
 	uint32_t *sampled = NULL;
 	uint8_t *packed = NULL;
-	struct pp pp = { .t = t };
+	struct pp pp = {.t = t};
 	size_t nsampled = 0, nlocids = 0, depth, cap, i;
 	int r;
 
@@ -549,15 +540,14 @@ int view_render_pprof(const struct view_tree *t, uint32_t node,
 	pp.pmaps = malloc(t->nframes * sizeof(*pp.pmaps));
 	pp.map_build = malloc(t->nframes * sizeof(*pp.map_build));
 	pp.map_module = malloc(t->nframes * sizeof(*pp.map_module));
-	if (!stack || !sampled || !pp.st.of_sid || !pp.loc_of_frame ||
-	    !pp.locs || !pp.plocs || !pp.lines || !pp.plines || !pp.funcs ||
-	    !pp.pfuncs || !pp.maps || !pp.pmaps || !pp.map_build ||
-	    !pp.map_module) {
+	if (!stack || !sampled || !pp.st.of_sid || !pp.loc_of_frame || !pp.locs || !pp.plocs ||
+	    !pp.lines || !pp.plines || !pp.funcs || !pp.pfuncs || !pp.maps || !pp.pmaps ||
+	    !pp.map_build || !pp.map_module) {
 		r = -ENOMEM;
 		goto out;
 	}
 	depth = 0;
-	stack[depth++] = (struct dfs){ node, 0 };
+	stack[depth++] = (struct dfs){node, 0};
 	if (t->nodes[node].self_weight || t->nodes[node].self_samples)
 		sampled[nsampled++] = node;
 	while (depth > 0) {
@@ -579,7 +569,7 @@ int view_render_pprof(const struct view_tree *t, uint32_t node,
 			stack = ns;
 			cap *= 2;
 		}
-		stack[depth++] = (struct dfs){ n, 0 };
+		stack[depth++] = (struct dfs){n, 0};
 	}
 	for (i = 0; i < nsampled; i++)
 		for (uint32_t a = sampled[i]; a != VIEW_ROOT; a = t->nodes[a].parent)
@@ -589,7 +579,7 @@ int view_render_pprof(const struct view_tree *t, uint32_t node,
 	int64_t idx;
 	const char *wtype = is_cpu_event(t->event) ? "cpu" : t->event;
 	if (strcmp(wtype, "samples") == 0 || wtype[0] == '\0')
-		wtype = "weight";       /* keep the two sample types apart */
+		wtype = "weight"; /* keep the two sample types apart */
 	const char *wunit = is_cpu_event(t->event) ? "nanoseconds" : t->unit;
 	if ((r = strtab_add(&pp.st, "", &idx)) < 0)
 		goto out;
@@ -683,10 +673,10 @@ out:
 /* ---- the file table ------------------------------------------------------ */
 
 const struct view_file view_files[] = {
-	{ "folded", view_render_folded, view_folded_size },
-	{ "self", view_render_self, self_size },
-	{ "total", view_render_total, total_size },
-	{ "pprof", view_render_pprof, NULL },
-	{ "name", view_render_name, name_size },
+        {"folded", view_render_folded, view_folded_size},
+        {"self", view_render_self, self_size},
+        {"total", view_render_total, total_size},
+        {"pprof", view_render_pprof, NULL},
+        {"name", view_render_name, name_size},
 };
 const size_t view_file_count = sizeof(view_files) / sizeof(view_files[0]);

@@ -18,21 +18,21 @@
 struct cslot {
 	uint32_t parent;
 	uint32_t name;
-	uint32_t node;          /* node + 1; 0 = empty */
+	uint32_t node; /* node + 1; 0 = empty */
 };
 
 struct builder {
 	struct view_tree *t;
 	struct store *s;
-	uint32_t *stab;         /* string intern table: sid + 1, 0 = empty */
+	uint32_t *stab; /* string intern table: sid + 1, 0 = empty */
 	uint32_t stab_mask;
-	struct cslot *ctab;     /* (parent, name) -> node + 1, 0 = empty */
+	struct cslot *ctab; /* (parent, name) -> node + 1, 0 = empty */
 	uint32_t ctab_mask;
-	uint32_t *fmap;         /* store frame id -> local frame, or VIEW_NONE */
+	uint32_t *fmap; /* store frame id -> local frame, or VIEW_NONE */
 	uint32_t fmap_len;
-	uint32_t *memo;         /* store node -> view node, or VIEW_NONE */
+	uint32_t *memo; /* store node -> view node, or VIEW_NONE */
 	uint32_t memo_len;
-	uint32_t *path;         /* scratch stack of store nodes */
+	uint32_t *path; /* scratch stack of store nodes */
 	size_t path_cap;
 };
 
@@ -127,21 +127,18 @@ static int intern(struct builder *b, const char *p, size_t len, uint32_t *sid)
 
 /* ---- frames and nodes -------------------------------------------------- */
 
-static int add_frame(struct builder *b, const struct store_frame *f,
-		     uint32_t *out)
+static int add_frame(struct builder *b, const struct store_frame *f, uint32_t *out)
 {
 	struct view_tree *t = b->t;
-	struct vframe vf = { .line = f->line, .kind = f->kind };
+	struct vframe vf = {.line = f->line, .kind = f->kind};
 	int r;
 
 	if ((r = intern(b, f->name, f->name_len, &vf.name)) < 0 ||
 	    (r = intern(b, f->module, f->module_len, &vf.module)) < 0 ||
-	    (r = intern(b, (const char *)f->build_id, f->build_id_len,
-			&vf.build_id)) < 0 ||
+	    (r = intern(b, (const char *)f->build_id, f->build_id_len, &vf.build_id)) < 0 ||
 	    (r = intern(b, f->file, f->file_len, &vf.file)) < 0)
 		return r;
-	r = grow((void **)&t->frames, &t->frames_cap, t->nframes + 1,
-		 sizeof(*t->frames));
+	r = grow((void **)&t->frames, &t->frames_cap, t->nframes + 1, sizeof(*t->frames));
 	if (r < 0)
 		return r;
 	t->frames[t->nframes] = vf;
@@ -180,8 +177,7 @@ static int ctab_rehash(struct builder *b, uint32_t size)
 }
 
 /* The child of `parent` named like local frame `frame`, created if new. */
-static int get_child(struct builder *b, uint32_t parent, uint32_t frame,
-		     uint32_t *out)
+static int get_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t *out)
 {
 	struct view_tree *t = b->t;
 	uint32_t name = t->frames[frame].name;
@@ -196,14 +192,13 @@ static int get_child(struct builder *b, uint32_t parent, uint32_t frame,
 	}
 	if (t->nnodes >= UINT32_MAX - 1)
 		return -EOVERFLOW;
-	r = grow((void **)&t->nodes, &t->nodes_cap, t->nnodes + 1,
-		 sizeof(*t->nodes));
+	r = grow((void **)&t->nodes, &t->nodes_cap, t->nnodes + 1, sizeof(*t->nodes));
 	if (r < 0)
 		return r;
 	memset(&t->nodes[t->nnodes], 0, sizeof(t->nodes[0]));
 	t->nodes[t->nnodes].parent = parent;
 	t->nodes[t->nnodes].frame = frame;
-	b->ctab[j] = (struct cslot){ parent, name, t->nnodes + 1 };
+	b->ctab[j] = (struct cslot){parent, name, t->nnodes + 1};
 	*out = t->nnodes++;
 	if ((uint64_t)t->nnodes * 2 > b->ctab_mask)
 		return ctab_rehash(b, (b->ctab_mask + 1) * 2);
@@ -233,7 +228,7 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 		if (r < 0)
 			return r;
 		if (depth > b->memo_len)
-			return -EIO;    /* a cycle: the store is corrupt */
+			return -EIO; /* a cycle: the store is corrupt */
 		sn = parent;
 	}
 	vn = b->memo[sn];
@@ -262,8 +257,8 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 	return 0;
 }
 
-static int add_count(void *ctx, int64_t bucket_start, uint32_t node,
-		     uint64_t samples, uint64_t weight)
+static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t samples,
+                     uint64_t weight)
 {
 	struct builder *b = ctx;
 	uint32_t vn;
@@ -293,15 +288,14 @@ static int cmp_kids(const void *a, const void *b, void *ctx)
 
 /* Does a sibling name extend `n`'s name by a byte that sorts at or below
  * ';'?  Only then is depth-first order not bytewise line order. */
-static bool breaks_dfs_order(const struct view_tree *t, const uint32_t *kids,
-			     uint32_t i, uint32_t nkids)
+static bool breaks_dfs_order(const struct view_tree *t, const uint32_t *kids, uint32_t i,
+                             uint32_t nkids)
 {
 	const struct vstr *x = &t->strs[vnode_frame(t, kids[i])->name];
 
 	for (uint32_t j = i + 1; j < nkids; j++) {
 		const struct vstr *y = &t->strs[vnode_frame(t, kids[j])->name];
-		if (y->len <= x->len ||
-		    memcmp(t->arena + x->off, t->arena + y->off, x->len) != 0)
+		if (y->len <= x->len || memcmp(t->arena + x->off, t->arena + y->off, x->len) != 0)
 			return false;
 		if ((unsigned char)t->arena[y->off + x->len] <= ';')
 			return true;
@@ -377,13 +371,13 @@ static int cmp_series_binary(const void *a, const void *b)
 	return strcmp((*x)->binary, (*y)->binary);
 }
 
-int view_tree_build(struct store *s, const struct store_series *series,
-		    size_t n, int64_t from, int64_t to, struct view_tree **out)
+int view_tree_build(struct store *s, const struct store_series *series, size_t n, int64_t from,
+                    int64_t to, struct view_tree **out)
 {
-	struct builder b = { .s = s };
+	struct builder b = {.s = s};
 	const struct store_series **order = NULL;
 	struct view_tree *t;
-	struct store_frame empty = { 0 };
+	struct store_frame empty = {0};
 	uint32_t root_frame, sid;
 	int r;
 
@@ -408,8 +402,7 @@ int view_tree_build(struct store *s, const struct store_series *series,
 	b.fmap = malloc((size_t)(b.fmap_len ? b.fmap_len : 1) * sizeof(*b.fmap));
 	b.memo = malloc((size_t)(b.memo_len ? b.memo_len : 1) * sizeof(*b.memo));
 	order = malloc(n * sizeof(*order));
-	if (!t->event || !t->unit || !b.stab || !b.ctab || !b.fmap || !b.memo ||
-	    !order) {
+	if (!t->event || !t->unit || !b.stab || !b.ctab || !b.fmap || !b.memo || !order) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -438,8 +431,8 @@ int view_tree_build(struct store *s, const struct store_series *series,
 	for (size_t i = 0; i < n; i++) {
 		if (i == 0 || strcmp(order[i]->binary, order[i - 1]->binary) != 0) {
 			struct store_frame bf = {
-				.name = order[i]->binary,
-				.name_len = strlen(order[i]->binary),
+			        .name = order[i]->binary,
+			        .name_len = strlen(order[i]->binary),
 			};
 			uint32_t frame, vn;
 			r = add_frame(&b, &bf, &frame);
@@ -515,8 +508,7 @@ uint32_t view_tree_node_count(const struct view_tree *t)
 size_t view_tree_memory(const struct view_tree *t)
 {
 	return sizeof(*t) + (size_t)t->nodes_cap * sizeof(*t->nodes) +
-	       (size_t)t->nnodes * sizeof(*t->kids) +
-	       (size_t)t->frames_cap * sizeof(*t->frames) +
+	       (size_t)t->nnodes * sizeof(*t->kids) + (size_t)t->frames_cap * sizeof(*t->frames) +
 	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap;
 }
 
@@ -530,8 +522,7 @@ const char *view_tree_unit(const struct view_tree *t)
 	return t->unit;
 }
 
-const char *view_node_name(const struct view_tree *t, uint32_t node,
-			   size_t *len)
+const char *view_node_name(const struct view_tree *t, uint32_t node, size_t *len)
 {
 	uint32_t s = vnode_frame(t, node)->name;
 
@@ -544,8 +535,7 @@ uint32_t view_node_parent(const struct view_tree *t, uint32_t node)
 	return t->nodes[node].parent;
 }
 
-void view_node_counts(const struct view_tree *t, uint32_t node,
-		      struct view_counts *c)
+void view_node_counts(const struct view_tree *t, uint32_t node, struct view_counts *c)
 {
 	const struct vnode *v = &t->nodes[node];
 
@@ -565,8 +555,7 @@ uint32_t view_node_child(const struct view_tree *t, uint32_t node, uint32_t i)
 	return t->kids[t->nodes[node].first_kid + i];
 }
 
-static int cmp_name(const struct view_tree *t, uint32_t n, const char *name,
-		    size_t len)
+static int cmp_name(const struct view_tree *t, uint32_t n, const char *name, size_t len)
 {
 	const struct vstr *x = &t->strs[vnode_frame(t, n)->name];
 	size_t m = x->len < len ? x->len : len;
@@ -577,8 +566,8 @@ static int cmp_name(const struct view_tree *t, uint32_t n, const char *name,
 	return x->len < len ? -1 : x->len > len;
 }
 
-uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node,
-			       const char *name, size_t len)
+uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node, const char *name,
+                               size_t len)
 {
 	const uint32_t *k = t->kids + t->nodes[node].first_kid;
 	uint32_t lo = 0, hi = t->nodes[node].nkids;
@@ -593,13 +582,12 @@ uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node,
 	return lo;
 }
 
-uint32_t view_node_find_child(const struct view_tree *t, uint32_t node,
-			      const char *name, size_t len)
+uint32_t view_node_find_child(const struct view_tree *t, uint32_t node, const char *name,
+                              size_t len)
 {
 	uint32_t i = view_node_lower_bound(t, node, name, len);
 
-	if (i < t->nodes[node].nkids &&
-	    cmp_name(t, view_node_child(t, node, i), name, len) == 0)
+	if (i < t->nodes[node].nkids && cmp_name(t, view_node_child(t, node, i), name, len) == 0)
 		return view_node_child(t, node, i);
 	return VIEW_NONE;
 }

@@ -17,7 +17,7 @@ struct vstr {
 struct vframe {
 	uint32_t name;
 	uint32_t module;
-	uint32_t build_id;      /* raw bytes */
+	uint32_t build_id; /* raw bytes */
 	uint32_t file;
 	uint32_t line;
 	uint8_t kind;
@@ -28,13 +28,13 @@ struct vframe {
  * than its children's. */
 struct vnode {
 	uint32_t parent;
-	uint32_t frame;         /* index into frames (name and attributes) */
+	uint32_t frame; /* index into frames (name and attributes) */
 	uint32_t first_kid;
 	uint32_t nkids;
-	uint32_t path_len;      /* bytes of "bin;a;b" for this node */
+	uint32_t path_len; /* bytes of "bin;a;b" for this node */
 	uint64_t self_weight, self_samples;
 	uint64_t total_weight, total_samples;
-	uint64_t folded_bytes;  /* size of the subtree's folded rendering */
+	uint64_t folded_bytes; /* size of the subtree's folded rendering */
 };
 
 struct view_tree {
@@ -60,8 +60,7 @@ static inline const char *vstr_ptr(const struct view_tree *t, uint32_t s)
 	return t->arena + t->strs[s].off;
 }
 
-static inline const struct vframe *vnode_frame(const struct view_tree *t,
-					       uint32_t n)
+static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32_t n)
 {
 	return &t->frames[t->nodes[n].frame];
 }

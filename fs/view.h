@@ -66,9 +66,9 @@ struct view_counts {
  * entries are only read during the call.  On success *out is owned by the
  * caller; free it with view_tree_free().  The caller must hold whatever
  * lock guards `s` for the duration of the call. */
-int view_tree_build(struct store *s, const struct store_series *series,
-		    size_t n, int64_t from, int64_t to, struct view_tree **out);
-void view_tree_free(struct view_tree *t);          /* accepts NULL */
+int view_tree_build(struct store *s, const struct store_series *series, size_t n, int64_t from,
+                    int64_t to, struct view_tree **out);
+void view_tree_free(struct view_tree *t); /* accepts NULL */
 
 /* Always VIEW_ROOT; present for readability at call sites. */
 uint32_t view_tree_root(const struct view_tree *t);
@@ -82,49 +82,40 @@ const char *view_tree_unit(const struct view_tree *t);
 /* The node's display name (the frame name, or the binary name for a
  * child of the root; "" for the root).  Owned by the tree; not
  * NUL-terminated in general: use *len. */
-const char *view_node_name(const struct view_tree *t, uint32_t node,
-			   size_t *len);
+const char *view_node_name(const struct view_tree *t, uint32_t node, size_t *len);
 uint32_t view_node_parent(const struct view_tree *t, uint32_t node);
-void view_node_counts(const struct view_tree *t, uint32_t node,
-		      struct view_counts *c);
+void view_node_counts(const struct view_tree *t, uint32_t node, struct view_counts *c);
 uint32_t view_node_child_count(const struct view_tree *t, uint32_t node);
 /* The i-th child in bytewise name order. */
-uint32_t view_node_child(const struct view_tree *t, uint32_t node,
-			 uint32_t i);
+uint32_t view_node_child(const struct view_tree *t, uint32_t node, uint32_t i);
 /* Finds the child named exactly name[0..len).  VIEW_NONE if none. */
-uint32_t view_node_find_child(const struct view_tree *t, uint32_t node,
-			      const char *name, size_t len);
+uint32_t view_node_find_child(const struct view_tree *t, uint32_t node, const char *name,
+                              size_t len);
 /* Index of the first child whose name is >= name[0..len) bytewise (for
  * prefix scans); equals the child count when there is none. */
-uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node,
-			       const char *name, size_t len);
+uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node, const char *name,
+                               size_t len);
 
 /* ---- renderers: node -> bytes -------------------------------------- */
 
 /* Each renderer appends the bytes of one file of `node` to `out` (which
  * the caller owns and frees).  On failure `out` may hold a partial
  * rendering; discard it. */
-typedef int (*view_render_fn)(const struct view_tree *t, uint32_t node,
-			      struct view_buf *out);
+typedef int (*view_render_fn)(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
 /* Every stack of the subtree, full path from the top root ("bin;a;b 42"),
  * one per line, sorted bytewise (LC_ALL=C sort), zero-weight lines
  * omitted. */
-int view_render_folded(const struct view_tree *t, uint32_t node,
-		       struct view_buf *out);
+int view_render_folded(const struct view_tree *t, uint32_t node, struct view_buf *out);
 /* Self / total weight as one decimal integer and a newline. */
-int view_render_self(const struct view_tree *t, uint32_t node,
-		     struct view_buf *out);
-int view_render_total(const struct view_tree *t, uint32_t node,
-		      struct view_buf *out);
+int view_render_self(const struct view_tree *t, uint32_t node, struct view_buf *out);
+int view_render_total(const struct view_tree *t, uint32_t node, struct view_buf *out);
 /* The full (unescaped) node name and a newline. */
-int view_render_name(const struct view_tree *t, uint32_t node,
-		     struct view_buf *out);
+int view_render_name(const struct view_tree *t, uint32_t node, struct view_buf *out);
 /* A gzipped profile.proto of the subtree with full stacks from the top
  * root and two sample types: samples/count and the weight (type "cpu",
  * unit "nanoseconds" for cpu-clock/task-clock; else the event and unit). */
-int view_render_pprof(const struct view_tree *t, uint32_t node,
-		      struct view_buf *out);
+int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
 /* The exact size view_render_folded() would produce, without rendering. */
 uint64_t view_folded_size(const struct view_tree *t, uint32_t node);
@@ -145,14 +136,13 @@ extern const size_t view_file_count;
 #define VIEW_NAME_MAX 255
 
 enum view_escape_flags {
-	VIEW_ESCAPE_AT = 1 << 0,  /* also escape '@' (used for versions) */
+	VIEW_ESCAPE_AT = 1 << 0, /* also escape '@' (used for versions) */
 };
 
 /* Writes the directory name of name[0..len) into out (NUL-terminated,
  * at most VIEW_NAME_MAX bytes) and returns its length.  The rule is
  * documented in fs/README.md.  Never fails. */
-size_t view_escape(const char *name, size_t len, int flags,
-		   char out[VIEW_NAME_MAX + 1]);
+size_t view_escape(const char *name, size_t len, int flags, char out[VIEW_NAME_MAX + 1]);
 
 /* Decodes a directory name made by view_escape() into out (appended;
  * caller owns).  Returns 0 when `out` holds the full original name, 1

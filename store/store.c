@@ -49,18 +49,19 @@ enum {
 };
 
 static const char *const cf_names[CF_COUNT_ALL] = {
-	"default", "counts",
+        "default",
+        "counts",
 };
 
 /* Key prefixes in the default column family; frames, nodes and series
  * keys are the prefix and a u32 BE id, meta keys the prefix and a name. */
-#define KEY_FRAME 'f'
-#define KEY_META 'm'
-#define KEY_NODE 'n'
+#define KEY_FRAME  'f'
+#define KEY_META   'm'
+#define KEY_NODE   'n'
 #define KEY_SERIES 's'
 
-#define META_SCHEMA "mschema"
-#define META_STORE_ID "mstore_id"
+#define META_SCHEMA         "mschema"
+#define META_STORE_ID       "mstore_id"
 #define META_BUCKET_SECONDS "mbucket_seconds"
 
 /* RocksDB's InfoLogLevel: DEBUG, INFO, WARN, ERROR, ... */
@@ -82,8 +83,7 @@ static void put_be32(uint8_t *p, uint32_t v)
 
 static uint32_t get_be32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
 /* A key of the default column family: prefix, then u32 BE id. */
@@ -221,8 +221,7 @@ static int cursor_next(struct count_cursor *c)
 	if (get_varint(&c->p, c->end, &c->samples) < 0)
 		return -1;
 	if (head & 1) {
-		if (get_varint(&c->p, c->end, &c->weight) < 0 ||
-		    c->weight == c->samples)
+		if (get_varint(&c->p, c->end, &c->weight) < 0 || c->weight == c->samples)
 			return -1;
 	} else {
 		c->weight = c->samples;
@@ -235,8 +234,7 @@ static int cursor_next(struct count_cursor *c)
 /* Longest encoded entry: three 10-byte varints. */
 #define COUNT_ENTRY_MAX 30
 
-static size_t count_entry_put(uint8_t *p, uint32_t delta, uint64_t samples,
-			      uint64_t weight)
+static size_t count_entry_put(uint8_t *p, uint32_t delta, uint64_t samples, uint64_t weight)
 {
 	size_t n = put_varint(p, (uint64_t)delta << 1 | (weight != samples));
 
@@ -253,8 +251,8 @@ static size_t count_entry_put(uint8_t *p, uint32_t delta, uint64_t samples,
  * is linear in the total number of entries (times log k). */
 
 struct merge_heap {
-	struct count_cursor *c;  /* the cursors, unordered */
-	uint32_t *h;             /* heap of indexes into c, by c[].node */
+	struct count_cursor *c; /* the cursors, unordered */
+	uint32_t *h;            /* heap of indexes into c, by c[].node */
 	size_t n;
 };
 
@@ -294,8 +292,8 @@ static int heap_advance(struct merge_heap *m)
 
 /* Merges `nvals` counts values into one malloc'd value (*out, *outlen).
  * Returns 0, -ENOMEM, or -EIO when an input is damaged. */
-static int counts_merge(const char *const *vals, const size_t *lens,
-			size_t nvals, char **out, size_t *outlen)
+static int counts_merge(const char *const *vals, const size_t *lens, size_t nvals, char **out,
+                        size_t *outlen)
 {
 	struct merge_heap m = {0};
 	struct buf b = {0};
@@ -345,8 +343,7 @@ static int counts_merge(const char *const *vals, const size_t *lens,
 		r = buf_reserve(&b, COUNT_ENTRY_MAX);
 		if (r < 0)
 			goto out;
-		b.len += count_entry_put(b.p + b.len, first ? node : node - prev,
-					 samples, weight);
+		b.len += count_entry_put(b.p + b.len, first ? node : node - prev, samples, weight);
 		prev = node;
 		first = false;
 	}
@@ -364,10 +361,9 @@ out:
  * reports failure, which RocksDB turns into a Corruption status on the read
  * or compaction that needed it.  RocksDB 7.8's C wrapper copies (result,
  * *len) even on failure, so *len is set to 0 before anything can fail. */
-static char *count_full_merge(void *state, const char *key, size_t key_len,
-			      const char *existing, size_t existing_len,
-			      const char *const *ops, const size_t *op_lens,
-			      int nops, unsigned char *success, size_t *len)
+static char *count_full_merge(void *state, const char *key, size_t key_len, const char *existing,
+                              size_t existing_len, const char *const *ops, const size_t *op_lens,
+                              int nops, unsigned char *success, size_t *len)
 {
 	const char **vals;
 	size_t *lens;
@@ -398,8 +394,8 @@ static char *count_full_merge(void *state, const char *key, size_t key_len,
 }
 
 static char *count_partial_merge(void *state, const char *key, size_t key_len,
-				 const char *const *ops, const size_t *op_lens,
-				 int nops, unsigned char *success, size_t *len)
+                                 const char *const *ops, const size_t *op_lens, int nops,
+                                 unsigned char *success, size_t *len)
 {
 	char *out = NULL;
 
@@ -500,7 +496,7 @@ struct slot {
 
 struct idtab {
 	struct slot *slots;
-	size_t mask;  /* slots - 1; 0 when unallocated */
+	size_t mask; /* slots - 1; 0 when unallocated */
 	size_t count;
 };
 
@@ -584,9 +580,9 @@ static void idtab_free(struct idtab *t)
 /* ---- the store ---------------------------------------------------------- */
 
 struct series_rec {
-	char *binary, *version, *event, *unit;  /* malloc'd */
+	char *binary, *version, *event, *unit; /* malloc'd */
 	uint32_t h;
-	int64_t first_seen, last_seen;  /* INT64_MAX / INT64_MIN when unseen */
+	int64_t first_seen, last_seen; /* INT64_MAX / INT64_MIN when unseen */
 	uint64_t samples, weight, input_bytes;
 };
 
@@ -602,29 +598,29 @@ struct store {
 
 	bool readonly;
 	char *dir;
-	char *secdir;            /* reader's private secondary dir, or NULL */
+	char *secdir; /* reader's private secondary dir, or NULL */
 	uint32_t bucket_seconds;
 	uint64_t seq;
-	uint64_t live_sig;       /* reader: live_files_sig() at last open */
+	uint64_t live_sig; /* reader: live_files_sig() at last open */
 	char errmsg[ERRLEN];
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
 	uint32_t nframes, frames_cap;
-	struct idtab frame_tab;  /* writer only */
+	struct idtab frame_tab; /* writer only */
 	struct arena arena;
 
 	/* Nodes 0..nnodes-1; node 0 is the root. */
 	uint32_t *node_parent, *node_frame;
 	uint32_t nnodes, nodes_cap;
-	struct idtab node_tab;   /* writer only */
+	struct idtab node_tab; /* writer only */
 
 	/* Series 1..nseries-1 (writer only; readers list from disk). */
 	struct series_rec *series;
 	uint32_t nseries, series_cap;
 	struct idtab series_tab;
 
-	struct store_batch *batch;  /* the open batch, if any */
+	struct store_batch *batch; /* the open batch, if any */
 };
 
 /* A batch aggregates counts per (group, node), where a group is one
@@ -632,8 +628,8 @@ struct store {
  * are kept small (24 bytes) since an import can hold millions. */
 struct count_group {
 	uint32_t series, bucket;
-	uint32_t n;        /* entries in this group */
-	uint32_t h;        /* hash of (series, bucket) */
+	uint32_t n; /* entries in this group */
+	uint32_t h; /* hash of (series, bucket) */
 };
 
 struct count_ent {
@@ -654,10 +650,10 @@ struct store_batch {
 	uint32_t frame_base, node_base, series_base;
 	struct arena_mark mark;
 
-	struct count_group *groups;  /* ids 0..ngroups-1 */
+	struct count_group *groups; /* ids 0..ngroups-1 */
 	uint32_t ngroups, groups_cap;
-	struct idtab group_tab;      /* slot ids are group id + 1 */
-	uint32_t last_group;         /* cache for time-ordered input */
+	struct idtab group_tab; /* slot ids are group id + 1 */
+	uint32_t last_group;    /* cache for time-ordered input */
 	bool have_last;
 
 	struct count_ent *counts;
@@ -667,12 +663,11 @@ struct store_batch {
 	struct idtab count_tab;
 	bool count_tab_stale;
 
-	struct series_delta *delta;  /* indexed by series id */
+	struct series_delta *delta; /* indexed by series id */
 	uint32_t ndelta;
 };
 
-static void seterr(struct store *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static void seterr(struct store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void seterr(struct store *s, const char *fmt, ...)
 {
@@ -705,8 +700,7 @@ static int need_db(struct store *s)
 
 static uint32_t frame_hash(const struct store_frame *f)
 {
-	uint64_t h = XXH3_64bits_withSeed(f->name, f->name_len,
-					  (uint64_t)f->kind << 32 | f->line);
+	uint64_t h = XXH3_64bits_withSeed(f->name, f->name_len, (uint64_t)f->kind << 32 | f->line);
 
 	h = XXH3_64bits_withSeed(f->module, f->module_len, h);
 	h = XXH3_64bits_withSeed(f->build_id, f->build_id_len, h);
@@ -758,14 +752,14 @@ static int frame_append(struct store *s, const struct store_frame *f)
 	memset(nf, 0, sizeof(*nf));
 	nf->kind = f->kind;
 	nf->line = f->line;
-#define COPY_FIELD(fld, type)                                  \
-	do {                                                   \
-		nf->fld##_len = f->fld##_len;                  \
-		if (f->fld##_len) {                            \
-			memcpy(p, f->fld, f->fld##_len);       \
-			nf->fld = (type)p;                     \
-			p += f->fld##_len;                     \
-		}                                              \
+#define COPY_FIELD(fld, type)                                                                      \
+	do {                                                                                       \
+		nf->fld##_len = f->fld##_len;                                                      \
+		if (f->fld##_len) {                                                                \
+			memcpy(p, f->fld, f->fld##_len);                                           \
+			nf->fld = (type)p;                                                         \
+			p += f->fld##_len;                                                         \
+		}                                                                                  \
 	} while (0)
 	COPY_FIELD(name, const char *);
 	COPY_FIELD(module, const char *);
@@ -796,8 +790,8 @@ static int frame_index(struct store *s, uint32_t id)
  * (varint length, bytes). */
 static int frame_encode(struct buf *b, const struct store_frame *f)
 {
-	int r = buf_reserve(b, 1 + 10 + 4 * 10 + f->name_len + f->module_len +
-				       f->build_id_len + f->file_len);
+	int r = buf_reserve(b, 1 + 10 + 4 * 10 + f->name_len + f->module_len + f->build_id_len +
+	                               f->file_len);
 
 	if (r < 0)
 		return r;
@@ -810,8 +804,7 @@ static int frame_encode(struct buf *b, const struct store_frame *f)
 	return 0;
 }
 
-static int get_bytes(const uint8_t **p, const uint8_t *end, const void **out,
-		     size_t *len)
+static int get_bytes(const uint8_t **p, const uint8_t *end, const void **out, size_t *len)
 {
 	uint64_t n;
 
@@ -905,8 +898,7 @@ static int node_index(struct store *s, uint32_t id)
 
 /* ---- series in memory (writer) -------------------------------------------- */
 
-static uint32_t series_hash(const char *binary, const char *version,
-			    const char *event)
+static uint32_t series_hash(const char *binary, const char *version, const char *event)
 {
 	uint64_t h = XXH3_64bits(binary, strlen(binary));
 
@@ -975,8 +967,7 @@ static int series_decode(const uint8_t *p, size_t len, struct series_rec *r)
 			return -1;
 	}
 	if (get_varint(&p, end, &first) < 0 || get_varint(&p, end, &last) < 0 ||
-	    get_varint(&p, end, &r->samples) < 0 ||
-	    get_varint(&p, end, &r->weight) < 0 ||
+	    get_varint(&p, end, &r->samples) < 0 || get_varint(&p, end, &r->weight) < 0 ||
 	    get_varint(&p, end, &r->input_bytes) < 0 || p != end)
 		return -1;
 	r->first_seen = unzigzag(first);
@@ -1031,10 +1022,8 @@ static int series_grow(struct store *s)
 
 /* Walks a CF whose keys are be32 ids, starting at `from`, and calls fn
  * for each record.  Ids must be dense: a gap means damage. */
-static int load_ids(struct store *s, uint8_t prefix, const char *what,
-		    uint32_t from,
-		    int (*fn)(struct store *s, uint32_t id, const uint8_t *v,
-			      size_t vlen))
+static int load_ids(struct store *s, uint8_t prefix, const char *what, uint32_t from,
+                    int (*fn)(struct store *s, uint32_t id, const uint8_t *v, size_t vlen))
 {
 	rocksdb_iterator_t *it;
 	uint8_t key[5];
@@ -1048,8 +1037,8 @@ static int load_ids(struct store *s, uint8_t prefix, const char *what,
 		return -ENOMEM;
 	}
 	id_key(key, prefix, from);
-	for (rocksdb_iter_seek(it, (const char *)key, sizeof(key));
-	     rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+	for (rocksdb_iter_seek(it, (const char *)key, sizeof(key)); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
 		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
@@ -1057,8 +1046,7 @@ static int load_ids(struct store *s, uint8_t prefix, const char *what,
 		if (klen && k[0] != prefix)
 			break;
 		if (klen != 5 || get_be32(k + 1) != want) {
-			seterr(s, "%s: store is damaged: %s id %u missing",
-			       s->dir, what, want);
+			seterr(s, "%s: store is damaged: %s id %u missing", s->dir, what, want);
 			r = -EIO;
 			goto out_iter;
 		}
@@ -1075,8 +1063,7 @@ out_iter:
 	return r;
 }
 
-static int load_frame(struct store *s, uint32_t id, const uint8_t *v,
-		      size_t vlen)
+static int load_frame(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
 {
 	struct store_frame f;
 	int r;
@@ -1091,17 +1078,15 @@ static int load_frame(struct store *s, uint32_t id, const uint8_t *v,
 	return r;
 }
 
-static int load_node(struct store *s, uint32_t id, const uint8_t *v,
-		     size_t vlen)
+static int load_node(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
 {
 	const uint8_t *end = v + vlen;
 	uint64_t parent, frame;
 	int r;
 
 	/* The record holds id - parent (see batch_write). */
-	if (get_varint(&v, end, &parent) < 0 || get_varint(&v, end, &frame) < 0 ||
-	    v != end || parent == 0 || parent > id || frame == 0 ||
-	    frame >= s->nframes) {
+	if (get_varint(&v, end, &parent) < 0 || get_varint(&v, end, &frame) < 0 || v != end ||
+	    parent == 0 || parent > id || frame == 0 || frame >= s->nframes) {
 		seterr(s, "%s: store is damaged: node %u", s->dir, id);
 		return -EIO;
 	}
@@ -1111,8 +1096,7 @@ static int load_node(struct store *s, uint32_t id, const uint8_t *v,
 	return r;
 }
 
-static int load_series(struct store *s, uint32_t id, const uint8_t *v,
-		       size_t vlen)
+static int load_series(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
 {
 	int r = series_grow(s);
 
@@ -1152,8 +1136,7 @@ static int make_options(struct store *s)
 	s->bbto = rocksdb_block_based_options_create();
 	s->ropts = rocksdb_readoptions_create();
 	s->wopts = rocksdb_writeoptions_create();
-	if (!s->dbopts || !s->cfopts || !s->countopts || !s->bbto || !s->ropts ||
-	    !s->wopts)
+	if (!s->dbopts || !s->cfopts || !s->countopts || !s->bbto || !s->ropts || !s->wopts)
 		return -ENOMEM;
 
 	rocksdb_options_set_info_log_level(s->dbopts, ROCKS_LOG_WARN);
@@ -1187,14 +1170,13 @@ static int make_options(struct store *s)
 		rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
 		/* window_bits, level, strategy, max_dict_bytes */
 		rocksdb_options_set_compression_options(o, -14, 6, 0, 0);
-		rocksdb_options_set_bottommost_compression_options(o, -14, 9, 0,
-								    0, 1);
+		rocksdb_options_set_bottommost_compression_options(o, -14, 9, 0, 0, 1);
 		rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
 		rocksdb_options_set_write_buffer_size(o, i ? 32 << 20 : 8 << 20);
 	}
-	mo = rocksdb_mergeoperator_create(NULL, count_merge_destroy,
-					  count_full_merge, count_partial_merge,
-					  count_merge_delete, count_merge_name);
+	mo = rocksdb_mergeoperator_create(NULL, count_merge_destroy, count_full_merge,
+	                                  count_partial_merge, count_merge_delete,
+	                                  count_merge_name);
 	if (!mo)
 		return -ENOMEM;
 	rocksdb_options_set_merge_operator(s->countopts, mo);
@@ -1234,7 +1216,7 @@ static int mkdir_p(const char *dir)
 
 	if (!p)
 		return -ENOMEM;
-	for (char *c = p + 1; ; c++) {
+	for (char *c = p + 1;; c++) {
 		if (*c != '/' && *c != '\0')
 			continue;
 		char save = *c;
@@ -1279,8 +1261,7 @@ static int dir_is_empty(const char *dir)
 	return r;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int type,
-		    struct FTW *ftw)
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	return remove(path) < 0 ? -1 : 0;
 }
@@ -1316,13 +1297,12 @@ static long lock_holder(const char *dir, const char *rerr)
 	return pid;
 }
 
-static int meta_get_u32(struct store *s, const char *key, uint32_t *v,
-			bool *found)
+static int meta_get_u32(struct store *s, const char *key, uint32_t *v, bool *found)
 {
 	char *rerr = NULL;
 	size_t len = 0;
-	char *val = rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], key,
-				   strlen(key), &len, &rerr);
+	char *val =
+	        rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], key, strlen(key), &len, &rerr);
 
 	if (rerr)
 		return rdb_fail(s, rerr, "reading meta");
@@ -1355,12 +1335,12 @@ static int meta_init(struct store *s)
 	}
 	put_be32(schema, STORE_SCHEMA_VERSION);
 	put_be32(bucket, STORE_DEFAULT_BUCKET_SECONDS);
-	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_SCHEMA,
-				  strlen(META_SCHEMA), (char *)schema, 4);
-	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_STORE_ID,
-				  strlen(META_STORE_ID), (char *)id, 16);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_SCHEMA, strlen(META_SCHEMA),
+	                          (char *)schema, 4);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_STORE_ID, strlen(META_STORE_ID),
+	                          (char *)id, 16);
 	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_BUCKET_SECONDS,
-				  strlen(META_BUCKET_SECONDS), (char *)bucket, 4);
+	                          strlen(META_BUCKET_SECONDS), (char *)bucket, 4);
 	rocksdb_write(s->db, s->wopts, wb, &rerr);
 	if (rerr)
 		r = rdb_fail(s, rerr, "writing meta");
@@ -1387,8 +1367,8 @@ static int meta_check(struct store *s)
 		return -EPROTONOSUPPORT;
 	}
 	if (schema != STORE_SCHEMA_VERSION) {
-		seterr(s, "%s: schema version %u is not supported by this flamefs (%u)",
-		       s->dir, schema, STORE_SCHEMA_VERSION);
+		seterr(s, "%s: schema version %u is not supported by this flamefs (%u)", s->dir,
+		       schema, STORE_SCHEMA_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	r = meta_get_u32(s, META_BUCKET_SECONDS, &bucket, &found);
@@ -1430,7 +1410,9 @@ static int check_cfs(struct store *s)
 	}
 	rocksdb_list_column_families_destroy(names, n);
 	if (old) {
-		seterr(s, "%s: store has the layout of a pre-release flamefs; import its data again into a new store",
+		seterr(s,
+		       "%s: store has the layout of a pre-release flamefs; import its data again "
+		       "into a new store",
 		       s->dir);
 		return -EPROTONOSUPPORT;
 	}
@@ -1456,8 +1438,8 @@ static int make_secdir(struct store *s)
 	if (!mkdtemp(p)) {
 		int r = -errno;
 
-		seterr(s, "%s: cannot create a reader directory under %s: %s",
-		       s->dir, base, strerror(errno));
+		seterr(s, "%s: cannot create a reader directory under %s: %s", s->dir, base,
+		       strerror(errno));
 		free(p);
 		return r;
 	}
@@ -1506,8 +1488,7 @@ static int open_secondary(struct store *s)
 	for (int i = 0; i < CF_COUNT_ALL; i++)
 		opts[i] = i == CF_COUNTS ? s->countopts : s->cfopts;
 	s->db = rocksdb_open_as_secondary_column_families(
-		s->dbopts, s->dir, s->secdir, CF_COUNT_ALL, cf_names, opts, s->cf,
-		&rerr);
+	        s->dbopts, s->dir, s->secdir, CF_COUNT_ALL, cf_names, opts, s->cf, &rerr);
 	if (rerr) {
 		seterr(s, "%s: cannot open store: %s", s->dir, rerr);
 		rocksdb_free(rerr);
@@ -1534,22 +1515,19 @@ static int open_db(struct store *s, bool creating)
 		return open_secondary(s);
 	} else {
 		rocksdb_options_set_create_if_missing(s->dbopts, creating);
-		rocksdb_options_set_create_missing_column_families(s->dbopts,
-								   creating);
-		s->db = rocksdb_open_column_families(s->dbopts, s->dir,
-						     CF_COUNT_ALL, cf_names,
-						     opts, s->cf, &rerr);
+		rocksdb_options_set_create_missing_column_families(s->dbopts, creating);
+		s->db = rocksdb_open_column_families(s->dbopts, s->dir, CF_COUNT_ALL, cf_names,
+		                                     opts, s->cf, &rerr);
 	}
 	if (rerr) {
 		if (!s->readonly && strstr(rerr, "LOCK")) {
 			long pid = lock_holder(s->dir, rerr);
 
 			if (pid > 0)
-				seterr(s, "%s: store is in use by another writer (pid %ld)",
-				       s->dir, pid);
+				seterr(s, "%s: store is in use by another writer (pid %ld)", s->dir,
+				       pid);
 			else
-				seterr(s, "%s: store is in use by another writer",
-				       s->dir);
+				seterr(s, "%s: store is in use by another writer", s->dir);
 			rocksdb_free(rerr);
 			return -EBUSY;
 		}
@@ -1560,8 +1538,7 @@ static int open_db(struct store *s, bool creating)
 	return 0;
 }
 
-int store_open(const char *dir, int flags, struct store **out, char *err,
-	       size_t errlen)
+int store_open(const char *dir, int flags, struct store **out, char *err, size_t errlen)
 {
 	struct store *s;
 	struct stat st;
@@ -1610,8 +1587,7 @@ int store_open(const char *dir, int flags, struct store **out, char *err,
 		seterr(s, "%s: not a flamefs store", dir);
 		goto fail;
 	} else {
-		if (snprintf(path, sizeof(path), "%s/CURRENT", dir) >=
-		    (int)sizeof(path)) {
+		if (snprintf(path, sizeof(path), "%s/CURRENT", dir) >= (int)sizeof(path)) {
 			r = -ENAMETOOLONG;
 			seterr(s, "%s: path too long", dir);
 			goto fail;
@@ -1767,8 +1743,7 @@ static void batch_rollback(struct store_batch *b)
 	while (s->nnodes > b->node_base) {
 		uint32_t id = --s->nnodes;
 
-		idtab_remove(&s->node_tab, id,
-			     node_hash(s->node_parent[id], s->node_frame[id]));
+		idtab_remove(&s->node_tab, id, node_hash(s->node_parent[id], s->node_frame[id]));
 	}
 	while (s->nframes > b->frame_base) {
 		uint32_t id = --s->nframes;
@@ -1810,8 +1785,7 @@ void store_batch_free(struct store_batch *b)
 	free(b);
 }
 
-int store_batch_series(struct store_batch *b, const struct store_series_key *k,
-		       uint32_t *id)
+int store_batch_series(struct store_batch *b, const struct store_series_key *k, uint32_t *id)
 {
 	struct store *s = b->s;
 	struct series_rec *r;
@@ -1836,8 +1810,8 @@ int store_batch_series(struct store_batch *b, const struct store_series_key *k,
 		    strcmp(r->event, k->event))
 			continue;
 		if (strcmp(r->unit, k->unit)) {
-			seterr(s, "series %s/%s/%s has unit \"%s\", not \"%s\"",
-			       k->binary, k->version, k->event, r->unit, k->unit);
+			seterr(s, "series %s/%s/%s has unit \"%s\", not \"%s\"", k->binary,
+			       k->version, k->event, r->unit, k->unit);
 			return -EINVAL;
 		}
 		*id = s->series_tab.slots[pos].id;
@@ -1864,8 +1838,7 @@ int store_batch_series(struct store_batch *b, const struct store_series_key *k,
 	return 0;
 }
 
-int store_batch_frame(struct store_batch *b, const struct store_frame *f,
-		      uint32_t *id)
+int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32_t *id)
 {
 	struct store *s = b->s;
 	uint32_t h;
@@ -1899,8 +1872,7 @@ int store_batch_frame(struct store_batch *b, const struct store_frame *f,
 	return 0;
 }
 
-int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame,
-		     uint32_t *id)
+int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id)
 {
 	struct store *s = b->s;
 	uint32_t h;
@@ -1908,8 +1880,7 @@ int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame,
 	int r;
 
 	if (parent >= s->nnodes || frame == 0 || frame >= s->nframes) {
-		seterr(s, "node (%u, %u) refers to an unknown node or frame",
-		       parent, frame);
+		seterr(s, "node (%u, %u) refers to an unknown node or frame", parent, frame);
 		return -EINVAL;
 	}
 	r = idtab_reserve(&s->node_tab);
@@ -1988,8 +1959,7 @@ static uint32_t count_hash(uint32_t group, uint32_t node)
 }
 
 /* Finds or creates the group of (series, bucket). */
-static int batch_group(struct store_batch *b, uint32_t series, uint32_t bucket,
-		       uint32_t *id)
+static int batch_group(struct store_batch *b, uint32_t series, uint32_t bucket, uint32_t *id)
 {
 	struct count_group *g;
 	uint32_t h;
@@ -2010,8 +1980,7 @@ static int batch_group(struct store_batch *b, uint32_t series, uint32_t bucket,
 	for (pos = h & b->group_tab.mask; b->group_tab.slots[pos].id;
 	     pos = (pos + 1) & b->group_tab.mask) {
 		g = &b->groups[b->group_tab.slots[pos].id - 1];
-		if (b->group_tab.slots[pos].h == h && g->series == series &&
-		    g->bucket == bucket)
+		if (b->group_tab.slots[pos].h == h && g->series == series && g->bucket == bucket)
 			goto found;
 	}
 	if (b->ngroups == b->groups_cap) {
@@ -2062,8 +2031,8 @@ static int count_reindex(struct store_batch *b)
 	return 0;
 }
 
-int store_batch_add(struct store_batch *b, uint32_t series, int64_t when,
-		    uint32_t node, uint64_t samples, uint64_t weight)
+int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
+                    uint64_t samples, uint64_t weight)
 {
 	struct store *s = b->s;
 	struct series_delta *d;
@@ -2073,8 +2042,7 @@ int store_batch_add(struct store_batch *b, uint32_t series, int64_t when,
 	int r;
 
 	if (series == 0 || series >= s->nseries || node >= s->nnodes) {
-		seterr(s, "count for an unknown series %u or node %u", series,
-		       node);
+		seterr(s, "count for an unknown series %u or node %u", series, node);
 		return -EINVAL;
 	}
 	if (bucket_of(s, when, &bucket) < 0) {
@@ -2099,8 +2067,7 @@ int store_batch_add(struct store_batch *b, uint32_t series, int64_t when,
 	for (pos = h & b->count_tab.mask; b->count_tab.slots[pos].id;
 	     pos = (pos + 1) & b->count_tab.mask) {
 		e = &b->counts[b->count_tab.slots[pos].id - 1];
-		if (b->count_tab.slots[pos].h == h && e->group == group &&
-		    e->node == node)
+		if (b->count_tab.slots[pos].h == h && e->group == group && e->node == node)
 			goto found;
 	}
 	if (b->ncounts == b->counts_cap) {
@@ -2139,8 +2106,7 @@ found:
 	return 0;
 }
 
-int store_batch_input_bytes(struct store_batch *b, uint32_t series,
-			    uint64_t bytes)
+int store_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes)
 {
 	struct series_delta *d;
 
@@ -2156,8 +2122,7 @@ int store_batch_input_bytes(struct store_batch *b, uint32_t series,
 }
 
 /* The series record as it will be after the batch. */
-static struct series_rec series_after(const struct series_rec *r,
-				      const struct series_delta *d)
+static struct series_rec series_after(const struct series_rec *r, const struct series_delta *d)
 {
 	struct series_rec n = *r;
 
@@ -2253,19 +2218,17 @@ static int batch_write_counts(struct store_batch *b, rocksdb_writebatch_t *wb)
 		if (r < 0)
 			goto out;
 		for (uint64_t j = begin; j < end; j++) {
-			const struct count_ent *e =
-				&b->counts[(uint32_t)sorted[j]];
+			const struct count_ent *e = &b->counts[(uint32_t)sorted[j]];
 
 			buf.len += count_entry_put(buf.p + buf.len,
-						   j == begin ? e->node
-							      : e->node - prev,
-						   e->samples, e->weight);
+			                           j == begin ? e->node : e->node - prev,
+			                           e->samples, e->weight);
 			prev = e->node;
 		}
 		put_be32(key, g->series);
 		put_be32(key + 4, g->bucket);
-		rocksdb_writebatch_merge_cf(wb, s->cf[CF_COUNTS], (char *)key,
-					    sizeof(key), (char *)buf.p, buf.len);
+		rocksdb_writebatch_merge_cf(wb, s->cf[CF_COUNTS], (char *)key, sizeof(key),
+		                            (char *)buf.p, buf.len);
 	}
 out:
 	free(buf.p);
@@ -2288,8 +2251,8 @@ static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 		if (r < 0)
 			goto out;
 		id_key(key, KEY_FRAME, id);
-		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5,
-					  (char *)buf.p, buf.len);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
+		                          buf.len);
 	}
 	for (uint32_t id = b->node_base; id < s->nnodes; id++) {
 		/* The parent as a distance back from the node: callees are
@@ -2298,15 +2261,13 @@ static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 
 		n += put_varint(val + n, s->node_frame[id]);
 		id_key(key, KEY_NODE, id);
-		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5,
-					  (char *)val, n);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)val, n);
 	}
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		const struct series_delta *d = id < b->ndelta ? &b->delta[id] : NULL;
 		struct series_rec n;
 
-		if (id < b->series_base &&
-		    (!d || (!d->touched && !d->input_bytes)))
+		if (id < b->series_base && (!d || (!d->touched && !d->input_bytes)))
 			continue;
 		n = series_after(&s->series[id], d);
 		buf.len = 0;
@@ -2314,8 +2275,8 @@ static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 		if (r < 0)
 			goto out;
 		id_key(key, KEY_SERIES, id);
-		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5,
-					  (char *)buf.p, buf.len);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
+		                          buf.len);
 	}
 	r = batch_write_counts(b, wb);
 out:
@@ -2441,8 +2402,8 @@ int store_series_list(struct store *s, struct store_series **out, size_t *n)
 	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	if (!it)
 		return -ENOMEM;
-	for (rocksdb_iter_seek(it, (const char[]){KEY_SERIES}, 1);
-	     rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+	for (rocksdb_iter_seek(it, (const char[]){KEY_SERIES}, 1); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
 		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
@@ -2509,8 +2470,7 @@ uint32_t store_node_count(const struct store *s)
 	return s->nnodes;
 }
 
-int store_node_get(const struct store *s, uint32_t node, uint32_t *parent,
-		   uint32_t *frame)
+int store_node_get(const struct store *s, uint32_t node, uint32_t *parent, uint32_t *frame)
 {
 	if (node >= s->nnodes)
 		return -ENOENT;
@@ -2524,8 +2484,7 @@ uint32_t store_frame_count(const struct store *s)
 	return s->nframes;
 }
 
-int store_frame_get(const struct store *s, uint32_t frame,
-		    struct store_frame *f)
+int store_frame_get(const struct store *s, uint32_t frame, struct store_frame *f)
 {
 	if (frame == 0 || frame >= s->nframes)
 		return -ENOENT;
@@ -2546,8 +2505,8 @@ static uint32_t bucket_clamped(const struct store *s, int64_t t)
 	return (uint32_t)idx ^ 0x80000000u;
 }
 
-int store_series_counts(struct store *s, uint32_t series, int64_t from,
-			int64_t to, store_count_fn fn, void *ctx)
+int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,
+                        store_count_fn fn, void *ctx)
 {
 	rocksdb_iterator_t *it;
 	uint8_t start[8];
@@ -2566,8 +2525,8 @@ int store_series_counts(struct store *s, uint32_t series, int64_t from,
 		return -ENOMEM;
 	put_be32(start, series);
 	put_be32(start + 4, lo);
-	for (rocksdb_iter_seek(it, (const char *)start, sizeof(start));
-	     rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+	for (rocksdb_iter_seek(it, (const char *)start, sizeof(start)); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
 		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
@@ -2579,8 +2538,8 @@ int store_series_counts(struct store *s, uint32_t series, int64_t from,
 		if (klen >= 4 && get_be32(k) != series)
 			break;
 		if (klen != 8) {
-			seterr(s, "%s: store is damaged: a counts key of series %u",
-			       s->dir, series);
+			seterr(s, "%s: store is damaged: a counts key of series %u", s->dir,
+			       series);
 			r = -EIO;
 			goto out;
 		}
@@ -2595,8 +2554,8 @@ int store_series_counts(struct store *s, uint32_t series, int64_t from,
 				goto out;
 		}
 		if (got < 0) {
-			seterr(s, "%s: store is damaged: the counts of series %u at %lld",
-			       s->dir, series, (long long)bstart);
+			seterr(s, "%s: store is damaged: the counts of series %u at %lld", s->dir,
+			       series, (long long)bstart);
 			r = -EIO;
 			goto out;
 		}
@@ -2630,10 +2589,9 @@ static int du_fd(int dfd, uint64_t *total)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;  /* removed meanwhile (compaction) */
+			continue; /* removed meanwhile (compaction) */
 		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), e->d_name,
-					 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 			if (sub >= 0)
 				du_fd(sub, total);
@@ -2655,8 +2613,8 @@ static int range_bytes(struct store *s, uint8_t prefix, uint64_t *bytes)
 	char *rerr = NULL;
 
 	*bytes = 0;
-	rocksdb_approximate_sizes_cf(s->db, s->cf[CF_DEFAULT], 1, starts, slen,
-				     limits, llen, bytes, &rerr);
+	rocksdb_approximate_sizes_cf(s->db, s->cf[CF_DEFAULT], 1, starts, slen, limits, llen, bytes,
+	                             &rerr);
 	if (rerr)
 		return rdb_fail(s, rerr, "approximate sizes");
 	return 0;
@@ -2681,12 +2639,11 @@ int store_footprint(struct store *s, struct store_footprint *out)
 		seterr(s, "%s: %s", s->dir, strerror(-r));
 		return r;
 	}
-	if (rocksdb_property_int_cf(s->db, s->cf[CF_COUNTS],
-				    "rocksdb.total-sst-files-size",
-				    &out->counts_bytes) != 0)
+	if (rocksdb_property_int_cf(s->db, s->cf[CF_COUNTS], "rocksdb.total-sst-files-size",
+	                            &out->counts_bytes) != 0)
 		out->counts_bytes = 0;
-	if (rocksdb_property_int_cf(s->db, s->cf[CF_DEFAULT],
-				    "rocksdb.total-sst-files-size", &total) != 0)
+	if (rocksdb_property_int_cf(s->db, s->cf[CF_DEFAULT], "rocksdb.total-sst-files-size",
+	                            &total) != 0)
 		total = 0;
 	/* Frames and nodes share the default column family: their share is
 	 * what RocksDB estimates for their key ranges, which is exact to a
@@ -2724,8 +2681,8 @@ int store_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes)
 		llen[0] = 4;
 	}
 	*bytes = 0;
-	rocksdb_approximate_sizes_cf(s->db, s->cf[CF_COUNTS], 1, starts, slen,
-				     limits, llen, bytes, &rerr);
+	rocksdb_approximate_sizes_cf(s->db, s->cf[CF_COUNTS], 1, starts, slen, limits, llen, bytes,
+	                             &rerr);
 	if (rerr)
 		return rdb_fail(s, rerr, "approximate sizes");
 	return 0;
@@ -2750,8 +2707,7 @@ int store_compact(struct store *s)
 		goto out;
 	}
 	rocksdb_flushoptions_set_wait(fo, 1);
-	rocksdb_compactoptions_set_bottommost_level_compaction(
-		co, ROCKS_BOTTOMMOST_FORCE);
+	rocksdb_compactoptions_set_bottommost_level_compaction(co, ROCKS_BOTTOMMOST_FORCE);
 	rocksdb_compactoptions_set_exclusive_manual_compaction(co, 1);
 	for (int i = 0; i < CF_COUNT_ALL; i++) {
 		rocksdb_flush_cf(s->db, fo, s->cf[i], &rerr);

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION         1
 #define STORE_DEFAULT_BUCKET_SECONDS 60
 
 /* The root of the stack tree.  It has no frame; every stack's first frame
@@ -30,16 +30,16 @@
 #define STORE_ROOT_NODE 0u
 
 enum store_open_flags {
-	STORE_CREATE = 1 << 0,    /* create the directory (mode 0700) if missing */
-	STORE_READONLY = 1 << 1,  /* open as a secondary reader; no batches */
+	STORE_CREATE = 1 << 0,   /* create the directory (mode 0700) if missing */
+	STORE_READONLY = 1 << 1, /* open as a secondary reader; no batches */
 };
 
 enum store_frame_kind {
-	STORE_FRAME_USER = 0,     /* user-space function */
-	STORE_FRAME_KERNEL = 1,   /* kernel function */
-	STORE_FRAME_INLINE = 2,   /* inlined into its parent frame */
-	STORE_FRAME_UNKNOWN = 3,  /* unsymbolized: "[unknown]" or "[libfoo.so]" */
-	STORE_FRAME_JIT = 4,      /* named from a perf map */
+	STORE_FRAME_USER = 0,    /* user-space function */
+	STORE_FRAME_KERNEL = 1,  /* kernel function */
+	STORE_FRAME_INLINE = 2,  /* inlined into its parent frame */
+	STORE_FRAME_UNKNOWN = 3, /* unsymbolized: "[unknown]" or "[libfoo.so]" */
+	STORE_FRAME_JIT = 4,     /* named from a perf map */
 };
 
 /* A frame as the importers describe it.  Strings are (pointer, length) and
@@ -50,22 +50,22 @@ enum store_frame_kind {
 struct store_frame {
 	const char *name;
 	size_t name_len;
-	const char *module;     /* mapping / DSO path, e.g. /usr/lib/libc.so.6 */
+	const char *module; /* mapping / DSO path, e.g. /usr/lib/libc.so.6 */
 	size_t module_len;
 	const uint8_t *build_id; /* raw bytes, not hex */
 	size_t build_id_len;
-	const char *file;       /* source file */
+	const char *file; /* source file */
 	size_t file_len;
-	uint32_t line;          /* 0 when unknown */
-	uint8_t kind;           /* enum store_frame_kind */
+	uint32_t line; /* 0 when unknown */
+	uint8_t kind;  /* enum store_frame_kind */
 };
 
 /* What identifies a series.  NUL-terminated strings. */
 struct store_series_key {
-	const char *binary;     /* e.g. "nginx" */
-	const char *version;    /* e.g. "1.25.3", or a short build id */
-	const char *event;      /* e.g. "cpu-clock", "cpu", "samples" */
-	const char *unit;       /* unit of the weight, e.g. "nanoseconds", "count" */
+	const char *binary;  /* e.g. "nginx" */
+	const char *version; /* e.g. "1.25.3", or a short build id */
+	const char *event;   /* e.g. "cpu-clock", "cpu", "samples" */
+	const char *unit;    /* unit of the weight, e.g. "nanoseconds", "count" */
 };
 
 /* A series as listed.  Strings are owned by the array they come in. */
@@ -75,11 +75,11 @@ struct store_series {
 	char *version;
 	char *event;
 	char *unit;
-	int64_t first_seen;     /* unix seconds (or perf clock seconds), inclusive */
+	int64_t first_seen; /* unix seconds (or perf clock seconds), inclusive */
 	int64_t last_seen;
-	uint64_t samples;       /* sum over all counts */
+	uint64_t samples; /* sum over all counts */
 	uint64_t weight;
-	uint64_t input_bytes;   /* bytes of importer input attributed to it */
+	uint64_t input_bytes; /* bytes of importer input attributed to it */
 };
 
 struct store;
@@ -94,9 +94,8 @@ char *store_default_dir(void);
  * *out owns the store; close it with store_close().  On failure writes a
  * one-line reason into err (if errlen > 0), e.g. "/x: not a flamefs store"
  * or "/x: schema version 9 is newer than this flamefs understands (1)". */
-int store_open(const char *dir, int flags, struct store **out, char *err,
-	       size_t errlen);
-void store_close(struct store *s);              /* accepts NULL */
+int store_open(const char *dir, int flags, struct store **out, char *err, size_t errlen);
+void store_close(struct store *s); /* accepts NULL */
 
 /* The message for the last failure on `s`.  Owned by `s`; valid until the
  * next call on it. */
@@ -113,26 +112,22 @@ uint32_t store_bucket_seconds(const struct store *s);
  * batch discards it and every id it handed out.  Returns NULL on a
  * read-only store, when a batch is already open, or on ENOMEM. */
 struct store_batch *store_batch_new(struct store *s);
-void store_batch_free(struct store_batch *b);   /* accepts NULL */
+void store_batch_free(struct store_batch *b); /* accepts NULL */
 
 /* Interns a series, frame or tree node, creating it in the batch if it is
  * new.  Ids are small, sequential and stable once committed. */
-int store_batch_series(struct store_batch *b, const struct store_series_key *k,
-		       uint32_t *id);
-int store_batch_frame(struct store_batch *b, const struct store_frame *f,
-		      uint32_t *id);
-int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame,
-		     uint32_t *id);
+int store_batch_series(struct store_batch *b, const struct store_series_key *k, uint32_t *id);
+int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32_t *id);
+int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
 
 /* Adds a count for the stack ending at `node`, at time `when` (seconds;
  * bucketed by the store).  Counts for the same (series, bucket, node) are
  * summed in memory and merged into the store by addition. */
-int store_batch_add(struct store_batch *b, uint32_t series, int64_t when,
-		    uint32_t node, uint64_t samples, uint64_t weight);
+int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
+                    uint64_t samples, uint64_t weight);
 
 /* Attributes `bytes` of importer input to a series (for stats). */
-int store_batch_input_bytes(struct store_batch *b, uint32_t series,
-			    uint64_t bytes);
+int store_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes);
 
 /* Writes the batch atomically and syncs it.  The batch stays allocated;
  * free it with store_batch_free().  On failure nothing is written. */
@@ -155,31 +150,29 @@ void store_series_free(struct store_series *list, size_t n);
 /* Number of tree nodes, including the root; node ids are 0..count-1. */
 uint32_t store_node_count(const struct store *s);
 /* Parent and frame of a node.  The root has parent 0 and frame 0. */
-int store_node_get(const struct store *s, uint32_t node, uint32_t *parent,
-		   uint32_t *frame);
+int store_node_get(const struct store *s, uint32_t node, uint32_t *parent, uint32_t *frame);
 /* Number of frames plus one; frame ids are 1..count-1. */
 uint32_t store_frame_count(const struct store *s);
 /* Fills *f with pointers owned by the store, valid until store_close()
  * or the next store_refresh(). */
-int store_frame_get(const struct store *s, uint32_t frame,
-		    struct store_frame *f);
+int store_frame_get(const struct store *s, uint32_t frame, struct store_frame *f);
 
 /* Calls fn for every count of `series` whose bucket lies in [from, to]
  * (seconds; use INT64_MIN/INT64_MAX for all), in (bucket, node) order.
  * A non-zero return from fn stops the walk and is returned. */
-typedef int (*store_count_fn)(void *ctx, int64_t bucket_start, uint32_t node,
-			      uint64_t samples, uint64_t weight);
-int store_series_counts(struct store *s, uint32_t series, int64_t from,
-			int64_t to, store_count_fn fn, void *ctx);
+typedef int (*store_count_fn)(void *ctx, int64_t bucket_start, uint32_t node, uint64_t samples,
+                              uint64_t weight);
+int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,
+                        store_count_fn fn, void *ctx);
 
 /* ---- footprint ------------------------------------------------------ */
 
 struct store_footprint {
-	uint64_t dir_bytes;      /* every file in the directory, as du sees it */
-	uint64_t frames_bytes;   /* SST bytes per column family */
+	uint64_t dir_bytes;    /* every file in the directory, as du sees it */
+	uint64_t frames_bytes; /* SST bytes per column family */
 	uint64_t nodes_bytes;
 	uint64_t counts_bytes;
-	uint64_t other_bytes;    /* meta, series */
+	uint64_t other_bytes; /* meta, series */
 };
 int store_footprint(struct store *s, struct store_footprint *out);
 /* On-disk bytes of one series' counts (approximate). */

@@ -13,13 +13,12 @@
 
 static int failures;
 
-#define CHECK(cond, what)                                                    \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__,    \
-				__LINE__, what, #cond);                      \
-			failures++;                                          \
-		}                                                            \
+#define CHECK(cond, what)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, what, #cond);  \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 struct name {
@@ -27,14 +26,13 @@ struct name {
 	size_t len;
 };
 
-static const char *const reserved[] = { "folded", "self", "total", "pprof",
-					 "name" };
+static const char *const reserved[] = {"folded", "self", "total", "pprof", "name"};
 
 /* Checks one name; returns its escaped form (malloc'd). */
 static char *check_name(const char *p, size_t len, int flags)
 {
 	char esc[VIEW_NAME_MAX + 1], again[VIEW_NAME_MAX + 1];
-	struct view_buf raw = { 0 };
+	struct view_buf raw = {0};
 	size_t n = view_escape(p, len, flags, esc);
 	char what[64];
 
@@ -50,13 +48,11 @@ static char *check_name(const char *p, size_t len, int flags)
 	if (flags & VIEW_ESCAPE_AT)
 		CHECK(!memchr(esc, '@', n), what);
 	/* Deterministic. */
-	CHECK(view_escape(p, len, flags, again) == n && strcmp(again, esc) == 0,
-	      what);
+	CHECK(view_escape(p, len, flags, again) == n && strcmp(again, esc) == 0, what);
 
 	int r = view_unescape(esc, n, &raw);
 	if (r == 0) {
-		CHECK(raw.len == len && (len == 0 || memcmp(raw.data, p, len) == 0),
-		      what);
+		CHECK(raw.len == len && (len == 0 || memcmp(raw.data, p, len) == 0), what);
 	} else {
 		/* Shortened: only for long names; the prefix is the name's. */
 		CHECK(r == 1, what);
@@ -93,11 +89,11 @@ int main(void)
 	tmpl2[sizeof(tmpl2) - 1] ^= 1;
 	memset(longpct, '%', sizeof(longpct));
 	for (size_t i = 0; i + 1 < sizeof(longutf8); i += 2) {
-		longutf8[i] = (char)0xc3;       /* é */
+		longutf8[i] = (char)0xc3; /* é */
 		longutf8[i + 1] = (char)0xa9;
 	}
 
-#define ADD(s) names[n++] = (struct name){ s, sizeof(s) - 1 }
+#define ADD(s) names[n++] = (struct name){s, sizeof(s) - 1}
 	ADD("main");
 	ADD("operator/");
 	ADD("std::operator/(int, int)");
@@ -133,15 +129,15 @@ int main(void)
 	ADD("a;b");
 	ADD("with space");
 #undef ADD
-	names[n++] = (struct name){ tmpl, sizeof(tmpl) };
-	names[n++] = (struct name){ tmpl2, sizeof(tmpl2) };
-	names[n++] = (struct name){ longpct, sizeof(longpct) };
-	names[n++] = (struct name){ longutf8, sizeof(longutf8) };
+	names[n++] = (struct name){tmpl, sizeof(tmpl)};
+	names[n++] = (struct name){tmpl2, sizeof(tmpl2)};
+	names[n++] = (struct name){longpct, sizeof(longpct)};
+	names[n++] = (struct name){longutf8, sizeof(longutf8)};
 	/* Names sharing a long prefix, each also longer than 255 bytes. */
 	for (size_t i = 0; i < 64; i++) {
 		memset(many[i], 'x', sizeof(many[i]));
 		snprintf(many[i] + sizeof(many[i]) - 8, 8, "%07zu", i);
-		names[n++] = (struct name){ many[i], sizeof(many[i]) - 1 };
+		names[n++] = (struct name){many[i], sizeof(many[i]) - 1};
 	}
 
 	char *esc[128];
@@ -177,9 +173,9 @@ int main(void)
 	      "long names end in %~ and 16 hex digits");
 
 	/* Malformed directory names are rejected. */
-	const char *bad[] = { "%", "%4", "%zz", "a%", "%~12", "a%~0123456789abcdefX" };
+	const char *bad[] = {"%", "%4", "%zz", "a%", "%~12", "a%~0123456789abcdefX"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct view_buf raw = { 0 };
+		struct view_buf raw = {0};
 		int r = view_unescape(bad[i], strlen(bad[i]), &raw);
 		if (i == 0)
 			CHECK(r == 0 && raw.len == 0, "lone % is the empty name");

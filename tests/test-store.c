@@ -28,25 +28,24 @@
 static int failures;
 static int test_failed;
 static char root[256];
-static const char *self_path;  /* argv[0], to run a second process */
+static const char *self_path; /* argv[0], to run a second process */
 
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "  %s:%d: check failed: %s\n",       \
-				__FILE__, __LINE__, #cond);                  \
-			test_failed = 1;                                     \
-		}                                                            \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+			test_failed = 1;                                                           \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_OK(expr)                                                       \
-	do {                                                                 \
-		int r_ = (expr);                                             \
-		if (r_ < 0) {                                                \
-			fprintf(stderr, "  %s:%d: %s returned %d (%s)\n",    \
-				__FILE__, __LINE__, #expr, r_, strerror(-r_)); \
-			test_failed = 1;                                     \
-		}                                                            \
+#define CHECK_OK(expr)                                                                             \
+	do {                                                                                       \
+		int r_ = (expr);                                                                   \
+		if (r_ < 0) {                                                                      \
+			fprintf(stderr, "  %s:%d: %s returned %d (%s)\n", __FILE__, __LINE__,      \
+			        #expr, r_, strerror(-r_));                                         \
+			test_failed = 1;                                                           \
+		}                                                                                  \
 	} while (0)
 
 static void run(const char *name, void (*fn)(void))
@@ -93,8 +92,7 @@ static struct store_frame mkframe(const char *name)
 }
 
 /* Interns a stack of names (root first) and returns its leaf node. */
-static uint32_t add_stack(struct store_batch *b, const char *const *names,
-			  size_t n)
+static uint32_t add_stack(struct store_batch *b, const char *const *names, size_t n)
 {
 	uint32_t node = STORE_ROOT_NODE;
 
@@ -108,8 +106,7 @@ static uint32_t add_stack(struct store_batch *b, const char *const *names,
 	return node;
 }
 
-static const struct store_series_key key_a = {"app", "1.0", "cpu-clock",
-					      "nanoseconds"};
+static const struct store_series_key key_a = {"app", "1.0", "cpu-clock", "nanoseconds"};
 
 struct collected {
 	size_t n;
@@ -118,8 +115,7 @@ struct collected {
 	uint64_t samples[64], weight[64];
 };
 
-static int collect(void *ctx, int64_t bucket, uint32_t node, uint64_t samples,
-		   uint64_t weight)
+static int collect(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
 {
 	struct collected *c = ctx;
 
@@ -137,18 +133,17 @@ static const char *const stack1[] = {"main", "run", "work"};
 
 /* ---- raw RocksDB access (damaged or foreign stores) ---------------------------- */
 
-static char *fail_full_merge(void *st, const char *key, size_t key_len,
-			     const char *existing, size_t existing_len,
-			     const char *const *ops, const size_t *op_lens,
-			     int nops, unsigned char *success, size_t *len)
+static char *fail_full_merge(void *st, const char *key, size_t key_len, const char *existing,
+                             size_t existing_len, const char *const *ops, const size_t *op_lens,
+                             int nops, unsigned char *success, size_t *len)
 {
 	*success = 0;
 	return NULL;
 }
 
-static char *fail_partial_merge(void *st, const char *key, size_t key_len,
-				const char *const *ops, const size_t *op_lens,
-				int nops, unsigned char *success, size_t *len)
+static char *fail_partial_merge(void *st, const char *key, size_t key_len, const char *const *ops,
+                                const size_t *op_lens, int nops, unsigned char *success,
+                                size_t *len)
 {
 	*success = 0;
 	return NULL;
@@ -174,7 +169,7 @@ struct raw {
 	rocksdb_column_family_handle_t *cf[16];
 	char **names;
 	size_t n;
-	int counts;   /* index of the counts CF */
+	int counts; /* index of the counts CF */
 };
 
 /* Opens every column family of the store at dir with plain options. */
@@ -187,10 +182,9 @@ static bool raw_open(const char *dir, struct raw *w)
 	w->counts = -1;
 	w->opts = rocksdb_options_create();
 	rocksdb_options_set_merge_operator(
-		w->opts, rocksdb_mergeoperator_create(NULL, noop_destroy,
-						      fail_full_merge,
-						      fail_partial_merge,
-						      noop_delete, raw_merge_name));
+	        w->opts,
+	        rocksdb_mergeoperator_create(NULL, noop_destroy, fail_full_merge,
+	                                     fail_partial_merge, noop_delete, raw_merge_name));
 	w->names = rocksdb_list_column_families(w->opts, dir, &w->n, &rerr);
 	if (rerr || w->n > 16) {
 		fprintf(stderr, "  list cfs: %s\n", rerr ? rerr : "too many");
@@ -203,9 +197,8 @@ static bool raw_open(const char *dir, struct raw *w)
 		if (!strcmp(w->names[i], "counts"))
 			w->counts = (int)i;
 	}
-	w->db = rocksdb_open_column_families(w->opts, dir, (int)w->n,
-					     (const char *const *)w->names, o,
-					     w->cf, &rerr);
+	w->db = rocksdb_open_column_families(w->opts, dir, (int)w->n, (const char *const *)w->names,
+	                                     o, w->cf, &rerr);
 	if (rerr) {
 		fprintf(stderr, "  raw open: %s\n", rerr);
 		rocksdb_free(rerr);
@@ -261,14 +254,14 @@ static void test_dedup(void)
 		return;
 	b = store_batch_new(s);
 	CHECK(b != NULL);
-	CHECK(store_batch_new(s) == NULL);  /* one batch at a time */
+	CHECK(store_batch_new(s) == NULL); /* one batch at a time */
 	CHECK_OK(store_batch_series(b, &key_a, &series));
 	n1 = add_stack(b, stack1, 3);
 	n2 = add_stack(b, stack1, 3);
 	CHECK(n1 == n2);
 	CHECK(n1 == 3);
-	CHECK(store_node_count(s) == 4);    /* root + 3 */
-	CHECK(store_frame_count(s) == 4);   /* 3 frames + 1 */
+	CHECK(store_node_count(s) == 4);  /* root + 3 */
+	CHECK(store_frame_count(s) == 4); /* 3 frames + 1 */
 	/* Same name, different module: a different frame. */
 	f2.module = "/lib/libx.so";
 	f2.module_len = strlen(f2.module);
@@ -298,7 +291,7 @@ static void test_merge_adds(void)
 	CHECK_OK(store_batch_series(b, &key_a, &series));
 	node = add_stack(b, stack1, 3);
 	CHECK_OK(store_batch_add(b, series, 1000, node, 1, 10));
-	CHECK_OK(store_batch_add(b, series, 1001, node, 2, 20));  /* same bucket */
+	CHECK_OK(store_batch_add(b, series, 1001, node, 2, 20)); /* same bucket */
 	CHECK_OK(store_batch_input_bytes(b, series, 100));
 	CHECK_OK(store_batch_commit(b));
 	/* The same batch may be used again after a commit. */
@@ -310,7 +303,7 @@ static void test_merge_adds(void)
 	CHECK(c.n == 1);
 	CHECK(c.node[0] == node);
 	CHECK(c.samples[0] == 7 && c.weight[0] == 70);
-	CHECK(c.bucket[0] == 960);  /* 1000 rounded down to 60 s */
+	CHECK(c.bucket[0] == 960); /* 1000 rounded down to 60 s */
 	store_close(s);
 
 	/* Across a reopen, and with a third commit on top. */
@@ -323,7 +316,7 @@ static void test_merge_adds(void)
 	CHECK(add_stack(b, stack1, 3) == node);
 	CHECK(store_node_count(s) == 4);
 	CHECK_OK(store_batch_add(b, series, 1019, node, 1, 1));
-	CHECK_OK(store_batch_add(b, series, 1020, node, 1, 1));  /* next bucket */
+	CHECK_OK(store_batch_add(b, series, 1020, node, 1, 1)); /* next bucket */
 	CHECK_OK(store_batch_input_bytes(b, series, 50));
 	CHECK_OK(store_batch_commit(b));
 	store_batch_free(b);
@@ -484,10 +477,8 @@ static void test_reopen_stable(void)
 	struct store_frame f = {0}, g;
 	static const uint8_t bid[] = {0xde, 0xad, 0x00, 0xef};
 	uint32_t series2, series, node, fid, p, fr;
-	static const struct store_series_key key_b = {"app", "2.0", "cpu-clock",
-						      "nanoseconds"};
-	static const struct store_series_key key_bad = {"app", "2.0", "cpu-clock",
-							"count"};
+	static const struct store_series_key key_b = {"app", "2.0", "cpu-clock", "nanoseconds"};
+	static const struct store_series_key key_bad = {"app", "2.0", "cpu-clock", "count"};
 
 	if (!s)
 		return;
@@ -582,8 +573,7 @@ static void test_schema(void)
 static void test_old_layout(void)
 {
 	char *dir = fresh_dir();
-	const char *names[6] = {"default", "meta", "frames", "nodes", "series",
-				"counts"};
+	const char *names[6] = {"default", "meta", "frames", "nodes", "series", "counts"};
 	const char v1[4] = {0, 0, 0, 1};
 	rocksdb_options_t *o[6];
 	rocksdb_column_family_handle_t *cf[6];
@@ -598,9 +588,8 @@ static void test_old_layout(void)
 	rocksdb_options_set_create_missing_column_families(opts, 1);
 	for (int i = 0; i < 6; i++)
 		o[i] = opts;
-	db = rocksdb_open_column_families(opts, dir, 6, names,
-					  (const rocksdb_options_t *const *)o,
-					  cf, &rerr);
+	db = rocksdb_open_column_families(opts, dir, 6, names, (const rocksdb_options_t *const *)o,
+	                                  cf, &rerr);
 	CHECK(rerr == NULL);
 	if (rerr) {
 		fprintf(stderr, "  %s\n", rerr);
@@ -697,7 +686,7 @@ static void test_reader(void)
 	CHECK(c.n == 2 && c.weight[0] == 6 && c.weight[1] == 6);
 	for (size_t i = 0; test_failed && i < c.n && i < 64; i++)
 		fprintf(stderr, "  count node %u samples %" PRIu64 " weight %" PRIu64 "\n",
-			c.node[i], c.samples[i], c.weight[i]);
+		        c.node[i], c.samples[i], c.weight[i]);
 out:
 	store_close(r);
 	store_close(w);
@@ -714,8 +703,7 @@ static void test_not_a_store(void)
 
 	/* Missing, without STORE_CREATE. */
 	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -ENOENT);
-	CHECK(!strcmp(strstr(err, dir) ? strstr(err, dir) + strlen(dir) : "",
-		      ": no such store"));
+	CHECK(!strcmp(strstr(err, dir) ? strstr(err, dir) + strlen(dir) : "", ": no such store"));
 	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -ENOENT);
 	CHECK(strstr(err, "no such store") != NULL);
 	CHECK(stat(dir, &st) < 0);
@@ -780,8 +768,7 @@ static void test_second_writer(void)
 	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		execl(self_path, self_path, "--try-writer", dir, want,
-		      (char *)NULL);
+		execl(self_path, self_path, "--try-writer", dir, want, (char *)NULL);
 		_exit(127);
 	}
 	if (pid > 0) {
@@ -863,8 +850,8 @@ static void test_footprint(void)
 
 /* ---- counts blobs ---------------------------------------------------------- */
 
-#define XN 300      /* nodes used by the blob tests: 1..XN-1, plus the root */
-#define XB 4        /* buckets */
+#define XN 300 /* nodes used by the blob tests: 1..XN-1, plus the root */
+#define XB 4   /* buckets */
 
 struct expect {
 	uint64_t samples[XB][XN], weight[XB][XN];
@@ -887,12 +874,10 @@ static void make_nodes(struct store_batch *b)
 	}
 }
 
-static void expect_add(struct store_batch *b, struct expect *x, uint32_t series,
-		       int bucket, uint32_t node, uint64_t samples,
-		       uint64_t weight)
+static void expect_add(struct store_batch *b, struct expect *x, uint32_t series, int bucket,
+                       uint32_t node, uint64_t samples, uint64_t weight)
 {
-	CHECK_OK(store_batch_add(b, series, (int64_t)bucket * 60 + 7, node,
-				 samples, weight));
+	CHECK_OK(store_batch_add(b, series, (int64_t)bucket * 60 + 7, node, samples, weight));
 	x->samples[bucket][node] += samples;
 	x->weight[bucket][node] += weight;
 }
@@ -905,8 +890,7 @@ struct walk {
 	int bad;
 };
 
-static int walk_check(void *ctx, int64_t bucket, uint32_t node,
-		      uint64_t samples, uint64_t weight)
+static int walk_check(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
 {
 	struct walk *w = ctx;
 	int bi = (int)(bucket / 60);
@@ -916,8 +900,7 @@ static int walk_check(void *ctx, int64_t bucket, uint32_t node,
 		return 0;
 	}
 	/* Strictly increasing (bucket, node). */
-	if (bucket < w->last_bucket ||
-	    (bucket == w->last_bucket && (int64_t)node <= w->last_node))
+	if (bucket < w->last_bucket || (bucket == w->last_bucket && (int64_t)node <= w->last_node))
 		w->bad++;
 	w->last_bucket = bucket;
 	w->last_node = node;
@@ -929,8 +912,7 @@ static int walk_check(void *ctx, int64_t bucket, uint32_t node,
 
 /* Checks that the series' counts are exactly x, in order, for buckets
  * [from, to] (bucket indexes). */
-static void check_expect(struct store *s, uint32_t series,
-			 const struct expect *x, int from, int to)
+static void check_expect(struct store *s, uint32_t series, const struct expect *x, int from, int to)
 {
 	struct walk w = {x, 0, INT64_MIN, -1, 0};
 	size_t want = 0;
@@ -938,13 +920,12 @@ static void check_expect(struct store *s, uint32_t series,
 	for (int bi = from; bi <= to; bi++)
 		for (int n = 0; n < XN; n++)
 			want += x->samples[bi][n] || x->weight[bi][n];
-	CHECK_OK(store_series_counts(s, series, (int64_t)from * 60,
-				     (int64_t)to * 60 + 59, walk_check, &w));
+	CHECK_OK(store_series_counts(s, series, (int64_t)from * 60, (int64_t)to * 60 + 59,
+	                             walk_check, &w));
 	CHECK(w.bad == 0);
 	CHECK(w.n == want);
 	if (w.bad || w.n != want)
-		fprintf(stderr, "  counts: %zu of %zu, %d wrong\n", w.n, want,
-			w.bad);
+		fprintf(stderr, "  counts: %zu of %zu, %d wrong\n", w.n, want, w.bad);
 }
 
 /* Several commits, several buckets, node sets that interleave, values that
@@ -957,8 +938,7 @@ static void test_merge_blobs(void)
 	struct store_batch *b;
 	static struct expect x;
 	uint32_t series, other;
-	static const struct store_series_key key_o = {"other", "1", "cpu-clock",
-						      "nanoseconds"};
+	static const struct store_series_key key_o = {"other", "1", "cpu-clock", "nanoseconds"};
 
 	memset(&x, 0, sizeof(x));
 	if (!s)
@@ -981,8 +961,7 @@ static void test_merge_blobs(void)
 	for (uint32_t n = 1; n < XN; n++) {
 		if (n % 2 == 1 || n % 3 == 0) {
 			expect_add(b, &x, series, 0, n, 2, 5);
-			expect_add(b, &x, series, 1, n, 1ULL << 40,
-				   (1ULL << 40) + n);
+			expect_add(b, &x, series, 1, n, 1ULL << 40, (1ULL << 40) + n);
 			expect_add(b, &x, series, 2, n, 7, 7);
 		}
 	}
@@ -1000,7 +979,7 @@ static void test_merge_blobs(void)
 	store_batch_free(b);
 
 	check_expect(s, series, &x, 0, XB - 1);
-	check_expect(s, series, &x, 1, 2);  /* bucket range filter */
+	check_expect(s, series, &x, 1, 2); /* bucket range filter */
 	check_expect(s, series, &x, 3, 3);
 	CHECK_OK(store_compact(s));
 	check_expect(s, series, &x, 0, XB - 1);
@@ -1013,8 +992,7 @@ static void test_merge_blobs(void)
 	{
 		struct collected c = {0};
 
-		CHECK_OK(store_series_counts(s, other, INT64_MIN, INT64_MAX,
-					     collect, &c));
+		CHECK_OK(store_series_counts(s, other, INT64_MIN, INT64_MAX, collect, &c));
 		CHECK(c.n == 1 && c.node[0] == 5 && c.bucket[0] == 0);
 	}
 	store_close(s);
@@ -1044,7 +1022,7 @@ static void test_partial_merge(void)
 				if (n % 7 != (uint32_t)i % 7 && n != (uint32_t)i + 1)
 					continue;
 				expect_add(b, &x, series, i % 2, n, 1,
-					   n % 5 ? (uint64_t)i * 1000 + n : 1);
+				           n % 5 ? (uint64_t)i * 1000 + n : 1);
 			}
 			CHECK_OK(store_batch_commit(b));
 		}
@@ -1062,8 +1040,7 @@ static void test_partial_merge(void)
 	store_close(s);
 }
 
-static int count_calls(void *ctx, int64_t bucket, uint32_t node,
-		       uint64_t samples, uint64_t weight)
+static int count_calls(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
 {
 	++*(size_t *)ctx;
 	return 0;
@@ -1078,13 +1055,12 @@ static void test_corrupt_counts(void)
 		const char *v;
 		size_t len;
 	} bad[] = {
-		{"truncated varint", "\x80", 1},
-		{"weight flag without a weight", "\x0b\x01", 2},
-		{"entry without samples", "\x0a", 1},
-		{"node not increasing", "\x0a\x01\x00\x01", 4},
-		{"node past 32 bits", "\xfe\xff\xff\xff\x1f\x01\x02\x01", 8},
-		{"varint too long",
-		 "\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 12},
+	        {"truncated varint", "\x80", 1},
+	        {"weight flag without a weight", "\x0b\x01", 2},
+	        {"entry without samples", "\x0a", 1},
+	        {"node not increasing", "\x0a\x01\x00\x01", 4},
+	        {"node past 32 bits", "\xfe\xff\xff\xff\x1f\x01\x02\x01", 8},
+	        {"varint too long", "\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 12},
 	};
 	const size_t nbad = sizeof(bad) / sizeof(bad[0]);
 	char *dir = fresh_dir();
@@ -1123,19 +1099,17 @@ static void test_corrupt_counts(void)
 	}
 	for (size_t i = 0; i < nbad; i++) {
 		counts_key(key, (uint32_t)i + 2, 0);
-		rocksdb_put_cf(w.db, w.wo, w.cf[w.counts], (char *)key, 8,
-			       bad[i].v, bad[i].len, &rerr);
+		rocksdb_put_cf(w.db, w.wo, w.cf[w.counts], (char *)key, 8, bad[i].v, bad[i].len,
+		               &rerr);
 		CHECK(rerr == NULL);
 	}
 	/* A key of the wrong length inside series nbad+2. */
 	counts_key(key, (uint32_t)nbad + 2, 0);
-	rocksdb_put_cf(w.db, w.wo, w.cf[w.counts], (char *)key, 5, "\x02\x01", 2,
-		       &rerr);
+	rocksdb_put_cf(w.db, w.wo, w.cf[w.counts], (char *)key, 5, "\x02\x01", 2, &rerr);
 	CHECK(rerr == NULL);
 	/* A damaged merge operand on top of series 1's good value. */
 	counts_key(key, series, 0);
-	rocksdb_merge_cf(w.db, w.wo, w.cf[w.counts], (char *)key, 8, "\x0a\x80",
-			 2, &rerr);
+	rocksdb_merge_cf(w.db, w.wo, w.cf[w.counts], (char *)key, 8, "\x0a\x80", 2, &rerr);
 	CHECK(rerr == NULL);
 	rocksdb_free(rerr);
 	raw_close(&w);
@@ -1146,34 +1120,32 @@ static void test_corrupt_counts(void)
 	for (size_t i = 0; i < nbad + 2; i++) {
 		size_t calls = 0;
 		uint32_t sid = i < nbad + 1 ? (uint32_t)i + 2 : series;
-		int r = store_series_counts(s, sid, INT64_MIN, INT64_MAX,
-					    count_calls, &calls);
+		int r = store_series_counts(s, sid, INT64_MIN, INT64_MAX, count_calls, &calls);
 
 		CHECK(r == -EIO);
 		CHECK(strstr(store_errmsg(s), dir) != NULL);
 		/* Damaged values and keys are named as such; the operand
 		 * surfaces as RocksDB's failed-merge Corruption status. */
 		CHECK(i == nbad + 1 ? strstr(store_errmsg(s), "orruption") != NULL
-				    : strstr(store_errmsg(s), "damaged") != NULL);
+		                    : strstr(store_errmsg(s), "damaged") != NULL);
 		if (r != -EIO || test_failed)
-			fprintf(stderr, "  series %u (%s): %d, %zu calls: %s\n",
-				sid, i < nbad ? bad[i].what : "bad key or operand",
-				r, calls, store_errmsg(s));
+			fprintf(stderr, "  series %u (%s): %d, %zu calls: %s\n", sid,
+			        i < nbad ? bad[i].what : "bad key or operand", r, calls,
+			        store_errmsg(s));
 	}
 	{
 		size_t calls = 0;
 
 		/* A bad value damages only its own (series, bucket). */
 		for (size_t i = 0; i < nbad; i++)
-			CHECK(store_series_counts(s, (uint32_t)i + 2, 60, 120,
-						  count_calls, &calls) == 0);
+			CHECK(store_series_counts(s, (uint32_t)i + 2, 60, 120, count_calls,
+			                          &calls) == 0);
 		CHECK(calls == 0);
 	}
 	store_close(s);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int type,
-		    struct FTW *ftw)
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	return remove(path) < 0 ? -1 : 0;
 }
@@ -1207,8 +1179,7 @@ int main(int argc, char **argv)
 		return try_writer(argv[2], argv[3]);
 	self_path = argv[0];
 
-	snprintf(root, sizeof(root), "%s/test-store-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
+	snprintf(root, sizeof(root), "%s/test-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(root)) {
 		perror("mkdtemp");
 		return 1;

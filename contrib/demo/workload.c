@@ -28,9 +28,18 @@ static __attribute__((noinline)) void spin(uint64_t n)
 	publish(h);
 }
 
-static __attribute__((noinline)) void parse_headers(void) { spin(300000); }
-static __attribute__((noinline)) void hash_body(void) { spin(450000); }
-static __attribute__((noinline)) void render_page(void) { spin(150000); }
+static __attribute__((noinline)) void parse_headers(void)
+{
+	spin(300000);
+}
+static __attribute__((noinline)) void hash_body(void)
+{
+	spin(450000);
+}
+static __attribute__((noinline)) void render_page(void)
+{
+	spin(150000);
+}
 
 static __attribute__((noinline)) void handle_request(void)
 {

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFUNCS 30000
-#define MAXDEPTH 64
+#define NFUNCS       30000
+#define MAXDEPTH     64
 #define NAME_MAX_LEN 112
 
 static uint64_t rng_state;
@@ -50,7 +50,11 @@ static void make_name(char *out, size_t cap, uint32_t i)
 {
 	switch (i % 6) {
 	case 0: snprintf(out, cap, "ngx_http_process_request_%u", i); break;
-	case 1: snprintf(out, cap, "std::vector<std::string, std::allocator<std::string> >::emplace_back_%u", i); break;
+	case 1:
+		snprintf(out, cap,
+		         "std::vector<std::string, std::allocator<std::string> >::emplace_back_%u",
+		         i);
+		break;
 	case 2: snprintf(out, cap, "ExecProcNode_%u", i); break;
 	case 3: snprintf(out, cap, "__x64_sys_call_%u", i); break;
 	case 4: snprintf(out, cap, "v8::internal::Runtime_%u_[i]", i); break;
@@ -69,7 +73,8 @@ int main(int argc, char **argv)
 	const char *binary = argc > 3 ? argv[3] : "genapp";
 	rng_state = argc > 4 ? strtoull(argv[4], NULL, 0) : 42;
 	if (nstacks == 0 || samples < nstacks) {
-		fprintf(stderr, "gen-folded: need UNIQUE_STACKS >= 1 and SAMPLES >= UNIQUE_STACKS\n");
+		fprintf(stderr,
+		        "gen-folded: need UNIQUE_STACKS >= 1 and SAMPLES >= UNIQUE_STACKS\n");
 		return 2;
 	}
 

@@ -27,19 +27,22 @@ static uint64_t rng(void)
 	return z ^ (z >> 31);
 }
 
-#define NFUNCS 20000
+#define NFUNCS   20000
 #define MAXDEPTH 48
 
-static const char *comms[] = { "nginx", "postgres", "java", "node", "redis-server",
-			       "V8 WorkerThread", "kworker/0:1", "cc1" };
-static const char *modules[] = { "/usr/sbin/nginx", "/usr/lib/x86_64-linux-gnu/libc.so.6",
-				 "/usr/lib/x86_64-linux-gnu/libssl.so.3", "[kernel.kallsyms]",
-				 "/usr/lib/postgresql/15/bin/postgres", "/usr/bin/node" };
+static const char *comms[] = {"nginx",        "postgres",        "java",        "node",
+                              "redis-server", "V8 WorkerThread", "kworker/0:1", "cc1"};
+static const char *modules[] = {"/usr/sbin/nginx",
+                                "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                                "/usr/lib/x86_64-linux-gnu/libssl.so.3",
+                                "[kernel.kallsyms]",
+                                "/usr/lib/postgresql/15/bin/postgres",
+                                "/usr/bin/node"};
 
 struct stack {
 	int comm;
 	int depth;
-	uint32_t frames[MAXDEPTH];   /* root first */
+	uint32_t frames[MAXDEPTH]; /* root first */
 };
 
 int main(int argc, char **argv)
@@ -58,7 +61,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NFUNCS; i++) {
 		switch (i % 4) {
 		case 0: snprintf(names[i], sizeof(names[i]), "ngx_http_handler_%d", i); break;
-		case 1: snprintf(names[i], sizeof(names[i]), "std::vector<int, std::allocator<int> >::push_back_%d", i); break;
+		case 1:
+			snprintf(names[i], sizeof(names[i]),
+			         "std::vector<int, std::allocator<int> >::push_back_%d", i);
+			break;
 		case 2: snprintf(names[i], sizeof(names[i]), "ExecProcNode_%d", i); break;
 		default: snprintf(names[i], sizeof(names[i]), "do_syscall_%d", i); break;
 		}
@@ -96,21 +102,22 @@ int main(int argc, char **argv)
 		const struct stack *s = &st[(uint32_t)(u * u * nstacks)];
 		t_us += 1 + rng() % 2000;
 		int n = printf("%s %d/%d [%03d] %" PRIu64 ".%06" PRIu64 ": %d cpu-clock:pppH: \n",
-			       comms[s->comm], 1000 + s->comm, 1000 + s->comm + (int)(rng() % 4),
-			       (int)(rng() % 2), t_us / 1000000, t_us % 1000000,
-			       10101010 + (int)(rng() % 1000));
+		               comms[s->comm], 1000 + s->comm, 1000 + s->comm + (int)(rng() % 4),
+		               (int)(rng() % 2), t_us / 1000000, t_us % 1000000,
+		               10101010 + (int)(rng() % 1000));
 		if (n < 0)
 			return 1;
 		written += (uint64_t)n;
 		for (int d = s->depth - 1; d >= 0; d--) {
 			uint32_t f = s->frames[d];
 			uint32_t callee = d + 1 < s->depth ? s->frames[d + 1] : 0;
-			unsigned off = d == s->depth - 1
-					       ? (unsigned)(rng() % 512)
-					       : (unsigned)((f * 2654435761u ^ callee * 40503u) % 512);
+			unsigned off =
+			        d == s->depth - 1
+			                ? (unsigned)(rng() % 512)
+			                : (unsigned)((f * 2654435761u ^ callee * 40503u) % 512);
 			n = printf("\t    %012" PRIx64 " %s+0x%x (%s)\n",
-				   (uint64_t)(0x7f0000000000ull + f * 1024ull + off), names[f],
-				   off, modules[f % 6]);
+			           (uint64_t)(0x7f0000000000ull + f * 1024ull + off), names[f], off,
+			           modules[f % 6]);
 			if (n < 0)
 				return 1;
 			written += (uint64_t)n;

@@ -15,8 +15,14 @@ __attribute__((noinline)) static void spin(unsigned long n)
 		sink += i * 2654435761u;
 }
 
-__attribute__((noinline)) static void leaf_a(void) { spin(300000); }
-__attribute__((noinline)) static void leaf_b(void) { spin(100000); }
+__attribute__((noinline)) static void leaf_a(void)
+{
+	spin(300000);
+}
+__attribute__((noinline)) static void leaf_b(void)
+{
+	spin(100000);
+}
 
 __attribute__((noinline)) static void middle(int k)
 {
