@@ -207,8 +207,16 @@ awk -v w="$parent" -v c0="$c0" -v c1="$c1" -v hz=$hz '
 		got = w / int(1e9 / hz); want = (c1 - c0) / 1e9 * hz
 		printf "       SIGINT after 2.6 s: %d samples stored, %.0f expected from the CPU time charged\n", got, want
 		exit !(want > 0 && got >= 0.88 * want && got <= 1.15 * want)
-	}' && ok "SIGINT: the last partial second was drained and committed" ||
-	bad "SIGINT: stored samples do not match the CPU time recorded"
+	}' && ok "SIGINT: the last partial second was drained and committed" || {
+	# cpu-clock timers fire late on an overloaded machine, so this
+	# comparison only means something when the CPUs are not saturated;
+	# "seen = stored" below checks the final drain exactly either way.
+	if awk -v n="$(nproc)" '{ exit !($1 > n * 0.9) }' /proc/loadavg; then
+		echo "       SKIP: CPU-time comparison (load $(cut -d' ' -f1 /proc/loadavg) on $(nproc) CPUs)"
+	else
+		bad "SIGINT: stored samples do not match the CPU time recorded"
+	fi
+}
 check_seen=$(sed -n 's/.*; seen \([0-9]*\), dropped.*/\1/p' "$tmp/err3")
 recorded=$(sed -n 's/.*: recorded \([0-9]*\) samples.*/\1/p' "$tmp/err3")
 stored=$("$collect" stats --store "$s3" | awk '$1 == "record-target" { s += $4 } END { print s + 0 }')
