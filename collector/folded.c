@@ -26,7 +26,6 @@
 #include "stackcache.h"
 
 #define CACHE_SLOTS_LOG2 18
-#define PROGRESS_EVERY   ((uint64_t)64 << 20)
 #define DEFAULT_EVENT    "samples"
 
 struct folded {
@@ -221,12 +220,15 @@ static int handle_line(struct folded *f, const char *l, size_t n)
 	return note_bytes(f, series, n + 1);
 }
 
+/* import_lines() callback. */
+static int handle_line_cb(void *state, const char *l, size_t n)
+{
+	return handle_line(state, l, n);
+}
+
 int import_folded(struct import_ctx *ctx)
 {
 	struct folded f = {.ctx = ctx};
-	uint64_t next_progress = PROGRESS_EVERY;
-	const char *l;
-	size_t n;
 	int rc;
 
 	rc = linereader_init(&f.lr, ctx->fd, ctx->prefix, ctx->prefix_len);
@@ -238,23 +240,7 @@ int import_folded(struct import_ctx *ctx)
 		goto out;
 	}
 
-	while ((rc = linereader_next(&f.lr, &l, &n)) > 0) {
-		ctx->line = f.lr.line;
-		rc = handle_line(&f, l, n);
-		if (rc < 0)
-			goto out;
-		ctx->bytes = f.lr.consumed;
-		if (ctx->bytes >= next_progress) {
-			next_progress = ctx->bytes + PROGRESS_EVERY;
-			if (ctx->progress)
-				ctx->progress(ctx);
-		}
-	}
-	if (rc == -E2BIG) {
-		rc = import_fail(ctx, f.lr.line + 1, "expected a line shorter than %u bytes",
-		                 LINEREADER_MAX_LINE);
-		goto out;
-	}
+	rc = import_lines(ctx, &f.lr, handle_line_cb, &f);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < f.series_bytes_cap; i++) {

@@ -120,3 +120,29 @@ const char *import_format_name(enum import_format f)
 	default: return "auto";
 	}
 }
+
+int import_lines(struct import_ctx *ctx, struct linereader *lr,
+                 int (*handle)(void *state, const char *line, size_t len), void *state)
+{
+	uint64_t next_progress = IMPORT_PROGRESS_EVERY;
+	const char *l;
+	size_t n;
+	int rc;
+
+	while ((rc = linereader_next(lr, &l, &n)) > 0) {
+		ctx->line = lr->line;
+		rc = handle(state, l, n);
+		if (rc < 0)
+			return rc;
+		ctx->bytes = lr->consumed;
+		if (ctx->bytes >= next_progress) {
+			next_progress = ctx->bytes + IMPORT_PROGRESS_EVERY;
+			if (ctx->progress)
+				ctx->progress(ctx);
+		}
+	}
+	if (rc == -E2BIG)
+		return import_fail(ctx, lr->line + 1, "expected a line shorter than %u bytes",
+		                   LINEREADER_MAX_LINE);
+	return rc;
+}

@@ -81,6 +81,18 @@ int import_pprof(struct import_ctx *ctx);
 
 /* ---- a streaming line reader shared by the text importers ---------- */
 
+#define IMPORT_PROGRESS_EVERY ((uint64_t)64 << 20) /* bytes between progress calls */
+
+struct linereader;
+
+/* Feeds every line of lr to handle(state, line, len), keeping ctx->line and
+ * ctx->bytes current and calling ctx->progress every
+ * IMPORT_PROGRESS_EVERY bytes.  Returns 0 at end of input, the first
+ * negative value handle returns, -errno on a read error, or import_fail's
+ * -EINVAL for a line over LINEREADER_MAX_LINE. */
+int import_lines(struct import_ctx *ctx, struct linereader *lr,
+                 int (*handle)(void *state, const char *line, size_t len), void *state);
+
 #define LINEREADER_MAX_LINE (64u << 20) /* longer lines are an error */
 
 struct linereader {

@@ -80,8 +80,7 @@
 #define SERIES_SLOTS      4096u /* (process, event) -> series id map */
 #define SERIES_MAX        (SERIES_SLOTS / 2)
 #define SAMPLE_MAX        ((size_t)256 << 20) /* bytes of stack lines per sample */
-#define PROGRESS_EVERY    ((uint64_t)64 << 20)
-#define NO_EVENT_NAME     "samples" /* series event when perf printed none */
+#define NO_EVENT_NAME     "samples"           /* series event when perf printed none */
 
 struct series_ent {
 	char *key; /* "process\0event", malloc'd; NULL marks an empty slot */
@@ -1208,6 +1207,12 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 	return 0;
 }
 
+/* import_lines() callback. */
+static int handle_line_cb(void *state, const char *l, size_t n)
+{
+	return handle_line(state, l, n);
+}
+
 static void perf_free(struct perf *p)
 {
 	linereader_free(&p->lr);
@@ -1233,9 +1238,6 @@ static void perf_free(struct perf *p)
 int import_perf(struct import_ctx *ctx)
 {
 	struct perf p = {.ctx = ctx};
-	uint64_t next_progress = PROGRESS_EVERY;
-	const char *l;
-	size_t n;
 	int rc;
 
 	rc = linereader_init(&p.lr, ctx->fd, ctx->prefix, ctx->prefix_len);
@@ -1252,23 +1254,7 @@ int import_perf(struct import_ctx *ctx)
 		goto out;
 	}
 
-	while ((rc = linereader_next(&p.lr, &l, &n)) > 0) {
-		ctx->line = p.lr.line;
-		rc = handle_line(&p, l, n);
-		if (rc < 0)
-			goto out;
-		ctx->bytes = p.lr.consumed;
-		if (ctx->bytes >= next_progress) {
-			next_progress = ctx->bytes + PROGRESS_EVERY;
-			if (ctx->progress)
-				ctx->progress(ctx);
-		}
-	}
-	if (rc == -E2BIG) {
-		rc = import_fail(ctx, p.lr.line + 1, "expected a line shorter than %u bytes",
-		                 LINEREADER_MAX_LINE);
-		goto out;
-	}
+	rc = import_lines(ctx, &p.lr, handle_line_cb, &p);
 	if (rc < 0)
 		goto out;
 	/* A last sample without a trailing blank line still counts. */
