@@ -79,7 +79,7 @@ ingest_row() { # label file
 
 echo
 echo "## Recording the workloads"
-secs_small=25; secs_big=200
+secs_small=40; secs_big=200
 [ $quick = 1 ] && secs_big=0
 record $secs_small "$work/real.perf"
 record $secs_small "$work/real2.perf"
