@@ -4,8 +4,9 @@
  * call-tree directory.  It opens the store as a RocksDB secondary, catches
  * up with the writer at most once a second on access, builds call trees on
  * demand and caches them until the store's sequence number moves.  Each
- * open() renders the file once into a buffer kept in the file handle, so
- * one open file is one consistent snapshot.  See fs/README.md.
+ * open() takes one rendering of the file (from a byte-bounded render cache
+ * when this generation already rendered it) and keeps it in the file
+ * handle, so one open file is one consistent snapshot.  See fs/README.md.
  */
 #define FUSE_USE_VERSION 31
 
@@ -26,8 +27,11 @@
 #include "view.h"
 
 #define TREE_CACHE_SLOTS    16
-#define SIZE_CACHE_SLOTS    1024
 #define REFRESH_INTERVAL_NS 1000000000LL
+/* Rendered files kept for later opens: at most this many bytes, and only
+ * files at least RENDER_CACHE_MIN long (smaller ones are cheap to render). */
+#define RENDER_CACHE_BYTES (256ull << 20)
+#define RENDER_CACHE_MIN   4096
 
 /* A built tree shared by the cache and by renderers running unlocked. */
 struct tree_ref {
@@ -37,13 +41,18 @@ struct tree_ref {
 	uint64_t last_use; /* guarded by fs.lock */
 };
 
-/* Rendered sizes of files that have no cheap size function (pprof). */
-struct size_slot {
-	uint64_t generation; /* 0 = empty */
+/* The rendered bytes of one file of one node in one store generation.
+ * Shared by the render cache and the open files reading it; freed when the
+ * last of them lets go.  `buf` is immutable once published. */
+struct rendered {
+	struct view_buf buf;
+	uint64_t generation;
 	uint32_t series_id;
 	uint32_t node;
 	uint32_t file;
-	uint64_t size;
+	unsigned refs;                  /* guarded by fs.lock */
+	uint64_t stale_mark;            /* fs.stale_reads when last opened */
+	struct rendered *newer, *older; /* LRU list, guarded by fs.lock */
 };
 
 static struct {
@@ -57,7 +66,12 @@ static struct {
 	size_t nseries;
 	struct tree_ref *trees[TREE_CACHE_SLOTS];
 	uint64_t use_clock;
-	struct size_slot sizes[SIZE_CACHE_SLOTS];
+	/* The render cache: most recently used first, `cache_bytes` of
+	 * buffers in all. */
+	struct rendered *newest, *oldest;
+	uint64_t cache_bytes;
+	/* Reads through handles opened in an older generation (atomic). */
+	uint64_t stale_reads;
 } fs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 enum kind { K_ROOT, K_BINARY, K_NODE, K_FILE };
@@ -74,7 +88,8 @@ struct resolved {
 };
 
 struct open_file {
-	struct view_buf buf;
+	struct rendered *r;
+	uint64_t generation;
 };
 
 /* ---- store and cache (call with fs.lock held) ------------------------- */
@@ -102,6 +117,55 @@ static void drop_trees_locked(void)
 		put_tree_locked(fs.trees[i]);
 		fs.trees[i] = NULL;
 	}
+}
+
+static void put_rendered_locked(struct rendered *r)
+{
+	if (r && --r->refs == 0) {
+		bool big = r->buf.cap >= (1u << 20);
+		view_buf_free(&r->buf);
+		free(r);
+		if (big)
+			malloc_trim(0);
+	}
+}
+
+static void unlink_locked(struct rendered *r)
+{
+	if (r->newer)
+		r->newer->older = r->older;
+	else
+		fs.newest = r->older;
+	if (r->older)
+		r->older->newer = r->newer;
+	else
+		fs.oldest = r->newer;
+	r->newer = r->older = NULL;
+}
+
+/* Drops the cache's reference to `r`. */
+static void uncache_locked(struct rendered *r)
+{
+	unlink_locked(r);
+	fs.cache_bytes -= r->buf.len;
+	put_rendered_locked(r);
+}
+
+static void push_newest_locked(struct rendered *r)
+{
+	r->older = fs.newest;
+	r->newer = NULL;
+	if (fs.newest)
+		fs.newest->newer = r;
+	else
+		fs.oldest = r;
+	fs.newest = r;
+}
+
+static void drop_rendered_locked(void)
+{
+	while (fs.oldest)
+		uncache_locked(fs.oldest);
 }
 
 static int load_series_locked(void)
@@ -132,11 +196,12 @@ static void maybe_refresh_locked(void)
 	int r = store_refresh(fs.store);
 	if (r <= 0 && store_sequence(fs.store) == before)
 		return;
-	/* Something committed: every cached tree and size is stale. */
+	/* Something committed: every cached tree and rendering is stale. */
 	if (load_series_locked() < 0)
 		return;
 	drop_trees_locked();
-	fs.generation++;
+	drop_rendered_locked();
+	__atomic_add_fetch(&fs.generation, 1, __ATOMIC_SEQ_CST);
 	fs.mtime = time(NULL);
 }
 
@@ -363,49 +428,76 @@ fail:
 	return r;
 }
 
-/* ---- sizes ------------------------------------------------------------- */
+/* ---- rendered files ---------------------------------------------------- */
 
-static struct size_slot *size_slot(const struct resolved *res)
+/* The cached rendering of the file `res` names, made most recently used
+ * and referenced for the caller, or NULL. */
+static struct rendered *find_rendered_locked(const struct resolved *res)
 {
-	uint64_t h = ((uint64_t)res->tree->series_id * 0x9e3779b97f4a7c15ULL) ^
-	             ((uint64_t)res->node * 0xff51afd7ed558ccdULL) ^ res->file;
-	return &fs.sizes[(h ^ (h >> 29)) % SIZE_CACHE_SLOTS];
+	for (struct rendered *c = fs.newest; c; c = c->older) {
+		if (c->generation == res->generation && c->series_id == res->tree->series_id &&
+		    c->node == res->node && c->file == res->file) {
+			unlink_locked(c);
+			push_newest_locked(c);
+			c->refs++;
+			return c;
+		}
+	}
+	return NULL;
 }
 
-/* The size of a file.  Files without a size function are rendered once
- * per store generation and their size is remembered. */
-static int file_size(const struct resolved *res, uint64_t *size)
+/* Returns a referenced rendering of the file `res` names, from the cache
+ * when it holds one for this generation (*hit set), else rendered now and
+ * cached when big enough.  Release with put_rendered_locked(). */
+static int get_rendered(const struct resolved *res, struct rendered **out, bool *hit)
 {
-	const struct view_file *f = &view_files[res->file];
-	struct view_buf buf = {0};
-	struct size_slot *s;
-	int r;
+	struct rendered *r, *c;
+	int err;
 
-	if (f->size) {
-		*size = f->size(res->tree->tree, res->node);
+	pthread_mutex_lock(&fs.lock);
+	c = find_rendered_locked(res);
+	pthread_mutex_unlock(&fs.lock);
+	*hit = c != NULL;
+	if (c) {
+		*out = c;
 		return 0;
 	}
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	err = view_files[res->file].render(res->tree->tree, res->node, &r->buf);
+	if (err < 0) {
+		view_buf_free(&r->buf);
+		free(r);
+		return err;
+	}
+	r->generation = res->generation;
+	r->series_id = res->tree->series_id;
+	r->node = res->node;
+	r->file = res->file;
+	r->refs = 1;
 	pthread_mutex_lock(&fs.lock);
-	s = size_slot(res);
-	if (s->generation == res->generation + 1 && s->series_id == res->tree->series_id &&
-	    s->node == res->node && s->file == res->file) {
-		*size = s->size;
+	/* Another open may have rendered it meanwhile: share that one. */
+	c = find_rendered_locked(res);
+	if (c) {
+		put_rendered_locked(r);
 		pthread_mutex_unlock(&fs.lock);
+		*out = c;
 		return 0;
 	}
+	r->stale_mark = __atomic_load_n(&fs.stale_reads, __ATOMIC_SEQ_CST);
+	if (r->buf.len >= RENDER_CACHE_MIN && r->buf.len <= RENDER_CACHE_BYTES &&
+	    res->generation == fs.generation) {
+		r->refs++;
+		push_newest_locked(r);
+		fs.cache_bytes += r->buf.len;
+		while (fs.cache_bytes > RENDER_CACHE_BYTES && fs.oldest != r)
+			uncache_locked(fs.oldest);
+	}
 	pthread_mutex_unlock(&fs.lock);
-
-	r = f->render(res->tree->tree, res->node, &buf);
-	if (r < 0)
-		goto out;
-	*size = buf.len;
-	pthread_mutex_lock(&fs.lock);
-	*s = (struct size_slot){res->generation + 1, res->tree->series_id, res->node, res->file,
-	                        buf.len};
-	pthread_mutex_unlock(&fs.lock);
-out:
-	view_buf_free(&buf);
-	return r;
+	*out = r;
+	return 0;
 }
 
 /* ---- operations --------------------------------------------------------- */
@@ -430,7 +522,6 @@ static void fill_dir(struct stat *st)
 static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	struct resolved res;
-	uint64_t size = 0;
 	int r;
 
 	memset(st, 0, sizeof(*st));
@@ -444,20 +535,21 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
-		st->st_size = (off_t)of->buf.len;
+		st->st_size = (off_t)of->r->buf.len;
 		return 0;
 	}
 	r = resolve(path, &res);
 	if (r < 0)
 		return r;
 	if (res.kind == K_FILE) {
-		r = file_size(&res, &size);
-		if (r == 0) {
-			st->st_mode = S_IFREG | 0444;
-			st->st_nlink = 1;
-			st->st_size = (off_t)size;
-			st->st_blocks = (blkcnt_t)((size + 511) / 512);
-		}
+		/* Files without a size function (pprof) report 0 and are
+		 * opened with direct_io, so readers read up to EOF. */
+		const struct view_file *f = &view_files[res.file];
+		uint64_t size = f->size ? f->size(res.tree->tree, res.node) : 0;
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)size;
+		st->st_blocks = (blkcnt_t)((size + 511) / 512);
 	} else {
 		fill_dir(st);
 	}
@@ -465,9 +557,13 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	return r;
 }
 
-static int fill(void *buf, fuse_fill_dir_t filler, const char *name)
+/* Adds one entry with its type (a directory unless `mode` says
+ * otherwise), so `find`, `ls -F` and the like need not stat it. */
+static int fill(void *buf, fuse_fill_dir_t filler, const char *name, mode_t mode)
 {
-	return filler(buf, name, NULL, 0, 0) ? -ENOMEM : 0;
+	struct stat st = {.st_mode = mode};
+
+	return filler(buf, name, &st, 0, 0) ? -ENOMEM : 0;
 }
 
 static int fill_escaped(void *buf, fuse_fill_dir_t filler, const char *name, size_t len, int flags)
@@ -475,7 +571,7 @@ static int fill_escaped(void *buf, fuse_fill_dir_t filler, const char *name, siz
 	char esc[VIEW_NAME_MAX + 1];
 
 	view_escape(name, len, flags, esc);
-	return fill(buf, filler, esc);
+	return fill(buf, filler, esc, S_IFDIR);
 }
 
 /* Lists the version entries of the binary whose series are [lo, hi):
@@ -506,7 +602,7 @@ static int list_versions_locked(void *buf, fuse_fill_dir_t filler, size_t lo)
 			if (vl + 1 + el > VIEW_NAME_MAX)
 				continue; /* cannot be named; skip */
 			snprintf(both, sizeof(both), "%s@%s", vesc, eesc);
-			r = fill(buf, filler, both);
+			r = fill(buf, filler, both, S_IFDIR);
 			if (r < 0)
 				return r;
 		}
@@ -524,7 +620,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 	r = resolve(path, &res);
 	if (r < 0)
 		return r;
-	if ((r = fill(buf, filler, ".")) < 0 || (r = fill(buf, filler, "..")) < 0)
+	if ((r = fill(buf, filler, ".", S_IFDIR)) < 0 || (r = fill(buf, filler, "..", S_IFDIR)) < 0)
 		goto out;
 	switch (res.kind) {
 	case K_ROOT:
@@ -548,7 +644,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 	case K_NODE: {
 		const struct view_tree *t = res.tree->tree;
 		for (size_t f = 0; f < view_file_count && r == 0; f++)
-			r = fill(buf, filler, view_files[f].name);
+			r = fill(buf, filler, view_files[f].name, S_IFREG);
 		uint32_t n = view_node_child_count(t, res.node);
 		for (uint32_t i = 0; i < n && r == 0; i++) {
 			size_t len;
@@ -568,6 +664,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 {
 	struct resolved res;
 	struct open_file *of;
+	bool hit;
 	int r;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
@@ -584,14 +681,23 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 		r = -ENOMEM;
 		goto out;
 	}
-	r = view_files[res.file].render(res.tree->tree, res.node, &of->buf);
+	r = get_rendered(&res, &of->r, &hit);
 	if (r < 0) {
-		view_buf_free(&of->buf);
 		free(of);
 		goto out;
 	}
+	of->generation = res.generation;
 	fi->fh = (uint64_t)(uintptr_t)of;
-	fi->keep_cache = 0;
+	/* Sizes not known before rendering are 0 in stat: read to EOF. */
+	fi->direct_io = view_files[res.file].size == NULL;
+	/* The kernel's pages of this file are still right when this
+	 * generation's rendering was opened before and no handle from an
+	 * older generation has read since (it could have cached old pages). */
+	pthread_mutex_lock(&fs.lock);
+	uint64_t stale = __atomic_load_n(&fs.stale_reads, __ATOMIC_SEQ_CST);
+	fi->keep_cache = hit && !fi->direct_io && of->r->stale_mark == stale;
+	of->r->stale_mark = stale;
+	pthread_mutex_unlock(&fs.lock);
 out:
 	put_tree(res.tree);
 	return r;
@@ -600,14 +706,17 @@ out:
 static int fs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+	const struct view_buf *b = &of->r->buf;
 
 	if (off < 0)
 		return -EINVAL;
-	if ((uint64_t)off >= of->buf.len)
+	if (of->generation != __atomic_load_n(&fs.generation, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&fs.stale_reads, 1, __ATOMIC_SEQ_CST);
+	if ((uint64_t)off >= b->len)
 		return 0;
-	if (size > of->buf.len - (size_t)off)
-		size = of->buf.len - (size_t)off;
-	memcpy(buf, of->buf.data + off, size);
+	if (size > b->len - (size_t)off)
+		size = b->len - (size_t)off;
+	memcpy(buf, b->data + off, size);
 	return (int)size;
 }
 
@@ -616,11 +725,10 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 
 	if (of) {
-		bool big = of->buf.cap >= (1u << 20);
-		view_buf_free(&of->buf);
+		pthread_mutex_lock(&fs.lock);
+		put_rendered_locked(of->r);
+		pthread_mutex_unlock(&fs.lock);
 		free(of);
-		if (big)
-			malloc_trim(0);
 	}
 	return 0;
 }
@@ -942,6 +1050,7 @@ out_destroy:
 out_close:
 	pthread_mutex_lock(&fs.lock);
 	drop_trees_locked();
+	drop_rendered_locked();
 	store_series_free(fs.series, fs.nseries);
 	fs.series = NULL;
 	store_close(fs.store);

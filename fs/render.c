@@ -226,6 +226,189 @@ out:
 	return r;
 }
 
+/* ---- folded, keyed order ------------------------------------------------ */
+
+/* Below a node, a child c contributes two runs of lines: its own line
+ * ("...;c W") and its subtree's lines ("...;c;..."), and no other sibling's
+ * lines fall between lines of one run.  Lines of different runs first
+ * differ inside the run keys `c + ' ' + W` (the whole own line) and
+ * `c + ';'`, or one key is a prefix of the other and then so is the line,
+ * unless a name extends a sibling's by ';' (folded_needs_sort covers that).
+ * So ordering each sibling group's runs by key gives bytewise line order.
+ * An item is child index * 2 + 1 for the subtree run, * 2 for the line. */
+struct kframe {
+	uint32_t node;
+	size_t items; /* offset of this node's items in the item stack */
+	uint32_t nitems;
+	uint32_t pos;
+};
+
+/* The key of item `it` below `parent`: name, then the suffix in suf. */
+static const char *item_key(const struct view_tree *t, uint32_t parent, uint32_t it, size_t *len,
+                            char suf[24], size_t *suf_len)
+{
+	uint32_t c = t->kids[t->nodes[parent].first_kid + it / 2];
+	const struct vstr *s = &t->strs[vnode_frame(t, c)->name];
+
+	*len = s->len;
+	if (it & 1) {
+		suf[0] = ';';
+		*suf_len = 1;
+	} else {
+		suf[0] = ' ';
+		*suf_len = (size_t)(put_u64(suf + 1, t->nodes[c].self_weight) - suf);
+	}
+	return t->arena + s->off;
+}
+
+/* qsort_r's context for cmp_item. */
+struct kctx {
+	const struct view_tree *t;
+	uint32_t parent;
+};
+
+static int cmp_item(const void *a, const void *b, void *ctx)
+{
+	const struct kctx *k = ctx;
+	char sa[24], sb[24];
+	size_t la, lb, sla, slb;
+	const char *na = item_key(k->t, k->parent, *(const uint32_t *)a, &la, sa, &sla);
+	const char *nb = item_key(k->t, k->parent, *(const uint32_t *)b, &lb, sb, &slb);
+	size_t ta = la + sla, tb = lb + slb;
+
+	for (size_t i = 0; i < ta && i < tb; i++) {
+		unsigned char x = (unsigned char)(i < la ? na[i] : sa[i - la]);
+		unsigned char y = (unsigned char)(i < lb ? nb[i] : sb[i - lb]);
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return ta < tb ? -1 : ta > tb;
+}
+
+/* Does the child group of `node` need keyed order? */
+static bool group_keyed(const struct view_tree *t, uint32_t node)
+{
+	const struct vnode *v = &t->nodes[node];
+
+	for (uint32_t i = 0; i + 1 < v->nkids; i++)
+		if (view_sibling_order_breaks(t, t->kids + v->first_kid, i, v->nkids))
+			return true;
+	return false;
+}
+
+static int ensure_path(char **path, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap * 2 > need ? *cap * 2 : need;
+	char *np = realloc(*path, ncap);
+	if (!np)
+		return -ENOMEM;
+	*path = np;
+	*cap = ncap;
+	return 0;
+}
+
+/* Like folded_dfs, in exact bytewise line order for trees with
+ * folded_keyed set.  `out` must have room for folded_bytes more bytes. */
+static int folded_keyed(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	struct kframe *stack = NULL;
+	uint32_t *items = NULL;
+	size_t depth = 0, cap = 64, nitems = 0, items_cap = 256;
+	size_t path_cap = (size_t)t->nodes[node].path_len + 4096;
+	char *path = malloc(path_cap);
+	char *o = out->data + out->len;
+	int r = 0;
+
+	stack = malloc(cap * sizeof(*stack));
+	items = malloc(items_cap * sizeof(*items));
+	if (!path || !stack || !items) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t a = node; a != VIEW_ROOT; a = t->nodes[a].parent)
+		put_name(t, a, path);
+	if (t->nodes[node].self_weight > 0 && node != VIEW_ROOT) {
+		memcpy(o, path, t->nodes[node].path_len);
+		o += t->nodes[node].path_len;
+		*o++ = ' ';
+		o = put_u64(o, t->nodes[node].self_weight);
+		*o++ = '\n';
+	}
+	uint32_t n = node;
+	for (;;) {
+		/* Push n's subtree run: its children's items, ordered. */
+		const struct vnode *v = &t->nodes[n];
+		if (nitems + 2 * (size_t)v->nkids > items_cap) {
+			size_t ncap = items_cap * 2 + 2 * (size_t)v->nkids;
+			uint32_t *ni = realloc(items, ncap * sizeof(*ni));
+			if (!ni) {
+				r = -ENOMEM;
+				goto out;
+			}
+			items = ni;
+			items_cap = ncap;
+		}
+		if (depth == cap) {
+			struct kframe *ns = realloc(stack, cap * 2 * sizeof(*ns));
+			if (!ns) {
+				r = -ENOMEM;
+				goto out;
+			}
+			stack = ns;
+			cap *= 2;
+		}
+		struct kframe *f = &stack[depth++];
+		*f = (struct kframe){n, nitems, 0, 0};
+		for (uint32_t i = 0; i < v->nkids; i++) {
+			const struct vnode *c = &t->nodes[t->kids[v->first_kid + i]];
+			if (c->self_weight > 0)
+				items[nitems + f->nitems++] = 2 * i;
+			if (c->nkids > 0)
+				items[nitems + f->nitems++] = 2 * i + 1;
+		}
+		if (f->nitems > 1 && group_keyed(t, n)) {
+			struct kctx ctx = {t, n};
+			qsort_r(items + nitems, f->nitems, sizeof(*items), cmp_item, &ctx);
+		}
+		nitems += f->nitems;
+		/* Emit own lines until the next subtree run (or the end). */
+		for (;;) {
+			struct kframe *top = &stack[depth - 1];
+			if (top->pos == top->nitems) {
+				nitems = top->items;
+				if (--depth == 0)
+					goto done;
+				continue;
+			}
+			uint32_t it = items[top->items + top->pos++];
+			uint32_t c = t->kids[t->nodes[top->node].first_kid + it / 2];
+			r = ensure_path(&path, &path_cap, t->nodes[c].path_len);
+			if (r < 0)
+				goto out;
+			put_name(t, c, path);
+			if (it & 1) {
+				n = c;
+				break;
+			}
+			memcpy(o, path, t->nodes[c].path_len);
+			o += t->nodes[c].path_len;
+			*o++ = ' ';
+			o = put_u64(o, t->nodes[c].self_weight);
+			*o++ = '\n';
+		}
+	}
+done:
+	out->len = (size_t)(o - out->data);
+	out->data[out->len] = '\0';
+out:
+	free(path);
+	free(stack);
+	free(items);
+	return r;
+}
+
 struct line {
 	const char *p;
 	size_t len;
@@ -256,10 +439,10 @@ int view_render_folded(const struct view_tree *t, uint32_t node, struct view_buf
 	if (r < 0)
 		return r;
 	if (!t->folded_needs_sort)
-		return folded_dfs(t, node, out);
+		return t->folded_keyed ? folded_keyed(t, node, out) : folded_dfs(t, node, out);
 
-	/* Rare: some sibling name extends another by a byte sorting before
-	 * ';', so depth-first order is not bytewise order.  Sort lines. */
+	/* Rare: some sibling name extends another by ';' itself (names with
+	 * ';' in them), so keys do not decide the order.  Sort lines. */
 	r = view_buf_reserve(&tmp, (size_t)size);
 	if (r < 0)
 		goto out;

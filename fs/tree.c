@@ -286,21 +286,23 @@ static int cmp_kids(const void *a, const void *b, void *ctx)
 	return x->len < y->len ? -1 : x->len > y->len;
 }
 
-/* Does a sibling name extend `n`'s name by a byte that sorts at or below
- * ';'?  Only then is depth-first order not bytewise line order. */
-static bool breaks_dfs_order(const struct view_tree *t, const uint32_t *kids, uint32_t i,
-                             uint32_t nkids)
+int view_sibling_order_breaks(const struct view_tree *t, const uint32_t *kids, uint32_t i,
+                              uint32_t nkids)
 {
 	const struct vstr *x = &t->strs[vnode_frame(t, kids[i])->name];
+	int worst = 0;
 
 	for (uint32_t j = i + 1; j < nkids; j++) {
 		const struct vstr *y = &t->strs[vnode_frame(t, kids[j])->name];
 		if (y->len <= x->len || memcmp(t->arena + x->off, t->arena + y->off, x->len) != 0)
-			return false;
-		if ((unsigned char)t->arena[y->off + x->len] <= ';')
-			return true;
+			break;
+		unsigned char c = (unsigned char)t->arena[y->off + x->len];
+		if (c == ';')
+			return 2;
+		if (c < ';')
+			worst = 1;
 	}
-	return false;
+	return worst;
 }
 
 static int finish(struct view_tree *t)
@@ -356,9 +358,13 @@ static int finish(struct view_tree *t)
 			continue;
 		uint32_t *k = t->kids + v->first_kid;
 		qsort_r(k, v->nkids, sizeof(*k), cmp_kids, t);
-		for (i = 0; i < v->nkids && !t->folded_needs_sort; i++)
-			if (breaks_dfs_order(t, k, i, v->nkids))
+		for (i = 0; i < v->nkids && !t->folded_needs_sort; i++) {
+			int b = view_sibling_order_breaks(t, k, i, v->nkids);
+			if (b == 2)
 				t->folded_needs_sort = true;
+			else if (b == 1)
+				t->folded_keyed = true;
+		}
 	}
 	return 0;
 }

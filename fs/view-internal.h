@@ -48,8 +48,13 @@ struct view_tree {
 	char *arena;
 	size_t arena_len, arena_cap;
 	/* true when depth-first order with children in name order is not the
-	 * bytewise order of folded lines (a sibling name extends another by a
-	 * byte <= ';'), so the folded renderer must sort. */
+	 * bytewise order of folded lines because a sibling name extends
+	 * another by a byte < ';' (`foo` and `foo.part.0`): the renderer then
+	 * orders those sibling groups by line keys (see render.c). */
+	bool folded_keyed;
+	/* true when a sibling name extends another by ';' itself (only
+	 * possible for names that contain ';'): keys do not decide the order
+	 * there, so the folded renderer sorts all lines. */
 	bool folded_needs_sort;
 	char *event;
 	char *unit;
@@ -64,6 +69,12 @@ static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32
 {
 	return &t->frames[t->nodes[n].frame];
 }
+
+/* For the sorted child list kids[0..nkids): 0 when no later sibling
+ * extends kids[i]'s name by a byte <= ';', 2 when one extends it by ';',
+ * else 1. */
+int view_sibling_order_breaks(const struct view_tree *t, const uint32_t *kids, uint32_t i,
+                              uint32_t nkids);
 
 /* Number of decimal digits of v. */
 static inline unsigned view_digits(uint64_t v)
