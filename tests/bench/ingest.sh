@@ -46,11 +46,14 @@ record() { # seconds out.perf
 	rm -f "$work/rec.data"
 }
 
-# run CMD... : prints "seconds peak_rss_kb" of CMD
+# run CMD... : prints "seconds peak_rss_kb" of CMD (wall time to the
+# microsecond from bash's EPOCHREALTIME; peak RSS from GNU time)
 measure() {
-	/usr/bin/time -f '%e %M' -o "$work/time.txt" "$@" >/dev/null 2>"$work/cmd.err" || {
+	local t0=$EPOCHREALTIME t1
+	/usr/bin/time -f '%M' -o "$work/time.txt" "$@" >/dev/null 2>"$work/cmd.err" || {
 		cat "$work/cmd.err" >&2; return 1; }
-	cat "$work/time.txt"
+	t1=$EPOCHREALTIME
+	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $(cat "$work/time.txt")"
 }
 
 bytes() { stat -c %s "$1"; }
@@ -65,12 +68,12 @@ ingest_row() { # label file
 	rm -rf "$work/s"
 	read -r t rss < <(measure "$fc" import --store "$work/s" "$f")
 	read -r wc_t _ < <(measure wc -l "$f")
-	if [ "$sz" -lt 300000000 ]; then
+	if [ "$sz" -lt 250000000 ]; then
 		read -r pl_t _ < <(measure perl "$top/tests/ref/stackcollapse-ref.pl" "$f")
 	else
 		pl_t=0
 	fi
-	printf '| %s | %.1f MB | %d | %s s | %s MB/s | %.0f | %.1f MB | %s MB/s | %s |\n' "$1" \
+	printf '| %s | %.1f MB | %d | %.2f s | %s MB/s | %.0f | %.1f MB | %s MB/s | %s |\n' "$1" \
 		"$(awk -v b="$sz" 'BEGIN{print b/1e6}')" "$n" "$t" "$(rate "$sz" "$t")" \
 		"$(awk -v n="$n" -v t="$t" 'BEGIN{print (t>0? n/t : 0)}')" \
 		"$(awk -v k="$rss" 'BEGIN{print k/1024}')" "$(rate "$sz" "$wc_t")" \
@@ -79,7 +82,7 @@ ingest_row() { # label file
 
 echo
 echo "## Recording the workloads"
-secs_small=40; secs_big=200
+secs_small=40; secs_big=220
 [ $quick = 1 ] && secs_big=0
 record $secs_small "$work/real.perf"
 record $secs_small "$work/real2.perf"
@@ -96,7 +99,8 @@ echo
 echo "## Ingest throughput (one thread)"
 echo "| input | size | samples | import time | import MB/s | samples/s | peak RSS | wc -l MB/s | Perl collapser |"
 echo "|---|---|---|---|---|---|---|---|---|"
-ingest_row "real recording (perf record -a -g, 999 Hz)" "$work/real.perf"
+ingest_row "real recording (perf record -a -g, 999 Hz, 40 s)" "$work/real.perf"
+[ -f "$work/big.perf" ] && ingest_row "real recording (perf record -a -g, 999 Hz, 220 s)" "$work/big.perf"
 ingest_row "generated stream" "$work/gen.perf"
 
 footprint() { # store input label
