@@ -13,6 +13,7 @@
  * BPF side saw is either stored or counted as dropped.  This file is CLI
  * code: it alone prints, always as "flamefs-collect: ...".
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -44,7 +45,7 @@ static void usage(FILE *f)
 {
 	fputs("Usage: " PROG " record [--store DIR] [-p PID[,PID...] | -a | -- COMMAND [ARGS...]]\n"
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
-	      "           [--binary NAME] [--version LABEL]\n"
+	      "           [--binary NAME] [--version LABEL] [--lines]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
 	      "event per CPU), symbolizes them and stores them: one atomic batch per\n"
@@ -65,6 +66,8 @@ static void usage(FILE *f)
 	      "      --version LABEL     version label (default: the first 12 hex\n"
 	      "                          digits of the executable's GNU build id,\n"
 	      "                          \"default\" when it has none)\n"
+	      "      --lines             also store each frame's source file:line\n"
+	      "                          (reads DWARF: more CPU and memory)\n"
 	      "  -v, --verbose           show libbpf's messages\n"
 	      "\n"
 	      "The series event is \"cpu-clock\", unit \"nanoseconds\"; each sample\n"
@@ -117,6 +120,7 @@ struct options {
 	const char *binary;
 	const char *version;
 	bool verbose;
+	bool lines;
 };
 
 struct entry {
@@ -279,9 +283,9 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (e->kind == PROFILE_EVENT_FORK) {
 		if (e->parent && !symbolize_known(r->sym, (pid_t)e->parent))
 			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
-		rc = symbolize_snapshot(r->sym, (pid_t)e->pid, (pid_t)e->parent);
+		rc = symbolize_inherit(r->sym, (pid_t)e->pid, (pid_t)e->parent);
 	} else {
-		rc = symbolize_snapshot(r->sym, (pid_t)e->pid, 0);
+		rc = symbolize_exec(r->sym, (pid_t)e->pid);
 	}
 	if (rc == -ENOMEM) {
 		fail(r, rc, "out of memory");
@@ -398,14 +402,16 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		pid_t pid = (pid_t)e->key.pid;
 
 		if (pid != last_pid) {
-			/* Once per process and drain: refresh the snapshot
-			 * while the process lives (it may have mapped new
-			 * code since), else keep the one taken earlier. */
-			rc = symbolize_snapshot(r->sym, pid, 0);
-			if (rc == -ENOMEM)
-				return rc;
-			if (rc < 0 && !symbolize_known(r->sym, pid))
-				r->unsymbolized_pids++;
+			/* A process is snapshotted once (at start, fork or
+			 * exec); symbolize_user() reads its maps again when an
+			 * address falls outside them. */
+			if (!symbolize_known(r->sym, pid)) {
+				rc = symbolize_snapshot(r->sym, pid, 0);
+				if (rc == -ENOMEM)
+					return rc;
+				if (rc < 0)
+					r->unsymbolized_pids++;
+			}
 
 			const char *bin = NULL, *bid = NULL;
 			char version[13];
@@ -641,6 +647,32 @@ static void reap_child(struct recorder *r)
 	}
 }
 
+/* Snapshots every process already running (for -a).  Processes that
+ * vanish meanwhile, or cannot be read, are skipped.  Returns 0 or
+ * -ENOMEM. */
+static int snapshot_all(struct recorder *r)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return 0; /* no /proc: resolved at the drains, if at all */
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long v = strtoul(de->d_name, &end, 10);
+		if (end == de->d_name || *end || v == 0 || v > INT32_MAX)
+			continue;
+		if (symbolize_known(r->sym, (pid_t)v))
+			continue; /* a fork or exec event came first */
+		if (symbolize_snapshot(r->sym, (pid_t)v, 0) == -ENOMEM) {
+			closedir(d);
+			return -ENOMEM;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
 /* ---- the command -------------------------------------------------------- */
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -656,6 +688,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"binary", required_argument, NULL, 'b'},
 	        {"version", required_argument, NULL, 'V'},
 	        {"verbose", no_argument, NULL, 'v'},
+	        {"lines", no_argument, NULL, 'L'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -673,6 +706,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'b': o->binary = optarg; break;
 		case 'V': o->version = optarg; break;
 		case 'v': o->verbose = true; break;
+		case 'L': o->lines = true; break;
 		case 'F': {
 			errno = 0;
 			unsigned long f = strtoul(optarg, &end, 10);
@@ -772,6 +806,7 @@ static int run(struct recorder *r, const struct options *o)
 		fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
+	symbolize_set_lines(r->sym, o->lines);
 
 	const char *dir = o->store_dir;
 	char *owned = NULL;
@@ -860,6 +895,15 @@ static int run(struct recorder *r, const struct options *o)
 	}
 
 	fprintf(stderr, PROG ": recording at %u Hz on %d CPUs; Ctrl-C stops\n", o->freq, r->nlinks);
+	if (o->all) {
+		/* Sampling runs already: a process that exits before the
+		 * first drain is still resolved from this snapshot. */
+		rc = snapshot_all(r);
+		if (rc < 0) {
+			fail(r, rc, "out of memory");
+			return rc;
+		}
+	}
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1) {
 			rc = -errno;

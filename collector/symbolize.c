@@ -2,10 +2,14 @@
  * symbolize.c — user and kernel address symbolization for the live
  * collector (see symbolize.h for the contract).
  *
- * Three caches make it cheap: ELF files ("modules", opened once at their
+ * Four caches make it cheap: ELF files ("modules", opened once at their
  * first sighting, shared by every process that maps them and keyed by
- * build id), resolved addresses per module, and /proc/kallsyms, read once
- * and sorted.  A process is a snapshot of its executable mappings, each
+ * build id), each module's function symbols copied into a sorted array at
+ * its first lookup (libdwfl's own lookup scans the whole table each time),
+ * resolved addresses per module, and /proc/kallsyms, read once.  Source
+ * lines are looked up only on request (symbolize_set_lines).  A process's
+ * maps are read at its first sighting and exec, and again only when an
+ * address falls outside them.  A process is a snapshot of its executable mappings, each
  * pointing at a module; a mapping's address becomes a file offset, then an
  * ELF virtual address through the module's PT_LOAD headers, and libdwfl
  * resolves that address in a session that holds only that one module.
@@ -22,6 +26,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <elfutils/libdwelf.h>
@@ -35,6 +40,11 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define PROC_BUCKETS  1024u
 #define FILE_BUCKETS  256u
 #define KERNEL_MODULE "[kernel.kallsyms]"
+/* How often, at most, a missing /tmp/perf-PID.map is looked for again,
+ * and a process whose code address fell outside its known mappings has
+ * its /proc/PID/maps read again. */
+#define JIT_RECHECK_NS  (3ll * 1000000000ll)
+#define MAPS_RECHECK_NS (1ll * 1000000000ll)
 
 /* One resolved address of a module. */
 struct symres {
@@ -43,6 +53,13 @@ struct symres {
 	char *file;    /* source file or NULL, owned */
 	uint32_t line;
 	uint8_t kind;
+};
+
+/* One function symbol of a module, from its symbol table. */
+struct msym {
+	uint64_t addr, size;
+	const char *name; /* owned by the module's libdwfl session */
+	uint8_t rank;     /* binding preference: global 2, weak 1, local 0 */
 };
 
 struct segment {
@@ -62,6 +79,8 @@ struct module {
 	bool dwfl_tried;
 	Dwfl *dwfl;
 	Dwfl_Module *dmod;
+	struct msym *syms; /* sorted by addr; built at the first lookup */
+	size_t nsyms;
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct module *next; /* every module, for the build-id search */
@@ -97,6 +116,10 @@ struct proc {
 	size_t njit;
 	off_t jit_size; /* size of the perf map when last read */
 	bool jit_exists;
+	int64_t jit_checked; /* monotonic ns of the last look, 0: never */
+	int64_t maps_read;   /* monotonic ns of the maps snapshot */
+	bool at_exec;        /* taken at exec: the loader had not mapped the
+	                      * libraries yet */
 	struct proc *next;
 };
 
@@ -115,10 +138,72 @@ struct symbolize {
 	size_t nksyms;
 	char *knames;
 	bool kernel_tried;
+	bool lines; /* look up file:line too */
 	struct symbolize_stats stats;
 };
 
 static const char unknown_name[] = "[unknown]";
+
+static int64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+/* Parses lowercase or uppercase hex digits at *p into *v and moves *p
+ * past them.  Returns false when there is no digit. */
+static bool scan_hex(const char **p, uint64_t *v)
+{
+	const char *c = *p;
+	uint64_t x = 0;
+
+	for (;; c++) {
+		unsigned d;
+		if (*c >= '0' && *c <= '9')
+			d = (unsigned)(*c - '0');
+		else if (*c >= 'a' && *c <= 'f')
+			d = (unsigned)(*c - 'a' + 10);
+		else if (*c >= 'A' && *c <= 'F')
+			d = (unsigned)(*c - 'A' + 10);
+		else
+			break;
+		x = (x << 4) | d;
+	}
+	if (c == *p)
+		return false;
+	*v = x;
+	*p = c;
+	return true;
+}
+
+static bool scan_dec(const char **p, uint64_t *v)
+{
+	const char *c = *p;
+	uint64_t x = 0;
+
+	for (; *c >= '0' && *c <= '9'; c++)
+		x = x * 10 + (uint64_t)(*c - '0');
+	if (c == *p)
+		return false;
+	*v = x;
+	*p = c;
+	return true;
+}
+
+static bool scan_char(const char **p, char want)
+{
+	if (**p != want)
+		return false;
+	(*p)++;
+	return true;
+}
+
+static void skip_spaces(const char **p)
+{
+	while (**p == ' ' || **p == '\t')
+		(*p)++;
+}
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -212,6 +297,7 @@ static void module_free(struct module *m)
 		free(m->cache[i].file);
 	}
 	free(m->cache);
+	free(m->syms);
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
 	if (m->fd >= 0)
@@ -432,6 +518,87 @@ static void module_open_dwfl(struct module *m)
 	dwfl_report_end(m->dwfl, NULL, NULL);
 }
 
+static int msym_cmp(const void *a, const void *b)
+{
+	const struct msym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (int)y->rank - (int)x->rank; /* preferred binding first */
+}
+
+/* Copies the function symbols of the module's symbol table (or of the
+ * debug file libdwfl found for it) into a sorted array, so that each
+ * lookup is a binary search rather than libdwfl's scan of every symbol. */
+static int module_load_syms(struct module *m)
+{
+	int n = dwfl_module_getsymtab(m->dmod);
+	if (n <= 1)
+		return 0;
+	m->syms = calloc((size_t)n, sizeof(*m->syms));
+	if (!m->syms)
+		return -ENOMEM;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name =
+		        dwfl_module_getsym_info(m->dmod, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF || !addr)
+			continue;
+		if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+			continue;
+		int bind = GELF_ST_BIND(sym.st_info);
+		m->syms[m->nsyms++] = (struct msym){
+		        .addr = addr,
+		        .size = sym.st_size,
+		        .name = name,
+		        .rank = bind == STB_GLOBAL ? 2
+		                : bind == STB_WEAK ? 1
+		                                   : 0,
+		};
+	}
+	qsort(m->syms, m->nsyms, sizeof(*m->syms), msym_cmp);
+	return 0;
+}
+
+/* The symbol holding vaddr: the nearest one at or below it whose size
+ * covers it (a few below are looked at, for enclosing symbols), else the
+ * nearest sizeless one.  NULL when none. */
+static const char *module_find_sym(const struct module *m, uint64_t vaddr)
+{
+	size_t lo = 0, hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	/* Start at the first entry of the run at that address: entries of
+	 * one address are sorted by preferred binding. */
+	size_t i = lo - 1;
+	while (i > 0 && m->syms[i - 1].addr == m->syms[i].addr)
+		i--;
+	const char *sizeless = NULL;
+	for (size_t k = i, seen = 0; k < lo && seen < 16; k++, seen++) {
+		const struct msym *y = &m->syms[k];
+		if (y->size && vaddr < y->addr + y->size)
+			return y->name;
+		if (!y->size && !sizeless)
+			sizeless = y->name;
+	}
+	for (size_t k = i, seen = 0; k-- > 0 && seen < 16; seen++) {
+		const struct msym *y = &m->syms[k];
+		if (y->size && vaddr < y->addr + y->size)
+			return y->name;
+		if (!y->size && !sizeless)
+			sizeless = y->name;
+	}
+	return sizeless;
+}
+
 static int cache_grow(struct module *m)
 {
 	size_t ncap = m->cache_cap ? m->cache_cap * 2 : 256;
@@ -476,13 +643,19 @@ static int module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, 
 
 	struct symres r = {.addr = vaddr, .kind = STORE_FRAME_USER};
 	const char *name = NULL;
-	if (!m->dwfl_tried)
+	if (!m->dwfl_tried) {
 		module_open_dwfl(m);
+		if (m->dmod) {
+			rc = module_load_syms(m);
+			if (rc < 0)
+				return rc;
+		}
+	}
 	if (m->dmod) {
-		GElf_Off off;
-		GElf_Sym sym;
-		name = dwfl_module_addrinfo(m->dmod, vaddr, &off, &sym, NULL, NULL, NULL);
-		Dwfl_Line *l = dwfl_module_getsrc(m->dmod, vaddr);
+		name = module_find_sym(m, vaddr);
+		/* file:line needs the DWARF (often compressed): only on
+		 * request, it costs more than the symbol itself. */
+		Dwfl_Line *l = s->lines ? dwfl_module_getsrc(m->dmod, vaddr) : NULL;
 		int lineno = 0;
 		const char *file = l ? dwfl_lineinfo(l, NULL, &lineno, NULL, NULL, NULL) : NULL;
 		if (file) {
@@ -620,6 +793,7 @@ static int proc_copy(const struct proc *from, pid_t pid, struct proc **out)
 	}
 	memcpy(p->maps, from->maps, from->nmaps * sizeof(*p->maps));
 	p->nmaps = from->nmaps;
+	p->maps_read = from->maps_read;
 	*out = p;
 	return 0;
 }
@@ -657,16 +831,24 @@ static int proc_read_maps(struct symbolize *s, struct proc *p)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff, ino;
-		unsigned int major, minor;
-		char perms[8];
-		int at = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
-		           &major, &minor, &ino, &at) < 7)
+		/* "start-end perms pgoff major:minor inode   name" */
+		uint64_t start, end, pgoff, major, minor, ino;
+		const char *c = line;
+		if (!scan_hex(&c, &start) || !scan_char(&c, '-') || !scan_hex(&c, &end) ||
+		    !scan_char(&c, ' '))
 			continue;
-		if (!strchr(perms, 'x'))
+		const char *perms = c;
+		while (*c && *c != ' ')
+			c++;
+		if (!memchr(perms, 'x', (size_t)(c - perms)))
 			continue;
-		char *name = line + at;
+		skip_spaces(&c);
+		if (!scan_hex(&c, &pgoff) || !scan_char(&c, ' ') || !scan_hex(&c, &major) ||
+		    !scan_char(&c, ':') || !scan_hex(&c, &minor) || !scan_char(&c, ' ') ||
+		    !scan_dec(&c, &ino))
+			continue;
+		skip_spaces(&c);
+		char *name = line + (c - line);
 		name[strcspn(name, "\n")] = '\0';
 		char *del = strstr(name, " (deleted)");
 		if (del && del[10] == '\0')
@@ -714,6 +896,7 @@ static int proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	p->maps_read = mono_ns();
 	rc = proc_names(p);
 	if (rc < 0)
 		goto fail;
@@ -823,6 +1006,14 @@ static int jit_cmp(const void *a, const void *b)
 static int jit_load(struct proc *p)
 {
 	struct stat st;
+	int64_t now = mono_ns();
+
+	/* Looked at a moment ago: a missing map stays missing for a while,
+	 * and an existing one is looked at again only on a miss. */
+	if (p->jit_checked &&
+	    now - p->jit_checked < (p->jit_exists ? JIT_RECHECK_NS / 3 : JIT_RECHECK_NS))
+		return 0;
+	p->jit_checked = now;
 	int fd = open(p->jit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return 0;
@@ -891,6 +1082,23 @@ static const struct jit_sym *jit_find(const struct proc *p, uint64_t addr)
 
 /* ---- lookups ------------------------------------------------------------ */
 
+/* /proc/PID/maps lists mappings in address order, without overlaps, so
+ * a binary search finds the one holding a. */
+static const struct mapping *find_mapping(const struct proc *p, uint64_t a)
+{
+	size_t lo = 0, hi = p->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->maps[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || a >= p->maps[lo - 1].end)
+		return NULL;
+	return &p->maps[lo - 1];
+}
+
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
                    struct store_frame *f)
 {
@@ -907,11 +1115,29 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 	if (!p)
 		return 0;
 
-	const struct mapping *mp = NULL;
-	for (size_t i = 0; i < p->nmaps; i++) {
-		if (a >= p->maps[i].start && a < p->maps[i].end) {
-			mp = &p->maps[i];
-			break;
+	const struct mapping *mp = find_mapping(p, a);
+	if (!mp && mono_ns() - p->maps_read >= MAPS_RECHECK_NS) {
+		/* Outside every known mapping: the process may have mapped
+		 * new code (dlopen) since its snapshot.  Read its maps again,
+		 * at most once a second, and keep the old ones if it is gone. */
+		struct proc *np = NULL;
+		rc = proc_snapshot(s, pid, &np);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc == 0 && np->nmaps) {
+			np->jit = p->jit;
+			np->njit = p->njit;
+			np->jit_size = p->jit_size;
+			np->jit_exists = p->jit_exists;
+			np->jit_checked = p->jit_checked;
+			p->jit = NULL;
+			p->njit = 0;
+			proc_install(s, np);
+			p = np;
+			mp = find_mapping(p, a);
+		} else {
+			proc_free(np);
+			p->maps_read = mono_ns();
 		}
 	}
 
@@ -946,11 +1172,14 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 	}
 
 	/* Anonymous or unmapped code: a JIT's perf map may name it. */
-	rc = jit_load(p);
-	if (rc < 0)
-		return rc;
+	const struct jit_sym *j = jit_find(p, a);
+	if (!j) {
+		rc = jit_load(p);
+		if (rc < 0)
+			return rc;
+		j = jit_find(p, a);
+	}
 	if (p->jit_exists) {
-		const struct jit_sym *j = jit_find(p, a);
 		f->module = p->jit_path;
 		f->module_len = strlen(p->jit_path);
 		if (j) {
@@ -983,14 +1212,18 @@ static int kernel_load(struct symbolize *s)
 	if (!f)
 		return 0; /* no kallsyms: kernel frames stay unknown */
 	while (getline(&line, &lcap, f) > 0) {
-		unsigned long long addr;
-		char type;
-		int at = 0;
-		if (sscanf(line, "%llx %c %n", &addr, &type, &at) < 2 || !at || !addr)
+		/* "ffffffff81000000 T name\t[module]": text symbols only. */
+		uint64_t addr;
+		const char *c = line;
+		if (!scan_hex(&c, &addr) || !addr || !scan_char(&c, ' '))
 			continue;
+		char type = *c;
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
-		char *name = line + at;
+		c++;
+		if (!scan_char(&c, ' '))
+			continue;
+		const char *name = c;
 		size_t len = strcspn(name, "\t\n ");
 		if (s->nksyms == cap) {
 			cap = cap ? cap * 2 : 65536;
@@ -1023,7 +1256,13 @@ static int kernel_load(struct symbolize *s)
 		s->nksyms = 0;
 		return rc;
 	}
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	/* The core kernel's symbols come sorted; modules' may not. */
+	for (size_t i = 1; i < s->nksyms; i++) {
+		if (s->ksyms[i].addr < s->ksyms[i - 1].addr) {
+			qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+			break;
+		}
+	}
 	return 0;
 }
 
@@ -1095,6 +1334,52 @@ void symbolize_free(struct symbolize *s)
 	free(s->ksyms);
 	free(s->knames);
 	free(s);
+}
+
+void symbolize_set_lines(struct symbolize *s, bool lines)
+{
+	s->lines = lines;
+}
+
+int symbolize_exec(struct symbolize *s, pid_t pid)
+{
+	int rc = symbolize_snapshot(s, pid, 0);
+	struct proc *p = proc_find(s, pid);
+
+	if (rc == 0 && p)
+		p->at_exec = true;
+	return rc;
+}
+
+int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
+{
+	struct proc *pp = proc_find(s, parent);
+	struct proc *p = NULL;
+	int rc;
+
+	if (pp && pp->at_exec) {
+		/* Its snapshot predates its libraries: read it again once
+		 * (kept as it was if the parent is gone). */
+		rc = proc_snapshot(s, parent, &p);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc == 0 && p->nmaps) {
+			proc_install(s, p);
+			pp = p;
+		} else {
+			proc_free(p);
+			pp->at_exec = false;
+		}
+		p = NULL;
+	}
+	if (!pp || !pp->nmaps)
+		return symbolize_snapshot(s, pid, parent);
+	rc = proc_copy(pp, pid, &p);
+	if (rc < 0)
+		return rc;
+	proc_install(s, p);
+	s->stats.inherited++;
+	return 0;
 }
 
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st)

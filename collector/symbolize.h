@@ -38,6 +38,18 @@ void symbolize_free(struct symbolize *s); /* accepts NULL */
  * Returns 0, -ESRCH when neither is possible, or another -errno. */
 int symbolize_snapshot(struct symbolize *s, pid_t pid, pid_t parent);
 
+/* An exec: symbolize_snapshot(s, pid, 0), with the snapshot marked as
+ * taken before the loader mapped the libraries, so that the first fork
+ * of the process reads its maps again before the child copies them.
+ * Returns 0 or -errno. */
+int symbolize_exec(struct symbolize *s, pid_t pid);
+
+/* A fork: gives child `pid` a copy of `parent`'s snapshot (a fork shares
+ * its parent's mappings) without reading /proc; when the parent is not
+ * known it falls back to symbolize_snapshot(s, pid, parent).  An exec
+ * afterwards needs symbolize_snapshot().  Returns 0 or -errno. */
+int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent);
+
 /* True when `pid` has a snapshot. */
 bool symbolize_known(const struct symbolize *s, pid_t pid);
 
@@ -65,6 +77,11 @@ int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct sto
  * stackcollapse-perf prints it.  Returns a malloc'd string the caller
  * frees, or NULL on ENOMEM. */
 char *symbolize_name(const char *raw);
+
+/* Whether symbolize_user() also fills file and line from DWARF (off by
+ * default: it needs the debug sections, often compressed, and costs more
+ * CPU and memory than the symbol lookup itself). */
+void symbolize_set_lines(struct symbolize *s, bool lines);
 
 /* Numbers for the final report. */
 struct symbolize_stats {

@@ -224,6 +224,43 @@ stored=$("$collect" stats --store "$s3" | awk '$1 == "record-target" { s += $4 }
 	ok "SIGINT: seen $check_seen = stored $stored" ||
 	bad "SIGINT: seen '$check_seen' recorded '$recorded' stored '$stored'"
 
+# ---- 3b: source lines are opt-in (--lines) ----------------------------------------
+# Without --lines no frame carries a source file (the DWARF is not read);
+# with it, record-target.c appears in the pprof export's string table
+# when the target has line tables.
+"$collect" export --store "$s1" --binary record-target --format pprof -o "$tmp/s1.pb.gz" 2>/dev/null
+if [ "$(zcat "$tmp/s1.pb.gz" | grep -ac 'record-target\.c')" = 0 ]; then
+	ok "no --lines: no source files stored"
+else
+	bad "no --lines: source files were looked up anyway"
+fi
+if readelf -S "$target" | grep -q '\.debug_line'; then
+	"$collect" record --store "$tmp/s6" -F 499 --lines -- "$target" 1 "$tmp/truth6" >/dev/null 2>&1
+	"$collect" export --store "$tmp/s6" --binary record-target --format pprof -o "$tmp/s6.pb.gz" 2>/dev/null
+	if [ "$(zcat "$tmp/s6.pb.gz" | grep -ac 'record-target\.c')" -gt 0 ]; then
+		ok "--lines: record-target.c stored as a frame's source file"
+	else
+		bad "--lines: no source file stored"
+	fi
+fi
+
+# ---- 3c: -a resolves a process that exits before the first drain ---------------
+# record-target runs 0.9 s from just before the recording starts, so it
+# is gone before the first drain (1 s after sampling starts): only the
+# snapshot of every process taken at start can name its frames.
+"$target" 0.9 "$tmp/truth7" >/dev/null 2>&1 &
+bg=$!
+"$collect" record --store "$tmp/s7" -a -F 499 -d 2 >/dev/null 2>"$tmp/err7"
+wait "$bg" 2>/dev/null
+bg=
+if "$collect" stats --store "$tmp/s7" | grep -qE "^record-target +$short +cpu-clock" &&
+	[ "$(weight "$tmp/s7" ';main;work;hot_leaf($|;)')" -gt 0 ]; then
+	ok "-a: a process gone before the first drain is symbolized (record-target / $short)"
+else
+	bad "-a: early-exiting process not symbolized"
+	"$collect" stats --store "$tmp/s7" | grep -E "record-target|unknown|default" | head -5
+fi
+
 # ---- 4: privileges and usage ----------------------------------------------------
 if setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 	"$collect" record --store "$tmp/s4" -- true 2>"$tmp/err4"; then
