@@ -48,27 +48,11 @@ static inline bool is_ws(unsigned char c)
 	return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
-static void excerpt(char *out, size_t outlen, const char *s, size_t n)
-{
-	size_t o = 0;
-
-	if (n > 40)
-		n = 40;
-	for (size_t i = 0; i < n && o + 5 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
-			out[o++] = (char)c;
-		else
-			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
-	}
-	out[o] = '\0';
-}
-
 static int fail(struct folded *f, const char *what, const char *s, size_t n)
 {
 	char ex[256];
 
-	excerpt(ex, sizeof(ex), s, n);
+	import_excerpt(ex, sizeof(ex), s, n);
 	return import_fail(f->ctx, f->lr.line, "%s, got \"%s\"", what, ex);
 }
 

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -145,4 +146,60 @@ int import_lines(struct import_ctx *ctx, struct linereader *lr,
 		return import_fail(ctx, lr->line + 1, "expected a line shorter than %u bytes",
 		                   LINEREADER_MAX_LINE);
 	return rc;
+}
+
+/* The tidying steps for a name holding ';', '(' or quotes: ';' becomes
+ * ':', an argument list is cut (except in Go method names and "(anonymous
+ * namespace)"), quotes go.  Works in place; returns the new length. */
+size_t import_tidy(char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ';')
+			s[i] = ':';
+
+	/* A Go method name ("net/http.(*Client).Do") keeps its parens. */
+	const char *open = memmem(s, n, ".(", 2);
+	bool go = false;
+	if (open) {
+		size_t from = (size_t)(open - s) + 2;
+		for (size_t j = n; j-- > from + 1;) {
+			if (s[j] == '.' && s[j - 1] == ')' && j - 1 >= from) {
+				go = true;
+				break;
+			}
+		}
+	}
+	if (!go) {
+		static const char anon[] = "anonymous namespace)";
+		for (size_t i = 0; i < n; i++) {
+			if (s[i] != '(')
+				continue;
+			if (n - i - 1 >= sizeof(anon) - 1 &&
+			    memcmp(s + i + 1, anon, sizeof(anon) - 1) == 0)
+				continue;
+			n = i;
+			break;
+		}
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != '"' && s[i] != '\'')
+			s[o++] = s[i];
+	return o;
+}
+
+void import_excerpt(char *out, size_t outlen, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	if (n > 40)
+		n = 40;
+	for (size_t i = 0; i < n && o + 5 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
 }

@@ -70,6 +70,16 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
  * returns its leaf node in *node.  n == 0 gives STORE_ROOT_NODE. */
 int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t n, uint32_t *node);
 
+/* stackcollapse-perf's name tidying: ';' becomes ':', an argument list is
+ * cut at the first '(' (except in Go method names like
+ * "net/http.(*Client).Do" and in "(anonymous namespace)"), quotes go.
+ * Works in place on s[0..n) and returns the new length. */
+size_t import_tidy(char *s, size_t n);
+
+/* Writes up to 40 bytes of s[0..n) into out (NUL-terminated), printable
+ * ASCII as is and every other byte as \xNN, for error messages. */
+void import_excerpt(char *out, size_t outlen, const char *s, size_t n);
+
 /* Guesses the format from the first bytes of an input. */
 enum import_format import_detect(const uint8_t *buf, size_t len);
 const char *import_format_name(enum import_format f);

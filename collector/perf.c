@@ -194,28 +194,11 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-/* Writes up to 40 bytes of `s` with non-printable bytes as \xNN. */
-static void excerpt(char *out, size_t outlen, const char *s, size_t n)
-{
-	size_t o = 0;
-
-	if (n > 40)
-		n = 40;
-	for (size_t i = 0; i < n && o + 5 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
-			out[o++] = (char)c;
-		else
-			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
-	}
-	out[o] = '\0';
-}
-
 static int fail_line(struct perf *p, uint64_t line, const char *what, const char *s, size_t n)
 {
 	char ex[256];
 
-	excerpt(ex, sizeof(ex), s, n);
+	import_excerpt(ex, sizeof(ex), s, n);
 	return import_fail(p->ctx, line, "expected %s, got \"%s\"", what, ex);
 }
 
@@ -522,46 +505,6 @@ static bool contains(const char *s, size_t n, const char *needle)
 	return memmem(s, n, needle, strlen(needle)) != NULL;
 }
 
-/* The tidying steps for a name holding ';', '(' or quotes: ';' becomes
- * ':', an argument list is cut (except in Go method names and "(anonymous
- * namespace)"), quotes go.  Works in place; returns the new length. */
-static size_t tidy_special(char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == ';')
-			s[i] = ':';
-
-	/* A Go method name ("net/http.(*Client).Do") keeps its parens. */
-	const char *open = memmem(s, n, ".(", 2);
-	bool go = false;
-	if (open) {
-		size_t from = (size_t)(open - s) + 2;
-		for (size_t j = n; j-- > from + 1;) {
-			if (s[j] == '.' && s[j - 1] == ')' && j - 1 >= from) {
-				go = true;
-				break;
-			}
-		}
-	}
-	if (!go) {
-		static const char anon[] = "anonymous namespace)";
-		for (size_t i = 0; i < n; i++) {
-			if (s[i] != '(')
-				continue;
-			if (n - i - 1 >= sizeof(anon) - 1 &&
-			    memcmp(s + i + 1, anon, sizeof(anon) - 1) == 0)
-				continue;
-			n = i;
-			break;
-		}
-	}
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] != '"' && s[i] != '\'')
-			s[o++] = s[i];
-	return o;
-}
-
 /* Appends the tidied name of one inline piece to p->names, the way
  * stackcollapse-perf does it.  Returns the new name's length. */
 static int tidy_piece(struct perf *p, const char *piece, size_t plen, const char *mod, size_t mlen,
@@ -589,12 +532,12 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen, const char
 	char *s = p->names + at;
 	size_t n = p->names_len - at;
 
-	/* Most names hold none of the bytes tidy_special() changes. */
+	/* Most names hold none of the bytes import_tidy() changes. */
 	size_t k = 0;
 	while (k < n && s[k] != ';' && s[k] != '(' && s[k] != '"' && s[k] != '\'')
 		k++;
 	if (k < n)
-		n = tidy_special(s, n);
+		n = import_tidy(s, n);
 	if (java && n > 0 && s[0] == 'L' && memchr(s, '/', n)) {
 		memmove(s, s + 1, n - 1);
 		n--;

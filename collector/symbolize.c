@@ -32,6 +32,7 @@
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 
+#include "import.h"
 #include "symbolize.h"
 
 /* From libstdc++ (the Itanium C++ ABI); libdw has no demangler. */
@@ -224,46 +225,6 @@ static void strip_rust_hash(char *s)
 	s[n - 19] = '\0';
 }
 
-/* stackcollapse-perf's tidying: ';' -> ':', arguments cut at the first
- * '(' (except "(anonymous namespace)" and Go method receivers), quotes
- * removed.  Works in place. */
-static void tidy(char *s)
-{
-	size_t n = strlen(s);
-
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == ';')
-			s[i] = ':';
-
-	const char *open = strstr(s, ".(");
-	bool go = false;
-	if (open) {
-		size_t from = (size_t)(open - s) + 2;
-		for (size_t j = n; j-- > from + 1;) {
-			if (s[j] == '.' && s[j - 1] == ')') {
-				go = true;
-				break;
-			}
-		}
-	}
-	if (!go) {
-		static const char anon[] = "anonymous namespace)";
-		for (size_t i = 0; i < n; i++) {
-			if (s[i] != '(')
-				continue;
-			if (strncmp(s + i + 1, anon, sizeof(anon) - 1) == 0)
-				continue;
-			n = i;
-			break;
-		}
-	}
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] != '"' && s[i] != '\'')
-			s[o++] = s[i];
-	s[o] = '\0';
-}
-
 char *symbolize_name(const char *raw)
 {
 	char *out = NULL;
@@ -282,7 +243,7 @@ char *symbolize_name(const char *raw)
 		out = strdup(raw);
 	if (!out)
 		return NULL;
-	tidy(out);
+	out[import_tidy(out, strlen(out))] = '\0';
 	return out;
 }
 
