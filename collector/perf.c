@@ -70,7 +70,7 @@
 #define PREFIX_SLOTS_LOG2 17
 #define STACK_SLOTS_LOG2  18
 #define PATH_SLOTS_LOG2   18
-#define FRAME_SLOTS_LOG2  18
+#define FRAME_SLOTS_LOG2  17
 #define SAMPLE_SLOTS_LOG2 16
 #define FAST_MAX          ((size_t)16 << 20) /* larger samples go line by line */
 #define SEED_OTHER        0x6f74686572ull    /* hash seeds for the stack keys */

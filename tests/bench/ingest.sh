@@ -82,7 +82,7 @@ ingest_row() { # label file
 
 echo
 echo "## Recording the workloads"
-secs_small=40; secs_big=220
+secs_small=40; secs_big=320
 [ $quick = 1 ] && secs_big=0
 record $secs_small "$work/real.perf"
 record $secs_small "$work/real2.perf"
@@ -100,7 +100,7 @@ echo "## Ingest throughput (one thread)"
 echo "| input | size | samples | import time | import MB/s | samples/s | peak RSS | wc -l MB/s | Perl collapser |"
 echo "|---|---|---|---|---|---|---|---|---|"
 ingest_row "real recording (perf record -a -g, 999 Hz, 40 s)" "$work/real.perf"
-[ -f "$work/big.perf" ] && ingest_row "real recording (perf record -a -g, 999 Hz, 220 s)" "$work/big.perf"
+[ -f "$work/big.perf" ] && ingest_row "real recording (perf record -a -g, 999 Hz, 320 s)" "$work/big.perf"
 ingest_row "generated stream" "$work/gen.perf"
 
 footprint() { # store input label
