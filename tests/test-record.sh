@@ -198,25 +198,20 @@ bg=
 [ "$st" = 0 ] && ok "SIGINT: exit 0" || bad "SIGINT: exit $st"
 grep -q "recorded" "$tmp/err3" && ok "SIGINT: final report printed" || bad "SIGINT: no final report"
 # The parent's samples (children excluded) against the CPU time the kernel
-# charged it in the same window: without the last partial second (0.6 of
-# 2.6 s) the ratio would be about 0.77.
+# charged it in the same window.
 parent=$("$collect" export --store "$s3" --binary record-target |
 	awk '!/;spawn_child;/ { s += $NF } END { printf "%d\n", s }')
 awk -v w="$parent" -v c0="$c0" -v c1="$c1" -v hz=$hz '
 	BEGIN {
 		got = w / int(1e9 / hz); want = (c1 - c0) / 1e9 * hz
 		printf "       SIGINT after 2.6 s: %d samples stored, %.0f expected from the CPU time charged\n", got, want
-		exit !(want > 0 && got >= 0.88 * want && got <= 1.15 * want)
-	}' && ok "SIGINT: the last partial second was drained and committed" || {
-	# cpu-clock timers fire late on an overloaded machine, so this
-	# comparison only means something when the CPUs are not saturated;
-	# "seen = stored" below checks the final drain exactly either way.
-	if awk -v n="$(nproc)" '{ exit !($1 > n * 0.9) }' /proc/loadavg; then
-		echo "       SKIP: CPU-time comparison (load $(cut -d' ' -f1 /proc/loadavg) on $(nproc) CPUs)"
-	else
-		bad "SIGINT: stored samples do not match the CPU time recorded"
-	fi
-}
+		exit !(want > 0 && got >= 0.5 * want && got <= 1.15 * want)
+	}' && ok "SIGINT: stored samples are in line with the CPU time charged" ||
+	bad "SIGINT: stored samples far from the CPU time charged"
+# The exact check of the final drain: every sample the BPF side saw was
+# stored (without the last drain, "seen" exceeds "stored").  The comparison
+# above only catches gross loss: cpu-clock's frequency mode and scheduling
+# make the sampled share vary by 10-20% over 2.6 s.
 check_seen=$(sed -n 's/.*; seen \([0-9]*\), dropped.*/\1/p' "$tmp/err3")
 recorded=$(sed -n 's/.*: recorded \([0-9]*\) samples.*/\1/p' "$tmp/err3")
 stored=$("$collect" stats --store "$s3" | awk '$1 == "record-target" { s += $4 } END { print s + 0 }')
