@@ -10,28 +10,9 @@
 # outputs survive a folded round trip, and bad lines fail with FILE:LINE:
 # and leave the store untouched.
 #   usage: test-import-folded.sh BUILD_DIR        exit 0 pass, 1 fail
-set -u
-build=${1:?usage: $0 BUILD_DIR}
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/lib-import.sh"
 data=$here/data/folded
-collect=$build/flamefs-collect
-[ -x "$collect" ] || collect=$build/collector/flamefs-collect
-[ -x "$collect" ] || { echo "flamefs-collect not found in $build"; exit 1; }
 command -v perl >/dev/null || { echo "SKIP: perl not installed"; exit 77; }
-export LC_ALL=C
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-n=0
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-same() {
-	if ! cmp -s "$1" "$2"; then
-		fail "$3"
-		diff -u "$2" "$1" | head -40
-	fi
-}
 
 # ref [PREFIX] < folded: the reference merge.
 ref() {
@@ -98,25 +79,7 @@ else
 fi
 
 # Bad lines.
-for fixture in "$data"/bad-*.folded; do
-	base=$(basename "$fixture" .folded)
-	n=$((n + 1))
-	rm -rf "$tmp/store"
-	"$collect" import --store "$tmp/store" --format folded "$data/basic.folded" >/dev/null 2>&1 ||
-		{ fail "$base: good import failed"; continue; }
-	if "$collect" import --store "$tmp/store" --format folded "$fixture" >"$tmp/bad.out" 2>&1; then
-		fail "$base: import succeeded on bad input"
-		continue
-	fi
-	grep -q "$base.folded:[0-9][0-9]*:" "$tmp/bad.out" ||
-		{ fail "$base: message lacks FILE:LINE:"; cat "$tmp/bad.out"; }
-	"$collect" export --store "$tmp/store" --format folded >"$tmp/bad.got" 2>&1
-	same "$tmp/bad.got" "$data/basic.folded.expected" "$base: store changed by a failed import"
-	rm -rf "$tmp/store2"
-	"$collect" import --store "$tmp/store2" --format folded "$fixture" >/dev/null 2>&1
-	out=$("$collect" export --store "$tmp/store2" --format folded 2>/dev/null)
-	[ -z "$out" ] || fail "$base: a failed import left stacks in an empty store"
-done
+bad_inputs folded "$data/basic.folded" "$data/basic.folded.expected" "$data"/bad-*.folded
 
 echo "$n folded import checks, $fails failed"
 [ "$fails" -eq 0 ]

@@ -9,31 +9,10 @@
 # --all-events, --binary) and bad input: a non-zero exit, a "FILE:LINE:"
 # message, and nothing added to the store.
 #   usage: test-import-perf.sh BUILD_DIR        exit 0 pass, 1 fail
-set -u
-build=${1:?usage: $0 BUILD_DIR}
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/lib-import.sh"
 data=$here/data/perf
 ref=$here/ref/stackcollapse-ref.pl
-collect=$build/flamefs-collect
-[ -x "$collect" ] || collect=$build/collector/flamefs-collect
-[ -x "$collect" ] || { echo "flamefs-collect not found in $build"; exit 1; }
 command -v perl >/dev/null || { echo "SKIP: perl not installed"; exit 77; }
-export LC_ALL=C
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-n=0
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# same FILE EXPECTED WHAT: compares, showing a diff on failure.
-same() {
-	if ! cmp -s "$1" "$2"; then
-		fail "$3"
-		diff -u "$2" "$1" | head -40
-	fi
-}
 
 # import_export NAME FIXTURE [IMPORT OPTIONS...] -- [EXPORT OPTIONS...]
 import_export() {
@@ -115,27 +94,7 @@ fi
 
 # Bad input: error with FILE:LINE:, and the store keeps only what an
 # earlier good import put there.
-good=$data/loop.perf
-for fixture in "$data"/bad-*.perf; do
-	base=$(basename "$fixture" .perf)
-	n=$((n + 1))
-	rm -rf "$tmp/store"
-	"$collect" import --store "$tmp/store" --format perf "$good" >/dev/null 2>&1 ||
-		{ fail "$base: good import failed"; continue; }
-	if "$collect" import --store "$tmp/store" --format perf "$fixture" >"$tmp/bad.out" 2>&1; then
-		fail "$base: import succeeded on bad input"
-		continue
-	fi
-	grep -q "$base.perf:[0-9][0-9]*:" "$tmp/bad.out" ||
-		{ fail "$base: message lacks FILE:LINE:"; cat "$tmp/bad.out"; }
-	"$collect" export --store "$tmp/store" --format folded >"$tmp/bad.got" 2>&1
-	same "$tmp/bad.got" "$data/loop.folded.expected" "$base: store changed by a failed import"
-	# and into an empty store: nothing at all
-	rm -rf "$tmp/store2"
-	"$collect" import --store "$tmp/store2" --format perf "$fixture" >/dev/null 2>&1
-	out=$("$collect" export --store "$tmp/store2" --format folded 2>/dev/null)
-	[ -z "$out" ] || fail "$base: a failed import left stacks in an empty store"
-done
+bad_inputs perf "$data/loop.perf" "$data/loop.folded.expected" "$data"/bad-*.perf
 
 echo "$n perf import checks, $fails failed"
 [ "$fails" -eq 0 ]

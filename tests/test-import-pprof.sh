@@ -7,18 +7,8 @@
 # input is refused with a message naming the file and what was expected,
 # and leaves the store empty.
 #   usage: tests/test-import-pprof.sh BUILD_DIR     (exit 0 pass, 1 fail)
-set -u
-build=${1:?usage: $0 BUILD_DIR}
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/lib-import.sh"
 data=$here/data/pprof
-collect=$build/flamefs-collect
-[ -x "$collect" ] || collect=$build/collector/flamefs-collect
-[ -x "$collect" ] || { echo "no flamefs-collect in $build; build it first"; exit 1; }
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 pass() { echo "ok: $*"; }
 
 # import NAME FILE [ARGS...]: imports FILE into a new store $tmp/NAME.
@@ -33,8 +23,8 @@ import() {
 	fi
 }
 
-# same WHAT EXPECTED ACTUAL
-same() {
+# expect_same WHAT EXPECTED ACTUAL
+expect_same() {
 	if diff -u "$2" "$3" >"$tmp/diff"; then
 		pass "$1"
 	else
@@ -53,11 +43,11 @@ export_folded() {
 if import go "$data/cpu.pb.gz"; then
 	for ev in cpu samples; do
 		export_folded go --event "$ev" >"$tmp/go.$ev" || fail "export go $ev"
-		same "cpu.pb.gz --event $ev" "$data/cpu.$ev.folded.expected" "$tmp/go.$ev"
+		expect_same "cpu.pb.gz --event $ev" "$data/cpu.$ev.folded.expected" "$tmp/go.$ev"
 	done
 	# The series is named after the first mapping (burn), version default.
 	export_folded go --binary burn --version default --event cpu >"$tmp/go.named" 2>&1
-	same "cpu.pb.gz series burn/default" "$data/cpu.cpu.folded.expected" "$tmp/go.named"
+	expect_same "cpu.pb.gz series burn/default" "$data/cpu.cpu.folded.expected" "$tmp/go.named"
 	# The fixture's point: main.hot burns about three times main.cold.
 	ratio=$(awk '/;main\.hot;/ { h += $NF } /;main\.cold;/ { c += $NF }
 		END { if (c > 0) printf "%.2f", h / c; else print 0 }' "$tmp/go.cpu")
@@ -72,7 +62,7 @@ fi
 if import inl "$data/inline.pb"; then
 	for ev in cpu samples; do
 		export_folded inl --event "$ev" >"$tmp/inl.$ev" || fail "export inline $ev"
-		same "inline.pb --event $ev" "$data/inline.$ev.folded.expected" "$tmp/inl.$ev"
+		expect_same "inline.pb --event $ev" "$data/inline.$ev.folded.expected" "$tmp/inl.$ev"
 	done
 	# samples = the samples/count value; zero values are not counted, so
 	# the cpu series has the samples of the stacks it has weight for.
@@ -87,21 +77,21 @@ if import inl "$data/inline.pb"; then
 	fi
 	# Version: the first mapping's build id, first 12 hex digits, lower case.
 	export_folded inl --binary demo --version 0123456789ab --event cpu >"$tmp/inl.named" 2>&1
-	same "inline.pb series demo/0123456789ab" "$data/inline.cpu.folded.expected" "$tmp/inl.named"
+	expect_same "inline.pb series demo/0123456789ab" "$data/inline.cpu.folded.expected" "$tmp/inl.named"
 fi
 if import inlgz "$data/inline.pb.gz"; then
 	export_folded inlgz --event cpu >"$tmp/inlgz.cpu"
-	same "inline.pb.gz equals inline.pb" "$data/inline.cpu.folded.expected" "$tmp/inlgz.cpu"
+	expect_same "inline.pb.gz equals inline.pb" "$data/inline.cpu.folded.expected" "$tmp/inlgz.cpu"
 fi
 if import inlstdin - --format pprof <"$data/inline.pb"; then
 	export_folded inlstdin --binary demo --event cpu >"$tmp/inlstdin.cpu" 2>&1
-	same "inline.pb from stdin" "$data/inline.cpu.folded.expected" "$tmp/inlstdin.cpu"
+	expect_same "inline.pb from stdin" "$data/inline.cpu.folded.expected" "$tmp/inlstdin.cpu"
 fi
 # --binary replaces the series binary and so the first folded frame.
 if import over "$data/inline.pb" --binary other --version v1; then
 	export_folded over --binary other --version v1 --event cpu >"$tmp/over.cpu" 2>&1
 	sed 's/^demo;/other;/' "$data/inline.cpu.folded.expected" >"$tmp/over.expected"
-	same "inline.pb --binary other --version v1" "$tmp/over.expected" "$tmp/over.cpu"
+	expect_same "inline.pb --binary other --version v1" "$tmp/over.expected" "$tmp/over.cpu"
 fi
 
 # ---- live check against go tool pprof --------------------------------------
@@ -113,7 +103,7 @@ if command -v go >/dev/null && command -v python3 >/dev/null; then
 		for ev in cpu samples; do
 			if go tool pprof -symbolize=none -raw "$data/$file" >"$tmp/raw" 2>"$tmp/raw.err" &&
 				python3 "$data/raw2folded.py" "$ev" <"$tmp/raw" >"$tmp/live"; then
-				same "$file --event $ev vs live go tool pprof -raw" "$tmp/live" "$tmp/$name.$ev"
+				expect_same "$file --event $ev vs live go tool pprof -raw" "$tmp/live" "$tmp/$name.$ev"
 			else
 				fail "go tool pprof -raw $file: $(cat "$tmp/raw.err")"
 			fi
