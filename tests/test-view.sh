@@ -390,6 +390,22 @@ else
 	bad "background mount: $(cat "$tmp/bg.err")"
 fi
 
+# ---- /etc/fstab: mount(8) runs mount.fuse3, which runs `flamefs STORE MNT -o ro,...` ----
+# mount(8) resets PATH for its helpers, so call mount.fuse3 directly with
+# the build's flamefs first on PATH: the same argument order and options an
+# fstab line "STORE MNT fuse.flamefs ro,noauto,_netdev,nofail 0 0" gives.
+if command -v mount.fuse3 >/dev/null; then
+	if PATH="$(dirname "$flamefs"):$PATH" mount.fuse3 "$store" "$mnt" -t flamefs \
+		-o ro,noauto,_netdev,nofail 2>"$tmp/fstab.err"; then
+		check "mount.fuse3 (fstab) mount serves files" test "$(cat "$v/total")" = "$((want_total + 1000))"
+		fusermount3 -u "$mnt"
+	else
+		bad "mount.fuse3 (fstab) mount: $(cat "$tmp/fstab.err")"
+	fi
+else
+	echo "SKIP: mount.fuse3 not installed"
+fi
+
 if [ "$failures" -ne 0 ]; then
 	echo "$failures check(s) failed"
 	exit 1
