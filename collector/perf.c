@@ -838,11 +838,11 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 			hi = mid - 1;
 		}
 	}
-	size_t todo = nl_count - lo; /* lines 0..todo-1 are new */
+	size_t fresh = nl_count - lo; /* lines 0..fresh-1 are new */
 
 	/* Check the new lines never seen before in input order, so the
 	 * first bad one is reported, then intern all new lines root first. */
-	for (size_t i = 0; i < todo; i++) {
+	for (size_t i = 0; i < fresh; i++) {
 		const char *l = block + p->rl[i].off;
 		size_t n = p->rl[i].len;
 		if (stackcache_get(p->frame, p->rl[i].line, &p->rl[i].frame, &unused))
@@ -852,7 +852,7 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 			return fail_line(p, first_line + i, "a sample header or a stack line", l,
 			                 n);
 	}
-	for (size_t i = todo; i-- > 0;) {
+	for (size_t i = fresh; i-- > 0;) {
 		const char *l = block + p->rl[i].off;
 		struct stack_line *sl = &p->rl[i].sl; /* set when no frame */
 		if (p->rl[i].frame != UINT32_MAX)

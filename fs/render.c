@@ -137,6 +137,21 @@ struct dfs {
 	uint32_t next; /* next child index to visit */
 };
 
+/* Pushes node n on a depth-first walk's stack, doubling it when full.
+ * Returns 0 or -ENOMEM (the stack is unchanged then). */
+static int dfs_push(struct dfs **stack, size_t *depth, size_t *cap, uint32_t n)
+{
+	if (*depth == *cap) {
+		struct dfs *ns = realloc(*stack, *cap * 2 * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		*stack = ns;
+		*cap *= 2;
+	}
+	(*stack)[(*depth)++] = (struct dfs){n, 0};
+	return 0;
+}
+
 /* Writes the "bin;a;b" path of `n` into path[0..path_len) (the buffer is
  * at least that long).  Names are placed at their final offsets. */
 static void put_name(const struct view_tree *t, uint32_t n, char *path)
@@ -206,16 +221,9 @@ static int folded_dfs(const struct view_tree *t, uint32_t node, struct view_buf 
 			path_cap = ncap;
 		}
 		put_name(t, n, path);
-		if (depth == cap) {
-			struct dfs *ns = realloc(stack, cap * 2 * sizeof(*ns));
-			if (!ns) {
-				r = -ENOMEM;
-				goto out;
-			}
-			stack = ns;
-			cap *= 2;
-		}
-		stack[depth++] = (struct dfs){n, 0};
+		r = dfs_push(&stack, &depth, &cap, n);
+		if (r < 0)
+			goto out;
 	}
 done:
 	out->len = (size_t)(o - out->data);
@@ -743,16 +751,9 @@ int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf 
 		uint32_t n = t->kids[tv->first_kid + top->next++];
 		if (t->nodes[n].self_weight || t->nodes[n].self_samples)
 			sampled[nsampled++] = n;
-		if (depth == cap) {
-			struct dfs *ns = realloc(stack, cap * 2 * sizeof(*ns));
-			if (!ns) {
-				r = -ENOMEM;
-				goto out;
-			}
-			stack = ns;
-			cap *= 2;
-		}
-		stack[depth++] = (struct dfs){n, 0};
+		r = dfs_push(&stack, &depth, &cap, n);
+		if (r < 0)
+			goto out;
 	}
 	for (i = 0; i < nsampled; i++)
 		for (uint32_t a = sampled[i]; a != VIEW_ROOT; a = t->nodes[a].parent)

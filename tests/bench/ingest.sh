@@ -27,24 +27,7 @@ mkdir -p "$work"
 echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r), $(. /etc/os-release; echo "$PRETTY_NAME")"
 echo "# work dir: $work"
 
-# A CPU-heavy workload with deep, varied stacks: compiling flamefs.
-workload() { # seconds
-	local end=$((SECONDS + $1)) d
-	d=$(mktemp -d "$work/wl.XXXXXX")
-	meson setup "$d" "$top" >/dev/null 2>&1
-	while [ $SECONDS -lt $end ]; do
-		ninja -C "$d" -t clean >/dev/null 2>&1
-		timeout $((end - SECONDS + 1)) ninja -C "$d" -j 2 >/dev/null 2>&1 || true
-	done
-	rm -rf "$d"
-}
-
-record() { # seconds out.perf
-	perf record -q -e cpu-clock -F 999 -a -g -o "$work/rec.data" -- \
-		bash -c "$(declare -f workload); work=$work; top=$top; workload $1" >/dev/null 2>&1
-	perf script -i "$work/rec.data" 2>/dev/null > "$2"
-	rm -f "$work/rec.data"
-}
+. "$top/tests/bench/lib.sh"
 
 # run CMD... : prints "seconds peak_rss_kb" of CMD (wall time to the
 # microsecond from bash's EPOCHREALTIME; peak RSS from GNU time)
@@ -84,11 +67,11 @@ echo
 echo "## Recording the workloads"
 secs_small=40; secs_big=320
 [ $quick = 1 ] && secs_big=0
-record $secs_small "$work/real.perf"
-record $secs_small "$work/real2.perf"
+record_workload $secs_small "$work/real.perf"
+record_workload $secs_small "$work/real2.perf"
 echo "real.perf: $(bytes "$work/real.perf") bytes; real2.perf: $(bytes "$work/real2.perf") bytes"
 if [ $secs_big -gt 0 ]; then
-	record $secs_big "$work/big.perf"
+	record_workload $secs_big "$work/big.perf"
 	echo "big.perf: $(bytes "$work/big.perf") bytes"
 fi
 gen_size=1100000000

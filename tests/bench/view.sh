@@ -115,20 +115,8 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other processes s
 "$build/tests/gen-folded" "$unique" "$nsamples" genapp > "$work/gen.folded"
 "$build/tests/gen-folded" "$big_unique" "$big_samples" genapp 7 > "$work/big.folded"
 
-workload() { # seconds: compile flamefs over and over
-	local end=$((SECONDS + $1)) d
-	d=$(mktemp -d "$work/wl.XXXXXX")
-	meson setup "$d" "$top" >/dev/null 2>&1
-	while [ $SECONDS -lt $end ]; do
-		ninja -C "$d" -t clean >/dev/null 2>&1
-		timeout $((end - SECONDS + 1)) ninja -C "$d" -j 2 >/dev/null 2>&1 || true
-	done
-	rm -rf "$d"
-}
-perf record -q -e cpu-clock -F 999 -a -g -o "$work/rec.data" -- \
-	bash -c "$(declare -f workload); work=$work; top=$top; workload $rec_secs" >/dev/null 2>&1
-perf script -i "$work/rec.data" 2>/dev/null > "$work/real.perf"
-rm -f "$work/rec.data"
+. "$top/tests/bench/lib.sh"
+record_workload "$rec_secs" "$work/real.perf"
 
 declare -A R
 keys=(gen big real)
