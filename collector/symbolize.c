@@ -31,11 +31,13 @@
 
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <libiberty/demangle.h>
 
 #include "import.h"
 #include "symbolize.h"
 
-/* From libstdc++ (the Itanium C++ ABI); libdw has no demangler. */
+/* From libstdc++ (the Itanium C++ ABI); libdw has no demangler.  Rust's
+ * v0 names ("_R…") go through libiberty's rust_demangle. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 #define PROC_BUCKETS  1024u
@@ -238,6 +240,9 @@ char *symbolize_name(const char *raw)
 		} else {
 			strip_rust_hash(out);
 		}
+	} else if (strncmp(raw, "_R", 2) == 0) {
+		/* Options 0: no crate disambiguators, as perf prints them. */
+		out = rust_demangle(raw, 0);
 	}
 	if (!out)
 		out = strdup(raw);

@@ -73,7 +73,7 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
  * call).  Same ownership as symbolize_user(). */
 int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct store_frame *f);
 
-/* Demangles (C++ Itanium, Rust legacy) and tidies a symbol name the way
+/* Demangles (C++ Itanium, Rust legacy and v0) and tidies a symbol name the way
  * stackcollapse-perf prints it.  Returns a malloc'd string the caller
  * frees, or NULL on ENOMEM. */
 char *symbolize_name(const char *raw);

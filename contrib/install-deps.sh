@@ -8,7 +8,7 @@ SUDO=
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential meson ninja-build pkg-config clang llvm clang-format \
-	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev \
+	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev libiberty-dev \
 	librocksdb-dev libzstd-dev zstd libprotobuf-c-dev protobuf-c-compiler \
 	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf \
 	perl python3 procps psmisc util-linux >/dev/null
