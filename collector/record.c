@@ -45,7 +45,7 @@ static void usage(FILE *f)
 {
 	fputs("Usage: " PROG " record [--store DIR] [-p PID[,PID...] | -a | -- COMMAND [ARGS...]]\n"
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
-	      "           [--binary NAME] [--version LABEL] [--lines]\n"
+	      "           [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
 	      "event per CPU), symbolizes them and stores them: one atomic batch per\n"
@@ -68,6 +68,9 @@ static void usage(FILE *f)
 	      "                          \"default\" when it has none)\n"
 	      "      --lines             also store each frame's source file:line\n"
 	      "                          (reads DWARF: more CPU and memory)\n"
+	      "      --inline            give each function inlined at a sampled\n"
+	      "                          address a frame of its own, NAME_[i]\n"
+	      "                          (reads DWARF, like --lines)\n"
 	      "  -v, --verbose           show libbpf's messages\n"
 	      "\n"
 	      "The series event is \"cpu-clock\", unit \"nanoseconds\"; each sample\n"
@@ -121,6 +124,7 @@ struct options {
 	const char *version;
 	bool verbose;
 	bool lines;
+	bool inlines;
 };
 
 struct entry {
@@ -354,7 +358,13 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
 }
 
-/* Appends the frames of one stack, root first, to r->frames[*n]. */
+/* r->frames: a user and a kernel stack of PROFILE_MAX_DEPTH addresses
+ * each, and room for the inline frames that --inline adds to the user
+ * part (as many again). */
+#define FRAMES_CAP    (4 * PROFILE_MAX_DEPTH)
+
+/* Appends the frames of one stack, root first, to r->frames[*n]; a user
+ * stack leaves room for a kernel stack after it. */
 static int add_stack(struct recorder *r, int set, pid_t pid, int32_t sid, bool kernel, size_t *n)
 {
 	uint64_t ips[PROFILE_MAX_DEPTH];
@@ -380,11 +390,19 @@ static int add_stack(struct recorder *r, int set, pid_t pid, int32_t sid, bool k
 		depth++;
 	for (size_t i = depth; i-- > 0;) {
 		bool caller = i > 0;
-		rc = kernel ? symbolize_kernel(r->sym, ips[i], caller, &r->frames[*n])
-		            : symbolize_user(r->sym, pid, ips[i], caller, &r->frames[*n]);
+		if (kernel) {
+			rc = symbolize_kernel(r->sym, ips[i], caller, &r->frames[*n]);
+			if (rc < 0)
+				return rc;
+			(*n)++;
+			continue;
+		}
+		/* One frame at least for each address still to come. */
+		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
+		rc = symbolize_user(r->sym, pid, ips[i], caller, &r->frames[*n], room);
 		if (rc < 0)
 			return rc;
-		(*n)++;
+		*n += (size_t)rc;
 	}
 	return 0;
 }
@@ -396,7 +414,8 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 	uint32_t series = 0;
 	int rc;
 
-	qsort(r->ents, r->nents, sizeof(*r->ents), entry_cmp);
+	if (r->nents > 1) /* qsort takes no NULL array, even empty */
+		qsort(r->ents, r->nents, sizeof(*r->ents), entry_cmp);
 	for (size_t i = 0; i < r->nents; i++) {
 		const struct entry *e = &r->ents[i];
 		pid_t pid = (pid_t)e->key.pid;
@@ -689,6 +708,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"version", required_argument, NULL, 'V'},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"lines", no_argument, NULL, 'L'},
+	        {"inline", no_argument, NULL, 'I'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -707,6 +727,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'V': o->version = optarg; break;
 		case 'v': o->verbose = true; break;
 		case 'L': o->lines = true; break;
+		case 'I': o->inlines = true; break;
 		case 'F': {
 			errno = 0;
 			unsigned long f = strtoul(optarg, &end, 10);
@@ -801,12 +822,13 @@ static int run(struct recorder *r, const struct options *o)
 	r->counts_fd[0] = r->counts_fd[1] = r->stacks_fd[0] = r->stacks_fd[1] = -1;
 
 	r->sym = symbolize_new();
-	r->frames = calloc(2 * PROFILE_MAX_DEPTH, sizeof(*r->frames));
+	r->frames = calloc(FRAMES_CAP, sizeof(*r->frames));
 	if (!r->sym || !r->frames) {
 		fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
 	symbolize_set_lines(r->sym, o->lines);
+	symbolize_set_inline(r->sym, o->inlines);
 
 	const char *dir = o->store_dir;
 	char *owned = NULL;

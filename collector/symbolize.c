@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
@@ -49,6 +51,13 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define JIT_RECHECK_NS  (3ll * 1000000000ll)
 #define MAPS_RECHECK_NS (1ll * 1000000000ll)
 
+/* One function inlined at an address (symbolize_set_inline). */
+struct inl {
+	char *name; /* tidied name with "_[i]", owned */
+	char *file; /* where this frame is at the address, or NULL; owned */
+	uint32_t line;
+};
+
 /* One resolved address of a module. */
 struct symres {
 	uint64_t addr; /* ELF virtual address; 0 marks a free slot */
@@ -56,6 +65,8 @@ struct symres {
 	char *file;    /* source file or NULL, owned */
 	uint32_t line;
 	uint8_t kind;
+	uint16_t ninl;   /* inlined functions at addr, outermost first */
+	struct inl *inl; /* owned; NULL when ninl is 0 */
 };
 
 /* One function symbol of a module, from its symbol table. */
@@ -141,7 +152,8 @@ struct symbolize {
 	size_t nksyms;
 	char *knames;
 	bool kernel_tried;
-	bool lines; /* look up file:line too */
+	bool lines;   /* look up file:line too */
+	bool inlines; /* expand inlined functions from DWARF */
 	struct symbolize_stats stats;
 };
 
@@ -254,6 +266,17 @@ char *symbolize_name(const char *raw)
 
 /* ---- modules ------------------------------------------------------------ */
 
+static void symres_free_inl(struct symres *r)
+{
+	for (size_t i = 0; i < r->ninl; i++) {
+		free(r->inl[i].name);
+		free(r->inl[i].file);
+	}
+	free(r->inl);
+	r->inl = NULL;
+	r->ninl = 0;
+}
+
 static void module_free(struct module *m)
 {
 	if (!m)
@@ -261,6 +284,7 @@ static void module_free(struct module *m)
 	for (size_t i = 0; i < m->cache_cap; i++) {
 		free(m->cache[i].name);
 		free(m->cache[i].file);
+		symres_free_inl(&m->cache[i]);
 	}
 	free(m->cache);
 	free(m->syms);
@@ -586,6 +610,8 @@ static int cache_grow(struct module *m)
 	return 0;
 }
 
+static int module_inlines(struct symbolize *s, struct module *m, struct symres *r);
+
 /* Resolves a non-zero ELF virtual address of a module, through its
  * cache (0 marks free slots). */
 static int module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out)
@@ -650,10 +676,139 @@ static int module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, 
 		free(r.file);
 		return -ENOMEM;
 	}
+	if (s->inlines && m->dmod && r.kind == STORE_FRAME_USER) {
+		rc = module_inlines(s, m, &r);
+		if (rc < 0) {
+			free(r.name);
+			free(r.file);
+			symres_free_inl(&r);
+			return rc;
+		}
+	}
 	m->cache[j] = r;
 	m->cache_used++;
 	*out = &m->cache[j];
 	return 0;
+}
+
+/* The source file of a DW_AT_call_file index of cu, or NULL. */
+static const char *call_file(Dwarf_Die *cu, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word idx;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	if (!dwarf_attr(die, DW_AT_call_file, &attr) || dwarf_formudata(&attr, &idx) != 0 ||
+	    dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+static uint32_t call_line(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word line;
+	if (!dwarf_attr(die, DW_AT_call_line, &attr) || dwarf_formudata(&attr, &line) != 0)
+		return 0;
+	return line <= UINT32_MAX ? (uint32_t)line : 0;
+}
+
+/* "NAME_[i]" for an inlined subroutine: its linkage name demangled when
+ * it has one (C++'s qualified names), else its DW_AT_name, through
+ * DW_AT_abstract_origin.  Returns a malloc'd string or NULL (ENOMEM, or
+ * a DIE without a name, which is then "[unknown]_[i]"). */
+static char *inline_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *raw = NULL;
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		raw = dwarf_formstring(&attr);
+	if (!raw)
+		raw = dwarf_diename(die);
+	char *name = symbolize_name(raw ? raw : unknown_name);
+	if (!name)
+		return NULL;
+	size_t n = strlen(name);
+	char *out = realloc(name, n + sizeof("_[i]"));
+	if (!out) {
+		free(name);
+		return NULL;
+	}
+	memcpy(out + n, "_[i]", sizeof("_[i]"));
+	return out;
+}
+
+/* Fills r->inl with the functions inlined at r->addr, outermost first,
+ * from the module's DWARF (none without it).  With s->lines, each frame
+ * gets the line it is at: the concrete function and every inlined one
+ * but the innermost are at the call site of the next one in, and the
+ * innermost keeps the line table's answer, already in r->file/line.
+ * Returns 0 or -ENOMEM. */
+static int module_inlines(struct symbolize *s, struct module *m, struct symres *r)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(m->dmod, r->addr, &bias);
+	Dwarf_Die *scopes = NULL;
+	int nscopes, rc = 0;
+
+	if (!cu || (nscopes = dwarf_getscopes(cu, r->addr - bias, &scopes)) <= 0)
+		return 0;
+	/* scopes[0] is the innermost; the inlined ones end at the concrete
+	 * function (DW_TAG_subprogram). */
+	int k = 0;
+	while (k < nscopes && k < UINT16_MAX && dwarf_tag(&scopes[k]) != DW_TAG_subprogram)
+		k++;
+	int ninl = 0;
+	for (int i = 0; i < k; i++)
+		ninl += dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine;
+	if (ninl == 0)
+		goto out;
+	r->inl = calloc((size_t)ninl, sizeof(*r->inl));
+	if (!r->inl) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	char *inner_file = r->file;
+	uint32_t inner_line = r->line;
+	struct inl *outer = NULL; /* the frame whose line a call site gives */
+	r->file = NULL;
+	r->line = 0;
+	for (int i = k; i-- > 0;) {
+		Dwarf_Die *die = &scopes[i];
+		if (dwarf_tag(die) != DW_TAG_inlined_subroutine)
+			continue;
+		struct inl *in = &r->inl[r->ninl++];
+		in->name = inline_name(die);
+		if (!in->name) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (!s->lines)
+			continue;
+		const char *file = call_file(cu, die);
+		char **dst = outer ? &outer->file : &r->file;
+		*dst = file ? strdup(file) : NULL;
+		if (file && !*dst) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (outer)
+			outer->line = call_line(die);
+		else
+			r->line = call_line(die);
+		outer = in;
+	}
+	if (rc == 0 && outer) {
+		outer->file = inner_file;
+		outer->line = inner_line;
+	} else {
+		free(inner_file);
+	}
+out:
+	free(scopes);
+	return rc;
 }
 
 /* File offset -> ELF virtual address through the PT_LOAD headers. */
@@ -1066,7 +1221,7 @@ static const struct mapping *find_mapping(const struct proc *p, uint64_t a)
 }
 
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
-                   struct store_frame *f)
+                   struct store_frame *f, size_t room)
 {
 	struct proc *p = proc_find(s, pid);
 	uint64_t a = caller && addr ? addr - 1 : addr;
@@ -1079,7 +1234,7 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 	f->module_len = sizeof(unknown_name) - 1;
 	f->kind = STORE_FRAME_UNKNOWN;
 	if (!p)
-		return 0;
+		return 1;
 
 	const struct mapping *mp = find_mapping(p, a);
 	if (!mp && mono_ns() - p->maps_read >= MAPS_RECHECK_NS) {
@@ -1117,7 +1272,7 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 		if (!module_vaddr(m, a - mp->start + mp->pgoff, &vaddr) || !vaddr) {
 			f->name = m->unknown_name;
 			f->name_len = strlen(m->unknown_name);
-			return 0;
+			return 1;
 		}
 		struct symres *r;
 		rc = module_lookup(s, m, vaddr, &r);
@@ -1129,12 +1284,22 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 		f->file_len = r->file ? strlen(r->file) : 0;
 		f->line = r->line;
 		f->kind = r->kind;
-		return 0;
+		size_t n = 1;
+		for (size_t k = 0; k < r->ninl && n < room; k++, n++) {
+			f[n] = f[0];
+			f[n].name = r->inl[k].name;
+			f[n].name_len = strlen(r->inl[k].name);
+			f[n].file = r->inl[k].file;
+			f[n].file_len = r->inl[k].file ? strlen(r->inl[k].file) : 0;
+			f[n].line = r->inl[k].line;
+			f[n].kind = STORE_FRAME_INLINE;
+		}
+		return (int)n;
 	}
 	if (mp && mp->special) {
 		f->name = mp->special;
 		f->name_len = strlen(mp->special);
-		return 0;
+		return 1;
 	}
 
 	/* Anonymous or unmapped code: a JIT's perf map may name it. */
@@ -1157,7 +1322,7 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 			f->name_len = strlen(p->jit_unknown);
 		}
 	}
-	return 0;
+	return 1;
 }
 
 static int ksym_cmp(const void *a, const void *b)
@@ -1300,6 +1465,11 @@ void symbolize_free(struct symbolize *s)
 	free(s->ksyms);
 	free(s->knames);
 	free(s);
+}
+
+void symbolize_set_inline(struct symbolize *s, bool inlines)
+{
+	s->inlines = inlines;
 }
 
 void symbolize_set_lines(struct symbolize *s, bool lines)

@@ -62,12 +62,15 @@ int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
 
 /* Resolves one user address of `pid`.  `caller` is true for every frame
  * but the innermost: a return address, looked up one byte earlier so that
- * a call at the end of a function is charged to that function.  Fills *f;
- * its strings are owned by `s` and valid until `s` is freed.  Unknown
+ * a call at the end of a function is charged to that function.  Fills
+ * f[0] with the function, then, with symbolize_set_inline(), one frame per
+ * function inlined at the address (outermost first, named "NAME_[i]",
+ * kind STORE_FRAME_INLINE), at most `room` (>= 1) frames in all.  The
+ * strings are owned by `s` and valid until `s` is freed.  Unknown
  * addresses still give a frame ("[unknown]" or "[module basename]").
- * Returns 0 or -errno (-ENOMEM). */
+ * Returns the number of frames filled (>= 1) or -errno (-ENOMEM). */
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
-                   struct store_frame *f);
+                   struct store_frame *f, size_t room);
 
 /* Resolves one kernel address from /proc/kallsyms (read at the first
  * call).  Same ownership as symbolize_user(). */
@@ -82,6 +85,11 @@ char *symbolize_name(const char *raw);
  * default: it needs the debug sections, often compressed, and costs more
  * CPU and memory than the symbol lookup itself). */
 void symbolize_set_lines(struct symbolize *s, bool lines);
+
+/* Whether symbolize_user() expands the functions inlined at an address
+ * into frames of their own, from DWARF (off by default, for the same
+ * cost; a module without DWARF gives none). */
+void symbolize_set_inline(struct symbolize *s, bool inlines);
 
 /* Numbers for the final report. */
 struct symbolize_stats {

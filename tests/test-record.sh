@@ -239,6 +239,33 @@ if readelf -S "$target" | grep -q '\.debug_line'; then
 	fi
 fi
 
+# ---- 3d: inline frames are opt-in (--inline) --------------------------------------
+# record-target's spin() is always_inline in hot_leaf, side_leaf and
+# child_leaf.  Without --inline no frame is an inline one; with it, most
+# of hot_leaf's weight is under hot_leaf;spin_[i], and the shares hold.
+if [ "$("$collect" export --store "$s1" --binary record-target 2>/dev/null | grep -c '_\[i\]')" = 0 ]; then
+	ok "no --inline: no inline frames"
+else
+	bad "no --inline: inline frames stored anyway"
+fi
+if readelf -S "$target" | grep -q '\.debug_info'; then
+	"$collect" record --store "$tmp/s7" -F 499 --inline -- "$target" 2 "$tmp/truth7" >/dev/null 2>"$tmp/err7" ||
+		bad "--inline: record failed: $(tail -1 "$tmp/err7")"
+	inl=$(weight "$tmp/s7" ';main;work;hot_leaf;spin_\[i\]$')
+	all=$(weight "$tmp/s7" ';main;work;hot_leaf($|;)')
+	if [ "$all" -gt 0 ] && [ $((inl * 100 / all)) -ge 60 ]; then
+		ok "--inline: $((inl * 100 / all))% of hot_leaf's weight is in main;work;hot_leaf;spin_[i]"
+	else
+		bad "--inline: main;work;hot_leaf;spin_[i] has $inl of hot_leaf's $all"
+	fi
+	[ "$(weight "$tmp/s7" ';main;side;side_leaf;spin_\[i\]$')" -gt 0 ] &&
+		ok "--inline: main;side;side_leaf;spin_[i] stored" ||
+		bad "--inline: main;side;side_leaf;spin_[i] missing"
+	check_shares "$tmp/s7" "$tmp/truth7" "--inline"
+else
+	echo "SKIP - --inline: record-target has no .debug_info"
+fi
+
 # ---- 3c: -a resolves a process that exits before the first drain ---------------
 # record-target runs 0.9 s from just before the recording starts, so it
 # is gone before the first drain (1 s after sampling starts): only the
