@@ -81,18 +81,30 @@ size_t view_escape(const char *name, size_t len, int flags, char out[VIEW_NAME_M
 		return o;
 	}
 
-	/* Too long: keep a prefix that does not split a %XX triplet or a
-	 * UTF-8 sequence, and add "%~" and a hash of the whole name. */
+	/* Too long: keep a prefix that does not split a UTF-8 sequence or a
+	 * %XX triplet, and add "%~" and a hash of the whole name.  The
+	 * UTF-8 step goes first: it only moves over bytes >= 0x80, which
+	 * are never part of a triplet, and a triplet starts with '%', which
+	 * is never part of a UTF-8 sequence, so neither step undoes the
+	 * other. */
 	size_t cut = VIEW_NAME_MAX - HASH_SUFFIX_LEN;
+	for (size_t back = 1; back <= 3 && back <= cut; back++) {
+		unsigned char c = (unsigned char)tmp[cut - back];
+		if ((c & 0xc0) == 0x80)
+			continue; /* a continuation byte: look further back */
+		size_t seq = (c & 0xe0) == 0xc0   ? 2
+		             : (c & 0xf0) == 0xe0 ? 3
+		             : (c & 0xf8) == 0xf0 ? 4
+		                                  : 1;
+		if (seq > back)
+			cut -= back; /* the sequence starting there runs past the cut */
+		break;
+	}
+	/* Every '%' in tmp starts a triplet. */
 	if (cut >= 1 && tmp[cut - 1] == '%')
 		cut -= 1;
 	else if (cut >= 2 && tmp[cut - 2] == '%')
 		cut -= 2;
-	for (int k = 0; k < 3 && cut > 0 && ((unsigned char)tmp[cut] & 0xc0) == 0x80; k++)
-		cut--;
-	/* A lead byte right before the cut whose continuation was cut off. */
-	if (cut > 0 && ((unsigned char)tmp[cut - 1] & 0xc0) == 0xc0)
-		cut--;
 	memcpy(out, tmp, cut);
 	uint64_t h = XXH64(name, len, 0);
 	out[cut++] = '%';
