@@ -36,6 +36,7 @@ struct folded {
 	size_t frames_cap;
 	uint64_t *series_bytes; /* input bytes per series id */
 	size_t series_bytes_cap;
+	struct import_sums sums;
 	/* the last series looked up, by binary name */
 	char *last_binary;
 	size_t last_binary_len;
@@ -196,11 +197,12 @@ static int handle_line(struct folded *f, const char *l, size_t n)
 	}
 	if (count) {
 		int64_t now = f->ctx->opt ? f->ctx->opt->now : 0;
-		rc = store_batch_add(f->ctx->batch, series, now, node, count, count);
+		rc = import_add(f->ctx, &f->sums, f->lr.line, series, now, node, count, count);
 		if (rc < 0)
 			return rc;
 	}
-	f->ctx->samples += count;
+	if (__builtin_add_overflow(f->ctx->samples, count, &f->ctx->samples))
+		f->ctx->samples = UINT64_MAX; /* a shown total only */
 	return note_bytes(f, series, n + 1);
 }
 
@@ -242,5 +244,6 @@ out:
 	free(f.frames);
 	free(f.series_bytes);
 	free(f.last_binary);
+	import_sums_free(&f.sums);
 	return rc;
 }

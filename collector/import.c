@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "import.h"
@@ -46,7 +47,63 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
 
 	if (!k.binary || !*k.binary)
 		k.binary = "[unknown]";
-	return store_batch_series(ctx->batch, &k, id);
+	int rc = store_batch_series(ctx->batch, &k, id);
+	/* The store refuses a key only when it holds the series already
+	 * with another unit (the fields are all set here). */
+	if (rc == -EINVAL)
+		return import_fail(ctx, ctx->line,
+		                   "series %s/%s/%s has another unit in this store; expected "
+		                   "\"%s\" to match it (use --event to name it apart)",
+		                   k.binary, k.version, k.event, k.unit);
+	return rc;
+}
+
+int import_sums_add(struct import_sums *s, uint32_t series, uint64_t samples, uint64_t weight)
+{
+	if (series >= s->cap) {
+		size_t ncap = s->cap ? s->cap : 16;
+		while (ncap <= series)
+			ncap *= 2;
+		uint64_t(*n)[2] = realloc(s->sum, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memset(n + s->cap, 0, (ncap - s->cap) * sizeof(*n));
+		s->sum = n;
+		s->cap = ncap;
+	}
+	uint64_t a, b;
+	if (__builtin_add_overflow(s->sum[series][0], samples, &a) ||
+	    __builtin_add_overflow(s->sum[series][1], weight, &b))
+		return -EOVERFLOW;
+	s->sum[series][0] = a;
+	s->sum[series][1] = b;
+	return 0;
+}
+
+void import_sums_free(struct import_sums *s)
+{
+	free(s->sum);
+	s->sum = NULL;
+	s->cap = 0;
+}
+
+int import_add(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, uint32_t series,
+               int64_t when, uint32_t node, uint64_t samples, uint64_t weight)
+{
+	int rc = import_sums_add(sums, series, samples, weight);
+	if (rc == -EOVERFLOW)
+		return import_fail(ctx, line,
+		                   "expected counts that add up to less than 2^64 in one series, "
+		                   "got a sum over 18446744073709551615");
+	if (rc < 0)
+		return rc;
+	rc = store_batch_add(ctx->batch, series, when, node, samples, weight);
+	if (rc == -ERANGE)
+		return import_fail(ctx, line,
+		                   "sample time %lld s is out of range; expected a time within "
+		                   "2^31 of the store's time buckets from 1970",
+		                   (long long)when);
+	return rc;
 }
 
 int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t n, uint32_t *node)

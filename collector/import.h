@@ -70,6 +70,28 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
  * returns its leaf node in *node.  n == 0 gives STORE_ROOT_NODE. */
 int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t n, uint32_t *node);
 
+/* Per-series running sums of what one import adds, so that a sum that
+ * would not fit in 64 bits is refused instead of wrapping in the store.
+ * Every count the store keeps for one import (a node's, a bucket's) is
+ * at most its series' sum, so checking the series' sums is enough.  A
+ * zeroed struct is empty; free it with import_sums_free(). */
+struct import_sums {
+	uint64_t (*sum)[2]; /* [series id] -> {samples, weight} */
+	size_t cap;
+};
+
+/* Adds (samples, weight) to series' sums.  Returns 0, -EOVERFLOW when
+ * either sum would pass UINT64_MAX (nothing is added then), or -ENOMEM. */
+int import_sums_add(struct import_sums *s, uint32_t series, uint64_t samples, uint64_t weight);
+void import_sums_free(struct import_sums *s); /* accepts an empty struct */
+
+/* store_batch_add() for the importers: checks the series' sums first and
+ * turns the store's refusals into messages at input line `line` (0: none):
+ * a sum over 2^64 - 1, or a time the store cannot bucket.  Returns 0,
+ * import_fail's -EINVAL, or -ENOMEM. */
+int import_add(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, uint32_t series,
+               int64_t when, uint32_t node, uint64_t samples, uint64_t weight);
+
 /* stackcollapse-perf's name tidying: ';' becomes ':', an argument list is
  * cut at the first '(' (except in Go method names like
  * "net/http.(*Client).Do" and in "(anonymous namespace)"), quotes go.
@@ -112,6 +134,8 @@ struct linereader {
 	bool eof;
 	uint64_t line;     /* number of the line last returned */
 	uint64_t consumed; /* bytes of input returned so far, newlines included */
+	bool unterminated; /* the line last returned ended the input without a
+	                      newline: the input may have been cut there */
 };
 
 /* Takes the fd (not owned) and an optional prefix already read from it

@@ -82,6 +82,7 @@ int linereader_next(struct linereader *r, const char **line, size_t *len)
 			r->start += l + 1;
 			r->consumed += l + 1;
 			r->line++;
+			r->unterminated = false;
 			return 1;
 		}
 		if (r->eof) {
@@ -96,6 +97,7 @@ int linereader_next(struct linereader *r, const char **line, size_t *len)
 			r->start = r->end;
 			r->consumed += l;
 			r->line++;
+			r->unterminated = true;
 			return 1;
 		}
 		scanned = r->end - r->start; /* relative to the new start */

@@ -123,6 +123,8 @@ struct perf {
 	uint64_t weight;
 	int64_t when;
 	uint64_t sample_bytes;
+	uint64_t header_line; /* the current sample's header, for messages */
+	struct import_sums sums;
 
 	/* Event filter: the event kept when neither --event nor
 	 * --all-events is given (the first one seen). */
@@ -199,7 +201,10 @@ static int fail_line(struct perf *p, uint64_t line, const char *what, const char
 	char ex[256];
 
 	import_excerpt(ex, sizeof(ex), s, n);
-	return import_fail(p->ctx, line, "expected %s, got \"%s\"", what, ex);
+	/* A bad last line without a newline is most likely a cut file. */
+	bool cut = p->lr.unterminated && line == p->lr.line;
+	return import_fail(p->ctx, line, "expected %s, got \"%s\"%s", what, ex,
+	                   cut ? " at the end of the input (is the file truncated?)" : "");
 }
 
 /* ---- header lines ---------------------------------------------------- */
@@ -713,7 +718,7 @@ static int parse_sample(struct perf *p, uint32_t *node)
 
 static int count_sample(struct perf *p, uint32_t series, uint32_t node)
 {
-	int rc = store_batch_add(p->ctx->batch, series, p->when, node, 1, p->weight);
+	int rc = import_add(p->ctx, &p->sums, p->header_line, series, p->when, node, 1, p->weight);
 	if (rc < 0)
 		return rc;
 	rc = note_series_bytes(p, series, p->sample_bytes);
@@ -1028,6 +1033,7 @@ static int start_sample(struct perf *p, const char *l, size_t n, const struct he
 		}
 	}
 
+	p->header_line = p->lr.line;
 	p->weight = 1;
 	if (h->period) {
 		uint64_t v;
@@ -1113,6 +1119,13 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 	if (!is_ws((unsigned char)l[0]) && match_header(l, n, &h)) {
 		if (memchr(l, '\0', n))
 			return fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
+		/* perf ends every line with a newline and every header with
+		 * stack lines or a blank line, so an input that stops inside
+		 * a header was cut: refuse it rather than store a sample of
+		 * whatever part of the header is left. */
+		if (p->lr.unterminated)
+			return fail_line(p, p->lr.line,
+			                 "a complete sample header followed by a newline", l, n);
 		/* A header also ends a sample that had no blank line. */
 		rc = end_sample(p);
 		if (rc < 0)
@@ -1176,6 +1189,7 @@ static void perf_free(struct perf *p)
 	free(p->name_off);
 	free(p->names);
 	free(p->leafkey);
+	import_sums_free(&p->sums);
 }
 
 int import_perf(struct import_ctx *ctx)

@@ -310,6 +310,54 @@ static int check_str(struct pprof *pp, int64_t i, const char *what, size_t idx, 
 	        what, idx, field, (long long)i, pp->p->n_string_table);
 }
 
+/* The first sample type counted in "count", or SIZE_MAX: its value is
+ * every series' samples. */
+static size_t count_index(const struct pprof *pp)
+{
+	for (size_t i = 0; i < pp->p->n_sample_type; i++)
+		if (strcmp(str_at(pp, pp->p->sample_type[i]->unit), "count") == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Checks that each sample type's values, and the samples, add up to less
+ * than 2^64, the most a series' counts can hold.  The values are already
+ * known to be 0 or more. */
+static int check_sums(struct pprof *pp)
+{
+	const pb_profile *p = pp->p;
+	size_t count_idx = count_index(pp);
+	uint64_t *sum = calloc(p->n_sample_type + 1, sizeof(*sum));
+	int rc = 0;
+
+	if (!sum)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_sample && rc == 0; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		uint64_t samples = count_idx == SIZE_MAX ? 1 : (uint64_t)s->value[count_idx];
+		for (size_t j = 0; j <= s->n_value; j++) {
+			uint64_t v = j < s->n_value ? (uint64_t)s->value[j] : samples;
+			if (!__builtin_add_overflow(sum[j], v, &sum[j]))
+				continue;
+			if (j < s->n_value)
+				rc = import_fail(
+				        pp->ctx, 0,
+				        "sample %zu: the \"%s\" values add up to more than "
+				        "2^64 - 1 here; expected a total that fits in 64 bits",
+				        i, str_at(pp, p->sample_type[j]->type));
+			else
+				rc = import_fail(
+				        pp->ctx, 0,
+				        "sample %zu: the sample counts add up to more than "
+				        "2^64 - 1 here; expected a total that fits in 64 bits",
+				        i);
+			break;
+		}
+	}
+	free(sum);
+	return rc;
+}
+
 /* Checks every string index and id, and builds the id maps. */
 static int validate(struct pprof *pp)
 {
@@ -440,7 +488,7 @@ static int validate(struct pprof *pp)
 				return rc;
 		}
 	}
-	return 0;
+	return check_sums(pp);
 }
 
 /* ---- frames ----------------------------------------------------------- */
@@ -634,12 +682,8 @@ static int add_samples(struct pprof *pp, const uint32_t *series, int64_t when)
 	int rc = 0;
 
 	/* A sample type counted in "count" gives every series its samples. */
-	size_t count_idx = SIZE_MAX;
-	for (size_t i = 0; i < p->n_sample_type; i++)
-		if (strcmp(str_at(pp, p->sample_type[i]->unit), "count") == 0) {
-			count_idx = i;
-			break;
-		}
+	size_t count_idx = count_index(pp);
+	struct import_sums sums = {0};
 
 	for (size_t i = 0; i < p->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = p->sample[i];
@@ -679,8 +723,8 @@ static int add_samples(struct pprof *pp, const uint32_t *series, int64_t when)
 		for (size_t j = 0; j < s->n_value; j++) {
 			if (s->value[j] == 0)
 				continue;
-			rc = store_batch_add(ctx->batch, series[j], when, node, samples,
-			                     (uint64_t)s->value[j]);
+			rc = import_add(ctx, &sums, 0, series[j], when, node, samples,
+			                (uint64_t)s->value[j]);
 			if (rc < 0)
 				goto out;
 		}
@@ -690,6 +734,7 @@ static int add_samples(struct pprof *pp, const uint32_t *series, int64_t when)
 	}
 out:
 	free(stack);
+	import_sums_free(&sums);
 	return rc;
 }
 

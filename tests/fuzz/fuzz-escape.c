@@ -1,0 +1,129 @@
+/*
+ * fuzz-escape.c — libFuzzer target for the name escaping (fs/escape.c).
+ * The first byte of the input picks the flags, the rest is a frame name.
+ * Checks the rule of fs/README.md "Name escaping": the directory name is
+ * 1..255 bytes, holds no '/', NUL or other control byte (nor '@' for
+ * versions), is never ".", "..", a hidden name or a view file name, and
+ * decodes back to the name exactly; a shortened name is at most 237 kept
+ * bytes that decode to a prefix of the name, cut neither inside a %XX nor
+ * inside a UTF-8 sequence, then "%~" and the 16 lower-case hex digits of
+ * XXH64 of the whole name.  Then the same input is decoded as a directory
+ * name: view_unescape() must not crash, and what it accepts as a full name
+ * must escape to something that decodes to the same bytes.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "view.h"
+
+#define KEPT_MAX (VIEW_NAME_MAX - 18) /* bytes before "%~" + 16 hex digits */
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(bool ok, const char *what, const char *esc)
+{
+	if (ok)
+		return;
+	fprintf(stderr, "fuzz-escape: %s (escaped \"%s\")\n", what, esc ? esc : "");
+	abort();
+}
+
+/* True when a well-formed UTF-8 sequence of name[0..len) starts before
+ * `at` and ends after it, i.e. cutting at `at` would split it. */
+static bool splits_utf8(const unsigned char *name, size_t len, size_t at)
+{
+	for (size_t back = 1; back <= 3 && back <= at; back++) {
+		size_t q = at - back;
+		unsigned char c = name[q];
+		size_t seq = (c & 0xe0) == 0xc0   ? 2
+		             : (c & 0xf0) == 0xe0 ? 3
+		             : (c & 0xf8) == 0xf0 ? 4
+		                                  : 0;
+		if (seq == 0 || q + seq <= at || q + seq > len)
+			continue;
+		bool whole = true;
+		for (size_t k = q + 1; k < q + seq; k++)
+			whole &= (name[k] & 0xc0) == 0x80;
+		if (whole)
+			return true;
+	}
+	return false;
+}
+
+static void check_escape(const char *name, size_t len, int flags)
+{
+	static const char *const reserved[] = {"folded", "self", "total", "pprof", "name"};
+	char esc[VIEW_NAME_MAX + 1], again[VIEW_NAME_MAX + 1];
+	size_t n = view_escape(name, len, flags, esc);
+
+	check(n >= 1 && n <= VIEW_NAME_MAX, "length outside 1..255", esc);
+	check(strlen(esc) == n, "returned length differs from the string's", esc);
+	check(!memchr(esc, '/', n), "holds '/'", esc);
+	for (size_t i = 0; i < n; i++)
+		check((unsigned char)esc[i] >= 0x20 && esc[i] != 0x7f, "holds a control byte", esc);
+	check(esc[0] != '.', "starts with '.'", esc);
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+		check(strcmp(esc, reserved[i]) != 0, "is a view file name", esc);
+	if (flags & VIEW_ESCAPE_AT)
+		check(!memchr(esc, '@', n), "holds '@' in a version", esc);
+	check(view_escape(name, len, flags, again) == n && strcmp(again, esc) == 0,
+	      "not deterministic", esc);
+
+	struct view_buf raw = {0};
+	int r = view_unescape(esc, n, &raw);
+	if (r == 0) {
+		check(raw.len == len && (len == 0 || memcmp(raw.data, name, len) == 0),
+		      "does not decode to the name", esc);
+	} else {
+		check(r == 1, "the escaped name does not decode", esc);
+		/* Shortened: "<kept>%~<16 hex>", the kept part a prefix of the
+		 * name cut at a clean place, the hash the documented one. */
+		check(n >= 18 && esc[n - 18] == '%' && esc[n - 17] == '~', "no %~ suffix", esc);
+		check(n - 18 <= KEPT_MAX, "kept part over 237 bytes", esc);
+		char hex[17];
+		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)XXH64(name, len, 0));
+		check(memcmp(esc + n - 16, hex, 16) == 0, "suffix is not XXH64 of the name", esc);
+		check(raw.len < len && (raw.len == 0 || memcmp(raw.data, name, raw.len) == 0),
+		      "kept part is not a prefix of the name", esc);
+		check(!splits_utf8((const unsigned char *)name, len, raw.len),
+		      "cut inside a UTF-8 sequence", esc);
+		/* Only a name that cannot be written in full is shortened:
+		 * each byte takes 1 or 3 bytes, so under 86 bytes always fit. */
+		check(len > VIEW_NAME_MAX / 3, "a short name was shortened", esc);
+	}
+	view_buf_free(&raw);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size == 0)
+		return 0;
+	int flags = data[0] & 1 ? VIEW_ESCAPE_AT : 0;
+	const char *name = (const char *)data + 1;
+	size_t len = size - 1;
+
+	check_escape(name, len, flags);
+
+	/* The input as a directory name. */
+	struct view_buf raw = {0};
+	int r = view_unescape(name, len, &raw);
+	check(r == 0 || r == 1 || r == -EINVAL, "view_unescape returned an unexpected value", NULL);
+	if (r == 0) {
+		char esc[VIEW_NAME_MAX + 1];
+		size_t n = view_escape(raw.data ? raw.data : "", raw.len, flags, esc);
+		struct view_buf back = {0};
+		int r2 = view_unescape(esc, n, &back);
+		check(r2 == 1 || (r2 == 0 && back.len == raw.len &&
+		                  (raw.len == 0 || memcmp(back.data, raw.data, raw.len) == 0)),
+		      "re-escaping a decoded name does not round-trip", esc);
+		view_buf_free(&back);
+	}
+	view_buf_free(&raw);
+	return 0;
+}
