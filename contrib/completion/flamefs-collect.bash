@@ -1,0 +1,136 @@
+# bash completion for flamefs-collect(1)                      -*- shell-script -*-
+#
+# Completes the commands (import, record, stats, export, compact), each
+# command's options, directories after --store, files to import, values of
+# --format, process ids after -p, and the command line after `record --`.
+# Works with the bash-completion package (installed as
+# .../bash-completion/completions/flamefs-collect) and without it (source
+# this file from ~/.bashrc).
+
+_flamefs_collect()
+{
+	local cur prev words cword
+	if declare -F _init_completion >/dev/null 2>&1; then
+		_init_completion || return
+	else
+		cur=${COMP_WORDS[COMP_CWORD]}
+		prev=${COMP_WORDS[COMP_CWORD - 1]}
+		words=("${COMP_WORDS[@]}")
+		cword=$COMP_CWORD
+	fi
+
+	local commands='import record stats export compact'
+	local cmd='' i
+	for ((i = 1; i < cword; i++)); do
+		case ${words[i]} in
+		-*) ;;
+		*) cmd=${words[i]}; break ;;
+		esac
+	done
+
+	if [[ -z $cmd ]]; then
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '--help --version' -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "$commands help" -- "$cur"))
+		fi
+		return
+	fi
+
+	# record -- COMMAND ARGS...: complete the command line after "--".
+	if [[ $cmd == record ]]; then
+		for ((i = 2; i < cword; i++)); do
+			if [[ ${words[i]} == -- ]]; then
+				if declare -F _command_offset >/dev/null 2>&1; then
+					_command_offset $((i + 1))
+				elif ((cword == i + 1)); then
+					COMPREPLY=($(compgen -c -- "$cur"))
+				else
+					COMPREPLY=($(compgen -f -- "$cur"))
+				fi
+				return
+			fi
+		done
+	fi
+
+	# An option's value.
+	case $prev in
+	--store)
+		_flamefs_collect_dirs
+		return
+		;;
+	-o | --output)
+		_flamefs_collect_files
+		return
+		;;
+	--format)
+		case $cmd in
+		import) COMPREPLY=($(compgen -W 'perf folded pprof auto' -- "$cur")) ;;
+		export) COMPREPLY=($(compgen -W 'folded pprof' -- "$cur")) ;;
+		esac
+		return
+		;;
+	-p | --pid)
+		if [[ $cmd == record ]]; then
+			# A comma-separated list: complete its last element.
+			local pre=
+			[[ $cur == *,* ]] && pre=${cur%,*},
+			COMPREPLY=($(compgen -P "$pre" -W "$(ps -e -o pid= 2>/dev/null)" -- "${cur##*,}"))
+			return
+		fi
+		;;
+	-F | --freq)
+		[[ $cmd == record ]] && COMPREPLY=($(compgen -W '49 99 199 499 999' -- "$cur"))
+		return
+		;;
+	-d | --duration | --binary | --version | --event | --time)
+		# A free value: offer nothing rather than files.
+		return
+		;;
+	esac
+
+	local opts
+	case $cmd in
+	import)
+		opts='--store --format --binary --version --event --all-events --time --help'
+		;;
+	record)
+		opts='--store --pid --all-cpus --freq --duration --user-only --kernel-only
+		      --binary --version --lines --verbose --help -p -a -F -d -v --'
+		;;
+	stats | compact) opts='--store --help' ;;
+	export) opts='--store --format --binary --version --event --output --help -o' ;;
+	*) return ;;
+	esac
+
+	if [[ $cur == -* || $cmd != import ]]; then
+		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+		return
+	fi
+	# import's FILE (or - for standard input).
+	_flamefs_collect_files
+	[[ -z $cur ]] && COMPREPLY+=(-)
+}
+
+_flamefs_collect_dirs()
+{
+	if declare -F _filedir >/dev/null 2>&1; then
+		_filedir -d
+	else
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -d -- "$cur"))
+	fi
+}
+
+_flamefs_collect_files()
+{
+	if declare -F _filedir >/dev/null 2>&1; then
+		_filedir
+	else
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+	fi
+}
+
+complete -F _flamefs_collect flamefs-collect
+# ex: filetype=sh
