@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <pthread.h>
@@ -72,6 +73,10 @@ static struct {
 	uint64_t cache_bytes;
 	/* Reads through handles opened in an older generation (atomic). */
 	uint64_t stale_reads;
+	/* Every open file handle.  After a lazy unmount the kernel can end
+	 * the connection before the last RELEASE reaches us, so the handles
+	 * left here are freed at exit. */
+	struct open_file *open_files;
 } fs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 enum kind { K_ROOT, K_BINARY, K_NODE, K_FILE };
@@ -90,6 +95,7 @@ struct resolved {
 struct open_file {
 	struct rendered *r;
 	uint64_t generation;
+	struct open_file *prev, *next; /* fs.open_files, guarded by fs.lock */
 };
 
 /* ---- store and cache (call with fs.lock held) ------------------------- */
@@ -697,6 +703,10 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	uint64_t stale = __atomic_load_n(&fs.stale_reads, __ATOMIC_SEQ_CST);
 	fi->keep_cache = hit && !fi->direct_io && of->r->stale_mark == stale;
 	of->r->stale_mark = stale;
+	of->next = fs.open_files;
+	if (of->next)
+		of->next->prev = of;
+	fs.open_files = of;
 	pthread_mutex_unlock(&fs.lock);
 out:
 	put_tree(res.tree);
@@ -720,16 +730,40 @@ static int fs_read(const char *path, char *buf, size_t size, off_t off, struct f
 	return (int)size;
 }
 
+static void close_file_locked(struct open_file *of)
+{
+	if (of->prev)
+		of->prev->next = of->next;
+	else
+		fs.open_files = of->next;
+	if (of->next)
+		of->next->prev = of->prev;
+	put_rendered_locked(of->r);
+	free(of);
+}
+
 static int fs_release(const char *path, struct fuse_file_info *fi)
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 
 	if (of) {
 		pthread_mutex_lock(&fs.lock);
-		put_rendered_locked(of->r);
+		close_file_locked(of);
 		pthread_mutex_unlock(&fs.lock);
-		free(of);
 	}
+	return 0;
+}
+
+/* A rendered file is always readable.  libfuse passes the poll handle on
+ * to the filesystem, which must destroy it: without .poll, libfuse 3.14's
+ * high-level layer leaks it on every poll(2) that asks to be notified
+ * (less does, for instance). */
+static int fs_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph,
+                   unsigned *reventsp)
+{
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	*reventsp = POLLIN | POLLRDNORM;
 	return 0;
 }
 
@@ -808,6 +842,7 @@ static const struct fuse_operations ops = {
         .open = fs_open,
         .read = fs_read,
         .release = fs_release,
+        .poll = fs_poll,
         .mkdir = ro_path,
         .create = ro_create,
         .mknod = ro_mknod,
@@ -1049,6 +1084,8 @@ out_destroy:
 	fuse_destroy(fuse);
 out_close:
 	pthread_mutex_lock(&fs.lock);
+	while (fs.open_files)
+		close_file_locked(fs.open_files);
 	drop_trees_locked();
 	drop_rendered_locked();
 	store_series_free(fs.series, fs.nseries);

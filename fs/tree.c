@@ -84,11 +84,13 @@ static int intern(struct builder *b, const char *p, size_t len, uint32_t *sid)
 	struct view_tree *t = b->t;
 	int r;
 
-	if (!p)
+	if (!p) {
+		p = ""; /* memcmp and memcpy take no NULL, even for 0 bytes */
 		len = 0;
+	}
 	if (len > UINT32_MAX - 1)
 		return -EOVERFLOW;
-	uint64_t h = XXH3_64bits(p ? p : "", len);
+	uint64_t h = XXH3_64bits(p, len);
 	uint32_t j = (uint32_t)h & b->stab_mask;
 	for (; b->stab[j]; j = (j + 1) & b->stab_mask) {
 		uint32_t s = b->stab[j] - 1;
