@@ -69,11 +69,13 @@ static void usage_import(FILE *f)
 {
 	fputs("Usage: " PROG " import [--store DIR] [--format perf|folded|pprof]\n"
 	      "           [--binary NAME] [--version LABEL] [--event EVENT | --all-events]\n"
-	      "           FILE|-\n"
+	      "           [--time SECONDS] FILE|-\n"
 	      "\n"
 	      "Imports one file (or standard input) as one atomic batch: either every\n"
 	      "sample is stored or, on any error, nothing is.\n"
 	      "\n"
+	      "  --store DIR     the store (default: $FLAMEFS_STORE, else\n"
+	      "                  $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
 	      "  --format F      perf (perf script text), folded (\"a;b;c 42\" lines) or\n"
 	      "                  pprof (profile.proto, gzipped or not); default: detect\n"
 	      "  --binary NAME   store every sample under this binary instead of the\n"
@@ -98,6 +100,9 @@ static void usage_stats(FILE *f)
 {
 	fputs("Usage: " PROG " stats [--store DIR]\n"
 	      "\n"
+	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
+	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
+	      "\n"
 	      "Lists every series (binary, version, event) with its samples, weight,\n"
 	      "unique stacks, the bytes of input imported into it and the bytes its\n"
 	      "counts take on disk, then the store's whole footprint against all\n"
@@ -118,6 +123,14 @@ static void usage_export(FILE *f)
 	      "\"binary;frame;...;leaf WEIGHT\" sorted bytewise, or a gzipped pprof.\n"
 	      "Only one event is exported at a time: without --event, the event with\n"
 	      "the most samples among the matching series.\n"
+	      "\n"
+	      "  --store DIR        the store (default: $FLAMEFS_STORE, else\n"
+	      "                     $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
+	      "  --format F         folded (default) or pprof (gzipped profile.proto)\n"
+	      "  --binary NAME      only the series of this binary\n"
+	      "  --version LABEL    only the series with this version label\n"
+	      "  --event EVENT      only this event\n"
+	      "  -o, --output FILE  write to FILE instead of standard output\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " export --store ~/prof --binary nginx | flamegraph.pl > nginx.svg\n"
@@ -566,6 +579,18 @@ static int cmd_export(int argc, char **argv)
 
 /* ---- compact ----------------------------------------------------------- */
 
+static void usage_compact(FILE *f)
+{
+	fputs("Usage: " PROG " compact [--store DIR]\n"
+	      "\n"
+	      "Flushes and compacts the store so it takes the least space.  It needs\n"
+	      "the store's write lock: it fails while import or record writes to it.\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  " PROG " compact --store ~/prof && du -sh ~/prof\n",
+	      f);
+}
+
 static int cmd_compact(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -578,13 +603,13 @@ static int cmd_compact(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
-		case 'h':
-			puts("Usage: " PROG " compact [--store DIR]\n\n"
-			     "Flushes and compacts the store so it takes the least space.\n\n"
-			     "EXAMPLES\n  " PROG " compact --store ~/prof && du -sh ~/prof");
-			return 0;
-		default: return 2;
+		case 'h': usage_compact(stdout); return 0;
+		default: usage_compact(stderr); return 2;
 		}
+	}
+	if (optind != argc) {
+		usage_compact(stderr);
+		return 2;
 	}
 	char *owned, err[512];
 	const char *dir = resolve_store(store_arg, &owned);
