@@ -46,6 +46,7 @@ static void usage(FILE *f)
 	fputs("Usage: " PROG " record [--store DIR] [-p PID[,PID...] | -a | -- COMMAND [ARGS...]]\n"
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
 	      "           [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
+	      "           [--log-drains FILE]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
 	      "event per CPU), symbolizes them and stores them: one atomic batch per\n"
@@ -71,6 +72,9 @@ static void usage(FILE *f)
 	      "      --inline            give each function inlined at a sampled\n"
 	      "                          address a frame of its own, NAME_[i]\n"
 	      "                          (reads DWARF, like --lines)\n"
+	      "      --log-drains FILE   write \"drain N committing samples S weight W\"\n"
+	      "                          before each drain's commit and \"... committed\n"
+	      "                          ...\" after it (FILE is truncated first)\n"
 	      "  -v, --verbose           show libbpf's messages\n"
 	      "\n"
 	      "The series event is \"cpu-clock\", unit \"nanoseconds\"; each sample\n"
@@ -125,6 +129,7 @@ struct options {
 	bool verbose;
 	bool lines;
 	bool inlines;
+	const char *log_drains; /* --log-drains FILE, or NULL */
 };
 
 struct entry {
@@ -153,6 +158,11 @@ struct recorder {
 	uint32_t *ids;
 	size_t nids, ids_cap;
 	struct store_frame *frames;
+
+	/* --log-drains: the file (or -1) and the number of the last drain
+	 * that reached its commit. */
+	int log_fd;
+	uint64_t drain_seq;
 
 	/* Totals for the final report. */
 	uint64_t drains, samples, weight, lost_user, lost_kernel;
@@ -486,6 +496,26 @@ static void sleep_ns(long ns)
 		;
 }
 
+/* --log-drains: one line per state of a drain, written with one write(2)
+ * so that a kill leaves whole lines.  "committing" is written before the
+ * commit and "committed" only once it returned: after a kill, every drain
+ * with a "committed" line is in the store, and at most the last drain,
+ * "committing" without "committed", may be there too (whole, never in
+ * part). */
+static void log_drain(struct recorder *r, const char *what, uint64_t samples, uint64_t weight)
+{
+	char line[128];
+	int n;
+
+	if (r->log_fd < 0)
+		return;
+	n = snprintf(line, sizeof(line),
+	             "drain %" PRIu64 " %s samples %" PRIu64 " weight %" PRIu64 "\n", r->drain_seq,
+	             what, samples, weight);
+	if (n > 0 && write(r->log_fd, line, (size_t)n) != n)
+		fail(r, -errno, "--log-drains: %s", strerror(errno));
+}
+
 /* One drain.  Normally flips the BPF side to the other set and stores
  * the set it left; `final` (sampling already stopped) stores both. */
 static int drain(struct recorder *r, bool final)
@@ -495,6 +525,7 @@ static int drain(struct recorder *r, bool final)
 	int nsets = final ? 2 : 1;
 	int64_t when = (int64_t)time(NULL);
 	struct store_batch *b = NULL;
+	uint64_t samples0 = r->samples, weight0 = r->weight;
 	int rc;
 
 	if (!final)
@@ -518,12 +549,16 @@ static int drain(struct recorder *r, bool final)
 		 * after the next flip, and what it held is in the batch. */
 		clear_set(r, sets[i]);
 	}
+	r->drain_seq++;
+	log_drain(r, "committing", r->samples - samples0, r->weight - weight0);
 	rc = store_batch_commit(b);
 	if (rc < 0) {
+		log_drain(r, "failed", r->samples - samples0, r->weight - weight0);
 		fail(r, rc, "store: commit failed: %s", store_errmsg(r->store));
 		goto out;
 	}
 	r->drains++;
+	log_drain(r, "committed", r->samples - samples0, r->weight - weight0);
 	goto out;
 out_fail:
 	fail(r, rc, "drain: %s", strerror(-rc));
@@ -709,6 +744,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"lines", no_argument, NULL, 'L'},
 	        {"inline", no_argument, NULL, 'I'},
+	        {"log-drains", required_argument, NULL, 'D'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -728,6 +764,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'v': o->verbose = true; break;
 		case 'L': o->lines = true; break;
 		case 'I': o->inlines = true; break;
+		case 'D': o->log_drains = optarg; break;
 		case 'F': {
 			errno = 0;
 			unsigned long f = strtoul(optarg, &end, 10);
@@ -846,6 +883,15 @@ static int run(struct recorder *r, const struct options *o)
 	if (rc < 0) {
 		fail(r, rc, "%s", err);
 		return rc;
+	}
+	if (o->log_drains) {
+		r->log_fd = open(o->log_drains, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+		                 0644);
+		if (r->log_fd < 0) {
+			rc = -errno;
+			fail(r, rc, "--log-drains: %s: %s", o->log_drains, strerror(-rc));
+			return rc;
+		}
 	}
 
 	libbpf_verbose = o->verbose;
@@ -1000,6 +1046,8 @@ static int run(struct recorder *r, const struct options *o)
 
 static void cleanup(struct recorder *r)
 {
+	if (r->log_fd >= 0)
+		close(r->log_fd);
 	close_cpu_events(r);
 	bpf_link__destroy(r->fork_link);
 	bpf_link__destroy(r->exec_link);
@@ -1017,7 +1065,7 @@ static void cleanup(struct recorder *r)
 int record_main(int argc, char **argv)
 {
 	struct options o = {0};
-	struct recorder r = {.opt = &o};
+	struct recorder r = {.opt = &o, .log_fd = -1};
 	char missing[64];
 	int rc;
 
