@@ -11,4 +11,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev libiberty-dev \
 	librocksdb-dev libzstd-dev zstd libprotobuf-c-dev protobuf-c-compiler \
 	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf \
-	perl python3 procps psmisc util-linux >/dev/null
+	perl python3 procps psmisc util-linux \
+	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd >/dev/null
