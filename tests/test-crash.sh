@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# test-crash.sh — crash consistency of the writer: SIGKILL at any moment
+# leaves a store that opens and holds whole commits only.
+#
+# import: a store holding earlier data (in SSTs and in its WAL) is copied
+# afresh for each run, `flamefs-collect import` of a ~60 MB perf script is
+# started on the copy and killed with SIGKILL, and then `stats` and
+# `export` must work and show exactly the store before the import or
+# exactly the store after a complete reference import (the series table,
+# the frame and node counts, and the folded export, byte for byte).  Then
+# `compact` opens it as the writer (WAL recovery) and the same must still
+# hold.  A kill rarely lands between the commit's write(2) calls, so the
+# reference's WAL is also cut at 10 random points inside the import's
+# record (a torn write): the store must then be the store before.  Three kills in five come at a random moment over the whole import
+# (start-up, parsing, commit, close); two in five come right when the
+# import's WAL starts to grow, i.e. in the middle of its one commit (a torn
+# WAL record), plus 0-3 ms.
+#
+# record: `flamefs-collect record -p PID --log-drains LOG` on a busy
+# tests/record-target is killed the same way, at random moments over 3.5 s
+# or right after the log says "drain N committing", plus 0-2 ms.  The LOG
+# has "drain N committing samples S weight W" before each commit and
+# "drain N committed ..." after it.  Let C be the sum of the committed
+# drains and P the one drain that may be "committing" without
+# "committed": the store must hold exactly C, or exactly C + P (that
+# commit finished before the kill), in samples (series records) and in
+# weight (the counts, through export), and the earlier data unchanged.
+# Anything else is a partial or a lost drain.  Skipped, visibly, where
+# BPF cannot load.
+#
+#   usage: tests/test-crash.sh BUILD_DIR    exit 0 ok, 1 failure, 77 skip
+#   FLAMEFS_CRASH_RUNS (default 50) kills per part; FLAMEFS_CRASH_SEED
+#   repeats a run's random moments.
+set -u
+build=${1:?usage: test-crash.sh BUILD_DIR}
+runs=${FLAMEFS_CRASH_RUNS:-50}
+collect=$build/flamefs-collect
+gen=$build/tests/gen-perf
+target=$build/tests/record-target
+killer=$(cd "$(dirname "$0")" && pwd)/crash-kill.py
+export LC_ALL=C
+
+tmp=$(mktemp -d /tmp/flamefs-test-crash.XXXXXX)
+burner=
+cleanup() {
+	[ -n "$burner" ] && kill "$burner" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+failures=0
+ok() { echo "ok   - $*"; }
+bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
+
+seed=${FLAMEFS_CRASH_SEED:-$(($(date +%s) % 100000))}
+RANDOM=$seed
+echo "# seed $seed (FLAMEFS_CRASH_SEED=$seed repeats these kill moments)"
+# rnd N: a random integer in [0, N)
+rnd() { echo $(((RANDOM * 32768 + RANDOM) % $1)); }
+ms2s() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
+
+# state STORE OUT: what a reader sees, in OUT.rows (the series table
+# without the approximate DISK column, and the frame and node counts) and
+# OUT.folded (the export).  Fails when the store does not open.
+state() {
+	"$collect" stats --store "$1" >"$2.stats" 2>"$2.err" || return 1
+	awk 'NR > 1 && NF == 8 { print $1, $2, $3, $4, $5, $6, $7 } / series, / { print }' \
+		"$2.stats" >"$2.rows"
+	"$collect" export --store "$1" --format folded -o "$2.folded" 2>>"$2.err" || return 1
+}
+same() { cmp -s "$1.rows" "$2.rows" && cmp -s "$1.folded" "$2.folded"; }
+field() { sed -n "s/.*$1=\([-0-9.]*\).*/\1/p" <<<"$2"; }
+
+# ---- import --------------------------------------------------------------------
+"$gen" 60000000 20000 1 >"$tmp/big.perf"
+"$gen" 3000000 3000 2 >"$tmp/base1.perf"
+"$gen" 2000000 2000 3 >"$tmp/base2.perf"
+base=$tmp/base
+# Earlier data both in SST files (compacted) and in the WAL.
+if ! "$collect" import --store "$base" "$tmp/base1.perf" 2>/dev/null ||
+	! "$collect" compact --store "$base" >/dev/null 2>&1 ||
+	! "$collect" import --store "$base" "$tmp/base2.perf" 2>/dev/null; then
+	bad "preparing the store"
+	exit 1
+fi
+state "$base" "$tmp/before" || { bad "before state: $(cat "$tmp/before.err")"; exit 1; }
+# The import's duration: the median of three reference imports, then of
+# every run that ends before its kill (the machine's load changes).
+durs=()
+median() { printf '%s\n' "${durs[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+for r in 1 2 3; do
+	rm -rf "$tmp/ref"
+	cp -a "$base" "$tmp/ref"
+	t0=$(date +%s%N)
+	"$collect" import --store "$tmp/ref" "$tmp/big.perf" 2>/dev/null || { bad "reference import"; exit 1; }
+	durs+=($((($(date +%s%N) - t0) / 1000000)))
+done
+tref=$(median)
+state "$tmp/ref" "$tmp/after" || { bad "after state: $(cat "$tmp/after.err")"; exit 1; }
+if same "$tmp/before" "$tmp/after"; then
+	bad "the reference import changed nothing"
+	exit 1
+fi
+echo "# reference imports of $(($(stat -c %s "$tmp/big.perf") / 1000000)) MB: ${durs[*]} ms;" \
+	"store before: $(wc -l <"$tmp/before.folded") stacks, after: $(wc -l <"$tmp/after.folded")"
+
+n_before=0 n_after=0 n_done=0 n_commit=0 n_commit_before=0 n_commit_after=0 n_torn=0
+ibad=0
+w=$tmp/w
+for i in $(seq "$runs"); do
+	rm -rf "$w"
+	cp -a "$base" "$w"
+	if [ $((i % 5)) -lt 2 ]; then
+		extra=$(rnd 3001)
+		spec=(wal "$w" "0.$(printf '%06d' "$extra")")
+		what="at commit +${extra} us"
+	else
+		d=$(rnd $((tref * 115 / 100 + 1)))
+		spec=(delay "$(ms2s "$d")")
+		what="after ${d} ms"
+	fi
+	out=$(python3 "$killer" "${spec[@]}" -- "$collect" import --store "$w" "$tmp/big.perf")
+	rc=$(field rc "$out")
+	if ! state "$w" "$tmp/got"; then
+		bad "import run $i (kill $what): the store does not open: $(head -c 300 "$tmp/got.err")"
+		ibad=$((ibad + 1))
+		continue
+	fi
+	if same "$tmp/got" "$tmp/before"; then
+		cls=before
+	elif same "$tmp/got" "$tmp/after"; then
+		cls=after
+	else
+		bad "import run $i (kill $what, $out): the store is neither before nor after the import"
+		diff "$tmp/got.rows" "$tmp/before.rows" | head -5
+		ibad=$((ibad + 1))
+		continue
+	fi
+	# Open it as the writer (WAL recovery, flush, compaction): same data.
+	if ! "$collect" compact --store "$w" >/dev/null 2>"$tmp/compact.err" || ! state "$w" "$tmp/got2" ||
+		! same "$tmp/got2" "$tmp/$cls"; then
+		bad "import run $i (kill $what): after compact the store changed or failed: $(head -c 300 "$tmp/compact.err")"
+		ibad=$((ibad + 1))
+		continue
+	fi
+	if [ "$rc" != -9 ]; then
+		[ "${spec[0]}" = delay ] && durs+=("$(field ms "$out" | cut -d. -f1)") && tref=$(median)
+		n_done=$((n_done + 1)) # the import had finished: must be "after"
+		[ "$cls" = after ] || { bad "import run $i: finished (rc $rc) but its data is missing"; ibad=$((ibad + 1)); }
+	elif [ "$cls" = before ]; then
+		n_before=$((n_before + 1))
+	else
+		n_after=$((n_after + 1))
+	fi
+	if [ "${spec[0]}" = wal ] && [ "$(field triggered "$out")" = 1 ] && [ "$rc" = -9 ]; then
+		n_commit=$((n_commit + 1))
+		[ "$cls" = before ] && n_commit_before=$((n_commit_before + 1))
+		[ "$cls" = after ] && n_commit_after=$((n_commit_after + 1))
+	fi
+done
+echo "# import: $runs kills: $n_before landed before the commit (store = before), $n_after after it" \
+	"(store = after), $n_done after the import had exited"
+echo "# import: $n_commit of them while the commit was being written (WAL growing):" \
+	"$n_commit_before rolled back, $n_commit_after kept"
+if [ "$ibad" = 0 ]; then
+	ok "import: $runs SIGKILLs, the store always opened and held all of the import or none of it"
+fi
+[ "$n_before" -gt 0 ] || bad "import: no kill landed before the commit (the moments do not span the import)"
+[ $((n_after + n_done)) -gt 0 ] || bad "import: no kill landed after the commit"
+
+# A kill in the middle of the commit's write(2) calls leaves a torn record
+# at the end of the WAL; the kills above rarely land there, so cut the
+# reference's WAL at random points inside the import's record too.
+wal=$(ls "$tmp/ref"/*.log 2>/dev/null | sort | tail -n 1)
+walsize=$(stat -c %s "$wal" 2>/dev/null || echo 0)
+if [ "$walsize" -lt 100000 ]; then
+	bad "torn WAL: the reference import is not in the WAL ($wal, $walsize bytes)"
+else
+	tbad=0
+	for i in $(seq 10); do
+		cut=$(rnd "$walsize")
+		rm -rf "$w"
+		cp -a "$tmp/ref" "$w"
+		truncate -s "$cut" "$w/$(basename "$wal")"
+		if ! state "$w" "$tmp/got" || ! same "$tmp/got" "$tmp/before" ||
+			! "$collect" compact --store "$w" >/dev/null 2>&1 || ! state "$w" "$tmp/got" ||
+			! same "$tmp/got" "$tmp/before"; then
+			bad "torn WAL: cut at $cut of $walsize bytes: the store is not the store before the import"
+			tbad=$((tbad + 1))
+		fi
+	done
+	[ "$tbad" = 0 ] && ok "torn WAL: the import's WAL record cut at 10 random points: the import is rolled back every time"
+fi
+
+# ---- record --------------------------------------------------------------------
+if ! "$collect" record --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then
+	echo "SKIP: record part: BPF sampling unavailable here: $(head -1 "$tmp/probe.err")"
+	[ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
+	exit 0
+fi
+
+"$target" 100000 &
+burner=$!
+# Sums of samples and weight over the series table.
+sums() { awk '!/ series, / { s += $4; w += $5 } END { printf "%.0f %.0f\n", s, w }' "$1"; }
+read -r base_s base_w < <(sums "$tmp/before.rows")
+n_none=0 n_between=0 n_flight=0 n_flight_in=0 n_flight_out=0 n_drains=0 n_rdone=0
+rbad=0
+for i in $(seq "$runs"); do
+	rm -rf "$w" "$tmp/drains.log"
+	cp -a "$base" "$w"
+	if [ $((i % 5)) -lt 2 ]; then
+		k=$((1 + $(rnd 3)))
+		extra=$(rnd 2001)
+		spec=(drain "$tmp/drains.log" "$k" "0.$(printf '%06d' "$extra")")
+		what="at drain $k's commit +${extra} us"
+	else
+		d=$(rnd 3501)
+		spec=(delay "$(ms2s "$d")")
+		what="after ${d} ms"
+	fi
+	out=$(python3 "$killer" "${spec[@]}" -- "$collect" record --store "$w" -p "$burner" -F 499 \
+		--log-drains "$tmp/drains.log")
+	rc=$(field rc "$out")
+	touch "$tmp/drains.log"
+	# C: the committed drains; P: the one drain committing, not committed.
+	# Drains must be numbered 1, 2, ... and only the last may be pending.
+	read -r c_s c_w p_s p_w npend ndrains seq_ok < <(awk '
+		$1 != "drain" { bad = 1; next }
+		$3 == "committing" { if ($2 != n + 1) bad = 1; n = $2; ps = $5; pw = $7; pend = 1 }
+		$3 == "committed" { if ($2 != n || !pend || $5 != ps || $7 != pw) bad = 1
+			cs += $5; cw += $7; pend = 0 }
+		END { printf "%.0f %.0f %.0f %.0f %d %d %d\n", cs, cw, pend ? ps : 0, pend ? pw : 0, pend, n, !bad }' \
+		"$tmp/drains.log")
+	if [ "$seq_ok" != 1 ]; then
+		bad "record run $i (kill $what): malformed drain log: $(tail -3 "$tmp/drains.log")"
+		rbad=$((rbad + 1))
+		continue
+	fi
+	if ! state "$w" "$tmp/got"; then
+		bad "record run $i (kill $what): the store does not open: $(head -c 300 "$tmp/got.err")"
+		rbad=$((rbad + 1))
+		continue
+	fi
+	read -r s_s s_w < <(sums "$tmp/got.rows")
+	s_s=$((s_s - base_s))
+	s_w=$((s_w - base_w))
+	# The counts, through export, must say the same as the series records.
+	e_w=$("$collect" export --store "$w" --event cpu-clock 2>/dev/null | awk '{ s += $NF } END { printf "%.0f\n", s }')
+	# The earlier data is untouched.
+	grep -v ' cpu-clock ' "$tmp/got.rows" | grep -v ' series, ' >"$tmp/got.old"
+	grep -v ' series, ' "$tmp/before.rows" >"$tmp/before.old"
+	if ! cmp -s "$tmp/got.old" "$tmp/before.old"; then
+		bad "record run $i (kill $what): the earlier series changed"
+		rbad=$((rbad + 1))
+		continue
+	fi
+	if [ "$s_s $s_w $e_w" = "$c_s $c_w $c_w" ]; then
+		res=committed
+	elif [ "$npend" = 1 ] && [ "$s_s $s_w $e_w" = "$((c_s + p_s)) $((c_w + p_w)) $((c_w + p_w))" ]; then
+		res=pending-kept
+	else
+		bad "record run $i (kill $what, $out): store holds $s_s samples / $s_w weight (export $e_w);" \
+			"committed drains $c_s / $c_w, in flight: $npend drain of $p_s / $p_w"
+		rbad=$((rbad + 1))
+		continue
+	fi
+	if ! "$collect" compact --store "$w" >/dev/null 2>&1 || ! state "$w" "$tmp/got2" ||
+		! same "$tmp/got2" "$tmp/got"; then
+		bad "record run $i (kill $what): compact changed or failed"
+		rbad=$((rbad + 1))
+		continue
+	fi
+	n_drains=$((n_drains + ndrains))
+	if [ "$rc" != -9 ]; then
+		n_rdone=$((n_rdone + 1))
+	elif [ "$npend" = 1 ]; then
+		n_flight=$((n_flight + 1))
+		if [ "$res" = pending-kept ]; then n_flight_in=$((n_flight_in + 1)); else n_flight_out=$((n_flight_out + 1)); fi
+	elif [ "$ndrains" = 0 ]; then
+		n_none=$((n_none + 1))
+	else
+		n_between=$((n_between + 1))
+	fi
+done
+echo "# record: $runs kills, $n_drains drains logged: $n_none before any drain, $n_between between drains" \
+	"(store = committed drains), $n_flight during a drain's commit ($n_flight_in kept whole, $n_flight_out" \
+	"rolled back), $n_rdone after record had exited"
+if [ "$rbad" = 0 ]; then
+	ok "record: $runs SIGKILLs, the store always held exactly the committed drains (+ the one in flight, whole, or not at all)"
+fi
+[ "$n_between" -gt 0 ] || bad "record: no kill landed between drains"
+[ "$n_flight" -gt 0 ] || bad "record: no kill landed during a drain's commit"
+
+if [ "$failures" -ne 0 ]; then
+	echo "$failures check(s) failed"
+	exit 1
+fi
+echo "all crash checks passed"
+exit 0
