@@ -46,8 +46,8 @@ check "compact: runs the installed flamefs-collect compact" \
 # ---- systemd-analyze verify ------------------------------------------------------------
 if [ "$prefix" = /usr ] || [ "$prefix" = / ]; then
 	echo "SKIP: prefix $prefix cannot be stood in for in a namespace: no systemd-analyze verify"
-elif ! unshare -m true 2>/dev/null; then
-	echo "SKIP: unshare -m not permitted: no systemd-analyze verify"
+elif [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
+	echo "SKIP: not root or unshare -m not permitted: no systemd-analyze verify"
 else
 	ulive=${unitdir#"$root"}
 	cat >"$tmp/verify.sh" <<EOF
@@ -117,7 +117,9 @@ else
 fi
 
 # The view: mounts in the foreground, unmounts on SIGTERM (systemctl stop).
-if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: not root: the view unit's command line (allow_other, as the unit runs it) is not run"
+elif [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
 	"$collect" import --store "$tmp/store" "$tmp/in.folded" >/dev/null 2>&1
 	mkdir -p "$tmp/mnt"
 	cmd=$(unit_exec "$unitdir/flamefs@.service" ExecStart)
