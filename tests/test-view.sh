@@ -350,16 +350,22 @@ check "--help has EXAMPLES" sh -c "'$flamefs' --help | grep -q EXAMPLES"
 check "--version" sh -c "'$flamefs' --version | grep -q '^flamefs '"
 
 # ---- unmount while a file is being read ----------------------------------------------------
-python3 - "$v/folded" "$tmp/partial" <<'EOF' &
+# The reader says when it has the file open (python may take a second
+# to start on a busy machine), then reads the rest after the unmount.
+python3 - "$v/folded" "$tmp/partial" "$tmp/reading" <<'EOF' &
 import sys, time
 with open(sys.argv[1], "rb") as f:
     head = f.read(10)
+    open(sys.argv[3], "w").close()
     time.sleep(2)
     rest = f.read()
 open(sys.argv[2], "wb").write(head + rest)
 EOF
 reader=$!
-sleep 0.5
+for _ in $(seq 100); do
+	[ -e "$tmp/reading" ] && break
+	sleep 0.1
+done
 fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt"
 wait "$reader"
 check "reader got the whole file across a lazy unmount" cmp -s "$tmp/partial" <(cat "$tmp/in.folded" "$tmp/late.folded" | sort)
