@@ -20,6 +20,7 @@
 #define FLAMEFS_STORE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define STORE_SCHEMA_VERSION         1
@@ -179,5 +180,35 @@ int store_footprint(struct store *s, struct store_footprint *out);
 int store_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes);
 /* Flushes and compacts every column family (writer only). */
 int store_compact(struct store *s);
+
+/* ---- retention ------------------------------------------------------ */
+
+/* Times before 2000-01-01 are not wall-clock times: perf's own clock
+ * (seconds since boot) gives them. */
+#define STORE_WALL_CLOCK_MIN 946684800
+
+struct store_prune_opts {
+	int64_t before;       /* drop buckets that end at or before this (seconds) */
+	const char *binary;   /* only this binary; NULL: every one */
+	const char *version;  /* only this version; NULL: every one */
+	bool wall_clock_only; /* leave series on perf's clock alone */
+	bool dry_run;         /* count, write nothing */
+};
+
+struct store_prune_stats {
+	uint64_t series;         /* series that lost buckets */
+	uint64_t series_emptied; /* of which nothing is left: no longer listed */
+	uint64_t buckets;        /* (series, bucket) count records deleted */
+	uint64_t samples, weight;
+};
+
+/* Deletes, in one atomic write, every time bucket of the selected series
+ * that lies wholly before o->before, and lowers their totals; a bucket
+ * that straddles o->before stays.  A series left with no samples keeps
+ * its id (ids stay dense) but is no longer listed; its frames and stack
+ * nodes stay in the dictionary.  Writer only, with no batch open.  Fills
+ * *st (what was, or with dry_run would be, deleted).  Returns 0, -EROFS,
+ * -EBUSY, -ENOMEM or -EIO (store_errmsg() says why). */
+int store_prune(struct store *s, const struct store_prune_opts *o, struct store_prune_stats *st);
 
 #endif

@@ -1171,6 +1171,131 @@ static int try_writer(const char *dir, const char *want)
 	return 0;
 }
 
+/* ---- retention ------------------------------------------------------------------- */
+
+/* Finds series `id` in a fresh listing; returns false when not listed. */
+static bool listed(struct store *s, uint32_t id, struct store_series *out)
+{
+	struct store_series *list = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	CHECK_OK(store_series_list(s, &list, &n));
+	for (size_t i = 0; i < n; i++) {
+		if (list[i].id == id) {
+			*out = list[i];
+			out->binary = out->version = out->event = out->unit = NULL;
+			found = true;
+		}
+	}
+	store_series_free(list, n);
+	return found;
+}
+
+static void test_prune(void)
+{
+	static const struct store_series_key key_b = {"db", "2.0", "cpu-clock", "nanoseconds"};
+	static const struct store_series_key key_perf = {"cc1", "default", "cpu-clock",
+	                                                 "nanoseconds"};
+	const int64_t t0 = 1700000000 - 1700000000 % 60; /* a bucket start */
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE);
+	struct store_prune_stats st;
+	struct store_series info;
+	struct collected c = {0};
+	uint32_t a, b, perf, node;
+
+	if (!s)
+		return;
+	struct store_batch *batch = store_batch_new(s);
+	CHECK_OK(store_batch_series(batch, &key_a, &a));
+	CHECK_OK(store_batch_series(batch, &key_b, &b));
+	CHECK_OK(store_batch_series(batch, &key_perf, &perf));
+	node = add_stack(batch, stack1, 3);
+	/* a: three buckets; b: one old bucket; perf: perf-clock times. */
+	CHECK_OK(store_batch_add(batch, a, t0, node, 1, 10));
+	CHECK_OK(store_batch_add(batch, a, t0 + 60, node, 2, 20));
+	CHECK_OK(store_batch_add(batch, a, t0 + 120, node, 4, 40));
+	CHECK_OK(store_batch_add(batch, b, t0, node, 8, 80));
+	CHECK_OK(store_batch_add(batch, perf, 5000, node, 16, 160));
+	CHECK_OK(store_batch_commit(batch));
+
+	/* While a batch is open, prune refuses. */
+	struct store_prune_opts o = {.before = t0 + 120, .wall_clock_only = true};
+	CHECK(store_prune(s, &o, &st) == -EBUSY);
+	store_batch_free(batch);
+
+	/* A dry run counts and writes nothing. */
+	o.dry_run = true;
+	CHECK_OK(store_prune(s, &o, &st));
+	CHECK(st.buckets == 3 && st.series == 2 && st.series_emptied == 1);
+	CHECK(st.samples == 1 + 2 + 8 && st.weight == 10 + 20 + 80);
+	CHECK(listed(s, b, &info) && info.samples == 8);
+
+	/* Buckets that end at or before t0 + 120 go. */
+	o.dry_run = false;
+	CHECK_OK(store_prune(s, &o, &st));
+	CHECK(st.buckets == 3 && st.series == 2 && st.series_emptied == 1);
+	CHECK_OK(store_series_counts(s, a, INT64_MIN, INT64_MAX, collect, &c));
+	CHECK(c.n == 1 && c.bucket[0] == t0 + 120 && c.samples[0] == 4);
+	CHECK(listed(s, a, &info) && info.samples == 4 && info.weight == 40 &&
+	      info.first_seen == t0 + 120);
+	CHECK(!listed(s, b, &info));                         /* emptied: not listed any more */
+	CHECK(listed(s, perf, &info) && info.samples == 16); /* perf's clock: left alone */
+
+	/* Nothing left to prune: a no-op.  A bucket that straddles `before`
+	 * stays. */
+	CHECK_OK(store_prune(s, &o, &st));
+	CHECK(st.buckets == 0);
+	o.before = t0 + 179;
+	CHECK_OK(store_prune(s, &o, &st));
+	CHECK(st.buckets == 0);
+	CHECK(listed(s, a, &info) && info.samples == 4);
+
+	/* It holds across a reopen, and an emptied series comes back with
+	 * only what is added after. */
+	store_close(s);
+	s = open_rw(dir, 0);
+	if (!s)
+		return;
+	CHECK(!listed(s, b, &info));
+	CHECK(listed(s, a, &info) && info.samples == 4 && info.first_seen == t0 + 120);
+	batch = store_batch_new(s);
+	uint32_t b2;
+	CHECK_OK(store_batch_series(batch, &key_b, &b2));
+	CHECK(b2 == b);
+	CHECK_OK(store_batch_add(batch, b2, t0 + 600, add_stack(batch, stack1, 3), 3, 30));
+	CHECK_OK(store_batch_commit(batch));
+	store_batch_free(batch);
+	CHECK(listed(s, b, &info) && info.samples == 3 && info.weight == 30 &&
+	      info.first_seen == t0 + 600 && info.last_seen == t0 + 600);
+
+	/* By binary, every clock: the perf-clock series goes entirely. */
+	struct store_prune_opts all = {.before = INT64_MAX, .binary = "cc1"};
+	CHECK_OK(store_prune(s, &all, &st));
+	CHECK(st.series == 1 && st.series_emptied == 1 && st.samples == 16);
+	CHECK(!listed(s, perf, &info));
+	CHECK(listed(s, a, &info) && listed(s, b, &info));
+
+	/* A reader sees the same. */
+	struct store *r = NULL;
+	char err[256];
+	CHECK_OK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)));
+	if (r) {
+		CHECK(!listed(r, perf, &info));
+		CHECK(listed(r, a, &info) && info.samples == 4);
+		store_close(r);
+	}
+	store_close(s);
+
+	/* A reader cannot prune. */
+	CHECK_OK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)));
+	if (r) {
+		CHECK(store_prune(r, &o, &st) == -EROFS);
+		store_close(r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -1199,6 +1324,7 @@ int main(int argc, char **argv)
 	run("merge_blobs", test_merge_blobs);
 	run("partial_merge", test_partial_merge);
 	run("corrupt_counts", test_corrupt_counts);
+	run("prune", test_prune);
 	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", failures);
 	return failures ? 1 : 0;
