@@ -138,10 +138,17 @@ enum import_format import_detect(const uint8_t *buf, size_t len)
 {
 	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
 		return IMPORT_FORMAT_PPROF;
-	/* Text formats hold no control bytes other than tab, CR and LF. */
-	for (size_t i = 0; i < len && i < 4096; i++) {
+	/* Text formats hold no control bytes other than tab, CR and LF, and
+	 * a protobuf's first bytes are a field key (0x0a, 0x12, ...) and a
+	 * length, so a control byte in the first non-empty line means
+	 * pprof.  One further down (a NUL in a frame name) is left to the
+	 * text importer, which reports it with its line. */
+	size_t i = 0;
+	while (i < len && (buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	for (; i < len && i < 4096 && buf[i] != '\n'; i++) {
 		uint8_t c = buf[i];
-		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+		if (c < 0x20 && c != '\t' && c != '\r')
 			return IMPORT_FORMAT_PPROF;
 	}
 
@@ -162,7 +169,10 @@ enum import_format import_detect(const uint8_t *buf, size_t len)
 		}
 		p = nl + 1;
 	}
-	if (lines == 0 && p < end && folded_line(p, (size_t)(end - p)))
+	/* One line, maybe longer than buf: folded when it has a count or
+	 * a ';' (perf's header, its first line, has neither). */
+	if (lines == 0 && p < end &&
+	    (folded_line(p, (size_t)(end - p)) || memchr(p, ';', (size_t)(end - p))))
 		return IMPORT_FORMAT_FOLDED;
 	if (lines > 0 && folded == lines)
 		return IMPORT_FORMAT_FOLDED;

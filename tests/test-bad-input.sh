@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# test-bad-input.sh — the bad-input catalogue of flamefs-collect import:
+# truncated files, binary garbage, NUL bytes, counts past 64 bits, lines
+# over 1 MB, non-UTF-8 names, stacks 10,000 frames deep, pprof ids that
+# point nowhere, empty files.  Big inputs are generated here; the small
+# pprof ones are in tests/data/bad-input (make-pprof.py).
+#
+# Each case either stores exactly (the export is compared byte for byte)
+# or is refused: exit status 1, a message "flamefs-collect: FILE:LINE: …"
+# (pprof: "FILE: <where>: …") saying what was expected, the store that
+# already held data unchanged (stats and every event's export identical)
+# and an empty store left empty.  An exit status of 128 or more, or any
+# sanitizer report, fails the case.  The deep stack is also mounted with
+# flamefs when /dev/fuse is there.
+#   usage: tests/test-bad-input.sh BUILD_DIR     (exit 0 pass, 1 fail)
+. "$(dirname "$0")/lib-import.sh"
+data=$here/data/bad-input
+flamefs=$build/fs/flamefs
+in=$tmp/in
+mkdir -p "$in"
+pass() { echo "ok: $*"; }
+
+# ---- the store that holds earlier data ---------------------------------
+# basic.folded (app, samples/count) and loop.perf (loop, cpu-clock in
+# nanoseconds); compacted, so that reopening it changes nothing on disk.
+base=$tmp/base
+"$collect" import --store "$base" "$here/data/folded/basic.folded" >/dev/null 2>&1 &&
+	"$collect" import --store "$base" "$here/data/perf/loop.perf" >/dev/null 2>&1 &&
+	"$collect" compact --store "$base" >/dev/null 2>&1 ||
+	{ echo "FAIL: cannot build the base store"; exit 1; }
+
+# snapshot STORE: what must not change: the series table and every
+# event's folded and pprof export.
+snapshot() {
+	"$collect" stats --store "$1" 2>&1 | grep -v -e '^store on disk' -e '^bytes:'
+	for ev in samples cpu-clock; do
+		echo "== $ev"
+		"$collect" export --store "$1" --format folded --event "$ev" 2>&1
+		"$collect" export --store "$1" --format pprof --event "$ev" 2>&1 | zcat | md5sum
+	done
+}
+snapshot "$base" >"$tmp/base.snap"
+
+# crashed WHAT RC OUTFILE: true (and a failure) on a crash or sanitizer report.
+crashed() {
+	if [ "$2" -ge 128 ] || grep -q -e 'Sanitizer' -e 'runtime error:' -e 'LeakSanitizer' "$3"; then
+		fail "$1: crashed (exit $2)"
+		head -20 "$3"
+		return 0
+	fi
+	return 1
+}
+
+# refused CASE WHERE FILE [IMPORT_ARGS...]: FILE must be refused with exit
+# 1 and "flamefs-collect: FILE WHERE" (WHERE an extended regex for what
+# follows the name, e.g. ':12: expected'), changing nothing, both in the
+# base store and (unless base_only is set) in an empty one.
+refused() {
+	local case=$1 where=$2 file=$3 name rc
+	shift 3
+	name=$(basename "$file")
+	n=$((n + 1))
+	rm -rf "$tmp/s" "$tmp/e"
+	cp -a "$base" "$tmp/s"
+	"$collect" import --store "$tmp/s" "$@" "$file" >"$tmp/out" 2>&1
+	rc=$?
+	crashed "$case" "$rc" "$tmp/out" && return
+	if [ "$rc" -ne 1 ]; then
+		fail "$case: exit status $rc, expected 1"
+		head -5 "$tmp/out"
+		return
+	fi
+	local re="^flamefs-collect: (.*/)?${name//./\\.}$where"
+	if ! grep -E -q -e "$re" "$tmp/out"; then
+		fail "$case: message does not match $re"
+		head -5 "$tmp/out"
+		return
+	fi
+	snapshot "$tmp/s" >"$tmp/s.snap"
+	if ! cmp -s "$tmp/s.snap" "$tmp/base.snap"; then
+		fail "$case: the store changed"
+		diff "$tmp/base.snap" "$tmp/s.snap" | head -20
+		return
+	fi
+	if [ -z "${base_only:-}" ]; then
+		"$collect" import --store "$tmp/e" "$@" "$file" >"$tmp/out2" 2>&1
+		rc=$?
+		crashed "$case (empty store)" "$rc" "$tmp/out2" && return
+		[ "$rc" -eq 1 ] || { fail "$case: exit status $rc into an empty store"; return; }
+		if [ -d "$tmp/e" ] && [ -n "$("$collect" export --store "$tmp/e" 2>/dev/null)" ]; then
+			fail "$case: a refused import left stacks in an empty store"
+			return
+		fi
+	fi
+	pass "$case: $(grep -m1 -E -e "$re" "$tmp/out" | cut -c1-200)"
+}
+
+# stored CASE EXPECTED FILE [IMPORT_ARGS...] [-- EXPORT_ARGS...]: FILE must
+# import into a fresh store, and the folded export must equal EXPECTED.
+stored() {
+	local case=$1 expected=$2 file=$3 rc
+	shift 3
+	local iargs=() eargs=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do iargs+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	eargs=("$@")
+	n=$((n + 1))
+	rm -rf "$tmp/s"
+	"$collect" import --store "$tmp/s" "${iargs[@]}" "$file" >"$tmp/out" 2>&1
+	rc=$?
+	crashed "$case" "$rc" "$tmp/out" && return
+	if [ "$rc" -ne 0 ]; then
+		fail "$case: import failed (exit $rc): $(head -3 "$tmp/out")"
+		return
+	fi
+	"$collect" export --store "$tmp/s" --format folded "${eargs[@]}" >"$tmp/got" 2>"$tmp/out"
+	rc=$?
+	crashed "$case (export)" "$rc" "$tmp/out" && return
+	if ! cmp -s "$tmp/got" "$expected"; then
+		fail "$case: export differs from what was imported"
+		cmp "$tmp/got" "$expected" | head -3
+		return
+	fi
+	pass "$case: stored exactly ($(stat -c %s "$file") bytes in, $(stat -c %s "$tmp/got") bytes of folded out)"
+}
+
+# A header, one stack line per argument (callee first) and a blank line.
+perf_sample() { # COMM PERIOD FRAME...
+	local comm=$1 period=$2
+	shift 2
+	printf '%s 100 1000.000001: %s cpu-clock: \n' "$comm" "$period"
+	for f in "$@"; do printf '\t    4004d6 %s+0x1d (/usr/bin/app)\n' "$f"; done
+	printf '\n'
+}
+
+# ---- truncated files ---------------------------------------------------
+perf=$here/data/perf/loop.perf
+# byte offset of the start of line N of a file
+offset() { head -n "$(($2 - 1))" "$1" | wc -c; }
+stack_line=$(grep -n -m 40 $'^\t' "$perf" | tail -1 | cut -d: -f1)
+# cut inside the function name (the pc column is indented 12 or more bytes)
+half=$(($(sed -n "${stack_line}p" "$perf" | wc -c) * 2 / 3))
+head -c "$(($(offset "$perf" "$stack_line") + half))" "$perf" >"$in/cut-mid-stack.perf"
+refused "perf cut in the middle of a stack line" ":$stack_line: expected .*truncated" \
+	"$in/cut-mid-stack.perf"
+header_line=$(grep -n -m 20 '^loop' "$perf" | tail -1 | cut -d: -f1)
+head -c "$(($(offset "$perf" "$header_line") + 20))" "$perf" >"$in/cut-mid-header.perf"
+refused "perf cut in the middle of a sample header" ":$header_line: expected a complete sample header.*truncated" \
+	"$in/cut-mid-header.perf"
+head -c "$(($(offset "$perf" "$header_line") + 8))" "$perf" >"$in/cut-early-header.perf"
+refused "perf cut just after a header's process name" ":$header_line: expected .*truncated" \
+	"$in/cut-early-header.perf"
+# Cut at the end of a line: perf text has no length to check against, so
+# this is a shorter recording whose last stack lost its callers.
+{ perf_sample app 10 leaf mid main; perf_sample app 5 leaf mid; } >"$in/cut-at-line-end.perf"
+head -c -1 "$in/cut-at-line-end.perf" >"$in/cut-at-line-end2.perf"
+printf 'app;main;mid;leaf 10\napp;mid;leaf 5\n' >"$tmp/cut-at-line-end.expected"
+stored "perf cut at the end of a stack line (a shorter stack, as documented)" \
+	"$tmp/cut-at-line-end.expected" "$in/cut-at-line-end2.perf" --format perf -- --event cpu-clock
+
+gz=$here/data/pprof/cpu.pb.gz
+gzlen=$(stat -c %s "$gz")
+for cut in 10 $((gzlen / 4)) $((gzlen / 2)) $((gzlen - 9)) $((gzlen - 1)); do
+	head -c "$cut" "$gz" >"$in/cut-$cut.pb.gz"
+	refused "pprof gzip cut at byte $cut of $gzlen" ': gzip data is truncated' "$in/cut-$cut.pb.gz"
+done
+zcat "$gz" >"$in/cpu.pb"
+pblen=$(stat -c %s "$in/cpu.pb")
+for cut in 3 $((pblen / 3)) $((pblen / 2)) $((pblen - 1)); do
+	head -c "$cut" "$in/cpu.pb" >"$in/cut-$cut.pb"
+	refused "pprof protobuf cut at byte $cut of $pblen" ': expected a pprof profile' \
+		"$in/cut-$cut.pb" --format pprof
+done
+# every cut of the uncompressed profile: none may crash or be stored
+n=$((n + 1))
+bad_cut=
+for ((cut = 1; cut < pblen; cut += 7)); do
+	head -c "$cut" "$in/cpu.pb" >"$in/cut.pb"
+	rm -rf "$tmp/c"
+	"$collect" import --store "$tmp/c" --format pprof "$in/cut.pb" >"$tmp/out" 2>&1
+	rc=$?
+	if [ "$rc" -ne 1 ] || ! grep -q '^flamefs-collect: .*/cut\.pb: ' "$tmp/out"; then
+		bad_cut="$bad_cut $cut(exit $rc)"
+	fi
+done
+if [ -z "$bad_cut" ]; then
+	pass "pprof protobuf cut at every 7th byte: each refused with a message"
+else
+	fail "pprof protobuf cuts not refused cleanly at:$bad_cut"
+fi
+
+# ---- binary garbage and NUL bytes --------------------------------------
+awk 'BEGIN { srand(42); for (i = 0; i < 65536; i++) printf "%c", int(rand() * 255) + 1 }' \
+	>"$in/garbage.bin"
+refused "binary garbage, detected format" ': (expected|[0-9]+: expected|gzip)' "$in/garbage.bin"
+refused "binary garbage as perf" ':[0-9]+: expected' "$in/garbage.bin" --format perf
+refused "binary garbage as folded" ':[0-9]+: expected' "$in/garbage.bin" --format folded
+refused "binary garbage as pprof" ': expected a pprof profile' "$in/garbage.bin" --format pprof
+printf '\x1f\x8b\x08\x00' >"$in/gzip-garbage.pb.gz"
+cat "$in/garbage.bin" >>"$in/gzip-garbage.pb.gz"
+refused "gzip header then garbage" ': (expected gzip data|gzip data is truncated)' "$in/gzip-garbage.pb.gz"
+# bash strings cannot hold NUL: write it with printf
+{ perf_sample app 1 leaf main; printf 'app 100 1000.000001: 1 cpu-clock: \n\t    4004d6 le\0af+0x1d (/usr/bin/app)\n\n'; } >"$in/nul.perf"
+refused "perf NUL byte in a stack line" ':6: expected a sample header or a stack line, got ".*\\x00' "$in/nul.perf"
+{ perf_sample app 1 leaf main; printf 'ap\0p 100 1000.000001: 1 cpu-clock: \n\t    4004d6 leaf+0x1d (/usr/bin/app)\n\n'; } >"$in/nul-header.perf"
+refused "perf NUL byte in a header" ':5: expected' "$in/nul-header.perf"
+printf 'app;main 1\napp;ma\0in 2\n' >"$in/nul.folded"
+refused "folded NUL byte in a frame" ':2: expected' "$in/nul.folded"
+printf 'app;main 1\n\0\0\0\0\n' >"$in/nuls.folded"
+refused "folded line of NUL bytes" ':2: expected' "$in/nuls.folded" --format folded
+
+# ---- counts past 64 bits -----------------------------------------------
+printf 'app;main;f 18446744073709551616\n' >"$in/count-2-64.folded"
+refused "folded count 2^64" ':1: expected a count below 2\^64' "$in/count-2-64.folded"
+printf 'app;main;f 99999999999999999999999999\n' >"$in/count-huge.folded"
+refused "folded count of 26 digits" ':1: expected a count below 2\^64' "$in/count-huge.folded"
+printf 'app;main;f 18446744073709551615\n' >"$in/count-max.folded"
+printf 'app;main;f 18446744073709551615\n' >"$tmp/count-max.expected"
+stored "folded count 2^64 - 1" "$tmp/count-max.expected" "$in/count-max.folded"
+printf 'app;main;f 18446744073709551615\napp;main;g 1\n' >"$in/count-sum.folded"
+refused "folded counts summing past 2^64 - 1 across lines" ':2: expected counts that add up to less than 2\^64' \
+	"$in/count-sum.folded"
+printf 'app;main;f 9223372036854775808\nother;x 9223372036854775808\napp;main;f 9223372036854775807\n' \
+	>"$in/count-sum-ok.folded"
+printf 'app;main;f 18446744073709551615\n' >"$tmp/count-sum-ok.expected"
+stored "folded counts summing to exactly 2^64 - 1 (another binary's in between)" \
+	"$tmp/count-sum-ok.expected" "$in/count-sum-ok.folded" -- --binary app
+perf_sample app 18446744073709551616 leaf main >"$in/period-2-64.perf"
+refused "perf period 2^64" ':1: period 18446744073709551616 does not fit in 64 bits' "$in/period-2-64.perf"
+perf_sample app 18446744073709551615 leaf main >"$in/period-max.perf"
+printf 'app;main;leaf 18446744073709551615\n' >"$tmp/period-max.expected"
+stored "perf period 2^64 - 1" "$tmp/period-max.expected" "$in/period-max.perf" -- --event cpu-clock
+{ perf_sample app 9223372036854775808 leaf main; perf_sample app 9223372036854775808 other main; } \
+	>"$in/period-sum.perf"
+refused "perf periods summing past 2^64 - 1" ':5: expected counts that add up to less than 2\^64' \
+	"$in/period-sum.perf"
+printf 'app 100 99999999999999.000001: 1 cpu-clock: \n\t    4004d6 leaf (/usr/bin/app)\n\n' \
+	>"$in/time-far.perf"
+refused "perf sample time beyond the store's buckets" ':1: sample time 99999999999999 s is out of range' \
+	"$in/time-far.perf"
+printf 'app 100 99999999999999999999.000001: 1 cpu-clock: \n\t    4004d6 leaf (/usr/bin/app)\n\n' \
+	>"$in/time-2-64.perf"
+refused "perf sample time past 64 bits" ':1: sample time does not fit in 64 bits' "$in/time-2-64.perf"
+printf 'app;main 1\n' >"$in/time-far.folded"
+refused "folded --time beyond the store's buckets" ':1: sample time .* is out of range' \
+	"$in/time-far.folded" --time 999999999999999
+stored "pprof value 2^63 - 1" "$data/value-max.cpu.folded.expected" "$data/value-max.pb" -- --event cpu
+refused "pprof values summing past 2^64 - 1" ': sample 2: the "cpu" values add up to more than 2\^64 - 1' \
+	"$data/bad-value-sum.pb"
+printf 'loop;main 1\n' >"$in/unit.folded"
+# (into an empty store this one is fine: the unit clashes with loop.perf's)
+base_only=1 refused "folded into a series the store holds in another unit" ':1: series loop/default/cpu-clock has another unit' \
+	"$in/unit.folded" --event cpu-clock
+
+# ---- lines over 1 MB ---------------------------------------------------
+big=$(head -c 2097152 /dev/zero | tr '\0' 'x')
+{
+	printf 'app 100 1000.000001: 3 cpu-clock: \n\t    4004d6 %s+0x1d (/usr/bin/app)\n' "$big"
+	printf '\t    4004d0 main+0x1 (/usr/bin/app)\n\n'
+} >"$in/long-line.perf"
+printf 'app;main;%s 3\n' "$big" >"$tmp/long-line.perf.expected"
+stored "perf stack line of 2 MB" "$tmp/long-line.perf.expected" "$in/long-line.perf" -- --event cpu-clock
+printf 'app;main;%s;leaf 4\n' "$big" >"$in/long-line.folded"
+stored "folded line of 2 MB" "$in/long-line.folded" "$in/long-line.folded"
+unset big
+# Over the 64 MiB line limit (LINEREADER_MAX_LINE): refused, not buffered forever.
+{ printf 'app;'; head -c $((65 << 20)) /dev/zero | tr '\0' 'y'; printf ' 1\n'; } >"$in/huge-line.folded"
+refused "folded line of 65 MiB" ':1: expected a line shorter than 67108864 bytes' \
+	"$in/huge-line.folded" --format folded
+rm -f "$in/huge-line.folded"
+
+# ---- non-UTF-8 names ---------------------------------------------------
+printf 'app;caf\xe9;\xff\xfe\xfd;\xc3\x28 x;ok\xe2\x82\xac 3\napp;\x80 1\n' >"$in/latin1.folded"
+sort "$in/latin1.folded" >"$tmp/latin1.expected"
+stored "folded names that are not UTF-8" "$tmp/latin1.expected" "$in/latin1.folded"
+perf_sample $'\xe9t\xe9' 2 $'f\xff\xfe' $'caf\xe9' main >"$in/latin1.perf"
+printf '\xe9t\xe9;main;caf\xe9;f\xff\xfe 2\n' >"$tmp/latin1.perf.expected"
+stored "perf names that are not UTF-8" "$tmp/latin1.perf.expected" "$in/latin1.perf" -- --event cpu-clock
+stored "pprof names that are not UTF-8" "$data/nonutf8.cpu.folded.expected" "$data/nonutf8.pb" -- --event cpu
+
+# ---- stacks 10,000 frames deep -----------------------------------------
+awk 'BEGIN { s = "app"; for (i = 0; i < 10000; i++) s = s ";f" i; print s " 5" }' >"$in/deep.folded"
+stored "folded stack 10,000 frames deep" "$in/deep.folded" "$in/deep.folded"
+awk 'BEGIN { print "app 100 1000.000001: 7 cpu-clock: "
+	for (i = 9999; i >= 0; i--) printf "\t    %x f%d+0x1 (/usr/bin/app)\n", 4096 + i, i
+	print "" }' >"$in/deep.perf"
+awk 'BEGIN { s = "app"; for (i = 0; i < 10000; i++) s = s ";f" i; print s " 7" }' >"$tmp/deep.perf.expected"
+stored "perf stack 10,000 frames deep" "$tmp/deep.perf.expected" "$in/deep.perf" -- --event cpu-clock
+stored "pprof stack 10,000 frames deep" "$data/deep.cpu.folded.expected" "$data/deep.pb.gz" -- --event cpu
+
+# The view of the deep folded stack.  A path to the deepest directory is
+# about 60 KB, far over PATH_MAX (4096), so it is reached the way find
+# does, one directory at a time: find must see every level, the deepest
+# directory's total must be the stack's count, and the daemon must live.
+n=$((n + 1))
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null || [ ! -x "$flamefs" ]; then
+	echo "SKIP: deep stack in the view: /dev/fuse or flamefs not available"
+else
+	rm -rf "$tmp/deep" "$tmp/mnt" && mkdir -p "$tmp/mnt"
+	"$collect" import --store "$tmp/deep" "$in/deep.folded" >/dev/null 2>&1
+	"$flamefs" -f "$tmp/deep" "$tmp/mnt" 2>"$tmp/daemon.err" &
+	fpid=$!
+	for _ in $(seq 50); do mountpoint -q "$tmp/mnt" && break; sleep 0.1; done
+	if ! mountpoint -q "$tmp/mnt"; then
+		fail "deep view: flamefs did not mount: $(cat "$tmp/daemon.err")"
+	else
+		# levels: app, default, f0 .. f9999 below the mount point
+		depth=$(find "$tmp/mnt" -type d -printf '%d\n' 2>"$tmp/find.err" | sort -n | tail -1)
+		deepest=$(find "$tmp/mnt" -mindepth 10002 -type d -name f9999 \
+			-execdir cat f9999/total \; 2>>"$tmp/find.err")
+		top=$(cat "$tmp/mnt/app/default/total" 2>/dev/null)
+		# the deepest path that fits in PATH_MAX is usable by any tool
+		path=$tmp/mnt/app/default d=0
+		while [ $((${#path} + 12)) -lt 4096 ]; do path=$path/f$d; d=$((d + 1)); done
+		reach=$(cat "$path/total" 2>/dev/null)
+		if [ "$depth" != 10002 ] || [ "$deepest" != 5 ] || [ "$top" != 5 ] || [ "$reach" != 5 ]; then
+			fail "deep view: depth $depth (want 10002), deepest total '$deepest', top total '$top', total at f$((d - 1)) by path '$reach' (want 5 each)"
+			head -5 "$tmp/find.err"
+		elif ! kill -0 "$fpid" 2>/dev/null; then
+			fail "deep view: flamefs died: $(cat "$tmp/daemon.err")"
+		else
+			pass "deep view: find sees all 10,002 levels; total is 5 at the top, at f$((d - 1)) (the deepest within PATH_MAX, ${#path} bytes) and at f9999 (through find -execdir)"
+		fi
+	fi
+	fusermount3 -u "$tmp/mnt" 2>/dev/null || fusermount3 -u -z "$tmp/mnt" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	rc=$?
+	if [ "$rc" -ge 128 ] || grep -q -e Sanitizer -e 'runtime error:' "$tmp/daemon.err"; then
+		fail "deep view: flamefs crashed (exit $rc)"
+		head -20 "$tmp/daemon.err"
+	fi
+fi
+
+# ---- pprof ids that point nowhere --------------------------------------
+refused "pprof location id that does not exist" ': sample 0: location id 99 does not exist; expected an id from the location table' \
+	"$data/bad-location-id.pb"
+refused "pprof function id that does not exist" ': location 1 \(id 2\), line 0: function id 77 does not exist' \
+	"$data/bad-function-id.pb"
+refused "pprof mapping id that does not exist" ': location 1 \(id 2\): mapping id 5 does not exist' \
+	"$data/bad-mapping-id.pb"
+refused "pprof string index past the string table" ': function 1: name is string index 500, expected one below' \
+	"$data/bad-string-index.pb"
+
+# ---- empty files -------------------------------------------------------
+: >"$in/empty.txt"
+for f in perf folded pprof auto; do
+	refused "empty file, --format $f" ': empty input, expected' "$in/empty.txt" --format "$f"
+done
+refused "empty file, format detected" ': empty input, expected' "$in/empty.txt"
+printf '# only a comment\n\n   \n' >"$in/comments.txt"
+refused "comments and blank lines only (perf)" ': no samples found in perf input' "$in/comments.txt" --format perf
+printf '\n\n' >"$in/blank.folded"
+refused "blank lines only (folded)" ': no samples found in folded input' "$in/blank.folded" --format folded
+
+echo "$((n - fails))/$n bad-input cases passed"
+[ "$fails" -eq 0 ]
