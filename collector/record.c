@@ -37,6 +37,7 @@
 #include <linux/types.h>
 
 #include "record.h"
+#include "duration.h"
 #include "store.h"
 
 #define PROG "flamefs-collect"
@@ -46,7 +47,7 @@ static void usage(FILE *f)
 	fputs("Usage: " PROG " record [--store DIR] [-p PID[,PID...] | -a | -- COMMAND [ARGS...]]\n"
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
 	      "           [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
-	      "           [--log-drains FILE]\n"
+	      "           [--retention DURATION] [--log-drains FILE]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
 	      "event per CPU), symbolizes them and stores them: one atomic batch per\n"
@@ -72,6 +73,9 @@ static void usage(FILE *f)
 	      "      --inline            give each function inlined at a sampled\n"
 	      "                          address a frame of its own, NAME_[i]\n"
 	      "                          (reads DWARF, like --lines)\n"
+	      "      --retention DURATION  every minute, delete the store's time\n"
+	      "                          buckets older than DURATION (30d, 12h, ...;\n"
+	      "                          see prune --help): wall-clock series only\n"
 	      "      --log-drains FILE   write \"drain N committing samples S weight W\"\n"
 	      "                          before each drain's commit and \"... committed\n"
 	      "                          ...\" after it (FILE is truncated first)\n"
@@ -110,11 +114,11 @@ int record_main(int argc, char **argv)
 #include "profile.skel.h"
 #include "symbolize.h"
 
-#define DRAIN_SECONDS 1
+#define DRAIN_SECONDS  1
 /* How long a flip waits for samples already inside the BPF program (it
  * runs in interrupt context, for microseconds) before reading the set. */
-#define FLIP_GRACE_NS 5000000L
-#define MAX_FREQ      100000
+#define FLIP_GRACE_NS  5000000L
+#define MAX_FREQ       100000
 
 struct options {
 	const char *store_dir;
@@ -130,6 +134,7 @@ struct options {
 	bool lines;
 	bool inlines;
 	const char *log_drains; /* --log-drains FILE, or NULL */
+	int64_t retention;      /* --retention, seconds; 0: keep everything */
 };
 
 struct entry {
@@ -163,6 +168,11 @@ struct recorder {
 	 * that reached its commit. */
 	int log_fd;
 	uint64_t drain_seq;
+
+	/* --retention: when the store was last pruned (unix seconds, 0:
+	 * never) and what went. */
+	int64_t pruned_at;
+	uint64_t pruned_buckets, pruned_samples;
 
 	/* Totals for the final report. */
 	uint64_t drains, samples, weight, lost_user, lost_kernel;
@@ -371,7 +381,7 @@ static void clear_set(struct recorder *r, int set)
 /* r->frames: a user and a kernel stack of PROFILE_MAX_DEPTH addresses
  * each, and room for the inline frames that --inline adds to the user
  * part (as many again). */
-#define FRAMES_CAP    (4 * PROFILE_MAX_DEPTH)
+#define FRAMES_CAP     (4 * PROFILE_MAX_DEPTH)
 
 /* Appends the frames of one stack, root first, to r->frames[*n]; a user
  * stack leaves room for a kernel stack after it. */
@@ -414,6 +424,29 @@ static int add_stack(struct recorder *r, int set, pid_t pid, int32_t sid, bool k
 			return rc;
 		*n += (size_t)rc;
 	}
+	return 0;
+}
+
+/* --retention: at the first drain and then every RETAIN_EVERY_S, deletes
+ * the time buckets wholly older than the retention period, from every
+ * wall-clock series of the store, in a write of its own. */
+#define RETAIN_EVERY_S 60
+
+static int retain(struct recorder *r, int64_t now)
+{
+	struct store_prune_opts o = {.before = now - r->opt->retention, .wall_clock_only = true};
+	struct store_prune_stats st;
+
+	if (!r->opt->retention || (r->pruned_at && now - r->pruned_at < RETAIN_EVERY_S))
+		return 0;
+	int rc = store_prune(r->store, &o, &st);
+	if (rc < 0) {
+		fail(r, rc, "store: retention: %s", store_errmsg(r->store));
+		return rc;
+	}
+	r->pruned_at = now;
+	r->pruned_buckets += st.buckets;
+	r->pruned_samples += st.samples;
 	return 0;
 }
 
@@ -564,6 +597,8 @@ out_fail:
 	fail(r, rc, "drain: %s", strerror(-rc));
 out:
 	store_batch_free(b);
+	if (rc >= 0)
+		rc = retain(r, when);
 	return rc;
 }
 
@@ -745,6 +780,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"lines", no_argument, NULL, 'L'},
 	        {"inline", no_argument, NULL, 'I'},
 	        {"log-drains", required_argument, NULL, 'D'},
+	        {"retention", required_argument, NULL, 'R'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -765,6 +801,17 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'L': o->lines = true; break;
 		case 'I': o->inlines = true; break;
 		case 'D': o->log_drains = optarg; break;
+		case 'R': {
+			int r = collect_parse_duration(optarg, &o->retention);
+			if (r < 0 || o->retention == 0) {
+				fprintf(stderr,
+				        PROG ": --retention: expected a duration such as 30d, "
+				             "12h or 1d12h, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'F': {
 			errno = 0;
 			unsigned long f = strtoul(optarg, &end, 10);
@@ -848,6 +895,11 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	             "CPU %.3f s in all, %.2f%% of one core while recording\n",
 	        ss.processes, ss.inherited, ss.modules, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
+	if (r->opt->retention)
+		fprintf(stderr,
+		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
+		             " samples) older than that\n",
+		        r->opt->retention, r->pruned_buckets, r->pruned_samples);
 }
 
 static int run(struct recorder *r, const struct options *o)

@@ -2749,7 +2749,8 @@ static int counts_sum(const void *v, size_t len, uint64_t *samples, uint64_t *we
 	return got < 0 ? -1 : 0;
 }
 
-static bool prune_selects(const struct series_rec *r, const struct store_prune_opts *o)
+static bool prune_selects(const struct series_rec *r, const struct store_prune_opts *o,
+                          struct store_prune_stats *st)
 {
 	if (!r->binary || !r->samples)
 		return false;
@@ -2757,7 +2758,11 @@ static bool prune_selects(const struct series_rec *r, const struct store_prune_o
 		return false;
 	if (o->version && strcmp(o->version, r->version) != 0)
 		return false;
-	return !o->wall_clock_only || r->last_seen >= STORE_WALL_CLOCK_MIN;
+	if (o->wall_clock_only && r->last_seen < STORE_WALL_CLOCK_MIN) {
+		st->other_clock++;
+		return false;
+	}
+	return true;
 }
 
 /* Deletes the buckets of series `id` below `cut` into wb and works out
@@ -2853,7 +2858,7 @@ int store_prune(struct store *s, const struct store_prune_opts *o, struct store_
 		goto out;
 	}
 	for (uint32_t id = 1; id < s->nseries; id++) {
-		if (!prune_selects(&s->series[id], o))
+		if (!prune_selects(&s->series[id], o, st))
 			continue;
 		r = prune_series(s, wb, it, id, cut, &after[id], st);
 		if (r < 0)

@@ -199,6 +199,7 @@ struct store_prune_stats {
 	uint64_t series;         /* series that lost buckets */
 	uint64_t series_emptied; /* of which nothing is left: no longer listed */
 	uint64_t buckets;        /* (series, bucket) count records deleted */
+	uint64_t other_clock;    /* series left alone for wall_clock_only */
 	uint64_t samples, weight;
 };
 

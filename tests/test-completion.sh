@@ -69,7 +69,7 @@ else
 fi
 
 comp "import" flamefs-collect im
-comp "compact export help import record stats" flamefs-collect ""
+comp "compact export help import prune record stats" flamefs-collect ""
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
 comp "auto folded perf pprof" flamefs-collect import --format ""
@@ -83,6 +83,11 @@ comp "$files/dir1 $files/dir2" flamefs-collect compact --store "$files/"
 comp "$files/file1.perf" flamefs-collect import --store /tmp "$files/fi"
 comp "$files/file1.perf" flamefs-collect export -o "$files/fi"
 comp "49 499" flamefs-collect record -F 4
+comp "--older-than" flamefs-collect prune --ol
+comp "--dry-run" flamefs-collect prune --dr
+comp "" flamefs-collect prune --older-than ""
+comp "--retention" flamefs-collect record --ret
+comp "$files/file1.perf" flamefs-collect record --log-drains "$files/fi"
 comp "" flamefs-collect import --binary ""
 comp "allow_other,default_permissions allow_other,defaults" flamefs -o allow_other,def
 comp "--help --version" flamefs --

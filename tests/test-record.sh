@@ -13,6 +13,7 @@
 #   usage: tests/test-record.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-record.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
 collect=${FLAMEFS_COLLECT:-$build/flamefs-collect}
 target=$build/tests/record-target
 export LC_ALL=C
@@ -265,6 +266,26 @@ if readelf -S "$target" | grep -q '\.debug_info'; then
 else
 	echo "SKIP - --inline: record-target has no .debug_info"
 fi
+
+# ---- 3e: --retention prunes old wall-clock buckets as it records ------------------
+# A store holding an import two hours old (wall clock), one from now and
+# a perf recording (perf's clock): recording with --retention 1h deletes
+# the old import only, and keeps what it records.
+now=$(date +%s)
+printf 'oldapp;main;gone 5\n' >"$tmp/old.folded"
+printf 'newapp;main;kept 7\n' >"$tmp/new.folded"
+"$collect" import --store "$tmp/s8" --time $((now - 7200)) "$tmp/old.folded" 2>/dev/null
+"$collect" import --store "$tmp/s8" --time "$now" "$tmp/new.folded" 2>/dev/null
+"$collect" import --store "$tmp/s8" "$here/data/perf/loop.perf" 2>/dev/null
+"$collect" record --store "$tmp/s8" --retention 1h -- "$target" 1 >/dev/null 2>"$tmp/err8" ||
+	bad "--retention: record failed: $(tail -1 "$tmp/err8")"
+binaries=$("$collect" stats --store "$tmp/s8" | awk 'NR > 1 && NF == 8 && $4 ~ /^[0-9]+$/ { print $1 }' | sort | tr '\n' ' ')
+[ "$binaries" = "loop newapp record-target " ] &&
+	ok "--retention 1h: the 2 h old import is gone; now's import, perf's clock and the recording stay" ||
+	bad "--retention 1h: series left: '$binaries'"
+grep -q "retention 3600 s: deleted 1 time buckets (5 samples)" "$tmp/err8" &&
+	ok "--retention: the summary says what went" ||
+	bad "--retention: summary: $(grep retention "$tmp/err8")"
 
 # ---- 3c: -a resolves a process that exits before the first drain ---------------
 # record-target runs 0.9 s from just before the recording starts, so it

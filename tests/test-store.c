@@ -1230,6 +1230,7 @@ static void test_prune(void)
 	CHECK_OK(store_prune(s, &o, &st));
 	CHECK(st.buckets == 3 && st.series == 2 && st.series_emptied == 1);
 	CHECK(st.samples == 1 + 2 + 8 && st.weight == 10 + 20 + 80);
+	CHECK(st.other_clock == 1);
 	CHECK(listed(s, b, &info) && info.samples == 8);
 
 	/* Buckets that end at or before t0 + 120 go. */

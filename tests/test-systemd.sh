@@ -114,6 +114,15 @@ else
 	check "record: the unit's command line records the system into the store" \
 		test $rc -eq 0 -a -n "$("$collect" stats --store "$tmp/store" 2>/dev/null | grep ' cpu-clock ')"
 	[ $rc -eq 0 ] || cat "$tmp/record.out"
+	# retention.conf: an import 40 days old goes at the first drain.
+	cmdret=$(unit_exec "$rec" ExecStart "$exampledir/retention.conf")
+	check "record: retention.conf adds --retention=30d" grep -q -- ' --retention=30d *$' <<<"$cmdret"
+	printf 'ancient;main 3\n' >"$tmp/ancient.folded"
+	"$collect" import --store "$tmp/store" --time $(($(date +%s) - 40 * 86400)) "$tmp/ancient.folded" >/dev/null 2>&1
+	# shellcheck disable=SC2086
+	$cmdret -d 1 >"$tmp/record-ret.out" 2>&1
+	check "record: with retention.conf the 40-day-old import is pruned" \
+		test $? -eq 0 -a -z "$("$collect" stats --store "$tmp/store" 2>/dev/null | grep '^ancient ')"
 fi
 
 # The view: mounts in the foreground, unmounts on SIGTERM (systemctl stop).

@@ -1,6 +1,6 @@
 # bash completion for flamefs-collect(1)                      -*- shell-script -*-
 #
-# Completes the commands (import, record, stats, export, compact), each
+# Completes the commands (import, record, stats, export, compact, prune), each
 # command's options, directories after --store, files to import, values of
 # --format, process ids after -p, and the command line after `record --`.
 # Works with the bash-completion package (installed as
@@ -19,7 +19,7 @@ _flamefs_collect()
 		cword=$COMP_CWORD
 	fi
 
-	local commands='import record stats export compact'
+	local commands='import record stats export compact prune'
 	local cmd='' i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -59,7 +59,7 @@ _flamefs_collect()
 		_flamefs_collect_dirs
 		return
 		;;
-	-o | --output)
+	-o | --output | --log-drains)
 		_flamefs_collect_files
 		return
 		;;
@@ -83,7 +83,7 @@ _flamefs_collect()
 		[[ $cmd == record ]] && COMPREPLY=($(compgen -W '49 99 199 499 999' -- "$cur"))
 		return
 		;;
-	-d | --duration | --binary | --version | --event | --time)
+	-d | --duration | --binary | --version | --event | --time | --retention | --older-than | --before)
 		# A free value: offer nothing rather than files.
 		return
 		;;
@@ -96,9 +96,11 @@ _flamefs_collect()
 		;;
 	record)
 		opts='--store --pid --all-cpus --freq --duration --user-only --kernel-only
-		      --binary --version --lines --verbose --help -p -a -F -d -v --'
+		      --binary --version --lines --inline --retention --log-drains --verbose --help
+		      -p -a -F -d -v --'
 		;;
 	stats | compact) opts='--store --help' ;;
+	prune) opts='--store --older-than --before --all --binary --version --dry-run --help' ;;
 	export) opts='--store --format --binary --version --event --output --help -o' ;;
 	*) return ;;
 	esac
