@@ -700,6 +700,56 @@ out:
 	return r;
 }
 
+/* The binary node that `node` lies under; for VIEW_ROOT, the heaviest
+ * binary.  VIEW_ROOT when the tree is empty. */
+static uint32_t binary_of(const struct view_tree *t, uint32_t node)
+{
+	if (node != VIEW_ROOT) {
+		while (t->nodes[node].parent != VIEW_ROOT)
+			node = t->nodes[node].parent;
+		return node;
+	}
+	const struct vnode *root = &t->nodes[VIEW_ROOT];
+	uint32_t best = VIEW_ROOT;
+	for (uint32_t k = 0; k < root->nkids; k++) {
+		uint32_t n = t->kids[root->first_kid + k];
+		if (best == VIEW_ROOT || t->nodes[n].total_weight > t->nodes[best].total_weight)
+			best = n;
+	}
+	return best;
+}
+
+/* pprof takes the first mapping for the main binary (go tool pprof's
+ * "File:" line): moves the mapping of the file named like the binary, if
+ * any, to the front, and renumbers the locations. */
+static void pp_main_mapping_first(struct pp *pp, uint32_t binary)
+{
+	if (binary == VIEW_ROOT || pp->nmaps < 2)
+		return;
+	const char *want = vstr_ptr(pp->t, pp->t->frames[pp->t->nodes[binary].frame].name);
+	size_t main = 0;
+	for (; main < pp->nmaps; main++) {
+		const char *path = pp->st.v[pp->pmaps[main]->filename];
+		const char *slash = strrchr(path, '/');
+		if (strcmp(slash ? slash + 1 : path, want) == 0)
+			break;
+	}
+	if (main == 0 || main == pp->nmaps)
+		return;
+	Perftools__Profiles__Mapping *m = pp->pmaps[main];
+	pp->pmaps[main] = pp->pmaps[0];
+	pp->pmaps[0] = m;
+	pp->pmaps[0]->id = 1;
+	pp->pmaps[main]->id = main + 1;
+	for (size_t i = 0; i < pp->nlocs; i++) {
+		Perftools__Profiles__Location *loc = pp->plocs[i];
+		if (loc->mapping_id == 1)
+			loc->mapping_id = main + 1;
+		else if (loc->mapping_id == main + 1)
+			loc->mapping_id = 1;
+	}
+}
+
 int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	Perftools__Profiles__Profile prof;
@@ -804,6 +854,7 @@ int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf 
 		psamples[i] = s;
 	}
 
+	pp_main_mapping_first(&pp, binary_of(t, node));
 	prof.n_sample_type = 2;
 	prof.sample_type = pvt;
 	prof.n_sample = nsampled;

@@ -230,6 +230,12 @@ if [ "$(zcat "$tmp/s1.pb.gz" | grep -ac 'record-target\.c')" = 0 ]; then
 else
 	bad "no --lines: source files were looked up anyway"
 fi
+# pprof's first mapping is the main binary: go tool pprof's "File:" line.
+if command -v go >/dev/null; then
+	file=$(go tool pprof -top "$tmp/s1.pb.gz" 2>/dev/null | sed -n 's/^File: //p')
+	[ "$file" = record-target ] && ok "pprof: the main mapping is record-target" ||
+		bad "pprof: go tool pprof says File: '$file'"
+fi
 if readelf -S "$target" | grep -q '\.debug_line'; then
 	"$collect" record --store "$tmp/s6" -F 499 --lines -- "$target" 1 "$tmp/truth6" >/dev/null 2>&1
 	"$collect" export --store "$tmp/s6" --binary record-target --format pprof -o "$tmp/s6.pb.gz" 2>/dev/null
