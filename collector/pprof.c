@@ -208,6 +208,58 @@ out:
 	return rc;
 }
 
+/* ---- strings --------------------------------------------------------- */
+
+/* Reads a varint at *pos; false when it runs past len or 10 bytes. */
+static bool read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned shift = 0; shift < 70 && *pos < len; shift += 7) {
+		uint8_t b = p[(*pos)++];
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* protobuf-c hands strings over NUL-terminated, so a NUL inside one would
+ * silently cut a name short.  Walks the profile's top-level fields (the
+ * data has already been unpacked, so it is well-formed) and refuses a
+ * string-table entry (field 6) that holds a NUL. */
+static int check_string_nuls(struct import_ctx *ctx, const uint8_t *p, size_t len)
+{
+	size_t pos = 0, index = 0;
+
+	while (pos < len) {
+		uint64_t key, n;
+		if (!read_varint(p, len, &pos, &key))
+			return 0;
+		switch (key & 7) {
+		case 0:
+			if (!read_varint(p, len, &pos, &n))
+				return 0;
+			break;
+		case 1: pos += 8; break;
+		case 5: pos += 4; break;
+		case 2:
+			if (!read_varint(p, len, &pos, &n) || n > len - pos)
+				return 0;
+			if (key >> 3 == 6 && memchr(p + pos, '\0', (size_t)n))
+				return import_fail(
+				        ctx, 0,
+				        "string %zu (at byte %zu of the protobuf) holds a "
+				        "NUL byte; expected names without NUL bytes",
+				        index, pos);
+			index += key >> 3 == 6;
+			pos += (size_t)n;
+			break;
+		default: return 0; /* groups: protobuf-c has checked them */
+		}
+	}
+	return 0;
+}
+
 /* ---- id lookup -------------------------------------------------------- */
 
 /* Maps a non-zero pprof id to its index in the profile's array. */
@@ -778,6 +830,9 @@ int import_pprof(struct import_ctx *ctx)
 		        data == raw ? ", optionally gzipped" : " inside gzip");
 		goto out;
 	}
+	rc = check_string_nuls(ctx, data, len);
+	if (rc < 0)
+		goto out;
 	/* The compressed copies are no longer needed. */
 	free(plain);
 	plain = NULL;

@@ -207,6 +207,8 @@ refused "perf NUL byte in a header" ':5: expected' "$in/nul-header.perf"
 printf 'app;main 1\napp;ma\0in 2\n' >"$in/nul.folded"
 refused "folded NUL byte in a frame" ':2: expected' "$in/nul.folded"
 printf 'app;main 1\n\0\0\0\0\n' >"$in/nuls.folded"
+refused "pprof NUL byte in a function name" ': string 7 \(at byte [0-9]+ of the protobuf\) holds a NUL byte' \
+	"$data/bad-nul-name.pb"
 refused "folded line of NUL bytes" ':2: expected' "$in/nuls.folded" --format folded
 
 # ---- counts past 64 bits -----------------------------------------------

@@ -11,6 +11,7 @@ NAME.EVENT.folded.expected beside it: the exact `flamefs-collect export
   bad-value-sum.pb      three samples of 2^63 - 1: their sum passes 2^64 - 1
   nonutf8.pb            function and mapping names that are not UTF-8
   deep.pb.gz            one sample 10,000 locations deep
+  bad-nul-name.pb       a function name holding a NUL byte
   bad-string-index.pb   a function name index past the string table
   bad-location-id.pb, bad-function-id.pb, bad-mapping-id.pb
                         ids that point nowhere
@@ -128,6 +129,10 @@ def main():
     write("deep.pb.gz", gzip.compress(p.encode(), mtime=0))
     expect("deep.cpu.folded.expected",
            [(b";".join([b"app"] + [b"f%d" % (i % 10) for i in range(depth)]), 7)])
+
+    p = named([b"main", b"ma\x00in"])
+    p.sample([2, 1], [1, 5])
+    write("bad-nul-name.pb", p.encode())
 
     p = named([b"main"])
     p.function(2, b"", name_index=500)
