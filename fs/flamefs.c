@@ -510,8 +510,16 @@ static int get_rendered(const struct resolved *res, struct rendered **out, bool 
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
+	/* Entries only ever appear, so the kernel may keep them for a
+	 * second.  Attributes it may not keep at all: a file's size changes
+	 * with the store generation, and the kernel stops a read at the size
+	 * it has cached, so a size kept from before a refresh cut the next
+	 * open's bigger rendering short (a folded without its last lines, a
+	 * total missing a digit).  With no attribute caching, a read that
+	 * reaches the cached size asks again (getattr with the file handle,
+	 * which answers the open snapshot's size) and stat is always exact. */
 	cfg->entry_timeout = 1.0;
-	cfg->attr_timeout = 1.0;
+	cfg->attr_timeout = 0;
 	cfg->negative_timeout = 0;
 	cfg->kernel_cache = 0;
 	cfg->direct_io = 0;
