@@ -61,6 +61,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* Inlined: most keys are short, and a call into the library costs more
+ * than hashing them. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "import.h"
