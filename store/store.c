@@ -658,9 +658,14 @@ struct store_batch {
 
 	struct count_ent *counts;
 	size_t ncounts, counts_cap;
-	/* Index over counts (slot ids are entry index + 1).  Commit frees it
-	 * to make room for the WriteBatch; it is rebuilt on the next add. */
-	struct idtab count_tab;
+	/* Index over counts: linear probing over 4-byte slots holding entry
+	 * index + 1 (0: empty), at most half full.  Keys are compared in the
+	 * entries themselves, so a slot costs half what an idtab slot does;
+	 * with millions of entries that is most of an import's memory after
+	 * the entries.  Commit frees it to make room for the WriteBatch; it
+	 * is rebuilt on the next add. */
+	uint32_t *count_slots;
+	size_t count_mask; /* slots - 1; 0 when unallocated */
 	bool count_tab_stale;
 
 	struct series_delta *delta; /* indexed by series id */
@@ -1770,13 +1775,20 @@ static void batch_rollback(struct store_batch *b)
 	}
 }
 
+static void count_index_free(struct store_batch *b)
+{
+	free(b->count_slots);
+	b->count_slots = NULL;
+	b->count_mask = 0;
+}
+
 /* Frees every count the batch holds, with their indexes. */
 static void batch_counts_reset(struct store_batch *b)
 {
 	free(b->counts);
 	b->counts = NULL;
 	b->ncounts = b->counts_cap = 0;
-	idtab_free(&b->count_tab);
+	count_index_free(b);
 	b->count_tab_stale = false;
 	free(b->groups);
 	b->groups = NULL;
@@ -2019,27 +2031,41 @@ found:
 	return 0;
 }
 
-/* Rebuilds the count index after a commit dropped it. */
-static int count_reindex(struct store_batch *b)
+/* Sizes the count index for `want` entries (at most half full) and
+ * indexes counts[0..ncounts) in it. */
+static int count_index_build(struct store_batch *b, size_t want)
 {
-	idtab_free(&b->count_tab);
+	size_t n = b->count_slots ? b->count_mask + 1 : 1024;
+	uint32_t *ns;
+
+	while (n < want * 2) {
+		if (n > SIZE_MAX / 2 / sizeof(*ns))
+			return -ENOMEM;
+		n *= 2;
+	}
+	ns = calloc(n, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
 	for (size_t i = 0; i < b->ncounts; i++) {
 		const struct count_ent *e = &b->counts[i];
-		uint32_t h = count_hash(e->group, e->node);
-		size_t pos;
-		int r = idtab_reserve(&b->count_tab);
+		size_t pos = count_hash(e->group, e->node) & (n - 1);
 
-		if (r < 0) {
-			idtab_free(&b->count_tab);
-			return r;
-		}
-		pos = h & b->count_tab.mask;
-		while (b->count_tab.slots[pos].id)
-			pos = (pos + 1) & b->count_tab.mask;
-		idtab_put(&b->count_tab, pos, (uint32_t)i + 1, h);
+		while (ns[pos])
+			pos = (pos + 1) & (n - 1);
+		ns[pos] = (uint32_t)i + 1;
 	}
-	b->count_tab_stale = false;
+	free(b->count_slots);
+	b->count_slots = ns;
+	b->count_mask = n - 1;
 	return 0;
+}
+
+/* Makes room in the count index for one more entry. */
+static inline int count_index_reserve(struct store_batch *b)
+{
+	if (b->count_slots && (b->ncounts + 1) * 2 <= b->count_mask + 1)
+		return 0;
+	return count_index_build(b, b->ncounts + 1);
 }
 
 int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
@@ -2048,7 +2074,7 @@ int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32
 	struct store *s = b->s;
 	struct series_delta *d;
 	struct count_ent *e;
-	uint32_t bucket, group, h;
+	uint32_t bucket, group;
 	size_t pos;
 	int r;
 
@@ -2064,21 +2090,22 @@ int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32
 	if (!d)
 		return -ENOMEM;
 	if (b->count_tab_stale) {
-		r = count_reindex(b);
+		count_index_free(b);
+		r = count_index_build(b, b->ncounts + 1);
 		if (r < 0)
 			return r;
+		b->count_tab_stale = false;
 	}
 	r = batch_group(b, series, bucket, &group);
 	if (r < 0)
 		return r;
-	r = idtab_reserve(&b->count_tab);
+	r = count_index_reserve(b);
 	if (r < 0)
 		return r;
-	h = count_hash(group, node);
-	for (pos = h & b->count_tab.mask; b->count_tab.slots[pos].id;
-	     pos = (pos + 1) & b->count_tab.mask) {
-		e = &b->counts[b->count_tab.slots[pos].id - 1];
-		if (b->count_tab.slots[pos].h == h && e->group == group && e->node == node)
+	for (pos = count_hash(group, node) & b->count_mask; b->count_slots[pos];
+	     pos = (pos + 1) & b->count_mask) {
+		e = &b->counts[b->count_slots[pos] - 1];
+		if (e->group == group && e->node == node)
 			goto found;
 	}
 	if (b->ncounts == b->counts_cap) {
@@ -2099,7 +2126,7 @@ int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32
 	e->samples = 0;
 	e->weight = 0;
 	b->groups[group].n++;
-	idtab_put(&b->count_tab, pos, (uint32_t)b->ncounts, h);
+	b->count_slots[pos] = (uint32_t)b->ncounts;
 found:
 	e->samples += samples;
 	e->weight += weight;
@@ -2185,7 +2212,7 @@ static int batch_write_counts(struct store_batch *b, rocksdb_writebatch_t *wb)
 	uint8_t key[8];
 	int r = 0;
 
-	idtab_free(&b->count_tab);
+	count_index_free(b);
 	b->count_tab_stale = true;
 	if (!b->ncounts)
 		return 0;
