@@ -159,26 +159,54 @@ struct perf {
 	size_t leafkey_cap;
 };
 
-/* Perl's \s: space, \t, \n, \v, \f, \r. */
+/* Byte classes, one table lookup each (the parsers' inner loops). */
+enum {
+	C_WS = 1,    /* Perl's \s: space, \t, \n, \v, \f, \r */
+	C_DIGIT = 2, /* 0-9 */
+	C_WORD = 4,  /* Perl's \w on a byte string: [A-Za-z0-9_] */
+	C_HEXL = 8,  /* [0-9a-f] */
+	C_TIDY = 16, /* the bytes import_tidy() changes: ; ( " ' */
+};
+
+/* clang-format off */
+static const uint8_t cclass[256] = {
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  1,  1,  1,  1,  1,  0,  0, /* 0x00 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x10 */
+	 1,  0, 16,  0,  0,  0,  0, 16, 16,  0,  0,  0,  0,  0,  0,  0, /* 0x20 */
+	14, 14, 14, 14, 14, 14, 14, 14, 14, 14,  0, 16,  0,  0,  0,  0, /* 0x30 */
+	 0,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4, /* 0x40 */
+	 4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  0,  0,  0,  0,  4, /* 0x50 */
+	 0, 12, 12, 12, 12, 12, 12,  4,  4,  4,  4,  4,  4,  4,  4,  4, /* 0x60 */
+	 4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  0,  0,  0,  0,  0, /* 0x70 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x80 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x90 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xa0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xb0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xc0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xd0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xe0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xf0 */
+};
+/* clang-format on */
+
 static inline bool is_ws(unsigned char c)
 {
-	return c == ' ' || (c >= '\t' && c <= '\r');
+	return cclass[c] & C_WS;
 }
 
 static inline bool is_digit(unsigned char c)
 {
-	return c >= '0' && c <= '9';
+	return cclass[c] & C_DIGIT;
 }
 
-/* Perl's \w on a byte string: [A-Za-z0-9_]. */
 static inline bool is_word(unsigned char c)
 {
-	return is_digit(c) || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+	return cclass[c] & C_WORD;
 }
 
 static inline bool is_hex_lower(unsigned char c)
 {
-	return is_digit(c) || (c >= 'a' && c <= 'f');
+	return cclass[c] & C_HEXL;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -542,7 +570,7 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen, const char
 
 	/* Most names hold none of the bytes import_tidy() changes. */
 	size_t k = 0;
-	while (k < n && s[k] != ';' && s[k] != '(' && s[k] != '"' && s[k] != '\'')
+	while (k < n && !(cclass[(unsigned char)s[k]] & C_TIDY))
 		k++;
 	if (k < n)
 		n = import_tidy(s, n);
