@@ -524,7 +524,7 @@ static int idtab_grow(struct idtab *t)
 }
 
 /* Makes room for one more entry; call before probing for an insert. */
-static int idtab_reserve(struct idtab *t)
+static inline int idtab_reserve(struct idtab *t)
 {
 	if (!t->slots || (t->count + 1) * 10 > (t->mask + 1) * 7)
 		return idtab_grow(t);
@@ -707,9 +707,13 @@ static uint32_t frame_hash(const struct store_frame *f)
 {
 	uint64_t h = XXH3_64bits_withSeed(f->name, f->name_len, (uint64_t)f->kind << 32 | f->line);
 
+	/* Only the tables in memory use this hash, so empty fields (most
+	 * build ids and files) can be skipped. */
 	h = XXH3_64bits_withSeed(f->module, f->module_len, h);
-	h = XXH3_64bits_withSeed(f->build_id, f->build_id_len, h);
-	h = XXH3_64bits_withSeed(f->file, f->file_len, h);
+	if (f->build_id_len)
+		h = XXH3_64bits_withSeed(f->build_id, f->build_id_len, h);
+	if (f->file_len)
+		h = XXH3_64bits_withSeed(f->file, f->file_len, h);
 	return (uint32_t)(h ^ (h >> 32));
 }
 
