@@ -366,6 +366,12 @@ static int parse_u64(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
 
+	if (n <= 19) { /* 19 digits cannot pass 2^64 - 1 */
+		for (size_t i = 0; i < n; i++)
+			v = v * 10 + (unsigned)(s[i] - '0');
+		*out = v;
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		unsigned d = (unsigned)(s[i] - '0');
 		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
