@@ -157,6 +157,8 @@ struct perf {
 	size_t names_len, names_cap;
 	char *leafkey; /* the leaf's cache key text */
 	size_t leafkey_cap;
+	char *partkey; /* a line's parts, as parts_key() hashes them */
+	size_t partkey_cap;
 };
 
 /* Byte classes, one table lookup each (the parsers' inner loops). */
@@ -797,14 +799,19 @@ static int end_sample(struct perf *p)
  * under fkey (a hash of the text its frames come from), so it is split
  * and its frame interned only once. */
 static int extend_line(struct perf *p, const char *func, size_t flen, const char *mod, size_t mlen,
-                       struct stackcache_key fkey, uint32_t *node)
+                       struct stackcache_key fkey, uint32_t *node, uint32_t *single)
 {
 	uint32_t parent = *node, frame = 0, unused;
 	size_t nf = 0;
 	int rc;
 
-	if (stackcache_get(p->frame, fkey, &frame, &unused))
+	if (single)
+		*single = UINT32_MAX;
+	if (stackcache_get(p->frame, fkey, &frame, &unused)) {
+		if (single)
+			*single = frame;
 		return store_batch_node(p->ctx->batch, parent, frame, node);
+	}
 	p->names_len = 0;
 	rc = line_frames(p, &nf, func, flen, mod, mlen, is_java(p));
 	if (rc < 0)
@@ -818,8 +825,11 @@ static int extend_line(struct perf *p, const char *func, size_t flen, const char
 		if (rc < 0)
 			return rc;
 	}
-	if (nf == 1 && frame != UINT32_MAX)
+	if (nf == 1 && frame != UINT32_MAX) {
 		stackcache_put(p->frame, fkey, frame, 0);
+		if (single)
+			*single = frame;
+	}
 	*node = parent;
 	return 0;
 }
@@ -829,6 +839,25 @@ static struct stackcache_key hash_key(const void *s, size_t n, uint64_t seed)
 	XXH128_hash_t h = XXH3_128bits_withSeed(s, n, seed);
 	struct stackcache_key k = {h.low64, h.high64};
 	return k;
+}
+
+/* The frame cache's key for a line's parts, the text its frames come
+ * from: [u32 length][function without offset][module], as the leaf's
+ * key in fast_sample has them, hashed with seed ^ SEED_PARTS. */
+static int parts_key(struct perf *p, const char *func, size_t flen, const char *mod, size_t mlen,
+                     uint64_t seed, struct stackcache_key *key)
+{
+	size_t klen = 4 + flen + mlen;
+	uint32_t fl32 = (uint32_t)flen;
+	int rc = grow((void **)&p->partkey, &p->partkey_cap, klen, 1);
+
+	if (rc < 0)
+		return rc;
+	memcpy(p->partkey, &fl32, 4);
+	memcpy(p->partkey + 4, func, flen);
+	memcpy(p->partkey + 4 + flen, mod, mlen);
+	*key = hash_key(p->partkey, klen, seed ^ SEED_PARTS);
+	return 0;
 }
 
 /* Interns the raw stack lines of block (each ending in '\n', callee
@@ -897,11 +926,25 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 	for (size_t i = fresh; i-- > 0;) {
 		const char *l = block + p->rl[i].off;
 		struct stack_line *sl = &p->rl[i].sl; /* set when no frame */
-		if (p->rl[i].frame != UINT32_MAX)
+		if (p->rl[i].frame != UINT32_MAX) {
 			rc = store_batch_node(p->ctx->batch, at, p->rl[i].frame, &at);
-		else
-			rc = extend_line(p, l + sl->func, strip_offset(l + sl->func, sl->func_len),
-			                 l + sl->mod, sl->mod_len, p->rl[i].line, &at);
+		} else {
+			/* A new line text is mostly a known function
+			 * called from another place: its parts, which
+			 * leave the pc and offset out, find its frame
+			 * without splitting and tidying it again. */
+			const char *func = l + sl->func;
+			size_t flen = strip_offset(func, sl->func_len);
+			struct stackcache_key pkey;
+			uint32_t single;
+			rc = parts_key(p, func, flen, l + sl->mod, sl->mod_len, seed, &pkey);
+			if (rc < 0)
+				return rc;
+			rc = extend_line(p, func, flen, l + sl->mod, sl->mod_len, pkey, &at,
+			                 &single);
+			if (rc == 0 && single != UINT32_MAX)
+				stackcache_put(p->frame, p->rl[i].line, single, 0);
+		}
 		if (rc < 0)
 			return rc;
 		if (at != UINT32_MAX)
@@ -1006,7 +1049,8 @@ static int fast_sample(struct perf *p)
 		}
 		node = parent;
 		rc = extend_line(p, func, flen, mod, sl.mod_len,
-		                 hash_key(p->leafkey + 16, klen - 16, seed ^ SEED_PARTS), &node);
+		                 hash_key(p->leafkey + 16, klen - 16, seed ^ SEED_PARTS), &node,
+		                 NULL);
 		if (rc < 0)
 			return rc;
 		if (node != UINT32_MAX)
@@ -1226,6 +1270,7 @@ static void perf_free(struct perf *p)
 	free(p->name_off);
 	free(p->names);
 	free(p->leafkey);
+	free(p->partkey);
 	import_sums_free(&p->sums);
 }
 
