@@ -893,6 +893,10 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 		uint64_t two[4] = {up.lo, up.hi, p->rl[i].line.lo, p->rl[i].line.hi};
 		p->rl[i].path = hash_key(two, sizeof(two), seed);
 		up = p->rl[i].path;
+		/* The search below and the puts after it probe these
+		 * slots; their cache misses overlap when issued now. */
+		stackcache_prefetch(p->path, p->rl[i].path);
+		stackcache_prefetch(p->frame, p->rl[i].line);
 	}
 
 	/* The deepest cached part: depth d covers the last d lines.  A
@@ -1026,6 +1030,9 @@ static int fast_sample(struct perf *p)
 	const char *block = base + leaf_len + 1;
 	size_t blen = off - (leaf_len + 1);
 	XXH128_hash_t bh = XXH3_128bits_withSeed(block, blen, seed);
+	struct stackcache_key bkey = {bh.low64, bh.high64};
+	if (nlines > 1) /* looked up below on a stack miss */
+		stackcache_prefetch(p->prefix, bkey);
 	size_t klen = 16 + 4 + flen + sl.mod_len;
 	uint32_t fl32 = (uint32_t)flen;
 	rc = grow((void **)&p->leafkey, &p->leafkey_cap, klen, 1);
@@ -1039,7 +1046,6 @@ static int fast_sample(struct perf *p)
 	XXH128_hash_t sh = XXH3_128bits(p->leafkey, klen);
 	struct stackcache_key skey = {sh.low64, sh.high64};
 	if (!stackcache_get(p->stack, skey, &node, &unused)) {
-		struct stackcache_key bkey = {bh.low64, bh.high64};
 		if (nlines > 1 && !stackcache_get(p->prefix, bkey, &parent, &unused)) {
 			rc = parse_block(p, block, blen, line + 1, seed, &parent);
 			if (rc < 0)
