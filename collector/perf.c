@@ -65,6 +65,9 @@
  * than hashing them. */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "import.h"
 #include "stackcache.h"
@@ -209,6 +212,33 @@ static inline bool is_word(unsigned char c)
 static inline bool is_hex_lower(unsigned char c)
 {
 	return cclass[c] & C_HEXL;
+}
+
+/* The first '\n' in [p, end), or NULL.  memchr for perf's short lines
+ * (tens of bytes) without a library call per line. */
+static inline const char *find_nl(const char *p, const char *end)
+{
+#ifdef __SSE2__
+	const __m128i nl = _mm_set1_epi8('\n');
+
+	for (; end - p >= 32; p += 32) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(a, nl)) |
+		             (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, nl)) << 16;
+
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+	for (; end - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
+
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+#endif
+	return memchr(p, '\n', (size_t)(end - p));
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -875,7 +905,7 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 
 	while (pos < len) {
 		const char *l = block + pos;
-		const char *nl = memchr(l, '\n', len - pos);
+		const char *nl = find_nl(l, block + len);
 		size_t n = nl ? (size_t)(nl - l) : len - pos;
 		rc = grow((void **)&p->rl, &p->rl_cap, nl_count + 1, sizeof(*p->rl));
 		if (rc < 0)
@@ -974,7 +1004,7 @@ static int fast_sample(struct perf *p)
 		base = r->buf + r->start;
 		size_t avail = r->end - r->start;
 		const char *l = base + off;
-		const char *nl = memchr(l, '\n', avail - off);
+		const char *nl = find_nl(l, base + avail);
 		if (!nl) {
 			if (r->eof || avail > FAST_MAX)
 				return 0;
