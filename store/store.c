@@ -2196,11 +2196,107 @@ static int group_cmp(const void *a, const void *b, void *ctx)
 	return 0;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+/* ---- sorting a group's entries --------------------------------------------
+ * An introsort of u64 keys in place: qsort's calls through a comparison
+ * function were 337M of the 1.3G instructions a 1.1 GB import's commit
+ * took, for 876,630 entries. */
 
-	return x < y ? -1 : x > y;
+static void u64_swap(uint64_t *a, uint64_t *b)
+{
+	uint64_t t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void u64_insertion_sort(uint64_t *a, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		uint64_t v = a[i];
+		size_t j = i;
+
+		for (; j > 0 && a[j - 1] > v; j--)
+			a[j] = a[j - 1];
+		a[j] = v;
+	}
+}
+
+static void u64_sift_down(uint64_t *a, size_t n, size_t i)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= n)
+			return;
+		if (c + 1 < n && a[c + 1] > a[c])
+			c++;
+		if (a[i] >= a[c])
+			return;
+		u64_swap(&a[i], &a[c]);
+		i = c;
+	}
+}
+
+static void u64_heap_sort(uint64_t *a, size_t n)
+{
+	for (size_t i = n / 2; i-- > 0;)
+		u64_sift_down(a, n, i);
+	for (size_t i = n; i-- > 1;) {
+		u64_swap(&a[0], &a[i]);
+		u64_sift_down(a, i, 0);
+	}
+}
+
+/* Quicksort with a median-of-three pivot moved to a[0] and Hoare's
+ * partition (both sides are then non-empty); heapsort once `depth` runs
+ * out, insertion sort for short ranges.  Recurses on the smaller side. */
+static void u64_intro_sort(uint64_t *a, size_t n, unsigned depth)
+{
+	while (n > 16) {
+		size_t m = n / 2, lo = 0, hi = n - 1, i, j;
+
+		if (depth-- == 0) {
+			u64_heap_sort(a, n);
+			return;
+		}
+		if (a[lo] > a[m])
+			u64_swap(&a[lo], &a[m]);
+		if (a[m] > a[hi])
+			u64_swap(&a[m], &a[hi]);
+		if (a[lo] > a[m])
+			u64_swap(&a[lo], &a[m]);
+		u64_swap(&a[0], &a[m]); /* the median is the pivot, at a[0] */
+		uint64_t pivot = a[0];
+
+		i = 0;
+		j = n;
+		for (;;) {
+			do
+				j--;
+			while (a[j] > pivot);
+			while (a[i] < pivot)
+				i++;
+			if (i >= j)
+				break;
+			u64_swap(&a[i], &a[j]);
+			i++;
+		}
+		/* a[0..j] <= pivot <= a[j+1..n), with 0 <= j < n - 1 */
+		if (j + 1 < n - (j + 1)) {
+			u64_intro_sort(a, j + 1, depth);
+			a += j + 1;
+			n -= j + 1;
+		} else {
+			u64_intro_sort(a + j + 1, n - (j + 1), depth);
+			n = j + 1;
+		}
+	}
+	u64_insertion_sort(a, n);
+}
+
+static void u64_sort(uint64_t *a, size_t n)
+{
+	u64_intro_sort(a, n, 2 * (64 - (unsigned)__builtin_clzll((unsigned long long)n | 1)));
 }
 
 /* Adds one merge operand per (series, bucket) to wb, keys in order (the
@@ -2254,7 +2350,7 @@ static int batch_write_counts(struct store_batch *b, rocksdb_writebatch_t *wb)
 
 		if (!g->n)
 			continue;
-		qsort(sorted + begin, g->n, sizeof(*sorted), u64_cmp);
+		u64_sort(sorted + begin, g->n);
 		buf.len = 0;
 		r = buf_reserve(&buf, (size_t)g->n * COUNT_ENTRY_MAX);
 		if (r < 0)
