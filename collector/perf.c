@@ -61,7 +61,13 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* Inlined: most keys are short, and a call into the library costs more
+ * than hashing them. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "import.h"
 #include "stackcache.h"
@@ -154,28 +160,85 @@ struct perf {
 	size_t names_len, names_cap;
 	char *leafkey; /* the leaf's cache key text */
 	size_t leafkey_cap;
+	char *partkey; /* a line's parts, as parts_key() hashes them */
+	size_t partkey_cap;
 };
 
-/* Perl's \s: space, \t, \n, \v, \f, \r. */
+/* Byte classes, one table lookup each (the parsers' inner loops). */
+enum {
+	C_WS = 1,    /* Perl's \s: space, \t, \n, \v, \f, \r */
+	C_DIGIT = 2, /* 0-9 */
+	C_WORD = 4,  /* Perl's \w on a byte string: [A-Za-z0-9_] */
+	C_HEXL = 8,  /* [0-9a-f] */
+	C_TIDY = 16, /* the bytes import_tidy() changes: ; ( " ' */
+};
+
+/* clang-format off */
+static const uint8_t cclass[256] = {
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  1,  1,  1,  1,  1,  0,  0, /* 0x00 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x10 */
+	 1,  0, 16,  0,  0,  0,  0, 16, 16,  0,  0,  0,  0,  0,  0,  0, /* 0x20 */
+	14, 14, 14, 14, 14, 14, 14, 14, 14, 14,  0, 16,  0,  0,  0,  0, /* 0x30 */
+	 0,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4, /* 0x40 */
+	 4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  0,  0,  0,  0,  4, /* 0x50 */
+	 0, 12, 12, 12, 12, 12, 12,  4,  4,  4,  4,  4,  4,  4,  4,  4, /* 0x60 */
+	 4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  0,  0,  0,  0,  0, /* 0x70 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x80 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x90 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xa0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xb0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xc0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xd0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xe0 */
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xf0 */
+};
+/* clang-format on */
+
 static inline bool is_ws(unsigned char c)
 {
-	return c == ' ' || (c >= '\t' && c <= '\r');
+	return cclass[c] & C_WS;
 }
 
 static inline bool is_digit(unsigned char c)
 {
-	return c >= '0' && c <= '9';
+	return cclass[c] & C_DIGIT;
 }
 
-/* Perl's \w on a byte string: [A-Za-z0-9_]. */
 static inline bool is_word(unsigned char c)
 {
-	return is_digit(c) || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+	return cclass[c] & C_WORD;
 }
 
 static inline bool is_hex_lower(unsigned char c)
 {
-	return is_digit(c) || (c >= 'a' && c <= 'f');
+	return cclass[c] & C_HEXL;
+}
+
+/* The first '\n' in [p, end), or NULL.  memchr for perf's short lines
+ * (tens of bytes) without a library call per line. */
+static inline const char *find_nl(const char *p, const char *end)
+{
+#ifdef __SSE2__
+	const __m128i nl = _mm_set1_epi8('\n');
+
+	for (; end - p >= 32; p += 32) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(a, nl)) |
+		             (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, nl)) << 16;
+
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+	for (; end - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
+
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+#endif
+	return memchr(p, '\n', (size_t)(end - p));
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -335,6 +398,12 @@ static int parse_u64(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
 
+	if (n <= 19) { /* 19 digits cannot pass 2^64 - 1 */
+		for (size_t i = 0; i < n; i++)
+			v = v * 10 + (unsigned)(s[i] - '0');
+		*out = v;
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		unsigned d = (unsigned)(s[i] - '0');
 		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
@@ -539,7 +608,7 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen, const char
 
 	/* Most names hold none of the bytes import_tidy() changes. */
 	size_t k = 0;
-	while (k < n && s[k] != ';' && s[k] != '(' && s[k] != '"' && s[k] != '\'')
+	while (k < n && !(cclass[(unsigned char)s[k]] & C_TIDY))
 		k++;
 	if (k < n)
 		n = import_tidy(s, n);
@@ -760,14 +829,19 @@ static int end_sample(struct perf *p)
  * under fkey (a hash of the text its frames come from), so it is split
  * and its frame interned only once. */
 static int extend_line(struct perf *p, const char *func, size_t flen, const char *mod, size_t mlen,
-                       struct stackcache_key fkey, uint32_t *node)
+                       struct stackcache_key fkey, uint32_t *node, uint32_t *single)
 {
 	uint32_t parent = *node, frame = 0, unused;
 	size_t nf = 0;
 	int rc;
 
-	if (stackcache_get(p->frame, fkey, &frame, &unused))
+	if (single)
+		*single = UINT32_MAX;
+	if (stackcache_get(p->frame, fkey, &frame, &unused)) {
+		if (single)
+			*single = frame;
 		return store_batch_node(p->ctx->batch, parent, frame, node);
+	}
 	p->names_len = 0;
 	rc = line_frames(p, &nf, func, flen, mod, mlen, is_java(p));
 	if (rc < 0)
@@ -781,8 +855,11 @@ static int extend_line(struct perf *p, const char *func, size_t flen, const char
 		if (rc < 0)
 			return rc;
 	}
-	if (nf == 1 && frame != UINT32_MAX)
+	if (nf == 1 && frame != UINT32_MAX) {
 		stackcache_put(p->frame, fkey, frame, 0);
+		if (single)
+			*single = frame;
+	}
 	*node = parent;
 	return 0;
 }
@@ -792,6 +869,25 @@ static struct stackcache_key hash_key(const void *s, size_t n, uint64_t seed)
 	XXH128_hash_t h = XXH3_128bits_withSeed(s, n, seed);
 	struct stackcache_key k = {h.low64, h.high64};
 	return k;
+}
+
+/* The frame cache's key for a line's parts, the text its frames come
+ * from: [u32 length][function without offset][module], as the leaf's
+ * key in fast_sample has them, hashed with seed ^ SEED_PARTS. */
+static int parts_key(struct perf *p, const char *func, size_t flen, const char *mod, size_t mlen,
+                     uint64_t seed, struct stackcache_key *key)
+{
+	size_t klen = 4 + flen + mlen;
+	uint32_t fl32 = (uint32_t)flen;
+	int rc = grow((void **)&p->partkey, &p->partkey_cap, klen, 1);
+
+	if (rc < 0)
+		return rc;
+	memcpy(p->partkey, &fl32, 4);
+	memcpy(p->partkey + 4, func, flen);
+	memcpy(p->partkey + 4 + flen, mod, mlen);
+	*key = hash_key(p->partkey, klen, seed ^ SEED_PARTS);
+	return 0;
 }
 
 /* Interns the raw stack lines of block (each ending in '\n', callee
@@ -809,7 +905,7 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 
 	while (pos < len) {
 		const char *l = block + pos;
-		const char *nl = memchr(l, '\n', len - pos);
+		const char *nl = find_nl(l, block + len);
 		size_t n = nl ? (size_t)(nl - l) : len - pos;
 		rc = grow((void **)&p->rl, &p->rl_cap, nl_count + 1, sizeof(*p->rl));
 		if (rc < 0)
@@ -827,6 +923,10 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 		uint64_t two[4] = {up.lo, up.hi, p->rl[i].line.lo, p->rl[i].line.hi};
 		p->rl[i].path = hash_key(two, sizeof(two), seed);
 		up = p->rl[i].path;
+		/* The search below and the puts after it probe these
+		 * slots; their cache misses overlap when issued now. */
+		stackcache_prefetch(p->path, p->rl[i].path);
+		stackcache_prefetch(p->frame, p->rl[i].line);
 	}
 
 	/* The deepest cached part: depth d covers the last d lines.  A
@@ -860,11 +960,25 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 	for (size_t i = fresh; i-- > 0;) {
 		const char *l = block + p->rl[i].off;
 		struct stack_line *sl = &p->rl[i].sl; /* set when no frame */
-		if (p->rl[i].frame != UINT32_MAX)
+		if (p->rl[i].frame != UINT32_MAX) {
 			rc = store_batch_node(p->ctx->batch, at, p->rl[i].frame, &at);
-		else
-			rc = extend_line(p, l + sl->func, strip_offset(l + sl->func, sl->func_len),
-			                 l + sl->mod, sl->mod_len, p->rl[i].line, &at);
+		} else {
+			/* A new line text is mostly a known function
+			 * called from another place: its parts, which
+			 * leave the pc and offset out, find its frame
+			 * without splitting and tidying it again. */
+			const char *func = l + sl->func;
+			size_t flen = strip_offset(func, sl->func_len);
+			struct stackcache_key pkey;
+			uint32_t single;
+			rc = parts_key(p, func, flen, l + sl->mod, sl->mod_len, seed, &pkey);
+			if (rc < 0)
+				return rc;
+			rc = extend_line(p, func, flen, l + sl->mod, sl->mod_len, pkey, &at,
+			                 &single);
+			if (rc == 0 && single != UINT32_MAX)
+				stackcache_put(p->frame, p->rl[i].line, single, 0);
+		}
 		if (rc < 0)
 			return rc;
 		if (at != UINT32_MAX)
@@ -890,7 +1004,7 @@ static int fast_sample(struct perf *p)
 		base = r->buf + r->start;
 		size_t avail = r->end - r->start;
 		const char *l = base + off;
-		const char *nl = memchr(l, '\n', avail - off);
+		const char *nl = find_nl(l, base + avail);
 		if (!nl) {
 			if (r->eof || avail > FAST_MAX)
 				return 0;
@@ -946,6 +1060,9 @@ static int fast_sample(struct perf *p)
 	const char *block = base + leaf_len + 1;
 	size_t blen = off - (leaf_len + 1);
 	XXH128_hash_t bh = XXH3_128bits_withSeed(block, blen, seed);
+	struct stackcache_key bkey = {bh.low64, bh.high64};
+	if (nlines > 1) /* looked up below on a stack miss */
+		stackcache_prefetch(p->prefix, bkey);
 	size_t klen = 16 + 4 + flen + sl.mod_len;
 	uint32_t fl32 = (uint32_t)flen;
 	rc = grow((void **)&p->leafkey, &p->leafkey_cap, klen, 1);
@@ -959,7 +1076,6 @@ static int fast_sample(struct perf *p)
 	XXH128_hash_t sh = XXH3_128bits(p->leafkey, klen);
 	struct stackcache_key skey = {sh.low64, sh.high64};
 	if (!stackcache_get(p->stack, skey, &node, &unused)) {
-		struct stackcache_key bkey = {bh.low64, bh.high64};
 		if (nlines > 1 && !stackcache_get(p->prefix, bkey, &parent, &unused)) {
 			rc = parse_block(p, block, blen, line + 1, seed, &parent);
 			if (rc < 0)
@@ -969,7 +1085,8 @@ static int fast_sample(struct perf *p)
 		}
 		node = parent;
 		rc = extend_line(p, func, flen, mod, sl.mod_len,
-		                 hash_key(p->leafkey + 16, klen - 16, seed ^ SEED_PARTS), &node);
+		                 hash_key(p->leafkey + 16, klen - 16, seed ^ SEED_PARTS), &node,
+		                 NULL);
 		if (rc < 0)
 			return rc;
 		if (node != UINT32_MAX)
@@ -1189,6 +1306,7 @@ static void perf_free(struct perf *p)
 	free(p->name_off);
 	free(p->names);
 	free(p->leafkey);
+	free(p->partkey);
 	import_sums_free(&p->sums);
 }
 

@@ -98,6 +98,11 @@ bool stackcache_get(const struct stackcache *c, struct stackcache_key key, uint3
 	return true;
 }
 
+void stackcache_prefetch(const struct stackcache *c, struct stackcache_key key)
+{
+	__builtin_prefetch(&c->slots[(size_t)key.lo & c->mask]);
+}
+
 /* Doubles the table, or empties it when it is at its limit or no memory
  * is left for a bigger one (the cache only loses entries). */
 static void make_room(struct stackcache *c)

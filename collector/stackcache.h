@@ -33,6 +33,10 @@ void stackcache_free(struct stackcache *c); /* accepts NULL */
 bool stackcache_get(const struct stackcache *c, struct stackcache_key key, uint32_t *a,
                     uint32_t *b);
 
+/* Starts loading the slot where a lookup of key begins, so that lookups
+ * issued together wait for memory once rather than one after another. */
+void stackcache_prefetch(const struct stackcache *c, struct stackcache_key key);
+
 /* Stores (a, b) for key, replacing any earlier value.  a must not be
  * UINT32_MAX (a + 1 is stored, and 0 marks an empty slot).  May empty
  * the cache first. */
