@@ -1,26 +1,90 @@
 #!/usr/bin/env bash
-# The whole test suite: install dependencies, build with -Werror, run every
-# test, and end with one line "N passed, N failed, N skipped".
+# The whole test suite: install dependencies, then build and test three
+# ways, and end with one line "N passed, N failed, N skipped" over all:
+#   1. build-ci    gcc, -Werror: every test;
+#   2. build-asan  gcc with AddressSanitizer and UndefinedBehaviorSanitizer
+#                  (any finding, leaks included, fails the test): every test;
+#   3. build-fuzz  clang with libFuzzer: each fuzz target for
+#                  $FLAMEFS_FUZZ_SECONDS (default 60) on a copy of its corpus.
 #   usage: sudo bash tests/run.sh
+# FLAMEFS_STAGES="ci asan fuzz" picks stages (all three by default).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash contrib/install-deps.sh
-build=${FLAMEFS_BUILD:-build-ci}
-if [ -d "$build" ]; then
-	meson setup --reconfigure "$build" -Dwerror=true >/dev/null
-else
-	meson setup "$build" -Dwerror=true >/dev/null
-fi
-ninja -C "$build"
-set +e
-meson test -C "$build" --print-errorlogs --num-processes 1 --timeout-multiplier 3 2>&1 | tee "$build/test-output.txt"
-status=${PIPESTATUS[0]}
-set -e
-summary=$(grep -E '^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass): ' "$build/test-output.txt" || true)
-num() { echo "$summary" | awk -v k="$1" -F': *' '$1 == k { print $2 }' | tr -d ' ' ; }
-ok=$(num Ok); fail=$(num Fail); skip=$(num Skipped); tmo=$(num Timeout); up=$(num 'Unexpected Pass')
-ok=${ok:-0}; fail=$(( ${fail:-0} + ${tmo:-0} + ${up:-0} )); skip=${skip:-0}
-[ "$status" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
-echo "$ok passed, $fail failed, $skip skipped"
-[ "$fail" -eq 0 ]
+
+stages=${FLAMEFS_STAGES:-ci asan fuzz}
+passed=0 failed=0 skipped=0
+
+# setup DIR ARGS...: configures (or reconfigures) a build directory.
+setup() {
+	local dir=$1
+	shift
+	if [ -d "$dir/meson-private" ]; then
+		meson setup --reconfigure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@" >/dev/null
+	fi
+}
+
+# run_tests STAGE DIR [MESON TEST ARGS...]: runs the tests and adds their
+# counts to the totals; a build or runner failure counts as one failure.
+run_tests() {
+	local stage=$1 dir=$2
+	shift 2
+	echo "==== stage $stage ($dir) ===="
+	set +e
+	meson test -C "$dir" --print-errorlogs --num-processes 1 --timeout-multiplier 3 "$@" 2>&1 |
+		tee "$dir/test-output.txt"
+	local status=${PIPESTATUS[0]}
+	set -e
+	local summary ok fail skip tmo up
+	summary=$(grep -E '^(Ok|Fail|Skipped|Timeout|Expected Fail|Unexpected Pass): ' "$dir/test-output.txt" || true)
+	num() { echo "$summary" | awk -v k="$1" -F': *' '$1 == k { print $2 }' | tr -d ' '; }
+	ok=$(num Ok) fail=$(num Fail) skip=$(num Skipped) tmo=$(num Timeout) up=$(num 'Unexpected Pass')
+	ok=${ok:-0} fail=$((${fail:-0} + ${tmo:-0} + ${up:-0})) skip=${skip:-0}
+	[ "$status" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+	echo "stage $stage: $ok passed, $fail failed, $skip skipped"
+	passed=$((passed + ok)) failed=$((failed + fail)) skipped=$((skipped + skip))
+}
+
+# build STAGE DIR: builds, or counts one failure for the stage.
+build() {
+	if ! ninja -C "$2"; then
+		echo "stage $1: build failed"
+		failed=$((failed + 1))
+		return 1
+	fi
+}
+
+for stage in $stages; do
+	case $stage in
+	ci)
+		dir=${FLAMEFS_BUILD:-build-ci}
+		setup "$dir" -Dwerror=true
+		build ci "$dir" && run_tests ci "$dir"
+		;;
+	asan)
+		dir=build-asan
+		setup "$dir" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
+		build asan "$dir" &&
+			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0 \
+				UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+				LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0 \
+				run_tests asan "$dir" --no-suite fuzz
+		;;
+	fuzz)
+		dir=build-fuzz
+		CC=clang setup "$dir" -Dwerror=true -Dfuzz=true
+		build fuzz "$dir" &&
+			FLAMEFS_FUZZ_SECONDS=${FLAMEFS_FUZZ_SECONDS:-60} run_tests fuzz "$dir" --suite fuzz
+		;;
+	*)
+		echo "unknown stage '$stage' (stages: ci asan fuzz)"
+		failed=$((failed + 1))
+		;;
+	esac
+done
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
