@@ -408,6 +408,11 @@ static int add_stack(struct recorder *r, int set, pid_t pid, int32_t sid, bool k
 	}
 	while (depth < PROFILE_MAX_DEPTH && ips[depth])
 		depth++;
+	if (kernel) {
+		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
+		if (rc < 0)
+			return rc;
+	}
 	for (size_t i = depth; i-- > 0;) {
 		bool caller = i > 0;
 		if (kernel) {

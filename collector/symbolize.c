@@ -6,7 +6,10 @@
  * first sighting, shared by every process that maps them and keyed by
  * build id), each module's function symbols copied into a sorted array at
  * its first lookup (libdwfl's own lookup scans the whole table each time),
- * resolved addresses per module, and /proc/kallsyms, read once.  Source
+ * resolved addresses per module, and kernel names per address.  Kernel
+ * addresses are named by the kernel itself through a small BPF program
+ * (ksym.h), a batch per stack, and only when /proc/kallsyms cannot be
+ * avoided (no BPF lookup) is that read, once.  Source
  * lines are looked up only on request (symbolize_set_lines).  A process's
  * maps are read at its first sighting and exec, and again only when an
  * address falls outside them.  A process is a snapshot of its executable mappings, each
@@ -36,6 +39,7 @@
 #include <libiberty/demangle.h>
 
 #include "import.h"
+#include "ksym.h"
 #include "symbolize.h"
 
 /* From libstdc++ (the Itanium C++ ABI); libdw has no demangler.  Rust's
@@ -137,9 +141,23 @@ struct proc {
 	struct proc *next;
 };
 
-struct ksym {
+struct kallsym {
 	uint64_t addr;
 	size_t name; /* offset into names */
+};
+
+/* A kernel address named through ksym (name NULL: no symbol holds it). */
+struct kname {
+	uint64_t addr; /* the lookup address; 0: empty slot */
+	const char *name;
+	size_t len;
+};
+
+/* Storage for kernel names, never moved (frames point into it). */
+struct kchunk {
+	struct kchunk *next;
+	size_t used, cap;
+	char data[];
 };
 
 struct symbolize {
@@ -148,7 +166,14 @@ struct symbolize {
 	struct module *modules;
 	struct module *vdso; /* our own vDSO, the same in every process */
 	bool vdso_tried;
-	struct ksym *ksyms;
+	/* Kernel names: from ksym while it works, cached per address... */
+	struct ksym *ksym;
+	bool ksym_tried;
+	struct kname *kcache; /* open addressing, kcache_cap a power of two */
+	size_t kcache_cap, kcache_n;
+	struct kchunk *kchunks;
+	/* ...else from /proc/kallsyms, read whole at the first need. */
+	struct kallsym *ksyms;
 	size_t nksyms;
 	char *knames;
 	bool kernel_tried;
@@ -1327,7 +1352,7 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 
 static int ksym_cmp(const void *a, const void *b)
 {
-	const struct ksym *x = a, *y = b;
+	const struct kallsym *x = a, *y = b;
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
@@ -1358,7 +1383,7 @@ static int kernel_load(struct symbolize *s)
 		size_t len = strcspn(name, "\t\n ");
 		if (s->nksyms == cap) {
 			cap = cap ? cap * 2 : 65536;
-			struct ksym *n = realloc(s->ksyms, cap * sizeof(*n));
+			struct kallsym *n = realloc(s->ksyms, cap * sizeof(*n));
 			if (!n) {
 				rc = -ENOMEM;
 				break;
@@ -1378,7 +1403,7 @@ static int kernel_load(struct symbolize *s)
 		}
 		memcpy(s->knames + nlen, name, len);
 		s->knames[nlen + len] = '\0';
-		s->ksyms[s->nksyms++] = (struct ksym){addr, nlen};
+		s->ksyms[s->nksyms++] = (struct kallsym){addr, nlen};
 		nlen += len + 1;
 	}
 	free(line);
@@ -1397,10 +1422,142 @@ static int kernel_load(struct symbolize *s)
 	return 0;
 }
 
+static size_t kcache_slot(const struct symbolize *s, uint64_t a)
+{
+	size_t i = (size_t)((a * 0x9e3779b97f4a7c15ull) >> 40) & (s->kcache_cap - 1);
+	while (s->kcache[i].addr && s->kcache[i].addr != a)
+		i = (i + 1) & (s->kcache_cap - 1);
+	return i;
+}
+
+static const struct kname *kcache_find(const struct symbolize *s, uint64_t a)
+{
+	if (!s->kcache_cap)
+		return NULL;
+	const struct kname *e = &s->kcache[kcache_slot(s, a)];
+	return e->addr ? e : NULL;
+}
+
+/* Copies a name into the never-moving chunks. */
+static const char *kname_copy(struct symbolize *s, const char *name, size_t len)
+{
+	struct kchunk *c = s->kchunks;
+	if (!c || c->cap - c->used < len + 1) {
+		size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = s->kchunks;
+		s->kchunks = c;
+	}
+	char *d = c->data + c->used;
+	memcpy(d, name, len);
+	d[len] = '\0';
+	c->used += len + 1;
+	return d;
+}
+
+static int kcache_add(struct symbolize *s, uint64_t a, const char *name, size_t len)
+{
+	if ((s->kcache_n + 1) * 2 > s->kcache_cap) {
+		size_t ocap = s->kcache_cap, ncap = ocap ? ocap * 2 : 4096;
+		struct kname *old = s->kcache, *n = calloc(ncap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->kcache = n;
+		s->kcache_cap = ncap;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].addr)
+				s->kcache[kcache_slot(s, old[i].addr)] = old[i];
+		free(old);
+	}
+	struct kname *e = &s->kcache[kcache_slot(s, a)];
+	if (e->addr)
+		return 0;
+	e->name = NULL;
+	e->len = 0;
+	if (name) {
+		e->name = kname_copy(s, name, len);
+		if (!e->name)
+			return -ENOMEM;
+		e->len = len;
+	}
+	e->addr = a;
+	s->kcache_n++;
+	return 0;
+}
+
+/* Names lookup addresses as[0..n) (n <= KSYM_BATCH) through ksym and
+ * caches them.  When the BPF lookup fails, ksym is given up for good and
+ * /proc/kallsyms takes over. */
+static int kernel_resolve(struct symbolize *s, const uint64_t *as, size_t n)
+{
+	int rc = ksym_lookup(s->ksym, as, n);
+
+	if (rc < 0) {
+		ksym_free(s->ksym);
+		s->ksym = NULL;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = 0;
+		const char *name = ksym_name(s->ksym, i, &len);
+		rc = kcache_add(s, as[i], name, len);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void kernel_open(struct symbolize *s)
+{
+	s->ksym_tried = true;
+	if (ksym_open(&s->ksym) < 0)
+		s->ksym = NULL; /* /proc/kallsyms then */
+}
+
+/* The address a kernel frame is looked up at: a return address's call
+ * instruction. */
+static uint64_t kernel_lookup_addr(uint64_t addr, bool caller)
+{
+	return caller && addr ? addr - 1 : addr;
+}
+
+int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n)
+{
+	uint64_t q[KSYM_BATCH];
+	size_t nq = 0;
+	int rc;
+
+	if (!s->ksym_tried)
+		kernel_open(s);
+	for (size_t i = 0; i < n && s->ksym; i++) {
+		uint64_t a = kernel_lookup_addr(ips[i], i > 0);
+		bool dup = !a || kcache_find(s, a);
+		for (size_t j = 0; j < nq && !dup; j++)
+			dup = q[j] == a;
+		if (dup)
+			continue;
+		q[nq++] = a;
+		if (nq == KSYM_BATCH) {
+			rc = kernel_resolve(s, q, nq);
+			if (rc < 0)
+				return rc;
+			nq = 0;
+		}
+	}
+	if (nq && s->ksym)
+		return kernel_resolve(s, q, nq);
+	return 0;
+}
+
 int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct store_frame *f)
 {
 	static const char unknown_kernel[] = "[" KERNEL_MODULE "]";
-	uint64_t a = caller && addr ? addr - 1 : addr;
+	uint64_t a = kernel_lookup_addr(addr, caller);
+	int rc;
 
 	memset(f, 0, sizeof(*f));
 	f->module = KERNEL_MODULE;
@@ -1408,8 +1565,27 @@ int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct sto
 	f->kind = STORE_FRAME_KERNEL;
 	f->name = unknown_kernel;
 	f->name_len = sizeof(unknown_kernel) - 1;
+	if (!s->ksym_tried)
+		kernel_open(s);
+	if (s->ksym && a) {
+		const struct kname *e = kcache_find(s, a);
+		if (!e) {
+			rc = kernel_resolve(s, &a, 1);
+			if (rc < 0)
+				return rc;
+			e = kcache_find(s, a);
+		}
+		if (e) {
+			if (e->name) {
+				f->name = e->name;
+				f->name_len = e->len;
+			}
+			return 0;
+		}
+		/* ksym failed just now: /proc/kallsyms below. */
+	}
 	if (!s->kernel_tried) {
-		int rc = kernel_load(s);
+		rc = kernel_load(s);
 		if (rc < 0)
 			return rc;
 	}
@@ -1461,6 +1637,13 @@ void symbolize_free(struct symbolize *s)
 		struct module *n = m->next;
 		module_free(m);
 		m = n;
+	}
+	ksym_free(s->ksym);
+	free(s->kcache);
+	while (s->kchunks) {
+		struct kchunk *n = s->kchunks->next;
+		free(s->kchunks);
+		s->kchunks = n;
 	}
 	free(s->ksyms);
 	free(s->knames);
