@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -966,13 +967,116 @@ static int read_comm(pid_t pid, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+/* Adds one executable mapping to p (name: a path, "[vdso]", or "" for
+ * anonymous memory). */
+static int proc_add_map(struct symbolize *s, struct proc *p, size_t *cap, uint64_t start,
+                        uint64_t end, uint64_t pgoff, unsigned long long dev,
+                        unsigned long long ino, char *name)
+{
+	char *del = strstr(name, " (deleted)");
+	if (del && del[10] == '\0')
+		*del = '\0';
+	if (p->nmaps == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct mapping *n = realloc(p->maps, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->maps = n;
+		*cap = ncap;
+	}
+	struct mapping *mp = &p->maps[p->nmaps];
+	*mp = (struct mapping){.start = start, .end = end, .pgoff = pgoff};
+	if (name[0] == '/' && ino != 0) {
+		int rc = module_get(s, p->pid, start, end, name, dev, ino, &mp->mod);
+		if (rc == -ENOMEM)
+			return rc;
+		/* unreadable file: shown as [unknown] */
+		if (!mp->mod)
+			mp->special = unknown_name;
+	} else if (strcmp(name, "[vdso]") == 0) {
+		mp->mod = vdso_module(s);
+		if (!mp->mod)
+			mp->special = "[[vdso]]";
+	} else {
+		mp->special = NULL; /* anonymous: JIT code or unknown */
+	}
+	p->nmaps++;
+	return 0;
+}
+
+/* PROCMAP_QUERY (Linux 6.11, <linux/fs.h>), declared here for older
+ * headers. */
+struct flamefs_procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define FLAMEFS_PROCMAP_QUERY          _IOWR('f', 17, struct flamefs_procmap_query)
+#define FLAMEFS_PROCMAP_QUERY_VMA_EXEC 0x04
+#define FLAMEFS_PROCMAP_QUERY_OR_NEXT  0x10
+
+/* Reads p's executable mappings with the PROCMAP_QUERY ioctl: the kernel
+ * walks to each executable mapping and names only those, where reading
+ * /proc/PID/maps formats every mapping (four times as many) as text.
+ * Returns -ENOTTY (or -EINVAL) when the kernel lacks it, before touching
+ * p. */
+static int proc_query_maps(struct symbolize *s, struct proc *p, int fd)
+{
+	static char name[PATH_MAX];
+	uint64_t addr = 0;
+	size_t cap = 0;
+
+	for (;;) {
+		struct flamefs_procmap_query q = {
+		        .size = sizeof(q),
+		        .query_flags =
+		                FLAMEFS_PROCMAP_QUERY_VMA_EXEC | FLAMEFS_PROCMAP_QUERY_OR_NEXT,
+		        .query_addr = addr,
+		        .vma_name_addr = (uint64_t)(uintptr_t)name,
+		        .vma_name_size = sizeof(name),
+		};
+		/* ENOENT: no more; ESRCH: no mappings left (a zombie), as the
+		 * text would be empty. */
+		if (ioctl(fd, FLAMEFS_PROCMAP_QUERY, &q) < 0)
+			return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+		if (!q.vma_name_size)
+			name[0] = '\0';
+		unsigned long long dev = ((unsigned long long)q.dev_major << 20) | q.dev_minor;
+		int rc = proc_add_map(s, p, &cap, q.vma_start, q.vma_end, q.vma_offset, dev,
+		                      q.inode, name);
+		if (rc < 0)
+			return rc;
+		if (q.vma_end <= addr)
+			return -EINVAL; /* no progress: give up on the ioctl */
+		addr = q.vma_end;
+	}
+}
+
 static int proc_read_maps(struct symbolize *s, struct proc *p)
 {
+	static bool no_query; /* PROCMAP_QUERY failed once: text only */
 	char path[64], line[4096 + 128];
 	size_t cap = 0;
 	int rc = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	if (!no_query) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		rc = proc_query_maps(s, p, fd);
+		close(fd);
+		if (rc != -ENOTTY && rc != -EINVAL && rc != -EOPNOTSUPP)
+			return rc;
+		no_query = true; /* older kernel: the text below from now on */
+		p->nmaps = 0;
+		rc = 0;
+	}
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -996,39 +1100,11 @@ static int proc_read_maps(struct symbolize *s, struct proc *p)
 		skip_spaces(&c);
 		char *name = line + (c - line);
 		name[strcspn(name, "\n")] = '\0';
-		char *del = strstr(name, " (deleted)");
-		if (del && del[10] == '\0')
-			*del = '\0';
-
-		if (p->nmaps == cap) {
-			cap = cap ? cap * 2 : 32;
-			struct mapping *n = realloc(p->maps, cap * sizeof(*n));
-			if (!n) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			p->maps = n;
-		}
-		struct mapping *mp = &p->maps[p->nmaps];
-		*mp = (struct mapping){.start = start, .end = end, .pgoff = pgoff};
-		if (name[0] == '/' && ino != 0) {
-			unsigned long long dev = ((unsigned long long)major << 20) | minor;
-			rc = module_get(s, p->pid, start, end, name, dev, ino, &mp->mod);
-			if (rc == -ENOMEM)
-				goto out;
-			rc = 0; /* unreadable file: shown as [unknown] */
-			if (!mp->mod)
-				mp->special = unknown_name;
-		} else if (strcmp(name, "[vdso]") == 0) {
-			mp->mod = vdso_module(s);
-			if (!mp->mod)
-				mp->special = "[[vdso]]";
-		} else {
-			mp->special = NULL; /* anonymous: JIT code or unknown */
-		}
-		p->nmaps++;
+		unsigned long long dev = ((unsigned long long)major << 20) | minor;
+		rc = proc_add_map(s, p, &cap, start, end, pgoff, dev, ino, name);
+		if (rc < 0)
+			break;
 	}
-out:
 	fclose(f);
 	return rc;
 }
