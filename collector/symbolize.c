@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -510,13 +512,89 @@ static struct module *vdso_module(struct symbolize *s)
 	return m;
 }
 
+/* Whether the debug file open on fd belongs to mod: the same GNU build id
+ * when mod has one, else the CRC-32 that .gnu_debuglink names. */
+static bool debug_file_matches(Dwfl_Module *mod, int fd, GElf_Word crc)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int blen = dwfl_module_build_id(mod, &bits, &vaddr);
+	bool ok = false;
+
+	if (blen > 0) {
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		const void *dbits;
+		ssize_t dlen = elf ? dwelf_elf_gnu_build_id(elf, &dbits) : -1;
+		ok = dlen == blen && memcmp(dbits, bits, (size_t)blen) == 0;
+		if (elf)
+			elf_end(elf);
+		return ok;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0)
+		return false;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return false;
+	ok = crc32(0, map, (uInt)st.st_size) == crc;
+	munmap(map, (size_t)st.st_size);
+	return ok;
+}
+
+/* libdwfl's standard debug-file search (the build id under
+ * /usr/lib/debug/.build-id, then .gnu_debuglink's file in the file's
+ * directory, its .debug/ and the same directory under /usr/lib/debug),
+ * without its last step, asking debuginfod servers: that step dlopens
+ * libdebuginfod and libcurl (some 25 libraries) and starts a client per
+ * module even when no server is configured, which cost 10 ms of the
+ * collector's start-up.  With DEBUGINFOD_URLS set, the standard search
+ * runs, debuginfod included. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                          const char *file_name, const char *debuglink, GElf_Word crc,
+                          char **debuginfo_file_name)
+{
+	static int use_debuginfod = -1;
+	if (use_debuginfod < 0) {
+		const char *urls = getenv("DEBUGINFOD_URLS");
+		use_debuginfod = urls && *urls;
+	}
+	if (use_debuginfod)
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+		                                    debuglink, crc, debuginfo_file_name);
+
+	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
+	                                      crc, debuginfo_file_name);
+	if (fd >= 0 || !debuglink || !*debuglink || !file_name || file_name[0] != '/')
+		return fd;
+	const char *slash = strrchr(file_name, '/');
+	int dlen = (int)(slash - file_name);
+	static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char *path;
+		if (asprintf(&path, forms[i], dlen, file_name, debuglink) < 0)
+			return -1;
+		if (strcmp(path, file_name) != 0) { /* not the file itself */
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0 && debug_file_matches(mod, fd, crc)) {
+				*debuginfo_file_name = path;
+				return fd;
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+		free(path);
+	}
+	errno = ENOENT;
+	return -1;
+}
+
 /* Opens the libdwfl session of a module at its first lookup. */
 static void module_open_dwfl(struct module *m)
 {
 	static char *debuginfo_path = NULL; /* the default search path */
 	static const Dwfl_Callbacks callbacks = {
 	        .find_elf = dwfl_build_id_find_elf,
-	        .find_debuginfo = dwfl_standard_find_debuginfo,
+	        .find_debuginfo = find_debuginfo,
 	        .debuginfo_path = &debuginfo_path,
 	};
 
