@@ -164,6 +164,18 @@ struct recorder {
 	size_t nids, ids_cap;
 	struct store_frame *frames;
 
+	/* Batch reads of the counts maps: room for a whole map, and whether
+	 * the kernel has BPF_MAP_LOOKUP_AND_DELETE_BATCH. */
+	struct profile_key *bkeys;
+	uint64_t *bvals;
+	uint32_t bcap;
+	bool no_batch;
+	/* Whole stack-map listings still due: set to 2 (both sets) when a
+	 * sample may have left a stack that no count refers to, and the
+	 * losses counted so far. */
+	int scan_stacks;
+	uint64_t orphan_losses;
+
 	/* --log-drains: the file (or -1) and the number of the last drain
 	 * that reached its commit. */
 	int log_fd;
@@ -326,16 +338,125 @@ static int entry_cmp(const void *a, const void *b)
 	return x->key.pid < y->key.pid ? -1 : x->key.pid > y->key.pid;
 }
 
-/* Reads every count of one map set into r->ents, and the ids of every
- * stack of the set into r->ids. */
+static int add_id(struct recorder *r, uint32_t id)
+{
+	if (r->nids == r->ids_cap) {
+		size_t ncap = r->ids_cap ? r->ids_cap * 2 : 1024;
+		uint32_t *n = realloc(r->ids, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->ids = n;
+		r->ids_cap = ncap;
+	}
+	r->ids[r->nids++] = id;
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Takes every count of one map set into r->ents and deletes it, with
+ * BPF_MAP_LOOKUP_AND_DELETE_BATCH: one or two bpf(2) calls in all, where
+ * a walk costs three per entry.  Returns 0, -ENOTSUP when the kernel has
+ * no batch operations (nothing was taken), or -errno. */
+static int take_counts_batch(struct recorder *r, int set)
+{
+	uint32_t token = 0;
+	bool first = true;
+
+	if (!r->bcap) {
+		r->bcap = bpf_map__max_entries(set ? r->skel->maps.counts1 : r->skel->maps.counts0);
+		r->bkeys = calloc(r->bcap, sizeof(*r->bkeys));
+		r->bvals = calloc(r->bcap, sizeof(*r->bvals));
+		if (!r->bkeys || !r->bvals)
+			return -ENOMEM;
+	}
+	uint32_t n = 0;
+	for (;;) {
+		uint32_t got = r->bcap - n;
+		int rc = bpf_map_lookup_and_delete_batch(r->counts_fd[set], first ? NULL : &token,
+		                                         &token, r->bkeys + n, r->bvals + n, &got,
+		                                         NULL);
+		int e = rc < 0 ? errno : 0;
+		if (rc < 0 && e != ENOENT && first && n == 0 && got == 0 &&
+		    (e == EINVAL || e == EOPNOTSUPP || e == 524 /* the kernel's ENOTSUPP */))
+			return -ENOTSUP;
+		n += got;
+		first = false;
+		if (rc < 0 && e == ENOENT)
+			break; /* the map is empty now */
+		if (rc < 0)
+			return -e;
+		if (n == r->bcap)
+			break; /* cannot hold more than a whole map */
+	}
+	if (r->ents_cap < n) {
+		struct entry *e = realloc(r->ents, n * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		r->ents = e;
+		r->ents_cap = n;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		r->ents[i] = (struct entry){r->bkeys[i], r->bvals[i]};
+	r->nents = n;
+	return 0;
+}
+
+/* Reads every count of one map set into r->ents (taking them out of the
+ * map when it can do so in a batch) and into r->ids the ids of the
+ * stacks to delete once stored. */
 static int read_set(struct recorder *r, int set)
 {
 	struct profile_key key, next;
 	uint32_t id, nid;
 	void *prev = NULL;
+	int rc;
 
 	r->nents = 0;
-	while (bpf_map_get_next_key(r->counts_fd[set], prev, &next) == 0) {
+	r->nids = 0;
+	/* A sample that got its stacks but no count (counts map full, an
+	 * error) leaves stacks no count refers to: the whole stack map of
+	 * both sets is then listed, at this drain and the next. */
+	const __u64 *st = r->skel->bss->stats;
+	uint64_t losses = __atomic_load_n(&st[PROFILE_STAT_COUNTS_FULL], __ATOMIC_RELAXED) +
+	                  __atomic_load_n(&st[PROFILE_STAT_STACK_ERROR], __ATOMIC_RELAXED);
+	if (losses != r->orphan_losses) {
+		r->orphan_losses = losses;
+		r->scan_stacks = 2;
+	}
+	if (!r->no_batch) {
+		rc = take_counts_batch(r, set);
+		if (rc == -ENOTSUP)
+			r->no_batch = true;
+		else if (rc < 0)
+			return rc;
+	}
+	if (!r->no_batch && r->scan_stacks == 0) {
+		/* The stacks are those the counts refer to. */
+		for (size_t i = 0; i < r->nents; i++) {
+			const struct profile_key *k = &r->ents[i].key;
+			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
+				return rc;
+			if (k->kernel_stack >= 0 && (rc = add_id(r, (uint32_t)k->kernel_stack)) < 0)
+				return rc;
+		}
+		if (r->nids > 1)
+			qsort(r->ids, r->nids, sizeof(*r->ids), id_cmp);
+		size_t u = 0;
+		for (size_t i = 0; i < r->nids; i++)
+			if (u == 0 || r->ids[u - 1] != r->ids[i])
+				r->ids[u++] = r->ids[i];
+		r->nids = u;
+		return 0;
+	}
+	if (r->scan_stacks > 0)
+		r->scan_stacks--;
+
+	while (r->no_batch && bpf_map_get_next_key(r->counts_fd[set], prev, &next) == 0) {
 		uint64_t v;
 		key = next;
 		prev = &key;
@@ -353,26 +474,18 @@ static int read_set(struct recorder *r, int set)
 	}
 
 	prev = NULL;
-	r->nids = 0;
 	while (bpf_map_get_next_key(r->stacks_fd[set], prev, &nid) == 0) {
 		id = nid;
 		prev = &id;
-		if (r->nids == r->ids_cap) {
-			size_t ncap = r->ids_cap ? r->ids_cap * 2 : 1024;
-			uint32_t *n = realloc(r->ids, ncap * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			r->ids = n;
-			r->ids_cap = ncap;
-		}
-		r->ids[r->nids++] = id;
+		if ((rc = add_id(r, id)) < 0)
+			return rc;
 	}
 	return 0;
 }
 
 static void clear_set(struct recorder *r, int set)
 {
-	for (size_t i = 0; i < r->nents; i++)
+	for (size_t i = 0; r->no_batch && i < r->nents; i++)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	for (size_t i = 0; i < r->nids; i++)
 		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
@@ -408,6 +521,11 @@ static int add_stack(struct recorder *r, int set, pid_t pid, int32_t sid, bool k
 	}
 	while (depth < PROFILE_MAX_DEPTH && ips[depth])
 		depth++;
+	if (kernel) {
+		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
+		if (rc < 0)
+			return rc;
+	}
 	for (size_t i = depth; i-- > 0;) {
 		bool caller = i > 0;
 		if (kernel) {
@@ -1111,6 +1229,8 @@ static void cleanup(struct recorder *r)
 	free(r->pfds);
 	free(r->ents);
 	free(r->ids);
+	free(r->bkeys);
+	free(r->bvals);
 	free(r->frames);
 }
 

@@ -6,7 +6,10 @@
  * first sighting, shared by every process that maps them and keyed by
  * build id), each module's function symbols copied into a sorted array at
  * its first lookup (libdwfl's own lookup scans the whole table each time),
- * resolved addresses per module, and /proc/kallsyms, read once.  Source
+ * resolved addresses per module, and kernel names per address.  Kernel
+ * addresses are named by the kernel itself through a small BPF program
+ * (ksym.h), a batch per stack, and only when /proc/kallsyms cannot be
+ * avoided (no BPF lookup) is that read, once.  Source
  * lines are looked up only on request (symbolize_set_lines).  A process's
  * maps are read at its first sighting and exec, and again only when an
  * address falls outside them.  A process is a snapshot of its executable mappings, each
@@ -24,10 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -36,6 +42,7 @@
 #include <libiberty/demangle.h>
 
 #include "import.h"
+#include "ksym.h"
 #include "symbolize.h"
 
 /* From libstdc++ (the Itanium C++ ABI); libdw has no demangler.  Rust's
@@ -137,9 +144,23 @@ struct proc {
 	struct proc *next;
 };
 
-struct ksym {
+struct kallsym {
 	uint64_t addr;
 	size_t name; /* offset into names */
+};
+
+/* A kernel address named through ksym (name NULL: no symbol holds it). */
+struct kname {
+	uint64_t addr; /* the lookup address; 0: empty slot */
+	const char *name;
+	size_t len;
+};
+
+/* Storage for kernel names, never moved (frames point into it). */
+struct kchunk {
+	struct kchunk *next;
+	size_t used, cap;
+	char data[];
 };
 
 struct symbolize {
@@ -148,7 +169,14 @@ struct symbolize {
 	struct module *modules;
 	struct module *vdso; /* our own vDSO, the same in every process */
 	bool vdso_tried;
-	struct ksym *ksyms;
+	/* Kernel names: from ksym while it works, cached per address... */
+	struct ksym *ksym;
+	bool ksym_tried;
+	struct kname *kcache; /* open addressing, kcache_cap a power of two */
+	size_t kcache_cap, kcache_n;
+	struct kchunk *kchunks;
+	/* ...else from /proc/kallsyms, read whole at the first need. */
+	struct kallsym *ksyms;
 	size_t nksyms;
 	char *knames;
 	bool kernel_tried;
@@ -484,13 +512,89 @@ static struct module *vdso_module(struct symbolize *s)
 	return m;
 }
 
+/* Whether the debug file open on fd belongs to mod: the same GNU build id
+ * when mod has one, else the CRC-32 that .gnu_debuglink names. */
+static bool debug_file_matches(Dwfl_Module *mod, int fd, GElf_Word crc)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int blen = dwfl_module_build_id(mod, &bits, &vaddr);
+	bool ok = false;
+
+	if (blen > 0) {
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		const void *dbits;
+		ssize_t dlen = elf ? dwelf_elf_gnu_build_id(elf, &dbits) : -1;
+		ok = dlen == blen && memcmp(dbits, bits, (size_t)blen) == 0;
+		if (elf)
+			elf_end(elf);
+		return ok;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0)
+		return false;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return false;
+	ok = crc32(0, map, (uInt)st.st_size) == crc;
+	munmap(map, (size_t)st.st_size);
+	return ok;
+}
+
+/* libdwfl's standard debug-file search (the build id under
+ * /usr/lib/debug/.build-id, then .gnu_debuglink's file in the file's
+ * directory, its .debug/ and the same directory under /usr/lib/debug),
+ * without its last step, asking debuginfod servers: that step dlopens
+ * libdebuginfod and libcurl (some 25 libraries) and starts a client per
+ * module even when no server is configured, which cost 10 ms of the
+ * collector's start-up.  With DEBUGINFOD_URLS set, the standard search
+ * runs, debuginfod included. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                          const char *file_name, const char *debuglink, GElf_Word crc,
+                          char **debuginfo_file_name)
+{
+	static int use_debuginfod = -1;
+	if (use_debuginfod < 0) {
+		const char *urls = getenv("DEBUGINFOD_URLS");
+		use_debuginfod = urls && *urls;
+	}
+	if (use_debuginfod)
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+		                                    debuglink, crc, debuginfo_file_name);
+
+	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
+	                                      crc, debuginfo_file_name);
+	if (fd >= 0 || !debuglink || !*debuglink || !file_name || file_name[0] != '/')
+		return fd;
+	const char *slash = strrchr(file_name, '/');
+	int dlen = (int)(slash - file_name);
+	static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char *path;
+		if (asprintf(&path, forms[i], dlen, file_name, debuglink) < 0)
+			return -1;
+		if (strcmp(path, file_name) != 0) { /* not the file itself */
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0 && debug_file_matches(mod, fd, crc)) {
+				*debuginfo_file_name = path;
+				return fd;
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+		free(path);
+	}
+	errno = ENOENT;
+	return -1;
+}
+
 /* Opens the libdwfl session of a module at its first lookup. */
 static void module_open_dwfl(struct module *m)
 {
 	static char *debuginfo_path = NULL; /* the default search path */
 	static const Dwfl_Callbacks callbacks = {
 	        .find_elf = dwfl_build_id_find_elf,
-	        .find_debuginfo = dwfl_standard_find_debuginfo,
+	        .find_debuginfo = find_debuginfo,
 	        .debuginfo_path = &debuginfo_path,
 	};
 
@@ -941,13 +1045,116 @@ static int read_comm(pid_t pid, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+/* Adds one executable mapping to p (name: a path, "[vdso]", or "" for
+ * anonymous memory). */
+static int proc_add_map(struct symbolize *s, struct proc *p, size_t *cap, uint64_t start,
+                        uint64_t end, uint64_t pgoff, unsigned long long dev,
+                        unsigned long long ino, char *name)
+{
+	char *del = strstr(name, " (deleted)");
+	if (del && del[10] == '\0')
+		*del = '\0';
+	if (p->nmaps == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct mapping *n = realloc(p->maps, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->maps = n;
+		*cap = ncap;
+	}
+	struct mapping *mp = &p->maps[p->nmaps];
+	*mp = (struct mapping){.start = start, .end = end, .pgoff = pgoff};
+	if (name[0] == '/' && ino != 0) {
+		int rc = module_get(s, p->pid, start, end, name, dev, ino, &mp->mod);
+		if (rc == -ENOMEM)
+			return rc;
+		/* unreadable file: shown as [unknown] */
+		if (!mp->mod)
+			mp->special = unknown_name;
+	} else if (strcmp(name, "[vdso]") == 0) {
+		mp->mod = vdso_module(s);
+		if (!mp->mod)
+			mp->special = "[[vdso]]";
+	} else {
+		mp->special = NULL; /* anonymous: JIT code or unknown */
+	}
+	p->nmaps++;
+	return 0;
+}
+
+/* PROCMAP_QUERY (Linux 6.11, <linux/fs.h>), declared here for older
+ * headers. */
+struct flamefs_procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define FLAMEFS_PROCMAP_QUERY          _IOWR('f', 17, struct flamefs_procmap_query)
+#define FLAMEFS_PROCMAP_QUERY_VMA_EXEC 0x04
+#define FLAMEFS_PROCMAP_QUERY_OR_NEXT  0x10
+
+/* Reads p's executable mappings with the PROCMAP_QUERY ioctl: the kernel
+ * walks to each executable mapping and names only those, where reading
+ * /proc/PID/maps formats every mapping (four times as many) as text.
+ * Returns -ENOTTY (or -EINVAL) when the kernel lacks it, before touching
+ * p. */
+static int proc_query_maps(struct symbolize *s, struct proc *p, int fd)
+{
+	static char name[PATH_MAX];
+	uint64_t addr = 0;
+	size_t cap = 0;
+
+	for (;;) {
+		struct flamefs_procmap_query q = {
+		        .size = sizeof(q),
+		        .query_flags =
+		                FLAMEFS_PROCMAP_QUERY_VMA_EXEC | FLAMEFS_PROCMAP_QUERY_OR_NEXT,
+		        .query_addr = addr,
+		        .vma_name_addr = (uint64_t)(uintptr_t)name,
+		        .vma_name_size = sizeof(name),
+		};
+		/* ENOENT: no more; ESRCH: no mappings left (a zombie), as the
+		 * text would be empty. */
+		if (ioctl(fd, FLAMEFS_PROCMAP_QUERY, &q) < 0)
+			return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+		if (!q.vma_name_size)
+			name[0] = '\0';
+		unsigned long long dev = ((unsigned long long)q.dev_major << 20) | q.dev_minor;
+		int rc = proc_add_map(s, p, &cap, q.vma_start, q.vma_end, q.vma_offset, dev,
+		                      q.inode, name);
+		if (rc < 0)
+			return rc;
+		if (q.vma_end <= addr)
+			return -EINVAL; /* no progress: give up on the ioctl */
+		addr = q.vma_end;
+	}
+}
+
 static int proc_read_maps(struct symbolize *s, struct proc *p)
 {
+	static bool no_query; /* PROCMAP_QUERY failed once: text only */
 	char path[64], line[4096 + 128];
 	size_t cap = 0;
 	int rc = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	if (!no_query) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		rc = proc_query_maps(s, p, fd);
+		close(fd);
+		if (rc != -ENOTTY && rc != -EINVAL && rc != -EOPNOTSUPP)
+			return rc;
+		no_query = true; /* older kernel: the text below from now on */
+		p->nmaps = 0;
+		rc = 0;
+	}
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -971,39 +1178,11 @@ static int proc_read_maps(struct symbolize *s, struct proc *p)
 		skip_spaces(&c);
 		char *name = line + (c - line);
 		name[strcspn(name, "\n")] = '\0';
-		char *del = strstr(name, " (deleted)");
-		if (del && del[10] == '\0')
-			*del = '\0';
-
-		if (p->nmaps == cap) {
-			cap = cap ? cap * 2 : 32;
-			struct mapping *n = realloc(p->maps, cap * sizeof(*n));
-			if (!n) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			p->maps = n;
-		}
-		struct mapping *mp = &p->maps[p->nmaps];
-		*mp = (struct mapping){.start = start, .end = end, .pgoff = pgoff};
-		if (name[0] == '/' && ino != 0) {
-			unsigned long long dev = ((unsigned long long)major << 20) | minor;
-			rc = module_get(s, p->pid, start, end, name, dev, ino, &mp->mod);
-			if (rc == -ENOMEM)
-				goto out;
-			rc = 0; /* unreadable file: shown as [unknown] */
-			if (!mp->mod)
-				mp->special = unknown_name;
-		} else if (strcmp(name, "[vdso]") == 0) {
-			mp->mod = vdso_module(s);
-			if (!mp->mod)
-				mp->special = "[[vdso]]";
-		} else {
-			mp->special = NULL; /* anonymous: JIT code or unknown */
-		}
-		p->nmaps++;
+		unsigned long long dev = ((unsigned long long)major << 20) | minor;
+		rc = proc_add_map(s, p, &cap, start, end, pgoff, dev, ino, name);
+		if (rc < 0)
+			break;
 	}
-out:
 	fclose(f);
 	return rc;
 }
@@ -1327,7 +1506,7 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 
 static int ksym_cmp(const void *a, const void *b)
 {
-	const struct ksym *x = a, *y = b;
+	const struct kallsym *x = a, *y = b;
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
@@ -1358,7 +1537,7 @@ static int kernel_load(struct symbolize *s)
 		size_t len = strcspn(name, "\t\n ");
 		if (s->nksyms == cap) {
 			cap = cap ? cap * 2 : 65536;
-			struct ksym *n = realloc(s->ksyms, cap * sizeof(*n));
+			struct kallsym *n = realloc(s->ksyms, cap * sizeof(*n));
 			if (!n) {
 				rc = -ENOMEM;
 				break;
@@ -1378,7 +1557,7 @@ static int kernel_load(struct symbolize *s)
 		}
 		memcpy(s->knames + nlen, name, len);
 		s->knames[nlen + len] = '\0';
-		s->ksyms[s->nksyms++] = (struct ksym){addr, nlen};
+		s->ksyms[s->nksyms++] = (struct kallsym){addr, nlen};
 		nlen += len + 1;
 	}
 	free(line);
@@ -1397,10 +1576,142 @@ static int kernel_load(struct symbolize *s)
 	return 0;
 }
 
+static size_t kcache_slot(const struct symbolize *s, uint64_t a)
+{
+	size_t i = (size_t)((a * 0x9e3779b97f4a7c15ull) >> 40) & (s->kcache_cap - 1);
+	while (s->kcache[i].addr && s->kcache[i].addr != a)
+		i = (i + 1) & (s->kcache_cap - 1);
+	return i;
+}
+
+static const struct kname *kcache_find(const struct symbolize *s, uint64_t a)
+{
+	if (!s->kcache_cap)
+		return NULL;
+	const struct kname *e = &s->kcache[kcache_slot(s, a)];
+	return e->addr ? e : NULL;
+}
+
+/* Copies a name into the never-moving chunks. */
+static const char *kname_copy(struct symbolize *s, const char *name, size_t len)
+{
+	struct kchunk *c = s->kchunks;
+	if (!c || c->cap - c->used < len + 1) {
+		size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = s->kchunks;
+		s->kchunks = c;
+	}
+	char *d = c->data + c->used;
+	memcpy(d, name, len);
+	d[len] = '\0';
+	c->used += len + 1;
+	return d;
+}
+
+static int kcache_add(struct symbolize *s, uint64_t a, const char *name, size_t len)
+{
+	if ((s->kcache_n + 1) * 2 > s->kcache_cap) {
+		size_t ocap = s->kcache_cap, ncap = ocap ? ocap * 2 : 4096;
+		struct kname *old = s->kcache, *n = calloc(ncap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->kcache = n;
+		s->kcache_cap = ncap;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].addr)
+				s->kcache[kcache_slot(s, old[i].addr)] = old[i];
+		free(old);
+	}
+	struct kname *e = &s->kcache[kcache_slot(s, a)];
+	if (e->addr)
+		return 0;
+	e->name = NULL;
+	e->len = 0;
+	if (name) {
+		e->name = kname_copy(s, name, len);
+		if (!e->name)
+			return -ENOMEM;
+		e->len = len;
+	}
+	e->addr = a;
+	s->kcache_n++;
+	return 0;
+}
+
+/* Names lookup addresses as[0..n) (n <= KSYM_BATCH) through ksym and
+ * caches them.  When the BPF lookup fails, ksym is given up for good and
+ * /proc/kallsyms takes over. */
+static int kernel_resolve(struct symbolize *s, const uint64_t *as, size_t n)
+{
+	int rc = ksym_lookup(s->ksym, as, n);
+
+	if (rc < 0) {
+		ksym_free(s->ksym);
+		s->ksym = NULL;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = 0;
+		const char *name = ksym_name(s->ksym, i, &len);
+		rc = kcache_add(s, as[i], name, len);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void kernel_open(struct symbolize *s)
+{
+	s->ksym_tried = true;
+	if (ksym_open(&s->ksym) < 0)
+		s->ksym = NULL; /* /proc/kallsyms then */
+}
+
+/* The address a kernel frame is looked up at: a return address's call
+ * instruction. */
+static uint64_t kernel_lookup_addr(uint64_t addr, bool caller)
+{
+	return caller && addr ? addr - 1 : addr;
+}
+
+int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n)
+{
+	uint64_t q[KSYM_BATCH];
+	size_t nq = 0;
+	int rc;
+
+	if (!s->ksym_tried)
+		kernel_open(s);
+	for (size_t i = 0; i < n && s->ksym; i++) {
+		uint64_t a = kernel_lookup_addr(ips[i], i > 0);
+		bool dup = !a || kcache_find(s, a);
+		for (size_t j = 0; j < nq && !dup; j++)
+			dup = q[j] == a;
+		if (dup)
+			continue;
+		q[nq++] = a;
+		if (nq == KSYM_BATCH) {
+			rc = kernel_resolve(s, q, nq);
+			if (rc < 0)
+				return rc;
+			nq = 0;
+		}
+	}
+	if (nq && s->ksym)
+		return kernel_resolve(s, q, nq);
+	return 0;
+}
+
 int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct store_frame *f)
 {
 	static const char unknown_kernel[] = "[" KERNEL_MODULE "]";
-	uint64_t a = caller && addr ? addr - 1 : addr;
+	uint64_t a = kernel_lookup_addr(addr, caller);
+	int rc;
 
 	memset(f, 0, sizeof(*f));
 	f->module = KERNEL_MODULE;
@@ -1408,8 +1719,27 @@ int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct sto
 	f->kind = STORE_FRAME_KERNEL;
 	f->name = unknown_kernel;
 	f->name_len = sizeof(unknown_kernel) - 1;
+	if (!s->ksym_tried)
+		kernel_open(s);
+	if (s->ksym && a) {
+		const struct kname *e = kcache_find(s, a);
+		if (!e) {
+			rc = kernel_resolve(s, &a, 1);
+			if (rc < 0)
+				return rc;
+			e = kcache_find(s, a);
+		}
+		if (e) {
+			if (e->name) {
+				f->name = e->name;
+				f->name_len = e->len;
+			}
+			return 0;
+		}
+		/* ksym failed just now: /proc/kallsyms below. */
+	}
 	if (!s->kernel_tried) {
-		int rc = kernel_load(s);
+		rc = kernel_load(s);
 		if (rc < 0)
 			return rc;
 	}
@@ -1461,6 +1791,13 @@ void symbolize_free(struct symbolize *s)
 		struct module *n = m->next;
 		module_free(m);
 		m = n;
+	}
+	ksym_free(s->ksym);
+	free(s->kcache);
+	while (s->kchunks) {
+		struct kchunk *n = s->kchunks->next;
+		free(s->kchunks);
+		s->kchunks = n;
 	}
 	free(s->ksyms);
 	free(s->knames);

@@ -8,7 +8,8 @@
  * debug info found by build id, .gnu_debuglink or under /usr/lib/debug.
  * Each ELF file is opened once at its first sighting and cached by build
  * id (by device and inode when it has none); each resolved address is
- * cached too.  Kernel addresses come from /proc/kallsyms, read once.  JIT
+ * cached too.  Kernel addresses are named by the kernel's own kallsyms
+ * lookup through a BPF program (or from /proc/kallsyms, read once).  JIT
  * code is named from /tmp/perf-PID.map.  C++ and Rust legacy names are
  * demangled, then tidied like stackcollapse-perf (arguments dropped, ';'
  * turned to ':', quotes removed).  Nothing here prints or exits.
@@ -72,9 +73,18 @@ int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
                    struct store_frame *f, size_t room);
 
-/* Resolves one kernel address from /proc/kallsyms (read at the first
- * call).  Same ownership as symbolize_user(). */
+/* Resolves one kernel address.  Names come from the kernel's own kallsyms
+ * lookup through a BPF program (ksym.h), cached per address for the life
+ * of `s`; where that program cannot be loaded, from /proc/kallsyms, read
+ * whole at the first call.  Same ownership as symbolize_user(). */
 int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct store_frame *f);
+
+/* Names, in one BPF program run, every address of a kernel stack ips[0..n)
+ * (innermost first, so ips[0] is looked up as is and the rest as return
+ * addresses) not named yet, so that the symbolize_kernel() calls that
+ * follow find them cached.  Optional: does nothing when names come from
+ * /proc/kallsyms.  Returns 0 or -errno (-ENOMEM). */
+int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n);
 
 /* Demangles (C++ Itanium, Rust legacy and v0) and tidies a symbol name the way
  * stackcollapse-perf prints it.  Returns a malloc'd string the caller

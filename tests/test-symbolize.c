@@ -6,10 +6,18 @@
  * mangled wrongly, are kept as they are.  The mangled names were taken
  * with nm from binaries built on this machine by g++ 12 and rustc 1.95
  * (-C symbol-mangling-version=v0).
+ *
+ * Kernel addresses: as root, text symbols taken from /proc/kallsyms (one
+ * in 50, each alone at its address) must be named alike by
+ * symbolize_kernel(), which asks the kernel through BPF (ksym.h), at the
+ * symbol's first byte + 1, as an innermost frame and as a return address
+ * (looked up at the first byte).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "symbolize.h"
 
@@ -23,6 +31,66 @@ static void expect(const char *raw, const char *want)
 		failures++;
 	}
 	free(got);
+}
+
+struct ksym_line {
+	uint64_t addr;
+	char type;
+	char name[128];
+};
+
+/* Compares symbolize_kernel() with /proc/kallsyms; returns the number of
+ * addresses checked (0: not root, or addresses hidden). */
+static int check_kernel(void)
+{
+	FILE *f = geteuid() == 0 ? fopen("/proc/kallsyms", "re") : NULL;
+	struct ksym_line *v = NULL;
+	size_t n = 0, cap = 0;
+	char line[512];
+	int checked = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		struct ksym_line l;
+		if (sscanf(line, "%" SCNx64 " %c %127s", &l.addr, &l.type, l.name) != 3)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 65536;
+			v = realloc(v, cap * sizeof(*v));
+			if (!v)
+				abort();
+		}
+		v[n++] = l;
+	}
+	fclose(f);
+	struct symbolize *s = symbolize_new();
+	if (!s)
+		abort();
+	for (size_t i = 1; i + 1 < n; i += 50) {
+		const struct ksym_line *l = &v[i];
+		if (!l->addr || (l->type != 't' && l->type != 'T'))
+			continue;
+		if (v[i - 1].addr >= l->addr || v[i + 1].addr <= l->addr + 1)
+			continue; /* an alias, or out of order (modules) */
+		for (int caller = 0; caller < 2; caller++) {
+			struct store_frame fr;
+			uint64_t a = l->addr + 1; /* looked up at l->addr as a caller */
+			if (symbolize_kernel(s, a, caller, &fr) < 0 ||
+			    fr.name_len != strlen(l->name) ||
+			    memcmp(fr.name, l->name, fr.name_len) != 0) {
+				fprintf(stderr,
+				        "FAIL kernel %" PRIx64
+				        " (caller %d)\n  want %s\n  got  %.*s\n",
+				        a, caller, l->name, (int)fr.name_len, fr.name);
+				failures++;
+			}
+			checked++;
+		}
+	}
+	symbolize_free(s);
+	free(v);
+	return checked;
 }
 
 int main(void)
@@ -49,6 +117,9 @@ int main(void)
 	expect("_ZN3foo", "_ZN3foo");
 	/* A ';' would split the folded line: it becomes ':'. */
 	expect("a;b", "a:b");
+
+	int nk = check_kernel();
+	printf("kernel addresses checked: %d\n", nk);
 
 	if (failures)
 		fprintf(stderr, "%d failure(s)\n", failures);
