@@ -21,9 +21,9 @@ int collect_parse_duration(const char *s, int64_t *seconds)
 		if (*s < '0' || *s > '9')
 			return -EINVAL;
 		for (; *s >= '0' && *s <= '9'; s++) {
-			n = n * 10 + (*s - '0');
-			if (n > limit)
+			if (n > (limit - (*s - '0')) / 10)
 				return -ERANGE;
+			n = n * 10 + (*s - '0');
 		}
 		switch (*s) {
 		case 's': unit = 1; break;
