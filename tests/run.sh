@@ -3,7 +3,8 @@
 # ways, and end with one line "N passed, N failed, N skipped" over all:
 #   1. build-ci    gcc, -Werror: every test;
 #   2. build-asan  gcc with AddressSanitizer and UndefinedBehaviorSanitizer
-#                  (any finding, leaks included, fails the test): every test;
+#                  (any finding, leaks included, fails the test): every test
+#                  (the crash test with 10 kills of each writer, not 50);
 #   3. build-fuzz  clang with libFuzzer: each fuzz target for
 #                  $FLAMEFS_FUZZ_SECONDS (default 60) on a copy of its corpus.
 #   usage: sudo bash tests/run.sh
@@ -71,6 +72,7 @@ for stage in $stages; do
 			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0 \
 				UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 				LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0 \
+				FLAMEFS_CRASH_RUNS=${FLAMEFS_ASAN_CRASH_RUNS:-10} \
 				run_tests asan "$dir" --no-suite fuzz
 		;;
 	fuzz)
