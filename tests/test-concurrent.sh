@@ -31,31 +31,22 @@ seconds=${2:-${FLAMEFS_CONCURRENT_SECONDS:-30}}
 readers=${FLAMEFS_CONCURRENT_READERS:-16}
 flamefs=$build/fs/flamefs
 collect=$build/flamefs-collect
-export LC_ALL=C
+. "$(dirname "$0")/lib-e2e.sh"
 
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
 	echo "SKIP: /dev/fuse not available"
 	exit 77
 fi
 
-tmp=$(mktemp -d /tmp/flamefs-test-concurrent.XXXXXX)
-mnt=$tmp/mnt
-store=$tmp/store
+e2e_setup concurrent
 mkdir -p "$mnt" "$tmp/out"
 pid=
 rpids=()
-cleanup() {
+e2e_on_exit() {
 	for p in "${rpids[@]}"; do kill "$p" 2>/dev/null; done
 	fusermount3 -u -z "$mnt" 2>/dev/null
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-
-failures=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
 
 # ---- data: the earlier profile and the one imported again and again --------------
 # Plain names, so a directory's path is its frames.  The increment shares

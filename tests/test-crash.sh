@@ -40,18 +40,10 @@ target=$build/tests/record-target
 killer=$(cd "$(dirname "$0")" && pwd)/crash-kill.py
 export LC_ALL=C
 
-tmp=$(mktemp -d /tmp/flamefs-test-crash.XXXXXX)
+. "$(dirname "$killer")/lib-e2e.sh"
+e2e_setup crash
 burner=
-cleanup() {
-	[ -n "$burner" ] && kill "$burner" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-failures=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
+e2e_on_exit() { [ -n "$burner" ] && kill "$burner" 2>/dev/null; }
 
 seed=${FLAMEFS_CRASH_SEED:-$(($(date +%s) % 100000))}
 RANDOM=$seed

@@ -10,34 +10,19 @@ build=${1:?usage: test-prune.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 collect=$build/flamefs-collect
 flamefs=$build/fs/flamefs
-export LC_ALL=C
-
-tmp=$(mktemp -d /tmp/flamefs-test-prune.XXXXXX)
-mnt=$tmp/mnt
+. "$here/lib-e2e.sh"
+e2e_setup prune
 mkdir -p "$mnt"
 pid=
 holder=
-cleanup() {
+e2e_on_exit() {
 	fusermount3 -u -z "$mnt" 2>/dev/null
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-failures=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
 }
 # series STORE: "binary samples" per listed series.
 series() { "$collect" stats --store "$1" | awk 'NR > 1 && NF == 8 && $4 ~ /^[0-9]+$/ { print $1, $4 }'; }
 
-store=$tmp/store
 now=$(date +%s)
 printf 'app;main;old 5\napp;main;older 1\n' >"$tmp/old.folded"
 printf 'app;main;new 7\n' >"$tmp/new.folded"

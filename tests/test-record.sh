@@ -18,20 +18,14 @@ collect=${FLAMEFS_COLLECT:-$build/flamefs-collect}
 target=$build/tests/record-target
 export LC_ALL=C
 
-tmp=$(mktemp -d /tmp/flamefs-test-record.XXXXXX)
+. "$here/lib-e2e.sh"
+e2e_setup record
 bg=
 rec=
-cleanup() {
+e2e_on_exit() {
 	[ -n "$rec" ] && kill "$rec" 2>/dev/null
 	[ -n "$bg" ] && kill "$bg" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-
-failures=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
 
 # ---- can BPF load here? -----------------------------------------------------
 if ! "$collect" record --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then

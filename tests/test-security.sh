@@ -9,32 +9,17 @@ set -u
 build=${1:?usage: test-security.sh BUILD_DIR}
 flamefs=$build/fs/flamefs
 collect=$build/flamefs-collect
-export LC_ALL=C
-
-tmp=$(mktemp -d /tmp/flamefs-test-security.XXXXXX)
+. "$(dirname "$0")/lib-e2e.sh"
+e2e_setup security
 chmod 0755 "$tmp" # other users must reach the mountpoint to be refused by FUSE
-mnt=$tmp/mnt
-store=$tmp/store
 mkdir -p "$mnt"
 pid=
-cleanup() {
+e2e_on_exit() {
 	fusermount3 -u -z "$mnt" 2>/dev/null
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-
-failures=0
 skips=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
 skip() { echo "SKIP - $*"; skips=$((skips + 1)); }
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
-}
 mode_of() { stat -c %a "$1"; }
 
 # ---- store directories: mode 0700, whatever the umask -----------------------

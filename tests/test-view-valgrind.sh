@@ -18,7 +18,7 @@ build=${1:?usage: test-view-valgrind.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 flamefs=$build/fs/flamefs
 collect=$build/flamefs-collect
-export LC_ALL=C
+. "$here/lib-e2e.sh"
 
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
 	echo "SKIP: /dev/fuse not available"
@@ -34,22 +34,13 @@ if nm "$flamefs" 2>/dev/null | grep -q __asan_init; then
 	exit 77
 fi
 
-tmp=$(mktemp -d /tmp/flamefs-test-valgrind.XXXXXX)
-mnt=$tmp/mnt
-store=$tmp/store
+e2e_setup valgrind
 mkdir -p "$mnt"
 pid=
-cleanup() {
+e2e_on_exit() {
 	fusermount3 -u -z "$mnt" 2>/dev/null
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-
-failures=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
 
 # ---- a small store ---------------------------------------------------------------
 {

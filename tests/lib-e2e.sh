@@ -1,0 +1,36 @@
+# lib-e2e.sh — sourced by the end-to-end tests (test-view.sh, test-record.sh,
+# test-crash.sh, ...): a scratch directory removed on exit, the ok/bad/check
+# reporters with their failure count, and the exit cleanup.
+#
+#   e2e_setup NAME   makes $tmp (/tmp/flamefs-test-NAME.XXXXXX), sets
+#                    $mnt=$tmp/mnt and $store=$tmp/store (neither created),
+#                    failures=0, and arms the cleanup
+#   e2e_cleanup      (on exit) runs the test's e2e_on_exit if it defines
+#                    one (to kill its own processes), lazily unmounts $mnt,
+#                    waits for the children and removes $tmp
+#   ok, bad, check DESCRIPTION COMMAND...
+set -u
+export LC_ALL=C
+
+ok() { echo "ok   - $*"; }
+bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else bad "$what"; fi
+}
+
+e2e_cleanup() {
+	declare -F e2e_on_exit >/dev/null && e2e_on_exit
+	fusermount3 -u -z "$mnt" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+
+e2e_setup() {
+	tmp=$(mktemp -d "/tmp/flamefs-test-$1.XXXXXX")
+	mnt=$tmp/mnt
+	store=$tmp/store
+	failures=0
+	trap e2e_cleanup EXIT
+}
