@@ -53,6 +53,8 @@ step cat mnt/$bin/$version/total "$rel/hash_body/total" "$rel/parse_headers/tota
 cat "$mnt/$bin/$version/total" "$hr/hash_body/total" "$hr/parse_headers/total"
 step head -5 mnt/$bin/$version/folded
 head -5 "$mnt/$bin/$version/folded"
+step flamefs-top -n 5 mnt/$bin/$version
+sh "$top/contrib/flamefs-top" -n 5 "$mnt/$bin/$version"
 step "go tool pprof -top mnt/$bin/perf/pprof | head -12"
 if command -v go >/dev/null; then
 	HOME=$work GOCACHE=$work/gocache go tool pprof -top "$mnt/$bin/perf/pprof" 2>/dev/null | head -12
