@@ -45,7 +45,8 @@ void ksym_free(struct ksym *k)
 
 int ksym_lookup(struct ksym *k, const uint64_t *addrs, size_t n)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	/* Not LIBBPF_OPTS(): clang -Wpedantic rejects its empty variadic use. */
+	struct bpf_test_run_opts opts = {.sz = sizeof(opts)};
 
 	if (n > KSYM_BATCH)
 		return -EINVAL;
