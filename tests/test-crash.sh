@@ -158,8 +158,14 @@ echo "# import: $n_commit of them while the commit was being written (WAL growin
 if [ "$ibad" = 0 ]; then
 	ok "import: $runs SIGKILLs, the store always opened and held all of the import or none of it"
 fi
-[ "$n_before" -gt 0 ] || bad "import: no kill landed before the commit (the moments do not span the import)"
-[ $((n_after + n_done)) -gt 0 ] || bad "import: no kill landed after the commit"
+# Where the kills landed is checked with the full 50 runs; fewer (the
+# sanitizer stage) may miss a place by chance.
+covered() { # covered COUNT MESSAGE
+	[ "$1" -gt 0 ] && return
+	if [ "$runs" -ge 50 ]; then bad "$2"; else echo "# note: $2 (not required with fewer than 50 runs)"; fi
+}
+covered "$n_before" "import: no kill landed before the commit (the moments do not span the import)"
+covered $((n_after + n_done)) "import: no kill landed after the commit"
 
 # A kill in the middle of the commit's write(2) calls leaves a torn record
 # at the end of the WAL; the kills above rarely land there, so cut the
@@ -282,8 +288,8 @@ echo "# record: $runs kills, $n_drains drains logged: $n_none before any drain, 
 if [ "$rbad" = 0 ]; then
 	ok "record: $runs SIGKILLs, the store always held exactly the committed drains (+ the one in flight, whole, or not at all)"
 fi
-[ "$n_between" -gt 0 ] || bad "record: no kill landed between drains"
-[ "$n_flight" -gt 0 ] || bad "record: no kill landed during a drain's commit"
+covered "$n_between" "record: no kill landed between drains"
+covered "$n_flight" "record: no kill landed during a drain's commit"
 
 if [ "$failures" -ne 0 ]; then
 	echo "$failures check(s) failed"
