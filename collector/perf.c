@@ -75,6 +75,7 @@
 /* Caches: at most 2^N slots each (see the struct perf fields). */
 #define PREFIX_SLOTS_LOG2 17
 #define STACK_SLOTS_LOG2  18
+#define PARTS_SLOTS_LOG2  17
 #define PATH_SLOTS_LOG2   18
 #define FRAME_SLOTS_LOG2  17
 #define SAMPLE_SLOTS_LOG2 16
@@ -139,6 +140,7 @@ struct perf {
 
 	/* Caches; keys are XXH3-128 hashes of the text named. */
 	struct stackcache *stack;  /* (non-leaf lines, leaf parts) -> node */
+	struct stackcache *parts;  /* every line's parts -> node */
 	struct stackcache *prefix; /* non-leaf lines -> the leaf's parent */
 	struct stackcache *path;   /* chain of line hashes -> node */
 	struct stackcache *frame;  /* one-frame line or leaf parts -> frame */
@@ -162,6 +164,8 @@ struct perf {
 	size_t leafkey_cap;
 	char *partkey; /* a line's parts, as parts_key() hashes them */
 	size_t partkey_cap;
+	char *stackkey; /* a stack's parts, as stack_parts_key() hashes them */
+	size_t stackkey_cap;
 };
 
 /* Byte classes, one table lookup each (the parsers' inner loops). */
@@ -890,6 +894,49 @@ static int parts_key(struct perf *p, const char *func, size_t flen, const char *
 	return 0;
 }
 
+/* The key of a stack without its pcs, offsets and what follows the
+ * modules: the leaf's parts (leaf, leaf_len: as fast_sample's key has
+ * them) and then, callee first, every other line's function and module,
+ * which is all its frames depend on besides the seed.  Samples of one
+ * call path often differ in those columns alone (a return address in
+ * another instruction, a frame perf could not name), and would each be
+ * interned afresh by their raw text.  Returns 1 with the key, 0 when a
+ * line has a NUL or does not parse (the caller's slow path reports it),
+ * -errno. */
+static int stack_parts_key(struct perf *p, const char *block, size_t blen, const char *leaf,
+                           size_t leaf_len, uint64_t seed, struct stackcache_key *key)
+{
+	size_t pos = 0, at;
+	int rc;
+
+	if (memchr(block, '\0', blen))
+		return 0;
+	rc = grow((void **)&p->stackkey, &p->stackkey_cap, leaf_len + blen + 8, 1);
+	if (rc < 0)
+		return rc;
+	memcpy(p->stackkey, leaf, leaf_len);
+	at = leaf_len;
+	while (pos < blen) {
+		const char *l = block + pos;
+		const char *nl = find_nl(l, block + blen);
+		size_t n = nl ? (size_t)(nl - l) : blen - pos;
+		struct stack_line sl;
+		if (!match_stack_line(l, n, &sl))
+			return 0;
+		uint32_t lens[2] = {(uint32_t)strip_offset(l + sl.func, sl.func_len),
+		                    (uint32_t)sl.mod_len};
+		/* the parts and their lengths are never longer than the line
+		 * with its newline, whose room the buffer already has */
+		memcpy(p->stackkey + at, lens, 8);
+		memcpy(p->stackkey + at + 8, l + sl.func, lens[0]);
+		memcpy(p->stackkey + at + 8 + lens[0], l + sl.mod, lens[1]);
+		at += 8 + lens[0] + lens[1];
+		pos += n + 1;
+	}
+	*key = hash_key(p->stackkey, at, seed);
+	return 1;
+}
+
 /* Interns the raw stack lines of block (each ending in '\n', callee
  * first; the first is input line first_line) as a path and returns its
  * last node in *node.  Each line's raw bytes are hashed once; a chain of
@@ -988,6 +1035,31 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 	return 0;
 }
 
+/* Interns a sample that no stack cache knew: its non-leaf lines (block,
+ * the first being input line first_line) through the prefix cache or
+ * parse_block, then the leaf below them, whose parts fast_sample put in
+ * p->leafkey: the block's 16-byte hash, u32 function length, function,
+ * module (klen bytes in all). */
+static int intern_sample(struct perf *p, const char *block, size_t blen, uint64_t first_line,
+                         uint64_t seed, struct stackcache_key bkey, size_t nlines, size_t klen,
+                         uint32_t *node)
+{
+	uint32_t parent = STORE_ROOT_NODE, unused, flen;
+	int rc;
+
+	if (nlines > 1 && !stackcache_get(p->prefix, bkey, &parent, &unused)) {
+		rc = parse_block(p, block, blen, first_line, seed, &parent);
+		if (rc < 0)
+			return rc;
+		if (parent != UINT32_MAX)
+			stackcache_put(p->prefix, bkey, parent, 0);
+	}
+	*node = parent;
+	memcpy(&flen, p->leafkey + 16, 4);
+	return extend_line(p, p->leafkey + 20, flen, p->leafkey + 20 + flen, klen - 20 - flen,
+	                   hash_key(p->leafkey + 16, klen - 16, seed ^ SEED_PARTS), node, NULL);
+}
+
 /* Stores the sample whose header the reader returned last when all of it
  * is in the buffer (reading more as needed) and it holds only indented
  * stack lines, then consumes its lines and the blank line that ends it.
@@ -1046,7 +1118,7 @@ static int fast_sample(struct perf *p)
 	size_t flen = strip_offset(func, sl.func_len);
 	const char *mod = base + sl.mod;
 
-	uint32_t series, parent = STORE_ROOT_NODE, node, unused;
+	uint32_t series, node, unused;
 	int rc = sample_series(p, &series);
 	if (rc < 0)
 		return rc;
@@ -1056,7 +1128,8 @@ static int fast_sample(struct perf *p)
 	uint64_t seed = is_java(p) ? SEED_JAVA : SEED_OTHER;
 
 	/* The block of non-leaf lines (empty for a one-line stack) is hashed
-	 * raw; the sample's key is that hash and the leaf's parts. */
+	 * raw; the sample's key is that hash and the leaf's parts.  When it
+	 * misses, every line's parts make a second key (stack_parts_key). */
 	const char *block = base + leaf_len + 1;
 	size_t blen = off - (leaf_len + 1);
 	XXH128_hash_t bh = XXH3_128bits_withSeed(block, blen, seed);
@@ -1076,21 +1149,24 @@ static int fast_sample(struct perf *p)
 	XXH128_hash_t sh = XXH3_128bits(p->leafkey, klen);
 	struct stackcache_key skey = {sh.low64, sh.high64};
 	if (!stackcache_get(p->stack, skey, &node, &unused)) {
-		if (nlines > 1 && !stackcache_get(p->prefix, bkey, &parent, &unused)) {
-			rc = parse_block(p, block, blen, line + 1, seed, &parent);
+		struct stackcache_key akey;
+		int parsed =
+		        stack_parts_key(p, block, blen, p->leafkey + 16, klen - 16, seed, &akey);
+		if (parsed < 0)
+			return parsed;
+		if (parsed && stackcache_get(p->parts, akey, &node, &unused)) {
+			stackcache_put(p->stack, skey, node, 0);
+		} else {
+			rc = intern_sample(p, block, blen, line + 1, seed, bkey, nlines, klen,
+			                   &node);
 			if (rc < 0)
 				return rc;
-			if (parent != UINT32_MAX)
-				stackcache_put(p->prefix, bkey, parent, 0);
+			if (node != UINT32_MAX) {
+				stackcache_put(p->stack, skey, node, 0);
+				if (parsed)
+					stackcache_put(p->parts, akey, node, 0);
+			}
 		}
-		node = parent;
-		rc = extend_line(p, func, flen, mod, sl.mod_len,
-		                 hash_key(p->leafkey + 16, klen - 16, seed ^ SEED_PARTS), &node,
-		                 NULL);
-		if (rc < 0)
-			return rc;
-		if (node != UINT32_MAX)
-			stackcache_put(p->stack, skey, node, 0);
 	}
 
 	p->sample_bytes += off + blank;
@@ -1295,6 +1371,7 @@ static void perf_free(struct perf *p)
 	free(p->series_bytes);
 	stackcache_free(p->prefix);
 	stackcache_free(p->stack);
+	stackcache_free(p->parts);
 	stackcache_free(p->sample);
 	stackcache_free(p->path);
 	stackcache_free(p->frame);
@@ -1307,6 +1384,7 @@ static void perf_free(struct perf *p)
 	free(p->names);
 	free(p->leafkey);
 	free(p->partkey);
+	free(p->stackkey);
 	import_sums_free(&p->sums);
 }
 
@@ -1320,11 +1398,12 @@ int import_perf(struct import_ctx *ctx)
 		return rc;
 	p.prefix = stackcache_new(PREFIX_SLOTS_LOG2);
 	p.stack = stackcache_new(STACK_SLOTS_LOG2);
+	p.parts = stackcache_new(PARTS_SLOTS_LOG2);
 	p.sample = stackcache_new(SAMPLE_SLOTS_LOG2);
 	p.path = stackcache_new(PATH_SLOTS_LOG2);
 	p.frame = stackcache_new(FRAME_SLOTS_LOG2);
 	p.series = calloc(SERIES_SLOTS, sizeof(*p.series));
-	if (!p.prefix || !p.stack || !p.sample || !p.path || !p.frame || !p.series) {
+	if (!p.prefix || !p.stack || !p.parts || !p.sample || !p.path || !p.frame || !p.series) {
 		rc = -ENOMEM;
 		goto out;
 	}

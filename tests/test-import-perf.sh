@@ -59,6 +59,19 @@ for ev in task-clock cpu-clock; do
 		same "$tmp/event-$ev.got" "$tmp/ref-$ev" "--event $ev"
 done
 
+# parts.perf: folded text cannot show modules, so the tree must: samples
+# that differ only in pcs and offsets share nodes, and ones that differ in
+# a module, a function or the java tidying do not (13 frames, 17 nodes
+# counted by hand; app has 7 distinct stacks, java 1).
+n=$((n + 1))
+if import_export parts-tree "$data/parts.perf"; then
+	"$collect" stats --store "$tmp/store" >"$tmp/stats" 2>&1
+	grep -q '^2 series, 13 frames, 17 stack nodes$' "$tmp/stats" &&
+		awk '$1 == "app" && $6 == 7 { a = 1 } $1 == "java" && $6 == 1 { j = 1 }
+			END { exit !(a && j) }' "$tmp/stats" ||
+		{ fail "parts.perf: wrong stack tree"; cat "$tmp/stats"; }
+fi
+
 # --all-events: one series per event, each equal to its --event output.
 n=$((n + 1))
 if import_export all-events "$two" --all-events; then
