@@ -57,10 +57,14 @@ static const char *const cf_names[CF_COUNT_ALL] = {
 
 /* Key prefixes in the default column family; frames, nodes and series
  * keys are the prefix and a u32 BE id, meta keys the prefix and a name. */
-#define KEY_FRAME  'f'
-#define KEY_META   'm'
-#define KEY_NODE   'n'
-#define KEY_SERIES 's'
+#define KEY_FRAME 'f'
+#define KEY_META  'm'
+#define KEY_NODE  'n'
+/* In a frame record's kind byte (schema 2): the module and build id are
+ * those of an earlier frame, named by its distance back. */
+#define FRAME_MODULE_REF  0x80u
+#define MODULE_LAST_SLOTS 4096u
+#define KEY_SERIES        's'
 
 #define META_SCHEMA         "mschema"
 #define META_STORE_ID       "mstore_id"
@@ -611,6 +615,8 @@ struct store {
 	uint32_t nframes, frames_cap;
 	struct idtab frame_tab; /* writer only */
 	struct arena arena;
+	/* writer: per hash of (module, build id), the last frame with it */
+	uint32_t module_last[MODULE_LAST_SLOTS];
 
 	/* Nodes 0..nnodes-1; node 0 is the root. */
 	uint32_t *node_parent, *node_frame;
@@ -799,20 +805,57 @@ static int frame_index(struct store *s, uint32_t id)
 
 /* Frame record: kind u8, varint line, then name, module, build_id, file as
  * (varint length, bytes). */
-static int frame_encode(struct buf *b, const struct store_frame *f)
+/* ref: 0, or how far back the frame with the same module and build id is */
+static int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref)
 {
 	int r = buf_reserve(b, 1 + 10 + 4 * 10 + f->name_len + f->module_len + f->build_id_len +
 	                               f->file_len);
 
 	if (r < 0)
 		return r;
-	b->p[b->len++] = f->kind;
+	b->p[b->len++] = (uint8_t)(f->kind | (ref ? FRAME_MODULE_REF : 0));
 	buf_varint(b, f->line);
 	buf_bytes(b, f->name, f->name_len);
-	buf_bytes(b, f->module, f->module_len);
-	buf_bytes(b, f->build_id, f->build_id_len);
+	if (ref) {
+		buf_varint(b, ref);
+	} else {
+		buf_bytes(b, f->module, f->module_len);
+		buf_bytes(b, f->build_id, f->build_id_len);
+	}
 	buf_bytes(b, f->file, f->file_len);
 	return 0;
+}
+
+static uint32_t module_slot(const struct store_frame *f)
+{
+	uint64_t seed = f->build_id_len ? XXH3_64bits(f->build_id, f->build_id_len) : 0;
+
+	return (uint32_t)XXH3_64bits_withSeed(f->module, f->module_len, seed) &
+	       (MODULE_LAST_SLOTS - 1);
+}
+
+/* Writer: the distance back from frame id to the last frame before it
+ * with the same module and build id (0 when none is remembered), noting
+ * id as the last one.  Modules repeat across thousands of frames; a
+ * reference of a byte or two replaces a path and a 20-byte build id. */
+static uint32_t module_ref(struct store *s, uint32_t id)
+{
+	const struct store_frame *f = &s->frames[id];
+	uint32_t slot, last;
+
+	if (!f->module_len && !f->build_id_len)
+		return 0;
+	slot = module_slot(f);
+	last = s->module_last[slot];
+	s->module_last[slot] = id;
+	if (last == 0 || last >= id)
+		return 0;
+	const struct store_frame *g = &s->frames[last];
+	if (g->module_len != f->module_len || g->build_id_len != f->build_id_len ||
+	    (f->module_len && memcmp(g->module, f->module, f->module_len) != 0) ||
+	    (f->build_id_len && memcmp(g->build_id, f->build_id, f->build_id_len) != 0))
+		return 0;
+	return id - last;
 }
 
 static int get_bytes(const uint8_t **p, const uint8_t *end, const void **out, size_t *len)
@@ -827,28 +870,43 @@ static int get_bytes(const uint8_t **p, const uint8_t *end, const void **out, si
 	return 0;
 }
 
-static int frame_decode(const uint8_t *p, size_t len, struct store_frame *f)
+/* Decodes frame id's record; a module reference must name a frame that
+ * s already holds (frames load in id order). */
+static int frame_decode(const struct store *s, uint32_t id, const uint8_t *p, size_t len,
+                        struct store_frame *f)
 {
 	const uint8_t *end = p + len;
 	const void *v;
-	uint64_t line;
+	uint64_t line, ref;
 
 	memset(f, 0, sizeof(*f));
 	if (len < 1)
 		return -1;
-	f->kind = *p++;
+	f->kind = (uint8_t)(*p & ~FRAME_MODULE_REF);
+	bool by_ref = *p++ & FRAME_MODULE_REF;
 	if (get_varint(&p, end, &line) < 0 || line > UINT32_MAX)
 		return -1;
 	f->line = (uint32_t)line;
 	if (get_bytes(&p, end, &v, &f->name_len) < 0)
 		return -1;
 	f->name = v;
-	if (get_bytes(&p, end, &v, &f->module_len) < 0)
-		return -1;
-	f->module = v;
-	if (get_bytes(&p, end, &v, &f->build_id_len) < 0)
-		return -1;
-	f->build_id = v;
+	if (by_ref) {
+		if (get_varint(&p, end, &ref) < 0 || ref == 0 || ref >= id ||
+		    id - ref >= s->nframes)
+			return -1;
+		const struct store_frame *g = &s->frames[id - ref];
+		f->module = g->module;
+		f->module_len = g->module_len;
+		f->build_id = g->build_id;
+		f->build_id_len = g->build_id_len;
+	} else {
+		if (get_bytes(&p, end, &v, &f->module_len) < 0)
+			return -1;
+		f->module = v;
+		if (get_bytes(&p, end, &v, &f->build_id_len) < 0)
+			return -1;
+		f->build_id = v;
+	}
 	if (get_bytes(&p, end, &v, &f->file_len) < 0)
 		return -1;
 	f->file = v;
@@ -1079,13 +1137,15 @@ static int load_frame(struct store *s, uint32_t id, const uint8_t *v, size_t vle
 	struct store_frame f;
 	int r;
 
-	if (frame_decode(v, vlen, &f) < 0) {
+	if (frame_decode(s, id, v, vlen, &f) < 0) {
 		seterr(s, "%s: store is damaged: frame %u", s->dir, id);
 		return -EIO;
 	}
 	r = frame_append(s, &f);
-	if (r == 0 && !s->readonly)
+	if (r == 0 && !s->readonly) {
 		r = frame_index(s, id);
+		(void)module_ref(s, id); /* remembers id's module */
+	}
 	return r;
 }
 
@@ -1398,10 +1458,23 @@ static int meta_check(struct store *s)
 		       s->dir, schema, STORE_SCHEMA_VERSION);
 		return -EPROTONOSUPPORT;
 	}
-	if (schema != STORE_SCHEMA_VERSION) {
+	if (schema < STORE_SCHEMA_OLDEST) {
 		seterr(s, "%s: schema version %u is not supported by this flamefs (%u)", s->dir,
 		       schema, STORE_SCHEMA_VERSION);
 		return -EPROTONOSUPPORT;
+	}
+	/* Schema 1 differs only in having no module references in frame
+	 * records: this flamefs reads it as it is, and a writer marks the
+	 * store 2 before it can write one. */
+	if (schema < STORE_SCHEMA_VERSION && !s->readonly) {
+		uint8_t v[4];
+		char *rerr = NULL;
+
+		put_be32(v, STORE_SCHEMA_VERSION);
+		rocksdb_put_cf(s->db, s->wopts, s->cf[CF_DEFAULT], META_SCHEMA, strlen(META_SCHEMA),
+		               (char *)v, 4, &rerr);
+		if (rerr)
+			return rdb_fail(s, rerr, "writing meta");
 	}
 	r = meta_get_u32(s, META_BUCKET_SECONDS, &bucket, &found);
 	if (r < 0)
@@ -2397,7 +2470,7 @@ static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 
 	for (uint32_t id = b->frame_base; id < s->nframes; id++) {
 		buf.len = 0;
-		r = frame_encode(&buf, &s->frames[id]);
+		r = frame_encode(&buf, &s->frames[id], module_ref(s, id));
 		if (r < 0)
 			goto out;
 		id_key(key, KEY_FRAME, id);
@@ -2788,6 +2861,25 @@ static int raw_bytes(struct store *s, uint64_t *frames, uint64_t *nodes, uint64_
 	return 0;
 }
 
+/* The compressed bytes of the column family's data blocks (its SST files
+ * without their index, filter and properties blocks), from RocksDB's
+ * aggregated table properties; 0 when they are not reported. */
+static uint64_t data_block_bytes(struct store *s, int cf)
+{
+	static const char field[] = "; data block size=";
+	char *props =
+	        rocksdb_property_value_cf(s->db, s->cf[cf], "rocksdb.aggregated-table-properties");
+	uint64_t v = 0;
+
+	if (props) {
+		const char *at = strstr(props, field);
+		if (at)
+			v = strtoull(at + sizeof(field) - 1, NULL, 10);
+		rocksdb_free(props);
+	}
+	return v;
+}
+
 /* part of total in proportion part_raw / all_raw, without overflow */
 static uint64_t share(uint64_t total, uint64_t part_raw, uint64_t all_raw)
 {
@@ -2820,15 +2912,19 @@ int store_footprint(struct store *s, struct store_footprint *out)
 	                            &total) != 0)
 		total = 0;
 	/* Frames, nodes, series and meta share the default column family,
-	 * whose data blocks (256 KiB) hold several kinds at once: each gets
-	 * the column family's SST bytes in proportion to its uncompressed
-	 * bytes.  The sum is exact; the split is an estimate. */
-	uint64_t rf, rn, ro;
+	 * whose data blocks (256 KiB) hold several kinds at once: frames and
+	 * nodes get the data blocks' bytes in proportion to their
+	 * uncompressed bytes (an estimate; their sum is within the series
+	 * records' share of exact).  The rest of the SST bytes, with the
+	 * files' index and properties blocks, is "other". */
+	uint64_t rf, rn, ro, data = data_block_bytes(s, CF_DEFAULT);
 	r = raw_bytes(s, &rf, &rn, &ro);
 	if (r < 0)
 		return r;
-	out->frames_bytes = share(total, rf, rf + rn + ro);
-	out->nodes_bytes = share(total, rn, rf + rn + ro);
+	if (data == 0 || data > total)
+		data = total;
+	out->frames_bytes = share(data, rf, rf + rn + ro);
+	out->nodes_bytes = share(data, rn, rf + rn + ro);
 	out->other_bytes = total - out->frames_bytes - out->nodes_bytes;
 	return 0;
 }

@@ -23,7 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION         1
+#define STORE_SCHEMA_VERSION         2
+#define STORE_SCHEMA_OLDEST          1 /* the oldest one still read */
 #define STORE_DEFAULT_BUCKET_SECONDS 60
 
 /* The root of the stack tree.  It has no frame; every stack's first frame

@@ -562,10 +562,136 @@ static void test_schema(void)
 	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EPROTONOSUPPORT);
 	CHECK(s == NULL);
 	CHECK(strstr(err, "schema version 9") != NULL);
-	CHECK(strstr(err, "(1)") != NULL);
+	CHECK(strstr(err, "(2)") != NULL);
 	CHECK(strstr(err, dir) != NULL);
 	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "schema version 9") != NULL);
+}
+
+/* Frames that share a module and build id store a reference to an earlier
+ * one (schema 2); the frames read back whole, across commits, through a
+ * writer and a reader, and from a store still marked schema 1. */
+static struct store_frame modframe(const char *name, const char *module, const char *bid)
+{
+	struct store_frame f = mkframe(name);
+
+	f.module = module;
+	f.module_len = strlen(module);
+	f.build_id = (const uint8_t *)bid;
+	f.build_id_len = bid ? 20 : 0;
+	return f;
+}
+
+static void check_frames(struct store *s, const struct store_frame *want, size_t n)
+{
+	CHECK(store_frame_count(s) == n + 1);
+	for (uint32_t id = 1; id <= n && id < store_frame_count(s); id++) {
+		struct store_frame f;
+		const struct store_frame *w = &want[id - 1];
+		CHECK_OK(store_frame_get(s, id, &f));
+		CHECK(f.name_len == w->name_len && !memcmp(f.name, w->name, w->name_len));
+		CHECK(f.module_len == w->module_len &&
+		      (!w->module_len || !memcmp(f.module, w->module, w->module_len)));
+		CHECK(f.build_id_len == w->build_id_len &&
+		      (!w->build_id_len || !memcmp(f.build_id, w->build_id, w->build_id_len)));
+	}
+}
+
+/* The kind byte of frame id's record, or -1. */
+static int raw_frame_kind(struct raw *w, uint32_t id)
+{
+	char key[5] = {'f', (char)(id >> 24), (char)(id >> 16), (char)(id >> 8), (char)id};
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	char *rerr = NULL;
+	size_t vlen = 0;
+	char *v = rocksdb_get_cf(w->db, ro, w->cf[0], key, 5, &vlen, &rerr);
+	int kind = v && vlen ? (uint8_t)v[0] : -1;
+
+	rocksdb_free(v);
+	rocksdb_free(rerr);
+	rocksdb_readoptions_destroy(ro);
+	return kind;
+}
+
+static void test_module_refs(void)
+{
+	static const char b1[21] = "0123456789abcdefghij", b2[21] = "ABCDEFGHIJ0123456789";
+	const struct store_frame want[] = {
+	        modframe("a", "/usr/bin/app", b1),   modframe("b", "[kernel.kallsyms]", NULL),
+	        modframe("c", "/usr/bin/app", b1),   modframe("d", "/usr/bin/app", b2),
+	        modframe("e", "/usr/bin/app", NULL), modframe("f", "[kernel.kallsyms]", NULL),
+	        modframe("g", "/usr/bin/app", b2),   modframe("h", "/usr/bin/app", b1),
+	};
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE), *r = NULL;
+	struct raw w;
+	char err[512] = "";
+	const char v1[4] = {0, 0, 0, 1};
+	uint32_t id;
+
+	if (!s)
+		return;
+	/* two commits: references reach back into the first */
+	for (size_t part = 0; part < 2; part++) {
+		struct store_batch *b = store_batch_new(s);
+		CHECK(b != NULL);
+		if (!b)
+			break;
+		for (size_t i = part * 5; i < (part ? 8 : 5); i++) {
+			CHECK_OK(store_batch_frame(b, &want[i], &id));
+			CHECK(id == i + 1);
+		}
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+	}
+	check_frames(s, want, 8);
+	store_close(s);
+
+	if (!raw_open(dir, &w)) {
+		raw_close(&w);
+		return;
+	}
+	/* a, b, d and e are the first of their (module, build id); the rest
+	 * refer back */
+	for (uint32_t i = 1; i <= 8; i++) {
+		int kind = raw_frame_kind(&w, i);
+		bool ref = i == 3 || i == 6 || i == 7 || i == 8;
+		CHECK(kind >= 0 && ((kind & 0x80) != 0) == ref);
+	}
+	/* mark it schema 1: it still reads (no writer has said otherwise) */
+	rocksdb_put_cf(w.db, w.wo, w.cf[0], "mschema", 7, v1, 4, &(char *){NULL});
+	raw_close(&w);
+	CHECK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0);
+	if (r) {
+		check_frames(r, want, 8);
+		store_close(r);
+	}
+	/* a writer reads it and marks it schema 2 */
+	s = open_rw(dir, 0);
+	if (s) {
+		check_frames(s, want, 8);
+		store_close(s);
+	}
+	if (!raw_open(dir, &w)) {
+		raw_close(&w);
+		return;
+	}
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	size_t vlen = 0;
+	char *v = rocksdb_get_cf(w.db, ro, w.cf[0], "mschema", 7, &vlen, &(char *){NULL});
+	CHECK(v && vlen == 4 && v[3] == 2);
+	rocksdb_free(v);
+	rocksdb_readoptions_destroy(ro);
+
+	/* a reference that points at itself or past the first frame is damage */
+	char key[5] = {'f', 0, 0, 0, 3}, bad[] = {(char)0x80, 0, 1, 'c', 3};
+	rocksdb_put_cf(w.db, w.wo, w.cf[0], key, 5, bad, sizeof(bad), &(char *){NULL});
+	raw_close(&w);
+	s = NULL;
+	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EIO);
+	CHECK(strstr(err, "store is damaged: frame 3") != NULL);
+	if (s)
+		store_close(s);
 }
 
 /* A store of the development layout (a column family per record kind) is
@@ -1317,6 +1443,7 @@ int main(int argc, char **argv)
 	run("reopen_stable", test_reopen_stable);
 	run("schema", test_schema);
 	run("old_layout", test_old_layout);
+	run("module_refs", test_module_refs);
 	run("reader_refresh", test_reader);
 	run("not_a_store", test_not_a_store);
 	run("second_writer", test_second_writer);
