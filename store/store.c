@@ -57,14 +57,17 @@ static const char *const cf_names[CF_COUNT_ALL] = {
 
 /* Key prefixes in the default column family; frames, nodes and series
  * keys are the prefix and a u32 BE id, meta keys the prefix and a name. */
-#define KEY_FRAME 'f'
-#define KEY_META  'm'
-#define KEY_NODE  'n'
+#define KEY_FRAME  'f'
+#define KEY_META   'm'
+#define KEY_NODE   'n' /* schema 1: one node per record */
+#define KEY_NODES  'N' /* schema 2: a run of up to NODE_RUN nodes per record */
+#define KEY_SERIES 's'
+#define NODE_RUN   4096u
+
 /* In a frame record's kind byte (schema 2): the module and build id are
  * those of an earlier frame, named by its distance back. */
 #define FRAME_MODULE_REF  0x80u
 #define MODULE_LAST_SLOTS 4096u
-#define KEY_SERIES        's'
 
 #define META_SCHEMA         "mschema"
 #define META_STORE_ID       "mstore_id"
@@ -1089,8 +1092,9 @@ static int series_grow(struct store *s)
 
 /* ---- loading from RocksDB -------------------------------------------------- */
 
-/* Walks a CF whose keys are be32 ids, starting at `from`, and calls fn
- * for each record.  Ids must be dense: a gap means damage. */
+/* Walks the records whose keys are prefix + be32 id, starting at `from`,
+ * and calls fn for each; fn returns how many ids the record holds (a run
+ * of nodes holds many) or -errno.  Ids must be dense: a gap means damage. */
 static int load_ids(struct store *s, uint8_t prefix, const char *what, uint32_t from,
                     int (*fn)(struct store *s, uint32_t id, const uint8_t *v, size_t vlen))
 {
@@ -1122,7 +1126,8 @@ static int load_ids(struct store *s, uint8_t prefix, const char *what, uint32_t 
 		r = fn(s, want, v, vlen);
 		if (r < 0)
 			goto out_iter;
-		want++;
+		want += (uint32_t)r;
+		r = 0;
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	if (rerr)
@@ -1146,7 +1151,7 @@ static int load_frame(struct store *s, uint32_t id, const uint8_t *v, size_t vle
 		r = frame_index(s, id);
 		(void)module_ref(s, id); /* remembers id's module */
 	}
-	return r;
+	return r < 0 ? r : 1;
 }
 
 static int load_node(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
@@ -1164,7 +1169,45 @@ static int load_node(struct store *s, uint32_t id, const uint8_t *v, size_t vlen
 	r = node_append(s, id - (uint32_t)parent, (uint32_t)frame);
 	if (r == 0 && !s->readonly)
 		r = node_index(s, id);
-	return r;
+	return r < 0 ? r : 1;
+}
+
+/* A run of nodes first..first+n-1 (see batch_write): varint n, then n
+ * varints id - parent, then n zigzag varints of the frame minus the
+ * previous node's frame (a column each: zstd finds more in them). */
+static int load_node_run(struct store *s, uint32_t first, const uint8_t *v, size_t vlen)
+{
+	const uint8_t *end = v + vlen, *frames;
+	uint64_t n, d;
+	int64_t frame = 0;
+	int r;
+
+	if (get_varint(&v, end, &n) < 0 || n == 0 || n > NODE_RUN || n > UINT32_MAX - first)
+		goto damaged;
+	frames = v;
+	for (uint64_t i = 0; i < n; i++) /* find where the frame column starts */
+		if (get_varint(&frames, end, &d) < 0)
+			goto damaged;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = first + i;
+		uint64_t up, fz;
+		if (get_varint(&v, end, &up) < 0 || get_varint(&frames, end, &fz) < 0)
+			goto damaged;
+		frame += unzigzag(fz);
+		if (up == 0 || up > id || frame <= 0 || frame >= (int64_t)s->nframes)
+			goto damaged;
+		r = node_append(s, id - (uint32_t)up, (uint32_t)frame);
+		if (r == 0 && !s->readonly)
+			r = node_index(s, id);
+		if (r < 0)
+			return r;
+	}
+	if (frames != end)
+		goto damaged;
+	return (int)n;
+damaged:
+	seterr(s, "%s: store is damaged: nodes from %u", s->dir, first);
+	return -EIO;
 }
 
 static int load_series(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
@@ -1182,16 +1225,18 @@ static int load_series(struct store *s, uint32_t id, const uint8_t *v, size_t vl
 		return r;
 	s->nseries++;
 	r = series_index(s, id);
-	return r;
+	return r < 0 ? r : 1;
 }
 
 static int load_new(struct store *s)
 {
 	int r = load_ids(s, KEY_FRAME, "frame", s->nframes, load_frame);
 
+	if (r == 0) /* schema 1's records, then schema 2's runs after them */
+		r = load_ids(s, KEY_NODE, "node", s->nnodes, load_node);
 	if (r < 0)
 		return r;
-	return load_ids(s, KEY_NODE, "node", s->nnodes, load_node);
+	return load_ids(s, KEY_NODES, "node", s->nnodes, load_node_run);
 }
 
 /* ---- options ------------------------------------------------------------------ */
@@ -2465,7 +2510,7 @@ static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 {
 	struct store *s = b->s;
 	struct buf buf = {0};
-	uint8_t key[5], val[20];
+	uint8_t key[5];
 	int r = 0;
 
 	for (uint32_t id = b->frame_base; id < s->nframes; id++) {
@@ -2477,14 +2522,27 @@ static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
 		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
 		                          buf.len);
 	}
-	for (uint32_t id = b->node_base; id < s->nnodes; id++) {
-		/* The parent as a distance back from the node: callees are
-		 * usually created soon after their callers, so this is small. */
-		size_t n = put_varint(val, id - s->node_parent[id]);
-
-		n += put_varint(val + n, s->node_frame[id]);
-		id_key(key, KEY_NODE, id);
-		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)val, n);
+	/* New nodes go in runs of up to NODE_RUN (see load_node_run), which
+	 * spares RocksDB's per-record overhead and lets zstd see each column
+	 * whole.  The parent is a distance back from the node: callees are
+	 * usually created soon after their callers, so this is small. */
+	for (uint32_t first = b->node_base, n; first < s->nnodes; first += n) {
+		n = s->nnodes - first < NODE_RUN ? s->nnodes - first : NODE_RUN;
+		buf.len = 0;
+		r = buf_reserve(&buf, 10 + (size_t)n * 15);
+		if (r < 0)
+			goto out;
+		buf_varint(&buf, n);
+		for (uint32_t id = first; id < first + n; id++)
+			buf_varint(&buf, id - s->node_parent[id]);
+		int64_t prev = 0;
+		for (uint32_t id = first; id < first + n; id++) {
+			buf_varint(&buf, zigzag((int64_t)s->node_frame[id] - prev));
+			prev = s->node_frame[id];
+		}
+		id_key(key, KEY_NODES, first);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
+		                          buf.len);
 	}
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		const struct series_delta *d = id < b->ndelta ? &b->delta[id] : NULL;
@@ -2849,9 +2907,8 @@ static int raw_bytes(struct store *s, uint64_t *frames, uint64_t *nodes, uint64_
 		size_t klen, vlen;
 		const char *k = rocksdb_iter_key(it, &klen);
 		(void)rocksdb_iter_value(it, &vlen);
-		uint64_t *to = klen && k[0] == KEY_FRAME  ? frames
-		               : klen && k[0] == KEY_NODE ? nodes
-		                                          : other;
+		bool node = klen && (k[0] == KEY_NODE || k[0] == KEY_NODES);
+		uint64_t *to = klen && k[0] == KEY_FRAME ? frames : node ? nodes : other;
 		*to += klen + vlen;
 	}
 	rocksdb_iter_get_error(it, &rerr);

@@ -694,6 +694,147 @@ static void test_module_refs(void)
 		store_close(s);
 }
 
+/* Nodes are stored in runs of up to 4096 per record (schema 2), after any
+ * schema 1 records of one node each; both load back in id order, through
+ * a writer and a reader, and a damaged run is refused. */
+static bool raw_has(struct raw *w, char prefix, uint32_t id)
+{
+	char key[5] = {prefix, (char)(id >> 24), (char)(id >> 16), (char)(id >> 8), (char)id};
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	size_t vlen = 0;
+	char *v = rocksdb_get_cf(w->db, ro, w->cf[0], key, 5, &vlen, &(char *){NULL});
+	bool has = v != NULL;
+
+	rocksdb_free(v);
+	rocksdb_readoptions_destroy(ro);
+	return has;
+}
+
+/* node i's parent and frame in the tree test_node_runs builds */
+static void run_shape(uint32_t i, uint32_t *parent, uint32_t *frame)
+{
+	*parent = i <= 3 ? STORE_ROOT_NODE + i - 1 : i / 3; /* a chain, then a fan */
+	*frame = 1 + i % 7;
+}
+
+static void check_run_shape(struct store *s, uint32_t first, uint32_t n)
+{
+	CHECK(store_node_count(s) == first + n);
+	for (uint32_t i = first; i < first + n && i < store_node_count(s); i++) {
+		uint32_t p, f, wp, wf;
+		run_shape(i, &wp, &wf);
+		CHECK_OK(store_node_get(s, i, &p, &f));
+		CHECK(p == wp && f == wf);
+	}
+}
+
+static void test_node_runs(void)
+{
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE), *r = NULL;
+	struct raw w;
+	char err[512] = "";
+	const uint32_t total = 5000;
+	uint32_t id;
+
+	if (!s)
+		return;
+	struct store_batch *b = store_batch_new(s);
+	for (int i = 0; i < 7 && b; i++) {
+		struct store_frame f =
+		        mkframe((const char *[]){"a", "b", "c", "d", "e", "f", "g"}[i]);
+		CHECK_OK(store_batch_frame(b, &f, &id));
+	}
+	/* one commit of 4990 nodes (two runs), one of 10 (a third) */
+	for (uint32_t i = 1; i < total + 1 && b; i++) {
+		uint32_t p, f;
+		run_shape(i, &p, &f);
+		CHECK_OK(store_batch_node(b, p, f, &id));
+		CHECK(id == i);
+		if (i == total - 10) {
+			CHECK_OK(store_batch_commit(b));
+			store_batch_free(b);
+			b = store_batch_new(s);
+		}
+	}
+	CHECK(b != NULL);
+	if (b) {
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+	}
+	store_close(s);
+
+	s = open_rw(dir, 0);
+	if (s) {
+		check_run_shape(s, 1, total);
+		store_close(s);
+	}
+	CHECK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0);
+	if (r) {
+		check_run_shape(r, 1, total);
+		store_close(r);
+	}
+	if (!raw_open(dir, &w)) {
+		raw_close(&w);
+		return;
+	}
+	CHECK(raw_has(&w, 'N', 1) && raw_has(&w, 'N', 4097) && raw_has(&w, 'N', 4991));
+	CHECK(!raw_has(&w, 'N', 2) && !raw_has(&w, 'n', 1));
+	/* a run after the last that claims more nodes than it holds is damage */
+	char key[5] = {'N', 0, 0, 0x13, (char)0x89}, bad[] = {10, 1, 1, 2};
+	rocksdb_put_cf(w.db, w.wo, w.cf[0], key, 5, bad, sizeof(bad), &(char *){NULL});
+	raw_close(&w);
+	s = NULL;
+	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EIO);
+	CHECK(strstr(err, "store is damaged: nodes from 5001") != NULL);
+	if (s)
+		store_close(s);
+
+	/* schema 1 records, then runs from a schema 2 writer after them */
+	dir = fresh_dir();
+	s = open_rw(dir, STORE_CREATE);
+	if (!s)
+		return;
+	store_close(s);
+	if (!raw_open(dir, &w)) {
+		raw_close(&w);
+		return;
+	}
+	const char v1[4] = {0, 0, 0, 1}, frame1[] = {0, 0, 1, 'x', 0, 0, 0};
+	rocksdb_put_cf(w.db, w.wo, w.cf[0], "mschema", 7, v1, 4, &(char *){NULL});
+	rocksdb_put_cf(w.db, w.wo, w.cf[0], (char[]){'f', 0, 0, 0, 1}, 5, frame1, sizeof(frame1),
+	               &(char *){NULL});
+	/* node 1 under the root, node 2 under node 1: (id - parent, frame) */
+	rocksdb_put_cf(w.db, w.wo, w.cf[0], (char[]){'n', 0, 0, 0, 1}, 5, (char[]){1, 1}, 2,
+	               &(char *){NULL});
+	rocksdb_put_cf(w.db, w.wo, w.cf[0], (char[]){'n', 0, 0, 0, 2}, 5, (char[]){1, 1}, 2,
+	               &(char *){NULL});
+	raw_close(&w);
+	s = open_rw(dir, 0);
+	if (!s)
+		return;
+	CHECK(store_node_count(s) == 3);
+	b = store_batch_new(s);
+	if (b) {
+		CHECK_OK(store_batch_node(b, 2, 1, &id));
+		CHECK(id == 3);
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+	}
+	store_close(s);
+	r = NULL;
+	CHECK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0);
+	for (uint32_t i = 1; r && i <= 3; i++) {
+		uint32_t p = 99, f = 99;
+		CHECK_OK(store_node_get(r, i, &p, &f));
+		CHECK(p == i - 1 && f == 1);
+	}
+	if (r) {
+		CHECK(store_node_count(r) == 4);
+		store_close(r);
+	}
+}
+
 /* A store of the development layout (a column family per record kind) is
  * refused with a clear message, not misread. */
 static void test_old_layout(void)
@@ -1444,6 +1585,7 @@ int main(int argc, char **argv)
 	run("schema", test_schema);
 	run("old_layout", test_old_layout);
 	run("module_refs", test_module_refs);
+	run("node_runs", test_node_runs);
 	run("reader_refresh", test_reader);
 	run("not_a_store", test_not_a_store);
 	run("second_writer", test_second_writer);
