@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Ingest benchmark (issue 2).  Prints numbers; asserts nothing.
 #   usage: sudo bash tests/bench/ingest.sh [--quick]
+#   env:   BENCH_DIR=DIR (keep the work dir), REUSE=1 (keep recordings
+#          already in BENCH_DIR instead of making new ones)
 # Measures, on this machine, in one run:
-#   - import throughput (MB/s, samples/s) and peak RSS on a real
-#     `perf record -g -a` recording (>= 20 MB of perf script text) and on a
-#     generated stream (>= 1 GB);
+#   - import throughput (MB/s, samples/s; the median of several imports
+#     into a fresh store) and peak RSS on real `perf record -g -a`
+#     recordings (>= 20 MB of perf script text) and on a generated stream
+#     (>= 1 GB);
 #   - baselines in the same run: `wc -l` and an independent Perl collapser
 #     (tests/ref/stackcollapse-ref.pl, the stand-in for stackcollapse-perf.pl)
 #     on the same text;
 #   - store bytes (du of the closed, compacted directory) against input
-#     bytes, on a system-wide recording of >= 200 MB (unless --quick);
+#     bytes, on system-wide recordings of >= 200 MB (unless --quick) of two
+#     workloads: a compile loop (new code all the time) and a steady
+#     service (tests/bench/service.py);
 #   - dictionary bytes (frames + nodes) against `zstd -19` of the folded
 #     text of the same unique stacks;
 #   - growth when the same file is imported again, when a second recording
@@ -29,7 +34,7 @@ echo "# work dir: $work"
 
 . "$top/tests/bench/lib.sh"
 
-# run CMD... : prints "seconds peak_rss_kb" of CMD (wall time to the
+# measure CMD... : prints "seconds peak_rss_kb" of CMD (wall time to the
 # microsecond from bash's EPOCHREALTIME; peak RSS from GNU time)
 measure() {
 	local t0=$EPOCHREALTIME t1
@@ -45,11 +50,25 @@ samples_in() { grep -c '^[^[:space:]#]' "$1" || true; }
 rate() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", (s > 0 ? b / s / 1e6 : 0) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }'; }
 
-ingest_row() { # label file
+# median_import RUNS FILE: prints "seconds peak_rss_kb", the median wall
+# time (and the largest peak RSS) of RUNS imports of FILE, each into a
+# fresh store; the file is read once before, so all runs find it cached.
+median_import() {
+	local i t rss times=() max=0
+	cat "$2" >/dev/null
+	for ((i = 0; i < $1; i++)); do
+		rm -rf "$work/s"
+		read -r t rss < <(measure "$fc" import --store "$work/s" "$2")
+		times+=("$t")
+		[ "$rss" -gt "$max" ] && max=$rss
+	done
+	echo "$(printf '%s\n' "${times[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }') $max"
+}
+
+ingest_row() { # label file runs
 	local f=$2 n sz t rss wc_t pl_t
 	sz=$(bytes "$f"); n=$(samples_in "$f")
-	rm -rf "$work/s"
-	read -r t rss < <(measure "$fc" import --store "$work/s" "$f")
+	read -r t rss < <(median_import "$3" "$f")
 	read -r wc_t _ < <(measure wc -l "$f")
 	if [ "$sz" -lt 250000000 ]; then
 		read -r pl_t _ < <(measure perl "$top/tests/ref/stackcollapse-ref.pl" "$f")
@@ -67,24 +86,45 @@ echo
 echo "## Recording the workloads"
 secs_small=40; secs_big=320
 [ $quick = 1 ] && secs_big=0
-record_workload $secs_small "$work/real.perf"
-record_workload $secs_small "$work/real2.perf"
-echo "real.perf: $(bytes "$work/real.perf") bytes; real2.perf: $(bytes "$work/real2.perf") bytes"
+# record FILE SECONDS COMMAND...: `perf record -e cpu-clock -F 999 -a -g`
+# while COMMAND runs, as `perf script` text.  With REUSE=1 a FILE that the
+# work dir (BENCH_DIR) already holds is kept.
+record() {
+	local out=$1 secs=$2
+	shift 2
+	if [ -n "${REUSE:-}" ] && [ -s "$out" ]; then
+		echo "$(basename "$out"): $(bytes "$out") bytes (reused)"
+		return
+	fi
+	"$@" "$secs" "$out"
+	echo "$(basename "$out"): $(bytes "$out") bytes"
+}
+service() { # SECONDS OUT: the steady service, recorded like the compile loop
+	perf record -q -e cpu-clock -F 999 -a -g -o "$work/rec.data" -- \
+		python3 "$top/tests/bench/service.py" "$1" >/dev/null 2>&1
+	perf script -i "$work/rec.data" 2>/dev/null >"$2"
+	rm -f "$work/rec.data"
+}
+record "$work/real.perf" $secs_small record_workload
+record "$work/real2.perf" $secs_small record_workload
 if [ $secs_big -gt 0 ]; then
-	record_workload $secs_big "$work/big.perf"
-	echo "big.perf: $(bytes "$work/big.perf") bytes"
+	record "$work/big.perf" $secs_big record_workload
+	record "$work/svc.perf" $secs_big service
 fi
 gen_size=1100000000
 [ $quick = 1 ] && gen_size=200000000
-"$build/tests/gen-perf" $gen_size 100000 > "$work/gen.perf"
+if [ -z "${REUSE:-}" ] || [ ! -s "$work/gen.perf" ]; then
+	"$build/tests/gen-perf" $gen_size 100000 > "$work/gen.perf"
+fi
 
 echo
-echo "## Ingest throughput (one thread)"
+echo "## Ingest throughput (one thread; median of 9, 5, 3 imports by size)"
 echo "| input | size | samples | import time | import MB/s | samples/s | peak RSS | wc -l MB/s | Perl collapser |"
 echo "|---|---|---|---|---|---|---|---|---|"
-ingest_row "real recording (perf record -a -g, 999 Hz, 40 s)" "$work/real.perf"
-[ -f "$work/big.perf" ] && ingest_row "real recording (perf record -a -g, 999 Hz, 320 s)" "$work/big.perf"
-ingest_row "generated stream" "$work/gen.perf"
+ingest_row "compile loop (perf record -a -g, 999 Hz, 40 s)" "$work/real.perf" 9
+[ -f "$work/big.perf" ] && ingest_row "compile loop (perf record -a -g, 999 Hz, 320 s)" "$work/big.perf" 5
+[ -f "$work/svc.perf" ] && ingest_row "steady service (perf record -a -g, 999 Hz, 320 s)" "$work/svc.perf" 5
+ingest_row "generated stream" "$work/gen.perf" 3
 
 footprint() { # store input label
 	"$fc" compact --store "$1"
@@ -96,7 +136,7 @@ echo
 echo "## Footprint (du of the closed, compacted store)"
 echo "| input | input bytes | store bytes | smaller by |"
 echo "|---|---|---|---|"
-for f in real gen ${secs_big:+big}; do
+for f in real gen big svc; do
 	[ -f "$work/$f.perf" ] || continue
 	rm -rf "$work/s"; "$fc" import --store "$work/s" "$work/$f.perf" 2>/dev/null
 	footprint "$work/s" "$(bytes "$work/$f.perf")" "$f.perf"
@@ -106,7 +146,7 @@ echo
 echo "## Dictionary against zstd -19 of the folded text of the same unique stacks"
 echo "| input | unique stacks | frames+nodes bytes | zstd -19 folded bytes | ratio |"
 echo "|---|---|---|---|---|"
-for f in real ${secs_big:+big}; do
+for f in real big svc; do
 	[ -f "$work/$f.perf" ] || continue
 	rm -rf "$work/s"; "$fc" import --store "$work/s" "$work/$f.perf" 2>/dev/null
 	"$fc" compact --store "$work/s"
