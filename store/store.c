@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -607,7 +608,8 @@ struct store {
 
 	bool readonly;
 	char *dir;
-	char *secdir; /* reader's private secondary dir, or NULL */
+	char *secdir;    /* reader's private secondary dir, or NULL */
+	int secdir_lock; /* fd of its OWNER_LOCK, flock'd while open; -1 */
 	uint32_t bucket_seconds;
 	uint64_t seq;
 	uint64_t live_sig; /* reader: live_files_sig() at last open */
@@ -1573,6 +1575,68 @@ static int check_cfs(struct store *s)
 	return 0;
 }
 
+/* A reader's directory holds this file, flock'd for as long as the
+ * reader is open (the lock goes with the process, however it ends). */
+#define OWNER_LOCK  "owner.lock"
+#define READER_STEM "flamefs-reader-"
+
+/* Removes the reader directories under base that this user owns and that
+ * no live reader holds: a reader killed before store_close leaves its
+ * directory behind.  A directory without the lock file yet is being set
+ * up by another reader (the file appears only once locked) and is left. */
+static void remove_stale_secdirs(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char path[PATH_MAX];
+		struct stat st;
+		int fd;
+
+		if (strncmp(e->d_name, READER_STEM, strlen(READER_STEM)) != 0 ||
+		    snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >= (int)sizeof(path) ||
+		    lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (strlen(path) + sizeof("/" OWNER_LOCK) > sizeof(path))
+			continue;
+		strcat(path, "/" OWNER_LOCK);
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			path[strlen(path) - strlen("/" OWNER_LOCK)] = '\0';
+			remove_tree(path);
+		}
+		close(fd);
+	}
+	closedir(d);
+}
+
+/* Locks a new file in s->secdir and gives it the name OWNER_LOCK only
+ * then, so no other reader can take the directory for a stale one. */
+static int lock_secdir(struct store *s)
+{
+	char tmp[PATH_MAX], final[PATH_MAX];
+	int fd, r;
+
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s", s->secdir, OWNER_LOCK) >= (int)sizeof(tmp) ||
+	    snprintf(final, sizeof(final), "%s/%s", s->secdir, OWNER_LOCK) >= (int)sizeof(final))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, final) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	s->secdir_lock = fd;
+	return 0;
+}
+
 static int make_secdir(struct store *s)
 {
 	const char *base = getenv("XDG_RUNTIME_DIR");
@@ -1583,7 +1647,8 @@ static int make_secdir(struct store *s)
 		if (!base || !*base)
 			base = "/tmp";
 	}
-	if (asprintf(&p, "%s/flamefs-reader-XXXXXX", base) < 0)
+	remove_stale_secdirs(base);
+	if (asprintf(&p, "%s/" READER_STEM "XXXXXX", base) < 0)
 		return -ENOMEM;
 	if (!mkdtemp(p)) {
 		int r = -errno;
@@ -1594,7 +1659,10 @@ static int make_secdir(struct store *s)
 		return r;
 	}
 	s->secdir = p;
-	return 0;
+	int r = lock_secdir(s);
+	if (r < 0)
+		seterr(s, "%s: cannot lock the reader directory %s: %s", s->dir, p, strerror(-r));
+	return r;
 }
 
 /* A signature of the set of live SST files: it changes whenever the
@@ -1705,6 +1773,7 @@ int store_open(const char *dir, int flags, struct store **out, char *err, size_t
 		return r;
 	}
 	s->readonly = flags & STORE_READONLY;
+	s->secdir_lock = -1;
 	s->dir = strdup(dir);
 	if (!s->dir) {
 		r = -ENOMEM;
@@ -1816,6 +1885,8 @@ void store_close(struct store *s)
 		remove_tree(s->secdir);
 		free(s->secdir);
 	}
+	if (s->secdir_lock >= 0)
+		close(s->secdir_lock);
 	if (s->dbopts)
 		rocksdb_options_destroy(s->dbopts);
 	if (s->cfopts)

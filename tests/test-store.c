@@ -11,6 +11,7 @@
  */
 #include "store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -568,6 +569,47 @@ static void test_schema(void)
 	CHECK(strstr(err, "schema version 9") != NULL);
 }
 
+/* The value of key in the default column family (rocksdb_free it), or
+ * NULL. */
+static char *raw_get(struct raw *w, const char *key, size_t klen, size_t *vlen)
+{
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	char *rerr = NULL;
+	char *v = rocksdb_get_cf(w->db, ro, w->cf[0], key, klen, vlen, &rerr);
+
+	rocksdb_free(rerr);
+	rocksdb_readoptions_destroy(ro);
+	return v;
+}
+
+/* Puts key -> val into the default column family, checked. */
+static void raw_put(struct raw *w, const char *key, size_t klen, const char *val, size_t vlen)
+{
+	char *rerr = NULL;
+
+	rocksdb_put_cf(w->db, w->wo, w->cf[0], key, klen, val, vlen, &rerr);
+	CHECK(rerr == NULL);
+	rocksdb_free(rerr);
+}
+
+/* Puts a damaged record (key: prefix + be32 id) into the store at dir
+ * through w, closes w, and checks that a writer refuses the store with
+ * msg. */
+static void expect_damage(struct raw *w, const char *dir, char prefix, uint32_t id, const char *val,
+                          size_t vlen, const char *msg)
+{
+	char key[5] = {prefix, (char)(id >> 24), (char)(id >> 16), (char)(id >> 8), (char)id};
+	char err[512] = "";
+	struct store *s = NULL;
+
+	raw_put(w, key, 5, val, vlen);
+	raw_close(w);
+	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EIO);
+	CHECK(strstr(err, msg) != NULL);
+	if (s)
+		store_close(s);
+}
+
 /* Frames that share a module and build id store a reference to an earlier
  * one (schema 2); the frames read back whole, across commits, through a
  * writer and a reader, and from a store still marked schema 1. */
@@ -601,15 +643,11 @@ static void check_frames(struct store *s, const struct store_frame *want, size_t
 static int raw_frame_kind(struct raw *w, uint32_t id)
 {
 	char key[5] = {'f', (char)(id >> 24), (char)(id >> 16), (char)(id >> 8), (char)id};
-	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-	char *rerr = NULL;
 	size_t vlen = 0;
-	char *v = rocksdb_get_cf(w->db, ro, w->cf[0], key, 5, &vlen, &rerr);
+	char *v = raw_get(w, key, 5, &vlen);
 	int kind = v && vlen ? (uint8_t)v[0] : -1;
 
 	rocksdb_free(v);
-	rocksdb_free(rerr);
-	rocksdb_readoptions_destroy(ro);
 	return kind;
 }
 
@@ -659,7 +697,7 @@ static void test_module_refs(void)
 		CHECK(kind >= 0 && ((kind & 0x80) != 0) == ref);
 	}
 	/* mark it schema 1: it still reads (no writer has said otherwise) */
-	rocksdb_put_cf(w.db, w.wo, w.cf[0], "mschema", 7, v1, 4, &(char *){NULL});
+	raw_put(&w, "mschema", 7, v1, 4);
 	raw_close(&w);
 	CHECK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0);
 	if (r) {
@@ -676,22 +714,14 @@ static void test_module_refs(void)
 		raw_close(&w);
 		return;
 	}
-	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	size_t vlen = 0;
-	char *v = rocksdb_get_cf(w.db, ro, w.cf[0], "mschema", 7, &vlen, &(char *){NULL});
+	char *v = raw_get(&w, "mschema", 7, &vlen);
 	CHECK(v && vlen == 4 && v[3] == 2);
 	rocksdb_free(v);
-	rocksdb_readoptions_destroy(ro);
 
 	/* a reference that points at itself or past the first frame is damage */
-	char key[5] = {'f', 0, 0, 0, 3}, bad[] = {(char)0x80, 0, 1, 'c', 3};
-	rocksdb_put_cf(w.db, w.wo, w.cf[0], key, 5, bad, sizeof(bad), &(char *){NULL});
-	raw_close(&w);
-	s = NULL;
-	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EIO);
-	CHECK(strstr(err, "store is damaged: frame 3") != NULL);
-	if (s)
-		store_close(s);
+	const char bad[] = {(char)0x80, 0, 1, 'c', 3};
+	expect_damage(&w, dir, 'f', 3, bad, sizeof(bad), "store is damaged: frame 3");
 }
 
 /* Nodes are stored in runs of up to 4096 per record (schema 2), after any
@@ -700,13 +730,11 @@ static void test_module_refs(void)
 static bool raw_has(struct raw *w, char prefix, uint32_t id)
 {
 	char key[5] = {prefix, (char)(id >> 24), (char)(id >> 16), (char)(id >> 8), (char)id};
-	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	size_t vlen = 0;
-	char *v = rocksdb_get_cf(w->db, ro, w->cf[0], key, 5, &vlen, &(char *){NULL});
+	char *v = raw_get(w, key, 5, &vlen);
 	bool has = v != NULL;
 
 	rocksdb_free(v);
-	rocksdb_readoptions_destroy(ro);
 	return has;
 }
 
@@ -781,14 +809,9 @@ static void test_node_runs(void)
 	CHECK(raw_has(&w, 'N', 1) && raw_has(&w, 'N', 4097) && raw_has(&w, 'N', 4991));
 	CHECK(!raw_has(&w, 'N', 2) && !raw_has(&w, 'n', 1));
 	/* a run after the last that claims more nodes than it holds is damage */
-	char key[5] = {'N', 0, 0, 0x13, (char)0x89}, bad[] = {10, 1, 1, 2};
-	rocksdb_put_cf(w.db, w.wo, w.cf[0], key, 5, bad, sizeof(bad), &(char *){NULL});
-	raw_close(&w);
-	s = NULL;
-	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EIO);
-	CHECK(strstr(err, "store is damaged: nodes from 5001") != NULL);
-	if (s)
-		store_close(s);
+	const char bad[] = {10, 1, 1, 2};
+	expect_damage(&w, dir, 'N', total + 1, bad, sizeof(bad),
+	              "store is damaged: nodes from 5001");
 
 	/* schema 1 records, then runs from a schema 2 writer after them */
 	dir = fresh_dir();
@@ -801,14 +824,11 @@ static void test_node_runs(void)
 		return;
 	}
 	const char v1[4] = {0, 0, 0, 1}, frame1[] = {0, 0, 1, 'x', 0, 0, 0};
-	rocksdb_put_cf(w.db, w.wo, w.cf[0], "mschema", 7, v1, 4, &(char *){NULL});
-	rocksdb_put_cf(w.db, w.wo, w.cf[0], (char[]){'f', 0, 0, 0, 1}, 5, frame1, sizeof(frame1),
-	               &(char *){NULL});
+	raw_put(&w, "mschema", 7, v1, 4);
+	raw_put(&w, (char[]){'f', 0, 0, 0, 1}, 5, frame1, sizeof(frame1));
 	/* node 1 under the root, node 2 under node 1: (id - parent, frame) */
-	rocksdb_put_cf(w.db, w.wo, w.cf[0], (char[]){'n', 0, 0, 0, 1}, 5, (char[]){1, 1}, 2,
-	               &(char *){NULL});
-	rocksdb_put_cf(w.db, w.wo, w.cf[0], (char[]){'n', 0, 0, 0, 2}, 5, (char[]){1, 1}, 2,
-	               &(char *){NULL});
+	raw_put(&w, (char[]){'n', 0, 0, 0, 1}, 5, (char[]){1, 1}, 2);
+	raw_put(&w, (char[]){'n', 0, 0, 0, 2}, 5, (char[]){1, 1}, 2);
 	raw_close(&w);
 	s = open_rw(dir, 0);
 	if (!s)
@@ -833,6 +853,67 @@ static void test_node_runs(void)
 		CHECK(store_node_count(r) == 4);
 		store_close(r);
 	}
+}
+
+/* Reader directories left by readers that died without store_close are
+ * removed by the next reader; live readers' directories are not. */
+static int reader_dirs(const char *base, char names[][NAME_MAX + 1], int max)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (!strncmp(e->d_name, "flamefs-reader-", 15) && n < max)
+			snprintf(names[n++], NAME_MAX + 1, "%s", e->d_name);
+	closedir(d);
+	return n;
+}
+
+static void test_stale_reader_dirs(void)
+{
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE), *r1 = NULL, *r2 = NULL;
+	char base[PATH_MAX], err[512] = "", names[8][NAME_MAX + 1], after[8][NAME_MAX + 1];
+	const char *saved = getenv("XDG_RUNTIME_DIR");
+	char *saved_copy = saved ? strdup(saved) : NULL;
+	int status = 0;
+
+	if (!s)
+		return;
+	store_close(s);
+	snprintf(base, sizeof(base), "%s/runtime", root);
+	CHECK(mkdir(base, 0700) == 0);
+	setenv("XDG_RUNTIME_DIR", base, 1);
+
+	CHECK(store_open(dir, STORE_READONLY, &r1, err, sizeof(err)) == 0);
+	CHECK(reader_dirs(base, names, 8) == 1);
+	char live[NAME_MAX + 1];
+	snprintf(live, sizeof(live), "%s", names[0]);
+	pid_t pid = fork();
+	if (pid == 0) { /* a reader that dies without closing */
+		struct store *r = NULL;
+		_exit(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0);
+	CHECK(reader_dirs(base, names, 8) == 2);
+
+	CHECK(store_open(dir, STORE_READONLY, &r2, err, sizeof(err)) == 0);
+	/* the dead one's is gone, the live one's is still there */
+	CHECK(reader_dirs(base, after, 8) == 2);
+	CHECK(!strcmp(after[0], live) || !strcmp(after[1], live));
+	store_close(r1);
+	store_close(r2);
+	CHECK(reader_dirs(base, names, 8) == 0);
+
+	if (saved_copy)
+		setenv("XDG_RUNTIME_DIR", saved_copy, 1);
+	else
+		unsetenv("XDG_RUNTIME_DIR");
+	free(saved_copy);
 }
 
 /* A store of the development layout (a column family per record kind) is
@@ -1586,6 +1667,7 @@ int main(int argc, char **argv)
 	run("old_layout", test_old_layout);
 	run("module_refs", test_module_refs);
 	run("node_runs", test_node_runs);
+	run("stale_reader_dirs", test_stale_reader_dirs);
 	run("reader_refresh", test_reader);
 	run("not_a_store", test_not_a_store);
 	run("second_writer", test_second_writer);
