@@ -6,7 +6,8 @@
 #
 # With both cores kept busy by two CPU burners (contrib/demo-server), for
 # 99 Hz and 999 Hz, system-wide (-a) for DUR seconds, it measures:
-#   - `flamefs-collect record`: CPU time (user+sys, /usr/bin/time, so the
+#   - `flamefs-collect record`: CPU time (user+sys of the process from
+#     wait4, to the microsecond: tests/bench/rusage.py; so the
 #     BPF load, the start-up and the last drain are included) per second
 #     of recording and per sample stored; peak RSS; a per-second CPU
 #     timeline read from /proc/PID/stat, split into the first two seconds
@@ -32,7 +33,7 @@ if [ "$(id -u)" != 0 ]; then
 	echo "record.sh: needs root (BPF, perf -a): sudo bash $0" >&2
 	exit 1
 fi
-for tool in perf perl cc /usr/bin/time meson ninja; do
+for tool in perf perl cc python3 meson ninja; do
 	command -v "$tool" >/dev/null || { echo "record.sh: $tool is missing" >&2; exit 1; }
 done
 
@@ -87,7 +88,10 @@ store_samples() {
 		awk 'NR == 1 { next } NF == 0 { exit } { s += $(NF - 4) } END { print s + 0 }'
 }
 
-# "%e %U %S %M" of a finished /usr/bin/time -o file -> "wall user sys rss_kb"
+# rusage.py run by the interpreter itself, so that the measured command is
+# its direct child even where python3 is a wrapper script (pyenv's shims)
+rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
+# the line rusage.py wrote -> "wall user sys rss_kb"
 time_fields() { tail -n 1 "$1"; }
 
 cpu_of() { # time file -> user+sys
@@ -96,7 +100,7 @@ cpu_of() { # time file -> user+sys
 
 clk_tck=$(getconf CLK_TCK)
 
-# Pid of the one child of $1 (the command under /usr/bin/time).
+# Pid of the one child of $1 (the command under rusage.py).
 child_of() {
 	local i c
 	for i in $(seq 1 200); do
@@ -190,7 +194,7 @@ run_collector() { # HZ
 	stamp <"$fifo" >"$log" &
 	spid=$!
 	t0=$EPOCHREALTIME
-	/usr/bin/time -f '%e %U %S %M' -o "$tf" \
+	"${rusage[@]}" "$tf" \
 		"$fc" record --store "$s" -a -F "$hz" -d "$DUR" >/dev/null 2>"$fifo" &
 	tpid=$!
 	# CPU timeline: utime+stime once a second, to split start-up from the
@@ -234,11 +238,11 @@ run_collector() { # HZ
 declare -A p_rec p_script p_coll p_total p_samples p_rss p_bytes
 run_perf() { # HZ
 	local hz=$1 d="$work/perf-$hz.data" txt="$work/perf-$hz.txt"
-	/usr/bin/time -f '%e %U %S %M' -o "$work/pr-$hz.time" \
+	"${rusage[@]}" "$work/pr-$hz.time" \
 		perf record -q -e cpu-clock -F "$hz" -a -g -o "$d" -- sleep "$DUR" >/dev/null 2>&1
-	/usr/bin/time -f '%e %U %S %M' -o "$work/ps-$hz.time" \
+	"${rusage[@]}" "$work/ps-$hz.time" \
 		perf script -i "$d" >"$txt" 2>/dev/null
-	/usr/bin/time -f '%e %U %S %M' -o "$work/pc-$hz.time" \
+	"${rusage[@]}" "$work/pc-$hz.time" \
 		perl "$top/tests/ref/stackcollapse-ref.pl" "$txt" >"$work/perf-$hz.folded"
 	p_rec[$hz]=$(cpu_of "$work/pr-$hz.time")
 	p_script[$hz]=$(cpu_of "$work/ps-$hz.time")
