@@ -11,11 +11,16 @@
  * followed processes and tell user space, which snapshots the new
  * process's mappings while it still exists.  Everything that cannot be
  * kept is counted in `stats`.
+ *
+ * Nothing here needs the kernel's BTF at load time (no CO-RE relocation,
+ * no tp_btf): the tracepoints are raw ones and the one kernel field read,
+ * task_struct.tgid, is at an offset user space finds (kbtf.c), since
+ * having libbpf load and index the whole vmlinux BTF cost more CPU than
+ * the rest of a short recording's start-up.
  */
 #include "vmlinux.h"
 
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
 
 #include "profile.h"
 
@@ -31,6 +36,7 @@ const volatile bool filter_pids = false; /* only processes in `pids` */
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
 const volatile bool skip_idle = true; /* without a filter: skip pid 0 */
+const volatile __u32 tgid_offset = 0; /* of tgid in struct task_struct */
 
 /* Written by user space through the mmap'd .bss. */
 __u32 active = 0; /* which map set samples go to */
@@ -154,11 +160,20 @@ static __always_inline void report(__u32 kind, __u32 pid, __u32 parent)
 	bpf_ringbuf_submit(e, 0);
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+/* A raw tracepoint's context is its arguments as an array of u64, read
+ * through a plain pointer: the vmlinux.h struct for it would make the
+ * access a CO-RE relocation. */
+SEC("raw_tp/sched_process_fork")
+int on_fork(void *ctx)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	/* (struct task_struct *parent, struct task_struct *child); the
+	 * parent is the current task */
+	const void *child = (const void *)((const __u64 *)ctx)[1];
+	__u32 ptgid = bpf_get_current_pid_tgid() >> 32, ctgid = 0;
 	__u8 one = 1;
+
+	if (bpf_probe_read_kernel(&ctgid, sizeof(ctgid), (const char *)child + tgid_offset))
+		return 0;
 
 	if (ptgid == ctgid)
 		return 0; /* a new thread: already followed through its tgid */
@@ -172,10 +187,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+/* (struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm); p
+ * is the current task */
+SEC("raw_tp/sched_process_exec")
+int on_exec(void *ctx)
 {
-	__u32 tgid = p->tgid;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return 0;

@@ -110,6 +110,7 @@ int record_main(int argc, char **argv)
 #include <bpf/libbpf.h>
 
 #include "import.h"
+#include "kbtf.h"
 #include "profile.h"
 #include "profile.skel.h"
 #include "symbolize.h"
@@ -1075,6 +1076,15 @@ static int run(struct recorder *r, const struct options *o)
 	r->skel->rodata->filter_pids = !o->all;
 	r->skel->rodata->user_stacks = !o->kernel_only;
 	r->skel->rodata->kernel_stacks = !o->user_only;
+	uint32_t tgid_offset;
+	char berr[256];
+	rc = kbtf_member_offset(KBTF_VMLINUX, "task_struct", "tgid", &tgid_offset, berr,
+	                        sizeof(berr));
+	if (rc < 0) {
+		fail(r, rc, "cannot follow forks without the kernel's BTF: %s", berr);
+		return rc;
+	}
+	r->skel->rodata->tgid_offset = tgid_offset;
 	rc = size_maps(r, libbpf_num_possible_cpus());
 	if (rc < 0) {
 		fail(r, rc, "cannot size the BPF maps: %s", strerror(-rc));

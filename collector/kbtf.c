@@ -1,0 +1,232 @@
+/*
+ * kbtf.c — finds one struct member's offset in the kernel's BTF without
+ * parsing all of it.
+ *
+ * The collector's fork hook reads the child's tgid from its task_struct.
+ * A tp_btf program or a CO-RE read would have libbpf load and index the
+ * whole of /sys/kernel/btf/vmlinux (5.5 MB, ~150 000 types) at every
+ * start, which was a quarter of a short recording's CPU.  This streams
+ * the file once through a small buffer instead: the string section for
+ * the two names, then the type section up to the struct.
+ */
+#include "kbtf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/btf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK        (64 * 1024)
+#define NAME_MAX_LEN 64 /* names looked for are shorter than this */
+
+struct reader {
+	int fd;
+	uint64_t pos, end; /* file offsets: next byte, end of the section */
+	uint8_t buf[CHUNK];
+	size_t have, at; /* bytes in buf, next byte in buf */
+};
+
+static void reader_start(struct reader *r, uint64_t from, uint64_t len)
+{
+	r->pos = from;
+	r->end = from + len;
+	r->have = r->at = 0;
+}
+
+/* Copies the next n bytes of the section to out: 1, 0 at its end, -errno. */
+static int reader_get(struct reader *r, void *out, size_t n)
+{
+	uint8_t *o = out;
+
+	while (n > 0) {
+		if (r->at == r->have) {
+			uint64_t left = r->end - r->pos;
+			if (left == 0)
+				return 0;
+			ssize_t got =
+			        pread(r->fd, r->buf, left < CHUNK ? left : CHUNK, (off_t)r->pos);
+			if (got < 0)
+				return -errno;
+			if (got == 0)
+				return -EIO; /* shorter than its header says */
+			r->pos += (uint64_t)got;
+			r->have = (size_t)got;
+			r->at = 0;
+		}
+		size_t take = r->have - r->at < n ? r->have - r->at : n;
+		memcpy(o, r->buf + r->at, take);
+		r->at += take;
+		o += take;
+		n -= take;
+	}
+	return 1;
+}
+
+/* Bytes that follow a type's struct btf_type, by kind. */
+static int extra_bytes(uint32_t info, size_t *n)
+{
+	uint32_t vlen = BTF_INFO_VLEN(info);
+
+	switch (BTF_INFO_KIND(info)) {
+	case BTF_KIND_INT: *n = 4; return 0;
+	case BTF_KIND_ARRAY: *n = sizeof(struct btf_array); return 0;
+	case BTF_KIND_STRUCT:
+	case BTF_KIND_UNION: *n = (size_t)vlen * sizeof(struct btf_member); return 0;
+	case BTF_KIND_ENUM: *n = (size_t)vlen * sizeof(struct btf_enum); return 0;
+	case BTF_KIND_FUNC_PROTO: *n = (size_t)vlen * sizeof(struct btf_param); return 0;
+	case BTF_KIND_VAR: *n = sizeof(struct btf_var); return 0;
+	case BTF_KIND_DATASEC: *n = (size_t)vlen * sizeof(struct btf_var_secinfo); return 0;
+	case 17: /* BTF_KIND_DECL_TAG: struct btf_decl_tag */ *n = 4; return 0;
+	case 19: /* BTF_KIND_ENUM64: struct btf_enum64 */ *n = (size_t)vlen * 12; return 0;
+	case BTF_KIND_PTR:
+	case BTF_KIND_FWD:
+	case BTF_KIND_TYPEDEF:
+	case BTF_KIND_VOLATILE:
+	case BTF_KIND_CONST:
+	case BTF_KIND_RESTRICT:
+	case BTF_KIND_FUNC:
+	case BTF_KIND_FLOAT:
+	case 18: /* BTF_KIND_TYPE_TAG */ *n = 0; return 0;
+	default: return -1;
+	}
+}
+
+/* Refills r's buffer when it is used up: 1, 0 at the section's end,
+ * -errno. */
+static int reader_fill(struct reader *r)
+{
+	if (r->at < r->have)
+		return 1;
+	uint8_t none;
+	int rc = reader_get(r, &none, 1); /* reads a chunk and takes a byte */
+	if (rc > 0)
+		r->at--;
+	return rc;
+}
+
+/* Offsets in the string section of the two names (0 when absent).  The
+ * section is NUL-separated names; each is compared in at most two pieces
+ * when it straddles a chunk. */
+static int find_names(struct reader *r, const char *a, const char *b, uint32_t *oa, uint32_t *ob)
+{
+	char cur[NAME_MAX_LEN];
+	size_t len = 0, la = strlen(a), lb = strlen(b);
+	bool too_long = false;
+	uint64_t start = 0, off = 0; /* offsets of the name and of buf[at] */
+	int rc;
+
+	*oa = *ob = 0;
+	while ((rc = reader_fill(r)) > 0) {
+		const uint8_t *p = r->buf + r->at;
+		size_t n = r->have - r->at;
+		const uint8_t *nul = memchr(p, '\0', n);
+		size_t piece = nul ? (size_t)(nul - p) : n;
+
+		if (!too_long && len + piece <= sizeof(cur)) {
+			memcpy(cur + len, p, piece);
+			len += piece;
+		} else {
+			too_long = true;
+		}
+		r->at += piece;
+		off += piece;
+		if (!nul)
+			continue;
+		if (!too_long && start <= UINT32_MAX) {
+			if (!*oa && len == la && !memcmp(cur, a, la))
+				*oa = (uint32_t)start;
+			else if (!*ob && len == lb && !memcmp(cur, b, lb))
+				*ob = (uint32_t)start;
+			if (*oa && *ob)
+				return 1;
+		}
+		r->at++; /* the NUL */
+		off++;
+		start = off;
+		len = 0;
+		too_long = false;
+	}
+	return rc;
+}
+
+int kbtf_member_offset(const char *path, const char *strct, const char *member, uint32_t *offset,
+                       char *err, size_t errlen)
+{
+	static struct reader r; /* 64 KiB: not on the stack */
+	struct btf_header h;
+	uint32_t s_name, m_name;
+	int rc;
+
+	r.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r.fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	reader_start(&r, 0, sizeof(h));
+	rc = reader_get(&r, &h, sizeof(h));
+	if (rc > 0 && (h.magic != BTF_MAGIC || h.hdr_len < sizeof(h)))
+		rc = -EINVAL;
+	if (rc <= 0)
+		goto bad;
+
+	reader_start(&r, (uint64_t)h.hdr_len + h.str_off, h.str_len);
+	rc = find_names(&r, strct, member, &s_name, &m_name);
+	if (rc < 0)
+		goto bad;
+	if (!s_name || !m_name) {
+		snprintf(err, errlen, "%s: no %s or %s in the kernel's BTF", path, strct, member);
+		close(r.fd);
+		return -ENOENT;
+	}
+
+	reader_start(&r, (uint64_t)h.hdr_len + h.type_off, h.type_len);
+	for (;;) {
+		struct btf_type t;
+		size_t extra;
+		rc = reader_get(&r, &t, sizeof(t));
+		if (rc <= 0 || extra_bytes(t.info, &extra) < 0) {
+			rc = rc < 0 ? rc : -EINVAL;
+			goto bad;
+		}
+		if (BTF_INFO_KIND(t.info) != BTF_KIND_STRUCT || t.name_off != s_name) {
+			uint8_t skip[256];
+			while (extra > 0 && rc > 0) {
+				size_t n = extra < sizeof(skip) ? extra : sizeof(skip);
+				rc = reader_get(&r, skip, n);
+				extra -= n;
+			}
+			if (rc <= 0) {
+				rc = rc < 0 ? rc : -EINVAL;
+				goto bad;
+			}
+			continue;
+		}
+		for (uint32_t i = 0; i < BTF_INFO_VLEN(t.info); i++) {
+			struct btf_member m;
+			rc = reader_get(&r, &m, sizeof(m));
+			if (rc <= 0) {
+				rc = rc < 0 ? rc : -EINVAL;
+				goto bad;
+			}
+			uint32_t bits =
+			        BTF_INFO_KFLAG(t.info) ? BTF_MEMBER_BIT_OFFSET(m.offset) : m.offset;
+			if (m.name_off == m_name && bits % 8 == 0) {
+				*offset = bits / 8;
+				close(r.fd);
+				return 0;
+			}
+		}
+		snprintf(err, errlen, "%s: struct %s has no member %s", path, strct, member);
+		close(r.fd);
+		return -ENOENT;
+	}
+bad:
+	snprintf(err, errlen, "%s: not readable as BTF (%s)", path,
+	         rc < 0 ? strerror(-rc) : "cut short");
+	close(r.fd);
+	return rc < 0 ? rc : -EINVAL;
+}
