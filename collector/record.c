@@ -282,8 +282,9 @@ static uint32_t pow2_at_least(uint64_t n)
  * eight stack slots per sample (a user and a kernel stack each, the map
  * at most a quarter full: the stack map keeps one stack per hash bucket,
  * so a fuller map loses more stacks to collisions).  A stack slot holds
- * 127 frames (about 1 KiB), so the floor of 8192 slots costs 8 MiB per
- * map set. */
+ * 127 frames (about 1 KiB), so the floor of 4096 slots costs 4 MiB per
+ * map set (8192 made creating the maps a tenth of a short recording's
+ * CPU: the kernel zeroes and charges every page up front). */
 static int size_maps(struct recorder *r, int ncpu)
 {
 	uint64_t per_drain = (uint64_t)r->opt->freq * DRAIN_SECONDS * (uint64_t)ncpu;
@@ -296,8 +297,8 @@ static int size_maps(struct recorder *r, int ncpu)
 		counts = 1024;
 	if (counts > (1u << 22))
 		counts = 1u << 22;
-	if (stacks < 8192)
-		stacks = 8192;
+	if (stacks < 4096)
+		stacks = 4096;
 	if (stacks > (1u << 18))
 		stacks = 1u << 18;
 	struct bpf_map *maps[4] = {k->maps.counts0, k->maps.counts1, k->maps.stacks0,
