@@ -226,6 +226,23 @@ static void raw_close(struct raw *w)
 	rocksdb_options_destroy(w->opts);
 }
 
+/* Creates an empty store in a fresh directory and opens it raw; returns
+ * the directory, or NULL (the failure counted). */
+static char *empty_store_raw(struct raw *w)
+{
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE);
+
+	if (!s)
+		return NULL;
+	store_close(s);
+	if (!raw_open(dir, w)) {
+		raw_close(w);
+		return NULL;
+	}
+	return dir;
+}
+
 /* A counts key: u32 BE series, u32 BE offset-binary bucket index. */
 static void counts_key(uint8_t *k, uint32_t series, int32_t bucket)
 {
@@ -537,20 +554,14 @@ static void test_reopen_stable(void)
 
 static void test_schema(void)
 {
-	char *dir = fresh_dir();
-	struct store *s = open_rw(dir, STORE_CREATE);
 	struct raw w;
-	char *rerr = NULL;
+	char *dir = empty_store_raw(&w), *rerr = NULL;
+	struct store *s;
 	char err[512] = "";
 	const char v9[4] = {0, 0, 0, 9};
 
-	if (!s)
+	if (!dir)
 		return;
-	store_close(s);
-	if (!raw_open(dir, &w)) {
-		raw_close(&w);
-		return;
-	}
 	/* The schema version: key "schema" with the meta prefix 'm' in the
 	 * default column family. */
 	CHECK(w.n == 2 && !strcmp(w.names[0], "default"));
@@ -814,15 +825,9 @@ static void test_node_runs(void)
 	              "store is damaged: nodes from 5001");
 
 	/* schema 1 records, then runs from a schema 2 writer after them */
-	dir = fresh_dir();
-	s = open_rw(dir, STORE_CREATE);
-	if (!s)
+	dir = empty_store_raw(&w);
+	if (!dir)
 		return;
-	store_close(s);
-	if (!raw_open(dir, &w)) {
-		raw_close(&w);
-		return;
-	}
 	const char v1[4] = {0, 0, 0, 1}, frame1[] = {0, 0, 1, 'x', 0, 0, 0};
 	raw_put(&w, "mschema", 7, v1, 4);
 	raw_put(&w, (char[]){'f', 0, 0, 0, 1}, 5, frame1, sizeof(frame1));
