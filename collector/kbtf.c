@@ -36,26 +36,35 @@ static void reader_start(struct reader *r, uint64_t from, uint64_t len)
 	r->have = r->at = 0;
 }
 
+/* Reads the next chunk of the section when the buffer is used up: 1 with
+ * bytes in it, 0 at the section's end, -errno. */
+static int reader_fill(struct reader *r)
+{
+	if (r->at < r->have)
+		return 1;
+	uint64_t left = r->end - r->pos;
+	if (left == 0)
+		return 0;
+	ssize_t got = pread(r->fd, r->buf, left < CHUNK ? left : CHUNK, (off_t)r->pos);
+	if (got < 0)
+		return -errno;
+	if (got == 0)
+		return -EIO; /* shorter than its header says */
+	r->pos += (uint64_t)got;
+	r->have = (size_t)got;
+	r->at = 0;
+	return 1;
+}
+
 /* Copies the next n bytes of the section to out: 1, 0 at its end, -errno. */
 static int reader_get(struct reader *r, void *out, size_t n)
 {
 	uint8_t *o = out;
 
 	while (n > 0) {
-		if (r->at == r->have) {
-			uint64_t left = r->end - r->pos;
-			if (left == 0)
-				return 0;
-			ssize_t got =
-			        pread(r->fd, r->buf, left < CHUNK ? left : CHUNK, (off_t)r->pos);
-			if (got < 0)
-				return -errno;
-			if (got == 0)
-				return -EIO; /* shorter than its header says */
-			r->pos += (uint64_t)got;
-			r->have = (size_t)got;
-			r->at = 0;
-		}
+		int rc = reader_fill(r);
+		if (rc <= 0)
+			return rc;
 		size_t take = r->have - r->at < n ? r->have - r->at : n;
 		memcpy(o, r->buf + r->at, take);
 		r->at += take;
@@ -92,19 +101,6 @@ static int extra_bytes(uint32_t info, size_t *n)
 	case 18: /* BTF_KIND_TYPE_TAG */ *n = 0; return 0;
 	default: return -1;
 	}
-}
-
-/* Refills r's buffer when it is used up: 1, 0 at the section's end,
- * -errno. */
-static int reader_fill(struct reader *r)
-{
-	if (r->at < r->have)
-		return 1;
-	uint8_t none;
-	int rc = reader_get(r, &none, 1); /* reads a chunk and takes a byte */
-	if (rc > 0)
-		r->at--;
-	return rc;
 }
 
 /* Offsets in the string section of the two names (0 when absent).  The
