@@ -23,6 +23,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "profile.h"
+#include "unwind.h"
 
 #define E2BIG  7
 #define ENOMEM 12
@@ -37,6 +38,7 @@ const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
 const volatile bool skip_idle = true; /* without a filter: skip pid 0 */
 const volatile __u32 tgid_offset = 0; /* of tgid in struct task_struct */
+const volatile __u32 unwind_mode = PROFILE_UNWIND_FP; /* enum profile_unwind */
 
 /* Written by user space through the mmap'd .bss. */
 __u32 active = 0; /* which map set samples go to */
@@ -56,10 +58,62 @@ struct stacks_map {
 	__uint(max_entries, 1024);
 };
 
+/* User stacks walked with CFI, keyed by a hash of their pcs. */
+struct ustacks_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct profile_ustack);
+	__uint(max_entries, 1024);
+};
+
 struct counts_map counts0 SEC(".maps");
 struct counts_map counts1 SEC(".maps");
 struct stacks_map stacks0 SEC(".maps");
 struct stacks_map stacks1 SEC(".maps");
+struct ustacks_map ustacks0 SEC(".maps");
+struct ustacks_map ustacks1 SEC(".maps");
+
+/* The unwinder's tables (unwind.h), written by user space: each known
+ * process's executable mappings, the tables, and all their rows.  Sizes
+ * are set by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+	__uint(max_entries, 1024);
+} unwind_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_table);
+	__uint(max_entries, 1024);
+} unwind_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+	__uint(max_entries, 1);
+} unwind_rows SEC(".maps");
+
+/* One walk in progress per CPU (the stack is too big for the BPF stack). */
+struct walk {
+	struct profile_ustack st;
+	__u64 pc, sp, bp;
+	__u64 hash;
+	__u32 tgid;
+	__u32 flags;
+	__u32 after_signal; /* pc is an interrupted pc, not a return address */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct walk);
+	__uint(max_entries, 1);
+} walks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -91,7 +145,268 @@ static __always_inline __s32 stack_id(void *ctx, void *stacks, __u64 flags,
 	return PROFILE_LOST_STACK;
 }
 
-static __always_inline void record(void *ctx, void *counts, void *stacks, __u32 tgid)
+/* ---- user stacks by CFI ------------------------------------------------
+ *
+ * The walk starts from the user registers of the sample (the interrupted
+ * ones, or those saved at kernel entry when the sample hit the kernel).
+ * Each step records pc, finds its mapping in the process's list and its
+ * row in the mapping's table by binary search, and applies the row: the
+ * CFA from rsp or rbp, the return address at CFA-8, rbp restored when the
+ * frame saved it.  Where a pc has no CFI, --unwind=auto takes one step by
+ * frame pointers.  The walk ends cleanly at an undefined return address
+ * (the outermost frame), a zero return address, or a zero rbp under frame
+ * pointers; anything else that stops it marks the stack truncated.  The
+ * step is a bpf_loop callback, so the verifier checks it once. */
+
+/* x86-64 struct pt_regs, as the kernel's user ABI lays it out (declared
+ * here so that reading it is no CO-RE relocation). */
+struct x86_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	__u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+static __always_inline __u64 mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
+}
+
+static __always_inline bool read_user(__u64 *v, __u64 addr)
+{
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr) == 0;
+}
+
+/* One step by frame pointers. Returns 0 to go on, 1 to stop. */
+static __always_inline long fp_step(struct walk *w)
+{
+	__u64 ra, bp;
+
+	if (unwind_mode != PROFILE_UNWIND_AUTO) {
+		w->flags |= UNWIND_FLAG_TRUNCATED;
+		return 1;
+	}
+	w->flags |= UNWIND_FLAG_FP;
+	if (w->bp == 0)
+		return 1; /* the outermost frame of frame-pointer code */
+	if (w->bp < w->sp || !read_user(&ra, w->bp + 8) || !read_user(&bp, w->bp)) {
+		w->flags |= UNWIND_FLAG_TRUNCATED;
+		return 1;
+	}
+	w->sp = w->bp + 16;
+	w->bp = bp;
+	w->pc = ra;
+	return ra == 0;
+}
+
+/* A binary search, as a bpf_loop callback so that the verifier checks
+ * one step instead of every path through all of them: finds in
+ * [lo, hi) the first element above `key`. */
+struct search {
+	__u32 lo, hi;
+	__u32 first; /* rows: the table's first row */
+	__u32 pad;
+	__u64 key;
+	struct unwind_proc *proc; /* maps: the process */
+};
+
+static long search_rows_step(__u32 i, void *ctx)
+{
+	struct search *s = ctx;
+	if (s->lo >= s->hi)
+		return 1;
+	__u32 mid = s->lo + (s->hi - s->lo) / 2, idx = s->first + mid;
+	struct unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!r) {
+		s->lo = 0; /* not found */
+		return 1;
+	}
+	if (r->pc <= s->key)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+static long search_maps_step(__u32 i, void *ctx)
+{
+	struct search *s = ctx;
+	if (s->lo >= s->hi || !s->proc)
+		return 1;
+	__u32 mid = s->lo + (s->hi - s->lo) / 2;
+	if (s->proc->maps[mid & (UNWIND_MAX_MAPS - 1)].start <= s->key)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
+/* Finds the last row of table t at or below rel, or NULL. */
+static __always_inline struct unwind_row *find_row(const struct unwind_table *t, __u64 rel)
+{
+	struct search s = {.hi = t->count, .first = t->first, .key = rel};
+
+	if (s.hi > UNWIND_MAX_TABLE_ROWS)
+		s.hi = UNWIND_MAX_TABLE_ROWS;
+	bpf_loop(UNWIND_SEARCH_STEPS + 1, search_rows_step, &s, 0);
+	if (s.lo == 0)
+		return NULL;
+	__u32 idx = s.first + s.lo - 1;
+	return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+static __always_inline void report(__u32 kind, __u32 pid, __u32 parent);
+
+static long walk_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0, n;
+	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
+	struct unwind_proc *p;
+	__u64 pc, lookup, cfa, ra, v;
+
+	if (!w)
+		return 1;
+	n = w->st.len;
+	if (n >= PROFILE_MAX_DEPTH) {
+		w->flags |= UNWIND_FLAG_TRUNCATED; /* deeper than we keep */
+		return 1;
+	}
+	pc = w->pc;
+	w->st.pcs[n] = pc;
+	w->st.len = n + 1;
+	w->hash = mix(w->hash, pc);
+
+	p = bpf_map_lookup_elem(&unwind_procs, &w->tgid);
+	if (!p) {
+		w->flags |= UNWIND_FLAG_TRUNCATED;
+		return 1;
+	}
+	/* A return address is looked up one byte back, inside the call. */
+	lookup = n > 0 && !w->after_signal ? pc - 1 : pc;
+	w->after_signal = 0;
+
+	struct search ms = {.hi = p->nmaps, .key = lookup, .proc = p};
+	if (ms.hi > UNWIND_MAX_MAPS)
+		ms.hi = UNWIND_MAX_MAPS;
+	bpf_loop(9, search_maps_step, &ms, 0);
+	__u32 lo = ms.lo;
+	struct unwind_mapping *m = lo ? &p->maps[(lo - 1) & (UNWIND_MAX_MAPS - 1)] : NULL;
+	if (!m || lookup - m->start >= m->size) {
+		/* Code mapped since user space last read the maps (dlopen):
+		 * ask for a new list, once. */
+		if (!p->stale) {
+			p->stale = 1;
+			count(PROFILE_STAT_STALE_MAPS);
+			report(PROFILE_EVENT_STALE, w->tgid, 0);
+		}
+		return fp_step(w);
+	}
+	if (m->table == UNWIND_PENDING)
+		w->flags |= UNWIND_FLAG_PENDING;
+	if (m->table >= UNWIND_PENDING)
+		return fp_step(w);
+	__u32 tid = m->table;
+	struct unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &tid);
+	__u64 rel = lookup - m->bias;
+	struct unwind_row *r = t && rel <= 0xffffffffull ? find_row(t, rel) : NULL;
+	if (!r)
+		return fp_step(w);
+
+	switch (r->rule & 15) {
+	case UNWIND_RULE_RSP:
+	case UNWIND_RULE_RBP:
+		cfa = ((r->rule & 15) == UNWIND_RULE_RSP ? w->sp : w->bp) + (__u64)r->cfa * 8;
+		if ((r->rule >> 4) == UNWIND_RBP_AT) {
+			if (!read_user(&v, cfa + (__s64)r->rbp * 8))
+				goto truncated;
+			w->bp = v;
+		}
+		break;
+	case UNWIND_RULE_PLT:
+		cfa = w->sp + 8 + ((pc & 15) >= (__u64)(__s64)r->rbp ? 8 : 0);
+		break;
+	case UNWIND_RULE_SIGNAL:
+		if (!read_user(&ra, w->sp + UNWIND_SIGNAL_RIP) ||
+		    !read_user(&cfa, w->sp + UNWIND_SIGNAL_RSP) ||
+		    !read_user(&v, w->sp + UNWIND_SIGNAL_RBP))
+			goto truncated;
+		w->bp = v;
+		w->sp = cfa;
+		w->pc = ra;
+		w->after_signal = 1;
+		return ra == 0;
+	case UNWIND_RULE_END:
+		return 1;
+	case UNWIND_RULE_NONE:
+		return fp_step(w);
+	default:
+		goto truncated;
+	}
+	/* The stack grows down: a caller's frame is above its callee's. */
+	if (cfa <= w->sp || !read_user(&ra, cfa - 8))
+		goto truncated;
+	w->sp = cfa;
+	w->pc = ra;
+	return ra == 0;
+truncated:
+	w->flags |= UNWIND_FLAG_TRUNCATED;
+	return 1;
+}
+
+/* Walks the current task's user stack with CFI into `ustacks` and sets
+ * the key's user stack. */
+static __always_inline void walk_user(void *ctx, void *ustacks, struct profile_key *key,
+                                      __u32 tgid)
+{
+	__u32 zero = 0;
+	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
+	const struct x86_regs *cr = ctx;
+	struct x86_regs regs;
+
+	if (!w)
+		return;
+	/* Each context field is read as such, before any branch: the
+	 * verifier allows no access through a computed context pointer. */
+	__u64 ip = cr->ip, sp = cr->sp, bp = cr->bp, cs = cr->cs;
+	if ((cs & 3) != 3) {
+		/* In the kernel: the user registers saved at entry. */
+		void *task = bpf_get_current_task_btf();
+		if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *)bpf_task_pt_regs(task)))
+			return;
+		ip = regs.ip;
+		sp = regs.sp;
+		bp = regs.bp;
+	}
+	w->pc = ip;
+	w->sp = sp;
+	w->bp = bp;
+	w->st.len = 0;
+	w->flags = 0;
+	w->after_signal = 0;
+	w->tgid = tgid;
+	w->hash = 0x9e3779b97f4a7c15ull;
+	bpf_loop(PROFILE_MAX_DEPTH + 1, walk_step, NULL, 0);
+
+	__u32 flags = w->flags;
+	w->st.flags = flags;
+	__u64 h = mix(w->hash, ((__u64)flags << 32) | w->st.len);
+	if (flags & UNWIND_FLAG_TRUNCATED)
+		count(PROFILE_STAT_UNWIND_TRUNCATED);
+	if (flags & UNWIND_FLAG_PENDING)
+		count(PROFILE_STAT_UNWIND_PENDING);
+	count(flags & UNWIND_FLAG_FP ? PROFILE_STAT_UNWIND_MIXED : PROFILE_STAT_UNWIND_CFI);
+	long rc = bpf_map_update_elem(ustacks, &h, &w->st, BPF_NOEXIST);
+	if (rc && rc != -EEXIST) {
+		count(PROFILE_STAT_USTACKS_FULL);
+		key->user_stack = PROFILE_LOST_STACK;
+		return;
+	}
+	key->user_stack = PROFILE_CFI_STACK;
+	key->user_hash = h;
+}
+
+static __always_inline void record(void *ctx, void *counts, void *stacks, void *ustacks,
+                                   __u32 tgid)
 {
 	struct profile_key key = {
 	        .pid = tgid,
@@ -101,9 +416,16 @@ static __always_inline void record(void *ctx, void *counts, void *stacks, __u32 
 	__u64 one = 1, *v;
 	long rc;
 
-	if (user_stacks)
-		key.user_stack =
-		        stack_id(ctx, stacks, BPF_F_USER_STACK, PROFILE_STAT_USER_COLLISION);
+	if (user_stacks) {
+		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
+			walk_user(ctx, ustacks, &key, tgid);
+		} else {
+			key.user_stack = stack_id(ctx, stacks, BPF_F_USER_STACK,
+			                          PROFILE_STAT_USER_COLLISION);
+			if (key.user_stack >= 0)
+				count(PROFILE_STAT_UNWIND_FP);
+		}
+	}
 	if (kernel_stacks)
 		key.kernel_stack = stack_id(ctx, stacks, 0, PROFILE_STAT_KERNEL_COLLISION);
 
@@ -138,9 +460,9 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	}
 	count(PROFILE_STAT_SEEN);
 	if (*(volatile __u32 *)&active)
-		record(ctx, &counts1, &stacks1, tgid);
+		record(ctx, &counts1, &stacks1, &ustacks1, tgid);
 	else
-		record(ctx, &counts0, &stacks0, tgid);
+		record(ctx, &counts0, &stacks0, &ustacks0, tgid);
 	return 0;
 }
 

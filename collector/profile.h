@@ -16,6 +16,9 @@
 /* The stack existed but could not be kept (hash collision or error); the
  * sample still counts, under an "[unknown]" frame. */
 #define PROFILE_LOST_STACK (-2)
+/* A user stack walked with CFI tables (unwind.h): it is the `ustacks`
+ * entry keyed by the key's user_hash. */
+#define PROFILE_CFI_STACK (-3)
 
 /* One aggregation slot: samples of process `pid` (a tgid) with these two
  * stacks.  The value is a __u64 sample count. */
@@ -24,6 +27,22 @@ struct profile_key {
 	__s32 user_stack;
 	__s32 kernel_stack;
 	__u32 pad;
+	__u64 user_hash; /* with PROFILE_CFI_STACK, else 0 */
+};
+
+/* A user stack walked with CFI tables, innermost pc first: the value of
+ * the `ustacks` maps, keyed by a hash of pcs[0..len) and flags. */
+struct profile_ustack {
+	__u64 pcs[PROFILE_MAX_DEPTH];
+	__u32 len;
+	__u32 flags; /* UNWIND_FLAG_* */
+};
+
+/* How user stacks are walked (record --unwind). */
+enum profile_unwind {
+	PROFILE_UNWIND_FP = 0, /* frame pointers, by the kernel */
+	PROFILE_UNWIND_DWARF,  /* CFI tables; code without CFI stops the walk */
+	PROFILE_UNWIND_AUTO,   /* CFI tables, frame pointers where there are none */
 };
 
 /* Indices into the `stats` array in the BPF program's .bss. */
@@ -35,12 +54,24 @@ enum profile_stat {
 	PROFILE_STAT_COUNTS_FULL,      /* sample dropped: counts map full */
 	PROFILE_STAT_PIDS_FULL,        /* a child not followed: pid set full */
 	PROFILE_STAT_EVENTS_LOST,      /* a fork/exec event not reported */
+	PROFILE_STAT_UNWIND_CFI,       /* user stacks walked by CFI alone */
+	PROFILE_STAT_UNWIND_MIXED,     /* ... by CFI and frame pointers */
+	PROFILE_STAT_UNWIND_FP,        /* ... by frame pointers alone: --unwind=fp,
+	                                * or a process not yet known to the
+	                                * unwinder */
+	PROFILE_STAT_UNWIND_PENDING,   /* walks that met a table still being
+	                                * built (frame pointers there) */
+	PROFILE_STAT_UNWIND_TRUNCATED, /* walks that gave up: [truncated] */
+	PROFILE_STAT_USTACKS_FULL,     /* a walked stack not kept: map full */
+	PROFILE_STAT_STALE_MAPS,       /* processes whose maps went stale */
 	PROFILE_NSTATS,
 };
 
 enum profile_event_kind {
 	PROFILE_EVENT_FORK = 1, /* pid was forked by parent */
 	PROFILE_EVENT_EXEC = 2, /* pid executed a new program */
+	PROFILE_EVENT_STALE = 3, /* a pc of pid fell in no mapping known to
+	                          * the unwinder (a dlopen since) */
 };
 
 /* Sent through the `events` ring buffer. */

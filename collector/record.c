@@ -48,6 +48,7 @@ static void usage(FILE *f)
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
 	      "           [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
 	      "           [--retention DURATION] [--log-drains FILE]\n"
+	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
 	      "event per CPU), symbolizes them and stores them: one atomic batch per\n"
@@ -76,6 +77,14 @@ static void usage(FILE *f)
 	      "      --retention DURATION  every minute, delete the store's time\n"
 	      "                          buckets older than DURATION (30d, 12h, ...;\n"
 	      "                          see prune --help): wall-clock series only\n"
+	      "      --unwind MODE       how user stacks are walked: auto (default)\n"
+	      "                          by each file's DWARF CFI (.eh_frame or\n"
+	      "                          .debug_frame), by frame pointers where a\n"
+	      "                          file has none; dwarf: CFI only; fp: frame\n"
+	      "                          pointers only, as before\n"
+	      "      --unwind-memory SIZE  kernel memory for CFI tables (default\n"
+	      "                          16M, 8 bytes a row: libc needs 0.2M);\n"
+	      "                          files past it are walked by frame pointers\n"
 	      "      --log-drains FILE   write \"drain N committing samples S weight W\"\n"
 	      "                          before each drain's commit and \"... committed\n"
 	      "                          ...\" after it (FILE is truncated first)\n"
@@ -87,7 +96,8 @@ static void usage(FILE *f)
 	      "EXAMPLES\n"
 	      "  " PROG " record --store ~/prof -- ./server --port 8080\n"
 	      "  " PROG " record --store ~/prof -p $(pidof nginx | tr ' ' ,) -d 30\n"
-	      "  " PROG " record --store ~/prof -a -F 49 --user-only\n",
+	      "  " PROG " record --store ~/prof -a -F 49 --user-only\n"
+	      "  " PROG " record --store ~/prof --unwind fp -- python3 app.py\n",
 	      f);
 }
 
@@ -114,6 +124,8 @@ int record_main(int argc, char **argv)
 #include "profile.h"
 #include "profile.skel.h"
 #include "symbolize.h"
+#include "unwind.h"
+#include "unwinder.h"
 
 #define DRAIN_SECONDS  1
 /* How long a flip waits for samples already inside the BPF program (it
@@ -136,6 +148,8 @@ struct options {
 	bool inlines;
 	const char *log_drains; /* --log-drains FILE, or NULL */
 	int64_t retention;      /* --retention, seconds; 0: keep everything */
+	enum profile_unwind unwind;
+	uint64_t unwind_memory; /* bytes of rows */
 };
 
 struct entry {
@@ -153,7 +167,8 @@ struct recorder {
 	int *pfds;
 	int nlinks;
 	struct bpf_link *fork_link, *exec_link;
-	int counts_fd[2], stacks_fd[2];
+	int counts_fd[2], stacks_fd[2], ustacks_fd[2];
+	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;
 	pid_t child; /* -- COMMAND, or 0 */
 	int child_status;
@@ -163,6 +178,8 @@ struct recorder {
 	size_t nents, ents_cap;
 	uint32_t *ids;
 	size_t nids, ids_cap;
+	uint64_t *hashes; /* the CFI stacks the counts refer to */
+	size_t nhashes, hashes_cap;
 	struct store_frame *frames;
 
 	/* Batch reads of the counts maps: room for a whole map, and whether
@@ -189,6 +206,7 @@ struct recorder {
 
 	/* Totals for the final report. */
 	uint64_t drains, samples, weight, lost_user, lost_kernel;
+	uint64_t truncated; /* samples stored with a [truncated] user stack */
 	uint64_t unsymbolized_pids;
 	int err; /* first fatal error, -errno */
 	char errmsg[512];
@@ -277,6 +295,25 @@ static uint32_t pow2_at_least(uint64_t n)
 	return p;
 }
 
+/* Distinct ELF files with CFI tables at most. */
+#define UNWIND_TABLES 4096
+
+/* Processes now running (for -a's process-list map). */
+static unsigned count_processes(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+			n++;
+	closedir(d);
+	return n;
+}
+
 /* Map sizes from frequency x drain interval x CPUs: a counts slot per
  * possible sample (each may be unique) with half again as headroom, and
  * eight stack slots per sample (a user and a kernel stack each, the map
@@ -305,6 +342,38 @@ static int size_maps(struct recorder *r, int ncpu)
 	                           k->maps.stacks1};
 	for (int i = 0; i < 4 && rc == 0; i++)
 		rc = bpf_map__set_max_entries(maps[i], i < 2 ? (uint32_t)counts : stacks);
+	if (rc < 0)
+		return rc;
+
+	/* The CFI walker's maps: a walked user stack per possible sample,
+	 * at most half full; a process list per process (LRU: the least
+	 * recently sampled goes first); the rows --unwind-memory allows.
+	 * With --unwind fp they are left at one slot. */
+	bool cfi = r->opt->unwind != PROFILE_UNWIND_FP;
+	uint32_t ustacks = cfi ? pow2_at_least(per_drain * 2) : 1;
+	if (cfi && ustacks < 1024)
+		ustacks = 1024;
+	if (ustacks > (1u << 16))
+		ustacks = 1u << 16;
+	uint32_t procs = 1, tables = 1, rows = 1;
+	if (cfi) {
+		procs = r->opt->all ? pow2_at_least(2 * (uint64_t)count_processes()) : 1024;
+		if (procs < 1024)
+			procs = 1024;
+		if (procs > 32768)
+			procs = 32768;
+		tables = UNWIND_TABLES;
+		rows = (uint32_t)(r->opt->unwind_memory / sizeof(struct unwind_row));
+	}
+	rc = bpf_map__set_max_entries(k->maps.ustacks0, ustacks);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.ustacks1, ustacks);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.unwind_procs, procs);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.unwind_tables, tables);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.unwind_rows, rows);
 	return rc;
 }
 
@@ -318,7 +387,10 @@ static int on_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
-	if (e->kind == PROFILE_EVENT_FORK) {
+	if (e->kind == PROFILE_EVENT_STALE) {
+		/* The walker met a pc outside the process's known mappings. */
+		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
+	} else if (e->kind == PROFILE_EVENT_FORK) {
 		if (e->parent && !symbolize_known(r->sym, (pid_t)e->parent))
 			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
 		rc = symbolize_inherit(r->sym, (pid_t)e->pid, (pid_t)e->parent);
@@ -358,6 +430,22 @@ static int id_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* Notes a CFI stack to delete once stored (duplicates are harmless: a
+ * second delete fails quietly). */
+static int add_hash(struct recorder *r, uint64_t h)
+{
+	if (r->nhashes == r->hashes_cap) {
+		size_t ncap = r->hashes_cap ? r->hashes_cap * 2 : 1024;
+		uint64_t *n = realloc(r->hashes, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->hashes = n;
+		r->hashes_cap = ncap;
+	}
+	r->hashes[r->nhashes++] = h;
+	return 0;
 }
 
 /* Takes every count of one map set into r->ents and deletes it, with
@@ -420,6 +508,7 @@ static int read_set(struct recorder *r, int set)
 
 	r->nents = 0;
 	r->nids = 0;
+	r->nhashes = 0;
 	/* A sample that got its stacks but no count (counts map full, an
 	 * error) leaves stacks no count refers to: the whole stack map of
 	 * both sets is then listed, at this drain and the next. */
@@ -441,6 +530,8 @@ static int read_set(struct recorder *r, int set)
 		/* The stacks are those the counts refer to. */
 		for (size_t i = 0; i < r->nents; i++) {
 			const struct profile_key *k = &r->ents[i].key;
+			if (k->user_stack == PROFILE_CFI_STACK && (rc = add_hash(r, k->user_hash)) < 0)
+				return rc;
 			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
 				return rc;
 			if (k->kernel_stack >= 0 && (rc = add_id(r, (uint32_t)k->kernel_stack)) < 0)
@@ -482,6 +573,14 @@ static int read_set(struct recorder *r, int set)
 		if ((rc = add_id(r, id)) < 0)
 			return rc;
 	}
+	uint64_t h, nh;
+	prev = NULL;
+	while (r->unwinder && bpf_map_get_next_key(r->ustacks_fd[set], prev, &nh) == 0) {
+		h = nh;
+		prev = &h;
+		if ((rc = add_hash(r, h)) < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -491,24 +590,41 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	for (size_t i = 0; i < r->nids; i++)
 		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
+	for (size_t i = 0; i < r->nhashes; i++)
+		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes[i]);
 }
 
 /* r->frames: a user and a kernel stack of PROFILE_MAX_DEPTH addresses
- * each, and room for the inline frames that --inline adds to the user
- * part (as many again). */
-#define FRAMES_CAP     (4 * PROFILE_MAX_DEPTH)
+ * each, room for the inline frames that --inline adds to the user part
+ * (as many again), and a "[truncated]" frame. */
+#define FRAMES_CAP     (4 * PROFILE_MAX_DEPTH + 1)
 
 /* Appends the frames of one stack, root first, to r->frames[*n]; a user
  * stack leaves room for a kernel stack after it. */
-static int add_stack(struct recorder *r, int set, pid_t pid, int32_t sid, bool kernel, size_t *n)
+static int add_stack(struct recorder *r, int set, pid_t pid, const struct profile_key *key,
+                     bool kernel, size_t *n)
 {
-	uint64_t ips[PROFILE_MAX_DEPTH];
+	int32_t sid = kernel ? key->kernel_stack : key->user_stack;
+	struct profile_ustack us;
+	uint64_t *ips = (uint64_t *)us.pcs;
 	size_t depth = 0;
 	int rc;
 
 	if (sid == PROFILE_NO_STACK)
 		return 0;
-	if (sid == PROFILE_LOST_STACK || bpf_map_lookup_elem(r->stacks_fd[set], &sid, ips) < 0) {
+	if (sid == PROFILE_CFI_STACK && !kernel &&
+	    bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0) {
+		depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
+		if (us.flags & UNWIND_FLAG_TRUNCATED) {
+			/* The walk gave up: the frames above are unknown. */
+			struct store_frame *f = &r->frames[(*n)++];
+			memset(f, 0, sizeof(*f));
+			f->name = "[truncated]";
+			f->name_len = 11;
+			f->kind = STORE_FRAME_UNKNOWN;
+			r->truncated++;
+		}
+	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, ips) < 0) {
 		/* Counted by the BPF side; the sample keeps its weight. */
 		struct store_frame *f = &r->frames[(*n)++];
 		memset(f, 0, sizeof(*f));
@@ -520,9 +636,10 @@ static int add_stack(struct recorder *r, int set, pid_t pid, int32_t sid, bool k
 			f->module_len = 17;
 		}
 		return 0;
+	} else {
+		while (depth < PROFILE_MAX_DEPTH && ips[depth])
+			depth++;
 	}
-	while (depth < PROFILE_MAX_DEPTH && ips[depth])
-		depth++;
 	if (kernel) {
 		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
 		if (rc < 0)
@@ -618,9 +735,9 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		}
 
 		size_t n = 0;
-		rc = add_stack(r, set, pid, e->key.user_stack, false, &n);
+		rc = add_stack(r, set, pid, &e->key, false, &n);
 		if (rc >= 0)
-			rc = add_stack(r, set, pid, e->key.kernel_stack, true, &n);
+			rc = add_stack(r, set, pid, &e->key, true, &n);
 		if (rc < 0)
 			return rc;
 
@@ -884,6 +1001,34 @@ static int snapshot_all(struct recorder *r)
 
 /* ---- the command -------------------------------------------------------- */
 
+/* "16M", "512K", "1G" or a number of bytes (binary units). */
+static int parse_size(const char *arg, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	if (errno || end == arg || arg[0] == '-')
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (*end) {
+	case '\0': break;
+	case 'k':
+	case 'K': shift = 10; break;
+	case 'm':
+	case 'M': shift = 20; break;
+	case 'g':
+	case 'G': shift = 30; break;
+	default: return -EINVAL;
+	}
+	if (*end && end[1] && !(end[1] == 'i' && end[2] == 'B' && !end[3]) &&
+	    !(end[1] == 'B' && !end[2]))
+		return -EINVAL;
+	if (v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option opts[] = {
@@ -899,6 +1044,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"lines", no_argument, NULL, 'L'},
 	        {"inline", no_argument, NULL, 'I'},
+	        {"unwind", required_argument, NULL, 'U'},
+	        {"unwind-memory", required_argument, NULL, 'M'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
 	        {"help", no_argument, NULL, 'h'},
@@ -907,6 +1054,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	o->freq = 99;
+	o->unwind = PROFILE_UNWIND_AUTO;
+	o->unwind_memory = 16ull << 20;
 	while ((c = getopt_long(argc, argv, "+hp:aF:d:v", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
@@ -920,6 +1069,30 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'v': o->verbose = true; break;
 		case 'L': o->lines = true; break;
 		case 'I': o->inlines = true; break;
+		case 'U':
+			if (strcmp(optarg, "auto") == 0) {
+				o->unwind = PROFILE_UNWIND_AUTO;
+			} else if (strcmp(optarg, "dwarf") == 0) {
+				o->unwind = PROFILE_UNWIND_DWARF;
+			} else if (strcmp(optarg, "fp") == 0) {
+				o->unwind = PROFILE_UNWIND_FP;
+			} else {
+				fprintf(stderr,
+				        PROG ": --unwind: expected auto, dwarf or fp, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'M':
+			if (parse_size(optarg, &o->unwind_memory) < 0 || o->unwind_memory < (64u << 10) ||
+			    o->unwind_memory > (4ull << 30)) {
+				fprintf(stderr,
+				        PROG ": --unwind-memory: expected a size from 64K to 4G "
+				             "(such as 16M), got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
 		case 'D': o->log_drains = optarg; break;
 		case 'R': {
 			int r = collect_parse_duration(optarg, &o->retention);
@@ -1015,6 +1188,30 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	             "CPU %.3f s in all, %.2f%% of one core while recording\n",
 	        ss.processes, ss.inherited, ss.modules, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
+	if (r->opt->unwind == PROFILE_UNWIND_FP) {
+		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
+	} else {
+		struct unwinder_stats us = {0};
+		if (r->unwinder)
+			unwinder_get_stats(r->unwinder, &us);
+		fprintf(stderr,
+		        PROG ": user stacks: %" PRIu64 " walked by CFI, %" PRIu64
+		             " by CFI and frame pointers (%" PRIu64 " of them while a table was "
+		             "being built), %" PRIu64 " by frame pointers alone (process not yet "
+		             "known), %" PRIu64 " cut short ([truncated])\n",
+		        (uint64_t)st[PROFILE_STAT_UNWIND_CFI], (uint64_t)st[PROFILE_STAT_UNWIND_MIXED],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_PENDING], (uint64_t)st[PROFILE_STAT_UNWIND_FP],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_TRUNCATED]);
+		fprintf(stderr,
+		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64 " rows, %.1f MiB of %.0f MiB)"
+		             " built in %.3f s (slowest %.3f s: %s); %" PRIu64 " without CFI, %" PRIu64
+		             " refused, %" PRIu64 " over --unwind-memory; %" PRIu64
+		             " mappings past %d per process; %" PRIu64 " walked stacks lost (map full)\n",
+		        us.tables, us.rows, (double)us.rows * sizeof(struct unwind_row) / 1048576.0,
+		        (double)r->opt->unwind_memory / 1048576.0, us.build_seconds, us.slowest_seconds,
+		        us.slowest[0] ? us.slowest : "-", us.no_cfi, us.refused, us.over_cap,
+		        us.map_overflow, UNWIND_MAX_MAPS, (uint64_t)st[PROFILE_STAT_USTACKS_FULL]);
+	}
 	if (r->opt->retention)
 		fprintf(stderr,
 		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
@@ -1029,6 +1226,7 @@ static int run(struct recorder *r, const struct options *o)
 
 	r->period_ns = 1000000000ull / o->freq;
 	r->counts_fd[0] = r->counts_fd[1] = r->stacks_fd[0] = r->stacks_fd[1] = -1;
+	r->ustacks_fd[0] = r->ustacks_fd[1] = -1;
 
 	r->sym = symbolize_new();
 	r->frames = calloc(FRAMES_CAP, sizeof(*r->frames));
@@ -1086,6 +1284,7 @@ static int run(struct recorder *r, const struct options *o)
 		return rc;
 	}
 	r->skel->rodata->tgid_offset = tgid_offset;
+	r->skel->rodata->unwind_mode = o->unwind;
 	rc = size_maps(r, libbpf_num_possible_cpus());
 	if (rc < 0) {
 		fail(r, rc, "cannot size the BPF maps: %s", strerror(-rc));
@@ -1103,6 +1302,24 @@ static int run(struct recorder *r, const struct options *o)
 	r->counts_fd[1] = bpf_map__fd(r->skel->maps.counts1);
 	r->stacks_fd[0] = bpf_map__fd(r->skel->maps.stacks0);
 	r->stacks_fd[1] = bpf_map__fd(r->skel->maps.stacks1);
+	r->ustacks_fd[0] = bpf_map__fd(r->skel->maps.ustacks0);
+	r->ustacks_fd[1] = bpf_map__fd(r->skel->maps.ustacks1);
+	if (o->unwind != PROFILE_UNWIND_FP) {
+		struct unwinder_maps um = {
+		        .procs = bpf_map__fd(r->skel->maps.unwind_procs),
+		        .tables = bpf_map__fd(r->skel->maps.unwind_tables),
+		        .rows = bpf_map__fd(r->skel->maps.unwind_rows),
+		        .max_tables = bpf_map__max_entries(r->skel->maps.unwind_tables),
+		        .max_rows = bpf_map__max_entries(r->skel->maps.unwind_rows),
+		};
+		rc = unwinder_new(&um, &r->unwinder);
+		if (rc < 0) {
+			fail(r, rc, "cannot start the unwinder: %s", strerror(-rc));
+			return rc;
+		}
+		struct symbolize_hooks h = unwinder_hooks(r->unwinder);
+		symbolize_set_hooks(r->sym, &h);
+	}
 
 	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);
 	if (!r->rb) {
@@ -1122,6 +1339,12 @@ static int run(struct recorder *r, const struct options *o)
 		rc = follow_pid_list(r, o->pid_list);
 		if (rc < 0)
 			return rc;
+		/* Running processes: their tables first, so that the first
+		 * samples are walked by CFI too. */
+		if (r->unwinder && unwinder_settle(r->unwinder, r->sym, 2000) < 0) {
+			fail(r, -ENOMEM, "out of memory");
+			return -ENOMEM;
+		}
 	} else if (o->command) {
 		rc = start_command(r, o->command, &go_fd);
 		if (rc < 0) {
@@ -1178,6 +1401,11 @@ static int run(struct recorder *r, const struct options *o)
 		rc = -errno;
 		fail(r, rc, "epoll: %s", strerror(-rc));
 	}
+	if (ep >= 0 && r->unwinder &&
+	    epoll_ctl(ep, EPOLL_CTL_ADD, unwinder_fd(r->unwinder), &ev) < 0) {
+		rc = -errno;
+		fail(r, rc, "epoll: %s", strerror(-rc));
+	}
 	int pidfd = r->child ? (int)syscall(SYS_pidfd_open, r->child, 0) : -1;
 	if (pidfd >= 0)
 		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
@@ -1196,6 +1424,11 @@ static int run(struct recorder *r, const struct options *o)
 		rc = ring_buffer__consume(r->rb);
 		if (rc < 0 && rc != -EINTR) {
 			fail(r, rc, "ring buffer: %s", strerror(-rc));
+			break;
+		}
+		if (r->unwinder && (unwinder_refresh(r->unwinder, r->sym) < 0 ||
+		                    unwinder_service(r->unwinder, r->sym) < 0)) {
+			fail(r, -ENOMEM, "out of memory");
 			break;
 		}
 		reap_child(r);
@@ -1230,6 +1463,8 @@ static void cleanup(struct recorder *r)
 	if (r->log_fd >= 0)
 		close(r->log_fd);
 	close_cpu_events(r);
+	/* Before the maps it writes to are closed. */
+	unwinder_free(r->unwinder);
 	bpf_link__destroy(r->fork_link);
 	bpf_link__destroy(r->exec_link);
 	ring_buffer__free(r->rb);
@@ -1240,6 +1475,7 @@ static void cleanup(struct recorder *r)
 	free(r->pfds);
 	free(r->ents);
 	free(r->ids);
+	free(r->hashes);
 	free(r->bkeys);
 	free(r->bvals);
 	free(r->frames);

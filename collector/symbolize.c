@@ -182,6 +182,7 @@ struct symbolize {
 	bool kernel_tried;
 	bool lines;   /* look up file:line too */
 	bool inlines; /* expand inlined functions from DWARF */
+	struct symbolize_hooks hooks;
 	struct symbolize_stats stats;
 };
 
@@ -432,11 +433,19 @@ static int module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t e
 	}
 
 	/* map_files reaches the very file mapped, even when deleted or in
-	 * another mount namespace; the path is the fallback. */
+	 * another mount namespace.  The fallback is the path as the process
+	 * sees it, through its root, never our own view of the path, which a
+	 * file replaced after the exec (or another mount namespace) would
+	 * redirect. */
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
 	fd = open(mf, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		char *rooted;
+		if (asprintf(&rooted, "/proc/%d/root%s", (int)pid, path) < 0)
+			return -ENOMEM;
+		fd = open(rooted, O_RDONLY | O_CLOEXEC);
+		free(rooted);
+	}
 	if (fd < 0)
 		return -errno;
 
@@ -454,6 +463,8 @@ static int module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t e
 		m->next = s->modules;
 		s->modules = m;
 		s->stats.modules++;
+		if (s->hooks.module && m->is_elf)
+			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id, m->build_id_len);
 	}
 
 	fe = calloc(1, sizeof(*fe));
@@ -509,6 +520,8 @@ static struct module *vdso_module(struct symbolize *s)
 	m->next = s->modules;
 	s->modules = m;
 	s->vdso = m;
+	if (s->hooks.module && m->is_elf)
+		s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id, m->build_id_len);
 	return m;
 }
 
@@ -965,6 +978,58 @@ static struct proc *proc_find(const struct symbolize *s, pid_t pid)
 	return *proc_slot(s, pid);
 }
 
+/* p's mappings as the unwinder sees them, into out[0..p->nmaps). */
+static void proc_export(const struct proc *p, struct symbolize_map *out)
+{
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const struct mapping *mp = &p->maps[i];
+		uint64_t vaddr;
+		out[i] = (struct symbolize_map){.start = mp->start, .end = mp->end};
+		if (mp->mod && mp->mod->is_elf && module_vaddr(mp->mod, mp->pgoff, &vaddr)) {
+			out[i].module = mp->mod;
+			out[i].bias = mp->start - vaddr;
+		}
+	}
+}
+
+int symbolize_maps(const struct symbolize *s, pid_t pid, struct symbolize_map **maps, size_t *n)
+{
+	const struct proc *p = proc_find(s, pid);
+	if (!p)
+		return -ESRCH;
+	*maps = calloc(p->nmaps ? p->nmaps : 1, sizeof(**maps));
+	if (!*maps)
+		return -ENOMEM;
+	proc_export(p, *maps);
+	*n = p->nmaps;
+	return 0;
+}
+
+void symbolize_set_hooks(struct symbolize *s, const struct symbolize_hooks *h)
+{
+	if (h)
+		s->hooks = *h;
+	else
+		memset(&s->hooks, 0, sizeof(s->hooks));
+}
+
+static void notify_process(struct symbolize *s, const struct proc *p)
+{
+	struct symbolize_map small[64], *maps = small;
+
+	if (!s->hooks.process)
+		return;
+	if (p->nmaps > sizeof(small) / sizeof(small[0])) {
+		maps = calloc(p->nmaps, sizeof(*maps));
+		if (!maps)
+			return; /* the unwinder falls back to frame pointers */
+	}
+	proc_export(p, maps);
+	s->hooks.process(s->hooks.ctx, p->pid, maps, p->nmaps);
+	if (maps != small)
+		free(maps);
+}
+
 /* Puts p in the table, replacing (and freeing) an older snapshot. */
 static void proc_install(struct symbolize *s, struct proc *p)
 {
@@ -977,6 +1042,7 @@ static void proc_install(struct symbolize *s, struct proc *p)
 	}
 	*pp = p;
 	s->stats.processes++;
+	notify_process(s, p);
 }
 
 static char *hex_of(const uint8_t *b, size_t n)

@@ -101,6 +101,35 @@ void symbolize_set_lines(struct symbolize *s, bool lines);
  * cost; a module without DWARF gives none). */
 void symbolize_set_inline(struct symbolize *s, bool inlines);
 
+/* One executable mapping of a process, for the unwinder. */
+struct symbolize_map {
+	uint64_t start, end;
+	uint64_t bias;      /* process address - ELF address, with a module */
+	const void *module; /* the ELF file mapped (an identity shared by every
+	                     * process mapping it), or NULL: anonymous memory
+	                     * or a file that could not be read */
+};
+
+/* Calls made as the symbolizer learns of files and processes. */
+struct symbolize_hooks {
+	/* A new ELF file: fd is open on it, borrowed for the call (dup it to
+	 * keep it); build_id may be NULL. */
+	void (*module)(void *ctx, const void *module, int fd, const char *path,
+	               const uint8_t *build_id, size_t build_id_len);
+	/* pid's executable mappings, in address order, as just read or
+	 * inherited (maps is borrowed for the call). */
+	void (*process)(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n);
+	void *ctx;
+};
+
+/* Sets the hooks (a copy is kept); NULL removes them. */
+void symbolize_set_hooks(struct symbolize *s, const struct symbolize_hooks *h);
+
+/* pid's executable mappings, as the process hook gets them, in a malloc'd
+ * array the caller frees.  Returns 0, -ESRCH for an unknown pid, or
+ * -ENOMEM. */
+int symbolize_maps(const struct symbolize *s, pid_t pid, struct symbolize_map **maps, size_t *n);
+
 /* Numbers for the final report. */
 struct symbolize_stats {
 	uint64_t processes; /* snapshots taken */

@@ -1,0 +1,96 @@
+/*
+ * unwind.h — what the BPF stack walker (unwind.bpf.h, inside
+ * profile.bpf.c) and its user side (cfi.c, which compiles tables, and
+ * unwinder.c, which loads them) share: the compact form of a file's
+ * DWARF call-frame information, and the per-process list of mappings
+ * that turns a pc into a table.  x86-64 only: the rules name rsp, rbp and
+ * the return address at CFA-8.  Include it after vmlinux.h (BPF) or
+ * <linux/types.h> (user space).
+ *
+ * A table is a pc-sorted array of rows; a row's rule holds from its pc up
+ * to the next row's pc.  The pcs are ELF virtual addresses minus the
+ * table's base (its lowest pc), so a table covers at most 4 GiB.
+ */
+#ifndef FLAMEFS_UNWIND_H
+#define FLAMEFS_UNWIND_H
+
+/* What a row says about the caller's frame. */
+enum unwind_rule {
+	UNWIND_RULE_NONE = 0, /* no CFI covers the pc */
+	UNWIND_RULE_RSP,      /* CFA = rsp + cfa */
+	UNWIND_RULE_RBP,      /* CFA = rbp + cfa */
+	UNWIND_RULE_PLT,      /* a PLT entry: CFA = rsp + 8, +8 more when
+	                       * (pc & 15) >= the row's rbp field */
+	UNWIND_RULE_SIGNAL,   /* the kernel's signal frame (__restore_rt): the
+	                       * interrupted rip, rsp and rbp are in the
+	                       * ucontext at rsp */
+	UNWIND_RULE_END,      /* the return address is undefined: the
+	                       * outermost frame (_start, a thread's start) */
+	UNWIND_RULE_BAD,      /* CFI the compact form cannot express: a DWARF
+	                       * expression, a register rule, an offset out of
+	                       * range; the walk stops there as [truncated] */
+};
+
+/* Where the caller's rbp is (RSP and RBP rows). */
+enum unwind_rbp {
+	UNWIND_RBP_SAME = 0, /* unchanged: the callee did not save it */
+	UNWIND_RBP_AT,       /* saved at CFA + rbp * 8 */
+};
+
+/* One row, 8 bytes. */
+struct unwind_row {
+	__u32 pc;     /* ELF address - the table's base */
+	__u16 cfa;    /* CFA offset / 8 (RSP, RBP) */
+	__u8 rule;    /* enum unwind_rule in the low 4 bits, enum unwind_rbp
+	               * in the high 4 */
+	__s8 rbp;     /* rbp's slot: CFA + rbp * 8; for PLT, the threshold */
+};
+
+/* ucontext offsets of the saved registers in a signal frame (x86-64
+ * kernel ABI: uc_mcontext at 40, gregs REG_RBP 10, REG_RSP 15, REG_RIP 16). */
+#define UNWIND_SIGNAL_RBP 120
+#define UNWIND_SIGNAL_RSP 160
+#define UNWIND_SIGNAL_RIP 168
+
+/* A table is rows[first .. first + count) of the rows array. */
+struct unwind_table {
+	__u32 first;
+	__u32 count;
+};
+
+/* Rows searched per lookup: a table holds at most 2^UNWIND_SEARCH_STEPS. */
+#define UNWIND_SEARCH_STEPS 22
+#define UNWIND_MAX_TABLE_ROWS (1u << UNWIND_SEARCH_STEPS)
+
+/* A mapping's table field when it has no table. */
+#define UNWIND_NO_TABLE 0xffffffffu /* no CFI: frame pointers */
+#define UNWIND_PENDING  0xfffffffeu /* being built: frame pointers meanwhile */
+
+/* One executable mapping of a process: pc - bias is the pc of a row of
+ * `table` (bias folds the load bias and the table's base). */
+struct unwind_mapping {
+	__u64 start;
+	__u64 bias;
+	__u32 size; /* the mapping is [start, start + size) */
+	__u32 table;
+};
+
+/* Mappings per process the walker sees (a power of two). */
+#define UNWIND_MAX_MAPS 128
+
+/* A process's executable mappings, sorted by start. */
+struct unwind_proc {
+	__u32 nmaps;
+	/* Set by the walker when a pc fell in no mapping, so that user space
+	 * reads the process's maps again (a dlopen); cleared by the next
+	 * update from user space. */
+	__u32 stale;
+	struct unwind_mapping maps[UNWIND_MAX_MAPS];
+};
+
+/* Flags of a walked stack. */
+#define UNWIND_FLAG_FP        1u /* some frames were found by frame pointers */
+#define UNWIND_FLAG_TRUNCATED 2u /* the walk gave up before the outermost frame */
+#define UNWIND_FLAG_PENDING   4u /* a table was still being built */
+
+#endif

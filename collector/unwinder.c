@@ -1,0 +1,567 @@
+/*
+ * unwinder.c — loads unwind tables and process mappings into the BPF
+ * side for the CFI stack walker.
+ *
+ * Each ELF file the symbolizer opens (the module hook) becomes a table
+ * entry in state PENDING and a job for the worker thread, which compiles
+ * the file's CFI (cfi.c), appends its rows to the rows array and writes
+ * its table entry; the main thread learns of finished jobs through an
+ * eventfd and marks the tables READY (or NONE: no CFI, refused, no room).
+ * Tables are keyed by the symbolizer's module, which is one per build id
+ * (or device and inode), so every process that maps libc shares one.
+ * Each process's mappings (the process hook) are written to the procs
+ * map with their table ids; a mapping whose table is PENDING is walked by
+ * frame pointers, and the process is rewritten when the table is ready.
+ * Rows are never freed: --unwind-memory caps them, and a file that no
+ * longer fits is walked by frame pointers (and counted).
+ *
+ * Threads: the worker owns the row and table allocation (next_row,
+ * next_table) and its job; `lock` guards the two job lists, `stopping`
+ * and `busy`; everything else belongs to the main thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <linux/types.h>
+
+#include "cfi.h"
+#include "unwinder.h"
+#include "unwind.h"
+
+#define TABLE_BUCKETS  1024
+#define RECENT_SLOTS   256
+#define UPLOAD_CHUNK   65536
+#define REFRESH_NS     100000000ll
+
+enum tstate { T_PENDING, T_READY, T_NONE };
+
+struct utable {
+	const void *module;
+	enum tstate state;
+	uint32_t id;
+	uint64_t base;
+	struct utable *next;
+};
+
+struct job {
+	struct utable *t; /* read by the main thread only */
+	int fd;
+	char *path;
+	uint8_t *build_id;
+	size_t build_id_len;
+	/* Results, written by the worker. */
+	int rc;
+	uint32_t id;
+	uint64_t base;
+	size_t rows, bad_rows;
+	double seconds;
+	struct job *next;
+};
+
+struct unwinder {
+	struct unwinder_maps maps;
+	struct utable *tables[TABLE_BUCKETS];
+
+	pthread_t worker;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *todo, *todo_tail; /* lock */
+	struct job *done;             /* lock */
+	bool stopping;                /* lock */
+	unsigned busy;                /* lock: jobs not yet serviced */
+	int efd;
+
+	/* The worker's. */
+	uint32_t next_row, next_table;
+	uint32_t *keys;
+
+	/* The main thread's. */
+	pid_t *pending; /* processes waiting for a table */
+	size_t npending, pending_cap;
+	pid_t *stale; /* processes whose maps are to be read again */
+	size_t nstale, stale_cap;
+	struct {
+		pid_t pid;
+		int64_t at;
+	} recent[RECENT_SLOTS];
+	struct unwind_proc *scratch;
+	struct unwinder_stats st;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j->path);
+	free(j->build_id);
+	free(j);
+}
+
+/* ---- the worker --------------------------------------------------------- */
+
+/* The separate debug file of a build id, or NULL. */
+static Elf *open_debug(const struct job *j, int *fd)
+{
+	char path[64 + 2 * 64];
+	int n;
+
+	*fd = -1;
+	if (j->build_id_len < 2 || j->build_id_len > 64)
+		return NULL;
+	n = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", j->build_id[0]);
+	for (size_t i = 1; i < j->build_id_len; i++)
+		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", j->build_id[i]);
+	snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	return elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+}
+
+/* Writes rows [first, first + n) of the rows array. */
+static int upload_rows(struct unwinder *u, uint32_t first, const struct unwind_row *rows, size_t n)
+{
+	for (size_t done = 0; done < n;) {
+		uint32_t count = (uint32_t)(n - done < UPLOAD_CHUNK ? n - done : UPLOAD_CHUNK);
+		for (uint32_t i = 0; i < count; i++)
+			u->keys[i] = first + (uint32_t)done + i;
+		if (bpf_map_update_batch(u->maps.rows, u->keys, rows + done, &count, NULL) < 0) {
+			/* A kernel without batch updates of arrays. */
+			for (uint32_t i = 0; i < count; i++)
+				if (bpf_map_update_elem(u->maps.rows, &u->keys[i], &rows[done + i],
+				                        BPF_ANY) < 0)
+					return -errno;
+		}
+		done += count;
+	}
+	return 0;
+}
+
+static void build(struct unwinder *u, struct job *j)
+{
+	int64_t t0 = mono_ns();
+	struct cfi_table *t = NULL;
+	Elf *elf = elf_begin(j->fd, ELF_C_READ_MMAP, NULL), *debug = NULL;
+	int dfd = -1;
+	char err[256];
+
+	j->rc = cfi_compile(elf, NULL, &t, err, sizeof(err));
+	if (j->rc == -ENOENT && (debug = open_debug(j, &dfd)))
+		j->rc = cfi_compile(elf, debug, &t, err, sizeof(err));
+	if (j->rc == 0) {
+		if (u->next_table >= u->maps.max_tables ||
+		    t->nrows > u->maps.max_rows - u->next_row) {
+			j->rc = -ENOSPC;
+		} else {
+			struct unwind_table te = {.first = u->next_row, .count = (uint32_t)t->nrows};
+			uint32_t id = u->next_table;
+			j->rc = upload_rows(u, te.first, t->rows, t->nrows);
+			if (j->rc == 0 && bpf_map_update_elem(u->maps.tables, &id, &te, BPF_ANY) < 0)
+				j->rc = -errno;
+			if (j->rc == 0) {
+				u->next_row += te.count;
+				u->next_table++;
+				j->id = id;
+				j->base = t->base;
+				j->rows = t->nrows;
+				j->bad_rows = t->bad_rows;
+			}
+		}
+	}
+	cfi_table_free(t);
+	if (debug)
+		elf_end(debug);
+	if (dfd >= 0)
+		close(dfd);
+	if (elf)
+		elf_end(elf);
+	close(j->fd);
+	j->fd = -1;
+	j->seconds = (double)(mono_ns() - t0) / 1e9;
+}
+
+static void *worker_main(void *arg)
+{
+	struct unwinder *u = arg;
+	uint64_t one = 1;
+
+	for (;;) {
+		pthread_mutex_lock(&u->lock);
+		while (!u->todo && !u->stopping)
+			pthread_cond_wait(&u->cond, &u->lock);
+		if (u->stopping) {
+			pthread_mutex_unlock(&u->lock);
+			return NULL;
+		}
+		struct job *j = u->todo;
+		u->todo = j->next;
+		if (!u->todo)
+			u->todo_tail = NULL;
+		pthread_mutex_unlock(&u->lock);
+
+		build(u, j);
+
+		pthread_mutex_lock(&u->lock);
+		j->next = u->done;
+		u->done = j;
+		pthread_mutex_unlock(&u->lock);
+		if (write(u->efd, &one, sizeof(one)) < 0) {
+			/* the counter is full: the main thread is reading it */
+		}
+	}
+}
+
+/* ---- tables and processes (main thread) --------------------------------- */
+
+static struct utable **table_slot(struct unwinder *u, const void *module)
+{
+	size_t b = ((uintptr_t)module >> 4) % TABLE_BUCKETS;
+	struct utable **pp = &u->tables[b];
+	while (*pp && (*pp)->module != module)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void on_module(void *ctx, const void *module, int fd, const char *path,
+                      const uint8_t *build_id, size_t build_id_len)
+{
+	struct unwinder *u = ctx;
+	struct utable **pp = table_slot(u, module);
+	struct job *j;
+
+	if (*pp)
+		return;
+	struct utable *t = calloc(1, sizeof(*t));
+	if (!t)
+		return; /* its mappings are walked by frame pointers */
+	t->module = module;
+	t->state = T_NONE;
+	*pp = t;
+
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	j->t = t;
+	j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	j->path = strdup(path);
+	if (build_id_len) {
+		j->build_id = malloc(build_id_len);
+		if (j->build_id) {
+			memcpy(j->build_id, build_id, build_id_len);
+			j->build_id_len = build_id_len;
+		}
+	}
+	if (j->fd < 0 || !j->path) {
+		job_free(j);
+		return;
+	}
+	/* The fd shares its offset with the symbolizer's; libelf reads with
+	 * pread, so neither moves the other. */
+	t->state = T_PENDING;
+	pthread_mutex_lock(&u->lock);
+	if (u->todo_tail)
+		u->todo_tail->next = j;
+	else
+		u->todo = j;
+	u->todo_tail = j;
+	u->busy++;
+	pthread_cond_signal(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+}
+
+static int pid_list_add(pid_t **list, size_t *n, size_t *cap, pid_t pid)
+{
+	for (size_t i = *n; i-- > 0 && i + 8 >= *n;)
+		if ((*list)[i] == pid)
+			return 0; /* just added */
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		pid_t *l = realloc(*list, ncap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		*list = l;
+		*cap = ncap;
+	}
+	(*list)[(*n)++] = pid;
+	return 0;
+}
+
+static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map *maps, size_t n)
+{
+	struct unwind_proc *e = u->scratch;
+	bool pending = false;
+	size_t k = 0;
+
+	e->stale = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k == UNWIND_MAX_MAPS) {
+			u->st.map_overflow += n - i;
+			e->stale = 1; /* asking again would not help */
+			break;
+		}
+		struct unwind_mapping *m = &e->maps[k++];
+		uint64_t size = maps[i].end - maps[i].start;
+		m->start = maps[i].start;
+		m->size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+		m->bias = 0;
+		m->table = UNWIND_NO_TABLE;
+		struct utable *t = maps[i].module ? *table_slot(u, maps[i].module) : NULL;
+		if (!t)
+			continue;
+		if (t->state == T_READY) {
+			m->table = t->id;
+			m->bias = maps[i].bias + t->base;
+		} else if (t->state == T_PENDING) {
+			m->table = UNWIND_PENDING;
+			pending = true;
+		}
+	}
+	e->nmaps = (uint32_t)k;
+	if (!k)
+		return; /* a kernel thread: no user stack to walk */
+	__u32 key = (__u32)pid;
+	if (bpf_map_update_elem(u->maps.procs, &key, e, BPF_ANY) == 0)
+		u->st.processes++;
+	if (pending)
+		pid_list_add(&u->pending, &u->npending, &u->pending_cap, pid);
+}
+
+static void on_process(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n)
+{
+	write_proc(ctx, pid, maps, n);
+}
+
+struct symbolize_hooks unwinder_hooks(struct unwinder *u)
+{
+	return (struct symbolize_hooks){.module = on_module, .process = on_process, .ctx = u};
+}
+
+int unwinder_fd(const struct unwinder *u)
+{
+	return u->efd;
+}
+
+static int pid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int unwinder_service(struct unwinder *u, const struct symbolize *s)
+{
+	uint64_t v;
+	struct job *list;
+	unsigned finished = 0;
+
+	if (read(u->efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing new */
+	}
+	pthread_mutex_lock(&u->lock);
+	list = u->done;
+	u->done = NULL;
+	pthread_mutex_unlock(&u->lock);
+	while (list) {
+		struct job *j = list;
+		struct utable *t = j->t;
+		list = j->next;
+		finished++;
+		u->st.build_seconds += j->seconds;
+		if (j->seconds > u->st.slowest_seconds) {
+			u->st.slowest_seconds = j->seconds;
+			snprintf(u->st.slowest, sizeof(u->st.slowest), "%s", j->path);
+		}
+		if (j->rc == 0) {
+			t->state = T_READY;
+			t->id = j->id;
+			t->base = j->base;
+			u->st.tables++;
+			u->st.rows += j->rows;
+			u->st.bad_rows += j->bad_rows;
+		} else {
+			t->state = T_NONE;
+			if (j->rc == -ENOENT)
+				u->st.no_cfi++;
+			else if (j->rc == -ENOSPC)
+				u->st.over_cap++;
+			else
+				u->st.refused++;
+		}
+		job_free(j);
+	}
+	if (!finished)
+		return 0;
+	pthread_mutex_lock(&u->lock);
+	u->busy -= finished;
+	pthread_mutex_unlock(&u->lock);
+
+	/* Rewrite the processes that waited: they may wait again for a
+	 * table still pending, and are then added back. */
+	pid_t *pids = u->pending;
+	size_t n = u->npending;
+	u->pending = NULL;
+	u->npending = u->pending_cap = 0;
+	if (n > 1)
+		qsort(pids, n, sizeof(*pids), pid_cmp);
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct symbolize_map *maps;
+		size_t nm;
+		if (i && pids[i] == pids[i - 1])
+			continue;
+		int r = symbolize_maps(s, pids[i], &maps, &nm);
+		if (r == -ENOMEM)
+			rc = r;
+		if (r < 0)
+			continue;
+		write_proc(u, pids[i], maps, nm);
+		free(maps);
+	}
+	free(pids);
+	return rc;
+}
+
+int unwinder_settle(struct unwinder *u, const struct symbolize *s, int timeout_ms)
+{
+	int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000ll;
+	int rc = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&u->lock);
+		unsigned busy = u->busy;
+		pthread_mutex_unlock(&u->lock);
+		if (!busy)
+			return rc;
+		int64_t left = deadline - mono_ns();
+		if (left <= 0)
+			return rc;
+		struct pollfd p = {.fd = u->efd, .events = POLLIN};
+		poll(&p, 1, (int)(left / 1000000 + 1));
+		rc = unwinder_service(u, s);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+int unwinder_stale(struct unwinder *u, pid_t pid)
+{
+	return pid_list_add(&u->stale, &u->nstale, &u->stale_cap, pid);
+}
+
+int unwinder_refresh(struct unwinder *u, struct symbolize *s)
+{
+	int64_t now = mono_ns();
+	size_t keep = 0;
+
+	for (size_t i = 0; i < u->nstale; i++) {
+		pid_t pid = u->stale[i];
+		size_t slot = (unsigned)pid % RECENT_SLOTS;
+		if (u->recent[slot].pid == pid && now - u->recent[slot].at < REFRESH_NS) {
+			u->stale[keep++] = pid; /* its turn comes later */
+			continue;
+		}
+		u->recent[slot].pid = pid;
+		u->recent[slot].at = now;
+		/* Rewrites the process's list through the process hook. */
+		if (symbolize_snapshot(s, pid, 0) == -ENOMEM)
+			return -ENOMEM;
+	}
+	u->nstale = keep;
+	return 0;
+}
+
+void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *st)
+{
+	*st = u->st;
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+int unwinder_new(const struct unwinder_maps *maps, struct unwinder **out)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+	int rc;
+
+	*out = NULL;
+	if (!u)
+		return -ENOMEM;
+	u->maps = *maps;
+	u->efd = -1;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	u->scratch = calloc(1, sizeof(*u->scratch));
+	u->keys = calloc(UPLOAD_CHUNK, sizeof(*u->keys));
+	if (!u->scratch || !u->keys) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	u->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (u->efd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = -pthread_create(&u->worker, NULL, worker_main, u);
+	if (rc < 0)
+		goto fail;
+	u->started = true;
+	*out = u;
+	return 0;
+fail:
+	unwinder_free(u);
+	return rc;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->started) {
+		pthread_mutex_lock(&u->lock);
+		u->stopping = true;
+		pthread_cond_signal(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->worker, NULL);
+	}
+	for (struct job *j = u->todo, *n; j; j = n) {
+		n = j->next;
+		job_free(j);
+	}
+	for (struct job *j = u->done, *n; j; j = n) {
+		n = j->next;
+		job_free(j);
+	}
+	for (size_t b = 0; b < TABLE_BUCKETS; b++) {
+		for (struct utable *t = u->tables[b], *n; t; t = n) {
+			n = t->next;
+			free(t);
+		}
+	}
+	if (u->efd >= 0)
+		close(u->efd);
+	pthread_mutex_destroy(&u->lock);
+	pthread_cond_destroy(&u->cond);
+	free(u->pending);
+	free(u->stale);
+	free(u->scratch);
+	free(u->keys);
+	free(u);
+}

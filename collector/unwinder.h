@@ -1,0 +1,77 @@
+/*
+ * unwinder.h — the user side of `record`'s CFI stack walking: it builds
+ * each ELF file's unwind table (cfi.h) in a worker thread at the file's
+ * first sighting, loads it into the BPF side's maps (unwind.h) once, for
+ * every process that maps the file, and keeps each process's list of
+ * mappings there up to date.  It learns of files and processes through
+ * the symbolizer's hooks (symbolize.h).  Nothing here prints or exits.
+ */
+#ifndef FLAMEFS_UNWINDER_H
+#define FLAMEFS_UNWINDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "symbolize.h"
+
+struct unwinder;
+
+struct unwinder_maps {
+	int procs;  /* LRU hash: tgid -> struct unwind_proc */
+	int tables; /* array: table id -> struct unwind_table */
+	int rows;   /* array: struct unwind_row */
+	uint32_t max_tables, max_rows;
+};
+
+/* Creates an unwinder that writes into the given maps (fds borrowed;
+ * they must outlive it) and starts its worker thread.  Returns 0 or
+ * -errno; the caller frees *out with unwinder_free(). */
+int unwinder_new(const struct unwinder_maps *maps, struct unwinder **out);
+
+/* Stops the worker (a table being built is finished first) and frees
+ * everything.  Accepts NULL. */
+void unwinder_free(struct unwinder *u);
+
+/* Hooks to pass to symbolize_set_hooks(): they queue new files for the
+ * worker and write each process's mappings to the BPF side. */
+struct symbolize_hooks unwinder_hooks(struct unwinder *u);
+
+/* A file descriptor that becomes readable when the worker has finished
+ * tables; then call unwinder_service(). */
+int unwinder_fd(const struct unwinder *u);
+
+/* Takes in the tables the worker has finished and rewrites the mappings
+ * of every process that was waiting for one (asking `s` for them).
+ * Returns 0 or -ENOMEM. */
+int unwinder_service(struct unwinder *u, const struct symbolize *s);
+
+/* Waits until the worker has no table left to build (for tests and a
+ * short recording's first samples), at most timeout_ms; then services. */
+int unwinder_settle(struct unwinder *u, const struct symbolize *s, int timeout_ms);
+
+/* The walker met a pc of pid outside its known mappings: its maps are
+ * read again at the next unwinder_refresh(), at most every 100 ms per
+ * process.  Returns 0 or -ENOMEM. */
+int unwinder_stale(struct unwinder *u, pid_t pid);
+
+/* Reads again the maps of the processes unwinder_stale() named whose
+ * turn has come.  Returns 0 or -ENOMEM. */
+int unwinder_refresh(struct unwinder *u, struct symbolize *s);
+
+struct unwinder_stats {
+	uint64_t tables;        /* tables loaded */
+	uint64_t rows;          /* their rows (8 bytes each in the kernel) */
+	uint64_t no_cfi;        /* files without CFI: frame pointers */
+	uint64_t refused;       /* files whose CFI was refused (corrupt, too big) */
+	uint64_t over_cap;      /* tables not loaded: --unwind-memory full */
+	uint64_t bad_rows;      /* rows the compact form cannot express */
+	uint64_t processes;     /* process mapping lists written */
+	uint64_t map_overflow;  /* mappings beyond UNWIND_MAX_MAPS, not walked */
+	double build_seconds;   /* worker CPU-ish: wall time building tables */
+	double slowest_seconds; /* the slowest table */
+	char slowest[128];      /* its file */
+};
+void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *st);
+
+#endif
