@@ -111,7 +111,7 @@ const char *cfi_rule_name(const struct unwind_row *r, char *buf, size_t len)
 	char rbps[24] = "";
 
 	if (rbp == UNWIND_RBP_AT)
-		snprintf(rbps, sizeof(rbps), " rbp=c%+d", r->rbp * 8);
+		snprintf(rbps, sizeof(rbps), ",rbp=c%+d", r->rbp * 8);
 	switch (rule) {
 	case UNWIND_RULE_NONE: snprintf(buf, len, "none"); break;
 	case UNWIND_RULE_RSP: snprintf(buf, len, "rsp+%u%s", r->cfa * 8u, rbps); break;

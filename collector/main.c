@@ -793,6 +793,8 @@ int main(int argc, char **argv)
 		return cmd_prune(argc, argv);
 	if (strcmp(cmd, "record") == 0)
 		return record_main(argc, argv);
+	if (strcmp(cmd, "unwind-table") == 0)
+		return unwind_table_main(argc, argv);
 	fprintf(stderr,
 	        PROG ": unknown command \"%s\"; expected import, record, stats, export, compact or "
 	             "prune\n",

@@ -122,6 +122,14 @@ struct {
 	__uint(max_entries, 8192);
 } pids SEC(".maps");
 
+/* How many execs each process has made since it was first seen. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 16384);
+} execs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
@@ -414,7 +422,11 @@ static __always_inline void record(void *ctx, void *counts, void *stacks, void *
 	        .kernel_stack = PROFILE_NO_STACK,
 	};
 	__u64 one = 1, *v;
+	__u32 *gen = bpf_map_lookup_elem(&execs, &tgid);
 	long rc;
+
+	if (gen)
+		key.gen = *gen;
 
 	if (user_stacks) {
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
@@ -466,7 +478,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-static __always_inline void report(__u32 kind, __u32 pid, __u32 parent)
+static __always_inline void report_gen(__u32 kind, __u32 pid, __u32 parent, __u32 gen)
 {
 	struct profile_event *e;
 
@@ -478,8 +490,13 @@ static __always_inline void report(__u32 kind, __u32 pid, __u32 parent)
 	e->kind = kind;
 	e->pid = pid;
 	e->parent = parent;
-	e->pad = 0;
+	e->gen = gen;
 	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void report(__u32 kind, __u32 pid, __u32 parent)
+{
+	report_gen(kind, pid, parent, 0);
 }
 
 /* A raw tracepoint's context is its arguments as an array of u64, read
@@ -499,6 +516,9 @@ int on_fork(void *ctx)
 
 	if (ptgid == ctgid)
 		return 0; /* a new thread: already followed through its tgid */
+	/* A new process starts at exec count 0, whatever an earlier holder
+	 * of the pid did. */
+	bpf_map_delete_elem(&execs, &ctgid);
 	if (filter_pids) {
 		if (!bpf_map_lookup_elem(&pids, &ptgid))
 			return 0;
@@ -516,8 +536,17 @@ int on_exec(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
+	__u32 one = 1, *gen;
+
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return 0;
-	report(PROFILE_EVENT_EXEC, tgid, 0);
+	gen = bpf_map_lookup_elem(&execs, &tgid);
+	if (gen)
+		one = *gen + 1;
+	bpf_map_update_elem(&execs, &tgid, &one, BPF_ANY);
+	/* The old program's mappings no longer apply: frame pointers until
+	 * user space writes the new ones. */
+	bpf_map_delete_elem(&unwind_procs, &tgid);
+	report_gen(PROFILE_EVENT_EXEC, tgid, 0, one);
 	return 0;
 }

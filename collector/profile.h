@@ -26,7 +26,9 @@ struct profile_key {
 	__u32 pid;
 	__s32 user_stack;
 	__s32 kernel_stack;
-	__u32 pad;
+	__u32 gen;       /* the process's execs seen so far: samples taken
+	                  * before an exec are resolved against the program
+	                  * that ran then */
 	__u64 user_hash; /* with PROFILE_CFI_STACK, else 0 */
 };
 
@@ -79,7 +81,7 @@ struct profile_event {
 	__u32 kind;
 	__u32 pid;
 	__u32 parent;
-	__u32 pad;
+	__u32 gen; /* EXEC: the process's exec count, as in profile_key */
 };
 
 #endif

@@ -101,7 +101,37 @@ static void usage(FILE *f)
 	      f);
 }
 
+static void usage_unwind_table(FILE *f)
+{
+	fputs("Usage: " PROG " unwind-table [--summary] FILE\n"
+	      "\n"
+	      "Compiles the DWARF call-frame information of an x86-64 ELF file\n"
+	      "(.eh_frame, else .debug_frame, else that of its debug file under\n"
+	      "/usr/lib/debug/.build-id) into the table `record` walks stacks with,\n"
+	      "and prints it: one row per line, \"ADDRESS RULE\" (16 hex digits, as\n"
+	      "readelf -wF prints them), where RULE is\n"
+	      "rsp+N or rbp+N (the CFA; \",rbp=c-M\" when rbp is saved at CFA-M),\n"
+	      "plt(N), signal, end (outermost frame), bad (not expressible: the\n"
+	      "walk stops there) or none (no CFI).  --summary prints only the\n"
+	      "first line: source, rows, FDEs and the time it took.\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  " PROG " unwind-table --summary /lib/x86_64-linux-gnu/libc.so.6\n"
+	      "  " PROG " unwind-table ./myprog | grep -c bad\n",
+	      f);
+}
+
 #ifdef FLAMEFS_RECORD_NO_BPF
+
+int unwind_table_main(int argc, char **argv)
+{
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage_unwind_table(stdout);
+		return 0;
+	}
+	fprintf(stderr, PROG ": unwind-table: this build has no unwinder (libdw was missing)\n");
+	return 1;
+}
 
 int record_main(int argc, char **argv)
 {
@@ -118,7 +148,9 @@ int record_main(int argc, char **argv)
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <elfutils/libdwelf.h>
 
+#include "cfi.h"
 #include "import.h"
 #include "kbtf.h"
 #include "profile.h"
@@ -395,7 +427,7 @@ static int on_event(void *ctx, void *data, size_t len)
 			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
 		rc = symbolize_inherit(r->sym, (pid_t)e->pid, (pid_t)e->parent);
 	} else {
-		rc = symbolize_exec(r->sym, (pid_t)e->pid);
+		rc = symbolize_exec(r->sym, (pid_t)e->pid, e->gen);
 	}
 	if (rc == -ENOMEM) {
 		fail(r, rc, "out of memory");
@@ -409,7 +441,9 @@ static int on_event(void *ctx, void *data, size_t len)
 static int entry_cmp(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
-	return x->key.pid < y->key.pid ? -1 : x->key.pid > y->key.pid;
+	if (x->key.pid != y->key.pid)
+		return x->key.pid < y->key.pid ? -1 : 1;
+	return x->key.gen < y->key.gen ? -1 : x->key.gen > y->key.gen;
 }
 
 static int add_id(struct recorder *r, uint32_t id)
@@ -656,7 +690,7 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 		}
 		/* One frame at least for each address still to come. */
 		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
-		rc = symbolize_user(r->sym, pid, ips[i], caller, &r->frames[*n], room);
+		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], caller, &r->frames[*n], room);
 		if (rc < 0)
 			return rc;
 		*n += (size_t)rc;
@@ -691,6 +725,7 @@ static int retain(struct recorder *r, int64_t now)
 static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when)
 {
 	pid_t last_pid = -1;
+	uint32_t last_gen = 0;
 	uint32_t series = 0;
 	int rc;
 
@@ -700,7 +735,7 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		const struct entry *e = &r->ents[i];
 		pid_t pid = (pid_t)e->key.pid;
 
-		if (pid != last_pid) {
+		if (pid != last_pid || e->key.gen != last_gen) {
 			/* A process is snapshotted once (at start, fork or
 			 * exec); symbolize_user() reads its maps again when an
 			 * address falls outside them. */
@@ -714,7 +749,7 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 
 			const char *bin = NULL, *bid = NULL;
 			char version[13];
-			symbolize_process(r->sym, pid, &bin, &bid);
+			symbolize_process_gen(r->sym, pid, e->key.gen, &bin, &bid);
 			if (bid && *bid) {
 				snprintf(version, sizeof(version), "%s", bid);
 			} else {
@@ -732,6 +767,7 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 			if (rc < 0)
 				return rc;
 			last_pid = pid;
+			last_gen = e->key.gen;
 		}
 
 		size_t n = 0;
@@ -1479,6 +1515,84 @@ static void cleanup(struct recorder *r)
 	free(r->bkeys);
 	free(r->bvals);
 	free(r->frames);
+}
+
+int unwind_table_main(int argc, char **argv)
+{
+	bool summary = false;
+	const char *path = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage_unwind_table(stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--summary") == 0) {
+			summary = true;
+		} else if (!path && argv[i][0] != '-') {
+			path = argv[i];
+		} else {
+			usage_unwind_table(stderr);
+			return 2;
+		}
+	}
+	if (!path) {
+		usage_unwind_table(stderr);
+		return 2;
+	}
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": unwind-table: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	struct cfi_table *t = NULL;
+	char err[256];
+	double t0 = now_mono();
+	int rc = cfi_compile(elf, NULL, &t, err, sizeof(err));
+	if (rc == -ENOENT && elf) {
+		/* As record does: the debug file of its build id. */
+		const void *bid;
+		ssize_t n = dwelf_elf_gnu_build_id(elf, &bid);
+		char dpath[256];
+		int len = 0, dfd = -1;
+		Elf *debug = NULL;
+		if (n >= 2 && n <= 64) {
+			len = snprintf(dpath, sizeof(dpath), "/usr/lib/debug/.build-id/%02x/",
+			               ((const uint8_t *)bid)[0]);
+			for (ssize_t i = 1; i < n; i++)
+				len += snprintf(dpath + len, sizeof(dpath) - (size_t)len, "%02x",
+				                ((const uint8_t *)bid)[i]);
+			snprintf(dpath + len, sizeof(dpath) - (size_t)len, ".debug");
+			dfd = open(dpath, O_RDONLY | O_CLOEXEC);
+			debug = dfd >= 0 ? elf_begin(dfd, ELF_C_READ_MMAP, NULL) : NULL;
+		}
+		if (debug)
+			rc = cfi_compile(elf, debug, &t, err, sizeof(err));
+		if (debug)
+			elf_end(debug);
+		if (dfd >= 0)
+			close(dfd);
+	}
+	double secs = now_mono() - t0;
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (rc < 0) {
+		fprintf(stderr, PROG ": unwind-table: %s: %s\n", path,
+		        rc == -ENOMEM ? "out of memory" : err);
+		return 1;
+	}
+	printf("# %s: %s, %zu rows (%zu bytes), %zu FDEs (%zu skipped), %zu bad rows, %.1f ms\n",
+	       path, t->source, t->nrows, t->nrows * sizeof(struct unwind_row), t->fdes,
+	       t->fdes_skipped, t->bad_rows, secs * 1e3);
+	for (size_t i = 0; !summary && i < t->nrows; i++) {
+		char rule[48];
+		printf("%016" PRIx64 " %s\n", t->base + t->rows[i].pc,
+		       cfi_rule_name(&t->rows[i], rule, sizeof(rule)));
+	}
+	cfi_table_free(t);
+	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 int record_main(int argc, char **argv)

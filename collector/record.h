@@ -11,4 +11,9 @@
  * usage error. */
 int record_main(int argc, char **argv);
 
+/* Runs the unwind-table command: prints the CFI table record would load
+ * for an ELF file (a diagnostic, and what tests compare with readelf).
+ * Same conventions as record_main(). */
+int unwind_table_main(int argc, char **argv);
+
 #endif

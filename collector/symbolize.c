@@ -102,6 +102,7 @@ struct module {
 	Dwfl_Module *dmod;
 	struct msym *syms; /* sorted by addr; built at the first lookup */
 	size_t nsyms;
+	char *plt_names; /* "NAME@plt" strings of the PLT entries in syms */
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct module *next; /* every module, for the build-id search */
@@ -141,6 +142,8 @@ struct proc {
 	int64_t maps_read;   /* monotonic ns of the maps snapshot */
 	bool at_exec;        /* taken at exec: the loader had not mapped the
 	                      * libraries yet */
+	uint32_t gen;        /* exec count (symbolize_exec) */
+	struct proc *before; /* the snapshot before the last exec, or NULL */
 	struct proc *next;
 };
 
@@ -317,6 +320,7 @@ static void module_free(struct module *m)
 	}
 	free(m->cache);
 	free(m->syms);
+	free(m->plt_names);
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
 	if (m->fd >= 0)
@@ -636,12 +640,80 @@ static int msym_cmp(const void *a, const void *b)
 /* Copies the function symbols of the module's symbol table (or of the
  * debug file libdwfl found for it) into a sorted array, so that each
  * lookup is a binary search rather than libdwfl's scan of every symbol. */
+static Elf_Scn *section_named(Elf *elf, size_t shstrndx, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		if (gelf_getshdr(scn, sh) && (name = elf_strptr(elf, shstrndx, sh->sh_name)) &&
+		    strcmp(name, want) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/* Names the PLT entries "NAME@plt", as perf does, from .rela.plt: on
+ * x86-64 entry i of .plt.sec (with IBT), else entry i + 1 of .plt, calls
+ * the function of relocation i.  Appends to m->syms, which has room for
+ * `room` more.  The PLT has no symbols of its own, so without these its
+ * addresses took the name of whatever sizeless symbol came before. */
+static int module_plt_syms(struct module *m, size_t room)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(m->dmod, &bias);
+	GElf_Shdr rsh, psh, ssh, dsh;
+	size_t shstrndx;
+	Elf_Scn *rscn, *pscn, *dscn;
+	Elf_Data *rd, *dd;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) < 0 ||
+	    !(rscn = section_named(elf, shstrndx, ".rela.plt", &rsh)) || rsh.sh_type != SHT_RELA ||
+	    !rsh.sh_entsize)
+		return 0;
+	uint64_t plt;
+	if (section_named(elf, shstrndx, ".plt.sec", &ssh))
+		plt = ssh.sh_addr;
+	else if ((pscn = section_named(elf, shstrndx, ".plt", &psh)))
+		plt = psh.sh_addr + 16;
+	else
+		return 0;
+	if (!(dscn = elf_getscn(elf, rsh.sh_link)) || !gelf_getshdr(dscn, &dsh) ||
+	    !(rd = elf_getdata(rscn, NULL)) || !(dd = elf_getdata(dscn, NULL)))
+		return 0;
+	size_t n = rsh.sh_size / rsh.sh_entsize, len = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t at = 0, k = 0;
+		for (size_t i = 0; i < n && k < room; i++) {
+			GElf_Rela rel;
+			GElf_Sym sym;
+			const char *name;
+			if (!gelf_getrela(rd, (int)i, &rel) || !GELF_R_SYM(rel.r_info) ||
+			    !gelf_getsym(dd, (int)GELF_R_SYM(rel.r_info), &sym) ||
+			    !(name = elf_strptr(elf, dsh.sh_link, sym.st_name)) || !*name)
+				continue;
+			if (pass == 0) {
+				len += strlen(name) + sizeof("@plt");
+				continue;
+			}
+			char *dst = m->plt_names + at;
+			at += (size_t)sprintf(dst, "%s@plt", name) + 1;
+			m->syms[m->nsyms++] = (struct msym){
+			        .addr = plt + 16 * i + bias, .size = 16, .name = dst, .rank = 0};
+			k++;
+		}
+		if (pass == 0 && (!len || !(m->plt_names = malloc(len))))
+			return len ? -ENOMEM : 0;
+	}
+	return 0;
+}
+
 static int module_load_syms(struct module *m)
 {
 	int n = dwfl_module_getsymtab(m->dmod);
-	if (n <= 1)
-		return 0;
-	m->syms = calloc((size_t)n, sizeof(*m->syms));
+	size_t plt_room = 4096;
+	if (n < 1)
+		n = 1;
+	m->syms = calloc((size_t)n + plt_room, sizeof(*m->syms));
 	if (!m->syms)
 		return -ENOMEM;
 	for (int i = 1; i < n; i++) {
@@ -664,6 +736,9 @@ static int module_load_syms(struct module *m)
 		                                   : 0,
 		};
 	}
+	int rc = module_plt_syms(m, plt_room);
+	if (rc < 0)
+		return rc;
 	qsort(m->syms, m->nsyms, sizeof(*m->syms), msym_cmp);
 	return 0;
 }
@@ -778,7 +853,7 @@ static int module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, 
 		/* "memcpy@@GLIBC_2.14": the symbol version is not part of
 		 * the function's name. */
 		char *at = strchr(name, '@');
-		if (at && at != name) {
+		if (at && at != name && strcmp(at, "@plt") != 0) {
 			char *bare = strndup(name, (size_t)(at - name));
 			r.name = bare ? symbolize_name(bare) : NULL;
 			free(bare);
@@ -956,6 +1031,7 @@ static void proc_free(struct proc *p)
 {
 	if (!p)
 		return;
+	proc_free(p->before);
 	proc_clear_jit(p);
 	free(p->maps);
 	free(p->binary);
@@ -1036,6 +1112,12 @@ static void proc_install(struct symbolize *s, struct proc *p)
 	struct proc **pp = proc_slot(s, p->pid);
 	if (*pp) {
 		p->next = (*pp)->next;
+		if (!p->gen && !p->before) {
+			/* A re-read of the same program: same generation. */
+			p->gen = (*pp)->gen;
+			p->before = (*pp)->before;
+			(*pp)->before = NULL;
+		}
 		proc_free(*pp);
 	} else {
 		p->next = NULL;
@@ -1348,6 +1430,26 @@ bool symbolize_known(const struct symbolize *s, pid_t pid)
 	return proc_find(s, pid) != NULL;
 }
 
+/* The snapshot of pid at generation gen (see symbolize_user_gen). */
+static struct proc *proc_find_gen(const struct symbolize *s, pid_t pid, uint32_t gen)
+{
+	struct proc *p = proc_find(s, pid);
+	if (p && p->gen != gen && p->before && p->before->gen == gen)
+		return p->before;
+	return p;
+}
+
+int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen,
+                          const char **binary, const char **build_id_hex)
+{
+	const struct proc *p = proc_find_gen(s, pid, gen);
+	if (!p)
+		return -ESRCH;
+	*binary = p->binary;
+	*build_id_hex = p->build_id_hex;
+	return 0;
+}
+
 int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
                       const char **build_id_hex)
 {
@@ -1465,10 +1567,26 @@ static const struct mapping *find_mapping(const struct proc *p, uint64_t a)
 	return &p->maps[lo - 1];
 }
 
+static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t addr,
+                       bool caller, struct store_frame *f, size_t room);
+
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
                    struct store_frame *f, size_t room)
 {
-	struct proc *p = proc_find(s, pid);
+	return user_lookup(s, proc_find(s, pid), pid, addr, caller, f, room);
+}
+
+int symbolize_user_gen(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller,
+                       struct store_frame *f, size_t room)
+{
+	return user_lookup(s, proc_find_gen(s, pid, gen), pid, addr, caller, f, room);
+}
+
+/* Resolves addr in snapshot p of pid (the current one, or the one before
+ * an exec). */
+static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t addr,
+                       bool caller, struct store_frame *f, size_t room)
+{
 	uint64_t a = caller && addr ? addr - 1 : addr;
 	int rc;
 
@@ -1482,7 +1600,7 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 		return 1;
 
 	const struct mapping *mp = find_mapping(p, a);
-	if (!mp && mono_ns() - p->maps_read >= MAPS_RECHECK_NS) {
+	if (!mp && p == proc_find(s, pid) && mono_ns() - p->maps_read >= MAPS_RECHECK_NS) {
 		/* Outside every known mapping: the process may have mapped
 		 * new code (dlopen) since its snapshot.  Read its maps again,
 		 * at most once a second, and keep the old ones if it is gone. */
@@ -1523,6 +1641,15 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 		rc = module_lookup(s, m, vaddr, &r);
 		if (rc < 0)
 			return rc;
+		if (r->kind == STORE_FRAME_UNKNOWN && a != addr) {
+			/* No function holds the byte before the return address:
+			 * a signal frame's "return address" is the trampoline's
+			 * own first byte (glibc's __restore_rt, behind a nop that
+			 * belongs to no symbol). */
+			rc = module_lookup(s, m, vaddr + 1, &r);
+			if (rc < 0)
+				return rc;
+		}
 		f->name = r->name;
 		f->name_len = strlen(r->name);
 		f->file = r->file;
@@ -1880,14 +2007,28 @@ void symbolize_set_lines(struct symbolize *s, bool lines)
 	s->lines = lines;
 }
 
-int symbolize_exec(struct symbolize *s, pid_t pid)
+int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen)
 {
-	int rc = symbolize_snapshot(s, pid, 0);
-	struct proc *p = proc_find(s, pid);
+	struct proc *old = proc_find(s, pid), *p = NULL;
+	int rc;
 
-	if (rc == 0 && p)
-		p->at_exec = true;
-	return rc;
+	rc = proc_snapshot(s, pid, &p);
+	if (rc < 0)
+		return rc;
+	p->at_exec = true;
+	p->gen = gen;
+	if (old) {
+		/* Keep the program that ran before, for samples it left in the
+		 * drain still to come; one generation back is enough. */
+		struct proc **pp = proc_slot(s, pid);
+		*pp = old->next;
+		proc_free(old->before);
+		old->before = NULL;
+		old->next = NULL;
+		p->before = old;
+	}
+	proc_install(s, p);
+	return 0;
 }
 
 int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
@@ -1911,14 +2052,24 @@ int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
 		}
 		p = NULL;
 	}
-	if (!pp || !pp->nmaps)
-		return symbolize_snapshot(s, pid, parent);
-	rc = proc_copy(pp, pid, &p);
-	if (rc < 0)
-		return rc;
-	proc_install(s, p);
-	s->stats.inherited++;
-	return 0;
+	if (!pp || !pp->nmaps) {
+		rc = symbolize_snapshot(s, pid, parent);
+	} else {
+		rc = proc_copy(pp, pid, &p);
+		if (rc < 0)
+			return rc;
+		proc_install(s, p);
+		s->stats.inherited++;
+	}
+	/* A new process: exec count 0, whatever an earlier holder of the
+	 * pid did (the BPF side forgets it too). */
+	p = rc == 0 ? proc_find(s, pid) : NULL;
+	if (p) {
+		p->gen = 0;
+		proc_free(p->before);
+		p->before = NULL;
+	}
+	return rc;
 }
 
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st)

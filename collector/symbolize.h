@@ -39,11 +39,13 @@ void symbolize_free(struct symbolize *s); /* accepts NULL */
  * Returns 0, -ESRCH when neither is possible, or another -errno. */
 int symbolize_snapshot(struct symbolize *s, pid_t pid, pid_t parent);
 
-/* An exec: symbolize_snapshot(s, pid, 0), with the snapshot marked as
- * taken before the loader mapped the libraries, so that the first fork
- * of the process reads its maps again before the child copies them.
- * Returns 0 or -errno. */
-int symbolize_exec(struct symbolize *s, pid_t pid);
+/* An exec, the process's `gen`th: symbolize_snapshot(s, pid, 0), with the
+ * snapshot marked as taken before the loader mapped the libraries, so
+ * that the first fork of the process reads its maps again before the
+ * child copies them.  The snapshot it replaces is kept as generation
+ * gen - 1 for symbolize_user_gen(), until the next exec.  Returns 0 or
+ * -errno. */
+int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen);
 
 /* A fork: gives child `pid` a copy of `parent`'s snapshot (a fork shares
  * its parent's mappings) without reading /proc; when the parent is not
@@ -72,6 +74,14 @@ int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
  * Returns the number of frames filled (>= 1) or -errno (-ENOMEM). */
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
                    struct store_frame *f, size_t room);
+
+/* symbolize_process() and symbolize_user() for what pid ran at
+ * generation `gen` (its exec count): the snapshot from before its last
+ * exec when gen is older than the current one, else the current one. */
+int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen,
+                          const char **binary, const char **build_id_hex);
+int symbolize_user_gen(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller,
+                       struct store_frame *f, size_t room);
 
 /* Resolves one kernel address.  Names come from the kernel's own kallsyms
  * lookup through a BPF program (ksym.h), cached per address for the life

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# test-unwind.sh — `record` walks user stacks by DWARF CFI (issue #11).
+# Records programs built without frame pointers (tests/unwind-target.c,
+# unwind-throw.cc; libc has none either) and checks in the stored stacks:
+#   - the known tree _start;__libc_start_main;__libc_start_call_main;main;
+#     work;hot_leaf with its measured share (±0.10), with --unwind auto and
+#     dwarf; --unwind fp cannot walk it (so the modes are really used);
+#   - a signal handler's frames continue through __restore_rt into the
+#     interrupted frames; calls caught inside the PLT keep their caller;
+#   - a library dlopen()ed after the start, a process that execs, C++
+#     exceptions thrown through several frames (libgcc_s's unwinder);
+#   - Debian's python3 on a JSON workload: >= 90% under Py_BytesMain;
+#   - the summary line counts the walks, and few are cut short.
+# Also compares the compiled tables of libc, python3 and the target with
+# readelf --debug-dump=frames-interp, row by row (a second reading of the
+# same CFI).
+#   usage: tests/test-unwind.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
+set -u
+build=${1:?usage: test-unwind.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+collect=${FLAMEFS_COLLECT:-$build/flamefs-collect}
+target=$build/tests/unwind-target
+thrower=$build/tests/unwind-throw
+dl=$build/tests/unwind-dl.so
+export LC_ALL=C
+
+. "$here/lib-e2e.sh"
+e2e_setup unwind
+
+if [ "$(uname -m)" != x86_64 ]; then
+	echo "SKIP: CFI unwinding is x86-64 only"
+	exit 77
+fi
+if ! "$collect" record --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then
+	if grep -qE "needs CAP_BPF|cannot load the BPF|cannot open the BPF|perf_event_open|cannot attach|no BPF sampler" \
+		"$tmp/probe.err"; then
+		echo "SKIP: BPF sampling unavailable here: $(head -1 "$tmp/probe.err")"
+		exit 77
+	fi
+	echo "FAIL - a 0.3 s recording of 'true' failed:"
+	cat "$tmp/probe.err"
+	exit 1
+fi
+
+# ---- the compiled tables against readelf's reading --------------------------
+# readelf -wF prints each FDE's rows (LOC CFA ... ra); at every LOC our table
+# must give the same CFA rule and return-address slot, or say why not (a rule
+# the compact form cannot hold is "bad", a PLT expression "plt").
+compare_tables() {
+	local file=$1 label=$2
+	if ! "$collect" unwind-table "$file" >"$tmp/ours" 2>"$tmp/ours.err"; then
+		bad "unwind-table $label: $(cat "$tmp/ours.err")"
+		return
+	fi
+	readelf --debug-dump=frames-interp "$file" 2>/dev/null >"$tmp/theirs"
+	awk -v label="$label" '
+		FNR == NR {
+			if (length($1) == 16 && $1 ~ /^[0-9a-f]+$/) { pc[++n] = $1; rule[n] = $2 }
+			next
+		}
+		/^ +LOC/ {
+			ncol = NF; ra = 0; rbp = 0
+			for (i = 1; i <= NF; i++) { if ($i == "ra") ra = i; if ($i == "rbp") rbp = i }
+			next
+		}
+		length($1) == 16 && $1 ~ /^[0-9a-f]+$/ && ra {
+			# "r10 (r10)": a register rule is two words; make it one
+			gsub(/ \([a-z0-9]+\)/, "")
+			$0 = $0
+			loc = $1 # both print 16 hex digits: strings compare as numbers
+			lo = 1; hi = n
+			if (loc ~ /^0+$/)
+				next # an FDE of discarded code, not in any segment
+			# "x" keeps awk from reading "00000000000270e7" as a number
+			while (lo < hi) { mid = int((lo + hi + 1) / 2); if ("x" pc[mid] <= "x" loc) lo = mid; else hi = mid - 1 }
+			ours = rule[lo]; want = $2
+			if (want ~ /^rs?p\+/ || want ~ /^rbp\+/) {
+				if ($(ra) == "u") want = "end"
+				else if ($(ra) != "c-8") want = "bad"
+			} else if (want == "exp") {
+				want = "plt|signal|bad"
+			} else {
+				want = "bad"
+			}
+			checked++
+			if (ours == "bad" && want != "bad")
+				bads++
+			ours_cfa = ours
+			sub(/[,(].*/, "", ours_cfa)
+			gsub(/\+/, "\\+", want)
+			if (ours_cfa !~ "^(" want ")$" && !(want !~ /end/ && ours == "bad")) {
+				if (++wrong <= 5) printf "       %s at %s: readelf %s (ra %s), ours %s\n", label, loc, $2, $(ra), ours
+			}
+			# rbp saved at c-N must be in our rule too
+			if (rbp && $(rbp) ~ /^c-[0-9]+$/ && ours ~ /^rs?p|^rbp/ && ours !~ "rbp=" $(rbp)) {
+				if (++wrong <= 5) printf "       %s at %s: readelf rbp %s, ours %s\n", label, loc, $(rbp), ours
+			}
+		}
+		END {
+			# A rule we cannot express stops the walk: allowed, but rare.
+			if (bads * 100 > checked) { printf "       %d rows bad\n", bads; wrong++ }
+			printf "%d %d\n", checked, wrong
+		}' "$tmp/ours" "$tmp/theirs" >"$tmp/cmp"
+	local checked wrong
+	read -r checked wrong < <(tail -1 "$tmp/cmp")
+	head -n -1 "$tmp/cmp"
+	if [ "${checked:-0}" -gt 20 ] && [ "${wrong:-1}" -eq 0 ]; then
+		ok "unwind-table $label: $checked rows agree with readelf -wF"
+	else
+		bad "unwind-table $label: ${wrong:-?} of ${checked:-0} rows differ from readelf -wF"
+	fi
+}
+compare_tables "$target" unwind-target
+libc=$(ldd "$target" | awk '/libc\.so/ { print $3 }')
+[ -n "$libc" ] && compare_tables "$libc" "$(basename "$libc")"
+[ -x /usr/bin/python3 ] && compare_tables "$(readlink -f /usr/bin/python3)" python3
+
+# ---- helpers ------------------------------------------------------------------
+# rec NAME ARGS...: records into $tmp/NAME at 499 Hz; the summary in NAME.err.
+rec() {
+	local name=$1
+	shift
+	if "$collect" record --store "$tmp/$name" -F 499 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"; then
+		ok "$name: record exit 0"
+	else
+		bad "$name: record exit $?"
+		cat "$tmp/$name.err"
+	fi
+	"$collect" export --store "$tmp/$name" >"$tmp/$name.folded" 2>/dev/null
+}
+# weight NAME REGEX: summed weight of NAME's folded lines matching REGEX.
+weight() {
+	awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }' \
+		"$tmp/$1.folded"
+}
+# share NAME PART WHOLE MIN LABEL: weight(PART) / weight(WHOLE) >= MIN.
+share() {
+	local part whole
+	part=$(weight "$1" "$2")
+	whole=$(weight "$1" "$3")
+	if [ "$whole" -gt 0 ] && awk -v p="$part" -v w="$whole" -v m="$4" 'BEGIN { exit !(p / w >= m) }'; then
+		ok "$5 ($(awk -v p="$part" -v w="$whole" 'BEGIN { printf "%.3f", p / w }'))"
+	else
+		bad "$5: $part of $whole, want >= $4"
+		sort -t' ' -k2 -nr "$tmp/$1.folded" | head -5 | cut -c1-300
+	fi
+}
+start='^unwind-target;_start;__libc_start_main(_impl)?;__libc_start_call_main;main;'
+
+# ---- the known tree, three ways -------------------------------------------------
+for mode in auto dwarf; do
+	rec "tree-$mode" --unwind "$mode" -- "$target" tree 2.5 "$tmp/truth-$mode"
+	share "tree-$mode" "${start}work;" ';work;' 0.90 \
+		"tree --unwind $mode: _start;__libc_start_main;__libc_start_call_main;main;work above the work"
+	hot=$(weight "tree-$mode" "${start}work;hot_leaf(;|$)")
+	cold=$(weight "tree-$mode" "${start}work;cold_leaf(;|$)")
+	th=$(awk '$1 == "hot" { print $2 }' "$tmp/truth-$mode")
+	tc=$(awk '$1 == "cold" { print $2 }' "$tmp/truth-$mode")
+	if [ $((hot + cold)) -gt 0 ] && [ "${th:-0}" -gt 0 ] &&
+		awk -v h="$hot" -v c="$cold" -v th="$th" -v tc="$tc" 'BEGIN {
+			got = h / (h + c); want = th / (th + tc); d = got - want; if (d < 0) d = -d
+			printf "       hot_leaf share sampled %.3f measured %.3f\n", got, want
+			exit !(d <= 0.10) }'; then
+		ok "tree --unwind $mode: hot_leaf's share within 0.10 of the measured truth"
+	else
+		bad "tree --unwind $mode: hot_leaf's share off (hot $hot cold $cold, truth $th $tc)"
+	fi
+	if grep -qE "user stacks: [1-9][0-9]* walked by CFI" "$tmp/tree-$mode.err"; then
+		ok "tree --unwind $mode: the summary counts CFI walks"
+	else
+		bad "tree --unwind $mode: no CFI walks counted"
+		cat "$tmp/tree-$mode.err"
+	fi
+done
+rec tree-fp --unwind fp -- "$target" tree 1.5 "$tmp/truth-fp"
+fpw=$(weight tree-fp "${start}work;")
+allw=$(weight tree-fp '^unwind-target;')
+if [ "$allw" -gt 0 ] && [ $((fpw * 2)) -lt "$allw" ]; then
+	ok "tree --unwind fp: frame pointers cannot walk it ($fpw of $allw under _start), so --unwind picks the walker"
+else
+	bad "tree --unwind fp: $fpw of $allw under _start; frame pointers should not reach it"
+fi
+grep -q "user stacks: by frame pointers" "$tmp/tree-fp.err" &&
+	ok "tree --unwind fp: the summary says frame pointers" ||
+	bad "tree --unwind fp: summary does not say frame pointers"
+
+# ---- a signal handler -------------------------------------------------------------
+rec signal -- "$target" signal 2
+share signal "${start}sig_victim;.*;__restore_rt;handler;sig_spin" ';handler;sig_spin' 0.90 \
+	"signal: the handler's stacks go on through __restore_rt into main;sig_victim"
+
+# ---- calls through the PLT ----------------------------------------------------------
+rec plt -- "$target" plt 2
+if [ "$(weight plt ';lib_tiny@plt$')" -gt 0 ]; then
+	ok "plt: samples inside the PLT entry lib_tiny@plt"
+else
+	bad "plt: no sample inside the PLT"
+fi
+share plt "${start}plt_loop;lib_tiny@plt$" ';lib_tiny@plt$' 0.90 \
+	"plt: a pc inside the PLT keeps main;plt_loop as its callers"
+share plt "${start}plt_loop" '^unwind-target;' 0.93 "plt: the whole run under main;plt_loop"
+
+# ---- dlopen after the start ----------------------------------------------------------
+rec dlopen -- "$target" dlopen 2 "$dl"
+share dlopen "${start}dl_work;lib_spin;lib_inner" ';lib_inner' 0.90 \
+	"dlopen: a library loaded after the start is walked (main;dl_work;lib_spin;lib_inner)"
+
+# ---- exec, and C++ exceptions ------------------------------------------------------------
+if [ -x "$thrower" ]; then
+	rec exec -- "$target" exec 1 "$thrower" 2
+	share exec "${start}pre_exec;" ';pre_exec;' 0.90 "exec: before the exec, main;pre_exec"
+	share exec '^unwind-throw;_start;__libc_start_main(_impl)?;__libc_start_call_main;main;throw_loop' \
+		'^unwind-throw;' 0.90 "exec: after it, the new program's stacks (unwind-throw;...;main;throw_loop)"
+	share exec ';throw_loop;thrower1;thrower2;thrower3;__cxa_throw;_Unwind_RaiseException' \
+		';_Unwind_RaiseException' 0.90 \
+		"C++: exceptions thrown through thrower1..3 walked through libgcc_s's unwinder"
+else
+	echo "SKIP: no C++ compiler at build time: exec and exception checks not run"
+fi
+
+# ---- Debian's python3 ------------------------------------------------------------------
+if [ -x /usr/bin/python3 ]; then
+	cat >"$tmp/workload.py" <<'EOF'
+import json, time
+d = [{"a": i, "b": [str(j) for j in range(20)], "c": {"x": 1.5, "y": None}} for i in range(2000)]
+end = time.time() + 3
+while time.time() < end:
+    json.loads(json.dumps(d))
+EOF
+	rec python3 -- /usr/bin/python3 "$tmp/workload.py"
+	grep -q "Traceback" "$tmp/python3.err" && cat "$tmp/python3.err"
+	share python3 ';Py_BytesMain;' '^python3' 0.90 "python3 (Debian's): the JSON workload under Py_BytesMain"
+else
+	echo "SKIP: /usr/bin/python3 missing: python3 check not run"
+fi
+
+# ---- few walks cut short ------------------------------------------------------------------
+for name in tree-auto signal plt dlopen; do
+	tr=$(weight "$name" ';\[truncated\];')
+	all=$(weight "$name" '.')
+	if [ "$all" -gt 0 ] && [ $((tr * 20)) -le "$all" ]; then
+		ok "$name: $tr of $all weight [truncated] (<= 5%)"
+	else
+		bad "$name: $tr of $all weight [truncated]"
+	fi
+done
+
+[ "$failures" -eq 0 ]
