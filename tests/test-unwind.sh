@@ -234,6 +234,38 @@ else
 	echo "SKIP: /usr/bin/python3 missing: python3 check not run"
 fi
 
+# ---- bad CFI, and the memory cap ----------------------------------------------------
+# A copy of the target with its .eh_frame overwritten: the file is refused
+# (counted), the recording goes on, by frame pointers for that file.
+cp "$target" "$tmp/broken-target"
+read -r off size < <(readelf -SW "$target" |
+	awk '{ for (i = 1; i < NF; i++) if ($i == ".eh_frame") print $(i + 3), $(i + 4) }')
+off=$((16#$off)) size=$((16#$size))
+head -c "$size" /dev/zero | tr '\0' '\377' | dd of="$tmp/broken-target" bs=1 seek="$off" conv=notrunc status=none
+if "$collect" unwind-table "$tmp/broken-target" >/dev/null 2>"$tmp/broken.err"; then
+	bad "unwind-table: a corrupt .eh_frame was accepted"
+elif grep -qE "broken-target: \.eh_frame at offset [0-9]+: " "$tmp/broken.err"; then
+	ok "unwind-table: a corrupt .eh_frame is refused with the file and offset: $(cat "$tmp/broken.err")"
+else
+	bad "unwind-table: unclear refusal: $(cat "$tmp/broken.err")"
+fi
+rec broken -- env LD_LIBRARY_PATH="$build/tests" "$tmp/broken-target" tree 1 "$tmp/truth-broken"
+if grep -qE "unwind tables: .* [1-9][0-9]* refused" "$tmp/broken.err" &&
+	[ "$(weight broken '^broken-target;')" -gt 0 ]; then
+	ok "a file with corrupt CFI is refused and counted; its samples are still stored"
+else
+	bad "corrupt CFI: not counted as refused, or nothing stored"
+	cat "$tmp/broken.err"
+fi
+rec cap --unwind-memory 64K -- "$target" tree 1 "$tmp/truth-cap"
+if grep -qE "unwind tables: .* [1-9][0-9]* over --unwind-memory" "$tmp/cap.err" &&
+	[ "$(weight cap '^unwind-target;')" -gt 0 ]; then
+	ok "--unwind-memory 64K: libc's table does not fit, is counted, and the recording goes on"
+else
+	bad "--unwind-memory 64K: no table counted over the cap"
+	cat "$tmp/cap.err"
+fi
+
 # ---- few walks cut short ------------------------------------------------------------------
 for name in tree-auto signal plt dlopen; do
 	tr=$(weight "$name" ';\[truncated\];')
