@@ -234,6 +234,20 @@ else
 	echo "SKIP: /usr/bin/python3 missing: python3 check not run"
 fi
 
+# ---- deeper than a stack keeps ------------------------------------------------------
+# 200 levels of deep(): the walk keeps the innermost 127 frames (spin and
+# 126 deep) and marks the rest [truncated].
+rec deep -- "$target" deep 1
+if awk '/;spin [0-9]+$/ && /^unwind-target;\[truncated\];/ {
+		line = $0; sub(/ [0-9]+$/, "", line); n = split(line, f, ";")
+		if (n - 2 >= 127) found = 1 }
+	END { exit !found }' "$tmp/deep.folded"; then
+	ok "deep: 127 user frames kept under [truncated] when the stack is deeper"
+else
+	bad "deep: no stack of 127 frames under [truncated]"
+	sort -t' ' -k2 -nr "$tmp/deep.folded" | head -2 | cut -c1-200
+fi
+
 # ---- bad CFI, and the memory cap ----------------------------------------------------
 # A copy of the target with its .eh_frame overwritten: the file is refused
 # (counted), the recording goes on, by frame pointers for that file.

@@ -17,6 +17,7 @@
  *                        main → dl_work → lib_spin → lib_inner in it.
  *   exec SECONDS PROG..  main → pre_exec → spin for SECONDS, then execs
  *                        PROG with the remaining arguments.
+ *   deep SECONDS         main → deep → deep → ... (200 levels) → spin.
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -158,6 +159,17 @@ __attribute__((noinline)) void pre_exec(double end)
 		sink += spin(100000);
 }
 
+__attribute__((noinline)) void deep(int level, double end)
+{
+	if (level > 0) {
+		deep(level - 1, end);
+		sink += (uint64_t)level; /* not a tail call */
+		return;
+	}
+	while (now() < end)
+		sink += spin(100000);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -171,6 +183,10 @@ int main(int argc, char **argv)
 		return mode_signal(secs);
 	if (strcmp(argv[1], "plt") == 0) {
 		plt_loop(now() + secs);
+		return 0;
+	}
+	if (strcmp(argv[1], "deep") == 0) {
+		deep(200, now() + secs);
 		return 0;
 	}
 	if (strcmp(argv[1], "dlopen") == 0 && argc == 4)
