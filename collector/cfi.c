@@ -49,15 +49,15 @@
 #define PE_PCREL   0x10
 
 /* Bounds on what one file may ask of us. */
-#define MAX_CIES         4096
-#define MAX_FDES         (1u << 21)
-#define MAX_FDE_ROWS     4096 /* rows asked of libdw per FDE */
+#define MAX_CIES     4096
+#define MAX_FDES     (1u << 21)
+#define MAX_FDE_ROWS 4096 /* rows asked of libdw per FDE */
 
 struct cie {
 	uint64_t off;
-	uint8_t enc;  /* pointer encoding of FDE addresses */
-	bool usable;  /* augmentation understood */
-	bool signal;  /* 'S': the signal trampoline */
+	uint8_t enc; /* pointer encoding of FDE addresses */
+	bool usable; /* augmentation understood */
+	bool signal; /* 'S': the signal trampoline */
 };
 
 struct fde {
@@ -85,7 +85,8 @@ struct compiler {
 	size_t errlen;
 };
 
-static int fail(struct compiler *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct compiler *c, int rc, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 static int fail(struct compiler *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -317,8 +318,8 @@ static int list_fdes(struct compiler *c, Elf *elf, Elf_Data *data, uint64_t sh_a
 		if (rc > 0)
 			break; /* the end */
 		if (rc < 0)
-			return fail(c, -EINVAL, "%s at offset %llu: %s", name, (unsigned long long)off,
-			            dwarf_errmsg(-1));
+			return fail(c, -EINVAL, "%s at offset %llu: %s", name,
+			            (unsigned long long)off, dwarf_errmsg(-1));
 		if (next <= off)
 			return fail(c, -EINVAL, "%s at offset %llu: entry does not advance", name,
 			            (unsigned long long)off);

@@ -49,6 +49,7 @@ static void usage_main(FILE *f)
 	      "  export   print the stored stacks as folded text or pprof\n"
 	      "  compact  flush and compact the store to its smallest size\n"
 	      "  prune    delete time buckets older than a retention period\n"
+	      "  unwind-table  print the CFI table record walks a file's stacks with\n"
 	      "\n"
 	      "Options for every command:\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
@@ -796,8 +797,8 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "unwind-table") == 0)
 		return unwind_table_main(argc, argv);
 	fprintf(stderr,
-	        PROG ": unknown command \"%s\"; expected import, record, stats, export, compact or "
-	             "prune\n",
+	        PROG ": unknown command \"%s\"; expected import, record, stats, export, compact, "
+	             "prune or unwind-table\n",
 	        cmd);
 	return 2;
 }

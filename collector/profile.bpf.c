@@ -36,8 +36,8 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_pids = false; /* only processes in `pids` */
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
-const volatile bool skip_idle = true; /* without a filter: skip pid 0 */
-const volatile __u32 tgid_offset = 0; /* of tgid in struct task_struct */
+const volatile bool skip_idle = true;                 /* without a filter: skip pid 0 */
+const volatile __u32 tgid_offset = 0;                 /* of tgid in struct task_struct */
 const volatile __u32 unwind_mode = PROFILE_UNWIND_FP; /* enum profile_unwind */
 
 /* Written by user space through the mmap'd .bss. */
@@ -330,9 +330,7 @@ static long walk_step(__u32 i, void *ctx)
 			w->bp = v;
 		}
 		break;
-	case UNWIND_RULE_PLT:
-		cfa = w->sp + 8 + ((pc & 15) >= (__u64)(__s64)r->rbp ? 8 : 0);
-		break;
+	case UNWIND_RULE_PLT: cfa = w->sp + 8 + ((pc & 15) >= (__u64)(__s64)r->rbp ? 8 : 0); break;
 	case UNWIND_RULE_SIGNAL:
 		if (!read_user(&ra, w->sp + UNWIND_SIGNAL_RIP) ||
 		    !read_user(&cfa, w->sp + UNWIND_SIGNAL_RSP) ||
@@ -343,12 +341,9 @@ static long walk_step(__u32 i, void *ctx)
 		w->pc = ra;
 		w->after_signal = 1;
 		return ra == 0;
-	case UNWIND_RULE_END:
-		return 1;
-	case UNWIND_RULE_NONE:
-		return fp_step(w);
-	default:
-		goto truncated;
+	case UNWIND_RULE_END: return 1;
+	case UNWIND_RULE_NONE: return fp_step(w);
+	default: goto truncated;
 	}
 	/* The stack grows down: a caller's frame is above its callee's. */
 	if (cfa <= w->sp || !read_user(&ra, cfa - 8))
@@ -363,8 +358,7 @@ truncated:
 
 /* Walks the current task's user stack with CFI into `ustacks` and sets
  * the key's user stack. */
-static __always_inline void walk_user(void *ctx, void *ustacks, struct profile_key *key,
-                                      __u32 tgid)
+static __always_inline void walk_user(void *ctx, void *ustacks, struct profile_key *key, __u32 tgid)
 {
 	__u32 zero = 0;
 	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
@@ -413,8 +407,7 @@ static __always_inline void walk_user(void *ctx, void *ustacks, struct profile_k
 	key->user_hash = h;
 }
 
-static __always_inline void record(void *ctx, void *counts, void *stacks, void *ustacks,
-                                   __u32 tgid)
+static __always_inline void record(void *ctx, void *counts, void *stacks, void *ustacks, __u32 tgid)
 {
 	struct profile_key key = {
 	        .pid = tgid,

@@ -70,8 +70,8 @@ enum profile_stat {
 };
 
 enum profile_event_kind {
-	PROFILE_EVENT_FORK = 1, /* pid was forked by parent */
-	PROFILE_EVENT_EXEC = 2, /* pid executed a new program */
+	PROFILE_EVENT_FORK = 1,  /* pid was forked by parent */
+	PROFILE_EVENT_EXEC = 2,  /* pid executed a new program */
 	PROFILE_EVENT_STALE = 3, /* a pc of pid fell in no mapping known to
 	                          * the unwinder (a dlopen since) */
 };

@@ -328,7 +328,7 @@ static uint32_t pow2_at_least(uint64_t n)
 }
 
 /* Distinct ELF files with CFI tables at most. */
-#define UNWIND_TABLES 4096
+#define UNWIND_TABLES  4096
 
 /* Processes now running (for -a's process-list map). */
 static unsigned count_processes(void)
@@ -564,7 +564,8 @@ static int read_set(struct recorder *r, int set)
 		/* The stacks are those the counts refer to. */
 		for (size_t i = 0; i < r->nents; i++) {
 			const struct profile_key *k = &r->ents[i].key;
-			if (k->user_stack == PROFILE_CFI_STACK && (rc = add_hash(r, k->user_hash)) < 0)
+			if (k->user_stack == PROFILE_CFI_STACK &&
+			    (rc = add_hash(r, k->user_hash)) < 0)
 				return rc;
 			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
 				return rc;
@@ -690,7 +691,8 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 		}
 		/* One frame at least for each address still to come. */
 		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
-		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], caller, &r->frames[*n], room);
+		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], caller, &r->frames[*n],
+		                        room);
 		if (rc < 0)
 			return rc;
 		*n += (size_t)rc;
@@ -1120,8 +1122,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 'M':
-			if (parse_size(optarg, &o->unwind_memory) < 0 || o->unwind_memory < (64u << 10) ||
-			    o->unwind_memory > (4ull << 30)) {
+			if (parse_size(optarg, &o->unwind_memory) < 0 ||
+			    o->unwind_memory < (64u << 10) || o->unwind_memory > (4ull << 30)) {
 				fprintf(stderr,
 				        PROG ": --unwind-memory: expected a size from 64K to 4G "
 				             "(such as 16M), got \"%s\"\n",
@@ -1235,18 +1237,24 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		             " by CFI and frame pointers (%" PRIu64 " of them while a table was "
 		             "being built), %" PRIu64 " by frame pointers alone (process not yet "
 		             "known), %" PRIu64 " cut short ([truncated])\n",
-		        (uint64_t)st[PROFILE_STAT_UNWIND_CFI], (uint64_t)st[PROFILE_STAT_UNWIND_MIXED],
-		        (uint64_t)st[PROFILE_STAT_UNWIND_PENDING], (uint64_t)st[PROFILE_STAT_UNWIND_FP],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_CFI],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_MIXED],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_PENDING],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_FP],
 		        (uint64_t)st[PROFILE_STAT_UNWIND_TRUNCATED]);
 		fprintf(stderr,
-		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64 " rows, %.1f MiB of %.0f MiB)"
-		             " built in %.3f s (slowest %.3f s: %s); %" PRIu64 " without CFI, %" PRIu64
-		             " refused, %" PRIu64 " over --unwind-memory; %" PRIu64
-		             " mappings past %d per process; %" PRIu64 " walked stacks lost (map full)\n",
+		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64
+		             " rows, %.1f MiB of %.0f MiB)"
+		             " built in %.3f s (slowest %.3f s: %s); %" PRIu64
+		             " without CFI, %" PRIu64 " refused, %" PRIu64
+		             " over --unwind-memory; %" PRIu64
+		             " mappings past %d per process; %" PRIu64
+		             " walked stacks lost (map full)\n",
 		        us.tables, us.rows, (double)us.rows * sizeof(struct unwind_row) / 1048576.0,
-		        (double)r->opt->unwind_memory / 1048576.0, us.build_seconds, us.slowest_seconds,
-		        us.slowest[0] ? us.slowest : "-", us.no_cfi, us.refused, us.over_cap,
-		        us.map_overflow, UNWIND_MAX_MAPS, (uint64_t)st[PROFILE_STAT_USTACKS_FULL]);
+		        (double)r->opt->unwind_memory / 1048576.0, us.build_seconds,
+		        us.slowest_seconds, us.slowest[0] ? us.slowest : "-", us.no_cfi, us.refused,
+		        us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
+		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL]);
 	}
 	if (r->opt->retention)
 		fprintf(stderr,

@@ -102,7 +102,7 @@ struct module {
 	Dwfl_Module *dmod;
 	struct msym *syms; /* sorted by addr; built at the first lookup */
 	size_t nsyms;
-	char *plt_names; /* "NAME@plt" strings of the PLT entries in syms */
+	char *plt_names;      /* "NAME@plt" strings of the PLT entries in syms */
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct module *next; /* every module, for the build-id search */
@@ -468,7 +468,8 @@ static int module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t e
 		s->modules = m;
 		s->stats.modules++;
 		if (s->hooks.module && m->is_elf)
-			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id, m->build_id_len);
+			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id,
+			                m->build_id_len);
 	}
 
 	fe = calloc(1, sizeof(*fe));
@@ -1439,8 +1440,8 @@ static struct proc *proc_find_gen(const struct symbolize *s, pid_t pid, uint32_t
 	return p;
 }
 
-int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen,
-                          const char **binary, const char **build_id_hex)
+int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen, const char **binary,
+                          const char **build_id_hex)
 {
 	const struct proc *p = proc_find_gen(s, pid, gen);
 	if (!p)
@@ -1567,8 +1568,8 @@ static const struct mapping *find_mapping(const struct proc *p, uint64_t a)
 	return &p->maps[lo - 1];
 }
 
-static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t addr,
-                       bool caller, struct store_frame *f, size_t room);
+static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t addr, bool caller,
+                       struct store_frame *f, size_t room);
 
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
                    struct store_frame *f, size_t room)
@@ -1584,8 +1585,8 @@ int symbolize_user_gen(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t ad
 
 /* Resolves addr in snapshot p of pid (the current one, or the one before
  * an exec). */
-static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t addr,
-                       bool caller, struct store_frame *f, size_t room)
+static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t addr, bool caller,
+                       struct store_frame *f, size_t room)
 {
 	uint64_t a = caller && addr ? addr - 1 : addr;
 	int rc;

@@ -78,8 +78,8 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 /* symbolize_process() and symbolize_user() for what pid ran at
  * generation `gen` (its exec count): the snapshot from before its last
  * exec when gen is older than the current one, else the current one. */
-int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen,
-                          const char **binary, const char **build_id_hex);
+int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen, const char **binary,
+                          const char **build_id_hex);
 int symbolize_user_gen(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller,
                        struct store_frame *f, size_t room);
 

@@ -39,11 +39,11 @@ enum unwind_rbp {
 
 /* One row, 8 bytes. */
 struct unwind_row {
-	__u32 pc;     /* ELF address - the table's base */
-	__u16 cfa;    /* CFA offset / 8 (RSP, RBP) */
-	__u8 rule;    /* enum unwind_rule in the low 4 bits, enum unwind_rbp
+	__u32 pc;  /* ELF address - the table's base */
+	__u16 cfa; /* CFA offset / 8 (RSP, RBP) */
+	__u8 rule; /* enum unwind_rule in the low 4 bits, enum unwind_rbp
 	               * in the high 4 */
-	__s8 rbp;     /* rbp's slot: CFA + rbp * 8; for PLT, the threshold */
+	__s8 rbp;  /* rbp's slot: CFA + rbp * 8; for PLT, the threshold */
 };
 
 /* ucontext offsets of the saved registers in a signal frame (x86-64
@@ -59,7 +59,7 @@ struct unwind_table {
 };
 
 /* Rows searched per lookup: a table holds at most 2^UNWIND_SEARCH_STEPS. */
-#define UNWIND_SEARCH_STEPS 22
+#define UNWIND_SEARCH_STEPS   22
 #define UNWIND_MAX_TABLE_ROWS (1u << UNWIND_SEARCH_STEPS)
 
 /* A mapping's table field when it has no table. */

@@ -38,10 +38,10 @@
 #include "unwinder.h"
 #include "unwind.h"
 
-#define TABLE_BUCKETS  1024
-#define RECENT_SLOTS   256
-#define UPLOAD_CHUNK   65536
-#define REFRESH_NS     100000000ll
+#define TABLE_BUCKETS 1024
+#define RECENT_SLOTS  256
+#define UPLOAD_CHUNK  65536
+#define REFRESH_NS    100000000ll
 
 enum tstate { T_PENDING, T_READY, T_NONE };
 
@@ -173,10 +173,12 @@ static void build(struct unwinder *u, struct job *j)
 		    t->nrows > u->maps.max_rows - u->next_row) {
 			j->rc = -ENOSPC;
 		} else {
-			struct unwind_table te = {.first = u->next_row, .count = (uint32_t)t->nrows};
+			struct unwind_table te = {.first = u->next_row,
+			                          .count = (uint32_t)t->nrows};
 			uint32_t id = u->next_table;
 			j->rc = upload_rows(u, te.first, t->rows, t->nrows);
-			if (j->rc == 0 && bpf_map_update_elem(u->maps.tables, &id, &te, BPF_ANY) < 0)
+			if (j->rc == 0 &&
+			    bpf_map_update_elem(u->maps.tables, &id, &te, BPF_ANY) < 0)
 				j->rc = -errno;
 			if (j->rc == 0) {
 				u->next_row += te.count;

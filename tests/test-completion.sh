@@ -69,7 +69,7 @@ else
 fi
 
 comp "import" flamefs-collect im
-comp "compact export help import prune record stats" flamefs-collect ""
+comp "compact export help import prune record stats unwind-table" flamefs-collect ""
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
 comp "auto folded perf pprof" flamefs-collect import --format ""

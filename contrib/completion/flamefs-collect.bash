@@ -19,7 +19,7 @@ _flamefs_collect()
 		cword=$COMP_CWORD
 	fi
 
-	local commands='import record stats export compact prune'
+	local commands='import record stats export compact prune unwind-table'
 	local cmd='' i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -83,6 +83,14 @@ _flamefs_collect()
 		[[ $cmd == record ]] && COMPREPLY=($(compgen -W '49 99 199 499 999' -- "$cur"))
 		return
 		;;
+	--unwind)
+		COMPREPLY=($(compgen -W 'auto dwarf fp' -- "$cur"))
+		return
+		;;
+	--unwind-memory)
+		COMPREPLY=($(compgen -W '4M 16M 64M' -- "$cur"))
+		return
+		;;
 	-d | --duration | --binary | --version | --event | --time | --retention | --older-than | --before)
 		# A free value: offer nothing rather than files.
 		return
@@ -97,9 +105,18 @@ _flamefs_collect()
 	record)
 		opts='--store --pid --all-cpus --freq --duration --user-only --kernel-only
 		      --binary --version --lines --inline --retention --log-drains --verbose --help
+		      --unwind --unwind-memory
 		      -p -a -F -d -v --'
 		;;
 	stats | compact) opts='--store --help' ;;
+	unwind-table)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '--summary --help' -- "$cur"))
+		else
+			_flamefs_collect_files
+		fi
+		return
+		;;
 	prune) opts='--store --older-than --before --all --binary --version --dry-run --help' ;;
 	export) opts='--store --format --binary --version --event --output --help -o' ;;
 	*) return ;;

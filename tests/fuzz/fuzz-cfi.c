@@ -37,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < t->nrows; i++) {
 			if (i && t->rows[i].pc <= t->rows[i - 1].pc)
 				abort();
-			if ((t->rows[i].rule & 15) > UNWIND_RULE_BAD || (t->rows[i].rule >> 4) > UNWIND_RBP_AT)
+			if ((t->rows[i].rule & 15) > UNWIND_RULE_BAD ||
+			    (t->rows[i].rule >> 4) > UNWIND_RBP_AT)
 				abort();
 		}
 		if ((t->rows[t->nrows - 1].rule & 15) != UNWIND_RULE_NONE)
