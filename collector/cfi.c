@@ -177,8 +177,8 @@ static bool read_fixed(const uint8_t **p, const uint8_t *end, size_t n, uint64_t
 static bool read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t here,
                          uint64_t *v)
 {
-	uint64_t u;
-	int64_t s;
+	uint64_t u = 0;
+	int64_t s = 0;
 	bool ok;
 
 	if (enc == PE_OMIT || (enc & 0x80))

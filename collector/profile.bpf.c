@@ -34,21 +34,33 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by user space before load. */
 const volatile bool filter_pids = false; /* only processes in `pids` */
-const volatile bool user_stacks = true;
-const volatile bool kernel_stacks = true;
-const volatile bool skip_idle = true;                 /* without a filter: skip pid 0 */
-const volatile __u32 tgid_offset = 0;                 /* of tgid in struct task_struct */
+const volatile bool skip_idle = true;     /* without a filter: skip pid 0 */
+const volatile __u32 tgid_offset = 0;     /* of tgid in struct task_struct */
 const volatile __u32 unwind_mode = PROFILE_UNWIND_FP; /* enum profile_unwind */
+/* Per event (enum profile_ev): PROFILE_EV_* flags, and N of EVENT:...:N
+ * (a stack for every Nth event, its weight times N). */
+const volatile __u32 ev_flags[PROFILE_NEVENTS] = {};
+const volatile __u32 ev_every[PROFILE_NEVENTS] = {};
+const volatile __u64 cpu_period_ns = 0;     /* weight of a cpu sample */
+const volatile __u64 offcpu_min_ns = 1000;  /* shorter blocks are dropped */
+const volatile bool offcpu_preempt = false; /* offcpu:all */
+/* Byte offsets found in the kernel's BTF by user space (kbtf.c). */
+const volatile __u32 pid_offset = 0; /* task_struct.pid */
+const volatile __u32 rss_curr = 0, rss_member = 0, rss_size = 0, rss_mm = 0;
+const volatile __u32 bio_dev = 0, bio_sector = 0, bio_nr = 0;
+const volatile __u32 rq_dev = 0, rq_sector = 0;
+const volatile __u32 sock_family = 0, sock_protocol = 0, sock_ret = 0, sock_flags = 0;
 
 /* Written by user space through the mmap'd .bss. */
 __u32 active = 0; /* which map set samples go to */
 __u64 stats[PROFILE_NSTATS] = {};
+__u64 ev_seen[PROFILE_NEVENTS] = {}; /* events that took a stack, per event */
 
 /* Sizes are set by user space from frequency x drain interval. */
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct profile_key);
-	__type(value, __u64);
+	__type(value, struct profile_value);
 	__uint(max_entries, 1024);
 };
 struct stacks_map {
@@ -358,18 +370,27 @@ truncated:
 
 /* Walks the current task's user stack with CFI into `ustacks` and sets
  * the key's user stack. */
-static __always_inline void walk_user(void *ctx, void *ustacks, struct profile_key *key, __u32 tgid)
+static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks,
+                                      struct profile_key *key, __u32 tgid)
 {
 	__u32 zero = 0;
 	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
 	const struct x86_regs *cr = ctx;
 	struct x86_regs regs;
+	__u64 ip = 0, sp = 0, bp = 0, cs = 0;
 
 	if (!w)
 		return;
-	/* Each context field is read as such, before any branch: the
-	 * verifier allows no access through a computed context pointer. */
-	__u64 ip = cr->ip, sp = cr->sp, bp = cr->bp, cs = cr->cs;
+	/* A perf_event context holds the interrupted registers; each field
+	 * is read as such, before any branch, since the verifier allows no
+	 * access through a computed context pointer.  Tracepoints run in the
+	 * kernel: the user registers are those saved at kernel entry. */
+	if (from_perf) {
+		ip = cr->ip;
+		sp = cr->sp;
+		bp = cr->bp;
+		cs = cr->cs;
+	}
 	if ((cs & 3) != 3) {
 		/* In the kernel: the user registers saved at entry. */
 		void *task = bpf_get_current_task_btf();
@@ -407,49 +428,108 @@ static __always_inline void walk_user(void *ctx, void *ustacks, struct profile_k
 	key->user_hash = h;
 }
 
-static __always_inline void record(void *ctx, void *counts, void *stacks, void *ustacks, __u32 tgid)
+/* ---- recording an event ------------------------------------------------ */
+
+/* Fills key with the current task's stacks for event ev, kept in one map
+ * set (stacks, ustacks). */
+static __always_inline void take_key(void *ctx, bool from_perf, void *stacks, void *ustacks,
+                                     __u32 ev, __u32 tgid, struct profile_key *key)
 {
-	struct profile_key key = {
-	        .pid = tgid,
-	        .user_stack = PROFILE_NO_STACK,
-	        .kernel_stack = PROFILE_NO_STACK,
-	};
-	__u64 one = 1, *v;
 	__u32 *gen = bpf_map_lookup_elem(&execs, &tgid);
-	long rc;
 
-	if (gen)
-		key.gen = *gen;
-
-	if (user_stacks) {
+	key->pid = tgid;
+	key->user_stack = PROFILE_NO_STACK;
+	key->kernel_stack = PROFILE_NO_STACK;
+	key->gen = gen ? *gen : 0;
+	key->user_hash = 0;
+	key->event = ev;
+	key->pad = 0;
+	if (ev_flags[ev] & PROFILE_EV_USER) {
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
-			walk_user(ctx, ustacks, &key, tgid);
+			walk_user(ctx, from_perf, ustacks, key, tgid);
 		} else {
-			key.user_stack = stack_id(ctx, stacks, BPF_F_USER_STACK,
-			                          PROFILE_STAT_USER_COLLISION);
-			if (key.user_stack >= 0)
+			key->user_stack = stack_id(ctx, stacks, BPF_F_USER_STACK,
+			                           PROFILE_STAT_USER_COLLISION);
+			if (key->user_stack >= 0)
 				count(PROFILE_STAT_UNWIND_FP);
 		}
 	}
-	if (kernel_stacks)
-		key.kernel_stack = stack_id(ctx, stacks, 0, PROFILE_STAT_KERNEL_COLLISION);
+	if (ev_flags[ev] & PROFILE_EV_KERNEL)
+		key->kernel_stack = stack_id(ctx, stacks, 0, PROFILE_STAT_KERNEL_COLLISION);
+}
 
-	v = bpf_map_lookup_elem(counts, &key);
-	if (v) {
-		__sync_fetch_and_add(v, 1);
-		return;
-	}
-	rc = bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST);
-	if (rc == -EEXIST) {
-		/* Another CPU created the slot in between. */
-		v = bpf_map_lookup_elem(counts, &key);
-		if (v) {
-			__sync_fetch_and_add(v, 1);
+/* Adds one event of `weight` to key's slot of a counts map. */
+static __always_inline void add_count(void *counts, const struct profile_key *key, __u64 weight)
+{
+	struct profile_value one = {1, weight}, *v;
+	long rc;
+
+	v = bpf_map_lookup_elem(counts, key);
+	if (!v) {
+		rc = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
+		if (rc == 0)
+			return;
+		/* -EEXIST: another CPU created the slot in between */
+		v = rc == -EEXIST ? bpf_map_lookup_elem(counts, key) : NULL;
+		if (!v) {
+			count(PROFILE_STAT_COUNTS_FULL);
 			return;
 		}
 	}
-	if (rc)
-		count(PROFILE_STAT_COUNTS_FULL);
+	__sync_fetch_and_add(&v->samples, 1);
+	__sync_fetch_and_add(&v->weight, weight);
+}
+
+static __always_inline bool followed(__u32 tgid)
+{
+	if (filter_pids)
+		return bpf_map_lookup_elem(&pids, &tgid) != NULL;
+	return !(skip_idle && tgid == 0);
+}
+
+/* Every Nth event of ev (counted per CPU) takes a stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, PROFILE_NEVENTS);
+} nth SEC(".maps");
+
+static __always_inline bool take_nth(__u32 ev)
+{
+	__u32 every = ev_every[ev];
+	__u64 *c;
+
+	if (every <= 1)
+		return true;
+	c = bpf_map_lookup_elem(&nth, &ev);
+	if (!c)
+		return true;
+	*c += 1;
+	return *c % every == 0;
+}
+
+/* An event's weight, scaled for the events that took no stack. */
+static __always_inline __u64 scaled(__u32 ev, __u64 weight)
+{
+	__u32 every = ev_every[ev];
+	return every > 1 ? weight * every : weight;
+}
+
+/* Records one event of the current task, with its stacks now. */
+static __always_inline void record(void *ctx, bool from_perf, __u32 ev, __u32 tgid, __u64 weight)
+{
+	struct profile_key key;
+
+	count(PROFILE_STAT_SEEN);
+	__sync_fetch_and_add(&ev_seen[ev], 1);
+	if (*(volatile __u32 *)&active) {
+		take_key(ctx, from_perf, &stacks1, &ustacks1, ev, tgid, &key);
+		add_count(&counts1, &key, weight);
+	} else {
+		take_key(ctx, from_perf, &stacks0, &ustacks0, ev, tgid, &key);
+		add_count(&counts0, &key, weight);
+	}
 }
 
 SEC("perf_event")
@@ -457,17 +537,9 @@ int do_sample(struct bpf_perf_event_data *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (filter_pids) {
-		if (!bpf_map_lookup_elem(&pids, &tgid))
-			return 0;
-	} else if (skip_idle && tgid == 0) {
+	if (!followed(tgid))
 		return 0;
-	}
-	count(PROFILE_STAT_SEEN);
-	if (*(volatile __u32 *)&active)
-		record(ctx, &counts1, &stacks1, &ustacks1, tgid);
-	else
-		record(ctx, &counts0, &stacks0, &ustacks0, tgid);
+	record(ctx, true, PROFILE_EV_CPU, tgid, cpu_period_ns);
 	return 0;
 }
 
@@ -542,4 +614,201 @@ int on_exec(void *ctx)
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	report_gen(PROFILE_EVENT_EXEC, tgid, 0, one);
 	return 0;
+}
+
+/* ---- events with a beginning and an end ---------------------------------
+ * Off-CPU time and block-I/O time are charged to the stack taken at the
+ * beginning (switch-out, submission) by a count added at the end.  The
+ * stacks live in the map set active at the beginning, so the count goes
+ * to that set too, whichever is active at the end: a count added after
+ * that set's drain waits there for its next drain, and its stacks, which
+ * no count referred to at the drain, are still there. */
+struct pending {
+	__u64 ts;
+	struct profile_key key;
+	__u32 set;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32); /* thread id */
+	__type(value, struct pending);
+	__uint(max_entries, 16384);
+} offcpu_start SEC(".maps");
+
+struct bio_key {
+	__u64 sector;
+	__u32 dev;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct bio_key);
+	__type(value, struct pending);
+	__uint(max_entries, 16384);
+} bio_start SEC(".maps");
+
+static __always_inline void begin(void *ctx, __u32 ev, __u32 tgid, struct pending *p)
+{
+	p->ts = bpf_ktime_get_ns();
+	p->set = *(volatile __u32 *)&active;
+	p->pad = 0;
+	if (p->set)
+		take_key(ctx, false, &stacks1, &ustacks1, ev, tgid, &p->key);
+	else
+		take_key(ctx, false, &stacks0, &ustacks0, ev, tgid, &p->key);
+}
+
+static __always_inline void end(const struct pending *p, __u32 ev, __u64 weight)
+{
+	count(PROFILE_STAT_SEEN);
+	__sync_fetch_and_add(&ev_seen[ev], 1);
+	if (p->set)
+		add_count(&counts1, &p->key, weight);
+	else
+		add_count(&counts0, &p->key, weight);
+}
+
+/* (bool preempt, struct task_struct *prev, struct task_struct *next,
+ * unsigned int prev_state); prev is the current task. */
+SEC("raw_tp/sched_switch")
+int on_switch(void *ctx)
+{
+	const __u64 *args = ctx;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, next_tid = 0;
+	bool blocked = !args[0] && (__u32)args[3] != 0; /* not preempted, not runnable */
+	struct pending st, *p;
+
+	if (tid && (blocked || offcpu_preempt) && followed(tgid) &&
+	    take_nth(PROFILE_EV_OFFCPU)) {
+		begin(ctx, PROFILE_EV_OFFCPU, tgid, &st);
+		if (bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_ANY))
+			count(PROFILE_STAT_COUNTS_FULL);
+	}
+	if (bpf_probe_read_kernel(&next_tid, sizeof(next_tid),
+	                          (const char *)args[2] + pid_offset) ||
+	    !next_tid)
+		return 0;
+	p = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+	if (p) {
+		__u64 d = bpf_ktime_get_ns() - p->ts;
+		if (d >= offcpu_min_ns)
+			end(p, PROFILE_EV_OFFCPU, scaled(PROFILE_EV_OFFCPU, d));
+		bpf_map_delete_elem(&offcpu_start, &next_tid);
+	}
+	return 0;
+}
+
+/* A tracepoint field at a byte offset user space found. */
+static __always_inline __u64 field(void *ctx, __u32 off, __u32 size)
+{
+	__u64 v = 0;
+	bpf_probe_read_kernel(&v, size & 15, (const char *)ctx + off);
+	return v;
+}
+
+/* The last total of each (mm, counter), to turn rss_stat's totals into
+ * gains. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, __s64);
+	__uint(max_entries, 16384);
+} rss_last SEC(".maps");
+
+SEC("tracepoint/kmem/rss_stat")
+int on_rss(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 member = (__u32)field(ctx, rss_member, 4);
+	__s64 size = (__s64)field(ctx, rss_size, 8), *last, gain;
+	__u64 key;
+
+	/* MM_FILEPAGES 0, MM_ANONPAGES 1, MM_SHMEMPAGES 3; not MM_SWAPENTS */
+	if (!field(ctx, rss_curr, 4) || member > 3 || member == 2 || !followed(tgid))
+		return 0;
+	key = field(ctx, rss_mm, 4) << 2 | member;
+	last = bpf_map_lookup_elem(&rss_last, &key);
+	if (!last) {
+		bpf_map_update_elem(&rss_last, &key, &size, BPF_ANY);
+		return 0; /* the first sight gives the level, not a gain */
+	}
+	gain = size - *last;
+	*last = size;
+	if (gain > 0 && take_nth(PROFILE_EV_RSS))
+		record(ctx, false, PROFILE_EV_RSS, tgid, scaled(PROFILE_EV_RSS, (__u64)gain));
+	return 0;
+}
+
+SEC("tracepoint/block/block_bio_queue")
+int on_bio(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 bytes = field(ctx, bio_nr, 4) << 9;
+	struct pending st;
+
+	if (!followed(tgid))
+		return 0;
+	if ((ev_flags[PROFILE_EV_BLOCK] & PROFILE_EV_ON) && take_nth(PROFILE_EV_BLOCK))
+		record(ctx, false, PROFILE_EV_BLOCK, tgid, scaled(PROFILE_EV_BLOCK, bytes));
+	if ((ev_flags[PROFILE_EV_BLOCK_TIME] & PROFILE_EV_ON) && take_nth(PROFILE_EV_BLOCK_TIME)) {
+		struct bio_key k = {.sector = field(ctx, bio_sector, 8),
+		                    .dev = (__u32)field(ctx, bio_dev, 4)};
+		begin(ctx, PROFILE_EV_BLOCK_TIME, tgid, &st);
+		if (bpf_map_update_elem(&bio_start, &k, &st, BPF_ANY))
+			count(PROFILE_STAT_COUNTS_FULL);
+	}
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int on_rq_complete(void *ctx)
+{
+	struct bio_key k = {.sector = field(ctx, rq_sector, 8), .dev = (__u32)field(ctx, rq_dev, 4)};
+	struct pending *p = bpf_map_lookup_elem(&bio_start, &k);
+
+	if (!p)
+		return 0;
+	end(p, PROFILE_EV_BLOCK_TIME,
+	    scaled(PROFILE_EV_BLOCK_TIME, bpf_ktime_get_ns() - p->ts));
+	bpf_map_delete_elem(&bio_start, &k);
+	return 0;
+}
+
+#define AF_INET     2
+#define AF_INET6    10
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define MSG_PEEK    2
+
+static __always_inline int on_sock(void *ctx, bool recv)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u16 family = (__u16)field(ctx, sock_family, 2);
+	__u16 proto = (__u16)field(ctx, sock_protocol, 2);
+	__s32 ret = (__s32)field(ctx, sock_ret, 4);
+
+	if (ret <= 0 || (family != AF_INET && family != AF_INET6) ||
+	    (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
+		return 0;
+	if (recv && (field(ctx, sock_flags, 4) & MSG_PEEK))
+		return 0;
+	if (followed(tgid) && take_nth(PROFILE_EV_NET))
+		record(ctx, false, PROFILE_EV_NET, tgid, scaled(PROFILE_EV_NET, (__u64)ret));
+	return 0;
+}
+
+SEC("tracepoint/sock/sock_send_length")
+int on_send(void *ctx)
+{
+	return on_sock(ctx, false);
+}
+
+SEC("tracepoint/sock/sock_recv_length")
+int on_recv(void *ctx)
+{
+	return on_sock(ctx, true);
 }

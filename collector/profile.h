@@ -20,8 +20,24 @@
  * entry keyed by the key's user_hash. */
 #define PROFILE_CFI_STACK (-3)
 
-/* One aggregation slot: samples of process `pid` (a tgid) with these two
- * stacks.  The value is a __u64 sample count. */
+/* What `record -e` can record, each its own series. */
+enum profile_ev {
+	PROFILE_EV_CPU = 0,    /* cpu-clock samples, weight: nanoseconds */
+	PROFILE_EV_OFFCPU,     /* blocked time, from switch-out to switch-in */
+	PROFILE_EV_RSS,        /* resident memory gained: bytes */
+	PROFILE_EV_BLOCK,      /* block I/O issued: bytes */
+	PROFILE_EV_BLOCK_TIME, /* block I/O from issue to completion: ns */
+	PROFILE_EV_NET,        /* TCP and UDP bytes sent and received */
+	PROFILE_NEVENTS,
+};
+
+/* ev_flags[] bits, per event. */
+#define PROFILE_EV_ON     1u /* recorded */
+#define PROFILE_EV_USER   2u /* with user stacks */
+#define PROFILE_EV_KERNEL 4u /* with kernel stacks */
+
+/* One aggregation slot: events of process `pid` (a tgid) with these two
+ * stacks.  The value is a struct profile_value. */
 struct profile_key {
 	__u32 pid;
 	__s32 user_stack;
@@ -30,6 +46,13 @@ struct profile_key {
 	                  * before an exec are resolved against the program
 	                  * that ran then */
 	__u64 user_hash; /* with PROFILE_CFI_STACK, else 0 */
+	__u32 event;     /* enum profile_ev */
+	__u32 pad;
+};
+
+struct profile_value {
+	__u64 samples; /* events that took a stack (every Nth) */
+	__u64 weight;  /* in the event's unit, scaled by N */
 };
 
 /* A user stack walked with CFI tables, innermost pc first: the value of

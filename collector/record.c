@@ -49,6 +49,7 @@ static void usage(FILE *f)
 	      "           [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
 	      "           [--retention DURATION] [--log-drains FILE]\n"
 	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE]\n"
+	      "           [-e EVENT[:STACKS][:N][,EVENT...]] [--offcpu-min DURATION]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
 	      "event per CPU), symbolizes them and stores them: one atomic batch per\n"
@@ -77,6 +78,20 @@ static void usage(FILE *f)
 	      "      --retention DURATION  every minute, delete the store's time\n"
 	      "                          buckets older than DURATION (30d, 12h, ...;\n"
 	      "                          see prune --help): wall-clock series only\n"
+	      "  -e, --event LIST        what to record, each its own series\n"
+	      "                          (<version>@<event>/ in the view):\n"
+	      "                            cpu         CPU time (default)\n"
+	      "                            offcpu      time blocked, from switch-out to\n"
+	      "                                        switch-in (offcpu:all: preempted\n"
+	      "                                        time too); series off-cpu\n"
+	      "                            rss         resident memory gained (bytes)\n"
+	      "                            block       block I/O issued (bytes)\n"
+	      "                            block-time  block I/O, issue to completion (ns)\n"
+	      "                            net         TCP and UDP bytes sent and received\n"
+	      "                          EVENT:STACKS:N: STACKS u, k or uk (default); N:\n"
+	      "                          a stack for every Nth event, weights times N\n"
+	      "      --offcpu-min DURATION  drop shorter blocks (default 1us; units\n"
+	      "                          ns, us, ms, s; a bare number is us)\n"
 	      "      --unwind MODE       how user stacks are walked: auto (default)\n"
 	      "                          by each file's DWARF CFI (.eh_frame or\n"
 	      "                          .debug_frame), by frame pointers where a\n"
@@ -90,14 +105,16 @@ static void usage(FILE *f)
 	      "                          ...\" after it (FILE is truncated first)\n"
 	      "  -v, --verbose           show libbpf's messages\n"
 	      "\n"
-	      "The series event is \"cpu-clock\", unit \"nanoseconds\"; each sample\n"
-	      "weighs 1e9/HZ ns.\n"
+	      "Series events and units: cpu-clock (each sample weighs 1e9/HZ ns),\n"
+	      "off-cpu and block-time (nanoseconds), rss, block and net (bytes).\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " record --store ~/prof -- ./server --port 8080\n"
 	      "  " PROG " record --store ~/prof -p $(pidof nginx | tr ' ' ,) -d 30\n"
 	      "  " PROG " record --store ~/prof -a -F 49 --user-only\n"
-	      "  " PROG " record --store ~/prof --unwind fp -- python3 app.py\n",
+	      "  " PROG " record --store ~/prof --unwind fp -- python3 app.py\n"
+	      "  " PROG " record --store ~/prof -e cpu,offcpu,rss,block,net -a -d 30\n"
+	      "  " PROG " record --store ~/prof -e offcpu:all,rss:u:29 -p $(pidof myd)\n",
 	      f);
 }
 
@@ -182,11 +199,30 @@ struct options {
 	int64_t retention;      /* --retention, seconds; 0: keep everything */
 	enum profile_unwind unwind;
 	uint64_t unwind_memory; /* bytes of rows */
+	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
+	uint32_t ev_flags[PROFILE_NEVENTS];
+	uint32_t ev_every[PROFILE_NEVENTS];
+	bool offcpu_preempt;    /* offcpu:all */
+	uint64_t offcpu_min_ns; /* --offcpu-min */
+};
+
+/* The events of -e: their names on the command line, as series, and
+ * their units; default N of EVENT:STACKS:N. */
+static const struct {
+	const char *arg, *series, *unit;
+	uint32_t every;
+} events[PROFILE_NEVENTS] = {
+        [PROFILE_EV_CPU] = {"cpu", "cpu-clock", "nanoseconds", 1},
+        [PROFILE_EV_OFFCPU] = {"offcpu", "off-cpu", "nanoseconds", 1},
+        [PROFILE_EV_RSS] = {"rss", "rss", "bytes", 16},
+        [PROFILE_EV_BLOCK] = {"block", "block", "bytes", 1},
+        [PROFILE_EV_BLOCK_TIME] = {"block-time", "block-time", "nanoseconds", 1},
+        [PROFILE_EV_NET] = {"net", "net", "bytes", 1},
 };
 
 struct entry {
 	struct profile_key key;
-	uint64_t count;
+	struct profile_value v;
 };
 
 struct recorder {
@@ -217,7 +253,7 @@ struct recorder {
 	/* Batch reads of the counts maps: room for a whole map, and whether
 	 * the kernel has BPF_MAP_LOOKUP_AND_DELETE_BATCH. */
 	struct profile_key *bkeys;
-	uint64_t *bvals;
+	struct profile_value *bvals;
 	uint32_t bcap;
 	bool no_batch;
 	/* Whole stack-map listings still due: set to 2 (both sets) when a
@@ -238,6 +274,10 @@ struct recorder {
 
 	/* Totals for the final report. */
 	uint64_t drains, samples, weight, lost_user, lost_kernel;
+	uint64_t ev_samples[PROFILE_NEVENTS], ev_weight[PROFILE_NEVENTS];
+	bool ev_attached[PROFILE_NEVENTS];
+	struct bpf_link *ev_links[8];
+	int nev_links;
 	uint64_t truncated; /* samples stored with a [truncated] user stack */
 	uint64_t unsymbolized_pids;
 	int err; /* first fatal error, -errno */
@@ -362,12 +402,17 @@ static int size_maps(struct recorder *r, int ncpu)
 	struct profile_bpf *k = r->skel;
 	int rc = 0;
 
-	if (counts < 1024)
-		counts = 1024;
+	/* Events other than cpu come as fast as the workload makes them:
+	 * room for many more distinct stacks per drain. */
+	bool other = false;
+	for (int i = 1; i < PROFILE_NEVENTS; i++)
+		other |= r->opt->ev_flags[i] != 0;
+	if (counts < (other ? 32768u : 1024u))
+		counts = other ? 32768u : 1024u;
 	if (counts > (1u << 22))
 		counts = 1u << 22;
-	if (stacks < 4096)
-		stacks = 4096;
+	if (stacks < (other ? 16384u : 4096u))
+		stacks = other ? 16384u : 4096u;
 	if (stacks > (1u << 18))
 		stacks = 1u << 18;
 	struct bpf_map *maps[4] = {k->maps.counts0, k->maps.counts1, k->maps.stacks0,
@@ -383,8 +428,8 @@ static int size_maps(struct recorder *r, int ncpu)
 	 * With --unwind fp they are left at one slot. */
 	bool cfi = r->opt->unwind != PROFILE_UNWIND_FP;
 	uint32_t ustacks = cfi ? pow2_at_least(per_drain * 2) : 1;
-	if (cfi && ustacks < 1024)
-		ustacks = 1024;
+	if (cfi && ustacks < (other ? 16384u : 1024u))
+		ustacks = other ? 16384u : 1024u;
 	if (ustacks > (1u << 16))
 		ustacks = 1u << 16;
 	uint32_t procs = 1, tables = 1, rows = 1;
@@ -443,7 +488,9 @@ static int entry_cmp(const void *a, const void *b)
 	const struct entry *x = a, *y = b;
 	if (x->key.pid != y->key.pid)
 		return x->key.pid < y->key.pid ? -1 : 1;
-	return x->key.gen < y->key.gen ? -1 : x->key.gen > y->key.gen;
+	if (x->key.gen != y->key.gen)
+		return x->key.gen < y->key.gen ? -1 : 1;
+	return x->key.event < y->key.event ? -1 : x->key.event > y->key.event;
 }
 
 static int add_id(struct recorder *r, uint32_t id)
@@ -585,7 +632,7 @@ static int read_set(struct recorder *r, int set)
 		r->scan_stacks--;
 
 	while (r->no_batch && bpf_map_get_next_key(r->counts_fd[set], prev, &next) == 0) {
-		uint64_t v;
+		struct profile_value v;
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(r->counts_fd[set], &key, &v) < 0)
@@ -727,7 +774,7 @@ static int retain(struct recorder *r, int64_t now)
 static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when)
 {
 	pid_t last_pid = -1;
-	uint32_t last_gen = 0;
+	uint32_t last_gen = 0, last_event = 0;
 	uint32_t series = 0;
 	int rc;
 
@@ -737,7 +784,8 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		const struct entry *e = &r->ents[i];
 		pid_t pid = (pid_t)e->key.pid;
 
-		if (pid != last_pid || e->key.gen != last_gen) {
+		uint32_t ev = e->key.event < PROFILE_NEVENTS ? e->key.event : PROFILE_EV_CPU;
+		if (pid != last_pid || e->key.gen != last_gen || ev != last_event) {
 			/* A process is snapshotted once (at start, fork or
 			 * exec); symbolize_user() reads its maps again when an
 			 * address falls outside them. */
@@ -762,14 +810,15 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 			                  : bin && *bin  ? bin
 			                                 : "[unknown]",
 			        .version = r->opt->version ? r->opt->version : version,
-			        .event = "cpu-clock",
-			        .unit = "nanoseconds",
+			        .event = events[ev].series,
+			        .unit = events[ev].unit,
 			};
 			rc = store_batch_series(b, &k, &series);
 			if (rc < 0)
 				return rc;
 			last_pid = pid;
 			last_gen = e->key.gen;
+			last_event = ev;
 		}
 
 		size_t n = 0;
@@ -788,11 +837,13 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 			if (rc < 0)
 				return rc;
 		}
-		rc = store_batch_add(b, series, when, node, e->count, e->count * r->period_ns);
+		rc = store_batch_add(b, series, when, node, e->v.samples, e->v.weight);
 		if (rc < 0)
 			return rc;
-		r->samples += e->count;
-		r->weight += e->count * r->period_ns;
+		r->samples += e->v.samples;
+		r->weight += e->v.weight;
+		r->ev_samples[ev] += e->v.samples;
+		r->ev_weight[ev] += e->v.weight;
 	}
 	return 0;
 }
@@ -1067,6 +1118,267 @@ static int parse_size(const char *arg, uint64_t *out)
 	return 0;
 }
 
+/* "500us", "2ms", "1s", "10ns"; a bare number is microseconds. */
+static int parse_short_duration(const char *arg, uint64_t *ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end), mult;
+	if (errno || end == arg || !(v >= 0) || arg[0] == '-')
+		return -EINVAL;
+	if (strcmp(end, "ns") == 0)
+		mult = 1;
+	else if (strcmp(end, "us") == 0 || *end == '\0')
+		mult = 1e3;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1e6;
+	else if (strcmp(end, "s") == 0)
+		mult = 1e9;
+	else
+		return -EINVAL;
+	if (v * mult > 1e18)
+		return -ERANGE;
+	*ns = (uint64_t)(v * mult + 0.5);
+	return 0;
+}
+
+/* Parses one ":"-separated modifier of -e's EVENT spec into flags,
+ * every, or o->offcpu_preempt.  Returns 0 or -EINVAL. */
+static int parse_event_mod(const char *mod, int ev, struct options *o, uint32_t *flags,
+                           uint32_t *every)
+{
+	char *end;
+	unsigned long n;
+
+	if (strcmp(mod, "u") == 0) {
+		*flags = PROFILE_EV_ON | PROFILE_EV_USER;
+	} else if (strcmp(mod, "k") == 0) {
+		*flags = PROFILE_EV_ON | PROFILE_EV_KERNEL;
+	} else if (strcmp(mod, "uk") == 0 || strcmp(mod, "ku") == 0) {
+		*flags = PROFILE_EV_ON | PROFILE_EV_USER | PROFILE_EV_KERNEL;
+	} else if (strcmp(mod, "all") == 0 && ev == PROFILE_EV_OFFCPU) {
+		o->offcpu_preempt = true;
+	} else {
+		errno = 0;
+		n = strtoul(mod, &end, 10);
+		if (errno || end == mod || *end || mod[0] < '1' || mod[0] > '9' || n > 1000000)
+			return -EINVAL;
+		*every = (uint32_t)n;
+	}
+	return 0;
+}
+
+/* Parses -e's EVENT[:STACKS][:N][,EVENT...] into o->ev_flags and
+ * o->ev_every; prints its own error.  Returns 0 or -errno. */
+static int parse_events(const char *list, struct options *o)
+{
+	char *copy = strdup(list), *save = NULL;
+	int rc = 0;
+
+	if (!copy) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -ENOMEM;
+	}
+	for (char *spec = strtok_r(copy, ",", &save); spec && rc == 0;
+	     spec = strtok_r(NULL, ",", &save)) {
+		char *mod = strchr(spec, ':');
+		int ev = -1;
+
+		if (mod)
+			*mod++ = '\0';
+		for (int i = 0; i < PROFILE_NEVENTS; i++)
+			if (strcmp(spec, events[i].arg) == 0)
+				ev = i;
+		if (ev < 0) {
+			fprintf(stderr,
+			        PROG ": -e: unknown event \"%s\"; expected cpu, offcpu, rss, block, "
+			             "block-time or net\n",
+			        spec);
+			rc = -EINVAL;
+			break;
+		}
+		if (o->ev_flags[ev]) {
+			fprintf(stderr, PROG ": -e: %s given twice\n", spec);
+			rc = -EINVAL;
+			break;
+		}
+		uint32_t flags = PROFILE_EV_ON | PROFILE_EV_USER | PROFILE_EV_KERNEL;
+		uint32_t every = events[ev].every;
+		while (mod && *mod && rc == 0) {
+			char *next = strchr(mod, ':');
+			if (next)
+				*next++ = '\0';
+			if (parse_event_mod(mod, ev, o, &flags, &every) < 0) {
+				fprintf(stderr,
+				        PROG ": -e %s: expected STACKS (u, k or uk)%s or N (1 to "
+				             "1000000) after ':', got \"%s\"\n",
+				        spec, ev == PROFILE_EV_OFFCPU ? ", all" : "", mod);
+				rc = -EINVAL;
+			}
+			mod = next;
+		}
+		if (o->user_only)
+			flags &= ~PROFILE_EV_KERNEL;
+		if (o->kernel_only)
+			flags &= ~PROFILE_EV_USER;
+		o->ev_flags[ev] = flags;
+		o->ev_every[ev] = every;
+	}
+	if (rc == 0 && !copy[0]) {
+		fprintf(stderr, PROG ": -e: expected at least one event\n");
+		rc = -EINVAL;
+	}
+	free(copy);
+	return rc;
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+/* Byte offsets the BPF side reads kernel data at: task_struct.pid for
+ * offcpu, and the fields of the tracepoint records of the other events,
+ * from the kernel's BTF (the trace_event_raw_* structs are the records). */
+static int event_offsets(struct recorder *r)
+{
+	const struct options *o = r->opt;
+	struct {
+		uint32_t ev, ev2;
+		const char *strct, *member;
+		volatile const uint32_t *dst;
+	} need[] = {
+	        {PROFILE_EV_OFFCPU, PROFILE_EV_OFFCPU, "task_struct", "pid",
+	         &r->skel->rodata->pid_offset},
+	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "curr",
+	         &r->skel->rodata->rss_curr},
+	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "member",
+	         &r->skel->rodata->rss_member},
+	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "size",
+	         &r->skel->rodata->rss_size},
+	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "mm_id",
+	         &r->skel->rodata->rss_mm},
+	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "dev",
+	         &r->skel->rodata->bio_dev},
+	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "sector",
+	         &r->skel->rodata->bio_sector},
+	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "nr_sector",
+	         &r->skel->rodata->bio_nr},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_rq_completion",
+	         "dev", &r->skel->rodata->rq_dev},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_rq_completion",
+	         "sector", &r->skel->rodata->rq_sector},
+	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "family",
+	         &r->skel->rodata->sock_family},
+	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "protocol",
+	         &r->skel->rodata->sock_protocol},
+	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "ret",
+	         &r->skel->rodata->sock_ret},
+	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "flags",
+	         &r->skel->rodata->sock_flags},
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		uint32_t off;
+		if (!o->ev_flags[need[i].ev] && !o->ev_flags[need[i].ev2])
+			continue;
+		int rc = kbtf_member_offset(KBTF_VMLINUX, need[i].strct, need[i].member, &off, err,
+		                            sizeof(err));
+		if (rc < 0) {
+			fail(r, rc, "-e %s: the kernel has no %s.%s: %s", events[need[i].ev].arg,
+			     need[i].strct, need[i].member, err);
+			return rc;
+		}
+		*(uint32_t *)need[i].dst = off;
+	}
+	return 0;
+}
+
+/* Before load: the events' settings in .rodata, and only the programs of
+ * the events asked for are loaded. */
+static int setup_events(struct recorder *r, const struct options *o)
+{
+	struct profile_bpf *k = r->skel;
+	struct {
+		struct bpf_program *prog;
+		bool on;
+	} progs[] = {
+	        {k->progs.do_sample, o->ev_flags[PROFILE_EV_CPU]},
+	        {k->progs.on_switch, o->ev_flags[PROFILE_EV_OFFCPU]},
+	        {k->progs.on_rss, o->ev_flags[PROFILE_EV_RSS]},
+	        {k->progs.on_bio, o->ev_flags[PROFILE_EV_BLOCK] || o->ev_flags[PROFILE_EV_BLOCK_TIME]},
+	        {k->progs.on_rq_complete, o->ev_flags[PROFILE_EV_BLOCK_TIME]},
+	        {k->progs.on_send, o->ev_flags[PROFILE_EV_NET]},
+	        {k->progs.on_recv, o->ev_flags[PROFILE_EV_NET]},
+	};
+
+	for (int i = 0; i < PROFILE_NEVENTS; i++) {
+		k->rodata->ev_flags[i] = o->ev_flags[i];
+		k->rodata->ev_every[i] = o->ev_every[i] ? o->ev_every[i] : 1;
+	}
+	k->rodata->cpu_period_ns = r->period_ns;
+	k->rodata->offcpu_min_ns = o->offcpu_min_ns;
+	k->rodata->offcpu_preempt = o->offcpu_preempt;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		bpf_program__set_autoload(progs[i].prog, progs[i].on);
+	return event_offsets(r);
+}
+
+/* After load: attaches each event's programs.  An event the kernel cannot
+ * attach is reported and left out; the others still record.  Returns 0,
+ * or -ENODEV when no event could be attached. */
+static int attach_events(struct recorder *r)
+{
+	const struct options *o = r->opt;
+	struct profile_bpf *k = r->skel;
+	struct {
+		int ev;
+		struct bpf_program *prog;
+		const char *what;
+	} att[] = {
+	        {PROFILE_EV_OFFCPU, k->progs.on_switch, "raw tracepoint sched_switch"},
+	        {PROFILE_EV_RSS, k->progs.on_rss, "tracepoint kmem/rss_stat"},
+	        {PROFILE_EV_BLOCK, k->progs.on_bio, "tracepoint block/block_bio_queue"},
+	        {PROFILE_EV_BLOCK_TIME, k->progs.on_bio, "tracepoint block/block_bio_queue"},
+	        {PROFILE_EV_BLOCK_TIME, k->progs.on_rq_complete, "tracepoint block/block_rq_complete"},
+	        {PROFILE_EV_NET, k->progs.on_send, "tracepoint sock/sock_send_length"},
+	        {PROFILE_EV_NET, k->progs.on_recv, "tracepoint sock/sock_recv_length"},
+	};
+	int attached = o->ev_flags[PROFILE_EV_CPU] ? 1 : 0;
+
+	r->ev_attached[PROFILE_EV_CPU] = o->ev_flags[PROFILE_EV_CPU];
+	for (int ev = 1; ev < PROFILE_NEVENTS; ev++)
+		r->ev_attached[ev] = o->ev_flags[ev] != 0;
+	for (size_t i = 0; i < sizeof(att) / sizeof(att[0]); i++) {
+		int ev = att[i].ev;
+		if (!o->ev_flags[ev] || !r->ev_attached[ev])
+			continue;
+		/* block and block-time share on_bio: attach it once. */
+		bool again = false;
+		for (size_t j = 0; j < i; j++)
+			if (att[j].prog == att[i].prog && r->ev_attached[att[j].ev] &&
+			    o->ev_flags[att[j].ev])
+				again = true;
+		if (again)
+			continue;
+		struct bpf_link *l = bpf_program__attach(att[i].prog);
+		if (!l) {
+			fprintf(stderr,
+			        PROG ": record: event %s left out: cannot attach the %s (%s); "
+			             "the kernel may lack it\n",
+			        events[ev].arg, att[i].what, strerror(errno));
+			r->ev_attached[ev] = false;
+			continue;
+		}
+		r->ev_links[r->nev_links++] = l;
+	}
+	for (int ev = 1; ev < PROFILE_NEVENTS; ev++)
+		attached += r->ev_attached[ev];
+	if (!attached) {
+		fail(r, -ENODEV, "no event could be recorded");
+		return -ENODEV;
+	}
+	return 0;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option opts[] = {
@@ -1083,6 +1395,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"lines", no_argument, NULL, 'L'},
 	        {"inline", no_argument, NULL, 'I'},
 	        {"unwind", required_argument, NULL, 'U'},
+	        {"event", required_argument, NULL, 'e'},
+	        {"offcpu-min", required_argument, NULL, 'O'},
 	        {"unwind-memory", required_argument, NULL, 'M'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
@@ -1093,8 +1407,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 	o->freq = 99;
 	o->unwind = PROFILE_UNWIND_AUTO;
+	o->offcpu_min_ns = 1000;
+	const char *event_list = "cpu";
 	o->unwind_memory = 16ull << 20;
-	while ((c = getopt_long(argc, argv, "+hp:aF:d:v", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hp:aF:d:ve:", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 's': o->store_dir = optarg; break;
@@ -1107,6 +1423,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'v': o->verbose = true; break;
 		case 'L': o->lines = true; break;
 		case 'I': o->inlines = true; break;
+		case 'e': event_list = optarg; break;
+		case 'O':
+			if (parse_short_duration(optarg, &o->offcpu_min_ns) < 0) {
+				fprintf(stderr,
+				        PROG ": --offcpu-min: expected a duration such as 1us, 500us "
+				             "or 2ms, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
 		case 'U':
 			if (strcmp(optarg, "auto") == 0) {
 				o->unwind = PROFILE_UNWIND_AUTO;
@@ -1186,6 +1512,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		                     "exclude each other\n");
 		return 2;
 	}
+	if (parse_events(event_list, o) < 0)
+		return 2;
 	return -1;
 }
 
@@ -1205,11 +1533,28 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	double cpu = cpu_seconds();
 
 	symbolize_get_stats(r->sym, &ss);
+	char line[512];
+	int n = 0;
+	for (int i = 1; i < PROFILE_NEVENTS; i++) {
+		if (!r->opt->ev_flags[i])
+			continue;
+		bool ns = strcmp(events[i].unit, "nanoseconds") == 0;
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+		              "%s%s %" PRIu64 " events, %.3f %s%s", n ? "; " : "", events[i].series,
+		              (uint64_t)r->skel->bss->ev_seen[i],
+		              ns ? (double)r->ev_weight[i] / 1e9 : (double)r->ev_weight[i] / 1048576.0,
+		              ns ? "s" : "MiB", r->ev_attached[i] ? "" : " (not attached)");
+		if (n >= (int)sizeof(line))
+			break;
+	}
+	if (n)
+		fprintf(stderr, PROG ": %s\n", line);
 	fprintf(stderr,
 	        PROG ": recorded %" PRIu64 " samples (%.3f s of CPU) in %" PRIu64
 	             " drains over %.2f s; seen %" PRIu64 ", dropped %" PRIu64
 	             " (counts map full)\n",
-	        r->samples, (double)r->weight / 1e9, r->drains, wall,
+	        r->ev_samples[PROFILE_EV_CPU], (double)r->ev_weight[PROFILE_EV_CPU] / 1e9, r->drains,
+	        wall,
 	        (uint64_t)st[PROFILE_STAT_SEEN], (uint64_t)st[PROFILE_STAT_COUNTS_FULL]);
 	fprintf(stderr,
 	        PROG ": stacks lost: %" PRIu64 " user and %" PRIu64
@@ -1317,8 +1662,9 @@ static int run(struct recorder *r, const struct options *o)
 		return rc;
 	}
 	r->skel->rodata->filter_pids = !o->all;
-	r->skel->rodata->user_stacks = !o->kernel_only;
-	r->skel->rodata->kernel_stacks = !o->user_only;
+	rc = setup_events(r, o);
+	if (rc < 0)
+		return rc;
 	uint32_t tgid_offset;
 	char berr[256];
 	rc = kbtf_member_offset(KBTF_VMLINUX, "task_struct", "tgid", &tgid_offset, berr,
@@ -1403,14 +1749,25 @@ static int run(struct recorder *r, const struct options *o)
 		}
 	}
 
-	rc = open_cpu_events(r);
+	rc = attach_events(r);
+	if (rc >= 0 && o->ev_flags[PROFILE_EV_CPU])
+		rc = open_cpu_events(r);
 	if (rc < 0) {
 		if (go_fd >= 0)
 			close(go_fd); /* the held child exits */
 		return rc;
 	}
 
-	fprintf(stderr, PROG ": recording at %u Hz on %d CPUs; Ctrl-C stops\n", o->freq, r->nlinks);
+	char evs[128] = "";
+	for (int i = 0, n = 0; i < PROFILE_NEVENTS; i++)
+		if (r->ev_attached[i])
+			n += snprintf(evs + n, sizeof(evs) - (size_t)n, "%s%s", n ? "," : "",
+			              events[i].arg);
+	if (o->ev_flags[PROFILE_EV_CPU])
+		fprintf(stderr, PROG ": recording %s at %u Hz on %d CPUs; Ctrl-C stops\n", evs,
+		        o->freq, r->nlinks);
+	else
+		fprintf(stderr, PROG ": recording %s; Ctrl-C stops\n", evs);
 	if (o->all) {
 		/* Sampling runs already: a process that exits before the
 		 * first drain is still resolved from this snapshot. */
@@ -1495,6 +1852,9 @@ static int run(struct recorder *r, const struct options *o)
 
 	/* Stop sampling, take in the last process events, store both sets. */
 	close_cpu_events(r);
+	for (int i = 0; i < r->nev_links; i++)
+		bpf_link__destroy(r->ev_links[i]);
+	r->nev_links = 0;
 	ring_buffer__consume(r->rb);
 	if (!r->err)
 		drain(r, true);
@@ -1509,6 +1869,8 @@ static void cleanup(struct recorder *r)
 	close_cpu_events(r);
 	/* Before the maps it writes to are closed. */
 	unwinder_free(r->unwinder);
+	for (int i = 0; i < r->nev_links; i++)
+		bpf_link__destroy(r->ev_links[i]);
 	bpf_link__destroy(r->fork_link);
 	bpf_link__destroy(r->exec_link);
 	ring_buffer__free(r->rb);
