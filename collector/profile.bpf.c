@@ -33,9 +33,9 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by user space before load. */
-const volatile bool filter_pids = false; /* only processes in `pids` */
-const volatile bool skip_idle = true;     /* without a filter: skip pid 0 */
-const volatile __u32 tgid_offset = 0;     /* of tgid in struct task_struct */
+const volatile bool filter_pids = false;              /* only processes in `pids` */
+const volatile bool skip_idle = true;                 /* without a filter: skip pid 0 */
+const volatile __u32 tgid_offset = 0;                 /* of tgid in struct task_struct */
 const volatile __u32 unwind_mode = PROFILE_UNWIND_FP; /* enum profile_unwind */
 /* Per event (enum profile_ev): PROFILE_EV_* flags, and N of EVENT:...:N
  * (a stack for every Nth event, its weight times N). */
@@ -47,7 +47,7 @@ const volatile bool offcpu_preempt = false; /* offcpu:all */
 /* Byte offsets found in the kernel's BTF by user space (kbtf.c). */
 const volatile __u32 pid_offset = 0; /* task_struct.pid */
 const volatile __u32 rss_curr = 0, rss_member = 0, rss_size = 0, rss_mm = 0;
-const volatile __u32 bio_dev = 0, bio_sector = 0, bio_nr = 0;
+const volatile __u32 bio_dev = 0, bio_sector = 0, bio_nr = 0, bio_rwbs = 0;
 const volatile __u32 rq_dev = 0, rq_sector = 0;
 const volatile __u32 sock_family = 0, sock_protocol = 0, sock_ret = 0, sock_flags = 0;
 
@@ -682,8 +682,7 @@ int on_switch(void *ctx)
 	bool blocked = !args[0] && (__u32)args[3] != 0; /* not preempted, not runnable */
 	struct pending st, *p;
 
-	if (tid && (blocked || offcpu_preempt) && followed(tgid) &&
-	    take_nth(PROFILE_EV_OFFCPU)) {
+	if (tid && (blocked || offcpu_preempt) && followed(tgid) && take_nth(PROFILE_EV_OFFCPU)) {
 		begin(ctx, PROFILE_EV_OFFCPU, tgid, &st);
 		if (bpf_map_update_elem(&offcpu_start, &tid, &st, BPF_ANY))
 			count(PROFILE_STAT_COUNTS_FULL);
@@ -748,10 +747,19 @@ int on_bio(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u64 bytes = field(ctx, bio_nr, 4) << 9;
+	__u64 rwbs = field(ctx, bio_rwbs, 8);
 	struct pending st;
 
-	if (!followed(tgid))
+	if (!followed(tgid) || !bytes)
 		return 0;
+	/* Discards and secure erases ("D", "DS", "E"...) move no data. */
+	for (int i = 0; i < 8; i++) {
+		char c = (char)(rwbs >> (8 * i));
+		if (c == 'D' || c == 'E')
+			return 0;
+		if (!c)
+			break;
+	}
 	if ((ev_flags[PROFILE_EV_BLOCK] & PROFILE_EV_ON) && take_nth(PROFILE_EV_BLOCK))
 		record(ctx, false, PROFILE_EV_BLOCK, tgid, scaled(PROFILE_EV_BLOCK, bytes));
 	if ((ev_flags[PROFILE_EV_BLOCK_TIME] & PROFILE_EV_ON) && take_nth(PROFILE_EV_BLOCK_TIME)) {
@@ -767,13 +775,13 @@ int on_bio(void *ctx)
 SEC("tracepoint/block/block_rq_complete")
 int on_rq_complete(void *ctx)
 {
-	struct bio_key k = {.sector = field(ctx, rq_sector, 8), .dev = (__u32)field(ctx, rq_dev, 4)};
+	struct bio_key k = {.sector = field(ctx, rq_sector, 8),
+	                    .dev = (__u32)field(ctx, rq_dev, 4)};
 	struct pending *p = bpf_map_lookup_elem(&bio_start, &k);
 
 	if (!p)
 		return 0;
-	end(p, PROFILE_EV_BLOCK_TIME,
-	    scaled(PROFILE_EV_BLOCK_TIME, bpf_ktime_get_ns() - p->ts));
+	end(p, PROFILE_EV_BLOCK_TIME, scaled(PROFILE_EV_BLOCK_TIME, bpf_ktime_get_ns() - p->ts));
 	bpf_map_delete_elem(&bio_start, &k);
 	return 0;
 }

@@ -747,6 +747,21 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 	return 0;
 }
 
+/* Whether a kernel frame belongs to the tracepoint and BPF machinery that
+ * ran the event's program (bpf_trace_run4, perf_trace_*, bpf_prog_*...). */
+static bool tracing_frame(const char *name, size_t len)
+{
+	static const char *const prefixes[] = {
+	        "bpf_prog_",      "bpf_trace_run", "__bpf_trace_",           "perf_trace_",
+	        "trace_call_bpf", "__traceiter_",  "trace_event_raw_event_", "bpf_tracing_"};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i]);
+		if (len >= pl && memcmp(name, prefixes[i], pl) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* --retention: at the first drain and then every RETAIN_EVERY_S, deletes
  * the time buckets wholly older than the retention period, from every
  * wall-clock series of the store, in a write of its own. */
@@ -827,6 +842,11 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 			rc = add_stack(r, set, pid, &e->key, true, &n);
 		if (rc < 0)
 			return rc;
+		/* A tracepoint's kernel stack ends in the tracing machinery
+		 * and our own program: not the workload's. */
+		while (n > 0 && r->frames[n - 1].kind == STORE_FRAME_KERNEL &&
+		       tracing_frame(r->frames[n - 1].name, r->frames[n - 1].name_len))
+			n--;
 
 		uint32_t node = STORE_ROOT_NODE;
 		for (size_t j = 0; j < n; j++) {
@@ -1191,8 +1211,9 @@ static int parse_events(const char *list, struct options *o)
 				ev = i;
 		if (ev < 0) {
 			fprintf(stderr,
-			        PROG ": -e: unknown event \"%s\"; expected cpu, offcpu, rss, block, "
-			             "block-time or net\n",
+			        PROG
+			        ": -e: unknown event \"%s\"; expected cpu, offcpu, rss, block, "
+			        "block-time or net\n",
 			        spec);
 			rc = -EINVAL;
 			break;
@@ -1261,10 +1282,12 @@ static int event_offsets(struct recorder *r)
 	         &r->skel->rodata->bio_sector},
 	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "nr_sector",
 	         &r->skel->rodata->bio_nr},
-	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_rq_completion",
-	         "dev", &r->skel->rodata->rq_dev},
-	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_rq_completion",
-	         "sector", &r->skel->rodata->rq_sector},
+	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "rwbs",
+	         &r->skel->rodata->bio_rwbs},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
+	         "trace_event_raw_block_rq_completion", "dev", &r->skel->rodata->rq_dev},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
+	         "trace_event_raw_block_rq_completion", "sector", &r->skel->rodata->rq_sector},
 	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "family",
 	         &r->skel->rodata->sock_family},
 	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "protocol",
@@ -1304,7 +1327,8 @@ static int setup_events(struct recorder *r, const struct options *o)
 	        {k->progs.do_sample, o->ev_flags[PROFILE_EV_CPU]},
 	        {k->progs.on_switch, o->ev_flags[PROFILE_EV_OFFCPU]},
 	        {k->progs.on_rss, o->ev_flags[PROFILE_EV_RSS]},
-	        {k->progs.on_bio, o->ev_flags[PROFILE_EV_BLOCK] || o->ev_flags[PROFILE_EV_BLOCK_TIME]},
+	        {k->progs.on_bio,
+	         o->ev_flags[PROFILE_EV_BLOCK] || o->ev_flags[PROFILE_EV_BLOCK_TIME]},
 	        {k->progs.on_rq_complete, o->ev_flags[PROFILE_EV_BLOCK_TIME]},
 	        {k->progs.on_send, o->ev_flags[PROFILE_EV_NET]},
 	        {k->progs.on_recv, o->ev_flags[PROFILE_EV_NET]},
@@ -1338,7 +1362,8 @@ static int attach_events(struct recorder *r)
 	        {PROFILE_EV_RSS, k->progs.on_rss, "tracepoint kmem/rss_stat"},
 	        {PROFILE_EV_BLOCK, k->progs.on_bio, "tracepoint block/block_bio_queue"},
 	        {PROFILE_EV_BLOCK_TIME, k->progs.on_bio, "tracepoint block/block_bio_queue"},
-	        {PROFILE_EV_BLOCK_TIME, k->progs.on_rq_complete, "tracepoint block/block_rq_complete"},
+	        {PROFILE_EV_BLOCK_TIME, k->progs.on_rq_complete,
+	         "tracepoint block/block_rq_complete"},
 	        {PROFILE_EV_NET, k->progs.on_send, "tracepoint sock/sock_send_length"},
 	        {PROFILE_EV_NET, k->progs.on_recv, "tracepoint sock/sock_recv_length"},
 	};
@@ -1427,8 +1452,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'O':
 			if (parse_short_duration(optarg, &o->offcpu_min_ns) < 0) {
 				fprintf(stderr,
-				        PROG ": --offcpu-min: expected a duration such as 1us, 500us "
-				             "or 2ms, got \"%s\"\n",
+				        PROG
+				        ": --offcpu-min: expected a duration such as 1us, 500us "
+				        "or 2ms, got \"%s\"\n",
 				        optarg);
 				return 2;
 			}
@@ -1539,11 +1565,11 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		if (!r->opt->ev_flags[i])
 			continue;
 		bool ns = strcmp(events[i].unit, "nanoseconds") == 0;
-		n += snprintf(line + n, sizeof(line) - (size_t)n,
-		              "%s%s %" PRIu64 " events, %.3f %s%s", n ? "; " : "", events[i].series,
-		              (uint64_t)r->skel->bss->ev_seen[i],
-		              ns ? (double)r->ev_weight[i] / 1e9 : (double)r->ev_weight[i] / 1048576.0,
-		              ns ? "s" : "MiB", r->ev_attached[i] ? "" : " (not attached)");
+		n += snprintf(
+		        line + n, sizeof(line) - (size_t)n, "%s%s %" PRIu64 " events, %.3f %s%s",
+		        n ? "; " : "", events[i].series, (uint64_t)r->skel->bss->ev_seen[i],
+		        ns ? (double)r->ev_weight[i] / 1e9 : (double)r->ev_weight[i] / 1048576.0,
+		        ns ? "s" : "MiB", r->ev_attached[i] ? "" : " (not attached)");
 		if (n >= (int)sizeof(line))
 			break;
 	}
@@ -1553,9 +1579,9 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	        PROG ": recorded %" PRIu64 " samples (%.3f s of CPU) in %" PRIu64
 	             " drains over %.2f s; seen %" PRIu64 ", dropped %" PRIu64
 	             " (counts map full)\n",
-	        r->ev_samples[PROFILE_EV_CPU], (double)r->ev_weight[PROFILE_EV_CPU] / 1e9, r->drains,
-	        wall,
-	        (uint64_t)st[PROFILE_STAT_SEEN], (uint64_t)st[PROFILE_STAT_COUNTS_FULL]);
+	        r->ev_samples[PROFILE_EV_CPU], (double)r->ev_weight[PROFILE_EV_CPU] / 1e9,
+	        r->drains, wall, (uint64_t)st[PROFILE_STAT_SEEN],
+	        (uint64_t)st[PROFILE_STAT_COUNTS_FULL]);
 	fprintf(stderr,
 	        PROG ": stacks lost: %" PRIu64 " user and %" PRIu64
 	             " kernel to hash collisions, %" PRIu64 " to errors; "
@@ -1816,6 +1842,9 @@ static int run(struct recorder *r, const struct options *o)
 		int ms = until > t ? (int)ceil((until - t) * 1000) : 0;
 		if (r->child && pidfd < 0 && ms > 100)
 			ms = 100; /* no pidfd: look for COMMAND's exit 10 times a second */
+		int due = r->unwinder ? unwinder_refresh_due_ms(r->unwinder) : -1;
+		if (due >= 0 && due < ms)
+			ms = due; /* a process's maps to read again */
 		struct epoll_event got[2];
 		if (epoll_wait(ep, got, 2, ms) < 0 && errno != EINTR) {
 			rc = -errno;

@@ -491,6 +491,24 @@ int unwinder_refresh(struct unwinder *u, struct symbolize *s)
 	return 0;
 }
 
+int unwinder_refresh_due_ms(const struct unwinder *u)
+{
+	int64_t now = mono_ns(), due = -1;
+
+	for (size_t i = 0; i < u->nstale; i++) {
+		pid_t pid = u->stale[i];
+		size_t slot = (unsigned)pid % RECENT_SLOTS;
+		int64_t left = 0;
+		if (u->recent[slot].pid == pid)
+			left = u->recent[slot].at + REFRESH_NS - now;
+		if (left < 0)
+			left = 0;
+		if (due < 0 || left < due)
+			due = left;
+	}
+	return due < 0 ? -1 : (int)(due / 1000000 + 1);
+}
+
 void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *st)
 {
 	*st = u->st;

@@ -59,6 +59,10 @@ int unwinder_stale(struct unwinder *u, pid_t pid);
  * turn has come.  Returns 0 or -ENOMEM. */
 int unwinder_refresh(struct unwinder *u, struct symbolize *s);
 
+/* Milliseconds until unwinder_refresh() has a process due, or -1 when
+ * none waits: the longest the caller should sleep. */
+int unwinder_refresh_due_ms(const struct unwinder *u);
+
 struct unwinder_stats {
 	uint64_t tables;        /* tables loaded */
 	uint64_t rows;          /* their rows (8 bytes each in the kernel) */
