@@ -85,7 +85,7 @@ unit_exec() {
 	for f in "$unit" "$@"; do # a later assignment wins, as in systemd
 		while IFS='=' read -r var val; do
 			env[$var]=$val
-		done < <(sed -n 's/^Environment=//p' "$f")
+		done < <(sed -n 's/^Environment=//p' "$f" | sed 's/^"\(.*\)"$/\1/')
 	done
 	for var in "${!env[@]}"; do
 		line=${line//\$\{$var\}/${env[$var]}}
@@ -128,6 +128,20 @@ else
 	$cmdret -d 1 >"$tmp/record-ret.out" 2>&1
 	check "record: with retention.conf the 40-day-old import is pruned" \
 		test $? -eq 0 -a -z "$("$collect" stats --store "$tmp/store" 2>/dev/null | grep '^ancient ')"
+	# events.conf: more than CPU; a sleeper gives off-CPU time in 2 s.
+	cmdev=$(unit_exec "$rec" ExecStart "$exampledir/events.conf")
+	check "record: events.conf adds -e cpu,offcpu,rss,block,net" \
+		grep -q -- ' -e cpu,offcpu,rss,block,net --offcpu-min 100us *$' <<<"$cmdev"
+	sh -c 'while :; do sleep 0.05; done' &
+	napper=$!
+	# shellcheck disable=SC2086
+	$cmdev -d 2 >"$tmp/record-ev.out" 2>&1
+	rc=$?
+	kill "$napper"
+	wait "$napper" 2>/dev/null
+	check "record: with events.conf the store holds an off-cpu series" \
+		test $rc -eq 0 -a -n "$("$collect" stats --store "$tmp/store" 2>/dev/null | grep ' off-cpu ')"
+	[ $rc -eq 0 ] || cat "$tmp/record-ev.out"
 fi
 
 # The view: mounts in the foreground, unmounts on SIGTERM (systemctl stop).

@@ -87,6 +87,19 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W 'auto dwarf fp' -- "$cur"))
 		return
 		;;
+	-e | --event)
+		if [[ $cmd == record ]]; then
+			# A comma-separated list: complete its last element.
+			local pre=
+			[[ $cur == *,* ]] && pre=${cur%,*},
+			COMPREPLY=($(compgen -P "$pre" -W 'cpu offcpu offcpu:all rss block block-time net' -- "${cur##*,}"))
+		fi
+		return # import and export: a free value
+		;;
+	--offcpu-min)
+		COMPREPLY=($(compgen -W '1us 100us 1ms' -- "$cur"))
+		return
+		;;
 	--unwind-memory)
 		COMPREPLY=($(compgen -W '4M 16M 64M' -- "$cur"))
 		return
@@ -105,7 +118,7 @@ _flamefs_collect()
 	record)
 		opts='--store --pid --all-cpus --freq --duration --user-only --kernel-only
 		      --binary --version --lines --inline --retention --log-drains --verbose --help
-		      --unwind --unwind-memory
+		      --unwind --unwind-memory --event --offcpu-min -e
 		      -p -a -F -d -v --'
 		;;
 	stats | compact) opts='--store --help' ;;
