@@ -176,113 +176,7 @@ int record_main(int argc, char **argv)
 #include "unwind.h"
 #include "unwinder.h"
 
-#define DRAIN_SECONDS  1
-/* How long a flip waits for samples already inside the BPF program (it
- * runs in interrupt context, for microseconds) before reading the set. */
-#define FLIP_GRACE_NS  5000000L
-#define MAX_FREQ       100000
-
-struct options {
-	const char *store_dir;
-	const char *pid_list;
-	bool all;
-	char **command;
-	unsigned freq;
-	double duration; /* 0: until stopped */
-	bool user_only, kernel_only;
-	const char *binary;
-	const char *version;
-	bool verbose;
-	bool lines;
-	bool inlines;
-	const char *log_drains; /* --log-drains FILE, or NULL */
-	int64_t retention;      /* --retention, seconds; 0: keep everything */
-	enum profile_unwind unwind;
-	uint64_t unwind_memory; /* bytes of rows */
-	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
-	uint32_t ev_flags[PROFILE_NEVENTS];
-	uint32_t ev_every[PROFILE_NEVENTS];
-	bool offcpu_preempt;    /* offcpu:all */
-	uint64_t offcpu_min_ns; /* --offcpu-min */
-};
-
-/* The events of -e: their names on the command line, as series, and
- * their units; default N of EVENT:STACKS:N. */
-static const struct {
-	const char *arg, *series, *unit;
-	uint32_t every;
-} events[PROFILE_NEVENTS] = {
-        [PROFILE_EV_CPU] = {"cpu", "cpu-clock", "nanoseconds", 1},
-        [PROFILE_EV_OFFCPU] = {"offcpu", "off-cpu", "nanoseconds", 1},
-        [PROFILE_EV_RSS] = {"rss", "rss", "bytes", 16},
-        [PROFILE_EV_BLOCK] = {"block", "block", "bytes", 1},
-        [PROFILE_EV_BLOCK_TIME] = {"block-time", "block-time", "nanoseconds", 1},
-        [PROFILE_EV_NET] = {"net", "net", "bytes", 1},
-};
-
-struct entry {
-	struct profile_key key;
-	struct profile_value v;
-};
-
-struct recorder {
-	const struct options *opt;
-	struct profile_bpf *skel;
-	struct store *store;
-	struct symbolize *sym;
-	struct ring_buffer *rb;
-	struct bpf_link **links; /* one per CPU event */
-	int *pfds;
-	int nlinks;
-	struct bpf_link *fork_link, *exec_link;
-	int counts_fd[2], stacks_fd[2], ustacks_fd[2];
-	struct unwinder *unwinder; /* NULL with --unwind fp */
-	uint64_t period_ns;
-	pid_t child; /* -- COMMAND, or 0 */
-	int child_status;
-	bool child_exited;
-
-	struct entry *ents;
-	size_t nents, ents_cap;
-	uint32_t *ids;
-	size_t nids, ids_cap;
-	uint64_t *hashes; /* the CFI stacks the counts refer to */
-	size_t nhashes, hashes_cap;
-	struct store_frame *frames;
-
-	/* Batch reads of the counts maps: room for a whole map, and whether
-	 * the kernel has BPF_MAP_LOOKUP_AND_DELETE_BATCH. */
-	struct profile_key *bkeys;
-	struct profile_value *bvals;
-	uint32_t bcap;
-	bool no_batch;
-	/* Whole stack-map listings still due: set to 2 (both sets) when a
-	 * sample may have left a stack that no count refers to, and the
-	 * losses counted so far. */
-	int scan_stacks;
-	uint64_t orphan_losses;
-
-	/* --log-drains: the file (or -1) and the number of the last drain
-	 * that reached its commit. */
-	int log_fd;
-	uint64_t drain_seq;
-
-	/* --retention: when the store was last pruned (unix seconds, 0:
-	 * never) and what went. */
-	int64_t pruned_at;
-	uint64_t pruned_buckets, pruned_samples;
-
-	/* Totals for the final report. */
-	uint64_t drains, samples, weight, lost_user, lost_kernel;
-	uint64_t ev_samples[PROFILE_NEVENTS], ev_weight[PROFILE_NEVENTS];
-	bool ev_attached[PROFILE_NEVENTS];
-	struct bpf_link *ev_links[8];
-	int nev_links;
-	uint64_t truncated; /* samples stored with a [truncated] user stack */
-	uint64_t unsymbolized_pids;
-	int err; /* first fatal error, -errno */
-	char errmsg[512];
-};
+#include "record-internal.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -317,9 +211,7 @@ static double now_mono(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void fail(struct recorder *r, int err, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void fail(struct recorder *r, int err, const char *fmt, ...)
+void record_fail(struct recorder *r, int err, const char *fmt, ...)
 {
 	if (r->err)
 		return;
@@ -368,7 +260,7 @@ static uint32_t pow2_at_least(uint64_t n)
 }
 
 /* Distinct ELF files with CFI tables at most. */
-#define UNWIND_TABLES  4096
+#define UNWIND_TABLES 4096
 
 /* Processes now running (for -a's process-list map). */
 static unsigned count_processes(void)
@@ -454,513 +346,19 @@ static int size_maps(struct recorder *r, int ncpu)
 	return rc;
 }
 
-/* ---- process events ----------------------------------------------------- */
-
-static int on_event(void *ctx, void *data, size_t len)
-{
-	struct recorder *r = ctx;
-	const struct profile_event *e = data;
-	int rc;
-
-	if (len < sizeof(*e))
-		return 0;
-	if (e->kind == PROFILE_EVENT_STALE) {
-		/* The walker met a pc outside the process's known mappings. */
-		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
-	} else if (e->kind == PROFILE_EVENT_FORK) {
-		if (e->parent && !symbolize_known(r->sym, (pid_t)e->parent))
-			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
-		rc = symbolize_inherit(r->sym, (pid_t)e->pid, (pid_t)e->parent);
-	} else {
-		rc = symbolize_exec(r->sym, (pid_t)e->pid, e->gen);
-	}
-	if (rc == -ENOMEM) {
-		fail(r, rc, "out of memory");
-		return rc;
-	}
-	return 0; /* a process already gone is resolved at the drain */
-}
-
-/* ---- draining ----------------------------------------------------------- */
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-	if (x->key.pid != y->key.pid)
-		return x->key.pid < y->key.pid ? -1 : 1;
-	if (x->key.gen != y->key.gen)
-		return x->key.gen < y->key.gen ? -1 : 1;
-	return x->key.event < y->key.event ? -1 : x->key.event > y->key.event;
-}
-
-static int add_id(struct recorder *r, uint32_t id)
-{
-	if (r->nids == r->ids_cap) {
-		size_t ncap = r->ids_cap ? r->ids_cap * 2 : 1024;
-		uint32_t *n = realloc(r->ids, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		r->ids = n;
-		r->ids_cap = ncap;
-	}
-	r->ids[r->nids++] = id;
-	return 0;
-}
-
-static int id_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Notes a CFI stack to delete once stored (duplicates are harmless: a
- * second delete fails quietly). */
-static int add_hash(struct recorder *r, uint64_t h)
-{
-	if (r->nhashes == r->hashes_cap) {
-		size_t ncap = r->hashes_cap ? r->hashes_cap * 2 : 1024;
-		uint64_t *n = realloc(r->hashes, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		r->hashes = n;
-		r->hashes_cap = ncap;
-	}
-	r->hashes[r->nhashes++] = h;
-	return 0;
-}
-
-/* Takes every count of one map set into r->ents and deletes it, with
- * BPF_MAP_LOOKUP_AND_DELETE_BATCH: one or two bpf(2) calls in all, where
- * a walk costs three per entry.  Returns 0, -ENOTSUP when the kernel has
- * no batch operations (nothing was taken), or -errno. */
-static int take_counts_batch(struct recorder *r, int set)
-{
-	uint32_t token = 0;
-	bool first = true;
-
-	if (!r->bcap) {
-		r->bcap = bpf_map__max_entries(set ? r->skel->maps.counts1 : r->skel->maps.counts0);
-		r->bkeys = calloc(r->bcap, sizeof(*r->bkeys));
-		r->bvals = calloc(r->bcap, sizeof(*r->bvals));
-		if (!r->bkeys || !r->bvals)
-			return -ENOMEM;
-	}
-	uint32_t n = 0;
-	for (;;) {
-		uint32_t got = r->bcap - n;
-		int rc = bpf_map_lookup_and_delete_batch(r->counts_fd[set], first ? NULL : &token,
-		                                         &token, r->bkeys + n, r->bvals + n, &got,
-		                                         NULL);
-		int e = rc < 0 ? errno : 0;
-		if (rc < 0 && e != ENOENT && first && n == 0 && got == 0 &&
-		    (e == EINVAL || e == EOPNOTSUPP || e == 524 /* the kernel's ENOTSUPP */))
-			return -ENOTSUP;
-		n += got;
-		first = false;
-		if (rc < 0 && e == ENOENT)
-			break; /* the map is empty now */
-		if (rc < 0)
-			return -e;
-		if (n == r->bcap)
-			break; /* cannot hold more than a whole map */
-	}
-	if (r->ents_cap < n) {
-		struct entry *e = realloc(r->ents, n * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		r->ents = e;
-		r->ents_cap = n;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		r->ents[i] = (struct entry){r->bkeys[i], r->bvals[i]};
-	r->nents = n;
-	return 0;
-}
-
-/* Reads every count of one map set into r->ents (taking them out of the
- * map when it can do so in a batch) and into r->ids the ids of the
- * stacks to delete once stored. */
-static int read_set(struct recorder *r, int set)
-{
-	struct profile_key key, next;
-	uint32_t id, nid;
-	void *prev = NULL;
-	int rc;
-
-	r->nents = 0;
-	r->nids = 0;
-	r->nhashes = 0;
-	/* A sample that got its stacks but no count (counts map full, an
-	 * error) leaves stacks no count refers to: the whole stack map of
-	 * both sets is then listed, at this drain and the next. */
-	const __u64 *st = r->skel->bss->stats;
-	uint64_t losses = __atomic_load_n(&st[PROFILE_STAT_COUNTS_FULL], __ATOMIC_RELAXED) +
-	                  __atomic_load_n(&st[PROFILE_STAT_STACK_ERROR], __ATOMIC_RELAXED);
-	if (losses != r->orphan_losses) {
-		r->orphan_losses = losses;
-		r->scan_stacks = 2;
-	}
-	if (!r->no_batch) {
-		rc = take_counts_batch(r, set);
-		if (rc == -ENOTSUP)
-			r->no_batch = true;
-		else if (rc < 0)
-			return rc;
-	}
-	if (!r->no_batch && r->scan_stacks == 0) {
-		/* The stacks are those the counts refer to. */
-		for (size_t i = 0; i < r->nents; i++) {
-			const struct profile_key *k = &r->ents[i].key;
-			if (k->user_stack == PROFILE_CFI_STACK &&
-			    (rc = add_hash(r, k->user_hash)) < 0)
-				return rc;
-			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
-				return rc;
-			if (k->kernel_stack >= 0 && (rc = add_id(r, (uint32_t)k->kernel_stack)) < 0)
-				return rc;
-		}
-		if (r->nids > 1)
-			qsort(r->ids, r->nids, sizeof(*r->ids), id_cmp);
-		size_t u = 0;
-		for (size_t i = 0; i < r->nids; i++)
-			if (u == 0 || r->ids[u - 1] != r->ids[i])
-				r->ids[u++] = r->ids[i];
-		r->nids = u;
-		return 0;
-	}
-	if (r->scan_stacks > 0)
-		r->scan_stacks--;
-
-	while (r->no_batch && bpf_map_get_next_key(r->counts_fd[set], prev, &next) == 0) {
-		struct profile_value v;
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(r->counts_fd[set], &key, &v) < 0)
-			continue;
-		if (r->nents == r->ents_cap) {
-			size_t ncap = r->ents_cap ? r->ents_cap * 2 : 1024;
-			struct entry *n = realloc(r->ents, ncap * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			r->ents = n;
-			r->ents_cap = ncap;
-		}
-		r->ents[r->nents++] = (struct entry){key, v};
-	}
-
-	prev = NULL;
-	while (bpf_map_get_next_key(r->stacks_fd[set], prev, &nid) == 0) {
-		id = nid;
-		prev = &id;
-		if ((rc = add_id(r, id)) < 0)
-			return rc;
-	}
-	uint64_t h, nh;
-	prev = NULL;
-	while (r->unwinder && bpf_map_get_next_key(r->ustacks_fd[set], prev, &nh) == 0) {
-		h = nh;
-		prev = &h;
-		if ((rc = add_hash(r, h)) < 0)
-			return rc;
-	}
-	return 0;
-}
-
-static void clear_set(struct recorder *r, int set)
-{
-	for (size_t i = 0; r->no_batch && i < r->nents; i++)
-		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
-	for (size_t i = 0; i < r->nids; i++)
-		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
-	for (size_t i = 0; i < r->nhashes; i++)
-		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes[i]);
-}
-
-/* r->frames: a user and a kernel stack of PROFILE_MAX_DEPTH addresses
- * each, room for the inline frames that --inline adds to the user part
- * (as many again), and a "[truncated]" frame. */
-#define FRAMES_CAP     (4 * PROFILE_MAX_DEPTH + 1)
-
-/* Appends the frames of one stack, root first, to r->frames[*n]; a user
- * stack leaves room for a kernel stack after it. */
-static int add_stack(struct recorder *r, int set, pid_t pid, const struct profile_key *key,
-                     bool kernel, size_t *n)
-{
-	int32_t sid = kernel ? key->kernel_stack : key->user_stack;
-	struct profile_ustack us;
-	uint64_t *ips = (uint64_t *)us.pcs;
-	size_t depth = 0;
-	int rc;
-
-	if (sid == PROFILE_NO_STACK)
-		return 0;
-	if (sid == PROFILE_CFI_STACK && !kernel &&
-	    bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0) {
-		depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
-		if (us.flags & UNWIND_FLAG_TRUNCATED) {
-			/* The walk gave up: the frames above are unknown. */
-			struct store_frame *f = &r->frames[(*n)++];
-			memset(f, 0, sizeof(*f));
-			f->name = "[truncated]";
-			f->name_len = 11;
-			f->kind = STORE_FRAME_UNKNOWN;
-			r->truncated++;
-		}
-	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, ips) < 0) {
-		/* Counted by the BPF side; the sample keeps its weight. */
-		struct store_frame *f = &r->frames[(*n)++];
-		memset(f, 0, sizeof(*f));
-		f->name = "[unknown]";
-		f->name_len = 9;
-		f->kind = STORE_FRAME_UNKNOWN;
-		if (kernel) {
-			f->module = "[kernel.kallsyms]";
-			f->module_len = 17;
-		}
-		return 0;
-	} else {
-		while (depth < PROFILE_MAX_DEPTH && ips[depth])
-			depth++;
-	}
-	if (kernel) {
-		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
-		if (rc < 0)
-			return rc;
-	}
-	for (size_t i = depth; i-- > 0;) {
-		bool caller = i > 0;
-		if (kernel) {
-			rc = symbolize_kernel(r->sym, ips[i], caller, &r->frames[*n]);
-			if (rc < 0)
-				return rc;
-			(*n)++;
-			continue;
-		}
-		/* One frame at least for each address still to come. */
-		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
-		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], caller, &r->frames[*n],
-		                        room);
-		if (rc < 0)
-			return rc;
-		*n += (size_t)rc;
-	}
-	return 0;
-}
-
-/* Whether a kernel frame belongs to the tracepoint and BPF machinery that
- * ran the event's program (bpf_trace_run4, perf_trace_*, bpf_prog_*...). */
-static bool tracing_frame(const char *name, size_t len)
-{
-	static const char *const prefixes[] = {
-	        "bpf_prog_",      "bpf_trace_run", "__bpf_trace_",           "perf_trace_",
-	        "trace_call_bpf", "__traceiter_",  "trace_event_raw_event_", "bpf_tracing_"};
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		size_t pl = strlen(prefixes[i]);
-		if (len >= pl && memcmp(name, prefixes[i], pl) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* --retention: at the first drain and then every RETAIN_EVERY_S, deletes
- * the time buckets wholly older than the retention period, from every
- * wall-clock series of the store, in a write of its own. */
-#define RETAIN_EVERY_S 60
-
-static int retain(struct recorder *r, int64_t now)
-{
-	struct store_prune_opts o = {.before = now - r->opt->retention, .wall_clock_only = true};
-	struct store_prune_stats st;
-
-	if (!r->opt->retention || (r->pruned_at && now - r->pruned_at < RETAIN_EVERY_S))
-		return 0;
-	int rc = store_prune(r->store, &o, &st);
-	if (rc < 0) {
-		fail(r, rc, "store: retention: %s", store_errmsg(r->store));
-		return rc;
-	}
-	r->pruned_at = now;
-	r->pruned_buckets += st.buckets;
-	r->pruned_samples += st.samples;
-	return 0;
-}
-
-/* Stores the counts in r->ents (read from `set`) into batch b. */
-static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when)
-{
-	pid_t last_pid = -1;
-	uint32_t last_gen = 0, last_event = 0;
-	uint32_t series = 0;
-	int rc;
-
-	if (r->nents > 1) /* qsort takes no NULL array, even empty */
-		qsort(r->ents, r->nents, sizeof(*r->ents), entry_cmp);
-	for (size_t i = 0; i < r->nents; i++) {
-		const struct entry *e = &r->ents[i];
-		pid_t pid = (pid_t)e->key.pid;
-
-		uint32_t ev = e->key.event < PROFILE_NEVENTS ? e->key.event : PROFILE_EV_CPU;
-		if (pid != last_pid || e->key.gen != last_gen || ev != last_event) {
-			/* A process is snapshotted once (at start, fork or
-			 * exec); symbolize_user() reads its maps again when an
-			 * address falls outside them. */
-			if (!symbolize_known(r->sym, pid)) {
-				rc = symbolize_snapshot(r->sym, pid, 0);
-				if (rc == -ENOMEM)
-					return rc;
-				if (rc < 0)
-					r->unsymbolized_pids++;
-			}
-
-			const char *bin = NULL, *bid = NULL;
-			char version[13];
-			symbolize_process_gen(r->sym, pid, e->key.gen, &bin, &bid);
-			if (bid && *bid) {
-				snprintf(version, sizeof(version), "%s", bid);
-			} else {
-				snprintf(version, sizeof(version), "%s", IMPORT_DEFAULT_VERSION);
-			}
-			struct store_series_key k = {
-			        .binary = r->opt->binary ? r->opt->binary
-			                  : bin && *bin  ? bin
-			                                 : "[unknown]",
-			        .version = r->opt->version ? r->opt->version : version,
-			        .event = events[ev].series,
-			        .unit = events[ev].unit,
-			};
-			rc = store_batch_series(b, &k, &series);
-			if (rc < 0)
-				return rc;
-			last_pid = pid;
-			last_gen = e->key.gen;
-			last_event = ev;
-		}
-
-		size_t n = 0;
-		rc = add_stack(r, set, pid, &e->key, false, &n);
-		if (rc >= 0)
-			rc = add_stack(r, set, pid, &e->key, true, &n);
-		if (rc < 0)
-			return rc;
-		/* A tracepoint's kernel stack ends in the tracing machinery
-		 * and our own program: not the workload's. */
-		while (n > 0 && r->frames[n - 1].kind == STORE_FRAME_KERNEL &&
-		       tracing_frame(r->frames[n - 1].name, r->frames[n - 1].name_len))
-			n--;
-
-		uint32_t node = STORE_ROOT_NODE;
-		for (size_t j = 0; j < n; j++) {
-			uint32_t frame;
-			rc = store_batch_frame(b, &r->frames[j], &frame);
-			if (rc >= 0)
-				rc = store_batch_node(b, node, frame, &node);
-			if (rc < 0)
-				return rc;
-		}
-		rc = store_batch_add(b, series, when, node, e->v.samples, e->v.weight);
-		if (rc < 0)
-			return rc;
-		r->samples += e->v.samples;
-		r->weight += e->v.weight;
-		r->ev_samples[ev] += e->v.samples;
-		r->ev_weight[ev] += e->v.weight;
-	}
-	return 0;
-}
-
-static void sleep_ns(long ns)
-{
-	struct timespec t = {.tv_sec = 0, .tv_nsec = ns};
-	while (nanosleep(&t, &t) < 0 && errno == EINTR)
-		;
-}
-
-/* --log-drains: one line per state of a drain, written with one write(2)
- * so that a kill leaves whole lines.  "committing" is written before the
- * commit and "committed" only once it returned: after a kill, every drain
- * with a "committed" line is in the store, and at most the last drain,
- * "committing" without "committed", may be there too (whole, never in
- * part). */
-static void log_drain(struct recorder *r, const char *what, uint64_t samples, uint64_t weight)
-{
-	char line[128];
-	int n;
-
-	if (r->log_fd < 0)
-		return;
-	n = snprintf(line, sizeof(line),
-	             "drain %" PRIu64 " %s samples %" PRIu64 " weight %" PRIu64 "\n", r->drain_seq,
-	             what, samples, weight);
-	if (n > 0 && write(r->log_fd, line, (size_t)n) != n)
-		fail(r, -errno, "--log-drains: %s", strerror(errno));
-}
-
-/* One drain.  Normally flips the BPF side to the other set and stores
- * the set it left; `final` (sampling already stopped) stores both. */
-static int drain(struct recorder *r, bool final)
-{
-	uint32_t old = __atomic_load_n(&r->skel->bss->active, __ATOMIC_RELAXED);
-	int sets[2] = {(int)old, (int)!old};
-	int nsets = final ? 2 : 1;
-	int64_t when = (int64_t)time(NULL);
-	struct store_batch *b = NULL;
-	uint64_t samples0 = r->samples, weight0 = r->weight;
-	int rc;
-
-	if (!final)
-		__atomic_store_n(&r->skel->bss->active, !old, __ATOMIC_SEQ_CST);
-	sleep_ns(FLIP_GRACE_NS);
-
-	b = store_batch_new(r->store);
-	if (!b) {
-		rc = -ENOMEM;
-		fail(r, rc, "store: cannot start a batch: %s", store_errmsg(r->store));
-		return rc;
-	}
-	for (int i = 0; i < nsets; i++) {
-		rc = read_set(r, sets[i]);
-		if (rc < 0)
-			goto out_fail;
-		rc = store_set(r, b, sets[i], when);
-		if (rc < 0)
-			goto out_fail;
-		/* Cleared before the commit: the set is written to again only
-		 * after the next flip, and what it held is in the batch. */
-		clear_set(r, sets[i]);
-	}
-	r->drain_seq++;
-	log_drain(r, "committing", r->samples - samples0, r->weight - weight0);
-	rc = store_batch_commit(b);
-	if (rc < 0) {
-		log_drain(r, "failed", r->samples - samples0, r->weight - weight0);
-		fail(r, rc, "store: commit failed: %s", store_errmsg(r->store));
-		goto out;
-	}
-	r->drains++;
-	log_drain(r, "committed", r->samples - samples0, r->weight - weight0);
-	goto out;
-out_fail:
-	fail(r, rc, "drain: %s", strerror(-rc));
-out:
-	store_batch_free(b);
-	if (rc >= 0)
-		rc = retain(r, when);
-	return rc;
-}
-
 /* ---- setup -------------------------------------------------------------- */
 
 static int open_cpu_events(struct recorder *r)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	if (ncpu <= 0) {
-		fail(r, ncpu, "cannot count CPUs");
+		record_fail(r, ncpu, "cannot count CPUs");
 		return ncpu < 0 ? ncpu : -EINVAL;
 	}
 	r->links = calloc((size_t)ncpu, sizeof(*r->links));
 	r->pfds = calloc((size_t)ncpu, sizeof(*r->pfds));
 	if (!r->links || !r->pfds) {
-		fail(r, -ENOMEM, "out of memory");
+		record_fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
 	for (int cpu = 0; cpu < ncpu; cpu++) {
@@ -977,21 +375,23 @@ static int open_cpu_events(struct recorder *r)
 			if (errno == ENODEV)
 				continue; /* CPU offline */
 			int e = -errno;
-			fail(r, e, "perf_event_open (cpu-clock, CPU %d): %s", cpu, strerror(errno));
+			record_fail(r, e, "perf_event_open (cpu-clock, CPU %d): %s", cpu,
+			            strerror(errno));
 			return e;
 		}
 		struct bpf_link *l = bpf_program__attach_perf_event(r->skel->progs.do_sample, fd);
 		if (!l) {
 			int e = -errno;
 			close(fd);
-			fail(r, e, "cannot attach the sampler to CPU %d: %s", cpu, strerror(-e));
+			record_fail(r, e, "cannot attach the sampler to CPU %d: %s", cpu,
+			            strerror(-e));
 			return e;
 		}
 		r->pfds[r->nlinks] = fd;
 		r->links[r->nlinks++] = l;
 	}
 	if (!r->nlinks) {
-		fail(r, -ENODEV, "no CPU could be sampled");
+		record_fail(r, -ENODEV, "no CPU could be sampled");
 		return -ENODEV;
 	}
 	return 0;
@@ -1024,18 +424,19 @@ static int follow_pid_list(struct recorder *r, const char *list)
 		errno = 0;
 		long v = strtol(p, &end, 10);
 		if (errno || end == p || v <= 0 || v > INT32_MAX || (*end && *end != ',')) {
-			fail(r, -EINVAL, "-p: expected PID[,PID...], got \"%s\"", list);
+			record_fail(r, -EINVAL, "-p: expected PID[,PID...], got \"%s\"", list);
 			return -EINVAL;
 		}
 		int rc = symbolize_snapshot(r->sym, (pid_t)v, 0);
 		if (rc < 0) {
-			fail(r, rc, "-p %ld: %s", v,
-			     rc == -ESRCH || rc == -ENOENT ? "no such process" : strerror(-rc));
+			record_fail(r, rc, "-p %ld: %s", v,
+			            rc == -ESRCH || rc == -ENOENT ? "no such process"
+			                                          : strerror(-rc));
 			return rc;
 		}
 		rc = follow_pid(r, (pid_t)v);
 		if (rc < 0) {
-			fail(r, rc, "-p %ld: cannot follow: %s", v, strerror(-rc));
+			record_fail(r, rc, "-p %ld: cannot follow: %s", v, strerror(-rc));
 			return rc;
 		}
 		p = *end ? end + 1 : end;
@@ -1159,248 +560,6 @@ static int parse_short_duration(const char *arg, uint64_t *ns)
 	if (v * mult > 1e18)
 		return -ERANGE;
 	*ns = (uint64_t)(v * mult + 0.5);
-	return 0;
-}
-
-/* Parses one ":"-separated modifier of -e's EVENT spec into flags,
- * every, or o->offcpu_preempt.  Returns 0 or -EINVAL. */
-static int parse_event_mod(const char *mod, int ev, struct options *o, uint32_t *flags,
-                           uint32_t *every)
-{
-	char *end;
-	unsigned long n;
-
-	if (strcmp(mod, "u") == 0) {
-		*flags = PROFILE_EV_ON | PROFILE_EV_USER;
-	} else if (strcmp(mod, "k") == 0) {
-		*flags = PROFILE_EV_ON | PROFILE_EV_KERNEL;
-	} else if (strcmp(mod, "uk") == 0 || strcmp(mod, "ku") == 0) {
-		*flags = PROFILE_EV_ON | PROFILE_EV_USER | PROFILE_EV_KERNEL;
-	} else if (strcmp(mod, "all") == 0 && ev == PROFILE_EV_OFFCPU) {
-		o->offcpu_preempt = true;
-	} else {
-		errno = 0;
-		n = strtoul(mod, &end, 10);
-		if (errno || end == mod || *end || mod[0] < '1' || mod[0] > '9' || n > 1000000)
-			return -EINVAL;
-		*every = (uint32_t)n;
-	}
-	return 0;
-}
-
-/* Parses -e's EVENT[:STACKS][:N][,EVENT...] into o->ev_flags and
- * o->ev_every; prints its own error.  Returns 0 or -errno. */
-static int parse_events(const char *list, struct options *o)
-{
-	char *copy = strdup(list), *save = NULL;
-	int rc = 0;
-
-	if (!copy) {
-		fprintf(stderr, PROG ": out of memory\n");
-		return -ENOMEM;
-	}
-	for (char *spec = strtok_r(copy, ",", &save); spec && rc == 0;
-	     spec = strtok_r(NULL, ",", &save)) {
-		char *mod = strchr(spec, ':');
-		int ev = -1;
-
-		if (mod)
-			*mod++ = '\0';
-		for (int i = 0; i < PROFILE_NEVENTS; i++)
-			if (strcmp(spec, events[i].arg) == 0)
-				ev = i;
-		if (ev < 0) {
-			fprintf(stderr,
-			        PROG
-			        ": -e: unknown event \"%s\"; expected cpu, offcpu, rss, block, "
-			        "block-time or net\n",
-			        spec);
-			rc = -EINVAL;
-			break;
-		}
-		if (o->ev_flags[ev]) {
-			fprintf(stderr, PROG ": -e: %s given twice\n", spec);
-			rc = -EINVAL;
-			break;
-		}
-		uint32_t flags = PROFILE_EV_ON | PROFILE_EV_USER | PROFILE_EV_KERNEL;
-		uint32_t every = events[ev].every;
-		while (mod && *mod && rc == 0) {
-			char *next = strchr(mod, ':');
-			if (next)
-				*next++ = '\0';
-			if (parse_event_mod(mod, ev, o, &flags, &every) < 0) {
-				fprintf(stderr,
-				        PROG ": -e %s: expected STACKS (u, k or uk)%s or N (1 to "
-				             "1000000) after ':', got \"%s\"\n",
-				        spec, ev == PROFILE_EV_OFFCPU ? ", all" : "", mod);
-				rc = -EINVAL;
-			}
-			mod = next;
-		}
-		if (o->user_only)
-			flags &= ~PROFILE_EV_KERNEL;
-		if (o->kernel_only)
-			flags &= ~PROFILE_EV_USER;
-		o->ev_flags[ev] = flags;
-		o->ev_every[ev] = every;
-	}
-	if (rc == 0 && !copy[0]) {
-		fprintf(stderr, PROG ": -e: expected at least one event\n");
-		rc = -EINVAL;
-	}
-	free(copy);
-	return rc;
-}
-
-/* ---- events --------------------------------------------------------------- */
-
-/* Byte offsets the BPF side reads kernel data at: task_struct.pid for
- * offcpu, and the fields of the tracepoint records of the other events,
- * from the kernel's BTF (the trace_event_raw_* structs are the records). */
-static int event_offsets(struct recorder *r)
-{
-	const struct options *o = r->opt;
-	struct {
-		uint32_t ev, ev2;
-		const char *strct, *member;
-		volatile const uint32_t *dst;
-	} need[] = {
-	        {PROFILE_EV_OFFCPU, PROFILE_EV_OFFCPU, "task_struct", "pid",
-	         &r->skel->rodata->pid_offset},
-	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "curr",
-	         &r->skel->rodata->rss_curr},
-	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "member",
-	         &r->skel->rodata->rss_member},
-	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "size",
-	         &r->skel->rodata->rss_size},
-	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "mm_id",
-	         &r->skel->rodata->rss_mm},
-	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "dev",
-	         &r->skel->rodata->bio_dev},
-	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "sector",
-	         &r->skel->rodata->bio_sector},
-	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "nr_sector",
-	         &r->skel->rodata->bio_nr},
-	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "rwbs",
-	         &r->skel->rodata->bio_rwbs},
-	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
-	         "trace_event_raw_block_rq_completion", "dev", &r->skel->rodata->rq_dev},
-	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
-	         "trace_event_raw_block_rq_completion", "sector", &r->skel->rodata->rq_sector},
-	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "family",
-	         &r->skel->rodata->sock_family},
-	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "protocol",
-	         &r->skel->rodata->sock_protocol},
-	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "ret",
-	         &r->skel->rodata->sock_ret},
-	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "flags",
-	         &r->skel->rodata->sock_flags},
-	};
-	char err[256];
-
-	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
-		uint32_t off;
-		if (!o->ev_flags[need[i].ev] && !o->ev_flags[need[i].ev2])
-			continue;
-		int rc = kbtf_member_offset(KBTF_VMLINUX, need[i].strct, need[i].member, &off, err,
-		                            sizeof(err));
-		if (rc < 0) {
-			fail(r, rc, "-e %s: the kernel has no %s.%s: %s", events[need[i].ev].arg,
-			     need[i].strct, need[i].member, err);
-			return rc;
-		}
-		*(uint32_t *)need[i].dst = off;
-	}
-	return 0;
-}
-
-/* Before load: the events' settings in .rodata, and only the programs of
- * the events asked for are loaded. */
-static int setup_events(struct recorder *r, const struct options *o)
-{
-	struct profile_bpf *k = r->skel;
-	struct {
-		struct bpf_program *prog;
-		bool on;
-	} progs[] = {
-	        {k->progs.do_sample, o->ev_flags[PROFILE_EV_CPU]},
-	        {k->progs.on_switch, o->ev_flags[PROFILE_EV_OFFCPU]},
-	        {k->progs.on_rss, o->ev_flags[PROFILE_EV_RSS]},
-	        {k->progs.on_bio,
-	         o->ev_flags[PROFILE_EV_BLOCK] || o->ev_flags[PROFILE_EV_BLOCK_TIME]},
-	        {k->progs.on_rq_complete, o->ev_flags[PROFILE_EV_BLOCK_TIME]},
-	        {k->progs.on_send, o->ev_flags[PROFILE_EV_NET]},
-	        {k->progs.on_recv, o->ev_flags[PROFILE_EV_NET]},
-	};
-
-	for (int i = 0; i < PROFILE_NEVENTS; i++) {
-		k->rodata->ev_flags[i] = o->ev_flags[i];
-		k->rodata->ev_every[i] = o->ev_every[i] ? o->ev_every[i] : 1;
-	}
-	k->rodata->cpu_period_ns = r->period_ns;
-	k->rodata->offcpu_min_ns = o->offcpu_min_ns;
-	k->rodata->offcpu_preempt = o->offcpu_preempt;
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
-		bpf_program__set_autoload(progs[i].prog, progs[i].on);
-	return event_offsets(r);
-}
-
-/* After load: attaches each event's programs.  An event the kernel cannot
- * attach is reported and left out; the others still record.  Returns 0,
- * or -ENODEV when no event could be attached. */
-static int attach_events(struct recorder *r)
-{
-	const struct options *o = r->opt;
-	struct profile_bpf *k = r->skel;
-	struct {
-		int ev;
-		struct bpf_program *prog;
-		const char *what;
-	} att[] = {
-	        {PROFILE_EV_OFFCPU, k->progs.on_switch, "raw tracepoint sched_switch"},
-	        {PROFILE_EV_RSS, k->progs.on_rss, "tracepoint kmem/rss_stat"},
-	        {PROFILE_EV_BLOCK, k->progs.on_bio, "tracepoint block/block_bio_queue"},
-	        {PROFILE_EV_BLOCK_TIME, k->progs.on_bio, "tracepoint block/block_bio_queue"},
-	        {PROFILE_EV_BLOCK_TIME, k->progs.on_rq_complete,
-	         "tracepoint block/block_rq_complete"},
-	        {PROFILE_EV_NET, k->progs.on_send, "tracepoint sock/sock_send_length"},
-	        {PROFILE_EV_NET, k->progs.on_recv, "tracepoint sock/sock_recv_length"},
-	};
-	int attached = o->ev_flags[PROFILE_EV_CPU] ? 1 : 0;
-
-	r->ev_attached[PROFILE_EV_CPU] = o->ev_flags[PROFILE_EV_CPU];
-	for (int ev = 1; ev < PROFILE_NEVENTS; ev++)
-		r->ev_attached[ev] = o->ev_flags[ev] != 0;
-	for (size_t i = 0; i < sizeof(att) / sizeof(att[0]); i++) {
-		int ev = att[i].ev;
-		if (!o->ev_flags[ev] || !r->ev_attached[ev])
-			continue;
-		/* block and block-time share on_bio: attach it once. */
-		bool again = false;
-		for (size_t j = 0; j < i; j++)
-			if (att[j].prog == att[i].prog && r->ev_attached[att[j].ev] &&
-			    o->ev_flags[att[j].ev])
-				again = true;
-		if (again)
-			continue;
-		struct bpf_link *l = bpf_program__attach(att[i].prog);
-		if (!l) {
-			fprintf(stderr,
-			        PROG ": record: event %s left out: cannot attach the %s (%s); "
-			             "the kernel may lack it\n",
-			        events[ev].arg, att[i].what, strerror(errno));
-			r->ev_attached[ev] = false;
-			continue;
-		}
-		r->ev_links[r->nev_links++] = l;
-	}
-	for (int ev = 1; ev < PROFILE_NEVENTS; ev++)
-		attached += r->ev_attached[ev];
-	if (!attached) {
-		fail(r, -ENODEV, "no event could be recorded");
-		return -ENODEV;
-	}
 	return 0;
 }
 
@@ -1538,7 +697,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		                     "exclude each other\n");
 		return 2;
 	}
-	if (parse_events(event_list, o) < 0)
+	if (record_parse_events(event_list, o) < 0)
 		return 2;
 	return -1;
 }
@@ -1564,10 +723,10 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	for (int i = 1; i < PROFILE_NEVENTS; i++) {
 		if (!r->opt->ev_flags[i])
 			continue;
-		bool ns = strcmp(events[i].unit, "nanoseconds") == 0;
+		bool ns = strcmp(record_events[i].unit, "nanoseconds") == 0;
 		n += snprintf(
 		        line + n, sizeof(line) - (size_t)n, "%s%s %" PRIu64 " events, %.3f %s%s",
-		        n ? "; " : "", events[i].series, (uint64_t)r->skel->bss->ev_seen[i],
+		        n ? "; " : "", record_events[i].series, (uint64_t)r->skel->bss->ev_seen[i],
 		        ns ? (double)r->ev_weight[i] / 1e9 : (double)r->ev_weight[i] / 1048576.0,
 		        ns ? "s" : "MiB", r->ev_attached[i] ? "" : " (not attached)");
 		if (n >= (int)sizeof(line))
@@ -1646,7 +805,7 @@ static int run(struct recorder *r, const struct options *o)
 	r->sym = symbolize_new();
 	r->frames = calloc(FRAMES_CAP, sizeof(*r->frames));
 	if (!r->sym || !r->frames) {
-		fail(r, -ENOMEM, "out of memory");
+		record_fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
 	symbolize_set_lines(r->sym, o->lines);
@@ -1657,16 +816,16 @@ static int run(struct recorder *r, const struct options *o)
 	if (!dir) {
 		dir = owned = store_default_dir();
 		if (!dir) {
-			fail(r, -EINVAL,
-			     "no store given: use --store DIR or set "
-			     "FLAMEFS_STORE");
+			record_fail(r, -EINVAL,
+			            "no store given: use --store DIR or set "
+			            "FLAMEFS_STORE");
 			return -EINVAL;
 		}
 	}
 	rc = store_open(dir, STORE_CREATE, &r->store, err, sizeof(err));
 	free(owned);
 	if (rc < 0) {
-		fail(r, rc, "%s", err);
+		record_fail(r, rc, "%s", err);
 		return rc;
 	}
 	if (o->log_drains) {
@@ -1674,7 +833,7 @@ static int run(struct recorder *r, const struct options *o)
 		                 0644);
 		if (r->log_fd < 0) {
 			rc = -errno;
-			fail(r, rc, "--log-drains: %s: %s", o->log_drains, strerror(-rc));
+			record_fail(r, rc, "--log-drains: %s: %s", o->log_drains, strerror(-rc));
 			return rc;
 		}
 	}
@@ -1684,11 +843,11 @@ static int run(struct recorder *r, const struct options *o)
 	r->skel = profile_bpf__open();
 	if (!r->skel) {
 		rc = -errno;
-		fail(r, rc, "cannot open the BPF program: %s", strerror(-rc));
+		record_fail(r, rc, "cannot open the BPF program: %s", strerror(-rc));
 		return rc;
 	}
 	r->skel->rodata->filter_pids = !o->all;
-	rc = setup_events(r, o);
+	rc = record_setup_events(r, o);
 	if (rc < 0)
 		return rc;
 	uint32_t tgid_offset;
@@ -1696,20 +855,20 @@ static int run(struct recorder *r, const struct options *o)
 	rc = kbtf_member_offset(KBTF_VMLINUX, "task_struct", "tgid", &tgid_offset, berr,
 	                        sizeof(berr));
 	if (rc < 0) {
-		fail(r, rc, "cannot follow forks without the kernel's BTF: %s", berr);
+		record_fail(r, rc, "cannot follow forks without the kernel's BTF: %s", berr);
 		return rc;
 	}
 	r->skel->rodata->tgid_offset = tgid_offset;
 	r->skel->rodata->unwind_mode = o->unwind;
 	rc = size_maps(r, libbpf_num_possible_cpus());
 	if (rc < 0) {
-		fail(r, rc, "cannot size the BPF maps: %s", strerror(-rc));
+		record_fail(r, rc, "cannot size the BPF maps: %s", strerror(-rc));
 		return rc;
 	}
 	rc = profile_bpf__load(r->skel);
 	if (rc < 0) {
-		fail(r, rc, "cannot load the BPF program: %s%s%s", strerror(-rc),
-		     libbpf_last[0] ? " (libbpf: " : "", libbpf_last[0] ? libbpf_last : "");
+		record_fail(r, rc, "cannot load the BPF program: %s%s%s", strerror(-rc),
+		            libbpf_last[0] ? " (libbpf: " : "", libbpf_last[0] ? libbpf_last : "");
 		if (libbpf_last[0])
 			strncat(r->errmsg, ")", sizeof(r->errmsg) - strlen(r->errmsg) - 1);
 		return rc;
@@ -1730,24 +889,24 @@ static int run(struct recorder *r, const struct options *o)
 		};
 		rc = unwinder_new(&um, &r->unwinder);
 		if (rc < 0) {
-			fail(r, rc, "cannot start the unwinder: %s", strerror(-rc));
+			record_fail(r, rc, "cannot start the unwinder: %s", strerror(-rc));
 			return rc;
 		}
 		struct symbolize_hooks h = unwinder_hooks(r->unwinder);
 		symbolize_set_hooks(r->sym, &h);
 	}
 
-	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), on_event, r, NULL);
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), record_on_event, r, NULL);
 	if (!r->rb) {
 		rc = -errno;
-		fail(r, rc, "cannot open the event ring buffer: %s", strerror(-rc));
+		record_fail(r, rc, "cannot open the event ring buffer: %s", strerror(-rc));
 		return rc;
 	}
 	r->fork_link = bpf_program__attach(r->skel->progs.on_fork);
 	r->exec_link = r->fork_link ? bpf_program__attach(r->skel->progs.on_exec) : NULL;
 	if (!r->exec_link) {
 		rc = -errno;
-		fail(r, rc, "cannot attach the fork/exec tracepoints: %s", strerror(-rc));
+		record_fail(r, rc, "cannot attach the fork/exec tracepoints: %s", strerror(-rc));
 		return rc;
 	}
 
@@ -1758,24 +917,24 @@ static int run(struct recorder *r, const struct options *o)
 		/* Running processes: their tables first, so that the first
 		 * samples are walked by CFI too. */
 		if (r->unwinder && unwinder_settle(r->unwinder, r->sym, 2000) < 0) {
-			fail(r, -ENOMEM, "out of memory");
+			record_fail(r, -ENOMEM, "out of memory");
 			return -ENOMEM;
 		}
 	} else if (o->command) {
 		rc = start_command(r, o->command, &go_fd);
 		if (rc < 0) {
-			fail(r, rc, "cannot start %s: %s", o->command[0], strerror(-rc));
+			record_fail(r, rc, "cannot start %s: %s", o->command[0], strerror(-rc));
 			return rc;
 		}
 		rc = follow_pid(r, r->child);
 		if (rc < 0) {
-			fail(r, rc, "cannot follow %s: %s", o->command[0], strerror(-rc));
+			record_fail(r, rc, "cannot follow %s: %s", o->command[0], strerror(-rc));
 			close(go_fd);
 			return rc;
 		}
 	}
 
-	rc = attach_events(r);
+	rc = record_attach_events(r);
 	if (rc >= 0 && o->ev_flags[PROFILE_EV_CPU])
 		rc = open_cpu_events(r);
 	if (rc < 0) {
@@ -1788,7 +947,7 @@ static int run(struct recorder *r, const struct options *o)
 	for (int i = 0, n = 0; i < PROFILE_NEVENTS; i++)
 		if (r->ev_attached[i])
 			n += snprintf(evs + n, sizeof(evs) - (size_t)n, "%s%s", n ? "," : "",
-			              events[i].arg);
+			              record_events[i].arg);
 	if (o->ev_flags[PROFILE_EV_CPU])
 		fprintf(stderr, PROG ": recording %s at %u Hz on %d CPUs; Ctrl-C stops\n", evs,
 		        o->freq, r->nlinks);
@@ -1799,7 +958,7 @@ static int run(struct recorder *r, const struct options *o)
 		 * first drain is still resolved from this snapshot. */
 		rc = snapshot_all(r);
 		if (rc < 0) {
-			fail(r, rc, "out of memory");
+			record_fail(r, rc, "out of memory");
 			return rc;
 		}
 	}
@@ -1807,7 +966,7 @@ static int run(struct recorder *r, const struct options *o)
 		if (write(go_fd, "g", 1) != 1) {
 			rc = -errno;
 			close(go_fd);
-			fail(r, rc, "cannot start %s: %s", o->command[0], strerror(-rc));
+			record_fail(r, rc, "cannot start %s: %s", o->command[0], strerror(-rc));
 			return rc;
 		}
 		close(go_fd);
@@ -1821,17 +980,17 @@ static int run(struct recorder *r, const struct options *o)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0) {
 		rc = -errno;
-		fail(r, rc, "epoll: %s", strerror(-rc));
+		record_fail(r, rc, "epoll: %s", strerror(-rc));
 	}
 	struct epoll_event ev = {.events = EPOLLIN};
 	if (ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev) < 0) {
 		rc = -errno;
-		fail(r, rc, "epoll: %s", strerror(-rc));
+		record_fail(r, rc, "epoll: %s", strerror(-rc));
 	}
 	if (ep >= 0 && r->unwinder &&
 	    epoll_ctl(ep, EPOLL_CTL_ADD, unwinder_fd(r->unwinder), &ev) < 0) {
 		rc = -errno;
-		fail(r, rc, "epoll: %s", strerror(-rc));
+		record_fail(r, rc, "epoll: %s", strerror(-rc));
 	}
 	int pidfd = r->child ? (int)syscall(SYS_pidfd_open, r->child, 0) : -1;
 	if (pidfd >= 0)
@@ -1848,17 +1007,17 @@ static int run(struct recorder *r, const struct options *o)
 		struct epoll_event got[2];
 		if (epoll_wait(ep, got, 2, ms) < 0 && errno != EINTR) {
 			rc = -errno;
-			fail(r, rc, "epoll_wait: %s", strerror(-rc));
+			record_fail(r, rc, "epoll_wait: %s", strerror(-rc));
 			break;
 		}
 		rc = ring_buffer__consume(r->rb);
 		if (rc < 0 && rc != -EINTR) {
-			fail(r, rc, "ring buffer: %s", strerror(-rc));
+			record_fail(r, rc, "ring buffer: %s", strerror(-rc));
 			break;
 		}
 		if (r->unwinder && (unwinder_refresh(r->unwinder, r->sym) < 0 ||
 		                    unwinder_service(r->unwinder, r->sym) < 0)) {
-			fail(r, -ENOMEM, "out of memory");
+			record_fail(r, -ENOMEM, "out of memory");
 			break;
 		}
 		reap_child(r);
@@ -1868,7 +1027,7 @@ static int run(struct recorder *r, const struct options *o)
 		if (t >= deadline)
 			break;
 		if (t >= next) {
-			drain(r, false);
+			record_drain(r, false);
 			next += DRAIN_SECONDS;
 			if (next < t)
 				next = t + DRAIN_SECONDS;
@@ -1886,7 +1045,7 @@ static int run(struct recorder *r, const struct options *o)
 	r->nev_links = 0;
 	ring_buffer__consume(r->rb);
 	if (!r->err)
-		drain(r, true);
+		record_drain(r, true);
 	report(r, now_mono() - start, cpu_seconds() - cpu_start);
 	return r->err;
 }

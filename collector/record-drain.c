@@ -1,0 +1,506 @@
+/*
+ * record-drain.c — the drains of `flamefs-collect record`: the process
+ * events that keep the symbolizer's snapshots current, then, each second,
+ * the counts of the map set the BPF side just left, their stacks
+ * symbolized, stored as one atomic batch, and the set emptied.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "import.h"
+#include "record-internal.h"
+#include "unwind.h"
+
+/* ---- process events ----------------------------------------------------- */
+
+int record_on_event(void *ctx, void *data, size_t len)
+{
+	struct recorder *r = ctx;
+	const struct profile_event *e = data;
+	int rc;
+
+	if (len < sizeof(*e))
+		return 0;
+	if (e->kind == PROFILE_EVENT_STALE) {
+		/* The walker met a pc outside the process's known mappings. */
+		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
+	} else if (e->kind == PROFILE_EVENT_FORK) {
+		if (e->parent && !symbolize_known(r->sym, (pid_t)e->parent))
+			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
+		rc = symbolize_inherit(r->sym, (pid_t)e->pid, (pid_t)e->parent);
+	} else {
+		rc = symbolize_exec(r->sym, (pid_t)e->pid, e->gen);
+	}
+	if (rc == -ENOMEM) {
+		record_fail(r, rc, "out of memory");
+		return rc;
+	}
+	return 0; /* a process already gone is resolved at the drain */
+}
+
+/* ---- draining ----------------------------------------------------------- */
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	if (x->key.pid != y->key.pid)
+		return x->key.pid < y->key.pid ? -1 : 1;
+	if (x->key.gen != y->key.gen)
+		return x->key.gen < y->key.gen ? -1 : 1;
+	return x->key.event < y->key.event ? -1 : x->key.event > y->key.event;
+}
+
+static int add_id(struct recorder *r, uint32_t id)
+{
+	if (r->nids == r->ids_cap) {
+		size_t ncap = r->ids_cap ? r->ids_cap * 2 : 1024;
+		uint32_t *n = realloc(r->ids, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->ids = n;
+		r->ids_cap = ncap;
+	}
+	r->ids[r->nids++] = id;
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Notes a CFI stack to delete once stored (duplicates are harmless: a
+ * second delete fails quietly). */
+static int add_hash(struct recorder *r, uint64_t h)
+{
+	if (r->nhashes == r->hashes_cap) {
+		size_t ncap = r->hashes_cap ? r->hashes_cap * 2 : 1024;
+		uint64_t *n = realloc(r->hashes, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->hashes = n;
+		r->hashes_cap = ncap;
+	}
+	r->hashes[r->nhashes++] = h;
+	return 0;
+}
+
+/* Takes every count of one map set into r->ents and deletes it, with
+ * BPF_MAP_LOOKUP_AND_DELETE_BATCH: one or two bpf(2) calls in all, where
+ * a walk costs three per entry.  Returns 0, -ENOTSUP when the kernel has
+ * no batch operations (nothing was taken), or -errno. */
+static int take_counts_batch(struct recorder *r, int set)
+{
+	uint32_t token = 0;
+	bool first = true;
+
+	if (!r->bcap) {
+		r->bcap = bpf_map__max_entries(set ? r->skel->maps.counts1 : r->skel->maps.counts0);
+		r->bkeys = calloc(r->bcap, sizeof(*r->bkeys));
+		r->bvals = calloc(r->bcap, sizeof(*r->bvals));
+		if (!r->bkeys || !r->bvals)
+			return -ENOMEM;
+	}
+	uint32_t n = 0;
+	for (;;) {
+		uint32_t got = r->bcap - n;
+		int rc = bpf_map_lookup_and_delete_batch(r->counts_fd[set], first ? NULL : &token,
+		                                         &token, r->bkeys + n, r->bvals + n, &got,
+		                                         NULL);
+		int e = rc < 0 ? errno : 0;
+		if (rc < 0 && e != ENOENT && first && n == 0 && got == 0 &&
+		    (e == EINVAL || e == EOPNOTSUPP || e == 524 /* the kernel's ENOTSUPP */))
+			return -ENOTSUP;
+		n += got;
+		first = false;
+		if (rc < 0 && e == ENOENT)
+			break; /* the map is empty now */
+		if (rc < 0)
+			return -e;
+		if (n == r->bcap)
+			break; /* cannot hold more than a whole map */
+	}
+	if (r->ents_cap < n) {
+		struct entry *e = realloc(r->ents, n * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		r->ents = e;
+		r->ents_cap = n;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		r->ents[i] = (struct entry){r->bkeys[i], r->bvals[i]};
+	r->nents = n;
+	return 0;
+}
+
+/* Reads every count of one map set into r->ents (taking them out of the
+ * map when it can do so in a batch) and into r->ids the ids of the
+ * stacks to delete once stored. */
+static int read_set(struct recorder *r, int set)
+{
+	struct profile_key key, next;
+	uint32_t id, nid;
+	void *prev = NULL;
+	int rc;
+
+	r->nents = 0;
+	r->nids = 0;
+	r->nhashes = 0;
+	/* A sample that got its stacks but no count (counts map full, an
+	 * error) leaves stacks no count refers to: the whole stack map of
+	 * both sets is then listed, at this drain and the next. */
+	const __u64 *st = r->skel->bss->stats;
+	uint64_t losses = __atomic_load_n(&st[PROFILE_STAT_COUNTS_FULL], __ATOMIC_RELAXED) +
+	                  __atomic_load_n(&st[PROFILE_STAT_STACK_ERROR], __ATOMIC_RELAXED);
+	if (losses != r->orphan_losses) {
+		r->orphan_losses = losses;
+		r->scan_stacks = 2;
+	}
+	if (!r->no_batch) {
+		rc = take_counts_batch(r, set);
+		if (rc == -ENOTSUP)
+			r->no_batch = true;
+		else if (rc < 0)
+			return rc;
+	}
+	if (!r->no_batch && r->scan_stacks == 0) {
+		/* The stacks are those the counts refer to. */
+		for (size_t i = 0; i < r->nents; i++) {
+			const struct profile_key *k = &r->ents[i].key;
+			if (k->user_stack == PROFILE_CFI_STACK &&
+			    (rc = add_hash(r, k->user_hash)) < 0)
+				return rc;
+			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
+				return rc;
+			if (k->kernel_stack >= 0 && (rc = add_id(r, (uint32_t)k->kernel_stack)) < 0)
+				return rc;
+		}
+		if (r->nids > 1)
+			qsort(r->ids, r->nids, sizeof(*r->ids), id_cmp);
+		size_t u = 0;
+		for (size_t i = 0; i < r->nids; i++)
+			if (u == 0 || r->ids[u - 1] != r->ids[i])
+				r->ids[u++] = r->ids[i];
+		r->nids = u;
+		return 0;
+	}
+	if (r->scan_stacks > 0)
+		r->scan_stacks--;
+
+	while (r->no_batch && bpf_map_get_next_key(r->counts_fd[set], prev, &next) == 0) {
+		struct profile_value v;
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(r->counts_fd[set], &key, &v) < 0)
+			continue;
+		if (r->nents == r->ents_cap) {
+			size_t ncap = r->ents_cap ? r->ents_cap * 2 : 1024;
+			struct entry *n = realloc(r->ents, ncap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			r->ents = n;
+			r->ents_cap = ncap;
+		}
+		r->ents[r->nents++] = (struct entry){key, v};
+	}
+
+	prev = NULL;
+	while (bpf_map_get_next_key(r->stacks_fd[set], prev, &nid) == 0) {
+		id = nid;
+		prev = &id;
+		if ((rc = add_id(r, id)) < 0)
+			return rc;
+	}
+	uint64_t h, nh;
+	prev = NULL;
+	while (r->unwinder && bpf_map_get_next_key(r->ustacks_fd[set], prev, &nh) == 0) {
+		h = nh;
+		prev = &h;
+		if ((rc = add_hash(r, h)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void clear_set(struct recorder *r, int set)
+{
+	for (size_t i = 0; r->no_batch && i < r->nents; i++)
+		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
+	for (size_t i = 0; i < r->nids; i++)
+		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
+	for (size_t i = 0; i < r->nhashes; i++)
+		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes[i]);
+}
+
+/* Appends the frames of one stack, root first, to r->frames[*n]; a user
+ * stack leaves room for a kernel stack after it. */
+static int add_stack(struct recorder *r, int set, pid_t pid, const struct profile_key *key,
+                     bool kernel, size_t *n)
+{
+	int32_t sid = kernel ? key->kernel_stack : key->user_stack;
+	struct profile_ustack us;
+	uint64_t *ips = (uint64_t *)us.pcs;
+	size_t depth = 0;
+	int rc;
+
+	if (sid == PROFILE_NO_STACK)
+		return 0;
+	if (sid == PROFILE_CFI_STACK && !kernel &&
+	    bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0) {
+		depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
+		if (us.flags & UNWIND_FLAG_TRUNCATED) {
+			/* The walk gave up: the frames above are unknown. */
+			struct store_frame *f = &r->frames[(*n)++];
+			memset(f, 0, sizeof(*f));
+			f->name = "[truncated]";
+			f->name_len = 11;
+			f->kind = STORE_FRAME_UNKNOWN;
+			r->truncated++;
+		}
+	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, ips) < 0) {
+		/* Counted by the BPF side; the sample keeps its weight. */
+		struct store_frame *f = &r->frames[(*n)++];
+		memset(f, 0, sizeof(*f));
+		f->name = "[unknown]";
+		f->name_len = 9;
+		f->kind = STORE_FRAME_UNKNOWN;
+		if (kernel) {
+			f->module = "[kernel.kallsyms]";
+			f->module_len = 17;
+		}
+		return 0;
+	} else {
+		while (depth < PROFILE_MAX_DEPTH && ips[depth])
+			depth++;
+	}
+	if (kernel) {
+		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
+		if (rc < 0)
+			return rc;
+	}
+	for (size_t i = depth; i-- > 0;) {
+		bool caller = i > 0;
+		if (kernel) {
+			rc = symbolize_kernel(r->sym, ips[i], caller, &r->frames[*n]);
+			if (rc < 0)
+				return rc;
+			(*n)++;
+			continue;
+		}
+		/* One frame at least for each address still to come. */
+		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
+		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], caller, &r->frames[*n],
+		                        room);
+		if (rc < 0)
+			return rc;
+		*n += (size_t)rc;
+	}
+	return 0;
+}
+
+/* Whether a kernel frame belongs to the tracepoint and BPF machinery that
+ * ran the event's program (bpf_trace_run4, perf_trace_*, bpf_prog_*...). */
+static bool tracing_frame(const char *name, size_t len)
+{
+	static const char *const prefixes[] = {
+	        "bpf_prog_",      "bpf_trace_run", "__bpf_trace_",           "perf_trace_",
+	        "trace_call_bpf", "__traceiter_",  "trace_event_raw_event_", "bpf_tracing_"};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i]);
+		if (len >= pl && memcmp(name, prefixes[i], pl) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* --retention: at the first drain and then every RETAIN_EVERY_S, deletes
+ * the time buckets wholly older than the retention period, from every
+ * wall-clock series of the store, in a write of its own. */
+#define RETAIN_EVERY_S 60
+
+static int retain(struct recorder *r, int64_t now)
+{
+	struct store_prune_opts o = {.before = now - r->opt->retention, .wall_clock_only = true};
+	struct store_prune_stats st;
+
+	if (!r->opt->retention || (r->pruned_at && now - r->pruned_at < RETAIN_EVERY_S))
+		return 0;
+	int rc = store_prune(r->store, &o, &st);
+	if (rc < 0) {
+		record_fail(r, rc, "store: retention: %s", store_errmsg(r->store));
+		return rc;
+	}
+	r->pruned_at = now;
+	r->pruned_buckets += st.buckets;
+	r->pruned_samples += st.samples;
+	return 0;
+}
+
+/* Stores the counts in r->ents (read from `set`) into batch b. */
+static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when)
+{
+	pid_t last_pid = -1;
+	uint32_t last_gen = 0, last_event = 0;
+	uint32_t series = 0;
+	int rc;
+
+	if (r->nents > 1) /* qsort takes no NULL array, even empty */
+		qsort(r->ents, r->nents, sizeof(*r->ents), entry_cmp);
+	for (size_t i = 0; i < r->nents; i++) {
+		const struct entry *e = &r->ents[i];
+		pid_t pid = (pid_t)e->key.pid;
+
+		uint32_t ev = e->key.event < PROFILE_NEVENTS ? e->key.event : PROFILE_EV_CPU;
+		if (pid != last_pid || e->key.gen != last_gen || ev != last_event) {
+			/* A process is snapshotted once (at start, fork or
+			 * exec); symbolize_user() reads its maps again when an
+			 * address falls outside them. */
+			if (!symbolize_known(r->sym, pid)) {
+				rc = symbolize_snapshot(r->sym, pid, 0);
+				if (rc == -ENOMEM)
+					return rc;
+				if (rc < 0)
+					r->unsymbolized_pids++;
+			}
+
+			const char *bin = NULL, *bid = NULL;
+			char version[13];
+			symbolize_process_gen(r->sym, pid, e->key.gen, &bin, &bid);
+			if (bid && *bid) {
+				snprintf(version, sizeof(version), "%s", bid);
+			} else {
+				snprintf(version, sizeof(version), "%s", IMPORT_DEFAULT_VERSION);
+			}
+			struct store_series_key k = {
+			        .binary = r->opt->binary ? r->opt->binary
+			                  : bin && *bin  ? bin
+			                                 : "[unknown]",
+			        .version = r->opt->version ? r->opt->version : version,
+			        .event = record_events[ev].series,
+			        .unit = record_events[ev].unit,
+			};
+			rc = store_batch_series(b, &k, &series);
+			if (rc < 0)
+				return rc;
+			last_pid = pid;
+			last_gen = e->key.gen;
+			last_event = ev;
+		}
+
+		size_t n = 0;
+		rc = add_stack(r, set, pid, &e->key, false, &n);
+		if (rc >= 0)
+			rc = add_stack(r, set, pid, &e->key, true, &n);
+		if (rc < 0)
+			return rc;
+		/* A tracepoint's kernel stack ends in the tracing machinery
+		 * and our own program: not the workload's. */
+		while (n > 0 && r->frames[n - 1].kind == STORE_FRAME_KERNEL &&
+		       tracing_frame(r->frames[n - 1].name, r->frames[n - 1].name_len))
+			n--;
+
+		uint32_t node = STORE_ROOT_NODE;
+		for (size_t j = 0; j < n; j++) {
+			uint32_t frame;
+			rc = store_batch_frame(b, &r->frames[j], &frame);
+			if (rc >= 0)
+				rc = store_batch_node(b, node, frame, &node);
+			if (rc < 0)
+				return rc;
+		}
+		rc = store_batch_add(b, series, when, node, e->v.samples, e->v.weight);
+		if (rc < 0)
+			return rc;
+		r->samples += e->v.samples;
+		r->weight += e->v.weight;
+		r->ev_samples[ev] += e->v.samples;
+		r->ev_weight[ev] += e->v.weight;
+	}
+	return 0;
+}
+
+static void sleep_ns(long ns)
+{
+	struct timespec t = {.tv_sec = 0, .tv_nsec = ns};
+	while (nanosleep(&t, &t) < 0 && errno == EINTR)
+		;
+}
+
+/* --log-drains: one line per state of a drain, written with one write(2)
+ * so that a kill leaves whole lines.  "committing" is written before the
+ * commit and "committed" only once it returned: after a kill, every drain
+ * with a "committed" line is in the store, and at most the last drain,
+ * "committing" without "committed", may be there too (whole, never in
+ * part). */
+static void log_drain(struct recorder *r, const char *what, uint64_t samples, uint64_t weight)
+{
+	char line[128];
+	int n;
+
+	if (r->log_fd < 0)
+		return;
+	n = snprintf(line, sizeof(line),
+	             "drain %" PRIu64 " %s samples %" PRIu64 " weight %" PRIu64 "\n", r->drain_seq,
+	             what, samples, weight);
+	if (n > 0 && write(r->log_fd, line, (size_t)n) != n)
+		record_fail(r, -errno, "--log-drains: %s", strerror(errno));
+}
+
+int record_drain(struct recorder *r, bool final)
+{
+	uint32_t old = __atomic_load_n(&r->skel->bss->active, __ATOMIC_RELAXED);
+	int sets[2] = {(int)old, (int)!old};
+	int nsets = final ? 2 : 1;
+	int64_t when = (int64_t)time(NULL);
+	struct store_batch *b = NULL;
+	uint64_t samples0 = r->samples, weight0 = r->weight;
+	int rc;
+
+	if (!final)
+		__atomic_store_n(&r->skel->bss->active, !old, __ATOMIC_SEQ_CST);
+	sleep_ns(FLIP_GRACE_NS);
+
+	b = store_batch_new(r->store);
+	if (!b) {
+		rc = -ENOMEM;
+		record_fail(r, rc, "store: cannot start a batch: %s", store_errmsg(r->store));
+		return rc;
+	}
+	for (int i = 0; i < nsets; i++) {
+		rc = read_set(r, sets[i]);
+		if (rc < 0)
+			goto out_fail;
+		rc = store_set(r, b, sets[i], when);
+		if (rc < 0)
+			goto out_fail;
+		/* Cleared before the commit: the set is written to again only
+		 * after the next flip, and what it held is in the batch. */
+		clear_set(r, sets[i]);
+	}
+	r->drain_seq++;
+	log_drain(r, "committing", r->samples - samples0, r->weight - weight0);
+	rc = store_batch_commit(b);
+	if (rc < 0) {
+		log_drain(r, "failed", r->samples - samples0, r->weight - weight0);
+		record_fail(r, rc, "store: commit failed: %s", store_errmsg(r->store));
+		goto out;
+	}
+	r->drains++;
+	log_drain(r, "committed", r->samples - samples0, r->weight - weight0);
+	goto out;
+out_fail:
+	record_fail(r, rc, "drain: %s", strerror(-rc));
+out:
+	store_batch_free(b);
+	if (rc >= 0)
+		rc = retain(r, when);
+	return rc;
+}

@@ -1,0 +1,160 @@
+/*
+ * record-internal.h — what the parts of `flamefs-collect record` share:
+ * the options, the recorder's state, and the functions one part calls in
+ * another.  record.c parses the command line, sets up the BPF side and
+ * runs the loop; record-drain.c takes the counts out of the BPF maps,
+ * symbolizes and stores them; record-events.c knows the events of -e.
+ * Only record.c's callers' header is record.h.
+ */
+#ifndef FLAMEFS_RECORD_INTERNAL_H
+#define FLAMEFS_RECORD_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/types.h>
+
+#include <bpf/libbpf.h>
+
+#include "profile.h"
+#include "profile.skel.h"
+#include "store.h"
+#include "symbolize.h"
+#include "unwinder.h"
+
+#ifndef PROG
+#define PROG "flamefs-collect"
+#endif
+
+#define DRAIN_SECONDS 1
+/* How long a flip waits for samples already inside the BPF program (it
+ * runs in interrupt context, for microseconds) before reading the set. */
+#define FLIP_GRACE_NS 5000000L
+#define MAX_FREQ      100000
+
+struct options {
+	const char *store_dir;
+	const char *pid_list;
+	bool all;
+	char **command;
+	unsigned freq;
+	double duration; /* 0: until stopped */
+	bool user_only, kernel_only;
+	const char *binary;
+	const char *version;
+	bool verbose;
+	bool lines;
+	bool inlines;
+	const char *log_drains; /* --log-drains FILE, or NULL */
+	int64_t retention;      /* --retention, seconds; 0: keep everything */
+	enum profile_unwind unwind;
+	uint64_t unwind_memory; /* bytes of rows */
+	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
+	uint32_t ev_flags[PROFILE_NEVENTS];
+	uint32_t ev_every[PROFILE_NEVENTS];
+	bool offcpu_preempt;    /* offcpu:all */
+	uint64_t offcpu_min_ns; /* --offcpu-min */
+};
+
+/* The events of -e: their names on the command line, as series, and
+ * their units; default N of EVENT:STACKS:N (record-events.c). */
+struct record_event {
+	const char *arg, *series, *unit;
+	uint32_t every;
+};
+extern const struct record_event record_events[PROFILE_NEVENTS];
+
+struct entry {
+	struct profile_key key;
+	struct profile_value v;
+};
+
+struct recorder {
+	const struct options *opt;
+	struct profile_bpf *skel;
+	struct store *store;
+	struct symbolize *sym;
+	struct ring_buffer *rb;
+	struct bpf_link **links; /* one per CPU event */
+	int *pfds;
+	int nlinks;
+	struct bpf_link *fork_link, *exec_link;
+	int counts_fd[2], stacks_fd[2], ustacks_fd[2];
+	struct unwinder *unwinder; /* NULL with --unwind fp */
+	uint64_t period_ns;
+	pid_t child; /* -- COMMAND, or 0 */
+	int child_status;
+	bool child_exited;
+
+	struct entry *ents;
+	size_t nents, ents_cap;
+	uint32_t *ids;
+	size_t nids, ids_cap;
+	uint64_t *hashes; /* the CFI stacks the counts refer to */
+	size_t nhashes, hashes_cap;
+	struct store_frame *frames;
+
+	/* Batch reads of the counts maps: room for a whole map, and whether
+	 * the kernel has BPF_MAP_LOOKUP_AND_DELETE_BATCH. */
+	struct profile_key *bkeys;
+	struct profile_value *bvals;
+	uint32_t bcap;
+	bool no_batch;
+	/* Whole stack-map listings still due: set to 2 (both sets) when a
+	 * sample may have left a stack that no count refers to, and the
+	 * losses counted so far. */
+	int scan_stacks;
+	uint64_t orphan_losses;
+
+	/* --log-drains: the file (or -1) and the number of the last drain
+	 * that reached its commit. */
+	int log_fd;
+	uint64_t drain_seq;
+
+	/* --retention: when the store was last pruned (unix seconds, 0:
+	 * never) and what went. */
+	int64_t pruned_at;
+	uint64_t pruned_buckets, pruned_samples;
+
+	/* Totals for the final report. */
+	uint64_t drains, samples, weight, lost_user, lost_kernel;
+	uint64_t ev_samples[PROFILE_NEVENTS], ev_weight[PROFILE_NEVENTS];
+	bool ev_attached[PROFILE_NEVENTS];
+	struct bpf_link *ev_links[8];
+	int nev_links;
+	uint64_t truncated; /* samples stored with a [truncated] user stack */
+	uint64_t unsymbolized_pids;
+	int err; /* first fatal error, -errno */
+	char errmsg[512];
+};
+
+/* r->frames: a user and a kernel stack of PROFILE_MAX_DEPTH addresses
+ * each, room for the inline frames that --inline adds to the user part
+ * (as many again), and a "[truncated]" frame. */
+#define FRAMES_CAP (4 * PROFILE_MAX_DEPTH + 1)
+
+/* Records the first fatal error (later ones are dropped) as -errno and a
+ * message; run() stops at it and record_main() prints it. */
+void record_fail(struct recorder *r, int err, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* record-drain.c */
+/* The ring buffer's callback: fork, exec and stale-maps events. */
+int record_on_event(void *ctx, void *data, size_t len);
+/* One drain: flips the BPF side to its other map set and stores the set
+ * it left in one atomic batch; `final` (sampling already stopped) stores
+ * both.  Returns 0 or -errno (also recorded with record_fail()). */
+int record_drain(struct recorder *r, bool final);
+
+/* record-events.c */
+/* Parses -e's list into o->ev_flags and o->ev_every, printing its own
+ * message.  Returns 0 or -errno. */
+int record_parse_events(const char *list, struct options *o);
+/* Before load: the events' .rodata and which programs load. */
+int record_setup_events(struct recorder *r, const struct options *o);
+/* After load: attaches each event; one the kernel lacks is left out with
+ * a message.  Returns 0, or -ENODEV when none could be. */
+int record_attach_events(struct recorder *r);
+
+#endif
