@@ -276,6 +276,7 @@ static __always_inline struct unwind_row *find_row(const struct unwind_table *t,
 }
 
 static __always_inline void report(__u32 kind, __u32 pid, __u32 parent);
+static __always_inline void report_want(__u32 pid, __u64 addr);
 
 static long walk_step(__u32 i, void *ctx)
 {
@@ -320,6 +321,11 @@ static long walk_step(__u32 i, void *ctx)
 			report(PROFILE_EVENT_STALE, w->tgid, 0);
 		}
 		return fp_step(w);
+	}
+	if (m->table == UNWIND_UNBUILT) {
+		/* Tables are built for the code samples meet: ask once. */
+		m->table = UNWIND_PENDING;
+		report_want(w->tgid, lookup);
 	}
 	if (m->table == UNWIND_PENDING)
 		w->flags |= UNWIND_FLAG_PENDING;
@@ -556,12 +562,29 @@ static __always_inline void report_gen(__u32 kind, __u32 pid, __u32 parent, __u3
 	e->pid = pid;
 	e->parent = parent;
 	e->gen = gen;
+	e->addr = 0;
 	bpf_ringbuf_submit(e, 0);
 }
 
 static __always_inline void report(__u32 kind, __u32 pid, __u32 parent)
 {
 	report_gen(kind, pid, parent, 0);
+}
+
+static __always_inline void report_want(__u32 pid, __u64 addr)
+{
+	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(PROFILE_STAT_EVENTS_LOST);
+		return;
+	}
+	e->kind = PROFILE_EVENT_WANT;
+	e->pid = pid;
+	e->parent = 0;
+	e->gen = 0;
+	e->addr = addr;
+	bpf_ringbuf_submit(e, 0);
 }
 
 /* A raw tracepoint's context is its arguments as an array of u64, read

@@ -97,6 +97,8 @@ enum profile_event_kind {
 	PROFILE_EVENT_EXEC = 2,  /* pid executed a new program */
 	PROFILE_EVENT_STALE = 3, /* a pc of pid fell in no mapping known to
 	                          * the unwinder (a dlopen since) */
+	PROFILE_EVENT_WANT = 4,  /* a pc of pid, addr, fell in a mapping whose
+	                          * table is not built yet */
 };
 
 /* Sent through the `events` ring buffer. */
@@ -104,7 +106,8 @@ struct profile_event {
 	__u32 kind;
 	__u32 pid;
 	__u32 parent;
-	__u32 gen; /* EXEC: the process's exec count, as in profile_key */
+	__u32 gen;  /* EXEC: the process's exec count, as in profile_key */
+	__u64 addr; /* WANT: the pc */
 };
 
 #endif

@@ -28,7 +28,10 @@ int record_on_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
-	if (e->kind == PROFILE_EVENT_STALE) {
+	if (e->kind == PROFILE_EVENT_WANT) {
+		/* The walker needs the table of the file holding this pc. */
+		rc = r->unwinder ? unwinder_want(r->unwinder, r->sym, (pid_t)e->pid, e->addr) : 0;
+	} else if (e->kind == PROFILE_EVENT_STALE) {
 		/* The walker met a pc outside the process's known mappings. */
 		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
 	} else if (e->kind == PROFILE_EVENT_FORK) {

@@ -914,12 +914,6 @@ static int run(struct recorder *r, const struct options *o)
 		rc = follow_pid_list(r, o->pid_list);
 		if (rc < 0)
 			return rc;
-		/* Running processes: their tables first, so that the first
-		 * samples are walked by CFI too. */
-		if (r->unwinder && unwinder_settle(r->unwinder, r->sym, 2000) < 0) {
-			record_fail(r, -ENOMEM, "out of memory");
-			return -ENOMEM;
-		}
 	} else if (o->command) {
 		rc = start_command(r, o->command, &go_fd);
 		if (rc < 0) {

@@ -3,10 +3,15 @@
  * side for the CFI stack walker.
  *
  * Each ELF file the symbolizer opens (the module hook) becomes a table
- * entry in state PENDING and a job for the worker thread, which compiles
- * the file's CFI (cfi.c), appends its rows to the rows array and writes
- * its table entry; the main thread learns of finished jobs through an
- * eventfd and marks the tables READY (or NONE: no CFI, refused, no room).
+ * entry in state UNBUILT, holding a descriptor of the file.  Tables are
+ * built only for the code samples meet: the first walk that finds a pc in
+ * an UNBUILT mapping marks it PENDING in the process's list and sends an
+ * event (unwinder_want), and the file becomes a job for the worker
+ * thread, which compiles its CFI (cfi.c), appends its rows to the rows
+ * array and writes its table entry; the main thread learns of finished
+ * jobs through an eventfd and marks the tables READY (or NONE: no CFI,
+ * refused, no room).  With -a most mapped files are never sampled, and
+ * their tables never cost anything.
  * Tables are keyed by the symbolizer's module, which is one per build id
  * (or device and inode), so every process that maps libc shares one.
  * Each process's mappings (the process hook) are written to the procs
@@ -43,13 +48,19 @@
 #define UPLOAD_CHUNK  65536
 #define REFRESH_NS    100000000ll
 
-enum tstate { T_PENDING, T_READY, T_NONE };
+enum tstate { T_UNBUILT, T_PENDING, T_READY, T_NONE };
 
 struct utable {
 	const void *module;
 	enum tstate state;
 	uint32_t id;
 	uint64_t base;
+	/* UNBUILT: the file, kept for the job (a dup of the symbolizer's
+	 * descriptor), its path and build id. */
+	int fd;
+	char *path;
+	uint8_t *build_id;
+	size_t build_id_len;
 	struct utable *next;
 };
 
@@ -249,7 +260,6 @@ static void on_module(void *ctx, const void *module, int fd, const char *path,
 {
 	struct unwinder *u = ctx;
 	struct utable **pp = table_slot(u, module);
-	struct job *j;
 
 	if (*pp)
 		return;
@@ -258,27 +268,37 @@ static void on_module(void *ctx, const void *module, int fd, const char *path,
 		return; /* its mappings are walked by frame pointers */
 	t->module = module;
 	t->state = T_NONE;
+	t->fd = -1;
 	*pp = t;
+	/* The descriptor shares its offset with the symbolizer's; libelf
+	 * reads with pread, so neither moves the other. */
+	t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	t->path = strdup(path);
+	if (build_id_len && (t->build_id = malloc(build_id_len))) {
+		memcpy(t->build_id, build_id, build_id_len);
+		t->build_id_len = build_id_len;
+	}
+	if (t->fd >= 0 && t->path)
+		t->state = T_UNBUILT;
+}
 
-	j = calloc(1, sizeof(*j));
-	if (!j)
+/* Hands an UNBUILT table's file to the worker. */
+static void queue_build(struct unwinder *u, struct utable *t)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		t->state = T_NONE;
 		return;
+	}
 	j->t = t;
-	j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	j->path = strdup(path);
-	if (build_id_len) {
-		j->build_id = malloc(build_id_len);
-		if (j->build_id) {
-			memcpy(j->build_id, build_id, build_id_len);
-			j->build_id_len = build_id_len;
-		}
-	}
-	if (j->fd < 0 || !j->path) {
-		job_free(j);
-		return;
-	}
-	/* The fd shares its offset with the symbolizer's; libelf reads with
-	 * pread, so neither moves the other. */
+	j->fd = t->fd;
+	j->path = t->path;
+	j->build_id = t->build_id;
+	j->build_id_len = t->build_id_len;
+	t->fd = -1;
+	t->path = NULL;
+	t->build_id = NULL;
 	t->state = T_PENDING;
 	pthread_mutex_lock(&u->lock);
 	if (u->todo_tail)
@@ -336,6 +356,8 @@ static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map
 		} else if (t->state == T_PENDING) {
 			m->table = UNWIND_PENDING;
 			pending = true;
+		} else if (t->state == T_UNBUILT) {
+			m->table = UNWIND_UNBUILT;
 		}
 	}
 	e->nmaps = (uint32_t)k;
@@ -442,26 +464,28 @@ int unwinder_service(struct unwinder *u, const struct symbolize *s)
 	return rc;
 }
 
-int unwinder_settle(struct unwinder *u, const struct symbolize *s, int timeout_ms)
+int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint64_t addr)
 {
-	int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000ll;
-	int rc = 0;
+	struct symbolize_map *maps;
+	size_t n;
+	int rc = symbolize_maps(s, pid, &maps, &n);
 
-	for (;;) {
-		pthread_mutex_lock(&u->lock);
-		unsigned busy = u->busy;
-		pthread_mutex_unlock(&u->lock);
-		if (!busy)
-			return rc;
-		int64_t left = deadline - mono_ns();
-		if (left <= 0)
-			return rc;
-		struct pollfd p = {.fd = u->efd, .events = POLLIN};
-		poll(&p, 1, (int)(left / 1000000 + 1));
-		rc = unwinder_service(u, s);
-		if (rc < 0)
-			return rc;
+	if (rc < 0)
+		return rc == -ENOMEM ? rc : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (addr < maps[i].start || addr >= maps[i].end || !maps[i].module)
+			continue;
+		struct utable *t = *table_slot(u, maps[i].module);
+		if (t && t->state == T_UNBUILT)
+			queue_build(u, t);
+		break;
 	}
+	/* The walker marked the mapping PENDING in its copy of the list: a
+	 * pending table rewrites it when ready; one ready (or refused) since
+	 * the list was written, now. */
+	write_proc(u, pid, maps, n);
+	free(maps);
+	return 0;
 }
 
 int unwinder_stale(struct unwinder *u, pid_t pid)
@@ -572,6 +596,10 @@ void unwinder_free(struct unwinder *u)
 	for (size_t b = 0; b < TABLE_BUCKETS; b++) {
 		for (struct utable *t = u->tables[b], *n; t; t = n) {
 			n = t->next;
+			if (t->fd >= 0)
+				close(t->fd);
+			free(t->path);
+			free(t->build_id);
 			free(t);
 		}
 	}

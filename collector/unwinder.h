@@ -46,9 +46,10 @@ int unwinder_fd(const struct unwinder *u);
  * Returns 0 or -ENOMEM. */
 int unwinder_service(struct unwinder *u, const struct symbolize *s);
 
-/* Waits until the worker has no table left to build (for tests and a
- * short recording's first samples), at most timeout_ms; then services. */
-int unwinder_settle(struct unwinder *u, const struct symbolize *s, int timeout_ms);
+/* The walker met pc `addr` of pid in a mapping whose table is not built:
+ * queues the file's table and rewrites the process's list.  Returns 0 or
+ * -ENOMEM. */
+int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint64_t addr);
 
 /* The walker met a pc of pid outside its known mappings: its maps are
  * read again at the next unwinder_refresh(), at most every 100 ms per
