@@ -1,14 +1,18 @@
 /*
  * cfi.c — compiles DWARF call-frame information into unwind tables.
  *
- * The FDEs of the section are listed with dwarf_next_cfi (decoding each
- * one's pc range by its CIE's pointer encoding), kept when they lie in an
- * executable segment, sorted, and cut where they overlap.  Each FDE's
- * rows are then asked of libdw's CFI interpreter, one
- * dwarf_cfi_addrframe() per row (it gives the row's pc range, so the next
- * call starts where the row ends), and each row's rules are turned into
- * the compact form of unwind.h: the CFA as rsp or rbp plus an offset, the
- * return address at CFA-8, rbp unchanged or saved at CFA plus an offset.
+ * The CIEs and FDEs of the section are listed with libdw's
+ * dwarf_next_cfi (each FDE's pc range decoded by its CIE's pointer
+ * encoding); FDEs are kept when they lie in an executable segment,
+ * sorted, and cut where they overlap.  Each FDE's call-frame instructions
+ * (after its CIE's initial ones) are then run once, start to end, by the
+ * small interpreter below, which follows only what the compact form needs
+ * (the CFA, rbp and the return address; other registers' operands are
+ * skipped), and each row is turned into the compact form of unwind.h: the
+ * CFA as rsp or rbp plus an offset, the return address at CFA-8, rbp
+ * unchanged or saved at CFA plus an offset.  (libdw's
+ * dwarf_cfi_addrframe() gives one row per call but runs the FDE from its
+ * start each time: quadratic in an FDE's rows, 0.5 s for cc1.)
  * Three shapes that are DWARF expressions are recognised by their exact
  * form: the PLT's CFA (rsp + 8, + 8 more past the push in each entry), the
  * signal trampoline's ucontext (the FDE with the 'S' augmentation), and an
@@ -49,19 +53,25 @@
 #define PE_PCREL   0x10
 
 /* Bounds on what one file may ask of us. */
-#define MAX_CIES     4096
-#define MAX_FDES     (1u << 21)
-#define MAX_FDE_ROWS 4096 /* rows asked of libdw per FDE */
+#define MAX_CIES 4096
+#define MAX_FDES (1u << 21)
 
 struct cie {
 	uint64_t off;
 	uint8_t enc; /* pointer encoding of FDE addresses */
 	bool usable; /* augmentation understood */
 	bool signal; /* 'S': the signal trampoline */
+	bool z;      /* 'z': FDEs carry a sized augmentation */
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra;                    /* return address register */
+	const uint8_t *init, *init_end; /* initial instructions */
 };
 
 struct fde {
 	uint64_t start, end;
+	const uint8_t *ins, *ins_end; /* call-frame instructions */
+	uint32_t cie;                 /* index into the compiler's cies */
 	bool signal;
 };
 
@@ -71,8 +81,6 @@ struct segment {
 
 struct compiler {
 	Elf *elf;
-	Dwarf_CFI *cfi;
-	Dwarf *dwarf; /* owner of cfi for .debug_frame */
 	struct segment segs[16];
 	size_t nsegs;
 	struct cie *cies;
@@ -226,6 +234,14 @@ static void parse_cie(const Dwarf_CIE *ci, bool eh_frame, struct cie *out)
 	out->enc = PE_ABSPTR;
 	out->usable = true;
 	out->signal = false;
+	out->z = a && a[0] == 'z';
+	out->code_align = ci->code_alignment_factor;
+	out->data_align = ci->data_alignment_factor;
+	out->ra = ci->return_address_register;
+	out->init = ci->initial_instructions;
+	out->init_end = ci->initial_instructions_end;
+	if (!out->init || out->init_end < out->init)
+		out->usable = false;
 	if (!a || !a[0])
 		return;
 	if (a[0] != 'z') {
@@ -286,7 +302,7 @@ static bool in_exec_segment(const struct compiler *c, uint64_t start, uint64_t e
 	return false;
 }
 
-static int add_fde(struct compiler *c, uint64_t start, uint64_t end, bool signal)
+static int add_fde(struct compiler *c, const struct fde *d)
 {
 	if (c->nfdes == c->fdes_cap) {
 		size_t ncap = c->fdes_cap ? c->fdes_cap * 2 : 1024;
@@ -298,7 +314,7 @@ static int add_fde(struct compiler *c, uint64_t start, uint64_t end, bool signal
 		c->fdes = n;
 		c->fdes_cap = ncap;
 	}
-	c->fdes[c->nfdes++] = (struct fde){start, end, signal};
+	c->fdes[c->nfdes++] = *d;
 	return 0;
 }
 
@@ -336,14 +352,24 @@ static int list_fdes(struct compiler *c, Elf *elf, Elf_Data *data, uint64_t sh_a
 			const uint8_t *p = e.fde.start, *end = e.fde.end;
 			uint64_t start, range;
 			uint64_t here = sh_addr + (uint64_t)(p - (const uint8_t *)data->d_buf);
+			uint64_t aug = 0;
 			if (!ci || !ci->usable || !read_encoded(&p, end, ci->enc, here, &start) ||
 			    !read_encoded(&p, end, ci->enc & PE_FORMAT, 0, &range) || start == 0 ||
 			    range == 0 || start + range < start ||
-			    !in_exec_segment(c, start, start + range)) {
+			    !in_exec_segment(c, start, start + range) ||
+			    (ci->z && (!read_uleb(&p, end, &aug) || aug > (uint64_t)(end - p)))) {
 				c->t->fdes_skipped++;
-			} else if ((rc = add_fde(c, start, start + range, ci->signal)) < 0) {
-				return rc;
+				off = next;
+				continue;
 			}
+			struct fde d = {.start = start,
+			                .end = start + range,
+			                .ins = p + aug,
+			                .ins_end = end,
+			                .cie = (uint32_t)(ci - c->cies),
+			                .signal = ci->signal};
+			if ((rc = add_fde(c, &d)) < 0)
+				return rc;
 		}
 		off = next;
 	}
@@ -358,106 +384,105 @@ static int fde_cmp(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* ---- rules -------------------------------------------------------------- */
+/* ---- the interpreter ----------------------------------------------------- */
+
+/* How a register is recovered (DWARF's register rules, those we keep). */
+enum how { H_SAME = 0, H_UNDEF, H_OFFSET, H_OTHER, H_EXPR };
+
+struct rule {
+	uint8_t how;
+	int64_t off;         /* H_OFFSET: saved at CFA + off */
+	const uint8_t *expr; /* H_EXPR: the DWARF expression */
+	size_t len;
+};
+
+/* The state of one row: the CFA and the two registers the walker needs. */
+struct state {
+	bool cfa_expr; /* CFA by expression (cfa_e, cfa_len) */
+	uint64_t cfa_reg;
+	int64_t cfa_off;
+	const uint8_t *cfa_e;
+	size_t cfa_len;
+	struct rule rbp, ra;
+};
+
+#define MAX_REMEMBER 16
+
+/* A DWARF expression that is exactly "DW_OP_breg7 N" (and, with `deref`,
+ * then DW_OP_deref): rsp + N. */
+static bool is_rsp_plus(const uint8_t *e, size_t len, int64_t n, bool deref)
+{
+	const uint8_t *p = e, *end = e + len;
+	int64_t v;
+	if (p >= end || *p++ != DW_OP_breg7 || !read_sleb(&p, end, &v) || v != n)
+		return false;
+	if (deref && (p >= end || *p++ != DW_OP_deref))
+		return false;
+	return p == end;
+}
+
+/* The PLT's CFA: DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and;
+ * DW_OP_litN; DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus, as binutils
+ * writes it: rsp + 8, + 8 more once (rip & 15) >= N.  Returns N, or -1. */
+static int plt_threshold(const uint8_t *e, size_t len)
+{
+	static const uint8_t head[] = {DW_OP_breg7, 8, DW_OP_breg16, 0, DW_OP_lit15, DW_OP_and};
+	static const uint8_t tail[] = {DW_OP_ge, DW_OP_lit3, DW_OP_shl, DW_OP_plus};
+	if (len != sizeof(head) + 1 + sizeof(tail) || memcmp(e, head, sizeof(head)) != 0 ||
+	    memcmp(e + sizeof(head) + 1, tail, sizeof(tail)) != 0)
+		return -1;
+	uint8_t lit = e[sizeof(head)];
+	return lit >= DW_OP_lit0 && lit <= DW_OP_lit15 ? lit - DW_OP_lit0 : -1;
+}
 
 static struct unwind_row rule_row(unsigned rule)
 {
 	return (struct unwind_row){.rule = (__u8)rule};
 }
 
-/* A register saved at CFA + off, as libdw spells it. */
-static bool at_cfa_plus(const Dwarf_Op *ops, size_t n, int64_t *off)
+/* The compact form of one row's state. */
+static struct unwind_row state_row(const struct state *st, bool signal)
 {
-	if (n == 1 && ops[0].atom == DW_OP_call_frame_cfa) {
-		*off = 0;
-		return true;
-	}
-	if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst) {
-		*off = (int64_t)ops[1].number;
-		return true;
-	}
-	return false;
-}
+	struct unwind_row r = {0};
 
-/* A register saved at rsp + off (an expression rule; libdw puts the CFA
- * first, which the expression ignores). */
-static bool at_rsp_plus(const Dwarf_Op *ops, size_t n, int64_t off)
-{
-	return n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_breg7 &&
-	       (int64_t)ops[1].number == off;
-}
-
-/* The PLT's CFA: rsp + 8 + ((rip & 15) >= N) << 3, as binutils writes it.
- * Returns N, or -1. */
-static int plt_threshold(const Dwarf_Op *o, size_t n)
-{
-	if (n != 9 || o[0].atom != DW_OP_breg7 || o[0].number != 8 || o[1].atom != DW_OP_breg16 ||
-	    o[1].number != 0 || o[2].atom != DW_OP_lit15 || o[3].atom != DW_OP_and ||
-	    o[4].atom < DW_OP_lit0 || o[4].atom > DW_OP_lit15 || o[5].atom != DW_OP_ge ||
-	    o[6].atom != DW_OP_lit3 || o[7].atom != DW_OP_shl || o[8].atom != DW_OP_plus)
-		return -1;
-	return o[4].atom - DW_OP_lit0;
-}
-
-/* The compact form of the rules in one frame state. */
-static struct unwind_row frame_row(Dwarf_Frame *f, bool signal)
-{
-	Dwarf_Op mem[3], *ops;
-	size_t n;
-	int64_t off;
-
-	int ra = dwarf_frame_info(f, NULL, NULL, NULL);
-	if (ra != REG_RIP)
-		return rule_row(UNWIND_RULE_BAD);
-	if (dwarf_frame_register(f, ra, mem, &ops, &n) < 0)
-		return rule_row(UNWIND_RULE_BAD);
-	if (n == 0 && ops == mem)
-		return rule_row(UNWIND_RULE_END); /* undefined: outermost */
-
+	if (st->ra.how == H_UNDEF)
+		return rule_row(UNWIND_RULE_END); /* the outermost frame */
 	if (signal) {
-		Dwarf_Op bmem[3], *bops;
-		size_t bn;
-		Dwarf_Op *cops;
-		size_t cn;
-		if (at_rsp_plus(ops, n, UNWIND_SIGNAL_RIP) && dwarf_frame_cfa(f, &cops, &cn) == 0 &&
-		    cn == 2 && cops[0].atom == DW_OP_breg7 && cops[0].number == UNWIND_SIGNAL_RSP &&
-		    cops[1].atom == DW_OP_deref &&
-		    dwarf_frame_register(f, REG_RBP, bmem, &bops, &bn) == 0 &&
-		    at_rsp_plus(bops, bn, UNWIND_SIGNAL_RBP))
+		/* The kernel's sigreturn frame: registers in the ucontext. */
+		if (st->cfa_expr && is_rsp_plus(st->cfa_e, st->cfa_len, UNWIND_SIGNAL_RSP, true) &&
+		    st->ra.how == H_EXPR &&
+		    is_rsp_plus(st->ra.expr, st->ra.len, UNWIND_SIGNAL_RIP, false) &&
+		    st->rbp.how == H_EXPR &&
+		    is_rsp_plus(st->rbp.expr, st->rbp.len, UNWIND_SIGNAL_RBP, false))
 			return rule_row(UNWIND_RULE_SIGNAL);
 		return rule_row(UNWIND_RULE_BAD);
 	}
-	if (!at_cfa_plus(ops, n, &off) || off != -8)
+	if (st->ra.how != H_OFFSET || st->ra.off != -8)
 		return rule_row(UNWIND_RULE_BAD);
-
-	struct unwind_row r = {0};
-	if (dwarf_frame_cfa(f, &ops, &n) < 0)
-		return rule_row(UNWIND_RULE_BAD);
-	if (n == 1 && ops[0].atom == DW_OP_bregx &&
-	    (ops[0].number == REG_RSP || ops[0].number == REG_RBP)) {
-		int64_t cfa = (int64_t)ops[0].number2;
-		if (cfa <= 0 || cfa % 8 || cfa / 8 > UINT16_MAX)
-			return rule_row(UNWIND_RULE_BAD);
-		r.rule = ops[0].number == REG_RSP ? UNWIND_RULE_RSP : UNWIND_RULE_RBP;
-		r.cfa = (__u16)(cfa / 8);
-	} else {
-		int thr = plt_threshold(ops, n);
+	if (st->cfa_expr) {
+		int thr = plt_threshold(st->cfa_e, st->cfa_len);
 		if (thr < 0)
 			return rule_row(UNWIND_RULE_BAD);
 		r.rule = UNWIND_RULE_PLT;
 		r.rbp = (__s8)thr;
 		return r; /* a PLT entry saves no register */
 	}
-
-	if (dwarf_frame_register(f, REG_RBP, mem, &ops, &n) < 0)
+	if ((st->cfa_reg != REG_RSP && st->cfa_reg != REG_RBP) || st->cfa_off <= 0 ||
+	    st->cfa_off % 8 || st->cfa_off / 8 > UINT16_MAX)
 		return rule_row(UNWIND_RULE_BAD);
-	if (n == 0)
-		return r; /* same value, or undefined: left as it is */
-	if (!at_cfa_plus(ops, n, &off) || off % 8 || off / 8 < INT8_MIN || off / 8 > INT8_MAX)
-		return rule_row(UNWIND_RULE_BAD);
-	r.rule |= UNWIND_RBP_AT << 4;
-	r.rbp = (__s8)(off / 8);
-	return r;
+	r.rule = st->cfa_reg == REG_RSP ? UNWIND_RULE_RSP : UNWIND_RULE_RBP;
+	r.cfa = (__u16)(st->cfa_off / 8);
+	switch (st->rbp.how) {
+	case H_SAME:
+	case H_UNDEF: return r; /* left as it is */
+	case H_OFFSET:
+		if (st->rbp.off % 8 || st->rbp.off / 8 < INT8_MIN || st->rbp.off / 8 > INT8_MAX)
+			return rule_row(UNWIND_RULE_BAD);
+		r.rule |= UNWIND_RBP_AT << 4;
+		r.rbp = (__s8)(st->rbp.off / 8);
+		return r;
+	default: return rule_row(UNWIND_RULE_BAD);
+	}
 }
 
 static bool same_rule(const struct unwind_row *a, const struct unwind_row *b)
@@ -471,6 +496,19 @@ static int add_row(struct compiler *c, uint64_t pc, struct unwind_row r)
 	struct cfi_table *t = c->t;
 	if (t->nrows && same_rule(&t->rows[t->nrows - 1], &r))
 		return 0;
+	if (t->nrows && pc <= t->base + t->rows[t->nrows - 1].pc) {
+		/* A second row at the same pc (an advance of 0): it wins. */
+		if (pc == t->base + t->rows[t->nrows - 1].pc) {
+			if ((t->rows[t->nrows - 1].rule & 15) == UNWIND_RULE_BAD)
+				t->bad_rows--;
+			t->nrows--;
+			if (t->nrows && same_rule(&t->rows[t->nrows - 1], &r))
+				return 0;
+		} else {
+			return fail(c, -EINVAL, "CFI rows out of order at 0x%llx",
+			            (unsigned long long)pc);
+		}
+	}
 	if (t->nrows == c->rows_cap) {
 		size_t ncap = c->rows_cap ? c->rows_cap * 2 : 4096;
 		if (ncap > UNWIND_MAX_TABLE_ROWS)
@@ -494,37 +532,239 @@ static int add_row(struct compiler *c, uint64_t pc, struct unwind_row r)
 	return 0;
 }
 
-/* Asks libdw for each row of one FDE. */
-static int compile_fde(struct compiler *c, const struct fde *d)
+static struct rule *tracked(struct state *st, const struct cie *ci, uint64_t reg)
 {
-	uint64_t pc = d->start;
+	if (reg == ci->ra)
+		return &st->ra;
+	if (reg == REG_RBP)
+		return &st->rbp;
+	return NULL; /* a register the walker does not restore */
+}
+
+static bool read_block(const uint8_t **p, const uint8_t *end, const uint8_t **b, size_t *len)
+{
+	uint64_t n;
+	if (!read_uleb(p, end, &n) || n > (uint64_t)(end - *p))
+		return false;
+	*b = *p;
+	*len = (size_t)n;
+	*p += n;
+	return true;
+}
+
+/* Runs call-frame instructions [p, end) from state st.  With emit, rows
+ * are appended as the location advances (those before `from` are not),
+ * `loc` is the location and `init` the CIE's state (for DW_CFA_restore).
+ * Returns 0, 1 when the instructions cannot be followed (the rest of the
+ * FDE is then one BAD row), or -errno. */
+static int run(struct compiler *c, const struct cie *ci, const uint8_t *p, const uint8_t *end,
+               struct state *st, const struct state *init, uint64_t *loc, uint64_t fde_end,
+               uint64_t from, bool emit)
+{
+	struct state saved[MAX_REMEMBER];
+	unsigned nsaved = 0;
 	int rc;
 
-	for (unsigned i = 0; pc < d->end; i++) {
-		Dwarf_Frame *f = NULL;
-		Dwarf_Addr s, e;
-		bool signal = false;
-		struct unwind_row r;
+	while (p < end) {
+		uint8_t op = *p++, low = op & 0x3f;
+		uint64_t reg = 0, u = 0, adv = 0;
+		int64_t sv = 0;
+		const uint8_t *blk;
+		size_t blen;
+		struct rule *rr;
+		bool advance = false;
 
-		if (i == MAX_FDE_ROWS) {
-			/* A hostile FDE: what remains is not walked. */
-			return add_row(c, pc, rule_row(UNWIND_RULE_BAD));
+		switch (op >> 6) {
+		case 1: /* DW_CFA_advance_loc */
+			adv = low;
+			advance = true;
+			break;
+		case 2: /* DW_CFA_offset */
+			if (!read_uleb(&p, end, &u))
+				return 1;
+			if ((rr = tracked(st, ci, low)))
+				*rr = (struct rule){.how = H_OFFSET,
+				                    .off = (int64_t)u * ci->data_align};
+			continue;
+		case 3: /* DW_CFA_restore */
+			if ((rr = tracked(st, ci, low)))
+				*rr = *tracked((struct state *)init, ci, low);
+			continue;
 		}
-		if (dwarf_cfi_addrframe(c->cfi, pc, &f) < 0) {
-			rc = add_row(c, pc, rule_row(UNWIND_RULE_BAD));
-			free(f);
-			return rc;
+		switch (advance ? DW_CFA_nop + 0x100 : op) {
+		case DW_CFA_nop: continue;
+		case DW_CFA_nop + 0x100: break; /* DW_CFA_advance_loc, above */
+		case DW_CFA_advance_loc1:
+			if (!read_fixed(&p, end, 1, &adv))
+				return 1;
+			advance = true;
+			break;
+		case DW_CFA_advance_loc2:
+			if (!read_fixed(&p, end, 2, &adv))
+				return 1;
+			advance = true;
+			break;
+		case DW_CFA_advance_loc4:
+			if (!read_fixed(&p, end, 4, &adv))
+				return 1;
+			advance = true;
+			break;
+		case DW_CFA_set_loc: return 1; /* rare; not followed */
+		case DW_CFA_offset_extended:
+		case DW_CFA_val_offset:
+			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u))
+				return 1;
+			if ((rr = tracked(st, ci, reg)))
+				*rr = (struct rule){.how = op == DW_CFA_val_offset ? H_OTHER
+				                                                   : H_OFFSET,
+				                    .off = (int64_t)u * ci->data_align};
+			continue;
+		case DW_CFA_offset_extended_sf:
+		case DW_CFA_val_offset_sf:
+			if (!read_uleb(&p, end, &reg) || !read_sleb(&p, end, &sv))
+				return 1;
+			if ((rr = tracked(st, ci, reg)))
+				*rr = (struct rule){.how = op == DW_CFA_val_offset_sf ? H_OTHER
+				                                                      : H_OFFSET,
+				                    .off = sv * ci->data_align};
+			continue;
+		case DW_CFA_restore_extended:
+			if (!read_uleb(&p, end, &reg))
+				return 1;
+			if ((rr = tracked(st, ci, reg)))
+				*rr = *tracked((struct state *)init, ci, reg);
+			continue;
+		case DW_CFA_undefined:
+		case DW_CFA_same_value:
+			if (!read_uleb(&p, end, &reg))
+				return 1;
+			if ((rr = tracked(st, ci, reg)))
+				*rr = (struct rule){.how = op == DW_CFA_undefined ? H_UNDEF
+				                                                  : H_SAME};
+			continue;
+		case DW_CFA_register:
+			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u))
+				return 1;
+			if ((rr = tracked(st, ci, reg)))
+				*rr = (struct rule){.how = H_OTHER};
+			continue;
+		case DW_CFA_remember_state:
+			if (nsaved == MAX_REMEMBER)
+				return 1;
+			saved[nsaved++] = *st;
+			continue;
+		case DW_CFA_restore_state:
+			if (!nsaved)
+				return 1;
+			*st = saved[--nsaved];
+			continue;
+		case DW_CFA_def_cfa:
+			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u))
+				return 1;
+			st->cfa_expr = false;
+			st->cfa_reg = reg;
+			st->cfa_off = (int64_t)u;
+			continue;
+		case DW_CFA_def_cfa_sf:
+			if (!read_uleb(&p, end, &reg) || !read_sleb(&p, end, &sv))
+				return 1;
+			st->cfa_expr = false;
+			st->cfa_reg = reg;
+			st->cfa_off = sv * ci->data_align;
+			continue;
+		case DW_CFA_def_cfa_register:
+			if (!read_uleb(&p, end, &reg))
+				return 1;
+			st->cfa_expr = false;
+			st->cfa_reg = reg;
+			continue;
+		case DW_CFA_def_cfa_offset:
+			if (!read_uleb(&p, end, &u))
+				return 1;
+			st->cfa_off = (int64_t)u;
+			continue;
+		case DW_CFA_def_cfa_offset_sf:
+			if (!read_sleb(&p, end, &sv))
+				return 1;
+			st->cfa_off = sv * ci->data_align;
+			continue;
+		case DW_CFA_def_cfa_expression:
+			if (!read_block(&p, end, &blk, &blen))
+				return 1;
+			st->cfa_expr = true;
+			st->cfa_e = blk;
+			st->cfa_len = blen;
+			continue;
+		case DW_CFA_expression:
+		case DW_CFA_val_expression:
+			if (!read_uleb(&p, end, &reg) || !read_block(&p, end, &blk, &blen))
+				return 1;
+			if ((rr = tracked(st, ci, reg)))
+				*rr = (struct rule){.how = op == DW_CFA_expression ? H_EXPR
+				                                                   : H_OTHER,
+				                    .expr = blk,
+				                    .len = blen};
+			continue;
+		case DW_CFA_GNU_args_size:
+			if (!read_uleb(&p, end, &u))
+				return 1;
+			continue;
+		case DW_CFA_GNU_negative_offset_extended:
+			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u))
+				return 1;
+			if ((rr = tracked(st, ci, reg)))
+				*rr = (struct rule){.how = H_OFFSET,
+				                    .off = -(int64_t)u * ci->data_align};
+			continue;
+		default: return 1; /* an instruction we do not know */
 		}
-		if (dwarf_frame_info(f, &s, &e, &signal) < 0 || e <= pc) {
-			free(f);
-			return add_row(c, pc, rule_row(UNWIND_RULE_BAD));
+		if (!advance)
+			continue;
+		uint64_t next = *loc + adv * ci->code_align;
+		if (next < *loc || next > fde_end)
+			next = fde_end; /* corrupt: clamp to the FDE */
+		if (emit && next > from && next > *loc) {
+			uint64_t at = *loc > from ? *loc : from;
+			if ((rc = add_row(c, at, state_row(st, false))) < 0)
+				return rc;
 		}
-		r = frame_row(f, signal || d->signal);
-		free(f);
-		if ((rc = add_row(c, pc, r)) < 0)
-			return rc;
-		pc = e < d->end ? e : d->end;
+		*loc = next;
 	}
+	return 0;
+}
+
+/* Compiles one FDE's rows from `from` (an earlier FDE may cover its start). */
+static int compile_fde(struct compiler *c, const struct fde *d, uint64_t from)
+{
+	const struct cie *ci = &c->cies[d->cie];
+	struct state init = {.ra = {.how = H_UNDEF}}, st;
+	uint64_t loc = d->start;
+	int rc;
+
+	/* The signal trampoline's rows all take the signal shape. */
+	if (d->signal) {
+		rc = run(c, ci, ci->init, ci->init_end, &init, &init, &loc, d->end, from, false);
+		st = init;
+		if (rc == 0)
+			rc = run(c, ci, d->ins, d->ins_end, &st, &init, &loc, d->end, d->end,
+			         false);
+		if (rc < 0)
+			return rc;
+		return add_row(c, from, rc ? rule_row(UNWIND_RULE_BAD) : state_row(&st, true));
+	}
+	rc = run(c, ci, ci->init, ci->init_end, &init, &init, &loc, d->end, from, false);
+	if (rc < 0)
+		return rc;
+	if (rc > 0 || loc != d->start)
+		return add_row(c, from, rule_row(UNWIND_RULE_BAD)); /* a CIE that advances */
+	st = init;
+	rc = run(c, ci, d->ins, d->ins_end, &st, &init, &loc, d->end, from, true);
+	if (rc < 0)
+		return rc;
+	if (rc > 0)
+		return add_row(c, loc > from ? loc : from, rule_row(UNWIND_RULE_BAD));
+	if (loc < d->end)
+		return add_row(c, loc > from ? loc : from, state_row(&st, false));
 	return 0;
 }
 
@@ -589,26 +829,11 @@ static int open_section(struct compiler *c, Elf *elf, bool eh_frame, Elf_Data **
 	if (!*data || !(*data)->d_buf || (*data)->d_size == 0)
 		return -ENOENT;
 	*addr = sh.sh_addr;
-	if (eh_frame) {
-		c->cfi = dwarf_getcfi_elf(elf);
-	} else {
-		c->dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-		c->cfi = c->dwarf ? dwarf_getcfi(c->dwarf) : NULL;
-	}
-	if (!c->cfi)
-		return fail(c, -EINVAL, "%s: libdw cannot read it: %s",
-		            eh_frame ? ".eh_frame" : ".debug_frame", dwarf_errmsg(-1));
 	return 0;
 }
 
-static void close_section(struct compiler *c, bool eh_frame)
+static void close_section(struct compiler *c)
 {
-	if (c->cfi && eh_frame)
-		dwarf_cfi_end(c->cfi);
-	if (c->dwarf)
-		dwarf_end(c->dwarf); /* owns a .debug_frame cfi */
-	c->cfi = NULL;
-	c->dwarf = NULL;
 	c->ncies = 0;
 	c->nfdes = 0;
 }
@@ -633,27 +858,28 @@ static int compile_source(struct compiler *c, Elf *elf, bool eh_frame, const cha
 	qsort(c->fdes, c->nfdes, sizeof(*c->fdes), fde_cmp);
 	uint64_t covered = 0; /* end of the last FDE compiled */
 	for (size_t i = 0; i < c->nfdes; i++) {
-		struct fde d = c->fdes[i];
-		if (d.start < covered) {
-			if (d.end <= covered) {
+		const struct fde *d = &c->fdes[i];
+		uint64_t from = d->start;
+		if (d->start < covered) {
+			if (d->end <= covered) {
 				c->t->fdes_skipped++; /* inside the previous one */
 				continue;
 			}
-			d.start = covered; /* overlapping: the earlier one wins */
-		} else if (covered && d.start > covered) {
+			from = covered; /* overlapping: the earlier one wins */
+		} else if (covered && d->start > covered) {
 			rc = add_row(c, covered, rule_row(UNWIND_RULE_NONE));
 			if (rc < 0)
 				goto out;
 		}
-		rc = compile_fde(c, &d);
+		rc = compile_fde(c, d, from);
 		if (rc < 0)
 			goto out;
 		c->t->fdes++;
-		covered = d.end;
+		covered = d->end;
 	}
 	rc = add_row(c, covered, rule_row(UNWIND_RULE_NONE));
 out:
-	close_section(c, eh_frame);
+	close_section(c);
 	return rc;
 }
 

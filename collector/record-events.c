@@ -147,6 +147,8 @@ static int event_offsets(struct recorder *r)
 	         "trace_event_raw_block_rq_completion", "dev", &r->skel->rodata->rq_dev},
 	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
 	         "trace_event_raw_block_rq_completion", "sector", &r->skel->rodata->rq_sector},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
+	         "trace_event_raw_block_rq_completion", "nr_sector", &r->skel->rodata->rq_nr},
 	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "family",
 	         &r->skel->rodata->sock_family},
 	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "protocol",
