@@ -82,8 +82,10 @@ else
 fi
 
 load_pgids=()
+rec_pid= # part 1's -a recording, which has no -d
 cleanup() {
 	local p
+	[ -z "$rec_pid" ] || kill -INT "$rec_pid" 2>/dev/null || true
 	for p in "${load_pgids[@]}"; do
 		kill -- "-$p" 2>/dev/null || true
 	done
@@ -293,8 +295,9 @@ correct_run() {
 	else
 		"$fc" record --store "$s" -a -e "$ALL_EVENTS" >/dev/null 2>"$log" &
 		rpid=$!
+		rec_pid=$rpid
 		for i in $(seq 1 400); do
-			grep -q 'recording ' "$log" && break
+			grep -q 'recording ' "$log" 2>/dev/null && break
 			pause 0.05
 		done
 		pause 0.5
@@ -302,6 +305,7 @@ correct_run() {
 		pause 0.5
 		kill -INT "$rpid"
 		wait "$rpid" && rec_rc[$mode]=0 || rec_rc[$mode]=$?
+		rec_pid=
 	fi
 	blk_stop "$mode"
 	read -r truth_bt[$mode] blk_first[$mode] blk_bios[$mode] blk_unfinished[$mode] < <(blk_truth "$mode")
@@ -389,7 +393,7 @@ part 2 || exit 0
 srcs=()
 for f in tests/events-target.c tests/bench/gen-perf.c tests/bench/gen-folded.c \
 	tests/record-target.c tests/unwind-target.c fs/escape.c fs/tree.c; do
-	gcc -O2 -D_GNU_SOURCE -I"$top/fs" -I"$top/store" -c "$top/$f" -o "$work/probe.o" 2>/dev/null && srcs+=("$top/$f")
+	nice gcc -O2 -D_GNU_SOURCE -I"$top/fs" -I"$top/store" -c "$top/$f" -o "$work/probe.o" 2>/dev/null && srcs+=("$top/$f")
 done
 : >"$work/compiles"
 start_load() {
@@ -451,7 +455,7 @@ window() {
 			if (n == 0) { print "-"; exit }
 			a = 1
 			for (i = 1; i <= n; i++) if (t[i] <= 2.05) a = i
-			printf "%.2f / %.2f / %.2f; first 2 s: %.2f", m[n] / hz,
+			printf "%.2f / %.2f / %.2f; by 2 s: %.2f", m[n] / hz,
 				(all[n] - m[n] - r[n]) / hz, r[n] / hz, all[a] / hz
 		}' "$log.threads")
 	nwin=$((nwin + 1))
@@ -578,7 +582,7 @@ if [ "${PROFILE:-1}" = 1 ] && command -v perf >/dev/null; then
 	prof_avg=$(loadavg)
 	"$fc" record --store "$work/st" -a -e "$FULL_EVENTS" -d "$DUR" >/dev/null 2>"$work/prof.log" &
 	rpid=$!
-	perf record -q -F 999 --call-graph dwarf,16384 -o "$work/prof.data" -p "$rpid" >/dev/null 2>&1 &
+	nice perf record -q -F 999 --call-graph dwarf,16384 -o "$work/prof.data" -p "$rpid" >/dev/null 2>&1 &
 	perfpid=$!
 	wait "$rpid" || true
 	pause 0.5
@@ -591,7 +595,7 @@ echo "load: 2 x \`nice gcc -O2 -c\` looping over ${#srcs[@]} files ($(for s in "
 	"and \`nice events-target nap\` looping (100 sleeps a second), plus whatever else runs on this shared machine."
 echo "CPU = user+sys of the measured command from wait4 (start-up, BPF load and the last drain or print included), as % of one core over $DUR s."
 echo
-echo "Threads (s): CPU of the main thread / of the other threads but rocksdb's (for ours: the unwind-table worker) / of rocksdb's, read from /proc once a second (the last reading, up to 1 s before the end), and of the whole process 2 s after the start."
+echo "Threads (s): CPU of the main thread / of the other threads but rocksdb's (for ours: the unwind-table worker) / of rocksdb's, read from /proc once a second (the last reading, up to 1 s before the end), and of the whole process at the last reading in its first 2 s (start-up)."
 echo
 echo "| window | command | load avg before | machine in the window: context switches/s / page faults/s / forks/s / our compiles/s | CPU (s) | % of one core | collector's own figure (loop only) | threads (s): main / worker / rocksdb | peak RSS (MiB) | exit |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -674,7 +678,7 @@ for log in "${full_logs[@]}" "${cpu_logs[@]}" "${fp_logs[@]}"; do
 	o=${sm_over:-$DUR}
 	rss_r=$(rate "$sm_rss" "$o")
 	[ "$rss_r" != - ] && rss_r="$rss_r ($(calc '%.0f' "$rss_r * $(every_of rss)"))"
-	echo "| $name | $o | $(rate "$sm_cpu" "$o") | $(rate "$sm_off_cpu" "$o") | $rss_r | $(rate "$sm_block" "$o") | $(rate "$sm_net" "$o") | $(rate "$sm_seen" "$o") | $(rate "$sm_procs" "$o") | ${sm_dropped:-?} | ${sm_lost:-?} | ${sm_walk_lost:-?} | ${sm_pev_lost:-?} |"
+	echo "| $name | $o | $(rate "$sm_cpu" "$o") | $(rate "$sm_off_cpu" "$o") | $rss_r | $(rate "$sm_block" "$o") | $(rate "$sm_net" "$o") | $(rate "$sm_seen" "$o") | $(rate "$sm_procs" "$o") | ${sm_dropped:-?} | ${sm_lost:-?} | ${sm_walk_lost:--} | ${sm_pev_lost:-?} |"
 done
 echo
 for log in "${full_logs[@]}"; do
