@@ -65,7 +65,8 @@ struct unwind_table {
 /* A mapping's table field when it has no table. */
 #define UNWIND_NO_TABLE 0xffffffffu /* no CFI: frame pointers */
 #define UNWIND_PENDING  0xfffffffeu /* being built: frame pointers meanwhile */
-#define UNWIND_UNBUILT  0xfffffffdu /* not built: the walker asks for it (an
+#define UNWIND_UNBUILT                                                                             \
+	0xfffffffdu /* not built: the walker asks for it (an
                                      * event) and marks it PENDING */
 
 /* One executable mapping of a process: pc - bias is the pc of a row of
