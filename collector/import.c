@@ -123,6 +123,18 @@ int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t
 	return 0;
 }
 
+size_t import_event_base(const char *ev, size_t n)
+{
+	const char *colon = memrchr(ev, ':', n);
+
+	if (!colon || colon == ev || (size_t)(colon - ev) + 1 == n)
+		return n;
+	for (const char *c = colon + 1; c < ev + n; c++)
+		if (!strchr("ukhHGIpPSDWeb", *c) || !*c)
+			return n;
+	return (size_t)(colon - ev);
+}
+
 /* True when the line looks like folded output: "frames COUNT". */
 static bool folded_line(const uint8_t *p, size_t len)
 {

@@ -102,6 +102,12 @@ size_t import_tidy(char *s, size_t n);
  * ASCII as is and every other byte as \xNN, for error messages. */
 void import_excerpt(char *out, size_t outlen, const char *s, size_t n);
 
+/* The length of perf event name ev[0..n) without perf's modifiers: a last
+ * ":MODS" where MODS is one or more of perf's modifier letters
+ * (u k h H G I p P S D W e b) is cut, so "cpu-clock:ppp" and
+ * "cpu-clock:u" give "cpu-clock"; "sched:sched_switch" stays whole. */
+size_t import_event_base(const char *ev, size_t n);
+
 /* Guesses the format from the first bytes of an input. */
 enum import_format import_detect(const uint8_t *buf, size_t len);
 const char *import_format_name(enum import_format f);
