@@ -18,6 +18,7 @@
 
 #include "duration.h"
 #include "import.h"
+#include "offline.h"
 #include "record.h"
 #include "store.h"
 #include "view.h"
@@ -187,6 +188,7 @@ static int cmd_import(int argc, char **argv)
 	        {"event", required_argument, NULL, 'e'},
 	        {"all-events", no_argument, NULL, 'a'},
 	        {"time", required_argument, NULL, 't'},
+	        {"binary-path", required_argument, NULL, 'p'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -213,16 +215,16 @@ static int cmd_import(int argc, char **argv)
 			have_time = true;
 			break;
 		}
-		case 'f':
-			if (strcmp(optarg, "perf") == 0)
-				fmt = IMPORT_FORMAT_PERF;
-			else if (strcmp(optarg, "folded") == 0)
-				fmt = IMPORT_FORMAT_FOLDED;
-			else if (strcmp(optarg, "pprof") == 0)
-				fmt = IMPORT_FORMAT_PPROF;
-			else if (strcmp(optarg, "auto") != 0)
-				die("--format: expected perf, folded or pprof, got \"%s\"", optarg);
+		case 'f': {
+			int f = import_format_parse(optarg);
+			if (f < 0)
+				die("--format: expected perf, perf.data, folded, pprof, gperftools-cpu, "
+				    "legacy or auto, got \"%s\"",
+				    optarg);
+			fmt = (enum import_format)f;
 			break;
+		}
+		case 'p': o.binary_path = optarg; break;
 		case 'h': usage_import(stdout); return 0;
 		default: usage_import(stderr); return 2;
 		}
@@ -263,6 +265,18 @@ static int cmd_import(int argc, char **argv)
 		    shown);
 	if (fmt == IMPORT_FORMAT_AUTO)
 		fmt = import_detect(prefix, plen);
+	if (fmt == IMPORT_FORMAT_UNKNOWN)
+		die("%s: expected a profile in a format flamefs reads, got none it recognizes; "
+		    "tried " IMPORT_FORMATS_TRIED "; --format picks one",
+		    shown);
+	/* Profiles of addresses are symbolized against the files they name. */
+	struct import_symbols sym = {0};
+	if (fmt == IMPORT_FORMAT_GPERF_CPU || fmt == IMPORT_FORMAT_LEGACY ||
+	    fmt == IMPORT_FORMAT_PERF_DATA) {
+		int src = offline_symbols_new(o.binary_path, &sym);
+		if (src == -ENOMEM)
+			die("out of memory");
+	}
 
 	char *owned, err[512];
 	const char *dir = resolve_store(store_arg, &owned);
@@ -284,6 +298,7 @@ static int cmd_import(int argc, char **argv)
 	        .fd = fd,
 	        .prefix = prefix,
 	        .prefix_len = plen,
+	        .sym = sym.user ? &sym : NULL,
 	};
 	if (isatty(STDERR_FILENO)) {
 		ctx.progress = show_progress;
@@ -294,8 +309,16 @@ static int cmd_import(int argc, char **argv)
 	switch (fmt) {
 	case IMPORT_FORMAT_PERF: rc = import_perf(&ctx); break;
 	case IMPORT_FORMAT_FOLDED: rc = import_folded(&ctx); break;
+	case IMPORT_FORMAT_GPERF_CPU: rc = import_gperf_cpu(&ctx); break;
+	case IMPORT_FORMAT_LEGACY: rc = import_legacy(&ctx); break;
+	case IMPORT_FORMAT_PERF_DATA:
+		rc = import_fail(&ctx, 0,
+		                 "perf.data is not read directly yet; expected perf script text "
+		                 "(run `perf script -i FILE | flamefs-collect import -`)");
+		break;
 	default: rc = import_pprof(&ctx); break;
 	}
+	offline_symbols_free(&sym);
 	if (ctx.progress)
 		fputs("\r\033[K", stderr);
 	if (rc < 0) {

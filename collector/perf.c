@@ -1457,6 +1457,40 @@ static int handle_line_cb(void *state, const char *l, size_t n)
 	return handle_line(state, l, n);
 }
 
+bool import_perf_sniff(const uint8_t *buf, size_t len)
+{
+	const char *p = (const char *)buf, *end = p + len;
+	struct header h;
+	size_t tail;
+	bool header = false;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		size_t skip = 0;
+		while (skip < n && is_ws((unsigned char)p[skip]))
+			skip++;
+		if (skip == n || p[0] == '#') {
+			if (!nl)
+				return header;
+			p = nl + 1;
+			continue;
+		}
+		if (header) /* the line after a header without an event */
+			return skip > 0 && !memchr(p, '\0', n) && match_stack_line(p, n, &(struct stack_line){0});
+		if (skip > 0)
+			return match_one_line(p + skip, n - skip, &h, &tail);
+		if (!match_header(p, n, &h))
+			return false;
+		match_event(p, n, &h);
+		if (h.event || !nl)
+			return true; /* named an event, or the input ends in it */
+		header = true;
+		p = nl + 1;
+	}
+	return header;
+}
+
 static void perf_free(struct perf *p)
 {
 	linereader_free(&p->lr);
