@@ -559,11 +559,24 @@ static int thread_line(struct legacy *g, const char *l, size_t n)
 		g->in_thread = false;
 		return 0;
 	}
-	size_t first, cnt;
-	int rc = pcs(g, &c, &first, &cnt);
-	if (rc <= 0)
-		return rc < 0 ? rc : fail(g, "a line of \"0xPC\" addresses", l, n);
-	s->npc += cnt;
+	/* every 0x number of the line, wherever it is, as pprof takes them */
+	for (const char *q = l; q + 2 < l + n; q++) {
+		if (q[0] != '0' || q[1] != 'x' || (q > l && q[-1] != ' ' && q[-1] != '\t'))
+			continue;
+		struct cur d = {q, l + n};
+		const char *e = q + 2;
+		while (e < l + n && *e != ' ' && *e != '\t')
+			e++;
+		d.end = e;
+		size_t first, cnt;
+		int rc = pcs(g, &d, &first, &cnt);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			return fail(g, "addresses of at most 64 bits", l, n);
+		s->npc += cnt;
+		q = e - 1;
+	}
 	return 0;
 }
 
