@@ -75,6 +75,14 @@ struct import_symbols {
 	int (*kernel)(void *ctx, uint64_t addr, bool caller, struct store_frame *f);
 	/* pid's executable's GNU build id as lowercase hex, "" when unknown. */
 	const char *(*build_id)(void *ctx, uint32_t pid);
+	/* Unwinds thread tid of pid from a copy of its user stack (stack[0..
+	 * stack_len) starting at the stack pointer among regs) and its user
+	 * registers regs[0..nregs) (perf's sample_regs_user order, the bits
+	 * of regs_mask).  Fills ips[0..room) leaf first and returns how many,
+	 * 0 when nothing could be unwound, or -errno.  May be NULL. */
+	int (*unwind)(void *ctx, uint32_t pid, uint32_t tid, uint64_t regs_mask,
+	              const uint64_t *regs, size_t nregs, const uint8_t *stack, size_t stack_len,
+	              uint64_t *ips, size_t room);
 };
 
 /* The executable mappings of a profile that names them as text
@@ -222,6 +230,7 @@ int import_folded(struct import_ctx *ctx);
 int import_pprof(struct import_ctx *ctx);
 int import_gperf_cpu(struct import_ctx *ctx);
 int import_legacy(struct import_ctx *ctx);
+int import_perf_data(struct import_ctx *ctx);
 
 /* ---- a streaming line reader shared by the text importers ---------- */
 

@@ -311,11 +311,7 @@ static int cmd_import(int argc, char **argv)
 	case IMPORT_FORMAT_FOLDED: rc = import_folded(&ctx); break;
 	case IMPORT_FORMAT_GPERF_CPU: rc = import_gperf_cpu(&ctx); break;
 	case IMPORT_FORMAT_LEGACY: rc = import_legacy(&ctx); break;
-	case IMPORT_FORMAT_PERF_DATA:
-		rc = import_fail(&ctx, 0,
-		                 "perf.data is not read directly yet; expected perf script text "
-		                 "(run `perf script -i FILE | flamefs-collect import -`)");
-		break;
+	case IMPORT_FORMAT_PERF_DATA: rc = import_perf_data(&ctx); break;
 	default: rc = import_pprof(&ctx); break;
 	}
 	offline_symbols_free(&sym);
