@@ -110,9 +110,21 @@ static int o_process(void *ctx, uint32_t pid, const char *name)
 static int o_fork(void *ctx, uint32_t pid, uint32_t child)
 {
 	struct offline *o = ctx;
+	struct symbolize_map *maps;
+	size_t n;
+	const char *bin, *bid;
+
 	session_drop(o, child);
-	if (!symbolize_known(o->s, (pid_t)pid))
-		return 0;
+	if (symbolize_maps(o->s, (pid_t)pid, &maps, &n) < 0)
+		return 0; /* an unknown parent: the child's mappings will come */
+	free(maps);
+	/* symbolize_inherit() would read a parent without mappings from
+	 * /proc, which here is another machine's or another time's */
+	if (!n) {
+		if (symbolize_process(o->s, (pid_t)pid, &bin, &bid) < 0)
+			bin = "[unknown]";
+		return symbolize_offline_process(o->s, (pid_t)child, bin);
+	}
 	return symbolize_inherit(o->s, (pid_t)child, (pid_t)pid);
 }
 
@@ -299,6 +311,12 @@ static int o_kernel(void *ctx, uint64_t addr, bool caller, struct store_frame *f
 	return symbolize_kernel(o->s, addr, caller, f);
 }
 
+static int o_kernel_prefetch(void *ctx, const uint64_t *ips, size_t n)
+{
+	struct offline *o = ctx;
+	return symbolize_kernel_prefetch(o->s, ips, n);
+}
+
 static const char *o_build_id(void *ctx, uint32_t pid)
 {
 	struct offline *o = ctx;
@@ -325,6 +343,9 @@ int offline_symbols_new(const char *binary_path, struct import_symbols *out)
 	}
 	struct symbolize_hooks h = {.module = on_module, .ctx = o};
 	symbolize_set_hooks(o->s, &h);
+	/* names as perf script prints them, so that a perf.data import
+	 * stores what its perf script text would */
+	symbolize_set_perf_names(o->s, true);
 	*out = (struct import_symbols){
 	        .ctx = o,
 	        .process = o_process,
@@ -332,6 +353,7 @@ int offline_symbols_new(const char *binary_path, struct import_symbols *out)
 	        .map = o_map,
 	        .user = o_user,
 	        .kernel = o_kernel,
+	        .kernel_prefetch = o_kernel_prefetch,
 	        .build_id = o_build_id,
 	        .unwind = o_unwind,
 	};

@@ -19,8 +19,10 @@
  * program), FORK (a child starts with its parent's name and mappings),
  * EXIT, and SAMPLE, decoded by its event's sample_type.  A sample's stack
  * is its callchain (`-g`): entries between PERF_CONTEXT_* markers are
- * kernel or user addresses, leaf first, every one but the leaf a return
- * address; without a callchain, the sample's ip alone.  With `--call-graph
+ * kernel or user addresses, leaf first, looked up as they are (as perf
+ * does; a return address is not stepped back into its call); a callchain
+ * holding a context perf does not know is dropped whole, as perf drops
+ * it; without a callchain, the sample's ip alone.  With `--call-graph
  * dwarf` the user part is unwound from the copied stack and registers
  * (ctx->sym->unwind, libdw's unwinder); where that fails, it is the
  * callchain's user entries (the sample ip), as a recording without -g.
@@ -32,7 +34,7 @@
  * sample's period (1 without one).  Only the first event sampled is kept
  * unless --event or --all-events, as for perf script text.  Errors name
  * the byte offset: "FILE: offset N: expected ...".  The file is read
- * whole (mmap-free, so a pipe works too).
+ * mapped whole (a pipe is read whole).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -40,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -106,6 +110,9 @@ enum {
 #define CONTEXT_KERNEL ((uint64_t)-128)
 #define CONTEXT_USER   ((uint64_t)-512)
 #define CONTEXT_MAX    ((uint64_t)-4095)
+#define CONTEXT_GUEST        ((uint64_t)-2048)
+#define CONTEXT_GUEST_KERNEL ((uint64_t)-2176)
+#define CONTEXT_GUEST_USER   ((uint64_t)-2560)
 
 #define READ_TOTAL_TIME_ENABLED (1u << 0)
 #define READ_TOTAL_TIME_RUNNING (1u << 1)
@@ -716,11 +723,24 @@ static int stack_frames(struct pd *p, uint32_t pid, const uint64_t *ips, size_t 
 	int rc;
 
 	*nf = 0;
+	if (ctx->sym && ctx->sym->kernel_prefetch) {
+		/* the kernel part leads the chain: name it in one go */
+		size_t nk = 0;
+		while (nk < n && kernel[nk])
+			nk++;
+		if (nk > 1) {
+			rc = ctx->sym->kernel_prefetch(ctx->sym->ctx, ips, nk);
+			if (rc < 0)
+				return rc;
+		}
+	}
 	for (size_t k = n; k-- > 0;) {
 		struct store_frame f[FRAMES_PER_PC];
-		/* every entry but the first of its context (kernel, user) is a
-		 * return address; the first is where that context stopped */
-		bool caller = k > 0 && kernel[k] == kernel[k - 1];
+		/* Return addresses are looked up as they are, as perf script
+		 * does (it does not step back into the call): a call that
+		 * ends a function is charged to the symbol after it, as perf
+		 * shows it. */
+		bool caller = false;
 		if (kernel[k]) {
 			if (ctx->sym) {
 				rc = ctx->sym->kernel(ctx->sym->ctx, ips[k], caller, f);
@@ -793,6 +813,16 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 		for (uint64_t i = 0; i < s.nchain && nips < MAX_STACK; i++) {
 			uint64_t ip = rd64(s.chain_p + 8 * i);
 			if (ip >= CONTEXT_MAX) {
+				/* perf drops a whole callchain that holds a
+				 * context it does not know (garbage such as -1
+				 * from a frame-pointer walk): the sample keeps
+				 * no frames, as perf script prints it */
+				if (ip != CONTEXT_KERNEL && ip != CONTEXT_USER && ip != CONTEXT_HV &&
+				    ip != CONTEXT_GUEST && ip != CONTEXT_GUEST_KERNEL &&
+				    ip != CONTEXT_GUEST_USER) {
+					nips = 0;
+					break;
+				}
 				mode = ip == CONTEXT_KERNEL ? 1 : 0;
 				skip = ip != CONTEXT_KERNEL && ip != CONTEXT_USER;
 				continue;
@@ -1038,7 +1068,11 @@ static int pending_cmp(const void *x, const void *y)
 static int flush_pending(struct pd *p, struct pending *q, size_t *nq, uint64_t upto,
                          const struct bids *bids)
 {
-	qsort(q, *nq, sizeof(*q), pending_cmp);
+	bool sorted = true;
+	for (size_t i = 1; i < *nq && sorted; i++)
+		sorted = pending_cmp(&q[i - 1], &q[i]) <= 0;
+	if (!sorted)
+		qsort(q, *nq, sizeof(*q), pending_cmp);
 	size_t i = 0;
 	for (; i < *nq && q[i].time <= upto; i++) {
 		int rc = handle_record(p, q[i].off, bids);
@@ -1142,10 +1176,30 @@ int import_perf_data(struct import_ctx *ctx)
 	size_t len;
 	int rc;
 
-	rc = import_read_all(ctx, PERFDATA_MAX_BYTES, &buf, &len);
-	if (rc < 0)
-		return rc;
-	p.buf = buf;
+	/* A file is mapped (no copy); a pipe is read whole. */
+	struct stat st;
+	void *map = MAP_FAILED;
+	if (fstat(ctx->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size >= ctx->prefix_len && (uint64_t)st.st_size <= PERFDATA_MAX_BYTES) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, ctx->fd, 0);
+		/* the prefix main.c read must be the file's start */
+		if (map != MAP_FAILED && ctx->prefix_len &&
+		    memcmp(map, ctx->prefix, ctx->prefix_len) != 0) {
+			munmap(map, (size_t)st.st_size);
+			map = MAP_FAILED;
+		}
+	}
+	if (map != MAP_FAILED) {
+		len = (size_t)st.st_size;
+		ctx->bytes = len;
+		madvise(map, len, MADV_SEQUENTIAL);
+		p.buf = map;
+	} else {
+		rc = import_read_all(ctx, PERFDATA_MAX_BYTES, &buf, &len);
+		if (rc < 0)
+			return rc;
+		p.buf = buf;
+	}
 	p.len = len;
 	p.threads = calloc(1024, sizeof(*p.threads));
 	p.threads_mask = 1023;
@@ -1155,14 +1209,18 @@ int import_perf_data(struct import_ctx *ctx)
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (len < 16 || memcmp(buf, "PERFILE2", 8) != 0) {
+	/* perf names the idle task of every CPU (pid 0) "swapper" */
+	rc = thread_set(&p, 0, "swapper", 7);
+	if (rc < 0)
+		goto out;
+	if (len < 16 || memcmp(p.buf, "PERFILE2", 8) != 0) {
 		rc = import_fail_at(ctx, 0, "expected perf.data (\"PERFILE2\"), got %s",
-		                    len >= 8 && memcmp(buf, "2ELIFREP", 8) == 0
+		                    len >= 8 && memcmp(p.buf, "2ELIFREP", 8) == 0
 		                            ? "a file of the other byte order"
 		                            : "other data");
 		goto out;
 	}
-	uint64_t hsize = rd64(buf + 8);
+	uint64_t hsize = rd64(p.buf + 8);
 	if (hsize == 16) { /* pipe mode: attrs and all come as records */
 		rc = read_records(&p, 16, len, NULL);
 	} else {
@@ -1171,8 +1229,8 @@ int import_perf_data(struct import_ctx *ctx)
 			                    len < 104 ? "a shorter file" : "a smaller header size");
 			goto out;
 		}
-		uint64_t attr_size = rd64(buf + 16), ao = rd64(buf + 24), as = rd64(buf + 32);
-		uint64_t d_off = rd64(buf + 40), d_size = rd64(buf + 48);
+		uint64_t attr_size = rd64(p.buf + 16), ao = rd64(p.buf + 24), as = rd64(p.buf + 32);
+		uint64_t d_off = rd64(p.buf + 40), d_size = rd64(p.buf + 48);
 		if (attr_size < 64 + 16 || ao > len || as > len - ao || as % attr_size) {
 			rc = import_fail_at(ctx, 16,
 			                    "expected an attrs section of whole %llu-byte entries inside "
@@ -1192,7 +1250,7 @@ int import_perf_data(struct import_ctx *ctx)
 			if (rc < 0)
 				goto out;
 			struct attr *a = &p.attrs[p.nattrs - 1];
-			rc = read_ids(&p, a, rd64(buf + o + attr_size - 16), rd64(buf + o + attr_size - 8));
+			rc = read_ids(&p, a, rd64(p.buf + o + attr_size - 16), rd64(p.buf + o + attr_size - 8));
 			if (rc >= 0)
 				rc = attr_default_name(a);
 			if (rc < 0)
@@ -1204,7 +1262,7 @@ int import_perf_data(struct import_ctx *ctx)
 		}
 		rc = ids_build(&p);
 		if (rc >= 0)
-			rc = read_features(&p, buf + 72, (size_t)(d_off + d_size), &bids);
+			rc = read_features(&p, p.buf + 72, (size_t)(d_off + d_size), &bids);
 		if (rc < 0)
 			goto out;
 		for (size_t i = 0; i < p.nattrs; i++)
@@ -1253,5 +1311,7 @@ out:
 	bids_free(&bids);
 	free(p.first_name);
 	free(buf);
+	if (map != MAP_FAILED)
+		munmap(map, len);
 	return rc;
 }

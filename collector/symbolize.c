@@ -80,7 +80,7 @@ struct symres {
 struct msym {
 	uint64_t addr, size;
 	const char *name; /* owned by the module's libdwfl session */
-	uint8_t rank;     /* binding preference: global 2, weak 1, local 0 */
+	uint8_t rank;     /* binding preference, as perf's: global 2, local 1, weak 0 */
 };
 
 struct segment {
@@ -166,6 +166,13 @@ struct kchunk {
 	char data[];
 };
 
+struct offline_ent {
+	uint64_t h; /* hash of (path, build id); 0 marks an empty slot */
+	char *key;  /* path, NUL, build id bytes; malloc'd */
+	size_t key_len;
+	struct module *mod;
+};
+
 struct symbolize {
 	struct proc *procs[PROC_BUCKETS];
 	struct file_ent *files[FILE_BUCKETS];
@@ -185,6 +192,11 @@ struct symbolize {
 	bool kernel_tried;
 	bool lines;   /* look up file:line too */
 	bool inlines; /* expand inlined functions from DWARF */
+	bool perf_names; /* symbolize_set_perf_names() */
+	/* offline: (path, build id) -> module (or stub), so a file that many
+	 * recorded processes map is looked for once */
+	struct offline_ent *offline_tab;
+	size_t offline_mask, offline_n;
 	struct symbolize_hooks hooks;
 	struct symbolize_stats stats;
 };
@@ -635,7 +647,15 @@ static int msym_cmp(const void *a, const void *b)
 	const struct msym *x = a, *y = b;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	return (int)y->rank - (int)x->rank; /* preferred binding first */
+	if (x->rank != y->rank)
+		return (int)y->rank - (int)x->rank; /* preferred binding first */
+	/* then, as perf's choose_best_symbol: fewer leading underscores,
+	 * then the longer name */
+	size_t ux = strspn(x->name, "_"), uy = strspn(y->name, "_");
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	size_t lx = strlen(x->name), ly = strlen(y->name);
+	return lx > ly ? -1 : lx < ly;
 }
 
 /* Copies the function symbols of the module's symbol table (or of the
@@ -733,8 +753,8 @@ static int module_load_syms(struct module *m)
 		        .size = sym.st_size,
 		        .name = name,
 		        .rank = bind == STB_GLOBAL ? 2
-		                : bind == STB_WEAK ? 1
-		                                   : 0,
+		                : bind == STB_WEAK ? 0
+		                                   : 1,
 		};
 	}
 	int rc = module_plt_syms(m, plt_room);
@@ -850,7 +870,9 @@ static int module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, 
 			r.line = lineno > 0 ? (uint32_t)lineno : 0;
 		}
 	}
-	if (name && *name) {
+	if (name && *name && s->perf_names) {
+		r.name = symbolize_name_perf(name);
+	} else if (name && *name) {
 		/* "memcpy@@GLIBC_2.14": the symbol version is not part of
 		 * the function's name. */
 		char *at = strchr(name, '@');
@@ -1964,6 +1986,9 @@ void symbolize_free(struct symbolize *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; s->offline_tab && i <= s->offline_mask; i++)
+		free(s->offline_tab[i].key);
+	free(s->offline_tab);
 	for (size_t b = 0; b < PROC_BUCKETS; b++) {
 		struct proc *p = s->procs[b];
 		while (p) {
@@ -2183,8 +2208,84 @@ char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t b
 /* The module of (path, build id): one already open with that build id
  * (or that file), else the file found and opened now; NULL when none
  * can be found.  Returns 0 or -ENOMEM. */
+static int offline_module_find(struct symbolize *s, const char *path, const uint8_t *bid,
+                               size_t bid_len, const char *binary_path, struct module **out);
+static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid,
+                        size_t bid_len, struct module **out);
+
+/* The (path, build id) key of offline_tab, in a malloc'd buffer. */
+static char *offline_key(const char *path, const uint8_t *bid, size_t bid_len, size_t *len,
+                         uint64_t *h)
+{
+	size_t pl = strlen(path);
+	char *k = malloc(pl + 1 + bid_len);
+	if (!k)
+		return NULL;
+	memcpy(k, path, pl + 1);
+	if (bid_len)
+		memcpy(k + pl + 1, bid, bid_len);
+	*len = pl + 1 + bid_len;
+	uint64_t x = 1469598103934665603ull;
+	for (size_t i = 0; i < *len; i++)
+		x = (x ^ (uint8_t)k[i]) * 1099511628211ull;
+	*h = x ? x : 1;
+	return k;
+}
+
+/* The module (or stub) for (path, build id), found once and then kept in
+ * offline_tab.  Returns 0 or -ENOMEM. */
 static int offline_module(struct symbolize *s, const char *path, const uint8_t *bid,
                           size_t bid_len, const char *binary_path, struct module **out)
+{
+	size_t klen;
+	uint64_t h;
+	char *key = offline_key(path, bid, bid_len, &klen, &h);
+	int rc;
+
+	if (!key)
+		return -ENOMEM;
+	if ((s->offline_n + 1) * 2 > s->offline_mask + 1) {
+		size_t ncap = s->offline_tab ? (s->offline_mask + 1) * 2 : 256;
+		struct offline_ent *nt = calloc(ncap, sizeof(*nt));
+		if (!nt) {
+			free(key);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; s->offline_tab && i <= s->offline_mask; i++) {
+			if (!s->offline_tab[i].h)
+				continue;
+			size_t j = s->offline_tab[i].h & (ncap - 1);
+			while (nt[j].h)
+				j = (j + 1) & (ncap - 1);
+			nt[j] = s->offline_tab[i];
+		}
+		free(s->offline_tab);
+		s->offline_tab = nt;
+		s->offline_mask = ncap - 1;
+	}
+	size_t j = h & s->offline_mask;
+	for (; s->offline_tab[j].h; j = (j + 1) & s->offline_mask) {
+		struct offline_ent *e = &s->offline_tab[j];
+		if (e->h == h && e->key_len == klen && memcmp(e->key, key, klen) == 0) {
+			free(key);
+			*out = e->mod;
+			return 0;
+		}
+	}
+	rc = offline_module_find(s, path, bid, bid_len, binary_path, out);
+	if (rc == 0 && !*out)
+		rc = offline_stub(s, path, bid, bid_len, out);
+	if (rc < 0) {
+		free(key);
+		return rc;
+	}
+	s->offline_tab[j] = (struct offline_ent){h, key, klen, *out};
+	s->offline_n++;
+	return 0;
+}
+
+static int offline_module_find(struct symbolize *s, const char *path, const uint8_t *bid,
+                               size_t bid_len, const char *binary_path, struct module **out)
 {
 	struct stat st;
 	int fd;
@@ -2321,11 +2422,6 @@ int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64
 		rc = offline_module(s, path, build_id, build_id_len, binary_path, &mp.mod);
 		if (rc < 0)
 			return rc;
-		if (!mp.mod) {
-			rc = offline_stub(s, path, build_id, build_id_len, &mp.mod);
-			if (rc < 0)
-				return rc;
-		}
 	} else if (strcmp(path, "[vdso]") == 0) {
 		mp.mod = vdso_module(s);
 		if (!mp.mod)
@@ -2356,4 +2452,38 @@ int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64
 	p->maps[at] = mp;
 	p->nmaps++;
 	return 0;
+}
+
+/* ---- names exactly as perf prints them ---------------------------------- */
+
+char *symbolize_name_perf(const char *raw)
+{
+	const char *at = strchr(raw, '@');
+	size_t base = at && at != raw ? (size_t)(at - raw) : strlen(raw);
+	char *bare = strndup(raw, base), *dem = NULL, *out;
+
+	if (!bare)
+		return NULL;
+	if (strncmp(bare, "_Z", 2) == 0) {
+		/* perf's demangle_sym: no options, so no parameters and no
+		 * return type ("wi::lts_p<...>", not "bool wi::lts_p<...>(...)") */
+		dem = cplus_demangle(bare, DMGL_NO_OPTS);
+		if (dem)
+			strip_rust_hash(dem);
+	} else if (strncmp(bare, "_R", 2) == 0) {
+		dem = rust_demangle(bare, 0);
+	}
+	const char *name = dem ? dem : bare;
+	if (asprintf(&out, "%s%s", name, raw + base) < 0)
+		out = NULL;
+	free(dem);
+	free(bare);
+	if (out)
+		out[import_tidy(out, strlen(out))] = '\0';
+	return out;
+}
+
+void symbolize_set_perf_names(struct symbolize *s, bool on)
+{
+	s->perf_names = on;
 }

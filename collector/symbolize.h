@@ -183,4 +183,15 @@ int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64
 char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t build_id_len,
                              const char *binary_path);
 
+/* Names exactly as perf script prints them, for importers whose output
+ * is compared with it (perf.data): a symbol keeps its version suffix
+ * ("cfree@GLIBC_2.2.5") and C++ names are demangled as perf demangles
+ * them, without parameters or return type; then tidied like
+ * symbolize_name().  Returns a malloc'd string, or NULL on ENOMEM. */
+char *symbolize_name_perf(const char *raw);
+
+/* Whether symbolize_user() names symbols with symbolize_name_perf()
+ * (off by default: the live collector drops versions, demangles fully). */
+void symbolize_set_perf_names(struct symbolize *s, bool on);
+
 #endif
