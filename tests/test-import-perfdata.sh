@@ -130,6 +130,21 @@ if rec two -e cpu-clock:u -e task-clock:u -g; then
 	fi
 fi
 
+# perf record -k CLOCK_MONOTONIC writes CLOCK_DATA: samples get wall-clock
+# times (prune's --older-than takes them); without it, perf's own clock
+# (seconds since boot), which --older-than leaves alone, as for perf text
+n=$((n + 1))
+if rec clock -e $ev -g -k CLOCK_MONOTONIC && imp clock; then
+	perf script -i "$tmp/clock.data" 2>/dev/null | perl "$ref" >"$tmp/clock.ref"
+	same "$tmp/clock.got" "$tmp/clock.ref" "clock: import differs from perf script"
+	"$collect" prune --store "$tmp/s" --older-than 1m --dry-run >"$tmp/prune" 2>&1
+	! grep -q 'left alone' "$tmp/prune" || { fail "clock: samples not on the wall clock"; cat "$tmp/prune"; }
+	n=$((n + 1))
+	imp nog && "$collect" prune --store "$tmp/s" --older-than 1m --dry-run >"$tmp/prune" 2>&1
+	grep -q 'left alone: 1 series on perf' "$tmp/prune" ||
+		{ fail "nog: samples not on perf's clock"; cat "$tmp/prune"; }
+fi
+
 # pipe mode (perf record -o -): attrs as records, no feature sections
 n=$((n + 1))
 if perf record -q -F 1999 -e $ev -g -o - -- "$tmp/bin/gperf-target" 150 >"$tmp/pipe.data" 2>/dev/null &&
