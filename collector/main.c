@@ -44,7 +44,8 @@ static void usage_main(FILE *f)
 	      "Stores profiler stacks, deduplicated, in a flamefs store.\n"
 	      "\n"
 	      "Commands:\n"
-	      "  import   import perf script text, folded stacks or a pprof profile\n"
+	      "  import   import perf.data, perf script text, folded stacks, pprof,\n"
+	      "           gperftools or legacy text profiles\n"
 	      "  record   sample CPU stacks live with eBPF and store them\n"
 	      "  stats    list each series with its samples, stacks and footprint\n"
 	      "  export   print the stored stacks as folded text or pprof\n"
@@ -71,32 +72,41 @@ static void usage_main(FILE *f)
 
 static void usage_import(FILE *f)
 {
-	fputs("Usage: " PROG " import [--store DIR] [--format perf|folded|pprof]\n"
+	fputs("Usage: " PROG " import [--store DIR] [--format FORMAT]\n"
 	      "           [--binary NAME] [--version LABEL] [--event EVENT | --all-events]\n"
-	      "           [--time SECONDS] FILE|-\n"
+	      "           [--time SECONDS] [--binary-path DIR[:DIR...]] FILE|-\n"
 	      "\n"
 	      "Imports one file (or standard input) as one atomic batch: either every\n"
 	      "sample is stored or, on any error, nothing is.\n"
 	      "\n"
 	      "  --store DIR     the store (default: $FLAMEFS_STORE, else\n"
 	      "                  $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
-	      "  --format F      perf (perf script text), folded (\"a;b;c 42\" lines) or\n"
-	      "                  pprof (profile.proto, gzipped or not); default: detect\n"
+	      "  --format F      perf.data (perf record), perf (perf script text), folded\n"
+	      "                  (\"a;b;c 42\" lines), pprof (profile.proto, gzipped or\n"
+	      "                  not), gperftools-cpu (CPUPROFILE), legacy (heap, growth,\n"
+	      "                  contention, thread text: HEAPPROFILE, Go debug=1);\n"
+	      "                  default: detect\n"
 	      "  --binary NAME   store every sample under this binary instead of the\n"
 	      "                  process name (perf), first frame (folded) or main\n"
-	      "                  mapping (pprof)\n"
+	      "                  mapping (pprof, gperftools, legacy)\n"
 	      "  --version LABEL version label (default: \"" IMPORT_DEFAULT_VERSION
-	      "\"; for pprof the\n"
-	      "                  main mapping's build id, first 12 hex digits)\n"
+	      "\"; for pprof,\n"
+	      "                  gperftools and legacy text the main mapping's build\n"
+	      "                  id, first 12 hex digits)\n"
 	      "  --event EVENT   perf: keep only this event (default: the first seen)\n"
 	      "  --all-events    perf: keep every event, each as its own series\n"
 	      "  --time SECONDS  unix time for samples that carry none (folded input,\n"
-	      "                  pprof without time_nanos); default: now\n"
+	      "                  pprof without time_nanos, gperftools, legacy); default: now\n"
+	      "  --binary-path DIRS  colon-separated directories where the files a\n"
+	      "                  profile mapped are looked for first (perf.data,\n"
+	      "                  gperftools, legacy), like pprof's PPROF_BINARY_PATH\n"
 	      "\n"
 	      "EXAMPLES\n"
+	      "  perf record -g -a -- sleep 20 && " PROG " import --store ~/prof perf.data\n"
 	      "  perf script | " PROG " import --store ~/prof -\n"
 	      "  " PROG " import --store ~/prof --binary nginx --version 1.25.3 out.folded\n"
-	      "  " PROG " import --store ~/prof cpu.pb.gz\n",
+	      "  " PROG " import --store ~/prof cpu.pb.gz\n"
+	      "  " PROG " import --store ~/prof --binary-path ./bin cpu.prof\n",
 	      f);
 }
 
@@ -261,8 +271,7 @@ static int cmd_import(int argc, char **argv)
 		plen += (size_t)n;
 	}
 	if (plen == 0)
-		die("%s: empty input, expected perf script text, folded stacks or a pprof profile",
-		    shown);
+		die("%s: empty input, expected a profile: " IMPORT_FORMATS_TRIED, shown);
 	if (fmt == IMPORT_FORMAT_AUTO)
 		fmt = import_detect(prefix, plen);
 	if (fmt == IMPORT_FORMAT_UNKNOWN)
