@@ -772,7 +772,13 @@ static int64_t sample_when(const struct pd *p, const struct attr *a, const struc
 	if (!(a->sample_type & S_TIME))
 		return p->ctx->opt ? p->ctx->opt->now : 0;
 	if (p->have_clock) {
-		int64_t ns = p->clock_wall_ns + ((int64_t)s->time - p->clock_perf_ns);
+		/* wall = anchor's wall time + (sample - anchor) on perf's
+		 * clock; a damaged anchor that overflows gives a time the
+		 * store refuses with a message */
+		int64_t d, ns;
+		if (__builtin_sub_overflow((int64_t)s->time, p->clock_perf_ns, &d) ||
+		    __builtin_add_overflow(p->clock_wall_ns, d, &ns))
+			return INT64_MAX;
 		return ns / 1000000000;
 	}
 	return (int64_t)(s->time / 1000000000u);
