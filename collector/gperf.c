@@ -65,8 +65,9 @@ static bool header(const uint8_t *p, size_t len, struct words *w, uint64_t *peri
 		*w = (struct words){p, len, kinds[k].size, kinds[k].big};
 		if (len < 5 * w->size)
 			continue;
-		if (word_at(w, 0) == 0 && word_at(w, w->size) == 3 && word_at(w, 2 * w->size) == 0 &&
-		    word_at(w, 3 * w->size) > 0 && word_at(w, 4 * w->size) == 0) {
+		if (word_at(w, 0) == 0 && word_at(w, w->size) == 3 &&
+		    word_at(w, 2 * w->size) == 0 && word_at(w, 3 * w->size) > 0 &&
+		    word_at(w, 4 * w->size) == 0) {
 			*period = word_at(w, 3 * w->size);
 			return true;
 		}
@@ -128,7 +129,8 @@ static int push_sample(struct gperf *g, uint64_t count, const struct words *w, s
 		g->pcs[g->npcs++] = word_at(w, off + i * w->size);
 	/* the signal handler's duplicate of the leaf */
 	if (s->n > 1 && g->pcs[s->first] == g->pcs[s->first + 1]) {
-		memmove(&g->pcs[s->first + 1], &g->pcs[s->first + 2], (s->n - 2) * sizeof(uint64_t));
+		memmove(&g->pcs[s->first + 1], &g->pcs[s->first + 2],
+		        (s->n - 2) * sizeof(uint64_t));
 		s->n--;
 		g->npcs--;
 	}
@@ -202,8 +204,8 @@ static int add_samples(struct gperf *g, uint32_t series, uint64_t period_ns, int
 		/* leaf first in the file, root first in the store */
 		for (size_t k = s->n; k-- > 0;) {
 			struct store_frame f[FRAMES_PER_PC];
-			rc = import_addr_frames(ctx, &g->maps, GPERF_PID, g->pcs[s->first + k], k > 0,
-			                        f, FRAMES_PER_PC);
+			rc = import_addr_frames(ctx, &g->maps, GPERF_PID, g->pcs[s->first + k],
+			                        k > 0, f, FRAMES_PER_PC);
 			if (rc < 0)
 				return rc;
 			if (n + (size_t)rc > g->stack_cap) {
@@ -283,7 +285,8 @@ int import_gperf_cpu(struct import_ctx *ctx)
 		goto out;
 	}
 	if (period > UINT64_MAX / 1000) {
-		rc = import_fail_at(ctx, 3 * w.size, "expected a sampling period in microseconds, got %llu",
+		rc = import_fail_at(ctx, 3 * w.size,
+		                    "expected a sampling period in microseconds, got %llu",
 		                    (unsigned long long)period);
 		goto out;
 	}
@@ -296,10 +299,11 @@ int import_gperf_cpu(struct import_ctx *ctx)
 		size_t at = off;
 		off += 2 * w.size;
 		if (depth > (len - off) / w.size) {
-			rc = import_fail_at(ctx, at,
-			                    "expected a sample of %llu pcs, got %zu bytes to the end "
-			                    "of the file (is it truncated?)",
-			                    (unsigned long long)depth, len - off);
+			rc = import_fail_at(
+			        ctx, at,
+			        "expected a sample of %llu pcs, got %zu bytes to the end "
+			        "of the file (is it truncated?)",
+			        (unsigned long long)depth, len - off);
 			goto out;
 		}
 		if (count == 0 && depth == 1 && word_at(&w, off) == 0) {
@@ -308,7 +312,8 @@ int import_gperf_cpu(struct import_ctx *ctx)
 			break;
 		}
 		if (depth == 0) {
-			rc = import_fail_at(ctx, at, "expected a sample with at least one pc, got none");
+			rc = import_fail_at(ctx, at,
+			                    "expected a sample with at least one pc, got none");
 			goto out;
 		}
 		rc = push_sample(&g, count, &w, off, depth);
@@ -340,8 +345,9 @@ int import_gperf_cpu(struct import_ctx *ctx)
 		default_binary(&g, bin, sizeof(bin));
 		rc = ctx->sym->process(ctx->sym->ctx, GPERF_PID, bin);
 		for (size_t i = 0; rc >= 0 && i < g.maps.n; i++)
-			rc = ctx->sym->map(ctx->sym->ctx, GPERF_PID, g.maps.m[i].start, g.maps.m[i].end,
-			                   g.maps.m[i].pgoff, g.maps.m[i].path, NULL, 0);
+			rc = ctx->sym->map(ctx->sym->ctx, GPERF_PID, g.maps.m[i].start,
+			                   g.maps.m[i].end, g.maps.m[i].pgoff, g.maps.m[i].path,
+			                   NULL, 0);
 		if (rc < 0)
 			goto out;
 	}

@@ -181,7 +181,8 @@ enum import_format import_detect(const uint8_t *buf, size_t len)
 	for (size_t j = i; j < len && j < i + 4096 && buf[j] != '\n'; j++) {
 		uint8_t c = buf[j];
 		if (c < 0x20 && c != '\t' && c != '\r')
-			return pprof_first_key(buf[0]) ? IMPORT_FORMAT_PPROF : IMPORT_FORMAT_UNKNOWN;
+			return pprof_first_key(buf[0]) ? IMPORT_FORMAT_PPROF
+			                               : IMPORT_FORMAT_UNKNOWN;
 	}
 	if (import_legacy_sniff(buf, len))
 		return IMPORT_FORMAT_LEGACY;
@@ -216,12 +217,9 @@ enum import_format import_detect(const uint8_t *buf, size_t len)
 }
 
 static const char *const format_names[] = {
-        [IMPORT_FORMAT_AUTO] = "auto",
-        [IMPORT_FORMAT_PERF] = "perf",
-        [IMPORT_FORMAT_FOLDED] = "folded",
-        [IMPORT_FORMAT_PPROF] = "pprof",
-        [IMPORT_FORMAT_PERF_DATA] = "perf.data",
-        [IMPORT_FORMAT_GPERF_CPU] = "gperftools-cpu",
+        [IMPORT_FORMAT_AUTO] = "auto",           [IMPORT_FORMAT_PERF] = "perf",
+        [IMPORT_FORMAT_FOLDED] = "folded",       [IMPORT_FORMAT_PPROF] = "pprof",
+        [IMPORT_FORMAT_PERF_DATA] = "perf.data", [IMPORT_FORMAT_GPERF_CPU] = "gperftools-cpu",
         [IMPORT_FORMAT_LEGACY] = "legacy",
 };
 
@@ -350,8 +348,9 @@ int import_read_all(struct import_ctx *ctx, size_t max, uint8_t **out, size_t *l
 	for (;;) {
 		if (n > max) {
 			free(buf);
-			return import_fail(ctx, 0, "input is larger than %zu MiB; expected a smaller profile",
-			                   max >> 20);
+			return import_fail(
+			        ctx, 0, "input is larger than %zu MiB; expected a smaller profile",
+			        max >> 20);
 		}
 		if (cap - n < (64u << 10)) {
 			uint8_t *nb = realloc(buf, cap * 2);
@@ -502,8 +501,8 @@ int import_addr_frames(struct import_ctx *ctx, const struct import_maps *maps, u
 
 	if (ctx->sym)
 		return ctx->sym->user(ctx->sym->ctx, pid, addr, caller, f, room);
-	const struct import_map *m = maps ? import_maps_find(maps, caller && addr ? addr - 1 : addr)
-	                                  : NULL;
+	const struct import_map *m =
+	        maps ? import_maps_find(maps, caller && addr ? addr - 1 : addr) : NULL;
 	memset(f, 0, sizeof(*f));
 	f->kind = STORE_FRAME_UNKNOWN;
 	f->name = m ? m->bracket : unknown;

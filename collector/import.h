@@ -32,18 +32,18 @@ enum import_format {
 };
 
 /* What import_detect tries, in order, for a message on IMPORT_FORMAT_UNKNOWN. */
-#define IMPORT_FORMATS_TRIED                                                                     \
+#define IMPORT_FORMATS_TRIED                                                                       \
 	"perf.data, gperftools CPU profile, pprof (gzipped or raw protobuf), legacy text "         \
 	"profile (heap, growth, contention, thread, goroutine), perf script (a \"COMM PID ... "    \
-	"EVENT:\" header with stack lines, or one line per sample), folded stacks (\"a;b;c "     \
+	"EVENT:\" header with stack lines, or one line per sample), folded stacks (\"a;b;c "       \
 	"COUNT\" lines)"
 
 struct import_options {
-	const char *binary;  /* --binary: overrides the process name; NULL if unset */
-	const char *version; /* --version label; NULL means the importer's default */
-	const char *event;   /* --event: keep only this perf event; NULL = first seen */
-	bool all_events;     /* --all-events: every perf event as its own series */
-	int64_t now;         /* wall-clock seconds used for samples without a time */
+	const char *binary;      /* --binary: overrides the process name; NULL if unset */
+	const char *version;     /* --version label; NULL means the importer's default */
+	const char *event;       /* --event: keep only this perf event; NULL = first seen */
+	bool all_events;         /* --all-events: every perf event as its own series */
+	int64_t now;             /* wall-clock seconds used for samples without a time */
 	const char *binary_path; /* --binary-path: colon-separated directories
 	                          * where the files a profile mapped are looked
 	                          * for first (pprof's PPROF_BINARY_PATH); NULL */
@@ -134,10 +134,10 @@ int import_fail_at(struct import_ctx *ctx, uint64_t off, const char *fmt, ...)
 struct import_ctx {
 	struct store_batch *batch;
 	const struct import_options *opt;
-	const char *path;      /* shown in messages; "-" is shown as "<stdin>" */
-	int fd;                /* input */
-	const uint8_t *prefix; /* bytes already read from fd (for format */
-	size_t prefix_len;     /* detection); an importer consumes them first */
+	const char *path;                 /* shown in messages; "-" is shown as "<stdin>" */
+	int fd;                           /* input */
+	const uint8_t *prefix;            /* bytes already read from fd (for format */
+	size_t prefix_len;                /* detection); an importer consumes them first */
 	const struct import_symbols *sym; /* may be NULL (see above) */
 
 	/* Filled in by the importer as it goes. */

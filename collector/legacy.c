@@ -230,10 +230,12 @@ static int heap_header(struct legacy *g, const char *l, size_t n)
 	for (int i = 0; i < 4; i++) {
 		blanks(&c);
 		if (i == 2 && !lit(&c, "["))
-			return fail(g, "a heap profile header \"heap profile: N: N [N: N] @ TAG\"", l, n);
+			return fail(g, "a heap profile header \"heap profile: N: N [N: N] @ TAG\"",
+			            l, n);
 		blanks(&c);
 		if (!num(&c, false, &v[i]) || (i % 2 == 0 && !lit(&c, ":")))
-			return fail(g, "a heap profile header \"heap profile: N: N [N: N] @ TAG\"", l, n);
+			return fail(g, "a heap profile header \"heap profile: N: N [N: N] @ TAG\"",
+			            l, n);
 	}
 	blanks(&c);
 	if (!lit(&c, "]"))
@@ -243,8 +245,8 @@ static int heap_header(struct legacy *g, const char *l, size_t n)
 		return fail(g, "a heap profile header \"heap profile: N: N [N: N] @ TAG\"", l, n);
 	blanks(&c);
 	const char *tag = c.p;
-	while (c.p < c.end && ((*c.p >= 'a' && *c.p <= 'z') || *c.p == '_' ||
-	                       (*c.p >= '0' && *c.p <= '9')))
+	while (c.p < c.end &&
+	       ((*c.p >= 'a' && *c.p <= 'z') || *c.p == '_' || (*c.p >= '0' && *c.p <= '9')))
 		c.p++;
 	size_t tl = (size_t)(c.p - tag);
 	if (lit(&c, "/") && c.p < c.end && !num(&c, false, &rate))
@@ -269,7 +271,10 @@ static int heap_header(struct legacy *g, const char *l, size_t n)
 			g->v2 = true;
 			g->rate = rate / 2;
 		} else {
-			return fail(g, "heapprofile, heap_v2/RATE, heap/RATE, growthz or fragmentationz after '@'", l, n);
+			return fail(g,
+			            "heapprofile, heap_v2/RATE, heap/RATE, growthz or "
+			            "fragmentationz after '@'",
+			            l, n);
 		}
 	}
 	if (g->has_alloc) {
@@ -319,8 +324,9 @@ static int first_line(struct legacy *g, const char *l, size_t n)
 			return 1;
 		}
 	}
-	return fail(g, "a legacy profile header (\"heap profile: ...\", \"--- contention:\", "
-	               "\"--- threadz\", \"TYPE profile: total N\")",
+	return fail(g,
+	            "a legacy profile header (\"heap profile: ...\", \"--- contention:\", "
+	            "\"--- threadz\", \"TYPE profile: total N\")",
 	            l, n);
 }
 
@@ -342,13 +348,15 @@ bool import_legacy_sniff(const uint8_t *buf, size_t len)
 			p = nl + 1;
 			continue;
 		}
-		static const char *const heads[] = {"heap profile:", "--- contentionz ", "--- mutex:",
-		                                    "--- contention:", "--- threadz ", "--- Thread "};
+		static const char *const heads[] = {"heap profile:", "--- contentionz ",
+		                                    "--- mutex:",    "--- contention:",
+		                                    "--- threadz ",  "--- Thread "};
 		for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
 			if (n >= strlen(heads[i]) && memcmp(p, heads[i], strlen(heads[i])) == 0)
 				return true;
 		const char *sp = memchr(p, ' ', n);
-		const char *m = sp ? memmem(sp, n - (size_t)(sp - p), " profile: total ", 16) : NULL;
+		const char *m =
+		        sp ? memmem(sp, n - (size_t)(sp - p), " profile: total ", 16) : NULL;
 		if (m == sp && sp && sp > p) {
 			const char *d = sp + 16;
 			if (d == p + n)
@@ -425,9 +433,10 @@ static int heap_sample(struct legacy *g, const char *l, size_t n)
 	for (int k = 0; k < 2; k++) {
 		int64_t *cnt = &v[2 * k], *sz = &v[2 * k + 1];
 		if (*cnt == 0 && *sz != 0)
-			return import_fail(g->ctx, g->lr.line,
-			                   "expected a size of 0 where the count is 0, got %lld bytes",
-			                   (long long)*sz);
+			return import_fail(
+			        g->ctx, g->lr.line,
+			        "expected a size of 0 where the count is 0, got %lld bytes",
+			        (long long)*sz);
 		if (g->v2)
 			unsample(cnt, sz, g->rate);
 	}
@@ -498,9 +507,10 @@ static int contention_sample(struct legacy *g, const char *l, size_t n)
 			cycles = (int64_t)((double)cycles * (double)g->period /
 			                   ((double)g->cpu_hz / 1e9));
 		if (__builtin_mul_overflow(count, g->period, &count))
-			return import_fail(g->ctx, g->lr.line,
-			                   "expected a count that fits in 64 bits once multiplied by "
-			                   "the sampling period");
+			return import_fail(
+			        g->ctx, g->lr.line,
+			        "expected a count that fits in 64 bits once multiplied by "
+			        "the sampling period");
 	}
 	s->v[0] = count;
 	s->v[1] = cycles;
@@ -760,14 +770,15 @@ static int sample_frames(struct legacy *g, const struct lsample *s, size_t *n)
 	if (s->npc == 0) {
 		/* "N @" alone (Go's threadcreate, for threads made before
 		 * profiling began; pprof refuses the file): one unknown frame */
-		struct store_frame f = {.name = "[unknown]", .name_len = 9, .kind = STORE_FRAME_UNKNOWN};
+		struct store_frame f = {
+		        .name = "[unknown]", .name_len = 9, .kind = STORE_FRAME_UNKNOWN};
 		return push_frames(g, n, &f, 1);
 	}
 	for (size_t k = s->npc; k-- > 0;) {
 		struct store_frame f[FRAMES_PER_PC];
 		bool caller = g->kind != K_THREAD || k > 0;
-		rc = import_addr_frames(g->ctx, &g->maps, LEGACY_PID, g->pcs[s->first_pc + k], caller,
-		                        f, FRAMES_PER_PC);
+		rc = import_addr_frames(g->ctx, &g->maps, LEGACY_PID, g->pcs[s->first_pc + k],
+		                        caller, f, FRAMES_PER_PC);
 		if (rc < 0)
 			return rc;
 		rc = push_frames(g, n, f, (size_t)rc);
@@ -789,12 +800,14 @@ static int store_samples(struct legacy *g)
 	if (ctx->sym && g->maps.n) {
 		rc = ctx->sym->process(ctx->sym->ctx, LEGACY_PID, binary);
 		for (size_t i = 0; rc >= 0 && i < g->maps.n; i++)
-			rc = ctx->sym->map(ctx->sym->ctx, LEGACY_PID, g->maps.m[i].start, g->maps.m[i].end,
-			                   g->maps.m[i].pgoff, g->maps.m[i].path, NULL, 0);
+			rc = ctx->sym->map(ctx->sym->ctx, LEGACY_PID, g->maps.m[i].start,
+			                   g->maps.m[i].end, g->maps.m[i].pgoff, g->maps.m[i].path,
+			                   NULL, 0);
 		if (rc < 0)
 			return rc;
 	}
-	const char *bid = ctx->sym && g->maps.n ? ctx->sym->build_id(ctx->sym->ctx, LEGACY_PID) : "";
+	const char *bid =
+	        ctx->sym && g->maps.n ? ctx->sym->build_id(ctx->sym->ctx, LEGACY_PID) : "";
 	snprintf(version, sizeof(version), "%.12s", bid);
 	for (unsigned j = 0; j < g->ntypes; j++) {
 		rc = import_series(ctx, binary, *version ? version : NULL, g->types[j].name,
@@ -829,8 +842,8 @@ static int store_samples(struct legacy *g)
 					char ev[sizeof(g->types[j].name) + 2];
 					snprintf(ev, sizeof(ev), IMPORT_NEGATIVE_PREFIX "%s",
 					         g->types[j].name);
-					rc = import_series(ctx, binary, *version ? version : NULL, ev,
-					                   g->types[j].unit, &neg[j]);
+					rc = import_series(ctx, binary, *version ? version : NULL,
+					                   ev, g->types[j].unit, &neg[j]);
 					if (rc < 0)
 						return rc;
 					have_neg[j] = true;
@@ -840,8 +853,8 @@ static int store_samples(struct legacy *g)
 			int64_t c = s->v[g->types[j].samples_of];
 			uint64_t samples = c < 0 ? (uint64_t)0 - (uint64_t)c : (uint64_t)c;
 			uint64_t w = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-			rc = import_add(ctx, &g->sums, s->line, series, when, node, samples ? samples : 1,
-			                w);
+			rc = import_add(ctx, &g->sums, s->line, series, when, node,
+			                samples ? samples : 1, w);
 			if (rc < 0)
 				return rc;
 		}

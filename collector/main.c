@@ -228,7 +228,8 @@ static int cmd_import(int argc, char **argv)
 		case 'f': {
 			int f = import_format_parse(optarg);
 			if (f < 0)
-				die("--format: expected perf, perf.data, folded, pprof, gperftools-cpu, "
+				die("--format: expected perf, perf.data, folded, pprof, "
+				    "gperftools-cpu, "
 				    "legacy or auto, got \"%s\"",
 				    optarg);
 			fmt = (enum import_format)f;

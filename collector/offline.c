@@ -245,22 +245,22 @@ static int t_frame(Dwfl_Frame *frame, void *arg)
 
 /* perf's x86_64 register numbers (PERF_REG_X86_*) -> DWARF's. */
 static const int8_t x86_64_dwarf[24] = {
-        [0] = 0,   /* ax */
-        [1] = 3,   /* bx */
-        [2] = 2,   /* cx */
-        [3] = 1,   /* dx */
-        [4] = 4,   /* si */
-        [5] = 5,   /* di */
-        [6] = 6,   /* bp */
-        [7] = 7,   /* sp */
-        [8] = 16,  /* ip */
-        [9] = -1,  [10] = -1, [11] = -1, [12] = -1, [13] = -1, [14] = -1, [15] = -1,
-        [16] = 8,  [17] = 9,  [18] = 10, [19] = 11, [20] = 12, [21] = 13, [22] = 14, [23] = 15,
+        [0] = 0,  /* ax */
+        [1] = 3,  /* bx */
+        [2] = 2,  /* cx */
+        [3] = 1,  /* dx */
+        [4] = 4,  /* si */
+        [5] = 5,  /* di */
+        [6] = 6,  /* bp */
+        [7] = 7,  /* sp */
+        [8] = 16, /* ip */
+        [9] = -1, [10] = -1, [11] = -1, [12] = -1, [13] = -1, [14] = -1, [15] = -1, [16] = 8,
+        [17] = 9, [18] = 10, [19] = 11, [20] = 12, [21] = 13, [22] = 14, [23] = 15,
 };
 
-static int o_unwind(void *ctx, uint32_t pid, uint32_t tid, uint64_t regs_mask,
-                    const uint64_t *regs, size_t nregs, const uint8_t *stack, size_t stack_len,
-                    uint64_t *ips, size_t room)
+static int o_unwind(void *ctx, uint32_t pid, uint32_t tid, uint64_t regs_mask, const uint64_t *regs,
+                    size_t nregs, const uint8_t *stack, size_t stack_len, uint64_t *ips,
+                    size_t room)
 {
 #if defined(__x86_64__)
 	struct offline *o = ctx;

@@ -1477,7 +1477,8 @@ bool import_perf_sniff(const uint8_t *buf, size_t len)
 			continue;
 		}
 		if (header) /* the line after a header without an event */
-			return skip > 0 && !memchr(p, '\0', n) && match_stack_line(p, n, &(struct stack_line){0});
+			return skip > 0 && !memchr(p, '\0', n) &&
+			       match_stack_line(p, n, &(struct stack_line){0});
 		if (skip > 0)
 			return match_one_line(p + skip, n - skip, &h, &tail);
 		if (!match_header(p, n, &h))

@@ -106,10 +106,10 @@ enum {
 #define MISC_MMAP_BUILDID (1u << 14)
 #define MISC_BUILDID_SIZE (1u << 15)
 
-#define CONTEXT_HV     ((uint64_t)-32)
-#define CONTEXT_KERNEL ((uint64_t)-128)
-#define CONTEXT_USER   ((uint64_t)-512)
-#define CONTEXT_MAX    ((uint64_t)-4095)
+#define CONTEXT_HV           ((uint64_t)-32)
+#define CONTEXT_KERNEL       ((uint64_t)-128)
+#define CONTEXT_USER         ((uint64_t)-512)
+#define CONTEXT_MAX          ((uint64_t)-4095)
 #define CONTEXT_GUEST        ((uint64_t)-2048)
 #define CONTEXT_GUEST_KERNEL ((uint64_t)-2176)
 #define CONTEXT_GUEST_USER   ((uint64_t)-2560)
@@ -127,10 +127,10 @@ struct attr {
 	uint64_t config, sample_type, read_format, branch_sample_type;
 	uint64_t regs_user_mask;
 	bool sample_id_all;
-	char *name;     /* as perf names it, e.g. "cpu-clock:ppp"; malloc'd */
-	size_t base;    /* length without modifiers */
-	int kept;       /* -1 unknown, 0 skipped, 1 kept */
-	uint64_t *ids;  /* sample ids of this event */
+	char *name;    /* as perf names it, e.g. "cpu-clock:ppp"; malloc'd */
+	size_t base;   /* length without modifiers */
+	int kept;      /* -1 unknown, 0 skipped, 1 kept */
+	uint64_t *ids; /* sample ids of this event */
 	size_t nids;
 };
 
@@ -194,14 +194,20 @@ static uint16_t rd16(const uint8_t *p)
 
 /* ---- names -------------------------------------------------------------- */
 
-static const char *const hw_names[] = {"cycles", "instructions", "cache-references",
-                                       "cache-misses", "branch-instructions", "branch-misses",
-                                       "bus-cycles", "stalled-cycles-frontend",
-                                       "stalled-cycles-backend", "ref-cycles"};
-static const char *const sw_names[] = {"cpu-clock",        "task-clock",      "page-faults",
-                                       "context-switches", "cpu-migrations",  "minor-faults",
-                                       "major-faults",     "alignment-faults", "emulation-faults",
-                                       "dummy",            "bpf-output",      "cgroup-switches"};
+static const char *const hw_names[] = {"cycles",
+                                       "instructions",
+                                       "cache-references",
+                                       "cache-misses",
+                                       "branch-instructions",
+                                       "branch-misses",
+                                       "bus-cycles",
+                                       "stalled-cycles-frontend",
+                                       "stalled-cycles-backend",
+                                       "ref-cycles"};
+static const char *const sw_names[] = {
+        "cpu-clock",        "task-clock",   "page-faults",  "context-switches",
+        "cpu-migrations",   "minor-faults", "major-faults", "alignment-faults",
+        "emulation-faults", "dummy",        "bpf-output",   "cgroup-switches"};
 
 static int attr_default_name(struct attr *a)
 {
@@ -272,7 +278,8 @@ static int attr_of_id(const struct pd *p, uint64_t id)
 static int read_attr(struct pd *p, size_t off, size_t attr_size)
 {
 	if (p->nattrs == MAX_ATTRS)
-		return import_fail_at(p->ctx, off, "expected at most %d events, got more", MAX_ATTRS);
+		return import_fail_at(p->ctx, off, "expected at most %d events, got more",
+		                      MAX_ATTRS);
 	if (attr_size < 64 || off > p->len || attr_size > p->len - off)
 		return import_fail_at(p->ctx, off,
 		                      "expected a perf_event_attr of %zu bytes inside the file",
@@ -296,7 +303,8 @@ static int read_attr(struct pd *p, size_t off, size_t attr_size)
 static int read_ids(struct pd *p, struct attr *t, uint64_t off, uint64_t size)
 {
 	if (off > p->len || size > p->len - off || size % 8)
-		return import_fail_at(p->ctx, off, "expected the event's sample ids inside the file");
+		return import_fail_at(p->ctx, off,
+		                      "expected the event's sample ids inside the file");
 	t->nids = (size_t)(size / 8);
 	t->ids = malloc((t->nids ? t->nids : 1) * sizeof(*t->ids));
 	if (!t->ids)
@@ -354,7 +362,8 @@ static int feat_build_ids(struct pd *p, struct bids *out, size_t off, size_t end
 	while (end - off >= 8 + 4 + 24) {
 		uint16_t misc = rd16(p->buf + off + 4), size = rd16(p->buf + off + 6);
 		if (size < 8 + 4 + 24 || size > end - off)
-			return import_fail_at(p->ctx, off, "expected a build id record inside its section");
+			return import_fail_at(p->ctx, off,
+			                      "expected a build id record inside its section");
 		const uint8_t *id = p->buf + off + 12;
 		uint8_t len = (misc & MISC_BUILDID_SIZE) ? id[20] : 20;
 		if (len > 20)
@@ -416,17 +425,19 @@ static int read_features(struct pd *p, const uint8_t *bits, size_t after_data, s
 		if (!(bits[f / 8] & (1u << (f % 8))))
 			continue;
 		if (off > p->len || p->len - off < 16)
-			return import_fail_at(p->ctx, off,
-			                      "expected the section table of feature %u, got the end of "
-			                      "the file (is it truncated?)",
-			                      f);
+			return import_fail_at(
+			        p->ctx, off,
+			        "expected the section table of feature %u, got the end of "
+			        "the file (is it truncated?)",
+			        f);
 		uint64_t so = rd64(p->buf + off), ss = rd64(p->buf + off + 8);
 		off += 16;
 		if (so > p->len || ss > p->len - so)
-			return import_fail_at(p->ctx, off - 16,
-			                      "feature %u's section (%llu bytes at %llu) runs past the "
-			                      "end of the file",
-			                      f, (unsigned long long)ss, (unsigned long long)so);
+			return import_fail_at(
+			        p->ctx, off - 16,
+			        "feature %u's section (%llu bytes at %llu) runs past the "
+			        "end of the file",
+			        f, (unsigned long long)ss, (unsigned long long)so);
 		int rc = 0;
 		size_t end = (size_t)(so + ss);
 		switch (f) {
@@ -545,10 +556,10 @@ static int decode_sample(const struct attr *a, const uint8_t *r, size_t n, struc
 {
 	uint64_t st = a->sample_type;
 	size_t o = 0;
-#define NEED(k)                                                                                     \
-	do {                                                                                        \
-		if ((k) > n - o)                                                                    \
-			return -1;                                                                  \
+#define NEED(k)                                                                                    \
+	do {                                                                                       \
+		if ((k) > n - o)                                                                   \
+			return -1;                                                                 \
 	} while (0)
 
 	memset(s, 0, sizeof(*s));
@@ -789,7 +800,8 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 	struct import_ctx *ctx = p->ctx;
 	int ai = record_attr(p, r, n, true);
 	if (ai < 0)
-		return import_fail_at(ctx, off, "expected a sample whose id names one of the %zu events",
+		return import_fail_at(ctx, off,
+		                      "expected a sample whose id names one of the %zu events",
 		                      p->nattrs);
 	struct attr *a = &p->attrs[ai];
 	int want = attr_wanted(p, ai);
@@ -823,9 +835,9 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 				 * context it does not know (garbage such as -1
 				 * from a frame-pointer walk): the sample keeps
 				 * no frames, as perf script prints it */
-				if (ip != CONTEXT_KERNEL && ip != CONTEXT_USER && ip != CONTEXT_HV &&
-				    ip != CONTEXT_GUEST && ip != CONTEXT_GUEST_KERNEL &&
-				    ip != CONTEXT_GUEST_USER) {
+				if (ip != CONTEXT_KERNEL && ip != CONTEXT_USER &&
+				    ip != CONTEXT_HV && ip != CONTEXT_GUEST &&
+				    ip != CONTEXT_GUEST_KERNEL && ip != CONTEXT_GUEST_USER) {
 					nips = 0;
 					break;
 				}
@@ -863,8 +875,9 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 		size_t nr = s.nregs < 32 ? (size_t)s.nregs : 32;
 		for (size_t i = 0; i < nr; i++)
 			regs[i] = rd64(s.regs + 8 * i);
-		int got = ctx->sym->unwind(ctx->sym->ctx, s.pid, s.tid, a->regs_user_mask, regs, nr,
-		                           s.stack, (size_t)s.stack_size, p->ips + first_user, room);
+		int got =
+		        ctx->sym->unwind(ctx->sym->ctx, s.pid, s.tid, a->regs_user_mask, regs, nr,
+		                         s.stack, (size_t)s.stack_size, p->ips + first_user, room);
 		if (got > 0) {
 			for (size_t i = 0; i < (size_t)got; i++)
 				kernel[first_user + i] = 0;
@@ -903,9 +916,10 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 		rc = import_path(ctx, p->frames, nf, &node);
 		if (rc < 0)
 			return rc;
-		const char *unit = a->base == 9 && strncmp(a->name, "cpu-clock", 9) == 0   ? "nanoseconds"
-		                   : a->base == 10 && strncmp(a->name, "task-clock", 10) == 0 ? "nanoseconds"
-		                                                                             : "count";
+		const char *unit =
+		        a->base == 9 && strncmp(a->name, "cpu-clock", 9) == 0      ? "nanoseconds"
+		        : a->base == 10 && strncmp(a->name, "task-clock", 10) == 0 ? "nanoseconds"
+		                                                                   : "count";
 		char *ev = strndup(a->name, a->base);
 		if (!ev)
 			return -ENOMEM;
@@ -930,7 +944,8 @@ static int handle_mmap(struct pd *p, size_t off, uint32_t type, uint16_t misc, c
 	struct import_ctx *ctx = p->ctx;
 	size_t fixed = type == R_MMAP ? 32 : 32 + 24 + 8;
 	if (n < fixed + 1)
-		return import_fail_at(ctx, off, "expected an mmap record of more than %zu bytes, got %zu",
+		return import_fail_at(ctx, off,
+		                      "expected an mmap record of more than %zu bytes, got %zu",
 		                      fixed + 8, n + 8);
 	uint32_t pid = rd32(r);
 	uint64_t start = rd64(r + 8), len = rd64(r + 16), pgoff = rd64(r + 24);
@@ -952,7 +967,8 @@ static int handle_mmap(struct pd *p, size_t off, uint32_t type, uint16_t misc, c
 	const char *path = (const char *)r + fixed;
 	size_t pl = strnlen(path, n - fixed);
 	if (pl == n - fixed)
-		return import_fail_at(ctx, off, "expected a NUL-terminated file name in an mmap record");
+		return import_fail_at(ctx, off,
+		                      "expected a NUL-terminated file name in an mmap record");
 	if (!bid && bids) {
 		const struct bid *b = bids_find(bids, path);
 		if (b) {
@@ -1029,8 +1045,7 @@ static int handle_record(struct pd *p, size_t off, const struct bids *bids)
 
 /* The time of a kernel record: a sample's TIME field, another record's in
  * its sample_id trailer (sample_id_all).  Returns false when it has none. */
-static bool record_time(const struct pd *p, uint32_t type, const uint8_t *r, size_t n,
-                        uint64_t *t)
+static bool record_time(const struct pd *p, uint32_t type, const uint8_t *r, size_t n, uint64_t *t)
 {
 	int ai = record_attr(p, r, n, type == R_SAMPLE);
 	if (ai < 0)
@@ -1107,18 +1122,20 @@ static int read_records(struct pd *p, size_t off, size_t end, const struct bids 
 
 	while (off < end) {
 		if (end - off < 8) {
-			rc = import_fail_at(ctx, off,
-			                    "expected a record header, got %zu bytes at the end of the "
-			                    "data (is the file truncated?)",
-			                    end - off);
+			rc = import_fail_at(
+			        ctx, off,
+			        "expected a record header, got %zu bytes at the end of the "
+			        "data (is the file truncated?)",
+			        end - off);
 			goto out;
 		}
 		uint32_t type = rd32(p->buf + off);
 		uint16_t size = rd16(p->buf + off + 6);
 		if (size < 8 || size > end - off) {
-			rc = import_fail_at(ctx, off, "expected a record of 8 to %zu bytes, got a size of %u%s",
-			                    end - off, size,
-			                    size > end - off ? " (is the file truncated?)" : "");
+			rc = import_fail_at(
+			        ctx, off, "expected a record of 8 to %zu bytes, got a size of %u%s",
+			        end - off, size,
+			        size > end - off ? " (is the file truncated?)" : "");
 			goto out;
 		}
 		const uint8_t *r = p->buf + off + 8;
@@ -1126,7 +1143,8 @@ static int read_records(struct pd *p, size_t off, size_t end, const struct bids 
 		if (type == R_HEADER_ATTR) {
 			uint32_t asz = n >= 8 ? rd32(r + 4) : 0;
 			if (asz < 64 || asz > n) {
-				rc = import_fail_at(ctx, off, "expected an attr record holding an attr");
+				rc = import_fail_at(ctx, off,
+				                    "expected an attr record holding an attr");
 				goto out;
 			}
 			rc = read_attr(p, off + 8, asz);
@@ -1140,9 +1158,10 @@ static int read_records(struct pd *p, size_t off, size_t end, const struct bids 
 				rc = ids_build(p);
 			}
 		} else if (type == R_COMPRESSED) {
-			rc = import_fail_at(ctx, off,
-			                    "expected uncompressed records, got a compressed one (perf "
-			                    "record -z); decompress with `perf inject -i FILE -o OUT`");
+			rc = import_fail_at(
+			        ctx, off,
+			        "expected uncompressed records, got a compressed one (perf "
+			        "record -z); decompress with `perf inject -i FILE -o OUT`");
 		} else if (type == R_FINISHED_ROUND) {
 			rc = flush_pending(p, q, &nq, prev_round_max, bids);
 			prev_round_max = round_max;
@@ -1156,7 +1175,8 @@ static int read_records(struct pd *p, size_t off, size_t end, const struct bids 
 			if (rc >= 0)
 				q[nq++] = (struct pending){last_time, seq++, off};
 		} else if (type < R_HEADER_ATTR) {
-			rc = import_fail_at(ctx, off, "expected the events' attrs before the first record");
+			rc = import_fail_at(ctx, off,
+			                    "expected the events' attrs before the first record");
 		}
 		if (rc < 0)
 			goto out;
@@ -1231,24 +1251,27 @@ int import_perf_data(struct import_ctx *ctx)
 		rc = read_records(&p, 16, len, NULL);
 	} else {
 		if (hsize < 104 || len < 104) {
-			rc = import_fail_at(ctx, 8, "expected a perf.data header of 104 bytes or more, got %s",
-			                    len < 104 ? "a shorter file" : "a smaller header size");
+			rc = import_fail_at(
+			        ctx, 8, "expected a perf.data header of 104 bytes or more, got %s",
+			        len < 104 ? "a shorter file" : "a smaller header size");
 			goto out;
 		}
 		uint64_t attr_size = rd64(p.buf + 16), ao = rd64(p.buf + 24), as = rd64(p.buf + 32);
 		uint64_t d_off = rd64(p.buf + 40), d_size = rd64(p.buf + 48);
 		if (attr_size < 64 + 16 || ao > len || as > len - ao || as % attr_size) {
-			rc = import_fail_at(ctx, 16,
-			                    "expected an attrs section of whole %llu-byte entries inside "
-			                    "the file",
-			                    (unsigned long long)attr_size);
+			rc = import_fail_at(
+			        ctx, 16,
+			        "expected an attrs section of whole %llu-byte entries inside "
+			        "the file",
+			        (unsigned long long)attr_size);
 			goto out;
 		}
 		if (d_off > len || d_size > len - d_off) {
-			rc = import_fail_at(ctx, 40,
-			                    "the data section (%llu bytes at %llu) runs past the end of "
-			                    "the file (%zu bytes); is it truncated?",
-			                    (unsigned long long)d_size, (unsigned long long)d_off, len);
+			rc = import_fail_at(
+			        ctx, 40,
+			        "the data section (%llu bytes at %llu) runs past the end of "
+			        "the file (%zu bytes); is it truncated?",
+			        (unsigned long long)d_size, (unsigned long long)d_off, len);
 			goto out;
 		}
 		for (uint64_t o = ao; o < ao + as; o += attr_size) {
@@ -1256,14 +1279,16 @@ int import_perf_data(struct import_ctx *ctx)
 			if (rc < 0)
 				goto out;
 			struct attr *a = &p.attrs[p.nattrs - 1];
-			rc = read_ids(&p, a, rd64(p.buf + o + attr_size - 16), rd64(p.buf + o + attr_size - 8));
+			rc = read_ids(&p, a, rd64(p.buf + o + attr_size - 16),
+			              rd64(p.buf + o + attr_size - 8));
 			if (rc >= 0)
 				rc = attr_default_name(a);
 			if (rc < 0)
 				goto out;
 		}
 		if (!p.nattrs) {
-			rc = import_fail_at(ctx, 24, "expected at least one event in the attrs section");
+			rc = import_fail_at(ctx, 24,
+			                    "expected at least one event in the attrs section");
 			goto out;
 		}
 		rc = ids_build(&p);
@@ -1272,7 +1297,8 @@ int import_perf_data(struct import_ctx *ctx)
 		if (rc < 0)
 			goto out;
 		for (size_t i = 0; i < p.nattrs; i++)
-			p.attrs[i].base = import_event_base(p.attrs[i].name, strlen(p.attrs[i].name));
+			p.attrs[i].base =
+			        import_event_base(p.attrs[i].name, strlen(p.attrs[i].name));
 		rc = read_records(&p, (size_t)d_off, (size_t)(d_off + d_size), &bids);
 	}
 	if (rc < 0)

@@ -190,8 +190,8 @@ struct symbolize {
 	size_t nksyms;
 	char *knames;
 	bool kernel_tried;
-	bool lines;   /* look up file:line too */
-	bool inlines; /* expand inlined functions from DWARF */
+	bool lines;      /* look up file:line too */
+	bool inlines;    /* expand inlined functions from DWARF */
 	bool perf_names; /* symbolize_set_perf_names() */
 	/* offline: (path, build id) -> module (or stub), so a file that many
 	 * recorded processes map is looked for once */
@@ -2143,7 +2143,8 @@ static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
 	for (const char *d = binary_path; d && *d;) {
 		size_t dl = strcspn(d, ":");
 		for (int k = 0; k < 3; k++) {
-			int n = k == 0 ? (hex ? asprintf(&cand, "%.*s/%s/%s", (int)dl, d, hex, base) : -2)
+			int n = k == 0 ? (hex ? asprintf(&cand, "%.*s/%s/%s", (int)dl, d, hex, base)
+			                      : -2)
 			        : k == 1 ? asprintf(&cand, "%.*s/%s", (int)dl, d, path)
 			                 : asprintf(&cand, "%.*s/%s", (int)dl, d, base);
 			if (n == -2)
@@ -2163,11 +2164,11 @@ static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
 	if (hex) {
 		const char *home = getenv("HOME");
 		for (int k = 0; k < 2; k++) {
-			int n = k == 0 ? (home ? asprintf(&cand, "%s/.debug/.build-id/%.2s/%s/elf", home,
-			                                  hex, hex + 2)
+			int n = k == 0 ? (home ? asprintf(&cand, "%s/.debug/.build-id/%.2s/%s/elf",
+			                                  home, hex, hex + 2)
 			                       : -2)
-			               : asprintf(&cand, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
-			                          hex + 2);
+			               : asprintf(&cand, "/usr/lib/debug/.build-id/%.2s/%s.debug",
+			                          hex, hex + 2);
 			if (n == -2)
 				continue;
 			if (n < 0) {
@@ -2210,8 +2211,8 @@ char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t b
  * can be found.  Returns 0 or -ENOMEM. */
 static int offline_module_find(struct symbolize *s, const char *path, const uint8_t *bid,
                                size_t bid_len, const char *binary_path, struct module **out);
-static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid,
-                        size_t bid_len, struct module **out);
+static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
+                        struct module **out);
 
 /* The (path, build id) key of offline_tab, in a malloc'd buffer. */
 static char *offline_key(const char *path, const uint8_t *bid, size_t bid_len, size_t *len,
@@ -2234,8 +2235,8 @@ static char *offline_key(const char *path, const uint8_t *bid, size_t bid_len, s
 
 /* The module (or stub) for (path, build id), found once and then kept in
  * offline_tab.  Returns 0 or -ENOMEM. */
-static int offline_module(struct symbolize *s, const char *path, const uint8_t *bid,
-                          size_t bid_len, const char *binary_path, struct module **out)
+static int offline_module(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
+                          const char *binary_path, struct module **out)
 {
 	size_t klen;
 	uint64_t h;
@@ -2324,7 +2325,8 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 		s->modules = m;
 		s->stats.modules++;
 		if (s->hooks.module && m->is_elf)
-			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id, m->build_id_len);
+			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id,
+			                m->build_id_len);
 	}
 	struct file_ent *fe = calloc(1, sizeof(*fe));
 	if (!fe)
@@ -2342,12 +2344,13 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
  * in it is "[basename]", as perf script shows such a file, and its
  * frames keep the path and the recorded build id.  One per (path, build
  * id), on the module list so that symbolize_free() frees it. */
-static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid,
-                        size_t bid_len, struct module **out)
+static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
+                        struct module **out)
 {
 	for (struct module *m = s->modules; m; m = m->next) {
 		if (m->fd < 0 && !m->is_elf && !m->dwfl && strcmp(m->path, path) == 0 &&
-		    m->build_id_len == bid_len && (!bid_len || memcmp(m->build_id, bid, bid_len) == 0)) {
+		    m->build_id_len == bid_len &&
+		    (!bid_len || memcmp(m->build_id, bid, bid_len) == 0)) {
 			*out = m;
 			return 0;
 		}
