@@ -1089,6 +1089,8 @@ static int pending_cmp(const void *x, const void *y)
 static int flush_pending(struct pd *p, struct pending *q, size_t *nq, uint64_t upto,
                          const struct bids *bids)
 {
+	if (*nq == 0)
+		return 0; /* q may still be NULL */
 	bool sorted = true;
 	for (size_t i = 1; i < *nq && sorted; i++)
 		sorted = pending_cmp(&q[i - 1], &q[i]) <= 0;
