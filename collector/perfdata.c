@@ -168,7 +168,7 @@ struct pd {
 	int first_attr; /* the event kept by default, -1 before the first sample */
 	uint64_t skipped_other;
 	uint64_t unwound, unwind_failed;
-	char *first_name;
+	uint8_t kernel[MAX_STACK]; /* per entry of ips: 1 kernel, 0 user */
 };
 
 static uint64_t rd64(const uint8_t *p)
@@ -820,12 +820,11 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 		                      n + 8);
 
 	/* ips, leaf first, with their context */
-	static uint8_t kernel[MAX_STACK];
+	uint8_t *kernel = p->kernel;
 	size_t nips = 0;
 	int rc = grow((void **)&p->ips, &p->ips_cap, MAX_STACK, sizeof(*p->ips));
 	if (rc < 0)
 		return rc;
-	bool user_seen = false;
 	if (s.nchain) {
 		int mode = (misc & MISC_CPUMODE_MASK) == MISC_KERNEL ? 1 : 0, skip = 0;
 		for (uint64_t i = 0; i < s.nchain && nips < MAX_STACK; i++) {
@@ -849,28 +848,22 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 				continue;
 			p->ips[nips] = ip;
 			kernel[nips] = (uint8_t)mode;
-			user_seen |= !mode;
 			nips++;
 		}
 	} else if (a->sample_type & S_IP) {
 		p->ips[0] = s.ip;
 		kernel[0] = (misc & MISC_CPUMODE_MASK) == MISC_KERNEL;
-		user_seen = !kernel[0];
 		nips = 1;
 	}
 	/* --call-graph dwarf: the user part from the copied stack */
 	if (s.stack && s.regs && ctx->sym && ctx->sym->unwind) {
-		size_t room = MAX_STACK - nips;
-		size_t first_user = nips;
-		/* keep the kernel entries; the user ones are replaced */
+		/* the kernel entries lead the chain and stay; the user ones
+		 * after them (the sampled pc) are replaced when unwinding
+		 * succeeds, and kept when it does not */
 		size_t k = 0;
-		for (size_t i = 0; i < nips; i++)
-			if (kernel[i]) {
-				p->ips[k] = p->ips[i];
-				kernel[k++] = 1;
-			}
-		first_user = k;
-		room = MAX_STACK - k;
+		while (k < nips && kernel[k])
+			k++;
+		size_t first_user = k, room = MAX_STACK - k;
 		uint64_t regs[32];
 		size_t nr = s.nregs < 32 ? (size_t)s.nregs : 32;
 		for (size_t i = 0; i < nr; i++)
@@ -884,10 +877,7 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 			nips = first_user + (size_t)got;
 			p->unwound++;
 		} else {
-			/* the callchain's user entries, as gathered above */
 			p->unwind_failed++;
-			nips = k;
-			(void)user_seen;
 		}
 	}
 
@@ -1343,7 +1333,6 @@ out:
 	free(p.frames);
 	import_sums_free(&p.sums);
 	bids_free(&bids);
-	free(p.first_name);
 	free(buf);
 	if (map != MAP_FAILED)
 		munmap(map, len);
