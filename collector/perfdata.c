@@ -31,8 +31,9 @@
  * Series: binary = the thread's comm (spaces as '_'), version --version
  * or "default", event = the event's name without perf's modifiers, unit
  * nanoseconds for cpu-clock and task-clock, else count; weight = the
- * sample's period (1 without one).  Only the first event sampled is kept
- * unless --event or --all-events, as for perf script text.  Errors name
+ * sample's period (1 without one).  Only one event is kept unless --event
+ * or --all-events: the first of the file's events that has samples
+ * (first_sampled; in pipe mode, the first event sampled).  Errors name
  * the byte offset: "FILE: offset N: expected ...".  The file is read
  * mapped whole (a pipe is read whole).
  */
@@ -1186,6 +1187,38 @@ out:
 	return rc;
 }
 
+/* Without --event or --all-events, the event kept is the first of the
+ * file's events (in the order perf record was given them) that has
+ * samples: a quick walk over the record headers finds it, so the choice
+ * does not hang on which of two events' samples taken in the same tick
+ * comes first.  Bad records are left for read_records to report. */
+static void first_sampled(struct pd *p, size_t off, size_t end)
+{
+	const struct import_options *o = p->ctx->opt;
+	int best = -1;
+
+	if (o && (o->event || o->all_events))
+		return;
+	while (end - off >= 8) {
+		uint16_t size = rd16(p->buf + off + 6);
+		if (size < 8 || size > end - off)
+			break;
+		if (rd32(p->buf + off) == R_SAMPLE) {
+			int ai = record_attr(p, p->buf + off + 8, size - 8u, true);
+			if (ai >= 0 && (best < 0 || ai < best))
+				best = ai;
+			if (best == 0)
+				break;
+		}
+		off += size;
+	}
+	if (best < 0)
+		return;
+	p->first_attr = best;
+	for (size_t i = 0; i < p->nattrs; i++)
+		p->attrs[i].kept = strcmp(p->attrs[i].name, p->attrs[best].name) == 0;
+}
+
 int import_perf_data(struct import_ctx *ctx)
 {
 	struct pd p = {.ctx = ctx, .first_attr = -1};
@@ -1291,6 +1324,7 @@ int import_perf_data(struct import_ctx *ctx)
 		for (size_t i = 0; i < p.nattrs; i++)
 			p.attrs[i].base =
 			        import_event_base(p.attrs[i].name, strlen(p.attrs[i].name));
+		first_sampled(&p, (size_t)d_off, (size_t)(d_off + d_size));
 		rc = read_records(&p, (size_t)d_off, (size_t)(d_off + d_size), &bids);
 	}
 	if (rc < 0)
