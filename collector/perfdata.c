@@ -970,6 +970,12 @@ static int handle_mmap(struct pd *p, size_t off, uint32_t type, uint16_t misc, c
 	(*gen_of(p, pid))++;
 	if (!ctx->sym || len == 0 || start + len < start)
 		return 0;
+	/* anonymous memory, as perf's is_anon_memory() tells it: JIT code,
+	 * named from /tmp/perf-PID.map when there is one */
+	if (strcmp(path, "//anon") == 0 || strncmp(path, "/anon_hugepage", 14) == 0 ||
+	    strncmp(path, "/dev/zero", 9) == 0 || strncmp(path, "/SYSV", 5) == 0 ||
+	    strncmp(path, "[anon", 5) == 0)
+		path = "";
 	return ctx->sym->map(ctx->sym->ctx, pid, start, start + len, pgoff, path, bid, bid_len);
 }
 

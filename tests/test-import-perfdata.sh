@@ -171,6 +171,23 @@ else
 	fail "perf record left no build-id cache in $HOME/.debug"
 fi
 
+# JIT code named by /tmp/perf-PID.map, as perf script names it (x86_64)
+jit=$build/tests/jit-target
+if [ -x "$jit" ] && [ "$(uname -m)" = x86_64 ]; then
+	n=$((n + 1))
+	if perf record -q -F 1999 -e $ev -o "$tmp/jit.data" -- "$jit" 300 >"$tmp/jit.map" 2>/dev/null; then
+		if imp jit; then
+			perf script -i "$tmp/jit.data" 2>/dev/null | perl "$ref" >"$tmp/jit.ref"
+			same "$tmp/jit.got" "$tmp/jit.ref" "jit: import differs from perf script"
+			grep -q '^jit-target;jitted_spin ' "$tmp/jit.got" ||
+				{ fail "jit: no samples named jitted_spin"; head -5 "$tmp/jit.got"; }
+		fi
+	else
+		fail "jit: perf record failed"
+	fi
+	rm -f "$(cat "$tmp/jit.map" 2>/dev/null)"
+fi
+
 # Bad input: cut files and garbage refused with the offset, nothing stored.
 if [ -s "$tmp/g.data" ]; then
 	rm -rf "$tmp/base"
