@@ -8,7 +8,10 @@
  * frame is part of the stack.  Each line adds count to both samples and
  * weight, in a series whose event is --event (default "samples") and whose
  * unit is "count", at the import's wall-clock time.  Empty (or
- * whitespace-only) lines are skipped; a trailing CR is ignored.
+ * whitespace-only) lines are skipped, and so are lines that begin with '#'
+ * wherever they are (metadata such as "# samples: 100", which some
+ * samplers write; a stack whose first frame begins with '#' cannot be
+ * imported without --binary); a trailing CR is ignored.
  *
  * As in perf.c, repeated stacks skip frame splitting: the frame text is
  * hashed with XXH3-128 and a stackcache maps it to (series, leaf node).
@@ -164,7 +167,7 @@ static int handle_line(struct folded *f, const char *l, size_t n)
 
 	while (end > 0 && is_ws((unsigned char)l[end - 1]))
 		end--;
-	if (end == 0)
+	if (end == 0 || l[0] == '#')
 		return 0;
 	if (memchr(l, '\0', n))
 		return fail(f, "expected \"frame;frame;... COUNT\"", l, n);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "import.h"
 
@@ -123,6 +124,18 @@ int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t
 	return 0;
 }
 
+size_t import_event_base(const char *ev, size_t n)
+{
+	const char *colon = memrchr(ev, ':', n);
+
+	if (!colon || colon == ev || (size_t)(colon - ev) + 1 == n)
+		return n;
+	for (const char *c = colon + 1; c < ev + n; c++)
+		if (!strchr("ukhHGIpPSDWeb", *c) || !*c)
+			return n;
+	return (size_t)(colon - ev);
+}
+
 /* True when the line looks like folded output: "frames COUNT". */
 static bool folded_line(const uint8_t *p, size_t len)
 {
@@ -134,26 +147,50 @@ static bool folded_line(const uint8_t *p, size_t len)
 	return digits > 0 && digits < len && p[len - 1 - digits] == ' ';
 }
 
+/* A protobuf field key that can open a profile.proto Profile: messages
+ * and strings (fields 1-6, 11) are length-delimited, numbers (7-10, 12,
+ * 14) varints, comments (13) either, packed or not. */
+static bool pprof_first_key(uint8_t k)
+{
+	unsigned field = k >> 3, wire = k & 7;
+
+	if ((field >= 1 && field <= 6) || field == 11)
+		return wire == 2;
+	if ((field >= 7 && field <= 10) || field == 12 || field == 14)
+		return wire == 0;
+	return field == 13 && (wire == 0 || wire == 2);
+}
+
 enum import_format import_detect(const uint8_t *buf, size_t len)
 {
+	if (len >= 8 && memcmp(buf, "PERFILE2", 8) == 0)
+		return IMPORT_FORMAT_PERF_DATA;
 	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
 		return IMPORT_FORMAT_PPROF;
+	if (import_gperf_cpu_sniff(buf, len))
+		return IMPORT_FORMAT_GPERF_CPU;
 	/* Text formats hold no control bytes other than tab, CR and LF, and
 	 * a protobuf's first bytes are a field key (0x0a, 0x12, ...) and a
 	 * length, so a control byte in the first non-empty line means
-	 * pprof.  One further down (a NUL in a frame name) is left to the
-	 * text importer, which reports it with its line. */
+	 * pprof when the first byte is a Profile's field key.  One further
+	 * down (a NUL in a frame name) is left to the text importer, which
+	 * reports it with its line. */
 	size_t i = 0;
 	while (i < len && (buf[i] == '\n' || buf[i] == '\r'))
 		i++;
-	for (; i < len && i < 4096 && buf[i] != '\n'; i++) {
-		uint8_t c = buf[i];
+	for (size_t j = i; j < len && j < i + 4096 && buf[j] != '\n'; j++) {
+		uint8_t c = buf[j];
 		if (c < 0x20 && c != '\t' && c != '\r')
-			return IMPORT_FORMAT_PPROF;
+			return pprof_first_key(buf[0]) ? IMPORT_FORMAT_PPROF
+			                               : IMPORT_FORMAT_UNKNOWN;
 	}
+	if (import_legacy_sniff(buf, len))
+		return IMPORT_FORMAT_LEGACY;
+	if (import_perf_sniff(buf, len))
+		return IMPORT_FORMAT_PERF;
 
-	/* perf script has indented stack lines below each header; folded has
-	 * one "stack count" per line and no indentation. */
+	/* Folded: every complete line that is not a comment is "stack
+	 * COUNT", and there is at least one. */
 	size_t lines = 0, folded = 0;
 	const uint8_t *p = buf, *end = buf + len;
 	while (p < end && lines < 64) {
@@ -161,32 +198,44 @@ enum import_format import_detect(const uint8_t *buf, size_t len)
 		if (!nl)
 			break; /* ignore a possibly cut last line */
 		size_t l = (size_t)(nl - p);
+		while (l && (p[l - 1] == '\r' || p[l - 1] == ' ' || p[l - 1] == '\t'))
+			l--;
 		if (l > 0 && p[0] != '#') {
-			if (p[0] == ' ' || p[0] == '\t')
-				return IMPORT_FORMAT_PERF;
 			lines++;
 			folded += folded_line(p, l);
 		}
 		p = nl + 1;
 	}
 	/* One line, maybe longer than buf: folded when it has a count or
-	 * a ';' (perf's header, its first line, has neither). */
+	 * a ';'. */
 	if (lines == 0 && p < end &&
 	    (folded_line(p, (size_t)(end - p)) || memchr(p, ';', (size_t)(end - p))))
 		return IMPORT_FORMAT_FOLDED;
 	if (lines > 0 && folded == lines)
 		return IMPORT_FORMAT_FOLDED;
-	return IMPORT_FORMAT_PERF;
+	return IMPORT_FORMAT_UNKNOWN;
 }
+
+static const char *const format_names[] = {
+        [IMPORT_FORMAT_AUTO] = "auto",           [IMPORT_FORMAT_PERF] = "perf",
+        [IMPORT_FORMAT_FOLDED] = "folded",       [IMPORT_FORMAT_PPROF] = "pprof",
+        [IMPORT_FORMAT_PERF_DATA] = "perf.data", [IMPORT_FORMAT_GPERF_CPU] = "gperftools-cpu",
+        [IMPORT_FORMAT_LEGACY] = "legacy",
+};
 
 const char *import_format_name(enum import_format f)
 {
-	switch (f) {
-	case IMPORT_FORMAT_PERF: return "perf";
-	case IMPORT_FORMAT_FOLDED: return "folded";
-	case IMPORT_FORMAT_PPROF: return "pprof";
-	default: return "auto";
-	}
+	if ((size_t)f < sizeof(format_names) / sizeof(format_names[0]) && format_names[f])
+		return format_names[f];
+	return "auto";
+}
+
+int import_format_parse(const char *name)
+{
+	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+		if (format_names[i] && strcmp(format_names[i], name) == 0)
+			return (int)i;
+	return -1;
 }
 
 int import_lines(struct import_ctx *ctx, struct linereader *lr,
@@ -269,4 +318,198 @@ void import_excerpt(char *out, size_t outlen, const char *s, size_t n)
 			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
 	}
 	out[o] = '\0';
+}
+
+int import_fail_at(struct import_ctx *ctx, uint64_t off, const char *fmt, ...)
+{
+	const char *path = (!ctx->path || strcmp(ctx->path, "-") == 0) ? "<stdin>" : ctx->path;
+	int n = snprintf(ctx->err, sizeof(ctx->err), "%s: offset %llu: ", path,
+	                 (unsigned long long)off);
+
+	if (n < 0 || (size_t)n >= sizeof(ctx->err))
+		return -EINVAL;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err + n, sizeof(ctx->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+int import_read_all(struct import_ctx *ctx, size_t max, uint8_t **out, size_t *len)
+{
+	size_t plen = ctx->prefix ? ctx->prefix_len : 0;
+	size_t cap = plen + (256u << 10), n = plen;
+	uint8_t *buf = malloc(cap);
+
+	if (!buf)
+		return -ENOMEM;
+	if (plen)
+		memcpy(buf, ctx->prefix, plen);
+	for (;;) {
+		if (n > max) {
+			free(buf);
+			return import_fail(
+			        ctx, 0, "input is larger than %zu MiB; expected a smaller profile",
+			        max >> 20);
+		}
+		if (cap - n < (64u << 10)) {
+			uint8_t *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(ctx->fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			import_fail(ctx, 0, "read error: %s", strerror(e));
+			return -e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	ctx->bytes = n;
+	return 0;
+}
+
+static bool scan_hex64(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t x = 0;
+
+	if (end - s >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	const char *start = s;
+	for (; s < end; s++) {
+		int d = (*s >= '0' && *s <= '9')   ? *s - '0'
+		        : (*s >= 'a' && *s <= 'f') ? *s - 'a' + 10
+		        : (*s >= 'A' && *s <= 'F') ? *s - 'A' + 10
+		                                   : -1;
+		if (d < 0)
+			break;
+		if (x >> 60)
+			return false;
+		x = x << 4 | (uint64_t)d;
+	}
+	if (s == start)
+		return false;
+	*p = s;
+	*v = x;
+	return true;
+}
+
+static void skip_blank(const char **p, const char *end)
+{
+	while (*p < end && (**p == ' ' || **p == '\t'))
+		(*p)++;
+}
+
+int import_maps_line(struct import_maps *maps, const char *l, size_t n)
+{
+	const char *p = l, *end = l + n;
+	uint64_t start, lim, pgoff = 0, x;
+
+	while (end > p && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	skip_blank(&p, end);
+	if (!scan_hex64(&p, end, &start) || p == end || *p != '-')
+		return 0;
+	p++;
+	if (!scan_hex64(&p, end, &lim) || lim <= start)
+		return 0;
+	skip_blank(&p, end);
+	/* "perms offset dev inode" when the permissions column is there */
+	const char *perms = p;
+	while (p < end && strchr("rwxps-", *p))
+		p++;
+	if (p > perms && p < end && (*p == ' ' || *p == '\t')) {
+		if (!memchr(perms, 'x', (size_t)(p - perms)))
+			return 0;
+		skip_blank(&p, end);
+		if (!scan_hex64(&p, end, &pgoff))
+			return 0;
+		skip_blank(&p, end);
+		if (!scan_hex64(&p, end, &x) || p == end || *p != ':')
+			return 0;
+		p++;
+		if (!scan_hex64(&p, end, &x))
+			return 0;
+		skip_blank(&p, end);
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
+		skip_blank(&p, end);
+	} else {
+		p = perms;
+	}
+	if (p == end || (*p != '/' && *p != '['))
+		return 0;
+	size_t plen = (size_t)(end - p);
+	/* "(deleted)" and gperftools' later columns are not part of it */
+	const char *sp = memchr(p, ' ', plen);
+	if (sp && *p == '/')
+		plen = (size_t)(sp - p);
+	if (maps->n == maps->cap) {
+		size_t ncap = maps->cap ? maps->cap * 2 : 16;
+		struct import_map *nm = realloc(maps->m, ncap * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		maps->m = nm;
+		maps->cap = ncap;
+	}
+	char *path = strndup(p, plen), *bracket = NULL;
+	const char *b = path ? strrchr(path, '/') : NULL;
+	if (!path || asprintf(&bracket, "[%s]", b ? b + 1 : path) < 0) {
+		free(path);
+		return -ENOMEM;
+	}
+	maps->m[maps->n++] = (struct import_map){start, lim, pgoff, path, bracket};
+	return 1;
+}
+
+const struct import_map *import_maps_find(const struct import_maps *maps, uint64_t addr)
+{
+	/* Later lines win, as a later mapping replaces an earlier one. */
+	for (size_t i = maps->n; i-- > 0;)
+		if (addr >= maps->m[i].start && addr < maps->m[i].end)
+			return &maps->m[i];
+	return NULL;
+}
+
+void import_maps_free(struct import_maps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		free(maps->m[i].path);
+		free(maps->m[i].bracket);
+	}
+	free(maps->m);
+	memset(maps, 0, sizeof(*maps));
+}
+
+int import_addr_frames(struct import_ctx *ctx, const struct import_maps *maps, uint32_t pid,
+                       uint64_t addr, bool caller, struct store_frame *f, size_t room)
+{
+	static const char unknown[] = "[unknown]";
+
+	if (ctx->sym)
+		return ctx->sym->user(ctx->sym->ctx, pid, addr, caller, f, room);
+	const struct import_map *m =
+	        maps ? import_maps_find(maps, caller && addr ? addr - 1 : addr) : NULL;
+	memset(f, 0, sizeof(*f));
+	f->kind = STORE_FRAME_UNKNOWN;
+	f->name = m ? m->bracket : unknown;
+	f->name_len = strlen(f->name);
+	if (m) {
+		f->module = m->path;
+		f->module_len = strlen(m->path);
+	}
+	return 1;
 }

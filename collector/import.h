@@ -18,28 +18,127 @@
 
 #define IMPORT_DEFAULT_VERSION "default"
 
+struct import_ctx;
+
 enum import_format {
 	IMPORT_FORMAT_AUTO = 0,
 	IMPORT_FORMAT_PERF,
 	IMPORT_FORMAT_FOLDED,
 	IMPORT_FORMAT_PPROF,
+	IMPORT_FORMAT_PERF_DATA, /* perf record's perf.data */
+	IMPORT_FORMAT_GPERF_CPU, /* gperftools' binary CPU profile (CPUPROFILE) */
+	IMPORT_FORMAT_LEGACY,    /* legacy text: heap, growth, contention, thread */
+	IMPORT_FORMAT_UNKNOWN,   /* none of the above (import_detect only) */
 };
 
+/* What import_detect tries, in order, for a message on IMPORT_FORMAT_UNKNOWN. */
+#define IMPORT_FORMATS_TRIED                                                                       \
+	"perf.data, gperftools CPU profile, pprof (gzipped or raw protobuf), legacy text "         \
+	"profile (heap, growth, contention, thread, goroutine), perf script (a \"COMM PID ... "    \
+	"EVENT:\" header with stack lines, or one line per sample), folded stacks (\"a;b;c "       \
+	"COUNT\" lines)"
+
 struct import_options {
-	const char *binary;  /* --binary: overrides the process name; NULL if unset */
-	const char *version; /* --version label; NULL means the importer's default */
-	const char *event;   /* --event: keep only this perf event; NULL = first seen */
-	bool all_events;     /* --all-events: every perf event as its own series */
-	int64_t now;         /* wall-clock seconds used for samples without a time */
+	const char *binary;      /* --binary: overrides the process name; NULL if unset */
+	const char *version;     /* --version label; NULL means the importer's default */
+	const char *event;       /* --event: keep only this perf event; NULL = first seen */
+	bool all_events;         /* --all-events: every perf event as its own series */
+	int64_t now;             /* wall-clock seconds used for samples without a time */
+	const char *binary_path; /* --binary-path: colon-separated directories
+	                          * where the files a profile mapped are looked
+	                          * for first (pprof's PPROF_BINARY_PATH); NULL */
 };
+
+/* Symbolization of the addresses that perf.data, gperftools and legacy
+ * text profiles hold, provided by the caller (flamefs-collect wires it to
+ * the collector's symbolizer, symbolize.h).  An importer given none
+ * (ctx->sym NULL) names a frame "[basename]" of the mapping holding its
+ * address, or "[unknown]".  Every function returns 0 (user: the number of
+ * frames filled, >= 1) or -errno; strings they hand back are owned by
+ * the provider and live as long as it. */
+struct import_symbols {
+	void *ctx;
+	/* Process pid (a profile of one process uses pid 0) is `name`, with no
+	 * mappings yet (a new process, or an exec). */
+	int (*process)(void *ctx, uint32_t pid, const char *name);
+	/* pid's child `child` starts with a copy of pid's mappings. */
+	int (*fork)(void *ctx, uint32_t pid, uint32_t child);
+	/* An executable mapping of pid; build_id may be NULL. */
+	int (*map)(void *ctx, uint32_t pid, uint64_t start, uint64_t end, uint64_t pgoff,
+	           const char *path, const uint8_t *build_id, size_t build_id_len);
+	/* Frames of a user address, innermost first: f[0] the function, then
+	 * inlined ones, at most room; caller: a return address (looked up
+	 * one byte before). */
+	int (*user)(void *ctx, uint32_t pid, uint64_t addr, bool caller, struct store_frame *f,
+	            size_t room);
+	/* The frame of a kernel address. */
+	int (*kernel)(void *ctx, uint64_t addr, bool caller, struct store_frame *f);
+	/* Optional: names the kernel addresses ips[0..n) in one go, so that
+	 * the kernel() calls that follow find them ready.  May be NULL. */
+	int (*kernel_prefetch)(void *ctx, const uint64_t *ips, size_t n);
+	/* pid's executable's GNU build id as lowercase hex, "" when unknown. */
+	const char *(*build_id)(void *ctx, uint32_t pid);
+	/* Unwinds thread tid of pid from a copy of its user stack (stack[0..
+	 * stack_len) starting at the stack pointer among regs) and its user
+	 * registers regs[0..nregs) (perf's sample_regs_user order, the bits
+	 * of regs_mask).  Fills ips[0..room) leaf first and returns how many,
+	 * 0 when nothing could be unwound, or -errno.  May be NULL. */
+	int (*unwind)(void *ctx, uint32_t pid, uint32_t tid, uint64_t regs_mask,
+	              const uint64_t *regs, size_t nregs, const uint8_t *stack, size_t stack_len,
+	              uint64_t *ips, size_t room);
+};
+
+/* The executable mappings of a profile that names them as text
+ * (/proc/PID/maps lines), for naming frames without a symbolizer and for
+ * handing to one.  A zeroed struct is empty; free with import_maps_free. */
+struct import_map {
+	uint64_t start, end, pgoff;
+	char *path;    /* malloc'd */
+	char *bracket; /* "[basename]", malloc'd */
+};
+struct import_maps {
+	struct import_map *m;
+	size_t n, cap;
+};
+/* Adds the mapping a /proc/PID/maps line describes ("START-END PERMS
+ * OFFSET DEV INODE PATH", or the brief "START-END PATH"), when it is
+ * executable (or has no permissions column) and names a file.  Returns
+ * 1 when added, 0 when the line is not such a mapping, -ENOMEM. */
+int import_maps_line(struct import_maps *maps, const char *l, size_t n);
+/* The mapping holding addr, or NULL. */
+const struct import_map *import_maps_find(const struct import_maps *maps, uint64_t addr);
+void import_maps_free(struct import_maps *maps);
+/* Frames for one address of pid, innermost first, into f[0..room): through
+ * ctx->sym when set, else "[basename]" of the mapping holding it in maps
+ * (which may be NULL; the frame's strings are then owned by maps) or
+ * "[unknown]".  Returns the number of frames (>= 1) or -errno. */
+int import_addr_frames(struct import_ctx *ctx, const struct import_maps *maps, uint32_t pid,
+                       uint64_t addr, bool caller, struct store_frame *f, size_t room);
+
+/* Reads the prefix and then ctx->fd to its end into a malloc'd buffer the
+ * caller frees (with one spare byte after len).  Inputs over `max` bytes
+ * are refused with a message.  Returns 0, -ENOMEM, -EINVAL (message) or
+ * -errno. */
+int import_read_all(struct import_ctx *ctx, size_t max, uint8_t **out, size_t *len);
+
+/* Records "PATH: offset OFF: <fmt...>" in ctx->err and returns -EINVAL:
+ * the binary formats' error, at byte offset off of the input. */
+int import_fail_at(struct import_ctx *ctx, uint64_t off, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* The series of a signed value: values below zero (delta profiles) go to
+ * a series of their own whose event is "-EVENT" and whose counts are the
+ * values' magnitudes; see README "Negative values". */
+#define IMPORT_NEGATIVE_PREFIX "-"
 
 struct import_ctx {
 	struct store_batch *batch;
 	const struct import_options *opt;
-	const char *path;      /* shown in messages; "-" is shown as "<stdin>" */
-	int fd;                /* input */
-	const uint8_t *prefix; /* bytes already read from fd (for format */
-	size_t prefix_len;     /* detection); an importer consumes them first */
+	const char *path;                 /* shown in messages; "-" is shown as "<stdin>" */
+	int fd;                           /* input */
+	const uint8_t *prefix;            /* bytes already read from fd (for format */
+	size_t prefix_len;                /* detection); an importer consumes them first */
+	const struct import_symbols *sym; /* may be NULL (see above) */
 
 	/* Filled in by the importer as it goes. */
 	uint64_t line;     /* current line (1-based) for text formats */
@@ -102,14 +201,39 @@ size_t import_tidy(char *s, size_t n);
  * ASCII as is and every other byte as \xNN, for error messages. */
 void import_excerpt(char *out, size_t outlen, const char *s, size_t n);
 
-/* Guesses the format from the first bytes of an input. */
+/* The length of perf event name ev[0..n) without perf's modifiers: a last
+ * ":MODS" where MODS is one or more of perf's modifier letters
+ * (u k h H G I p P S D W e b) is cut, so "cpu-clock:ppp" and
+ * "cpu-clock:u" give "cpu-clock"; "sched:sched_switch" stays whole. */
+size_t import_event_base(const char *ev, size_t n);
+
+/* The format of an input from its first bytes (buf[0..len)), strictly:
+ * IMPORT_FORMAT_UNKNOWN when it is none of them. */
 enum import_format import_detect(const uint8_t *buf, size_t len);
+/* The --format name of f ("perf", "perf.data", "folded", "pprof",
+ * "gperftools-cpu", "legacy"; "auto" for AUTO and UNKNOWN). */
 const char *import_format_name(enum import_format f);
+/* The format named name (as import_format_name gives it, or "auto"), or
+ * -1 when there is none. */
+int import_format_parse(const char *name);
+
+/* True when the first lines of buf[0..len) are perf script text: the
+ * first one not a comment is a sample header that names an event or is
+ * followed by an indented stack line, or a sample line of a recording
+ * without callchains; or the input ends inside that first header. */
+bool import_perf_sniff(const uint8_t *buf, size_t len);
+/* True when buf[0..len) begins like a legacy text profile. */
+bool import_legacy_sniff(const uint8_t *buf, size_t len);
+/* True when buf[0..len) begins like a gperftools CPU profile. */
+bool import_gperf_cpu_sniff(const uint8_t *buf, size_t len);
 
 /* The importers.  Each reads ctx->fd to its end. */
 int import_perf(struct import_ctx *ctx);
 int import_folded(struct import_ctx *ctx);
 int import_pprof(struct import_ctx *ctx);
+int import_gperf_cpu(struct import_ctx *ctx);
+int import_legacy(struct import_ctx *ctx);
+int import_perf_data(struct import_ctx *ctx);
 
 /* ---- a streaming line reader shared by the text importers ---------- */
 

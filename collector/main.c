@@ -18,6 +18,7 @@
 
 #include "duration.h"
 #include "import.h"
+#include "offline.h"
 #include "record.h"
 #include "store.h"
 #include "view.h"
@@ -43,7 +44,8 @@ static void usage_main(FILE *f)
 	      "Stores profiler stacks, deduplicated, in a flamefs store.\n"
 	      "\n"
 	      "Commands:\n"
-	      "  import   import perf script text, folded stacks or a pprof profile\n"
+	      "  import   import perf.data, perf script text, folded stacks, pprof,\n"
+	      "           gperftools or legacy text profiles\n"
 	      "  record   sample CPU stacks live with eBPF and store them\n"
 	      "  stats    list each series with its samples, stacks and footprint\n"
 	      "  export   print the stored stacks as folded text or pprof\n"
@@ -70,32 +72,41 @@ static void usage_main(FILE *f)
 
 static void usage_import(FILE *f)
 {
-	fputs("Usage: " PROG " import [--store DIR] [--format perf|folded|pprof]\n"
+	fputs("Usage: " PROG " import [--store DIR] [--format FORMAT]\n"
 	      "           [--binary NAME] [--version LABEL] [--event EVENT | --all-events]\n"
-	      "           [--time SECONDS] FILE|-\n"
+	      "           [--time SECONDS] [--binary-path DIR[:DIR...]] FILE|-\n"
 	      "\n"
 	      "Imports one file (or standard input) as one atomic batch: either every\n"
 	      "sample is stored or, on any error, nothing is.\n"
 	      "\n"
 	      "  --store DIR     the store (default: $FLAMEFS_STORE, else\n"
 	      "                  $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
-	      "  --format F      perf (perf script text), folded (\"a;b;c 42\" lines) or\n"
-	      "                  pprof (profile.proto, gzipped or not); default: detect\n"
+	      "  --format F      perf.data (perf record), perf (perf script text), folded\n"
+	      "                  (\"a;b;c 42\" lines), pprof (profile.proto, gzipped or\n"
+	      "                  not), gperftools-cpu (CPUPROFILE), legacy (heap, growth,\n"
+	      "                  contention, thread text: HEAPPROFILE, Go debug=1);\n"
+	      "                  default: detect\n"
 	      "  --binary NAME   store every sample under this binary instead of the\n"
 	      "                  process name (perf), first frame (folded) or main\n"
-	      "                  mapping (pprof)\n"
+	      "                  mapping (pprof, gperftools, legacy)\n"
 	      "  --version LABEL version label (default: \"" IMPORT_DEFAULT_VERSION
-	      "\"; for pprof the\n"
-	      "                  main mapping's build id, first 12 hex digits)\n"
+	      "\"; for pprof,\n"
+	      "                  gperftools and legacy text the main mapping's build\n"
+	      "                  id, first 12 hex digits)\n"
 	      "  --event EVENT   perf: keep only this event (default: the first seen)\n"
 	      "  --all-events    perf: keep every event, each as its own series\n"
 	      "  --time SECONDS  unix time for samples that carry none (folded input,\n"
-	      "                  pprof without time_nanos); default: now\n"
+	      "                  pprof without time_nanos, gperftools, legacy); default: now\n"
+	      "  --binary-path DIRS  colon-separated directories where the files a\n"
+	      "                  profile mapped are looked for first (perf.data,\n"
+	      "                  gperftools, legacy), like pprof's PPROF_BINARY_PATH\n"
 	      "\n"
 	      "EXAMPLES\n"
+	      "  perf record -g -a -- sleep 20 && " PROG " import --store ~/prof perf.data\n"
 	      "  perf script | " PROG " import --store ~/prof -\n"
 	      "  " PROG " import --store ~/prof --binary nginx --version 1.25.3 out.folded\n"
-	      "  " PROG " import --store ~/prof cpu.pb.gz\n",
+	      "  " PROG " import --store ~/prof cpu.pb.gz\n"
+	      "  " PROG " import --store ~/prof --binary-path ./bin cpu.prof\n",
 	      f);
 }
 
@@ -187,6 +198,7 @@ static int cmd_import(int argc, char **argv)
 	        {"event", required_argument, NULL, 'e'},
 	        {"all-events", no_argument, NULL, 'a'},
 	        {"time", required_argument, NULL, 't'},
+	        {"binary-path", required_argument, NULL, 'p'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -213,16 +225,17 @@ static int cmd_import(int argc, char **argv)
 			have_time = true;
 			break;
 		}
-		case 'f':
-			if (strcmp(optarg, "perf") == 0)
-				fmt = IMPORT_FORMAT_PERF;
-			else if (strcmp(optarg, "folded") == 0)
-				fmt = IMPORT_FORMAT_FOLDED;
-			else if (strcmp(optarg, "pprof") == 0)
-				fmt = IMPORT_FORMAT_PPROF;
-			else if (strcmp(optarg, "auto") != 0)
-				die("--format: expected perf, folded or pprof, got \"%s\"", optarg);
+		case 'f': {
+			int f = import_format_parse(optarg);
+			if (f < 0)
+				die("--format: expected perf, perf.data, folded, pprof, "
+				    "gperftools-cpu, "
+				    "legacy or auto, got \"%s\"",
+				    optarg);
+			fmt = (enum import_format)f;
 			break;
+		}
+		case 'p': o.binary_path = optarg; break;
 		case 'h': usage_import(stdout); return 0;
 		default: usage_import(stderr); return 2;
 		}
@@ -259,10 +272,21 @@ static int cmd_import(int argc, char **argv)
 		plen += (size_t)n;
 	}
 	if (plen == 0)
-		die("%s: empty input, expected perf script text, folded stacks or a pprof profile",
-		    shown);
+		die("%s: empty input, expected a profile: " IMPORT_FORMATS_TRIED, shown);
 	if (fmt == IMPORT_FORMAT_AUTO)
 		fmt = import_detect(prefix, plen);
+	if (fmt == IMPORT_FORMAT_UNKNOWN)
+		die("%s: expected a profile in a format flamefs reads, got none it recognizes; "
+		    "tried " IMPORT_FORMATS_TRIED "; --format picks one",
+		    shown);
+	/* Profiles of addresses are symbolized against the files they name. */
+	struct import_symbols sym = {0};
+	if (fmt == IMPORT_FORMAT_GPERF_CPU || fmt == IMPORT_FORMAT_LEGACY ||
+	    fmt == IMPORT_FORMAT_PERF_DATA) {
+		int src = offline_symbols_new(o.binary_path, &sym);
+		if (src == -ENOMEM)
+			die("out of memory");
+	}
 
 	char *owned, err[512];
 	const char *dir = resolve_store(store_arg, &owned);
@@ -284,6 +308,7 @@ static int cmd_import(int argc, char **argv)
 	        .fd = fd,
 	        .prefix = prefix,
 	        .prefix_len = plen,
+	        .sym = sym.user ? &sym : NULL,
 	};
 	if (isatty(STDERR_FILENO)) {
 		ctx.progress = show_progress;
@@ -294,8 +319,12 @@ static int cmd_import(int argc, char **argv)
 	switch (fmt) {
 	case IMPORT_FORMAT_PERF: rc = import_perf(&ctx); break;
 	case IMPORT_FORMAT_FOLDED: rc = import_folded(&ctx); break;
+	case IMPORT_FORMAT_GPERF_CPU: rc = import_gperf_cpu(&ctx); break;
+	case IMPORT_FORMAT_LEGACY: rc = import_legacy(&ctx); break;
+	case IMPORT_FORMAT_PERF_DATA: rc = import_perf_data(&ctx); break;
 	default: rc = import_pprof(&ctx); break;
 	}
+	offline_symbols_free(&sym);
 	if (ctx.progress)
 		fputs("\r\033[K", stderr);
 	if (rc < 0) {

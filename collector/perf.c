@@ -17,12 +17,24 @@
  *    neither a comment, a header nor a stack line, a line holding a NUL
  *    byte, or a stack line outside a sample, is an error rather than a
  *    warning;
- *  - event names keep perf's modifiers ("cpu-clock:ppp"), as
+ *  - events are told apart (first event only, --event) by their names as
+ *    perf prints them, modifiers included ("cpu-clock:ppp"), as
  *    stackcollapse compares them; --event EV keeps EV and, when EV has no
- *    ':', also EV with any modifiers.  The unit is "nanoseconds" for
- *    cpu-clock and task-clock (modifiers ignored), "count" otherwise.
- *    A header that names no event gives the series event "samples".
- *  - --all-events stores every event as its own series.
+ *    ':', also EV with any modifiers.  The series is named by the event
+ *    without its modifiers (import_event_base: "cpu-clock:ppp" and
+ *    "cpu-clock:u" are "cpu-clock"), so the view's pprof calls cpu-clock
+ *    "cpu/nanoseconds" in any spelling.  The unit is "nanoseconds" for
+ *    cpu-clock and task-clock, "count" otherwise.  A header that names
+ *    no event gives the series event "samples".
+ *  - --all-events stores every event as its own series; events that
+ *    differ only in modifiers ("cycles:u", "cycles:k") share one.
+ *  - output of a recording without callchains (`perf record` without -g)
+ *    has one line per sample: the process name right-aligned, the event
+ *    followed by the pc, symbol and module.  Such a line is a sample of
+ *    one frame (stackcollapse-perf.pl misreads it as a stack line).  It
+ *    is recognized only where a sample may start (after a blank line, a
+ *    one-line sample, or at the start) and only when the pc after the
+ *    event is hex and a stack line follows it.
  * Frame kinds: inline pieces (after the first "->") INLINE, modules
  * "[kernel.*" KERNEL, unsymbolized "[unknown]" UNKNOWN, "/tmp/perf-*.map"
  * JIT, else USER; the module attribute is perf's module field verbatim.
@@ -486,10 +498,13 @@ static int sample_series(struct perf *p, uint32_t *id)
 	}
 
 	const char *ev = p->blk + p->pname_len + 1;
-	size_t evlen = p->event_len;
-	const char *event = evlen ? ev : NO_EVENT_NAME;
+	size_t evlen = import_event_base(ev, p->event_len);
+	char *event = evlen ? strndup(ev, evlen) : strdup(NO_EVENT_NAME);
+	if (!event)
+		return -ENOMEM;
 	const char *unit = evlen && event_is_clock(ev, evlen) ? "nanoseconds" : "count";
 	int rc = import_series(p->ctx, p->blk, NULL, event, unit, id);
+	free(event);
 	if (rc < 0)
 		return rc;
 
@@ -1298,6 +1313,81 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 	return 0;
 }
 
+/* Matches a sample line of a recording without callchains, l[0..n) with
+ * the leading whitespace already skipped: a header (comm pid ...), a
+ * time "S.F:", an optional period, the event "NAME:", then a stack line
+ * (hex pc, symbol, "(module)").  Fills h (event, period) and *tail, the
+ * offset of the stack line's part. */
+static bool match_one_line(const char *l, size_t n, struct header *h, size_t *tail)
+{
+	struct stack_line sl;
+
+	if (!match_header(l, n, h))
+		return false;
+	for (size_t k = h->end; k + 1 < n; k++) {
+		if (l[k] != ':' || !is_ws((unsigned char)l[k + 1]))
+			continue;
+		size_t b = k;
+		while (b > h->end && !is_ws((unsigned char)l[b - 1]))
+			b--;
+		size_t j = k + 1;
+		while (j < n && is_ws((unsigned char)l[j]))
+			j++;
+		size_t e = j;
+		while (e < n && (is_hex_lower((unsigned char)l[e])))
+			e++;
+		if (b == k || e == j || e == n || !is_ws((unsigned char)l[e]))
+			continue;
+		/* before the event: [":" ws] [period] ws, as match_event */
+		size_t c = b;
+		while (c > h->end && is_ws((unsigned char)l[c - 1]))
+			c--;
+		size_t d = c;
+		while (d > h->end && is_digit((unsigned char)l[d - 1]))
+			d--;
+		size_t f = d;
+		while (f > h->end && is_ws((unsigned char)l[f - 1]))
+			f--;
+		if (c == b || f == h->end || l[f - 1] != ':')
+			continue;
+		if (!match_stack_line(l + k + 1, n - k - 1, &sl))
+			return false;
+		h->event = l + b;
+		h->event_len = k - b;
+		h->period = c > d ? l + d : NULL;
+		h->period_len = c - d;
+		*tail = k + 1;
+		return true;
+	}
+	return false;
+}
+
+/* A sample line of a recording without callchains, where a sample may
+ * start: stored as a one-frame stack.  Returns 1 when l was one, 0 when
+ * not (nothing done), -errno. */
+static int one_line_sample(struct perf *p, const char *l, size_t n)
+{
+	struct header h;
+	size_t skip = 0, tail;
+	int rc;
+
+	while (skip < n && is_ws((unsigned char)l[skip]))
+		skip++;
+	if (!match_one_line(l + skip, n - skip, &h, &tail))
+		return 0;
+	p->sample_bytes = n + 1;
+	rc = start_sample(p, l + skip, n - skip, &h);
+	if (rc < 0)
+		return rc;
+	if (p->state == KEEP_SAMPLE) {
+		rc = add_stack_line(p, l + skip + tail, n - skip - tail);
+		if (rc < 0)
+			return rc;
+	}
+	rc = end_sample(p);
+	return rc < 0 ? rc : 1;
+}
+
 static int handle_line(struct perf *p, const char *l, size_t n)
 {
 	struct header h;
@@ -1347,6 +1437,11 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 	}
 	switch (p->state) {
 	case NO_SAMPLE:
+		if (is_ws((unsigned char)l[0]) && !memchr(l, '\0', n)) {
+			rc = one_line_sample(p, l, n);
+			if (rc != 0)
+				return rc < 0 ? rc : 0;
+		}
 		if (!is_ws((unsigned char)l[0]))
 			return fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
 		return fail_line(p, p->lr.line, "a sample header", l, n);
@@ -1360,6 +1455,41 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 static int handle_line_cb(void *state, const char *l, size_t n)
 {
 	return handle_line(state, l, n);
+}
+
+bool import_perf_sniff(const uint8_t *buf, size_t len)
+{
+	const char *p = (const char *)buf, *end = p + len;
+	struct header h;
+	size_t tail;
+	bool header = false;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		size_t skip = 0;
+		while (skip < n && is_ws((unsigned char)p[skip]))
+			skip++;
+		if (skip == n || p[0] == '#') {
+			if (!nl)
+				return header;
+			p = nl + 1;
+			continue;
+		}
+		if (header) /* the line after a header without an event */
+			return skip > 0 && !memchr(p, '\0', n) &&
+			       match_stack_line(p, n, &(struct stack_line){0});
+		if (skip > 0)
+			return match_one_line(p + skip, n - skip, &h, &tail);
+		if (!match_header(p, n, &h))
+			return false;
+		match_event(p, n, &h);
+		if (h.event || !nl)
+			return true; /* named an event, or the input ends in it */
+		header = true;
+		p = nl + 1;
+	}
+	return header;
 }
 
 static void perf_free(struct perf *p)

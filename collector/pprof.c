@@ -12,8 +12,15 @@
  * "NAME_[i]" with kind INLINE, as stackcollapse does; a location without
  * lines is "[base name of its mapping]" or "[unknown]".  A frame's build id
  * is the mapping's, hex-decoded when it is hex, else its raw bytes.  Each
- * series' weight is its value; samples is the value of the first "count"
- * sample type, else 1; zero values are not stored.  The whole input is
+ * series' weight is its value; samples is the magnitude of the first
+ * "count" sample type's value (1 where there is none, or it is 0); zero
+ * values are not stored.  Negative values (delta profiles, such as Go's
+ * /debug/pprof/allocs?seconds=N) go, as magnitudes, to a series of their
+ * own named "-TYPE" (IMPORT_NEGATIVE_PREFIX), so TYPE holds what grew and
+ * -TYPE what shrank, and TYPE's total minus -TYPE's is pprof's net total.
+ * The input's bytes are counted for the default sample type
+ * (default_sample_type, else the last type, as pprof picks it), which
+ * makes it the version's primary event in the view.  The whole input is
  * checked before anything is added, so a bad index is reported instead of
  * half-imported.
  */
@@ -372,24 +379,44 @@ static size_t count_index(const struct pprof *pp)
 	return SIZE_MAX;
 }
 
+static uint64_t magnitude(int64_t v)
+{
+	return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
+/* The samples a value counts for: the magnitude of the sample's first
+ * "count" type, else 1 (also when that is 0 but the value is not). */
+static uint64_t sample_count(const Perftools__Profiles__Sample *s, size_t count_idx)
+{
+	uint64_t c = count_idx == SIZE_MAX ? 1 : magnitude(s->value[count_idx]);
+	return c ? c : 1;
+}
+
 /* Checks that each sample type's values, and the samples, add up to less
- * than 2^64, the most a series' counts can hold.  The values are already
- * known to be 0 or more. */
+ * than 2^64, the most a series' counts can hold.  Positive and negative
+ * values go to series of their own (see import_pprof), so each sign's
+ * magnitudes are summed apart. */
 static int check_sums(struct pprof *pp)
 {
 	const pb_profile *p = pp->p;
 	size_t count_idx = count_index(pp);
-	uint64_t *sum = calloc(p->n_sample_type + 1, sizeof(*sum));
+	size_t nt = p->n_sample_type;
+	uint64_t(*sum)[2] = calloc(2 * nt + 2, sizeof(*sum)); /* [type][sign] {value, samples} */
 	int rc = 0;
 
 	if (!sum)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_sample && rc == 0; i++) {
 		const Perftools__Profiles__Sample *s = p->sample[i];
-		uint64_t samples = count_idx == SIZE_MAX ? 1 : (uint64_t)s->value[count_idx];
+		uint64_t samples = sample_count(s, count_idx);
 		for (size_t j = 0; j <= s->n_value; j++) {
-			uint64_t v = j < s->n_value ? (uint64_t)s->value[j] : samples;
-			if (!__builtin_add_overflow(sum[j], v, &sum[j]))
+			size_t k = j < s->n_value ? 2 * j + (s->value[j] < 0) : 2 * nt;
+			if (j < s->n_value && s->value[j] == 0)
+				continue;
+			uint64_t v = j < s->n_value ? magnitude(s->value[j]) : samples;
+			if (!__builtin_add_overflow(sum[k][0], v, &sum[k][0]) &&
+			    (j == s->n_value ||
+			     !__builtin_add_overflow(sum[k][1], samples, &sum[k][1])))
 				continue;
 			if (j < s->n_value)
 				rc = import_fail(
@@ -518,13 +545,6 @@ static int validate(struct pprof *pp)
 			        ctx, 0,
 			        "sample %zu: has %zu values, expected %zu (one per sample type)", i,
 			        s->n_value, p->n_sample_type);
-		for (size_t j = 0; j < s->n_value; j++)
-			if (s->value[j] < 0)
-				return import_fail(ctx, 0,
-				                   "sample %zu: value %lld for \"%s\" is negative; "
-				                   "expected a count of 0 or more",
-				                   i, (long long)s->value[j],
-				                   str_at(pp, p->sample_type[j]->type));
 		for (size_t j = 0; j < s->n_location_id; j++)
 			if (!idmap_get(&pp->locs, s->location_id[j], &x))
 				return import_fail(ctx, 0,
@@ -723,9 +743,23 @@ static void default_version(const struct pprof *pp, char *out, size_t outlen)
 			*c = (char)(*c - 'A' + 'a');
 }
 
+/* The default sample type, as pprof picks it: the one default_sample_type
+ * names, else the last. */
+static size_t default_type(const struct pprof *pp)
+{
+	const pb_profile *p = pp->p;
+	const char *want = p->default_sample_type ? str_at(pp, p->default_sample_type) : "";
+
+	for (size_t i = 0; *want && i < p->n_sample_type; i++)
+		if (strcmp(str_at(pp, p->sample_type[i]->type), want) == 0)
+			return i;
+	return p->n_sample_type - 1;
+}
+
 /* ---- import ----------------------------------------------------------- */
 
-static int add_samples(struct pprof *pp, const uint32_t *series, int64_t when)
+static int add_samples(struct pprof *pp, const uint32_t *series, uint32_t *neg_series,
+                       const char *binary, const char *version, int64_t when)
 {
 	struct import_ctx *ctx = pp->ctx;
 	pb_profile *p = pp->p;
@@ -771,12 +805,30 @@ static int add_samples(struct pprof *pp, const uint32_t *series, int64_t when)
 		rc = import_path(ctx, stack, n, &node);
 		if (rc < 0)
 			goto out;
-		uint64_t samples = count_idx == SIZE_MAX ? 1 : (uint64_t)s->value[count_idx];
+		uint64_t samples = sample_count(s, count_idx);
 		for (size_t j = 0; j < s->n_value; j++) {
 			if (s->value[j] == 0)
 				continue;
-			rc = import_add(ctx, &sums, 0, series[j], when, node, samples,
-			                (uint64_t)s->value[j]);
+			uint32_t id = series[j];
+			if (s->value[j] < 0) {
+				if (neg_series[j] == UINT32_MAX) {
+					const Perftools__Profiles__ValueType *t = p->sample_type[j];
+					char *ev;
+					if (asprintf(&ev, IMPORT_NEGATIVE_PREFIX "%s",
+					             str_at(pp, t->type)) < 0) {
+						rc = -ENOMEM;
+						goto out;
+					}
+					rc = import_series(ctx, binary, version, ev,
+					                   str_at(pp, t->unit), &neg_series[j]);
+					free(ev);
+					if (rc < 0)
+						goto out;
+				}
+				id = neg_series[j];
+			}
+			rc = import_add(ctx, &sums, 0, id, when, node, samples,
+			                magnitude(s->value[j]));
 			if (rc < 0)
 				goto out;
 		}
@@ -795,7 +847,7 @@ int import_pprof(struct import_ctx *ctx)
 	uint8_t *raw = NULL, *plain = NULL;
 	size_t raw_len = 0, plain_len = 0;
 	struct pprof pp = {.ctx = ctx};
-	uint32_t *series = NULL;
+	uint32_t *series = NULL, *neg = NULL;
 	int rc;
 
 	rc = read_all(ctx, &raw, &raw_len);
@@ -866,18 +918,21 @@ int import_pprof(struct import_ctx *ctx)
 
 	int64_t now = ctx->opt ? ctx->opt->now : 0;
 	int64_t when = pp.p->time_nanos > 0 ? pp.p->time_nanos / 1000000000 : now;
-	rc = add_samples(&pp, series, when);
+	neg = malloc(pp.p->n_sample_type * sizeof(*neg));
+	if (!neg) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(neg, 0xff, pp.p->n_sample_type * sizeof(*neg));
+	rc = add_samples(&pp, series, neg, binary, *version ? version : NULL, when);
 	if (rc < 0)
 		goto out;
 
-	/* Input bytes are shared evenly; the first series takes the rest. */
-	uint64_t share = raw_len / pp.p->n_sample_type;
-	for (size_t i = 0; i < pp.p->n_sample_type; i++) {
-		uint64_t b = share + (i == 0 ? raw_len % pp.p->n_sample_type : 0);
-		rc = store_batch_input_bytes(ctx->batch, series[i], b);
-		if (rc < 0)
-			goto out;
-	}
+	/* The input's bytes count for the default sample type, which makes
+	 * it the version's primary event in the view (fs/README.md). */
+	rc = store_batch_input_bytes(ctx->batch, series[default_type(&pp)], raw_len);
+	if (rc < 0)
+		goto out;
 	if (ctx->progress)
 		ctx->progress(ctx);
 	rc = 0;
@@ -889,6 +944,7 @@ out:
 		free(pp.lf);
 	}
 	free(series);
+	free(neg);
 	idmap_free(&pp.maps);
 	idmap_free(&pp.funcs);
 	idmap_free(&pp.locs);

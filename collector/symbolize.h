@@ -149,4 +149,49 @@ struct symbolize_stats {
 };
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st);
 
+/* ---- offline: processes known only from a recording -------------------
+ * perf.data and gperftools profiles name the files a process had mapped;
+ * these calls build a process from them instead of from /proc, and
+ * symbolize_user() then resolves its addresses as for a live one (the
+ * process is never looked up in /proc).  Files are found, in order:
+ * under each directory of `binary_path` (colon-separated, may be NULL) as
+ * DIR/BUILDID/BASENAME, DIR/FULL/PATH and DIR/BASENAME, like pprof's
+ * PPROF_BINARY_PATH; by build id in perf's cache
+ * ($HOME/.debug/.build-id/xx/rest/elf) and in /usr/lib/debug/.build-id
+ * (xx/rest.debug, for its symbols); then at the path itself.  A file
+ * whose build id differs from the recorded one is not used. */
+
+/* Creates (or, after an exec, replaces) offline process pid named
+ * `binary` (its comm or executable base name), with no mappings yet.
+ * Returns 0 or -ENOMEM. */
+int symbolize_offline_process(struct symbolize *s, pid_t pid, const char *binary);
+
+/* Adds an executable mapping [start, end) of `path` at file offset pgoff
+ * to offline process pid (created, named by path's base name, if
+ * unknown), replacing any mapping it overlaps.  build_id (raw bytes, may
+ * be NULL) picks the file.  A file that cannot be found still names its
+ * frames "[basename]".  The first mapping sets the process's build id
+ * when it is the executable's (binary == base name).  Returns 0 or
+ * -ENOMEM. */
+int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end,
+                          uint64_t pgoff, const char *path, const uint8_t *build_id,
+                          size_t build_id_len, const char *binary_path);
+
+/* The path of the file symbolize_offline_map() would open for (path,
+ * build_id), in a malloc'd string the caller frees, or NULL when none is
+ * found (or on ENOMEM). */
+char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t build_id_len,
+                             const char *binary_path);
+
+/* Names exactly as perf script prints them, for importers whose output
+ * is compared with it (perf.data): a symbol keeps its version suffix
+ * ("cfree@GLIBC_2.2.5") and C++ names are demangled as perf demangles
+ * them, without parameters or return type; then tidied like
+ * symbolize_name().  Returns a malloc'd string, or NULL on ENOMEM. */
+char *symbolize_name_perf(const char *raw);
+
+/* Whether symbolize_user() names symbols with symbolize_name_perf()
+ * (off by default: the live collector drops versions, demangles fully). */
+void symbolize_set_perf_names(struct symbolize *s, bool on);
+
 #endif

@@ -10,6 +10,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential meson ninja-build pkg-config clang llvm clang-format \
 	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev libiberty-dev \
 	librocksdb-dev libzstd-dev zstd libprotobuf-c-dev protobuf-c-compiler \
-	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf \
+	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf google-perftools libgoogle-perftools-dev \
 	perl python3 procps psmisc util-linux \
 	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd >/dev/null

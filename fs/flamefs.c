@@ -261,8 +261,11 @@ static bool names(const char *comp, size_t len, const char *name, size_t name_le
 }
 
 /* The series to show in /<binary>/<version>/: cpu-clock if the version
- * has it, else the event with the most samples.  [lo, hi) are the series
- * of that binary and version (sorted by event). */
+ * has it, else the event that the most input bytes were imported into
+ * (the importers count a pprof or legacy profile's bytes for its default
+ * sample type, so that is the one shown, as pprof shows it), else the
+ * event with the most samples.  [lo, hi) are the series of that binary
+ * and version (sorted by event). */
 static size_t primary_series(size_t lo, size_t hi)
 {
 	size_t best = lo;
@@ -270,9 +273,12 @@ static size_t primary_series(size_t lo, size_t hi)
 	for (size_t i = lo; i < hi; i++)
 		if (strcmp(fs.series[i].event, "cpu-clock") == 0)
 			return i;
-	for (size_t i = lo; i < hi; i++)
-		if (fs.series[i].samples > fs.series[best].samples)
+	for (size_t i = lo; i < hi; i++) {
+		const struct store_series *a = &fs.series[i], *b = &fs.series[best];
+		if (a->input_bytes > b->input_bytes ||
+		    (a->input_bytes == b->input_bytes && a->samples > b->samples))
 			best = i;
+	}
 	return best;
 }
 

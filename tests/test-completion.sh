@@ -72,7 +72,7 @@ comp "import" flamefs-collect im
 comp "compact export help import prune record stats unwind-table" flamefs-collect ""
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
-comp "auto folded perf pprof" flamefs-collect import --format ""
+comp "auto folded gperftools-cpu legacy perf perf.data pprof" flamefs-collect import --format ""
 comp "folded pprof" flamefs-collect export --format ""
 comp "--freq" flamefs-collect record --fr
 comp "--kernel-only" flamefs-collect record --k

@@ -245,9 +245,13 @@ for i in $(seq "$runs"); do
 	s_s=$((s_s - base_s))
 	s_w=$((s_w - base_w))
 	# The counts, through export, must say the same as the series records.
-	e_w=$("$collect" export --store "$w" --event cpu-clock 2>/dev/null | awk '{ s += $NF } END { printf "%.0f\n", s }')
+	# (The recording's series are record-target's: the earlier data,
+	# gen-perf's cpu-clock:pppH, is also event cpu-clock once perf's
+	# modifiers are stripped.)
+	e_w=$("$collect" export --store "$w" --event cpu-clock --binary "$(basename "$target")" 2>/dev/null |
+		awk '{ s += $NF } END { printf "%.0f\n", s }')
 	# The earlier data is untouched.
-	grep -v ' cpu-clock ' "$tmp/got.rows" | grep -v ' series, ' >"$tmp/got.old"
+	awk -v b="$(basename "$target")" '$1 != b' "$tmp/got.rows" | grep -v ' series, ' >"$tmp/got.old"
 	grep -v ' series, ' "$tmp/before.rows" >"$tmp/before.old"
 	if ! cmp -s "$tmp/got.old" "$tmp/before.old"; then
 		bad "record run $i (kill $what): the earlier series changed"

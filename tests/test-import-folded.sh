@@ -21,7 +21,7 @@ ref() {
 		my %sum;
 		while (my $l = <STDIN>) {
 			$l =~ s/\s+\z//;
-			next if $l eq "";
+			next if $l eq "" || $l =~ /^#/;
 			$l =~ /^(.+) (\d+)$/ or die "bad line: $l\n";
 			$sum{"$prefix$1"} += $2;
 		}

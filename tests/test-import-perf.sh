@@ -73,17 +73,37 @@ if import_export parts-tree "$data/parts.perf"; then
 fi
 
 # --all-events: one series per event, each equal to its --event output.
-n=$((n + 1))
-if import_export all-events "$two" --all-events; then
+# Series are named without perf's modifiers: cpu-clock:u is cpu-clock.
+for input in "$two" "$data/nocallchain.perf"; do
+	n=$((n + 1))
+	name=$(basename "$input" .perf)
+	import_export "all-$name" "$input" --all-events || continue
 	for ev in task-clock cpu-clock:u; do
-		perl "$ref" --event "$ev" "$two" >"$tmp/ref-all-$ev"
-		"$collect" export --store "$tmp/store" --format folded --event "$ev" \
+		perl "$ref" --event "$ev" "$input" >"$tmp/ref-all-$ev"
+		[ -s "$tmp/ref-all-$ev" ] || fail "$name: reference for $ev is empty"
+		"$collect" export --store "$tmp/store" --format folded --event "${ev%%:*}" \
 			>"$tmp/all-$ev.got" 2>&1
-		same "$tmp/all-$ev.got" "$tmp/ref-all-$ev" "--all-events, event $ev"
+		same "$tmp/all-$ev.got" "$tmp/ref-all-$ev" "$name: --all-events, event $ev"
 	done
 	"$collect" stats --store "$tmp/store" >"$tmp/stats" 2>&1
-	grep -q 'task-clock' "$tmp/stats" && grep -q 'cpu-clock:u' "$tmp/stats" ||
-		{ fail "--all-events: stats lacks a series"; cat "$tmp/stats"; }
+	grep -q ' task-clock ' "$tmp/stats" && grep -q ' cpu-clock ' "$tmp/stats" &&
+		! grep -q 'cpu-clock:' "$tmp/stats" ||
+		{ fail "$name: --all-events: stats lacks a series or keeps a modifier"; cat "$tmp/stats"; }
+done
+
+# cpu-clock in any spelling is pprof's cpu/nanoseconds (issue 16).
+if command -v go >/dev/null; then
+	for ev in cpu-clock:ppp cpu-clock:u cpu-clock; do
+		n=$((n + 1))
+		rm -rf "$tmp/store"
+		sed "s/ cpu-clock:u: / $ev: /" "$two" >"$tmp/spelled.perf"
+		"$collect" import --store "$tmp/store" --event "$ev" "$tmp/spelled.perf" >/dev/null 2>&1 &&
+			"$collect" export --store "$tmp/store" --format pprof -o "$tmp/spelled.pb.gz" ||
+			{ fail "$ev: import or pprof export failed"; continue; }
+		go tool pprof -raw "$tmp/spelled.pb.gz" 2>/dev/null | grep -q '^samples/count cpu/nanoseconds' ||
+			{ fail "$ev: pprof sample types are not samples/count cpu/nanoseconds"
+			  go tool pprof -raw "$tmp/spelled.pb.gz" 2>&1 | head -5; }
+	done
 fi
 
 # --binary: every process lands in one series named by the option.

@@ -55,7 +55,7 @@ _flamefs_collect()
 
 	# An option's value.
 	case $prev in
-	--store)
+	--store | --binary-path)
 		_flamefs_collect_dirs
 		return
 		;;
@@ -65,7 +65,7 @@ _flamefs_collect()
 		;;
 	--format)
 		case $cmd in
-		import) COMPREPLY=($(compgen -W 'perf folded pprof auto' -- "$cur")) ;;
+		import) COMPREPLY=($(compgen -W 'perf perf.data folded pprof gperftools-cpu legacy auto' -- "$cur")) ;;
 		export) COMPREPLY=($(compgen -W 'folded pprof' -- "$cur")) ;;
 		esac
 		return

@@ -122,6 +122,9 @@ int fuzz_import(const uint8_t *data, size_t size, enum import_format fmt)
 	switch (fmt) {
 	case IMPORT_FORMAT_PERF: rc = import_perf(&ctx); break;
 	case IMPORT_FORMAT_FOLDED: rc = import_folded(&ctx); break;
+	case IMPORT_FORMAT_GPERF_CPU: rc = import_gperf_cpu(&ctx); break;
+	case IMPORT_FORMAT_LEGACY: rc = import_legacy(&ctx); break;
+	case IMPORT_FORMAT_PERF_DATA: rc = import_perf_data(&ctx); break;
 	default: rc = import_pprof(&ctx); break;
 	}
 	close(fd);

@@ -75,13 +75,34 @@ while (my $line = <>) {
 		next;
 	}
 	next if $line =~ /^\s*$/;
+	# Without callchains (perf record without -g): one line per sample,
+	# comm right-aligned, then time, period, event, pc, symbol, module.
+	if (!$in_sample &&
+	    $line =~ /^\s+(\S.+?)\s+\d+(?:\/\d+)?\s+.*?:\s*(\d+)?\s+(\S+):\s+([0-9a-f]+\s+.+ \(.*\).*)$/) {
+		my ($comm, $period, $ev, $rest) = ($1, $2, $3, $4);
+		finish();
+		$in_sample = 1;
+		$keep = event_kept($ev);
+		$weight = defined $period && $period > 0 ? $period : 1;
+		($pname = $comm) =~ s/ /_/g;
+		$line = $rest;
+		stack_line($line) if $keep;
+		finish();
+		next;
+	}
 	die "line $.: stack line outside a sample\n" unless $in_sample;
 	next unless $keep;
+	stack_line($line);
+}
+finish();
+
+sub stack_line {
+	my ($line) = @_;
 	$line =~ /^\s*(\w+)\s*(.+) \((.*)\)/
 		or die "line $.: not a stack line: $line\n";
 	my ($func, $mod) = ($2, $3);
 	$func =~ s/\+0x[0-9a-f]+$//;
-	next if substr($func, 0, 1) eq '(';
+	return if substr($func, 0, 1) eq '(';
 	my @pieces = split /->/, $func;
 	my @group;
 	for my $i (0 .. $#pieces) {
@@ -96,7 +117,6 @@ while (my $line = <>) {
 	}
 	unshift @frames, @group;
 }
-finish();
 
 for my $k (sort keys %total) {
 	print "$k $total{$k}\n";

@@ -1,0 +1,1380 @@
+/*
+ * perfdata.c — the perf.data importer: reads what `perf record` writes,
+ * without perf, and stores what `perf script | stackcollapse-perf.pl`
+ * would print for it.
+ *
+ * The file (tools/perf/Documentation/perf.data-file-format.txt): a header
+ * with the attrs section (one perf_event_attr and its sample ids per
+ * event), the data section (records) and a bitmap of feature sections
+ * that follow the data.  The features read are BUILD_ID (the build id of
+ * every file samples hit, so files are found in perf's build-id cache and
+ * /usr/lib/debug), EVENT_DESC (the events' names), CMDLINE (kept for
+ * messages) and CLOCK_DATA (with `perf record -k`, an anchor that turns
+ * sample times into wall-clock seconds; without it samples carry perf's
+ * clock, seconds since boot, as perf script text does).  Pipe-mode files
+ * (`perf record -o -`) carry their attrs as HEADER_ATTR records instead.
+ *
+ * Records: MMAP and MMAP2 (executable mappings, with MMAP2's build id when
+ * there is one), COMM (a thread's name; with the exec flag, a new
+ * program), FORK (a child starts with its parent's name and mappings),
+ * EXIT, and SAMPLE, decoded by its event's sample_type.  A sample's stack
+ * is its callchain (`-g`): entries between PERF_CONTEXT_* markers are
+ * kernel or user addresses, leaf first, looked up as they are (as perf
+ * does; a return address is not stepped back into its call); a callchain
+ * holding a context perf does not know is dropped whole, as perf drops
+ * it; without a callchain, the sample's ip alone.  With `--call-graph
+ * dwarf` the user part is unwound from the copied stack and registers
+ * (ctx->sym->unwind, libdw's unwinder); where that fails, it is the
+ * callchain's user entries (the sample ip), as a recording without -g.
+ * Addresses are named by ctx->sym, as the live collector names them.
+ *
+ * Series: binary = the thread's comm (spaces as '_'), version --version
+ * or "default", event = the event's name without perf's modifiers, unit
+ * nanoseconds for cpu-clock and task-clock, else count; weight = the
+ * sample's period (1 without one).  Only one event is kept unless --event
+ * or --all-events: the first of the file's events that has samples
+ * (first_sampled; in pipe mode, the first event sampled).  Errors name
+ * the byte offset: "FILE: offset N: expected ...".  The file is read
+ * mapped whole (a pipe is read whole).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "import.h"
+#include "stackcache.h"
+
+#define PERFDATA_MAX_BYTES ((size_t)64 << 30)
+#define MAX_ATTRS          256
+#define MAX_STACK          1024 /* frames kept per sample (perf's own limit is 127 by default) */
+#define FRAMES_PER_PC      16
+#define STACK_SLOTS_LOG2   18
+#define NO_EVENT_NAME      "samples"
+
+/* perf_event_attr.sample_type bits */
+enum {
+	S_IP = 1u << 0,
+	S_TID = 1u << 1,
+	S_TIME = 1u << 2,
+	S_ADDR = 1u << 3,
+	S_READ = 1u << 4,
+	S_CALLCHAIN = 1u << 5,
+	S_ID = 1u << 6,
+	S_CPU = 1u << 7,
+	S_PERIOD = 1u << 8,
+	S_STREAM_ID = 1u << 9,
+	S_RAW = 1u << 10,
+	S_BRANCH_STACK = 1u << 11,
+	S_REGS_USER = 1u << 12,
+	S_STACK_USER = 1u << 13,
+	S_IDENTIFIER = 1u << 16,
+};
+
+/* record types */
+enum {
+	R_MMAP = 1,
+	R_COMM = 3,
+	R_EXIT = 4,
+	R_FORK = 7,
+	R_SAMPLE = 9,
+	R_MMAP2 = 10,
+	R_HEADER_ATTR = 64,
+	R_FINISHED_ROUND = 68,
+	R_COMPRESSED = 81,
+};
+
+/* feature bits */
+enum {
+	F_BUILD_ID = 2,
+	F_CMDLINE = 11,
+	F_EVENT_DESC = 12,
+	F_CLOCK_DATA = 29,
+};
+
+#define MISC_CPUMODE_MASK 7u
+#define MISC_KERNEL       1u
+#define MISC_USER         2u
+#define MISC_MMAP_DATA    (1u << 13)
+#define MISC_COMM_EXEC    (1u << 13)
+#define MISC_MMAP_BUILDID (1u << 14)
+#define MISC_BUILDID_SIZE (1u << 15)
+
+#define CONTEXT_HV           ((uint64_t)-32)
+#define CONTEXT_KERNEL       ((uint64_t)-128)
+#define CONTEXT_USER         ((uint64_t)-512)
+#define CONTEXT_MAX          ((uint64_t)-4095)
+#define CONTEXT_GUEST        ((uint64_t)-2048)
+#define CONTEXT_GUEST_KERNEL ((uint64_t)-2176)
+#define CONTEXT_GUEST_USER   ((uint64_t)-2560)
+
+#define READ_TOTAL_TIME_ENABLED (1u << 0)
+#define READ_TOTAL_TIME_RUNNING (1u << 1)
+#define READ_ID                 (1u << 2)
+#define READ_GROUP              (1u << 3)
+#define READ_LOST               (1u << 4)
+
+#define BRANCH_HW_INDEX (1u << 17)
+
+struct attr {
+	uint32_t type;
+	uint64_t config, sample_type, read_format, branch_sample_type;
+	uint64_t regs_user_mask;
+	bool sample_id_all;
+	char *name;    /* as perf names it, e.g. "cpu-clock:ppp"; malloc'd */
+	size_t base;   /* length without modifiers */
+	int kept;      /* -1 unknown, 0 skipped, 1 kept */
+	uint64_t *ids; /* sample ids of this event */
+	size_t nids;
+};
+
+/* A thread's name (comm) by tid. */
+struct thread {
+	uint32_t tid; /* 0 and slot empty when name is NULL */
+	char *name;
+};
+
+struct pd {
+	struct import_ctx *ctx;
+	const uint8_t *buf;
+	size_t len;
+	bool swap; /* file written on the other byte order: refused */
+
+	struct attr attrs[MAX_ATTRS];
+	size_t nattrs;
+	uint64_t *id_keys; /* sample id -> attr index, open addressing */
+	uint32_t *id_vals;
+	size_t id_mask;
+
+	bool have_clock;
+	int64_t clock_wall_ns, clock_perf_ns;
+
+	struct thread *threads;
+	size_t threads_mask, threads_used;
+	uint32_t *gen; /* per pid slot: bumped on exec/mmap, part of cache keys */
+
+	struct stackcache *stacks; /* (pid gen, comm, event, ips) -> node */
+	uint64_t *ips;
+	size_t ips_cap;
+	struct store_frame *frames;
+	size_t frames_cap;
+	struct import_sums sums;
+	int first_attr; /* the event kept by default, -1 before the first sample */
+	uint64_t skipped_other;
+	uint64_t unwound, unwind_failed;
+	uint8_t kernel[MAX_STACK]; /* per entry of ips: 1 kernel, 0 user */
+};
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static const char *const hw_names[] = {"cycles",
+                                       "instructions",
+                                       "cache-references",
+                                       "cache-misses",
+                                       "branch-instructions",
+                                       "branch-misses",
+                                       "bus-cycles",
+                                       "stalled-cycles-frontend",
+                                       "stalled-cycles-backend",
+                                       "ref-cycles"};
+static const char *const sw_names[] = {
+        "cpu-clock",        "task-clock",   "page-faults",  "context-switches",
+        "cpu-migrations",   "minor-faults", "major-faults", "alignment-faults",
+        "emulation-faults", "dummy",        "bpf-output",   "cgroup-switches"};
+
+static int attr_default_name(struct attr *a)
+{
+	char tmp[64];
+
+	if (a->type == 0 && a->config < sizeof(hw_names) / sizeof(hw_names[0]))
+		snprintf(tmp, sizeof(tmp), "%s", hw_names[a->config]);
+	else if (a->type == 1 && a->config < sizeof(sw_names) / sizeof(sw_names[0]))
+		snprintf(tmp, sizeof(tmp), "%s", sw_names[a->config]);
+	else
+		snprintf(tmp, sizeof(tmp), "raw-%u-0x%llx", a->type, (unsigned long long)a->config);
+	a->name = strdup(tmp);
+	return a->name ? 0 : -ENOMEM;
+}
+
+/* ---- sample ids ----------------------------------------------------------- */
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static int ids_build(struct pd *p)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->nattrs; i++)
+		n += p->attrs[i].nids;
+	size_t cap = 16;
+	while (cap < 2 * n + 2)
+		cap *= 2;
+	free(p->id_keys);
+	free(p->id_vals);
+	p->id_keys = calloc(cap, sizeof(*p->id_keys));
+	p->id_vals = calloc(cap, sizeof(*p->id_vals));
+	if (!p->id_keys || !p->id_vals)
+		return -ENOMEM;
+	p->id_mask = cap - 1;
+	for (size_t i = 0; i < p->nattrs; i++) {
+		for (size_t j = 0; j < p->attrs[i].nids; j++) {
+			uint64_t id = p->attrs[i].ids[j] + 1; /* 0 marks empty */
+			size_t s = mix(id) & p->id_mask;
+			while (p->id_keys[s] && p->id_keys[s] != id)
+				s = (s + 1) & p->id_mask;
+			p->id_keys[s] = id;
+			p->id_vals[s] = (uint32_t)i;
+		}
+	}
+	return 0;
+}
+
+static int attr_of_id(const struct pd *p, uint64_t id)
+{
+	if (!p->id_keys)
+		return -1;
+	id += 1;
+	for (size_t s = mix(id) & p->id_mask; p->id_keys[s]; s = (s + 1) & p->id_mask)
+		if (p->id_keys[s] == id)
+			return (int)p->id_vals[s];
+	return -1;
+}
+
+/* ---- header, attrs, features ------------------------------------------------ */
+
+/* Reads one perf_event_attr of attr_size bytes at off into attrs[nattrs]. */
+static int read_attr(struct pd *p, size_t off, size_t attr_size)
+{
+	if (p->nattrs == MAX_ATTRS)
+		return import_fail_at(p->ctx, off, "expected at most %d events, got more",
+		                      MAX_ATTRS);
+	if (attr_size < 64 || off > p->len || attr_size > p->len - off)
+		return import_fail_at(p->ctx, off,
+		                      "expected a perf_event_attr of %zu bytes inside the file",
+		                      attr_size);
+	const uint8_t *a = p->buf + off;
+	struct attr *t = &p->attrs[p->nattrs];
+	memset(t, 0, sizeof(*t));
+	t->type = rd32(a);
+	t->config = rd64(a + 8);
+	t->sample_type = rd64(a + 24);
+	t->read_format = rd64(a + 32);
+	uint64_t flags = rd64(a + 40);
+	t->sample_id_all = flags & (1ull << 18);
+	t->branch_sample_type = attr_size >= 80 ? rd64(a + 72) : 0;
+	t->regs_user_mask = attr_size >= 88 ? rd64(a + 80) : 0;
+	t->kept = -1;
+	p->nattrs++;
+	return 0;
+}
+
+static int read_ids(struct pd *p, struct attr *t, uint64_t off, uint64_t size)
+{
+	if (off > p->len || size > p->len - off || size % 8)
+		return import_fail_at(p->ctx, off,
+		                      "expected the event's sample ids inside the file");
+	t->nids = (size_t)(size / 8);
+	t->ids = malloc((t->nids ? t->nids : 1) * sizeof(*t->ids));
+	if (!t->ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nids; i++)
+		t->ids[i] = rd64(p->buf + off + 8 * i);
+	return 0;
+}
+
+/* A perf_header_string at *off: u32 len, then len bytes (NUL-padded). */
+static int header_string(struct pd *p, size_t *off, size_t end, const char **s, size_t *n)
+{
+	if (end - *off < 4)
+		return -1;
+	uint32_t l = rd32(p->buf + *off);
+	if (l > end - *off - 4)
+		return -1;
+	*s = (const char *)p->buf + *off + 4;
+	*n = strnlen(*s, l);
+	*off += 4 + (size_t)l;
+	return 0;
+}
+
+/* Build ids of the files hit, handed to the symbolizer with their
+ * mappings later: kept as (path -> build id) in a small list. */
+struct bid {
+	char *path;
+	uint8_t id[20];
+	uint8_t len;
+};
+
+struct bids {
+	struct bid *b;
+	size_t n;
+};
+
+static void bids_free(struct bids *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->b[i].path);
+	free(b->b);
+	memset(b, 0, sizeof(*b));
+}
+
+static const struct bid *bids_find(const struct bids *b, const char *path)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (strcmp(b->b[i].path, path) == 0)
+			return &b->b[i];
+	return NULL;
+}
+
+static int feat_build_ids(struct pd *p, struct bids *out, size_t off, size_t end)
+{
+	while (end - off >= 8 + 4 + 24) {
+		uint16_t misc = rd16(p->buf + off + 4), size = rd16(p->buf + off + 6);
+		if (size < 8 + 4 + 24 || size > end - off)
+			return import_fail_at(p->ctx, off,
+			                      "expected a build id record inside its section");
+		const uint8_t *id = p->buf + off + 12;
+		uint8_t len = (misc & MISC_BUILDID_SIZE) ? id[20] : 20;
+		if (len > 20)
+			len = 20;
+		const char *name = (const char *)p->buf + off + 36;
+		size_t nl = strnlen(name, size - 36);
+		struct bid *nb = realloc(out->b, (out->n + 1) * sizeof(*nb));
+		if (!nb)
+			return -ENOMEM;
+		out->b = nb;
+		struct bid *b = &out->b[out->n];
+		b->path = strndup(name, nl);
+		if (!b->path)
+			return -ENOMEM;
+		memcpy(b->id, id, 20);
+		b->len = len;
+		out->n++;
+		off += size;
+	}
+	return 0;
+}
+
+static int feat_event_desc(struct pd *p, size_t off, size_t end)
+{
+	if (end - off < 8)
+		return 0;
+	uint32_t nr = rd32(p->buf + off), asz = rd32(p->buf + off + 4);
+	off += 8;
+	for (uint32_t i = 0; i < nr; i++) {
+		if (asz > end - off)
+			return 0;
+		off += asz;
+		if (end - off < 4)
+			return 0;
+		uint32_t nids = rd32(p->buf + off);
+		off += 4;
+		const char *s;
+		size_t n;
+		if (header_string(p, &off, end, &s, &n) < 0)
+			return 0;
+		if ((uint64_t)nids * 8 > end - off)
+			return 0;
+		off += (size_t)nids * 8;
+		if (i < p->nattrs && n) {
+			char *name = strndup(s, n);
+			if (!name)
+				return -ENOMEM;
+			free(p->attrs[i].name);
+			p->attrs[i].name = name;
+		}
+	}
+	return 0;
+}
+
+static int read_features(struct pd *p, const uint8_t *bits, size_t after_data, struct bids *bids)
+{
+	size_t off = after_data;
+	for (unsigned f = 0; f < 256; f++) {
+		if (!(bits[f / 8] & (1u << (f % 8))))
+			continue;
+		if (off > p->len || p->len - off < 16)
+			return import_fail_at(
+			        p->ctx, off,
+			        "expected the section table of feature %u, got the end of "
+			        "the file (is it truncated?)",
+			        f);
+		uint64_t so = rd64(p->buf + off), ss = rd64(p->buf + off + 8);
+		off += 16;
+		if (so > p->len || ss > p->len - so)
+			return import_fail_at(
+			        p->ctx, off - 16,
+			        "feature %u's section (%llu bytes at %llu) runs past the "
+			        "end of the file",
+			        f, (unsigned long long)ss, (unsigned long long)so);
+		int rc = 0;
+		size_t end = (size_t)(so + ss);
+		switch (f) {
+		case F_BUILD_ID: rc = feat_build_ids(p, bids, (size_t)so, end); break;
+		case F_EVENT_DESC: rc = feat_event_desc(p, (size_t)so, end); break;
+		case F_CLOCK_DATA:
+			if (ss >= 24 && rd32(p->buf + so) >= 1) {
+				p->have_clock = true;
+				p->clock_wall_ns = (int64_t)rd64(p->buf + so + 8);
+				p->clock_perf_ns = (int64_t)rd64(p->buf + so + 16);
+			}
+			break;
+		default: break;
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+static struct thread *thread_slot(struct pd *p, uint32_t tid, bool add)
+{
+	if (add && (p->threads_used + 1) * 2 > p->threads_mask + 1) {
+		size_t ncap = (p->threads_mask + 1) * 2;
+		struct thread *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i <= p->threads_mask; i++) {
+			if (!p->threads[i].name)
+				continue;
+			size_t s = mix(p->threads[i].tid) & (ncap - 1);
+			while (nt[s].name)
+				s = (s + 1) & (ncap - 1);
+			nt[s] = p->threads[i];
+		}
+		free(p->threads);
+		p->threads = nt;
+		p->threads_mask = ncap - 1;
+	}
+	size_t s = mix(tid) & p->threads_mask;
+	while (p->threads[s].name && p->threads[s].tid != tid)
+		s = (s + 1) & p->threads_mask;
+	if (!p->threads[s].name && !add)
+		return NULL;
+	return &p->threads[s];
+}
+
+static int thread_set(struct pd *p, uint32_t tid, const char *name, size_t n)
+{
+	struct thread *t = thread_slot(p, tid, true);
+	if (!t)
+		return -ENOMEM;
+	char *c = strndup(name, n);
+	if (!c)
+		return -ENOMEM;
+	for (char *q = c; *q; q++)
+		if (*q == ' ')
+			*q = '_';
+	if (!t->name)
+		p->threads_used++;
+	free(t->name);
+	t->name = c;
+	t->tid = tid;
+	return 0;
+}
+
+static uint32_t *gen_of(struct pd *p, uint32_t pid)
+{
+	return &p->gen[mix(pid) & 4095];
+}
+
+/* ---- records -------------------------------------------------------------- */
+
+/* The attr a record belongs to: by its sample id when there are several
+ * events, else the only one.  rec/size: the record after its header; for
+ * a SAMPLE the id is first (IDENTIFIER) or at its place in the layout,
+ * for other records at the end of their sample_id trailer. */
+static int record_attr(const struct pd *p, const uint8_t *rec, size_t size, bool sample)
+{
+	if (p->nattrs == 1)
+		return 0;
+	uint64_t st = p->attrs[0].sample_type;
+	if (st & S_IDENTIFIER) {
+		if (size < 8)
+			return -1;
+		return attr_of_id(p, sample ? rd64(rec) : rd64(rec + size - 8));
+	}
+	if (!(st & S_ID))
+		return 0;
+	if (sample) {
+		size_t o = 8 * !!(st & S_IP) + 8 * !!(st & S_TID) + 8 * !!(st & S_TIME) +
+		           8 * !!(st & S_ADDR);
+		return o + 8 <= size ? attr_of_id(p, rd64(rec + o)) : -1;
+	}
+	size_t o = 8 * !!(st & S_CPU) + 8 * !!(st & S_STREAM_ID) + 8; /* from the end */
+	return o <= size ? attr_of_id(p, rd64(rec + size - o)) : -1;
+}
+
+struct sample {
+	uint32_t pid, tid;
+	uint64_t ip, time, period;
+	const uint64_t *chain; /* unaligned: read with rd64 */
+	const uint8_t *chain_p;
+	uint64_t nchain;
+	const uint8_t *regs; /* regs_user values (abi != 0), nregs of them */
+	uint64_t nregs, abi;
+	const uint8_t *stack;
+	uint64_t stack_size;
+};
+
+/* Decodes a SAMPLE body per sample_type.  Returns 0, or -1 when it runs
+ * past the record. */
+static int decode_sample(const struct attr *a, const uint8_t *r, size_t n, struct sample *s)
+{
+	uint64_t st = a->sample_type;
+	size_t o = 0;
+#define NEED(k)                                                                                    \
+	do {                                                                                       \
+		if ((k) > n - o)                                                                   \
+			return -1;                                                                 \
+	} while (0)
+
+	memset(s, 0, sizeof(*s));
+	s->period = 1;
+	if (st & S_IDENTIFIER) {
+		NEED(8);
+		o += 8;
+	}
+	if (st & S_IP) {
+		NEED(8);
+		s->ip = rd64(r + o);
+		o += 8;
+	}
+	if (st & S_TID) {
+		NEED(8);
+		s->pid = rd32(r + o);
+		s->tid = rd32(r + o + 4);
+		o += 8;
+	}
+	if (st & S_TIME) {
+		NEED(8);
+		s->time = rd64(r + o);
+		o += 8;
+	}
+	if (st & S_ADDR) {
+		NEED(8);
+		o += 8;
+	}
+	if (st & S_ID) {
+		NEED(8);
+		o += 8;
+	}
+	if (st & S_STREAM_ID) {
+		NEED(8);
+		o += 8;
+	}
+	if (st & S_CPU) {
+		NEED(8);
+		o += 8;
+	}
+	if (st & S_PERIOD) {
+		NEED(8);
+		s->period = rd64(r + o);
+		o += 8;
+	}
+	if (st & S_READ) {
+		uint64_t rf = a->read_format;
+		size_t per = 8 + 8 * !!(rf & READ_ID) + 8 * !!(rf & READ_LOST);
+		if (rf & READ_GROUP) {
+			NEED(8);
+			uint64_t nr = rd64(r + o);
+			o += 8;
+			size_t head = 8 * !!(rf & READ_TOTAL_TIME_ENABLED) +
+			              8 * !!(rf & READ_TOTAL_TIME_RUNNING);
+			NEED(head);
+			o += head;
+			if (nr > (n - o) / per)
+				return -1;
+			o += (size_t)nr * per;
+		} else {
+			size_t k = per + 8 * !!(rf & READ_TOTAL_TIME_ENABLED) +
+			           8 * !!(rf & READ_TOTAL_TIME_RUNNING);
+			NEED(k);
+			o += k;
+		}
+	}
+	if (st & S_CALLCHAIN) {
+		NEED(8);
+		s->nchain = rd64(r + o);
+		o += 8;
+		if (s->nchain > (n - o) / 8)
+			return -1;
+		s->chain_p = r + o;
+		o += (size_t)s->nchain * 8;
+	}
+	if (st & S_RAW) {
+		NEED(4);
+		uint32_t k = rd32(r + o);
+		NEED((size_t)4 + k);
+		o += 4 + k;
+		o = (o + 7) & ~(size_t)7; /* the raw block pads to 8 bytes with its size */
+		if (o > n)
+			return -1;
+	}
+	if (st & S_BRANCH_STACK) {
+		NEED(8);
+		uint64_t nr = rd64(r + o);
+		o += 8;
+		if (a->branch_sample_type & BRANCH_HW_INDEX) {
+			NEED(8);
+			o += 8;
+		}
+		if (nr > (n - o) / 24)
+			return -1;
+		o += (size_t)nr * 24;
+	}
+	if (st & S_REGS_USER) {
+		NEED(8);
+		s->abi = rd64(r + o);
+		o += 8;
+		if (s->abi) {
+			s->nregs = (uint64_t)__builtin_popcountll(a->regs_user_mask);
+			NEED((size_t)s->nregs * 8);
+			s->regs = r + o;
+			o += (size_t)s->nregs * 8;
+		}
+	}
+	if (st & S_STACK_USER) {
+		NEED(8);
+		uint64_t size = rd64(r + o);
+		o += 8;
+		if (size > n - o)
+			return -1;
+		s->stack = r + o;
+		o += (size_t)size;
+		if (size) {
+			NEED(8);
+			uint64_t dyn = rd64(r + o);
+			s->stack_size = dyn < size ? dyn : size;
+		}
+	}
+#undef NEED
+	return 0;
+}
+
+static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 256;
+	while (ncap < need)
+		ncap *= 2;
+	void *np = realloc(*ptr, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*ptr = np;
+	*cap = ncap;
+	return 0;
+}
+
+/* Whether samples of attr i are kept: the first event sampled unless
+ * --event or --all-events say otherwise. */
+static int attr_wanted(struct pd *p, int i)
+{
+	struct attr *a = &p->attrs[i];
+	const struct import_options *o = p->ctx->opt;
+
+	if (a->kept >= 0)
+		return a->kept;
+	if (o && o->all_events) {
+		a->kept = 1;
+	} else if (o && o->event) {
+		size_t wl = strlen(o->event);
+		a->kept = strcmp(a->name, o->event) == 0 ||
+		          (!strchr(o->event, ':') && strncmp(a->name, o->event, wl) == 0 &&
+		           a->name[wl] == ':');
+	} else if (p->first_attr < 0) {
+		p->first_attr = i;
+		a->kept = 1;
+	} else {
+		a->kept = strcmp(a->name, p->attrs[p->first_attr].name) == 0;
+	}
+	return a->kept;
+}
+
+/* Symbolizes the sample's stack (leaf first in ips[0..n), markers mark
+ * kernel and user parts) into p->frames root first; returns the count. */
+static int stack_frames(struct pd *p, uint32_t pid, const uint64_t *ips, size_t n,
+                        const uint8_t *kernel, size_t *nf)
+{
+	struct import_ctx *ctx = p->ctx;
+	int rc;
+
+	*nf = 0;
+	if (ctx->sym && ctx->sym->kernel_prefetch) {
+		/* the kernel part leads the chain: name it in one go */
+		size_t nk = 0;
+		while (nk < n && kernel[nk])
+			nk++;
+		if (nk > 1) {
+			rc = ctx->sym->kernel_prefetch(ctx->sym->ctx, ips, nk);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	for (size_t k = n; k-- > 0;) {
+		struct store_frame f[FRAMES_PER_PC];
+		/* Return addresses are looked up as they are, as perf script
+		 * does (it does not step back into the call): a call that
+		 * ends a function is charged to the symbol after it, as perf
+		 * shows it. */
+		bool caller = false;
+		if (kernel[k]) {
+			if (ctx->sym) {
+				rc = ctx->sym->kernel(ctx->sym->ctx, ips[k], caller, f);
+			} else {
+				memset(f, 0, sizeof(*f));
+				f->name = "[kernel.kallsyms]";
+				f->name_len = 17;
+				f->kind = STORE_FRAME_KERNEL;
+				rc = 1;
+			}
+		} else {
+			rc = import_addr_frames(ctx, NULL, pid, ips[k], caller, f, FRAMES_PER_PC);
+		}
+		if (rc < 0)
+			return rc;
+		/* f[0] is the function, then those inlined in it, outermost first */
+		size_t got = (size_t)(kernel[k] ? 1 : rc);
+		rc = grow((void **)&p->frames, &p->frames_cap, *nf + got, sizeof(*p->frames));
+		if (rc < 0)
+			return rc;
+		memcpy(p->frames + *nf, f, got * sizeof(*f));
+		*nf += got;
+	}
+	return 0;
+}
+
+static int64_t sample_when(const struct pd *p, const struct attr *a, const struct sample *s)
+{
+	if (!(a->sample_type & S_TIME))
+		return p->ctx->opt ? p->ctx->opt->now : 0;
+	if (p->have_clock) {
+		/* wall = anchor's wall time + (sample - anchor) on perf's
+		 * clock; a damaged anchor that overflows gives a time the
+		 * store refuses with a message */
+		int64_t d, ns;
+		if (__builtin_sub_overflow((int64_t)s->time, p->clock_perf_ns, &d) ||
+		    __builtin_add_overflow(p->clock_wall_ns, d, &ns))
+			return INT64_MAX;
+		return ns / 1000000000;
+	}
+	return (int64_t)(s->time / 1000000000u);
+}
+
+static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t *r, size_t n)
+{
+	struct import_ctx *ctx = p->ctx;
+	int ai = record_attr(p, r, n, true);
+	if (ai < 0)
+		return import_fail_at(ctx, off,
+		                      "expected a sample whose id names one of the %zu events",
+		                      p->nattrs);
+	struct attr *a = &p->attrs[ai];
+	int want = attr_wanted(p, ai);
+	if (want < 0)
+		return want;
+	if (!want) {
+		ctx->skipped++;
+		p->skipped_other++;
+		return 0;
+	}
+	struct sample s;
+	if (decode_sample(a, r, n, &s) < 0)
+		return import_fail_at(ctx, off,
+		                      "expected a sample of the fields its event's sample_type "
+		                      "names, got a record of %zu bytes",
+		                      n + 8);
+
+	/* ips, leaf first, with their context */
+	uint8_t *kernel = p->kernel;
+	size_t nips = 0;
+	int rc = grow((void **)&p->ips, &p->ips_cap, MAX_STACK, sizeof(*p->ips));
+	if (rc < 0)
+		return rc;
+	if (s.nchain) {
+		int mode = (misc & MISC_CPUMODE_MASK) == MISC_KERNEL ? 1 : 0, skip = 0;
+		for (uint64_t i = 0; i < s.nchain && nips < MAX_STACK; i++) {
+			uint64_t ip = rd64(s.chain_p + 8 * i);
+			if (ip >= CONTEXT_MAX) {
+				/* perf drops a whole callchain that holds a
+				 * context it does not know (garbage such as -1
+				 * from a frame-pointer walk): the sample keeps
+				 * no frames, as perf script prints it */
+				if (ip != CONTEXT_KERNEL && ip != CONTEXT_USER &&
+				    ip != CONTEXT_HV && ip != CONTEXT_GUEST &&
+				    ip != CONTEXT_GUEST_KERNEL && ip != CONTEXT_GUEST_USER) {
+					nips = 0;
+					break;
+				}
+				mode = ip == CONTEXT_KERNEL ? 1 : 0;
+				skip = ip != CONTEXT_KERNEL && ip != CONTEXT_USER;
+				continue;
+			}
+			if (skip)
+				continue;
+			p->ips[nips] = ip;
+			kernel[nips] = (uint8_t)mode;
+			nips++;
+		}
+	} else if (a->sample_type & S_IP) {
+		p->ips[0] = s.ip;
+		kernel[0] = (misc & MISC_CPUMODE_MASK) == MISC_KERNEL;
+		nips = 1;
+	}
+	/* --call-graph dwarf: the user part from the copied stack */
+	if (s.stack && s.regs && ctx->sym && ctx->sym->unwind) {
+		/* the kernel entries lead the chain and stay; the user ones
+		 * after them (the sampled pc) are replaced when unwinding
+		 * succeeds, and kept when it does not */
+		size_t k = 0;
+		while (k < nips && kernel[k])
+			k++;
+		size_t first_user = k, room = MAX_STACK - k;
+		uint64_t regs[32];
+		size_t nr = s.nregs < 32 ? (size_t)s.nregs : 32;
+		for (size_t i = 0; i < nr; i++)
+			regs[i] = rd64(s.regs + 8 * i);
+		int got =
+		        ctx->sym->unwind(ctx->sym->ctx, s.pid, s.tid, a->regs_user_mask, regs, nr,
+		                         s.stack, (size_t)s.stack_size, p->ips + first_user, room);
+		if (got > 0) {
+			for (size_t i = 0; i < (size_t)got; i++)
+				kernel[first_user + i] = 0;
+			nips = first_user + (size_t)got;
+			p->unwound++;
+		} else {
+			p->unwind_failed++;
+		}
+	}
+
+	const struct thread *t = thread_slot(p, s.tid, false);
+	if (!t)
+		t = thread_slot(p, s.pid, false);
+	const char *comm = t ? t->name : "[unknown]";
+	size_t clen = strlen(comm);
+
+	/* the stack cache: (pid's mappings, comm, event, ips) -> node */
+	XXH3_state_t st;
+	XXH3_128bits_reset(&st);
+	uint32_t head[3] = {s.pid, *gen_of(p, s.pid), (uint32_t)ai};
+	XXH3_128bits_update(&st, head, sizeof(head));
+	XXH3_128bits_update(&st, comm, clen + 1);
+	XXH3_128bits_update(&st, p->ips, nips * sizeof(*p->ips));
+	XXH3_128bits_update(&st, kernel, nips);
+	XXH128_hash_t h = XXH3_128bits_digest(&st);
+	struct stackcache_key key = {h.low64, h.high64};
+	uint32_t series, node;
+	if (!stackcache_get(p->stacks, key, &series, &node)) {
+		size_t nf;
+		rc = stack_frames(p, s.pid, p->ips, nips, kernel, &nf);
+		if (rc < 0)
+			return rc;
+		rc = import_path(ctx, p->frames, nf, &node);
+		if (rc < 0)
+			return rc;
+		const char *unit =
+		        a->base == 9 && strncmp(a->name, "cpu-clock", 9) == 0      ? "nanoseconds"
+		        : a->base == 10 && strncmp(a->name, "task-clock", 10) == 0 ? "nanoseconds"
+		                                                                   : "count";
+		char *ev = strndup(a->name, a->base);
+		if (!ev)
+			return -ENOMEM;
+		rc = import_series(ctx, comm, NULL, *ev ? ev : NO_EVENT_NAME, unit, &series);
+		free(ev);
+		if (rc < 0)
+			return rc;
+		stackcache_put(p->stacks, key, series, node);
+	}
+	rc = import_add(ctx, &p->sums, 0, series, sample_when(p, a, &s), node, 1,
+	                s.period ? s.period : 1);
+	if (rc < 0)
+		return rc;
+	ctx->samples++;
+	return 0;
+}
+
+/* MMAP, MMAP2: an executable mapping of a process. */
+static int handle_mmap(struct pd *p, size_t off, uint32_t type, uint16_t misc, const uint8_t *r,
+                       size_t n, const struct bids *bids)
+{
+	struct import_ctx *ctx = p->ctx;
+	size_t fixed = type == R_MMAP ? 32 : 32 + 24 + 8;
+	if (n < fixed + 1)
+		return import_fail_at(ctx, off,
+		                      "expected an mmap record of more than %zu bytes, got %zu",
+		                      fixed + 8, n + 8);
+	uint32_t pid = rd32(r);
+	uint64_t start = rd64(r + 8), len = rd64(r + 16), pgoff = rd64(r + 24);
+	const uint8_t *bid = NULL;
+	size_t bid_len = 0;
+	if (type == R_MMAP2) {
+		uint32_t prot = rd32(r + 56);
+		if (!(prot & 4)) /* PROT_EXEC */
+			return 0;
+		if (misc & MISC_MMAP_BUILDID) {
+			bid_len = r[32] <= 20 ? r[32] : 20;
+			bid = r + 36;
+		}
+	} else if (misc & MISC_MMAP_DATA) {
+		return 0;
+	}
+	if ((misc & MISC_CPUMODE_MASK) == MISC_KERNEL || pid == UINT32_MAX)
+		return 0; /* the kernel and its modules: named by kallsyms */
+	const char *path = (const char *)r + fixed;
+	size_t pl = strnlen(path, n - fixed);
+	if (pl == n - fixed)
+		return import_fail_at(ctx, off,
+		                      "expected a NUL-terminated file name in an mmap record");
+	if (!bid && bids) {
+		const struct bid *b = bids_find(bids, path);
+		if (b) {
+			bid = b->id;
+			bid_len = b->len;
+		}
+	}
+	(*gen_of(p, pid))++;
+	if (!ctx->sym || len == 0 || start + len < start)
+		return 0;
+	/* anonymous memory, as perf's is_anon_memory() tells it: JIT code,
+	 * named from /tmp/perf-PID.map when there is one */
+	if (strcmp(path, "//anon") == 0 || strncmp(path, "/anon_hugepage", 14) == 0 ||
+	    strncmp(path, "/dev/zero", 9) == 0 || strncmp(path, "/SYSV", 5) == 0 ||
+	    strncmp(path, "[anon", 5) == 0)
+		path = "";
+	return ctx->sym->map(ctx->sym->ctx, pid, start, start + len, pgoff, path, bid, bid_len);
+}
+
+static int handle_comm(struct pd *p, size_t off, uint16_t misc, const uint8_t *r, size_t n)
+{
+	if (n < 9)
+		return import_fail_at(p->ctx, off, "expected a comm record with a name");
+	uint32_t pid = rd32(r), tid = rd32(r + 4);
+	const char *name = (const char *)r + 8;
+	size_t nl = strnlen(name, n - 8);
+	int rc = thread_set(p, tid, name, nl);
+	if (rc < 0)
+		return rc;
+	if ((misc & MISC_COMM_EXEC) && p->ctx->sym) {
+		/* a new program: its old mappings are gone */
+		(*gen_of(p, pid))++;
+		struct thread *t = thread_slot(p, tid, false);
+		return p->ctx->sym->process(p->ctx->sym->ctx, pid, t->name);
+	}
+	return 0;
+}
+
+static int handle_fork(struct pd *p, size_t off, const uint8_t *r, size_t n)
+{
+	if (n < 16)
+		return import_fail_at(p->ctx, off, "expected a fork record of 24 bytes or more");
+	uint32_t pid = rd32(r), ppid = rd32(r + 4), tid = rd32(r + 8), ptid = rd32(r + 12);
+	const struct thread *parent = thread_slot(p, ptid, false);
+	if (!parent)
+		parent = thread_slot(p, ppid, false);
+	if (parent) {
+		char *name = strdup(parent->name);
+		if (!name)
+			return -ENOMEM;
+		int rc = thread_set(p, tid, name, strlen(name));
+		free(name);
+		if (rc < 0)
+			return rc;
+	}
+	if (pid != ppid && p->ctx->sym) {
+		(*gen_of(p, pid))++;
+		return p->ctx->sym->fork(p->ctx->sym->ctx, ppid, pid);
+	}
+	return 0;
+}
+
+/* One record's handler, as the record was found at off. */
+static int handle_record(struct pd *p, size_t off, const struct bids *bids)
+{
+	uint32_t type = rd32(p->buf + off);
+	uint16_t misc = rd16(p->buf + off + 4), size = rd16(p->buf + off + 6);
+	const uint8_t *r = p->buf + off + 8;
+	size_t n = size - 8u;
+
+	switch (type) {
+	case R_SAMPLE: return handle_sample(p, off, misc, r, n);
+	case R_MMAP:
+	case R_MMAP2: return handle_mmap(p, off, type, misc, r, n, bids);
+	case R_COMM: return handle_comm(p, off, misc, r, n);
+	case R_FORK: return handle_fork(p, off, r, n);
+	default: return 0;
+	}
+}
+
+/* The time of a kernel record: a sample's TIME field, another record's in
+ * its sample_id trailer (sample_id_all).  Returns false when it has none. */
+static bool record_time(const struct pd *p, uint32_t type, const uint8_t *r, size_t n, uint64_t *t)
+{
+	int ai = record_attr(p, r, n, type == R_SAMPLE);
+	if (ai < 0)
+		ai = 0;
+	const struct attr *a = &p->attrs[ai];
+	uint64_t st = a->sample_type;
+	if (!(st & S_TIME))
+		return false;
+	if (type == R_SAMPLE) {
+		size_t o = 8 * !!(st & S_IDENTIFIER) + 8 * !!(st & S_IP) + 8 * !!(st & S_TID);
+		if (o + 8 > n)
+			return false;
+		*t = rd64(r + o);
+		return true;
+	}
+	if (!a->sample_id_all)
+		return false;
+	size_t trailer = 8 * (!!(st & S_TID) + 1 + !!(st & S_ID) + !!(st & S_STREAM_ID) +
+	                      !!(st & S_CPU) + !!(st & S_IDENTIFIER));
+	if (trailer > n)
+		return false;
+	*t = rd64(r + n - trailer + 8 * !!(st & S_TID));
+	return true;
+}
+
+struct pending {
+	uint64_t time, seq;
+	size_t off;
+};
+
+static int pending_cmp(const void *x, const void *y)
+{
+	const struct pending *a = x, *b = y;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Handles the queued records with a time up to `upto` in time order (as
+ * perf's ordered events do), keeping the rest queued. */
+static int flush_pending(struct pd *p, struct pending *q, size_t *nq, uint64_t upto,
+                         const struct bids *bids)
+{
+	if (*nq == 0)
+		return 0; /* q may still be NULL */
+	bool sorted = true;
+	for (size_t i = 1; i < *nq && sorted; i++)
+		sorted = pending_cmp(&q[i - 1], &q[i]) <= 0;
+	if (!sorted)
+		qsort(q, *nq, sizeof(*q), pending_cmp);
+	size_t i = 0;
+	for (; i < *nq && q[i].time <= upto; i++) {
+		int rc = handle_record(p, q[i].off, bids);
+		if (rc < 0)
+			return rc;
+	}
+	memmove(q, q + i, (*nq - i) * sizeof(*q));
+	*nq -= i;
+	return 0;
+}
+
+/* Reads the records of data[off, end).  Kernel records are handled in
+ * time order: perf writes each CPU's buffer in turn, so a process's comm
+ * or mappings can follow samples taken after them; like perf, records are
+ * sorted within FINISHED_ROUND windows (a round's records are all older
+ * than the next round's end).  A record without a time takes the time of
+ * the one before it. */
+static int read_records(struct pd *p, size_t off, size_t end, const struct bids *bids)
+{
+	struct import_ctx *ctx = p->ctx;
+	uint64_t next_progress = IMPORT_PROGRESS_EVERY, last_time = 0, round_max = 0, seq = 0;
+	uint64_t prev_round_max = 0;
+	struct pending *q = NULL;
+	size_t nq = 0, qcap = 0;
+	int rc = 0;
+
+	while (off < end) {
+		if (end - off < 8) {
+			rc = import_fail_at(
+			        ctx, off,
+			        "expected a record header, got %zu bytes at the end of the "
+			        "data (is the file truncated?)",
+			        end - off);
+			goto out;
+		}
+		uint32_t type = rd32(p->buf + off);
+		uint16_t size = rd16(p->buf + off + 6);
+		if (size < 8 || size > end - off) {
+			rc = import_fail_at(
+			        ctx, off, "expected a record of 8 to %zu bytes, got a size of %u%s",
+			        end - off, size,
+			        size > end - off ? " (is the file truncated?)" : "");
+			goto out;
+		}
+		const uint8_t *r = p->buf + off + 8;
+		size_t n = size - 8u;
+		if (type == R_HEADER_ATTR) {
+			uint32_t asz = n >= 8 ? rd32(r + 4) : 0;
+			if (asz < 64 || asz > n) {
+				rc = import_fail_at(ctx, off,
+				                    "expected an attr record holding an attr");
+				goto out;
+			}
+			rc = read_attr(p, off + 8, asz);
+			if (rc >= 0)
+				rc = read_ids(p, &p->attrs[p->nattrs - 1], off + 8 + asz, n - asz);
+			if (rc >= 0)
+				rc = attr_default_name(&p->attrs[p->nattrs - 1]);
+			if (rc >= 0) {
+				struct attr *a = &p->attrs[p->nattrs - 1];
+				a->base = import_event_base(a->name, strlen(a->name));
+				rc = ids_build(p);
+			}
+		} else if (type == R_COMPRESSED) {
+			rc = import_fail_at(
+			        ctx, off,
+			        "expected uncompressed records, got a compressed one (perf "
+			        "record -z); decompress with `perf inject -i FILE -o OUT`");
+		} else if (type == R_FINISHED_ROUND) {
+			rc = flush_pending(p, q, &nq, prev_round_max, bids);
+			prev_round_max = round_max;
+		} else if (type < R_HEADER_ATTR && p->nattrs) {
+			uint64_t t;
+			if (record_time(p, type, r, n, &t))
+				last_time = t;
+			if (last_time > round_max)
+				round_max = last_time;
+			rc = grow((void **)&q, &qcap, nq + 1, sizeof(*q));
+			if (rc >= 0)
+				q[nq++] = (struct pending){last_time, seq++, off};
+		} else if (type < R_HEADER_ATTR) {
+			rc = import_fail_at(ctx, off,
+			                    "expected the events' attrs before the first record");
+		}
+		if (rc < 0)
+			goto out;
+		off += size;
+		ctx->bytes = off;
+		if (off >= next_progress) {
+			next_progress = off + IMPORT_PROGRESS_EVERY;
+			if (ctx->progress)
+				ctx->progress(ctx);
+		}
+	}
+	rc = flush_pending(p, q, &nq, UINT64_MAX, bids);
+out:
+	free(q);
+	return rc;
+}
+
+/* Without --event or --all-events, the event kept is the first of the
+ * file's events (in the order perf record was given them) that has
+ * samples: a quick walk over the record headers finds it, so the choice
+ * does not hang on which of two events' samples taken in the same tick
+ * comes first.  Bad records are left for read_records to report. */
+static void first_sampled(struct pd *p, size_t off, size_t end)
+{
+	const struct import_options *o = p->ctx->opt;
+	int best = -1;
+
+	if (o && (o->event || o->all_events))
+		return;
+	while (end - off >= 8) {
+		uint16_t size = rd16(p->buf + off + 6);
+		if (size < 8 || size > end - off)
+			break;
+		if (rd32(p->buf + off) == R_SAMPLE) {
+			int ai = record_attr(p, p->buf + off + 8, size - 8u, true);
+			if (ai >= 0 && (best < 0 || ai < best))
+				best = ai;
+			if (best == 0)
+				break;
+		}
+		off += size;
+	}
+	if (best < 0)
+		return;
+	p->first_attr = best;
+	for (size_t i = 0; i < p->nattrs; i++)
+		p->attrs[i].kept = strcmp(p->attrs[i].name, p->attrs[best].name) == 0;
+}
+
+int import_perf_data(struct import_ctx *ctx)
+{
+	struct pd p = {.ctx = ctx, .first_attr = -1};
+	struct bids bids = {0};
+	uint8_t *buf = NULL;
+	size_t len;
+	int rc;
+
+	/* A file is mapped (no copy); a pipe is read whole. */
+	struct stat st;
+	void *map = MAP_FAILED;
+	if (fstat(ctx->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size >= ctx->prefix_len && (uint64_t)st.st_size <= PERFDATA_MAX_BYTES) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, ctx->fd, 0);
+		/* the prefix main.c read must be the file's start */
+		if (map != MAP_FAILED && ctx->prefix_len &&
+		    memcmp(map, ctx->prefix, ctx->prefix_len) != 0) {
+			munmap(map, (size_t)st.st_size);
+			map = MAP_FAILED;
+		}
+	}
+	if (map != MAP_FAILED) {
+		len = (size_t)st.st_size;
+		ctx->bytes = len;
+		madvise(map, len, MADV_SEQUENTIAL);
+		p.buf = map;
+	} else {
+		rc = import_read_all(ctx, PERFDATA_MAX_BYTES, &buf, &len);
+		if (rc < 0)
+			return rc;
+		p.buf = buf;
+	}
+	p.len = len;
+	p.threads = calloc(1024, sizeof(*p.threads));
+	p.threads_mask = 1023;
+	p.gen = calloc(4096, sizeof(*p.gen));
+	p.stacks = stackcache_new(STACK_SLOTS_LOG2);
+	if (!p.threads || !p.gen || !p.stacks) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* perf names the idle task of every CPU (pid 0) "swapper" */
+	rc = thread_set(&p, 0, "swapper", 7);
+	if (rc < 0)
+		goto out;
+	if (len < 16 || memcmp(p.buf, "PERFILE2", 8) != 0) {
+		rc = import_fail_at(ctx, 0, "expected perf.data (\"PERFILE2\"), got %s",
+		                    len >= 8 && memcmp(p.buf, "2ELIFREP", 8) == 0
+		                            ? "a file of the other byte order"
+		                            : "other data");
+		goto out;
+	}
+	uint64_t hsize = rd64(p.buf + 8);
+	if (hsize == 16) { /* pipe mode: attrs and all come as records */
+		rc = read_records(&p, 16, len, NULL);
+	} else {
+		if (hsize < 104 || len < 104) {
+			rc = import_fail_at(
+			        ctx, 8, "expected a perf.data header of 104 bytes or more, got %s",
+			        len < 104 ? "a shorter file" : "a smaller header size");
+			goto out;
+		}
+		uint64_t attr_size = rd64(p.buf + 16), ao = rd64(p.buf + 24), as = rd64(p.buf + 32);
+		uint64_t d_off = rd64(p.buf + 40), d_size = rd64(p.buf + 48);
+		if (attr_size < 64 + 16 || ao > len || as > len - ao || as % attr_size) {
+			rc = import_fail_at(
+			        ctx, 16,
+			        "expected an attrs section of whole %llu-byte entries inside "
+			        "the file",
+			        (unsigned long long)attr_size);
+			goto out;
+		}
+		if (d_off > len || d_size > len - d_off) {
+			rc = import_fail_at(
+			        ctx, 40,
+			        "the data section (%llu bytes at %llu) runs past the end of "
+			        "the file (%zu bytes); is it truncated?",
+			        (unsigned long long)d_size, (unsigned long long)d_off, len);
+			goto out;
+		}
+		for (uint64_t o = ao; o < ao + as; o += attr_size) {
+			rc = read_attr(&p, (size_t)o, (size_t)(attr_size - 16));
+			if (rc < 0)
+				goto out;
+			struct attr *a = &p.attrs[p.nattrs - 1];
+			rc = read_ids(&p, a, rd64(p.buf + o + attr_size - 16),
+			              rd64(p.buf + o + attr_size - 8));
+			if (rc >= 0)
+				rc = attr_default_name(a);
+			if (rc < 0)
+				goto out;
+		}
+		if (!p.nattrs) {
+			rc = import_fail_at(ctx, 24,
+			                    "expected at least one event in the attrs section");
+			goto out;
+		}
+		rc = ids_build(&p);
+		if (rc >= 0)
+			rc = read_features(&p, p.buf + 72, (size_t)(d_off + d_size), &bids);
+		if (rc < 0)
+			goto out;
+		for (size_t i = 0; i < p.nattrs; i++)
+			p.attrs[i].base =
+			        import_event_base(p.attrs[i].name, strlen(p.attrs[i].name));
+		first_sampled(&p, (size_t)d_off, (size_t)(d_off + d_size));
+		rc = read_records(&p, (size_t)d_off, (size_t)(d_off + d_size), &bids);
+	}
+	if (rc < 0)
+		goto out;
+	if (p.skipped_other && p.first_attr >= 0)
+		snprintf(ctx->warning, sizeof(ctx->warning),
+		         "kept only event %s; skipped %llu samples of other events (use "
+		         "--all-events or --event)",
+		         p.attrs[p.first_attr].name, (unsigned long long)p.skipped_other);
+	else if (p.unwind_failed)
+		snprintf(ctx->warning, sizeof(ctx->warning),
+		         "%llu of %llu samples' user stacks could not be unwound from their stack "
+		         "copies; they keep the sampled pc only",
+		         (unsigned long long)p.unwind_failed,
+		         (unsigned long long)(p.unwind_failed + p.unwound));
+	/* every input byte counts for the series of the first sample kept */
+	if (ctx->samples) {
+		uint32_t first = 0;
+		for (uint32_t id = 0; id < p.sums.cap; id++)
+			if (p.sums.sum[id][0]) {
+				first = id;
+				break;
+			}
+		rc = store_batch_input_bytes(ctx->batch, first, len);
+	}
+out:
+	for (size_t i = 0; i < p.nattrs; i++) {
+		free(p.attrs[i].name);
+		free(p.attrs[i].ids);
+	}
+	free(p.id_keys);
+	free(p.id_vals);
+	if (p.threads)
+		for (size_t i = 0; i <= p.threads_mask; i++)
+			free(p.threads[i].name);
+	free(p.threads);
+	free(p.gen);
+	stackcache_free(p.stacks);
+	free(p.ips);
+	free(p.frames);
+	import_sums_free(&p.sums);
+	bids_free(&bids);
+	free(buf);
+	if (map != MAP_FAILED)
+		munmap(map, len);
+	return rc;
+}
