@@ -17,7 +17,8 @@
 # WAL record), plus 0-3 ms.
 #
 # record: `flamefs-collect record -p PID --log-drains LOG` on a busy
-# tests/record-target is killed the same way, at random moments over 3.5 s
+# tests/record-target (every third run with -e cpu,offcpu: its forks and
+# waits give off-CPU time) is killed the same way, at random moments over 3.5 s
 # or right after the log says "drain N committing", plus 0-2 ms.  The LOG
 # has "drain N committing samples S weight W" before each commit and
 # "drain N committed ..." after it.  Let C be the sum of the committed
@@ -218,8 +219,12 @@ for i in $(seq "$runs"); do
 		spec=(delay "$(ms2s "$d")")
 		what="after ${d} ms"
 	fi
+	# Every third run records two events (record -e): a drain then holds
+	# both series, and is still committed whole or not at all.
+	events=cpu
+	[ $((i % 3)) = 0 ] && events=cpu,offcpu
 	out=$(python3 "$killer" "${spec[@]}" -- "$collect" record --store "$w" -p "$burner" -F 499 \
-		--log-drains "$tmp/drains.log")
+		-e "$events" --log-drains "$tmp/drains.log")
 	rc=$(field rc "$out")
 	touch "$tmp/drains.log"
 	# C: the committed drains; P: the one drain committing, not committed.
@@ -248,8 +253,9 @@ for i in $(seq "$runs"); do
 	# (The recording's series are record-target's: the earlier data,
 	# gen-perf's cpu-clock:pppH, is also event cpu-clock once perf's
 	# modifiers are stripped.)
-	e_w=$("$collect" export --store "$w" --event cpu-clock --binary "$(basename "$target")" 2>/dev/null |
-		awk '{ s += $NF } END { printf "%.0f\n", s }')
+	e_w=$(for ev in cpu-clock off-cpu; do
+		"$collect" export --store "$w" --event "$ev" --binary "$(basename "$target")" 2>/dev/null
+	done | awk '{ s += $NF } END { printf "%.0f\n", s }')
 	# The earlier data is untouched.
 	awk -v b="$(basename "$target")" '$1 != b' "$tmp/got.rows" | grep -v ' series, ' >"$tmp/got.old"
 	grep -v ' series, ' "$tmp/before.rows" >"$tmp/before.old"
@@ -286,7 +292,7 @@ for i in $(seq "$runs"); do
 		n_between=$((n_between + 1))
 	fi
 done
-echo "# record: $runs kills, $n_drains drains logged: $n_none before any drain, $n_between between drains" \
+echo "# record: $runs kills (every third with -e cpu,offcpu), $n_drains drains logged: $n_none before any drain, $n_between between drains" \
 	"(store = committed drains), $n_flight during a drain's commit ($n_flight_in kept whole, $n_flight_out" \
 	"rolled back), $n_rdone after record had exited"
 if [ "$rbad" = 0 ]; then
