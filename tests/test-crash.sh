@@ -17,8 +17,8 @@
 # WAL record), plus 0-3 ms.
 #
 # record: `flamefs-collect record -p PID --log-drains LOG` on a busy
-# tests/record-target (every third run with -e cpu,offcpu: its forks and
-# waits give off-CPU time) is killed the same way, at random moments over 3.5 s
+# tests/record-target (every third run with -e cpu,rss:uk:1: the pages its
+# forked children touch are RSS gained) is killed the same way, at random moments over 3.5 s
 # or right after the log says "drain N committing", plus 0-2 ms.  The LOG
 # has "drain N committing samples S weight W" before each commit and
 # "drain N committed ..." after it.  Let C be the sum of the committed
@@ -222,7 +222,7 @@ for i in $(seq "$runs"); do
 	# Every third run records two events (record -e): a drain then holds
 	# both series, and is still committed whole or not at all.
 	events=cpu
-	[ $((i % 3)) = 0 ] && events=cpu,offcpu
+	[ $((i % 3)) = 0 ] && events=cpu,rss:uk:1
 	out=$(python3 "$killer" "${spec[@]}" -- "$collect" record --store "$w" -p "$burner" -F 499 \
 		-e "$events" --log-drains "$tmp/drains.log")
 	rc=$(field rc "$out")
@@ -292,7 +292,7 @@ for i in $(seq "$runs"); do
 		n_between=$((n_between + 1))
 	fi
 done
-echo "# record: $runs kills (every third with -e cpu,offcpu), $n_drains drains logged: $n_none before any drain, $n_between between drains" \
+echo "# record: $runs kills (every third with -e cpu,rss:uk:1), $n_drains drains logged: $n_none before any drain, $n_between between drains" \
 	"(store = committed drains), $n_flight during a drain's commit ($n_flight_in kept whole, $n_flight_out" \
 	"rolled back), $n_rdone after record had exited"
 if [ "$rbad" = 0 ]; then
