@@ -204,6 +204,15 @@ burner=$!
 # Sums of samples and weight over the series table.
 sums() { awk '!/ series, / { s += $4; w += $5 } END { printf "%.0f %.0f\n", s, w }' "$1"; }
 read -r base_s base_w < <(sums "$tmp/before.rows")
+# export_weight STORE: the weight export gives for every binary's cpu-clock
+# and rss series (a recording's rss may also fall under a child that
+# exited before it was named).
+export_weight() {
+	for ev in cpu-clock rss; do
+		"$collect" export --store "$1" --event "$ev" 2>/dev/null
+	done | awk '{ s += $NF } END { printf "%.0f\n", s }'
+}
+base_e=$(export_weight "$base")
 n_none=0 n_between=0 n_flight=0 n_flight_in=0 n_flight_out=0 n_drains=0 n_rdone=0
 rbad=0
 for i in $(seq "$runs"); do
@@ -253,9 +262,7 @@ for i in $(seq "$runs"); do
 	# (The recording's series are record-target's: the earlier data,
 	# gen-perf's cpu-clock:pppH, is also event cpu-clock once perf's
 	# modifiers are stripped.)
-	e_w=$(for ev in cpu-clock off-cpu; do
-		"$collect" export --store "$w" --event "$ev" --binary "$(basename "$target")" 2>/dev/null
-	done | awk '{ s += $NF } END { printf "%.0f\n", s }')
+	e_w=$(($(export_weight "$w") - base_e))
 	# The earlier data is untouched.
 	awk -v b="$(basename "$target")" '$1 != b' "$tmp/got.rows" | grep -v ' series, ' >"$tmp/got.old"
 	grep -v ' series, ' "$tmp/before.rows" >"$tmp/before.old"
