@@ -6,9 +6,9 @@
  */
 #include <stdint.h>
 
-int lib_tiny(int x)
+unsigned lib_tiny(unsigned x)
 {
-	return x * 3 + 1;
+	return x * 3 + 1; /* unsigned: wraps, no undefined overflow */
 }
 
 __attribute__((noinline)) uint64_t lib_inner(uint64_t n)

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int lib_tiny(int x);
+unsigned lib_tiny(unsigned x);
 
 static volatile uint64_t sink;
 
@@ -125,7 +125,7 @@ static int mode_signal(double secs)
 
 __attribute__((noinline)) void plt_loop(double end)
 {
-	int x = 0;
+	unsigned x = 0;
 	while (now() < end)
 		for (int i = 0; i < 100000; i++)
 			x = lib_tiny(x);
