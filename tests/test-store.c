@@ -1,5 +1,5 @@
 /*
- * test-store.c — unit tests for the store library (store/store.c).
+ * test-store.c — unit tests for the store library (store/).
  *
  * Each test works in a fresh directory under a private temporary root and
  * prints "PASS name" or "FAIL name"; the program exits non-zero when any
