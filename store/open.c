@@ -76,7 +76,7 @@ char *store_default_dir(void)
 }
 
 /* mkdir -p with mode 0700 for every directory it creates. */
-static int mkdir_p(const char *dir)
+int mkdir_p(const char *dir)
 {
 	char *p = strdup(dir);
 	int r = 0;
@@ -103,7 +103,7 @@ out:
 }
 
 /* 1 when dir has no entries, 0 when it has some, -errno on failure. */
-static int dir_is_empty(const char *dir)
+int dir_is_empty(const char *dir)
 {
 	DIR *d;
 	struct dirent *e;
@@ -186,7 +186,7 @@ static int meta_get_u32(struct store *s, const char *key, uint32_t *v, bool *fou
 	return 0;
 }
 
-static int meta_init(struct store *s)
+int meta_init(struct store *s)
 {
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	uint8_t schema[4], bucket[4], id[16];
@@ -216,6 +216,28 @@ out_wb:
 	return r;
 }
 
+/* 1 when no column family holds a key, 0 when one does, -errno. */
+static int db_is_empty(struct store *s)
+{
+	int r = 1;
+
+	for (int i = 0; i < CF_COUNT_ALL && r == 1; i++) {
+		rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[i]);
+		char *rerr = NULL;
+
+		if (!it)
+			return -ENOMEM;
+		rocksdb_iter_seek_to_first(it);
+		if (rocksdb_iter_valid(it))
+			r = 0;
+		rocksdb_iter_get_error(it, &rerr);
+		rocksdb_iter_destroy(it);
+		if (rerr)
+			return rdb_fail(s, rerr, "reading");
+	}
+	return r;
+}
+
 static int meta_check(struct store *s)
 {
 	uint32_t schema = 0, bucket = 0;
@@ -225,7 +247,30 @@ static int meta_check(struct store *s)
 	if (r < 0)
 		return r;
 	if (!found) {
-		seterr(s, "%s: not a flamefs store", s->dir);
+		/* Both column families and no key at all: an older flamefs,
+		 * killed before the meta records of a store it was creating
+		 * in place were written.  The writer finishes it. */
+		r = db_is_empty(s);
+		if (r < 0)
+			return r;
+		if (r == 1 && !s->readonly) {
+			r = meta_init(s);
+			if (r < 0)
+				return r;
+			snprintf(s->notice, sizeof(s->notice),
+			         "%s: its creation had been interrupted; finished it (it held no "
+			         "data)",
+			         s->dir);
+			return meta_check(s);
+		}
+		if (r == 1)
+			seterr(s,
+			       "%s: not a flamefs store yet: its creation was interrupted; the "
+			       "next "
+			       "import or record finishes it",
+			       s->dir);
+		else
+			seterr(s, "%s: not a flamefs store", s->dir);
 		return -EINVAL;
 	}
 	if (schema > STORE_SCHEMA_VERSION) {
@@ -263,7 +308,7 @@ static int meta_check(struct store *s)
 }
 
 /* Checks the column families of an existing RocksDB directory. */
-static int check_cfs(struct store *s)
+int check_cfs(struct store *s)
 {
 	char *rerr = NULL;
 	size_t n = 0;
@@ -315,7 +360,7 @@ void close_db(struct store *s)
 	s->db = NULL;
 }
 
-static int open_db(struct store *s, bool creating)
+int open_db(struct store *s, bool creating)
 {
 	const rocksdb_options_t *opts[CF_COUNT_ALL];
 	char *rerr = NULL;
@@ -414,9 +459,7 @@ int load_new(struct store *s)
 int store_open(const char *dir, int flags, struct store **out, char *err, size_t errlen)
 {
 	struct store *s;
-	struct stat st;
-	char path[PATH_MAX];
-	bool creating = false;
+	bool creating;
 	int r;
 
 	*out = NULL;
@@ -441,49 +484,10 @@ int store_open(const char *dir, int flags, struct store **out, char *err, size_t
 		goto fail;
 	}
 
-	if (stat(dir, &st) < 0) {
-		if (errno != ENOENT || !(flags & STORE_CREATE) || s->readonly) {
-			r = -errno;
-			if (errno == ENOENT)
-				seterr(s, "%s: no such store", dir);
-			else
-				seterr(s, "%s: %s", dir, strerror(errno));
-			goto fail;
-		}
-		r = mkdir_p(dir);
-		if (r < 0) {
-			seterr(s, "%s: cannot create: %s", dir, strerror(-r));
-			goto fail;
-		}
-		creating = true;
-	} else if (!S_ISDIR(st.st_mode)) {
-		r = -ENOTDIR;
-		seterr(s, "%s: not a flamefs store", dir);
+	r = prepare_dir(s, flags);
+	if (r < 0)
 		goto fail;
-	} else {
-		if (snprintf(path, sizeof(path), "%s/CURRENT", dir) >= (int)sizeof(path)) {
-			r = -ENAMETOOLONG;
-			seterr(s, "%s: path too long", dir);
-			goto fail;
-		}
-		if (access(path, F_OK) < 0) {
-			r = dir_is_empty(dir);
-			if (r < 0) {
-				seterr(s, "%s: %s", dir, strerror(-r));
-				goto fail;
-			}
-			if (!r || !(flags & STORE_CREATE) || s->readonly) {
-				r = -EINVAL;
-				seterr(s, "%s: not a flamefs store", dir);
-				goto fail;
-			}
-			creating = true;
-		} else {
-			r = check_cfs(s);
-			if (r < 0)
-				goto fail;
-		}
-	}
+	creating = r == 1;
 
 	r = open_db(s, creating);
 	if (r < 0)
@@ -571,6 +575,11 @@ void store_close(struct store *s)
 const char *store_errmsg(const struct store *s)
 {
 	return s->errmsg;
+}
+
+const char *store_notice(const struct store *s)
+{
+	return s->notice[0] ? s->notice : NULL;
 }
 
 uint32_t store_bucket_seconds(const struct store *s)

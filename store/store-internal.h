@@ -229,6 +229,7 @@ struct store {
 	uint64_t seq;
 	uint64_t live_sig; /* reader: live_files_sig() at last open */
 	char errmsg[ERRLEN];
+	char notice[ERRLEN]; /* store_notice(); empty when none */
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
@@ -346,7 +347,17 @@ int rdb_fail(struct store *s, char *rerr, const char *what);
 int need_db(struct store *s);
 void remove_tree(const char *dir);
 void close_db(struct store *s);
+int mkdir_p(const char *dir);
+int dir_is_empty(const char *dir);
+int meta_init(struct store *s);
+int check_cfs(struct store *s);
+int open_db(struct store *s, bool creating);
 int load_new(struct store *s);
+
+/* create.c: readies s->dir for store_open: 0 when it holds a store (one
+ * it may just have made), 1 when the store is to be created in place,
+ * -errno (message set) when it cannot be opened. */
+int prepare_dir(struct store *s, int flags);
 
 /* reader.c */
 int make_secdir(struct store *s);

@@ -1096,6 +1096,173 @@ static void test_not_a_store(void)
 	store_close(s);
 }
 
+/* Makes a RocksDB database at dir with the given column families and,
+ * when key is set, one key in "default"; no flamefs meta. */
+static void raw_make(const char *dir, bool counts, const char *key)
+{
+	const char *names[2] = {"default", "counts"};
+	rocksdb_options_t *o = rocksdb_options_create();
+	const rocksdb_options_t *opts[2] = {o, o};
+	rocksdb_column_family_handle_t *cf[2] = {0};
+	char *rerr = NULL;
+	rocksdb_t *db;
+
+	rocksdb_options_set_create_if_missing(o, 1);
+	rocksdb_options_set_create_missing_column_families(o, 1);
+	db = rocksdb_open_column_families(o, dir, counts ? 2 : 1, names, opts, cf, &rerr);
+	CHECK(rerr == NULL);
+	if (db && key) {
+		rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+
+		rocksdb_put_cf(db, wo, cf[0], key, strlen(key), "x", 1, &rerr);
+		CHECK(rerr == NULL);
+		rocksdb_writeoptions_destroy(wo);
+	}
+	rocksdb_free(rerr);
+	for (int i = 0; i < 2; i++)
+		if (cf[i])
+			rocksdb_column_family_handle_destroy(cf[i]);
+	if (db)
+		rocksdb_close(db);
+	rocksdb_options_destroy(o);
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 64];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "we");
+	CHECK(fp != NULL);
+	if (fp)
+		fclose(fp);
+}
+
+/* A store opens as the writer with a notice, holds nothing, and takes a
+ * commit. */
+static void expect_taken_over(const char *dir, int flags, const char *notice)
+{
+	char err[512] = "";
+	struct store *s = NULL;
+	struct store_series *list = NULL;
+	size_t n = 9;
+
+	CHECK(store_open(dir, flags, &s, err, sizeof(err)) == 0);
+	if (!s) {
+		fprintf(stderr, "  %s\n", err);
+		return;
+	}
+	CHECK(store_notice(s) && strstr(store_notice(s), notice));
+	CHECK_OK(store_series_list(s, &list, &n));
+	CHECK(n == 0);
+	store_series_free(list, n);
+	struct store_batch *b = store_batch_new(s);
+	uint32_t id;
+	CHECK(b && store_batch_series(b, &key_a, &id) == 0 && store_batch_commit(b) == 0);
+	store_batch_free(b);
+	store_close(s);
+	s = open_rw(dir, 0);
+	CHECK(s && store_notice(s) == NULL);
+	store_close(s);
+}
+
+/* Creation is atomic (a staging directory renamed into place), and what
+ * a creation killed by an older flamefs left in place is taken over. */
+static void test_creation(void)
+{
+	char err[512] = "";
+	struct store *s = NULL;
+	char *dir, path[PATH_MAX + 64];
+	struct stat st;
+
+	/* A store made on a new path leaves nothing beside it. */
+	dir = fresh_dir();
+	snprintf(path, sizeof(path), "%s/sub/store", dir);
+	s = open_rw(path, STORE_CREATE);
+	CHECK(s && store_notice(s) == NULL);
+	store_close(s);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	{
+		char names[8][NAME_MAX + 1];
+		DIR *d = opendir(path);
+		struct dirent *e;
+		int n = 0;
+
+		while (d && (e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && n < 8)
+				snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
+		if (d)
+			closedir(d);
+		CHECK(n == 1 && !strcmp(names[0], "store"));
+	}
+	snprintf(path, sizeof(path), "%s/sub/store/creator.lock", dir);
+	CHECK(access(path, F_OK) < 0);
+
+	/* A killed creator's staging directory: its lock is free. */
+	snprintf(path, sizeof(path), "%s/sub/.new.new-AbCdEf", dir);
+	CHECK(mkdir(path, 0700) == 0);
+	touch(path, "creator.lock");
+	touch(path, "LOCK");
+	snprintf(path, sizeof(path), "%s/sub/new", dir);
+	s = open_rw(path, STORE_CREATE);
+	CHECK(s && store_notice(s) && strstr(store_notice(s), "interrupted creation"));
+	store_close(s);
+	snprintf(path, sizeof(path), "%s/sub/.new.new-AbCdEf", dir);
+	CHECK(stat(path, &st) < 0 && errno == ENOENT);
+
+	/* An existing empty directory keeps its mode. */
+	snprintf(path, sizeof(path), "%s/sub/mode", dir);
+	CHECK(mkdir(path, 0750) == 0);
+	s = open_rw(path, STORE_CREATE);
+	store_close(s);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0750);
+
+	/* Left in place by an older flamefs: RocksDB's first files only. */
+	dir = fresh_dir();
+	CHECK(mkdir(dir, 0700) == 0);
+	touch(dir, "LOCK");
+	touch(dir, "IDENTITY");
+	touch(dir, "LOG");
+	touch(dir, "000003.log");
+	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "creation was interrupted; the next import or record finishes it"));
+	expect_taken_over(dir, 0, "made it afresh");
+
+	/* ... the database without its counts column family. */
+	dir = fresh_dir();
+	raw_make(dir, false, NULL);
+	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "creation was interrupted"));
+	expect_taken_over(dir, STORE_CREATE, "made it afresh");
+
+	/* ... both column families, no meta records. */
+	dir = fresh_dir();
+	raw_make(dir, true, NULL);
+	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "creation was interrupted"));
+	expect_taken_over(dir, STORE_CREATE, "finished it");
+
+	/* A database that holds data is never taken. */
+	for (int counts = 0; counts < 2; counts++) {
+		dir = fresh_dir();
+		raw_make(dir, counts, "somebody's");
+		snprintf(path, sizeof(path), "%s: not a flamefs store", dir);
+		CHECK(store_open(dir, STORE_CREATE, &s, err, sizeof(err)) == -EINVAL);
+		CHECK(!strcmp(err, path));
+		CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EINVAL);
+		CHECK(!strcmp(err, path));
+	}
+	/* Nor a directory with anything else in it. */
+	dir = fresh_dir();
+	CHECK(mkdir(dir, 0700) == 0);
+	touch(dir, "LOCK");
+	touch(dir, "notes.txt");
+	CHECK(store_open(dir, STORE_CREATE, &s, err, sizeof(err)) == -EINVAL);
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	CHECK(access(path, F_OK) == 0);
+}
+
 static void test_second_writer(void)
 {
 	char *dir = fresh_dir();
@@ -1675,6 +1842,7 @@ int main(int argc, char **argv)
 	run("stale_reader_dirs", test_stale_reader_dirs);
 	run("reader_refresh", test_reader);
 	run("not_a_store", test_not_a_store);
+	run("creation", test_creation);
 	run("second_writer", test_second_writer);
 	run("default_dir", test_default_dir);
 	run("footprint", test_footprint);
