@@ -586,6 +586,11 @@ static int cmd_export(int argc, char **argv)
 	if (k > 0) {
 		struct view_tree *t;
 		int rc = view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t);
+		if (rc == -EOVERFLOW)
+			die("%s: the counts of these %zu series add up to more than 2^64 - 1; "
+			    "export "
+			    "fewer at a time (--binary, --version)",
+			    dir, k);
 		if (rc < 0)
 			die("%s: cannot build the call tree: %s", dir, strerror(-rc));
 		rc = pprof ? view_render_pprof(t, VIEW_ROOT, &out)

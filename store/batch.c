@@ -281,6 +281,13 @@ int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32
 	b->groups[group].n++;
 	b->count_slots[pos] = (uint32_t)b->ncounts;
 found:
+	/* No sum wraps: a count that would take its entry or its series past
+	 * 2^64 - 1 is refused and changes nothing. */
+	if (samples > UINT64_MAX - e->samples || weight > UINT64_MAX - e->weight ||
+	    samples > UINT64_MAX - d->samples || weight > UINT64_MAX - d->weight) {
+		seterr(s, "series %u: its counts would add up to more than 2^64 - 1", series);
+		return -EOVERFLOW;
+	}
 	e->samples += samples;
 	e->weight += weight;
 	if (!d->touched) {
@@ -308,6 +315,11 @@ int store_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t byt
 	d = batch_delta(b, series);
 	if (!d)
 		return -ENOMEM;
+	if (bytes > UINT64_MAX - d->input_bytes) {
+		seterr(b->s, "series %u: its input bytes would add up to more than 2^64 - 1",
+		       series);
+		return -EOVERFLOW;
+	}
 	d->input_bytes += bytes;
 	return 0;
 }
@@ -584,13 +596,42 @@ out:
 	return r;
 }
 
+/* Refuses a batch that would take a series' stored totals past 2^64 - 1.
+ * Every count is part of its series' totals, so while no total passes
+ * 2^64 - 1, no merge of counts can either. */
+static int batch_check_totals(struct store_batch *b)
+{
+	struct store *s = b->s;
+
+	for (uint32_t id = 1; id < s->nseries && id < b->ndelta; id++) {
+		const struct series_rec *r = &s->series[id];
+		const struct series_delta *d = &b->delta[id];
+		const char *what = d->samples > UINT64_MAX - r->samples           ? "samples"
+		                   : d->weight > UINT64_MAX - r->weight           ? "weight"
+		                   : d->input_bytes > UINT64_MAX - r->input_bytes ? "input bytes"
+		                                                                  : NULL;
+
+		if (what) {
+			seterr(s,
+			       "series %s/%s/%s: its total %s would pass 2^64 - 1 "
+			       "(18446744073709551615)",
+			       r->binary, r->version, r->event, what);
+			return -EOVERFLOW;
+		}
+	}
+	return 0;
+}
+
 int store_batch_commit(struct store_batch *b)
 {
 	struct store *s = b->s;
-	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	rocksdb_writebatch_t *wb;
 	char *rerr = NULL;
-	int r;
+	int r = batch_check_totals(b);
 
+	if (r < 0)
+		return r;
+	wb = rocksdb_writebatch_create();
 	if (!wb) {
 		seterr(s, "%s: out of memory", s->dir);
 		return -ENOMEM;

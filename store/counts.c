@@ -127,7 +127,8 @@ static int heap_advance(struct merge_heap *m)
 }
 
 /* Merges `nvals` counts values into one malloc'd value (*out, *outlen).
- * Returns 0, -ENOMEM, or -EIO when an input is damaged. */
+ * Returns 0, -ENOMEM, -EIO when an input is damaged, or -EOVERFLOW when a
+ * sum would pass 2^64 - 1 (nothing is merged: the whole merge fails). */
 static int counts_merge(const char *const *vals, const size_t *lens, size_t nvals, char **out,
                         size_t *outlen)
 {
@@ -169,8 +170,13 @@ static int counts_merge(const char *const *vals, const size_t *lens, size_t nval
 		uint64_t samples = 0, weight = 0;
 
 		do {
-			samples += m.c[m.h[0]].samples;
-			weight += m.c[m.h[0]].weight;
+			/* The writer keeps every series' totals, and so every
+			 * sum here, below 2^64: a sum past it is damage. */
+			if (__builtin_add_overflow(samples, m.c[m.h[0]].samples, &samples) ||
+			    __builtin_add_overflow(weight, m.c[m.h[0]].weight, &weight)) {
+				r = -EOVERFLOW;
+				goto out;
+			}
 			if (heap_advance(&m) < 0) {
 				r = -EIO;
 				goto out;

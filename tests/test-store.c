@@ -1665,6 +1665,119 @@ static void test_corrupt_counts(void)
 	store_close(s);
 }
 
+/* One counts entry of node 1 with `samples` (weight the same): the counts
+ * blob of store/README.md. */
+static size_t one_entry(uint8_t *p, uint64_t samples)
+{
+	size_t n = 0;
+
+	p[n++] = 1 << 1;
+	while (samples >= 0x80) {
+		p[n++] = (uint8_t)(samples | 0x80);
+		samples >>= 7;
+	}
+	p[n++] = (uint8_t)samples;
+	return n;
+}
+
+struct sum {
+	uint64_t samples, weight;
+};
+
+static int sum_counts(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
+{
+	struct sum *t = ctx;
+
+	t->samples += samples;
+	t->weight += weight;
+	return 0;
+}
+
+/* No sum wraps past 2^64: a batch or a commit that would is refused
+ * whole, and the merge operator fails rather than wrap. */
+static void test_no_wrap(void)
+{
+	const uint64_t half = UINT64_C(1) << 63;
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE);
+	struct store_batch *b;
+	struct store_series *list = NULL;
+	struct sum t = {0};
+	size_t n = 0;
+	uint32_t id, n1, n2;
+	struct raw w;
+
+	if (!s)
+		return;
+	b = store_batch_new(s);
+	CHECK_OK(store_batch_series(b, &key_a, &id));
+	n1 = add_stack(b, stack1, 2);
+	n2 = add_stack(b, stack1, 3);
+	CHECK_OK(store_batch_add(b, id, 0, n1, UINT64_MAX - 1, 3));
+	/* In one batch: the entry's sum, then the series' sum. */
+	CHECK(store_batch_add(b, id, 0, n1, 2, 0) == -EOVERFLOW);
+	CHECK(strstr(store_errmsg(s), "more than 2^64 - 1") != NULL);
+	CHECK(store_batch_add(b, id, 0, n2, 2, 0) == -EOVERFLOW);
+	CHECK_OK(store_batch_add(b, id, 0, n2, 1, 0));
+	CHECK_OK(store_batch_commit(b));
+	/* Across commits: the series' stored total is the limit. */
+	CHECK_OK(store_batch_add(b, id, 60, n2, 1, 1));
+	CHECK(store_batch_commit(b) == -EOVERFLOW);
+	CHECK(strstr(store_errmsg(s),
+	             "series app/1.0/cpu-clock: its total samples would pass 2^64 - 1") != NULL);
+	store_batch_free(b);
+	b = store_batch_new(s);
+	CHECK_OK(store_batch_add(b, id, 60, n2, 0, UINT64_MAX - 2));
+	CHECK(store_batch_commit(b) == -EOVERFLOW);
+	CHECK(strstr(store_errmsg(s), "its total weight would pass") != NULL);
+	store_batch_free(b);
+	store_close(s);
+	/* Nothing of the refused commits was written. */
+	s = open_rw(dir, 0);
+	if (!s)
+		return;
+	CHECK_OK(store_series_list(s, &list, &n));
+	CHECK(n == 1 && list[0].samples == UINT64_MAX && list[0].weight == 3);
+	store_series_free(list, n);
+	CHECK_OK(store_series_counts(s, id, INT64_MIN, INT64_MAX, sum_counts, &t));
+	CHECK(t.samples == UINT64_MAX && t.weight == 3);
+	store_close(s);
+
+	/* The merge operator, fed by hand: operands adding up to 2^64 - 1
+	 * merge; one more sample past it fails the read (like damage). */
+	if (!raw_open(dir, &w)) {
+		raw_close(&w);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		uint8_t key[8], v[16];
+		uint64_t part = i == 0 ? half : i == 1 ? half - 1 : 1;
+		char *rerr = NULL;
+
+		/* (the failing key first: a read past a key merges it) */
+		counts_key(key, i == 2 ? 7 : 8, 0);
+		for (int j = 0; j < (i == 2 ? 2 : 1); j++) {
+			size_t len = one_entry(v, j ? UINT64_MAX : part);
+			rocksdb_merge_cf(w.db, w.wo, w.cf[w.counts], (char *)key, 8, (char *)v, len,
+			                 &rerr);
+			CHECK(rerr == NULL);
+			rocksdb_free(rerr);
+			rerr = NULL;
+		}
+	}
+	raw_close(&w);
+	s = open_rw(dir, 0);
+	if (!s)
+		return;
+	memset(&t, 0, sizeof(t));
+	CHECK_OK(store_series_counts(s, 8, INT64_MIN, INT64_MAX, sum_counts, &t));
+	CHECK(t.samples == UINT64_MAX && t.weight == UINT64_MAX);
+	memset(&t, 0, sizeof(t));
+	CHECK(store_series_counts(s, 7, INT64_MIN, INT64_MAX, sum_counts, &t) == -EIO);
+	CHECK(t.samples == 0 && strstr(store_errmsg(s), "orruption") != NULL);
+	store_close(s);
+}
+
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	return remove(path) < 0 ? -1 : 0;
@@ -1849,6 +1962,7 @@ int main(int argc, char **argv)
 	run("merge_blobs", test_merge_blobs);
 	run("partial_merge", test_partial_merge);
 	run("corrupt_counts", test_corrupt_counts);
+	run("no_wrap", test_no_wrap);
 	run("prune", test_prune);
 	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", failures);
