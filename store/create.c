@@ -201,6 +201,22 @@ static int lock_stage(const char *stage)
 	return fd;
 }
 
+/* The writer's info log is kept outside the store (options.c): removes
+ * LOG and LOG.old.* from the store, which a creation or an older flamefs
+ * left there. */
+static void remove_info_logs(struct store *s)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (!s->logdir || !(d = opendir(s->dir)))
+		return;
+	while ((e = readdir(d)))
+		if (!strcmp(e->d_name, "LOG") || has_prefix(e->d_name, "LOG.old."))
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+}
+
 static void fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -261,12 +277,17 @@ static int create_staged(struct store *s, bool replace)
 		seterr(s, "%s: cannot lock %s: %s", dir, stage, strerror(-r));
 		goto out;
 	}
-	/* RocksDB's files and the meta records, synced, in the stage. */
+	/* RocksDB's files and the meta records, synced, in the stage (its
+	 * info log too: it is removed after the rename). */
 	s->dir = stage;
+	if (s->logdir)
+		rocksdb_options_set_db_log_dir(s->dbopts, "");
 	r = open_db(s, true);
 	if (r == 0)
 		r = meta_init(s);
 	close_db(s);
+	if (s->logdir)
+		rocksdb_options_set_db_log_dir(s->dbopts, s->logdir);
 	s->dir = dir;
 	if (r < 0)
 		goto out_stage;
@@ -291,9 +312,10 @@ static int create_staged(struct store *s, bool replace)
 	}
 	fsync_dir(parent);
 	/* The lock file came along; a kill before this unlink leaves it in
-	 * the store, where open_db's writer removes it. */
+	 * the store, where the next writer removes it (and the info log). */
 	snprintf(lock, sizeof(lock), "%s/" CREATOR_LOCK, dir);
 	unlink(lock);
+	remove_info_logs(s);
 	r = 0;
 	goto out;
 
@@ -343,6 +365,8 @@ int prepare_dir(struct store *s, int flags)
 		if (writer &&
 		    snprintf(path, sizeof(path), "%s/" CREATOR_LOCK, dir) < (int)sizeof(path))
 			unlink(path); /* left by a creator killed right after its rename */
+		if (writer)
+			remove_info_logs(s);
 		r = check_cfs(s);
 		if (r != -EINVAL)
 			return r;

@@ -568,6 +568,7 @@ void store_close(struct store *s)
 	free(s->node_parent);
 	free(s->node_frame);
 	idtab_free(&s->node_tab);
+	free(s->logdir);
 	free(s->dir);
 	free(s);
 }

@@ -224,6 +224,7 @@ struct store {
 	bool readonly;
 	char *dir;
 	char *secdir;    /* reader's private secondary dir, or NULL */
+	char *logdir;    /* writer's RocksDB info log directory, or NULL */
 	int secdir_lock; /* fd of its OWNER_LOCK, flock'd while open; -1 */
 	uint32_t bucket_seconds;
 	uint64_t seq;
@@ -358,6 +359,10 @@ int load_new(struct store *s);
  * it may just have made), 1 when the store is to be created in place,
  * -errno (message set) when it cannot be opened. */
 int prepare_dir(struct store *s, int flags);
+
+/* stats.c: after a write, flushes and compacts when the store would
+ * otherwise be more than a few percent over its compacted size. */
+int settle(struct store *s);
 
 /* reader.c */
 int make_secdir(struct store *s);

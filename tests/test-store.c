@@ -1778,6 +1778,63 @@ static void test_no_wrap(void)
 	store_close(s);
 }
 
+static uint64_t dir_bytes(struct store *s)
+{
+	struct store_footprint fp;
+
+	CHECK_OK(store_footprint(s, &fp));
+	return fp.dir_bytes;
+}
+
+/* Small right away: straight after a commit, the store is within 10% of
+ * what compaction makes of it, for one big commit and after each of many
+ * small ones (record's drains); no info log in the store. */
+static void test_small_right_away(void)
+{
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE);
+	char path[PATH_MAX + 16];
+	uint32_t id;
+
+	if (!s)
+		return;
+	for (int commit = 0; commit < 40; commit++) {
+		struct store_batch *b = store_batch_new(s);
+		/* the first commit holds 20000 stacks, later ones 50 each */
+		int nstacks = commit ? 50 : 20000;
+
+		CHECK_OK(store_batch_series(b, &key_a, &id));
+		for (int i = 0; i < nstacks; i++) {
+			char n1[32], n2[32];
+			int k = commit ? (commit * 7919 + i * 104729) % 20000 : i;
+			snprintf(n1, sizeof(n1), "mod%d::f%d", k % 97, k / 7);
+			snprintf(n2, sizeof(n2), "leaf_%d", k);
+			const char *stack[] = {"main", n1, n2};
+			uint32_t node = add_stack(b, stack, 3);
+			CHECK_OK(store_batch_add(b, id, 60 * (commit / 10), node,
+			                         1 + (uint64_t)k % 5,
+			                         1000003ull * (1 + (uint64_t)k % 13)));
+		}
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+		if (commit == 0 || commit == 9 || commit == 39) {
+			uint64_t after = dir_bytes(s), compacted;
+
+			CHECK_OK(store_compact(s));
+			compacted = dir_bytes(s);
+			CHECK(after * 10 <= compacted * 11);
+			if (after * 10 > compacted * 11)
+				fprintf(stderr,
+				        "  after commit %d: %" PRIu64 " bytes, compacted %" PRIu64
+				        "\n",
+				        commit, after, compacted);
+		}
+	}
+	store_close(s);
+	snprintf(path, sizeof(path), "%s/LOG", dir);
+	CHECK(access(path, F_OK) < 0);
+}
+
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	return remove(path) < 0 ? -1 : 0;
@@ -1963,6 +2020,7 @@ int main(int argc, char **argv)
 	run("partial_merge", test_partial_merge);
 	run("corrupt_counts", test_corrupt_counts);
 	run("no_wrap", test_no_wrap);
+	run("small_right_away", test_small_right_away);
 	run("prune", test_prune);
 	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", failures);
