@@ -653,8 +653,7 @@ int store_batch_commit(struct store_batch *b)
 		memset(b->delta, 0, (size_t)b->ndelta * sizeof(*b->delta));
 	batch_counts_reset(b);
 	batch_mark(b);
-	/* The commit is durable; a failure to settle only costs space. */
-	(void)settle(s);
+	settle(s); /* in the background; the commit is durable */
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
 out_wb:
 	rocksdb_writebatch_destroy(wb);

@@ -472,6 +472,7 @@ int store_open(const char *dir, int flags, struct store **out, char *err, size_t
 	}
 	s->readonly = flags & STORE_READONLY;
 	s->secdir_lock = -1;
+	pthread_mutex_init(&s->settle_mu, NULL);
 	s->dir = strdup(dir);
 	if (!s->dir) {
 		r = -ENOMEM;
@@ -539,6 +540,7 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	store_batch_free(s->batch);
+	settle_wait(s);
 	close_db(s);
 	if (s->secdir) {
 		remove_tree(s->secdir);
@@ -570,6 +572,7 @@ void store_close(struct store *s)
 	idtab_free(&s->node_tab);
 	free(s->logdir);
 	free(s->dir);
+	pthread_mutex_destroy(&s->settle_mu);
 	free(s);
 }
 

@@ -152,7 +152,7 @@ int store_prune(struct store *s, const struct store_prune_opts *o, struct store_
 	for (uint32_t id = 1; id < s->nseries; id++)
 		if (changed[id])
 			s->series[id] = after[id];
-	(void)settle(s);
+	settle(s);
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
 out:
 	free(buf.p);

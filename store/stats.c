@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -110,6 +111,7 @@ int store_footprint(struct store *s, struct store_footprint *out)
 	memset(out, 0, sizeof(*out));
 	if (need_db(s) < 0)
 		return -EIO;
+	settle_wait(s); /* the size the store settles at */
 	fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
@@ -182,6 +184,7 @@ int store_compact(struct store *s)
 		seterr(s, "%s: store is open read-only", s->dir);
 		return -EROFS;
 	}
+	settle_wait(s);
 	fo = rocksdb_flushoptions_create();
 	co = rocksdb_compactoptions_create();
 	if (!fo || !co) {
@@ -216,13 +219,21 @@ out:
  * flush leaves it in level-0 files that hold merge operands apart and
  * pay their own index and properties: right after an import the store
  * was ~1.8x its compacted size (a 168 MB recording: 262 K, compacted
- * 146 K).  settle() keeps it within a few percent: when the memtables
+ * 146 K).  Settling keeps it within a few percent: when the memtables
  * (about what the log holds) pass 1/SETTLE_SHARE of the SST bytes, it
  * flushes; when level 0 then passes 1/SETTLE_SHARE of the other SST
  * bytes, it compacts the store as store_compact() does.  Each compaction
  * rewrites the store once its new data is 1/SETTLE_SHARE of it, so the
  * store is rewritten about SETTLE_SHARE + 1 times over as it grows, and a
- * new or small store is compacted at every commit (a few ms). */
+ * new or small store is compacted at every commit.
+ *
+ * It runs in a thread of its own, started by settle() after a commit:
+ * flushes and compactions wait for fsync, 60-300 ms a commit on a busy
+ * machine, which a record drain (every second) must not wait for.  The
+ * thread uses only s->db and s->cf (RocksDB's handles are thread-safe),
+ * never s->errmsg or s->seq; settle_mu guards settle_busy and
+ * settle_again.  store_close(), store_compact() and store_footprint()
+ * wait for it (settle_wait()). */
 #define SETTLE_SHARE 25
 
 static void sst_bytes(struct store *s, uint64_t *all, uint64_t *level0)
@@ -244,16 +255,20 @@ static void sst_bytes(struct store *s, uint64_t *all, uint64_t *level0)
 	rocksdb_livefiles_destroy(lf);
 }
 
-int settle(struct store *s)
+/* One round of settling.  Failures only cost space; they are not
+ * reported (a commit's data is durable before it starts). */
+static void settle_once(struct store *s)
 {
-	const char *env = getenv("FLAMEFS_STORE_SETTLE");
 	uint64_t mem = 0, all, level0;
-	rocksdb_flushoptions_t *fo = NULL;
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	rocksdb_compactoptions_t *co = rocksdb_compactoptions_create();
 	char *rerr = NULL;
-	int r = 0;
 
-	if (s->readonly || (env && !strcmp(env, "0")))
-		return 0;
+	if (!fo || !co)
+		goto out;
+	rocksdb_flushoptions_set_wait(fo, 1);
+	rocksdb_compactoptions_set_bottommost_level_compaction(co, ROCKS_BOTTOMMOST_FORCE);
+	rocksdb_compactoptions_set_exclusive_manual_compaction(co, 1);
 	for (int i = 0; i < CF_COUNT_ALL; i++) {
 		uint64_t v = 0;
 
@@ -263,20 +278,69 @@ int settle(struct store *s)
 	}
 	sst_bytes(s, &all, &level0);
 	if (mem && mem * SETTLE_SHARE > all) {
-		fo = rocksdb_flushoptions_create();
-		if (!fo) {
-			seterr(s, "%s: out of memory", s->dir);
-			return -ENOMEM;
-		}
-		rocksdb_flushoptions_set_wait(fo, 1);
 		for (int i = 0; i < CF_COUNT_ALL && !rerr; i++)
 			rocksdb_flush_cf(s->db, fo, s->cf[i], &rerr);
-		rocksdb_flushoptions_destroy(fo);
 		if (rerr)
-			return rdb_fail(s, rerr, "flush");
+			goto out;
 		sst_bytes(s, &all, &level0);
 	}
 	if (level0 && level0 * SETTLE_SHARE > all - level0)
-		r = store_compact(s);
-	return r;
+		for (int i = 0; i < CF_COUNT_ALL; i++)
+			rocksdb_compact_range_cf_opt(s->db, s->cf[i], co, NULL, 0, NULL, 0);
+out:
+	rocksdb_free(rerr);
+	if (fo)
+		rocksdb_flushoptions_destroy(fo);
+	if (co)
+		rocksdb_compactoptions_destroy(co);
+}
+
+static void *settle_main(void *arg)
+{
+	struct store *s = arg;
+
+	for (;;) {
+		settle_once(s);
+		pthread_mutex_lock(&s->settle_mu);
+		if (!s->settle_again) {
+			s->settle_busy = false;
+			pthread_mutex_unlock(&s->settle_mu);
+			return NULL;
+		}
+		s->settle_again = false;
+		pthread_mutex_unlock(&s->settle_mu);
+	}
+}
+
+void settle(struct store *s)
+{
+	const char *env = getenv("FLAMEFS_STORE_SETTLE");
+
+	if (s->readonly || (env && !strcmp(env, "0")))
+		return;
+	pthread_mutex_lock(&s->settle_mu);
+	if (s->settle_busy) {
+		s->settle_again = true; /* the running thread goes round again */
+		pthread_mutex_unlock(&s->settle_mu);
+		return;
+	}
+	s->settle_busy = true;
+	pthread_mutex_unlock(&s->settle_mu);
+	if (s->settler_started)
+		pthread_join(s->settler, NULL); /* finished: settle_busy was false */
+	s->settler_started = pthread_create(&s->settler, NULL, settle_main, s) == 0;
+	if (!s->settler_started) {
+		settle_once(s); /* no thread: settle here */
+		pthread_mutex_lock(&s->settle_mu);
+		s->settle_busy = false;
+		pthread_mutex_unlock(&s->settle_mu);
+	}
+}
+
+void settle_wait(struct store *s)
+{
+	if (s->settler_started) {
+		pthread_join(s->settler, NULL);
+		s->settler_started = false;
+	}
 }

@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -251,6 +252,14 @@ struct store {
 	struct idtab series_tab;
 
 	struct store_batch *batch; /* the open batch, if any */
+
+	/* The settling thread (stats.c).  settle_mu guards settle_busy and
+	 * settle_again; settler and settler_started belong to the thread
+	 * that calls the store. */
+	pthread_mutex_t settle_mu;
+	bool settle_busy, settle_again;
+	bool settler_started;
+	pthread_t settler;
 };
 
 /* A batch aggregates counts per (group, node), where a group is one
@@ -360,9 +369,11 @@ int load_new(struct store *s);
  * -errno (message set) when it cannot be opened. */
 int prepare_dir(struct store *s, int flags);
 
-/* stats.c: after a write, flushes and compacts when the store would
- * otherwise be more than a few percent over its compacted size. */
-int settle(struct store *s);
+/* stats.c: after a write, starts the thread that flushes and compacts
+ * when the store would otherwise be more than a few percent over its
+ * compacted size; settle_wait() joins it. */
+void settle(struct store *s);
+void settle_wait(struct store *s);
 
 /* reader.c */
 int make_secdir(struct store *s);
