@@ -43,7 +43,7 @@ fi
 # weight STORE REGEX: summed weight of the folded lines matching REGEX.
 weight() {
 	"$collect" export --store "$1" --binary record-target 2>/dev/null |
-		awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%d\n", s }'
+		awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }'
 }
 truth() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
@@ -204,7 +204,7 @@ grep -q "recorded" "$tmp/err3" && ok "SIGINT: final report printed" || bad "SIGI
 # The parent's samples (children excluded) against the CPU time the kernel
 # charged it in the same window.
 parent=$("$collect" export --store "$s3" --binary record-target |
-	awk '!/;spawn_child;/ { s += $NF } END { printf "%d\n", s }')
+	awk '!/;spawn_child;/ { s += $NF } END { printf "%.0f\n", s }')
 awk -v w="$parent" -v c0="$c0" -v c1="$c1" -v hz=$hz '
 	BEGIN {
 		got = w / int(1e9 / hz); want = (c1 - c0) / 1e9 * hz
