@@ -294,6 +294,8 @@ static int cmd_import(int argc, char **argv)
 	int rc = store_open(dir, STORE_CREATE, &s, err, sizeof(err));
 	if (rc < 0)
 		die("%s", err);
+	if (store_notice(s))
+		fprintf(stderr, PROG ": %s\n", store_notice(s));
 
 	struct store_batch *b = store_batch_new(s);
 	if (!b)
@@ -584,6 +586,11 @@ static int cmd_export(int argc, char **argv)
 	if (k > 0) {
 		struct view_tree *t;
 		int rc = view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t);
+		if (rc == -EOVERFLOW)
+			die("%s: the counts of these %zu series add up to more than 2^64 - 1; "
+			    "export "
+			    "fewer at a time (--binary, --version)",
+			    dir, k);
 		if (rc < 0)
 			die("%s: cannot build the call tree: %s", dir, strerror(-rc));
 		rc = pprof ? view_render_pprof(t, VIEW_ROOT, &out)
@@ -648,6 +655,8 @@ static int cmd_compact(int argc, char **argv)
 	struct store *s;
 	if (store_open(dir, 0, &s, err, sizeof(err)) < 0)
 		die("%s", err);
+	if (store_notice(s))
+		fprintf(stderr, PROG ": %s\n", store_notice(s));
 	if (store_compact(s) < 0)
 		die("%s: compaction failed: %s", dir, store_errmsg(s));
 	store_close(s);
@@ -779,6 +788,8 @@ static int cmd_prune(int argc, char **argv)
 	struct store_prune_stats st;
 	if (store_open(dir, 0, &s, err, sizeof(err)) < 0)
 		die("%s", err);
+	if (store_notice(s))
+		fprintf(stderr, PROG ": %s\n", store_notice(s));
 	if (store_prune(s, &o, &st) < 0)
 		die("%s: prune failed: %s", dir, store_errmsg(s));
 	printf("%s %" PRIu64 " time buckets of %" PRIu64 " series (%" PRIu64 " emptied): %" PRIu64

@@ -34,7 +34,7 @@
 #include <zlib.h>
 
 #include "import.h"
-#include "profile.pb-c.h"
+#include "profile-codec.h"
 
 /* Larger inputs, raw or decompressed, are refused. */
 #ifndef PPROF_MAX_BYTES
@@ -874,7 +874,7 @@ int import_pprof(struct import_ctx *ctx)
 		}
 	}
 
-	pp.p = perftools__profiles__profile__unpack(NULL, len, data);
+	pp.p = profile_decode(data, len);
 	if (!pp.p) {
 		rc = import_fail(
 		        ctx, 0,
@@ -948,8 +948,7 @@ out:
 	idmap_free(&pp.maps);
 	idmap_free(&pp.funcs);
 	idmap_free(&pp.locs);
-	if (pp.p)
-		perftools__profiles__profile__free_unpacked(pp.p, NULL);
+	profile_free(pp.p);
 	free(plain);
 	free(raw);
 	return rc;

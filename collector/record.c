@@ -828,6 +828,8 @@ static int run(struct recorder *r, const struct options *o)
 		record_fail(r, rc, "%s", err);
 		return rc;
 	}
+	if (store_notice(r->store))
+		fprintf(stderr, PROG ": %s\n", store_notice(r->store));
 	if (o->log_drains) {
 		r->log_fd = open(o->log_drains, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		                 0644);

@@ -3,16 +3,28 @@
 # with eBPF (flamefs-collect record) and, for comparison, with
 # `perf record -g` imported from perf script text; then mount the store with
 # flamefs and walk the call tree with ls and cat.
-#   usage: sudo bash contrib/demo.sh
+#   usage: bash contrib/demo.sh      (as root, or as a user with sudo)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# Root is needed (packages, BPF, perf -a, FUSE as root).  Root runs this
+# as it is (a fresh Debian has no sudo); anyone else is taken through sudo,
+# keeping the FLAMEFS_* variables.
+if [ "$(id -u)" -ne 0 ]; then
+	if ! command -v sudo >/dev/null; then
+		echo "$(basename "$0"): needs root: run it as root, or install sudo" >&2
+		exit 1
+	fi
+	keep=$(compgen -e | grep '^FLAMEFS_' | paste -sd, -) || true
+	exec sudo ${keep:+--preserve-env="$keep"} bash "$top/contrib/demo.sh" "$@"
+fi
 cd "$top"
 bash contrib/install-deps.sh
 build=${FLAMEFS_BUILD:-build}
+case $build in /*) ;; *) build=$top/$build ;; esac
 [ -d "$build" ] || meson setup "$build" >/dev/null
 ninja -C "$build" >/dev/null || { ninja -C "$build"; exit 1; }
-fc="$top/$build/flamefs-collect"
-server="$top/$build/contrib/demo-server"
+fc="$build/flamefs-collect"
+server="$build/contrib/demo-server"
 
 work=$(mktemp -d /tmp/flamefs-demo.XXXXXX)
 mnt="$work/mnt"
@@ -40,7 +52,7 @@ step flamefs-collect stats --store store
 
 mkdir -p "$mnt"
 step flamefs store mnt
-"$top/$build/fs/flamefs" store "$mnt"
+"$build/fs/flamefs" store "$mnt"
 bin=demo-server
 step ls mnt mnt/$bin
 ls "$mnt" "$mnt/$bin"

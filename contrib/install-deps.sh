@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # Installs everything flamefs needs to build, test and demo on Debian 12.
-# Run as root (or through sudo).  Safe to run again.
+# Run as root (or as a user with sudo).  Safe to run again: it does nothing
+# when every package is there already.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+pkgs=(
+	build-essential meson ninja-build pkg-config clang llvm clang-format
+	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev libiberty-dev
+	librocksdb-dev libzstd-dev zstd libprotobuf-c-dev protobuf-c-compiler
+	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf google-perftools libgoogle-perftools-dev
+	perl python3 procps psmisc util-linux
+	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd
+)
+# Nothing to do (and no network needed) when every package is installed.
+missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${pkgs[@]}" 2>&1 |
+	awk '$1 != "ii" { n++ } END { print n + 0 }') || missing=1
+[ "$missing" = 0 ] && exit 0
 SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || { echo "install-deps.sh: needs root: run it as root, or install sudo" >&2; exit 1; }
+	SUDO=sudo
+fi
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
-	build-essential meson ninja-build pkg-config clang llvm clang-format \
-	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev libiberty-dev \
-	librocksdb-dev libzstd-dev zstd libprotobuf-c-dev protobuf-c-compiler \
-	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf google-perftools libgoogle-perftools-dev \
-	perl python3 procps psmisc util-linux \
-	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null

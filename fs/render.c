@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "profile.pb-c.h"
+#include "profile-codec.h"
 #include "view-internal.h"
 
 /* ---- buffer ------------------------------------------------------------ */
@@ -870,13 +870,12 @@ int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf 
 	prof.n_string_table = pp.st.n;
 	prof.string_table = pp.st.v;
 
-	size_t plen = perftools__profiles__profile__get_packed_size(&prof);
-	packed = malloc(plen ? plen : 1);
+	size_t plen;
+	packed = profile_encode(&prof, &plen);
 	if (!packed) {
 		r = -ENOMEM;
 		goto out;
 	}
-	perftools__profiles__profile__pack(&prof, packed);
 	r = gzip_append(packed, plen, out);
 out:
 	free(packed);

@@ -268,8 +268,13 @@ static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t sa
 
 	if (r < 0)
 		return r;
-	b->t->nodes[vn].self_samples += samples;
-	b->t->nodes[vn].self_weight += weight;
+	/* Sums across series (and buckets) that would pass 2^64 - 1 refuse
+	 * the whole tree. */
+	if (__builtin_add_overflow(b->t->nodes[vn].self_samples, samples,
+	                           &b->t->nodes[vn].self_samples) ||
+	    __builtin_add_overflow(b->t->nodes[vn].self_weight, weight,
+	                           &b->t->nodes[vn].self_weight))
+		return -EOVERFLOW;
 	return 0;
 }
 
@@ -314,12 +319,14 @@ static int finish(struct view_tree *t)
 	/* Totals, bottom-up: children have larger ids than their parent. */
 	for (n = t->nnodes; n-- > 0;) {
 		struct vnode *v = &t->nodes[n];
-		v->total_weight += v->self_weight;
-		v->total_samples += v->self_samples;
-		if (n > 0) {
-			t->nodes[v->parent].total_weight += v->total_weight;
-			t->nodes[v->parent].total_samples += v->total_samples;
-		}
+		struct vnode *p = n > 0 ? &t->nodes[v->parent] : NULL;
+		if (__builtin_add_overflow(v->total_weight, v->self_weight, &v->total_weight) ||
+		    __builtin_add_overflow(v->total_samples, v->self_samples, &v->total_samples) ||
+		    (p &&
+		     (__builtin_add_overflow(p->total_weight, v->total_weight, &p->total_weight) ||
+		      __builtin_add_overflow(p->total_samples, v->total_samples,
+		                             &p->total_samples))))
+			return -EOVERFLOW;
 	}
 	/* Path lengths top-down, then folded sizes bottom-up. */
 	for (n = 1; n < t->nnodes; n++) {

@@ -65,7 +65,9 @@ struct view_counts {
  * The event and unit of series[0] label the tree's weight.  `series`
  * entries are only read during the call.  On success *out is owned by the
  * caller; free it with view_tree_free().  The caller must hold whatever
- * lock guards `s` for the duration of the call. */
+ * lock guards `s` for the duration of the call.  Returns -EOVERFLOW, and
+ * builds nothing, when a sum (over series, buckets or children) would pass
+ * 2^64 - 1. */
 int view_tree_build(struct store *s, const struct store_series *series, size_t n, int64_t from,
                     int64_t to, struct view_tree **out);
 void view_tree_free(struct view_tree *t); /* accepts NULL */

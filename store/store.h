@@ -103,6 +103,12 @@ void store_close(struct store *s); /* accepts NULL */
  * next call on it. */
 const char *store_errmsg(const struct store *s);
 
+/* What store_open() did that a person may want to know, or NULL: that it
+ * removed what a killed creation of the store left, or made afresh a
+ * directory whose creation an older flamefs left unfinished.  Owned by
+ * `s`. */
+const char *store_notice(const struct store *s);
+
 /* Seconds per time bucket, fixed when the store was created. */
 uint32_t store_bucket_seconds(const struct store *s);
 

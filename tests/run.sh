@@ -7,10 +7,21 @@
 #                  (the crash test with 10 kills of each writer, not 50);
 #   3. build-fuzz  clang with libFuzzer: each fuzz target for
 #                  $FLAMEFS_FUZZ_SECONDS (default 60) on a copy of its corpus.
-#   usage: sudo bash tests/run.sh
+#   usage: bash tests/run.sh         (as root, or as a user with sudo)
 # FLAMEFS_STAGES="ci asan fuzz" picks stages (all three by default).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# Root is needed (packages, BPF, perf -a, FUSE as root).  Root runs this
+# as it is (a fresh Debian has no sudo); anyone else is taken through sudo,
+# keeping the FLAMEFS_* variables.
+if [ "$(id -u)" -ne 0 ]; then
+	if ! command -v sudo >/dev/null; then
+		echo "$(basename "$0"): needs root: run it as root, or install sudo" >&2
+		exit 1
+	fi
+	keep=$(compgen -e | grep '^FLAMEFS_' | paste -sd, -) || true
+	exec sudo ${keep:+--preserve-env="$keep"} bash "$top/tests/run.sh" "$@"
+fi
 cd "$top"
 bash contrib/install-deps.sh
 

@@ -243,6 +243,36 @@ refused "perf sample time beyond the store's buckets" ':1: sample time 999999999
 printf 'app 100 99999999999999999999.000001: 1 cpu-clock: \n\t    4004d6 leaf (/usr/bin/app)\n\n' \
 	>"$in/time-2-64.perf"
 refused "perf sample time past 64 bits" ':1: sample time does not fit in 64 bits' "$in/time-2-64.perf"
+# Across imports: a commit that would take a series' totals past 2^64 - 1
+# is refused whole, the store unchanged; the view's sums across series
+# refuse the whole tree (export names the way out).
+n=$((n + 1))
+rm -rf "$tmp/x"
+printf 'app;main;f 18446744073709551615\n' >"$in/total-max.folded"
+printf 'app;main;g 1\n' >"$in/total-one.folded"
+if "$collect" import --store "$tmp/x" "$in/total-max.folded" >/dev/null 2>&1 &&
+	"$collect" export --store "$tmp/x" >"$tmp/x.before" 2>/dev/null &&
+	! "$collect" import --store "$tmp/x" "$in/total-one.folded" >/dev/null 2>"$tmp/out" &&
+	grep -q "commit failed: series app/default/samples: its total samples would pass 2^64 - 1" "$tmp/out" &&
+	"$collect" export --store "$tmp/x" >"$tmp/x.after" 2>/dev/null && cmp -s "$tmp/x.before" "$tmp/x.after" &&
+	"$collect" stats --store "$tmp/x" | grep -q ' 18446744073709551615 '; then
+	pass "a second import that would take a series' total past 2^64 - 1 is refused whole: $(cut -c1-160 "$tmp/out")"
+else
+	fail "a series' total past 2^64 - 1 across imports: $(head -c 300 "$tmp/out")"
+fi
+n=$((n + 1))
+rm -rf "$tmp/x"
+printf 'a;f 9223372036854775808\n' >"$in/half-a.folded"
+printf 'b;f 9223372036854775808\n' >"$in/half-b.folded"
+if "$collect" import --store "$tmp/x" "$in/half-a.folded" >/dev/null 2>&1 &&
+	"$collect" import --store "$tmp/x" "$in/half-b.folded" >/dev/null 2>&1 &&
+	! "$collect" export --store "$tmp/x" >"$tmp/x.out" 2>"$tmp/out" && [ ! -s "$tmp/x.out" ] &&
+	grep -q "the counts of these 2 series add up to more than 2^64 - 1" "$tmp/out" &&
+	[ "$("$collect" export --store "$tmp/x" --binary b 2>/dev/null)" = "b;f 9223372036854775808" ]; then
+	pass "the view's sums across two series past 2^64 - 1 refuse the whole tree: $(cut -c1-160 "$tmp/out")"
+else
+	fail "the view's sums across series past 2^64 - 1: $(head -c 300 "$tmp/out")"
+fi
 printf 'app;main 1\n' >"$in/time-far.folded"
 refused "folded --time beyond the store's buckets" ':1: sample time .* is out of range' \
 	"$in/time-far.folded" --time 999999999999999

@@ -29,6 +29,15 @@
 # Anything else is a partial or a lost drain.  Skipped, visibly, where
 # BPF cannot load.
 #
+# creation: `import` and `record` on a path that does not exist yet are
+# killed at 0, 2, 4, ... 100 ms (FLAMEFS_CRASH_CREATE_MS) after their start.
+# Right after each kill the path must hold no store at all or a store that
+# `stats` opens; then the same command, run again, must succeed on the
+# same path, leave no staging directory beside it, and flamefs must mount
+# the store and list what the command stored.  The kills must have landed
+# in all three places (before the store existed, during its creation, and
+# after it) with the full 50 runs.
+#
 #   usage: tests/test-crash.sh BUILD_DIR    exit 0 ok, 1 failure, 77 skip
 #   FLAMEFS_CRASH_RUNS (default 50) kills per part; FLAMEFS_CRASH_SEED
 #   repeats a run's random moments.
@@ -36,6 +45,8 @@ set -u
 build=${1:?usage: test-crash.sh BUILD_DIR}
 runs=${FLAMEFS_CRASH_RUNS:-50}
 collect=$build/flamefs-collect
+flamefs=$build/fs/flamefs
+create_ms=${FLAMEFS_CRASH_CREATE_MS:-100}
 gen=$build/tests/gen-perf
 target=$build/tests/record-target
 killer=$(cd "$(dirname "$0")" && pwd)/crash-kill.py
@@ -45,6 +56,12 @@ export LC_ALL=C
 e2e_setup crash
 burner=
 e2e_on_exit() { [ -n "$burner" ] && kill "$burner" 2>/dev/null; }
+mkdir -p "$mnt"
+can_mount=1
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	can_mount=0
+	echo "# note: /dev/fuse not available: creation runs do not mount the view"
+fi
 
 seed=${FLAMEFS_CRASH_SEED:-$(($(date +%s) % 100000))}
 RANDOM=$seed
@@ -86,7 +103,9 @@ for r in 1 2 3; do
 	rm -rf "$tmp/ref"
 	cp -a "$base" "$tmp/ref"
 	t0=$(date +%s%N)
-	"$collect" import --store "$tmp/ref" "$tmp/big.perf" 2>/dev/null || { bad "reference import"; exit 1; }
+	# (the import left in the WAL, unsettled: the torn-WAL part cuts it)
+	FLAMEFS_STORE_SETTLE=0 "$collect" import --store "$tmp/ref" "$tmp/big.perf" 2>/dev/null ||
+		{ bad "reference import"; exit 1; }
 	durs+=($((($(date +%s%N) - t0) / 1000000)))
 done
 tref=$(median)
@@ -192,6 +211,76 @@ else
 	[ "$tbad" = 0 ] && ok "torn WAL: the import's WAL record cut at 10 random points: the import is rolled back every time"
 fi
 
+# ---- creation ------------------------------------------------------------------
+# mounts STORE: flamefs mounts STORE and lists at least one binary.
+mounts() {
+	[ "$can_mount" = 1 ] || return 0
+	"$flamefs" -f "$1" "$mnt" 2>"$tmp/daemon.err" &
+	local pid=$! listed=0
+	for _ in $(seq 50); do
+		mountpoint -q "$mnt" && break
+		sleep 0.1
+	done
+	if mountpoint -q "$mnt" && [ -n "$(ls "$mnt")" ]; then listed=1; fi
+	fusermount3 -u "$mnt" 2>/dev/null
+	wait "$pid"
+	[ "$listed" = 1 ]
+}
+# create_kills NAME CMD...: CMD (with the word STORE standing for the
+# store's path) is killed at 0, 2, ... $create_ms ms on a new path, then
+# run again; counts where the kills left the path.
+create_kills() {
+	local name=$1 ms c out rc cmd arg
+	shift
+	c_none=0 c_stage=0 c_store=0 c_done=0 cbad=0
+	for ms in $(seq 0 2 "$create_ms"); do
+		c=$tmp/create-$name-$ms/sub/store
+		cmd=()
+		for arg in "$@"; do [ "$arg" = STORE ] && cmd+=("$c") || cmd+=("$arg"); done
+		out=$(python3 "$killer" delay "$(ms2s "$ms")" -- "${cmd[@]}")
+		rc=$(field rc "$out")
+		if [ "$rc" != -9 ]; then
+			c_done=$((c_done + 1))
+		elif [ ! -e "$c" ]; then
+			if ls -d "$(dirname "$c")"/.store.new-* >/dev/null 2>&1; then
+				c_stage=$((c_stage + 1)) # killed while the store was being made
+			else
+				c_none=$((c_none + 1))
+			fi
+		elif ! "$collect" stats --store "$c" >/dev/null 2>"$tmp/create.err"; then
+			bad "$name: kill at $ms ms left a directory that stats does not open: $(head -c 300 "$tmp/create.err")"
+			cbad=$((cbad + 1))
+			continue
+		else
+			c_store=$((c_store + 1))
+		fi
+		if ! "${cmd[@]}" >/dev/null 2>"$tmp/create.err"; then
+			bad "$name: after a kill at $ms ms the same command fails: $(head -c 300 "$tmp/create.err")"
+			cbad=$((cbad + 1))
+			continue
+		fi
+		if ls -d "$(dirname "$c")"/.store.new-* >/dev/null 2>&1; then
+			bad "$name: after a kill at $ms ms and a new run, a staging directory is left: $(ls -a "$(dirname "$c")" | tr '\n' ' ')"
+			cbad=$((cbad + 1))
+		fi
+		if ! mounts "$c"; then
+			bad "$name: after a kill at $ms ms and a new run, flamefs does not mount the store: $(head -c 300 "$tmp/daemon.err")"
+			cbad=$((cbad + 1))
+		fi
+		rm -rf "$tmp/create-$name-$ms"
+	done
+	echo "# $name creation: $((create_ms / 2 + 1)) kills: $c_none before the store's directory existed," \
+		"$c_stage while it was being made (staging left), $c_store after it was made, $c_done after the command had exited"
+	if [ "$cbad" = 0 ]; then
+		ok "$name creation: $((create_ms / 2 + 1)) SIGKILLs at 0-$create_ms ms left no store or a whole one; the same command then succeeded and the view mounted it"
+	fi
+	covered "$c_none" "$name creation: no kill landed before the store was made"
+	covered "$c_stage" "$name creation: no kill landed while the store was being made"
+	covered $((c_store + c_done)) "$name creation: no kill landed after the store was made"
+}
+"$gen" 2000000 2000 4 >"$tmp/create.perf"
+create_kills import "$collect" import --store STORE "$tmp/create.perf"
+
 # ---- record --------------------------------------------------------------------
 if ! "$collect" record --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then
 	echo "SKIP: record part: BPF sampling unavailable here: $(head -1 "$tmp/probe.err")"
@@ -201,6 +290,7 @@ fi
 
 "$target" 100000 &
 burner=$!
+create_kills record "$collect" record --store STORE -p "$burner" -F 499 -d 0.2
 # Sums of samples and weight over the series table.
 sums() { awk '!/ series, / { s += $4; w += $5 } END { printf "%.0f %.0f\n", s, w }' "$1"; }
 read -r base_s base_w < <(sums "$tmp/before.rows")

@@ -43,7 +43,7 @@ fi
 # weight STORE REGEX: summed weight of the folded lines matching REGEX.
 weight() {
 	"$collect" export --store "$1" --binary record-target 2>/dev/null |
-		awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%d\n", s }'
+		awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }'
 }
 truth() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
@@ -165,6 +165,15 @@ check_shares "$s2" "$tmp/truth2" "-p PID"
 drains=$(sed -n 's/.* in \([0-9]*\) drains.*/\1/p' "$tmp/err2")
 [ "${drains:-0}" -ge 3 ] && ok "-d 3 drained $drains times (every second, plus the last)" ||
 	bad "-d 3 drained ${drains:-0} times"
+# Small right away: after its drains the store is within 10% of what
+# compact makes of it (a copy is compacted).
+cp -a "$s2" "$tmp/s2c"
+"$collect" compact --store "$tmp/s2c" >/dev/null 2>&1
+du_rec=$(du -s --block-size=1 "$s2" | cut -f1)
+du_cmp=$(du -s --block-size=1 "$tmp/s2c" | cut -f1)
+[ "$du_rec" -le $((du_cmp * 11 / 10)) ] &&
+	ok "after the drains the store is $du_rec bytes, within 10% of compacted ($du_cmp)" ||
+	bad "after the drains the store is $du_rec bytes, more than 10% over compacted ($du_cmp)"
 
 # ---- 3: SIGINT mid-recording ----------------------------------------------------
 s3=$tmp/s3
@@ -195,7 +204,7 @@ grep -q "recorded" "$tmp/err3" && ok "SIGINT: final report printed" || bad "SIGI
 # The parent's samples (children excluded) against the CPU time the kernel
 # charged it in the same window.
 parent=$("$collect" export --store "$s3" --binary record-target |
-	awk '!/;spawn_child;/ { s += $NF } END { printf "%d\n", s }')
+	awk '!/;spawn_child;/ { s += $NF } END { printf "%.0f\n", s }')
 awk -v w="$parent" -v c0="$c0" -v c1="$c1" -v hz=$hz '
 	BEGIN {
 		got = w / int(1e9 / hz); want = (c1 - c0) / 1e9 * hz

@@ -1,5 +1,5 @@
 /*
- * test-store.c — unit tests for the store library (store/store.c).
+ * test-store.c — unit tests for the store library (store/).
  *
  * Each test works in a fresh directory under a private temporary root and
  * prints "PASS name" or "FAIL name"; the program exits non-zero when any
@@ -1096,6 +1096,173 @@ static void test_not_a_store(void)
 	store_close(s);
 }
 
+/* Makes a RocksDB database at dir with the given column families and,
+ * when key is set, one key in "default"; no flamefs meta. */
+static void raw_make(const char *dir, bool counts, const char *key)
+{
+	const char *names[2] = {"default", "counts"};
+	rocksdb_options_t *o = rocksdb_options_create();
+	const rocksdb_options_t *opts[2] = {o, o};
+	rocksdb_column_family_handle_t *cf[2] = {0};
+	char *rerr = NULL;
+	rocksdb_t *db;
+
+	rocksdb_options_set_create_if_missing(o, 1);
+	rocksdb_options_set_create_missing_column_families(o, 1);
+	db = rocksdb_open_column_families(o, dir, counts ? 2 : 1, names, opts, cf, &rerr);
+	CHECK(rerr == NULL);
+	if (db && key) {
+		rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+
+		rocksdb_put_cf(db, wo, cf[0], key, strlen(key), "x", 1, &rerr);
+		CHECK(rerr == NULL);
+		rocksdb_writeoptions_destroy(wo);
+	}
+	rocksdb_free(rerr);
+	for (int i = 0; i < 2; i++)
+		if (cf[i])
+			rocksdb_column_family_handle_destroy(cf[i]);
+	if (db)
+		rocksdb_close(db);
+	rocksdb_options_destroy(o);
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 64];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "we");
+	CHECK(fp != NULL);
+	if (fp)
+		fclose(fp);
+}
+
+/* A store opens as the writer with a notice, holds nothing, and takes a
+ * commit. */
+static void expect_taken_over(const char *dir, int flags, const char *notice)
+{
+	char err[512] = "";
+	struct store *s = NULL;
+	struct store_series *list = NULL;
+	size_t n = 9;
+
+	CHECK(store_open(dir, flags, &s, err, sizeof(err)) == 0);
+	if (!s) {
+		fprintf(stderr, "  %s\n", err);
+		return;
+	}
+	CHECK(store_notice(s) && strstr(store_notice(s), notice));
+	CHECK_OK(store_series_list(s, &list, &n));
+	CHECK(n == 0);
+	store_series_free(list, n);
+	struct store_batch *b = store_batch_new(s);
+	uint32_t id;
+	CHECK(b && store_batch_series(b, &key_a, &id) == 0 && store_batch_commit(b) == 0);
+	store_batch_free(b);
+	store_close(s);
+	s = open_rw(dir, 0);
+	CHECK(s && store_notice(s) == NULL);
+	store_close(s);
+}
+
+/* Creation is atomic (a staging directory renamed into place), and what
+ * a creation killed by an older flamefs left in place is taken over. */
+static void test_creation(void)
+{
+	char err[512] = "";
+	struct store *s = NULL;
+	char *dir, path[PATH_MAX + 64];
+	struct stat st;
+
+	/* A store made on a new path leaves nothing beside it. */
+	dir = fresh_dir();
+	snprintf(path, sizeof(path), "%s/sub/store", dir);
+	s = open_rw(path, STORE_CREATE);
+	CHECK(s && store_notice(s) == NULL);
+	store_close(s);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	{
+		char names[8][NAME_MAX + 1];
+		DIR *d = opendir(path);
+		struct dirent *e;
+		int n = 0;
+
+		while (d && (e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && n < 8)
+				snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
+		if (d)
+			closedir(d);
+		CHECK(n == 1 && !strcmp(names[0], "store"));
+	}
+	snprintf(path, sizeof(path), "%s/sub/store/creator.lock", dir);
+	CHECK(access(path, F_OK) < 0);
+
+	/* A killed creator's staging directory: its lock is free. */
+	snprintf(path, sizeof(path), "%s/sub/.new.new-AbCdEf", dir);
+	CHECK(mkdir(path, 0700) == 0);
+	touch(path, "creator.lock");
+	touch(path, "LOCK");
+	snprintf(path, sizeof(path), "%s/sub/new", dir);
+	s = open_rw(path, STORE_CREATE);
+	CHECK(s && store_notice(s) && strstr(store_notice(s), "interrupted creation"));
+	store_close(s);
+	snprintf(path, sizeof(path), "%s/sub/.new.new-AbCdEf", dir);
+	CHECK(stat(path, &st) < 0 && errno == ENOENT);
+
+	/* An existing empty directory keeps its mode. */
+	snprintf(path, sizeof(path), "%s/sub/mode", dir);
+	CHECK(mkdir(path, 0750) == 0);
+	s = open_rw(path, STORE_CREATE);
+	store_close(s);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0750);
+
+	/* Left in place by an older flamefs: RocksDB's first files only. */
+	dir = fresh_dir();
+	CHECK(mkdir(dir, 0700) == 0);
+	touch(dir, "LOCK");
+	touch(dir, "IDENTITY");
+	touch(dir, "LOG");
+	touch(dir, "000003.log");
+	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "creation was interrupted; the next import or record finishes it"));
+	expect_taken_over(dir, 0, "made it afresh");
+
+	/* ... the database without its counts column family. */
+	dir = fresh_dir();
+	raw_make(dir, false, NULL);
+	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "creation was interrupted"));
+	expect_taken_over(dir, STORE_CREATE, "made it afresh");
+
+	/* ... both column families, no meta records. */
+	dir = fresh_dir();
+	raw_make(dir, true, NULL);
+	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "creation was interrupted"));
+	expect_taken_over(dir, STORE_CREATE, "finished it");
+
+	/* A database that holds data is never taken. */
+	for (int counts = 0; counts < 2; counts++) {
+		dir = fresh_dir();
+		raw_make(dir, counts, "somebody's");
+		snprintf(path, sizeof(path), "%s: not a flamefs store", dir);
+		CHECK(store_open(dir, STORE_CREATE, &s, err, sizeof(err)) == -EINVAL);
+		CHECK(!strcmp(err, path));
+		CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EINVAL);
+		CHECK(!strcmp(err, path));
+	}
+	/* Nor a directory with anything else in it. */
+	dir = fresh_dir();
+	CHECK(mkdir(dir, 0700) == 0);
+	touch(dir, "LOCK");
+	touch(dir, "notes.txt");
+	CHECK(store_open(dir, STORE_CREATE, &s, err, sizeof(err)) == -EINVAL);
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	CHECK(access(path, F_OK) == 0);
+}
+
 static void test_second_writer(void)
 {
 	char *dir = fresh_dir();
@@ -1498,6 +1665,176 @@ static void test_corrupt_counts(void)
 	store_close(s);
 }
 
+/* One counts entry of node 1 with `samples` (weight the same): the counts
+ * blob of store/README.md. */
+static size_t one_entry(uint8_t *p, uint64_t samples)
+{
+	size_t n = 0;
+
+	p[n++] = 1 << 1;
+	while (samples >= 0x80) {
+		p[n++] = (uint8_t)(samples | 0x80);
+		samples >>= 7;
+	}
+	p[n++] = (uint8_t)samples;
+	return n;
+}
+
+struct sum {
+	uint64_t samples, weight;
+};
+
+static int sum_counts(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
+{
+	struct sum *t = ctx;
+
+	t->samples += samples;
+	t->weight += weight;
+	return 0;
+}
+
+/* No sum wraps past 2^64: a batch or a commit that would is refused
+ * whole, and the merge operator fails rather than wrap. */
+static void test_no_wrap(void)
+{
+	const uint64_t half = UINT64_C(1) << 63;
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE);
+	struct store_batch *b;
+	struct store_series *list = NULL;
+	struct sum t = {0};
+	size_t n = 0;
+	uint32_t id, n1, n2;
+	struct raw w;
+
+	if (!s)
+		return;
+	b = store_batch_new(s);
+	CHECK_OK(store_batch_series(b, &key_a, &id));
+	n1 = add_stack(b, stack1, 2);
+	n2 = add_stack(b, stack1, 3);
+	CHECK_OK(store_batch_add(b, id, 0, n1, UINT64_MAX - 1, 3));
+	/* In one batch: the entry's sum, then the series' sum. */
+	CHECK(store_batch_add(b, id, 0, n1, 2, 0) == -EOVERFLOW);
+	CHECK(strstr(store_errmsg(s), "more than 2^64 - 1") != NULL);
+	CHECK(store_batch_add(b, id, 0, n2, 2, 0) == -EOVERFLOW);
+	CHECK_OK(store_batch_add(b, id, 0, n2, 1, 0));
+	CHECK_OK(store_batch_commit(b));
+	/* Across commits: the series' stored total is the limit. */
+	CHECK_OK(store_batch_add(b, id, 60, n2, 1, 1));
+	CHECK(store_batch_commit(b) == -EOVERFLOW);
+	CHECK(strstr(store_errmsg(s),
+	             "series app/1.0/cpu-clock: its total samples would pass 2^64 - 1") != NULL);
+	store_batch_free(b);
+	b = store_batch_new(s);
+	CHECK_OK(store_batch_add(b, id, 60, n2, 0, UINT64_MAX - 2));
+	CHECK(store_batch_commit(b) == -EOVERFLOW);
+	CHECK(strstr(store_errmsg(s), "its total weight would pass") != NULL);
+	store_batch_free(b);
+	store_close(s);
+	/* Nothing of the refused commits was written. */
+	s = open_rw(dir, 0);
+	if (!s)
+		return;
+	CHECK_OK(store_series_list(s, &list, &n));
+	CHECK(n == 1 && list[0].samples == UINT64_MAX && list[0].weight == 3);
+	store_series_free(list, n);
+	CHECK_OK(store_series_counts(s, id, INT64_MIN, INT64_MAX, sum_counts, &t));
+	CHECK(t.samples == UINT64_MAX && t.weight == 3);
+	store_close(s);
+
+	/* The merge operator, fed by hand: operands adding up to 2^64 - 1
+	 * merge; one more sample past it fails the read (like damage). */
+	if (!raw_open(dir, &w)) {
+		raw_close(&w);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		uint8_t key[8], v[16];
+		uint64_t part = i == 0 ? half : i == 1 ? half - 1 : 1;
+		char *rerr = NULL;
+
+		/* (the failing key first: a read past a key merges it) */
+		counts_key(key, i == 2 ? 7 : 8, 0);
+		for (int j = 0; j < (i == 2 ? 2 : 1); j++) {
+			size_t len = one_entry(v, j ? UINT64_MAX : part);
+			rocksdb_merge_cf(w.db, w.wo, w.cf[w.counts], (char *)key, 8, (char *)v, len,
+			                 &rerr);
+			CHECK(rerr == NULL);
+			rocksdb_free(rerr);
+			rerr = NULL;
+		}
+	}
+	raw_close(&w);
+	s = open_rw(dir, 0);
+	if (!s)
+		return;
+	memset(&t, 0, sizeof(t));
+	CHECK_OK(store_series_counts(s, 8, INT64_MIN, INT64_MAX, sum_counts, &t));
+	CHECK(t.samples == UINT64_MAX && t.weight == UINT64_MAX);
+	memset(&t, 0, sizeof(t));
+	CHECK(store_series_counts(s, 7, INT64_MIN, INT64_MAX, sum_counts, &t) == -EIO);
+	CHECK(t.samples == 0 && strstr(store_errmsg(s), "orruption") != NULL);
+	store_close(s);
+}
+
+static uint64_t dir_bytes(struct store *s)
+{
+	struct store_footprint fp;
+
+	CHECK_OK(store_footprint(s, &fp));
+	return fp.dir_bytes;
+}
+
+/* Small right away: straight after a commit, the store is within 10% of
+ * what compaction makes of it, for one big commit and after each of many
+ * small ones (record's drains); no info log in the store. */
+static void test_small_right_away(void)
+{
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE);
+	char path[PATH_MAX + 16];
+	uint32_t id;
+
+	if (!s)
+		return;
+	for (int commit = 0; commit < 40; commit++) {
+		struct store_batch *b = store_batch_new(s);
+		/* the first commit holds 20000 stacks, later ones 50 each */
+		int nstacks = commit ? 50 : 20000;
+
+		CHECK_OK(store_batch_series(b, &key_a, &id));
+		for (int i = 0; i < nstacks; i++) {
+			char n1[32], n2[32];
+			int k = commit ? (commit * 7919 + i * 104729) % 20000 : i;
+			snprintf(n1, sizeof(n1), "mod%d::f%d", k % 97, k / 7);
+			snprintf(n2, sizeof(n2), "leaf_%d", k);
+			const char *stack[] = {"main", n1, n2};
+			uint32_t node = add_stack(b, stack, 3);
+			CHECK_OK(store_batch_add(b, id, 60 * (commit / 10), node,
+			                         1 + (uint64_t)k % 5,
+			                         1000003ull * (1 + (uint64_t)k % 13)));
+		}
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+		if (commit == 0 || commit == 9 || commit == 39) {
+			uint64_t after = dir_bytes(s), compacted;
+
+			CHECK_OK(store_compact(s));
+			compacted = dir_bytes(s);
+			CHECK(after * 10 <= compacted * 11);
+			if (after * 10 > compacted * 11)
+				fprintf(stderr,
+				        "  after commit %d: %" PRIu64 " bytes, compacted %" PRIu64
+				        "\n",
+				        commit, after, compacted);
+		}
+	}
+	store_close(s);
+	snprintf(path, sizeof(path), "%s/LOG", dir);
+	CHECK(access(path, F_OK) < 0);
+}
+
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	return remove(path) < 0 ? -1 : 0;
@@ -1675,12 +2012,15 @@ int main(int argc, char **argv)
 	run("stale_reader_dirs", test_stale_reader_dirs);
 	run("reader_refresh", test_reader);
 	run("not_a_store", test_not_a_store);
+	run("creation", test_creation);
 	run("second_writer", test_second_writer);
 	run("default_dir", test_default_dir);
 	run("footprint", test_footprint);
 	run("merge_blobs", test_merge_blobs);
 	run("partial_merge", test_partial_merge);
 	run("corrupt_counts", test_corrupt_counts);
+	run("no_wrap", test_no_wrap);
+	run("small_right_away", test_small_right_away);
 	run("prune", test_prune);
 	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", failures);

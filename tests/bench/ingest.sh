@@ -11,10 +11,10 @@
 #   - baselines in the same run: `wc -l` and an independent Perl collapser
 #     (tests/ref/stackcollapse-ref.pl, the stand-in for stackcollapse-perf.pl)
 #     on the same text;
-#   - store bytes (du of the closed, compacted directory) against input
-#     bytes, on system-wide recordings of >= 200 MB (unless --quick) of two
-#     workloads: a compile loop (new code all the time) and a steady
-#     service (tests/bench/service.py);
+#   - store bytes (du of the closed directory straight after the import,
+#     and after compact) against input bytes, on system-wide recordings of
+#     >= 150 MB (unless --quick) of two workloads: a compile loop (new code
+#     all the time) and a steady service (tests/bench/service.py);
 #   - dictionary bytes (frames + nodes) against `zstd -19` of the folded
 #     text of the same unique stacks;
 #   - growth when the same file is imported again, when a second recording
@@ -126,20 +126,40 @@ ingest_row "compile loop (perf record -a -g, 999 Hz, 40 s)" "$work/real.perf" 9
 [ -f "$work/svc.perf" ] && ingest_row "steady service (perf record -a -g, 999 Hz, 320 s)" "$work/svc.perf" 5
 ingest_row "generated stream" "$work/gen.perf" 3
 
-footprint() { # store input label
+# footprint STORE INPUT_BYTES LABEL: du of the store straight after the
+# import (closed), then after `compact`.
+footprint() {
+	local a c
+	a=$(du_bytes "$1")
 	"$fc" compact --store "$1"
-	local d; d=$(du_bytes "$1")
-	printf '| %s | %d | %d | %sx |\n' "$3" "$2" "$d" "$(ratio "$2" "$d")"
+	c=$(du_bytes "$1")
+	printf '| %s | %d | %d | %sx | %d | %sx | %+.1f%% |\n' "$3" "$2" "$a" "$(ratio "$2" "$a")" \
+		"$c" "$(ratio "$2" "$c")" "$(awk -v a="$a" -v c="$c" 'BEGIN { print (a - c) * 100 / c }')"
+	fp_after+=("$3 $2 $a $c")
 }
 
 echo
-echo "## Footprint (du of the closed, compacted store)"
-echo "| input | input bytes | store bytes | smaller by |"
-echo "|---|---|---|---|"
+echo "## Footprint (du of the closed store, straight after the import and after compact)"
+echo "| input | input bytes | after import | smaller by | after compact | smaller by | import over compact |"
+echo "|---|---|---|---|---|---|---|"
+fp_after=()
 for f in real gen big svc; do
 	[ -f "$work/$f.perf" ] || continue
 	rm -rf "$work/s"; "$fc" import --store "$work/s" "$work/$f.perf" 2>/dev/null
 	footprint "$work/s" "$(bytes "$work/$f.perf")" "$f.perf"
+done
+# Targets (issue 16): within 10% of compacted straight after an import, and
+# >= 1000x straight after importing a >= 150 MB system-wide recording.
+for row in "${fp_after[@]}"; do
+	read -r label in a c <<<"$row"
+	within=$(awk -v a="$a" -v c="$c" 'BEGIN { print (a <= c * 1.1) ? "met" : "MISSED" }')
+	echo "- $label: straight after the import within 10% of compacted: $within"
+	case $label in big.perf | svc.perf)
+		[ "$in" -ge 150000000 ] || continue
+		echo "- $label ($((in / 1000000)) MB, system-wide): >= 1000x straight after the import:" \
+			"$(awk -v i="$in" -v a="$a" 'BEGIN { print (i >= a * 1000) ? "met" : "MISSED" }') ($(ratio "$in" "$a")x)"
+		;;
+	esac
 done
 
 echo

@@ -1,0 +1,541 @@
+/*
+ * intern.c — frames and stack-tree nodes in memory: the arena their
+ * strings live in, the open-addressing id tables that make interning
+ * O(1), the frame and node records' codecs, and loading them from the
+ * default column family.
+ */
+#include "store-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* ---- arena for frame strings ------------------------------------------ */
+
+#define ARENA_CHUNK (256 * 1024)
+
+static void *arena_alloc(struct arena *a, size_t n)
+{
+	struct arena_chunk *c = a->top;
+
+	if (!c || c->size - c->used < n) {
+		size_t size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->prev = a->top;
+		c->size = size;
+		c->used = 0;
+		a->top = c;
+	}
+	c->used += n;
+	return c->data + c->used - n;
+}
+
+struct arena_mark arena_mark(const struct arena *a)
+{
+	struct arena_mark m = {a->top, a->top ? a->top->used : 0};
+
+	return m;
+}
+
+void arena_release(struct arena *a, struct arena_mark m)
+{
+	while (a->top && a->top != m.top) {
+		struct arena_chunk *prev = a->top->prev;
+
+		free(a->top);
+		a->top = prev;
+	}
+	if (a->top)
+		a->top->used = m.used;
+}
+
+void arena_free(struct arena *a)
+{
+	struct arena_mark none = {NULL, 0};
+
+	arena_release(a, none);
+}
+
+/* ---- open-addressing id table ------------------------------------------
+ * Linear probing over {id, hash} slots; id 0 marks an empty slot.  The
+ * caller probes and compares keys itself (the keys live in the arrays the
+ * ids index); the table only stores where ids are. */
+
+int idtab_grow(struct idtab *t)
+{
+	size_t n = t->slots ? (t->mask + 1) * 2 : 1024;
+	struct slot *ns = calloc(n, sizeof(*ns));
+
+	if (!ns)
+		return -ENOMEM;
+	for (size_t i = 0; t->slots && i <= t->mask; i++) {
+		size_t j;
+
+		if (!t->slots[i].id)
+			continue;
+		j = t->slots[i].h & (n - 1);
+		while (ns[j].id)
+			j = (j + 1) & (n - 1);
+		ns[j] = t->slots[i];
+	}
+	free(t->slots);
+	t->slots = ns;
+	t->mask = n - 1;
+	return 0;
+}
+
+/* Removes `id` (whose hash is h) with backward-shift deletion, so that no
+ * tombstones are needed and probe chains stay intact. */
+void idtab_remove(struct idtab *t, uint32_t id, uint32_t h)
+{
+	size_t i = h & t->mask, j;
+
+	if (!t->slots)
+		return;
+	while (t->slots[i].id && t->slots[i].id != id)
+		i = (i + 1) & t->mask;
+	if (!t->slots[i].id)
+		return;
+	t->slots[i].id = 0;
+	t->count--;
+	j = i;
+	for (;;) {
+		size_t k;
+
+		j = (j + 1) & t->mask;
+		if (!t->slots[j].id)
+			break;
+		k = t->slots[j].h & t->mask;
+		/* Leave slot j alone if its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		t->slots[i] = t->slots[j];
+		t->slots[j].id = 0;
+		i = j;
+	}
+}
+
+void idtab_free(struct idtab *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+	t->mask = 0;
+	t->count = 0;
+}
+
+/* ---- frames in memory ----------------------------------------------------- */
+
+uint32_t frame_hash(const struct store_frame *f)
+{
+	uint64_t h = XXH3_64bits_withSeed(f->name, f->name_len, (uint64_t)f->kind << 32 | f->line);
+
+	/* Only the tables in memory use this hash, so empty fields (most
+	 * build ids and files) can be skipped. */
+	h = XXH3_64bits_withSeed(f->module, f->module_len, h);
+	if (f->build_id_len)
+		h = XXH3_64bits_withSeed(f->build_id, f->build_id_len, h);
+	if (f->file_len)
+		h = XXH3_64bits_withSeed(f->file, f->file_len, h);
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static bool mem_eq(const void *a, size_t alen, const void *b, size_t blen)
+{
+	return alen == blen && (!alen || !memcmp(a, b, alen));
+}
+
+static bool frame_eq(const struct store_frame *a, const struct store_frame *b)
+{
+	return a->kind == b->kind && a->line == b->line &&
+	       mem_eq(a->name, a->name_len, b->name, b->name_len) &&
+	       mem_eq(a->module, a->module_len, b->module, b->module_len) &&
+	       mem_eq(a->build_id, a->build_id_len, b->build_id, b->build_id_len) &&
+	       mem_eq(a->file, a->file_len, b->file, b->file_len);
+}
+
+/* Copies f's strings into the arena and appends it as frame nframes. */
+int frame_append(struct store *s, const struct store_frame *f)
+{
+	size_t total = f->name_len + f->module_len + f->build_id_len + f->file_len;
+	struct store_frame *nf;
+	uint8_t *p = NULL;
+
+	if (s->nframes == UINT32_MAX)
+		return -EOVERFLOW;
+	if (s->nframes == s->frames_cap) {
+		uint32_t cap = s->frames_cap ? s->frames_cap * 2 : 1024;
+		struct store_frame *nfs;
+
+		if (cap < s->frames_cap)
+			cap = UINT32_MAX;
+		nfs = realloc(s->frames, (size_t)cap * sizeof(*nfs));
+		if (!nfs)
+			return -ENOMEM;
+		s->frames = nfs;
+		s->frames_cap = cap;
+	}
+	if (total) {
+		p = arena_alloc(&s->arena, total);
+		if (!p)
+			return -ENOMEM;
+	}
+	nf = &s->frames[s->nframes];
+	memset(nf, 0, sizeof(*nf));
+	nf->kind = f->kind;
+	nf->line = f->line;
+#define COPY_FIELD(fld, type)                                                                      \
+	do {                                                                                       \
+		nf->fld##_len = f->fld##_len;                                                      \
+		if (f->fld##_len) {                                                                \
+			memcpy(p, f->fld, f->fld##_len);                                           \
+			nf->fld = (type)p;                                                         \
+			p += f->fld##_len;                                                         \
+		}                                                                                  \
+	} while (0)
+	COPY_FIELD(name, const char *);
+	COPY_FIELD(module, const char *);
+	COPY_FIELD(build_id, const uint8_t *);
+	COPY_FIELD(file, const char *);
+#undef COPY_FIELD
+	s->nframes++;
+	return 0;
+}
+
+static int frame_index(struct store *s, uint32_t id)
+{
+	size_t pos;
+	uint32_t h;
+	int r = idtab_reserve(&s->frame_tab);
+
+	if (r < 0)
+		return r;
+	h = frame_hash(&s->frames[id]);
+	pos = h & s->frame_tab.mask;
+	while (s->frame_tab.slots[pos].id)
+		pos = (pos + 1) & s->frame_tab.mask;
+	idtab_put(&s->frame_tab, pos, id, h);
+	return 0;
+}
+
+/* Frame record: kind u8, varint line, then name, module, build_id, file as
+ * (varint length, bytes). */
+/* ref: 0, or how far back the frame with the same module and build id is */
+int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref)
+{
+	int r = buf_reserve(b, 1 + 10 + 4 * 10 + f->name_len + f->module_len + f->build_id_len +
+	                               f->file_len);
+
+	if (r < 0)
+		return r;
+	b->p[b->len++] = (uint8_t)(f->kind | (ref ? FRAME_MODULE_REF : 0));
+	buf_varint(b, f->line);
+	buf_bytes(b, f->name, f->name_len);
+	if (ref) {
+		buf_varint(b, ref);
+	} else {
+		buf_bytes(b, f->module, f->module_len);
+		buf_bytes(b, f->build_id, f->build_id_len);
+	}
+	buf_bytes(b, f->file, f->file_len);
+	return 0;
+}
+
+static uint32_t module_slot(const struct store_frame *f)
+{
+	uint64_t seed = f->build_id_len ? XXH3_64bits(f->build_id, f->build_id_len) : 0;
+
+	return (uint32_t)XXH3_64bits_withSeed(f->module, f->module_len, seed) &
+	       (MODULE_LAST_SLOTS - 1);
+}
+
+/* Writer: the distance back from frame id to the last frame before it
+ * with the same module and build id (0 when none is remembered), noting
+ * id as the last one.  Modules repeat across thousands of frames; a
+ * reference of a byte or two replaces a path and a 20-byte build id. */
+uint32_t module_ref(struct store *s, uint32_t id)
+{
+	const struct store_frame *f = &s->frames[id];
+	uint32_t slot, last;
+
+	if (!f->module_len && !f->build_id_len)
+		return 0;
+	slot = module_slot(f);
+	last = s->module_last[slot];
+	s->module_last[slot] = id;
+	if (last == 0 || last >= id)
+		return 0;
+	const struct store_frame *g = &s->frames[last];
+	if (g->module_len != f->module_len || g->build_id_len != f->build_id_len ||
+	    (f->module_len && memcmp(g->module, f->module, f->module_len) != 0) ||
+	    (f->build_id_len && memcmp(g->build_id, f->build_id, f->build_id_len) != 0))
+		return 0;
+	return id - last;
+}
+
+/* Decodes frame id's record; a module reference must name a frame that
+ * s already holds (frames load in id order). */
+static int frame_decode(const struct store *s, uint32_t id, const uint8_t *p, size_t len,
+                        struct store_frame *f)
+{
+	const uint8_t *end = p + len;
+	const void *v;
+	uint64_t line, ref;
+
+	memset(f, 0, sizeof(*f));
+	if (len < 1)
+		return -1;
+	f->kind = (uint8_t)(*p & ~FRAME_MODULE_REF);
+	bool by_ref = *p++ & FRAME_MODULE_REF;
+	if (get_varint(&p, end, &line) < 0 || line > UINT32_MAX)
+		return -1;
+	f->line = (uint32_t)line;
+	if (get_bytes(&p, end, &v, &f->name_len) < 0)
+		return -1;
+	f->name = v;
+	if (by_ref) {
+		if (get_varint(&p, end, &ref) < 0 || ref == 0 || ref >= id ||
+		    id - ref >= s->nframes)
+			return -1;
+		const struct store_frame *g = &s->frames[id - ref];
+		f->module = g->module;
+		f->module_len = g->module_len;
+		f->build_id = g->build_id;
+		f->build_id_len = g->build_id_len;
+	} else {
+		if (get_bytes(&p, end, &v, &f->module_len) < 0)
+			return -1;
+		f->module = v;
+		if (get_bytes(&p, end, &v, &f->build_id_len) < 0)
+			return -1;
+		f->build_id = v;
+	}
+	if (get_bytes(&p, end, &v, &f->file_len) < 0)
+		return -1;
+	f->file = v;
+	return p == end ? 0 : -1;
+}
+
+/* ---- nodes in memory ------------------------------------------------------ */
+
+uint32_t node_hash(uint32_t parent, uint32_t frame)
+{
+	uint64_t k = (uint64_t)parent << 32 | frame;
+	uint64_t h = XXH3_64bits(&k, sizeof(k));
+
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+int node_append(struct store *s, uint32_t parent, uint32_t frame)
+{
+	if (s->nnodes == UINT32_MAX)
+		return -EOVERFLOW;
+	if (s->nnodes == s->nodes_cap) {
+		uint32_t cap = s->nodes_cap ? s->nodes_cap * 2 : 4096;
+		uint32_t *np, *nf;
+
+		if (cap < s->nodes_cap)
+			cap = UINT32_MAX;
+		np = realloc(s->node_parent, (size_t)cap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		s->node_parent = np;
+		nf = realloc(s->node_frame, (size_t)cap * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		s->node_frame = nf;
+		s->nodes_cap = cap;
+	}
+	s->node_parent[s->nnodes] = parent;
+	s->node_frame[s->nnodes] = frame;
+	s->nnodes++;
+	return 0;
+}
+
+static int node_index(struct store *s, uint32_t id)
+{
+	size_t pos;
+	uint32_t h;
+	int r = idtab_reserve(&s->node_tab);
+
+	if (r < 0)
+		return r;
+	h = node_hash(s->node_parent[id], s->node_frame[id]);
+	pos = h & s->node_tab.mask;
+	while (s->node_tab.slots[pos].id)
+		pos = (pos + 1) & s->node_tab.mask;
+	idtab_put(&s->node_tab, pos, id, h);
+	return 0;
+}
+
+int load_frame(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
+{
+	struct store_frame f;
+	int r;
+
+	if (frame_decode(s, id, v, vlen, &f) < 0) {
+		seterr(s, "%s: store is damaged: frame %u", s->dir, id);
+		return -EIO;
+	}
+	r = frame_append(s, &f);
+	if (r == 0 && !s->readonly) {
+		r = frame_index(s, id);
+		(void)module_ref(s, id); /* remembers id's module */
+	}
+	return r < 0 ? r : 1;
+}
+
+int load_node(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
+{
+	const uint8_t *end = v + vlen;
+	uint64_t parent, frame;
+	int r;
+
+	/* The record holds id - parent (see batch_write). */
+	if (get_varint(&v, end, &parent) < 0 || get_varint(&v, end, &frame) < 0 || v != end ||
+	    parent == 0 || parent > id || frame == 0 || frame >= s->nframes) {
+		seterr(s, "%s: store is damaged: node %u", s->dir, id);
+		return -EIO;
+	}
+	r = node_append(s, id - (uint32_t)parent, (uint32_t)frame);
+	if (r == 0 && !s->readonly)
+		r = node_index(s, id);
+	return r < 0 ? r : 1;
+}
+
+/* A run of nodes first..first+n-1 (see batch_write): varint n, then n
+ * varints id - parent, then n zigzag varints of the frame minus the
+ * previous node's frame (a column each: zstd finds more in them). */
+int load_node_run(struct store *s, uint32_t first, const uint8_t *v, size_t vlen)
+{
+	const uint8_t *end = v + vlen, *frames;
+	uint64_t n, d;
+	int64_t frame = 0;
+	int r;
+
+	if (get_varint(&v, end, &n) < 0 || n == 0 || n > NODE_RUN || n > UINT32_MAX - first)
+		goto damaged;
+	frames = v;
+	for (uint64_t i = 0; i < n; i++) /* find where the frame column starts */
+		if (get_varint(&frames, end, &d) < 0)
+			goto damaged;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = first + i;
+		uint64_t up, fz;
+		if (get_varint(&v, end, &up) < 0 || get_varint(&frames, end, &fz) < 0)
+			goto damaged;
+		frame += unzigzag(fz);
+		if (up == 0 || up > id || frame <= 0 || frame >= (int64_t)s->nframes)
+			goto damaged;
+		r = node_append(s, id - (uint32_t)up, (uint32_t)frame);
+		if (r == 0 && !s->readonly)
+			r = node_index(s, id);
+		if (r < 0)
+			return r;
+	}
+	if (frames != end)
+		goto damaged;
+	return (int)n;
+damaged:
+	seterr(s, "%s: store is damaged: nodes from %u", s->dir, first);
+	return -EIO;
+}
+
+int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32_t *id)
+{
+	struct store *s = b->s;
+	uint32_t h;
+	size_t pos;
+	int r;
+
+	if (f->kind > STORE_FRAME_JIT || (!f->name && f->name_len) ||
+	    (!f->module && f->module_len) || (!f->build_id && f->build_id_len) ||
+	    (!f->file && f->file_len)) {
+		seterr(s, "invalid frame");
+		return -EINVAL;
+	}
+	r = idtab_reserve(&s->frame_tab);
+	if (r < 0)
+		return r;
+	h = frame_hash(f);
+	for (pos = h & s->frame_tab.mask; s->frame_tab.slots[pos].id;
+	     pos = (pos + 1) & s->frame_tab.mask) {
+		const struct slot *sl = &s->frame_tab.slots[pos];
+
+		if (sl->h == h && frame_eq(&s->frames[sl->id], f)) {
+			*id = sl->id;
+			return 0;
+		}
+	}
+	r = frame_append(s, f);
+	if (r < 0)
+		return r;
+	idtab_put(&s->frame_tab, pos, s->nframes - 1, h);
+	*id = s->nframes - 1;
+	return 0;
+}
+
+int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id)
+{
+	struct store *s = b->s;
+	uint32_t h;
+	size_t pos;
+	int r;
+
+	if (parent >= s->nnodes || frame == 0 || frame >= s->nframes) {
+		seterr(s, "node (%u, %u) refers to an unknown node or frame", parent, frame);
+		return -EINVAL;
+	}
+	r = idtab_reserve(&s->node_tab);
+	if (r < 0)
+		return r;
+	h = node_hash(parent, frame);
+	for (pos = h & s->node_tab.mask; s->node_tab.slots[pos].id;
+	     pos = (pos + 1) & s->node_tab.mask) {
+		uint32_t n = s->node_tab.slots[pos].id;
+
+		if (s->node_tab.slots[pos].h == h && s->node_parent[n] == parent &&
+		    s->node_frame[n] == frame) {
+			*id = n;
+			return 0;
+		}
+	}
+	r = node_append(s, parent, frame);
+	if (r < 0)
+		return r;
+	idtab_put(&s->node_tab, pos, s->nnodes - 1, h);
+	*id = s->nnodes - 1;
+	return 0;
+}
+
+uint32_t store_node_count(const struct store *s)
+{
+	return s->nnodes;
+}
+
+int store_node_get(const struct store *s, uint32_t node, uint32_t *parent, uint32_t *frame)
+{
+	if (node >= s->nnodes)
+		return -ENOENT;
+	*parent = s->node_parent[node];
+	*frame = s->node_frame[node];
+	return 0;
+}
+
+uint32_t store_frame_count(const struct store *s)
+{
+	return s->nframes;
+}
+
+int store_frame_get(const struct store *s, uint32_t frame, struct store_frame *f)
+{
+	if (frame == 0 || frame >= s->nframes)
+		return -ENOENT;
+	*f = s->frames[frame];
+	return 0;
+}

@@ -1,0 +1,302 @@
+/*
+ * series.c — series records: one per (binary, version, event), with
+ * the unit and the totals.  The writer keeps every record in memory
+ * behind a hash table; readers list them from disk.
+ */
+#include "store-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* ---- series in memory (writer) -------------------------------------------- */
+
+static uint32_t series_hash(const char *binary, const char *version, const char *event)
+{
+	uint64_t h = XXH3_64bits(binary, strlen(binary));
+
+	h = XXH3_64bits_withSeed(version, strlen(version), h);
+	h = XXH3_64bits_withSeed(event, strlen(event), h);
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+void series_rec_clear(struct series_rec *r)
+{
+	free(r->binary);
+	free(r->version);
+	free(r->event);
+	free(r->unit);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Series record: binary, version, event, unit as (varint length, bytes),
+ * then zigzag first_seen, zigzag last_seen, varint samples, weight,
+ * input_bytes. */
+int series_encode(struct buf *b, const struct series_rec *r)
+{
+	size_t lb = strlen(r->binary), lv = strlen(r->version);
+	size_t le = strlen(r->event), lu = strlen(r->unit);
+	int ret = buf_reserve(b, lb + lv + le + lu + 9 * 10);
+
+	if (ret < 0)
+		return ret;
+	buf_bytes(b, r->binary, lb);
+	buf_bytes(b, r->version, lv);
+	buf_bytes(b, r->event, le);
+	buf_bytes(b, r->unit, lu);
+	buf_varint(b, zigzag(r->first_seen));
+	buf_varint(b, zigzag(r->last_seen));
+	buf_varint(b, r->samples);
+	buf_varint(b, r->weight);
+	buf_varint(b, r->input_bytes);
+	return 0;
+}
+
+/* Decodes into r, whose strings it mallocs.  Returns 0, -ENOMEM, or -1
+ * for a damaged record. */
+static int series_decode(const uint8_t *p, size_t len, struct series_rec *r)
+{
+	const uint8_t *end = p + len;
+	const void *v[4];
+	size_t l[4];
+	uint64_t first, last;
+	char **dst[4] = {&r->binary, &r->version, &r->event, &r->unit};
+
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < 4; i++) {
+		if (get_bytes(&p, end, &v[i], &l[i]) < 0)
+			return -1;
+	}
+	if (get_varint(&p, end, &first) < 0 || get_varint(&p, end, &last) < 0 ||
+	    get_varint(&p, end, &r->samples) < 0 || get_varint(&p, end, &r->weight) < 0 ||
+	    get_varint(&p, end, &r->input_bytes) < 0 || p != end)
+		return -1;
+	r->first_seen = unzigzag(first);
+	r->last_seen = unzigzag(last);
+	for (int i = 0; i < 4; i++) {
+		*dst[i] = dup_bytes(v[i], l[i]);
+		if (!*dst[i]) {
+			series_rec_clear(r);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int series_index(struct store *s, uint32_t id)
+{
+	struct series_rec *r = &s->series[id];
+	size_t pos;
+	int ret = idtab_reserve(&s->series_tab);
+
+	if (ret < 0)
+		return ret;
+	r->h = series_hash(r->binary, r->version, r->event);
+	pos = r->h & s->series_tab.mask;
+	while (s->series_tab.slots[pos].id)
+		pos = (pos + 1) & s->series_tab.mask;
+	idtab_put(&s->series_tab, pos, id, r->h);
+	return 0;
+}
+
+int series_grow(struct store *s)
+{
+	uint32_t cap;
+	struct series_rec *n;
+
+	if (s->nseries < s->series_cap)
+		return 0;
+	if (s->nseries == UINT32_MAX)
+		return -EOVERFLOW;
+	cap = s->series_cap ? s->series_cap * 2 : 16;
+	if (cap < s->series_cap)
+		cap = UINT32_MAX;
+	n = realloc(s->series, (size_t)cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	s->series = n;
+	s->series_cap = cap;
+	return 0;
+}
+
+int load_series(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
+{
+	int r = series_grow(s);
+
+	if (r < 0)
+		return r;
+	r = series_decode(v, vlen, &s->series[id]);
+	if (r == -1) {
+		seterr(s, "%s: store is damaged: series %u", s->dir, id);
+		return -EIO;
+	}
+	if (r < 0)
+		return r;
+	s->nseries++;
+	r = series_index(s, id);
+	return r < 0 ? r : 1;
+}
+
+int store_batch_series(struct store_batch *b, const struct store_series_key *k, uint32_t *id)
+{
+	struct store *s = b->s;
+	struct series_rec *r;
+	uint32_t h;
+	size_t pos;
+	int ret;
+
+	if (!k->binary || !k->version || !k->event || !k->unit) {
+		seterr(s, "series key with a missing field");
+		return -EINVAL;
+	}
+	ret = idtab_reserve(&s->series_tab);
+	if (ret < 0)
+		return ret;
+	h = series_hash(k->binary, k->version, k->event);
+	for (pos = h & s->series_tab.mask; s->series_tab.slots[pos].id;
+	     pos = (pos + 1) & s->series_tab.mask) {
+		if (s->series_tab.slots[pos].h != h)
+			continue;
+		r = &s->series[s->series_tab.slots[pos].id];
+		if (strcmp(r->binary, k->binary) || strcmp(r->version, k->version) ||
+		    strcmp(r->event, k->event))
+			continue;
+		if (strcmp(r->unit, k->unit)) {
+			seterr(s, "series %s/%s/%s has unit \"%s\", not \"%s\"", k->binary,
+			       k->version, k->event, r->unit, k->unit);
+			return -EINVAL;
+		}
+		*id = s->series_tab.slots[pos].id;
+		return 0;
+	}
+	ret = series_grow(s);
+	if (ret < 0)
+		return ret;
+	r = &s->series[s->nseries];
+	memset(r, 0, sizeof(*r));
+	r->binary = strdup(k->binary);
+	r->version = strdup(k->version);
+	r->event = strdup(k->event);
+	r->unit = strdup(k->unit);
+	if (!r->binary || !r->version || !r->event || !r->unit) {
+		series_rec_clear(r);
+		return -ENOMEM;
+	}
+	r->h = h;
+	r->first_seen = INT64_MAX;
+	r->last_seen = INT64_MIN;
+	idtab_put(&s->series_tab, pos, s->nseries, h);
+	*id = s->nseries++;
+	return 0;
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct store_series *x = a, *y = b;
+	int c = strcmp(x->binary, y->binary);
+
+	if (!c)
+		c = strcmp(x->version, y->version);
+	if (!c)
+		c = strcmp(x->event, y->event);
+	return c;
+}
+
+void store_series_free(struct store_series *list, size_t n)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(list[i].binary);
+		free(list[i].version);
+		free(list[i].event);
+		free(list[i].unit);
+	}
+	free(list);
+}
+
+int store_series_list(struct store *s, struct store_series **out, size_t *n)
+{
+	rocksdb_iterator_t *it;
+	struct store_series *list = NULL;
+	size_t len = 0, cap = 0;
+	char *rerr = NULL;
+	int r = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (need_db(s) < 0)
+		return -EIO;
+	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	if (!it)
+		return -ENOMEM;
+	for (rocksdb_iter_seek(it, (const char[]){KEY_SERIES}, 1); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
+		struct series_rec rec;
+		struct store_series *e;
+
+		if (klen && k[0] != KEY_SERIES)
+			break;
+
+		if (len == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			struct store_series *nl = realloc(list, nc * sizeof(*nl));
+
+			if (!nl) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			list = nl;
+			cap = nc;
+		}
+		if (klen != 5) {
+			r = -1;
+		} else {
+			r = series_decode(v, vlen, &rec);
+		}
+		if (r == -1) {
+			seterr(s, "%s: store is damaged: a series record", s->dir);
+			r = -EIO;
+			goto fail;
+		}
+		if (r < 0)
+			goto fail;
+		if (!rec.samples) {
+			/* Emptied by store_prune(): not a series any more. */
+			series_rec_clear(&rec);
+			continue;
+		}
+		e = &list[len++];
+		e->id = get_be32(k + 1);
+		e->binary = rec.binary;
+		e->version = rec.version;
+		e->event = rec.event;
+		e->unit = rec.unit;
+		e->first_seen = rec.samples ? rec.first_seen : 0;
+		e->last_seen = rec.samples ? rec.last_seen : 0;
+		e->samples = rec.samples;
+		e->weight = rec.weight;
+		e->input_bytes = rec.input_bytes;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	if (rerr) {
+		r = rdb_fail(s, rerr, "listing series");
+		goto fail;
+	}
+	rocksdb_iter_destroy(it);
+	if (len)
+		qsort(list, len, sizeof(*list), series_cmp);
+	*out = list;
+	*n = len;
+	return 0;
+fail:
+	rocksdb_iter_destroy(it);
+	store_series_free(list, len);
+	return r;
+}

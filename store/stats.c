@@ -1,0 +1,346 @@
+/*
+ * stats.c — footprint figures (du of the directory, SST bytes per kind
+ * of record), compaction, and keeping a store small right after each
+ * write (settle).
+ */
+#include "store-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- footprint ------------------------------------------------------------------ */
+
+/* Adds st_blocks * 512 of everything under the directory fd, like du. */
+static int du_fd(int dfd, uint64_t *total)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+	struct stat st;
+	int r = 0;
+
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
+	if (fstat(dirfd(d), &st) == 0)
+		*total += (uint64_t)st.st_blocks * 512;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* removed meanwhile (compaction) */
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			if (sub >= 0)
+				du_fd(sub, total);
+			continue;
+		}
+		*total += (uint64_t)st.st_blocks * 512;
+	}
+	closedir(d);
+	return r;
+}
+
+/* RocksDB's estimate of the SST bytes of one key prefix of the default
+ * column family. */
+/* The uncompressed bytes (keys and values) of the default column family's
+ * frames, nodes and other records, by one scan. */
+static int raw_bytes(struct store *s, uint64_t *frames, uint64_t *nodes, uint64_t *other)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	char *rerr = NULL;
+
+	*frames = *nodes = *other = 0;
+	if (!it) {
+		seterr(s, "%s: out of memory", s->dir);
+		return -ENOMEM;
+	}
+	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		(void)rocksdb_iter_value(it, &vlen);
+		bool node = klen && (k[0] == KEY_NODE || k[0] == KEY_NODES);
+		uint64_t *to = klen && k[0] == KEY_FRAME ? frames : node ? nodes : other;
+		*to += klen + vlen;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr)
+		return rdb_fail(s, rerr, "scan");
+	return 0;
+}
+
+/* The compressed bytes of the column family's data blocks (its SST files
+ * without their index, filter and properties blocks), from RocksDB's
+ * aggregated table properties; 0 when they are not reported. */
+static uint64_t data_block_bytes(struct store *s, int cf)
+{
+	static const char field[] = "; data block size=";
+	char *props =
+	        rocksdb_property_value_cf(s->db, s->cf[cf], "rocksdb.aggregated-table-properties");
+	uint64_t v = 0;
+
+	if (props) {
+		const char *at = strstr(props, field);
+		if (at)
+			v = strtoull(at + sizeof(field) - 1, NULL, 10);
+		rocksdb_free(props);
+	}
+	return v;
+}
+
+/* part of total in proportion part_raw / all_raw, without overflow */
+static uint64_t share(uint64_t total, uint64_t part_raw, uint64_t all_raw)
+{
+	return all_raw ? (uint64_t)((long double)total * part_raw / all_raw) : 0;
+}
+
+int store_footprint(struct store *s, struct store_footprint *out)
+{
+	uint64_t total = 0;
+	int fd, r;
+
+	memset(out, 0, sizeof(*out));
+	if (need_db(s) < 0)
+		return -EIO;
+	settle_wait(s); /* the size the store settles at */
+	fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		seterr(s, "%s: %s", s->dir, strerror(errno));
+		return r;
+	}
+	r = du_fd(fd, &out->dir_bytes);
+	if (r < 0) {
+		seterr(s, "%s: %s", s->dir, strerror(-r));
+		return r;
+	}
+	if (rocksdb_property_int_cf(s->db, s->cf[CF_COUNTS], "rocksdb.total-sst-files-size",
+	                            &out->counts_bytes) != 0)
+		out->counts_bytes = 0;
+	if (rocksdb_property_int_cf(s->db, s->cf[CF_DEFAULT], "rocksdb.total-sst-files-size",
+	                            &total) != 0)
+		total = 0;
+	/* Frames, nodes, series and meta share the default column family,
+	 * whose data blocks (256 KiB) hold several kinds at once: frames and
+	 * nodes get the data blocks' bytes in proportion to their
+	 * uncompressed bytes (an estimate; their sum is within the series
+	 * records' share of exact).  The rest of the SST bytes, with the
+	 * files' index and properties blocks, is "other". */
+	uint64_t rf, rn, ro, data = data_block_bytes(s, CF_DEFAULT);
+	r = raw_bytes(s, &rf, &rn, &ro);
+	if (r < 0)
+		return r;
+	if (data == 0 || data > total)
+		data = total;
+	out->frames_bytes = share(data, rf, rf + rn + ro);
+	out->nodes_bytes = share(data, rn, rf + rn + ro);
+	out->other_bytes = total - out->frames_bytes - out->nodes_bytes;
+	return 0;
+}
+
+int store_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes)
+{
+	uint8_t start[4], limit[8];
+	const char *starts[1] = {(const char *)start};
+	const char *limits[1] = {(const char *)limit};
+	size_t slen[1] = {4}, llen[1];
+	char *rerr = NULL;
+
+	if (need_db(s) < 0)
+		return -EIO;
+	put_be32(start, series);
+	if (series == UINT32_MAX) {
+		memset(limit, 0xff, sizeof(limit));
+		llen[0] = 8;
+	} else {
+		put_be32(limit, series + 1);
+		llen[0] = 4;
+	}
+	*bytes = 0;
+	rocksdb_approximate_sizes_cf(s->db, s->cf[CF_COUNTS], 1, starts, slen, limits, llen, bytes,
+	                             &rerr);
+	if (rerr)
+		return rdb_fail(s, rerr, "approximate sizes");
+	return 0;
+}
+
+int store_compact(struct store *s)
+{
+	rocksdb_flushoptions_t *fo;
+	rocksdb_compactoptions_t *co;
+	char *rerr = NULL;
+	int r = 0;
+
+	if (s->readonly) {
+		seterr(s, "%s: store is open read-only", s->dir);
+		return -EROFS;
+	}
+	settle_wait(s);
+	fo = rocksdb_flushoptions_create();
+	co = rocksdb_compactoptions_create();
+	if (!fo || !co) {
+		r = -ENOMEM;
+		seterr(s, "%s: out of memory", s->dir);
+		goto out;
+	}
+	rocksdb_flushoptions_set_wait(fo, 1);
+	rocksdb_compactoptions_set_bottommost_level_compaction(co, ROCKS_BOTTOMMOST_FORCE);
+	rocksdb_compactoptions_set_exclusive_manual_compaction(co, 1);
+	for (int i = 0; i < CF_COUNT_ALL; i++) {
+		rocksdb_flush_cf(s->db, fo, s->cf[i], &rerr);
+		if (rerr) {
+			r = rdb_fail(s, rerr, "flush");
+			goto out;
+		}
+	}
+	for (int i = 0; i < CF_COUNT_ALL; i++)
+		rocksdb_compact_range_cf_opt(s->db, s->cf[i], co, NULL, 0, NULL, 0);
+	s->seq = rocksdb_get_latest_sequence_number(s->db);
+out:
+	if (fo)
+		rocksdb_flushoptions_destroy(fo);
+	if (co)
+		rocksdb_compactoptions_destroy(co);
+	return r;
+}
+
+/* ---- small right away -------------------------------------------------------- */
+
+/* A commit leaves its data in the write-ahead log, uncompressed, and a
+ * flush leaves it in level-0 files that hold merge operands apart and
+ * pay their own index and properties: right after an import the store
+ * was ~1.8x its compacted size (a 168 MB recording: 262 K, compacted
+ * 146 K).  Settling keeps it within a few percent: when the memtables
+ * (about what the log holds) pass 1/SETTLE_SHARE of the SST bytes, it
+ * flushes; when level 0 then passes 1/SETTLE_SHARE of the other SST
+ * bytes, it compacts the store as store_compact() does.  Each compaction
+ * rewrites the store once its new data is 1/SETTLE_SHARE of it, so the
+ * store is rewritten about SETTLE_SHARE + 1 times over as it grows, and a
+ * new or small store is compacted at every commit.
+ *
+ * It runs in a thread of its own, started by settle() after a commit:
+ * flushes and compactions wait for fsync, 60-300 ms a commit on a busy
+ * machine, which a record drain (every second) must not wait for.  The
+ * thread uses only s->db and s->cf (RocksDB's handles are thread-safe),
+ * never s->errmsg or s->seq; settle_mu guards settle_busy and
+ * settle_again.  store_close(), store_compact() and store_footprint()
+ * wait for it (settle_wait()). */
+#define SETTLE_SHARE 25
+
+static void sst_bytes(struct store *s, uint64_t *all, uint64_t *level0)
+{
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(s->db);
+	int n;
+
+	*all = *level0 = 0;
+	if (!lf)
+		return;
+	n = rocksdb_livefiles_count(lf);
+	for (int i = 0; i < n; i++) {
+		uint64_t size = rocksdb_livefiles_size(lf, i);
+
+		*all += size;
+		if (rocksdb_livefiles_level(lf, i) == 0)
+			*level0 += size;
+	}
+	rocksdb_livefiles_destroy(lf);
+}
+
+/* One round of settling.  Failures only cost space; they are not
+ * reported (a commit's data is durable before it starts). */
+static void settle_once(struct store *s)
+{
+	uint64_t mem = 0, all, level0;
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	rocksdb_compactoptions_t *co = rocksdb_compactoptions_create();
+	char *rerr = NULL;
+
+	if (!fo || !co)
+		goto out;
+	rocksdb_flushoptions_set_wait(fo, 1);
+	rocksdb_compactoptions_set_bottommost_level_compaction(co, ROCKS_BOTTOMMOST_FORCE);
+	rocksdb_compactoptions_set_exclusive_manual_compaction(co, 1);
+	for (int i = 0; i < CF_COUNT_ALL; i++) {
+		uint64_t v = 0;
+
+		if (rocksdb_property_int_cf(s->db, s->cf[i], "rocksdb.cur-size-all-mem-tables",
+		                            &v) == 0)
+			mem += v;
+	}
+	sst_bytes(s, &all, &level0);
+	if (mem && mem * SETTLE_SHARE > all) {
+		for (int i = 0; i < CF_COUNT_ALL && !rerr; i++)
+			rocksdb_flush_cf(s->db, fo, s->cf[i], &rerr);
+		if (rerr)
+			goto out;
+		sst_bytes(s, &all, &level0);
+	}
+	if (level0 && level0 * SETTLE_SHARE > all - level0)
+		for (int i = 0; i < CF_COUNT_ALL; i++)
+			rocksdb_compact_range_cf_opt(s->db, s->cf[i], co, NULL, 0, NULL, 0);
+out:
+	rocksdb_free(rerr);
+	if (fo)
+		rocksdb_flushoptions_destroy(fo);
+	if (co)
+		rocksdb_compactoptions_destroy(co);
+}
+
+static void *settle_main(void *arg)
+{
+	struct store *s = arg;
+
+	for (;;) {
+		settle_once(s);
+		pthread_mutex_lock(&s->settle_mu);
+		if (!s->settle_again) {
+			s->settle_busy = false;
+			pthread_mutex_unlock(&s->settle_mu);
+			return NULL;
+		}
+		s->settle_again = false;
+		pthread_mutex_unlock(&s->settle_mu);
+	}
+}
+
+void settle(struct store *s)
+{
+	const char *env = getenv("FLAMEFS_STORE_SETTLE");
+
+	if (s->readonly || (env && !strcmp(env, "0")))
+		return;
+	pthread_mutex_lock(&s->settle_mu);
+	if (s->settle_busy) {
+		s->settle_again = true; /* the running thread goes round again */
+		pthread_mutex_unlock(&s->settle_mu);
+		return;
+	}
+	s->settle_busy = true;
+	pthread_mutex_unlock(&s->settle_mu);
+	if (s->settler_started)
+		pthread_join(s->settler, NULL); /* finished: settle_busy was false */
+	s->settler_started = pthread_create(&s->settler, NULL, settle_main, s) == 0;
+	if (!s->settler_started) {
+		settle_once(s); /* no thread: settle here */
+		pthread_mutex_lock(&s->settle_mu);
+		s->settle_busy = false;
+		pthread_mutex_unlock(&s->settle_mu);
+	}
+}
+
+void settle_wait(struct store *s)
+{
+	if (s->settler_started) {
+		pthread_join(s->settler, NULL);
+		s->settler_started = false;
+	}
+}

@@ -1,0 +1,382 @@
+/*
+ * store-internal.h — what the store's files share and nothing outside
+ * store/ may use.
+ *
+ * store/ is the only code that knows the on-disk key layout (see
+ * store/README.md).  A store keeps every frame and every tree node in
+ * memory, in arrays indexed by id, and (for the writer) in open-addressing
+ * hash tables so that interning a frame or a (parent, frame) pair is O(1)
+ * and allocation-free in the common case.  A batch appends new frames,
+ * nodes and series to those arrays, aggregates counts per (series, bucket,
+ * node) in its own hash table, and writes everything as one synced RocksDB
+ * WriteBatch at commit, the counts as one sorted blob per (series, bucket)
+ * that a merge operator adds into the stored blob; freeing an uncommitted
+ * batch truncates the arrays back to where the batch started.  Readers
+ * open the directory as a RocksDB secondary instance in a private
+ * temporary directory and catch up with the writer in store_refresh().
+ *
+ * One file per seam: codec.c (byte codec), counts.c (counts keys, blobs,
+ * merge operator), intern.c (arena, id tables, frames, nodes), series.c,
+ * options.c, open.c (directory, lock, meta, open/close), reader.c
+ * (secondary readers), batch.c, stats.c (footprint, compaction) and
+ * prune.c.  The functions declared here are the ones a file uses from
+ * another; everything else is static.
+ */
+#ifndef FLAMEFS_STORE_INTERNAL_H
+#define FLAMEFS_STORE_INTERNAL_H
+
+#include "store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <rocksdb/c.h>
+
+/* ---- column families ------------------------------------------------ */
+
+/* Two column families: counts need the merge operator and their own
+ * tuning; everything else shares `default`, told apart by a one-byte key
+ * prefix.  RocksDB dumps every column family's options into LOG and both
+ * OPTIONS files, so each one costs a fixed few KiB per store. */
+enum {
+	CF_DEFAULT,
+	CF_COUNTS,
+	CF_COUNT_ALL,
+};
+
+extern const char *const cf_names[CF_COUNT_ALL];
+
+/* Key prefixes in the default column family; frames, nodes and series
+ * keys are the prefix and a u32 BE id, meta keys the prefix and a name. */
+#define KEY_FRAME  'f'
+#define KEY_META   'm'
+#define KEY_NODE   'n' /* schema 1: one node per record */
+#define KEY_NODES  'N' /* schema 2: a run of up to NODE_RUN nodes per record */
+#define KEY_SERIES 's'
+#define NODE_RUN   4096u
+
+/* In a frame record's kind byte (schema 2): the module and build id are
+ * those of an earlier frame, named by its distance back. */
+#define FRAME_MODULE_REF  0x80u
+#define MODULE_LAST_SLOTS 4096u
+
+#define META_SCHEMA         "mschema"
+#define META_STORE_ID       "mstore_id"
+#define META_BUCKET_SECONDS "mbucket_seconds"
+
+/* RocksDB's InfoLogLevel: DEBUG, INFO, WARN, ERROR, ... */
+#define ROCKS_LOG_WARN 2
+/* BottommostLevelCompaction::kForce */
+#define ROCKS_BOTTOMMOST_FORCE 2
+
+#define ERRLEN 512
+
+/* ---- small encoders --------------------------------------------------- */
+
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* A key of the default column family: prefix, then u32 BE id. */
+static inline void id_key(uint8_t *k, uint8_t prefix, uint32_t id)
+{
+	k[0] = prefix;
+	put_be32(k + 1, id);
+}
+
+static inline size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Returns 0, or -1 when the input ends early or the varint is too long. */
+static inline int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t r = 0;
+	unsigned shift = 0;
+
+	while (*p < end && shift < 64) {
+		uint8_t c = *(*p)++;
+
+		r |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*v = r;
+			return 0;
+		}
+		shift += 7;
+	}
+	return -1;
+}
+
+static inline uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* A growable byte buffer for encoding records. */
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static inline void buf_varint(struct buf *b, uint64_t v)
+{
+	b->len += put_varint(b->p + b->len, v);
+}
+
+static inline void buf_bytes(struct buf *b, const void *p, size_t n)
+{
+	b->len += put_varint(b->p + b->len, n);
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+/* Longest encoded entry: three 10-byte varints. */
+#define COUNT_ENTRY_MAX 30
+
+struct arena_chunk {
+	struct arena_chunk *prev;
+	size_t size, used;
+	uint8_t data[];
+};
+
+struct arena {
+	struct arena_chunk *top;
+};
+
+struct arena_mark {
+	struct arena_chunk *top;
+	size_t used;
+};
+
+struct slot {
+	uint32_t id;
+	uint32_t h;
+};
+
+struct idtab {
+	struct slot *slots;
+	size_t mask; /* slots - 1; 0 when unallocated */
+	size_t count;
+};
+
+/* intern.c: doubles the table (1024 slots at first). */
+int idtab_grow(struct idtab *t);
+
+/* Makes room for one more entry; call before probing for an insert. */
+static inline int idtab_reserve(struct idtab *t)
+{
+	if (!t->slots || (t->count + 1) * 10 > (t->mask + 1) * 7)
+		return idtab_grow(t);
+	return 0;
+}
+
+static inline void idtab_put(struct idtab *t, size_t pos, uint32_t id, uint32_t h)
+{
+	t->slots[pos].id = id;
+	t->slots[pos].h = h;
+	t->count++;
+}
+
+/* ---- the store ---------------------------------------------------------- */
+
+struct series_rec {
+	char *binary, *version, *event, *unit; /* malloc'd */
+	uint32_t h;
+	int64_t first_seen, last_seen; /* INT64_MAX / INT64_MIN when unseen */
+	uint64_t samples, weight, input_bytes;
+};
+
+struct store {
+	rocksdb_t *db;
+	rocksdb_options_t *dbopts;
+	rocksdb_options_t *cfopts;
+	rocksdb_options_t *countopts;
+	rocksdb_block_based_table_options_t *bbto;
+	rocksdb_column_family_handle_t *cf[CF_COUNT_ALL];
+	rocksdb_readoptions_t *ropts;
+	rocksdb_writeoptions_t *wopts;
+
+	bool readonly;
+	char *dir;
+	char *secdir;    /* reader's private secondary dir, or NULL */
+	char *logdir;    /* writer's RocksDB info log directory, or NULL */
+	int secdir_lock; /* fd of its OWNER_LOCK, flock'd while open; -1 */
+	uint32_t bucket_seconds;
+	uint64_t seq;
+	uint64_t live_sig; /* reader: live_files_sig() at last open */
+	char errmsg[ERRLEN];
+	char notice[ERRLEN]; /* store_notice(); empty when none */
+
+	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
+	struct store_frame *frames;
+	uint32_t nframes, frames_cap;
+	struct idtab frame_tab; /* writer only */
+	struct arena arena;
+	/* writer: per hash of (module, build id), the last frame with it */
+	uint32_t module_last[MODULE_LAST_SLOTS];
+
+	/* Nodes 0..nnodes-1; node 0 is the root. */
+	uint32_t *node_parent, *node_frame;
+	uint32_t nnodes, nodes_cap;
+	struct idtab node_tab; /* writer only */
+
+	/* Series 1..nseries-1 (writer only; readers list from disk). */
+	struct series_rec *series;
+	uint32_t nseries, series_cap;
+	struct idtab series_tab;
+
+	struct store_batch *batch; /* the open batch, if any */
+
+	/* The settling thread (stats.c).  settle_mu guards settle_busy and
+	 * settle_again; settler and settler_started belong to the thread
+	 * that calls the store. */
+	pthread_mutex_t settle_mu;
+	bool settle_busy, settle_again;
+	bool settler_started;
+	pthread_t settler;
+};
+
+/* A batch aggregates counts per (group, node), where a group is one
+ * (series, bucket): one RocksDB key of the counts column family.  Entries
+ * are kept small (24 bytes) since an import can hold millions. */
+struct count_group {
+	uint32_t series, bucket;
+	uint32_t n; /* entries in this group */
+	uint32_t h; /* hash of (series, bucket) */
+};
+
+struct count_ent {
+	uint32_t group, node;
+	uint64_t samples, weight;
+};
+
+struct series_delta {
+	bool touched;
+	int64_t first_seen, last_seen;
+	uint64_t samples, weight, input_bytes;
+};
+
+struct store_batch {
+	struct store *s;
+	/* Where the store's arrays stood when the batch started (or last
+	 * committed); everything at or above is the batch's. */
+	uint32_t frame_base, node_base, series_base;
+	struct arena_mark mark;
+
+	struct count_group *groups; /* ids 0..ngroups-1 */
+	uint32_t ngroups, groups_cap;
+	struct idtab group_tab; /* slot ids are group id + 1 */
+	uint32_t last_group;    /* cache for time-ordered input */
+	bool have_last;
+
+	struct count_ent *counts;
+	size_t ncounts, counts_cap;
+	/* Index over counts: linear probing over 4-byte slots holding entry
+	 * index + 1 (0: empty), at most half full.  Keys are compared in the
+	 * entries themselves, so a slot costs half what an idtab slot does;
+	 * with millions of entries that is most of an import's memory after
+	 * the entries.  Commit frees it to make room for the WriteBatch; it
+	 * is rebuilt on the next add. */
+	uint32_t *count_slots;
+	size_t count_mask; /* slots - 1; 0 when unallocated */
+	bool count_tab_stale;
+
+	struct series_delta *delta; /* indexed by series id */
+	uint32_t ndelta;
+};
+
+/* ---- functions shared between the files ---------------------------------- */
+
+/* codec.c */
+int buf_reserve(struct buf *b, size_t more);
+int get_bytes(const uint8_t **p, const uint8_t *end, const void **out, size_t *len);
+char *dup_bytes(const void *p, size_t n);
+
+/* counts.c */
+size_t count_entry_put(uint8_t *p, uint32_t delta, uint64_t samples, uint64_t weight);
+rocksdb_mergeoperator_t *counts_merge_operator(void);
+int bucket_of(const struct store *s, int64_t when, uint32_t *bucket);
+int64_t bucket_start(const struct store *s, uint32_t bucket);
+uint32_t bucket_clamped(const struct store *s, int64_t t);
+int counts_sum(const void *v, size_t len, uint64_t *samples, uint64_t *weight);
+
+/* intern.c */
+struct arena_mark arena_mark(const struct arena *a);
+void arena_release(struct arena *a, struct arena_mark m);
+void arena_free(struct arena *a);
+void idtab_remove(struct idtab *t, uint32_t id, uint32_t h);
+void idtab_free(struct idtab *t);
+uint32_t frame_hash(const struct store_frame *f);
+int frame_append(struct store *s, const struct store_frame *f);
+int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref);
+uint32_t module_ref(struct store *s, uint32_t id);
+uint32_t node_hash(uint32_t parent, uint32_t frame);
+int node_append(struct store *s, uint32_t parent, uint32_t frame);
+int load_frame(struct store *s, uint32_t id, const uint8_t *v, size_t vlen);
+int load_node(struct store *s, uint32_t id, const uint8_t *v, size_t vlen);
+int load_node_run(struct store *s, uint32_t first, const uint8_t *v, size_t vlen);
+
+/* series.c */
+void series_rec_clear(struct series_rec *r);
+int series_encode(struct buf *b, const struct series_rec *r);
+int series_grow(struct store *s);
+int load_series(struct store *s, uint32_t id, const uint8_t *v, size_t vlen);
+
+/* options.c */
+int make_options(struct store *s);
+
+/* open.c */
+void seterr(struct store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rdb_fail(struct store *s, char *rerr, const char *what);
+int need_db(struct store *s);
+void remove_tree(const char *dir);
+void close_db(struct store *s);
+int mkdir_p(const char *dir);
+int dir_is_empty(const char *dir);
+int meta_init(struct store *s);
+int check_cfs(struct store *s);
+int open_db(struct store *s, bool creating);
+int load_new(struct store *s);
+
+/* create.c: readies s->dir for store_open: 0 when it holds a store (one
+ * it may just have made), 1 when the store is to be created in place,
+ * -errno (message set) when it cannot be opened. */
+int prepare_dir(struct store *s, int flags);
+
+/* stats.c: after a write, starts the thread that flushes and compacts
+ * when the store would otherwise be more than a few percent over its
+ * compacted size; settle_wait() joins it. */
+void settle(struct store *s);
+void settle_wait(struct store *s);
+
+/* reader.c */
+int make_secdir(struct store *s);
+int open_secondary(struct store *s);
+
+#endif

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# test-readme.sh — the README's two commands work for everyone on a fresh
+# Debian 12: as root, where there is no sudo, and as a user with sudo.
+#
+#   1. The README's first shell block holds exactly two commands, and
+#      neither starts with sudo.
+#   2. As a user (uid 65534) with a sudo on PATH, each command hands
+#      itself to sudo at once, with the script's absolute path and the
+#      FLAMEFS_* variables kept, and does nothing else as that user.  The
+#      sudo here is a stand-in that records its arguments.
+#   3. As root with no sudo on PATH (a sudo that fails if called stands in
+#      for "none"): tests/run.sh with no stages (FLAMEFS_STAGES=" ", so
+#      that it does not run this test again) runs to its summary, and the
+#      demo runs to its end (record, perf, import, mount, walk) on this
+#      build.  The demo part is skipped, visibly, where BPF, perf or
+#      /dev/fuse are missing.
+#
+#   usage: tests/test-readme.sh BUILD_DIR    exit 0 ok, 1 failure, 77 skip
+set -u
+build=$(cd "${1:?usage: test-readme.sh BUILD_DIR}" && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/tests/lib-e2e.sh"
+e2e_setup readme
+chmod 755 "$tmp"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (to act as another user)"; exit 77; }
+
+# ---- 1: the commands --------------------------------------------------------------
+cmds=$(awk '/^```sh$/ { n++; next } /^```$/ { if (n == 1) exit } n == 1' "$top/README.md" |
+	sed 's/[[:space:]]*#.*//' | grep -v '^[[:space:]]*$')
+check "the README's first block has two commands" test "$(wc -l <<<"$cmds")" = 2
+if grep -q '^[[:space:]]*sudo\b' <<<"$cmds"; then
+	bad "a README command starts with sudo (a fresh Debian logged in as root has none): $cmds"
+else
+	ok "no README command needs sudo to be installed"
+fi
+
+# ---- 2: a user with sudo ----------------------------------------------------------
+fake=$tmp/fakebin
+mkdir -p "$fake" "$tmp/u"
+chmod 777 "$tmp/u"
+cat >"$fake/sudo" <<EOF
+#!/bin/sh
+printf '%s\n' "\$*" >"$tmp/u/sudo.args"
+exit 0
+EOF
+chmod 755 "$fake/sudo"
+while IFS= read -r cmd; do
+	script=$(awk '{ print $2 }' <<<"$cmd")
+	rm -f "$tmp/u/sudo.args"
+	(cd "$top" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env -i PATH="$fake:/usr/bin:/bin" HOME="$tmp/u" FLAMEFS_STAGES=ci FLAMEFS_X="a b" \
+		bash -c "$cmd" >"$tmp/u/user.out" 2>&1)
+	rc=$?
+	want="--preserve-env=FLAMEFS_STAGES,FLAMEFS_X bash $top/$script"
+	got=$(cat "$tmp/u/sudo.args" 2>/dev/null)
+	if [ "$rc" = 0 ] && [ "$got" = "$want" ]; then
+		ok "as a user: '$cmd' hands itself to sudo ($got)"
+	else
+		bad "as a user: '$cmd': exit $rc, sudo called with '$got', expected '$want': $(head -c 300 "$tmp/u/user.out")"
+	fi
+done <<<"$cmds"
+
+# ---- 3: root without sudo ---------------------------------------------------------
+nosudo=$tmp/nosudo
+mkdir -p "$nosudo"
+printf '#!/bin/sh\necho "sudo was called" >&2\nexit 99\n' >"$nosudo/sudo"
+chmod 755 "$nosudo/sudo"
+rootpath="$nosudo:$PATH"
+out=$(cd "$top" && PATH=$rootpath FLAMEFS_STAGES=" " bash tests/run.sh 2>&1)
+rc=$?
+if [ "$rc" = 0 ] && grep -q '^0 passed, 0 failed, 0 skipped$' <<<"$out" && ! grep -q 'sudo was called' <<<"$out"; then
+	ok "as root without sudo: tests/run.sh runs (no stages: to its summary)"
+else
+	bad "as root without sudo: tests/run.sh: exit $rc: $(tail -c 300 <<<"$out")"
+fi
+if [ ! -c /dev/fuse ] || ! command -v perf >/dev/null ||
+	! "$build/flamefs-collect" record --store "$tmp/probe" -d 0.2 -- true 2>/dev/null; then
+	echo "SKIP - the demo: BPF, perf or /dev/fuse unavailable here"
+else
+	out=$(cd "$top" && PATH=$rootpath FLAMEFS_BUILD=$build bash contrib/demo.sh 2>&1)
+	rc=$?
+	if [ "$rc" = 0 ] && grep -q 'fusermount3 -u mnt' <<<"$out" && grep -q 'hash_body' <<<"$out" &&
+		! grep -q 'sudo was called' <<<"$out"; then
+		ok "as root without sudo: the demo runs to its end"
+	else
+		bad "as root without sudo: the demo: exit $rc: $(tail -c 500 <<<"$out")"
+	fi
+fi
+
+[ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
+echo "all README command checks passed"
