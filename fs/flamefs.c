@@ -1423,9 +1423,10 @@ static bool dir_entry_locked(struct dir_handle *dh, size_t k, bool plus, char *n
 				p.node = view_node_parent(snap, p.node);
 				e->ino = ino_make(p);
 			}
-		} else if (k == 1 && dh->at.node > 0) {
-			e->ino = FUSE_ROOT_ID;
 		}
+		/* readdirplus takes d_ino from the attributes. */
+		e->attr.st_ino = e->ino;
+		e->attr.st_mode = S_IFDIR;
 		return true;
 	}
 	k -= 2;
