@@ -164,20 +164,6 @@ struct sdir {
 	size_t lo, hi; /* SD_BINARY: its series are fs.series[lo, hi) */
 };
 
-/* An entry a directory handle lists: name and target. */
-struct dentry_snap {
-	char *name;
-	uint32_t target;  /* sdir index, or series id */
-	bool alias;       /* series entries: /<b>/<v>/ rather than <v>@<e> */
-};
-
-struct dir_handle {
-	struct ino at;
-	struct tree_ref *tree; /* tree directories: the listing's snapshot */
-	struct dentry_snap *ents;
-	size_t nents;
-};
-
 /* Entries the invalidator thread tells the kernel to drop. */
 struct inval {
 	struct inval *next;
@@ -1200,12 +1186,14 @@ static int get_rendered(const struct rendered *key, const struct view_tree *tree
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	/* readdirplus for every listing: find and ls -l then need no
-	 * lookups.  No automatic page-cache invalidation: a file inode's
+	 * lookups.  Listings are stateless: no OPENDIR and RELEASEDIR.  No automatic page-cache invalidation: a file inode's
 	 * bytes never change (its number carries the content version). */
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
 }
 
 /* Takes fs.lock, refreshes if due and resolves `ino`.  On success the
@@ -1307,251 +1295,245 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &st, timeout);
 }
 
-static void free_dir_handle(struct dir_handle *dh)
-{
-	if (!dh)
-		return;
-	for (size_t k = 0; k < dh->nents; k++)
-		free(dh->ents[k].name);
-	free(dh->ents);
-	put_tree(dh->tree);
-	free(dh);
-}
+/* ---- directory listings --------------------------------------------------
 
-static int snap_add(struct dir_handle *dh, const char *name, size_t len, uint32_t target,
-                    bool alias)
-{
-	struct dentry_snap *n = realloc(dh->ents, (dh->nents + 1) * sizeof(*n));
+   Listings keep no state between calls, so the kernel sends no OPENDIR or
+   RELEASEDIR (FUSE_CAP_NO_OPENDIR_SUPPORT): two round trips fewer per
+   directory.  An entry's offset cookie says where the next call goes on:
+   1 and 2 after "." and "..", then in a tree directory 3 + f after view
+   file f and CHILD_COOKIE + node after a child (node ids are stable, so
+   the next call finds its place by the child's name however the tree
+   changed meanwhile), in a synthetic directory 3 + k after entry k. */
+#define CHILD_COOKIE (1ull << 40)
 
-	if (!n)
-		return -ENOMEM;
-	dh->ents = n;
-	char *copy = strndup(name, len);
-	if (!copy)
-		return -ENOMEM;
-	dh->ents[dh->nents++] = (struct dentry_snap){copy, target, alias};
-	return 0;
-}
+struct emitter {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	bool plus;
+	fuse_ino_t *counted; /* readdirplus entries: lookups to the kernel */
+	size_t ncounted, counted_cap;
+};
 
-static int snap_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias)
+/* Adds the entry `name` -> `i` (resolved now: skipped when gone).  Returns
+ * false when the reply is full. */
+static bool emit_locked(struct emitter *em, const char *name, struct ino i, bool dot, off_t cookie)
 {
-	return snap_add(ctx, name, len, series_id, alias) < 0 ? -ENOMEM : 0;
-}
-
-static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct dir_handle *dh;
+	struct fuse_entry_param e;
+	fuse_ino_t ino = ino_make(i);
 	struct at at;
-	int r = 0;
+	size_t n;
 
-	if (!enter(req, ino, &at))
-		return;
-	if (at.i.slot) {
-		pthread_mutex_unlock(&fs.lock);
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	dh = calloc(1, sizeof(*dh));
-	if (!dh) {
-		pthread_mutex_unlock(&fs.lock);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	dh->at = at.i;
-	/* The listing is taken now, so offsets stay meaningful however the
-	 * store moves while it is read. */
-	if (at.sp) {
-		dh->tree = at.sp->tree;
-		dh->tree->refs++;
-	} else if (at.sd->kind == SD_ROOT) {
-		for (size_t i = 0; i < fs.nseries && r == 0;) {
-			size_t hi = binary_end(fs.series, fs.nseries, i), d;
-			char esc[VIEW_NAME_MAX + 1];
-			size_t len = view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
-			r = sdir_binary_locked(fs.series[i].binary, &d);
-			if (r == 0)
-				r = snap_add(dh, esc, len, (uint32_t)d, false);
-			i = hi;
+	memset(&e, 0, sizeof(e));
+	e.ino = ino;
+	e.attr.st_ino = ino; /* readdir's d_ino comes from the attributes */
+	e.attr.st_mode = S_IFDIR;
+	if (!dot) {
+		if (resolve_tree_locked(ino, &at, false) < 0)
+			return true;
+		if (em->plus) {
+			e.attr_timeout = attr_of_locked(&at, ino, &e.attr);
+			e.entry_timeout = CACHE_TIMEOUT;
+		} else if (at.i.slot) {
+			e.attr.st_mode = S_IFREG;
 		}
-	} else {
-		r = each_version(fs.series, at.sd->lo, at.sd->hi, snap_version_cb, dh);
 	}
-	pthread_mutex_unlock(&fs.lock);
-	if (r < 0) {
-		free_dir_handle(dh);
-		fuse_reply_err(req, -r);
-		return;
-	}
-	fi->fh = (uint64_t)(uintptr_t)dh;
-	fi->cache_readdir = 0;
-	if (fuse_reply_open(req, fi) != 0)
-		free_dir_handle(dh);
-}
-
-static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	free_dir_handle((struct dir_handle *)(uintptr_t)fi->fh);
-	fuse_reply_err(req, 0);
-}
-
-/* Entry k of a directory handle's listing: ".", "..", then (tree
- * directories) the view files and the children, or the snapshot.  Fills
- * e->ino (0 when the entry is gone now) and its attributes when `plus`.
- * Returns false past the end. */
-static bool dir_entry_locked(struct dir_handle *dh, size_t k, bool plus, char *name,
-                             struct fuse_entry_param *e, mode_t *mode)
-{
-	const struct view_tree *snap = dh->tree ? dh->tree->tree : NULL;
-	struct at at;
-
-	memset(e, 0, sizeof(*e));
-	*mode = S_IFDIR;
-	if (k < 2) {
-		strcpy(name, k == 0 ? "." : "..");
-		e->ino = k == 0 ? ino_make(dh->at) : FUSE_ROOT_ID;
-		if (k == 1 && dh->at.space) {
-			struct ino p = dh->at;
-			if (p.node == 1) {
-				const struct store_series *s = NULL;
-				struct space *sp = space_get_locked(p.space);
-				size_t d;
-				if (sp)
-					s = series_by_id_locked(sp->series_id);
-				if (s && sdir_binary_locked(s->binary, &d) == 0)
-					e->ino = ino_make((struct ino){.node = (uint32_t)d});
-			} else {
-				p.node = view_node_parent(snap, p.node);
-				e->ino = ino_make(p);
-			}
-		}
-		/* readdirplus takes d_ino from the attributes. */
-		e->attr.st_ino = e->ino;
-		e->attr.st_mode = S_IFDIR;
-		return true;
-	}
-	k -= 2;
-	struct ino i = {0};
-	if (snap) {
-		uint32_t nk = view_node_child_count(snap, dh->at.node);
-		i.space = dh->at.space;
-		i.alias = dh->at.alias;
-		if (k < view_file_count) {
-			strcpy(name, view_files[k].name);
-			*mode = S_IFREG;
-			i.node = dh->at.node;
-			i.slot = (unsigned)k + 1;
-		} else if (k - view_file_count < nk) {
-			size_t len;
-			i.node = view_node_child(snap, dh->at.node, (uint32_t)(k - view_file_count));
-			const char *raw = view_node_name(snap, i.node, &len);
-			view_escape(raw, len, 0, name);
-		} else {
+	bool counts = em->plus && !dot;
+	if (counts && em->ncounted == em->counted_cap) {
+		size_t cap = em->counted_cap ? em->counted_cap * 2 : 64;
+		fuse_ino_t *c = realloc(em->counted, cap * sizeof(*c));
+		if (!c)
 			return false;
-		}
-	} else {
-		if (k >= dh->nents)
-			return false;
-		const struct dentry_snap *d = &dh->ents[k];
-		strcpy(name, d->name);
-		if (dh->at.node == 0) {
-			i.node = d->target;
-		} else {
-			int err;
-			struct space *sp = NULL;
-			if (series_by_id_locked(d->target))
-				sp = space_for_series_locked(d->target, &err);
-			if (!sp)
-				return true; /* gone: listed without an inode */
-			i = (struct ino){.space = sp->id, .alias = d->alias, .node = 1};
-		}
+		em->counted = c;
+		em->counted_cap = cap;
 	}
-	if (i.space) {
-		struct space *sp = space_get_locked(i.space);
-		if (i.slot && sp && sp->changed && i.node < sp->nodes_cap)
-			i.version = sp->changed[i.node];
-	}
-	if (resolve_tree_locked(ino_make(i), &at, false) < 0)
-		return true; /* gone since the listing was taken */
-	e->ino = ino_make(at.i);
-	if (plus) {
-		e->attr_timeout = attr_of_locked(&at, e->ino, &e->attr);
-		e->entry_timeout = CACHE_TIMEOUT;
+	if (em->plus)
+		n = fuse_add_direntry_plus(em->req, em->buf + em->used, em->size - em->used, name, &e,
+		                           cookie);
+	else
+		n = fuse_add_direntry(em->req, em->buf + em->used, em->size - em->used, name, &e.attr,
+		                      cookie);
+	if (n > em->size - em->used)
+		return false;
+	em->used += n;
+	/* Every entry but . and .. is a lookup to the kernel. */
+	if (counts) {
+		count_lookup_locked(&at.i);
+		em->counted[em->ncounted++] = ino;
 	}
 	return true;
 }
 
-static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
-                       bool plus)
-{
-	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
-	char *buf = malloc(size ? size : 1);
-	fuse_ino_t *counted = NULL;
-	size_t used = 0, ncounted = 0, counted_cap = 0;
+struct version_list {
+	struct find_version *v;
+	char (*names)[VIEW_NAME_MAX + 1];
+	size_t n, cap;
+};
 
-	if (!buf) {
+static int collect_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id,
+                              bool alias)
+{
+	struct version_list *l = ctx;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct find_version *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		char(*nm)[VIEW_NAME_MAX + 1] = realloc(l->names, cap * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		l->names = nm;
+		l->cap = cap;
+	}
+	memcpy(l->names[l->n], name, len);
+	l->names[l->n][len] = '\0';
+	l->v[l->n] = (struct find_version){.series_id = series_id, .alias = alias};
+	l->n++;
+	return 0;
+}
+
+/* The entries of a synthetic directory from position `k`. */
+static int list_sdir_locked(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	size_t pos = 0;
+	int r = 0;
+
+	if (sd->kind == SD_ROOT) {
+		for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i), pos++) {
+			char esc[VIEW_NAME_MAX + 1];
+			size_t d;
+			if (pos < k)
+				continue;
+			view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
+			r = sdir_binary_locked(fs.series[i].binary, &d);
+			if (r < 0)
+				return r;
+			if (!emit_locked(em, esc, (struct ino){.node = (uint32_t)d}, false, (off_t)(3 + pos)))
+				break;
+		}
+		return 0;
+	}
+	struct version_list l = {0};
+	r = each_version(fs.series, sd->lo, sd->hi, collect_version_cb, &l);
+	for (pos = k; r == 0 && pos < l.n; pos++) {
+		struct space *sp = space_for_series_locked(l.v[pos].series_id, &r);
+		if (!sp)
+			break;
+		struct ino i = {.space = sp->id, .alias = l.v[pos].alias, .node = 1};
+		if (!emit_locked(em, l.names[pos], i, false, (off_t)(3 + pos)))
+			break;
+	}
+	free(l.v);
+	free(l.names);
+	return r;
+}
+
+/* The entries of a tree directory after cookie `pos`. */
+static void list_node_locked(struct emitter *em, const struct at *at, uint64_t pos)
+{
+	const struct view_tree *t = at->tree;
+	uint32_t node = at->i.node, nk = view_node_child_count(t, node), start = 0;
+	struct ino i = {.space = at->i.space, .alias = at->i.alias, .node = node};
+
+	for (uint64_t f = pos - 2; f < view_file_count; f++) {
+		i.slot = (unsigned)f + 1;
+		i.version = at->sp->changed[node];
+		if (!emit_locked(em, view_files[f].name, i, false, (off_t)(3 + f)))
+			return;
+	}
+	i.slot = i.version = 0;
+	if (pos >= CHILD_COOKIE) {
+		uint64_t after = pos - CHILD_COOKIE;
+		size_t len;
+		start = nk;
+		if (after < view_tree_node_count(t)) {
+			const char *name = view_node_name(t, (uint32_t)after, &len);
+			start = view_node_lower_bound(t, node, name, len);
+			if (start < nk && view_node_child(t, node, start) == after)
+				start++;
+		}
+	}
+	for (uint32_t k = start; k < nk; k++) {
+		char esc[VIEW_NAME_MAX + 1];
+		size_t len;
+		i.node = view_node_child(t, node, k);
+		const char *raw = view_node_name(t, i.node, &len);
+		view_escape(raw, len, 0, esc);
+		if (!emit_locked(em, esc, i, false, (off_t)(CHILD_COOKIE + i.node)))
+			return;
+	}
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	struct emitter em = {.req = req, .size = size, .plus = plus};
+	uint64_t pos = off < 0 ? 0 : (uint64_t)off;
+	struct at at;
+	int r = 0;
+
+	em.buf = malloc(size ? size : 1);
+	if (!em.buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	pthread_mutex_lock(&fs.lock);
-	maybe_refresh_locked();
-	for (size_t k = off < 0 ? 0 : (size_t)off;; k++) {
-		char name[VIEW_NAME_MAX + 1];
-		struct fuse_entry_param e;
-		mode_t mode;
-		size_t n;
-		if (!dir_entry_locked(dh, k, plus, name, &e, &mode))
-			break;
-		if (plus && k >= 2 && ncounted == counted_cap) {
-			size_t cap = counted_cap ? counted_cap * 2 : 64;
-			fuse_ino_t *c = realloc(counted, cap * sizeof(*c));
-			if (!c)
-				break;
-			counted = c;
-			counted_cap = cap;
-		}
-		if (plus) {
-			if (!e.ino)
-				continue; /* gone: an entry without attributes would lie */
-			n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
-			                           (off_t)k + 1);
-		} else {
-			struct stat st = {.st_ino = e.ino ? e.ino : FUSE_ROOT_ID, .st_mode = mode};
-			n = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)k + 1);
-		}
-		if (n > size - used)
-			break;
-		used += n;
-		/* Every entry but . and .. is a lookup to the kernel. */
-		if (plus && k >= 2) {
-			struct ino i = ino_split(e.ino);
-			count_lookup_locked(&i);
-			counted[ncounted++] = e.ino;
-		}
+	if (!enter(req, ino, &at)) {
+		free(em.buf);
+		return;
+	}
+	if (at.i.slot) {
+		pthread_mutex_unlock(&fs.lock);
+		free(em.buf);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	struct ino parent = {0};
+	if (at.sp && at.i.node > 1) {
+		parent = at.i;
+		parent.node = view_node_parent(at.tree, at.i.node);
+	} else if (at.sp) {
+		const struct store_series *s = series_by_id_locked(at.sp->series_id);
+		size_t d;
+		if (s && sdir_binary_locked(s->binary, &d) == 0)
+			parent.node = (uint32_t)d;
+	}
+	if (pos == 0 && emit_locked(&em, ".", at.i, true, 1))
+		pos = 1;
+	if (pos == 1 && emit_locked(&em, "..", parent, true, 2))
+		pos = 2;
+	if (pos >= 2) {
+		if (at.sd)
+			r = list_sdir_locked(&em, at.sd, (size_t)(pos - 2));
+		else
+			list_node_locked(&em, &at, pos);
 	}
 	pthread_mutex_unlock(&fs.lock);
-	if (fuse_reply_buf(req, buf, used) != 0 && ncounted) {
+	if (r < 0 && em.used == 0) {
+		fuse_reply_err(req, -r);
+	} else if (fuse_reply_buf(req, em.buf, em.used) != 0 && em.ncounted) {
 		/* The kernel did not take them: undo the counts. */
 		pthread_mutex_lock(&fs.lock);
-		for (size_t k = 0; k < ncounted; k++) {
-			struct ino i = ino_split(counted[k]);
+		for (size_t k = 0; k < em.ncounted; k++) {
+			struct ino i = ino_split(em.counted[k]);
 			uncount_lookup_locked(&i, 1);
 		}
 		pthread_mutex_unlock(&fs.lock);
 	}
-	free(counted);
-	free(buf);
+	free(em.counted);
+	free(em.buf);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
-	do_readdir(req, size, off, fi, false);
+	do_readdir(req, ino, size, off, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                            struct fuse_file_info *fi)
 {
-	do_readdir(req, size, off, fi, true);
+	do_readdir(req, ino, size, off, true);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1740,10 +1722,8 @@ static const struct fuse_lowlevel_ops ops = {
         .forget = op_forget,
         .forget_multi = op_forget_multi,
         .getattr = op_getattr,
-        .opendir = op_opendir,
         .readdir = op_readdir,
         .readdirplus = op_readdirplus,
-        .releasedir = op_releasedir,
         .open = op_open,
         .read = op_read,
         .release = op_release,
