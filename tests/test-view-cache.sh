@@ -200,10 +200,10 @@ find "$mnt" -printf '%s %p\n' | sort >"$tmp/walk4"
 check "after the kernel forgot everything, a walk lists the same with the same sizes" \
 	cmp -s "$tmp/walk3" "$tmp/walk4"
 echo "app;main;b;z 50" >"$tmp/more2.folded"
+before_b=$(cat "$v/main/b/total")
 sync
 echo 2 >/proc/sys/vm/drop_caches 2>/dev/null
 import "$tmp/more2.folded"
-before_b=$(cat "$v/main/b/total")
 seen=0
 for _ in $(seq 60); do
 	if [ "$(cat "$v/main/b/total")" = "$((before_b + 50))" ]; then
