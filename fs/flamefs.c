@@ -113,15 +113,24 @@ struct tree_ref {
  * is among the TREE_CACHE_SLOTS most recently used; node ids (and so
  * inode numbers) stay the same for the space's whole life.  All fields
  * are guarded by fs.lock. */
+enum space_kind {
+	SPACE_SERIES, /* the call tree of one series (series_id) */
+};
+
+/* The directory a space's tree shows at the top: the one child of the
+ * tree's frameless root (for a series, the binary's node). */
+#define SPACE_ROOT_NODE 1u
+
 struct space {
 	uint32_t id;
+	enum space_kind kind;
 	uint32_t series_id;
 	uint64_t uid;          /* never reused: the render cache's key */
 	uint64_t nlookup;      /* the kernel's lookup count, all inodes */
 	struct tree_ref *tree; /* NULL until built or once dropped */
 	uint64_t last_use;
-	bool gone;             /* the series was pruned: inodes are stale */
-	time_t series_mtime;   /* when the series last changed (or was first seen) */
+	bool gone;           /* the series was pruned: inodes are stale */
+	time_t series_mtime; /* when the series last changed (or was first seen) */
 	/* Content versions: `gen` counts the rebuilds that changed something;
 	 * changed[n] is the gen in which node n's subtree last changed (its
 	 * files' version, its mtime via gen_time); seen[n] has bit `alias`
@@ -159,9 +168,19 @@ struct open_file {
 enum sdir_kind { SD_ROOT, SD_BINARY };
 
 struct sdir {
-	enum sdir_kind kind;
-	char *name;    /* SD_BINARY: the binary */
-	size_t lo, hi; /* SD_BINARY: its series are fs.series[lo, hi) */
+	enum sdir_kind kind; /* sdir_ops[kind] */
+	char *name;          /* SD_BINARY: the binary */
+	size_t lo, hi;       /* SD_BINARY: its series are fs.series[lo, hi) */
+};
+
+/* What each kind of synthetic directory does (see "synthetic directory
+ * kinds" below). */
+struct emitter;
+struct sdir_ops {
+	/* The inode `name` names in `sd` (not counted), or -ENOENT. */
+	int (*lookup)(const struct sdir *sd, const char *name, size_t len, struct ino *out);
+	/* Emits the entries from the k-th on (offset cookie 3 + index). */
+	int (*list)(struct emitter *em, const struct sdir *sd, size_t k);
 };
 
 /* Entries the invalidator thread tells the kernel to drop. */
@@ -359,26 +378,45 @@ static int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
 	return 0;
 }
 
+/* Builds the tree a space shows, seeded with `seed` (NULL: afresh).  The
+ * one place that knows what each kind of space is a tree of; a new kind
+ * (a time window, a diff) is a case here and a key in struct space. */
+static int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
+                                   struct view_tree **out)
+{
+	switch (sp->kind) {
+	case SPACE_SERIES: {
+		const struct store_series *s = series_by_id_locked(sp->series_id);
+		if (!s)
+			return -ENOENT;
+		return view_tree_build_seeded(fs.store, s, 1, INT64_MIN, INT64_MAX, seed, out);
+	}
+	}
+	return -EINVAL;
+}
+
 /* Builds the tree of a space that has none (node ids start afresh: the
- * kernel holds at most its version directory, node 1 in every build). */
+ * kernel holds at most its root directory, SPACE_ROOT_NODE in every
+ * build). */
 static int space_build_locked(struct space *sp)
 {
-	const struct store_series *s = series_by_id_locked(sp->series_id);
 	struct tree_ref *t;
 	int r;
 
-	if (!s)
-		return -ENOENT;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	r = view_tree_build(fs.store, s, 1, INT64_MIN, INT64_MAX, &t->tree);
+	r = space_build_tree_locked(sp, NULL, &t->tree);
 	if (r < 0) {
 		free(t);
 		return r;
 	}
 	malloc_trim(0); /* give the build's scratch tables back */
-	if (view_node_find_child(t->tree, VIEW_ROOT, s->binary, strlen(s->binary)) != 1) {
+	size_t len;
+	if (view_tree_node_count(t->tree) <= SPACE_ROOT_NODE ||
+	    view_node_parent(t->tree, SPACE_ROOT_NODE) != VIEW_ROOT ||
+	    view_node_child_count(t->tree, VIEW_ROOT) != 1 ||
+	    !view_node_name(t->tree, SPACE_ROOT_NODE, &len)) {
 		view_tree_free(t->tree);
 		free(t);
 		return -EIO;
@@ -440,7 +478,8 @@ static void *invalidator(void *arg)
 		pthread_mutex_unlock(&fs.lock);
 		while (list) {
 			struct inval *next = list->next;
-			fuse_lowlevel_notify_inval_entry(fs.se, list->parent, list->name, list->len);
+			fuse_lowlevel_notify_inval_entry(fs.se, list->parent, list->name,
+			                                 list->len);
 			free(list);
 			list = next;
 		}
@@ -479,9 +518,10 @@ static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now
 	if (!ch)
 		return -ENOMEM;
 	for (uint32_t n = 1; n < on; n++)
-		if (view_node_visible(ot, n) && (!view_node_visible(t, n) || counts_differ(ot, t, n)))
+		if (view_node_visible(ot, n) &&
+		    (!view_node_visible(t, n) || counts_differ(ot, t, n)))
 			ch[n] = 1;
-	for (uint32_t n = on; n-- > 2;)
+	for (uint32_t n = on; n-- > SPACE_ROOT_NODE + 1;)
 		if (ch[n])
 			ch[view_node_parent(ot, n)] = 1;
 	r = space_grow_locked(sp, nn, gen);
@@ -510,13 +550,14 @@ static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now
 					                         view_files[f].name,
 					                         strlen(view_files[f].name));
 			}
-			if (!view_node_visible(t, n) && n > 1) {
+			if (!view_node_visible(t, n) && n > SPACE_ROOT_NODE) {
 				char esc[VIEW_NAME_MAX + 1];
 				size_t len;
 				const char *name = view_node_name(ot, n, &len);
 				size_t elen = view_escape(name, len, 0, esc);
-				queue_inval_entry_locked(node_dir_ino(sp, alias, view_node_parent(ot, n)),
-				                         esc, elen);
+				queue_inval_entry_locked(
+				        node_dir_ino(sp, alias, view_node_parent(ot, n)), esc,
+				        elen);
 			}
 		}
 	}
@@ -578,8 +619,7 @@ static size_t primary_series(const struct store_series *list, size_t lo, size_t 
 /* Calls fn for every entry of the binary whose series are list[lo, hi):
  * "<version>" (the primary series, alias) and, for versions with several
  * events, "<version>@<event>".  Stops at fn's first non-zero return. */
-typedef int (*version_fn)(void *ctx, const char *name, size_t len, uint32_t series_id,
-                          bool alias);
+typedef int (*version_fn)(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias);
 
 static int each_version(const struct store_series *list, size_t lo, size_t hi, version_fn fn,
                         void *ctx)
@@ -619,8 +659,7 @@ struct find_version {
 	bool alias;
 };
 
-static int find_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id,
-                           bool alias)
+static int find_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias)
 {
 	struct find_version *fv = ctx;
 
@@ -780,7 +819,8 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 			inval_attr(bino);
 			if (fs.sdirs[d].lo == fs.sdirs[d].hi) {
 				char esc[VIEW_NAME_MAX + 1];
-				size_t len = view_escape(old[i].binary, strlen(old[i].binary), 0, esc);
+				size_t len =
+				        view_escape(old[i].binary, strlen(old[i].binary), 0, esc);
 				queue_inval_entry_locked(FUSE_ROOT_ID, esc, len);
 			}
 			struct old_entry_ctx c = {bino, fs.sdirs[d].lo, fs.sdirs[d].hi};
@@ -809,7 +849,7 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 			continue;
 		sp->series_mtime = now;
 		for (int alias = 0; alias < 2; alias++)
-			inval_attr(node_dir_ino(sp, alias, 1));
+			inval_attr(node_dir_ino(sp, alias, SPACE_ROOT_NODE));
 		if (!sp->tree)
 			continue;
 		if (sp->nlookup == 0 || !sp->seen) {
@@ -817,9 +857,7 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 			continue;
 		}
 		struct tree_ref *nt = calloc(1, sizeof(*nt));
-		int r = nt ? view_tree_build_seeded(fs.store, s, 1, INT64_MIN, INT64_MAX,
-		                                    sp->tree->tree, &nt->tree)
-		           : -ENOMEM;
+		int r = nt ? space_build_tree_locked(sp, sp->tree->tree, &nt->tree) : -ENOMEM;
 		if (r == 0) {
 			nt->refs = 1;
 			r = space_update_locked(sp, nt, now);
@@ -845,13 +883,13 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 /* What an inode names now.  `sp` and `tree` are borrowed under fs.lock. */
 struct at {
 	struct ino i;
-	struct sdir *sd;       /* space 0 */
-	struct space *sp;      /* tree spaces */
+	struct sdir *sd;  /* space 0 */
+	struct space *sp; /* tree spaces */
 	struct view_tree *tree;
-	bool current;          /* files: i.version is the node's content version */
+	bool current; /* files: i.version is the node's content version */
 };
 
-/* With `need_tree` false, a version directory (node 1) of a space whose
+/* With `need_tree` false, a space's root directory (a version directory) of a space whose
  * tree is not built resolves without building it (at->tree NULL), so
  * listing a binary's versions builds nothing. */
 static int resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
@@ -876,7 +914,7 @@ static int resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 		return -ENOENT; /* /<b>/<v>/ shows another event now */
 	if (at->i.slot > view_file_count || at->i.node == 0)
 		return -ENOENT;
-	if (!at->sp->tree && !need_tree && at->i.node == 1 && at->i.slot == 0)
+	if (!at->sp->tree && !need_tree && at->i.node == SPACE_ROOT_NODE && at->i.slot == 0)
 		return 0;
 	if (!at->sp->tree) {
 		int r = space_build_locked(at->sp);
@@ -986,7 +1024,8 @@ static double attr_of_locked(const struct at *at, fuse_ino_t ino, struct stat *s
 		return CACHE_TIMEOUT;
 	}
 	const struct view_file *f = &view_files[at->i.slot - 1];
-	attr_file(st, ino, node_mtime(at->sp, at->i.node), f->size ? f->size(at->tree, at->i.node) : 0);
+	attr_file(st, ino, node_mtime(at->sp, at->i.node),
+	          f->size ? f->size(at->tree, at->i.node) : 0);
 	/* An inode of an older version is answered with the current size and
 	 * not cached, so a stale entry never caches a stale size. */
 	return at->current ? CACHE_TIMEOUT : 0;
@@ -1014,6 +1053,8 @@ static void uncount_lookup_locked(const struct ino *i, uint64_t n)
 		space_free_locked(sp);
 }
 
+static const struct sdir_ops *sdir_ops_of(const struct sdir *sd);
+
 /* The entry for `name` in the directory `parent` names; counted. */
 static int lookup_locked(const struct at *parent, const char *name, struct fuse_entry_param *e)
 {
@@ -1022,25 +1063,10 @@ static int lookup_locked(const struct at *parent, const char *name, struct fuse_
 	struct ino i = {0};
 	int r;
 
-	if (parent->sd && parent->sd->kind == SD_ROOT) {
-		for (size_t d = 1; d < fs.nsdirs; d++) {
-			const struct sdir *sd = &fs.sdirs[d];
-			if (sd->lo == sd->hi || !names(name, len, sd->name, strlen(sd->name), 0))
-				continue;
-			i.node = (uint32_t)d;
-			goto found;
-		}
-		return -ENOENT;
-	}
 	if (parent->sd) {
-		struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
-		each_version(fs.series, parent->sd->lo, parent->sd->hi, find_version_cb, &fv);
-		if (fv.series_id == UINT32_MAX)
-			return -ENOENT;
-		struct space *sp = space_for_series_locked(fv.series_id, &r);
-		if (!sp)
+		r = sdir_ops_of(parent->sd)->lookup(parent->sd, name, len, &i);
+		if (r < 0)
 			return r;
-		i = (struct ino){.space = sp->id, .alias = fv.alias, .node = 1};
 		goto found;
 	}
 	i = (struct ino){.space = parent->i.space, .alias = parent->i.alias};
@@ -1119,8 +1145,8 @@ static void drop_rendered_locked(void)
 static struct rendered *find_rendered_locked(const struct rendered *key)
 {
 	for (struct rendered *c = fs.newest; c; c = c->older) {
-		if (c->space_uid == key->space_uid && c->node == key->node && c->file == key->file &&
-		    c->changed == key->changed) {
+		if (c->space_uid == key->space_uid && c->node == key->node &&
+		    c->file == key->file && c->changed == key->changed) {
 			unlink_locked(c);
 			push_newest_locked(c);
 			c->refs++;
@@ -1348,11 +1374,11 @@ static bool emit_locked(struct emitter *em, const char *name, struct ino i, bool
 		em->counted_cap = cap;
 	}
 	if (em->plus)
-		n = fuse_add_direntry_plus(em->req, em->buf + em->used, em->size - em->used, name, &e,
-		                           cookie);
+		n = fuse_add_direntry_plus(em->req, em->buf + em->used, em->size - em->used, name,
+		                           &e, cookie);
 	else
-		n = fuse_add_direntry(em->req, em->buf + em->used, em->size - em->used, name, &e.attr,
-		                      cookie);
+		n = fuse_add_direntry(em->req, em->buf + em->used, em->size - em->used, name,
+		                      &e.attr, cookie);
 	if (n > em->size - em->used)
 		return false;
 	em->used += n;
@@ -1394,40 +1420,88 @@ static int collect_version_cb(void *ctx, const char *name, size_t len, uint32_t 
 	return 0;
 }
 
-/* The entries of a synthetic directory from position `k`. */
-static int list_sdir_locked(struct emitter *em, const struct sdir *sd, size_t k)
-{
-	size_t pos = 0;
-	int r = 0;
+/* ---- synthetic directory kinds -------------------------------------------
 
-	if (sd->kind == SD_ROOT) {
-		for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i), pos++) {
-			char esc[VIEW_NAME_MAX + 1];
-			size_t d;
-			if (pos < k)
-				continue;
-			view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
-			r = sdir_binary_locked(fs.series[i].binary, &d);
-			if (r < 0)
-				return r;
-			if (!emit_locked(em, esc, (struct ino){.node = (uint32_t)d}, false, (off_t)(3 + pos)))
-				break;
-		}
+   Each kind of synthetic directory (space 0) says how a name in it
+   resolves and what it lists; the inode core does the rest.  More kinds
+   (issue #13's @last, @range, @diff) go here, and the trees below them are
+   more space kinds (space_build_tree_locked). */
+/* The root: one directory per binary name. */
+static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
+{
+	for (size_t d = 1; d < fs.nsdirs; d++) {
+		const struct sdir *sd = &fs.sdirs[d];
+		if (sd->kind != SD_BINARY || sd->lo == sd->hi ||
+		    !names(name, len, sd->name, strlen(sd->name), 0))
+			continue;
+		*out = (struct ino){.node = (uint32_t)d};
 		return 0;
 	}
+	return -ENOENT;
+}
+
+static int root_list(struct emitter *em, const struct sdir *root, size_t k)
+{
+	size_t pos = 0;
+
+	for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i), pos++) {
+		char esc[VIEW_NAME_MAX + 1];
+		size_t d;
+		if (pos < k)
+			continue;
+		view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
+		int r = sdir_binary_locked(fs.series[i].binary, &d);
+		if (r < 0)
+			return r;
+		if (!emit_locked(em, esc, (struct ino){.node = (uint32_t)d}, false,
+		                 (off_t)(3 + pos)))
+			break;
+	}
+	return 0;
+}
+
+/* A binary: its versions, each the root of a series' tree space. */
+static int binary_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
+	int r;
+
+	each_version(fs.series, sd->lo, sd->hi, find_version_cb, &fv);
+	if (fv.series_id == UINT32_MAX)
+		return -ENOENT;
+	struct space *sp = space_for_series_locked(fv.series_id, &r);
+	if (!sp)
+		return r;
+	*out = (struct ino){.space = sp->id, .alias = fv.alias, .node = SPACE_ROOT_NODE};
+	return 0;
+}
+
+static int binary_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
 	struct version_list l = {0};
-	r = each_version(fs.series, sd->lo, sd->hi, collect_version_cb, &l);
-	for (pos = k; r == 0 && pos < l.n; pos++) {
+	int r = each_version(fs.series, sd->lo, sd->hi, collect_version_cb, &l);
+
+	for (size_t pos = k; r == 0 && pos < l.n; pos++) {
 		struct space *sp = space_for_series_locked(l.v[pos].series_id, &r);
 		if (!sp)
 			break;
-		struct ino i = {.space = sp->id, .alias = l.v[pos].alias, .node = 1};
+		struct ino i = {.space = sp->id, .alias = l.v[pos].alias, .node = SPACE_ROOT_NODE};
 		if (!emit_locked(em, l.names[pos], i, false, (off_t)(3 + pos)))
 			break;
 	}
 	free(l.v);
 	free(l.names);
 	return r;
+}
+
+static const struct sdir_ops sdir_ops[] = {
+        [SD_ROOT] = {root_lookup, root_list},
+        [SD_BINARY] = {binary_lookup, binary_list},
+};
+
+static const struct sdir_ops *sdir_ops_of(const struct sdir *sd)
+{
+	return &sdir_ops[sd->kind];
 }
 
 /* The entries of a tree directory after cookie `pos`. */
@@ -1489,7 +1563,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		return;
 	}
 	struct ino parent = {0};
-	if (at.sp && at.i.node > 1) {
+	if (at.sp && at.i.node > SPACE_ROOT_NODE) {
 		parent = at.i;
 		parent.node = view_node_parent(at.tree, at.i.node);
 	} else if (at.sp) {
@@ -1504,7 +1578,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		pos = 2;
 	if (pos >= 2) {
 		if (at.sd)
-			r = list_sdir_locked(&em, at.sd, (size_t)(pos - 2));
+			r = sdir_ops_of(at.sd)->list(&em, at.sd, (size_t)(pos - 2));
 		else
 			list_node_locked(&em, &at, pos);
 	}

@@ -334,7 +334,8 @@ static int build_lookup(struct view_tree *t)
 		if (t->nodes[n].flags & VNODE_HIDDEN)
 			continue;
 		const struct vstr *x = &t->strs[vnode_frame(t, n)->name];
-		uint32_t j = lookup_hash(t->nodes[n].parent, t->arena + x->off, x->len) & t->ltab_mask;
+		uint32_t j =
+		        lookup_hash(t->nodes[n].parent, t->arena + x->off, x->len) & t->ltab_mask;
 		while (t->ltab[j])
 			j = (j + 1) & t->ltab_mask;
 		t->ltab[j] = n + 1;
