@@ -430,6 +430,8 @@ static int space_build_locked(struct space *sp)
 		return r;
 	}
 	sp->gen_time[0] = sp->series_mtime;
+	sp->last_use = ++fs.use_clock;
+	trim_spaces_locked(); /* at most TREE_CACHE_SLOTS unreferenced trees */
 	return 0;
 }
 
