@@ -33,7 +33,8 @@
 #define TREE_CACHE_SLOTS    16
 #define REFRESH_INTERVAL_NS 1000000000LL
 /* Rendered files kept for later opens: at most this many bytes, and only
- * files at least RENDER_CACHE_MIN long (smaller ones are cheap to render). */
+ * files at least RENDER_CACHE_MIN long (smaller ones are cheap to render),
+ * but every pprof (never cheap). */
 #define RENDER_CACHE_BYTES (256ull << 20)
 #define RENDER_CACHE_MIN   4096
 /* Entry and attribute timeout of everything current (seconds).  Changes
@@ -155,6 +156,7 @@ struct rendered {
 	uint32_t changed;
 	unsigned refs;                  /* guarded by fs.lock */
 	struct rendered *newer, *older; /* LRU list, guarded by fs.lock */
+	struct rendered *hnext;         /* hash chain, guarded by fs.lock */
 };
 
 struct open_file {
@@ -194,6 +196,7 @@ struct inval {
 static struct {
 	char *store_dir;
 	struct fuse_session *se;
+	bool no_opendir;      /* the kernel takes ENOSYS for OPENDIR */
 	pthread_mutex_t lock; /* guards every field below */
 	struct store *store;
 	struct timespec last_refresh;
@@ -214,6 +217,8 @@ static struct {
 	/* The render cache: most recently used first, `cache_bytes` in all. */
 	struct rendered *newest, *oldest;
 	uint64_t cache_bytes;
+	struct rendered **cache_hash; /* chains by rendered_hash(), cache_buckets of them */
+	size_t cache_buckets, cache_count;
 	/* Every open file handle.  After a lazy unmount the kernel can end
 	 * the connection before the last RELEASE reaches us, so the handles
 	 * left here are freed at exit. */
@@ -450,6 +455,15 @@ static void inval_attr(fuse_ino_t ino)
 		fuse_lowlevel_notify_inval_inode(fs.se, ino, -1, 0);
 }
 
+/* A directory's attributes and its cached listing (the kernel caches
+ * listings: see op_opendir).  Dropping the listing locks its pages only,
+ * which the kernel never holds across a request, so this is as safe. */
+static void inval_dir(fuse_ino_t ino)
+{
+	if (fs.se)
+		fuse_lowlevel_notify_inval_inode(fs.se, ino, 0, 0);
+}
+
 static void queue_inval_entry_locked(fuse_ino_t parent, const char *name, size_t len)
 {
 	struct inval *iv = malloc(sizeof(*iv) + len + 1);
@@ -539,7 +553,7 @@ static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now
 		for (int alias = 0; alias < 2; alias++) {
 			if (!(sp->seen[n] & (1u << alias)))
 				continue;
-			inval_attr(node_dir_ino(sp, alias, n));
+			inval_dir(node_dir_ino(sp, alias, n));
 			for (unsigned f = 0; f < view_file_count; f++) {
 				fuse_ino_t old = ino_make((struct ino){.space = sp->id,
 				                                       .alias = alias,
@@ -813,12 +827,12 @@ static void maybe_refresh_locked(void)
 static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now)
 {
 	/* The root's and binaries' listings: entries gone or retargeted. */
-	inval_attr(FUSE_ROOT_ID);
+	inval_dir(FUSE_ROOT_ID);
 	for (size_t i = 0; i < nold;) {
 		size_t hi = binary_end(old, nold, i), d;
 		if (sdir_binary_locked(old[i].binary, &d) == 0) {
 			fuse_ino_t bino = ino_make((struct ino){.node = (uint32_t)d});
-			inval_attr(bino);
+			inval_dir(bino);
 			if (fs.sdirs[d].lo == fs.sdirs[d].hi) {
 				char esc[VIEW_NAME_MAX + 1];
 				size_t len =
@@ -851,7 +865,7 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 			continue;
 		sp->series_mtime = now;
 		for (int alias = 0; alias < 2; alias++)
-			inval_attr(node_dir_ino(sp, alias, SPACE_ROOT_NODE));
+			inval_dir(node_dir_ino(sp, alias, SPACE_ROOT_NODE));
 		if (!sp->tree)
 			continue;
 		if (sp->nlookup == 0 || !sp->seen) {
@@ -1120,10 +1134,61 @@ static void unlink_locked(struct rendered *r)
 	r->newer = r->older = NULL;
 }
 
+static size_t rendered_hash(const struct rendered *k)
+{
+	uint64_t h = k->space_uid * 0x9e3779b97f4a7c15ull;
+
+	h ^= ((uint64_t)k->node << 32 | (uint64_t)k->changed << 3 | k->file) *
+	     0xff51afd7ed558ccdull;
+	h ^= h >> 29;
+	return (size_t)h & (fs.cache_buckets - 1);
+}
+
+static void unhash_locked(struct rendered *r)
+{
+	struct rendered **p = &fs.cache_hash[rendered_hash(r)];
+
+	while (*p && *p != r)
+		p = &(*p)->hnext;
+	if (*p)
+		*p = r->hnext;
+	r->hnext = NULL;
+	fs.cache_count--;
+}
+
+/* Adds `r` to the hash (growing it when it is full; if that fails the
+ * chains just get longer). */
+static void hash_locked(struct rendered *r)
+{
+	if (fs.cache_count >= fs.cache_buckets) {
+		size_t n = fs.cache_buckets ? fs.cache_buckets * 2 : 1024;
+		struct rendered **t = calloc(n, sizeof(*t));
+		if (t) {
+			struct rendered **old = fs.cache_hash;
+			size_t oldn = fs.cache_buckets;
+			fs.cache_hash = t;
+			fs.cache_buckets = n;
+			for (size_t i = 0; i < oldn; i++)
+				for (struct rendered *c = old[i], *next; c; c = next) {
+					next = c->hnext;
+					size_t b = rendered_hash(c);
+					c->hnext = t[b];
+					t[b] = c;
+				}
+			free(old);
+		}
+	}
+	size_t b = rendered_hash(r);
+	r->hnext = fs.cache_hash[b];
+	fs.cache_hash[b] = r;
+	fs.cache_count++;
+}
+
 static void uncache_locked(struct rendered *r)
 {
 	unlink_locked(r);
-	fs.cache_bytes -= r->buf.len;
+	unhash_locked(r);
+	fs.cache_bytes -= r->buf.len + sizeof(*r);
 	put_rendered_locked(r);
 }
 
@@ -1142,11 +1207,19 @@ static void drop_rendered_locked(void)
 {
 	while (fs.oldest)
 		uncache_locked(fs.oldest);
+	free(fs.cache_hash);
+	fs.cache_hash = NULL;
+	fs.cache_buckets = fs.cache_count = 0;
 }
 
+/* The cached rendering with `key`'s space, node, file and content
+ * version, made most recently used and referenced for the caller, or
+ * NULL.  One hash probe. */
 static struct rendered *find_rendered_locked(const struct rendered *key)
 {
-	for (struct rendered *c = fs.newest; c; c = c->older) {
+	if (!fs.cache_buckets)
+		return NULL;
+	for (struct rendered *c = fs.cache_hash[rendered_hash(key)]; c; c = c->hnext) {
 		if (c->space_uid == key->space_uid && c->node == key->node &&
 		    c->file == key->file && c->changed == key->changed) {
 			unlink_locked(c);
@@ -1197,10 +1270,14 @@ static int get_rendered(const struct rendered *key, const struct view_tree *tree
 		*out = c;
 		return 0;
 	}
-	if (r->buf.len >= RENDER_CACHE_MIN && r->buf.len <= RENDER_CACHE_BYTES) {
+	/* Small files with a size function are cheap to render again; pprof
+	 * is not, whatever its size. */
+	if ((r->buf.len >= RENDER_CACHE_MIN || !view_files[key->file].size) &&
+	    r->buf.len <= RENDER_CACHE_BYTES) {
 		r->refs++;
 		push_newest_locked(r);
-		fs.cache_bytes += r->buf.len;
+		hash_locked(r);
+		fs.cache_bytes += r->buf.len + sizeof(*r);
 		while (fs.cache_bytes > RENDER_CACHE_BYTES && fs.oldest != r)
 			uncache_locked(fs.oldest);
 	}
@@ -1214,14 +1291,18 @@ static int get_rendered(const struct rendered *key, const struct view_tree *tree
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	/* readdirplus for every listing: find and ls -l then need no
-	 * lookups.  Listings are stateless: no OPENDIR and RELEASEDIR.  No automatic page-cache invalidation: a file inode's
-	 * bytes never change (its number carries the content version). */
+	 * lookups.  Listings are stateless: no OPENDIR and RELEASEDIR, and
+	 * the kernel caches them (op_opendir).  No automatic page-cache
+	 * invalidation: a file inode's bytes never change (its number
+	 * carries the content version). */
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
-	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
 		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs.no_opendir = true;
+	}
 }
 
 /* Takes fs.lock, refreshes if due and resolves `ino`.  On success the
@@ -1600,6 +1681,18 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	free(em.buf);
 }
 
+/* No OPENDIR state: with FUSE_CAP_NO_OPENDIR_SUPPORT, ENOSYS tells the
+ * kernel to send no OPENDIR or RELEASEDIR again and to cache listings as if
+ * opened with keep_cache and cache_readdir; a refresh drops the listings
+ * that changed (inval_dir). */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (fs.no_opendir)
+		fuse_reply_err(req, ENOSYS);
+	else
+		fuse_reply_open(req, fi);
+}
+
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
@@ -1798,6 +1891,7 @@ static const struct fuse_lowlevel_ops ops = {
         .forget = op_forget,
         .forget_multi = op_forget_multi,
         .getattr = op_getattr,
+        .opendir = op_opendir,
         .readdir = op_readdir,
         .readdirplus = op_readdirplus,
         .open = op_open,
