@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -154,7 +155,7 @@ struct rendered {
 	uint32_t node;
 	uint32_t file;
 	uint32_t changed;
-	unsigned refs;                  /* guarded by fs.lock */
+	unsigned refs;                  /* atomic: a read's reply holds one too */
 	struct rendered *newer, *older; /* LRU list, guarded by fs.lock */
 	struct rendered *hnext;         /* hash chain, guarded by fs.lock */
 };
@@ -1110,9 +1111,15 @@ found:
 
 /* ---- rendered files (the cache is guarded by fs.lock) -------------------- */
 
+static void get_rendered_ref(struct rendered *r)
+{
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* Drops a reference; needs no lock (the name says callers may hold it). */
 static void put_rendered_locked(struct rendered *r)
 {
-	if (r && --r->refs == 0) {
+	if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		bool big = r->buf.cap >= (1u << 20);
 		view_buf_free(&r->buf);
 		free(r);
@@ -1224,7 +1231,7 @@ static struct rendered *find_rendered_locked(const struct rendered *key)
 		    c->file == key->file && c->changed == key->changed) {
 			unlink_locked(c);
 			push_newest_locked(c);
-			c->refs++;
+			get_rendered_ref(c);
 			return c;
 		}
 	}
@@ -1274,7 +1281,7 @@ static int get_rendered(const struct rendered *key, const struct view_tree *tree
 	 * is not, whatever its size. */
 	if ((r->buf.len >= RENDER_CACHE_MIN || !view_files[key->file].size) &&
 	    r->buf.len <= RENDER_CACHE_BYTES) {
-		r->refs++;
+		get_rendered_ref(r);
 		push_newest_locked(r);
 		hash_locked(r);
 		fs.cache_bytes += r->buf.len + sizeof(*r);
@@ -1774,7 +1781,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
-	const struct view_buf *b = &of->r->buf;
+	struct rendered *r = of->r;
+	const struct view_buf *b = &r->buf;
 
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
@@ -1787,8 +1795,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (size > b->len - (size_t)off)
 		size = b->len - (size_t)off;
 	/* Straight from the rendering: libfuse writes the reply with one
-	 * writev() that points into it, no copy in between. */
+	 * writev() that points into it, no copy in between.  The kernel may
+	 * end the request, and another thread handle the file's RELEASE,
+	 * before writev() returns: hold the rendering until then. */
+	get_rendered_ref(r);
 	fuse_reply_buf(req, b->data + off, size);
+	put_rendered_locked(r);
 }
 
 static void close_file_locked(struct open_file *of)
@@ -2174,9 +2186,12 @@ int main(int argc, char **argv)
 	if (opts.singlethread) {
 		r = fuse_session_loop(se);
 	} else {
+		/* libfuse's default of 10 idle threads unless -o
+		 * max_idle_threads= says otherwise. */
 		struct fuse_loop_config cfg = {
 		        .clone_fd = opts.clone_fd,
-		        .max_idle_threads = opts.max_idle_threads,
+		        .max_idle_threads =
+		                opts.max_idle_threads == UINT_MAX ? 10 : opts.max_idle_threads,
 		};
 		r = fuse_session_loop_mt(se, &cfg);
 	}
