@@ -481,12 +481,25 @@ static void queue_inval_entry_locked(fuse_ino_t parent, const char *name, size_t
 	pthread_cond_signal(&fs.inval_cond);
 }
 
+static void maybe_refresh_locked(void);
+
+/* The invalidator thread: sends queued entry invalidations, and catches
+ * up with the store once a second on its own.  The kernel may answer
+ * every request from its caches for as long as nothing is invalidated, so
+ * a refresh that waited for a request could wait for ever. */
 static void *invalidator(void *arg)
 {
 	pthread_mutex_lock(&fs.lock);
 	for (;;) {
-		while (!fs.inval_head && !fs.inval_stop)
-			pthread_cond_wait(&fs.inval_cond, &fs.lock);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		while (!fs.inval_head && !fs.inval_stop) {
+			if (pthread_cond_timedwait(&fs.inval_cond, &fs.lock, &until) == ETIMEDOUT) {
+				maybe_refresh_locked();
+				break;
+			}
+		}
 		if (fs.inval_stop)
 			break;
 		struct inval *list = fs.inval_head;
