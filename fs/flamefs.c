@@ -1107,6 +1107,9 @@ static int lookup_locked(const struct at *parent, const char *name, struct fuse_
 			i.version = parent->sp->changed[i.node];
 			goto found;
 		}
+	/* Built on the first lookup, not with the tree: a first ls needs none
+	 * (readdirplus gives the kernel every entry). */
+	view_tree_index(parent->sp->tree->tree);
 	i.node = find_child(parent->tree, parent->i.node, name, len);
 	if (i.node == VIEW_NONE)
 		return -ENOENT;

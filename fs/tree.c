@@ -317,11 +317,12 @@ static uint32_t lookup_hash(uint32_t parent, const char *name, size_t len)
 	return (uint32_t)XXH3_64bits_withSeed(name, len, parent);
 }
 
-/* The lookup table of the visible nodes, at most 3/4 full. */
-static int build_lookup(struct view_tree *t)
+int view_tree_index(struct view_tree *t)
 {
 	uint64_t size = 16;
 
+	if (t->ltab)
+		return 0;
 	while (size * 3 < (uint64_t)t->nnodes * 4)
 		size *= 2;
 	if (size > (1ull << 32))
@@ -419,7 +420,7 @@ static int finish(struct view_tree *t)
 				t->folded_keyed = true;
 		}
 	}
-	return build_lookup(t);
+	return 0;
 }
 
 /* ---- public API ------------------------------------------------------- */
@@ -622,7 +623,7 @@ size_t view_tree_memory(const struct view_tree *t)
 	return sizeof(*t) + (size_t)t->nodes_cap * sizeof(*t->nodes) +
 	       (size_t)t->nnodes * sizeof(*t->kids) + (size_t)t->frames_cap * sizeof(*t->frames) +
 	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap +
-	       ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab);
+	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0);
 }
 
 const char *view_tree_event(const struct view_tree *t)
@@ -698,6 +699,13 @@ uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node, const c
 uint32_t view_node_find_child(const struct view_tree *t, uint32_t node, const char *name,
                               size_t len)
 {
+	if (!t->ltab) {
+		uint32_t i = view_node_lower_bound(t, node, name, len);
+		if (i < t->nodes[node].nkids &&
+		    cmp_name(t, view_node_child(t, node, i), name, len) == 0)
+			return view_node_child(t, node, i);
+		return VIEW_NONE;
+	}
 	uint32_t j = lookup_hash(node, name, len) & t->ltab_mask;
 
 	for (; t->ltab[j]; j = (j + 1) & t->ltab_mask) {

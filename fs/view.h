@@ -101,8 +101,16 @@ void view_node_counts(const struct view_tree *t, uint32_t node, struct view_coun
 uint32_t view_node_child_count(const struct view_tree *t, uint32_t node);
 /* The i-th child in bytewise name order. */
 uint32_t view_node_child(const struct view_tree *t, uint32_t node, uint32_t i);
-/* Finds the child named exactly name[0..len) in O(1) (a hash table of
- * (parent, name)).  VIEW_NONE if none. */
+/* Builds the (parent, name) lookup table of every visible node (about 4-8
+ * bytes a node), which makes view_node_find_child() O(1); until then it
+ * binary-searches the parent's children.  Building it writes the tree:
+ * call it where no view_node_find_child() on the same tree runs at the
+ * same time (the daemon: under its lock).  0, or -ENOMEM/-EOVERFLOW (the
+ * tree is still usable). */
+int view_tree_index(struct view_tree *t);
+/* Finds the child named exactly name[0..len): one probe of the lookup
+ * table once view_tree_index() built it, else a binary search among the
+ * children.  VIEW_NONE if none. */
 uint32_t view_node_find_child(const struct view_tree *t, uint32_t node, const char *name,
                               size_t len);
 /* Index of the first child whose name is >= name[0..len) bytewise (for
