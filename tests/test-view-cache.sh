@@ -30,7 +30,7 @@ cleanup() {
 	fusermount3 -u -z "$mnt" 2>/dev/null
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null
 	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
