@@ -1,21 +1,25 @@
 /*
  * flamefs.c — the FUSE daemon: mounts a flamefs store read-only as
  * /<binary>/<version>/<frame>/.../ with the view's generated files in every
- * call-tree directory.  It opens the store as a RocksDB secondary, catches
- * up with the writer at most once a second on access, builds call trees on
- * demand and caches them until the store's sequence number moves.  Each
- * open() takes one rendering of the file (from a byte-bounded render cache
- * when this generation already rendered it) and keeps it in the file
- * handle, so one open file is one consistent snapshot.  See fs/README.md.
+ * call-tree directory, on libfuse's low-level API.  Inode numbers are
+ * computed, not allocated: a directory's is (space, node id of the call
+ * tree), a file's adds its slot and the node's content version, so the
+ * daemon keeps no per-inode memory and a lookup is one hash probe from the
+ * parent's node.  The kernel caches entries, attributes and file pages;
+ * when a refresh of the RocksDB secondary changes a tree, the tree is
+ * rebuilt with its node ids kept (view_tree_build_seeded), and exactly the
+ * nodes whose counts changed are invalidated.  Each open() takes one
+ * rendering of the file and keeps it in the file handle, so one open file
+ * is one consistent snapshot.  See fs/README.md ("Inodes", "Caching").
  */
-#define FUSE_USE_VERSION 31
+#define FUSE_USE_VERSION 34
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
-#include <fuse.h>
-#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,34 +34,170 @@
 #define TREE_CACHE_SLOTS    16
 #define REFRESH_INTERVAL_NS 1000000000LL
 /* Rendered files kept for later opens: at most this many bytes, and only
- * files at least RENDER_CACHE_MIN long (smaller ones are cheap to render). */
+ * files at least RENDER_CACHE_MIN long (smaller ones are cheap to render),
+ * but every pprof (never cheap). */
 #define RENDER_CACHE_BYTES (256ull << 20)
 #define RENDER_CACHE_MIN   4096
+/* Entry and attribute timeout of everything current (seconds).  Changes
+ * are invalidated explicitly, so this only bounds how long a missed
+ * invalidation could last. */
+#define CACHE_TIMEOUT 60.0
 
-/* A built tree shared by the cache and by renderers running unlocked. */
-struct tree_ref {
-	struct view_tree *tree;
-	uint32_t series_id;
-	unsigned refs;     /* guarded by fs.lock */
-	uint64_t last_use; /* guarded by fs.lock */
+/* ---- inode numbers ------------------------------------------------------
+
+   An inode number is 1 + these 64 bits, high to low:
+
+     space   14   0: the synthetic directories (root, binaries); else a
+                  tree space: one series' call tree (struct space)
+     alias    1   1: the tree shown as /<b>/<v>/ (the version's primary
+                  event), 0: as /<b>/<v>@<e>/ (two directories, one tree)
+     node    32   the tree's node id; in space 0 the synthetic dir's index
+     slot     3   0: the directory; f + 1: the file view_files[f]
+     version 14   files only: the node's content version (mod 2^14)
+
+   So the root is 1, a directory's number is the same for as long as the
+   daemon keeps the space (node ids survive rebuilds), and a file's number
+   changes whenever its bytes may have: a file inode's size and pages never
+   change, and the kernel may cache them for as long as it likes. */
+#define INO_SPACE_BITS   14
+#define INO_NODE_BITS    32
+#define INO_SLOT_BITS    3
+#define INO_VERSION_BITS 14
+#define MAX_SPACES       ((1u << INO_SPACE_BITS) - 1) /* the last id is never used */
+#define VERSION_MASK     ((1u << INO_VERSION_BITS) - 1)
+
+struct ino {
+	uint32_t space;
+	bool alias;
+	uint32_t node;
+	unsigned slot;
+	unsigned version;
 };
 
-/* The rendered bytes of one file of one node in one store generation.
+static fuse_ino_t ino_make(struct ino i)
+{
+	uint64_t v = i.space;
+
+	v = v << 1 | i.alias;
+	v = v << INO_NODE_BITS | i.node;
+	v = v << INO_SLOT_BITS | i.slot;
+	v = v << INO_VERSION_BITS | (i.version & VERSION_MASK);
+	return v + 1;
+}
+
+static struct ino ino_split(fuse_ino_t ino)
+{
+	uint64_t v = ino - 1;
+	struct ino i;
+
+	i.version = v & VERSION_MASK;
+	v >>= INO_VERSION_BITS;
+	i.slot = v & ((1u << INO_SLOT_BITS) - 1);
+	v >>= INO_SLOT_BITS;
+	i.node = (uint32_t)v;
+	v >>= INO_NODE_BITS;
+	i.alias = v & 1;
+	i.space = (uint32_t)(v >> 1);
+	return i;
+}
+
+/* ---- state -------------------------------------------------------------- */
+
+/* A built tree shared by its space, directory handles and renderers
+ * running unlocked. */
+struct tree_ref {
+	struct view_tree *tree;
+	unsigned refs; /* guarded by fs.lock */
+};
+
+/* One series' call tree and what the kernel was told about it.  A space
+ * lives while the kernel holds any of its inodes (nlookup > 0) or its tree
+ * is among the TREE_CACHE_SLOTS most recently used; node ids (and so
+ * inode numbers) stay the same for the space's whole life.  All fields
+ * are guarded by fs.lock. */
+enum space_kind {
+	SPACE_SERIES, /* the call tree of one series (series_id) */
+};
+
+/* The directory a space's tree shows at the top: the one child of the
+ * tree's frameless root (for a series, the binary's node). */
+#define SPACE_ROOT_NODE 1u
+
+struct space {
+	uint32_t id;
+	enum space_kind kind;
+	uint32_t series_id;
+	uint64_t uid;          /* never reused: the render cache's key */
+	uint64_t nlookup;      /* the kernel's lookup count, all inodes */
+	struct tree_ref *tree; /* NULL until built or once dropped */
+	uint64_t last_use;
+	bool gone;           /* the series was pruned: inodes are stale */
+	time_t series_mtime; /* when the series last changed (or was first seen) */
+	/* Content versions: `gen` counts the rebuilds that changed something;
+	 * changed[n] is the gen in which node n's subtree last changed (its
+	 * files' version, its mtime via gen_time); seen[n] has bit `alias`
+	 * set once an inode of node n was given to the kernel under that
+	 * alias.  Sized nodes_cap. */
+	uint32_t gen;
+	uint32_t *changed;
+	uint8_t *seen;
+	uint32_t nodes_cap;
+	time_t *gen_time;
+	uint32_t gen_time_cap;
+};
+
+/* The rendered bytes of one file of one node at one content version.
  * Shared by the render cache and the open files reading it; freed when the
  * last of them lets go.  `buf` is immutable once published. */
 struct rendered {
 	struct view_buf buf;
-	uint64_t generation;
-	uint32_t series_id;
+	uint64_t space_uid;
 	uint32_t node;
 	uint32_t file;
-	unsigned refs;                  /* guarded by fs.lock */
-	uint64_t stale_mark;            /* fs.stale_reads when last opened */
+	uint32_t changed;
+	unsigned refs;                  /* atomic: a read's reply holds one too */
 	struct rendered *newer, *older; /* LRU list, guarded by fs.lock */
+	struct rendered *hnext;         /* hash chain, guarded by fs.lock */
+};
+
+struct open_file {
+	struct rendered *r;
+	fuse_ino_t ino;
+	struct open_file *prev, *next; /* fs.open_files, guarded by fs.lock */
+};
+
+/* A synthetic directory (space 0): the root and one per binary name ever
+ * seen (kept, empty, once the binary is pruned, so indexes are stable). */
+enum sdir_kind { SD_ROOT, SD_BINARY };
+
+struct sdir {
+	enum sdir_kind kind; /* sdir_ops[kind] */
+	char *name;          /* SD_BINARY: the binary */
+	size_t lo, hi;       /* SD_BINARY: its series are fs.series[lo, hi) */
+};
+
+/* What each kind of synthetic directory does (see "synthetic directory
+ * kinds" below). */
+struct emitter;
+struct sdir_ops {
+	/* The inode `name` names in `sd` (not counted), or -ENOENT. */
+	int (*lookup)(const struct sdir *sd, const char *name, size_t len, struct ino *out);
+	/* Emits the entries from the k-th on (offset cookie 3 + index). */
+	int (*list)(struct emitter *em, const struct sdir *sd, size_t k);
+};
+
+/* Entries the invalidator thread tells the kernel to drop. */
+struct inval {
+	struct inval *next;
+	fuse_ino_t parent;
+	size_t len;
+	char name[];
 };
 
 static struct {
 	char *store_dir;
+	struct fuse_session *se;
+	bool no_opendir;      /* the kernel takes ENOSYS for OPENDIR */
 	pthread_mutex_t lock; /* guards every field below */
 	struct store *store;
 	struct timespec last_refresh;
@@ -65,46 +205,43 @@ static struct {
 	time_t mtime;        /* wall clock of the last change seen */
 	struct store_series *series;
 	size_t nseries;
-	struct tree_ref *trees[TREE_CACHE_SLOTS];
-	uint64_t use_clock;
-	/* The render cache: most recently used first, `cache_bytes` of
-	 * buffers in all. */
+	size_t *by_id; /* series id -> index + 1 in fs.series, 0 = none */
+	uint32_t by_id_len;
+	bool *primary; /* per fs.series index: shown as /<b>/<v>/ */
+	struct sdir *sdirs;
+	size_t nsdirs, sdirs_cap;
+	struct space *spaces[MAX_SPACES];
+	uint32_t *space_of; /* series id -> space id, 0 = none */
+	uint32_t space_of_len;
+	uint32_t max_space; /* every space id in use is below it */
+	uint64_t use_clock, next_uid;
+	/* The render cache: most recently used first, `cache_bytes` in all. */
 	struct rendered *newest, *oldest;
 	uint64_t cache_bytes;
-	/* Reads through handles opened in an older generation (atomic). */
-	uint64_t stale_reads;
+	struct rendered **cache_hash; /* chains by rendered_hash(), cache_buckets of them */
+	size_t cache_buckets, cache_count;
 	/* Every open file handle.  After a lazy unmount the kernel can end
 	 * the connection before the last RELEASE reaches us, so the handles
 	 * left here are freed at exit. */
 	struct open_file *open_files;
-} fs = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-enum kind { K_ROOT, K_BINARY, K_NODE, K_FILE };
-
-/* What a path names.  `tree` holds a reference (release with put_tree). */
-struct resolved {
-	enum kind kind;
-	size_t series; /* index of the first series of the binary,
-				 * or of the tree's series */
-	struct tree_ref *tree;
-	uint32_t node;
-	uint32_t file; /* index into view_files */
-	uint64_t generation;
+	/* Entry invalidations waiting for the invalidator thread. */
+	struct inval *inval_head, **inval_tail;
+	pthread_cond_t inval_cond;
+	bool inval_stop;
+} fs = {
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+        .inval_cond = PTHREAD_COND_INITIALIZER,
+        .inval_tail = &fs.inval_head,
 };
 
-struct open_file {
-	struct rendered *r;
-	uint64_t generation;
-	struct open_file *prev, *next; /* fs.open_files, guarded by fs.lock */
-};
-
-/* ---- store and cache (call with fs.lock held) ------------------------- */
+/* ---- trees and spaces (call with fs.lock held) -------------------------- */
 
 static void put_tree_locked(struct tree_ref *r)
 {
 	if (r && --r->refs == 0) {
 		view_tree_free(r->tree);
 		free(r);
+		malloc_trim(0);
 	}
 }
 
@@ -117,61 +254,536 @@ static void put_tree(struct tree_ref *r)
 	pthread_mutex_unlock(&fs.lock);
 }
 
-static void drop_trees_locked(void)
+static void space_drop_tree_locked(struct space *sp)
 {
-	for (size_t i = 0; i < TREE_CACHE_SLOTS; i++) {
-		put_tree_locked(fs.trees[i]);
-		fs.trees[i] = NULL;
+	put_tree_locked(sp->tree);
+	sp->tree = NULL;
+	free(sp->changed);
+	free(sp->seen);
+	free(sp->gen_time);
+	sp->changed = NULL;
+	sp->seen = NULL;
+	sp->gen_time = NULL;
+	sp->nodes_cap = sp->gen_time_cap = 0;
+	sp->gen = 0;
+}
+
+/* Frees a space the kernel holds nothing of and that has no tree. */
+static void space_free_locked(struct space *sp)
+{
+	if (sp->series_id < fs.space_of_len && fs.space_of[sp->series_id] == sp->id)
+		fs.space_of[sp->series_id] = 0;
+	fs.spaces[sp->id] = NULL;
+	space_drop_tree_locked(sp);
+	free(sp);
+}
+
+/* Keeps at most TREE_CACHE_SLOTS trees the kernel holds nothing of. */
+static void trim_spaces_locked(void)
+{
+	for (;;) {
+		struct space *lru = NULL;
+		unsigned n = 0;
+		for (uint32_t i = 1; i < fs.max_space; i++) {
+			struct space *sp = fs.spaces[i];
+			if (!sp || sp->nlookup > 0)
+				continue;
+			if (!sp->tree) {
+				space_free_locked(sp);
+				continue;
+			}
+			n++;
+			if (!lru || sp->last_use < lru->last_use)
+				lru = sp;
+		}
+		if (n <= TREE_CACHE_SLOTS)
+			return;
+		space_drop_tree_locked(lru);
 	}
 }
 
-static void put_rendered_locked(struct rendered *r)
+static struct space *space_get_locked(uint32_t id)
 {
-	if (r && --r->refs == 0) {
-		bool big = r->buf.cap >= (1u << 20);
-		view_buf_free(&r->buf);
-		free(r);
-		if (big)
-			malloc_trim(0);
+	return id > 0 && id < MAX_SPACES ? fs.spaces[id] : NULL;
+}
+
+/* The space of series `series_id`, made if needed.  NULL with *err set. */
+static struct space *space_for_series_locked(uint32_t series_id, int *err)
+{
+	if (series_id < fs.space_of_len && fs.space_of[series_id])
+		return fs.spaces[fs.space_of[series_id]];
+	if (series_id >= fs.space_of_len) {
+		uint32_t n = series_id + 64;
+		uint32_t *m = realloc(fs.space_of, n * sizeof(*m));
+		if (!m) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		memset(m + fs.space_of_len, 0, (n - fs.space_of_len) * sizeof(*m));
+		fs.space_of = m;
+		fs.space_of_len = n;
 	}
+	uint32_t id = 1;
+	while (id < MAX_SPACES && fs.spaces[id])
+		id++;
+	if (id >= MAX_SPACES) {
+		*err = -ENOSPC;
+		return NULL;
+	}
+	struct space *sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	sp->id = id;
+	sp->series_id = series_id;
+	sp->uid = ++fs.next_uid;
+	sp->series_mtime = fs.mtime;
+	fs.spaces[id] = sp;
+	fs.space_of[series_id] = id;
+	if (id >= fs.max_space)
+		fs.max_space = id + 1;
+	return sp;
 }
 
-static void unlink_locked(struct rendered *r)
+static const struct store_series *series_by_id_locked(uint32_t id)
 {
-	if (r->newer)
-		r->newer->older = r->older;
-	else
-		fs.newest = r->older;
-	if (r->older)
-		r->older->newer = r->newer;
-	else
-		fs.oldest = r->newer;
-	r->newer = r->older = NULL;
+	if (id >= fs.by_id_len || !fs.by_id[id])
+		return NULL;
+	return &fs.series[fs.by_id[id] - 1];
 }
 
-/* Drops the cache's reference to `r`. */
-static void uncache_locked(struct rendered *r)
+/* Grows the per-node arrays to `n` nodes; new nodes changed in `gen`. */
+static int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
 {
-	unlink_locked(r);
-	fs.cache_bytes -= r->buf.len;
-	put_rendered_locked(r);
+	if (n > sp->nodes_cap) {
+		uint32_t *c = realloc(sp->changed, (size_t)n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		sp->changed = c;
+		uint8_t *s = realloc(sp->seen, n);
+		if (!s)
+			return -ENOMEM;
+		sp->seen = s;
+		for (uint32_t i = sp->nodes_cap; i < n; i++) {
+			sp->changed[i] = gen;
+			sp->seen[i] = 0;
+		}
+		sp->nodes_cap = n;
+	}
+	if (gen >= sp->gen_time_cap) {
+		uint32_t cap = sp->gen_time_cap ? sp->gen_time_cap * 2 : 4;
+		while (cap <= gen)
+			cap *= 2;
+		time_t *t = realloc(sp->gen_time, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		sp->gen_time = t;
+		sp->gen_time_cap = cap;
+	}
+	return 0;
 }
 
-static void push_newest_locked(struct rendered *r)
+/* Builds the tree a space shows, seeded with `seed` (NULL: afresh).  The
+ * one place that knows what each kind of space is a tree of; a new kind
+ * (a time window, a diff) is a case here and a key in struct space. */
+static int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
+                                   struct view_tree **out)
 {
-	r->older = fs.newest;
-	r->newer = NULL;
-	if (fs.newest)
-		fs.newest->newer = r;
-	else
-		fs.oldest = r;
-	fs.newest = r;
+	switch (sp->kind) {
+	case SPACE_SERIES: {
+		const struct store_series *s = series_by_id_locked(sp->series_id);
+		if (!s)
+			return -ENOENT;
+		return view_tree_build_seeded(fs.store, s, 1, INT64_MIN, INT64_MAX, seed, out);
+	}
+	}
+	return -EINVAL;
 }
 
-static void drop_rendered_locked(void)
+/* Builds the tree of a space that has none (node ids start afresh: the
+ * kernel holds at most its root directory, SPACE_ROOT_NODE in every
+ * build). */
+static int space_build_locked(struct space *sp)
 {
-	while (fs.oldest)
-		uncache_locked(fs.oldest);
+	struct tree_ref *t;
+	int r;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = space_build_tree_locked(sp, NULL, &t->tree);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	malloc_trim(0); /* give the build's scratch tables back */
+	size_t len;
+	if (view_tree_node_count(t->tree) <= SPACE_ROOT_NODE ||
+	    view_node_parent(t->tree, SPACE_ROOT_NODE) != VIEW_ROOT ||
+	    view_node_child_count(t->tree, VIEW_ROOT) != 1 ||
+	    !view_node_name(t->tree, SPACE_ROOT_NODE, &len)) {
+		view_tree_free(t->tree);
+		free(t);
+		return -EIO;
+	}
+	t->refs = 1;
+	sp->tree = t;
+	sp->gen = 0;
+	r = space_grow_locked(sp, view_tree_node_count(t->tree), 0);
+	if (r < 0) {
+		space_drop_tree_locked(sp);
+		return r;
+	}
+	sp->gen_time[0] = sp->series_mtime;
+	sp->last_use = ++fs.use_clock;
+	trim_spaces_locked(); /* at most TREE_CACHE_SLOTS unreferenced trees */
+	return 0;
+}
+
+/* ---- invalidation --------------------------------------------------------
+
+   Attribute invalidations (fuse_lowlevel_notify_inval_inode with a
+   negative offset) take no lock in the kernel that a pending request may
+   hold, so they are sent at once, under fs.lock, before the new generation
+   is published: no reply can show new data while an old size is cached.
+   Entry invalidations take the parent directory's lock, which a lookup
+   waiting for fs.lock holds, so a thread of their own sends them. */
+
+static void inval_attr(fuse_ino_t ino)
+{
+	if (fs.se)
+		fuse_lowlevel_notify_inval_inode(fs.se, ino, -1, 0);
+}
+
+/* A directory's attributes and its cached listing (the kernel caches
+ * listings: see op_opendir).  Dropping the listing locks its pages only,
+ * which the kernel never holds across a request, so this is as safe. */
+static void inval_dir(fuse_ino_t ino)
+{
+	if (fs.se)
+		fuse_lowlevel_notify_inval_inode(fs.se, ino, 0, 0);
+}
+
+static void queue_inval_entry_locked(fuse_ino_t parent, const char *name, size_t len)
+{
+	struct inval *iv = malloc(sizeof(*iv) + len + 1);
+
+	if (!iv)
+		return; /* the entry times out instead (CACHE_TIMEOUT) */
+	iv->next = NULL;
+	iv->parent = parent;
+	iv->len = len;
+	memcpy(iv->name, name, len);
+	iv->name[len] = '\0';
+	*fs.inval_tail = iv;
+	fs.inval_tail = &iv->next;
+	pthread_cond_signal(&fs.inval_cond);
+}
+
+static void maybe_refresh_locked(void);
+
+/* The invalidator thread: sends queued entry invalidations, and catches
+ * up with the store once a second on its own.  The kernel may answer
+ * every request from its caches for as long as nothing is invalidated, so
+ * a refresh that waited for a request could wait for ever. */
+static void *invalidator(void *arg)
+{
+	pthread_mutex_lock(&fs.lock);
+	for (;;) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		while (!fs.inval_head && !fs.inval_stop) {
+			if (pthread_cond_timedwait(&fs.inval_cond, &fs.lock, &until) == ETIMEDOUT) {
+				maybe_refresh_locked();
+				break;
+			}
+		}
+		if (fs.inval_stop)
+			break;
+		struct inval *list = fs.inval_head;
+		fs.inval_head = NULL;
+		fs.inval_tail = &fs.inval_head;
+		pthread_mutex_unlock(&fs.lock);
+		while (list) {
+			struct inval *next = list->next;
+			fuse_lowlevel_notify_inval_entry(fs.se, list->parent, list->name,
+			                                 list->len);
+			free(list);
+			list = next;
+		}
+		pthread_mutex_lock(&fs.lock);
+	}
+	pthread_mutex_unlock(&fs.lock);
+	return NULL;
+}
+
+static fuse_ino_t node_dir_ino(const struct space *sp, bool alias, uint32_t node)
+{
+	return ino_make((struct ino){.space = sp->id, .alias = alias, .node = node});
+}
+
+static bool counts_differ(const struct view_tree *a, const struct view_tree *b, uint32_t n)
+{
+	struct view_counts x, y;
+
+	view_node_counts(a, n, &x);
+	view_node_counts(b, n, &y);
+	return x.self_weight != y.self_weight || x.self_samples != y.self_samples ||
+	       x.total_weight != y.total_weight || x.total_samples != y.total_samples ||
+	       view_folded_size(a, n) != view_folded_size(b, n);
+}
+
+/* Replaces a space's tree by `nt`, built seeded with it, and invalidates
+ * what the kernel was told about every node whose subtree changed. */
+static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now)
+{
+	const struct view_tree *ot = sp->tree->tree, *t = nt->tree;
+	uint32_t on = view_tree_node_count(ot), nn = view_tree_node_count(t);
+	uint32_t gen = sp->gen + 1;
+	uint8_t *ch = calloc(on ? on : 1, 1);
+	int r;
+
+	if (!ch)
+		return -ENOMEM;
+	for (uint32_t n = 1; n < on; n++)
+		if (view_node_visible(ot, n) &&
+		    (!view_node_visible(t, n) || counts_differ(ot, t, n)))
+			ch[n] = 1;
+	for (uint32_t n = on; n-- > SPACE_ROOT_NODE + 1;)
+		if (ch[n])
+			ch[view_node_parent(ot, n)] = 1;
+	r = space_grow_locked(sp, nn, gen);
+	if (r < 0) {
+		free(ch);
+		return r;
+	}
+	for (uint32_t n = 1; n < on; n++) {
+		if (!ch[n])
+			continue;
+		uint32_t old_version = sp->changed[n];
+		sp->changed[n] = gen;
+		for (int alias = 0; alias < 2; alias++) {
+			if (!(sp->seen[n] & (1u << alias)))
+				continue;
+			inval_dir(node_dir_ino(sp, alias, n));
+			for (unsigned f = 0; f < view_file_count; f++) {
+				fuse_ino_t old = ino_make((struct ino){.space = sp->id,
+				                                       .alias = alias,
+				                                       .node = n,
+				                                       .slot = f + 1,
+				                                       .version = old_version});
+				inval_attr(old);
+				if (view_node_visible(t, n))
+					queue_inval_entry_locked(node_dir_ino(sp, alias, n),
+					                         view_files[f].name,
+					                         strlen(view_files[f].name));
+			}
+			if (!view_node_visible(t, n) && n > SPACE_ROOT_NODE) {
+				char esc[VIEW_NAME_MAX + 1];
+				size_t len;
+				const char *name = view_node_name(ot, n, &len);
+				size_t elen = view_escape(name, len, 0, esc);
+				queue_inval_entry_locked(
+				        node_dir_ino(sp, alias, view_node_parent(ot, n)), esc,
+				        elen);
+			}
+		}
+	}
+	free(ch);
+	sp->gen = gen;
+	sp->gen_time[gen] = now;
+	put_tree_locked(sp->tree);
+	sp->tree = nt;
+	return 0;
+}
+
+/* ---- the series list and the synthetic directories ---------------------- */
+
+static int sdir_binary_locked(const char *name, size_t *out)
+{
+	for (size_t i = 1; i < fs.nsdirs; i++)
+		if (fs.sdirs[i].kind == SD_BINARY && strcmp(fs.sdirs[i].name, name) == 0) {
+			*out = i;
+			return 0;
+		}
+	if (fs.nsdirs == fs.sdirs_cap) {
+		size_t cap = fs.sdirs_cap ? fs.sdirs_cap * 2 : 16;
+		struct sdir *d = realloc(fs.sdirs, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		fs.sdirs = d;
+		fs.sdirs_cap = cap;
+	}
+	char *copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	fs.sdirs[fs.nsdirs] = (struct sdir){.kind = SD_BINARY, .name = copy};
+	*out = fs.nsdirs++;
+	return 0;
+}
+
+/* The series to show in /<binary>/<version>/: cpu-clock if the version
+ * has it, else the event that the most input bytes were imported into
+ * (the importers count a pprof or legacy profile's bytes for its default
+ * sample type, so that is the one shown, as pprof shows it), else the
+ * event with the most samples.  [lo, hi) are the series of that binary
+ * and version (sorted by event). */
+static size_t primary_series(const struct store_series *list, size_t lo, size_t hi)
+{
+	size_t best = lo;
+
+	for (size_t i = lo; i < hi; i++)
+		if (strcmp(list[i].event, "cpu-clock") == 0)
+			return i;
+	for (size_t i = lo; i < hi; i++) {
+		const struct store_series *a = &list[i], *b = &list[best];
+		if (a->input_bytes > b->input_bytes ||
+		    (a->input_bytes == b->input_bytes && a->samples > b->samples))
+			best = i;
+	}
+	return best;
+}
+
+/* Calls fn for every entry of the binary whose series are list[lo, hi):
+ * "<version>" (the primary series, alias) and, for versions with several
+ * events, "<version>@<event>".  Stops at fn's first non-zero return. */
+typedef int (*version_fn)(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias);
+
+static int each_version(const struct store_series *list, size_t lo, size_t hi, version_fn fn,
+                        void *ctx)
+{
+	int r;
+
+	for (size_t i = lo; i < hi;) {
+		const char *v = list[i].version;
+		size_t j = i;
+		while (j < hi && strcmp(list[j].version, v) == 0)
+			j++;
+		char vesc[VIEW_NAME_MAX + 1];
+		size_t vl = view_escape(v, strlen(v), VIEW_ESCAPE_AT, vesc);
+		r = fn(ctx, vesc, vl, list[primary_series(list, i, j)].id, true);
+		if (r)
+			return r;
+		for (size_t k = i; j - i > 1 && k < j; k++) {
+			char eesc[VIEW_NAME_MAX + 1], both[2 * VIEW_NAME_MAX + 2];
+			const char *e = list[k].event;
+			size_t el = view_escape(e, strlen(e), 0, eesc);
+			if (vl + 1 + el > VIEW_NAME_MAX)
+				continue; /* cannot be named; skip */
+			snprintf(both, sizeof(both), "%s@%s", vesc, eesc);
+			r = fn(ctx, both, vl + 1 + el, list[k].id, false);
+			if (r)
+				return r;
+		}
+		i = j;
+	}
+	return 0;
+}
+
+struct find_version {
+	const char *name;
+	size_t len;
+	uint32_t series_id;
+	bool alias;
+};
+
+static int find_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias)
+{
+	struct find_version *fv = ctx;
+
+	if (len != fv->len || memcmp(name, fv->name, len) != 0)
+		return 0;
+	fv->series_id = series_id;
+	fv->alias = alias;
+	return 1;
+}
+
+/* The range of `list` with binary `b` starting at or after `from`. */
+static size_t binary_end(const struct store_series *list, size_t n, size_t lo)
+{
+	size_t hi = lo;
+
+	while (hi < n && strcmp(list[hi].binary, list[lo].binary) == 0)
+		hi++;
+	return hi;
+}
+
+/* After a refresh: queues entry invalidations for the version entries of
+ * the old list that name something else now or nothing. */
+struct old_entry_ctx {
+	fuse_ino_t parent;
+	size_t lo, hi; /* the binary's range in the new list */
+};
+
+static int old_entry_cb(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias)
+{
+	struct old_entry_ctx *c = ctx;
+	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
+
+	each_version(fs.series, c->lo, c->hi, find_version_cb, &fv);
+	if (fv.series_id != series_id || fv.alias != alias)
+		queue_inval_entry_locked(c->parent, name, len);
+	return 0;
+}
+
+static bool series_same(const struct store_series *a, const struct store_series *b)
+{
+	return a->samples == b->samples && a->weight == b->weight &&
+	       a->first_seen == b->first_seen && a->last_seen == b->last_seen &&
+	       a->input_bytes == b->input_bytes;
+}
+
+/* Installs a new series list: indexes, primaries, binaries' ranges. */
+static int install_series_locked(struct store_series *list, size_t n)
+{
+	uint32_t max_id = 0;
+	size_t *by_id;
+	bool *primary;
+
+	for (size_t i = 0; i < n; i++)
+		if (list[i].id > max_id)
+			max_id = list[i].id;
+	by_id = calloc((size_t)max_id + 1, sizeof(*by_id));
+	primary = calloc(n ? n : 1, sizeof(*primary));
+	if (!by_id || !primary) {
+		free(by_id);
+		free(primary);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		by_id[list[i].id] = i + 1;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && strcmp(list[j].binary, list[i].binary) == 0 &&
+		       strcmp(list[j].version, list[i].version) == 0)
+			j++;
+		primary[primary_series(list, i, j)] = true;
+		i = j;
+	}
+	for (size_t i = 1; i < fs.nsdirs; i++)
+		fs.sdirs[i].lo = fs.sdirs[i].hi = 0;
+	for (size_t i = 0; i < n;) {
+		size_t hi = binary_end(list, n, i), d;
+		int r = sdir_binary_locked(list[i].binary, &d);
+		if (r < 0) {
+			free(by_id);
+			free(primary);
+			return r;
+		}
+		fs.sdirs[d].lo = i;
+		fs.sdirs[d].hi = hi;
+		i = hi;
+	}
+	free(fs.by_id);
+	free(fs.primary);
+	fs.by_id = by_id;
+	fs.by_id_len = max_id + 1;
+	fs.primary = primary;
+	fs.series = list;
+	fs.nseries = n;
+	return 0;
 }
 
 static int load_series_locked(void)
@@ -182,11 +794,18 @@ static int load_series_locked(void)
 
 	if (r < 0)
 		return r;
-	store_series_free(fs.series, fs.nseries);
-	fs.series = list;
-	fs.nseries = n;
+	struct store_series *old = fs.series;
+	size_t nold = fs.nseries;
+	r = install_series_locked(list, n);
+	if (r < 0) {
+		store_series_free(list, n);
+		return r;
+	}
+	store_series_free(old, nold);
 	return 0;
 }
+
+static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now);
 
 static void maybe_refresh_locked(void)
 {
@@ -202,134 +821,157 @@ static void maybe_refresh_locked(void)
 	int r = store_refresh(fs.store);
 	if (r <= 0 && store_sequence(fs.store) == before)
 		return;
-	/* Something committed: every cached tree and rendering is stale. */
-	if (load_series_locked() < 0)
+
+	struct store_series *old = fs.series, *list;
+	size_t nold = fs.nseries, n;
+	if (store_series_list(fs.store, &list, &n) < 0)
 		return;
-	drop_trees_locked();
-	drop_rendered_locked();
-	__atomic_add_fetch(&fs.generation, 1, __ATOMIC_SEQ_CST);
-	fs.mtime = time(NULL);
+	if (install_series_locked(list, n) < 0) {
+		store_series_free(list, n);
+		return;
+	}
+	time_t wall = time(NULL);
+	fs.mtime = wall;
+	refresh_spaces_locked(old, nold, wall);
+	store_series_free(old, nold);
+	fs.generation++;
 }
 
-/* Returns a referenced tree for series index `si`, building it if needed. */
-static int get_tree_locked(size_t si, struct tree_ref **out)
+/* Everything a refresh changes in what the kernel was told. */
+static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now)
 {
-	uint32_t id = fs.series[si].id;
-	size_t victim = 0;
-	int r;
-
-	for (size_t i = 0; i < TREE_CACHE_SLOTS; i++) {
-		struct tree_ref *t = fs.trees[i];
-		if (t && t->series_id == id) {
-			t->refs++;
-			t->last_use = ++fs.use_clock;
-			*out = t;
-			return 0;
+	/* The root's and binaries' listings: entries gone or retargeted. */
+	inval_dir(FUSE_ROOT_ID);
+	for (size_t i = 0; i < nold;) {
+		size_t hi = binary_end(old, nold, i), d;
+		if (sdir_binary_locked(old[i].binary, &d) == 0) {
+			fuse_ino_t bino = ino_make((struct ino){.node = (uint32_t)d});
+			inval_dir(bino);
+			if (fs.sdirs[d].lo == fs.sdirs[d].hi) {
+				char esc[VIEW_NAME_MAX + 1];
+				size_t len =
+				        view_escape(old[i].binary, strlen(old[i].binary), 0, esc);
+				queue_inval_entry_locked(FUSE_ROOT_ID, esc, len);
+			}
+			struct old_entry_ctx c = {bino, fs.sdirs[d].lo, fs.sdirs[d].hi};
+			each_version(old, i, hi, old_entry_cb, &c);
 		}
-		if (!t)
-			victim = i;
-		else if (fs.trees[victim] && t->last_use < fs.trees[victim]->last_use)
-			victim = i;
+		i = hi;
 	}
-	struct tree_ref *t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	r = view_tree_build(fs.store, &fs.series[si], 1, INT64_MIN, INT64_MAX, &t->tree);
-	if (r < 0) {
-		free(t);
-		return r;
+
+	/* The trees. */
+	for (uint32_t id = 1; id < fs.max_space; id++) {
+		struct space *sp = fs.spaces[id];
+		if (!sp || sp->gone)
+			continue;
+		const struct store_series *s = series_by_id_locked(sp->series_id);
+		const struct store_series *was = NULL;
+		for (size_t i = 0; i < nold && !was; i++)
+			if (old[i].id == sp->series_id)
+				was = &old[i];
+		if (!s) {
+			/* Pruned: its inodes are stale from now on. */
+			sp->gone = true;
+			space_drop_tree_locked(sp);
+			continue;
+		}
+		if (was && series_same(was, s))
+			continue;
+		sp->series_mtime = now;
+		for (int alias = 0; alias < 2; alias++)
+			inval_dir(node_dir_ino(sp, alias, SPACE_ROOT_NODE));
+		if (!sp->tree)
+			continue;
+		if (sp->nlookup == 0 || !sp->seen) {
+			space_drop_tree_locked(sp);
+			continue;
+		}
+		struct tree_ref *nt = calloc(1, sizeof(*nt));
+		int r = nt ? space_build_tree_locked(sp, sp->tree->tree, &nt->tree) : -ENOMEM;
+		if (r == 0) {
+			nt->refs = 1;
+			r = space_update_locked(sp, nt, now);
+			if (r < 0)
+				put_tree_locked(nt);
+		} else {
+			free(nt);
+		}
+		if (r < 0) {
+			/* The ids cannot be kept: the space's inodes go stale
+			 * (ESTALE), and the series gets a new space. */
+			sp->gone = true;
+			space_drop_tree_locked(sp);
+			fs.space_of[sp->series_id] = 0;
+		}
+		malloc_trim(0);
 	}
-	malloc_trim(0); /* give the build's scratch tables back */
-	t->series_id = id;
-	t->refs = 2; /* the cache's and the caller's */
-	t->last_use = ++fs.use_clock;
-	put_tree_locked(fs.trees[victim]);
-	fs.trees[victim] = t;
-	*out = t;
 	return 0;
 }
 
-/* ---- names ------------------------------------------------------------- */
+/* ---- resolving inodes (call with fs.lock held) -------------------------- */
 
-/* Does component comp[0..len) name `name` (escaped with `flags`)? */
-static bool names(const char *comp, size_t len, const char *name, size_t name_len, int flags)
+/* What an inode names now.  `sp` and `tree` are borrowed under fs.lock. */
+struct at {
+	struct ino i;
+	struct sdir *sd;  /* space 0 */
+	struct space *sp; /* tree spaces */
+	struct view_tree *tree;
+	bool current; /* files: i.version is the node's content version */
+};
+
+/* With `need_tree` false, a space's root directory (a version directory) of a space whose
+ * tree is not built resolves without building it (at->tree NULL), so
+ * listing a binary's versions builds nothing. */
+static int resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 {
-	char esc[VIEW_NAME_MAX + 1];
-	size_t n = view_escape(name, name_len, flags, esc);
-
-	return n == len && memcmp(esc, comp, len) == 0;
-}
-
-/* The series to show in /<binary>/<version>/: cpu-clock if the version
- * has it, else the event that the most input bytes were imported into
- * (the importers count a pprof or legacy profile's bytes for its default
- * sample type, so that is the one shown, as pprof shows it), else the
- * event with the most samples.  [lo, hi) are the series of that binary
- * and version (sorted by event). */
-static size_t primary_series(size_t lo, size_t hi)
-{
-	size_t best = lo;
-
-	for (size_t i = lo; i < hi; i++)
-		if (strcmp(fs.series[i].event, "cpu-clock") == 0)
-			return i;
-	for (size_t i = lo; i < hi; i++) {
-		const struct store_series *a = &fs.series[i], *b = &fs.series[best];
-		if (a->input_bytes > b->input_bytes ||
-		    (a->input_bytes == b->input_bytes && a->samples > b->samples))
-			best = i;
-	}
-	return best;
-}
-
-/* The range of series with binary name `b` (escaped component). */
-static int find_binary_locked(const char *comp, size_t len, size_t *lo, size_t *hi)
-{
-	for (size_t i = 0; i < fs.nseries; i++) {
-		const char *b = fs.series[i].binary;
-		if (i > 0 && strcmp(b, fs.series[i - 1].binary) == 0)
-			continue;
-		if (!names(comp, len, b, strlen(b), 0))
-			continue;
-		size_t j = i;
-		while (j < fs.nseries && strcmp(fs.series[j].binary, b) == 0)
-			j++;
-		*lo = i;
-		*hi = j;
+	memset(at, 0, sizeof(*at));
+	at->i = ino_split(ino);
+	if (at->i.space == 0) {
+		if (at->i.alias || at->i.slot || at->i.version || at->i.node >= fs.nsdirs)
+			return -ENOENT;
+		at->sd = &fs.sdirs[at->i.node];
+		if (at->sd->kind == SD_BINARY && at->sd->lo == at->sd->hi)
+			return -ENOENT;
 		return 0;
 	}
-	return -ENOENT;
+	at->sp = space_get_locked(at->i.space);
+	if (!at->sp || at->sp->gone)
+		return -ESTALE;
+	const struct store_series *s = series_by_id_locked(at->sp->series_id);
+	if (!s)
+		return -ESTALE;
+	if (at->i.alias && !fs.primary[s - fs.series])
+		return -ENOENT; /* /<b>/<v>/ shows another event now */
+	if (at->i.slot > view_file_count || at->i.node == 0)
+		return -ENOENT;
+	if (!at->sp->tree && !need_tree && at->i.node == SPACE_ROOT_NODE && at->i.slot == 0)
+		return 0;
+	if (!at->sp->tree) {
+		int r = space_build_locked(at->sp);
+		if (r < 0)
+			return r;
+	}
+	at->sp->last_use = ++fs.use_clock;
+	at->tree = at->sp->tree->tree;
+	if (at->i.node == 0 || !view_node_visible(at->tree, at->i.node))
+		return -ENOENT;
+	if (at->i.slot)
+		at->current = at->i.version == (at->sp->changed[at->i.node] & VERSION_MASK);
+	return 0;
 }
 
-static int find_version_locked(size_t blo, size_t bhi, const char *comp, size_t len, size_t *si)
+static int resolve_locked(fuse_ino_t ino, struct at *at)
 {
-	const char *at = memchr(comp, '@', len);
-	size_t vlen = at ? (size_t)(at - comp) : len;
+	return resolve_tree_locked(ino, at, true);
+}
 
-	for (size_t i = blo; i < bhi;) {
-		const char *v = fs.series[i].version;
-		size_t j = i;
-		while (j < bhi && strcmp(fs.series[j].version, v) == 0)
-			j++;
-		if (names(comp, vlen, v, strlen(v), VIEW_ESCAPE_AT)) {
-			if (!at) {
-				*si = primary_series(i, j);
-				return 0;
-			}
-			if (j - i < 2)
-				return -ENOENT;
-			for (size_t k = i; k < j; k++) {
-				const char *e = fs.series[k].event;
-				if (names(at + 1, len - vlen - 1, e, strlen(e), 0)) {
-					*si = k;
-					return 0;
-				}
-			}
-			return -ENOENT;
-		}
-		i = j;
-	}
-	return -ENOENT;
+/* Is name[0..len) the escaped form of `raw`? */
+static bool names(const char *comp, size_t len, const char *raw, size_t raw_len, int flags)
+{
+	char esc[VIEW_NAME_MAX + 1];
+	size_t n = view_escape(raw, raw_len, flags, esc);
+
+	return n == len && memcmp(esc, comp, len) == 0;
 }
 
 static uint32_t find_child(const struct view_tree *t, uint32_t node, const char *comp, size_t len)
@@ -366,144 +1008,299 @@ static uint32_t find_child(const struct view_tree *t, uint32_t node, const char 
 	return found;
 }
 
-/* Resolves `path`.  On success res->tree (if set) holds a reference. */
-static int resolve(const char *path, struct resolved *res)
-{
-	const char *p = path;
-	size_t blo = 0, bhi = 0, si = 0;
-	int r = 0, level = 0;
+/* ---- attributes --------------------------------------------------------- */
 
-	memset(res, 0, sizeof(*res));
-	res->kind = K_ROOT;
-	pthread_mutex_lock(&fs.lock);
-	maybe_refresh_locked();
-	res->generation = fs.generation;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		const char *e = strchrnul(p, '/');
-		size_t len = (size_t)(e - p);
-		if (res->kind == K_FILE) {
-			r = -ENOTDIR;
-			goto fail;
-		}
-		if (level == 0) {
-			r = find_binary_locked(p, len, &blo, &bhi);
-			if (r < 0)
-				goto fail;
-			res->kind = K_BINARY;
-			res->series = blo;
-		} else if (level == 1) {
-			r = find_version_locked(blo, bhi, p, len, &si);
-			if (r < 0)
-				goto fail;
-			r = get_tree_locked(si, &res->tree);
-			if (r < 0)
-				goto fail;
-			res->kind = K_NODE;
-			res->series = si;
-			const char *b = fs.series[si].binary;
-			res->node = view_node_find_child(res->tree->tree, VIEW_ROOT, b, strlen(b));
-			if (res->node == VIEW_NONE) {
-				r = -EIO;
-				goto fail;
-			}
-		} else {
-			uint32_t f;
-			for (f = 0; f < view_file_count; f++)
-				if (strlen(view_files[f].name) == len &&
-				    memcmp(view_files[f].name, p, len) == 0)
-					break;
-			if (f < view_file_count) {
-				res->kind = K_FILE;
-				res->file = f;
-			} else {
-				uint32_t c = find_child(res->tree->tree, res->node, p, len);
-				if (c == VIEW_NONE) {
-					r = -ENOENT;
-					goto fail;
-				}
-				res->node = c;
-			}
-		}
-		level++;
-		p = e;
-	}
-	pthread_mutex_unlock(&fs.lock);
-	return 0;
-fail:
-	put_tree_locked(res->tree);
-	res->tree = NULL;
-	pthread_mutex_unlock(&fs.lock);
-	return r;
+static void attr_common(struct stat *st, fuse_ino_t ino, time_t mtime)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_mtime = st->st_ctime = st->st_atime = mtime;
 }
 
-/* ---- rendered files ---------------------------------------------------- */
-
-/* The cached rendering of the file `res` names, made most recently used
- * and referenced for the caller, or NULL. */
-static struct rendered *find_rendered_locked(const struct resolved *res)
+static void attr_dir(struct stat *st, fuse_ino_t ino, time_t mtime)
 {
-	for (struct rendered *c = fs.newest; c; c = c->older) {
-		if (c->generation == res->generation && c->series_id == res->tree->series_id &&
-		    c->node == res->node && c->file == res->file) {
+	attr_common(st, ino, mtime);
+	st->st_mode = S_IFDIR | 0555;
+	st->st_nlink = 2;
+}
+
+static void attr_file(struct stat *st, fuse_ino_t ino, time_t mtime, uint64_t size)
+{
+	attr_common(st, ino, mtime);
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_size = (off_t)size;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+}
+
+static time_t node_mtime(const struct space *sp, uint32_t node)
+{
+	return sp->tree ? sp->gen_time[sp->changed[node]] : sp->series_mtime;
+}
+
+/* The attributes of what `at` names now (a file's current size; files
+ * without a size function, pprof, report 0 and are read with direct_io).
+ * Returns the attribute timeout. */
+static double attr_of_locked(const struct at *at, fuse_ino_t ino, struct stat *st)
+{
+	if (at->sd) {
+		attr_dir(st, ino, fs.mtime);
+		return CACHE_TIMEOUT;
+	}
+	if (at->i.slot == 0) {
+		attr_dir(st, ino, node_mtime(at->sp, at->i.node));
+		return CACHE_TIMEOUT;
+	}
+	const struct view_file *f = &view_files[at->i.slot - 1];
+	attr_file(st, ino, node_mtime(at->sp, at->i.node),
+	          f->size ? f->size(at->tree, at->i.node) : 0);
+	/* An inode of an older version is answered with the current size and
+	 * not cached, so a stale entry never caches a stale size. */
+	return at->current ? CACHE_TIMEOUT : 0;
+}
+
+/* Counts a lookup the kernel is about to be told of. */
+static void count_lookup_locked(const struct ino *i)
+{
+	if (i->space == 0)
+		return;
+	struct space *sp = fs.spaces[i->space];
+	sp->nlookup++;
+	if (sp->seen && i->node < sp->nodes_cap)
+		sp->seen[i->node] |= 1u << i->alias;
+}
+
+static void uncount_lookup_locked(const struct ino *i, uint64_t n)
+{
+	struct space *sp = space_get_locked(i->space);
+
+	if (!sp)
+		return;
+	sp->nlookup = n > sp->nlookup ? 0 : sp->nlookup - n;
+	if (sp->nlookup == 0 && (sp->gone || !sp->tree))
+		space_free_locked(sp);
+}
+
+static const struct sdir_ops *sdir_ops_of(const struct sdir *sd);
+
+/* The entry for `name` in the directory `parent` names; counted. */
+static int lookup_locked(const struct at *parent, const char *name, struct fuse_entry_param *e)
+{
+	size_t len = strlen(name);
+	struct at at;
+	struct ino i = {0};
+	int r;
+
+	if (parent->sd) {
+		r = sdir_ops_of(parent->sd)->lookup(parent->sd, name, len, &i);
+		if (r < 0)
+			return r;
+		goto found;
+	}
+	i = (struct ino){.space = parent->i.space, .alias = parent->i.alias};
+	for (unsigned f = 0; f < view_file_count; f++)
+		if (strcmp(view_files[f].name, name) == 0) {
+			i.node = parent->i.node;
+			i.slot = f + 1;
+			i.version = parent->sp->changed[i.node];
+			goto found;
+		}
+	/* Built on the first lookup, not with the tree: a first ls needs none
+	 * (readdirplus gives the kernel every entry). */
+	view_tree_index(parent->sp->tree->tree);
+	i.node = find_child(parent->tree, parent->i.node, name, len);
+	if (i.node == VIEW_NONE)
+		return -ENOENT;
+found:
+	memset(e, 0, sizeof(*e));
+	e->ino = ino_make(i);
+	r = resolve_tree_locked(e->ino, &at, false);
+	if (r < 0)
+		return r;
+	e->attr_timeout = attr_of_locked(&at, e->ino, &e->attr);
+	e->entry_timeout = CACHE_TIMEOUT;
+	count_lookup_locked(&at.i);
+	return 0;
+}
+
+/* ---- rendered files (the cache is guarded by fs.lock) -------------------- */
+
+static void get_rendered_ref(struct rendered *r)
+{
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* Drops a reference; needs no lock (the name says callers may hold it). */
+static void put_rendered_locked(struct rendered *r)
+{
+	if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		bool big = r->buf.cap >= (1u << 20);
+		view_buf_free(&r->buf);
+		free(r);
+		if (big)
+			malloc_trim(0);
+	}
+}
+
+static void unlink_locked(struct rendered *r)
+{
+	if (r->newer)
+		r->newer->older = r->older;
+	else
+		fs.newest = r->older;
+	if (r->older)
+		r->older->newer = r->newer;
+	else
+		fs.oldest = r->newer;
+	r->newer = r->older = NULL;
+}
+
+static size_t rendered_hash(const struct rendered *k)
+{
+	uint64_t h = k->space_uid * 0x9e3779b97f4a7c15ull;
+
+	h ^= ((uint64_t)k->node << 32 | (uint64_t)k->changed << 3 | k->file) *
+	     0xff51afd7ed558ccdull;
+	h ^= h >> 29;
+	return (size_t)h & (fs.cache_buckets - 1);
+}
+
+static void unhash_locked(struct rendered *r)
+{
+	struct rendered **p = &fs.cache_hash[rendered_hash(r)];
+
+	while (*p && *p != r)
+		p = &(*p)->hnext;
+	if (*p)
+		*p = r->hnext;
+	r->hnext = NULL;
+	fs.cache_count--;
+}
+
+/* Adds `r` to the hash (growing it when it is full; if that fails the
+ * chains just get longer). */
+static void hash_locked(struct rendered *r)
+{
+	if (fs.cache_count >= fs.cache_buckets) {
+		size_t n = fs.cache_buckets ? fs.cache_buckets * 2 : 1024;
+		struct rendered **t = calloc(n, sizeof(*t));
+		if (t) {
+			struct rendered **old = fs.cache_hash;
+			size_t oldn = fs.cache_buckets;
+			fs.cache_hash = t;
+			fs.cache_buckets = n;
+			for (size_t i = 0; i < oldn; i++)
+				for (struct rendered *c = old[i], *next; c; c = next) {
+					next = c->hnext;
+					size_t b = rendered_hash(c);
+					c->hnext = t[b];
+					t[b] = c;
+				}
+			free(old);
+		}
+	}
+	size_t b = rendered_hash(r);
+	r->hnext = fs.cache_hash[b];
+	fs.cache_hash[b] = r;
+	fs.cache_count++;
+}
+
+static void uncache_locked(struct rendered *r)
+{
+	unlink_locked(r);
+	unhash_locked(r);
+	fs.cache_bytes -= r->buf.len + sizeof(*r);
+	put_rendered_locked(r);
+}
+
+static void push_newest_locked(struct rendered *r)
+{
+	r->older = fs.newest;
+	r->newer = NULL;
+	if (fs.newest)
+		fs.newest->newer = r;
+	else
+		fs.oldest = r;
+	fs.newest = r;
+}
+
+static void drop_rendered_locked(void)
+{
+	while (fs.oldest)
+		uncache_locked(fs.oldest);
+	free(fs.cache_hash);
+	fs.cache_hash = NULL;
+	fs.cache_buckets = fs.cache_count = 0;
+}
+
+/* The cached rendering with `key`'s space, node, file and content
+ * version, made most recently used and referenced for the caller, or
+ * NULL.  One hash probe. */
+static struct rendered *find_rendered_locked(const struct rendered *key)
+{
+	if (!fs.cache_buckets)
+		return NULL;
+	for (struct rendered *c = fs.cache_hash[rendered_hash(key)]; c; c = c->hnext) {
+		if (c->space_uid == key->space_uid && c->node == key->node &&
+		    c->file == key->file && c->changed == key->changed) {
 			unlink_locked(c);
 			push_newest_locked(c);
-			c->refs++;
+			get_rendered_ref(c);
 			return c;
 		}
 	}
 	return NULL;
 }
 
-/* Returns a referenced rendering of the file `res` names, from the cache
- * when it holds one for this generation (*hit set), else rendered now and
- * cached when big enough.  Release with put_rendered_locked(). */
-static int get_rendered(const struct resolved *res, struct rendered **out, bool *hit)
+/* Returns a referenced rendering of file `f` of `node` in `tree`, whose
+ * content version is `key`'s; from the cache when it holds one, else
+ * rendered now (without the lock) and cached when big enough. */
+static int get_rendered(const struct rendered *key, const struct view_tree *tree,
+                        struct rendered **out)
 {
 	struct rendered *r, *c;
 	int err;
 
 	pthread_mutex_lock(&fs.lock);
-	c = find_rendered_locked(res);
+	c = find_rendered_locked(key);
 	pthread_mutex_unlock(&fs.lock);
-	*hit = c != NULL;
 	if (c) {
 		*out = c;
 		return 0;
 	}
-
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	err = view_files[res->file].render(res->tree->tree, res->node, &r->buf);
+	err = view_files[key->file].render(tree, key->node, &r->buf);
 	if (err < 0) {
 		view_buf_free(&r->buf);
 		free(r);
 		return err;
 	}
-	r->generation = res->generation;
-	r->series_id = res->tree->series_id;
-	r->node = res->node;
-	r->file = res->file;
+	r->space_uid = key->space_uid;
+	r->node = key->node;
+	r->file = key->file;
+	r->changed = key->changed;
 	r->refs = 1;
 	pthread_mutex_lock(&fs.lock);
 	/* Another open may have rendered it meanwhile: share that one. */
-	c = find_rendered_locked(res);
+	c = find_rendered_locked(key);
 	if (c) {
 		put_rendered_locked(r);
 		pthread_mutex_unlock(&fs.lock);
 		*out = c;
 		return 0;
 	}
-	r->stale_mark = __atomic_load_n(&fs.stale_reads, __ATOMIC_SEQ_CST);
-	if (r->buf.len >= RENDER_CACHE_MIN && r->buf.len <= RENDER_CACHE_BYTES &&
-	    res->generation == fs.generation) {
-		r->refs++;
+	/* Small files with a size function are cheap to render again; pprof
+	 * is not, whatever its size. */
+	if ((r->buf.len >= RENDER_CACHE_MIN || !view_files[key->file].size) &&
+	    r->buf.len <= RENDER_CACHE_BYTES) {
+		get_rendered_ref(r);
 		push_newest_locked(r);
-		fs.cache_bytes += r->buf.len;
+		hash_locked(r);
+		fs.cache_bytes += r->buf.len + sizeof(*r);
 		while (fs.cache_bytes > RENDER_CACHE_BYTES && fs.oldest != r)
 			uncache_locked(fs.oldest);
 	}
@@ -514,234 +1311,512 @@ static int get_rendered(const struct resolved *res, struct rendered **out, bool 
 
 /* ---- operations --------------------------------------------------------- */
 
-static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	/* Entries only ever appear, so the kernel may keep them for a
-	 * second.  Attributes it may not keep at all: a file's size changes
-	 * with the store generation, and the kernel stops a read at the size
-	 * it has cached, so a size kept from before a refresh cut the next
-	 * open's bigger rendering short (a folded without its last lines, a
-	 * total missing a digit).  With no attribute caching, a read that
-	 * reaches the cached size asks again (getattr with the file handle,
-	 * which answers the open snapshot's size) and stat is always exact. */
-	cfg->entry_timeout = 1.0;
-	cfg->attr_timeout = 0;
-	cfg->negative_timeout = 0;
-	cfg->kernel_cache = 0;
-	cfg->direct_io = 0;
-	cfg->use_ino = 0;
-	return NULL;
+	/* readdirplus for every listing: find and ls -l then need no
+	 * lookups.  Listings are stateless: no OPENDIR and RELEASEDIR, and
+	 * the kernel caches them (op_opendir).  No automatic page-cache
+	 * invalidation: a file inode's bytes never change (its number
+	 * carries the content version). */
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs.no_opendir = true;
+	}
 }
 
-static void fill_dir(struct stat *st)
+/* Takes fs.lock, refreshes if due and resolves `ino`.  On success the
+ * lock is held; on failure it is released and the error replied. */
+static bool enter_tree(fuse_req_t req, fuse_ino_t ino, struct at *at, bool need_tree)
 {
-	st->st_mode = S_IFDIR | 0555;
-	st->st_nlink = 2;
-}
-
-static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
-{
-	struct resolved res;
 	int r;
 
-	memset(st, 0, sizeof(*st));
-	st->st_uid = getuid();
-	st->st_gid = getgid();
 	pthread_mutex_lock(&fs.lock);
-	st->st_mtime = st->st_ctime = st->st_atime = fs.mtime;
+	maybe_refresh_locked();
+	r = resolve_tree_locked(ino, at, need_tree);
+	if (r < 0) {
+		pthread_mutex_unlock(&fs.lock);
+		fuse_reply_err(req, -r);
+		return false;
+	}
+	return true;
+}
+
+static bool enter(fuse_req_t req, fuse_ino_t ino, struct at *at)
+{
+	return enter_tree(req, ino, at, true);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	struct at at;
+	int r;
+
+	if (!enter(req, parent, &at))
+		return;
+	if (at.i.slot) {
+		pthread_mutex_unlock(&fs.lock);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	r = lookup_locked(&at, name, &e);
 	pthread_mutex_unlock(&fs.lock);
-	if (fi && fi->fh) {
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if (fuse_reply_entry(req, &e) != 0) {
+		/* The kernel did not take it: undo the count. */
+		struct ino i = ino_split(e.ino);
+		pthread_mutex_lock(&fs.lock);
+		uncount_lookup_locked(&i, 1);
+		pthread_mutex_unlock(&fs.lock);
+	}
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct ino i = ino_split(ino);
+
+	pthread_mutex_lock(&fs.lock);
+	uncount_lookup_locked(&i, nlookup);
+	trim_spaces_locked();
+	pthread_mutex_unlock(&fs.lock);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	pthread_mutex_lock(&fs.lock);
+	for (size_t k = 0; k < count; k++) {
+		struct ino i = ino_split(forgets[k].ino);
+		uncount_lookup_locked(&i, forgets[k].nlookup);
+	}
+	trim_spaces_locked();
+	pthread_mutex_unlock(&fs.lock);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	struct at at;
+	double timeout;
+
+	if (fi && fi->fh && ino_split(ino).slot) {
 		/* fstat() on an open file: the size of its snapshot. */
 		struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
-		st->st_mode = S_IFREG | 0444;
-		st->st_nlink = 1;
-		st->st_size = (off_t)of->r->buf.len;
+		pthread_mutex_lock(&fs.lock);
+		maybe_refresh_locked();
+		int r = resolve_locked(ino, &at);
+		time_t mtime = r == 0 ? node_mtime(at.sp, at.i.node) : fs.mtime;
+		bool current = r == 0 && at.current && of->ino == ino;
+		pthread_mutex_unlock(&fs.lock);
+		attr_file(&st, ino, mtime, of->r->buf.len);
+		fuse_reply_attr(req, &st, current ? CACHE_TIMEOUT : 0);
+		return;
+	}
+	if (!enter_tree(req, ino, &at, false))
+		return;
+	timeout = attr_of_locked(&at, ino, &st);
+	pthread_mutex_unlock(&fs.lock);
+	fuse_reply_attr(req, &st, timeout);
+}
+
+/* ---- directory listings --------------------------------------------------
+
+   Listings keep no state between calls, so the kernel sends no OPENDIR or
+   RELEASEDIR (FUSE_CAP_NO_OPENDIR_SUPPORT): two round trips fewer per
+   directory.  An entry's offset cookie says where the next call goes on:
+   1 and 2 after "." and "..", then in a tree directory 3 + f after view
+   file f and CHILD_COOKIE + node after a child (node ids are stable, so
+   the next call finds its place by the child's name however the tree
+   changed meanwhile), in a synthetic directory 3 + k after entry k. */
+#define CHILD_COOKIE (1ull << 40)
+
+struct emitter {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	bool plus;
+	fuse_ino_t *counted; /* readdirplus entries: lookups to the kernel */
+	size_t ncounted, counted_cap;
+};
+
+/* Adds the entry `name` -> `i` (resolved now: skipped when gone).  Returns
+ * false when the reply is full. */
+static bool emit_locked(struct emitter *em, const char *name, struct ino i, bool dot, off_t cookie)
+{
+	struct fuse_entry_param e;
+	fuse_ino_t ino = ino_make(i);
+	struct at at;
+	size_t n;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = ino;
+	e.attr.st_ino = ino; /* readdir's d_ino comes from the attributes */
+	e.attr.st_mode = S_IFDIR;
+	if (!dot) {
+		if (resolve_tree_locked(ino, &at, false) < 0)
+			return true;
+		if (em->plus) {
+			e.attr_timeout = attr_of_locked(&at, ino, &e.attr);
+			e.entry_timeout = CACHE_TIMEOUT;
+		} else if (at.i.slot) {
+			e.attr.st_mode = S_IFREG;
+		}
+	}
+	bool counts = em->plus && !dot;
+	if (counts && em->ncounted == em->counted_cap) {
+		size_t cap = em->counted_cap ? em->counted_cap * 2 : 64;
+		fuse_ino_t *c = realloc(em->counted, cap * sizeof(*c));
+		if (!c)
+			return false;
+		em->counted = c;
+		em->counted_cap = cap;
+	}
+	if (em->plus)
+		n = fuse_add_direntry_plus(em->req, em->buf + em->used, em->size - em->used, name,
+		                           &e, cookie);
+	else
+		n = fuse_add_direntry(em->req, em->buf + em->used, em->size - em->used, name,
+		                      &e.attr, cookie);
+	if (n > em->size - em->used)
+		return false;
+	em->used += n;
+	/* Every entry but . and .. is a lookup to the kernel. */
+	if (counts) {
+		count_lookup_locked(&at.i);
+		em->counted[em->ncounted++] = ino;
+	}
+	return true;
+}
+
+struct version_list {
+	struct find_version *v;
+	char (*names)[VIEW_NAME_MAX + 1];
+	size_t n, cap;
+};
+
+static int collect_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id,
+                              bool alias)
+{
+	struct version_list *l = ctx;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct find_version *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		char(*nm)[VIEW_NAME_MAX + 1] = realloc(l->names, cap * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		l->names = nm;
+		l->cap = cap;
+	}
+	memcpy(l->names[l->n], name, len);
+	l->names[l->n][len] = '\0';
+	l->v[l->n] = (struct find_version){.series_id = series_id, .alias = alias};
+	l->n++;
+	return 0;
+}
+
+/* ---- synthetic directory kinds -------------------------------------------
+
+   Each kind of synthetic directory (space 0) says how a name in it
+   resolves and what it lists; the inode core does the rest.  More kinds
+   (issue #13's @last, @range, @diff) go here, and the trees below them are
+   more space kinds (space_build_tree_locked). */
+/* The root: one directory per binary name. */
+static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
+{
+	for (size_t d = 1; d < fs.nsdirs; d++) {
+		const struct sdir *sd = &fs.sdirs[d];
+		if (sd->kind != SD_BINARY || sd->lo == sd->hi ||
+		    !names(name, len, sd->name, strlen(sd->name), 0))
+			continue;
+		*out = (struct ino){.node = (uint32_t)d};
 		return 0;
 	}
-	r = resolve(path, &res);
-	if (r < 0)
-		return r;
-	if (res.kind == K_FILE) {
-		/* Files without a size function (pprof) report 0 and are
-		 * opened with direct_io, so readers read up to EOF. */
-		const struct view_file *f = &view_files[res.file];
-		uint64_t size = f->size ? f->size(res.tree->tree, res.node) : 0;
-		st->st_mode = S_IFREG | 0444;
-		st->st_nlink = 1;
-		st->st_size = (off_t)size;
-		st->st_blocks = (blkcnt_t)((size + 511) / 512);
-	} else {
-		fill_dir(st);
-	}
-	put_tree(res.tree);
-	return r;
+	return -ENOENT;
 }
 
-/* Adds one entry with its type (a directory unless `mode` says
- * otherwise), so `find`, `ls -F` and the like need not stat it. */
-static int fill(void *buf, fuse_fill_dir_t filler, const char *name, mode_t mode)
+static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 {
-	struct stat st = {.st_mode = mode};
+	size_t pos = 0;
 
-	return filler(buf, name, &st, 0, 0) ? -ENOMEM : 0;
-}
-
-static int fill_escaped(void *buf, fuse_fill_dir_t filler, const char *name, size_t len, int flags)
-{
-	char esc[VIEW_NAME_MAX + 1];
-
-	view_escape(name, len, flags, esc);
-	return fill(buf, filler, esc, S_IFDIR);
-}
-
-/* Lists the version entries of the binary whose series are [lo, hi):
- * "<version>" and, for versions with several events, "<version>@<event>".
- * Called with fs.lock held. */
-static int list_versions_locked(void *buf, fuse_fill_dir_t filler, size_t lo)
-{
-	const char *b = fs.series[lo].binary;
-	size_t hi = lo;
-	int r;
-
-	while (hi < fs.nseries && strcmp(fs.series[hi].binary, b) == 0)
-		hi++;
-	for (size_t i = lo; i < hi;) {
-		const char *v = fs.series[i].version;
-		size_t j = i;
-		while (j < hi && strcmp(fs.series[j].version, v) == 0)
-			j++;
-		r = fill_escaped(buf, filler, v, strlen(v), VIEW_ESCAPE_AT);
+	for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i), pos++) {
+		char esc[VIEW_NAME_MAX + 1];
+		size_t d;
+		if (pos < k)
+			continue;
+		view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
+		int r = sdir_binary_locked(fs.series[i].binary, &d);
 		if (r < 0)
 			return r;
-		for (size_t k = i; j - i > 1 && k < j; k++) {
-			char vesc[VIEW_NAME_MAX + 1], eesc[VIEW_NAME_MAX + 1];
-			char both[2 * VIEW_NAME_MAX + 2];
-			size_t vl = view_escape(v, strlen(v), VIEW_ESCAPE_AT, vesc);
-			const char *e = fs.series[k].event;
-			size_t el = view_escape(e, strlen(e), 0, eesc);
-			if (vl + 1 + el > VIEW_NAME_MAX)
-				continue; /* cannot be named; skip */
-			snprintf(both, sizeof(both), "%s@%s", vesc, eesc);
-			r = fill(buf, filler, both, S_IFDIR);
-			if (r < 0)
-				return r;
-		}
-		i = j;
+		if (!emit_locked(em, esc, (struct ino){.node = (uint32_t)d}, false,
+		                 (off_t)(3 + pos)))
+			break;
 	}
 	return 0;
 }
 
-static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
-                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+/* A binary: its versions, each the root of a series' tree space. */
+static int binary_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
 {
-	struct resolved res;
+	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
 	int r;
 
-	r = resolve(path, &res);
-	if (r < 0)
+	each_version(fs.series, sd->lo, sd->hi, find_version_cb, &fv);
+	if (fv.series_id == UINT32_MAX)
+		return -ENOENT;
+	struct space *sp = space_for_series_locked(fv.series_id, &r);
+	if (!sp)
 		return r;
-	if ((r = fill(buf, filler, ".", S_IFDIR)) < 0 || (r = fill(buf, filler, "..", S_IFDIR)) < 0)
-		goto out;
-	switch (res.kind) {
-	case K_ROOT:
-		pthread_mutex_lock(&fs.lock);
-		for (size_t i = 0; i < fs.nseries && r == 0; i++) {
-			const char *b = fs.series[i].binary;
-			if (i > 0 && strcmp(b, fs.series[i - 1].binary) == 0)
-				continue;
-			r = fill_escaped(buf, filler, b, strlen(b), 0);
-		}
-		pthread_mutex_unlock(&fs.lock);
-		break;
-	case K_BINARY:
-		pthread_mutex_lock(&fs.lock);
-		if (res.generation == fs.generation)
-			r = list_versions_locked(buf, filler, res.series);
-		else
-			r = -EAGAIN;
-		pthread_mutex_unlock(&fs.lock);
-		break;
-	case K_NODE: {
-		const struct view_tree *t = res.tree->tree;
-		for (size_t f = 0; f < view_file_count && r == 0; f++)
-			r = fill(buf, filler, view_files[f].name, S_IFREG);
-		uint32_t n = view_node_child_count(t, res.node);
-		for (uint32_t i = 0; i < n && r == 0; i++) {
-			size_t len;
-			const char *name = view_node_name(t, view_node_child(t, res.node, i), &len);
-			r = fill_escaped(buf, filler, name, len, 0);
-		}
-		break;
+	*out = (struct ino){.space = sp->id, .alias = fv.alias, .node = SPACE_ROOT_NODE};
+	return 0;
+}
+
+static int binary_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	struct version_list l = {0};
+	int r = each_version(fs.series, sd->lo, sd->hi, collect_version_cb, &l);
+
+	for (size_t pos = k; r == 0 && pos < l.n; pos++) {
+		struct space *sp = space_for_series_locked(l.v[pos].series_id, &r);
+		if (!sp)
+			break;
+		struct ino i = {.space = sp->id, .alias = l.v[pos].alias, .node = SPACE_ROOT_NODE};
+		if (!emit_locked(em, l.names[pos], i, false, (off_t)(3 + pos)))
+			break;
 	}
-	case K_FILE: r = -ENOTDIR; break;
-	}
-out:
-	put_tree(res.tree);
+	free(l.v);
+	free(l.names);
 	return r;
 }
 
-static int fs_open(const char *path, struct fuse_file_info *fi)
+static const struct sdir_ops sdir_ops[] = {
+        [SD_ROOT] = {root_lookup, root_list},
+        [SD_BINARY] = {binary_lookup, binary_list},
+};
+
+static const struct sdir_ops *sdir_ops_of(const struct sdir *sd)
 {
-	struct resolved res;
+	return &sdir_ops[sd->kind];
+}
+
+/* The entries of a tree directory after cookie `pos`. */
+static void list_node_locked(struct emitter *em, const struct at *at, uint64_t pos)
+{
+	const struct view_tree *t = at->tree;
+	uint32_t node = at->i.node, nk = view_node_child_count(t, node), start = 0;
+	struct ino i = {.space = at->i.space, .alias = at->i.alias, .node = node};
+
+	for (uint64_t f = pos - 2; f < view_file_count; f++) {
+		i.slot = (unsigned)f + 1;
+		i.version = at->sp->changed[node];
+		if (!emit_locked(em, view_files[f].name, i, false, (off_t)(3 + f)))
+			return;
+	}
+	i.slot = i.version = 0;
+	if (pos >= CHILD_COOKIE) {
+		uint64_t after = pos - CHILD_COOKIE;
+		size_t len;
+		start = nk;
+		if (after < view_tree_node_count(t)) {
+			const char *name = view_node_name(t, (uint32_t)after, &len);
+			start = view_node_lower_bound(t, node, name, len);
+			if (start < nk && view_node_child(t, node, start) == after)
+				start++;
+		}
+	}
+	for (uint32_t k = start; k < nk; k++) {
+		char esc[VIEW_NAME_MAX + 1];
+		size_t len;
+		i.node = view_node_child(t, node, k);
+		const char *raw = view_node_name(t, i.node, &len);
+		view_escape(raw, len, 0, esc);
+		if (!emit_locked(em, esc, i, false, (off_t)(CHILD_COOKIE + i.node)))
+			return;
+	}
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	struct emitter em = {.req = req, .size = size, .plus = plus};
+	uint64_t pos = off < 0 ? 0 : (uint64_t)off;
+	struct at at;
+	int r = 0;
+
+	em.buf = malloc(size ? size : 1);
+	if (!em.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!enter(req, ino, &at)) {
+		free(em.buf);
+		return;
+	}
+	if (at.i.slot) {
+		pthread_mutex_unlock(&fs.lock);
+		free(em.buf);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	struct ino parent = {0};
+	if (at.sp && at.i.node > SPACE_ROOT_NODE) {
+		parent = at.i;
+		parent.node = view_node_parent(at.tree, at.i.node);
+	} else if (at.sp) {
+		const struct store_series *s = series_by_id_locked(at.sp->series_id);
+		size_t d;
+		if (s && sdir_binary_locked(s->binary, &d) == 0)
+			parent.node = (uint32_t)d;
+	}
+	if (pos == 0 && emit_locked(&em, ".", at.i, true, 1))
+		pos = 1;
+	if (pos == 1 && emit_locked(&em, "..", parent, true, 2))
+		pos = 2;
+	if (pos >= 2) {
+		if (at.sd)
+			r = sdir_ops_of(at.sd)->list(&em, at.sd, (size_t)(pos - 2));
+		else
+			list_node_locked(&em, &at, pos);
+	}
+	pthread_mutex_unlock(&fs.lock);
+	if (r < 0 && em.used == 0) {
+		fuse_reply_err(req, -r);
+	} else if (fuse_reply_buf(req, em.buf, em.used) != 0 && em.ncounted) {
+		/* The kernel did not take them: undo the counts. */
+		pthread_mutex_lock(&fs.lock);
+		for (size_t k = 0; k < em.ncounted; k++) {
+			struct ino i = ino_split(em.counted[k]);
+			uncount_lookup_locked(&i, 1);
+		}
+		pthread_mutex_unlock(&fs.lock);
+	}
+	free(em.counted);
+	free(em.buf);
+}
+
+/* No OPENDIR state: with FUSE_CAP_NO_OPENDIR_SUPPORT, ENOSYS tells the
+ * kernel to send no OPENDIR or RELEASEDIR again and to cache listings as if
+ * opened with keep_cache and cache_readdir; a refresh drops the listings
+ * that changed (inval_dir). */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (fs.no_opendir)
+		fuse_reply_err(req, ENOSYS);
+	else
+		fuse_reply_open(req, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, true);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct rendered key = {0};
 	struct open_file *of;
-	bool hit;
+	struct tree_ref *tree;
+	struct at at;
+	bool current;
 	int r;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-		return -EROFS;
-	r = resolve(path, &res);
-	if (r < 0)
-		return r;
-	if (res.kind != K_FILE) {
-		r = -EISDIR;
-		goto out;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
 	}
+	if (!enter(req, ino, &at))
+		return;
+	if (!at.i.slot) {
+		pthread_mutex_unlock(&fs.lock);
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	key.space_uid = at.sp->uid;
+	key.node = at.i.node;
+	key.file = at.i.slot - 1;
+	key.changed = at.sp->changed[at.i.node];
+	current = at.current;
+	tree = at.sp->tree;
+	tree->refs++;
+	pthread_mutex_unlock(&fs.lock);
+
 	of = calloc(1, sizeof(*of));
-	if (!of) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = get_rendered(&res, &of->r, &hit);
+	r = of ? get_rendered(&key, tree->tree, &of->r) : -ENOMEM;
+	put_tree(tree);
 	if (r < 0) {
 		free(of);
-		goto out;
+		fuse_reply_err(req, -r);
+		return;
 	}
-	of->generation = res.generation;
+	of->ino = ino;
 	fi->fh = (uint64_t)(uintptr_t)of;
-	/* Sizes not known before rendering are 0 in stat: read to EOF. */
-	fi->direct_io = view_files[res.file].size == NULL;
-	/* The kernel's pages of this file are still right when this
-	 * generation's rendering was opened before and no handle from an
-	 * older generation has read since (it could have cached old pages). */
+	/* A size not known before rendering (pprof: 0 in stat), or an inode
+	 * of an older version whose cached size and pages are another
+	 * rendering's: read to EOF through the daemon.  Otherwise the
+	 * inode's pages can only ever hold these bytes: keep them. */
+	fi->direct_io = view_files[key.file].size == NULL || !current;
+	fi->keep_cache = !fi->direct_io;
 	pthread_mutex_lock(&fs.lock);
-	uint64_t stale = __atomic_load_n(&fs.stale_reads, __ATOMIC_SEQ_CST);
-	fi->keep_cache = hit && !fi->direct_io && of->r->stale_mark == stale;
-	of->r->stale_mark = stale;
 	of->next = fs.open_files;
 	if (of->next)
 		of->next->prev = of;
 	fs.open_files = of;
 	pthread_mutex_unlock(&fs.lock);
-out:
-	put_tree(res.tree);
-	return r;
+	if (fuse_reply_open(req, fi) != 0) {
+		pthread_mutex_lock(&fs.lock);
+		if (of->prev)
+			of->prev->next = of->next;
+		else
+			fs.open_files = of->next;
+		if (of->next)
+			of->next->prev = of->prev;
+		put_rendered_locked(of->r);
+		pthread_mutex_unlock(&fs.lock);
+		free(of);
+	}
 }
 
-static int fs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
-	const struct view_buf *b = &of->r->buf;
+	struct rendered *r = of->r;
+	const struct view_buf *b = &r->buf;
 
-	if (off < 0)
-		return -EINVAL;
-	if (of->generation != __atomic_load_n(&fs.generation, __ATOMIC_SEQ_CST))
-		__atomic_add_fetch(&fs.stale_reads, 1, __ATOMIC_SEQ_CST);
-	if ((uint64_t)off >= b->len)
-		return 0;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((uint64_t)off >= b->len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
 	if (size > b->len - (size_t)off)
 		size = b->len - (size_t)off;
-	memcpy(buf, b->data + off, size);
-	return (int)size;
+	/* Straight from the rendering: libfuse writes the reply with one
+	 * writev() that points into it, no copy in between.  The kernel may
+	 * end the request, and another thread handle the file's RELEASE,
+	 * before writev() returns: hold the rendering until then. */
+	get_rendered_ref(r);
+	fuse_reply_buf(req, b->data + off, size);
+	put_rendered_locked(r);
 }
 
 static void close_file_locked(struct open_file *of)
@@ -756,7 +1831,7 @@ static void close_file_locked(struct open_file *of)
 	free(of);
 }
 
-static int fs_release(const char *path, struct fuse_file_info *fi)
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 
@@ -765,113 +1840,104 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 		close_file_locked(of);
 		pthread_mutex_unlock(&fs.lock);
 	}
-	return 0;
+	fuse_reply_err(req, 0);
 }
 
-/* A rendered file is always readable.  libfuse passes the poll handle on
- * to the filesystem, which must destroy it: without .poll, libfuse 3.14's
- * high-level layer leaks it on every poll(2) that asks to be notified
- * (less does, for instance). */
-static int fs_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph,
-                   unsigned *reventsp)
+/* A rendered file is always readable. */
+static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                    struct fuse_pollhandle *ph)
 {
 	if (ph)
 		fuse_pollhandle_destroy(ph);
-	*reventsp = POLLIN | POLLRDNORM;
-	return 0;
+	fuse_reply_poll(req, POLLIN | POLLRDNORM);
 }
 
 /* Every change is refused: the view is a read-only window on the store. */
-static int ro_path(const char *path, mode_t mode)
+static void ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+static void ro_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_mknod(const char *path, mode_t mode, dev_t dev)
+static void ro_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_unlink(const char *path)
+static void ro_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_two(const char *from, const char *to)
+static void ro_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_rename(const char *from, const char *to, unsigned int flags)
+static void ro_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+static void ro_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+static void ro_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+static void ro_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_write(const char *path, const char *buf, size_t size, off_t off,
-                    struct fuse_file_info *fi)
+static void ro_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+static void ro_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
 {
-	return -EROFS;
+	fuse_reply_err(req, EROFS);
 }
 
-static int ro_setxattr(const char *path, const char *name, const char *value, size_t size,
-                       int flags)
-{
-	return -EROFS;
-}
-
-static int ro_removexattr(const char *path, const char *name)
-{
-	return -EROFS;
-}
-
-static const struct fuse_operations ops = {
-        .init = fs_init,
-        .getattr = fs_getattr,
-        .readdir = fs_readdir,
-        .open = fs_open,
-        .read = fs_read,
-        .release = fs_release,
-        .poll = fs_poll,
-        .mkdir = ro_path,
-        .create = ro_create,
+static const struct fuse_lowlevel_ops ops = {
+        .init = op_init,
+        .lookup = op_lookup,
+        .forget = op_forget,
+        .forget_multi = op_forget_multi,
+        .getattr = op_getattr,
+        .opendir = op_opendir,
+        .readdir = op_readdir,
+        .readdirplus = op_readdirplus,
+        .open = op_open,
+        .read = op_read,
+        .release = op_release,
+        .poll = op_poll,
+        .setattr = ro_setattr,
         .mknod = ro_mknod,
+        .mkdir = ro_mkdir,
         .unlink = ro_unlink,
         .rmdir = ro_unlink,
-        .symlink = ro_two,
-        .link = ro_two,
+        .symlink = ro_symlink,
         .rename = ro_rename,
-        .chmod = ro_chmod,
-        .chown = ro_chown,
-        .truncate = ro_truncate,
+        .link = ro_link,
         .write = ro_write,
-        .utimens = ro_utimens,
         .setxattr = ro_setxattr,
         .removexattr = ro_removexattr,
+        .create = ro_create,
 };
 
 /* ---- command line ------------------------------------------------------- */
@@ -994,6 +2060,8 @@ static int open_store(const char *dir)
 		fprintf(stderr, "flamefs: %s\n", err[0] ? err : strerror(-r));
 		return r;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &fs.last_refresh);
+	fs.mtime = time(NULL);
 	r = load_series_locked();
 	if (r < 0) {
 		fprintf(stderr, "flamefs: %s: cannot list series: %s\n", dir,
@@ -1002,9 +2070,43 @@ static int open_store(const char *dir)
 		fs.store = NULL;
 		return r;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &fs.last_refresh);
-	fs.mtime = time(NULL);
 	return 0;
+}
+
+/* Frees everything the daemon holds (the mount is gone). */
+static void teardown(void)
+{
+	pthread_mutex_lock(&fs.lock);
+	while (fs.open_files)
+		close_file_locked(fs.open_files);
+	for (uint32_t i = 1; i < fs.max_space; i++)
+		if (fs.spaces[i])
+			space_free_locked(fs.spaces[i]);
+	drop_rendered_locked();
+	while (fs.inval_head) {
+		struct inval *next = fs.inval_head->next;
+		free(fs.inval_head);
+		fs.inval_head = next;
+	}
+	fs.inval_tail = &fs.inval_head;
+	store_series_free(fs.series, fs.nseries);
+	fs.series = NULL;
+	fs.nseries = 0;
+	free(fs.by_id);
+	free(fs.primary);
+	free(fs.space_of);
+	fs.by_id = NULL;
+	fs.primary = NULL;
+	fs.space_of = NULL;
+	fs.by_id_len = fs.space_of_len = 0;
+	for (size_t i = 0; i < fs.nsdirs; i++)
+		free(fs.sdirs[i].name);
+	free(fs.sdirs);
+	fs.sdirs = NULL;
+	fs.nsdirs = fs.sdirs_cap = 0;
+	store_close(fs.store);
+	fs.store = NULL;
+	pthread_mutex_unlock(&fs.lock);
 }
 
 int main(int argc, char **argv)
@@ -1012,7 +2114,8 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts opts = {0};
 	struct cli cli = {0};
-	struct fuse *fuse = NULL;
+	struct fuse_session *se = NULL;
+	pthread_t inval_thread;
 	struct stat st;
 	char *fsname = NULL;
 	int ret = 1, r;
@@ -1053,11 +2156,18 @@ int main(int argc, char **argv)
 	}
 	free(cli.store);
 	cli.store = abs;
+	/* The root is synthetic directory 0. */
+	fs.sdirs = calloc(16, sizeof(*fs.sdirs));
+	if (!fs.sdirs)
+		goto out;
+	fs.sdirs_cap = 16;
+	fs.nsdirs = 1;
+	fs.sdirs[0].kind = SD_ROOT;
 	/* Check the store now, while errors still reach the terminal.  When
 	 * we fork it is opened again afterwards: RocksDB's threads do not
 	 * survive fork(). */
 	if (open_store(cli.store) < 0)
-		goto out;
+		goto out_close;
 	if (!opts.foreground) {
 		store_series_free(fs.series, fs.nseries);
 		fs.series = NULL;
@@ -1073,40 +2183,49 @@ int main(int argc, char **argv)
 		fuse_opt_add_arg(&args, fsname);
 	if (fuse_opt_add_arg(&args, "-oro") < 0)
 		goto out_close;
-	fuse = fuse_new(&args, &ops, sizeof(ops), NULL);
-	if (!fuse)
+	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	if (!se)
 		goto out_close;
-	if (fuse_mount(fuse, opts.mountpoint) != 0)
+	if (fuse_session_mount(se, opts.mountpoint) != 0)
 		goto out_destroy;
 	if (fuse_daemonize(opts.foreground) != 0)
 		goto out_unmount;
 	if (!fs.store && open_store(cli.store) < 0)
 		goto out_unmount;
-	if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
+	if (fuse_set_signal_handlers(se) != 0)
 		goto out_unmount;
+	fs.se = se;
+	if (pthread_create(&inval_thread, NULL, invalidator, NULL) != 0)
+		goto out_signals;
 	/* The loops return the number of the signal that ended them (SIGINT,
 	 * SIGTERM, SIGHUP): that is a clean unmount, not an error. */
-	if (opts.singlethread)
-		r = fuse_loop(fuse);
-	else
-		r = fuse_loop_mt(fuse, opts.clone_fd);
+	if (opts.singlethread) {
+		r = fuse_session_loop(se);
+	} else {
+		/* libfuse's default of 10 idle threads unless -o
+		 * max_idle_threads= says otherwise. */
+		struct fuse_loop_config cfg = {
+		        .clone_fd = opts.clone_fd,
+		        .max_idle_threads =
+		                opts.max_idle_threads == UINT_MAX ? 10 : opts.max_idle_threads,
+		};
+		r = fuse_session_loop_mt(se, &cfg);
+	}
 	ret = r < 0 ? 1 : 0;
-	fuse_remove_signal_handlers(fuse_get_session(fuse));
-out_unmount:
-	fuse_unmount(fuse);
-out_destroy:
-	fuse_destroy(fuse);
-out_close:
 	pthread_mutex_lock(&fs.lock);
-	while (fs.open_files)
-		close_file_locked(fs.open_files);
-	drop_trees_locked();
-	drop_rendered_locked();
-	store_series_free(fs.series, fs.nseries);
-	fs.series = NULL;
-	store_close(fs.store);
-	fs.store = NULL;
+	fs.inval_stop = true;
+	pthread_cond_signal(&fs.inval_cond);
 	pthread_mutex_unlock(&fs.lock);
+	pthread_join(inval_thread, NULL);
+out_signals:
+	fs.se = NULL;
+	fuse_remove_signal_handlers(se);
+out_unmount:
+	fuse_session_unmount(se);
+out_destroy:
+	fuse_session_destroy(se);
+out_close:
+	teardown();
 out:
 	free(fsname);
 	free(opts.mountpoint);

@@ -13,6 +13,10 @@
 
 #include "view-internal.h"
 
+/* Set while building on nodes that counts reached (and, once finish()
+ * propagates it, on their ancestors); cleared before the tree is done. */
+#define VNODE_LIVE 2u
+
 /* A slot of the child table; the key is kept in the slot so a probe
  * touches one cache line. */
 struct cslot {
@@ -275,6 +279,7 @@ static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t sa
 	    __builtin_add_overflow(b->t->nodes[vn].self_weight, weight,
 	                           &b->t->nodes[vn].self_weight))
 		return -EOVERFLOW;
+	b->t->nodes[vn].flags |= VNODE_LIVE;
 	return 0;
 }
 
@@ -312,9 +317,53 @@ int view_sibling_order_breaks(const struct view_tree *t, const uint32_t *kids, u
 	return worst;
 }
 
+static uint32_t lookup_hash(uint32_t parent, const char *name, size_t len)
+{
+	return (uint32_t)XXH3_64bits_withSeed(name, len, parent);
+}
+
+int view_tree_index(struct view_tree *t)
+{
+	uint64_t size = 16;
+
+	if (t->ltab)
+		return 0;
+	while (size * 3 < (uint64_t)t->nnodes * 4)
+		size *= 2;
+	if (size > (1ull << 32))
+		return -EOVERFLOW;
+	t->ltab = calloc(size, sizeof(*t->ltab));
+	if (!t->ltab)
+		return -ENOMEM;
+	t->ltab_mask = (uint32_t)(size - 1);
+	for (uint32_t n = 1; n < t->nnodes; n++) {
+		if (t->nodes[n].flags & VNODE_HIDDEN)
+			continue;
+		const struct vstr *x = &t->strs[vnode_frame(t, n)->name];
+		uint32_t j =
+		        lookup_hash(t->nodes[n].parent, t->arena + x->off, x->len) & t->ltab_mask;
+		while (t->ltab[j])
+			j = (j + 1) & t->ltab_mask;
+		t->ltab[j] = n + 1;
+	}
+	return 0;
+}
+
 static int finish(struct view_tree *t)
 {
 	uint32_t n, i;
+
+	/* Liveness, bottom-up: a node no count reached (one kept from the
+	 * seed only) is hidden. */
+	for (n = t->nnodes; n-- > 1;)
+		if (t->nodes[n].flags & VNODE_LIVE)
+			t->nodes[t->nodes[n].parent].flags |= VNODE_LIVE;
+	for (n = 1; n < t->nnodes; n++) {
+		if (!(t->nodes[n].flags & VNODE_LIVE))
+			t->nodes[n].flags |= VNODE_HIDDEN;
+		t->nodes[n].flags &= ~VNODE_LIVE;
+	}
+	t->nodes[0].flags &= ~VNODE_LIVE;
 
 	/* Totals, bottom-up: children have larger ids than their parent. */
 	for (n = t->nnodes; n-- > 0;) {
@@ -350,7 +399,8 @@ static int finish(struct view_tree *t)
 	if (!t->kids)
 		return -ENOMEM;
 	for (n = 1; n < t->nnodes; n++)
-		t->nodes[t->nodes[n].parent].nkids++;
+		if (!(t->nodes[n].flags & VNODE_HIDDEN))
+			t->nodes[t->nodes[n].parent].nkids++;
 	uint32_t pos = 0;
 	for (n = 0; n < t->nnodes; n++) {
 		t->nodes[n].first_kid = pos;
@@ -358,6 +408,8 @@ static int finish(struct view_tree *t)
 		t->nodes[n].nkids = 0;
 	}
 	for (n = 1; n < t->nnodes; n++) {
+		if (t->nodes[n].flags & VNODE_HIDDEN)
+			continue;
 		struct vnode *p = &t->nodes[t->nodes[n].parent];
 		t->kids[p->first_kid + p->nkids++] = n;
 	}
@@ -386,8 +438,54 @@ static int cmp_series_binary(const void *a, const void *b)
 	return strcmp((*x)->binary, (*y)->binary);
 }
 
+/* Creates every node of `seed` again, in id order, so each keeps its id;
+ * counts then only add nodes after them. */
+static int seed_nodes(struct builder *b, const struct view_tree *seed)
+{
+	uint32_t *fm = malloc((size_t)(seed->nframes ? seed->nframes : 1) * sizeof(*fm));
+	int r = 0;
+
+	if (!fm)
+		return -ENOMEM;
+	memset(fm, 0xff, (size_t)seed->nframes * sizeof(*fm));
+	for (uint32_t n = 1; n < seed->nnodes && r == 0; n++) {
+		const struct vnode *v = &seed->nodes[n];
+		uint32_t vn;
+		if (fm[v->frame] == VIEW_NONE) {
+			const struct vframe *f = &seed->frames[v->frame];
+			struct store_frame sf = {
+			        .name = vstr_ptr(seed, f->name),
+			        .name_len = seed->strs[f->name].len,
+			        .module = vstr_ptr(seed, f->module),
+			        .module_len = seed->strs[f->module].len,
+			        .build_id = (const uint8_t *)vstr_ptr(seed, f->build_id),
+			        .build_id_len = seed->strs[f->build_id].len,
+			        .file = vstr_ptr(seed, f->file),
+			        .file_len = seed->strs[f->file].len,
+			        .line = f->line,
+			        .kind = f->kind,
+			};
+			r = add_frame(b, &sf, &fm[v->frame]);
+			if (r < 0)
+				break;
+		}
+		r = get_child(b, v->parent, fm[v->frame], &vn);
+		if (r == 0 && vn != n)
+			r = -EINVAL; /* not a tree this library built */
+	}
+	free(fm);
+	return r;
+}
+
 int view_tree_build(struct store *s, const struct store_series *series, size_t n, int64_t from,
                     int64_t to, struct view_tree **out)
+{
+	return view_tree_build_seeded(s, series, n, from, to, NULL, out);
+}
+
+int view_tree_build_seeded(struct store *s, const struct store_series *series, size_t n,
+                           int64_t from, int64_t to, const struct view_tree *seed,
+                           struct view_tree **out)
 {
 	struct builder b = {.s = s};
 	const struct store_series **order = NULL;
@@ -438,6 +536,11 @@ int view_tree_build(struct store *s, const struct store_series *series, size_t n
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
 	t->nodes[0].frame = root_frame;
 	t->nnodes = 1;
+	if (seed) {
+		r = seed_nodes(&b, seed);
+		if (r < 0)
+			goto fail;
+	}
 
 	/* Series of one binary share view nodes: group them by binary. */
 	for (size_t i = 0; i < n; i++)
@@ -456,6 +559,7 @@ int view_tree_build(struct store *s, const struct store_series *series, size_t n
 			r = get_child(&b, VIEW_ROOT, frame, &vn);
 			if (r < 0)
 				goto fail;
+			t->nodes[vn].flags |= VNODE_LIVE; /* shown even without counts */
 			memset(b.memo, 0xff, (size_t)b.memo_len * sizeof(*b.memo));
 			if (b.memo_len == 0) {
 				r = -EIO;
@@ -502,6 +606,7 @@ void view_tree_free(struct view_tree *t)
 		return;
 	free(t->nodes);
 	free(t->kids);
+	free(t->ltab);
 	free(t->frames);
 	free(t->strs);
 	free(t->arena);
@@ -524,7 +629,8 @@ size_t view_tree_memory(const struct view_tree *t)
 {
 	return sizeof(*t) + (size_t)t->nodes_cap * sizeof(*t->nodes) +
 	       (size_t)t->nnodes * sizeof(*t->kids) + (size_t)t->frames_cap * sizeof(*t->frames) +
-	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap;
+	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap +
+	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0);
 }
 
 const char *view_tree_event(const struct view_tree *t)
@@ -600,9 +706,24 @@ uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node, const c
 uint32_t view_node_find_child(const struct view_tree *t, uint32_t node, const char *name,
                               size_t len)
 {
-	uint32_t i = view_node_lower_bound(t, node, name, len);
+	if (!t->ltab) {
+		uint32_t i = view_node_lower_bound(t, node, name, len);
+		if (i < t->nodes[node].nkids &&
+		    cmp_name(t, view_node_child(t, node, i), name, len) == 0)
+			return view_node_child(t, node, i);
+		return VIEW_NONE;
+	}
+	uint32_t j = lookup_hash(node, name, len) & t->ltab_mask;
 
-	if (i < t->nodes[node].nkids && cmp_name(t, view_node_child(t, node, i), name, len) == 0)
-		return view_node_child(t, node, i);
+	for (; t->ltab[j]; j = (j + 1) & t->ltab_mask) {
+		uint32_t c = t->ltab[j] - 1;
+		if (t->nodes[c].parent == node && cmp_name(t, c, name, len) == 0)
+			return c;
+	}
 	return VIEW_NONE;
+}
+
+bool view_node_visible(const struct view_tree *t, uint32_t node)
+{
+	return node < t->nnodes && !(t->nodes[node].flags & VNODE_HIDDEN);
 }

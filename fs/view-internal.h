@@ -32,10 +32,15 @@ struct vnode {
 	uint32_t first_kid;
 	uint32_t nkids;
 	uint32_t path_len; /* bytes of "bin;a;b" for this node */
+	uint32_t flags;    /* VNODE_* */
 	uint64_t self_weight, self_samples;
 	uint64_t total_weight, total_samples;
 	uint64_t folded_bytes; /* size of the subtree's folded rendering */
 };
+
+/* A node kept only to hold its id (a seeded build, see view.h): it has no
+ * counts, is in no child list and no lookup table. */
+#define VNODE_HIDDEN 1u
 
 struct view_tree {
 	struct vnode *nodes;
@@ -56,6 +61,10 @@ struct view_tree {
 	 * possible for names that contain ';'): keys do not decide the order
 	 * there, so the folded renderer sorts all lines. */
 	bool folded_needs_sort;
+	/* (parent, name) -> node + 1, 0 = empty: the lookup table of every
+	 * visible node but the root, open addressing, at most 3/4 full. */
+	uint32_t *ltab;
+	uint32_t ltab_mask;
 	char *event;
 	char *unit;
 };

@@ -70,6 +70,16 @@ struct view_counts {
  * 2^64 - 1. */
 int view_tree_build(struct store *s, const struct store_series *series, size_t n, int64_t from,
                     int64_t to, struct view_tree **out);
+/* Like view_tree_build(), but every node of `seed` (a tree built by this
+ * library, e.g. of the same series before the store moved) keeps its id:
+ * its nodes are created first, in id order, and nodes the counts add come
+ * after them.  A seed node no count reaches any more stays in the tree,
+ * hidden: in no child list, not found by lookups, not visible
+ * (view_node_visible()).  So node ids can name the same path across
+ * rebuilds.  `seed` is only read during the call. */
+int view_tree_build_seeded(struct store *s, const struct store_series *series, size_t n,
+                           int64_t from, int64_t to, const struct view_tree *seed,
+                           struct view_tree **out);
 void view_tree_free(struct view_tree *t); /* accepts NULL */
 
 /* Always VIEW_ROOT; present for readability at call sites. */
@@ -86,11 +96,23 @@ const char *view_tree_unit(const struct view_tree *t);
  * NUL-terminated in general: use *len. */
 const char *view_node_name(const struct view_tree *t, uint32_t node, size_t *len);
 uint32_t view_node_parent(const struct view_tree *t, uint32_t node);
+/* False for ids past the tree and for hidden seed nodes (see
+ * view_tree_build_seeded()). */
+bool view_node_visible(const struct view_tree *t, uint32_t node);
 void view_node_counts(const struct view_tree *t, uint32_t node, struct view_counts *c);
 uint32_t view_node_child_count(const struct view_tree *t, uint32_t node);
 /* The i-th child in bytewise name order. */
 uint32_t view_node_child(const struct view_tree *t, uint32_t node, uint32_t i);
-/* Finds the child named exactly name[0..len).  VIEW_NONE if none. */
+/* Builds the (parent, name) lookup table of every visible node (about 4-8
+ * bytes a node), which makes view_node_find_child() O(1); until then it
+ * binary-searches the parent's children.  Building it writes the tree:
+ * call it where no view_node_find_child() on the same tree runs at the
+ * same time (the daemon: under its lock).  0, or -ENOMEM/-EOVERFLOW (the
+ * tree is still usable). */
+int view_tree_index(struct view_tree *t);
+/* Finds the child named exactly name[0..len): one probe of the lookup
+ * table once view_tree_index() built it, else a binary search among the
+ * children.  VIEW_NONE if none. */
 uint32_t view_node_find_child(const struct view_tree *t, uint32_t node, const char *name,
                               size_t len);
 /* Index of the first child whose name is >= name[0..len) bytewise (for

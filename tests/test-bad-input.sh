@@ -336,9 +336,8 @@ else
 	if ! mountpoint -q "$tmp/mnt"; then
 		fail "deep view: flamefs did not mount: $(cat "$tmp/daemon.err")"
 	else
-		# levels: app, default, f0 .. f9999 below the mount point.  The
-		# daemon resolves every path from the root, so a walk costs
-		# depth^2: walk once.
+		# levels: app, default, f0 .. f9999 below the mount point.  Each
+		# lookup is one step from its parent's inode, whatever the depth.
 		find "$tmp/mnt" -type d -printf 'depth %d\n' \
 			\( -name f9999 -execdir cat f9999/total \; \) >"$tmp/find.out" 2>"$tmp/find.err"
 		depth=$(sed -n 's/^depth //p' "$tmp/find.out" | sort -n | tail -1)

@@ -23,6 +23,16 @@
 # version's `folded`, cached `cat folded` against `cat` of a regular file
 # with the same bytes, `find MNT` over the whole tree, and the daemon's
 # RSS after the find.
+#
+# Walks against tmpfs (issue #15): the same tree copied to a tmpfs mounted
+# for the run, timed in the same run.  real: `cp -r` of the whole view
+# (every file's bytes), then `find` and `grep -r ';main;'` on the mount
+# (fresh mount, page cache dropped: the first walk; then a second walk)
+# and on the copy (median of 3).  gen: its 2.7M entries with the same
+# names and types but empty files (find reads no file), `find` only; the
+# 147 s of the high-level daemon is the old figure.  deep: a 600-frame
+# stack; a `stat` 500 directories down, on a fresh mount (500 lookups)
+# and then the median of 200.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build="$top/build-bench"
@@ -95,6 +105,26 @@ elif cmd == "procs":         # procs N FILE... -> median ms of `cat FILE` proces
     n, files = int(sys.argv[2]), sys.argv[3:]
     ts = [run_wall(["cat", files[i % len(files)]]) for i in range(n)]
     print("%.3f" % (statistics.median(ts) * 1e3))
+elif cmd == "statdeep":      # statdeep N PATH -> ms of the first os.stat, median ms of N more
+    p = sys.argv[3]
+    t = time.perf_counter(); os.stat(p); first = time.perf_counter() - t
+    ts = []
+    for _ in range(int(sys.argv[2])):
+        t = time.perf_counter(); os.stat(p); ts.append(time.perf_counter() - t)
+    print("%.3f %.4f" % (first * 1e3, statistics.median(ts) * 1e3))
+elif cmd == "wallmed":       # wallmed N ARGV... -> median seconds
+    n = int(sys.argv[2])
+    print("%.4f" % statistics.median(run_wall(sys.argv[3:]) for _ in range(n)))
+elif cmd == "skeleton":      # skeleton LIST SRC DST: `find -printf '%y %p'` lines -> dirs and empty files
+    src, dst = sys.argv[3], sys.argv[4]
+    with open(sys.argv[2], "rb") as f:
+        for line in f:
+            y, p = line[0:1], line[2:-1]
+            q = dst.encode() + p[len(src.encode()):]
+            if y == b"d":
+                os.makedirs(q, exist_ok=True)
+            else:
+                open(q, "wb").close()
 elif cmd == "catmed":        # catmed N FILE -> median seconds of `cat FILE >/dev/null`
     n, f = int(sys.argv[2]), sys.argv[3]
     print("%.4f" % statistics.median(run_wall(["cat", f]) for _ in range(n)))
@@ -120,6 +150,18 @@ record_workload "$rec_secs" "$work/real.perf"
 
 declare -A R
 keys=(gen big real)
+tmpfs=$work/tmpfs
+mkdir -p "$tmpfs"
+mountpoint -q "$tmpfs" || mount -t tmpfs -o size=75% flamefs-bench "$tmpfs"
+trap 'unmount; umount "$tmpfs" 2>/dev/null || true' EXIT
+{
+	printf 'deepapp'
+	for i in $(seq 600); do printf ';f%d' "$i"; done
+	echo " 1"
+	for i in $(seq 1000); do printf 'deepapp;f1;g%d 1\n' "$i"; done
+} > "$work/deep.folded"
+rm -rf "$work/s-deep"
+"$fc" import --store "$work/s-deep" "$work/deep.folded" 2>/dev/null
 for k in "${keys[@]}"; do
 	rm -rf "$work/s-$k"
 	in="$work/$k.folded"; [ $k = real ] && in="$work/real.perf"
@@ -219,6 +261,57 @@ bench gen "$work/s-gen" "${VIEW[gen]}" 1
 bench big "$work/s-big" "${VIEW[big]}" 0
 bench real "$work/s-real" "${VIEW[real]}" 1
 
+# ---- walks against the same tree on tmpfs (issue #15) -----------------------
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+timed() { # timed CMD... -> seconds (any exit status)
+	local t0 t1
+	t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s.%N)
+	secs "$t0" "$t1"
+}
+med3() { # med3 CMD... -> median seconds of 3 runs
+	local a b c
+	a=$(timed "$@"); b=$(timed "$@"); c=$(timed "$@")
+	printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -g | sed -n 2p
+}
+grep_tree() { grep -r ';main;' "$1"; }
+
+# real: the whole view, every byte, copied through the mount.
+rm -rf "$tmpfs/real"
+mount_store "$work/s-real"
+cp -r "$mnt" "$tmpfs/real"
+R[w.real.entries]=$(find "$mnt" | wc -l)
+R[w.real.bytes]=$(du -sb "$tmpfs/real" | cut -f1)
+mount_store "$work/s-real"
+R[w.real.find1]=$(timed find "$mnt")
+R[w.real.find2]=$(med3 find "$mnt")
+mount_store "$work/s-real"
+R[w.real.grep1]=$(timed grep_tree "$mnt")
+R[w.real.grep2]=$(med3 grep_tree "$mnt")
+unmount
+R[w.real.findc]=$(med3 find "$tmpfs/real")
+R[w.real.grepc]=$(med3 grep_tree "$tmpfs/real")
+rm -rf "$tmpfs/real"
+
+# gen: 2.7M entries; the copy has the names and types, files empty.
+mount_store "$work/s-gen"
+t0=$(date +%s.%N); find "$mnt" -printf '%y %p\n' > "$work/typed-gen.txt"; t1=$(date +%s.%N)
+R[w.gen.find1]=$(secs "$t0" "$t1")
+R[w.gen.find2]=$(med3 find "$mnt")
+R[w.gen.rss]=$(status_kb VmRSS); R[w.gen.hwm]=$(status_kb VmHWM)
+R[w.gen.entries]=$(wc -l < "$work/typed-gen.txt")
+unmount
+rm -rf "$tmpfs/gen"
+py skeleton "$work/typed-gen.txt" "$mnt" "$tmpfs/gen"
+R[w.gen.findc]=$(med3 find "$tmpfs/gen")
+rm -rf "$tmpfs/gen" "$work/typed-gen.txt"
+
+# deep: a stat 500 directories down.
+mount_store "$work/s-deep"
+dp="$mnt/deepapp/default"
+for i in $(seq 500); do dp="$dp/f$i"; done
+read -r R[w.deep.first] R[w.deep.med] < <(py statdeep 200 "$dp")
+unmount
+
 # ---- tables ---------------------------------------------------------------
 f3() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 ms() { awk -v x="$1" 'BEGIN { printf "%.1f ms", x * 1000 }'; }
@@ -291,3 +384,28 @@ row "daemon VmRSS right after mounting" "" c_rss0
 row "daemon VmRSS / VmHWM after the find (big: after the reads)" "" c_rss
 row "(VmHWM - VmRSS at mount) per call-tree node" "" c_pernode
 row "VmHWM scaled to 1M call-tree nodes" "<= 200 MB" c_per1m "<=" 200 per1m
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }'; }
+echo
+echo "## Walks against the same tree on tmpfs"
+echo "| walk | target | flamefs | tmpfs copy | flamefs / copy |"
+echo "|---|---|---|---|---|"
+wrow() { # LABEL TARGET MNT-SECONDS COPY-SECONDS [LIMIT]
+	local r; r=$(ratio "$3" "$4")
+	printf '| %s | %s | %s s | %s s | %sx%s |\n' "$1" "$2" "$3" "$4" "$r" \
+		"$([ $# -gt 4 ] && echo " ($(ok "$r" "<=" "$5"))")"
+}
+wrow "real: \`find MNT\` (${R[w.real.entries]} entries), first walk, fresh mount" "<= 5x" "${R[w.real.find1]}" "${R[w.real.findc]}" 5
+wrow "real: \`find MNT\`, second walk (median of 3)" "" "${R[w.real.find2]}" "${R[w.real.findc]}"
+wrow "real: \`grep -r ';main;' MNT\` ($(mb "${R[w.real.bytes]}" 1e6)), first, fresh mount" "<= 5x" "${R[w.real.grep1]}" "${R[w.real.grepc]}" 5
+wrow "real: \`grep -r\`, second (median of 3)" "" "${R[w.real.grep2]}" "${R[w.real.grepc]}"
+wrow "gen: \`find MNT\` (${R[w.gen.entries]} entries), first walk, fresh mount" "<= 5x" "${R[w.gen.find1]}" "${R[w.gen.findc]}" 5
+wrow "gen: \`find MNT\`, second walk (median of 3)" "" "${R[w.gen.find2]}" "${R[w.gen.findc]}"
+faster=$(ratio 147 "${R[w.gen.find1]}")
+echo "| gen: first \`find\` against the high-level daemon's 147 s | >= 10x faster | ${R[w.gen.find1]} s | | ${faster}x faster ($(ok "$faster" ">=" 10)) |"
+echo "| gen: daemon VmRSS / VmHWM after the walks | | $(mb "${R[w.gen.rss]}" 1024) / $(mb "${R[w.gen.hwm]}" 1024) | | |"
+echo
+echo "| \`stat\` 500 directories down (deep store) | target | time |"
+echo "|---|---|---|"
+echo "| first, fresh mount (500 lookups) | | ${R[w.deep.first]} ms |"
+echo "| median of the next 200 | <= 1 ms | ${R[w.deep.med]} ms ($(ok "${R[w.deep.med]}" "<=" 1)) |"
