@@ -1,0 +1,282 @@
+/*
+ * symbolize-internal.h — what the parts of the symbolizer share (see
+ * symbolize.h for its contract): the structs of modules, processes and
+ * kernel names, and the functions one part calls in another.
+ *   symbolize.c          user lookups and the symbolizer's lifetime
+ *   symbolize-names.c    demangling and tidying names (and perf's own)
+ *   symbolize-modules.c  ELF files: build ids, libdwfl, symbol tables, PLT
+ *   symbolize-procs.c    process snapshots, their maps, JIT perf maps
+ *   symbolize-kernel.c   kernel addresses
+ *   symbolize-offline.c  processes described by a profile (perf.data...)
+ */
+#ifndef FLAMEFS_SYMBOLIZE_INTERNAL_H
+#define FLAMEFS_SYMBOLIZE_INTERNAL_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <libiberty/demangle.h>
+
+#include "import.h"
+#include "ksym.h"
+#include "symbolize.h"
+/* From libstdc++ (the Itanium C++ ABI); libdw has no demangler.  Rust's
+ * v0 names ("_R…") go through libiberty's rust_demangle. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+#define PROC_BUCKETS  1024u
+#define FILE_BUCKETS  256u
+#define KERNEL_MODULE "[kernel.kallsyms]"
+/* How often, at most, a missing /tmp/perf-PID.map is looked for again,
+ * and a process whose code address fell outside its known mappings has
+ * its /proc/PID/maps read again. */
+#define JIT_RECHECK_NS  (3ll * 1000000000ll)
+#define MAPS_RECHECK_NS (1ll * 1000000000ll)
+
+/* One function inlined at an address (symbolize_set_inline). */
+struct inl {
+	char *name; /* tidied name with "_[i]", owned */
+	char *file; /* where this frame is at the address, or NULL; owned */
+	uint32_t line;
+};
+
+/* One resolved address of a module. */
+struct symres {
+	uint64_t addr; /* ELF virtual address; 0 marks a free slot */
+	char *name;    /* tidied name, owned */
+	char *file;    /* source file or NULL, owned */
+	uint32_t line;
+	uint8_t kind;
+	uint16_t ninl;   /* inlined functions at addr, outermost first */
+	struct inl *inl; /* owned; NULL when ninl is 0 */
+};
+
+/* One function symbol of a module, from its symbol table. */
+struct msym {
+	uint64_t addr, size;
+	const char *name; /* owned by the module's libdwfl session */
+	uint8_t rank;     /* binding preference, as perf's: global 2, local 1, weak 0 */
+};
+
+struct segment {
+	uint64_t offset, filesz, vaddr;
+};
+
+/* One ELF file, shared by every process mapping it. */
+struct module {
+	char *path;             /* path as the first process mapped it */
+	char *sym_unknown_name; /* "[basename]", for addresses without symbol */
+	uint8_t *build_id;
+	size_t build_id_len;
+	struct segment *segs;
+	size_t nsegs;
+	int fd; /* until handed to libdwfl; -1 after */
+	bool is_elf;
+	bool dwfl_tried;
+	Dwfl *dwfl;
+	Dwfl_Module *dmod;
+	struct msym *syms; /* sorted by addr; built at the first lookup */
+	size_t nsyms;
+	char *plt_names;      /* "NAME@plt" strings of the PLT entries in syms */
+	struct symres *cache; /* open addressing on addr, power-of-two size */
+	size_t cache_cap, cache_used;
+	struct module *next; /* every module, for the build-id search */
+};
+
+/* (device, inode) of a mapped file -> its module. */
+struct file_ent {
+	unsigned long long dev, ino;
+	struct module *mod;
+	struct file_ent *next;
+};
+
+struct mapping {
+	uint64_t start, end, pgoff;
+	struct module *mod;  /* NULL: anonymous or not a file */
+	const char *special; /* "[unknown]" name for non-file mappings */
+};
+
+struct jit_sym {
+	uint64_t start, size;
+	char *name;
+};
+
+struct proc {
+	pid_t pid;
+	char *binary;
+	char *build_id_hex;
+	char *jit_path;    /* "/tmp/perf-PID.map" */
+	char *jit_unknown; /* "[perf-PID.map]" */
+	struct mapping *maps;
+	size_t nmaps;
+	struct jit_sym *jit;
+	size_t njit;
+	off_t jit_size; /* size of the perf map when last read */
+	bool jit_exists;
+	int64_t jit_checked; /* monotonic ns of the last look, 0: never */
+	int64_t maps_read;   /* monotonic ns of the maps snapshot */
+	bool at_exec;        /* taken at exec: the loader had not mapped the
+	                      * libraries yet */
+	uint32_t gen;        /* exec count (symbolize_exec) */
+	struct proc *before; /* the snapshot before the last exec, or NULL */
+	struct proc *next;
+};
+
+struct kallsym {
+	uint64_t addr;
+	size_t name; /* offset into names */
+};
+
+/* A kernel address named through ksym (name NULL: no symbol holds it). */
+struct kname {
+	uint64_t addr; /* the lookup address; 0: empty slot */
+	const char *name;
+	size_t len;
+};
+
+/* Storage for kernel names, never moved (frames point into it). */
+struct kchunk {
+	struct kchunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+struct offline_ent {
+	uint64_t h; /* hash of (path, build id); 0 marks an empty slot */
+	char *key;  /* path, NUL, build id bytes; malloc'd */
+	size_t key_len;
+	struct module *mod;
+};
+
+struct symbolize {
+	struct proc *procs[PROC_BUCKETS];
+	struct file_ent *files[FILE_BUCKETS];
+	struct module *modules;
+	struct module *vdso; /* our own vDSO, the same in every process */
+	bool vdso_tried;
+	/* Kernel names: from ksym while it works, cached per address... */
+	struct ksym *ksym;
+	bool ksym_tried;
+	struct kname *kcache; /* open addressing, kcache_cap a power of two */
+	size_t kcache_cap, kcache_n;
+	struct kchunk *kchunks;
+	/* ...else from /proc/kallsyms, read whole at the first need. */
+	struct kallsym *ksyms;
+	size_t nksyms;
+	char *knames;
+	bool kernel_tried;
+	bool lines;      /* look up file:line too */
+	bool inlines;    /* expand inlined functions from DWARF */
+	bool perf_names; /* symbolize_set_perf_names() */
+	/* offline: (path, build id) -> module (or stub), so a file that many
+	 * recorded processes map is looked for once */
+	struct offline_ent *offline_tab;
+	size_t offline_mask, offline_n;
+	struct symbolize_hooks hooks;
+	struct symbolize_stats stats;
+};
+
+extern const char sym_unknown_name[];
+
+static inline int64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+/* Parses lowercase or uppercase hex digits at *p into *v and moves *p
+ * past them.  Returns false when there is no digit. */
+static inline bool scan_hex(const char **p, uint64_t *v)
+{
+	const char *c = *p;
+	uint64_t x = 0;
+
+	for (;; c++) {
+		unsigned d;
+		if (*c >= '0' && *c <= '9')
+			d = (unsigned)(*c - '0');
+		else if (*c >= 'a' && *c <= 'f')
+			d = (unsigned)(*c - 'a' + 10);
+		else if (*c >= 'A' && *c <= 'F')
+			d = (unsigned)(*c - 'A' + 10);
+		else
+			break;
+		x = (x << 4) | d;
+	}
+	if (c == *p)
+		return false;
+	*v = x;
+	*p = c;
+	return true;
+}
+
+static inline bool scan_dec(const char **p, uint64_t *v)
+{
+	const char *c = *p;
+	uint64_t x = 0;
+
+	for (; *c >= '0' && *c <= '9'; c++)
+		x = x * 10 + (uint64_t)(*c - '0');
+	if (c == *p)
+		return false;
+	*v = x;
+	*p = c;
+	return true;
+}
+
+static inline bool scan_char(const char **p, char want)
+{
+	if (**p != want)
+		return false;
+	(*p)++;
+	return true;
+}
+
+static inline void skip_spaces(const char **p)
+{
+	while (**p == ' ' || **p == '\t')
+		(*p)++;
+}
+
+const char *sym_base_of(const char *path);
+char *sym_hex_of(const uint8_t *b, size_t n);
+const struct jit_sym *sym_jit_find(const struct proc *p, uint64_t addr);
+int sym_jit_load(struct proc *p);
+struct module *sym_module_by_build_id(struct symbolize *s, const uint8_t *id, size_t len);
+void sym_module_free(struct module *m);
+int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end, const char *path,
+                   unsigned long long dev, unsigned long long ino, struct module **out);
+int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out);
+int sym_module_new(const char *path, int fd, struct module **out);
+bool sym_module_vaddr(const struct module *m, uint64_t off, uint64_t *vaddr);
+int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out);
+struct proc *sym_proc_find(const struct symbolize *s, pid_t pid);
+struct proc *sym_proc_find_gen(const struct symbolize *s, pid_t pid, uint32_t gen);
+void sym_proc_free(struct proc *p);
+void sym_proc_install(struct symbolize *s, struct proc *p);
+int sym_proc_names(struct proc *p);
+struct proc **sym_proc_slot(const struct symbolize *s, pid_t pid);
+int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out);
+struct module *sym_vdso_module(struct symbolize *s);
+
+#endif

@@ -1,0 +1,737 @@
+/*
+ * symbolize-modules.c — the symbolizer's ELF files ("modules"): opened once, keyed by build id, read
+ * through libdwfl; their function symbols in a sorted array, PLT entries
+ * named NAME@plt, resolved addresses cached, inline frames from DWARF.  See
+ * symbolize-internal.h for how the parts fit.
+ */
+#include "symbolize-internal.h"
+
+/* ---- modules ------------------------------------------------------------ */
+
+static void symres_free_inl(struct symres *r)
+{
+	for (size_t i = 0; i < r->ninl; i++) {
+		free(r->inl[i].name);
+		free(r->inl[i].file);
+	}
+	free(r->inl);
+	r->inl = NULL;
+	r->ninl = 0;
+}
+
+void sym_module_free(struct module *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->cache_cap; i++) {
+		free(m->cache[i].name);
+		free(m->cache[i].file);
+		symres_free_inl(&m->cache[i]);
+	}
+	free(m->cache);
+	free(m->syms);
+	free(m->plt_names);
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m->segs);
+	free(m->build_id);
+	free(m->sym_unknown_name);
+	free(m->path);
+	free(m);
+}
+
+const char *sym_base_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* Reads the build id and PT_LOAD headers of the ELF file open on fd.
+ * A file that is not ELF is kept as a module without symbols. */
+static int module_read_elf(struct module *m)
+{
+	Elf *elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
+	size_t phnum;
+	int rc = 0;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum))
+		goto out; /* not ELF: no symbols, not an error */
+	m->is_elf = true;
+
+	const void *bid;
+	ssize_t blen = dwelf_elf_gnu_build_id(elf, &bid);
+	if (blen > 0) {
+		m->build_id = malloc((size_t)blen);
+		if (!m->build_id) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(m->build_id, bid, (size_t)blen);
+		m->build_id_len = (size_t)blen;
+	}
+
+	m->segs = calloc(phnum ? phnum : 1, sizeof(*m->segs));
+	if (!m->segs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		m->segs[m->nsegs++] = (struct segment){
+		        .offset = ph.p_offset,
+		        .filesz = ph.p_filesz,
+		        .vaddr = ph.p_vaddr,
+		};
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	return rc;
+}
+
+struct module *sym_module_by_build_id(struct symbolize *s, const uint8_t *id, size_t len)
+{
+	for (struct module *m = s->modules; m; m = m->next)
+		if (m->build_id_len == len && memcmp(m->build_id, id, len) == 0)
+			return m;
+	return NULL;
+}
+
+/* Makes a module from an open fd (taken over, even on failure). */
+int sym_module_new(const char *path, int fd, struct module **out)
+{
+	struct module *m = calloc(1, sizeof(*m));
+	int rc = -ENOMEM;
+
+	if (!m) {
+		close(fd);
+		return -ENOMEM;
+	}
+	m->fd = fd;
+	m->path = strdup(path);
+	if (!m->path)
+		goto fail;
+	if (asprintf(&m->sym_unknown_name, "[%s]", sym_base_of(path)) < 0) {
+		m->sym_unknown_name = NULL;
+		goto fail;
+	}
+	rc = module_read_elf(m);
+	if (rc < 0)
+		goto fail;
+	*out = m;
+	return 0;
+fail:
+	sym_module_free(m);
+	return rc;
+}
+
+/* Finds or opens the module for a file mapping of `pid`. */
+int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end, const char *path,
+                   unsigned long long dev, unsigned long long ino, struct module **out)
+{
+	size_t b = (size_t)((dev * 31u + ino) % FILE_BUCKETS);
+	struct file_ent *fe;
+	char mf[96];
+	int fd, rc;
+
+	for (fe = s->files[b]; fe; fe = fe->next) {
+		if (fe->dev == dev && fe->ino == ino) {
+			*out = fe->mod;
+			return 0;
+		}
+	}
+
+	/* map_files reaches the very file mapped, even when deleted or in
+	 * another mount namespace.  The fallback is the path as the process
+	 * sees it, through its root, never our own view of the path, which a
+	 * file replaced after the exec (or another mount namespace) would
+	 * redirect. */
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
+	fd = open(mf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		char *rooted;
+		if (asprintf(&rooted, "/proc/%d/root%s", (int)pid, path) < 0)
+			return -ENOMEM;
+		fd = open(rooted, O_RDONLY | O_CLOEXEC);
+		free(rooted);
+	}
+	if (fd < 0)
+		return -errno;
+
+	struct module *m;
+	rc = sym_module_new(path, fd, &m);
+	if (rc < 0)
+		return rc;
+	struct module *same =
+	        m->build_id_len ? sym_module_by_build_id(s, m->build_id, m->build_id_len) : NULL;
+	if (same) {
+		/* The same file under another path or inode. */
+		sym_module_free(m);
+		m = same;
+	} else {
+		m->next = s->modules;
+		s->modules = m;
+		s->stats.modules++;
+		if (s->hooks.module && m->is_elf)
+			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id,
+			                m->build_id_len);
+	}
+
+	fe = calloc(1, sizeof(*fe));
+	if (!fe)
+		return -ENOMEM;
+	fe->dev = dev;
+	fe->ino = ino;
+	fe->mod = m;
+	fe->next = s->files[b];
+	s->files[b] = fe;
+	*out = m;
+	return 0;
+}
+
+/* The vDSO is the same image in every process: symbolize it from our own
+ * copy, written to a memfd so libdwfl can read it as a file. */
+struct module *sym_vdso_module(struct symbolize *s)
+{
+	if (s->vdso_tried)
+		return s->vdso;
+	s->vdso_tried = true;
+
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	FILE *f = fopen("/proc/self/maps", "re");
+	uint64_t size = 0;
+	char line[512];
+	if (!base || !f) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, e;
+		if (sscanf(line, "%lx-%lx", &a, &e) == 2 && a == base) {
+			size = e - a;
+			break;
+		}
+	}
+	fclose(f);
+	if (!size)
+		return NULL;
+
+	int fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (write(fd, (const void *)base, size) != (ssize_t)size) {
+		close(fd);
+		return NULL;
+	}
+	struct module *m;
+	if (sym_module_new("[vdso]", fd, &m) < 0)
+		return NULL;
+	m->next = s->modules;
+	s->modules = m;
+	s->vdso = m;
+	if (s->hooks.module && m->is_elf)
+		s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id, m->build_id_len);
+	return m;
+}
+
+/* Whether the debug file open on fd belongs to mod: the same GNU build id
+ * when mod has one, else the CRC-32 that .gnu_debuglink names. */
+static bool debug_file_matches(Dwfl_Module *mod, int fd, GElf_Word crc)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int blen = dwfl_module_build_id(mod, &bits, &vaddr);
+	bool ok = false;
+
+	if (blen > 0) {
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		const void *dbits;
+		ssize_t dlen = elf ? dwelf_elf_gnu_build_id(elf, &dbits) : -1;
+		ok = dlen == blen && memcmp(dbits, bits, (size_t)blen) == 0;
+		if (elf)
+			elf_end(elf);
+		return ok;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0)
+		return false;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return false;
+	ok = crc32(0, map, (uInt)st.st_size) == crc;
+	munmap(map, (size_t)st.st_size);
+	return ok;
+}
+
+/* libdwfl's standard debug-file search (the build id under
+ * /usr/lib/debug/.build-id, then .gnu_debuglink's file in the file's
+ * directory, its .debug/ and the same directory under /usr/lib/debug),
+ * without its last step, asking debuginfod servers: that step dlopens
+ * libdebuginfod and libcurl (some 25 libraries) and starts a client per
+ * module even when no server is configured, which cost 10 ms of the
+ * collector's start-up.  With DEBUGINFOD_URLS set, the standard search
+ * runs, debuginfod included. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                          const char *file_name, const char *debuglink, GElf_Word crc,
+                          char **debuginfo_file_name)
+{
+	static int use_debuginfod = -1;
+	if (use_debuginfod < 0) {
+		const char *urls = getenv("DEBUGINFOD_URLS");
+		use_debuginfod = urls && *urls;
+	}
+	if (use_debuginfod)
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+		                                    debuglink, crc, debuginfo_file_name);
+
+	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
+	                                      crc, debuginfo_file_name);
+	if (fd >= 0 || !debuglink || !*debuglink || !file_name || file_name[0] != '/')
+		return fd;
+	const char *slash = strrchr(file_name, '/');
+	int dlen = (int)(slash - file_name);
+	static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char *path;
+		if (asprintf(&path, forms[i], dlen, file_name, debuglink) < 0)
+			return -1;
+		if (strcmp(path, file_name) != 0) { /* not the file itself */
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0 && debug_file_matches(mod, fd, crc)) {
+				*debuginfo_file_name = path;
+				return fd;
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+		free(path);
+	}
+	errno = ENOENT;
+	return -1;
+}
+
+/* Opens the libdwfl session of a module at its first lookup. */
+static void module_open_dwfl(struct module *m)
+{
+	static char *debuginfo_path = NULL; /* the default search path */
+	static const Dwfl_Callbacks callbacks = {
+	        .find_elf = dwfl_build_id_find_elf,
+	        .find_debuginfo = find_debuginfo,
+	        .debuginfo_path = &debuginfo_path,
+	};
+
+	m->dwfl_tried = true;
+	if (!m->is_elf || m->fd < 0)
+		return;
+	m->dwfl = dwfl_begin(&callbacks);
+	if (!m->dwfl)
+		return;
+	dwfl_report_begin(m->dwfl);
+	/* Placed at its own p_vaddr (bias 0): lookups use ELF addresses. */
+	m->dmod = dwfl_report_elf(m->dwfl, m->path, m->path, m->fd, 0, true);
+	if (m->dmod)
+		m->fd = -1; /* consumed by libdwfl */
+	dwfl_report_end(m->dwfl, NULL, NULL);
+}
+
+static int msym_cmp(const void *a, const void *b)
+{
+	const struct msym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return (int)y->rank - (int)x->rank; /* preferred binding first */
+	/* then, as perf's choose_best_symbol: fewer leading underscores,
+	 * then the longer name */
+	size_t ux = strspn(x->name, "_"), uy = strspn(y->name, "_");
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	size_t lx = strlen(x->name), ly = strlen(y->name);
+	return lx > ly ? -1 : lx < ly;
+}
+
+/* Copies the function symbols of the module's symbol table (or of the
+ * debug file libdwfl found for it) into a sorted array, so that each
+ * lookup is a binary search rather than libdwfl's scan of every symbol. */
+static Elf_Scn *section_named(Elf *elf, size_t shstrndx, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		if (gelf_getshdr(scn, sh) && (name = elf_strptr(elf, shstrndx, sh->sh_name)) &&
+		    strcmp(name, want) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/* Names the PLT entries "NAME@plt", as perf does, from .rela.plt: on
+ * x86-64 entry i of .plt.sec (with IBT), else entry i + 1 of .plt, calls
+ * the function of relocation i.  Appends to m->syms, which has room for
+ * `room` more.  The PLT has no symbols of its own, so without these its
+ * addresses took the name of whatever sizeless symbol came before. */
+static int module_plt_syms(struct module *m, size_t room)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(m->dmod, &bias);
+	GElf_Shdr rsh, psh, ssh, dsh;
+	size_t shstrndx;
+	Elf_Scn *rscn, *pscn, *dscn;
+	Elf_Data *rd, *dd;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) < 0 ||
+	    !(rscn = section_named(elf, shstrndx, ".rela.plt", &rsh)) || rsh.sh_type != SHT_RELA ||
+	    !rsh.sh_entsize)
+		return 0;
+	uint64_t plt;
+	if (section_named(elf, shstrndx, ".plt.sec", &ssh))
+		plt = ssh.sh_addr;
+	else if ((pscn = section_named(elf, shstrndx, ".plt", &psh)))
+		plt = psh.sh_addr + 16;
+	else
+		return 0;
+	if (!(dscn = elf_getscn(elf, rsh.sh_link)) || !gelf_getshdr(dscn, &dsh) ||
+	    !(rd = elf_getdata(rscn, NULL)) || !(dd = elf_getdata(dscn, NULL)))
+		return 0;
+	size_t n = rsh.sh_size / rsh.sh_entsize, len = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t at = 0, k = 0;
+		for (size_t i = 0; i < n && k < room; i++) {
+			GElf_Rela rel;
+			GElf_Sym sym;
+			const char *name;
+			if (!gelf_getrela(rd, (int)i, &rel) || !GELF_R_SYM(rel.r_info) ||
+			    !gelf_getsym(dd, (int)GELF_R_SYM(rel.r_info), &sym) ||
+			    !(name = elf_strptr(elf, dsh.sh_link, sym.st_name)) || !*name)
+				continue;
+			if (pass == 0) {
+				len += strlen(name) + sizeof("@plt");
+				continue;
+			}
+			char *dst = m->plt_names + at;
+			at += (size_t)sprintf(dst, "%s@plt", name) + 1;
+			m->syms[m->nsyms++] = (struct msym){
+			        .addr = plt + 16 * i + bias, .size = 16, .name = dst, .rank = 0};
+			k++;
+		}
+		if (pass == 0 && (!len || !(m->plt_names = malloc(len))))
+			return len ? -ENOMEM : 0;
+	}
+	return 0;
+}
+
+static int module_load_syms(struct module *m)
+{
+	int n = dwfl_module_getsymtab(m->dmod);
+	size_t plt_room = 4096;
+	if (n < 1)
+		n = 1;
+	m->syms = calloc((size_t)n + plt_room, sizeof(*m->syms));
+	if (!m->syms)
+		return -ENOMEM;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name =
+		        dwfl_module_getsym_info(m->dmod, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF || !addr)
+			continue;
+		if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+			continue;
+		int bind = GELF_ST_BIND(sym.st_info);
+		m->syms[m->nsyms++] = (struct msym){
+		        .addr = addr,
+		        .size = sym.st_size,
+		        .name = name,
+		        .rank = bind == STB_GLOBAL ? 2
+		                : bind == STB_WEAK ? 0
+		                                   : 1,
+		};
+	}
+	int rc = module_plt_syms(m, plt_room);
+	if (rc < 0)
+		return rc;
+	qsort(m->syms, m->nsyms, sizeof(*m->syms), msym_cmp);
+	return 0;
+}
+
+/* The symbol holding vaddr: the nearest one at or below it whose size
+ * covers it (a few below are looked at, for enclosing symbols), else the
+ * nearest sizeless one.  NULL when none. */
+static const char *module_find_sym(const struct module *m, uint64_t vaddr)
+{
+	size_t lo = 0, hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	/* Start at the first entry of the run at that address: entries of
+	 * one address are sorted by preferred binding. */
+	size_t i = lo - 1;
+	while (i > 0 && m->syms[i - 1].addr == m->syms[i].addr)
+		i--;
+	const char *sizeless = NULL;
+	for (size_t k = i, seen = 0; k < lo && seen < 16; k++, seen++) {
+		const struct msym *y = &m->syms[k];
+		if (y->size && vaddr < y->addr + y->size)
+			return y->name;
+		if (!y->size && !sizeless)
+			sizeless = y->name;
+	}
+	for (size_t k = i, seen = 0; k-- > 0 && seen < 16; seen++) {
+		const struct msym *y = &m->syms[k];
+		if (y->size && vaddr < y->addr + y->size)
+			return y->name;
+		if (!y->size && !sizeless)
+			sizeless = y->name;
+	}
+	return sizeless;
+}
+
+static int cache_grow(struct module *m)
+{
+	size_t ncap = m->cache_cap ? m->cache_cap * 2 : 256;
+	struct symres *n = calloc(ncap, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cache_cap; i++) {
+		struct symres *r = &m->cache[i];
+		if (!r->addr)
+			continue;
+		size_t j = (size_t)(r->addr * 0x9e3779b97f4a7c15ull) & (ncap - 1);
+		while (n[j].addr)
+			j = (j + 1) & (ncap - 1);
+		n[j] = *r;
+	}
+	free(m->cache);
+	m->cache = n;
+	m->cache_cap = ncap;
+	return 0;
+}
+
+static int module_inlines(struct symbolize *s, struct module *m, struct symres *r);
+
+/* Resolves a non-zero ELF virtual address of a module, through its
+ * cache (0 marks free slots). */
+int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out)
+{
+	int rc;
+
+	if (m->cache_used * 2 >= m->cache_cap) {
+		rc = cache_grow(m);
+		if (rc < 0)
+			return rc;
+	}
+	size_t j = (size_t)(vaddr * 0x9e3779b97f4a7c15ull) & (m->cache_cap - 1);
+	while (m->cache[j].addr) {
+		if (m->cache[j].addr == vaddr) {
+			*out = &m->cache[j];
+			return 0;
+		}
+		j = (j + 1) & (m->cache_cap - 1);
+	}
+	s->stats.lookups++;
+
+	struct symres r = {.addr = vaddr, .kind = STORE_FRAME_USER};
+	const char *name = NULL;
+	if (!m->dwfl_tried) {
+		module_open_dwfl(m);
+		if (m->dmod) {
+			rc = module_load_syms(m);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	if (m->dmod) {
+		name = module_find_sym(m, vaddr);
+		/* file:line needs the DWARF (often compressed): only on
+		 * request, it costs more than the symbol itself. */
+		Dwfl_Line *l = s->lines ? dwfl_module_getsrc(m->dmod, vaddr) : NULL;
+		int lineno = 0;
+		const char *file = l ? dwfl_lineinfo(l, NULL, &lineno, NULL, NULL, NULL) : NULL;
+		if (file) {
+			r.file = strdup(file);
+			if (!r.file)
+				return -ENOMEM;
+			r.line = lineno > 0 ? (uint32_t)lineno : 0;
+		}
+	}
+	if (name && *name && s->perf_names) {
+		r.name = symbolize_name_perf(name);
+	} else if (name && *name) {
+		/* "memcpy@@GLIBC_2.14": the symbol version is not part of
+		 * the function's name. */
+		char *at = strchr(name, '@');
+		if (at && at != name && strcmp(at, "@plt") != 0) {
+			char *bare = strndup(name, (size_t)(at - name));
+			r.name = bare ? symbolize_name(bare) : NULL;
+			free(bare);
+		} else {
+			r.name = symbolize_name(name);
+		}
+	} else {
+		r.name = strdup(m->sym_unknown_name);
+		r.kind = STORE_FRAME_UNKNOWN;
+	}
+	if (!r.name) {
+		free(r.file);
+		return -ENOMEM;
+	}
+	if (s->inlines && m->dmod && r.kind == STORE_FRAME_USER) {
+		rc = module_inlines(s, m, &r);
+		if (rc < 0) {
+			free(r.name);
+			free(r.file);
+			symres_free_inl(&r);
+			return rc;
+		}
+	}
+	m->cache[j] = r;
+	m->cache_used++;
+	*out = &m->cache[j];
+	return 0;
+}
+
+/* The source file of a DW_AT_call_file index of cu, or NULL. */
+static const char *call_file(Dwarf_Die *cu, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word idx;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	if (!dwarf_attr(die, DW_AT_call_file, &attr) || dwarf_formudata(&attr, &idx) != 0 ||
+	    dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || idx >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+static uint32_t call_line(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word line;
+	if (!dwarf_attr(die, DW_AT_call_line, &attr) || dwarf_formudata(&attr, &line) != 0)
+		return 0;
+	return line <= UINT32_MAX ? (uint32_t)line : 0;
+}
+
+/* "NAME_[i]" for an inlined subroutine: its linkage name demangled when
+ * it has one (C++'s qualified names), else its DW_AT_name, through
+ * DW_AT_abstract_origin.  Returns a malloc'd string or NULL (ENOMEM, or
+ * a DIE without a name, which is then "[unknown]_[i]"). */
+static char *inline_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *raw = NULL;
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		raw = dwarf_formstring(&attr);
+	if (!raw)
+		raw = dwarf_diename(die);
+	char *name = symbolize_name(raw ? raw : sym_unknown_name);
+	if (!name)
+		return NULL;
+	size_t n = strlen(name);
+	char *out = realloc(name, n + sizeof("_[i]"));
+	if (!out) {
+		free(name);
+		return NULL;
+	}
+	memcpy(out + n, "_[i]", sizeof("_[i]"));
+	return out;
+}
+
+/* Fills r->inl with the functions inlined at r->addr, outermost first,
+ * from the module's DWARF (none without it).  With s->lines, each frame
+ * gets the line it is at: the concrete function and every inlined one
+ * but the innermost are at the call site of the next one in, and the
+ * innermost keeps the line table's answer, already in r->file/line.
+ * Returns 0 or -ENOMEM. */
+static int module_inlines(struct symbolize *s, struct module *m, struct symres *r)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(m->dmod, r->addr, &bias);
+	Dwarf_Die *scopes = NULL;
+	int nscopes, rc = 0;
+
+	if (!cu || (nscopes = dwarf_getscopes(cu, r->addr - bias, &scopes)) <= 0)
+		return 0;
+	/* scopes[0] is the innermost; the inlined ones end at the concrete
+	 * function (DW_TAG_subprogram). */
+	int k = 0;
+	while (k < nscopes && k < UINT16_MAX && dwarf_tag(&scopes[k]) != DW_TAG_subprogram)
+		k++;
+	int ninl = 0;
+	for (int i = 0; i < k; i++)
+		ninl += dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine;
+	if (ninl == 0)
+		goto out;
+	r->inl = calloc((size_t)ninl, sizeof(*r->inl));
+	if (!r->inl) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	char *inner_file = r->file;
+	uint32_t inner_line = r->line;
+	struct inl *outer = NULL; /* the frame whose line a call site gives */
+	r->file = NULL;
+	r->line = 0;
+	for (int i = k; i-- > 0;) {
+		Dwarf_Die *die = &scopes[i];
+		if (dwarf_tag(die) != DW_TAG_inlined_subroutine)
+			continue;
+		struct inl *in = &r->inl[r->ninl++];
+		in->name = inline_name(die);
+		if (!in->name) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (!s->lines)
+			continue;
+		const char *file = call_file(cu, die);
+		char **dst = outer ? &outer->file : &r->file;
+		*dst = file ? strdup(file) : NULL;
+		if (file && !*dst) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (outer)
+			outer->line = call_line(die);
+		else
+			r->line = call_line(die);
+		outer = in;
+	}
+	if (rc == 0 && outer) {
+		outer->file = inner_file;
+		outer->line = inner_line;
+	} else {
+		free(inner_file);
+	}
+out:
+	free(scopes);
+	return rc;
+}
+
+/* File offset -> ELF virtual address through the PT_LOAD headers. */
+bool sym_module_vaddr(const struct module *m, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < m->nsegs; i++) {
+		const struct segment *g = &m->segs[i];
+		if (off >= g->offset && off < g->offset + g->filesz) {
+			*vaddr = off - g->offset + g->vaddr;
+			return true;
+		}
+	}
+	return false;
+}

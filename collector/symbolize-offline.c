@@ -1,0 +1,361 @@
+/*
+ * symbolize-offline.c — the symbolizer's offline processes: mappings described by a profile (perf.data,
+ * gperftools) rather than read from /proc.  See
+ * symbolize-internal.h for how the parts fit.
+ */
+#include "symbolize-internal.h"
+
+/* ---- offline processes (perf.data, gperftools profiles) ---------------- */
+
+/* Opens f read-only; true when it is an ELF file whose GNU build id is
+ * bid (any ELF file when bid_len is 0).  *fd is the open file then. */
+static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *fd)
+{
+	*fd = open(f, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return false;
+	Elf *elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	bool ok = elf && elf_kind(elf) == ELF_K_ELF;
+	if (ok && bid_len) {
+		const void *got;
+		ssize_t n = dwelf_elf_gnu_build_id(elf, &got);
+		ok = n == (ssize_t)bid_len && memcmp(got, bid, bid_len) == 0;
+	}
+	if (elf)
+		elf_end(elf);
+	if (!ok) {
+		close(*fd);
+		*fd = -1;
+	}
+	return ok;
+}
+
+/* The file for (path, build id) as symbolize_offline_find() says; *fd is
+ * open on it.  Returns the malloc'd path, or NULL. */
+static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
+                          const char *binary_path, int *fd)
+{
+	char *hex = bid_len ? sym_hex_of(bid, bid_len) : NULL;
+	const char *base = sym_base_of(path);
+	char *cand = NULL;
+
+	*fd = -1;
+	if (bid_len && !hex)
+		return NULL;
+	for (const char *d = binary_path; d && *d;) {
+		size_t dl = strcspn(d, ":");
+		for (int k = 0; k < 3; k++) {
+			int n = k == 0 ? (hex ? asprintf(&cand, "%.*s/%s/%s", (int)dl, d, hex, base)
+			                      : -2)
+			        : k == 1 ? asprintf(&cand, "%.*s/%s", (int)dl, d, path)
+			                 : asprintf(&cand, "%.*s/%s", (int)dl, d, base);
+			if (n == -2)
+				continue;
+			if (n < 0) {
+				free(hex);
+				return NULL;
+			}
+			if (offline_try(cand, bid, bid_len, fd))
+				goto found;
+			free(cand);
+			cand = NULL;
+		}
+		d += dl;
+		d += *d == ':';
+	}
+	if (hex) {
+		const char *home = getenv("HOME");
+		for (int k = 0; k < 2; k++) {
+			int n = k == 0 ? (home ? asprintf(&cand, "%s/.debug/.build-id/%.2s/%s/elf",
+			                                  home, hex, hex + 2)
+			                       : -2)
+			               : asprintf(&cand, "/usr/lib/debug/.build-id/%.2s/%s.debug",
+			                          hex, hex + 2);
+			if (n == -2)
+				continue;
+			if (n < 0) {
+				free(hex);
+				return NULL;
+			}
+			if (offline_try(cand, bid, bid_len, fd))
+				goto found;
+			free(cand);
+			cand = NULL;
+		}
+	}
+	if (path[0] == '/' && offline_try(path, bid, bid_len, fd)) {
+		cand = strdup(path);
+		if (cand)
+			goto found;
+		close(*fd);
+		*fd = -1;
+	}
+	free(hex);
+	return NULL;
+found:
+	free(hex);
+	return cand;
+}
+
+char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t build_id_len,
+                             const char *binary_path)
+{
+	int fd;
+	char *f = offline_open(path, build_id, build_id_len, binary_path, &fd);
+
+	if (fd >= 0)
+		close(fd);
+	return f;
+}
+
+/* The module of (path, build id): one already open with that build id
+ * (or that file), else the file found and opened now; NULL when none
+ * can be found.  Returns 0 or -ENOMEM. */
+static int offline_module_find(struct symbolize *s, const char *path, const uint8_t *bid,
+                               size_t bid_len, const char *binary_path, struct module **out);
+static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
+                        struct module **out);
+
+/* The (path, build id) key of offline_tab, in a malloc'd buffer. */
+static char *offline_key(const char *path, const uint8_t *bid, size_t bid_len, size_t *len,
+                         uint64_t *h)
+{
+	size_t pl = strlen(path);
+	char *k = malloc(pl + 1 + bid_len);
+	if (!k)
+		return NULL;
+	memcpy(k, path, pl + 1);
+	if (bid_len)
+		memcpy(k + pl + 1, bid, bid_len);
+	*len = pl + 1 + bid_len;
+	uint64_t x = 1469598103934665603ull;
+	for (size_t i = 0; i < *len; i++)
+		x = (x ^ (uint8_t)k[i]) * 1099511628211ull;
+	*h = x ? x : 1;
+	return k;
+}
+
+/* The module (or stub) for (path, build id), found once and then kept in
+ * offline_tab.  Returns 0 or -ENOMEM. */
+static int offline_module(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
+                          const char *binary_path, struct module **out)
+{
+	size_t klen;
+	uint64_t h;
+	char *key = offline_key(path, bid, bid_len, &klen, &h);
+	int rc;
+
+	if (!key)
+		return -ENOMEM;
+	if ((s->offline_n + 1) * 2 > s->offline_mask + 1) {
+		size_t ncap = s->offline_tab ? (s->offline_mask + 1) * 2 : 256;
+		struct offline_ent *nt = calloc(ncap, sizeof(*nt));
+		if (!nt) {
+			free(key);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; s->offline_tab && i <= s->offline_mask; i++) {
+			if (!s->offline_tab[i].h)
+				continue;
+			size_t j = s->offline_tab[i].h & (ncap - 1);
+			while (nt[j].h)
+				j = (j + 1) & (ncap - 1);
+			nt[j] = s->offline_tab[i];
+		}
+		free(s->offline_tab);
+		s->offline_tab = nt;
+		s->offline_mask = ncap - 1;
+	}
+	size_t j = h & s->offline_mask;
+	for (; s->offline_tab[j].h; j = (j + 1) & s->offline_mask) {
+		struct offline_ent *e = &s->offline_tab[j];
+		if (e->h == h && e->key_len == klen && memcmp(e->key, key, klen) == 0) {
+			free(key);
+			*out = e->mod;
+			return 0;
+		}
+	}
+	rc = offline_module_find(s, path, bid, bid_len, binary_path, out);
+	if (rc == 0 && !*out)
+		rc = offline_stub(s, path, bid, bid_len, out);
+	if (rc < 0) {
+		free(key);
+		return rc;
+	}
+	s->offline_tab[j] = (struct offline_ent){h, key, klen, *out};
+	s->offline_n++;
+	return 0;
+}
+
+static int offline_module_find(struct symbolize *s, const char *path, const uint8_t *bid,
+                               size_t bid_len, const char *binary_path, struct module **out)
+{
+	struct stat st;
+	int fd;
+
+	*out = bid_len ? sym_module_by_build_id(s, bid, bid_len) : NULL;
+	if (*out)
+		return 0;
+	char *found = offline_open(path, bid, bid_len, binary_path, &fd);
+	if (!found)
+		return 0;
+	free(found);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return 0;
+	}
+	size_t b = (size_t)(((unsigned long long)st.st_dev * 31u + st.st_ino) % FILE_BUCKETS);
+	for (struct file_ent *fe = s->files[b]; fe; fe = fe->next) {
+		if (fe->dev == (unsigned long long)st.st_dev &&
+		    fe->ino == (unsigned long long)st.st_ino) {
+			close(fd);
+			*out = fe->mod;
+			return 0;
+		}
+	}
+	struct module *m;
+	int rc = sym_module_new(path, fd, &m);
+	if (rc < 0)
+		return rc == -ENOMEM ? rc : 0;
+	struct module *same =
+	        m->build_id_len ? sym_module_by_build_id(s, m->build_id, m->build_id_len) : NULL;
+	if (same) {
+		sym_module_free(m);
+		m = same;
+	} else {
+		m->next = s->modules;
+		s->modules = m;
+		s->stats.modules++;
+		if (s->hooks.module && m->is_elf)
+			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id,
+			                m->build_id_len);
+	}
+	struct file_ent *fe = calloc(1, sizeof(*fe));
+	if (!fe)
+		return -ENOMEM;
+	fe->dev = (unsigned long long)st.st_dev;
+	fe->ino = (unsigned long long)st.st_ino;
+	fe->mod = m;
+	fe->next = s->files[b];
+	s->files[b] = fe;
+	*out = m;
+	return 0;
+}
+
+/* A module for a file that cannot be found: no symbols, so every address
+ * in it is "[basename]", as perf script shows such a file, and its
+ * frames keep the path and the recorded build id.  One per (path, build
+ * id), on the module list so that symbolize_free() frees it. */
+static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
+                        struct module **out)
+{
+	for (struct module *m = s->modules; m; m = m->next) {
+		if (m->fd < 0 && !m->is_elf && !m->dwfl && strcmp(m->path, path) == 0 &&
+		    m->build_id_len == bid_len &&
+		    (!bid_len || memcmp(m->build_id, bid, bid_len) == 0)) {
+			*out = m;
+			return 0;
+		}
+	}
+	struct module *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->fd = -1;
+	m->dwfl_tried = true;
+	m->path = strdup(path);
+	if (asprintf(&m->sym_unknown_name, "[%s]", sym_base_of(path)) < 0)
+		m->sym_unknown_name = NULL;
+	m->build_id = bid_len ? malloc(bid_len) : NULL;
+	if (!m->path || !m->sym_unknown_name || (bid_len && !m->build_id)) {
+		sym_module_free(m);
+		return -ENOMEM;
+	}
+	if (bid_len)
+		memcpy(m->build_id, bid, bid_len);
+	m->build_id_len = bid_len;
+	m->next = s->modules;
+	s->modules = m;
+	*out = m;
+	return 0;
+}
+
+int symbolize_offline_process(struct symbolize *s, pid_t pid, const char *binary)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->binary = strdup(binary);
+	p->build_id_hex = strdup("");
+	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0) {
+		sym_proc_free(p);
+		return -ENOMEM;
+	}
+	for (char *c = p->binary; *c; c++)
+		if (*c == ' ')
+			*c = '_';
+	/* Never read again from /proc: the recording is all there is. */
+	p->maps_read = INT64_MAX;
+	struct proc **pp = sym_proc_slot(s, pid);
+	if (*pp) {
+		p->next = (*pp)->next;
+		sym_proc_free(*pp);
+	}
+	*pp = p;
+	s->stats.processes++;
+	return 0;
+}
+
+int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end,
+                          uint64_t pgoff, const char *path, const uint8_t *build_id,
+                          size_t build_id_len, const char *binary_path)
+{
+	struct proc *p = sym_proc_find(s, pid);
+	int rc;
+
+	if (end <= start)
+		return 0;
+	if (!p) {
+		rc = symbolize_offline_process(s, pid, sym_base_of(path));
+		if (rc < 0)
+			return rc;
+		p = sym_proc_find(s, pid);
+	}
+	struct mapping mp = {.start = start, .end = end, .pgoff = pgoff};
+	if (path[0] == '/') {
+		rc = offline_module(s, path, build_id, build_id_len, binary_path, &mp.mod);
+		if (rc < 0)
+			return rc;
+	} else if (strcmp(path, "[vdso]") == 0) {
+		mp.mod = sym_vdso_module(s);
+		if (!mp.mod)
+			mp.special = "[[vdso]]";
+	}
+	if (mp.mod && !p->nmaps && mp.mod->build_id_len &&
+	    strcmp(sym_base_of(path), p->binary) == 0) {
+		char *hex = sym_hex_of(mp.mod->build_id, mp.mod->build_id_len);
+		if (!hex)
+			return -ENOMEM;
+		free(p->build_id_hex);
+		p->build_id_hex = hex;
+	}
+
+	/* Drop what the new mapping covers, then insert it in order. */
+	size_t o = 0;
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].end <= start || p->maps[i].start >= end)
+			p->maps[o++] = p->maps[i];
+	p->nmaps = o;
+	struct mapping *nm = realloc(p->maps, (p->nmaps + 1) * sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	p->maps = nm;
+	size_t at = p->nmaps;
+	while (at > 0 && p->maps[at - 1].start > start)
+		at--;
+	memmove(p->maps + at + 1, p->maps + at, (p->nmaps - at) * sizeof(*nm));
+	p->maps[at] = mp;
+	p->nmaps++;
+	return 0;
+}

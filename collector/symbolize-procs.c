@@ -1,0 +1,539 @@
+/*
+ * symbolize-procs.c — the symbolizer's process snapshots: executable mappings read with PROCMAP_QUERY
+ * (or /proc/PID/maps), forks and execs, the unwinder hooks, JIT perf maps.  See
+ * symbolize-internal.h for how the parts fit.
+ */
+#include "symbolize-internal.h"
+
+/* ---- processes ---------------------------------------------------------- */
+
+static void proc_clear_jit(struct proc *p)
+{
+	for (size_t i = 0; i < p->njit; i++)
+		free(p->jit[i].name);
+	free(p->jit);
+	p->jit = NULL;
+	p->njit = 0;
+}
+
+void sym_proc_free(struct proc *p)
+{
+	if (!p)
+		return;
+	sym_proc_free(p->before);
+	proc_clear_jit(p);
+	free(p->maps);
+	free(p->binary);
+	free(p->build_id_hex);
+	free(p->jit_path);
+	free(p->jit_unknown);
+	free(p);
+}
+
+struct proc **sym_proc_slot(const struct symbolize *s, pid_t pid)
+{
+	struct proc *const *pp = &s->procs[(unsigned)pid % PROC_BUCKETS];
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return (struct proc **)pp;
+}
+
+struct proc *sym_proc_find(const struct symbolize *s, pid_t pid)
+{
+	return *sym_proc_slot(s, pid);
+}
+
+/* p's mappings as the unwinder sees them, into out[0..p->nmaps). */
+static void proc_export(const struct proc *p, struct symbolize_map *out)
+{
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const struct mapping *mp = &p->maps[i];
+		uint64_t vaddr;
+		out[i] = (struct symbolize_map){.start = mp->start, .end = mp->end};
+		if (mp->mod && mp->mod->is_elf && sym_module_vaddr(mp->mod, mp->pgoff, &vaddr)) {
+			out[i].module = mp->mod;
+			out[i].bias = mp->start - vaddr;
+		}
+	}
+}
+
+int symbolize_maps(const struct symbolize *s, pid_t pid, struct symbolize_map **maps, size_t *n)
+{
+	const struct proc *p = sym_proc_find(s, pid);
+	if (!p)
+		return -ESRCH;
+	*maps = calloc(p->nmaps ? p->nmaps : 1, sizeof(**maps));
+	if (!*maps)
+		return -ENOMEM;
+	proc_export(p, *maps);
+	*n = p->nmaps;
+	return 0;
+}
+
+void symbolize_set_hooks(struct symbolize *s, const struct symbolize_hooks *h)
+{
+	if (h)
+		s->hooks = *h;
+	else
+		memset(&s->hooks, 0, sizeof(s->hooks));
+}
+
+static void notify_process(struct symbolize *s, const struct proc *p)
+{
+	struct symbolize_map small[64], *maps = small;
+
+	if (!s->hooks.process)
+		return;
+	if (p->nmaps > sizeof(small) / sizeof(small[0])) {
+		maps = calloc(p->nmaps, sizeof(*maps));
+		if (!maps)
+			return; /* the unwinder falls back to frame pointers */
+	}
+	proc_export(p, maps);
+	s->hooks.process(s->hooks.ctx, p->pid, maps, p->nmaps);
+	if (maps != small)
+		free(maps);
+}
+
+/* Puts p in the table, replacing (and freeing) an older snapshot. */
+void sym_proc_install(struct symbolize *s, struct proc *p)
+{
+	struct proc **pp = sym_proc_slot(s, p->pid);
+	if (*pp) {
+		p->next = (*pp)->next;
+		if (!p->gen && !p->before) {
+			/* A re-read of the same program: same generation. */
+			p->gen = (*pp)->gen;
+			p->before = (*pp)->before;
+			(*pp)->before = NULL;
+		}
+		sym_proc_free(*pp);
+	} else {
+		p->next = NULL;
+	}
+	*pp = p;
+	s->stats.processes++;
+	notify_process(s, p);
+}
+
+char *sym_hex_of(const uint8_t *b, size_t n)
+{
+	char *h = malloc(n * 2 + 1);
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		snprintf(h + i * 2, 3, "%02x", b[i]);
+	h[n * 2] = '\0';
+	return h;
+}
+
+int sym_proc_names(struct proc *p)
+{
+	if (asprintf(&p->jit_path, "/tmp/perf-%d.map", (int)p->pid) < 0) {
+		p->jit_path = NULL;
+		return -ENOMEM;
+	}
+	if (asprintf(&p->jit_unknown, "[perf-%d.map]", (int)p->pid) < 0) {
+		p->jit_unknown = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->binary = strdup(from->binary);
+	p->build_id_hex = strdup(from->build_id_hex);
+	p->maps = calloc(from->nmaps ? from->nmaps : 1, sizeof(*p->maps));
+	if (!p->binary || !p->build_id_hex || !p->maps || sym_proc_names(p) < 0) {
+		sym_proc_free(p);
+		return -ENOMEM;
+	}
+	memcpy(p->maps, from->maps, from->nmaps * sizeof(*p->maps));
+	p->nmaps = from->nmaps;
+	p->maps_read = from->maps_read;
+	*out = p;
+	return 0;
+}
+
+/* Name of a process without an executable: its comm, spaces as '_'. */
+static int read_comm(pid_t pid, char **out)
+{
+	char path[64], buf[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int err = errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -err : -ESRCH;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	for (char *c = buf; *c; c++)
+		if (*c == ' ')
+			*c = '_';
+	*out = strdup(buf);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Adds one executable mapping to p (name: a path, "[vdso]", or "" for
+ * anonymous memory). */
+static int proc_add_map(struct symbolize *s, struct proc *p, size_t *cap, uint64_t start,
+                        uint64_t end, uint64_t pgoff, unsigned long long dev,
+                        unsigned long long ino, char *name)
+{
+	char *del = strstr(name, " (deleted)");
+	if (del && del[10] == '\0')
+		*del = '\0';
+	if (p->nmaps == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct mapping *n = realloc(p->maps, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->maps = n;
+		*cap = ncap;
+	}
+	struct mapping *mp = &p->maps[p->nmaps];
+	*mp = (struct mapping){.start = start, .end = end, .pgoff = pgoff};
+	if (name[0] == '/' && ino != 0) {
+		int rc = sym_module_get(s, p->pid, start, end, name, dev, ino, &mp->mod);
+		if (rc == -ENOMEM)
+			return rc;
+		/* unreadable file: shown as [unknown] */
+		if (!mp->mod)
+			mp->special = sym_unknown_name;
+	} else if (strcmp(name, "[vdso]") == 0) {
+		mp->mod = sym_vdso_module(s);
+		if (!mp->mod)
+			mp->special = "[[vdso]]";
+	} else {
+		mp->special = NULL; /* anonymous: JIT code or unknown */
+	}
+	p->nmaps++;
+	return 0;
+}
+
+/* PROCMAP_QUERY (Linux 6.11, <linux/fs.h>), declared here for older
+ * headers. */
+struct flamefs_procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define FLAMEFS_PROCMAP_QUERY          _IOWR('f', 17, struct flamefs_procmap_query)
+#define FLAMEFS_PROCMAP_QUERY_VMA_EXEC 0x04
+#define FLAMEFS_PROCMAP_QUERY_OR_NEXT  0x10
+
+/* Reads p's executable mappings with the PROCMAP_QUERY ioctl: the kernel
+ * walks to each executable mapping and names only those, where reading
+ * /proc/PID/maps formats every mapping (four times as many) as text.
+ * Returns -ENOTTY (or -EINVAL) when the kernel lacks it, before touching
+ * p. */
+static int proc_query_maps(struct symbolize *s, struct proc *p, int fd)
+{
+	static char name[PATH_MAX];
+	uint64_t addr = 0;
+	size_t cap = 0;
+
+	for (;;) {
+		struct flamefs_procmap_query q = {
+		        .size = sizeof(q),
+		        .query_flags =
+		                FLAMEFS_PROCMAP_QUERY_VMA_EXEC | FLAMEFS_PROCMAP_QUERY_OR_NEXT,
+		        .query_addr = addr,
+		        .vma_name_addr = (uint64_t)(uintptr_t)name,
+		        .vma_name_size = sizeof(name),
+		};
+		/* ENOENT: no more; ESRCH: no mappings left (a zombie), as the
+		 * text would be empty. */
+		if (ioctl(fd, FLAMEFS_PROCMAP_QUERY, &q) < 0)
+			return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+		if (!q.vma_name_size)
+			name[0] = '\0';
+		unsigned long long dev = ((unsigned long long)q.dev_major << 20) | q.dev_minor;
+		int rc = proc_add_map(s, p, &cap, q.vma_start, q.vma_end, q.vma_offset, dev,
+		                      q.inode, name);
+		if (rc < 0)
+			return rc;
+		if (q.vma_end <= addr)
+			return -EINVAL; /* no progress: give up on the ioctl */
+		addr = q.vma_end;
+	}
+}
+
+static int proc_read_maps(struct symbolize *s, struct proc *p)
+{
+	static bool no_query; /* PROCMAP_QUERY failed once: text only */
+	char path[64], line[4096 + 128];
+	size_t cap = 0;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	if (!no_query) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		rc = proc_query_maps(s, p, fd);
+		close(fd);
+		if (rc != -ENOTTY && rc != -EINVAL && rc != -EOPNOTSUPP)
+			return rc;
+		no_query = true; /* older kernel: the text below from now on */
+		p->nmaps = 0;
+		rc = 0;
+	}
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		/* "start-end perms pgoff major:minor inode   name" */
+		uint64_t start, end, pgoff, major, minor, ino;
+		const char *c = line;
+		if (!scan_hex(&c, &start) || !scan_char(&c, '-') || !scan_hex(&c, &end) ||
+		    !scan_char(&c, ' '))
+			continue;
+		const char *perms = c;
+		while (*c && *c != ' ')
+			c++;
+		if (!memchr(perms, 'x', (size_t)(c - perms)))
+			continue;
+		skip_spaces(&c);
+		if (!scan_hex(&c, &pgoff) || !scan_char(&c, ' ') || !scan_hex(&c, &major) ||
+		    !scan_char(&c, ':') || !scan_hex(&c, &minor) || !scan_char(&c, ' ') ||
+		    !scan_dec(&c, &ino))
+			continue;
+		skip_spaces(&c);
+		char *name = line + (c - line);
+		name[strcspn(name, "\n")] = '\0';
+		unsigned long long dev = ((unsigned long long)major << 20) | minor;
+		rc = proc_add_map(s, p, &cap, start, end, pgoff, dev, ino, name);
+		if (rc < 0)
+			break;
+	}
+	fclose(f);
+	return rc;
+}
+
+int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
+{
+	char path[64], exe[PATH_MAX];
+	struct proc *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->maps_read = mono_ns();
+	rc = sym_proc_names(p);
+	if (rc < 0)
+		goto fail;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n < 0) {
+		rc = -errno;
+		if (rc != -ENOENT)
+			goto fail;
+		/* A kernel thread (no executable), or gone. */
+		rc = read_comm(pid, &p->binary);
+		if (rc < 0)
+			goto fail;
+		exe[0] = '\0';
+	} else {
+		exe[n] = '\0';
+		char *del = strstr(exe, " (deleted)");
+		if (del && del[10] == '\0')
+			*del = '\0';
+		p->binary = strdup(sym_base_of(exe));
+		if (!p->binary) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+
+	rc = proc_read_maps(s, p);
+	if (rc < 0)
+		goto fail;
+
+	/* The version is the executable's build id. */
+	const struct module *em = NULL;
+	for (size_t i = 0; exe[0] && i < p->nmaps; i++)
+		if (p->maps[i].mod && strcmp(p->maps[i].mod->path, exe) == 0)
+			em = p->maps[i].mod;
+	if (!em && exe[0]) {
+		for (size_t i = 0; i < p->nmaps; i++)
+			if (p->maps[i].mod &&
+			    strcmp(sym_base_of(p->maps[i].mod->path), p->binary) == 0)
+				em = p->maps[i].mod;
+	}
+	p->build_id_hex = em ? sym_hex_of(em->build_id, em->build_id_len) : strdup("");
+	if (!p->build_id_hex) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	sym_proc_free(p);
+	return rc;
+}
+
+int symbolize_snapshot(struct symbolize *s, pid_t pid, pid_t parent)
+{
+	struct proc *p = NULL;
+	int rc = sym_proc_snapshot(s, pid, &p);
+
+	if (rc == -ENOENT || rc == -ESRCH) {
+		const struct proc *pp = parent ? sym_proc_find(s, parent) : NULL;
+		if (!pp)
+			return -ESRCH;
+		rc = sym_proc_copy(pp, pid, &p);
+		if (rc < 0)
+			return rc;
+		s->stats.inherited++;
+	} else if (rc < 0) {
+		return rc;
+	} else if (p->nmaps == 0) {
+		/* A zombie has no mappings left: keep what was seen alive. */
+		const struct proc *old = sym_proc_find(s, pid);
+		if (old && old->nmaps) {
+			sym_proc_free(p);
+			return 0;
+		}
+	}
+	sym_proc_install(s, p);
+	return 0;
+}
+
+bool symbolize_known(const struct symbolize *s, pid_t pid)
+{
+	return sym_proc_find(s, pid) != NULL;
+}
+
+/* The snapshot of pid at generation gen (see symbolize_user_gen). */
+struct proc *sym_proc_find_gen(const struct symbolize *s, pid_t pid, uint32_t gen)
+{
+	struct proc *p = sym_proc_find(s, pid);
+	if (p && p->gen != gen && p->before && p->before->gen == gen)
+		return p->before;
+	return p;
+}
+
+int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen, const char **binary,
+                          const char **build_id_hex)
+{
+	const struct proc *p = sym_proc_find_gen(s, pid, gen);
+	if (!p)
+		return -ESRCH;
+	*binary = p->binary;
+	*build_id_hex = p->build_id_hex;
+	return 0;
+}
+
+int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
+                      const char **build_id_hex)
+{
+	const struct proc *p = sym_proc_find(s, pid);
+	if (!p)
+		return -ESRCH;
+	*binary = p->binary;
+	*build_id_hex = p->build_id_hex;
+	return 0;
+}
+
+/* ---- JIT perf maps ------------------------------------------------------ */
+
+static int jit_cmp(const void *a, const void *b)
+{
+	const struct jit_sym *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* (Re)reads /tmp/perf-PID.map when it grew since the last read.  JIT
+ * runtimes append to it, and it outlives the process. */
+int sym_jit_load(struct proc *p)
+{
+	struct stat st;
+	int64_t now = mono_ns();
+
+	/* Looked at a moment ago: a missing map stays missing for a while,
+	 * and an existing one is looked at again only on a miss. */
+	if (p->jit_checked &&
+	    now - p->jit_checked < (p->jit_exists ? JIT_RECHECK_NS / 3 : JIT_RECHECK_NS))
+		return 0;
+	p->jit_checked = now;
+	int fd = open(p->jit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (p->jit_exists && st.st_size == p->jit_size)) {
+		close(fd);
+		return 0;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	proc_clear_jit(p);
+	p->jit_exists = true;
+	p->jit_size = st.st_size;
+
+	char *line = NULL;
+	size_t lcap = 0, cap = 0;
+	int rc = 0;
+	while (getline(&line, &lcap, f) > 0) {
+		unsigned long long start, size;
+		int at = 0;
+		if (sscanf(line, "%llx %llx %n", &start, &size, &at) < 2 || !at)
+			continue;
+		char *name = line + at;
+		name[strcspn(name, "\n")] = '\0';
+		if (p->njit == cap) {
+			cap = cap ? cap * 2 : 256;
+			struct jit_sym *n = realloc(p->jit, cap * sizeof(*n));
+			if (!n) {
+				rc = -ENOMEM;
+				break;
+			}
+			p->jit = n;
+		}
+		char *nm = symbolize_name(name);
+		if (!nm) {
+			rc = -ENOMEM;
+			break;
+		}
+		p->jit[p->njit++] = (struct jit_sym){start, size, nm};
+	}
+	free(line);
+	fclose(f);
+	if (p->njit)
+		qsort(p->jit, p->njit, sizeof(*p->jit), jit_cmp);
+	return rc;
+}
+
+const struct jit_sym *sym_jit_find(const struct proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->njit;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->jit[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct jit_sym *j = &p->jit[lo - 1];
+	return addr < j->start + j->size ? j : NULL;
+}
