@@ -61,8 +61,12 @@ hr=$(find "$mnt/$bin/$version" -type d -name handle_request | head -n 1)
 rel=${hr#"$work/"}
 step ls "$rel"
 ls "$hr"
-step cat mnt/$bin/$version/total "$rel/hash_body/total" "$rel/parse_headers/total"
-cat "$mnt/$bin/$version/total" "$hr/hash_body/total" "$hr/parse_headers/total"
+# handle_request's callees as sampled this time (a short recording can
+# miss the lightest one, parse_headers).
+kids=()
+for k in hash_body parse_headers; do [ -e "$hr/$k/total" ] && kids+=("$k/total"); done
+step cat mnt/$bin/$version/total "${kids[@]/#/$rel/}"
+cat "$mnt/$bin/$version/total" "${kids[@]/#/$hr/}"
 step head -5 mnt/$bin/$version/folded
 head -5 "$mnt/$bin/$version/folded"
 step flamefs-top -n 5 mnt/$bin/$version

@@ -83,7 +83,8 @@ else
 		! grep -q 'sudo was called' <<<"$out"; then
 		ok "as root without sudo: the demo runs to its end"
 	else
-		bad "as root without sudo: the demo: exit $rc: $(tail -c 500 <<<"$out")"
+		bad "as root without sudo: the demo: exit $rc; its last lines:"
+		tail -n 25 <<<"$out" | cat -v
 	fi
 fi
 
