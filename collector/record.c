@@ -945,8 +945,8 @@ static int run(struct recorder *r, const struct options *o)
 			n += snprintf(evs + n, sizeof(evs) - (size_t)n, "%s%s", n ? "," : "",
 			              record_events[i].arg);
 	if (o->ev_flags[PROFILE_EV_CPU])
-		fprintf(stderr, PROG ": recording %s at %u Hz on %d CPUs; Ctrl-C stops\n", evs,
-		        o->freq, r->nlinks);
+		fprintf(stderr, PROG ": recording at %u Hz on %d CPUs (%s); Ctrl-C stops\n",
+		        o->freq, r->nlinks, evs);
 	else
 		fprintf(stderr, PROG ": recording %s; Ctrl-C stops\n", evs);
 	if (o->all) {
