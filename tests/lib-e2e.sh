@@ -34,3 +34,21 @@ e2e_setup() {
 	failures=0
 	trap e2e_cleanup EXIT
 }
+
+# e2e_need_bpf [RECORD OPTIONS...]: a 0.3 s recording of `true` (with the
+# options, e.g. -e cpu,offcpu) into $tmp/probe; prints a SKIP line and exits
+# 77 where BPF sampling cannot work here, fails the test on any other error.
+# Needs $collect.
+e2e_need_bpf() {
+	if "$collect" record --store "$tmp/probe" -d 0.3 "$@" -- true 2>"$tmp/probe.err"; then
+		return 0
+	fi
+	if grep -qE "needs CAP_BPF|cannot load the BPF|cannot open the BPF|perf_event_open|cannot attach|no BPF sampler|has no " \
+		"$tmp/probe.err"; then
+		echo "SKIP: BPF sampling unavailable here: $(head -1 "$tmp/probe.err")"
+		exit 77
+	fi
+	echo "FAIL - a 0.3 s recording of 'true' failed:"
+	cat "$tmp/probe.err"
+	exit 1
+}

@@ -24,16 +24,7 @@ e2e_setup events
 ddir=$(mktemp -d /var/tmp/flamefs-events.XXXXXX)
 e2e_on_exit() { rm -rf "$ddir"; }
 
-if ! "$collect" record --store "$tmp/probe" -d 0.3 -e cpu,offcpu -- true 2>"$tmp/probe.err"; then
-	if grep -qE "needs CAP_BPF|cannot load the BPF|cannot open the BPF|perf_event_open|cannot attach|no BPF sampler|has no " \
-		"$tmp/probe.err"; then
-		echo "SKIP: BPF events unavailable here: $(head -1 "$tmp/probe.err")"
-		exit 77
-	fi
-	echo "FAIL - a 0.3 s recording of 'true' failed:"
-	cat "$tmp/probe.err"
-	exit 1
-fi
+e2e_need_bpf -e cpu,offcpu
 
 # ---- refusals ---------------------------------------------------------------------
 "$collect" record --store "$tmp/r" -e cpu,bogus -- true 2>"$tmp/bogus.err"

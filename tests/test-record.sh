@@ -28,16 +28,7 @@ e2e_on_exit() {
 }
 
 # ---- can BPF load here? -----------------------------------------------------
-if ! "$collect" record --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then
-	if grep -qE "needs CAP_BPF|cannot load the BPF|cannot open the BPF|perf_event_open|cannot attach|no BPF sampler" \
-		"$tmp/probe.err"; then
-		echo "SKIP: BPF sampling unavailable here: $(head -1 "$tmp/probe.err")"
-		exit 77
-	fi
-	echo "FAIL - a 0.3 s recording of 'true' failed:"
-	cat "$tmp/probe.err"
-	exit 1
-fi
+e2e_need_bpf
 
 # ---- helpers ------------------------------------------------------------------
 # weight STORE REGEX: summed weight of the folded lines matching REGEX.
