@@ -4,7 +4,8 @@
  * may be "." or "..", may collide with the view's own file names, and may
  * be longer than NAME_MAX.  view_escape() percent-encodes the bytes a
  * directory name cannot or should not hold, encodes the first byte of
- * names that would be hidden or reserved, and shortens long names with a
+ * names that would be hidden, reserved or taken for the view's own '@'
+ * directories, and shortens long names with a
  * stable hash suffix.  view_unescape() reverses it.  See fs/README.md for
  * the rule as users see it.
  */
@@ -19,9 +20,10 @@
 
 static const char hexdigits[] = "0123456789ABCDEF";
 
-/* Names a frame must not take verbatim because the view uses them. */
+/* Names a frame must not take verbatim because the view uses them (the
+ * files of call-tree and diff directories, and @diff's regressions). */
 static const char *const reserved[] = {
-        "folded", "self", "total", "pprof", "name",
+        "folded", "self", "total", "pprof", "name", "flame.svg", "callgrind", "regressions",
 };
 
 static bool is_reserved(const char *name, size_t len)
@@ -63,7 +65,9 @@ size_t view_escape(const char *name, size_t len, int flags, char out[VIEW_NAME_M
 		out[1] = '\0';
 		return 1;
 	}
-	first_escaped = name[0] == '.' || is_reserved(name, len);
+	/* '.' would hide the name (or be "." or ".."); '@' starts the view's
+	 * own directories (@last, @range, @diff, @functions). */
+	first_escaped = name[0] == '.' || name[0] == '@' || is_reserved(name, len);
 	for (i = 0; i < len && o <= VIEW_NAME_MAX; i++) {
 		unsigned char c = (unsigned char)name[i];
 

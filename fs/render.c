@@ -85,13 +85,29 @@ static int render_number(struct view_buf *out, uint64_t v)
 	return view_buf_append(out, tmp, (size_t)(e - tmp));
 }
 
+/* "A B\n" for a diff tree's self or total. */
+static int render_pair(struct view_buf *out, uint64_t a, uint64_t b)
+{
+	char tmp[48];
+	char *e = put_u64(tmp, a);
+
+	*e++ = ' ';
+	e = put_u64(e, b);
+	*e++ = '\n';
+	return view_buf_append(out, tmp, (size_t)(e - tmp));
+}
+
 int view_render_self(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
+	if (t->base)
+		return render_pair(out, t->base[node].self_weight, t->nodes[node].self_weight);
 	return render_number(out, t->nodes[node].self_weight);
 }
 
 int view_render_total(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
+	if (t->base)
+		return render_pair(out, t->base[node].total_weight, t->nodes[node].total_weight);
 	return render_number(out, t->nodes[node].total_weight);
 }
 
@@ -109,11 +125,17 @@ int view_render_name(const struct view_tree *t, uint32_t node, struct view_buf *
 
 static uint64_t self_size(const struct view_tree *t, uint32_t node)
 {
+	if (t->base)
+		return 2 + view_digits(t->base[node].self_weight) +
+		       view_digits(t->nodes[node].self_weight);
 	return 1 + view_digits(t->nodes[node].self_weight);
 }
 
 static uint64_t total_size(const struct view_tree *t, uint32_t node)
 {
+	if (t->base)
+		return 2 + view_digits(t->base[node].total_weight) +
+		       view_digits(t->nodes[node].total_weight);
 	return 1 + view_digits(t->nodes[node].total_weight);
 }
 
@@ -164,6 +186,20 @@ static void put_name(const struct view_tree *t, uint32_t n, char *path)
 	memcpy(path + v->path_len - s->len, t->arena + s->off, s->len);
 }
 
+/* Writes the counts that end node n's folded line, " W" (" A B" in a
+ * diff tree), and the newline; returns the end. */
+static char *put_line_counts(const struct view_tree *t, uint32_t n, char *o)
+{
+	*o++ = ' ';
+	if (t->base) {
+		o = put_u64(o, t->base[n].self_weight);
+		*o++ = ' ';
+	}
+	o = put_u64(o, t->nodes[n].self_weight);
+	*o++ = '\n';
+	return o;
+}
+
 /* Appends the subtree's lines in depth-first order, children in name
  * order.  `out` must have room for folded_bytes more bytes. */
 static int folded_dfs(const struct view_tree *t, uint32_t node, struct view_buf *out)
@@ -191,12 +227,10 @@ static int folded_dfs(const struct view_tree *t, uint32_t node, struct view_buf 
 	uint32_t n = node;
 	for (;;) {
 		const struct vnode *v = &t->nodes[n];
-		if (v->self_weight > 0) {
+		if (vnode_has_line(t, n)) {
 			memcpy(o, path, v->path_len);
 			o += v->path_len;
-			*o++ = ' ';
-			o = put_u64(o, v->self_weight);
-			*o++ = '\n';
+			o = put_line_counts(t, n, o);
 		}
 		/* Find the next node to visit. */
 		for (;;) {
@@ -253,7 +287,7 @@ struct kframe {
 
 /* The key of item `it` below `parent`: name, then the suffix in suf. */
 static const char *item_key(const struct view_tree *t, uint32_t parent, uint32_t it, size_t *len,
-                            char suf[24], size_t *suf_len)
+                            char suf[48], size_t *suf_len)
 {
 	uint32_t c = t->kids[t->nodes[parent].first_kid + it / 2];
 	const struct vstr *s = &t->strs[vnode_frame(t, c)->name];
@@ -263,8 +297,7 @@ static const char *item_key(const struct view_tree *t, uint32_t parent, uint32_t
 		suf[0] = ';';
 		*suf_len = 1;
 	} else {
-		suf[0] = ' ';
-		*suf_len = (size_t)(put_u64(suf + 1, t->nodes[c].self_weight) - suf);
+		*suf_len = (size_t)(put_line_counts(t, c, suf) - suf) - 1; /* no newline */
 	}
 	return t->arena + s->off;
 }
@@ -278,7 +311,7 @@ struct kctx {
 static int cmp_item(const void *a, const void *b, void *ctx)
 {
 	const struct kctx *k = ctx;
-	char sa[24], sb[24];
+	char sa[48], sb[48];
 	size_t la, lb, sla, slb;
 	const char *na = item_key(k->t, k->parent, *(const uint32_t *)a, &la, sa, &sla);
 	const char *nb = item_key(k->t, k->parent, *(const uint32_t *)b, &lb, sb, &slb);
@@ -337,12 +370,10 @@ static int folded_keyed(const struct view_tree *t, uint32_t node, struct view_bu
 	}
 	for (uint32_t a = node; a != VIEW_ROOT; a = t->nodes[a].parent)
 		put_name(t, a, path);
-	if (t->nodes[node].self_weight > 0 && node != VIEW_ROOT) {
+	if (vnode_has_line(t, node) && node != VIEW_ROOT) {
 		memcpy(o, path, t->nodes[node].path_len);
 		o += t->nodes[node].path_len;
-		*o++ = ' ';
-		o = put_u64(o, t->nodes[node].self_weight);
-		*o++ = '\n';
+		o = put_line_counts(t, node, o);
 	}
 	uint32_t n = node;
 	for (;;) {
@@ -370,8 +401,9 @@ static int folded_keyed(const struct view_tree *t, uint32_t node, struct view_bu
 		struct kframe *f = &stack[depth++];
 		*f = (struct kframe){n, nitems, 0, 0};
 		for (uint32_t i = 0; i < v->nkids; i++) {
-			const struct vnode *c = &t->nodes[t->kids[v->first_kid + i]];
-			if (c->self_weight > 0)
+			uint32_t ci = t->kids[v->first_kid + i];
+			const struct vnode *c = &t->nodes[ci];
+			if (vnode_has_line(t, ci))
 				items[nitems + f->nitems++] = 2 * i;
 			if (c->nkids > 0)
 				items[nitems + f->nitems++] = 2 * i + 1;
@@ -402,9 +434,7 @@ static int folded_keyed(const struct view_tree *t, uint32_t node, struct view_bu
 			}
 			memcpy(o, path, t->nodes[c].path_len);
 			o += t->nodes[c].path_len;
-			*o++ = ' ';
-			o = put_u64(o, t->nodes[c].self_weight);
-			*o++ = '\n';
+			o = put_line_counts(t, c, o);
 		}
 	}
 done:
@@ -750,6 +780,14 @@ static void pp_main_mapping_first(struct pp *pp, uint32_t binary)
 	}
 }
 
+/* Does node n become a pprof sample (non-zero counts, in either version
+ * of a diff)? */
+static bool has_sample(const struct view_tree *t, uint32_t n)
+{
+	return t->nodes[n].self_weight || t->nodes[n].self_samples ||
+	       (t->base && (t->base[n].self_weight || t->base[n].self_samples));
+}
+
 int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	Perftools__Profiles__Profile prof;
@@ -789,7 +827,7 @@ int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf 
 	}
 	depth = 0;
 	stack[depth++] = (struct dfs){node, 0};
-	if (t->nodes[node].self_weight || t->nodes[node].self_samples)
+	if (has_sample(t, node))
 		sampled[nsampled++] = node;
 	while (depth > 0) {
 		struct dfs *top = &stack[depth - 1];
@@ -799,7 +837,7 @@ int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf 
 			continue;
 		}
 		uint32_t n = t->kids[tv->first_kid + top->next++];
-		if (t->nodes[n].self_weight || t->nodes[n].self_samples)
+		if (has_sample(t, n))
 			sampled[nsampled++] = n;
 		r = dfs_push(&stack, &depth, &cap, n);
 		if (r < 0)
@@ -850,6 +888,11 @@ int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf 
 		s->value = valpool + 2 * i;
 		s->value[0] = clamp64(v->self_samples);
 		s->value[1] = clamp64(v->self_weight);
+		if (t->base) {
+			/* A diff: B - A, as pprof -diff_base shows it. */
+			s->value[0] -= clamp64(t->base[sampled[i]].self_samples);
+			s->value[1] -= clamp64(t->base[sampled[i]].self_weight);
+		}
 		s->n_value = 2;
 		psamples[i] = s;
 	}
@@ -912,5 +955,17 @@ const struct view_file view_files[] = {
         {"total", view_render_total, total_size},
         {"pprof", view_render_pprof, NULL},
         {"name", view_render_name, name_size},
+        {"flame.svg", view_render_flame_svg, NULL},
+        {"callgrind", view_render_callgrind, NULL},
 };
 const size_t view_file_count = sizeof(view_files) / sizeof(view_files[0]);
+
+const struct view_file view_diff_files[] = {
+        {"folded", view_render_folded, view_folded_size},
+        {"self", view_render_self, self_size},
+        {"total", view_render_total, total_size},
+        {"pprof", view_render_pprof, NULL},
+        {"name", view_render_name, name_size},
+        {"flame.svg", view_render_flame_svg, NULL},
+};
+const size_t view_diff_file_count = sizeof(view_diff_files) / sizeof(view_diff_files[0]);

@@ -61,6 +61,17 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	return 0;
 }
 
+/* Like grow(), with the new elements zeroed. */
+static int grow_zeroed(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	uint32_t old = *cap;
+	int r = grow(p, cap, need, elem);
+
+	if (r == 0 && *cap > old)
+		memset((char *)*p + (size_t)old * elem, 0, (size_t)(*cap - old) * elem);
+	return r;
+}
+
 /* ---- strings ---------------------------------------------------------- */
 
 static int stab_rehash(struct builder *b, uint32_t size)
@@ -377,6 +388,15 @@ static int finish(struct view_tree *t)
 		                             &p->total_samples))))
 			return -EOVERFLOW;
 	}
+	for (n = t->base ? t->nnodes : 0; n-- > 0;) {
+		struct vbase *v = &t->base[n];
+		v->total_weight += v->self_weight;
+		v->total_samples += v->self_samples;
+		if (n > 0) {
+			t->base[t->nodes[n].parent].total_weight += v->total_weight;
+			t->base[t->nodes[n].parent].total_samples += v->total_samples;
+		}
+	}
 	/* Path lengths top-down, then folded sizes bottom-up. */
 	for (n = 1; n < t->nnodes; n++) {
 		struct vnode *v = &t->nodes[n];
@@ -389,7 +409,10 @@ static int finish(struct view_tree *t)
 	}
 	for (n = t->nnodes; n-- > 1;) {
 		struct vnode *v = &t->nodes[n];
-		if (v->self_weight > 0)
+		if (t->base && vnode_has_line(t, n))
+			v->folded_bytes += v->path_len + 3 + view_digits(t->base[n].self_weight) +
+			                   view_digits(v->self_weight);
+		else if (v->self_weight > 0)
 			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
 		t->nodes[v->parent].folded_bytes += v->folded_bytes;
 	}
@@ -428,6 +451,181 @@ static int finish(struct view_tree *t)
 		}
 	}
 	return 0;
+}
+
+/* ---- deriving trees from trees ---------------------------------------- */
+
+struct view_builder {
+	struct builder b;
+	struct {
+		const struct view_tree *t;
+		uint32_t *map; /* source frame -> local frame, or VIEW_NONE */
+	} src[2];
+	uint32_t *frame_of_name; /* local name string -> local frame + 1 */
+	uint32_t frame_of_name_cap;
+	uint32_t base_cap;
+};
+
+int view_builder_new(const char *event, const char *unit, uint32_t nodes_hint,
+                     struct view_builder **out)
+{
+	struct view_builder *vb = calloc(1, sizeof(*vb));
+	struct view_tree *t;
+	struct store_frame empty = {0};
+	uint32_t sid, root_frame, csize = 1024;
+	int r;
+
+	*out = NULL;
+	if (!vb)
+		return -ENOMEM;
+	while (csize < (uint64_t)nodes_hint * 2 && csize < (1u << 24))
+		csize *= 2;
+	vb->b.t = t = calloc(1, sizeof(*t));
+	vb->b.stab = calloc(1024, sizeof(*vb->b.stab));
+	vb->b.ctab = calloc(csize, sizeof(*vb->b.ctab));
+	if (!t || !vb->b.stab || !vb->b.ctab)
+		goto nomem;
+	vb->b.stab_mask = 1023;
+	vb->b.ctab_mask = csize - 1;
+	t->event = strdup(event ? event : "");
+	t->unit = strdup(unit ? unit : "");
+	if (!t->event || !t->unit)
+		goto nomem;
+	if ((r = intern(&vb->b, "", 0, &sid)) < 0 ||
+	    (r = add_frame(&vb->b, &empty, &root_frame)) < 0 ||
+	    (r = grow((void **)&t->nodes, &t->nodes_cap, 1, sizeof(*t->nodes))) < 0)
+		goto fail;
+	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
+	t->nodes[0].frame = root_frame;
+	t->nnodes = 1;
+	*out = vb;
+	return 0;
+nomem:
+	r = -ENOMEM;
+fail:
+	view_builder_free(vb);
+	return r;
+}
+
+void view_builder_free(struct view_builder *vb)
+{
+	if (!vb)
+		return;
+	view_tree_free(vb->b.t);
+	free(vb->b.stab);
+	free(vb->b.ctab);
+	for (int i = 0; i < 2; i++)
+		free(vb->src[i].map);
+	free(vb->frame_of_name);
+	free(vb);
+}
+
+int view_builder_frame(struct view_builder *vb, const struct view_tree *src, uint32_t src_frame,
+                       uint32_t *out)
+{
+	struct view_tree *t = vb->b.t;
+	int i, r;
+
+	for (i = 0; i < 2 && vb->src[i].t != src; i++)
+		if (!vb->src[i].t) {
+			vb->src[i].map = malloc((size_t)(src->nframes ? src->nframes : 1) *
+			                        sizeof(*vb->src[i].map));
+			if (!vb->src[i].map)
+				return -ENOMEM;
+			memset(vb->src[i].map, 0xff,
+			       (size_t)src->nframes * sizeof(*vb->src[i].map));
+			vb->src[i].t = src;
+			break;
+		}
+	if (i == 2 || src_frame >= src->nframes)
+		return -EINVAL;
+	if (vb->src[i].map[src_frame] != VIEW_NONE) {
+		*out = vb->src[i].map[src_frame];
+		return 0;
+	}
+	const struct vframe *f = &src->frames[src_frame];
+	uint32_t name;
+	r = intern(&vb->b, vstr_ptr(src, f->name), src->strs[f->name].len, &name);
+	if (r < 0)
+		return r;
+	r = grow_zeroed((void **)&vb->frame_of_name, &vb->frame_of_name_cap, t->nstrs,
+	                sizeof(*vb->frame_of_name));
+	if (r < 0)
+		return r;
+	if (vb->frame_of_name[name] != 0) {
+		*out = vb->src[i].map[src_frame] = vb->frame_of_name[name] - 1;
+		return 0;
+	}
+	struct store_frame sf = {
+	        .name = vstr_ptr(src, f->name),
+	        .name_len = src->strs[f->name].len,
+	        .module = vstr_ptr(src, f->module),
+	        .module_len = src->strs[f->module].len,
+	        .build_id = (const uint8_t *)vstr_ptr(src, f->build_id),
+	        .build_id_len = src->strs[f->build_id].len,
+	        .file = vstr_ptr(src, f->file),
+	        .file_len = src->strs[f->file].len,
+	        .line = f->line,
+	        .kind = f->kind,
+	};
+	uint32_t frame;
+	r = add_frame(&vb->b, &sf, &frame);
+	if (r < 0)
+		return r;
+	/* add_frame may have interned more strings: grow the map again. */
+	r = grow_zeroed((void **)&vb->frame_of_name, &vb->frame_of_name_cap, t->nstrs,
+	                sizeof(*vb->frame_of_name));
+	if (r < 0)
+		return r;
+	vb->frame_of_name[t->frames[frame].name] = frame + 1;
+	*out = vb->src[i].map[src_frame] = frame;
+	return 0;
+}
+
+int view_builder_child(struct view_builder *vb, uint32_t parent, uint32_t frame, uint32_t *out)
+{
+	return get_child(&vb->b, parent, frame, out);
+}
+
+void view_builder_add(struct view_builder *vb, uint32_t node, uint64_t samples, uint64_t weight)
+{
+	vb->b.t->nodes[node].self_samples += samples;
+	vb->b.t->nodes[node].self_weight += weight;
+}
+
+/* Grows the base counts to at least `need` nodes, zeroed. */
+static int base_grow(struct view_builder *vb, uint32_t need)
+{
+	return grow_zeroed((void **)&vb->b.t->base, &vb->base_cap, need, sizeof(*vb->b.t->base));
+}
+
+int view_builder_add_base(struct view_builder *vb, uint32_t node, uint64_t samples, uint64_t weight)
+{
+	int r = base_grow(vb, vb->b.t->nnodes);
+
+	if (r < 0)
+		return r;
+	vb->b.t->base[node].self_samples += samples;
+	vb->b.t->base[node].self_weight += weight;
+	return 0;
+}
+
+int view_builder_finish(struct view_builder *vb, struct view_tree **out)
+{
+	struct view_tree *t = vb->b.t;
+	int r = 0;
+
+	*out = NULL;
+	if (t->base)
+		r = base_grow(vb, t->nnodes);
+	if (r == 0)
+		r = finish(t);
+	if (r == 0) {
+		*out = t;
+		vb->b.t = NULL;
+	}
+	view_builder_free(vb);
+	return r;
 }
 
 /* ---- public API ------------------------------------------------------- */
@@ -605,6 +803,7 @@ void view_tree_free(struct view_tree *t)
 	if (!t)
 		return;
 	free(t->nodes);
+	free(t->base);
 	free(t->kids);
 	free(t->ltab);
 	free(t->frames);
@@ -628,6 +827,7 @@ uint32_t view_tree_node_count(const struct view_tree *t)
 size_t view_tree_memory(const struct view_tree *t)
 {
 	return sizeof(*t) + (size_t)t->nodes_cap * sizeof(*t->nodes) +
+	       (t->base ? (size_t)t->nnodes * sizeof(*t->base) : 0) +
 	       (size_t)t->nnodes * sizeof(*t->kids) + (size_t)t->frames_cap * sizeof(*t->frames) +
 	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap +
 	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0);

@@ -42,8 +42,17 @@ struct vnode {
  * counts, is in no child list and no lookup table. */
 #define VNODE_HIDDEN 1u
 
+/* The counts of the other version in a diff tree (see diff.c). */
+struct vbase {
+	uint64_t self_weight, self_samples;
+	uint64_t total_weight, total_samples;
+};
+
 struct view_tree {
 	struct vnode *nodes;
+	/* NULL, or for a diff tree one per node: version A's counts, while
+	 * `nodes` holds version B's. */
+	struct vbase *base;
 	uint32_t nnodes, nodes_cap;
 	uint32_t *kids;
 	struct vframe *frames;
@@ -84,6 +93,41 @@ static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32
  * else 1. */
 int view_sibling_order_breaks(const struct view_tree *t, const uint32_t *kids, uint32_t i,
                               uint32_t nkids);
+
+/* ---- deriving trees from trees (functions.c, diff.c) ------------------ */
+
+/* Builds a tree node by node, the way view_tree_build() builds one from
+ * the store: children are found or created by (parent, name), counts are
+ * added to a node's self, and view_builder_finish() computes totals,
+ * sizes and sorted child lists.  Node 0 is the frameless root. */
+struct view_builder;
+
+/* `nodes_hint` sizes the tables (0 for small).  On success *out is owned
+ * by the caller: finish it or free it. */
+int view_builder_new(const char *event, const char *unit, uint32_t nodes_hint,
+                     struct view_builder **out);
+void view_builder_free(struct view_builder *b); /* accepts NULL */
+/* A frame of the new tree with the attributes of frame `src_frame` of tree
+ * `src` (at most two source trees per builder).  Frames with the same
+ * name share one node name, so one call per source frame suffices. */
+int view_builder_frame(struct view_builder *b, const struct view_tree *src, uint32_t src_frame,
+                       uint32_t *out);
+/* The child of `parent` with the name of `frame`, created if new. */
+int view_builder_child(struct view_builder *b, uint32_t parent, uint32_t frame, uint32_t *out);
+/* Adds to a node's self counts.  _base adds to the other version's counts
+ * and makes the tree a diff tree. */
+void view_builder_add(struct view_builder *b, uint32_t node, uint64_t samples, uint64_t weight);
+int view_builder_add_base(struct view_builder *b, uint32_t node, uint64_t samples, uint64_t weight);
+/* Finishes the tree into *out (the caller owns it) and frees the builder,
+ * also on failure. */
+int view_builder_finish(struct view_builder *b, struct view_tree **out);
+
+/* True when node n of a tree has a folded line (a self count, in either
+ * version of a diff tree). */
+static inline bool vnode_has_line(const struct view_tree *t, uint32_t n)
+{
+	return t->nodes[n].self_weight > 0 || (t->base && t->base[n].self_weight > 0);
+}
 
 /* Number of decimal digits of v. */
 static inline unsigned view_digits(uint64_t v)

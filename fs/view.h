@@ -141,6 +141,23 @@ int view_render_name(const struct view_tree *t, uint32_t node, struct view_buf *
  * unit "nanoseconds" for cpu-clock/task-clock; else the event and unit). */
 int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
+/* An interactive flame graph (SVG 1.1 with an embedded script: click to
+ * zoom, a search box, tooltips), the one flamegraph.pl draws from this
+ * node's `folded` file: the ancestors as full-width frames at the bottom,
+ * then the subtree, frame widths proportional to total weight; frames
+ * narrower than 0.1% of the width are left out (their weight stays in
+ * their parent's width).  Colours are stable by name and kind.  A diff
+ * tree's flame graph is differential: widths by version B, red where a
+ * frame's share of the total grew from A to B, blue where it shrank. */
+int view_render_flame_svg(const struct view_tree *t, uint32_t node, struct view_buf *out);
+/* The subtree in callgrind's profile format (callgrind_annotate,
+ * kcachegrind): one function per frame name with its self cost, and call
+ * edges whose costs make each function's inclusive cost (self + calls)
+ * equal the weight of the stacks that contain it, counted once per stack.
+ * Stacks are full paths from the top root, as in `folded`.  Two events:
+ * the weight and the samples. */
+int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_buf *out);
+
 /* The exact size view_render_folded() would produce, without rendering. */
 uint64_t view_folded_size(const struct view_tree *t, uint32_t node);
 
@@ -153,6 +170,96 @@ struct view_file {
 };
 extern const struct view_file view_files[];
 extern const size_t view_file_count;
+
+/* ---- version diffs (diff.c) ---------------------------------------- */
+
+/* Builds the union tree of subtree `anode` of `a` (version A, the base)
+ * and subtree `bnode` of `b` (version B): the two subtree roots become one
+ * child of the new root, named like bnode (both VIEW_ROOT: the roots
+ * themselves are merged), and below it nodes merge by name.  Every node
+ * has B's counts (view_node_counts()) and A's (view_node_base_counts()).
+ * In a diff tree, folded lines are "stack A B" (what difffolded.pl
+ * prints; a line where either self weight is non-zero), `self` and
+ * `total` are "A B", pprof's values are B - A (as pprof -diff_base
+ * shows them), and flame.svg is differential.  `a` and `b` are only read
+ * during the call; *out is owned by the caller (view_tree_free()). */
+int view_diff_build(const struct view_tree *a, uint32_t anode, const struct view_tree *b,
+                    uint32_t bnode, struct view_tree **out);
+bool view_tree_is_diff(const struct view_tree *t);
+/* Version A's counts of a diff tree's node; zeroes in other trees. */
+void view_node_base_counts(const struct view_tree *t, uint32_t node, struct view_counts *c);
+/* The nodes of a diff subtree whose share of their version's total grew
+ * by at least 0.1 percentage points, biggest growth first, one per line:
+ * "+12.3% bin;a;b".  A node whose growth is all in one of its callees is
+ * left out for that callee (sto's findRegressions).  Share is a node's
+ * total weight over the subtree root's, in A and in B.  Nothing for a
+ * tree that is not a diff tree. */
+int view_render_regressions(const struct view_tree *t, uint32_t node, struct view_buf *out);
+
+/* The files of a diff directory, in listing order (like view_files). */
+extern const struct view_file view_diff_files[];
+extern const size_t view_diff_file_count;
+
+/* ---- the function view (functions.c) --------------------------------- */
+
+/* One tree's functions: every distinct frame name below the binary level
+ * in the subtree of a node, with its self and total weight, and the
+ * trees of its callers and callees.  Built once, read-only after; it
+ * refers to the tree, which must outlive it. */
+struct view_functions;
+
+/* Indexes the subtree of `node` (usually a version root, the binary
+ * node).  *out is owned by the caller (view_functions_free()). */
+int view_functions_build(const struct view_tree *t, uint32_t node, struct view_functions **out);
+void view_functions_free(struct view_functions *fx); /* accepts NULL */
+uint32_t view_functions_count(const struct view_functions *fx);
+/* The i-th function, in bytewise name order.  Owned by the tree. */
+const char *view_functions_name(const struct view_functions *fx, uint32_t i, size_t *len);
+/* The index of the function named name[0..len), VIEW_NONE if none. */
+uint32_t view_functions_find(const struct view_functions *fx, const char *name, size_t len);
+/* self: weight and samples of the stacks the function is the leaf of;
+ * total: of the stacks that contain it, each counted once however often
+ * the function recurses in it. */
+void view_functions_counts(const struct view_functions *fx, uint32_t i, struct view_counts *c);
+/* The callers tree: its root's only child is the function (total = the
+ * function's total), below it the function's callers, their callers and
+ * so on up to the binary, taken from the function's innermost occurrence
+ * in each stack (so the recursive calls show as the function calling
+ * itself).  A stack ends at its binary, so the function's children's
+ * totals add up to its total.  *out is owned by the caller. */
+int view_functions_callers(const struct view_functions *fx, uint32_t i, struct view_tree **out);
+/* The callees tree: its root's only child is the function, below it the
+ * subtrees of all the function's outermost occurrences merged by name
+ * (recursive calls stay inside them), so its total is the function's
+ * total.  *out is owned by the caller. */
+int view_functions_callees(const struct view_functions *fx, uint32_t i, struct view_tree **out);
+
+/* ---- time windows (window.c) ----------------------------------------- */
+
+/* The durations `ls @last` lists, shortest first. */
+extern const char *const view_last_durations[];
+extern const size_t view_last_duration_count;
+
+/* Parses a duration: a sum of NUMBER UNIT parts, units s, m, h, d, w
+ * ("90s", "5m", "1d12h"), at least one second.  Returns 0, -EINVAL or
+ * -ERANGE. */
+int view_parse_duration(const char *s, int64_t *seconds);
+/* Parses a time: Unix seconds ("1795010520") or ISO 8601 in UTC
+ * ("2026-11-24T14:02:00Z"; the seconds, and the time of day, may be left
+ * out; "Z" or "+00:00" may end it; a space may stand for "T").  Returns
+ * 0 or -EINVAL. */
+int view_parse_time(const char *s, int64_t *t);
+/* The window [*from, *to) of @last/DURATION at time `now`: it ends where
+ * the bucket holding `now` ends, and is `seconds` long, so `5m` is the
+ * current minute and the four before it. */
+void view_window_last(int64_t now, int64_t seconds, uint32_t bucket_seconds, int64_t *from,
+                      int64_t *to);
+/* Builds the tree of the counts that lie in the half-open window
+ * [from, to): every bucket that overlaps it (a window's edges widen to
+ * whole buckets).  Empty when to <= from.  Otherwise as
+ * view_tree_build(). */
+int view_tree_build_window(struct store *s, const struct store_series *series, size_t n,
+                           int64_t from, int64_t to, struct view_tree **out);
 
 /* ---- names ---------------------------------------------------------- */
 

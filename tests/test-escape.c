@@ -26,7 +26,8 @@ struct name {
 	size_t len;
 };
 
-static const char *const reserved[] = {"folded", "self", "total", "pprof", "name"};
+static const char *const reserved[] = {"folded", "self",      "total",     "pprof",
+                                       "name",   "flame.svg", "callgrind", "regressions"};
 
 /* Checks one name; returns its escaped form (malloc'd). */
 static char *check_name(const char *p, size_t len, int flags)
@@ -41,6 +42,7 @@ static char *check_name(const char *p, size_t len, int flags)
 	CHECK(n >= 1 && n <= VIEW_NAME_MAX, what);
 	CHECK(!memchr(esc, '/', n), what);
 	CHECK(esc[0] != '.', what);
+	CHECK(esc[0] != '@', what); /* the view's @last, @range, @diff, @functions */
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
 		CHECK(strcmp(esc, reserved[i]) != 0, what);
 	for (size_t i = 0; i < n; i++)
@@ -124,6 +126,13 @@ int main(void)
 	ADD("caf\xc3\xa9");
 	ADD("memcpy@plt");
 	ADD("@");
+	ADD("@last");
+	ADD("@functions");
+	ADD("@@x");
+	ADD("%40last");
+	ADD("flame.svg");
+	ADD("callgrind");
+	ADD("regressions");
 	ADD("[unknown]");
 	ADD("func_[i]");
 	ADD("a;b");
@@ -168,6 +177,14 @@ int main(void)
 	CHECK(strcmp(out, "a%40b") == 0, "@ in versions");
 	view_escape("a@b", 3, 0, out);
 	CHECK(strcmp(out, "a@b") == 0, "@ in frames");
+	view_escape("@last", 5, 0, out);
+	CHECK(strcmp(out, "%40last") == 0, "a leading @ in frames and binaries");
+	view_escape("@@x", 3, VIEW_ESCAPE_AT, out);
+	CHECK(strcmp(out, "%40%40x") == 0, "@ in versions");
+	view_escape("flame.svg", 9, 0, out);
+	CHECK(strcmp(out, "%66lame.svg") == 0, "flame.svg");
+	view_escape("callgrind", 9, 0, out);
+	CHECK(strcmp(out, "%63allgrind") == 0, "callgrind");
 	size_t len = view_escape(tmpl, sizeof(tmpl), 0, out);
 	CHECK(len <= VIEW_NAME_MAX && strstr(out, "%~") == out + len - 18,
 	      "long names end in %~ and 16 hex digits");

@@ -1,0 +1,200 @@
+/*
+ * diff.c — version diffs: the union tree of two versions' subtrees, with
+ * both versions' counts on every node, and the regressions file that lists
+ * the stacks whose share of the total grew most.  The other renderers
+ * (folded, self, total, pprof, flame.svg) know diff trees themselves.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view-internal.h"
+
+/* Merges the subtree of `sn` in `src` below `dn` of the builder's tree,
+ * adding counts as version B's (base false) or A's (base true). */
+static int merge(struct view_builder *vb, const struct view_tree *src, uint32_t sn, uint32_t dn,
+                 bool base)
+{
+	struct item {
+		uint32_t src, dst;
+	} * stack;
+	size_t depth = 0, cap = 256;
+	int r = 0;
+
+	stack = malloc(cap * sizeof(*stack));
+	if (!stack)
+		return -ENOMEM;
+	stack[depth++] = (struct item){sn, dn};
+	while (depth > 0) {
+		struct item it = stack[--depth];
+		const struct vnode *v = &src->nodes[it.src];
+		if (base)
+			r = view_builder_add_base(vb, it.dst, v->self_samples, v->self_weight);
+		else
+			view_builder_add(vb, it.dst, v->self_samples, v->self_weight);
+		if (r < 0)
+			break;
+		if (depth + v->nkids > cap) {
+			size_t ncap = (depth + v->nkids) * 2;
+			struct item *ns = realloc(stack, ncap * sizeof(*ns));
+			if (!ns) {
+				r = -ENOMEM;
+				break;
+			}
+			stack = ns;
+			cap = ncap;
+		}
+		for (uint32_t i = 0; i < v->nkids; i++) {
+			uint32_t c = src->kids[v->first_kid + i], frame, d;
+			if ((r = view_builder_frame(vb, src, src->nodes[c].frame, &frame)) < 0 ||
+			    (r = view_builder_child(vb, it.dst, frame, &d)) < 0)
+				goto out;
+			stack[depth++] = (struct item){c, d};
+		}
+	}
+out:
+	free(stack);
+	return r;
+}
+
+int view_diff_build(const struct view_tree *a, uint32_t anode, const struct view_tree *b,
+                    uint32_t bnode, struct view_tree **out)
+{
+	struct view_builder *vb;
+	uint32_t top = VIEW_ROOT, frame;
+	int r;
+
+	*out = NULL;
+	if (anode >= a->nnodes || bnode >= b->nnodes ||
+	    (anode == VIEW_ROOT) != (bnode == VIEW_ROOT))
+		return -EINVAL;
+	r = view_builder_new(b->event, b->unit, a->nnodes + b->nnodes, &vb);
+	if (r < 0)
+		return r;
+	/* Make it a diff tree even when A is empty. */
+	r = view_builder_add_base(vb, VIEW_ROOT, 0, 0);
+	if (r == 0 && bnode != VIEW_ROOT) {
+		r = view_builder_frame(vb, b, b->nodes[bnode].frame, &frame);
+		if (r == 0)
+			r = view_builder_child(vb, VIEW_ROOT, frame, &top);
+	}
+	if (r == 0)
+		r = merge(vb, b, bnode, top, false);
+	if (r == 0)
+		r = merge(vb, a, anode, top, true);
+	if (r < 0) {
+		view_builder_free(vb);
+		return r;
+	}
+	return view_builder_finish(vb, out);
+}
+
+bool view_tree_is_diff(const struct view_tree *t)
+{
+	return t->base != NULL;
+}
+
+void view_node_base_counts(const struct view_tree *t, uint32_t node, struct view_counts *c)
+{
+	if (!t->base) {
+		memset(c, 0, sizeof(*c));
+		return;
+	}
+	c->self_weight = t->base[node].self_weight;
+	c->self_samples = t->base[node].self_samples;
+	c->total_weight = t->base[node].total_weight;
+	c->total_samples = t->base[node].total_samples;
+}
+
+/* ---- regressions ---------------------------------------------------------- */
+
+/* Growths are compared in millionths of a share: 1000 is 0.1 point. */
+#define REG_MIN   1000 /* list growths of at least 0.1 percentage points */
+#define REG_SLACK 500  /* a callee within 0.05 points carries all of it */
+
+struct reg {
+	uint32_t node;
+	int64_t growth;
+};
+
+static int cmp_reg(const void *x, const void *y)
+{
+	const struct reg *a = x, *b = y;
+
+	if (a->growth != b->growth)
+		return a->growth > b->growth ? -1 : 1;
+	return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static int64_t growth(const struct view_tree *t, uint32_t n, double ta, double tb)
+{
+	double sa = ta > 0 ? (double)t->base[n].total_weight / ta : 0;
+	double sb = tb > 0 ? (double)t->nodes[n].total_weight / tb : 0;
+	double g = (sb - sa) * 1e6;
+
+	return (int64_t)(g < 0 ? g - 0.5 : g + 0.5);
+}
+
+int view_render_regressions(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	struct reg *regs = NULL;
+	uint32_t *stack = NULL;
+	size_t nregs = 0, depth = 0;
+	char *path = NULL;
+	int r = 0;
+
+	if (!t->base)
+		return 0;
+	double ta = (double)t->base[node].total_weight, tb = (double)t->nodes[node].total_weight;
+	regs = malloc((size_t)t->nnodes * sizeof(*regs));
+	stack = malloc((size_t)t->nnodes * sizeof(*stack));
+	if (!regs || !stack) {
+		r = -ENOMEM;
+		goto out;
+	}
+	stack[depth++] = node;
+	while (depth > 0) {
+		uint32_t n = stack[--depth];
+		const struct vnode *v = &t->nodes[n];
+		int64_t g = growth(t, n, ta, tb), most = INT64_MIN;
+		for (uint32_t i = 0; i < v->nkids; i++) {
+			uint32_t c = t->kids[v->first_kid + i];
+			int64_t gc = growth(t, c, ta, tb);
+			if (gc > most)
+				most = gc;
+			stack[depth++] = c; /* a callee may grow while its caller shrinks */
+		}
+		if (n != VIEW_ROOT && g >= REG_MIN && (most == INT64_MIN || most < g - REG_SLACK))
+			regs[nregs++] = (struct reg){n, g};
+	}
+	qsort(regs, nregs, sizeof(*regs), cmp_reg);
+	for (size_t i = 0; i < nregs; i++) {
+		uint32_t n = regs[i].node, len = t->nodes[n].path_len;
+		char pct[32];
+		int plen = snprintf(pct, sizeof(pct), "+%.1f%% ", (double)regs[i].growth / 1e4);
+		char *np = realloc(path, (size_t)len + 1);
+		if (!np) {
+			r = -ENOMEM;
+			goto out;
+		}
+		path = np;
+		/* The path, written from the leaf up at its final offsets. */
+		for (uint32_t a = n; a != VIEW_ROOT; a = t->nodes[a].parent) {
+			const struct vstr *s = &t->strs[vnode_frame(t, a)->name];
+			uint32_t end = t->nodes[a].path_len;
+			if (t->nodes[a].parent != VIEW_ROOT)
+				path[end - s->len - 1] = ';';
+			memcpy(path + end - s->len, t->arena + s->off, s->len);
+		}
+		if ((r = view_buf_append(out, pct, (size_t)plen)) < 0 ||
+		    (r = view_buf_append(out, path, len)) < 0 ||
+		    (r = view_buf_append(out, "\n", 1)) < 0)
+			goto out;
+	}
+out:
+	free(regs);
+	free(stack);
+	free(path);
+	return r;
+}

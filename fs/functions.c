@@ -1,0 +1,326 @@
+/*
+ * functions.c — the function view: an index of a tree's distinct frame
+ * names with each function's self and total weight, and the two trees a
+ * function directory shows, its callers (the inverted tree above it) and
+ * its callees (the tree below it, all its occurrences merged).
+ *
+ * One depth-first walk finds every occurrence of every name.  An
+ * occurrence is outermost when no ancestor has its name; the function's
+ * total is the sum of its outermost occurrences' totals, so each stack
+ * counts once however often the function recurses in it.  An occurrence's
+ * exclusive weight is its total less that of the nearest occurrences of
+ * the same name below it: the weight of the stacks in which it is the
+ * innermost occurrence.  Those weights add up to the total too, and the
+ * callers tree is built from them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view-internal.h"
+
+struct occ {
+	uint32_t node;
+	bool outer;
+	uint64_t excl_weight, excl_samples;
+};
+
+struct func {
+	uint32_t name; /* tree string id */
+	uint32_t first_occ, nocc;
+	uint64_t self_weight, self_samples;
+	uint64_t total_weight, total_samples;
+};
+
+struct view_functions {
+	const struct view_tree *t;
+	struct func *funcs; /* sorted by name */
+	uint32_t nfuncs;
+	struct occ *occs; /* grouped by function, in walk order */
+};
+
+static int cmp_func(const void *a, const void *b, void *ctx)
+{
+	const struct view_tree *t = ctx;
+	const struct vstr *x = &t->strs[((const struct func *)a)->name];
+	const struct vstr *y = &t->strs[((const struct func *)b)->name];
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(t->arena + x->off, t->arena + y->off, n);
+
+	if (c)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static bool is_frame(const struct view_tree *t, uint32_t n)
+{
+	return n != VIEW_ROOT && t->nodes[n].parent != VIEW_ROOT;
+}
+
+int view_functions_build(const struct view_tree *t, uint32_t node, struct view_functions **out)
+{
+	struct view_functions *fx = NULL;
+	uint32_t *fidx = NULL;   /* string id -> function index + 1 */
+	uint32_t *open = NULL;   /* string id -> innermost open occurrence + 1 */
+	uint32_t *wocc = NULL;   /* walk order occurrence -> its slot in occs */
+	struct occ *walk = NULL; /* occurrences in walk order */
+	struct {
+		uint32_t node, next, saved_open, occ;
+	} *stack = NULL;
+	uint32_t nwalk = 0;
+	size_t depth = 0;
+	int r = -ENOMEM;
+
+	*out = NULL;
+	if (node >= t->nnodes)
+		return -EINVAL;
+	fx = calloc(1, sizeof(*fx));
+	fidx = calloc(t->nstrs, sizeof(*fidx));
+	open = calloc(t->nstrs, sizeof(*open));
+	walk = malloc((size_t)t->nnodes * sizeof(*walk));
+	stack = malloc((size_t)(t->nnodes + 1) * sizeof(*stack));
+	if (!fx || !fidx || !open || !walk || !stack)
+		goto fail;
+	fx->t = t;
+	fx->funcs = malloc((size_t)t->nnodes * sizeof(*fx->funcs));
+	if (!fx->funcs)
+		goto fail;
+
+	/* The walk: count occurrences, self, total (outermost only) and
+	 * exclusive weights. */
+	stack[depth].node = node;
+	stack[depth].next = 0;
+	stack[depth].occ = VIEW_NONE;
+	stack[depth].saved_open = 0;
+	depth++;
+	for (uint32_t n = node;;) {
+		if (is_frame(t, n)) {
+			const struct vnode *v = &t->nodes[n];
+			uint32_t name = vnode_frame(t, n)->name;
+			if (!fidx[name]) {
+				fx->funcs[fx->nfuncs] = (struct func){.name = name};
+				fidx[name] = ++fx->nfuncs;
+			}
+			struct func *f = &fx->funcs[fidx[name] - 1];
+			f->nocc++;
+			f->self_weight += v->self_weight;
+			f->self_samples += v->self_samples;
+			walk[nwalk] =
+			        (struct occ){n, !open[name], v->total_weight, v->total_samples};
+			if (open[name]) {
+				struct occ *p = &walk[open[name] - 1];
+				p->excl_weight -= v->total_weight;
+				p->excl_samples -= v->total_samples;
+			} else {
+				f->total_weight += v->total_weight;
+				f->total_samples += v->total_samples;
+			}
+			stack[depth - 1].saved_open = open[name];
+			stack[depth - 1].occ = nwalk;
+			open[name] = ++nwalk;
+		}
+		/* The next node: down to the next child, or up, closing
+		 * occurrences on the way. */
+		for (;;) {
+			uint32_t top = stack[depth - 1].node;
+			if (stack[depth - 1].next < t->nodes[top].nkids) {
+				n = t->kids[t->nodes[top].first_kid + stack[depth - 1].next++];
+				stack[depth].node = n;
+				stack[depth].next = 0;
+				stack[depth].occ = VIEW_NONE;
+				stack[depth].saved_open = 0;
+				depth++;
+				break;
+			}
+			if (stack[depth - 1].occ != VIEW_NONE)
+				open[vnode_frame(t, top)->name] = stack[depth - 1].saved_open;
+			if (--depth == 0)
+				goto walked;
+		}
+	}
+walked:
+	/* Group the occurrences by function, in walk order. */
+	fx->occs = malloc((size_t)(nwalk ? nwalk : 1) * sizeof(*fx->occs));
+	wocc = malloc((size_t)(fx->nfuncs ? fx->nfuncs : 1) * sizeof(*wocc));
+	if (!fx->occs || !wocc)
+		goto fail;
+	uint32_t pos = 0;
+	for (uint32_t i = 0; i < fx->nfuncs; i++) {
+		fx->funcs[i].first_occ = pos;
+		wocc[i] = pos;
+		pos += fx->funcs[i].nocc;
+	}
+	for (uint32_t i = 0; i < nwalk; i++) {
+		uint32_t f = fidx[vnode_frame(t, walk[i].node)->name] - 1;
+		fx->occs[wocc[f]++] = walk[i];
+	}
+	qsort_r(fx->funcs, fx->nfuncs, sizeof(*fx->funcs), cmp_func, (void *)t);
+	*out = fx;
+	r = 0;
+	fx = NULL;
+fail:
+	view_functions_free(fx);
+	free(fidx);
+	free(open);
+	free(walk);
+	free(wocc);
+	free(stack);
+	return r;
+}
+
+void view_functions_free(struct view_functions *fx)
+{
+	if (!fx)
+		return;
+	free(fx->funcs);
+	free(fx->occs);
+	free(fx);
+}
+
+uint32_t view_functions_count(const struct view_functions *fx)
+{
+	return fx->nfuncs;
+}
+
+const char *view_functions_name(const struct view_functions *fx, uint32_t i, size_t *len)
+{
+	const struct vstr *s = &fx->t->strs[fx->funcs[i].name];
+
+	*len = s->len;
+	return fx->t->arena + s->off;
+}
+
+uint32_t view_functions_find(const struct view_functions *fx, const char *name, size_t len)
+{
+	uint32_t lo = 0, hi = fx->nfuncs;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct vstr *s = &fx->t->strs[fx->funcs[mid].name];
+		size_t m = s->len < len ? s->len : len;
+		int c = memcmp(fx->t->arena + s->off, name, m);
+		if (c == 0)
+			c = s->len < len ? -1 : s->len > len;
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return VIEW_NONE;
+}
+
+void view_functions_counts(const struct view_functions *fx, uint32_t i, struct view_counts *c)
+{
+	const struct func *f = &fx->funcs[i];
+
+	c->self_weight = f->self_weight;
+	c->self_samples = f->self_samples;
+	c->total_weight = f->total_weight;
+	c->total_samples = f->total_samples;
+}
+
+/* A builder whose root has one child: function i. */
+static int start(const struct view_functions *fx, uint32_t i, struct view_builder **vb,
+                 uint32_t *fnode)
+{
+	const struct view_tree *t = fx->t;
+	const struct func *f = &fx->funcs[i];
+	uint32_t frame;
+	int r = view_builder_new(t->event, t->unit, 0, vb);
+
+	if (r < 0)
+		return r;
+	r = view_builder_frame(*vb, t, t->nodes[fx->occs[f->first_occ].node].frame, &frame);
+	if (r == 0)
+		r = view_builder_child(*vb, VIEW_ROOT, frame, fnode);
+	if (r < 0) {
+		view_builder_free(*vb);
+		*vb = NULL;
+	}
+	return r;
+}
+
+int view_functions_callers(const struct view_functions *fx, uint32_t i, struct view_tree **out)
+{
+	const struct view_tree *t = fx->t;
+	const struct func *f;
+	struct view_builder *vb;
+	uint32_t fnode;
+	int r;
+
+	*out = NULL;
+	if (i >= fx->nfuncs)
+		return -EINVAL;
+	f = &fx->funcs[i];
+	r = start(fx, i, &vb, &fnode);
+	if (r < 0)
+		return r;
+	for (uint32_t k = 0; k < f->nocc && r == 0; k++) {
+		const struct occ *o = &fx->occs[f->first_occ + k];
+		uint32_t cur = fnode, frame;
+		if (o->excl_weight == 0 && o->excl_samples == 0)
+			continue;
+		for (uint32_t a = t->nodes[o->node].parent; a != VIEW_ROOT && r == 0;
+		     a = t->nodes[a].parent) {
+			r = view_builder_frame(vb, t, t->nodes[a].frame, &frame);
+			if (r == 0)
+				r = view_builder_child(vb, cur, frame, &cur);
+		}
+		view_builder_add(vb, cur, o->excl_samples, o->excl_weight);
+	}
+	if (r < 0) {
+		view_builder_free(vb);
+		return r;
+	}
+	return view_builder_finish(vb, out);
+}
+
+int view_functions_callees(const struct view_functions *fx, uint32_t i, struct view_tree **out)
+{
+	const struct view_tree *t = fx->t;
+	const struct func *f;
+	struct view_builder *vb;
+	struct item {
+		uint32_t src, dst;
+	} *stack = NULL;
+	size_t depth = 0;
+	uint32_t fnode;
+	int r;
+
+	*out = NULL;
+	if (i >= fx->nfuncs)
+		return -EINVAL;
+	f = &fx->funcs[i];
+	r = start(fx, i, &vb, &fnode);
+	if (r < 0)
+		return r;
+	stack = malloc((size_t)t->nnodes * sizeof(*stack));
+	if (!stack)
+		r = -ENOMEM;
+	for (uint32_t k = 0; k < f->nocc && r == 0; k++) {
+		const struct occ *o = &fx->occs[f->first_occ + k];
+		if (!o->outer)
+			continue;
+		stack[depth++] = (struct item){o->node, fnode};
+		while (depth > 0 && r == 0) {
+			struct item it = stack[--depth];
+			const struct vnode *v = &t->nodes[it.src];
+			view_builder_add(vb, it.dst, v->self_samples, v->self_weight);
+			for (uint32_t c = 0; c < v->nkids && r == 0; c++) {
+				uint32_t sc = t->kids[v->first_kid + c], frame, d;
+				r = view_builder_frame(vb, t, t->nodes[sc].frame, &frame);
+				if (r == 0)
+					r = view_builder_child(vb, it.dst, frame, &d);
+				stack[depth++] = (struct item){sc, d};
+			}
+		}
+	}
+	free(stack);
+	if (r < 0) {
+		view_builder_free(vb);
+		return r;
+	}
+	return view_builder_finish(vb, out);
+}
