@@ -28,13 +28,15 @@
 #define MIN_SHARE 0.001
 
 struct frame {
-	uint32_t node; /* VIEW_NONE for the "all" frame of a subtree's graph */
+	uint32_t node; /* VIEW_NONE for the "all" frame */
+	bool ancestor; /* "all" or below the graph's node: as wide as the graph */
 	uint32_t depth;
 	uint64_t x; /* offset in weight units */
 };
 
 struct flame {
 	const struct view_tree *t;
+	uint32_t node; /* the graph's */
 	struct view_buf *out;
 	uint64_t total;      /* the graph's width in weight units (B's in a diff) */
 	uint64_t base_total; /* A's, in a diff */
@@ -212,23 +214,31 @@ static void diff_colour(const struct flame *f, uint32_t node, char out[40])
 
 /* ---- frames ------------------------------------------------------------- */
 
-static uint64_t weight_of(const struct flame *f, uint32_t node)
+/* A frame's weight: an ancestor's is the graph's node's (only the stacks
+ * through that node are drawn, as in its folded file). */
+static uint64_t weight_of(const struct flame *f, const struct frame *fr)
 {
-	return node == VIEW_NONE ? f->total : f->t->nodes[node].total_weight;
+	return fr->ancestor ? f->total : f->t->nodes[fr->node].total_weight;
 }
 
-static int put_title(struct flame *f, uint32_t node)
+static uint64_t base_weight_of(const struct flame *f, const struct frame *fr)
+{
+	return fr->ancestor ? f->base_total : f->t->base[fr->node].total_weight;
+}
+
+static int put_title(struct flame *f, const struct frame *fr)
 {
 	const struct view_tree *t = f->t;
+	uint32_t node = fr->node;
 	size_t len = 3;
 	const char *name = node == VIEW_NONE ? "all" : view_node_name(t, node, &len);
-	uint64_t w = weight_of(f, node);
+	uint64_t w = weight_of(f, fr);
 	int r;
 
 	if ((r = put(f, "<title>")) < 0 || (r = put_xml(f, name, len, SIZE_MAX)) < 0)
 		return r;
 	if (t->base) {
-		uint64_t a = node == VIEW_NONE ? f->base_total : t->base[node].total_weight;
+		uint64_t a = base_weight_of(f, fr);
 		double sa = f->base_total ? 100.0 * (double)a / (double)f->base_total : 0;
 		double sb = f->total ? 100.0 * (double)w / (double)f->total : 0;
 		if ((r = put(f, " (A ")) < 0 || (r = put_grouped(f, a)) < 0 ||
@@ -236,14 +246,15 @@ static int put_title(struct flame *f, uint32_t node)
 			return r;
 		return putf(f, " %s; %.2f%% to %.2f%%, %+.2f%%)</title>", t->unit, sa, sb, sb - sa);
 	}
-	uint64_t samples = node == VIEW_NONE ? 0 : t->nodes[node].total_samples;
+	uint64_t samples =
+	        fr->ancestor ? t->nodes[f->node].total_samples : t->nodes[node].total_samples;
 	if ((r = put(f, " (")) < 0 || (r = put_grouped(f, w)) < 0)
 		return r;
 	if (strcmp(t->unit, "count") == 0 || t->unit[0] == '\0')
 		r = put(f, " samples");
 	else
 		r = putf(f, " %s", t->unit);
-	if (r == 0 && node != VIEW_NONE && samples != w && strcmp(t->unit, "count") != 0) {
+	if (r == 0 && samples != w && strcmp(t->unit, "count") != 0) {
 		if ((r = put(f, ", ")) < 0 || (r = put_grouped(f, samples)) < 0)
 			return r;
 		r = put(f, " samples");
@@ -255,7 +266,7 @@ static int put_title(struct flame *f, uint32_t node)
 
 static int put_frame(struct flame *f, const struct frame *fr)
 {
-	uint64_t w = weight_of(f, fr->node);
+	uint64_t w = weight_of(f, fr);
 	double x = PAD + (double)fr->x / (double)f->total * FRAMES_WIDTH;
 	double width = (double)w / (double)f->total * FRAMES_WIDTH;
 	int y = PAD_TOP + (int)(f->max_depth - fr->depth) * FRAME_HEIGHT;
@@ -265,10 +276,10 @@ static int put_frame(struct flame *f, const struct frame *fr)
 	int r;
 
 	if (f->t->base)
-		diff_colour(f, fr->node, fill);
+		diff_colour(f, fr->ancestor ? VIEW_NONE : fr->node, fill);
 	else
 		colour(f->t, fr->node, fill);
-	if ((r = put(f, "<g>")) < 0 || (r = put_title(f, fr->node)) < 0 ||
+	if ((r = put(f, "<g>")) < 0 || (r = put_title(f, fr)) < 0 ||
 	    (r = putf(f,
 	              "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
 	              "fg:x=\"%llu\" fg:w=\"%llu\"/><text x=\"%.1f\" y=\"%.1f\">",
@@ -293,7 +304,7 @@ static int walk(struct flame *f, uint32_t node, int (*fn)(struct flame *, const 
 	int r;
 
 	/* "all", then the ancestors below `node` from the top root down. */
-	struct frame all = {VIEW_NONE, 0, 0};
+	struct frame all = {VIEW_NONE, true, 0, 0};
 	if ((r = fn(f, &all)) < 0)
 		return r;
 	for (uint32_t a = node; a != VIEW_ROOT; a = t->nodes[a].parent)
@@ -305,7 +316,7 @@ static int walk(struct flame *f, uint32_t node, int (*fn)(struct flame *, const 
 	for (uint32_t a = node; a != VIEW_ROOT; a = t->nodes[a].parent)
 		chain[--k] = a; /* chain[d - 1] is at depth d */
 	for (uint32_t d = 1; d < depth0 && r == 0; d++) {
-		struct frame anc = {chain[d - 1], d, 0};
+		struct frame anc = {chain[d - 1], true, d, 0};
 		r = fn(f, &anc);
 	}
 	free(chain);
@@ -314,7 +325,7 @@ static int walk(struct flame *f, uint32_t node, int (*fn)(struct flame *, const 
 	stack = malloc(cap * sizeof(*stack));
 	if (!stack)
 		return -ENOMEM;
-	stack[depth++] = (struct frame){node, depth0, 0};
+	stack[depth++] = (struct frame){node, false, depth0, 0};
 	while (depth > 0) {
 		struct frame fr = stack[--depth];
 		const struct vnode *v = &t->nodes[fr.node];
@@ -339,7 +350,7 @@ static int walk(struct flame *f, uint32_t node, int (*fn)(struct flame *, const 
 			uint64_t w = t->nodes[c].total_weight;
 			x -= w;
 			if ((double)w >= MIN_SHARE * (double)f->total && w > 0)
-				stack[depth++] = (struct frame){c, fr.depth + 1, x};
+				stack[depth++] = (struct frame){c, false, fr.depth + 1, x};
 		}
 	}
 	free(stack);
@@ -350,7 +361,7 @@ static int measure(struct flame *f, const struct frame *fr)
 {
 	if (fr->depth > f->max_depth)
 		f->max_depth = fr->depth;
-	if (f->t->base && fr->node != VIEW_NONE) {
+	if (f->t->base && !fr->ancestor) {
 		double d = share_delta(f, fr->node);
 		if (d < 0)
 			d = -d;
@@ -362,7 +373,7 @@ static int measure(struct flame *f, const struct frame *fr)
 
 int view_render_flame_svg(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
-	struct flame f = {.t = t, .out = out, .total = t->nodes[node].total_weight};
+	struct flame f = {.t = t, .node = node, .out = out, .total = t->nodes[node].total_weight};
 	int r;
 
 	if (t->base)
