@@ -11,6 +11,7 @@ pkgs=(
 	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf google-perftools libgoogle-perftools-dev
 	perl python3 procps psmisc util-linux
 	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd
+	libxml2-utils chromium
 )
 # Nothing to do (and no network needed) when every package is installed.
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${pkgs[@]}" 2>&1 |

@@ -251,13 +251,13 @@ static int put_title(struct flame *f, const struct frame *fr)
 	if ((r = put(f, " (")) < 0 || (r = put_grouped(f, w)) < 0)
 		return r;
 	if (strcmp(t->unit, "count") == 0 || t->unit[0] == '\0')
-		r = put(f, " samples");
+		r = put(f, w == 1 ? " sample" : " samples");
 	else
 		r = putf(f, " %s", t->unit);
 	if (r == 0 && samples != w && strcmp(t->unit, "count") != 0) {
 		if ((r = put(f, ", ")) < 0 || (r = put_grouped(f, samples)) < 0)
 			return r;
-		r = put(f, " samples");
+		r = put(f, samples == 1 ? " sample" : " samples");
 	}
 	if (r < 0)
 		return r;

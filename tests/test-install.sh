@@ -202,15 +202,24 @@ eval "cat \"\${$#}\""
 echo "</svg>"
 EOF
 chmod +x "$tmp/stub/flamegraph.pl"
-PATH="$tmp/stub:$PATH" "$fg" --title T "$v/main/io" -- --width 99 >"$tmp/stub.svg" 2>"$tmp/stub.err"
-check "flamefs-flamegraph prefers flamegraph.pl and feeds it the directory's folded" \
+PATH="$tmp/stub:$PATH" "$fg" -r flamegraph.pl --title T "$v/main/io" -- --width 99 >"$tmp/stub.svg" 2>"$tmp/stub.err"
+check "flamefs-flamegraph -r flamegraph.pl feeds it the directory's folded" \
 	grep -q '^app;main;io;read file 20$' "$tmp/stub.svg"
 check "... with the title and the extra arguments" \
 	grep -q '^arg: --width$' "$tmp/stub.svg"
-# A PATH with the basic tools but no renderer.
+# A PATH with the basic tools but no renderer: the view's own flame.svg,
+# with the title given.
 mkdir -p "$tmp/bare"
 for t in sh cat grep mktemp rm mv sed; do ln -s "$(command -v "$t")" "$tmp/bare/$t"; done
-PATH=$tmp/bare "$fg" "$v" >/dev/null 2>"$tmp/none.err"
+PATH="$tmp/stub:$PATH" "$fg" --title 'a <b> & c|d' "$v" >"$tmp/own.svg" 2>"$tmp/own.err"
+check "flamefs-flamegraph prefers the view's own flame.svg, titled" \
+	grep -q '<text id="title" [^>]*>a &lt;b&gt; &amp; c|d</text>' "$tmp/own.svg"
+PATH=$tmp/bare "$fg" -o "$tmp/bare.svg" "$v/main" 2>"$tmp/bare.err"
+check "... with no other renderer installed" grep -q 'hot_leaf' "$tmp/bare.svg"
+# A directory with folded and pprof but no flame.svg (an older view).
+mkdir -p "$tmp/old"
+cp "$v/folded" "$v/pprof" "$tmp/old/"
+PATH=$tmp/bare "$fg" "$tmp/old" >/dev/null 2>"$tmp/none.err"
 rc=$?
 check "flamefs-flamegraph without a renderer exits 1 and says what to install" \
 	test $rc -eq 1 -a -n "$(grep flamegraph.pl "$tmp/none.err")" -a -n "$(grep graphviz "$tmp/none.err")"
