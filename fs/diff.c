@@ -11,33 +11,52 @@
 
 #include "view-internal.h"
 
-/* Merges the subtree of `sn` in `src` below `dn` of the builder's tree,
- * adding counts as version B's (base false) or A's (base true). */
-static int merge(struct view_builder *vb, const struct view_tree *src, uint32_t sn, uint32_t dn,
-                 bool base)
+/* Compares the names of node x of tree a and node y of tree b bytewise. */
+static int cmp_names(const struct view_tree *a, uint32_t x, const struct view_tree *b, uint32_t y)
 {
-	struct item {
-		uint32_t src, dst;
-	} * stack;
+	const struct vstr *sx = &a->strs[vnode_frame(a, x)->name];
+	const struct vstr *sy = &b->strs[vnode_frame(b, y)->name];
+	size_t n = sx->len < sy->len ? sx->len : sy->len;
+	int c = memcmp(a->arena + sx->off, b->arena + sy->off, n);
+
+	if (c)
+		return c;
+	return sx->len < sy->len ? -1 : sx->len > sy->len;
+}
+
+/* One pair of merged nodes: dst, and its source nodes in A and B (or
+ * VIEW_NONE where one version lacks it). */
+struct pair {
+	uint32_t dst, a, b;
+};
+
+/* Builds the union below `top` from the pair (anode, bnode): both child
+ * lists are sorted by name, so one merge step per node pairs them up, and
+ * no lookup table is needed. */
+static int merge(struct view_builder *vb, const struct view_tree *a, uint32_t anode,
+                 const struct view_tree *b, uint32_t bnode, uint32_t top)
+{
+	struct pair *stack;
 	size_t depth = 0, cap = 256;
 	int r = 0;
 
 	stack = malloc(cap * sizeof(*stack));
 	if (!stack)
 		return -ENOMEM;
-	stack[depth++] = (struct item){sn, dn};
-	while (depth > 0) {
-		struct item it = stack[--depth];
-		const struct vnode *v = &src->nodes[it.src];
-		if (base)
-			r = view_builder_add_base(vb, it.dst, v->self_samples, v->self_weight);
-		else
-			view_builder_add(vb, it.dst, v->self_samples, v->self_weight);
-		if (r < 0)
+	stack[depth++] = (struct pair){top, anode, bnode};
+	while (depth > 0 && r == 0) {
+		struct pair p = stack[--depth];
+		const struct vnode *va = p.a == VIEW_NONE ? NULL : &a->nodes[p.a];
+		const struct vnode *vbn = p.b == VIEW_NONE ? NULL : &b->nodes[p.b];
+		uint32_t na = va ? va->nkids : 0, nb = vbn ? vbn->nkids : 0, i = 0, j = 0;
+		if (vbn)
+			view_builder_add(vb, p.dst, vbn->self_samples, vbn->self_weight);
+		if (va &&
+		    (r = view_builder_add_base(vb, p.dst, va->self_samples, va->self_weight)) < 0)
 			break;
-		if (depth + v->nkids > cap) {
-			size_t ncap = (depth + v->nkids) * 2;
-			struct item *ns = realloc(stack, ncap * sizeof(*ns));
+		if (depth + na + nb > cap) {
+			size_t ncap = (depth + na + nb) * 2;
+			struct pair *ns = realloc(stack, ncap * sizeof(*ns));
 			if (!ns) {
 				r = -ENOMEM;
 				break;
@@ -45,15 +64,32 @@ static int merge(struct view_builder *vb, const struct view_tree *src, uint32_t 
 			stack = ns;
 			cap = ncap;
 		}
-		for (uint32_t i = 0; i < v->nkids; i++) {
-			uint32_t c = src->kids[v->first_kid + i], frame, d;
-			if ((r = view_builder_frame(vb, src, src->nodes[c].frame, &frame)) < 0 ||
-			    (r = view_builder_child(vb, it.dst, frame, &d)) < 0)
-				goto out;
-			stack[depth++] = (struct item){c, d};
+		while ((i < na || j < nb) && r == 0) {
+			uint32_t ca = i < na ? a->kids[va->first_kid + i] : VIEW_NONE;
+			uint32_t cb = j < nb ? b->kids[vbn->first_kid + j] : VIEW_NONE;
+			int c = ca == VIEW_NONE   ? 1
+			        : cb == VIEW_NONE ? -1
+			                          : cmp_names(a, ca, b, cb);
+			uint32_t frame, d;
+			if (c > 0) {
+				ca = VIEW_NONE;
+				j++;
+				r = view_builder_frame(vb, b, b->nodes[cb].frame, &frame);
+			} else {
+				i++;
+				if (c < 0)
+					cb = VIEW_NONE;
+				else
+					j++;
+				r = cb != VIEW_NONE
+				            ? view_builder_frame(vb, b, b->nodes[cb].frame, &frame)
+				            : view_builder_frame(vb, a, a->nodes[ca].frame, &frame);
+			}
+			if (r == 0)
+				r = view_builder_append(vb, p.dst, frame, &d);
+			stack[depth++] = (struct pair){d, ca, cb};
 		}
 	}
-out:
 	free(stack);
 	return r;
 }
@@ -69,7 +105,7 @@ int view_diff_build(const struct view_tree *a, uint32_t anode, const struct view
 	if (anode >= a->nnodes || bnode >= b->nnodes ||
 	    (anode == VIEW_ROOT) != (bnode == VIEW_ROOT))
 		return -EINVAL;
-	r = view_builder_new(b->event, b->unit, a->nnodes + b->nnodes, &vb);
+	r = view_builder_new(b->event, b->unit, 0, &vb);
 	if (r < 0)
 		return r;
 	/* Make it a diff tree even when A is empty. */
@@ -77,12 +113,10 @@ int view_diff_build(const struct view_tree *a, uint32_t anode, const struct view
 	if (r == 0 && bnode != VIEW_ROOT) {
 		r = view_builder_frame(vb, b, b->nodes[bnode].frame, &frame);
 		if (r == 0)
-			r = view_builder_child(vb, VIEW_ROOT, frame, &top);
+			r = view_builder_append(vb, VIEW_ROOT, frame, &top);
 	}
 	if (r == 0)
-		r = merge(vb, b, bnode, top, false);
-	if (r == 0)
-		r = merge(vb, a, anode, top, true);
+		r = merge(vb, a, anode, b, bnode, top);
 	if (r < 0) {
 		view_builder_free(vb);
 		return r;

@@ -587,6 +587,23 @@ int view_builder_child(struct view_builder *vb, uint32_t parent, uint32_t frame,
 	return get_child(&vb->b, parent, frame, out);
 }
 
+int view_builder_append(struct view_builder *vb, uint32_t parent, uint32_t frame, uint32_t *out)
+{
+	struct view_tree *t = vb->b.t;
+	int r;
+
+	if (t->nnodes >= UINT32_MAX - 1)
+		return -EOVERFLOW;
+	r = grow((void **)&t->nodes, &t->nodes_cap, t->nnodes + 1, sizeof(*t->nodes));
+	if (r < 0)
+		return r;
+	memset(&t->nodes[t->nnodes], 0, sizeof(t->nodes[0]));
+	t->nodes[t->nnodes].parent = parent;
+	t->nodes[t->nnodes].frame = frame;
+	*out = t->nnodes++;
+	return 0;
+}
+
 void view_builder_add(struct view_builder *vb, uint32_t node, uint64_t samples, uint64_t weight)
 {
 	vb->b.t->nodes[node].self_samples += samples;

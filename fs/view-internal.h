@@ -114,6 +114,10 @@ int view_builder_frame(struct view_builder *b, const struct view_tree *src, uint
                        uint32_t *out);
 /* The child of `parent` with the name of `frame`, created if new. */
 int view_builder_child(struct view_builder *b, uint32_t parent, uint32_t frame, uint32_t *out);
+/* A new child of `parent`, without looking for one of the same name: for
+ * callers that know the names they add below a parent are distinct (and
+ * then add no child to that parent with view_builder_child()). */
+int view_builder_append(struct view_builder *vb, uint32_t parent, uint32_t frame, uint32_t *out);
 /* Adds to a node's self counts.  _base adds to the other version's counts
  * and makes the tree a diff tree. */
 void view_builder_add(struct view_builder *b, uint32_t node, uint64_t samples, uint64_t weight);
