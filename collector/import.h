@@ -47,6 +47,7 @@ struct import_options {
 	const char *binary_path; /* --binary-path: colon-separated directories
 	                          * where the files a profile mapped are looked
 	                          * for first (pprof's PPROF_BINARY_PATH); NULL */
+	int64_t clock_offset;    /* --clock-offset: added to perf script sample times */
 };
 
 /* Symbolization of the addresses that perf.data, gperftools and legacy

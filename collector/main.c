@@ -74,7 +74,8 @@ static void usage_import(FILE *f)
 {
 	fputs("Usage: " PROG " import [--store DIR] [--format FORMAT]\n"
 	      "           [--binary NAME] [--version LABEL] [--event EVENT | --all-events]\n"
-	      "           [--time SECONDS] [--binary-path DIR[:DIR...]] FILE|-\n"
+	      "           [--time SECONDS] [--binary-path DIR[:DIR...]]\n"
+	      "           [--clock-offset SECONDS|boot] FILE|-\n"
 	      "\n"
 	      "Imports one file (or standard input) as one atomic batch: either every\n"
 	      "sample is stored or, on any error, nothing is.\n"
@@ -100,6 +101,11 @@ static void usage_import(FILE *f)
 	      "  --binary-path DIRS  colon-separated directories where the files a\n"
 	      "                  profile mapped are looked for first (perf.data,\n"
 	      "                  gperftools, legacy), like pprof's PPROF_BINARY_PATH\n"
+	      "  --clock-offset S perf: add S seconds to every sample time, to turn\n"
+	      "                  perf's clock (seconds since boot) into Unix time;\n"
+	      "                  \"boot\": this machine's boot time, for a recording made\n"
+	      "                  here since it booted (not needed when perf recorded\n"
+	      "                  with the realtime clock, perf record -k realtime)\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  perf record -g -a -- sleep 20 && " PROG " import --store ~/prof perf.data\n"
@@ -206,6 +212,25 @@ static void show_progress(struct import_ctx *ctx)
 	        (double)ctx->bytes / 1e6, ctx->samples, t > 0 ? (double)ctx->samples / t : 0.0);
 }
 
+/* This machine's boot time in Unix seconds (/proc/stat's btime): what
+ * perf's default clock (seconds since boot) is counted from. */
+static int64_t boot_time(void)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	char line[256];
+	long long bt = -1;
+
+	if (!f)
+		die("--clock-offset boot: /proc/stat: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %lld", &bt) == 1)
+			break;
+	fclose(f);
+	if (bt < 0)
+		die("--clock-offset boot: no btime in /proc/stat");
+	return bt;
+}
+
 static int cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -217,6 +242,7 @@ static int cmd_import(int argc, char **argv)
 	        {"all-events", no_argument, NULL, 'a'},
 	        {"time", required_argument, NULL, 't'},
 	        {"binary-path", required_argument, NULL, 'p'},
+	        {"clock-offset", required_argument, NULL, 'C'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -241,6 +267,20 @@ static int cmd_import(int argc, char **argv)
 				die("--time: expected unix seconds, got \"%s\"", optarg);
 			o.now = t;
 			have_time = true;
+			break;
+		}
+		case 'C': {
+			if (strcmp(optarg, "boot") == 0) {
+				o.clock_offset = boot_time();
+				break;
+			}
+			char *end;
+			errno = 0;
+			long long t = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end)
+				die("--clock-offset: expected seconds or \"boot\", got \"%s\"",
+				    optarg);
+			o.clock_offset = t;
 			break;
 		}
 		case 'f': {

@@ -806,7 +806,11 @@ static int parse_sample(struct perf *p, uint32_t *node)
 
 static int count_sample(struct perf *p, uint32_t series, uint32_t node)
 {
-	int rc = import_add(p->ctx, &p->sums, p->header_line, series, p->when, node, 1, p->weight);
+	int64_t when = p->when;
+	if (__builtin_add_overflow(when, p->ctx->opt->clock_offset, &when))
+		return import_fail(p->ctx, p->header_line,
+		                   "sample time plus --clock-offset does not fit in 64 bits");
+	int rc = import_add(p->ctx, &p->sums, p->header_line, series, when, node, 1, p->weight);
 	if (rc < 0)
 		return rc;
 	rc = note_series_bytes(p, series, p->sample_bytes);

@@ -73,7 +73,9 @@ comp "compact export help import prune record stats unwind-table" flamefs-collec
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
 comp "auto folded gperftools-cpu legacy perf perf.data pprof" flamefs-collect import --format ""
-comp "folded pprof" flamefs-collect export --format ""
+comp "callgrind folded pprof regressions svg" flamefs-collect export --format ""
+comp "15m 1d 1h 1m 5m 6h 7d" flamefs-collect export --last ""
+comp "--callees --callers" flamefs-collect export --call
 comp "--freq" flamefs-collect record --fr
 comp "--kernel-only" flamefs-collect record --k
 comp "--output" flamefs-collect export --ou

@@ -224,5 +224,19 @@ lsum() { export_ --binary live "$@" | awk '{ s += $NF } END { print s + 0 }'; }
 check "--last 5m holds the recent count only" test "$(lsum --last 5m)" = 5
 check "--last 1h holds both" test "$(lsum --last 1h)" = 12
 
+# perf's clock (loop.perf's samples are at 599.4-599.6 s since boot), and
+# --clock-offset turning it into Unix time.
+"$collect" import --store "$tmp/store" --format perf --binary shifted --clock-offset $((t0 - 540)) \
+	"$here/data/perf/loop.perf" >/dev/null 2>&1 || fail "import --clock-offset"
+"$collect" import --store "$tmp/store" --format perf --binary perfclock \
+	"$here/data/perf/loop.perf" >/dev/null 2>&1 || fail "import loop.perf as perfclock"
+all=$(export_ --binary perfclock --format folded | awk '{ s += $NF } END { print s + 0 }')
+check "perf's clock: loop.perf is in [540, 600) since boot" \
+	test "$(export_ --binary perfclock --from 540 --to 600 | awk '{ s += $NF } END { print s + 0 }')" = "$all"
+check "--clock-offset: the shifted copy is in the bucket of t0 + 59" \
+	test "$(export_ --binary shifted --from $((t0 + 59)) --to $((t0 + 60)) | awk '{ s += $NF } END { print s + 0 }')" = "$all"
+check "--clock-offset: and nowhere else" \
+	test "$(export_ --binary shifted --from $((t0 + 60)) --to $((t0 + 9999)) | wc -l)" = 0
+
 echo "$n checks, $fails failures"
 [ "$fails" = 0 ]

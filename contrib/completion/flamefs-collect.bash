@@ -66,7 +66,7 @@ _flamefs_collect()
 	--format)
 		case $cmd in
 		import) COMPREPLY=($(compgen -W 'perf perf.data folded pprof gperftools-cpu legacy auto' -- "$cur")) ;;
-		export) COMPREPLY=($(compgen -W 'folded pprof' -- "$cur")) ;;
+		export) COMPREPLY=($(compgen -W 'folded pprof svg callgrind regressions' -- "$cur")) ;;
 		esac
 		return
 		;;
@@ -104,7 +104,16 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W '4M 16M 64M' -- "$cur"))
 		return
 		;;
-	-d | --duration | --binary | --version | --event | --time | --retention | --older-than | --before)
+	--last)
+		COMPREPLY=($(compgen -W '1m 5m 15m 1h 6h 1d 7d' -- "$cur"))
+		return
+		;;
+	--clock-offset)
+		COMPREPLY=($(compgen -W 'boot' -- "$cur"))
+		return
+		;;
+	-d | --duration | --binary | --version | --event | --time | --retention | --older-than | --before | \
+		--base | --from | --to | --callers | --callees)
 		# A free value: offer nothing rather than files.
 		return
 		;;
@@ -113,7 +122,7 @@ _flamefs_collect()
 	local opts
 	case $cmd in
 	import)
-		opts='--store --format --binary --version --event --all-events --time --help'
+		opts='--store --format --binary --version --event --all-events --time --clock-offset --help'
 		;;
 	record)
 		opts='--store --pid --all-cpus --freq --duration --user-only --kernel-only
@@ -131,7 +140,8 @@ _flamefs_collect()
 		return
 		;;
 	prune) opts='--store --older-than --before --all --binary --version --dry-run --help' ;;
-	export) opts='--store --format --binary --version --event --output --help -o' ;;
+	export) opts='--store --format --binary --version --event --base --last --from --to
+	              --functions --callers --callees --output --help -o' ;;
 	*) return ;;
 	esac
 
