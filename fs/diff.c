@@ -97,6 +97,12 @@ static int merge(struct view_builder *vb, const struct view_tree *a, uint32_t an
 int view_diff_build(const struct view_tree *a, uint32_t anode, const struct view_tree *b,
                     uint32_t bnode, struct view_tree **out)
 {
+	return view_diff_build_seeded(a, anode, b, bnode, NULL, out);
+}
+
+int view_diff_build_seeded(const struct view_tree *a, uint32_t anode, const struct view_tree *b,
+                           uint32_t bnode, const struct view_tree *seed, struct view_tree **out)
+{
 	struct view_builder *vb;
 	uint32_t top = VIEW_ROOT, frame;
 	int r;
@@ -105,11 +111,13 @@ int view_diff_build(const struct view_tree *a, uint32_t anode, const struct view
 	if (anode >= a->nnodes || bnode >= b->nnodes ||
 	    (anode == VIEW_ROOT) != (bnode == VIEW_ROOT))
 		return -EINVAL;
-	r = view_builder_new(b->event, b->unit, 0, &vb);
+	r = view_builder_new(b->event, b->unit, seed ? view_tree_node_count(seed) : 0, &vb);
 	if (r < 0)
 		return r;
+	r = view_builder_seed(vb, seed);
 	/* Make it a diff tree even when A is empty. */
-	r = view_builder_add_base(vb, VIEW_ROOT, 0, 0);
+	if (r == 0)
+		r = view_builder_add_base(vb, VIEW_ROOT, 0, 0);
 	if (r == 0 && bnode != VIEW_ROOT) {
 		r = view_builder_frame(vb, b, b->nodes[bnode].frame, &frame);
 		if (r == 0)

@@ -222,17 +222,19 @@ void view_functions_counts(const struct view_functions *fx, uint32_t i, struct v
 }
 
 /* A builder whose root has one child: function i. */
-static int start(const struct view_functions *fx, uint32_t i, struct view_builder **vb,
-                 uint32_t *fnode)
+static int start(const struct view_functions *fx, uint32_t i, const struct view_tree *seed,
+                 struct view_builder **vb, uint32_t *fnode)
 {
 	const struct view_tree *t = fx->t;
 	const struct func *f = &fx->funcs[i];
 	uint32_t frame;
-	int r = view_builder_new(t->event, t->unit, 0, vb);
+	int r = view_builder_new(t->event, t->unit, seed ? view_tree_node_count(seed) : 0, vb);
 
 	if (r < 0)
 		return r;
-	r = view_builder_frame(*vb, t, t->nodes[fx->occs[f->first_occ].node].frame, &frame);
+	r = view_builder_seed(*vb, seed);
+	if (r == 0)
+		r = view_builder_frame(*vb, t, t->nodes[fx->occs[f->first_occ].node].frame, &frame);
 	if (r == 0)
 		r = view_builder_child(*vb, VIEW_ROOT, frame, fnode);
 	if (r < 0) {
@@ -244,6 +246,17 @@ static int start(const struct view_functions *fx, uint32_t i, struct view_builde
 
 int view_functions_callers(const struct view_functions *fx, uint32_t i, struct view_tree **out)
 {
+	return view_functions_callers_seeded(fx, i, NULL, out);
+}
+
+int view_functions_callees(const struct view_functions *fx, uint32_t i, struct view_tree **out)
+{
+	return view_functions_callees_seeded(fx, i, NULL, out);
+}
+
+int view_functions_callers_seeded(const struct view_functions *fx, uint32_t i,
+                                  const struct view_tree *seed, struct view_tree **out)
+{
 	const struct view_tree *t = fx->t;
 	const struct func *f;
 	struct view_builder *vb;
@@ -254,7 +267,7 @@ int view_functions_callers(const struct view_functions *fx, uint32_t i, struct v
 	if (i >= fx->nfuncs)
 		return -EINVAL;
 	f = &fx->funcs[i];
-	r = start(fx, i, &vb, &fnode);
+	r = start(fx, i, seed, &vb, &fnode);
 	if (r < 0)
 		return r;
 	for (uint32_t k = 0; k < f->nocc && r == 0; k++) {
@@ -277,7 +290,8 @@ int view_functions_callers(const struct view_functions *fx, uint32_t i, struct v
 	return view_builder_finish(vb, out);
 }
 
-int view_functions_callees(const struct view_functions *fx, uint32_t i, struct view_tree **out)
+int view_functions_callees_seeded(const struct view_functions *fx, uint32_t i,
+                                  const struct view_tree *seed, struct view_tree **out)
 {
 	const struct view_tree *t = fx->t;
 	const struct func *f;
@@ -293,7 +307,7 @@ int view_functions_callees(const struct view_functions *fx, uint32_t i, struct v
 	if (i >= fx->nfuncs)
 		return -EINVAL;
 	f = &fx->funcs[i];
-	r = start(fx, i, &vb, &fnode);
+	r = start(fx, i, seed, &vb, &fnode);
 	if (r < 0)
 		return r;
 	stack = malloc((size_t)t->nnodes * sizeof(*stack));

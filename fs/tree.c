@@ -464,7 +464,18 @@ struct view_builder {
 	uint32_t *frame_of_name; /* local name string -> local frame + 1 */
 	uint32_t frame_of_name_cap;
 	uint32_t base_cap;
+	bool seeded; /* nodes exist that appends must find, not duplicate */
 };
+
+static int seed_nodes(struct builder *b, const struct view_tree *seed);
+
+int view_builder_seed(struct view_builder *vb, const struct view_tree *seed)
+{
+	if (!seed)
+		return 0;
+	vb->seeded = true;
+	return seed_nodes(&vb->b, seed);
+}
 
 int view_builder_new(const char *event, const char *unit, uint32_t nodes_hint,
                      struct view_builder **out)
@@ -584,7 +595,11 @@ int view_builder_frame(struct view_builder *vb, const struct view_tree *src, uin
 
 int view_builder_child(struct view_builder *vb, uint32_t parent, uint32_t frame, uint32_t *out)
 {
-	return get_child(&vb->b, parent, frame, out);
+	int r = get_child(&vb->b, parent, frame, out);
+
+	if (r == 0)
+		vb->b.t->nodes[*out].flags |= VNODE_LIVE; /* reached: shown even if seeded */
+	return r;
 }
 
 int view_builder_append(struct view_builder *vb, uint32_t parent, uint32_t frame, uint32_t *out)
@@ -592,6 +607,8 @@ int view_builder_append(struct view_builder *vb, uint32_t parent, uint32_t frame
 	struct view_tree *t = vb->b.t;
 	int r;
 
+	if (vb->seeded)
+		return view_builder_child(vb, parent, frame, out);
 	if (t->nnodes >= UINT32_MAX - 1)
 		return -EOVERFLOW;
 	r = grow((void **)&t->nodes, &t->nodes_cap, t->nnodes + 1, sizeof(*t->nodes));
@@ -600,6 +617,7 @@ int view_builder_append(struct view_builder *vb, uint32_t parent, uint32_t frame
 	memset(&t->nodes[t->nnodes], 0, sizeof(t->nodes[0]));
 	t->nodes[t->nnodes].parent = parent;
 	t->nodes[t->nnodes].frame = frame;
+	t->nodes[t->nnodes].flags = VNODE_LIVE;
 	*out = t->nnodes++;
 	return 0;
 }

@@ -107,6 +107,11 @@ struct view_builder;
 int view_builder_new(const char *event, const char *unit, uint32_t nodes_hint,
                      struct view_builder **out);
 void view_builder_free(struct view_builder *b); /* accepts NULL */
+/* Before any other node is made: creates every node of `seed` (a tree
+ * this library built, NULL for none) again, in id order, so each keeps
+ * its id; a seed node the build does not reach again stays hidden (see
+ * view_tree_build_seeded()). */
+int view_builder_seed(struct view_builder *vb, const struct view_tree *seed);
 /* A frame of the new tree with the attributes of frame `src_frame` of tree
  * `src` (at most two source trees per builder).  Frames with the same
  * name share one node name, so one call per source frame suffices. */

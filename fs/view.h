@@ -185,6 +185,10 @@ extern const size_t view_file_count;
  * during the call; *out is owned by the caller (view_tree_free()). */
 int view_diff_build(const struct view_tree *a, uint32_t anode, const struct view_tree *b,
                     uint32_t bnode, struct view_tree **out);
+/* Like view_diff_build(), keeping the node ids of `seed` (an earlier diff
+ * of the same versions) as view_tree_build_seeded() does. */
+int view_diff_build_seeded(const struct view_tree *a, uint32_t anode, const struct view_tree *b,
+                           uint32_t bnode, const struct view_tree *seed, struct view_tree **out);
 bool view_tree_is_diff(const struct view_tree *t);
 /* Version A's counts of a diff tree's node; zeroes in other trees. */
 void view_node_base_counts(const struct view_tree *t, uint32_t node, struct view_counts *c);
@@ -233,6 +237,12 @@ int view_functions_callers(const struct view_functions *fx, uint32_t i, struct v
  * (recursive calls stay inside them), so its total is the function's
  * total.  *out is owned by the caller. */
 int view_functions_callees(const struct view_functions *fx, uint32_t i, struct view_tree **out);
+/* The same, keeping the node ids of `seed` (an earlier callers or callees
+ * tree of the same function) as view_tree_build_seeded() does. */
+int view_functions_callers_seeded(const struct view_functions *fx, uint32_t i,
+                                  const struct view_tree *seed, struct view_tree **out);
+int view_functions_callees_seeded(const struct view_functions *fx, uint32_t i,
+                                  const struct view_tree *seed, struct view_tree **out);
 
 /* ---- time windows (window.c) ----------------------------------------- */
 

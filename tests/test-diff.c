@@ -142,6 +142,34 @@ int main(void)
 	char *none = fx_render(view_render_regressions, ta, fx_binary(ta));
 	CHECK(strcmp(none, "") == 0, "regressions of a plain tree");
 	free(none);
+	/* Seeded: a diff rebuilt after B grew keeps every node's id, new
+	 * nodes come after, and it reads as an unseeded build does. */
+	if (view_diff_build(ta, fx_binary(ta), tb, fx_binary(tb), &d) == 0) {
+		struct view_tree *tb2, *d2, *d3;
+		fx_add(s, "app", "B", "samples", 1795000120, "main;a;f;new 4\nmain;z 1\n");
+		tb2 = fx_tree(s, "app", "B");
+		CHECK(view_diff_build_seeded(ta, fx_binary(ta), tb2, fx_binary(tb2), d, &d2) == 0 &&
+		              view_diff_build(ta, fx_binary(ta), tb2, fx_binary(tb2), &d3) == 0,
+		      "seeded diff");
+		for (uint32_t n = 1; n < view_tree_node_count(d); n++) {
+			size_t l1, l2;
+			const char *a1 = view_node_name(d, n, &l1),
+			           *a2 = view_node_name(d2, n, &l2);
+			CHECK(view_node_visible(d2, n) && l1 == l2 && memcmp(a1, a2, l1) == 0 &&
+			              view_node_parent(d, n) == view_node_parent(d2, n),
+			      "seeded diff keeps node %u", n);
+		}
+		CHECK(view_tree_node_count(d2) == view_tree_node_count(d) + 2, "two new nodes");
+		char *f2 = fx_render(view_render_folded, d2, VIEW_ROOT);
+		char *f3 = fx_render(view_render_folded, d3, VIEW_ROOT);
+		CHECK(strcmp(f2, f3) == 0, "seeded and unseeded diffs read the same");
+		free(f2);
+		free(f3);
+		view_tree_free(d3);
+		view_tree_free(d2);
+		view_tree_free(tb2);
+		view_tree_free(d);
+	}
 	/* Root against root merges binaries. */
 	CHECK(view_diff_build(ta, VIEW_ROOT, tb, fx_binary(tb), &d) == -EINVAL, "mixed levels");
 	view_tree_free(ta);

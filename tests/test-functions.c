@@ -159,6 +159,54 @@ int main(void)
 		view_functions_free(fx);
 	}
 	fx_free_stacks(st, n);
+
+	/* Seeded callers and callees: built again from a tree where a stack
+	 * through f is gone, every node keeps its id, the one no stack
+	 * reaches is hidden, and the rest reads as an unseeded build. */
+	fx_add(s, "app", "2", "samples", 1795000000, "main;a;f;f;g 10\nmain;b;f 7\nmain;b 3\n");
+	struct view_tree *t2 = fx_tree(s, "app", "2");
+	struct view_functions *f1, *f2;
+	if (view_functions_build(t, fx_binary(t), &f1) == 0 &&
+	    view_functions_build(t2, fx_binary(t2), &f2) == 0) {
+		for (int side = 0; side < 2; side++) {
+			struct view_tree *old, *seeded, *fresh;
+			uint32_t i1 = view_functions_find(f1, "f", 1),
+			         i2 = view_functions_find(f2, "f", 1);
+			int r1 = side ? view_functions_callees(f1, i1, &old)
+			              : view_functions_callers(f1, i1, &old);
+			int r2 = side ? view_functions_callees_seeded(f2, i2, old, &seeded)
+			              : view_functions_callers_seeded(f2, i2, old, &seeded);
+			int r3 = side ? view_functions_callees(f2, i2, &fresh)
+			              : view_functions_callers(f2, i2, &fresh);
+			CHECK(r1 == 0 && r2 == 0 && r3 == 0, "seeded builds");
+			if (r1 || r2 || r3)
+				continue;
+			uint32_t hidden = 0;
+			for (uint32_t k = 1; k < view_tree_node_count(old); k++) {
+				size_t l1, l2;
+				const char *a1 = view_node_name(old, k, &l1),
+				           *a2 = view_node_name(seeded, k, &l2);
+				CHECK(l1 == l2 && memcmp(a1, a2, l1) == 0,
+				      "seeded %s keeps node %u", side ? "callees" : "callers", k);
+				hidden += !view_node_visible(seeded, k);
+			}
+			CHECK(hidden > 0, "%s: a node no stack reaches is hidden",
+			      side ? "callees" : "callers");
+			char *a = fx_render(view_render_folded, seeded, VIEW_ROOT);
+			char *b = fx_render(view_render_folded, fresh, VIEW_ROOT);
+			CHECK(strcmp(a, b) == 0, "seeded %s reads as unseeded:\n%s---\n%s",
+			      side ? "callees" : "callers", a, b);
+			fx_check_totals(seeded, "seeded");
+			free(a);
+			free(b);
+			view_tree_free(old);
+			view_tree_free(seeded);
+			view_tree_free(fresh);
+		}
+		view_functions_free(f1);
+		view_functions_free(f2);
+	}
+	view_tree_free(t2);
 	view_tree_free(t);
 
 	/* Random stacks over five names. */
