@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <fuse_lowlevel.h>
 #include <limits.h>
 #include <malloc.h>
@@ -116,7 +117,11 @@ struct tree_ref {
  * inode numbers) stay the same for the space's whole life.  All fields
  * are guarded by fs.lock. */
 enum space_kind {
-	SPACE_SERIES, /* the call tree of one series (series_id) */
+	SPACE_SERIES,  /* the call tree of one series (series_id) */
+	SPACE_WINDOW,  /* series_id restricted to a time window: @last, @range */
+	SPACE_DIFF,    /* series_id (B) against base_id (A): @diff */
+	SPACE_CALLERS, /* function `func` of series_id: @functions/F/callers */
+	SPACE_CALLEES, /* ... and its callees */
 };
 
 /* The directory a space's tree shows at the top: the one child of the
@@ -127,6 +132,14 @@ struct space {
 	uint32_t id;
 	enum space_kind kind;
 	uint32_t series_id;
+	/* The key of the other kinds (SPACE_SERIES uses series_id only). */
+	uint32_t base_id; /* SPACE_DIFF: version A's series */
+	int64_t last;     /* SPACE_WINDOW: @last's seconds, or 0 for @range */
+	int64_t from, to; /* SPACE_WINDOW @range: [from, to) */
+	char *func;       /* SPACE_CALLERS/CALLEES: the function */
+	size_t func_len;
+	uint32_t parent_sdir; /* the synthetic directory above its root */
+
 	uint64_t uid;          /* never reused: the render cache's key */
 	uint64_t nlookup;      /* the kernel's lookup count, all inodes */
 	struct tree_ref *tree; /* NULL until built or once dropped */
@@ -152,6 +165,7 @@ struct space {
 struct rendered {
 	struct view_buf buf;
 	uint64_t space_uid;
+	const struct view_file *vf; /* the file's renderer (space_file()) */
 	uint32_t node;
 	uint32_t file;
 	uint32_t changed;
@@ -167,13 +181,47 @@ struct open_file {
 };
 
 /* A synthetic directory (space 0): the root and one per binary name ever
- * seen (kept, empty, once the binary is pruned, so indexes are stable). */
-enum sdir_kind { SD_ROOT, SD_BINARY };
+ * seen (kept, empty, once the binary is pruned, so indexes are stable),
+ * and the directories of issue #13's views, made when first looked up and
+ * kept (an index is an inode number) but found again by their key:
+ *
+ *   SD_LAST      /@last                 the durations
+ *   SD_RANGE     /@range                nothing listed; any FROM resolves
+ *   SD_FROM      /@range/FROM           nothing listed; any TO resolves
+ *   SD_WINDOW    /@last/D, /@range/F/T  binaries with counts in the window
+ *   SD_WBINARY   .../<binary>           its versions: window tree spaces
+ *   SD_DIFF      /<binary>/@diff        versions (A)
+ *   SD_DIFFA     /<binary>/@diff/A      versions (B): diff tree spaces
+ *   SD_FUNCS     <version>/@functions   the version's functions
+ *   SD_FUNC      .../@functions/F       self, total, callers/, callees/ */
+enum sdir_kind {
+	SD_ROOT,
+	SD_BINARY,
+	SD_LAST,
+	SD_RANGE,
+	SD_FROM,
+	SD_WINDOW,
+	SD_WBINARY,
+	SD_DIFF,
+	SD_DIFFA,
+	SD_FUNCS,
+	SD_FUNC,
+	SD_KINDS
+};
 
 struct sdir {
 	enum sdir_kind kind; /* sdir_ops[kind] */
-	char *name;          /* SD_BINARY: the binary */
-	size_t lo, hi;       /* SD_BINARY: its series are fs.series[lo, hi) */
+	char *name;          /* SD_BINARY, SD_WBINARY, SD_DIFF, SD_DIFFA: the binary;
+	                        SD_FUNC: the function (name_len bytes) */
+	size_t name_len;
+	char *version;      /* SD_DIFFA: version A */
+	size_t lo, hi;      /* SD_BINARY: its series are fs.series[lo, hi) */
+	int64_t last;       /* SD_WINDOW, SD_WBINARY: @last's seconds, 0 for @range */
+	int64_t from, to;   /* SD_FROM: from; SD_WINDOW, SD_WBINARY of @range: [from, to) */
+	uint32_t series_id; /* SD_FUNCS, SD_FUNC: the version's series */
+	uint32_t parent;    /* the synthetic directory above it (SD_FUNCS: none) */
+	uint32_t index;     /* its own index (the inode's node field) */
+	uint32_t hnext;     /* the key hash's chain, index + 1 */
 };
 
 /* What each kind of synthetic directory does (see "synthetic directory
@@ -210,6 +258,16 @@ static struct {
 	bool *primary; /* per fs.series index: shown as /<b>/<v>/ */
 	struct sdir *sdirs;
 	size_t nsdirs, sdirs_cap;
+	uint32_t *sdir_hash; /* by sdir_key_hash(), index + 1, SDIR_HASH buckets */
+	/* Function indexes of recently listed versions (one tree each). */
+	struct fxc {
+		uint32_t series_id;
+		uint64_t generation;
+		struct tree_ref *tree;
+		struct view_functions *fx;
+		uint64_t last_use;
+	} fxc[4];
+	int64_t last_bucket_end; /* where the current time bucket ends (@last) */
 	struct space *spaces[MAX_SPACES];
 	uint32_t *space_of; /* series id -> space id, 0 = none */
 	uint32_t space_of_len;
@@ -271,10 +329,12 @@ static void space_drop_tree_locked(struct space *sp)
 /* Frees a space the kernel holds nothing of and that has no tree. */
 static void space_free_locked(struct space *sp)
 {
-	if (sp->series_id < fs.space_of_len && fs.space_of[sp->series_id] == sp->id)
+	if (sp->kind == SPACE_SERIES && sp->series_id < fs.space_of_len &&
+	    fs.space_of[sp->series_id] == sp->id)
 		fs.space_of[sp->series_id] = 0;
 	fs.spaces[sp->id] = NULL;
 	space_drop_tree_locked(sp);
+	free(sp->func);
 	free(sp);
 }
 
@@ -353,6 +413,151 @@ static const struct store_series *series_by_id_locked(uint32_t id)
 	return &fs.series[fs.by_id[id] - 1];
 }
 
+/* The space of another kind with the key `key` holds (kind, series_id,
+ * base_id, last, from, to, func), made if needed.  NULL with *err set. */
+static struct space *space_for_key_locked(const struct space *key, int *err)
+{
+	uint32_t id, free_id = 0;
+
+	for (id = 1; id < fs.max_space; id++) {
+		struct space *sp = fs.spaces[id];
+		if (!sp) {
+			if (!free_id)
+				free_id = id;
+			continue;
+		}
+		if (sp->kind == key->kind && sp->series_id == key->series_id &&
+		    sp->base_id == key->base_id && sp->last == key->last && sp->from == key->from &&
+		    sp->to == key->to && !sp->gone && sp->func_len == key->func_len &&
+		    (!key->func || memcmp(sp->func, key->func, key->func_len) == 0))
+			return sp;
+	}
+	if (!free_id)
+		free_id = fs.max_space;
+	if (free_id >= MAX_SPACES) {
+		*err = -ENOSPC;
+		return NULL;
+	}
+	struct space *sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*sp = *key;
+	sp->func = NULL;
+	if (key->func && !(sp->func = malloc(key->func_len ? key->func_len : 1))) {
+		free(sp);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (key->func)
+		memcpy(sp->func, key->func, key->func_len);
+	sp->id = free_id;
+	sp->uid = ++fs.next_uid;
+	sp->series_mtime = fs.mtime;
+	fs.spaces[free_id] = sp;
+	if (free_id >= fs.max_space)
+		fs.max_space = free_id + 1;
+	return sp;
+}
+
+/* The files of a space's directories: a diff's (with regressions, shown
+ * at its root only) or the call tree's.  Slot f + 1 is file f. */
+static const struct view_file regressions_file = {"regressions", view_render_regressions, NULL};
+#define DIFF_FILES (view_diff_file_count + 1)
+
+static const struct view_file *space_file(const struct space *sp, unsigned f)
+{
+	if (sp->kind != SPACE_DIFF)
+		return f < view_file_count ? &view_files[f] : NULL;
+	if (f < view_diff_file_count)
+		return &view_diff_files[f];
+	return f == view_diff_file_count ? &regressions_file : NULL;
+}
+
+/* The number of files node `node` of a space shows. */
+static unsigned space_file_count(const struct space *sp, uint32_t node)
+{
+	if (sp->kind != SPACE_DIFF)
+		return (unsigned)view_file_count;
+	return node == SPACE_ROOT_NODE ? DIFF_FILES : (unsigned)view_diff_file_count;
+}
+
+/* The window [*from, *to) of a window space now. */
+static void space_window_locked(const struct space *sp, int64_t *from, int64_t *to)
+{
+	if (sp->last) {
+		view_window_last(time(NULL), sp->last, store_bucket_seconds(fs.store), from, to);
+		return;
+	}
+	*from = sp->from;
+	*to = sp->to;
+}
+
+/* The function index of a series' tree, from a small cache (per store
+ * generation).  *fx and *tree are borrowed under fs.lock. */
+static int functions_of_locked(uint32_t series_id, struct view_functions **fx,
+                               struct tree_ref **tree)
+{
+	struct fxc *slot = &fs.fxc[0];
+	int r;
+
+	for (unsigned i = 0; i < sizeof(fs.fxc) / sizeof(fs.fxc[0]); i++) {
+		struct fxc *c = &fs.fxc[i];
+		if (c->fx && c->series_id == series_id && c->generation == fs.generation) {
+			c->last_use = ++fs.use_clock;
+			*fx = c->fx;
+			*tree = c->tree;
+			return 0;
+		}
+		if (!c->fx || c->last_use < slot->last_use)
+			slot = c;
+	}
+	const struct store_series *s = series_by_id_locked(series_id);
+	if (!s)
+		return -ENOENT;
+	struct tree_ref *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = view_tree_build(fs.store, s, 1, INT64_MIN, INT64_MAX, &t->tree);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	t->refs = 1;
+	struct view_functions *f;
+	r = view_functions_build(t->tree, SPACE_ROOT_NODE, &f);
+	if (r < 0) {
+		put_tree_locked(t);
+		return r;
+	}
+	view_functions_free(slot->fx);
+	put_tree_locked(slot->tree);
+	*slot = (struct fxc){series_id, fs.generation, t, f, ++fs.use_clock};
+	*fx = f;
+	*tree = t;
+	return 0;
+}
+
+/* The series of version A to compare with series B: A's series of B's
+ * event, else A's primary series. */
+static const struct store_series *diff_base_locked(const struct store_series *b,
+                                                   const char *version_a)
+{
+	const struct store_series *primary = NULL;
+
+	for (size_t i = 0; i < fs.nseries; i++) {
+		const struct store_series *s = &fs.series[i];
+		if (strcmp(s->binary, b->binary) != 0 || strcmp(s->version, version_a) != 0)
+			continue;
+		if (strcmp(s->event, b->event) == 0)
+			return s;
+		if (fs.primary[i])
+			primary = s;
+	}
+	return primary;
+}
+
 /* Grows the per-node arrays to `n` nodes; new nodes changed in `gen`. */
 static int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
 {
@@ -390,12 +595,51 @@ static int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
 static int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
                                    struct view_tree **out)
 {
+	const struct store_series *s = series_by_id_locked(sp->series_id);
+	int r;
+
+	if (!s)
+		return -ENOENT;
 	switch (sp->kind) {
-	case SPACE_SERIES: {
-		const struct store_series *s = series_by_id_locked(sp->series_id);
-		if (!s)
-			return -ENOENT;
+	case SPACE_SERIES:
 		return view_tree_build_seeded(fs.store, s, 1, INT64_MIN, INT64_MAX, seed, out);
+	case SPACE_WINDOW: {
+		int64_t from, to;
+		space_window_locked(sp, &from, &to);
+		/* view_tree_build takes closed intervals: the buckets that
+		 * overlap [from, to) are those of [from, to - 1]. */
+		if (to <= from)
+			return view_tree_build_seeded(fs.store, s, 1, 1, 0, seed, out);
+		return view_tree_build_seeded(fs.store, s, 1, from, to - 1, seed, out);
+	}
+	case SPACE_DIFF: {
+		const struct store_series *a = series_by_id_locked(sp->base_id);
+		struct view_tree *ta, *tb;
+		if (!a)
+			return -ENOENT;
+		r = view_tree_build(fs.store, a, 1, INT64_MIN, INT64_MAX, &ta);
+		if (r < 0)
+			return r;
+		r = view_tree_build(fs.store, s, 1, INT64_MIN, INT64_MAX, &tb);
+		if (r == 0)
+			r = view_diff_build_seeded(ta, SPACE_ROOT_NODE, tb, SPACE_ROOT_NODE, seed,
+			                           out);
+		view_tree_free(ta);
+		view_tree_free(tb);
+		return r;
+	}
+	case SPACE_CALLERS:
+	case SPACE_CALLEES: {
+		struct view_functions *fx;
+		struct tree_ref *t;
+		r = functions_of_locked(sp->series_id, &fx, &t);
+		if (r < 0)
+			return r;
+		uint32_t i = view_functions_find(fx, sp->func, sp->func_len);
+		if (i == VIEW_NONE)
+			return -ENOENT;
+		return sp->kind == SPACE_CALLERS ? view_functions_callers_seeded(fx, i, seed, out)
+		                                 : view_functions_callees_seeded(fx, i, seed, out);
 	}
 	}
 	return -EINVAL;
@@ -568,7 +812,7 @@ static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now
 			if (!(sp->seen[n] & (1u << alias)))
 				continue;
 			inval_dir(node_dir_ino(sp, alias, n));
-			for (unsigned f = 0; f < view_file_count; f++) {
+			for (unsigned f = 0; f < space_file_count(sp, n); f++) {
 				fuse_ino_t old = ino_make((struct ino){.space = sp->id,
 				                                       .alias = alias,
 				                                       .node = n,
@@ -577,8 +821,8 @@ static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now
 				inval_attr(old);
 				if (view_node_visible(t, n))
 					queue_inval_entry_locked(node_dir_ino(sp, alias, n),
-					                         view_files[f].name,
-					                         strlen(view_files[f].name));
+					                         space_file(sp, f)->name,
+					                         strlen(space_file(sp, f)->name));
 			}
 			if (!view_node_visible(t, n) && n > SPACE_ROOT_NODE) {
 				char esc[VIEW_NAME_MAX + 1];
@@ -619,7 +863,8 @@ static int sdir_binary_locked(const char *name, size_t *out)
 	char *copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;
-	fs.sdirs[fs.nsdirs] = (struct sdir){.kind = SD_BINARY, .name = copy};
+	fs.sdirs[fs.nsdirs] =
+	        (struct sdir){.kind = SD_BINARY, .name = copy, .index = (uint32_t)fs.nsdirs};
 	*out = fs.nsdirs++;
 	return 0;
 }
@@ -805,7 +1050,18 @@ static int load_series_locked(void)
 	return 0;
 }
 
-static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now);
+static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now,
+                                 bool window_moved);
+
+/* Where the time bucket holding `now` ends: @last windows move when it
+ * does. */
+static int64_t bucket_end_now(void)
+{
+	int64_t from, to;
+
+	view_window_last(time(NULL), 1, store_bucket_seconds(fs.store), &from, &to);
+	return to;
+}
 
 static void maybe_refresh_locked(void)
 {
@@ -819,8 +1075,15 @@ static void maybe_refresh_locked(void)
 	fs.last_refresh = now;
 	uint64_t before = store_sequence(fs.store);
 	int r = store_refresh(fs.store);
-	if (r <= 0 && store_sequence(fs.store) == before)
+	int64_t end = bucket_end_now();
+	bool moved = end != fs.last_bucket_end;
+	fs.last_bucket_end = end;
+	if (r <= 0 && store_sequence(fs.store) == before) {
+		/* Only time went on: @last windows moved to the next bucket. */
+		if (moved)
+			refresh_spaces_locked(fs.series, fs.nseries, time(NULL), true);
 		return;
+	}
 
 	struct store_series *old = fs.series, *list;
 	size_t nold = fs.nseries, n;
@@ -832,14 +1095,36 @@ static void maybe_refresh_locked(void)
 	}
 	time_t wall = time(NULL);
 	fs.mtime = wall;
-	refresh_spaces_locked(old, nold, wall);
+	refresh_spaces_locked(old, nold, wall, moved);
 	store_series_free(old, nold);
 	fs.generation++;
 }
 
-/* Everything a refresh changes in what the kernel was told. */
-static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now)
+/* Is series `id` in `old` and the same now? */
+static bool series_unchanged_locked(const struct store_series *old, size_t nold, uint32_t id)
 {
+	const struct store_series *s = series_by_id_locked(id);
+
+	for (size_t i = 0; i < nold; i++)
+		if (old[i].id == id)
+			return s && series_same(&old[i], s);
+	return false;
+}
+
+/* Everything a refresh changes in what the kernel was told: the store
+ * moved from `old` to fs.series, or (window_moved) only time went on to
+ * the next bucket, which moves every @last window. */
+static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now,
+                                 bool window_moved)
+{
+	/* The listings of the views' synthetic directories follow the series
+	 * (and the clock, for @last). */
+	for (size_t d = 1; d < fs.nsdirs; d++) {
+		enum sdir_kind k = fs.sdirs[d].kind;
+		if (k == SD_WINDOW || k == SD_WBINARY || k == SD_DIFF || k == SD_DIFFA ||
+		    k == SD_FUNCS)
+			inval_dir(ino_make((struct ino){.node = (uint32_t)d}));
+	}
 	/* The root's and binaries' listings: entries gone or retargeted. */
 	inval_dir(FUSE_ROOT_ID);
 	for (size_t i = 0; i < nold;) {
@@ -865,17 +1150,17 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 		if (!sp || sp->gone)
 			continue;
 		const struct store_series *s = series_by_id_locked(sp->series_id);
-		const struct store_series *was = NULL;
-		for (size_t i = 0; i < nold && !was; i++)
-			if (old[i].id == sp->series_id)
-				was = &old[i];
-		if (!s) {
+		if (!s || (sp->kind == SPACE_DIFF && !series_by_id_locked(sp->base_id))) {
 			/* Pruned: its inodes are stale from now on. */
 			sp->gone = true;
 			space_drop_tree_locked(sp);
 			continue;
 		}
-		if (was && series_same(was, s))
+		bool changed = !series_unchanged_locked(old, nold, sp->series_id) ||
+		               (sp->kind == SPACE_DIFF &&
+		                !series_unchanged_locked(old, nold, sp->base_id)) ||
+		               (sp->kind == SPACE_WINDOW && sp->last && window_moved);
+		if (!changed)
 			continue;
 		sp->series_mtime = now;
 		for (int alias = 0; alias < 2; alias++)
@@ -901,7 +1186,8 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 			 * (ESTALE), and the series gets a new space. */
 			sp->gone = true;
 			space_drop_tree_locked(sp);
-			fs.space_of[sp->series_id] = 0;
+			if (sp->kind == SPACE_SERIES)
+				fs.space_of[sp->series_id] = 0;
 		}
 		malloc_trim(0);
 	}
@@ -927,11 +1213,15 @@ static int resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 	memset(at, 0, sizeof(*at));
 	at->i = ino_split(ino);
 	if (at->i.space == 0) {
-		if (at->i.alias || at->i.slot || at->i.version || at->i.node >= fs.nsdirs)
+		if (at->i.alias || at->i.version || at->i.node >= fs.nsdirs)
 			return -ENOENT;
 		at->sd = &fs.sdirs[at->i.node];
+		/* Files only in a function's directory: self and total. */
+		if (at->i.slot && (at->sd->kind != SD_FUNC || at->i.slot > 2))
+			return -ENOENT;
 		if (at->sd->kind == SD_BINARY && at->sd->lo == at->sd->hi)
 			return -ENOENT;
+		at->current = true;
 		return 0;
 	}
 	at->sp = space_get_locked(at->i.space);
@@ -942,7 +1232,7 @@ static int resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 		return -ESTALE;
 	if (at->i.alias && !fs.primary[s - fs.series])
 		return -ENOENT; /* /<b>/<v>/ shows another event now */
-	if (at->i.slot > view_file_count || at->i.node == 0)
+	if (at->i.slot > space_file_count(at->sp, at->i.node) || at->i.node == 0)
 		return -ENOENT;
 	if (!at->sp->tree && !need_tree && at->i.node == SPACE_ROOT_NODE && at->i.slot == 0)
 		return 0;
@@ -1043,8 +1333,38 @@ static time_t node_mtime(const struct space *sp, uint32_t node)
 /* The attributes of what `at` names now (a file's current size; files
  * without a size function, pprof, report 0 and are read with direct_io).
  * Returns the attribute timeout. */
+/* The bytes of a function directory's self (slot 1) or total (slot 2):
+ * the function view's number, rendered under the lock (a few bytes). */
+static int func_file_locked(const struct sdir *sd, unsigned slot, struct view_buf *out)
+{
+	struct view_functions *fx;
+	struct tree_ref *t;
+	struct view_counts c;
+	char num[32];
+	int r = functions_of_locked(sd->series_id, &fx, &t);
+
+	if (r < 0)
+		return r;
+	uint32_t i = view_functions_find(fx, sd->name, sd->name_len);
+	if (i == VIEW_NONE)
+		return -ENOENT;
+	view_functions_counts(fx, i, &c);
+	int n = snprintf(num, sizeof(num), "%" PRIu64 "\n",
+	                 slot == 1 ? c.self_weight : c.total_weight);
+	return view_buf_append(out, num, (size_t)n);
+}
+
 static double attr_of_locked(const struct at *at, fuse_ino_t ino, struct stat *st)
 {
+	if (at->sd && at->i.slot) {
+		/* A function's self or total: the current number, never cached
+		 * (its inode stays the same when the number changes). */
+		struct view_buf b = {0};
+		func_file_locked(at->sd, at->i.slot, &b);
+		attr_file(st, ino, fs.mtime, b.len);
+		view_buf_free(&b);
+		return 0;
+	}
 	if (at->sd) {
 		attr_dir(st, ino, fs.mtime);
 		return CACHE_TIMEOUT;
@@ -1053,7 +1373,7 @@ static double attr_of_locked(const struct at *at, fuse_ino_t ino, struct stat *s
 		attr_dir(st, ino, node_mtime(at->sp, at->i.node));
 		return CACHE_TIMEOUT;
 	}
-	const struct view_file *f = &view_files[at->i.slot - 1];
+	const struct view_file *f = space_file(at->sp, at->i.slot - 1);
 	attr_file(st, ino, node_mtime(at->sp, at->i.node),
 	          f->size ? f->size(at->tree, at->i.node) : 0);
 	/* An inode of an older version is answered with the current size and
@@ -1085,6 +1405,14 @@ static void uncount_lookup_locked(const struct ino *i, uint64_t n)
 
 static const struct sdir_ops *sdir_ops_of(const struct sdir *sd);
 
+static int sdir_get_locked(const struct sdir *key, size_t *out);
+
+/* Does the tree directory `at` names hold @functions (a version's root)? */
+static bool has_functions(const struct at *at)
+{
+	return at->sp && at->sp->kind == SPACE_SERIES && at->i.node == SPACE_ROOT_NODE;
+}
+
 /* The entry for `name` in the directory `parent` names; counted. */
 static int lookup_locked(const struct at *parent, const char *name, struct fuse_entry_param *e)
 {
@@ -1100,13 +1428,22 @@ static int lookup_locked(const struct at *parent, const char *name, struct fuse_
 		goto found;
 	}
 	i = (struct ino){.space = parent->i.space, .alias = parent->i.alias};
-	for (unsigned f = 0; f < view_file_count; f++)
-		if (strcmp(view_files[f].name, name) == 0) {
+	for (unsigned f = 0; f < space_file_count(parent->sp, parent->i.node); f++)
+		if (strcmp(space_file(parent->sp, f)->name, name) == 0) {
 			i.node = parent->i.node;
 			i.slot = f + 1;
 			i.version = parent->sp->changed[i.node];
 			goto found;
 		}
+	if (has_functions(parent) && strcmp(name, "@functions") == 0) {
+		size_t d;
+		struct sdir key = {.kind = SD_FUNCS, .series_id = parent->sp->series_id};
+		r = sdir_get_locked(&key, &d);
+		if (r < 0)
+			return r;
+		i = (struct ino){.node = (uint32_t)d};
+		goto found;
+	}
 	/* Built on the first lookup, not with the tree: a first ls needs none
 	 * (readdirplus gives the kernel every entry). */
 	view_tree_index(parent->sp->tree->tree);
@@ -1273,13 +1610,14 @@ static int get_rendered(const struct rendered *key, const struct view_tree *tree
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	err = view_files[key->file].render(tree, key->node, &r->buf);
+	err = key->vf->render(tree, key->node, &r->buf);
 	if (err < 0) {
 		view_buf_free(&r->buf);
 		free(r);
 		return err;
 	}
 	r->space_uid = key->space_uid;
+	r->vf = key->vf;
 	r->node = key->node;
 	r->file = key->file;
 	r->changed = key->changed;
@@ -1295,7 +1633,7 @@ static int get_rendered(const struct rendered *key, const struct view_tree *tree
 	}
 	/* Small files with a size function are cheap to render again; pprof
 	 * is not, whatever its size. */
-	if ((r->buf.len >= RENDER_CACHE_MIN || !view_files[key->file].size) &&
+	if ((r->buf.len >= RENDER_CACHE_MIN || !key->vf->size) &&
 	    r->buf.len <= RENDER_CACHE_BYTES) {
 		get_rendered_ref(r);
 		push_newest_locked(r);
@@ -1413,8 +1751,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		pthread_mutex_lock(&fs.lock);
 		maybe_refresh_locked();
 		int r = resolve_locked(ino, &at);
-		time_t mtime = r == 0 ? node_mtime(at.sp, at.i.node) : fs.mtime;
-		bool current = r == 0 && at.current && of->ino == ino;
+		time_t mtime = r == 0 && at.sp ? node_mtime(at.sp, at.i.node) : fs.mtime;
+		bool current = r == 0 && at.sp && at.current && of->ino == ino;
 		pthread_mutex_unlock(&fs.lock);
 		attr_file(&st, ino, mtime, of->r->buf.len);
 		fuse_reply_attr(req, &st, current ? CACHE_TIMEOUT : 0);
@@ -1532,9 +1870,142 @@ static int collect_version_cb(void *ctx, const char *name, size_t len, uint32_t 
    resolves and what it lists; the inode core does the rest.  More kinds
    (issue #13's @last, @range, @diff) go here, and the trees below them are
    more space kinds (space_build_tree_locked). */
-/* The root: one directory per binary name. */
+/* ---- the views' synthetic directories (issue #13) ---- */
+
+#define SDIR_HASH 65536u
+
+static uint64_t sdir_key_hash(const struct sdir *k)
+{
+	uint64_t h = 1469598103934665603ull;
+	const uint64_t nums[] = {k->kind, (uint64_t)k->last, (uint64_t)k->from, (uint64_t)k->to,
+	                         k->series_id};
+
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		h = (h ^ nums[i]) * 1099511628211ull;
+	for (size_t i = 0; k->name && i < k->name_len; i++)
+		h = (h ^ (unsigned char)k->name[i]) * 1099511628211ull;
+	for (const char *v = k->version; v && *v; v++)
+		h = (h ^ (unsigned char)*v) * 1099511628211ull;
+	return h;
+}
+
+static bool sdir_key_equal(const struct sdir *a, const struct sdir *b)
+{
+	return a->kind == b->kind && a->last == b->last && a->from == b->from && a->to == b->to &&
+	       a->series_id == b->series_id && a->name_len == b->name_len &&
+	       (!a->name_len || memcmp(a->name, b->name, a->name_len) == 0) &&
+	       !a->version == !b->version && (!a->version || strcmp(a->version, b->version) == 0);
+}
+
+/* The index of the synthetic directory with `key`'s kind and key fields
+ * (name and name_len, version, last, from, to, series_id), made if new
+ * (with key->parent as its parent).  Indexes are inode numbers: kept. */
+static int sdir_get_locked(const struct sdir *key, size_t *out)
+{
+	if (!fs.sdir_hash) {
+		fs.sdir_hash = calloc(SDIR_HASH, sizeof(*fs.sdir_hash));
+		if (!fs.sdir_hash)
+			return -ENOMEM;
+	}
+	uint32_t b = (uint32_t)(sdir_key_hash(key) & (SDIR_HASH - 1));
+	for (uint32_t d = fs.sdir_hash[b]; d; d = fs.sdirs[d - 1].hnext)
+		if (sdir_key_equal(&fs.sdirs[d - 1], key)) {
+			*out = d - 1;
+			return 0;
+		}
+	if (fs.nsdirs >= UINT32_MAX - 1)
+		return -ENOSPC;
+	if (fs.nsdirs == fs.sdirs_cap) {
+		size_t cap = fs.sdirs_cap * 2;
+		struct sdir *d = realloc(fs.sdirs, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		fs.sdirs = d;
+		fs.sdirs_cap = cap;
+	}
+	struct sdir sd = *key;
+	sd.name = NULL;
+	sd.version = NULL;
+	if ((key->name && !(sd.name = malloc(key->name_len + 1))) ||
+	    (key->version && !(sd.version = strdup(key->version)))) {
+		free(sd.name);
+		return -ENOMEM;
+	}
+	if (key->name) {
+		memcpy(sd.name, key->name, key->name_len);
+		sd.name[key->name_len] = '\0';
+	}
+	sd.hnext = fs.sdir_hash[b];
+	sd.index = (uint32_t)fs.nsdirs;
+	fs.sdirs[fs.nsdirs] = sd;
+	fs.sdir_hash[b] = (uint32_t)fs.nsdirs + 1;
+	*out = fs.nsdirs++;
+	return 0;
+}
+
+static int sdir_ino_locked(const struct sdir *key, struct ino *out)
+{
+	size_t d = 0;
+	int r = sdir_get_locked(key, &d);
+
+	*out = (struct ino){.node = (uint32_t)d};
+	return r;
+}
+
+/* An sdir's index.  Operations work on a copy of their sdir (making one
+ * may move fs.sdirs), so the index is kept in it. */
+static uint32_t sdir_index(const struct sdir *sd)
+{
+	return sd->index;
+}
+
+/* Decodes an escaped directory name into a NUL-terminated string (the
+ * caller frees it); NULL when it is no canonical escaped name. */
+static char *unescaped(const char *comp, size_t len, int flags, size_t *out_len)
+{
+	struct view_buf raw = {0};
+
+	if (view_unescape(comp, len, &raw) != 0 || view_buf_append(&raw, "", 0) < 0 ||
+	    !names(comp, len, raw.data, raw.len, flags)) {
+		view_buf_free(&raw);
+		return NULL;
+	}
+	*out_len = raw.len;
+	return raw.data;
+}
+
+/* The window a window directory shows now. */
+static void sdir_window(const struct sdir *sd, int64_t *from, int64_t *to)
+{
+	if (sd->last)
+		view_window_last(time(NULL), sd->last, store_bucket_seconds(fs.store), from, to);
+	else {
+		*from = sd->from;
+		*to = sd->to;
+	}
+}
+
+/* May series `s` have counts in [from, to)?  Its first and last buckets
+ * say: a window takes the buckets that overlap it.  (A series with a gap
+ * over the whole window is listed, with nothing in it.) */
+static bool series_in_window(const struct store_series *s, int64_t from, int64_t to)
+{
+	int64_t bs = store_bucket_seconds(fs.store);
+
+	if (to <= from || s->samples == 0)
+		return false;
+	int64_t first = s->first_seen / bs * bs - (s->first_seen % bs < 0 ? bs : 0);
+	int64_t last = s->last_seen / bs * bs - (s->last_seen % bs < 0 ? bs : 0);
+	return first < to && last + bs > from;
+}
+
+/* The root: @last, @range, then one directory per binary name. */
 static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
 {
+	if (strcmp(name, "@last") == 0)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_LAST}, out);
+	if (strcmp(name, "@range") == 0)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_RANGE}, out);
 	for (size_t d = 1; d < fs.nsdirs; d++) {
 		const struct sdir *sd = &fs.sdirs[d];
 		if (sd->kind != SD_BINARY || sd->lo == sd->hi ||
@@ -1548,8 +2019,20 @@ static int root_lookup(const struct sdir *root, const char *name, size_t len, st
 
 static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 {
+	static const enum sdir_kind at_dirs[] = {SD_LAST, SD_RANGE};
+	static const char *const at_names[] = {"@last", "@range"};
 	size_t pos = 0;
 
+	for (; pos < 2; pos++) {
+		struct ino i;
+		if (pos < k)
+			continue;
+		int r = sdir_ino_locked(&(struct sdir){.kind = at_dirs[pos]}, &i);
+		if (r < 0)
+			return r;
+		if (!emit_locked(em, at_names[pos], i, false, (off_t)(3 + pos)))
+			return 0;
+	}
 	for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i), pos++) {
 		char esc[VIEW_NAME_MAX + 1];
 		size_t d;
@@ -1566,12 +2049,22 @@ static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 	return 0;
 }
 
-/* A binary: its versions, each the root of a series' tree space. */
+/* A binary: @diff, then its versions, each the root of a series' tree
+ * space. */
 static int binary_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
 {
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
 	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
 	int r;
 
+	if (strcmp(name, "@diff") == 0)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_DIFF,
+		                                      .name = sd->name,
+		                                      .name_len = strlen(sd->name),
+		                                      .parent = sdir_index(sd)},
+		                       out);
 	each_version(fs.series, sd->lo, sd->hi, find_version_cb, &fv);
 	if (fv.series_id == UINT32_MAX)
 		return -ENOENT;
@@ -1584,15 +2077,28 @@ static int binary_lookup(const struct sdir *sd, const char *name, size_t len, st
 
 static int binary_list(struct emitter *em, const struct sdir *sd, size_t k)
 {
-	struct version_list l = {0};
-	int r = each_version(fs.series, sd->lo, sd->hi, collect_version_cb, &l);
+	const struct sdir me = *sd; /* fs.sdirs may move below */
 
-	for (size_t pos = k; r == 0 && pos < l.n; pos++) {
+	sd = &me;
+	struct version_list l = {0};
+	int r = 0;
+
+	if (k == 0) {
+		struct ino i;
+		r = binary_lookup(sd, "@diff", 5, &i);
+		if (r < 0)
+			return r;
+		if (!emit_locked(em, "@diff", i, false, 3))
+			return 0;
+		k = 1;
+	}
+	r = each_version(fs.series, sd->lo, sd->hi, collect_version_cb, &l);
+	for (size_t pos = k - 1; r == 0 && pos < l.n; pos++) {
 		struct space *sp = space_for_series_locked(l.v[pos].series_id, &r);
 		if (!sp)
 			break;
 		struct ino i = {.space = sp->id, .alias = l.v[pos].alias, .node = SPACE_ROOT_NODE};
-		if (!emit_locked(em, l.names[pos], i, false, (off_t)(3 + pos)))
+		if (!emit_locked(em, l.names[pos], i, false, (off_t)(3 + pos + 1)))
 			break;
 	}
 	free(l.v);
@@ -1600,9 +2106,431 @@ static int binary_list(struct emitter *em, const struct sdir *sd, size_t k)
 	return r;
 }
 
-static const struct sdir_ops sdir_ops[] = {
-        [SD_ROOT] = {root_lookup, root_list},
-        [SD_BINARY] = {binary_lookup, binary_list},
+/* @last: the usual durations are listed, any other resolves. */
+static int last_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	int64_t secs;
+
+	if (view_parse_duration(name, &secs) < 0)
+		return -ENOENT;
+	return sdir_ino_locked(
+	        &(struct sdir){.kind = SD_WINDOW, .last = secs, .parent = sdir_index(sd)}, out);
+}
+
+static int last_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	for (size_t pos = k; pos < view_last_duration_count; pos++) {
+		struct ino i;
+		const char *name = view_last_durations[pos];
+		int r = last_lookup(sd, name, strlen(name), &i);
+		if (r < 0)
+			return r;
+		if (!emit_locked(em, name, i, false, (off_t)(3 + pos)))
+			break;
+	}
+	return 0;
+}
+
+/* @range and @range/FROM: nothing to list; any time resolves. */
+static int range_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	int64_t t;
+
+	if (view_parse_time(name, &t) < 0)
+		return -ENOENT;
+	if (sd->kind == SD_RANGE)
+		return sdir_ino_locked(
+		        &(struct sdir){.kind = SD_FROM, .from = t, .parent = sdir_index(sd)}, out);
+	return sdir_ino_locked(
+	        &(struct sdir){
+	                .kind = SD_WINDOW, .from = sd->from, .to = t, .parent = sdir_index(sd)},
+	        out);
+}
+
+static int empty_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	return 0;
+}
+
+/* A window: the binaries with counts in it. */
+static int window_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	int64_t from, to;
+
+	sdir_window(sd, &from, &to);
+	for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i)) {
+		const char *b = fs.series[i].binary;
+		if (!names(name, len, b, strlen(b), 0))
+			continue;
+		for (size_t j = i; j < binary_end(fs.series, fs.nseries, i); j++)
+			if (series_in_window(&fs.series[j], from, to))
+				return sdir_ino_locked(&(struct sdir){.kind = SD_WBINARY,
+				                                      .name = (char *)b,
+				                                      .name_len = strlen(b),
+				                                      .last = sd->last,
+				                                      .from = sd->from,
+				                                      .to = sd->to,
+				                                      .parent = sdir_index(sd)},
+				                       out);
+		return -ENOENT;
+	}
+	return -ENOENT;
+}
+
+static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	int64_t from, to;
+	size_t pos = 0;
+
+	sdir_window(sd, &from, &to);
+	for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i)) {
+		bool any = false;
+		for (size_t j = i; j < binary_end(fs.series, fs.nseries, i) && !any; j++)
+			any = series_in_window(&fs.series[j], from, to);
+		if (!any)
+			continue;
+		if (pos++ < k)
+			continue;
+		char esc[VIEW_NAME_MAX + 1];
+		size_t len = view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
+		struct ino ino;
+		int r = window_lookup(sd, esc, len, &ino);
+		if (r < 0)
+			return r;
+		if (!emit_locked(em, esc, ino, false, (off_t)(3 + pos - 1)))
+			break;
+	}
+	return 0;
+}
+
+/* The binary's series range now. */
+static void binary_range(const char *binary, size_t *lo, size_t *hi)
+{
+	*lo = *hi = 0;
+	for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i))
+		if (strcmp(fs.series[i].binary, binary) == 0) {
+			*lo = i;
+			*hi = binary_end(fs.series, fs.nseries, i);
+			return;
+		}
+}
+
+/* A binary in a window: its versions with counts in it, each a window
+ * tree space. */
+static int wbinary_entry(const struct sdir *sd, uint32_t series_id, bool alias, struct ino *out)
+{
+	struct space key = {.kind = SPACE_WINDOW,
+	                    .series_id = series_id,
+	                    .last = sd->last,
+	                    .from = sd->last ? 0 : sd->from,
+	                    .to = sd->last ? 0 : sd->to,
+	                    .parent_sdir = sdir_index(sd)};
+	int r;
+	struct space *sp = space_for_key_locked(&key, &r);
+
+	if (!sp)
+		return r;
+	*out = (struct ino){.space = sp->id, .alias = alias, .node = SPACE_ROOT_NODE};
+	return 0;
+}
+
+static int wbinary_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
+	size_t lo, hi;
+	int64_t from, to;
+
+	binary_range(sd->name, &lo, &hi);
+	each_version(fs.series, lo, hi, find_version_cb, &fv);
+	sdir_window(sd, &from, &to);
+	const struct store_series *s = series_by_id_locked(fv.series_id);
+	if (!s || !series_in_window(s, from, to))
+		return -ENOENT;
+	return wbinary_entry(sd, fv.series_id, fv.alias, out);
+}
+
+static int wbinary_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct version_list l = {0};
+	size_t lo, hi, pos = 0;
+	int64_t from, to;
+	int r;
+
+	binary_range(sd->name, &lo, &hi);
+	sdir_window(sd, &from, &to);
+	r = each_version(fs.series, lo, hi, collect_version_cb, &l);
+	for (size_t n = 0; r == 0 && n < l.n; n++) {
+		const struct store_series *s = series_by_id_locked(l.v[n].series_id);
+		if (!s || !series_in_window(s, from, to) || pos++ < k)
+			continue;
+		struct ino i;
+		r = wbinary_entry(sd, l.v[n].series_id, l.v[n].alias, &i);
+		if (r == 0 && !emit_locked(em, l.names[n], i, false, (off_t)(3 + pos - 1)))
+			break;
+	}
+	free(l.v);
+	free(l.names);
+	return r;
+}
+
+/* The distinct version labels of a binary, escaped as versions are, in
+ * order; calls fn(ctx, escaped, len, label) until it returns non-zero. */
+static int each_label(const char *binary, int (*fn)(void *, const char *, size_t, const char *),
+                      void *ctx)
+{
+	size_t lo, hi;
+
+	binary_range(binary, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		if (i > lo && strcmp(fs.series[i].version, fs.series[i - 1].version) == 0)
+			continue;
+		char esc[VIEW_NAME_MAX + 1];
+		const char *v = fs.series[i].version;
+		size_t len = view_escape(v, strlen(v), VIEW_ESCAPE_AT, esc);
+		int r = fn(ctx, esc, len, v);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+struct label_find {
+	const char *name;
+	size_t len;
+	const char *label;
+};
+
+static int label_find_cb(void *ctx, const char *esc, size_t len, const char *label)
+{
+	struct label_find *f = ctx;
+
+	if (len != f->len || memcmp(esc, f->name, len) != 0)
+		return 0;
+	f->label = label;
+	return 1;
+}
+
+/* The primary series of a binary's version. */
+static const struct store_series *primary_of(const char *binary, const char *version)
+{
+	for (size_t i = 0; i < fs.nseries; i++)
+		if (fs.primary[i] && strcmp(fs.series[i].binary, binary) == 0 &&
+		    strcmp(fs.series[i].version, version) == 0)
+			return &fs.series[i];
+	return NULL;
+}
+
+/* @diff: version A; @diff/A: version B, a diff tree space. */
+static int diff_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct label_find f = {.name = name, .len = len};
+	int r;
+
+	each_label(sd->name, label_find_cb, &f);
+	if (!f.label)
+		return -ENOENT;
+	if (sd->kind == SD_DIFF)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_DIFFA,
+		                                      .name = sd->name,
+		                                      .name_len = sd->name_len,
+		                                      .version = (char *)f.label,
+		                                      .parent = sdir_index(sd)},
+		                       out);
+	const struct store_series *b = primary_of(sd->name, f.label);
+	const struct store_series *a = b ? diff_base_locked(b, sd->version) : NULL;
+	if (!a)
+		return -ENOENT;
+	struct space key = {.kind = SPACE_DIFF,
+	                    .series_id = b->id,
+	                    .base_id = a->id,
+	                    .parent_sdir = sdir_index(sd)};
+	struct space *sp = space_for_key_locked(&key, &r);
+	if (!sp)
+		return r;
+	*out = (struct ino){.space = sp->id, .node = SPACE_ROOT_NODE};
+	return 0;
+}
+
+struct label_list {
+	struct emitter *em;
+	const struct sdir *sd;
+	size_t k, pos;
+	int err;
+};
+
+static int label_list_cb(void *ctx, const char *esc, size_t len, const char *label)
+{
+	struct label_list *l = ctx;
+	struct ino i;
+
+	if (l->pos++ < l->k)
+		return 0;
+	l->err = diff_lookup(l->sd, esc, len, &i);
+	if (l->err == -ENOENT) {
+		l->err = 0;
+		return 0;
+	}
+	if (l->err < 0)
+		return 1;
+	return !emit_locked(l->em, esc, i, false, (off_t)(3 + l->pos - 1));
+}
+
+static int diff_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct label_list l = {.em = em, .sd = sd, .k = k};
+
+	each_label(sd->name, label_list_cb, &l);
+	return l.err;
+}
+
+/* <version>/@functions: the version's functions. */
+static int funcs_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct view_functions *fx;
+	struct tree_ref *t;
+	size_t raw_len;
+	int r = functions_of_locked(sd->series_id, &fx, &t);
+
+	if (r < 0)
+		return r;
+	char *raw = unescaped(name, len, 0, &raw_len);
+	uint32_t i = raw ? view_functions_find(fx, raw, raw_len) : VIEW_NONE;
+	if (!raw) {
+		/* A shortened name: compare with every function's. */
+		for (uint32_t k = 0; k < view_functions_count(fx) && i == VIEW_NONE; k++) {
+			size_t l;
+			const char *fn = view_functions_name(fx, k, &l);
+			if (names(name, len, fn, l, 0))
+				i = k;
+		}
+	}
+	free(raw);
+	if (i == VIEW_NONE)
+		return -ENOENT;
+	size_t fl;
+	const char *fname = view_functions_name(fx, i, &fl);
+	return sdir_ino_locked(&(struct sdir){.kind = SD_FUNC,
+	                                      .name = (char *)fname,
+	                                      .name_len = fl,
+	                                      .series_id = sd->series_id,
+	                                      .parent = sdir_index(sd)},
+	                       out);
+}
+
+static int funcs_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct view_functions *fx;
+	struct tree_ref *t;
+	int r = functions_of_locked(sd->series_id, &fx, &t);
+
+	if (r < 0)
+		return r;
+	for (uint32_t i = (uint32_t)k; i < view_functions_count(fx); i++) {
+		size_t len;
+		const char *fname = view_functions_name(fx, i, &len);
+		char esc[VIEW_NAME_MAX + 1];
+		struct ino ino;
+		view_escape(fname, len, 0, esc);
+		r = sdir_ino_locked(&(struct sdir){.kind = SD_FUNC,
+		                                   .name = (char *)fname,
+		                                   .name_len = len,
+		                                   .series_id = sd->series_id,
+		                                   .parent = sdir_index(sd)},
+		                    &ino);
+		if (r < 0)
+			return r;
+		if (!emit_locked(em, esc, ino, false, (off_t)(3 + i)))
+			break;
+	}
+	return 0;
+}
+
+/* @functions/F: self, total, callers/, callees/. */
+static const char *const func_entries[] = {"self", "total", "callers", "callees"};
+
+static int func_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	for (unsigned e = 0; e < 4; e++) {
+		if (strcmp(name, func_entries[e]) != 0)
+			continue;
+		if (e < 2) {
+			*out = (struct ino){.node = sdir_index(sd), .slot = e + 1};
+			return 0;
+		}
+		struct space key = {.kind = e == 2 ? SPACE_CALLERS : SPACE_CALLEES,
+		                    .series_id = sd->series_id,
+		                    .func = sd->name,
+		                    .func_len = sd->name_len,
+		                    .parent_sdir = sdir_index(sd)};
+		int r;
+		struct space *sp = space_for_key_locked(&key, &r);
+		if (!sp)
+			return r;
+		*out = (struct ino){.space = sp->id, .node = SPACE_ROOT_NODE};
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int func_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	for (size_t e = k; e < 4; e++) {
+		struct ino i;
+		int r = func_lookup(sd, func_entries[e], strlen(func_entries[e]), &i);
+		if (r < 0)
+			return r;
+		if (!emit_locked(em, func_entries[e], i, false, (off_t)(3 + e)))
+			break;
+	}
+	return 0;
+}
+
+static const struct sdir_ops sdir_ops[SD_KINDS] = {
+        [SD_ROOT] = {root_lookup, root_list},          [SD_BINARY] = {binary_lookup, binary_list},
+        [SD_LAST] = {last_lookup, last_list},          [SD_RANGE] = {range_lookup, empty_list},
+        [SD_FROM] = {range_lookup, empty_list},        [SD_WINDOW] = {window_lookup, window_list},
+        [SD_WBINARY] = {wbinary_lookup, wbinary_list}, [SD_DIFF] = {diff_lookup, diff_list},
+        [SD_DIFFA] = {diff_lookup, diff_list},         [SD_FUNCS] = {funcs_lookup, funcs_list},
+        [SD_FUNC] = {func_lookup, func_list},
 };
 
 static const struct sdir_ops *sdir_ops_of(const struct sdir *sd)
@@ -1617,13 +2545,24 @@ static void list_node_locked(struct emitter *em, const struct at *at, uint64_t p
 	uint32_t node = at->i.node, nk = view_node_child_count(t, node), start = 0;
 	struct ino i = {.space = at->i.space, .alias = at->i.alias, .node = node};
 
-	for (uint64_t f = pos - 2; f < view_file_count; f++) {
+	unsigned nf = space_file_count(at->sp, node);
+	for (uint64_t f = pos - 2; f < nf; f++) {
 		i.slot = (unsigned)f + 1;
 		i.version = at->sp->changed[node];
-		if (!emit_locked(em, view_files[f].name, i, false, (off_t)(3 + f)))
+		if (!emit_locked(em, space_file(at->sp, (unsigned)f)->name, i, false,
+		                 (off_t)(3 + f)))
 			return;
 	}
 	i.slot = i.version = 0;
+	if (pos - 2 <= nf && has_functions(at)) {
+		/* A version's @functions, after its files. */
+		size_t d;
+		struct sdir key = {.kind = SD_FUNCS, .series_id = at->sp->series_id};
+		if (sdir_get_locked(&key, &d) == 0 &&
+		    !emit_locked(em, "@functions", (struct ino){.node = (uint32_t)d}, false,
+		                 (off_t)(3 + nf)))
+			return;
+	}
 	if (pos >= CHILD_COOKIE) {
 		uint64_t after = pos - CHILD_COOKIE;
 		size_t len;
@@ -1672,11 +2611,15 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	if (at.sp && at.i.node > SPACE_ROOT_NODE) {
 		parent = at.i;
 		parent.node = view_node_parent(at.tree, at.i.node);
+	} else if (at.sp && at.sp->kind != SPACE_SERIES) {
+		parent.node = at.sp->parent_sdir;
 	} else if (at.sp) {
 		const struct store_series *s = series_by_id_locked(at.sp->series_id);
 		size_t d;
 		if (s && sdir_binary_locked(s->binary, &d) == 0)
 			parent.node = (uint32_t)d;
+	} else if (at.sd) {
+		parent.node = at.sd->parent;
 	}
 	if (pos == 0 && emit_locked(&em, ".", at.i, true, 1))
 		pos = 1;
@@ -1748,7 +2691,27 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	if (at.sd) {
+		/* A function's self or total: a few bytes, rendered now. */
+		struct rendered *fr = calloc(1, sizeof(*fr));
+		r = fr ? func_file_locked(at.sd, at.i.slot, &fr->buf) : -ENOMEM;
+		pthread_mutex_unlock(&fs.lock);
+		of = r == 0 ? calloc(1, sizeof(*of)) : NULL;
+		if (!of) {
+			if (fr)
+				view_buf_free(&fr->buf);
+			free(fr);
+			fuse_reply_err(req, r < 0 ? -r : ENOMEM);
+			return;
+		}
+		fr->refs = 1;
+		of->r = fr;
+		fi->direct_io = 1;
+		fi->keep_cache = 0;
+		goto opened;
+	}
 	key.space_uid = at.sp->uid;
+	key.vf = space_file(at.sp, at.i.slot - 1);
 	key.node = at.i.node;
 	key.file = at.i.slot - 1;
 	key.changed = at.sp->changed[at.i.node];
@@ -1765,14 +2728,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
-	of->ino = ino;
-	fi->fh = (uint64_t)(uintptr_t)of;
 	/* A size not known before rendering (pprof: 0 in stat), or an inode
 	 * of an older version whose cached size and pages are another
 	 * rendering's: read to EOF through the daemon.  Otherwise the
 	 * inode's pages can only ever hold these bytes: keep them. */
-	fi->direct_io = view_files[key.file].size == NULL || !current;
+	fi->direct_io = key.vf->size == NULL || !current;
 	fi->keep_cache = !fi->direct_io;
+opened:
+	of->ino = ino;
+	fi->fh = (uint64_t)(uintptr_t)of;
 	pthread_mutex_lock(&fs.lock);
 	of->next = fs.open_files;
 	if (of->next)
@@ -2062,6 +3026,7 @@ static int open_store(const char *dir)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &fs.last_refresh);
 	fs.mtime = time(NULL);
+	fs.last_bucket_end = bucket_end_now();
 	r = load_series_locked();
 	if (r < 0) {
 		fprintf(stderr, "flamefs: %s: cannot list series: %s\n", dir,
