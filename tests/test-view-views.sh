@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# test-view-views.sh — issue #13's views on a real mount, read with real
+# tools (ls, cat, find, go tool pprof, callgrind_annotate, xmllint):
+#   - @last lists 1m 5m 15m 1h 6h 1d 7d, any other duration resolves, and a
+#     window holds only what was imported in it;
+#   - @range/FROM/TO (Unix seconds or ISO 8601) holds exactly the buckets
+#     that overlap [FROM, TO), an empty window shows nothing;
+#   - <binary>/@diff/A/B: the union's folded is difffolded's "stack A B"
+#     (brute force), total "A B", the regressions, a pprof whose total is
+#     B - A, a differential flame.svg;
+#   - <version>/@functions/F: self and total as export --functions gives
+#     them, callers/ whose top level adds up to total, callees/ whose total
+#     is total, their pprof read by go tool pprof;
+#   - flame.svg and callgrind in call-tree directories (xmllint,
+#     callgrind_annotate), names beginning with @ escaped, and a diff that
+#     follows an import within 2 s.
+#   usage: test-view-views.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
+. "$(dirname "$0")/lib-e2e.sh"
+build=${1:?usage: test-view-views.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+flamefs=$build/fs/flamefs
+collect=$build/flamefs-collect
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "SKIP: /dev/fuse not available"
+	exit 77
+fi
+e2e_setup views
+mkdir -p "$mnt"
+pid=
+e2e_on_exit() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; }
+imp() { "$collect" import --store "$store" "$@" >/dev/null 2>&1 || bad "import $*"; }
+
+t0=1795000020 # a bucket start
+printf 'main;a;f;f;g 10\nmain;a;f;h 5\nmain;b;f 7\nmain;b 3\nmain;c;g;f;g 2\nmain;@plt 1\n' >"$tmp/v1.folded"
+printf 'main;a;f;f;g 20\nmain;a;f;h 5\nmain;b;f 7\nmain;b 3\nmain;d 9\n' >"$tmp/v2.folded"
+imp --binary app --version 1 --time $t0 "$tmp/v1.folded"
+imp --binary app --version 2 --time $((t0 + 60)) "$tmp/v2.folded"
+for i in 0 1 2 3; do
+	echo "main;w$i $((1 << i))" >"$tmp/w$i.folded"
+	imp --binary win --version 1 --time $((t0 + 60 * i + 13)) "$tmp/w$i.folded"
+done
+now=$(date +%s)
+echo "main;recent 5" >"$tmp/recent.folded"
+echo "main;old 7" >"$tmp/old.folded"
+imp --binary live --version 1 --time $((now - 30)) "$tmp/recent.folded"
+imp --binary live --version 1 --time $((now - 900)) "$tmp/old.folded"
+echo "x;y 3" >"$tmp/at.folded"
+imp --binary @weird --version @v "$tmp/at.folded"
+imp --format perf --binary loop --version 1 "$here/data/perf/loop.perf"
+
+"$flamefs" -f "$store" "$mnt" 2>"$tmp/daemon.err" &
+pid=$!
+for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+mountpoint -q "$mnt" || { bad "flamefs did not mount: $(cat "$tmp/daemon.err")"; exit 1; }
+
+sum_folded() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
+
+# ---- the root and escaping -----------------------------------------------------------------
+check "ls MNT: @last @range and the binaries, @weird escaped" \
+	test "$(ls "$mnt" | tr '\n' ' ')" = "%40weird @last @range app live loop win "
+check "the escaped binary's version %40v and its name" \
+	test "$(cat "$mnt/%40weird/%40v/name")" = "@weird"
+check "a frame named @plt is %40plt" test -d "$mnt/app/1/main/%40plt"
+
+# ---- @last ------------------------------------------------------------------------------------
+check "ls @last: 1m 5m 15m 1h 6h 1d 7d" \
+	test "$(ls -U "$mnt/@last" | tr '\n' ' ')" = "1m 5m 15m 1h 6h 1d 7d "
+check "@last/5m lists only the binaries with counts in it (@weird was imported now)" \
+	test "$(ls "$mnt/@last/5m" | tr '\n' ' ')" = "%40weird live "
+check "@last/5m/live/1/total: the recent count" test "$(cat "$mnt/@last/5m/live/1/total")" = 5
+check "@last/1h/live/1/total: both" test "$(cat "$mnt/@last/1h/live/1/total")" = 12
+check "@last/90s resolves though unlisted" test "$(cat "$mnt/@last/90s/live/1/total")" = 5
+check "@last/1d12h resolves" test "$(cat "$mnt/@last/1d12h/live/1/total")" = 12
+check "@last/soon does not" test ! -e "$mnt/@last/soon"
+check "@last/5m/live/1/folded" test "$(cat "$mnt/@last/5m/live/1/folded")" = "live;main;recent 5"
+
+# ---- @range -----------------------------------------------------------------------------------
+r() { cat "$mnt/@range/$1/$2/win/1/total" 2>/dev/null || echo none; }
+check "@range: one bucket" test "$(r $t0 $((t0 + 60)))" = 1
+check "@range: the buckets that overlap" test "$(r $((t0 + 30)) $((t0 + 61)))" = 3
+check "@range: all four" test "$(r $((t0 - 600)) $((t0 + 600)))" = 15
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+check "@range in ISO 8601" test "$(r "$(iso $((t0 + 60)))" "$(iso $((t0 + 180)))")" = 6
+check "@range: an empty window shows nothing" \
+	test -z "$(ls "$mnt/@range/$((t0 + 60))/$((t0 + 60))")"
+check "@range: no binary outside its time" test ! -e "$mnt/@range/$((t0 + 600))/$((t0 + 900))/win"
+check "@range: total = the folded sum" \
+	test "$(sum_folded "$mnt/@range/$t0/$((t0 + 120))/win/1/folded")" = 3
+check "@range/bogus does not resolve" test ! -e "$mnt/@range/yesterday"
+
+# ---- @diff ------------------------------------------------------------------------------------
+d=$mnt/app/@diff/1/2
+check "ls app: @diff and the versions" test "$(ls "$mnt/app" | tr '\n' ' ')" = "1 2 @diff "
+check "ls app/@diff and app/@diff/1: the versions" \
+	test "$(ls "$mnt/app/@diff" | tr '\n' ' ')$(ls "$mnt/app/@diff/1" | tr '\n' ' ')" = "1 2 1 2 "
+perl -e '
+	my %c;
+	for my $i (0, 1) {
+		open(my $f, "<", $ARGV[$i]) or die;
+		while (<$f>) { /^(.*) (\d+)$/ or next; $c{"app;$1"}[$i] += $2 }
+	}
+	for (sort keys %c) { printf "%s %d %d\n", $_, $c{$_}[0] // 0, $c{$_}[1] // 0 }
+' "$tmp/v1.folded" "$tmp/v2.folded" >"$tmp/diff.want"
+check "@diff/1/2/folded: stack A B, as difffolded prints" cmp -s "$d/folded" "$tmp/diff.want"
+check "@diff/1/2/total: A B" test "$(cat "$d/total")" = "28 44"
+check "@diff/1/2/main/a/total" test "$(cat "$d/main/a/total")" = "15 25"
+check "@diff/1/2/regressions: d first" test "$(head -1 "$d/regressions")" = "+20.5% app;main;d"
+check "no regressions below the root" test ! -e "$d/main/regressions"
+check "no callgrind in a diff" test ! -e "$d/callgrind"
+check "@diff flame.svg is well-formed and differential" \
+	sh -c "xmllint --noout '$d/flame.svg' && grep -q Differential '$d/flame.svg'"
+check "every diff directory: A and B totals are self + children's, column by column" python3 - "$d" <<'PY'
+import os, sys
+bad = 0
+for dirpath, subdirs, files in os.walk(sys.argv[1]):
+    t = [int(x) for x in open(os.path.join(dirpath, "total")).read().split()]
+    s = [int(x) for x in open(os.path.join(dirpath, "self")).read().split()]
+    for c in subdirs:
+        ct = [int(x) for x in open(os.path.join(dirpath, c, "total")).read().split()]
+        s = [s[0] + ct[0], s[1] + ct[1]]
+    bad += s != t
+sys.exit(1 if bad else 0)
+PY
+
+# ---- @functions -------------------------------------------------------------------------------
+fn=$mnt/app/1/@functions
+"$collect" export --store "$store" --binary app --version 1 --functions >"$tmp/functions"
+check "ls @functions: every function" \
+	test "$(ls "$fn" | tr '\n' ' ')" = "$(awk '{ print $3 }' "$tmp/functions" | sed 's/^@/%40/' | sort | tr '\n' ' ')"
+ok_f=1
+while read -r self total name; do
+	e=$fn/$(printf '%s' "$name" | sed 's/^@/%40/')
+	[ "$(cat "$e/self")" = "$self" ] && [ "$(cat "$e/total")" = "$total" ] || { ok_f=0; echo "  $name: self/total"; }
+	[ "$(cat "$e/callees/total")" = "$total" ] || { ok_f=0; echo "  $name: callees total"; }
+	top=0
+	for c in "$e/callers/"*/; do top=$((top + $(cat "$c/total"))); done
+	[ "$top" = "$total" ] || { ok_f=0; echo "  $name: callers' top level $top, total $total"; }
+done <"$tmp/functions"
+check "@functions/F: self and total as export --functions; callers' top level and callees/ add up to total" test $ok_f = 1
+check "callers of f, inverted from its innermost occurrence" \
+	test "$(cat "$fn/f/callers/folded" | tr '\n' '|')" = "f;a;main;app 5|f;b;main;app 7|f;f;a;main;app 10|f;g;c;main;app 2|"
+check "find @functions/f/callers: the callers' directories" \
+	test "$(cd "$fn/f/callers" && find . -type d | sort | tr '\n' ' ')" = ". ./a ./a/main ./a/main/app ./b ./b/main ./b/main/app ./f ./f/a ./f/a/main ./f/a/main/app ./g ./g/c ./g/c/main ./g/c/main/app "
+check "callgrind_annotate reads a version's callgrind: inclusive f = 24" \
+	sh -c "callgrind_annotate --inclusive=yes '$mnt/app/1/callgrind' | grep -q '^24 .*:f '"
+check "xmllint: the version's and callees' flame.svg" \
+	xmllint --noout "$mnt/app/1/flame.svg" "$fn/f/callees/flame.svg" "$mnt/loop/1/flame.svg"
+
+if command -v go >/dev/null && go tool pprof -h >/dev/null 2>&1; then
+	pprof_total() {
+		go tool pprof -raw "$1" 2>/dev/null |
+			awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 }
+			     s && /:/ { split($0, a, ":"); split(a[1], v, " "); t += v[2] }
+			     END { printf "%.0f\n", t }'
+	}
+	check "go tool pprof: callers/ of f totals 24" test "$(pprof_total "$fn/f/callers/pprof")" = 24
+	check "go tool pprof: callees/ of f totals 24" test "$(pprof_total "$fn/f/callees/pprof")" = 24
+	check "go tool pprof: the diff totals B - A" test "$(pprof_total "$d/pprof")" = 16
+	check "go tool pprof: a window" test "$(pprof_total "$mnt/@last/1h/live/1/pprof")" = 12
+else
+	echo "SKIP: go tool pprof checks (go not installed)"
+fi
+
+# ---- live: an import shows in the diff, the functions and the windows ------------------------
+echo "main;d 11" >"$tmp/more.folded"
+imp --binary app --version 2 --time $((t0 + 60)) "$tmp/more.folded"
+seen=0
+for _ in $(seq 40); do
+	[ "$(cat "$d/total" 2>/dev/null)" = "28 55" ] && { seen=1; break; }
+	sleep 0.1
+done
+check "an import shows in @diff/1/2/total within 4 s" test $seen = 1
+check "... and in @functions of version 2" test "$(cat "$mnt/app/2/@functions/d/total")" = 20
+check "... and in its callers" test "$(cat "$mnt/app/2/@functions/d/callers/main/total")" = 20
+
+fusermount3 -u "$mnt"
+wait "$pid" 2>/dev/null
+pid=
+echo "$failures failures"
+[ "$failures" = 0 ]
