@@ -2017,22 +2017,14 @@ static int root_lookup(const struct sdir *root, const char *name, size_t len, st
 	return -ENOENT;
 }
 
+/* The views' own directories (@last, @range, <binary>/@diff,
+ * <version>/@functions) resolve by name but are not listed, as ZFS hides
+ * its .zfs directory: find, du, grep -r and updatedb walk the call trees
+ * only, not every window, diff and function of them. */
 static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 {
-	static const enum sdir_kind at_dirs[] = {SD_LAST, SD_RANGE};
-	static const char *const at_names[] = {"@last", "@range"};
 	size_t pos = 0;
 
-	for (; pos < 2; pos++) {
-		struct ino i;
-		if (pos < k)
-			continue;
-		int r = sdir_ino_locked(&(struct sdir){.kind = at_dirs[pos]}, &i);
-		if (r < 0)
-			return r;
-		if (!emit_locked(em, at_names[pos], i, false, (off_t)(3 + pos)))
-			return 0;
-	}
 	for (size_t i = 0; i < fs.nseries; i = binary_end(fs.series, fs.nseries, i), pos++) {
 		char esc[VIEW_NAME_MAX + 1];
 		size_t d;
@@ -2081,24 +2073,14 @@ static int binary_list(struct emitter *em, const struct sdir *sd, size_t k)
 
 	sd = &me;
 	struct version_list l = {0};
-	int r = 0;
+	int r = each_version(fs.series, sd->lo, sd->hi, collect_version_cb, &l);
 
-	if (k == 0) {
-		struct ino i;
-		r = binary_lookup(sd, "@diff", 5, &i);
-		if (r < 0)
-			return r;
-		if (!emit_locked(em, "@diff", i, false, 3))
-			return 0;
-		k = 1;
-	}
-	r = each_version(fs.series, sd->lo, sd->hi, collect_version_cb, &l);
-	for (size_t pos = k - 1; r == 0 && pos < l.n; pos++) {
+	for (size_t pos = k; r == 0 && pos < l.n; pos++) {
 		struct space *sp = space_for_series_locked(l.v[pos].series_id, &r);
 		if (!sp)
 			break;
 		struct ino i = {.space = sp->id, .alias = l.v[pos].alias, .node = SPACE_ROOT_NODE};
-		if (!emit_locked(em, l.names[pos], i, false, (off_t)(3 + pos + 1)))
+		if (!emit_locked(em, l.names[pos], i, false, (off_t)(3 + pos)))
 			break;
 	}
 	free(l.v);
@@ -2553,16 +2535,7 @@ static void list_node_locked(struct emitter *em, const struct at *at, uint64_t p
 		                 (off_t)(3 + f)))
 			return;
 	}
-	i.slot = i.version = 0;
-	if (pos - 2 <= nf && has_functions(at)) {
-		/* A version's @functions, after its files. */
-		size_t d;
-		struct sdir key = {.kind = SD_FUNCS, .series_id = at->sp->series_id};
-		if (sdir_get_locked(&key, &d) == 0 &&
-		    !emit_locked(em, "@functions", (struct ino){.node = (uint32_t)d}, false,
-		                 (off_t)(3 + nf)))
-			return;
-	}
+	i.slot = i.version = 0; /* @functions is not listed (see root_list) */
 	if (pos >= CHILD_COOKIE) {
 		uint64_t after = pos - CHILD_COOKIE;
 		size_t len;
@@ -2958,8 +2931,12 @@ static void usage(FILE *out)
 	             "\n"
 	             "Mounts a flamefs store read-only as a filesystem of call trees:\n"
 	             "  MOUNTPOINT/<binary>/<version>/<frame>/<frame>/...\n"
-	             "with the files folded, self, total, pprof and name in every directory\n"
-	             "below a version.  Data imported while mounted shows up within 2 s.\n"
+	             "with the files folded, self, total, pprof, name, flame.svg and callgrind\n"
+	             "in every directory below a version, and the views\n"
+	             "  MOUNTPOINT/@last/<duration>/...  MOUNTPOINT/@range/<from>/<to>/...\n"
+	             "  MOUNTPOINT/<binary>/@diff/<A>/<B>/...\n"
+	             "  MOUNTPOINT/<binary>/<version>/@functions/<function>/...\n"
+	             "Data imported while mounted shows up within 2 s.\n"
 	             "\n"
 	             "options:\n"
 	             "  -h, --help        print this help and exit\n"
@@ -2977,7 +2954,10 @@ static void usage(FILE *out)
 	             "  cat /mnt/prof/nginx/1.25.3/total\n"
 	             "  ls /mnt/prof/nginx/1.25.3/main/\n"
 	             "  go tool pprof -top /mnt/prof/nginx/1.25.3/pprof\n"
-	             "  flamegraph.pl /mnt/prof/nginx/1.25.3/folded > nginx.svg\n"
+	             "  firefox /mnt/prof/nginx/1.25.3/flame.svg\n"
+	             "  cat /mnt/prof/@last/5m/nginx/1.25.3/total\n"
+	             "  cat /mnt/prof/nginx/@diff/1.25.2/1.25.3/regressions\n"
+	             "  ls /mnt/prof/nginx/1.25.3/@functions/malloc/callers/\n"
 	             "  fusermount3 -u /mnt/prof\n"
 	             "\n"
 	             "  /etc/fstab:  /var/lib/flamefs  /mnt/prof  fuse.flamefs  "

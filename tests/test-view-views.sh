@@ -56,8 +56,11 @@ mountpoint -q "$mnt" || { bad "flamefs did not mount: $(cat "$tmp/daemon.err")";
 sum_folded() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
 
 # ---- the root and escaping -----------------------------------------------------------------
-check "ls MNT: @last @range and the binaries, @weird escaped" \
-	test "$(ls "$mnt" | tr '\n' ' ')" = "%40weird @last @range app live loop win "
+check "ls MNT: the binaries, @weird escaped; @last and @range are not listed" \
+	test "$(ls -A "$mnt" | tr '\n' ' ')" = "%40weird app live loop win "
+check "... but resolve by name" test -d "$mnt/@last" -a -d "$mnt/@range" -a -d "$mnt/app/@diff" -a -d "$mnt/app/1/@functions"
+check "find walks the call trees, not the views" \
+	test -z "$(find "$mnt" -name '@*')" -a -n "$(find "$mnt" -name '%40*')"
 check "the escaped binary's version %40v and its name" \
 	test "$(cat "$mnt/%40weird/%40v/name")" = "@weird"
 check "a frame named @plt is %40plt" test -d "$mnt/app/1/main/%40plt"
@@ -90,7 +93,7 @@ check "@range/bogus does not resolve" test ! -e "$mnt/@range/yesterday"
 
 # ---- @diff ------------------------------------------------------------------------------------
 d=$mnt/app/@diff/1/2
-check "ls app: @diff and the versions" test "$(ls "$mnt/app" | tr '\n' ' ')" = "1 2 @diff "
+check "ls app: the versions (@diff resolves, unlisted)" test "$(ls -A "$mnt/app" | tr '\n' ' ')" = "1 2 "
 check "ls app/@diff and app/@diff/1: the versions" \
 	test "$(ls "$mnt/app/@diff" | tr '\n' ' ')$(ls "$mnt/app/@diff/1" | tr '\n' ' ')" = "1 2 1 2 "
 perl -e '
