@@ -48,12 +48,15 @@
 
    An inode number is 1 + these 64 bits, high to low:
 
-     space   14   0: the synthetic directories (root, binaries); else a
-                  tree space: one series' call tree (struct space)
+     space   14   0: the synthetic directories (root, binaries, the views'
+                  directories); else a tree space (struct space): one
+                  series' call tree, or a window, diff, callers or callees
+                  tree
      alias    1   1: the tree shown as /<b>/<v>/ (the version's primary
                   event), 0: as /<b>/<v>@<e>/ (two directories, one tree)
      node    32   the tree's node id; in space 0 the synthetic dir's index
-     slot     3   0: the directory; f + 1: the file view_files[f]
+     slot     3   0: the directory; f + 1: the file space_file(f) (in
+                  space 0: a function's self, 1, and total, 2)
      version 14   files only: the node's content version (mod 2^14)
 
    So the root is 1, a directory's number is the same for as long as the
