@@ -3047,10 +3047,19 @@ static void teardown(void)
 	fs.primary = NULL;
 	fs.space_of = NULL;
 	fs.by_id_len = fs.space_of_len = 0;
-	for (size_t i = 0; i < fs.nsdirs; i++)
+	for (size_t i = 0; i < fs.nsdirs; i++) {
 		free(fs.sdirs[i].name);
+		free(fs.sdirs[i].version);
+	}
 	free(fs.sdirs);
 	fs.sdirs = NULL;
+	free(fs.sdir_hash);
+	fs.sdir_hash = NULL;
+	for (unsigned i = 0; i < sizeof(fs.fxc) / sizeof(fs.fxc[0]); i++) {
+		view_functions_free(fs.fxc[i].fx);
+		put_tree_locked(fs.fxc[i].tree);
+		memset(&fs.fxc[i], 0, sizeof(fs.fxc[i]));
+	}
 	fs.nsdirs = fs.sdirs_cap = 0;
 	store_close(fs.store);
 	fs.store = NULL;

@@ -178,6 +178,11 @@ check "... and in its callers" test "$(cat "$mnt/app/2/@functions/d/callers/main
 
 fusermount3 -u "$mnt"
 wait "$pid" 2>/dev/null
+check "the daemon exited 0" test $? = 0
 pid=
+# On a sanitizer build, the daemon's reports end up here.
+check "no sanitizer report from the daemon" \
+	sh -c "! grep -E 'ERROR: AddressSanitizer|LeakSanitizer|runtime error' '$tmp/daemon.err'"
+grep -E -A20 'ERROR: AddressSanitizer|LeakSanitizer|runtime error' "$tmp/daemon.err" | head -40
 echo "$failures failures"
 [ "$failures" = 0 ]
