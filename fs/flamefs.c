@@ -436,7 +436,7 @@ static struct space *space_for_key_locked(const struct space *key, int *err)
 			return sp;
 	}
 	if (!free_id)
-		free_id = fs.max_space;
+		free_id = fs.max_space ? fs.max_space : 1; /* space 0 is the synthetic one */
 	if (free_id >= MAX_SPACES) {
 		*err = -ENOSPC;
 		return NULL;
@@ -497,6 +497,36 @@ static void space_window_locked(const struct space *sp, int64_t *from, int64_t *
 	*to = sp->to;
 }
 
+/* A referenced tree of a series, all times: its space's when built (a
+ * user usually lists a version before its @functions or @diff), else
+ * built now.  Release it with put_tree_locked(). */
+static int series_tree_locked(uint32_t series_id, struct tree_ref **out)
+{
+	const struct store_series *s = series_by_id_locked(series_id);
+	uint32_t id = series_id < fs.space_of_len ? fs.space_of[series_id] : 0;
+	struct space *sp = id ? fs.spaces[id] : NULL;
+	int r;
+
+	if (!s)
+		return -ENOENT;
+	if (sp && !sp->gone && sp->tree) {
+		sp->tree->refs++;
+		*out = sp->tree;
+		return 0;
+	}
+	struct tree_ref *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = view_tree_build(fs.store, s, 1, INT64_MIN, INT64_MAX, &t->tree);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	t->refs = 1;
+	*out = t;
+	return 0;
+}
+
 /* The function index of a series' tree, from a small cache (per store
  * generation).  *fx and *tree are borrowed under fs.lock. */
 static int functions_of_locked(uint32_t series_id, struct view_functions **fx,
@@ -516,18 +546,10 @@ static int functions_of_locked(uint32_t series_id, struct view_functions **fx,
 		if (!c->fx || c->last_use < slot->last_use)
 			slot = c;
 	}
-	const struct store_series *s = series_by_id_locked(series_id);
-	if (!s)
-		return -ENOENT;
-	struct tree_ref *t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	r = view_tree_build(fs.store, s, 1, INT64_MIN, INT64_MAX, &t->tree);
-	if (r < 0) {
-		free(t);
+	struct tree_ref *t;
+	r = series_tree_locked(series_id, &t);
+	if (r < 0)
 		return r;
-	}
-	t->refs = 1;
 	struct view_functions *f;
 	r = view_functions_build(t->tree, SPACE_ROOT_NODE, &f);
 	if (r < 0) {
@@ -616,19 +638,17 @@ static int space_build_tree_locked(const struct space *sp, const struct view_tre
 		return view_tree_build_seeded(fs.store, s, 1, from, to - 1, seed, out);
 	}
 	case SPACE_DIFF: {
-		const struct store_series *a = series_by_id_locked(sp->base_id);
-		struct view_tree *ta, *tb;
-		if (!a)
-			return -ENOENT;
-		r = view_tree_build(fs.store, a, 1, INT64_MIN, INT64_MAX, &ta);
+		struct tree_ref *ta, *tb;
+		r = series_tree_locked(sp->base_id, &ta);
 		if (r < 0)
 			return r;
-		r = view_tree_build(fs.store, s, 1, INT64_MIN, INT64_MAX, &tb);
-		if (r == 0)
-			r = view_diff_build_seeded(ta, SPACE_ROOT_NODE, tb, SPACE_ROOT_NODE, seed,
-			                           out);
-		view_tree_free(ta);
-		view_tree_free(tb);
+		r = series_tree_locked(sp->series_id, &tb);
+		if (r == 0) {
+			r = view_diff_build_seeded(ta->tree, SPACE_ROOT_NODE, tb->tree,
+			                           SPACE_ROOT_NODE, seed, out);
+			put_tree_locked(tb);
+		}
+		put_tree_locked(ta);
 		return r;
 	}
 	case SPACE_CALLERS:
@@ -1147,10 +1167,19 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 		i = hi;
 	}
 
-	/* The trees. */
-	for (uint32_t id = 1; id < fs.max_space; id++) {
+	/* The function indexes were of the old trees. */
+	if (old != fs.series)
+		for (unsigned i = 0; i < sizeof(fs.fxc) / sizeof(fs.fxc[0]); i++) {
+			view_functions_free(fs.fxc[i].fx);
+			put_tree_locked(fs.fxc[i].tree);
+			memset(&fs.fxc[i], 0, sizeof(fs.fxc[i]));
+		}
+	/* The trees: the series' first, since diffs, callers and callees are
+	 * built from them. */
+	for (uint32_t n = 1; n < 2 * fs.max_space; n++) {
+		uint32_t id = n < fs.max_space ? n : n - fs.max_space + 1;
 		struct space *sp = fs.spaces[id];
-		if (!sp || sp->gone)
+		if (!sp || sp->gone || (sp->kind == SPACE_SERIES) != (n < fs.max_space))
 			continue;
 		const struct store_series *s = series_by_id_locked(sp->series_id);
 		if (!s || (sp->kind == SPACE_DIFF && !series_by_id_locked(sp->base_id))) {
