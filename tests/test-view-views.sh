@@ -12,8 +12,9 @@
 #     them, callers/ whose top level adds up to total, callees/ whose total
 #     is total, their pprof read by go tool pprof;
 #   - flame.svg and callgrind in call-tree directories (xmllint,
-#     callgrind_annotate), names beginning with @ escaped, and a diff that
-#     follows an import within 2 s.
+#     callgrind_annotate), names beginning with @ escaped, the @ directories
+#     unlisted but resolving, a diff that follows an import within 2 s, and
+#     @last/1m moving on when a minute begins (this waits up to 75 s).
 #   usage: test-view-views.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
 build=${1:?usage: test-view-views.sh BUILD_DIR}
@@ -186,6 +187,23 @@ c=$(cat "$mnt/app/2/@functions/d/callers/main/total"); echo "     callers/main/t
 check "... and in its callers" test "$c" = 20
 check "... and in the callers and callees trees held across the import" \
 	test "$(cat "$mnt/app/2/@functions/d/callers/total") $(cat "$mnt/app/2/@functions/d/callees/total")" = "20 20"
+
+# ---- @last moves with the clock ---------------------------------------------------------------
+# Counts of the current minute are in @last/1m; once the next minute
+# begins they are not, though nothing was imported and the kernel holds
+# the directory (the daemon rebuilds and invalidates at the bucket's end).
+while [ $((10#$(date +%S))) -ge 45 ]; do sleep 1; done
+echo "main;tick 5" >"$tmp/tick.folded"
+imp --binary tick --version 1 "$tmp/tick.folded"
+sleep 1.5
+check "@last/1m holds what was imported this minute" test "$(cat "$mnt/@last/1m/tick/1/total")" = 5
+minute=$(date +%M)
+while [ "$(date +%M)" = "$minute" ]; do sleep 1; done
+sleep 2.5
+after=$(cat "$mnt/@last/1m/tick/1/total" 2>/dev/null)
+check "... and not once the next minute began (got '${after}')" test "$after" = 0 -o -z "$after"
+check "... nor in its listing" test -z "$(ls "$mnt/@last/1m" | grep -x tick)"
+check "@last/5m still holds it" test "$(cat "$mnt/@last/5m/tick/1/total")" = 5
 
 fusermount3 -u "$mnt"
 wait "$pid" 2>/dev/null
