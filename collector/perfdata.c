@@ -793,7 +793,8 @@ static int64_t sample_when(const struct pd *p, const struct attr *a, const struc
 			return INT64_MAX;
 		return ns / 1000000000;
 	}
-	return (int64_t)(s->time / 1000000000u);
+	/* perf's own clock; --clock-offset turns it into Unix time */
+	return (int64_t)(s->time / 1000000000u) + (p->ctx->opt ? p->ctx->opt->clock_offset : 0);
 }
 
 static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t *r, size_t n)
