@@ -4,7 +4,9 @@
 # Mounts a small store (folded stacks with awkward names, and a two-event
 # perf recording) with `flamefs -f` running under valgrind's memcheck,
 # walks it (ls -l of every directory, cat of every file including the
-# pprof ones, a second walk served from the caches), imports more data
+# pprof ones, a second walk served from the caches), issue #13's views
+# (a window, a range, a diff, every function's callers and callees),
+# imports more data
 # while mounted and waits until the view shows it (so the refresh path
 # runs: catch-up, series reload, trees and renderings dropped, a file
 # opened before the refresh read after it), then unmounts lazily while a
@@ -122,6 +124,26 @@ check_walk() {
 check_walk "$dirs" "$files" "$errs" "first walk" walk1
 read -r dirs files errs < <(walk walk2)
 check_walk "$dirs" "$files" "$errs" "second walk (caches)" walk2
+# views LABEL: issue #13's views of app (a window, a range, a diff, the
+# function view with every function's callers and callees), walked whole.
+views() {
+	local label=$1 errs=0 files=0 f
+	ls "$mnt/app/default/@functions" >"$tmp/$label.funcs" 2>>"$tmp/$label.err" || errs=1
+	while IFS= read -r -d '' f; do
+		files=$((files + 1))
+		cat "$f" >/dev/null 2>>"$tmp/$label.err" || errs=$((errs + 1))
+	done < <(find "$mnt/@last/1h/app/default" "$mnt/@range/0/9999999999/app/default" \
+		"$mnt/app/@diff/default/default" "$mnt/app/default/@functions/"* -type f -print0) \
+		2>>"$tmp/$label.err"
+	[ -s "$tmp/$label.err" ] && errs=$((errs + 1))
+	echo "$(wc -l <"$tmp/$label.funcs") $files $errs"
+}
+read -r nf files errs < <(views views1)
+if [ "$errs" = 0 ] && [ "$nf" -gt 2 ] && [ "$files" -gt 100 ]; then
+	ok "views: a window, a range, a diff and $nf functions' callers and callees: $files files read"
+else
+	bad "views: $nf functions, $files files, $errs errors: $(head -3 "$tmp/views1.err")"
+fi
 v=$mnt/app/default
 if [ "$(cat "$v/total")" = "$(awk '{ s += $NF } END { print s }' "$tmp/in.folded")" ]; then
 	ok "total is the input's sum"
@@ -156,6 +178,12 @@ fi
 exec 7<&-
 read -r dirs files errs < <(walk walk3)
 check_walk "$dirs" "$files" "$errs" "walk after the refresh" walk3
+read -r nf files errs < <(views views2)
+if [ "$errs" = 0 ] && [ "$files" -gt 100 ]; then
+	ok "views after the refresh (rebuilt seeded): $files files read"
+else
+	bad "views after the refresh: $files files, $errs errors: $(head -3 "$tmp/views2.err")"
+fi
 [ -d "$v/main/late/later" ] && ok "new directory main/late/later" || bad "main/late/later missing"
 
 # ---- lazy unmount with a file still open, then exit ------------------------------------
