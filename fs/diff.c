@@ -70,7 +70,7 @@ static int merge(struct view_builder *vb, const struct view_tree *a, uint32_t an
 			int c = ca == VIEW_NONE   ? 1
 			        : cb == VIEW_NONE ? -1
 			                          : cmp_names(a, ca, b, cb);
-			uint32_t frame, d;
+			uint32_t frame, d = 0;
 			if (c > 0) {
 				ca = VIEW_NONE;
 				j++;

@@ -323,7 +323,7 @@ int view_functions_callees_seeded(const struct view_functions *fx, uint32_t i,
 			const struct vnode *v = &t->nodes[it.src];
 			view_builder_add(vb, it.dst, v->self_samples, v->self_weight);
 			for (uint32_t c = 0; c < v->nkids && r == 0; c++) {
-				uint32_t sc = t->kids[v->first_kid + c], frame, d;
+				uint32_t sc = t->kids[v->first_kid + c], frame, d = 0;
 				r = view_builder_frame(vb, t, t->nodes[sc].frame, &frame);
 				if (r == 0)
 					r = view_builder_child(vb, it.dst, frame, &d);

@@ -210,8 +210,9 @@ static __attribute__((unused)) int fx_cmp_line(const void *a, const void *b)
 static __attribute__((unused)) char *fx_merge_lines(char **lines, uint64_t *w, int n)
 {
 	struct view_buf out = {0};
-	int *order = malloc((size_t)(n ? n : 1) * sizeof(*order));
-	char **sorted = malloc((size_t)(n ? n : 1) * sizeof(*sorted));
+	size_t cap = n > 0 ? (size_t)n : 1;
+	int *order = malloc(cap * sizeof(*order));
+	char **sorted = malloc(cap * sizeof(*sorted));
 
 	if (!order || !sorted)
 		fx_die("malloc", ENOMEM);
