@@ -76,9 +76,11 @@ static void check_diff(struct store *s, const char *bin, const char *a, const ch
 	char *want = expect_union(bin, a, b);
 	char *got = fx_render(view_render_folded, d, VIEW_ROOT);
 	CHECK(strcmp(got, want) == 0, "%s: folded\n%s--- want:\n%s", what, got, want);
-	for (uint32_t n = 0; n < view_tree_node_count(d); n++)
-		CHECK(view_folded_size(d, n) == strlen(fx_render(view_render_folded, d, n)),
-		      "%s: folded size of node %u", what, n);
+	for (uint32_t n = 0; n < view_tree_node_count(d); n++) {
+		char *one = fx_render(view_render_folded, d, n);
+		CHECK(view_folded_size(d, n) == strlen(one), "%s: folded size of node %u", what, n);
+		free(one);
+	}
 	fx_check_totals(d, what);
 	for (uint32_t n = 0; n < view_tree_node_count(d); n++) {
 		struct view_counts c, cc;
