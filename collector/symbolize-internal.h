@@ -83,8 +83,8 @@ struct segment {
 
 /* One ELF file, shared by every process mapping it. */
 struct module {
-	char *path;             /* path as the first process mapped it */
-	char *sym_unknown_name; /* "[basename]", for addresses without symbol */
+	char *path;         /* path as the first process mapped it */
+	char *unknown_name; /* "[basename]", for addresses without symbol */
 	uint8_t *build_id;
 	size_t build_id_len;
 	struct segment *segs;
@@ -187,7 +187,7 @@ struct symbolize {
 	bool lines;      /* look up file:line too */
 	bool inlines;    /* expand inlined functions from DWARF */
 	bool perf_names; /* symbolize_set_perf_names() */
-	/* offline: (path, build id) -> module (or stub), so a file that many
+	/* offline: (path, build id) -> module (or the stand-in for a missing file), so a file that many
 	 * recorded processes map is looked for once */
 	struct offline_ent *offline_tab;
 	size_t offline_mask, offline_n;

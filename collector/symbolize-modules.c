@@ -37,7 +37,7 @@ void sym_module_free(struct module *m)
 		close(m->fd);
 	free(m->segs);
 	free(m->build_id);
-	free(m->sym_unknown_name);
+	free(m->unknown_name);
 	free(m->path);
 	free(m);
 }
@@ -115,8 +115,8 @@ int sym_module_new(const char *path, int fd, struct module **out)
 	m->path = strdup(path);
 	if (!m->path)
 		goto fail;
-	if (asprintf(&m->sym_unknown_name, "[%s]", sym_base_of(path)) < 0) {
-		m->sym_unknown_name = NULL;
+	if (asprintf(&m->unknown_name, "[%s]", sym_base_of(path)) < 0) {
+		m->unknown_name = NULL;
 		goto fail;
 	}
 	rc = module_read_elf(m);
@@ -581,7 +581,7 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 			r.name = symbolize_name(name);
 		}
 	} else {
-		r.name = strdup(m->sym_unknown_name);
+		r.name = strdup(m->unknown_name);
 		r.kind = STORE_FRAME_UNKNOWN;
 	}
 	if (!r.name) {

@@ -113,8 +113,8 @@ char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t b
  * can be found.  Returns 0 or -ENOMEM. */
 static int offline_module_find(struct symbolize *s, const char *path, const uint8_t *bid,
                                size_t bid_len, const char *binary_path, struct module **out);
-static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
-                        struct module **out);
+static int offline_missing(struct symbolize *s, const char *path, const uint8_t *bid,
+                           size_t bid_len, struct module **out);
 
 /* The (path, build id) key of offline_tab, in a malloc'd buffer. */
 static char *offline_key(const char *path, const uint8_t *bid, size_t bid_len, size_t *len,
@@ -135,7 +135,7 @@ static char *offline_key(const char *path, const uint8_t *bid, size_t bid_len, s
 	return k;
 }
 
-/* The module (or stub) for (path, build id), found once and then kept in
+/* The module (or the stand-in for a missing file) for (path, build id), found once and then kept in
  * offline_tab.  Returns 0 or -ENOMEM. */
 static int offline_module(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
                           const char *binary_path, struct module **out)
@@ -177,7 +177,7 @@ static int offline_module(struct symbolize *s, const char *path, const uint8_t *
 	}
 	rc = offline_module_find(s, path, bid, bid_len, binary_path, out);
 	if (rc == 0 && !*out)
-		rc = offline_stub(s, path, bid, bid_len, out);
+		rc = offline_missing(s, path, bid, bid_len, out);
 	if (rc < 0) {
 		free(key);
 		return rc;
@@ -246,8 +246,8 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
  * in it is "[basename]", as perf script shows such a file, and its
  * frames keep the path and the recorded build id.  One per (path, build
  * id), on the module list so that symbolize_free() frees it. */
-static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bid, size_t bid_len,
-                        struct module **out)
+static int offline_missing(struct symbolize *s, const char *path, const uint8_t *bid,
+                           size_t bid_len, struct module **out)
 {
 	for (struct module *m = s->modules; m; m = m->next) {
 		if (m->fd < 0 && !m->is_elf && !m->dwfl && strcmp(m->path, path) == 0 &&
@@ -263,10 +263,10 @@ static int offline_stub(struct symbolize *s, const char *path, const uint8_t *bi
 	m->fd = -1;
 	m->dwfl_tried = true;
 	m->path = strdup(path);
-	if (asprintf(&m->sym_unknown_name, "[%s]", sym_base_of(path)) < 0)
-		m->sym_unknown_name = NULL;
+	if (asprintf(&m->unknown_name, "[%s]", sym_base_of(path)) < 0)
+		m->unknown_name = NULL;
 	m->build_id = bid_len ? malloc(bid_len) : NULL;
-	if (!m->path || !m->sym_unknown_name || (bid_len && !m->build_id)) {
+	if (!m->path || !m->unknown_name || (bid_len && !m->build_id)) {
 		sym_module_free(m);
 		return -ENOMEM;
 	}

@@ -106,8 +106,8 @@ static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t 
 		f->build_id = m->build_id;
 		f->build_id_len = m->build_id_len;
 		if (!sym_module_vaddr(m, a - mp->start + mp->pgoff, &vaddr) || !vaddr) {
-			f->name = m->sym_unknown_name;
-			f->name_len = strlen(m->sym_unknown_name);
+			f->name = m->unknown_name;
+			f->name_len = strlen(m->unknown_name);
 			return 1;
 		}
 		struct symres *r;

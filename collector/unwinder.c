@@ -87,10 +87,10 @@ struct unwinder {
 	bool started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct job *todo, *todo_tail; /* lock */
-	struct job *done;             /* lock */
-	bool stopping;                /* lock */
-	unsigned busy;                /* lock: jobs not yet serviced */
+	struct job *queue, *queue_tail; /* lock: jobs not started */
+	struct job *done;               /* lock */
+	bool stopping;                  /* lock */
+	unsigned busy;                  /* lock: jobs not yet serviced */
 	int efd;
 
 	/* The worker's. */
@@ -220,16 +220,16 @@ static void *worker_main(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&u->lock);
-		while (!u->todo && !u->stopping)
+		while (!u->queue && !u->stopping)
 			pthread_cond_wait(&u->cond, &u->lock);
 		if (u->stopping) {
 			pthread_mutex_unlock(&u->lock);
 			return NULL;
 		}
-		struct job *j = u->todo;
-		u->todo = j->next;
-		if (!u->todo)
-			u->todo_tail = NULL;
+		struct job *j = u->queue;
+		u->queue = j->next;
+		if (!u->queue)
+			u->queue_tail = NULL;
 		pthread_mutex_unlock(&u->lock);
 
 		build(u, j);
@@ -301,11 +301,11 @@ static void queue_build(struct unwinder *u, struct utable *t)
 	t->build_id = NULL;
 	t->state = T_PENDING;
 	pthread_mutex_lock(&u->lock);
-	if (u->todo_tail)
-		u->todo_tail->next = j;
+	if (u->queue_tail)
+		u->queue_tail->next = j;
 	else
-		u->todo = j;
-	u->todo_tail = j;
+		u->queue = j;
+	u->queue_tail = j;
 	u->busy++;
 	pthread_cond_signal(&u->cond);
 	pthread_mutex_unlock(&u->lock);
@@ -585,7 +585,7 @@ void unwinder_free(struct unwinder *u)
 		pthread_mutex_unlock(&u->lock);
 		pthread_join(u->worker, NULL);
 	}
-	for (struct job *j = u->todo, *n; j; j = n) {
+	for (struct job *j = u->queue, *n; j; j = n) {
 		n = j->next;
 		job_free(j);
 	}
