@@ -167,10 +167,21 @@ static int remove_stale_stages(const char *parent, const char *base)
 			stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
 			close(fd);
 		} else if (errno == ENOENT) {
-			/* killed before it was locked: empty, or (the lock file
-			 * renamed in at once) old */
-			stale = dir_is_empty(path) == 1 ||
-			        st.st_mtime + STAGE_ORPHAN_SECONDS < time(NULL);
+			/* killed before the lock file was renamed in: empty, only
+			 * the lock file being made (whose flock its creator held,
+			 * if alive), or old */
+			char tmp[PATH_MAX];
+			int tfd = -1;
+			if (snprintf(tmp, sizeof(tmp), "%s/." CREATOR_LOCK, path) <
+			    (int)sizeof(tmp))
+				tfd = open(tmp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+			if (tfd >= 0) {
+				stale = flock(tfd, LOCK_EX | LOCK_NB) == 0;
+				close(tfd);
+			} else {
+				stale = dir_is_empty(path) == 1 ||
+				        st.st_mtime + STAGE_ORPHAN_SECONDS < time(NULL);
+			}
 		}
 		if (stale) {
 			remove_tree(path);
