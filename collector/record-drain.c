@@ -470,6 +470,9 @@ int record_drain(struct recorder *r, bool final)
 	if (!final)
 		__atomic_store_n(&r->skel->bss->active, !old, __ATOMIC_SEQ_CST);
 	sleep_ns(FLIP_GRACE_NS);
+	/* The fork and exec events of the samples in the set first: an exec
+	 * met by a symbolizer re-read before its event names nothing. */
+	ring_buffer__consume(r->rb);
 
 	b = store_batch_new(r->store);
 	if (!b) {

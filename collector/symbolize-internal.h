@@ -274,6 +274,11 @@ struct proc *sym_proc_find(const struct symbolize *s, pid_t pid);
 struct proc *sym_proc_find_gen(const struct symbolize *s, pid_t pid, uint32_t gen);
 void sym_proc_free(struct proc *p);
 void sym_proc_install(struct symbolize *s, struct proc *p);
+/* Installs np, a fresh read of cur's process (cur is its current
+ * snapshot), and returns the snapshot that stands for what cur ran: np,
+ * or cur itself, kept as np's generation before, when np found another
+ * program (an exec whose event is still queued). */
+struct proc *sym_proc_reread(struct symbolize *s, struct proc *cur, struct proc *np);
 int sym_proc_names(struct proc *p);
 struct proc **sym_proc_slot(const struct symbolize *s, pid_t pid);
 int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out);

@@ -95,25 +95,56 @@ static void notify_process(struct symbolize *s, const struct proc *p)
 		free(maps);
 }
 
+static bool same_text(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
 /* Puts p in the table, replacing (and freeing) an older snapshot. */
 void sym_proc_install(struct symbolize *s, struct proc *p)
 {
 	struct proc **pp = sym_proc_slot(s, p->pid);
 	if (*pp) {
-		p->next = (*pp)->next;
+		struct proc *old = *pp;
+		p->next = old->next;
+		if (!p->gen && !p->before && old->nmaps &&
+		    (!same_text(p->binary, old->binary) ||
+		     !same_text(p->build_id_hex, old->build_id_hex))) {
+			/* A re-read that finds another program: the process
+			 * exec'd and its exec event is still queued.  Keep
+			 * what it ran as the generation before, as
+			 * symbolize_exec() would. */
+			p->gen = old->gen + 1;
+			p->at_exec = false;
+			sym_proc_free(old->before);
+			old->before = NULL;
+			old->next = NULL;
+			p->before = old;
+			*pp = p;
+			s->stats.processes++;
+			notify_process(s, p);
+			return;
+		}
 		if (!p->gen && !p->before) {
 			/* A re-read of the same program: same generation. */
-			p->gen = (*pp)->gen;
-			p->before = (*pp)->before;
-			(*pp)->before = NULL;
+			p->gen = old->gen;
+			p->before = old->before;
+			old->before = NULL;
 		}
-		sym_proc_free(*pp);
+		sym_proc_free(old);
 	} else {
 		p->next = NULL;
 	}
 	*pp = p;
 	s->stats.processes++;
 	notify_process(s, p);
+}
+
+struct proc *sym_proc_reread(struct symbolize *s, struct proc *cur, struct proc *np)
+{
+	uint32_t gen = cur->gen;
+	sym_proc_install(s, np);
+	return np->gen != gen && np->before ? np->before : np;
 }
 
 char *sym_hex_of(const uint8_t *b, size_t n)

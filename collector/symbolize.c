@@ -89,8 +89,7 @@ static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t 
 			np->jit_checked = p->jit_checked;
 			p->jit = NULL;
 			p->njit = 0;
-			sym_proc_install(s, np);
-			p = np;
+			p = sym_proc_reread(s, p, np);
 			mp = find_mapping(p, a);
 		} else {
 			sym_proc_free(np);
@@ -237,6 +236,12 @@ int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen)
 	rc = sym_proc_snapshot(s, pid, &p);
 	if (rc < 0)
 		return rc;
+	if (old && old->gen == gen && gen) {
+		/* A re-read met this program before its exec event (see
+		 * sym_proc_install): a re-read of the same generation. */
+		sym_proc_install(s, p);
+		return 0;
+	}
 	p->at_exec = true;
 	p->gen = gen;
 	if (old) {
@@ -266,8 +271,7 @@ int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc == 0 && p->nmaps) {
-			sym_proc_install(s, p);
-			pp = p;
+			pp = sym_proc_reread(s, pp, p);
 		} else {
 			sym_proc_free(p);
 			pp->at_exec = false;

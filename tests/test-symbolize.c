@@ -12,13 +12,24 @@
  * symbolize_kernel(), which asks the kernel through BPF (ksym.h), at the
  * symbol's first byte + 1, as an innermost frame and as a return address
  * (looked up at the first byte).
+ *
+ * An exec the symbolizer meets before its event: a child of this test is
+ * snapshotted, then execs sleep(1).  A lookup that misses reads its maps
+ * again and finds the new program; what ran before must still be named
+ * from its own snapshot (binary and functions), the new program must be
+ * the next generation, and the exec event that comes late must keep both.
  */
 #include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "store.h"
 #include "symbolize.h"
 
 static int failures;
@@ -93,8 +104,102 @@ static int check_kernel(void)
 	return checked;
 }
 
-int main(void)
+static void check(bool ok, const char *what)
 {
+	printf("%s - %s\n", ok ? "ok  " : "FAIL", what);
+	if (!ok)
+		failures++;
+}
+
+/* The name symbolize_user_gen() gives addr in pid's generation gen. */
+static const char *name_at(struct symbolize *s, pid_t pid, uint32_t gen, uintptr_t addr, char *buf,
+                           size_t len)
+{
+	struct store_frame f;
+	if (symbolize_user_gen(s, pid, gen, addr, false, &f, 1) < 1)
+		return "(error)";
+	snprintf(buf, len, "%.*s", (int)f.name_len, f.name);
+	return buf;
+}
+
+static const char *binary_of(struct symbolize *s, pid_t pid, uint32_t gen)
+{
+	const char *bin = NULL, *bid = NULL;
+	return symbolize_process_gen(s, pid, gen, &bin, &bid) == 0 && bin ? bin : "(none)";
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+__attribute__((noinline)) void exec_marker(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+static void check_early_exec(const char *self)
+{
+	int go[2];
+	char buf[256], exe[PATH_MAX], path[64];
+	if (pipe(go) < 0) {
+		perror("pipe");
+		failures++;
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		if (read(go[0], &c, 1) == 1)
+			execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	struct symbolize *s = symbolize_new();
+	uintptr_t marker = (uintptr_t)exec_marker;
+	check(s && symbolize_snapshot(s, pid, 0) == 0, "early exec: the child is snapshotted");
+	check(strcmp(name_at(s, pid, 0, marker, buf, sizeof(buf)), "exec_marker") == 0,
+	      "early exec: before the exec, the child's code is named (exec_marker)");
+	if (write(go[1], "g", 1) != 1)
+		failures++;
+	close(go[1]);
+	/* Until the child runs sleep, and a second has passed since the
+	 * snapshot (a miss reads the maps again at most once a second). */
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		if (strstr(exe, "sleep"))
+			break;
+		sleep_ms(10);
+	}
+	sleep_ms(1100);
+	/* A miss: no mapping at page 1.  The maps are read again. */
+	name_at(s, pid, 0, 4096, buf, sizeof(buf));
+	const char *base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
+	check(strcmp(binary_of(s, pid, 0), base) == 0,
+	      "early exec: after a re-read finds sleep, generation 0 is still this test");
+	check(strcmp(name_at(s, pid, 0, marker, buf, sizeof(buf)), "exec_marker") == 0,
+	      "early exec: and its code is still named (exec_marker)");
+	check(strcmp(binary_of(s, pid, 1), "sleep") == 0,
+	      "early exec: the new program is generation 1 (sleep)");
+	/* The exec event arrives late. */
+	check(symbolize_exec(s, pid, 1) == 0, "early exec: the late exec event is taken");
+	check(strcmp(binary_of(s, pid, 0), base) == 0 &&
+	              strcmp(name_at(s, pid, 0, marker, buf, sizeof(buf)), "exec_marker") == 0,
+	      "early exec: after it, generation 0 is still named");
+	check(strcmp(binary_of(s, pid, 1), "sleep") == 0,
+	      "early exec: after it, generation 1 is sleep");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	symbolize_free(s);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
 	/* Not mangled. */
 	expect("main", "main");
 	expect("hot_leaf", "hot_leaf");
@@ -117,6 +222,8 @@ int main(void)
 	expect("_ZN3foo", "_ZN3foo");
 	/* A ';' would split the folded line: it becomes ':'. */
 	expect("a;b", "a:b");
+
+	check_early_exec(argv[0]);
 
 	int nk = check_kernel();
 	printf("kernel addresses checked: %d\n", nk);
