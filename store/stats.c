@@ -215,17 +215,19 @@ out:
 
 /* ---- small right away -------------------------------------------------------- */
 
-/* A commit leaves its data in the write-ahead log, uncompressed, and a
- * flush leaves it in level-0 files that hold merge operands apart and
- * pay their own index and properties: right after an import the store
- * was ~1.8x its compacted size (a 168 MB recording: 262 K, compacted
- * 146 K).  Settling keeps it within a few percent: when the memtables
- * (about what the log holds) pass 1/SETTLE_SHARE of the SST bytes, it
- * flushes; when level 0 then passes 1/SETTLE_SHARE of the other SST
- * bytes, it compacts the store as store_compact() does.  Each compaction
- * rewrites the store once its new data is 1/SETTLE_SHARE of it, so the
- * store is rewritten about SETTLE_SHARE + 1 times over as it grows, and a
- * new or small store is compacted at every commit.
+/* A commit leaves its data in the write-ahead log, and a flush leaves it
+ * in level-0 files that hold merge operands apart and pay their own
+ * index and properties: right after an import the store was ~1.8x its
+ * compacted size (a 168 MB recording: 262 K, compacted 146 K).  Settling
+ * keeps it within 1/SETTLE_SHARE of that, measured as du measures it:
+ * when the logs (zstd-compressed, options.c) pass 1/SETTLE_SHARE of the
+ * directory's bytes, the column families with new entries are flushed;
+ * a column family whose level 0 (in file system blocks) then passes
+ * 1/SETTLE_SHARE of the directory is compacted as store_compact() does.
+ * A record drain adds a few KB a second: the store settles every few
+ * drains, less often as it grows, and a flush and a compaction cost
+ * ~10 ms of CPU each round (a third of the recorder's CPU when it was
+ * every drain).
  *
  * It runs in a thread of its own, started by settle() after a commit:
  * flushes and compactions wait for fsync, 60-300 ms a commit on a busy
@@ -234,32 +236,62 @@ out:
  * never s->errmsg or s->seq; settle_mu guards settle_busy and
  * settle_again.  store_close(), store_compact() and store_footprint()
  * wait for it (settle_wait()). */
-#define SETTLE_SHARE 25
+#define SETTLE_SHARE 10
 
-static void sst_bytes(struct store *s, uint64_t *all, uint64_t *level0)
+/* SST bytes per column family: all[i] and level0[i]. */
+static void sst_bytes(struct store *s, uint64_t all[CF_COUNT_ALL], uint64_t level0[CF_COUNT_ALL])
 {
 	const rocksdb_livefiles_t *lf = rocksdb_livefiles(s->db);
 	int n;
 
-	*all = *level0 = 0;
+	memset(all, 0, CF_COUNT_ALL * sizeof(*all));
+	memset(level0, 0, CF_COUNT_ALL * sizeof(*level0));
 	if (!lf)
 		return;
 	n = rocksdb_livefiles_count(lf);
 	for (int i = 0; i < n; i++) {
+		const char *cf = rocksdb_livefiles_column_family_name(lf, i);
 		uint64_t size = rocksdb_livefiles_size(lf, i);
+		int c = 0;
 
-		*all += size;
-		if (rocksdb_livefiles_level(lf, i) == 0)
-			*level0 += size;
+		while (c < CF_COUNT_ALL - 1 && (!cf || strcmp(cf, cf_names[c]) != 0))
+			c++;
+		all[c] += size;
+		if (rocksdb_livefiles_level(lf, i) == 0) /* in file system blocks, as du */
+			level0[c] += (size + 4095) / 4096 * 4096;
 	}
 	rocksdb_livefiles_destroy(lf);
 }
 
+/* The bytes of the write-ahead logs (their length: a log's last block
+ * is shared by the next commits). */
+static uint64_t wal_bytes(const struct store *s)
+{
+	DIR *d = opendir(s->dir);
+	struct dirent *e;
+	struct stat st;
+	uint64_t total = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n > 4 && !strcmp(e->d_name + n - 4, ".log") &&
+		    fstatat(dirfd(d), e->d_name, &st, 0) == 0)
+			total += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
 /* One round of settling.  Failures only cost space; they are not
- * reported (a commit's data is durable before it starts). */
+ * reported (a commit's data is durable before it starts).  Only the
+ * column families with something new are flushed, and only those whose
+ * level 0 has grown are compacted: a record drain adds counts every
+ * second but new frames and nodes far less often. */
 static void settle_once(struct store *s)
 {
-	uint64_t mem = 0, all, level0;
+	uint64_t all[CF_COUNT_ALL], level0[CF_COUNT_ALL], du = 0, wal;
 	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
 	rocksdb_compactoptions_t *co = rocksdb_compactoptions_create();
 	char *rerr = NULL;
@@ -269,23 +301,26 @@ static void settle_once(struct store *s)
 	rocksdb_flushoptions_set_wait(fo, 1);
 	rocksdb_compactoptions_set_bottommost_level_compaction(co, ROCKS_BOTTOMMOST_FORCE);
 	rocksdb_compactoptions_set_exclusive_manual_compaction(co, 1);
-	for (int i = 0; i < CF_COUNT_ALL; i++) {
-		uint64_t v = 0;
-
-		if (rocksdb_property_int_cf(s->db, s->cf[i], "rocksdb.cur-size-all-mem-tables",
-		                            &v) == 0)
-			mem += v;
-	}
-	sst_bytes(s, &all, &level0);
-	if (mem && mem * SETTLE_SHARE > all) {
-		for (int i = 0; i < CF_COUNT_ALL && !rerr; i++)
-			rocksdb_flush_cf(s->db, fo, s->cf[i], &rerr);
+	int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || du_fd(dfd, &du) < 0)
+		goto out;
+	wal = wal_bytes(s);
+	sst_bytes(s, all, level0);
+	if (wal * SETTLE_SHARE > du) {
+		for (int i = 0; i < CF_COUNT_ALL && !rerr; i++) {
+			uint64_t entries = 0;
+			if (rocksdb_property_int_cf(s->db, s->cf[i],
+			                            "rocksdb.num-entries-active-mem-table",
+			                            &entries) == 0 &&
+			    entries)
+				rocksdb_flush_cf(s->db, fo, s->cf[i], &rerr);
+		}
 		if (rerr)
 			goto out;
-		sst_bytes(s, &all, &level0);
+		sst_bytes(s, all, level0);
 	}
-	if (level0 && level0 * SETTLE_SHARE > all - level0)
-		for (int i = 0; i < CF_COUNT_ALL; i++)
+	for (int i = 0; i < CF_COUNT_ALL; i++)
+		if (level0[i] && level0[i] * SETTLE_SHARE > du)
 			rocksdb_compact_range_cf_opt(s->db, s->cf[i], co, NULL, 0, NULL, 0);
 out:
 	rocksdb_free(rerr);
