@@ -9,7 +9,9 @@
  * the set no longer written, so nothing arriving during a drain is lost.
  * Fork and exec tracepoints grow the followed set with the children of
  * followed processes and tell user space, which snapshots the new
- * process's mappings while it still exists.  Everything that cannot be
+ * process's mappings while it still exists; the exit tracepoint takes a
+ * process out of the set and tells user space, which frees its snapshot
+ * once its last samples are drained.  Everything that cannot be
  * kept is counted in `stats`.
  *
  * Nothing here needs the kernel's BTF at load time (no CO-RE relocation,
@@ -636,6 +638,28 @@ int on_exec(void *ctx)
 	 * user space writes the new ones. */
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	report_gen(PROFILE_EVENT_EXEC, tgid, 0, one);
+	return 0;
+}
+
+/* (struct task_struct *p, ...); p is the current task.  Only a process's
+ * main thread: a process whose other threads outlive it is known again at
+ * the next drain. */
+SEC("raw_tp/sched_process_exit")
+int on_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+
+	if ((__u32)id != tgid)
+		return 0;
+	if (filter_pids) {
+		if (!bpf_map_lookup_elem(&pids, &tgid))
+			return 0;
+		bpf_map_delete_elem(&pids, &tgid);
+	}
+	bpf_map_delete_elem(&execs, &tgid);
+	bpf_map_delete_elem(&unwind_procs, &tgid);
+	report(PROFILE_EVENT_EXIT, tgid, 0);
 	return 0;
 }
 

@@ -99,6 +99,7 @@ enum profile_event_kind {
 	                          * the unwinder (a dlopen since) */
 	PROFILE_EVENT_WANT = 4,  /* a pc of pid, addr, fell in a mapping whose
 	                          * table is not built yet */
+	PROFILE_EVENT_EXIT = 5,  /* pid's main thread exited */
 };
 
 /* Sent through the `events` ring buffer. */

@@ -20,6 +20,36 @@
 
 /* ---- process events ----------------------------------------------------- */
 
+static int note_exit(struct recorder *r, pid_t pid)
+{
+	if (r->ndead == r->dead_cap) {
+		size_t ncap = r->dead_cap ? r->dead_cap * 2 : 256;
+		struct dead_pid *n = realloc(r->dead, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->dead = n;
+		r->dead_cap = ncap;
+	}
+	symbolize_exited(r->sym, pid);
+	r->dead[r->ndead++] = (struct dead_pid){.pid = pid, .seq = r->drain_seq};
+	return 0;
+}
+
+/* Frees the snapshots of processes that exited REAP_DRAINS drains ago: a
+ * recording of -a on a busy machine would otherwise keep every process it
+ * ever saw (~1.7 KB each, a thousand a second under a build). */
+static void reap_exited(struct recorder *r)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < r->ndead; i++) {
+		if (r->dead[i].seq + REAP_DRAINS <= r->drain_seq)
+			symbolize_reap(r->sym, r->dead[i].pid);
+		else
+			r->dead[keep++] = r->dead[i];
+	}
+	r->ndead = keep;
+}
+
 int record_on_event(void *ctx, void *data, size_t len)
 {
 	struct recorder *r = ctx;
@@ -34,6 +64,8 @@ int record_on_event(void *ctx, void *data, size_t len)
 	} else if (e->kind == PROFILE_EVENT_STALE) {
 		/* The walker met a pc outside the process's known mappings. */
 		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
+	} else if (e->kind == PROFILE_EVENT_EXIT) {
+		rc = note_exit(r, (pid_t)e->pid);
 	} else if (e->kind == PROFILE_EVENT_FORK) {
 		if (e->parent && !symbolize_known(r->sym, (pid_t)e->parent))
 			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
@@ -501,6 +533,7 @@ int record_drain(struct recorder *r, bool final)
 	}
 	r->drains++;
 	log_drain(r, "committed", r->samples - samples0, r->weight - weight0);
+	reap_exited(r);
 	goto out;
 out_fail:
 	record_fail(r, rc, "drain: %s", strerror(-rc));

@@ -70,6 +70,8 @@ struct entry {
 	struct profile_value v;
 };
 
+#define REAP_DRAINS 3
+
 struct recorder {
 	const struct options *opt;
 	struct profile_bpf *skel;
@@ -79,7 +81,7 @@ struct recorder {
 	struct bpf_link **links; /* one per CPU event */
 	int *pfds;
 	int nlinks;
-	struct bpf_link *fork_link, *exec_link;
+	struct bpf_link *fork_link, *exec_link, *exit_link;
 	int counts_fd[2], stacks_fd[2], ustacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;
@@ -112,6 +114,16 @@ struct recorder {
 	int log_fd;
 	uint64_t drain_seq;
 
+	/* Processes that exited, each with drain_seq at its exit event: the
+	 * snapshot is freed REAP_DRAINS drains later, once its last samples
+	 * (in the set active at the exit, or, for a block I/O completed
+	 * later, the one after) are stored. */
+	struct dead_pid {
+		pid_t pid;
+		uint64_t seq;
+	} * dead;
+	size_t ndead, dead_cap;
+
 	/* --retention: when the store was last pruned (unix seconds, 0:
 	 * never) and what went. */
 	int64_t pruned_at;
@@ -140,7 +152,8 @@ void record_fail(struct recorder *r, int err, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
 /* record-drain.c */
-/* The ring buffer's callback: fork, exec and stale-maps events. */
+/* The ring buffer's callback: fork, exec, exit, stale-maps and
+ * table-wanted events. */
 int record_on_event(void *ctx, void *data, size_t len);
 /* One drain: flips the BPF side to its other map set and stores the set
  * it left in one atomic batch; `final` (sampling already stopped) stores

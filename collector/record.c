@@ -752,9 +752,10 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	        r->unsymbolized_pids);
 	fprintf(stderr,
 	        PROG ": symbolized %" PRIu64 " process snapshots (%" PRIu64
-	             " inherited from a parent), %" PRIu64 " ELF files; collector "
-	             "CPU %.3f s in all, %.2f%% of one core while recording\n",
-	        ss.processes, ss.inherited, ss.modules, cpu,
+	             " inherited from a parent; %" PRIu64 " freed after their exit), %" PRIu64
+	             " ELF files; collector CPU %.3f s in all, %.2f%% of one core while "
+	             "recording\n",
+	        ss.processes, ss.inherited, ss.reaped, ss.modules, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
 	if (r->opt->unwind == PROFILE_UNWIND_FP) {
 		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
@@ -906,9 +907,11 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	r->fork_link = bpf_program__attach(r->skel->progs.on_fork);
 	r->exec_link = r->fork_link ? bpf_program__attach(r->skel->progs.on_exec) : NULL;
-	if (!r->exec_link) {
+	r->exit_link = r->exec_link ? bpf_program__attach(r->skel->progs.on_exit) : NULL;
+	if (!r->exit_link) {
 		rc = -errno;
-		record_fail(r, rc, "cannot attach the fork/exec tracepoints: %s", strerror(-rc));
+		record_fail(r, rc, "cannot attach the fork/exec/exit tracepoints: %s",
+		            strerror(-rc));
 		return rc;
 	}
 
@@ -1057,6 +1060,7 @@ static void cleanup(struct recorder *r)
 		bpf_link__destroy(r->ev_links[i]);
 	bpf_link__destroy(r->fork_link);
 	bpf_link__destroy(r->exec_link);
+	bpf_link__destroy(r->exit_link);
 	ring_buffer__free(r->rb);
 	profile_bpf__destroy(r->skel);
 	symbolize_free(r->sym);
@@ -1066,6 +1070,7 @@ static void cleanup(struct recorder *r)
 	free(r->ents);
 	free(r->ids);
 	free(r->hashes);
+	free(r->dead);
 	free(r->bkeys);
 	free(r->bvals);
 	free(r->frames);

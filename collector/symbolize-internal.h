@@ -137,6 +137,7 @@ struct proc {
 	bool at_exec;        /* taken at exec: the loader had not mapped the
 	                      * libraries yet */
 	uint32_t gen;        /* exec count (symbolize_exec) */
+	bool exited;         /* symbolize_exited(): freed at symbolize_reap() */
 	struct proc *before; /* the snapshot before the last exec, or NULL */
 	struct proc *next;
 };

@@ -446,6 +446,24 @@ int symbolize_snapshot(struct symbolize *s, pid_t pid, pid_t parent)
 	return 0;
 }
 
+void symbolize_exited(struct symbolize *s, pid_t pid)
+{
+	struct proc *p = sym_proc_find(s, pid);
+	if (p)
+		p->exited = true;
+}
+
+bool symbolize_reap(struct symbolize *s, pid_t pid)
+{
+	struct proc **pp = sym_proc_slot(s, pid), *p = *pp;
+	if (!p || !p->exited)
+		return false;
+	*pp = p->next;
+	sym_proc_free(p);
+	s->stats.reaped++;
+	return true;
+}
+
 bool symbolize_known(const struct symbolize *s, pid_t pid)
 {
 	return sym_proc_find(s, pid) != NULL;

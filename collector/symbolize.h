@@ -53,6 +53,15 @@ int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen);
  * afterwards needs symbolize_snapshot().  Returns 0 or -errno. */
 int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent);
 
+/* An exit: marks pid's snapshot as its last.  It stays, for samples
+ * still to be drained, until symbolize_reap(). */
+void symbolize_exited(struct symbolize *s, pid_t pid);
+
+/* Frees pid's snapshot when it is still the one symbolize_exited()
+ * marked; a process that took the pid since (fork) keeps its own.
+ * Returns true when one was freed. */
+bool symbolize_reap(struct symbolize *s, pid_t pid);
+
 /* True when `pid` has a snapshot. */
 bool symbolize_known(const struct symbolize *s, pid_t pid);
 
@@ -146,6 +155,7 @@ struct symbolize_stats {
 	uint64_t inherited; /* of which taken from a parent */
 	uint64_t modules;   /* distinct ELF files opened */
 	uint64_t lookups;   /* user lookups not answered by the cache */
+	uint64_t reaped;    /* snapshots freed after their process exited */
 };
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st);
 

@@ -194,6 +194,20 @@ static void check_early_exec(const char *self)
 	      "early exec: after it, generation 1 is sleep");
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+
+	/* Exits: a snapshot marked exited is freed by symbolize_reap(),
+	 * unless a new process took the pid meanwhile. */
+	pid_t me = getpid();
+	check(symbolize_snapshot(s, me, 0) == 0, "exit: this process is snapshotted");
+	symbolize_exited(s, pid);
+	check(symbolize_reap(s, pid) && !symbolize_known(s, pid),
+	      "exit: an exited process's snapshot is freed");
+	check(!symbolize_reap(s, pid), "exit: a second reap finds nothing");
+	check(symbolize_inherit(s, pid, me) == 0, "exit: a fork gives the pid a snapshot");
+	symbolize_exited(s, pid);
+	check(symbolize_inherit(s, pid, me) == 0 && !symbolize_reap(s, pid) &&
+	              symbolize_known(s, pid),
+	      "exit: a process that took the pid after the exit keeps its snapshot");
 	symbolize_free(s);
 }
 
