@@ -104,8 +104,11 @@ struct {
 	__uint(max_entries, 1024);
 } unwind_tables SEC(".maps");
 
+/* Mappable: user space writes a table's rows through a window of memory
+ * rather than one bpf(2) element at a time (5x the build itself). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct unwind_row);
 	__uint(max_entries, 1);

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <poll.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +47,7 @@
 #define TABLE_BUCKETS 1024
 #define RECENT_SLOTS  256
 #define UPLOAD_CHUNK  65536
+#define UPLOAD_WINDOW (1u << 20)
 #define REFRESH_NS    100000000ll
 
 enum tstate { T_UNBUILT, T_PENDING, T_READY, T_NONE };
@@ -96,6 +98,7 @@ struct unwinder {
 	/* The worker's. */
 	uint32_t next_row, next_table;
 	uint32_t *keys;
+	bool no_mmap; /* the rows map cannot be mapped: bpf(2) writes */
 
 	/* The main thread's. */
 	pid_t *pending; /* processes waiting for a table */
@@ -149,9 +152,41 @@ static Elf *open_debug(const struct job *j, int *fd)
 	return elf_begin(*fd, ELF_C_READ_MMAP, NULL);
 }
 
+/* Writes rows [first, first + n) of the rows array through windows of
+ * the map's memory, UPLOAD_WINDOW bytes at a time: the pages are the
+ * kernel's, and count in our RSS only while mapped.  Returns -errno when
+ * the map cannot be mapped (the caller then goes through bpf(2)). */
+static int upload_rows_mmap(struct unwinder *u, uint32_t first, const struct unwind_row *rows,
+                            size_t n)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t from = (size_t)first * sizeof(*rows), to = from + n * sizeof(*rows);
+
+	while (from < to) {
+		size_t off = from / page * page;
+		size_t end = to - off > UPLOAD_WINDOW ? off + UPLOAD_WINDOW : to;
+		size_t len = (end - off + page - 1) / page * page;
+		char *w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, u->maps.rows,
+		               (off_t)off);
+		if (w == MAP_FAILED)
+			return -errno;
+		memcpy(w + (from - off),
+		       (const char *)rows + (from - (size_t)first * sizeof(*rows)), end - from);
+		munmap(w, len);
+		from = end;
+	}
+	return 0;
+}
+
 /* Writes rows [first, first + n) of the rows array. */
 static int upload_rows(struct unwinder *u, uint32_t first, const struct unwind_row *rows, size_t n)
 {
+	if (!u->no_mmap) {
+		int rc = upload_rows_mmap(u, first, rows, n);
+		if (rc == 0)
+			return 0;
+		u->no_mmap = true; /* written by bpf(2) from now on */
+	}
 	for (size_t done = 0; done < n;) {
 		uint32_t count = (uint32_t)(n - done < UPLOAD_CHUNK ? n - done : UPLOAD_CHUNK);
 		for (uint32_t i = 0; i < count; i++)
