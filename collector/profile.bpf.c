@@ -568,7 +568,15 @@ static __always_inline void report_gen(__u32 kind, __u32 pid, __u32 parent, __u3
 	e->parent = parent;
 	e->gen = gen;
 	e->addr = 0;
-	bpf_ringbuf_submit(e, 0);
+	/* Forks and exits wait for the next event that wakes user space (an
+	 * exec, a table wanted, or the drain each second): they are taken
+	 * in order, and nothing about them is lost by waiting, where a
+	 * wakeup each costs user space a context switch.  The others wake it
+	 * by force: the ring's own rule wakes only a reader that has caught
+	 * up, and one waiting behind a fork or exit has not. */
+	bpf_ringbuf_submit(e, kind == PROFILE_EVENT_FORK || kind == PROFILE_EVENT_EXIT
+	                              ? BPF_RB_NO_WAKEUP
+	                              : BPF_RB_FORCE_WAKEUP);
 }
 
 static __always_inline void report(__u32 kind, __u32 pid, __u32 parent)
@@ -589,7 +597,7 @@ static __always_inline void report_want(__u32 pid, __u64 addr)
 	e->parent = 0;
 	e->gen = 0;
 	e->addr = addr;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /* A raw tracepoint's context is its arguments as an array of u64, read
