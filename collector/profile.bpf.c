@@ -626,6 +626,12 @@ int on_fork(void *ctx)
 		if (bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY))
 			count(PROFILE_STAT_PIDS_FULL);
 	}
+	/* The child has its parent's mappings: the walker can use the
+	 * parent's list at once, before user space (woken by a later event)
+	 * writes the child's own. */
+	struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &ptgid);
+	if (up)
+		bpf_map_update_elem(&unwind_procs, &ctgid, up, BPF_ANY);
 	report(PROFILE_EVENT_FORK, ctgid, ptgid);
 	return 0;
 }
@@ -671,6 +677,33 @@ int on_exit(void *ctx)
 	bpf_map_delete_elem(&execs, &tgid);
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	report(PROFILE_EVENT_EXIT, tgid, 0);
+	return 0;
+}
+
+/* The dynamic loader's _dl_debug_state() (collector/ldso.c), with
+ * _r_debug.r_state RT_CONSISTENT (0) once the program's libraries are
+ * mapped, before their relocation: user space reads the maps again now,
+ * so that the process's first samples in its libraries are walked,
+ * where the snapshot taken at the exec holds only the program and the
+ * loader.  ldso_rdebug_delta is &_r_debug - &_dl_debug_state; the
+ * function is found from the pc rounded down to 16 bytes (ldso.c checks
+ * its alignment), whichever side of the breakpoint the pc is. */
+const volatile __s64 ldso_rdebug_delta = 0;
+
+SEC("uprobe")
+int on_ldso_state(void *ctx)
+{
+	const struct x86_regs *regs = ctx;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__s32 state = -1;
+
+	if (!followed(tgid))
+		return 0;
+	__u64 fn = regs->ip & ~0xfull;
+	if (bpf_probe_read_user(&state, sizeof(state), (const void *)(fn + ldso_rdebug_delta + 24)))
+		return 0;
+	if (state == 0)
+		report(PROFILE_EVENT_LOADED, tgid, 0);
 	return 0;
 }
 

@@ -93,13 +93,15 @@ enum profile_stat {
 };
 
 enum profile_event_kind {
-	PROFILE_EVENT_FORK = 1,  /* pid was forked by parent */
-	PROFILE_EVENT_EXEC = 2,  /* pid executed a new program */
-	PROFILE_EVENT_STALE = 3, /* a pc of pid fell in no mapping known to
+	PROFILE_EVENT_FORK = 1,   /* pid was forked by parent */
+	PROFILE_EVENT_EXEC = 2,   /* pid executed a new program */
+	PROFILE_EVENT_STALE = 3,  /* a pc of pid fell in no mapping known to
 	                          * the unwinder (a dlopen since) */
-	PROFILE_EVENT_WANT = 4,  /* a pc of pid, addr, fell in a mapping whose
+	PROFILE_EVENT_WANT = 4,   /* a pc of pid, addr, fell in a mapping whose
 	                          * table is not built yet */
-	PROFILE_EVENT_EXIT = 5,  /* pid's main thread exited */
+	PROFILE_EVENT_EXIT = 5,   /* pid's main thread exited */
+	PROFILE_EVENT_LOADED = 6, /* the loader has mapped pid's libraries
+	                           * (or a dlopen'ed one) */
 };
 
 /* Sent through the `events` ring buffer. */

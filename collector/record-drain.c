@@ -64,6 +64,9 @@ int record_on_event(void *ctx, void *data, size_t len)
 	} else if (e->kind == PROFILE_EVENT_STALE) {
 		/* The walker met a pc outside the process's known mappings. */
 		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
+	} else if (e->kind == PROFILE_EVENT_LOADED) {
+		/* Its libraries are mapped: read its maps while it lives. */
+		rc = symbolize_snapshot(r->sym, (pid_t)e->pid, 0);
 	} else if (e->kind == PROFILE_EVENT_EXIT) {
 		rc = note_exit(r, (pid_t)e->pid);
 	} else if (e->kind == PROFILE_EVENT_FORK) {
@@ -176,6 +179,88 @@ static int take_counts_batch(struct recorder *r, int set)
 	return 0;
 }
 
+static int uref_cmp(const void *a, const void *b)
+{
+	const struct ustack_ref *x = a, *y = b;
+	return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+static int hash_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Copies the CFI stacks of `set` into r->uref and r->upcs, UBATCH at a
+ * time, leaving them in the map (a count added later to this set may
+ * still refer to one: off-CPU and block time).  Returns 0, also when the
+ * kernel cannot (r->no_ubatch: add_stack() then looks each one up), or
+ * -ENOMEM. */
+static int take_ustacks(struct recorder *r, int set)
+{
+	uint64_t token = 0;
+	bool first = true;
+
+	r->nuref = 0;
+	r->npcs = 0;
+	if (!r->unwinder || r->no_ubatch)
+		return 0;
+	if (!r->ubatch_keys) {
+		r->ubatch_keys = calloc(UBATCH, sizeof(*r->ubatch_keys));
+		r->ubatch_vals = calloc(UBATCH, sizeof(*r->ubatch_vals));
+		if (!r->ubatch_keys || !r->ubatch_vals)
+			return -ENOMEM;
+	}
+	for (;;) {
+		uint32_t got = UBATCH;
+		int rc = bpf_map_lookup_batch(r->ustacks_fd[set], first ? NULL : &token, &token,
+		                              r->ubatch_keys, r->ubatch_vals, &got, NULL);
+		int e = rc < 0 ? errno : 0;
+		if (rc < 0 && e != ENOENT) {
+			/* No batch reads (EINVAL, ENOTSUPP), or a bucket larger
+			 * than a batch (ENOSPC): one lookup per stack. */
+			if (e != ENOSPC)
+				r->no_ubatch = true;
+			r->nuref = 0;
+			return 0;
+		}
+		first = false;
+		for (uint32_t i = 0; i < got; i++) {
+			const struct profile_ustack *us = &r->ubatch_vals[i];
+			uint32_t len = us->len < PROFILE_MAX_DEPTH ? us->len : PROFILE_MAX_DEPTH;
+			if (r->nuref == r->uref_cap) {
+				size_t ncap = r->uref_cap ? r->uref_cap * 2 : 1024;
+				struct ustack_ref *n = realloc(r->uref, ncap * sizeof(*n));
+				if (!n)
+					return -ENOMEM;
+				r->uref = n;
+				r->uref_cap = ncap;
+			}
+			if (r->npcs + len > r->upcs_cap) {
+				size_t ncap = r->upcs_cap ? r->upcs_cap * 2 : 16384;
+				while (ncap < r->npcs + len)
+					ncap *= 2;
+				uint64_t *n = realloc(r->upcs, ncap * sizeof(*n));
+				if (!n)
+					return -ENOMEM;
+				r->upcs = n;
+				r->upcs_cap = ncap;
+			}
+			memcpy(r->upcs + r->npcs, us->pcs, len * sizeof(*r->upcs));
+			r->uref[r->nuref++] = (struct ustack_ref){.hash = r->ubatch_keys[i],
+			                                          .at = r->npcs,
+			                                          .len = len,
+			                                          .flags = us->flags};
+			r->npcs += len;
+		}
+		if (rc < 0)
+			break; /* ENOENT: that was the last batch */
+	}
+	if (r->nuref > 1)
+		qsort(r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
+	return 0;
+}
+
 /* Reads every count of one map set into r->ents (taking them out of the
  * map when it can do so in a batch) and into r->ids the ids of the
  * stacks to delete once stored. */
@@ -206,6 +291,9 @@ static int read_set(struct recorder *r, int set)
 		else if (rc < 0)
 			return rc;
 	}
+	rc = take_ustacks(r, set);
+	if (rc < 0)
+		return rc;
 	if (!r->no_batch && r->scan_stacks == 0) {
 		/* The stacks are those the counts refer to. */
 		for (size_t i = 0; i < r->nents; i++) {
@@ -271,7 +359,21 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	for (size_t i = 0; i < r->nids; i++)
 		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
-	for (size_t i = 0; i < r->nhashes; i++)
+	size_t from = 0;
+	if (r->nhashes > 1 && !r->no_ubatch) {
+		/* One batch delete: each key once, all present. */
+		qsort(r->hashes, r->nhashes, sizeof(*r->hashes), hash_cmp);
+		size_t u = 0;
+		for (size_t i = 0; i < r->nhashes; i++)
+			if (u == 0 || r->hashes[u - 1] != r->hashes[i])
+				r->hashes[u++] = r->hashes[i];
+		r->nhashes = u;
+		uint32_t count = (uint32_t)u;
+		if (bpf_map_delete_batch(r->ustacks_fd[set], r->hashes, &count, NULL) == 0)
+			return;
+		from = count; /* stopped at a key already gone: the rest one by one */
+	}
+	for (size_t i = from; i < r->nhashes; i++)
 		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes[i]);
 }
 
@@ -288,8 +390,17 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 
 	if (sid == PROFILE_NO_STACK)
 		return 0;
+	const struct ustack_ref want = {.hash = key->user_hash}, *got = NULL;
+	if (sid == PROFILE_CFI_STACK && !kernel && r->nuref)
+		got = bsearch(&want, r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
+	if (got) {
+		/* Taken in a batch (take_ustacks). */
+		us.len = got->len;
+		us.flags = got->flags;
+		memcpy(us.pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
+	}
 	if (sid == PROFILE_CFI_STACK && !kernel &&
-	    bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0) {
+	    (got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0)) {
 		depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
 		if (us.flags & UNWIND_FLAG_TRUNCATED) {
 			/* The walk gave up: the frames above are unknown. */

@@ -71,6 +71,7 @@ struct entry {
 };
 
 #define REAP_DRAINS 3
+#define UBATCH      256
 
 struct recorder {
 	const struct options *opt;
@@ -82,6 +83,7 @@ struct recorder {
 	int *pfds;
 	int nlinks;
 	struct bpf_link *fork_link, *exec_link, *exit_link;
+	struct bpf_link *ldso_link; /* NULL when the loader has no hook */
 	int counts_fd[2], stacks_fd[2], ustacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;
@@ -103,6 +105,20 @@ struct recorder {
 	struct profile_value *bvals;
 	uint32_t bcap;
 	bool no_batch;
+	/* The CFI stacks of the set being drained, read in batches of
+	 * UBATCH (a bpf(2) call each, where a lookup and a delete per stack
+	 * were two): their hashes in order, and their pcs in one arena. */
+	struct ustack_ref {
+		uint64_t hash;
+		size_t at; /* into upcs */
+		uint32_t len, flags;
+	} * uref;
+	size_t nuref, uref_cap;
+	uint64_t *upcs;
+	size_t npcs, upcs_cap;
+	uint64_t *ubatch_keys;
+	struct profile_ustack *ubatch_vals;
+	bool no_ubatch; /* the kernel has no batch reads of hash maps */
 	/* Whole stack-map listings still due: set to 2 (both sets) when a
 	 * sample may have left a stack that no count refers to, and the
 	 * losses counted so far. */

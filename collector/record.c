@@ -170,6 +170,7 @@ int record_main(int argc, char **argv)
 #include "cfi.h"
 #include "import.h"
 #include "kbtf.h"
+#include "ldso.h"
 #include "profile.h"
 #include "profile.skel.h"
 #include "symbolize.h"
@@ -863,6 +864,13 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	r->skel->rodata->tgid_offset = tgid_offset;
 	r->skel->rodata->unwind_mode = o->unwind;
+	struct ldso_probe ldso;
+	char lerr[PATH_MAX + 128];
+	bool have_ldso = ldso_find(LDSO_INTERP, &ldso, lerr, sizeof(lerr)) == 0;
+	if (have_ldso)
+		r->skel->rodata->ldso_rdebug_delta = ldso.rdebug_delta;
+	else if (o->verbose)
+		fprintf(stderr, PROG ": the loader's hook is not used: %s\n", lerr);
 	rc = size_maps(r, libbpf_num_possible_cpus());
 	if (rc < 0) {
 		record_fail(r, rc, "cannot size the BPF maps: %s", strerror(-rc));
@@ -908,6 +916,13 @@ static int run(struct recorder *r, const struct options *o)
 	r->fork_link = bpf_program__attach(r->skel->progs.on_fork);
 	r->exec_link = r->fork_link ? bpf_program__attach(r->skel->progs.on_exec) : NULL;
 	r->exit_link = r->exec_link ? bpf_program__attach(r->skel->progs.on_exit) : NULL;
+	/* Optional: without it a process's first sample in each library is
+	 * cut short while its maps are read again. */
+	r->ldso_link = have_ldso ? bpf_program__attach_uprobe(r->skel->progs.on_ldso_state, false,
+	                                                      -1, ldso.path, ldso.func_offset)
+	                         : NULL;
+	if (have_ldso && !r->ldso_link && o->verbose)
+		fprintf(stderr, PROG ": cannot probe %s: %s\n", ldso.path, strerror(errno));
 	if (!r->exit_link) {
 		rc = -errno;
 		record_fail(r, rc, "cannot attach the fork/exec/exit tracepoints: %s",
@@ -1061,6 +1076,7 @@ static void cleanup(struct recorder *r)
 	bpf_link__destroy(r->fork_link);
 	bpf_link__destroy(r->exec_link);
 	bpf_link__destroy(r->exit_link);
+	bpf_link__destroy(r->ldso_link);
 	ring_buffer__free(r->rb);
 	profile_bpf__destroy(r->skel);
 	symbolize_free(r->sym);
@@ -1071,6 +1087,10 @@ static void cleanup(struct recorder *r)
 	free(r->ids);
 	free(r->hashes);
 	free(r->dead);
+	free(r->uref);
+	free(r->upcs);
+	free(r->ubatch_keys);
+	free(r->ubatch_vals);
 	free(r->bkeys);
 	free(r->bvals);
 	free(r->frames);

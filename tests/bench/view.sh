@@ -152,7 +152,7 @@ declare -A R
 keys=(gen big real)
 tmpfs=$work/tmpfs
 mkdir -p "$tmpfs"
-mountpoint -q "$tmpfs" || mount -t tmpfs -o size=75% flamefs-bench "$tmpfs"
+mountpoint -q "$tmpfs" || mount -t tmpfs -o size=75%,nr_inodes=0 flamefs-bench "$tmpfs"
 trap 'unmount; umount "$tmpfs" 2>/dev/null || true' EXIT
 {
 	printf 'deepapp'
