@@ -178,10 +178,18 @@ struct rendered {
 };
 
 struct open_file {
-	struct rendered *r;
+	struct rendered *r; /* NULL until the first read (or fstat) */
 	fuse_ino_t ino;
 	struct open_file *prev, *next; /* fs.open_files, guarded by fs.lock */
+	/* Until r is made: what to render, from the tree of the open (one
+	 * open is one snapshot).  An open whose bytes the kernel already
+	 * holds (keep_cache) sends no READ and renders nothing: a second
+	 * `grep -r` rendered every file again to have it thrown away. */
+	struct rendered key;
+	struct tree_ref *tree;
+	pthread_mutex_t mu; /* guards r, tree while rendering */
 };
+static int open_file_render(struct open_file *of);
 
 /* A synthetic directory (space 0): the root and one per binary name ever
  * seen (kept, empty, once the binary is pruned, so indexes are stable),
@@ -1786,6 +1794,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		time_t mtime = r == 0 && at.sp ? node_mtime(at.sp, at.i.node) : fs.mtime;
 		bool current = r == 0 && at.sp && at.current && of->ino == ino;
 		pthread_mutex_unlock(&fs.lock);
+		r = open_file_render(of);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
 		attr_file(&st, ino, mtime, of->r->buf.len);
 		fuse_reply_attr(req, &st, current ? CACHE_TIMEOUT : 0);
 		return;
@@ -2726,13 +2739,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&fs.lock);
 
 	of = calloc(1, sizeof(*of));
-	r = of ? get_rendered(&key, tree->tree, &of->r) : -ENOMEM;
-	put_tree(tree);
-	if (r < 0) {
-		free(of);
-		fuse_reply_err(req, -r);
+	if (!of) {
+		put_tree(tree);
+		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	of->key = key;
+	of->tree = tree; /* rendered at the first read (open_file_render) */
 	/* A size not known before rendering (pprof: 0 in stat), or an inode
 	 * of an older version whose cached size and pages are another
 	 * rendering's: read to EOF through the daemon.  Otherwise the
@@ -2740,6 +2753,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->direct_io = key.vf->size == NULL || !current;
 	fi->keep_cache = !fi->direct_io;
 opened:
+	pthread_mutex_init(&of->mu, NULL);
 	of->ino = ino;
 	fi->fh = (uint64_t)(uintptr_t)of;
 	pthread_mutex_lock(&fs.lock);
@@ -2757,15 +2771,40 @@ opened:
 		if (of->next)
 			of->next->prev = of->prev;
 		put_rendered_locked(of->r);
+		put_tree_locked(of->tree);
 		pthread_mutex_unlock(&fs.lock);
+		pthread_mutex_destroy(&of->mu);
 		free(of);
 	}
+}
+
+/* Renders an open file's bytes at its first read (or fstat), from the
+ * tree it was opened on.  Returns 0 or -errno. */
+static int open_file_render(struct open_file *of)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&of->mu);
+	if (!of->r) {
+		rc = get_rendered(&of->key, of->tree->tree, &of->r);
+		if (rc == 0) {
+			put_tree(of->tree);
+			of->tree = NULL;
+		}
+	}
+	pthread_mutex_unlock(&of->mu);
+	return rc;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+	int rc = open_file_render(of);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	struct rendered *r = of->r;
 	const struct view_buf *b = &r->buf;
 
@@ -2797,6 +2836,8 @@ static void close_file_locked(struct open_file *of)
 	if (of->next)
 		of->next->prev = of->prev;
 	put_rendered_locked(of->r);
+	put_tree_locked(of->tree);
+	pthread_mutex_destroy(&of->mu);
 	free(of);
 }
 
