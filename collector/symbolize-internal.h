@@ -269,6 +269,10 @@ int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end,
                    unsigned long long dev, unsigned long long ino, struct module **out);
 int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out);
 int sym_module_new(const char *path, int fd, struct module **out);
+/* Adds m, just opened, to s's modules and tells the module hook; when a
+ * module with its build id is known already (the same file under another
+ * path or inode), frees m and returns that one. */
+struct module *sym_module_register(struct symbolize *s, struct module *m);
 bool sym_module_vaddr(const struct module *m, uint64_t off, uint64_t *vaddr);
 int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out);
 struct proc *sym_proc_find(const struct symbolize *s, pid_t pid);

@@ -102,6 +102,23 @@ struct module *sym_module_by_build_id(struct symbolize *s, const uint8_t *id, si
 }
 
 /* Makes a module from an open fd (taken over, even on failure). */
+struct module *sym_module_register(struct symbolize *s, struct module *m)
+{
+	struct module *same =
+	        m->build_id_len ? sym_module_by_build_id(s, m->build_id, m->build_id_len) : NULL;
+	if (same) {
+		/* The same file under another path or inode. */
+		sym_module_free(m);
+		return same;
+	}
+	m->next = s->modules;
+	s->modules = m;
+	s->stats.modules++;
+	if (s->hooks.module && m->is_elf)
+		s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id, m->build_id_len);
+	return m;
+}
+
 int sym_module_new(const char *path, int fd, struct module **out)
 {
 	struct module *m = calloc(1, sizeof(*m));
@@ -166,20 +183,7 @@ int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end,
 	rc = sym_module_new(path, fd, &m);
 	if (rc < 0)
 		return rc;
-	struct module *same =
-	        m->build_id_len ? sym_module_by_build_id(s, m->build_id, m->build_id_len) : NULL;
-	if (same) {
-		/* The same file under another path or inode. */
-		sym_module_free(m);
-		m = same;
-	} else {
-		m->next = s->modules;
-		s->modules = m;
-		s->stats.modules++;
-		if (s->hooks.module && m->is_elf)
-			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id,
-			                m->build_id_len);
-	}
+	m = sym_module_register(s, m);
 
 	fe = calloc(1, sizeof(*fe));
 	if (!fe)

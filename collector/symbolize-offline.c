@@ -217,19 +217,7 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 	int rc = sym_module_new(path, fd, &m);
 	if (rc < 0)
 		return rc == -ENOMEM ? rc : 0;
-	struct module *same =
-	        m->build_id_len ? sym_module_by_build_id(s, m->build_id, m->build_id_len) : NULL;
-	if (same) {
-		sym_module_free(m);
-		m = same;
-	} else {
-		m->next = s->modules;
-		s->modules = m;
-		s->stats.modules++;
-		if (s->hooks.module && m->is_elf)
-			s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id,
-			                m->build_id_len);
-	}
+	m = sym_module_register(s, m);
 	struct file_ent *fe = calloc(1, sizeof(*fe));
 	if (!fe)
 		return -ENOMEM;
