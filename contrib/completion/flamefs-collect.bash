@@ -122,7 +122,8 @@ _flamefs_collect()
 	local opts
 	case $cmd in
 	import)
-		opts='--store --format --binary --version --event --all-events --time --clock-offset --help'
+		opts='--store --format --binary --version --event --all-events --time --clock-offset
+		      --binary-path --one-batch --keep-going --timings --help'
 		;;
 	record)
 		opts='--store --pid --all-cpus --freq --duration --user-only --kernel-only
