@@ -447,13 +447,18 @@ out_iter:
 
 int load_new(struct store *s)
 {
+	uint32_t frames_from = s->nframes, nodes_from = s->nnodes;
 	int r = load_ids(s, KEY_FRAME, "frame", s->nframes, load_frame);
 
 	if (r == 0) /* schema 1's records, then schema 2's runs after them */
 		r = load_ids(s, KEY_NODE, "node", s->nnodes, load_node);
-	if (r < 0)
-		return r;
-	return load_ids(s, KEY_NODES, "node", s->nnodes, load_node_run);
+	if (r == 0)
+		r = load_ids(s, KEY_NODES, "node", s->nnodes, load_node_run);
+	if (r == 0)
+		r = index_new(s, frames_from, nodes_from);
+	if (r == -ENOMEM)
+		seterr(s, "%s: out of memory", s->dir);
+	return r;
 }
 
 int store_open(const char *dir, int flags, struct store **out, char *err, size_t errlen)

@@ -187,6 +187,9 @@ struct idtab {
 
 /* intern.c: doubles the table (1024 slots at first). */
 int idtab_grow(struct idtab *t);
+/* Makes the table big enough for `entries` entries at once (it never
+ * shrinks); 0 or -ENOMEM. */
+int idtab_presize(struct idtab *t, size_t entries);
 
 /* Makes room for one more entry; call before probing for an insert. */
 static inline int idtab_reserve(struct idtab *t)
@@ -363,6 +366,10 @@ int meta_init(struct store *s);
 int check_cfs(struct store *s);
 int open_db(struct store *s, bool creating);
 int load_new(struct store *s);
+/* The writer's id tables: indexes the frames from frames_from and the
+ * nodes from nodes_from on (what load_new() just loaded).  0 or -ENOMEM;
+ * a reader keeps no tables and gets 0. */
+int index_new(struct store *s, uint32_t frames_from, uint32_t nodes_from);
 
 /* create.c: readies s->dir for store_open: 0 when it holds a store (one
  * it may just have made), 1 when the store is to be created in place,
