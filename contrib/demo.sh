@@ -2,7 +2,8 @@
 # The demo: install dependencies, build, record the bundled workload live
 # with eBPF (flamefs-collect record) and, for comparison, with
 # `perf record -g` imported from perf script text; then mount the store with
-# flamefs and walk the call tree with ls and cat.
+# flamefs, walk the heaviest path of the call tree (by total) and show it
+# with ls and cat.
 #   usage: bash contrib/demo.sh      (as root, or as a user with sudo)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,18 +58,51 @@ bin=demo-server
 step ls mnt mnt/$bin
 ls "$mnt" "$mnt/$bin"
 version=$(ls "$mnt/$bin" | grep -v '^perf$' | head -n 1)
-hr=$(find "$mnt/$bin/$version" -type d -name handle_request | head -n 1)
-rel=${hr#"$work/"}
+
+# The heaviest path: from the version's root, step each time into the
+# child directory with the largest total (names beginning with @ are the
+# view's own directories; a frame's own @ is escaped as %40), until the
+# function's own time (self) outweighs every callee.
+heaviest_path() {
+	local dir=$1 d t best bt
+	while :; do
+		best= bt=0
+		for d in "$dir"/*/; do
+			[ -d "$d" ] || continue
+			case $(basename "$d") in @*) continue ;; esac
+			t=$(cat "$d/total")
+			if [ "$t" -gt "$bt" ]; then best=${d%/} bt=$t; fi
+		done
+		[ -n "$best" ] && [ "$bt" -ge "$(cat "$dir/self")" ] || break
+		printf '%s\n' "$best"
+		dir=$best
+	done
+}
+mapfile -t path < <(heaviest_path "$mnt/$bin/$version")
+root_total=$(cat "$mnt/$bin/$version/total")
+step "the heaviest path of mnt/$bin/$version, by total (each step the child with the largest total)"
+printf '%12s %6s  %s\n' total share frame
+for d in "${path[@]}"; do
+	t=$(cat "$d/total")
+	printf '%12s %5s%%  %s\n' "$t" "$(awk -v t="$t" -v r="$root_total" 'BEGIN { printf "%.1f", 100 * t / r }')" \
+		"$(basename "$d")"
+done
+# Where the heaviest path splits: the deepest step with several callees.
+split=
+for d in "${path[@]}"; do
+	[ "$(find "$d" -mindepth 1 -maxdepth 1 -type d ! -name '@*' | wc -l)" -gt 1 ] && split=$d
+done
+split=${split:-${path[-1]}}
+rel=${split#"$work/"}
 step ls "$rel"
-ls "$hr"
-# handle_request's callees as sampled this time (a short recording can
-# miss the lightest one, parse_headers).
-kids=()
-for k in hash_body parse_headers; do [ -e "$hr/$k/total" ] && kids+=("$k/total"); done
-step cat mnt/$bin/$version/total "${kids[@]/#/$rel/}"
-cat "$mnt/$bin/$version/total" "${kids[@]/#/$hr/}"
-step head -5 mnt/$bin/$version/folded
-head -5 "$mnt/$bin/$version/folded"
+ls "$split"
+step "cat $rel/*/total   (each callee's share)"
+for d in "$split"/*/; do
+	case $(basename "$d") in @*) continue ;; esac
+	printf '%12s  %s\n' "$(cat "$d/total")" "$(basename "$d")"
+done | sort -rn
+step "the five heaviest stacks: awk '{ print \$NF \"\\t\" \$0 }' mnt/$bin/$version/folded | sort -rn | cut -f2 | head -5"
+awk '{ print $NF "\t" $0 }' "$mnt/$bin/$version/folded" | sort -rn | cut -f2 | head -5
 step flamefs-top -n 5 mnt/$bin/$version
 sh "$top/contrib/flamefs-top" -n 5 "$mnt/$bin/$version"
 step "go tool pprof -top mnt/$bin/perf/pprof | head -12"
