@@ -148,5 +148,11 @@ row "1 KB folded" "$work/small.folded" existing
 row "40 MB perf script" "$work/slice.perf" new
 row "40 MB perf script" "$work/slice.perf" existing
 echo "(existing: a store holding the 40 MB slice: $("$fc" stats --store "$work/existing.orig" | tail -n 3 | head -n 1))"
+# the baseline for the slice's per-byte throughput, in the same run
+t0=$(now)
+perl "$top/tests/ref/stackcollapse-ref.pl" "$work/slice.perf" >/dev/null
+t1=$(now)
+echo "(the Perl collapser, tests/ref/stackcollapse-ref.pl, on the 40 MB slice: $(ms "$t0" "$t1") ms," \
+	"$(awk -v b="$(stat -c %s "$work/slice.perf")" -v m="$(ms "$t0" "$t1")" 'BEGIN { printf "%.1f MB/s", b / m / 1e3 }'))"
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"
