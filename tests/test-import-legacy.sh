@@ -191,6 +191,21 @@ for f in "$data"/go-*.txt; do
 	[ "$base" = go-threadcreate ] || same_totals "$base" "$tmp/s" "$f"
 done
 
+# ---- sampled heap profiles: pprof's unsampling, exactly -----------------
+# go-heap-{small,medium,large}.txt (above: "@ heap/1048576", the default
+# MemProfileRate, whose rate pprof halves) and tcmalloc's "@ heap_v2/RATE"
+# at two rates: every sample type's total equals go tool pprof -raw's.
+for f in "$data"/tcmalloc-sample-*.heap; do
+	base=$(basename "$f" .heap)
+	import "$tmp/s" "$f" || continue
+	n=$((n + 1))
+	grep -q 'of legacy)' "$tmp/import.out" || fail "$base: not detected as legacy"
+	same_totals "$base" "$tmp/s" "$f"
+done
+n=$((n + 1))
+[ "$(ls "$data"/go-heap-*.txt "$data"/tcmalloc-sample-*.heap | wc -l)" -ge 5 ] ||
+	fail "the sampled heap fixtures are missing"
+
 # ---- pprof: delta profiles and the default sample type -----------------
 if import "$tmp/s" "$data/allocs-delta.pb.gz"; then
 	same_totals allocs-delta "$tmp/s" "$data/allocs-delta.pb.gz"
