@@ -1215,11 +1215,15 @@ static int event_wanted(struct perf *p, const char *ev, size_t n)
 		return colon && !strchr(o->event, ':') && (size_t)(colon - ev) == wl &&
 		       memcmp(ev, o->event, wl) == 0;
 	}
+	/* Without --event, the first event seen in any spelling: cpu-clock,
+	 * cpu-clock:u and cpu-clock:ppp are one event, as they are one
+	 * series (and stackcollapse-perf.pl keeps them all too). */
+	size_t base = import_event_base(ev, n);
 	if (!p->first_event) {
-		p->first_event = strndup(ev, n);
+		p->first_event = strndup(ev, base);
 		return p->first_event ? 1 : -ENOMEM;
 	}
-	return strlen(p->first_event) == n && memcmp(p->first_event, ev, n) == 0;
+	return strlen(p->first_event) == base && memcmp(p->first_event, ev, base) == 0;
 }
 
 static int blk_reserve(struct perf *p, size_t more)
@@ -1317,53 +1321,91 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 	return 0;
 }
 
-/* Matches a sample line of a recording without callchains, l[0..n) with
- * the leading whitespace already skipped: a header (comm pid ...), a
- * time "S.F:", an optional period, the event "NAME:", then a stack line
- * (hex pc, symbol, "(module)").  Fills h (event, period) and *tail, the
- * offset of the stack line's part. */
-static bool match_one_line(const char *l, size_t n, struct header *h, size_t *tail)
+/* The token at l[j..) (up to whitespace or n): its end. */
+static size_t token_end(const char *l, size_t n, size_t j)
 {
+	while (j < n && !is_ws((unsigned char)l[j]))
+		j++;
+	return j;
+}
+
+static bool all_of(const char *s, size_t n, bool (*is)(unsigned char))
+{
+	for (size_t i = 0; i < n; i++)
+		if (!is((unsigned char)s[i]))
+			return false;
+	return n > 0;
+}
+
+/* perf script's fields between the pid and the ip: "[cpu]" and a time
+ * "SECONDS.FRACTION:" (returns 1), an event "NAME:" (2), anything else 0. */
+static int field_kind(const char *t, size_t n)
+{
+	if (n >= 3 && t[0] == '[' && t[n - 1] == ']' && all_of(t + 1, n - 2, is_digit))
+		return 1;
+	if (n < 2 || t[n - 1] != ':')
+		return 0;
+	const char *dot = memchr(t, '.', n - 1);
+	if (dot && all_of(t, (size_t)(dot - t), is_digit) &&
+	    all_of(dot + 1, (size_t)(t + n - 1 - dot - 1), is_digit))
+		return 1;
+	return 2;
+}
+
+/* True when l[j..n) is a hex pc, whitespace and a stack line. */
+static bool pc_and_stack_line(const char *l, size_t n, size_t j)
+{
+	size_t e = token_end(l, n, j);
 	struct stack_line sl;
 
+	return e < n && all_of(l + j, e - j, is_hex_lower) && match_stack_line(l + j, n - j, &sl);
+}
+
+/* Matches a sample line of a recording without callchains, l[0..n) with
+ * the leading whitespace already skipped (perf right-aligns the comm;
+ * converters and sed may not): a header (comm pid), any of perf's fields
+ * -- "[cpu]", a time "S.F:", a period, the event "NAME:" -- then a stack
+ * line (hex pc, symbol, "(module)").  A number is the period when the
+ * event or a pc and a stack line follow it, else the pc.  Fills h (event,
+ * period) and *tail, the offset of the stack line's part. */
+static bool match_one_line(const char *l, size_t n, struct header *h, size_t *tail)
+{
 	if (!match_header(l, n, h))
 		return false;
-	for (size_t k = h->end; k + 1 < n; k++) {
-		if (l[k] != ':' || !is_ws((unsigned char)l[k + 1]))
-			continue;
-		size_t b = k;
-		while (b > h->end && !is_ws((unsigned char)l[b - 1]))
-			b--;
-		size_t j = k + 1;
+	h->event = h->period = NULL;
+	h->event_len = h->period_len = 0;
+	for (size_t k = h->end;;) {
+		size_t j = k;
 		while (j < n && is_ws((unsigned char)l[j]))
 			j++;
-		size_t e = j;
-		while (e < n && (is_hex_lower((unsigned char)l[e])))
-			e++;
-		if (b == k || e == j || e == n || !is_ws((unsigned char)l[e]))
-			continue;
-		/* before the event: [":" ws] [period] ws, as match_event */
-		size_t c = b;
-		while (c > h->end && is_ws((unsigned char)l[c - 1]))
-			c--;
-		size_t d = c;
-		while (d > h->end && is_digit((unsigned char)l[d - 1]))
-			d--;
-		size_t f = d;
-		while (f > h->end && is_ws((unsigned char)l[f - 1]))
-			f--;
-		if (c == b || f == h->end || l[f - 1] != ':')
-			continue;
-		if (!match_stack_line(l + k + 1, n - k - 1, &sl))
+		size_t e = token_end(l, n, j);
+		if (j == k || e == n)
 			return false;
-		h->event = l + b;
-		h->event_len = k - b;
-		h->period = c > d ? l + d : NULL;
-		h->period_len = c - d;
-		*tail = k + 1;
-		return true;
+		if (!h->event && !h->period && all_of(l + j, e - j, is_digit)) {
+			size_t f = e;
+			while (f < n && is_ws((unsigned char)l[f]))
+				f++;
+			size_t g = token_end(l, n, f);
+			if (field_kind(l + f, g - f) == 2 || pc_and_stack_line(l, n, f)) {
+				h->period = l + j;
+				h->period_len = e - j;
+				k = e;
+				continue;
+			}
+		}
+		int kind = h->event ? 0 : field_kind(l + j, e - j);
+		if (kind == 0) {
+			if (!pc_and_stack_line(l, n, j))
+				return false;
+			*tail = j;
+			return true;
+		}
+		if (kind == 2) {
+			h->event = l + j;
+			h->event_len = e - j - 1;
+		}
+		k = e;
 	}
-	return false;
 }
 
 /* A sample line of a recording without callchains, where a sample may
@@ -1418,6 +1460,14 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 		if (rc < 0)
 			return rc;
 		match_event(l, n, &h);
+		/* A header that names no event where it ends may be a line
+		 * of a recording without callchains written flush left (by
+		 * a converter, or sed): read as when it is indented. */
+		if (!h.event) {
+			rc = one_line_sample(p, l, n);
+			if (rc != 0)
+				return rc < 0 ? rc : 0;
+		}
 		p->sample_bytes = n + 1;
 		rc = start_sample(p, l, n, &h);
 		if (rc < 0 || p->state != KEEP_SAMPLE)
@@ -1461,12 +1511,17 @@ static int handle_line_cb(void *state, const char *l, size_t n)
 	return handle_line(state, l, n);
 }
 
+/* Accepts every layout import_perf() reads: a header naming an event; a
+ * header without one, then a stack line, indented or flush left (older
+ * perf and some converters write them so), or a blank line and another
+ * such header (a sample without stack lines); a line of a recording
+ * without callchains, indented or flush left. */
 bool import_perf_sniff(const uint8_t *buf, size_t len)
 {
 	const char *p = (const char *)buf, *end = p + len;
 	struct header h;
 	size_t tail;
-	bool header = false;
+	bool header = false, blank = false;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -1477,20 +1532,26 @@ bool import_perf_sniff(const uint8_t *buf, size_t len)
 		if (skip == n || p[0] == '#') {
 			if (!nl)
 				return header;
+			blank |= skip == n && p[0] != '#';
 			p = nl + 1;
 			continue;
 		}
-		if (header) /* the line after a header without an event */
-			return skip > 0 && !memchr(p, '\0', n) &&
-			       match_stack_line(p, n, &(struct stack_line){0});
+		if (memchr(p, '\0', n))
+			return false;
+		bool is_header = skip == 0 && match_header(p, n, &h);
+		if (header && !blank) /* the line after a header without an event */
+			return !is_header && match_stack_line(p, n, &(struct stack_line){0});
 		if (skip > 0)
-			return match_one_line(p + skip, n - skip, &h, &tail);
-		if (!match_header(p, n, &h))
+			return !header && match_one_line(p + skip, n - skip, &h, &tail);
+		if (!is_header)
 			return false;
 		match_event(p, n, &h);
 		if (h.event || !nl)
 			return true; /* named an event, or the input ends in it */
+		if (!header && match_one_line(p, n, &h, &tail))
+			return true;
 		header = true;
+		blank = false;
 		p = nl + 1;
 	}
 	return header;
@@ -1555,7 +1616,7 @@ int import_perf(struct import_ctx *ctx)
 	ctx->bytes = p.lr.consumed;
 	if (p.skipped_other && p.first_event)
 		snprintf(ctx->warning, sizeof(ctx->warning),
-		         "kept only event %s; skipped %llu samples of other "
+		         "kept only event %s (in every spelling); skipped %llu samples of other "
 		         "events (use --all-events or --event)",
 		         p.first_event, (unsigned long long)p.skipped_other);
 	rc = 0;

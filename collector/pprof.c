@@ -14,10 +14,12 @@
  * is the mapping's, hex-decoded when it is hex, else its raw bytes.  Each
  * series' weight is its value; samples is the magnitude of the first
  * "count" sample type's value (1 where there is none, or it is 0); zero
- * values are not stored.  Negative values (delta profiles, such as Go's
- * /debug/pprof/allocs?seconds=N) go, as magnitudes, to a series of their
- * own named "-TYPE" (IMPORT_NEGATIVE_PREFIX), so TYPE holds what grew and
- * -TYPE what shrank, and TYPE's total minus -TYPE's is pprof's net total.
+ * values are not stored.  A sample type with an empty name (pprof reads
+ * such profiles) is named "sample<i>", i its position from 0.  Negative
+ * values (delta profiles, such as Go's /debug/pprof/allocs?seconds=N) go,
+ * as magnitudes, to a series of their own named "-TYPE"
+ * (IMPORT_NEGATIVE_PREFIX), so TYPE holds what grew and -TYPE what
+ * shrank, and TYPE's total minus -TYPE's is pprof's net total.
  * The input's bytes are counted for the default sample type
  * (default_sample_type, else the last type, as pprof picks it), which
  * makes it the version's primary event in the view.  The whole input is
@@ -351,6 +353,7 @@ struct pprof {
 	pb_profile *p;
 	struct idmap maps, funcs, locs;
 	struct locframes *lf; /* one per location */
+	char **type;          /* each sample type's event name (type_names) */
 };
 
 static const char *str_at(const struct pprof *pp, int64_t i)
@@ -423,7 +426,7 @@ static int check_sums(struct pprof *pp)
 				        pp->ctx, 0,
 				        "sample %zu: the \"%s\" values add up to more than "
 				        "2^64 - 1 here; expected a total that fits in 64 bits",
-				        i, str_at(pp, p->sample_type[j]->type));
+				        i, pp->type[j]);
 			else
 				rc = import_fail(
 				        pp->ctx, 0,
@@ -435,6 +438,28 @@ static int check_sums(struct pprof *pp)
 	}
 	free(sum);
 	return rc;
+}
+
+/* Names each sample type's series: its type string, or "sample<i>" (i
+ * counting the sample types from 0) when that is empty, as some writers
+ * leave it; pprof reads such profiles too. */
+static int type_names(struct pprof *pp)
+{
+	const pb_profile *p = pp->p;
+
+	pp->type = calloc(p->n_sample_type, sizeof(*pp->type));
+	if (!pp->type)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_sample_type; i++) {
+		const char *t = str_at(pp, p->sample_type[i]->type);
+		if (*t)
+			pp->type[i] = strdup(t);
+		else if (asprintf(&pp->type[i], "sample%zu", i) < 0)
+			pp->type[i] = NULL;
+		if (!pp->type[i])
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* Checks every string index and id, and builds the id maps. */
@@ -457,11 +482,13 @@ static int validate(struct pprof *pp)
 		if ((rc = check_str(pp, p->sample_type[i]->type, "sample type", i, "type")) < 0 ||
 		    (rc = check_str(pp, p->sample_type[i]->unit, "sample type", i, "unit")) < 0)
 			return rc;
-		const char *t = str_at(pp, p->sample_type[i]->type);
-		if (!*t)
-			return import_fail(ctx, 0, "sample type %zu: expected a name, got \"\"", i);
+	}
+	if ((rc = type_names(pp)) < 0)
+		return rc;
+	for (size_t i = 0; i < p->n_sample_type; i++) {
+		const char *t = pp->type[i];
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(t, str_at(pp, p->sample_type[j]->type)) == 0)
+			if (strcmp(t, pp->type[j]) == 0)
 				return import_fail(ctx, 0,
 				                   "sample types %zu and %zu are both \"%s\"; "
 				                   "expected distinct names",
@@ -751,7 +778,7 @@ static size_t default_type(const struct pprof *pp)
 	const char *want = p->default_sample_type ? str_at(pp, p->default_sample_type) : "";
 
 	for (size_t i = 0; *want && i < p->n_sample_type; i++)
-		if (strcmp(str_at(pp, p->sample_type[i]->type), want) == 0)
+		if (strcmp(pp->type[i], want) == 0)
 			return i;
 	return p->n_sample_type - 1;
 }
@@ -815,7 +842,7 @@ static int add_samples(struct pprof *pp, const uint32_t *series, uint32_t *neg_s
 					const Perftools__Profiles__ValueType *t = p->sample_type[j];
 					char *ev;
 					if (asprintf(&ev, IMPORT_NEGATIVE_PREFIX "%s",
-					             str_at(pp, t->type)) < 0) {
+					             pp->type[j]) < 0) {
 						rc = -ENOMEM;
 						goto out;
 					}
@@ -910,7 +937,7 @@ int import_pprof(struct import_ctx *ctx)
 	default_version(&pp, version, sizeof(version));
 	for (size_t i = 0; i < pp.p->n_sample_type; i++) {
 		const Perftools__Profiles__ValueType *t = pp.p->sample_type[i];
-		rc = import_series(ctx, binary, *version ? version : NULL, str_at(&pp, t->type),
+		rc = import_series(ctx, binary, *version ? version : NULL, pp.type[i],
 		                   str_at(&pp, t->unit), &series[i]);
 		if (rc < 0)
 			goto out;
@@ -945,6 +972,11 @@ out:
 	}
 	free(series);
 	free(neg);
+	if (pp.type) {
+		for (size_t i = 0; i < pp.p->n_sample_type; i++)
+			free(pp.type[i]);
+		free(pp.type);
+	}
 	idmap_free(&pp.maps);
 	idmap_free(&pp.funcs);
 	idmap_free(&pp.locs);

@@ -37,6 +37,31 @@ raw_sums() {
 		END { for (i = 1; i <= n; i++) { sub(/\/.*/, "", t[i]); printf "%s %.0f %.0f\n", t[i], p[i], m[i] } }'
 }
 
+# raw_cum COLUMN PROFILE [BINARY]: "FUNCTION CUMULATIVE" lines, exact, from
+# go tool pprof -raw: the samples' values in COLUMN (1 the first sample
+# type), each sample counted once per function on its stack (every line
+# of a location, inlined ones too), never pprof's rounded -top figures.
+raw_cum() {
+	local col=$1
+	shift
+	go tool pprof -raw "$@" 2>/dev/null | awk -v col="$col" '
+		/^Samples:/ { getline; s = 1; next }
+		/^Locations/ { s = 0; l = 1; next }
+		/^Mappings/ { l = 0 }
+		s && /:/ { ns++; split($0, part, ":"); split(part[1], val, " ")
+			v[ns] = val[col]; locs[ns] = part[2] }
+		l && /^ *[0-9]+: 0x/ { id = $1; sub(/:/, "", id); if (NF >= 4) fn[id] = $4; next }
+		l && NF >= 3 && !/^ *[0-9]+: / { fn[id] = fn[id] " " $1 }
+		END {
+			for (k = 1; k <= ns; k++) {
+				n = split(locs[k], ids, " "); delete seen
+				for (i = 1; i <= n; i++) { m = split(fn[ids[i]], fs, " ")
+					for (j = 1; j <= m; j++) if (!(fs[j] in seen)) { seen[fs[j]] = 1; cum[fs[j]] += v[k] } }
+			}
+			for (name in cum) printf "%s %.0f\n", name, cum[name]
+		}'
+}
+
 # same_totals NAME STORE PROFILE [BINARY]: every sample type's positive
 # total is its series' weight, and a negative total the "-TYPE" series'.
 same_totals() {
@@ -101,12 +126,12 @@ if [ -n "$libdir" ] && [ -e "$libdir/libtcmalloc.so.4" ]; then
 		n=$((n + 1))
 		awk -v a="$a" -v c="$c" 'BEGIN { s = a / (a + c); exit !(a > 0 && s > 0.68 && s < 0.82) }' ||
 			fail "cpu.prof: work_a has $a ns and work_c $c; expected 3/4 and 1/4"
-		# pprof's cumulative per function (symbolized by binutils) equals ours
-		go tool pprof -top -cum -nodecount=100 "$tmp/run/gperf-target" "$tmp/cpu.prof" 2>/dev/null \
-			>"$tmp/top"
+		# pprof's cumulative per function (symbolized by binutils) equals
+		# ours, in exact nanoseconds (go tool pprof -raw, column 2)
+		raw_cum 2 "$tmp/run/gperf-target" "$tmp/cpu.prof" >"$tmp/cum"
 		for fn in work_a work_b work_c burn main; do
 			n=$((n + 1))
-			want=$(awk -v f="$fn" '$6 == f { v = $4; if (v ~ /ms$/) { sub(/ms/, "", v); v *= 1e6 } else if (v ~ /s$/) { sub(/s/, "", v); v *= 1e9 } printf "%.0f", v }' "$tmp/top")
+			want=$(awk -v f="$fn" '$1 == f { print $2 }' "$tmp/cum")
 			got=$(weight_of "$tmp/s" cpu "(^|;)$fn(;| )")
 			[ -n "$want" ] && [ "$got" = "$want" ] ||
 				fail "cpu.prof: $fn cumulative $got ns, go tool pprof says ${want:-nothing}"
@@ -165,6 +190,21 @@ for f in "$data"/go-*.txt; do
 	# pprof refuses threadcreate's "5 @" line; the others must agree with it
 	[ "$base" = go-threadcreate ] || same_totals "$base" "$tmp/s" "$f"
 done
+
+# ---- sampled heap profiles: pprof's unsampling, exactly -----------------
+# go-heap-{small,medium,large}.txt (above: "@ heap/1048576", the default
+# MemProfileRate, whose rate pprof halves) and tcmalloc's "@ heap_v2/RATE"
+# at two rates: every sample type's total equals go tool pprof -raw's.
+for f in "$data"/tcmalloc-sample-*.heap; do
+	base=$(basename "$f" .heap)
+	import "$tmp/s" "$f" || continue
+	n=$((n + 1))
+	grep -q 'of legacy)' "$tmp/import.out" || fail "$base: not detected as legacy"
+	same_totals "$base" "$tmp/s" "$f"
+done
+n=$((n + 1))
+[ "$(ls "$data"/go-heap-*.txt "$data"/tcmalloc-sample-*.heap | wc -l)" -ge 5 ] ||
+	fail "the sampled heap fixtures are missing"
 
 # ---- pprof: delta profiles and the default sample type -----------------
 if import "$tmp/s" "$data/allocs-delta.pb.gz"; then

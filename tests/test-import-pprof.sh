@@ -113,6 +113,46 @@ else
 	echo "skip: go or python3 not installed; live go tool pprof comparison not run"
 fi
 
+# ---- sample types with empty names -------------------------------------------
+# blank-types.py made these from real runtime/pprof profiles (cpu.pb.gz and
+# ../legacy/heap.pb.gz) by pointing sample types' names and/or units at the
+# empty string.  A type without a name is "sample<i>" (i counts from 0);
+# each type's total equals go tool pprof -raw's for the same column.
+while read -r file names; do
+	import blank "$data/$file" || continue
+	got=$("$collect" stats --store "$tmp/blank" | awk 'NR > 1 && NF == 8 { print $3 }' | sort | tr '\n' ' ')
+	want=$(printf '%s\n' $names | sort | tr '\n' ' ')
+	if [ "$got" = "$want" ]; then
+		pass "$file: series $got"
+	else
+		fail "$file: series \"$got\", expected \"$want\""
+	fi
+	command -v go >/dev/null || continue
+	# the column sums of go tool pprof -raw, by position
+	go tool pprof -raw "$data/$file" 2>/dev/null | awk '
+		/^Samples:/ { getline; nt = split($0, t, " "); s = 1; next }
+		/^Locations/ { s = 0 }
+		s && /:/ { split($0, part, ":"); split(part[1], v, " "); for (i = 1; i <= nt; i++) sum[i] += v[i] }
+		END { for (i = 1; i <= nt; i++) printf "%.0f\n", sum[i] }' >"$tmp/blank.sums"
+	i=0
+	for name in $names; do
+		i=$((i + 1))
+		want=$(sed -n "${i}p" "$tmp/blank.sums")
+		got=$("$collect" stats --store "$tmp/blank" | awk -v e="$name" 'NR > 1 && NF == 8 && $3 == e { print $5 }')
+		if [ -n "$want" ] && [ "$got" = "$want" ]; then
+			pass "$file: $name total $got"
+		else
+			fail "$file: $name total \"$got\", go tool pprof -raw says \"$want\""
+		fi
+	done
+done <<'EOF'
+notype-cpu.pb.gz sample0 sample1
+notype-cpu-nounit.pb sample0 sample1
+notype-heap-first.pb sample0 alloc_space inuse_objects inuse_space
+notype-heap-13.pb.gz alloc_objects sample1 inuse_objects sample3
+nounit-heap.pb alloc_objects alloc_space inuse_objects inuse_space
+EOF
+
 # ---- inputs that must be refused --------------------------------------------
 # FILE and a fragment the message must hold besides the file name.
 while read -r file want; do

@@ -10,7 +10,8 @@
 # Usage: stackcollapse-ref.pl [--binary NAME] [--event EV] [FILE...]
 # Prints "process;frame;...;leaf WEIGHT" lines sorted bytewise, with equal
 # stacks merged.  --event keeps only that event (or, when EV has no ":",
-# also EV:modifiers); without it only the first event seen is kept.
+# also EV:modifiers); without it only the first event seen is kept, in
+# every spelling (EV and EV:modifiers).
 use strict;
 use warnings;
 use Getopt::Long;
@@ -29,8 +30,11 @@ sub event_kept {
 		return 1 if $ev eq $want_event;
 		return $want_event !~ /:/ && $ev =~ /^\Q$want_event\E:/;
 	}
-	$first_event = $ev unless defined $first_event;
-	return $ev eq $first_event;
+	# the first event in any spelling: cpu-clock, cpu-clock:u and
+	# cpu-clock:ppp are one event (perf's modifiers are dropped)
+	(my $base = $ev) =~ s/(.):[ukhHGIpPSDWeb]+$/$1/;
+	$first_event = $base unless defined $first_event;
+	return $base eq $first_event;
 }
 
 sub finish {
