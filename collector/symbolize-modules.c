@@ -571,19 +571,8 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 			r.line = lineno > 0 ? (uint32_t)lineno : 0;
 		}
 	}
-	if (name && *name && s->perf_names) {
-		r.name = symbolize_name_perf(name);
-	} else if (name && *name) {
-		/* "memcpy@@GLIBC_2.14": the symbol version is not part of
-		 * the function's name. */
-		char *at = strchr(name, '@');
-		if (at && at != name && strcmp(at, "@plt") != 0) {
-			char *bare = strndup(name, (size_t)(at - name));
-			r.name = bare ? symbolize_name(bare) : NULL;
-			free(bare);
-		} else {
-			r.name = symbolize_name(name);
-		}
+	if (name && *name) {
+		r.name = symbolize_symbol(name, s->perf_names);
 	} else {
 		r.name = strdup(m->unknown_name);
 		r.kind = STORE_FRAME_UNKNOWN;
