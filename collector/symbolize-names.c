@@ -1,6 +1,7 @@
 /*
  * symbolize-names.c — the symbolizer's demangling and tidying symbol names, as stackcollapse-perf prints
- * them, and (for perf.data import) as perf script prints them.  See
+ * them, and (for perf.data import) as perf script prints them; ELF symbols
+ * lose their symbol versions here, whichever way they are named.  See
  * symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"
@@ -24,58 +25,75 @@ static void strip_rust_hash(char *s)
 	s[n - 19] = '\0';
 }
 
-char *symbolize_name(const char *raw)
-{
-	char *out = NULL;
-
-	if (strncmp(raw, "_Z", 2) == 0) {
-		int status = 0;
-		out = __cxa_demangle(raw, NULL, NULL, &status);
-		if (status != 0) {
-			free(out);
-			out = NULL;
-		} else {
-			strip_rust_hash(out);
-		}
-	} else if (strncmp(raw, "_R", 2) == 0) {
-		/* Options 0: no crate disambiguators, as perf prints them. */
-		out = rust_demangle(raw, 0);
-	}
-	if (!out)
-		out = strdup(raw);
-	if (!out)
-		return NULL;
-	out[import_tidy(out, strlen(out))] = '\0';
-	return out;
-}
-
-/* ---- names exactly as perf prints them ---------------------------------- */
-
-char *symbolize_name_perf(const char *raw)
+size_t symbolize_unversioned_len(const char *raw)
 {
 	const char *at = strchr(raw, '@');
-	size_t base = at && at != raw ? (size_t)(at - raw) : strlen(raw);
-	char *bare = strndup(raw, base), *dem = NULL, *out;
+	if (!at || at == raw || strcmp(at, "@plt") == 0)
+		return strlen(raw);
+	const char *v = at + 1 + (at[1] == '@');
+	size_t vlen = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.");
+	/* only a whole suffix of version-name bytes is a version */
+	return vlen && !v[vlen] ? (size_t)(at - raw) : strlen(raw);
+}
+
+/* The length of raw without its "@plt" mark, if any. */
+static size_t plt_base_len(const char *raw)
+{
+	size_t n = strlen(raw);
+	return n > 4 && strcmp(raw + n - 4, "@plt") == 0 ? n - 4 : n;
+}
+
+/* Demangles raw[0..n) (C++ and Rust legacy: as perf does with `perf`, else
+ * fully; Rust v0: rust_demangle()) and appends `suffix`; the name as is when it
+ * is not mangled or does not demangle.  Tidied like stackcollapse-perf.
+ * Returns a malloc'd string or NULL on ENOMEM. */
+static char *name_join(const char *raw, size_t n, const char *suffix, bool perf)
+{
+	char *bare = strndup(raw, n), *dem = NULL, *out;
 
 	if (!bare)
 		return NULL;
-	if (strncmp(bare, "_Z", 2) == 0) {
+	if (strncmp(bare, "_Z", 2) == 0 && perf) {
 		/* perf's demangle_sym: no options, so no parameters and no
 		 * return type ("wi::lts_p<...>", not "bool wi::lts_p<...>(...)") */
 		dem = cplus_demangle(bare, DMGL_NO_OPTS);
-		if (dem)
-			strip_rust_hash(dem);
+	} else if (strncmp(bare, "_Z", 2) == 0) {
+		int status = 0;
+		dem = __cxa_demangle(bare, NULL, NULL, &status);
+		if (status != 0) {
+			free(dem);
+			dem = NULL;
+		}
 	} else if (strncmp(bare, "_R", 2) == 0) {
+		/* Options 0: no crate disambiguators, as perf prints them. */
 		dem = rust_demangle(bare, 0);
 	}
-	const char *name = dem ? dem : bare;
-	if (asprintf(&out, "%s%s", name, raw + base) < 0)
+	if (dem && strncmp(bare, "_Z", 2) == 0)
+		strip_rust_hash(dem);
+	/* tidied before the suffix, which an argument list cut would take */
+	char *name = dem ? dem : bare;
+	name[import_tidy(name, strlen(name))] = '\0';
+	if (asprintf(&out, "%s%s", name, suffix) < 0)
 		out = NULL;
 	free(dem);
 	free(bare);
-	if (out)
-		out[import_tidy(out, strlen(out))] = '\0';
 	return out;
+}
+
+char *symbolize_name(const char *raw)
+{
+	return name_join(raw, strlen(raw), "", false);
+}
+
+/* ---- ELF symbols --------------------------------------------------------- */
+
+char *symbolize_symbol(const char *raw, bool perf)
+{
+	size_t n = symbolize_unversioned_len(raw);
+	if (raw[n]) /* "memcpy@@GLIBC_2.14": the version is not part of the name */
+		return name_join(raw, n, "", perf);
+	size_t base = plt_base_len(raw); /* "NAME@plt": NAME is demangled */
+	return name_join(raw, base, raw + base, perf);
 }
 
 void symbolize_set_perf_names(struct symbolize *s, bool on)

@@ -193,15 +193,25 @@ int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64
 char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t build_id_len,
                              const char *binary_path);
 
-/* Names exactly as perf script prints them, for importers whose output
- * is compared with it (perf.data): a symbol keeps its version suffix
- * ("cfree@GLIBC_2.2.5") and C++ names are demangled as perf demangles
- * them, without parameters or return type; then tidied like
- * symbolize_name().  Returns a malloc'd string, or NULL on ENOMEM. */
-char *symbolize_name_perf(const char *raw);
+/* The name of an ELF symbol `raw` as a frame: without its symbol version
+ * ("memcpy@@GLIBC_2.14" and "cfree@GLIBC_2.2.5" name "memcpy" and
+ * "cfree": a version is not part of the function's name, and perf prints
+ * it or not depending on which alias of an address it meets first), with
+ * perf's "@plt" mark of a PLT entry kept ("malloc@plt"); demangled (only
+ * the part before "@plt") and tidied like symbolize_name().  With `perf`,
+ * C++ names are demangled as perf script demangles them, without
+ * parameters or return type.  Every importer and the live collector name
+ * ELF symbols through this.  Returns a malloc'd string, or NULL on ENOMEM. */
+char *symbolize_symbol(const char *raw, bool perf);
 
-/* Whether symbolize_user() names symbols with symbolize_name_perf()
- * (off by default: the live collector drops versions, demangles fully). */
+/* The length of raw without its symbol version, if it has one: the
+ * "@VERSION" or "@@VERSION" suffix of an ELF symbol name (VERSION made of
+ * letters, digits, '_' and '.'); "@plt" is not a version. */
+size_t symbolize_unversioned_len(const char *raw);
+
+/* Whether symbolize_user() names symbols as perf script does,
+ * symbolize_symbol(raw, true) (off by default: the live collector
+ * demangles fully before tidying). */
 void symbolize_set_perf_names(struct symbolize *s, bool on);
 
 #endif

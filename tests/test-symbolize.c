@@ -18,9 +18,20 @@
  * again and finds the new program; what ran before must still be named
  * from its own snapshot (binary and functions), the new program must be
  * the next generation, and the exec event that comes late must keep both.
+ *
+ * ELF symbols (symbolize_symbol): symbol versions ("@@GLIBC_2.34",
+ * "@GLIBC_2.2.5") are dropped, "@plt" is kept, in both naming modes; in
+ * this very process, every PLT entry of its executable is named
+ * "NAME@plt" after the relocation its stub jumps through (read here with
+ * libelf and the stub's own jmp), and libc functions whose symbols carry
+ * versions are named without them.
  */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +50,17 @@ static void expect(const char *raw, const char *want)
 	char *got = symbolize_name(raw);
 	if (!got || strcmp(got, want) != 0) {
 		fprintf(stderr, "FAIL %s\n  want %s\n  got  %s\n", raw, want, got ? got : "(NULL)");
+		failures++;
+	}
+	free(got);
+}
+
+static void expect_sym(const char *raw, bool perf, const char *want)
+{
+	char *got = symbolize_symbol(raw, perf);
+	if (!got || strcmp(got, want) != 0) {
+		fprintf(stderr, "FAIL symbol %s (perf %d)\n  want %s\n  got  %s\n", raw, perf, want,
+		        got ? got : "(NULL)");
 		failures++;
 	}
 	free(got);
@@ -126,6 +148,114 @@ static const char *binary_of(struct symbolize *s, pid_t pid, uint32_t gen)
 {
 	const char *bin = NULL, *bid = NULL;
 	return symbolize_process_gen(s, pid, gen, &bin, &bid) == 0 && bin ? bin : "(none)";
+}
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(uintptr_t *)arg = info->dlpi_addr;
+	return 1; /* the executable comes first */
+}
+
+static Elf_Scn *scn_named(Elf *elf, size_t shstrndx, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		if (gelf_getshdr(scn, sh) && (name = elf_strptr(elf, shstrndx, sh->sh_name)) &&
+		    strcmp(name, want) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/* Every PLT entry of this executable, named by the symbolizer, against
+ * the relocation whose GOT slot its stub jumps through.  Returns the
+ * number of entries checked. */
+static int check_plt(const char *self)
+{
+	uintptr_t bias = 0;
+	dl_iterate_phdr(first_object, &bias);
+	elf_version(EV_CURRENT);
+	int fd = open(self, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	struct symbolize *s = symbolize_new();
+	GElf_Shdr rsh, psh, dsh;
+	Elf_Scn *rscn, *pscn;
+	size_t shstrndx;
+	int checked = 0;
+	char buf[256];
+
+	if (!elf || !s || elf_getshdrstrndx(elf, &shstrndx) < 0 ||
+	    !(rscn = scn_named(elf, shstrndx, ".rela.plt", &rsh))) {
+		check(false, "plt: this executable has a .rela.plt");
+		goto out;
+	}
+	uint64_t first;
+	if ((pscn = scn_named(elf, shstrndx, ".plt.sec", &psh)))
+		first = psh.sh_addr;
+	else if ((pscn = scn_named(elf, shstrndx, ".plt", &psh)))
+		first = psh.sh_addr + 16;
+	else
+		goto out;
+	Elf_Data *rd = elf_getdata(rscn, NULL);
+	Elf_Scn *dscn = elf_getscn(elf, rsh.sh_link);
+	Elf_Data *dd = dscn && gelf_getshdr(dscn, &dsh) ? elf_getdata(dscn, NULL) : NULL;
+	check(symbolize_snapshot(s, getpid(), 0) == 0, "plt: this process is snapshotted");
+	for (uint64_t at = first; rd && dd && at + 16 <= psh.sh_addr + psh.sh_size; at += 16) {
+		/* the stub's "jmp *disp32(%rip)", after endbr64 and bnd */
+		const unsigned char *c = (const unsigned char *)(bias + at);
+		if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+			c += 4;
+		if (c[0] == 0xf2)
+			c++;
+		if (c[0] != 0xff || c[1] != 0x25)
+			continue;
+		int32_t disp;
+		memcpy(&disp, c + 2, 4);
+		uint64_t slot = (uint64_t)((uintptr_t)c + 6 + (intptr_t)disp - bias);
+		const char *want = NULL;
+		for (size_t i = 0; i < rsh.sh_size / rsh.sh_entsize && !want; i++) {
+			GElf_Rela rel;
+			GElf_Sym sym;
+			if (gelf_getrela(rd, (int)i, &rel) && rel.r_offset == slot &&
+			    gelf_getsym(dd, (int)GELF_R_SYM(rel.r_info), &sym))
+				want = elf_strptr(elf, dsh.sh_link, sym.st_name);
+		}
+		if (!want || !*want)
+			continue;
+		char exp[256];
+		snprintf(exp, sizeof(exp), "%s@plt", want);
+		/* every byte of the entry, as an innermost frame */
+		for (uint64_t b = 0; b < 16; b += 5) {
+			const char *got = name_at(s, getpid(), 0, bias + at + b, buf, sizeof(buf));
+			if (strcmp(got, exp) != 0) {
+				fprintf(stderr,
+				        "FAIL plt entry %#" PRIx64 "+%" PRIu64
+				        ": want %s, got %s\n",
+				        at, b, exp, got);
+				failures++;
+			}
+		}
+		checked++;
+	}
+	/* libc's versioned symbols, named without their versions */
+	const char *fns[] = {"__libc_start_main", "free", "memcpy", "malloc", "fstat"};
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		void *p = dlsym(RTLD_DEFAULT, fns[i]);
+		const char *got = p ? name_at(s, getpid(), 0, (uintptr_t)p, buf, sizeof(buf)) : "";
+		char what[128];
+		snprintf(what, sizeof(what), "libc's %s is named without a version (%s)", fns[i],
+		         got);
+		check(p && *got && !strchr(got, '@') && got[0] != '[', what);
+	}
+out:
+	symbolize_free(s);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return checked;
 }
 
 static void sleep_ms(long ms)
@@ -236,6 +366,31 @@ int main(int argc, char **argv)
 	expect("_ZN3foo", "_ZN3foo");
 	/* A ';' would split the folded line: it becomes ':'. */
 	expect("a;b", "a:b");
+
+	/* ELF symbols: versions dropped, "@plt" kept, in both modes. */
+	for (int perf = 0; perf < 2; perf++) {
+		expect_sym("__libc_start_main@@GLIBC_2.34", perf, "__libc_start_main");
+		expect_sym("__libc_start_main@GLIBC_2.2.5", perf, "__libc_start_main");
+		expect_sym("cfree@GLIBC_2.2.5", perf, "cfree");
+		expect_sym("fstat@GLIBC_2.33", perf, "fstat");
+		expect_sym("_dl_catch_error@GLIBC_PRIVATE", perf, "_dl_catch_error");
+		expect_sym("ZSTD_compress@@LIBZSTD_1.0", perf, "ZSTD_compress");
+		expect_sym("malloc@plt", perf, "malloc@plt");
+		expect_sym("main", perf, "main");
+		expect_sym("_ZN9Container4pushEi@plt", perf, "Container::push@plt");
+		expect_sym("_ZN9Container4pushEi@@V_1.0", perf, "Container::push");
+		/* not a version: kept as it is */
+		expect_sym("@weird", perf, "@weird");
+		expect_sym("a@b/c", perf, "a@b/c");
+		expect_sym("a@", perf, "a@");
+		expect_sym("a@@", perf, "a@@");
+	}
+	/* perf's demangling: no parameters, no return type */
+	expect_sym("_ZNSt6vectorIiSaIiEE9push_backEOi@@V1", true,
+	           "std::vector<int, std::allocator<int> >::push_back");
+	int nplt = check_plt("/proc/self/exe");
+	printf("PLT entries checked: %d\n", nplt);
+	check(nplt > 0, "plt: at least one PLT entry named");
 
 	check_early_exec(argv[0]);
 
