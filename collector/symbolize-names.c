@@ -5,6 +5,7 @@
  * symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"
+#include "symname.h"
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -23,17 +24,6 @@ static void strip_rust_hash(char *s)
 		if (!is_hex(s[i]))
 			return;
 	s[n - 19] = '\0';
-}
-
-size_t symbolize_unversioned_len(const char *raw)
-{
-	const char *at = strchr(raw, '@');
-	if (!at || at == raw || strcmp(at, "@plt") == 0)
-		return strlen(raw);
-	const char *v = at + 1 + (at[1] == '@');
-	size_t vlen = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.");
-	/* only a whole suffix of version-name bytes is a version */
-	return vlen && !v[vlen] ? (size_t)(at - raw) : strlen(raw);
 }
 
 /* The length of raw without its "@plt" mark, if any. */
@@ -89,7 +79,7 @@ char *symbolize_name(const char *raw)
 
 char *symbolize_symbol(const char *raw, bool perf)
 {
-	size_t n = symbolize_unversioned_len(raw);
+	size_t n = symname_unversioned_len(raw, strlen(raw));
 	if (raw[n]) /* "memcpy@@GLIBC_2.14": the version is not part of the name */
 		return name_join(raw, n, "", perf);
 	size_t base = plt_base_len(raw); /* "NAME@plt": NAME is demangled */

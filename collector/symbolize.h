@@ -204,11 +204,6 @@ char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t b
  * ELF symbols through this.  Returns a malloc'd string, or NULL on ENOMEM. */
 char *symbolize_symbol(const char *raw, bool perf);
 
-/* The length of raw without its symbol version, if it has one: the
- * "@VERSION" or "@@VERSION" suffix of an ELF symbol name (VERSION made of
- * letters, digits, '_' and '.'); "@plt" is not a version. */
-size_t symbolize_unversioned_len(const char *raw);
-
 /* Whether symbolize_user() names symbols as perf script does,
  * symbolize_symbol(raw, true) (off by default: the live collector
  * demangles fully before tidying). */

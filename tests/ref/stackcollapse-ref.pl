@@ -4,7 +4,9 @@
 #
 # An independent, deliberately plain Perl rendering of the rules that
 # collector/perf.c implements (those of FlameGraph's stackcollapse-perf.pl
-# with default options, plus the differences listed in collector/README.md).
+# with default options, plus the differences listed in collector/README.md,
+# and one more: an ELF symbol's version is dropped, "cfree@GLIBC_2.2.5" is
+# "cfree", as flamefs names a function alike whatever the source).
 # It shares no code with the C importer; the golden tests compare the two.
 #
 # Usage: stackcollapse-ref.pl [--binary NAME] [--event EV] [FILE...]
@@ -114,6 +116,9 @@ sub stack_line {
 		if ($p eq '[unknown]' && $mod ne '[unknown]') {
 			(my $base = $mod) =~ s{^.*/}{};
 			$p = "[$base]";
+		} elsif ($mod !~ m{^/tmp/perf-} && $p =~ /^([^@]+)(@@?)([A-Za-z0-9_.]+)$/ &&
+			!($2 eq '@' && $3 eq 'plt')) {
+			$p = $1; # flamefs drops ELF symbol versions (cfree@GLIBC_2.2.5); @plt stays
 		}
 		$p = tidy($p, $pname =~ /^java/);
 		$p .= '_[i]' if $i > 0 && index($p, '_[i]') < 0;
