@@ -356,7 +356,8 @@ static int tracepoint_id(const char *tp, int *id, char *why, size_t whylen)
 		         " (its events/%s/id is the tracepoint's id) and mounting it there in a "
 		         "private mount namespace failed (%s%s)",
 		         tp, e,
-		         rep.err == ENODEV  ? "; the kernel has no tracefs: CONFIG_TRACING"
+		         rep.err == ENODEV || rep.err == ENOENT
+		                 ? "; the kernel has no tracefs: CONFIG_TRACING"
 		         : rep.err == EPERM ? "; needs CAP_SYS_ADMIN"
 		                            : "");
 		break;
