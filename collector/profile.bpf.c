@@ -15,10 +15,11 @@
  * kept is counted in `stats`.
  *
  * Nothing here needs the kernel's BTF at load time (no CO-RE relocation,
- * no tp_btf): the tracepoints are raw ones and the one kernel field read,
- * task_struct.tgid, is at an offset user space finds (kbtf.c), since
- * having libbpf load and index the whole vmlinux BTF cost more CPU than
- * the rest of a short recording's start-up.
+ * no tp_btf): the tracepoints are raw ones, and the kernel fields read
+ * are at offsets user space finds (kbtf.c), since having libbpf load and
+ * index the whole vmlinux BTF cost more CPU than the rest of a short
+ * recording's start-up.  Raw tracepoints are attached by name, with no
+ * tracefs mounted; only rss_stat is a classic tracepoint (see on_rss).
  */
 #include "vmlinux.h"
 
@@ -48,10 +49,15 @@ const volatile __u64 offcpu_min_ns = 1000;  /* shorter blocks are dropped */
 const volatile bool offcpu_preempt = false; /* offcpu:all */
 /* Byte offsets found in the kernel's BTF by user space (kbtf.c). */
 const volatile __u32 pid_offset = 0; /* task_struct.pid */
+/* Of the kmem/rss_stat tracepoint's record (trace_event_raw_rss_stat). */
 const volatile __u32 rss_curr = 0, rss_member = 0, rss_size = 0, rss_mm = 0;
-const volatile __u32 bio_dev = 0, bio_sector = 0, bio_nr = 0, bio_rwbs = 0;
-const volatile __u32 rq_dev = 0, rq_sector = 0, rq_nr = 0;
-const volatile __u32 sock_family = 0, sock_protocol = 0, sock_ret = 0, sock_flags = 0;
+/* Of the kernel structs the block and sock tracepoints' arguments point
+ * to: bio.bi_bdev, block_device.bd_disk, bio.bi_iter.bi_sector,
+ * bio.bi_iter.bi_size, bio.bi_opf; request.q, request_queue.disk,
+ * request.__sector; sock's skc_family and sk_protocol. */
+const volatile __u32 bio_bdev = 0, bdev_disk = 0, bio_sector = 0, bio_size = 0, bio_opf = 0;
+const volatile __u32 rq_q = 0, q_disk = 0, rq_sector = 0;
+const volatile __u32 sk_family = 0, sk_protocol = 0;
 
 /* Written by user space through the mmap'd .bss. */
 __u32 active = 0; /* which map set samples go to */
@@ -730,8 +736,7 @@ struct {
 
 struct bio_key {
 	__u64 sector;
-	__u32 dev;
-	__u32 pad;
+	__u64 disk; /* the struct gendisk's address */
 };
 
 struct {
@@ -792,15 +797,24 @@ int on_switch(void *ctx)
 	return 0;
 }
 
-/* The programs on tracepoints below return 1: 0 would make the kernel
- * drop the event for every other perf user of the tracepoint (perf
- * record -e kmem:rss_stat saw nothing while flamefs recorded rss). */
+/* on_rss, a classic tracepoint program, returns 1: 0 would make the
+ * kernel drop the event for every other perf user of the tracepoint (perf
+ * record -e kmem:rss_stat saw nothing while flamefs recorded rss).  Raw
+ * tracepoint programs' return values are ignored. */
 
-/* A tracepoint field at a byte offset user space found. */
+/* A tracepoint record's field at a byte offset user space found. */
 static __always_inline __u64 field(void *ctx, __u32 off, __u32 size)
 {
 	__u64 v = 0;
 	bpf_probe_read_kernel(&v, size & 15, (const char *)ctx + off);
+	return v;
+}
+
+/* A kernel struct's member at a byte offset user space found. */
+static __always_inline __u64 kmember(__u64 base, __u32 off, __u32 size)
+{
+	__u64 v = 0;
+	bpf_probe_read_kernel(&v, size & 15, (const char *)base + off);
 	return v;
 }
 
@@ -813,6 +827,14 @@ struct {
 	__uint(max_entries, 16384);
 } rss_last SEC(".maps");
 
+/* The one classic tracepoint: its record's size is the exact total of
+ * the mm's counter, percpu_counter_sum_positive(), summed over every
+ * CPU by the kernel as it fills the record.  A raw tracepoint gets only
+ * (mm, member), and summing the per-CPU parts here would need each
+ * CPU's per-cpu offset, which is neither in kallsyms (without
+ * CONFIG_KALLSYMS_ALL) nor reachable without the vmlinux BTF.  User
+ * space attaches it by its id, reading that from tracefs, mounted in a
+ * private mount namespace when it is not mounted (record-events.c). */
 SEC("tracepoint/kmem/rss_stat")
 int on_rss(void *ctx)
 {
@@ -837,61 +859,73 @@ int on_rss(void *ctx)
 	return 1;
 }
 
-SEC("tracepoint/block/block_bio_queue")
+/* The block programs read what the block tracepoints' records hold, from
+ * their arguments, as the kernel fills the records: a bio's sector
+ * (bi_iter.bi_sector), sectors (bi_iter.bi_size >> 9) and op
+ * (bi_opf & REQ_OP_MASK); a request's sector (blk_rq_pos(), __sector)
+ * and the sectors completed (nr_bytes >> 9).  The record's dev,
+ * disk_devt() of the bio's bi_bdev->bd_disk and of the request's
+ * q->disk, only matches a bio to its request: the gendisk itself does
+ * that. */
+#define REQ_OP_MASK 0xffu /* (1 << REQ_OP_BITS) - 1 */
+
+/* (struct bio *bio) */
+SEC("raw_tp/block_bio_queue")
 int on_bio(void *ctx)
 {
+	__u64 bio = ((const __u64 *)ctx)[0];
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u64 bytes = field(ctx, bio_nr, 4) << 9;
-	__u64 rwbs = field(ctx, bio_rwbs, 8);
+	__u32 nr = (__u32)kmember(bio, bio_size, 4) >> 9;
+	__u64 bytes = (__u64)nr << 9;
+	__u32 op = (__u32)kmember(bio, bio_opf, 4) & REQ_OP_MASK;
 	struct pending st;
 
 	if (!followed(tgid) || !bytes)
-		return 1;
-	/* Discards and secure erases ("D", "DS", "E"...) move no data. */
-	for (int i = 0; i < 8; i++) {
-		char c = (char)(rwbs >> (8 * i));
-		if (c == 'D' || c == 'E')
-			return 1;
-		if (!c)
-			break;
-	}
+		return 0;
+	/* Discards and secure erases (the record's rwbs "D", "DE") move no
+	 * data. */
+	if (op == REQ_OP_DISCARD || op == REQ_OP_SECURE_ERASE)
+		return 0;
 	if ((ev_flags[PROFILE_EV_BLOCK] & PROFILE_EV_ON) && take_nth(PROFILE_EV_BLOCK))
 		record(ctx, false, PROFILE_EV_BLOCK, tgid, scaled(PROFILE_EV_BLOCK, bytes));
 	if ((ev_flags[PROFILE_EV_BLOCK_TIME] & PROFILE_EV_ON) && take_nth(PROFILE_EV_BLOCK_TIME)) {
-		struct bio_key k = {.sector = field(ctx, bio_sector, 8),
-		                    .dev = (__u32)field(ctx, bio_dev, 4)};
+		struct bio_key k = {.sector = kmember(bio, bio_sector, 8),
+		                    .disk = kmember(kmember(bio, bio_bdev, 8), bdev_disk, 8)};
 		begin(ctx, PROFILE_EV_BLOCK_TIME, tgid, &st);
-		st.left = (__u32)field(ctx, bio_nr, 4);
+		st.left = nr;
 		if (bpf_map_update_elem(&bio_start, &k, &st, BPF_ANY))
 			count(PROFILE_STAT_COUNTS_FULL);
 	}
-	return 1;
+	return 0;
 }
 
-/* A bio the block layer split completes piece by piece, in order: the
- * time is charged when the piece holding its last sector completes (the
- * entry moves along to the next piece's first sector meanwhile). */
-SEC("tracepoint/block/block_rq_complete")
+/* (struct request *rq, blk_status_t error, unsigned int nr_bytes).  A bio
+ * the block layer split completes piece by piece, in order: the time is
+ * charged when the piece holding its last sector completes (the entry
+ * moves along to the next piece's first sector meanwhile). */
+SEC("raw_tp/block_rq_complete")
 int on_rq_complete(void *ctx)
 {
-	struct bio_key k = {.sector = field(ctx, rq_sector, 8),
-	                    .dev = (__u32)field(ctx, rq_dev, 4)};
-	__u32 done = (__u32)field(ctx, rq_nr, 4);
+	const __u64 *args = ctx;
+	__u64 rq = args[0];
+	struct bio_key k = {.sector = kmember(rq, rq_sector, 8),
+	                    .disk = kmember(kmember(rq, rq_q, 8), q_disk, 8)};
+	__u32 done = (__u32)args[2] >> 9;
 	struct pending *p = bpf_map_lookup_elem(&bio_start, &k), rest;
 
 	if (!p)
-		return 1;
+		return 0;
 	if (done && p->left > done) {
 		rest = *p;
 		rest.left -= done;
 		bpf_map_delete_elem(&bio_start, &k);
 		k.sector += done;
 		bpf_map_update_elem(&bio_start, &k, &rest, BPF_ANY);
-		return 1;
+		return 0;
 	}
 	end(p, PROFILE_EV_BLOCK_TIME, scaled(PROFILE_EV_BLOCK_TIME, bpf_ktime_get_ns() - p->ts));
 	bpf_map_delete_elem(&bio_start, &k);
-	return 1;
+	return 0;
 }
 
 #define AF_INET     2
@@ -900,30 +934,33 @@ int on_rq_complete(void *ctx)
 #define IPPROTO_UDP 17
 #define MSG_PEEK    2
 
+/* (struct sock *sk, int ret, int flags): the record's family and
+ * protocol are sk->sk_family and sk->sk_protocol. */
 static __always_inline int on_sock(void *ctx, bool recv)
 {
+	const __u64 *args = ctx;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u16 family = (__u16)field(ctx, sock_family, 2);
-	__u16 proto = (__u16)field(ctx, sock_protocol, 2);
-	__s32 ret = (__s32)field(ctx, sock_ret, 4);
+	__u16 family = (__u16)kmember(args[0], sk_family, 2);
+	__u16 proto = (__u16)kmember(args[0], sk_protocol, 2);
+	__s32 ret = (__s32)args[1];
 
 	if (ret <= 0 || (family != AF_INET && family != AF_INET6) ||
 	    (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
-		return 1;
-	if (recv && (field(ctx, sock_flags, 4) & MSG_PEEK))
-		return 1;
+		return 0;
+	if (recv && ((__u32)args[2] & MSG_PEEK))
+		return 0;
 	if (followed(tgid) && take_nth(PROFILE_EV_NET))
 		record(ctx, false, PROFILE_EV_NET, tgid, scaled(PROFILE_EV_NET, (__u64)ret));
-	return 1;
+	return 0;
 }
 
-SEC("tracepoint/sock/sock_send_length")
+SEC("raw_tp/sock_send_length")
 int on_send(void *ctx)
 {
 	return on_sock(ctx, false);
 }
 
-SEC("tracepoint/sock/sock_recv_length")
+SEC("raw_tp/sock_recv_length")
 int on_recv(void *ctx)
 {
 	return on_sock(ctx, true);

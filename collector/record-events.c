@@ -2,12 +2,22 @@
  * record-events.c — the events of `flamefs-collect record -e`: their
  * names, series and units, the parsing of EVENT[:STACKS][:N], and the
  * set-up of their BPF programs (the kernel offsets they read, which
- * programs load, attaching each and leaving out what the kernel lacks).
+ * programs load, attaching each, with no tracefs mounted, and leaving out
+ * what cannot be attached, saying what is missing).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/perf_event.h>
 
 #include "kbtf.h"
 #include "record-internal.h"
@@ -114,49 +124,43 @@ int record_parse_events(const char *list, struct options *o)
 	return rc;
 }
 
-/* Byte offsets the BPF side reads kernel data at: task_struct.pid for
- * offcpu, and the fields of the tracepoint records of the other events,
- * from the kernel's BTF (the trace_event_raw_* structs are the records). */
+/* Byte offsets the BPF side reads kernel data at, from the kernel's BTF:
+ * task_struct.pid for offcpu; the fields of rss_stat's tracepoint record
+ * (trace_event_raw_rss_stat is the record); the members of the structs
+ * the block and sock raw tracepoints' arguments point to.  Entries with
+ * one destination add up to a nested member's offset. */
 static int event_offsets(struct recorder *r)
 {
 	const struct options *o = r->opt;
+	volatile struct profile_bpf__rodata *ro = r->skel->rodata;
 	struct {
 		uint32_t ev, ev2;
 		const char *strct, *member;
 		volatile const uint32_t *dst;
 	} need[] = {
-	        {PROFILE_EV_OFFCPU, PROFILE_EV_OFFCPU, "task_struct", "pid",
-	         &r->skel->rodata->pid_offset},
-	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "curr",
-	         &r->skel->rodata->rss_curr},
+	        {PROFILE_EV_OFFCPU, PROFILE_EV_OFFCPU, "task_struct", "pid", &ro->pid_offset},
+	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "curr", &ro->rss_curr},
 	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "member",
-	         &r->skel->rodata->rss_member},
-	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "size",
-	         &r->skel->rodata->rss_size},
-	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "mm_id",
-	         &r->skel->rodata->rss_mm},
-	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "dev",
-	         &r->skel->rodata->bio_dev},
-	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "sector",
-	         &r->skel->rodata->bio_sector},
-	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "nr_sector",
-	         &r->skel->rodata->bio_nr},
-	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "trace_event_raw_block_bio", "rwbs",
-	         &r->skel->rodata->bio_rwbs},
-	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
-	         "trace_event_raw_block_rq_completion", "dev", &r->skel->rodata->rq_dev},
-	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
-	         "trace_event_raw_block_rq_completion", "sector", &r->skel->rodata->rq_sector},
-	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME,
-	         "trace_event_raw_block_rq_completion", "nr_sector", &r->skel->rodata->rq_nr},
-	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "family",
-	         &r->skel->rodata->sock_family},
-	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "protocol",
-	         &r->skel->rodata->sock_protocol},
-	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "ret",
-	         &r->skel->rodata->sock_ret},
-	        {PROFILE_EV_NET, PROFILE_EV_NET, "trace_event_raw_sock_msg_length", "flags",
-	         &r->skel->rodata->sock_flags},
+	         &ro->rss_member},
+	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "size", &ro->rss_size},
+	        {PROFILE_EV_RSS, PROFILE_EV_RSS, "trace_event_raw_rss_stat", "mm_id", &ro->rss_mm},
+	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "bio", "bi_iter", &ro->bio_size},
+	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "bvec_iter", "bi_size", &ro->bio_size},
+	        {PROFILE_EV_BLOCK, PROFILE_EV_BLOCK_TIME, "bio", "bi_opf", &ro->bio_opf},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "bio", "bi_iter", &ro->bio_sector},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "bvec_iter", "bi_sector",
+	         &ro->bio_sector},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "bio", "bi_bdev", &ro->bio_bdev},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "block_device", "bd_disk",
+	         &ro->bdev_disk},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "request", "q", &ro->rq_q},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "request_queue", "disk",
+	         &ro->q_disk},
+	        {PROFILE_EV_BLOCK_TIME, PROFILE_EV_BLOCK_TIME, "request", "__sector",
+	         &ro->rq_sector},
+	        {PROFILE_EV_NET, PROFILE_EV_NET, "sock", "__sk_common", &ro->sk_family},
+	        {PROFILE_EV_NET, PROFILE_EV_NET, "sock_common", "skc_family", &ro->sk_family},
+	        {PROFILE_EV_NET, PROFILE_EV_NET, "sock", "sk_protocol", &ro->sk_protocol},
 	};
 	char err[256];
 
@@ -172,7 +176,7 @@ static int event_offsets(struct recorder *r)
 			            err);
 			return rc;
 		}
-		*(uint32_t *)need[i].dst = off;
+		*(uint32_t *)need[i].dst += off;
 	}
 	return 0;
 }
@@ -208,28 +212,249 @@ int record_setup_events(struct recorder *r, const struct options *o)
 	return event_offsets(r);
 }
 
-/* After load: attaches each event's programs.  An event the kernel cannot
- * attach is reported and left out; the others still record.  Returns 0,
- * or -ENODEV when no event could be attached. */
+/* ---- attaching ---------------------------------------------------------
+ * Every event but rss attaches to a raw tracepoint, which the kernel finds
+ * by name (BPF_RAW_TRACEPOINT_OPEN): no tracefs is needed.  rss_stat is a
+ * classic tracepoint (profile.bpf.c's on_rss says why): its program is
+ * attached to a perf event of type PERF_TYPE_TRACEPOINT, whose config is
+ * the tracepoint's id, which only tracefs shows.  When tracefs is not
+ * mounted at /sys/kernel/tracing, a child process mounts it there in a
+ * mount namespace of its own, reads the id and exits, which unmounts it:
+ * nothing is left mounted, unlike perf, which mounts tracefs for good. */
+
+#define TRACEFS       "/sys/kernel/tracing"
+#define TRACEFS_MAGIC 0x74726163
+
+/* Reads tracefs's events/TP/id (TP is "system/name") into *id.  Only
+ * async-signal-safe calls: the forked child of a threaded process runs it.
+ * Returns 0 or -errno. */
+static int read_tp_id(const char *tp, int *id)
+{
+	char path[160], buf[32];
+	size_t n = 0;
+	ssize_t got;
+	int fd, v = 0;
+
+	const char *parts[] = {TRACEFS "/events/", tp, "/id"};
+	for (size_t i = 0; i < 3; i++)
+		for (const char *c = parts[i]; *c && n < sizeof(path) - 1; c++)
+			path[n++] = *c;
+	path[n] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, sizeof(buf) - 1);
+	if (got < 0)
+		got = -errno;
+	close(fd);
+	if (got < 0)
+		return (int)got;
+	if (got == 0 || buf[0] < '0' || buf[0] > '9')
+		return -EINVAL;
+	for (ssize_t i = 0; i < got && buf[i] >= '0' && buf[i] <= '9' && v < 100000000; i++)
+		v = v * 10 + (buf[i] - '0');
+	*id = v;
+	return 0;
+}
+
+/* What the child of tracepoint_id() reports through its pipe. */
+struct tp_reply {
+	int step; /* enum below: the step that failed, or TP_OK */
+	int err;  /* its errno */
+	int id;
+};
+enum { TP_OK = 0, TP_UNSHARE, TP_PRIVATE, TP_MOUNT, TP_READ };
+
+static void tp_child(const char *tp, int fd)
+{
+	struct tp_reply rep = {TP_OK, 0, 0};
+
+	if (unshare(CLONE_NEWNS) < 0)
+		rep = (struct tp_reply){TP_UNSHARE, errno, 0};
+	else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		rep = (struct tp_reply){TP_PRIVATE, errno, 0};
+	else if (mount("tracefs", TRACEFS, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		rep = (struct tp_reply){TP_MOUNT, errno, 0};
+	else if ((rep.err = -read_tp_id(tp, &rep.id)) != 0)
+		rep.step = TP_READ;
+	if (write(fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		_exit(1);
+	_exit(0);
+}
+
+/* Finds the id of tracepoint TP ("system/name") in tracefs, mounted at
+ * /sys/kernel/tracing or, when it is not, in a private mount namespace.
+ * Returns 0, or -errno with what exactly is missing in why. */
+static int tracepoint_id(const char *tp, int *id, char *why, size_t whylen)
+{
+	struct statfs sf;
+	struct tp_reply rep;
+	int pfd[2], rc, status;
+	pid_t pid;
+
+	if (statfs(TRACEFS, &sf) == 0 && sf.f_type == TRACEFS_MAGIC) {
+		rc = read_tp_id(tp, id);
+		if (rc == -ENOENT)
+			snprintf(why, whylen,
+			         "tracefs at " TRACEFS " has no events/%s: the kernel lacks the "
+			         "tracepoint or CONFIG_EVENT_TRACING",
+			         tp);
+		else if (rc < 0)
+			snprintf(why, whylen, "reading " TRACEFS "/events/%s/id: %s", tp,
+			         strerror(-rc));
+		return rc;
+	}
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "pipe: %s", strerror(errno));
+		return rc;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "fork: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		tp_child(tp, pfd[1]);
+	}
+	close(pfd[1]);
+	ssize_t got;
+	do
+		got = read(pfd[0], &rep, sizeof(rep));
+	while (got < 0 && errno == EINTR);
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got != (ssize_t)sizeof(rep)) {
+		snprintf(why, whylen, "the child reading the tracepoint's id from tracefs died");
+		return -EIO;
+	}
+	if (rep.step == TP_OK) {
+		*id = rep.id;
+		return 0;
+	}
+	const char *e = strerror(rep.err);
+	switch (rep.step) {
+	case TP_UNSHARE:
+	case TP_PRIVATE:
+		snprintf(why, whylen,
+		         "tracefs is not mounted at " TRACEFS
+		         " (its events/%s/id is the tracepoint's id) and no private mount "
+		         "namespace to mount it in could be made (%s: %s; needs CAP_SYS_ADMIN)",
+		         tp,
+		         rep.step == TP_UNSHARE ? "unshare(CLONE_NEWNS)"
+		                                : "mount --make-rprivate /",
+		         e);
+		break;
+	case TP_MOUNT:
+		snprintf(why, whylen,
+		         "tracefs is not mounted at " TRACEFS
+		         " (its events/%s/id is the tracepoint's id) and mounting it there in a "
+		         "private mount namespace failed (%s%s)",
+		         tp, e,
+		         rep.err == ENODEV || rep.err == ENOENT
+		                 ? "; the kernel has no tracefs: CONFIG_TRACING"
+		         : rep.err == EPERM ? "; needs CAP_SYS_ADMIN"
+		                            : "");
+		break;
+	default:
+		snprintf(why, whylen,
+		         rep.err == ENOENT
+		                 ? "tracefs, mounted privately, has no events/%s: the "
+		                   "kernel lacks the tracepoint or CONFIG_EVENT_TRACING%s"
+		                 : "reading events/%s/id from tracefs, mounted privately: %s",
+		         tp, rep.err == ENOENT ? "" : e);
+		break;
+	}
+	return -rep.err;
+}
+
+/* Attaches prog to the classic tracepoint TP ("system/name") through a perf
+ * event, the way libbpf's bpf_program__attach_tracepoint() does but with
+ * the id found by tracepoint_id().  Returns the link, or NULL with what is
+ * missing in why. */
+static struct bpf_link *attach_tracepoint(struct bpf_program *prog, const char *tp, char *why,
+                                          size_t whylen)
+{
+	struct perf_event_attr a = {.type = PERF_TYPE_TRACEPOINT,
+	                            .size = sizeof(a),
+	                            .sample_period = 1,
+	                            .wakeup_events = 1};
+	struct bpf_link *l;
+	int id = 0, fd;
+
+	if (tracepoint_id(tp, &id, why, whylen) < 0)
+		return NULL;
+	a.config = (uint64_t)id;
+	fd = (int)syscall(__NR_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "perf_event_open of tracepoint %s (id %d): %s%s", tp, id,
+		         strerror(errno),
+		         errno == ENOENT || errno == EINVAL ? "; needs CONFIG_EVENT_TRACING" : "");
+		return NULL;
+	}
+	l = bpf_program__attach_perf_event(prog, fd);
+	if (!l) {
+		snprintf(why, whylen,
+		         "attaching the BPF program to the perf event of tracepoint %s: %s; needs "
+		         "CONFIG_BPF_EVENTS",
+		         tp, strerror(errno));
+		close(fd);
+	}
+	return l; /* the link closes fd */
+}
+
+/* Attaches prog to the raw tracepoint NAME.  Returns the link, or NULL with
+ * what is missing in why; needs says what provides the tracepoint. */
+static struct bpf_link *attach_raw(struct bpf_program *prog, const char *name, const char *needs,
+                                   char *why, size_t whylen)
+{
+	struct bpf_link *l = bpf_program__attach_raw_tracepoint(prog, name);
+
+	if (l)
+		return l;
+	if (errno == ENOENT)
+		snprintf(why, whylen,
+		         "the kernel has no tracepoint %s (BPF_RAW_TRACEPOINT_OPEN: %s); it "
+		         "comes with %s",
+		         name, strerror(errno), needs);
+	else
+		snprintf(why, whylen, "BPF_RAW_TRACEPOINT_OPEN %s: %s%s", name, strerror(errno),
+		         errno == EPERM ? "; needs CAP_BPF and CAP_PERFMON" : "");
+	return NULL;
+}
+
+/* After load: attaches each event's programs.  An event that cannot be
+ * attached is reported, naming what is missing, and left out; the others
+ * still record.  Returns 0, or -ENODEV when no event could be attached. */
 int record_attach_events(struct recorder *r)
 {
 	const struct options *o = r->opt;
 	struct profile_bpf *k = r->skel;
+	/* where: a raw tracepoint's name, or "system/name" of the classic
+	 * tracepoint (with needs NULL). */
 	struct {
 		int ev;
 		struct bpf_program *prog;
-		const char *what;
+		const char *where, *needs;
 	} att[] = {
-	        {PROFILE_EV_OFFCPU, k->progs.on_switch, "raw tracepoint sched_switch"},
-	        {PROFILE_EV_RSS, k->progs.on_rss, "tracepoint kmem/rss_stat"},
-	        {PROFILE_EV_BLOCK, k->progs.on_bio, "tracepoint block/block_bio_queue"},
-	        {PROFILE_EV_BLOCK_TIME, k->progs.on_bio, "tracepoint block/block_bio_queue"},
-	        {PROFILE_EV_BLOCK_TIME, k->progs.on_rq_complete,
-	         "tracepoint block/block_rq_complete"},
-	        {PROFILE_EV_NET, k->progs.on_send, "tracepoint sock/sock_send_length"},
-	        {PROFILE_EV_NET, k->progs.on_recv, "tracepoint sock/sock_recv_length"},
+	        {PROFILE_EV_OFFCPU, k->progs.on_switch, "sched_switch", "every kernel"},
+	        {PROFILE_EV_RSS, k->progs.on_rss, "kmem/rss_stat", NULL},
+	        {PROFILE_EV_BLOCK, k->progs.on_bio, "block_bio_queue", "CONFIG_BLOCK"},
+	        {PROFILE_EV_BLOCK_TIME, k->progs.on_bio, "block_bio_queue", "CONFIG_BLOCK"},
+	        {PROFILE_EV_BLOCK_TIME, k->progs.on_rq_complete, "block_rq_complete",
+	         "CONFIG_BLOCK"},
+	        {PROFILE_EV_NET, k->progs.on_send, "sock_send_length",
+	         "Linux 6.3 and later, with CONFIG_NET"},
+	        {PROFILE_EV_NET, k->progs.on_recv, "sock_recv_length",
+	         "Linux 6.3 and later, with CONFIG_NET"},
 	};
 	int attached = o->ev_flags[PROFILE_EV_CPU] ? 1 : 0;
+	char why[512];
 
 	r->ev_attached[PROFILE_EV_CPU] = o->ev_flags[PROFILE_EV_CPU];
 	for (int ev = 1; ev < PROFILE_NEVENTS; ev++)
@@ -246,12 +471,15 @@ int record_attach_events(struct recorder *r)
 				again = true;
 		if (again)
 			continue;
-		struct bpf_link *l = bpf_program__attach(att[i].prog);
+		struct bpf_link *l = att[i].needs ? attach_raw(att[i].prog, att[i].where,
+		                                               att[i].needs, why, sizeof(why))
+		                                  : attach_tracepoint(att[i].prog, att[i].where,
+		                                                      why, sizeof(why));
 		if (!l) {
 			fprintf(stderr,
-			        PROG ": record: event %s left out: cannot attach the %s (%s); "
-			             "the kernel may lack it\n",
-			        record_events[ev].arg, att[i].what, strerror(errno));
+			        PROG ": record: event %s left out: cannot attach the %s %s: %s\n",
+			        record_events[ev].arg,
+			        att[i].needs ? "raw tracepoint" : "tracepoint", att[i].where, why);
 			r->ev_attached[ev] = false;
 			continue;
 		}
