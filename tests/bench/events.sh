@@ -49,31 +49,11 @@ REPS=${REPS:-2}
 FULL_EVENTS=cpu,offcpu,rss,block,net
 ALL_EVENTS=cpu,offcpu,rss,block,block-time,net
 
-if [ "$(id -u)" != 0 ]; then
-	echo "events.sh: needs root (BPF, -a): sudo bash $0" >&2
-	exit 1
-fi
-for tool in gcc python3 meson ninja findmnt; do
-	command -v "$tool" >/dev/null || { echo "events.sh: $tool is missing" >&2; exit 1; }
-done
-
-build="$top/build-bench"
-[ -f "$build/build.ninja" ] || nice meson setup "$build" "$top" -Dbuildtype=release >/dev/null
-nice ninja -C "$build" flamefs-collect tests/events-target >/dev/null ||
-	{ nice ninja -C "$build" flamefs-collect tests/events-target; exit 1; }
-fc="$build/flamefs-collect"
+. "$top/tests/bench/lib.sh"
+# tmpfs: the stores' writes must not reach the disk whose write time is
+# the block-time truth
+bench_setup events --root --tools "gcc python3 findmnt" --tmpfs --nice flamefs-collect tests/events-target
 target="$build/tests/events-target"
-
-keep_work=0
-if [ -n "${BENCH_DIR:-}" ]; then
-	work=$BENCH_DIR
-	keep_work=1
-	mkdir -p "$work"
-else
-	# tmpfs: the stores' writes must not reach the disk whose write time
-	# is the block-time truth
-	work=$(mktemp -d /dev/shm/flamefs-evbench.XXXXXX)
-fi
 if [ -n "${IO_DIR:-}" ]; then
 	io=$IO_DIR
 	mkdir -p "$io"
@@ -92,7 +72,7 @@ cleanup() {
 	wait 2>/dev/null || true
 	[ ! -d "${trace_inst:-}" ] || { echo 0 >"$trace_inst/events/enable"; rmdir "$trace_inst"; } || true
 	[ -n "${IO_DIR:-}" ] || rm -rf "$io"
-	[ "$keep_work" = 1 ] || rm -rf "$work"
+	bench_cleanup
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -110,7 +90,7 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 # its direct child even where python3 is a wrapper script
 rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+loadavg() { bench_load; }
 
 mark() { # value op limit
 	awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {

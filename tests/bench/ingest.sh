@@ -23,16 +23,10 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
-build="$top/build-bench"
-[ -d "$build" ] || meson setup "$build" "$top" -Dbuildtype=release >/dev/null
-ninja -C "$build" >/dev/null || { ninja -C "$build"; exit 1; }
-fc="$build/flamefs-collect"
-work=${BENCH_DIR:-$(mktemp -d /var/tmp/flamefs-bench.XXXXXX)}
-mkdir -p "$work"
-echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r), $(. /etc/os-release; echo "$PRETTY_NAME")"
-echo "# work dir: $work"
-
 . "$top/tests/bench/lib.sh"
+bench_setup ingest --root --tools "perf perl"
+bench_machine
+echo "# work dir: $work"
 
 # measure CMD... : prints "seconds peak_rss_kb" of CMD (wall time to the
 # microsecond from bash's EPOCHREALTIME; peak RSS from GNU time)

@@ -17,15 +17,10 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 nfiles=${1:-1000}
-build="$top/build-bench"
-[ -d "$build" ] || meson setup "$build" "$top" -Dbuildtype=release >/dev/null
-ninja -C "$build" >/dev/null || { ninja -C "$build"; exit 1; }
-fc="$build/flamefs-collect"
-command -v go >/dev/null || { echo "go is needed (golang-go)"; exit 1; }
-work=${BENCH_DIR:-$(mktemp -d /var/tmp/flamefs-bench.XXXXXX)}
-mkdir -p "$work"
-echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r), $(. /etc/os-release; echo "$PRETTY_NAME")"
-echo "# load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+. "$top/tests/bench/lib.sh"
+bench_setup many --tools "go perl"
+bench_machine
+bench_wait_quiet || echo "# (the machine stayed busy: these numbers are upper bounds)"
 echo "# work dir: $work"
 
 now() { echo "$EPOCHREALTIME"; }
@@ -154,5 +149,4 @@ perl "$top/tests/ref/stackcollapse-ref.pl" "$work/slice.perf" >/dev/null
 t1=$(now)
 echo "(the Perl collapser, tests/ref/stackcollapse-ref.pl, on the 40 MB slice: $(ms "$t0" "$t1") ms," \
 	"$(awk -v b="$(stat -c %s "$work/slice.perf")" -v m="$(ms "$t0" "$t1")" 'BEGIN { printf "%.1f MB/s", b / m / 1e3 }'))"
-echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-[ -n "${BENCH_DIR:-}" ] || rm -rf "$work"
+echo "# load average at the end: $(bench_load)"

@@ -16,13 +16,8 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-20}
-build="$top/build-bench"
-[ -d "$build" ] || meson setup "$build" "$top" -Dbuildtype=release >/dev/null
-ninja -C "$build" >/dev/null || { ninja -C "$build"; exit 1; }
-fc="$build/flamefs-collect"
-work=${BENCH_DIR:-$(mktemp -d /var/tmp/flamefs-bench.XXXXXX)}
-mkdir -p "$work"
 . "$top/tests/bench/lib.sh"
+bench_setup perfdata --root --tools "perf perl"
 echo "# machine: $(nproc) cores, $(uname -r), $(perf version 2>/dev/null)"
 echo "# work dir: $work"
 

@@ -29,29 +29,9 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 DUR=${DUR:-20}
 FREQS=${FREQS:-"99 999"}
 
-if [ "$(id -u)" != 0 ]; then
-	echo "record.sh: needs root (BPF, perf -a): sudo bash $0" >&2
-	exit 1
-fi
-for tool in perf perl cc python3 meson ninja; do
-	command -v "$tool" >/dev/null || { echo "record.sh: $tool is missing" >&2; exit 1; }
-done
-
-build="$top/build-bench"
-[ -f "$build/build.ninja" ] || meson setup "$build" "$top" -Dbuildtype=release >/dev/null
-ninja -C "$build" flamefs-collect contrib/demo-server >/dev/null ||
-	{ ninja -C "$build" flamefs-collect contrib/demo-server; exit 1; }
-fc="$build/flamefs-collect"
+. "$top/tests/bench/lib.sh"
+bench_setup record --root --tools "perf perl cc python3" flamefs-collect contrib/demo-server
 burner_bin="$build/contrib/demo-server"
-
-keep_work=0
-if [ -n "${BENCH_DIR:-}" ]; then
-	work=$BENCH_DIR
-	keep_work=1
-	mkdir -p "$work"
-else
-	work=$(mktemp -d /var/tmp/flamefs-recbench.XXXXXX)
-fi
 
 burners=()
 cleanup() {
@@ -60,7 +40,7 @@ cleanup() {
 		kill "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	[ "$keep_work" = 1 ] || rm -rf "$work"
+	bench_cleanup
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

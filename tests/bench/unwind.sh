@@ -54,31 +54,11 @@ LOAD_WAIT=${LOAD_WAIT:-60}
 PARTS=${PARTS:-"1 2 3 4 5"}
 export LC_ALL=C
 
-if [ "$(id -u)" != 0 ]; then
-	echo "unwind.sh: needs root (BPF, perf -a): sudo bash $0" >&2
-	exit 1
-fi
-for tool in perf perl gcc xz python3 meson ninja readelf; do
-	command -v "$tool" >/dev/null || { echo "unwind.sh: $tool is missing" >&2; exit 1; }
-done
 [ -x /usr/bin/python3 ] || { echo "unwind.sh: /usr/bin/python3 is missing" >&2; exit 1; }
-
-build="$top/build-bench"
-[ -f "$build/build.ninja" ] || nice meson setup "$build" "$top" -Dbuildtype=release >/dev/null
-nice ninja -C "$build" flamefs-collect tests/unwind-target >/dev/null ||
-	{ ninja -C "$build" flamefs-collect tests/unwind-target; exit 1; }
-fc="$build/flamefs-collect"
+. "$top/tests/bench/lib.sh"
+bench_setup unwind --root --tools "perf perl gcc xz python3 readelf" --nice flamefs-collect tests/unwind-target
 target="$build/tests/unwind-target"
 collapse="$top/tests/ref/stackcollapse-ref.pl"
-
-keep_work=0
-if [ -n "${BENCH_DIR:-}" ]; then
-	work=$BENCH_DIR
-	keep_work=1
-	mkdir -p "$work"
-else
-	work=$(mktemp -d /var/tmp/flamefs-unwbench.XXXXXX)
-fi
 
 loads=()
 cleanup() {
@@ -87,7 +67,7 @@ cleanup() {
 		kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	[ "$keep_work" = 1 ] || rm -rf "$work"
+	bench_cleanup
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -35,13 +35,8 @@
 # and then the median of 200.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build="$top/build-bench"
-[ -d "$build" ] || meson setup "$build" "$top" -Dbuildtype=release >/dev/null
-ninja -C "$build" fs/flamefs flamefs-collect tests/gen-folded >/dev/null
-fc="$build/flamefs-collect"
-flamefs="$build/fs/flamefs"
-work=${BENCH_DIR:-$(mktemp -d /var/tmp/flamefs-viewbench.XXXXXX)}
-mkdir -p "$work"
+. "$top/tests/bench/lib.sh"
+bench_setup view --root fs/flamefs flamefs-collect tests/gen-folded
 mnt="$work/mnt"
 mkdir -p "$mnt"
 unique=${VIEW_UNIQUE:-100000}
@@ -60,7 +55,7 @@ unmount() {
 		fs_pid=
 	fi
 }
-trap unmount EXIT
+trap 'unmount; bench_cleanup' EXIT
 trap 'exit 130' INT TERM
 
 mount_store() { # store
@@ -153,7 +148,7 @@ keys=(gen big real)
 tmpfs=$work/tmpfs
 mkdir -p "$tmpfs"
 mountpoint -q "$tmpfs" || mount -t tmpfs -o size=75%,nr_inodes=0 flamefs-bench "$tmpfs"
-trap 'unmount; umount "$tmpfs" 2>/dev/null || true' EXIT
+trap 'unmount; umount "$tmpfs" 2>/dev/null || true; bench_cleanup' EXIT
 {
 	printf 'deepapp'
 	for i in $(seq 600); do printf ';f%d' "$i"; done

@@ -4,14 +4,17 @@
 # its first use (<= 5 ms), the root's flame.svg (<= 1 s), a @diff root
 # (<= 1 s), flame.svg's size against flamegraph.pl's (when FLAMEGRAPH_PL
 # names one), and the daemon's RSS per call-tree node it holds.
-#   usage: tests/bench/views.sh BUILD_DIR     (prints a table; no pass/fail)
+#   usage: sudo bash tests/bench/views.sh [BUILD_DIR]   (prints a table; no pass/fail)
+#   BUILD_DIR: a build to measure as it is; default: build-bench (release)
 set -eu
-build=${1:?usage: views.sh BUILD_DIR}
-collect=$build/flamefs-collect
-flamefs=$build/fs/flamefs
-tmp=$(mktemp -d /tmp/flamefs-bench-views.XXXXXX)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
+BENCH_BUILD=${1:-} bench_setup views --root fs/flamefs flamefs-collect tests/gen-folded
+bench_machine
+collect=$fc
+tmp=$work
 pid=
-trap '[ -n "$pid" ] && fusermount3 -u -z "$tmp/mnt" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[ -n "$pid" ] && fusermount3 -u -z "$tmp/mnt" 2>/dev/null; bench_cleanup' EXIT
 "$build/tests/gen-folded" 100000 10000000 app 1 >"$tmp/v1.folded"
 "$build/tests/gen-folded" 100000 10000000 app 2 >"$tmp/v2.folded"
 "$collect" import --store "$tmp/store" --binary app --version 1 "$tmp/v1.folded" >/dev/null 2>&1
