@@ -3,9 +3,10 @@
  * inode number's layout, the spaces (tree caches), the synthetic
  * directories, the render cache's entries and open files, the one state
  * (`fs`, guarded by fs.lock) and each file's exported functions.  Only
- * fs/daemon/ includes it.  Files call down the list below and never up:
- * series.c, space.c, inode.c, synth.c, refresh.c, ops.c, main.c
- * (rendercache.c stands aside); see fs/daemon/README.md.
+ * fs/daemon/ includes it.  Files call down this list and never up:
+ * main.c, ops.c, refresh.c, synth.c, inode.c, space.c, series.c
+ * (rendercache.c is called by ops.c and main.c only; state.c holds `fs`
+ * and calls nothing); see fs/daemon/README.md.
  */
 #ifndef FLAMEFS_DAEMON_INTERNAL_H
 #define FLAMEFS_DAEMON_INTERNAL_H
@@ -176,7 +177,7 @@ enum sdir_kind {
 };
 
 struct sdir {
-	enum sdir_kind kind; /* sdir_ops[kind] */
+	enum sdir_kind kind; /* its operations: synth_ops_of() */
 	char *name;          /* SD_BINARY, SD_WBINARY, SD_DIFF, SD_DIFFA: the binary;
 	                        SD_FUNC: the function (name_len bytes) */
 	size_t name_len;
@@ -190,8 +191,7 @@ struct sdir {
 	uint32_t hnext;     /* the key hash's chain, index + 1 */
 };
 
-/* What each kind of synthetic directory does (see "synthetic directory
- * kinds" below). */
+/* What each kind of synthetic directory does (synth.c). */
 struct emitter;
 struct sdir_ops {
 	/* The inode `name` names in `sd` (not counted), or -ENOENT. */
@@ -289,7 +289,7 @@ struct flamefs_state {
 	pthread_cond_t inval_cond;
 	bool inval_stop;
 };
-extern struct flamefs_state fs; /* defined in main.c */
+extern struct flamefs_state fs; /* defined in state.c */
 
 /* series.c */
 const struct store_series *series_by_id_locked(uint32_t id);

@@ -42,7 +42,7 @@ struct ino inode_split(fuse_ino_t ino)
 	return i;
 }
 
-/* ---- resolving inodes (call with fs.lock held) -------------------------- */
+/* ---- resolving inodes (call with fs.lock held) --------------------------- */
 
 /* With `need_tree` false, a space's root directory (a version directory) of a space whose
  * tree is not built resolves without building it (at->tree NULL), so

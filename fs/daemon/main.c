@@ -2,8 +2,7 @@
  * main.c — flamefs's command line and main: parses the options (fstab's
  * too), checks the store and the mount point while errors still reach the
  * terminal, mounts, daemonizes, runs the invalidator thread and libfuse's
- * loop, and frees everything at the end.  It also defines the daemon's
- * one state, `fs`.
+ * loop, and frees everything at the end.
  */
 #include <errno.h>
 #include <limits.h>
@@ -15,12 +14,6 @@
 #include <time.h>
 
 #include "daemon-internal.h"
-
-struct flamefs_state fs = {
-        .lock = PTHREAD_MUTEX_INITIALIZER,
-        .inval_cond = PTHREAD_COND_INITIALIZER,
-        .inval_tail = &fs.inval_head,
-};
 
 /* ---- command line ------------------------------------------------------- */
 

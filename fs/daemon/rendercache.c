@@ -19,8 +19,6 @@
 #define RENDER_CACHE_BYTES (256ull << 20)
 #define RENDER_CACHE_MIN   4096
 
-/* ---- rendered files (the cache is guarded by fs.lock) -------------------- */
-
 void rendercache_ref(struct rendered *r)
 {
 	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);

@@ -18,8 +18,6 @@
 
 #define TREE_CACHE_SLOTS 16
 
-/* ---- trees and spaces (call with fs.lock held) -------------------------- */
-
 void space_put_tree_locked(struct tree_ref *r)
 {
 	if (r && --r->refs == 0) {

@@ -14,13 +14,7 @@
 
 #include "daemon-internal.h"
 
-/* ---- synthetic directory kinds -------------------------------------------
-
-   Each kind of synthetic directory (space 0) says how a name in it
-   resolves and what it lists; the inode core does the rest.  More kinds
-   (issue #13's @last, @range, @diff) go here, and the trees below them are
-   more space kinds (space_build_tree_locked). */
-/* ---- the views' synthetic directories (issue #13) ---- */
+/* ---- the registry: synthetic directories by key ------------------------- */
 
 #define SDIR_HASH 65536u
 
@@ -134,6 +128,13 @@ static void sdir_window(const struct sdir *sd, int64_t *from, int64_t *to)
 		*to = sd->to;
 	}
 }
+
+/* ---- the kinds ------------------------------------------------------------
+
+   Each kind of synthetic directory says how a name in it resolves and what
+   it lists; the inode core does the rest.  A new kind is a pair here and a
+   line in sdir_ops; the trees below them are more space kinds
+   (space_build_tree_locked). */
 
 /* The root: @last, @range, then one directory per binary name. */
 static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
