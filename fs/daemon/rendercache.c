@@ -24,7 +24,7 @@ void rendercache_ref(struct rendered *r)
 	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 }
 
-/* Drops a reference; needs no lock (the name says callers may hold it). */
+/* Drops a reference; needs no lock, and callers may hold fs.lock. */
 void rendercache_put(struct rendered *r)
 {
 	if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
