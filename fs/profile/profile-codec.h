@@ -1,7 +1,7 @@
 /*
  * profile-codec.h — pprof's profile.proto, encoded and decoded in one place.
  *
- * flamefs renders pprof files (fs/render.c) and flamefs-collect imports
+ * flamefs renders pprof files (fs/view/render.c) and flamefs-collect imports
  * them (collector/pprof.c, and renders them for export): both link this
  * module, the protobuf-c code generated from fs/profile/profile.proto
  * and these three functions over it.  The message types are protobuf-c's

@@ -1,7 +1,7 @@
 /*
  * flame.c — the flame.svg renderer: an interactive flame graph drawn the
  * way flamegraph.pl draws one (the same layout, palette, tooltips, zoom
- * and search), in C, with its script (fs/flame.js) embedded so the file
+ * and search), in C, with its script (fs/view/flame.js) embedded so the file
  * works offline.  Each frame is a <g> with a <title> (name, weight, share),
  * a <rect> whose fg:x and fg:w attributes hold its offset and width in
  * weight units (the script zooms with them), and a <text> that already

@@ -1,0 +1,362 @@
+/*
+ * daemon-internal.h — what the files of the flamefs daemon share: the
+ * inode number's layout, the spaces (tree caches), the synthetic
+ * directories, the render cache's entries and open files, the one state
+ * (`fs`, guarded by fs.lock) and each file's exported functions.  Only
+ * fs/daemon/ includes it.  Files call down this list and never up:
+ * main.c, ops.c, refresh.c, synth.c, inode.c, space.c, series.c
+ * (rendercache.c is called by ops.c and main.c only; state.c holds `fs`
+ * and calls nothing); see fs/daemon/README.md.
+ */
+#ifndef FLAMEFS_DAEMON_INTERNAL_H
+#define FLAMEFS_DAEMON_INTERNAL_H
+
+#define FUSE_USE_VERSION 34
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "view.h"
+
+/* Entry and attribute timeout of everything current (seconds).  Changes
+ * are invalidated explicitly, so this only bounds how long a missed
+ * invalidation could last. */
+#define CACHE_TIMEOUT 60.0
+
+/* ---- inode numbers ------------------------------------------------------
+
+   An inode number is 1 + these 64 bits, high to low:
+
+     space   14   0: the synthetic directories (root, binaries, the views'
+                  directories); else a tree space (struct space): one
+                  series' call tree, or a window, diff, callers or callees
+                  tree
+     alias    1   1: the tree shown as /<b>/<v>/ (the version's primary
+                  event), 0: as /<b>/<v>@<e>/ (two directories, one tree)
+     node    32   the tree's node id; in space 0 the synthetic dir's index
+     slot     3   0: the directory; f + 1: the file space_file(f) (in
+                  space 0: a function's self, 1, and total, 2)
+     version 14   files only: the node's content version (mod 2^14)
+
+   So the root is 1, a directory's number is the same for as long as the
+   daemon keeps the space (node ids survive rebuilds), and a file's number
+   changes whenever its bytes may have: a file inode's size and pages never
+   change, and the kernel may cache them for as long as it likes. */
+#define INO_SPACE_BITS   14
+#define INO_NODE_BITS    32
+#define INO_SLOT_BITS    3
+#define INO_VERSION_BITS 14
+#define MAX_SPACES       ((1u << INO_SPACE_BITS) - 1) /* the last id is never used */
+#define VERSION_MASK     ((1u << INO_VERSION_BITS) - 1)
+
+struct ino {
+	uint32_t space;
+	bool alias;
+	uint32_t node;
+	unsigned slot;
+	unsigned version;
+};
+
+/* ---- state -------------------------------------------------------------- */
+
+/* A built tree shared by its space, directory handles and renderers
+ * running unlocked. */
+struct tree_ref {
+	struct view_tree *tree;
+	unsigned refs; /* guarded by fs.lock */
+};
+
+/* One series' call tree and what the kernel was told about it.  A space
+ * lives while the kernel holds any of its inodes (nlookup > 0) or its tree
+ * is among the TREE_CACHE_SLOTS most recently used; node ids (and so
+ * inode numbers) stay the same for the space's whole life.  All fields
+ * are guarded by fs.lock. */
+enum space_kind {
+	SPACE_SERIES,  /* the call tree of one series (series_id) */
+	SPACE_WINDOW,  /* series_id restricted to a time window: @last, @range */
+	SPACE_DIFF,    /* series_id (B) against base_id (A): @diff */
+	SPACE_CALLERS, /* function `func` of series_id: @functions/F/callers */
+	SPACE_CALLEES, /* ... and its callees */
+};
+
+/* The directory a space's tree shows at the top: the one child of the
+ * tree's frameless root (for a series, the binary's node). */
+#define SPACE_ROOT_NODE 1u
+
+struct space {
+	uint32_t id;
+	enum space_kind kind;
+	uint32_t series_id;
+	/* The key of the other kinds (SPACE_SERIES uses series_id only). */
+	uint32_t base_id; /* SPACE_DIFF: version A's series */
+	int64_t last;     /* SPACE_WINDOW: @last's seconds, or 0 for @range */
+	int64_t from, to; /* SPACE_WINDOW @range: [from, to) */
+	char *func;       /* SPACE_CALLERS/CALLEES: the function */
+	size_t func_len;
+	uint32_t parent_sdir; /* the synthetic directory above its root */
+
+	uint64_t uid;          /* never reused: the render cache's key */
+	uint64_t nlookup;      /* the kernel's lookup count, all inodes */
+	struct tree_ref *tree; /* NULL until built or once dropped */
+	uint64_t last_use;
+	bool gone;           /* the series was pruned: inodes are stale */
+	time_t series_mtime; /* when the series last changed (or was first seen) */
+	/* Content versions: `gen` counts the rebuilds that changed something;
+	 * changed[n] is the gen in which node n's subtree last changed (its
+	 * files' version, its mtime via gen_time); seen[n] has bit `alias`
+	 * set once an inode of node n was given to the kernel under that
+	 * alias.  Sized nodes_cap. */
+	uint32_t gen;
+	uint32_t *changed;
+	uint8_t *seen;
+	uint32_t nodes_cap;
+	time_t *gen_time;
+	uint32_t gen_time_cap;
+};
+
+/* The rendered bytes of one file of one node at one content version.
+ * Shared by the render cache and the open files reading it; freed when the
+ * last of them lets go.  `buf` is immutable once published. */
+struct rendered {
+	struct view_buf buf;
+	uint64_t space_uid;
+	const struct view_file *vf; /* the file's renderer (space_file()) */
+	uint32_t node;
+	uint32_t file;
+	uint32_t changed;
+	unsigned refs;                  /* atomic: a read's reply holds one too */
+	struct rendered *newer, *older; /* LRU list, guarded by fs.lock */
+	struct rendered *hnext;         /* hash chain, guarded by fs.lock */
+};
+
+struct open_file {
+	struct rendered *r; /* NULL until the first read (or fstat) */
+	fuse_ino_t ino;
+	struct open_file *prev, *next; /* fs.open_files, guarded by fs.lock */
+	/* Until r is made: what to render, from the tree of the open (one
+	 * open is one snapshot).  An open whose bytes the kernel already
+	 * holds (keep_cache) sends no READ and renders nothing: a second
+	 * `grep -r` rendered every file again to have it thrown away. */
+	struct rendered key;
+	struct tree_ref *tree;
+	pthread_mutex_t mu; /* guards r, tree while rendering */
+};
+
+/* A synthetic directory (space 0): the root and one per binary name ever
+ * seen (kept, empty, once the binary is pruned, so indexes are stable),
+ * and the directories of issue #13's views, made when first looked up and
+ * kept (an index is an inode number) but found again by their key:
+ *
+ *   SD_LAST      /@last                 the durations
+ *   SD_RANGE     /@range                nothing listed; any FROM resolves
+ *   SD_FROM      /@range/FROM           nothing listed; any TO resolves
+ *   SD_WINDOW    /@last/D, /@range/F/T  binaries with counts in the window
+ *   SD_WBINARY   .../<binary>           its versions: window tree spaces
+ *   SD_DIFF      /<binary>/@diff        versions (A)
+ *   SD_DIFFA     /<binary>/@diff/A      versions (B): diff tree spaces
+ *   SD_FUNCS     <version>/@functions   the version's functions
+ *   SD_FUNC      .../@functions/F       self, total, callers/, callees/ */
+enum sdir_kind {
+	SD_ROOT,
+	SD_BINARY,
+	SD_LAST,
+	SD_RANGE,
+	SD_FROM,
+	SD_WINDOW,
+	SD_WBINARY,
+	SD_DIFF,
+	SD_DIFFA,
+	SD_FUNCS,
+	SD_FUNC,
+	SD_KINDS
+};
+
+struct sdir {
+	enum sdir_kind kind; /* its operations: synth_ops_of() */
+	char *name;          /* SD_BINARY, SD_WBINARY, SD_DIFF, SD_DIFFA: the binary;
+	                        SD_FUNC: the function (name_len bytes) */
+	size_t name_len;
+	char *version;      /* SD_DIFFA: version A */
+	size_t lo, hi;      /* SD_BINARY: its series are fs.series[lo, hi) */
+	int64_t last;       /* SD_WINDOW, SD_WBINARY: @last's seconds, 0 for @range */
+	int64_t from, to;   /* SD_FROM: from; SD_WINDOW, SD_WBINARY of @range: [from, to) */
+	uint32_t series_id; /* SD_FUNCS, SD_FUNC: the version's series */
+	uint32_t parent;    /* the synthetic directory above it (SD_FUNCS: none) */
+	uint32_t index;     /* its own index (the inode's node field) */
+	uint32_t hnext;     /* the key hash's chain, index + 1 */
+};
+
+/* What each kind of synthetic directory does (synth.c). */
+struct emitter;
+struct sdir_ops {
+	/* The inode `name` names in `sd` (not counted), or -ENOENT. */
+	int (*lookup)(const struct sdir *sd, const char *name, size_t len, struct ino *out);
+	/* Emits the entries from the k-th on (offset cookie 3 + index). */
+	int (*list)(struct emitter *em, const struct sdir *sd, size_t k);
+};
+
+/* Entries the invalidator thread tells the kernel to drop. */
+struct inval {
+	struct inval *next;
+	fuse_ino_t parent;
+	size_t len;
+	char name[];
+};
+
+/* The directory entries a listing gives the kernel (inode_emit_locked). */
+struct emitter {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	bool plus;
+	fuse_ino_t *counted; /* readdirplus entries: lookups to the kernel */
+	size_t ncounted, counted_cap;
+};
+
+/* What an inode names now.  `sp` and `tree` are borrowed under fs.lock. */
+struct at {
+	struct ino i;
+	struct sdir *sd;  /* space 0 */
+	struct space *sp; /* tree spaces */
+	struct view_tree *tree;
+	bool current; /* files: i.version is the node's content version */
+};
+
+/* The entries of a binary directory (series_each_version). */
+typedef int (*version_fn)(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias);
+
+struct find_version {
+	const char *name;
+	size_t len;
+	uint32_t series_id;
+	bool alias;
+};
+
+struct version_list {
+	struct find_version *v;
+	char (*names)[VIEW_NAME_MAX + 1];
+	size_t n, cap;
+};
+
+/* The daemon's state. */
+struct flamefs_state {
+	char *store_dir;
+	struct fuse_session *se;
+	bool no_opendir;      /* the kernel takes ENOSYS for OPENDIR */
+	pthread_mutex_t lock; /* guards every field below */
+	struct store *store;
+	struct timespec last_refresh;
+	uint64_t generation; /* bumped whenever the store changed */
+	time_t mtime;        /* wall clock of the last change seen */
+	struct store_series *series;
+	size_t nseries;
+	size_t *by_id; /* series id -> index + 1 in fs.series, 0 = none */
+	uint32_t by_id_len;
+	bool *primary; /* per fs.series index: shown as /<b>/<v>/ */
+	struct sdir *sdirs;
+	size_t nsdirs, sdirs_cap;
+	uint32_t *sdir_hash; /* by sdir_key_hash(), index + 1, SDIR_HASH buckets */
+	/* Function indexes of recently listed versions (one tree each). */
+	struct fxc {
+		uint32_t series_id;
+		uint64_t generation;
+		struct tree_ref *tree;
+		struct view_functions *fx;
+		uint64_t last_use;
+	} fxc[4];
+	int64_t last_bucket_end; /* where the current time bucket ends (@last) */
+	struct space *spaces[MAX_SPACES];
+	uint32_t *space_of; /* series id -> space id, 0 = none */
+	uint32_t space_of_len;
+	uint32_t max_space; /* every space id in use is below it */
+	uint64_t use_clock, next_uid;
+	/* The render cache: most recently used first, `cache_bytes` in all. */
+	struct rendered *newest, *oldest;
+	uint64_t cache_bytes;
+	struct rendered **cache_hash; /* chains by rendered_hash(), cache_buckets of them */
+	size_t cache_buckets, cache_count;
+	/* Every open file handle.  After a lazy unmount the kernel can end
+	 * the connection before the last RELEASE reaches us, so the handles
+	 * left here are freed at exit. */
+	struct open_file *open_files;
+	/* Entry invalidations waiting for the invalidator thread. */
+	struct inval *inval_head, **inval_tail;
+	pthread_cond_t inval_cond;
+	bool inval_stop;
+};
+extern struct flamefs_state fs; /* defined in state.c */
+
+/* series.c */
+const struct store_series *series_by_id_locked(uint32_t id);
+const struct store_series *series_diff_base_locked(const struct store_series *b,
+                                                   const char *version_a);
+size_t series_primary(const struct store_series *list, size_t lo, size_t hi);
+int series_each_version(const struct store_series *list, size_t lo, size_t hi, version_fn fn,
+                        void *ctx);
+int series_find_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias);
+size_t series_binary_end(const struct store_series *list, size_t n, size_t lo);
+void series_binary_range(const char *binary, size_t *lo, size_t *hi);
+const struct store_series *series_primary_of(const char *binary, const char *version);
+bool series_in_window(const struct store_series *s, int64_t from, int64_t to);
+int series_collect_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id,
+                              bool alias);
+
+/* space.c */
+void space_put_tree_locked(struct tree_ref *r);
+void space_put_tree(struct tree_ref *r);
+void space_drop_tree_locked(struct space *sp);
+void space_free_locked(struct space *sp);
+void space_trim_locked(void);
+struct space *space_get_locked(uint32_t id);
+struct space *space_for_series_locked(uint32_t series_id, int *err);
+struct space *space_for_key_locked(const struct space *key, int *err);
+const struct view_file *space_file(const struct space *sp, unsigned f);
+unsigned space_file_count(const struct space *sp, uint32_t node);
+int space_functions_locked(uint32_t series_id, struct view_functions **fx, struct tree_ref **tree);
+int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen);
+int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
+                            struct view_tree **out);
+int space_build_locked(struct space *sp);
+time_t space_node_mtime(const struct space *sp, uint32_t node);
+void space_count_lookup_locked(const struct ino *i);
+void space_uncount_lookup_locked(const struct ino *i, uint64_t n);
+
+/* inode.c */
+fuse_ino_t inode_make(struct ino i);
+struct ino inode_split(fuse_ino_t ino);
+int inode_resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree);
+int inode_resolve_locked(fuse_ino_t ino, struct at *at);
+bool inode_names(const char *comp, size_t len, const char *raw, size_t raw_len, int flags);
+void inode_attr_file(struct stat *st, fuse_ino_t ino, time_t mtime, uint64_t size);
+int inode_func_file_locked(const struct sdir *sd, unsigned slot, struct view_buf *out);
+double inode_attr_locked(const struct at *at, fuse_ino_t ino, struct stat *st);
+bool inode_emit_locked(struct emitter *em, const char *name, struct ino i, bool dot, off_t cookie);
+
+/* rendercache.c */
+void rendercache_ref(struct rendered *r);
+void rendercache_put(struct rendered *r);
+void rendercache_drop_locked(void);
+int rendercache_get(const struct rendered *key, const struct view_tree *tree,
+                    struct rendered **out);
+
+/* synth.c */
+int synth_get_locked(const struct sdir *key, size_t *out);
+const struct sdir_ops *synth_ops_of(const struct sdir *sd);
+int synth_binary_locked(const char *name, size_t *out);
+
+/* refresh.c */
+void refresh_maybe_locked(void);
+void *refresh_invalidator(void *arg);
+int refresh_load_series_locked(void);
+int64_t refresh_bucket_end_now(void);
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops ops_lowlevel; /* what main mounts */
+void ops_close_file_locked(struct open_file *of);
+
+#endif

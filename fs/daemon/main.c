@@ -1,0 +1,327 @@
+/*
+ * main.c — flamefs's command line and main: parses the options (fstab's
+ * too), checks the store and the mount point while errors still reach the
+ * terminal, mounts, daemonizes, runs the invalidator thread and libfuse's
+ * loop, and frees everything at the end.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "daemon-internal.h"
+
+/* ---- command line ------------------------------------------------------- */
+
+enum { KEY_HELP, KEY_VERSION, KEY_RW };
+
+static const struct fuse_opt cli_opts[] = {
+        FUSE_OPT_KEY("-h", KEY_HELP),
+        FUSE_OPT_KEY("--help", KEY_HELP),
+        FUSE_OPT_KEY("-V", KEY_VERSION),
+        FUSE_OPT_KEY("--version", KEY_VERSION),
+        FUSE_OPT_KEY("rw", KEY_RW),
+        /* fstab and mount(8) options that mean nothing to a FUSE mount. */
+        FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("x-%s", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_KEY("comment=%s", FUSE_OPT_KEY_DISCARD),
+        FUSE_OPT_END,
+};
+
+struct cli {
+	char *store;
+	int nonopts;
+	bool help, version, rw;
+};
+
+static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct cli *c = data;
+
+	switch (key) {
+	case KEY_HELP: c->help = true; return 0;
+	case KEY_VERSION: c->version = true; return 0;
+	case KEY_RW: c->rw = true; return 0;
+	case FUSE_OPT_KEY_NONOPT:
+		if (c->nonopts++ == 0) {
+			c->store = strdup(arg);
+			return c->store ? 0 : -1;
+		}
+		return 1; /* the mount point, for fuse_parse_cmdline */
+	default: return 1;
+	}
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: flamefs [options] STORE MOUNTPOINT\n"
+	             "\n"
+	             "Mounts a flamefs store read-only as a filesystem of call trees:\n"
+	             "  MOUNTPOINT/<binary>/<version>/<frame>/<frame>/...\n"
+	             "with the files folded, self, total, pprof, name, flame.svg and callgrind\n"
+	             "in every directory below a version, and the views\n"
+	             "  MOUNTPOINT/@last/<duration>/...  MOUNTPOINT/@range/<from>/<to>/...\n"
+	             "  MOUNTPOINT/<binary>/@diff/<A>/<B>/...\n"
+	             "  MOUNTPOINT/<binary>/<version>/@functions/<function>/...\n"
+	             "Data imported while mounted shows up within 2 s.\n"
+	             "\n"
+	             "options:\n"
+	             "  -h, --help        print this help and exit\n"
+	             "  -V, --version     print the version and exit\n"
+	             "  -f                stay in the foreground\n"
+	             "  -d                debug: foreground, print every FUSE request\n"
+	             "  -s                single-threaded\n"
+	             "  -o opt[,opt...]   mount options, passed to FUSE (allow_other,\n"
+	             "                    default_permissions, ...); ro, noauto, user, users,\n"
+	             "                    _netdev, nofail, defaults and x-* are accepted for\n"
+	             "                    /etc/fstab; rw is refused\n"
+	             "\n"
+	             "EXAMPLES\n"
+	             "  flamefs ~/.local/share/flamefs /mnt/prof\n"
+	             "  cat /mnt/prof/nginx/1.25.3/total\n"
+	             "  ls /mnt/prof/nginx/1.25.3/main/\n"
+	             "  go tool pprof -top /mnt/prof/nginx/1.25.3/pprof\n"
+	             "  firefox /mnt/prof/nginx/1.25.3/flame.svg\n"
+	             "  cat /mnt/prof/@last/5m/nginx/1.25.3/total\n"
+	             "  cat /mnt/prof/nginx/@diff/1.25.2/1.25.3/regressions\n"
+	             "  ls /mnt/prof/nginx/1.25.3/@functions/malloc/callers/\n"
+	             "  fusermount3 -u /mnt/prof\n"
+	             "\n"
+	             "  /etc/fstab:  /var/lib/flamefs  /mnt/prof  fuse.flamefs  "
+	             "ro,allow_other,noauto  0 0\n");
+}
+
+/* Refuses a mount point that does not exist, is not a directory, or is
+ * already a mount point, with one line that says so. */
+static int check_mountpoint(const char *mp)
+{
+	struct stat st, pst;
+	char *parent;
+	int r = 0;
+
+	if (stat(mp, &st) < 0) {
+		r = errno;
+		if (r == ENOTCONN)
+			fprintf(stderr, "flamefs: %s: stale mount (run fusermount3 -u %s)\n", mp,
+			        mp);
+		else
+			fprintf(stderr, "flamefs: %s: %s\n", mp, strerror(r));
+		return -r;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "flamefs: %s: not a directory\n", mp);
+		return -ENOTDIR;
+	}
+	if (asprintf(&parent, "%s/..", mp) < 0)
+		return -ENOMEM;
+	if (stat(parent, &pst) == 0 && (pst.st_dev != st.st_dev || pst.st_ino == st.st_ino)) {
+		fprintf(stderr, "flamefs: %s: busy: something is already mounted there\n", mp);
+		r = -EBUSY;
+	}
+	free(parent);
+	return r;
+}
+
+static int open_store(const char *dir)
+{
+	char err[512] = "";
+	int r = store_open(dir, STORE_READONLY, &fs.store, err, sizeof(err));
+
+	if (r < 0) {
+		fprintf(stderr, "flamefs: %s\n", err[0] ? err : strerror(-r));
+		return r;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &fs.last_refresh);
+	fs.mtime = time(NULL);
+	fs.last_bucket_end = refresh_bucket_end_now();
+	r = refresh_load_series_locked();
+	if (r < 0) {
+		fprintf(stderr, "flamefs: %s: cannot list series: %s\n", dir,
+		        store_errmsg(fs.store));
+		store_close(fs.store);
+		fs.store = NULL;
+		return r;
+	}
+	return 0;
+}
+
+/* Frees everything the daemon holds (the mount is gone). */
+static void teardown(void)
+{
+	pthread_mutex_lock(&fs.lock);
+	while (fs.open_files)
+		ops_close_file_locked(fs.open_files);
+	for (uint32_t i = 1; i < fs.max_space; i++)
+		if (fs.spaces[i])
+			space_free_locked(fs.spaces[i]);
+	rendercache_drop_locked();
+	while (fs.inval_head) {
+		struct inval *next = fs.inval_head->next;
+		free(fs.inval_head);
+		fs.inval_head = next;
+	}
+	fs.inval_tail = &fs.inval_head;
+	store_series_free(fs.series, fs.nseries);
+	fs.series = NULL;
+	fs.nseries = 0;
+	free(fs.by_id);
+	free(fs.primary);
+	free(fs.space_of);
+	fs.by_id = NULL;
+	fs.primary = NULL;
+	fs.space_of = NULL;
+	fs.by_id_len = fs.space_of_len = 0;
+	for (size_t i = 0; i < fs.nsdirs; i++) {
+		free(fs.sdirs[i].name);
+		free(fs.sdirs[i].version);
+	}
+	free(fs.sdirs);
+	fs.sdirs = NULL;
+	free(fs.sdir_hash);
+	fs.sdir_hash = NULL;
+	for (unsigned i = 0; i < sizeof(fs.fxc) / sizeof(fs.fxc[0]); i++) {
+		view_functions_free(fs.fxc[i].fx);
+		space_put_tree_locked(fs.fxc[i].tree);
+		memset(&fs.fxc[i], 0, sizeof(fs.fxc[i]));
+	}
+	fs.nsdirs = fs.sdirs_cap = 0;
+	store_close(fs.store);
+	fs.store = NULL;
+	pthread_mutex_unlock(&fs.lock);
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts opts = {0};
+	struct cli cli = {0};
+	struct fuse_session *se = NULL;
+	pthread_t inval_thread;
+	struct stat st;
+	char *fsname = NULL;
+	int ret = 1, r;
+
+	if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) < 0)
+		goto out;
+	if (cli.help) {
+		usage(stdout);
+		ret = 0;
+		goto out;
+	}
+	if (cli.version) {
+		printf("flamefs %s (libfuse %s)\n", FLAMEFS_VERSION, fuse_pkgversion());
+		ret = 0;
+		goto out;
+	}
+	if (fuse_parse_cmdline(&args, &opts) < 0)
+		goto out;
+	if (!cli.store || !opts.mountpoint || cli.nonopts > 2) {
+		fprintf(stderr, "flamefs: expected STORE MOUNTPOINT (see flamefs --help)\n");
+		ret = 2;
+		goto out;
+	}
+	if (cli.rw) {
+		fprintf(stderr, "flamefs: the view is read-only; drop the rw option\n");
+		ret = 2;
+		goto out;
+	}
+	if (stat(cli.store, &st) < 0) {
+		fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
+		goto out;
+	}
+	/* fuse_daemonize() changes to "/": keep an absolute path. */
+	char *abs = realpath(cli.store, NULL);
+	if (!abs) {
+		fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
+		goto out;
+	}
+	free(cli.store);
+	cli.store = abs;
+	/* The root is synthetic directory 0. */
+	fs.sdirs = calloc(16, sizeof(*fs.sdirs));
+	if (!fs.sdirs)
+		goto out;
+	fs.sdirs_cap = 16;
+	fs.nsdirs = 1;
+	fs.sdirs[0].kind = SD_ROOT;
+	/* Check the store now, while errors still reach the terminal.  When
+	 * we fork it is opened again afterwards: RocksDB's threads do not
+	 * survive fork(). */
+	if (open_store(cli.store) < 0)
+		goto out_close;
+	if (!opts.foreground) {
+		store_series_free(fs.series, fs.nseries);
+		fs.series = NULL;
+		fs.nseries = 0;
+		store_close(fs.store);
+		fs.store = NULL;
+	}
+	if (check_mountpoint(opts.mountpoint) < 0)
+		goto out_close;
+
+	if (!strchr(cli.store, ',') &&
+	    asprintf(&fsname, "-ofsname=%s,subtype=flamefs", cli.store) >= 0)
+		fuse_opt_add_arg(&args, fsname);
+	if (fuse_opt_add_arg(&args, "-oro") < 0)
+		goto out_close;
+	se = fuse_session_new(&args, &ops_lowlevel, sizeof(ops_lowlevel), NULL);
+	if (!se)
+		goto out_close;
+	if (fuse_session_mount(se, opts.mountpoint) != 0)
+		goto out_destroy;
+	if (fuse_daemonize(opts.foreground) != 0)
+		goto out_unmount;
+	if (!fs.store && open_store(cli.store) < 0)
+		goto out_unmount;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_unmount;
+	fs.se = se;
+	if (pthread_create(&inval_thread, NULL, refresh_invalidator, NULL) != 0)
+		goto out_signals;
+	/* The loops return the number of the signal that ended them (SIGINT,
+	 * SIGTERM, SIGHUP): that is a clean unmount, not an error. */
+	if (opts.singlethread) {
+		r = fuse_session_loop(se);
+	} else {
+		/* libfuse's default of 10 idle threads unless -o
+		 * max_idle_threads= says otherwise. */
+		struct fuse_loop_config cfg = {
+		        .clone_fd = opts.clone_fd,
+		        .max_idle_threads =
+		                opts.max_idle_threads == UINT_MAX ? 10 : opts.max_idle_threads,
+		};
+		r = fuse_session_loop_mt(se, &cfg);
+	}
+	ret = r < 0 ? 1 : 0;
+	pthread_mutex_lock(&fs.lock);
+	fs.inval_stop = true;
+	pthread_cond_signal(&fs.inval_cond);
+	pthread_mutex_unlock(&fs.lock);
+	pthread_join(inval_thread, NULL);
+out_signals:
+	fs.se = NULL;
+	fuse_remove_signal_handlers(se);
+out_unmount:
+	fuse_session_unmount(se);
+out_destroy:
+	fuse_session_destroy(se);
+out_close:
+	teardown();
+out:
+	free(fsname);
+	free(opts.mountpoint);
+	free(cli.store);
+	fuse_opt_free_args(&args);
+	return ret;
+}

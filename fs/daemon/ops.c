@@ -1,0 +1,628 @@
+/*
+ * ops.c — the FUSE operations (libfuse's low-level API): lookup, forget,
+ * getattr, the stateless listings, open, read and release, and the
+ * refusal of every change (the view is read-only).  Each request takes
+ * fs.lock, catches up with the store if due (refresh.c) and resolves its
+ * inode (inode.c); a file's bytes are rendered without the lock at its
+ * first read and kept in the file handle (rendercache.c), so one open
+ * file is one snapshot.  See fs/README.md ("Inodes", "Caching").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon-internal.h"
+
+static int open_file_render(struct open_file *of);
+
+static uint32_t find_child(const struct view_tree *t, uint32_t node, const char *comp, size_t len)
+{
+	struct view_buf raw = {0};
+	uint32_t found = VIEW_NONE;
+	int r = view_unescape(comp, len, &raw);
+
+	if (r == 0) {
+		uint32_t c = view_node_find_child(t, node, raw.data ? raw.data : "", raw.len);
+		size_t nlen;
+		if (c != VIEW_NONE) {
+			const char *nm = view_node_name(t, c, &nlen);
+			if (inode_names(comp, len, nm, nlen, 0))
+				found = c;
+		}
+	} else if (r == 1) {
+		/* Shortened: candidates share the decoded prefix. */
+		uint32_t n = view_node_child_count(t, node);
+		for (uint32_t i = view_node_lower_bound(t, node, raw.data ? raw.data : "", raw.len);
+		     i < n; i++) {
+			uint32_t c = view_node_child(t, node, i);
+			size_t nlen;
+			const char *nm = view_node_name(t, c, &nlen);
+			if (nlen < raw.len || memcmp(nm, raw.data, raw.len) != 0)
+				break;
+			if (inode_names(comp, len, nm, nlen, 0)) {
+				found = c;
+				break;
+			}
+		}
+	}
+	view_buf_free(&raw);
+	return found;
+}
+
+/* Does the tree directory `at` names hold @functions (a version's root)? */
+static bool has_functions(const struct at *at)
+{
+	return at->sp && at->sp->kind == SPACE_SERIES && at->i.node == SPACE_ROOT_NODE;
+}
+
+/* The entry for `name` in the directory `parent` names; counted. */
+static int lookup_locked(const struct at *parent, const char *name, struct fuse_entry_param *e)
+{
+	size_t len = strlen(name);
+	struct at at;
+	struct ino i = {0};
+	int r;
+
+	if (parent->sd) {
+		r = synth_ops_of(parent->sd)->lookup(parent->sd, name, len, &i);
+		if (r < 0)
+			return r;
+		goto found;
+	}
+	i = (struct ino){.space = parent->i.space, .alias = parent->i.alias};
+	for (unsigned f = 0; f < space_file_count(parent->sp, parent->i.node); f++)
+		if (strcmp(space_file(parent->sp, f)->name, name) == 0) {
+			i.node = parent->i.node;
+			i.slot = f + 1;
+			i.version = parent->sp->changed[i.node];
+			goto found;
+		}
+	if (has_functions(parent) && strcmp(name, "@functions") == 0) {
+		size_t d;
+		struct sdir key = {.kind = SD_FUNCS, .series_id = parent->sp->series_id};
+		r = synth_get_locked(&key, &d);
+		if (r < 0)
+			return r;
+		i = (struct ino){.node = (uint32_t)d};
+		goto found;
+	}
+	/* Built on the first lookup, not with the tree: a first ls needs none
+	 * (readdirplus gives the kernel every entry). */
+	view_tree_index(parent->sp->tree->tree);
+	i.node = find_child(parent->tree, parent->i.node, name, len);
+	if (i.node == VIEW_NONE)
+		return -ENOENT;
+found:
+	memset(e, 0, sizeof(*e));
+	e->ino = inode_make(i);
+	r = inode_resolve_tree_locked(e->ino, &at, false);
+	if (r < 0)
+		return r;
+	e->attr_timeout = inode_attr_locked(&at, e->ino, &e->attr);
+	e->entry_timeout = CACHE_TIMEOUT;
+	space_count_lookup_locked(&at.i);
+	return 0;
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/* readdirplus for every listing: find and ls -l then need no
+	 * lookups.  Listings are stateless: no OPENDIR and RELEASEDIR, and
+	 * the kernel caches them (op_opendir).  No automatic page-cache
+	 * invalidation: a file inode's bytes never change (its number
+	 * carries the content version). */
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs.no_opendir = true;
+	}
+}
+
+/* Takes fs.lock, refreshes if due and resolves `ino`.  On success the
+ * lock is held; on failure it is released and the error replied. */
+static bool enter_tree(fuse_req_t req, fuse_ino_t ino, struct at *at, bool need_tree)
+{
+	int r;
+
+	pthread_mutex_lock(&fs.lock);
+	refresh_maybe_locked();
+	r = inode_resolve_tree_locked(ino, at, need_tree);
+	if (r < 0) {
+		pthread_mutex_unlock(&fs.lock);
+		fuse_reply_err(req, -r);
+		return false;
+	}
+	return true;
+}
+
+static bool enter(fuse_req_t req, fuse_ino_t ino, struct at *at)
+{
+	return enter_tree(req, ino, at, true);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	struct at at;
+	int r;
+
+	if (!enter(req, parent, &at))
+		return;
+	if (at.i.slot) {
+		pthread_mutex_unlock(&fs.lock);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	r = lookup_locked(&at, name, &e);
+	pthread_mutex_unlock(&fs.lock);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if (fuse_reply_entry(req, &e) != 0) {
+		/* The kernel did not take it: undo the count. */
+		struct ino i = inode_split(e.ino);
+		pthread_mutex_lock(&fs.lock);
+		space_uncount_lookup_locked(&i, 1);
+		pthread_mutex_unlock(&fs.lock);
+	}
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct ino i = inode_split(ino);
+
+	pthread_mutex_lock(&fs.lock);
+	space_uncount_lookup_locked(&i, nlookup);
+	space_trim_locked();
+	pthread_mutex_unlock(&fs.lock);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	pthread_mutex_lock(&fs.lock);
+	for (size_t k = 0; k < count; k++) {
+		struct ino i = inode_split(forgets[k].ino);
+		space_uncount_lookup_locked(&i, forgets[k].nlookup);
+	}
+	space_trim_locked();
+	pthread_mutex_unlock(&fs.lock);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	struct at at;
+	double timeout;
+
+	if (fi && fi->fh && inode_split(ino).slot) {
+		/* fstat() on an open file: the size of its snapshot. */
+		struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+		pthread_mutex_lock(&fs.lock);
+		refresh_maybe_locked();
+		int r = inode_resolve_locked(ino, &at);
+		time_t mtime = r == 0 && at.sp ? space_node_mtime(at.sp, at.i.node) : fs.mtime;
+		bool current = r == 0 && at.sp && at.current && of->ino == ino;
+		pthread_mutex_unlock(&fs.lock);
+		r = open_file_render(of);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
+		inode_attr_file(&st, ino, mtime, of->r->buf.len);
+		fuse_reply_attr(req, &st, current ? CACHE_TIMEOUT : 0);
+		return;
+	}
+	if (!enter_tree(req, ino, &at, false))
+		return;
+	timeout = inode_attr_locked(&at, ino, &st);
+	pthread_mutex_unlock(&fs.lock);
+	fuse_reply_attr(req, &st, timeout);
+}
+
+/* ---- directory listings --------------------------------------------------
+
+   Listings keep no state between calls, so the kernel sends no OPENDIR or
+   RELEASEDIR (FUSE_CAP_NO_OPENDIR_SUPPORT): two round trips fewer per
+   directory.  An entry's offset cookie says where the next call goes on:
+   1 and 2 after "." and "..", then in a tree directory 3 + f after view
+   file f and CHILD_COOKIE + node after a child (node ids are stable, so
+   the next call finds its place by the child's name however the tree
+   changed meanwhile), in a synthetic directory 3 + k after entry k. */
+#define CHILD_COOKIE (1ull << 40)
+
+/* The entries of a tree directory after cookie `pos`. */
+static void list_node_locked(struct emitter *em, const struct at *at, uint64_t pos)
+{
+	const struct view_tree *t = at->tree;
+	uint32_t node = at->i.node, nk = view_node_child_count(t, node), start = 0;
+	struct ino i = {.space = at->i.space, .alias = at->i.alias, .node = node};
+
+	unsigned nf = space_file_count(at->sp, node);
+	for (uint64_t f = pos - 2; f < nf; f++) {
+		i.slot = (unsigned)f + 1;
+		i.version = at->sp->changed[node];
+		if (!inode_emit_locked(em, space_file(at->sp, (unsigned)f)->name, i, false,
+		                       (off_t)(3 + f)))
+			return;
+	}
+	i.slot = i.version = 0; /* @functions is not listed (see root_list) */
+	if (pos >= CHILD_COOKIE) {
+		uint64_t after = pos - CHILD_COOKIE;
+		size_t len;
+		start = nk;
+		if (after < view_tree_node_count(t)) {
+			const char *name = view_node_name(t, (uint32_t)after, &len);
+			start = view_node_lower_bound(t, node, name, len);
+			if (start < nk && view_node_child(t, node, start) == after)
+				start++;
+		}
+	}
+	for (uint32_t k = start; k < nk; k++) {
+		char esc[VIEW_NAME_MAX + 1];
+		size_t len;
+		i.node = view_node_child(t, node, k);
+		const char *raw = view_node_name(t, i.node, &len);
+		view_escape(raw, len, 0, esc);
+		if (!inode_emit_locked(em, esc, i, false, (off_t)(CHILD_COOKIE + i.node)))
+			return;
+	}
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	struct emitter em = {.req = req, .size = size, .plus = plus};
+	uint64_t pos = off < 0 ? 0 : (uint64_t)off;
+	struct at at;
+	int r = 0;
+
+	em.buf = malloc(size ? size : 1);
+	if (!em.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!enter(req, ino, &at)) {
+		free(em.buf);
+		return;
+	}
+	if (at.i.slot) {
+		pthread_mutex_unlock(&fs.lock);
+		free(em.buf);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	struct ino parent = {0};
+	if (at.sp && at.i.node > SPACE_ROOT_NODE) {
+		parent = at.i;
+		parent.node = view_node_parent(at.tree, at.i.node);
+	} else if (at.sp && at.sp->kind != SPACE_SERIES) {
+		parent.node = at.sp->parent_sdir;
+	} else if (at.sp) {
+		const struct store_series *s = series_by_id_locked(at.sp->series_id);
+		size_t d;
+		if (s && synth_binary_locked(s->binary, &d) == 0)
+			parent.node = (uint32_t)d;
+	} else if (at.sd) {
+		parent.node = at.sd->parent;
+	}
+	if (pos == 0 && inode_emit_locked(&em, ".", at.i, true, 1))
+		pos = 1;
+	if (pos == 1 && inode_emit_locked(&em, "..", parent, true, 2))
+		pos = 2;
+	if (pos >= 2) {
+		if (at.sd)
+			r = synth_ops_of(at.sd)->list(&em, at.sd, (size_t)(pos - 2));
+		else
+			list_node_locked(&em, &at, pos);
+	}
+	pthread_mutex_unlock(&fs.lock);
+	if (r < 0 && em.used == 0) {
+		fuse_reply_err(req, -r);
+	} else if (fuse_reply_buf(req, em.buf, em.used) != 0 && em.ncounted) {
+		/* The kernel did not take them: undo the counts. */
+		pthread_mutex_lock(&fs.lock);
+		for (size_t k = 0; k < em.ncounted; k++) {
+			struct ino i = inode_split(em.counted[k]);
+			space_uncount_lookup_locked(&i, 1);
+		}
+		pthread_mutex_unlock(&fs.lock);
+	}
+	free(em.counted);
+	free(em.buf);
+}
+
+/* No OPENDIR state: with FUSE_CAP_NO_OPENDIR_SUPPORT, ENOSYS tells the
+ * kernel to send no OPENDIR or RELEASEDIR again and to cache listings as if
+ * opened with keep_cache and cache_readdir; a refresh drops the listings
+ * that changed (inval_dir). */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (fs.no_opendir)
+		fuse_reply_err(req, ENOSYS);
+	else
+		fuse_reply_open(req, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, true);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct rendered key = {0};
+	struct open_file *of;
+	struct tree_ref *tree;
+	struct at at;
+	bool current;
+	int r;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (!enter(req, ino, &at))
+		return;
+	if (!at.i.slot) {
+		pthread_mutex_unlock(&fs.lock);
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (at.sd) {
+		/* A function's self or total: a few bytes, rendered now. */
+		struct rendered *fr = calloc(1, sizeof(*fr));
+		r = fr ? inode_func_file_locked(at.sd, at.i.slot, &fr->buf) : -ENOMEM;
+		pthread_mutex_unlock(&fs.lock);
+		of = r == 0 ? calloc(1, sizeof(*of)) : NULL;
+		if (!of) {
+			if (fr)
+				view_buf_free(&fr->buf);
+			free(fr);
+			fuse_reply_err(req, r < 0 ? -r : ENOMEM);
+			return;
+		}
+		fr->refs = 1;
+		of->r = fr;
+		fi->direct_io = 1;
+		fi->keep_cache = 0;
+		goto opened;
+	}
+	key.space_uid = at.sp->uid;
+	key.vf = space_file(at.sp, at.i.slot - 1);
+	key.node = at.i.node;
+	key.file = at.i.slot - 1;
+	key.changed = at.sp->changed[at.i.node];
+	current = at.current;
+	tree = at.sp->tree;
+	tree->refs++;
+	pthread_mutex_unlock(&fs.lock);
+
+	of = calloc(1, sizeof(*of));
+	if (!of) {
+		space_put_tree(tree);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	of->key = key;
+	of->tree = tree; /* rendered at the first read (open_file_render) */
+	/* A size not known before rendering (pprof: 0 in stat), or an inode
+	 * of an older version whose cached size and pages are another
+	 * rendering's: read to EOF through the daemon.  Otherwise the
+	 * inode's pages can only ever hold these bytes: keep them. */
+	fi->direct_io = key.vf->size == NULL || !current;
+	fi->keep_cache = !fi->direct_io;
+opened:
+	pthread_mutex_init(&of->mu, NULL);
+	of->ino = ino;
+	fi->fh = (uint64_t)(uintptr_t)of;
+	pthread_mutex_lock(&fs.lock);
+	of->next = fs.open_files;
+	if (of->next)
+		of->next->prev = of;
+	fs.open_files = of;
+	pthread_mutex_unlock(&fs.lock);
+	if (fuse_reply_open(req, fi) != 0) {
+		pthread_mutex_lock(&fs.lock);
+		if (of->prev)
+			of->prev->next = of->next;
+		else
+			fs.open_files = of->next;
+		if (of->next)
+			of->next->prev = of->prev;
+		rendercache_put(of->r);
+		space_put_tree_locked(of->tree);
+		pthread_mutex_unlock(&fs.lock);
+		pthread_mutex_destroy(&of->mu);
+		free(of);
+	}
+}
+
+/* Renders an open file's bytes at its first read (or fstat), from the
+ * tree it was opened on.  Returns 0 or -errno. */
+static int open_file_render(struct open_file *of)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&of->mu);
+	if (!of->r) {
+		rc = rendercache_get(&of->key, of->tree->tree, &of->r);
+		if (rc == 0) {
+			space_put_tree(of->tree);
+			of->tree = NULL;
+		}
+	}
+	pthread_mutex_unlock(&of->mu);
+	return rc;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+	int rc = open_file_render(of);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	struct rendered *r = of->r;
+	const struct view_buf *b = &r->buf;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((uint64_t)off >= b->len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > b->len - (size_t)off)
+		size = b->len - (size_t)off;
+	/* Straight from the rendering: libfuse writes the reply with one
+	 * writev() that points into it, no copy in between.  The kernel may
+	 * end the request, and another thread handle the file's RELEASE,
+	 * before writev() returns: hold the rendering until then. */
+	rendercache_ref(r);
+	fuse_reply_buf(req, b->data + off, size);
+	rendercache_put(r);
+}
+
+void ops_close_file_locked(struct open_file *of)
+{
+	if (of->prev)
+		of->prev->next = of->next;
+	else
+		fs.open_files = of->next;
+	if (of->next)
+		of->next->prev = of->prev;
+	rendercache_put(of->r);
+	space_put_tree_locked(of->tree);
+	pthread_mutex_destroy(&of->mu);
+	free(of);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+
+	if (of) {
+		pthread_mutex_lock(&fs.lock);
+		ops_close_file_locked(of);
+		pthread_mutex_unlock(&fs.lock);
+	}
+	fuse_reply_err(req, 0);
+}
+
+/* A rendered file is always readable. */
+static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                    struct fuse_pollhandle *ph)
+{
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	fuse_reply_poll(req, POLLIN | POLLRDNORM);
+}
+
+/* Every change is refused: the view is a read-only window on the store. */
+static void ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void ro_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops ops_lowlevel = {
+        .init = op_init,
+        .lookup = op_lookup,
+        .forget = op_forget,
+        .forget_multi = op_forget_multi,
+        .getattr = op_getattr,
+        .opendir = op_opendir,
+        .readdir = op_readdir,
+        .readdirplus = op_readdirplus,
+        .open = op_open,
+        .read = op_read,
+        .release = op_release,
+        .poll = op_poll,
+        .setattr = ro_setattr,
+        .mknod = ro_mknod,
+        .mkdir = ro_mkdir,
+        .unlink = ro_unlink,
+        .rmdir = ro_unlink,
+        .symlink = ro_symlink,
+        .rename = ro_rename,
+        .link = ro_link,
+        .write = ro_write,
+        .setxattr = ro_setxattr,
+        .removexattr = ro_removexattr,
+        .create = ro_create,
+};

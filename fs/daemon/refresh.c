@@ -1,0 +1,422 @@
+/*
+ * refresh.c — catching up with the store and telling the kernel.  Once a
+ * second (from a request, or from the invalidator thread when the kernel
+ * asks nothing), the RocksDB secondary is refreshed; when it moved, the
+ * series list is reloaded and every space the kernel holds is rebuilt
+ * seeded with its old tree and compared node by node, and exactly the
+ * changed nodes' attributes, listings and entries are invalidated, before
+ * any reply can show the new data.  See fs/README.md ("Invalidation").
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon-internal.h"
+
+#define REFRESH_INTERVAL_NS 1000000000LL
+
+/* ---- invalidation --------------------------------------------------------
+
+   Attribute invalidations (fuse_lowlevel_notify_inval_inode with a
+   negative offset) take no lock in the kernel that a pending request may
+   hold, so they are sent at once, under fs.lock, before the new generation
+   is published: no reply can show new data while an old size is cached.
+   Entry invalidations take the parent directory's lock, which a lookup
+   waiting for fs.lock holds, so a thread of their own sends them. */
+
+static void inval_attr(fuse_ino_t ino)
+{
+	if (fs.se)
+		fuse_lowlevel_notify_inval_inode(fs.se, ino, -1, 0);
+}
+
+/* A directory's attributes and its cached listing (the kernel caches
+ * listings: see op_opendir).  Dropping the listing locks its pages only,
+ * which the kernel never holds across a request, so this is as safe. */
+static void inval_dir(fuse_ino_t ino)
+{
+	if (fs.se)
+		fuse_lowlevel_notify_inval_inode(fs.se, ino, 0, 0);
+}
+
+static void queue_inval_entry_locked(fuse_ino_t parent, const char *name, size_t len)
+{
+	struct inval *iv = malloc(sizeof(*iv) + len + 1);
+
+	if (!iv)
+		return; /* the entry times out instead (CACHE_TIMEOUT) */
+	iv->next = NULL;
+	iv->parent = parent;
+	iv->len = len;
+	memcpy(iv->name, name, len);
+	iv->name[len] = '\0';
+	*fs.inval_tail = iv;
+	fs.inval_tail = &iv->next;
+	pthread_cond_signal(&fs.inval_cond);
+}
+
+/* The invalidator thread: sends queued entry invalidations, and catches
+ * up with the store once a second on its own.  The kernel may answer
+ * every request from its caches for as long as nothing is invalidated, so
+ * a refresh that waited for a request could wait for ever. */
+void *refresh_invalidator(void *arg)
+{
+	pthread_mutex_lock(&fs.lock);
+	for (;;) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		while (!fs.inval_head && !fs.inval_stop) {
+			if (pthread_cond_timedwait(&fs.inval_cond, &fs.lock, &until) == ETIMEDOUT) {
+				refresh_maybe_locked();
+				break;
+			}
+		}
+		if (fs.inval_stop)
+			break;
+		struct inval *list = fs.inval_head;
+		fs.inval_head = NULL;
+		fs.inval_tail = &fs.inval_head;
+		pthread_mutex_unlock(&fs.lock);
+		while (list) {
+			struct inval *next = list->next;
+			fuse_lowlevel_notify_inval_entry(fs.se, list->parent, list->name,
+			                                 list->len);
+			free(list);
+			list = next;
+		}
+		pthread_mutex_lock(&fs.lock);
+	}
+	pthread_mutex_unlock(&fs.lock);
+	return NULL;
+}
+
+static fuse_ino_t node_dir_ino(const struct space *sp, bool alias, uint32_t node)
+{
+	return inode_make((struct ino){.space = sp->id, .alias = alias, .node = node});
+}
+
+static bool counts_differ(const struct view_tree *a, const struct view_tree *b, uint32_t n)
+{
+	struct view_counts x, y;
+
+	view_node_counts(a, n, &x);
+	view_node_counts(b, n, &y);
+	return x.self_weight != y.self_weight || x.self_samples != y.self_samples ||
+	       x.total_weight != y.total_weight || x.total_samples != y.total_samples ||
+	       view_folded_size(a, n) != view_folded_size(b, n);
+}
+
+/* Replaces a space's tree by `nt`, built seeded with it, and invalidates
+ * what the kernel was told about every node whose subtree changed. */
+static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now)
+{
+	const struct view_tree *ot = sp->tree->tree, *t = nt->tree;
+	uint32_t on = view_tree_node_count(ot), nn = view_tree_node_count(t);
+	uint32_t gen = sp->gen + 1;
+	uint8_t *ch = calloc(on ? on : 1, 1);
+	int r;
+
+	if (!ch)
+		return -ENOMEM;
+	for (uint32_t n = 1; n < on; n++)
+		if (view_node_visible(ot, n) &&
+		    (!view_node_visible(t, n) || counts_differ(ot, t, n)))
+			ch[n] = 1;
+	for (uint32_t n = on; n-- > SPACE_ROOT_NODE + 1;)
+		if (ch[n])
+			ch[view_node_parent(ot, n)] = 1;
+	r = space_grow_locked(sp, nn, gen);
+	if (r < 0) {
+		free(ch);
+		return r;
+	}
+	for (uint32_t n = 1; n < on; n++) {
+		if (!ch[n])
+			continue;
+		uint32_t old_version = sp->changed[n];
+		sp->changed[n] = gen;
+		for (int alias = 0; alias < 2; alias++) {
+			if (!(sp->seen[n] & (1u << alias)))
+				continue;
+			inval_dir(node_dir_ino(sp, alias, n));
+			for (unsigned f = 0; f < space_file_count(sp, n); f++) {
+				fuse_ino_t old = inode_make((struct ino){.space = sp->id,
+				                                         .alias = alias,
+				                                         .node = n,
+				                                         .slot = f + 1,
+				                                         .version = old_version});
+				inval_attr(old);
+				if (view_node_visible(t, n))
+					queue_inval_entry_locked(node_dir_ino(sp, alias, n),
+					                         space_file(sp, f)->name,
+					                         strlen(space_file(sp, f)->name));
+			}
+			if (!view_node_visible(t, n) && n > SPACE_ROOT_NODE) {
+				char esc[VIEW_NAME_MAX + 1];
+				size_t len;
+				const char *name = view_node_name(ot, n, &len);
+				size_t elen = view_escape(name, len, 0, esc);
+				queue_inval_entry_locked(
+				        node_dir_ino(sp, alias, view_node_parent(ot, n)), esc,
+				        elen);
+			}
+		}
+	}
+	free(ch);
+	sp->gen = gen;
+	sp->gen_time[gen] = now;
+	space_put_tree_locked(sp->tree);
+	sp->tree = nt;
+	return 0;
+}
+
+static bool series_same(const struct store_series *a, const struct store_series *b)
+{
+	return a->samples == b->samples && a->weight == b->weight &&
+	       a->first_seen == b->first_seen && a->last_seen == b->last_seen &&
+	       a->input_bytes == b->input_bytes;
+}
+
+/* After a refresh: queues entry invalidations for the version entries of
+ * the old list that name something else now or nothing. */
+struct old_entry_ctx {
+	fuse_ino_t parent;
+	size_t lo, hi; /* the binary's range in the new list */
+};
+
+static int old_entry_cb(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias)
+{
+	struct old_entry_ctx *c = ctx;
+	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
+
+	series_each_version(fs.series, c->lo, c->hi, series_find_version_cb, &fv);
+	if (fv.series_id != series_id || fv.alias != alias)
+		queue_inval_entry_locked(c->parent, name, len);
+	return 0;
+}
+
+/* Installs a new series list: indexes, primaries, binaries' ranges. */
+static int install_series_locked(struct store_series *list, size_t n)
+{
+	uint32_t max_id = 0;
+	size_t *by_id;
+	bool *primary;
+
+	for (size_t i = 0; i < n; i++)
+		if (list[i].id > max_id)
+			max_id = list[i].id;
+	by_id = calloc((size_t)max_id + 1, sizeof(*by_id));
+	primary = calloc(n ? n : 1, sizeof(*primary));
+	if (!by_id || !primary) {
+		free(by_id);
+		free(primary);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		by_id[list[i].id] = i + 1;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && strcmp(list[j].binary, list[i].binary) == 0 &&
+		       strcmp(list[j].version, list[i].version) == 0)
+			j++;
+		primary[series_primary(list, i, j)] = true;
+		i = j;
+	}
+	for (size_t i = 1; i < fs.nsdirs; i++)
+		fs.sdirs[i].lo = fs.sdirs[i].hi = 0;
+	for (size_t i = 0; i < n;) {
+		size_t hi = series_binary_end(list, n, i), d;
+		int r = synth_binary_locked(list[i].binary, &d);
+		if (r < 0) {
+			free(by_id);
+			free(primary);
+			return r;
+		}
+		fs.sdirs[d].lo = i;
+		fs.sdirs[d].hi = hi;
+		i = hi;
+	}
+	free(fs.by_id);
+	free(fs.primary);
+	fs.by_id = by_id;
+	fs.by_id_len = max_id + 1;
+	fs.primary = primary;
+	fs.series = list;
+	fs.nseries = n;
+	return 0;
+}
+
+int refresh_load_series_locked(void)
+{
+	struct store_series *list;
+	size_t n;
+	int r = store_series_list(fs.store, &list, &n);
+
+	if (r < 0)
+		return r;
+	struct store_series *old = fs.series;
+	size_t nold = fs.nseries;
+	r = install_series_locked(list, n);
+	if (r < 0) {
+		store_series_free(list, n);
+		return r;
+	}
+	store_series_free(old, nold);
+	return 0;
+}
+
+static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now,
+                                 bool window_moved);
+
+/* Where the time bucket holding `now` ends: @last windows move when it
+ * does. */
+int64_t refresh_bucket_end_now(void)
+{
+	int64_t from, to;
+
+	view_window_last(time(NULL), 1, store_bucket_seconds(fs.store), &from, &to);
+	return to;
+}
+
+void refresh_maybe_locked(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long long ns = (now.tv_sec - fs.last_refresh.tv_sec) * 1000000000LL +
+	               (now.tv_nsec - fs.last_refresh.tv_nsec);
+	if (ns < REFRESH_INTERVAL_NS)
+		return;
+	fs.last_refresh = now;
+	uint64_t before = store_sequence(fs.store);
+	int r = store_refresh(fs.store);
+	int64_t end = refresh_bucket_end_now();
+	bool moved = end != fs.last_bucket_end;
+	fs.last_bucket_end = end;
+	if (r <= 0 && store_sequence(fs.store) == before) {
+		/* Only time went on: @last windows moved to the next bucket. */
+		if (moved)
+			refresh_spaces_locked(fs.series, fs.nseries, time(NULL), true);
+		return;
+	}
+
+	struct store_series *old = fs.series, *list;
+	size_t nold = fs.nseries, n;
+	if (store_series_list(fs.store, &list, &n) < 0)
+		return;
+	if (install_series_locked(list, n) < 0) {
+		store_series_free(list, n);
+		return;
+	}
+	time_t wall = time(NULL);
+	fs.mtime = wall;
+	refresh_spaces_locked(old, nold, wall, moved);
+	store_series_free(old, nold);
+	fs.generation++;
+}
+
+/* Is series `id` in `old` and the same now? */
+static bool series_unchanged_locked(const struct store_series *old, size_t nold, uint32_t id)
+{
+	const struct store_series *s = series_by_id_locked(id);
+
+	for (size_t i = 0; i < nold; i++)
+		if (old[i].id == id)
+			return s && series_same(&old[i], s);
+	return false;
+}
+
+/* Everything a refresh changes in what the kernel was told: the store
+ * moved from `old` to fs.series, or (window_moved) only time went on to
+ * the next bucket, which moves every @last window. */
+static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now,
+                                 bool window_moved)
+{
+	/* The listings of the views' synthetic directories follow the series
+	 * (and the clock, for @last). */
+	for (size_t d = 1; d < fs.nsdirs; d++) {
+		enum sdir_kind k = fs.sdirs[d].kind;
+		if (k == SD_WINDOW || k == SD_WBINARY || k == SD_DIFF || k == SD_DIFFA ||
+		    k == SD_FUNCS)
+			inval_dir(inode_make((struct ino){.node = (uint32_t)d}));
+	}
+	/* The root's and binaries' listings: entries gone or retargeted. */
+	inval_dir(FUSE_ROOT_ID);
+	for (size_t i = 0; i < nold;) {
+		size_t hi = series_binary_end(old, nold, i), d;
+		if (synth_binary_locked(old[i].binary, &d) == 0) {
+			fuse_ino_t bino = inode_make((struct ino){.node = (uint32_t)d});
+			inval_dir(bino);
+			if (fs.sdirs[d].lo == fs.sdirs[d].hi) {
+				char esc[VIEW_NAME_MAX + 1];
+				size_t len =
+				        view_escape(old[i].binary, strlen(old[i].binary), 0, esc);
+				queue_inval_entry_locked(FUSE_ROOT_ID, esc, len);
+			}
+			struct old_entry_ctx c = {bino, fs.sdirs[d].lo, fs.sdirs[d].hi};
+			series_each_version(old, i, hi, old_entry_cb, &c);
+		}
+		i = hi;
+	}
+
+	/* The function indexes were of the old trees. */
+	if (old != fs.series)
+		for (unsigned i = 0; i < sizeof(fs.fxc) / sizeof(fs.fxc[0]); i++) {
+			view_functions_free(fs.fxc[i].fx);
+			space_put_tree_locked(fs.fxc[i].tree);
+			memset(&fs.fxc[i], 0, sizeof(fs.fxc[i]));
+		}
+	/* The trees: the series' first, since diffs, callers and callees are
+	 * built from them. */
+	for (uint32_t n = 1; n < 2 * fs.max_space; n++) {
+		uint32_t id = n < fs.max_space ? n : n - fs.max_space + 1;
+		struct space *sp = fs.spaces[id];
+		if (!sp || sp->gone || (sp->kind == SPACE_SERIES) != (n < fs.max_space))
+			continue;
+		const struct store_series *s = series_by_id_locked(sp->series_id);
+		if (!s || (sp->kind == SPACE_DIFF && !series_by_id_locked(sp->base_id))) {
+			/* Pruned: its inodes are stale from now on. */
+			sp->gone = true;
+			space_drop_tree_locked(sp);
+			continue;
+		}
+		bool changed = !series_unchanged_locked(old, nold, sp->series_id) ||
+		               (sp->kind == SPACE_DIFF &&
+		                !series_unchanged_locked(old, nold, sp->base_id)) ||
+		               (sp->kind == SPACE_WINDOW && sp->last && window_moved);
+		if (!changed)
+			continue;
+		sp->series_mtime = now;
+		for (int alias = 0; alias < 2; alias++)
+			inval_dir(node_dir_ino(sp, alias, SPACE_ROOT_NODE));
+		if (!sp->tree)
+			continue;
+		if (sp->nlookup == 0 || !sp->seen) {
+			space_drop_tree_locked(sp);
+			continue;
+		}
+		struct tree_ref *nt = calloc(1, sizeof(*nt));
+		int r = nt ? space_build_tree_locked(sp, sp->tree->tree, &nt->tree) : -ENOMEM;
+		if (r == 0) {
+			nt->refs = 1;
+			r = space_update_locked(sp, nt, now);
+			if (r < 0)
+				space_put_tree_locked(nt);
+		} else {
+			free(nt);
+		}
+		if (r < 0) {
+			/* The ids cannot be kept: the space's inodes go stale
+			 * (ESTALE), and the series gets a new space. */
+			sp->gone = true;
+			space_drop_tree_locked(sp);
+			if (sp->kind == SPACE_SERIES)
+				fs.space_of[sp->series_id] = 0;
+		}
+		malloc_trim(0);
+	}
+	return 0;
+}

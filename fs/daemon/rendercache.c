@@ -1,0 +1,202 @@
+/*
+ * rendercache.c — the rendered files: one rendering per (space, node,
+ * file, content version), shared by the open files reading it and, when
+ * big enough or a pprof, kept in a cache (a hash and an LRU list, at most
+ * RENDER_CACHE_BYTES) for later opens.  A refresh does not empty it: an
+ * unchanged node keeps its content version.  The cache is guarded by
+ * fs.lock; rendering runs without it.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "daemon-internal.h"
+
+/* Rendered files kept for later opens: at most this many bytes, and only
+ * files at least RENDER_CACHE_MIN long (smaller ones are cheap to render),
+ * but every pprof (never cheap). */
+#define RENDER_CACHE_BYTES (256ull << 20)
+#define RENDER_CACHE_MIN   4096
+
+void rendercache_ref(struct rendered *r)
+{
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* Drops a reference; needs no lock, and callers may hold fs.lock. */
+void rendercache_put(struct rendered *r)
+{
+	if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		bool big = r->buf.cap >= (1u << 20);
+		view_buf_free(&r->buf);
+		free(r);
+		if (big)
+			malloc_trim(0);
+	}
+}
+
+static void unlink_locked(struct rendered *r)
+{
+	if (r->newer)
+		r->newer->older = r->older;
+	else
+		fs.newest = r->older;
+	if (r->older)
+		r->older->newer = r->newer;
+	else
+		fs.oldest = r->newer;
+	r->newer = r->older = NULL;
+}
+
+static size_t rendered_hash(const struct rendered *k)
+{
+	uint64_t h = k->space_uid * 0x9e3779b97f4a7c15ull;
+
+	h ^= ((uint64_t)k->node << 32 | (uint64_t)k->changed << 3 | k->file) *
+	     0xff51afd7ed558ccdull;
+	h ^= h >> 29;
+	return (size_t)h & (fs.cache_buckets - 1);
+}
+
+static void unhash_locked(struct rendered *r)
+{
+	struct rendered **p = &fs.cache_hash[rendered_hash(r)];
+
+	while (*p && *p != r)
+		p = &(*p)->hnext;
+	if (*p)
+		*p = r->hnext;
+	r->hnext = NULL;
+	fs.cache_count--;
+}
+
+/* Adds `r` to the hash (growing it when it is full; if that fails the
+ * chains just get longer). */
+static void hash_locked(struct rendered *r)
+{
+	if (fs.cache_count >= fs.cache_buckets) {
+		size_t n = fs.cache_buckets ? fs.cache_buckets * 2 : 1024;
+		struct rendered **t = calloc(n, sizeof(*t));
+		if (t) {
+			struct rendered **old = fs.cache_hash;
+			size_t oldn = fs.cache_buckets;
+			fs.cache_hash = t;
+			fs.cache_buckets = n;
+			for (size_t i = 0; i < oldn; i++)
+				for (struct rendered *c = old[i], *next; c; c = next) {
+					next = c->hnext;
+					size_t b = rendered_hash(c);
+					c->hnext = t[b];
+					t[b] = c;
+				}
+			free(old);
+		}
+	}
+	size_t b = rendered_hash(r);
+	r->hnext = fs.cache_hash[b];
+	fs.cache_hash[b] = r;
+	fs.cache_count++;
+}
+
+static void uncache_locked(struct rendered *r)
+{
+	unlink_locked(r);
+	unhash_locked(r);
+	fs.cache_bytes -= r->buf.len + sizeof(*r);
+	rendercache_put(r);
+}
+
+static void push_newest_locked(struct rendered *r)
+{
+	r->older = fs.newest;
+	r->newer = NULL;
+	if (fs.newest)
+		fs.newest->newer = r;
+	else
+		fs.oldest = r;
+	fs.newest = r;
+}
+
+void rendercache_drop_locked(void)
+{
+	while (fs.oldest)
+		uncache_locked(fs.oldest);
+	free(fs.cache_hash);
+	fs.cache_hash = NULL;
+	fs.cache_buckets = fs.cache_count = 0;
+}
+
+/* The cached rendering with `key`'s space, node, file and content
+ * version, made most recently used and referenced for the caller, or
+ * NULL.  One hash probe. */
+static struct rendered *find_rendered_locked(const struct rendered *key)
+{
+	if (!fs.cache_buckets)
+		return NULL;
+	for (struct rendered *c = fs.cache_hash[rendered_hash(key)]; c; c = c->hnext) {
+		if (c->space_uid == key->space_uid && c->node == key->node &&
+		    c->file == key->file && c->changed == key->changed) {
+			unlink_locked(c);
+			push_newest_locked(c);
+			rendercache_ref(c);
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* Returns a referenced rendering of file `f` of `node` in `tree`, whose
+ * content version is `key`'s; from the cache when it holds one, else
+ * rendered now (without the lock) and cached when big enough. */
+int rendercache_get(const struct rendered *key, const struct view_tree *tree, struct rendered **out)
+{
+	struct rendered *r, *c;
+	int err;
+
+	pthread_mutex_lock(&fs.lock);
+	c = find_rendered_locked(key);
+	pthread_mutex_unlock(&fs.lock);
+	if (c) {
+		*out = c;
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	err = key->vf->render(tree, key->node, &r->buf);
+	if (err < 0) {
+		view_buf_free(&r->buf);
+		free(r);
+		return err;
+	}
+	r->space_uid = key->space_uid;
+	r->vf = key->vf;
+	r->node = key->node;
+	r->file = key->file;
+	r->changed = key->changed;
+	r->refs = 1;
+	pthread_mutex_lock(&fs.lock);
+	/* Another open may have rendered it meanwhile: share that one. */
+	c = find_rendered_locked(key);
+	if (c) {
+		rendercache_put(r);
+		pthread_mutex_unlock(&fs.lock);
+		*out = c;
+		return 0;
+	}
+	/* Small files with a size function are cheap to render again; pprof
+	 * is not, whatever its size. */
+	if ((r->buf.len >= RENDER_CACHE_MIN || !key->vf->size) &&
+	    r->buf.len <= RENDER_CACHE_BYTES) {
+		rendercache_ref(r);
+		push_newest_locked(r);
+		hash_locked(r);
+		fs.cache_bytes += r->buf.len + sizeof(*r);
+		while (fs.cache_bytes > RENDER_CACHE_BYTES && fs.oldest != r)
+			uncache_locked(fs.oldest);
+	}
+	pthread_mutex_unlock(&fs.lock);
+	*out = r;
+	return 0;
+}

@@ -1,0 +1,430 @@
+/*
+ * space.c — the tree spaces and their cache.  A space is one tree the
+ * view shows (a series' call tree, or a window, diff, callers or callees
+ * tree) with what the kernel was told about it: its lookup count, and
+ * per node the content version and the `seen` bits.  Spaces are made on
+ * first lookup and live while the kernel holds an inode of theirs or
+ * their tree is among the TREE_CACHE_SLOTS most recently used; this file
+ * builds their trees (the one place that knows what each kind is a tree
+ * of), keeps the function indexes of recently listed versions, and counts
+ * lookups.  Call with fs.lock held unless a name says otherwise.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon-internal.h"
+
+#define TREE_CACHE_SLOTS 16
+
+void space_put_tree_locked(struct tree_ref *r)
+{
+	if (r && --r->refs == 0) {
+		view_tree_free(r->tree);
+		free(r);
+		malloc_trim(0);
+	}
+}
+
+void space_put_tree(struct tree_ref *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&fs.lock);
+	space_put_tree_locked(r);
+	pthread_mutex_unlock(&fs.lock);
+}
+
+void space_drop_tree_locked(struct space *sp)
+{
+	space_put_tree_locked(sp->tree);
+	sp->tree = NULL;
+	free(sp->changed);
+	free(sp->seen);
+	free(sp->gen_time);
+	sp->changed = NULL;
+	sp->seen = NULL;
+	sp->gen_time = NULL;
+	sp->nodes_cap = sp->gen_time_cap = 0;
+	sp->gen = 0;
+}
+
+/* Frees a space the kernel holds nothing of and that has no tree. */
+void space_free_locked(struct space *sp)
+{
+	if (sp->kind == SPACE_SERIES && sp->series_id < fs.space_of_len &&
+	    fs.space_of[sp->series_id] == sp->id)
+		fs.space_of[sp->series_id] = 0;
+	fs.spaces[sp->id] = NULL;
+	space_drop_tree_locked(sp);
+	free(sp->func);
+	free(sp);
+}
+
+/* Keeps at most TREE_CACHE_SLOTS trees the kernel holds nothing of. */
+void space_trim_locked(void)
+{
+	for (;;) {
+		struct space *lru = NULL;
+		unsigned n = 0;
+		for (uint32_t i = 1; i < fs.max_space; i++) {
+			struct space *sp = fs.spaces[i];
+			if (!sp || sp->nlookup > 0)
+				continue;
+			if (!sp->tree) {
+				space_free_locked(sp);
+				continue;
+			}
+			n++;
+			if (!lru || sp->last_use < lru->last_use)
+				lru = sp;
+		}
+		if (n <= TREE_CACHE_SLOTS)
+			return;
+		space_drop_tree_locked(lru);
+	}
+}
+
+struct space *space_get_locked(uint32_t id)
+{
+	return id > 0 && id < MAX_SPACES ? fs.spaces[id] : NULL;
+}
+
+/* The space of series `series_id`, made if needed.  NULL with *err set. */
+struct space *space_for_series_locked(uint32_t series_id, int *err)
+{
+	if (series_id < fs.space_of_len && fs.space_of[series_id])
+		return fs.spaces[fs.space_of[series_id]];
+	if (series_id >= fs.space_of_len) {
+		uint32_t n = series_id + 64;
+		uint32_t *m = realloc(fs.space_of, n * sizeof(*m));
+		if (!m) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		memset(m + fs.space_of_len, 0, (n - fs.space_of_len) * sizeof(*m));
+		fs.space_of = m;
+		fs.space_of_len = n;
+	}
+	uint32_t id = 1;
+	while (id < MAX_SPACES && fs.spaces[id])
+		id++;
+	if (id >= MAX_SPACES) {
+		*err = -ENOSPC;
+		return NULL;
+	}
+	struct space *sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	sp->id = id;
+	sp->series_id = series_id;
+	sp->uid = ++fs.next_uid;
+	sp->series_mtime = fs.mtime;
+	fs.spaces[id] = sp;
+	fs.space_of[series_id] = id;
+	if (id >= fs.max_space)
+		fs.max_space = id + 1;
+	return sp;
+}
+
+/* The space of another kind with the key `key` holds (kind, series_id,
+ * base_id, last, from, to, func), made if needed.  NULL with *err set. */
+struct space *space_for_key_locked(const struct space *key, int *err)
+{
+	uint32_t id, free_id = 0;
+
+	for (id = 1; id < fs.max_space; id++) {
+		struct space *sp = fs.spaces[id];
+		if (!sp) {
+			if (!free_id)
+				free_id = id;
+			continue;
+		}
+		if (sp->kind == key->kind && sp->series_id == key->series_id &&
+		    sp->base_id == key->base_id && sp->last == key->last && sp->from == key->from &&
+		    sp->to == key->to && !sp->gone && sp->func_len == key->func_len &&
+		    (!key->func || memcmp(sp->func, key->func, key->func_len) == 0))
+			return sp;
+	}
+	if (!free_id)
+		free_id = fs.max_space ? fs.max_space : 1; /* space 0 is the synthetic one */
+	if (free_id >= MAX_SPACES) {
+		*err = -ENOSPC;
+		return NULL;
+	}
+	struct space *sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*sp = *key;
+	sp->func = NULL;
+	if (key->func && !(sp->func = malloc(key->func_len ? key->func_len : 1))) {
+		free(sp);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (key->func)
+		memcpy(sp->func, key->func, key->func_len);
+	sp->id = free_id;
+	sp->uid = ++fs.next_uid;
+	sp->series_mtime = fs.mtime;
+	fs.spaces[free_id] = sp;
+	if (free_id >= fs.max_space)
+		fs.max_space = free_id + 1;
+	return sp;
+}
+
+/* The files of a space's directories: a diff's (with regressions, shown
+ * at its root only) or the call tree's.  Slot f + 1 is file f. */
+static const struct view_file regressions_file = {"regressions", view_render_regressions, NULL};
+#define DIFF_FILES (view_diff_file_count + 1)
+
+const struct view_file *space_file(const struct space *sp, unsigned f)
+{
+	if (sp->kind != SPACE_DIFF)
+		return f < view_file_count ? &view_files[f] : NULL;
+	if (f < view_diff_file_count)
+		return &view_diff_files[f];
+	return f == view_diff_file_count ? &regressions_file : NULL;
+}
+
+/* The number of files node `node` of a space shows. */
+unsigned space_file_count(const struct space *sp, uint32_t node)
+{
+	if (sp->kind != SPACE_DIFF)
+		return (unsigned)view_file_count;
+	return node == SPACE_ROOT_NODE ? DIFF_FILES : (unsigned)view_diff_file_count;
+}
+
+/* The window [*from, *to) of a window space now. */
+static void space_window_locked(const struct space *sp, int64_t *from, int64_t *to)
+{
+	if (sp->last) {
+		view_window_last(time(NULL), sp->last, store_bucket_seconds(fs.store), from, to);
+		return;
+	}
+	*from = sp->from;
+	*to = sp->to;
+}
+
+/* A referenced tree of a series, all times: its space's when built (a
+ * user usually lists a version before its @functions or @diff), else
+ * built now.  Release it with space_put_tree_locked(). */
+static int series_tree_locked(uint32_t series_id, struct tree_ref **out)
+{
+	const struct store_series *s = series_by_id_locked(series_id);
+	uint32_t id = series_id < fs.space_of_len ? fs.space_of[series_id] : 0;
+	struct space *sp = id ? fs.spaces[id] : NULL;
+	int r;
+
+	if (!s)
+		return -ENOENT;
+	if (sp && !sp->gone && sp->tree) {
+		sp->tree->refs++;
+		*out = sp->tree;
+		return 0;
+	}
+	struct tree_ref *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = view_tree_build(fs.store, s, 1, INT64_MIN, INT64_MAX, &t->tree);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	t->refs = 1;
+	*out = t;
+	return 0;
+}
+
+/* The function index of a series' tree, from a small cache (per store
+ * generation).  *fx and *tree are borrowed under fs.lock. */
+int space_functions_locked(uint32_t series_id, struct view_functions **fx, struct tree_ref **tree)
+{
+	struct fxc *slot = &fs.fxc[0];
+	int r;
+
+	for (unsigned i = 0; i < sizeof(fs.fxc) / sizeof(fs.fxc[0]); i++) {
+		struct fxc *c = &fs.fxc[i];
+		if (c->fx && c->series_id == series_id && c->generation == fs.generation) {
+			c->last_use = ++fs.use_clock;
+			*fx = c->fx;
+			*tree = c->tree;
+			return 0;
+		}
+		if (!c->fx || c->last_use < slot->last_use)
+			slot = c;
+	}
+	struct tree_ref *t;
+	r = series_tree_locked(series_id, &t);
+	if (r < 0)
+		return r;
+	struct view_functions *f;
+	r = view_functions_build(t->tree, SPACE_ROOT_NODE, &f);
+	if (r < 0) {
+		space_put_tree_locked(t);
+		return r;
+	}
+	view_functions_free(slot->fx);
+	space_put_tree_locked(slot->tree);
+	*slot = (struct fxc){series_id, fs.generation, t, f, ++fs.use_clock};
+	*fx = f;
+	*tree = t;
+	return 0;
+}
+
+/* Grows the per-node arrays to `n` nodes; new nodes changed in `gen`. */
+int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
+{
+	if (n > sp->nodes_cap) {
+		uint32_t *c = realloc(sp->changed, (size_t)n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		sp->changed = c;
+		uint8_t *s = realloc(sp->seen, n);
+		if (!s)
+			return -ENOMEM;
+		sp->seen = s;
+		for (uint32_t i = sp->nodes_cap; i < n; i++) {
+			sp->changed[i] = gen;
+			sp->seen[i] = 0;
+		}
+		sp->nodes_cap = n;
+	}
+	if (gen >= sp->gen_time_cap) {
+		uint32_t cap = sp->gen_time_cap ? sp->gen_time_cap * 2 : 4;
+		while (cap <= gen)
+			cap *= 2;
+		time_t *t = realloc(sp->gen_time, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		sp->gen_time = t;
+		sp->gen_time_cap = cap;
+	}
+	return 0;
+}
+
+/* Builds the tree a space shows, seeded with `seed` (NULL: afresh).  The
+ * one place that knows what each kind of space is a tree of; a new kind
+ * (a time window, a diff) is a case here and a key in struct space. */
+int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
+                            struct view_tree **out)
+{
+	const struct store_series *s = series_by_id_locked(sp->series_id);
+	int r;
+
+	if (!s)
+		return -ENOENT;
+	switch (sp->kind) {
+	case SPACE_SERIES:
+		return view_tree_build_seeded(fs.store, s, 1, INT64_MIN, INT64_MAX, seed, out);
+	case SPACE_WINDOW: {
+		int64_t from, to;
+		space_window_locked(sp, &from, &to);
+		/* view_tree_build takes closed intervals: the buckets that
+		 * overlap [from, to) are those of [from, to - 1]. */
+		if (to <= from)
+			return view_tree_build_seeded(fs.store, s, 1, 1, 0, seed, out);
+		return view_tree_build_seeded(fs.store, s, 1, from, to - 1, seed, out);
+	}
+	case SPACE_DIFF: {
+		struct tree_ref *ta, *tb;
+		r = series_tree_locked(sp->base_id, &ta);
+		if (r < 0)
+			return r;
+		r = series_tree_locked(sp->series_id, &tb);
+		if (r == 0) {
+			r = view_diff_build_seeded(ta->tree, SPACE_ROOT_NODE, tb->tree,
+			                           SPACE_ROOT_NODE, seed, out);
+			space_put_tree_locked(tb);
+		}
+		space_put_tree_locked(ta);
+		return r;
+	}
+	case SPACE_CALLERS:
+	case SPACE_CALLEES: {
+		struct view_functions *fx;
+		struct tree_ref *t;
+		r = space_functions_locked(sp->series_id, &fx, &t);
+		if (r < 0)
+			return r;
+		uint32_t i = view_functions_find(fx, sp->func, sp->func_len);
+		if (i == VIEW_NONE)
+			return -ENOENT;
+		return sp->kind == SPACE_CALLERS ? view_functions_callers_seeded(fx, i, seed, out)
+		                                 : view_functions_callees_seeded(fx, i, seed, out);
+	}
+	}
+	return -EINVAL;
+}
+
+/* Builds the tree of a space that has none (node ids start afresh: the
+ * kernel holds at most its root directory, SPACE_ROOT_NODE in every
+ * build). */
+int space_build_locked(struct space *sp)
+{
+	struct tree_ref *t;
+	int r;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = space_build_tree_locked(sp, NULL, &t->tree);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	malloc_trim(0); /* give the build's scratch tables back */
+	size_t len;
+	if (view_tree_node_count(t->tree) <= SPACE_ROOT_NODE ||
+	    view_node_parent(t->tree, SPACE_ROOT_NODE) != VIEW_ROOT ||
+	    view_node_child_count(t->tree, VIEW_ROOT) != 1 ||
+	    !view_node_name(t->tree, SPACE_ROOT_NODE, &len)) {
+		view_tree_free(t->tree);
+		free(t);
+		return -EIO;
+	}
+	t->refs = 1;
+	sp->tree = t;
+	sp->gen = 0;
+	r = space_grow_locked(sp, view_tree_node_count(t->tree), 0);
+	if (r < 0) {
+		space_drop_tree_locked(sp);
+		return r;
+	}
+	sp->gen_time[0] = sp->series_mtime;
+	sp->last_use = ++fs.use_clock;
+	space_trim_locked(); /* at most TREE_CACHE_SLOTS unreferenced trees */
+	return 0;
+}
+
+time_t space_node_mtime(const struct space *sp, uint32_t node)
+{
+	return sp->tree ? sp->gen_time[sp->changed[node]] : sp->series_mtime;
+}
+
+/* Counts a lookup the kernel is about to be told of. */
+void space_count_lookup_locked(const struct ino *i)
+{
+	if (i->space == 0)
+		return;
+	struct space *sp = fs.spaces[i->space];
+	sp->nlookup++;
+	if (sp->seen && i->node < sp->nodes_cap)
+		sp->seen[i->node] |= 1u << i->alias;
+}
+
+void space_uncount_lookup_locked(const struct ino *i, uint64_t n)
+{
+	struct space *sp = space_get_locked(i->space);
+
+	if (!sp)
+		return;
+	sp->nlookup = n > sp->nlookup ? 0 : sp->nlookup - n;
+	if (sp->nlookup == 0 && (sp->gone || !sp->tree))
+		space_free_locked(sp);
+}

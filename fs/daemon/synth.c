@@ -1,0 +1,660 @@
+/*
+ * synth.c — the synthetic directories (space 0): the root, one per
+ * binary, and the views' own directories (@last, @range, a window and its
+ * binaries, @diff, @diff/<A>, @functions, a function).  They are made on
+ * first lookup and kept for the mount's life (an index is an inode
+ * number), found again by their key through a hash.  Each kind is one
+ * entry of a table of operations (lookup: name -> inode; list); the trees
+ * below them are spaces (space.c).  Call with fs.lock held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon-internal.h"
+
+/* ---- the registry: synthetic directories by key ------------------------- */
+
+#define SDIR_HASH 65536u
+
+static uint64_t sdir_key_hash(const struct sdir *k)
+{
+	uint64_t h = 1469598103934665603ull;
+	const uint64_t nums[] = {k->kind, (uint64_t)k->last, (uint64_t)k->from, (uint64_t)k->to,
+	                         k->series_id};
+
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		h = (h ^ nums[i]) * 1099511628211ull;
+	for (size_t i = 0; k->name && i < k->name_len; i++)
+		h = (h ^ (unsigned char)k->name[i]) * 1099511628211ull;
+	for (const char *v = k->version; v && *v; v++)
+		h = (h ^ (unsigned char)*v) * 1099511628211ull;
+	return h;
+}
+
+static bool sdir_key_equal(const struct sdir *a, const struct sdir *b)
+{
+	return a->kind == b->kind && a->last == b->last && a->from == b->from && a->to == b->to &&
+	       a->series_id == b->series_id && a->name_len == b->name_len &&
+	       (!a->name_len || memcmp(a->name, b->name, a->name_len) == 0) &&
+	       !a->version == !b->version && (!a->version || strcmp(a->version, b->version) == 0);
+}
+
+/* The index of the synthetic directory with `key`'s kind and key fields
+ * (name and name_len, version, last, from, to, series_id), made if new
+ * (with key->parent as its parent).  Indexes are inode numbers: kept. */
+int synth_get_locked(const struct sdir *key, size_t *out)
+{
+	if (!fs.sdir_hash) {
+		fs.sdir_hash = calloc(SDIR_HASH, sizeof(*fs.sdir_hash));
+		if (!fs.sdir_hash)
+			return -ENOMEM;
+	}
+	uint32_t b = (uint32_t)(sdir_key_hash(key) & (SDIR_HASH - 1));
+	for (uint32_t d = fs.sdir_hash[b]; d; d = fs.sdirs[d - 1].hnext)
+		if (sdir_key_equal(&fs.sdirs[d - 1], key)) {
+			*out = d - 1;
+			return 0;
+		}
+	if (fs.nsdirs >= UINT32_MAX - 1)
+		return -ENOSPC;
+	if (fs.nsdirs == fs.sdirs_cap) {
+		size_t cap = fs.sdirs_cap * 2;
+		struct sdir *d = realloc(fs.sdirs, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		fs.sdirs = d;
+		fs.sdirs_cap = cap;
+	}
+	struct sdir sd = *key;
+	sd.name = NULL;
+	sd.version = NULL;
+	if ((key->name && !(sd.name = malloc(key->name_len + 1))) ||
+	    (key->version && !(sd.version = strdup(key->version)))) {
+		free(sd.name);
+		return -ENOMEM;
+	}
+	if (key->name) {
+		memcpy(sd.name, key->name, key->name_len);
+		sd.name[key->name_len] = '\0';
+	}
+	sd.hnext = fs.sdir_hash[b];
+	sd.index = (uint32_t)fs.nsdirs;
+	fs.sdirs[fs.nsdirs] = sd;
+	fs.sdir_hash[b] = (uint32_t)fs.nsdirs + 1;
+	*out = fs.nsdirs++;
+	return 0;
+}
+
+static int sdir_ino_locked(const struct sdir *key, struct ino *out)
+{
+	size_t d = 0;
+	int r = synth_get_locked(key, &d);
+
+	*out = (struct ino){.node = (uint32_t)d};
+	return r;
+}
+
+/* An sdir's index.  Operations work on a copy of their sdir (making one
+ * may move fs.sdirs), so the index is kept in it. */
+static uint32_t sdir_index(const struct sdir *sd)
+{
+	return sd->index;
+}
+
+/* Decodes an escaped directory name into a NUL-terminated string (the
+ * caller frees it); NULL when it is no canonical escaped name. */
+static char *unescaped(const char *comp, size_t len, int flags, size_t *out_len)
+{
+	struct view_buf raw = {0};
+
+	if (view_unescape(comp, len, &raw) != 0 || view_buf_append(&raw, "", 0) < 0 ||
+	    !inode_names(comp, len, raw.data, raw.len, flags)) {
+		view_buf_free(&raw);
+		return NULL;
+	}
+	*out_len = raw.len;
+	return raw.data;
+}
+
+/* The window a window directory shows now. */
+static void sdir_window(const struct sdir *sd, int64_t *from, int64_t *to)
+{
+	if (sd->last)
+		view_window_last(time(NULL), sd->last, store_bucket_seconds(fs.store), from, to);
+	else {
+		*from = sd->from;
+		*to = sd->to;
+	}
+}
+
+/* ---- the kinds ------------------------------------------------------------
+
+   Each kind of synthetic directory says how a name in it resolves and what
+   it lists; the inode core does the rest.  A new kind is a pair here and a
+   line in sdir_ops; the trees below them are more space kinds
+   (space_build_tree_locked). */
+
+/* The root: @last, @range, then one directory per binary name. */
+static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
+{
+	if (strcmp(name, "@last") == 0)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_LAST}, out);
+	if (strcmp(name, "@range") == 0)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_RANGE}, out);
+	for (size_t d = 1; d < fs.nsdirs; d++) {
+		const struct sdir *sd = &fs.sdirs[d];
+		if (sd->kind != SD_BINARY || sd->lo == sd->hi ||
+		    !inode_names(name, len, sd->name, strlen(sd->name), 0))
+			continue;
+		*out = (struct ino){.node = (uint32_t)d};
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* The views' own directories (@last, @range, <binary>/@diff,
+ * <version>/@functions) resolve by name but are not listed, as ZFS hides
+ * its .zfs directory: find, du, grep -r and updatedb walk the call trees
+ * only, not every window, diff and function of them. */
+static int root_list(struct emitter *em, const struct sdir *root, size_t k)
+{
+	size_t pos = 0;
+
+	for (size_t i = 0; i < fs.nseries; i = series_binary_end(fs.series, fs.nseries, i), pos++) {
+		char esc[VIEW_NAME_MAX + 1];
+		size_t d;
+		if (pos < k)
+			continue;
+		view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
+		int r = synth_binary_locked(fs.series[i].binary, &d);
+		if (r < 0)
+			return r;
+		if (!inode_emit_locked(em, esc, (struct ino){.node = (uint32_t)d}, false,
+		                       (off_t)(3 + pos)))
+			break;
+	}
+	return 0;
+}
+
+/* A binary: @diff, then its versions, each the root of a series' tree
+ * space. */
+static int binary_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
+	int r;
+
+	if (strcmp(name, "@diff") == 0)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_DIFF,
+		                                      .name = sd->name,
+		                                      .name_len = strlen(sd->name),
+		                                      .parent = sdir_index(sd)},
+		                       out);
+	series_each_version(fs.series, sd->lo, sd->hi, series_find_version_cb, &fv);
+	if (fv.series_id == UINT32_MAX)
+		return -ENOENT;
+	struct space *sp = space_for_series_locked(fv.series_id, &r);
+	if (!sp)
+		return r;
+	*out = (struct ino){.space = sp->id, .alias = fv.alias, .node = SPACE_ROOT_NODE};
+	return 0;
+}
+
+static int binary_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct version_list l = {0};
+	int r = series_each_version(fs.series, sd->lo, sd->hi, series_collect_version_cb, &l);
+
+	for (size_t pos = k; r == 0 && pos < l.n; pos++) {
+		struct space *sp = space_for_series_locked(l.v[pos].series_id, &r);
+		if (!sp)
+			break;
+		struct ino i = {.space = sp->id, .alias = l.v[pos].alias, .node = SPACE_ROOT_NODE};
+		if (!inode_emit_locked(em, l.names[pos], i, false, (off_t)(3 + pos)))
+			break;
+	}
+	free(l.v);
+	free(l.names);
+	return r;
+}
+
+/* @last: the usual durations are listed, any other resolves. */
+static int last_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	int64_t secs;
+
+	if (view_parse_duration(name, &secs) < 0)
+		return -ENOENT;
+	return sdir_ino_locked(
+	        &(struct sdir){.kind = SD_WINDOW, .last = secs, .parent = sdir_index(sd)}, out);
+}
+
+static int last_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	for (size_t pos = k; pos < view_last_duration_count; pos++) {
+		struct ino i;
+		const char *name = view_last_durations[pos];
+		int r = last_lookup(sd, name, strlen(name), &i);
+		if (r < 0)
+			return r;
+		if (!inode_emit_locked(em, name, i, false, (off_t)(3 + pos)))
+			break;
+	}
+	return 0;
+}
+
+/* @range and @range/FROM: nothing to list; any time resolves. */
+static int range_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	int64_t t;
+
+	if (view_parse_time(name, &t) < 0)
+		return -ENOENT;
+	if (sd->kind == SD_RANGE)
+		return sdir_ino_locked(
+		        &(struct sdir){.kind = SD_FROM, .from = t, .parent = sdir_index(sd)}, out);
+	return sdir_ino_locked(
+	        &(struct sdir){
+	                .kind = SD_WINDOW, .from = sd->from, .to = t, .parent = sdir_index(sd)},
+	        out);
+}
+
+static int empty_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	return 0;
+}
+
+/* A window: the binaries with counts in it. */
+static int window_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	int64_t from, to;
+
+	sdir_window(sd, &from, &to);
+	for (size_t i = 0; i < fs.nseries; i = series_binary_end(fs.series, fs.nseries, i)) {
+		const char *b = fs.series[i].binary;
+		if (!inode_names(name, len, b, strlen(b), 0))
+			continue;
+		for (size_t j = i; j < series_binary_end(fs.series, fs.nseries, i); j++)
+			if (series_in_window(&fs.series[j], from, to))
+				return sdir_ino_locked(&(struct sdir){.kind = SD_WBINARY,
+				                                      .name = (char *)b,
+				                                      .name_len = strlen(b),
+				                                      .last = sd->last,
+				                                      .from = sd->from,
+				                                      .to = sd->to,
+				                                      .parent = sdir_index(sd)},
+				                       out);
+		return -ENOENT;
+	}
+	return -ENOENT;
+}
+
+static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	int64_t from, to;
+	size_t pos = 0;
+
+	sdir_window(sd, &from, &to);
+	for (size_t i = 0; i < fs.nseries; i = series_binary_end(fs.series, fs.nseries, i)) {
+		bool any = false;
+		for (size_t j = i; j < series_binary_end(fs.series, fs.nseries, i) && !any; j++)
+			any = series_in_window(&fs.series[j], from, to);
+		if (!any)
+			continue;
+		if (pos++ < k)
+			continue;
+		char esc[VIEW_NAME_MAX + 1];
+		size_t len = view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
+		struct ino ino;
+		int r = window_lookup(sd, esc, len, &ino);
+		if (r < 0)
+			return r;
+		if (!inode_emit_locked(em, esc, ino, false, (off_t)(3 + pos - 1)))
+			break;
+	}
+	return 0;
+}
+
+/* A binary in a window: its versions with counts in it, each a window
+ * tree space. */
+static int wbinary_entry(const struct sdir *sd, uint32_t series_id, bool alias, struct ino *out)
+{
+	struct space key = {.kind = SPACE_WINDOW,
+	                    .series_id = series_id,
+	                    .last = sd->last,
+	                    .from = sd->last ? 0 : sd->from,
+	                    .to = sd->last ? 0 : sd->to,
+	                    .parent_sdir = sdir_index(sd)};
+	int r;
+	struct space *sp = space_for_key_locked(&key, &r);
+
+	if (!sp)
+		return r;
+	*out = (struct ino){.space = sp->id, .alias = alias, .node = SPACE_ROOT_NODE};
+	return 0;
+}
+
+static int wbinary_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
+	size_t lo, hi;
+	int64_t from, to;
+
+	series_binary_range(sd->name, &lo, &hi);
+	series_each_version(fs.series, lo, hi, series_find_version_cb, &fv);
+	sdir_window(sd, &from, &to);
+	const struct store_series *s = series_by_id_locked(fv.series_id);
+	if (!s || !series_in_window(s, from, to))
+		return -ENOENT;
+	return wbinary_entry(sd, fv.series_id, fv.alias, out);
+}
+
+static int wbinary_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct version_list l = {0};
+	size_t lo, hi, pos = 0;
+	int64_t from, to;
+	int r;
+
+	series_binary_range(sd->name, &lo, &hi);
+	sdir_window(sd, &from, &to);
+	r = series_each_version(fs.series, lo, hi, series_collect_version_cb, &l);
+	for (size_t n = 0; r == 0 && n < l.n; n++) {
+		const struct store_series *s = series_by_id_locked(l.v[n].series_id);
+		if (!s || !series_in_window(s, from, to) || pos++ < k)
+			continue;
+		struct ino i;
+		r = wbinary_entry(sd, l.v[n].series_id, l.v[n].alias, &i);
+		if (r == 0 && !inode_emit_locked(em, l.names[n], i, false, (off_t)(3 + pos - 1)))
+			break;
+	}
+	free(l.v);
+	free(l.names);
+	return r;
+}
+
+/* The distinct version labels of a binary, escaped as versions are, in
+ * order; calls fn(ctx, escaped, len, label) until it returns non-zero. */
+static int each_label(const char *binary, int (*fn)(void *, const char *, size_t, const char *),
+                      void *ctx)
+{
+	size_t lo, hi;
+
+	series_binary_range(binary, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		if (i > lo && strcmp(fs.series[i].version, fs.series[i - 1].version) == 0)
+			continue;
+		char esc[VIEW_NAME_MAX + 1];
+		const char *v = fs.series[i].version;
+		size_t len = view_escape(v, strlen(v), VIEW_ESCAPE_AT, esc);
+		int r = fn(ctx, esc, len, v);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+struct label_find {
+	const char *name;
+	size_t len;
+	const char *label;
+};
+
+static int label_find_cb(void *ctx, const char *esc, size_t len, const char *label)
+{
+	struct label_find *f = ctx;
+
+	if (len != f->len || memcmp(esc, f->name, len) != 0)
+		return 0;
+	f->label = label;
+	return 1;
+}
+
+/* @diff: version A; @diff/A: version B, a diff tree space. */
+static int diff_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct label_find f = {.name = name, .len = len};
+	int r;
+
+	each_label(sd->name, label_find_cb, &f);
+	if (!f.label)
+		return -ENOENT;
+	if (sd->kind == SD_DIFF)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_DIFFA,
+		                                      .name = sd->name,
+		                                      .name_len = sd->name_len,
+		                                      .version = (char *)f.label,
+		                                      .parent = sdir_index(sd)},
+		                       out);
+	const struct store_series *b = series_primary_of(sd->name, f.label);
+	const struct store_series *a = b ? series_diff_base_locked(b, sd->version) : NULL;
+	if (!a)
+		return -ENOENT;
+	struct space key = {.kind = SPACE_DIFF,
+	                    .series_id = b->id,
+	                    .base_id = a->id,
+	                    .parent_sdir = sdir_index(sd)};
+	struct space *sp = space_for_key_locked(&key, &r);
+	if (!sp)
+		return r;
+	*out = (struct ino){.space = sp->id, .node = SPACE_ROOT_NODE};
+	return 0;
+}
+
+struct label_list {
+	struct emitter *em;
+	const struct sdir *sd;
+	size_t k, pos;
+	int err;
+};
+
+static int label_list_cb(void *ctx, const char *esc, size_t len, const char *label)
+{
+	struct label_list *l = ctx;
+	struct ino i;
+
+	if (l->pos++ < l->k)
+		return 0;
+	l->err = diff_lookup(l->sd, esc, len, &i);
+	if (l->err == -ENOENT) {
+		l->err = 0;
+		return 0;
+	}
+	if (l->err < 0)
+		return 1;
+	return !inode_emit_locked(l->em, esc, i, false, (off_t)(3 + l->pos - 1));
+}
+
+static int diff_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct label_list l = {.em = em, .sd = sd, .k = k};
+
+	each_label(sd->name, label_list_cb, &l);
+	return l.err;
+}
+
+/* <version>/@functions: the version's functions. */
+static int funcs_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct view_functions *fx;
+	struct tree_ref *t;
+	size_t raw_len;
+	int r = space_functions_locked(sd->series_id, &fx, &t);
+
+	if (r < 0)
+		return r;
+	char *raw = unescaped(name, len, 0, &raw_len);
+	uint32_t i = raw ? view_functions_find(fx, raw, raw_len) : VIEW_NONE;
+	if (!raw) {
+		/* A shortened name: compare with every function's. */
+		for (uint32_t k = 0; k < view_functions_count(fx) && i == VIEW_NONE; k++) {
+			size_t l;
+			const char *fn = view_functions_name(fx, k, &l);
+			if (inode_names(name, len, fn, l, 0))
+				i = k;
+		}
+	}
+	free(raw);
+	if (i == VIEW_NONE)
+		return -ENOENT;
+	size_t fl;
+	const char *fname = view_functions_name(fx, i, &fl);
+	return sdir_ino_locked(&(struct sdir){.kind = SD_FUNC,
+	                                      .name = (char *)fname,
+	                                      .name_len = fl,
+	                                      .series_id = sd->series_id,
+	                                      .parent = sdir_index(sd)},
+	                       out);
+}
+
+static int funcs_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	struct view_functions *fx;
+	struct tree_ref *t;
+	int r = space_functions_locked(sd->series_id, &fx, &t);
+
+	if (r < 0)
+		return r;
+	for (uint32_t i = (uint32_t)k; i < view_functions_count(fx); i++) {
+		size_t len;
+		const char *fname = view_functions_name(fx, i, &len);
+		char esc[VIEW_NAME_MAX + 1];
+		struct ino ino;
+		view_escape(fname, len, 0, esc);
+		r = sdir_ino_locked(&(struct sdir){.kind = SD_FUNC,
+		                                   .name = (char *)fname,
+		                                   .name_len = len,
+		                                   .series_id = sd->series_id,
+		                                   .parent = sdir_index(sd)},
+		                    &ino);
+		if (r < 0)
+			return r;
+		if (!inode_emit_locked(em, esc, ino, false, (off_t)(3 + i)))
+			break;
+	}
+	return 0;
+}
+
+/* @functions/F: self, total, callers/, callees/. */
+static const char *const func_entries[] = {"self", "total", "callers", "callees"};
+
+static int func_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	for (unsigned e = 0; e < 4; e++) {
+		if (strcmp(name, func_entries[e]) != 0)
+			continue;
+		if (e < 2) {
+			*out = (struct ino){.node = sdir_index(sd), .slot = e + 1};
+			return 0;
+		}
+		struct space key = {.kind = e == 2 ? SPACE_CALLERS : SPACE_CALLEES,
+		                    .series_id = sd->series_id,
+		                    .func = sd->name,
+		                    .func_len = sd->name_len,
+		                    .parent_sdir = sdir_index(sd)};
+		int r;
+		struct space *sp = space_for_key_locked(&key, &r);
+		if (!sp)
+			return r;
+		*out = (struct ino){.space = sp->id, .node = SPACE_ROOT_NODE};
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int func_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+
+	sd = &me;
+	for (size_t e = k; e < 4; e++) {
+		struct ino i;
+		int r = func_lookup(sd, func_entries[e], strlen(func_entries[e]), &i);
+		if (r < 0)
+			return r;
+		if (!inode_emit_locked(em, func_entries[e], i, false, (off_t)(3 + e)))
+			break;
+	}
+	return 0;
+}
+
+static const struct sdir_ops sdir_ops[SD_KINDS] = {
+        [SD_ROOT] = {root_lookup, root_list},          [SD_BINARY] = {binary_lookup, binary_list},
+        [SD_LAST] = {last_lookup, last_list},          [SD_RANGE] = {range_lookup, empty_list},
+        [SD_FROM] = {range_lookup, empty_list},        [SD_WINDOW] = {window_lookup, window_list},
+        [SD_WBINARY] = {wbinary_lookup, wbinary_list}, [SD_DIFF] = {diff_lookup, diff_list},
+        [SD_DIFFA] = {diff_lookup, diff_list},         [SD_FUNCS] = {funcs_lookup, funcs_list},
+        [SD_FUNC] = {func_lookup, func_list},
+};
+
+const struct sdir_ops *synth_ops_of(const struct sdir *sd)
+{
+	return &sdir_ops[sd->kind];
+}
+
+int synth_binary_locked(const char *name, size_t *out)
+{
+	for (size_t i = 1; i < fs.nsdirs; i++)
+		if (fs.sdirs[i].kind == SD_BINARY && strcmp(fs.sdirs[i].name, name) == 0) {
+			*out = i;
+			return 0;
+		}
+	if (fs.nsdirs == fs.sdirs_cap) {
+		size_t cap = fs.sdirs_cap ? fs.sdirs_cap * 2 : 16;
+		struct sdir *d = realloc(fs.sdirs, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		fs.sdirs = d;
+		fs.sdirs_cap = cap;
+	}
+	char *copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	fs.sdirs[fs.nsdirs] =
+	        (struct sdir){.kind = SD_BINARY, .name = copy, .index = (uint32_t)fs.nsdirs};
+	*out = fs.nsdirs++;
+	return 0;
+}
