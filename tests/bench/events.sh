@@ -372,8 +372,8 @@ part 2 || exit 0
 # The compile loop: C files of this tree that build on their own.
 srcs=()
 for f in tests/events-target.c tests/bench/gen-perf.c tests/bench/gen-folded.c \
-	tests/record-target.c tests/unwind-target.c fs/escape.c fs/tree.c; do
-	nice gcc -O2 -D_GNU_SOURCE -I"$top/fs" -I"$top/store" -c "$top/$f" -o "$work/probe.o" 2>/dev/null && srcs+=("$top/$f")
+	tests/record-target.c tests/unwind-target.c fs/view/escape.c fs/view/tree.c; do
+	nice gcc -O2 -D_GNU_SOURCE -I"$top/fs/view" -I"$top/store" -c "$top/$f" -o "$work/probe.o" 2>/dev/null && srcs+=("$top/$f")
 done
 : >"$work/compiles"
 start_load() {
