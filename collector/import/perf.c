@@ -82,7 +82,7 @@
 #endif
 
 #include "import.h"
-#include "symname.h"
+#include "parsers.h"
 #include "stackcache.h"
 
 /* Caches: at most 2^N slots each (see the struct perf fields). */
@@ -619,10 +619,10 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen, const char
 			rc = names_put(p, "]", 1);
 	} else {
 		/* perf prints some symbols with their version ("cfree@GLIBC_2.2.5");
-		 * a function has one name whatever the source (symname.h).  A JIT
+		 * a function has one name whatever the source (import.h).  A JIT
 		 * map's names are not ELF symbols and stay as they are. */
 		bool jit = mlen > 10 && memcmp(mod, "/tmp/perf-", 10) == 0;
-		rc = names_put(p, piece, jit ? plen : symname_unversioned_len(piece, plen));
+		rc = names_put(p, piece, jit ? plen : import_unversioned_len(piece, plen));
 	}
 	if (rc < 0)
 		return rc;

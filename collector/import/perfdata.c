@@ -50,6 +50,7 @@
 #include <xxhash.h>
 
 #include "import.h"
+#include "parsers.h"
 #include "stackcache.h"
 
 #define PERFDATA_MAX_BYTES ((size_t)64 << 30)
@@ -1224,6 +1225,11 @@ static void first_sampled(struct pd *p, size_t off, size_t end)
 	p->first_attr = best;
 	for (size_t i = 0; i < p->nattrs; i++)
 		p->attrs[i].kept = strcmp(p->attrs[i].name, p->attrs[best].name) == 0;
+}
+
+bool import_perf_data_sniff(const uint8_t *buf, size_t len)
+{
+	return len >= 8 && memcmp(buf, "PERFILE2", 8) == 0;
 }
 
 int import_perf_data(struct import_ctx *ctx)
