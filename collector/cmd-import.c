@@ -241,7 +241,7 @@ static int import_file(struct import_job *job, const char *path)
 	}
 	if (fmt == IMPORT_FORMAT_AUTO)
 		fmt = import_detect(prefix, (size_t)plen);
-	const struct import_format_ops *ops = import_format_ops(fmt);
+	const struct import_format_ops *ops = import_format_find(fmt);
 	if (!ops) {
 		fprintf(stderr,
 		        PROG ": %s: expected a profile in a format flamefs reads, got none it "

@@ -27,7 +27,7 @@ const struct import_format_ops import_formats[] = {
 
 const size_t import_formats_count = sizeof(import_formats) / sizeof(import_formats[0]);
 
-const struct import_format_ops *import_format_ops(enum import_format f)
+const struct import_format_ops *import_format_find(enum import_format f)
 {
 	for (size_t i = 0; i < import_formats_count; i++)
 		if (import_formats[i].id == f)
@@ -50,7 +50,7 @@ enum import_format import_detect(const uint8_t *buf, size_t len)
 
 const char *import_format_name(enum import_format f)
 {
-	const struct import_format_ops *ops = import_format_ops(f);
+	const struct import_format_ops *ops = import_format_find(f);
 	return ops ? ops->name : "auto";
 }
 

@@ -234,7 +234,7 @@ extern const struct import_format_ops import_formats[];
 extern const size_t import_formats_count;
 
 /* The table entry of format f, or NULL for AUTO and UNKNOWN. */
-const struct import_format_ops *import_format_ops(enum import_format f);
+const struct import_format_ops *import_format_find(enum import_format f);
 /* The format of an input from its first bytes (buf[0..len)), strictly:
  * IMPORT_FORMAT_UNKNOWN when it is none of them. */
 enum import_format import_detect(const uint8_t *buf, size_t len);

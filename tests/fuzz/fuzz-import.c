@@ -118,7 +118,7 @@ int fuzz_import(const uint8_t *data, size_t size, enum import_format fmt)
 	        .prefix = data,
 	        .prefix_len = plen,
 	};
-	const struct import_format_ops *ops = import_format_ops(fmt);
+	const struct import_format_ops *ops = import_format_find(fmt);
 	if (!ops) {
 		fprintf(stderr, "fuzz: no format %d in import_formats[]\n", (int)fmt);
 		abort();
