@@ -842,7 +842,7 @@ int import_perf_data(struct import_ctx *ctx)
 	if (fstat(ctx->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    (uint64_t)st.st_size >= ctx->prefix_len && (uint64_t)st.st_size <= PERFDATA_MAX_BYTES) {
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, ctx->fd, 0);
-		/* the prefix main.c read must be the file's start */
+		/* the prefix cmd-import.c read must be the file's start */
 		if (map != MAP_FAILED && ctx->prefix_len &&
 		    memcmp(map, ctx->prefix, ctx->prefix_len) != 0) {
 			munmap(map, (size_t)st.st_size);

@@ -14,7 +14,7 @@
 
 #include "fuzz-import.h"
 
-/* What main.c reads before it picks an importer. */
+/* What cmd-import.c reads before it picks an importer. */
 #define PREFIX_MAX (64u << 10)
 #define INPUT_NAME "fuzz-input"
 
@@ -104,7 +104,7 @@ int fuzz_import(const uint8_t *data, size_t size, enum import_format fmt)
 		abort();
 	}
 
-	/* Detection sees what main.c would give it; its answer is not used,
+	/* Detection sees what cmd-import.c would give it; its answer is not used,
 	 * the target's format is. */
 	size_t plen = size < PREFIX_MAX ? size : PREFIX_MAX;
 	(void)import_detect(data, plen);
