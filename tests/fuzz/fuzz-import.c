@@ -14,7 +14,7 @@
 
 #include "fuzz-import.h"
 
-/* What main.c reads before it picks an importer. */
+/* What cmd-import.c reads before it picks an importer. */
 #define PREFIX_MAX (64u << 10)
 #define INPUT_NAME "fuzz-input"
 
@@ -104,7 +104,7 @@ int fuzz_import(const uint8_t *data, size_t size, enum import_format fmt)
 		abort();
 	}
 
-	/* Detection sees what main.c would give it; its answer is not used,
+	/* Detection sees what cmd-import.c would give it; its answer is not used,
 	 * the target's format is. */
 	size_t plen = size < PREFIX_MAX ? size : PREFIX_MAX;
 	(void)import_detect(data, plen);
@@ -118,15 +118,12 @@ int fuzz_import(const uint8_t *data, size_t size, enum import_format fmt)
 	        .prefix = data,
 	        .prefix_len = plen,
 	};
-	int rc;
-	switch (fmt) {
-	case IMPORT_FORMAT_PERF: rc = import_perf(&ctx); break;
-	case IMPORT_FORMAT_FOLDED: rc = import_folded(&ctx); break;
-	case IMPORT_FORMAT_GPERF_CPU: rc = import_gperf_cpu(&ctx); break;
-	case IMPORT_FORMAT_LEGACY: rc = import_legacy(&ctx); break;
-	case IMPORT_FORMAT_PERF_DATA: rc = import_perf_data(&ctx); break;
-	default: rc = import_pprof(&ctx); break;
+	const struct import_format_ops *ops = import_format_find(fmt);
+	if (!ops) {
+		fprintf(stderr, "fuzz: no format %d in import_formats[]\n", (int)fmt);
+		abort();
 	}
+	int rc = ops->parse(&ctx);
 	close(fd);
 
 	/* The contract: bad input is -EINVAL with "fuzz-input:..." saying

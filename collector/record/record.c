@@ -37,7 +37,6 @@
 #include <linux/types.h>
 
 #include "record.h"
-#include "duration.h"
 #include "store.h"
 
 #define PROG "flamefs-collect"
@@ -118,37 +117,7 @@ static void usage(FILE *f)
 	      f);
 }
 
-static void usage_unwind_table(FILE *f)
-{
-	fputs("Usage: " PROG " unwind-table [--summary] FILE\n"
-	      "\n"
-	      "Compiles the DWARF call-frame information of an x86-64 ELF file\n"
-	      "(.eh_frame, else .debug_frame, else that of its debug file under\n"
-	      "/usr/lib/debug/.build-id) into the table `record` walks stacks with,\n"
-	      "and prints it: one row per line, \"ADDRESS RULE\" (16 hex digits, as\n"
-	      "readelf -wF prints them), where RULE is\n"
-	      "rsp+N or rbp+N (the CFA; \",rbp=c-M\" when rbp is saved at CFA-M),\n"
-	      "plt(N), signal, end (outermost frame), bad (not expressible: the\n"
-	      "walk stops there) or none (no CFI).  --summary prints only the\n"
-	      "first line: source, rows, FDEs and the time it took.\n"
-	      "\n"
-	      "EXAMPLES\n"
-	      "  " PROG " unwind-table --summary /lib/x86_64-linux-gnu/libc.so.6\n"
-	      "  " PROG " unwind-table ./myprog | grep -c bad\n",
-	      f);
-}
-
 #ifdef FLAMEFS_RECORD_NO_BPF
-
-int unwind_table_main(int argc, char **argv)
-{
-	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		usage_unwind_table(stdout);
-		return 0;
-	}
-	fprintf(stderr, PROG ": unwind-table: this build has no unwinder (libdw was missing)\n");
-	return 1;
-}
 
 int record_main(int argc, char **argv)
 {
@@ -167,14 +136,12 @@ int record_main(int argc, char **argv)
 #include <bpf/libbpf.h>
 #include <elfutils/libdwelf.h>
 
-#include "cfi.h"
 #include "import.h"
 #include "kbtf.h"
 #include "ldso.h"
 #include "profile.h"
 #include "profile.skel.h"
 #include "symbolize.h"
-#include "unwind.h"
 #include "unwinder.h"
 
 #include "record-internal.h"
@@ -645,7 +612,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'D': o->log_drains = optarg; break;
 		case 'R': {
-			int r = collect_parse_duration(optarg, &o->retention);
+			int r = record_parse_duration(optarg, &o->retention);
 			if (r < 0 || o->retention == 0) {
 				fprintf(stderr,
 				        PROG ": --retention: expected a duration such as 30d, "
@@ -1094,84 +1061,6 @@ static void cleanup(struct recorder *r)
 	free(r->bkeys);
 	free(r->bvals);
 	free(r->frames);
-}
-
-int unwind_table_main(int argc, char **argv)
-{
-	bool summary = false;
-	const char *path = NULL;
-
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage_unwind_table(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--summary") == 0) {
-			summary = true;
-		} else if (!path && argv[i][0] != '-') {
-			path = argv[i];
-		} else {
-			usage_unwind_table(stderr);
-			return 2;
-		}
-	}
-	if (!path) {
-		usage_unwind_table(stderr);
-		return 2;
-	}
-	elf_version(EV_CURRENT);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, PROG ": unwind-table: %s: %s\n", path, strerror(errno));
-		return 1;
-	}
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	struct cfi_table *t = NULL;
-	char err[256];
-	double t0 = now_mono();
-	int rc = cfi_compile(elf, NULL, &t, err, sizeof(err));
-	if (rc == -ENOENT && elf) {
-		/* As record does: the debug file of its build id. */
-		const void *bid;
-		ssize_t n = dwelf_elf_gnu_build_id(elf, &bid);
-		char dpath[256];
-		int len = 0, dfd = -1;
-		Elf *debug = NULL;
-		if (n >= 2 && n <= 64) {
-			len = snprintf(dpath, sizeof(dpath), "/usr/lib/debug/.build-id/%02x/",
-			               ((const uint8_t *)bid)[0]);
-			for (ssize_t i = 1; i < n; i++)
-				len += snprintf(dpath + len, sizeof(dpath) - (size_t)len, "%02x",
-				                ((const uint8_t *)bid)[i]);
-			snprintf(dpath + len, sizeof(dpath) - (size_t)len, ".debug");
-			dfd = open(dpath, O_RDONLY | O_CLOEXEC);
-			debug = dfd >= 0 ? elf_begin(dfd, ELF_C_READ_MMAP, NULL) : NULL;
-		}
-		if (debug)
-			rc = cfi_compile(elf, debug, &t, err, sizeof(err));
-		if (debug)
-			elf_end(debug);
-		if (dfd >= 0)
-			close(dfd);
-	}
-	double secs = now_mono() - t0;
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	if (rc < 0) {
-		fprintf(stderr, PROG ": unwind-table: %s: %s\n", path,
-		        rc == -ENOMEM ? "out of memory" : err);
-		return 1;
-	}
-	printf("# %s: %s, %zu rows (%zu bytes), %zu FDEs (%zu skipped), %zu bad rows, %.1f ms\n",
-	       path, t->source, t->nrows, t->nrows * sizeof(struct unwind_row), t->fdes,
-	       t->fdes_skipped, t->bad_rows, secs * 1e3);
-	for (size_t i = 0; !summary && i < t->nrows; i++) {
-		char rule[48];
-		printf("%016" PRIx64 " %s\n", t->base + t->rows[i].pc,
-		       cfi_rule_name(&t->rows[i], rule, sizeof(rule)));
-	}
-	cfi_table_free(t);
-	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 int record_main(int argc, char **argv)

@@ -36,6 +36,7 @@
 #include <zlib.h>
 
 #include "import.h"
+#include "parsers.h"
 #include "profile-codec.h"
 
 /* Larger inputs, raw or decompressed, are refused. */
@@ -121,6 +122,33 @@ fail:
 static bool is_gzip(const uint8_t *p, size_t len)
 {
 	return len >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
+
+/* A protobuf field key that can open a profile.proto Profile: messages
+ * and strings (fields 1-6, 11) are length-delimited, numbers (7-10, 12,
+ * 14) varints, comments (13) either, packed or not. */
+static bool pprof_first_key(uint8_t k)
+{
+	unsigned field = k >> 3, wire = k & 7;
+
+	if ((field >= 1 && field <= 6) || field == 11)
+		return wire == 2;
+	if ((field >= 7 && field <= 10) || field == 12 || field == 14)
+		return wire == 0;
+	return field == 13 && (wire == 0 || wire == 2);
+}
+
+bool import_pprof_sniff(const uint8_t *buf, size_t len)
+{
+	if (is_gzip(buf, len))
+		return true;
+	/* Text formats hold no control bytes other than tab, CR and LF, and
+	 * a protobuf's first bytes are a field key (0x0a, 0x12, ...) and a
+	 * length, so a control byte in the first non-empty line means
+	 * pprof when the first byte is a Profile's field key.  One further
+	 * down (a NUL in a frame name) is left to the text importer, which
+	 * reports it with its line. */
+	return !import_text_start(buf, len) && pprof_first_key(buf[0]);
 }
 
 /* Decompresses one or more concatenated gzip members into a malloc'd

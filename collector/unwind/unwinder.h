@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cfi.h"
 #include "symbolize.h"
 
 struct unwinder;

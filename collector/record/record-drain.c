@@ -16,7 +16,6 @@
 
 #include "import.h"
 #include "record-internal.h"
-#include "unwind.h"
 
 /* ---- process events ----------------------------------------------------- */
 

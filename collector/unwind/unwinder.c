@@ -40,9 +40,7 @@
 #include <bpf/bpf.h>
 #include <linux/types.h>
 
-#include "cfi.h"
 #include "unwinder.h"
-#include "unwind.h"
 
 #define TABLE_BUCKETS 1024
 #define RECENT_SLOTS  256

@@ -136,106 +136,18 @@ size_t import_event_base(const char *ev, size_t n)
 	return (size_t)(colon - ev);
 }
 
-/* True when the line looks like folded output: "frames COUNT". */
-static bool folded_line(const uint8_t *p, size_t len)
+bool import_text_start(const uint8_t *buf, size_t len)
 {
-	while (len && (p[len - 1] == '\r' || p[len - 1] == ' '))
-		len--;
-	size_t digits = 0;
-	while (digits < len && p[len - 1 - digits] >= '0' && p[len - 1 - digits] <= '9')
-		digits++;
-	return digits > 0 && digits < len && p[len - 1 - digits] == ' ';
-}
-
-/* A protobuf field key that can open a profile.proto Profile: messages
- * and strings (fields 1-6, 11) are length-delimited, numbers (7-10, 12,
- * 14) varints, comments (13) either, packed or not. */
-static bool pprof_first_key(uint8_t k)
-{
-	unsigned field = k >> 3, wire = k & 7;
-
-	if ((field >= 1 && field <= 6) || field == 11)
-		return wire == 2;
-	if ((field >= 7 && field <= 10) || field == 12 || field == 14)
-		return wire == 0;
-	return field == 13 && (wire == 0 || wire == 2);
-}
-
-enum import_format import_detect(const uint8_t *buf, size_t len)
-{
-	if (len >= 8 && memcmp(buf, "PERFILE2", 8) == 0)
-		return IMPORT_FORMAT_PERF_DATA;
-	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
-		return IMPORT_FORMAT_PPROF;
-	if (import_gperf_cpu_sniff(buf, len))
-		return IMPORT_FORMAT_GPERF_CPU;
-	/* Text formats hold no control bytes other than tab, CR and LF, and
-	 * a protobuf's first bytes are a field key (0x0a, 0x12, ...) and a
-	 * length, so a control byte in the first non-empty line means
-	 * pprof when the first byte is a Profile's field key.  One further
-	 * down (a NUL in a frame name) is left to the text importer, which
-	 * reports it with its line. */
+	/* Text formats hold no control bytes other than tab, CR and LF. */
 	size_t i = 0;
 	while (i < len && (buf[i] == '\n' || buf[i] == '\r'))
 		i++;
 	for (size_t j = i; j < len && j < i + 4096 && buf[j] != '\n'; j++) {
 		uint8_t c = buf[j];
 		if (c < 0x20 && c != '\t' && c != '\r')
-			return pprof_first_key(buf[0]) ? IMPORT_FORMAT_PPROF
-			                               : IMPORT_FORMAT_UNKNOWN;
+			return false;
 	}
-	if (import_legacy_sniff(buf, len))
-		return IMPORT_FORMAT_LEGACY;
-	if (import_perf_sniff(buf, len))
-		return IMPORT_FORMAT_PERF;
-
-	/* Folded: every complete line that is not a comment is "stack
-	 * COUNT", and there is at least one. */
-	size_t lines = 0, folded = 0;
-	const uint8_t *p = buf, *end = buf + len;
-	while (p < end && lines < 64) {
-		const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl)
-			break; /* ignore a possibly cut last line */
-		size_t l = (size_t)(nl - p);
-		while (l && (p[l - 1] == '\r' || p[l - 1] == ' ' || p[l - 1] == '\t'))
-			l--;
-		if (l > 0 && p[0] != '#') {
-			lines++;
-			folded += folded_line(p, l);
-		}
-		p = nl + 1;
-	}
-	/* One line, maybe longer than buf: folded when it has a count or
-	 * a ';'. */
-	if (lines == 0 && p < end &&
-	    (folded_line(p, (size_t)(end - p)) || memchr(p, ';', (size_t)(end - p))))
-		return IMPORT_FORMAT_FOLDED;
-	if (lines > 0 && folded == lines)
-		return IMPORT_FORMAT_FOLDED;
-	return IMPORT_FORMAT_UNKNOWN;
-}
-
-static const char *const format_names[] = {
-        [IMPORT_FORMAT_AUTO] = "auto",           [IMPORT_FORMAT_PERF] = "perf",
-        [IMPORT_FORMAT_FOLDED] = "folded",       [IMPORT_FORMAT_PPROF] = "pprof",
-        [IMPORT_FORMAT_PERF_DATA] = "perf.data", [IMPORT_FORMAT_GPERF_CPU] = "gperftools-cpu",
-        [IMPORT_FORMAT_LEGACY] = "legacy",
-};
-
-const char *import_format_name(enum import_format f)
-{
-	if ((size_t)f < sizeof(format_names) / sizeof(format_names[0]) && format_names[f])
-		return format_names[f];
-	return "auto";
-}
-
-int import_format_parse(const char *name)
-{
-	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
-		if (format_names[i] && strcmp(format_names[i], name) == 0)
-			return (int)i;
-	return -1;
+	return true;
 }
 
 int import_lines(struct import_ctx *ctx, struct linereader *lr,

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "offline.h"
+#include "import.h"
+#include "symbolize.h"
 
 #ifdef FLAMEFS_RECORD_NO_BPF
 

@@ -77,13 +77,12 @@
  * than hashing them. */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #include "import.h"
-#include "symname.h"
+#include "parsers.h"
 #include "stackcache.h"
+
+#include "perf-internal.h"
 
 /* Caches: at most 2^N slots each (see the struct perf fields). */
 #define PREFIX_SLOTS_LOG2 17
@@ -107,12 +106,6 @@ struct series_ent {
 	size_t key_len;
 	uint64_t hash; /* XXH3_64bits of key */
 	uint32_t id;
-};
-
-/* One stack line split into its parts (offsets into the sample block). */
-struct stack_line {
-	size_t func, func_len;
-	size_t mod, mod_len;
 };
 
 /* A raw stack line of a block being interned. */
@@ -181,83 +174,6 @@ struct perf {
 	size_t stackkey_cap;
 };
 
-/* Byte classes, one table lookup each (the parsers' inner loops). */
-enum {
-	C_WS = 1,    /* Perl's \s: space, \t, \n, \v, \f, \r */
-	C_DIGIT = 2, /* 0-9 */
-	C_WORD = 4,  /* Perl's \w on a byte string: [A-Za-z0-9_] */
-	C_HEXL = 8,  /* [0-9a-f] */
-	C_TIDY = 16, /* the bytes import_tidy() changes: ; ( " ' */
-};
-
-/* clang-format off */
-static const uint8_t cclass[256] = {
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  1,  1,  1,  1,  1,  0,  0, /* 0x00 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x10 */
-	 1,  0, 16,  0,  0,  0,  0, 16, 16,  0,  0,  0,  0,  0,  0,  0, /* 0x20 */
-	14, 14, 14, 14, 14, 14, 14, 14, 14, 14,  0, 16,  0,  0,  0,  0, /* 0x30 */
-	 0,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4, /* 0x40 */
-	 4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  0,  0,  0,  0,  4, /* 0x50 */
-	 0, 12, 12, 12, 12, 12, 12,  4,  4,  4,  4,  4,  4,  4,  4,  4, /* 0x60 */
-	 4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  0,  0,  0,  0,  0, /* 0x70 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x80 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0x90 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xa0 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xb0 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xc0 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xd0 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xe0 */
-	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, /* 0xf0 */
-};
-/* clang-format on */
-
-static inline bool is_ws(unsigned char c)
-{
-	return cclass[c] & C_WS;
-}
-
-static inline bool is_digit(unsigned char c)
-{
-	return cclass[c] & C_DIGIT;
-}
-
-static inline bool is_word(unsigned char c)
-{
-	return cclass[c] & C_WORD;
-}
-
-static inline bool is_hex_lower(unsigned char c)
-{
-	return cclass[c] & C_HEXL;
-}
-
-/* The first '\n' in [p, end), or NULL.  memchr for perf's short lines
- * (tens of bytes) without a library call per line. */
-static inline const char *find_nl(const char *p, const char *end)
-{
-#ifdef __SSE2__
-	const __m128i nl = _mm_set1_epi8('\n');
-
-	for (; end - p >= 32; p += 32) {
-		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
-		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(a, nl)) |
-		             (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, nl)) << 16;
-
-		if (m)
-			return p + __builtin_ctz(m);
-	}
-	for (; end - p >= 16; p += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
-
-		if (m)
-			return p + __builtin_ctz(m);
-	}
-#endif
-	return memchr(p, '\n', (size_t)(end - p));
-}
-
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
@@ -285,149 +201,6 @@ static int fail_line(struct perf *p, uint64_t line, const char *what, const char
 	bool cut = p->lr.unterminated && line == p->lr.line;
 	return import_fail(p->ctx, line, "expected %s, got \"%s\"%s", what, ex,
 	                   cut ? " at the end of the input (is the file truncated?)" : "");
-}
-
-/* ---- header lines ---------------------------------------------------- */
-
-struct header {
-	const char *comm;
-	size_t comm_len;
-	size_t end;        /* just past the pid[/tid] */
-	const char *event; /* NULL when the header names no event */
-	size_t event_len;
-	const char *period; /* digits, or NULL */
-	size_t period_len;
-};
-
-/* Matches stackcollapse-perf's header pattern: the shortest comm of two or
- * more bytes, then whitespace, a pid (or pid/tid: digits, slashes, digits)
- * and whitespace.  Linear: each whitespace run is tried once. */
-static bool match_header(const char *l, size_t n, struct header *h)
-{
-	if (n < 2 || is_ws((unsigned char)l[0]))
-		return false;
-	for (size_t k = 2; k < n; k++) {
-		if (!is_ws((unsigned char)l[k]))
-			continue;
-		if (k > 2 && is_ws((unsigned char)l[k - 1]))
-			continue; /* same run as k-1: already tried */
-		size_t j = k;
-		while (j < n && is_ws((unsigned char)l[j]))
-			j++;
-		if (j == n || !is_digit((unsigned char)l[j]))
-			continue;
-		while (j < n && is_digit((unsigned char)l[j]))
-			j++;
-		while (j < n && l[j] == '/')
-			j++;
-		while (j < n && is_digit((unsigned char)l[j]))
-			j++;
-		if (j < n && is_ws((unsigned char)l[j])) {
-			h->comm = l;
-			h->comm_len = k;
-			h->end = j;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Matches /:\s*(\d+)*\s+(\S+):\s*$/ anywhere in the line: the last token
- * ends in ':' and names the event; an optional period sits between it and
- * an earlier ':'. */
-static void match_event(const char *l, size_t n, struct header *h)
-{
-	size_t t = n, b, c, d;
-
-	h->event = NULL;
-	h->event_len = 0;
-	h->period = NULL;
-	h->period_len = 0;
-	while (t > 0 && is_ws((unsigned char)l[t - 1]))
-		t--;
-	if (t < 2 || l[t - 1] != ':')
-		return;
-	b = t - 1;
-	while (b > 0 && !is_ws((unsigned char)l[b - 1]))
-		b--;
-	if (b == t - 1 || b == 0)
-		return; /* empty event name, or no whitespace before it */
-	c = b;
-	while (c > 0 && is_ws((unsigned char)l[c - 1]))
-		c--;
-	d = c;
-	while (d > 0 && is_digit((unsigned char)l[d - 1]))
-		d--;
-	size_t e = d;
-	while (e > 0 && is_ws((unsigned char)l[e - 1]))
-		e--;
-	if (e == 0 || l[e - 1] != ':')
-		return;
-	h->event = l + b;
-	h->event_len = t - 1 - b;
-	if (c > d) {
-		h->period = l + d;
-		h->period_len = c - d;
-	}
-}
-
-/* The first "SECONDS.FRACTION:" token after the pid, as whole seconds.
- * Returns 1 when found, 0 when not, -ERANGE on overflow. */
-static int header_time(const char *l, size_t n, size_t from, int64_t *when)
-{
-	/* Tokens are tried in order by walking the ':' bytes that end one;
-	 * l[from] is whitespace, so no token starts before from + 1. */
-	for (size_t c = from; c < n;) {
-		const char *col = memchr(l + c, ':', n - c);
-		if (!col)
-			return 0;
-		size_t k = (size_t)(col - l);
-		c = k + 1;
-		if (k + 1 < n && !is_ws((unsigned char)l[k + 1]))
-			continue;
-		size_t s = k;
-		while (s > from && !is_ws((unsigned char)l[s - 1]))
-			s--;
-		/* token l[s..k] must be DIGITS.DIGITS: */
-		size_t j = s;
-		while (j < k && is_digit((unsigned char)l[j]))
-			j++;
-		if (j == s || j >= k || l[j] != '.')
-			continue;
-		size_t f = j + 1;
-		while (f < k && is_digit((unsigned char)l[f]))
-			f++;
-		if (f == j + 1 || f != k)
-			continue;
-		int64_t v = 0;
-		for (size_t q = s; q < j; q++) {
-			if (v > (INT64_MAX - 9) / 10)
-				return -ERANGE;
-			v = v * 10 + (l[q] - '0');
-		}
-		*when = v;
-		return 1;
-	}
-	return 0;
-}
-
-static int parse_u64(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (n <= 19) { /* 19 digits cannot pass 2^64 - 1 */
-		for (size_t i = 0; i < n; i++)
-			v = v * 10 + (unsigned)(s[i] - '0');
-		*out = v;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned d = (unsigned)(s[i] - '0');
-		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
-			return -ERANGE;
-	}
-	*out = v;
-	return 0;
 }
 
 /* ---- series ids ------------------------------------------------------- */
@@ -526,62 +299,6 @@ static int sample_series(struct perf *p, uint32_t *id)
 	return 0;
 }
 
-/* ---- stack lines ------------------------------------------------------ */
-
-/* Matches /^\s*(\w+)\s*(.+) \((.*)\)/ with Perl's backtracking: the
- * function runs to the last " (" that has a ")" after it, the module from
- * there to the last ")".  Offsets are relative to l. */
-static bool match_stack_line(const char *l, size_t n, struct stack_line *sl)
-{
-	size_t s = 0, e, f, start, L, q;
-
-	while (s < n && is_ws((unsigned char)l[s]))
-		s++;
-	if (s == n || !is_word((unsigned char)l[s]))
-		return false;
-	e = s;
-	while (e < n && is_word((unsigned char)l[e]))
-		e++;
-	f = e;
-	while (f < n && is_ws((unsigned char)l[f]))
-		f++;
-
-	const char *rp = memrchr(l, ')', n);
-	if (!rp)
-		return false;
-	L = (size_t)(rp - l);
-	if (L < 2)
-		return false;
-	/* the last " (" at q with q + 2 <= L */
-	size_t lim = L; /* look for '(' in l[1..lim) */
-	for (;;) {
-		const char *op = lim > 1 ? memrchr(l + 1, '(', lim - 1) : NULL;
-		if (!op)
-			return false;
-		q = (size_t)(op - l) - 1;
-		if (l[q] == ' ')
-			break;
-		lim = q + 1;
-	}
-
-	if (q >= f + 1) {
-		start = f;
-	} else if (q >= 1 && q - 1 >= e) {
-		start = q - 1; /* \s* gives back whitespace */
-	} else if (q == e && e - s >= 2) {
-		start = e - 1; /* \w+ gives back its last byte */
-	} else {
-		return false;
-	}
-	if (start >= q)
-		return false;
-	sl->func = start;
-	sl->func_len = q - start;
-	sl->mod = q + 2;
-	sl->mod_len = L - (q + 2);
-	return true;
-}
-
 static int names_put(struct perf *p, const char *s, size_t n)
 {
 	/* +1: the buffer always exists, even for an empty name */
@@ -619,10 +336,10 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen, const char
 			rc = names_put(p, "]", 1);
 	} else {
 		/* perf prints some symbols with their version ("cfree@GLIBC_2.2.5");
-		 * a function has one name whatever the source (symname.h).  A JIT
+		 * a function has one name whatever the source (import.h).  A JIT
 		 * map's names are not ELF symbols and stay as they are. */
 		bool jit = mlen > 10 && memcmp(mod, "/tmp/perf-", 10) == 0;
-		rc = names_put(p, piece, jit ? plen : symname_unversioned_len(piece, plen));
+		rc = names_put(p, piece, jit ? plen : import_unversioned_len(piece, plen));
 	}
 	if (rc < 0)
 		return rc;
@@ -691,23 +408,6 @@ static int add_frame(struct perf *p, size_t *nf, size_t name_off, size_t name_le
 	return 0;
 }
 
-/* The first "->" in s[0..n), or NULL. */
-static const char *find_arrow(const char *s, size_t n)
-{
-	const char *end = s + n;
-
-	while (n >= 2) {
-		const char *d = memchr(s, '-', n - 1);
-		if (!d)
-			return NULL;
-		if (d[1] == '>')
-			return d;
-		s = d + 1;
-		n = (size_t)(end - s);
-	}
-	return NULL;
-}
-
 /* Appends the frames of one stack line (function without its offset, and
  * module) to p->frames, root-most first; names go to p->names and are
  * pointed at by frames_finish(). */
@@ -725,7 +425,7 @@ static int line_frames(struct perf *p, size_t *nf, const char *func, size_t flen
 		end -= 2;
 	size_t at = 0, index = 0;
 	while (end > 0 && at <= end) {
-		const char *arrow = find_arrow(func + at, end - at);
+		const char *arrow = perf_find_arrow(func + at, end - at);
 		size_t plen = arrow ? (size_t)(arrow - (func + at)) : end - at;
 		size_t off = p->names_len, nlen;
 		bool unknown = plen == 9 && memcmp(func + at, "[unknown]", 9) == 0;
@@ -747,18 +447,6 @@ static void frames_finish(struct perf *p, size_t nf)
 {
 	for (size_t i = 0; i < nf; i++)
 		p->frames[i].name = p->names + p->name_off[i];
-}
-
-/* The length of func without a trailing "+0x<lowercase hex>" offset. */
-static size_t strip_offset(const char *func, size_t flen)
-{
-	size_t h = flen;
-
-	while (h > 0 && is_hex_lower((unsigned char)func[h - 1]))
-		h--;
-	if (h < flen && h >= 3 && memcmp(func + h - 3, "+0x", 3) == 0)
-		return h - 3;
-	return flen;
 }
 
 static bool is_java(const struct perf *p)
@@ -945,9 +633,9 @@ static int stack_parts_key(struct perf *p, const char *block, size_t blen, const
 		const char *nl = find_nl(l, block + blen);
 		size_t n = nl ? (size_t)(nl - l) : blen - pos;
 		struct stack_line sl;
-		if (!match_stack_line(l, n, &sl))
+		if (!perf_match_stack_line(l, n, &sl))
 			return 0;
-		uint32_t lens[2] = {(uint32_t)strip_offset(l + sl.func, sl.func_len),
+		uint32_t lens[2] = {(uint32_t)perf_strip_offset(l + sl.func, sl.func_len),
 		                    (uint32_t)sl.mod_len};
 		/* the parts and their lengths are never longer than the line
 		 * with its newline, whose room the buffer already has */
@@ -1024,7 +712,7 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 		if (stackcache_get(p->frame, p->rl[i].line, &p->rl[i].frame, &unused))
 			continue;
 		p->rl[i].frame = UINT32_MAX;
-		if (memchr(l, '\0', n) || !match_stack_line(l, n, &p->rl[i].sl))
+		if (memchr(l, '\0', n) || !perf_match_stack_line(l, n, &p->rl[i].sl))
 			return fail_line(p, first_line + i, "a sample header or a stack line", l,
 			                 n);
 	}
@@ -1039,7 +727,7 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 			 * leave the pc and offset out, find its frame
 			 * without splitting and tidying it again. */
 			const char *func = l + sl->func;
-			size_t flen = strip_offset(func, sl->func_len);
+			size_t flen = perf_strip_offset(func, sl->func_len);
 			struct stackcache_key pkey;
 			uint32_t single;
 			rc = parts_key(p, func, flen, l + sl->mod, sl->mod_len, seed, &pkey);
@@ -1125,7 +813,7 @@ static int fast_sample(struct perf *p)
 			off += n + 1;
 			continue;
 		}
-		if (c != '#' && !is_ws(c) && match_header(l, n, &h)) {
+		if (c != '#' && !is_ws(c) && perf_match_header(l, n, &h)) {
 			blank = 0;
 			break;
 		}
@@ -1136,10 +824,10 @@ static int fast_sample(struct perf *p)
 
 	uint64_t line = r->line + 1; /* the leaf's */
 	struct stack_line sl;
-	if (memchr(base, '\0', leaf_len) || !match_stack_line(base, leaf_len, &sl))
+	if (memchr(base, '\0', leaf_len) || !perf_match_stack_line(base, leaf_len, &sl))
 		return fail_line(p, line, "a sample header or a stack line", base, leaf_len);
 	const char *func = base + sl.func;
-	size_t flen = strip_offset(func, sl.func_len);
+	size_t flen = perf_strip_offset(func, sl.func_len);
 	const char *mod = base + sl.mod;
 
 	uint32_t series, node, unused;
@@ -1258,14 +946,14 @@ static int start_sample(struct perf *p, const char *l, size_t n, const struct he
 	p->weight = 1;
 	if (h->period) {
 		uint64_t v;
-		if (parse_u64(h->period, h->period_len, &v) < 0)
+		if (perf_parse_u64(h->period, h->period_len, &v) < 0)
 			return import_fail(
 			        p->ctx, p->lr.line, "period %.*s does not fit in 64 bits",
 			        (int)(h->period_len > 40 ? 40 : h->period_len), h->period);
 		if (v)
 			p->weight = v;
 	}
-	rc = header_time(l, n, h->end, &p->when);
+	rc = perf_header_time(l, n, h->end, &p->when);
 	if (rc < 0)
 		return import_fail(p->ctx, p->lr.line, "sample time does not fit in 64 bits");
 	if (rc == 0)
@@ -1300,10 +988,10 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 	struct stack_line sl;
 	int rc;
 
-	if (memchr(l, '\0', n) || !match_stack_line(l, n, &sl))
+	if (memchr(l, '\0', n) || !perf_match_stack_line(l, n, &sl))
 		return fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
 	const char *func = l + sl.func;
-	size_t flen = strip_offset(func, sl.func_len);
+	size_t flen = perf_strip_offset(func, sl.func_len);
 	size_t tail = sl.mod + sl.mod_len + 1;
 	uint32_t lens[3] = {(uint32_t)flen, (uint32_t)sl.mod_len, (uint32_t)(n - tail)};
 
@@ -1326,93 +1014,6 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 	return 0;
 }
 
-/* The token at l[j..) (up to whitespace or n): its end. */
-static size_t token_end(const char *l, size_t n, size_t j)
-{
-	while (j < n && !is_ws((unsigned char)l[j]))
-		j++;
-	return j;
-}
-
-static bool all_of(const char *s, size_t n, bool (*is)(unsigned char))
-{
-	for (size_t i = 0; i < n; i++)
-		if (!is((unsigned char)s[i]))
-			return false;
-	return n > 0;
-}
-
-/* perf script's fields between the pid and the ip: "[cpu]" and a time
- * "SECONDS.FRACTION:" (returns 1), an event "NAME:" (2), anything else 0. */
-static int field_kind(const char *t, size_t n)
-{
-	if (n >= 3 && t[0] == '[' && t[n - 1] == ']' && all_of(t + 1, n - 2, is_digit))
-		return 1;
-	if (n < 2 || t[n - 1] != ':')
-		return 0;
-	const char *dot = memchr(t, '.', n - 1);
-	if (dot && all_of(t, (size_t)(dot - t), is_digit) &&
-	    all_of(dot + 1, (size_t)(t + n - 1 - dot - 1), is_digit))
-		return 1;
-	return 2;
-}
-
-/* True when l[j..n) is a hex pc, whitespace and a stack line. */
-static bool pc_and_stack_line(const char *l, size_t n, size_t j)
-{
-	size_t e = token_end(l, n, j);
-	struct stack_line sl;
-
-	return e < n && all_of(l + j, e - j, is_hex_lower) && match_stack_line(l + j, n - j, &sl);
-}
-
-/* Matches a sample line of a recording without callchains, l[0..n) with
- * the leading whitespace already skipped (perf right-aligns the comm;
- * converters and sed may not): a header (comm pid), any of perf's fields
- * -- "[cpu]", a time "S.F:", a period, the event "NAME:" -- then a stack
- * line (hex pc, symbol, "(module)").  A number is the period when the
- * event or a pc and a stack line follow it, else the pc.  Fills h (event,
- * period) and *tail, the offset of the stack line's part. */
-static bool match_one_line(const char *l, size_t n, struct header *h, size_t *tail)
-{
-	if (!match_header(l, n, h))
-		return false;
-	h->event = h->period = NULL;
-	h->event_len = h->period_len = 0;
-	for (size_t k = h->end;;) {
-		size_t j = k;
-		while (j < n && is_ws((unsigned char)l[j]))
-			j++;
-		size_t e = token_end(l, n, j);
-		if (j == k || e == n)
-			return false;
-		if (!h->event && !h->period && all_of(l + j, e - j, is_digit)) {
-			size_t f = e;
-			while (f < n && is_ws((unsigned char)l[f]))
-				f++;
-			size_t g = token_end(l, n, f);
-			if (field_kind(l + f, g - f) == 2 || pc_and_stack_line(l, n, f)) {
-				h->period = l + j;
-				h->period_len = e - j;
-				k = e;
-				continue;
-			}
-		}
-		int kind = h->event ? 0 : field_kind(l + j, e - j);
-		if (kind == 0) {
-			if (!pc_and_stack_line(l, n, j))
-				return false;
-			*tail = j;
-			return true;
-		}
-		if (kind == 2) {
-			h->event = l + j;
-			h->event_len = e - j - 1;
-		}
-		k = e;
-	}
-}
-
 /* A sample line of a recording without callchains, where a sample may
  * start: stored as a one-frame stack.  Returns 1 when l was one, 0 when
  * not (nothing done), -errno. */
@@ -1424,7 +1025,7 @@ static int one_line_sample(struct perf *p, const char *l, size_t n)
 
 	while (skip < n && is_ws((unsigned char)l[skip]))
 		skip++;
-	if (!match_one_line(l + skip, n - skip, &h, &tail))
+	if (!perf_match_one_line(l + skip, n - skip, &h, &tail))
 		return 0;
 	p->sample_bytes = n + 1;
 	rc = start_sample(p, l + skip, n - skip, &h);
@@ -1450,7 +1051,7 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 	}
 	if (l[0] == '#')
 		return 0;
-	if (!is_ws((unsigned char)l[0]) && match_header(l, n, &h)) {
+	if (!is_ws((unsigned char)l[0]) && perf_match_header(l, n, &h)) {
 		if (memchr(l, '\0', n))
 			return fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
 		/* perf ends every line with a newline and every header with
@@ -1464,7 +1065,7 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 		rc = end_sample(p);
 		if (rc < 0)
 			return rc;
-		match_event(l, n, &h);
+		perf_match_event(l, n, &h);
 		/* A header that names no event where it ends may be a line
 		 * of a recording without callchains written flush left (by
 		 * a converter, or sed): read as when it is indented. */
@@ -1514,52 +1115,6 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 static int handle_line_cb(void *state, const char *l, size_t n)
 {
 	return handle_line(state, l, n);
-}
-
-/* Accepts every layout import_perf() reads: a header naming an event; a
- * header without one, then a stack line, indented or flush left (older
- * perf and some converters write them so), or a blank line and another
- * such header (a sample without stack lines); a line of a recording
- * without callchains, indented or flush left. */
-bool import_perf_sniff(const uint8_t *buf, size_t len)
-{
-	const char *p = (const char *)buf, *end = p + len;
-	struct header h;
-	size_t tail;
-	bool header = false, blank = false;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		size_t skip = 0;
-		while (skip < n && is_ws((unsigned char)p[skip]))
-			skip++;
-		if (skip == n || p[0] == '#') {
-			if (!nl)
-				return header;
-			blank |= skip == n && p[0] != '#';
-			p = nl + 1;
-			continue;
-		}
-		if (memchr(p, '\0', n))
-			return false;
-		bool is_header = skip == 0 && match_header(p, n, &h);
-		if (header && !blank) /* the line after a header without an event */
-			return !is_header && match_stack_line(p, n, &(struct stack_line){0});
-		if (skip > 0)
-			return !header && match_one_line(p + skip, n - skip, &h, &tail);
-		if (!is_header)
-			return false;
-		match_event(p, n, &h);
-		if (h.event || !nl)
-			return true; /* named an event, or the input ends in it */
-		if (!header && match_one_line(p, n, &h, &tail))
-			return true;
-		header = true;
-		blank = false;
-		p = nl + 1;
-	}
-	return header;
 }
 
 static void perf_free(struct perf *p)

@@ -2,12 +2,12 @@
  * duration.c — durations on the command line: a number with an optional
  * unit (s, m, h, d, w), or a sum of such parts ("1d12h").
  */
-#include "duration.h"
+#include "record.h"
 
 #include <errno.h>
 #include <stdbool.h>
 
-int collect_parse_duration(const char *s, int64_t *seconds)
+int record_parse_duration(const char *s, int64_t *seconds)
 {
 	const int64_t limit = (int64_t)1 << 62;
 	int64_t total = 0;

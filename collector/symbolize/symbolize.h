@@ -23,6 +23,8 @@
 
 #include "store.h"
 
+struct import_symbols; /* import.h */
+
 struct symbolize;
 
 /* Creates an empty symbolizer.  Returns NULL on ENOMEM.  The caller owns
@@ -208,5 +210,17 @@ char *symbolize_symbol(const char *raw, bool perf);
  * symbolize_symbol(raw, true) (off by default: the live collector
  * demangles fully before tidying). */
 void symbolize_set_perf_names(struct symbolize *s, bool on);
+
+/* ---- offline symbolization (offline.c) ---- */
+
+/* The importers' address symbolization (import.h's struct import_symbols)
+ * wired to this symbolizer, for profiles whose processes are known only
+ * from the file: perf.data, gperftools and legacy text profiles.  Fills
+ * *out with a fresh symbolizer that finds files under binary_path
+ * (colon-separated directories, may be NULL; copied) first.  Returns 0,
+ * -ENOMEM, or -ENOTSUP in a build without the symbolizer.  Free with
+ * offline_symbols_free(). */
+int offline_symbols_new(const char *binary_path, struct import_symbols *out);
+void offline_symbols_free(struct import_symbols *sym); /* accepts a zeroed struct */
 
 #endif

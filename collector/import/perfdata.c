@@ -50,414 +50,10 @@
 #include <xxhash.h>
 
 #include "import.h"
+#include "parsers.h"
 #include "stackcache.h"
 
-#define PERFDATA_MAX_BYTES ((size_t)64 << 30)
-#define MAX_ATTRS          256
-#define MAX_STACK          1024 /* frames kept per sample (perf's own limit is 127 by default) */
-#define FRAMES_PER_PC      16
-#define STACK_SLOTS_LOG2   18
-#define NO_EVENT_NAME      "samples"
-
-/* perf_event_attr.sample_type bits */
-enum {
-	S_IP = 1u << 0,
-	S_TID = 1u << 1,
-	S_TIME = 1u << 2,
-	S_ADDR = 1u << 3,
-	S_READ = 1u << 4,
-	S_CALLCHAIN = 1u << 5,
-	S_ID = 1u << 6,
-	S_CPU = 1u << 7,
-	S_PERIOD = 1u << 8,
-	S_STREAM_ID = 1u << 9,
-	S_RAW = 1u << 10,
-	S_BRANCH_STACK = 1u << 11,
-	S_REGS_USER = 1u << 12,
-	S_STACK_USER = 1u << 13,
-	S_IDENTIFIER = 1u << 16,
-};
-
-/* record types */
-enum {
-	R_MMAP = 1,
-	R_COMM = 3,
-	R_EXIT = 4,
-	R_FORK = 7,
-	R_SAMPLE = 9,
-	R_MMAP2 = 10,
-	R_HEADER_ATTR = 64,
-	R_FINISHED_ROUND = 68,
-	R_COMPRESSED = 81,
-};
-
-/* feature bits */
-enum {
-	F_BUILD_ID = 2,
-	F_CMDLINE = 11,
-	F_EVENT_DESC = 12,
-	F_CLOCK_DATA = 29,
-};
-
-#define MISC_CPUMODE_MASK 7u
-#define MISC_KERNEL       1u
-#define MISC_USER         2u
-#define MISC_MMAP_DATA    (1u << 13)
-#define MISC_COMM_EXEC    (1u << 13)
-#define MISC_MMAP_BUILDID (1u << 14)
-#define MISC_BUILDID_SIZE (1u << 15)
-
-#define CONTEXT_HV           ((uint64_t)-32)
-#define CONTEXT_KERNEL       ((uint64_t)-128)
-#define CONTEXT_USER         ((uint64_t)-512)
-#define CONTEXT_MAX          ((uint64_t)-4095)
-#define CONTEXT_GUEST        ((uint64_t)-2048)
-#define CONTEXT_GUEST_KERNEL ((uint64_t)-2176)
-#define CONTEXT_GUEST_USER   ((uint64_t)-2560)
-
-#define READ_TOTAL_TIME_ENABLED (1u << 0)
-#define READ_TOTAL_TIME_RUNNING (1u << 1)
-#define READ_ID                 (1u << 2)
-#define READ_GROUP              (1u << 3)
-#define READ_LOST               (1u << 4)
-
-#define BRANCH_HW_INDEX (1u << 17)
-
-struct attr {
-	uint32_t type;
-	uint64_t config, sample_type, read_format, branch_sample_type;
-	uint64_t regs_user_mask;
-	bool sample_id_all;
-	char *name;    /* as perf names it, e.g. "cpu-clock:ppp"; malloc'd */
-	size_t base;   /* length without modifiers */
-	int kept;      /* -1 unknown, 0 skipped, 1 kept */
-	uint64_t *ids; /* sample ids of this event */
-	size_t nids;
-};
-
-/* A thread's name (comm) by tid. */
-struct thread {
-	uint32_t tid; /* 0 and slot empty when name is NULL */
-	char *name;
-};
-
-struct pd {
-	struct import_ctx *ctx;
-	const uint8_t *buf;
-	size_t len;
-	bool swap; /* file written on the other byte order: refused */
-
-	struct attr attrs[MAX_ATTRS];
-	size_t nattrs;
-	uint64_t *id_keys; /* sample id -> attr index, open addressing */
-	uint32_t *id_vals;
-	size_t id_mask;
-
-	bool have_clock;
-	int64_t clock_wall_ns, clock_perf_ns;
-
-	struct thread *threads;
-	size_t threads_mask, threads_used;
-	uint32_t *gen; /* per pid slot: bumped on exec/mmap, part of cache keys */
-
-	struct stackcache *stacks; /* (pid gen, comm, event, ips) -> node */
-	uint64_t *ips;
-	size_t ips_cap;
-	struct store_frame *frames;
-	size_t frames_cap;
-	struct import_sums sums;
-	int first_attr; /* the event kept by default, -1 before the first sample */
-	uint64_t skipped_other;
-	uint64_t unwound, unwind_failed;
-	uint8_t kernel[MAX_STACK]; /* per entry of ips: 1 kernel, 0 user */
-};
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return v;
-}
-
-/* ---- names -------------------------------------------------------------- */
-
-static const char *const hw_names[] = {"cycles",
-                                       "instructions",
-                                       "cache-references",
-                                       "cache-misses",
-                                       "branch-instructions",
-                                       "branch-misses",
-                                       "bus-cycles",
-                                       "stalled-cycles-frontend",
-                                       "stalled-cycles-backend",
-                                       "ref-cycles"};
-static const char *const sw_names[] = {
-        "cpu-clock",        "task-clock",   "page-faults",  "context-switches",
-        "cpu-migrations",   "minor-faults", "major-faults", "alignment-faults",
-        "emulation-faults", "dummy",        "bpf-output",   "cgroup-switches"};
-
-static int attr_default_name(struct attr *a)
-{
-	char tmp[64];
-
-	if (a->type == 0 && a->config < sizeof(hw_names) / sizeof(hw_names[0]))
-		snprintf(tmp, sizeof(tmp), "%s", hw_names[a->config]);
-	else if (a->type == 1 && a->config < sizeof(sw_names) / sizeof(sw_names[0]))
-		snprintf(tmp, sizeof(tmp), "%s", sw_names[a->config]);
-	else
-		snprintf(tmp, sizeof(tmp), "raw-%u-0x%llx", a->type, (unsigned long long)a->config);
-	a->name = strdup(tmp);
-	return a->name ? 0 : -ENOMEM;
-}
-
-/* ---- sample ids ----------------------------------------------------------- */
-
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
-static int ids_build(struct pd *p)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < p->nattrs; i++)
-		n += p->attrs[i].nids;
-	size_t cap = 16;
-	while (cap < 2 * n + 2)
-		cap *= 2;
-	free(p->id_keys);
-	free(p->id_vals);
-	p->id_keys = calloc(cap, sizeof(*p->id_keys));
-	p->id_vals = calloc(cap, sizeof(*p->id_vals));
-	if (!p->id_keys || !p->id_vals)
-		return -ENOMEM;
-	p->id_mask = cap - 1;
-	for (size_t i = 0; i < p->nattrs; i++) {
-		for (size_t j = 0; j < p->attrs[i].nids; j++) {
-			uint64_t id = p->attrs[i].ids[j] + 1; /* 0 marks empty */
-			size_t s = mix(id) & p->id_mask;
-			while (p->id_keys[s] && p->id_keys[s] != id)
-				s = (s + 1) & p->id_mask;
-			p->id_keys[s] = id;
-			p->id_vals[s] = (uint32_t)i;
-		}
-	}
-	return 0;
-}
-
-static int attr_of_id(const struct pd *p, uint64_t id)
-{
-	if (!p->id_keys)
-		return -1;
-	id += 1;
-	for (size_t s = mix(id) & p->id_mask; p->id_keys[s]; s = (s + 1) & p->id_mask)
-		if (p->id_keys[s] == id)
-			return (int)p->id_vals[s];
-	return -1;
-}
-
-/* ---- header, attrs, features ------------------------------------------------ */
-
-/* Reads one perf_event_attr of attr_size bytes at off into attrs[nattrs]. */
-static int read_attr(struct pd *p, size_t off, size_t attr_size)
-{
-	if (p->nattrs == MAX_ATTRS)
-		return import_fail_at(p->ctx, off, "expected at most %d events, got more",
-		                      MAX_ATTRS);
-	if (attr_size < 64 || off > p->len || attr_size > p->len - off)
-		return import_fail_at(p->ctx, off,
-		                      "expected a perf_event_attr of %zu bytes inside the file",
-		                      attr_size);
-	const uint8_t *a = p->buf + off;
-	struct attr *t = &p->attrs[p->nattrs];
-	memset(t, 0, sizeof(*t));
-	t->type = rd32(a);
-	t->config = rd64(a + 8);
-	t->sample_type = rd64(a + 24);
-	t->read_format = rd64(a + 32);
-	uint64_t flags = rd64(a + 40);
-	t->sample_id_all = flags & (1ull << 18);
-	t->branch_sample_type = attr_size >= 80 ? rd64(a + 72) : 0;
-	t->regs_user_mask = attr_size >= 88 ? rd64(a + 80) : 0;
-	t->kept = -1;
-	p->nattrs++;
-	return 0;
-}
-
-static int read_ids(struct pd *p, struct attr *t, uint64_t off, uint64_t size)
-{
-	if (off > p->len || size > p->len - off || size % 8)
-		return import_fail_at(p->ctx, off,
-		                      "expected the event's sample ids inside the file");
-	t->nids = (size_t)(size / 8);
-	t->ids = malloc((t->nids ? t->nids : 1) * sizeof(*t->ids));
-	if (!t->ids)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nids; i++)
-		t->ids[i] = rd64(p->buf + off + 8 * i);
-	return 0;
-}
-
-/* A perf_header_string at *off: u32 len, then len bytes (NUL-padded). */
-static int header_string(struct pd *p, size_t *off, size_t end, const char **s, size_t *n)
-{
-	if (end - *off < 4)
-		return -1;
-	uint32_t l = rd32(p->buf + *off);
-	if (l > end - *off - 4)
-		return -1;
-	*s = (const char *)p->buf + *off + 4;
-	*n = strnlen(*s, l);
-	*off += 4 + (size_t)l;
-	return 0;
-}
-
-/* Build ids of the files hit, handed to the symbolizer with their
- * mappings later: kept as (path -> build id) in a small list. */
-struct bid {
-	char *path;
-	uint8_t id[20];
-	uint8_t len;
-};
-
-struct bids {
-	struct bid *b;
-	size_t n;
-};
-
-static void bids_free(struct bids *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		free(b->b[i].path);
-	free(b->b);
-	memset(b, 0, sizeof(*b));
-}
-
-static const struct bid *bids_find(const struct bids *b, const char *path)
-{
-	for (size_t i = 0; i < b->n; i++)
-		if (strcmp(b->b[i].path, path) == 0)
-			return &b->b[i];
-	return NULL;
-}
-
-static int feat_build_ids(struct pd *p, struct bids *out, size_t off, size_t end)
-{
-	while (end - off >= 8 + 4 + 24) {
-		uint16_t misc = rd16(p->buf + off + 4), size = rd16(p->buf + off + 6);
-		if (size < 8 + 4 + 24 || size > end - off)
-			return import_fail_at(p->ctx, off,
-			                      "expected a build id record inside its section");
-		const uint8_t *id = p->buf + off + 12;
-		uint8_t len = (misc & MISC_BUILDID_SIZE) ? id[20] : 20;
-		if (len > 20)
-			len = 20;
-		const char *name = (const char *)p->buf + off + 36;
-		size_t nl = strnlen(name, size - 36);
-		struct bid *nb = realloc(out->b, (out->n + 1) * sizeof(*nb));
-		if (!nb)
-			return -ENOMEM;
-		out->b = nb;
-		struct bid *b = &out->b[out->n];
-		b->path = strndup(name, nl);
-		if (!b->path)
-			return -ENOMEM;
-		memcpy(b->id, id, 20);
-		b->len = len;
-		out->n++;
-		off += size;
-	}
-	return 0;
-}
-
-static int feat_event_desc(struct pd *p, size_t off, size_t end)
-{
-	if (end - off < 8)
-		return 0;
-	uint32_t nr = rd32(p->buf + off), asz = rd32(p->buf + off + 4);
-	off += 8;
-	for (uint32_t i = 0; i < nr; i++) {
-		if (asz > end - off)
-			return 0;
-		off += asz;
-		if (end - off < 4)
-			return 0;
-		uint32_t nids = rd32(p->buf + off);
-		off += 4;
-		const char *s;
-		size_t n;
-		if (header_string(p, &off, end, &s, &n) < 0)
-			return 0;
-		if ((uint64_t)nids * 8 > end - off)
-			return 0;
-		off += (size_t)nids * 8;
-		if (i < p->nattrs && n) {
-			char *name = strndup(s, n);
-			if (!name)
-				return -ENOMEM;
-			free(p->attrs[i].name);
-			p->attrs[i].name = name;
-		}
-	}
-	return 0;
-}
-
-static int read_features(struct pd *p, const uint8_t *bits, size_t after_data, struct bids *bids)
-{
-	size_t off = after_data;
-	for (unsigned f = 0; f < 256; f++) {
-		if (!(bits[f / 8] & (1u << (f % 8))))
-			continue;
-		if (off > p->len || p->len - off < 16)
-			return import_fail_at(
-			        p->ctx, off,
-			        "expected the section table of feature %u, got the end of "
-			        "the file (is it truncated?)",
-			        f);
-		uint64_t so = rd64(p->buf + off), ss = rd64(p->buf + off + 8);
-		off += 16;
-		if (so > p->len || ss > p->len - so)
-			return import_fail_at(
-			        p->ctx, off - 16,
-			        "feature %u's section (%llu bytes at %llu) runs past the "
-			        "end of the file",
-			        f, (unsigned long long)ss, (unsigned long long)so);
-		int rc = 0;
-		size_t end = (size_t)(so + ss);
-		switch (f) {
-		case F_BUILD_ID: rc = feat_build_ids(p, bids, (size_t)so, end); break;
-		case F_EVENT_DESC: rc = feat_event_desc(p, (size_t)so, end); break;
-		case F_CLOCK_DATA:
-			if (ss >= 24 && rd32(p->buf + so) >= 1) {
-				p->have_clock = true;
-				p->clock_wall_ns = (int64_t)rd64(p->buf + so + 8);
-				p->clock_perf_ns = (int64_t)rd64(p->buf + so + 16);
-			}
-			break;
-		default: break;
-		}
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
+#include "perfdata-internal.h"
 
 /* ---- threads ---------------------------------------------------------------- */
 
@@ -471,7 +67,7 @@ static struct thread *thread_slot(struct pd *p, uint32_t tid, bool add)
 		for (size_t i = 0; i <= p->threads_mask; i++) {
 			if (!p->threads[i].name)
 				continue;
-			size_t s = mix(p->threads[i].tid) & (ncap - 1);
+			size_t s = perfdata_mix(p->threads[i].tid) & (ncap - 1);
 			while (nt[s].name)
 				s = (s + 1) & (ncap - 1);
 			nt[s] = p->threads[i];
@@ -480,7 +76,7 @@ static struct thread *thread_slot(struct pd *p, uint32_t tid, bool add)
 		p->threads = nt;
 		p->threads_mask = ncap - 1;
 	}
-	size_t s = mix(tid) & p->threads_mask;
+	size_t s = perfdata_mix(tid) & p->threads_mask;
 	while (p->threads[s].name && p->threads[s].tid != tid)
 		s = (s + 1) & p->threads_mask;
 	if (!p->threads[s].name && !add)
@@ -509,7 +105,7 @@ static int thread_set(struct pd *p, uint32_t tid, const char *name, size_t n)
 
 static uint32_t *gen_of(struct pd *p, uint32_t pid)
 {
-	return &p->gen[mix(pid) & 4095];
+	return &p->gen[perfdata_mix(pid) & 4095];
 }
 
 /* ---- records -------------------------------------------------------------- */
@@ -526,17 +122,17 @@ static int record_attr(const struct pd *p, const uint8_t *rec, size_t size, bool
 	if (st & S_IDENTIFIER) {
 		if (size < 8)
 			return -1;
-		return attr_of_id(p, sample ? rd64(rec) : rd64(rec + size - 8));
+		return perfdata_attr_of_id(p, sample ? rd64(rec) : rd64(rec + size - 8));
 	}
 	if (!(st & S_ID))
 		return 0;
 	if (sample) {
 		size_t o = 8 * !!(st & S_IP) + 8 * !!(st & S_TID) + 8 * !!(st & S_TIME) +
 		           8 * !!(st & S_ADDR);
-		return o + 8 <= size ? attr_of_id(p, rd64(rec + o)) : -1;
+		return o + 8 <= size ? perfdata_attr_of_id(p, rd64(rec + o)) : -1;
 	}
 	size_t o = 8 * !!(st & S_CPU) + 8 * !!(st & S_STREAM_ID) + 8; /* from the end */
-	return o <= size ? attr_of_id(p, rd64(rec + size - o)) : -1;
+	return o <= size ? perfdata_attr_of_id(p, rd64(rec + size - o)) : -1;
 }
 
 struct sample {
@@ -962,7 +558,7 @@ static int handle_mmap(struct pd *p, size_t off, uint32_t type, uint16_t misc, c
 		return import_fail_at(ctx, off,
 		                      "expected a NUL-terminated file name in an mmap record");
 	if (!bid && bids) {
-		const struct bid *b = bids_find(bids, path);
+		const struct bid *b = perfdata_bids_find(bids, path);
 		if (b) {
 			bid = b->id;
 			bid_len = b->len;
@@ -1147,15 +743,16 @@ static int read_records(struct pd *p, size_t off, size_t end, const struct bids 
 				                    "expected an attr record holding an attr");
 				goto out;
 			}
-			rc = read_attr(p, off + 8, asz);
+			rc = perfdata_read_attr(p, off + 8, asz);
 			if (rc >= 0)
-				rc = read_ids(p, &p->attrs[p->nattrs - 1], off + 8 + asz, n - asz);
+				rc = perfdata_read_ids(p, &p->attrs[p->nattrs - 1], off + 8 + asz,
+				                       n - asz);
 			if (rc >= 0)
-				rc = attr_default_name(&p->attrs[p->nattrs - 1]);
+				rc = perfdata_attr_default_name(&p->attrs[p->nattrs - 1]);
 			if (rc >= 0) {
 				struct attr *a = &p->attrs[p->nattrs - 1];
 				a->base = import_event_base(a->name, strlen(a->name));
-				rc = ids_build(p);
+				rc = perfdata_ids_build(p);
 			}
 		} else if (type == R_COMPRESSED) {
 			rc = import_fail_at(
@@ -1226,6 +823,11 @@ static void first_sampled(struct pd *p, size_t off, size_t end)
 		p->attrs[i].kept = strcmp(p->attrs[i].name, p->attrs[best].name) == 0;
 }
 
+bool import_perf_data_sniff(const uint8_t *buf, size_t len)
+{
+	return len >= 8 && memcmp(buf, "PERFILE2", 8) == 0;
+}
+
 int import_perf_data(struct import_ctx *ctx)
 {
 	struct pd p = {.ctx = ctx, .first_attr = -1};
@@ -1240,7 +842,7 @@ int import_perf_data(struct import_ctx *ctx)
 	if (fstat(ctx->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    (uint64_t)st.st_size >= ctx->prefix_len && (uint64_t)st.st_size <= PERFDATA_MAX_BYTES) {
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, ctx->fd, 0);
-		/* the prefix main.c read must be the file's start */
+		/* the prefix cmd-import.c read must be the file's start */
 		if (map != MAP_FAILED && ctx->prefix_len &&
 		    memcmp(map, ctx->prefix, ctx->prefix_len) != 0) {
 			munmap(map, (size_t)st.st_size);
@@ -1307,14 +909,14 @@ int import_perf_data(struct import_ctx *ctx)
 			goto out;
 		}
 		for (uint64_t o = ao; o < ao + as; o += attr_size) {
-			rc = read_attr(&p, (size_t)o, (size_t)(attr_size - 16));
+			rc = perfdata_read_attr(&p, (size_t)o, (size_t)(attr_size - 16));
 			if (rc < 0)
 				goto out;
 			struct attr *a = &p.attrs[p.nattrs - 1];
-			rc = read_ids(&p, a, rd64(p.buf + o + attr_size - 16),
-			              rd64(p.buf + o + attr_size - 8));
+			rc = perfdata_read_ids(&p, a, rd64(p.buf + o + attr_size - 16),
+			                       rd64(p.buf + o + attr_size - 8));
 			if (rc >= 0)
-				rc = attr_default_name(a);
+				rc = perfdata_attr_default_name(a);
 			if (rc < 0)
 				goto out;
 		}
@@ -1323,9 +925,10 @@ int import_perf_data(struct import_ctx *ctx)
 			                    "expected at least one event in the attrs section");
 			goto out;
 		}
-		rc = ids_build(&p);
+		rc = perfdata_ids_build(&p);
 		if (rc >= 0)
-			rc = read_features(&p, p.buf + 72, (size_t)(d_off + d_size), &bids);
+			rc = perfdata_read_features(&p, p.buf + 72, (size_t)(d_off + d_size),
+			                            &bids);
 		if (rc < 0)
 			goto out;
 		for (size_t i = 0; i < p.nattrs; i++)
@@ -1373,7 +976,7 @@ out:
 	free(p.ips);
 	free(p.frames);
 	import_sums_free(&p.sums);
-	bids_free(&bids);
+	perfdata_bids_free(&bids);
 	free(buf);
 	if (map != MAP_FAILED)
 		munmap(map, len);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "store.h"
 
@@ -208,6 +209,32 @@ void import_excerpt(char *out, size_t outlen, const char *s, size_t n);
  * "cpu-clock:u" give "cpu-clock"; "sched:sched_switch" stays whole. */
 size_t import_event_base(const char *ev, size_t n);
 
+/* ---- the formats (formats.c) ----
+ * The registry of formats is one table of data, import_formats[], in
+ * detection order: the CLI and the fuzz targets pick a format from it and
+ * call its parse function; nothing else names a parser. */
+
+struct import_format_ops {
+	enum import_format id;
+	const char *name; /* the --format name ("perf", "perf.data", ...) */
+	/* True when buf[0..len) (the input's first bytes) begins like this
+	 * format.  Binary formats are tried first, in table order; text
+	 * formats (text) only when the first non-empty line holds no control
+	 * byte other than tab and CR. */
+	bool (*sniff)(const uint8_t *buf, size_t len);
+	bool text;
+	/* The format names code addresses, which struct import_symbols (the
+	 * offline symbolizer) turns into frames. */
+	bool needs_symbols;
+	/* Reads ctx->fd to its end into ctx->batch. */
+	int (*parse)(struct import_ctx *ctx);
+};
+
+extern const struct import_format_ops import_formats[];
+extern const size_t import_formats_count;
+
+/* The table entry of format f, or NULL for AUTO and UNKNOWN. */
+const struct import_format_ops *import_format_find(enum import_format f);
 /* The format of an input from its first bytes (buf[0..len)), strictly:
  * IMPORT_FORMAT_UNKNOWN when it is none of them. */
 enum import_format import_detect(const uint8_t *buf, size_t len);
@@ -218,23 +245,10 @@ const char *import_format_name(enum import_format f);
  * -1 when there is none. */
 int import_format_parse(const char *name);
 
-/* True when the first lines of buf[0..len) are perf script text: the
- * first one not a comment is a sample header that names an event or is
- * followed by an indented stack line, or a sample line of a recording
- * without callchains; or the input ends inside that first header. */
-bool import_perf_sniff(const uint8_t *buf, size_t len);
-/* True when buf[0..len) begins like a legacy text profile. */
-bool import_legacy_sniff(const uint8_t *buf, size_t len);
-/* True when buf[0..len) begins like a gperftools CPU profile. */
-bool import_gperf_cpu_sniff(const uint8_t *buf, size_t len);
-
-/* The importers.  Each reads ctx->fd to its end. */
-int import_perf(struct import_ctx *ctx);
-int import_folded(struct import_ctx *ctx);
-int import_pprof(struct import_ctx *ctx);
-int import_gperf_cpu(struct import_ctx *ctx);
-int import_legacy(struct import_ctx *ctx);
-int import_perf_data(struct import_ctx *ctx);
+/* True when the first non-empty line of buf[0..len) (its first 4096
+ * bytes) holds no control byte other than tab and CR: a text format may
+ * begin there (import.c). */
+bool import_text_start(const uint8_t *buf, size_t len);
 
 /* ---- a streaming line reader shared by the text importers ---------- */
 
@@ -277,5 +291,35 @@ int linereader_next(struct linereader *r, const char **line, size_t *len);
  * there.  Returns 1 when it read something, 0 at end of input, -errno,
  * -E2BIG when the unread bytes already exceed LINEREADER_MAX_LINE. */
 int linereader_fill(struct linereader *r);
+
+/* ---- function names from ELF symbols ----
+ * What every part of the collector that names a function from an ELF
+ * symbol agrees on: a symbol version ("memcpy@@GLIBC_2.14",
+ * "cfree@GLIBC_2.2.5") is not part of a function's name, while perf's PLT
+ * mark ("malloc@plt") is.  The perf script importer and the symbolizer
+ * (record, perf.data, gperftools and legacy imports) both use it, so that
+ * one function has one name whatever the source. */
+
+/* The length of name[0..n) without a trailing symbol version: "@VER" or
+ * "@@VER" after a non-empty name, where VER is one or more of
+ * [A-Za-z0-9_.] and is not "plt".  n when there is none. */
+static inline size_t import_unversioned_len(const char *name, size_t n)
+{
+	const char *at = n ? memchr(name, '@', n) : NULL;
+	if (!at || at == name)
+		return n;
+	const char *v = at + 1, *end = name + n;
+	if (v < end && *v == '@')
+		v++;
+	if (v == end || (end - v == 3 && memcmp(v, "plt", 3) == 0 && v == at + 1))
+		return n;
+	for (const char *c = v; c < end; c++) {
+		bool ok = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+		          (*c >= '0' && *c <= '9') || *c == '_' || *c == '.';
+		if (!ok)
+			return n;
+	}
+	return (size_t)(at - name);
+}
 
 #endif

@@ -26,6 +26,7 @@
 #include <xxhash.h>
 
 #include "import.h"
+#include "parsers.h"
 #include "stackcache.h"
 
 #define CACHE_SLOTS_LOG2 18
@@ -213,6 +214,44 @@ static int handle_line(struct folded *f, const char *l, size_t n)
 static int handle_line_cb(void *state, const char *l, size_t n)
 {
 	return handle_line(state, l, n);
+}
+
+/* True when the line looks like folded output: "frames COUNT". */
+static bool folded_line(const uint8_t *p, size_t len)
+{
+	while (len && (p[len - 1] == '\r' || p[len - 1] == ' '))
+		len--;
+	size_t digits = 0;
+	while (digits < len && p[len - 1 - digits] >= '0' && p[len - 1 - digits] <= '9')
+		digits++;
+	return digits > 0 && digits < len && p[len - 1 - digits] == ' ';
+}
+
+bool import_folded_sniff(const uint8_t *buf, size_t len)
+{
+	/* Folded: every complete line that is not a comment is "stack
+	 * COUNT", and there is at least one. */
+	size_t lines = 0, folded = 0;
+	const uint8_t *p = buf, *end = buf + len;
+	while (p < end && lines < 64) {
+		const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			break; /* ignore a possibly cut last line */
+		size_t l = (size_t)(nl - p);
+		while (l && (p[l - 1] == '\r' || p[l - 1] == ' ' || p[l - 1] == '\t'))
+			l--;
+		if (l > 0 && p[0] != '#') {
+			lines++;
+			folded += folded_line(p, l);
+		}
+		p = nl + 1;
+	}
+	/* One line, maybe longer than buf: folded when it has a count or
+	 * a ';'. */
+	if (lines == 0 && p < end &&
+	    (folded_line(p, (size_t)(end - p)) || memchr(p, ';', (size_t)(end - p))))
+		return true;
+	return lines > 0 && folded == lines;
 }
 
 int import_folded(struct import_ctx *ctx)

@@ -5,7 +5,6 @@
  * symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"
-#include "symname.h"
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -79,7 +78,7 @@ char *symbolize_name(const char *raw)
 
 char *symbolize_symbol(const char *raw, bool perf)
 {
-	size_t n = symname_unversioned_len(raw, strlen(raw));
+	size_t n = import_unversioned_len(raw, strlen(raw));
 	if (raw[n]) /* "memcpy@@GLIBC_2.14": the version is not part of the name */
 		return name_join(raw, n, "", perf);
 	size_t base = plt_base_len(raw); /* "NAME@plt": NAME is demangled */

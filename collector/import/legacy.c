@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "import.h"
+#include "parsers.h"
 
 #define LEGACY_PID    0u
 #define MAX_TYPES     4

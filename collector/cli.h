@@ -1,0 +1,29 @@
+/*
+ * cli.h — what the flamefs-collect command files (main.c, cmd-*.c)
+ * share: the program's name in messages, the one way to fail, the store
+ * a command works on, and each command's entry point.  Private to
+ * collector/'s command line; no wing includes it.
+ */
+#ifndef FLAMEFS_CLI_H
+#define FLAMEFS_CLI_H
+
+#define PROG "flamefs-collect"
+
+/* Prints "flamefs-collect: <fmt>" and a newline to stderr and exits 1. */
+void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* The store directory: arg (--store) when given, else the default
+ * (store_default_dir()), which *owned then holds (the caller frees it);
+ * no default at all ends the command with a message. */
+const char *cli_resolve_store(const char *arg, char **owned);
+
+/* The commands: argv[0] is the command's name; each returns the exit
+ * status (0, 1 on failure, 2 for a usage error). */
+int cmd_import(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_unwind_table(int argc, char **argv);
+
+#endif

@@ -1,0 +1,470 @@
+/*
+ * cmd-import.c — `flamefs-collect import`: reads each file's first bytes,
+ * picks its format from the table in import/formats.c (or --format),
+ * imports it into the store with one batch per file (or one for all with
+ * --one-batch) and reports progress, notices and failures.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "import.h"
+#include "symbolize.h"
+#include "store.h"
+
+#include "cli.h"
+
+static void usage_import(FILE *f)
+{
+	fputs("Usage: " PROG " import [--store DIR] [--format FORMAT]\n"
+	      "           [--binary NAME] [--version LABEL] [--event EVENT | --all-events]\n"
+	      "           [--time SECONDS] [--binary-path DIR[:DIR...]]\n"
+	      "           [--clock-offset SECONDS|boot] [--one-batch | --keep-going]\n"
+	      "           [--timings] FILE|- [FILE...]\n"
+	      "\n"
+	      "Imports profiles (files, or - for standard input).  Each file is one\n"
+	      "atomic batch: either every sample of it is stored or, on any error,\n"
+	      "nothing of it is.  On a failure the files before it stay imported and\n"
+	      "the command stops there (exit status 1).\n"
+	      "\n"
+	      "  --store DIR     the store (default: $FLAMEFS_STORE, else\n"
+	      "                  $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
+	      "  --format F      perf.data (perf record), perf (perf script text), folded\n"
+	      "                  (\"a;b;c 42\" lines), pprof (profile.proto, gzipped or\n"
+	      "                  not), gperftools-cpu (CPUPROFILE), legacy (heap, growth,\n"
+	      "                  contention, thread text: HEAPPROFILE, Go debug=1);\n"
+	      "                  default: detect, for each file\n"
+	      "  --binary NAME   store every sample under this binary instead of the\n"
+	      "                  process name (perf), first frame (folded) or main\n"
+	      "                  mapping (pprof, gperftools, legacy)\n"
+	      "  --version LABEL version label (default: \"" IMPORT_DEFAULT_VERSION
+	      "\"; for pprof,\n"
+	      "                  gperftools and legacy text the main mapping's build\n"
+	      "                  id, first 12 hex digits)\n"
+	      "  --event EVENT   perf: keep only this event (default: the first seen)\n"
+	      "  --all-events    perf: keep every event, each as its own series\n"
+	      "  --time SECONDS  unix time for samples that carry none (folded input,\n"
+	      "                  pprof without time_nanos, gperftools, legacy);\n"
+	      "                  default: the file's modification time (now for a pipe),\n"
+	      "                  so that a series of dumps becomes a time series\n"
+	      "  --binary-path DIRS  colon-separated directories where the files a\n"
+	      "                  profile mapped are looked for first (perf.data,\n"
+	      "                  gperftools, legacy), like pprof's PPROF_BINARY_PATH\n"
+	      "  --clock-offset S perf script, perf.data without clock data: add S\n"
+	      "                  seconds to every sample time, to turn\n"
+	      "                  perf's clock (seconds since boot) into Unix time;\n"
+	      "                  \"boot\": this machine's boot time, for a recording made\n"
+	      "                  here since it booted (not needed when perf recorded\n"
+	      "                  with the realtime clock, perf record -k realtime)\n"
+	      "  --one-batch     all the files as one atomic batch: all or nothing\n"
+	      "  --keep-going    after a file fails, go on with the next ones (the\n"
+	      "                  exit status is still 1)\n"
+	      "  --timings       print where the time went: open, parse, commit, settle\n"
+	      "\n"
+	      "EXAMPLES\n"
+	      "  perf record -g -a -- sleep 20 && " PROG " import --store ~/prof perf.data\n"
+	      "  perf script | " PROG " import --store ~/prof -\n"
+	      "  " PROG " import --store ~/prof --binary nginx --version 1.25.3 out.folded\n"
+	      "  " PROG " import --store ~/prof cpu.pb.gz\n"
+	      "  " PROG " import --store ~/prof --binary-path ./bin cpu.prof\n"
+	      "  " PROG " import --store ~/prof /tmp/app.*.heap      # a time series of dumps\n"
+	      "  " PROG " import --store ~/prof --keep-going dumps/*.pb.gz\n",
+	      f);
+}
+
+/* ---- import ------------------------------------------------------------ */
+
+/* One `import` command: what its files share.  The store is opened at
+ * the first file that reads, so that a missing first file creates no
+ * store.  With --one-batch every file adds to `batch` and one commit ends
+ * the command; otherwise each file has a batch of its own. */
+struct import_job {
+	struct import_options o; /* the command's options; o.now is set per file */
+	enum import_format fmt;  /* --format, or AUTO to detect each file */
+	bool have_time, one_batch, keep_going, timings;
+	const char *dir;
+	struct store *s;
+	struct store_batch *batch;           /* --one-batch: the command's one batch */
+	size_t index, count;                 /* the file being imported (1-based), of count */
+	size_t files_done;                   /* files imported (or, with --one-batch, parsed) */
+	uint64_t samples, bytes;             /* totals over the files done */
+	double ms_open, ms_parse, ms_commit; /* --timings, summed over files */
+};
+
+struct progress_state {
+	struct timespec start, last;
+	const struct import_job *job;
+};
+static struct progress_state progress_st;
+
+static double since(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static double ms_since(const struct timespec *a)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return since(a, &now) * 1e3;
+}
+
+/* The progress line on a terminal: "[3/1000] 12.0 MB read, ..." over
+ * the whole command. */
+static void show_progress(struct import_ctx *ctx)
+{
+	const struct import_job *job = progress_st.job;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (since(&progress_st.last, &now) < 0.5)
+		return;
+	progress_st.last = now;
+	double t = since(&progress_st.start, &now);
+	uint64_t samples = job->samples + ctx->samples, bytes = job->bytes + ctx->bytes;
+	fputs("\r", stderr);
+	if (job->count > 1)
+		fprintf(stderr, "[%zu/%zu] ", job->index, job->count);
+	fprintf(stderr, "%.1f MB read, %" PRIu64 " samples, %.0f samples/s   ", (double)bytes / 1e6,
+	        samples, t > 0 ? (double)samples / t : 0.0);
+}
+
+/* This machine's boot time in Unix seconds (/proc/stat's btime): what
+ * perf's default clock (seconds since boot) is counted from. */
+static int64_t boot_time(void)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	char line[256];
+	long long bt = -1;
+
+	if (!f)
+		cli_die("--clock-offset boot: /proc/stat: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %lld", &bt) == 1)
+			break;
+	fclose(f);
+	if (bt < 0)
+		cli_die("--clock-offset boot: no btime in /proc/stat");
+	return bt;
+}
+
+/* Opens the job's store once; a store that cannot be opened ends the
+ * command. */
+static void import_job_store(struct import_job *job)
+{
+	char err[512];
+
+	if (job->s)
+		return;
+	if (store_open(job->dir, STORE_CREATE, &job->s, err, sizeof(err)) < 0)
+		cli_die("%s", err);
+	if (store_notice(job->s))
+		fprintf(stderr, PROG ": %s\n", store_notice(job->s));
+	if (job->one_batch) {
+		job->batch = store_batch_new(job->s);
+		if (!job->batch)
+			cli_die("%s: cannot start a batch: %s", job->dir, store_errmsg(job->s));
+	}
+}
+
+/* Reads up to `room` bytes of fd into buf; returns the count or -errno. */
+static ssize_t read_prefix(int fd, uint8_t *buf, size_t room)
+{
+	size_t len = 0;
+	while (len < room) {
+		ssize_t n = read(fd, buf + len, room - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	return (ssize_t)len;
+}
+
+/* Imports one file (path "-": standard input) into the job's store: as
+ * a batch of its own that it commits, or into the --one-batch batch.
+ * Reports what it did or why it failed, once, on stderr.  Returns 0, or
+ * 1 when nothing of the file was imported. */
+static int import_file(struct import_job *job, const char *path)
+{
+	static uint8_t prefix[64 << 10];
+	const bool is_stdin = strcmp(path, "-") == 0;
+	const char *shown = is_stdin ? "<stdin>" : path;
+	struct import_options o = job->o;
+	struct import_symbols sym = {0};
+	struct store_batch *b = NULL;
+	struct timespec t0, t1;
+	enum import_format fmt = job->fmt;
+	struct stat st;
+	int rc, ret = 1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (fstat(fd, &st) < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", shown, strerror(errno));
+		goto out_fd;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fprintf(stderr, PROG ": %s: is a directory, expected a file\n", path);
+		goto out_fd;
+	}
+	/* Samples that carry no time of their own are placed at --time, else
+	 * at the file's modification time (a series of heap dumps becomes a
+	 * time series), else, for a pipe, now. */
+	if (!job->have_time)
+		o.now = S_ISREG(st.st_mode) ? (int64_t)st.st_mtime : (int64_t)time(NULL);
+
+	/* Read a prefix for format detection; the importer consumes it first. */
+	ssize_t plen = read_prefix(fd, prefix, sizeof(prefix));
+	if (plen < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", shown, strerror((int)-plen));
+		goto out_fd;
+	}
+	if (plen == 0) {
+		fprintf(stderr,
+		        PROG ": %s: empty input, expected a profile: " IMPORT_FORMATS_TRIED "\n",
+		        shown);
+		goto out_fd;
+	}
+	if (fmt == IMPORT_FORMAT_AUTO)
+		fmt = import_detect(prefix, (size_t)plen);
+	const struct import_format_ops *ops = import_format_find(fmt);
+	if (!ops) {
+		fprintf(stderr,
+		        PROG ": %s: expected a profile in a format flamefs reads, got none it "
+		             "recognizes; tried " IMPORT_FORMATS_TRIED "; --format picks one\n",
+		        shown);
+		goto out_fd;
+	}
+	/* Profiles of addresses are symbolized against the files they name. */
+	if (ops->needs_symbols) {
+		if (offline_symbols_new(o.binary_path, &sym) == -ENOMEM)
+			cli_die("out of memory");
+	}
+
+	import_job_store(job);
+	b = job->batch ? job->batch : store_batch_new(job->s);
+	if (!b)
+		cli_die("%s: cannot start a batch: %s", job->dir, store_errmsg(job->s));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	job->ms_open += since(&t0, &t1) * 1e3;
+
+	struct import_ctx ctx = {
+	        .batch = b,
+	        .opt = &o,
+	        .path = path,
+	        .fd = fd,
+	        .prefix = prefix,
+	        .prefix_len = (size_t)plen,
+	        .sym = sym.user ? &sym : NULL,
+	};
+	if (isatty(STDERR_FILENO)) {
+		ctx.progress = show_progress;
+		progress_st.job = job;
+	}
+	rc = ops->parse(&ctx);
+	job->ms_parse += ms_since(&t1);
+	if (ctx.progress)
+		fputs("\r\033[K", stderr);
+	const char *nothing =
+	        job->one_batch ? "nothing was imported" : "nothing of it was imported";
+	if (rc < 0) {
+		if (!ctx.err[0])
+			import_fail(&ctx, ctx.line, "%s",
+			            rc == -ENOMEM ? "out of memory" : strerror(-rc));
+		fprintf(stderr, PROG ": %s\n" PROG ": %s\n", ctx.err, nothing);
+		goto out;
+	}
+	if (ctx.samples == 0) {
+		fprintf(stderr, PROG ": %s: no samples found in %s input; %s\n", shown,
+		        import_format_name(fmt), nothing);
+		goto out;
+	}
+	if (!job->one_batch) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (store_batch_commit(b) < 0) {
+			fprintf(stderr, PROG ": %s: commit failed: %s; %s\n", job->dir,
+			        store_errmsg(job->s), nothing);
+			goto out;
+		}
+		job->ms_commit += ms_since(&t1);
+	}
+	if (ctx.warning[0])
+		fprintf(stderr, PROG ": %s: %s\n", shown, ctx.warning);
+	fprintf(stderr, PROG ": %s %" PRIu64 " samples (%.1f MB of %s) from %s into %s\n",
+	        job->one_batch ? "read" : "imported", ctx.samples, (double)ctx.bytes / 1e6,
+	        import_format_name(fmt), shown, job->dir);
+	job->samples += ctx.samples;
+	job->bytes += ctx.bytes;
+	job->files_done++;
+	ret = 0;
+out:
+	offline_symbols_free(&sym);
+	if (b != job->batch)
+		store_batch_free(b);
+out_fd:
+	if (!is_stdin)
+		close(fd);
+	return ret;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"store", required_argument, NULL, 's'},
+	        {"format", required_argument, NULL, 'f'},
+	        {"binary", required_argument, NULL, 'b'},
+	        {"version", required_argument, NULL, 'v'},
+	        {"event", required_argument, NULL, 'e'},
+	        {"all-events", no_argument, NULL, 'a'},
+	        {"time", required_argument, NULL, 't'},
+	        {"binary-path", required_argument, NULL, 'p'},
+	        {"clock-offset", required_argument, NULL, 'C'},
+	        {"one-batch", no_argument, NULL, '1'},
+	        {"keep-going", no_argument, NULL, 'k'},
+	        {"timings", no_argument, NULL, 'T'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	struct import_job job = {.fmt = IMPORT_FORMAT_AUTO};
+	struct import_options *o = &job.o;
+	const char *store_arg = NULL;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': store_arg = optarg; break;
+		case 'b': o->binary = optarg; break;
+		case 'v': o->version = optarg; break;
+		case 'e': o->event = optarg; break;
+		case 'a': o->all_events = true; break;
+		case 't': {
+			char *end;
+			errno = 0;
+			long long t = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end)
+				cli_die("--time: expected unix seconds, got \"%s\"", optarg);
+			o->now = t;
+			job.have_time = true;
+			break;
+		}
+		case 'C': {
+			if (strcmp(optarg, "boot") == 0) {
+				o->clock_offset = boot_time();
+				break;
+			}
+			char *end;
+			errno = 0;
+			long long t = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end)
+				cli_die("--clock-offset: expected seconds or \"boot\", got \"%s\"",
+				        optarg);
+			o->clock_offset = t;
+			break;
+		}
+		case 'f': {
+			int f = import_format_parse(optarg);
+			if (f < 0)
+				cli_die("--format: expected perf, perf.data, folded, pprof, "
+				        "gperftools-cpu, "
+				        "legacy or auto, got \"%s\"",
+				        optarg);
+			job.fmt = (enum import_format)f;
+			break;
+		}
+		case 'p': o->binary_path = optarg; break;
+		case '1': job.one_batch = true; break;
+		case 'k': job.keep_going = true; break;
+		case 'T': job.timings = true; break;
+		case 'h': usage_import(stdout); return 0;
+		default: usage_import(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage_import(stderr);
+		return 2;
+	}
+	if (o->event && o->all_events)
+		cli_die("--event and --all-events exclude each other");
+	if ((o->binary && !*o->binary) || (o->version && !*o->version))
+		cli_die("--binary and --version need a non-empty value");
+	if (job.one_batch && job.keep_going)
+		cli_die("--one-batch and --keep-going exclude each other: one batch is "
+		        "imported whole or not at all");
+	for (int i = optind + 1; i < argc; i++)
+		for (int j = optind; j < i; j++)
+			if (strcmp(argv[i], "-") == 0 && strcmp(argv[j], "-") == 0)
+				cli_die("standard input (-) can be imported once per command");
+
+	char *owned;
+	job.dir = cli_resolve_store(store_arg, &owned);
+	job.count = (size_t)(argc - optind);
+	clock_gettime(CLOCK_MONOTONIC, &progress_st.start);
+	progress_st.last = progress_st.start;
+
+	size_t failed = 0;
+	for (int i = optind; i < argc; i++) {
+		job.index = (size_t)(i - optind) + 1;
+		if (import_file(&job, argv[i]) == 0)
+			continue;
+		failed++;
+		if (job.one_batch || !job.keep_going) {
+			if (i + 1 < argc)
+				fprintf(stderr,
+				        PROG ": stopped at %s; %zu file(s) after it not read%s\n",
+				        argv[i], (size_t)(argc - i - 1),
+				        job.one_batch ? "" : " (--keep-going goes on)");
+			break;
+		}
+	}
+
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int status = failed ? 1 : 0;
+	if (job.one_batch) {
+		if (failed) {
+			if (job.files_done)
+				fprintf(stderr, PROG ": --one-batch: nothing was imported\n");
+		} else if (store_batch_commit(job.batch) < 0) {
+			fprintf(stderr, PROG ": %s: commit failed: %s; nothing was imported\n",
+			        job.dir, store_errmsg(job.s));
+			status = 1;
+		} else {
+			job.ms_commit += ms_since(&t0);
+		}
+		store_batch_free(job.batch);
+	}
+	if (job.count > 1 && !status)
+		fprintf(stderr,
+		        PROG ": imported %" PRIu64 " samples (%.1f MB) from %zu files into %s\n",
+		        job.samples, (double)job.bytes / 1e6, job.files_done, job.dir);
+	else if (job.count > 1 && job.keep_going && job.files_done)
+		fprintf(stderr,
+		        PROG ": imported %" PRIu64 " samples (%.1f MB) from %zu of %zu files into "
+		             "%s; %zu failed\n",
+		        job.samples, (double)job.bytes / 1e6, job.files_done, job.count, job.dir,
+		        failed);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	store_close(job.s);
+	if (job.timings)
+		fprintf(stderr,
+		        PROG
+		        ": timings: open %.1f ms, parse %.1f ms, commit %.1f ms, settle %.1f ms "
+		        "(%zu file(s))\n",
+		        job.ms_open, job.ms_parse, job.ms_commit, ms_since(&t0), job.count);
+	free(owned);
+	return status;
+}

@@ -1,0 +1,371 @@
+/*
+ * perf-lines.c — the line matchers of the perf script importer: sample
+ * headers (comm, pid/tid, time, period, event), stack lines (function and
+ * module, with Perl's backtracking), one-line samples of recordings
+ * without callchains, and the sniff that recognizes perf script text from
+ * its first lines.  Pure functions of a line's bytes; perf.c turns what
+ * they match into samples (see its opening comment for the rules).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "import.h"
+#include "parsers.h"
+
+#include "perf-internal.h"
+
+/* ---- header lines ---------------------------------------------------- */
+
+/* Matches stackcollapse-perf's header pattern: the shortest comm of two or
+ * more bytes, then whitespace, a pid (or pid/tid: digits, slashes, digits)
+ * and whitespace.  Linear: each whitespace run is tried once. */
+bool perf_match_header(const char *l, size_t n, struct header *h)
+{
+	if (n < 2 || is_ws((unsigned char)l[0]))
+		return false;
+	for (size_t k = 2; k < n; k++) {
+		if (!is_ws((unsigned char)l[k]))
+			continue;
+		if (k > 2 && is_ws((unsigned char)l[k - 1]))
+			continue; /* same run as k-1: already tried */
+		size_t j = k;
+		while (j < n && is_ws((unsigned char)l[j]))
+			j++;
+		if (j == n || !is_digit((unsigned char)l[j]))
+			continue;
+		while (j < n && is_digit((unsigned char)l[j]))
+			j++;
+		while (j < n && l[j] == '/')
+			j++;
+		while (j < n && is_digit((unsigned char)l[j]))
+			j++;
+		if (j < n && is_ws((unsigned char)l[j])) {
+			h->comm = l;
+			h->comm_len = k;
+			h->end = j;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Matches /:\s*(\d+)*\s+(\S+):\s*$/ anywhere in the line: the last token
+ * ends in ':' and names the event; an optional period sits between it and
+ * an earlier ':'. */
+void perf_match_event(const char *l, size_t n, struct header *h)
+{
+	size_t t = n, b, c, d;
+
+	h->event = NULL;
+	h->event_len = 0;
+	h->period = NULL;
+	h->period_len = 0;
+	while (t > 0 && is_ws((unsigned char)l[t - 1]))
+		t--;
+	if (t < 2 || l[t - 1] != ':')
+		return;
+	b = t - 1;
+	while (b > 0 && !is_ws((unsigned char)l[b - 1]))
+		b--;
+	if (b == t - 1 || b == 0)
+		return; /* empty event name, or no whitespace before it */
+	c = b;
+	while (c > 0 && is_ws((unsigned char)l[c - 1]))
+		c--;
+	d = c;
+	while (d > 0 && is_digit((unsigned char)l[d - 1]))
+		d--;
+	size_t e = d;
+	while (e > 0 && is_ws((unsigned char)l[e - 1]))
+		e--;
+	if (e == 0 || l[e - 1] != ':')
+		return;
+	h->event = l + b;
+	h->event_len = t - 1 - b;
+	if (c > d) {
+		h->period = l + d;
+		h->period_len = c - d;
+	}
+}
+
+/* The first "SECONDS.FRACTION:" token after the pid, as whole seconds.
+ * Returns 1 when found, 0 when not, -ERANGE on overflow. */
+int perf_header_time(const char *l, size_t n, size_t from, int64_t *when)
+{
+	/* Tokens are tried in order by walking the ':' bytes that end one;
+	 * l[from] is whitespace, so no token starts before from + 1. */
+	for (size_t c = from; c < n;) {
+		const char *col = memchr(l + c, ':', n - c);
+		if (!col)
+			return 0;
+		size_t k = (size_t)(col - l);
+		c = k + 1;
+		if (k + 1 < n && !is_ws((unsigned char)l[k + 1]))
+			continue;
+		size_t s = k;
+		while (s > from && !is_ws((unsigned char)l[s - 1]))
+			s--;
+		/* token l[s..k] must be DIGITS.DIGITS: */
+		size_t j = s;
+		while (j < k && is_digit((unsigned char)l[j]))
+			j++;
+		if (j == s || j >= k || l[j] != '.')
+			continue;
+		size_t f = j + 1;
+		while (f < k && is_digit((unsigned char)l[f]))
+			f++;
+		if (f == j + 1 || f != k)
+			continue;
+		int64_t v = 0;
+		for (size_t q = s; q < j; q++) {
+			if (v > (INT64_MAX - 9) / 10)
+				return -ERANGE;
+			v = v * 10 + (l[q] - '0');
+		}
+		*when = v;
+		return 1;
+	}
+	return 0;
+}
+
+/* The decimal digits s[0..n) into *out: 0, or -ERANGE past 2^64 - 1. */
+int perf_parse_u64(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n <= 19) { /* 19 digits cannot pass 2^64 - 1 */
+		for (size_t i = 0; i < n; i++)
+			v = v * 10 + (unsigned)(s[i] - '0');
+		*out = v;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
+			return -ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+/* ---- stack lines ------------------------------------------------------ */
+
+/* Matches /^\s*(\w+)\s*(.+) \((.*)\)/ with Perl's backtracking: the
+ * function runs to the last " (" that has a ")" after it, the module from
+ * there to the last ")".  Offsets are relative to l. */
+bool perf_match_stack_line(const char *l, size_t n, struct stack_line *sl)
+{
+	size_t s = 0, e, f, start, L, q;
+
+	while (s < n && is_ws((unsigned char)l[s]))
+		s++;
+	if (s == n || !is_word((unsigned char)l[s]))
+		return false;
+	e = s;
+	while (e < n && is_word((unsigned char)l[e]))
+		e++;
+	f = e;
+	while (f < n && is_ws((unsigned char)l[f]))
+		f++;
+
+	const char *rp = memrchr(l, ')', n);
+	if (!rp)
+		return false;
+	L = (size_t)(rp - l);
+	if (L < 2)
+		return false;
+	/* the last " (" at q with q + 2 <= L */
+	size_t lim = L; /* look for '(' in l[1..lim) */
+	for (;;) {
+		const char *op = lim > 1 ? memrchr(l + 1, '(', lim - 1) : NULL;
+		if (!op)
+			return false;
+		q = (size_t)(op - l) - 1;
+		if (l[q] == ' ')
+			break;
+		lim = q + 1;
+	}
+
+	if (q >= f + 1) {
+		start = f;
+	} else if (q >= 1 && q - 1 >= e) {
+		start = q - 1; /* \s* gives back whitespace */
+	} else if (q == e && e - s >= 2) {
+		start = e - 1; /* \w+ gives back its last byte */
+	} else {
+		return false;
+	}
+	if (start >= q)
+		return false;
+	sl->func = start;
+	sl->func_len = q - start;
+	sl->mod = q + 2;
+	sl->mod_len = L - (q + 2);
+	return true;
+}
+
+/* The length of func without a trailing "+0x<lowercase hex>" offset. */
+size_t perf_strip_offset(const char *func, size_t flen)
+{
+	size_t h = flen;
+
+	while (h > 0 && is_hex_lower((unsigned char)func[h - 1]))
+		h--;
+	if (h < flen && h >= 3 && memcmp(func + h - 3, "+0x", 3) == 0)
+		return h - 3;
+	return flen;
+}
+
+/* The first "->" in s[0..n), or NULL. */
+const char *perf_find_arrow(const char *s, size_t n)
+{
+	const char *end = s + n;
+
+	while (n >= 2) {
+		const char *d = memchr(s, '-', n - 1);
+		if (!d)
+			return NULL;
+		if (d[1] == '>')
+			return d;
+		s = d + 1;
+		n = (size_t)(end - s);
+	}
+	return NULL;
+}
+
+/* The token at l[j..) (up to whitespace or n): its end. */
+static size_t token_end(const char *l, size_t n, size_t j)
+{
+	while (j < n && !is_ws((unsigned char)l[j]))
+		j++;
+	return j;
+}
+
+static bool all_of(const char *s, size_t n, bool (*is)(unsigned char))
+{
+	for (size_t i = 0; i < n; i++)
+		if (!is((unsigned char)s[i]))
+			return false;
+	return n > 0;
+}
+
+/* perf script's fields between the pid and the ip: "[cpu]" and a time
+ * "SECONDS.FRACTION:" (returns 1), an event "NAME:" (2), anything else 0. */
+static int field_kind(const char *t, size_t n)
+{
+	if (n >= 3 && t[0] == '[' && t[n - 1] == ']' && all_of(t + 1, n - 2, is_digit))
+		return 1;
+	if (n < 2 || t[n - 1] != ':')
+		return 0;
+	const char *dot = memchr(t, '.', n - 1);
+	if (dot && all_of(t, (size_t)(dot - t), is_digit) &&
+	    all_of(dot + 1, (size_t)(t + n - 1 - dot - 1), is_digit))
+		return 1;
+	return 2;
+}
+
+/* True when l[j..n) is a hex pc, whitespace and a stack line. */
+static bool pc_and_stack_line(const char *l, size_t n, size_t j)
+{
+	size_t e = token_end(l, n, j);
+	struct stack_line sl;
+
+	return e < n && all_of(l + j, e - j, is_hex_lower) &&
+	       perf_match_stack_line(l + j, n - j, &sl);
+}
+
+/* Matches a sample line of a recording without callchains, l[0..n) with
+ * the leading whitespace already skipped (perf right-aligns the comm;
+ * converters and sed may not): a header (comm pid), any of perf's fields
+ * -- "[cpu]", a time "S.F:", a period, the event "NAME:" -- then a stack
+ * line (hex pc, symbol, "(module)").  A number is the period when the
+ * event or a pc and a stack line follow it, else the pc.  Fills h (event,
+ * period) and *tail, the offset of the stack line's part. */
+bool perf_match_one_line(const char *l, size_t n, struct header *h, size_t *tail)
+{
+	if (!perf_match_header(l, n, h))
+		return false;
+	h->event = h->period = NULL;
+	h->event_len = h->period_len = 0;
+	for (size_t k = h->end;;) {
+		size_t j = k;
+		while (j < n && is_ws((unsigned char)l[j]))
+			j++;
+		size_t e = token_end(l, n, j);
+		if (j == k || e == n)
+			return false;
+		if (!h->event && !h->period && all_of(l + j, e - j, is_digit)) {
+			size_t f = e;
+			while (f < n && is_ws((unsigned char)l[f]))
+				f++;
+			size_t g = token_end(l, n, f);
+			if (field_kind(l + f, g - f) == 2 || pc_and_stack_line(l, n, f)) {
+				h->period = l + j;
+				h->period_len = e - j;
+				k = e;
+				continue;
+			}
+		}
+		int kind = h->event ? 0 : field_kind(l + j, e - j);
+		if (kind == 0) {
+			if (!pc_and_stack_line(l, n, j))
+				return false;
+			*tail = j;
+			return true;
+		}
+		if (kind == 2) {
+			h->event = l + j;
+			h->event_len = e - j - 1;
+		}
+		k = e;
+	}
+}
+
+/* Accepts every layout import_perf() reads: a header naming an event; a
+ * header without one, then a stack line, indented or flush left (older
+ * perf and some converters write them so), or a blank line and another
+ * such header (a sample without stack lines); a line of a recording
+ * without callchains, indented or flush left. */
+bool import_perf_sniff(const uint8_t *buf, size_t len)
+{
+	const char *p = (const char *)buf, *end = p + len;
+	struct header h;
+	size_t tail;
+	bool header = false, blank = false;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		size_t skip = 0;
+		while (skip < n && is_ws((unsigned char)p[skip]))
+			skip++;
+		if (skip == n || p[0] == '#') {
+			if (!nl)
+				return header;
+			blank |= skip == n && p[0] != '#';
+			p = nl + 1;
+			continue;
+		}
+		if (memchr(p, '\0', n))
+			return false;
+		bool is_header = skip == 0 && perf_match_header(p, n, &h);
+		if (header && !blank) /* the line after a header without an event */
+			return !is_header && perf_match_stack_line(p, n, &(struct stack_line){0});
+		if (skip > 0)
+			return !header && perf_match_one_line(p + skip, n - skip, &h, &tail);
+		if (!is_header)
+			return false;
+		perf_match_event(p, n, &h);
+		if (h.event || !nl)
+			return true; /* named an event, or the input ends in it */
+		if (!header && perf_match_one_line(p, n, &h, &tail))
+			return true;
+		header = true;
+		blank = false;
+		p = nl + 1;
+	}
+	return header;
+}
