@@ -234,7 +234,7 @@ mounts() {
 		[ "$listed" = 1 ] || echo "lists $got binaries, stats counts '$want'" >>"$tmp/daemon.err"
 		fusermount3 -u "$mnt" 2>/dev/null
 	else
-		echo "not mounted after 30 s" >>"$tmp/daemon.err"
+		echo "not mounted (the daemon exited, or 30 s went by)" >>"$tmp/daemon.err"
 		kill "$pid" 2>/dev/null
 	fi
 	wait "$pid"
