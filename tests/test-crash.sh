@@ -212,17 +212,31 @@ else
 fi
 
 # ---- creation ------------------------------------------------------------------
-# mounts STORE: flamefs mounts STORE and lists at least one binary.
+# mounts STORE: flamefs mounts STORE and lists its binaries, as many as
+# `stats` counts.  (A 0.2 s recording of a process that a loaded machine
+# barely runs may store no sample: its store has no binary to list.)  The
+# reason of a failure is in $tmp/daemon.err.
 mounts() {
 	[ "$can_mount" = 1 ] || return 0
+	local want got
+	want=$("$collect" stats --store "$1" 2>/dev/null | awk 'NR > 1 && NF == 8 { b[$1] = 1 } END { print length(b) }')
 	"$flamefs" -f "$1" "$mnt" 2>"$tmp/daemon.err" &
 	local pid=$! listed=0
-	for _ in $(seq 50); do
+	# up to 30 s: the sanitizer build on a loaded machine starts slowly
+	for _ in $(seq 300); do
 		mountpoint -q "$mnt" && break
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	if mountpoint -q "$mnt" && [ -n "$(ls "$mnt")" ]; then listed=1; fi
-	fusermount3 -u "$mnt" 2>/dev/null
+	if mountpoint -q "$mnt"; then
+		got=$(ls "$mnt" | wc -l)
+		[ "$got" = "$want" ] && [ "$want" != "" ] && listed=1
+		[ "$listed" = 1 ] || echo "lists $got binaries, stats counts '$want'" >>"$tmp/daemon.err"
+		fusermount3 -u "$mnt" 2>/dev/null
+	else
+		echo "not mounted (the daemon exited, or 30 s went by)" >>"$tmp/daemon.err"
+		kill "$pid" 2>/dev/null
+	fi
 	wait "$pid"
 	[ "$listed" = 1 ]
 }

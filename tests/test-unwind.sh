@@ -124,16 +124,33 @@ weight() {
 	awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }' \
 		"$tmp/$1.folded"
 }
-# share NAME PART WHOLE MIN LABEL: weight(PART) / weight(WHOLE) >= MIN.
+# excused NAME: the weight of the walks NAME's recording made without a
+# table.  The collector builds a file's table when the first sample meets
+# its code (collector/unwinder.c); until the worker thread has built it,
+# walks in that code go by frame pointers, which these programs and libc
+# have none of, and are cut short.  On a loaded machine that takes a good
+# part of a second (with four CPU hogs, 4 to 39 of 40-75 samples of the
+# dlopen run; with two, 0.83 of plt's and 0.86 of dlopen's weight walked
+# whole).  The collector counts these walks ("N of them while a table was
+# being built", "N by frame pointers alone"), each one sample period.
+excused() {
+	sed -n 's/.*(\([0-9]*\) of them while a table was being built), \([0-9]*\) by frame pointers alone.*/\1 \2/p' \
+		"$tmp/$1.err" | awk '{ printf "%.0f\n", ($1 + $2) * int(1e9 / 499) } END { if (!NR) print 0 }'
+}
+# share NAME PART WHOLE MIN LABEL: weight(PART) / weight(WHOLE) >= MIN,
+# the walks made without a table left out of WHOLE (never below PART).
 share() {
-	local part whole
+	local part whole x
 	part=$(weight "$1" "$2")
 	whole=$(weight "$1" "$3")
-	if [ "$whole" -gt 0 ] && awk -v p="$part" -v w="$whole" -v m="$4" 'BEGIN { exit !(p / w >= m) }'; then
-		ok "$5 ($(awk -v p="$part" -v w="$whole" 'BEGIN { printf "%.3f", p / w }'))"
+	x=$(excused "$1")
+	if [ "$whole" -gt 0 ] && awk -v p="$part" -v w="$whole" -v x="$x" -v m="$4" \
+		'BEGIN { w -= x; if (w < p) w = p; exit !(p / w >= m) }'; then
+		ok "$5 ($(awk -v p="$part" -v w="$whole" 'BEGIN { printf "%.3f", p / w }'); $x walked without a table)"
 	else
-		bad "$5: $part of $whole, want >= $4"
+		bad "$5: $part of $whole ($x walked without a table), want >= $4"
 		sort -t' ' -k2 -nr "$tmp/$1.folded" | head -5 | cut -c1-300
+		grep 'user stacks' "$tmp/$1.err"
 	fi
 }
 start='^unwind-target;_start;__libc_start_main(_impl)?;__libc_start_call_main;main;'
@@ -300,6 +317,8 @@ fi
 for name in tree-auto signal plt dlopen; do
 	tr=$(weight "$name" ';\[truncated\];')
 	all=$(weight "$name" '.')
+	x=$(excused "$name") # less the walks made without a table
+	tr=$((tr > x ? tr - x : 0))
 	if [ "$all" -gt 0 ] && [ $((tr * 20)) -le "$all" ]; then
 		ok "$name: $tr of $all weight [truncated] (<= 5%)"
 	else
