@@ -1,5 +1,5 @@
 /*
- * test-diff.c — unit tests for version diffs (fs/diff.c and the diff
+ * test-diff.c — unit tests for version diffs (fs/view/diff.c and the diff
  * paths of the renderers): the union tree's folded text equals the
  * brute-force "stack A B" merge of both versions' lines (names that
  * extend one another included, so the keyed line order is exercised), its

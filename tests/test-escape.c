@@ -1,5 +1,5 @@
 /*
- * test-escape.c — unit tests for the frame-name escaping (fs/escape.c):
+ * test-escape.c — unit tests for the frame-name escaping (fs/view/escape.c):
  * every escaped name is a valid, non-reserved directory name of at most
  * 255 bytes, escaping round-trips through view_unescape(), distinct names
  * stay distinct (long ones too), and malformed names are rejected.

@@ -1,5 +1,5 @@
 /*
- * test-functions.c — unit tests for the function view (fs/functions.c):
+ * test-functions.c — unit tests for the function view (fs/view/functions.c):
  * on hand-made stacks and on random ones over five names (so recursion,
  * direct and indirect, is everywhere), every function's self, total,
  * callers tree and callees tree equal what a brute-force reading of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-import-perfdata.sh — the perf.data importer (collector/perfdata.c)
+# test-import-perfdata.sh — the perf.data importer (collector/import/perfdata.c)
 # against perf itself.
 #
 # Records tests/gperf-target (a known call tree, frame pointers) with the

@@ -1,6 +1,6 @@
 /*
  * test-render.c — unit tests for the flame.svg and callgrind renderers
- * (fs/flame.c, fs/callgrind.c).
+ * (fs/view/flame.c, fs/view/callgrind.c).
  *
  * flame.svg: every frame's fg:x/fg:w are its offset and total weight,
  * its rect's x and width are those scaled to 1180 pixels, exactly the

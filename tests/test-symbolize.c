@@ -1,6 +1,6 @@
 /*
  * test-symbolize.c — unit tests for the symbolizer's name handling
- * (collector/symbolize.c): C++ Itanium names, Rust legacy names (hash
+ * (collector/symbolize/symbolize-names.c): C++ Itanium names, Rust legacy names (hash
  * dropped) and Rust v0 names are demangled, then tidied the way
  * stackcollapse-perf prints them; names that are not mangled, or are
  * mangled wrongly, are kept as they are.  The mangled names were taken

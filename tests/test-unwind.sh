@@ -126,7 +126,7 @@ weight() {
 }
 # excused NAME: the weight of the walks NAME's recording made without a
 # table.  The collector builds a file's table when the first sample meets
-# its code (collector/unwinder.c); until the worker thread has built it,
+# its code (collector/unwind/unwinder.c); until the worker thread has built it,
 # walks in that code go by frame pointers, which these programs and libc
 # have none of, and are cut short.  On a loaded machine that takes a good
 # part of a second (with four CPU hogs, 4 to 39 of 40-75 samples of the

@@ -1,5 +1,5 @@
 /*
- * test-window.c — unit tests for time windows (fs/window.c): durations
+ * test-window.c — unit tests for time windows (fs/view/window.c): durations
  * and times parse as documented and bad ones are refused, @last ends
  * where the current bucket ends, and a window's tree holds exactly the
  * buckets that overlap [from, to) — checked against brute force for

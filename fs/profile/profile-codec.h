@@ -2,7 +2,7 @@
  * profile-codec.h — pprof's profile.proto, encoded and decoded in one place.
  *
  * flamefs renders pprof files (fs/view/render.c) and flamefs-collect imports
- * them (collector/pprof.c, and renders them for export): both link this
+ * them (collector/import/pprof.c, and renders them for export): both link this
  * module, the protobuf-c code generated from fs/profile/profile.proto
  * and these three functions over it.  The message types are protobuf-c's
  * (Perftools__Profiles__*), from the generated profile.pb-c.h.

@@ -1,6 +1,6 @@
 /*
  * fuzz-cfi.c — libFuzzer target for the CFI-table compiler
- * (collector/cfi.c), which reads the ELF files of any process on the
+ * (collector/unwind/cfi.c), which reads the ELF files of any process on the
  * machine.  The input is an ELF file, given as the file and as its own
  * debug file (so .debug_frame in either place is reached).  It must
  * compile or be refused with a message, without a crash, hang, leak or

@@ -1,5 +1,5 @@
 /*
- * fuzz-escape.c — libFuzzer target for the name escaping (fs/escape.c).
+ * fuzz-escape.c — libFuzzer target for the name escaping (fs/view/escape.c).
  * The first byte of the input picks the flags, the rest is a frame name.
  * Checks the rule of fs/README.md "Name escaping": the directory name is
  * 1..255 bytes, holds no '/', NUL or other control byte (nor '@' for

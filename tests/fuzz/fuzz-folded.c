@@ -1,6 +1,6 @@
 /*
  * fuzz-folded.c — libFuzzer target for the folded-stack importer
- * (collector/folded.c): any input must import or be refused with a message
+ * (collector/import/folded.c): any input must import or be refused with a message
  * naming the input, without a crash, leak or sanitizer report.
  */
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * fuzz-gperf-cpu.c — libFuzzer target for the gperftools CPU profile importer (collector/gperf.c): any input must import or be
+ * fuzz-gperf-cpu.c — libFuzzer target for the gperftools CPU profile importer (collector/import/gperf.c): any input must import or be
  * refused with a message naming the input, without a crash, leak or
  * sanitizer report.
  */

@@ -1,5 +1,5 @@
 /*
- * fuzz-legacy.c — libFuzzer target for the legacy text profile importer (collector/legacy.c): any input must import or be
+ * fuzz-legacy.c — libFuzzer target for the legacy text profile importer (collector/import/legacy.c): any input must import or be
  * refused with a message naming the input, without a crash, leak or
  * sanitizer report.
  */

@@ -1,6 +1,6 @@
 /*
  * fuzz-perf.c — libFuzzer target for the perf script text importer
- * (collector/perf.c): any input must import or be refused with a message
+ * (collector/import/perf.c): any input must import or be refused with a message
  * naming the input, without a crash, leak or sanitizer report.
  */
 #include <stddef.h>

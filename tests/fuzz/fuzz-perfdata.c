@@ -1,6 +1,6 @@
 /*
  * fuzz-perfdata.c — libFuzzer target for the perf.data importer
- * (collector/perfdata.c): any input must import or be refused with a
+ * (collector/import/perfdata.c): any input must import or be refused with a
  * message naming the input, without a crash, leak or sanitizer report.
  * Without a symbolizer (none is given here), addresses become
  * "[unknown]" frames, so the parser is what is fuzzed.

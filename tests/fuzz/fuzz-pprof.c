@@ -1,6 +1,6 @@
 /*
  * fuzz-pprof.c — libFuzzer target for the pprof (profile.proto, raw or gzipped) importer
- * (collector/pprof.c): any input must import or be refused with a message
+ * (collector/import/pprof.c): any input must import or be refused with a message
  * naming the input, without a crash, leak or sanitizer report.
  */
 #include <stddef.h>

@@ -3,7 +3,7 @@
 # stackcollapse-ref.pl — flamefs's reference for the perf-script importer.
 #
 # An independent, deliberately plain Perl rendering of the rules that
-# collector/perf.c implements (those of FlameGraph's stackcollapse-perf.pl
+# collector/import/perf.c implements (those of FlameGraph's stackcollapse-perf.pl
 # with default options, plus the differences listed in collector/README.md,
 # and one more: an ELF symbol's version is dropped, "cfree@GLIBC_2.2.5" is
 # "cfree", as flamefs names a function alike whatever the source).
