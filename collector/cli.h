@@ -7,6 +7,8 @@
 #ifndef FLAMEFS_CLI_H
 #define FLAMEFS_CLI_H
 
+#include <stdio.h>
+
 #define PROG "flamefs-collect"
 
 /* Prints "flamefs-collect: <fmt>" and a newline to stderr and exits 1. */
@@ -16,6 +18,12 @@ void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn
  * (store_default_dir()), which *owned then holds (the caller frees it);
  * no default at all ends the command with a message. */
 const char *cli_resolve_store(const char *arg, char **owned);
+
+/* The options of a command that takes only --store and --help (stats,
+ * compact): sets *store_arg (NULL when not given) and returns -1 to go
+ * on, or the exit status when the command ends here (0 after --help, 2
+ * after a usage error, usage() having printed to the right stream). */
+int cli_store_only_options(int argc, char **argv, void (*usage)(FILE *f), const char **store_arg);
 
 /* The commands: argv[0] is the command's name; each returns the exit
  * status (0, 1 on failure, 2 for a usage error). */

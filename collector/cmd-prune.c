@@ -35,24 +35,10 @@ static void usage_compact(FILE *f)
 
 int cmd_compact(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	        {"store", required_argument, NULL, 's'},
-	        {"help", no_argument, NULL, 'h'},
-	        {0},
-	};
-	const char *store_arg = NULL;
-	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': store_arg = optarg; break;
-		case 'h': usage_compact(stdout); return 0;
-		default: usage_compact(stderr); return 2;
-		}
-	}
-	if (optind != argc) {
-		usage_compact(stderr);
-		return 2;
-	}
+	const char *store_arg;
+	int st = cli_store_only_options(argc, argv, usage_compact, &store_arg);
+	if (st >= 0)
+		return st;
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
 	struct store *s;

@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,24 +67,10 @@ static void human(char *buf, size_t len, uint64_t v)
 
 int cmd_stats(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	        {"store", required_argument, NULL, 's'},
-	        {"help", no_argument, NULL, 'h'},
-	        {0},
-	};
-	const char *store_arg = NULL;
-	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': store_arg = optarg; break;
-		case 'h': usage_stats(stdout); return 0;
-		default: usage_stats(stderr); return 2;
-		}
-	}
-	if (optind != argc) {
-		usage_stats(stderr);
-		return 2;
-	}
+	const char *store_arg;
+	int st = cli_store_only_options(argc, argv, usage_stats, &store_arg);
+	if (st >= 0)
+		return st;
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);

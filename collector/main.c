@@ -6,6 +6,7 @@
  * is the only place in the collector that prints or exits.  Every error
  * is reported once, as "flamefs-collect: <what>: <why>".
  */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,30 @@ const char *cli_resolve_store(const char *arg, char **owned)
 	if (!*owned)
 		cli_die("no store given: use --store DIR or set FLAMEFS_STORE");
 	return *owned;
+}
+
+int cli_store_only_options(int argc, char **argv, void (*usage)(FILE *f), const char **store_arg)
+{
+	static const struct option opts[] = {
+	        {"store", required_argument, NULL, 's'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	int c;
+
+	*store_arg = NULL;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': *store_arg = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	return -1;
 }
 
 int main(int argc, char **argv)
