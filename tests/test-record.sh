@@ -24,7 +24,7 @@ bg=
 rec=
 e2e_on_exit() {
 	[ -n "$rec" ] && kill "$rec" 2>/dev/null
-	[ -n "$bg" ] && kill "$bg" 2>/dev/null
+	[ -n "$bg" ] && { kill "$bg"; kill -CONT "$bg"; } 2>/dev/null # it may be stopped
 }
 
 # ---- can BPF load here? -----------------------------------------------------
@@ -172,6 +172,10 @@ hz=199
 "$target" 10 /dev/null >/dev/null &
 bg=$!
 sleep 0.3
+# The target runs only between c0 and c1 (SIGSTOP around them): on a busy
+# machine the recorder's start and its SIGINT can take a while, and the
+# target's CPU time in those gaps was sampled but not counted.
+kill -STOP "$bg"
 "$collect" record --store "$s3" -F $hz -p "$bg" 2>"$tmp/err3" &
 rec=$!
 for _ in $(seq 100); do
@@ -181,13 +185,16 @@ done
 # Nanoseconds the target's threads have run (schedstat, not tick-based).
 cpu() { awk '{ print $1 }' "/proc/$bg/schedstat"; }
 c0=$(cpu)
+kill -CONT "$bg"
 sleep 2.6
+kill -STOP "$bg"
 c1=$(cpu)
 kill -INT "$rec"
 wait "$rec"
 st=$?
 rec=
 kill "$bg" 2>/dev/null
+kill -CONT "$bg" 2>/dev/null
 wait "$bg" 2>/dev/null
 bg=
 [ "$st" = 0 ] && ok "SIGINT: exit 0" || bad "SIGINT: exit $st"
