@@ -98,9 +98,14 @@ struct import_job {
 	double ms_open, ms_parse, ms_commit; /* --timings, summed over files */
 };
 
+/* The progress line, on a terminal only.  With several files it stands
+ * in for the per-file "imported" lines, and any other message clears it
+ * first (progress_clear()). */
 struct progress_state {
 	struct timespec start, last;
 	const struct import_job *job;
+	bool tty;   /* stderr is a terminal */
+	bool shown; /* a progress line is on it now */
 };
 static struct progress_state progress_st;
 
@@ -116,23 +121,38 @@ static double ms_since(const struct timespec *a)
 	return since(a, &now) * 1e3;
 }
 
-/* The progress line on a terminal: "[3/1000] 12.0 MB read, ..." over
- * the whole command. */
-static void show_progress(struct import_ctx *ctx)
+/* The progress line on a terminal, at most twice a second: "[3/1000]
+ * 12.0 MB read, ..." over the whole command; samples and bytes are the
+ * file's so far, added to the files done. */
+static void progress_show(const struct import_job *job, uint64_t samples, uint64_t bytes)
 {
-	const struct import_job *job = progress_st.job;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (since(&progress_st.last, &now) < 0.5)
 		return;
 	progress_st.last = now;
 	double t = since(&progress_st.start, &now);
-	uint64_t samples = job->samples + ctx->samples, bytes = job->bytes + ctx->bytes;
+	samples += job->samples;
+	bytes += job->bytes;
 	fputs("\r", stderr);
 	if (job->count > 1)
 		fprintf(stderr, "[%zu/%zu] ", job->index, job->count);
-	fprintf(stderr, "%.1f MB read, %" PRIu64 " samples, %.0f samples/s   ", (double)bytes / 1e6,
-	        samples, t > 0 ? (double)samples / t : 0.0);
+	fprintf(stderr, "%.1f MB read, %" PRIu64 " samples, %.0f samples/s\033[K",
+	        (double)bytes / 1e6, samples, t > 0 ? (double)samples / t : 0.0);
+	progress_st.shown = true;
+}
+
+static void show_progress(struct import_ctx *ctx)
+{
+	progress_show(progress_st.job, ctx->samples, ctx->bytes);
+}
+
+/* Clears the progress line, if one is shown, before another message. */
+static void progress_clear(void)
+{
+	if (progress_st.shown)
+		fputs("\r\033[K", stderr);
+	progress_st.shown = false;
 }
 
 /* This machine's boot time in Unix seconds (/proc/stat's btime): what
@@ -210,14 +230,17 @@ static int import_file(struct import_job *job, const char *path)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
+		progress_clear();
 		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
 		return 1;
 	}
 	if (fstat(fd, &st) < 0) {
+		progress_clear();
 		fprintf(stderr, PROG ": %s: %s\n", shown, strerror(errno));
 		goto out_fd;
 	}
 	if (S_ISDIR(st.st_mode)) {
+		progress_clear();
 		fprintf(stderr, PROG ": %s: is a directory, expected a file\n", path);
 		goto out_fd;
 	}
@@ -230,10 +253,12 @@ static int import_file(struct import_job *job, const char *path)
 	/* Read a prefix for format detection; the importer consumes it first. */
 	ssize_t plen = read_prefix(fd, prefix, sizeof(prefix));
 	if (plen < 0) {
+		progress_clear();
 		fprintf(stderr, PROG ": %s: %s\n", shown, strerror((int)-plen));
 		goto out_fd;
 	}
 	if (plen == 0) {
+		progress_clear();
 		fprintf(stderr,
 		        PROG ": %s: empty input, expected a profile: " IMPORT_FORMATS_TRIED "\n",
 		        shown);
@@ -243,6 +268,7 @@ static int import_file(struct import_job *job, const char *path)
 		fmt = import_detect(prefix, (size_t)plen);
 	const struct import_format_ops *ops = import_format_find(fmt);
 	if (!ops) {
+		progress_clear();
 		fprintf(stderr,
 		        PROG ": %s: expected a profile in a format flamefs reads, got none it "
 		             "recognizes; tried " IMPORT_FORMATS_TRIED "; --format picks one\n",
@@ -271,24 +297,24 @@ static int import_file(struct import_job *job, const char *path)
 	        .prefix_len = (size_t)plen,
 	        .sym = sym.user ? &sym : NULL,
 	};
-	if (isatty(STDERR_FILENO)) {
+	if (progress_st.tty) {
 		ctx.progress = show_progress;
 		progress_st.job = job;
 	}
 	rc = ops->parse(&ctx);
 	job->ms_parse += ms_since(&t1);
-	if (ctx.progress)
-		fputs("\r\033[K", stderr);
 	const char *nothing =
 	        job->one_batch ? "nothing was imported" : "nothing of it was imported";
 	if (rc < 0) {
 		if (!ctx.err[0])
 			import_fail(&ctx, ctx.line, "%s",
 			            rc == -ENOMEM ? "out of memory" : strerror(-rc));
+		progress_clear();
 		fprintf(stderr, PROG ": %s\n" PROG ": %s\n", ctx.err, nothing);
 		goto out;
 	}
 	if (ctx.samples == 0) {
+		progress_clear();
 		fprintf(stderr, PROG ": %s: no samples found in %s input; %s\n", shown,
 		        import_format_name(fmt), nothing);
 		goto out;
@@ -296,21 +322,29 @@ static int import_file(struct import_job *job, const char *path)
 	if (!job->one_batch) {
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (store_batch_commit(b) < 0) {
+			progress_clear();
 			fprintf(stderr, PROG ": %s: commit failed: %s; %s\n", job->dir,
 			        store_errmsg(job->s), nothing);
 			goto out;
 		}
 		job->ms_commit += ms_since(&t1);
 	}
-	if (ctx.warning[0])
+	if (ctx.warning[0]) {
+		progress_clear();
 		fprintf(stderr, PROG ": %s: %s\n", shown, ctx.warning);
-	fprintf(stderr, PROG ": %s %" PRIu64 " samples (%.1f MB of %s) from %s into %s\n",
-	        job->one_batch ? "read" : "imported", ctx.samples, (double)ctx.bytes / 1e6,
-	        import_format_name(fmt), shown, job->dir);
+	}
 	job->samples += ctx.samples;
 	job->bytes += ctx.bytes;
 	job->files_done++;
 	ret = 0;
+	if (progress_st.tty && job->count > 1) { /* the progress line stands in */
+		progress_show(job, 0, 0);
+		goto out;
+	}
+	progress_clear();
+	fprintf(stderr, PROG ": %s %" PRIu64 " samples (%.1f MB of %s) from %s into %s\n",
+	        job->one_batch ? "read" : "imported", ctx.samples, (double)ctx.bytes / 1e6,
+	        import_format_name(fmt), shown, job->dir);
 out:
 	offline_symbols_free(&sym);
 	if (b != job->batch)
@@ -414,6 +448,7 @@ int cmd_import(int argc, char **argv)
 	job.count = (size_t)(argc - optind);
 	clock_gettime(CLOCK_MONOTONIC, &progress_st.start);
 	progress_st.last = progress_st.start;
+	progress_st.tty = isatty(STDERR_FILENO);
 
 	size_t failed = 0;
 	for (int i = optind; i < argc; i++) {
@@ -430,6 +465,7 @@ int cmd_import(int argc, char **argv)
 			break;
 		}
 	}
+	progress_clear();
 
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -451,7 +487,7 @@ int cmd_import(int argc, char **argv)
 		fprintf(stderr,
 		        PROG ": imported %" PRIu64 " samples (%.1f MB) from %zu files into %s\n",
 		        job.samples, (double)job.bytes / 1e6, job.files_done, job.dir);
-	else if (job.count > 1 && job.keep_going && job.files_done)
+	else if (job.count > 1 && !job.one_batch && job.files_done)
 		fprintf(stderr,
 		        PROG ": imported %" PRIu64 " samples (%.1f MB) from %zu of %zu files into "
 		             "%s; %zu failed\n",

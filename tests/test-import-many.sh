@@ -165,6 +165,20 @@ same "$tmp/a" "$tmp/b" "40 files: one command differs from 40 commands"
 n=$((n + 1))
 same "$tmp/a" "$tmp/b" "40 files: stats differ"
 
+# ---- on a terminal: one progress line for the files, not a line each ------------
+if command -v script >/dev/null; then
+	rm -rf "$tmp/tty"
+	script -q -e -c "$(printf '%q ' "$collect" import --store "$tmp/tty" "${files[@]}")" "$tmp/tty.log" >/dev/null 2>&1
+	tr '\r' '\n' <"$tmp/tty.log" | sed 's/\x1b\[K//g' | grep -v '^$' | grep -v '^Script ' >"$tmp/tty.out"
+	check "terminal: no per-file line for 40 files" test "$(grep -c ' from .*/p[0-9]*\.[a-z]* into ' "$tmp/tty.out")" = 0
+	check "terminal: the last line sums the 40 files" \
+		grep -q "^flamefs-collect: imported [0-9]* samples (.*) from 40 files into $tmp/tty\$" "$tmp/tty.out"
+	check "terminal: a progress line counts the files, if one was shown" \
+		test "$(grep -c -v -e '^flamefs-collect: ' -e '^\[[0-9]*/40\] [0-9.]* MB read, [0-9]* samples' "$tmp/tty.out")" = 0
+else
+	echo "SKIP (part): no script(1) for a terminal"
+fi
+
 # ---- refused option combinations ---------------------------------------------
 n=$((n + 1))
 if "$collect" import --store "$tmp/x" --one-batch --keep-going "$tmp/in/good.folded" >"$tmp/out" 2>&1; then
