@@ -10,14 +10,38 @@
 #ifndef FLAMEFS_IMPORT_H
 #define FLAMEFS_IMPORT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store.h"
 
 #define IMPORT_DEFAULT_VERSION "default"
+
+/* Makes *p (an array of *cap elements of elem bytes) hold at least need
+ * elements, doubling from 64; *p and *cap change only on success.
+ * Returns 0 or -ENOMEM.  Inline: the parsers call it on their hot paths,
+ * where it almost always returns at once. */
+static inline int import_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 64;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	void *np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
 
 struct import_ctx;
 

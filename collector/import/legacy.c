@@ -100,24 +100,6 @@ struct legacy {
 	struct import_sums sums;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 64;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	void *np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 static int fail(struct legacy *g, const char *what, const char *l, size_t n)
 {
 	char ex[256];
@@ -194,7 +176,7 @@ static int pcs(struct legacy *g, struct cur *c, size_t *first, size_t *n)
 		}
 		if (c->p == start || (c->p < c->end && *c->p != ' ' && *c->p != '\t'))
 			return 0;
-		int rc = grow((void **)&g->pcs, &g->pcs_cap, g->npcs + 1, sizeof(*g->pcs));
+		int rc = import_grow((void **)&g->pcs, &g->pcs_cap, g->npcs + 1, sizeof(*g->pcs));
 		if (rc < 0)
 			return rc;
 		g->pcs[g->npcs++] = v;
@@ -377,7 +359,7 @@ bool import_legacy_sniff(const uint8_t *buf, size_t len)
 
 static int new_sample(struct legacy *g, struct lsample **out)
 {
-	int rc = grow((void **)&g->s, &g->s_cap, g->ns + 1, sizeof(*g->s));
+	int rc = import_grow((void **)&g->s, &g->s_cap, g->ns + 1, sizeof(*g->s));
 	if (rc < 0)
 		return rc;
 	*out = &g->s[g->ns++];
@@ -638,9 +620,9 @@ static int symbol_line(struct legacy *g, const char *l, size_t n)
 			fl = (size_t)(colon - file);
 		}
 	}
-	int rc = grow((void **)&g->syms, &g->syms_cap, g->nsyms + 1, sizeof(*g->syms));
+	int rc = import_grow((void **)&g->syms, &g->syms_cap, g->nsyms + 1, sizeof(*g->syms));
 	if (rc >= 0)
-		rc = grow((void **)&g->names, &g->names_cap, g->names_len + nl + fl + 1, 1);
+		rc = import_grow((void **)&g->names, &g->names_cap, g->names_len + nl + fl + 1, 1);
 	if (rc < 0)
 		return rc;
 	struct lsym *y = &g->syms[g->nsyms++];
@@ -737,7 +719,7 @@ static void default_binary(const struct legacy *g, char *out, size_t outlen)
 
 static int push_frames(struct legacy *g, size_t *n, const struct store_frame *f, size_t k)
 {
-	int rc = grow((void **)&g->stack, &g->stack_cap, *n + k, sizeof(*g->stack));
+	int rc = import_grow((void **)&g->stack, &g->stack_cap, *n + k, sizeof(*g->stack));
 	if (rc < 0)
 		return rc;
 	memcpy(g->stack + *n, f, k * sizeof(*f));

@@ -174,24 +174,6 @@ struct perf {
 	size_t stackkey_cap;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 64;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	void *np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 static int fail_line(struct perf *p, uint64_t line, const char *what, const char *s, size_t n)
 {
 	char ex[256];
@@ -220,8 +202,8 @@ static int note_series_bytes(struct perf *p, uint32_t id, uint64_t bytes)
 {
 	if (id >= p->series_bytes_cap) {
 		size_t old = p->series_bytes_cap;
-		int rc = grow((void **)&p->series_bytes, &p->series_bytes_cap, (size_t)id + 1,
-		              sizeof(uint64_t));
+		int rc = import_grow((void **)&p->series_bytes, &p->series_bytes_cap,
+		                     (size_t)id + 1, sizeof(uint64_t));
 		if (rc < 0)
 			return rc;
 		memset(p->series_bytes + old, 0, (p->series_bytes_cap - old) * sizeof(uint64_t));
@@ -302,7 +284,7 @@ static int sample_series(struct perf *p, uint32_t *id)
 static int names_put(struct perf *p, const char *s, size_t n)
 {
 	/* +1: the buffer always exists, even for an empty name */
-	int rc = grow((void **)&p->names, &p->names_cap, p->names_len + n + 1, 1);
+	int rc = import_grow((void **)&p->names, &p->names_cap, p->names_len + n + 1, 1);
 	if (rc < 0)
 		return rc;
 	if (n)
@@ -468,7 +450,7 @@ static int parse_sample(struct perf *p, uint32_t *node)
 	/* Records are [u32 len][function][u32 len][module][u32 len][tail]. */
 	while (pos < len) {
 		uint32_t fl, ml, tl;
-		rc = grow((void **)&p->sl, &p->sl_cap, nsl + 1, sizeof(*p->sl));
+		rc = import_grow((void **)&p->sl, &p->sl_cap, nsl + 1, sizeof(*p->sl));
 		if (rc < 0)
 			return rc;
 		memcpy(&fl, rec + pos, 4);
@@ -595,7 +577,7 @@ static int parts_key(struct perf *p, const char *func, size_t flen, const char *
 {
 	size_t klen = 4 + flen + mlen;
 	uint32_t fl32 = (uint32_t)flen;
-	int rc = grow((void **)&p->partkey, &p->partkey_cap, klen, 1);
+	int rc = import_grow((void **)&p->partkey, &p->partkey_cap, klen, 1);
 
 	if (rc < 0)
 		return rc;
@@ -623,7 +605,7 @@ static int stack_parts_key(struct perf *p, const char *block, size_t blen, const
 
 	if (memchr(block, '\0', blen))
 		return 0;
-	rc = grow((void **)&p->stackkey, &p->stackkey_cap, leaf_len + blen + 8, 1);
+	rc = import_grow((void **)&p->stackkey, &p->stackkey_cap, leaf_len + blen + 8, 1);
 	if (rc < 0)
 		return rc;
 	memcpy(p->stackkey, leaf, leaf_len);
@@ -666,7 +648,7 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 		const char *l = block + pos;
 		const char *nl = find_nl(l, block + len);
 		size_t n = nl ? (size_t)(nl - l) : len - pos;
-		rc = grow((void **)&p->rl, &p->rl_cap, nl_count + 1, sizeof(*p->rl));
+		rc = import_grow((void **)&p->rl, &p->rl_cap, nl_count + 1, sizeof(*p->rl));
 		if (rc < 0)
 			return rc;
 		p->rl[nl_count].off = pos;
@@ -850,7 +832,7 @@ static int fast_sample(struct perf *p)
 		stackcache_prefetch(p->prefix, bkey);
 	size_t klen = 16 + 4 + flen + sl.mod_len;
 	uint32_t fl32 = (uint32_t)flen;
-	rc = grow((void **)&p->leafkey, &p->leafkey_cap, klen, 1);
+	rc = import_grow((void **)&p->leafkey, &p->leafkey_cap, klen, 1);
 	if (rc < 0)
 		return rc;
 	memcpy(p->leafkey, &bh.low64, 8);
@@ -923,7 +905,7 @@ static int blk_reserve(struct perf *p, size_t more)
 {
 	if (p->blk_len + more > SAMPLE_MAX)
 		return -E2BIG;
-	return grow((void **)&p->blk, &p->blk_cap, p->blk_len + more, 1);
+	return import_grow((void **)&p->blk, &p->blk_cap, p->blk_len + more, 1);
 }
 
 static int start_sample(struct perf *p, const char *l, size_t n, const struct header *h)

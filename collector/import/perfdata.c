@@ -282,21 +282,6 @@ static int decode_sample(const struct attr *a, const uint8_t *r, size_t n, struc
 	return 0;
 }
 
-static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 256;
-	while (ncap < need)
-		ncap *= 2;
-	void *np = realloc(*ptr, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*ptr = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* Whether samples of attr i are kept: the first event sampled unless
  * --event or --all-events say otherwise. */
 static int attr_wanted(struct pd *p, int i)
@@ -366,7 +351,8 @@ static int stack_frames(struct pd *p, uint32_t pid, const uint64_t *ips, size_t 
 			return rc;
 		/* f[0] is the function, then those inlined in it, outermost first */
 		size_t got = (size_t)(kernel[k] ? 1 : rc);
-		rc = grow((void **)&p->frames, &p->frames_cap, *nf + got, sizeof(*p->frames));
+		rc = import_grow((void **)&p->frames, &p->frames_cap, *nf + got,
+		                 sizeof(*p->frames));
 		if (rc < 0)
 			return rc;
 		memcpy(p->frames + *nf, f, got * sizeof(*f));
@@ -420,7 +406,7 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 	/* ips, leaf first, with their context */
 	uint8_t *kernel = p->kernel;
 	size_t nips = 0;
-	int rc = grow((void **)&p->ips, &p->ips_cap, MAX_STACK, sizeof(*p->ips));
+	int rc = import_grow((void **)&p->ips, &p->ips_cap, MAX_STACK, sizeof(*p->ips));
 	if (rc < 0)
 		return rc;
 	if (s.nchain) {
@@ -768,7 +754,7 @@ static int read_records(struct pd *p, size_t off, size_t end, const struct bids 
 				last_time = t;
 			if (last_time > round_max)
 				round_max = last_time;
-			rc = grow((void **)&q, &qcap, nq + 1, sizeof(*q));
+			rc = import_grow((void **)&q, &qcap, nq + 1, sizeof(*q));
 			if (rc >= 0)
 				q[nq++] = (struct pending){last_time, seq++, off};
 		} else if (type < R_HEADER_ATTR) {
