@@ -3,7 +3,7 @@
  * the unit and the totals.  The writer keeps every record in memory
  * behind a hash table; readers list them from disk.
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -86,7 +86,7 @@ static int series_decode(const uint8_t *p, size_t len, struct series_rec *r)
 	return 0;
 }
 
-static int series_index(struct store *s, uint32_t id)
+static int series_index(struct rdb *s, uint32_t id)
 {
 	struct series_rec *r = &s->series[id];
 	size_t pos;
@@ -102,7 +102,7 @@ static int series_index(struct store *s, uint32_t id)
 	return 0;
 }
 
-int series_grow(struct store *s)
+int series_grow(struct rdb *s)
 {
 	uint32_t cap;
 	struct series_rec *n;
@@ -122,7 +122,7 @@ int series_grow(struct store *s)
 	return 0;
 }
 
-int load_series(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
+int load_series(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen)
 {
 	int r = series_grow(s);
 
@@ -140,9 +140,10 @@ int load_series(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
 	return r < 0 ? r : 1;
 }
 
-int store_batch_series(struct store_batch *b, const struct store_series_key *k, uint32_t *id)
+int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k, uint32_t *id)
 {
-	struct store *s = b->s;
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	struct rdb *s = b->s;
 	struct series_rec *r;
 	uint32_t h;
 	size_t pos;
@@ -205,21 +206,9 @@ static int series_cmp(const void *a, const void *b)
 	return c;
 }
 
-void store_series_free(struct store_series *list, size_t n)
+int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 {
-	if (!list)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		free(list[i].binary);
-		free(list[i].version);
-		free(list[i].event);
-		free(list[i].unit);
-	}
-	free(list);
-}
-
-int store_series_list(struct store *s, struct store_series **out, size_t *n)
-{
+	struct rdb *s = rdb_of(sbase);
 	rocksdb_iterator_t *it;
 	struct store_series *list = NULL;
 	size_t len = 0, cap = 0;

@@ -4,7 +4,7 @@
  * per key), the merge operator that adds such lists, and reading them
  * back (store_series_counts).
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -273,7 +273,7 @@ rocksdb_mergeoperator_t *counts_merge_operator(void)
 
 /* floor(when / bucket_seconds) as an offset-binary u32, so that keys sort
  * by time even before 1970.  -ERANGE when it does not fit. */
-int bucket_of(const struct store *s, int64_t when, uint32_t *bucket)
+int bucket_of(const struct rdb *s, int64_t when, uint32_t *bucket)
 {
 	int64_t bs = s->bucket_seconds;
 	int64_t idx = when / bs - (when % bs < 0);
@@ -284,13 +284,13 @@ int bucket_of(const struct store *s, int64_t when, uint32_t *bucket)
 	return 0;
 }
 
-int64_t bucket_start(const struct store *s, uint32_t bucket)
+int64_t bucket_start(const struct rdb *s, uint32_t bucket)
 {
 	return (int64_t)(int32_t)(bucket ^ 0x80000000u) * s->bucket_seconds;
 }
 
 /* Bucket index of `t`, clamped to the range keys can hold. */
-uint32_t bucket_clamped(const struct store *s, int64_t t)
+uint32_t bucket_clamped(const struct rdb *s, int64_t t)
 {
 	int64_t bs = s->bucket_seconds;
 	int64_t idx = t / bs - (t % bs < 0);
@@ -302,9 +302,10 @@ uint32_t bucket_clamped(const struct store *s, int64_t t)
 	return (uint32_t)idx ^ 0x80000000u;
 }
 
-int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,
-                        store_count_fn fn, void *ctx)
+int rdb_series_counts(struct store *sbase, uint32_t series, int64_t from, int64_t to,
+                      store_count_fn fn, void *ctx)
 {
+	struct rdb *s = rdb_of(sbase);
 	rocksdb_iterator_t *it;
 	uint8_t start[8];
 	uint32_t lo, hi;

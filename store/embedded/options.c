@@ -2,7 +2,7 @@
  * options.c — the RocksDB options of a store (store/README.md, "RocksDB
  * tuning"): compression, block sizes, memtables, logs.
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -60,7 +60,7 @@ out:
 	return 0;
 }
 
-int make_options(struct store *s)
+int make_options(struct rdb *s)
 {
 	rocksdb_mergeoperator_t *mo;
 	int levels[7];

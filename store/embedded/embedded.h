@@ -25,7 +25,7 @@
 #ifndef FLAMEFS_STORE_INTERNAL_H
 #define FLAMEFS_STORE_INTERNAL_H
 
-#include "store.h"
+#include "backend.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -215,7 +215,8 @@ struct series_rec {
 	uint64_t samples, weight, input_bytes;
 };
 
-struct store {
+struct rdb {
+	struct store base; /* first: ops is &embedded_ops */
 	rocksdb_t *db;
 	rocksdb_options_t *dbopts;
 	rocksdb_options_t *cfopts;
@@ -254,7 +255,7 @@ struct store {
 	uint32_t nseries, series_cap;
 	struct idtab series_tab;
 
-	struct store_batch *batch; /* the open batch, if any */
+	struct rdb_batch *batch; /* the open batch, if any */
 
 	/* The settling thread (stats.c).  settle_mu guards settle_busy and
 	 * settle_again; settler and settler_started belong to the thread
@@ -285,8 +286,9 @@ struct series_delta {
 	uint64_t samples, weight, input_bytes;
 };
 
-struct store_batch {
-	struct store *s;
+struct rdb_batch {
+	struct store_batch base; /* first */
+	struct rdb *s;
 	/* Where the store's arrays stood when the batch started (or last
 	 * committed); everything at or above is the batch's. */
 	uint32_t frame_base, node_base, series_base;
@@ -314,6 +316,51 @@ struct store_batch {
 	uint32_t ndelta;
 };
 
+/* From store.h's handles to ours: each embeds the other first. */
+static inline struct rdb *rdb_of(struct store *s)
+{
+	return (struct rdb *)s;
+}
+
+static inline const struct rdb *rdb_cof(const struct store *s)
+{
+	return (const struct rdb *)s;
+}
+
+static inline struct rdb_batch *rdb_batch_of(struct store_batch *b)
+{
+	return (struct rdb_batch *)b;
+}
+
+/* The entries of embedded_ops (open.c), with store.h's contracts. */
+extern const struct store_ops embedded_ops;
+void rdb_close(struct store *s);
+const char *rdb_errmsg(const struct store *s);
+const char *rdb_notice(const struct store *s);
+uint32_t rdb_bucket_seconds(const struct store *s);
+struct store_batch *rdb_batch_new(struct store *s);
+void rdb_batch_free(struct store_batch *b);
+int rdb_batch_series(struct store_batch *b, const struct store_series_key *k, uint32_t *id);
+int rdb_batch_frame(struct store_batch *b, const struct store_frame *f, uint32_t *id);
+int rdb_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
+int rdb_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
+                  uint64_t samples, uint64_t weight);
+int rdb_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes);
+int rdb_batch_commit(struct store_batch *b);
+int rdb_refresh(struct store *s);
+uint64_t rdb_sequence(const struct store *s);
+int rdb_series_list(struct store *s, struct store_series **out, size_t *n);
+uint32_t rdb_node_count(const struct store *s);
+int rdb_node_get(const struct store *s, uint32_t node, uint32_t *parent, uint32_t *frame);
+uint32_t rdb_frame_count(const struct store *s);
+int rdb_frame_get(const struct store *s, uint32_t frame, struct store_frame *f);
+int rdb_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to, store_count_fn fn,
+                      void *ctx);
+int rdb_footprint(struct store *s, struct store_footprint *out);
+int rdb_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes);
+int rdb_compact(struct store *s);
+int rdb_prune(struct store *s, const struct store_prune_opts *o, struct store_prune_stats *st);
+
 /* ---- functions shared between the files ---------------------------------- */
 
 /* codec.c */
@@ -324,9 +371,9 @@ char *dup_bytes(const void *p, size_t n);
 /* counts.c */
 size_t count_entry_put(uint8_t *p, uint32_t delta, uint64_t samples, uint64_t weight);
 rocksdb_mergeoperator_t *counts_merge_operator(void);
-int bucket_of(const struct store *s, int64_t when, uint32_t *bucket);
-int64_t bucket_start(const struct store *s, uint32_t bucket);
-uint32_t bucket_clamped(const struct store *s, int64_t t);
+int bucket_of(const struct rdb *s, int64_t when, uint32_t *bucket);
+int64_t bucket_start(const struct rdb *s, uint32_t bucket);
+uint32_t bucket_clamped(const struct rdb *s, int64_t t);
 int counts_sum(const void *v, size_t len, uint64_t *samples, uint64_t *weight);
 
 /* intern.c */
@@ -336,54 +383,54 @@ void arena_free(struct arena *a);
 void idtab_remove(struct idtab *t, uint32_t id, uint32_t h);
 void idtab_free(struct idtab *t);
 uint32_t frame_hash(const struct store_frame *f);
-int frame_append(struct store *s, const struct store_frame *f);
+int frame_append(struct rdb *s, const struct store_frame *f);
 int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref);
-uint32_t module_ref(struct store *s, uint32_t id);
+uint32_t module_ref(struct rdb *s, uint32_t id);
 uint32_t node_hash(uint32_t parent, uint32_t frame);
-int node_append(struct store *s, uint32_t parent, uint32_t frame);
-int load_frame(struct store *s, uint32_t id, const uint8_t *v, size_t vlen);
-int load_node(struct store *s, uint32_t id, const uint8_t *v, size_t vlen);
-int load_node_run(struct store *s, uint32_t first, const uint8_t *v, size_t vlen);
+int node_append(struct rdb *s, uint32_t parent, uint32_t frame);
+int load_frame(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
+int load_node(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
+int load_node_run(struct rdb *s, uint32_t first, const uint8_t *v, size_t vlen);
 
 /* series.c */
 void series_rec_clear(struct series_rec *r);
 int series_encode(struct buf *b, const struct series_rec *r);
-int series_grow(struct store *s);
-int load_series(struct store *s, uint32_t id, const uint8_t *v, size_t vlen);
+int series_grow(struct rdb *s);
+int load_series(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 
 /* options.c */
-int make_options(struct store *s);
+int make_options(struct rdb *s);
 
 /* open.c */
-void seterr(struct store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int rdb_fail(struct store *s, char *rerr, const char *what);
-int need_db(struct store *s);
+void seterr(struct rdb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rdb_fail(struct rdb *s, char *rerr, const char *what);
+int need_db(struct rdb *s);
 void remove_tree(const char *dir);
-void close_db(struct store *s);
+void close_db(struct rdb *s);
 int mkdir_p(const char *dir);
 int dir_is_empty(const char *dir);
-int meta_init(struct store *s);
-int check_cfs(struct store *s);
-int open_db(struct store *s, bool creating);
-int load_new(struct store *s);
+int meta_init(struct rdb *s);
+int check_cfs(struct rdb *s);
+int open_db(struct rdb *s, bool creating);
+int load_new(struct rdb *s);
 /* The writer's id tables: indexes the frames from frames_from and the
  * nodes from nodes_from on (what load_new() just loaded).  0 or -ENOMEM;
  * a reader keeps no tables and gets 0. */
-int index_new(struct store *s, uint32_t frames_from, uint32_t nodes_from);
+int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from);
 
 /* create.c: readies s->dir for store_open: 0 when it holds a store (one
  * it may just have made), 1 when the store is to be created in place,
  * -errno (message set) when it cannot be opened. */
-int prepare_dir(struct store *s, int flags);
+int prepare_dir(struct rdb *s, int flags);
 
 /* stats.c: after a write, starts the thread that flushes and compacts
  * when the store would otherwise be more than a few percent over its
  * compacted size; settle_wait() joins it. */
-void settle(struct store *s);
-void settle_wait(struct store *s);
+void settle(struct rdb *s);
+void settle_wait(struct rdb *s);
 
 /* reader.c */
-int make_secdir(struct store *s);
-int open_secondary(struct store *s);
+int make_secdir(struct rdb *s);
+int open_secondary(struct rdb *s);
 
 #endif

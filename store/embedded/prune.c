@@ -2,7 +2,7 @@
  * prune.c — retention: deleting whole time buckets before a cut-off,
  * with the series totals lowered in the same write.
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@ static bool prune_selects(const struct series_rec *r, const struct store_prune_o
 /* Deletes the buckets of series `id` below `cut` into wb and works out
  * the series record after that into *after.  Returns 1 when something
  * is deleted, 0 when nothing is, or -EIO. */
-static int prune_series(struct store *s, rocksdb_writebatch_t *wb, rocksdb_iterator_t *it,
+static int prune_series(struct rdb *s, rocksdb_writebatch_t *wb, rocksdb_iterator_t *it,
                         uint32_t id, uint32_t cut, struct series_rec *after,
                         struct store_prune_stats *st)
 {
@@ -88,8 +88,9 @@ static int prune_series(struct store *s, rocksdb_writebatch_t *wb, rocksdb_itera
 	return 1;
 }
 
-int store_prune(struct store *s, const struct store_prune_opts *o, struct store_prune_stats *st)
+int rdb_prune(struct store *sbase, const struct store_prune_opts *o, struct store_prune_stats *st)
 {
+	struct rdb *s = rdb_of(sbase);
 	rocksdb_writebatch_t *wb = NULL;
 	rocksdb_iterator_t *it = NULL;
 	struct series_rec *after = NULL;

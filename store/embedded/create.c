@@ -20,7 +20,7 @@
  * next import or record will).  Where the rename cannot be done (the
  * directory is a mount point), the store is created in place as before.
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -215,7 +215,7 @@ static int lock_stage(const char *stage)
 /* The writer's info log is kept outside the store (options.c): removes
  * LOG and LOG.old.* from the store, which a creation or an older flamefs
  * left there. */
-static void remove_info_logs(struct store *s)
+static void remove_info_logs(struct rdb *s)
 {
 	DIR *d;
 	struct dirent *e;
@@ -243,7 +243,7 @@ static void fsync_dir(const char *dir)
  * when s->dir now holds a store (this one, or one another process made
  * meanwhile), 1 when the store must be created in place instead (the
  * rename cannot replace s->dir: a mount point), or -errno. */
-static int create_staged(struct store *s, bool replace)
+static int create_staged(struct rdb *s, bool replace)
 {
 	char *parent = NULL, *base = NULL, *stage = NULL, *dir = s->dir;
 	char lock[PATH_MAX];
@@ -345,7 +345,7 @@ out:
 	return r;
 }
 
-int prepare_dir(struct store *s, int flags)
+int prepare_dir(struct rdb *s, int flags)
 {
 	const char *dir = s->dir;
 	bool writer = !s->readonly, create = writer && (flags & STORE_CREATE);

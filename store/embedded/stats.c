@@ -3,7 +3,7 @@
  * of record), compaction, and keeping a store small right after each
  * write (settle).
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,7 +53,7 @@ static int du_fd(int dfd, uint64_t *total)
  * column family. */
 /* The uncompressed bytes (keys and values) of the default column family's
  * frames, nodes and other records, by one scan. */
-static int raw_bytes(struct store *s, uint64_t *frames, uint64_t *nodes, uint64_t *other)
+static int raw_bytes(struct rdb *s, uint64_t *frames, uint64_t *nodes, uint64_t *other)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	char *rerr = NULL;
@@ -81,7 +81,7 @@ static int raw_bytes(struct store *s, uint64_t *frames, uint64_t *nodes, uint64_
 /* The compressed bytes of the column family's data blocks (its SST files
  * without their index, filter and properties blocks), from RocksDB's
  * aggregated table properties; 0 when they are not reported. */
-static uint64_t data_block_bytes(struct store *s, int cf)
+static uint64_t data_block_bytes(struct rdb *s, int cf)
 {
 	static const char field[] = "; data block size=";
 	char *props =
@@ -103,8 +103,9 @@ static uint64_t share(uint64_t total, uint64_t part_raw, uint64_t all_raw)
 	return all_raw ? (uint64_t)((long double)total * part_raw / all_raw) : 0;
 }
 
-int store_footprint(struct store *s, struct store_footprint *out)
+int rdb_footprint(struct store *sbase, struct store_footprint *out)
 {
+	struct rdb *s = rdb_of(sbase);
 	uint64_t total = 0;
 	int fd, r;
 
@@ -147,8 +148,9 @@ int store_footprint(struct store *s, struct store_footprint *out)
 	return 0;
 }
 
-int store_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes)
+int rdb_series_disk_bytes(struct store *sbase, uint32_t series, uint64_t *bytes)
 {
+	struct rdb *s = rdb_of(sbase);
 	uint8_t start[4], limit[8];
 	const char *starts[1] = {(const char *)start};
 	const char *limits[1] = {(const char *)limit};
@@ -173,8 +175,9 @@ int store_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes)
 	return 0;
 }
 
-int store_compact(struct store *s)
+int rdb_compact(struct store *sbase)
 {
+	struct rdb *s = rdb_of(sbase);
 	rocksdb_flushoptions_t *fo;
 	rocksdb_compactoptions_t *co;
 	char *rerr = NULL;
@@ -239,7 +242,7 @@ out:
 #define SETTLE_SHARE 10
 
 /* SST bytes per column family: all[i] and level0[i]. */
-static void sst_bytes(struct store *s, uint64_t all[CF_COUNT_ALL], uint64_t level0[CF_COUNT_ALL])
+static void sst_bytes(struct rdb *s, uint64_t all[CF_COUNT_ALL], uint64_t level0[CF_COUNT_ALL])
 {
 	const rocksdb_livefiles_t *lf = rocksdb_livefiles(s->db);
 	int n;
@@ -265,7 +268,7 @@ static void sst_bytes(struct store *s, uint64_t all[CF_COUNT_ALL], uint64_t leve
 
 /* The bytes of the write-ahead logs (their length: a log's last block
  * is shared by the next commits). */
-static uint64_t wal_bytes(const struct store *s)
+static uint64_t wal_bytes(const struct rdb *s)
 {
 	DIR *d = opendir(s->dir);
 	struct dirent *e;
@@ -289,7 +292,7 @@ static uint64_t wal_bytes(const struct store *s)
  * column families with something new are flushed, and only those whose
  * level 0 has grown are compacted: a record drain adds counts every
  * second but new frames and nodes far less often. */
-static void settle_once(struct store *s)
+static void settle_once(struct rdb *s)
 {
 	uint64_t all[CF_COUNT_ALL], level0[CF_COUNT_ALL], du = 0, wal;
 	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
@@ -332,7 +335,7 @@ out:
 
 static void *settle_main(void *arg)
 {
-	struct store *s = arg;
+	struct rdb *s = arg;
 
 	for (;;) {
 		settle_once(s);
@@ -347,7 +350,7 @@ static void *settle_main(void *arg)
 	}
 }
 
-void settle(struct store *s)
+void settle(struct rdb *s)
 {
 	const char *env = getenv("FLAMEFS_STORE_SETTLE");
 
@@ -372,7 +375,7 @@ void settle(struct store *s)
 	}
 }
 
-void settle_wait(struct store *s)
+void settle_wait(struct rdb *s)
 {
 	if (s->settler_started) {
 		pthread_join(s->settler, NULL);

@@ -4,7 +4,7 @@
  * O(1), the frame and node records' codecs, and loading them from the
  * default column family.
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -171,7 +171,7 @@ static bool frame_eq(const struct store_frame *a, const struct store_frame *b)
 }
 
 /* Copies f's strings into the arena and appends it as frame nframes. */
-int frame_append(struct store *s, const struct store_frame *f)
+int frame_append(struct rdb *s, const struct store_frame *f)
 {
 	size_t total = f->name_len + f->module_len + f->build_id_len + f->file_len;
 	struct store_frame *nf;
@@ -218,7 +218,7 @@ int frame_append(struct store *s, const struct store_frame *f)
 	return 0;
 }
 
-static void frame_index(struct store *s, uint32_t id)
+static void frame_index(struct rdb *s, uint32_t id)
 {
 	size_t pos;
 	uint32_t h;
@@ -265,7 +265,7 @@ static uint32_t module_slot(const struct store_frame *f)
  * with the same module and build id (0 when none is remembered), noting
  * id as the last one.  Modules repeat across thousands of frames; a
  * reference of a byte or two replaces a path and a 20-byte build id. */
-uint32_t module_ref(struct store *s, uint32_t id)
+uint32_t module_ref(struct rdb *s, uint32_t id)
 {
 	const struct store_frame *f = &s->frames[id];
 	uint32_t slot, last;
@@ -287,7 +287,7 @@ uint32_t module_ref(struct store *s, uint32_t id)
 
 /* Decodes frame id's record; a module reference must name a frame that
  * s already holds (frames load in id order). */
-static int frame_decode(const struct store *s, uint32_t id, const uint8_t *p, size_t len,
+static int frame_decode(const struct rdb *s, uint32_t id, const uint8_t *p, size_t len,
                         struct store_frame *f)
 {
 	const uint8_t *end = p + len;
@@ -338,7 +338,7 @@ uint32_t node_hash(uint32_t parent, uint32_t frame)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-int node_append(struct store *s, uint32_t parent, uint32_t frame)
+int node_append(struct rdb *s, uint32_t parent, uint32_t frame)
 {
 	if (s->nnodes == UINT32_MAX)
 		return -EOVERFLOW;
@@ -364,7 +364,7 @@ int node_append(struct store *s, uint32_t parent, uint32_t frame)
 	return 0;
 }
 
-static void node_index(struct store *s, uint32_t id)
+static void node_index(struct rdb *s, uint32_t id)
 {
 	size_t pos;
 	uint32_t h;
@@ -376,7 +376,7 @@ static void node_index(struct store *s, uint32_t id)
 	idtab_put(&s->node_tab, pos, id, h);
 }
 
-int index_new(struct store *s, uint32_t frames_from, uint32_t nodes_from)
+int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from)
 {
 	int r;
 
@@ -400,7 +400,7 @@ int index_new(struct store *s, uint32_t frames_from, uint32_t nodes_from)
 	return 0;
 }
 
-int load_frame(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
+int load_frame(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen)
 {
 	struct store_frame f;
 	int r;
@@ -413,7 +413,7 @@ int load_frame(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
 	return r < 0 ? r : 1;
 }
 
-int load_node(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
+int load_node(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen)
 {
 	const uint8_t *end = v + vlen;
 	uint64_t parent, frame;
@@ -432,7 +432,7 @@ int load_node(struct store *s, uint32_t id, const uint8_t *v, size_t vlen)
 /* A run of nodes first..first+n-1 (see batch_write): varint n, then n
  * varints id - parent, then n zigzag varints of the frame minus the
  * previous node's frame (a column each: zstd finds more in them). */
-int load_node_run(struct store *s, uint32_t first, const uint8_t *v, size_t vlen)
+int load_node_run(struct rdb *s, uint32_t first, const uint8_t *v, size_t vlen)
 {
 	const uint8_t *end = v + vlen, *frames;
 	uint64_t n, d;
@@ -465,9 +465,10 @@ damaged:
 	return -EIO;
 }
 
-int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32_t *id)
+int rdb_batch_frame(struct store_batch *bbase, const struct store_frame *f, uint32_t *id)
 {
-	struct store *s = b->s;
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	struct rdb *s = b->s;
 	uint32_t h;
 	size_t pos;
 	int r;
@@ -499,9 +500,10 @@ int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32
 	return 0;
 }
 
-int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id)
+int rdb_batch_node(struct store_batch *bbase, uint32_t parent, uint32_t frame, uint32_t *id)
 {
-	struct store *s = b->s;
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	struct rdb *s = b->s;
 	uint32_t h;
 	size_t pos;
 	int r;
@@ -532,13 +534,15 @@ int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uin
 	return 0;
 }
 
-uint32_t store_node_count(const struct store *s)
+uint32_t rdb_node_count(const struct store *sbase)
 {
+	const struct rdb *s = rdb_cof(sbase);
 	return s->nnodes;
 }
 
-int store_node_get(const struct store *s, uint32_t node, uint32_t *parent, uint32_t *frame)
+int rdb_node_get(const struct store *sbase, uint32_t node, uint32_t *parent, uint32_t *frame)
 {
+	const struct rdb *s = rdb_cof(sbase);
 	if (node >= s->nnodes)
 		return -ENOENT;
 	*parent = s->node_parent[node];
@@ -546,13 +550,15 @@ int store_node_get(const struct store *s, uint32_t node, uint32_t *parent, uint3
 	return 0;
 }
 
-uint32_t store_frame_count(const struct store *s)
+uint32_t rdb_frame_count(const struct store *sbase)
 {
+	const struct rdb *s = rdb_cof(sbase);
 	return s->nframes;
 }
 
-int store_frame_get(const struct store *s, uint32_t frame, struct store_frame *f)
+int rdb_frame_get(const struct store *sbase, uint32_t frame, struct store_frame *f)
 {
+	const struct rdb *s = rdb_cof(sbase);
 	if (frame == 0 || frame >= s->nframes)
 		return -ENOENT;
 	*f = s->frames[frame];

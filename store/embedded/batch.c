@@ -3,7 +3,7 @@
  * memory, and one atomic, synced WriteBatch at commit.  Freeing an
  * uncommitted batch forgets every id it handed out.
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 /* ---- batches ------------------------------------------------------------------- */
 
-static void batch_mark(struct store_batch *b)
+static void batch_mark(struct rdb_batch *b)
 {
 	b->frame_base = b->s->nframes;
 	b->node_base = b->s->nnodes;
@@ -19,9 +19,10 @@ static void batch_mark(struct store_batch *b)
 	b->mark = arena_mark(&b->s->arena);
 }
 
-struct store_batch *store_batch_new(struct store *s)
+struct store_batch *rdb_batch_new(struct store *sbase)
 {
-	struct store_batch *b;
+	struct rdb *s = rdb_of(sbase);
+	struct rdb_batch *b;
 
 	if (s->readonly) {
 		seterr(s, "%s: store is open read-only", s->dir);
@@ -36,16 +37,17 @@ struct store_batch *store_batch_new(struct store *s)
 		seterr(s, "%s: out of memory", s->dir);
 		return NULL;
 	}
+	b->base.store = &s->base;
 	b->s = s;
 	batch_mark(b);
 	s->batch = b;
-	return b;
+	return &b->base;
 }
 
 /* Forgets every frame, node and series the batch created. */
-static void batch_rollback(struct store_batch *b)
+static void batch_rollback(struct rdb_batch *b)
 {
-	struct store *s = b->s;
+	struct rdb *s = b->s;
 
 	while (s->nnodes > b->node_base) {
 		uint32_t id = --s->nnodes;
@@ -66,7 +68,7 @@ static void batch_rollback(struct store_batch *b)
 	}
 }
 
-static void count_index_free(struct store_batch *b)
+static void count_index_free(struct rdb_batch *b)
 {
 	free(b->count_slots);
 	b->count_slots = NULL;
@@ -74,7 +76,7 @@ static void count_index_free(struct store_batch *b)
 }
 
 /* Frees every count the batch holds, with their indexes. */
-static void batch_counts_reset(struct store_batch *b)
+static void batch_counts_reset(struct rdb_batch *b)
 {
 	free(b->counts);
 	b->counts = NULL;
@@ -88,8 +90,9 @@ static void batch_counts_reset(struct store_batch *b)
 	b->have_last = false;
 }
 
-void store_batch_free(struct store_batch *b)
+void rdb_batch_free(struct store_batch *bbase)
 {
+	struct rdb_batch *b = rdb_batch_of(bbase);
 	if (!b)
 		return;
 	batch_rollback(b);
@@ -99,7 +102,7 @@ void store_batch_free(struct store_batch *b)
 	free(b);
 }
 
-static struct series_delta *batch_delta(struct store_batch *b, uint32_t series)
+static struct series_delta *batch_delta(struct rdb_batch *b, uint32_t series)
 {
 	if (series >= b->ndelta) {
 		uint32_t n = b->s->nseries > series ? b->s->nseries : series + 1;
@@ -135,7 +138,7 @@ static uint32_t count_hash(uint32_t group, uint32_t node)
 }
 
 /* Finds or creates the group of (series, bucket). */
-static int batch_group(struct store_batch *b, uint32_t series, uint32_t bucket, uint32_t *id)
+static int batch_group(struct rdb_batch *b, uint32_t series, uint32_t bucket, uint32_t *id)
 {
 	struct count_group *g;
 	uint32_t h;
@@ -186,7 +189,7 @@ found:
 
 /* Sizes the count index for `want` entries (at most half full) and
  * indexes counts[0..ncounts) in it. */
-static int count_index_build(struct store_batch *b, size_t want)
+static int count_index_build(struct rdb_batch *b, size_t want)
 {
 	size_t n = b->count_slots ? b->count_mask + 1 : 1024;
 	uint32_t *ns;
@@ -214,17 +217,18 @@ static int count_index_build(struct store_batch *b, size_t want)
 }
 
 /* Makes room in the count index for one more entry. */
-static inline int count_index_reserve(struct store_batch *b)
+static inline int count_index_reserve(struct rdb_batch *b)
 {
 	if (b->count_slots && (b->ncounts + 1) * 2 <= b->count_mask + 1)
 		return 0;
 	return count_index_build(b, b->ncounts + 1);
 }
 
-int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
-                    uint64_t samples, uint64_t weight)
+int rdb_batch_add(struct store_batch *bbase, uint32_t series, int64_t when, uint32_t node,
+                  uint64_t samples, uint64_t weight)
 {
-	struct store *s = b->s;
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	struct rdb *s = b->s;
 	struct series_delta *d;
 	struct count_ent *e;
 	uint32_t bucket, group;
@@ -304,8 +308,9 @@ found:
 	return 0;
 }
 
-int store_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes)
+int rdb_batch_input_bytes(struct store_batch *bbase, uint32_t series, uint64_t bytes)
 {
+	struct rdb_batch *b = rdb_batch_of(bbase);
 	struct series_delta *d;
 
 	if (series == 0 || series >= b->s->nseries) {
@@ -464,9 +469,9 @@ static void u64_sort(uint64_t *a, size_t n)
  * memtable inserts sorted keys fastest).  The count index is dropped first
  * to make room; store_batch_add rebuilds it if the batch is used again
  * without a successful commit. */
-static int batch_write_counts(struct store_batch *b, rocksdb_writebatch_t *wb)
+static int batch_write_counts(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 {
-	struct store *s = b->s;
+	struct rdb *s = b->s;
 	struct buf buf = {0};
 	uint32_t *order = NULL;
 	uint64_t *sorted = NULL, *start = NULL;
@@ -537,9 +542,9 @@ out:
 	return r;
 }
 
-static int batch_write(struct store_batch *b, rocksdb_writebatch_t *wb)
+static int batch_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 {
-	struct store *s = b->s;
+	struct rdb *s = b->s;
 	struct buf buf = {0};
 	uint8_t key[5];
 	int r = 0;
@@ -599,9 +604,9 @@ out:
 /* Refuses a batch that would take a series' stored totals past 2^64 - 1.
  * Every count is part of its series' totals, so while no total passes
  * 2^64 - 1, no merge of counts can either. */
-static int batch_check_totals(struct store_batch *b)
+static int batch_check_totals(struct rdb_batch *b)
 {
-	struct store *s = b->s;
+	struct rdb *s = b->s;
 
 	for (uint32_t id = 1; id < s->nseries && id < b->ndelta; id++) {
 		const struct series_rec *r = &s->series[id];
@@ -622,9 +627,10 @@ static int batch_check_totals(struct store_batch *b)
 	return 0;
 }
 
-int store_batch_commit(struct store_batch *b)
+int rdb_batch_commit(struct store_batch *bbase)
 {
-	struct store *s = b->s;
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	struct rdb *s = b->s;
 	rocksdb_writebatch_t *wb;
 	char *rerr = NULL;
 	int r = batch_check_totals(b);

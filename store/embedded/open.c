@@ -3,7 +3,7 @@
  * lock, the meta records (schema, bucket size), the column family check,
  * loading what is stored, and the error messages every part leaves.
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,7 +24,7 @@ const char *const cf_names[CF_COUNT_ALL] = {
         "counts",
 };
 
-void seterr(struct store *s, const char *fmt, ...)
+void seterr(struct rdb *s, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -34,7 +34,7 @@ void seterr(struct store *s, const char *fmt, ...)
 }
 
 /* Turns a RocksDB error string into a message and -EIO; frees it. */
-int rdb_fail(struct store *s, char *rerr, const char *what)
+int rdb_fail(struct rdb *s, char *rerr, const char *what)
 {
 	seterr(s, "%s: %s: %s", s->dir, what, rerr ? rerr : "unknown error");
 	rocksdb_free(rerr);
@@ -43,7 +43,7 @@ int rdb_fail(struct store *s, char *rerr, const char *what)
 
 /* A reader whose secondary instance could not be reopened has no db until
  * the next successful store_refresh(). */
-int need_db(struct store *s)
+int need_db(struct rdb *s)
 {
 	if (s->db)
 		return 0;
@@ -52,28 +52,6 @@ int need_db(struct store *s)
 }
 
 /* ---- open / close ------------------------------------------------------------- */
-
-char *store_default_dir(void)
-{
-	const char *e = getenv("FLAMEFS_STORE");
-	char *out = NULL;
-
-	if (e && *e)
-		return strdup(e);
-	e = getenv("XDG_DATA_HOME");
-	if (e && *e) {
-		if (asprintf(&out, "%s/flamefs", e) < 0)
-			return NULL;
-		return out;
-	}
-	e = getenv("HOME");
-	if (e && *e) {
-		if (asprintf(&out, "%s/.local/share/flamefs", e) < 0)
-			return NULL;
-		return out;
-	}
-	return NULL;
-}
 
 /* mkdir -p with mode 0700 for every directory it creates. */
 int mkdir_p(const char *dir)
@@ -164,7 +142,7 @@ static long lock_holder(const char *dir, const char *rerr)
 	return pid;
 }
 
-static int meta_get_u32(struct store *s, const char *key, uint32_t *v, bool *found)
+static int meta_get_u32(struct rdb *s, const char *key, uint32_t *v, bool *found)
 {
 	char *rerr = NULL;
 	size_t len = 0;
@@ -186,7 +164,7 @@ static int meta_get_u32(struct store *s, const char *key, uint32_t *v, bool *fou
 	return 0;
 }
 
-int meta_init(struct store *s)
+int meta_init(struct rdb *s)
 {
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	uint8_t schema[4], bucket[4], id[16];
@@ -217,7 +195,7 @@ out_wb:
 }
 
 /* 1 when no column family holds a key, 0 when one does, -errno. */
-static int db_is_empty(struct store *s)
+static int db_is_empty(struct rdb *s)
 {
 	int r = 1;
 
@@ -238,7 +216,7 @@ static int db_is_empty(struct store *s)
 	return r;
 }
 
-static int meta_check(struct store *s)
+static int meta_check(struct rdb *s)
 {
 	uint32_t schema = 0, bucket = 0;
 	bool found;
@@ -308,7 +286,7 @@ static int meta_check(struct store *s)
 }
 
 /* Checks the column families of an existing RocksDB directory. */
-int check_cfs(struct store *s)
+int check_cfs(struct rdb *s)
 {
 	char *rerr = NULL;
 	size_t n = 0;
@@ -348,7 +326,7 @@ int check_cfs(struct store *s)
 	return 0;
 }
 
-void close_db(struct store *s)
+void close_db(struct rdb *s)
 {
 	for (int i = 0; i < CF_COUNT_ALL; i++) {
 		if (s->cf[i])
@@ -360,7 +338,7 @@ void close_db(struct store *s)
 	s->db = NULL;
 }
 
-int open_db(struct store *s, bool creating)
+int open_db(struct rdb *s, bool creating)
 {
 	const rocksdb_options_t *opts[CF_COUNT_ALL];
 	char *rerr = NULL;
@@ -403,8 +381,8 @@ int open_db(struct store *s, bool creating)
 /* Walks the records whose keys are prefix + be32 id, starting at `from`,
  * and calls fn for each; fn returns how many ids the record holds (a run
  * of nodes holds many) or -errno.  Ids must be dense: a gap means damage. */
-static int load_ids(struct store *s, uint8_t prefix, const char *what, uint32_t from,
-                    int (*fn)(struct store *s, uint32_t id, const uint8_t *v, size_t vlen))
+static int load_ids(struct rdb *s, uint8_t prefix, const char *what, uint32_t from,
+                    int (*fn)(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen))
 {
 	rocksdb_iterator_t *it;
 	uint8_t key[5];
@@ -445,7 +423,7 @@ out_iter:
 	return r;
 }
 
-int load_new(struct store *s)
+int load_new(struct rdb *s)
 {
 	uint32_t frames_from = s->nframes, nodes_from = s->nnodes;
 	int r = load_ids(s, KEY_FRAME, "frame", s->nframes, load_frame);
@@ -461,9 +439,9 @@ int load_new(struct store *s)
 	return r;
 }
 
-int store_open(const char *dir, int flags, struct store **out, char *err, size_t errlen)
+int embedded_open(const char *dir, int flags, struct store **out, char *err, size_t errlen)
 {
-	struct store *s;
+	struct rdb *s;
 	bool creating;
 	int r;
 
@@ -528,7 +506,8 @@ int store_open(const char *dir, int flags, struct store **out, char *err, size_t
 	if (r < 0)
 		goto fail;
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
-	*out = s;
+	s->base.ops = &embedded_ops;
+	*out = &s->base;
 	return 0;
 
 fail_nomem:
@@ -536,15 +515,16 @@ fail_nomem:
 fail:
 	if (errlen)
 		snprintf(err, errlen, "%s", s->errmsg);
-	store_close(s);
+	rdb_close(&s->base);
 	return r;
 }
 
-void store_close(struct store *s)
+void rdb_close(struct store *sbase)
 {
+	struct rdb *s = rdb_of(sbase);
 	if (!s)
 		return;
-	store_batch_free(s->batch);
+	store_batch_free(s->batch ? &s->batch->base : NULL);
 	settle_wait(s);
 	close_db(s);
 	if (s->secdir) {
@@ -581,17 +561,48 @@ void store_close(struct store *s)
 	free(s);
 }
 
-const char *store_errmsg(const struct store *s)
+const char *rdb_errmsg(const struct store *sbase)
 {
+	const struct rdb *s = rdb_cof(sbase);
 	return s->errmsg;
 }
 
-const char *store_notice(const struct store *s)
+const char *rdb_notice(const struct store *sbase)
 {
+	const struct rdb *s = rdb_cof(sbase);
 	return s->notice[0] ? s->notice : NULL;
 }
 
-uint32_t store_bucket_seconds(const struct store *s)
+uint32_t rdb_bucket_seconds(const struct store *sbase)
 {
+	const struct rdb *s = rdb_cof(sbase);
 	return s->bucket_seconds;
 }
+
+const struct store_ops embedded_ops = {
+        .name = "embedded",
+        .close = rdb_close,
+        .errmsg = rdb_errmsg,
+        .notice = rdb_notice,
+        .bucket_seconds = rdb_bucket_seconds,
+        .batch_new = rdb_batch_new,
+        .batch_free = rdb_batch_free,
+        .batch_series = rdb_batch_series,
+        .batch_frame = rdb_batch_frame,
+        .batch_node = rdb_batch_node,
+        .batch_add = rdb_batch_add,
+        .batch_input_bytes = rdb_batch_input_bytes,
+        .batch_commit = rdb_batch_commit,
+        .refresh = rdb_refresh,
+        .sequence = rdb_sequence,
+        .series_list = rdb_series_list,
+        .node_count = rdb_node_count,
+        .node_get = rdb_node_get,
+        .frame_count = rdb_frame_count,
+        .frame_get = rdb_frame_get,
+        .series_counts = rdb_series_counts,
+        .footprint = rdb_footprint,
+        .series_disk_bytes = rdb_series_disk_bytes,
+        .compact = rdb_compact,
+        .prune = rdb_prune,
+};

@@ -2,7 +2,7 @@
  * reader.c — readers: a RocksDB secondary instance in a private, locked
  * directory of its own, and catching up with the writer.
  */
-#include "store-internal.h"
+#include "embedded.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -61,7 +61,7 @@ static void remove_stale_secdirs(const char *base)
 
 /* Locks a new file in s->secdir and gives it the name OWNER_LOCK only
  * then, so no other reader can take the directory for a stale one. */
-static int lock_secdir(struct store *s)
+static int lock_secdir(struct rdb *s)
 {
 	char tmp[PATH_MAX], final[PATH_MAX];
 	int fd, r;
@@ -81,7 +81,7 @@ static int lock_secdir(struct store *s)
 	return 0;
 }
 
-int make_secdir(struct store *s)
+int make_secdir(struct rdb *s)
 {
 	const char *base = getenv("XDG_RUNTIME_DIR");
 	char *p = NULL;
@@ -111,7 +111,7 @@ int make_secdir(struct store *s)
 
 /* A signature of the set of live SST files: it changes whenever the
  * writer flushes or compacts. */
-static uint64_t live_files_sig(struct store *s)
+static uint64_t live_files_sig(struct rdb *s)
 {
 	const rocksdb_livefiles_t *lf = rocksdb_livefiles(s->db);
 	uint64_t sig = 0;
@@ -130,7 +130,7 @@ static uint64_t live_files_sig(struct store *s)
 }
 
 /* Opens the reader's secondary instance in s->secdir. */
-int open_secondary(struct store *s)
+int open_secondary(struct rdb *s)
 {
 	const rocksdb_options_t *opts[CF_COUNT_ALL];
 	char *rerr = NULL;
@@ -152,8 +152,9 @@ int open_secondary(struct store *s)
 
 /* ---- reading ------------------------------------------------------------------- */
 
-int store_refresh(struct store *s)
+int rdb_refresh(struct store *sbase)
 {
+	struct rdb *s = rdb_of(sbase);
 	char *rerr = NULL;
 	uint64_t seq;
 	int r;
@@ -189,7 +190,8 @@ int store_refresh(struct store *s)
 	return r;
 }
 
-uint64_t store_sequence(const struct store *s)
+uint64_t rdb_sequence(const struct store *sbase)
 {
+	const struct rdb *s = rdb_cof(sbase);
 	return s->seq;
 }

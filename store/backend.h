@@ -1,0 +1,66 @@
+/*
+ * backend.h — the seam between store.h and the store's two backends.
+ *
+ * Every `struct store` begins with a pointer to its backend's table of
+ * functions, and every `struct store_batch` with the store it belongs to;
+ * a backend's own structs embed these as their first member and convert
+ * back with the helpers its header defines.  store.c dispatches each
+ * function of store.h through the table, so nothing outside store/ (and
+ * nothing in store.c) learns which backend it talks to, the way libfuse's
+ * fuse_lowlevel_ops or SQLite's sqlite3_io_methods do it.
+ *
+ * The embedded backend (store/embedded/) keeps a RocksDB directory; the
+ * central one (store/central/) a PostgreSQL database.  Each entry has the
+ * contract of the store.h function of the same name.
+ */
+#ifndef FLAMEFS_STORE_BACKEND_H
+#define FLAMEFS_STORE_BACKEND_H
+
+#include "store.h"
+
+struct store_ops {
+	const char *name; /* "embedded", "central" */
+	void (*close)(struct store *s);
+	const char *(*errmsg)(const struct store *s);
+	const char *(*notice)(const struct store *s);
+	uint32_t (*bucket_seconds)(const struct store *s);
+
+	struct store_batch *(*batch_new)(struct store *s);
+	void (*batch_free)(struct store_batch *b);
+	int (*batch_series)(struct store_batch *b, const struct store_series_key *k, uint32_t *id);
+	int (*batch_frame)(struct store_batch *b, const struct store_frame *f, uint32_t *id);
+	int (*batch_node)(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
+	int (*batch_add)(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
+	                 uint64_t samples, uint64_t weight);
+	int (*batch_input_bytes)(struct store_batch *b, uint32_t series, uint64_t bytes);
+	int (*batch_commit)(struct store_batch *b);
+
+	int (*refresh)(struct store *s);
+	uint64_t (*sequence)(const struct store *s);
+	int (*series_list)(struct store *s, struct store_series **out, size_t *n);
+	uint32_t (*node_count)(const struct store *s);
+	int (*node_get)(const struct store *s, uint32_t node, uint32_t *parent, uint32_t *frame);
+	uint32_t (*frame_count)(const struct store *s);
+	int (*frame_get)(const struct store *s, uint32_t frame, struct store_frame *f);
+	int (*series_counts)(struct store *s, uint32_t series, int64_t from, int64_t to,
+	                     store_count_fn fn, void *ctx);
+
+	int (*footprint)(struct store *s, struct store_footprint *out);
+	int (*series_disk_bytes)(struct store *s, uint32_t series, uint64_t *bytes);
+	int (*compact)(struct store *s);
+	int (*prune)(struct store *s, const struct store_prune_opts *o,
+	             struct store_prune_stats *st);
+};
+
+struct store {
+	const struct store_ops *ops;
+};
+
+struct store_batch {
+	struct store *store;
+};
+
+/* embedded/open.c: opens the RocksDB store in directory `dir`. */
+int embedded_open(const char *dir, int flags, struct store **out, char *err, size_t errlen);
+
+#endif
