@@ -50,10 +50,37 @@ struct store_ops {
 	int (*compact)(struct store *s);
 	int (*prune)(struct store *s, const struct store_prune_opts *o,
 	             struct store_prune_stats *st);
+
+	/* ---- for store_copy() (copy.c) ---- */
+	/* True when a batch_source() batch replaces each (series, bucket) of
+	 * the source with the value it carries; false when it adds. */
+	bool replaces_sources;
+	const char *(*id)(const struct store *s);
+	/* Calls fn for every (series, bucket start) that commits after
+	 * commit number `since` wrote to (possibly more than once each; all
+	 * of them when since is 0) and sets *upto to the last commit
+	 * number.  A non-zero return from fn stops the walk and is
+	 * returned. */
+	int (*changes)(struct store *s, uint64_t since, uint64_t *upto,
+	               int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
+	/* Marks `b` as carrying copies from store `source` (32 hex digits),
+	 * which the commit records as copied up to its commit number `upto`
+	 * (see replaces_sources). */
+	int (*batch_source)(struct store_batch *b, const char *source, uint64_t upto);
+	/* How far copies from `source` reached this store: 0 when never. */
+	int (*source_cursor)(struct store *s, const char *source, uint64_t *upto);
+	/* This store's memory of how far its copies to store `dest` reached
+	 * (0 when never), and setting it (a writer; no batch open). */
+	int (*dest_cursor)(struct store *s, const char *dest, uint64_t *upto);
+	int (*set_dest_cursor)(struct store *s, const char *dest, uint64_t upto);
 };
 
+/* store.c sets host after the backend's open; the backend sets where,
+ * and frees both in its close. */
 struct store {
 	const struct store_ops *ops;
+	char *where; /* store_where(): fit to print (no password) */
+	char *host;  /* store_host() */
 };
 
 struct store_batch {
@@ -62,5 +89,8 @@ struct store_batch {
 
 /* embedded/open.c: opens the RocksDB store in directory `dir`. */
 int embedded_open(const char *dir, int flags, struct store **out, char *err, size_t errlen);
+/* central/: opens the PostgreSQL store named by connection string `conn`;
+ * err never receives the password. */
+int central_open(const char *conn, int flags, struct store **out, char *err, size_t errlen);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char *store_default_dir(void)
 {
@@ -32,10 +33,83 @@ char *store_default_dir(void)
 	return NULL;
 }
 
+bool store_is_database(const char *where)
+{
+	return strncmp(where, "postgresql:", 11) == 0 || strncmp(where, "postgres:", 9) == 0;
+}
+
+/* A host name: 1 to 255 bytes, no '/', no control character. */
+static bool host_ok(const char *h)
+{
+	size_t n = strlen(h);
+
+	if (n == 0 || n > 255)
+		return false;
+	for (const unsigned char *p = (const unsigned char *)h; *p; p++)
+		if (*p == '/' || *p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* The machine's name, or "localhost" when it has none worth keeping. */
+static char *machine_host(void)
+{
+	char name[256] = "";
+
+	if (gethostname(name, sizeof(name) - 1) < 0 || !host_ok(name))
+		return strdup("localhost");
+	return strdup(name);
+}
+
 int store_open(const char *where, int flags, struct store **out, char *err, size_t errlen)
 {
+	int r;
+
 	*out = NULL;
-	return embedded_open(where, flags, out, err, errlen);
+	if (store_is_database(where))
+		r = central_open(where, flags, out, err, errlen);
+	else
+		r = embedded_open(where, flags, out, err, errlen);
+	if (r < 0)
+		return r;
+	(*out)->host = machine_host();
+	if (!(*out)->host) {
+		store_close(*out);
+		*out = NULL;
+		if (errlen)
+			snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+const char *store_where(const struct store *s)
+{
+	return s->where;
+}
+
+const char *store_host(const struct store *s)
+{
+	return s->host;
+}
+
+int store_set_host(struct store *s, const char *host)
+{
+	char *h;
+
+	if (!host_ok(host))
+		return -EINVAL;
+	h = strdup(host);
+	if (!h)
+		return -ENOMEM;
+	free(s->host);
+	s->host = h;
+	return 0;
+}
+
+const char *store_id(const struct store *s)
+{
+	return s->ops->id(s);
 }
 
 void store_close(struct store *s)
@@ -121,6 +195,7 @@ void store_series_free(struct store_series *list, size_t n)
 	if (!list)
 		return;
 	for (size_t i = 0; i < n; i++) {
+		free(list[i].host);
 		free(list[i].binary);
 		free(list[i].version);
 		free(list[i].event);

@@ -1,7 +1,10 @@
 /*
  * store.h — the public API of the flamefs store.
  *
- * A store is a RocksDB directory holding deduplicated profiler stacks.
+ * A store holds deduplicated profiler stacks.  It is either a directory
+ * (the embedded backend, RocksDB: one host, the default) or a PostgreSQL
+ * database named by a connection string that starts with "postgresql:"
+ * or "postgres:" (the central backend: many hosts); see store/README.md.
  * Frames are interned once and get small sequential ids.  Stacks form one
  * prefix tree of (parent node, frame) pairs shared by every series.  A
  * series is one binary x version x event; its counts are kept per time
@@ -64,6 +67,7 @@ struct store_frame {
 
 /* What identifies a series.  NUL-terminated strings. */
 struct store_series_key {
+	const char *host;    /* NULL or "": the store's host, store_host() */
 	const char *binary;  /* e.g. "nginx" */
 	const char *version; /* e.g. "1.25.3", or a short build id */
 	const char *event;   /* e.g. "cpu-clock", "cpu", "samples" */
@@ -73,6 +77,7 @@ struct store_series_key {
 /* A series as listed.  Strings are owned by the array they come in. */
 struct store_series {
 	uint32_t id;
+	char *host;
 	char *binary;
 	char *version;
 	char *event;
@@ -92,6 +97,10 @@ struct store_batch;
  * malloc'd string the caller frees, or NULL when none can be formed. */
 char *store_default_dir(void);
 
+/* True when `where` names a database (a connection string that starts
+ * with "postgresql:" or "postgres:") rather than a directory. */
+bool store_is_database(const char *where);
+
 /* Opens (and with STORE_CREATE, creates) the store at `dir`.  On success
  * *out owns the store; close it with store_close().  On failure writes a
  * one-line reason into err (if errlen > 0), e.g. "/x: not a flamefs store"
@@ -108,6 +117,21 @@ const char *store_errmsg(const struct store *s);
  * directory whose creation an older flamefs left unfinished.  Owned by
  * `s`. */
 const char *store_notice(const struct store *s);
+
+/* Where the store is, fit to print: the directory, or the connection
+ * string with any password replaced by "***".  Owned by `s`. */
+const char *store_where(const struct store *s);
+
+/* The host that series belong to when their key names none: the machine's
+ * hostname unless store_set_host() said otherwise.  Owned by `s`. */
+const char *store_host(const struct store *s);
+/* 0, -EINVAL (empty, longer than 255 bytes, or holds '/' or a control
+ * character) or -ENOMEM. */
+int store_set_host(struct store *s, const char *host);
+
+/* The store's identity: 32 hex digits, random, fixed at its creation.
+ * Push and merge remember copies by it.  Owned by `s`. */
+const char *store_id(const struct store *s);
 
 /* Seconds per time bucket, fixed when the store was created. */
 uint32_t store_bucket_seconds(const struct store *s);
@@ -150,7 +174,7 @@ int store_refresh(struct store *s);
 /* The latest sequence number seen; it moves whenever something commits. */
 uint64_t store_sequence(const struct store *s);
 
-/* Lists every series, sorted by (binary, version, event).  *out is a
+/* Lists every series, sorted by (binary, version, event, host).  *out is a
  * malloc'd array the caller frees with store_series_free(). */
 int store_series_list(struct store *s, struct store_series **out, size_t *n);
 void store_series_free(struct store_series *list, size_t n);
@@ -218,5 +242,41 @@ struct store_prune_stats {
  * *st (what was, or with dry_run would be, deleted).  Returns 0, -EROFS,
  * -EBUSY, -ENOMEM or -EIO (store_errmsg() says why). */
 int store_prune(struct store *s, const struct store_prune_opts *o, struct store_prune_stats *st);
+
+/* ---- copying between stores: push and merge --------------------------- */
+
+struct store_copy_opts {
+	/* Copy only what changed in `src` since the last copy to `dst`
+	 * (push); false: everything `src` holds (merge).  Either way the copy
+	 * is by content and never counts a sample twice, see store_copy(). */
+	bool incremental;
+	/* Buckets per transaction; 0: all in one. */
+	uint32_t buckets_per_commit;
+	/* Called after each commit, when not NULL. */
+	void (*progress)(void *ctx, uint64_t buckets_done, uint64_t buckets_total);
+	void *ctx;
+};
+
+struct store_copy_stats {
+	uint64_t series, buckets, commits;
+	uint64_t samples, weight; /* summed over the buckets copied */
+	uint64_t frames, nodes;   /* offered to dst (it keeps the new ones) */
+	bool nothing_new;         /* src had nothing dst lacked */
+};
+
+/* Copies `src` into `dst` (either backend each) by content: frames, stack
+ * nodes and series keys (host included) are matched by what they are, not
+ * by id.  A database replaces, per source store, each (series, bucket) it
+ * receives with the source's whole value, so a copy interrupted at any
+ * point, or repeated, never counts a sample twice; it records per source
+ * how far the copies reached, in the same transaction.  A directory adds
+ * counts instead: it refuses a source it already took whose contents have
+ * changed since (-EEXIST), and does nothing for an unchanged one.  `src`
+ * remembers, per destination store id, where the last copy ended, so that
+ * an incremental copy reads only the buckets changed since.  `dst` must be
+ * writable with no batch open.  0 or -errno; store_errmsg() of the store
+ * at fault says why. */
+int store_copy(struct store *dst, struct store *src, const struct store_copy_opts *o,
+               struct store_copy_stats *st);
 
 #endif

@@ -107,7 +107,7 @@ static uint32_t add_stack(struct store_batch *b, const char *const *names, size_
 	return node;
 }
 
-static const struct store_series_key key_a = {"app", "1.0", "cpu-clock", "nanoseconds"};
+static const struct store_series_key key_a = {NULL, "app", "1.0", "cpu-clock", "nanoseconds"};
 
 struct collected {
 	size_t n;
@@ -495,8 +495,9 @@ static void test_reopen_stable(void)
 	struct store_frame f = {0}, g;
 	static const uint8_t bid[] = {0xde, 0xad, 0x00, 0xef};
 	uint32_t series2, series, node, fid, p, fr;
-	static const struct store_series_key key_b = {"app", "2.0", "cpu-clock", "nanoseconds"};
-	static const struct store_series_key key_bad = {"app", "2.0", "cpu-clock", "count"};
+	static const struct store_series_key key_b = {NULL, "app", "2.0", "cpu-clock",
+	                                              "nanoseconds"};
+	static const struct store_series_key key_bad = {NULL, "app", "2.0", "cpu-clock", "count"};
 
 	if (!s)
 		return;
@@ -1458,7 +1459,8 @@ static void test_merge_blobs(void)
 	struct store_batch *b;
 	static struct expect x;
 	uint32_t series, other;
-	static const struct store_series_key key_o = {"other", "1", "cpu-clock", "nanoseconds"};
+	static const struct store_series_key key_o = {NULL, "other", "1", "cpu-clock",
+	                                              "nanoseconds"};
 
 	memset(&x, 0, sizeof(x));
 	if (!s)
@@ -1894,8 +1896,9 @@ static bool listed(struct store *s, uint32_t id, struct store_series *out)
 
 static void test_prune(void)
 {
-	static const struct store_series_key key_b = {"db", "2.0", "cpu-clock", "nanoseconds"};
-	static const struct store_series_key key_perf = {"cc1", "default", "cpu-clock",
+	static const struct store_series_key key_b = {NULL, "db", "2.0", "cpu-clock",
+	                                              "nanoseconds"};
+	static const struct store_series_key key_perf = {NULL, "cc1", "default", "cpu-clock",
 	                                                 "nanoseconds"};
 	const int64_t t0 = 1700000000 - 1700000000 % 60; /* a bucket start */
 	char *dir = fresh_dir();

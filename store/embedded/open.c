@@ -457,7 +457,8 @@ int embedded_open(const char *dir, int flags, struct store **out, char *err, siz
 	s->secdir_lock = -1;
 	pthread_mutex_init(&s->settle_mu, NULL);
 	s->dir = strdup(dir);
-	if (!s->dir) {
+	s->base.where = strdup(dir);
+	if (!s->dir || !s->base.where) {
 		r = -ENOMEM;
 		seterr(s, "%s: out of memory", dir);
 		goto fail;
@@ -557,6 +558,8 @@ void rdb_close(struct store *sbase)
 	idtab_free(&s->node_tab);
 	free(s->logdir);
 	free(s->dir);
+	free(s->base.where);
+	free(s->base.host);
 	pthread_mutex_destroy(&s->settle_mu);
 	free(s);
 }

@@ -229,6 +229,7 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
 		struct series_rec rec;
 		struct store_series *e;
+		char *host;
 
 		if (klen && k[0] != KEY_SERIES)
 			break;
@@ -261,7 +262,14 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 			series_rec_clear(&rec);
 			continue;
 		}
+		host = strdup(s->base.host);
+		if (!host) {
+			series_rec_clear(&rec);
+			r = -ENOMEM;
+			goto fail;
+		}
 		e = &list[len++];
+		e->host = host;
 		e->id = get_be32(k + 1);
 		e->binary = rec.binary;
 		e->version = rec.version;
