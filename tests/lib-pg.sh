@@ -195,7 +195,11 @@ pg__mkdir() {
 
 # pg__conf DATA SOCK PORT: the settings of our servers, appended to DATA's
 # postgresql.conf (the last setting of a name wins, so a standby copied
-# from a primary appends its own socket and port).
+# from a primary appends its own socket and port).  Timings here: the first
+# pg_start 1.05 s (initdb --no-sync most of it), a later start 0.12 s, a
+# start with crash recovery 0.22 s, pg_stop 0.11 s, pg_standby_start 0.9 s;
+# fsync = off would save 0.1 s on a recovery and 0.35 s on a standby, so
+# fsync stays on, as in production.
 pg__conf() {
 	case $2 in *[\'\ ]*)
 		echo "lib-pg: socket directory $2 contains a quote or a space"
