@@ -12,7 +12,12 @@ pkgs=(
 	perl python3 procps psmisc util-linux
 	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd
 	libxml2-utils chromium
+	postgresql-15 libpq-dev
 )
+# postgresql-15 creates and starts the cluster 15/main (port 5432,
+# /var/run/postgresql) on install.  It is left alone: the tests start
+# private servers of their own (tests/lib-pg.sh: a socket in the test's
+# directory, no TCP port) and never connect to it.
 # Nothing to do (and no network needed) when every package is installed.
 missing=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${pkgs[@]}" 2>&1 |
 	awk '$1 != "ii" { n++ } END { print n + 0 }') || missing=1

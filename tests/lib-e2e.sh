@@ -6,7 +6,8 @@
 #                    $mnt=$tmp/mnt and $store=$tmp/store (neither created),
 #                    failures=0, and arms the cleanup
 #   e2e_cleanup      (on exit) runs the test's e2e_on_exit if it defines
-#                    one (to kill its own processes), lazily unmounts $mnt,
+#                    one (to kill its own processes), stops the PostgreSQL
+#                    servers of lib-pg.sh if loaded, lazily unmounts $mnt,
 #                    waits for the children and removes $tmp
 #   ok, bad, check DESCRIPTION COMMAND...
 set -u
@@ -22,6 +23,7 @@ check() {
 
 e2e_cleanup() {
 	declare -F e2e_on_exit >/dev/null && e2e_on_exit
+	declare -F pg_cleanup >/dev/null && pg_cleanup
 	fusermount3 -u -z "$mnt" 2>/dev/null
 	wait 2>/dev/null
 	rm -rf "$tmp"
