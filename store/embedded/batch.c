@@ -595,7 +595,9 @@ static int batch_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
 		                          buf.len);
 	}
-	r = batch_write_counts(b, wb);
+	r = changes_put(b, wb);
+	if (r == 0)
+		r = batch_write_counts(b, wb);
 out:
 	free(buf.p);
 	return r;
@@ -653,6 +655,8 @@ int rdb_batch_commit(struct store_batch *bbase)
 		goto out_wb;
 	}
 	/* Committed: make the batch's ids permanent and start afresh. */
+	s->commits++;
+	b->source[0] = 0;
 	for (uint32_t id = 1; id < s->nseries && id < b->ndelta; id++)
 		s->series[id] = series_after(&s->series[id], &b->delta[id]);
 	if (b->delta)

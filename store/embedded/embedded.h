@@ -56,6 +56,7 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define KEY_NODE   'n' /* schema 1: one node per record */
 #define KEY_NODES  'N' /* schema 2: a run of up to NODE_RUN nodes per record */
 #define KEY_SERIES 's'
+#define KEY_CHANGE 'c' /* schema 3: u64 BE commit number; see changes.c */
 #define NODE_RUN   4096u
 
 /* In a frame record's kind byte (schema 2): the module and build id are
@@ -66,6 +67,9 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define META_SCHEMA         "mschema"
 #define META_STORE_ID       "mstore_id"
 #define META_BUCKET_SECONDS "mbucket_seconds"
+#define META_COMMITS        "mcommits" /* u64 BE: the last commit's number */
+#define META_SOURCE         "msrc:"    /* + a source store's id: u64 BE */
+#define META_DEST           "mdest:"   /* + a destination store's id: u64 BE */
 
 /* RocksDB's InfoLogLevel: DEBUG, INFO, WARN, ERROR, ... */
 #define ROCKS_LOG_WARN 2
@@ -236,6 +240,8 @@ struct rdb {
 	uint64_t live_sig; /* reader: live_files_sig() at last open */
 	char errmsg[ERRLEN];
 	char notice[ERRLEN]; /* store_notice(); empty when none */
+	char id_hex[33];     /* store_id() */
+	uint64_t commits;    /* the last commit's number (changes.c) */
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
@@ -314,6 +320,11 @@ struct rdb_batch {
 
 	struct series_delta *delta; /* indexed by series id */
 	uint32_t ndelta;
+
+	/* batch_source(): the store whose copy this is ("" when none) and
+	 * how far the copy reaches once committed. */
+	char source[33];
+	uint64_t source_upto;
 };
 
 /* From store.h's handles to ours: each embeds the other first. */
@@ -360,6 +371,13 @@ int rdb_footprint(struct store *s, struct store_footprint *out);
 int rdb_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes);
 int rdb_compact(struct store *s);
 int rdb_prune(struct store *s, const struct store_prune_opts *o, struct store_prune_stats *st);
+const char *rdb_id(const struct store *s);
+int rdb_changes(struct store *s, uint64_t since, uint64_t *upto,
+                int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
+int rdb_batch_source(struct store_batch *b, const char *source, uint64_t upto);
+int rdb_source_cursor(struct store *s, const char *source, uint64_t *upto);
+int rdb_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
+int rdb_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
 
 /* ---- functions shared between the files ---------------------------------- */
 
@@ -428,6 +446,12 @@ int prepare_dir(struct rdb *s, int flags);
  * compacted size; settle_wait() joins it. */
 void settle(struct rdb *s);
 void settle_wait(struct rdb *s);
+
+/* changes.c: loads the store id and the commit counter at open; puts a
+ * commit's number, change record and source cursor into its WriteBatch
+ * (the writer adds one to s->commits once it is written). */
+int changes_load(struct rdb *s);
+int changes_put(struct rdb_batch *b, rocksdb_writebatch_t *wb);
 
 /* reader.c */
 int make_secdir(struct rdb *s);

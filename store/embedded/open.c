@@ -485,6 +485,9 @@ int embedded_open(const char *dir, int flags, struct store **out, char *err, siz
 	r = meta_check(s);
 	if (r < 0)
 		goto fail;
+	r = changes_load(s);
+	if (r < 0)
+		goto fail;
 
 	r = node_append(s, STORE_ROOT_NODE, 0);
 	if (r < 0)

@@ -1,0 +1,264 @@
+/*
+ * changes.c — what push and merge need from an embedded store: its
+ * identity, a number for every commit and a record of the (series,
+ * bucket) pairs each commit wrote, and the cursors that remember how far
+ * copies went.
+ *
+ * Every commit takes the next commit number (meta "mcommits", u64 BE) and
+ * writes, in its own WriteBatch, a change record: key 'c' + u64 BE commit
+ * number, value varint(n) then n pairs varint(series), varint(bucket
+ * index).  An incremental copy reads the records after its cursor and
+ * re-reads those buckets whole; a copy from the start walks the counts
+ * keys instead, so stores written before change records existed (schema
+ * 2) copy whole.  Cursors are meta records: "mdest:<id>" (how far copies
+ * from this store to store <id> reached) and "msrc:<id>" (how far copies
+ * from store <id> into this one reached), each a u64 BE commit number of
+ * the source.
+ */
+#include "embedded.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+/* Reads an 8-byte meta value: 0 (with *v = 0 when absent) or -errno. */
+static int meta_get_u64(struct rdb *s, const char *key, uint64_t *v)
+{
+	char *rerr = NULL;
+	size_t len = 0;
+	char *val =
+	        rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], key, strlen(key), &len, &rerr);
+
+	if (rerr)
+		return rdb_fail(s, rerr, "reading meta");
+	*v = 0;
+	if (!val)
+		return 0;
+	if (len != 8) {
+		rocksdb_free(val);
+		seterr(s, "%s: store is damaged: meta %s", s->dir, key + 1);
+		return -EIO;
+	}
+	*v = get_be64((const uint8_t *)val);
+	rocksdb_free(val);
+	return 0;
+}
+
+int changes_load(struct rdb *s)
+{
+	char *rerr = NULL;
+	size_t len = 0;
+	char *val = rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], META_STORE_ID,
+	                           strlen(META_STORE_ID), &len, &rerr);
+
+	if (rerr)
+		return rdb_fail(s, rerr, "reading meta");
+	if (!val || len != 16) {
+		rocksdb_free(val);
+		seterr(s, "%s: store is damaged: meta store_id", s->dir);
+		return -EIO;
+	}
+	for (size_t i = 0; i < 16; i++)
+		snprintf(s->id_hex + 2 * i, 3, "%02x", (uint8_t)val[i]);
+	rocksdb_free(val);
+	return meta_get_u64(s, META_COMMITS, &s->commits);
+}
+
+const char *rdb_id(const struct store *sbase)
+{
+	return rdb_cof(sbase)->id_hex;
+}
+
+int changes_put(struct rdb_batch *b, rocksdb_writebatch_t *wb)
+{
+	struct rdb *s = b->s;
+	struct buf buf = {0};
+	uint8_t key[9], v[8];
+	char mkey[64];
+	int r;
+
+	put_be64(v, s->commits + 1);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_COMMITS, strlen(META_COMMITS),
+	                          (char *)v, 8);
+	if (b->source[0]) {
+		snprintf(mkey, sizeof(mkey), "%s%s", META_SOURCE, b->source);
+		put_be64(v, b->source_upto);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], mkey, strlen(mkey), (char *)v, 8);
+	}
+	if (!b->ngroups)
+		return 0;
+	r = buf_reserve(&buf, 10 + (size_t)b->ngroups * 10);
+	if (r < 0)
+		return r;
+	buf_varint(&buf, b->ngroups);
+	for (uint32_t g = 0; g < b->ngroups; g++) {
+		buf_varint(&buf, b->groups[g].series);
+		buf_varint(&buf, b->groups[g].bucket);
+	}
+	key[0] = KEY_CHANGE;
+	put_be64(key + 1, s->commits + 1);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 9, (char *)buf.p, buf.len);
+	free(buf.p);
+	return 0;
+}
+
+/* Every (series, bucket) key of the counts column family. */
+static int changes_all(struct rdb *s, int (*fn)(void *, uint32_t, int64_t), void *ctx)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_COUNTS]);
+	char *rerr = NULL;
+	int r = 0;
+
+	if (!it) {
+		seterr(s, "%s: out of memory", s->dir);
+		return -ENOMEM;
+	}
+	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !r; rocksdb_iter_next(it)) {
+		size_t klen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+
+		if (klen != 8) {
+			seterr(s, "%s: store is damaged: a counts key of %zu bytes", s->dir, klen);
+			r = -EIO;
+			break;
+		}
+		r = fn(ctx, get_be32(k), bucket_start(s, get_be32(k + 4)));
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	if (rerr && !r)
+		r = rdb_fail(s, rerr, "listing counts");
+	else if (rerr)
+		rocksdb_free(rerr);
+	rocksdb_iter_destroy(it);
+	return r;
+}
+
+/* The pairs the change records after commit `since` name. */
+static int changes_after(struct rdb *s, uint64_t since, int (*fn)(void *, uint32_t, int64_t),
+                         void *ctx)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	uint8_t start[9];
+	char *rerr = NULL;
+	int r = 0;
+
+	if (!it) {
+		seterr(s, "%s: out of memory", s->dir);
+		return -ENOMEM;
+	}
+	start[0] = KEY_CHANGE;
+	put_be64(start + 1, since + 1);
+	for (rocksdb_iter_seek(it, (char *)start, 9); rocksdb_iter_valid(it) && !r;
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
+		const uint8_t *end = v + vlen;
+		uint64_t n, series, bucket;
+
+		if (!klen || k[0] != KEY_CHANGE)
+			break;
+		if (klen != 9 || get_varint(&v, end, &n) < 0)
+			goto damaged;
+		for (uint64_t i = 0; i < n && !r; i++) {
+			if (get_varint(&v, end, &series) < 0 || get_varint(&v, end, &bucket) < 0 ||
+			    series > UINT32_MAX || bucket > UINT32_MAX)
+				goto damaged;
+			r = fn(ctx, (uint32_t)series, bucket_start(s, (uint32_t)bucket));
+		}
+		if (!r && v != end)
+			goto damaged;
+		continue;
+	damaged:
+		seterr(s, "%s: store is damaged: the change record of commit %llu", s->dir,
+		       (unsigned long long)(klen == 9 ? get_be64(k + 1) : 0));
+		r = -EIO;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	if (rerr && !r)
+		r = rdb_fail(s, rerr, "listing changes");
+	else if (rerr)
+		rocksdb_free(rerr);
+	rocksdb_iter_destroy(it);
+	return r;
+}
+
+int rdb_changes(struct store *sbase, uint64_t since, uint64_t *upto,
+                int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx)
+{
+	struct rdb *s = rdb_of(sbase);
+	int r = need_db(s);
+
+	/* A reader reads the counter as it is now; the writer knows it. */
+	if (r == 0 && s->readonly)
+		r = meta_get_u64(s, META_COMMITS, &s->commits);
+	if (r < 0)
+		return r;
+	*upto = s->commits;
+	if (since >= s->commits && since)
+		return 0;
+	return since ? changes_after(s, since, fn, ctx) : changes_all(s, fn, ctx);
+}
+
+int rdb_batch_source(struct store_batch *bbase, const char *source, uint64_t upto)
+{
+	struct rdb_batch *b = rdb_batch_of(bbase);
+
+	if (strlen(source) != 32)
+		return -EINVAL;
+	memcpy(b->source, source, 33);
+	b->source_upto = upto;
+	return 0;
+}
+
+static int cursor_get(struct store *sbase, const char *prefix, const char *id, uint64_t *upto)
+{
+	struct rdb *s = rdb_of(sbase);
+	char key[64];
+	int r = need_db(s);
+
+	if (r < 0)
+		return r;
+	snprintf(key, sizeof(key), "%s%s", prefix, id);
+	return meta_get_u64(s, key, upto);
+}
+
+int rdb_source_cursor(struct store *sbase, const char *source, uint64_t *upto)
+{
+	return cursor_get(sbase, META_SOURCE, source, upto);
+}
+
+int rdb_dest_cursor(struct store *sbase, const char *dest, uint64_t *upto)
+{
+	return cursor_get(sbase, META_DEST, dest, upto);
+}
+
+int rdb_set_dest_cursor(struct store *sbase, const char *dest, uint64_t upto)
+{
+	struct rdb *s = rdb_of(sbase);
+	char key[64], *rerr = NULL;
+	uint8_t v[8];
+
+	if (s->readonly) {
+		seterr(s, "%s: store is open read-only", s->dir);
+		return -EROFS;
+	}
+	snprintf(key, sizeof(key), "%s%s", META_DEST, dest);
+	put_be64(v, upto);
+	rocksdb_put_cf(s->db, s->wopts, s->cf[CF_DEFAULT], key, strlen(key), (char *)v, 8, &rerr);
+	if (rerr)
+		return rdb_fail(s, rerr, "writing a push cursor");
+	return 0;
+}
