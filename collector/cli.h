@@ -32,6 +32,8 @@ int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
+int cmd_push(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_unwind_table(int argc, char **argv);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * main.c — the flamefs-collect command line: picks the command (import,
- * record, stats, export, compact, prune, unwind-table) and hands it the
+ * record, stats, export, compact, prune, push, merge, unwind-table) and hands it the
  * rest of argv; each long command has its own cmd-*.c, and record lives
  * in record/.  The CLI (this file, cmd-*.c and record's own front end)
  * is the only place in the collector that prints or exits.  Every error
@@ -42,11 +42,15 @@ static void usage_main(FILE *f)
 	      "  export   print the stored stacks as folded text or pprof\n"
 	      "  compact  flush and compact the store to its smallest size\n"
 	      "  prune    delete time buckets older than a retention period\n"
+	      "  push     copy what changed into a central database (PostgreSQL)\n"
+	      "  merge    bring whole stores, directories or databases, into one\n"
 	      "  unwind-table  print the CFI table record walks a file's stacks with\n"
 	      "\n"
 	      "Options for every command:\n"
-	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
-	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
+	      "  --store STORE the store: a directory, or a database given as a\n"
+	      "                PostgreSQL connection string (postgresql://...)\n"
+	      "                (default: $FLAMEFS_STORE, else $XDG_DATA_HOME/flamefs,\n"
+	      "                else ~/.local/share/flamefs)\n"
 	      "  -h, --help    show help for a command\n"
 	      "  -V, --version print the version\n"
 	      "\n"
@@ -123,13 +127,17 @@ int main(int argc, char **argv)
 		return cmd_compact(argc, argv);
 	if (strcmp(cmd, "prune") == 0)
 		return cmd_prune(argc, argv);
+	if (strcmp(cmd, "push") == 0)
+		return cmd_push(argc, argv);
+	if (strcmp(cmd, "merge") == 0)
+		return cmd_merge(argc, argv);
 	if (strcmp(cmd, "record") == 0)
 		return record_main(argc, argv);
 	if (strcmp(cmd, "unwind-table") == 0)
 		return cmd_unwind_table(argc, argv);
 	fprintf(stderr,
 	        PROG ": unknown command \"%s\"; expected import, record, stats, export, compact, "
-	             "prune or unwind-table\n",
+	             "prune, push, merge or unwind-table\n",
 	        cmd);
 	return 2;
 }

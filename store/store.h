@@ -274,9 +274,9 @@ struct store_copy_stats {
  * changed since (-EEXIST), and does nothing for an unchanged one.  `src`
  * remembers, per destination store id, where the last copy ended, so that
  * an incremental copy reads only the buckets changed since.  `dst` must be
- * writable with no batch open.  0 or -errno; store_errmsg() of the store
- * at fault says why. */
+ * writable with no batch open.  Fills *st.  0 or -errno; on failure err
+ * (if errlen > 0) says why, naming the store at fault. */
 int store_copy(struct store *dst, struct store *src, const struct store_copy_opts *o,
-               struct store_copy_stats *st);
+               struct store_copy_stats *st, char *err, size_t errlen);
 
 #endif

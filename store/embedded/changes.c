@@ -4,7 +4,9 @@
  * bucket) pairs each commit wrote, and the cursors that remember how far
  * copies went.
  *
- * Every commit takes the next commit number (meta "mcommits", u64 BE) and
+ * Every commit takes the next commit number (meta "mcommits", u64 BE;
+ * absent means 1, so that a store written before commits were numbered
+ * differs from "never copied", 0, and its first numbered commit is 2) and
  * writes, in its own WriteBatch, a change record: key 'c' + u64 BE commit
  * number, value varint(n) then n pairs varint(series), varint(bucket
  * index).  An incremental copy reads the records after its cursor and
@@ -33,8 +35,9 @@ static uint64_t get_be64(const uint8_t *p)
 	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
 }
 
-/* Reads an 8-byte meta value: 0 (with *v = 0 when absent) or -errno. */
-static int meta_get_u64(struct rdb *s, const char *key, uint64_t *v)
+/* Reads an 8-byte meta value: 0 (with *v = absent when there is none)
+ * or -errno. */
+static int meta_get_u64(struct rdb *s, const char *key, uint64_t *v, uint64_t absent)
 {
 	char *rerr = NULL;
 	size_t len = 0;
@@ -43,7 +46,7 @@ static int meta_get_u64(struct rdb *s, const char *key, uint64_t *v)
 
 	if (rerr)
 		return rdb_fail(s, rerr, "reading meta");
-	*v = 0;
+	*v = absent;
 	if (!val)
 		return 0;
 	if (len != 8) {
@@ -73,7 +76,7 @@ int changes_load(struct rdb *s)
 	for (size_t i = 0; i < 16; i++)
 		snprintf(s->id_hex + 2 * i, 3, "%02x", (uint8_t)val[i]);
 	rocksdb_free(val);
-	return meta_get_u64(s, META_COMMITS, &s->commits);
+	return meta_get_u64(s, META_COMMITS, &s->commits, 1);
 }
 
 const char *rdb_id(const struct store *sbase)
@@ -203,7 +206,7 @@ int rdb_changes(struct store *sbase, uint64_t since, uint64_t *upto,
 
 	/* A reader reads the counter as it is now; the writer knows it. */
 	if (r == 0 && s->readonly)
-		r = meta_get_u64(s, META_COMMITS, &s->commits);
+		r = meta_get_u64(s, META_COMMITS, &s->commits, 1);
 	if (r < 0)
 		return r;
 	*upto = s->commits;
@@ -232,7 +235,7 @@ static int cursor_get(struct store *sbase, const char *prefix, const char *id, u
 	if (r < 0)
 		return r;
 	snprintf(key, sizeof(key), "%s%s", prefix, id);
-	return meta_get_u64(s, key, upto);
+	return meta_get_u64(s, key, upto, 0);
 }
 
 int rdb_source_cursor(struct store *sbase, const char *source, uint64_t *upto)

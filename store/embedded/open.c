@@ -611,4 +611,11 @@ const struct store_ops embedded_ops = {
         .series_disk_bytes = rdb_series_disk_bytes,
         .compact = rdb_compact,
         .prune = rdb_prune,
+        .replaces_sources = false,
+        .id = rdb_id,
+        .changes = rdb_changes,
+        .batch_source = rdb_batch_source,
+        .source_cursor = rdb_source_cursor,
+        .dest_cursor = rdb_dest_cursor,
+        .set_dest_cursor = rdb_set_dest_cursor,
 };

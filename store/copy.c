@@ -1,0 +1,398 @@
+/*
+ * copy.c — store_copy(): push and merge, from any store into any other, by
+ * content.
+ *
+ * The source names the (series, bucket) pairs that changed since a cursor
+ * (all of them from the start); the copy re-reads each of those buckets
+ * whole and hands its counts to a batch of the destination, translating
+ * frames, stack nodes and series by what they are: a frame by its fields,
+ * a node by (translated parent, translated frame), a series by its key
+ * with its host.  The batch is marked as a copy from the source's id
+ * (batch_source), which a database uses to replace that source's earlier
+ * value of each bucket and to record, in the same transaction, how far
+ * the copies reached; a directory adds, so it takes a source once.
+ */
+#include "backend.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pair {
+	uint32_t series;
+	int64_t bucket;
+};
+
+struct copy {
+	struct store *dst, *src;
+	const struct store_copy_opts *o;
+	struct store_copy_stats *st;
+	char *err;
+	size_t errlen;
+
+	struct pair *pairs;
+	size_t npairs, cap;
+
+	struct store_series *list; /* the source's series */
+	size_t nlist;
+	struct store_series **by_id; /* source series id -> its entry, or NULL */
+	uint32_t nby_id;
+
+	/* Source id -> destination id for the open batch; 0: not yet. */
+	uint32_t *node_map, *frame_map, *series_map;
+	uint32_t *path; /* map_node's walk up */
+	struct store_batch *b;
+	uint32_t cur_series; /* destination series of the bucket being copied */
+	int fail;            /* the first error inside a count callback */
+};
+
+static void copy_err(struct copy *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void copy_err(struct copy *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->err, c->errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int add_pair(void *ctx, uint32_t series, int64_t bucket)
+{
+	struct copy *c = ctx;
+
+	if (c->npairs == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 1024;
+		struct pair *np = realloc(c->pairs, nc * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		c->pairs = np;
+		c->cap = nc;
+	}
+	c->pairs[c->npairs++] = (struct pair){series, bucket};
+	return 0;
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+/* Sorts the pairs, drops duplicates and those of series no longer listed
+ * (pruned to nothing). */
+static void pairs_settle(struct copy *c)
+{
+	size_t n = 0;
+
+	if (c->npairs)
+		qsort(c->pairs, c->npairs, sizeof(*c->pairs), pair_cmp);
+	for (size_t i = 0; i < c->npairs; i++) {
+		const struct pair *p = &c->pairs[i];
+
+		if (p->series >= c->nby_id || !c->by_id[p->series])
+			continue;
+		if (n && pair_cmp(&c->pairs[n - 1], p) == 0)
+			continue;
+		c->pairs[n++] = *p;
+	}
+	c->npairs = n;
+}
+
+static void maps_reset(struct copy *c)
+{
+	memset(c->node_map, 0, (size_t)store_node_count(c->src) * sizeof(*c->node_map));
+	memset(c->frame_map, 0, (size_t)store_frame_count(c->src) * sizeof(*c->frame_map));
+	memset(c->series_map, 0, (size_t)c->nby_id * sizeof(*c->series_map));
+}
+
+static int map_frame(struct copy *c, uint32_t frame, uint32_t *out)
+{
+	struct store_frame f;
+	int r;
+
+	if (c->frame_map[frame]) {
+		*out = c->frame_map[frame];
+		return 0;
+	}
+	r = store_frame_get(c->src, frame, &f);
+	if (r == 0)
+		r = store_batch_frame(c->b, &f, &c->frame_map[frame]);
+	*out = c->frame_map[frame];
+	c->st->frames++;
+	return r;
+}
+
+/* The destination's node for source node `node`: walks up to the first
+ * ancestor already translated (or the root), then down, interning. */
+static int map_node(struct copy *c, uint32_t node, uint32_t *out)
+{
+	uint32_t depth = 0, x = node, parent, frame, dparent;
+	int r;
+
+	while (x != STORE_ROOT_NODE && !c->node_map[x]) {
+		r = store_node_get(c->src, x, &parent, &frame);
+		if (r < 0)
+			return r;
+		c->path[depth++] = x;
+		x = parent;
+	}
+	dparent = x == STORE_ROOT_NODE ? STORE_ROOT_NODE : c->node_map[x];
+	while (depth) {
+		uint32_t n = c->path[--depth], dframe;
+
+		r = store_node_get(c->src, n, &parent, &frame);
+		if (r == 0)
+			r = map_frame(c, frame, &dframe);
+		if (r == 0)
+			r = store_batch_node(c->b, dparent, dframe, &c->node_map[n]);
+		if (r < 0)
+			return r;
+		c->st->nodes++;
+		dparent = c->node_map[n];
+	}
+	*out = dparent;
+	return 0;
+}
+
+static int copy_count(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
+{
+	struct copy *c = ctx;
+	uint32_t dnode;
+	int r = map_node(c, node, &dnode);
+
+	if (r == 0)
+		r = store_batch_add(c->b, c->cur_series, bucket, dnode, samples, weight);
+	if (r < 0) {
+		c->fail = r;
+		return r;
+	}
+	c->st->samples += samples;
+	c->st->weight += weight;
+	return 0;
+}
+
+static int map_series(struct copy *c, uint32_t id, bool with_bytes)
+{
+	const struct store_series *e = c->by_id[id];
+	struct store_series_key k = {e->host, e->binary, e->version, e->event, e->unit};
+	int r;
+
+	if (c->series_map[id])
+		return 0;
+	r = store_batch_series(c->b, &k, &c->series_map[id]);
+	if (r == 0 && with_bytes && e->input_bytes)
+		r = store_batch_input_bytes(c->b, c->series_map[id], e->input_bytes);
+	return r;
+}
+
+/* The message for a failure of `s` (the store at fault). */
+static int store_fail(struct copy *c, struct store *s, int r)
+{
+	const char *m = store_errmsg(s);
+
+	copy_err(c, "%s", m && *m ? m : strerror(-r));
+	return r;
+}
+
+/* Copies pairs [lo, hi) in one batch, recording `upto` as the source's
+ * cursor; with_bytes: also the series' input bytes. */
+static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t upto, bool with_bytes)
+{
+	uint32_t bs = store_bucket_seconds(c->src);
+	int r;
+
+	c->b = store_batch_new(c->dst);
+	if (!c->b)
+		return store_fail(c, c->dst, -EIO);
+	maps_reset(c);
+	r = c->dst->ops->batch_source(c->b, store_id(c->src), upto);
+	if (r < 0)
+		goto fail_dst;
+	/* Input bytes go once, with the transaction that moves the cursor
+	 * first, for every series the copy holds. */
+	for (size_t i = 0; with_bytes && i < c->npairs && r == 0; i++)
+		r = map_series(c, c->pairs[i].series, true);
+	if (r < 0)
+		goto fail_dst;
+	for (size_t i = lo; i < hi;) {
+		uint32_t series = c->pairs[i].series;
+		int64_t from = c->pairs[i].bucket;
+		size_t j = i + 1;
+
+		/* A run of adjacent buckets is one read. */
+		while (j < hi && c->pairs[j].series == series &&
+		       c->pairs[j].bucket == c->pairs[j - 1].bucket + bs)
+			j++;
+		r = map_series(c, series, false);
+		if (r < 0)
+			goto fail_dst;
+		c->cur_series = c->series_map[series];
+		c->fail = 0;
+		r = store_series_counts(c->src, series, from, c->pairs[j - 1].bucket + bs - 1,
+		                        copy_count, c);
+		if (r < 0) {
+			if (c->fail == r)
+				goto fail_dst;
+			store_fail(c, c->src, r);
+			goto out;
+		}
+		c->st->buckets += j - i;
+		i = j;
+	}
+	r = store_batch_commit(c->b);
+	if (r < 0)
+		goto fail_dst;
+	c->st->commits++;
+	goto out;
+fail_dst:
+	store_fail(c, c->dst, r);
+out:
+	store_batch_free(c->b);
+	c->b = NULL;
+	return r;
+}
+
+static int copy_prepare(struct copy *c)
+{
+	uint32_t nodes = store_node_count(c->src), frames = store_frame_count(c->src);
+	int r = store_series_list(c->src, &c->list, &c->nlist);
+
+	if (r < 0)
+		return store_fail(c, c->src, r);
+	for (size_t i = 0; i < c->nlist; i++)
+		if (c->list[i].id >= c->nby_id)
+			c->nby_id = c->list[i].id + 1;
+	c->by_id = calloc(c->nby_id + 1, sizeof(*c->by_id));
+	c->series_map = calloc(c->nby_id + 1, sizeof(*c->series_map));
+	c->node_map = calloc((size_t)nodes + 1, sizeof(*c->node_map));
+	c->frame_map = calloc((size_t)frames + 1, sizeof(*c->frame_map));
+	c->path = calloc((size_t)nodes + 1, sizeof(*c->path));
+	if (!c->by_id || !c->series_map || !c->node_map || !c->frame_map || !c->path) {
+		copy_err(c, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->nlist; i++)
+		c->by_id[c->list[i].id] = &c->list[i];
+	return 0;
+}
+
+/* A directory adds what it takes, so it takes a source once: 1 when the
+ * source is already in, unchanged (nothing to do), 0 when never taken,
+ * -EEXIST when it changed since. */
+static int check_once(struct copy *c, uint64_t taken, uint64_t upto)
+{
+	if (!taken)
+		return 0;
+	if (taken == upto)
+		return 1;
+	copy_err(c,
+	         "it already holds a copy of %s (store %s) as of that store's commit %llu, "
+	         "which has changed since (commit %llu); a directory adds what it takes, so "
+	         "taking it again would count its earlier samples twice: copy into a fresh "
+	         "store, or push to a database, which replaces each source's buckets",
+	         store_where(c->src), store_id(c->src), (unsigned long long)taken,
+	         (unsigned long long)upto);
+	return -EEXIST;
+}
+
+int store_copy(struct store *dst, struct store *src, const struct store_copy_opts *o,
+               struct store_copy_stats *st, char *err, size_t errlen)
+{
+	struct copy c = {.dst = dst, .src = src, .o = o, .st = st, .err = err, .errlen = errlen};
+	uint64_t since = 0, taken = 0, upto = 0;
+	uint32_t per = o->buckets_per_commit;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	if (errlen)
+		err[0] = 0;
+	if (strcmp(store_id(dst), store_id(src)) == 0) {
+		copy_err(&c, "%s and %s are the same store (id %s)", store_where(dst),
+		         store_where(src), store_id(src));
+		return -EINVAL;
+	}
+	if (dst->ops->replaces_sources && store_bucket_seconds(dst) != store_bucket_seconds(src)) {
+		copy_err(&c,
+		         "%s has %u-second buckets and %s %u-second ones: a copy that replaces "
+		         "buckets needs the same size",
+		         store_where(dst), store_bucket_seconds(dst), store_where(src),
+		         store_bucket_seconds(src));
+		return -EINVAL;
+	}
+	r = dst->ops->source_cursor(dst, store_id(src), &taken);
+	if (r < 0)
+		return store_fail(&c, dst, r);
+	/* The destination's record is the truth: it commits with the data. */
+	if (o->incremental && dst->ops->replaces_sources)
+		since = taken;
+	r = copy_prepare(&c);
+	if (r < 0)
+		goto out;
+	r = src->ops->changes(src, since, &upto, add_pair, &c);
+	if (r < 0) {
+		if (r == -ENOMEM)
+			copy_err(&c, "out of memory");
+		else
+			store_fail(&c, src, r);
+		goto out;
+	}
+	if (!dst->ops->replaces_sources) {
+		r = check_once(&c, taken, upto);
+		if (r != 0) {
+			st->nothing_new = r == 1;
+			r = r == 1 ? 0 : r;
+			goto out;
+		}
+	}
+	pairs_settle(&c);
+	for (size_t i = 0; i < c.npairs; i++)
+		st->series += i == 0 || c.pairs[i].series != c.pairs[i - 1].series;
+	if (!c.npairs && since == upto) {
+		st->nothing_new = true;
+		goto remember;
+	}
+	if (!per)
+		per = c.npairs ? (uint32_t)(c.npairs < UINT32_MAX ? c.npairs : UINT32_MAX) : 1;
+	/* Whole transactions of `per` buckets; only the last one moves the
+	 * cursor, so an interrupted copy is redone from `since`, and a
+	 * database replaces what the earlier ones wrote. */
+	for (size_t lo = 0;;) {
+		size_t hi = c.npairs - lo > per ? lo + per : c.npairs;
+		bool last = hi == c.npairs;
+
+		r = copy_chunk(&c, lo, hi, last ? upto : since, last && !taken);
+		if (r < 0)
+			goto out;
+		if (o->progress)
+			o->progress(o->ctx, hi, c.npairs);
+		if (last)
+			break;
+		lo = hi;
+	}
+remember:
+	/* The source's own memory; a source open read-only (a recorder holds
+	 * it) goes without, since the destination's record decides. */
+	r = src->ops->set_dest_cursor(src, store_id(dst), upto);
+	if (r == -EROFS)
+		r = 0;
+	else if (r < 0)
+		store_fail(&c, src, r);
+out:
+	store_series_free(c.list, c.nlist);
+	free(c.by_id);
+	free(c.series_map);
+	free(c.node_map);
+	free(c.frame_map);
+	free(c.path);
+	free(c.pairs);
+	return r;
+}
