@@ -48,6 +48,8 @@ struct options {
 	bool inlines;
 	const char *log_drains; /* --log-drains FILE, or NULL */
 	int64_t retention;      /* --retention, seconds; 0: keep everything */
+	const char *push_to;    /* --push DATABASE, or NULL */
+	int64_t push_every;     /* --push-every, seconds */
 	enum profile_unwind unwind;
 	uint64_t unwind_memory; /* bytes of rows */
 	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
@@ -77,6 +79,7 @@ struct recorder {
 	const struct options *opt;
 	struct profile_bpf *skel;
 	struct store *store;
+	struct record_pusher *pusher; /* --push */
 	struct symbolize *sym;
 	struct ring_buffer *rb;
 	struct bpf_link **links; /* one per CPU event */
@@ -175,6 +178,16 @@ int record_on_event(void *ctx, void *data, size_t len);
  * it left in one atomic batch; `final` (sampling already stopped) stores
  * both.  Returns 0 or -errno (also recorded with record_fail()). */
 int record_drain(struct recorder *r, bool final);
+
+/* record-push.c: --push.  Starts a thread that copies the store in
+ * directory `dir` into database `to` at once and then every `every`
+ * seconds (see store_copy()); failures are reported on stderr and the
+ * data waits for the next push.  0 or -errno. */
+struct record_pusher;
+int record_push_start(struct record_pusher **out, const char *dir, const char *to, int64_t every);
+/* A last push, then joins the thread, prints what the pushes sent and
+ * frees it all.  Accepts NULL. */
+void record_push_stop(struct record_pusher *p);
 
 /* record-events.c */
 /* Parses -e's list into o->ev_flags and o->ev_every, printing its own

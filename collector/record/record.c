@@ -47,6 +47,7 @@ static void usage(FILE *f)
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
 	      "           [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
 	      "           [--retention DURATION] [--log-drains FILE]\n"
+	      "           [--push DATABASE [--push-every DURATION]]\n"
 	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE]\n"
 	      "           [-e EVENT[:STACKS][:N][,EVENT...]] [--offcpu-min DURATION]\n"
 	      "\n"
@@ -77,6 +78,12 @@ static void usage(FILE *f)
 	      "      --retention DURATION  every minute, delete the store's time\n"
 	      "                          buckets older than DURATION (30d, 12h, ...;\n"
 	      "                          see prune --help): wall-clock series only\n"
+	      "      --push DATABASE     also copy the store into this central database\n"
+	      "                          (postgresql://...) in the background, as\n"
+	      "                          `push` does: at start, every --push-every and\n"
+	      "                          after the last drain.  While it cannot be\n"
+	      "                          reached the data waits in the local store\n"
+	      "      --push-every DURATION  between pushes (default 60s)\n"
 	      "  -e, --event LIST        what to record, each its own series\n"
 	      "                          (<version>@<event>/ in the view):\n"
 	      "                            cpu         CPU time (default)\n"
@@ -113,7 +120,9 @@ static void usage(FILE *f)
 	      "  " PROG " record --store ~/prof -a -F 49 --user-only\n"
 	      "  " PROG " record --store ~/prof --unwind fp -- python3 app.py\n"
 	      "  " PROG " record --store ~/prof -e cpu,offcpu,rss,block,net -a -d 30\n"
-	      "  " PROG " record --store ~/prof -e offcpu:all,rss:u:29 -p $(pidof myd)\n",
+	      "  " PROG " record --store ~/prof -e offcpu:all,rss:u:29 -p $(pidof myd)\n"
+	      "  " PROG " record --store /var/lib/flamefs -a --retention 7d \\\n"
+	      "      --push postgresql://flamefs@db.example/flamefs --push-every 60s\n",
 	      f);
 }
 
@@ -552,6 +561,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"unwind-memory", required_argument, NULL, 'M'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
+	        {"push", required_argument, NULL, 'P'},
+	        {"push-every", required_argument, NULL, 'Y'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -611,6 +622,26 @@ static int parse_options(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 'D': o->log_drains = optarg; break;
+		case 'P':
+			if (!store_is_database(optarg)) {
+				fprintf(stderr,
+				        PROG ": --push: expected a database (a connection string "
+				             "that starts with postgresql: or postgres:)\n");
+				return 2;
+			}
+			o->push_to = optarg;
+			break;
+		case 'Y': {
+			int r = record_parse_duration(optarg, &o->push_every);
+			if (r < 0 || o->push_every == 0) {
+				fprintf(stderr,
+				        PROG ": --push-every: expected a duration such as 60s, "
+				             "5m or 1h, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'R': {
 			int r = record_parse_duration(optarg, &o->retention);
 			if (r < 0 || o->retention == 0) {
@@ -663,6 +694,17 @@ static int parse_options(int argc, char **argv, struct options *o)
 	if (o->user_only && o->kernel_only) {
 		fprintf(stderr, PROG ": record: --user-only and --kernel-only "
 		                     "exclude each other\n");
+		return 2;
+	}
+	if (o->push_every && !o->push_to) {
+		fprintf(stderr, PROG ": record: --push-every needs --push DATABASE\n");
+		return 2;
+	}
+	if (!o->push_every)
+		o->push_every = 60;
+	if (o->push_to && o->store_dir && store_is_database(o->store_dir)) {
+		fprintf(stderr, PROG ": record: --push copies a local store; --store already "
+		                     "names a database\n");
 		return 2;
 	}
 	if (record_parse_events(event_list, o) < 0)
@@ -792,6 +834,11 @@ static int run(struct recorder *r, const struct options *o)
 		}
 	}
 	rc = store_open(dir, STORE_CREATE, &r->store, err, sizeof(err));
+	if (rc == 0 && o->push_to) {
+		rc = record_push_start(&r->pusher, dir, o->push_to, o->push_every);
+		if (rc < 0)
+			snprintf(err, sizeof(err), "--push: cannot start: %s", strerror(-rc));
+	}
 	free(owned);
 	if (rc < 0) {
 		record_fail(r, rc, "%s", err);
@@ -1028,6 +1075,8 @@ static int run(struct recorder *r, const struct options *o)
 	if (!r->err)
 		record_drain(r, true);
 	report(r, now_mono() - start, cpu_seconds() - cpu_start);
+	record_push_stop(r->pusher);
+	r->pusher = NULL;
 	return r->err;
 }
 
@@ -1047,6 +1096,7 @@ static void cleanup(struct recorder *r)
 	ring_buffer__free(r->rb);
 	profile_bpf__destroy(r->skel);
 	symbolize_free(r->sym);
+	record_push_stop(r->pusher);
 	store_close(r->store);
 	free(r->links);
 	free(r->pfds);

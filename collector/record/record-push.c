@@ -1,0 +1,167 @@
+/*
+ * record-push.c — `record --push DATABASE`: a thread that copies the
+ * recorder's store into a central database every --push-every, as
+ * `flamefs-collect push` does, while the recording goes on.
+ *
+ * Each push opens the local store as a reader (the recorder holds the
+ * writer), so it sees every committed drain, and calls store_copy(),
+ * which sends each time bucket changed since the database's record of
+ * this store, whole; the database replaces its earlier copy of a bucket,
+ * so a push that fails half way or runs twice counts nothing twice.
+ * While the database cannot be reached the data waits in the local store
+ * (whose --retention still applies) and goes with the next push that
+ * works.  The connection is kept between pushes and made again after a
+ * failure.  A last push follows the recorder's last drain.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "record-internal.h"
+
+struct record_pusher {
+	pthread_t thread;
+	pthread_mutex_t mu; /* guards stop */
+	pthread_cond_t cv;
+	bool stop;
+
+	/* The thread's own, until it is joined. */
+	char *dir, *to;
+	int64_t every;
+	struct store *dst;
+	bool failing;
+	uint64_t pushes, failures, buckets, samples;
+};
+
+/* One push; reports a failure once per outage, and the recovery. */
+static void push_once(struct record_pusher *p)
+{
+	struct store_copy_opts o = {.incremental = true};
+	struct store_copy_stats st;
+	struct store *src = NULL;
+	char err[1024];
+	int r;
+
+	if (!p->dst)
+		r = store_open(p->to, STORE_CREATE, &p->dst, err, sizeof(err));
+	else
+		r = 0;
+	if (r == 0)
+		r = store_open(p->dir, STORE_READONLY, &src, err, sizeof(err));
+	if (r == 0)
+		r = store_copy(p->dst, src, &o, &st, err, sizeof(err));
+	store_close(src);
+	if (r < 0) {
+		p->failures++;
+		if (!p->failing)
+			fprintf(stderr,
+			        PROG ": push: %s; the data waits in the local store, next try in "
+			             "%" PRId64 " s\n",
+			        err, p->every);
+		p->failing = true;
+		/* Connect afresh next time: the server may be another one. */
+		store_close(p->dst);
+		p->dst = NULL;
+		return;
+	}
+	if (p->failing)
+		fprintf(stderr, PROG ": push: %s reached again\n", store_where(p->dst));
+	p->failing = false;
+	p->pushes++;
+	p->buckets += st.buckets;
+	p->samples += st.samples;
+}
+
+static void *push_thread(void *arg)
+{
+	struct record_pusher *p = arg;
+	struct timespec at;
+	bool stop;
+
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	for (;;) {
+		push_once(p);
+		at.tv_sec += p->every;
+		pthread_mutex_lock(&p->mu);
+		while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &at) != ETIMEDOUT)
+			;
+		stop = p->stop;
+		pthread_mutex_unlock(&p->mu);
+		if (stop)
+			break;
+	}
+	push_once(p); /* what the last drain committed */
+	return NULL;
+}
+
+int record_push_start(struct record_pusher **out, const char *dir, const char *to, int64_t every)
+{
+	struct record_pusher *p = calloc(1, sizeof(*p));
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	int r;
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	p->dir = strdup(dir);
+	p->to = strdup(to);
+	p->every = every;
+	if (!p->dir || !p->to) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	/* Signals stay with the recorder's main thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = -pthread_create(&p->thread, NULL, push_thread, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	free(p->dir);
+	free(p->to);
+	free(p);
+	return r;
+}
+
+void record_push_stop(struct record_pusher *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	fprintf(stderr,
+	        PROG ": push: %" PRIu64 " pushes sent %" PRIu64 " time buckets (%" PRIu64
+	             " samples)%s",
+	        p->pushes, p->buckets, p->samples, p->failures ? "; " : "\n");
+	if (p->failures)
+		fprintf(stderr, "%" PRIu64 " failed%s\n", p->failures,
+		        p->failing ? ": the last one too, so the newest data is only in the local "
+		                     "store; `flamefs-collect push` sends it"
+		                   : "");
+	store_close(p->dst);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p->dir);
+	free(p->to);
+	free(p);
+}
