@@ -209,6 +209,7 @@ int cmd_export(int argc, char **argv)
 	struct store *s;
 	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
 		cli_die("%s", err);
+	dir = store_where(s); /* a database: without its password */
 	if (last) {
 		int64_t secs;
 		if (view_parse_duration(last, &secs) < 0)

@@ -184,6 +184,7 @@ static void import_job_store(struct import_job *job)
 		return;
 	if (store_open(job->dir, STORE_CREATE, &job->s, err, sizeof(err)) < 0)
 		cli_die("%s", err);
+	job->dir = store_where(job->s); /* a database: without its password */
 	if (store_notice(job->s))
 		fprintf(stderr, PROG ": %s\n", store_notice(job->s));
 	if (job->one_batch) {

@@ -44,6 +44,7 @@ int cmd_compact(int argc, char **argv)
 	struct store *s;
 	if (store_open(dir, 0, &s, err, sizeof(err)) < 0)
 		cli_die("%s", err);
+	dir = store_where(s); /* a database: without its password */
 	if (store_notice(s))
 		fprintf(stderr, PROG ": %s\n", store_notice(s));
 	if (store_compact(s) < 0)
@@ -177,6 +178,7 @@ int cmd_prune(int argc, char **argv)
 	struct store_prune_stats st;
 	if (store_open(dir, 0, &s, err, sizeof(err)) < 0)
 		cli_die("%s", err);
+	dir = store_where(s); /* a database: without its password */
 	if (store_notice(s))
 		fprintf(stderr, PROG ": %s\n", store_notice(s));
 	if (store_prune(s, &o, &st) < 0)

@@ -77,6 +77,7 @@ int cmd_stats(int argc, char **argv)
 	struct store *s;
 	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
 		cli_die("%s", err);
+	dir = store_where(s); /* a database: without its password */
 
 	struct store_series *list;
 	size_t n;

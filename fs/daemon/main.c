@@ -147,7 +147,7 @@ static int open_store(const char *dir)
 	fs.last_bucket_end = refresh_bucket_end_now();
 	r = refresh_load_series_locked();
 	if (r < 0) {
-		fprintf(stderr, "flamefs: %s: cannot list series: %s\n", dir,
+		fprintf(stderr, "flamefs: %s: cannot list series: %s\n", store_where(fs.store),
 		        store_errmsg(fs.store));
 		store_close(fs.store);
 		fs.store = NULL;
@@ -236,18 +236,20 @@ int main(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	if (stat(cli.store, &st) < 0) {
-		fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
-		goto out;
+	if (!store_is_database(cli.store)) {
+		if (stat(cli.store, &st) < 0) {
+			fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
+			goto out;
+		}
+		/* fuse_daemonize() changes to "/": keep an absolute path. */
+		char *abs = realpath(cli.store, NULL);
+		if (!abs) {
+			fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
+			goto out;
+		}
+		free(cli.store);
+		cli.store = abs;
 	}
-	/* fuse_daemonize() changes to "/": keep an absolute path. */
-	char *abs = realpath(cli.store, NULL);
-	if (!abs) {
-		fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
-		goto out;
-	}
-	free(cli.store);
-	cli.store = abs;
 	/* The root is synthetic directory 0. */
 	fs.sdirs = calloc(16, sizeof(*fs.sdirs));
 	if (!fs.sdirs)
@@ -260,6 +262,10 @@ int main(int argc, char **argv)
 	 * survive fork(). */
 	if (open_store(cli.store) < 0)
 		goto out_close;
+	/* The name /proc/mounts shows: a database's without its password. */
+	if (!strchr(store_where(fs.store), ',') &&
+	    asprintf(&fsname, "-ofsname=%s,subtype=flamefs", store_where(fs.store)) >= 0)
+		fuse_opt_add_arg(&args, fsname);
 	if (!opts.foreground) {
 		store_series_free(fs.series, fs.nseries);
 		fs.series = NULL;
@@ -270,9 +276,6 @@ int main(int argc, char **argv)
 	if (check_mountpoint(opts.mountpoint) < 0)
 		goto out_close;
 
-	if (!strchr(cli.store, ',') &&
-	    asprintf(&fsname, "-ofsname=%s,subtype=flamefs", cli.store) >= 0)
-		fuse_opt_add_arg(&args, fsname);
 	if (fuse_opt_add_arg(&args, "-oro") < 0)
 		goto out_close;
 	se = fuse_session_new(&args, &ops_lowlevel, sizeof(ops_lowlevel), NULL);
