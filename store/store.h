@@ -128,6 +128,9 @@ const char *store_host(const struct store *s);
 /* 0, -EINVAL (empty, longer than 255 bytes, or holds '/' or a control
  * character) or -ENOMEM. */
 int store_set_host(struct store *s, const char *host);
+/* True when store_set_host() takes `host`: a command line checks a name
+ * with it before it opens (and maybe creates) a store. */
+bool store_host_valid(const char *host);
 
 /* The store's identity: 32 hex digits, random, fixed at its creation.
  * Push and merge remember copies by it.  Owned by `s`. */
