@@ -24,7 +24,8 @@
 static void usage_import(FILE *f)
 {
 	fputs("Usage: " PROG " import [--store DIR] [--format FORMAT]\n"
-	      "           [--binary NAME] [--version LABEL] [--event EVENT | --all-events]\n"
+	      "           [--host NAME] [--binary NAME] [--version LABEL]\n"
+	      "           [--event EVENT | --all-events]\n"
 	      "           [--time SECONDS] [--binary-path DIR[:DIR...]]\n"
 	      "           [--clock-offset SECONDS|boot] [--one-batch | --keep-going]\n"
 	      "           [--timings] FILE|- [FILE...]\n"
@@ -41,6 +42,9 @@ static void usage_import(FILE *f)
 	      "                  not), gperftools-cpu (CPUPROFILE), legacy (heap, growth,\n"
 	      "                  contention, thread text: HEAPPROFILE, Go debug=1);\n"
 	      "                  default: detect, for each file\n"
+	      "  --host NAME     the host the samples belong to (default: this machine's\n"
+	      "                  hostname); the view sums hosts and shows each one in\n"
+	      "                  @host/NAME/\n"
 	      "  --binary NAME   store every sample under this binary instead of the\n"
 	      "                  process name (perf), first frame (folded) or main\n"
 	      "                  mapping (pprof, gperftools, legacy)\n"
@@ -75,7 +79,8 @@ static void usage_import(FILE *f)
 	      "  " PROG " import --store ~/prof cpu.pb.gz\n"
 	      "  " PROG " import --store ~/prof --binary-path ./bin cpu.prof\n"
 	      "  " PROG " import --store ~/prof /tmp/app.*.heap      # a time series of dumps\n"
-	      "  " PROG " import --store ~/prof --keep-going dumps/*.pb.gz\n",
+	      "  " PROG " import --store ~/prof --keep-going dumps/*.pb.gz\n"
+	      "  " PROG " import --store ~/prof --host web-3 web-3.perf.data\n",
 	      f);
 }
 
@@ -90,6 +95,7 @@ struct import_job {
 	enum import_format fmt;  /* --format, or AUTO to detect each file */
 	bool have_time, one_batch, keep_going, timings;
 	const char *dir;
+	const char *host; /* --host, or NULL */
 	struct store *s;
 	struct store_batch *batch;           /* --one-batch: the command's one batch */
 	size_t index, count;                 /* the file being imported (1-based), of count */
@@ -187,6 +193,8 @@ static void import_job_store(struct import_job *job)
 	job->dir = store_where(job->s); /* a database: without its password */
 	if (store_notice(job->s))
 		fprintf(stderr, PROG ": %s\n", store_notice(job->s));
+	if (job->host && store_set_host(job->s, job->host) < 0)
+		cli_die("--host: out of memory");
 	if (job->one_batch) {
 		job->batch = store_batch_new(job->s);
 		if (!job->batch)
@@ -360,6 +368,7 @@ int cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
+	        {"host", required_argument, NULL, 'H'},
 	        {"format", required_argument, NULL, 'f'},
 	        {"binary", required_argument, NULL, 'b'},
 	        {"version", required_argument, NULL, 'v'},
@@ -382,6 +391,7 @@ int cmd_import(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
+		case 'H': job.host = optarg; break;
 		case 'b': o->binary = optarg; break;
 		case 'v': o->version = optarg; break;
 		case 'e': o->event = optarg; break;
@@ -434,6 +444,10 @@ int cmd_import(int argc, char **argv)
 	}
 	if (o->event && o->all_events)
 		cli_die("--event and --all-events exclude each other");
+	if (job.host && !store_host_valid(job.host))
+		cli_die("--host: expected a name of 1 to 255 bytes without '/' or control "
+		        "characters, got \"%s\"",
+		        job.host);
 	if ((o->binary && !*o->binary) || (o->version && !*o->version))
 		cli_die("--binary and --version need a non-empty value");
 	if (job.one_batch && job.keep_going)

@@ -1,10 +1,11 @@
 /*
  * cmd-stats.c — `flamefs-collect stats`: one line per stored series with
- * its samples, unique stacks, input bytes and disk footprint, then the
- * store's totals.
+ * its samples, unique stacks, input bytes, disk footprint and host, then
+ * the store's totals; with --by-host, one line per host instead.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,19 +20,25 @@
 
 static void usage_stats(FILE *f)
 {
-	fputs("Usage: " PROG " stats [--store DIR]\n"
+	fputs("Usage: " PROG " stats [--store DIR] [--by-host]\n"
 	      "\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
 	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
+	      "  --by-host     one line per host instead: its series, samples,\n"
+	      "                weight, input bytes (exact) and the first and last\n"
+	      "                time seen (unix seconds, or seconds since boot for\n"
+	      "                perf's clock)\n"
 	      "\n"
-	      "Lists every series (binary, version, event) with its samples, weight,\n"
-	      "unique stacks, the bytes of input imported into it and the bytes its\n"
-	      "counts take on disk, then the store's whole footprint against all\n"
-	      "input bytes (the capacity savings).\n"
+	      "Lists every series (binary, version, event, host) with its samples,\n"
+	      "weight, unique stacks, the bytes of input imported into it and the\n"
+	      "bytes its counts take on disk, then the store's whole footprint\n"
+	      "against all input bytes (the capacity savings).  HOST is the last\n"
+	      "column.\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " stats --store ~/prof\n"
-	      "  " PROG " stats | sort -k4 -n\n",
+	      "  " PROG " stats | sort -k4 -n\n"
+	      "  " PROG " stats --by-host --store /srv/fleet\n",
 	      f);
 }
 
@@ -65,12 +72,87 @@ static void human(char *buf, size_t len, uint64_t v)
 		snprintf(buf, len, "%" PRIu64, v);
 }
 
+/* --by-host: the series of each host summed, hosts in name order. */
+struct host_row {
+	const char *host;
+	uint64_t series, samples, weight, input;
+	int64_t first, last;
+};
+
+static int cmp_host_row(const void *a, const void *b)
+{
+	return strcmp(((const struct host_row *)a)->host, ((const struct host_row *)b)->host);
+}
+
+static void print_by_host(const struct store_series *list, size_t n)
+{
+	struct host_row *rows = calloc(n ? n : 1, sizeof(*rows));
+	size_t nrows = 0;
+
+	if (!rows)
+		cli_die("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct store_series *se = &list[i];
+		struct host_row *h = NULL;
+		for (size_t k = 0; k < nrows && !h; k++)
+			if (strcmp(rows[k].host, se->host) == 0)
+				h = &rows[k];
+		if (!h) {
+			h = &rows[nrows++];
+			*h = (struct host_row){
+			        .host = se->host, .first = INT64_MAX, .last = INT64_MIN};
+		}
+		h->series++;
+		if (__builtin_add_overflow(h->samples, se->samples, &h->samples) ||
+		    __builtin_add_overflow(h->weight, se->weight, &h->weight) ||
+		    __builtin_add_overflow(h->input, se->input_bytes, &h->input))
+			cli_die("host %s: its totals pass 2^64 - 1", se->host);
+		if (se->first_seen < h->first)
+			h->first = se->first_seen;
+		if (se->last_seen > h->last)
+			h->last = se->last_seen;
+	}
+	qsort(rows, nrows, sizeof(*rows), cmp_host_row);
+	printf("%-20s %8s %12s %16s %14s %12s %12s\n", "HOST", "SERIES", "SAMPLES", "WEIGHT",
+	       "IMPORTED", "FIRST", "LAST");
+	uint64_t series = 0, samples = 0;
+	for (size_t k = 0; k < nrows; k++) {
+		const struct host_row *h = &rows[k];
+		printf("%-20s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %14" PRIu64 " %12" PRId64
+		       " %12" PRId64 "\n",
+		       h->host, h->series, h->samples, h->weight, h->input, h->first, h->last);
+		series += h->series;
+		if (__builtin_add_overflow(samples, h->samples, &samples))
+			cli_die("the samples of all hosts pass 2^64 - 1");
+	}
+	printf("\n%zu hosts, %" PRIu64 " series, %" PRIu64 " samples\n", nrows, series, samples);
+	free(rows);
+}
+
 int cmd_stats(int argc, char **argv)
 {
-	const char *store_arg;
-	int st = cli_store_only_options(argc, argv, usage_stats, &store_arg);
-	if (st >= 0)
-		return st;
+	static const struct option opts[] = {
+	        {"store", required_argument, NULL, 's'},
+	        {"by-host", no_argument, NULL, 'H'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	const char *store_arg = NULL;
+	bool by_host = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': store_arg = optarg; break;
+		case 'H': by_host = true; break;
+		case 'h': usage_stats(stdout); return 0;
+		default: usage_stats(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage_stats(stderr);
+		return 2;
+	}
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
@@ -83,13 +165,20 @@ int cmd_stats(int argc, char **argv)
 	size_t n;
 	if (store_series_list(s, &list, &n) < 0)
 		cli_die("%s: %s", dir, store_errmsg(s));
+	if (by_host) {
+		print_by_host(list, n);
+		store_series_free(list, n);
+		store_close(s);
+		free(owned);
+		return 0;
+	}
 
 	struct uniq u = {.seen = calloc(store_node_count(s) / 8 + 1, 1)};
 	if (!u.seen)
 		cli_die("out of memory");
 
-	printf("%-20s %-14s %-12s %12s %16s %10s %12s %12s\n", "BINARY", "VERSION", "EVENT",
-	       "SAMPLES", "WEIGHT", "STACKS", "IMPORTED", "DISK");
+	printf("%-20s %-14s %-12s %12s %16s %10s %12s %12s %s\n", "BINARY", "VERSION", "EVENT",
+	       "SAMPLES", "WEIGHT", "STACKS", "IMPORTED", "DISK", "HOST");
 	uint64_t input = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct store_series *se = &list[i];
@@ -102,9 +191,9 @@ int cmd_stats(int argc, char **argv)
 		char in[32], dk[32];
 		human(in, sizeof(in), se->input_bytes);
 		human(dk, sizeof(dk), disk);
-		printf("%-20s %-14s %-12s %12" PRIu64 " %16" PRIu64 " %10" PRIu64 " %12s %12s\n",
-		       se->binary, se->version, se->event, se->samples, se->weight, u.count, in,
-		       dk);
+		printf("%-20s %-14s %-12s %12" PRIu64 " %16" PRIu64 " %10" PRIu64 " %12s %12s %s\n",
+		       se->binary, se->version, se->event, se->samples, se->weight, u.count, in, dk,
+		       se->host);
 		input += se->input_bytes;
 	}
 	free(u.seen);

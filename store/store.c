@@ -107,6 +107,11 @@ int store_set_host(struct store *s, const char *host)
 	return 0;
 }
 
+bool store_host_valid(const char *host)
+{
+	return host_ok(host);
+}
+
 const char *store_id(const struct store *s)
 {
 	return s->ops->id(s);

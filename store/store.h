@@ -7,7 +7,7 @@
  * or "postgres:" (the central backend: many hosts); see store/README.md.
  * Frames are interned once and get small sequential ids.  Stacks form one
  * prefix tree of (parent node, frame) pairs shared by every series.  A
- * series is one binary x version x event; its counts are kept per time
+ * series is one host x binary x version x event; its counts are kept per time
  * bucket and per tree node, as {samples, weight}, and merged by addition.
  *
  * The writer (flamefs-collect) opens the store read-write, builds one
@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION         2
+#define STORE_SCHEMA_VERSION         3
 #define STORE_SCHEMA_OLDEST          1 /* the oldest one still read */
 #define STORE_DEFAULT_BUCKET_SECONDS 60
 
@@ -128,6 +128,9 @@ const char *store_host(const struct store *s);
 /* 0, -EINVAL (empty, longer than 255 bytes, or holds '/' or a control
  * character) or -ENOMEM. */
 int store_set_host(struct store *s, const char *host);
+/* True when store_set_host() takes `host`: a command line checks a name
+ * with it before it opens (and maybe creates) a store. */
+bool store_host_valid(const char *host);
 
 /* The store's identity: 32 hex digits, random, fixed at its creation.
  * Push and merge remember copies by it.  Owned by `s`. */

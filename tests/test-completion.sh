@@ -79,7 +79,12 @@ comp "--callees --callers" flamefs-collect export --call
 comp "--freq" flamefs-collect record --fr
 comp "--kernel-only" flamefs-collect record --k
 comp "--output" flamefs-collect export --ou
-comp "--help --store" flamefs-collect stats --
+comp "--by-host --help --store" flamefs-collect stats --
+comp "--help --store" flamefs-collect compact --
+comp "--host" flamefs-collect import --ho
+comp "--host" flamefs-collect record --ho
+comp "" flamefs-collect import --host ""
+comp "" flamefs-collect record --host w
 comp "$files/dir1 $files/dir2" flamefs-collect stats --store "$files/d"
 comp "$files/dir1 $files/dir2" flamefs-collect compact --store "$files/"
 comp "$files/file1.perf" flamefs-collect import --store /tmp "$files/fi"

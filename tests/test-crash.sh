@@ -76,7 +76,7 @@ ms2s() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 # OUT.folded (the export).  Fails when the store does not open.
 state() {
 	"$collect" stats --store "$1" >"$2.stats" 2>"$2.err" || return 1
-	awk 'NR > 1 && NF == 8 { print $1, $2, $3, $4, $5, $6, $7 } / series, / { print }' \
+	awk 'NR > 1 && NF == 9 { print $1, $2, $3, $4, $5, $6, $7 } / series, / { print }' \
 		"$2.stats" >"$2.rows"
 	"$collect" export --store "$1" --format folded -o "$2.folded" 2>>"$2.err" || return 1
 }
@@ -220,7 +220,7 @@ fi
 mounts() {
 	[ "$can_mount" = 1 ] || return 0
 	local want got
-	want=$("$collect" stats --store "$1" 2>/dev/null | awk 'NR > 1 && NF == 8 { b[$1] = 1 } END { print length(b) }')
+	want=$("$collect" stats --store "$1" 2>/dev/null | awk 'NR > 1 && NF == 9 { b[$1] = 1 } END { print length(b) }')
 	"$flamefs" -f "$1" "$mnt" 2>"$tmp/daemon.err" &
 	local pid=$! listed=0
 	# up to 30 s: the sanitizer build on a loaded machine starts slowly

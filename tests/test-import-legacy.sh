@@ -19,12 +19,12 @@ command -v go >/dev/null || { echo "SKIP: go not installed (the second opinion)"
 # 7 input bytes) for EVENT, summed over binaries.
 stat_of() {
 	"$collect" stats --store "$1" 2>/dev/null |
-		awk -v e="$2" -v c="$3" 'NF == 8 && $3 == e { s += $c } END { printf "%.0f\n", s }'
+		awk -v e="$2" -v c="$3" 'NF == 9 && $3 == e { s += $c } END { printf "%.0f\n", s }'
 }
 
 # events STORE: the store's events, one a line.
 events() {
-	"$collect" stats --store "$1" 2>/dev/null | awk 'NR > 1 && NF == 8 { print $3 }'
+	"$collect" stats --store "$1" 2>/dev/null | awk 'NR > 1 && NF == 9 { print $3 }'
 }
 
 # raw_sums PROFILE [BINARY]: "TYPE POSITIVE NEGATIVE SAMPLES" per sample
@@ -219,7 +219,7 @@ for want in "heap.pb.gz inuse_space" "allocs.pb.gz alloc_space" "go-heap.txt inu
 	n=$((n + 1))
 	import "$tmp/s" "$data/$1" || continue
 	# the input's bytes go to the default type, the view's primary event
-	got=$("$collect" stats --store "$tmp/s" | awk 'NR > 1 && NF == 8 && $7 != "0" { print $3 }')
+	got=$("$collect" stats --store "$tmp/s" | awk 'NR > 1 && NF == 9 && $7 != "0" { print $3 }')
 	[ "$got" = "$2" ] || fail "$1: primary (input bytes) on \"$got\", expected $2"
 	fsbin=$build/fs/flamefs
 	[ -x "$fsbin" ] || fsbin=$build/flamefs
@@ -257,7 +257,7 @@ fi
 # A Go heap profile was once taken for perf script (binaries "0:", "1:").
 n=$((n + 1))
 if import "$tmp/s" "$data/go-heap.txt"; then
-	"$collect" stats --store "$tmp/s" | awk 'NR > 1 && NF == 8 { print $1 }' | sort -u >"$tmp/bins"
+	"$collect" stats --store "$tmp/s" | awk 'NR > 1 && NF == 9 { print $1 }' | sort -u >"$tmp/bins"
 	[ "$(cat "$tmp/bins")" = go-heap ] || fail "go-heap.txt: binaries $(tr '\n' ' ' <"$tmp/bins")"
 fi
 

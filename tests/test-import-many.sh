@@ -23,7 +23,7 @@ data=$here/data
 export_all() {
 	local st=$1 ev out
 	shift
-	for ev in $("$collect" stats --store "$st" 2>/dev/null | awk 'NR > 1 && NF == 8 { print $3 }' | sort -u); do
+	for ev in $("$collect" stats --store "$st" 2>/dev/null | awk 'NR > 1 && NF == 9 { print $3 }' | sort -u); do
 		out=$("$collect" export --store "$st" --event "$ev" "$@" 2>&1)
 		[ -n "$out" ] && printf '== %s\n%s\n' "$ev" "$out"
 	done
@@ -160,8 +160,8 @@ export_all "$tmp/m1" >"$tmp/a"
 export_all "$tmp/m2" >"$tmp/b"
 n=$((n + 1))
 same "$tmp/a" "$tmp/b" "40 files: one command differs from 40 commands"
-"$collect" stats --store "$tmp/m1" | awk 'NR > 1 && NF == 8 { print $1, $2, $3, $4, $5, $6 }' >"$tmp/a"
-"$collect" stats --store "$tmp/m2" | awk 'NR > 1 && NF == 8 { print $1, $2, $3, $4, $5, $6 }' >"$tmp/b"
+"$collect" stats --store "$tmp/m1" | awk 'NR > 1 && NF == 9 { print $1, $2, $3, $4, $5, $6 }' >"$tmp/a"
+"$collect" stats --store "$tmp/m2" | awk 'NR > 1 && NF == 9 { print $1, $2, $3, $4, $5, $6 }' >"$tmp/b"
 n=$((n + 1))
 same "$tmp/a" "$tmp/b" "40 files: stats differ"
 

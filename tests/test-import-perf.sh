@@ -153,7 +153,7 @@ for fixture in "$data"/spell-*.perf; do
 	n=$((n + 1))
 	want=$(grep -c -E '^ *loop ' "$fixture")
 	import_export "$base-count" "$fixture" || continue
-	got=$("$collect" stats --store "$tmp/store" | awk 'NR > 1 && NF == 8 { s += $4 } END { print s }')
+	got=$("$collect" stats --store "$tmp/store" | awk 'NR > 1 && NF == 9 { s += $4 } END { print s }')
 	[ "$got" = "$want" ] || fail "$base: $got samples kept of $want"
 	grep -q 'kept only' "$tmp/import.out" && fail "$base: samples of another spelling were skipped"
 done

@@ -120,7 +120,7 @@ fi
 # each type's total equals go tool pprof -raw's for the same column.
 while read -r file names; do
 	import blank "$data/$file" || continue
-	got=$("$collect" stats --store "$tmp/blank" | awk 'NR > 1 && NF == 8 { print $3 }' | sort | tr '\n' ' ')
+	got=$("$collect" stats --store "$tmp/blank" | awk 'NR > 1 && NF == 9 { print $3 }' | sort | tr '\n' ' ')
 	want=$(printf '%s\n' $names | sort | tr '\n' ' ')
 	if [ "$got" = "$want" ]; then
 		pass "$file: series $got"
@@ -138,7 +138,7 @@ while read -r file names; do
 	for name in $names; do
 		i=$((i + 1))
 		want=$(sed -n "${i}p" "$tmp/blank.sums")
-		got=$("$collect" stats --store "$tmp/blank" | awk -v e="$name" 'NR > 1 && NF == 8 && $3 == e { print $5 }')
+		got=$("$collect" stats --store "$tmp/blank" | awk -v e="$name" 'NR > 1 && NF == 9 && $3 == e { print $5 }')
 		if [ -n "$want" ] && [ "$got" = "$want" ]; then
 			pass "$file: $name total $got"
 		else

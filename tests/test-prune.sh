@@ -21,7 +21,7 @@ e2e_on_exit() {
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null
 }
 # series STORE: "binary samples" per listed series.
-series() { "$collect" stats --store "$1" | awk 'NR > 1 && NF == 8 && $4 ~ /^[0-9]+$/ { print $1, $4 }'; }
+series() { "$collect" stats --store "$1" | awk 'NR > 1 && NF == 9 && $4 ~ /^[0-9]+$/ { print $1, $4 }'; }
 
 now=$(date +%s)
 printf 'app;main;old 5\napp;main;older 1\n' >"$tmp/old.folded"

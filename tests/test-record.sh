@@ -286,7 +286,7 @@ printf 'newapp;main;kept 7\n' >"$tmp/new.folded"
 "$collect" import --store "$tmp/s8" "$here/data/perf/loop.perf" 2>/dev/null
 "$collect" record --store "$tmp/s8" --retention 1h -- "$target" 1 >/dev/null 2>"$tmp/err8" ||
 	bad "--retention: record failed: $(tail -1 "$tmp/err8")"
-binaries=$("$collect" stats --store "$tmp/s8" | awk 'NR > 1 && NF == 8 && $4 ~ /^[0-9]+$/ { print $1 }' | sort | tr '\n' ' ')
+binaries=$("$collect" stats --store "$tmp/s8" | awk 'NR > 1 && NF == 9 && $4 ~ /^[0-9]+$/ { print $1 }' | sort | tr '\n' ' ')
 [ "$binaries" = "loop newapp record-target " ] &&
 	ok "--retention 1h: the 2 h old import is gone; now's import, perf's clock and the recording stay" ||
 	bad "--retention 1h: series left: '$binaries'"

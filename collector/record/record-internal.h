@@ -41,6 +41,7 @@ struct options {
 	unsigned freq;
 	double duration; /* 0: until stopped */
 	bool user_only, kernel_only;
+	const char *host; /* --host, or NULL: the machine's hostname */
 	const char *binary;
 	const char *version;
 	bool verbose;

@@ -45,7 +45,7 @@ static void usage(FILE *f)
 {
 	fputs("Usage: " PROG " record [--store DIR] [-p PID[,PID...] | -a | -- COMMAND [ARGS...]]\n"
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
-	      "           [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
+	      "           [--host NAME] [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
 	      "           [--retention DURATION] [--log-drains FILE]\n"
 	      "           [--push DATABASE [--push-every DURATION]]\n"
 	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE]\n"
@@ -65,6 +65,8 @@ static void usage(FILE *f)
 	      "  -d, --duration SECONDS  stop after this long (default: until stopped)\n"
 	      "      --user-only         keep only user-space frames\n"
 	      "      --kernel-only       keep only kernel frames\n"
+	      "      --host NAME         the host the series belong to (default: this\n"
+	      "                          machine's hostname)\n"
 	      "      --binary NAME       store every sample under this binary name\n"
 	      "                          (default: basename of the executable)\n"
 	      "      --version LABEL     version label (default: the first 12 hex\n"
@@ -118,6 +120,7 @@ static void usage(FILE *f)
 	      "  " PROG " record --store ~/prof -- ./server --port 8080\n"
 	      "  " PROG " record --store ~/prof -p $(pidof nginx | tr ' ' ,) -d 30\n"
 	      "  " PROG " record --store ~/prof -a -F 49 --user-only\n"
+	      "  " PROG " record --store ~/prof --host web-3 -a -d 60\n"
 	      "  " PROG " record --store ~/prof --unwind fp -- python3 app.py\n"
 	      "  " PROG " record --store ~/prof -e cpu,offcpu,rss,block,net -a -d 30\n"
 	      "  " PROG " record --store ~/prof -e offcpu:all,rss:u:29 -p $(pidof myd)\n"
@@ -550,6 +553,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"duration", required_argument, NULL, 'd'},
 	        {"user-only", no_argument, NULL, 'u'},
 	        {"kernel-only", no_argument, NULL, 'k'},
+	        {"host", required_argument, NULL, 'H'},
 	        {"binary", required_argument, NULL, 'b'},
 	        {"version", required_argument, NULL, 'V'},
 	        {"verbose", no_argument, NULL, 'v'},
@@ -581,6 +585,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'a': o->all = true; break;
 		case 'u': o->user_only = true; break;
 		case 'k': o->kernel_only = true; break;
+		case 'H':
+			if (!store_host_valid(optarg)) {
+				fprintf(stderr,
+				        PROG ": --host: expected a name of 1 to 255 bytes without "
+				             "'/' or control characters, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			o->host = optarg;
+			break;
 		case 'b': o->binary = optarg; break;
 		case 'V': o->version = optarg; break;
 		case 'v': o->verbose = true; break;
@@ -846,6 +860,10 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	if (store_notice(r->store))
 		fprintf(stderr, PROG ": %s\n", store_notice(r->store));
+	if (o->host && (rc = store_set_host(r->store, o->host)) < 0) {
+		record_fail(r, rc, "--host: out of memory");
+		return rc;
+	}
 	if (o->log_drains) {
 		r->log_fd = open(o->log_drains, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		                 0644);

@@ -112,7 +112,7 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W 'boot' -- "$cur"))
 		return
 		;;
-	-d | --duration | --binary | --version | --event | --time | --retention | --older-than | --before | \
+	-d | --duration | --host | --binary | --version | --event | --time | --retention | --older-than | --before | \
 		--base | --from | --to | --callers | --callees)
 		# A free value: offer nothing rather than files.
 		return
@@ -122,16 +122,17 @@ _flamefs_collect()
 	local opts
 	case $cmd in
 	import)
-		opts='--store --format --binary --version --event --all-events --time --clock-offset
+		opts='--store --host --format --binary --version --event --all-events --time --clock-offset
 		      --binary-path --one-batch --keep-going --timings --help'
 		;;
 	record)
-		opts='--store --pid --all-cpus --freq --duration --user-only --kernel-only
+		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
 		      --binary --version --lines --inline --retention --log-drains --verbose --help
 		      --unwind --unwind-memory --event --offcpu-min -e
 		      -p -a -F -d -v --'
 		;;
-	stats | compact) opts='--store --help' ;;
+	stats) opts='--store --by-host --help' ;;
+	compact) opts='--store --help' ;;
 	unwind-table)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '--summary --help' -- "$cur"))

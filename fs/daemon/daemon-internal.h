@@ -160,7 +160,12 @@ struct open_file {
  *   SD_DIFF      /<binary>/@diff        versions (A)
  *   SD_DIFFA     /<binary>/@diff/A      versions (B): diff tree spaces
  *   SD_FUNCS     <version>/@functions   the version's functions
- *   SD_FUNC      .../@functions/F       self, total, callers/, callees/ */
+ *   SD_FUNC      .../@functions/F       self, total, callers/, callees/
+ *   SD_HOSTS     /@host                 the hosts that have series
+ *
+ * Every one of them belongs to a view (sdir.view): 0 is every host summed,
+ * h > 0 host series_host_of_view(h) alone, whose root /@host/<name> is an SD_ROOT
+ * of view h (the whole tree of directories again, restricted). */
 enum sdir_kind {
 	SD_ROOT,
 	SD_BINARY,
@@ -173,6 +178,7 @@ enum sdir_kind {
 	SD_DIFFA,
 	SD_FUNCS,
 	SD_FUNC,
+	SD_HOSTS,
 	SD_KINDS
 };
 
@@ -186,6 +192,7 @@ struct sdir {
 	int64_t last;       /* SD_WINDOW, SD_WBINARY: @last's seconds, 0 for @range */
 	int64_t from, to;   /* SD_FROM: from; SD_WINDOW, SD_WBINARY of @range: [from, to) */
 	uint32_t series_id; /* SD_FUNCS, SD_FUNC: the version's series */
+	uint32_t view;      /* 0: every host summed; h: one host (series.c) */
 	uint32_t parent;    /* the synthetic directory above it (SD_FUNCS: none) */
 	uint32_t index;     /* its own index (the inode's node field) */
 	uint32_t hnext;     /* the key hash's chain, index + 1 */
@@ -243,6 +250,16 @@ struct version_list {
 	size_t n, cap;
 };
 
+/* Keys (byte strings) to small stable ids, 1 up, never forgotten: the
+ * view series' ids and the hosts' view numbers (series.c). */
+struct idmap {
+	char **keys;
+	size_t *lens;
+	uint32_t n, cap;
+	uint32_t *slots; /* index + 1; 0: empty */
+	size_t mask;     /* slots - 1; 0 when unallocated */
+};
+
 /* The daemon's state. */
 struct flamefs_state {
 	char *store_dir;
@@ -253,9 +270,22 @@ struct flamefs_state {
 	struct timespec last_refresh;
 	uint64_t generation; /* bumped whenever the store changed */
 	time_t mtime;        /* wall clock of the last change seen */
+	/* The view's series: one per (view, binary, version, event), sorted
+	 * by view, then binary, version and event, with ids of the daemon's
+	 * own (series.c); `host` is NULL in view 0 and the host in the
+	 * others.  Each one is the sum of its members: fs.raw[lo, hi), the
+	 * store's series (store ids, sorted as store_series_list() sorts). */
 	struct store_series *series;
 	size_t nseries;
-	size_t *by_id; /* series id -> index + 1 in fs.series, 0 = none */
+	struct store_series *raw;
+	size_t nraw;
+	struct members {
+		size_t lo, hi;
+	} * members;               /* per fs.series index */
+	struct idmap ids;          /* (view, binary, version, event) -> series id */
+	struct idmap hostid;       /* host -> view number */
+	size_t *view_lo, *view_hi; /* per view 0..hostid.n: its range of fs.series */
+	size_t *by_id;             /* series id -> index + 1 in fs.series, 0 = none */
 	uint32_t by_id_len;
 	bool *primary; /* per fs.series index: shown as /<b>/<v>/ */
 	struct sdir *sdirs;
@@ -295,13 +325,23 @@ extern struct flamefs_state fs; /* defined in state.c */
 const struct store_series *series_by_id_locked(uint32_t id);
 const struct store_series *series_diff_base_locked(const struct store_series *b,
                                                    const char *version_a);
+uint32_t series_view_locked(const struct store_series *s);
+void series_view_range(uint32_t view, size_t *lo, size_t *hi);
+const char *series_host_of_view(uint32_t view);
+void series_members_locked(uint32_t id, const struct store_series **m, size_t *n);
+int series_make_views_locked(struct store_series *raw, size_t nraw, struct store_series **out,
+                             size_t *n, struct members **members, size_t **view_lo,
+                             size_t **view_hi);
+void series_free_locked(void);
+void series_forget_ids_locked(void);
 size_t series_primary(const struct store_series *list, size_t lo, size_t hi);
 int series_each_version(const struct store_series *list, size_t lo, size_t hi, version_fn fn,
                         void *ctx);
 int series_find_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id, bool alias);
 size_t series_binary_end(const struct store_series *list, size_t n, size_t lo);
-void series_binary_range(const char *binary, size_t *lo, size_t *hi);
-const struct store_series *series_primary_of(const char *binary, const char *version);
+void series_binary_range(uint32_t view, const char *binary, size_t *lo, size_t *hi);
+const struct store_series *series_primary_of(uint32_t view, const char *binary,
+                                             const char *version);
 bool series_in_window(const struct store_series *s, int64_t from, int64_t to);
 int series_collect_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id,
                               bool alias);
@@ -347,7 +387,7 @@ int rendercache_get(const struct rendered *key, const struct view_tree *tree,
 /* synth.c */
 int synth_get_locked(const struct sdir *key, size_t *out);
 const struct sdir_ops *synth_ops_of(const struct sdir *sd);
-int synth_binary_locked(const char *name, size_t *out);
+int synth_binary_locked(const char *name, uint32_t view, size_t *out);
 
 /* refresh.c */
 void refresh_maybe_locked(void);

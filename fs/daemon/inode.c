@@ -60,6 +60,12 @@ int inode_resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 			return -ENOENT;
 		if (at->sd->kind == SD_BINARY && at->sd->lo == at->sd->hi)
 			return -ENOENT;
+		if (at->sd->view) { /* a host's: gone with its last series */
+			size_t lo, hi;
+			series_view_range(at->sd->view, &lo, &hi);
+			if (lo == hi)
+				return -ENOENT;
+		}
 		at->current = true;
 		return 0;
 	}

@@ -172,9 +172,8 @@ static void teardown(void)
 		fs.inval_head = next;
 	}
 	fs.inval_tail = &fs.inval_head;
-	store_series_free(fs.series, fs.nseries);
-	fs.series = NULL;
-	fs.nseries = 0;
+	series_free_locked();
+	series_forget_ids_locked();
 	free(fs.by_id);
 	free(fs.primary);
 	free(fs.space_of);
@@ -267,9 +266,7 @@ int main(int argc, char **argv)
 	    asprintf(&fsname, "-ofsname=%s,subtype=flamefs", store_where(fs.store)) >= 0)
 		fuse_opt_add_arg(&args, fsname);
 	if (!opts.foreground) {
-		store_series_free(fs.series, fs.nseries);
-		fs.series = NULL;
-		fs.nseries = 0;
+		series_free_locked();
 		store_close(fs.store);
 		fs.store = NULL;
 	}

@@ -311,7 +311,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	} else if (at.sp) {
 		const struct store_series *s = series_by_id_locked(at.sp->series_id);
 		size_t d;
-		if (s && synth_binary_locked(s->binary, &d) == 0)
+		if (s && synth_binary_locked(s->binary, series_view_locked(s), &d) == 0)
 			parent.node = (uint32_t)d;
 	} else if (at.sd) {
 		parent.node = at.sd->parent;

@@ -198,73 +198,114 @@ static int old_entry_cb(void *ctx, const char *name, size_t len, uint32_t series
 	return 0;
 }
 
-/* Installs a new series list: indexes, primaries, binaries' ranges. */
-static int install_series_locked(struct store_series *list, size_t n)
+/* The series lists a new one replaced, freed after the refresh compared
+ * them. */
+struct old_lists {
+	struct store_series *series, *raw;
+	size_t nseries, nraw;
+	struct members *members;
+	size_t *view_lo, *view_hi;
+};
+
+static void old_lists_free(struct old_lists *o)
 {
+	store_series_free(o->series, o->nseries);
+	store_series_free(o->raw, o->nraw);
+	free(o->members);
+	free(o->view_lo);
+	free(o->view_hi);
+}
+
+/* Installs the store's new series list `raw` (taking it, also on
+ * failure): the view series, indexes, primaries, binaries' ranges; *old
+ * gets the lists it replaced. */
+static int install_series_locked(struct store_series *raw, size_t nraw, struct old_lists *old)
+{
+	struct store_series *list;
+	struct members *members;
+	size_t n, *view_lo, *view_hi;
 	uint32_t max_id = 0;
 	size_t *by_id;
 	bool *primary;
+	int r = series_make_views_locked(raw, nraw, &list, &n, &members, &view_lo, &view_hi);
 
+	if (r < 0) {
+		store_series_free(raw, nraw);
+		return r;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (list[i].id > max_id)
 			max_id = list[i].id;
 	by_id = calloc((size_t)max_id + 1, sizeof(*by_id));
 	primary = calloc(n ? n : 1, sizeof(*primary));
 	if (!by_id || !primary) {
-		free(by_id);
-		free(primary);
-		return -ENOMEM;
+		r = -ENOMEM;
+		goto fail;
 	}
 	for (size_t i = 0; i < n; i++)
 		by_id[list[i].id] = i + 1;
 	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		while (j < n && strcmp(list[j].binary, list[i].binary) == 0 &&
-		       strcmp(list[j].version, list[i].version) == 0)
-			j++;
-		primary[series_primary(list, i, j)] = true;
+		size_t j = series_binary_end(list, n, i), k = i;
+		while (k < j) { /* the versions of one binary in one view */
+			size_t e = k;
+			while (e < j && strcmp(list[e].version, list[k].version) == 0)
+				e++;
+			primary[series_primary(list, k, e)] = true;
+			k = e;
+		}
 		i = j;
 	}
 	for (size_t i = 1; i < fs.nsdirs; i++)
 		fs.sdirs[i].lo = fs.sdirs[i].hi = 0;
-	for (size_t i = 0; i < n;) {
-		size_t hi = series_binary_end(list, n, i), d;
-		int r = synth_binary_locked(list[i].binary, &d);
-		if (r < 0) {
-			free(by_id);
-			free(primary);
-			return r;
-		}
-		fs.sdirs[d].lo = i;
-		fs.sdirs[d].hi = hi;
-		i = hi;
-	}
+	*old = (struct old_lists){fs.series,  fs.raw,     fs.nseries, fs.nraw,
+	                          fs.members, fs.view_lo, fs.view_hi};
+	fs.series = list;
+	fs.nseries = n;
+	fs.raw = raw;
+	fs.nraw = nraw;
+	fs.members = members;
+	fs.view_lo = view_lo;
+	fs.view_hi = view_hi;
 	free(fs.by_id);
 	free(fs.primary);
 	fs.by_id = by_id;
 	fs.by_id_len = max_id + 1;
 	fs.primary = primary;
-	fs.series = list;
-	fs.nseries = n;
+	for (size_t i = 0; i < n;) {
+		size_t hi = series_binary_end(list, n, i), d;
+		/* Making a directory can fail only for memory; its binary
+		 * then shows no versions until the next refresh. */
+		if (synth_binary_locked(list[i].binary, series_view_locked(&list[i]), &d) == 0) {
+			fs.sdirs[d].lo = i;
+			fs.sdirs[d].hi = hi;
+		}
+		i = hi;
+	}
 	return 0;
+fail:
+	free(by_id);
+	free(primary);
+	store_series_free(list, n);
+	free(members);
+	free(view_lo);
+	free(view_hi);
+	store_series_free(raw, nraw);
+	return r;
 }
 
 int refresh_load_series_locked(void)
 {
 	struct store_series *list;
+	struct old_lists old;
 	size_t n;
 	int r = store_series_list(fs.store, &list, &n);
 
 	if (r < 0)
 		return r;
-	struct store_series *old = fs.series;
-	size_t nold = fs.nseries;
-	r = install_series_locked(list, n);
-	if (r < 0) {
-		store_series_free(list, n);
+	r = install_series_locked(list, n, &old);
+	if (r < 0)
 		return r;
-	}
-	store_series_free(old, nold);
+	old_lists_free(&old);
 	return 0;
 }
 
@@ -303,18 +344,17 @@ void refresh_maybe_locked(void)
 		return;
 	}
 
-	struct store_series *old = fs.series, *list;
-	size_t nold = fs.nseries, n;
+	struct store_series *list;
+	struct old_lists old;
+	size_t n;
 	if (store_series_list(fs.store, &list, &n) < 0)
 		return;
-	if (install_series_locked(list, n) < 0) {
-		store_series_free(list, n);
+	if (install_series_locked(list, n, &old) < 0)
 		return;
-	}
 	time_t wall = time(NULL);
 	fs.mtime = wall;
-	refresh_spaces_locked(old, nold, wall, moved);
-	store_series_free(old, nold);
+	refresh_spaces_locked(old.series, old.nseries, wall, moved);
+	old_lists_free(&old);
 	fs.generation++;
 }
 
@@ -340,21 +380,33 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 	for (size_t d = 1; d < fs.nsdirs; d++) {
 		enum sdir_kind k = fs.sdirs[d].kind;
 		if (k == SD_WINDOW || k == SD_WBINARY || k == SD_DIFF || k == SD_DIFFA ||
-		    k == SD_FUNCS)
+		    k == SD_FUNCS || k == SD_HOSTS || k == SD_ROOT)
 			inval_dir(inode_make((struct ino){.node = (uint32_t)d}));
+		/* A host gone: its entry in /@host. */
+		size_t lo, hi;
+		series_view_range(fs.sdirs[d].view, &lo, &hi);
+		if (k == SD_ROOT && fs.sdirs[d].view && lo == hi) {
+			const char *h = series_host_of_view(fs.sdirs[d].view);
+			char esc[VIEW_NAME_MAX + 1];
+			size_t len = view_escape(h, strlen(h), 0, esc);
+			queue_inval_entry_locked(
+			        inode_make((struct ino){.node = fs.sdirs[d].parent}), esc, len);
+		}
 	}
 	/* The root's and binaries' listings: entries gone or retargeted. */
 	inval_dir(FUSE_ROOT_ID);
 	for (size_t i = 0; i < nold;) {
 		size_t hi = series_binary_end(old, nold, i), d;
-		if (synth_binary_locked(old[i].binary, &d) == 0) {
+		if (synth_binary_locked(old[i].binary, series_view_locked(&old[i]), &d) == 0) {
 			fuse_ino_t bino = inode_make((struct ino){.node = (uint32_t)d});
 			inval_dir(bino);
 			if (fs.sdirs[d].lo == fs.sdirs[d].hi) {
 				char esc[VIEW_NAME_MAX + 1];
 				size_t len =
 				        view_escape(old[i].binary, strlen(old[i].binary), 0, esc);
-				queue_inval_entry_locked(FUSE_ROOT_ID, esc, len);
+				queue_inval_entry_locked(
+				        inode_make((struct ino){.node = fs.sdirs[d].parent}), esc,
+				        len);
 			}
 			struct old_entry_ctx c = {bino, fs.sdirs[d].lo, fs.sdirs[d].hi};
 			series_each_version(old, i, hi, old_entry_cb, &c);

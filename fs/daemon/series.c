@@ -1,10 +1,12 @@
 /*
- * series.c — the series list as the view names it (fs.series, sorted by
- * binary, version and event): the series by id, each version's primary
- * series, the entries of a binary directory ("<version>" and
- * "<version>@<event>"), binaries' ranges, and which series reach into a
- * time window.  Reads the list only; refresh.c installs it.  Call with
- * fs.lock held.
+ * series.c — the series list as the view names it (fs.series): the view
+ * series made from the store's list, one per (view, binary, version,
+ * event), where view 0 sums every host and view h is one host's
+ * (/@host/<name>/); the series by id, its members (the store's series it
+ * sums), each version's primary series, the entries of a binary directory
+ * ("<version>" and "<version>@<event>"), binaries' ranges, and which
+ * series reach into a time window.  refresh.c installs the list.  Call
+ * with fs.lock held.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +14,289 @@
 #include <string.h>
 
 #include "daemon-internal.h"
+
+/* ---- stable ids ------------------------------------------------------------ */
+
+static uint64_t key_hash(const char *k, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
+	return h;
+}
+
+/* The id of key[0..len) in m, 0 when it has none. */
+static uint32_t idmap_find(const struct idmap *m, const char *key, size_t len)
+{
+	if (!m->mask)
+		return 0;
+	for (size_t pos = key_hash(key, len) & m->mask; m->slots[pos]; pos = (pos + 1) & m->mask) {
+		uint32_t i = m->slots[pos] - 1;
+		if (m->lens[i] == len && memcmp(m->keys[i], key, len) == 0)
+			return i + 1;
+	}
+	return 0;
+}
+
+static int idmap_rehash(struct idmap *m, size_t slots)
+{
+	uint32_t *t = calloc(slots, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	free(m->slots);
+	m->slots = t;
+	m->mask = slots - 1;
+	for (uint32_t i = 0; i < m->n; i++) {
+		size_t pos = key_hash(m->keys[i], m->lens[i]) & m->mask;
+		while (m->slots[pos])
+			pos = (pos + 1) & m->mask;
+		m->slots[pos] = i + 1;
+	}
+	return 0;
+}
+
+/* The id of key[0..len) in m, given one (the next) if it has none. */
+static int idmap_get(struct idmap *m, const char *key, size_t len, uint32_t *id)
+{
+	*id = idmap_find(m, key, len);
+	if (*id)
+		return 0;
+	if (m->n >= UINT32_MAX / 4)
+		return -ENOSPC;
+	if ((size_t)(m->n + 1) * 2 > m->mask + 1) {
+		int r = idmap_rehash(m, m->mask ? (m->mask + 1) * 2 : 64);
+		if (r < 0)
+			return r;
+	}
+	if (m->n == m->cap) {
+		uint32_t cap = m->cap ? m->cap * 2 : 32;
+		char **k = realloc(m->keys, cap * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		m->keys = k;
+		size_t *l = realloc(m->lens, cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		m->lens = l;
+		m->cap = cap;
+	}
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, key, len);
+	copy[len] = '\0';
+	m->keys[m->n] = copy;
+	m->lens[m->n] = len;
+	size_t pos = key_hash(key, len) & m->mask;
+	while (m->slots[pos])
+		pos = (pos + 1) & m->mask;
+	m->slots[pos] = ++m->n;
+	*id = m->n;
+	return 0;
+}
+
+static void idmap_free(struct idmap *m)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		free(m->keys[i]);
+	free(m->keys);
+	free(m->lens);
+	free(m->slots);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- views ------------------------------------------------------------------ */
+
+/* The view `s` (of fs.series, or of a list it replaced) belongs to. */
+uint32_t series_view_locked(const struct store_series *s)
+{
+	return s->host ? idmap_find(&fs.hostid, s->host, strlen(s->host)) : 0;
+}
+
+/* The host of view h > 0 (NULL for view 0 and past the hosts). */
+const char *series_host_of_view(uint32_t view)
+{
+	return view && view <= fs.hostid.n ? fs.hostid.keys[view - 1] : NULL;
+}
+
+/* The range of fs.series of view `view`: empty for a host with no series
+ * now. */
+void series_view_range(uint32_t view, size_t *lo, size_t *hi)
+{
+	*lo = *hi = 0;
+	if (fs.view_lo && view <= fs.hostid.n) {
+		*lo = fs.view_lo[view];
+		*hi = fs.view_hi[view];
+	}
+}
+
+/* The store's series that series `id` sums: borrowed from fs.raw. */
+void series_members_locked(uint32_t id, const struct store_series **m, size_t *n)
+{
+	const struct store_series *s = series_by_id_locked(id);
+	const struct members *mb = s ? &fs.members[s - fs.series] : NULL;
+
+	*m = mb ? &fs.raw[mb->lo] : NULL;
+	*n = mb ? mb->hi - mb->lo : 0;
+}
+
+/* Sets e to the view series of raw[lo, hi) (one key) in `view`: an id
+ * from fs.ids, its own strings, the members' totals summed (saturating:
+ * they only tell changes and primaries apart; trees sum with checks). */
+static int view_entry(const struct store_series *raw, size_t lo, size_t hi, uint32_t view,
+                      struct store_series *e)
+{
+	const struct store_series *f = &raw[lo];
+	char vkey[16];
+	int vl = snprintf(vkey, sizeof(vkey), "%u", view);
+	size_t lb = strlen(f->binary), lv = strlen(f->version), le = strlen(f->event);
+	size_t klen = (size_t)vl + 1 + lb + 1 + lv + 1 + le;
+	char *key = malloc(klen + 1);
+	int r;
+
+	memset(e, 0, sizeof(*e));
+	if (!key)
+		return -ENOMEM;
+	snprintf(key, klen + 1, "%s/%s%c%s%c%s", vkey, f->binary, 0, f->version, 0, f->event);
+	r = idmap_get(&fs.ids, key, klen, &e->id);
+	free(key);
+	if (r < 0)
+		return r;
+	e->host = view ? strdup(f->host) : NULL;
+	e->binary = strdup(f->binary);
+	e->version = strdup(f->version);
+	e->event = strdup(f->event);
+	e->unit = strdup(f->unit);
+	if ((view && !e->host) || !e->binary || !e->version || !e->event || !e->unit)
+		return -ENOMEM;
+	e->first_seen = INT64_MAX;
+	e->last_seen = INT64_MIN;
+	for (size_t i = lo; i < hi; i++) {
+		const struct store_series *m = &raw[i];
+		if (__builtin_add_overflow(e->samples, m->samples, &e->samples))
+			e->samples = UINT64_MAX;
+		if (__builtin_add_overflow(e->weight, m->weight, &e->weight))
+			e->weight = UINT64_MAX;
+		if (__builtin_add_overflow(e->input_bytes, m->input_bytes, &e->input_bytes))
+			e->input_bytes = UINT64_MAX;
+		if (m->first_seen < e->first_seen)
+			e->first_seen = m->first_seen;
+		if (m->last_seen > e->last_seen)
+			e->last_seen = m->last_seen;
+	}
+	return 0;
+}
+
+static bool same_key(const struct store_series *a, const struct store_series *b)
+{
+	return strcmp(a->binary, b->binary) == 0 && strcmp(a->version, b->version) == 0 &&
+	       strcmp(a->event, b->event) == 0;
+}
+
+struct by_host {
+	uint32_t view;
+	size_t i; /* index in raw */
+};
+
+static int cmp_by_host(const void *a, const void *b)
+{
+	const struct by_host *x = a, *y = b;
+
+	if (x->view != y->view)
+		return x->view < y->view ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Makes the view series of the store's list `raw` (sorted by binary,
+ * version, event and host): view 0 first, one series per (binary,
+ * version, event) summing its hosts, then each host's own in view order.
+ * *out (free with store_series_free), *members, *view_lo and *view_hi
+ * (one per view, 0..fs.hostid.n, which this may grow) are the caller's. */
+int series_make_views_locked(struct store_series *raw, size_t nraw, struct store_series **out,
+                             size_t *n, struct members **members, size_t **view_lo,
+                             size_t **view_hi)
+{
+	struct by_host *bh = calloc(nraw ? nraw : 1, sizeof(*bh));
+	struct store_series *list = calloc(2 * nraw + 1, sizeof(*list));
+	struct members *mb = calloc(2 * nraw + 1, sizeof(*mb));
+	size_t len = 0, *lo = NULL, *hi = NULL;
+	int r = -ENOMEM;
+
+	if (!bh || !list || !mb)
+		goto fail;
+	for (size_t i = 0; i < nraw; i++) {
+		r = idmap_get(&fs.hostid, raw[i].host, strlen(raw[i].host), &bh[i].view);
+		if (r < 0)
+			goto fail;
+		bh[i].i = i;
+	}
+	r = -ENOMEM;
+	lo = calloc((size_t)fs.hostid.n + 1, sizeof(*lo));
+	hi = calloc((size_t)fs.hostid.n + 1, sizeof(*hi));
+	if (!lo || !hi)
+		goto fail;
+	for (size_t i = 0; i < nraw;) {
+		size_t j = i + 1;
+		while (j < nraw && same_key(&raw[i], &raw[j]))
+			j++;
+		mb[len] = (struct members){i, j};
+		r = view_entry(raw, i, j, 0, &list[len++]);
+		if (r < 0)
+			goto fail;
+		i = j;
+	}
+	hi[0] = len;
+	qsort(bh, nraw, sizeof(*bh), cmp_by_host);
+	for (size_t k = 0; k < nraw; k++) {
+		uint32_t v = bh[k].view;
+		if (k == 0 || bh[k - 1].view != v)
+			lo[v] = len;
+		mb[len] = (struct members){bh[k].i, bh[k].i + 1};
+		r = view_entry(raw, bh[k].i, bh[k].i + 1, v, &list[len++]);
+		if (r < 0)
+			goto fail;
+		hi[v] = len;
+	}
+	free(bh);
+	*out = list;
+	*n = len;
+	*members = mb;
+	*view_lo = lo;
+	*view_hi = hi;
+	return 0;
+fail:
+	if (list)
+		store_series_free(list, len + 1);
+	free(bh);
+	free(mb);
+	free(lo);
+	free(hi);
+	return r;
+}
+
+/* Frees the series lists (not the ids, which outlive them). */
+void series_free_locked(void)
+{
+	store_series_free(fs.series, fs.nseries);
+	store_series_free(fs.raw, fs.nraw);
+	free(fs.members);
+	free(fs.view_lo);
+	free(fs.view_hi);
+	fs.series = fs.raw = NULL;
+	fs.nseries = fs.nraw = 0;
+	fs.members = NULL;
+	fs.view_lo = fs.view_hi = NULL;
+}
+
+void series_forget_ids_locked(void)
+{
+	idmap_free(&fs.ids);
+	idmap_free(&fs.hostid);
+}
+
+/* ---- naming ----------------------------------------------------------------- */
 
 const struct store_series *series_by_id_locked(uint32_t id)
 {
@@ -26,8 +311,10 @@ const struct store_series *series_diff_base_locked(const struct store_series *b,
                                                    const char *version_a)
 {
 	const struct store_series *primary = NULL;
+	size_t lo, hi;
 
-	for (size_t i = 0; i < fs.nseries; i++) {
+	series_view_range(series_view_locked(b), &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
 		const struct store_series *s = &fs.series[i];
 		if (strcmp(s->binary, b->binary) != 0 || strcmp(s->version, version_a) != 0)
 			continue;
@@ -106,32 +393,40 @@ int series_find_version_cb(void *ctx, const char *name, size_t len, uint32_t ser
 	return 1;
 }
 
-/* The range of `list` with binary `b` starting at or after `from`. */
+/* Where the run of `list` from `lo` with its binary and view ends. */
 size_t series_binary_end(const struct store_series *list, size_t n, size_t lo)
 {
 	size_t hi = lo;
+	const char *h = list[lo].host;
 
-	while (hi < n && strcmp(list[hi].binary, list[lo].binary) == 0)
+	while (hi < n && strcmp(list[hi].binary, list[lo].binary) == 0 && !list[hi].host == !h &&
+	       (!h || strcmp(list[hi].host, h) == 0))
 		hi++;
 	return hi;
 }
 
-/* The binary's series range now. */
-void series_binary_range(const char *binary, size_t *lo, size_t *hi)
+/* The binary's series range in a view now. */
+void series_binary_range(uint32_t view, const char *binary, size_t *lo, size_t *hi)
 {
+	size_t vlo, vhi;
+
+	series_view_range(view, &vlo, &vhi);
 	*lo = *hi = 0;
-	for (size_t i = 0; i < fs.nseries; i = series_binary_end(fs.series, fs.nseries, i))
+	for (size_t i = vlo; i < vhi; i = series_binary_end(fs.series, vhi, i))
 		if (strcmp(fs.series[i].binary, binary) == 0) {
 			*lo = i;
-			*hi = series_binary_end(fs.series, fs.nseries, i);
+			*hi = series_binary_end(fs.series, vhi, i);
 			return;
 		}
 }
 
-/* The primary series of a binary's version. */
-const struct store_series *series_primary_of(const char *binary, const char *version)
+/* The primary series of a binary's version in a view. */
+const struct store_series *series_primary_of(uint32_t view, const char *binary, const char *version)
 {
-	for (size_t i = 0; i < fs.nseries; i++)
+	size_t lo, hi;
+
+	series_view_range(view, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
 		if (fs.primary[i] && strcmp(fs.series[i].binary, binary) == 0 &&
 		    strcmp(fs.series[i].version, version) == 0)
 			return &fs.series[i];

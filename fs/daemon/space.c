@@ -231,7 +231,10 @@ static int series_tree_locked(uint32_t series_id, struct tree_ref **out)
 	struct tree_ref *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	r = view_tree_build(fs.store, s, 1, INT64_MIN, INT64_MAX, &t->tree);
+	const struct store_series *m;
+	size_t nm;
+	series_members_locked(series_id, &m, &nm);
+	r = view_tree_build(fs.store, m, nm, INT64_MIN, INT64_MAX, &t->tree);
 	if (r < 0) {
 		free(t);
 		return r;
@@ -314,22 +317,25 @@ int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
 int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
                             struct view_tree **out)
 {
-	const struct store_series *s = series_by_id_locked(sp->series_id);
+	const struct store_series *s;
+	size_t n;
 	int r;
 
-	if (!s)
+	/* A series of the view sums its members: one host's series each. */
+	series_members_locked(sp->series_id, &s, &n);
+	if (!n)
 		return -ENOENT;
 	switch (sp->kind) {
 	case SPACE_SERIES:
-		return view_tree_build_seeded(fs.store, s, 1, INT64_MIN, INT64_MAX, seed, out);
+		return view_tree_build_seeded(fs.store, s, n, INT64_MIN, INT64_MAX, seed, out);
 	case SPACE_WINDOW: {
 		int64_t from, to;
 		space_window_locked(sp, &from, &to);
 		/* view_tree_build takes closed intervals: the buckets that
 		 * overlap [from, to) are those of [from, to - 1]. */
 		if (to <= from)
-			return view_tree_build_seeded(fs.store, s, 1, 1, 0, seed, out);
-		return view_tree_build_seeded(fs.store, s, 1, from, to - 1, seed, out);
+			return view_tree_build_seeded(fs.store, s, n, 1, 0, seed, out);
+		return view_tree_build_seeded(fs.store, s, n, from, to - 1, seed, out);
 	}
 	case SPACE_DIFF: {
 		struct tree_ref *ta, *tb;

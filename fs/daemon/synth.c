@@ -1,7 +1,8 @@
 /*
  * synth.c — the synthetic directories (space 0): the root, one per
  * binary, and the views' own directories (@last, @range, a window and its
- * binaries, @diff, @diff/<A>, @functions, a function).  They are made on
+ * binaries, @diff, @diff/<A>, @functions, a function, @host and a host's
+ * root, under which all of them exist again for that host alone).  They are made on
  * first lookup and kept for the mount's life (an index is an inode
  * number), found again by their key through a hash.  Each kind is one
  * entry of a table of operations (lookup: name -> inode; list); the trees
@@ -21,8 +22,8 @@
 static uint64_t sdir_key_hash(const struct sdir *k)
 {
 	uint64_t h = 1469598103934665603ull;
-	const uint64_t nums[] = {k->kind, (uint64_t)k->last, (uint64_t)k->from, (uint64_t)k->to,
-	                         k->series_id};
+	const uint64_t nums[] = {k->kind,         (uint64_t)k->last, (uint64_t)k->from,
+	                         (uint64_t)k->to, k->series_id,      k->view};
 
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
 		h = (h ^ nums[i]) * 1099511628211ull;
@@ -36,13 +37,13 @@ static uint64_t sdir_key_hash(const struct sdir *k)
 static bool sdir_key_equal(const struct sdir *a, const struct sdir *b)
 {
 	return a->kind == b->kind && a->last == b->last && a->from == b->from && a->to == b->to &&
-	       a->series_id == b->series_id && a->name_len == b->name_len &&
+	       a->series_id == b->series_id && a->view == b->view && a->name_len == b->name_len &&
 	       (!a->name_len || memcmp(a->name, b->name, a->name_len) == 0) &&
 	       !a->version == !b->version && (!a->version || strcmp(a->version, b->version) == 0);
 }
 
 /* The index of the synthetic directory with `key`'s kind and key fields
- * (name and name_len, version, last, from, to, series_id), made if new
+ * (name and name_len, version, last, from, to, series_id, view), made if new
  * (with key->parent as its parent).  Indexes are inode numbers: kept. */
 int synth_get_locked(const struct sdir *key, size_t *out)
 {
@@ -136,39 +137,75 @@ static void sdir_window(const struct sdir *sd, int64_t *from, int64_t *to)
    line in sdir_ops; the trees below them are more space kinds
    (space_build_tree_locked). */
 
-/* The root: @last, @range, then one directory per binary name. */
+/* The root of a view (h > 0: /@host/<name>), made if new. */
+static int view_root_locked(uint32_t view, size_t *out)
+{
+	size_t hosts;
+	int r;
+
+	*out = 0;
+	if (!view)
+		return 0;
+	r = synth_get_locked(&(struct sdir){.kind = SD_HOSTS}, &hosts);
+	if (r < 0)
+		return r;
+	return synth_get_locked(
+	        &(struct sdir){.kind = SD_ROOT, .view = view, .parent = (uint32_t)hosts}, out);
+}
+
+/* The root: @last, @range, @host (the whole view's root only), then one
+ * directory per binary name (of its view). */
 static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
 {
+	const struct sdir me = *root; /* fs.sdirs may move below */
+
+	root = &me;
 	if (strcmp(name, "@last") == 0)
-		return sdir_ino_locked(&(struct sdir){.kind = SD_LAST}, out);
+		return sdir_ino_locked(&(struct sdir){.kind = SD_LAST,
+		                                      .view = root->view,
+		                                      .parent = sdir_index(root)},
+		                       out);
 	if (strcmp(name, "@range") == 0)
-		return sdir_ino_locked(&(struct sdir){.kind = SD_RANGE}, out);
-	for (size_t d = 1; d < fs.nsdirs; d++) {
-		const struct sdir *sd = &fs.sdirs[d];
-		if (sd->kind != SD_BINARY || sd->lo == sd->hi ||
-		    !inode_names(name, len, sd->name, strlen(sd->name), 0))
+		return sdir_ino_locked(&(struct sdir){.kind = SD_RANGE,
+		                                      .view = root->view,
+		                                      .parent = sdir_index(root)},
+		                       out);
+	if (strcmp(name, "@host") == 0 && root->view == 0)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_HOSTS}, out);
+	size_t lo, hi;
+	series_view_range(root->view, &lo, &hi);
+	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
+		const char *b = fs.series[i].binary;
+		size_t d;
+		if (!inode_names(name, len, b, strlen(b), 0))
 			continue;
+		int r = synth_binary_locked(b, root->view, &d);
+		if (r < 0)
+			return r;
 		*out = (struct ino){.node = (uint32_t)d};
 		return 0;
 	}
 	return -ENOENT;
 }
 
-/* The views' own directories (@last, @range, <binary>/@diff,
+/* The views' own directories (@last, @range, @host, <binary>/@diff,
  * <version>/@functions) resolve by name but are not listed, as ZFS hides
  * its .zfs directory: find, du, grep -r and updatedb walk the call trees
- * only, not every window, diff and function of them. */
+ * only, not every window, diff, host and function of them. */
 static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 {
-	size_t pos = 0;
+	const struct sdir me = *root; /* fs.sdirs may move below */
+	size_t pos = 0, lo, hi;
 
-	for (size_t i = 0; i < fs.nseries; i = series_binary_end(fs.series, fs.nseries, i), pos++) {
+	root = &me;
+	series_view_range(root->view, &lo, &hi);
+	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i), pos++) {
 		char esc[VIEW_NAME_MAX + 1];
 		size_t d;
 		if (pos < k)
 			continue;
 		view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
-		int r = synth_binary_locked(fs.series[i].binary, &d);
+		int r = synth_binary_locked(fs.series[i].binary, root->view, &d);
 		if (r < 0)
 			return r;
 		if (!inode_emit_locked(em, esc, (struct ino){.node = (uint32_t)d}, false,
@@ -176,6 +213,63 @@ static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 			break;
 	}
 	return 0;
+}
+
+/* @host: the hosts that have series now, in name order; each the root of
+ * its own view. */
+static int hosts_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	for (uint32_t v = 1; v <= fs.hostid.n; v++) {
+		const char *h = series_host_of_view(v);
+		size_t lo, hi;
+		series_view_range(v, &lo, &hi);
+		if (lo == hi || !inode_names(name, len, h, strlen(h), 0))
+			continue;
+		size_t d;
+		int r = view_root_locked(v, &d);
+		if (r < 0)
+			return r;
+		*out = (struct ino){.node = (uint32_t)d};
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int cmp_host_view(const void *a, const void *b)
+{
+	return strcmp(series_host_of_view(*(const uint32_t *)a),
+	              series_host_of_view(*(const uint32_t *)b));
+}
+
+static int hosts_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	uint32_t *views = malloc(((size_t)fs.hostid.n + 1) * sizeof(*views));
+	size_t n = 0;
+	int r = 0;
+
+	if (!views)
+		return -ENOMEM;
+	for (uint32_t v = 1; v <= fs.hostid.n; v++) {
+		size_t lo, hi;
+		series_view_range(v, &lo, &hi);
+		if (lo < hi)
+			views[n++] = v;
+	}
+	qsort(views, n, sizeof(*views), cmp_host_view);
+	for (size_t pos = k; pos < n; pos++) {
+		const char *h = series_host_of_view(views[pos]);
+		char esc[VIEW_NAME_MAX + 1];
+		size_t d;
+		view_escape(h, strlen(h), 0, esc);
+		r = view_root_locked(views[pos], &d);
+		if (r < 0)
+			break;
+		if (!inode_emit_locked(em, esc, (struct ino){.node = (uint32_t)d}, false,
+		                       (off_t)(3 + pos)))
+			break;
+	}
+	free(views);
+	return r;
 }
 
 /* A binary: @diff, then its versions, each the root of a series' tree
@@ -192,6 +286,7 @@ static int binary_lookup(const struct sdir *sd, const char *name, size_t len, st
 		return sdir_ino_locked(&(struct sdir){.kind = SD_DIFF,
 		                                      .name = sd->name,
 		                                      .name_len = strlen(sd->name),
+		                                      .view = sd->view,
 		                                      .parent = sdir_index(sd)},
 		                       out);
 	series_each_version(fs.series, sd->lo, sd->hi, series_find_version_cb, &fv);
@@ -235,8 +330,11 @@ static int last_lookup(const struct sdir *sd, const char *name, size_t len, stru
 
 	if (view_parse_duration(name, &secs) < 0)
 		return -ENOENT;
-	return sdir_ino_locked(
-	        &(struct sdir){.kind = SD_WINDOW, .last = secs, .parent = sdir_index(sd)}, out);
+	return sdir_ino_locked(&(struct sdir){.kind = SD_WINDOW,
+	                                      .last = secs,
+	                                      .view = sd->view,
+	                                      .parent = sdir_index(sd)},
+	                       out);
 }
 
 static int last_list(struct emitter *em, const struct sdir *sd, size_t k)
@@ -267,12 +365,17 @@ static int range_lookup(const struct sdir *sd, const char *name, size_t len, str
 	if (view_parse_time(name, &t) < 0)
 		return -ENOENT;
 	if (sd->kind == SD_RANGE)
-		return sdir_ino_locked(
-		        &(struct sdir){.kind = SD_FROM, .from = t, .parent = sdir_index(sd)}, out);
-	return sdir_ino_locked(
-	        &(struct sdir){
-	                .kind = SD_WINDOW, .from = sd->from, .to = t, .parent = sdir_index(sd)},
-	        out);
+		return sdir_ino_locked(&(struct sdir){.kind = SD_FROM,
+		                                      .from = t,
+		                                      .view = sd->view,
+		                                      .parent = sdir_index(sd)},
+		                       out);
+	return sdir_ino_locked(&(struct sdir){.kind = SD_WINDOW,
+	                                      .from = sd->from,
+	                                      .to = t,
+	                                      .view = sd->view,
+	                                      .parent = sdir_index(sd)},
+	                       out);
 }
 
 static int empty_list(struct emitter *em, const struct sdir *sd, size_t k)
@@ -287,13 +390,15 @@ static int window_lookup(const struct sdir *sd, const char *name, size_t len, st
 
 	sd = &me;
 	int64_t from, to;
+	size_t lo, hi;
 
 	sdir_window(sd, &from, &to);
-	for (size_t i = 0; i < fs.nseries; i = series_binary_end(fs.series, fs.nseries, i)) {
+	series_view_range(sd->view, &lo, &hi);
+	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
 		const char *b = fs.series[i].binary;
 		if (!inode_names(name, len, b, strlen(b), 0))
 			continue;
-		for (size_t j = i; j < series_binary_end(fs.series, fs.nseries, i); j++)
+		for (size_t j = i; j < series_binary_end(fs.series, hi, i); j++)
 			if (series_in_window(&fs.series[j], from, to))
 				return sdir_ino_locked(&(struct sdir){.kind = SD_WBINARY,
 				                                      .name = (char *)b,
@@ -301,6 +406,7 @@ static int window_lookup(const struct sdir *sd, const char *name, size_t len, st
 				                                      .last = sd->last,
 				                                      .from = sd->from,
 				                                      .to = sd->to,
+				                                      .view = sd->view,
 				                                      .parent = sdir_index(sd)},
 				                       out);
 		return -ENOENT;
@@ -314,12 +420,13 @@ static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
 
 	sd = &me;
 	int64_t from, to;
-	size_t pos = 0;
+	size_t pos = 0, lo, hi;
 
 	sdir_window(sd, &from, &to);
-	for (size_t i = 0; i < fs.nseries; i = series_binary_end(fs.series, fs.nseries, i)) {
+	series_view_range(sd->view, &lo, &hi);
+	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
 		bool any = false;
-		for (size_t j = i; j < series_binary_end(fs.series, fs.nseries, i) && !any; j++)
+		for (size_t j = i; j < series_binary_end(fs.series, hi, i) && !any; j++)
 			any = series_in_window(&fs.series[j], from, to);
 		if (!any)
 			continue;
@@ -365,7 +472,7 @@ static int wbinary_lookup(const struct sdir *sd, const char *name, size_t len, s
 	size_t lo, hi;
 	int64_t from, to;
 
-	series_binary_range(sd->name, &lo, &hi);
+	series_binary_range(sd->view, sd->name, &lo, &hi);
 	series_each_version(fs.series, lo, hi, series_find_version_cb, &fv);
 	sdir_window(sd, &from, &to);
 	const struct store_series *s = series_by_id_locked(fv.series_id);
@@ -384,7 +491,7 @@ static int wbinary_list(struct emitter *em, const struct sdir *sd, size_t k)
 	int64_t from, to;
 	int r;
 
-	series_binary_range(sd->name, &lo, &hi);
+	series_binary_range(sd->view, sd->name, &lo, &hi);
 	sdir_window(sd, &from, &to);
 	r = series_each_version(fs.series, lo, hi, series_collect_version_cb, &l);
 	for (size_t n = 0; r == 0 && n < l.n; n++) {
@@ -403,12 +510,12 @@ static int wbinary_list(struct emitter *em, const struct sdir *sd, size_t k)
 
 /* The distinct version labels of a binary, escaped as versions are, in
  * order; calls fn(ctx, escaped, len, label) until it returns non-zero. */
-static int each_label(const char *binary, int (*fn)(void *, const char *, size_t, const char *),
-                      void *ctx)
+static int each_label(uint32_t view, const char *binary,
+                      int (*fn)(void *, const char *, size_t, const char *), void *ctx)
 {
 	size_t lo, hi;
 
-	series_binary_range(binary, &lo, &hi);
+	series_binary_range(view, binary, &lo, &hi);
 	for (size_t i = lo; i < hi; i++) {
 		if (i > lo && strcmp(fs.series[i].version, fs.series[i - 1].version) == 0)
 			continue;
@@ -447,7 +554,7 @@ static int diff_lookup(const struct sdir *sd, const char *name, size_t len, stru
 	struct label_find f = {.name = name, .len = len};
 	int r;
 
-	each_label(sd->name, label_find_cb, &f);
+	each_label(sd->view, sd->name, label_find_cb, &f);
 	if (!f.label)
 		return -ENOENT;
 	if (sd->kind == SD_DIFF)
@@ -455,9 +562,10 @@ static int diff_lookup(const struct sdir *sd, const char *name, size_t len, stru
 		                                      .name = sd->name,
 		                                      .name_len = sd->name_len,
 		                                      .version = (char *)f.label,
+		                                      .view = sd->view,
 		                                      .parent = sdir_index(sd)},
 		                       out);
-	const struct store_series *b = series_primary_of(sd->name, f.label);
+	const struct store_series *b = series_primary_of(sd->view, sd->name, f.label);
 	const struct store_series *a = b ? series_diff_base_locked(b, sd->version) : NULL;
 	if (!a)
 		return -ENOENT;
@@ -503,7 +611,7 @@ static int diff_list(struct emitter *em, const struct sdir *sd, size_t k)
 	sd = &me;
 	struct label_list l = {.em = em, .sd = sd, .k = k};
 
-	each_label(sd->name, label_list_cb, &l);
+	each_label(sd->view, sd->name, label_list_cb, &l);
 	return l.err;
 }
 
@@ -540,6 +648,7 @@ static int funcs_lookup(const struct sdir *sd, const char *name, size_t len, str
 	                                      .name = (char *)fname,
 	                                      .name_len = fl,
 	                                      .series_id = sd->series_id,
+	                                      .view = sd->view,
 	                                      .parent = sdir_index(sd)},
 	                       out);
 }
@@ -565,6 +674,7 @@ static int funcs_list(struct emitter *em, const struct sdir *sd, size_t k)
 		                                   .name = (char *)fname,
 		                                   .name_len = len,
 		                                   .series_id = sd->series_id,
+		                                   .view = sd->view,
 		                                   .parent = sdir_index(sd)},
 		                    &ino);
 		if (r < 0)
@@ -627,7 +737,7 @@ static const struct sdir_ops sdir_ops[SD_KINDS] = {
         [SD_FROM] = {range_lookup, empty_list},        [SD_WINDOW] = {window_lookup, window_list},
         [SD_WBINARY] = {wbinary_lookup, wbinary_list}, [SD_DIFF] = {diff_lookup, diff_list},
         [SD_DIFFA] = {diff_lookup, diff_list},         [SD_FUNCS] = {funcs_lookup, funcs_list},
-        [SD_FUNC] = {func_lookup, func_list},
+        [SD_FUNC] = {func_lookup, func_list},          [SD_HOSTS] = {hosts_lookup, hosts_list},
 };
 
 const struct sdir_ops *synth_ops_of(const struct sdir *sd)
@@ -635,26 +745,19 @@ const struct sdir_ops *synth_ops_of(const struct sdir *sd)
 	return &sdir_ops[sd->kind];
 }
 
-int synth_binary_locked(const char *name, size_t *out)
+/* The directory of binary `name` in a view (its root's child), made if
+ * new. */
+int synth_binary_locked(const char *name, uint32_t view, size_t *out)
 {
-	for (size_t i = 1; i < fs.nsdirs; i++)
-		if (fs.sdirs[i].kind == SD_BINARY && strcmp(fs.sdirs[i].name, name) == 0) {
-			*out = i;
-			return 0;
-		}
-	if (fs.nsdirs == fs.sdirs_cap) {
-		size_t cap = fs.sdirs_cap ? fs.sdirs_cap * 2 : 16;
-		struct sdir *d = realloc(fs.sdirs, cap * sizeof(*d));
-		if (!d)
-			return -ENOMEM;
-		fs.sdirs = d;
-		fs.sdirs_cap = cap;
-	}
-	char *copy = strdup(name);
-	if (!copy)
-		return -ENOMEM;
-	fs.sdirs[fs.nsdirs] =
-	        (struct sdir){.kind = SD_BINARY, .name = copy, .index = (uint32_t)fs.nsdirs};
-	*out = fs.nsdirs++;
-	return 0;
+	size_t root;
+	int r = view_root_locked(view, &root);
+
+	if (r < 0)
+		return r;
+	return synth_get_locked(&(struct sdir){.kind = SD_BINARY,
+	                                       .name = (char *)name,
+	                                       .name_len = strlen(name),
+	                                       .view = view,
+	                                       .parent = (uint32_t)root},
+	                        out);
 }

@@ -32,6 +32,8 @@ struct store_batch *rdb_batch_new(struct store *sbase)
 		seterr(s, "%s: a batch is already open", s->dir);
 		return NULL;
 	}
+	if (host_upgrade(s) < 0)
+		return NULL;
 	b = calloc(1, sizeof(*b));
 	if (!b) {
 		seterr(s, "%s: out of memory", s->dir);

@@ -70,6 +70,9 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define META_COMMITS        "mcommits" /* u64 BE: the last commit's number */
 #define META_SOURCE         "msrc:"    /* + a source store's id: u64 BE */
 #define META_DEST           "mdest:"   /* + a destination store's id: u64 BE */
+/* Schema 3: u32 BE first series id whose record names its host, then the
+ * host of the series below it (written by schema 2 or older). */
+#define META_HOST "mhost"
 
 /* RocksDB's InfoLogLevel: DEBUG, INFO, WARN, ERROR, ... */
 #define ROCKS_LOG_WARN 2
@@ -213,7 +216,8 @@ static inline void idtab_put(struct idtab *t, size_t pos, uint32_t id, uint32_t 
 /* ---- the store ---------------------------------------------------------- */
 
 struct series_rec {
-	char *binary, *version, *event, *unit; /* malloc'd */
+	char *host, *binary, *version, *event, *unit; /* malloc'd */
+	bool legacy; /* written before schema 3: its record names no host */
 	uint32_t h;
 	int64_t first_seen, last_seen; /* INT64_MAX / INT64_MIN when unseen */
 	uint64_t samples, weight, input_bytes;
@@ -236,6 +240,11 @@ struct rdb {
 	char *logdir;    /* writer's RocksDB info log directory, or NULL */
 	int secdir_lock; /* fd of its OWNER_LOCK, flock'd while open; -1 */
 	uint32_t bucket_seconds;
+	uint32_t schema; /* as found at open, or as upgraded since */
+	/* Series ids below host_from have schema 2 records (no host); they
+	 * belong to legacy_host (malloc'd; NULL until known: see series.c). */
+	uint32_t host_from;
+	char *legacy_host;
 	uint64_t seq;
 	uint64_t live_sig; /* reader: live_files_sig() at last open */
 	char errmsg[ERRLEN];
@@ -415,6 +424,12 @@ void series_rec_clear(struct series_rec *r);
 int series_encode(struct buf *b, const struct series_rec *r);
 int series_grow(struct rdb *s);
 int load_series(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
+/* Reads the "mhost" meta record into host_from and legacy_host (at open
+ * with schema 3, and before each listing of a reader). */
+int host_meta_load(struct rdb *s);
+/* Before a writer's first write to a store older than schema 3: marks it
+ * 3 and writes "mhost", in one synced write.  0 or -errno. */
+int host_upgrade(struct rdb *s);
 
 /* options.c */
 int make_options(struct rdb *s);

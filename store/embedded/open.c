@@ -263,17 +263,25 @@ static int meta_check(struct rdb *s)
 	}
 	/* Schema 1 differs only in having no module references in frame
 	 * records: this flamefs reads it as it is, and a writer marks the
-	 * store 2 before it can write one. */
-	if (schema < STORE_SCHEMA_VERSION && !s->readonly) {
+	 * store 2 before it can write one.  Schema 2's series records name no
+	 * host: a writer marks the store 3 before its first write
+	 * (host_upgrade(), series.c), when it knows the host. */
+	if (schema < 2 && !s->readonly) {
 		uint8_t v[4];
 		char *rerr = NULL;
 
-		put_be32(v, STORE_SCHEMA_VERSION);
+		put_be32(v, 2);
 		rocksdb_put_cf(s->db, s->wopts, s->cf[CF_DEFAULT], META_SCHEMA, strlen(META_SCHEMA),
 		               (char *)v, 4, &rerr);
 		if (rerr)
 			return rdb_fail(s, rerr, "writing meta");
+		schema = 2;
 	}
+	s->schema = schema;
+	s->host_from = schema < 3 ? UINT32_MAX : 0;
+	r = host_meta_load(s);
+	if (r < 0)
+		return r;
 	r = meta_get_u32(s, META_BUCKET_SECONDS, &bucket, &found);
 	if (r < 0)
 		return r;
@@ -560,6 +568,7 @@ void rdb_close(struct store *sbase)
 	free(s->node_frame);
 	idtab_free(&s->node_tab);
 	free(s->logdir);
+	free(s->legacy_host);
 	free(s->dir);
 	free(s->base.where);
 	free(s->base.host);

@@ -108,6 +108,11 @@ int rdb_prune(struct store *sbase, const struct store_prune_opts *o, struct stor
 		seterr(s, "%s: cannot prune while a batch is open", s->dir);
 		return -EBUSY;
 	}
+	if (!o->dry_run) {
+		r = host_upgrade(s);
+		if (r < 0)
+			return r;
+	}
 	/* Only whole buckets go: one that straddles `before` stays. */
 	uint32_t cut = bucket_clamped(s, o->before);
 	wb = rocksdb_writebatch_create();

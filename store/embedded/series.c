@@ -1,23 +1,28 @@
 /*
- * series.c — series records: one per (binary, version, event), with
+ * series.c — series records: one per (host, binary, version, event), with
  * the unit and the totals.  The writer keeps every record in memory
- * behind a hash table; readers list them from disk.
+ * behind a hash table; readers list them from disk.  Records written
+ * before schema 3 name no host; they keep that form, and their host is the
+ * one the "mhost" meta record names (see store/README.md, "Hosts").
  */
 #include "embedded.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 /* ---- series in memory (writer) -------------------------------------------- */
 
-static uint32_t series_hash(const char *binary, const char *version, const char *event)
+static uint32_t series_hash(const char *host, const char *binary, const char *version,
+                            const char *event)
 {
-	uint64_t h = XXH3_64bits(binary, strlen(binary));
+	uint64_t h = XXH3_64bits(host, strlen(host));
 
+	h = XXH3_64bits_withSeed(binary, strlen(binary), h);
 	h = XXH3_64bits_withSeed(version, strlen(version), h);
 	h = XXH3_64bits_withSeed(event, strlen(event), h);
 	return (uint32_t)(h ^ (h >> 32));
@@ -25,6 +30,7 @@ static uint32_t series_hash(const char *binary, const char *version, const char 
 
 void series_rec_clear(struct series_rec *r)
 {
+	free(r->host);
 	free(r->binary);
 	free(r->version);
 	free(r->event);
@@ -32,17 +38,21 @@ void series_rec_clear(struct series_rec *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* Series record: binary, version, event, unit as (varint length, bytes),
- * then zigzag first_seen, zigzag last_seen, varint samples, weight,
- * input_bytes. */
+/* Series record: (schema 3, not legacy) host, then binary, version,
+ * event, unit as (varint length, bytes), then zigzag first_seen, zigzag
+ * last_seen, varint samples, weight, input_bytes.  A legacy record (one
+ * written before schema 3) keeps its form without the host. */
 int series_encode(struct buf *b, const struct series_rec *r)
 {
+	size_t lh = r->legacy ? 0 : strlen(r->host);
 	size_t lb = strlen(r->binary), lv = strlen(r->version);
 	size_t le = strlen(r->event), lu = strlen(r->unit);
-	int ret = buf_reserve(b, lb + lv + le + lu + 9 * 10);
+	int ret = buf_reserve(b, lh + lb + lv + le + lu + 10 * 10);
 
 	if (ret < 0)
 		return ret;
+	if (!r->legacy)
+		buf_bytes(b, r->host, lh);
 	buf_bytes(b, r->binary, lb);
 	buf_bytes(b, r->version, lv);
 	buf_bytes(b, r->event, le);
@@ -55,18 +65,20 @@ int series_encode(struct buf *b, const struct series_rec *r)
 	return 0;
 }
 
-/* Decodes into r, whose strings it mallocs.  Returns 0, -ENOMEM, or -1
- * for a damaged record. */
-static int series_decode(const uint8_t *p, size_t len, struct series_rec *r)
+/* Decodes into r, whose strings it mallocs; a legacy record gets `host`.
+ * Returns 0, -ENOMEM, or -1 for a damaged record. */
+static int series_decode(const uint8_t *p, size_t len, bool legacy, const char *host,
+                         struct series_rec *r)
 {
 	const uint8_t *end = p + len;
-	const void *v[4];
-	size_t l[4];
+	const void *v[5];
+	size_t l[5];
 	uint64_t first, last;
-	char **dst[4] = {&r->binary, &r->version, &r->event, &r->unit};
+	char **dst[5] = {&r->host, &r->binary, &r->version, &r->event, &r->unit};
+	int from = legacy ? 1 : 0;
 
 	memset(r, 0, sizeof(*r));
-	for (int i = 0; i < 4; i++) {
+	for (int i = from; i < 5; i++) {
 		if (get_bytes(&p, end, &v[i], &l[i]) < 0)
 			return -1;
 	}
@@ -74,9 +86,16 @@ static int series_decode(const uint8_t *p, size_t len, struct series_rec *r)
 	    get_varint(&p, end, &r->samples) < 0 || get_varint(&p, end, &r->weight) < 0 ||
 	    get_varint(&p, end, &r->input_bytes) < 0 || p != end)
 		return -1;
+	if (!legacy && l[0] == 0)
+		return -1; /* every schema 3 record names its host */
 	r->first_seen = unzigzag(first);
 	r->last_seen = unzigzag(last);
-	for (int i = 0; i < 4; i++) {
+	r->legacy = legacy;
+	if (legacy) {
+		v[0] = host;
+		l[0] = strlen(host);
+	}
+	for (int i = 0; i < 5; i++) {
 		*dst[i] = dup_bytes(v[i], l[i]);
 		if (!*dst[i]) {
 			series_rec_clear(r);
@@ -84,6 +103,94 @@ static int series_decode(const uint8_t *p, size_t len, struct series_rec *r)
 		}
 	}
 	return 0;
+}
+
+/* ---- hosts of records older than schema 3 ----------------------------------- */
+
+/* The machine's name, as store.c gives it to store_host(): the host of
+ * series written before schema 3 in a store no writer has upgraded yet. */
+static char *machine_name(void)
+{
+	char name[256] = "";
+	bool ok = gethostname(name, sizeof(name) - 1) == 0 && name[0];
+
+	for (const unsigned char *p = (const unsigned char *)name; ok && *p; p++)
+		ok = *p != '/' && *p >= 0x20 && *p != 0x7f;
+	return strdup(ok ? name : "localhost");
+}
+
+int host_meta_load(struct rdb *s)
+{
+	char *rerr = NULL;
+	size_t len = 0;
+	char *val = rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], META_HOST, strlen(META_HOST),
+	                           &len, &rerr);
+	char *host;
+
+	if (rerr)
+		return rdb_fail(s, rerr, "reading meta");
+	if (!val) {
+		/* Never upgraded (every record is legacy), or created with
+		 * schema 3 (none is). */
+		if (s->host_from && !s->legacy_host && !(s->legacy_host = machine_name()))
+			return -ENOMEM;
+		return 0;
+	}
+	if (len < 5 || memchr(val + 4, '\0', len - 4)) {
+		rocksdb_free(val);
+		seterr(s, "%s: store is damaged: meta host", s->dir);
+		return -EIO;
+	}
+	host = dup_bytes(val + 4, len - 4);
+	if (!host) {
+		rocksdb_free(val);
+		return -ENOMEM;
+	}
+	s->host_from = get_be32((const uint8_t *)val);
+	free(s->legacy_host);
+	s->legacy_host = host;
+	rocksdb_free(val);
+	return 0;
+}
+
+int host_upgrade(struct rdb *s)
+{
+	rocksdb_writebatch_t *wb;
+	size_t hl = strlen(s->legacy_host ? s->legacy_host : "");
+	uint8_t schema[4], *host;
+	char *rerr = NULL;
+	int r = 0;
+
+	if (s->schema >= 3)
+		return 0;
+	if (!s->legacy_host) /* host_meta_load() gave every older store one */
+		return -EINVAL;
+	host = malloc(4 + hl);
+	wb = rocksdb_writebatch_create();
+	if (!host || !wb) {
+		r = -ENOMEM;
+		seterr(s, "%s: out of memory", s->dir);
+		goto out;
+	}
+	put_be32(schema, 3);
+	put_be32(host, s->nseries);
+	memcpy(host + 4, s->legacy_host, hl);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_SCHEMA, strlen(META_SCHEMA),
+	                          (char *)schema, 4);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_HOST, strlen(META_HOST), (char *)host,
+	                          4 + hl);
+	rocksdb_write(s->db, s->wopts, wb, &rerr);
+	if (rerr) {
+		r = rdb_fail(s, rerr, "writing meta");
+		goto out;
+	}
+	s->schema = 3;
+	s->host_from = s->nseries;
+out:
+	if (wb)
+		rocksdb_writebatch_destroy(wb);
+	free(host);
+	return r;
 }
 
 static int series_index(struct rdb *s, uint32_t id)
@@ -94,7 +201,7 @@ static int series_index(struct rdb *s, uint32_t id)
 
 	if (ret < 0)
 		return ret;
-	r->h = series_hash(r->binary, r->version, r->event);
+	r->h = series_hash(r->host, r->binary, r->version, r->event);
 	pos = r->h & s->series_tab.mask;
 	while (s->series_tab.slots[pos].id)
 		pos = (pos + 1) & s->series_tab.mask;
@@ -128,7 +235,7 @@ int load_series(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen)
 
 	if (r < 0)
 		return r;
-	r = series_decode(v, vlen, &s->series[id]);
+	r = series_decode(v, vlen, id < s->host_from, s->legacy_host, &s->series[id]);
 	if (r == -1) {
 		seterr(s, "%s: store is damaged: series %u", s->dir, id);
 		return -EIO;
@@ -145,6 +252,7 @@ int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k
 	struct rdb_batch *b = rdb_batch_of(bbase);
 	struct rdb *s = b->s;
 	struct series_rec *r;
+	const char *host = k->host && *k->host ? k->host : s->base.host;
 	uint32_t h;
 	size_t pos;
 	int ret;
@@ -156,18 +264,18 @@ int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k
 	ret = idtab_reserve(&s->series_tab);
 	if (ret < 0)
 		return ret;
-	h = series_hash(k->binary, k->version, k->event);
+	h = series_hash(host, k->binary, k->version, k->event);
 	for (pos = h & s->series_tab.mask; s->series_tab.slots[pos].id;
 	     pos = (pos + 1) & s->series_tab.mask) {
 		if (s->series_tab.slots[pos].h != h)
 			continue;
 		r = &s->series[s->series_tab.slots[pos].id];
-		if (strcmp(r->binary, k->binary) || strcmp(r->version, k->version) ||
-		    strcmp(r->event, k->event))
+		if (strcmp(r->host, host) || strcmp(r->binary, k->binary) ||
+		    strcmp(r->version, k->version) || strcmp(r->event, k->event))
 			continue;
 		if (strcmp(r->unit, k->unit)) {
-			seterr(s, "series %s/%s/%s has unit \"%s\", not \"%s\"", k->binary,
-			       k->version, k->event, r->unit, k->unit);
+			seterr(s, "series %s/%s/%s of host %s has unit \"%s\", not \"%s\"",
+			       k->binary, k->version, k->event, host, r->unit, k->unit);
 			return -EINVAL;
 		}
 		*id = s->series_tab.slots[pos].id;
@@ -178,14 +286,16 @@ int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k
 		return ret;
 	r = &s->series[s->nseries];
 	memset(r, 0, sizeof(*r));
+	r->host = strdup(host);
 	r->binary = strdup(k->binary);
 	r->version = strdup(k->version);
 	r->event = strdup(k->event);
 	r->unit = strdup(k->unit);
-	if (!r->binary || !r->version || !r->event || !r->unit) {
+	if (!r->host || !r->binary || !r->version || !r->event || !r->unit) {
 		series_rec_clear(r);
 		return -ENOMEM;
 	}
+	r->legacy = s->nseries < s->host_from; /* never: batches upgrade first */
 	r->h = h;
 	r->first_seen = INT64_MAX;
 	r->last_seen = INT64_MIN;
@@ -203,6 +313,8 @@ static int series_cmp(const void *a, const void *b)
 		c = strcmp(x->version, y->version);
 	if (!c)
 		c = strcmp(x->event, y->event);
+	if (!c)
+		c = strcmp(x->host, y->host);
 	return c;
 }
 
@@ -219,6 +331,9 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 	*n = 0;
 	if (need_db(s) < 0)
 		return -EIO;
+	/* A writer may have upgraded the store since a reader opened it. */
+	if (s->readonly && (r = host_meta_load(s)) < 0)
+		return r;
 	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	if (!it)
 		return -ENOMEM;
@@ -229,7 +344,6 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
 		struct series_rec rec;
 		struct store_series *e;
-		char *host;
 
 		if (klen && k[0] != KEY_SERIES)
 			break;
@@ -248,7 +362,9 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 		if (klen != 5) {
 			r = -1;
 		} else {
-			r = series_decode(v, vlen, &rec);
+			uint32_t id = get_be32(k + 1);
+
+			r = series_decode(v, vlen, id < s->host_from, s->legacy_host, &rec);
 		}
 		if (r == -1) {
 			seterr(s, "%s: store is damaged: a series record", s->dir);
@@ -262,14 +378,8 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 			series_rec_clear(&rec);
 			continue;
 		}
-		host = strdup(s->base.host);
-		if (!host) {
-			series_rec_clear(&rec);
-			r = -ENOMEM;
-			goto fail;
-		}
 		e = &list[len++];
-		e->host = host;
+		e->host = rec.host;
 		e->id = get_be32(k + 1);
 		e->binary = rec.binary;
 		e->version = rec.version;
