@@ -69,7 +69,7 @@ else
 fi
 
 comp "import" flamefs-collect im
-comp "compact export help import prune record stats unwind-table" flamefs-collect ""
+comp "compact export help import merge prune push record stats unwind-table" flamefs-collect ""
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
 comp "auto folded gperftools-cpu legacy perf perf.data pprof" flamefs-collect import --format ""
@@ -92,6 +92,9 @@ comp "$files/file1.perf" flamefs-collect export -o "$files/fi"
 comp "49 499" flamefs-collect record -F 4
 comp "--older-than" flamefs-collect prune --ol
 comp "--dry-run" flamefs-collect prune --dr
+comp "--to" flamefs-collect push --t
+comp "--buckets-per-commit" flamefs-collect merge --b
+comp "" flamefs-collect push --to ""
 comp "" flamefs-collect prune --older-than ""
 comp "--retention" flamefs-collect record --ret
 comp "$files/file1.perf" flamefs-collect record --log-drains "$files/fi"

@@ -1,6 +1,6 @@
 # bash completion for flamefs-collect(1)                      -*- shell-script -*-
 #
-# Completes the commands (import, record, stats, export, compact, prune), each
+# Completes the commands (import, record, stats, export, compact, prune, push, merge), each
 # command's options, directories after --store, files to import, values of
 # --format, process ids after -p, and the command line after `record --`.
 # Works with the bash-completion package (installed as
@@ -19,7 +19,7 @@ _flamefs_collect()
 		cword=$COMP_CWORD
 	fi
 
-	local commands='import record stats export compact prune unwind-table'
+	local commands='import record stats export compact prune push merge unwind-table'
 	local cmd='' i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -112,6 +112,10 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W 'boot' -- "$cur"))
 		return
 		;;
+	--to | --push | --push-every | --buckets-per-commit)
+		# A connection string or a number: nothing to offer.
+		return
+		;;
 	-d | --duration | --host | --binary | --version | --event | --time | --retention | --older-than | --before | \
 		--base | --from | --to | --callers | --callees)
 		# A free value: offer nothing rather than files.
@@ -128,7 +132,7 @@ _flamefs_collect()
 	record)
 		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
 		      --binary --version --lines --inline --retention --log-drains --verbose --help
-		      --unwind --unwind-memory --event --offcpu-min -e
+		      --unwind --unwind-memory --event --offcpu-min --push --push-every -e
 		      -p -a -F -d -v --'
 		;;
 	stats) opts='--store --by-host --help' ;;
@@ -142,6 +146,15 @@ _flamefs_collect()
 		return
 		;;
 	prune) opts='--store --older-than --before --all --binary --version --dry-run --help' ;;
+	push) opts='--store --to --buckets-per-commit --full --help' ;;
+	merge)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '--store --buckets-per-commit --help' -- "$cur"))
+		else
+			_flamefs_collect_dirs
+		fi
+		return
+		;;
 	export) opts='--store --format --binary --version --event --base --last --from --to
 	              --functions --callers --callees --output --help -o' ;;
 	*) return ;;
