@@ -2,9 +2,9 @@
  * test-central.c — unit tests for the central store backend
  * (store/central/) against a real PostgreSQL server.
  *
- * Usage: test-central SOCKET_DIR USER (or $FLAMEFS_TEST_PGHOST and
- * $FLAMEFS_TEST_PGUSER): the server's Unix socket directory and a
- * superuser to create a fresh database per test with.  Without them it
+ * Usage: test-central SOCKET_DIR USER [PORT] (or $FLAMEFS_TEST_PGHOST,
+ * $FLAMEFS_TEST_PGUSER, $FLAMEFS_TEST_PGPORT): the server's Unix socket
+ * directory, its port and a superuser to create a fresh database per test with.  Without them it
  * prints "SKIP: ..." and exits 77; tests/test-central.sh starts a private
  * server and runs it.  Each test prints "PASS name" or "FAIL name"; the
  * exit status is non-zero when any check failed.  The copy entries of
@@ -26,7 +26,7 @@
 
 static int failures;
 static int test_failed;
-static const char *pghost, *pguser;
+static const char *pghost, *pguser, *pgport;
 
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \
@@ -54,7 +54,8 @@ static char *uri(const char *db)
 	static int next;
 	char *b = buf[next++ % 8];
 
-	snprintf(b, 512, "postgresql:///%s?host=%s&user=%s", db, pghost, pguser);
+	snprintf(b, 512, "postgresql:///%s?host=%s&user=%s%s%s", db, pghost, pguser,
+	         pgport ? "&port=" : "", pgport ? pgport : "");
 	return b;
 }
 
@@ -712,9 +713,12 @@ int main(int argc, char **argv)
 {
 	pghost = argc > 2 ? argv[1] : getenv("FLAMEFS_TEST_PGHOST");
 	pguser = argc > 2 ? argv[2] : getenv("FLAMEFS_TEST_PGUSER");
+	pgport = argc > 3 ? argv[3] : getenv("FLAMEFS_TEST_PGPORT");
+	if (pgport && !*pgport)
+		pgport = NULL;
 	if (!pghost || !*pghost || !pguser || !*pguser) {
-		printf("SKIP: no PostgreSQL server given (test-central SOCKET_DIR USER, or "
-		       "$FLAMEFS_TEST_PGHOST and $FLAMEFS_TEST_PGUSER; tests/test-central.sh "
+		printf("SKIP: no PostgreSQL server given (test-central SOCKET_DIR USER [PORT], "
+		       "or $FLAMEFS_TEST_PGHOST and $FLAMEFS_TEST_PGUSER; tests/test-central.sh "
 		       "starts one)\n");
 		return 77;
 	}

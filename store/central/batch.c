@@ -394,12 +394,11 @@ int central_batch_add(struct store_batch *bbase, uint32_t series, int64_t when, 
 		central_seterr(s, "time %lld is out of range", (long long)when);
 		return -ERANGE;
 	}
-	/* The database's integers are signed: no total may pass 2^63 - 1. */
-	if (samples > (uint64_t)INT64_MAX - r->samples ||
-	    weight > (uint64_t)INT64_MAX - r->weight) {
+	/* No sum wraps; a commit also refuses a series total past 2^64 - 1. */
+	if (samples > UINT64_MAX - r->samples || weight > UINT64_MAX - r->weight) {
 		central_seterr(s,
 		               "series %s/%s/%s of host %s: its counts would add up to more than "
-		               "2^63 - 1",
+		               "2^64 - 1",
 		               r->binary, r->version, r->event, r->host);
 		return -EOVERFLOW;
 	}
@@ -448,9 +447,9 @@ int central_batch_input_bytes(struct store_batch *bbase, uint32_t series, uint64
 		central_seterr(b->s, "input bytes for an unknown series %u", series);
 		return -EINVAL;
 	}
-	if (bytes > (uint64_t)INT64_MAX - r->input_bytes) {
+	if (bytes > UINT64_MAX - r->input_bytes) {
 		central_seterr(b->s,
-		               "series %u: its input bytes would add up to more than 2^63 - 1",
+		               "series %u: its input bytes would add up to more than 2^64 - 1",
 		               series);
 		return -EOVERFLOW;
 	}

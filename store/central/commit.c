@@ -437,7 +437,9 @@ static const char *ta_str(struct tarr *a)
 struct delta {
 	uint32_t id;
 	bool touched;
-	int64_t first, last, samples, weight, input_bytes;
+	int64_t first, last;
+	uint64_t samples, weight, input_bytes; /* added */
+	uint64_t less_samples, less_weight;    /* taken by replaced rows */
 };
 
 static struct delta *delta_of(struct delta *d, size_t n, uint32_t id)
@@ -458,7 +460,7 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 	size_t nd = 0;
 	struct cbuf c = {0};
 	struct tarr ks = {0}, kb = {0};
-	struct tarr a[6] = {{0}};
+	struct tarr a[8] = {{0}};
 	char v[32];
 	int r = 0;
 
@@ -476,9 +478,9 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		d[nd].touched = e->touched;
 		d[nd].first = e->first_seen;
 		d[nd].last = e->last_seen;
-		d[nd].samples = (int64_t)e->samples;
-		d[nd].weight = (int64_t)e->weight;
-		d[nd].input_bytes = (int64_t)e->input_bytes;
+		d[nd].samples = e->samples;
+		d[nd].weight = e->weight;
+		d[nd].input_bytes = e->input_bytes;
 		nd++;
 	}
 
@@ -540,8 +542,9 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 			struct delta *x = delta_of(d, nd, (uint32_t)value_i64(res, i, 0));
 
 			if (x) {
-				x->samples -= value_i64(res, i, 1);
-				x->weight -= value_i64(res, i, 2);
+				/* counts hold u64 values as int8 bit patterns */
+				x->less_samples += (uint64_t)value_i64(res, i, 1);
+				x->less_weight += (uint64_t)value_i64(res, i, 2);
 			}
 		}
 		PQclear(res);
@@ -555,12 +558,16 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 	for (size_t i = 0; i < nd; i++) {
 		snprintf(v, sizeof(v), "%" PRIu32, d[i].id);
 		ta_add(&a[0], v);
-		snprintf(v, sizeof(v), "%" PRId64, d[i].samples);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].samples);
 		ta_add(&a[1], v);
-		snprintf(v, sizeof(v), "%" PRId64, d[i].weight);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].weight);
 		ta_add(&a[2], v);
-		snprintf(v, sizeof(v), "%" PRId64, d[i].input_bytes);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].input_bytes);
 		ta_add(&a[3], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].less_samples);
+		ta_add(&a[6], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].less_weight);
+		ta_add(&a[7], v);
 		if (d[i].touched)
 			snprintf(v, sizeof(v), "%" PRId64, d[i].first);
 		ta_add(&a[4], d[i].touched ? v : "NULL");
@@ -569,28 +576,30 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		ta_add(&a[5], d[i].touched ? v : "NULL");
 	}
 	if (nd) {
-		const char *vals[6];
+		const char *vals[8];
 
-		for (int k = 0; k < 6; k++) {
+		for (int k = 0; k < 8; k++) {
 			if (!a[k].p) {
 				r = -ENOMEM;
 				goto out;
 			}
 			vals[k] = a[k].p;
 		}
-		r = central_exec(s, "updating series totals",
-		                 "UPDATE series s SET samples = s.samples + d.samples,"
-		                 " weight = s.weight + d.weight,"
-		                 " input_bytes = s.input_bytes + d.input_bytes,"
-		                 " first_seen = least(s.first_seen, d.first),"
-		                 " last_seen = greatest(s.last_seen, d.last)"
-		                 " FROM unnest($1::int4[], $2::int8[], $3::int8[], $4::int8[],"
-		                 " $5::int8[], $6::int8[]) AS d(id, samples, weight, input_bytes,"
-		                 " first, last) WHERE s.id = d.id",
-		                 6, vals, false, NULL);
+		r = central_exec(
+		        s, "updating series totals",
+		        "UPDATE series s SET samples = s.samples + d.samples - d.less_samples,"
+		        " weight = s.weight + d.weight - d.less_weight,"
+		        " input_bytes = s.input_bytes + d.input_bytes,"
+		        " first_seen = least(s.first_seen, d.first),"
+		        " last_seen = greatest(s.last_seen, d.last)"
+		        " FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
+		        " $4::numeric[], $5::int8[], $6::int8[], $7::numeric[],"
+		        " $8::numeric[]) AS d(id, samples, weight, input_bytes, first, last,"
+		        " less_samples, less_weight) WHERE s.id = d.id",
+		        8, vals, false, NULL);
 	}
 out:
-	for (int k = 0; k < 6; k++)
+	for (int k = 0; k < 8; k++)
 		free(a[k].p);
 	free(ks.p);
 	free(kb.p);
@@ -723,6 +732,11 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 		                 " commit = excluded.commit, at = now()",
 		                 3, vals, false, NULL);
 	}
+	/* Tokens only matter to a writer that retries a commit: a month
+	 * old, they are forgotten. */
+	if (r == 0)
+		r = run(s, "forgetting old commit tokens",
+		        "DELETE FROM writers WHERE at < now() - interval '30 days'");
 	if (r == 0)
 		r = run(s, "commit", "COMMIT");
 	return r;

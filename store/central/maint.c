@@ -101,7 +101,8 @@ int central_prune(struct store *sbase, const struct store_prune_opts *o,
 	                 "WITH d AS (DELETE FROM counts WHERE series = ANY($1::int4[])"
 	                 " AND bucket < $2 RETURNING series, bucket, total_samples,"
 	                 " total_weight) SELECT series, count(DISTINCT bucket),"
-	                 " sum(total_samples), sum(total_weight) FROM d GROUP BY series",
+	                 " sum(flamefs_u64(total_samples)), sum(flamefs_u64(total_weight))"
+	                 " FROM d GROUP BY series",
 	                 2, vals, false, &res);
 	if (r < 0)
 		goto fail;
@@ -140,8 +141,8 @@ int central_prune(struct store *sbase, const struct store_prune_opts *o,
 	                 " first_seen = CASE WHEN t.first IS NULL THEN NULL"
 	                 " ELSE greatest(s.first_seen, t.first) END,"
 	                 " last_seen = CASE WHEN t.first IS NULL THEN NULL ELSE s.last_seen END"
-	                 " FROM (SELECT a.id, sum(c.total_samples) AS samples,"
-	                 " sum(c.total_weight) AS weight, min(c.bucket) AS first"
+	                 " FROM (SELECT a.id, sum(flamefs_u64(c.total_samples)) AS samples,"
+	                 " sum(flamefs_u64(c.total_weight)) AS weight, min(c.bucket) AS first"
 	                 " FROM unnest($1::int4[]) AS a(id) LEFT JOIN counts c ON c.series = a.id"
 	                 " GROUP BY a.id) t WHERE s.id = t.id RETURNING s.samples",
 	                 1, vals, false, &res);

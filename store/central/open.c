@@ -87,13 +87,7 @@ int central_open(const char *conn, int flags, struct store **out, char *err, siz
 			central_seterr(s, "%s: getrandom: %s", s->base.where, strerror(-r));
 			goto fail;
 		}
-		/* Tokens only matter to a writer that retries a commit: a
-		 * month old, they are forgotten. */
-		r = central_exec(s, "forgetting old commit tokens",
-		                 "DELETE FROM writers WHERE at < now() - interval '30 days'", 0,
-		                 NULL, false, NULL);
-		if (r == 0)
-			r = central_load_series(s);
+		r = central_load_series(s);
 		if (r < 0)
 			goto fail;
 	}

@@ -13,21 +13,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Schema 1.  Counts rows are TOASTed (lz4 where the server has it) from
+/* Schema 1.  Counts hold unsigned 64-bit values as int8 bit patterns
+ * (flamefs_u64() reads them back); series totals are numeric(20), checked
+ * below 2^64.  Counts rows are TOASTed (lz4 where the server has it) from
  * 128 bytes on, since their arrays are what the store is made of. */
 static const char schema_sql[] =
         "CREATE TABLE flamefs_meta (key text PRIMARY KEY, value text NOT NULL);"
-        "CREATE TABLE frames (id int4 PRIMARY KEY, hash bytea NOT NULL UNIQUE,"
+        "CREATE TABLE frames (id int4 PRIMARY KEY, hash bytea NOT NULL,"
         " kind int2 NOT NULL, line int4 NOT NULL, name bytea NOT NULL,"
         " module bytea NOT NULL, build_id bytea NOT NULL, file bytea NOT NULL);"
-        "CREATE TABLE nodes (id int4 PRIMARY KEY, hash bytea NOT NULL UNIQUE,"
+        "CREATE TABLE nodes (id int4 PRIMARY KEY, hash bytea NOT NULL,"
         " parent int4 NOT NULL, frame int4 NOT NULL);"
         "CREATE TABLE series (id int4 PRIMARY KEY, host text NOT NULL,"
         " binary_name text NOT NULL, version text NOT NULL, event text NOT NULL,"
         " unit text NOT NULL, first_seen int8, last_seen int8,"
-        " samples int8 NOT NULL DEFAULT 0, weight int8 NOT NULL DEFAULT 0,"
-        " input_bytes int8 NOT NULL DEFAULT 0,"
+        " samples numeric(20) NOT NULL DEFAULT 0, weight numeric(20) NOT NULL DEFAULT 0,"
+        " input_bytes numeric(20) NOT NULL DEFAULT 0,"
+        " CHECK (samples < 18446744073709551616 AND weight < 18446744073709551616"
+        " AND input_bytes < 18446744073709551616),"
         " UNIQUE (host, binary_name, version, event));"
+        "CREATE FUNCTION flamefs_u64(v int8) RETURNS numeric IMMUTABLE STRICT"
+        " LANGUAGE sql AS 'SELECT CASE WHEN v < 0 THEN v + 18446744073709551616"
+        " ELSE v::numeric END';"
         "CREATE TABLE sources (id int4 PRIMARY KEY, store_id text NOT NULL UNIQUE,"
         " upto int8 NOT NULL, updated timestamptz NOT NULL DEFAULT now());"
         "CREATE TABLE destinations (store_id text PRIMARY KEY, upto int8 NOT NULL);"
