@@ -93,6 +93,21 @@ cut -c1-78 "$tmp/p.stats" | sed -n '/^BINARY/,/^$/p' >"$tmp/p.cols"
 same "$tmp/p.cols" "$tmp/e.cols" "stats columns differ"
 has "$tmp/p.stats" "store on disk:" "central stats"
 
+# ---- a hot standby serves readers --------------------------------------------------
+if pg_standby_start standby >"$tmp/standby.out" 2>&1 && pg_standby_sync >>"$tmp/standby.out" 2>&1; then
+	sb=$(pg_standby_uri fx postgres)
+	"$collect" export --store "$sb" --format folded >"$tmp/sb.folded" 2>&1
+	same "$tmp/sb.folded" "$tmp/p.folded" "export from the hot standby"
+	"$collect" stats --store "$sb" >"$tmp/sb.stats" 2>&1 || fail "stats from the hot standby"
+	"$collect" import --store "$sb" "$here/data/folded/basic.folded" >"$tmp/sb.out" 2>&1 &&
+		fail "an import into a standby succeeded"
+	has "$tmp/sb.out" "read-only transaction" "import into a standby"
+	pg_standby_stop
+else
+	fail "the standby did not start"
+	cat "$tmp/standby.out"
+fi
+
 # ---- size against the embedded store, after VACUUM and compact -------------------
 "$collect" compact --store "$fx" >"$tmp/compact.out" 2>&1 || { fail "compact"; cat "$tmp/compact.out"; }
 "$collect" compact --store "$tmp/emb" >/dev/null 2>&1
