@@ -198,6 +198,33 @@ pg_passfile "$tmp/pgpass" fwriter "$pw" fleet
 PGPASSFILE=$tmp/pgpass "$collect" stats --store "postgresql://fwriter@/fleet?host=$sock&port=$PG_PORT" >"$tmp/pass.out" 2>&1 ||
 	{ fail "PGPASSFILE"; cat "$tmp/pass.out"; }
 
+# ---- 16 writers at once, with overlapping stacks ----------------------------------------
+many=$(newdb many)
+"$build/tests/gen-folded" 400 4000 app 1 >"$tmp/common.folded"
+rm -rf "$tmp/manyemb"
+for i in $(seq 1 16); do
+	{ cat "$tmp/common.folded"; "$build/tests/gen-folded" 200 2000 app $((i + 1)); } >"$tmp/w$i.folded"
+	"$collect" import --store "$tmp/manyemb" --time $((1700000040 + 60 * (i % 4))) "$tmp/w$i.folded" >/dev/null 2>&1
+done
+pids=()
+for i in $(seq 1 16); do
+	"$collect" import --store "$many" --time $((1700000040 + 60 * (i % 4))) "$tmp/w$i.folded" >"$tmp/w$i.out" 2>&1 &
+	pids+=($!)
+done
+for i in $(seq 1 16); do
+	n=$((n + 1))
+	wait "${pids[$((i - 1))]}" || { fail "concurrent import $i"; cat "$tmp/w$i.out"; }
+done
+"$collect" export --store "$many" --format folded >"$tmp/many.p" 2>&1
+"$collect" export --store "$tmp/manyemb" --format folded >"$tmp/many.e" 2>&1
+same "$tmp/many.p" "$tmp/many.e" "16 concurrent writers: counts differ"
+n=$((n + 1))
+[ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT hash) = count(*) FROM nodes")" = t ] ||
+	fail "16 concurrent writers: node ids not dense or a stack stored twice"
+n=$((n + 1))
+[ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT hash) = count(*) FROM frames")" = t ] ||
+	fail "16 concurrent writers: frame ids not dense or a frame stored twice"
+
 # ---- a server restarted while imports run ------------------------------------------------
 busy=$(newdb busy)
 "$build/tests/gen-folded" 2000 200000 busy 7 >"$tmp/big.folded"
