@@ -51,6 +51,9 @@ lacks() { # FILE TEXT WHAT
 # ---- the backend's unit tests --------------------------------------------------
 n=$((n + 1))
 "$unit" "$sock" postgres "$PG_PORT" >"$tmp/unit.out" 2>&1 || { fail "test-central"; cat "$tmp/unit.out"; }
+n=$((n + 1))
+FLAMEFS_TEST_HASH_BITS=1 "$unit" "$sock" postgres "$PG_PORT" >>"$tmp/unit.out" 2>&1 ||
+	{ fail "test-central with 1-bit hashes"; cat "$tmp/unit.out"; }
 grep -E '^(PASS|FAIL)' "$tmp/unit.out"
 
 # ---- every good fixture: central == embedded -------------------------------------
@@ -219,10 +222,10 @@ done
 "$collect" export --store "$tmp/manyemb" --format folded >"$tmp/many.e" 2>&1
 same "$tmp/many.p" "$tmp/many.e" "16 concurrent writers: counts differ"
 n=$((n + 1))
-[ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT hash) = count(*) FROM nodes")" = t ] ||
+[ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT (parent, frame)) = count(*) FROM nodes")" = t ] ||
 	fail "16 concurrent writers: node ids not dense or a stack stored twice"
 n=$((n + 1))
-[ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT hash) = count(*) FROM frames")" = t ] ||
+[ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT (kind, line, name, module, build_id, file)) = count(*) FROM frames")" = t ] ||
 	fail "16 concurrent writers: frame ids not dense or a frame stored twice"
 
 # ---- a server restarted while imports run ------------------------------------------------

@@ -46,6 +46,9 @@
 
 #define CENTRAL_ERRLEN 1024
 
+/* Frames and nodes per row of frame_runs / node_runs, at most. */
+#define CENTRAL_RUN 4096u
+
 /* A 128-bit content hash, as stored in the hash columns (big-endian
  * high then low half). */
 struct hash128 {

@@ -79,12 +79,6 @@ static void cb_64(struct cbuf *b, uint64_t v)
 	cb_32(b, (uint32_t)v);
 }
 
-static void f_int2(struct cbuf *b, uint16_t v)
-{
-	cb_32(b, 2);
-	cb_16(b, v);
-}
-
 static void f_int4(struct cbuf *b, uint32_t v)
 {
 	cb_32(b, 4);
@@ -280,13 +274,15 @@ static int others_wrote(struct pg_batch *b)
 	struct pg *s = b->s;
 	PGresult *res;
 	int r = central_exec(s, "reading the newest ids",
-	                     "SELECT (SELECT max(id) FROM frames), (SELECT max(id) FROM nodes)", 0,
-	                     NULL, false, &res);
+	                     "SELECT (SELECT first + cardinality(kinds) FROM frame_runs"
+	                     " ORDER BY first DESC LIMIT 1), (SELECT first + cardinality(parents)"
+	                     " FROM node_runs ORDER BY first DESC LIMIT 1)",
+	                     0, NULL, false, &res);
 
 	if (r < 0)
 		return r;
-	r = value_i64(res, 0, 0) + 1 != (int64_t)b->frame_base ||
-	    value_i64(res, 0, 1) + 1 != (int64_t)b->node_base;
+	r = value_i64(res, 0, 0) != (int64_t)b->frame_base ||
+	    value_i64(res, 0, 1) != (int64_t)b->node_base;
 	PQclear(res);
 	return r;
 }
@@ -344,6 +340,97 @@ static uint32_t final_series(const struct pg_batch *b, const uint32_t *ids, uint
 	return idx >= b->series_base ? ids[idx - b->series_base] : id;
 }
 
+/* An array of n byte strings (bytea[]): get(s, id, &len) for ids
+ * first..first+n-1. */
+static void f_bytes_array(struct cbuf *b, const struct pg *s, uint32_t first, uint32_t n,
+                          const void *(*get)(const struct pg *, uint32_t, size_t *))
+{
+	size_t total = 20;
+
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len;
+
+		get(s, first + i, &len);
+		total += 4 + len;
+	}
+	cb_32(b, (uint32_t)total);
+	cb_32(b, 1);
+	cb_32(b, 0);
+	cb_32(b, 17); /* bytea */
+	cb_32(b, n);
+	cb_32(b, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len;
+		const void *p = get(s, first + i, &len);
+
+		f_bytes(b, p, len);
+	}
+}
+
+static const void *get_name(const struct pg *s, uint32_t id, size_t *len)
+{
+	*len = s->frames[id].name_len;
+	return s->frames[id].name;
+}
+
+static const void *get_module(const struct pg *s, uint32_t id, size_t *len)
+{
+	*len = s->frames[id].module_len;
+	return s->frames[id].module;
+}
+
+static const void *get_build_id(const struct pg *s, uint32_t id, size_t *len)
+{
+	*len = s->frames[id].build_id_len;
+	return s->frames[id].build_id;
+}
+
+static const void *get_file(const struct pg *s, uint32_t id, size_t *len)
+{
+	*len = s->frames[id].file_len;
+	return s->frames[id].file;
+}
+
+/* An int2[] / int4[] of n values, get(s, id) for ids first.. . */
+static void f_int_array(struct cbuf *b, const struct pg *s, uint32_t first, uint32_t n, int elem,
+                        uint32_t (*get)(const struct pg *, uint32_t))
+{
+	cb_32(b, 20 + n * (4 + (uint32_t)elem));
+	cb_32(b, 1);
+	cb_32(b, 0);
+	cb_32(b, elem == 2 ? 21 : OID_INT4);
+	cb_32(b, n);
+	cb_32(b, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		cb_32(b, (uint32_t)elem);
+		if (elem == 2)
+			cb_16(b, (uint16_t)get(s, first + i));
+		else
+			cb_32(b, get(s, first + i));
+	}
+}
+
+static uint32_t get_kind(const struct pg *s, uint32_t id)
+{
+	return s->frames[id].kind;
+}
+
+static uint32_t get_line(const struct pg *s, uint32_t id)
+{
+	return s->frames[id].line;
+}
+
+static uint32_t get_parent(const struct pg *s, uint32_t id)
+{
+	return s->node_parent[id];
+}
+
+static uint32_t get_frame(const struct pg *s, uint32_t id)
+{
+	return s->node_frame[id];
+}
+
+/* The batch's new frames and nodes, as runs of up to CENTRAL_RUN. */
 static int copy_frames_nodes(struct pg_batch *b)
 {
 	struct pg *s = b->s;
@@ -352,39 +439,38 @@ static int copy_frames_nodes(struct pg_batch *b)
 
 	if (s->nframes > b->frame_base) {
 		copy_start(&c);
-		for (uint32_t id = b->frame_base; id < s->nframes; id++) {
-			const struct store_frame *f = &s->frames[id];
-
-			cb_16(&c, 8);
-			f_int4(&c, id);
-			f_bytes(&c, s->fhash[id].b, 16);
-			f_int2(&c, f->kind);
-			f_int4(&c, f->line);
-			f_bytes(&c, f->name, f->name_len);
-			f_bytes(&c, f->module, f->module_len);
-			f_bytes(&c, f->build_id, f->build_id_len);
-			f_bytes(&c, f->file, f->file_len);
+		for (uint32_t at = b->frame_base, n; at < s->nframes; at += n) {
+			n = s->nframes - at < CENTRAL_RUN ? s->nframes - at : CENTRAL_RUN;
+			cb_16(&c, 7);
+			f_int4(&c, at);
+			f_int_array(&c, s, at, n, 2, get_kind);
+			f_int_array(&c, s, at, n, 4, get_line);
+			f_bytes_array(&c, s, at, n, get_name);
+			f_bytes_array(&c, s, at, n, get_module);
+			f_bytes_array(&c, s, at, n, get_build_id);
+			f_bytes_array(&c, s, at, n, get_file);
 		}
 		copy_end(&c);
-		r = c.failed
-		            ? -ENOMEM
-		            : central_copy_in(s, "writing frames",
-		                              "COPY frames FROM STDIN (FORMAT binary)", c.p, c.len);
+		r = c.failed ? -ENOMEM
+		             : central_copy_in(s, "writing frames",
+		                               "COPY frame_runs FROM STDIN (FORMAT binary)", c.p,
+		                               c.len);
 		c.len = 0;
 	}
 	if (r == 0 && s->nnodes > b->node_base) {
 		copy_start(&c);
-		for (uint32_t id = b->node_base; id < s->nnodes; id++) {
-			cb_16(&c, 4);
-			f_int4(&c, id);
-			f_bytes(&c, s->nhash[id].b, 16);
-			f_int4(&c, s->node_parent[id]);
-			f_int4(&c, s->node_frame[id]);
+		for (uint32_t at = b->node_base, n; at < s->nnodes; at += n) {
+			n = s->nnodes - at < CENTRAL_RUN ? s->nnodes - at : CENTRAL_RUN;
+			cb_16(&c, 3);
+			f_int4(&c, at);
+			f_int_array(&c, s, at, n, 4, get_parent);
+			f_int_array(&c, s, at, n, 4, get_frame);
 		}
 		copy_end(&c);
 		r = c.failed ? -ENOMEM
 		             : central_copy_in(s, "writing stack nodes",
-		                               "COPY nodes FROM STDIN (FORMAT binary)", c.p, c.len);
+		                               "COPY node_runs FROM STDIN (FORMAT binary)", c.p,
+		                               c.len);
 	}
 	free(c.p);
 	return r;

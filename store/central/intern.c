@@ -15,9 +15,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-/* Rows per SELECT when loading: bounds libpq's result in memory. */
-#define LOAD_CHUNK 100000
-
 /* ---- content hashes ---------------------------------------------------- */
 
 static void put_le64(XXH3_state_t *st, uint64_t v)
@@ -36,12 +33,35 @@ static void put_field(XXH3_state_t *st, const void *p, size_t len)
 		XXH3_128bits_update(st, p, len);
 }
 
+/* For tests only: $FLAMEFS_TEST_HASH_BITS=N keeps the first N bits of
+ * every hash (1..127), so that collisions happen and their refusal can
+ * be tested.  Unset, hashes are whole. */
+static unsigned hash_bits(void)
+{
+	static int bits = -1;
+
+	if (bits < 0) {
+		const char *e = getenv("FLAMEFS_TEST_HASH_BITS");
+		int v = e && *e ? atoi(e) : 128;
+
+		bits = v >= 1 && v < 128 ? v : 128;
+	}
+	return (unsigned)bits;
+}
+
 static void canonical(XXH128_hash_t v, struct hash128 *h)
 {
 	XXH128_canonical_t c;
+	unsigned bits = hash_bits();
 
 	XXH128_canonicalFromHash(&c, v);
 	memcpy(h->b, c.digest, 16);
+	for (unsigned i = 0; i < 16 && bits < 128; i++) {
+		unsigned keep = bits > 8 * i ? bits - 8 * i : 0;
+
+		if (keep < 8)
+			h->b[i] &= (uint8_t)(0xff00u >> keep);
+	}
 }
 
 /* kind (1 byte), line (4 bytes LE), then name, module, build id and file,
@@ -330,66 +350,135 @@ void central_intern_free(struct pg *s)
 
 /* ---- loading ---------------------------------------------------------------- */
 
+/* Runs per SELECT when loading (of up to CENTRAL_RUN each): bounds
+ * libpq's result in memory. */
+#define LOAD_RUNS 64
+
 static int damaged(struct pg *s, const char *what, uint32_t id)
 {
 	central_seterr(s, "%s: store is damaged: %s %u", s->base.where, what, id);
 	return -EIO;
 }
 
-static int load_frames(struct pg *s)
+/* A binary one-dimensional array without NULLs: its element count, and
+ * a cursor at its first element; -1 when malformed. */
+struct arr {
+	const char *p, *end;
+};
+
+static long arr_open(const PGresult *res, int row, int col, struct arr *a)
 {
-	for (;;) {
-		char from[16];
-		const char *vals[1] = {from};
-		PGresult *res;
-		int n, r;
+	const char *p = PQgetvalue(res, row, col);
+	int len = PQgetlength(res, row, col);
 
-		snprintf(from, sizeof(from), "%u", s->nframes);
-		r = central_exec(s, "loading frames",
-		                 s->readonly
-		                         ? "SELECT id, kind, line, name, module, build_id, file"
-		                           " FROM frames WHERE id >= $1 ORDER BY id LIMIT 100000"
-		                         : "SELECT id, kind, line, name, module, build_id, file,"
-		                           " hash FROM frames WHERE id >= $1 ORDER BY id"
-		                           " LIMIT 100000",
-		                 1, vals, true, &res);
-		if (r < 0)
-			return r;
-		n = PQntuples(res);
-		for (int i = 0; i < n; i++) {
-			struct store_frame f = {0};
-			struct hash128 h = {{0}};
-			uint32_t id = be32(PQgetvalue(res, i, 0));
-
-			if (id != s->nframes || (!s->readonly && PQgetlength(res, i, 7) != 16)) {
-				PQclear(res);
-				return damaged(s, "frame", s->nframes);
-			}
-			f.kind = (uint8_t)((uint8_t)PQgetvalue(res, i, 1)[1]);
-			f.line = be32(PQgetvalue(res, i, 2));
-			f.name = PQgetvalue(res, i, 3);
-			f.name_len = (size_t)PQgetlength(res, i, 3);
-			f.module = PQgetvalue(res, i, 4);
-			f.module_len = (size_t)PQgetlength(res, i, 4);
-			f.build_id = (const uint8_t *)PQgetvalue(res, i, 5);
-			f.build_id_len = (size_t)PQgetlength(res, i, 5);
-			f.file = PQgetvalue(res, i, 6);
-			f.file_len = (size_t)PQgetlength(res, i, 6);
-			if (!s->readonly)
-				memcpy(h.b, PQgetvalue(res, i, 7), 16);
-			if (central_frame_append(s, &f, &h) < 0) {
-				PQclear(res);
-				central_seterr(s, "%s: out of memory", s->base.where);
-				return -ENOMEM;
-			}
-		}
-		PQclear(res);
-		if (n < LOAD_CHUNK)
-			return 0;
+	if (PQgetisnull(res, row, col) || len < 12 || be32(p + 4) != 0)
+		return -1;
+	a->end = p + len;
+	if (be32(p) == 0) {
+		a->p = p + 12;
+		return 0;
 	}
+	if (be32(p) != 1 || len < 20 || be32(p + 16) != 1)
+		return -1;
+	a->p = p + 20;
+	return (long)be32(p + 12);
 }
 
-static int load_nodes(struct pg *s)
+/* The next element: its bytes and length; -1 past the end. */
+static int arr_next(struct arr *a, const char **v, size_t *len)
+{
+	uint32_t n;
+
+	if (a->end - a->p < 4)
+		return -1;
+	n = be32(a->p);
+	if (n > (uint32_t)(a->end - a->p - 4))
+		return -1;
+	*v = a->p + 4;
+	*len = n;
+	a->p += 4 + n;
+	return 0;
+}
+
+static int arr_u32(struct arr *a, uint32_t *v)
+{
+	const char *p;
+	size_t len;
+
+	if (arr_next(a, &p, &len) < 0 || len != 4)
+		return -1;
+	*v = be32(p);
+	return 0;
+}
+
+/* One run of frames: row `row` of res. */
+static int frame_run(struct pg *s, const PGresult *res, int row)
+{
+	struct arr a[6];
+	long n = arr_open(res, row, 1, &a[0]);
+
+	if (be32(PQgetvalue(res, row, 0)) != s->nframes || n <= 0)
+		return damaged(s, "frame", s->nframes);
+	for (int c = 1; c < 6; c++)
+		if (arr_open(res, row, c + 1, &a[c]) != n)
+			return damaged(s, "frame", s->nframes);
+	for (long i = 0; i < n; i++) {
+		struct store_frame f = {0};
+		struct hash128 h = {{0}};
+		const char *v;
+		size_t len;
+		uint32_t line;
+
+		if (arr_next(&a[0], &v, &len) < 0 || len != 2 || arr_u32(&a[1], &line) < 0)
+			return damaged(s, "frame", s->nframes);
+		f.kind = (uint8_t)v[1];
+		f.line = line;
+		if (arr_next(&a[2], &f.name, &f.name_len) < 0 ||
+		    arr_next(&a[3], &f.module, &f.module_len) < 0 ||
+		    arr_next(&a[4], (const char **)&f.build_id, &f.build_id_len) < 0 ||
+		    arr_next(&a[5], &f.file, &f.file_len) < 0)
+			return damaged(s, "frame", s->nframes);
+		/* Frame 0, "no frame", has the hash of 16 zero bytes. */
+		if (!s->readonly && s->nframes > 0)
+			central_frame_hash(&f, &h);
+		if (central_frame_append(s, &f, &h) < 0) {
+			central_seterr(s, "%s: out of memory", s->base.where);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int node_run(struct pg *s, const PGresult *res, int row)
+{
+	struct arr ap, af;
+	long n = arr_open(res, row, 1, &ap);
+
+	if (be32(PQgetvalue(res, row, 0)) != s->nnodes || n <= 0 || arr_open(res, row, 2, &af) != n)
+		return damaged(s, "node", s->nnodes);
+	for (long i = 0; i < n; i++) {
+		struct hash128 h = {{0}};
+		uint32_t id = s->nnodes, parent, frame;
+
+		if (arr_u32(&ap, &parent) < 0 || arr_u32(&af, &frame) < 0)
+			return damaged(s, "node", id);
+		/* The root is its own parent; every other node's parent was
+		 * committed before it. */
+		if ((id && (parent >= id || frame == 0)) || frame >= s->nframes)
+			return damaged(s, "node", id);
+		if (!s->readonly && id > 0)
+			central_node_hash(&s->nhash[parent], &s->fhash[frame], &h);
+		if (central_node_append(s, parent, frame, &h) < 0) {
+			central_seterr(s, "%s: out of memory", s->base.where);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Loads the runs of `table` from id `*have` on, LOAD_RUNS at a time. */
+static int load_runs(struct pg *s, const char *what, const char *sql, const uint32_t *have,
+                     int (*run)(struct pg *s, const PGresult *res, int row))
 {
 	for (;;) {
 		char from[16];
@@ -397,48 +486,33 @@ static int load_nodes(struct pg *s)
 		PGresult *res;
 		int n, r;
 
-		snprintf(from, sizeof(from), "%u", s->nnodes);
-		r = central_exec(s, "loading nodes",
-		                 s->readonly ? "SELECT id, parent, frame FROM nodes WHERE id >= $1"
-		                               " ORDER BY id LIMIT 100000"
-		                             : "SELECT id, parent, frame, hash FROM nodes"
-		                               " WHERE id >= $1 ORDER BY id LIMIT 100000",
-		                 1, vals, true, &res);
+		snprintf(from, sizeof(from), "%u", *have);
+		r = central_exec(s, what, sql, 1, vals, true, &res);
 		if (r < 0)
 			return r;
 		n = PQntuples(res);
-		for (int i = 0; i < n; i++) {
-			struct hash128 h = {{0}};
-			uint32_t id = be32(PQgetvalue(res, i, 0));
-			uint32_t parent = be32(PQgetvalue(res, i, 1));
-			uint32_t frame = be32(PQgetvalue(res, i, 2));
-
-			/* The root is its own parent; every other node's
-			 * parent was committed before it. */
-			if (id != s->nnodes || (id && parent >= id) || frame >= s->nframes ||
-			    (!s->readonly && PQgetlength(res, i, 3) != 16)) {
-				PQclear(res);
-				return damaged(s, "node", s->nnodes);
-			}
-			if (!s->readonly)
-				memcpy(h.b, PQgetvalue(res, i, 3), 16);
-			if (central_node_append(s, parent, frame, &h) < 0) {
-				PQclear(res);
-				central_seterr(s, "%s: out of memory", s->base.where);
-				return -ENOMEM;
-			}
-		}
+		for (int i = 0; i < n && r == 0; i++)
+			r = run(s, res, i);
 		PQclear(res);
-		if (n < LOAD_CHUNK)
+		if (r < 0)
+			return r;
+		if (n < LOAD_RUNS)
 			return 0;
 	}
 }
 
 int central_load_new(struct pg *s)
 {
-	int r = load_frames(s);
+	int r = load_runs(
+	        s, "loading frames",
+	        "SELECT first, kinds, lines, names, modules, build_ids, files FROM frame_runs"
+	        " WHERE first >= $1 ORDER BY first LIMIT 64",
+	        &s->nframes, frame_run);
 
 	if (r == 0)
-		r = load_nodes(s);
+		r = load_runs(s, "loading nodes",
+		              "SELECT first, parents, frames FROM node_runs WHERE first >= $1"
+		              " ORDER BY first LIMIT 64",
+		              &s->nnodes, node_run);
 	return r;
 }

@@ -187,7 +187,8 @@ int central_compact(struct store *sbase)
 		return -EROFS;
 	}
 	return central_exec(s, "VACUUM",
-	                    "VACUUM (ANALYZE) flamefs_meta, frames, nodes, series, counts, sources,"
+	                    "VACUUM (ANALYZE) flamefs_meta, frame_runs, node_runs, series, counts, "
+	                    "sources,"
 	                    " destinations, writers",
 	                    0, NULL, false, NULL) < 0
 	               ? -EIO
@@ -198,15 +199,16 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 {
 	struct pg *s = pg_of(sbase);
 	PGresult *res;
-	int r = central_exec(s, "measuring the tables",
-	                     "SELECT pg_total_relation_size('frames'),"
-	                     " pg_total_relation_size('nodes'), pg_total_relation_size('counts'),"
-	                     " pg_total_relation_size('flamefs_meta')"
-	                     " + pg_total_relation_size('series')"
-	                     " + pg_total_relation_size('sources')"
-	                     " + pg_total_relation_size('destinations')"
-	                     " + pg_total_relation_size('writers')",
-	                     0, NULL, false, &res);
+	int r = central_exec(
+	        s, "measuring the tables",
+	        "SELECT pg_total_relation_size('frame_runs'),"
+	        " pg_total_relation_size('node_runs'), pg_total_relation_size('counts'),"
+	        " pg_total_relation_size('flamefs_meta')"
+	        " + pg_total_relation_size('series')"
+	        " + pg_total_relation_size('sources')"
+	        " + pg_total_relation_size('destinations')"
+	        " + pg_total_relation_size('writers')",
+	        0, NULL, false, &res);
 
 	memset(out, 0, sizeof(*out));
 	if (r < 0)

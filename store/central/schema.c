@@ -13,17 +13,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Schema 1.  Counts hold unsigned 64-bit values as int8 bit patterns
+/* Schema 1.  Frames and nodes are kept in runs, one row per commit's
+ * run of up to 4096 (arrays, lz4), with the views `frames` and `nodes`
+ * of a row each for SQL; their content hashes are computed, not stored.
+ * Counts hold unsigned 64-bit values as int8 bit patterns
  * (flamefs_u64() reads them back); series totals are numeric(20), checked
  * below 2^64.  Counts rows are TOASTed (lz4 where the server has it) from
  * 128 bytes on, since their arrays are what the store is made of. */
 static const char schema_sql[] =
         "CREATE TABLE flamefs_meta (key text PRIMARY KEY, value text NOT NULL);"
-        "CREATE TABLE frames (id int4 PRIMARY KEY, hash bytea NOT NULL,"
-        " kind int2 NOT NULL, line int4 NOT NULL, name bytea NOT NULL,"
-        " module bytea NOT NULL, build_id bytea NOT NULL, file bytea NOT NULL);"
-        "CREATE TABLE nodes (id int4 PRIMARY KEY, hash bytea NOT NULL,"
-        " parent int4 NOT NULL, frame int4 NOT NULL);"
+        "CREATE TABLE frame_runs (first int4 PRIMARY KEY, kinds int2[] NOT NULL,"
+        " lines int4[] NOT NULL, names bytea[] NOT NULL, modules bytea[] NOT NULL,"
+        " build_ids bytea[] NOT NULL, files bytea[] NOT NULL)"
+        " WITH (toast_tuple_target = 128);"
+        "CREATE TABLE node_runs (first int4 PRIMARY KEY, parents int4[] NOT NULL,"
+        " frames int4[] NOT NULL) WITH (toast_tuple_target = 128);"
+        "CREATE VIEW frames AS SELECT r.first + i - 1 AS id, r.kinds[i] AS kind,"
+        " r.lines[i] AS line, r.names[i] AS name, r.modules[i] AS module,"
+        " r.build_ids[i] AS build_id, r.files[i] AS file"
+        " FROM frame_runs r, generate_subscripts(r.kinds, 1) AS i;"
+        "CREATE VIEW nodes AS SELECT r.first + i - 1 AS id, r.parents[i] AS parent,"
+        " r.frames[i] AS frame FROM node_runs r, generate_subscripts(r.parents, 1) AS i;"
         "CREATE TABLE series (id int4 PRIMARY KEY, host text NOT NULL,"
         " binary_name text NOT NULL, version text NOT NULL, event text NOT NULL,"
         " unit text NOT NULL, first_seen int8, last_seen int8,"
@@ -53,10 +63,16 @@ static const char schema_sql[] =
         " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
         " ALTER TABLE counts ALTER nodes SET COMPRESSION lz4,"
         " ALTER samples SET COMPRESSION lz4, ALTER weights SET COMPRESSION lz4;"
+        " ALTER TABLE frame_runs ALTER kinds SET COMPRESSION lz4,"
+        " ALTER lines SET COMPRESSION lz4, ALTER names SET COMPRESSION lz4,"
+        " ALTER modules SET COMPRESSION lz4, ALTER build_ids SET COMPRESSION lz4,"
+        " ALTER files SET COMPRESSION lz4;"
+        " ALTER TABLE node_runs ALTER parents SET COMPRESSION lz4,"
+        " ALTER frames SET COMPRESSION lz4;"
         " END IF; END $$;"
-        "INSERT INTO frames VALUES (0, '\\x00000000000000000000000000000000', 0, 0,"
-        " '', '', '', '');"
-        "INSERT INTO nodes VALUES (0, '\\x00000000000000000000000000000000', 0, 0);";
+        "INSERT INTO frame_runs VALUES (0, ARRAY[0::int2], ARRAY[0], ARRAY[''::bytea],"
+        " ARRAY[''::bytea], ARRAY[''::bytea], ARRAY[''::bytea]);"
+        "INSERT INTO node_runs VALUES (0, ARRAY[0], ARRAY[0]);";
 
 /* Upgrade steps: steps[i].sql takes schema steps[i].from to from + 1, in
  * the transaction that also records the new version.  Schema 1 is the
