@@ -731,6 +731,20 @@ static void test_reconnect(void)
 		store_close(r);
 	}
 	CHECK_STR(sql("c_retry", "SELECT value FROM flamefs_meta WHERE key = 'commits'"), "1");
+	/* The server commits but the reply is lost: the retry finds the
+	 * token and does not commit again. */
+	setenv("FLAMEFS_TEST_LOSE_REPLY", "1", 1);
+	b = store_batch_new(w);
+	s = series(b, "h", "r");
+	CHECK(store_batch_add(b, s, T0, stack(b, "k;k2"), 5, 5) == 0);
+	CHECK(store_batch_commit(b) == 0);
+	store_batch_free(b);
+	unsetenv("FLAMEFS_TEST_LOSE_REPLY");
+	CHECK_STR(sql("c_retry", "SELECT value FROM flamefs_meta WHERE key = 'commits'"), "2");
+	CHECK_STR(sql("c_retry", "SELECT count(*) || ' ' || sum(total_samples) FROM counts"),
+	          "2 8");
+	CHECK_STR(sql("c_retry", "SELECT samples FROM series"), "8");
+	CHECK(store_node_count(w) == 3);
 	/* A reader whose connection died reconnects on refresh. */
 	r = open_ok("c_retry", STORE_READONLY);
 	if (r) {
@@ -738,7 +752,7 @@ static void test_reconnect(void)
 		               "WHERE datname = 'c_retry' AND pid <> pg_backend_pid()");
 		usleep(100000);
 		CHECK(store_refresh(r) == 0);
-		CHECK(store_node_count(r) == 2);
+		CHECK(store_node_count(r) == 3);
 		store_close(r);
 	}
 	store_close(w);
