@@ -49,8 +49,9 @@
 /* Frames and nodes per row of frame_runs / node_runs, at most. */
 #define CENTRAL_RUN 4096u
 
-/* A 128-bit content hash, as stored in the hash columns (big-endian
- * high then low half). */
+/* A 128-bit content hash (XXH3-128 in its canonical, big-endian byte
+ * order); writers compute them from what they load, the database keeps
+ * none. */
 struct hash128 {
 	uint8_t b[16];
 };

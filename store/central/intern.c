@@ -2,8 +2,8 @@
  * intern.c — frames and tree nodes in memory: their content hashes
  * (XXH3-128 of a frame's fields with their lengths; of a node's parent
  * hash and frame hash), the arrays indexed by database id, the writer's
- * tables from hash to id, and loading the rows past what is in memory
- * (in chunks, binary results).
+ * tables from hash to id, and loading the runs (frame_runs, node_runs)
+ * past what is in memory, with binary results, computing the hashes.
  */
 #include "central.h"
 
@@ -476,7 +476,7 @@ static int node_run(struct pg *s, const PGresult *res, int row)
 	return 0;
 }
 
-/* Loads the runs of `table` from id `*have` on, LOAD_RUNS at a time. */
+/* Loads the runs `sql` selects from id `*have` on, LOAD_RUNS at a time. */
 static int load_runs(struct pg *s, const char *what, const char *sql, const uint32_t *have,
                      int (*run)(struct pg *s, const PGresult *res, int row))
 {
