@@ -1,18 +1,254 @@
 /*
- * central/open.c — opening a PostgreSQL store (being written; see
- * issue 22).
+ * open.c — opening and closing a PostgreSQL store, catching up with
+ * other writers in store_refresh(), the in-memory getters, and the
+ * backend's table of functions (central_ops).  A reader needs only
+ * SELECT rights: it loads meta, frames and nodes inside one read-only
+ * repeatable-read transaction, which a hot standby serves too.
  */
-#include "backend.h"
+#include "central.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reads the commit counter and loads what is new, in one snapshot.
+ * Returns 1 when the counter moved, 0 when not, or -errno. */
+static int catch_up(struct pg *s)
+{
+	PGresult *res;
+	uint64_t seq;
+	int r = central_exec(s, "reading", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0,
+	                     NULL, false, NULL);
+
+	if (r < 0)
+		return r;
+	r = central_exec(s, "reading the commit counter",
+	                 "SELECT value FROM flamefs_meta WHERE key = 'commits'", 0, NULL, false,
+	                 &res);
+	if (r < 0)
+		goto fail;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		central_seterr(s, "%s: store is damaged: flamefs_meta has no commit counter",
+		               s->base.where);
+		r = -EIO;
+		goto fail;
+	}
+	seq = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	r = central_load_new(s);
+	if (r < 0)
+		goto fail;
+	r = central_exec(s, "reading", "COMMIT", 0, NULL, false, NULL);
+	if (r < 0)
+		return r;
+	r = seq != s->seq;
+	s->seq = seq;
+	return r;
+fail:
+	if (s->conn && PQstatus(s->conn) == CONNECTION_OK) {
+		res = PQexec(s->conn, "ROLLBACK");
+		PQclear(res);
+	}
+	return r;
+}
 
 int central_open(const char *conn, int flags, struct store **out, char *err, size_t errlen)
 {
-	(void)conn;
-	(void)flags;
+	struct pg *s;
+	int r;
+
 	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		if (errlen)
+			snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->base.ops = &central_ops;
+	s->readonly = flags & STORE_READONLY;
+	s->conninfo = strdup(conn);
+	s->base.where = central_redact(conn);
+	if (!s->conninfo || !s->base.where) {
+		r = -ENOMEM;
+		central_seterr(s, "out of memory");
+		goto fail;
+	}
+	r = central_connect(s);
+	if (r < 0)
+		goto fail;
+	r = central_schema(s, flags);
+	if (r < 0)
+		goto fail;
+	if (!s->readonly) {
+		r = central_random_hex(s->writer_id);
+		if (r < 0) {
+			central_seterr(s, "%s: getrandom: %s", s->base.where, strerror(-r));
+			goto fail;
+		}
+		r = central_load_series(s);
+		if (r < 0)
+			goto fail;
+	}
+	s->seq = UINT64_MAX; /* so that catch_up() records the counter */
+	r = catch_up(s);
+	if (r < 0)
+		goto fail;
+	if (s->nframes == 0 || s->nnodes == 0) {
+		central_seterr(s, "%s: store is damaged: no root node or frame 0", s->base.where);
+		r = -EIO;
+		goto fail;
+	}
+	*out = &s->base;
+	return 0;
+fail:
 	if (errlen)
-		snprintf(err, errlen, "database stores are not built into this flamefs yet");
-	return -EPROTONOSUPPORT;
+		snprintf(err, errlen, "%s", s->errmsg[0] ? s->errmsg : strerror(-r));
+	central_close_store(&s->base);
+	return r;
 }
+
+void central_close_store(struct store *sbase)
+{
+	struct pg *s = pg_of(sbase);
+
+	if (!s)
+		return;
+	if (s->batch)
+		central_batch_free(&s->batch->base);
+	if (s->conn)
+		PQfinish(s->conn);
+	central_intern_free(s);
+	for (uint32_t i = 0; i < s->nseries; i++)
+		central_series_clear(&s->series[i]);
+	free(s->series);
+	free(s->series_by_id);
+	htab_free(&s->series_tab);
+	free(s->conninfo);
+	free(s->base.where);
+	free(s->base.host);
+	free(s);
+}
+
+int central_refresh(struct store *sbase)
+{
+	struct pg *s = pg_of(sbase);
+	int r;
+
+	/* A writer's batch holds provisional ids past the loaded ones; the
+	 * commit catches up instead. */
+	if (s->batch)
+		return 0;
+	if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
+		if (s->conn)
+			PQreset(s->conn);
+		if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
+			r = central_connect(s);
+			if (r < 0)
+				return r;
+		}
+	}
+	r = catch_up(s);
+	if (r == -ECONNRESET) {
+		/* One more time on a fresh connection: a restarted server or
+		 * a promoted standby. */
+		r = central_connect(s);
+		if (r == 0)
+			r = catch_up(s);
+	}
+	return r < 0 ? -EIO : r;
+}
+
+static const char *central_errmsg(const struct store *sbase)
+{
+	return pg_cof(sbase)->errmsg;
+}
+
+static const char *central_notice(const struct store *sbase)
+{
+	(void)sbase;
+	return NULL;
+}
+
+static uint32_t central_bucket_seconds(const struct store *sbase)
+{
+	return pg_cof(sbase)->bucket_seconds;
+}
+
+static uint64_t central_sequence(const struct store *sbase)
+{
+	return pg_cof(sbase)->seq;
+}
+
+static uint32_t central_node_count(const struct store *sbase)
+{
+	return pg_cof(sbase)->nnodes;
+}
+
+static int central_node_get(const struct store *sbase, uint32_t node, uint32_t *parent,
+                            uint32_t *frame)
+{
+	const struct pg *s = pg_cof(sbase);
+
+	if (node >= s->nnodes)
+		return -ENOENT;
+	*parent = s->node_parent[node];
+	*frame = s->node_frame[node];
+	return 0;
+}
+
+static uint32_t central_frame_count(const struct store *sbase)
+{
+	return pg_cof(sbase)->nframes;
+}
+
+static int central_frame_get(const struct store *sbase, uint32_t frame, struct store_frame *f)
+{
+	const struct pg *s = pg_cof(sbase);
+
+	if (frame == 0 || frame >= s->nframes)
+		return -ENOENT;
+	*f = s->frames[frame];
+	return 0;
+}
+
+static const char *central_id(const struct store *sbase)
+{
+	return pg_cof(sbase)->store_id;
+}
+
+const struct store_ops central_ops = {
+        .name = "central",
+        .close = central_close_store,
+        .errmsg = central_errmsg,
+        .notice = central_notice,
+        .bucket_seconds = central_bucket_seconds,
+        .batch_new = central_batch_new,
+        .batch_free = central_batch_free,
+        .batch_series = central_batch_series,
+        .batch_frame = central_batch_frame,
+        .batch_node = central_batch_node,
+        .batch_add = central_batch_add,
+        .batch_input_bytes = central_batch_input_bytes,
+        .batch_commit = central_batch_commit,
+        .refresh = central_refresh,
+        .sequence = central_sequence,
+        .series_list = central_series_list,
+        .node_count = central_node_count,
+        .node_get = central_node_get,
+        .frame_count = central_frame_count,
+        .frame_get = central_frame_get,
+        .series_counts = central_series_counts,
+        .footprint = central_footprint,
+        .series_disk_bytes = central_series_disk_bytes,
+        .compact = central_compact,
+        .prune = central_prune,
+        .replaces_sources = true,
+        .id = central_id,
+        .changes = central_changes,
+        .batch_source = central_batch_source,
+        .source_cursor = central_source_cursor,
+        .dest_cursor = central_dest_cursor,
+        .set_dest_cursor = central_set_dest_cursor,
+};

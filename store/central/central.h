@@ -1,0 +1,265 @@
+/*
+ * central.h — what the central backend's files share and nothing outside
+ * store/central/ may use.
+ *
+ * The central backend keeps a store in a PostgreSQL database through
+ * libpq (schema and SQL in store/README.md, "Central store").  Like the
+ * embedded backend, an open store holds every frame and tree node in
+ * memory, in arrays indexed by the database's own ids, which are dense
+ * and assigned in commit order; a writer also keeps each one's 128-bit
+ * content hash behind an open-addressing table, so that interning is
+ * local and a commit only has to reconcile what other writers added
+ * since.  A batch appends provisional frames, nodes and series to those
+ * arrays and collects counts in a vector; the commit (commit.c) takes
+ * the writers' advisory lock, renumbers the batch after whatever other
+ * writers committed meanwhile, and writes everything in one transaction.
+ *
+ * One file per job: conn.c (connection string, password hiding, errors,
+ * statements, reconnecting), schema.c (creating, checking and upgrading
+ * the schema), intern.c (content hashes, frames and nodes in memory,
+ * loading them), open.c (open, close, refresh, the table of functions),
+ * batch.c (building a batch), commit.c (writing it), read.c (listing
+ * series, reading counts), maint.c (prune, compact, footprint) and
+ * copy.c (what store_copy() needs).
+ */
+#ifndef FLAMEFS_STORE_CENTRAL_H
+#define FLAMEFS_STORE_CENTRAL_H
+
+#include "backend.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+/* The schema this flamefs writes, and the oldest it upgrades from. */
+#define CENTRAL_SCHEMA_VERSION 1
+
+/* pg_advisory_xact_lock() key that serializes writers: "flamefs\0" read
+ * as a big-endian integer. */
+#define CENTRAL_WRITER_LOCK 0x666c616d65667300LL
+
+/* How long a commit keeps reconnecting to a server that went away, unless
+ * FLAMEFS_PG_RETRY_SECONDS says otherwise. */
+#define CENTRAL_RETRY_SECONDS 60.0
+
+#define CENTRAL_ERRLEN 1024
+
+/* Frames and nodes per row of frame_runs / node_runs, at most. */
+#define CENTRAL_RUN 4096u
+
+/* A 128-bit content hash (XXH3-128 in its canonical, big-endian byte
+ * order); writers compute them from what they load, the database keeps
+ * none. */
+struct hash128 {
+	uint8_t b[16];
+};
+
+/* An open-addressing table of ids keyed by 64 bits of a content hash:
+ * slots hold id + 1 (0: empty), at most half full. */
+struct htab {
+	uint32_t *slots;
+	size_t mask; /* slots - 1; 0 when unallocated */
+	size_t count;
+};
+
+/* A series the writer knows, by its database id (or, while a batch holds
+ * it, a provisional id past every known one). */
+struct cseries {
+	char *host, *binary, *version, *event, *unit; /* malloc'd */
+	uint32_t id;
+	/* the open batch's additions */
+	bool touched;
+	int64_t first_seen, last_seen;
+	uint64_t samples, weight, input_bytes;
+};
+
+struct count_ent {
+	uint32_t series, node;
+	int64_t bucket; /* bucket start, seconds */
+	uint64_t samples, weight;
+};
+
+struct pg {
+	struct store base; /* first: ops is &central_ops */
+	PGconn *conn;
+	char *conninfo; /* as given: it may hold the password; never shown */
+	bool readonly;
+	char errmsg[CENTRAL_ERRLEN];
+	char store_id[33];
+	uint32_t bucket_seconds;
+	uint64_t seq;       /* the commit counter loaded */
+	char writer_id[33]; /* random, this handle's row in `writers` */
+
+	/* Frames 0..nframes-1 (0 is "no frame"); each one's strings live in
+	 * one malloc'd block, blob[id]. */
+	struct store_frame *frames;
+	char **blob;
+	struct hash128 *fhash; /* writer only */
+	uint32_t nframes, frames_cap;
+	struct htab frame_tab; /* writer only */
+
+	/* Nodes 0..nnodes-1; node 0 is the root. */
+	uint32_t *node_parent, *node_frame;
+	struct hash128 *nhash; /* writer only */
+	uint32_t nnodes, nodes_cap;
+	struct htab node_tab; /* writer only */
+
+	/* Series the writer knows (writer only), and by id. */
+	struct cseries *series;
+	uint32_t nseries, series_cap;
+	struct htab series_tab;    /* keyed by a hash of host, binary, version, event */
+	uint32_t *series_by_id;    /* id -> index + 1 */
+	uint32_t series_by_id_len; /* ids below it */
+
+	struct pg_batch *batch; /* the open batch, if any */
+};
+
+struct pg_batch {
+	struct store_batch base; /* first */
+	struct pg *s;
+	/* Where the store's arrays stood when the batch started (or last
+	 * committed); everything at or above is the batch's. */
+	uint32_t frame_base, node_base, series_base;
+	uint32_t next_series_id; /* provisional ids for new series */
+	struct count_ent *counts;
+	size_t ncounts, counts_cap;
+	/* batch_source(): the batch's counts replace the source's */
+	bool replace;
+	char source[33];
+	uint64_t upto;
+	char token[33]; /* random, recorded with the commit */
+};
+
+static inline struct pg *pg_of(struct store *s)
+{
+	return (struct pg *)s;
+}
+
+static inline const struct pg *pg_cof(const struct store *s)
+{
+	return (const struct pg *)s;
+}
+
+static inline struct pg_batch *pg_batch_of(struct store_batch *b)
+{
+	return (struct pg_batch *)b;
+}
+
+extern const struct store_ops central_ops;
+void central_close_store(struct store *s);
+
+/* ---- conn.c ---------------------------------------------------------- */
+
+/* The connection string fit to print: any password replaced by "***".
+ * malloc'd, or NULL on ENOMEM. */
+char *central_redact(const char *conninfo);
+void central_seterr(struct pg *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* libpq's message for the connection (or a result), on one line, into
+ * buf. */
+const char *central_pqerr(PGconn *c, const PGresult *res, char *buf, size_t len);
+/* Connects s->conn to s->conninfo; "…: cannot connect: reason". */
+int central_connect(struct pg *s);
+/* Runs `sql` with text parameters (NULL: SQL NULL) and results in
+ * `binary` or text format.  On success returns 0 and *out (when out is
+ * not NULL; else the result is cleared); on failure sets the message
+ * "<where>: <what>: <SQL error>" and returns -ECONNRESET when the
+ * connection is gone, else -EIO. */
+int central_exec(struct pg *s, const char *what, const char *sql, int n, const char *const *vals,
+                 bool binary, PGresult **out);
+/* Sends a COPY ... FROM STDIN statement and the `len` bytes of `data`
+ * (binary COPY format). */
+int central_copy_in(struct pg *s, const char *what, const char *sql, const void *data, size_t len);
+/* Waits and reconnects until the server answers or the retry time runs
+ * out (from *deadline_start, a CLOCK_MONOTONIC time in seconds). */
+int central_reconnect(struct pg *s, double start, double *delay);
+double central_now(void);
+double central_retry_seconds(void);
+/* 32 random hex digits. */
+int central_random_hex(char out[33]);
+
+/* Big-endian readers for binary results. */
+static inline uint32_t be32(const char *p)
+{
+	const uint8_t *u = (const uint8_t *)p;
+	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
+static inline uint64_t be64(const char *p)
+{
+	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+/* ---- schema.c -------------------------------------------------------- */
+
+/* Checks (and with STORE_CREATE creates, or as a writer upgrades) the
+ * schema, and reads the meta rows into s. */
+int central_schema(struct pg *s, int flags);
+
+/* ---- intern.c -------------------------------------------------------- */
+
+void central_frame_hash(const struct store_frame *f, struct hash128 *h);
+void central_node_hash(const struct hash128 *parent, const struct hash128 *frame,
+                       struct hash128 *h);
+uint64_t central_hash64(const struct hash128 *h);
+bool central_frame_equal(const struct store_frame *a, const struct store_frame *b);
+/* Table operations; keys are 64-bit hashes.  htab_full(): the next add
+ * needs htab_rebuild() first, which re-adds ids 0..n-1 by key(s, id). */
+bool htab_full(const struct htab *t);
+int htab_rebuild(struct htab *t, uint32_t n, uint64_t (*key)(const struct pg *, uint32_t),
+                 const struct pg *s);
+void htab_add(struct htab *t, uint64_t key, uint32_t id);
+void htab_free(struct htab *t);
+/* Appends a frame (copying its strings) / node with the given hash;
+ * indexes it when the store is a writer.  0 or -ENOMEM. */
+int central_frame_append(struct pg *s, const struct store_frame *f, const struct hash128 *h);
+int central_node_append(struct pg *s, uint32_t parent, uint32_t frame, const struct hash128 *h);
+/* Looks a frame / node up by hash: its id, or UINT32_MAX. */
+uint32_t central_frame_find(const struct pg *s, const struct hash128 *h);
+uint32_t central_node_find(const struct pg *s, const struct hash128 *h);
+/* Drops frames and nodes from `frames` / `nodes` on (a batch's). */
+void central_truncate(struct pg *s, uint32_t frames, uint32_t nodes);
+/* Loads the frames and nodes with ids at or past what s holds, inside a
+ * transaction the caller opened. */
+int central_load_new(struct pg *s);
+void central_intern_free(struct pg *s);
+void central_hex(const struct hash128 *h, char out[33]);
+
+/* ---- batch.c / commit.c ---------------------------------------------- */
+
+struct cseries *central_series_by_id(struct pg *s, uint32_t id);
+int central_series_index(struct pg *s, uint32_t idx);
+void central_batch_reset(struct pg_batch *b);
+/* Sorts a batch's counts by (series, bucket, node), summing equal keys. */
+void central_counts_sum(struct pg_batch *b);
+void central_series_clear(struct cseries *r);
+int central_load_series(struct pg *s);
+
+/* ---- the entries of central_ops ---------------------------------------- */
+
+struct store_batch *central_batch_new(struct store *s);
+void central_batch_free(struct store_batch *b);
+int central_batch_series(struct store_batch *b, const struct store_series_key *k, uint32_t *id);
+int central_batch_frame(struct store_batch *b, const struct store_frame *f, uint32_t *id);
+int central_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
+int central_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
+                      uint64_t samples, uint64_t weight);
+int central_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes);
+int central_batch_commit(struct store_batch *b);
+int central_batch_source(struct store_batch *b, const char *source, uint64_t upto);
+int central_refresh(struct store *s);
+int central_series_list(struct store *s, struct store_series **out, size_t *n);
+int central_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,
+                          store_count_fn fn, void *ctx);
+int central_footprint(struct store *s, struct store_footprint *out);
+int central_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes);
+int central_compact(struct store *s);
+int central_prune(struct store *s, const struct store_prune_opts *o, struct store_prune_stats *st);
+int central_changes(struct store *s, uint64_t since, uint64_t *upto,
+                    int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
+int central_source_cursor(struct store *s, const char *source, uint64_t *upto);
+int central_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
+int central_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
+
+#endif

@@ -1,0 +1,951 @@
+/*
+ * commit.c — writing a batch as one transaction.  Under the writers'
+ * advisory lock it loads what other writers committed since this one
+ * last looked, renumbers the batch's provisional frames and nodes after
+ * them (a frame or node someone else already stored is reused; one that
+ * shares a hash with different content refuses the commit), resolves the
+ * batch's new series, bumps the commit counter, COPYs the new frames,
+ * nodes and counts rows in binary, adjusts the series totals, and records
+ * a random token for this writer.  When the connection dies, it
+ * reconnects with backoff, and if the token shows the commit went
+ * through, it stops there; else it runs the whole transaction again from
+ * the batch, still in memory.
+ */
+#include "central.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OID_INT4 23
+#define OID_INT8 20
+
+/* ---- binary COPY ---------------------------------------------------------- */
+
+struct cbuf {
+	uint8_t *p;
+	size_t len, cap;
+	bool failed;
+};
+
+static void cb_need(struct cbuf *b, size_t n)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->failed || b->len + n <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 65536;
+	while (cap < b->len + n)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->failed = true;
+		return;
+	}
+	b->p = p;
+	b->cap = cap;
+}
+
+static void cb_raw(struct cbuf *b, const void *p, size_t n)
+{
+	cb_need(b, n);
+	if (b->failed)
+		return;
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+static void cb_16(struct cbuf *b, uint16_t v)
+{
+	uint8_t x[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+
+	cb_raw(b, x, 2);
+}
+
+static void cb_32(struct cbuf *b, uint32_t v)
+{
+	uint8_t x[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+
+	cb_raw(b, x, 4);
+}
+
+static void cb_64(struct cbuf *b, uint64_t v)
+{
+	cb_32(b, (uint32_t)(v >> 32));
+	cb_32(b, (uint32_t)v);
+}
+
+static void f_int4(struct cbuf *b, uint32_t v)
+{
+	cb_32(b, 4);
+	cb_32(b, v);
+}
+
+static void f_int8(struct cbuf *b, uint64_t v)
+{
+	cb_32(b, 8);
+	cb_64(b, v);
+}
+
+static void f_bytes(struct cbuf *b, const void *p, size_t n)
+{
+	cb_32(b, (uint32_t)n);
+	cb_raw(b, p, n);
+}
+
+static void copy_start(struct cbuf *b)
+{
+	cb_raw(b, "PGCOPY\n\377\r\n", 11);
+	cb_32(b, 0); /* flags */
+	cb_32(b, 0); /* header extension */
+}
+
+static void copy_end(struct cbuf *b)
+{
+	cb_16(b, 0xffff);
+}
+
+/* A one-dimensional array of n int4 (elem 4) or int8 (elem 8) values,
+ * read through get(ctx, i). */
+static void f_array(struct cbuf *b, size_t n, int elem, uint64_t (*get)(const void *, size_t),
+                    const void *ctx)
+{
+	cb_32(b, (uint32_t)(20 + n * (4 + (size_t)elem)));
+	cb_32(b, 1); /* dimensions */
+	cb_32(b, 0); /* no NULLs */
+	cb_32(b, elem == 4 ? OID_INT4 : OID_INT8);
+	cb_32(b, (uint32_t)n);
+	cb_32(b, 1); /* lower bound */
+	for (size_t i = 0; i < n; i++) {
+		cb_32(b, (uint32_t)elem);
+		if (elem == 4)
+			cb_32(b, (uint32_t)get(ctx, i));
+		else
+			cb_64(b, get(ctx, i));
+	}
+}
+
+static uint64_t ent_node(const void *ctx, size_t i)
+{
+	return ((const struct count_ent *)ctx)[i].node;
+}
+
+static uint64_t ent_samples(const void *ctx, size_t i)
+{
+	return ((const struct count_ent *)ctx)[i].samples;
+}
+
+static uint64_t ent_weight(const void *ctx, size_t i)
+{
+	return ((const struct count_ent *)ctx)[i].weight;
+}
+
+/* ---- the transaction ----------------------------------------------------------- */
+
+static int run(struct pg *s, const char *what, const char *sql)
+{
+	return central_exec(s, what, sql, 0, NULL, false, NULL);
+}
+
+static int64_t value_i64(const PGresult *res, int row, int col)
+{
+	return strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+/* Renumbers the batch's frames and nodes after the `theirs` rows other
+ * writers committed since the batch began: loads them, then interns the
+ * batch's own again on top, and remaps the batch's counts. */
+static int merge_theirs(struct pg_batch *b)
+{
+	struct pg *s = b->s;
+	uint32_t nf = s->nframes - b->frame_base, nn = s->nnodes - b->node_base;
+	struct store_frame *ff = NULL;
+	char **fb = NULL;
+	struct hash128 *fh = NULL, *nh = NULL;
+	uint32_t *np = NULL, *nfr = NULL, *fmap = NULL, *nmap = NULL;
+	uint32_t i = 0, j = 0, theirs_f, theirs_n;
+	int r = -ENOMEM;
+
+	ff = malloc((nf + 1) * sizeof(*ff));
+	fb = malloc((nf + 1) * sizeof(*fb));
+	fh = malloc((nf + 1) * sizeof(*fh));
+	fmap = malloc((nf + 1) * sizeof(*fmap));
+	nh = malloc((nn + 1) * sizeof(*nh));
+	np = malloc((nn + 1) * sizeof(*np));
+	nfr = malloc((nn + 1) * sizeof(*nfr));
+	nmap = malloc((nn + 1) * sizeof(*nmap));
+	if (!ff || !fb || !fh || !fmap || !nh || !np || !nfr || !nmap)
+		goto out;
+	for (uint32_t k = 0; k < nf; k++) {
+		ff[k] = s->frames[b->frame_base + k];
+		fb[k] = s->blob[b->frame_base + k];
+		fh[k] = s->fhash[b->frame_base + k];
+		s->blob[b->frame_base + k] = NULL;
+	}
+	for (uint32_t k = 0; k < nn; k++) {
+		np[k] = s->node_parent[b->node_base + k];
+		nfr[k] = s->node_frame[b->node_base + k];
+		nh[k] = s->nhash[b->node_base + k];
+	}
+	central_truncate(s, b->frame_base, b->node_base);
+	r = central_load_new(s);
+	if (r < 0)
+		goto out;
+	theirs_f = s->nframes;
+	theirs_n = s->nnodes;
+	for (; i < nf; i++) {
+		uint32_t found = central_frame_find(s, &fh[i]);
+
+		if (found != UINT32_MAX && !central_frame_equal(&s->frames[found], &ff[i])) {
+			char hex[33];
+
+			central_hex(&fh[i], hex);
+			central_seterr(s,
+			               "frame \"%s\" and frame %u share the content hash %s (a "
+			               "collision): refused",
+			               ff[i].name, found, hex);
+			r = -EEXIST;
+			goto out;
+		}
+		if (found == UINT32_MAX) {
+			r = central_frame_append(s, &ff[i], &fh[i]);
+			if (r < 0)
+				goto out;
+			found = s->nframes - 1;
+		}
+		fmap[i] = found;
+		free(fb[i]);
+	}
+	for (; j < nn; j++) {
+		uint32_t parent = np[j] < b->node_base ? np[j] : nmap[np[j] - b->node_base];
+		uint32_t frame = nfr[j] < b->frame_base ? nfr[j] : fmap[nfr[j] - b->frame_base];
+		uint32_t found = central_node_find(s, &nh[j]);
+
+		if (found != UINT32_MAX &&
+		    (s->node_parent[found] != parent || s->node_frame[found] != frame)) {
+			char hex[33];
+
+			central_hex(&nh[j], hex);
+			central_seterr(s,
+			               "stack node (%u, %u) and node %u share the content hash %s "
+			               "(a collision): refused",
+			               parent, frame, found, hex);
+			r = -EEXIST;
+			goto out;
+		}
+		if (found == UINT32_MAX) {
+			r = central_node_append(s, parent, frame, &nh[j]);
+			if (r < 0)
+				goto out;
+			found = s->nnodes - 1;
+		}
+		nmap[j] = found;
+	}
+	for (size_t k = 0; k < b->ncounts; k++)
+		if (b->counts[k].node >= b->node_base)
+			b->counts[k].node = nmap[b->counts[k].node - b->node_base];
+	/* The rows before the batch's own are now everyone's. */
+	b->frame_base = theirs_f;
+	b->node_base = theirs_n;
+	r = 0;
+out:
+	for (; i < nf; i++)
+		if (fb)
+			free(fb[i]);
+	free(ff);
+	free(fb);
+	free(fh);
+	free(fmap);
+	free(nh);
+	free(np);
+	free(nfr);
+	free(nmap);
+	return r;
+}
+
+/* Whether other writers committed frames or nodes past the batch's
+ * base: 1, 0 or -errno. */
+static int others_wrote(struct pg_batch *b)
+{
+	struct pg *s = b->s;
+	PGresult *res;
+	int r = central_exec(s, "reading the newest ids",
+	                     "SELECT (SELECT first + cardinality(kinds) FROM frame_runs"
+	                     " ORDER BY first DESC LIMIT 1), (SELECT first + cardinality(parents)"
+	                     " FROM node_runs ORDER BY first DESC LIMIT 1)",
+	                     0, NULL, false, &res);
+
+	if (r < 0)
+		return r;
+	r = value_i64(res, 0, 0) != (int64_t)b->frame_base ||
+	    value_i64(res, 0, 1) != (int64_t)b->node_base;
+	PQclear(res);
+	return r;
+}
+
+/* The database id of each series the batch created (provisional id
+ * first..next-1): *ids[k] for provisional id first + k. */
+static int resolve_series(struct pg_batch *b, uint32_t **ids)
+{
+	struct pg *s = b->s;
+	uint32_t n = s->nseries - b->series_base;
+	int r = 0;
+
+	*ids = calloc(n + 1, sizeof(**ids));
+	if (!*ids)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n && r == 0; k++) {
+		const struct cseries *e = &s->series[b->series_base + k];
+		const char *vals[5] = {e->host, e->binary, e->version, e->event, e->unit};
+		PGresult *res;
+
+		r = central_exec(s, "looking up a series",
+		                 "SELECT id, unit FROM series WHERE host = $1 AND binary_name = $2"
+		                 " AND version = $3 AND event = $4",
+		                 4, vals, false, &res);
+		if (r < 0)
+			break;
+		if (PQntuples(res) == 0) {
+			PQclear(res);
+			r = central_exec(
+			        s, "adding a series",
+			        "INSERT INTO series (id, host, binary_name, version, event, unit)"
+			        " SELECT coalesce(max(id), 0) + 1, $1, $2, $3, $4, $5 FROM series"
+			        " RETURNING id, unit",
+			        5, vals, false, &res);
+			if (r < 0)
+				break;
+		}
+		if (strcmp(PQgetvalue(res, 0, 1), e->unit)) {
+			central_seterr(s, "series %s/%s/%s of host %s has unit \"%s\", not \"%s\"",
+			               e->binary, e->version, e->event, e->host,
+			               PQgetvalue(res, 0, 1), e->unit);
+			r = -EINVAL;
+		}
+		(*ids)[k] = (uint32_t)value_i64(res, 0, 0);
+		PQclear(res);
+	}
+	return r;
+}
+
+static uint32_t final_series(const struct pg_batch *b, const uint32_t *ids, uint32_t id)
+{
+	const struct cseries *e = central_series_by_id(b->s, id);
+	uint32_t idx = (uint32_t)(e - b->s->series);
+
+	return idx >= b->series_base ? ids[idx - b->series_base] : id;
+}
+
+/* An array of n byte strings (bytea[]): get(s, id, &len) for ids
+ * first..first+n-1. */
+static void f_bytes_array(struct cbuf *b, const struct pg *s, uint32_t first, uint32_t n,
+                          const void *(*get)(const struct pg *, uint32_t, size_t *))
+{
+	size_t total = 20;
+
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len;
+
+		get(s, first + i, &len);
+		total += 4 + len;
+	}
+	cb_32(b, (uint32_t)total);
+	cb_32(b, 1);
+	cb_32(b, 0);
+	cb_32(b, 17); /* bytea */
+	cb_32(b, n);
+	cb_32(b, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len;
+		const void *p = get(s, first + i, &len);
+
+		f_bytes(b, p, len);
+	}
+}
+
+static const void *get_name(const struct pg *s, uint32_t id, size_t *len)
+{
+	*len = s->frames[id].name_len;
+	return s->frames[id].name;
+}
+
+static const void *get_module(const struct pg *s, uint32_t id, size_t *len)
+{
+	*len = s->frames[id].module_len;
+	return s->frames[id].module;
+}
+
+static const void *get_build_id(const struct pg *s, uint32_t id, size_t *len)
+{
+	*len = s->frames[id].build_id_len;
+	return s->frames[id].build_id;
+}
+
+static const void *get_file(const struct pg *s, uint32_t id, size_t *len)
+{
+	*len = s->frames[id].file_len;
+	return s->frames[id].file;
+}
+
+/* An int2[] / int4[] of n values, get(s, id) for ids first.. . */
+static void f_int_array(struct cbuf *b, const struct pg *s, uint32_t first, uint32_t n, int elem,
+                        uint32_t (*get)(const struct pg *, uint32_t))
+{
+	cb_32(b, 20 + n * (4 + (uint32_t)elem));
+	cb_32(b, 1);
+	cb_32(b, 0);
+	cb_32(b, elem == 2 ? 21 : OID_INT4);
+	cb_32(b, n);
+	cb_32(b, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		cb_32(b, (uint32_t)elem);
+		if (elem == 2)
+			cb_16(b, (uint16_t)get(s, first + i));
+		else
+			cb_32(b, get(s, first + i));
+	}
+}
+
+static uint32_t get_kind(const struct pg *s, uint32_t id)
+{
+	return s->frames[id].kind;
+}
+
+static uint32_t get_line(const struct pg *s, uint32_t id)
+{
+	return s->frames[id].line;
+}
+
+static uint32_t get_parent(const struct pg *s, uint32_t id)
+{
+	return s->node_parent[id];
+}
+
+static uint32_t get_frame(const struct pg *s, uint32_t id)
+{
+	return s->node_frame[id];
+}
+
+/* The batch's new frames and nodes, as runs of up to CENTRAL_RUN. */
+static int copy_frames_nodes(struct pg_batch *b)
+{
+	struct pg *s = b->s;
+	struct cbuf c = {0};
+	int r = 0;
+
+	if (s->nframes > b->frame_base) {
+		copy_start(&c);
+		for (uint32_t at = b->frame_base, n; at < s->nframes; at += n) {
+			n = s->nframes - at < CENTRAL_RUN ? s->nframes - at : CENTRAL_RUN;
+			cb_16(&c, 7);
+			f_int4(&c, at);
+			f_int_array(&c, s, at, n, 2, get_kind);
+			f_int_array(&c, s, at, n, 4, get_line);
+			f_bytes_array(&c, s, at, n, get_name);
+			f_bytes_array(&c, s, at, n, get_module);
+			f_bytes_array(&c, s, at, n, get_build_id);
+			f_bytes_array(&c, s, at, n, get_file);
+		}
+		copy_end(&c);
+		r = c.failed ? -ENOMEM
+		             : central_copy_in(s, "writing frames",
+		                               "COPY frame_runs FROM STDIN (FORMAT binary)", c.p,
+		                               c.len);
+		c.len = 0;
+	}
+	if (r == 0 && s->nnodes > b->node_base) {
+		copy_start(&c);
+		for (uint32_t at = b->node_base, n; at < s->nnodes; at += n) {
+			n = s->nnodes - at < CENTRAL_RUN ? s->nnodes - at : CENTRAL_RUN;
+			cb_16(&c, 3);
+			f_int4(&c, at);
+			f_int_array(&c, s, at, n, 4, get_parent);
+			f_int_array(&c, s, at, n, 4, get_frame);
+		}
+		copy_end(&c);
+		r = c.failed ? -ENOMEM
+		             : central_copy_in(s, "writing stack nodes",
+		                               "COPY node_runs FROM STDIN (FORMAT binary)", c.p,
+		                               c.len);
+	}
+	free(c.p);
+	return r;
+}
+
+/* A text array of n values, "{a,b,...}"; NULL on ENOMEM. */
+struct tarr {
+	char *p;
+	size_t len, cap;
+};
+
+static void ta_add(struct tarr *a, const char *v)
+{
+	size_t n = strlen(v);
+
+	if (a->len + n + 3 > a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 256;
+		char *p;
+
+		while (cap < a->len + n + 3)
+			cap *= 2;
+		p = realloc(a->p, cap);
+		if (!p) {
+			free(a->p);
+			a->p = NULL;
+			a->cap = SIZE_MAX / 2; /* stays failed */
+			return;
+		}
+		a->p = p;
+		a->cap = cap;
+	}
+	if (!a->p)
+		return;
+	a->p[a->len] = a->len == 0 ? '{' : ',';
+	a->len++;
+	memcpy(a->p + a->len, v, n);
+	a->len += n;
+	a->p[a->len] = '}';
+	a->p[a->len + 1] = '\0';
+}
+
+static const char *ta_str(struct tarr *a)
+{
+	if (!a->cap)
+		return "{}";
+	return a->p;
+}
+
+/* Per series touched (by final id): what the commit adds to its row. */
+struct delta {
+	uint32_t id;
+	bool touched;
+	int64_t first, last;
+	uint64_t samples, weight, input_bytes; /* added */
+	uint64_t less_samples, less_weight;    /* taken by replaced rows */
+};
+
+static struct delta *delta_of(struct delta *d, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (d[i].id == id)
+			return &d[i];
+	return NULL;
+}
+
+/* The counts rows, the replaced rows they take the place of, and the
+ * series totals. */
+static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
+                        const char *source_id)
+{
+	struct pg *s = b->s;
+	struct delta *d = NULL;
+	size_t nd = 0;
+	struct cbuf c = {0};
+	struct tarr ks = {0}, kb = {0};
+	struct tarr a[8] = {{0}};
+	char v[32];
+	int r = 0;
+
+	/* One delta per series the batch touched: the known ones and its
+	 * own, by final id. */
+	d = calloc(s->nseries + 1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		const struct cseries *e = &s->series[i];
+
+		if (!e->touched && !e->input_bytes)
+			continue;
+		d[nd].id = final_series(b, ids, e->id);
+		d[nd].touched = e->touched;
+		d[nd].first = e->first_seen;
+		d[nd].last = e->last_seen;
+		d[nd].samples = e->samples;
+		d[nd].weight = e->weight;
+		d[nd].input_bytes = e->input_bytes;
+		nd++;
+	}
+
+	copy_start(&c);
+	for (size_t i = 0; i < b->ncounts;) {
+		const struct count_ent *e = &b->counts[i];
+		size_t n = 1;
+		uint64_t ts = e->samples, tw = e->weight;
+		bool same = e->samples == e->weight;
+		uint32_t series = final_series(b, ids, e->series);
+
+		while (i + n < b->ncounts && e[n].series == e->series && e[n].bucket == e->bucket) {
+			ts += e[n].samples;
+			tw += e[n].weight;
+			same &= e[n].samples == e[n].weight;
+			n++;
+		}
+		cb_16(&c, 9);
+		f_int4(&c, series);
+		f_int8(&c, (uint64_t)e->bucket);
+		f_int4(&c, (uint32_t)atoi(source_id)); /* 0: written directly */
+		f_int8(&c, (uint64_t)commit);
+		f_array(&c, n, 4, ent_node, e);
+		f_array(&c, n, 8, ent_samples, e);
+		if (same)
+			cb_32(&c, 0xffffffffu); /* NULL: weights are the samples */
+		else
+			f_array(&c, n, 8, ent_weight, e);
+		f_int8(&c, ts);
+		f_int8(&c, tw);
+		if (b->replace) {
+			snprintf(v, sizeof(v), "%" PRIu32, series);
+			ta_add(&ks, v);
+			snprintf(v, sizeof(v), "%" PRId64, e->bucket);
+			ta_add(&kb, v);
+		}
+		i += n;
+	}
+	copy_end(&c);
+	if (c.failed || (b->replace && b->ncounts && (!ks.p || !kb.p))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (b->replace && b->ncounts) {
+		/* Each (series, bucket) the copy carries replaces the one the
+		 * same source sent before; the totals lose what it held. */
+		const char *vals[3] = {ta_str(&ks), ta_str(&kb), source_id};
+		PGresult *res;
+
+		r = central_exec(s, "replacing copied counts",
+		                 "DELETE FROM counts c USING unnest($1::int4[], $2::int8[]) AS"
+		                 " k(series, bucket) WHERE c.source = $3 AND c.series = k.series"
+		                 " AND c.bucket = k.bucket"
+		                 " RETURNING c.series, c.total_samples, c.total_weight",
+		                 3, vals, false, &res);
+		if (r < 0)
+			goto out;
+		for (int i = 0; i < PQntuples(res); i++) {
+			struct delta *x = delta_of(d, nd, (uint32_t)value_i64(res, i, 0));
+
+			if (x) {
+				/* counts hold u64 values as int8 bit patterns */
+				x->less_samples += (uint64_t)value_i64(res, i, 1);
+				x->less_weight += (uint64_t)value_i64(res, i, 2);
+			}
+		}
+		PQclear(res);
+	}
+	if (b->ncounts) {
+		r = central_copy_in(s, "writing counts", "COPY counts FROM STDIN (FORMAT binary)",
+		                    c.p, c.len);
+		if (r < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < nd; i++) {
+		snprintf(v, sizeof(v), "%" PRIu32, d[i].id);
+		ta_add(&a[0], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].samples);
+		ta_add(&a[1], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].weight);
+		ta_add(&a[2], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].input_bytes);
+		ta_add(&a[3], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].less_samples);
+		ta_add(&a[6], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].less_weight);
+		ta_add(&a[7], v);
+		if (d[i].touched)
+			snprintf(v, sizeof(v), "%" PRId64, d[i].first);
+		ta_add(&a[4], d[i].touched ? v : "NULL");
+		if (d[i].touched)
+			snprintf(v, sizeof(v), "%" PRId64, d[i].last);
+		ta_add(&a[5], d[i].touched ? v : "NULL");
+	}
+	if (nd) {
+		const char *vals[8];
+
+		for (int k = 0; k < 8; k++) {
+			if (!a[k].p) {
+				r = -ENOMEM;
+				goto out;
+			}
+			vals[k] = a[k].p;
+		}
+		r = central_exec(
+		        s, "updating series totals",
+		        "UPDATE series s SET samples = s.samples + d.samples - d.less_samples,"
+		        " weight = s.weight + d.weight - d.less_weight,"
+		        " input_bytes = s.input_bytes + d.input_bytes,"
+		        " first_seen = least(s.first_seen, d.first),"
+		        " last_seen = greatest(s.last_seen, d.last)"
+		        " FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
+		        " $4::numeric[], $5::int8[], $6::int8[], $7::numeric[],"
+		        " $8::numeric[]) AS d(id, samples, weight, input_bytes, first, last,"
+		        " less_samples, less_weight) WHERE s.id = d.id",
+		        8, vals, false, NULL);
+	}
+out:
+	for (int k = 0; k < 8; k++)
+		free(a[k].p);
+	free(ks.p);
+	free(kb.p);
+	free(c.p);
+	free(d);
+	return r;
+}
+
+/* The source row of a copy: its id (made when new), as text. */
+static int source_row(struct pg_batch *b, char out[16])
+{
+	struct pg *s = b->s;
+	const char *vals[1] = {b->source};
+	PGresult *res;
+	int r = central_exec(s, "looking up the source store",
+	                     "SELECT id FROM sources WHERE store_id = $1", 1, vals, false, &res);
+
+	if (r < 0)
+		return r;
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		r = central_exec(
+		        s, "adding the source store",
+		        "INSERT INTO sources (id, store_id, upto) SELECT coalesce(max(id), 0)"
+		        " + 1, $1, 0 FROM sources RETURNING id",
+		        1, vals, false, &res);
+		if (r < 0)
+			return r;
+	}
+	snprintf(out, 16, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return 0;
+}
+
+/* Whether the batch changes anything at all. */
+static bool batch_empty(const struct pg_batch *b)
+{
+	const struct pg *s = b->s;
+
+	if (b->ncounts || b->replace || s->nframes > b->frame_base || s->nnodes > b->node_base)
+		return false;
+	for (uint32_t i = 0; i < s->nseries; i++)
+		if (s->series[i].touched || s->series[i].input_bytes)
+			return false;
+	return true;
+}
+
+/* One attempt.  Returns 0 when committed (*commit: its number), 1 when
+ * `check` found this batch's token, i.e. an earlier attempt committed,
+ * or -errno. */
+static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t **ids)
+{
+	struct pg *s = b->s;
+	char lock[64], num[24], source[16] = "0";
+	PGresult *res;
+	int r;
+
+	snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%lld)",
+	         (long long)CENTRAL_WRITER_LOCK);
+	r = run(s, "commit", "BEGIN");
+	if (r == 0)
+		r = run(s, "taking the writers' lock", lock);
+	if (r < 0)
+		return r;
+	if (check) {
+		const char *vals[2] = {s->writer_id, b->token};
+
+		r = central_exec(s, "checking an earlier attempt",
+		                 "SELECT commit FROM writers WHERE writer = $1 AND token = $2", 2,
+		                 vals, false, &res);
+		if (r < 0)
+			return r;
+		if (PQntuples(res) == 1) {
+			*commit = value_i64(res, 0, 0);
+			PQclear(res);
+			run(s, "commit", "ROLLBACK");
+			return 1;
+		}
+		PQclear(res);
+	}
+	r = others_wrote(b);
+	if (r > 0)
+		r = merge_theirs(b);
+	if (r < 0)
+		return r;
+	free(*ids);
+	*ids = NULL;
+	r = resolve_series(b, ids);
+	if (r < 0)
+		return r;
+	r = central_exec(s, "counting the commit",
+	                 "UPDATE flamefs_meta SET value = (value::int8 + 1)::text"
+	                 " WHERE key = 'commits' RETURNING value",
+	                 0, NULL, false, &res);
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		central_seterr(s, "%s: store is damaged: flamefs_meta has no commit counter",
+		               s->base.where);
+		return -EIO;
+	}
+	*commit = value_i64(res, 0, 0);
+	PQclear(res);
+	if (b->replace) {
+		r = source_row(b, source);
+		if (r < 0)
+			return r;
+	}
+	central_counts_sum(b);
+	r = copy_frames_nodes(b);
+	if (r == 0)
+		r = write_counts(b, *ids, *commit, source);
+	if (r == 0 && b->replace) {
+		char upto[24];
+		const char *vals[2] = {source, upto};
+
+		snprintf(upto, sizeof(upto), "%llu", (unsigned long long)b->upto);
+		r = central_exec(s, "recording the copy",
+		                 "UPDATE sources SET upto = $2, updated = now() WHERE id = $1", 2,
+		                 vals, false, NULL);
+	}
+	if (r == 0) {
+		const char *vals[3] = {s->writer_id, b->token, num};
+
+		snprintf(num, sizeof(num), "%lld", (long long)*commit);
+		r = central_exec(s, "recording the commit",
+		                 "INSERT INTO writers (writer, token, commit) VALUES ($1, $2, $3)"
+		                 " ON CONFLICT (writer) DO UPDATE SET token = excluded.token,"
+		                 " commit = excluded.commit, at = now()",
+		                 3, vals, false, NULL);
+	}
+	/* Tokens only matter to a writer that retries a commit: a month
+	 * old, they are forgotten. */
+	if (r == 0)
+		r = run(s, "forgetting old commit tokens",
+		        "DELETE FROM writers WHERE at < now() - interval '30 days'");
+	if (r == 0)
+		r = run(s, "commit", "COMMIT");
+	return r;
+}
+
+/* What a failed commit was about: "host H, series B/V/E (and N more)". */
+static void batch_context(const struct pg_batch *b, char *out, size_t len)
+{
+	const struct pg *s = b->s;
+	const struct cseries *first = NULL;
+	unsigned more = 0;
+
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		if (!s->series[i].touched && !s->series[i].input_bytes)
+			continue;
+		if (!first)
+			first = &s->series[i];
+		else
+			more++;
+	}
+	if (!first)
+		snprintf(out, len, "host %s", s->base.host);
+	else if (more)
+		snprintf(out, len, "host %s, series %s/%s/%s and %u more", first->host,
+		         first->binary, first->version, first->event, more);
+	else
+		snprintf(out, len, "host %s, series %s/%s/%s", first->host, first->binary,
+		         first->version, first->event);
+}
+
+/* After the commit: the batch's series get their database ids. */
+static void settle_series(struct pg_batch *b, const uint32_t *ids)
+{
+	struct pg *s = b->s;
+
+	for (uint32_t k = b->series_base; k < s->nseries; k++)
+		s->series[k].id = ids[k - b->series_base];
+	htab_free(&s->series_tab);
+	memset(s->series_by_id, 0, (size_t)s->series_by_id_len * sizeof(*s->series_by_id));
+	for (uint32_t i = 0; i < s->nseries; i++)
+		if (central_series_index(s, i) < 0)
+			break; /* lookups miss; the next batch_series adds again */
+}
+
+/* For tests: $FLAMEFS_TEST_LOSE_REPLY set makes every commit act as if
+ * its connection died once, after the server committed, so that the
+ * token check is what keeps it from counting twice. */
+static bool lose_reply(void)
+{
+	const char *e = getenv("FLAMEFS_TEST_LOSE_REPLY");
+
+	return e && *e;
+}
+
+int central_batch_commit(struct store_batch *bbase)
+{
+	struct pg_batch *b = pg_batch_of(bbase);
+	struct pg *s = b->s;
+	double start = central_now(), delay = 0.1;
+	int64_t commit = 0;
+	uint32_t *ids = NULL;
+	bool check = false;
+	int r;
+
+	if (batch_empty(b))
+		return 0;
+	if (!b->token[0] && central_random_hex(b->token) < 0) {
+		central_seterr(s, "%s: getrandom failed", s->base.where);
+		return -EIO;
+	}
+	for (;;) {
+		s->errmsg[0] = '\0';
+		r = commit_once(b, check, &commit, &ids);
+		if (r == 0 && !check && lose_reply()) {
+			/* For tests: as if the connection died after COMMIT
+			 * went through but before its reply came. */
+			central_seterr(s,
+			               "%s: commit: the reply was lost (FLAMEFS_TEST_LOSE_REPLY)",
+			               s->base.where);
+			r = -ECONNRESET;
+		}
+		if (r >= 0)
+			break;
+		if (r != -ECONNRESET && s->conn && PQstatus(s->conn) == CONNECTION_OK) {
+			PGresult *res = PQexec(s->conn, "ROLLBACK");
+
+			PQclear(res);
+		}
+		if (r != -ECONNRESET)
+			break;
+		/* The server went away: the commit may or may not have
+		 * happened.  The next attempt looks for the token first. */
+		check = true;
+		if (central_reconnect(s, start, &delay) < 0)
+			break;
+	}
+	if (r < 0) {
+		char ctx[512], inner[CENTRAL_ERRLEN];
+		size_t wl = strlen(s->base.where);
+		const char *m = s->errmsg;
+
+		if (!strncmp(m, s->base.where, wl) && !strncmp(m + wl, ": ", 2))
+			m += wl + 2;
+		snprintf(inner, sizeof(inner), "%s", m);
+		batch_context(b, ctx, sizeof(ctx));
+		central_seterr(s, "%s: commit of %s failed: %s", s->base.where, ctx, inner);
+		free(ids);
+		return r == -ENOMEM ? r : r == -EEXIST ? r : -EIO;
+	}
+	if (r == 1) {
+		/* An earlier attempt committed: its ids are the ones in
+		 * memory, but not its series ids, which are read again. */
+		free(ids);
+		ids = NULL;
+		r = resolve_series(b, &ids);
+		if (r < 0) {
+			free(ids);
+			return r;
+		}
+	}
+	settle_series(b, ids);
+	free(ids);
+	s->seq = (uint64_t)commit;
+	central_batch_reset(b);
+	return 0;
+}

@@ -1,0 +1,343 @@
+/*
+ * conn.c — the connection: the connection string as it may be shown
+ * (password hidden), connecting and reconnecting with backoff, running
+ * statements and COPY through libpq, and turning libpq's errors into one
+ * line that names where and what.
+ */
+#include "central.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+/* ---- hiding the password ------------------------------------------------ */
+
+/* Replaces out[from, to) with "***". */
+static char *splice(char *out, size_t from, size_t to)
+{
+	size_t len = strlen(out), n = len - (to - from) + 3 + 1;
+	char *r = malloc(n);
+
+	if (!r) {
+		free(out);
+		return NULL;
+	}
+	memcpy(r, out, from);
+	memcpy(r + from, "***", 3);
+	memcpy(r + from + 3, out + to, len - to + 1);
+	free(out);
+	return r;
+}
+
+/* The value of every "password=" parameter: in a URI's query (up to '&'),
+ * or in keyword/value form (up to white space, or a quoted value). */
+static char *redact_params(char *out, bool uri, bool *found)
+{
+	size_t at = 0;
+
+	for (;;) {
+		char *p = strstr(out + at, "password");
+		size_t from, to;
+
+		if (!p)
+			return out;
+		from = (size_t)(p - out);
+		at = from + 8;
+		if (from > 0 && !strchr(uri ? "?&" : " \t\n", out[from - 1]))
+			continue;
+		while (!uri && (out[at] == ' ' || out[at] == '\t'))
+			at++;
+		if (out[at] != '=')
+			continue;
+		at++;
+		while (!uri && (out[at] == ' ' || out[at] == '\t'))
+			at++;
+		from = at;
+		if (!uri && out[at] == '\'') {
+			for (at++; out[at] && out[at] != '\''; at++)
+				if (out[at] == '\\' && out[at + 1])
+					at++;
+			if (out[at])
+				at++;
+		} else {
+			while (out[at] && !strchr(uri ? "&" : " \t\n", out[at]))
+				at++;
+		}
+		to = at;
+		if (to == from)
+			continue;
+		out = splice(out, from, to);
+		if (!out)
+			return NULL;
+		*found = true;
+		at = from + 3;
+	}
+}
+
+char *central_redact(const char *conninfo)
+{
+	char *out = strdup(conninfo);
+	const char *scheme = strstr(conninfo, "://");
+	bool uri = (strncmp(conninfo, "postgresql://", 13) == 0 ||
+	            strncmp(conninfo, "postgres://", 11) == 0);
+	bool found = false;
+	PQconninfoOption *opts;
+	char *perr = NULL;
+
+	if (!out)
+		return NULL;
+	if (uri && scheme) {
+		size_t auth = (size_t)(scheme - conninfo) + 3;
+		size_t end = auth + strcspn(out + auth, "/?");
+		size_t at = end;
+
+		/* user:password@host: the last '@' of the authority */
+		while (at > auth && out[at - 1] != '@')
+			at--;
+		if (at > auth) {
+			char *colon = memchr(out + auth, ':', at - 1 - auth);
+
+			if (colon && (size_t)(colon - out) + 1 < at - 1) {
+				out = splice(out, (size_t)(colon - out) + 1, at - 1);
+				if (!out)
+					return NULL;
+				found = true;
+			}
+		}
+	}
+	out = redact_params(out, uri, &found);
+	if (!out)
+		return NULL;
+	/* What libpq reads as the password must not be left: if it found one
+	 * that the rules above did not, show nothing of the string. */
+	opts = PQconninfoParse(conninfo, &perr);
+	if (opts) {
+		for (PQconninfoOption *o = opts; o->keyword; o++)
+			if (!strcmp(o->keyword, "password") && o->val && *o->val &&
+			    (!found || strstr(out, o->val))) {
+				free(out);
+				out = strdup(uri ? "postgresql://***" : "postgresql:***");
+				break;
+			}
+		PQconninfoFree(opts);
+	}
+	PQfreemem(perr);
+	return out;
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+void central_seterr(struct pg *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	va_end(ap);
+}
+
+/* libpq's messages end in a newline and may span lines (a DETAIL, a
+ * HINT, "Is the server running..."): one line, tabs and newlines folded
+ * to single spaces. */
+const char *central_pqerr(PGconn *c, const PGresult *res, char *buf, size_t len)
+{
+	const char *m = res ? PQresultErrorMessage(res) : NULL;
+	size_t o = 0;
+	bool space = false;
+
+	if (!m || !*m)
+		m = c ? PQerrorMessage(c) : "";
+	if (!*m)
+		m = "unknown error";
+	for (const char *p = m; *p && o + 1 < len; p++) {
+		if (*p == '\n' || *p == '\t' || *p == '\r') {
+			space = o > 0;
+			continue;
+		}
+		if (space && o + 2 < len)
+			buf[o++] = ' ';
+		space = false;
+		buf[o++] = *p;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* ---- connecting ------------------------------------------------------------- */
+
+/* Notices ("relation already exists, skipping") are not errors, and the
+ * store never prints. */
+static void no_notices(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+int central_connect(struct pg *s)
+{
+	char msg[CENTRAL_ERRLEN / 2];
+
+	if (s->conn)
+		PQfinish(s->conn);
+	s->conn = PQconnectdb(s->conninfo);
+	if (!s->conn) {
+		central_seterr(s, "%s: out of memory", s->base.where);
+		return -ENOMEM;
+	}
+	if (PQstatus(s->conn) != CONNECTION_OK) {
+		central_seterr(s, "%s: cannot connect: %s", s->base.where,
+		               central_pqerr(s->conn, NULL, msg, sizeof(msg)));
+		PQfinish(s->conn);
+		s->conn = NULL;
+		return -ECONNREFUSED;
+	}
+	PQsetNoticeProcessor(s->conn, no_notices, NULL);
+	return 0;
+}
+
+double central_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+double central_retry_seconds(void)
+{
+	const char *e = getenv("FLAMEFS_PG_RETRY_SECONDS");
+	char *end;
+	double v;
+
+	if (!e || !*e)
+		return CENTRAL_RETRY_SECONDS;
+	v = strtod(e, &end);
+	if (*end || v < 0)
+		return CENTRAL_RETRY_SECONDS;
+	return v;
+}
+
+int central_reconnect(struct pg *s, double start, double *delay)
+{
+	double limit = central_retry_seconds();
+	char msg[CENTRAL_ERRLEN / 2] = "";
+
+	for (;;) {
+		double left = start + limit - central_now();
+		struct timespec ts;
+
+		if (left <= 0)
+			break;
+		if (*delay > left)
+			*delay = left;
+		ts.tv_sec = (time_t)*delay;
+		ts.tv_nsec = (long)((*delay - (double)ts.tv_sec) * 1e9);
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		*delay *= 2;
+		if (s->conn) {
+			PQreset(s->conn);
+			if (PQstatus(s->conn) == CONNECTION_OK) {
+				PQsetNoticeProcessor(s->conn, no_notices, NULL);
+				return 0;
+			}
+			central_pqerr(s->conn, NULL, msg, sizeof(msg));
+		} else if (central_connect(s) == 0) {
+			return 0;
+		}
+	}
+	if (msg[0])
+		central_seterr(s, "%s: the server went away and did not come back within %g s: %s",
+		               s->base.where, limit, msg);
+	else if (!s->errmsg[0])
+		central_seterr(s, "%s: the server went away and did not come back within %g s",
+		               s->base.where, limit);
+	return -ECONNRESET;
+}
+
+int central_random_hex(char out[33])
+{
+	uint8_t r[16];
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -errno;
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+/* ---- statements --------------------------------------------------------------- */
+
+static int failed(struct pg *s, const char *what, PGresult *res)
+{
+	char msg[CENTRAL_ERRLEN / 2];
+	bool gone = PQstatus(s->conn) == CONNECTION_BAD;
+
+	central_seterr(s, "%s: %s: %s", s->base.where, what,
+	               central_pqerr(s->conn, res, msg, sizeof(msg)));
+	PQclear(res);
+	return gone ? -ECONNRESET : -EIO;
+}
+
+int central_exec(struct pg *s, const char *what, const char *sql, int n, const char *const *vals,
+                 bool binary, PGresult **out)
+{
+	PGresult *res;
+	ExecStatusType st;
+
+	if (out)
+		*out = NULL;
+	if (!s->conn) {
+		central_seterr(s, "%s: %s: not connected", s->base.where, what);
+		return -ECONNRESET;
+	}
+	/* Without parameters, the simple protocol: it runs several
+	 * statements in one string (the schema's). */
+	if (n == 0 && !binary)
+		res = PQexec(s->conn, sql);
+	else
+		res = PQexecParams(s->conn, sql, n, NULL, vals, NULL, NULL, binary ? 1 : 0);
+	st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		return failed(s, what, res);
+	if (out)
+		*out = res;
+	else
+		PQclear(res);
+	return 0;
+}
+
+int central_copy_in(struct pg *s, const char *what, const char *sql, const void *data, size_t len)
+{
+	PGresult *res = PQexec(s->conn, sql);
+	const char *p = data;
+	int r = 0;
+
+	if (!res || PQresultStatus(res) != PGRES_COPY_IN)
+		return failed(s, what, res);
+	PQclear(res);
+	while (len) {
+		int n = len > (1u << 20) ? 1 << 20 : (int)len;
+
+		if (PQputCopyData(s->conn, p, n) != 1)
+			break;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (PQputCopyEnd(s->conn, len ? "flamefs: sending failed" : NULL) != 1)
+		return failed(s, what, NULL);
+	while ((res = PQgetResult(s->conn))) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK && r == 0) {
+			r = failed(s, what, res);
+			continue;
+		}
+		PQclear(res);
+	}
+	if (r == 0 && len)
+		r = failed(s, what, NULL);
+	return r;
+}

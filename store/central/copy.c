@@ -1,0 +1,96 @@
+/*
+ * copy.c — what store_copy() needs from a central store: which (series,
+ * bucket) the commits after a given one wrote (the commit column of
+ * counts), how far copies from a source store reached (sources.upto,
+ * set by the copy's own commit, see commit.c), and this store's memory
+ * of how far its copies to other stores reached (destinations).
+ */
+#include "central.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int central_changes(struct store *sbase, uint64_t since, uint64_t *upto,
+                    int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx)
+{
+	struct pg *s = pg_of(sbase);
+	char v[2][24];
+	const char *vals[2] = {v[0], v[1]};
+	PGresult *res;
+	int r;
+
+	/* Up to the commit whose frames and nodes are loaded: what
+	 * store_series_counts() reads. */
+	snprintf(v[0], sizeof(v[0]), "%" PRIu64, since);
+	snprintf(v[1], sizeof(v[1]), "%" PRIu64, s->seq);
+	r = central_exec(s, "reading changes",
+	                 "SELECT DISTINCT series, bucket FROM counts WHERE commit > $1"
+	                 " AND commit <= $2 ORDER BY series, bucket",
+	                 2, vals, false, &res);
+	if (r < 0)
+		return -EIO;
+	*upto = s->seq;
+	r = 0;
+	for (int i = 0; i < PQntuples(res) && r == 0; i++)
+		r = fn(ctx, (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10),
+		       strtoll(PQgetvalue(res, i, 1), NULL, 10));
+	PQclear(res);
+	return r;
+}
+
+static int cursor(struct pg *s, const char *sql, const char *what, const char *id, uint64_t *upto)
+{
+	const char *vals[1] = {id};
+	PGresult *res;
+
+	*upto = 0;
+	if (central_exec(s, what, sql, 1, vals, false, &res) < 0)
+		return -EIO;
+	if (PQntuples(res) == 1)
+		*upto = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
+int central_source_cursor(struct store *sbase, const char *source, uint64_t *upto)
+{
+	return cursor(pg_of(sbase), "SELECT upto FROM sources WHERE store_id = $1",
+	              "reading a source's cursor", source, upto);
+}
+
+int central_dest_cursor(struct store *sbase, const char *dest, uint64_t *upto)
+{
+	return cursor(pg_of(sbase), "SELECT upto FROM destinations WHERE store_id = $1",
+	              "reading a destination's cursor", dest, upto);
+}
+
+int central_set_dest_cursor(struct store *sbase, const char *dest, uint64_t upto)
+{
+	struct pg *s = pg_of(sbase);
+	char v[24];
+	const char *vals[2] = {dest, v};
+
+	if (s->readonly) {
+		central_seterr(s, "%s: store is open read-only", s->base.where);
+		return -EROFS;
+	}
+	if (s->batch) {
+		central_seterr(s, "%s: a batch is open", s->base.where);
+		return -EBUSY;
+	}
+	if (upto > INT64_MAX) {
+		central_seterr(s, "%s: commit number %" PRIu64 " is out of range", s->base.where,
+		               upto);
+		return -ERANGE;
+	}
+	snprintf(v, sizeof(v), "%" PRIu64, upto);
+	if (central_exec(s, "recording a destination's cursor",
+	                 "INSERT INTO destinations (store_id, upto) VALUES ($1, $2)"
+	                 " ON CONFLICT (store_id) DO UPDATE SET upto = excluded.upto",
+	                 2, vals, false, NULL) < 0)
+		return -EIO;
+	return 0;
+}

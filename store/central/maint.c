@@ -1,0 +1,244 @@
+/*
+ * maint.c — retention and housekeeping: store_prune() as one DELETE per
+ * cut-off with the series totals recomputed from what is left (in one
+ * transaction under the writers' lock; a dry run rolls it back),
+ * store_compact() as VACUUM (ANALYZE), and the footprint as the tables'
+ * pg_total_relation_size().
+ */
+#include "central.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void rollback(struct pg *s)
+{
+	PGresult *res = PQexec(s->conn, "ROLLBACK");
+
+	PQclear(res);
+}
+
+/* The selected series' ids as a text array "{1,2}" into *out
+ * (malloc'd); counts the ones left alone for wall_clock_only. */
+static int prune_select(struct pg *s, const struct store_prune_opts *o,
+                        struct store_prune_stats *st, char **out)
+{
+	const char *vals[2] = {o->binary, o->version};
+	PGresult *res;
+	size_t cap, len = 0;
+	char *a;
+	int r = central_exec(s, "selecting series to prune",
+	                     "SELECT id, coalesce(last_seen, 0) FROM series WHERE samples > 0"
+	                     " AND ($1::text IS NULL OR binary_name = $1)"
+	                     " AND ($2::text IS NULL OR version = $2) ORDER BY id",
+	                     2, vals, false, &res);
+
+	if (r < 0)
+		return r;
+	cap = 3 + (size_t)PQntuples(res) * 12;
+	a = malloc(cap);
+	if (!a) {
+		PQclear(res);
+		return -ENOMEM;
+	}
+	a[len++] = '{';
+	for (int i = 0; i < PQntuples(res); i++) {
+		if (o->wall_clock_only &&
+		    strtoll(PQgetvalue(res, i, 1), NULL, 10) < STORE_WALL_CLOCK_MIN) {
+			st->other_clock++;
+			continue;
+		}
+		len += (size_t)snprintf(a + len, cap - len, "%s%s", len > 1 ? "," : "",
+		                        PQgetvalue(res, i, 0));
+	}
+	a[len++] = '}';
+	a[len] = '\0';
+	PQclear(res);
+	*out = a;
+	return 0;
+}
+
+int central_prune(struct store *sbase, const struct store_prune_opts *o,
+                  struct store_prune_stats *st)
+{
+	struct pg *s = pg_of(sbase);
+	char lock[64], cut[24], *ids = NULL;
+	const char *vals[2];
+	PGresult *res;
+	int64_t bs = s->bucket_seconds, before = o->before, c;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	if (s->readonly) {
+		central_seterr(s, "%s: store is open read-only", s->base.where);
+		return -EROFS;
+	}
+	if (s->batch) {
+		central_seterr(s, "%s: cannot prune while a batch is open", s->base.where);
+		return -EBUSY;
+	}
+	/* Only whole buckets go: the one that holds `before` stays. */
+	if (before <= INT64_MIN / 2)
+		before = INT64_MIN / 2;
+	if (before >= INT64_MAX / 2)
+		before = INT64_MAX / 2;
+	c = (before / bs - (before % bs < 0)) * bs;
+	snprintf(cut, sizeof(cut), "%" PRId64, c);
+	snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%lld)",
+	         (long long)CENTRAL_WRITER_LOCK);
+	r = central_exec(s, "prune", "BEGIN", 0, NULL, false, NULL);
+	if (r == 0)
+		r = central_exec(s, "taking the writers' lock", lock, 0, NULL, false, NULL);
+	if (r == 0)
+		r = prune_select(s, o, st, &ids);
+	if (r < 0)
+		goto fail;
+	vals[0] = ids;
+	vals[1] = cut;
+	r = central_exec(s, "deleting old counts",
+	                 "WITH d AS (DELETE FROM counts WHERE series = ANY($1::int4[])"
+	                 " AND bucket < $2 RETURNING series, bucket, total_samples,"
+	                 " total_weight) SELECT series, count(DISTINCT bucket),"
+	                 " sum(flamefs_u64(total_samples)), sum(flamefs_u64(total_weight))"
+	                 " FROM d GROUP BY series",
+	                 2, vals, false, &res);
+	if (r < 0)
+		goto fail;
+	free(ids);
+	ids = malloc(3 + (size_t)PQntuples(res) * 12);
+	if (!ids) {
+		PQclear(res);
+		r = -ENOMEM;
+		goto fail;
+	}
+	{
+		size_t len = 0, cap = 3 + (size_t)PQntuples(res) * 12;
+
+		ids[len++] = '{';
+		for (int i = 0; i < PQntuples(res); i++) {
+			st->series++;
+			st->buckets += strtoull(PQgetvalue(res, i, 1), NULL, 10);
+			st->samples += strtoull(PQgetvalue(res, i, 2), NULL, 10);
+			st->weight += strtoull(PQgetvalue(res, i, 3), NULL, 10);
+			len += (size_t)snprintf(ids + len, cap - len, "%s%s", i ? "," : "",
+			                        PQgetvalue(res, i, 0));
+		}
+		ids[len++] = '}';
+		ids[len] = '\0';
+	}
+	PQclear(res);
+	if (!st->series) {
+		rollback(s);
+		free(ids);
+		return 0;
+	}
+	vals[0] = ids;
+	r = central_exec(s, "recomputing series totals",
+	                 "UPDATE series s SET samples = coalesce(t.samples, 0),"
+	                 " weight = coalesce(t.weight, 0),"
+	                 " first_seen = CASE WHEN t.first IS NULL THEN NULL"
+	                 " ELSE greatest(s.first_seen, t.first) END,"
+	                 " last_seen = CASE WHEN t.first IS NULL THEN NULL ELSE s.last_seen END"
+	                 " FROM (SELECT a.id, sum(flamefs_u64(c.total_samples)) AS samples,"
+	                 " sum(flamefs_u64(c.total_weight)) AS weight, min(c.bucket) AS first"
+	                 " FROM unnest($1::int4[]) AS a(id) LEFT JOIN counts c ON c.series = a.id"
+	                 " GROUP BY a.id) t WHERE s.id = t.id RETURNING s.samples",
+	                 1, vals, false, &res);
+	if (r < 0)
+		goto fail;
+	for (int i = 0; i < PQntuples(res); i++)
+		if (!strcmp(PQgetvalue(res, i, 0), "0"))
+			st->series_emptied++;
+	PQclear(res);
+	if (o->dry_run) {
+		rollback(s);
+		free(ids);
+		return 0;
+	}
+	r = central_exec(s, "counting the commit",
+	                 "UPDATE flamefs_meta SET value = (value::int8 + 1)::text"
+	                 " WHERE key = 'commits' RETURNING value",
+	                 0, NULL, false, &res);
+	if (r < 0)
+		goto fail;
+	s->seq = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	r = central_exec(s, "prune", "COMMIT", 0, NULL, false, NULL);
+	if (r < 0)
+		goto fail;
+	free(ids);
+	return 0;
+fail:
+	if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
+		rollback(s);
+	free(ids);
+	memset(st, 0, sizeof(*st));
+	return r == -ENOMEM ? r : -EIO;
+}
+
+int central_compact(struct store *sbase)
+{
+	struct pg *s = pg_of(sbase);
+
+	if (s->readonly) {
+		central_seterr(s, "%s: store is open read-only", s->base.where);
+		return -EROFS;
+	}
+	return central_exec(s, "VACUUM",
+	                    "VACUUM (ANALYZE) flamefs_meta, frame_runs, node_runs, series, counts, "
+	                    "sources,"
+	                    " destinations, writers",
+	                    0, NULL, false, NULL) < 0
+	               ? -EIO
+	               : 0;
+}
+
+int central_footprint(struct store *sbase, struct store_footprint *out)
+{
+	struct pg *s = pg_of(sbase);
+	PGresult *res;
+	int r = central_exec(
+	        s, "measuring the tables",
+	        "SELECT pg_total_relation_size('frame_runs'),"
+	        " pg_total_relation_size('node_runs'), pg_total_relation_size('counts'),"
+	        " pg_total_relation_size('flamefs_meta')"
+	        " + pg_total_relation_size('series')"
+	        " + pg_total_relation_size('sources')"
+	        " + pg_total_relation_size('destinations')"
+	        " + pg_total_relation_size('writers')",
+	        0, NULL, false, &res);
+
+	memset(out, 0, sizeof(*out));
+	if (r < 0)
+		return -EIO;
+	out->frames_bytes = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	out->nodes_bytes = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
+	out->counts_bytes = strtoull(PQgetvalue(res, 0, 2), NULL, 10);
+	out->other_bytes = strtoull(PQgetvalue(res, 0, 3), NULL, 10);
+	out->dir_bytes =
+	        out->frames_bytes + out->nodes_bytes + out->counts_bytes + out->other_bytes;
+	PQclear(res);
+	return 0;
+}
+
+int central_series_disk_bytes(struct store *sbase, uint32_t series, uint64_t *bytes)
+{
+	struct pg *s = pg_of(sbase);
+	char id[16];
+	const char *vals[1] = {id};
+	PGresult *res;
+	int r;
+
+	snprintf(id, sizeof(id), "%" PRIu32, series);
+	r = central_exec(s, "measuring a series",
+	                 "SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM counts c"
+	                 " WHERE series = $1",
+	                 1, vals, false, &res);
+	if (r < 0)
+		return -EIO;
+	*bytes = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}

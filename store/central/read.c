@@ -1,0 +1,279 @@
+/*
+ * read.c — reading series and counts.  store_series_list() reads the
+ * series rows, whose totals the commits keep, so it never touches
+ * counts.  store_series_counts() streams a series' counts rows in bucket
+ * order (single-row mode, binary arrays), merges the rows of one bucket
+ * (direct writes add a row per commit; copies one per source) and hands
+ * out (bucket, node) in order, exactly as the embedded store does.  Only
+ * rows of commits the store has loaded are read, so every node a count
+ * names is one the caller can look up.
+ */
+#include "central.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int series_cmp(const void *a, const void *b)
+{
+	const struct store_series *x = a, *y = b;
+	int c = strcmp(x->binary, y->binary);
+
+	if (!c)
+		c = strcmp(x->version, y->version);
+	if (!c)
+		c = strcmp(x->event, y->event);
+	if (!c)
+		c = strcmp(x->host, y->host);
+	return c;
+}
+
+int central_series_list(struct store *sbase, struct store_series **out, size_t *n)
+{
+	struct pg *s = pg_of(sbase);
+	struct store_series *list;
+	PGresult *res;
+	int rows, r;
+
+	*out = NULL;
+	*n = 0;
+	r = central_exec(s, "listing series",
+	                 "SELECT id, host, binary_name, version, event, unit,"
+	                 " coalesce(first_seen, 0), coalesce(last_seen, 0), samples, weight,"
+	                 " input_bytes FROM series WHERE samples > 0",
+	                 0, NULL, false, &res);
+	if (r < 0)
+		return -EIO;
+	rows = PQntuples(res);
+	list = calloc(rows ? (size_t)rows : 1, sizeof(*list));
+	if (!list) {
+		PQclear(res);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < rows; i++) {
+		struct store_series *e = &list[i];
+
+		e->id = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
+		e->host = strdup(PQgetvalue(res, i, 1));
+		e->binary = strdup(PQgetvalue(res, i, 2));
+		e->version = strdup(PQgetvalue(res, i, 3));
+		e->event = strdup(PQgetvalue(res, i, 4));
+		e->unit = strdup(PQgetvalue(res, i, 5));
+		e->first_seen = strtoll(PQgetvalue(res, i, 6), NULL, 10);
+		e->last_seen = strtoll(PQgetvalue(res, i, 7), NULL, 10);
+		e->samples = strtoull(PQgetvalue(res, i, 8), NULL, 10);
+		e->weight = strtoull(PQgetvalue(res, i, 9), NULL, 10);
+		e->input_bytes = strtoull(PQgetvalue(res, i, 10), NULL, 10);
+		if (!e->host || !e->binary || !e->version || !e->event || !e->unit) {
+			PQclear(res);
+			store_series_free(list, (size_t)i + 1);
+			return -ENOMEM;
+		}
+	}
+	PQclear(res);
+	/* Sorted here, byte-wise like the embedded store, whatever the
+	 * database's collation. */
+	if (rows)
+		qsort(list, (size_t)rows, sizeof(*list), series_cmp);
+	*out = list;
+	*n = (size_t)rows;
+	return 0;
+}
+
+/* ---- counts ------------------------------------------------------------------- */
+
+struct ent {
+	uint32_t node;
+	uint64_t samples, weight;
+};
+
+struct bucket_acc {
+	struct ent *e;
+	size_t n, cap;
+	unsigned rows;
+};
+
+/* A binary one-dimensional array of int4 or int8: its element count and
+ * where its first element's length word is; -1 when malformed. */
+static long array_open(const char *p, int len, int elem, const char **first)
+{
+	long n;
+
+	if (len < 12)
+		return -1;
+	if (be32(p) == 0) { /* empty */
+		*first = p + 12;
+		return 0;
+	}
+	if (be32(p) != 1 || len < 20)
+		return -1;
+	n = (long)be32(p + 12);
+	if ((long)len != 20 + n * (4 + elem))
+		return -1;
+	*first = p + 20;
+	return n;
+}
+
+static int acc_row(struct bucket_acc *a, const PGresult *res)
+{
+	const char *pn, *ps, *pw = NULL;
+	long n = array_open(PQgetvalue(res, 0, 1), PQgetlength(res, 0, 1), 4, &pn);
+	long ns = array_open(PQgetvalue(res, 0, 2), PQgetlength(res, 0, 2), 8, &ps);
+	long nw = PQgetisnull(res, 0, 3)
+	                  ? n
+	                  : array_open(PQgetvalue(res, 0, 3), PQgetlength(res, 0, 3), 8, &pw);
+
+	if (n < 0 || ns != n || nw != n)
+		return -EIO;
+	if (a->n + (size_t)n > a->cap) {
+		size_t cap = a->cap ? a->cap : 1024;
+		struct ent *e;
+
+		while (cap < a->n + (size_t)n)
+			cap *= 2;
+		e = realloc(a->e, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		a->e = e;
+		a->cap = cap;
+	}
+	for (long i = 0; i < n; i++) {
+		struct ent *e = &a->e[a->n++];
+
+		if (be32(pn) != 4 || be32(ps) != 8 || (pw && be32(pw) != 8))
+			return -EIO;
+		e->node = be32(pn + 4);
+		e->samples = be64(ps + 4);
+		e->weight = pw ? be64(pw + 4) : e->samples;
+		pn += 8;
+		ps += 12;
+		if (pw)
+			pw += 12;
+	}
+	a->rows++;
+	return 0;
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Hands out one bucket's counts in node order, summing rows. */
+static int acc_flush(struct bucket_acc *a, int64_t bucket, store_count_fn fn, void *ctx)
+{
+	size_t o = 0;
+	int r = 0;
+
+	if (a->rows > 1 && a->n) {
+		qsort(a->e, a->n, sizeof(*a->e), ent_cmp);
+		for (size_t i = 1; i < a->n; i++) {
+			if (a->e[i].node == a->e[o].node) {
+				a->e[o].samples += a->e[i].samples;
+				a->e[o].weight += a->e[i].weight;
+			} else {
+				a->e[++o] = a->e[i];
+			}
+		}
+		a->n = o + 1;
+	}
+	for (size_t i = 0; i < a->n && r == 0; i++)
+		r = fn(ctx, bucket, a->e[i].node, a->e[i].samples, a->e[i].weight);
+	a->n = 0;
+	a->rows = 0;
+	return r;
+}
+
+/* The first second of the bucket that holds t, clamped far from the
+ * ends of int64. */
+static int64_t bucket_floor(const struct pg *s, int64_t t)
+{
+	int64_t bs = s->bucket_seconds;
+
+	if (t <= INT64_MIN / 2)
+		return INT64_MIN / 2;
+	if (t >= INT64_MAX / 2)
+		return INT64_MAX / 2;
+	return (t / bs - (t % bs < 0)) * bs;
+}
+
+int central_series_counts(struct store *sbase, uint32_t series, int64_t from, int64_t to,
+                          store_count_fn fn, void *ctx)
+{
+	struct pg *s = pg_of(sbase);
+	char v[4][24];
+	const char *vals[4] = {v[0], v[1], v[2], v[3]};
+	struct bucket_acc a = {0};
+	PGresult *res;
+	int64_t cur = 0;
+	bool have = false, stop = false;
+	int r = 0;
+
+	if (from > to)
+		return 0;
+	snprintf(v[0], sizeof(v[0]), "%" PRIu32, series);
+	snprintf(v[1], sizeof(v[1]), "%" PRId64, bucket_floor(s, from));
+	snprintf(v[2], sizeof(v[2]), "%" PRId64, bucket_floor(s, to));
+	snprintf(v[3], sizeof(v[3]), "%" PRIu64, s->seq);
+	if (!s->conn ||
+	    !PQsendQueryParams(
+	            s->conn,
+	            "SELECT bucket, nodes, samples, weights FROM counts WHERE series = $1"
+	            " AND bucket BETWEEN $2 AND $3 AND commit <= $4 ORDER BY bucket",
+	            4, NULL, vals, NULL, NULL, 1) ||
+	    !PQsetSingleRowMode(s->conn)) {
+		char msg[CENTRAL_ERRLEN / 2];
+
+		central_seterr(s, "%s: reading the counts of series %u: %s", s->base.where, series,
+		               central_pqerr(s->conn, NULL, msg, sizeof(msg)));
+		return -EIO;
+	}
+	while ((res = PQgetResult(s->conn))) {
+		ExecStatusType st = PQresultStatus(res);
+
+		if (stop || r) {
+			PQclear(res);
+			continue;
+		}
+		if (st == PGRES_SINGLE_TUPLE) {
+			int64_t bucket = (int64_t)be64(PQgetvalue(res, 0, 0));
+
+			if (have && bucket != cur) {
+				r = acc_flush(&a, cur, fn, ctx);
+				if (r)
+					stop = true;
+			}
+			cur = bucket;
+			have = true;
+			if (!stop) {
+				int e = acc_row(&a, res);
+
+				if (e < 0) {
+					central_seterr(s, "%s: %s: the counts of series %u at %lld",
+					               s->base.where,
+					               e == -ENOMEM ? "out of memory"
+					                            : "store is damaged",
+					               series, (long long)bucket);
+					r = e;
+				}
+			}
+		} else if (st == PGRES_TUPLES_OK) {
+			if (have && !stop)
+				r = acc_flush(&a, cur, fn, ctx);
+			have = false;
+		} else {
+			char msg[CENTRAL_ERRLEN / 2];
+
+			central_seterr(s, "%s: reading the counts of series %u: %s", s->base.where,
+			               series, central_pqerr(s->conn, res, msg, sizeof(msg)));
+			r = -EIO;
+		}
+		PQclear(res);
+	}
+	free(a.e);
+	return r;
+}

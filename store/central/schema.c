@@ -1,0 +1,299 @@
+/*
+ * schema.c — the database's schema: telling a flamefs store from an
+ * empty database or someone else's, creating schema 1 in one
+ * transaction, refusing a schema from the future, upgrading an older one
+ * step by step (each step one transaction), and reading the meta rows
+ * (store id, bucket size, commit counter).  store/README.md documents the
+ * tables.
+ */
+#include "central.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Schema 1.  Frames and nodes are kept in runs, one row per commit's
+ * run of up to 4096 (arrays, lz4), with the views `frames` and `nodes`
+ * of a row each for SQL; their content hashes are computed, not stored.
+ * Counts hold unsigned 64-bit values as int8 bit patterns
+ * (flamefs_u64() reads them back); series totals are numeric(20), checked
+ * below 2^64.  Counts rows are TOASTed (lz4 where the server has it) from
+ * 128 bytes on, since their arrays are what the store is made of. */
+static const char schema_sql[] =
+        "CREATE TABLE flamefs_meta (key text PRIMARY KEY, value text NOT NULL);"
+        "CREATE TABLE frame_runs (first int4 PRIMARY KEY, kinds int2[] NOT NULL,"
+        " lines int4[] NOT NULL, names bytea[] NOT NULL, modules bytea[] NOT NULL,"
+        " build_ids bytea[] NOT NULL, files bytea[] NOT NULL)"
+        " WITH (toast_tuple_target = 128);"
+        "CREATE TABLE node_runs (first int4 PRIMARY KEY, parents int4[] NOT NULL,"
+        " frames int4[] NOT NULL) WITH (toast_tuple_target = 128);"
+        "CREATE VIEW frames AS SELECT r.first + i - 1 AS id, r.kinds[i] AS kind,"
+        " r.lines[i] AS line, r.names[i] AS name, r.modules[i] AS module,"
+        " r.build_ids[i] AS build_id, r.files[i] AS file"
+        " FROM frame_runs r, generate_subscripts(r.kinds, 1) AS i;"
+        "CREATE VIEW nodes AS SELECT r.first + i - 1 AS id, r.parents[i] AS parent,"
+        " r.frames[i] AS frame FROM node_runs r, generate_subscripts(r.parents, 1) AS i;"
+        "CREATE TABLE series (id int4 PRIMARY KEY, host text NOT NULL,"
+        " binary_name text NOT NULL, version text NOT NULL, event text NOT NULL,"
+        " unit text NOT NULL, first_seen int8, last_seen int8,"
+        " samples numeric(20) NOT NULL DEFAULT 0, weight numeric(20) NOT NULL DEFAULT 0,"
+        " input_bytes numeric(20) NOT NULL DEFAULT 0,"
+        " CHECK (samples < 18446744073709551616 AND weight < 18446744073709551616"
+        " AND input_bytes < 18446744073709551616),"
+        " UNIQUE (host, binary_name, version, event));"
+        "CREATE FUNCTION flamefs_u64(v int8) RETURNS numeric IMMUTABLE STRICT"
+        " LANGUAGE sql AS 'SELECT CASE WHEN v < 0 THEN v + 18446744073709551616"
+        " ELSE v::numeric END';"
+        "CREATE TABLE sources (id int4 PRIMARY KEY, store_id text NOT NULL UNIQUE,"
+        " upto int8 NOT NULL, updated timestamptz NOT NULL DEFAULT now());"
+        "CREATE TABLE destinations (store_id text PRIMARY KEY, upto int8 NOT NULL);"
+        "CREATE TABLE writers (writer text PRIMARY KEY, token text NOT NULL,"
+        " commit int8 NOT NULL, at timestamptz NOT NULL DEFAULT now());"
+        "CREATE INDEX writers_at ON writers (at);"
+        "CREATE TABLE counts (series int4 NOT NULL, bucket int8 NOT NULL,"
+        " source int4 NOT NULL, commit int8 NOT NULL, nodes int4[] NOT NULL,"
+        " samples int8[] NOT NULL, weights int8[], total_samples int8 NOT NULL,"
+        " total_weight int8 NOT NULL) WITH (toast_tuple_target = 128);"
+        "CREATE INDEX counts_series_bucket ON counts (series, bucket);"
+        "CREATE INDEX counts_commit ON counts (commit);"
+        "CREATE UNIQUE INDEX counts_source ON counts (series, bucket, source)"
+        " WHERE source <> 0;"
+        "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_settings"
+        " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
+        " ALTER TABLE counts ALTER nodes SET COMPRESSION lz4,"
+        " ALTER samples SET COMPRESSION lz4, ALTER weights SET COMPRESSION lz4;"
+        " ALTER TABLE frame_runs ALTER kinds SET COMPRESSION lz4,"
+        " ALTER lines SET COMPRESSION lz4, ALTER names SET COMPRESSION lz4,"
+        " ALTER modules SET COMPRESSION lz4, ALTER build_ids SET COMPRESSION lz4,"
+        " ALTER files SET COMPRESSION lz4;"
+        " ALTER TABLE node_runs ALTER parents SET COMPRESSION lz4,"
+        " ALTER frames SET COMPRESSION lz4;"
+        " END IF; END $$;"
+        "INSERT INTO frame_runs VALUES (0, ARRAY[0::int2], ARRAY[0], ARRAY[''::bytea],"
+        " ARRAY[''::bytea], ARRAY[''::bytea], ARRAY[''::bytea]);"
+        "INSERT INTO node_runs VALUES (0, ARRAY[0], ARRAY[0]);";
+
+/* Upgrade steps: steps[i].sql takes schema steps[i].from to from + 1, in
+ * the transaction that also records the new version.  Schema 1 is the
+ * first, so there is none yet; the table ends with a NULL. */
+static const struct {
+	int from;
+	const char *sql;
+} steps[] = {
+        {0, NULL},
+};
+
+static int in_txn(struct pg *s, const char *what, const char *sql)
+{
+	return central_exec(s, what, sql, 0, NULL, false, NULL);
+}
+
+static void rollback(struct pg *s)
+{
+	PGresult *res = PQexec(s->conn, "ROLLBACK");
+
+	PQclear(res);
+}
+
+/* 1 when flamefs_meta exists, 0 when it does not; *tables: how many
+ * tables, views and the like the database holds outside the catalogs. */
+static int has_meta(struct pg *s, long *tables)
+{
+	PGresult *res;
+	int r = central_exec(
+	        s, "reading the catalog",
+	        "SELECT to_regclass('flamefs_meta') IS NOT NULL, (SELECT count(*) FROM pg_class c"
+	        " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN"
+	        " ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog',"
+	        " 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'"
+	        " AND n.nspname NOT LIKE 'pg_temp%')",
+	        0, NULL, false, &res);
+
+	if (r < 0)
+		return r;
+	r = PQgetvalue(res, 0, 0)[0] == 't';
+	*tables = strtol(PQgetvalue(res, 0, 1), NULL, 10);
+	PQclear(res);
+	return r;
+}
+
+static int create(struct pg *s)
+{
+	char id[33], lock[64];
+	const char *vals[1] = {id};
+	long tables;
+	int r = central_random_hex(id);
+
+	if (r < 0) {
+		central_seterr(s, "%s: getrandom: %s", s->base.where, strerror(-r));
+		return r;
+	}
+	snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%lld)",
+	         (long long)CENTRAL_WRITER_LOCK);
+	r = in_txn(s, "creating the schema", "BEGIN");
+	if (r == 0)
+		r = in_txn(s, "creating the schema", lock);
+	if (r < 0)
+		goto fail;
+	/* Another writer may have created it while this one waited. */
+	r = has_meta(s, &tables);
+	if (r < 0)
+		goto fail;
+	if (r == 1) {
+		rollback(s);
+		return 0;
+	}
+	r = in_txn(s, "creating the schema", schema_sql);
+	if (r == 0)
+		r = central_exec(
+		        s, "creating the schema",
+		        "INSERT INTO flamefs_meta VALUES ('schema', '1'), ('store_id', $1),"
+		        " ('bucket_seconds', '60'), ('commits', '0')",
+		        1, vals, false, NULL);
+	if (r == 0)
+		r = in_txn(s, "creating the schema", "COMMIT");
+	if (r == 0)
+		return 0;
+fail:
+	rollback(s);
+	return r;
+}
+
+static int upgrade(struct pg *s, long from)
+{
+	char lock[64], ver[24];
+	const char *vals[1] = {ver};
+	int r;
+
+	snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%lld)",
+	         (long long)CENTRAL_WRITER_LOCK);
+	for (long v = from; v < CENTRAL_SCHEMA_VERSION; v++) {
+		const char *sql = NULL;
+
+		for (size_t i = 0; steps[i].sql; i++)
+			if (steps[i].from == v)
+				sql = steps[i].sql;
+		if (!sql) {
+			central_seterr(s, "%s: no upgrade from schema version %ld", s->base.where,
+			               v);
+			return -EPROTONOSUPPORT;
+		}
+		snprintf(ver, sizeof(ver), "%ld", v + 1);
+		r = in_txn(s, "upgrading the schema", "BEGIN");
+		if (r == 0)
+			r = in_txn(s, "upgrading the schema", lock);
+		if (r == 0)
+			r = in_txn(s, "upgrading the schema", sql);
+		if (r == 0)
+			r = central_exec(s, "upgrading the schema",
+			                 "UPDATE flamefs_meta SET value = $1 WHERE key = 'schema'",
+			                 1, vals, false, NULL);
+		if (r == 0)
+			r = in_txn(s, "upgrading the schema", "COMMIT");
+		if (r < 0) {
+			rollback(s);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Reads the meta rows; *schema gets the version. */
+static int read_meta(struct pg *s, long *schema)
+{
+	PGresult *res;
+	bool have_id = false, have_bucket = false, have_commits = false;
+	int r = central_exec(s, "reading flamefs_meta", "SELECT key, value FROM flamefs_meta", 0,
+	                     NULL, false, &res);
+
+	if (r < 0)
+		return r;
+	*schema = -1;
+	for (int i = 0; i < PQntuples(res); i++) {
+		const char *k = PQgetvalue(res, i, 0), *v = PQgetvalue(res, i, 1);
+		char *end;
+
+		if (!strcmp(k, "schema")) {
+			*schema = strtol(v, &end, 10);
+			if (*end || end == v)
+				*schema = -1;
+		} else if (!strcmp(k, "store_id") && strlen(v) == 32) {
+			memcpy(s->store_id, v, 33);
+			have_id = true;
+		} else if (!strcmp(k, "bucket_seconds")) {
+			unsigned long b = strtoul(v, &end, 10);
+
+			have_bucket = !*end && b > 0 && b <= 86400;
+			s->bucket_seconds = (uint32_t)b;
+		} else if (!strcmp(k, "commits")) {
+			s->seq = strtoull(v, &end, 10);
+			have_commits = !*end && end != v;
+		}
+	}
+	PQclear(res);
+	if (*schema < 0) {
+		central_seterr(s, "%s: not a flamefs store (flamefs_meta has no schema version)",
+		               s->base.where);
+		return -EINVAL;
+	}
+	if (*schema > CENTRAL_SCHEMA_VERSION) {
+		central_seterr(s,
+		               "%s: schema version %ld is newer than this flamefs understands (%d)",
+		               s->base.where, *schema, CENTRAL_SCHEMA_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (!have_id || !have_bucket || !have_commits) {
+		central_seterr(s, "%s: store is damaged: flamefs_meta lacks %s", s->base.where,
+		               !have_id       ? "store_id"
+		               : !have_bucket ? "bucket_seconds"
+		                              : "commits");
+		return -EIO;
+	}
+	return 0;
+}
+
+int central_schema(struct pg *s, int flags)
+{
+	long tables, schema;
+	int r = has_meta(s, &tables);
+
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		if (tables > 0) {
+			central_seterr(s,
+			               "%s: not a flamefs store (the database holds %ld other "
+			               "tables and no flamefs_meta)",
+			               s->base.where, tables);
+			return -EINVAL;
+		}
+		if (!(flags & STORE_CREATE) || (flags & STORE_READONLY)) {
+			central_seterr(s,
+			               "%s: not a flamefs store yet (an empty database: an import "
+			               "or record creates the schema)",
+			               s->base.where);
+			return -ENOENT;
+		}
+		r = create(s);
+		if (r < 0)
+			return r;
+	}
+	r = read_meta(s, &schema);
+	if (r < 0)
+		return r;
+	if (schema < CENTRAL_SCHEMA_VERSION) {
+		if (flags & STORE_READONLY) {
+			central_seterr(
+			        s,
+			        "%s: schema version %ld is older than this flamefs reads (%d);"
+			        " a writer upgrades it",
+			        s->base.where, schema, CENTRAL_SCHEMA_VERSION);
+			return -EPROTONOSUPPORT;
+		}
+		r = upgrade(s, schema);
+		if (r == 0)
+			r = read_meta(s, &schema);
+	}
+	return r;
+}

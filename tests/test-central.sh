@@ -1,0 +1,257 @@
+#!/bin/bash
+# test-central.sh — the central store (store/central/) end to end against a
+# private PostgreSQL 15 that it starts (Unix socket in a temporary
+# directory, no TCP port) and stops: test-central's unit tests, then
+# flamefs-collect with --store postgresql://...: every good fixture's
+# import exports (folded and pprof) byte for byte what the same import
+# into an embedded store exports; stats; prune; compact; the README's SQL
+# (top functions across hosts, regressions from A to B) gives the
+# expected numbers; a non-flamefs database and a future schema are
+# refused; the password never shows; a read-only role reads but cannot
+# write; an unreachable server is named; a server restarted during
+# imports loses and doubles nothing.
+# Usage: test-central.sh BUILD_DIR.  SKIP (77) without PostgreSQL 15.
+set -u
+build=${1:?usage: $0 BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+collect=$build/flamefs-collect
+unit=$build/tests/test-central
+export LC_ALL=C
+
+# ---- a private server (tests/lib-pg.sh) -------------------------------------------
+. "$here/lib-pg.sh"
+[ -x "$collect" ] || { echo "flamefs-collect not found in $build; build it first"; exit 1; }
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+pg_skip_unless_available "$tmp"
+sock=$PG_SOCK
+# a database of the superuser's; its URI
+newdb() { pg_createdb "$1" >/dev/null; pg_uri "$1" postgres; }
+
+fails=0
+n=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+same() { # FILE EXPECTED WHAT
+	n=$((n + 1))
+	if ! cmp -s "$1" "$2"; then
+		fail "$3"
+		diff -u "$2" "$1" | head -20
+	fi
+}
+has() { # FILE TEXT WHAT
+	n=$((n + 1))
+	grep -qF -- "$2" "$1" || { fail "$3: lacks \"$2\""; head -5 "$1"; }
+}
+lacks() { # FILE TEXT WHAT
+	n=$((n + 1))
+	! grep -qF -- "$2" "$1" || { fail "$3: shows \"$2\""; grep -F -- "$2" "$1" | head -3; }
+}
+
+# ---- the backend's unit tests --------------------------------------------------
+n=$((n + 1))
+"$unit" "$sock" postgres "$PG_PORT" >"$tmp/unit.out" 2>&1 || { fail "test-central"; cat "$tmp/unit.out"; }
+n=$((n + 1))
+FLAMEFS_TEST_HASH_BITS=1 "$unit" "$sock" postgres "$PG_PORT" >>"$tmp/unit.out" 2>&1 ||
+	{ fail "test-central with 1-bit hashes"; cat "$tmp/unit.out"; }
+grep -E '^(PASS|FAIL)' "$tmp/unit.out"
+
+# ---- every good fixture: central == embedded -------------------------------------
+k=0
+fixtures=(perf/caches.perf perf/edge.perf perf/loop-minimal.perf perf/loop.perf
+	perf/nocallchain.perf perf/noevent.perf perf/parts.perf perf/spell-g-noperiod.perf
+	folded/basic.folded folded/comments.folded folded/crlf.folded
+	legacy/go-heap.txt legacy/go-block.txt legacy/go-mutex.txt
+	legacy/tcmalloc-sample-65536.heap legacy/heap.pb.gz legacy/allocs.pb.gz
+	bad-input/deep.pb.gz bad-input/nonutf8.pb bad-input/value-max.pb)
+fx=$(newdb fx)
+for f in "${fixtures[@]}"; do
+	n=$((n + 1))
+	"$collect" import --store "$tmp/emb" --time 1700000040 "$here/data/$f" >/dev/null 2>&1 ||
+		{ fail "$f: embedded import"; continue; }
+	"$collect" import --store "$fx" --time 1700000040 "$here/data/$f" >"$tmp/imp.out" 2>&1 ||
+		{ fail "$f: central import"; cat "$tmp/imp.out"; continue; }
+	# one fixture alone, too
+	k=$((k + 1))
+	one=$(newdb one$k)
+	rm -rf "$tmp/one"
+	"$collect" import --store "$tmp/one" --time 1700000040 "$here/data/$f" >/dev/null 2>&1
+	"$collect" import --store "$one" --time 1700000040 "$here/data/$f" >/dev/null 2>&1
+	"$collect" export --store "$tmp/one" --format folded >"$tmp/e1" 2>&1
+	"$collect" export --store "$one" --format folded >"$tmp/p1" 2>&1
+	same "$tmp/p1" "$tmp/e1" "$f alone: folded export differs"
+done
+for fmt in folded pprof; do
+	"$collect" export --store "$tmp/emb" --format $fmt >"$tmp/e.$fmt" 2>&1
+	"$collect" export --store "$fx" --format $fmt >"$tmp/p.$fmt" 2>&1
+	same "$tmp/p.$fmt" "$tmp/e.$fmt" "all fixtures: $fmt export differs"
+done
+n=$((n + 1))
+[ -s "$tmp/p.folded" ] || fail "the folded export is empty"
+# stats: the same series, samples and weights (the disk column differs)
+"$collect" stats --store "$tmp/emb" >"$tmp/e.stats" 2>&1 || fail "embedded stats"
+"$collect" stats --store "$fx" >"$tmp/p.stats" 2>&1 || fail "central stats"
+cut -c1-78 "$tmp/e.stats" | sed -n '/^BINARY/,/^$/p' >"$tmp/e.cols"
+cut -c1-78 "$tmp/p.stats" | sed -n '/^BINARY/,/^$/p' >"$tmp/p.cols"
+same "$tmp/p.cols" "$tmp/e.cols" "stats columns differ"
+has "$tmp/p.stats" "store on disk:" "central stats"
+
+# ---- a hot standby serves readers --------------------------------------------------
+if pg_standby_start standby >"$tmp/standby.out" 2>&1 && pg_standby_sync >>"$tmp/standby.out" 2>&1; then
+	sb=$(pg_standby_uri fx postgres)
+	"$collect" export --store "$sb" --format folded >"$tmp/sb.folded" 2>&1
+	same "$tmp/sb.folded" "$tmp/p.folded" "export from the hot standby"
+	"$collect" stats --store "$sb" >"$tmp/sb.stats" 2>&1 || fail "stats from the hot standby"
+	"$collect" import --store "$sb" "$here/data/folded/basic.folded" >"$tmp/sb.out" 2>&1 &&
+		fail "an import into a standby succeeded"
+	has "$tmp/sb.out" "read-only transaction" "import into a standby"
+	pg_standby_stop
+else
+	fail "the standby did not start"
+	cat "$tmp/standby.out"
+fi
+
+# ---- size against the embedded store, after VACUUM and compact -------------------
+"$collect" compact --store "$fx" >"$tmp/compact.out" 2>&1 || { fail "compact"; cat "$tmp/compact.out"; }
+"$collect" compact --store "$tmp/emb" >/dev/null 2>&1
+pgsize=$(psql "$fx" -qXAt -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = 'public' AND c.relkind = 'r'")
+embsize=$(du -sb "$tmp/emb" | cut -f1)
+echo "size: central $pgsize bytes, embedded $embsize bytes (fixtures, after VACUUM / compact)"
+
+# ---- the README's SQL ------------------------------------------------------------
+sq=$(newdb sq)
+printf 'app;main;compute 60\napp;main;io 40\n' >"$tmp/a.folded"
+printf 'app;main;compute 70\napp;main;io 20\napp;main;parse 10\n' >"$tmp/b.folded"
+"$collect" import --store "$sq" --version A --time 1700000040 "$tmp/a.folded" >/dev/null 2>&1
+# the first import's series becomes another host's; the second is this one's
+psql "$sq" -qXc "UPDATE series SET host = 'other-host'"
+"$collect" import --store "$sq" --version A --time 1700000040 "$tmp/a.folded" >/dev/null 2>&1
+"$collect" import --store "$sq" --version B --time 1700000100 "$tmp/b.folded" >/dev/null 2>&1
+# the statements exactly as store/README.md shows them
+awk '/^```sql top-functions/{on=1; next} /^```/{on=0} on' "$here/../store/README.md" >"$tmp/top.sql"
+awk '/^```sql regressions/{on=1; next} /^```/{on=0} on' "$here/../store/README.md" >"$tmp/regress.sql"
+psql "$sq" -qXAt -F' ' -f "$tmp/top.sql" >"$tmp/top.out" 2>&1
+printf 'compute 120\nio 80\n' >"$tmp/top.want"
+same "$tmp/top.out" "$tmp/top.want" "README: top functions across hosts"
+psql "$sq" -qXAt -F' ' -f "$tmp/regress.sql" >"$tmp/regress.out" 2>&1
+printf 'compute 60.00 70.00 10.00\nparse 0.00 10.00 10.00\nio 40.00 20.00 -20.00\n' >"$tmp/regress.want"
+same "$tmp/regress.out" "$tmp/regress.want" "README: regressions from A to B"
+n=$((n + 1))
+[ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = 'app' AND version = 'A'")" = 2 ] ||
+	fail "two hosts' series of one binary/version"
+
+# ---- prune -------------------------------------------------------------------------
+"$collect" prune --store "$sq" --before 1700000100 --dry-run >"$tmp/prune.out" 2>&1 || fail "prune --dry-run"
+n=$((n + 1))
+[ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM counts")" = 3 ] || fail "a dry run deleted"
+"$collect" prune --store "$sq" --before 1700000100 >"$tmp/prune.out" 2>&1 || { fail "prune"; cat "$tmp/prune.out"; }
+n=$((n + 1))
+[ "$(psql "$sq" -qXAt -c "SELECT count(*) || ' ' || sum(samples) FROM series WHERE samples > 0")" = "1 100" ] ||
+	fail "prune left the wrong series"
+"$collect" export --store "$sq" --format folded >"$tmp/pruned.out" 2>&1
+printf 'app;main;compute 70\napp;main;io 20\napp;main;parse 10\n' >"$tmp/pruned.want"
+same "$tmp/pruned.out" "$tmp/pruned.want" "export after prune"
+
+# ---- refusals ------------------------------------------------------------------------
+other=$(newdb other)
+psql "$other" -qXc "CREATE TABLE invoices (id int)"
+"$collect" import --store "$other" "$tmp/a.folded" >"$tmp/other.out" 2>&1 && fail "import into a non-flamefs database"
+has "$tmp/other.out" "$other: not a flamefs store" "non-flamefs database"
+n=$((n + 1))
+[ "$(psql "$other" -qXAt -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")" = 1 ] ||
+	fail "a refused database was changed"
+empty=$(newdb empty)
+"$collect" stats --store "$empty" >"$tmp/empty.out" 2>&1 && fail "stats of an empty database"
+has "$tmp/empty.out" "not a flamefs store yet" "empty database"
+psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'"
+"$collect" stats --store "$sq" >"$tmp/future.out" 2>&1 && fail "stats of a future schema"
+has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (1)" "future schema"
+"$collect" import --store "$sq" "$tmp/a.folded" >"$tmp/future.out" 2>&1 && fail "import into a future schema"
+has "$tmp/future.out" "schema version 9 is newer" "future schema, import"
+"$collect" stats --store "postgresql:///x?host=$tmp/nowhere" >"$tmp/unreach.out" 2>&1 && fail "stats of no server"
+has "$tmp/unreach.out" "postgresql:///x?host=$tmp/nowhere: cannot connect: " "unreachable server"
+
+# ---- roles and the password ----------------------------------------------------------
+pw='S3cret-pw-4711'
+pg_role fwriter "$pw" >/dev/null
+pg_role freader "$pw-ro" >/dev/null
+pg_createdb fleet fwriter >/dev/null
+wuri="postgresql://fwriter:$pw@/fleet?host=$sock&port=$PG_PORT"
+ruri="postgresql://freader:$pw-ro@/fleet?host=$sock&port=$PG_PORT"
+"$collect" import --store "$wuri" --time 1700000040 "$tmp/a.folded" >"$tmp/pw.out" 2>&1 || { fail "import as the writer role"; cat "$tmp/pw.out"; }
+has "$tmp/pw.out" "postgresql://fwriter:***@/fleet" "the import names the store"
+# the GRANTs of store/README.md
+awk '/^```sql grants/{on=1; next} /^```/{on=0} on' "$here/../store/README.md" |
+	sed 's/flamefs_reader/freader/g; s/flamefs_writer/fwriter/g' >"$tmp/grants.sql"
+psql "$wuri" -qX -v ON_ERROR_STOP=1 -f "$tmp/grants.sql" >"$tmp/grants.out" 2>&1 || { fail "the README's GRANTs"; cat "$tmp/grants.out"; }
+"$collect" stats --store "$ruri" >>"$tmp/pw.out" 2>&1 || { fail "stats as the read-only role"; tail -3 "$tmp/pw.out"; }
+"$collect" export --store "$ruri" --format folded >"$tmp/ro.folded" 2>>"$tmp/pw.out" || fail "export as the read-only role"
+same "$tmp/ro.folded" "$tmp/a.folded" "export as the read-only role"
+"$collect" import --store "$ruri" --time 1700000100 "$tmp/b.folded" >"$tmp/ro.out" 2>&1 && fail "import as the read-only role"
+has "$tmp/ro.out" "permission denied" "read-only import"
+has "$tmp/ro.out" "host " "read-only import names the host"
+has "$tmp/ro.out" "series app/default/samples" "read-only import names the series"
+cat "$tmp/ro.out" >>"$tmp/pw.out"
+"$collect" stats --store "postgresql://fwriter:wrong-$pw@/fleet?host=$sock&port=$PG_PORT" >>"$tmp/pw.out" 2>&1 && fail "a wrong password was taken"
+"$collect" stats --store "postgresql:///fleet?host=$sock&port=$PG_PORT&user=fwriter&password=wrong-$pw" >>"$tmp/pw.out" 2>&1 && fail "a wrong password was taken (query)"
+has "$tmp/pw.out" "password=***" "a password parameter is hidden"
+lacks "$tmp/pw.out" "$pw" "password"
+# libpq's own PGPASSFILE is honoured
+pg_passfile "$tmp/pgpass" fwriter "$pw" fleet
+PGPASSFILE=$tmp/pgpass "$collect" stats --store "postgresql://fwriter@/fleet?host=$sock&port=$PG_PORT" >"$tmp/pass.out" 2>&1 ||
+	{ fail "PGPASSFILE"; cat "$tmp/pass.out"; }
+
+# ---- 16 writers at once, with overlapping stacks ----------------------------------------
+many=$(newdb many)
+"$build/tests/gen-folded" 400 4000 app 1 >"$tmp/common.folded"
+rm -rf "$tmp/manyemb"
+for i in $(seq 1 16); do
+	{ cat "$tmp/common.folded"; "$build/tests/gen-folded" 200 2000 app $((i + 1)); } >"$tmp/w$i.folded"
+	"$collect" import --store "$tmp/manyemb" --time $((1700000040 + 60 * (i % 4))) "$tmp/w$i.folded" >/dev/null 2>&1
+done
+pids=()
+for i in $(seq 1 16); do
+	"$collect" import --store "$many" --time $((1700000040 + 60 * (i % 4))) "$tmp/w$i.folded" >"$tmp/w$i.out" 2>&1 &
+	pids+=($!)
+done
+for i in $(seq 1 16); do
+	n=$((n + 1))
+	wait "${pids[$((i - 1))]}" || { fail "concurrent import $i"; cat "$tmp/w$i.out"; }
+done
+"$collect" export --store "$many" --format folded >"$tmp/many.p" 2>&1
+"$collect" export --store "$tmp/manyemb" --format folded >"$tmp/many.e" 2>&1
+same "$tmp/many.p" "$tmp/many.e" "16 concurrent writers: counts differ"
+n=$((n + 1))
+[ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT (parent, frame)) = count(*) FROM nodes")" = t ] ||
+	fail "16 concurrent writers: node ids not dense or a stack stored twice"
+n=$((n + 1))
+[ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT (kind, line, name, module, build_id, file)) = count(*) FROM frames")" = t ] ||
+	fail "16 concurrent writers: frame ids not dense or a frame stored twice"
+
+# ---- a server restarted while imports run ------------------------------------------------
+busy=$(newdb busy)
+"$build/tests/gen-folded" 2000 200000 busy 7 >"$tmp/big.folded"
+rm -rf "$tmp/bigemb"
+for i in 1 2 3 4 5 6; do
+	"$collect" import --store "$tmp/bigemb" --time $((1700000040 + 60 * i)) "$tmp/big.folded" >/dev/null 2>&1
+done
+(
+	for i in 1 2 3 4 5 6; do
+		FLAMEFS_PG_RETRY_SECONDS=60 "$collect" import --store "$busy" --time $((1700000040 + 60 * i)) \
+			"$tmp/big.folded" >>"$tmp/busy.out" 2>&1 || echo "import $i failed" >>"$tmp/busy.out"
+	done
+) &
+bg=$!
+sleep 0.5
+pg_restart
+sleep 0.3
+pg_restart
+wait $bg
+n=$((n + 1))
+grep -q failed "$tmp/busy.out" && { fail "an import failed across a restart"; cat "$tmp/busy.out"; }
+"$collect" export --store "$busy" --format folded >"$tmp/busy.p" 2>&1
+"$collect" export --store "$tmp/bigemb" --format folded >"$tmp/busy.e" 2>&1
+same "$tmp/busy.p" "$tmp/busy.e" "imports across a server restart: counts differ"
+
+echo "$((n - fails))/$n checks passed"
+[ "$fails" = 0 ]
