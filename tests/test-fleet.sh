@@ -56,11 +56,21 @@ pg_psql -d fleet -c "GRANT USAGE ON SCHEMA public TO fleet_reader;
 folded_sum() {
 	cat "$@" | awk 'NF { n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END { for (k in s) print k, s[k] }' | sort
 }
-# exp STORE [EXPORT OPTIONS...]: the folded export of every series, sorted.
+# exp STORE [EXPORT OPTIONS...]: the folded export of every event, each
+# line prefixed with its event, sorted.
 exp() {
-	local st=$1
+	local st=$1 ev
 	shift
-	"$collect" export --store "$st" "$@" 2>/dev/null | sort
+	for ev in $("$collect" stats --store "$st" 2>/dev/null | awk 'NR > 1 && NF == 9 { print $3 }' | sort -u); do
+		"$collect" export --store "$st" --event "$ev" "$@" 2>/dev/null | sed "s/^/$ev: /"
+	done | sort
+}
+# mfolded ROOT BINARY EVENT: a mounted version's folded of one event (its
+# own directory when the version has several events), sorted.
+mfolded() {
+	local d=$1/$2/default
+	[ -d "$d@$3" ] && d=$d@$3
+	sort "$d/folded" 2>/dev/null
 }
 # same WHAT GOT WANT
 same() {
@@ -178,17 +188,18 @@ same "after the restarts: nothing counted twice, nothing lost" "$tmp/got" "$tmp/
 mkdir -p "$mnt"
 "$flamefs" "$R" "$mnt" 2>"$tmp/mount.err" || { bad "mount the database as the reader"; cat "$tmp/mount.err"; }
 for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
-cat "$mnt"/app/*/folded 2>/dev/null | sort >"$tmp/got"
-exp "$W" --binary app >"$tmp/want"
+mfolded "$mnt" app samples >"$tmp/got"
+"$collect" export --store "$W" --binary app --event samples 2>/dev/null | sort >"$tmp/want"
 same "the mount's app root folded = the database's export of app" "$tmp/got" "$tmp/want"
 check "@host lists the 16 hosts" [ "$(ls "$mnt/@host" 2>/dev/null | wc -l)" = 16 ]
-cat "$mnt"/@host/h7/app/*/folded 2>/dev/null | sort >"$tmp/got"
-exp "$tmp/host7" --binary app >"$tmp/want"
+mfolded "$mnt/@host/h7" app samples >"$tmp/got"
+"$collect" export --store "$tmp/host7" --binary app --event samples 2>/dev/null | sort >"$tmp/want"
 same "@host/h7/app = host 7's own store" "$tmp/got" "$tmp/want"
 check "/proc/mounts names the database without a password" \
 	sh -c "grep ' $mnt ' /proc/mounts | grep -q 'host=' && ! grep ' $mnt ' /proc/mounts | grep -q S3cret"
 
 # ---- what the reader may not do; bad databases ------------------------------------
+"$collect" import --store "$tmp/host1" --host h1 --time $((t0 + 30000)) "$tmp/late.folded" >/dev/null 2>&1
 "$collect" push --store "$tmp/host1" --to "$R" >"$tmp/ro.out" 2>&1
 check "the read-only role cannot push" [ $? -ne 0 ]
 grep -qi "permission denied" "$tmp/ro.out" || { bad "read-only push message"; cat "$tmp/ro.out"; }
@@ -200,7 +211,7 @@ secret_uri="postgresql://fleet_writer:TopS3cretXYZ@/fleet?host=$PG_SOCK&port=$PG
 check "a password in the connection string is never printed" sh -c "! grep -q 'S3cretXYZ\|Wrong0neXYZ' '$tmp/sec.out'"
 pg_createdb other || exit 1
 pg_psql -d other -c "CREATE TABLE t (x int)" || exit 1
-"$collect" stats --store "$(pg_uri other)" >"$tmp/other.out" 2>&1
+"$collect" stats --store "$(pg_uri other fleet_writer)" >"$tmp/other.out" 2>&1
 check "a database that is not a flamefs store is refused" grep -q "not a flamefs store" "$tmp/other.out"
 "$collect" stats --store "postgresql:///fleet?host=$tmp/nonesuch" >"$tmp/unreach.out" 2>&1
 check "an unreachable server is named: cannot connect" grep -q "cannot connect" "$tmp/unreach.out"
@@ -222,15 +233,17 @@ fusermount3 -u "$mnt" 2>/dev/null
 
 # ---- a standby, mounted, promoted while mounted -------------------------------------
 if pg_standby_start standby >/dev/null 2>&1 && pg_standby_sync >/dev/null 2>&1; then
+	pg_standby_passfile "$tmp/pgpass" fleet_writer 'w-S3cret:pw'
+	pg_standby_passfile "$tmp/pgpass" fleet_reader 'r-S3cret:pw'
 	S=$(pg_standby_uri fleet fleet_reader)
 	"$flamefs" "$S" "$mnt" 2>"$tmp/smount.err" || { bad "mount the standby"; cat "$tmp/smount.err"; }
 	for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
-	cat "$mnt"/app/*/folded 2>/dev/null | sort >"$tmp/got"
-	exp "$W" --binary app >"$tmp/want"
+	mfolded "$mnt" app samples >"$tmp/got"
+	"$collect" export --store "$W" --binary app --event samples 2>/dev/null | sort >"$tmp/want"
 	same "the standby's mount shows the primary's data" "$tmp/got" "$tmp/want"
 	pg_stop
 	pg_standby_promote >/dev/null || bad "promote the standby"
-	cat "$mnt"/app/*/folded 2>/dev/null | sort >"$tmp/got"
+	mfolded "$mnt" app samples >"$tmp/got"
 	same "the mount keeps serving across the promotion" "$tmp/got" "$tmp/want"
 	SW=$(pg_standby_uri fleet fleet_writer)
 	printf 'app;main;after_promotion 13\n' >"$tmp/ap.folded"
@@ -238,7 +251,7 @@ if pg_standby_start standby >/dev/null 2>&1 && pg_standby_sync >/dev/null 2>&1; 
 	"$collect" push --store "$tmp/host2" --to "$SW" >"$tmp/ap.out" 2>&1 || { bad "push to the promoted standby"; cat "$tmp/ap.out"; }
 	ok=
 	for _ in $(seq 40); do
-		grep -q "after_promotion 13" "$mnt"/app/*/folded 2>/dev/null && ok=1 && break
+		mfolded "$mnt" app samples | grep -q "after_promotion 13" && ok=1 && break
 		sleep 0.25
 	done
 	check "a push to the promoted standby shows in the mount" [ -n "$ok" ]
