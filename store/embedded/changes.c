@@ -215,6 +215,45 @@ int rdb_changes(struct store *sbase, uint64_t since, uint64_t *upto,
 	return since ? changes_after(s, since, fn, ctx) : changes_all(s, fn, ctx);
 }
 
+int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wall_clock_only)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	uint8_t start = KEY_CHANGE;
+	char *rerr = NULL;
+	int n = 0;
+
+	if (!it)
+		return -ENOMEM;
+	/* Records come in commit order, which is mostly time order: stop at
+	 * the first one that names a bucket still kept. */
+	for (rocksdb_iter_seek(it, (char *)&start, 1); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
+		const uint8_t *end = v + vlen;
+		uint64_t cnt, series, bucket;
+		bool gone = klen == 9 && get_varint(&v, end, &cnt) == 0;
+
+		if (!klen || k[0] != KEY_CHANGE)
+			break;
+		for (uint64_t i = 0; gone && i < cnt; i++)
+			gone = get_varint(&v, end, &series) == 0 &&
+			       get_varint(&v, end, &bucket) == 0 && bucket < cut &&
+			       !(wall_clock_only &&
+			         bucket_start(s, (uint32_t)bucket) < STORE_WALL_CLOCK_MIN);
+		if (!gone)
+			break;
+		rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], k, klen);
+		n++;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr)
+		return rdb_fail(s, rerr, "listing changes");
+	return n;
+}
+
 int rdb_batch_source(struct store_batch *bbase, const char *source, uint64_t upto)
 {
 	struct rdb_batch *b = rdb_batch_of(bbase);

@@ -467,6 +467,11 @@ void settle_wait(struct rdb *s);
  * (the writer adds one to s->commits once it is written). */
 int changes_load(struct rdb *s);
 int changes_put(struct rdb_batch *b, rocksdb_writebatch_t *wb);
+/* Puts into wb the deletion of the change records, from the oldest on,
+ * that name only buckets a prune at bucket `cut` deletes (the records
+ * after the first one that names a kept bucket stay).  The count, or
+ * -errno. */
+int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wall_clock_only);
 
 /* reader.c */
 int make_secdir(struct rdb *s);

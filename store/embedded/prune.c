@@ -145,9 +145,21 @@ int rdb_prune(struct store *sbase, const struct store_prune_opts *o, struct stor
 		                          buf.len);
 	}
 	r = 0;
-	if (!st->buckets)
-		goto out;
 	if (o->dry_run)
+		goto out;
+	/* The change records of what is gone (a push has nothing left to
+	 * send for them), when every series was selected. */
+	int dropped = 0;
+	if (!o->binary && !o->version) {
+		dropped = changes_prune(s, wb, cut, o->wall_clock_only);
+		if (dropped < 0) {
+			r = dropped;
+			if (r == -ENOMEM)
+				seterr(s, "%s: out of memory", s->dir);
+			goto out;
+		}
+	}
+	if (!st->buckets && !dropped)
 		goto out;
 	rocksdb_write(s->db, s->wopts, wb, &rerr);
 	if (rerr) {
