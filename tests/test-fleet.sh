@@ -54,7 +54,7 @@ pg_psql -d fleet -c "GRANT USAGE ON SCHEMA public TO fleet_reader;
 
 # folded_sum FILE...: the line-wise sum of folded files, sorted.
 folded_sum() {
-	cat "$@" | awk 'NF { n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END { for (k in s) print k, s[k] }' | sort
+	cat "$@" | awk 'NF { n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END { for (k in s) printf "%s %.0f\n", k, s[k] }' | sort
 }
 # exp STORE [EXPORT OPTIONS...]: the folded export of every event, each
 # line prefixed with its event, sorted.

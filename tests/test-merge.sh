@@ -21,7 +21,7 @@ data=$here/data
 
 # folded_sum FILE...: the line-wise sum of folded files, sorted.
 folded_sum() {
-	cat "$@" | awk '{ n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END { for (k in s) print k, s[k] }' | sort
+	cat "$@" | awk '{ n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END { for (k in s) printf "%s %.0f\n", k, s[k] }' | sort
 }
 
 # exp STORE [EXPORT OPTIONS...]: the store's folded export, sorted.
