@@ -699,9 +699,17 @@ static void test_refusals(void)
 	                  "postgresql://u:***@/db", "p%40ss");
 	expect_open_error("postgres://u@/db?host=/nonexistent-dir", 0, -ECONNREFUSED,
 	                  "postgres://u@/db?host=/nonexistent-dir: cannot connect: ", NULL);
-	/* A connection string libpq does not take. */
+	/* A connection string libpq does not take: libpq's own message would
+	 * echo the part it cannot read, a password among them. */
 	snprintf(conn, sizeof(conn), "postgresql://[bad");
-	expect_open_error(conn, 0, -ECONNREFUSED, "cannot connect", NULL);
+	expect_open_error(conn, 0, -EINVAL,
+	                  "postgresql://***: not a connection string libpq can read", NULL);
+	expect_open_error("postgresql:user:hunter2@host/db", 0, -EINVAL,
+	                  "postgresql:***: not a connection string libpq can read", "hunter2");
+	expect_open_error("postgresql://u:p%zzhunter2@/db?host=/nonexistent-dir", 0, -EINVAL,
+	                  "not a connection string libpq can read", "hunter2");
+	expect_open_error("postgresql:///db?host=/nonexistent-dir&sslpassword=hunter2", 0,
+	                  -ECONNREFUSED, "sslpassword=***", "hunter2");
 }
 
 /* The writer's connection dies before its commit: it reconnects and

@@ -40,6 +40,7 @@ static char *redact_params(char *out, bool uri, bool *found)
 	size_t at = 0;
 
 	for (;;) {
+		/* "password" and "sslpassword" (a client key's) alike */
 		char *p = strstr(out + at, "password");
 		size_t from, to;
 
@@ -47,6 +48,8 @@ static char *redact_params(char *out, bool uri, bool *found)
 			return out;
 		from = (size_t)(p - out);
 		at = from + 8;
+		if (from >= 3 && !strncmp(p - 3, "ssl", 3))
+			from -= 3;
 		if (from > 0 && !strchr(uri ? "?&" : " \t\n", out[from - 1]))
 			continue;
 		while (!uri && (out[at] == ' ' || out[at] == '\t'))
@@ -115,17 +118,21 @@ char *central_redact(const char *conninfo)
 	/* What libpq reads as the password must not be left: if it found one
 	 * that the rules above did not, show nothing of the string. */
 	opts = PQconninfoParse(conninfo, &perr);
-	if (opts) {
-		for (PQconninfoOption *o = opts; o->keyword; o++)
-			if (!strcmp(o->keyword, "password") && o->val && *o->val &&
-			    (!found || strstr(out, o->val))) {
-				free(out);
-				out = strdup(uri ? "postgresql://***" : "postgresql:***");
-				break;
-			}
-		PQconninfoFree(opts);
-	}
 	PQfreemem(perr);
+	if (!opts) {
+		/* libpq cannot read it, so neither can we tell where a
+		 * password would be: show none of it. */
+		free(out);
+		return strdup(uri ? "postgresql://***" : "postgresql:***");
+	}
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if ((!strcmp(o->keyword, "password") || !strcmp(o->keyword, "sslpassword")) &&
+		    o->val && *o->val && (!found || strstr(out, o->val))) {
+			free(out);
+			out = strdup(uri ? "postgresql://***" : "postgresql:***");
+			break;
+		}
+	PQconninfoFree(opts);
 	return out;
 }
 
@@ -179,11 +186,37 @@ static void no_notices(void *arg, const char *message)
 
 int central_connect(struct pg *s)
 {
+	/* Defaults the connection string overrides (it comes last): give up
+	 * on a server that does not answer in 10 s, and notice a dead peer
+	 * within about a minute rather than TCP's two hours. */
+	static const char *const keys[] = {"connect_timeout",
+	                                   "keepalives",
+	                                   "keepalives_idle",
+	                                   "keepalives_interval",
+	                                   "keepalives_count",
+	                                   "dbname",
+	                                   NULL};
+	const char *vals[] = {"10", "1", "30", "10", "3", s->conninfo, NULL};
 	char msg[CENTRAL_ERRLEN / 2];
+	char *perr = NULL;
+	PQconninfoOption *opts;
 
 	if (s->conn)
 		PQfinish(s->conn);
-	s->conn = PQconnectdb(s->conninfo);
+	s->conn = NULL;
+	/* libpq echoes the parts of a string it cannot read, a password
+	 * among them: say only that it cannot. */
+	opts = PQconninfoParse(s->conninfo, &perr);
+	PQfreemem(perr);
+	if (!opts) {
+		central_seterr(s,
+		               "%s: not a connection string libpq can read (see the libpq "
+		               "documentation, \"Connection Strings\")",
+		               s->base.where);
+		return -EINVAL;
+	}
+	PQconninfoFree(opts);
+	s->conn = PQconnectdbParams(keys, vals, 1);
 	if (!s->conn) {
 		central_seterr(s, "%s: out of memory", s->base.where);
 		return -ENOMEM;
