@@ -65,8 +65,11 @@ struct store_ops {
 	               int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
 	/* Marks `b` as carrying copies from store `source` (32 hex digits),
 	 * which the commit records as copied up to its commit number `upto`
-	 * (see replaces_sources). */
-	int (*batch_source)(struct store_batch *b, const char *source, uint64_t upto);
+	 * (see replaces_sources).  A store that replaces refuses the commit
+	 * (-EAGAIN) when the source's record is no longer `expect`: another
+	 * copy of the same source committed meanwhile. */
+	int (*batch_source)(struct store_batch *b, const char *source, uint64_t expect,
+	                    uint64_t upto);
 	/* How far copies from `source` reached this store: 0 when never. */
 	int (*source_cursor)(struct store *s, const char *source, uint64_t *upto);
 	/* This store's memory of how far its copies to store `dest` reached

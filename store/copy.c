@@ -119,6 +119,8 @@ static int map_frame(struct copy *c, uint32_t frame, uint32_t *out)
 	struct store_frame f;
 	int r;
 
+	if (frame >= store_frame_count(c->src))
+		return -EIO;
 	if (c->frame_map[frame]) {
 		*out = c->frame_map[frame];
 		return 0;
@@ -138,6 +140,8 @@ static int map_node(struct copy *c, uint32_t node, uint32_t *out)
 	uint32_t depth = 0, x = node, parent, frame, dparent;
 	int r;
 
+	if (node >= store_node_count(c->src))
+		return -EIO;
 	while (x != STORE_ROOT_NODE && !c->node_map[x]) {
 		r = store_node_get(c->src, x, &parent, &frame);
 		if (r < 0)
@@ -203,9 +207,10 @@ static int store_fail(struct copy *c, struct store *s, int r)
 	return r;
 }
 
-/* Copies pairs [lo, hi) in one batch, recording `upto` as the source's
- * cursor; with_bytes: also the series' input bytes. */
-static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t upto, bool with_bytes)
+/* Copies pairs [lo, hi) in one batch, moving the source's record from
+ * `expect` to `upto`; with_bytes: also the series' input bytes. */
+static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t expect, uint64_t upto,
+                      bool with_bytes)
 {
 	uint32_t bs = store_bucket_seconds(c->src);
 	int r;
@@ -214,7 +219,7 @@ static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t upto, bool 
 	if (!c->b)
 		return store_fail(c, c->dst, -EIO);
 	maps_reset(c);
-	r = c->dst->ops->batch_source(c->b, store_id(c->src), upto);
+	r = c->dst->ops->batch_source(c->b, store_id(c->src), expect, upto);
 	if (r < 0)
 		goto fail_dst;
 	/* Input bytes go once, with the transaction that moves the cursor
@@ -360,16 +365,20 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 		st->nothing_new = true;
 		goto remember;
 	}
-	if (!per)
+	/* A directory adds, so it takes a source in one transaction: a
+	 * second one after an interruption would add the first again. */
+	if (!per || !dst->ops->replaces_sources)
 		per = c.npairs ? (uint32_t)(c.npairs < UINT32_MAX ? c.npairs : UINT32_MAX) : 1;
 	/* Whole transactions of `per` buckets; only the last one moves the
-	 * cursor, so an interrupted copy is redone from `since`, and a
-	 * database replaces what the earlier ones wrote. */
+	 * record, so an interrupted copy is redone from it, and a database
+	 * replaces what the earlier ones wrote.  Each one expects the record
+	 * as it was read, so two copies of one source at once cannot leave
+	 * older buckets behind a newer record. */
 	for (size_t lo = 0;;) {
 		size_t hi = c.npairs - lo > per ? lo + per : c.npairs;
 		bool last = hi == c.npairs;
 
-		r = copy_chunk(&c, lo, hi, last ? upto : since, last && !taken);
+		r = copy_chunk(&c, lo, hi, taken, last ? upto : taken, last && !taken);
 		if (r < 0)
 			goto out;
 		if (o->progress)

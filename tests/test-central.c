@@ -532,8 +532,8 @@ static void test_copy_entries(void)
 	CHECK(w->ops->source_cursor(w, src, &upto) == 0 && upto == 0);
 	for (int round = 0; round < 2; round++) {
 		b = store_batch_new(w);
-		CHECK(w->ops->batch_source(b, "not hex", 1) == -EINVAL);
-		CHECK(w->ops->batch_source(b, src, 10 + (uint64_t)round) == 0);
+		CHECK(w->ops->batch_source(b, "not hex", 0, 1) == -EINVAL);
+		CHECK(w->ops->batch_source(b, src, round ? 10 : 0, 10 + (uint64_t)round) == 0);
 		s = series(b, "far", "db");
 		n = stack(b, "q;r");
 		CHECK(store_batch_add(b, s, T0, n, round ? 7 : 5, round ? 70 : 50) == 0);
@@ -542,6 +542,15 @@ static void test_copy_entries(void)
 		CHECK(store_batch_commit(b) == 0);
 		store_batch_free(b);
 	}
+	/* A copy that expects an older record (another copy of the same
+	 * source committed meanwhile) is refused whole. */
+	b = store_batch_new(w);
+	CHECK(w->ops->batch_source(b, src, 10, 12) == 0);
+	s = series(b, "far", "db");
+	CHECK(store_batch_add(b, s, T0, stack(b, "q;r"), 1000, 1000) == 0);
+	CHECK(store_batch_commit(b) == -EAGAIN);
+	CHECK(strstr(store_errmsg(w), "another copy of store") != NULL);
+	store_batch_free(b);
 	/* A direct write to the same bucket adds beside the copy. */
 	b = store_batch_new(w);
 	s = series(b, "far", "db");

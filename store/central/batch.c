@@ -457,7 +457,8 @@ int central_batch_input_bytes(struct store_batch *bbase, uint32_t series, uint64
 	return 0;
 }
 
-int central_batch_source(struct store_batch *bbase, const char *source, uint64_t upto)
+int central_batch_source(struct store_batch *bbase, const char *source, uint64_t expect,
+                         uint64_t upto)
 {
 	struct pg_batch *b = pg_batch_of(bbase);
 
@@ -466,12 +467,13 @@ int central_batch_source(struct store_batch *bbase, const char *source, uint64_t
 		               b->s->base.where, source);
 		return -EINVAL;
 	}
-	if (upto > INT64_MAX) {
+	if (upto > INT64_MAX || expect > INT64_MAX) {
 		central_seterr(b->s, "%s: commit number %llu is out of range", b->s->base.where,
 		               (unsigned long long)upto);
 		return -ERANGE;
 	}
 	memcpy(b->source, source, 33);
+	b->expect = expect;
 	b->upto = upto;
 	b->replace = true;
 	return 0;

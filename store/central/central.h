@@ -129,7 +129,8 @@ struct pg_batch {
 	bool replace;
 	char source[33];
 	uint64_t upto;
-	char token[33]; /* random, recorded with the commit */
+	uint64_t expect; /* the source's record the commit expects to find */
+	char token[33];  /* random, recorded with the commit */
 };
 
 static inline struct pg *pg_of(struct store *s)
@@ -247,7 +248,7 @@ int central_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint
                       uint64_t samples, uint64_t weight);
 int central_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes);
 int central_batch_commit(struct store_batch *b);
-int central_batch_source(struct store_batch *b, const char *source, uint64_t upto);
+int central_batch_source(struct store_batch *b, const char *source, uint64_t expect, uint64_t upto);
 int central_refresh(struct store *s);
 int central_series_list(struct store *s, struct store_series **out, size_t *n);
 int central_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,

@@ -800,13 +800,28 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 	if (r == 0)
 		r = write_counts(b, *ids, *commit, source);
 	if (r == 0 && b->replace) {
-		char upto[24];
-		const char *vals[2] = {source, upto};
+		char upto[24], expect[24];
+		const char *vals[3] = {source, upto, expect};
+		PGresult *res2 = NULL;
 
 		snprintf(upto, sizeof(upto), "%llu", (unsigned long long)b->upto);
+		snprintf(expect, sizeof(expect), "%llu", (unsigned long long)b->expect);
+		/* Compare and set: a copy of the same source that committed
+		 * since this one read the record may have sent newer buckets
+		 * than this one holds. */
 		r = central_exec(s, "recording the copy",
-		                 "UPDATE sources SET upto = $2, updated = now() WHERE id = $1", 2,
-		                 vals, false, NULL);
+		                 "UPDATE sources SET upto = $2, updated = now()"
+		                 " WHERE id = $1 AND upto = $3",
+		                 3, vals, false, &res2);
+		if (r == 0 && strcmp(PQcmdTuples(res2), "1") != 0) {
+			central_seterr(s,
+			               "%s: another copy of store %s committed while this one ran "
+			               "(it expected the record at commit %s); nothing of this one "
+			               "was written: run it again",
+			               s->base.where, b->source, expect);
+			r = -EAGAIN;
+		}
+		PQclear(res2);
 	}
 	if (r == 0) {
 		const char *vals[3] = {s->writer_id, b->token, num};
@@ -930,7 +945,7 @@ int central_batch_commit(struct store_batch *bbase)
 		batch_context(b, ctx, sizeof(ctx));
 		central_seterr(s, "%s: commit of %s failed: %s", s->base.where, ctx, inner);
 		free(ids);
-		return r == -ENOMEM ? r : r == -EEXIST ? r : -EIO;
+		return r == -ENOMEM || r == -EEXIST || r == -EAGAIN ? r : -EIO;
 	}
 	if (r == 1) {
 		/* An earlier attempt committed: its ids are the ones in

@@ -254,10 +254,11 @@ int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wa
 	return n;
 }
 
-int rdb_batch_source(struct store_batch *bbase, const char *source, uint64_t upto)
+int rdb_batch_source(struct store_batch *bbase, const char *source, uint64_t expect, uint64_t upto)
 {
 	struct rdb_batch *b = rdb_batch_of(bbase);
 
+	(void)expect; /* a directory takes a source once (store_copy) */
 	if (strlen(source) != 32)
 		return -EINVAL;
 	memcpy(b->source, source, 33);

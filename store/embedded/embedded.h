@@ -383,7 +383,7 @@ int rdb_prune(struct store *s, const struct store_prune_opts *o, struct store_pr
 const char *rdb_id(const struct store *s);
 int rdb_changes(struct store *s, uint64_t since, uint64_t *upto,
                 int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
-int rdb_batch_source(struct store_batch *b, const char *source, uint64_t upto);
+int rdb_batch_source(struct store_batch *b, const char *source, uint64_t expect, uint64_t upto);
 int rdb_source_cursor(struct store *s, const char *source, uint64_t *upto);
 int rdb_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
 int rdb_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
