@@ -127,6 +127,9 @@ struct pg_batch {
 	size_t ncounts, counts_cap;
 	/* batch_source(): the batch's counts replace the source's */
 	bool replace;
+	/* A commit failed half way through renumbering it: it holds none of
+	 * its frames and nodes any more, so it is refused (commit.c). */
+	bool broken;
 	char source[33];
 	uint64_t upto;
 	uint64_t expect; /* the source's record the commit expects to find */

@@ -192,6 +192,9 @@ static int merge_theirs(struct pg_batch *b)
 		nh[k] = s->nhash[b->node_base + k];
 	}
 	central_truncate(s, b->frame_base, b->node_base);
+	/* From here on a failure leaves the batch without its own frames and
+	 * nodes: it cannot be committed any more, by a retry or otherwise. */
+	b->broken = true;
 	r = central_load_new(s);
 	if (r < 0)
 		goto out;
@@ -251,6 +254,7 @@ static int merge_theirs(struct pg_batch *b)
 	/* The rows before the batch's own are now everyone's. */
 	b->frame_base = theirs_f;
 	b->node_base = theirs_n;
+	b->broken = false;
 	r = 0;
 out:
 	for (; i < nf; i++)
@@ -902,6 +906,13 @@ int central_batch_commit(struct store_batch *bbase)
 	bool check = false;
 	int r;
 
+	if (b->broken) {
+		central_seterr(s,
+		               "%s: this batch lost its frames and stacks when an earlier commit "
+		               "of it failed; nothing of it was written: start it again",
+		               s->base.where);
+		return -EIO;
+	}
 	if (batch_empty(b))
 		return 0;
 	if (!b->token[0] && central_random_hex(b->token) < 0) {
@@ -926,7 +937,7 @@ int central_batch_commit(struct store_batch *bbase)
 
 			PQclear(res);
 		}
-		if (r != -ECONNRESET)
+		if (r != -ECONNRESET || b->broken)
 			break;
 		/* The server went away: the commit may or may not have
 		 * happened.  The next attempt looks for the token first. */

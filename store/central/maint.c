@@ -68,6 +68,7 @@ int central_prune(struct store *sbase, const struct store_prune_opts *o,
 	const char *vals[2];
 	PGresult *res;
 	int64_t bs = s->bucket_seconds, before = o->before, c;
+	uint64_t seq;
 	int r;
 
 	memset(st, 0, sizeof(*st));
@@ -163,11 +164,25 @@ int central_prune(struct store *sbase, const struct store_prune_opts *o,
 	                 0, NULL, false, &res);
 	if (r < 0)
 		goto fail;
-	s->seq = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		central_seterr(s, "%s: store is damaged: flamefs_meta has no commit counter",
+		               s->base.where);
+		r = -EIO;
+		goto fail;
+	}
+	seq = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
 	r = central_exec(s, "prune", "COMMIT", 0, NULL, false, NULL);
 	if (r < 0)
 		goto fail;
+	/* What others committed before this prune comes with its number. */
+	r = central_load_new(s);
+	if (r < 0) {
+		free(ids);
+		return r;
+	}
+	s->seq = seq;
 	free(ids);
 	return 0;
 fail:
