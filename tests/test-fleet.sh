@@ -14,7 +14,9 @@
 #     changed buckets; totals stay exact;
 #   - pushes killed with SIGKILL at random moments, then run again: exact;
 #   - the server stopped (fast, then immediate) while 8 pushes run and
-#     started again: every push completes, nothing is counted twice;
+#     started again: every push completes (one that starts while there is
+#     no server fails to connect, says so, and is run again), nothing is
+#     counted twice;
 #   - the mount (a read-only role): the root's folded = the sum of the
 #     hosts, @host/<name>/ equals that host's own store, /proc/mounts and
 #     every message keep the password out;
@@ -167,7 +169,18 @@ for mode in fast immediate; do
 			"$collect" import --store "$tmp/host$h" --host "h$h" --time $((t0 + 10800 + m * 60)) \
 				"$tmp/r$h.folded" >/dev/null 2>&1
 		done
-		"$collect" push --store "$tmp/host$h" --to "$W" --buckets-per-commit 1 >"$tmp/rp$h.out" 2>&1 &
+		# A push that starts while the server is down (no socket) cannot
+		# connect, says so and is run again, as the recorder's next one
+		# would be; any other failure is one.
+		(
+			for _ in $(seq 100); do
+				"$collect" push --store "$tmp/host$h" --to "$W" --buckets-per-commit 1 \
+					>"$tmp/rp$h.out" 2>&1 && exit 0
+				grep -q "cannot connect: .*No such file or directory" "$tmp/rp$h.out" || exit 1
+				sleep 0.1
+			done
+			exit 1
+		) &
 		pids+=($!)
 	done
 	sleep 0.2

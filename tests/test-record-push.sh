@@ -50,7 +50,9 @@ same() {
 # ---- the database up ----------------------------------------------------------------
 "$collect" record --store "$tmp/a" --host rec-a -F 199 --push "$D" --push-every 1s \
 	-- "$target" 3 /dev/null >/dev/null 2>"$tmp/a.err"
-check "record --push: exit 0" [ $? = 0 ]
+rc=$?
+check "record --push: exit 0" [ $rc = 0 ]
+[ $rc = 0 ] || cat "$tmp/a.err"
 exp "$tmp/a" >"$tmp/a.local"
 exp "$D" >"$tmp/a.db"
 check "the local store has record-target's stacks" [ -s "$tmp/a.local" ]

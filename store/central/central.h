@@ -227,6 +227,9 @@ void central_truncate(struct pg *s, uint32_t frames, uint32_t nodes);
 /* Loads the frames and nodes with ids at or past what s holds, inside a
  * transaction the caller opened. */
 int central_load_new(struct pg *s);
+/* conn.c: whether a connection failure's message says the server is
+ * there but restarting (shutting down, starting up, recovering). */
+bool central_restarting(const char *msg);
 void central_intern_free(struct pg *s);
 void central_hex(const struct hash128 *h, char out[33]);
 

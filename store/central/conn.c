@@ -254,6 +254,15 @@ double central_retry_seconds(void)
 	return v;
 }
 
+bool central_restarting(const char *msg)
+{
+	/* The server's own words for SQLSTATE 57P03, cannot_connect_now. */
+	return strstr(msg, "the database system is shutting down") ||
+	       strstr(msg, "the database system is starting up") ||
+	       strstr(msg, "the database system is not yet accepting connections") ||
+	       strstr(msg, "the database system is in recovery mode");
+}
+
 int central_reconnect(struct pg *s, double start, double *delay)
 {
 	double limit = central_retry_seconds();

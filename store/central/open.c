@@ -76,6 +76,14 @@ int central_open(const char *conn, int flags, struct store **out, char *err, siz
 		goto fail;
 	}
 	r = central_connect(s);
+	/* A server that answers but is shutting down or starting up (a
+	 * restart) is waited for, with backoff, as a commit would; one that
+	 * does not answer at all is an error at once. */
+	if (r == -ECONNREFUSED && central_restarting(s->errmsg)) {
+		double delay = 0.1;
+
+		r = central_reconnect(s, central_now(), &delay) < 0 ? -ECONNREFUSED : 0;
+	}
 	if (r < 0)
 		goto fail;
 	r = central_schema(s, flags);
