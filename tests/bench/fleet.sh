@@ -198,6 +198,19 @@ ru "$work/push-min.ru" "$fc" push --store "$work/busy" --to "$BUSY" >"$work/push
 read -r R[min.wall] R[min.user] R[min.sys] _ <"$work/push-min.ru"
 R[min.out]=$(tail -1 "$work/push-min.out")
 R[min.cpu]=$(awk -v u="${R[min.user]}" -v s="${R[min.sys]}" 'BEGIN { printf "%.4f", u + s }')
+# What a push costs before it copies anything: the process alone (--help:
+# exec, linking RocksDB and libpq), opening the local store (stats), and a
+# push with nothing new (both stores opened, the changes asked for).
+cpu_of() { # CMD... -> user+sys seconds, the median of 3
+	local i
+	for i in 1 2 3; do
+		ru "$work/cpu.ru" "$@" >/dev/null 2>&1 || true
+		awk '{ printf "%.4f\n", $2 + $3 }' "$work/cpu.ru"
+	done | sort -g | sed -n 2p
+}
+R[cpu.help]=$(cpu_of "$fc" --help)
+R[cpu.stats]=$(cpu_of "$fc" stats --store "$work/busy")
+R[cpu.nothing]=$(cpu_of "$fc" push --store "$work/busy" --to "$BUSY")
 R[busy.input]=$(bytes_of "$work/busy" input)
 "$fc" compact --store "$work/busy" >/dev/null 2>&1
 "$fc" compact --store "$BUSY" >/dev/null 2>&1
@@ -293,20 +306,25 @@ R[fleet.db]=$(bytes_of "$FLEET" dir)
 R[fleet.emb]=$(bytes_of "$work/merged" dir)
 echo "# merged in ${R[merge]} s; the view measured: /$bin/default (${R[view.nodes]} stack nodes in the store)"
 
+med() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 view() { # KEY STORE
-	local k=$1 st=$2 v="$mnt/$bin/default"
+	local k=$1 st=$2 v="$mnt/$bin/default" i
 	[ "$k" = db ] && pg_restart >/dev/null
 	mount_store "$st"
 	a=$(now); ls "$v" >/dev/null; R[$k.ls]=$(secs "$a" "$(now)")
 	a=$(now); cat "$v/folded" >/dev/null; R[$k.cold]=$(secs "$a" "$(now)")
-	a=$(now); cat "$v/folded" >/dev/null; R[$k.warm]=$(secs "$a" "$(now)")
+	R[$k.warm]=$(for i in 1 2 3 4 5; do
+		a=$(now); cat "$v/folded" >/dev/null; secs "$a" "$(now)"; echo; done | med)
 	R[$k.fbytes]=$(stat -c %s "$v/folded")
 	R[$k.rss]=$(status_kb VmRSS)
 	R[$k.hwm]=$(status_kb VmHWM)
-	# cold cat alone: a fresh mount, no ls before it
-	[ "$k" = db ] && pg_restart >/dev/null
-	mount_store "$st"
-	a=$(now); cat "$v/folded" >/dev/null; R[$k.cold1]=$(secs "$a" "$(now)")
+	# cold cat alone: a fresh mount (the server restarted, the page cache
+	# dropped), no ls before it; the median of 3
+	R[$k.cold1]=$(for i in 1 2 3; do
+		[ "$k" = db ] && pg_restart >/dev/null
+		mount_store "$st"
+		a=$(now); cat "$v/folded" >/dev/null; secs "$a" "$(now)"; echo
+	done | med)
 	unmount
 }
 view emb "$work/merged"
@@ -337,15 +355,16 @@ r=$(ratio "${R[size.db]}" "${R[size.emb]}")
 echo "| push: busy host's hour into an empty database (wall; user+sys $(awk -v u="${R[push.user]}" -v s="${R[push.sys]}" 'BEGIN { printf "%.2f", u + s }') s) | <= 2 s | ${R[push.wall]} s | | | $(met "${R[push.wall]}" 2) |"
 echo "| push: one more minute, CPU (user+sys) | <= 20 ms | $(ms "${R[min.cpu]}") | | | $(met "${R[min.cpu]}" 0.020) |"
 echo "| push: one more minute, wall | | $(ms "${R[min.wall]}") | | | |"
+echo "| (CPU of: the process alone \`--help\` / \`stats\` of the local store / a push with nothing new; median of 3) | | $(ms "${R[cpu.help]}") / $(ms "${R[cpu.stats]}") / $(ms "${R[cpu.nothing]}") | | | |"
 echo "| size after compact: database / input, directory / input | | $(mb "${R[size.db]}") ($(ratio "${R[size.db]}" "${R[busy.input]}")) | $(mb "${R[size.emb]}") ($(ratio "${R[size.emb]}" "${R[busy.input]}")) | ${r}x | $(met "$r" 4) (<= 4x) |"
 r=$(ratio "${R[db.ls]}" "${R[emb.ls]}")
 echo "| view: first \`ls\` of /$bin/default (fresh mount, caches dropped) | <= 1 s | ${R[db.ls]} s | ${R[emb.ls]} s | ${r}x | $(met "${R[db.ls]}" 1) |"
 r=$(ratio "${R[db.cold1]}" "${R[emb.cold1]}")
-echo "| view: \`cat folded\` of the version, cold (fresh mount; $(mb "${R[db.fbytes]}")) | <= 2x | ${R[db.cold1]} s | ${R[emb.cold1]} s | ${r}x | $(met "$r" 2) |"
+echo "| view: \`cat folded\` of the version, cold (fresh mount, median of 3; $(mb "${R[db.fbytes]}")) | <= 2x | ${R[db.cold1]} s | ${R[emb.cold1]} s | ${r}x | $(met "$r" 2) |"
 r=$(ratio "${R[db.cold]}" "${R[emb.cold]}")
 echo "| view: \`cat folded\` after the \`ls\` | <= 2x | ${R[db.cold]} s | ${R[emb.cold]} s | ${r}x | $(met "$r" 2) |"
 r=$(ratio "${R[db.warm]}" "${R[emb.warm]}")
-echo "| view: \`cat folded\`, warm (second read) | <= 2x | ${R[db.warm]} s | ${R[emb.warm]} s | ${r}x | $(met "$r" 2) |"
+echo "| view: \`cat folded\`, warm (median of the next 5) | <= 2x | ${R[db.warm]} s | ${R[emb.warm]} s | ${r}x | $(met "$r" 2) |"
 r=$(ratio "${R[db.hwm]}" "${R[emb.hwm]}")
 echo "| view: daemon VmHWM after those reads (VmRSS: $(mib "${R[db.rss]}") / $(mib "${R[emb.rss]}")) | <= 2x | $(mib "${R[db.hwm]}") | $(mib "${R[emb.hwm]}") | ${r}x | $(met "$r" 2) |"
 echo
