@@ -152,7 +152,7 @@ mount_store() { # STORE: a fresh mount, page cache dropped
 	unmount
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	"$flamefs" -f "$1" "$mnt" 2>>"$work/flamefs.err" &
+	"$flamefs" -f "$1" "$mnt" >/dev/null 2>>"$work/flamefs.err" &
 	fs_pid=$!
 	local i
 	for i in $(seq 400); do
@@ -320,12 +320,14 @@ view() { # KEY STORE
 	R[$k.hwm]=$(status_kb VmHWM)
 	# cold cat alone: a fresh mount (the server restarted, the page cache
 	# dropped), no ls before it; the median of 3
-	R[$k.cold1]=$(for i in 1 2 3; do
+	local colds=
+	for i in 1 2 3; do
 		[ "$k" = db ] && pg_restart >/dev/null
 		mount_store "$st"
-		a=$(now); cat "$v/folded" >/dev/null; secs "$a" "$(now)"; echo
-	done | med)
+		a=$(now); cat "$v/folded" >/dev/null; colds="$colds $(secs "$a" "$(now)")"
+	done
 	unmount
+	R[$k.cold1]=$(printf '%s\n' $colds | med)
 }
 view emb "$work/merged"
 view db "$FLEET"
