@@ -176,6 +176,9 @@ echo "# recording: $rec_bytes bytes of perf script, $(grep -c '^[^[:space:]#]' "
 
 rm -rf "$work/pg"
 mkdir -p "$work/pg"
+# The server runs as postgres, which must enter the work directory (mktemp
+# makes it 0700 and lib-pg.sh opens only those under $TMPDIR or /tmp).
+chgrp postgres "$work" && chmod g+x "$work"
 pg_start "$work/pg" >/dev/null || { echo "fleet.sh: PostgreSQL did not start" >&2; exit 1; }
 # pg_start replaced the EXIT trap with pg_cleanup + ours; keep the unmount.
 trap 'unmount; pg_cleanup; bench_cleanup' EXIT
