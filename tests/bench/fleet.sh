@@ -1,0 +1,376 @@
+#!/usr/bin/env bash
+# Fleet benchmark (issue 22, "Targets"): 64 hosts push into one PostgreSQL
+# store, against the embedded store measured in the same run.  Prints
+# numbers and PASS/FAIL lines for the correctness checks; it is not a
+# meson test.
+#   usage: sudo bash tests/bench/fleet.sh [--quick]
+#     --quick     a 20 s recording instead of FLEET_RECORD_SECS (a first pass)
+#   env:  BENCH_DIR=DIR    work directory, kept (default: a new /var/tmp dir,
+#                          removed at exit)
+#         REUSE=1          reuse DIR/rec.perf from an earlier run in BENCH_DIR
+#         FLEET_RECORD_SECS  length of the recording (default 270: ~200 MB of
+#                          perf script text here)
+#         FLEET_HOSTS      simulated hosts (default 64)
+#         FLEET_SLICES     slices the recording is cut into (default 600)
+#         FLEET_JOBS       pushes and imports at a time (default 4)
+# A private PostgreSQL 15 server (tests/lib-pg.sh) runs in the work
+# directory for the run.
+#
+# One real recording (record_workload: `perf record -e cpu-clock -F 999 -a
+# -g` of a compile loop, `perf script`) feeds everything:
+#  1. correctness at scale: it is cut into FLEET_SLICES slices by sample
+#     time; host h's minute m (of one hour) gets slice (h, m) (a fixed
+#     pseudo-random choice), its sample times moved into minute m, imported
+#     with --host hH --clock-offset into the host's own embedded store.  All
+#     hosts push into one database, FLEET_JOBS at a time.  Checks: the
+#     database's export (--event cpu-clock) = the line-wise sum of the
+#     hosts' exports, byte for byte; @host/<name>/<binary>/default/folded
+#     in a mount of the database = that host's export of the binary, for
+#     every binary of three hosts.
+#  2. push: the whole recording, its times stretched over one hour (60
+#     minute buckets), is one busy host's store; `push` into an empty
+#     database (wall, user, sys).  Then one more minute of it (1/60 of the
+#     recording, at minute 60) is imported and pushed: the steady push.
+#  3. size: that host's embedded store after `compact` against the
+#     database's tables (pg_total_relation_size, `stats` bytes:) after
+#     `compact` (VACUUM), both against the input bytes.
+#  4. view: the 64-host database mounted, against the 64 local stores
+#     merged into one directory (`merge`) mounted: first `ls` of the
+#     busiest binary's version directory (fresh mount, page cache dropped,
+#     PostgreSQL restarted), `cat folded` of that version, cold (fresh
+#     mount) and warm (second read), then the daemon's VmRSS / VmHWM.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+quick=0
+[ "${1:-}" = --quick ] && quick=1
+. "$top/tests/bench/lib.sh"
+. "$top/tests/lib-pg.sh"
+bench_setup fleet --root --tools "perf python3 fusermount3" fs/flamefs flamefs-collect
+rec_secs=${FLEET_RECORD_SECS:-270}
+[ $quick = 1 ] && rec_secs=20
+nhosts=${FLEET_HOSTS:-64}
+nslices=${FLEET_SLICES:-600}
+jobs=${FLEET_JOBS:-4}
+t0=1764000000 # a whole hour: 490000 * 3600
+ev=cpu-clock
+mnt=$work/mnt
+mkdir -p "$mnt"
+
+fs_pid=
+unmount() {
+	if mountpoint -q "$mnt"; then
+		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+	fi
+	if [ -n "$fs_pid" ]; then
+		wait "$fs_pid" 2>/dev/null || true
+		fs_pid=
+	fi
+}
+trap 'unmount; pg_cleanup; bench_cleanup' EXIT
+trap 'exit 130' INT TERM
+
+bench_machine
+echo "# build: $build (release), commit $(git -C "$top" rev-parse --short HEAD)$(git -C "$top" diff --quiet || echo ' + uncommitted changes')"
+echo "# work dir: $work"
+bench_wait_quiet || echo "# (the machine stayed busy: these numbers are upper bounds)"
+
+# ---- helpers --------------------------------------------------------------------
+cat >"$work/fleet.py" <<'EOF'
+import random, re, sys
+
+HDR = re.compile(rb"^(.*? )(\d+\.\d+)(: .*)$", re.S)
+
+def samples(path):
+    """(time, head, tail+body) of each sample of a perf script file."""
+    out = []
+    with open(path, "rb") as f:
+        for block in f.read().split(b"\n\n"):
+            block = block.strip(b"\n")
+            if not block or block.startswith(b"#"):
+                continue
+            nl = block.find(b"\n")
+            first, rest = (block, b"") if nl < 0 else (block[:nl], block[nl:])
+            m = HDR.match(first)
+            if not m:
+                sys.exit("fleet.py: %s: no sample time in %r" % (path, first[:80]))
+            out.append((float(m.group(2)), m.group(1), m.group(3) + rest))
+    out.sort(key=lambda s: s[0])
+    return out
+
+def write(f, smp, t):
+    f.write(smp[1] + b"%.6f" % t + smp[2] + b"\n\n")
+
+cmd = sys.argv[1]
+if cmd == "hosts":      # hosts REC NSLICES NHOSTS OUTDIR: OUTDIR/hH.perf
+    rec, n, nh, outdir = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    s = samples(rec)
+    t_lo, t_hi = s[0][0], s[-1][0] + 1e-6
+    d = (t_hi - t_lo) / n
+    cut = [[] for _ in range(n)]
+    for smp in s:
+        cut[min(n - 1, int((smp[0] - t_lo) / d))].append(smp)
+    for h in range(1, nh + 1):
+        with open("%s/h%d.perf" % (outdir, h), "wb") as f:
+            for m in range(60):
+                i = random.Random(h * 100003 + m).randrange(n)
+                for smp in cut[i]:
+                    write(f, smp, m * 60 + (smp[0] - (t_lo + i * d)) * 60 / d * 0.999)
+elif cmd == "busy":     # busy REC HOUR.perf MINUTE.perf: the hour, and one more minute
+    rec, hour, minute = sys.argv[2:5]
+    s = samples(rec)
+    t_lo, t_hi = s[0][0], s[-1][0] + 1e-6
+    scale = 3600 / (t_hi - t_lo)
+    with open(hour, "wb") as f:
+        for smp in s:
+            write(f, smp, (smp[0] - t_lo) * scale)
+    with open(minute, "wb") as f:
+        for smp in s:
+            t = 3600 + (smp[0] - t_lo) * scale
+            if t >= 3660:
+                break
+            write(f, smp, t)
+EOF
+py() { python3 "$work/fleet.py" "$@"; }
+now() { echo "$EPOCHREALTIME"; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+# ru OUT CMD...: wall user sys maxrss of CMD into OUT
+ru() { local o=$1; shift; python3 "$top/tests/bench/rusage.py" "$o" "$@"; }
+bytes_of() { "$fc" stats --store "$1" | awk '/^bytes:/ { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == "'"$2"'") print a[2] } }'; }
+folded_sum() { awk 'NF { n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END { for (k in s) printf "%s %.0f\n", k, s[k] }' | LC_ALL=C sort; }
+verdict() { # verdict WHAT FILE-GOT FILE-WANT
+	if cmp -s "$2" "$3"; then
+		echo "PASS: $1 ($(wc -l <"$2") lines)"
+	else
+		echo "FAIL: $1"
+		diff -u "$3" "$2" | head -10 || true
+		fails=$((fails + 1))
+	fi
+}
+fails=0
+
+mount_store() { # STORE: a fresh mount, page cache dropped
+	unmount
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	"$flamefs" -f "$1" "$mnt" >/dev/null 2>>"$work/flamefs.err" &
+	fs_pid=$!
+	local i
+	for i in $(seq 400); do
+		mountpoint -q "$mnt" && return 0
+		kill -0 "$fs_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "flamefs did not mount $1 (see $work/flamefs.err)" >&2
+	return 1
+}
+status_kb() { awk -v f="$1:" '$1 == f { print $2 }' "/proc/$fs_pid/status"; }
+
+# ---- the recording and the server -------------------------------------------------
+if [ "${REUSE:-0}" = 1 ] && [ -s "$work/rec.perf" ]; then
+	echo "# reusing $work/rec.perf"
+else
+	record_workload "$rec_secs" "$work/rec.perf"
+fi
+rec_bytes=$(stat -c %s "$work/rec.perf")
+echo "# recording: $rec_bytes bytes of perf script, $(grep -c '^[^[:space:]#]' "$work/rec.perf") samples"
+
+rm -rf "$work/pg"
+mkdir -p "$work/pg"
+# The server runs as postgres, which must enter the work directory (mktemp
+# makes it 0700 and lib-pg.sh opens only those under $TMPDIR or /tmp).
+chgrp postgres "$work" && chmod g+x "$work"
+pg_start "$work/pg" >/dev/null || { echo "fleet.sh: PostgreSQL did not start" >&2; exit 1; }
+# pg_start replaced the EXIT trap with pg_cleanup + ours; keep the unmount.
+trap 'unmount; pg_cleanup; bench_cleanup' EXIT
+pg_createdb fleet >/dev/null
+pg_createdb busy >/dev/null
+FLEET=$(pg_uri fleet postgres)
+BUSY=$(pg_uri busy postgres)
+declare -A R
+
+# ---- 2 + 3: one busy host ----------------------------------------------------------------
+py busy "$work/rec.perf" "$work/busy-hour.perf" "$work/busy-minute.perf"
+rm -rf "$work/busy"
+"$fc" import --store "$work/busy" --host busy --clock-offset $t0 "$work/busy-hour.perf" >/dev/null 2>&1
+pg_psql -d busy -Atc 'CHECKPOINT' >/dev/null
+ru "$work/push-busy.ru" "$fc" push --store "$work/busy" --to "$BUSY" >"$work/push-busy.out" 2>&1
+read -r R[push.wall] R[push.user] R[push.sys] _ <"$work/push-busy.ru"
+R[push.out]=$(tail -1 "$work/push-busy.out")
+"$fc" import --store "$work/busy" --host busy --clock-offset $t0 "$work/busy-minute.perf" >/dev/null 2>&1
+ru "$work/push-min.ru" "$fc" push --store "$work/busy" --to "$BUSY" >"$work/push-min.out" 2>&1
+read -r R[min.wall] R[min.user] R[min.sys] _ <"$work/push-min.ru"
+R[min.out]=$(tail -1 "$work/push-min.out")
+R[min.cpu]=$(awk -v u="${R[min.user]}" -v s="${R[min.sys]}" 'BEGIN { printf "%.4f", u + s }')
+# What a push costs before it copies anything: the process alone (--help:
+# exec, linking RocksDB and libpq), opening the local store (stats), and a
+# push with nothing new (both stores opened, the changes asked for).
+cpu_of() { # CMD... -> user+sys seconds, the median of 3
+	local i
+	for i in 1 2 3; do
+		ru "$work/cpu.ru" "$@" >/dev/null 2>&1 || true
+		awk '{ printf "%.4f\n", $2 + $3 }' "$work/cpu.ru"
+	done | sort -g | sed -n 2p
+}
+R[cpu.help]=$(cpu_of "$fc" --help)
+R[cpu.stats]=$(cpu_of "$fc" stats --store "$work/busy")
+R[cpu.nothing]=$(cpu_of "$fc" push --store "$work/busy" --to "$BUSY")
+R[busy.input]=$(bytes_of "$work/busy" input)
+"$fc" compact --store "$work/busy" >/dev/null 2>&1
+"$fc" compact --store "$BUSY" >/dev/null 2>&1
+R[size.emb]=$(bytes_of "$work/busy" dir)
+R[size.db]=$(bytes_of "$BUSY" dir)
+R[size.db.parts]=$("$fc" stats --store "$BUSY" | awk '/^bytes:/ { $1 = ""; print }')
+R[size.emb.parts]=$("$fc" stats --store "$work/busy" | awk '/^bytes:/ { $1 = ""; print }')
+R[size.tables]=$(pg_psql -d busy -Atc "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+	JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'm')")
+R[busy.series]=$("$fc" stats --store "$work/busy" | grep -oE '^[0-9]+ series' | cut -d' ' -f1)
+R[busy.nodes]=$("$fc" stats --store "$work/busy" | grep -oE '[0-9]+ stack nodes' | cut -d' ' -f1)
+echo "# busy host: ${R[busy.series]} series, ${R[busy.nodes]} stack nodes, input ${R[busy.input]} bytes"
+echo "# push (hour): ${R[push.out]}"
+echo "# push (one more minute): ${R[min.out]}"
+rm -f "$work/busy-hour.perf"
+
+# ---- 1: 64 hosts --------------------------------------------------------------------
+mkdir -p "$work/hosts"
+py hosts "$work/rec.perf" "$nslices" "$nhosts" "$work/hosts"
+imp() { # H
+	rm -rf "$work/hosts/s$1"
+	"$fc" import --store "$work/hosts/s$1" --host "h$1" --clock-offset $t0 "$work/hosts/h$1.perf" >/dev/null 2>&1 &&
+		rm -f "$work/hosts/h$1.perf"
+}
+export -f imp
+export fc work t0
+a=$(now)
+seq 1 "$nhosts" | xargs -P "$jobs" -I{} bash -c 'imp {}'
+R[hosts.import]=$(secs "$a" "$(now)")
+R[hosts.input]=0
+for h in $(seq 1 "$nhosts"); do
+	R[hosts.input]=$((R[hosts.input] + $(bytes_of "$work/hosts/s$h" input)))
+done
+echo "# $nhosts hosts imported in ${R[hosts.import]} s ($jobs at a time), ${R[hosts.input]} input bytes"
+
+a=$(now)
+seq 1 "$nhosts" | xargs -P "$jobs" -I{} \
+	"$fc" push --store "$work/hosts/s{}" --to "$FLEET" >"$work/push-hosts.out" 2>&1 ||
+	{ echo "FAIL: a push of the $nhosts hosts failed"; tail "$work/push-hosts.out"; fails=$((fails + 1)); }
+R[hosts.push]=$(secs "$a" "$(now)")
+echo "# $nhosts pushes in ${R[hosts.push]} s ($jobs at a time)"
+
+for h in $(seq 1 "$nhosts"); do
+	"$fc" export --store "$work/hosts/s$h" --event $ev 2>/dev/null
+done | folded_sum >"$work/want.folded"
+"$fc" export --store "$FLEET" --event $ev 2>/dev/null | LC_ALL=C sort >"$work/got.folded"
+verdict "the database's export = the line-wise sum of the $nhosts local exports (--event $ev)" \
+	"$work/got.folded" "$work/want.folded"
+# Per minute too: one window in the middle of the hour.
+for h in $(seq 1 "$nhosts"); do
+	"$fc" export --store "$work/hosts/s$h" --event $ev --from $((t0 + 1800)) --to $((t0 + 1859)) 2>/dev/null
+done | folded_sum >"$work/want.w.folded"
+"$fc" export --store "$FLEET" --event $ev --from $((t0 + 1800)) --to $((t0 + 1859)) 2>/dev/null |
+	LC_ALL=C sort >"$work/got.w.folded"
+verdict "minute 30 alone: database = sum of the hosts" "$work/got.w.folded" "$work/want.w.folded"
+
+mount_store "$FLEET"
+for h in 1 $(((nhosts + 1) / 2)) "$nhosts"; do
+	nb=0
+	bad=0
+	for b in $("$fc" stats --store "$work/hosts/s$h" |
+		awk 'NR > 1 && NF == 9 && $3 == "cpu-clock" && $1 ~ /^[A-Za-z0-9_+-][A-Za-z0-9_.+-]*$/ { print $1 }' | sort -u); do
+		nb=$((nb + 1))
+		LC_ALL=C sort "$mnt/@host/h$h/$b/default/folded" >"$work/m.folded" 2>/dev/null || true
+		"$fc" export --store "$work/hosts/s$h" --binary "$b" --event $ev 2>/dev/null | LC_ALL=C sort >"$work/l.folded"
+		if ! cmp -s "$work/m.folded" "$work/l.folded" || [ ! -s "$work/l.folded" ]; then
+			bad=$((bad + 1))
+			echo "# h$h/$b differs"
+		fi
+	done
+	if [ $bad = 0 ] && [ $nb -gt 0 ]; then
+		echo "PASS: @host/h$h/ in the mount = host h$h's store ($nb binaries)"
+	else
+		echo "FAIL: @host/h$h/ in the mount: $bad of $nb binaries differ"
+		fails=$((fails + 1))
+	fi
+done
+unmount
+
+# ---- 4: the view, 64-host database against the merged directory -----------------------
+a=$(now)
+rm -rf "$work/merged"
+"$fc" merge --store "$work/merged" $(seq -f "$work/hosts/s%g" 1 "$nhosts") >/dev/null 2>&1
+R[merge]=$(secs "$a" "$(now)")
+"$fc" compact --store "$work/merged" >/dev/null 2>&1
+"$fc" compact --store "$FLEET" >/dev/null 2>&1
+"$fc" export --store "$work/merged" --event $ev 2>/dev/null | LC_ALL=C sort >"$work/merged.folded"
+verdict "the merged directory's export = the database's" "$work/merged.folded" "$work/got.folded"
+bin=$("$fc" stats --store "$work/merged" |
+	awk 'NR > 1 && NF == 9 && $3 == "cpu-clock" && $4 + 0 > m { m = $4 + 0; b = $1 } END { print b }')
+R[view.nodes]=$("$fc" stats --store "$work/merged" | grep -oE '[0-9]+ stack nodes' | cut -d' ' -f1)
+R[fleet.db]=$(bytes_of "$FLEET" dir)
+R[fleet.emb]=$(bytes_of "$work/merged" dir)
+echo "# merged in ${R[merge]} s; the view measured: /$bin/default (${R[view.nodes]} stack nodes in the store)"
+
+med() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+view() { # KEY STORE
+	local k=$1 st=$2 v="$mnt/$bin/default" i
+	[ "$k" = db ] && pg_restart >/dev/null
+	mount_store "$st"
+	a=$(now); ls "$v" >/dev/null; R[$k.ls]=$(secs "$a" "$(now)")
+	a=$(now); cat "$v/folded" >/dev/null; R[$k.cold]=$(secs "$a" "$(now)")
+	R[$k.warm]=$(for i in 1 2 3 4 5; do
+		a=$(now); cat "$v/folded" >/dev/null; secs "$a" "$(now)"; echo; done | med)
+	R[$k.fbytes]=$(stat -c %s "$v/folded")
+	R[$k.rss]=$(status_kb VmRSS)
+	R[$k.hwm]=$(status_kb VmHWM)
+	# cold cat alone: a fresh mount (the server restarted, the page cache
+	# dropped), no ls before it; the median of 3
+	local colds=
+	for i in 1 2 3; do
+		[ "$k" = db ] && pg_restart >/dev/null
+		mount_store "$st"
+		a=$(now); cat "$v/folded" >/dev/null; colds="$colds $(secs "$a" "$(now)")"
+	done
+	unmount
+	R[$k.cold1]=$(printf '%s\n' $colds | med)
+}
+view emb "$work/merged"
+view db "$FLEET"
+
+# ---- tables -------------------------------------------------------------------------
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+met() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t ? "met" : "**missed**") }'; }
+mb() { awk -v b="$1" 'BEGIN { printf "%.2f MB", b / 1e6 }'; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
+ms() { awk -v s="$1" 'BEGIN { printf "%.1f ms", s * 1000 }'; }
+echo
+echo "## Inputs"
+echo "| what | value |"
+echo "|---|---|"
+echo "| recording (perf script text, ${rec_secs} s system-wide) | $(mb "$rec_bytes") |"
+echo "| busy host: its hour | ${R[busy.series]} series, ${R[busy.nodes]} stack nodes, input $(mb "${R[busy.input]}") |"
+echo "| $nhosts hosts: an hour each, $nslices slices | input $(mb "${R[hosts.input]}"), imported in ${R[hosts.import]} s, pushed in ${R[hosts.push]} s ($jobs at a time), merged into a directory in ${R[merge]} s |"
+echo "| $nhosts-host store: database / merged directory after compact | $(mb "${R[fleet.db]}") / $(mb "${R[fleet.emb]}") |"
+echo "| busy host's database (bytes: from stats) | ${R[size.db.parts]} |"
+echo "| busy host's directory (bytes: from stats) | ${R[size.emb.parts]} |"
+echo "| busy host's database: every table's pg_total_relation_size | ${R[size.tables]} |"
+echo
+echo "## Results"
+echo "| measurement | target | measured | baseline (embedded) | ratio | |"
+echo "|---|---|---|---|---|---|"
+r=$(ratio "${R[size.db]}" "${R[size.emb]}")
+echo "| push: busy host's hour into an empty database (wall; user+sys $(awk -v u="${R[push.user]}" -v s="${R[push.sys]}" 'BEGIN { printf "%.2f", u + s }') s) | <= 2 s | ${R[push.wall]} s | | | $(met "${R[push.wall]}" 2) |"
+echo "| push: one more minute, CPU (user+sys) | <= 20 ms | $(ms "${R[min.cpu]}") | | | $(met "${R[min.cpu]}" 0.020) |"
+echo "| push: one more minute, wall | | $(ms "${R[min.wall]}") | | | |"
+echo "| (CPU of: the process alone \`--help\` / \`stats\` of the local store / a push with nothing new; median of 3) | | $(ms "${R[cpu.help]}") / $(ms "${R[cpu.stats]}") / $(ms "${R[cpu.nothing]}") | | | |"
+echo "| size after compact: database / input, directory / input | | $(mb "${R[size.db]}") ($(ratio "${R[size.db]}" "${R[busy.input]}")) | $(mb "${R[size.emb]}") ($(ratio "${R[size.emb]}" "${R[busy.input]}")) | ${r}x | $(met "$r" 4) (<= 4x) |"
+r=$(ratio "${R[db.ls]}" "${R[emb.ls]}")
+echo "| view: first \`ls\` of /$bin/default (fresh mount, caches dropped) | <= 1 s | ${R[db.ls]} s | ${R[emb.ls]} s | ${r}x | $(met "${R[db.ls]}" 1) |"
+r=$(ratio "${R[db.cold1]}" "${R[emb.cold1]}")
+echo "| view: \`cat folded\` of the version, cold (fresh mount, median of 3; $(mb "${R[db.fbytes]}")) | <= 2x | ${R[db.cold1]} s | ${R[emb.cold1]} s | ${r}x | $(met "$r" 2) |"
+r=$(ratio "${R[db.cold]}" "${R[emb.cold]}")
+echo "| view: \`cat folded\` after the \`ls\` | <= 2x | ${R[db.cold]} s | ${R[emb.cold]} s | ${r}x | $(met "$r" 2) |"
+r=$(ratio "${R[db.warm]}" "${R[emb.warm]}")
+echo "| view: \`cat folded\`, warm (median of the next 5) | <= 2x | ${R[db.warm]} s | ${R[emb.warm]} s | ${r}x | $(met "$r" 2) |"
+r=$(ratio "${R[db.hwm]}" "${R[emb.hwm]}")
+echo "| view: daemon VmHWM after those reads (VmRSS: $(mib "${R[db.rss]}") / $(mib "${R[emb.rss]}")) | <= 2x | $(mib "${R[db.hwm]}") | $(mib "${R[emb.hwm]}") | ${r}x | $(met "$r" 2) |"
+echo
+echo "# correctness: $([ $fails = 0 ] && echo "all PASS" || echo "$fails FAIL")"
