@@ -206,7 +206,9 @@ void central_batch_free(struct store_batch *bbase)
 		while (s->nseries > b->series_base)
 			central_series_clear(&s->series[--s->nseries]);
 		htab_free(&s->series_tab);
-		memset(s->series_by_id, 0, (size_t)s->series_by_id_len * sizeof(*s->series_by_id));
+		if (s->series_by_id)
+			memset(s->series_by_id, 0,
+			       (size_t)s->series_by_id_len * sizeof(*s->series_by_id));
 		for (uint32_t i = 0; i < s->nseries; i++)
 			if (central_series_index(s, i) < 0)
 				break; /* lookups miss; batch_series adds again */

@@ -510,7 +510,8 @@ static void ta_add(struct tarr *a, const char *v)
 		return;
 	a->p[a->len] = a->len == 0 ? '{' : ',';
 	a->len++;
-	memcpy(a->p + a->len, v, n);
+	if (n)
+		memcpy(a->p + a->len, v, n);
 	a->len += n;
 	a->p[a->len] = '}';
 	a->p[a->len + 1] = '\0';
@@ -880,7 +881,8 @@ static void settle_series(struct pg_batch *b, const uint32_t *ids)
 	for (uint32_t k = b->series_base; k < s->nseries; k++)
 		s->series[k].id = ids[k - b->series_base];
 	htab_free(&s->series_tab);
-	memset(s->series_by_id, 0, (size_t)s->series_by_id_len * sizeof(*s->series_by_id));
+	if (s->series_by_id)
+		memset(s->series_by_id, 0, (size_t)s->series_by_id_len * sizeof(*s->series_by_id));
 	for (uint32_t i = 0; i < s->nseries; i++)
 		if (central_series_index(s, i) < 0)
 			break; /* lookups miss; the next batch_series adds again */
