@@ -530,6 +530,14 @@ static void test_copy_entries(void)
 		return;
 	CHECK(w->ops->replaces_sources);
 	CHECK(w->ops->source_cursor(w, src, &upto) == 0 && upto == 0);
+	/* A copy that only moves the record (the source committed nothing
+	 * with counts), by a writer that knows no series yet. */
+	b = store_batch_new(w);
+	CHECK(w->ops->batch_source(b, "ffffffffffffffffffffffffffffffff", 0, 3) == 0);
+	CHECK(store_batch_commit(b) == 0);
+	store_batch_free(b);
+	CHECK(w->ops->source_cursor(w, "ffffffffffffffffffffffffffffffff", &upto) == 0 &&
+	      upto == 3);
 	for (int round = 0; round < 2; round++) {
 		b = store_batch_new(w);
 		CHECK(w->ops->batch_source(b, "not hex", 0, 1) == -EINVAL);
@@ -567,10 +575,10 @@ static void test_copy_entries(void)
 		                                            "1700000100 q;r 1 1\n");
 		CHECK(e.samples == 108 && e.weight == 171);
 		CHECK(r->ops->changes(r, 0, &upto, change_fn, changes) == 0);
-		CHECK(upto == 3);
+		CHECK(upto == 4); /* the cursor-only copy, two copies, a write */
 		CHECK_STR(changes, "1@1700000040 1@1700000100 ");
 		changes[0] = '\0';
-		CHECK(r->ops->changes(r, 2, &upto, change_fn, changes) == 0);
+		CHECK(r->ops->changes(r, 3, &upto, change_fn, changes) == 0);
 		CHECK_STR(changes, "1@1700000040 ");
 		CHECK(r->ops->set_dest_cursor(r, src, 5) == -EROFS);
 		store_close(r);
