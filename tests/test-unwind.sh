@@ -303,6 +303,8 @@ if grep -qE "unwind tables: .* [1-9][0-9]* refused" "$tmp/broken.err" &&
 else
 	bad "corrupt CFI: not counted as refused, or nothing stored"
 	cat "$tmp/broken.err"
+	"$collect" stats --store "$tmp/broken" 2>&1 | head -5
+	head -5 "$tmp/broken.folded"
 fi
 rec cap --unwind-memory 64K -- "$target" tree 1 "$tmp/truth-cap"
 if grep -qE "unwind tables: .* [1-9][0-9]* over --unwind-memory" "$tmp/cap.err" &&
