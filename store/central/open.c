@@ -8,6 +8,7 @@
 #include "central.h"
 
 #include <errno.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ fail:
 	return r;
 }
 
-int central_open(const char *conn, int flags, struct store **out, char *err, size_t errlen)
+static int open_once(const char *conn, int flags, struct store **out, char *err, size_t errlen)
 {
 	struct pg *s;
 	int r;
@@ -115,6 +116,35 @@ fail:
 		snprintf(err, errlen, "%s", s->errmsg[0] ? s->errmsg : strerror(-r));
 	central_close_store(&s->base);
 	return r;
+}
+
+int central_open(const char *conn, int flags, struct store **out, char *err, size_t errlen)
+{
+	double start = central_now(), delay = 0.1;
+	bool lost = false;
+	int r;
+
+	/* A server that went away while the store was being opened (a
+	 * restart, after the connection was made) is waited for, with
+	 * backoff, and the store opened afresh, as a commit would be. */
+	for (;;) {
+		struct timespec ts;
+		double left;
+
+		r = open_once(conn, flags, out, err, errlen);
+		left = start + central_retry_seconds() - central_now();
+		/* Once it was there, a refused connection is the restart. */
+		lost = lost || r == -ECONNRESET;
+		if (!(r == -ECONNRESET || (lost && r == -ECONNREFUSED)) || left <= 0)
+			return r;
+		if (delay > left)
+			delay = left;
+		ts.tv_sec = (time_t)delay;
+		ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		delay *= 2;
+	}
 }
 
 void central_close_store(struct store *sbase)
