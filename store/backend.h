@@ -90,6 +90,10 @@ struct store_batch {
 	struct store *store;
 };
 
+/* store.c: the order of store_series_list() for qsort(): (binary,
+ * version, event, host), bytewise; both backends sort with it. */
+int store_series_cmp(const void *a, const void *b);
+
 /* embedded/open.c: opens the RocksDB store in directory `dir`. */
 int embedded_open(const char *dir, int flags, struct store **out, char *err, size_t errlen);
 /* central/: opens the PostgreSQL store named by connection string `conn`;

@@ -195,6 +195,20 @@ int store_series_list(struct store *s, struct store_series **out, size_t *n)
 	return s->ops->series_list(s, out, n);
 }
 
+int store_series_cmp(const void *a, const void *b)
+{
+	const struct store_series *x = a, *y = b;
+	int c = strcmp(x->binary, y->binary);
+
+	if (!c)
+		c = strcmp(x->version, y->version);
+	if (!c)
+		c = strcmp(x->event, y->event);
+	if (!c)
+		c = strcmp(x->host, y->host);
+	return c;
+}
+
 void store_series_free(struct store_series *list, size_t n)
 {
 	if (!list)

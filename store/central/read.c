@@ -16,20 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int series_cmp(const void *a, const void *b)
-{
-	const struct store_series *x = a, *y = b;
-	int c = strcmp(x->binary, y->binary);
-
-	if (!c)
-		c = strcmp(x->version, y->version);
-	if (!c)
-		c = strcmp(x->event, y->event);
-	if (!c)
-		c = strcmp(x->host, y->host);
-	return c;
-}
-
 int central_series_list(struct store *sbase, struct store_series **out, size_t *n)
 {
 	struct pg *s = pg_of(sbase);
@@ -76,7 +62,7 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 	/* Sorted here, byte-wise like the embedded store, whatever the
 	 * database's collation. */
 	if (rows)
-		qsort(list, (size_t)rows, sizeof(*list), series_cmp);
+		qsort(list, (size_t)rows, sizeof(*list), store_series_cmp);
 	*out = list;
 	*n = (size_t)rows;
 	return 0;

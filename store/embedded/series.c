@@ -304,20 +304,6 @@ int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k
 	return 0;
 }
 
-static int series_cmp(const void *a, const void *b)
-{
-	const struct store_series *x = a, *y = b;
-	int c = strcmp(x->binary, y->binary);
-
-	if (!c)
-		c = strcmp(x->version, y->version);
-	if (!c)
-		c = strcmp(x->event, y->event);
-	if (!c)
-		c = strcmp(x->host, y->host);
-	return c;
-}
-
 int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 {
 	struct rdb *s = rdb_of(sbase);
@@ -398,7 +384,7 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 	}
 	rocksdb_iter_destroy(it);
 	if (len)
-		qsort(list, len, sizeof(*list), series_cmp);
+		qsort(list, len, sizeof(*list), store_series_cmp);
 	*out = list;
 	*n = len;
 	return 0;
