@@ -14,6 +14,14 @@
 /* Prints "flamefs-collect: <fmt>" and a newline to stderr and exits 1. */
 void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+struct store;
+
+/* Ends the command with the store's last message: "flamefs-collect:
+ * <where>: <message>", where only when the message does not begin with
+ * it already (the store's read paths name it, a batch's refusals do
+ * not). */
+void cli_die_store(const struct store *s) __attribute__((noreturn));
+
 /* The store directory: arg (--store) when given, else the default
  * (store_default_dir()), which *owned then holds (the caller frees it);
  * no default at all ends the command with a message. */

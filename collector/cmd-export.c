@@ -221,7 +221,7 @@ int cmd_export(int argc, char **argv)
 	struct store_series *list;
 	size_t n;
 	if (store_series_list(s, &list, &n) < 0)
-		cli_die("%s: %s", dir, store_errmsg(s));
+		cli_die_store(s);
 
 	/* Keep the matching series, then only one event: the one asked for,
 	 * else the one with the most samples. */
@@ -277,6 +277,8 @@ int cmd_export(int argc, char **argv)
 			        "export "
 			        "fewer at a time (--binary, --version)",
 			        dir, k);
+		if (rc == -EIO)
+			cli_die_store(s); /* the store says why */
 		if (rc < 0)
 			cli_die("%s: cannot build the call tree: %s", dir, strerror(-rc));
 		const struct view_tree *show = t;

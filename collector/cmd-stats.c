@@ -164,7 +164,7 @@ int cmd_stats(int argc, char **argv)
 	struct store_series *list;
 	size_t n;
 	if (store_series_list(s, &list, &n) < 0)
-		cli_die("%s: %s", dir, store_errmsg(s));
+		cli_die_store(s);
 	if (by_host) {
 		print_by_host(list, n);
 		store_series_free(list, n);
@@ -185,7 +185,7 @@ int cmd_stats(int argc, char **argv)
 		memset(u.seen, 0, store_node_count(s) / 8 + 1);
 		u.count = 0;
 		if (store_series_counts(s, se->id, INT64_MIN, INT64_MAX, count_unique, &u) < 0)
-			cli_die("%s: %s", dir, store_errmsg(s));
+			cli_die_store(s);
 		uint64_t disk = 0;
 		store_series_disk_bytes(s, se->id, &disk);
 		char in[32], dk[32];
@@ -200,7 +200,7 @@ int cmd_stats(int argc, char **argv)
 
 	struct store_footprint fp;
 	if (store_footprint(s, &fp) < 0)
-		cli_die("%s: %s", dir, store_errmsg(s));
+		cli_die_store(s);
 	char a[32], b[32], f[32], nd[32], cn[32];
 	human(a, sizeof(a), fp.dir_bytes);
 	human(b, sizeof(b), input);

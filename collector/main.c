@@ -28,6 +28,16 @@ void cli_die(const char *fmt, ...)
 	exit(1);
 }
 
+void cli_die_store(const struct store *s)
+{
+	const char *where = store_where(s), *msg = store_errmsg(s);
+	size_t n = strlen(where);
+
+	if (!strncmp(msg, where, n) && msg[n] == ':')
+		cli_die("%s", msg);
+	cli_die("%s: %s", where, msg);
+}
+
 static void usage_main(FILE *f)
 {
 	fputs("Usage: " PROG " COMMAND [OPTIONS]\n"

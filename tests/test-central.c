@@ -698,7 +698,7 @@ static void test_refusals(void)
 	store_close(open_ok("c_future", STORE_CREATE));
 	sql("c_future", "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'");
 	snprintf(want, sizeof(want),
-	         "%s: schema version 9 is newer than this flamefs understands (1)",
+	         "%s: schema version 9 is newer than this flamefs understands (2)",
 	         uri("c_future"));
 	expect_open_error(uri("c_future"), 0, -EPROTONOSUPPORT, want, NULL);
 	expect_open_error(uri("c_future"), STORE_READONLY, -EPROTONOSUPPORT, want, NULL);

@@ -140,6 +140,54 @@ n=$((n + 1))
 [ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = 'app' AND version = 'A'")" = 2 ] ||
 	fail "two hosts' series of one binary/version"
 
+# ---- upgrading schema 1 (three arrays a counts row) to 2 (one blob) -----------------
+up=$(newdb up)
+"$collect" import --store "$up" --time 1700000040 "$here/data/perf/spell-g.perf" >/dev/null 2>&1
+"$collect" import --store "$up" --time 1700000100 "$tmp/a.folded" >/dev/null 2>&1
+"$collect" import --store "$up" --time 1700000160 "$tmp/b.folded" >/dev/null 2>&1
+# both events' stacks, and stats without its disk figures
+up_state() {
+	"$collect" export --store "$up" --event samples --format folded 2>&1
+	"$collect" export --store "$up" --event cpu-clock --format folded 2>&1
+	"$collect" stats --store "$up" 2>&1 | awk '!/^(store on disk|bytes:)/ { NF = NF > 8 ? 7 : NF; print }'
+}
+up_state >"$tmp/up.want"
+psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples" >"$tmp/up.weighted"
+n=$((n + 1))
+[ "$(cat "$tmp/up.weighted")" -gt 0 ] || fail "upgrade: no entry whose weight differs from its samples"
+# the database as schema 1 wrote it: the same counts as arrays
+psql "$up" -qX -v ON_ERROR_STOP=1 >"$tmp/down.out" 2>&1 <<'SQL' || { fail "downgrade to schema 1"; cat "$tmp/down.out"; }
+BEGIN;
+ALTER TABLE counts ADD nodes int4[], ADD samples int8[], ADD weights int8[];
+UPDATE counts c SET
+  nodes = (SELECT coalesce(array_agg(e.node ORDER BY e.node), '{}') FROM flamefs_counts(c.entries) e),
+  samples = (SELECT coalesce(array_agg(e.samples ORDER BY e.node), '{}') FROM flamefs_counts(c.entries) e),
+  weights = (SELECT CASE WHEN bool_and(e.weight = e.samples) THEN NULL
+                    ELSE array_agg(e.weight ORDER BY e.node) END FROM flamefs_counts(c.entries) e);
+ALTER TABLE counts ALTER nodes SET NOT NULL, ALTER samples SET NOT NULL;
+DROP VIEW count_entries;
+ALTER TABLE counts DROP COLUMN entries;
+DROP FUNCTION flamefs_counts(bytea);
+UPDATE flamefs_meta SET value = '1' WHERE key = 'schema';
+COMMIT;
+SQL
+"$collect" export --store "$up" --event samples >"$tmp/up.old" 2>&1 && fail "a reader read schema 1"
+has "$tmp/up.old" "$up: schema version 1 is older than this flamefs reads (2); a writer upgrades it" \
+	"schema 1, reader"
+"$collect" compact --store "$up" >"$tmp/up.compact" 2>&1 || { fail "compact (a writer) of schema 1"; cat "$tmp/up.compact"; }
+n=$((n + 1))
+[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 2 ] || fail "upgrade: schema is not 2"
+up_state >"$tmp/up.got"
+same "$tmp/up.got" "$tmp/up.want" "upgrade 1 -> 2: exports and stats"
+psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples" >"$tmp/up.weighted2"
+same "$tmp/up.weighted2" "$tmp/up.weighted" "upgrade 1 -> 2: weighted entries"
+# a damaged blob is refused by the reader and by SQL's decoder
+psql "$up" -qXc "UPDATE counts SET entries = '\x8080' WHERE ctid = (SELECT min(ctid) FROM counts)"
+up_state >"$tmp/up.bad"
+has "$tmp/up.bad" "store is damaged: the counts of series" "damaged blob, reader"
+psql "$up" -qXAt -c "SELECT count(*) FROM count_entries" >"$tmp/up.badsql" 2>&1 && fail "SQL decoded a damaged blob"
+has "$tmp/up.badsql" "flamefs: damaged counts entries at byte 2" "damaged blob, SQL"
+
 # ---- prune -------------------------------------------------------------------------
 "$collect" prune --store "$sq" --before 1700000100 --dry-run >"$tmp/prune.out" 2>&1 || fail "prune --dry-run"
 n=$((n + 1))
@@ -165,7 +213,7 @@ empty=$(newdb empty)
 has "$tmp/empty.out" "not a flamefs store yet" "empty database"
 psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'"
 "$collect" stats --store "$sq" >"$tmp/future.out" 2>&1 && fail "stats of a future schema"
-has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (1)" "future schema"
+has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (2)" "future schema"
 "$collect" import --store "$sq" "$tmp/a.folded" >"$tmp/future.out" 2>&1 && fail "import into a future schema"
 has "$tmp/future.out" "schema version 9 is newer" "future schema, import"
 "$collect" stats --store "postgresql:///x?host=$tmp/nowhere" >"$tmp/unreach.out" 2>&1 && fail "stats of no server"
@@ -235,6 +283,7 @@ rm -rf "$tmp/bigemb"
 for i in 1 2 3 4 5 6; do
 	"$collect" import --store "$tmp/bigemb" --time $((1700000040 + 60 * i)) "$tmp/big.folded" >/dev/null 2>&1
 done
+: >"$tmp/busy.out"
 (
 	# One that starts while the server is down (no socket) cannot
 	# connect, says so and is run again, as cron would; one that fails

@@ -34,7 +34,7 @@
 #include <libpq-fe.h>
 
 /* The schema this flamefs writes, and the oldest it upgrades from. */
-#define CENTRAL_SCHEMA_VERSION 1
+#define CENTRAL_SCHEMA_VERSION 2
 
 /* pg_advisory_xact_lock() key that serializes writers: "flamefs\0" read
  * as a big-endian integer. */

@@ -12,6 +12,7 @@
  * the batch, still in memory.
  */
 #include "central.h"
+#include "counts-blob.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +21,6 @@
 #include <string.h>
 
 #define OID_INT4 23
-#define OID_INT8 20
 
 /* ---- binary COPY ---------------------------------------------------------- */
 
@@ -109,39 +109,26 @@ static void copy_end(struct cbuf *b)
 	cb_16(b, 0xffff);
 }
 
-/* A one-dimensional array of n int4 (elem 4) or int8 (elem 8) values,
- * read through get(ctx, i). */
-static void f_array(struct cbuf *b, size_t n, int elem, uint64_t (*get)(const void *, size_t),
-                    const void *ctx)
+/* The entries of one (series, bucket), sorted by node with no node twice,
+ * as one bytea: the counts blob of ../counts-blob.h. */
+static void f_counts(struct cbuf *b, const struct count_ent *e, size_t n)
 {
-	cb_32(b, (uint32_t)(20 + n * (4 + (size_t)elem)));
-	cb_32(b, 1); /* dimensions */
-	cb_32(b, 0); /* no NULLs */
-	cb_32(b, elem == 4 ? OID_INT4 : OID_INT8);
-	cb_32(b, (uint32_t)n);
-	cb_32(b, 1); /* lower bound */
-	for (size_t i = 0; i < n; i++) {
-		cb_32(b, (uint32_t)elem);
-		if (elem == 4)
-			cb_32(b, (uint32_t)get(ctx, i));
-		else
-			cb_64(b, get(ctx, i));
-	}
-}
+	size_t at, len = 0;
 
-static uint64_t ent_node(const void *ctx, size_t i)
-{
-	return ((const struct count_ent *)ctx)[i].node;
-}
-
-static uint64_t ent_samples(const void *ctx, size_t i)
-{
-	return ((const struct count_ent *)ctx)[i].samples;
-}
-
-static uint64_t ent_weight(const void *ctx, size_t i)
-{
-	return ((const struct count_ent *)ctx)[i].weight;
+	cb_32(b, 0); /* the length, set below */
+	cb_need(b, n * COUNT_ENTRY_MAX);
+	if (b->failed)
+		return;
+	at = b->len - 4;
+	for (size_t i = 0; i < n; i++)
+		len += count_entry_put(b->p + b->len + len,
+		                       i ? e[i].node - e[i - 1].node : e[i].node, e[i].samples,
+		                       e[i].weight);
+	b->len += len;
+	b->p[at] = (uint8_t)(len >> 24);
+	b->p[at + 1] = (uint8_t)(len >> 16);
+	b->p[at + 2] = (uint8_t)(len >> 8);
+	b->p[at + 3] = (uint8_t)len;
 }
 
 /* ---- the transaction ----------------------------------------------------------- */
@@ -580,26 +567,19 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		const struct count_ent *e = &b->counts[i];
 		size_t n = 1;
 		uint64_t ts = e->samples, tw = e->weight;
-		bool same = e->samples == e->weight;
 		uint32_t series = final_series(b, ids, e->series);
 
 		while (i + n < b->ncounts && e[n].series == e->series && e[n].bucket == e->bucket) {
 			ts += e[n].samples;
 			tw += e[n].weight;
-			same &= e[n].samples == e[n].weight;
 			n++;
 		}
-		cb_16(&c, 9);
+		cb_16(&c, 7);
 		f_int4(&c, series);
 		f_int8(&c, (uint64_t)e->bucket);
 		f_int4(&c, (uint32_t)atoi(source_id)); /* 0: written directly */
 		f_int8(&c, (uint64_t)commit);
-		f_array(&c, n, 4, ent_node, e);
-		f_array(&c, n, 8, ent_samples, e);
-		if (same)
-			cb_32(&c, 0xffffffffu); /* NULL: weights are the samples */
-		else
-			f_array(&c, n, 8, ent_weight, e);
+		f_counts(&c, e, n);
 		f_int8(&c, ts);
 		f_int8(&c, tw);
 		if (b->replace) {

@@ -2,13 +2,14 @@
  * read.c — reading series and counts.  store_series_list() reads the
  * series rows, whose totals the commits keep, so it never touches
  * counts.  store_series_counts() streams a series' counts rows in bucket
- * order (single-row mode, binary arrays), merges the rows of one bucket
+ * order (single-row mode, binary), decodes each row's counts blob, merges the rows of one bucket
  * (direct writes add a row per commit; copies one per source) and hands
  * out (bucket, node) in order, exactly as the embedded store does.  Only
  * rows of commits the store has loaded are read, so every node a count
  * names is one the caller can look up.
  */
 #include "central.h"
+#include "counts-blob.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -81,63 +82,31 @@ struct bucket_acc {
 	unsigned rows;
 };
 
-/* A binary one-dimensional array of int4 or int8: its element count and
- * where its first element's length word is; -1 when malformed. */
-static long array_open(const char *p, int len, int elem, const char **first)
-{
-	long n;
-
-	if (len < 12)
-		return -1;
-	if (be32(p) == 0) { /* empty */
-		*first = p + 12;
-		return 0;
-	}
-	if (be32(p) != 1 || len < 20)
-		return -1;
-	n = (long)be32(p + 12);
-	if ((long)len != 20 + n * (4 + elem))
-		return -1;
-	*first = p + 20;
-	return n;
-}
-
+/* Appends one row's entries (its counts blob) to the bucket's; -EIO when
+ * the blob is damaged. */
 static int acc_row(struct bucket_acc *a, const PGresult *res)
 {
-	const char *pn, *ps, *pw = NULL;
-	long n = array_open(PQgetvalue(res, 0, 1), PQgetlength(res, 0, 1), 4, &pn);
-	long ns = array_open(PQgetvalue(res, 0, 2), PQgetlength(res, 0, 2), 8, &ps);
-	long nw = PQgetisnull(res, 0, 3)
-	                  ? n
-	                  : array_open(PQgetvalue(res, 0, 3), PQgetlength(res, 0, 3), 8, &pw);
+	struct count_cursor c;
+	int len = PQgetlength(res, 0, 1), got;
 
-	if (n < 0 || ns != n || nw != n)
+	count_cursor_init(&c, PQgetvalue(res, 0, 1), (size_t)len);
+	while ((got = count_cursor_next(&c)) > 0) {
+		if (a->n == a->cap) {
+			size_t cap = a->cap ? 2 * a->cap : 1024;
+			struct ent *e = realloc(a->e, cap * sizeof(*e));
+
+			if (!e)
+				return -ENOMEM;
+			a->e = e;
+			a->cap = cap;
+		}
+		a->e[a->n].node = c.node;
+		a->e[a->n].samples = c.samples;
+		a->e[a->n].weight = c.weight;
+		a->n++;
+	}
+	if (got < 0)
 		return -EIO;
-	if (a->n + (size_t)n > a->cap) {
-		size_t cap = a->cap ? a->cap : 1024;
-		struct ent *e;
-
-		while (cap < a->n + (size_t)n)
-			cap *= 2;
-		e = realloc(a->e, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		a->e = e;
-		a->cap = cap;
-	}
-	for (long i = 0; i < n; i++) {
-		struct ent *e = &a->e[a->n++];
-
-		if (be32(pn) != 4 || be32(ps) != 8 || (pw && be32(pw) != 8))
-			return -EIO;
-		e->node = be32(pn + 4);
-		e->samples = be64(ps + 4);
-		e->weight = pw ? be64(pw + 4) : e->samples;
-		pn += 8;
-		ps += 12;
-		if (pw)
-			pw += 12;
-	}
 	a->rows++;
 	return 0;
 }
@@ -206,11 +175,10 @@ int central_series_counts(struct store *sbase, uint32_t series, int64_t from, in
 	snprintf(v[2], sizeof(v[2]), "%" PRId64, bucket_floor(s, to));
 	snprintf(v[3], sizeof(v[3]), "%" PRIu64, s->seq);
 	if (!s->conn ||
-	    !PQsendQueryParams(
-	            s->conn,
-	            "SELECT bucket, nodes, samples, weights FROM counts WHERE series = $1"
-	            " AND bucket BETWEEN $2 AND $3 AND commit <= $4 ORDER BY bucket",
-	            4, NULL, vals, NULL, NULL, 1) ||
+	    !PQsendQueryParams(s->conn,
+	                       "SELECT bucket, entries FROM counts WHERE series = $1"
+	                       " AND bucket BETWEEN $2 AND $3 AND commit <= $4 ORDER BY bucket",
+	                       4, NULL, vals, NULL, NULL, 1) ||
 	    !PQsetSingleRowMode(s->conn)) {
 		char msg[CENTRAL_ERRLEN / 2];
 

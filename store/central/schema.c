@@ -1,6 +1,6 @@
 /*
  * schema.c — the database's schema: telling a flamefs store from an
- * empty database or someone else's, creating schema 1 in one
+ * empty database or someone else's, creating schema 2 in one
  * transaction, refusing a schema from the future, upgrading an older one
  * step by step (each step one transaction), and reading the meta rows
  * (store id, bucket size, commit counter).  store/README.md documents the
@@ -13,18 +13,53 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Schema 1.  Frames and nodes are kept in runs, one row per commit's
+/* What SQL reads a counts blob with (schema 2): flamefs_counts(entries)
+ * decodes one into rows (node, samples, weight; int8 bit patterns as in
+ * the other counts columns) and refuses a damaged one, and the view
+ * count_entries shows every counts row's entries, a row each. */
+static const char counts_sql[] =
+        "CREATE FUNCTION flamefs_counts(entries bytea, OUT node int4, OUT samples int8,"
+        " OUT weight int8) RETURNS SETOF record IMMUTABLE STRICT PARALLEL SAFE"
+        " LANGUAGE plpgsql AS $f$"
+        " DECLARE i int := 0; n int := length(entries); c int; k int; sh int; v int8;"
+        " head int8; cur int8 := 0; first bool := true;"
+        " BEGIN"
+        " WHILE i < n LOOP"
+        "  FOR k IN 0 .. 2 LOOP"
+        "   IF k = 2 AND head & 1 = 0 THEN weight := samples; EXIT; END IF;"
+        "   v := 0; sh := 0;"
+        "   LOOP"
+        "    IF i >= n OR sh >= 64 THEN"
+        "     RAISE EXCEPTION 'flamefs: damaged counts entries at byte %', i; END IF;"
+        "    c := get_byte(entries, i); i := i + 1;"
+        "    v := v | ((c & 127)::int8 << sh); sh := sh + 7;"
+        "    EXIT WHEN c < 128;"
+        "   END LOOP;"
+        "   IF k = 0 THEN head := v; ELSIF k = 1 THEN samples := v; ELSE weight := v; END IF;"
+        "  END LOOP;"
+        "  IF head < 0 OR (NOT first AND head >> 1 = 0) OR cur + (head >> 1) > 2147483647"
+        "   OR (head & 1 = 1 AND weight = samples) THEN"
+        "   RAISE EXCEPTION 'flamefs: damaged counts entries at byte %', i; END IF;"
+        "  cur := cur + (head >> 1); first := false; node := cur;"
+        "  RETURN NEXT;"
+        " END LOOP;"
+        " END $f$;"
+        "CREATE VIEW count_entries AS SELECT c.series, c.bucket, c.source, c.commit,"
+        " e.node, e.samples, e.weight FROM counts c, flamefs_counts(c.entries) e;";
+
+/* Schema 2.  Frames and nodes are kept in runs, one row per commit's
  * run of up to 4096 (arrays, lz4), with the views `frames` and `nodes`
  * of a row each for SQL; their content hashes are computed, not stored.
- * Counts hold unsigned 64-bit values as int8 bit patterns
- * (flamefs_u64() reads them back); series totals are numeric(20), checked
- * below 2^64.  Counts rows are compressed (lz4 where the server has it)
- * from 128 bytes on, since their arrays are what the store is made of,
- * and kept in the row (storage MAIN) unless the row outgrows a page: an
- * out-of-line value costs a TOAST row and index entry of its own, more
- * than a bucket's short arrays take, and a read of the bucket an index
- * lookup per array (tests/bench/fleet.sh: counts 4% smaller, the first
- * read of a 64-host version with cold caches 0.32-0.50 s -> 0.20-0.22 s). */
+ * A counts row holds its entries as one counts blob (../counts-blob.h,
+ * the embedded store's format: delta-coded nodes and varints, ~3 bytes an
+ * entry where schema 1's three arrays took ~12 after lz4), with the view
+ * `count_entries` of an entry each for SQL.  Counts hold unsigned 64-bit
+ * values as int8 bit patterns (flamefs_u64() reads them back); series
+ * totals are numeric(20), checked below 2^64.  Counts rows are kept in
+ * the row (storage MAIN, lz4 from 128 bytes on) unless the row outgrows
+ * a page: an out-of-line value costs a TOAST row and index entry of its
+ * own, more than a bucket's short blob takes, and a read of the bucket an
+ * index lookup per value. */
 static const char schema_sql[] =
         "CREATE TABLE flamefs_meta (key text PRIMARY KEY, value text NOT NULL);"
         "CREATE TABLE frame_runs (first int4 PRIMARY KEY, kinds int2[] NOT NULL,"
@@ -55,21 +90,20 @@ static const char schema_sql[] =
         "CREATE TABLE destinations (store_id text PRIMARY KEY, upto int8 NOT NULL);"
         "CREATE TABLE writers (writer text PRIMARY KEY, token text NOT NULL,"
         " commit int8 NOT NULL, at timestamptz NOT NULL DEFAULT now());"
-        "CREATE INDEX writers_at ON writers (at);"
+        "CREATE INDEX writers_at ON writers (at);";
+static const char schema_counts_sql[] =
         "CREATE TABLE counts (series int4 NOT NULL, bucket int8 NOT NULL,"
-        " source int4 NOT NULL, commit int8 NOT NULL, nodes int4[] NOT NULL,"
-        " samples int8[] NOT NULL, weights int8[], total_samples int8 NOT NULL,"
-        " total_weight int8 NOT NULL) WITH (toast_tuple_target = 128);"
-        "ALTER TABLE counts ALTER nodes SET STORAGE MAIN, ALTER samples SET STORAGE MAIN,"
-        " ALTER weights SET STORAGE MAIN;"
+        " source int4 NOT NULL, commit int8 NOT NULL, entries bytea NOT NULL,"
+        " total_samples int8 NOT NULL, total_weight int8 NOT NULL)"
+        " WITH (toast_tuple_target = 128);"
+        "ALTER TABLE counts ALTER entries SET STORAGE MAIN;"
         "CREATE INDEX counts_series_bucket ON counts (series, bucket);"
         "CREATE INDEX counts_commit ON counts (commit);"
         "CREATE UNIQUE INDEX counts_source ON counts (series, bucket, source)"
         " WHERE source <> 0;"
         "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_settings"
         " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
-        " ALTER TABLE counts ALTER nodes SET COMPRESSION lz4,"
-        " ALTER samples SET COMPRESSION lz4, ALTER weights SET COMPRESSION lz4;"
+        " ALTER TABLE counts ALTER entries SET COMPRESSION lz4;"
         " ALTER TABLE frame_runs ALTER kinds SET COMPRESSION lz4,"
         " ALTER lines SET COMPRESSION lz4, ALTER names SET COMPRESSION lz4,"
         " ALTER modules SET COMPRESSION lz4, ALTER build_ids SET COMPRESSION lz4,"
@@ -82,13 +116,47 @@ static const char schema_sql[] =
         "INSERT INTO node_runs VALUES (0, ARRAY[0], ARRAY[0]);";
 
 /* Upgrade steps: steps[i].sql takes schema steps[i].from to from + 1, in
- * the transaction that also records the new version.  Schema 1 is the
- * first, so there is none yet; the table ends with a NULL. */
+ * the transaction that also records the new version; the table ends with
+ * a NULL.
+ * 1 -> 2: a counts row's three arrays (nodes int4[], samples int8[],
+ * weights int8[] or NULL) become one counts blob, `entries`, encoded here
+ * by a function the step drops again.  Values are int8 bit patterns, so
+ * the varints shift them as unsigned (`>> 7` masked). */
 static const struct {
 	int from;
-	const char *sql;
+	const char *sql, *more; /* more: a second part, or NULL */
 } steps[] = {
-        {0, NULL},
+        {1,
+         "CREATE FUNCTION flamefs_pack_v1(nodes int4[], samples int8[], weights int8[])"
+         " RETURNS bytea LANGUAGE plpgsql AS $f$"
+         " DECLARE out bytea := ''::bytea; prev int8 := 0; w int8; v int8; vals int8[];"
+         " BEGIN"
+         " FOR i IN 1 .. coalesce(array_length(nodes, 1), 0) LOOP"
+         "  w := coalesce(weights[i], samples[i]);"
+         "  vals := ARRAY[((nodes[i]::int8 - prev) << 1) | (w <> samples[i])::int::int8,"
+         "   samples[i]];"
+         "  IF w <> samples[i] THEN vals := vals || w; END IF;"
+         "  prev := nodes[i];"
+         "  FOREACH v IN ARRAY vals LOOP"
+         "   WHILE v < 0 OR v >= 128 LOOP"
+         "    out := out || set_byte('\\x00'::bytea, 0, ((v & 127) | 128)::int);"
+         "    v := (v >> 7) & x'01ffffffffffffff'::int8;"
+         "   END LOOP;"
+         "   out := out || set_byte('\\x00'::bytea, 0, v::int);"
+         "  END LOOP;"
+         " END LOOP;"
+         " RETURN out;"
+         " END $f$;"
+         "ALTER TABLE counts ADD COLUMN entries bytea;"
+         "UPDATE counts SET entries = flamefs_pack_v1(nodes, samples, weights);"
+         "ALTER TABLE counts DROP COLUMN nodes, DROP COLUMN samples, DROP COLUMN weights,"
+         " ALTER entries SET NOT NULL, ALTER entries SET STORAGE MAIN;"
+         "DROP FUNCTION flamefs_pack_v1(int4[], int8[], int8[]);"
+         "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_settings"
+         " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
+         " ALTER TABLE counts ALTER entries SET COMPRESSION lz4; END IF; END $$;",
+         counts_sql},
+        {0, NULL, NULL},
 };
 
 static int in_txn(struct pg *s, const char *what, const char *sql)
@@ -153,9 +221,13 @@ static int create(struct pg *s)
 	}
 	r = in_txn(s, "creating the schema", schema_sql);
 	if (r == 0)
+		r = in_txn(s, "creating the schema", schema_counts_sql);
+	if (r == 0)
+		r = in_txn(s, "creating the schema", counts_sql);
+	if (r == 0)
 		r = central_exec(
 		        s, "creating the schema",
-		        "INSERT INTO flamefs_meta VALUES ('schema', '1'), ('store_id', $1),"
+		        "INSERT INTO flamefs_meta VALUES ('schema', '2'), ('store_id', $1),"
 		        " ('bucket_seconds', '60'), ('commits', '0')",
 		        1, vals, false, NULL);
 	if (r == 0)
@@ -176,11 +248,13 @@ static int upgrade(struct pg *s, long from)
 	snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%lld)",
 	         (long long)CENTRAL_WRITER_LOCK);
 	for (long v = from; v < CENTRAL_SCHEMA_VERSION; v++) {
-		const char *sql = NULL;
+		const char *sql = NULL, *more = NULL;
 
 		for (size_t i = 0; steps[i].sql; i++)
-			if (steps[i].from == v)
+			if (steps[i].from == v) {
 				sql = steps[i].sql;
+				more = steps[i].more;
+			}
 		if (!sql) {
 			central_seterr(s, "%s: no upgrade from schema version %ld", s->base.where,
 			               v);
@@ -192,6 +266,8 @@ static int upgrade(struct pg *s, long from)
 			r = in_txn(s, "upgrading the schema", lock);
 		if (r == 0)
 			r = in_txn(s, "upgrading the schema", sql);
+		if (r == 0 && more)
+			r = in_txn(s, "upgrading the schema", more);
 		if (r == 0)
 			r = central_exec(s, "upgrading the schema",
 			                 "UPDATE flamefs_meta SET value = $1 WHERE key = 'schema'",

@@ -10,75 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- counts blobs --------------------------------------------------------
- * A counts value holds one (series, bucket)'s counts as a list sorted by
- * node, strictly increasing.  Each entry is
- *
- *     varint(delta << 1 | has_weight), varint(samples) [, varint(weight)]
- *
- * where delta is the node minus the previous entry's node (the first entry's
- * delta is its node, so node 0 can be stored), and the weight is present
- * only when it differs from samples (folded input has weight == samples).
- * The flag lives in the delta because a node delta is at most 32 bits, so
- * the shift can never lose a bit.  The decoder checks every varint against
- * the end of the value, that nodes stay in 32 bits and strictly increase,
- * and that nothing trails the last entry. */
-
-struct count_cursor {
-	const uint8_t *p, *end;
-	bool started;
-	uint32_t node;
-	uint64_t samples, weight;
-};
-
-static void cursor_init(struct count_cursor *c, const void *p, size_t len)
-{
-	c->p = p;
-	c->end = c->p + len;
-	c->started = false;
-	c->node = 0;
-	c->samples = 0;
-	c->weight = 0;
-}
-
-/* Reads the next entry: 1 when one was read, 0 at the end, -1 when the
- * value is damaged. */
-static int cursor_next(struct count_cursor *c)
-{
-	uint64_t head, delta, node;
-
-	if (c->p == c->end)
-		return 0;
-	if (get_varint(&c->p, c->end, &head) < 0)
-		return -1;
-	delta = head >> 1;
-	if (c->started && delta == 0)
-		return -1;
-	node = (uint64_t)c->node + delta;
-	if (node > UINT32_MAX)
-		return -1;
-	if (get_varint(&c->p, c->end, &c->samples) < 0)
-		return -1;
-	if (head & 1) {
-		if (get_varint(&c->p, c->end, &c->weight) < 0 || c->weight == c->samples)
-			return -1;
-	} else {
-		c->weight = c->samples;
-	}
-	c->node = (uint32_t)node;
-	c->started = true;
-	return 1;
-}
-
-size_t count_entry_put(uint8_t *p, uint32_t delta, uint64_t samples, uint64_t weight)
-{
-	size_t n = put_varint(p, (uint64_t)delta << 1 | (weight != samples));
-
-	n += put_varint(p + n, samples);
-	if (weight != samples)
-		n += put_varint(p + n, weight);
-	return n;
-}
+/* The blob format and its cursor are in ../counts-blob.c, shared with the
+ * central store. */
 
 /* ---- the merge operator for counts -----------------------------------------
  * Full and partial merge are the same operation: a k-way merge of sorted
@@ -115,7 +48,7 @@ static void heap_down(struct merge_heap *m, size_t i)
  * value under it is damaged. */
 static int heap_advance(struct merge_heap *m)
 {
-	int r = cursor_next(&m->c[m->h[0]]);
+	int r = count_cursor_next(&m->c[m->h[0]]);
 
 	if (r < 0)
 		return -1;
@@ -148,8 +81,8 @@ static int counts_merge(const char *const *vals, const size_t *lens, size_t nval
 	for (size_t i = 0; i < nvals; i++) {
 		int got;
 
-		cursor_init(&m.c[i], vals[i], lens[i]);
-		got = cursor_next(&m.c[i]);
+		count_cursor_init(&m.c[i], vals[i], lens[i]);
+		got = count_cursor_next(&m.c[i]);
 		if (got < 0) {
 			r = -EIO;
 			goto out;
@@ -345,8 +278,8 @@ int rdb_series_counts(struct store *sbase, uint32_t series, int64_t from, int64_
 		if (bucket > hi)
 			break;
 		bstart = bucket_start(s, bucket);
-		cursor_init(&c, v, vlen);
-		while ((got = cursor_next(&c)) > 0) {
+		count_cursor_init(&c, v, vlen);
+		while ((got = count_cursor_next(&c)) > 0) {
 			r = fn(ctx, bstart, c.node, c.samples, c.weight);
 			if (r)
 				goto out;
@@ -373,8 +306,8 @@ int counts_sum(const void *v, size_t len, uint64_t *samples, uint64_t *weight)
 	struct count_cursor c;
 	int got;
 
-	cursor_init(&c, v, len);
-	while ((got = cursor_next(&c)) > 0) {
+	count_cursor_init(&c, v, len);
+	while ((got = count_cursor_next(&c)) > 0) {
 		*samples = c.samples > UINT64_MAX - *samples ? UINT64_MAX : *samples + c.samples;
 		*weight = c.weight > UINT64_MAX - *weight ? UINT64_MAX : *weight + c.weight;
 	}

@@ -26,6 +26,7 @@
 #define FLAMEFS_STORE_INTERNAL_H
 
 #include "backend.h"
+#include "counts-blob.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -103,37 +104,6 @@ static inline void id_key(uint8_t *k, uint8_t prefix, uint32_t id)
 	put_be32(k + 1, id);
 }
 
-static inline size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-/* Returns 0, or -1 when the input ends early or the varint is too long. */
-static inline int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t r = 0;
-	unsigned shift = 0;
-
-	while (*p < end && shift < 64) {
-		uint8_t c = *(*p)++;
-
-		r |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*v = r;
-			return 0;
-		}
-		shift += 7;
-	}
-	return -1;
-}
-
 static inline uint64_t zigzag(int64_t v)
 {
 	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
@@ -162,9 +132,6 @@ static inline void buf_bytes(struct buf *b, const void *p, size_t n)
 		memcpy(b->p + b->len, p, n);
 	b->len += n;
 }
-
-/* Longest encoded entry: three 10-byte varints. */
-#define COUNT_ENTRY_MAX 30
 
 struct arena_chunk {
 	struct arena_chunk *prev;
@@ -396,7 +363,6 @@ int get_bytes(const uint8_t **p, const uint8_t *end, const void **out, size_t *l
 char *dup_bytes(const void *p, size_t n);
 
 /* counts.c */
-size_t count_entry_put(uint8_t *p, uint32_t delta, uint64_t samples, uint64_t weight);
 rocksdb_mergeoperator_t *counts_merge_operator(void);
 int bucket_of(const struct rdb *s, int64_t when, uint32_t *bucket);
 int64_t bucket_start(const struct rdb *s, uint32_t bucket);
