@@ -168,6 +168,10 @@ ALTER TABLE counts ALTER nodes SET NOT NULL, ALTER samples SET NOT NULL;
 DROP VIEW count_entries;
 ALTER TABLE counts DROP COLUMN entries;
 DROP FUNCTION flamefs_counts(bytea);
+ALTER TABLE series ALTER host TYPE text USING convert_from(host, 'UTF8'),
+  ALTER binary_name TYPE text USING convert_from(binary_name, 'UTF8'),
+  ALTER version TYPE text USING convert_from(version, 'UTF8'),
+  ALTER event TYPE text USING convert_from(event, 'UTF8');
 UPDATE flamefs_meta SET value = '1' WHERE key = 'schema';
 COMMIT;
 SQL
@@ -187,6 +191,27 @@ up_state >"$tmp/up.bad"
 has "$tmp/up.bad" "store is damaged: the counts of series" "damaged blob, reader"
 psql "$up" -qXAt -c "SELECT count(*) FROM count_entries" >"$tmp/up.badsql" 2>&1 && fail "SQL decoded a damaged blob"
 has "$tmp/up.badsql" "flamefs: damaged counts entries at byte 2" "damaged blob, SQL"
+
+# ---- series keys that are not UTF-8 (a process name, a host name) ----------------------
+# The embedded store keeps them byte for byte; so must a database, whose
+# series columns are bytea, and a push must carry them.
+nu=$(newdb nu)
+printf 'caf\351;main;x 5\ncaf\351;main;y 7\nok;main;z 3\n' >"$tmp/nu.folded"
+"$collect" import --store "$tmp/nuemb" --host "$(printf 'h\351')" --version "$(printf 'v\377')" \
+	"$tmp/nu.folded" >"$tmp/nu.out" 2>&1 || { fail "import of non-UTF-8 keys"; cat "$tmp/nu.out"; }
+"$collect" push --store "$tmp/nuemb" --to "$nu" >"$tmp/nu.out" 2>&1 ||
+	{ fail "push of non-UTF-8 keys"; cat "$tmp/nu.out"; }
+"$collect" import --store "$nu" --host "$(printf 'h\351')" --version "$(printf 'v\377')" \
+	"$tmp/nu.folded" >"$tmp/nu.out" 2>&1 || { fail "direct import of non-UTF-8 keys"; cat "$tmp/nu.out"; }
+"$collect" export --store "$tmp/nuemb" --format folded | awk '{ $NF *= 2; print }' >"$tmp/nu.want"
+"$collect" export --store "$nu" --format folded >"$tmp/nu.got" 2>&1
+same "$tmp/nu.got" "$tmp/nu.want" "non-UTF-8 keys: the database's export = 2 x the directory's"
+"$collect" stats --store "$tmp/nuemb" | awk 'NF == 9 && NR > 1 { print $1, $2, $NF }' >"$tmp/nu.want"
+"$collect" stats --store "$nu" | awk 'NF == 9 && NR > 1 { print $1, $2, $NF }' >"$tmp/nu.got"
+same "$tmp/nu.got" "$tmp/nu.want" "non-UTF-8 keys: stats rows"
+n=$((n + 1))
+[ "$(psql "$nu" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = '\x636166e9' AND host = '\x68e9' AND version = '\x76ff'")" = 1 ] ||
+	fail "non-UTF-8 keys: the series row's bytes"
 
 # ---- prune -------------------------------------------------------------------------
 "$collect" prune --store "$sq" --before 1700000100 --dry-run >"$tmp/prune.out" 2>&1 || fail "prune --dry-run"

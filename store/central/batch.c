@@ -125,10 +125,18 @@ int central_load_series(struct pg *s)
 
 	if (r < 0)
 		return r;
-	for (int i = 0; i < PQntuples(res) && r == 0; i++)
-		r = series_push(s, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
-		                PQgetvalue(res, i, 3), PQgetvalue(res, i, 4), PQgetvalue(res, i, 5),
-		                (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10));
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		char *k[4];
+
+		for (int c = 0; c < 4; c++)
+			k[c] = central_str_of_bytea(res, i, 1 + c);
+		r = k[0] && k[1] && k[2] && k[3]
+		            ? series_push(s, k[0], k[1], k[2], k[3], PQgetvalue(res, i, 5),
+		                          (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10))
+		            : -ENOMEM;
+		for (int c = 0; c < 4; c++)
+			free(k[c]);
+	}
 	PQclear(res);
 	if (r < 0)
 		central_seterr(s, "%s: out of memory", s->base.where);

@@ -182,6 +182,12 @@ double central_now(void);
 double central_retry_seconds(void);
 /* 32 random hex digits. */
 int central_random_hex(char out[33]);
+/* Series keys are bytea (a key need not be UTF-8): the hex digits of a
+ * string for `decode($n, 'hex')` (malloc'd; NULL when out of memory), and
+ * a bytea value of a text-format result as a string (malloc'd; NULL when
+ * out of memory or when it holds a NUL byte, which no key has). */
+char *central_hex_of(const char *str);
+char *central_str_of_bytea(const PGresult *res, int row, int col);
 
 /* Big-endian readers for binary results. */
 static inline uint32_t be32(const char *p)

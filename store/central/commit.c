@@ -291,26 +291,35 @@ static int resolve_series(struct pg_batch *b, uint32_t **ids)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < n && r == 0; k++) {
 		const struct cseries *e = &s->series[b->series_base + k];
-		const char *vals[5] = {e->host, e->binary, e->version, e->event, e->unit};
-		PGresult *res;
+		char *hex[4] = {central_hex_of(e->host), central_hex_of(e->binary),
+		                central_hex_of(e->version), central_hex_of(e->event)};
+		const char *vals[5] = {hex[0], hex[1], hex[2], hex[3], e->unit};
+		PGresult *res = NULL;
 
-		r = central_exec(s, "looking up a series",
-		                 "SELECT id, unit FROM series WHERE host = $1 AND binary_name = $2"
-		                 " AND version = $3 AND event = $4",
-		                 4, vals, false, &res);
-		if (r < 0)
-			break;
-		if (PQntuples(res) == 0) {
+		if (!hex[0] || !hex[1] || !hex[2] || !hex[3])
+			r = -ENOMEM;
+		if (r == 0)
+			r = central_exec(
+			        s, "looking up a series",
+			        "SELECT id, unit FROM series WHERE host = decode($1, 'hex')"
+			        " AND binary_name = decode($2, 'hex')"
+			        " AND version = decode($3, 'hex') AND event = decode($4, 'hex')",
+			        4, vals, false, &res);
+		if (r == 0 && PQntuples(res) == 0) {
 			PQclear(res);
 			r = central_exec(
 			        s, "adding a series",
 			        "INSERT INTO series (id, host, binary_name, version, event, unit)"
-			        " SELECT coalesce(max(id), 0) + 1, $1, $2, $3, $4, $5 FROM series"
-			        " RETURNING id, unit",
+			        " SELECT coalesce(max(id), 0) + 1, decode($1, 'hex'), decode($2, "
+			        "'hex'),"
+			        " decode($3, 'hex'), decode($4, 'hex'), $5 FROM series RETURNING "
+			        "id, unit",
 			        5, vals, false, &res);
-			if (r < 0)
-				break;
 		}
+		for (int c = 0; c < 4; c++)
+			free(hex[c]);
+		if (r < 0)
+			break;
 		if (strcmp(PQgetvalue(res, 0, 1), e->unit)) {
 			central_seterr(s, "series %s/%s/%s of host %s has unit \"%s\", not \"%s\"",
 			               e->binary, e->version, e->event, e->host,

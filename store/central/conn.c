@@ -312,6 +312,36 @@ int central_random_hex(char out[33])
 	return 0;
 }
 
+char *central_hex_of(const char *str)
+{
+	size_t n = strlen(str);
+	char *out = malloc(2 * n + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", (unsigned char)str[i]);
+	out[2 * n] = '\0';
+	return out;
+}
+
+char *central_str_of_bytea(const PGresult *res, int row, int col)
+{
+	size_t n;
+	unsigned char *v = PQunescapeBytea((const unsigned char *)PQgetvalue(res, row, col), &n);
+	char *out = NULL;
+
+	if (v && !memchr(v, 0, n)) {
+		out = malloc(n + 1);
+		if (out) {
+			memcpy(out, v, n);
+			out[n] = '\0';
+		}
+	}
+	PQfreemem(v);
+	return out;
+}
+
 /* ---- statements --------------------------------------------------------------- */
 
 static int failed(struct pg *s, const char *what, PGresult *res)

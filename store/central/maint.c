@@ -25,16 +25,23 @@ static void rollback(struct pg *s)
 static int prune_select(struct pg *s, const struct store_prune_opts *o,
                         struct store_prune_stats *st, char **out)
 {
-	const char *vals[2] = {o->binary, o->version};
+	char *hex[2] = {o->binary ? central_hex_of(o->binary) : NULL,
+	                o->version ? central_hex_of(o->version) : NULL};
+	const char *vals[2] = {hex[0], hex[1]};
 	PGresult *res;
 	size_t cap, len = 0;
 	char *a;
-	int r = central_exec(s, "selecting series to prune",
-	                     "SELECT id, coalesce(last_seen, 0) FROM series WHERE samples > 0"
-	                     " AND ($1::text IS NULL OR binary_name = $1)"
-	                     " AND ($2::text IS NULL OR version = $2) ORDER BY id",
-	                     2, vals, false, &res);
+	int r = (o->binary && !hex[0]) || (o->version && !hex[1]) ? -ENOMEM : 0;
 
+	if (r == 0)
+		r = central_exec(
+		        s, "selecting series to prune",
+		        "SELECT id, coalesce(last_seen, 0) FROM series WHERE samples > 0"
+		        " AND ($1::text IS NULL OR binary_name = decode($1, 'hex'))"
+		        " AND ($2::text IS NULL OR version = decode($2, 'hex')) ORDER BY id",
+		        2, vals, false, &res);
+	free(hex[0]);
+	free(hex[1]);
 	if (r < 0)
 		return r;
 	cap = 3 + (size_t)PQntuples(res) * 12;

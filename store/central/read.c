@@ -43,10 +43,10 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 		struct store_series *e = &list[i];
 
 		e->id = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
-		e->host = strdup(PQgetvalue(res, i, 1));
-		e->binary = strdup(PQgetvalue(res, i, 2));
-		e->version = strdup(PQgetvalue(res, i, 3));
-		e->event = strdup(PQgetvalue(res, i, 4));
+		e->host = central_str_of_bytea(res, i, 1);
+		e->binary = central_str_of_bytea(res, i, 2);
+		e->version = central_str_of_bytea(res, i, 3);
+		e->event = central_str_of_bytea(res, i, 4);
 		e->unit = strdup(PQgetvalue(res, i, 5));
 		e->first_seen = strtoll(PQgetvalue(res, i, 6), NULL, 10);
 		e->last_seen = strtoll(PQgetvalue(res, i, 7), NULL, 10);

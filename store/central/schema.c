@@ -74,8 +74,8 @@ static const char schema_sql[] =
         " FROM frame_runs r, generate_subscripts(r.kinds, 1) AS i;"
         "CREATE VIEW nodes AS SELECT r.first + i - 1 AS id, r.parents[i] AS parent,"
         " r.frames[i] AS frame FROM node_runs r, generate_subscripts(r.parents, 1) AS i;"
-        "CREATE TABLE series (id int4 PRIMARY KEY, host text NOT NULL,"
-        " binary_name text NOT NULL, version text NOT NULL, event text NOT NULL,"
+        "CREATE TABLE series (id int4 PRIMARY KEY, host bytea NOT NULL,"
+        " binary_name bytea NOT NULL, version bytea NOT NULL, event bytea NOT NULL,"
         " unit text NOT NULL, first_seen int8, last_seen int8,"
         " samples numeric(20) NOT NULL DEFAULT 0, weight numeric(20) NOT NULL DEFAULT 0,"
         " input_bytes numeric(20) NOT NULL DEFAULT 0,"
@@ -120,7 +120,8 @@ static const char schema_counts_sql[] =
  * a NULL.
  * 1 -> 2: a counts row's three arrays (nodes int4[], samples int8[],
  * weights int8[] or NULL) become one counts blob, `entries`, encoded here
- * by a function the step drops again.  Values are int8 bit patterns, so
+ * by a function the step drops again, and the series keys' text columns
+ * become bytea (their UTF-8 bytes).  Values are int8 bit patterns, so
  * the varints shift them as unsigned (`>> 7` masked). */
 static const struct {
 	int from;
@@ -152,6 +153,10 @@ static const struct {
          "ALTER TABLE counts DROP COLUMN nodes, DROP COLUMN samples, DROP COLUMN weights,"
          " ALTER entries SET NOT NULL, ALTER entries SET STORAGE MAIN;"
          "DROP FUNCTION flamefs_pack_v1(int4[], int8[], int8[]);"
+         "ALTER TABLE series ALTER host TYPE bytea USING convert_to(host, 'UTF8'),"
+         " ALTER binary_name TYPE bytea USING convert_to(binary_name, 'UTF8'),"
+         " ALTER version TYPE bytea USING convert_to(version, 'UTF8'),"
+         " ALTER event TYPE bytea USING convert_to(event, 'UTF8');"
          "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_settings"
          " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
          " ALTER TABLE counts ALTER entries SET COMPRESSION lz4; END IF; END $$;",
