@@ -59,6 +59,8 @@ check "the local store has record-target's stacks" [ -s "$tmp/a.local" ]
 same "record --push: the database equals the local store" "$tmp/a.db" "$tmp/a.local"
 pushes=$(sed -n 's/.*push: \([0-9]*\) pushes sent.*/\1/p' "$tmp/a.err")
 check "more than one push ran during a 3 s recording (${pushes:-none})" [ "${pushes:-0}" -ge 2 ]
+check "the summary gives the pushes' CPU" \
+	grep -Eq 'CPU [0-9]+\.[0-9] ms for the first, [0-9]+\.[0-9] ms a push after it' "$tmp/a.err"
 check "the database's series carry --host" sh -c "'$collect' stats --store '$D' --by-host | grep -q '^rec-a '"
 
 # ---- the database down for the whole recording ----------------------------------------

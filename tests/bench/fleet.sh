@@ -13,6 +13,7 @@
 #         FLEET_HOSTS      simulated hosts (default 64)
 #         FLEET_SLICES     slices the recording is cut into (default 600)
 #         FLEET_JOBS       pushes and imports at a time (default 4)
+#         FLEET_PUSH_SECS  length of the record --push run (default 190)
 # A private PostgreSQL 15 server (tests/lib-pg.sh) runs in the work
 # directory for the run.
 #
@@ -39,6 +40,10 @@
 #     busiest binary's version directory (fresh mount, page cache dropped,
 #     PostgreSQL restarted), `cat folded` of that version, cold (fresh
 #     mount) and warm (second read), then the daemon's VmRSS / VmHWM.
+#  5. the steady push of a recording host: `record -a -F 99 --push` into
+#     the 64-host database, --push-every 60s, for FLEET_PUSH_SECS (190)
+#     under the workload; the push thread's CPU per push from record's
+#     summary, the first push apart.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 quick=0
@@ -335,6 +340,23 @@ view() { # KEY STORE
 view emb "$work/merged"
 view db "$FLEET"
 
+# ---- 5: the recorder's steady push, into the 64-host database ------------------------------
+# What a host running `record -a --push` pays: the push thread's own CPU
+# (CLOCK_THREAD_CPUTIME_ID, from record's summary), its first push (both
+# stores opened, the 64 hosts' dictionary loaded) apart from the steady
+# ones after it, each a minute of a system-wide recording of the workload.
+push_secs=${FLEET_PUSH_SECS:-190}
+[ $quick = 1 ] && push_secs=65
+(workload "$push_secs") &
+wl=$!
+"$fc" record --store "$work/live" --host live -a -F 99 --push "$FLEET" --push-every 60s \
+	-d "$push_secs" >/dev/null 2>"$work/live.err" || true
+wait "$wl" 2>/dev/null || true
+read -r R[live.pushes] R[live.first] R[live.steady] < <(sed -n \
+	's/.*push: \([0-9]*\) pushes sent.*CPU \([0-9.]*\) ms for the first, \([0-9.]*\) ms a push after it.*/\1 \2 \3/p' \
+	"$work/live.err")
+echo "# record --push: $(grep 'push:' "$work/live.err" | tail -1)"
+
 # ---- tables -------------------------------------------------------------------------
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 met() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t ? "met" : "**missed**") }'; }
@@ -358,8 +380,8 @@ echo "| measurement | target | measured | baseline (embedded) | ratio | |"
 echo "|---|---|---|---|---|---|"
 r=$(ratio "${R[size.db]}" "${R[size.emb]}")
 echo "| push: busy host's hour into an empty database (wall; user+sys $(awk -v u="${R[push.user]}" -v s="${R[push.sys]}" 'BEGIN { printf "%.2f", u + s }') s) | <= 2 s | ${R[push.wall]} s | | | $(met "${R[push.wall]}" 2) |"
-echo "| push: one more minute, CPU (user+sys) | <= 20 ms | $(ms "${R[min.cpu]}") | | | $(met "${R[min.cpu]}" 0.020) |"
-echo "| push: one more minute, wall | | $(ms "${R[min.wall]}") | | | |"
+echo "| push: steady, one minute of \`record -a -F 99 --push\` into the 64-host database: the push thread's CPU (mean of ${R[live.pushes]:-?} pushes less the first; the first: ${R[live.first]:-?} ms) | <= 20 ms | ${R[live.steady]:-?} ms | | | $(met "${R[live.steady]:-999}" 20) |"
+echo "| push: one more minute by a \`push\` process (user+sys, wall) | | $(ms "${R[min.cpu]}"), $(ms "${R[min.wall]}") | | | |"
 echo "| (CPU of: the process alone \`--help\` / \`stats\` of the local store / a push with nothing new; median of 3) | | $(ms "${R[cpu.help]}") / $(ms "${R[cpu.stats]}") / $(ms "${R[cpu.nothing]}") | | | |"
 echo "| size after compact: database / input, directory / input | | $(mb "${R[size.db]}") ($(ratio "${R[size.db]}" "${R[busy.input]}")) | $(mb "${R[size.emb]}") ($(ratio "${R[size.emb]}" "${R[busy.input]}")) | ${r}x | $(met "$r" 4) (<= 4x) |"
 r=$(ratio "${R[db.ls]}" "${R[emb.ls]}")
