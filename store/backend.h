@@ -76,6 +76,13 @@ struct store_ops {
 	 * (0 when never), and setting it (a writer; no batch open). */
 	int (*dest_cursor)(struct store *s, const char *dest, uint64_t *upto);
 	int (*set_dest_cursor)(struct store *s, const char *dest, uint64_t upto);
+	/* Optional (NULL: the store's reads already see one state between
+	 * refreshes, as an embedded reader's do).  begin: catch up, then
+	 * let every read until the end call see that one state, however
+	 * writers change the store meanwhile; a copy reads its source that
+	 * way, so that a bucket replaced during the copy is read whole,
+	 * as it was.  No writing in between. */
+	int (*snapshot)(struct store *s, bool begin);
 };
 
 /* store.c sets host after the backend's open; the backend sets where,

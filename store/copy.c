@@ -339,6 +339,13 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 	/* The destination's record is the truth: it commits with the data. */
 	if (o->incremental && dst->ops->replaces_sources)
 		since = taken;
+	/* One state of the source for the whole copy (a database that
+	 * hosts push into while it is read). */
+	if (src->ops->snapshot) {
+		r = src->ops->snapshot(src, true);
+		if (r < 0)
+			return store_fail(&c, src, r);
+	}
 	r = copy_prepare(&c);
 	if (r < 0)
 		goto out;
@@ -388,6 +395,13 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 		lo = hi;
 	}
 remember:
+	if (src->ops->snapshot) {
+		r = src->ops->snapshot(src, false);
+		if (r < 0) {
+			store_fail(&c, src, r);
+			goto out;
+		}
+	}
 	/* The source's own memory; a source open read-only (a recorder holds
 	 * it) goes without, since the destination's record decides. */
 	r = src->ops->set_dest_cursor(src, store_id(dst), upto);
@@ -396,6 +410,8 @@ remember:
 	else if (r < 0)
 		store_fail(&c, src, r);
 out:
+	if (src->ops->snapshot)
+		src->ops->snapshot(src, false); /* ends it, if still open */
 	store_series_free(c.list, c.nlist);
 	free(c.by_id);
 	free(c.series_map);

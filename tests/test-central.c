@@ -583,6 +583,29 @@ static void test_copy_entries(void)
 		CHECK(r->ops->set_dest_cursor(r, src, 5) == -EROFS);
 		store_close(r);
 	}
+	/* A snapshot (how a copy reads its source): a bucket that a copy
+	 * replaces meanwhile still reads whole, as it was, until its end. */
+	r = open_ok("c_copy", STORE_READONLY);
+	if (r) {
+		s = find_series(r, "far", "db", NULL);
+		CHECK(r->ops->snapshot(r, true) == 0);
+		CHECK(r->ops->snapshot(r, true) == -EBUSY);
+		b = store_batch_new(w);
+		CHECK(w->ops->batch_source(b, src, 11, 12) == 0);
+		CHECK(store_batch_add(b, series(b, "far", "db"), T0, stack(b, "q;r"), 9, 90) == 0);
+		CHECK(store_batch_commit(b) == 0);
+		store_batch_free(b);
+		CHECK(store_refresh(r) == 0); /* nothing moves inside */
+		CHECK_STR(dump(r, s, INT64_MIN, INT64_MAX), "1700000040 q;r 107 170\n"
+		                                            "1700000100 q;r 1 1\n");
+		changes[0] = '\0';
+		CHECK(r->ops->changes(r, 0, &upto, change_fn, changes) == 0 && upto == 4);
+		CHECK(r->ops->snapshot(r, false) == 0);
+		CHECK(store_refresh(r) == 1);
+		CHECK_STR(dump(r, s, INT64_MIN, INT64_MAX), "1700000040 q;r 109 190\n"
+		                                            "1700000100 q;r 1 1\n");
+		store_close(r);
+	}
 	CHECK(w->ops->dest_cursor(w, src, &upto) == 0 && upto == 0);
 	CHECK(w->ops->set_dest_cursor(w, src, 42) == 0);
 	CHECK(w->ops->set_dest_cursor(w, src, 43) == 0);

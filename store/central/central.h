@@ -86,6 +86,7 @@ struct pg {
 	PGconn *conn;
 	char *conninfo; /* as given: it may hold the password; never shown */
 	bool readonly;
+	bool snapshot; /* a REPEATABLE READ READ ONLY transaction is open */
 	char errmsg[CENTRAL_ERRLEN];
 	char store_id[33];
 	uint32_t bucket_seconds;
@@ -273,6 +274,7 @@ int central_changes(struct store *s, uint64_t since, uint64_t *upto,
                     int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
 int central_source_cursor(struct store *s, const char *source, uint64_t *upto);
 int central_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
+int central_snapshot(struct store *s, bool begin);
 int central_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
 
 #endif

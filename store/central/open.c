@@ -15,7 +15,10 @@
 
 /* Reads the commit counter and loads what is new, in one snapshot.
  * Returns 1 when the counter moved, 0 when not, or -errno. */
-static int catch_up(struct pg *s)
+/* Reads the commit counter and the frames and nodes past those loaded,
+ * in one REPEATABLE READ transaction, which stays open (s->snapshot) when
+ * keep is true. */
+static int catch_up(struct pg *s, bool keep)
 {
 	PGresult *res;
 	uint64_t seq;
@@ -41,7 +44,10 @@ static int catch_up(struct pg *s)
 	r = central_load_new(s);
 	if (r < 0)
 		goto fail;
-	r = central_exec(s, "reading", "COMMIT", 0, NULL, false, NULL);
+	if (keep)
+		s->snapshot = true;
+	else
+		r = central_exec(s, "reading", "COMMIT", 0, NULL, false, NULL);
 	if (r < 0)
 		return r;
 	r = seq != s->seq;
@@ -101,7 +107,7 @@ static int open_once(const char *conn, int flags, struct store **out, char *err,
 			goto fail;
 	}
 	s->seq = UINT64_MAX; /* so that catch_up() records the counter */
-	r = catch_up(s);
+	r = catch_up(s, false);
 	if (r < 0)
 		goto fail;
 	if (s->nframes == 0 || s->nnodes == 0) {
@@ -169,15 +175,12 @@ void central_close_store(struct store *sbase)
 	free(s);
 }
 
-int central_refresh(struct store *sbase)
+/* Catches up (keep: and keeps the transaction open), on a fresh
+ * connection when the old one is gone. */
+static int refresh(struct pg *s, bool keep)
 {
-	struct pg *s = pg_of(sbase);
 	int r;
 
-	/* A writer's batch holds provisional ids past the loaded ones; the
-	 * commit catches up instead. */
-	if (s->batch)
-		return 0;
 	if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
 		if (s->conn)
 			PQreset(s->conn);
@@ -187,15 +190,45 @@ int central_refresh(struct store *sbase)
 				return r;
 		}
 	}
-	r = catch_up(s);
+	r = catch_up(s, keep);
 	if (r == -ECONNRESET) {
 		/* One more time on a fresh connection: a restarted server or
 		 * a promoted standby. */
 		r = central_connect(s);
 		if (r == 0)
-			r = catch_up(s);
+			r = catch_up(s, keep);
 	}
 	return r < 0 ? -EIO : r;
+}
+
+int central_refresh(struct store *sbase)
+{
+	struct pg *s = pg_of(sbase);
+
+	/* A writer's batch holds provisional ids past the loaded ones; the
+	 * commit catches up instead.  Inside a snapshot, nothing moves. */
+	if (s->batch || s->snapshot)
+		return 0;
+	return refresh(s, false);
+}
+
+int central_snapshot(struct store *sbase, bool begin)
+{
+	struct pg *s = pg_of(sbase);
+	int r;
+
+	if (begin) {
+		if (s->batch || s->snapshot) {
+			central_seterr(s, "%s: a batch or a snapshot is open", s->base.where);
+			return -EBUSY;
+		}
+		r = refresh(s, true);
+		return r < 0 ? r : 0;
+	}
+	if (!s->snapshot)
+		return 0;
+	s->snapshot = false;
+	return central_exec(s, "ending a read", "COMMIT", 0, NULL, false, NULL) < 0 ? -EIO : 0;
 }
 
 static const char *central_errmsg(const struct store *sbase)
@@ -289,4 +322,5 @@ const struct store_ops central_ops = {
         .source_cursor = central_source_cursor,
         .dest_cursor = central_dest_cursor,
         .set_dest_cursor = central_set_dest_cursor,
+        .snapshot = central_snapshot,
 };
