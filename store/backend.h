@@ -67,7 +67,9 @@ struct store_ops {
 	 * which the commit records as copied up to its commit number `upto`
 	 * (see replaces_sources).  A store that replaces refuses the commit
 	 * (-EAGAIN) when the source's record is no longer `expect`: another
-	 * copy of the same source committed meanwhile. */
+	 * copy of the same source committed meanwhile; and in such a batch,
+	 * store_batch_input_bytes() gives the source's total for the series,
+	 * which replaces the total the same source gave before. */
 	int (*batch_source)(struct store_batch *b, const char *source, uint64_t expect,
 	                    uint64_t upto);
 	/* How far copies from `source` reached this store: 0 when never. */

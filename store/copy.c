@@ -222,8 +222,8 @@ static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t expect, uin
 	r = c->dst->ops->batch_source(c->b, store_id(c->src), expect, upto);
 	if (r < 0)
 		goto fail_dst;
-	/* Input bytes go once, with the transaction that moves the cursor
-	 * first, for every series the copy holds. */
+	/* Input bytes go with the transaction that moves the record, for
+	 * every series the copy holds. */
 	for (size_t i = 0; with_bytes && i < c->npairs && r == 0; i++)
 		r = map_series(c, c->pairs[i].series, true);
 	if (r < 0)
@@ -385,7 +385,11 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 		size_t hi = c.npairs - lo > per ? lo + per : c.npairs;
 		bool last = hi == c.npairs;
 
-		r = copy_chunk(&c, lo, hi, taken, last ? upto : taken, last && !taken);
+		/* Input bytes: a database replaces the source's total of each
+		 * series with every copy that moves the record; a directory
+		 * adds them, with the one copy it takes. */
+		r = copy_chunk(&c, lo, hi, taken, last ? upto : taken,
+		               last && (dst->ops->replaces_sources || !taken));
 		if (r < 0)
 			goto out;
 		if (o->progress)

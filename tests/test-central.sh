@@ -168,6 +168,7 @@ ALTER TABLE counts ALTER nodes SET NOT NULL, ALTER samples SET NOT NULL;
 DROP VIEW count_entries;
 ALTER TABLE counts DROP COLUMN entries;
 DROP FUNCTION flamefs_counts(bytea);
+DROP TABLE source_input;
 ALTER TABLE series ALTER host TYPE text USING convert_from(host, 'UTF8'),
   ALTER binary_name TYPE text USING convert_from(binary_name, 'UTF8'),
   ALTER version TYPE text USING convert_from(version, 'UTF8'),
@@ -212,6 +213,25 @@ same "$tmp/nu.got" "$tmp/nu.want" "non-UTF-8 keys: stats rows"
 n=$((n + 1))
 [ "$(psql "$nu" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = '\x636166e9' AND host = '\x68e9' AND version = '\x76ff'")" = 1 ] ||
 	fail "non-UTF-8 keys: the series row's bytes"
+
+# ---- input bytes: every push replaces the source's totals, nothing twice ---------------
+ib=$(newdb ib)
+input_of() { "$collect" stats --store "$1" | awk '/^bytes:/ { for (i = 2; i <= NF; i++) if ($i ~ /^input=/) print substr($i, 7) }'; }
+"$collect" import --store "$tmp/ib1" --host ib1 --time 1700000040 "$tmp/a.folded" >/dev/null 2>&1
+"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || fail "push (input bytes)"
+n=$((n + 1))
+[ "$(input_of "$ib")" = "$(input_of "$tmp/ib1")" ] || fail "input bytes after a first push: $(input_of "$ib") != $(input_of "$tmp/ib1")"
+"$collect" import --store "$tmp/ib1" --host ib1 --time 1700000100 "$tmp/b.folded" >/dev/null 2>&1
+"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || fail "second push (input bytes)"
+"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || fail "third push (input bytes)"
+"$collect" push --store "$tmp/ib1" --to "$ib" --full >/dev/null 2>&1 || fail "full push (input bytes)"
+n=$((n + 1))
+[ "$(input_of "$ib")" = "$(input_of "$tmp/ib1")" ] || fail "input bytes after later pushes: $(input_of "$ib") != $(input_of "$tmp/ib1")"
+"$collect" import --store "$tmp/ib2" --host ib2 --time 1700000040 "$tmp/b.folded" >/dev/null 2>&1
+"$collect" push --store "$tmp/ib2" --to "$ib" >/dev/null 2>&1 || fail "push of a second host (input bytes)"
+n=$((n + 1))
+[ "$(input_of "$ib")" = "$(($(input_of "$tmp/ib1") + $(input_of "$tmp/ib2")))" ] ||
+	fail "input bytes of two hosts: $(input_of "$ib") != the sum of $(input_of "$tmp/ib1") and $(input_of "$tmp/ib2")"
 
 # ---- prune -------------------------------------------------------------------------
 "$collect" prune --store "$sq" --before 1700000100 --dry-run >"$tmp/prune.out" 2>&1 || fail "prune --dry-run"

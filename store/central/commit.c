@@ -527,6 +527,7 @@ struct delta {
 	int64_t first, last;
 	uint64_t samples, weight, input_bytes; /* added */
 	uint64_t less_samples, less_weight;    /* taken by replaced rows */
+	uint64_t less_input;                   /* the source's bytes sent before */
 };
 
 static struct delta *delta_of(struct delta *d, size_t n, uint32_t id)
@@ -535,6 +536,61 @@ static struct delta *delta_of(struct delta *d, size_t n, uint32_t id)
 		if (d[i].id == id)
 			return &d[i];
 	return NULL;
+}
+
+/* A copy's input bytes: each series' total in the source, which replaces
+ * what the same source sent before (source_input); d[].less_input gets
+ * that earlier value, so the series' total moves by the difference and a
+ * repeated copy adds nothing. */
+static int replace_input_bytes(struct pg *s, struct delta *d, size_t nd, const char *source_id)
+{
+	struct tarr ids = {0}, bytes = {0};
+	char v[32];
+	PGresult *res;
+	int r;
+
+	for (size_t i = 0; i < nd; i++) {
+		if (!d[i].input_bytes)
+			continue;
+		snprintf(v, sizeof(v), "%" PRIu32, d[i].id);
+		ta_add(&ids, v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].input_bytes);
+		ta_add(&bytes, v);
+	}
+	if (!ids.cap) /* none */
+		return 0;
+	if (!ids.p || !bytes.p) {
+		free(ids.p);
+		free(bytes.p);
+		return -ENOMEM;
+	}
+	{
+		const char *vals[3] = {ids.p, bytes.p, source_id};
+
+		r = central_exec(
+		        s, "recording a source's input bytes",
+		        "WITH n AS (SELECT * FROM unnest($1::int4[], $2::numeric[])"
+		        " AS n(series, bytes)),"
+		        " o AS (SELECT n.series, coalesce(i.input_bytes, 0) AS old FROM n"
+		        " LEFT JOIN source_input i ON i.source = $3 AND i.series = n.series),"
+		        " w AS (INSERT INTO source_input SELECT $3, series, bytes FROM n"
+		        " ON CONFLICT (source, series) DO UPDATE"
+		        " SET input_bytes = EXCLUDED.input_bytes)"
+		        " SELECT series, old FROM o",
+		        3, vals, false, &res);
+	}
+	free(ids.p);
+	free(bytes.p);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < PQntuples(res); i++) {
+		struct delta *x = delta_of(d, nd, (uint32_t)value_i64(res, i, 0));
+
+		if (x)
+			x->less_input = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+	}
+	PQclear(res);
+	return 0;
 }
 
 /* The counts rows, the replaced rows they take the place of, and the
@@ -547,7 +603,7 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 	size_t nd = 0;
 	struct cbuf c = {0};
 	struct tarr ks = {0}, kb = {0};
-	struct tarr a[8] = {{0}};
+	struct tarr a[9] = {{0}};
 	char v[32];
 	int r = 0;
 
@@ -635,6 +691,11 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		if (r < 0)
 			goto out;
 	}
+	if (b->replace) {
+		r = replace_input_bytes(s, d, nd, source_id);
+		if (r < 0)
+			goto out;
+	}
 	for (size_t i = 0; i < nd; i++) {
 		snprintf(v, sizeof(v), "%" PRIu32, d[i].id);
 		ta_add(&a[0], v);
@@ -648,6 +709,8 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		ta_add(&a[6], v);
 		snprintf(v, sizeof(v), "%" PRIu64, d[i].less_weight);
 		ta_add(&a[7], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].less_input);
+		ta_add(&a[8], v);
 		if (d[i].touched)
 			snprintf(v, sizeof(v), "%" PRId64, d[i].first);
 		ta_add(&a[4], d[i].touched ? v : "NULL");
@@ -656,9 +719,9 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		ta_add(&a[5], d[i].touched ? v : "NULL");
 	}
 	if (nd) {
-		const char *vals[8];
+		const char *vals[9];
 
-		for (int k = 0; k < 8; k++) {
+		for (int k = 0; k < 9; k++) {
 			if (!a[k].p) {
 				r = -ENOMEM;
 				goto out;
@@ -669,17 +732,17 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		        s, "updating series totals",
 		        "UPDATE series s SET samples = s.samples + d.samples - d.less_samples,"
 		        " weight = s.weight + d.weight - d.less_weight,"
-		        " input_bytes = s.input_bytes + d.input_bytes,"
+		        " input_bytes = s.input_bytes + d.input_bytes - d.less_input,"
 		        " first_seen = least(s.first_seen, d.first),"
 		        " last_seen = greatest(s.last_seen, d.last)"
 		        " FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
 		        " $4::numeric[], $5::int8[], $6::int8[], $7::numeric[],"
-		        " $8::numeric[]) AS d(id, samples, weight, input_bytes, first, last,"
-		        " less_samples, less_weight) WHERE s.id = d.id",
-		        8, vals, false, NULL);
+		        " $8::numeric[], $9::numeric[]) AS d(id, samples, weight, input_bytes,"
+		        " first, last, less_samples, less_weight, less_input) WHERE s.id = d.id",
+		        9, vals, false, NULL);
 	}
 out:
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < 9; k++)
 		free(a[k].p);
 	free(ks.p);
 	free(kb.p);

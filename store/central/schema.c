@@ -113,7 +113,9 @@ static const char schema_counts_sql[] =
         " END IF; END $$;"
         "INSERT INTO frame_runs VALUES (0, ARRAY[0::int2], ARRAY[0], ARRAY[''::bytea],"
         " ARRAY[''::bytea], ARRAY[''::bytea], ARRAY[''::bytea]);"
-        "INSERT INTO node_runs VALUES (0, ARRAY[0], ARRAY[0]);";
+        "INSERT INTO node_runs VALUES (0, ARRAY[0], ARRAY[0]);"
+        "CREATE TABLE source_input (source int4 NOT NULL, series int4 NOT NULL,"
+        " input_bytes numeric(20) NOT NULL, PRIMARY KEY (source, series));";
 
 /* Upgrade steps: steps[i].sql takes schema steps[i].from to from + 1, in
  * the transaction that also records the new version; the table ends with
@@ -153,6 +155,8 @@ static const struct {
          "ALTER TABLE counts DROP COLUMN nodes, DROP COLUMN samples, DROP COLUMN weights,"
          " ALTER entries SET NOT NULL, ALTER entries SET STORAGE MAIN;"
          "DROP FUNCTION flamefs_pack_v1(int4[], int8[], int8[]);"
+         "CREATE TABLE source_input (source int4 NOT NULL, series int4 NOT NULL,"
+         " input_bytes numeric(20) NOT NULL, PRIMARY KEY (source, series));"
          "ALTER TABLE series ALTER host TYPE bytea USING convert_to(host, 'UTF8'),"
          " ALTER binary_name TYPE bytea USING convert_to(binary_name, 'UTF8'),"
          " ALTER version TYPE bytea USING convert_to(version, 'UTF8'),"
