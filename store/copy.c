@@ -40,9 +40,13 @@ struct copy {
 	struct store_series **by_id; /* source series id -> its entry, or NULL */
 	uint32_t nby_id;
 
-	/* Source id -> destination id for the open batch; 0: not yet. */
+	/* Source id -> destination id; 0: not yet.  Between batches they
+	 * keep only ids below the destination's counts at the batch's start
+	 * (committed, final), so they can outlive a batch and, through
+	 * o->cache, a copy. */
 	uint32_t *node_map, *frame_map, *series_map;
-	uint32_t *path; /* map_node's walk up */
+	uint32_t node_base, frame_base; /* dst's counts when the batch began */
+	uint32_t *path;                 /* map_node's walk up */
 	struct store_batch *b;
 	uint32_t cur_series; /* destination series of the bucket being copied */
 	int fail;            /* the first error inside a count callback */
@@ -107,10 +111,62 @@ static void pairs_settle(struct copy *c)
 	c->npairs = n;
 }
 
-static void maps_reset(struct copy *c)
+struct store_copy_cache {
+	char src[33], dst[33]; /* the stores' ids */
+	uint32_t *node_map, *frame_map;
+	size_t nodes, frames; /* their lengths */
+};
+
+struct store_copy_cache *store_copy_cache_new(void)
 {
-	memset(c->node_map, 0, (size_t)store_node_count(c->src) * sizeof(*c->node_map));
-	memset(c->frame_map, 0, (size_t)store_frame_count(c->src) * sizeof(*c->frame_map));
+	return calloc(1, sizeof(struct store_copy_cache));
+}
+
+void store_copy_cache_free(struct store_copy_cache *cache)
+{
+	if (!cache)
+		return;
+	free(cache->node_map);
+	free(cache->frame_map);
+	free(cache);
+}
+
+/* A map of n entries: the cache's when it has one (grown, its new tail
+ * zero), else a new zeroed one; NULL when out of memory. */
+static uint32_t *map_take(uint32_t **cached, size_t *len, size_t n)
+{
+	uint32_t *m = *cached;
+	size_t had = m ? *len : 0;
+
+	*cached = NULL;
+	*len = 0;
+	if (had < n) {
+		uint32_t *g = realloc(m, n * sizeof(*m));
+
+		if (!g) {
+			free(m);
+			return NULL;
+		}
+		m = g;
+		memset(m + had, 0, (n - had) * sizeof(*m));
+	}
+	*len = n > had ? n : had;
+	return m;
+}
+
+/* After a batch (committed or not): forgets every id the batch handed
+ * out, i.e. from the destination's counts when it began on, which a
+ * commit may have renumbered. */
+static void maps_settle(struct copy *c)
+{
+	uint32_t nodes = store_node_count(c->src), frames = store_frame_count(c->src);
+
+	for (uint32_t i = 0; i < nodes; i++)
+		if (c->node_map[i] >= c->node_base)
+			c->node_map[i] = 0;
+	for (uint32_t i = 0; i < frames; i++)
+		if (c->frame_map[i] >= c->frame_base)
+			c->frame_map[i] = 0;
 	memset(c->series_map, 0, (size_t)c->nby_id * sizeof(*c->series_map));
 }
 
@@ -215,10 +271,11 @@ static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t expect, uin
 	uint32_t bs = store_bucket_seconds(c->src);
 	int r;
 
+	c->node_base = store_node_count(c->dst);
+	c->frame_base = store_frame_count(c->dst);
 	c->b = store_batch_new(c->dst);
 	if (!c->b)
 		return store_fail(c, c->dst, -EIO);
-	maps_reset(c);
 	r = c->dst->ops->batch_source(c->b, store_id(c->src), expect, upto);
 	if (r < 0)
 		goto fail_dst;
@@ -263,12 +320,14 @@ fail_dst:
 out:
 	store_batch_free(c->b);
 	c->b = NULL;
+	maps_settle(c);
 	return r;
 }
 
 static int copy_prepare(struct copy *c)
 {
 	uint32_t nodes = store_node_count(c->src), frames = store_frame_count(c->src);
+	struct store_copy_cache *cache = c->o->cache;
 	int r = store_series_list(c->src, &c->list, &c->nlist);
 
 	if (r < 0)
@@ -278,8 +337,22 @@ static int copy_prepare(struct copy *c)
 			c->nby_id = c->list[i].id + 1;
 	c->by_id = calloc(c->nby_id + 1, sizeof(*c->by_id));
 	c->series_map = calloc(c->nby_id + 1, sizeof(*c->series_map));
-	c->node_map = calloc((size_t)nodes + 1, sizeof(*c->node_map));
-	c->frame_map = calloc((size_t)frames + 1, sizeof(*c->frame_map));
+	if (cache &&
+	    (strcmp(cache->src, store_id(c->src)) || strcmp(cache->dst, store_id(c->dst)))) {
+		/* Another pair of stores: start afresh. */
+		free(cache->node_map);
+		free(cache->frame_map);
+		memset(cache, 0, sizeof(*cache));
+		snprintf(cache->src, sizeof(cache->src), "%s", store_id(c->src));
+		snprintf(cache->dst, sizeof(cache->dst), "%s", store_id(c->dst));
+	}
+	if (cache) {
+		c->node_map = map_take(&cache->node_map, &cache->nodes, (size_t)nodes + 1);
+		c->frame_map = map_take(&cache->frame_map, &cache->frames, (size_t)frames + 1);
+	} else {
+		c->node_map = calloc((size_t)nodes + 1, sizeof(*c->node_map));
+		c->frame_map = calloc((size_t)frames + 1, sizeof(*c->frame_map));
+	}
 	c->path = calloc((size_t)nodes + 1, sizeof(*c->path));
 	if (!c->by_id || !c->series_map || !c->node_map || !c->frame_map || !c->path) {
 		copy_err(c, "out of memory");
@@ -419,8 +492,16 @@ out:
 	store_series_free(c.list, c.nlist);
 	free(c.by_id);
 	free(c.series_map);
-	free(c.node_map);
-	free(c.frame_map);
+	if (o->cache && c.node_map && c.frame_map) {
+		/* They hold only committed ids (maps_settle): the next copy's. */
+		o->cache->node_map = c.node_map;
+		o->cache->frame_map = c.frame_map;
+	} else {
+		free(c.node_map);
+		free(c.frame_map);
+		if (o->cache)
+			o->cache->nodes = o->cache->frames = 0;
+	}
 	free(c.path);
 	free(c.pairs);
 	return r;

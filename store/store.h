@@ -258,7 +258,19 @@ struct store_copy_opts {
 	/* Called after each commit, when not NULL. */
 	void (*progress)(void *ctx, uint64_t buckets_done, uint64_t buckets_total);
 	void *ctx;
+	/* Optional: what one copy learned of which source frame and node is
+	 * which destination one, for the next copy between the same two
+	 * stores (a recorder's pushes); without it each copy interns every
+	 * frame and node it sends again. */
+	struct store_copy_cache *cache;
 };
+
+/* A cache for store_copy_opts.cache (NULL when out of memory); free it
+ * with store_copy_cache_free() (NULL does nothing).  It holds only ids a
+ * destination has committed, which never change, and applies to the pair
+ * of stores (by store id) it was last used with. */
+struct store_copy_cache *store_copy_cache_new(void);
+void store_copy_cache_free(struct store_copy_cache *cache);
 
 struct store_copy_stats {
 	uint64_t series, buckets, commits;

@@ -613,6 +613,69 @@ static void test_copy_entries(void)
 	store_close(w);
 }
 
+/* A copy cache (a recorder's pushes): rounds of copies from one store to
+ * another that other writers also write to, with the cache and with a new
+ * cache each round, give the same destination; so does the cache moved to
+ * another pair of stores. */
+static void test_copy_cache(void)
+{
+	struct store *src, *dst, *other, *plain, *plain2;
+	struct store_copy_cache *cache = store_copy_cache_new();
+	struct store_copy_opts oc = {.incremental = true, .buckets_per_commit = 1, .cache = cache};
+	struct store_copy_opts on = {.incremental = true};
+	struct store_copy_stats st;
+	char err[512], want[4096];
+
+	CHECK(cache != NULL);
+	fresh_db("c_csrc");
+	fresh_db("c_cdst");
+	fresh_db("c_cplain");
+	fresh_db("c_cplain2");
+	src = open_ok("c_csrc", STORE_CREATE);
+	dst = open_ok("c_cdst", STORE_CREATE);
+	other = open_ok("c_cdst", STORE_CREATE);
+	plain = open_ok("c_cplain", STORE_CREATE);
+	plain2 = open_ok("c_cplain2", STORE_CREATE);
+	if (!cache || !src || !dst || !other || !plain || !plain2)
+		goto out;
+	for (int round = 0; round < 4; round++) {
+		struct store_batch *b = store_batch_new(src);
+		char st1[64], st2[64];
+		uint32_t s = series(b, "h", "svc");
+
+		snprintf(st1, sizeof(st1), "a;c;d%d", round);
+		snprintf(st2, sizeof(st2), "e%d;f", round % 2);
+		CHECK(store_batch_add(b, s, T0 + 60 * round, stack(b, "a;b"), 1, 10) == 0);
+		CHECK(store_batch_add(b, s, T0 + 60 * round, stack(b, st1), 2, 20) == 0);
+		CHECK(store_batch_add(b, s, T0 + 60 * (round / 2), stack(b, st2), 3, 30) == 0);
+		CHECK(store_batch_commit(b) == 0);
+		store_batch_free(b);
+		/* Another writer's new nodes move the ids a copy's batch hands out. */
+		b = store_batch_new(other);
+		snprintf(st1, sizeof(st1), "o%d;a;b", round);
+		CHECK(store_batch_add(b, series(b, "o", "x"), T0, stack(b, st1), 1, 1) == 0);
+		CHECK(store_batch_commit(b) == 0);
+		store_batch_free(b);
+		CHECK(store_copy(dst, src, &oc, &st, err, sizeof(err)) == 0);
+		CHECK(store_copy(plain, src, &on, &st, err, sizeof(err)) == 0);
+	}
+	CHECK(store_refresh(dst) >= 0 && store_refresh(plain) >= 0);
+	snprintf(want, sizeof(want), "%s",
+	         dump(plain, find_series(plain, "h", "svc", NULL), INT64_MIN, INT64_MAX));
+	CHECK(strstr(want, "a;c;d3") != NULL);
+	CHECK_STR(dump(dst, find_series(dst, "h", "svc", NULL), INT64_MIN, INT64_MAX), want);
+	/* The same cache, another pair of stores: it starts afresh. */
+	CHECK(store_copy(plain2, src, &oc, &st, err, sizeof(err)) == 0);
+	CHECK_STR(dump(plain2, find_series(plain2, "h", "svc", NULL), INT64_MIN, INT64_MAX), want);
+out:
+	store_copy_cache_free(cache);
+	store_close(src);
+	store_close(dst);
+	store_close(other);
+	store_close(plain);
+	store_close(plain2);
+}
+
 static void test_prune(void)
 {
 	struct store *w, *r;
@@ -841,6 +904,7 @@ int main(int argc, char **argv)
 	run("write_read", test_write_read);
 	run("two_writers", test_two_writers);
 	run("copy_entries", test_copy_entries);
+	run("copy_cache", test_copy_cache);
 	run("prune", test_prune);
 	run("refusals", test_refusals);
 	run("reconnect", test_reconnect);

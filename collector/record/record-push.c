@@ -6,9 +6,10 @@
  * The thread keeps the local store open as a reader (the recorder holds
  * the writer) and catches it up before each push (store_refresh), so it
  * sees every committed drain without loading the whole store again, and
- * calls store_copy(),
- * which sends each time bucket changed since the database's record of
- * this store, whole; the database replaces its earlier copy of a bucket,
+ * calls store_copy(), which sends each time bucket changed since the
+ * database's record of this store, whole.  A copy cache remembers which
+ * local frame and node is which database one (ids the database committed
+ * never change), so a steady push interns only what is new.  The database replaces its earlier copy of a bucket,
  * so a push that fails half way or runs twice counts nothing twice.
  * While the database cannot be reached the data waits in the local store
  * (whose --retention still applies) and goes with the next push that
@@ -36,6 +37,7 @@ struct record_pusher {
 	char *dir, *to;
 	int64_t every;
 	struct store *src, *dst;
+	struct store_copy_cache *cache; /* which source node is which database one */
 	bool failing;
 	uint64_t pushes, failures, buckets, samples;
 	/* The thread's CPU time (CLOCK_THREAD_CPUTIME_ID) of its first push
@@ -54,7 +56,7 @@ static uint64_t thread_cpu_ns(void)
 /* One push; reports a failure once per outage, and the recovery. */
 static void push_once(struct record_pusher *p)
 {
-	struct store_copy_opts o = {.incremental = true};
+	struct store_copy_opts o = {.incremental = true, .cache = p->cache};
 	struct store_copy_stats st;
 	uint64_t cpu = thread_cpu_ns();
 	bool first = p->pushes + p->failures == 0;
@@ -134,8 +136,9 @@ int record_push_start(struct record_pusher **out, const char *dir, const char *t
 		return -ENOMEM;
 	p->dir = strdup(dir);
 	p->to = strdup(to);
+	p->cache = store_copy_cache_new();
 	p->every = every;
-	if (!p->dir || !p->to) {
+	if (!p->dir || !p->to || !p->cache) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -157,6 +160,7 @@ int record_push_start(struct record_pusher **out, const char *dir, const char *t
 	*out = p;
 	return 0;
 fail:
+	store_copy_cache_free(p->cache);
 	free(p->dir);
 	free(p->to);
 	free(p);
@@ -187,6 +191,7 @@ void record_push_stop(struct record_pusher *p)
 		                   : "");
 	store_close(p->src);
 	store_close(p->dst);
+	store_copy_cache_free(p->cache);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p->dir);
