@@ -226,9 +226,10 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
                         int64_t when, size_t n, const struct profile_value *v, bool truncated);
 
 /* record-late.c: stacks whose JIT frames wait for a perf map. */
-/* A set that holds at most max_bytes of stacks, each at most wait_ns;
- * counts merge within store time buckets of bucket_seconds. */
-int record_late_new(struct record_late **out, uint64_t max_bytes, int64_t wait_ns,
+/* A set that holds at most max_bytes of stacks, each for at most
+ * wait_drains drains; counts merge within store time buckets of
+ * bucket_seconds. */
+int record_late_new(struct record_late **out, uint64_t max_bytes, uint64_t wait_drains,
                     uint32_t bucket_seconds);
 void record_late_free(struct record_late *l); /* accepts NULL */
 /* A count whose user stack has a late frame (r->frames[0..*n) holds it

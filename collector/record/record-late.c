@@ -13,7 +13,8 @@
  *   - every one of its late frames is named now;
  *   - its process has exited or exec'd (the map read then, after the
  *     exit event of its main thread, is the last it will write);
- *   - it has waited --jit-wait;
+ *   - it has waited --jit-wait, counted in drains (one a second), so that
+ *     --jit-wait 1 stores at the next drain what is still unnamed then;
  *   - the recording ends.
  * A count that would take the held stacks past --jit-memory is stored at
  * once, as it is named then.  Whatever is stored unnamed keeps its
@@ -24,7 +25,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "record-internal.h"
 
@@ -39,7 +39,7 @@ struct late_rec {
 	uint32_t gen, event;
 	int64_t when;         /* the time of its first drain (seconds) */
 	int64_t bucket;       /* when's store time bucket: counts merge within it */
-	int64_t since;        /* monotonic ns it was first held */
+	uint64_t since;       /* the drain that first held it (drain_seq) */
 	uint64_t jit_version; /* symbolize_jit_version when last named */
 	struct profile_value v;
 	uint8_t ustate, kstate;
@@ -53,25 +53,18 @@ struct record_late {
 	struct late_rec **recs; /* every record, in no order */
 	size_t n, cap;
 	uint64_t bytes, max_bytes, peak_bytes;
-	int64_t wait_ns;
+	uint64_t wait_drains;
 	uint32_t bucket_seconds;
 };
 
-static int64_t mono_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
-}
-
-int record_late_new(struct record_late **out, uint64_t max_bytes, int64_t wait_ns,
+int record_late_new(struct record_late **out, uint64_t max_bytes, uint64_t wait_drains,
                     uint32_t bucket_seconds)
 {
 	struct record_late *l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
 	l->max_bytes = max_bytes;
-	l->wait_ns = wait_ns;
+	l->wait_drains = wait_drains;
 	l->bucket_seconds = bucket_seconds ? bucket_seconds : 1;
 	*out = l;
 	return 0;
@@ -175,7 +168,7 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 	        .event = event,
 	        .when = when,
 	        .bucket = bucket,
-	        .since = mono_now(),
+	        .since = r->drain_seq,
 	        .jit_version = symbolize_jit_version(r->sym, pid, key->gen),
 	        .v = *v,
 	        .ustate = (uint8_t)u->state,
@@ -245,10 +238,10 @@ static int rec_cmp(const void *a, const void *b)
 /* Names held record x and stores it when it is due; returns 1 when it
  * was stored (the caller frees it), 0 when it waits on, or -errno. */
 static int settle(struct recorder *r, struct store_batch *b, struct late_rec *x, bool gone,
-                  uint64_t ver, int64_t now, uint32_t *series, bool *have_series)
+                  uint64_t ver, uint32_t *series, bool *have_series)
 {
 	struct raw_stack *u = &r->raw[0], *k = &r->raw[1];
-	bool expired = now - x->since >= r->late->wait_ns;
+	bool expired = r->drain_seq - x->since >= r->late->wait_drains;
 	size_t n = 0;
 	int rc;
 
@@ -284,7 +277,6 @@ static int settle(struct recorder *r, struct store_batch *b, struct late_rec *x,
 int record_late_flush(struct recorder *r, struct store_batch *b, bool final)
 {
 	struct record_late *l = r->late;
-	int64_t now = mono_now();
 	size_t keep = 0, i = 0;
 	int rc = 0;
 
@@ -308,7 +300,7 @@ int record_late_flush(struct recorder *r, struct store_batch *b, bool final)
 			       l->recs[i]->event == event;
 			     i++) {
 				struct late_rec *x = l->recs[i];
-				rc = settle(r, b, x, gone, ver, now, &series, &have_series);
+				rc = settle(r, b, x, gone, ver, &series, &have_series);
 				if (rc < 0)
 					goto out;
 				if (rc > 0) {

@@ -901,7 +901,8 @@ static int run(struct recorder *r, const struct options *o)
 	if (store_notice(r->store))
 		fprintf(stderr, PROG ": %s\n", store_notice(r->store));
 	if (o->jit_wait > 0 &&
-	    (rc = record_late_new(&r->late, o->jit_memory, o->jit_wait * 1000000000ll,
+	    (rc = record_late_new(&r->late, o->jit_memory,
+	                          (uint64_t)(o->jit_wait + DRAIN_SECONDS - 1) / DRAIN_SECONDS,
 	                          store_bucket_seconds(r->store))) < 0) {
 		record_fail(r, rc, "out of memory");
 		return rc;
