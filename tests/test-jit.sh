@@ -136,8 +136,10 @@ jt() {
 # Default bounds: every JIT sample named, from the map written at exit.
 jt jit-target
 js=$(share "$tmp/jit-target.f" ';jitted_spin($|;)')
-if [ "$h" -gt 100 ] && [ $((u + m + t)) -eq 0 ] && cmp_num "$js" ">" 0.9; then
-	ok "jit-target, map at exit: $h samples held, none stored unnamed; jitted_spin holds $js"
+# (A sample in the map's own write may have a stray address of the JIT
+# page that no entry covers: under 1%.)
+if [ "$h" -gt 100 ] && [ $((m + t)) -eq 0 ] && [ $((u * 100)) -le "$h" ] && cmp_num "$js" ">" 0.9; then
+	ok "jit-target, map at exit: $h samples held, $u stored unnamed; jitted_spin holds $js"
 else
 	bad "jit-target, map at exit: held $h, unnamed $u + $m + $t, jitted_spin $js"
 fi
