@@ -107,7 +107,9 @@ perf_maps_clean() {
 # Its one JIT function is named jitted_spin in a map written as it exits;
 # a sample stored before that has [unknown] (no map yet) in its place, and
 # one whose frame-pointer walk met another address of its anonymous page
-# [perf-PID.map].
+# [perf-PID.map]; the walk from the JIT code cannot go on
+# (jit-target;[truncated];jitted_spin).  Other [unknown]s (a thread's
+# outermost frame) are not JIT frames.
 rounds=500 # about 2.5 s: the first drains hold, the last one names
 # jt NAME RECORD-OPTIONS...: records jit-target into $tmp/NAME (folded
 # lines in $tmp/NAME.f), checks the accounting, and sets n u m t h (the
@@ -123,7 +125,7 @@ jt() {
 	n=$(late "$tmp/$name.err" named) u=$(late "$tmp/$name.err" unnamed)
 	m=$(late "$tmp/$name.err" memory) t=$(late "$tmp/$name.err" time)
 	h=$(late "$tmp/$name.err" held)
-	unk=$(weight "$tmp/$name.f" '^jit-target;.*\[(unknown|perf-[0-9]+\.map)\]($|;)')
+	unk=$(weight "$tmp/$name.f" '^jit-target;\[truncated\];\[(unknown|perf-[0-9]+\.map)\]($|;)')
 	if [ "$unk" -eq $(((u + m + t) * period)) ]; then
 		ok "$name: the samples stored unnamed weigh exactly $((u + m + t)) samples"
 	else
