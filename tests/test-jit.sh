@@ -50,15 +50,17 @@ period=$((1000000000 / F))
 # folded STORE: the store's folded lines.
 folded() { "$collect" export --store "$1" 2>/dev/null; }
 # share FILE REGEX: weight of the folded lines matching REGEX over all.
+# (The regex goes through the environment: awk -v would take its
+# backslashes as escapes.)
 share() {
-	awk -v re="$2" '{ w = $NF; t += w; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w }
+	RE=$2 awk '{ w = $NF; t += w; sub(/ [0-9]+$/, ""); if ($0 ~ ENVIRON["RE"]) s += w }
 		END { printf "%.4f\n", t ? s / t : 0 }' "$1"
 }
 # cmp_num A OP B: A < B or A > B, as numbers.
 cmp_num() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN { exit !(op == "<" ? a < b : a > b) }'; }
 # weight FILE REGEX: summed weight of the folded lines matching REGEX.
 weight() {
-	awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }' "$1"
+	RE=$2 awk '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ ENVIRON["RE"]) s += w } END { printf "%.0f\n", s }' "$1"
 }
 # late ERR FIELD: a number of the summary's JIT line (seen held named
 # unnamed memory time).
@@ -105,18 +107,17 @@ perf_maps_clean() {
 
 # ---- jit-target: the bounds ---------------------------------------------------
 # Its one JIT function is named jitted_spin in a map written as it exits;
-# a sample stored before that has [unknown] (no map yet) in its place, and
-# one whose frame-pointer walk met another address of its anonymous page
-# [perf-PID.map]; the walk from the JIT code cannot go on
-# (jit-target;[truncated];jitted_spin).  Other [unknown]s (a thread's
-# outermost frame) are not JIT frames.
+# a sample stored before that has [unknown] (no map yet) in its place, or
+# [perf-PID.map] (a stray address of its page that no entry covers).
 rounds=500 # about 2.5 s: the first drains hold, the last one names
 # jt NAME RECORD-OPTIONS...: records jit-target into $tmp/NAME (folded
 # lines in $tmp/NAME.f), checks the accounting, and sets n u m t h (the
-# summary's named, unnamed, over memory, over time, held) and unk (the
-# weight stored unnamed), which must be exactly (u + m + t) samples.
+# summary's named, unnamed, over memory, over time, held).  The samples
+# counted unnamed (u + m + t) must be stored with an unnamed frame: the
+# weight with one is at least theirs, and at most 1% more (other
+# [unknown]s: a thread's outermost frame, frames of ASan's runtime).
 jt() {
-	local name=$1
+	local name=$1 unk want all
 	shift
 	"$collect" record --store "$tmp/$name" -F $F "$@" -- "$jit_target" $rounds exit \
 		>/dev/null 2>"$tmp/$name.err" || { bad "$name: record failed"; cat "$tmp/$name.err"; }
@@ -125,12 +126,14 @@ jt() {
 	n=$(late "$tmp/$name.err" named) u=$(late "$tmp/$name.err" unnamed)
 	m=$(late "$tmp/$name.err" memory) t=$(late "$tmp/$name.err" time)
 	h=$(late "$tmp/$name.err" held)
-	unk=$(weight "$tmp/$name.f" '^jit-target;\[truncated\];\[(unknown|perf-[0-9]+\.map)\]($|;)')
-	if [ "$unk" -eq $(((u + m + t) * period)) ]; then
-		ok "$name: the samples stored unnamed weigh exactly $((u + m + t)) samples"
+	unk=$(weight "$tmp/$name.f" '\[(unknown|perf-[0-9]+\.map)\](;|$)')
+	all=$(weight "$tmp/$name.f" '.')
+	want=$(((u + m + t) * period))
+	if [ "$unk" -ge "$want" ] && [ $(((unk - want) * 100)) -le "$all" ]; then
+		ok "$name: the $((u + m + t)) samples counted unnamed are stored so ($unk ns unnamed of $all, want $want)"
 	else
-		bad "$name: [unknown] weighs $unk, want $(((u + m + t) * period)) ($u + $m + $t samples)"
-		head -5 "$tmp/$name.f"
+		bad "$name: unnamed frames weigh $unk of $all, want $want ($u + $m + $t samples)"
+		grep -E '\[(unknown|perf-[0-9]+\.map)\]' "$tmp/$name.f" | head -5
 	fi
 	perf_maps_clean
 }
@@ -138,9 +141,9 @@ jt() {
 # Default bounds: every JIT sample named, from the map written at exit.
 jt jit-target
 js=$(share "$tmp/jit-target.f" ';jitted_spin($|;)')
-# (A sample in the map's own write may have a stray address of the JIT
-# page that no entry covers: under 1%.)
-if [ "$h" -gt 100 ] && [ $((m + t)) -eq 0 ] && [ $((u * 100)) -le "$h" ] && cmp_num "$js" ">" 0.9; then
+# (A sample in the map's own write, or in ASan's exit, may have a stray
+# address of the JIT page that no entry covers: under 2%.)
+if [ "$h" -gt 100 ] && [ $((m + t)) -eq 0 ] && [ $((u * 50)) -le "$h" ] && cmp_num "$js" ">" 0.9; then
 	ok "jit-target, map at exit: $h samples held, $u stored unnamed; jitted_spin holds $js"
 else
 	bad "jit-target, map at exit: held $h, unnamed $u + $m + $t, jitted_spin $js"
