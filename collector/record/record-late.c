@@ -207,8 +207,9 @@ int record_late_take(struct recorder *r, const struct profile_key *key,
 		r->late_stats.over_memory += v->samples;
 		return 0; /* stored as named now */
 	}
-	/* The process has ended (its map is as complete as it will be) or
-	 * the recording does: a last look at the map, then stored. */
+	/* The process has ended (its map is as complete as it will be), the
+	 * recording does, or nothing waits (--jit-wait 0): a last look at
+	 * the map, then stored. */
 	uint64_t ver = symbolize_jit_version(r->sym, pid, key->gen);
 	rc = symbolize_jit_refresh(r->sym, pid, key->gen, gone);
 	if (rc < 0)
@@ -218,10 +219,12 @@ int record_late_take(struct recorder *r, const struct profile_key *key,
 		if (rc < 0)
 			return rc;
 	}
-	if (record_stack_late(r, pid, key->gen, u))
+	if (!record_stack_late(r, pid, key->gen, u))
+		r->late_stats.named += v->samples;
+	else if (final || gone)
 		r->late_stats.unnamed += v->samples;
 	else
-		r->late_stats.named += v->samples;
+		r->late_stats.over_time += v->samples; /* --jit-wait 0 */
 	return 0;
 }
 
