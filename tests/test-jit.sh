@@ -35,10 +35,8 @@ e2e_on_exit() {
 	for p in "${pids[@]}"; do
 		kill "$p" 2>/dev/null
 	done
-	# The perf maps our JVMs, node and jit-target left in /tmp.
-	find /tmp -maxdepth 1 -name 'perf-*.map' -newer "$tmp/stamp" -delete 2>/dev/null
+	perf_maps_clean
 }
-touch "$tmp/stamp"
 
 [ "$(uname -m)" = x86_64 ] || { echo "SKIP: jit-target and the JVM frame-pointer walk are x86-64 here"; exit 77; }
 e2e_need_bpf
@@ -99,10 +97,15 @@ accounted() {
 		grep 'JIT frames' "$err"
 	fi
 }
-# perf_maps_clean: removes the maps written since the last call.
+# perf_maps_clean: removes the perf maps our runs left in /tmp, and only
+# those (other tests may be reading theirs): each program prints its pid
+# ("pid N": Work.java, hot.js) or its map's path (jit-target) first, into
+# $tmp/*.out, or is a -p pid noted in $tmp/pids.
 perf_maps_clean() {
-	find /tmp -maxdepth 1 -name 'perf-*.map' -newer "$tmp/stamp" -delete 2>/dev/null
-	touch "$tmp/stamp"
+	local p
+	for p in $(cat "$tmp"/*.out "$tmp/pids" 2>/dev/null | sed -n 's|^pid \([0-9]*\)$|\1|p; s|^/tmp/perf-\([0-9]*\)\.map$|\1|p; s|^\([0-9]*\)$|\1|p'); do
+		rm -f "/tmp/perf-$p.map"
+	done
 }
 
 # ---- jit-target: the bounds ---------------------------------------------------
@@ -120,7 +123,7 @@ jt() {
 	local name=$1 unk want all
 	shift
 	"$collect" record --store "$tmp/$name" -F $F "$@" -- "$jit_target" $rounds exit \
-		>/dev/null 2>"$tmp/$name.err" || { bad "$name: record failed"; cat "$tmp/$name.err"; }
+		>"$tmp/$name.out" 2>"$tmp/$name.err" || { bad "$name: record failed"; cat "$tmp/$name.err"; }
 	accounted "$name" "$tmp/$name.err"
 	folded "$tmp/$name" >"$tmp/$name.f"
 	n=$(late "$tmp/$name.err" named) u=$(late "$tmp/$name.err" unnamed)
@@ -177,13 +180,14 @@ fi
 # ---- node --perf-basic-prof: the map as it compiles -----------------------------
 if command -v node >/dev/null; then
 	cat >"$tmp/hot.js" <<'EOF'
+console.log("pid " + process.pid);
 function hotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s += Math.sqrt(i); return s; }
 const end = Date.now() + 2000; let t = 0;
 while (Date.now() < end) t += hotLoop(100000);
 console.log(t > 0 ? "done" : "?");
 EOF
 	"$collect" record --store "$tmp/node" -F $F -- node --perf-basic-prof "$tmp/hot.js" \
-		>/dev/null 2>"$tmp/node.err" || { bad "node: record failed"; cat "$tmp/node.err"; }
+		>"$tmp/node.out" 2>"$tmp/node.err" || { bad "node: record failed"; cat "$tmp/node.err"; }
 	accounted "node --perf-basic-prof" "$tmp/node.err"
 	folded "$tmp/node" >"$tmp/node.f"
 	s=$(share "$tmp/node.f" ';JS:\*hotLoop [^;]*hot\.js[^;]*($|;)')
@@ -217,7 +221,7 @@ jvm=(java -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerf
 perf_hot= perf_side=
 if command -v perf >/dev/null &&
 	perf record -q -e cpu-clock -c $period -g -o "$tmp/java.data" -- "${jvm[@]}" 4000 \
-		>/dev/null 2>"$tmp/perf.err"; then
+		>"$tmp/perf.out" 2>"$tmp/perf.err"; then
 	perf script -i "$tmp/java.data" 2>/dev/null >"$tmp/java.script"
 	read -r perf_hot perf_side < <(awk 'BEGIN { RS = "" }
 		{ n++; if (/Work\.hot/) h++; else if (/Work\.side/) s++ }
@@ -228,7 +232,7 @@ else
 fi
 perf_maps_clean
 
-"$collect" record --store "$tmp/java" -F $F -- "${jvm[@]}" 4000 >/dev/null 2>"$tmp/java.err" ||
+"$collect" record --store "$tmp/java" -F $F -- "${jvm[@]}" 4000 >"$tmp/java.out" 2>"$tmp/java.err" ||
 	{ bad "record -- java failed"; cat "$tmp/java.err"; }
 accounted "java -XX:+DumpPerfMapAtExit" "$tmp/java.err"
 folded "$tmp/java" >"$tmp/java.f"
@@ -251,6 +255,7 @@ perf_maps_clean
 "${jvm[@]}" 2500 >/dev/null 2>&1 &
 jpid=$!
 pids+=("$jpid")
+echo "$jpid" >>"$tmp/pids"
 "$collect" record --store "$tmp/javap" -F $F -p "$jpid" -d 8 >/dev/null 2>"$tmp/javap.err" &
 rpid=$!
 pids+=("$rpid")
@@ -280,6 +285,7 @@ perf_maps_clean
 java -XX:+PreserveFramePointer -cp "$tmp/classes" Work 3000 5000 >/dev/null 2>&1 &
 jpid=$!
 pids+=("$jpid")
+echo "$jpid" >>"$tmp/pids"
 "$collect" record --store "$tmp/jcmd" -F $F -p "$jpid" -d 9 >/dev/null 2>"$tmp/jcmd.err" &
 rpid=$!
 pids+=("$rpid")

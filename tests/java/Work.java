@@ -4,7 +4,8 @@
  * same loop in both, so hot holds about 3/4 of its CPU time and side 1/4,
  * both compiled by the JIT.  usage: java Work [MS [PAUSE_MS]]: with
  * PAUSE_MS it also sleeps that long once the loop ends (time for a test
- * to look at a recording while the JVM still runs).
+ * to look at a recording while the JVM still runs).  It prints its pid
+ * first ("pid N"), so that the test can remove its perf map.
  */
 public class Work {
 	static double hot(int n)
@@ -27,6 +28,8 @@ public class Work {
 	{
 		long ms = args.length > 0 ? Long.parseLong(args[0]) : 3000;
 		long pause = args.length > 1 ? Long.parseLong(args[1]) : 0;
+		System.out.println("pid " + ProcessHandle.current().pid());
+		System.out.flush();
 		long end = System.nanoTime() + ms * 1000000L;
 		double t = 0;
 		while (System.nanoTime() < end) {
