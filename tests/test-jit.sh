@@ -4,9 +4,9 @@
 # runtimes:
 #   - Java (tests/java/Work.java, hot ~3/4 and side ~1/4) with
 #     -XX:+DumpPerfMapAtExit, which writes /tmp/perf-PID.map only as the
-#     JVM exits: under `record -- java …` the shares of Work.hot and
-#     Work.side are within 5 points of `perf record -g` + `perf script` on
-#     the same program;
+#     JVM exits: the shares of Work.hot and Work.side are within 5 points
+#     of `perf record -g` + `perf script`'s on the same execution (record
+#     runs perf record -- java as its COMMAND);
 #   - the same JVM followed with -p, the recording going on after it
 #     exits: the map is read at its exit, and its stacks are named in the
 #     store before the recording ends;
@@ -216,32 +216,30 @@ javac -encoding UTF-8 -d "$tmp/classes" "$here/java/Work.java" 2>"$tmp/javac.err
 }
 jvm=(java -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -cp "$tmp/classes" Work)
 
-# perf's shares: the JIT frames named from the map perf script reads after
-# the run.  A fixed period (-c) so that every sample weighs the same.
+# One execution, two samplers: record runs `perf record -g -- java …` as
+# its COMMAND (as tests/bench/unwind.sh does), so both sample the same JVM;
+# perf's own samples are in our series of perf, left out.  perf names the
+# JIT frames from the map perf script reads after the run.  A fixed period
+# (-c) so that each perf sample weighs the same.
 perf_hot= perf_side=
-if command -v perf >/dev/null &&
-	perf record -q -e cpu-clock -c $period -g -o "$tmp/java.data" -- "${jvm[@]}" 4000 \
-		>"$tmp/perf.out" 2>"$tmp/perf.err"; then
-	perf script -i "$tmp/java.data" 2>/dev/null >"$tmp/java.script"
-	read -r perf_hot perf_side < <(awk 'BEGIN { RS = "" }
-		{ n++; if (/Work\.hot/) h++; else if (/Work\.side/) s++ }
-		END { printf "%.4f %.4f\n", n ? h / n : 0, n ? s / n : 0 }' "$tmp/java.script")
-else
-	bad "perf record of the JVM failed"
-	cat "$tmp/perf.err"
+if ! command -v perf >/dev/null; then
+	bad "java: perf is missing (Debian: linux-perf)"
 fi
-perf_maps_clean
-
-"$collect" record --store "$tmp/java" -F $F -- "${jvm[@]}" 4000 >"$tmp/java.out" 2>"$tmp/java.err" ||
-	{ bad "record -- java failed"; cat "$tmp/java.err"; }
+"$collect" record --store "$tmp/java" -F $F -- perf record -q -e cpu-clock -c $period -g \
+	-o "$tmp/java.data" -- "${jvm[@]}" 4000 >"$tmp/java.out" 2>"$tmp/java.err" ||
+	{ bad "record -- perf record -- java failed"; cat "$tmp/java.err"; }
+perf script -i "$tmp/java.data" 2>/dev/null >"$tmp/java.script"
+read -r perf_hot perf_side < <(awk 'BEGIN { RS = "" }
+	{ n++; if (/Work\.hot/) h++; else if (/Work\.side/) s++ }
+	END { printf "%.4f %.4f\n", n ? h / n : 0, n ? s / n : 0 }' "$tmp/java.script")
 accounted "java -XX:+DumpPerfMapAtExit" "$tmp/java.err"
-folded "$tmp/java" >"$tmp/java.f"
+"$collect" export --store "$tmp/java" --binary java >"$tmp/java.f" 2>/dev/null
 hot=$(share "$tmp/java.f" ';double Work\.hot($|;)')
 side=$(share "$tmp/java.f" ';double Work\.side($|;)')
-if [ -n "$perf_hot" ] && awk -v h="$hot" -v s="$side" -v ph="$perf_hot" -v ps="$perf_side" 'BEGIN {
+if awk -v h="$hot" -v s="$side" -v ph="${perf_hot:-0}" -v ps="${perf_side:-0}" 'BEGIN {
 	d1 = h - ph; d2 = s - ps
 	exit !(ph > 0.4 && ps > 0.1 && d1 < 0.05 && d1 > -0.05 && d2 < 0.05 && d2 > -0.05) }'; then
-	ok "java -XX:+DumpPerfMapAtExit: Work.hot $hot, Work.side $side; perf script: $perf_hot, $perf_side"
+	ok "java -XX:+DumpPerfMapAtExit: Work.hot $hot, Work.side $side; perf script on the same run: $perf_hot, $perf_side"
 else
 	bad "java -XX:+DumpPerfMapAtExit: Work.hot $hot, Work.side $side; perf script: ${perf_hot:-?}, ${perf_side:-?} (want within 0.05)"
 	sort -t' ' -k2 -nr "$tmp/java.f" | head -5 | cut -c1-300
