@@ -269,9 +269,9 @@ kill -0 "$rpid" 2>/dev/null && alive=yes
 wait "$rpid" || bad "record -p JVM failed"
 accounted "java -p, exits mid-recording" "$tmp/javap.err"
 hot=$(share "$tmp/javap-during.f" ';double Work\.hot($|;)')
-unk=$(share "$tmp/javap-during.f" ';Interpreter;\[(unknown|perf-[0-9]+\.map)\]($|;)')
+unk=$(share "$tmp/javap-during.f" ';JavaCalls::call_helper;(.*;)?\[(unknown|perf-[0-9]+\.map)\]($|;)')
 if [ "$alive" = yes ] && cmp_num "$hot" ">" 0.5 && cmp_num "$unk" "<" 0.02; then
-	ok "java -p: after the JVM's exit, while recording, Work.hot holds $hot of the store (unnamed under Interpreter $unk)"
+	ok "java -p: after the JVM's exit, while recording, Work.hot holds $hot of the store (unnamed under JavaCalls::call_helper $unk)"
 else
 	bad "java -p: recording still running: $alive; Work.hot $hot, unnamed $unk of the store after the exit"
 	grep 'JIT frames' "$tmp/javap.err"
