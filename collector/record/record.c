@@ -846,10 +846,10 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	const struct late_stats *ls = &r->late_stats;
 	fprintf(stderr,
 	        PROG ": JIT frames without a perf map entry: %" PRIu64 " samples (%" PRIu64
-	             " held, at most %.1f MiB); %" PRIu64 " named later, %" PRIu64
+	             " held, at most %.1f KiB); %" PRIu64 " named later, %" PRIu64
 	             " stored unnamed at their process's exit or the end, %" PRIu64
 	             " stored unnamed over --jit-memory, %" PRIu64 " over --jit-wait\n",
-	        ls->seen, ls->held, (double)ls->peak_bytes / 1048576.0, ls->named, ls->unnamed,
+	        ls->seen, ls->held, (double)ls->peak_bytes / 1024.0, ls->named, ls->unnamed,
 	        ls->over_memory, ls->over_time);
 	if (r->opt->retention)
 		fprintf(stderr,

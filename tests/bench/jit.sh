@@ -64,7 +64,7 @@ run() {
 	side=$(share "$d.f" ';double Work\.side($|;)')
 	unk=$(share "$d.f" ';JavaCalls::call_helper;(.*;)?\[(unknown|perf-[0-9]+\.map)\]($|;)')
 	cpu=$(sed -n 's/.*collector CPU \([0-9.]*\) s in all.*/\1/p' "$d.err")
-	late=$(sed -n 's/.*JIT frames without a perf map entry: \([0-9]*\) samples (\([0-9]*\) held, at most \([0-9.]*\) MiB); \([0-9]*\) named later, \([0-9]*\) stored unnamed at.*, \([0-9]*\) stored unnamed over --jit-memory, \([0-9]*\) over --jit-wait/\1 \/ \2 \/ \4 \/ \5+\6+\7 \/ \3/p' "$d.err")
+	late=$(sed -n 's/.*JIT frames without a perf map entry: \([0-9]*\) samples (\([0-9]*\) held, at most \([0-9.]*\) KiB); \([0-9]*\) named later, \([0-9]*\) stored unnamed at.*, \([0-9]*\) stored unnamed over --jit-memory, \([0-9]*\) over --jit-wait/\1 \/ \2 \/ \4 \/ \5+\6+\7 \/ \3/p' "$d.err")
 	local met
 	met=$(awk -v a="$hot" -v b="$ph" -v c="$side" -v e="$ps" 'BEGIN {
 		d1 = a - b; d2 = c - e; if (d1 < 0) d1 = -d1; if (d2 < 0) d2 = -d2
@@ -76,7 +76,7 @@ bench_machine
 echo "# load average: $(bench_load)"
 echo "# Work.java ${SECS} s, flamefs at $HZ Hz, perf -c $period (the same rate), $ROUNDS rounds"
 echo
-echo "| flamefs | round | Work.hot | Work.side | perf Work.hot | perf Work.side | within 5 points | unnamed under JavaCalls::call_helper | late: seen / held / named later / unnamed (exit+memory+wait) / peak MiB | collector CPU s |"
+echo "| flamefs | round | Work.hot | Work.side | perf Work.hot | perf Work.side | within 5 points | unnamed under JavaCalls::call_helper | late: seen / held / named later / unnamed (exit+memory+wait) / peak KiB | collector CPU s |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for i in $(seq "$ROUNDS"); do
 	run default "$i"
