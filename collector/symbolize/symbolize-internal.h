@@ -54,6 +54,8 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 /* A perf map is read up to this many bytes (a process could otherwise
  * make the collector read and hold any amount); the rest is ignored. */
 #define JIT_MAP_MAX_BYTES (64u << 20)
+/* ...and up to this many entries (about 60 bytes each in memory). */
+#define JIT_MAP_MAX_ENTRIES (1u << 20)
 
 /* One function inlined at an address (symbolize_set_inline). */
 struct inl {
@@ -286,7 +288,8 @@ int sym_jit_read(struct proc *p, bool final);
  * SIZE in hex with or without 0x) into a malloc'd array sorted by start
  * (*out, NULL when empty; the caller frees each name and the array),
  * names tidied by symbolize_name().  Lines that do not parse, have an
- * empty name or wrap around the address space are skipped.  Without
+ * empty name or wrap around the address space are skipped; entries past
+ * JIT_MAP_MAX_ENTRIES are left out.  Without
  * `final` an unterminated last line is left out (its writer may still
  * be at it) and *partial set.  Returns the number of entries or
  * -ENOMEM. */

@@ -559,7 +559,7 @@ int sym_jit_parse(const char *data, size_t len, bool final, struct jit_sym **out
 
 	*out = NULL;
 	*partial = false;
-	while (c < end) {
+	while (c < end && n < JIT_MAP_MAX_ENTRIES) {
 		const char *nl = memchr(c, '\n', (size_t)(end - c));
 		const char *eol = nl ? nl : end;
 		const char *q = c;

@@ -58,7 +58,8 @@ static int reread_maps(struct symbolize *s, struct proc **pp, pid_t pid)
 	} else {
 		sym_proc_free(np);
 		p->maps_read = mono_ns();
-		p->miss_unread = false;
+		p->miss_unread = false; /* gone: what is outside stays so */
+		p->jit_version = ++s->jit_versions;
 	}
 	return 0;
 }

@@ -108,9 +108,10 @@ bool symbolize_jit_late(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t a
  * that is not `final` leaves out an unterminated last line, which its
  * writer may still be writing; `final` (the process has exited) takes it
  * too, reading the map again for it.  At most the first 64 MiB of a map
- * are read.  When an address fell outside pid's mappings too soon after
- * they were read (see symbolize_jit_late), the mappings are read again
- * too, once a second at most.  Returns 1 when the map was read, 0 when
+ * are read, and its first 1 048 576 entries kept.  When an address fell
+ * outside pid's mappings too soon after they were read (see
+ * symbolize_jit_late), the mappings are read again too, once a second at
+ * most.  Returns 1 when the map was read, 0 when
  * not (unchanged, missing, not a regular file), or -ENOMEM. */
 int symbolize_jit_refresh(struct symbolize *s, pid_t pid, uint32_t gen, bool final);
 

@@ -6,7 +6,8 @@
  * unterminated last line is taken too); the rest is the map.  The parse
  * must end without a crash, hang, leak or sanitizer report, and keep the
  * lookup's contract: entries sorted by start, none wrapping around the
- * address space, no more than the input has lines; an unterminated last
+ * address space, no more than the input has lines (nor than
+ * JIT_MAP_MAX_ENTRIES); an unterminated last
  * line reported as partial exactly when it was left out; and
  * sym_jit_lookup() answering each entry's start with an entry that holds
  * it.
@@ -39,10 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t lines = 1;
 	for (size_t i = 0; i < len; i++)
 		lines += text[i] == '\n';
-	if ((size_t)n > lines)
+	if ((size_t)n > lines || n > (int)JIT_MAP_MAX_ENTRIES)
 		abort();
 	bool unterminated = len > 0 && text[len - 1] != '\n';
-	if (partial != (!final && unterminated))
+	if (n < (int)JIT_MAP_MAX_ENTRIES && partial != (!final && unterminated))
 		abort();
 	for (int i = 0; i < n; i++) {
 		if (!jit[i].name || jit[i].start + jit[i].size < jit[i].start)
