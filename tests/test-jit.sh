@@ -22,6 +22,7 @@
 #   usage: tests/test-jit.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-jit.sh BUILD_DIR}
+build=$(cd "$build" && pwd) # node runs in another directory
 here=$(cd "$(dirname "$0")" && pwd)
 collect=${FLAMEFS_COLLECT:-$build/flamefs-collect}
 jit_target=$build/tests/jit-target
@@ -186,8 +187,9 @@ const end = Date.now() + 2000; let t = 0;
 while (Date.now() < end) t += hotLoop(100000);
 console.log(t > 0 ? "done" : "?");
 EOF
-	"$collect" record --store "$tmp/node" -F $F -- node --perf-basic-prof "$tmp/hot.js" \
-		>"$tmp/node.out" 2>"$tmp/node.err" || { bad "node: record failed"; cat "$tmp/node.err"; }
+	# In $tmp: node leaves an isolate-*-v8.log in its directory.
+	(cd "$tmp" && "$collect" record --store "$tmp/node" -F $F -- node --perf-basic-prof "$tmp/hot.js" \
+		>"$tmp/node.out" 2>"$tmp/node.err") || { bad "node: record failed"; cat "$tmp/node.err"; }
 	accounted "node --perf-basic-prof" "$tmp/node.err"
 	folded "$tmp/node" >"$tmp/node.f"
 	s=$(share "$tmp/node.f" ';JS:\*hotLoop [^;]*hot\.js[^;]*($|;)')
