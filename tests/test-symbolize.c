@@ -36,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -341,6 +343,127 @@ static void check_early_exec(const char *self)
 	symbolize_free(s);
 }
 
+/* JIT code named late (symbolize_jit_late, symbolize_jit_refresh): a
+ * child with an anonymous executable page, its /tmp/perf-PID.map written,
+ * half-written, rewritten and replaced under the symbolizer. */
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		perror(path);
+		failures++;
+	}
+}
+
+static void check_late_jit(void)
+{
+	int to_parent[2];
+	char buf[256], path[64], text[256], want[64];
+	uintptr_t code = 0;
+
+	if (pipe(to_parent) < 0) {
+		perror("pipe");
+		failures++;
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+		               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uintptr_t a = p == MAP_FAILED ? 0 : (uintptr_t)p;
+		if (write(to_parent[1], &a, sizeof(a)) != sizeof(a))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(to_parent[1]);
+	if (read(to_parent[0], &code, sizeof(code)) != sizeof(code) || !code) {
+		check(false, "late JIT: the child maps an executable page");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	close(to_parent[0]);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	snprintf(want, sizeof(want), "[perf-%d.map]", (int)pid);
+	unlink(path);
+
+	struct symbolize *s = symbolize_new();
+	check(s && symbolize_snapshot(s, pid, 0) == 0, "late JIT: the child is snapshotted");
+	check(strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)), "[unknown]") == 0 &&
+	              symbolize_jit_late(s, pid, 0, code, false),
+	      "late JIT: no map: [unknown], and late");
+	check(!symbolize_jit_late(s, pid, 0, (uintptr_t)check_late_jit, false),
+	      "late JIT: code of a file is never late");
+	check(symbolize_jit_refresh(s, pid, 0, false) == 0, "late JIT: no map: nothing read");
+
+	/* Half a line: its writer is still at it. */
+	snprintf(text, sizeof(text), "%lx 10 late_fn", (unsigned long)code);
+	write_file(path, text);
+	uint64_t v0 = symbolize_jit_version(s, pid, 0);
+	check(symbolize_jit_refresh(s, pid, 0, false) == 1 &&
+	              symbolize_jit_late(s, pid, 0, code, false) &&
+	              strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)), want) == 0,
+	      "late JIT: an unterminated last line is left out while the process runs");
+	check(symbolize_jit_version(s, pid, 0) != v0, "late JIT: a read changes the version");
+	v0 = symbolize_jit_version(s, pid, 0);
+	check(symbolize_jit_refresh(s, pid, 0, false) == 0 &&
+	              symbolize_jit_version(s, pid, 0) == v0,
+	      "late JIT: an unchanged map is not read again");
+	check(symbolize_jit_refresh(s, pid, 0, true) == 1 &&
+	              !symbolize_jit_late(s, pid, 0, code, false) &&
+	              strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)), "late_fn") == 0,
+	      "late JIT: the final read takes the unterminated line (late_fn)");
+	check(symbolize_jit_late(s, pid, 0, code + 0x100, false) &&
+	              strcmp(name_at(s, pid, 0, code + 0x100, buf, sizeof(buf)), want) == 0,
+	      "late JIT: an address of the page that no entry covers stays late ([perf-PID.map])");
+
+	/* Rewritten whole, as jcmd Compiler.perfmap does. */
+	snprintf(text, sizeof(text), "0x%016lx 0x0000000000000200 double Work.hot(int)\r\n",
+	         (unsigned long)code);
+	write_file(path, text);
+	check(symbolize_jit_refresh(s, pid, 0, false) == 1 &&
+	              !symbolize_jit_late(s, pid, 0, code + 0x100, false) &&
+	              strcmp(name_at(s, pid, 0, code + 0x100, buf, sizeof(buf)),
+	                     "double Work.hot") == 0,
+	      "late JIT: a rewritten map (0x, CRLF) is read again (double Work.hot)");
+
+	/* Hostile files: a symbolic link is not followed, a FIFO not read
+	 * (nor waited on); the entries read so far stay. */
+	unlink(path);
+	if (symlink("/etc/hostname", path) == 0) {
+		check(symbolize_jit_refresh(s, pid, 0, true) == 0 &&
+		              strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)),
+		                     "double Work.hot") == 0,
+		      "late JIT: a symbolic link as the map is not followed");
+		unlink(path);
+	}
+	if (mkfifo(path, 0600) == 0) {
+		check(symbolize_jit_refresh(s, pid, 0, true) == 0,
+		      "late JIT: a FIFO as the map is not read");
+		unlink(path);
+	}
+	/* Lines that do not parse are skipped, the others kept. */
+	snprintf(text, sizeof(text),
+	         "zz 10 bad\nffffffffffffff00 1000 wraps\n%lx\n%lx 8\n%lx 8 \t\n%lx 8 ok_fn\n",
+	         (unsigned long)code, (unsigned long)code, (unsigned long)code,
+	         (unsigned long)code);
+	write_file(path, text);
+	check(symbolize_jit_refresh(s, pid, 0, false) == 1 &&
+	              strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)), "ok_fn") == 0 &&
+	              symbolize_jit_late(s, pid, 0, code + 8, false),
+	      "late JIT: malformed lines are skipped (ok_fn kept, nothing past it)");
+	unlink(path);
+
+	check(!symbolize_gone(s, pid, 0) && symbolize_gone(s, pid, 1),
+	      "late JIT: a running process at its generation is not gone, at another it is");
+	symbolize_exited(s, pid);
+	check(symbolize_gone(s, pid, 0), "late JIT: after its exit event it is gone");
+	symbolize_free(s);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -393,6 +516,7 @@ int main(int argc, char **argv)
 	check(nplt > 0, "plt: at least one PLT entry named");
 
 	check_early_exec(argv[0]);
+	check_late_jit();
 
 	int nk = check_kernel();
 	printf("kernel addresses checked: %d\n", nk);

@@ -376,19 +376,19 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes[i]);
 }
 
-/* Appends the frames of one stack, root first, to r->frames[*n]; a user
- * stack leaves room for a kernel stack after it. */
-static int add_stack(struct recorder *r, int set, pid_t pid, const struct profile_key *key,
-                     bool kernel, size_t *n)
+/* Copies one stack of a count out of `set` (the maps, or what
+ * take_ustacks() read of them) into *rs. */
+static void fetch_stack(struct recorder *r, int set, const struct profile_key *key, bool kernel,
+                        struct raw_stack *rs)
 {
 	int32_t sid = kernel ? key->kernel_stack : key->user_stack;
 	struct profile_ustack us;
-	uint64_t *ips = (uint64_t *)us.pcs;
-	size_t depth = 0;
-	int rc;
 
+	rs->state = RAW_NONE;
+	rs->truncated = false;
+	rs->depth = 0;
 	if (sid == PROFILE_NO_STACK)
-		return 0;
+		return;
 	const struct ustack_ref want = {.hash = key->user_hash}, *got = NULL;
 	if (sid == PROFILE_CFI_STACK && !kernel && r->nuref)
 		got = bsearch(&want, r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
@@ -400,18 +400,30 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 	}
 	if (sid == PROFILE_CFI_STACK && !kernel &&
 	    (got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0)) {
-		depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
-		if (us.flags & UNWIND_FLAG_TRUNCATED) {
-			/* The walk gave up: the frames above are unknown. */
-			struct store_frame *f = &r->frames[(*n)++];
-			memset(f, 0, sizeof(*f));
-			f->name = "[truncated]";
-			f->name_len = 11;
-			f->kind = STORE_FRAME_UNKNOWN;
-			r->truncated++;
-		}
-	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, ips) < 0) {
+		rs->state = RAW_PCS;
+		rs->depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
+		rs->truncated = us.flags & UNWIND_FLAG_TRUNCATED;
+		memcpy(rs->pcs, us.pcs, rs->depth * sizeof(*rs->pcs));
+	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, rs->pcs) < 0) {
 		/* Counted by the BPF side; the sample keeps its weight. */
+		rs->state = RAW_LOST;
+	} else {
+		rs->state = RAW_PCS;
+		while (rs->depth < PROFILE_MAX_DEPTH && rs->pcs[rs->depth])
+			rs->depth++;
+	}
+}
+
+/* Appends the frames of one stack, root first, to r->frames[*n]; a user
+ * stack leaves room for a kernel stack after it. */
+static int name_stack(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *rs,
+                      bool kernel, size_t *n)
+{
+	int rc;
+
+	if (rs->state == RAW_NONE)
+		return 0;
+	if (rs->state == RAW_LOST) {
 		struct store_frame *f = &r->frames[(*n)++];
 		memset(f, 0, sizeof(*f));
 		f->name = "[unknown]";
@@ -422,19 +434,24 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 			f->module_len = 17;
 		}
 		return 0;
-	} else {
-		while (depth < PROFILE_MAX_DEPTH && ips[depth])
-			depth++;
+	}
+	if (rs->truncated) {
+		/* The walk gave up: the frames above are unknown. */
+		struct store_frame *f = &r->frames[(*n)++];
+		memset(f, 0, sizeof(*f));
+		f->name = "[truncated]";
+		f->name_len = 11;
+		f->kind = STORE_FRAME_UNKNOWN;
 	}
 	if (kernel) {
-		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
+		rc = symbolize_kernel_prefetch(r->sym, rs->pcs, rs->depth);
 		if (rc < 0)
 			return rc;
 	}
-	for (size_t i = depth; i-- > 0;) {
+	for (size_t i = rs->depth; i-- > 0;) {
 		bool caller = i > 0;
 		if (kernel) {
-			rc = symbolize_kernel(r->sym, ips[i], caller, &r->frames[*n]);
+			rc = symbolize_kernel(r->sym, rs->pcs[i], caller, &r->frames[*n]);
 			if (rc < 0)
 				return rc;
 			(*n)++;
@@ -442,13 +459,32 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 		}
 		/* One frame at least for each address still to come. */
 		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
-		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], caller, &r->frames[*n],
-		                        room);
+		rc = symbolize_user_gen(r->sym, pid, gen, rs->pcs[i], caller, &r->frames[*n], room);
 		if (rc < 0)
 			return rc;
 		*n += (size_t)rc;
 	}
 	return 0;
+}
+
+int record_name_stacks(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user,
+                       const struct raw_stack *kernel, size_t *n)
+{
+	*n = 0;
+	int rc = name_stack(r, pid, gen, user, false, n);
+	if (rc >= 0)
+		rc = name_stack(r, pid, gen, kernel, true, n);
+	return rc;
+}
+
+bool record_stack_late(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user)
+{
+	if (user->state != RAW_PCS)
+		return false;
+	for (size_t i = 0; i < user->depth; i++)
+		if (symbolize_jit_late(r->sym, pid, gen, user->pcs[i], i > 0))
+			return true;
+	return false;
 }
 
 /* Whether a kernel frame belongs to the tracepoint and BPF machinery that
@@ -489,12 +525,79 @@ static int retain(struct recorder *r, int64_t now)
 	return 0;
 }
 
-/* Stores the counts in r->ents (read from `set`) into batch b. */
-static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when)
+int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t gen, uint32_t ev,
+                  uint32_t *series)
+{
+	/* A process is snapshotted once (at start, fork or exec);
+	 * symbolize_user() reads its maps again when an address falls
+	 * outside them. */
+	if (!symbolize_known(r->sym, pid)) {
+		int rc = symbolize_snapshot(r->sym, pid, 0);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0)
+			r->unsymbolized_pids++;
+	}
+
+	const char *bin = NULL, *bid = NULL;
+	char version[13];
+	symbolize_process_gen(r->sym, pid, gen, &bin, &bid);
+	if (bid && *bid) {
+		snprintf(version, sizeof(version), "%s", bid);
+	} else {
+		snprintf(version, sizeof(version), "%s", IMPORT_DEFAULT_VERSION);
+	}
+	struct store_series_key k = {
+	        .binary = r->opt->binary ? r->opt->binary
+	                  : bin && *bin  ? bin
+	                                 : "[unknown]",
+	        .version = r->opt->version ? r->opt->version : version,
+	        .event = record_events[ev].series,
+	        .unit = record_events[ev].unit,
+	};
+	return store_batch_series(b, &k, series);
+}
+
+int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t series, uint32_t ev,
+                        int64_t when, size_t n, const struct profile_value *v, bool truncated)
+{
+	int rc;
+
+	/* A tracepoint's kernel stack ends in the tracing machinery and our
+	 * own program: not the workload's. */
+	while (n > 0 && r->frames[n - 1].kind == STORE_FRAME_KERNEL &&
+	       tracing_frame(r->frames[n - 1].name, r->frames[n - 1].name_len))
+		n--;
+
+	uint32_t node = STORE_ROOT_NODE;
+	for (size_t j = 0; j < n; j++) {
+		uint32_t frame;
+		rc = store_batch_frame(b, &r->frames[j], &frame);
+		if (rc >= 0)
+			rc = store_batch_node(b, node, frame, &node);
+		if (rc < 0)
+			return rc;
+	}
+	rc = store_batch_add(b, series, when, node, v->samples, v->weight);
+	if (rc < 0)
+		return rc;
+	if (truncated)
+		r->truncated++;
+	r->samples += v->samples;
+	r->weight += v->weight;
+	r->ev_samples[ev] += v->samples;
+	r->ev_weight[ev] += v->weight;
+	return 0;
+}
+
+/* Stores the counts in r->ents (read from `set`) into batch b, but for
+ * those whose JIT frames may be named later (record-late.c). */
+static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when, bool final)
 {
 	pid_t last_pid = -1;
 	uint32_t last_gen = 0, last_event = 0;
 	uint32_t series = 0;
+	struct raw_stack *user = &r->raw[0], *kernel = &r->raw[1];
 	int rc;
 
 	if (r->nents > 1) /* qsort takes no NULL array, even empty */
@@ -505,34 +608,7 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 
 		uint32_t ev = e->key.event < PROFILE_NEVENTS ? e->key.event : PROFILE_EV_CPU;
 		if (pid != last_pid || e->key.gen != last_gen || ev != last_event) {
-			/* A process is snapshotted once (at start, fork or
-			 * exec); symbolize_user() reads its maps again when an
-			 * address falls outside them. */
-			if (!symbolize_known(r->sym, pid)) {
-				rc = symbolize_snapshot(r->sym, pid, 0);
-				if (rc == -ENOMEM)
-					return rc;
-				if (rc < 0)
-					r->unsymbolized_pids++;
-			}
-
-			const char *bin = NULL, *bid = NULL;
-			char version[13];
-			symbolize_process_gen(r->sym, pid, e->key.gen, &bin, &bid);
-			if (bid && *bid) {
-				snprintf(version, sizeof(version), "%s", bid);
-			} else {
-				snprintf(version, sizeof(version), "%s", IMPORT_DEFAULT_VERSION);
-			}
-			struct store_series_key k = {
-			        .binary = r->opt->binary ? r->opt->binary
-			                  : bin && *bin  ? bin
-			                                 : "[unknown]",
-			        .version = r->opt->version ? r->opt->version : version,
-			        .event = record_events[ev].series,
-			        .unit = record_events[ev].unit,
-			};
-			rc = store_batch_series(b, &k, &series);
+			rc = record_series(r, b, pid, e->key.gen, ev, &series);
 			if (rc < 0)
 				return rc;
 			last_pid = pid;
@@ -541,33 +617,21 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		}
 
 		size_t n = 0;
-		rc = add_stack(r, set, pid, &e->key, false, &n);
-		if (rc >= 0)
-			rc = add_stack(r, set, pid, &e->key, true, &n);
+		fetch_stack(r, set, &e->key, false, user);
+		fetch_stack(r, set, &e->key, true, kernel);
+		rc = record_name_stacks(r, pid, e->key.gen, user, kernel, &n);
 		if (rc < 0)
 			return rc;
-		/* A tracepoint's kernel stack ends in the tracing machinery
-		 * and our own program: not the workload's. */
-		while (n > 0 && r->frames[n - 1].kind == STORE_FRAME_KERNEL &&
-		       tracing_frame(r->frames[n - 1].name, r->frames[n - 1].name_len))
-			n--;
-
-		uint32_t node = STORE_ROOT_NODE;
-		for (size_t j = 0; j < n; j++) {
-			uint32_t frame;
-			rc = store_batch_frame(b, &r->frames[j], &frame);
-			if (rc >= 0)
-				rc = store_batch_node(b, node, frame, &node);
+		if (record_stack_late(r, pid, e->key.gen, user)) {
+			rc = record_late_take(r, &e->key, &e->v, when, user, kernel, final, &n);
 			if (rc < 0)
 				return rc;
+			if (rc > 0)
+				continue; /* held back */
 		}
-		rc = store_batch_add(b, series, when, node, e->v.samples, e->v.weight);
+		rc = record_store_frames(r, b, series, ev, when, n, &e->v, user->truncated);
 		if (rc < 0)
 			return rc;
-		r->samples += e->v.samples;
-		r->weight += e->v.weight;
-		r->ev_samples[ev] += e->v.samples;
-		r->ev_weight[ev] += e->v.weight;
 	}
 	return 0;
 }
@@ -626,13 +690,16 @@ int record_drain(struct recorder *r, bool final)
 		rc = read_set(r, sets[i]);
 		if (rc < 0)
 			goto out_fail;
-		rc = store_set(r, b, sets[i], when);
+		rc = store_set(r, b, sets[i], when, final);
 		if (rc < 0)
 			goto out_fail;
 		/* Cleared before the commit: the set is written to again only
 		 * after the next flip, and what it held is in the batch. */
 		clear_set(r, sets[i]);
 	}
+	rc = record_late_flush(r, b, final);
+	if (rc < 0)
+		goto out_fail;
 	r->drain_seq++;
 	log_drain(r, "committing", r->samples - samples0, r->weight - weight0);
 	rc = store_batch_commit(b);

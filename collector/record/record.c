@@ -49,6 +49,7 @@ static void usage(FILE *f)
 	      "           [--retention DURATION] [--log-drains FILE]\n"
 	      "           [--push DATABASE [--push-every DURATION]]\n"
 	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE]\n"
+	      "           [--jit-wait DURATION] [--jit-memory SIZE]\n"
 	      "           [-e EVENT[:STACKS][:N][,EVENT...]] [--offcpu-min DURATION]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
@@ -108,6 +109,13 @@ static void usage(FILE *f)
 	      "      --unwind-memory SIZE  kernel memory for CFI tables (default\n"
 	      "                          16M, 8 bytes a row: libc needs 0.2M);\n"
 	      "                          files past it are walked by frame pointers\n"
+	      "      --jit-wait DURATION  hold a stack with JIT frames that no\n"
+	      "                          /tmp/perf-PID.map entry names yet until one\n"
+	      "                          does, its process exits (a JVM with\n"
+	      "                          DumpPerfMapAtExit writes it then) or this\n"
+	      "                          long (default 60s; 0: never hold)\n"
+	      "      --jit-memory SIZE   memory for such held stacks (default 16M);\n"
+	      "                          past it they are stored at once, unnamed\n"
 	      "      --log-drains FILE   write \"drain N committing samples S weight W\"\n"
 	      "                          before each drain's commit and \"... committed\n"
 	      "                          ...\" after it (FILE is truncated first)\n"
@@ -563,6 +571,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"event", required_argument, NULL, 'e'},
 	        {"offcpu-min", required_argument, NULL, 'O'},
 	        {"unwind-memory", required_argument, NULL, 'M'},
+	        {"jit-wait", required_argument, NULL, 'W'},
+	        {"jit-memory", required_argument, NULL, 'J'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
 	        {"push", required_argument, NULL, 'P'},
@@ -577,6 +587,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->offcpu_min_ns = 1000;
 	const char *event_list = "cpu";
 	o->unwind_memory = 16ull << 20;
+	o->jit_wait = 60;
+	o->jit_memory = 16ull << 20;
 	while ((c = getopt_long(argc, argv, "+hp:aF:d:ve:", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
@@ -631,6 +643,26 @@ static int parse_options(int argc, char **argv, struct options *o)
 				fprintf(stderr,
 				        PROG ": --unwind-memory: expected a size from 64K to 4G "
 				             "(such as 16M), got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'W':
+			if (record_parse_duration(optarg, &o->jit_wait) < 0 ||
+			    o->jit_wait > 365 * 86400) {
+				fprintf(stderr,
+				        PROG ": --jit-wait: expected a duration such as 60s, 10m "
+				             "or 0, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'J':
+			if (parse_size(optarg, &o->jit_memory) < 0 ||
+			    o->jit_memory > (64ull << 30)) {
+				fprintf(stderr,
+				        PROG ": --jit-memory: expected a size up to 64G (such as "
+				             "16M, or 0), got \"%s\"\n",
 				        optarg);
 				return 2;
 			}
@@ -811,6 +843,14 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		        us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
 		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL]);
 	}
+	const struct late_stats *ls = &r->late_stats;
+	fprintf(stderr,
+	        PROG ": JIT frames without a perf map entry: %" PRIu64 " samples (%" PRIu64
+	             " held, at most %.1f KiB); %" PRIu64 " named later, %" PRIu64
+	             " stored unnamed at their process's exit or the end, %" PRIu64
+	             " stored unnamed over --jit-memory, %" PRIu64 " over --jit-wait\n",
+	        ls->seen, ls->held, (double)ls->peak_bytes / 1024.0, ls->named, ls->unnamed,
+	        ls->over_memory, ls->over_time);
 	if (r->opt->retention)
 		fprintf(stderr,
 		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
@@ -860,6 +900,13 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	if (store_notice(r->store))
 		fprintf(stderr, PROG ": %s\n", store_notice(r->store));
+	if (o->jit_wait > 0 &&
+	    (rc = record_late_new(&r->late, o->jit_memory,
+	                          (uint64_t)(o->jit_wait + DRAIN_SECONDS - 1) / DRAIN_SECONDS,
+	                          store_bucket_seconds(r->store))) < 0) {
+		record_fail(r, rc, "out of memory");
+		return rc;
+	}
 	if (o->host && (rc = store_set_host(r->store, o->host)) < 0) {
 		record_fail(r, rc, "--host: out of memory");
 		return rc;
@@ -1113,6 +1160,7 @@ static void cleanup(struct recorder *r)
 	bpf_link__destroy(r->ldso_link);
 	ring_buffer__free(r->rb);
 	profile_bpf__destroy(r->skel);
+	record_late_free(r->late);
 	symbolize_free(r->sym);
 	record_push_stop(r->pusher);
 	store_close(r->store);

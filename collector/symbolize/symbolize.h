@@ -94,6 +94,37 @@ int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen, co
 int symbolize_user_gen(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller,
                        struct store_frame *f, size_t room);
 
+/* JIT code whose perf map comes late (record holds such stacks back).
+ * Whether addr of pid at generation gen (looked up as symbolize_user_gen
+ * does) may be named later: it lies in anonymous executable memory that
+ * the process's /tmp/perf-PID.map does not cover (yet), or outside every
+ * mapping of a snapshot that was not read again since an address fell
+ * outside it (the reads are a second apart; code mapped since may hold
+ * it). */
+bool symbolize_jit_late(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller);
+
+/* Reads pid's perf map again now, whatever the time since the last look,
+ * when it changed since the last read (size, mtime or inode).  A read
+ * that is not `final` leaves out an unterminated last line, which its
+ * writer may still be writing; `final` (the process has exited) takes it
+ * too, reading the map again for it.  At most the first 64 MiB of a map
+ * are read, and its first 1 048 576 entries kept.  When an address fell
+ * outside pid's mappings too soon after they were read (see
+ * symbolize_jit_late), the mappings are read again too, once a second at
+ * most.  Returns 1 when the map was read, 0 when
+ * not (unchanged, missing, not a regular file), or -ENOMEM. */
+int symbolize_jit_refresh(struct symbolize *s, pid_t pid, uint32_t gen, bool final);
+
+/* A number that changes whenever what names pid's JIT code at
+ * generation gen may have changed (its perf map read, its mappings read
+ * again), so that a stack found late once need be looked at again only
+ * then.  0 for an unknown pid. */
+uint64_t symbolize_jit_version(const struct symbolize *s, pid_t pid, uint32_t gen);
+
+/* Whether what pid ran at generation gen has ended: its snapshot was
+ * marked by symbolize_exited(), it exec'd since, or it is unknown. */
+bool symbolize_gone(const struct symbolize *s, pid_t pid, uint32_t gen);
+
 /* Resolves one kernel address.  Names come from the kernel's own kallsyms
  * lookup through a BPF program (ksym.h), cached per address for the life
  * of `s`; where that program cannot be loaded, from /proc/kallsyms, read
