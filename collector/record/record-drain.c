@@ -108,6 +108,21 @@ static int add_id(struct recorder *r, uint32_t id)
 	return 0;
 }
 
+/* Notes a stack with Python frames to delete once stored. */
+static int add_pyhash(struct recorder *r, uint64_t h)
+{
+	if (r->npyhashes == r->pyhashes_cap) {
+		size_t ncap = r->pyhashes_cap ? r->pyhashes_cap * 2 : 256;
+		uint64_t *n = realloc(r->pyhashes, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->pyhashes = n;
+		r->pyhashes_cap = ncap;
+	}
+	r->pyhashes[r->npyhashes++] = h;
+	return 0;
+}
+
 static int id_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -273,6 +288,7 @@ static int read_set(struct recorder *r, int set)
 	r->nents = 0;
 	r->nids = 0;
 	r->nhashes = 0;
+	r->npyhashes = 0;
 	/* A sample that got its stacks but no count (counts map full, an
 	 * error) leaves stacks no count refers to: the whole stack map of
 	 * both sets is then listed, at this drain and the next. */
@@ -299,6 +315,9 @@ static int read_set(struct recorder *r, int set)
 			const struct profile_key *k = &r->ents[i].key;
 			if (k->user_stack == PROFILE_CFI_STACK &&
 			    (rc = add_hash(r, k->user_hash)) < 0)
+				return rc;
+			if (k->user_stack == PROFILE_PY_STACK &&
+			    (rc = add_pyhash(r, k->user_hash)) < 0)
 				return rc;
 			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
 				return rc;
@@ -349,6 +368,13 @@ static int read_set(struct recorder *r, int set)
 		if ((rc = add_hash(r, h)) < 0)
 			return rc;
 	}
+	prev = NULL;
+	while (r->unwinder && bpf_map_get_next_key(r->pystacks_fd[set], prev, &nh) == 0) {
+		h = nh;
+		prev = &h;
+		if ((rc = add_pyhash(r, h)) < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -358,6 +384,8 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	for (size_t i = 0; i < r->nids; i++)
 		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
+	for (size_t i = 0; i < r->npyhashes; i++)
+		bpf_map_delete_elem(r->pystacks_fd[set], &r->pyhashes[i]);
 	size_t from = 0;
 	if (r->nhashes > 1 && !r->no_ubatch) {
 		/* One batch delete: each key once, all present. */
@@ -382,8 +410,8 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
                      bool kernel, size_t *n)
 {
 	int32_t sid = kernel ? key->kernel_stack : key->user_stack;
-	struct profile_ustack us;
-	uint64_t *ips = (uint64_t *)us.pcs;
+	struct profile_pystack *us = r->pystack;
+	uint64_t *ips = (uint64_t *)us->pcs;
 	size_t depth = 0;
 	int rc;
 
@@ -394,14 +422,19 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 		got = bsearch(&want, r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
 	if (got) {
 		/* Taken in a batch (take_ustacks). */
-		us.len = got->len;
-		us.flags = got->flags;
-		memcpy(us.pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
+		us->len = got->len;
+		us->flags = got->flags;
+		memcpy(us->pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
 	}
-	if (sid == PROFILE_CFI_STACK && !kernel &&
-	    (got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0)) {
-		depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
-		if (us.flags & UNWIND_FLAG_TRUNCATED) {
+	bool walked = false;
+	if (sid == PROFILE_CFI_STACK && !kernel)
+		walked = got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, us) == 0;
+	else if (sid == PROFILE_PY_STACK && !kernel)
+		walked = bpf_map_lookup_elem(r->pystacks_fd[set], &key->user_hash, us) == 0;
+	if (walked) {
+		size_t cap = sid == PROFILE_PY_STACK ? PROFILE_PY_SLOTS : PROFILE_MAX_DEPTH;
+		depth = us->len < cap ? us->len : cap;
+		if (us->flags & UNWIND_FLAG_TRUNCATED) {
 			/* The walk gave up: the frames above are unknown. */
 			struct store_frame *f = &r->frames[(*n)++];
 			memset(f, 0, sizeof(*f));
@@ -430,20 +463,47 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
 		if (rc < 0)
 			return rc;
+		for (size_t i = depth; i-- > 0;) {
+			rc = symbolize_kernel(r->sym, ips[i], i > 0, &r->frames[*n]);
+			if (rc < 0)
+				return rc;
+			(*n)++;
+		}
+		return 0;
 	}
-	for (size_t i = depth; i-- > 0;) {
-		bool caller = i > 0;
-		if (kernel) {
-			rc = symbolize_kernel(r->sym, ips[i], caller, &r->frames[*n]);
+	/* The user stack's frames, innermost first: a native pc takes one
+	 * slot, a Python frame (or a cut marker) two (profile.h). */
+	uint16_t *at = r->pyslots;
+	size_t items = 0;
+	for (size_t j = 0; j < depth; items++) {
+		at[items] = (uint16_t)j;
+		j += (ips[j] & PROFILE_PY_TAG) && j + 1 < depth ? 2 : 1;
+	}
+	for (size_t k = items; k-- > 0;) {
+		size_t i = at[k];
+		struct store_frame *f = &r->frames[*n];
+		if (ips[i] & PROFILE_PY_TAG) {
+			uint64_t code = ips[i] & ~PROFILE_PY_TAG,
+			         v = i + 1 < depth ? ips[i + 1] : 0;
+			if (!code) {
+				/* Where the Python walk was cut short. */
+				memset(f, 0, sizeof(*f));
+				f->name = "[python: cut short]";
+				f->name_len = strlen(f->name);
+				f->kind = STORE_FRAME_UNKNOWN;
+				(*n)++;
+				continue;
+			}
+			rc = symbolize_python_frame(r->sym, pid, key->gen, code,
+			                            (uint32_t)(v >> 32), (uint32_t)v, f);
 			if (rc < 0)
 				return rc;
 			(*n)++;
 			continue;
 		}
-		/* One frame at least for each address still to come. */
-		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
-		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], caller, &r->frames[*n],
-		                        room);
+		/* One frame at least for each frame still to come. */
+		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - 1 - *n - k;
+		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], i > 0, f, room);
 		if (rc < 0)
 			return rc;
 		*n += (size_t)rc;

@@ -48,7 +48,7 @@ static void usage(FILE *f)
 	      "           [--host NAME] [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
 	      "           [--retention DURATION] [--log-drains FILE]\n"
 	      "           [--push DATABASE [--push-every DURATION]]\n"
-	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE]\n"
+	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE] [--python=off]\n"
 	      "           [-e EVENT[:STACKS][:N][,EVENT...]] [--offcpu-min DURATION]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
@@ -108,6 +108,10 @@ static void usage(FILE *f)
 	      "      --unwind-memory SIZE  kernel memory for CFI tables (default\n"
 	      "                          16M, 8 bytes a row: libc needs 0.2M);\n"
 	      "                          files past it are walked by frame pointers\n"
+	      "      --python=on|off     name Python functions (CPython 3.11, the\n"
+	      "                          interpreter or libpython embedded), walked\n"
+	      "                          in the BPF program; on by default with\n"
+	      "                          CFI walks (not with --unwind fp)\n"
 	      "      --log-drains FILE   write \"drain N committing samples S weight W\"\n"
 	      "                          before each drain's commit and \"... committed\n"
 	      "                          ...\" after it (FILE is truncated first)\n"
@@ -314,9 +318,18 @@ static int size_maps(struct recorder *r, int ncpu)
 		tables = UNWIND_TABLES;
 		rows = (uint32_t)(r->opt->unwind_memory / sizeof(struct unwind_row));
 	}
+	/* Stacks with Python frames are 5 KiB each: as many as ustacks up to
+	 * 4096 (20 MiB a set). */
+	uint32_t pystacks = python_walks(r->opt) ? (ustacks < 4096u ? ustacks : 4096u) : 1;
 	rc = bpf_map__set_max_entries(k->maps.ustacks0, ustacks);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.ustacks1, ustacks);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.pystacks0, pystacks);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.pystacks1, pystacks);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.py_procs, python_walks(r->opt) ? procs : 1);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.unwind_procs, procs);
 	if (rc == 0)
@@ -563,6 +576,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"event", required_argument, NULL, 'e'},
 	        {"offcpu-min", required_argument, NULL, 'O'},
 	        {"unwind-memory", required_argument, NULL, 'M'},
+	        {"python", required_argument, NULL, 'y'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
 	        {"push", required_argument, NULL, 'P'},
@@ -577,6 +591,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->offcpu_min_ns = 1000;
 	const char *event_list = "cpu";
 	o->unwind_memory = 16ull << 20;
+	o->python = true;
 	while ((c = getopt_long(argc, argv, "+hp:aF:d:ve:", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
@@ -631,6 +646,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 				fprintf(stderr,
 				        PROG ": --unwind-memory: expected a size from 64K to 4G "
 				             "(such as 16M), got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'y':
+			if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
+				o->python = strcmp(optarg, "on") == 0;
+			} else {
+				fprintf(stderr, PROG ": --python: expected on or off, got \"%s\"\n",
 				        optarg);
 				return 2;
 			}
@@ -811,6 +835,35 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		        us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
 		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL]);
 	}
+	if (python_walks(r->opt)) {
+		struct symbolize_python_stats ps;
+		symbolize_python_get_stats(r->sym, &ps);
+		fprintf(stderr,
+		        PROG ": python: %" PRIu64 " user stacks with Python frames; %" PRIu64
+		             " Python walks cut short (%" PRIu64 " deeper than %d frames, %" PRIu64
+		             " memory unreadable, %" PRIu64 " not a code object, %" PRIu64
+		             " frames ended early); %" PRIu64
+		             " evaluations in threads without a Python state; %" PRIu64
+		             " code objects read, %" PRIu64
+		             " frames not named (code gone); %" PRIu64 " stacks lost (map full)\n",
+		        (uint64_t)st[PROFILE_STAT_PY_WALKS],
+		        (uint64_t)(st[PROFILE_STAT_PY_CUT_DEPTH] + st[PROFILE_STAT_PY_CUT_READ] +
+		                   st[PROFILE_STAT_PY_CUT_NOT_CODE] +
+		                   st[PROFILE_STAT_PY_CUT_CHAIN]),
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_DEPTH], PROFILE_PY_MAX_FRAMES,
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_READ],
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_NOT_CODE],
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_CHAIN],
+		        (uint64_t)st[PROFILE_STAT_PY_NO_THREAD], ps.reads, ps.gone,
+		        (uint64_t)st[PROFILE_STAT_PYSTACKS_FULL]);
+		if (ps.unknown)
+			fprintf(stderr,
+			        PROG ": python: %" PRIu64
+			             " interpreter files of a version not known "
+			             "(the last %u.%u): their processes show native frames only; "
+			             "known: 3.11\n",
+			        ps.unknown, ps.unknown_major, ps.unknown_minor);
+	}
 	if (r->opt->retention)
 		fprintf(stderr,
 		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
@@ -826,10 +879,13 @@ static int run(struct recorder *r, const struct options *o)
 	r->period_ns = 1000000000ull / o->freq;
 	r->counts_fd[0] = r->counts_fd[1] = r->stacks_fd[0] = r->stacks_fd[1] = -1;
 	r->ustacks_fd[0] = r->ustacks_fd[1] = -1;
+	r->pystacks_fd[0] = r->pystacks_fd[1] = -1;
 
 	r->sym = symbolize_new();
 	r->frames = calloc(FRAMES_CAP, sizeof(*r->frames));
-	if (!r->sym || !r->frames) {
+	r->pystack = calloc(1, sizeof(*r->pystack));
+	r->pyslots = calloc(PROFILE_PY_SLOTS, sizeof(*r->pyslots));
+	if (!r->sym || !r->frames || !r->pystack || !r->pyslots) {
 		record_fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
@@ -896,6 +952,7 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	r->skel->rodata->tgid_offset = tgid_offset;
 	r->skel->rodata->unwind_mode = o->unwind;
+	r->skel->rodata->python_on = python_walks(o);
 	struct ldso_probe ldso;
 	char lerr[PATH_MAX + 128];
 	bool have_ldso = ldso_find(LDSO_INTERP, &ldso, lerr, sizeof(lerr)) == 0;
@@ -922,6 +979,8 @@ static int run(struct recorder *r, const struct options *o)
 	r->stacks_fd[1] = bpf_map__fd(r->skel->maps.stacks1);
 	r->ustacks_fd[0] = bpf_map__fd(r->skel->maps.ustacks0);
 	r->ustacks_fd[1] = bpf_map__fd(r->skel->maps.ustacks1);
+	r->pystacks_fd[0] = bpf_map__fd(r->skel->maps.pystacks0);
+	r->pystacks_fd[1] = bpf_map__fd(r->skel->maps.pystacks1);
 	if (o->unwind != PROFILE_UNWIND_FP) {
 		struct unwinder_maps um = {
 		        .procs = bpf_map__fd(r->skel->maps.unwind_procs),
@@ -929,6 +988,7 @@ static int run(struct recorder *r, const struct options *o)
 		        .rows = bpf_map__fd(r->skel->maps.unwind_rows),
 		        .max_tables = bpf_map__max_entries(r->skel->maps.unwind_tables),
 		        .max_rows = bpf_map__max_entries(r->skel->maps.unwind_rows),
+		        .python = python_walks(o) ? bpf_map__fd(r->skel->maps.py_procs) : -1,
 		};
 		rc = unwinder_new(&um, &r->unwinder);
 		if (rc < 0) {
@@ -1121,6 +1181,9 @@ static void cleanup(struct recorder *r)
 	free(r->ents);
 	free(r->ids);
 	free(r->hashes);
+	free(r->pyhashes);
+	free(r->pystack);
+	free(r->pyslots);
 	free(r->dead);
 	free(r->uref);
 	free(r->upcs);

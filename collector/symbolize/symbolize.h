@@ -122,6 +122,110 @@ void symbolize_set_lines(struct symbolize *s, bool lines);
  * cost; a module without DWARF gives none). */
 void symbolize_set_inline(struct symbolize *s, bool inlines);
 
+/* ---- Python (CPython) -----------------------------------------------
+ * `record` walks CPython's interpreter frames in its BPF program and
+ * names their code objects here.  Where the interpreter keeps what the
+ * walk and the names need is one row per Python minor version of
+ * symbolize_python_layouts (symbolize-python.c), x86-64 byte offsets. */
+struct symbolize_python_layout {
+	unsigned major, minor;
+	/* _PyRuntimeState: interpreters.head, gilstate.tstate_current */
+	uint16_t runtime_interp_head, runtime_tstate_current;
+	uint16_t interp_threads_head; /* PyInterpreterState.threads.head */
+	/* PyThreadState */
+	uint16_t tstate_next, tstate_cframe, tstate_native_thread_id;
+	uint16_t cframe_current_frame; /* _PyCFrame */
+	/* _PyInterpreterFrame */
+	uint16_t frame_code, frame_previous, frame_prev_instr, frame_is_entry;
+	/* PyObject, PyVarObject */
+	uint16_t object_type, var_size;
+	/* PyCodeObject: the fields named, and where its bytecode begins */
+	uint16_t code_firstlineno, code_filename, code_qualname, code_linetable, code_adaptive;
+	/* PyBytesObject.ob_sval */
+	uint16_t bytes_data;
+	/* PyASCIIObject.length, .state; where a compact ASCII string's
+	 * characters begin, and a compact non-ASCII one's */
+	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
+};
+
+/* The layout of Python major.minor, or NULL when it is not known. */
+const struct symbolize_python_layout *symbolize_python_layout(unsigned major, unsigned minor);
+
+/* A CPython interpreter found in an ELF file (python3.11, or a
+ * libpython3.11.so that a program embeds), from its exported symbols.
+ * Addresses are ELF virtual addresses. */
+struct symbolize_python {
+	uint64_t eval, eval_size;                     /* _PyEval_EvalFrameDefault */
+	uint64_t runtime;                             /* _PyRuntime */
+	uint64_t code_type;                           /* PyCode_Type */
+	unsigned major, minor;                        /* Py_Version, else the file's name */
+	const struct symbolize_python_layout *layout; /* NULL: a version not known */
+};
+
+/* What a Python frame of the walker holds besides the code object's
+ * address: a check that the object read later is the one sampled (its
+ * first line and the addresses of its name, file and line table, mixed),
+ * and the index of its current instruction.  profile.bpf.c computes the
+ * same mix. */
+static inline uint32_t symbolize_python_check(uint64_t firstlineno, uint64_t filename,
+                                              uint64_t qualname, uint64_t linetable)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull, v[4] = {firstlineno, filename, qualname, linetable};
+	for (int i = 0; i < 4; i++) {
+		h ^= v[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return (uint32_t)h;
+}
+
+/* What symbolize_python_read_code() reads: owned by the struct, freed
+ * with symbolize_pycode_clear(). */
+struct symbolize_pycode {
+	char *qualname, *filename; /* UTF-8, NUL-terminated */
+	uint8_t *linetable;
+	size_t linetable_len;
+	int firstlineno;
+	uint32_t check; /* symbolize_python_check() of what was read */
+};
+void symbolize_pycode_clear(struct symbolize_pycode *c);
+
+/* Reads `len` bytes at `addr` of the process into buf: 0 or -errno. */
+typedef int (*symbolize_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* Reads the code object at `addr` through `rd` with layout l: it must be
+ * of type `code_type` (the process's PyCode_Type); names are at most 1024
+ * bytes, the line table 64 KiB.  Returns 0, -EINVAL when what is there
+ * is no code object (or a string in it is malformed), -E2BIG over a
+ * bound, -ENOMEM, or rd's error. */
+int symbolize_python_read_code(const struct symbolize_python_layout *l, uint64_t code_type,
+                               symbolize_read_fn rd, void *ctx, uint64_t addr,
+                               struct symbolize_pycode *out);
+
+/* The line of instruction `lasti` (in code units) from a 3.11 location
+ * table, or 0 when the table gives none. */
+uint32_t symbolize_python_line(const uint8_t *table, size_t len, int firstlineno, uint32_t lasti);
+
+/* Names one Python frame of pid at generation gen: the code object at
+ * `code` with the walker's check and instruction index.  f is named
+ * "qualname (file)", kind STORE_FRAME_PYTHON, with its file, and with
+ * symbolize_set_lines() its line.  A code object that cannot be read, or
+ * whose check differs (freed, and something else at its address since),
+ * gives "[python: code gone]", kind UNKNOWN.  Names are cached by (pid,
+ * code, check); strings are owned by s until it is freed.  Returns 1 or
+ * -ENOMEM. */
+int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t code,
+                           uint32_t check, uint32_t lasti, struct store_frame *f);
+
+/* Counts of symbolize_python_frame(), for the final report. */
+struct symbolize_python_stats {
+	uint64_t reads;                        /* code objects read */
+	uint64_t gone;                         /* frames whose code object could not be named */
+	uint64_t unknown;                      /* interpreters found whose version is not known */
+	unsigned unknown_major, unknown_minor; /* the last of them */
+};
+void symbolize_python_get_stats(const struct symbolize *s, struct symbolize_python_stats *st);
+
 /* One executable mapping of a process, for the unwinder. */
 struct symbolize_map {
 	uint64_t start, end;
@@ -129,6 +233,9 @@ struct symbolize_map {
 	const void *module; /* the ELF file mapped (an identity shared by every
 	                     * process mapping it), or NULL: anonymous memory
 	                     * or a file that could not be read */
+	/* The interpreter in the module, when this mapping holds its
+	 * _PyEval_EvalFrameDefault; owned by s. */
+	const struct symbolize_python *python;
 };
 
 /* Calls made as the symbolizer learns of files and processes. */
