@@ -973,6 +973,16 @@ static int run(struct recorder *r, const struct options *o)
 			strncat(r->errmsg, ")", sizeof(r->errmsg) - strlen(r->errmsg) - 1);
 		return rc;
 	}
+	if (o->verbose) {
+		/* What the verifier walked, the measure of the kernel's limits
+		 * (one million instructions per program). */
+		struct bpf_prog_info info = {0};
+		__u32 len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.do_sample), &info,
+		                           &len) == 0)
+			fprintf(stderr, PROG ": do_sample: %u instructions verified, %u loaded\n",
+			        info.verified_insns, info.xlated_prog_len / 8);
+	}
 	r->counts_fd[0] = bpf_map__fd(r->skel->maps.counts0);
 	r->counts_fd[1] = bpf_map__fd(r->skel->maps.counts1);
 	r->stacks_fd[0] = bpf_map__fd(r->skel->maps.stacks0);

@@ -1,0 +1,324 @@
+#!/usr/bin/env bash
+# test-record-python.sh — `record` names Python functions (issue #23): the
+# BPF walker replaces each native _PyEval_EvalFrameDefault frame with the
+# interpreter frames it ran, and the symbolizer names their code objects.
+# Real BPF and Debian's python3.11:
+#   - the known tree main → work → hot (3/4) and main → side → cold (1/4),
+#     pure Python: hot's share within 0.05 of the truth the program measures
+#     with thread CPU clocks, >= 95% of its weight under a Python frame, the
+#     Python frames inside the native ones (Py_RunMain ... PyEval_EvalCode;
+#     <module>;main;work;hot), no _PyEval_EvalFrameDefault left; with
+#     --lines, pprof's lines are the loops' lines;
+#   - a recursion 300 deep: cut at PROFILE_PY_MAX_FRAMES (256) frames, marked
+#     "[python: cut short]" and counted as deeper than 256;
+#   - 4 threads, each in its own function, each with its share;
+#   - a generator, its frames under its consumer's through the C call that
+#     resumes it; an exception raised through 6 frames and caught;
+#   - a C extension call (json.dumps's C encoder) below the Python frame
+#     that called it, with no Python frame under it;
+#   - a C program embedding libpython3.11 (tests/python-embed.c): main's
+#     native frames, then the script's Python frames;
+#   - --python=off: the interpreter's frames only;
+#   - bad input (tests/python-fake.c, built as a fake interpreter): frames
+#     that loop, a code pointer to no code object, a chain that ends early,
+#     a wild pointer: each cut short, marked, counted by reason; a version
+#     not known (3.99): native frames only and a notice.
+#   usage: tests/test-record-python.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
+set -u
+build=${1:?usage: test-record-python.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+collect=${FLAMEFS_COLLECT:-$build/flamefs-collect}
+embed=$build/tests/python-embed
+fake311=$build/tests/python-fake-3.11
+fake399=$build/tests/python-fake-3.99
+py=/usr/bin/python3.11
+export LC_ALL=C
+
+. "$here/lib-e2e.sh"
+e2e_setup record-python
+
+if [ "$(uname -m)" != x86_64 ]; then
+	echo "SKIP: the Python walker is x86-64 only"
+	exit 77
+fi
+if [ ! -x "$py" ]; then
+	echo "SKIP: $py is not installed (python3.11)"
+	exit 77
+fi
+e2e_need_bpf
+
+# rec NAME ARGS...: records into $tmp/NAME at 499 Hz; summary in NAME.err.
+rec() {
+	local name=$1
+	shift
+	if "$collect" record --store "$tmp/$name" -F 499 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"; then
+		ok "$name: record exit 0"
+	else
+		bad "$name: record exit $?"
+		cat "$tmp/$name.err"
+	fi
+	"$collect" export --store "$tmp/$name" >"$tmp/$name.folded" 2>/dev/null
+}
+# weight NAME REGEX: summed weight of NAME's folded lines matching REGEX.
+weight() {
+	awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }' \
+		"$tmp/$1.folded"
+}
+# atleast NAME PART WHOLE MIN LABEL: weight(PART) / weight(WHOLE) >= MIN.
+atleast() {
+	local part whole
+	part=$(weight "$1" "$2")
+	whole=$(weight "$1" "$3")
+	if [ "$whole" -gt 0 ] && awk -v p="$part" -v w="$whole" -v m="$4" 'BEGIN { exit !(p / w >= m) }'; then
+		ok "$5 ($(awk -v p="$part" -v w="$whole" 'BEGIN { printf "%.3f", p / w }'))"
+	else
+		bad "$5: $part of $whole, want >= $4"
+		sort -t' ' -k2 -nr "$tmp/$1.folded" | head -5 | cut -c1-400
+		grep 'python:' "$tmp/$1.err"
+	fi
+}
+# atmost NAME PART WHOLE MAX LABEL: weight(PART) / weight(WHOLE) <= MAX.
+atmost() {
+	local part whole
+	part=$(weight "$1" "$2")
+	whole=$(weight "$1" "$3")
+	if [ "$whole" -gt 0 ] && awk -v p="$part" -v w="$whole" -v m="$4" 'BEGIN { exit !(p / w <= m) }'; then
+		ok "$5 ($(awk -v p="$part" -v w="$whole" 'BEGIN { printf "%.3f", p / w }'))"
+	else
+		bad "$5: $part of $whole, want <= $4"
+		sort -t' ' -k2 -nr "$tmp/$1.folded" | head -5 | cut -c1-400
+	fi
+}
+# A Python frame: "qualname (file)".
+pyframe=';[^;]+ \((/[^;]*|<[^;]*>)\)(;|$)'
+
+# ---- the known tree -------------------------------------------------------------
+cat >"$tmp/tree.py" <<'EOF'
+import sys, time
+def hot():
+    x = 0
+    for i in range(3000):
+        x += i * i
+    return x
+def cold():
+    x = 0
+    for i in range(3000):
+        x += i * i
+    return x
+def work():
+    return hot()
+def side():
+    return cold()
+def main(seconds, truth):
+    clock = time.thread_time_ns
+    t_hot = t_cold = 0
+    end = time.time() + seconds
+    while time.time() < end:
+        a = clock()
+        for _ in range(3):
+            work()
+        b = clock()
+        side()
+        c = clock()
+        t_hot += b - a
+        t_cold += c - b
+    with open(truth, "w") as f:
+        f.write("hot %d\ncold %d\n" % (t_hot, t_cold))
+main(float(sys.argv[1]), sys.argv[2])
+EOF
+tree='/tmp/[^;]*/tree.py'
+rec tree -- "$py" "$tmp/tree.py" 3 "$tmp/truth"
+root="^python3.11;_start;__libc_start_main;__libc_start_call_main;Py_BytesMain;Py_RunMain;.*;PyEval_EvalCode;<module> \\($tree\\);main \\($tree\\);"
+hot=$(weight tree "${root}work \\($tree\\);hot \\($tree\\)(;|$)")
+cold=$(weight tree "${root}side \\($tree\\);cold \\($tree\\)(;|$)")
+th=$(awk '$1 == "hot" { print $2 }' "$tmp/truth" 2>/dev/null)
+tc=$(awk '$1 == "cold" { print $2 }' "$tmp/truth" 2>/dev/null)
+if [ $((hot + cold)) -gt 0 ] && [ "${th:-0}" -gt 0 ] &&
+	awk -v h="$hot" -v c="$cold" -v th="$th" -v tc="$tc" 'BEGIN {
+		got = h / (h + c); want = th / (th + tc); d = got - want; if (d < 0) d = -d
+		printf "       hot share sampled %.3f measured %.3f\n", got, want
+		exit !(d <= 0.05) }'; then
+	ok "tree: Py_RunMain;...;PyEval_EvalCode;<module>;main;work;hot's share within 0.05 of the measured truth"
+else
+	bad "tree: hot's share off (hot $hot cold $cold, truth ${th:-?} ${tc:-?})"
+	sort -t' ' -k2 -nr "$tmp/tree.folded" | head -5 | cut -c1-400
+fi
+atleast tree "$pyframe" '^python3.11;' 0.95 "tree: >= 95% of the process's weight has a Python frame"
+atmost tree ';_PyEval_EvalFrameDefault(;|$)' '^python3.11;' 0.01 \
+	"tree: no native _PyEval_EvalFrameDefault left where Python frames were walked"
+if grep -qE "python: [1-9][0-9]* user stacks with Python frames; 0 Python walks cut short" "$tmp/tree.err"; then
+	ok "tree: the summary counts the stacks with Python frames, none cut short"
+else
+	bad "tree: summary: $(grep 'python:' "$tmp/tree.err")"
+fi
+
+# --lines: the pprof's lines are those of the running loops.
+rec lines --lines -- "$py" "$tmp/tree.py" 1.5 "$tmp/truth-lines"
+if "$collect" export --store "$tmp/lines" --format pprof -o "$tmp/lines.pb.gz" 2>"$tmp/lines.exp.err" &&
+	command -v go >/dev/null && go tool pprof -raw "$tmp/lines.pb.gz" >"$tmp/lines.raw" 2>/dev/null; then
+	# Locations of hot: "N: 0x0 hot (FILE) FILE:LINE s=0"; its lines are 3..6.
+	if grep -qE " hot \(/[^)]*tree.py\) /[^ ]*tree.py:[3-6] " "$tmp/lines.raw" &&
+		! grep -E " hot \(/[^)]*tree.py\) /[^ ]*tree.py:" "$tmp/lines.raw" |
+		grep -vqE "tree.py:[3-6] "; then
+		ok "--lines: pprof gives hot's frames its file and lines 3-6"
+	else
+		bad "--lines: hot's pprof lines: $(grep ' hot (' "$tmp/lines.raw" | head -3)"
+	fi
+	if grep -qE " work \(/[^)]*tree.py\) /[^ ]*tree.py:13 " "$tmp/lines.raw"; then
+		ok "--lines: work's frame is at its call of hot (line 13)"
+	else
+		bad "--lines: work's line: $(grep ' work (' "$tmp/lines.raw" | head -3)"
+	fi
+else
+	echo "SKIP: go tool pprof unavailable: --lines not checked ($(head -c 200 "$tmp/lines.exp.err"))"
+fi
+
+# --python=off: the interpreter's own frames.
+rec off --python=off -- "$py" "$tmp/tree.py" 1 "$tmp/truth-off"
+if [ "$(weight off "$pyframe")" -eq 0 ] && [ "$(weight off ';_PyEval_EvalFrameDefault(;|$)')" -gt 0 ] &&
+	! grep -q "python:" "$tmp/off.err"; then
+	ok "--python=off: no Python frame, the interpreter's _PyEval_EvalFrameDefault, no Python summary"
+else
+	bad "--python=off: Python frames $(weight off "$pyframe"), eval $(weight off ';_PyEval_EvalFrameDefault')"
+fi
+
+# ---- recursion 300 deep --------------------------------------------------------------
+cat >"$tmp/deep.py" <<'EOF'
+import sys, time
+def leaf(until):
+    x = 0
+    while time.time() < until:
+        for i in range(1000):
+            x += i
+    return x
+def down(n, until):
+    if n == 0:
+        return leaf(until)
+    return down(n - 1, until)
+down(300, time.time() + float(sys.argv[1]))
+EOF
+rec deep -- "$py" "$tmp/deep.py" 2
+# 256 frames: leaf and 255 of down's, under the marker.
+downs=$(printf 'down \\([^;]*\\);%.0s' $(seq 255))
+atleast deep ";\\[python: cut short\\];${downs}leaf \\(" ';leaf \(' 0.95 \
+	"recursion: 300 deep cut at 256 Python frames (leaf + 255 down), marked [python: cut short]"
+if grep -qE "Python walks cut short \([1-9][0-9]* deeper than 256 frames" "$tmp/deep.err"; then
+	ok "recursion: the summary counts walks deeper than 256 frames"
+else
+	bad "recursion: summary: $(grep 'python:' "$tmp/deep.err")"
+fi
+
+# ---- threads, a generator, an exception, a C extension ----------------------------------
+cat >"$tmp/threads.py" <<'EOF'
+import sys, threading, time
+def spin(until):
+    x = 0
+    while time.time() < until:
+        for i in range(1000):
+            x += i
+def t0(u): spin(u)
+def t1(u): spin(u)
+def t2(u): spin(u)
+def t3(u): spin(u)
+until = time.time() + float(sys.argv[1])
+ts = [threading.Thread(target=f, args=(until,)) for f in (t0, t1, t2, t3)]
+for t in ts: t.start()
+for t in ts: t.join()
+EOF
+rec threads -- "$py" "$tmp/threads.py" 3
+all=$(weight threads ';spin \(')
+for f in t0 t1 t2 t3; do
+	w=$(weight threads "Thread\\.run \\(/[^;]*threading.py\\);([^;(]+;)*$f \\([^;]*\\);spin \\(")
+	if [ "$all" -gt 0 ] && awk -v w="$w" -v a="$all" 'BEGIN { exit !(w / a >= 0.15 && w / a <= 0.35) }'; then
+		ok "threads: $f (Thread.run;...;$f;spin) has its share ($(awk -v w="$w" -v a="$all" 'BEGIN { printf "%.3f", w / a }'))"
+	else
+		bad "threads: $f has $w of $all"
+	fi
+done
+
+cat >"$tmp/mixed.py" <<'EOF'
+import json, sys, time
+def numbers():
+    i = 0
+    while True:
+        x = 0
+        for j in range(500):
+            x += j
+        yield x + i
+        i += 1
+def consume(until):
+    for v in numbers():
+        if time.time() >= until:
+            break
+def thrower(d):
+    if d == 0:
+        raise ValueError("deep")
+    return thrower(d - 1)
+def catcher(until):
+    while time.time() < until:
+        try:
+            thrower(5)
+        except ValueError:
+            pass
+data = [{"k%d" % i: [i, str(i), i * 0.5, None, True]} for i in range(2000)]
+def dumper(until):
+    while time.time() < until:
+        json.dumps(data)
+q = float(sys.argv[1]) / 3
+consume(time.time() + q)
+catcher(time.time() + q)
+dumper(time.time() + q)
+EOF
+rec mixed -- "$py" "$tmp/mixed.py" 3
+m='/tmp/[^;]*/mixed.py'
+atleast mixed ";consume \\($m\\);[^;(]+(;[^;(]+)*;numbers \\($m\\)(;|$)" ";numbers \\($m\\)(;|$)" 0.90 \
+	"generator: numbers's frames under consume's, through the native call that resumes it"
+atleast mixed ";catcher \\($m\\);thrower \\($m\\)" ";catcher \\($m\\)" 0.50 \
+	"exception: raised through thrower frames and caught in catcher (catcher;thrower... stacks)"
+six=
+for _ in 1 2 3 4 5 6; do six="$six;thrower \\($m\\)"; done
+atleast mixed ";catcher \\($m\\)$six" ";catcher \\($m\\);thrower" 0.10 \
+	"exception: some samples in the deepest thrower, 6 frames down"
+atmost mixed ";thrower \\($m\\);([^;]*;)*catcher \\(" '^python3.11;' 0 \
+	"exception: never catcher above thrower (a wrong order)"
+# The C encoder: JSONEncoder.iterencode's call into c_make_encoder's
+# object, native frames only below it.
+atleast mixed ";dumper \\($m\\);dumps \\([^;]*json/__init__.py\\);JSONEncoder\\.encode \\([^;]*\\);JSONEncoder\\.iterencode \\([^;]*json/encoder.py\\);[^;(]+(;[^;(]+)*$" \
+	";dumper \\($m\\)" 0.80 \
+	"C extension: json.dumps's C encoder below JSONEncoder.iterencode (native frames only under it)"
+
+# ---- a program embedding libpython3.11 -------------------------------------------------
+if [ -x "$embed" ]; then
+	rec embed -- "$embed" 2
+	atleast embed "^python-embed;_start;__libc_start_main;__libc_start_call_main;main;run_script;PyRun_SimpleStringFlags;.*;<module> \\(<string>\\);embed_work \\(<string>\\);embed_hot \\(<string>\\)(;|$)" \
+		'^python-embed;' 0.80 \
+		"embedded: main;run_script;PyRun_SimpleStringFlags;...;<module>;embed_work;embed_hot (libpython3.11.so's interpreter)"
+else
+	echo "SKIP: python-embed not built (no python-3.11-embed at build time)"
+fi
+
+# ---- bad input -------------------------------------------------------------------------
+rec fake311 -- "$fake311" 2
+atleast fake311 ';\[python: cut short\]' '^python-fake-3.11;' 0.95 \
+	"hostile frames: every walk cut short, marked [python: cut short]"
+for why in "deeper than 256 frames" "memory unreadable" "not a code object" "frames ended early"; do
+	if grep -qE "[ (][1-9][0-9]* $why" "$tmp/fake311.err"; then
+		ok "hostile frames: counted as '$why'"
+	else
+		bad "hostile frames: no '$why': $(grep 'python:' "$tmp/fake311.err")"
+	fi
+done
+spins=$(printf 'spin \\(fake.py\\);%.0s' $(seq 255))
+atleast fake311 ";\\[python: cut short\\];${spins}spin \\(fake.py\\)(;|$)" ';spin \(fake.py\)' 0.30 \
+	"hostile frames: a frame that is its own caller stops at 256 frames"
+rec fake399 -- "$fake399" 1
+if [ "$(weight fake399 ';_PyEval_EvalFrameDefault(;|$)')" -gt 0 ] &&
+	[ "$(weight fake399 'python: cut short|\(fake.py\)')" -eq 0 ] &&
+	grep -q "python: 1 interpreter files of a version not known (the last 3.99)" "$tmp/fake399.err"; then
+	ok "unknown version (3.99): native frames only, and a notice"
+else
+	bad "unknown version: $(grep 'python' "$tmp/fake399.err")"
+	head -3 "$tmp/fake399.folded"
+fi
+
+[ "$failures" -eq 0 ]
