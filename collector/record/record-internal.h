@@ -138,6 +138,7 @@ struct recorder {
 	 * that reached its commit. */
 	int log_fd;
 	uint64_t drain_seq;
+	int stats_fd; /* -v: BPF run-time statistics on while open, or -1 */
 
 	/* Processes that exited, each with drain_seq at its exit event: the
 	 * snapshot is freed REAP_DRAINS drains later, once its last samples

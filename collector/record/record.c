@@ -864,6 +864,14 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 			             "known: 3.11\n",
 			        ps.unknown, ps.unknown_major, ps.unknown_minor);
 	}
+	struct bpf_prog_info info = {0};
+	__u32 len = sizeof(info);
+	if (r->stats_fd >= 0 &&
+	    bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.do_sample), &info, &len) == 0)
+		fprintf(stderr,
+		        PROG ": do_sample: %llu runs, %.3f s in all, %.1f us each on average\n",
+		        (unsigned long long)info.run_cnt, (double)info.run_time_ns / 1e9,
+		        info.run_cnt ? (double)info.run_time_ns / 1e3 / (double)info.run_cnt : 0.0);
 	if (r->opt->retention)
 		fprintf(stderr,
 		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
@@ -978,6 +986,9 @@ static int run(struct recorder *r, const struct options *o)
 		 * (one million instructions per program). */
 		struct bpf_prog_info info = {0};
 		__u32 len = sizeof(info);
+		/* And, while the recording runs, what its runs cost (the
+		 * kernel counts them while this fd is open). */
+		r->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.do_sample), &info,
 		                           &len) == 0)
 			fprintf(stderr, PROG ": do_sample: %u instructions verified, %u loaded\n",
@@ -1172,6 +1183,8 @@ static void cleanup(struct recorder *r)
 {
 	if (r->log_fd >= 0)
 		close(r->log_fd);
+	if (r->stats_fd >= 0)
+		close(r->stats_fd);
 	close_cpu_events(r);
 	/* Before the maps it writes to are closed. */
 	unwinder_free(r->unwinder);
@@ -1207,7 +1220,7 @@ static void cleanup(struct recorder *r)
 int record_main(int argc, char **argv)
 {
 	struct options o = {0};
-	struct recorder r = {.opt = &o, .log_fd = -1};
+	struct recorder r = {.opt = &o, .log_fd = -1, .stats_fd = -1};
 	char missing[64];
 	int rc;
 
