@@ -16,6 +16,9 @@
 #     resumes it; an exception raised through 6 frames and caught;
 #   - a C extension call (json.dumps's C encoder) below the Python frame
 #     that called it, with no Python frame under it;
+#   - off-CPU time (-e cpu,offcpu) of a thread sleeping without the GIL,
+#     under its own Python frames (its state found in the thread list);
+#     -p PID of a running python3.11;
 #   - a C program embedding libpython3.11 (tests/python-embed.c): main's
 #     native frames, then the script's Python frames;
 #   - --python=off: the interpreter's frames only;
@@ -286,6 +289,39 @@ atmost mixed ";thrower \\($m\\);([^;]*;)*catcher \\(" '^python3.11;' 0 \
 atleast mixed ";dumper \\($m\\);dumps \\([^;]*json/__init__.py\\);JSONEncoder\\.encode \\([^;]*\\);JSONEncoder\\.iterencode \\([^;]*json/encoder.py\\);[^;(]+(;[^;(]+)*$" \
 	";dumper \\($m\\)" 0.80 \
 	"C extension: json.dumps's C encoder below JSONEncoder.iterencode (native frames only under it)"
+
+# ---- off-CPU (a thread without the GIL), and -p ----------------------------------------
+cat >"$tmp/sleep.py" <<'EOF'
+import threading, time
+def sleeper():
+    for i in range(30):
+        time.sleep(0.05)
+def burner():
+    end = time.time() + 1.5
+    while time.time() < end:
+        pass
+t = threading.Thread(target=sleeper)
+t.start()
+burner()
+t.join()
+EOF
+rec offcpu -e cpu,offcpu -- "$py" "$tmp/sleep.py"
+"$collect" export --store "$tmp/offcpu" --event off-cpu >"$tmp/offcpu.folded" 2>/dev/null
+# 30 sleeps of 50 ms: 1.5 s blocked in clock_nanosleep under sleeper.
+s=$(weight offcpu ";Thread\\.run \\([^;]*\\);([^;(]+;)*sleeper \\([^;]*sleep.py\\);([^;(]+;)*clock_nanosleep;")
+if [ "$s" -ge 1200000000 ]; then
+	ok "off-cpu: a thread that does not hold the GIL is found by its state: $s ns blocked under Thread.run;...;sleeper"
+else
+	bad "off-cpu: $s ns under sleeper's clock_nanosleep, want >= 1.2 s"
+	sort -t' ' -k2 -nr "$tmp/offcpu.folded" | head -3 | cut -c1-300
+fi
+"$py" "$tmp/tree.py" 3 "$tmp/truth-p" &
+ppid=$!
+sleep 0.5
+rec pid -p "$ppid" -d 1.5
+wait "$ppid"
+atleast pid "^python3.11;.*;main \\($tree\\);(work|side) \\($tree\\);(hot|cold) \\($tree\\)(;|$)" '^python3.11;' 0.90 \
+	"-p PID: a running python3.11's frames (main;work;hot, main;side;cold)"
 
 # ---- a program embedding libpython3.11 -------------------------------------------------
 if [ -x "$embed" ]; then
