@@ -149,6 +149,7 @@ struct walk {
 	__u32 flags;
 	__u32 after_signal; /* pc is an interrupted pc, not a return address */
 	__u32 nnative;      /* native frames pushed */
+	__u32 native_steps; /* native pcs met, pushed or replaced */
 	/* Python (see py_step): the process's interpreter, when it has one */
 	struct unwind_python py;
 	__u64 py_frame;                   /* the next interpreter frame to push, 0: none */
@@ -509,8 +510,10 @@ static long walk_step(__u32 i, void *ctx)
 		return py_step(w);
 	n = w->st.len;
 	pc = w->pc;
-	/* A return address is looked up one byte back, inside the call. */
-	lookup = n > 0 && !w->after_signal ? pc - 1 : pc;
+	/* A return address is looked up one byte back, inside the call:
+	 * every native pc but the first (Python frames may stand for that
+	 * one). */
+	lookup = w->native_steps > 0 && !w->after_signal ? pc - 1 : pc;
 	if (w->skip_push) {
 		w->skip_push = 0; /* its Python frames stand for it */
 	} else {
@@ -526,6 +529,7 @@ static long walk_step(__u32 i, void *ctx)
 		w->nnative++;
 		w->hash = mix(w->hash, pc);
 	}
+	w->native_steps++;
 	w->after_signal = 0;
 
 	p = bpf_map_lookup_elem(&unwind_procs, &w->tgid);
@@ -641,6 +645,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 	w->flags = 0;
 	w->after_signal = 0;
 	w->nnative = 0;
+	w->native_steps = 0;
 	w->tgid = tgid;
 	w->hash = 0x9e3779b97f4a7c15ull;
 	w->has_py = 0;
