@@ -211,7 +211,7 @@ struct symbolize {
 	/* Python: names by code object, open addressing; the strings frames
 	 * point to, interned, freed with s. */
 	struct pyent *py_cache;
-	size_t py_cache_cap, py_cache_n;
+	size_t py_cache_cap, py_cache_n, py_cache_bytes;
 	char **py_strs;
 	size_t py_strs_cap, py_strs_n;
 	struct symbolize_python_stats py_stats;

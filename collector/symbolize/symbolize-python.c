@@ -25,7 +25,8 @@
 
 #define NAME_MAX_CHARS 1024
 #define LINETABLE_MAX  65536
-#define CACHE_MAX      (1u << 18) /* entries: the cache is cleared past it */
+#define CACHE_MAX      (1u << 18)  /* entries: the cache is cleared past it, */
+#define CACHE_BYTES    (64u << 20) /* or past this much of line tables */
 
 /* x86-64 byte offsets.  3.11 was read from the 3.11.2 headers
  * (python3.11-dev, Py_BUILD_CORE) with offsetof() and checked against
@@ -439,15 +440,15 @@ static void cache_clear(struct symbolize *s)
 		free(s->py_cache[i].linetable);
 	free(s->py_cache);
 	s->py_cache = NULL;
-	s->py_cache_cap = s->py_cache_n = 0;
+	s->py_cache_cap = s->py_cache_n = s->py_cache_bytes = 0;
 }
 
 /* The cache's slot for the key: its entry, or the empty slot to fill. */
 static struct pyent *cache_slot(struct symbolize *s, pid_t pid, uint64_t code, uint32_t check)
 {
+	if (s->py_cache_n >= CACHE_MAX || s->py_cache_bytes >= CACHE_BYTES)
+		cache_clear(s); /* frames point at interned strings only */
 	if (s->py_cache_n * 2 >= s->py_cache_cap) {
-		if (s->py_cache_n >= CACHE_MAX)
-			cache_clear(s); /* frames point at interned strings only */
 		size_t ncap = s->py_cache_cap ? s->py_cache_cap * 2 : 1024;
 		struct pyent *n = calloc(ncap, sizeof(*n));
 		if (!n)
@@ -532,6 +533,7 @@ int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_
 			e->firstlineno = c.firstlineno;
 			e->linetable = c.linetable;
 			e->linetable_len = c.linetable_len;
+			s->py_cache_bytes += c.linetable_len;
 			c.linetable = NULL;
 		}
 		if (rc == 0)
