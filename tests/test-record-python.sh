@@ -19,6 +19,9 @@
 #   - off-CPU time (-e cpu,offcpu) of a thread sleeping without the GIL,
 #     under its own Python frames (its state found in the thread list);
 #     -p PID of a running python3.11;
+#   - memory changing under the walk: threads exiting all the time, and code
+#     objects freed and made again at the same addresses with their strings
+#     (exec of generated f_K → g_K): never a name of another code object;
 #   - a C program embedding libpython3.11 (tests/python-embed.c): main's
 #     native frames, then the script's Python frames;
 #   - --python=off: the interpreter's frames only;
@@ -322,6 +325,51 @@ rec pid -p "$ppid" -d 1.5
 wait "$ppid"
 atleast pid "^python3.11;.*;main \\($tree\\);(work|side) \\($tree\\);(hot|cold) \\($tree\\)(;|$)" '^python3.11;' 0.90 \
 	"-p PID: a running python3.11's frames (main;work;hot, main;side;cold)"
+
+# ---- memory that changes under the walk -------------------------------------------------
+# Threads that start and exit all the time (their states freed under the
+# walk); then code objects made and freed one after another (exec), each
+# next one at the old one's addresses with its strings at the old ones'
+# (pymalloc hands the same blocks out again): f_K calls g_K, so a stack
+# that says f_J;g_K with J != K is a name given to the wrong code object.
+cat >"$tmp/churn.py" <<'EOF'
+import sys, threading, time
+def tw(until):
+    x = 0
+    while time.time() < until:
+        x += 1
+def threads(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        ts = [threading.Thread(target=tw, args=(time.time() + 0.02,)) for _ in range(3)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+def generations(seconds, n):
+    for k in range(n):
+        src = ("def g_%d(until):\n    x = 0\n    while time.time() < until:\n"
+               "        for i in range(500):\n            x += i\n"
+               "def f_%d(until):\n    return g_%d(until)\n") % (k, k, k)
+        ns = {"time": time}
+        exec(compile(src, "gen%d.py" % k, "exec"), ns)
+        ns["f_%d" % k](time.time() + seconds / n)
+        ns.clear()
+threads(float(sys.argv[1]))
+generations(float(sys.argv[2]), int(sys.argv[3]))
+EOF
+rec churn -- "$py" "$tmp/churn.py" 2 5 10
+grep -oE 'f_[0-9]+ \(gen[0-9]+\.py\);g_[0-9]+ \(gen[0-9]+\.py\)' "$tmp/churn.folded" | sort -u >"$tmp/churn.pairs"
+wrong=$(sed -E 's/^f_([0-9]+) .*;g_([0-9]+) .*/\1 \2/' "$tmp/churn.pairs" | awk '$1 != $2' | head -3)
+named=$(wc -l <"$tmp/churn.pairs")
+if [ -z "$wrong" ] && [ "$named" -ge 3 ]; then
+	ok "reused code objects: $named generations named, never one with another's name (f_K;g_K only)"
+else
+	bad "reused code objects: wrong pairs: ${wrong:-none}; $named named"
+fi
+if [ "$(weight churn ';tw \(')" -gt 0 ] && [ "$(weight churn '^python3.11;.*;tw \(')" -eq "$(weight churn 'Thread\.run \([^;]*\);([^;(]+;)*tw \(')" ]; then
+	ok "exiting threads: every sample of tw is under Thread.run (no stack borrowed from another thread)"
+else
+	bad "exiting threads: tw $(weight churn ';tw \(') of which under Thread.run $(weight churn 'Thread\.run \([^;]*\);([^;(]+;)*tw \(')"
+fi
 
 # ---- a program embedding libpython3.11 -------------------------------------------------
 if [ -x "$embed" ]; then

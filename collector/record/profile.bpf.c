@@ -159,6 +159,7 @@ struct walk {
 	__u32 py_mode;                    /* pushing an evaluation's frames */
 	__u32 skip_push;                  /* the native pc was replaced by Python frames */
 	__u32 npy;                        /* Python frames pushed */
+	__u64 last_code, last_check;      /* the last code object checked */
 	__u8 buf[UNWIND_PY_READ_MAX + 8]; /* a frame or code object read */
 };
 
@@ -363,6 +364,41 @@ static __always_inline bool read_buf(struct walk *w, __u64 addr, __u32 len)
 	return bpf_probe_read_user(w->buf, len, (const void *)addr) == 0;
 }
 
+/* symbolize_python_str_digest() of the compact str at addr, into *h. */
+static __always_inline bool py_str_digest(struct walk *w, __u64 addr, __u64 *h)
+{
+	const struct unwind_python *py = &w->py;
+	__u32 data = py->str_ascii_data;
+
+	if (!read_buf(w, addr, data + 32))
+		return false;
+	__u64 len = buf_u64(w, py->str_length), hh = *h;
+	__u64 ascii = buf_u32(w, py->str_state) >> 6 & 1;
+	hh = mix(hh, len);
+	hh = mix(hh, ascii);
+	if (ascii) {
+		__u64 n = len < 32 ? len : 32;
+		for (__u32 i = 0; i < 32; i += 8) {
+			__u64 v = buf_u64(w, data + i);
+			if (n <= i)
+				v = 0;
+			else if (n < i + 8)
+				v &= (1ull << ((n - i) * 8)) - 1;
+			hh = mix(hh, v);
+		}
+		/* The last 32 bytes of a longer one (a name longer than the
+		 * namer reads is never named: its check does not matter). */
+		if (len > 32 && len <= 4096) {
+			if (!read_buf(w, addr + data + len - 32, 32))
+				return false;
+			for (__u32 i = 0; i < 32; i += 8)
+				hh = mix(hh, buf_u64(w, i));
+		}
+	}
+	*h = hh;
+	return true;
+}
+
 /* Pushes the marker of a Python walk cut short and gives up Python for
  * the rest of the walk.  The native pc in hand is replaced by it. */
 static __always_inline long py_cut(struct walk *w, __u32 why)
@@ -464,16 +500,26 @@ static long py_step(struct walk *w)
 	__u64 prev = buf_u64(w, py->frame_previous);
 	__u64 instr = buf_u64(w, py->frame_prev_instr);
 	__u8 entry = w->buf[py->frame_is_entry & 0xff];
-	if (!code || !read_buf(w, code, py->code_read))
-		return py_cut(w, PROFILE_PY_CUT_READ);
-	if (buf_u64(w, py->object_type) != py->code_type)
-		return py_cut(w, PROFILE_PY_CUT_NOT_CODE);
-	/* symbolize_python_check() */
-	__u64 h = 0x9e3779b97f4a7c15ull;
-	h = mix(h, (__u64)(__s64)(__s32)buf_u32(w, py->code_firstlineno));
-	h = mix(h, buf_u64(w, py->code_filename));
-	h = mix(h, buf_u64(w, py->code_qualname));
-	h = mix(h, buf_u64(w, py->code_linetable));
+	__u64 h = w->last_check;
+	if (code != w->last_code || !code) {
+		/* (a recursion meets the same code object again and again) */
+		if (!code || !read_buf(w, code, py->code_read))
+			return py_cut(w, PROFILE_PY_CUT_READ);
+		if (buf_u64(w, py->object_type) != py->code_type)
+			return py_cut(w, PROFILE_PY_CUT_NOT_CODE);
+		/* symbolize_python_check_head(), then the two names' digests */
+		__u64 filename = buf_u64(w, py->code_filename);
+		__u64 qualname = buf_u64(w, py->code_qualname);
+		h = 0x9e3779b97f4a7c15ull;
+		h = mix(h, (__u64)(__s64)(__s32)buf_u32(w, py->code_firstlineno));
+		h = mix(h, filename);
+		h = mix(h, qualname);
+		h = mix(h, buf_u64(w, py->code_linetable));
+		if (!py_str_digest(w, qualname, &h) || !py_str_digest(w, filename, &h))
+			return py_cut(w, PROFILE_PY_CUT_READ);
+		w->last_code = code;
+		w->last_check = h;
+	}
 	__u64 first = code + py->code_adaptive, lasti = 0;
 	if (instr >= first)
 		lasti = (instr - first) / 2;
@@ -655,6 +701,8 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 	w->skip_push = 0;
 	w->npy = 0;
 	w->py_frame = 0;
+	w->last_code = 0;
+	w->last_check = 0;
 	if (python_on) {
 		struct unwind_python *py = bpf_map_lookup_elem(&py_procs, &tgid);
 		if (py) {

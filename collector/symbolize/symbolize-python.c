@@ -6,12 +6,15 @@
  * process_vm_readv and cached by (pid, code object, check).
  *
  * A code object can be freed and another allocated at its address before
- * the drain reads it.  The walker therefore sends, with the address, a
- * check mixed from what identifies the object (its first line and the
- * addresses of its qualified name, file name and line table); the name is
- * used only when the object read here gives the same check, and the cache
- * is keyed by the check too, so a new object at an old address is read
- * afresh.  Every read is bounded: a header of fixed size, names of 1024
+ * the drain reads it, often with its strings at their old addresses too
+ * (pymalloc hands the same blocks out in the same order).  The walker
+ * therefore sends, with the address, a check mixed from what identifies
+ * the object: its first line, the addresses of its qualified name, file
+ * name and line table, and the contents of the two names (length, and
+ * for ASCII ones their first and last 32 bytes; symbolize.h).  The name
+ * is used only when the object read here gives the same check, and the
+ * cache is keyed by the check too, so a new object at an old address is
+ * read afresh.  Every read is bounded: a header of fixed size, names of 1024
  * characters, line tables of 64 KiB.
  */
 #include <errno.h>
@@ -200,10 +203,11 @@ static size_t put_utf8(char *out, uint32_t c)
 	return 4;
 }
 
-/* Reads the str object at addr as UTF-8 into a malloc'd string.  Only
- * compact, ready strings (every str a code object holds). */
+/* Reads the str object at addr as UTF-8 into a malloc'd string, and mixes
+ * its digest into *h.  Only compact, ready strings (every str a code
+ * object holds). */
 static int read_str(const struct symbolize_python_layout *l, symbolize_read_fn rd, void *ctx,
-                    uint64_t addr, char **out)
+                    uint64_t addr, char **out, uint64_t *h)
 {
 	uint8_t head[128], raw[NAME_MAX_CHARS * 4];
 	int rc;
@@ -229,6 +233,7 @@ static int read_str(const struct symbolize_python_layout *l, symbolize_read_fn r
 		if (rc < 0)
 			return rc;
 	}
+	*h = symbolize_python_str_digest(*h, (uint64_t)len, ascii, raw);
 	char *s = malloc((size_t)len * 4 + 1), *p = s;
 	if (!s)
 		return -ENOMEM;
@@ -270,12 +275,13 @@ int symbolize_python_read_code(const struct symbolize_python_layout *l, uint64_t
 	uint64_t linetable = get_u64(head, l->code_linetable);
 	int32_t first = (int32_t)get_u32(head, l->code_firstlineno);
 	out->firstlineno = first;
-	out->check =
-	        symbolize_python_check((uint64_t)(int64_t)first, filename, qualname, linetable);
+	uint64_t h = symbolize_python_check_head((uint64_t)(int64_t)first, filename, qualname,
+	                                         linetable);
 
-	if ((rc = read_str(l, rd, ctx, qualname, &out->qualname)) < 0 ||
-	    (rc = read_str(l, rd, ctx, filename, &out->filename)) < 0)
+	if ((rc = read_str(l, rd, ctx, qualname, &out->qualname, &h)) < 0 ||
+	    (rc = read_str(l, rd, ctx, filename, &out->filename, &h)) < 0)
 		goto fail;
+	out->check = (uint32_t)h;
 	if (!linetable) {
 		rc = -EINVAL;
 		goto fail;

@@ -163,20 +163,59 @@ struct symbolize_python {
 };
 
 /* What a Python frame of the walker holds besides the code object's
- * address: a check that the object read later is the one sampled (its
- * first line and the addresses of its name, file and line table, mixed),
- * and the index of its current instruction.  profile.bpf.c computes the
- * same mix. */
-static inline uint32_t symbolize_python_check(uint64_t firstlineno, uint64_t filename,
-                                              uint64_t qualname, uint64_t linetable)
+ * address: a check that the object read later is the one sampled, and the
+ * index of its current instruction.  The check mixes the code object's
+ * first line, the addresses of its file name, qualified name and line
+ * table, and a digest of each of the two names' contents (a freed code
+ * object's strings are often freed with it and reallocated, at the same
+ * addresses, for the next one).  profile.bpf.c computes the same. */
+static inline uint64_t symbolize_python_mix(uint64_t h, uint64_t v)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull, v[4] = {firstlineno, filename, qualname, linetable};
-	for (int i = 0; i < 4; i++) {
-		h ^= v[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
+	h ^= v;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
+}
+
+/* The digest of a str of `len` characters: its length and whether it is
+ * ASCII, and for an ASCII one its first 32 bytes and (when longer) its
+ * last 32, as little-endian words, bytes past the end zero.  `chars` is
+ * its characters (ASCII only). */
+static inline uint64_t symbolize_python_str_digest(uint64_t h, uint64_t len, bool ascii,
+                                                   const uint8_t *chars)
+{
+	h = symbolize_python_mix(h, len);
+	h = symbolize_python_mix(h, ascii);
+	if (!ascii)
+		return h;
+	for (int part = 0; part < 2; part++) {
+		if (part == 1 && len <= 32)
+			break;
+		const uint8_t *from = part ? chars + len - 32 : chars;
+		uint64_t n = part ? 32 : (len < 32 ? len : 32);
+		for (uint64_t i = 0; i < 32; i += 8) {
+			uint8_t b[8] = {0};
+			for (uint64_t j = 0; j < 8 && i + j < n; j++)
+				b[j] = from[i + j];
+			uint64_t w = 0;
+			for (int j = 7; j >= 0; j--)
+				w = w << 8 | b[j];
+			h = symbolize_python_mix(h, w);
+		}
 	}
-	return (uint32_t)h;
+	return h;
+}
+
+/* The check: h0 = symbolize_python_check_head(...), then the digests of
+ * the qualified name and of the file name, in that order, then the low
+ * 32 bits. */
+static inline uint64_t symbolize_python_check_head(uint64_t firstlineno, uint64_t filename,
+                                                   uint64_t qualname, uint64_t linetable)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+	h = symbolize_python_mix(h, firstlineno);
+	h = symbolize_python_mix(h, filename);
+	h = symbolize_python_mix(h, qualname);
+	return symbolize_python_mix(h, linetable);
 }
 
 /* What symbolize_python_read_code() reads: owned by the struct, freed
@@ -186,7 +225,7 @@ struct symbolize_pycode {
 	uint8_t *linetable;
 	size_t linetable_len;
 	int firstlineno;
-	uint32_t check; /* symbolize_python_check() of what was read */
+	uint32_t check; /* the check (above) of what was read */
 };
 void symbolize_pycode_clear(struct symbolize_pycode *c);
 

@@ -103,10 +103,10 @@ struct unwind_python {
 	__u16 frame_code, frame_previous, frame_prev_instr, frame_is_entry;
 	__u16 object_type, code_firstlineno, code_filename, code_qualname, code_linetable;
 	__u16 code_adaptive;
-	__u16 frame_read, code_read; /* bytes read of a frame and of a code
+	__u16 str_length, str_state, str_ascii_data; /* of a compact str */
+	__u16 frame_read, code_read;                 /* bytes read of a frame and of a code
 	                              * object: past every field named, at
 	                              * most UNWIND_PY_READ_MAX */
-	__u16 pad;
 };
 
 #define UNWIND_PY_READ_MAX 248

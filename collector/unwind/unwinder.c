@@ -400,6 +400,9 @@ static void write_python(struct unwinder *u, __u32 key, const struct symbolize_m
 	        .code_qualname = l->code_qualname,
 	        .code_linetable = l->code_linetable,
 	        .code_adaptive = l->code_adaptive,
+	        .str_length = l->str_length,
+	        .str_state = l->str_state,
+	        .str_ascii_data = l->str_ascii_data,
 	};
 	/* Bytes to read: past the last field the walker takes. */
 	uint16_t fr = l->frame_code + 8;
@@ -415,7 +418,9 @@ static void write_python(struct unwinder *u, __u32 key, const struct symbolize_m
 	for (size_t i = 0; i < sizeof(cf) / sizeof(cf[0]); i++)
 		if (cf[i] > cr)
 			cr = cf[i];
-	if (fr > UNWIND_PY_READ_MAX || cr > UNWIND_PY_READ_MAX)
+	if (fr > UNWIND_PY_READ_MAX || cr > UNWIND_PY_READ_MAX ||
+	    l->str_ascii_data + 32 > UNWIND_PY_READ_MAX || l->str_length + 8 > l->str_ascii_data ||
+	    l->str_state + 4 > l->str_ascii_data)
 		return; /* a layout the walker cannot read */
 	e.frame_read = fr;
 	e.code_read = cr;

@@ -62,6 +62,19 @@ static bool utf8_ok(const char *s, size_t max)
 	return n <= max;
 }
 
+/* The digest of the str at addr, read straight from the image (the
+ * reader succeeded, so it is there). */
+static uint64_t digest_at(const uint8_t *data, uint64_t addr, uint64_t h)
+{
+	const uint8_t *s = data + (addr - FUZZ_BASE);
+	uint64_t len;
+	uint32_t state;
+
+	memcpy(&len, s + 16, 8);
+	memcpy(&state, s + 32, 4);
+	return symbolize_python_str_digest(h, len, state >> 6 & 1, s + 48);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct symbolize_python_layout *l = symbolize_python_layout(3, 11);
@@ -84,8 +97,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(&filename, data + l->code_filename, 8);
 		memcpy(&qualname, data + l->code_qualname, 8);
 		memcpy(&linetable, data + l->code_linetable, 8);
-		if (c.check != symbolize_python_check(first, filename, qualname, linetable) ||
-		    c.firstlineno != (int)(int32_t)first)
+		uint64_t h = symbolize_python_check_head(first, filename, qualname, linetable);
+		h = digest_at(data, qualname, h);
+		h = digest_at(data, filename, h);
+		if (c.check != (uint32_t)h || c.firstlineno != (int)(int32_t)first)
 			abort();
 		for (uint32_t i = 0; i <= c.linetable_len * 8 + 1 && i < 4096; i++)
 			symbolize_python_line(c.linetable, c.linetable_len, c.firstlineno, i);
