@@ -354,29 +354,39 @@ uint32_t symbolize_python_line(const uint8_t *table, size_t len, int firstlineno
 		if (!(b & 0x80))
 			return 0; /* not an entry's first byte */
 		unsigned code = b >> 3 & 15, n = (b & 7) + 1;
+		d = 0;
 		switch (code) {
 		case 15: break;
 		case 14:
 			if (!svarint(&p, end, &d) || !varint(&p, end, &skip) ||
 			    !varint(&p, end, &skip) || !varint(&p, end, &skip))
 				return 0;
-			line += d;
 			break;
 		case 13:
 			if (!svarint(&p, end, &d))
 				return 0;
-			line += d;
 			break;
 		case 10:
 		case 11:
-		case 12:
-			line += code - 10;
-			p += 2;
-			break;
-		default: p += 1; break;
+		case 12: d = code - 10; break;
+		default: d = 0; break;
 		}
+		/* Lines stay within int: a table that says otherwise is
+		 * malformed. */
+		if (code != 15) {
+			if (d > INT32_MAX || d < -(int64_t)INT32_MAX)
+				return 0;
+			line += d;
+			if (line > INT32_MAX || line < -(int64_t)INT32_MAX)
+				return 0;
+		}
+		/* The column bytes of the one-line and short forms. */
+		size_t cols = code >= 10 && code <= 12 ? 2 : code < 10 ? 1 : 0;
+		if (cols > (size_t)(end - p))
+			return 0;
+		p += cols;
 		if (lasti < at + n)
-			return code == 15 || line <= 0 || line > UINT32_MAX ? 0 : (uint32_t)line;
+			return code == 15 || line <= 0 ? 0 : (uint32_t)line;
 		at += n;
 	}
 	return 0;
