@@ -173,6 +173,7 @@ struct offline_ent {
  * check); name NULL when it could not be named. */
 struct pyent {
 	bool used;
+	bool denied; /* not named: process_vm_readv was refused (EPERM) */
 	pid_t pid;
 	uint32_t check;
 	uint64_t code;

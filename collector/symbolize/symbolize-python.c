@@ -507,6 +507,7 @@ static const struct symbolize_python *proc_python(const struct proc *p, uint64_t
 }
 
 static const char gone_name[] = "[python: code gone]";
+static const char denied_name[] = "[python: no access]";
 
 int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t code,
                            uint32_t check, uint32_t lasti, struct store_frame *f)
@@ -554,11 +555,14 @@ int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_
 		}
 		if (rc == 0)
 			symbolize_pycode_clear(&c);
+		e->denied = rc == -EPERM;
 	}
 	if (!e->name) {
+		/* Not named: gone, or (without CAP_SYS_PTRACE) another
+		 * user's process. */
 		s->py_stats.gone++;
-		f->name = gone_name;
-		f->name_len = sizeof(gone_name) - 1;
+		f->name = e->denied ? denied_name : gone_name;
+		f->name_len = strlen(f->name);
 		f->kind = STORE_FRAME_UNKNOWN;
 		return 1;
 	}

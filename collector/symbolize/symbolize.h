@@ -250,7 +250,9 @@ uint32_t symbolize_python_line(const uint8_t *table, size_t len, int firstlineno
  * "qualname (file)", kind STORE_FRAME_PYTHON, with its file, and with
  * symbolize_set_lines() its line.  A code object that cannot be read, or
  * whose check differs (freed, and something else at its address since),
- * gives "[python: code gone]", kind UNKNOWN.  Names are cached by (pid,
+ * gives "[python: code gone]", kind UNKNOWN; one whose process's memory
+ * may not be read (another user's, without CAP_SYS_PTRACE) "[python: no
+ * access]".  Names are cached by (pid,
  * code, check); strings are owned by s until it is freed.  Returns 1 or
  * -ENOMEM. */
 int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t code,
