@@ -158,6 +158,16 @@ else
 	bad "tree: summary: $(grep 'python:' "$tmp/tree.err")"
 fi
 
+# The frames' kind is PYTHON in the store: flame.svg paints them blue.
+if "$collect" export --store "$tmp/tree" --format svg -o "$tmp/tree.svg" 2>/dev/null &&
+	grep -o '<title>hot ([^<]*</title><rect[^>]*fill="rgb([0-9]*,[0-9]*,[0-9]*)"' "$tmp/tree.svg" |
+	sed 's/.*rgb(\([0-9]*\),\([0-9]*\),\([0-9]*\)).*/\1 \2 \3/' |
+		awk 'BEGIN { n = 0; bad = 0 } { n++; if (!($1 == $2 && $3 >= 190)) bad++ } END { exit !(n > 0 && !bad) }'; then
+	ok "tree: Python frames stored as kind PYTHON (flame.svg paints hot blue)"
+else
+	bad "tree: hot's colour in flame.svg: $(grep -o '<title>hot ([^<]*</title><rect[^>]*fill="[^"]*"' "$tmp/tree.svg" | head -2)"
+fi
+
 # --lines: the pprof's lines are those of the running loops.
 rec lines --lines -- "$py" "$tmp/tree.py" 1.5 "$tmp/truth-lines"
 if "$collect" export --store "$tmp/lines" --format pprof -o "$tmp/lines.pb.gz" 2>"$tmp/lines.exp.err" &&
