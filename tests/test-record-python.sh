@@ -152,7 +152,7 @@ fi
 atleast tree "$pyframe" '^python3.11;' 0.95 "tree: >= 95% of the process's weight has a Python frame"
 atmost tree ';_PyEval_EvalFrameDefault(;|$)' '^python3.11;' 0.01 \
 	"tree: no native _PyEval_EvalFrameDefault left where Python frames were walked"
-if grep -qE "python: [1-9][0-9]* user stacks with Python frames; 0 Python walks cut short" "$tmp/tree.err"; then
+if grep -qE "python: [1-9][0-9]* interpreter entries .*; [1-9][0-9]* user stacks with Python frames; 0 Python walks cut short" "$tmp/tree.err"; then
 	ok "tree: the summary counts the stacks with Python frames, none cut short"
 else
 	bad "tree: summary: $(grep 'python:' "$tmp/tree.err")"

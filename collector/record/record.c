@@ -837,16 +837,21 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	}
 	if (python_walks(r->opt)) {
 		struct symbolize_python_stats ps;
+		struct unwinder_stats pus = {0};
 		symbolize_python_get_stats(r->sym, &ps);
+		if (r->unwinder)
+			unwinder_get_stats(r->unwinder, &pus);
 		fprintf(stderr,
-		        PROG ": python: %" PRIu64 " user stacks with Python frames; %" PRIu64
+		        PROG ": python: %" PRIu64 " interpreter entries written for the walker "
+		                                  "(one per reading of a process's maps); %" PRIu64
+		             " user stacks with Python frames; %" PRIu64
 		             " Python walks cut short (%" PRIu64 " deeper than %d frames, %" PRIu64
 		             " memory unreadable, %" PRIu64 " not a code object, %" PRIu64
 		             " frames ended early); %" PRIu64
 		             " evaluations in threads without a Python state; %" PRIu64
 		             " code objects read, %" PRIu64
 		             " frames not named (code gone); %" PRIu64 " stacks lost (map full)\n",
-		        (uint64_t)st[PROFILE_STAT_PY_WALKS],
+		        pus.python, (uint64_t)st[PROFILE_STAT_PY_WALKS],
 		        (uint64_t)(st[PROFILE_STAT_PY_CUT_DEPTH] + st[PROFILE_STAT_PY_CUT_READ] +
 		                   st[PROFILE_STAT_PY_CUT_NOT_CODE] +
 		                   st[PROFILE_STAT_PY_CUT_CHAIN]),

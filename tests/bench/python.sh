@@ -184,7 +184,7 @@ if [[ " $PARTS " == *" 4 "* ]]; then
 			c=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.3f", u + s }')
 			cpu[$mode$round]=$c
 			run=$(sed -n 's/.*do_sample: .*, \([0-9.]*\) us each.*/\1/p' "$work/r4.err")
-			pys=$(sed -n 's/.*python: \([0-9]*\) user stacks.*/\1/p' "$work/r4.err")
+			pys=$(sed -n 's/.*; \([0-9]*\) user stacks.*/\1/p' "$work/r4.err")
 			echo "| $mode (round $round) | $c s | $(awk -v c="$c" -v w="$wall" 'BEGIN { printf "%.2f%%", 100 * c / w }') | ${run:-?} us | ${pys:--} |"
 		done
 	done
