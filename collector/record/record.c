@@ -843,7 +843,7 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 			unwinder_get_stats(r->unwinder, &pus);
 		fprintf(stderr,
 		        PROG ": python: %" PRIu64 " interpreter entries written for the walker "
-		                                  "(one per reading of a process's maps); %" PRIu64
+		             "(one per reading of a process's maps); %" PRIu64
 		             " user stacks with Python frames; %" PRIu64
 		             " Python walks cut short (%" PRIu64 " deeper than %d frames, %" PRIu64
 		             " memory unreadable, %" PRIu64 " not a code object, %" PRIu64
