@@ -172,18 +172,18 @@ fi
 rec lines --lines -- "$py" "$tmp/tree.py" 1.5 "$tmp/truth-lines"
 if "$collect" export --store "$tmp/lines" --format pprof -o "$tmp/lines.pb.gz" 2>"$tmp/lines.exp.err" &&
 	command -v go >/dev/null && go tool pprof -raw "$tmp/lines.pb.gz" >"$tmp/lines.raw" 2>/dev/null; then
-	# Locations of hot: "N: 0x0 hot (FILE) FILE:LINE s=0"; its lines are 3..6.
-	if grep -qE " hot \(/[^)]*tree.py\) /[^ ]*tree.py:[3-6] " "$tmp/lines.raw" &&
-		! grep -E " hot \(/[^)]*tree.py\) /[^ ]*tree.py:" "$tmp/lines.raw" |
-		grep -vqE "tree.py:[3-6] "; then
-		ok "--lines: pprof gives hot's frames its file and lines 3-6"
+	# Locations of hot: "N: 0x0 hot FILE:LINE s=0(hot (FILE))": the function
+	# is named hot, its file apart; its lines are 3..6.
+	if grep -qE "0x0 hot /[^ ]*tree\.py:[3-6] s=0\(hot \(/[^)]*tree\.py\)\)" "$tmp/lines.raw" &&
+		! grep -E "0x0 hot /" "$tmp/lines.raw" | grep -vqE "tree\.py:[3-6] "; then
+		ok "--lines: pprof names hot's function hot, with its file and lines 3-6 (system name: the frame's)"
 	else
-		bad "--lines: hot's pprof lines: $(grep ' hot (' "$tmp/lines.raw" | head -3)"
+		bad "--lines: hot's pprof lines: $(grep ' hot ' "$tmp/lines.raw" | head -3)"
 	fi
-	if grep -qE " work \(/[^)]*tree.py\) /[^ ]*tree.py:13 " "$tmp/lines.raw"; then
+	if grep -qE "0x0 work /[^ ]*tree\.py:13 " "$tmp/lines.raw"; then
 		ok "--lines: work's frame is at its call of hot (line 13)"
 	else
-		bad "--lines: work's line: $(grep ' work (' "$tmp/lines.raw" | head -3)"
+		bad "--lines: work's line: $(grep ' work ' "$tmp/lines.raw" | head -3)"
 	fi
 else
 	echo "SKIP: go tool pprof unavailable: --lines not checked ($(head -c 200 "$tmp/lines.exp.err"))"
