@@ -42,6 +42,8 @@ export LC_ALL=C
 
 . "$here/lib-e2e.sh"
 e2e_setup record-python
+ppid=
+e2e_on_exit() { [ -z "$ppid" ] || kill "$ppid" 2>/dev/null; }
 
 if [ "$(uname -m)" != x86_64 ]; then
 	echo "SKIP: the Python walker is x86-64 only"
@@ -179,6 +181,8 @@ if "$collect" export --store "$tmp/lines" --format pprof -o "$tmp/lines.pb.gz" 2
 		ok "--lines: pprof names hot's function hot, with its file and lines 3-6 (system name: the frame's)"
 	else
 		bad "--lines: hot's pprof lines: $(grep ' hot ' "$tmp/lines.raw" | head -3)"
+		head -c 600 "$tmp/lines.raw"
+		grep -E 'recorded|python:' "$tmp/lines.err"
 	fi
 	if grep -qE "0x0 work /[^ ]*tree\.py:13 " "$tmp/lines.raw"; then
 		ok "--lines: work's frame is at its call of hot (line 13)"
@@ -328,11 +332,15 @@ else
 	bad "off-cpu: $s ns under sleeper's clock_nanosleep, want >= 1.2 s"
 	sort -t' ' -k2 -nr "$tmp/offcpu.folded" | head -3 | cut -c1-300
 fi
-"$py" "$tmp/tree.py" 3 "$tmp/truth-p" &
+# (it runs until the recording is over, however long the recorder takes
+# to start on a loaded machine)
+"$py" "$tmp/tree.py" 60 "$tmp/truth-p" &
 ppid=$!
 sleep 0.5
 rec pid -p "$ppid" -d 1.5
-wait "$ppid"
+kill "$ppid" 2>/dev/null
+wait "$ppid" 2>/dev/null
+ppid=
 atleast pid "^python3.11;.*;main \\($tree\\);(work|side) \\($tree\\);(hot|cold) \\($tree\\)(;|$)" '^python3.11;' 0.90 \
 	"-p PID: a running python3.11's frames (main;work;hot, main;side;cold)"
 
