@@ -550,6 +550,41 @@ static int retain(struct recorder *r, int64_t now)
 }
 
 /* Stores the counts in r->ents (read from `set`) into batch b. */
+/* Names the code objects of every stack with Python frames in r->ents
+ * first, before the native frames' symbols and DWARF are read: a code
+ * object can only be read while its process lives, and a short one may
+ * exit while a first file's debug information loads. */
+static int prefetch_python(struct recorder *r, int set)
+{
+	struct profile_pystack *us = r->pystack;
+
+	for (size_t i = 0; i < r->nents; i++) {
+		const struct profile_key *k = &r->ents[i].key;
+		if (k->user_stack != PROFILE_PY_STACK)
+			continue;
+		/* (a process first seen now: as store_set() would) */
+		if (!symbolize_known(r->sym, (pid_t)k->pid) &&
+		    symbolize_snapshot(r->sym, (pid_t)k->pid, 0) == -ENOMEM)
+			return -ENOMEM;
+		if (bpf_map_lookup_elem(r->pystacks_fd[set], &k->user_hash, us) < 0)
+			continue;
+		size_t depth = us->len < PROFILE_PY_SLOTS ? us->len : PROFILE_PY_SLOTS;
+		for (size_t j = 0; j + 1 < depth; j++) {
+			if (!(us->pcs[j] & PROFILE_PY_TAG))
+				continue;
+			uint64_t code = us->pcs[j] & ~PROFILE_PY_TAG, v = us->pcs[j + 1];
+			int rc = code ? symbolize_python_frame(r->sym, (pid_t)k->pid, k->gen, code,
+			                                       (uint32_t)(v >> 32), (uint32_t)v,
+			                                       NULL)
+			              : 0;
+			if (rc < 0)
+				return rc;
+			j++;
+		}
+	}
+	return 0;
+}
+
 static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when)
 {
 	pid_t last_pid = -1;
@@ -685,6 +720,8 @@ int record_drain(struct recorder *r, bool final)
 	for (int i = 0; i < nsets; i++) {
 		rc = read_set(r, sets[i]);
 		if (rc < 0)
+			goto out_fail;
+		if (python_walks(r->opt) && (rc = prefetch_python(r, sets[i])) < 0)
 			goto out_fail;
 		rc = store_set(r, b, sets[i], when);
 		if (rc < 0)

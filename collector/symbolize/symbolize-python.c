@@ -509,10 +509,23 @@ static const struct symbolize_python *proc_python(const struct proc *p, uint64_t
 static const char gone_name[] = "[python: code gone]";
 static const char denied_name[] = "[python: no access]";
 
+/* Fills f with the name of a frame that could not be named. */
+static int not_named(struct symbolize *s, bool denied, struct store_frame *f)
+{
+	if (!f)
+		return 1;
+	s->py_stats.gone++;
+	f->name = denied ? denied_name : gone_name;
+	f->name_len = strlen(f->name);
+	f->kind = STORE_FRAME_UNKNOWN;
+	return 1;
+}
+
 int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t code,
                            uint32_t check, uint32_t lasti, struct store_frame *f)
 {
-	memset(f, 0, sizeof(*f));
+	if (f)
+		memset(f, 0, sizeof(*f));
 	struct pyent *e = cache_slot(s, pid, code, check);
 	if (!e)
 		return -ENOMEM;
@@ -521,15 +534,14 @@ int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_
 		uint64_t bias = 0;
 		const struct symbolize_python *py = proc_python(p, &bias);
 		struct symbolize_pycode c;
-		int rc = -ESRCH;
 
+		if (!py)
+			return not_named(s, false, f); /* no snapshot yet: not cached */
 		*e = (struct pyent){.used = true, .pid = pid, .code = code, .check = check};
 		s->py_cache_n++;
-		if (py) {
-			s->py_stats.reads++;
-			rc = symbolize_python_read_code(py->layout, py->code_type + bias,
-			                                read_process, &pid, code, &c);
-		}
+		s->py_stats.reads++;
+		int rc = symbolize_python_read_code(py->layout, py->code_type + bias, read_process,
+		                                    &pid, code, &c);
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc == 0 && c.check == check) {
@@ -557,15 +569,10 @@ int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_
 			symbolize_pycode_clear(&c);
 		e->denied = rc == -EPERM;
 	}
-	if (!e->name) {
-		/* Not named: gone, or (without CAP_SYS_PTRACE) another
-		 * user's process. */
-		s->py_stats.gone++;
-		f->name = e->denied ? denied_name : gone_name;
-		f->name_len = strlen(f->name);
-		f->kind = STORE_FRAME_UNKNOWN;
+	if (!e->name)
+		return not_named(s, e->denied, f); /* gone, or another user's process */
+	if (!f)
 		return 1;
-	}
 	f->name = e->name;
 	f->name_len = strlen(e->name);
 	f->file = e->file;

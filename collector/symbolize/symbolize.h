@@ -253,8 +253,9 @@ uint32_t symbolize_python_line(const uint8_t *table, size_t len, int firstlineno
  * gives "[python: code gone]", kind UNKNOWN; one whose process's memory
  * may not be read (another user's, without CAP_SYS_PTRACE) "[python: no
  * access]".  Names are cached by (pid,
- * code, check); strings are owned by s until it is freed.  Returns 1 or
- * -ENOMEM. */
+ * code, check); strings are owned by s until it is freed.  f NULL only
+ * reads the code object into the cache (a drain names every code object
+ * first, while the processes still live).  Returns 1 or -ENOMEM. */
 int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t code,
                            uint32_t check, uint32_t lasti, struct store_frame *f);
 
