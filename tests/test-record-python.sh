@@ -18,7 +18,7 @@
 #     that called it, with no Python frame under it;
 #   - off-CPU time (-e cpu,offcpu) of a thread sleeping without the GIL,
 #     under its own Python frames (its state found in the thread list);
-#     -p PID of a running python3.11;
+#     -p PID and -a with a running python3.11;
 #   - memory changing under the walk: threads exiting all the time, and code
 #     objects freed and made again at the same addresses with their strings
 #     (exec of generated f_K → g_K): never a name of another code object;
@@ -343,6 +343,18 @@ wait "$ppid" 2>/dev/null
 ppid=
 atleast pid "^python3.11;.*;main \\($tree\\);(work|side) \\($tree\\);(hot|cold) \\($tree\\)(;|$)" '^python3.11;' 0.90 \
 	"-p PID: a running python3.11's frames (main;work;hot, main;side;cold)"
+
+# -a: every process, this one among them.
+"$py" "$tmp/tree.py" 60 "$tmp/truth-a" &
+ppid=$!
+sleep 0.5
+rec all -a -d 1.5
+kill "$ppid" 2>/dev/null
+wait "$ppid" 2>/dev/null
+ppid=
+"$collect" export --store "$tmp/all" --binary python3.11 >"$tmp/all.folded" 2>/dev/null
+atleast all "^python3.11;.*;main \\($tree\\);(work|side) \\($tree\\);(hot|cold) \\($tree\\)(;|$)" "$tree" 0.90 \
+	"-a: the python3.11 among every process has its frames (main;work;hot, main;side;cold)"
 
 # ---- memory that changes under the walk -------------------------------------------------
 # Threads that start and exit all the time (their states freed under the
