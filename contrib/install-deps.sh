@@ -9,7 +9,7 @@ pkgs=(
 	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev libiberty-dev
 	librocksdb-dev libzstd-dev zstd libprotobuf-c-dev protobuf-c-compiler
 	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf google-perftools libgoogle-perftools-dev
-	perl python3 procps psmisc util-linux
+	perl python3 python3.11 libpython3.11-dev procps psmisc util-linux
 	openjdk-17-jdk-headless nodejs
 	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd
 	libxml2-utils chromium

@@ -25,8 +25,15 @@
  * "NAME@plt" after the relocation its stub jumps through (read here with
  * libelf and the stub's own jmp), and libc functions whose symbols carry
  * versions are named without them.
+ *
+ * Python code objects (symbolize-python.c): a 3.11 location table taken
+ * from python3.11 gives, for every instruction, the line CPython's own
+ * co_lines() gives; a code object laid out in memory here is read with
+ * its names in each string kind (ASCII, Latin-1, UCS-2, UCS-4), and
+ * refused when its type, a string's state, a length or a read is wrong.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -464,6 +471,174 @@ static void check_late_jit(void)
 	waitpid(pid, NULL, 0);
 }
 
+/* ---- Python code objects ---- */
+
+/* def f(a):       # line 2 (co_firstlineno)
+ *     x = a
+ *     for i in range(3):
+ *         x += i
+ *     return x
+ * f.__code__.co_linetable from python3.11, and co_lines() as (first code
+ * unit, line) for each range (bytes / 2). */
+static const uint8_t py_linetable[] = {
+        0x80, 0x00, 0xd8, 0x08, 0x09, 0x80, 0x41, 0xdd, 0x0d, 0x12, 0x90, 0x31, 0x89, 0x58, 0x8c,
+        0x58, 0xf0, 0x00, 0x01, 0x05, 0x0f, 0xf0, 0x00, 0x01, 0x05, 0x0f, 0x88, 0x01, 0xd8, 0x08,
+        0x09, 0x88, 0x51, 0x89, 0x06, 0x88, 0x01, 0x88, 0x01, 0xd8, 0x0b, 0x0c, 0x80, 0x48};
+static const struct {
+	uint32_t from, to, line;
+} py_lines[] = {{0, 1, 2}, {1, 3, 3}, {3, 20, 4}, {20, 26, 5}, {26, 28, 6}};
+
+struct py_image {
+	uint8_t mem[2048];
+	uint64_t base;
+};
+
+static int py_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct py_image *m = ctx;
+	if (addr < m->base || addr - m->base > sizeof(m->mem) ||
+	    len > sizeof(m->mem) - (addr - m->base))
+		return -EFAULT;
+	memcpy(buf, m->mem + (addr - m->base), len);
+	return 0;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+/* A compact str at off: kind 1 (ascii or Latin-1), 2 or 4. */
+static void py_str(struct py_image *m, size_t off, const void *chars, size_t n, unsigned kind,
+                   bool ascii)
+{
+	uint8_t *s = m->mem + off;
+	uint32_t state = kind << 2 | 1u << 5 | (ascii ? 1u << 6 : 0) | 1u << 7;
+	put64(s + 16, n);
+	memcpy(s + 32, &state, 4);
+	memcpy(s + (ascii ? 48 : 72), chars, n * kind);
+}
+
+#define PY_TYPE 0x7f0000abc000ull
+
+static void py_code(struct py_image *m)
+{
+	memset(m->mem, 0, sizeof(m->mem));
+	m->base = 0x500000;
+	put64(m->mem + 8, PY_TYPE);
+	int32_t first = 2;
+	memcpy(m->mem + 72, &first, 4);
+	put64(m->mem + 112, m->base + 256);
+	put64(m->mem + 128, m->base + 512);
+	put64(m->mem + 136, m->base + 1024);
+	py_str(m, 256, "/usr/lib/python3.11/json/decoder.py", 35, 1, true);
+	py_str(m, 512, "JSONDecoder.raw_decode", 22, 1, true);
+	put64(m->mem + 1024 + 16, sizeof(py_linetable));
+	memcpy(m->mem + 1024 + 32, py_linetable, sizeof(py_linetable));
+}
+
+static void check_python(void)
+{
+	const struct symbolize_python_layout *l = symbolize_python_layout(3, 11);
+	struct symbolize_pycode c;
+	struct py_image m;
+	int rc;
+
+	check(l && !symbolize_python_layout(3, 12) && !symbolize_python_layout(2, 7),
+	      "python: a layout for 3.11 only");
+	if (!l)
+		return;
+	int bad = 0;
+	for (size_t r = 0; r < sizeof(py_lines) / sizeof(py_lines[0]); r++)
+		for (uint32_t i = py_lines[r].from; i < py_lines[r].to; i++)
+			bad += symbolize_python_line(py_linetable, sizeof(py_linetable), 2, i) !=
+			       py_lines[r].line;
+	check(bad == 0, "python: every instruction's line is co_lines()'s");
+	check(symbolize_python_line(py_linetable, sizeof(py_linetable), 2, 28) == 0 &&
+	              symbolize_python_line(py_linetable, 5, 2, 27) == 0,
+	      "python: no line past the table, or in a table cut short");
+
+	py_code(&m);
+	rc = symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c);
+	uint64_t h = symbolize_python_check_head(2, m.base + 256, m.base + 512, m.base + 1024);
+	h = symbolize_python_str_digest(h, 22, true, (const uint8_t *)"JSONDecoder.raw_decode");
+	h = symbolize_python_str_digest(h, 35, true,
+	                                (const uint8_t *)"/usr/lib/python3.11/json/decoder.py");
+	check(rc == 0 && strcmp(c.qualname, "JSONDecoder.raw_decode") == 0 &&
+	              strcmp(c.filename, "/usr/lib/python3.11/json/decoder.py") == 0 &&
+	              c.firstlineno == 2 && c.linetable_len == sizeof(py_linetable) &&
+	              c.check == (uint32_t)h,
+	      "python: a code object's names, first line, line table and check");
+	uint32_t first_check = rc == 0 ? c.check : 0;
+	if (rc == 0)
+		symbolize_pycode_clear(&c);
+	/* Another code object at the same address, its strings at the same
+	 * addresses (as pymalloc reuses them): the names differ, so does the
+	 * check. */
+	const char *other[][2] = {{"JSONDecoder.raw_decodf", "/usr/lib/python3.11/json/decoder.py"},
+	                          {"JSONDecoder.raw_decode", "/usr/lib/python3.11/json/encoder.py"},
+	                          {"g_5", "/usr/lib/python3.11/json/decoder.py"}};
+	int same = 0;
+	for (int k = 0; k < 3; k++) {
+		py_code(&m);
+		memset(m.mem + 256, 0, 256);
+		memset(m.mem + 512, 0, 256);
+		py_str(&m, 256, other[k][1], strlen(other[k][1]), 1, true);
+		py_str(&m, 512, other[k][0], strlen(other[k][0]), 1, true);
+		if (symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == 0) {
+			same += c.check == first_check;
+			symbolize_pycode_clear(&c);
+		} else {
+			same++;
+		}
+	}
+	check(same == 0, "python: a code object reusing another's address and strings' addresses "
+	                 "gets another check when a name's first or last 32 bytes differ");
+
+	const uint8_t latin1[] = {'c', 'a', 'f', 0xe9};
+	const uint16_t ucs2[] = {0x394, 'x'};
+	const uint32_t ucs4[] = {0x1f600, 'y'};
+	const char *want[] = {"caf\xc3\xa9", "\xce\x94x", "\xf0\x9f\x98\x80y"};
+	const void *chars[] = {latin1, ucs2, ucs4};
+	const size_t lens[] = {4, 2, 2};
+	const unsigned kinds[] = {1, 2, 4};
+	for (int k = 0; k < 3; k++) {
+		py_code(&m);
+		memset(m.mem + 512, 0, 256);
+		py_str(&m, 512, chars[k], lens[k], kinds[k], false);
+		rc = symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c);
+		char what[64];
+		snprintf(what, sizeof(what), "python: a name of kind %u becomes UTF-8", kinds[k]);
+		check(rc == 0 && strcmp(c.qualname, want[k]) == 0, what);
+		if (rc == 0)
+			symbolize_pycode_clear(&c);
+	}
+
+	py_code(&m);
+	check(symbolize_python_read_code(l, PY_TYPE + 8, py_read, &m, m.base, &c) == -EINVAL,
+	      "python: refused: not of PyCode_Type");
+	py_code(&m);
+	m.mem[512 + 32] &= (uint8_t) ~(1u << 5);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -EINVAL,
+	      "python: refused: a name not compact");
+	py_code(&m);
+	put64(m.mem + 512 + 16, 100000);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -E2BIG,
+	      "python: refused: a name over 1024 characters");
+	py_code(&m);
+	put64(m.mem + 1024 + 16, 1u << 20);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -E2BIG,
+	      "python: refused: a line table over 64 KiB");
+	py_code(&m);
+	put64(m.mem + 112, 0x10);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -EFAULT,
+	      "python: refused: a name that cannot be read");
+	py_code(&m);
+	py_str(&m, 512, "a\0b", 3, 1, true);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -EINVAL,
+	      "python: refused: a NUL inside a name");
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -517,6 +692,7 @@ int main(int argc, char **argv)
 
 	check_early_exec(argv[0]);
 	check_late_jit();
+	check_python();
 
 	int nk = check_kernel();
 	printf("kernel addresses checked: %d\n", nk);

@@ -108,6 +108,21 @@ static int add_id(struct recorder *r, uint32_t id)
 	return 0;
 }
 
+/* Notes a stack with Python frames to delete once stored. */
+static int add_pyhash(struct recorder *r, uint64_t h)
+{
+	if (r->npyhashes == r->pyhashes_cap) {
+		size_t ncap = r->pyhashes_cap ? r->pyhashes_cap * 2 : 256;
+		uint64_t *n = realloc(r->pyhashes, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->pyhashes = n;
+		r->pyhashes_cap = ncap;
+	}
+	r->pyhashes[r->npyhashes++] = h;
+	return 0;
+}
+
 static int id_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -193,7 +208,7 @@ static int hash_cmp(const void *a, const void *b)
 /* Copies the CFI stacks of `set` into r->uref and r->upcs, UBATCH at a
  * time, leaving them in the map (a count added later to this set may
  * still refer to one: off-CPU and block time).  Returns 0, also when the
- * kernel cannot (r->no_ubatch: add_stack() then looks each one up), or
+ * kernel cannot (r->no_ubatch: fetch_stack() then looks each one up), or
  * -ENOMEM. */
 static int take_ustacks(struct recorder *r, int set)
 {
@@ -273,6 +288,7 @@ static int read_set(struct recorder *r, int set)
 	r->nents = 0;
 	r->nids = 0;
 	r->nhashes = 0;
+	r->npyhashes = 0;
 	/* A sample that got its stacks but no count (counts map full, an
 	 * error) leaves stacks no count refers to: the whole stack map of
 	 * both sets is then listed, at this drain and the next. */
@@ -299,6 +315,9 @@ static int read_set(struct recorder *r, int set)
 			const struct profile_key *k = &r->ents[i].key;
 			if (k->user_stack == PROFILE_CFI_STACK &&
 			    (rc = add_hash(r, k->user_hash)) < 0)
+				return rc;
+			if (k->user_stack == PROFILE_PY_STACK &&
+			    (rc = add_pyhash(r, k->user_hash)) < 0)
 				return rc;
 			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
 				return rc;
@@ -349,6 +368,13 @@ static int read_set(struct recorder *r, int set)
 		if ((rc = add_hash(r, h)) < 0)
 			return rc;
 	}
+	prev = NULL;
+	while (r->unwinder && bpf_map_get_next_key(r->pystacks_fd[set], prev, &nh) == 0) {
+		h = nh;
+		prev = &h;
+		if ((rc = add_pyhash(r, h)) < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -358,6 +384,8 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	for (size_t i = 0; i < r->nids; i++)
 		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
+	for (size_t i = 0; i < r->npyhashes; i++)
+		bpf_map_delete_elem(r->pystacks_fd[set], &r->pyhashes[i]);
 	size_t from = 0;
 	if (r->nhashes > 1 && !r->no_ubatch) {
 		/* One batch delete: each key once, all present. */
@@ -377,12 +405,13 @@ static void clear_set(struct recorder *r, int set)
 }
 
 /* Copies one stack of a count out of `set` (the maps, or what
- * take_ustacks() read of them) into *rs. */
+ * take_ustacks() read of them) into *rs.  A user stack with Python frames
+ * keeps them as the walker wrote them, two tagged slots each (profile.h). */
 static void fetch_stack(struct recorder *r, int set, const struct profile_key *key, bool kernel,
                         struct raw_stack *rs)
 {
 	int32_t sid = kernel ? key->kernel_stack : key->user_stack;
-	struct profile_ustack us;
+	struct profile_pystack *us = r->pystack; /* its first fields are a profile_ustack's */
 
 	rs->state = RAW_NONE;
 	rs->truncated = false;
@@ -394,16 +423,21 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 		got = bsearch(&want, r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
 	if (got) {
 		/* Taken in a batch (take_ustacks). */
-		us.len = got->len;
-		us.flags = got->flags;
-		memcpy(us.pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
+		us->len = got->len;
+		us->flags = got->flags;
+		memcpy(us->pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
 	}
-	if (sid == PROFILE_CFI_STACK && !kernel &&
-	    (got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0)) {
+	bool walked = false;
+	if (sid == PROFILE_CFI_STACK && !kernel)
+		walked = got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, us) == 0;
+	else if (sid == PROFILE_PY_STACK && !kernel)
+		walked = bpf_map_lookup_elem(r->pystacks_fd[set], &key->user_hash, us) == 0;
+	if (walked) {
+		size_t cap = sid == PROFILE_PY_STACK ? PROFILE_PY_SLOTS : PROFILE_MAX_DEPTH;
 		rs->state = RAW_PCS;
-		rs->depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
-		rs->truncated = us.flags & UNWIND_FLAG_TRUNCATED;
-		memcpy(rs->pcs, us.pcs, rs->depth * sizeof(*rs->pcs));
+		rs->depth = us->len < cap ? us->len : (uint32_t)cap;
+		rs->truncated = us->flags & UNWIND_FLAG_TRUNCATED;
+		memcpy(rs->pcs, us->pcs, rs->depth * sizeof(*rs->pcs));
 	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, rs->pcs) < 0) {
 		/* Counted by the BPF side; the sample keeps its weight. */
 		rs->state = RAW_LOST;
@@ -419,6 +453,8 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 static int name_stack(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *rs,
                       bool kernel, size_t *n)
 {
+	const uint64_t *ips = rs->pcs;
+	size_t depth = rs->depth;
 	int rc;
 
 	if (rs->state == RAW_NONE)
@@ -444,22 +480,50 @@ static int name_stack(struct recorder *r, pid_t pid, uint32_t gen, const struct 
 		f->kind = STORE_FRAME_UNKNOWN;
 	}
 	if (kernel) {
-		rc = symbolize_kernel_prefetch(r->sym, rs->pcs, rs->depth);
+		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
 		if (rc < 0)
 			return rc;
+		for (size_t i = depth; i-- > 0;) {
+			rc = symbolize_kernel(r->sym, ips[i], i > 0, &r->frames[*n]);
+			if (rc < 0)
+				return rc;
+			(*n)++;
+		}
+		return 0;
 	}
-	for (size_t i = rs->depth; i-- > 0;) {
-		bool caller = i > 0;
-		if (kernel) {
-			rc = symbolize_kernel(r->sym, rs->pcs[i], caller, &r->frames[*n]);
+	/* The user stack's frames, innermost first: a native pc takes one
+	 * slot, a Python frame (or a cut marker) two (profile.h). */
+	uint16_t *at = r->pyslots;
+	size_t items = 0;
+	for (size_t j = 0; j < depth; items++) {
+		at[items] = (uint16_t)j;
+		j += (ips[j] & PROFILE_PY_TAG) && j + 1 < depth ? 2 : 1;
+	}
+	for (size_t k = items; k-- > 0;) {
+		size_t i = at[k];
+		struct store_frame *f = &r->frames[*n];
+		if (ips[i] & PROFILE_PY_TAG) {
+			uint64_t code = ips[i] & ~PROFILE_PY_TAG,
+			         v = i + 1 < depth ? ips[i + 1] : 0;
+			if (!code) {
+				/* Where the Python walk was cut short. */
+				memset(f, 0, sizeof(*f));
+				f->name = "[python: cut short]";
+				f->name_len = strlen(f->name);
+				f->kind = STORE_FRAME_UNKNOWN;
+				(*n)++;
+				continue;
+			}
+			rc = symbolize_python_frame(r->sym, pid, gen, code, (uint32_t)(v >> 32),
+			                            (uint32_t)v, f);
 			if (rc < 0)
 				return rc;
 			(*n)++;
 			continue;
 		}
-		/* One frame at least for each address still to come. */
-		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
-		rc = symbolize_user_gen(r->sym, pid, gen, rs->pcs[i], caller, &r->frames[*n], room);
+		/* One frame at least for each frame still to come. */
+		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - 1 - *n - k;
+		rc = symbolize_user_gen(r->sym, pid, gen, ips[i], i > 0, f, room);
 		if (rc < 0)
 			return rc;
 		*n += (size_t)rc;
@@ -481,9 +545,14 @@ bool record_stack_late(struct recorder *r, pid_t pid, uint32_t gen, const struct
 {
 	if (user->state != RAW_PCS)
 		return false;
-	for (size_t i = 0; i < user->depth; i++)
+	for (size_t i = 0; i < user->depth; i++) {
+		if (user->pcs[i] & PROFILE_PY_TAG) {
+			i++; /* a Python frame's two slots: no address */
+			continue;
+		}
 		if (symbolize_jit_late(r->sym, pid, gen, user->pcs[i], i > 0))
 			return true;
+	}
 	return false;
 }
 
@@ -590,6 +659,41 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 	return 0;
 }
 
+/* Names the code objects of every stack with Python frames in r->ents
+ * first, before the native frames' symbols and DWARF are read: a code
+ * object can only be read while its process lives, and a short one may
+ * exit while a first file's debug information loads. */
+static int prefetch_python(struct recorder *r, int set)
+{
+	struct profile_pystack *us = r->pystack;
+
+	for (size_t i = 0; i < r->nents; i++) {
+		const struct profile_key *k = &r->ents[i].key;
+		if (k->user_stack != PROFILE_PY_STACK)
+			continue;
+		/* (a process first seen now: as store_set() would) */
+		if (!symbolize_known(r->sym, (pid_t)k->pid) &&
+		    symbolize_snapshot(r->sym, (pid_t)k->pid, 0) == -ENOMEM)
+			return -ENOMEM;
+		if (bpf_map_lookup_elem(r->pystacks_fd[set], &k->user_hash, us) < 0)
+			continue;
+		size_t depth = us->len < PROFILE_PY_SLOTS ? us->len : PROFILE_PY_SLOTS;
+		for (size_t j = 0; j + 1 < depth; j++) {
+			if (!(us->pcs[j] & PROFILE_PY_TAG))
+				continue;
+			uint64_t code = us->pcs[j] & ~PROFILE_PY_TAG, v = us->pcs[j + 1];
+			int rc = code ? symbolize_python_frame(r->sym, (pid_t)k->pid, k->gen, code,
+			                                       (uint32_t)(v >> 32), (uint32_t)v,
+			                                       NULL)
+			              : 0;
+			if (rc < 0)
+				return rc;
+			j++;
+		}
+	}
+	return 0;
+}
+
 /* Stores the counts in r->ents (read from `set`) into batch b, but for
  * those whose JIT frames may be named later (record-late.c). */
 static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when, bool final)
@@ -689,6 +793,8 @@ int record_drain(struct recorder *r, bool final)
 	for (int i = 0; i < nsets; i++) {
 		rc = read_set(r, sets[i]);
 		if (rc < 0)
+			goto out_fail;
+		if (python_walks(r->opt) && (rc = prefetch_python(r, sets[i])) < 0)
 			goto out_fail;
 		rc = store_set(r, b, sets[i], when, final);
 		if (rc < 0)

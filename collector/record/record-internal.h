@@ -52,6 +52,7 @@ struct options {
 	const char *push_to;    /* --push DATABASE, or NULL */
 	int64_t push_every;     /* --push-every, seconds */
 	enum profile_unwind unwind;
+	bool python;            /* --python: on unless "off" */
 	uint64_t unwind_memory; /* bytes of rows */
 	int64_t jit_wait;       /* --jit-wait, seconds; 0: JIT stacks never wait */
 	uint64_t jit_memory;    /* --jit-memory, bytes of held stacks */
@@ -89,7 +90,9 @@ struct raw_stack {
 	                                             * the addresses */
 	bool truncated; /* a user walk cut short ([truncated]) */
 	uint32_t depth;
-	uint64_t pcs[PROFILE_MAX_DEPTH]; /* innermost first */
+	/* Innermost first; a user stack's Python frames take two tagged slots
+	 * each (profile.h: PROFILE_PY_TAG). */
+	uint64_t pcs[PROFILE_PY_SLOTS];
 };
 
 struct record_late; /* record-late.c */
@@ -106,7 +109,7 @@ struct recorder {
 	int nlinks;
 	struct bpf_link *fork_link, *exec_link, *exit_link;
 	struct bpf_link *ldso_link; /* NULL when the loader has no hook */
-	int counts_fd[2], stacks_fd[2], ustacks_fd[2];
+	int counts_fd[2], stacks_fd[2], ustacks_fd[2], pystacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;
 	pid_t child; /* -- COMMAND, or 0 */
@@ -119,6 +122,10 @@ struct recorder {
 	size_t nids, ids_cap;
 	uint64_t *hashes; /* the CFI stacks the counts refer to */
 	size_t nhashes, hashes_cap;
+	uint64_t *pyhashes; /* the stacks with Python frames they refer to */
+	size_t npyhashes, pyhashes_cap;
+	struct profile_pystack *pystack; /* fetch_stack()'s: one user stack */
+	uint16_t *pyslots;               /* name_stack()'s: where each frame is */
 	struct store_frame *frames;
 
 	/* Batch reads of the counts maps: room for a whole map, and whether
@@ -151,6 +158,7 @@ struct recorder {
 	 * that reached its commit. */
 	int log_fd;
 	uint64_t drain_seq;
+	int stats_fd; /* -v: BPF run-time statistics on while open, or -1 */
 
 	/* Processes that exited, each with drain_seq at its exit event: the
 	 * snapshot is freed REAP_DRAINS drains later, once its last samples
@@ -194,8 +202,16 @@ struct recorder {
 
 /* r->frames: a user and a kernel stack of PROFILE_MAX_DEPTH addresses
  * each, room for the inline frames that --inline adds to the user part
- * (as many again), and a "[truncated]" frame. */
-#define FRAMES_CAP (4 * PROFILE_MAX_DEPTH + 1)
+ * (as many again), the user part's Python frames (one per two slots, the
+ * cut marker among them), and a "[truncated]" frame. */
+#define FRAMES_CAP (4 * PROFILE_MAX_DEPTH + PROFILE_PY_MAX_FRAMES + 2)
+
+/* Whether Python frames are walked: --python (on by default) needs the
+ * CFI walker. */
+static inline bool python_walks(const struct options *o)
+{
+	return o->python && o->unwind != PROFILE_UNWIND_FP;
+}
 
 /* Records the first fatal error (later ones are dropped) as -errno and a
  * message; run() stops at it and record_main() prints it. */

@@ -104,7 +104,8 @@ struct module {
 	char *plt_names;      /* "NAME@plt" strings of the PLT entries in syms */
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
-	struct module *next; /* every module, for the build-id search */
+	struct symbolize_python *python; /* the interpreter in it, or NULL; owned */
+	struct module *next;             /* every module, for the build-id search */
 };
 
 /* (device, inode) of a mapped file -> its module. */
@@ -179,6 +180,20 @@ struct offline_ent {
 	struct module *mod;
 };
 
+/* A named Python code object (symbolize-python.c): keyed by (pid, code,
+ * check); name NULL when it could not be named. */
+struct pyent {
+	bool used;
+	bool denied; /* not named: process_vm_readv was refused (EPERM) */
+	pid_t pid;
+	uint32_t check;
+	uint64_t code;
+	const char *name, *file; /* interned */
+	int firstlineno;
+	uint8_t *linetable; /* owned */
+	size_t linetable_len;
+};
+
 struct symbolize {
 	struct proc *procs[PROC_BUCKETS];
 	struct file_ent *files[FILE_BUCKETS];
@@ -206,6 +221,13 @@ struct symbolize {
 	struct symbolize_hooks hooks;
 	struct symbolize_stats stats;
 	uint64_t jit_versions; /* the last proc.jit_version given */
+	/* Python: names by code object, open addressing; the strings frames
+	 * point to, interned, freed with s. */
+	struct pyent *py_cache;
+	size_t py_cache_cap, py_cache_n, py_cache_bytes;
+	char **py_strs;
+	size_t py_strs_cap, py_strs_n;
+	struct symbolize_python_stats py_stats;
 };
 
 extern const char sym_unknown_name[];
@@ -272,6 +294,12 @@ static inline void skip_spaces(const char **p)
 }
 
 const char *sym_base_of(const char *path);
+
+/* symbolize-python.c: finds an interpreter in the ELF file of m (open as
+ * elf; m->segs read) and sets m->python.  0 or -ENOMEM. */
+int sym_python_probe(struct module *m, Elf *elf);
+/* Frees the Python names and cache. */
+void sym_python_free(struct symbolize *s);
 char *sym_hex_of(const uint8_t *b, size_t n);
 const struct jit_sym *sym_jit_find(const struct proc *p, uint64_t addr);
 /* The entry of jit[0..n) (sorted by start) that holds addr, or NULL. */

@@ -53,6 +53,9 @@ static void proc_export(const struct proc *p, struct symbolize_map *out)
 		if (mp->mod && mp->mod->is_elf && sym_module_vaddr(mp->mod, mp->pgoff, &vaddr)) {
 			out[i].module = mp->mod;
 			out[i].bias = mp->start - vaddr;
+			const struct symbolize_python *py = mp->mod->python;
+			if (py && py->eval >= vaddr && py->eval - vaddr < mp->end - mp->start)
+				out[i].python = py;
 		}
 	}
 }

@@ -241,6 +241,7 @@ void symbolize_free(struct symbolize *s)
 {
 	if (!s)
 		return;
+	sym_python_free(s);
 	for (size_t i = 0; s->offline_tab && i <= s->offline_mask; i++)
 		free(s->offline_tab[i].key);
 	free(s->offline_tab);

@@ -108,6 +108,10 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W '0 60s 10m 1h' -- "$cur"))
 		return
 		;;
+	--python)
+		COMPREPLY=($(compgen -W 'on off' -- "$cur"))
+		return
+		;;
 	--last)
 		COMPREPLY=($(compgen -W '1m 5m 15m 1h 6h 1d 7d' -- "$cur"))
 		return
@@ -136,7 +140,7 @@ _flamefs_collect()
 	record)
 		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
 		      --binary --version --lines --inline --retention --log-drains --verbose --help
-		      --unwind --unwind-memory --jit-wait --jit-memory --event --offcpu-min --push --push-every -e
+		      --unwind --unwind-memory --jit-wait --jit-memory --python --event --offcpu-min --push --push-every -e
 		      -p -a -F -d -v --'
 		;;
 	stats) opts='--store --by-host --help' ;;
