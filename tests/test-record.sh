@@ -98,8 +98,11 @@ check_common() {
 		bad "$label: no symbolized child stacks"
 		grep spawn_child <<<"$all" | head -5
 	fi
-	if grep -q '\[unknown\]' <<<"$(grep -E ';main;(work|side|spawn_child);' <<<"$all")"; then
+	local unknown
+	unknown=$(grep -E ';main;(work|side|spawn_child);' <<<"$all" | grep -F '[unknown]' || true)
+	if [ -n "$unknown" ]; then
 		bad "$label: [unknown] frames inside the known chains"
+		head -5 <<<"$unknown"
 	fi
 	# Nothing lost: every sample seen was stored, none dropped.
 	local seen recorded dropped stored

@@ -860,12 +860,13 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		             " without CFI, %" PRIu64 " refused, %" PRIu64
 		             " over --unwind-memory; %" PRIu64
 		             " mappings past %d per process; %" PRIu64
-		             " walked stacks lost (map full)\n",
+		             " walked stacks lost (map full); %" PRIu64
+		             " process lists written (%" PRIu64 " of them ancestors')\n",
 		        us.tables, us.rows, (double)us.rows * sizeof(struct unwind_row) / 1048576.0,
 		        (double)r->opt->unwind_memory / 1048576.0, us.build_seconds,
 		        us.slowest_seconds, us.slowest[0] ? us.slowest : "-", us.no_cfi, us.refused,
 		        us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
-		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL]);
+		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL], us.processes, us.ancestors);
 	}
 	const struct late_stats *ls = &r->late_stats;
 	fprintf(stderr,

@@ -149,6 +149,7 @@ struct proc {
 	bool at_exec;         /* taken at exec: the loader had not mapped the
 	                      * libraries yet */
 	uint32_t gen;         /* exec count (symbolize_exec) */
+	pid_t parent;         /* forked from (symbolize_inherit), 0: unknown */
 	bool exited;          /* symbolize_exited(): freed at symbolize_reap() */
 	struct proc *before;  /* the snapshot before the last exec, or NULL */
 	struct proc *next;

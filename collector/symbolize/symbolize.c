@@ -353,10 +353,17 @@ int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
 	p = rc == 0 ? sym_proc_find(s, pid) : NULL;
 	if (p) {
 		p->gen = 0;
+		p->parent = parent;
 		sym_proc_free(p->before);
 		p->before = NULL;
 	}
 	return rc;
+}
+
+pid_t symbolize_parent(const struct symbolize *s, pid_t pid)
+{
+	const struct proc *p = sym_proc_find((struct symbolize *)s, pid);
+	return p ? p->parent : 0;
 }
 
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st)

@@ -55,6 +55,10 @@ int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen);
  * afterwards needs symbolize_snapshot().  Returns 0 or -errno. */
 int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent);
 
+/* The process pid was forked from, as symbolize_inherit() was told, or 0
+ * when it is not known (a process found otherwise, or pid unknown). */
+pid_t symbolize_parent(const struct symbolize *s, pid_t pid);
+
 /* An exit: marks pid's snapshot as its last.  It stays, for samples
  * still to be drained, until symbolize_reap(). */
 void symbolize_exited(struct symbolize *s, pid_t pid);

@@ -42,11 +42,12 @@
 
 #include "unwinder.h"
 
-#define TABLE_BUCKETS 1024
-#define RECENT_SLOTS  256
-#define UPLOAD_CHUNK  65536
-#define UPLOAD_WINDOW (1u << 20)
-#define REFRESH_NS    100000000ll
+#define TABLE_BUCKETS       1024
+#define RECENT_SLOTS        256
+#define UPLOAD_CHUNK        65536
+#define UPLOAD_WINDOW       (1u << 20)
+#define REFRESH_NS          100000000ll
+#define ANCESTORS_REWRITTEN 8 /* parents, grandparents… on a want */
 
 enum tstate { T_UNBUILT, T_PENDING, T_READY, T_NONE };
 
@@ -586,6 +587,24 @@ int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint
 	 * the list was written, now. */
 	write_proc(u, pid, maps, n);
 	free(maps);
+
+	/* The list came from the parent at the fork (or from further up):
+	 * theirs still say UNBUILT, and each child they fork would walk its
+	 * first samples in the file by frame pointers and ask again. */
+	pid_t up = pid;
+	for (int depth = 0; depth < ANCESTORS_REWRITTEN; depth++) {
+		up = symbolize_parent(s, up);
+		if (up <= 0 || up == pid)
+			break;
+		rc = symbolize_maps(s, up, &maps, &n);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0)
+			break;
+		write_proc(u, up, maps, n);
+		free(maps);
+		u->st.ancestors++;
+	}
 	return 0;
 }
 

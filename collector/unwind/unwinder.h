@@ -49,8 +49,10 @@ int unwinder_fd(const struct unwinder *u);
 int unwinder_service(struct unwinder *u, const struct symbolize *s);
 
 /* The walker met pc `addr` of pid in a mapping whose table is not built:
- * queues the file's table and rewrites the process's list.  Returns 0 or
- * -ENOMEM. */
+ * queues the file's table and rewrites the process's list, and those of
+ * its known ancestors (a fork copies its parent's list, so a parent that
+ * never met the file itself would hand the unbuilt table to every child
+ * it forks).  Returns 0 or -ENOMEM. */
 int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint64_t addr);
 
 /* The walker met a pc of pid outside its known mappings: its maps are
@@ -74,6 +76,7 @@ struct unwinder_stats {
 	uint64_t over_cap;      /* tables not loaded: --unwind-memory full */
 	uint64_t bad_rows;      /* rows the compact form cannot express */
 	uint64_t processes;     /* process mapping lists written */
+	uint64_t ancestors;     /* of which a want's ancestors */
 	uint64_t map_overflow;  /* mappings beyond UNWIND_MAX_MAPS, not walked */
 	uint64_t python;        /* Python interpreters written for the walker */
 	double build_seconds;   /* worker CPU-ish: wall time building tables */
