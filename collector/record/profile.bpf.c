@@ -143,7 +143,8 @@ struct {
 /* One walk in progress per CPU (the stack is too big for the BPF stack). */
 struct walk {
 	struct profile_pystack st;
-	__u64 pc, sp, bp;
+	__u64 pc, sp, bp, bx;
+	__u32 bx_ok; /* bx holds this frame's rbx (an RBX row needs it) */
 	__u64 hash;
 	__u32 tgid;
 	__u32 flags;
@@ -250,6 +251,7 @@ static __always_inline long fp_step(struct walk *w)
 		return 1;
 	}
 	w->flags |= UNWIND_FLAG_FP;
+	w->bx_ok = 0; /* where the callee saved it is not known */
 	if (w->bp == 0)
 		return 1; /* the outermost frame of frame-pointer code */
 	if (w->bp < w->sp || !read_user(&ra, w->bp + 8) || !read_user(&bp, w->bp)) {
@@ -616,15 +618,26 @@ static long walk_step(__u32 i, void *ctx)
 	if (!r)
 		return fp_step(w);
 
-	switch (r->rule & 15) {
+	__u32 rule = UNWIND_ROW_RULE(r), bx = UNWIND_ROW_RBX(r);
+	switch (rule) {
 	case UNWIND_RULE_RSP:
 	case UNWIND_RULE_RBP:
-		cfa = ((r->rule & 15) == UNWIND_RULE_RSP ? w->sp : w->bp) + (__u64)r->cfa * 8;
-		if ((r->rule >> 4) == UNWIND_RBP_AT) {
+	case UNWIND_RULE_RBX:
+		if (rule == UNWIND_RULE_RBX && !w->bx_ok)
+			goto truncated;
+		cfa = rule == UNWIND_RULE_RSP ? w->sp : rule == UNWIND_RULE_RBP ? w->bp : w->bx;
+		cfa += (__u64)r->cfa * 8;
+		if (r->rule & UNWIND_ROW_RBP_AT) {
 			if (!read_user(&v, cfa + (__s64)r->rbp * 8))
 				goto truncated;
 			w->bp = v;
 		}
+		/* The caller's rbx: a save that cannot be read only matters
+		 * to a later RBX row, which then stops the walk. */
+		if (bx == UNWIND_RBX_LOST)
+			w->bx_ok = 0;
+		else if (bx != UNWIND_RBX_SAME && !read_user(&w->bx, cfa - 8 * ((__u64)bx + 1)))
+			w->bx_ok = 0;
 		break;
 	case UNWIND_RULE_PLT: cfa = w->sp + 8 + ((pc & 15) >= (__u64)(__s64)r->rbp ? 8 : 0); break;
 	case UNWIND_RULE_SIGNAL:
@@ -633,6 +646,7 @@ static long walk_step(__u32 i, void *ctx)
 		    !read_user(&v, w->sp + UNWIND_SIGNAL_RBP))
 			goto truncated;
 		w->bp = v;
+		w->bx_ok = read_user(&w->bx, w->sp + UNWIND_SIGNAL_RBX);
 		w->sp = cfa;
 		w->pc = ra;
 		w->after_signal = 1;
@@ -661,7 +675,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
 	const struct x86_regs *cr = ctx;
 	struct x86_regs regs;
-	__u64 ip = 0, sp = 0, bp = 0, cs = 0;
+	__u64 ip = 0, sp = 0, bp = 0, bx = 0, cs = 0;
 
 	if (!w)
 		return;
@@ -673,6 +687,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 		ip = cr->ip;
 		sp = cr->sp;
 		bp = cr->bp;
+		bx = cr->bx;
 		cs = cr->cs;
 	}
 	if ((cs & 3) != 3) {
@@ -683,10 +698,13 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 		ip = regs.ip;
 		sp = regs.sp;
 		bp = regs.bp;
+		bx = regs.bx;
 	}
 	w->pc = ip;
 	w->sp = sp;
 	w->bp = bp;
+	w->bx = bx;
+	w->bx_ok = 1;
 	w->st.len = 0;
 	w->flags = 0;
 	w->after_signal = 0;

@@ -7,10 +7,11 @@
  * sorted, and cut where they overlap.  Each FDE's call-frame instructions
  * (after its CIE's initial ones) are then run once, start to end, by the
  * small interpreter below, which follows only what the compact form needs
- * (the CFA, rbp and the return address; other registers' operands are
- * skipped), and each row is turned into the compact form of unwind.h: the
- * CFA as rsp or rbp plus an offset, the return address at CFA-8, rbp
- * unchanged or saved at CFA plus an offset.  (libdw's
+ * (the CFA, rbp, rbx and the return address; other registers' operands
+ * are skipped), and each row is turned into the compact form of unwind.h:
+ * the CFA as rsp, rbp or rbx plus an offset, the return address at CFA-8,
+ * rbp unchanged or saved at CFA plus an offset, rbx unchanged, saved where
+ * pushes save it (CFA-16 .. CFA-56) or lost.  (libdw's
  * dwarf_cfi_addrframe() gives one row per call but runs the FDE from its
  * start each time: quadratic in an FDE's rows, 0.5 s for cc1.)
  * Three shapes that are DWARF expressions are recognised by their exact
@@ -33,6 +34,7 @@
 #include "cfi.h"
 
 /* x86-64 DWARF register numbers. */
+#define REG_RBX 3
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RIP 16
@@ -116,15 +118,21 @@ void cfi_table_free(struct cfi_table *t)
 
 const char *cfi_rule_name(const struct unwind_row *r, char *buf, size_t len)
 {
-	unsigned rule = r->rule & 15, rbp = r->rule >> 4;
-	char rbps[24] = "";
+	unsigned rule = UNWIND_ROW_RULE(r), rbx = UNWIND_ROW_RBX(r);
+	char regs[48] = "";
+	int n = 0;
 
-	if (rbp == UNWIND_RBP_AT)
-		snprintf(rbps, sizeof(rbps), ",rbp=c%+d", r->rbp * 8);
+	if (r->rule & UNWIND_ROW_RBP_AT)
+		n = snprintf(regs, sizeof(regs), ",rbp=c%+d", r->rbp * 8);
+	if (rbx == UNWIND_RBX_LOST)
+		snprintf(regs + n, sizeof(regs) - (size_t)n, ",rbx=lost");
+	else if (rbx != UNWIND_RBX_SAME)
+		snprintf(regs + n, sizeof(regs) - (size_t)n, ",rbx=c-%u", 8 * (rbx + 1));
 	switch (rule) {
 	case UNWIND_RULE_NONE: snprintf(buf, len, "none"); break;
-	case UNWIND_RULE_RSP: snprintf(buf, len, "rsp+%u%s", r->cfa * 8u, rbps); break;
-	case UNWIND_RULE_RBP: snprintf(buf, len, "rbp+%u%s", r->cfa * 8u, rbps); break;
+	case UNWIND_RULE_RSP: snprintf(buf, len, "rsp+%u%s", r->cfa * 8u, regs); break;
+	case UNWIND_RULE_RBP: snprintf(buf, len, "rbp+%u%s", r->cfa * 8u, regs); break;
+	case UNWIND_RULE_RBX: snprintf(buf, len, "rbx+%u%s", r->cfa * 8u, regs); break;
 	case UNWIND_RULE_PLT: snprintf(buf, len, "plt(%d)", r->rbp); break;
 	case UNWIND_RULE_SIGNAL: snprintf(buf, len, "signal"); break;
 	case UNWIND_RULE_END: snprintf(buf, len, "end"); break;
@@ -403,7 +411,7 @@ struct state {
 	int64_t cfa_off;
 	const uint8_t *cfa_e;
 	size_t cfa_len;
-	struct rule rbp, ra;
+	struct rule rbp, rbx, ra;
 };
 
 #define MAX_REMEMBER 16
@@ -433,6 +441,20 @@ static int plt_threshold(const uint8_t *e, size_t len)
 		return -1;
 	uint8_t lit = e[sizeof(head)];
 	return lit >= DW_OP_lit0 && lit <= DW_OP_lit15 ? lit - DW_OP_lit0 : -1;
+}
+
+/* The rbx code of a row (unwind.h): only rbx+N rows read it, so a save
+ * the compact form cannot hold is not worth a BAD row. */
+static unsigned rbx_code(const struct rule *rbx)
+{
+	switch (rbx->how) {
+	case H_SAME: return UNWIND_RBX_SAME;
+	case H_OFFSET:
+		if (rbx->off % 8 == 0 && rbx->off <= -16 && rbx->off >= -56)
+			return (unsigned)(-rbx->off / 8 - 1);
+		return UNWIND_RBX_LOST;
+	default: return UNWIND_RBX_LOST;
+	}
 }
 
 static struct unwind_row rule_row(unsigned rule)
@@ -467,18 +489,21 @@ static struct unwind_row state_row(const struct state *st, bool signal)
 		r.rbp = (__s8)thr;
 		return r; /* a PLT entry saves no register */
 	}
-	if ((st->cfa_reg != REG_RSP && st->cfa_reg != REG_RBP) || st->cfa_off <= 0 ||
-	    st->cfa_off % 8 || st->cfa_off / 8 > UINT16_MAX)
+	if ((st->cfa_reg != REG_RSP && st->cfa_reg != REG_RBP && st->cfa_reg != REG_RBX) ||
+	    st->cfa_off <= 0 || st->cfa_off % 8 || st->cfa_off / 8 > UINT16_MAX)
 		return rule_row(UNWIND_RULE_BAD);
-	r.rule = st->cfa_reg == REG_RSP ? UNWIND_RULE_RSP : UNWIND_RULE_RBP;
+	r.rule = st->cfa_reg == REG_RSP   ? UNWIND_RULE_RSP
+	         : st->cfa_reg == REG_RBP ? UNWIND_RULE_RBP
+	                                  : UNWIND_RULE_RBX;
 	r.cfa = (__u16)(st->cfa_off / 8);
+	r.rule |= (__u8)(rbx_code(&st->rbx) << UNWIND_ROW_RBX_SHIFT);
 	switch (st->rbp.how) {
 	case H_SAME:
 	case H_UNDEF: return r; /* left as it is */
 	case H_OFFSET:
 		if (st->rbp.off % 8 || st->rbp.off / 8 < INT8_MIN || st->rbp.off / 8 > INT8_MAX)
 			return rule_row(UNWIND_RULE_BAD);
-		r.rule |= UNWIND_RBP_AT << 4;
+		r.rule |= UNWIND_ROW_RBP_AT;
 		r.rbp = (__s8)(st->rbp.off / 8);
 		return r;
 	default: return rule_row(UNWIND_RULE_BAD);
@@ -499,7 +524,7 @@ static int add_row(struct compiler *c, uint64_t pc, struct unwind_row r)
 	if (t->nrows && pc <= t->base + t->rows[t->nrows - 1].pc) {
 		/* A second row at the same pc (an advance of 0): it wins. */
 		if (pc == t->base + t->rows[t->nrows - 1].pc) {
-			if ((t->rows[t->nrows - 1].rule & 15) == UNWIND_RULE_BAD)
+			if (UNWIND_ROW_RULE(&t->rows[t->nrows - 1]) == UNWIND_RULE_BAD)
 				t->bad_rows--;
 			t->nrows--;
 			if (t->nrows && same_rule(&t->rows[t->nrows - 1], &r))
@@ -521,7 +546,7 @@ static int add_row(struct compiler *c, uint64_t pc, struct unwind_row r)
 		t->rows = n;
 		c->rows_cap = ncap;
 	}
-	if ((r.rule & 15) == UNWIND_RULE_BAD)
+	if (UNWIND_ROW_RULE(&r) == UNWIND_RULE_BAD)
 		t->bad_rows++;
 	if (!t->nrows)
 		t->base = pc;
@@ -538,6 +563,8 @@ static struct rule *tracked(struct state *st, const struct cie *ci, uint64_t reg
 		return &st->ra;
 	if (reg == REG_RBP)
 		return &st->rbp;
+	if (reg == REG_RBX)
+		return &st->rbx;
 	return NULL; /* a register the walker does not restore */
 }
 

@@ -3,8 +3,8 @@
  * profile.bpf.c) and its user side (cfi.c, which compiles tables, and
  * unwinder.c, which loads them) share: the compact form of a file's
  * DWARF call-frame information, and the per-process list of mappings
- * that turns a pc into a table.  x86-64 only: the rules name rsp, rbp and
- * the return address at CFA-8.  Include it after vmlinux.h (BPF) or
+ * that turns a pc into a table.  x86-64 only: the rules name rsp, rbp,
+ * rbx and the return address at CFA-8.  Include it after vmlinux.h (BPF) or
  * <linux/types.h> (user space).
  *
  * A table is a pc-sorted array of rows; a row's rule holds from its pc up
@@ -29,25 +29,37 @@ enum unwind_rule {
 	UNWIND_RULE_BAD,      /* CFI the compact form cannot express: a DWARF
 	                       * expression, a register rule, an offset out of
 	                       * range; the walk stops there as [truncated] */
-};
-
-/* Where the caller's rbp is (RSP and RBP rows). */
-enum unwind_rbp {
-	UNWIND_RBP_SAME = 0, /* unchanged: the callee did not save it */
-	UNWIND_RBP_AT,       /* saved at CFA + rbp * 8 */
+	UNWIND_RULE_RBX,      /* CFA = rbx + cfa: the value rbx has in this
+	                       * frame, followed through the callees' saves
+	                       * (ld.so's lazy binder, _dl_runtime_resolve*,
+	                       * aligns its stack and keeps the CFA in rbx) */
 };
 
 /* One row, 8 bytes. */
 struct unwind_row {
 	__u32 pc;  /* ELF address - the table's base */
-	__u16 cfa; /* CFA offset / 8 (RSP, RBP) */
-	__u8 rule; /* enum unwind_rule in the low 4 bits, enum unwind_rbp
-	               * in the high 4 */
+	__u16 cfa; /* CFA offset / 8 (RSP, RBP, RBX) */
+	__u8 rule; /* enum unwind_rule in bits 0-3; UNWIND_ROW_RBP_AT; the
+	               * rbx code in bits 5-7 (UNWIND_ROW_RBX) */
 	__s8 rbp;  /* rbp's slot: CFA + rbp * 8; for PLT, the threshold */
 };
 
+#define UNWIND_ROW_RULE(r)   ((r)->rule & 15)
+#define UNWIND_ROW_RBP_AT    0x10u /* rbp saved at CFA + rbp * 8, else unchanged */
+#define UNWIND_ROW_RBX(r)    ((unsigned)(r)->rule >> 5)
+#define UNWIND_ROW_RBX_SHIFT 5
+/* Where the caller's rbx is (RSP, RBP and RBX rows), the rbx code:
+ * 0 unchanged (the callee did not save it), 1..6 saved at CFA - 8 * (code
+ * + 1) (CFA-16 .. CFA-56, where push-saved registers go), 7 lost (saved
+ * elsewhere or by a rule the compact form cannot hold).  The walker only
+ * needs rbx for an RBX row's CFA; a lost rbx stops the walk there. */
+#define UNWIND_RBX_SAME 0u
+#define UNWIND_RBX_LOST 7u
+
 /* ucontext offsets of the saved registers in a signal frame (x86-64
- * kernel ABI: uc_mcontext at 40, gregs REG_RBP 10, REG_RSP 15, REG_RIP 16). */
+ * kernel ABI: uc_mcontext at 40, gregs REG_RBP 10, REG_RBX 11, REG_RSP 15,
+ * REG_RIP 16). */
+#define UNWIND_SIGNAL_RBX 128
 #define UNWIND_SIGNAL_RBP 120
 #define UNWIND_SIGNAL_RSP 160
 #define UNWIND_SIGNAL_RIP 168

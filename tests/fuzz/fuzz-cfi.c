@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <gelf.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +38,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < t->nrows; i++) {
 			if (i && t->rows[i].pc <= t->rows[i - 1].pc)
 				abort();
-			if ((t->rows[i].rule & 15) > UNWIND_RULE_BAD ||
-			    (t->rows[i].rule >> 4) > UNWIND_RBP_AT)
-				abort();
+			unsigned rule = UNWIND_ROW_RULE(&t->rows[i]);
+			bool cfa = rule == UNWIND_RULE_RSP || rule == UNWIND_RULE_RBP ||
+			           rule == UNWIND_RULE_RBX;
+			if (rule > UNWIND_RULE_RBX || (!cfa && t->rows[i].rule != rule))
+				abort(); /* register codes on CFA rows only */
 		}
-		if ((t->rows[t->nrows - 1].rule & 15) != UNWIND_RULE_NONE)
+		if (UNWIND_ROW_RULE(&t->rows[t->nrows - 1]) != UNWIND_RULE_NONE)
 			abort(); /* the last row closes the table */
 	} else if (rc != -ENOMEM && (t || !err[0])) {
 		abort(); /* an error always says what was wrong */
