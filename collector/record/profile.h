@@ -19,6 +19,9 @@
 /* A user stack walked with CFI tables (unwind.h): it is the `ustacks`
  * entry keyed by the key's user_hash. */
 #define PROFILE_CFI_STACK (-3)
+/* A kernel stack kept by its content: the `kstacks` entry keyed by the
+ * key's kernel_hash. */
+#define PROFILE_KHASH_STACK (-5)
 
 /* What `record -e` can record, each its own series. */
 enum profile_ev {
@@ -48,11 +51,23 @@ struct profile_key {
 	__u64 user_hash; /* with PROFILE_CFI_STACK, else 0 */
 	__u32 event;     /* enum profile_ev */
 	__u32 pad;
+	__u64 kernel_hash; /* with PROFILE_KHASH_STACK, else 0 */
 };
 
 struct profile_value {
 	__u64 samples; /* events that took a stack (every Nth) */
 	__u64 weight;  /* in the event's unit, scaled by N */
+};
+
+/* A kernel stack, innermost pc first: the value of the `kstacks` maps,
+ * keyed by a 64-bit hash of pcs[0..len).  `check` is a second, independent
+ * hash of them: a stack whose key is taken by one with another length or
+ * check is lost and counted as a collision, never mixed with it (two
+ * stacks that agree on all 96 bits: about 1 in 4e28 for a pair). */
+struct profile_kstack {
+	__u32 len;
+	__u32 check;
+	__u64 pcs[PROFILE_MAX_DEPTH];
 };
 
 /* A user stack walked with CFI tables, innermost pc first: the value of
@@ -124,6 +139,7 @@ enum profile_stat {
 	PROFILE_STAT_PY_CUT_NOT_CODE,
 	PROFILE_STAT_PY_CUT_CHAIN,
 	PROFILE_STAT_PYSTACKS_FULL, /* a stack with Python frames not kept */
+	PROFILE_STAT_KSTACKS_FULL,  /* a kernel stack not kept: map full */
 	PROFILE_NSTATS,
 };
 

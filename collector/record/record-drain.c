@@ -108,40 +108,25 @@ static int add_id(struct recorder *r, uint32_t id)
 	return 0;
 }
 
-/* Notes a stack with Python frames to delete once stored. */
-static int add_pyhash(struct recorder *r, uint64_t h)
-{
-	if (r->npyhashes == r->pyhashes_cap) {
-		size_t ncap = r->pyhashes_cap ? r->pyhashes_cap * 2 : 256;
-		uint64_t *n = realloc(r->pyhashes, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		r->pyhashes = n;
-		r->pyhashes_cap = ncap;
-	}
-	r->pyhashes[r->npyhashes++] = h;
-	return 0;
-}
-
 static int id_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	return x < y ? -1 : x > y;
 }
 
-/* Notes a CFI stack to delete once stored (duplicates are harmless: a
- * second delete fails quietly). */
-static int add_hash(struct recorder *r, uint64_t h)
+/* Notes a stack to delete once stored (duplicates are harmless: a second
+ * delete fails quietly). */
+static int hash_list_add(struct hash_list *l, uint64_t h)
 {
-	if (r->nhashes == r->hashes_cap) {
-		size_t ncap = r->hashes_cap ? r->hashes_cap * 2 : 1024;
-		uint64_t *n = realloc(r->hashes, ncap * sizeof(*n));
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 1024;
+		uint64_t *n = realloc(l->v, ncap * sizeof(*n));
 		if (!n)
 			return -ENOMEM;
-		r->hashes = n;
-		r->hashes_cap = ncap;
+		l->v = n;
+		l->cap = ncap;
 	}
-	r->hashes[r->nhashes++] = h;
+	l->v[l->n++] = h;
 	return 0;
 }
 
@@ -287,8 +272,9 @@ static int read_set(struct recorder *r, int set)
 
 	r->nents = 0;
 	r->nids = 0;
-	r->nhashes = 0;
-	r->npyhashes = 0;
+	r->hashes.n = 0;
+	r->pyhashes.n = 0;
+	r->khashes.n = 0;
 	/* A sample that got its stacks but no count (counts map full, an
 	 * error) leaves stacks no count refers to: the whole stack map of
 	 * both sets is then listed, at this drain and the next. */
@@ -314,14 +300,15 @@ static int read_set(struct recorder *r, int set)
 		for (size_t i = 0; i < r->nents; i++) {
 			const struct profile_key *k = &r->ents[i].key;
 			if (k->user_stack == PROFILE_CFI_STACK &&
-			    (rc = add_hash(r, k->user_hash)) < 0)
+			    (rc = hash_list_add(&r->hashes, k->user_hash)) < 0)
 				return rc;
 			if (k->user_stack == PROFILE_PY_STACK &&
-			    (rc = add_pyhash(r, k->user_hash)) < 0)
+			    (rc = hash_list_add(&r->pyhashes, k->user_hash)) < 0)
 				return rc;
 			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
 				return rc;
-			if (k->kernel_stack >= 0 && (rc = add_id(r, (uint32_t)k->kernel_stack)) < 0)
+			if (k->kernel_stack == PROFILE_KHASH_STACK &&
+			    (rc = hash_list_add(&r->khashes, k->kernel_hash)) < 0)
 				return rc;
 		}
 		if (r->nids > 1)
@@ -365,14 +352,21 @@ static int read_set(struct recorder *r, int set)
 	while (r->unwinder && bpf_map_get_next_key(r->ustacks_fd[set], prev, &nh) == 0) {
 		h = nh;
 		prev = &h;
-		if ((rc = add_hash(r, h)) < 0)
+		if ((rc = hash_list_add(&r->hashes, h)) < 0)
+			return rc;
+	}
+	prev = NULL;
+	while (bpf_map_get_next_key(r->kstacks_fd[set], prev, &nh) == 0) {
+		h = nh;
+		prev = &h;
+		if ((rc = hash_list_add(&r->khashes, h)) < 0)
 			return rc;
 	}
 	prev = NULL;
 	while (r->unwinder && bpf_map_get_next_key(r->pystacks_fd[set], prev, &nh) == 0) {
 		h = nh;
 		prev = &h;
-		if ((rc = add_pyhash(r, h)) < 0)
+		if ((rc = hash_list_add(&r->pyhashes, h)) < 0)
 			return rc;
 	}
 	return 0;
@@ -384,25 +378,30 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	for (size_t i = 0; i < r->nids; i++)
 		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
-	for (size_t i = 0; i < r->npyhashes; i++)
-		bpf_map_delete_elem(r->pystacks_fd[set], &r->pyhashes[i]);
+	for (size_t i = 0; i < r->pyhashes.n; i++)
+		bpf_map_delete_elem(r->pystacks_fd[set], &r->pyhashes.v[i]);
+	for (size_t i = 0; i < r->khashes.n; i++)
+		bpf_map_delete_elem(r->kstacks_fd[set], &r->khashes.v[i]);
 	size_t from = 0;
-	if (r->nhashes > 1 && !r->no_ubatch) {
+	if (r->hashes.n > 1 && !r->no_ubatch) {
 		/* One batch delete: each key once, all present. */
-		qsort(r->hashes, r->nhashes, sizeof(*r->hashes), hash_cmp);
+		qsort(r->hashes.v, r->hashes.n, sizeof(*r->hashes.v), hash_cmp);
 		size_t u = 0;
-		for (size_t i = 0; i < r->nhashes; i++)
-			if (u == 0 || r->hashes[u - 1] != r->hashes[i])
-				r->hashes[u++] = r->hashes[i];
-		r->nhashes = u;
+		for (size_t i = 0; i < r->hashes.n; i++)
+			if (u == 0 || r->hashes.v[u - 1] != r->hashes.v[i])
+				r->hashes.v[u++] = r->hashes.v[i];
+		r->hashes.n = u;
 		uint32_t count = (uint32_t)u;
-		if (bpf_map_delete_batch(r->ustacks_fd[set], r->hashes, &count, NULL) == 0)
+		if (bpf_map_delete_batch(r->ustacks_fd[set], r->hashes.v, &count, NULL) == 0)
 			return;
 		from = count; /* stopped at a key already gone: the rest one by one */
 	}
-	for (size_t i = from; i < r->nhashes; i++)
-		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes[i]);
+	for (size_t i = from; i < r->hashes.n; i++)
+		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes.v[i]);
 }
+
+_Static_assert(sizeof(struct profile_kstack) <= sizeof(struct profile_pystack),
+               "fetch_stack() reads a kernel stack into r->pystack");
 
 /* Copies one stack of a count out of `set` (the maps, or what
  * take_ustacks() read of them) into *rs.  A user stack with Python frames
@@ -426,6 +425,17 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 		us->len = got->len;
 		us->flags = got->flags;
 		memcpy(us->pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
+	}
+	if (sid == PROFILE_KHASH_STACK && kernel) {
+		struct profile_kstack *ks = (struct profile_kstack *)us; /* as big, and bigger */
+		if (bpf_map_lookup_elem(r->kstacks_fd[set], &key->kernel_hash, ks) == 0) {
+			rs->state = RAW_PCS;
+			rs->depth = ks->len < PROFILE_MAX_DEPTH ? ks->len : PROFILE_MAX_DEPTH;
+			memcpy(rs->pcs, ks->pcs, rs->depth * sizeof(*rs->pcs));
+		} else {
+			rs->state = RAW_LOST;
+		}
+		return;
 	}
 	bool walked = false;
 	if (sid == PROFILE_CFI_STACK && !kernel)

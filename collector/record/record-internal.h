@@ -97,6 +97,12 @@ struct raw_stack {
 
 struct record_late; /* record-late.c */
 
+/* Stack keys (hashes) to delete from a map once their counts are stored. */
+struct hash_list {
+	uint64_t *v;
+	size_t n, cap;
+};
+
 struct recorder {
 	const struct options *opt;
 	struct profile_bpf *skel;
@@ -109,7 +115,7 @@ struct recorder {
 	int nlinks;
 	struct bpf_link *fork_link, *exec_link, *exit_link;
 	struct bpf_link *ldso_link; /* NULL when the loader has no hook */
-	int counts_fd[2], stacks_fd[2], ustacks_fd[2], pystacks_fd[2];
+	int counts_fd[2], stacks_fd[2], kstacks_fd[2], ustacks_fd[2], pystacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;
 	pid_t child; /* -- COMMAND, or 0 */
@@ -120,10 +126,9 @@ struct recorder {
 	size_t nents, ents_cap;
 	uint32_t *ids;
 	size_t nids, ids_cap;
-	uint64_t *hashes; /* the CFI stacks the counts refer to */
-	size_t nhashes, hashes_cap;
-	uint64_t *pyhashes; /* the stacks with Python frames they refer to */
-	size_t npyhashes, pyhashes_cap;
+	struct hash_list hashes;         /* the CFI stacks the counts refer to */
+	struct hash_list pyhashes;       /* the stacks with Python frames they refer to */
+	struct hash_list khashes;        /* the kernel stacks they refer to */
 	struct profile_pystack *pystack; /* fetch_stack()'s: one user stack */
 	uint16_t *pyslots;               /* name_stack()'s: where each frame is */
 	struct store_frame *frames;
