@@ -307,6 +307,35 @@ atleast mixed ";dumper \\($m\\);dumps \\([^;]*json/__init__.py\\);JSONEncoder\\.
 	";dumper \\($m\\)" 0.80 \
 	"C extension: json.dumps's C encoder below JSONEncoder.iterencode (native frames only under it)"
 
+# ---- code that runs only in a process's last moments -------------------------------------
+# A drain comes each second; the one after a process's exit can no longer
+# read its code objects.  The walker reports each code object it meets
+# for the first time and user space reads it at once: a script whose
+# late_json runs only in its last 0.4 s (after the last drain before its
+# exit) is named all the same (before: 36% of such a run's weight was
+# "[python: code gone]").
+cat >"$tmp/late.py" <<'EOF'
+import json, sys, time
+def early(until):
+    x = 0
+    while time.time() < until:
+        x += 1
+def late_json(until):
+    data = [{"k%d" % i: [i, str(i)]} for i in range(500)]
+    while time.time() < until:
+        json.dumps(data)
+t = time.time()
+early(t + float(sys.argv[1]))
+late_json(t + float(sys.argv[1]) + 0.4)
+EOF
+for start in 0.3 1.2; do
+	rec "late$start" -- "$py" "$tmp/late.py" "$start"
+	atleast "late$start" ";late_json \\([^;]*late.py\\)" '^python3.11;' 0.10 \
+		"a process's last 0.4 s (after ${start} s): late_json is named"
+	atmost "late$start" '\\[python: code gone\\]' '^python3.11;' 0.01 \
+		"a process's last 0.4 s (after ${start} s): code read while it lived (not 'code gone')"
+done
+
 # ---- off-CPU (a thread without the GIL), and -p ----------------------------------------
 cat >"$tmp/sleep.py" <<'EOF'
 import threading, time

@@ -153,6 +153,9 @@ enum profile_event_kind {
 	PROFILE_EVENT_EXIT = 5,   /* pid's main thread exited */
 	PROFILE_EVENT_LOADED = 6, /* the loader has mapped pid's libraries
 	                           * (or a dlopen'ed one) */
+	PROFILE_EVENT_PYCODE = 7, /* a walk met code object addr (check,
+	                           * gen) of pid for the first time: read it
+	                           * while the process lives */
 };
 
 /* Sent through the `events` ring buffer. */
@@ -160,8 +163,10 @@ struct profile_event {
 	__u32 kind;
 	__u32 pid;
 	__u32 parent;
-	__u32 gen;  /* EXEC: the process's exec count, as in profile_key */
-	__u64 addr; /* WANT: the pc */
+	__u32 gen;   /* EXEC, PYCODE: the process's exec count, as in profile_key */
+	__u64 addr;  /* WANT: the pc; PYCODE: the code object */
+	__u32 check; /* PYCODE: its check (profile_pystack) */
+	__u32 pad;
 };
 
 #endif

@@ -68,6 +68,10 @@ int record_on_event(void *ctx, void *data, size_t len)
 		rc = symbolize_snapshot(r->sym, (pid_t)e->pid, 0);
 	} else if (e->kind == PROFILE_EVENT_EXIT) {
 		rc = note_exit(r, (pid_t)e->pid);
+	} else if (e->kind == PROFILE_EVENT_PYCODE) {
+		/* Named (and cached) now, while the process lives. */
+		rc = symbolize_python_frame(r->sym, (pid_t)e->pid, e->gen, e->addr, e->check, 0,
+		                            NULL);
 	} else if (e->kind == PROFILE_EVENT_FORK) {
 		if (e->parent && !symbolize_known(r->sym, (pid_t)e->parent))
 			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);

@@ -351,6 +351,8 @@ static int size_maps(struct recorder *r, int ncpu)
 		rc = bpf_map__set_max_entries(k->maps.pystacks0, pystacks);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.pystacks1, pystacks);
+	if (rc == 0 && !python_walks(r->opt))
+		rc = bpf_map__set_max_entries(k->maps.py_seen, 1);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.py_procs, python_walks(r->opt) ? procs : 1);
 	if (rc == 0)
