@@ -193,8 +193,10 @@ bool symbolize_jit_late(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t a
 	if (!mp)
 		/* Outside a snapshot read a moment ago, too recent to read
 		 * again: code mapped since (a JIT's code cache) may hold it.
-		 * A later lookup reads the maps again and knows. */
-		return p->miss_unread;
+		 * A later lookup reads the maps again and knows.  The perf
+		 * map may name it already, as symbolize_user() does then (a
+		 * process that exited before its maps were read again). */
+		return p->miss_unread && !sym_jit_find(p, a);
 	return !mp->mod && !mp->special && !sym_jit_find(p, a);
 }
 
