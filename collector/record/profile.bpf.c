@@ -150,12 +150,19 @@ struct {
 	__uint(max_entries, 1);
 } unwind_rows SEC(".maps");
 
+/* Per-CPU scratch space comes in two slots: SLOT_PERF for the sampler,
+ * SLOT_TP for the tracepoint programs, which a sample's interrupt can
+ * preempt on the same CPU (a raw tracepoint program does not hold off a
+ * perf_event one) and would otherwise overwrite. */
+#define SLOT_PERF 0
+#define SLOT_TP   1
+
 /* A kernel stack being taken, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct profile_kstack);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 } kscratch SEC(".maps");
 
 /* One walk in progress per CPU (the stack is too big for the BPF stack). */
@@ -187,7 +194,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct walk);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 } walks SEC(".maps");
 
 struct {
@@ -358,6 +365,30 @@ struct {
 	__type(value, __u8);
 	__uint(max_entries, 16384);
 } py_seen SEC(".maps");
+
+/* The user stack of a process in an exec, walked at begin_new_exec while
+ * its memory is still the old program's (on_exec_begin), until the exec
+ * is done.  Samples in between are charged to it: after exec_mmap() a
+ * walk would read the new program's memory with the old registers, and
+ * was cut short (the whole kernel side of an exec: tearing down the old
+ * memory, loading the new program; a third of the cut-short weight of a
+ * build machine's churn). */
+struct exec_stack {
+	struct profile_ustack st;
+	__u64 hash;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, struct exec_stack);
+	__uint(max_entries, 1024);
+} exec_stacks SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct exec_stack);
+	__uint(max_entries, 1);
+} exec_scratch SEC(".maps");
 
 /* ---- Python frames -------------------------------------------------------
  *
@@ -589,8 +620,8 @@ static long py_step(struct walk *w)
 
 static long walk_step(__u32 i, void *ctx)
 {
-	__u32 zero = 0, n;
-	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
+	__u32 n;
+	struct walk *w = bpf_map_lookup_elem(&walks, ctx); /* ctx: the slot */
 	struct unwind_proc *p;
 	__u64 pc, lookup, cfa, ra, v;
 
@@ -711,10 +742,10 @@ truncated:
 /* Walks the current task's user stack with CFI into `ustacks` and sets
  * the key's user stack. */
 static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, void *pystacks,
-                                      struct profile_key *key, __u32 tgid)
+                                      struct profile_key *key, __u32 tgid, bool keep)
 {
-	__u32 zero = 0;
-	struct walk *w = bpf_map_lookup_elem(&walks, &zero);
+	__u32 slot = from_perf ? SLOT_PERF : SLOT_TP;
+	struct walk *w = bpf_map_lookup_elem(&walks, &slot);
 	const struct x86_regs *cr = ctx;
 	struct x86_regs regs;
 	__u64 ip = 0, sp = 0, bp = 0, bx = 0, cs = 0;
@@ -731,6 +762,24 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 		bp = cr->bp;
 		bx = cr->bx;
 		cs = cr->cs;
+	}
+	if ((cs & 3) != 3 && keep) {
+		/* In an exec, past the start of begin_new_exec: the memory may
+		 * be the new program's already, the registers are the old
+		 * one's.  The stack walked then stands for it. */
+		struct exec_stack *es = bpf_map_lookup_elem(&exec_stacks, &tgid);
+		if (es) {
+			long rc = bpf_map_update_elem(ustacks, &es->hash, &es->st, BPF_NOEXIST);
+			if (rc && rc != -EEXIST) {
+				count(PROFILE_STAT_USTACKS_FULL);
+				key->user_stack = PROFILE_LOST_STACK;
+				return;
+			}
+			count(PROFILE_STAT_EXEC_STACK);
+			key->user_stack = PROFILE_CFI_STACK;
+			key->user_hash = es->hash;
+			return;
+		}
 	}
 	if ((cs & 3) != 3) {
 		/* In the kernel: the user registers saved at entry. */
@@ -773,17 +822,23 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 	}
 	/* Every step pushes a frame, or is the native step after an
 	 * evaluation's Python frames (at most one per two frames). */
-	bpf_loop(2 * PROFILE_PY_SLOTS, walk_step, NULL, 0);
+	bpf_loop(2 * PROFILE_PY_SLOTS, walk_step, &slot, 0);
 
 	__u32 flags = w->flags;
 	w->st.flags = flags;
 	__u64 h = mix(w->hash, ((__u64)flags << 32) | w->st.len);
+	bool python = w->npy || (flags & UNWIND_FLAG_PY_CUT);
+	if (!keep) {
+		/* Only walked (on_exec_begin): the caller keeps it. */
+		key->user_stack = python ? PROFILE_PY_STACK : PROFILE_CFI_STACK;
+		key->user_hash = h;
+		return;
+	}
 	if (flags & UNWIND_FLAG_TRUNCATED)
 		count(PROFILE_STAT_UNWIND_TRUNCATED);
 	if (flags & UNWIND_FLAG_PENDING)
 		count(PROFILE_STAT_UNWIND_PENDING);
 	count(flags & UNWIND_FLAG_FP ? PROFILE_STAT_UNWIND_MIXED : PROFILE_STAT_UNWIND_CFI);
-	bool python = w->npy || (flags & UNWIND_FLAG_PY_CUT);
 	long rc;
 	if (python) {
 		count(PROFILE_STAT_PY_WALKS);
@@ -805,10 +860,11 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 /* The current kernel stack, kept in `kstacks` by its content (the kernel's
  * stack-trace map keeps one stack per bucket and lost a stack whenever two
  * met in one: 28 in a 4-second fork loop). */
-static __always_inline void kernel_stack(void *ctx, void *kstacks, struct profile_key *key)
+static __always_inline void kernel_stack(void *ctx, bool from_perf, void *kstacks,
+                                         struct profile_key *key)
 {
-	__u32 zero = 0;
-	struct profile_kstack *ks = bpf_map_lookup_elem(&kscratch, &zero);
+	__u32 slot = from_perf ? SLOT_PERF : SLOT_TP;
+	struct profile_kstack *ks = bpf_map_lookup_elem(&kscratch, &slot);
 
 	key->kernel_stack = PROFILE_LOST_STACK;
 	if (!ks) {
@@ -876,7 +932,7 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *stacks, vo
 	key->kernel_hash = 0;
 	if (ev_flags[ev] & PROFILE_EV_USER) {
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
-			walk_user(ctx, from_perf, ustacks, pystacks, key, tgid);
+			walk_user(ctx, from_perf, ustacks, pystacks, key, tgid, true);
 		} else {
 			key->user_stack = stack_id(ctx, stacks, BPF_F_USER_STACK,
 			                           PROFILE_STAT_USER_COLLISION);
@@ -885,7 +941,7 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *stacks, vo
 		}
 	}
 	if (ev_flags[ev] & PROFILE_EV_KERNEL)
-		kernel_stack(ctx, kstacks, key);
+		kernel_stack(ctx, from_perf, kstacks, key);
 }
 
 /* Adds one event of `weight` to key's slot of a counts map. */
@@ -1101,7 +1157,32 @@ int on_exec(void *ctx)
 	 * user space writes the new ones. */
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
+	bpf_map_delete_elem(&exec_stacks, &tgid);
 	report_gen(PROFILE_EVENT_EXEC, tgid, 0, one);
+	return 0;
+}
+
+/* sched_prepare_exec (Linux 6.10), at the start of begin_new_exec: the
+ * point of no return of an exec, before the old memory goes.  Walks the
+ * user stack that called execve while it can still be read
+ * (exec_stacks). */
+SEC("raw_tp/sched_prepare_exec")
+int on_exec_begin(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0, slot = SLOT_TP;
+	struct profile_key key = {};
+
+	if (!followed(tgid) || unwind_mode == PROFILE_UNWIND_FP ||
+	    !bpf_map_lookup_elem(&unwind_procs, &tgid))
+		return 0;
+	walk_user(ctx, false, NULL, NULL, &key, tgid, false);
+	struct walk *w = bpf_map_lookup_elem(&walks, &slot);
+	struct exec_stack *es = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!w || !es || key.user_stack != PROFILE_CFI_STACK)
+		return 0; /* Python frames, or nothing walked: as before */
+	__builtin_memcpy(&es->st, &w->st, sizeof(es->st));
+	es->hash = key.user_hash;
+	bpf_map_update_elem(&exec_stacks, &tgid, es, BPF_ANY);
 	return 0;
 }
 
@@ -1124,6 +1205,7 @@ int on_exit(void *ctx)
 	bpf_map_delete_elem(&execs, &tgid);
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
+	bpf_map_delete_elem(&exec_stacks, &tgid);
 	report(PROFILE_EVENT_EXIT, tgid, 0);
 	return 0;
 }

@@ -140,6 +140,8 @@ enum profile_stat {
 	PROFILE_STAT_PY_CUT_CHAIN,
 	PROFILE_STAT_PYSTACKS_FULL, /* a stack with Python frames not kept */
 	PROFILE_STAT_KSTACKS_FULL,  /* a kernel stack not kept: map full */
+	PROFILE_STAT_EXEC_STACK,    /* samples in an exec, charged to the user
+	                             * stack walked at its start */
 	PROFILE_NSTATS,
 };
 

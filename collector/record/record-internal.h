@@ -114,7 +114,8 @@ struct recorder {
 	int *pfds;
 	int nlinks;
 	struct bpf_link *fork_link, *exec_link, *exit_link;
-	struct bpf_link *ldso_link; /* NULL when the loader has no hook */
+	struct bpf_link *exec_begin_link; /* NULL: no sched_prepare_exec */
+	struct bpf_link *ldso_link;       /* NULL when the loader has no hook */
 	int counts_fd[2], stacks_fd[2], kstacks_fd[2], ustacks_fd[2], pystacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;

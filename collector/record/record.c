@@ -865,12 +865,17 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		        PROG ": user stacks: %" PRIu64 " walked by CFI, %" PRIu64
 		             " by CFI and frame pointers (%" PRIu64 " of them while a table was "
 		             "being built), %" PRIu64 " by frame pointers alone (process not yet "
-		             "known), %" PRIu64 " cut short ([truncated])\n",
+		             "known), %" PRIu64 " cut short ([truncated]); %" PRIu64
+		             " samples in an exec given the stack that called it%s\n",
 		        (uint64_t)st[PROFILE_STAT_UNWIND_CFI],
 		        (uint64_t)st[PROFILE_STAT_UNWIND_MIXED],
 		        (uint64_t)st[PROFILE_STAT_UNWIND_PENDING],
 		        (uint64_t)st[PROFILE_STAT_UNWIND_FP],
-		        (uint64_t)st[PROFILE_STAT_UNWIND_TRUNCATED]);
+		        (uint64_t)st[PROFILE_STAT_UNWIND_TRUNCATED],
+		        (uint64_t)st[PROFILE_STAT_EXEC_STACK],
+		        r->exec_begin_link
+		                ? ""
+		                : " (off: no tracepoint sched_prepare_exec, Linux 6.10)");
 		fprintf(stderr,
 		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64
 		             " rows, %.1f MiB of %.0f MiB)"
@@ -1102,6 +1107,9 @@ static int run(struct recorder *r, const struct options *o)
 	r->fork_link = bpf_program__attach(r->skel->progs.on_fork);
 	r->exec_link = r->fork_link ? bpf_program__attach(r->skel->progs.on_exec) : NULL;
 	r->exit_link = r->exec_link ? bpf_program__attach(r->skel->progs.on_exit) : NULL;
+	/* Optional: without it an exec's kernel side is cut short, as it was. */
+	if (r->exit_link && o->unwind != PROFILE_UNWIND_FP)
+		r->exec_begin_link = bpf_program__attach(r->skel->progs.on_exec_begin);
 	/* Optional: without it a process's first sample in each library is
 	 * cut short while its maps are read again. */
 	r->ldso_link = have_ldso ? bpf_program__attach_uprobe(r->skel->progs.on_ldso_state, false,
@@ -1266,6 +1274,7 @@ static void cleanup(struct recorder *r)
 	bpf_link__destroy(r->fork_link);
 	bpf_link__destroy(r->exec_link);
 	bpf_link__destroy(r->exit_link);
+	bpf_link__destroy(r->exec_begin_link);
 	bpf_link__destroy(r->ldso_link);
 	ring_buffer__free(r->rb);
 	profile_bpf__destroy(r->skel);

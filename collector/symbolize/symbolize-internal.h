@@ -151,7 +151,8 @@ struct proc {
 	uint32_t gen;         /* exec count (symbolize_exec) */
 	pid_t parent;         /* forked from (symbolize_inherit), 0: unknown */
 	bool exited;          /* symbolize_exited(): freed at symbolize_reap() */
-	struct proc *before;  /* the snapshot before the last exec, or NULL */
+	struct proc *before;  /* the snapshot before the last exec (whose own
+	                       * before goes on, SYM_GENERATIONS in all), or NULL */
 	struct proc *next;
 };
 
@@ -341,6 +342,12 @@ int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out);
 struct proc *sym_proc_find(const struct symbolize *s, pid_t pid);
 struct proc *sym_proc_find_gen(const struct symbolize *s, pid_t pid, uint32_t gen);
 void sym_proc_free(struct proc *p);
+/* Programs kept per process: the current one and those before its last
+ * execs, for samples still to be drained. */
+#define SYM_GENERATIONS 8
+/* Makes old (and its own earlier ones) the programs before p, keeping
+ * SYM_GENERATIONS in all and freeing the rest. */
+void sym_proc_keep_before(struct proc *p, struct proc *old);
 void sym_proc_install(struct symbolize *s, struct proc *p);
 /* Installs np, a fresh read of cur's process (cur is its current
  * snapshot), and returns the snapshot that stands for what cur ran: np,

@@ -103,6 +103,19 @@ static bool same_text(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+void sym_proc_keep_before(struct proc *p, struct proc *old)
+{
+	old->next = NULL;
+	p->before = old;
+	struct proc *q = p;
+	for (int depth = 0; q && depth < SYM_GENERATIONS - 1; depth++)
+		q = q->before;
+	if (q) {
+		sym_proc_free(q->before);
+		q->before = NULL;
+	}
+}
+
 /* Puts p in the table, replacing (and freeing) an older snapshot. */
 void sym_proc_install(struct symbolize *s, struct proc *p)
 {
@@ -119,10 +132,7 @@ void sym_proc_install(struct symbolize *s, struct proc *p)
 			 * symbolize_exec() would. */
 			p->gen = old->gen + 1;
 			p->at_exec = false;
-			sym_proc_free(old->before);
-			old->before = NULL;
-			old->next = NULL;
-			p->before = old;
+			sym_proc_keep_before(p, old);
 			*pp = p;
 			s->stats.processes++;
 			notify_process(s, p);
@@ -147,7 +157,10 @@ struct proc *sym_proc_reread(struct symbolize *s, struct proc *cur, struct proc 
 {
 	uint32_t gen = cur->gen;
 	sym_proc_install(s, np);
-	return np->gen != gen && np->before ? np->before : np;
+	for (struct proc *q = np; q; q = q->before)
+		if (q->gen == gen)
+			return q;
+	return np;
 }
 
 char *sym_hex_of(const uint8_t *b, size_t n)
@@ -476,8 +489,9 @@ bool symbolize_known(const struct symbolize *s, pid_t pid)
 struct proc *sym_proc_find_gen(const struct symbolize *s, pid_t pid, uint32_t gen)
 {
 	struct proc *p = sym_proc_find(s, pid);
-	if (p && p->gen != gen && p->before && p->before->gen == gen)
-		return p->before;
+	for (struct proc *q = p; q; q = q->before)
+		if (q->gen == gen)
+			return q;
 	return p;
 }
 

@@ -308,14 +308,14 @@ int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen)
 	p->at_exec = true;
 	p->gen = gen;
 	if (old) {
-		/* Keep the program that ran before, for samples it left in the
-		 * drain still to come; one generation back is enough. */
+		/* Keep the programs that ran before, for samples they left in
+		 * the drain still to come: a script's exec is often followed at
+		 * once by its interpreter's (#!/usr/bin/env python3: the shell's
+		 * child, then env, then python3), and the samples of the first
+		 * exec's kernel side are the shell's. */
 		struct proc **pp = sym_proc_slot(s, pid);
 		*pp = old->next;
-		sym_proc_free(old->before);
-		old->before = NULL;
-		old->next = NULL;
-		p->before = old;
+		sym_proc_keep_before(p, old);
 	}
 	sym_proc_install(s, p);
 	return 0;

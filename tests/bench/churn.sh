@@ -8,7 +8,8 @@
 #          BENCH_DIR, BENCH_BUILD (lib.sh)
 #
 # The churn loop is what a CI runner or a build host runs: each iteration
-# compiles a small C file with gcc (driver, cc1, as), starts python3, and
+# compiles a small C file with gcc (driver, cc1, as), starts Debian's
+# /usr/bin/python3 (not a wrapper: pyenv's shim adds a shell and env), and
 # runs /bin/true five times from /bin/sh: about ten processes, most of them
 # living a few milliseconds.
 #
@@ -32,7 +33,7 @@ LOOPS=${LOOPS:-1}
 SOAK=${SOAK:-0}
 
 . "$top/tests/bench/lib.sh"
-bench_setup churn --root --tools "perf perl gcc python3" flamefs-collect
+bench_setup churn --root --tools "perf perl gcc /usr/bin/python3" flamefs-collect
 
 loops=()
 cleanup() {
@@ -54,7 +55,7 @@ cat >"$work/churn-loop.sh" <<EOF
 cd "$work"
 while :; do
 	gcc -O2 -c small.c -o small.\$\$.o
-	python3 -c pass
+	/usr/bin/python3 -c pass
 	/bin/sh -c '/bin/true; /bin/true; /bin/true; /bin/true; /bin/true'
 done
 EOF
