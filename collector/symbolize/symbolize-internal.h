@@ -140,18 +140,20 @@ struct proc {
 	int64_t jit_mtime; /* its mtime then (ns) */
 	uint64_t jit_ino;  /* its inode then */
 	bool jit_exists;
-	bool jit_partial;     /* that read left out an unterminated last line */
-	uint64_t jit_version; /* symbolize_jit_version() */
-	int64_t jit_checked;  /* monotonic ns of the last look, 0: never */
-	int64_t maps_read;    /* monotonic ns of the maps snapshot */
-	bool miss_unread;     /* an address fell outside these maps too soon
+	bool jit_partial;             /* that read left out an unterminated last line */
+	uint64_t jit_version;         /* symbolize_jit_version() */
+	int64_t jit_checked;          /* monotonic ns of the last look, 0: never */
+	int64_t maps_read;            /* monotonic ns of the maps snapshot */
+	bool miss_unread;             /* an address fell outside these maps too soon
 	                      * after they were read to read them again */
-	bool at_exec;         /* taken at exec: the loader had not mapped the
+	bool at_exec;                 /* taken at exec: the loader had not mapped the
 	                      * libraries yet */
-	uint32_t gen;         /* exec count (symbolize_exec) */
-	pid_t parent;         /* forked from (symbolize_inherit), 0: unknown */
-	bool exited;          /* symbolize_exited(): freed at symbolize_reap() */
-	struct proc *before;  /* the snapshot before the last exec (whose own
+	uint32_t gen;                 /* exec count (symbolize_exec) */
+	pid_t parent;                 /* forked from (symbolize_inherit), 0: unknown */
+	const struct module *exe_mod; /* the executable's module, or NULL, */
+	uint64_t exe_start;           /* mapped first here */
+	bool exited;                  /* symbolize_exited(): freed at symbolize_reap() */
+	struct proc *before;          /* the snapshot before the last exec (whose own
 	                       * before goes on, SYM_GENERATIONS in all), or NULL */
 	struct proc *next;
 };
