@@ -3,7 +3,7 @@
 # churn, against `perf record --call-graph dwarf` on the same load.
 # Prints numbers as markdown; asserts nothing.
 #   usage: sudo bash tests/bench/churn.sh
-#   env:   DUR=SECONDS (default 120), LOOPS=N churn loops (default 1),
+#   env:   DUR=SECONDS (default 120; 0: the soak only), LOOPS=N churn loops (default 1),
 #          SOAK=MINUTES (default 0: no soak; 30 for the soak below),
 #          BENCH_DIR, BENCH_BUILD (lib.sh)
 #
@@ -107,6 +107,7 @@ echo "# churn: $LOOPS loop(s) of gcc -c + python3 -c pass + sh -c 'true x5'; rec
 echo
 
 # ---- ours ---------------------------------------------------------------------------
+if [ "$DUR" -gt 0 ]; then
 start_churn
 sleep 3
 f0=$(forks)
@@ -164,6 +165,7 @@ by_program "$work/ours.folded" | awk '{ printf "| %s | %s%% | %s%% |\n", $1, $2,
 echo
 echo "Run summary:"
 sed 's/^/    /' "$work/ours.err"
+fi
 
 # ---- the soak --------------------------------------------------------------------------
 if [ "$SOAK" -ge 12 ]; then
