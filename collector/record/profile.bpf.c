@@ -72,13 +72,6 @@ struct counts_map {
 	__type(value, struct profile_value);
 	__uint(max_entries, 1024);
 };
-struct stacks_map {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
-	__uint(max_entries, 1024);
-};
-
 /* Kernel stacks, keyed by a hash of their pcs (profile.h). */
 struct kstacks_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -106,8 +99,6 @@ struct pystacks_map {
 
 struct counts_map counts0 SEC(".maps");
 struct counts_map counts1 SEC(".maps");
-struct stacks_map stacks0 SEC(".maps");
-struct stacks_map stacks1 SEC(".maps");
 struct kstacks_map kstacks0 SEC(".maps");
 struct kstacks_map kstacks1 SEC(".maps");
 struct ustacks_map ustacks0 SEC(".maps");
@@ -220,19 +211,6 @@ struct {
 static __always_inline void count(enum profile_stat s)
 {
 	__sync_fetch_and_add(&stats[s], 1);
-}
-
-static __always_inline __s32 stack_id(void *ctx, void *stacks, __u64 flags,
-                                      enum profile_stat collision)
-{
-	long id = bpf_get_stackid(ctx, stacks, flags);
-
-	if (id >= 0)
-		return (__s32)id;
-	if (id == -EFAULT)
-		return PROFILE_NO_STACK;
-	count(id == -EEXIST ? collision : PROFILE_STAT_STACK_ERROR);
-	return PROFILE_LOST_STACK;
 }
 
 /* ---- user stacks by CFI ------------------------------------------------
@@ -776,7 +754,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 				return;
 			}
 			count(PROFILE_STAT_EXEC_STACK);
-			key->user_stack = PROFILE_CFI_STACK;
+			key->user_stack = PROFILE_USTACK;
 			key->user_hash = es->hash;
 			return;
 		}
@@ -830,7 +808,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 	bool python = w->npy || (flags & UNWIND_FLAG_PY_CUT);
 	if (!keep) {
 		/* Only walked (on_exec_begin): the caller keeps it. */
-		key->user_stack = python ? PROFILE_PY_STACK : PROFILE_CFI_STACK;
+		key->user_stack = python ? PROFILE_PY_STACK : PROFILE_USTACK;
 		key->user_hash = h;
 		return;
 	}
@@ -853,34 +831,50 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 		key->user_stack = PROFILE_LOST_STACK;
 		return;
 	}
-	key->user_stack = python ? PROFILE_PY_STACK : PROFILE_CFI_STACK;
+	key->user_stack = python ? PROFILE_PY_STACK : PROFILE_USTACK;
 	key->user_hash = h;
 }
 
-/* The current kernel stack, kept in `kstacks` by its content (the kernel's
- * stack-trace map keeps one stack per bucket and lost a stack whenever two
- * met in one: 28 in a 4-second fork loop). */
-static __always_inline void kernel_stack(void *ctx, bool from_perf, void *kstacks,
-                                         struct profile_key *key)
+/* Stacks the kernel walks (bpf_get_stack), kept by their content: the
+ * kernel's stack-trace map keeps one stack per bucket and lost one
+ * whenever two met in a bucket (28 kernel stacks in a 4-second fork loop).
+ * takes the current kernel stack (flags 0) or the user stack by frame
+ * pointers (BPF_F_USER_STACK) into the scratch slot: returns its depth, 0
+ * when there is none (a user-mode sample's kernel stack), or -1 when it
+ * could not be taken (counted). */
+static __always_inline long take_stack(void *ctx, bool from_perf, __u64 flags,
+                                       struct profile_kstack **out)
 {
 	__u32 slot = from_perf ? SLOT_PERF : SLOT_TP;
 	struct profile_kstack *ks = bpf_map_lookup_elem(&kscratch, &slot);
 
-	key->kernel_stack = PROFILE_LOST_STACK;
+	*out = ks;
 	if (!ks) {
 		count(PROFILE_STAT_STACK_ERROR);
-		return;
+		return -1;
 	}
-	long n = bpf_get_stack(ctx, ks->pcs, sizeof(ks->pcs), 0);
-	if (n <= 0) {
-		/* None (a user-mode sample), or none readable. */
-		if (n == 0 || n == -EFAULT)
-			key->kernel_stack = PROFILE_NO_STACK;
-		else
-			count(PROFILE_STAT_STACK_ERROR);
-		return;
+	long n = bpf_get_stack(ctx, ks->pcs, sizeof(ks->pcs), flags);
+	if (n == 0 || n == -EFAULT)
+		return 0;
+	if (n < 0) {
+		count(PROFILE_STAT_STACK_ERROR);
+		return -1;
 	}
-	__u32 len = (__u32)n / 8;
+	return n / 8;
+}
+
+/* The current kernel stack, in `kstacks`. */
+static __always_inline void kernel_stack(void *ctx, bool from_perf, void *kstacks,
+                                         struct profile_key *key)
+{
+	struct profile_kstack *ks;
+	long n = take_stack(ctx, from_perf, 0, &ks);
+
+	key->kernel_stack = n < 0 ? PROFILE_LOST_STACK : PROFILE_NO_STACK;
+	if (n <= 0 || !ks)
+		return;
+	key->kernel_stack = PROFILE_LOST_STACK;
+	__u32 len = (__u32)n;
 	__u64 h = 0x6a09e667f3bcc909ull, c = 0xbb67ae8584caa73bull;
 	for (__u32 i = 0; i < PROFILE_MAX_DEPTH; i++) {
 		if (i >= len)
@@ -908,17 +902,49 @@ static __always_inline void kernel_stack(void *ctx, bool from_perf, void *kstack
 		/* -EEXIST: another CPU kept it (or one of its length and
 		 * check) in between */
 	}
-	key->kernel_stack = PROFILE_KHASH_STACK;
+	key->kernel_stack = PROFILE_KSTACK;
 	key->kernel_hash = h;
+}
+
+/* The current user stack by frame pointers (--unwind fp, or a process the
+ * CFI walker does not know yet), in `ustacks` as a walked stack would be,
+ * flagged UNWIND_FLAG_FP. */
+static __always_inline void fp_user_stack(void *ctx, bool from_perf, void *ustacks,
+                                          struct profile_key *key)
+{
+	struct profile_kstack *ks; /* laid out as a struct profile_ustack */
+	long n = take_stack(ctx, from_perf, BPF_F_USER_STACK, &ks);
+
+	key->user_stack = n < 0 ? PROFILE_LOST_STACK : PROFILE_NO_STACK;
+	if (n <= 0 || !ks)
+		return;
+	__u32 len = (__u32)n;
+	__u64 h = 0x9e3779b97f4a7c15ull;
+	for (__u32 i = 0; i < PROFILE_MAX_DEPTH; i++) {
+		if (i >= len)
+			break;
+		h = mix(h, ks->pcs[i]);
+	}
+	h = mix(h, ((__u64)UNWIND_FLAG_FP << 32) | len);
+	ks->len = len;
+	ks->check = UNWIND_FLAG_FP; /* the flags of a struct profile_ustack */
+	long rc = bpf_map_update_elem(ustacks, &h, ks, BPF_NOEXIST);
+	if (rc && rc != -EEXIST) {
+		count(PROFILE_STAT_USTACKS_FULL);
+		key->user_stack = PROFILE_LOST_STACK;
+		return;
+	}
+	count(PROFILE_STAT_UNWIND_FP);
+	key->user_stack = PROFILE_USTACK;
+	key->user_hash = h;
 }
 
 /* ---- recording an event ------------------------------------------------ */
 
 /* Fills key with the current task's stacks for event ev, kept in one map
  * set (stacks, ustacks). */
-static __always_inline void take_key(void *ctx, bool from_perf, void *stacks, void *kstacks,
-                                     void *ustacks, void *pystacks, __u32 ev, __u32 tgid,
-                                     struct profile_key *key)
+static __always_inline void take_key(void *ctx, bool from_perf, void *kstacks, void *ustacks,
+                                     void *pystacks, __u32 ev, __u32 tgid, struct profile_key *key)
 {
 	__u32 *gen = bpf_map_lookup_elem(&execs, &tgid);
 
@@ -934,10 +960,7 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *stacks, vo
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
 			walk_user(ctx, from_perf, ustacks, pystacks, key, tgid, true);
 		} else {
-			key->user_stack = stack_id(ctx, stacks, BPF_F_USER_STACK,
-			                           PROFILE_STAT_USER_COLLISION);
-			if (key->user_stack >= 0)
-				count(PROFILE_STAT_UNWIND_FP);
+			fp_user_stack(ctx, from_perf, ustacks, key);
 		}
 	}
 	if (ev_flags[ev] & PROFILE_EV_KERNEL)
@@ -1010,12 +1033,10 @@ static __always_inline void record(void *ctx, bool from_perf, __u32 ev, __u32 tg
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (*(volatile __u32 *)&active) {
-		take_key(ctx, from_perf, &stacks1, &kstacks1, &ustacks1, &pystacks1, ev, tgid,
-		         &key);
+		take_key(ctx, from_perf, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
 		add_count(&counts1, &key, weight);
 	} else {
-		take_key(ctx, from_perf, &stacks0, &kstacks0, &ustacks0, &pystacks0, ev, tgid,
-		         &key);
+		take_key(ctx, from_perf, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
 		add_count(&counts0, &key, weight);
 	}
 }
@@ -1178,7 +1199,7 @@ int on_exec_begin(void *ctx)
 	walk_user(ctx, false, NULL, NULL, &key, tgid, false);
 	struct walk *w = bpf_map_lookup_elem(&walks, &slot);
 	struct exec_stack *es = bpf_map_lookup_elem(&exec_scratch, &zero);
-	if (!w || !es || key.user_stack != PROFILE_CFI_STACK)
+	if (!w || !es || key.user_stack != PROFILE_USTACK)
 		return 0; /* Python frames, or nothing walked: as before */
 	__builtin_memcpy(&es->st, &w->st, sizeof(es->st));
 	es->hash = key.user_hash;
@@ -1276,9 +1297,9 @@ static __always_inline void begin(void *ctx, __u32 ev, __u32 tgid, struct pendin
 	p->set = *(volatile __u32 *)&active;
 	p->left = 0;
 	if (p->set)
-		take_key(ctx, false, &stacks1, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &p->key);
+		take_key(ctx, false, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &p->key);
 	else
-		take_key(ctx, false, &stacks0, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &p->key);
+		take_key(ctx, false, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &p->key);
 }
 
 static __always_inline void end(const struct pending *p, __u32 ev, __u64 weight)

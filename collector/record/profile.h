@@ -16,12 +16,11 @@
 /* The stack existed but could not be kept (hash collision or error); the
  * sample still counts, under an "[unknown]" frame. */
 #define PROFILE_LOST_STACK (-2)
-/* A user stack walked with CFI tables (unwind.h): it is the `ustacks`
- * entry keyed by the key's user_hash. */
-#define PROFILE_CFI_STACK (-3)
-/* A kernel stack kept by its content: the `kstacks` entry keyed by the
- * key's kernel_hash. */
-#define PROFILE_KHASH_STACK (-5)
+/* A user stack, walked with CFI tables (unwind.h) or by frame pointers:
+ * the `ustacks` entry keyed by the key's user_hash. */
+#define PROFILE_USTACK (-3)
+/* A kernel stack: the `kstacks` entry keyed by the key's kernel_hash. */
+#define PROFILE_KSTACK (-5)
 
 /* What `record -e` can record, each its own series. */
 enum profile_ev {
@@ -48,10 +47,10 @@ struct profile_key {
 	__u32 gen;       /* the process's execs seen so far: samples taken
 	                  * before an exec are resolved against the program
 	                  * that ran then */
-	__u64 user_hash; /* with PROFILE_CFI_STACK, else 0 */
+	__u64 user_hash; /* with PROFILE_USTACK or PROFILE_PY_STACK, else 0 */
 	__u32 event;     /* enum profile_ev */
 	__u32 pad;
-	__u64 kernel_hash; /* with PROFILE_KHASH_STACK, else 0 */
+	__u64 kernel_hash; /* with PROFILE_KSTACK, else 0 */
 };
 
 struct profile_value {
@@ -70,8 +69,9 @@ struct profile_kstack {
 	__u64 pcs[PROFILE_MAX_DEPTH];
 };
 
-/* A user stack walked with CFI tables, innermost pc first: the value of
- * the `ustacks` maps, keyed by a hash of pcs[0..len) and flags. */
+/* A user stack, innermost pc first: the value of the `ustacks` maps, keyed
+ * by a hash of pcs[0..len) and flags (a 64-bit hash: two stacks that share
+ * one are taken as the same, about 1 in 3e19 for a pair). */
 struct profile_ustack {
 	__u32 len;
 	__u32 flags; /* UNWIND_FLAG_* */
@@ -114,7 +114,6 @@ enum profile_unwind {
 /* Indices into the `stats` array in the BPF program's .bss. */
 enum profile_stat {
 	PROFILE_STAT_SEEN = 0,         /* samples of followed processes */
-	PROFILE_STAT_USER_COLLISION,   /* user stack lost to a hash collision */
 	PROFILE_STAT_KERNEL_COLLISION, /* kernel stack lost to a hash collision */
 	PROFILE_STAT_STACK_ERROR,      /* a stack lost for another reason */
 	PROFILE_STAT_COUNTS_FULL,      /* sample dropped: counts map full */

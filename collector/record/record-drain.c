@@ -98,26 +98,6 @@ static int entry_cmp(const void *a, const void *b)
 	return x->key.event < y->key.event ? -1 : x->key.event > y->key.event;
 }
 
-static int add_id(struct recorder *r, uint32_t id)
-{
-	if (r->nids == r->ids_cap) {
-		size_t ncap = r->ids_cap ? r->ids_cap * 2 : 1024;
-		uint32_t *n = realloc(r->ids, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		r->ids = n;
-		r->ids_cap = ncap;
-	}
-	r->ids[r->nids++] = id;
-	return 0;
-}
-
-static int id_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Notes a stack to delete once stored (duplicates are harmless: a second
  * delete fails quietly). */
 static int hash_list_add(struct hash_list *l, uint64_t h)
@@ -206,7 +186,7 @@ static int take_ustacks(struct recorder *r, int set)
 
 	r->nuref = 0;
 	r->npcs = 0;
-	if (!r->unwinder || r->no_ubatch)
+	if (r->no_ubatch)
 		return 0;
 	if (!r->ubatch_keys) {
 		r->ubatch_keys = calloc(UBATCH, sizeof(*r->ubatch_keys));
@@ -270,12 +250,10 @@ static int take_ustacks(struct recorder *r, int set)
 static int read_set(struct recorder *r, int set)
 {
 	struct profile_key key, next;
-	uint32_t id, nid;
 	void *prev = NULL;
 	int rc;
 
 	r->nents = 0;
-	r->nids = 0;
 	r->hashes.n = 0;
 	r->pyhashes.n = 0;
 	r->khashes.n = 0;
@@ -303,25 +281,16 @@ static int read_set(struct recorder *r, int set)
 		/* The stacks are those the counts refer to. */
 		for (size_t i = 0; i < r->nents; i++) {
 			const struct profile_key *k = &r->ents[i].key;
-			if (k->user_stack == PROFILE_CFI_STACK &&
+			if (k->user_stack == PROFILE_USTACK &&
 			    (rc = hash_list_add(&r->hashes, k->user_hash)) < 0)
 				return rc;
 			if (k->user_stack == PROFILE_PY_STACK &&
 			    (rc = hash_list_add(&r->pyhashes, k->user_hash)) < 0)
 				return rc;
-			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
-				return rc;
-			if (k->kernel_stack == PROFILE_KHASH_STACK &&
+			if (k->kernel_stack == PROFILE_KSTACK &&
 			    (rc = hash_list_add(&r->khashes, k->kernel_hash)) < 0)
 				return rc;
 		}
-		if (r->nids > 1)
-			qsort(r->ids, r->nids, sizeof(*r->ids), id_cmp);
-		size_t u = 0;
-		for (size_t i = 0; i < r->nids; i++)
-			if (u == 0 || r->ids[u - 1] != r->ids[i])
-				r->ids[u++] = r->ids[i];
-		r->nids = u;
 		return 0;
 	}
 	if (r->scan_stacks > 0)
@@ -344,16 +313,9 @@ static int read_set(struct recorder *r, int set)
 		r->ents[r->nents++] = (struct entry){key, v};
 	}
 
-	prev = NULL;
-	while (bpf_map_get_next_key(r->stacks_fd[set], prev, &nid) == 0) {
-		id = nid;
-		prev = &id;
-		if ((rc = add_id(r, id)) < 0)
-			return rc;
-	}
 	uint64_t h, nh;
 	prev = NULL;
-	while (r->unwinder && bpf_map_get_next_key(r->ustacks_fd[set], prev, &nh) == 0) {
+	while (bpf_map_get_next_key(r->ustacks_fd[set], prev, &nh) == 0) {
 		h = nh;
 		prev = &h;
 		if ((rc = hash_list_add(&r->hashes, h)) < 0)
@@ -380,8 +342,6 @@ static void clear_set(struct recorder *r, int set)
 {
 	for (size_t i = 0; r->no_batch && i < r->nents; i++)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
-	for (size_t i = 0; i < r->nids; i++)
-		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
 	for (size_t i = 0; i < r->pyhashes.n; i++)
 		bpf_map_delete_elem(r->pystacks_fd[set], &r->pyhashes.v[i]);
 	for (size_t i = 0; i < r->khashes.n; i++)
@@ -422,7 +382,7 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 	if (sid == PROFILE_NO_STACK)
 		return;
 	const struct ustack_ref want = {.hash = key->user_hash}, *got = NULL;
-	if (sid == PROFILE_CFI_STACK && !kernel && r->nuref)
+	if (sid == PROFILE_USTACK && !kernel && r->nuref)
 		got = bsearch(&want, r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
 	if (got) {
 		/* Taken in a batch (take_ustacks). */
@@ -430,7 +390,7 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 		us->flags = got->flags;
 		memcpy(us->pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
 	}
-	if (sid == PROFILE_KHASH_STACK && kernel) {
+	if (sid == PROFILE_KSTACK && kernel) {
 		struct profile_kstack *ks = (struct profile_kstack *)us; /* as big, and bigger */
 		if (bpf_map_lookup_elem(r->kstacks_fd[set], &key->kernel_hash, ks) == 0) {
 			rs->state = RAW_PCS;
@@ -442,7 +402,7 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 		return;
 	}
 	bool walked = false;
-	if (sid == PROFILE_CFI_STACK && !kernel)
+	if (sid == PROFILE_USTACK && !kernel)
 		walked = got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, us) == 0;
 	else if (sid == PROFILE_PY_STACK && !kernel)
 		walked = bpf_map_lookup_elem(r->pystacks_fd[set], &key->user_hash, us) == 0;
@@ -452,13 +412,10 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 		rs->depth = us->len < cap ? us->len : (uint32_t)cap;
 		rs->truncated = us->flags & UNWIND_FLAG_TRUNCATED;
 		memcpy(rs->pcs, us->pcs, rs->depth * sizeof(*rs->pcs));
-	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, rs->pcs) < 0) {
-		/* Counted by the BPF side; the sample keeps its weight. */
-		rs->state = RAW_LOST;
 	} else {
-		rs->state = RAW_PCS;
-		while (rs->depth < PROFILE_MAX_DEPTH && rs->pcs[rs->depth])
-			rs->depth++;
+		/* Lost (counted by the BPF side): the sample keeps its
+		 * weight under an [unknown] frame. */
+		rs->state = RAW_LOST;
 	}
 }
 

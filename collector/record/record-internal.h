@@ -116,7 +116,7 @@ struct recorder {
 	struct bpf_link *fork_link, *exec_link, *exit_link;
 	struct bpf_link *exec_begin_link; /* NULL: no sched_prepare_exec */
 	struct bpf_link *ldso_link;       /* NULL when the loader has no hook */
-	int counts_fd[2], stacks_fd[2], kstacks_fd[2], ustacks_fd[2], pystacks_fd[2];
+	int counts_fd[2], kstacks_fd[2], ustacks_fd[2], pystacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;
 	pid_t child; /* -- COMMAND, or 0 */
@@ -125,8 +125,6 @@ struct recorder {
 
 	struct entry *ents;
 	size_t nents, ents_cap;
-	uint32_t *ids;
-	size_t nids, ids_cap;
 	struct hash_list hashes;         /* the CFI stacks the counts refer to */
 	struct hash_list pyhashes;       /* the stacks with Python frames they refer to */
 	struct hash_list khashes;        /* the kernel stacks they refer to */

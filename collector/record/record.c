@@ -271,20 +271,12 @@ static unsigned count_processes(void)
 }
 
 /* Map sizes from frequency x drain interval x CPUs: a counts slot per
- * possible sample (each may be unique) with half again as headroom, and
- * for the stack-trace map, which now holds only user stacks walked by
- * frame pointers, eight slots per sample (at most a quarter full: it keeps
- * one stack per hash bucket, so a fuller map loses more stacks to
- * collisions); with the CFI walker only processes not yet known go there,
- * and 1024 slots do.  A stack slot holds 127 frames (about 1 KiB), so 4096
- * slots cost 4 MiB per map set (8192 made creating the maps a tenth of a
- * short recording's CPU: the kernel zeroes and charges every page up
- * front). */
+ * possible sample (each may be unique) with half again as headroom; the
+ * stack maps (hash maps keyed by a stack's content) below. */
 static int size_maps(struct recorder *r, int ncpu)
 {
 	uint64_t per_drain = (uint64_t)r->opt->freq * DRAIN_SECONDS * (uint64_t)ncpu;
 	uint64_t counts = per_drain + per_drain / 2;
-	uint32_t stacks = pow2_at_least(per_drain * 8);
 	struct profile_bpf *k = r->skel;
 	int rc = 0;
 
@@ -297,26 +289,22 @@ static int size_maps(struct recorder *r, int ncpu)
 		counts = other ? 32768u : 1024u;
 	if (counts > (1u << 22))
 		counts = 1u << 22;
-	bool cfi = r->opt->unwind != PROFILE_UNWIND_FP;
-	if (cfi)
-		stacks = 1024;
-	else if (stacks < (other ? 16384u : 4096u))
-		stacks = other ? 16384u : 4096u;
-	if (stacks > (1u << 18))
-		stacks = 1u << 18;
-	struct bpf_map *maps[4] = {k->maps.counts0, k->maps.counts1, k->maps.stacks0,
-	                           k->maps.stacks1};
-	for (int i = 0; i < 4 && rc == 0; i++)
-		rc = bpf_map__set_max_entries(maps[i], i < 2 ? (uint32_t)counts : stacks);
+	rc = bpf_map__set_max_entries(k->maps.counts0, (uint32_t)counts);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.counts1, (uint32_t)counts);
 	if (rc < 0)
 		return rc;
 
-	/* The CFI walker's maps: a walked user stack per possible sample,
-	 * at most half full; a process list per process (LRU: the least
-	 * recently sampled goes first); the rows --unwind-memory allows.
-	 * With --unwind fp they are left at one slot. */
-	uint32_t ustacks = cfi ? pow2_at_least(per_drain * 2) : 1;
-	if (cfi && ustacks < (other ? 16384u : 1024u))
+	/* User stacks (walked or by frame pointers) and kernel stacks: hash
+	 * maps keyed by content (profile.h), a slot per two possible samples
+	 * (at most half full when every sample's stack differs), preallocated
+	 * at about 1 KiB a slot.  The CFI walker's maps: a process list per
+	 * process (LRU: the least recently sampled goes first); the rows
+	 * --unwind-memory allows.  With --unwind fp they are left at one
+	 * slot. */
+	bool cfi = r->opt->unwind != PROFILE_UNWIND_FP;
+	uint32_t ustacks = pow2_at_least(per_drain * 2);
+	if (ustacks < (other ? 16384u : 1024u))
 		ustacks = other ? 16384u : 1024u;
 	if (ustacks > (1u << 16))
 		ustacks = 1u << 16;
@@ -333,16 +321,9 @@ static int size_maps(struct recorder *r, int ncpu)
 	/* Stacks with Python frames are 5 KiB each: as many as ustacks up to
 	 * 4096 (20 MiB a set). */
 	uint32_t pystacks = python_walks(r->opt) ? (ustacks < 4096u ? ustacks : 4096u) : 1;
-	/* Kernel stacks by content: a hash map (profile.h), at most half
-	 * full when every sample's kernel stack differs. */
-	uint32_t kstacks = pow2_at_least(per_drain * 2);
-	if (kstacks < (other ? 16384u : 1024u))
-		kstacks = other ? 16384u : 1024u;
-	if (kstacks > (1u << 16))
-		kstacks = 1u << 16;
-	rc = bpf_map__set_max_entries(k->maps.kstacks0, kstacks);
+	rc = bpf_map__set_max_entries(k->maps.kstacks0, ustacks);
 	if (rc == 0)
-		rc = bpf_map__set_max_entries(k->maps.kstacks1, kstacks);
+		rc = bpf_map__set_max_entries(k->maps.kstacks1, ustacks);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.ustacks0, ustacks);
 	if (rc == 0)
@@ -839,12 +820,10 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	        r->drains, wall, (uint64_t)st[PROFILE_STAT_SEEN],
 	        (uint64_t)st[PROFILE_STAT_COUNTS_FULL]);
 	fprintf(stderr,
-	        PROG ": stacks lost: %" PRIu64 " user and %" PRIu64
-	             " kernel to hash collisions, %" PRIu64 " to errors, %" PRIu64
-	             " kernel to a full map; "
+	        PROG ": stacks lost: %" PRIu64 " kernel to hash collisions, %" PRIu64
+	             " to errors, %" PRIu64 " kernel to a full map; "
 	             "children not followed: %" PRIu64 "; process events lost: %" PRIu64
 	             "; processes without symbols: %" PRIu64 "\n",
-	        (uint64_t)st[PROFILE_STAT_USER_COLLISION],
 	        (uint64_t)st[PROFILE_STAT_KERNEL_COLLISION], (uint64_t)st[PROFILE_STAT_STACK_ERROR],
 	        (uint64_t)st[PROFILE_STAT_KSTACKS_FULL], (uint64_t)st[PROFILE_STAT_PIDS_FULL],
 	        (uint64_t)st[PROFILE_STAT_EVENTS_LOST], r->unsymbolized_pids);
@@ -954,7 +933,7 @@ static int run(struct recorder *r, const struct options *o)
 	char err[512];
 
 	r->period_ns = 1000000000ull / o->freq;
-	r->counts_fd[0] = r->counts_fd[1] = r->stacks_fd[0] = r->stacks_fd[1] = -1;
+	r->counts_fd[0] = r->counts_fd[1] = -1;
 	r->ustacks_fd[0] = r->ustacks_fd[1] = -1;
 	r->pystacks_fd[0] = r->pystacks_fd[1] = -1;
 
@@ -1072,8 +1051,6 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	r->counts_fd[0] = bpf_map__fd(r->skel->maps.counts0);
 	r->counts_fd[1] = bpf_map__fd(r->skel->maps.counts1);
-	r->stacks_fd[0] = bpf_map__fd(r->skel->maps.stacks0);
-	r->stacks_fd[1] = bpf_map__fd(r->skel->maps.stacks1);
 	r->kstacks_fd[0] = bpf_map__fd(r->skel->maps.kstacks0);
 	r->kstacks_fd[1] = bpf_map__fd(r->skel->maps.kstacks1);
 	r->ustacks_fd[0] = bpf_map__fd(r->skel->maps.ustacks0);
@@ -1285,7 +1262,6 @@ static void cleanup(struct recorder *r)
 	free(r->links);
 	free(r->pfds);
 	free(r->ents);
-	free(r->ids);
 	free(r->hashes.v);
 	free(r->pyhashes.v);
 	free(r->khashes.v);

@@ -229,8 +229,8 @@ summary() {
 	sm_cpu=$(grep -o 'recorded [0-9]* samples' "$log" | awk '{ print $2 }')
 	sm_seen=$(grep -o 'seen [0-9]*' "$log" | awk '{ print $2 }')
 	sm_dropped=$(grep -o 'dropped [0-9]* (counts map full)' "$log" | awk '{ print $2 }')
-	sm_lost=$(grep -o 'lost: [0-9]* user and [0-9]* kernel to hash collisions, [0-9]* to errors' "$log" |
-		awk '{ print $2 + $5 + $10 }')
+	sm_lost=$(grep -o 'lost: [0-9]* kernel to hash collisions, [0-9]* to errors, [0-9]* kernel to a full map' "$log" |
+		awk '{ print $2 + $7 + $10 }')
 	sm_pev_lost=$(grep -o 'process events lost: [0-9]*' "$log" | awk '{ print $4 }')
 	sm_walk_lost=$(grep -o '[0-9]* walked stacks lost' "$log" | awk '{ print $1 }')
 	sm_over=$(grep -o 'drains over [0-9.]* s' "$log" | awk '{ print $3 }')

@@ -200,7 +200,7 @@ run_collector() { # HZ
 	c_own[$hz]=$(grep -o '[0-9.]*% of one core while recording' "$log" | cut -d'%' -f1)
 	c_seen[$hz]=$(grep -o 'seen [0-9]*' "$log" | cut -d' ' -f2)
 	c_dropped[$hz]=$(grep -o 'dropped [0-9]*' "$log" | cut -d' ' -f2)
-	c_lost[$hz]=$(grep -o 'lost: [0-9]* user and [0-9]* kernel' "$log" | awk '{ print $2 + $5 }')
+	c_lost[$hz]=$(grep -o 'lost: [0-9]* kernel to hash collisions, [0-9]* to errors' "$log" | awk '{ print $2 + $7 }')
 	# Timeline: CPU in the first ~2 s of recording (start-up, first drains)
 	# and the rate over the rest.
 	read -r c_first2[$hz] c_steady[$hz] < <(awk -v t0="$line" -v hz="$clk_tck" '
