@@ -14,7 +14,11 @@
 #   - flame.svg and callgrind in call-tree directories (xmllint,
 #     callgrind_annotate), names beginning with @ escaped, the @ directories
 #     unlisted but resolving, a diff that follows an import within 2 s, and
-#     @last/1m moving on when a minute begins (this waits up to 75 s).
+#     @last/1m moving on when a minute begins (this waits up to 75 s);
+#   - top in call-tree directories: head and awk read it, its self and
+#     total equal @functions/F's for every function and a brute-force
+#     reading of folded in a subdirectory, kernel frames say so, and a
+#     frame named top keeps its own directory.
 #   usage: test-view-views.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
 build=${1:?usage: test-view-views.sh BUILD_DIR}
@@ -45,7 +49,7 @@ echo "main;recent 5" >"$tmp/recent.folded"
 echo "main;old 7" >"$tmp/old.folded"
 imp --binary live --version 1 --time $((now - 30)) "$tmp/recent.folded"
 imp --binary live --version 1 --time $((now - 900)) "$tmp/old.folded"
-echo "x;y 3" >"$tmp/at.folded"
+printf 'x;y 3\nx;top 2\n' >"$tmp/at.folded"
 imp --binary @weird --version @v "$tmp/at.folded"
 imp --format perf --binary loop --version 1 "$here/data/perf/loop.perf"
 
@@ -153,6 +157,42 @@ check "callgrind_annotate reads a version's callgrind: inclusive f = 24" \
 	sh -c "callgrind_annotate --inclusive=yes '$mnt/app/1/callgrind' | grep -q '^24 .*:f '"
 check "xmllint: the version's and callees' flame.svg" \
 	xmllint --noout "$mnt/app/1/flame.svg" "$fn/f/callees/flame.svg" "$mnt/loop/1/flame.svg"
+
+# ---- top ---------------------------------------------------------------------------------------
+check "ls a version: top is a file beside folded" test -f "$mnt/app/1/top"
+check "head -3 top: the header and the hottest function, g (self 12 of 28)" \
+	test "$(head -3 "$mnt/app/1/top" | tail -1 | awk '{ print $1, $2, $5, $6 }')" = "12 42.86 user g"
+check "top's header names the unit" grep -q '^# .* unit count (samples), total 28$' "$mnt/app/1/top"
+ok_t=1
+while read -r self total name; do
+	line=$(awk -v n="$name" '!/^#/ && $6 == n { print $1, $3 }' "$mnt/app/1/top")
+	[ "$line" = "$self $total" ] || { ok_t=0; echo "  top $name: '$line', @functions '$self $total'"; }
+done <"$tmp/functions"
+check "top: self and total of every function are @functions/F's" test $ok_t = 1
+check "top lists each function once" \
+	test "$(grep -vc '^#' "$mnt/app/1/top")" = "$(wc -l <"$tmp/functions")"
+# Brute force in a subdirectory: functions from main/a down, in folded.
+brute_top() { # DIR DEPTH: "self total name" per function, sorted by name
+	awk -v d="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); n = split($0, f, ";"); delete seen
+		for (i = d; i <= n; i++) { if (!(f[i] in seen)) tot[f[i]] += w; seen[f[i]] = 1 }
+		self[f[n]] += (n >= d) ? w : 0 }
+		END { for (k in tot) print self[k] + 0, tot[k], k }' "$1/folded" | sort -k3
+}
+for sub in main main/a main/a/f main/b; do
+	check "top of app/1/$sub equals a brute-force reading of its folded" \
+		test "$(awk '!/^#/ { print $1, $3, $6 }' "$mnt/app/1/$sub/top" | sort -k3)" = \
+		"$(brute_top "$mnt/app/1/$sub" $(($(printf '%s' "$sub" | tr -cd / | wc -c) + 2)))"
+done
+check "top: loop's kernel frames are kernel, [unknown] unknown" \
+	sh -c "awk '\$6 == \"ptep_clear_flush\" { k = \$5 } \$6 == \"[unknown]\" { u = \$5 } END { exit !(k == \"kernel\" && u == \"unknown\") }' '$mnt/loop/1/top'"
+check "top of a clock unit says the total in seconds" grep -q '^# .* unit nanoseconds (cpu-clock), total [0-9]* = [0-9]*\.[0-9]\{9\} s$' "$mnt/loop/1/top"
+check "a frame named top is the directory %74op, top the file" \
+	test -d "$mnt/%40weird/%40v/x/%74op" -a -f "$mnt/%40weird/%40v/x/top" -a "$(cat "$mnt/%40weird/%40v/x/%74op/name")" = top
+check "... and top ranks it: y 3, top 2, x 0" \
+	test "$(awk '!/^#/ { print $6 }' "$mnt/%40weird/%40v/x/top" | tr '\n' ' ')" = "y top x "
+# (top's st_size is 0 until rendered, as pprof's: read it, do not test -s.)
+check "top in a window and in callers/ and callees/ trees" \
+	sh -c "grep -q ' recent\$' '$mnt/@last/1h/live/1/top' && grep -q ' main\$' '$fn/f/callers/top' && grep -q ' g\$' '$fn/f/callees/top'"
 
 if command -v go >/dev/null && go tool pprof -h >/dev/null 2>&1; then
 	pprof_total() {

@@ -32,14 +32,14 @@
 
    An inode number is 1 + these 64 bits, high to low:
 
-     space   14   0: the synthetic directories (root, binaries, the views'
+     space   13   0: the synthetic directories (root, binaries, the views'
                   directories); else a tree space (struct space): one
                   series' call tree, or a window, diff, callers or callees
                   tree
      alias    1   1: the tree shown as /<b>/<v>/ (the version's primary
                   event), 0: as /<b>/<v>@<e>/ (two directories, one tree)
      node    32   the tree's node id; in space 0 the synthetic dir's index
-     slot     3   0: the directory; f + 1: the file space_file(f) (in
+     slot     4   0: the directory; f + 1: the file space_file(f) (in
                   space 0: a function's self, 1, and total, 2)
      version 14   files only: the node's content version (mod 2^14)
 
@@ -47,9 +47,9 @@
    daemon keeps the space (node ids survive rebuilds), and a file's number
    changes whenever its bytes may have: a file inode's size and pages never
    change, and the kernel may cache them for as long as it likes. */
-#define INO_SPACE_BITS   14
+#define INO_SPACE_BITS   13
 #define INO_NODE_BITS    32
-#define INO_SLOT_BITS    3
+#define INO_SLOT_BITS    4
 #define INO_VERSION_BITS 14
 #define MAX_SPACES       ((1u << INO_SPACE_BITS) - 1) /* the last id is never used */
 #define VERSION_MASK     ((1u << INO_VERSION_BITS) - 1)

@@ -69,7 +69,7 @@ static void usage(FILE *out)
 	             "\n"
 	             "Mounts a flamefs store read-only as a filesystem of call trees:\n"
 	             "  MOUNTPOINT/<binary>/<version>/<frame>/<frame>/...\n"
-	             "with the files folded, self, total, pprof, name, flame.svg and callgrind\n"
+	             "with the files folded, self, total, pprof, name, flame.svg, callgrind and top\n"
 	             "in every directory below a version, and the views\n"
 	             "  MOUNTPOINT/@last/<duration>/...  MOUNTPOINT/@range/<from>/<to>/...\n"
 	             "  MOUNTPOINT/<binary>/@diff/<A>/<B>/...\n"

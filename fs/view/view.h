@@ -158,6 +158,25 @@ int view_render_flame_svg(const struct view_tree *t, uint32_t node, struct view_
  * the weight and the samples. */
 int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
+/* The functions of the subtree (every frame below the binary level in it,
+ * the node itself included when it is a frame) ranked by self weight, then
+ * total weight, then name: two header lines beginning with '#' (the
+ * count, the unit and event, the subtree's total, also in seconds for a
+ * clock unit; the column titles), then one line per function with the
+ * columns self weight, self %, total weight, total %, kind (as
+ * view_kind_name()) and the name, which runs to the end of the line.
+ * Weights are right-aligned to one width, percentages of the node's total
+ * have two decimals.  self and total are the function view's
+ * (view_functions_counts() over the same subtree). */
+int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *out);
+/* "user", "kernel", "inline", "unknown", "jit" for an enum
+ * store_frame_kind; "other" for a kind this library does not know.  A
+ * static string. */
+const char *view_kind_name(unsigned kind);
+/* True, with how many units make a second, when `unit` is a clock unit
+ * (nanoseconds, microseconds, milliseconds, seconds). */
+bool view_unit_is_clock(const char *unit, uint64_t *per_second);
+
 /* The exact size view_render_folded() would produce, without rendering. */
 uint64_t view_folded_size(const struct view_tree *t, uint32_t node);
 

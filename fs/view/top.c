@@ -1,0 +1,242 @@
+/*
+ * top.c — the `top` renderer: the functions of a subtree ranked by self
+ * weight, then total weight, one aligned line per function with its
+ * weights, their shares of the subtree and its frame kind, the way
+ * `pprof -top` and perf report's flat view show them.
+ *
+ * One depth-first walk adds every node's self weight to its name's, and
+ * its total weight when no ancestor inside the subtree has the same name
+ * (its outermost occurrence), so a function's numbers are what the
+ * function view (functions.c) gives for the same subtree.  The walk needs
+ * no per-function index beyond one slot per interned string, so it is
+ * cheaper than view_functions_build() and fit for every directory.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view-internal.h"
+
+struct top_func {
+	uint32_t name; /* tree string id */
+	uint8_t kind;  /* of the first occurrence in walk order */
+	uint64_t self, total;
+};
+
+const char *view_kind_name(unsigned kind)
+{
+	static const char *const names[] = {
+	        [STORE_FRAME_USER] = "user",     [STORE_FRAME_KERNEL] = "kernel",
+	        [STORE_FRAME_INLINE] = "inline", [STORE_FRAME_UNKNOWN] = "unknown",
+	        [STORE_FRAME_JIT] = "jit",
+	};
+
+	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])
+		return names[kind];
+	return "other";
+}
+
+bool view_unit_is_clock(const char *unit, uint64_t *per_second)
+{
+	static const struct {
+		const char *unit;
+		uint64_t per_second;
+	} clocks[] = {
+	        {"nanoseconds", 1000000000},
+	        {"microseconds", 1000000},
+	        {"milliseconds", 1000},
+	        {"seconds", 1},
+	};
+
+	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
+		if (unit && strcmp(unit, clocks[i].unit) == 0) {
+			*per_second = clocks[i].per_second;
+			return true;
+		}
+	return false;
+}
+
+static int cmp_top(const void *a, const void *b, void *ctx)
+{
+	const struct view_tree *t = ctx;
+	const struct top_func *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	const struct vstr *sx = &t->strs[x->name], *sy = &t->strs[y->name];
+	size_t n = sx->len < sy->len ? sx->len : sy->len;
+	int c = memcmp(t->arena + sx->off, t->arena + sy->off, n);
+	if (c)
+		return c;
+	return sx->len < sy->len ? -1 : sx->len > sy->len;
+}
+
+static bool is_frame(const struct view_tree *t, uint32_t n)
+{
+	return n != VIEW_ROOT && t->nodes[n].parent != VIEW_ROOT;
+}
+
+/* Gathers the functions of the subtree of `node` into *out (malloc'd, the
+ * caller frees) and their number into *nout. */
+static int top_collect(const struct view_tree *t, uint32_t node, struct top_func **out,
+                       uint32_t *nout)
+{
+	uint32_t *fidx = calloc(t->nstrs ? t->nstrs : 1, sizeof(*fidx)); /* sid -> func + 1 */
+	uint32_t *open = calloc(t->nstrs ? t->nstrs : 1, sizeof(*open)); /* sid -> depth */
+	struct top_func *funcs = malloc((size_t)t->nnodes * sizeof(*funcs));
+	struct {
+		uint32_t node, next;
+	} *stack = malloc((size_t)(t->nnodes + 1) * sizeof(*stack));
+	uint32_t nfuncs = 0;
+	size_t depth = 0;
+	int r = -ENOMEM;
+
+	if (!fidx || !open || !funcs || !stack)
+		goto out;
+	stack[depth].node = node;
+	stack[depth++].next = 0;
+	for (uint32_t n = node;;) {
+		if (is_frame(t, n)) {
+			const struct vnode *v = &t->nodes[n];
+			const struct vframe *f = vnode_frame(t, n);
+			if (!fidx[f->name]) {
+				funcs[nfuncs] = (struct top_func){.name = f->name, .kind = f->kind};
+				fidx[f->name] = ++nfuncs;
+			}
+			struct top_func *fn = &funcs[fidx[f->name] - 1];
+			fn->self += v->self_weight;
+			if (!open[f->name])
+				fn->total += v->total_weight;
+			open[f->name]++;
+		}
+		for (;;) {
+			uint32_t top = stack[depth - 1].node;
+			if (stack[depth - 1].next < t->nodes[top].nkids) {
+				n = t->kids[t->nodes[top].first_kid + stack[depth - 1].next++];
+				stack[depth].node = n;
+				stack[depth++].next = 0;
+				break;
+			}
+			if (is_frame(t, top))
+				open[vnode_frame(t, top)->name]--;
+			if (--depth == 0)
+				goto walked;
+		}
+	}
+walked:
+	/* Functions without weight (in a seeded tree's hidden nodes only,
+	 * which no child list holds) cannot occur: every visible node has
+	 * a total. */
+	qsort_r(funcs, nfuncs, sizeof(*funcs), cmp_top, (void *)t);
+	*out = funcs;
+	*nout = nfuncs;
+	funcs = NULL;
+	r = 0;
+out:
+	free(fidx);
+	free(open);
+	free(funcs);
+	free(stack);
+	return r;
+}
+
+/* "12.34" for part/whole as a percentage (two decimals, rounded half up
+ * in integers so every platform prints the same). */
+__extension__ typedef unsigned __int128 u128;
+
+static void put_percent(char out[32], uint64_t part, uint64_t whole)
+{
+	u128 x = whole ? ((u128)part * 20000 + whole) / ((u128)whole * 2) : 0;
+	uint64_t v = (uint64_t)x;
+
+	snprintf(out, 32, "%" PRIu64 ".%02" PRIu64, v / 100, v % 100);
+}
+
+/* "1.234567890" for v units of which per_second make a second. */
+static void put_seconds(char out[48], uint64_t v, uint64_t per_second)
+{
+	unsigned digits = view_digits(per_second) - 1;
+
+	if (digits == 0)
+		snprintf(out, 48, "%" PRIu64, v);
+	else
+		snprintf(out, 48, "%" PRIu64 ".%0*" PRIu64, v / per_second, (int)digits,
+		         v % per_second);
+}
+
+static int appendf(struct view_buf *out, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+static int appendf(struct view_buf *out, const char *fmt, ...)
+{
+	va_list ap;
+	char small[512];
+
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	if ((size_t)n < sizeof(small))
+		return view_buf_append(out, small, (size_t)n);
+	int r = view_buf_reserve(out, (size_t)n);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf(out->data + out->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	out->len += (size_t)n;
+	return 0;
+}
+
+int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	struct top_func *funcs = NULL;
+	uint32_t nfuncs = 0;
+	int r;
+
+	if (node >= t->nnodes)
+		return -EINVAL;
+	if ((r = top_collect(t, node, &funcs, &nfuncs)) < 0)
+		return r;
+
+	uint64_t whole = t->nodes[node].total_weight, per_second;
+	const char *unit = t->unit ? t->unit : "";
+	unsigned w = view_digits(whole);
+	if (w < 4)
+		w = 4;
+	char secs[48];
+	if (view_unit_is_clock(unit, &per_second)) {
+		put_seconds(secs, whole, per_second);
+		r = appendf(out,
+		            "# %" PRIu32 " functions by self weight; unit %s (%s), total %" PRIu64
+		            " = %s s\n",
+		            nfuncs, unit, t->event ? t->event : "", whole, secs);
+	} else {
+		r = appendf(out,
+		            "# %" PRIu32 " functions by self weight; unit %s (%s), total %" PRIu64
+		            "\n",
+		            nfuncs, unit, t->event ? t->event : "", whole);
+	}
+	if (r == 0)
+		r = appendf(out, "#%*s %7s %*s %7s %-7s %s\n", (int)w - 1, "self", "self%", (int)w,
+		            "total", "total%", "kind", "name");
+	for (uint32_t i = 0; i < nfuncs && r == 0; i++) {
+		char sp[32], tp[32];
+		const struct vstr *s = &t->strs[funcs[i].name];
+		put_percent(sp, funcs[i].self, whole);
+		put_percent(tp, funcs[i].total, whole);
+		r = appendf(out, "%*" PRIu64 " %7s %*" PRIu64 " %7s %-7s ", (int)w, funcs[i].self,
+		            sp, (int)w, funcs[i].total, tp, view_kind_name(funcs[i].kind));
+		if (r == 0)
+			r = view_buf_append(out, t->arena + s->off, s->len);
+		if (r == 0)
+			r = view_buf_append(out, "\n", 1);
+	}
+	free(funcs);
+	return r;
+}
