@@ -18,7 +18,12 @@
 #   - top in call-tree directories: head and awk read it, its self and
 #     total equal @functions/F's for every function and a brute-force
 #     reading of folded in a subdirectory, kernel frames say so, and a
-#     frame named top keeps its own directory.
+#     frame named top keeps its own directory;
+#   - the whole view at the root and at every window's root: folded is
+#     every binary's primary series of the most common event summed (here
+#     the folded imports' "samples"; loop's cpu-clock is left out), total
+#     and top agree with it, go tool pprof reads the same total, flame.svg
+#     is well-formed, and an import shows there within 4 s.
 #   usage: test-view-views.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
 build=${1:?usage: test-view-views.sh BUILD_DIR}
@@ -65,8 +70,8 @@ sum_folded() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
 check "a @diff looked up first on a fresh mount" test "$(cat "$mnt/app/@diff/1/2/total" 2>&1)" = "28 44"
 
 # ---- the root and escaping -----------------------------------------------------------------
-check "ls MNT: the binaries, @weird escaped; @last and @range are not listed" \
-	test "$(ls -A "$mnt" | tr '\n' ' ')" = "%40weird app live loop win "
+check "ls MNT: the whole view's files and the binaries, @weird escaped; @last and @range are not listed" \
+	test "$(ls -A "$mnt" | tr '\n' ' ')" = "%40weird app callgrind flame.svg folded live loop name pprof self top total win "
 check "... but resolve by name" test -d "$mnt/@last" -a -d "$mnt/@range" -a -d "$mnt/app/@diff" -a -d "$mnt/app/1/@functions"
 check "find walks the call trees, not the views" \
 	test -z "$(find "$mnt" -name '@*')" -a -n "$(find "$mnt" -name '%40*')"
@@ -78,7 +83,7 @@ check "a frame named @plt is %40plt" test -d "$mnt/app/1/main/%40plt"
 check "ls @last: 1m 5m 15m 1h 6h 1d 7d" \
 	test "$(ls -U "$mnt/@last" | tr '\n' ' ')" = "1m 5m 15m 1h 6h 1d 7d "
 check "@last/5m lists only the binaries with counts in it (@weird was imported now)" \
-	test "$(ls "$mnt/@last/5m" | tr '\n' ' ')" = "%40weird live "
+	test "$(ls "$mnt/@last/5m" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self top total "
 check "@last/5m/live/1/total: the recent count" test "$(cat "$mnt/@last/5m/live/1/total")" = 5
 check "@last/1h/live/1/total: both" test "$(cat "$mnt/@last/1h/live/1/total")" = 12
 check "@last/90s resolves though unlisted" test "$(cat "$mnt/@last/90s/live/1/total")" = 5
@@ -194,6 +199,26 @@ check "... and top ranks it: y 3, top 2, x 0" \
 check "top in a window and in callers/ and callees/ trees" \
 	sh -c "grep -q ' recent\$' '$mnt/@last/1h/live/1/top' && grep -q ' main\$' '$fn/f/callers/top' && grep -q ' g\$' '$fn/f/callees/top'"
 
+# ---- the whole view at the root ------------------------------------------------------------------
+# Merges folded files: sums equal stacks, bytewise order.
+merge_folded() { cat "$@" | awk '{ w = $NF; sub(/ [0-9]+$/, ""); s[$0] += w } END { for (k in s) print k, s[k] }' | sort; }
+check "the root's folded: app 1 and 2, live, win and @weird summed, loop (cpu-clock) left out" \
+	test "$(cat "$mnt/folded")" = "$(merge_folded "$mnt"/app/1/folded "$mnt"/app/2/folded "$mnt"/live/1/folded "$mnt"/win/1/folded "$mnt"/%40weird/%40v/folded)"
+check "the root's total is its folded's sum" test "$(cat "$mnt/total")" = "$(sum_folded "$mnt/folded")"
+check "the root's top equals a brute-force reading of its folded" \
+	test "$(awk '!/^#/ { print $1, $3, $6 }' "$mnt/top" | sort -k3)" = "$(brute_top "$mnt" 2)"
+check "the root's top names the unit and total" grep -q "^# .* unit count (samples), total $(cat "$mnt/total")\$" "$mnt/top"
+check "xmllint: the root's flame.svg" xmllint --noout "$mnt/flame.svg"
+check "callgrind_annotate reads the root's callgrind" sh -c "callgrind_annotate '$mnt/callgrind' >/dev/null"
+for w in @last/1h "@range/$t0/$((t0 + 120))" "@range/$((t0 + 60))/$((t0 + 240))"; do
+	want=$(merge_folded $(for b in "$mnt/$w"/*/; do [ -f "$b/top" ] && continue; for v in "$b"*/; do case $(basename "$v") in *@*) continue ;; esac; echo "$v/folded"; done; done))
+	check "$w: its root's folded is its binaries' primary versions' summed" test "$(cat "$mnt/$w/folded")" = "$want"
+	check "$w: total and top agree" test "$(cat "$mnt/$w/total")" = "$(sum_folded "$mnt/$w/folded")" -a \
+		"$(awk '!/^#/ { print $1, $3, $6 }' "$mnt/$w/top" | sort -k3)" = "$(brute_top "$mnt/$w" 2)"
+done
+check "ls @last/1h: the whole window's files, then its binaries" \
+	test "$(ls "$mnt/@last/1h" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self top total "
+
 if command -v go >/dev/null && go tool pprof -h >/dev/null 2>&1; then
 	pprof_total() {
 		go tool pprof -raw "$1" 2>/dev/null |
@@ -205,6 +230,8 @@ if command -v go >/dev/null && go tool pprof -h >/dev/null 2>&1; then
 	check "go tool pprof: callees/ of f totals 24" test "$(pprof_total "$fn/f/callees/pprof")" = 24
 	check "go tool pprof: the diff totals B - A" test "$(pprof_total "$d/pprof")" = 16
 	check "go tool pprof: a window" test "$(pprof_total "$mnt/@last/1h/live/1/pprof")" = 12
+	check "go tool pprof: the root's pprof totals its total" test "$(pprof_total "$mnt/pprof")" = "$(cat "$mnt/total")"
+	check "go tool pprof: a window's root" test "$(pprof_total "$mnt/@last/1h/pprof")" = "$(cat "$mnt/@last/1h/total")"
 else
 	echo "SKIP: go tool pprof checks (go not installed)"
 fi
@@ -222,6 +249,8 @@ for _ in $(seq 40); do
 	sleep 0.1
 done
 check "an import shows in @diff/1/2/total within 4 s" test $seen = 1
+check "... and in the root's folded and top (held by the kernel across the import)" \
+	test "$(grep '^app;main;d ' "$mnt/folded")" = "app;main;d 20" -a "$(awk '$6 == "d" { print $1 }' "$mnt/top")" = 20
 check "... and in @functions of version 2" test "$(cat "$mnt/app/2/@functions/d/total")" = 20
 c=$(cat "$mnt/app/2/@functions/d/callers/main/total"); echo "     callers/main/total: $c; callers/total: $(cat "$mnt/app/2/@functions/d/callers/total")"
 check "... and in its callers" test "$c" = 20

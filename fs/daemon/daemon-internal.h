@@ -82,6 +82,12 @@ enum space_kind {
 	SPACE_DIFF,    /* series_id (B) against base_id (A): @diff */
 	SPACE_CALLERS, /* function `func` of series_id: @functions/F/callers */
 	SPACE_CALLEES, /* ... and its callees */
+	/* The whole view at a root (issue 24): every binary's primary series
+	 * of view base_id (of one event, space_all_event_locked()), shown as
+	 * the files of node VIEW_ROOT only, in the directory parent_sdir (a
+	 * root: /, /@host/<name>/). */
+	SPACE_ALL,
+	SPACE_ALL_WINDOW, /* ... restricted to a window (last, from, to): /@last/D/, /@range/F/T/ */
 };
 
 /* The directory a space's tree shows at the top: the one child of the
@@ -112,12 +118,21 @@ struct space {
 	 * set once an inode of node n was given to the kernel under that
 	 * alias.  Sized nodes_cap. */
 	uint32_t gen;
+	/* SPACE_ALL*: the content version of its files, bumped by every
+	 * refresh that changes its view and kept while the tree is dropped
+	 * (the files have no size in stat and are read with direct_io). */
+	uint32_t files_version;
 	uint32_t *changed;
 	uint8_t *seen;
 	uint32_t nodes_cap;
 	time_t *gen_time;
 	uint32_t gen_time_cap;
 };
+
+static inline bool space_is_all(const struct space *sp)
+{
+	return sp->kind == SPACE_ALL || sp->kind == SPACE_ALL_WINDOW;
+}
 
 /* The rendered bytes of one file of one node at one content version.
  * Shared by the render cache and the open files reading it; freed when the
@@ -362,6 +377,7 @@ int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen);
 int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
                             struct view_tree **out);
 int space_build_locked(struct space *sp);
+const char *space_all_event_locked(size_t lo, size_t hi);
 time_t space_node_mtime(const struct space *sp, uint32_t node);
 void space_count_lookup_locked(const struct ino *i);
 void space_uncount_lookup_locked(const struct ino *i, uint64_t n);

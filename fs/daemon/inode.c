@@ -72,6 +72,23 @@ int inode_resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 	at->sp = space_get_locked(at->i.space);
 	if (!at->sp || at->sp->gone)
 		return -ESTALE;
+	if (space_is_all(at->sp)) {
+		/* The whole view's files at a root: node VIEW_ROOT's only. */
+		if (at->i.alias || at->i.node != VIEW_ROOT || at->i.slot == 0 ||
+		    at->i.slot > view_file_count)
+			return -ENOENT;
+		at->current = at->i.version == (at->sp->files_version & VERSION_MASK);
+		if (!at->sp->tree && !need_tree)
+			return 0;
+		if (!at->sp->tree) {
+			int r = space_build_locked(at->sp);
+			if (r < 0)
+				return r;
+		}
+		at->sp->last_use = ++fs.use_clock;
+		at->tree = at->sp->tree->tree;
+		return 0;
+	}
 	const struct store_series *s = series_by_id_locked(at->sp->series_id);
 	if (!s)
 		return -ESTALE;
@@ -178,6 +195,11 @@ double inode_attr_locked(const struct at *at, fuse_ino_t ino, struct stat *st)
 	if (at->i.slot == 0) {
 		attr_dir(st, ino, space_node_mtime(at->sp, at->i.node));
 		return CACHE_TIMEOUT;
+	}
+	if (space_is_all(at->sp)) {
+		/* No size before rendering (the tree may not be built). */
+		inode_attr_file(st, ino, at->sp->series_mtime, 0);
+		return at->current ? CACHE_TIMEOUT : 0;
 	}
 	const struct view_file *f = space_file(at->sp, at->i.slot - 1);
 	inode_attr_file(st, ino, space_node_mtime(at->sp, at->i.node),

@@ -372,7 +372,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct open_file *of;
 	struct tree_ref *tree;
 	struct at at;
-	bool current;
+	bool current, all;
 	int r;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -409,7 +409,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	key.vf = space_file(at.sp, at.i.slot - 1);
 	key.node = at.i.node;
 	key.file = at.i.slot - 1;
-	key.changed = at.sp->changed[at.i.node];
+	all = space_is_all(at.sp);
+	key.changed = all ? at.sp->files_version : at.sp->changed[at.i.node];
 	current = at.current;
 	tree = at.sp->tree;
 	tree->refs++;
@@ -427,7 +428,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * of an older version whose cached size and pages are another
 	 * rendering's: read to EOF through the daemon.  Otherwise the
 	 * inode's pages can only ever hold these bytes: keep them. */
-	fi->direct_io = key.vf->size == NULL || !current;
+	fi->direct_io = key.vf->size == NULL || !current || all;
 	fi->keep_cache = !fi->direct_io;
 opened:
 	pthread_mutex_init(&of->mu, NULL);

@@ -311,6 +311,87 @@ int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
 	return 0;
 }
 
+/* The event of the whole view's tree of the series fs.series[lo, hi):
+ * the event the most primary series have (ties: cpu-clock, then the
+ * bytewise first), so a root sums what most binaries show.  NULL when
+ * there is none. */
+const char *space_all_event_locked(size_t lo, size_t hi)
+{
+	const char *best = NULL;
+	size_t best_n = 0;
+
+	for (size_t i = lo; i < hi; i++) {
+		if (!fs.primary[i])
+			continue;
+		const char *e = fs.series[i].event;
+		size_t n = 0;
+		for (size_t j = lo; j < hi; j++)
+			n += fs.primary[j] && strcmp(fs.series[j].event, e) == 0;
+		bool cpu = strcmp(e, "cpu-clock") == 0,
+		     best_cpu = best && strcmp(best, "cpu-clock") == 0;
+		if (n > best_n ||
+		    (n == best_n && (cpu > best_cpu || (cpu == best_cpu && strcmp(e, best) < 0)))) {
+			best = e;
+			best_n = n;
+		}
+	}
+	return best;
+}
+
+/* The tree of a SPACE_ALL or SPACE_ALL_WINDOW space: every binary's
+ * primary series (the members of each: every host's in view 0) of the
+ * view's event, in the window for a window.  An empty window (or no
+ * series in it) is an empty tree of the first of them. */
+static int space_build_all_locked(const struct space *sp, const struct view_tree *seed,
+                                  struct view_tree **out)
+{
+	size_t lo, hi, n = 0, cap = 0;
+	int64_t from = INT64_MIN, to = INT64_MAX;
+	struct store_series *m;
+	int r;
+
+	series_view_range(sp->base_id, &lo, &hi);
+	const char *event = space_all_event_locked(lo, hi);
+	if (!event)
+		return -ENOENT;
+	if (sp->kind == SPACE_ALL_WINDOW)
+		space_window_locked(sp, &from, &to);
+	for (size_t i = lo; i < hi; i++)
+		if (fs.primary[i] && strcmp(fs.series[i].event, event) == 0)
+			cap += fs.members[i].hi - fs.members[i].lo;
+	m = malloc((cap ? cap : 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	const struct store_series *first = NULL;
+	for (size_t i = lo; i < hi; i++) {
+		if (!fs.primary[i] || strcmp(fs.series[i].event, event) != 0)
+			continue;
+		if (!first)
+			first = &fs.raw[fs.members[i].lo];
+		if (sp->kind == SPACE_ALL_WINDOW && !series_in_window(&fs.series[i], from, to))
+			continue;
+		for (size_t j = fs.members[i].lo; j < fs.members[i].hi; j++)
+			m[n++] = fs.raw[j]; /* borrowed strings: only read by the build */
+	}
+	if (!first) {
+		free(m);
+		return -ENOENT;
+	}
+	if (n == 0) {
+		m[n++] = *first;
+		from = 1, to = 0;
+	} else if (sp->kind == SPACE_ALL_WINDOW) {
+		/* view_tree_build takes closed intervals (see SPACE_WINDOW). */
+		if (to <= from)
+			from = 1, to = 0;
+		else
+			to--;
+	}
+	r = view_tree_build_seeded(fs.store, m, n, from, to, seed, out);
+	free(m);
+	return r;
+}
+
 /* Builds the tree a space shows, seeded with `seed` (NULL: afresh).  The
  * one place that knows what each kind of space is a tree of; a new kind
  * (a time window, a diff) is a case here and a key in struct space. */
@@ -321,6 +402,8 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 	size_t n;
 	int r;
 
+	if (space_is_all(sp))
+		return space_build_all_locked(sp, seed, out);
 	/* A series of the view sums its members: one host's series each. */
 	series_members_locked(sp->series_id, &s, &n);
 	if (!n)
@@ -351,6 +434,8 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 		space_put_tree_locked(ta);
 		return r;
 	}
+	case SPACE_ALL:
+	case SPACE_ALL_WINDOW: break; /* above */
 	case SPACE_CALLERS:
 	case SPACE_CALLEES: {
 		struct view_functions *fx;
@@ -386,10 +471,12 @@ int space_build_locked(struct space *sp)
 	}
 	malloc_trim(0); /* give the build's scratch tables back */
 	size_t len;
-	if (view_tree_node_count(t->tree) <= SPACE_ROOT_NODE ||
-	    view_node_parent(t->tree, SPACE_ROOT_NODE) != VIEW_ROOT ||
-	    view_node_child_count(t->tree, VIEW_ROOT) != 1 ||
-	    !view_node_name(t->tree, SPACE_ROOT_NODE, &len)) {
+	if (space_is_all(sp))
+		; /* files of VIEW_ROOT only: any tree, an empty one too */
+	else if (view_tree_node_count(t->tree) <= SPACE_ROOT_NODE ||
+	         view_node_parent(t->tree, SPACE_ROOT_NODE) != VIEW_ROOT ||
+	         view_node_child_count(t->tree, VIEW_ROOT) != 1 ||
+	         !view_node_name(t->tree, SPACE_ROOT_NODE, &len)) {
 		view_tree_free(t->tree);
 		free(t);
 		return -EIO;

@@ -153,13 +153,93 @@ static int view_root_locked(uint32_t view, size_t *out)
 	        &(struct sdir){.kind = SD_ROOT, .view = view, .parent = (uint32_t)hosts}, out);
 }
 
-/* The root: @last, @range, @host (the whole view's root only), then one
- * directory per binary name (of its view). */
+/* Whether a root shows the whole view's files: when its view has a
+ * series, and for a window one with counts in it (an empty window shows
+ * nothing). */
+static bool all_files_shown(const struct sdir *sd, bool window, size_t lo, size_t hi)
+{
+	int64_t from, to;
+
+	if (!space_all_event_locked(lo, hi))
+		return false;
+	if (!window)
+		return true;
+	sdir_window(sd, &from, &to);
+	for (size_t i = lo; i < hi; i++)
+		if (fs.primary[i] && series_in_window(&fs.series[i], from, to))
+			return true;
+	return false;
+}
+
+/* The whole view's files in a root (`window` false: /, /@host/<name>/)
+ * or a window's root (/@last/D/, /@range/F/T/): file f of the space of
+ * every binary's primary series of sd's view.  Returns 1 when `name` is
+ * no file's name, -ENOENT when the view has no series. */
+static int all_file_lookup(const struct sdir *sd, bool window, const char *name, size_t len,
+                           struct ino *out)
+{
+	size_t lo, hi;
+	int r;
+
+	for (unsigned f = 0; f < view_file_count; f++) {
+		if (strlen(view_files[f].name) != len || memcmp(view_files[f].name, name, len) != 0)
+			continue;
+		series_view_range(sd->view, &lo, &hi);
+		if (!all_files_shown(sd, window, lo, hi))
+			return -ENOENT;
+		struct space key = {.kind = window ? SPACE_ALL_WINDOW : SPACE_ALL,
+		                    .base_id = sd->view,
+		                    .last = window ? sd->last : 0,
+		                    .from = window && !sd->last ? sd->from : 0,
+		                    .to = window && !sd->last ? sd->to : 0,
+		                    .parent_sdir = sdir_index(sd)};
+		struct space *sp = space_for_key_locked(&key, &r);
+		if (!sp)
+			return r;
+		*out = (struct ino){.space = sp->id,
+		                    .node = VIEW_ROOT,
+		                    .slot = f + 1,
+		                    .version = sp->files_version & VERSION_MASK};
+		return 0;
+	}
+	return 1;
+}
+
+/* Emits the whole view's files (all_file_lookup) from the k-th on, with
+ * cookies 3 + their index; *pos is how many there are (0 without
+ * series).  Returns false when the reply is full. */
+static int all_files_list(struct emitter *em, const struct sdir *sd, bool window, size_t k,
+                          size_t *pos)
+{
+	size_t lo, hi;
+
+	series_view_range(sd->view, &lo, &hi);
+	*pos = 0;
+	if (!all_files_shown(sd, window, lo, hi))
+		return 0;
+	*pos = view_file_count;
+	for (size_t f = k; f < view_file_count; f++) {
+		const char *name = view_files[f].name;
+		struct ino ino;
+		int r = all_file_lookup(sd, window, name, strlen(name), &ino);
+		if (r < 0)
+			return r;
+		if (!inode_emit_locked(em, name, ino, false, (off_t)(3 + f)))
+			return 1;
+	}
+	return 0;
+}
+
+/* The root: the whole view's files, @last, @range, @host (the whole
+ * view's root only), then one directory per binary name (of its view). */
 static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
 {
 	const struct sdir me = *root; /* fs.sdirs may move below */
 
 	root = &me;
+	int fr = all_file_lookup(root, false, name, len, out);
+	if (fr <= 0)
+		return fr;
 	if (strcmp(name, "@last") == 0)
 		return sdir_ino_locked(&(struct sdir){.kind = SD_LAST,
 		                                      .view = root->view,
@@ -198,6 +278,9 @@ static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 	size_t pos = 0, lo, hi;
 
 	root = &me;
+	int fr = all_files_list(em, root, false, k, &pos);
+	if (fr != 0)
+		return fr < 0 ? fr : 0;
 	series_view_range(root->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i), pos++) {
 		char esc[VIEW_NAME_MAX + 1];
@@ -391,7 +474,10 @@ static int window_lookup(const struct sdir *sd, const char *name, size_t len, st
 	sd = &me;
 	int64_t from, to;
 	size_t lo, hi;
+	int fr = all_file_lookup(sd, true, name, len, out);
 
+	if (fr <= 0)
+		return fr;
 	sdir_window(sd, &from, &to);
 	series_view_range(sd->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
@@ -421,7 +507,10 @@ static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
 	sd = &me;
 	int64_t from, to;
 	size_t pos = 0, lo, hi;
+	int fr = all_files_list(em, sd, true, k, &pos);
 
+	if (fr != 0)
+		return fr < 0 ? fr : 0;
 	sdir_window(sd, &from, &to);
 	series_view_range(sd->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
