@@ -135,7 +135,7 @@ _flamefs_collect()
 		      --unwind --unwind-memory --event --offcpu-min --push --push-every -e
 		      -p -a -F -d -v --'
 		;;
-	stats) opts='--store --by-host --help' ;;
+	stats) opts='--store --by-host --quality --help' ;;
 	compact) opts='--store --help' ;;
 	unwind-table)
 		if [[ $cur == -* ]]; then

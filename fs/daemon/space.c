@@ -182,11 +182,21 @@ struct space *space_for_key_locked(const struct space *key, int *err)
  * at its root only) or the call tree's.  Slot f + 1 is file f. */
 static const struct view_file regressions_file = {"regressions", view_render_regressions, NULL};
 #define DIFF_FILES (view_diff_file_count + 1)
+/* A version directory's (a series' or a window's root) stack quality. */
+static const struct view_file quality_file = {"quality", view_render_quality, NULL};
+
+static bool has_quality(const struct space *sp)
+{
+	return sp->kind == SPACE_SERIES || sp->kind == SPACE_WINDOW;
+}
 
 const struct view_file *space_file(const struct space *sp, unsigned f)
 {
-	if (sp->kind != SPACE_DIFF)
-		return f < view_file_count ? &view_files[f] : NULL;
+	if (sp->kind != SPACE_DIFF) {
+		if (f < view_file_count)
+			return &view_files[f];
+		return f == view_file_count && has_quality(sp) ? &quality_file : NULL;
+	}
 	if (f < view_diff_file_count)
 		return &view_diff_files[f];
 	return f == view_diff_file_count ? &regressions_file : NULL;
@@ -196,7 +206,7 @@ const struct view_file *space_file(const struct space *sp, unsigned f)
 unsigned space_file_count(const struct space *sp, uint32_t node)
 {
 	if (sp->kind != SPACE_DIFF)
-		return (unsigned)view_file_count;
+		return (unsigned)view_file_count + (has_quality(sp) && node == SPACE_ROOT_NODE);
 	return node == SPACE_ROOT_NODE ? DIFF_FILES : (unsigned)view_diff_file_count;
 }
 

@@ -177,6 +177,26 @@ const char *view_kind_name(unsigned kind);
  * (nanoseconds, microseconds, milliseconds, seconds). */
 bool view_unit_is_clock(const char *unit, uint64_t *per_second);
 
+/* How good the stacks of a subtree are (quality.c).  total: the node's
+ * total weight; rooted: the weight of its stacks whose outermost frame is
+ * an entry point (view_name_is_entry(), or an unnamed frame right below
+ * one), so the stack was not cut short; unknown_leaf: the weight of its
+ * stacks whose leaf is "[unknown]", a bare module name "[...]" or a frame
+ * of kind unknown.  At VIEW_ROOT, every binary's. */
+struct view_quality {
+	uint64_t total, rooted, unknown_leaf;
+};
+int view_quality(const struct view_tree *t, uint32_t node, struct view_quality *q);
+/* _start, __libc_start_main, __libc_start_call_main, start_thread, clone,
+ * clone3, ret_from_fork(_asm), kthread, Go's runtime.goexit ... */
+bool view_name_is_entry(const char *name, size_t len);
+/* part/whole in percent as "98.23" (two decimals, rounded half up). */
+void view_quality_share(uint64_t part, uint64_t whole, char out[32]);
+/* The `quality` file: "total T", "rooted W P%", "unknown_leaf W P%", one
+ * a line, and when fewer than half the stacks are rooted, '#' lines
+ * saying what usually causes it and what to do. */
+int view_render_quality(const struct view_tree *t, uint32_t node, struct view_buf *out);
+
 /* The exact size view_render_folded() would produce, without rendering. */
 uint64_t view_folded_size(const struct view_tree *t, uint32_t node);
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# glance.sh — issue #24's targets on a generated store about the size of a
+# system-wide recording (75 binaries of 4,000 generated stacks each, one of
+# 100,000: about 400k stacks in all): `cat /top` the first time (the whole
+# machine's tree built) <= 1 s and after <= 50 ms, `head top` of a version
+# root <= 100 ms, and what the root's other files and `ls /` cost.
+#   usage: sudo bash tests/bench/glance.sh [BUILD_DIR]   (prints a table; no pass/fail)
+#   BUILD_DIR: a build to measure as it is; default: build-bench (release)
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/bench/lib.sh"
+BENCH_BUILD=${1:-} bench_setup glance --root fs/flamefs flamefs-collect tests/gen-folded
+bench_machine
+pid=
+trap '[ -n "$pid" ] && fusermount3 -u -z "$work/mnt" 2>/dev/null; bench_cleanup' EXIT
+for i in $(seq 1 75); do
+	n=4000
+	[ "$i" = 1 ] && n=100000
+	"$build/tests/gen-folded" $n $((n * 50)) "bin$i" "$i" >"$work/b$i.folded"
+	"$fc" import --store "$work/store" --binary "bin$i" --version 1 "$work/b$i.folded" >/dev/null 2>&1
+done
+stacks=$(cat "$work"/b*.folded | wc -l)
+mkdir "$work/mnt"
+"$flamefs" -f "$work/store" "$work/mnt" &
+pid=$!
+for _ in $(seq 50); do mountpoint -q "$work/mnt" && break; sleep 0.1; done
+ms() { # ms COMMAND...: wall milliseconds of one run
+	local t0 t1
+	t0=$(date +%s%N)
+	"$@" >/dev/null
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+}
+m=$work/mnt
+echo "# $stacks stacks in 75 binaries, $(du -sh "$work/store" | cut -f1) store"
+echo "| | target | measured |"
+echo "|---|---|---|"
+echo "| first \`ls /\` (nothing built) | | $(ms ls "$m") ms |"
+echo "| \`cat /top\` the first time (the whole tree built) | ≤ 1000 ms | $(ms cat "$m/top") ms |"
+echo "| \`cat /top\` after (render cache; $(grep -vc '^#' "$m/top") functions) | ≤ 50 ms | $(ms cat "$m/top") ms |"
+first=$(ms cat "$m/folded")
+echo "| \`cat /folded\` the first time after top ($(wc -c <"$m/folded") bytes) | | $first ms |"
+echo "| \`cat /folded\` after (render cache) | | $(ms cat "$m/folded") ms |"
+echo "| \`cat /flame.svg\` the first time | | $(ms cat "$m/flame.svg") ms |"
+echo "| \`head top\` of bin1/1 (100k stacks) the first time (tree built) | ≤ 100 ms | $(ms sh -c "head -12 '$m/bin1/1/top'") ms |"
+echo "| \`head top\` of bin1/1 after | ≤ 100 ms | $(ms sh -c "head -12 '$m/bin1/1/top'") ms |"
+echo "| \`head top\` of bin2/1 (4k stacks) the first time | ≤ 100 ms | $(ms sh -c "head -12 '$m/bin2/1/top'") ms |"
+echo "| daemon RSS | | $(awk '/VmRSS/ { print $2 / 1024 " MB" }' /proc/$pid/status) |"
