@@ -26,8 +26,8 @@ struct name {
 	size_t len;
 };
 
-static const char *const reserved[] = {"folded", "self",      "total",     "pprof",
-                                       "name",   "flame.svg", "callgrind", "regressions"};
+static const char *const reserved[] = {"folded",    "self",      "total",       "pprof", "name",
+                                       "flame.svg", "callgrind", "regressions", "top",   "quality"};
 
 /* Checks one name; returns its escaped form (malloc'd). */
 static char *check_name(const char *p, size_t len, int flags)
@@ -133,6 +133,9 @@ int main(void)
 	ADD("flame.svg");
 	ADD("callgrind");
 	ADD("regressions");
+	ADD("top");
+	ADD("quality");
+	ADD("topx");
 	ADD("[unknown]");
 	ADD("func_[i]");
 	ADD("a;b");
