@@ -26,8 +26,9 @@ struct name {
 	size_t len;
 };
 
-static const char *const reserved[] = {"folded",    "self",      "total",       "pprof", "name",
-                                       "flame.svg", "callgrind", "regressions", "top",   "quality"};
+static const char *const reserved[] = {"folded", "self",      "total",     "pprof",
+                                       "name",   "flame.svg", "callgrind", "regressions",
+                                       "top",    "quality",   "timeline",  "timeline.svg"};
 
 /* Checks one name; returns its escaped form (malloc'd). */
 static char *check_name(const char *p, size_t len, int flags)

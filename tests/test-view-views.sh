@@ -54,7 +54,7 @@ echo "main;recent 5" >"$tmp/recent.folded"
 echo "main;old 7" >"$tmp/old.folded"
 imp --binary live --version 1 --time $((now - 30)) "$tmp/recent.folded"
 imp --binary live --version 1 --time $((now - 900)) "$tmp/old.folded"
-printf 'x;y 3\nx;top 2\n' >"$tmp/at.folded"
+printf 'x;y 3\nx;top 2\nx;timeline 1\n' >"$tmp/at.folded"
 imp --binary @weird --version @v "$tmp/at.folded"
 imp --format perf --binary loop --version 1 "$here/data/perf/loop.perf"
 
@@ -71,7 +71,7 @@ check "a @diff looked up first on a fresh mount" test "$(cat "$mnt/app/@diff/1/2
 
 # ---- the root and escaping -----------------------------------------------------------------
 check "ls MNT: the whole view's files and the binaries, @weird escaped; @last and @range are not listed" \
-	test "$(ls -A "$mnt" | tr '\n' ' ')" = "%40weird app callgrind flame.svg folded live loop name pprof self top total win "
+	test "$(ls -A "$mnt" | tr '\n' ' ')" = "%40weird app callgrind flame.svg folded live loop name pprof self timeline timeline.svg top total win "
 check "... but resolve by name" test -d "$mnt/@last" -a -d "$mnt/@range" -a -d "$mnt/app/@diff" -a -d "$mnt/app/1/@functions"
 check "find walks the call trees, not the views" \
 	test -z "$(find "$mnt" -name '@*')" -a -n "$(find "$mnt" -name '%40*')"
@@ -83,7 +83,7 @@ check "a frame named @plt is %40plt" test -d "$mnt/app/1/main/%40plt"
 check "ls @last: 1m 5m 15m 1h 6h 1d 7d" \
 	test "$(ls -U "$mnt/@last" | tr '\n' ' ')" = "1m 5m 15m 1h 6h 1d 7d "
 check "@last/5m lists only the binaries with counts in it (@weird was imported now)" \
-	test "$(ls "$mnt/@last/5m" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self top total "
+	test "$(ls "$mnt/@last/5m" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self timeline timeline.svg top total "
 check "@last/5m/live/1/total: the recent count" test "$(cat "$mnt/@last/5m/live/1/total")" = 5
 check "@last/1h/live/1/total: both" test "$(cat "$mnt/@last/1h/live/1/total")" = 12
 check "@last/90s resolves though unlisted" test "$(cat "$mnt/@last/90s/live/1/total")" = 5
@@ -193,8 +193,8 @@ check "top: loop's kernel frames are kernel, [unknown] unknown" \
 check "top of a clock unit says the total in seconds" grep -q '^# .* unit nanoseconds (cpu-clock), total [0-9]* = [0-9]*\.[0-9]\{9\} s$' "$mnt/loop/1/top"
 check "a frame named top is the directory %74op, top the file" \
 	test -d "$mnt/%40weird/%40v/x/%74op" -a -f "$mnt/%40weird/%40v/x/top" -a "$(cat "$mnt/%40weird/%40v/x/%74op/name")" = top
-check "... and top ranks it: y 3, top 2, x 0" \
-	test "$(awk '!/^#/ { print $6 }' "$mnt/%40weird/%40v/x/top" | tr '\n' ' ')" = "y top x "
+check "... and top ranks it: y 3, top 2, timeline 1, x 0" \
+	test "$(awk '!/^#/ { print $6 }' "$mnt/%40weird/%40v/x/top" | tr '\n' ' ')" = "y top timeline x "
 # (top's st_size is 0 until rendered, as pprof's: read it, do not test -s.)
 check "top in a window and in callers/ and callees/ trees" \
 	sh -c "grep -q ' recent\$' '$mnt/@last/1h/live/1/top' && grep -q ' main\$' '$fn/f/callers/top' && grep -q ' g\$' '$fn/f/callees/top'"
@@ -217,7 +217,25 @@ for w in @last/1h "@range/$t0/$((t0 + 120))" "@range/$((t0 + 60))/$((t0 + 240))"
 		"$(awk '!/^#/ { print $1, $3, $6 }' "$mnt/$w/top" | sort -k3)" = "$(brute_top "$mnt/$w" 2)"
 done
 check "ls @last/1h: the whole window's files, then its binaries" \
-	test "$(ls "$mnt/@last/1h" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self top total "
+	test "$(ls "$mnt/@last/1h" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self timeline timeline.svg top total "
+
+# ---- timeline --------------------------------------------------------------------------------
+check "timeline of win/1: one line per bucket with counts, start samples weight, ISO time (folded: a sample per count)" \
+	test "$(grep -v '^#' "$mnt/win/1/timeline")" = "$(for i in 0 1 2 3; do echo "$((t0 + 60 * i)) $((1 << i)) $((1 << i)) $(date -u -d "@$((t0 + 60 * i))" +%Y-%m-%dT%H:%M:%SZ)"; done)"
+check "timeline of win/1/main/w2: its one bucket" \
+	test "$(grep -v '^#' "$mnt/win/1/main/w2/timeline" | cut -d' ' -f1-3)" = "$((t0 + 120)) 4 4"
+check "timeline's header: the bucket size and the clock" \
+	grep -q '^# 4 buckets of 60 s; clock unix (seconds, UTC); unit count (samples)$' "$mnt/win/1/timeline"
+check "loop's timeline is on perf's clock" grep -q '^# .* clock perf ' "$mnt/loop/1/timeline"
+check "the root's timeline: the buckets' weights add up to its total" \
+	test "$(awk '!/^#/ { s += $3 } END { print s }' "$mnt/timeline")" = "$(cat "$mnt/total")"
+check "an @range window's timeline holds only its buckets" \
+	test "$(grep -v '^#' "$mnt/@range/$((t0 + 60))/$((t0 + 180))/win/1/timeline" | cut -d' ' -f1)" = "$(printf '%s\n' $((t0 + 60)) $((t0 + 120)))"
+check "xmllint: timeline.svg of the root, a version and a frame" \
+	xmllint --noout "$mnt/timeline.svg" "$mnt/win/1/timeline.svg" "$mnt/app/1/main/a/timeline.svg"
+check "timeline.svg of win/1 draws 4 bars" test "$(grep -c '<rect class="bar"' "$mnt/win/1/timeline.svg")" = 4
+check "a frame named timeline is the directory %74imeline, timeline the file" \
+	test -d "$mnt/%40weird/%40v/x/%74imeline" -a -f "$mnt/%40weird/%40v/x/timeline"
 
 if command -v go >/dev/null && go tool pprof -h >/dev/null 2>&1; then
 	pprof_total() {

@@ -48,6 +48,13 @@ struct vbase {
 	uint64_t total_weight, total_samples;
 };
 
+/* A node's self counts in one time bucket (timeline.c). */
+struct vtime {
+	uint32_t node;
+	int64_t bucket; /* its start */
+	uint64_t samples, weight;
+};
+
 struct view_tree {
 	struct vnode *nodes;
 	/* NULL, or for a diff tree one per node: version A's counts, while
@@ -76,6 +83,13 @@ struct view_tree {
 	uint32_t ltab_mask;
 	char *event;
 	char *unit;
+	/* Trees built from a store: every node's self counts per bucket,
+	 * sorted by node, then bucket (one entry per node and bucket with
+	 * counts); none in trees derived from trees (diffs, callers,
+	 * callees).  bucket_seconds: the store's bucket size (0: none). */
+	struct vtime *times;
+	size_t ntimes;
+	uint32_t bucket_seconds;
 };
 
 static inline const char *vstr_ptr(const struct view_tree *t, uint32_t s)

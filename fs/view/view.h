@@ -177,6 +177,17 @@ const char *view_kind_name(unsigned kind);
  * (nanoseconds, microseconds, milliseconds, seconds). */
 bool view_unit_is_clock(const char *unit, uint64_t *per_second);
 
+/* When the subtree ran (timeline.c), from the per-bucket counts a tree
+ * built from a store keeps (derived trees have none: header only).
+ * timeline: two '#' header lines (the number of buckets, the bucket
+ * size, the clock: "unix" or "perf", the unit and event; the column
+ * titles), then one line per bucket with counts in the subtree, oldest
+ * first: start (seconds), samples, weight, start in ISO 8601 UTC ("-"
+ * for perf's clock).  timeline.svg: the same as a self-contained SVG bar
+ * chart (bar height: weight; a tooltip per bar). */
+int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_buf *out);
+int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct view_buf *out);
+
 /* How good the stacks of a subtree are (quality.c).  total: the node's
  * total weight; rooted: the weight of its stacks whose outermost frame is
  * an entry point (view_name_is_entry(), or an unnamed frame right below

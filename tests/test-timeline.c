@@ -1,0 +1,202 @@
+/*
+ * test-timeline.c — unit tests for `timeline` and `timeline.svg`
+ * (fs/view/timeline.c): random folded lines added at random times (in
+ * and between 60 s buckets, several batches per bucket, two series of
+ * one binary), then at every node of the tree: timeline's lines are the
+ * buckets that hold counts of the subtree, oldest first, with the
+ * samples and weight a brute-force reading of the added lines gives;
+ * the weights add up to the node's total; the header names the bucket
+ * size and the clock; timeline.svg has one bar per bucket.  A window
+ * tree's timeline holds only its buckets; a derived tree's is empty.
+ */
+#include "view-fixture.h"
+
+#define NADD 24
+
+struct added {
+	int64_t bucket;
+	char *lines;
+};
+
+/* Samples and weight of the lines below `path` ("bin;a;b") in the
+ * added batches of bucket `bucket` (each line is one sample). */
+static void brute(const struct added *ad, int nad, const char *path, int64_t bucket,
+                  uint64_t *samples, uint64_t *weight)
+{
+	size_t plen = strlen(path);
+
+	*samples = *weight = 0;
+	for (int i = 0; i < nad; i++) {
+		if (ad[i].bucket != bucket)
+			continue;
+		for (const char *p = ad[i].lines; *p;) {
+			const char *nl = strchr(p, '\n');
+			const char *sp = nl;
+			while (sp[-1] != ' ')
+				sp--;
+			char full[512];
+			snprintf(full, sizeof(full), "rnd;%.*s", (int)(sp - 1 - p), p);
+			if (strncmp(full, path, plen) == 0 &&
+			    (full[plen] == '\0' || full[plen] == ';')) {
+				*samples += 1;
+				*weight += strtoull(sp, NULL, 10);
+			}
+			p = nl + 1;
+		}
+	}
+}
+
+static void node_path(const struct view_tree *t, uint32_t n, char *out, size_t cap)
+{
+	uint32_t chain[64];
+	int k = 0;
+
+	for (; n != VIEW_ROOT; n = view_node_parent(t, n))
+		chain[k++] = n;
+	out[0] = '\0';
+	for (int i = k - 1; i >= 0; i--) {
+		size_t len;
+		const char *p = view_node_name(t, chain[i], &len);
+		size_t o = strlen(out);
+		snprintf(out + o, cap - o, "%s%.*s", i == k - 1 ? "" : ";", (int)len, p);
+	}
+}
+
+static void check_tree(const struct view_tree *t, const struct added *ad, int nad,
+                       const int64_t *buckets, int nb, const char *what)
+{
+	for (uint32_t n = 1; n < view_tree_node_count(t); n++) {
+		char path[512];
+		node_path(t, n, path, sizeof(path));
+		char *text = fx_render(view_render_timeline, t, n);
+		char *svg = fx_render(view_render_timeline_svg, t, n);
+		struct view_counts c;
+		view_node_counts(t, n, &c);
+		/* Expected lines, from brute force over every bucket. */
+		struct view_buf want = {0};
+		int nwant = 0;
+		uint64_t sum = 0;
+		for (int i = 0; i < nb; i++) {
+			uint64_t s, w;
+			brute(ad, nad, path, buckets[i], &s, &w);
+			if (!s)
+				continue;
+			char line[128];
+			int len =
+			        snprintf(line, sizeof(line), "%" PRId64 " %" PRIu64 " %" PRIu64 " ",
+			                 buckets[i], s, w);
+			view_buf_append(&want, line, (size_t)len);
+			nwant++;
+			sum += w;
+		}
+		/* Got: the data lines without their ISO column. */
+		struct view_buf got = {0};
+		int hdr = 0;
+		for (const char *p = text; *p;) {
+			const char *nl = strchr(p, '\n');
+			if (*p == '#') {
+				hdr++;
+			} else {
+				const char *last = nl;
+				while (last[-1] != ' ')
+					last--;
+				view_buf_append(&got, p, (size_t)(last - p));
+			}
+			p = nl + 1;
+		}
+		CHECK(hdr == 2, "%s: %s: two header lines", what, path);
+		CHECK(strstr(text, "of 60 s; clock unix") != NULL, "%s: header: %s", what, text);
+		CHECK(strcmp(got.data ? got.data : "", want.data ? want.data : "") == 0,
+		      "%s: %s: got\n%s\nwant\n%s", what, path, got.data, want.data);
+		CHECK(sum == c.total_weight,
+		      "%s: %s: buckets add up to %" PRIu64 ", total %" PRIu64, what, path, sum,
+		      c.total_weight);
+		int bars = 0;
+		for (const char *p = svg; (p = strstr(p, "<rect class=\"bar\"")); p++)
+			bars++;
+		CHECK(bars == nwant, "%s: %s: %d bars for %d buckets", what, path, bars, nwant);
+		view_buf_free(&want);
+		view_buf_free(&got);
+		free(text);
+		free(svg);
+	}
+}
+
+int main(void)
+{
+	struct store *s = fx_store();
+	static const char *const names[] = {"main", "a", "b", "timeline", "c"};
+	struct added ad[NADD];
+	int64_t buckets[8];
+	const int64_t base = 1795000020; /* a bucket start */
+
+	for (int i = 0; i < 8; i++)
+		buckets[i] = base + 60 * (i + i / 3); /* gaps too */
+	srand(2424);
+	for (int i = 0; i < NADD; i++) {
+		struct view_buf lines = {0};
+		int nl = 1 + rand() % 6;
+		for (int l = 0; l < nl; l++) {
+			char line[256];
+			size_t o = 0;
+			int depth = 1 + rand() % 5;
+			for (int d = 0; d < depth; d++)
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
+				                      d ? ";" : "", names[rand() % 5]);
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %d\n",
+			                      1 + rand() % 500);
+			view_buf_append(&lines, line, o);
+		}
+		ad[i].bucket = buckets[rand() % 8];
+		ad[i].lines = lines.data;
+		/* Two series of one binary (versions 1 and 2), at a time inside
+		 * the bucket. */
+		fx_add(s, "rnd", rand() % 2 ? "1" : "2", "samples", ad[i].bucket + rand() % 60,
+		       ad[i].lines);
+	}
+	struct store_series *list;
+	size_t n;
+	struct view_tree *t;
+	if (store_series_list(s, &list, &n) < 0 || n != 2)
+		fx_die("store_series_list", EIO);
+	if (view_tree_build(s, list, n, INT64_MIN, INT64_MAX, &t) < 0)
+		fx_die("view_tree_build", EIO);
+	check_tree(t, ad, NADD, buckets, 8, "whole");
+	fx_check_totals(t, "whole");
+	view_tree_free(t);
+
+	/* A window of buckets 2..4: only those. */
+	if (view_tree_build_window(s, list, n, buckets[2], buckets[4] + 60, &t) < 0)
+		fx_die("view_tree_build_window", EIO);
+	struct added win[NADD];
+	int nwin = 0;
+	for (int i = 0; i < NADD; i++)
+		if (ad[i].bucket >= buckets[2] && ad[i].bucket <= buckets[4])
+			win[nwin++] = ad[i];
+	check_tree(t, win, nwin, buckets, 8, "window");
+	view_tree_free(t);
+
+	/* A derived tree (a function's callees) has no buckets. */
+	t = fx_tree(s, "rnd", "1");
+	struct view_functions *fx;
+	struct view_tree *callees;
+	if (view_functions_build(t, fx_binary(t), &fx) == 0 &&
+	    view_functions_callees(fx, 0, &callees) == 0) {
+		char *text = fx_render(view_render_timeline, callees, VIEW_ROOT);
+		CHECK(strncmp(text, "# 0 buckets", 11) == 0, "callees: %s", text);
+		free(text);
+		view_tree_free(callees);
+		view_functions_free(fx);
+	}
+	view_tree_free(t);
+	store_series_free(list, n);
+	for (int i = 0; i < NADD; i++)
+		free(ad[i].lines);
+	store_close(s);
+	if (failures) {
+		fprintf(stderr, "%d failures\n", failures);
+		return 1;
+	}
+	printf("ok: timeline of every node of a random tree, a window and a derived tree\n");
+	return 0;
+}
