@@ -219,6 +219,16 @@ done
 check "ls @last/1h: the whole window's files, then its binaries" \
 	test "$(ls "$mnt/@last/1h" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self timeline timeline.svg top total "
 
+# ---- ls @range: the days that hold data --------------------------------------------------------
+days=$(for t in $t0 $((t0 + 193)) $((now - 900)) $((now - 30)) $(date +%s); do date -u -d "@$t" +%F; done | sort -u)
+check "ls @range: the UTC days the wall-clock series span (loop's perf clock left out)" \
+	test "$(ls "$mnt/@range")" = "$days"
+d0=$(date -u -d "@$t0" +%F)
+d1=$(date -u -d "@$((t0 + 86400))" +%F)
+check "ls @range/DAY: the next day, a ready-made window" test "$(ls "$mnt/@range/$d0")" = "$d1"
+check "@range/DAY/NEXT holds that day: win's 4 buckets" test "$(cat "$mnt/@range/$d0/$d1/win/1/total")" = 15
+check "@range/<unix seconds>/ lists nothing (not a day's start)" test -z "$(ls "$mnt/@range/$((t0 + 1))")"
+
 # ---- timeline --------------------------------------------------------------------------------
 check "timeline of win/1: one line per bucket with counts, start samples weight, ISO time (folded: a sample per count)" \
 	test "$(grep -v '^#' "$mnt/win/1/timeline")" = "$(for i in 0 1 2 3; do echo "$((t0 + 60 * i)) $((1 << i)) $((1 << i)) $(date -u -d "@$((t0 + 60 * i))" +%Y-%m-%dT%H:%M:%SZ)"; done)"

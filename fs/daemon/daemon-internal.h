@@ -168,8 +168,8 @@ struct open_file {
  * kept (an index is an inode number) but found again by their key:
  *
  *   SD_LAST      /@last                 the durations
- *   SD_RANGE     /@range                nothing listed; any FROM resolves
- *   SD_FROM      /@range/FROM           nothing listed; any TO resolves
+ *   SD_RANGE     /@range                the days with data; any FROM resolves
+ *   SD_FROM      /@range/FROM           the next day (a day FROM); any TO resolves
  *   SD_WINDOW    /@last/D, /@range/F/T  binaries with counts in the window
  *   SD_WBINARY   .../<binary>           its versions: window tree spaces
  *   SD_DIFF      /<binary>/@diff        versions (A)

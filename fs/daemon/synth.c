@@ -437,7 +437,7 @@ static int last_list(struct emitter *em, const struct sdir *sd, size_t k)
 	return 0;
 }
 
-/* @range and @range/FROM: nothing to list; any time resolves. */
+/* @range and @range/FROM: any time resolves (the listings: range_list, from_list). */
 static int range_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
 {
 	const struct sdir me = *sd; /* fs.sdirs may move below */
@@ -461,8 +461,103 @@ static int range_lookup(const struct sdir *sd, const char *name, size_t len, str
 	                       out);
 }
 
-static int empty_list(struct emitter *em, const struct sdir *sd, size_t k)
+#define DAY_SECONDS 86400
+/* At most this many days are listed in @range (the most recent). */
+#define RANGE_DAYS_MAX 366
+
+static int cmp_i64(const void *a, const void *b)
 {
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "2026-11-24": the UTC day that begins at `t`. */
+static size_t day_name(int64_t t, char out[32])
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (!gmtime_r(&tt, &tm))
+		return 0;
+	return strftime(out, 32, "%Y-%m-%d", &tm);
+}
+
+/* @range: the UTC days the view's series with wall-clock times span
+ * (from each one's first to its last time), as ready-made windows: each
+ * day's name resolves like any time, and @range/<day>/ lists the next
+ * day, so `ls @range/2026-11-24/2026-11-25` is that day.  Series on
+ * perf's clock are not listed (name them in Unix seconds). */
+static int range_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	size_t lo, hi, n = 0, cap = 0;
+	int64_t *days = NULL;
+	int r = 0;
+
+	sd = &me;
+	series_view_range(sd->view, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		const struct store_series *s = &fs.series[i];
+		if (s->samples == 0 || s->first_seen < STORE_WALL_CLOCK_MIN ||
+		    s->last_seen < s->first_seen)
+			continue;
+		int64_t d0 = s->first_seen / DAY_SECONDS, d1 = s->last_seen / DAY_SECONDS;
+		if (d1 - d0 >= RANGE_DAYS_MAX)
+			d0 = d1 - RANGE_DAYS_MAX + 1;
+		for (int64_t d = d0; d <= d1; d++) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				int64_t *nd = realloc(days, cap * sizeof(*nd));
+				if (!nd) {
+					free(days);
+					return -ENOMEM;
+				}
+				days = nd;
+			}
+			days[n++] = d * DAY_SECONDS;
+		}
+	}
+	if (n)
+		qsort(days, n, sizeof(*days), cmp_i64);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!u || days[u - 1] != days[i])
+			days[u++] = days[i];
+	size_t start = u > RANGE_DAYS_MAX ? u - RANGE_DAYS_MAX : 0;
+	for (size_t i = start + k; i < u; i++) {
+		char name[32];
+		size_t len = day_name(days[i], name);
+		struct ino ino;
+		if (!len)
+			continue;
+		r = range_lookup(sd, name, len, &ino);
+		if (r < 0)
+			break;
+		if (!inode_emit_locked(em, name, ino, false, (off_t)(3 + i - start)))
+			break;
+	}
+	free(days);
+	return r < 0 ? r : 0;
+}
+
+/* @range/FROM: when FROM is the start of a UTC day, the next day (the
+ * window of that one day); else nothing (any TO resolves). */
+static int from_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	char name[32];
+	struct ino ino;
+	size_t len;
+
+	sd = &me;
+	if (k > 0 || sd->from % DAY_SECONDS != 0 || sd->from < STORE_WALL_CLOCK_MIN ||
+	    !(len = day_name(sd->from + DAY_SECONDS, name)))
+		return 0;
+	int r = range_lookup(sd, name, len, &ino);
+	if (r < 0)
+		return r;
+	inode_emit_locked(em, name, ino, false, 3);
 	return 0;
 }
 
@@ -822,8 +917,8 @@ static int func_list(struct emitter *em, const struct sdir *sd, size_t k)
 
 static const struct sdir_ops sdir_ops[SD_KINDS] = {
         [SD_ROOT] = {root_lookup, root_list},          [SD_BINARY] = {binary_lookup, binary_list},
-        [SD_LAST] = {last_lookup, last_list},          [SD_RANGE] = {range_lookup, empty_list},
-        [SD_FROM] = {range_lookup, empty_list},        [SD_WINDOW] = {window_lookup, window_list},
+        [SD_LAST] = {last_lookup, last_list},          [SD_RANGE] = {range_lookup, range_list},
+        [SD_FROM] = {range_lookup, from_list},         [SD_WINDOW] = {window_lookup, window_list},
         [SD_WBINARY] = {wbinary_lookup, wbinary_list}, [SD_DIFF] = {diff_lookup, diff_list},
         [SD_DIFFA] = {diff_lookup, diff_list},         [SD_FUNCS] = {funcs_lookup, funcs_list},
         [SD_FUNC] = {func_lookup, func_list},          [SD_HOSTS] = {hosts_lookup, hosts_list},
