@@ -73,7 +73,7 @@ comp "compact export help import merge prune push record stats unwind-table" fla
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
 comp "auto folded gperftools-cpu legacy perf perf.data pprof" flamefs-collect import --format ""
-comp "callgrind folded pprof regressions svg" flamefs-collect export --format ""
+comp "callgrind folded pprof quality regressions svg timeline timeline.svg top" flamefs-collect export --format ""
 comp "15m 1d 1h 1m 5m 6h 7d" flamefs-collect export --last ""
 comp "--callees --callers" flamefs-collect export --call
 comp "--freq" flamefs-collect record --fr

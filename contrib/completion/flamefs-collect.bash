@@ -66,7 +66,7 @@ _flamefs_collect()
 	--format)
 		case $cmd in
 		import) COMPREPLY=($(compgen -W 'perf perf.data folded pprof gperftools-cpu legacy auto' -- "$cur")) ;;
-		export) COMPREPLY=($(compgen -W 'folded pprof svg callgrind regressions' -- "$cur")) ;;
+		export) COMPREPLY=($(compgen -W 'folded pprof svg callgrind top timeline timeline.svg quality regressions' -- "$cur")) ;;
 		esac
 		return
 		;;
