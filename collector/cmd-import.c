@@ -519,7 +519,7 @@ int cmd_import(int argc, char **argv)
 		        failed);
 	/* Stacks cut short (fewer than half rooted): one line saying so. */
 	if (job.s && job.perf_input && job.files_done && !(job.one_batch && status))
-		cli_warn_unrooted(job.s, job.before, job.nbefore);
+		cli_warn_unrooted(job.s, job.before, job.nbefore, CLI_STACKS_PERF);
 	store_series_free(job.before, job.nbefore);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	store_close(job.s);

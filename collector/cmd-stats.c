@@ -165,7 +165,8 @@ static bool series_unchanged(const struct store_series *list, size_t n,
 	return false;
 }
 
-void cli_warn_unrooted(struct store *s, const struct store_series *before, size_t nbefore)
+void cli_warn_unrooted(struct store *s, const struct store_series *before, size_t nbefore,
+                       enum cli_stack_source from)
 {
 	struct store_series *list;
 	size_t n, worst = SIZE_MAX;
@@ -188,14 +189,19 @@ void cli_warn_unrooted(struct store *s, const struct store_series *before, size_
 	if (worst != SIZE_MAX) {
 		char share[32];
 		view_quality_share(wq.rooted, wq.total, share);
+		const char *why =
+		        from == CLI_STACKS_PERF
+		                ? "usually because frame pointers are missing under perf record "
+		                  "-g; "
+		                  "record with --call-graph dwarf, or with " PROG " record"
+		                : "code without unwind tables or frame pointers, or JIT code not "
+		                  "named yet; see " PROG " record's --help";
 		fprintf(stderr,
 		        PROG
-		        ": warning: only %s%% of %s %s (%s) has stacks that reach an entry point "
-		        "(_start, start_thread, ...): they were cut short, usually because frame "
-		        "pointers are missing under perf record -g; record with --call-graph "
-		        "dwarf, "
-		        "or with " PROG " record (see stats --quality)\n",
-		        share, list[worst].binary, list[worst].version, list[worst].event);
+		        ": warning: only %s%% of %s %s (%s) has stacks that reach an entry "
+		        "point (_start, start_thread, ...): they were cut short, %s (see stats "
+		        "--quality)\n",
+		        share, list[worst].binary, list[worst].version, list[worst].event, why);
 	}
 	store_series_free(list, n);
 }
