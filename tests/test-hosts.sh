@@ -196,6 +196,9 @@ check "$r: its root's folded is its app versions' (the only series in it)" \
 sumfold "$M"/@host/*/folded >"$tmp/want"
 check "the fleet root's folded is the sum of its hosts' roots' folded" \
 	sh -c "cat '$M/folded' | cmp -s - '$tmp/want'"
+f=$(awk '!/^#/ { print $6; exit }' "$M/top")
+check "the fleet root's @functions/$f/total is the sum of its hosts' roots'" \
+	test "$(cat "$M/@functions/$f/total")" = "$(for h in "$M"/@host/*/; do cat "$h/@functions/$f/total" 2>/dev/null || echo 0; done | awk '{ s += $1 } END { print s }')"
 check "... and its total the sum of theirs" \
 	test "$(cat "$M/total")" = "$(cat "$M"/@host/*/total | awk '{ s += $1 } END { print s }')"
 r=@range/$t0/$((t0 + 240))

@@ -23,7 +23,8 @@
 #     every binary's primary series of the most common event summed (here
 #     the folded imports' "samples"; loop's cpu-clock is left out), total
 #     and top agree with it, go tool pprof reads the same total, flame.svg
-#     is well-formed, and an import shows there within 4 s.
+#     is well-formed, its @functions agree with its top, and an import
+#     shows there within 4 s.
 #   usage: test-view-views.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
 build=${1:?usage: test-view-views.sh BUILD_DIR}
@@ -216,6 +217,17 @@ for w in @last/1h "@range/$t0/$((t0 + 120))" "@range/$((t0 + 60))/$((t0 + 240))"
 	check "$w: total and top agree" test "$(cat "$mnt/$w/total")" = "$(sum_folded "$mnt/$w/folded")" -a \
 		"$(awk '!/^#/ { print $1, $3, $6 }' "$mnt/$w/top" | sort -k3)" = "$(brute_top "$mnt/$w" 2)"
 done
+ok_r=1
+while read -r self _ total _ _ name; do
+	e=$mnt/@functions/$(printf '%s' "$name" | sed 's/^@/%40/; s/^top$/%74op/; s/^timeline$/%74imeline/')
+	[ "$(cat "$e/self") $(cat "$e/total")" = "$self $total" ] || { ok_r=0; echo "  /@functions/$name: $(cat "$e/self") $(cat "$e/total"), top: $self $total"; }
+done < <(grep -v '^#' "$mnt/top")
+check "the root's @functions: every function of the root's top, with its self and total" test $ok_r = 1
+check "ls /@functions lists as many functions as the root's top" \
+	test "$(ls "$mnt/@functions" | wc -l)" = "$(grep -vc '^#' "$mnt/top")"
+check "/@functions/f/callers/ ends at every binary that calls f, and adds up to its total" \
+	test "$(awk '{ s += $NF } END { print s }' "$mnt/@functions/f/callers/folded")" = "$(cat "$mnt/@functions/f/total")" -a \
+	"$(cat "$mnt/@functions/f/callees/total")" = "$(cat "$mnt/@functions/f/total")"
 check "ls @last/1h: the whole window's files, then its binaries" \
 	test "$(ls "$mnt/@last/1h" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self timeline timeline.svg top total "
 
@@ -269,6 +281,7 @@ fi
 check "callers of d in version 2 before the import" \
 	test "$(cat "$mnt/app/2/@functions/d/callers/total")" = 9
 check "its callees before" test "$(cat "$mnt/app/2/@functions/d/callees/total")" = 9
+check "the root's @functions/d/callers before the import" test "$(cat "$mnt/@functions/d/callers/total")" = 9
 echo "main;d 11" >"$tmp/more.folded"
 imp --binary app --version 2 --time $((t0 + 60)) "$tmp/more.folded"
 seen=0
@@ -277,6 +290,8 @@ for _ in $(seq 40); do
 	sleep 0.1
 done
 check "an import shows in @diff/1/2/total within 4 s" test $seen = 1
+check "... and in the root's @functions/d/total and callers (held across the import)" \
+	test "$(cat "$mnt/@functions/d/total") $(awk '{ s += $NF } END { print s }' "$mnt/@functions/d/callers/folded")" = "20 20"
 check "... and in the root's folded and top (held by the kernel across the import)" \
 	test "$(grep '^app;main;d ' "$mnt/folded")" = "app;main;d 20" -a "$(awk '$6 == "d" { print $1 }' "$mnt/top")" = 20
 check "... and in @functions of version 2" test "$(cat "$mnt/app/2/@functions/d/total")" = 20

@@ -135,6 +135,19 @@ static inline bool space_is_all(const struct space *sp)
 	return sp->kind == SPACE_ALL || sp->kind == SPACE_ALL_WINDOW;
 }
 
+/* The whole view of view v as a series id, for the root's @functions (its
+ * SD_FUNCS and SD_FUNC directories, callers and callees spaces): the top
+ * of the id range, which the view series' ids (1 up) never reach. */
+#define SERIES_ALL_BASE 0xffff0000u
+static inline uint32_t series_all_id(uint32_t view)
+{
+	return SERIES_ALL_BASE + view;
+}
+static inline bool series_id_is_all(uint32_t id)
+{
+	return id >= SERIES_ALL_BASE;
+}
+
 /* The rendered bytes of one file of one node at one content version.
  * Shared by the render cache and the open files reading it; freed when the
  * last of them lets go.  `buf` is immutable once published. */

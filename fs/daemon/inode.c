@@ -89,11 +89,13 @@ int inode_resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 		at->tree = at->sp->tree->tree;
 		return 0;
 	}
-	const struct store_series *s = series_by_id_locked(at->sp->series_id);
-	if (!s)
-		return -ESTALE;
-	if (at->i.alias && !fs.primary[s - fs.series])
-		return -ENOENT; /* /<b>/<v>/ shows another event now */
+	if (!series_id_is_all(at->sp->series_id)) {
+		const struct store_series *s = series_by_id_locked(at->sp->series_id);
+		if (!s)
+			return -ESTALE;
+		if (at->i.alias && !fs.primary[s - fs.series])
+			return -ENOENT; /* /<b>/<v>/ shows another event now */
+	}
 	if (at->i.slot > space_file_count(at->sp, at->i.node) || at->i.node == 0)
 		return -ENOENT;
 	if (!at->sp->tree && !need_tree && at->i.node == SPACE_ROOT_NODE && at->i.slot == 0)

@@ -465,23 +465,28 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 	for (uint32_t n = 1; n < 2 * fs.max_space; n++) {
 		uint32_t id = n < fs.max_space ? n : n - fs.max_space + 1;
 		struct space *sp = fs.spaces[id];
-		if (!sp || sp->gone || (sp->kind == SPACE_SERIES) != (n < fs.max_space))
+		/* First the series' and the whole views' (the root's callers
+		 * and callees are built from those). */
+		bool first = sp && (sp->kind == SPACE_SERIES || space_is_all(sp));
+		if (!sp || sp->gone || first != (n < fs.max_space))
 			continue;
 		if (space_is_all(sp)) {
 			space_all_refresh_locked(sp, old, nold, now, window_moved);
 			continue;
 		}
-		const struct store_series *s = series_by_id_locked(sp->series_id);
-		if (!s || (sp->kind == SPACE_DIFF && !series_by_id_locked(sp->base_id))) {
+		bool all = series_id_is_all(sp->series_id); /* the root's callers, callees */
+		const struct store_series *s = all ? NULL : series_by_id_locked(sp->series_id);
+		if ((!s && !all) || (sp->kind == SPACE_DIFF && !series_by_id_locked(sp->base_id))) {
 			/* Pruned: its inodes are stale from now on. */
 			sp->gone = true;
 			space_drop_tree_locked(sp);
 			continue;
 		}
-		bool changed = !series_unchanged_locked(old, nold, sp->series_id) ||
-		               (sp->kind == SPACE_DIFF &&
-		                !series_unchanged_locked(old, nold, sp->base_id)) ||
-		               (sp->kind == SPACE_WINDOW && sp->last && window_moved);
+		bool changed = all ? view_changed_locked(old, nold, sp->series_id - SERIES_ALL_BASE)
+		                   : (!series_unchanged_locked(old, nold, sp->series_id) ||
+		                      (sp->kind == SPACE_DIFF &&
+		                       !series_unchanged_locked(old, nold, sp->base_id)) ||
+		                      (sp->kind == SPACE_WINDOW && sp->last && window_moved));
 		if (!changed)
 			continue;
 		sp->series_mtime = now;

@@ -221,11 +221,43 @@ static void space_window_locked(const struct space *sp, int64_t *from, int64_t *
 	*to = sp->to;
 }
 
+static int space_build_all_locked(const struct space *sp, const struct view_tree *seed,
+                                  struct view_tree **out);
+
+/* The referenced tree of a whole view (series_all_id()): its root's
+ * SPACE_ALL space's when built, else built now. */
+static int all_tree_locked(uint32_t view, struct tree_ref **out)
+{
+	for (uint32_t id = 1; id < fs.max_space; id++) {
+		struct space *sp = fs.spaces[id];
+		if (sp && !sp->gone && sp->kind == SPACE_ALL && sp->base_id == view && sp->tree) {
+			sp->tree->refs++;
+			*out = sp->tree;
+			return 0;
+		}
+	}
+	struct tree_ref *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	struct space key = {.kind = SPACE_ALL, .base_id = view};
+	int r = space_build_all_locked(&key, NULL, &t->tree);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	t->refs = 1;
+	*out = t;
+	return 0;
+}
+
 /* A referenced tree of a series, all times: its space's when built (a
  * user usually lists a version before its @functions or @diff), else
- * built now.  Release it with space_put_tree_locked(). */
+ * built now; for series_all_id(v), the whole view's.  Release it with
+ * space_put_tree_locked(). */
 static int series_tree_locked(uint32_t series_id, struct tree_ref **out)
 {
+	if (series_id_is_all(series_id))
+		return all_tree_locked(series_id - SERIES_ALL_BASE, out);
 	const struct store_series *s = series_by_id_locked(series_id);
 	uint32_t id = series_id < fs.space_of_len ? fs.space_of[series_id] : 0;
 	struct space *sp = id ? fs.spaces[id] : NULL;
@@ -277,7 +309,10 @@ int space_functions_locked(uint32_t series_id, struct view_functions **fx, struc
 	if (r < 0)
 		return r;
 	struct view_functions *f;
-	r = view_functions_build(t->tree, SPACE_ROOT_NODE, &f);
+	/* A version's functions are below its binary; a whole view's below
+	 * every binary (the root's). */
+	r = view_functions_build(t->tree, series_id_is_all(series_id) ? VIEW_ROOT : SPACE_ROOT_NODE,
+	                         &f);
 	if (r < 0) {
 		space_put_tree_locked(t);
 		return r;
@@ -414,9 +449,10 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 
 	if (space_is_all(sp))
 		return space_build_all_locked(sp, seed, out);
-	/* A series of the view sums its members: one host's series each. */
+	/* A series of the view sums its members: one host's series each
+	 * (the root's callers and callees have none: series_all_id()). */
 	series_members_locked(sp->series_id, &s, &n);
-	if (!n)
+	if (!n && !series_id_is_all(sp->series_id))
 		return -ENOENT;
 	switch (sp->kind) {
 	case SPACE_SERIES:

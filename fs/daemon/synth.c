@@ -252,6 +252,17 @@ static int root_lookup(const struct sdir *root, const char *name, size_t len, st
 		                       out);
 	if (strcmp(name, "@host") == 0 && root->view == 0)
 		return sdir_ino_locked(&(struct sdir){.kind = SD_HOSTS}, out);
+	if (strcmp(name, "@functions") == 0) {
+		size_t lo, hi;
+		series_view_range(root->view, &lo, &hi);
+		if (!space_all_event_locked(lo, hi))
+			return -ENOENT;
+		return sdir_ino_locked(&(struct sdir){.kind = SD_FUNCS,
+		                                      .series_id = series_all_id(root->view),
+		                                      .view = root->view,
+		                                      .parent = sdir_index(root)},
+		                       out);
+	}
 	size_t lo, hi;
 	series_view_range(root->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
