@@ -36,8 +36,9 @@ static void brute(const struct added *ad, int nad, const char *path, int64_t buc
 				sp--;
 			char full[512];
 			snprintf(full, sizeof(full), "rnd;%.*s", (int)(sp - 1 - p), p);
-			if (strncmp(full, path, plen) == 0 &&
-			    (full[plen] == '\0' || full[plen] == ';')) {
+			if (plen == 0 || /* the top root: every line */
+			    (strncmp(full, path, plen) == 0 &&
+			     (full[plen] == '\0' || full[plen] == ';'))) {
 				*samples += 1;
 				*weight += strtoull(sp, NULL, 10);
 			}
@@ -65,7 +66,7 @@ static void node_path(const struct view_tree *t, uint32_t n, char *out, size_t c
 static void check_tree(const struct view_tree *t, const struct added *ad, int nad,
                        const int64_t *buckets, int nb, const char *what)
 {
-	for (uint32_t n = 1; n < view_tree_node_count(t); n++) {
+	for (uint32_t n = 0; n < view_tree_node_count(t); n++) { /* the top root too */
 		char path[512];
 		node_path(t, n, path, sizeof(path));
 		char *text = fx_render(view_render_timeline, t, n);

@@ -58,7 +58,25 @@ static int collect(const struct view_tree *t, uint32_t node, struct tbucket **ou
 	*nout = 0;
 	if (!stack)
 		return -ENOMEM;
-	stack[depth++] = node;
+	/* The whole tree: every entry, without a walk. */
+	if (node == VIEW_ROOT)
+		depth = 0;
+	else
+		stack[depth++] = node;
+	for (size_t i = 0; node == VIEW_ROOT && i < t->ntimes; i++) {
+		if (nb == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct tbucket *nbuf = realloc(b, cap * sizeof(*nbuf));
+			if (!nbuf) {
+				free(b);
+				free(stack);
+				return -ENOMEM;
+			}
+			b = nbuf;
+		}
+		b[nb++] = (struct tbucket){t->times[i].bucket, t->times[i].samples,
+		                           t->times[i].weight};
+	}
 	while (depth) {
 		uint32_t n = stack[--depth];
 		const struct vnode *v = &t->nodes[n];

@@ -3,7 +3,8 @@
 # system-wide recording (75 binaries of 4,000 generated stacks each, one of
 # 100,000: about 400k stacks in all): `cat /top` the first time (the whole
 # machine's tree built) <= 1 s and after <= 50 ms, `head top` of a version
-# root <= 100 ms, and what the root's other files and `ls /` cost.
+# root <= 100 ms, `cat timeline` <= 100 ms, and what the root's other
+# files and `ls /` cost.
 #   usage: sudo bash tests/bench/glance.sh [BUILD_DIR]   (prints a table; no pass/fail)
 #   BUILD_DIR: a build to measure as it is; default: build-bench (release)
 set -eu
@@ -45,4 +46,8 @@ echo "| \`cat /flame.svg\` the first time | | $(ms cat "$m/flame.svg") ms |"
 echo "| \`head top\` of bin1/1 (100k stacks) the first time (tree built) | ≤ 100 ms | $(ms sh -c "head -12 '$m/bin1/1/top'") ms |"
 echo "| \`head top\` of bin1/1 after | ≤ 100 ms | $(ms sh -c "head -12 '$m/bin1/1/top'") ms |"
 echo "| \`head top\` of bin2/1 (4k stacks) the first time | ≤ 100 ms | $(ms sh -c "head -12 '$m/bin2/1/top'") ms |"
+echo "| \`cat /timeline\` (the whole tree built) | ≤ 100 ms | $(ms cat "$m/timeline") ms |"
+echo "| \`cat timeline\` of bin1/1 (its tree built) | ≤ 100 ms | $(ms cat "$m/bin1/1/timeline") ms |"
+echo "| \`cat timeline\` of bin3/1 the first time (tree built) | ≤ 100 ms | $(ms cat "$m/bin3/1/timeline") ms |"
+echo "| \`cat /timeline.svg\` | | $(ms cat "$m/timeline.svg") ms |"
 echo "| daemon RSS | | $(awk '/VmRSS/ { print $2 / 1024 " MB" }' /proc/$pid/status) |"
