@@ -57,7 +57,7 @@ step flamefs store mnt
 bin=demo-server
 step ls mnt mnt/$bin
 ls "$mnt" "$mnt/$bin"
-version=$(ls "$mnt/$bin" | grep -v '^perf$' | head -n 1)
+version=$(ls "$mnt/$bin" | grep -v '^perf$' | sed -n 1p)
 
 # The heaviest path: from the version's root, step each time into the
 # child directory with the largest total (names beginning with @ are the
@@ -109,9 +109,9 @@ step "head -n 7 mnt/$bin/$version/top   (the hottest functions, with kind)"
 sed -n 1,7p "$mnt/$bin/$version/top"
 step flamefs-top -n 5 mnt/$bin/$version
 sh "$top/contrib/flamefs-top" -n 5 "$mnt/$bin/$version"
-step "go tool pprof -top mnt/$bin/perf/pprof | head -12"
+step "go tool pprof -top mnt/$bin/perf/pprof | sed -n 1,12p"
 if command -v go >/dev/null; then
-	HOME=$work GOCACHE=$work/gocache go tool pprof -top "$mnt/$bin/perf/pprof" 2>/dev/null | head -12
+	HOME=$work GOCACHE=$work/gocache go tool pprof -top "$mnt/$bin/perf/pprof" 2>/dev/null | sed -n 1,12p
 fi
 step "fusermount3 -u mnt"
 fusermount3 -u "$mnt"

@@ -9,11 +9,14 @@ pkgs=(
 	libfuse3-dev fuse3 libbpf-dev bpftool libelf-dev libdw-dev libiberty-dev
 	librocksdb-dev libzstd-dev zstd libprotobuf-c-dev protobuf-c-compiler
 	zlib1g-dev libxxhash-dev golang-go valgrind linux-perf google-perftools libgoogle-perftools-dev
-	perl python3 procps psmisc util-linux
+	perl python3 python3.11 libpython3.11-dev procps psmisc util-linux
+	openjdk-17-jdk-headless nodejs
 	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd
 	libxml2-utils chromium
 	postgresql-15 libpq-dev
 )
+# openjdk-17-jdk-headless and nodejs: tests/test-jit.sh records a JVM and node
+# with their JIT perf maps.
 # postgresql-15 creates and starts the cluster 15/main (port 5432,
 # /var/run/postgresql) on install.  It is left alone: the tests start
 # private servers of their own (tests/lib-pg.sh: a socket in the test's

@@ -45,6 +45,7 @@ enum store_frame_kind {
 	STORE_FRAME_INLINE = 2,  /* inlined into its parent frame */
 	STORE_FRAME_UNKNOWN = 3, /* unsymbolized: "[unknown]" or "[libfoo.so]" */
 	STORE_FRAME_JIT = 4,     /* named from a perf map */
+	STORE_FRAME_PYTHON = 5,  /* a Python function: "qualname (file)" */
 };
 
 /* A frame as the importers describe it.  Strings are (pointer, length) and

@@ -121,24 +121,20 @@ echo "# reference imports of $(($(stat -c %s "$tmp/big.perf") / 1000000)) MB: ${
 n_before=0 n_after=0 n_done=0 n_commit=0 n_commit_before=0 n_commit_after=0 n_torn=0
 ibad=0
 w=$tmp/w
-for i in $(seq "$runs"); do
+# import_kill RUN WHAT SPEC...: one import killed as SPEC says (killer.py),
+# its store checked and classified into the counters.
+import_kill() {
+	local i=$1 what=$2 out rc cls
+	shift 2
+	local spec=("$@")
 	rm -rf "$w"
 	cp -a "$base" "$w"
-	if [ $((i % 5)) -lt 2 ]; then
-		extra=$(rnd 3001)
-		spec=(wal "$w" "0.$(printf '%06d' "$extra")")
-		what="at commit +${extra} us"
-	else
-		d=$(rnd $((tref * 115 / 100 + 1)))
-		spec=(delay "$(ms2s "$d")")
-		what="after ${d} ms"
-	fi
 	out=$(python3 "$killer" "${spec[@]}" -- "$collect" import --store "$w" "$tmp/big.perf")
 	rc=$(field rc "$out")
 	if ! state "$w" "$tmp/got"; then
 		bad "import run $i (kill $what): the store does not open: $(head -c 300 "$tmp/got.err")"
 		ibad=$((ibad + 1))
-		continue
+		return
 	fi
 	if same "$tmp/got" "$tmp/before"; then
 		cls=before
@@ -148,14 +144,14 @@ for i in $(seq "$runs"); do
 		bad "import run $i (kill $what, $out): the store is neither before nor after the import"
 		diff "$tmp/got.rows" "$tmp/before.rows" | head -5
 		ibad=$((ibad + 1))
-		continue
+		return
 	fi
 	# Open it as the writer (WAL recovery, flush, compaction): same data.
 	if ! "$collect" compact --store "$w" >/dev/null 2>"$tmp/compact.err" || ! state "$w" "$tmp/got2" ||
 		! same "$tmp/got2" "$tmp/$cls"; then
 		bad "import run $i (kill $what): after compact the store changed or failed: $(head -c 300 "$tmp/compact.err")"
 		ibad=$((ibad + 1))
-		continue
+		return
 	fi
 	if [ "$rc" != -9 ]; then
 		[ "${spec[0]}" = delay ] && durs+=("$(field ms "$out" | cut -d. -f1)") && tref=$(median)
@@ -171,6 +167,32 @@ for i in $(seq "$runs"); do
 		[ "$cls" = before ] && n_commit_before=$((n_commit_before + 1))
 		[ "$cls" = after ] && n_commit_after=$((n_commit_after + 1))
 	fi
+}
+for i in $(seq "$runs"); do
+	if [ $((i % 5)) -lt 2 ]; then
+		extra=$(rnd 3001)
+		spec=(wal "$w" "0.$(printf '%06d' "$extra")")
+		what="at commit +${extra} us"
+	else
+		d=$(rnd $((tref * 115 / 100 + 1)))
+		spec=(delay "$(ms2s "$d")")
+		what="after ${d} ms"
+	fi
+	import_kill "$i" "$what" "${spec[@]}"
+done
+# The kills must span the import, landing before its commit and after it.
+# When chance left one side empty (this machine ran slower or faster than
+# at the reference imports), up to 10 more runs aim at it: a delay of
+# 1.2-3 times the reference for "after", of 0-20% for "before".
+for x in $(seq 10); do
+	[ $((n_after + n_done)) -gt 0 ] && break
+	d=$((tref * (120 + $(rnd 181)) / 100))
+	import_kill "+$x" "after $d ms (aimed after the commit)" delay "$(ms2s "$d")"
+done
+for x in $(seq 10); do
+	[ "$n_before" -gt 0 ] && break
+	d=$(rnd $((tref / 5 + 1)))
+	import_kill "+$x" "after $d ms (aimed before the commit)" delay "$(ms2s "$d")"
 done
 echo "# import: $runs kills: $n_before landed before the commit (store = before), $n_after after it" \
 	"(store = after), $n_done after the import had exited"

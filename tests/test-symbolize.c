@@ -25,8 +25,15 @@
  * "NAME@plt" after the relocation its stub jumps through (read here with
  * libelf and the stub's own jmp), and libc functions whose symbols carry
  * versions are named without them.
+ *
+ * Python code objects (symbolize-python.c): a 3.11 location table taken
+ * from python3.11 gives, for every instruction, the line CPython's own
+ * co_lines() gives; a code object laid out in memory here is read with
+ * its names in each string kind (ASCII, Latin-1, UCS-2, UCS-4), and
+ * refused when its type, a string's state, a length or a read is wrong.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -36,6 +43,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -341,6 +350,295 @@ static void check_early_exec(const char *self)
 	symbolize_free(s);
 }
 
+/* JIT code named late (symbolize_jit_late, symbolize_jit_refresh): a
+ * child with an anonymous executable page, its /tmp/perf-PID.map written,
+ * half-written, rewritten and replaced under the symbolizer. */
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		perror(path);
+		failures++;
+	}
+}
+
+static void check_late_jit(void)
+{
+	int to_parent[2];
+	char buf[256], path[64], text[256], want[64];
+	uintptr_t code = 0;
+
+	if (pipe(to_parent) < 0) {
+		perror("pipe");
+		failures++;
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+		               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uintptr_t a = p == MAP_FAILED ? 0 : (uintptr_t)p;
+		if (write(to_parent[1], &a, sizeof(a)) != sizeof(a))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(to_parent[1]);
+	if (read(to_parent[0], &code, sizeof(code)) != sizeof(code) || !code) {
+		check(false, "late JIT: the child maps an executable page");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	close(to_parent[0]);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	snprintf(want, sizeof(want), "[perf-%d.map]", (int)pid);
+	unlink(path);
+
+	struct symbolize *s = symbolize_new();
+	check(s && symbolize_snapshot(s, pid, 0) == 0, "late JIT: the child is snapshotted");
+	check(strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)), "[unknown]") == 0 &&
+	              symbolize_jit_late(s, pid, 0, code, false),
+	      "late JIT: no map: [unknown], and late");
+	check(!symbolize_jit_late(s, pid, 0, (uintptr_t)check_late_jit, false),
+	      "late JIT: code of a file is never late");
+	check(symbolize_jit_refresh(s, pid, 0, false) == 0, "late JIT: no map: nothing read");
+
+	/* Half a line: its writer is still at it. */
+	snprintf(text, sizeof(text), "%lx 10 late_fn", (unsigned long)code);
+	write_file(path, text);
+	uint64_t v0 = symbolize_jit_version(s, pid, 0);
+	check(symbolize_jit_refresh(s, pid, 0, false) == 1 &&
+	              symbolize_jit_late(s, pid, 0, code, false) &&
+	              strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)), want) == 0,
+	      "late JIT: an unterminated last line is left out while the process runs");
+	check(symbolize_jit_version(s, pid, 0) != v0, "late JIT: a read changes the version");
+	v0 = symbolize_jit_version(s, pid, 0);
+	check(symbolize_jit_refresh(s, pid, 0, false) == 0 &&
+	              symbolize_jit_version(s, pid, 0) == v0,
+	      "late JIT: an unchanged map is not read again");
+	check(symbolize_jit_refresh(s, pid, 0, true) == 1 &&
+	              !symbolize_jit_late(s, pid, 0, code, false) &&
+	              strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)), "late_fn") == 0,
+	      "late JIT: the final read takes the unterminated line (late_fn)");
+	check(symbolize_jit_late(s, pid, 0, code + 0x100, false) &&
+	              strcmp(name_at(s, pid, 0, code + 0x100, buf, sizeof(buf)), want) == 0,
+	      "late JIT: an address of the page that no entry covers stays late ([perf-PID.map])");
+
+	/* Rewritten whole, as jcmd Compiler.perfmap does. */
+	snprintf(text, sizeof(text), "0x%016lx 0x0000000000000200 double Work.hot(int)\r\n",
+	         (unsigned long)code);
+	write_file(path, text);
+	check(symbolize_jit_refresh(s, pid, 0, false) == 1 &&
+	              !symbolize_jit_late(s, pid, 0, code + 0x100, false) &&
+	              strcmp(name_at(s, pid, 0, code + 0x100, buf, sizeof(buf)),
+	                     "double Work.hot") == 0,
+	      "late JIT: a rewritten map (0x, CRLF) is read again (double Work.hot)");
+
+	/* Hostile files: a symbolic link is not followed, a FIFO not read
+	 * (nor waited on); the entries read so far stay. */
+	unlink(path);
+	if (symlink("/etc/hostname", path) == 0) {
+		check(symbolize_jit_refresh(s, pid, 0, true) == 0 &&
+		              strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)),
+		                     "double Work.hot") == 0,
+		      "late JIT: a symbolic link as the map is not followed");
+		unlink(path);
+	}
+	if (mkfifo(path, 0600) == 0) {
+		check(symbolize_jit_refresh(s, pid, 0, true) == 0,
+		      "late JIT: a FIFO as the map is not read");
+		unlink(path);
+	}
+	/* Lines that do not parse are skipped, the others kept. */
+	snprintf(text, sizeof(text),
+	         "zz 10 bad\nffffffffffffff00 1000 wraps\n%lx\n%lx 8\n%lx 8 \t\n%lx 8 ok_fn\n",
+	         (unsigned long)code, (unsigned long)code, (unsigned long)code,
+	         (unsigned long)code);
+	write_file(path, text);
+	check(symbolize_jit_refresh(s, pid, 0, false) == 1 &&
+	              strcmp(name_at(s, pid, 0, code, buf, sizeof(buf)), "ok_fn") == 0 &&
+	              symbolize_jit_late(s, pid, 0, code + 8, false),
+	      "late JIT: malformed lines are skipped (ok_fn kept, nothing past it)");
+	unlink(path);
+
+	check(!symbolize_gone(s, pid, 0) && symbolize_gone(s, pid, 1),
+	      "late JIT: a running process at its generation is not gone, at another it is");
+	symbolize_exited(s, pid);
+	check(symbolize_gone(s, pid, 0), "late JIT: after its exit event it is gone");
+	symbolize_free(s);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* ---- Python code objects ---- */
+
+/* def f(a):       # line 2 (co_firstlineno)
+ *     x = a
+ *     for i in range(3):
+ *         x += i
+ *     return x
+ * f.__code__.co_linetable from python3.11, and co_lines() as (first code
+ * unit, line) for each range (bytes / 2). */
+static const uint8_t py_linetable[] = {
+        0x80, 0x00, 0xd8, 0x08, 0x09, 0x80, 0x41, 0xdd, 0x0d, 0x12, 0x90, 0x31, 0x89, 0x58, 0x8c,
+        0x58, 0xf0, 0x00, 0x01, 0x05, 0x0f, 0xf0, 0x00, 0x01, 0x05, 0x0f, 0x88, 0x01, 0xd8, 0x08,
+        0x09, 0x88, 0x51, 0x89, 0x06, 0x88, 0x01, 0x88, 0x01, 0xd8, 0x0b, 0x0c, 0x80, 0x48};
+static const struct {
+	uint32_t from, to, line;
+} py_lines[] = {{0, 1, 2}, {1, 3, 3}, {3, 20, 4}, {20, 26, 5}, {26, 28, 6}};
+
+struct py_image {
+	uint8_t mem[2048];
+	uint64_t base;
+};
+
+static int py_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct py_image *m = ctx;
+	if (addr < m->base || addr - m->base > sizeof(m->mem) ||
+	    len > sizeof(m->mem) - (addr - m->base))
+		return -EFAULT;
+	memcpy(buf, m->mem + (addr - m->base), len);
+	return 0;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+/* A compact str at off: kind 1 (ascii or Latin-1), 2 or 4. */
+static void py_str(struct py_image *m, size_t off, const void *chars, size_t n, unsigned kind,
+                   bool ascii)
+{
+	uint8_t *s = m->mem + off;
+	uint32_t state = kind << 2 | 1u << 5 | (ascii ? 1u << 6 : 0) | 1u << 7;
+	put64(s + 16, n);
+	memcpy(s + 32, &state, 4);
+	memcpy(s + (ascii ? 48 : 72), chars, n * kind);
+}
+
+#define PY_TYPE 0x7f0000abc000ull
+
+static void py_code(struct py_image *m)
+{
+	memset(m->mem, 0, sizeof(m->mem));
+	m->base = 0x500000;
+	put64(m->mem + 8, PY_TYPE);
+	int32_t first = 2;
+	memcpy(m->mem + 72, &first, 4);
+	put64(m->mem + 112, m->base + 256);
+	put64(m->mem + 128, m->base + 512);
+	put64(m->mem + 136, m->base + 1024);
+	py_str(m, 256, "/usr/lib/python3.11/json/decoder.py", 35, 1, true);
+	py_str(m, 512, "JSONDecoder.raw_decode", 22, 1, true);
+	put64(m->mem + 1024 + 16, sizeof(py_linetable));
+	memcpy(m->mem + 1024 + 32, py_linetable, sizeof(py_linetable));
+}
+
+static void check_python(void)
+{
+	const struct symbolize_python_layout *l = symbolize_python_layout(3, 11);
+	struct symbolize_pycode c;
+	struct py_image m;
+	int rc;
+
+	check(l && !symbolize_python_layout(3, 12) && !symbolize_python_layout(2, 7),
+	      "python: a layout for 3.11 only");
+	if (!l)
+		return;
+	int bad = 0;
+	for (size_t r = 0; r < sizeof(py_lines) / sizeof(py_lines[0]); r++)
+		for (uint32_t i = py_lines[r].from; i < py_lines[r].to; i++)
+			bad += symbolize_python_line(py_linetable, sizeof(py_linetable), 2, i) !=
+			       py_lines[r].line;
+	check(bad == 0, "python: every instruction's line is co_lines()'s");
+	check(symbolize_python_line(py_linetable, sizeof(py_linetable), 2, 28) == 0 &&
+	              symbolize_python_line(py_linetable, 5, 2, 27) == 0,
+	      "python: no line past the table, or in a table cut short");
+
+	py_code(&m);
+	rc = symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c);
+	uint64_t h = symbolize_python_check_head(2, m.base + 256, m.base + 512, m.base + 1024);
+	h = symbolize_python_str_digest(h, 22, true, (const uint8_t *)"JSONDecoder.raw_decode");
+	h = symbolize_python_str_digest(h, 35, true,
+	                                (const uint8_t *)"/usr/lib/python3.11/json/decoder.py");
+	check(rc == 0 && strcmp(c.qualname, "JSONDecoder.raw_decode") == 0 &&
+	              strcmp(c.filename, "/usr/lib/python3.11/json/decoder.py") == 0 &&
+	              c.firstlineno == 2 && c.linetable_len == sizeof(py_linetable) &&
+	              c.check == (uint32_t)h,
+	      "python: a code object's names, first line, line table and check");
+	uint32_t first_check = rc == 0 ? c.check : 0;
+	if (rc == 0)
+		symbolize_pycode_clear(&c);
+	/* Another code object at the same address, its strings at the same
+	 * addresses (as pymalloc reuses them): the names differ, so does the
+	 * check. */
+	const char *other[][2] = {{"JSONDecoder.raw_decodf", "/usr/lib/python3.11/json/decoder.py"},
+	                          {"JSONDecoder.raw_decode", "/usr/lib/python3.11/json/encoder.py"},
+	                          {"g_5", "/usr/lib/python3.11/json/decoder.py"}};
+	int same = 0;
+	for (int k = 0; k < 3; k++) {
+		py_code(&m);
+		memset(m.mem + 256, 0, 256);
+		memset(m.mem + 512, 0, 256);
+		py_str(&m, 256, other[k][1], strlen(other[k][1]), 1, true);
+		py_str(&m, 512, other[k][0], strlen(other[k][0]), 1, true);
+		if (symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == 0) {
+			same += c.check == first_check;
+			symbolize_pycode_clear(&c);
+		} else {
+			same++;
+		}
+	}
+	check(same == 0, "python: a code object reusing another's address and strings' addresses "
+	                 "gets another check when a name's first or last 32 bytes differ");
+
+	const uint8_t latin1[] = {'c', 'a', 'f', 0xe9};
+	const uint16_t ucs2[] = {0x394, 'x'};
+	const uint32_t ucs4[] = {0x1f600, 'y'};
+	const char *want[] = {"caf\xc3\xa9", "\xce\x94x", "\xf0\x9f\x98\x80y"};
+	const void *chars[] = {latin1, ucs2, ucs4};
+	const size_t lens[] = {4, 2, 2};
+	const unsigned kinds[] = {1, 2, 4};
+	for (int k = 0; k < 3; k++) {
+		py_code(&m);
+		memset(m.mem + 512, 0, 256);
+		py_str(&m, 512, chars[k], lens[k], kinds[k], false);
+		rc = symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c);
+		char what[64];
+		snprintf(what, sizeof(what), "python: a name of kind %u becomes UTF-8", kinds[k]);
+		check(rc == 0 && strcmp(c.qualname, want[k]) == 0, what);
+		if (rc == 0)
+			symbolize_pycode_clear(&c);
+	}
+
+	py_code(&m);
+	check(symbolize_python_read_code(l, PY_TYPE + 8, py_read, &m, m.base, &c) == -EINVAL,
+	      "python: refused: not of PyCode_Type");
+	py_code(&m);
+	m.mem[512 + 32] &= (uint8_t) ~(1u << 5);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -EINVAL,
+	      "python: refused: a name not compact");
+	py_code(&m);
+	put64(m.mem + 512 + 16, 100000);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -E2BIG,
+	      "python: refused: a name over 1024 characters");
+	py_code(&m);
+	put64(m.mem + 1024 + 16, 1u << 20);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -E2BIG,
+	      "python: refused: a line table over 64 KiB");
+	py_code(&m);
+	put64(m.mem + 112, 0x10);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -EFAULT,
+	      "python: refused: a name that cannot be read");
+	py_code(&m);
+	py_str(&m, 512, "a\0b", 3, 1, true);
+	check(symbolize_python_read_code(l, PY_TYPE, py_read, &m, m.base, &c) == -EINVAL,
+	      "python: refused: a NUL inside a name");
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -393,6 +691,8 @@ int main(int argc, char **argv)
 	check(nplt > 0, "plt: at least one PLT entry named");
 
 	check_early_exec(argv[0]);
+	check_late_jit();
+	check_python();
 
 	int nk = check_kernel();
 	printf("kernel addresses checked: %d\n", nk);

@@ -40,6 +40,7 @@ const volatile bool filter_pids = false;              /* only processes in `pids
 const volatile bool skip_idle = true;                 /* without a filter: skip pid 0 */
 const volatile __u32 tgid_offset = 0;                 /* of tgid in struct task_struct */
 const volatile __u32 unwind_mode = PROFILE_UNWIND_FP; /* enum profile_unwind */
+const volatile bool python_on = false;                /* walk Python frames (py_procs) */
 /* Per event (enum profile_ev): PROFILE_EV_* flags, and N of EVENT:...:N
  * (a stack for every Nth event, its weight times N). */
 const volatile __u32 ev_flags[PROFILE_NEVENTS] = {};
@@ -86,12 +87,31 @@ struct ustacks_map {
 	__uint(max_entries, 1024);
 };
 
+/* User stacks with Python frames, keyed by a hash of their slots: a
+ * bigger value, in maps of their own. */
+struct pystacks_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct profile_pystack);
+	__uint(max_entries, 1);
+};
+
 struct counts_map counts0 SEC(".maps");
 struct counts_map counts1 SEC(".maps");
 struct stacks_map stacks0 SEC(".maps");
 struct stacks_map stacks1 SEC(".maps");
 struct ustacks_map ustacks0 SEC(".maps");
 struct ustacks_map ustacks1 SEC(".maps");
+struct pystacks_map pystacks0 SEC(".maps");
+struct pystacks_map pystacks1 SEC(".maps");
+
+/* Processes running a known CPython (unwind.h), written by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct unwind_python);
+	__uint(max_entries, 1024);
+} py_procs SEC(".maps");
 
 /* The unwinder's tables (unwind.h), written by user space: each known
  * process's executable mappings, the tables, and all their rows.  Sizes
@@ -122,13 +142,25 @@ struct {
 
 /* One walk in progress per CPU (the stack is too big for the BPF stack). */
 struct walk {
-	struct profile_ustack st;
+	struct profile_pystack st;
 	__u64 pc, sp, bp;
 	__u64 hash;
 	__u32 tgid;
 	__u32 flags;
 	__u32 after_signal; /* pc is an interrupted pc, not a return address */
-	__u32 pad;
+	__u32 nnative;      /* native frames pushed */
+	__u32 native_steps; /* native pcs met, pushed or replaced */
+	/* Python (see py_step): the process's interpreter, when it has one */
+	struct unwind_python py;
+	__u64 py_frame;                   /* the next interpreter frame to push, 0: none */
+	__u32 has_py;                     /* py is set */
+	__u32 py_looked;                  /* the thread's state was looked for */
+	__u32 py_dead;                    /* none found, or the walk was cut: natives only */
+	__u32 py_mode;                    /* pushing an evaluation's frames */
+	__u32 skip_push;                  /* the native pc was replaced by Python frames */
+	__u32 npy;                        /* Python frames pushed */
+	__u64 last_code, last_check;      /* the last code object checked */
+	__u8 buf[UNWIND_PY_READ_MAX + 8]; /* a frame or code object read */
 };
 
 struct {
@@ -289,6 +321,228 @@ static __always_inline struct unwind_row *find_row(const struct unwind_table *t,
 static __always_inline void report(__u32 kind, __u32 pid, __u32 parent);
 static __always_inline void report_want(__u32 pid, __u64 addr);
 
+/* ---- Python frames -------------------------------------------------------
+ *
+ * CPython 3.11 runs nested Python calls inside one C call of
+ * _PyEval_EvalFrameDefault; each C call of it starts at an "entry" frame
+ * (is_entry).  The thread's state (PyThreadState) points, through its
+ * _PyCFrame, at the innermost interpreter frame, and each frame at its
+ * caller (`previous`).  So when the native walk meets a pc in
+ * _PyEval_EvalFrameDefault, it pushes, in place of that pc, the frames
+ * from the next one not pushed yet up to and including an entry frame;
+ * the next such native frame continues from there.  Each frame pushes its
+ * code object's address and a check with its instruction index
+ * (profile.h); user space names them.  The thread's state is the one
+ * holding the GIL when its native_thread_id is the sampled thread's, else
+ * it is searched for in the interpreter's list of threads.  Whatever
+ * cannot be read, or is not what it should be, cuts the Python walk short
+ * with a marker, and the rest of the stack is native. */
+
+static __always_inline __u64 buf_u64(const struct walk *w, __u32 off)
+{
+	__u64 v = 0;
+	off &= 0xff;
+	if (off <= UNWIND_PY_READ_MAX)
+		__builtin_memcpy(&v, &w->buf[off], 8);
+	return v;
+}
+
+static __always_inline __u32 buf_u32(const struct walk *w, __u32 off)
+{
+	__u32 v = 0;
+	off &= 0xff;
+	if (off <= UNWIND_PY_READ_MAX)
+		__builtin_memcpy(&v, &w->buf[off], 4);
+	return v;
+}
+
+static __always_inline bool read_buf(struct walk *w, __u64 addr, __u32 len)
+{
+	len &= 0xff;
+	if (len > UNWIND_PY_READ_MAX)
+		return false;
+	return bpf_probe_read_user(w->buf, len, (const void *)addr) == 0;
+}
+
+/* symbolize_python_str_digest() of the compact str at addr, into *h. */
+static __always_inline bool py_str_digest(struct walk *w, __u64 addr, __u64 *h)
+{
+	const struct unwind_python *py = &w->py;
+	__u32 data = py->str_ascii_data;
+
+	if (!read_buf(w, addr, data + 32))
+		return false;
+	__u64 len = buf_u64(w, py->str_length), hh = *h;
+	__u64 ascii = buf_u32(w, py->str_state) >> 6 & 1;
+	hh = mix(hh, len);
+	hh = mix(hh, ascii);
+	if (ascii) {
+		__u64 n = len < 32 ? len : 32;
+		for (__u32 i = 0; i < 32; i += 8) {
+			__u64 v = buf_u64(w, data + i);
+			if (n <= i)
+				v = 0;
+			else if (n < i + 8)
+				v &= (1ull << ((n - i) * 8)) - 1;
+			hh = mix(hh, v);
+		}
+		/* The last 32 bytes of a longer one (a name longer than the
+		 * namer reads is never named: its check does not matter). */
+		if (len > 32 && len <= 4096) {
+			if (!read_buf(w, addr + data + len - 32, 32))
+				return false;
+			for (__u32 i = 0; i < 32; i += 8)
+				hh = mix(hh, buf_u64(w, i));
+		}
+	}
+	*h = hh;
+	return true;
+}
+
+/* Pushes the marker of a Python walk cut short and gives up Python for
+ * the rest of the walk.  The native pc in hand is replaced by it. */
+static __always_inline long py_cut(struct walk *w, __u32 why)
+{
+	__u32 n = w->st.len;
+
+	if (n < PROFILE_PY_SLOTS - 1) {
+		w->st.pcs[n] = PROFILE_PY_TAG;
+		w->st.pcs[n + 1] = why;
+		w->st.len = n + 2;
+		w->hash = mix(mix(w->hash, PROFILE_PY_TAG), why);
+	}
+	w->flags |= UNWIND_FLAG_PY_CUT;
+	count(PROFILE_STAT_PY_CUT_DEPTH + why - PROFILE_PY_CUT_DEPTH);
+	w->py_mode = 0;
+	w->py_dead = 1;
+	w->skip_push = 1;
+	return 0;
+}
+
+struct thread_search {
+	__u64 t, tid, found;
+	__u32 next_off, tid_off;
+};
+
+static long thread_step(__u32 i, void *ctx)
+{
+	struct thread_search *s = ctx;
+	__u64 v;
+
+	if (!s->t)
+		return 1;
+	if (!read_user(&v, s->t + s->tid_off))
+		return 1;
+	if (v == s->tid) {
+		s->found = s->t;
+		return 1;
+	}
+	if (!read_user(&v, s->t + s->next_off))
+		return 1;
+	s->t = v;
+	return 0;
+}
+
+/* The innermost interpreter frame of the current thread, or 0. */
+static __always_inline __u64 py_first_frame(struct walk *w)
+{
+	const struct unwind_python *py = &w->py;
+	struct thread_search s = {.tid = (__u32)bpf_get_current_pid_tgid(),
+	                          .next_off = py->tstate_next,
+	                          .tid_off = py->tstate_native_thread_id};
+	__u64 t = 0, v = 0, interp = 0;
+
+	if (read_user(&t, py->runtime + py->runtime_tstate_current) && t &&
+	    read_user(&v, t + py->tstate_native_thread_id) && v == s.tid) {
+		s.found = t;
+	} else if (read_user(&interp, py->runtime + py->runtime_interp_head) && interp &&
+	           read_user(&s.t, interp + py->interp_threads_head)) {
+		bpf_loop(UNWIND_PY_MAX_THREADS, thread_step, &s, 0);
+	}
+	if (!s.found || !read_user(&v, s.found + py->tstate_cframe) || !v ||
+	    !read_user(&t, v + py->cframe_current_frame))
+		return 0;
+	return t;
+}
+
+/* The native walk met _PyEval_EvalFrameDefault: returns true when its
+ * Python frames are to be pushed now (py_mode). */
+static __always_inline bool py_begin(struct walk *w)
+{
+	if (!w->py_looked) {
+		w->py_looked = 1;
+		w->py_frame = py_first_frame(w);
+		if (!w->py_frame) {
+			/* A thread with no Python state (or none readable). */
+			count(PROFILE_STAT_PY_NO_THREAD);
+			w->py_dead = 1;
+			return false;
+		}
+	}
+	w->py_mode = 1;
+	return true;
+}
+
+/* Pushes one interpreter frame.  Returns 0 (bpf_loop goes on). */
+static long py_step(struct walk *w)
+{
+	const struct unwind_python *py = &w->py;
+	__u32 n = w->st.len;
+	__u64 f = w->py_frame;
+
+	if (w->npy >= PROFILE_PY_MAX_FRAMES || n >= PROFILE_PY_SLOTS - 3)
+		return py_cut(w, PROFILE_PY_CUT_DEPTH);
+	if (!f)
+		return py_cut(w, PROFILE_PY_CUT_CHAIN);
+	if (!read_buf(w, f, py->frame_read))
+		return py_cut(w, PROFILE_PY_CUT_READ);
+	__u64 code = buf_u64(w, py->frame_code);
+	__u64 prev = buf_u64(w, py->frame_previous);
+	__u64 instr = buf_u64(w, py->frame_prev_instr);
+	__u8 entry = w->buf[py->frame_is_entry & 0xff];
+	__u64 h = w->last_check;
+	if (code != w->last_code || !code) {
+		/* (a recursion meets the same code object again and again) */
+		if (!code || !read_buf(w, code, py->code_read))
+			return py_cut(w, PROFILE_PY_CUT_READ);
+		if (buf_u64(w, py->object_type) != py->code_type)
+			return py_cut(w, PROFILE_PY_CUT_NOT_CODE);
+		/* symbolize_python_check_head(), then the two names' digests */
+		__u64 filename = buf_u64(w, py->code_filename);
+		__u64 qualname = buf_u64(w, py->code_qualname);
+		h = 0x9e3779b97f4a7c15ull;
+		h = mix(h, (__u64)(__s64)(__s32)buf_u32(w, py->code_firstlineno));
+		h = mix(h, filename);
+		h = mix(h, qualname);
+		h = mix(h, buf_u64(w, py->code_linetable));
+		if (!py_str_digest(w, qualname, &h) || !py_str_digest(w, filename, &h))
+			return py_cut(w, PROFILE_PY_CUT_READ);
+		w->last_code = code;
+		w->last_check = h;
+	}
+	__u64 first = code + py->code_adaptive, lasti = 0;
+	if (instr >= first)
+		lasti = (instr - first) / 2;
+	if (lasti > 0xffffffffull)
+		lasti = 0xffffffffull;
+	__u64 s0 = PROFILE_PY_TAG | code, s1 = (h & 0xffffffffull) << 32 | lasti;
+	if (n < PROFILE_PY_SLOTS - 3) {
+		w->st.pcs[n] = s0;
+		w->st.pcs[n + 1] = s1;
+		w->st.len = n + 2;
+	}
+	w->hash = mix(mix(w->hash, s0), s1);
+	w->npy++;
+	w->py_frame = prev;
+	if (entry) {
+		/* This evaluation's frames are all in: its native frame's
+		 * step comes next, without its pc. */
+		w->py_mode = 0;
+		w->skip_push = 1;
+	}
+	return 0;
+}
+
 static long walk_step(__u32 i, void *ctx)
 {
 	__u32 zero = 0, n;
@@ -298,24 +552,37 @@ static long walk_step(__u32 i, void *ctx)
 
 	if (!w)
 		return 1;
+	if (w->py_mode)
+		return py_step(w);
 	n = w->st.len;
-	if (n >= PROFILE_MAX_DEPTH) {
-		w->flags |= UNWIND_FLAG_TRUNCATED; /* deeper than we keep */
-		return 1;
-	}
 	pc = w->pc;
-	w->st.pcs[n] = pc;
-	w->st.len = n + 1;
-	w->hash = mix(w->hash, pc);
+	/* A return address is looked up one byte back, inside the call:
+	 * every native pc but the first (Python frames may stand for that
+	 * one). */
+	lookup = w->native_steps > 0 && !w->after_signal ? pc - 1 : pc;
+	if (w->skip_push) {
+		w->skip_push = 0; /* its Python frames stand for it */
+	} else {
+		if (w->has_py && !w->py_dead && lookup >= w->py.eval_start &&
+		    lookup < w->py.eval_end && py_begin(w))
+			return 0; /* its Python frames first, then this step again */
+		if (w->nnative >= PROFILE_MAX_DEPTH || n >= PROFILE_PY_SLOTS) {
+			w->flags |= UNWIND_FLAG_TRUNCATED; /* deeper than we keep */
+			return 1;
+		}
+		w->st.pcs[n] = pc;
+		w->st.len = n + 1;
+		w->nnative++;
+		w->hash = mix(w->hash, pc);
+	}
+	w->native_steps++;
+	w->after_signal = 0;
 
 	p = bpf_map_lookup_elem(&unwind_procs, &w->tgid);
 	if (!p) {
 		w->flags |= UNWIND_FLAG_TRUNCATED;
 		return 1;
 	}
-	/* A return address is looked up one byte back, inside the call. */
-	lookup = n > 0 && !w->after_signal ? pc - 1 : pc;
-	w->after_signal = 0;
 
 	struct search ms = {.hi = p->nmaps, .key = lookup, .proc = p};
 	if (ms.hi > UNWIND_MAX_MAPS)
@@ -387,7 +654,7 @@ truncated:
 
 /* Walks the current task's user stack with CFI into `ustacks` and sets
  * the key's user stack. */
-static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks,
+static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, void *pystacks,
                                       struct profile_key *key, __u32 tgid)
 {
 	__u32 zero = 0;
@@ -423,9 +690,29 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks,
 	w->st.len = 0;
 	w->flags = 0;
 	w->after_signal = 0;
+	w->nnative = 0;
+	w->native_steps = 0;
 	w->tgid = tgid;
 	w->hash = 0x9e3779b97f4a7c15ull;
-	bpf_loop(PROFILE_MAX_DEPTH + 1, walk_step, NULL, 0);
+	w->has_py = 0;
+	w->py_looked = 0;
+	w->py_dead = 0;
+	w->py_mode = 0;
+	w->skip_push = 0;
+	w->npy = 0;
+	w->py_frame = 0;
+	w->last_code = 0;
+	w->last_check = 0;
+	if (python_on) {
+		struct unwind_python *py = bpf_map_lookup_elem(&py_procs, &tgid);
+		if (py) {
+			w->py = *py;
+			w->has_py = 1;
+		}
+	}
+	/* Every step pushes a frame, or is the native step after an
+	 * evaluation's Python frames (at most one per two frames). */
+	bpf_loop(2 * PROFILE_PY_SLOTS, walk_step, NULL, 0);
 
 	__u32 flags = w->flags;
 	w->st.flags = flags;
@@ -435,13 +722,22 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks,
 	if (flags & UNWIND_FLAG_PENDING)
 		count(PROFILE_STAT_UNWIND_PENDING);
 	count(flags & UNWIND_FLAG_FP ? PROFILE_STAT_UNWIND_MIXED : PROFILE_STAT_UNWIND_CFI);
-	long rc = bpf_map_update_elem(ustacks, &h, &w->st, BPF_NOEXIST);
+	bool python = w->npy || (flags & UNWIND_FLAG_PY_CUT);
+	long rc;
+	if (python) {
+		count(PROFILE_STAT_PY_WALKS);
+		rc = bpf_map_update_elem(pystacks, &h, &w->st, BPF_NOEXIST);
+	} else {
+		/* No more than PROFILE_MAX_DEPTH slots: the first fields
+		 * are a struct profile_ustack. */
+		rc = bpf_map_update_elem(ustacks, &h, &w->st, BPF_NOEXIST);
+	}
 	if (rc && rc != -EEXIST) {
-		count(PROFILE_STAT_USTACKS_FULL);
+		count(python ? PROFILE_STAT_PYSTACKS_FULL : PROFILE_STAT_USTACKS_FULL);
 		key->user_stack = PROFILE_LOST_STACK;
 		return;
 	}
-	key->user_stack = PROFILE_CFI_STACK;
+	key->user_stack = python ? PROFILE_PY_STACK : PROFILE_CFI_STACK;
 	key->user_hash = h;
 }
 
@@ -450,7 +746,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks,
 /* Fills key with the current task's stacks for event ev, kept in one map
  * set (stacks, ustacks). */
 static __always_inline void take_key(void *ctx, bool from_perf, void *stacks, void *ustacks,
-                                     __u32 ev, __u32 tgid, struct profile_key *key)
+                                     void *pystacks, __u32 ev, __u32 tgid, struct profile_key *key)
 {
 	__u32 *gen = bpf_map_lookup_elem(&execs, &tgid);
 
@@ -463,7 +759,7 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *stacks, vo
 	key->pad = 0;
 	if (ev_flags[ev] & PROFILE_EV_USER) {
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
-			walk_user(ctx, from_perf, ustacks, key, tgid);
+			walk_user(ctx, from_perf, ustacks, pystacks, key, tgid);
 		} else {
 			key->user_stack = stack_id(ctx, stacks, BPF_F_USER_STACK,
 			                           PROFILE_STAT_USER_COLLISION);
@@ -541,10 +837,10 @@ static __always_inline void record(void *ctx, bool from_perf, __u32 ev, __u32 tg
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (*(volatile __u32 *)&active) {
-		take_key(ctx, from_perf, &stacks1, &ustacks1, ev, tgid, &key);
+		take_key(ctx, from_perf, &stacks1, &ustacks1, &pystacks1, ev, tgid, &key);
 		add_count(&counts1, &key, weight);
 	} else {
-		take_key(ctx, from_perf, &stacks0, &ustacks0, ev, tgid, &key);
+		take_key(ctx, from_perf, &stacks0, &ustacks0, &pystacks0, ev, tgid, &key);
 		add_count(&counts0, &key, weight);
 	}
 }
@@ -638,6 +934,9 @@ int on_fork(void *ctx)
 	struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &ptgid);
 	if (up)
 		bpf_map_update_elem(&unwind_procs, &ctgid, up, BPF_ANY);
+	struct unwind_python *py = bpf_map_lookup_elem(&py_procs, &ptgid);
+	if (py)
+		bpf_map_update_elem(&py_procs, &ctgid, py, BPF_ANY);
 	report(PROFILE_EVENT_FORK, ctgid, ptgid);
 	return 0;
 }
@@ -660,6 +959,7 @@ int on_exec(void *ctx)
 	/* The old program's mappings no longer apply: frame pointers until
 	 * user space writes the new ones. */
 	bpf_map_delete_elem(&unwind_procs, &tgid);
+	bpf_map_delete_elem(&py_procs, &tgid);
 	report_gen(PROFILE_EVENT_EXEC, tgid, 0, one);
 	return 0;
 }
@@ -682,6 +982,7 @@ int on_exit(void *ctx)
 	}
 	bpf_map_delete_elem(&execs, &tgid);
 	bpf_map_delete_elem(&unwind_procs, &tgid);
+	bpf_map_delete_elem(&py_procs, &tgid);
 	report(PROFILE_EVENT_EXIT, tgid, 0);
 	return 0;
 }
@@ -752,9 +1053,9 @@ static __always_inline void begin(void *ctx, __u32 ev, __u32 tgid, struct pendin
 	p->set = *(volatile __u32 *)&active;
 	p->left = 0;
 	if (p->set)
-		take_key(ctx, false, &stacks1, &ustacks1, ev, tgid, &p->key);
+		take_key(ctx, false, &stacks1, &ustacks1, &pystacks1, ev, tgid, &p->key);
 	else
-		take_key(ctx, false, &stacks0, &ustacks0, ev, tgid, &p->key);
+		take_key(ctx, false, &stacks0, &ustacks0, &pystacks0, ev, tgid, &p->key);
 }
 
 static __always_inline void end(const struct pending *p, __u32 ev, __u64 weight)

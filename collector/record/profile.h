@@ -58,9 +58,35 @@ struct profile_value {
 /* A user stack walked with CFI tables, innermost pc first: the value of
  * the `ustacks` maps, keyed by a hash of pcs[0..len) and flags. */
 struct profile_ustack {
-	__u64 pcs[PROFILE_MAX_DEPTH];
 	__u32 len;
 	__u32 flags; /* UNWIND_FLAG_* */
+	__u64 pcs[PROFILE_MAX_DEPTH];
+};
+
+/* A user stack with Python frames: a `pystacks` entry keyed by the key's
+ * user_hash.  Each Python frame takes two slots: PROFILE_PY_TAG | the code
+ * object's address, then (check << 32) | the index of its current
+ * instruction (symbolize_python_check()).  A walk cut short leaves a
+ * marker pair, PROFILE_PY_TAG | 0 then enum profile_py_cut, where it
+ * stopped.  Its first fields are a struct profile_ustack's. */
+#define PROFILE_PY_STACK      (-4)
+#define PROFILE_PY_TAG        (1ull << 63)
+#define PROFILE_PY_MAX_FRAMES 256 /* Python frames kept per stack */
+#define PROFILE_PY_SLOTS      (PROFILE_MAX_DEPTH + 2 * PROFILE_PY_MAX_FRAMES + 2)
+struct profile_pystack {
+	__u32 len;
+	__u32 flags;
+	__u64 pcs[PROFILE_PY_SLOTS];
+};
+
+/* Why a Python walk was cut short (the marker's second slot). */
+enum profile_py_cut {
+	PROFILE_PY_CUT_DEPTH = 1, /* more than PROFILE_PY_MAX_FRAMES frames */
+	PROFILE_PY_CUT_READ,      /* a frame or code object could not be read
+	                           * (freed, a thread exiting) */
+	PROFILE_PY_CUT_NOT_CODE,  /* a frame's code is no code object */
+	PROFILE_PY_CUT_CHAIN,     /* the frames ended before the evaluation's
+	                           * entry frame */
 };
 
 /* How user stacks are walked (record --unwind). */
@@ -89,6 +115,15 @@ enum profile_stat {
 	PROFILE_STAT_UNWIND_TRUNCATED, /* walks that gave up: [truncated] */
 	PROFILE_STAT_USTACKS_FULL,     /* a walked stack not kept: map full */
 	PROFILE_STAT_STALE_MAPS,       /* processes whose maps went stale */
+	PROFILE_STAT_PY_WALKS,         /* user stacks with Python frames */
+	PROFILE_STAT_PY_NO_THREAD,     /* an evaluation met, the thread's state
+	                                * not found: native frames there */
+	PROFILE_STAT_PY_CUT_DEPTH,     /* Python walks cut short, by enum
+	                                * profile_py_cut */
+	PROFILE_STAT_PY_CUT_READ,
+	PROFILE_STAT_PY_CUT_NOT_CODE,
+	PROFILE_STAT_PY_CUT_CHAIN,
+	PROFILE_STAT_PYSTACKS_FULL, /* a stack with Python frames not kept */
 	PROFILE_NSTATS,
 };
 

@@ -108,6 +108,21 @@ static int add_id(struct recorder *r, uint32_t id)
 	return 0;
 }
 
+/* Notes a stack with Python frames to delete once stored. */
+static int add_pyhash(struct recorder *r, uint64_t h)
+{
+	if (r->npyhashes == r->pyhashes_cap) {
+		size_t ncap = r->pyhashes_cap ? r->pyhashes_cap * 2 : 256;
+		uint64_t *n = realloc(r->pyhashes, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->pyhashes = n;
+		r->pyhashes_cap = ncap;
+	}
+	r->pyhashes[r->npyhashes++] = h;
+	return 0;
+}
+
 static int id_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -193,7 +208,7 @@ static int hash_cmp(const void *a, const void *b)
 /* Copies the CFI stacks of `set` into r->uref and r->upcs, UBATCH at a
  * time, leaving them in the map (a count added later to this set may
  * still refer to one: off-CPU and block time).  Returns 0, also when the
- * kernel cannot (r->no_ubatch: add_stack() then looks each one up), or
+ * kernel cannot (r->no_ubatch: fetch_stack() then looks each one up), or
  * -ENOMEM. */
 static int take_ustacks(struct recorder *r, int set)
 {
@@ -273,6 +288,7 @@ static int read_set(struct recorder *r, int set)
 	r->nents = 0;
 	r->nids = 0;
 	r->nhashes = 0;
+	r->npyhashes = 0;
 	/* A sample that got its stacks but no count (counts map full, an
 	 * error) leaves stacks no count refers to: the whole stack map of
 	 * both sets is then listed, at this drain and the next. */
@@ -299,6 +315,9 @@ static int read_set(struct recorder *r, int set)
 			const struct profile_key *k = &r->ents[i].key;
 			if (k->user_stack == PROFILE_CFI_STACK &&
 			    (rc = add_hash(r, k->user_hash)) < 0)
+				return rc;
+			if (k->user_stack == PROFILE_PY_STACK &&
+			    (rc = add_pyhash(r, k->user_hash)) < 0)
 				return rc;
 			if (k->user_stack >= 0 && (rc = add_id(r, (uint32_t)k->user_stack)) < 0)
 				return rc;
@@ -349,6 +368,13 @@ static int read_set(struct recorder *r, int set)
 		if ((rc = add_hash(r, h)) < 0)
 			return rc;
 	}
+	prev = NULL;
+	while (r->unwinder && bpf_map_get_next_key(r->pystacks_fd[set], prev, &nh) == 0) {
+		h = nh;
+		prev = &h;
+		if ((rc = add_pyhash(r, h)) < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -358,6 +384,8 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	for (size_t i = 0; i < r->nids; i++)
 		bpf_map_delete_elem(r->stacks_fd[set], &r->ids[i]);
+	for (size_t i = 0; i < r->npyhashes; i++)
+		bpf_map_delete_elem(r->pystacks_fd[set], &r->pyhashes[i]);
 	size_t from = 0;
 	if (r->nhashes > 1 && !r->no_ubatch) {
 		/* One batch delete: each key once, all present. */
@@ -376,42 +404,62 @@ static void clear_set(struct recorder *r, int set)
 		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes[i]);
 }
 
-/* Appends the frames of one stack, root first, to r->frames[*n]; a user
- * stack leaves room for a kernel stack after it. */
-static int add_stack(struct recorder *r, int set, pid_t pid, const struct profile_key *key,
-                     bool kernel, size_t *n)
+/* Copies one stack of a count out of `set` (the maps, or what
+ * take_ustacks() read of them) into *rs.  A user stack with Python frames
+ * keeps them as the walker wrote them, two tagged slots each (profile.h). */
+static void fetch_stack(struct recorder *r, int set, const struct profile_key *key, bool kernel,
+                        struct raw_stack *rs)
 {
 	int32_t sid = kernel ? key->kernel_stack : key->user_stack;
-	struct profile_ustack us;
-	uint64_t *ips = (uint64_t *)us.pcs;
-	size_t depth = 0;
-	int rc;
+	struct profile_pystack *us = r->pystack; /* its first fields are a profile_ustack's */
 
+	rs->state = RAW_NONE;
+	rs->truncated = false;
+	rs->depth = 0;
 	if (sid == PROFILE_NO_STACK)
-		return 0;
+		return;
 	const struct ustack_ref want = {.hash = key->user_hash}, *got = NULL;
 	if (sid == PROFILE_CFI_STACK && !kernel && r->nuref)
 		got = bsearch(&want, r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
 	if (got) {
 		/* Taken in a batch (take_ustacks). */
-		us.len = got->len;
-		us.flags = got->flags;
-		memcpy(us.pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
+		us->len = got->len;
+		us->flags = got->flags;
+		memcpy(us->pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
 	}
-	if (sid == PROFILE_CFI_STACK && !kernel &&
-	    (got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, &us) == 0)) {
-		depth = us.len < PROFILE_MAX_DEPTH ? us.len : PROFILE_MAX_DEPTH;
-		if (us.flags & UNWIND_FLAG_TRUNCATED) {
-			/* The walk gave up: the frames above are unknown. */
-			struct store_frame *f = &r->frames[(*n)++];
-			memset(f, 0, sizeof(*f));
-			f->name = "[truncated]";
-			f->name_len = 11;
-			f->kind = STORE_FRAME_UNKNOWN;
-			r->truncated++;
-		}
-	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, ips) < 0) {
+	bool walked = false;
+	if (sid == PROFILE_CFI_STACK && !kernel)
+		walked = got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, us) == 0;
+	else if (sid == PROFILE_PY_STACK && !kernel)
+		walked = bpf_map_lookup_elem(r->pystacks_fd[set], &key->user_hash, us) == 0;
+	if (walked) {
+		size_t cap = sid == PROFILE_PY_STACK ? PROFILE_PY_SLOTS : PROFILE_MAX_DEPTH;
+		rs->state = RAW_PCS;
+		rs->depth = us->len < cap ? us->len : (uint32_t)cap;
+		rs->truncated = us->flags & UNWIND_FLAG_TRUNCATED;
+		memcpy(rs->pcs, us->pcs, rs->depth * sizeof(*rs->pcs));
+	} else if (sid < 0 || bpf_map_lookup_elem(r->stacks_fd[set], &sid, rs->pcs) < 0) {
 		/* Counted by the BPF side; the sample keeps its weight. */
+		rs->state = RAW_LOST;
+	} else {
+		rs->state = RAW_PCS;
+		while (rs->depth < PROFILE_MAX_DEPTH && rs->pcs[rs->depth])
+			rs->depth++;
+	}
+}
+
+/* Appends the frames of one stack, root first, to r->frames[*n]; a user
+ * stack leaves room for a kernel stack after it. */
+static int name_stack(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *rs,
+                      bool kernel, size_t *n)
+{
+	const uint64_t *ips = rs->pcs;
+	size_t depth = rs->depth;
+	int rc;
+
+	if (rs->state == RAW_NONE)
+		return 0;
+	if (rs->state == RAW_LOST) {
 		struct store_frame *f = &r->frames[(*n)++];
 		memset(f, 0, sizeof(*f));
 		f->name = "[unknown]";
@@ -422,33 +470,90 @@ static int add_stack(struct recorder *r, int set, pid_t pid, const struct profil
 			f->module_len = 17;
 		}
 		return 0;
-	} else {
-		while (depth < PROFILE_MAX_DEPTH && ips[depth])
-			depth++;
+	}
+	if (rs->truncated) {
+		/* The walk gave up: the frames above are unknown. */
+		struct store_frame *f = &r->frames[(*n)++];
+		memset(f, 0, sizeof(*f));
+		f->name = "[truncated]";
+		f->name_len = 11;
+		f->kind = STORE_FRAME_UNKNOWN;
 	}
 	if (kernel) {
 		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
 		if (rc < 0)
 			return rc;
+		for (size_t i = depth; i-- > 0;) {
+			rc = symbolize_kernel(r->sym, ips[i], i > 0, &r->frames[*n]);
+			if (rc < 0)
+				return rc;
+			(*n)++;
+		}
+		return 0;
 	}
-	for (size_t i = depth; i-- > 0;) {
-		bool caller = i > 0;
-		if (kernel) {
-			rc = symbolize_kernel(r->sym, ips[i], caller, &r->frames[*n]);
+	/* The user stack's frames, innermost first: a native pc takes one
+	 * slot, a Python frame (or a cut marker) two (profile.h). */
+	uint16_t *at = r->pyslots;
+	size_t items = 0;
+	for (size_t j = 0; j < depth; items++) {
+		at[items] = (uint16_t)j;
+		j += (ips[j] & PROFILE_PY_TAG) && j + 1 < depth ? 2 : 1;
+	}
+	for (size_t k = items; k-- > 0;) {
+		size_t i = at[k];
+		struct store_frame *f = &r->frames[*n];
+		if (ips[i] & PROFILE_PY_TAG) {
+			uint64_t code = ips[i] & ~PROFILE_PY_TAG,
+			         v = i + 1 < depth ? ips[i + 1] : 0;
+			if (!code) {
+				/* Where the Python walk was cut short. */
+				memset(f, 0, sizeof(*f));
+				f->name = "[python: cut short]";
+				f->name_len = strlen(f->name);
+				f->kind = STORE_FRAME_UNKNOWN;
+				(*n)++;
+				continue;
+			}
+			rc = symbolize_python_frame(r->sym, pid, gen, code, (uint32_t)(v >> 32),
+			                            (uint32_t)v, f);
 			if (rc < 0)
 				return rc;
 			(*n)++;
 			continue;
 		}
-		/* One frame at least for each address still to come. */
-		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - *n - i;
-		rc = symbolize_user_gen(r->sym, pid, key->gen, ips[i], caller, &r->frames[*n],
-		                        room);
+		/* One frame at least for each frame still to come. */
+		size_t room = FRAMES_CAP - PROFILE_MAX_DEPTH - 1 - *n - k;
+		rc = symbolize_user_gen(r->sym, pid, gen, ips[i], i > 0, f, room);
 		if (rc < 0)
 			return rc;
 		*n += (size_t)rc;
 	}
 	return 0;
+}
+
+int record_name_stacks(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user,
+                       const struct raw_stack *kernel, size_t *n)
+{
+	*n = 0;
+	int rc = name_stack(r, pid, gen, user, false, n);
+	if (rc >= 0)
+		rc = name_stack(r, pid, gen, kernel, true, n);
+	return rc;
+}
+
+bool record_stack_late(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user)
+{
+	if (user->state != RAW_PCS)
+		return false;
+	for (size_t i = 0; i < user->depth; i++) {
+		if (user->pcs[i] & PROFILE_PY_TAG) {
+			i++; /* a Python frame's two slots: no address */
+			continue;
+		}
+		if (symbolize_jit_late(r->sym, pid, gen, user->pcs[i], i > 0))
+			return true;
+	}
+	return false;
 }
 
 /* Whether a kernel frame belongs to the tracepoint and BPF machinery that
@@ -489,12 +594,114 @@ static int retain(struct recorder *r, int64_t now)
 	return 0;
 }
 
-/* Stores the counts in r->ents (read from `set`) into batch b. */
-static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when)
+int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t gen, uint32_t ev,
+                  uint32_t *series)
+{
+	/* A process is snapshotted once (at start, fork or exec);
+	 * symbolize_user() reads its maps again when an address falls
+	 * outside them. */
+	if (!symbolize_known(r->sym, pid)) {
+		int rc = symbolize_snapshot(r->sym, pid, 0);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0)
+			r->unsymbolized_pids++;
+	}
+
+	const char *bin = NULL, *bid = NULL;
+	char version[13];
+	symbolize_process_gen(r->sym, pid, gen, &bin, &bid);
+	if (bid && *bid) {
+		snprintf(version, sizeof(version), "%s", bid);
+	} else {
+		snprintf(version, sizeof(version), "%s", IMPORT_DEFAULT_VERSION);
+	}
+	struct store_series_key k = {
+	        .binary = r->opt->binary ? r->opt->binary
+	                  : bin && *bin  ? bin
+	                                 : "[unknown]",
+	        .version = r->opt->version ? r->opt->version : version,
+	        .event = record_events[ev].series,
+	        .unit = record_events[ev].unit,
+	};
+	return store_batch_series(b, &k, series);
+}
+
+int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t series, uint32_t ev,
+                        int64_t when, size_t n, const struct profile_value *v, bool truncated)
+{
+	int rc;
+
+	/* A tracepoint's kernel stack ends in the tracing machinery and our
+	 * own program: not the workload's. */
+	while (n > 0 && r->frames[n - 1].kind == STORE_FRAME_KERNEL &&
+	       tracing_frame(r->frames[n - 1].name, r->frames[n - 1].name_len))
+		n--;
+
+	uint32_t node = STORE_ROOT_NODE;
+	for (size_t j = 0; j < n; j++) {
+		uint32_t frame;
+		rc = store_batch_frame(b, &r->frames[j], &frame);
+		if (rc >= 0)
+			rc = store_batch_node(b, node, frame, &node);
+		if (rc < 0)
+			return rc;
+	}
+	rc = store_batch_add(b, series, when, node, v->samples, v->weight);
+	if (rc < 0)
+		return rc;
+	if (truncated)
+		r->truncated++;
+	r->samples += v->samples;
+	r->weight += v->weight;
+	r->ev_samples[ev] += v->samples;
+	r->ev_weight[ev] += v->weight;
+	return 0;
+}
+
+/* Names the code objects of every stack with Python frames in r->ents
+ * first, before the native frames' symbols and DWARF are read: a code
+ * object can only be read while its process lives, and a short one may
+ * exit while a first file's debug information loads. */
+static int prefetch_python(struct recorder *r, int set)
+{
+	struct profile_pystack *us = r->pystack;
+
+	for (size_t i = 0; i < r->nents; i++) {
+		const struct profile_key *k = &r->ents[i].key;
+		if (k->user_stack != PROFILE_PY_STACK)
+			continue;
+		/* (a process first seen now: as store_set() would) */
+		if (!symbolize_known(r->sym, (pid_t)k->pid) &&
+		    symbolize_snapshot(r->sym, (pid_t)k->pid, 0) == -ENOMEM)
+			return -ENOMEM;
+		if (bpf_map_lookup_elem(r->pystacks_fd[set], &k->user_hash, us) < 0)
+			continue;
+		size_t depth = us->len < PROFILE_PY_SLOTS ? us->len : PROFILE_PY_SLOTS;
+		for (size_t j = 0; j + 1 < depth; j++) {
+			if (!(us->pcs[j] & PROFILE_PY_TAG))
+				continue;
+			uint64_t code = us->pcs[j] & ~PROFILE_PY_TAG, v = us->pcs[j + 1];
+			int rc = code ? symbolize_python_frame(r->sym, (pid_t)k->pid, k->gen, code,
+			                                       (uint32_t)(v >> 32), (uint32_t)v,
+			                                       NULL)
+			              : 0;
+			if (rc < 0)
+				return rc;
+			j++;
+		}
+	}
+	return 0;
+}
+
+/* Stores the counts in r->ents (read from `set`) into batch b, but for
+ * those whose JIT frames may be named later (record-late.c). */
+static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when, bool final)
 {
 	pid_t last_pid = -1;
 	uint32_t last_gen = 0, last_event = 0;
 	uint32_t series = 0;
+	struct raw_stack *user = &r->raw[0], *kernel = &r->raw[1];
 	int rc;
 
 	if (r->nents > 1) /* qsort takes no NULL array, even empty */
@@ -505,34 +712,7 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 
 		uint32_t ev = e->key.event < PROFILE_NEVENTS ? e->key.event : PROFILE_EV_CPU;
 		if (pid != last_pid || e->key.gen != last_gen || ev != last_event) {
-			/* A process is snapshotted once (at start, fork or
-			 * exec); symbolize_user() reads its maps again when an
-			 * address falls outside them. */
-			if (!symbolize_known(r->sym, pid)) {
-				rc = symbolize_snapshot(r->sym, pid, 0);
-				if (rc == -ENOMEM)
-					return rc;
-				if (rc < 0)
-					r->unsymbolized_pids++;
-			}
-
-			const char *bin = NULL, *bid = NULL;
-			char version[13];
-			symbolize_process_gen(r->sym, pid, e->key.gen, &bin, &bid);
-			if (bid && *bid) {
-				snprintf(version, sizeof(version), "%s", bid);
-			} else {
-				snprintf(version, sizeof(version), "%s", IMPORT_DEFAULT_VERSION);
-			}
-			struct store_series_key k = {
-			        .binary = r->opt->binary ? r->opt->binary
-			                  : bin && *bin  ? bin
-			                                 : "[unknown]",
-			        .version = r->opt->version ? r->opt->version : version,
-			        .event = record_events[ev].series,
-			        .unit = record_events[ev].unit,
-			};
-			rc = store_batch_series(b, &k, &series);
+			rc = record_series(r, b, pid, e->key.gen, ev, &series);
 			if (rc < 0)
 				return rc;
 			last_pid = pid;
@@ -541,33 +721,21 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		}
 
 		size_t n = 0;
-		rc = add_stack(r, set, pid, &e->key, false, &n);
-		if (rc >= 0)
-			rc = add_stack(r, set, pid, &e->key, true, &n);
+		fetch_stack(r, set, &e->key, false, user);
+		fetch_stack(r, set, &e->key, true, kernel);
+		rc = record_name_stacks(r, pid, e->key.gen, user, kernel, &n);
 		if (rc < 0)
 			return rc;
-		/* A tracepoint's kernel stack ends in the tracing machinery
-		 * and our own program: not the workload's. */
-		while (n > 0 && r->frames[n - 1].kind == STORE_FRAME_KERNEL &&
-		       tracing_frame(r->frames[n - 1].name, r->frames[n - 1].name_len))
-			n--;
-
-		uint32_t node = STORE_ROOT_NODE;
-		for (size_t j = 0; j < n; j++) {
-			uint32_t frame;
-			rc = store_batch_frame(b, &r->frames[j], &frame);
-			if (rc >= 0)
-				rc = store_batch_node(b, node, frame, &node);
+		if (record_stack_late(r, pid, e->key.gen, user)) {
+			rc = record_late_take(r, &e->key, &e->v, when, user, kernel, final, &n);
 			if (rc < 0)
 				return rc;
+			if (rc > 0)
+				continue; /* held back */
 		}
-		rc = store_batch_add(b, series, when, node, e->v.samples, e->v.weight);
+		rc = record_store_frames(r, b, series, ev, when, n, &e->v, user->truncated);
 		if (rc < 0)
 			return rc;
-		r->samples += e->v.samples;
-		r->weight += e->v.weight;
-		r->ev_samples[ev] += e->v.samples;
-		r->ev_weight[ev] += e->v.weight;
 	}
 	return 0;
 }
@@ -626,13 +794,18 @@ int record_drain(struct recorder *r, bool final)
 		rc = read_set(r, sets[i]);
 		if (rc < 0)
 			goto out_fail;
-		rc = store_set(r, b, sets[i], when);
+		if (python_walks(r->opt) && (rc = prefetch_python(r, sets[i])) < 0)
+			goto out_fail;
+		rc = store_set(r, b, sets[i], when, final);
 		if (rc < 0)
 			goto out_fail;
 		/* Cleared before the commit: the set is written to again only
 		 * after the next flip, and what it held is in the batch. */
 		clear_set(r, sets[i]);
 	}
+	rc = record_late_flush(r, b, final);
+	if (rc < 0)
+		goto out_fail;
 	r->drain_seq++;
 	log_drain(r, "committing", r->samples - samples0, r->weight - weight0);
 	rc = store_batch_commit(b);

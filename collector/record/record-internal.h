@@ -52,7 +52,10 @@ struct options {
 	const char *push_to;    /* --push DATABASE, or NULL */
 	int64_t push_every;     /* --push-every, seconds */
 	enum profile_unwind unwind;
+	bool python;            /* --python: on unless "off" */
 	uint64_t unwind_memory; /* bytes of rows */
+	int64_t jit_wait;       /* --jit-wait, seconds; 0: JIT stacks never wait */
+	uint64_t jit_memory;    /* --jit-memory, bytes of held stacks */
 	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
 	uint32_t ev_flags[PROFILE_NEVENTS];
 	uint32_t ev_every[PROFILE_NEVENTS];
@@ -76,6 +79,24 @@ struct entry {
 #define REAP_DRAINS 3
 #define UBATCH      256
 
+/* One stack of a count as the BPF side left it, before naming. */
+struct raw_stack {
+	enum {
+		RAW_NONE,
+		RAW_LOST,
+		RAW_PCS
+	} state;        /* none asked for or none
+	                                             * there; lost ([unknown]);
+	                                             * the addresses */
+	bool truncated; /* a user walk cut short ([truncated]) */
+	uint32_t depth;
+	/* Innermost first; a user stack's Python frames take two tagged slots
+	 * each (profile.h: PROFILE_PY_TAG). */
+	uint64_t pcs[PROFILE_PY_SLOTS];
+};
+
+struct record_late; /* record-late.c */
+
 struct recorder {
 	const struct options *opt;
 	struct profile_bpf *skel;
@@ -88,7 +109,7 @@ struct recorder {
 	int nlinks;
 	struct bpf_link *fork_link, *exec_link, *exit_link;
 	struct bpf_link *ldso_link; /* NULL when the loader has no hook */
-	int counts_fd[2], stacks_fd[2], ustacks_fd[2];
+	int counts_fd[2], stacks_fd[2], ustacks_fd[2], pystacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;
 	pid_t child; /* -- COMMAND, or 0 */
@@ -101,6 +122,10 @@ struct recorder {
 	size_t nids, ids_cap;
 	uint64_t *hashes; /* the CFI stacks the counts refer to */
 	size_t nhashes, hashes_cap;
+	uint64_t *pyhashes; /* the stacks with Python frames they refer to */
+	size_t npyhashes, pyhashes_cap;
+	struct profile_pystack *pystack; /* fetch_stack()'s: one user stack */
+	uint16_t *pyslots;               /* name_stack()'s: where each frame is */
 	struct store_frame *frames;
 
 	/* Batch reads of the counts maps: room for a whole map, and whether
@@ -133,6 +158,7 @@ struct recorder {
 	 * that reached its commit. */
 	int log_fd;
 	uint64_t drain_seq;
+	int stats_fd; /* -v: BPF run-time statistics on while open, or -1 */
 
 	/* Processes that exited, each with drain_seq at its exit event: the
 	 * snapshot is freed REAP_DRAINS drains later, once its last samples
@@ -156,6 +182,19 @@ struct recorder {
 	struct bpf_link *ev_links[8];
 	int nev_links;
 	uint64_t truncated; /* samples stored with a [truncated] user stack */
+	/* Stacks whose JIT frames wait for a perf map (record-late.c;
+	 * NULL with --jit-wait 0), and what became of them, in samples. */
+	struct record_late *late;
+	struct late_stats {
+		uint64_t seen;        /* with a late frame when first named */
+		uint64_t held;        /* of which held back */
+		uint64_t named;       /* stored with every frame named */
+		uint64_t unnamed;     /* stored unnamed: exit or recording end */
+		uint64_t over_memory; /* stored at once: --jit-memory reached */
+		uint64_t over_time;   /* stored unnamed after --jit-wait */
+		uint64_t peak_bytes;  /* of held stacks */
+	} late_stats;
+	struct raw_stack raw[2]; /* a user and a kernel stack being named */
 	uint64_t unsymbolized_pids;
 	int err; /* first fatal error, -errno */
 	char errmsg[512];
@@ -163,8 +202,16 @@ struct recorder {
 
 /* r->frames: a user and a kernel stack of PROFILE_MAX_DEPTH addresses
  * each, room for the inline frames that --inline adds to the user part
- * (as many again), and a "[truncated]" frame. */
-#define FRAMES_CAP (4 * PROFILE_MAX_DEPTH + 1)
+ * (as many again), the user part's Python frames (one per two slots, the
+ * cut marker among them), and a "[truncated]" frame. */
+#define FRAMES_CAP (4 * PROFILE_MAX_DEPTH + PROFILE_PY_MAX_FRAMES + 2)
+
+/* Whether Python frames are walked: --python (on by default) needs the
+ * CFI walker. */
+static inline bool python_walks(const struct options *o)
+{
+	return o->python && o->unwind != PROFILE_UNWIND_FP;
+}
 
 /* Records the first fatal error (later ones are dropped) as -errno and a
  * message; run() stops at it and record_main() prints it. */
@@ -179,6 +226,41 @@ int record_on_event(void *ctx, void *data, size_t len);
  * it left in one atomic batch; `final` (sampling already stopped) stores
  * both.  Returns 0 or -errno (also recorded with record_fail()). */
 int record_drain(struct recorder *r, bool final);
+
+/* The frames of a count's stacks, root first, into r->frames[0..*n). */
+int record_name_stacks(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user,
+                       const struct raw_stack *kernel, size_t *n);
+/* Whether a user stack has a frame that may be named later
+ * (symbolize_jit_late). */
+bool record_stack_late(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user);
+/* The series of pid at generation gen for event ev, in batch b. */
+int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t gen, uint32_t ev,
+                  uint32_t *series);
+/* Stores r->frames[0..n) with count v at time `when` under series, and
+ * counts it in the totals.  0 or -errno. */
+int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t series, uint32_t ev,
+                        int64_t when, size_t n, const struct profile_value *v, bool truncated);
+
+/* record-late.c: stacks whose JIT frames wait for a perf map. */
+/* A set that holds at most max_bytes of stacks, each for at most
+ * wait_drains drains; counts merge within store time buckets of
+ * bucket_seconds. */
+int record_late_new(struct record_late **out, uint64_t max_bytes, uint64_t wait_drains,
+                    uint32_t bucket_seconds);
+void record_late_free(struct record_late *l); /* accepts NULL */
+/* A count whose user stack has a late frame (r->frames[0..*n) holds it
+ * named as it is now): held back (returns 1), or, when the recording
+ * ends (`final`), its process has ended, or holding it would pass
+ * --jit-memory, left for the caller to store from r->frames[0..*n)
+ * (returns 0; the map is read a last time first, and *n updated).  -errno
+ * on failure. */
+int record_late_take(struct recorder *r, const struct profile_key *key,
+                     const struct profile_value *v, int64_t when, const struct raw_stack *u,
+                     const struct raw_stack *k, bool final, size_t *n);
+/* At each drain, after the sets: reads again the maps of the processes
+ * with held stacks, and stores into b those now named, those of ended
+ * processes, those that waited --jit-wait and, when `final`, all. */
+int record_late_flush(struct recorder *r, struct store_batch *b, bool final);
 
 /* record-push.c: --push.  Starts a thread that copies the store in
  * directory `dir` into database `to` at once and then every `every`

@@ -48,7 +48,8 @@ static void usage(FILE *f)
 	      "           [--host NAME] [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
 	      "           [--retention DURATION] [--log-drains FILE]\n"
 	      "           [--push DATABASE [--push-every DURATION]]\n"
-	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE]\n"
+	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE] [--python=off]\n"
+	      "           [--jit-wait DURATION] [--jit-memory SIZE]\n"
 	      "           [-e EVENT[:STACKS][:N][,EVENT...]] [--offcpu-min DURATION]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
@@ -108,6 +109,17 @@ static void usage(FILE *f)
 	      "      --unwind-memory SIZE  kernel memory for CFI tables (default\n"
 	      "                          16M, 8 bytes a row: libc needs 0.2M);\n"
 	      "                          files past it are walked by frame pointers\n"
+	      "      --jit-wait DURATION  hold a stack with JIT frames that no\n"
+	      "                          /tmp/perf-PID.map entry names yet until one\n"
+	      "                          does, its process exits (a JVM with\n"
+	      "                          DumpPerfMapAtExit writes it then) or this\n"
+	      "                          long (default 60s; 0: never hold)\n"
+	      "      --jit-memory SIZE   memory for such held stacks (default 16M);\n"
+	      "                          past it they are stored at once, unnamed\n"
+	      "      --python=on|off     name Python functions (CPython 3.11, the\n"
+	      "                          interpreter or libpython embedded), walked\n"
+	      "                          in the BPF program; on by default with\n"
+	      "                          CFI walks (not with --unwind fp)\n"
 	      "      --log-drains FILE   write \"drain N committing samples S weight W\"\n"
 	      "                          before each drain's commit and \"... committed\n"
 	      "                          ...\" after it (FILE is truncated first)\n"
@@ -314,9 +326,18 @@ static int size_maps(struct recorder *r, int ncpu)
 		tables = UNWIND_TABLES;
 		rows = (uint32_t)(r->opt->unwind_memory / sizeof(struct unwind_row));
 	}
+	/* Stacks with Python frames are 5 KiB each: as many as ustacks up to
+	 * 4096 (20 MiB a set). */
+	uint32_t pystacks = python_walks(r->opt) ? (ustacks < 4096u ? ustacks : 4096u) : 1;
 	rc = bpf_map__set_max_entries(k->maps.ustacks0, ustacks);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.ustacks1, ustacks);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.pystacks0, pystacks);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.pystacks1, pystacks);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.py_procs, python_walks(r->opt) ? procs : 1);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.unwind_procs, procs);
 	if (rc == 0)
@@ -563,6 +584,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"event", required_argument, NULL, 'e'},
 	        {"offcpu-min", required_argument, NULL, 'O'},
 	        {"unwind-memory", required_argument, NULL, 'M'},
+	        {"jit-wait", required_argument, NULL, 'W'},
+	        {"jit-memory", required_argument, NULL, 'J'},
+	        {"python", required_argument, NULL, 'y'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
 	        {"push", required_argument, NULL, 'P'},
@@ -577,6 +601,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->offcpu_min_ns = 1000;
 	const char *event_list = "cpu";
 	o->unwind_memory = 16ull << 20;
+	o->jit_wait = 60;
+	o->jit_memory = 16ull << 20;
+	o->python = true;
 	while ((c = getopt_long(argc, argv, "+hp:aF:d:ve:", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
@@ -631,6 +658,35 @@ static int parse_options(int argc, char **argv, struct options *o)
 				fprintf(stderr,
 				        PROG ": --unwind-memory: expected a size from 64K to 4G "
 				             "(such as 16M), got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'W':
+			if (record_parse_duration(optarg, &o->jit_wait) < 0 ||
+			    o->jit_wait > 365 * 86400) {
+				fprintf(stderr,
+				        PROG ": --jit-wait: expected a duration such as 60s, 10m "
+				             "or 0, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'J':
+			if (parse_size(optarg, &o->jit_memory) < 0 ||
+			    o->jit_memory > (64ull << 30)) {
+				fprintf(stderr,
+				        PROG ": --jit-memory: expected a size up to 64G (such as "
+				             "16M, or 0), got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'y':
+			if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
+				o->python = strcmp(optarg, "on") == 0;
+			} else {
+				fprintf(stderr, PROG ": --python: expected on or off, got \"%s\"\n",
 				        optarg);
 				return 2;
 			}
@@ -811,6 +867,56 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		        us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
 		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL]);
 	}
+	const struct late_stats *ls = &r->late_stats;
+	fprintf(stderr,
+	        PROG ": JIT frames without a perf map entry: %" PRIu64 " samples (%" PRIu64
+	             " held, at most %.1f KiB); %" PRIu64 " named later, %" PRIu64
+	             " stored unnamed at their process's exit or the end, %" PRIu64
+	             " stored unnamed over --jit-memory, %" PRIu64 " over --jit-wait\n",
+	        ls->seen, ls->held, (double)ls->peak_bytes / 1024.0, ls->named, ls->unnamed,
+	        ls->over_memory, ls->over_time);
+	if (python_walks(r->opt)) {
+		struct symbolize_python_stats ps;
+		struct unwinder_stats pus = {0};
+		symbolize_python_get_stats(r->sym, &ps);
+		if (r->unwinder)
+			unwinder_get_stats(r->unwinder, &pus);
+		fprintf(stderr,
+		        PROG ": python: %" PRIu64 " interpreter entries written for the walker "
+		             "(one per reading of a process's maps); %" PRIu64
+		             " user stacks with Python frames; %" PRIu64
+		             " Python walks cut short (%" PRIu64 " deeper than %d frames, %" PRIu64
+		             " memory unreadable, %" PRIu64 " not a code object, %" PRIu64
+		             " frames ended early); %" PRIu64
+		             " evaluations in threads without a Python state; %" PRIu64
+		             " code objects read, %" PRIu64
+		             " frames not named (code gone); %" PRIu64 " stacks lost (map full)\n",
+		        pus.python, (uint64_t)st[PROFILE_STAT_PY_WALKS],
+		        (uint64_t)(st[PROFILE_STAT_PY_CUT_DEPTH] + st[PROFILE_STAT_PY_CUT_READ] +
+		                   st[PROFILE_STAT_PY_CUT_NOT_CODE] +
+		                   st[PROFILE_STAT_PY_CUT_CHAIN]),
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_DEPTH], PROFILE_PY_MAX_FRAMES,
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_READ],
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_NOT_CODE],
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_CHAIN],
+		        (uint64_t)st[PROFILE_STAT_PY_NO_THREAD], ps.reads, ps.gone,
+		        (uint64_t)st[PROFILE_STAT_PYSTACKS_FULL]);
+		if (ps.unknown)
+			fprintf(stderr,
+			        PROG ": python: %" PRIu64
+			             " interpreter files of a version not known "
+			             "(the last %u.%u): their processes show native frames only; "
+			             "known: 3.11\n",
+			        ps.unknown, ps.unknown_major, ps.unknown_minor);
+	}
+	struct bpf_prog_info info = {0};
+	__u32 len = sizeof(info);
+	if (r->stats_fd >= 0 &&
+	    bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.do_sample), &info, &len) == 0)
+		fprintf(stderr,
+		        PROG ": do_sample: %llu runs, %.3f s in all, %.1f us each on average\n",
+		        (unsigned long long)info.run_cnt, (double)info.run_time_ns / 1e9,
+		        info.run_cnt ? (double)info.run_time_ns / 1e3 / (double)info.run_cnt : 0.0);
 	if (r->opt->retention)
 		fprintf(stderr,
 		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
@@ -826,10 +932,13 @@ static int run(struct recorder *r, const struct options *o)
 	r->period_ns = 1000000000ull / o->freq;
 	r->counts_fd[0] = r->counts_fd[1] = r->stacks_fd[0] = r->stacks_fd[1] = -1;
 	r->ustacks_fd[0] = r->ustacks_fd[1] = -1;
+	r->pystacks_fd[0] = r->pystacks_fd[1] = -1;
 
 	r->sym = symbolize_new();
 	r->frames = calloc(FRAMES_CAP, sizeof(*r->frames));
-	if (!r->sym || !r->frames) {
+	r->pystack = calloc(1, sizeof(*r->pystack));
+	r->pyslots = calloc(PROFILE_PY_SLOTS, sizeof(*r->pyslots));
+	if (!r->sym || !r->frames || !r->pystack || !r->pyslots) {
 		record_fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
@@ -860,6 +969,13 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	if (store_notice(r->store))
 		fprintf(stderr, PROG ": %s\n", store_notice(r->store));
+	if (o->jit_wait > 0 &&
+	    (rc = record_late_new(&r->late, o->jit_memory,
+	                          (uint64_t)(o->jit_wait + DRAIN_SECONDS - 1) / DRAIN_SECONDS,
+	                          store_bucket_seconds(r->store))) < 0) {
+		record_fail(r, rc, "out of memory");
+		return rc;
+	}
 	if (o->host && (rc = store_set_host(r->store, o->host)) < 0) {
 		record_fail(r, rc, "--host: out of memory");
 		return rc;
@@ -896,6 +1012,7 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	r->skel->rodata->tgid_offset = tgid_offset;
 	r->skel->rodata->unwind_mode = o->unwind;
+	r->skel->rodata->python_on = python_walks(o);
 	struct ldso_probe ldso;
 	char lerr[PATH_MAX + 128];
 	bool have_ldso = ldso_find(LDSO_INTERP, &ldso, lerr, sizeof(lerr)) == 0;
@@ -916,12 +1033,27 @@ static int run(struct recorder *r, const struct options *o)
 			strncat(r->errmsg, ")", sizeof(r->errmsg) - strlen(r->errmsg) - 1);
 		return rc;
 	}
+	if (o->verbose) {
+		/* What the verifier walked, the measure of the kernel's limits
+		 * (one million instructions per program). */
+		struct bpf_prog_info info = {0};
+		__u32 len = sizeof(info);
+		/* And, while the recording runs, what its runs cost (the
+		 * kernel counts them while this fd is open). */
+		r->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.do_sample), &info,
+		                           &len) == 0)
+			fprintf(stderr, PROG ": do_sample: %u instructions verified, %u loaded\n",
+			        info.verified_insns, info.xlated_prog_len / 8);
+	}
 	r->counts_fd[0] = bpf_map__fd(r->skel->maps.counts0);
 	r->counts_fd[1] = bpf_map__fd(r->skel->maps.counts1);
 	r->stacks_fd[0] = bpf_map__fd(r->skel->maps.stacks0);
 	r->stacks_fd[1] = bpf_map__fd(r->skel->maps.stacks1);
 	r->ustacks_fd[0] = bpf_map__fd(r->skel->maps.ustacks0);
 	r->ustacks_fd[1] = bpf_map__fd(r->skel->maps.ustacks1);
+	r->pystacks_fd[0] = bpf_map__fd(r->skel->maps.pystacks0);
+	r->pystacks_fd[1] = bpf_map__fd(r->skel->maps.pystacks1);
 	if (o->unwind != PROFILE_UNWIND_FP) {
 		struct unwinder_maps um = {
 		        .procs = bpf_map__fd(r->skel->maps.unwind_procs),
@@ -929,6 +1061,7 @@ static int run(struct recorder *r, const struct options *o)
 		        .rows = bpf_map__fd(r->skel->maps.unwind_rows),
 		        .max_tables = bpf_map__max_entries(r->skel->maps.unwind_tables),
 		        .max_rows = bpf_map__max_entries(r->skel->maps.unwind_rows),
+		        .python = python_walks(o) ? bpf_map__fd(r->skel->maps.py_procs) : -1,
 		};
 		rc = unwinder_new(&um, &r->unwinder);
 		if (rc < 0) {
@@ -1102,6 +1235,8 @@ static void cleanup(struct recorder *r)
 {
 	if (r->log_fd >= 0)
 		close(r->log_fd);
+	if (r->stats_fd >= 0)
+		close(r->stats_fd);
 	close_cpu_events(r);
 	/* Before the maps it writes to are closed. */
 	unwinder_free(r->unwinder);
@@ -1113,6 +1248,7 @@ static void cleanup(struct recorder *r)
 	bpf_link__destroy(r->ldso_link);
 	ring_buffer__free(r->rb);
 	profile_bpf__destroy(r->skel);
+	record_late_free(r->late);
 	symbolize_free(r->sym);
 	record_push_stop(r->pusher);
 	store_close(r->store);
@@ -1121,6 +1257,9 @@ static void cleanup(struct recorder *r)
 	free(r->ents);
 	free(r->ids);
 	free(r->hashes);
+	free(r->pyhashes);
+	free(r->pystack);
+	free(r->pyslots);
 	free(r->dead);
 	free(r->uref);
 	free(r->upcs);
@@ -1134,7 +1273,7 @@ static void cleanup(struct recorder *r)
 int record_main(int argc, char **argv)
 {
 	struct options o = {0};
-	struct recorder r = {.opt = &o, .log_fd = -1};
+	struct recorder r = {.opt = &o, .log_fd = -1, .stats_fd = -1};
 	char missing[64];
 	int rc;
 

@@ -51,6 +51,11 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
  * its /proc/PID/maps read again. */
 #define JIT_RECHECK_NS  (3ll * 1000000000ll)
 #define MAPS_RECHECK_NS (1ll * 1000000000ll)
+/* A perf map is read up to this many bytes (a process could otherwise
+ * make the collector read and hold any amount); the rest is ignored. */
+#define JIT_MAP_MAX_BYTES (64u << 20)
+/* ...and up to this many entries (about 60 bytes each in memory). */
+#define JIT_MAP_MAX_ENTRIES (1u << 20)
 
 /* One function inlined at an address (symbolize_set_inline). */
 struct inl {
@@ -99,7 +104,8 @@ struct module {
 	char *plt_names;      /* "NAME@plt" strings of the PLT entries in syms */
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
-	struct module *next; /* every module, for the build-id search */
+	struct symbolize_python *python; /* the interpreter in it, or NULL; owned */
+	struct module *next;             /* every module, for the build-id search */
 };
 
 /* (device, inode) of a mapped file -> its module. */
@@ -130,15 +136,21 @@ struct proc {
 	size_t nmaps;
 	struct jit_sym *jit;
 	size_t njit;
-	off_t jit_size; /* size of the perf map when last read */
+	off_t jit_size;    /* size of the perf map when last read */
+	int64_t jit_mtime; /* its mtime then (ns) */
+	uint64_t jit_ino;  /* its inode then */
 	bool jit_exists;
-	int64_t jit_checked; /* monotonic ns of the last look, 0: never */
-	int64_t maps_read;   /* monotonic ns of the maps snapshot */
-	bool at_exec;        /* taken at exec: the loader had not mapped the
+	bool jit_partial;     /* that read left out an unterminated last line */
+	uint64_t jit_version; /* symbolize_jit_version() */
+	int64_t jit_checked;  /* monotonic ns of the last look, 0: never */
+	int64_t maps_read;    /* monotonic ns of the maps snapshot */
+	bool miss_unread;     /* an address fell outside these maps too soon
+	                      * after they were read to read them again */
+	bool at_exec;         /* taken at exec: the loader had not mapped the
 	                      * libraries yet */
-	uint32_t gen;        /* exec count (symbolize_exec) */
-	bool exited;         /* symbolize_exited(): freed at symbolize_reap() */
-	struct proc *before; /* the snapshot before the last exec, or NULL */
+	uint32_t gen;         /* exec count (symbolize_exec) */
+	bool exited;          /* symbolize_exited(): freed at symbolize_reap() */
+	struct proc *before;  /* the snapshot before the last exec, or NULL */
 	struct proc *next;
 };
 
@@ -168,6 +180,20 @@ struct offline_ent {
 	struct module *mod;
 };
 
+/* A named Python code object (symbolize-python.c): keyed by (pid, code,
+ * check); name NULL when it could not be named. */
+struct pyent {
+	bool used;
+	bool denied; /* not named: process_vm_readv was refused (EPERM) */
+	pid_t pid;
+	uint32_t check;
+	uint64_t code;
+	const char *name, *file; /* interned */
+	int firstlineno;
+	uint8_t *linetable; /* owned */
+	size_t linetable_len;
+};
+
 struct symbolize {
 	struct proc *procs[PROC_BUCKETS];
 	struct file_ent *files[FILE_BUCKETS];
@@ -194,6 +220,14 @@ struct symbolize {
 	size_t offline_mask, offline_n;
 	struct symbolize_hooks hooks;
 	struct symbolize_stats stats;
+	uint64_t jit_versions; /* the last proc.jit_version given */
+	/* Python: names by code object, open addressing; the strings frames
+	 * point to, interned, freed with s. */
+	struct pyent *py_cache;
+	size_t py_cache_cap, py_cache_n, py_cache_bytes;
+	char **py_strs;
+	size_t py_strs_cap, py_strs_n;
+	struct symbolize_python_stats py_stats;
 };
 
 extern const char sym_unknown_name[];
@@ -260,9 +294,37 @@ static inline void skip_spaces(const char **p)
 }
 
 const char *sym_base_of(const char *path);
+
+/* symbolize-python.c: finds an interpreter in the ELF file of m (open as
+ * elf; m->segs read) and sets m->python.  0 or -ENOMEM. */
+int sym_python_probe(struct module *m, Elf *elf);
+/* Frees the Python names and cache. */
+void sym_python_free(struct symbolize *s);
 char *sym_hex_of(const uint8_t *b, size_t n);
 const struct jit_sym *sym_jit_find(const struct proc *p, uint64_t addr);
-int sym_jit_load(struct proc *p);
+/* The entry of jit[0..n) (sorted by start) that holds addr, or NULL. */
+const struct jit_sym *sym_jit_lookup(const struct jit_sym *jit, size_t n, uint64_t addr);
+/* Rate-limited sym_jit_read(p, false): a missing map is looked for again
+ * after JIT_RECHECK_NS, an existing one after a third of that. */
+int sym_jit_load(struct symbolize *s, struct proc *p);
+/* Reads p's perf map again now when it changed (size, mtime or inode)
+ * since the last read, or when that read left out an unterminated last
+ * line and `final` is set.  Returns 1 when it read the map, 0 when it
+ * did not (unchanged, missing, not a regular file), or -ENOMEM. */
+int sym_jit_read(struct proc *p, bool final);
+/* Parses perf map text data[0..len) ("START SIZE NAME" lines, START and
+ * SIZE in hex with or without 0x) into a malloc'd array sorted by start
+ * (*out, NULL when empty; the caller frees each name and the array),
+ * names tidied by symbolize_name().  Lines that do not parse, have an
+ * empty name or wrap around the address space are skipped; entries past
+ * JIT_MAP_MAX_ENTRIES are left out.  Without
+ * `final` an unterminated last line is left out (its writer may still
+ * be at it) and *partial set.  Returns the number of entries or
+ * -ENOMEM. */
+int sym_jit_parse(const char *data, size_t len, bool final, struct jit_sym **out, bool *partial);
+/* Moves from's JIT state (entries and what was read) to to, a fresh
+ * snapshot of the same process. */
+void sym_jit_move(struct proc *to, struct proc *from);
 struct module *sym_module_by_build_id(struct symbolize *s, const uint8_t *id, size_t len);
 void sym_module_free(struct module *m);
 int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end, const char *path,

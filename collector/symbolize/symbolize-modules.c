@@ -36,6 +36,7 @@ void sym_module_free(struct module *m)
 	if (m->fd >= 0)
 		close(m->fd);
 	free(m->segs);
+	free(m->python);
 	free(m->build_id);
 	free(m->unknown_name);
 	free(m->path);
@@ -87,6 +88,7 @@ static int module_read_elf(struct module *m)
 		        .vaddr = ph.p_vaddr,
 		};
 	}
+	rc = sym_python_probe(m, elf);
 out:
 	if (elf)
 		elf_end(elf);
@@ -114,6 +116,11 @@ struct module *sym_module_register(struct symbolize *s, struct module *m)
 	m->next = s->modules;
 	s->modules = m;
 	s->stats.modules++;
+	if (m->python && !m->python->layout) {
+		s->py_stats.unknown++;
+		s->py_stats.unknown_major = m->python->major;
+		s->py_stats.unknown_minor = m->python->minor;
+	}
 	if (s->hooks.module && m->is_elf)
 		s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id, m->build_id_len);
 	return m;

@@ -53,6 +53,9 @@ static void proc_export(const struct proc *p, struct symbolize_map *out)
 		if (mp->mod && mp->mod->is_elf && sym_module_vaddr(mp->mod, mp->pgoff, &vaddr)) {
 			out[i].module = mp->mod;
 			out[i].bias = mp->start - vaddr;
+			const struct symbolize_python *py = mp->mod->python;
+			if (py && py->eval >= vaddr && py->eval - vaddr < mp->end - mp->start)
+				out[i].python = py;
 		}
 	}
 }
@@ -508,11 +511,188 @@ static int jit_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* (Re)reads /tmp/perf-PID.map when it grew since the last read.  JIT
- * runtimes append to it, and it outlives the process. */
-int sym_jit_load(struct proc *p)
+/* A hex number with an optional 0x, as perf's map reader takes it. */
+static bool scan_hex0x(const char **c, const char *end, uint64_t *v)
+{
+	const char *p = *c;
+	uint64_t x = 0;
+	int digits = 0;
+
+	if (end - p >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		p += 2;
+	for (; p < end; p++, digits++) {
+		unsigned d;
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			d = (unsigned)(*p - 'a' + 10);
+		else if (*p >= 'A' && *p <= 'F')
+			d = (unsigned)(*p - 'A' + 10);
+		else
+			break;
+		if (x >> 60)
+			return false; /* more than 64 bits */
+		x = (x << 4) | d;
+	}
+	if (!digits)
+		return false;
+	*v = x;
+	*c = p;
+	return true;
+}
+
+static bool skip_blanks(const char **c, const char *end)
+{
+	const char *p = *c;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == *c)
+		return false;
+	*c = p;
+	return true;
+}
+
+int sym_jit_parse(const char *data, size_t len, bool final, struct jit_sym **out, bool *partial)
+{
+	struct jit_sym *jit = NULL;
+	size_t n = 0, cap = 0;
+	char *name = NULL;
+	size_t name_cap = 0;
+	const char *c = data, *end = data + len;
+
+	*out = NULL;
+	*partial = false;
+	while (c < end && n < JIT_MAP_MAX_ENTRIES) {
+		const char *nl = memchr(c, '\n', (size_t)(end - c));
+		const char *eol = nl ? nl : end;
+		const char *q = c;
+		uint64_t start, size;
+
+		if (!nl && !final) {
+			*partial = true; /* its writer may still be at it */
+			break;
+		}
+		c = nl ? nl + 1 : end;
+		if (!scan_hex0x(&q, eol, &start) || !skip_blanks(&q, eol) ||
+		    !scan_hex0x(&q, eol, &size) || !skip_blanks(&q, eol))
+			continue;
+		const char *ne = eol;
+		if (ne > q && ne[-1] == '\r')
+			ne--;
+		if (ne == q || memchr(q, '\0', (size_t)(ne - q)) || start + size < start)
+			continue;
+		size_t nl_len = (size_t)(ne - q);
+		if (nl_len + 1 > name_cap) {
+			char *nn = realloc(name, nl_len + 1);
+			if (!nn)
+				goto nomem;
+			name = nn;
+			name_cap = nl_len + 1;
+		}
+		memcpy(name, q, nl_len);
+		name[nl_len] = '\0';
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct jit_sym *nj = realloc(jit, ncap * sizeof(*nj));
+			if (!nj)
+				goto nomem;
+			jit = nj;
+			cap = ncap;
+		}
+		char *nm = symbolize_name(name);
+		if (!nm)
+			goto nomem;
+		jit[n++] = (struct jit_sym){start, size, nm};
+	}
+	free(name);
+	if (n > 1)
+		qsort(jit, n, sizeof(*jit), jit_cmp);
+	if (n > INT_MAX) {
+		for (size_t i = 0; i < n; i++)
+			free(jit[i].name);
+		free(jit);
+		return -ENOMEM;
+	}
+	*out = jit;
+	return (int)n;
+nomem:
+	free(name);
+	for (size_t i = 0; i < n; i++)
+		free(jit[i].name);
+	free(jit);
+	return -ENOMEM;
+}
+
+/* Reads up to JIT_MAP_MAX_BYTES of fd into a malloc'd buffer. */
+static int read_capped(int fd, off_t size, char **out, size_t *len)
+{
+	size_t want = size > (off_t)JIT_MAP_MAX_BYTES ? JIT_MAP_MAX_BYTES : (size_t)size;
+	char *buf = malloc(want ? want : 1);
+	size_t got = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (got < want) {
+		ssize_t r = read(fd, buf + got, want - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break; /* shorter than fstat said (truncated meanwhile) */
+		got += (size_t)r;
+	}
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+int sym_jit_read(struct proc *p, bool final)
 {
 	struct stat st;
+	int rc;
+
+	p->jit_checked = mono_ns();
+	int fd = open(p->jit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	int64_t mtime = 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+	if (p->jit_exists && st.st_size == p->jit_size && mtime == p->jit_mtime &&
+	    (uint64_t)st.st_ino == p->jit_ino && !(final && p->jit_partial)) {
+		close(fd);
+		return 0;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	rc = read_capped(fd, st.st_size, &buf, &len);
+	close(fd);
+	if (rc < 0)
+		return rc;
+	struct jit_sym *jit = NULL;
+	bool partial = false;
+	/* A map cut at the cap: its last line is no more final than one
+	 * still being written. */
+	rc = sym_jit_parse(buf, len, final && len == (size_t)st.st_size, &jit, &partial);
+	free(buf);
+	if (rc < 0)
+		return rc;
+	proc_clear_jit(p);
+	p->jit = jit;
+	p->njit = (size_t)rc;
+	p->jit_exists = true;
+	p->jit_size = st.st_size;
+	p->jit_mtime = mtime;
+	p->jit_ino = (uint64_t)st.st_ino;
+	p->jit_partial = partial;
+	return 1;
+}
+
+/* JIT runtimes append to the map, and it outlives the process. */
+int sym_jit_load(struct symbolize *s, struct proc *p)
+{
 	int64_t now = mono_ns();
 
 	/* Looked at a moment ago: a missing map stays missing for a while,
@@ -520,69 +700,45 @@ int sym_jit_load(struct proc *p)
 	if (p->jit_checked &&
 	    now - p->jit_checked < (p->jit_exists ? JIT_RECHECK_NS / 3 : JIT_RECHECK_NS))
 		return 0;
-	p->jit_checked = now;
-	int fd = open(p->jit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (p->jit_exists && st.st_size == p->jit_size)) {
-		close(fd);
-		return 0;
-	}
-	FILE *f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return -ENOMEM;
-	}
-	proc_clear_jit(p);
-	p->jit_exists = true;
-	p->jit_size = st.st_size;
-
-	char *line = NULL;
-	size_t lcap = 0, cap = 0;
-	int rc = 0;
-	while (getline(&line, &lcap, f) > 0) {
-		unsigned long long start, size;
-		int at = 0;
-		if (sscanf(line, "%llx %llx %n", &start, &size, &at) < 2 || !at)
-			continue;
-		char *name = line + at;
-		name[strcspn(name, "\n")] = '\0';
-		if (p->njit == cap) {
-			cap = cap ? cap * 2 : 256;
-			struct jit_sym *n = realloc(p->jit, cap * sizeof(*n));
-			if (!n) {
-				rc = -ENOMEM;
-				break;
-			}
-			p->jit = n;
-		}
-		char *nm = symbolize_name(name);
-		if (!nm) {
-			rc = -ENOMEM;
-			break;
-		}
-		p->jit[p->njit++] = (struct jit_sym){start, size, nm};
-	}
-	free(line);
-	fclose(f);
-	if (p->njit)
-		qsort(p->jit, p->njit, sizeof(*p->jit), jit_cmp);
-	return rc;
+	int rc = sym_jit_read(p, false);
+	if (rc > 0)
+		p->jit_version = ++s->jit_versions;
+	return rc < 0 ? rc : 0;
 }
 
-const struct jit_sym *sym_jit_find(const struct proc *p, uint64_t addr)
+void sym_jit_move(struct proc *to, struct proc *from)
 {
-	size_t lo = 0, hi = p->njit;
+	proc_clear_jit(to);
+	to->jit = from->jit;
+	to->njit = from->njit;
+	to->jit_size = from->jit_size;
+	to->jit_mtime = from->jit_mtime;
+	to->jit_ino = from->jit_ino;
+	to->jit_exists = from->jit_exists;
+	to->jit_partial = from->jit_partial;
+	to->jit_checked = from->jit_checked;
+	to->jit_version = from->jit_version;
+	from->jit = NULL;
+	from->njit = 0;
+}
+
+const struct jit_sym *sym_jit_lookup(const struct jit_sym *jit, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (p->jit[mid].start <= addr)
+		if (jit[mid].start <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo == 0)
 		return NULL;
-	const struct jit_sym *j = &p->jit[lo - 1];
-	return addr < j->start + j->size ? j : NULL;
+	const struct jit_sym *j = &jit[lo - 1];
+	return addr - j->start < j->size ? j : NULL;
+}
+
+const struct jit_sym *sym_jit_find(const struct proc *p, uint64_t addr)
+{
+	return sym_jit_lookup(p->jit, p->njit, addr);
 }

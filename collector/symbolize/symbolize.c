@@ -40,6 +40,30 @@ static const struct mapping *find_mapping(const struct proc *p, uint64_t a)
 	return &p->maps[lo - 1];
 }
 
+/* An address fell outside every known mapping of *pp, pid's current
+ * snapshot: the process may have mapped new code (dlopen, a JIT's code
+ * cache) since.  Reads its maps again (the caller keeps this to once a
+ * second), keeping the old ones if it is gone, and points *pp at the
+ * snapshot that stands for what it ran.  0 or -ENOMEM. */
+static int reread_maps(struct symbolize *s, struct proc **pp, pid_t pid)
+{
+	struct proc *p = *pp, *np = NULL;
+	int rc = sym_proc_snapshot(s, pid, &np);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0 && np->nmaps) {
+		sym_jit_move(np, p);
+		np->jit_version = ++s->jit_versions;
+		*pp = sym_proc_reread(s, p, np);
+	} else {
+		sym_proc_free(np);
+		p->maps_read = mono_ns();
+		p->miss_unread = false; /* gone: what is outside stays so */
+		p->jit_version = ++s->jit_versions;
+	}
+	return 0;
+}
+
 static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t addr, bool caller,
                        struct store_frame *f, size_t room);
 
@@ -73,27 +97,14 @@ static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t 
 		return 1;
 
 	const struct mapping *mp = find_mapping(p, a);
-	if (!mp && p == sym_proc_find(s, pid) && mono_ns() - p->maps_read >= MAPS_RECHECK_NS) {
-		/* Outside every known mapping: the process may have mapped
-		 * new code (dlopen) since its snapshot.  Read its maps again,
-		 * at most once a second, and keep the old ones if it is gone. */
-		struct proc *np = NULL;
-		rc = sym_proc_snapshot(s, pid, &np);
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc == 0 && np->nmaps) {
-			np->jit = p->jit;
-			np->njit = p->njit;
-			np->jit_size = p->jit_size;
-			np->jit_exists = p->jit_exists;
-			np->jit_checked = p->jit_checked;
-			p->jit = NULL;
-			p->njit = 0;
-			p = sym_proc_reread(s, p, np);
-			mp = find_mapping(p, a);
+	if (!mp && p == sym_proc_find(s, pid)) {
+		if (mono_ns() - p->maps_read < MAPS_RECHECK_NS) {
+			p->miss_unread = true; /* for symbolize_jit_late() */
 		} else {
-			sym_proc_free(np);
-			p->maps_read = mono_ns();
+			rc = reread_maps(s, &p, pid);
+			if (rc < 0)
+				return rc;
+			mp = find_mapping(p, a);
 		}
 	}
 
@@ -149,7 +160,7 @@ static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t 
 	/* Anonymous or unmapped code: a JIT's perf map may name it. */
 	const struct jit_sym *j = sym_jit_find(p, a);
 	if (!j) {
-		rc = sym_jit_load(p);
+		rc = sym_jit_load(s, p);
 		if (rc < 0)
 			return rc;
 		j = sym_jit_find(p, a);
@@ -169,6 +180,55 @@ static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t 
 	return 1;
 }
 
+/* ---- JIT code named late ------------------------------------------------ */
+
+bool symbolize_jit_late(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller)
+{
+	const struct proc *p = sym_proc_find_gen(s, pid, gen);
+	uint64_t a = caller && addr ? addr - 1 : addr;
+
+	if (!p)
+		return false;
+	const struct mapping *mp = find_mapping(p, a);
+	if (!mp)
+		/* Outside a snapshot read a moment ago, too recent to read
+		 * again: code mapped since (a JIT's code cache) may hold it.
+		 * A later lookup reads the maps again and knows. */
+		return p->miss_unread;
+	return !mp->mod && !mp->special && !sym_jit_find(p, a);
+}
+
+int symbolize_jit_refresh(struct symbolize *s, pid_t pid, uint32_t gen, bool final)
+{
+	struct proc *p = sym_proc_find_gen(s, pid, gen);
+	int rc;
+
+	if (!p)
+		return 0;
+	if (p->miss_unread && p == sym_proc_find(s, pid) &&
+	    mono_ns() - p->maps_read >= MAPS_RECHECK_NS) {
+		rc = reread_maps(s, &p, pid);
+		if (rc < 0)
+			return rc;
+	}
+	rc = sym_jit_read(p, final);
+	if (rc > 0)
+		p->jit_version = ++s->jit_versions;
+	return rc;
+}
+
+uint64_t symbolize_jit_version(const struct symbolize *s, pid_t pid, uint32_t gen)
+{
+	const struct proc *p = sym_proc_find_gen(s, pid, gen);
+	return p ? p->jit_version : 0;
+}
+
+bool symbolize_gone(const struct symbolize *s, pid_t pid, uint32_t gen)
+{
+	const struct proc *p = sym_proc_find(s, pid);
+	return !p || p->exited || p->gen != gen;
+}
+
 /* ---- lifetime ----------------------------------------------------------- */
 
 struct symbolize *symbolize_new(void)
@@ -181,6 +241,7 @@ void symbolize_free(struct symbolize *s)
 {
 	if (!s)
 		return;
+	sym_python_free(s);
 	for (size_t i = 0; s->offline_tab && i <= s->offline_mask; i++)
 		free(s->offline_tab[i].key);
 	free(s->offline_tab);

@@ -94,6 +94,37 @@ int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen, co
 int symbolize_user_gen(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller,
                        struct store_frame *f, size_t room);
 
+/* JIT code whose perf map comes late (record holds such stacks back).
+ * Whether addr of pid at generation gen (looked up as symbolize_user_gen
+ * does) may be named later: it lies in anonymous executable memory that
+ * the process's /tmp/perf-PID.map does not cover (yet), or outside every
+ * mapping of a snapshot that was not read again since an address fell
+ * outside it (the reads are a second apart; code mapped since may hold
+ * it). */
+bool symbolize_jit_late(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller);
+
+/* Reads pid's perf map again now, whatever the time since the last look,
+ * when it changed since the last read (size, mtime or inode).  A read
+ * that is not `final` leaves out an unterminated last line, which its
+ * writer may still be writing; `final` (the process has exited) takes it
+ * too, reading the map again for it.  At most the first 64 MiB of a map
+ * are read, and its first 1 048 576 entries kept.  When an address fell
+ * outside pid's mappings too soon after they were read (see
+ * symbolize_jit_late), the mappings are read again too, once a second at
+ * most.  Returns 1 when the map was read, 0 when
+ * not (unchanged, missing, not a regular file), or -ENOMEM. */
+int symbolize_jit_refresh(struct symbolize *s, pid_t pid, uint32_t gen, bool final);
+
+/* A number that changes whenever what names pid's JIT code at
+ * generation gen may have changed (its perf map read, its mappings read
+ * again), so that a stack found late once need be looked at again only
+ * then.  0 for an unknown pid. */
+uint64_t symbolize_jit_version(const struct symbolize *s, pid_t pid, uint32_t gen);
+
+/* Whether what pid ran at generation gen has ended: its snapshot was
+ * marked by symbolize_exited(), it exec'd since, or it is unknown. */
+bool symbolize_gone(const struct symbolize *s, pid_t pid, uint32_t gen);
+
 /* Resolves one kernel address.  Names come from the kernel's own kallsyms
  * lookup through a BPF program (ksym.h), cached per address for the life
  * of `s`; where that program cannot be loaded, from /proc/kallsyms, read
@@ -122,6 +153,152 @@ void symbolize_set_lines(struct symbolize *s, bool lines);
  * cost; a module without DWARF gives none). */
 void symbolize_set_inline(struct symbolize *s, bool inlines);
 
+/* ---- Python (CPython) -----------------------------------------------
+ * `record` walks CPython's interpreter frames in its BPF program and
+ * names their code objects here.  Where the interpreter keeps what the
+ * walk and the names need is one row per Python minor version of
+ * symbolize_python_layouts (symbolize-python.c), x86-64 byte offsets. */
+struct symbolize_python_layout {
+	unsigned major, minor;
+	/* _PyRuntimeState: interpreters.head, gilstate.tstate_current */
+	uint16_t runtime_interp_head, runtime_tstate_current;
+	uint16_t interp_threads_head; /* PyInterpreterState.threads.head */
+	/* PyThreadState */
+	uint16_t tstate_next, tstate_cframe, tstate_native_thread_id;
+	uint16_t cframe_current_frame; /* _PyCFrame */
+	/* _PyInterpreterFrame */
+	uint16_t frame_code, frame_previous, frame_prev_instr, frame_is_entry;
+	/* PyObject, PyVarObject */
+	uint16_t object_type, var_size;
+	/* PyCodeObject: the fields named, and where its bytecode begins */
+	uint16_t code_firstlineno, code_filename, code_qualname, code_linetable, code_adaptive;
+	/* PyBytesObject.ob_sval */
+	uint16_t bytes_data;
+	/* PyASCIIObject.length, .state; where a compact ASCII string's
+	 * characters begin, and a compact non-ASCII one's */
+	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
+};
+
+/* The layout of Python major.minor, or NULL when it is not known. */
+const struct symbolize_python_layout *symbolize_python_layout(unsigned major, unsigned minor);
+
+/* A CPython interpreter found in an ELF file (python3.11, or a
+ * libpython3.11.so that a program embeds), from its exported symbols.
+ * Addresses are ELF virtual addresses. */
+struct symbolize_python {
+	uint64_t eval, eval_size;                     /* _PyEval_EvalFrameDefault */
+	uint64_t runtime;                             /* _PyRuntime */
+	uint64_t code_type;                           /* PyCode_Type */
+	unsigned major, minor;                        /* Py_Version, else the file's name */
+	const struct symbolize_python_layout *layout; /* NULL: a version not known */
+};
+
+/* What a Python frame of the walker holds besides the code object's
+ * address: a check that the object read later is the one sampled, and the
+ * index of its current instruction.  The check mixes the code object's
+ * first line, the addresses of its file name, qualified name and line
+ * table, and a digest of each of the two names' contents (a freed code
+ * object's strings are often freed with it and reallocated, at the same
+ * addresses, for the next one).  profile.bpf.c computes the same. */
+static inline uint64_t symbolize_python_mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
+}
+
+/* The digest of a str of `len` characters: its length and whether it is
+ * ASCII, and for an ASCII one its first 32 bytes and (when longer) its
+ * last 32, as little-endian words, bytes past the end zero.  `chars` is
+ * its characters (ASCII only). */
+static inline uint64_t symbolize_python_str_digest(uint64_t h, uint64_t len, bool ascii,
+                                                   const uint8_t *chars)
+{
+	h = symbolize_python_mix(h, len);
+	h = symbolize_python_mix(h, ascii);
+	if (!ascii)
+		return h;
+	for (int part = 0; part < 2; part++) {
+		if (part == 1 && len <= 32)
+			break;
+		const uint8_t *from = part ? chars + len - 32 : chars;
+		uint64_t n = part ? 32 : (len < 32 ? len : 32);
+		for (uint64_t i = 0; i < 32; i += 8) {
+			uint8_t b[8] = {0};
+			for (uint64_t j = 0; j < 8 && i + j < n; j++)
+				b[j] = from[i + j];
+			uint64_t w = 0;
+			for (int j = 7; j >= 0; j--)
+				w = w << 8 | b[j];
+			h = symbolize_python_mix(h, w);
+		}
+	}
+	return h;
+}
+
+/* The check: h0 = symbolize_python_check_head(...), then the digests of
+ * the qualified name and of the file name, in that order, then the low
+ * 32 bits. */
+static inline uint64_t symbolize_python_check_head(uint64_t firstlineno, uint64_t filename,
+                                                   uint64_t qualname, uint64_t linetable)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+	h = symbolize_python_mix(h, firstlineno);
+	h = symbolize_python_mix(h, filename);
+	h = symbolize_python_mix(h, qualname);
+	return symbolize_python_mix(h, linetable);
+}
+
+/* What symbolize_python_read_code() reads: owned by the struct, freed
+ * with symbolize_pycode_clear(). */
+struct symbolize_pycode {
+	char *qualname, *filename; /* UTF-8, NUL-terminated */
+	uint8_t *linetable;
+	size_t linetable_len;
+	int firstlineno;
+	uint32_t check; /* the check (above) of what was read */
+};
+void symbolize_pycode_clear(struct symbolize_pycode *c);
+
+/* Reads `len` bytes at `addr` of the process into buf: 0 or -errno. */
+typedef int (*symbolize_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* Reads the code object at `addr` through `rd` with layout l: it must be
+ * of type `code_type` (the process's PyCode_Type); names are at most 1024
+ * bytes, the line table 64 KiB.  Returns 0, -EINVAL when what is there
+ * is no code object (or a string in it is malformed), -E2BIG over a
+ * bound, -ENOMEM, or rd's error. */
+int symbolize_python_read_code(const struct symbolize_python_layout *l, uint64_t code_type,
+                               symbolize_read_fn rd, void *ctx, uint64_t addr,
+                               struct symbolize_pycode *out);
+
+/* The line of instruction `lasti` (in code units) from a 3.11 location
+ * table, or 0 when the table gives none. */
+uint32_t symbolize_python_line(const uint8_t *table, size_t len, int firstlineno, uint32_t lasti);
+
+/* Names one Python frame of pid at generation gen: the code object at
+ * `code` with the walker's check and instruction index.  f is named
+ * "qualname (file)", kind STORE_FRAME_PYTHON, with its file, and with
+ * symbolize_set_lines() its line.  A code object that cannot be read, or
+ * whose check differs (freed, and something else at its address since),
+ * gives "[python: code gone]", kind UNKNOWN; one whose process's memory
+ * may not be read (another user's, without CAP_SYS_PTRACE) "[python: no
+ * access]".  Names are cached by (pid,
+ * code, check); strings are owned by s until it is freed.  f NULL only
+ * reads the code object into the cache (a drain names every code object
+ * first, while the processes still live).  Returns 1 or -ENOMEM. */
+int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t code,
+                           uint32_t check, uint32_t lasti, struct store_frame *f);
+
+/* Counts of symbolize_python_frame(), for the final report. */
+struct symbolize_python_stats {
+	uint64_t reads;                        /* code objects read */
+	uint64_t gone;                         /* frames whose code object could not be named */
+	uint64_t unknown;                      /* interpreters found whose version is not known */
+	unsigned unknown_major, unknown_minor; /* the last of them */
+};
+void symbolize_python_get_stats(const struct symbolize *s, struct symbolize_python_stats *st);
+
 /* One executable mapping of a process, for the unwinder. */
 struct symbolize_map {
 	uint64_t start, end;
@@ -129,6 +306,9 @@ struct symbolize_map {
 	const void *module; /* the ELF file mapped (an identity shared by every
 	                     * process mapping it), or NULL: anonymous memory
 	                     * or a file that could not be read */
+	/* The interpreter in the module, when this mapping holds its
+	 * _PyEval_EvalFrameDefault; owned by s. */
+	const struct symbolize_python *python;
 };
 
 /* Calls made as the symbolizer learns of files and processes. */

@@ -91,9 +91,34 @@ struct unwind_proc {
 	struct unwind_mapping maps[UNWIND_MAX_MAPS];
 };
 
+/* A process's CPython interpreter, for the walker (written by unwinder.c
+ * from the symbolizer's table of layouts, symbolize.h): where its
+ * _PyEval_EvalFrameDefault lies, the addresses of _PyRuntime and
+ * PyCode_Type, and the byte offsets the walk reads. */
+struct unwind_python {
+	__u64 eval_start, eval_end; /* process addresses */
+	__u64 runtime, code_type;
+	__u16 runtime_interp_head, runtime_tstate_current, interp_threads_head;
+	__u16 tstate_next, tstate_cframe, tstate_native_thread_id, cframe_current_frame;
+	__u16 frame_code, frame_previous, frame_prev_instr, frame_is_entry;
+	__u16 object_type, code_firstlineno, code_filename, code_qualname, code_linetable;
+	__u16 code_adaptive;
+	__u16 str_length, str_state, str_ascii_data; /* of a compact str */
+	__u16 frame_read, code_read;                 /* bytes read of a frame and of a code
+	                              * object: past every field named, at
+	                              * most UNWIND_PY_READ_MAX */
+};
+
+#define UNWIND_PY_READ_MAX 248
+/* Threads of an interpreter searched for the sampled thread's state. */
+#define UNWIND_PY_MAX_THREADS 256
+
 /* Flags of a walked stack. */
 #define UNWIND_FLAG_FP        1u /* some frames were found by frame pointers */
 #define UNWIND_FLAG_TRUNCATED 2u /* the walk gave up before the outermost frame */
 #define UNWIND_FLAG_PENDING   4u /* a table was still being built */
+#define UNWIND_FLAG_PY_CUT                                                                         \
+	8u /* a Python walk was cut short (a marker
+                                  * frame says where and why) */
 
 #endif

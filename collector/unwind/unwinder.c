@@ -361,6 +361,73 @@ static int pid_list_add(pid_t **list, size_t *n, size_t *cap, pid_t pid)
 	return 0;
 }
 
+/* The process's interpreter, when it runs a CPython of a known version,
+ * for the walker; else none (native frames only). */
+static void write_python(struct unwinder *u, __u32 key, const struct symbolize_map *maps, size_t n)
+{
+	const struct symbolize_map *m = NULL;
+
+	if (u->maps.python < 0)
+		return;
+	for (size_t i = 0; i < n && !m; i++)
+		if (maps[i].python && maps[i].python->layout)
+			m = &maps[i];
+	if (!m) {
+		bpf_map_delete_elem(u->maps.python, &key);
+		return;
+	}
+	const struct symbolize_python *py = m->python;
+	const struct symbolize_python_layout *l = py->layout;
+	struct unwind_python e = {
+	        .eval_start = py->eval + m->bias,
+	        .eval_end = py->eval + py->eval_size + m->bias,
+	        .runtime = py->runtime + m->bias,
+	        .code_type = py->code_type + m->bias,
+	        .runtime_interp_head = l->runtime_interp_head,
+	        .runtime_tstate_current = l->runtime_tstate_current,
+	        .interp_threads_head = l->interp_threads_head,
+	        .tstate_next = l->tstate_next,
+	        .tstate_cframe = l->tstate_cframe,
+	        .tstate_native_thread_id = l->tstate_native_thread_id,
+	        .cframe_current_frame = l->cframe_current_frame,
+	        .frame_code = l->frame_code,
+	        .frame_previous = l->frame_previous,
+	        .frame_prev_instr = l->frame_prev_instr,
+	        .frame_is_entry = l->frame_is_entry,
+	        .object_type = l->object_type,
+	        .code_firstlineno = l->code_firstlineno,
+	        .code_filename = l->code_filename,
+	        .code_qualname = l->code_qualname,
+	        .code_linetable = l->code_linetable,
+	        .code_adaptive = l->code_adaptive,
+	        .str_length = l->str_length,
+	        .str_state = l->str_state,
+	        .str_ascii_data = l->str_ascii_data,
+	};
+	/* Bytes to read: past the last field the walker takes. */
+	uint16_t fr = l->frame_code + 8;
+	if (l->frame_previous + 8 > fr)
+		fr = l->frame_previous + 8;
+	if (l->frame_prev_instr + 8 > fr)
+		fr = l->frame_prev_instr + 8;
+	if (l->frame_is_entry + 1 > fr)
+		fr = l->frame_is_entry + 1;
+	uint16_t cr = l->object_type + 8;
+	const uint16_t cf[] = {l->code_firstlineno + 4, l->code_filename + 8, l->code_qualname + 8,
+	                       l->code_linetable + 8};
+	for (size_t i = 0; i < sizeof(cf) / sizeof(cf[0]); i++)
+		if (cf[i] > cr)
+			cr = cf[i];
+	if (fr > UNWIND_PY_READ_MAX || cr > UNWIND_PY_READ_MAX ||
+	    l->str_ascii_data + 32 > UNWIND_PY_READ_MAX || l->str_length + 8 > l->str_ascii_data ||
+	    l->str_state + 4 > l->str_ascii_data)
+		return; /* a layout the walker cannot read */
+	e.frame_read = fr;
+	e.code_read = cr;
+	if (bpf_map_update_elem(u->maps.python, &key, &e, BPF_ANY) == 0)
+		u->st.python++;
+}
+
 static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map *maps, size_t n)
 {
 	struct unwind_proc *e = u->scratch;
@@ -397,6 +464,7 @@ static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map
 	if (!k)
 		return; /* a kernel thread: no user stack to walk */
 	__u32 key = (__u32)pid;
+	write_python(u, key, maps, n);
 	if (bpf_map_update_elem(u->maps.procs, &key, e, BPF_ANY) == 0)
 		u->st.processes++;
 	if (pending)

@@ -22,6 +22,7 @@ struct unwinder_maps {
 	int procs;  /* LRU hash: tgid -> struct unwind_proc */
 	int tables; /* array: table id -> struct unwind_table */
 	int rows;   /* array: struct unwind_row */
+	int python; /* hash: tgid -> struct unwind_python; -1: no Python walks */
 	uint32_t max_tables, max_rows;
 };
 
@@ -74,6 +75,7 @@ struct unwinder_stats {
 	uint64_t bad_rows;      /* rows the compact form cannot express */
 	uint64_t processes;     /* process mapping lists written */
 	uint64_t map_overflow;  /* mappings beyond UNWIND_MAX_MAPS, not walked */
+	uint64_t python;        /* Python interpreters written for the walker */
 	double build_seconds;   /* worker CPU-ish: wall time building tables */
 	double slowest_seconds; /* the slowest table */
 	char slowest[128];      /* its file */

@@ -100,8 +100,16 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W '1us 100us 1ms' -- "$cur"))
 		return
 		;;
-	--unwind-memory)
+	--unwind-memory | --jit-memory)
 		COMPREPLY=($(compgen -W '4M 16M 64M' -- "$cur"))
+		return
+		;;
+	--jit-wait)
+		COMPREPLY=($(compgen -W '0 60s 10m 1h' -- "$cur"))
+		return
+		;;
+	--python)
+		COMPREPLY=($(compgen -W 'on off' -- "$cur"))
 		return
 		;;
 	--last)
@@ -132,7 +140,7 @@ _flamefs_collect()
 	record)
 		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
 		      --binary --version --lines --inline --retention --log-drains --verbose --help
-		      --unwind --unwind-memory --event --offcpu-min --push --push-every -e
+		      --unwind --unwind-memory --jit-wait --jit-memory --python --event --offcpu-min --push --push-every -e
 		      -p -a -F -d -v --'
 		;;
 	stats) opts='--store --by-host --quality --help' ;;

@@ -182,6 +182,9 @@ static void colour(const struct view_tree *t, uint32_t node, char out[40])
 	case STORE_FRAME_JIT: /* green */
 		r = 0, g = 190 + (int)(50 * v2), b = (int)(50 * v1);
 		break;
+	case STORE_FRAME_PYTHON: /* blue */
+		r = 80 + (int)(60 * v1), g = 80 + (int)(60 * v1), b = 190 + (int)(55 * v2);
+		break;
 	case STORE_FRAME_UNKNOWN: /* grey */ r = g = b = 160 + (int)(40 * v1); break;
 	default: /* hot */ r = 205 + (int)(50 * v3), g = (int)(230 * v1), b = (int)(55 * v2); break;
 	}

@@ -644,6 +644,38 @@ static int pp_mapping(struct pp *pp, const struct vframe *f, uint64_t *id)
 	return 0;
 }
 
+/* A Python frame's function name: its name "qualname (file)" without the
+ * " (file)" its file already says, in a string the table owns.  Sets
+ * *idx to -1 when the name is not of that form. */
+static int strtab_python(struct strtab *st, const struct view_tree *t, const struct vframe *f,
+                         int64_t *idx)
+{
+	const struct vstr *n = &t->strs[f->name], *fl = &t->strs[f->file];
+	const char *name = vstr_ptr(t, f->name), *file = vstr_ptr(t, f->file);
+	char *q;
+	char **no;
+
+	*idx = -1;
+	if (f->kind != STORE_FRAME_PYTHON || !f->file || n->len < fl->len + 4 ||
+	    memcmp(name + n->len - fl->len - 1, file, fl->len) != 0 ||
+	    memcmp(name + n->len - fl->len - 3, " (", 2) != 0 || name[n->len - 1] != ')')
+		return 0;
+	size_t len = n->len - fl->len - 3;
+	q = malloc(len + 1);
+	no = realloc(st->owned, (st->nowned + 1) * sizeof(*no));
+	if (!q || !no) {
+		free(q);
+		if (no)
+			st->owned = no;
+		return -ENOMEM;
+	}
+	st->owned = no;
+	st->owned[st->nowned++] = q;
+	memcpy(q, name, len);
+	q[len] = '\0';
+	return strtab_add(st, q, idx);
+}
+
 static int pp_location(struct pp *pp, uint32_t frame, uint64_t *id)
 {
 	const struct vframe *f = &pp->t->frames[frame];
@@ -662,6 +694,13 @@ static int pp_location(struct pp *pp, uint32_t frame, uint64_t *id)
 	    (r = strtab_sid(&pp->st, pp->t, f->file, &fn->filename)) < 0)
 		return r;
 	fn->system_name = fn->name;
+	/* A Python function: its qualified name, the file apart (the
+	 * system name keeps the frame's whole name). */
+	int64_t py;
+	if ((r = strtab_python(&pp->st, pp->t, f, &py)) < 0)
+		return r;
+	if (py >= 0)
+		fn->name = py;
 	Perftools__Profiles__Line *ln = &pp->lines[k];
 	perftools__profiles__line__init(ln);
 	ln->function_id = k + 1;

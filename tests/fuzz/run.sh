@@ -3,7 +3,7 @@
 # 600), one after the other at nice 10, on copies of the seed corpora.
 # Builds build-fuzz (CC=clang, -Dfuzz=true) first if needed.  Any crash
 # fails the run and prints the input; see README.md for what to do then.
-#   usage: tests/fuzz/run.sh [SECONDS] [perf|folded|pprof|escape ...]
+#   usage: tests/fuzz/run.sh [SECONDS] [perf|folded|pprof|escape|pycode ...]
 #   env:   FLAMEFS_FUZZ_BUILD (default: build-fuzz in the source tree)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,7 +14,7 @@ case $seconds in
 '' | *[!0-9]*) echo "usage: $0 [SECONDS] [TARGET...]" >&2; exit 2 ;;
 esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(perf folded pprof escape)
+[ ${#targets[@]} -gt 0 ] || targets=(perf folded pprof escape pycode)
 build=${FLAMEFS_FUZZ_BUILD:-$top/build-fuzz}
 
 if [ ! -f "$build/build.ninja" ]; then
