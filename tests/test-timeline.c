@@ -8,12 +8,17 @@
  * the weights add up to the node's total; the header names the bucket
  * size and the clock; timeline.svg has one bar per bucket.  A window
  * tree's timeline holds only its buckets; a derived tree's is empty.
+ * Timelines are read from the store when rendered, so also: a second
+ * binary whose frames have the same names (the whole-machine tree of
+ * both, and each binary's own), names that extend a sibling's ("a",
+ * "ab"), and stacks the store gains after a tree was built (left out).
  */
 #include "view-fixture.h"
 
 #define NADD 24
 
 struct added {
+	const char *binary;
 	int64_t bucket;
 	char *lines;
 };
@@ -35,7 +40,7 @@ static void brute(const struct added *ad, int nad, const char *path, int64_t buc
 			while (sp[-1] != ' ')
 				sp--;
 			char full[512];
-			snprintf(full, sizeof(full), "rnd;%.*s", (int)(sp - 1 - p), p);
+			snprintf(full, sizeof(full), "%s;%.*s", ad[i].binary, (int)(sp - 1 - p), p);
 			if (plen == 0 || /* the top root: every line */
 			    (strncmp(full, path, plen) == 0 &&
 			     (full[plen] == '\0' || full[plen] == ';'))) {
@@ -123,10 +128,25 @@ static void check_tree(const struct view_tree *t, const struct added *ad, int na
 	}
 }
 
+/* The series of `binary` moved to the front of list[0..n); how many. */
+static size_t series_of(struct store_series *list, size_t n, const char *binary)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!binary || strcmp(list[i].binary, binary) == 0) {
+			struct store_series tmp = list[k];
+			list[k++] = list[i];
+			list[i] = tmp;
+		}
+	return k;
+}
+
 int main(void)
 {
 	struct store *s = fx_store();
-	static const char *const names[] = {"main", "a", "b", "timeline", "c"};
+	static const char *const names[] = {"main", "a", "ab", "b", "timeline", "c"};
+	const int nnames = (int)(sizeof(names) / sizeof(names[0]));
 	struct added ad[NADD];
 	int64_t buckets[8];
 	const int64_t base = 1795000020; /* a bucket start */
@@ -143,7 +163,7 @@ int main(void)
 			int depth = 1 + rand() % 5;
 			for (int d = 0; d < depth; d++)
 				o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
-				                      d ? ";" : "", names[rand() % 5]);
+				                      d ? ";" : "", names[rand() % nnames]);
 			o += (size_t)snprintf(line + o, sizeof(line) - o, " %d\n",
 			                      1 + rand() % 500);
 			view_buf_append(&lines, line, o);
@@ -151,29 +171,74 @@ int main(void)
 		ad[i].bucket = buckets[rand() % 8];
 		ad[i].lines = lines.data;
 		/* Two series of one binary (versions 1 and 2), at a time inside
-		 * the bucket. */
-		fx_add(s, "rnd", rand() % 2 ? "1" : "2", "samples", ad[i].bucket + rand() % 60,
-		       ad[i].lines);
+		 * the bucket; every fourth batch to a second binary. */
+		ad[i].binary = i % 4 == 3 ? "oth" : "rnd";
+		fx_add(s, ad[i].binary,
+		       i % 4 == 3   ? "1"
+		       : rand() % 2 ? "1"
+		                    : "2",
+		       "samples", ad[i].bucket + rand() % 60, ad[i].lines);
 	}
+	struct added rnd[NADD];
+	int nrnd = 0;
+	for (int i = 0; i < NADD; i++)
+		if (strcmp(ad[i].binary, "rnd") == 0)
+			rnd[nrnd++] = ad[i];
 	struct store_series *list;
 	size_t n;
 	struct view_tree *t;
-	if (store_series_list(s, &list, &n) < 0 || n != 2)
+	if (store_series_list(s, &list, &n) < 0 || n != 3)
 		fx_die("store_series_list", EIO);
+	/* Both binaries (the whole machine), then rnd's two series alone. */
 	if (view_tree_build(s, list, n, INT64_MIN, INT64_MAX, &t) < 0)
 		fx_die("view_tree_build", EIO);
-	check_tree(t, ad, NADD, buckets, 8, "whole");
-	fx_check_totals(t, "whole");
+	check_tree(t, ad, NADD, buckets, 8, "machine");
+	fx_check_totals(t, "machine");
 	view_tree_free(t);
+	size_t nr = series_of(list, n, "rnd");
+	if (nr != 2)
+		fx_die("series_of", EIO);
+	if (view_tree_build(s, list, nr, INT64_MIN, INT64_MAX, &t) < 0)
+		fx_die("view_tree_build", EIO);
+	check_tree(t, rnd, nrnd, buckets, 8, "whole");
+	fx_check_totals(t, "whole");
+
+	/* Stacks the store gains after the build are not the tree's: a
+	 * new frame below an existing stack, and a new top frame, in every
+	 * bucket.  Each node's timeline stays what it was. */
+	struct view_tree *before = t;
+	for (int i = 0; i < 8; i++) {
+		char late[600];
+		const char *nl = strchr(rnd[0].lines, '\n');
+		const char *sp = nl;
+		while (sp[-1] != ' ')
+			sp--;
+		snprintf(late, sizeof(late), "%.*s;late 7\nlate;x 5\n",
+		         (int)(sp - 1 - rnd[0].lines), rnd[0].lines);
+		fx_add(s, "rnd", "1", "samples", buckets[i], late);
+	}
+	check_tree(before, rnd, nrnd, buckets, 8, "after the store grew");
+	view_tree_free(before);
 
 	/* A window of buckets 2..4: only those. */
-	if (view_tree_build_window(s, list, n, buckets[2], buckets[4] + 60, &t) < 0)
+	if (view_tree_build_window(s, list, nr, buckets[2], buckets[4] + 60, &t) < 0)
 		fx_die("view_tree_build_window", EIO);
 	struct added win[NADD];
 	int nwin = 0;
-	for (int i = 0; i < NADD; i++)
-		if (ad[i].bucket >= buckets[2] && ad[i].bucket <= buckets[4])
-			win[nwin++] = ad[i];
+	for (int i = 0; i < nrnd; i++)
+		if (rnd[i].bucket >= buckets[2] && rnd[i].bucket <= buckets[4])
+			win[nwin++] = rnd[i];
+	/* The late stacks are in this tree: brute force over them too. */
+	char lates[8][600];
+	for (int i = 2; i <= 4; i++) {
+		const char *nl = strchr(rnd[0].lines, '\n');
+		const char *sp = nl;
+		while (sp[-1] != ' ')
+			sp--;
+		snprintf(lates[i], sizeof(lates[i]), "%.*s;late 7\nlate;x 5\n",
+		         (int)(sp - 1 - rnd[0].lines), rnd[0].lines);
+		win[nwin++] = (struct added){"rnd", buckets[i], lates[i]};
+	}
 	check_tree(t, win, nwin, buckets, 8, "window");
 	view_tree_free(t);
 
@@ -198,6 +263,7 @@ int main(void)
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: timeline of every node of a random tree, a window and a derived tree\n");
+	printf("ok: timeline of every node of a random tree (two binaries, and one), after the "
+	       "store grew, a window and a derived tree\n");
 	return 0;
 }

@@ -185,6 +185,29 @@ static const struct view_file regressions_file = {"regressions", view_render_reg
 /* A version directory's (a series' or a window's root) stack quality. */
 static const struct view_file quality_file = {"quality", view_render_quality, NULL};
 
+/* The timeline files read the store again when rendered (timeline.c):
+ * unlike the other renderers, under fs.lock, which guards it. */
+static int render_timeline_locked(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	pthread_mutex_lock(&fs.lock);
+	int r = view_render_timeline(t, node, out);
+	pthread_mutex_unlock(&fs.lock);
+	return r;
+}
+
+static int render_timeline_svg_locked(const struct view_tree *t, uint32_t node,
+                                      struct view_buf *out)
+{
+	pthread_mutex_lock(&fs.lock);
+	int r = view_render_timeline_svg(t, node, out);
+	pthread_mutex_unlock(&fs.lock);
+	return r;
+}
+
+static const struct view_file timeline_file = {"timeline", render_timeline_locked, NULL};
+static const struct view_file timeline_svg_file = {"timeline.svg", render_timeline_svg_locked,
+                                                   NULL};
+
 static bool has_quality(const struct space *sp)
 {
 	return sp->kind == SPACE_SERIES || sp->kind == SPACE_WINDOW;
@@ -193,6 +216,10 @@ static bool has_quality(const struct space *sp)
 const struct view_file *space_file(const struct space *sp, unsigned f)
 {
 	if (sp->kind != SPACE_DIFF) {
+		if (f < view_file_count && view_files[f].render == view_render_timeline)
+			return &timeline_file;
+		if (f < view_file_count && view_files[f].render == view_render_timeline_svg)
+			return &timeline_svg_file;
 		if (f < view_file_count)
 			return &view_files[f];
 		return f == view_file_count && has_quality(sp) ? &quality_file : NULL;

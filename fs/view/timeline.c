@@ -2,10 +2,20 @@
  * timeline.c — when a subtree ran: `timeline`, one line per time bucket
  * that holds counts of the subtree (its start, samples, weight), and
  * `timeline.svg`, the same as a bar chart drawn in the self-contained
- * style of flame.svg.  They read the per-bucket self counts a tree built
- * from a store keeps for every node (view_tree.times), summed over the
- * subtree; trees derived from trees (diffs, callers, callees) have none
- * and show only the header.
+ * style of flame.svg.
+ *
+ * A tree keeps no counts per bucket (that would cost memory per node and
+ * bucket in every tree): a timeline reads the counts of the tree's
+ * series in its window from the store again, when it is rendered, and
+ * sums those whose store node lies in the subtree.  Whether it does is
+ * decided once per store node, memoized: a store node maps to the view
+ * node its parent's maps to, or to that node's child of the same frame
+ * name (as tree.c merges them), so only the nodes on the way from the
+ * binary down to the subtree's root need their names compared; below
+ * it every node is in, beside it every node is out.  The top root and a
+ * binary's node take every count of their series without a test.  Trees
+ * derived from trees (diffs, callers, callees) read nothing and show
+ * only the header.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,89 +40,182 @@ static int cmp_tbucket(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The first entry of node n in t->times (binary search). */
-static size_t times_lower(const struct view_tree *t, uint32_t n)
-{
-	size_t lo = 0, hi = t->ntimes;
+/* The buckets of one read, summed as the counts arrive. */
+struct tcollect {
+	const struct view_tree *t;
+	uint32_t node;        /* the subtree's root */
+	const uint32_t *path; /* the view nodes from the binary's (0) down to node */
+	uint32_t depth;       /* entries of path */
+	uint32_t *memo;       /* store node -> MEMO_* or MEMO_PATH + path index */
+	uint32_t *walk;       /* scratch: store nodes not yet decided */
+	bool all;             /* every count is in the subtree */
+	struct tbucket *b;
+	size_t nb, cap;
+};
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->times[mid].node < n)
-			lo = mid + 1;
-		else
-			hi = mid;
+#define MEMO_UNKNOWN 0u
+#define MEMO_OUT     1u
+#define MEMO_IN      2u
+#define MEMO_PATH    3u /* + k: maps to path[k], an ancestor of the subtree's root */
+
+/* Whether store node sn lies in the subtree: MEMO_IN or MEMO_OUT, or a
+ * negative errno. */
+static int classify(struct tcollect *c, uint32_t sn)
+{
+	const struct view_tree *t = c->t;
+	struct store *s = t->src.store;
+	size_t depth = 0;
+	uint32_t state, parent, frame;
+	int r;
+
+	if (sn >= t->src.store_nodes)
+		return MEMO_OUT; /* a stack the tree has not seen */
+	while ((state = c->memo[sn]) == MEMO_UNKNOWN) {
+		if (depth == t->src.store_nodes)
+			return -EIO; /* a cycle: the store is corrupt */
+		c->walk[depth++] = sn;
+		if ((r = store_node_get(s, sn, &parent, &frame)) < 0)
+			return r;
+		if (parent >= t->src.store_nodes)
+			return -EIO;
+		sn = parent;
 	}
-	return lo;
+	while (depth > 0) {
+		sn = c->walk[--depth];
+		if (state == MEMO_OUT || state == MEMO_IN) {
+			c->memo[sn] = state;
+			continue;
+		}
+		/* The parent maps to path[k], above the subtree's root: this
+		 * node maps to path[k + 1] when it has that node's name. */
+		uint32_t k = state - MEMO_PATH;
+		struct store_frame f;
+		size_t len;
+		if ((r = store_node_get(s, sn, &parent, &frame)) < 0 ||
+		    (r = store_frame_get(s, frame, &f)) < 0)
+			return r;
+		const char *name = view_node_name(t, c->path[k + 1], &len);
+		if (f.name_len != len || (len && memcmp(f.name, name, len) != 0))
+			state = MEMO_OUT;
+		else if (k + 2 == c->depth)
+			state = MEMO_IN;
+		else
+			state = MEMO_PATH + k + 1;
+		c->memo[sn] = state;
+	}
+	return state == MEMO_IN ? MEMO_IN : MEMO_OUT; /* on the path above: out */
+}
+
+static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t samples,
+                     uint64_t weight)
+{
+	struct tcollect *c = ctx;
+
+	if (!c->all) {
+		int r = classify(c, node);
+		if (r < 0)
+			return r;
+		if (r != MEMO_IN)
+			return 0;
+	} else if (node >= c->t->src.store_nodes) {
+		return 0;
+	}
+	/* A series' counts come in bucket order: add to the last bucket. */
+	if (c->nb && c->b[c->nb - 1].start == bucket_start) {
+		struct tbucket *l = &c->b[c->nb - 1];
+		if (__builtin_add_overflow(l->samples, samples, &l->samples) ||
+		    __builtin_add_overflow(l->weight, weight, &l->weight))
+			return -EOVERFLOW;
+		return 0;
+	}
+	if (c->nb == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		struct tbucket *nbuf = realloc(c->b, cap * sizeof(*nbuf));
+		if (!nbuf)
+			return -ENOMEM;
+		c->b = nbuf;
+		c->cap = cap;
+	}
+	c->b[c->nb++] = (struct tbucket){bucket_start, samples, weight};
+	return 0;
 }
 
 /* The buckets of the subtree of `node`, by start, into *out (malloc'd;
- * the caller frees) and their count into *nout. */
+ * the caller frees) and their count into *nout: read from the store the
+ * tree was built from (nothing for a derived tree). */
 static int collect(const struct view_tree *t, uint32_t node, struct tbucket **out, size_t *nout)
 {
-	struct tbucket *b = NULL;
-	size_t nb = 0, cap = 0;
-	uint32_t *stack = malloc(((size_t)t->nnodes + 1) * sizeof(*stack));
-	size_t depth = 0;
+	struct tcollect c = {.t = t, .node = node, .all = true};
+	uint32_t *path = NULL, binary = VIEW_NONE;
+	int r = 0;
 
 	*out = NULL;
 	*nout = 0;
-	if (!stack)
-		return -ENOMEM;
-	/* The whole tree: every entry, without a walk. */
-	if (node == VIEW_ROOT)
-		depth = 0;
-	else
-		stack[depth++] = node;
-	for (size_t i = 0; node == VIEW_ROOT && i < t->ntimes; i++) {
-		if (nb == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct tbucket *nbuf = realloc(b, cap * sizeof(*nbuf));
-			if (!nbuf) {
-				free(b);
-				free(stack);
-				return -ENOMEM;
+	if (!t->src.store)
+		return 0;
+	if (node != VIEW_ROOT) {
+		/* The view nodes from the binary's down to node. */
+		uint32_t depth = 0;
+		for (uint32_t n = node; n != VIEW_ROOT; n = t->nodes[n].parent)
+			depth++;
+		path = malloc(depth * sizeof(*path));
+		if (!path)
+			return -ENOMEM;
+		uint32_t k = depth;
+		for (uint32_t n = node; n != VIEW_ROOT; n = t->nodes[n].parent)
+			path[--k] = n;
+		binary = path[0];
+		c.path = path;
+		c.depth = depth;
+		if (depth > 1) {
+			/* calloc: only the pages of nodes the series reach are touched. */
+			c.all = false;
+			c.memo = calloc(t->src.store_nodes ? t->src.store_nodes : 1,
+			                sizeof(*c.memo));
+			c.walk = malloc((t->src.store_nodes ? t->src.store_nodes : 1) *
+			                sizeof(*c.walk));
+			if (!c.memo || !c.walk) {
+				r = -ENOMEM;
+				goto out;
 			}
-			b = nbuf;
+			if (t->src.store_nodes > STORE_ROOT_NODE)
+				c.memo[STORE_ROOT_NODE] = MEMO_PATH;
 		}
-		b[nb++] = (struct tbucket){t->times[i].bucket, t->times[i].samples,
-		                           t->times[i].weight};
 	}
-	while (depth) {
-		uint32_t n = stack[--depth];
-		const struct vnode *v = &t->nodes[n];
-		for (size_t i = times_lower(t, n); i < t->ntimes && t->times[i].node == n; i++) {
-			if (nb == cap) {
-				cap = cap ? cap * 2 : 64;
-				struct tbucket *nbuf = realloc(b, cap * sizeof(*nbuf));
-				if (!nbuf) {
-					free(b);
-					free(stack);
-					return -ENOMEM;
-				}
-				b = nbuf;
-			}
-			b[nb++] = (struct tbucket){t->times[i].bucket, t->times[i].samples,
-			                           t->times[i].weight};
-		}
-		for (uint32_t i = 0; i < v->nkids; i++)
-			stack[depth++] = t->kids[v->first_kid + i];
+	for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
+		if (binary != VIEW_NONE && t->src.binary[i] != binary)
+			continue;
+		r = store_series_counts(t->src.store, t->src.series[i], t->src.from, t->src.to,
+		                        add_count, &c);
+		if (r > 0)
+			r = -EIO;
 	}
-	free(stack);
-	qsort(b, nb, sizeof(*b), cmp_tbucket);
+	if (r < 0)
+		goto out;
+	qsort(c.b, c.nb, sizeof(*c.b), cmp_tbucket);
 	size_t k = 0;
-	for (size_t i = 0; i < nb; i++) {
-		if (k && b[k - 1].start == b[i].start) {
-			/* Sums of a subtree's counts: at most the subtree's
-			 * total, which did not overflow. */
-			b[k - 1].samples += b[i].samples;
-			b[k - 1].weight += b[i].weight;
+	for (size_t i = 0; i < c.nb; i++) {
+		if (k && c.b[k - 1].start == c.b[i].start) {
+			if (__builtin_add_overflow(c.b[k - 1].samples, c.b[i].samples,
+			                           &c.b[k - 1].samples) ||
+			    __builtin_add_overflow(c.b[k - 1].weight, c.b[i].weight,
+			                           &c.b[k - 1].weight)) {
+				r = -EOVERFLOW;
+				goto out;
+			}
 		} else {
-			b[k++] = b[i];
+			c.b[k++] = c.b[i];
 		}
 	}
-	*out = b;
+	*out = c.b;
 	*nout = k;
-	return 0;
+	c.b = NULL;
+out:
+	free(c.b);
+	free(c.memo);
+	free(c.walk);
+	free(path);
+	return r;
 }
 
 static int appendf(struct view_buf *out, const char *fmt, ...)
@@ -160,7 +263,7 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 	r = appendf(out,
 	            "# %zu buckets of %" PRIu32 " s; clock %s; unit %s (%s)\n"
 	            "# start samples weight start_utc\n",
-	            n, t->bucket_seconds,
+	            n, t->src.bucket_seconds,
 	            wall_clock(b, n) ? "unix (seconds, UTC)"
 	                             : "perf (seconds since boot unless perf recorded with -k)",
 	            t->unit ? t->unit : "", t->event ? t->event : "");
@@ -216,7 +319,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	for (size_t i = 0; i < n; i++)
 		if (b[i].weight > max)
 			max = b[i].weight;
-	int64_t bs = t->bucket_seconds ? t->bucket_seconds : 60;
+	int64_t bs = t->src.bucket_seconds ? t->src.bucket_seconds : 60;
 	int64_t first = n ? b[0].start : 0, last = n ? b[n - 1].start + bs : bs;
 	double span = (double)(last - first);
 	const char *name = node == VIEW_ROOT ? "all" : view_node_name(t, node, &len);

@@ -38,8 +38,6 @@ struct builder {
 	uint32_t memo_len;
 	uint32_t *path; /* scratch stack of store nodes */
 	size_t path_cap;
-	struct vtime *times; /* every count's (node, bucket), merged at the end */
-	size_t ntimes, times_cap;
 };
 
 /* ---- growable arrays ------------------------------------------------- */
@@ -293,62 +291,7 @@ static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t sa
 	                           &b->t->nodes[vn].self_weight))
 		return -EOVERFLOW;
 	b->t->nodes[vn].flags |= VNODE_LIVE;
-	if (b->ntimes > 0 && b->times[b->ntimes - 1].node == vn &&
-	    b->times[b->ntimes - 1].bucket == bucket_start) {
-		b->times[b->ntimes - 1].samples += samples;
-		b->times[b->ntimes - 1].weight += weight;
-		return 0;
-	}
-	if (b->ntimes == b->times_cap) {
-		size_t cap = b->times_cap ? b->times_cap * 2 : 1024;
-		struct vtime *nt = realloc(b->times, cap * sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		b->times = nt;
-		b->times_cap = cap;
-	}
-	b->times[b->ntimes++] = (struct vtime){vn, bucket_start, samples, weight};
 	return 0;
-}
-
-static int cmp_vtime(const void *a, const void *b)
-{
-	const struct vtime *x = a, *y = b;
-
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
-}
-
-/* Sorts the builder's bucket counts by (node, bucket), merges equal keys
- * (the node's sums never overflow: its self counts did not) and hands
- * them to the tree. */
-static void times_finish(struct builder *b)
-{
-	size_t k = 0;
-
-	if (b->ntimes > 1)
-		qsort(b->times, b->ntimes, sizeof(*b->times), cmp_vtime);
-	for (size_t i = 0; i < b->ntimes; i++) {
-		if (k > 0 && b->times[k - 1].node == b->times[i].node &&
-		    b->times[k - 1].bucket == b->times[i].bucket) {
-			b->times[k - 1].samples += b->times[i].samples;
-			b->times[k - 1].weight += b->times[i].weight;
-			continue;
-		}
-		b->times[k++] = b->times[i];
-	}
-	if (k && k < b->times_cap) {
-		struct vtime *nt = realloc(b->times, k * sizeof(*nt));
-		if (nt)
-			b->times = nt;
-	}
-	b->t->times = k ? b->times : NULL;
-	b->t->ntimes = k;
-	if (!k)
-		free(b->times);
-	b->times = NULL;
-	b->t->bucket_seconds = store_bucket_seconds(b->s);
 }
 
 /* ---- finishing -------------------------------------------------------- */
@@ -805,7 +748,10 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	b.fmap = malloc((size_t)(b.fmap_len ? b.fmap_len : 1) * sizeof(*b.fmap));
 	b.memo = malloc((size_t)(b.memo_len ? b.memo_len : 1) * sizeof(*b.memo));
 	order = malloc(n * sizeof(*order));
-	if (!t->event || !t->unit || !b.stab || !b.ctab || !b.fmap || !b.memo || !order) {
+	t->src.series = malloc(n * sizeof(*t->src.series));
+	t->src.binary = malloc(n * sizeof(*t->src.binary));
+	if (!t->event || !t->unit || !b.stab || !b.ctab || !b.fmap || !b.memo || !order ||
+	    !t->src.series || !t->src.binary) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -836,6 +782,12 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	for (size_t i = 0; i < n; i++)
 		order[i] = &series[i];
 	qsort(order, n, sizeof(*order), cmp_series_binary);
+	t->src.store = s;
+	t->src.nseries = n;
+	t->src.from = from;
+	t->src.to = to;
+	t->src.store_nodes = b.memo_len;
+	t->src.bucket_seconds = store_bucket_seconds(s);
 	for (size_t i = 0; i < n; i++) {
 		if (i == 0 || strcmp(order[i]->binary, order[i - 1]->binary) != 0) {
 			struct store_frame bf = {
@@ -857,6 +809,8 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 			}
 			b.memo[STORE_ROOT_NODE] = vn;
 		}
+		t->src.series[i] = order[i]->id;
+		t->src.binary[i] = b.memo[STORE_ROOT_NODE];
 		r = store_series_counts(s, order[i]->id, from, to, add_count, &b);
 		if (r < 0)
 			goto fail;
@@ -865,7 +819,6 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 			goto fail;
 		}
 	}
-	times_finish(&b);
 	r = finish(t);
 	if (r < 0)
 		goto fail;
@@ -888,7 +841,6 @@ done:
 	free(b.fmap);
 	free(b.memo);
 	free(b.path);
-	free(b.times);
 	return r;
 }
 
@@ -905,7 +857,8 @@ void view_tree_free(struct view_tree *t)
 	free(t->arena);
 	free(t->event);
 	free(t->unit);
-	free(t->times);
+	free(t->src.series);
+	free(t->src.binary);
 	free(t);
 }
 
@@ -925,7 +878,8 @@ size_t view_tree_memory(const struct view_tree *t)
 	       (t->base ? (size_t)t->nnodes * sizeof(*t->base) : 0) +
 	       (size_t)t->nnodes * sizeof(*t->kids) + (size_t)t->frames_cap * sizeof(*t->frames) +
 	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap +
-	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0);
+	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0) +
+	       t->src.nseries * (sizeof(*t->src.series) + sizeof(*t->src.binary));
 }
 
 const char *view_tree_event(const struct view_tree *t)

@@ -48,11 +48,18 @@ struct vbase {
 	uint64_t total_weight, total_samples;
 };
 
-/* A node's self counts in one time bucket (timeline.c). */
-struct vtime {
-	uint32_t node;
-	int64_t bucket; /* its start */
-	uint64_t samples, weight;
+/* Where a tree built from a store read its counts, so that a timeline
+ * can read them again when it is rendered (timeline.c) instead of the
+ * tree keeping counts per node and bucket.  `store` is NULL in trees
+ * derived from trees (diffs, callers, callees). */
+struct vsource {
+	struct store *store; /* borrowed: the store the tree was built from */
+	uint32_t *series;    /* store series ids, nseries of them */
+	uint32_t *binary;    /* per series: its binary's view node */
+	size_t nseries;
+	int64_t from, to;        /* the closed bucket interval read */
+	uint32_t store_nodes;    /* store_node_count() at the build */
+	uint32_t bucket_seconds; /* the store's bucket size (0: none) */
 };
 
 struct view_tree {
@@ -83,13 +90,8 @@ struct view_tree {
 	uint32_t ltab_mask;
 	char *event;
 	char *unit;
-	/* Trees built from a store: every node's self counts per bucket,
-	 * sorted by node, then bucket (one entry per node and bucket with
-	 * counts); none in trees derived from trees (diffs, callers,
-	 * callees).  bucket_seconds: the store's bucket size (0: none). */
-	struct vtime *times;
-	size_t ntimes;
-	uint32_t bucket_seconds;
+	/* Trees built from a store: what they read (timeline.c). */
+	struct vsource src;
 };
 
 static inline const char *vstr_ptr(const struct view_tree *t, uint32_t s)

@@ -177,8 +177,13 @@ const char *view_kind_name(unsigned kind);
  * (nanoseconds, microseconds, milliseconds, seconds). */
 bool view_unit_is_clock(const char *unit, uint64_t *per_second);
 
-/* When the subtree ran (timeline.c), from the per-bucket counts a tree
- * built from a store keeps (derived trees have none: header only).
+/* When the subtree ran (timeline.c): the counts of the tree's series in
+ * its window, read again from the store the tree was built from, which
+ * must still be open; the caller holds whatever lock guards that store
+ * for the duration of the call (as for view_tree_build()).  Counts of
+ * stacks the store gained after the build are left out; counts the
+ * store gained since for the tree's own stacks are not.  Derived trees
+ * (diffs, callers, callees) read nothing: header only.
  * timeline: two '#' header lines (the number of buckets, the bucket
  * size, the clock: "unix" or "perf", the unit and event; the column
  * titles), then one line per bucket with counts in the subtree, oldest
