@@ -310,11 +310,57 @@ int main(void)
 		view_buf_free(&lines);
 		trees++;
 	}
+	/* Two binaries in one tree (the whole machine's): every node, the
+	 * top root and each binary's node too, whose functions are read in
+	 * id order (top.c) rather than walked. */
+	for (int round = 0; round < 5; round++) {
+		struct view_buf lines[2] = {{0}, {0}};
+		for (int b = 0; b < 2; b++) {
+			int nlines = 1 + rand() % 40;
+			for (int i = 0; i < nlines; i++) {
+				char line[256];
+				size_t o = 0;
+				int depth = 1 + rand() % 8;
+				for (int d = 0; d < depth; d++)
+					o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
+					                      d ? ";" : "", alphabet[rand() % 6]);
+				o += (size_t)snprintf(line + o, sizeof(line) - o, " %d\n",
+				                      1 + rand() % 1000);
+				view_buf_append(&lines[b], line, o);
+			}
+		}
+		char version[16];
+		snprintf(version, sizeof(version), "m%d", round);
+		add_kinds(s, "one", version, "nanoseconds", lines[0].data);
+		add_kinds(s, "two", version, "nanoseconds", lines[1].data);
+		struct store_series *list;
+		size_t nl, k = 0;
+		if (store_series_list(s, &list, &nl) < 0)
+			fx_die("store_series_list", EIO);
+		for (size_t i = 0; i < nl; i++)
+			if (strcmp(list[i].version, version) == 0) {
+				struct store_series tmp = list[k];
+				list[k++] = list[i];
+				list[i] = tmp;
+			}
+		if (k != 2 || view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t) < 0)
+			fx_die("view_tree_build", EIO);
+		n = fx_parse("one", lines[0].data, st);
+		n += fx_parse("two", lines[1].data, st + n);
+		for (uint32_t i = 0; i < view_tree_node_count(t); i++)
+			check_node(t, i, st, n, "two binaries");
+		fx_free_stacks(st, n);
+		view_tree_free(t);
+		store_series_free(list, nl);
+		view_buf_free(&lines[0]);
+		view_buf_free(&lines[1]);
+		trees++;
+	}
 	store_close(s);
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: top over %d random trees and a hand-made one\n", trees);
+	printf("ok: top over %d random trees (5 of two binaries) and a hand-made one\n", trees);
 	return 0;
 }

@@ -4,12 +4,19 @@
  * weights, their shares of the subtree and its frame kind, the way
  * `pprof -top` and perf report's flat view show them.
  *
- * One depth-first walk adds every node's self weight to its name's, and
- * its total weight when no ancestor inside the subtree has the same name
+ * Every node of the subtree adds its self weight to its name's, and its
+ * total weight when no ancestor inside the subtree has the same name
  * (its outermost occurrence), so a function's numbers are what the
- * function view (functions.c) gives for the same subtree.  The walk needs
- * no per-function index beyond one slot per interned string, so it is
- * cheaper than view_functions_build() and fit for every directory.
+ * function view (functions.c) gives for the same subtree.  Below a
+ * binary's node, a depth-first walk keeps count of the names open on the
+ * path.  At a binary's node (a version directory) and at the top root,
+ * the subtree is every node of the binary (or of all), and whether an
+ * ancestor has the node's name is the flag VNODE_RECURSIVE the build
+ * set: the nodes are read in id order, front to back, not in a walk
+ * that jumps around memory (a 450,000-node tree: 45 ms -> about 10).
+ * No per-function index beyond one slot per interned string is needed,
+ * so it is cheaper than view_functions_build() and fit for every
+ * directory.  A function's kind is that of its first node in id order.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -81,6 +88,53 @@ static bool is_frame(const struct view_tree *t, uint32_t n)
 	return n != VIEW_ROOT && t->nodes[n].parent != VIEW_ROOT;
 }
 
+/* Adds node n (a frame) to its function. */
+static inline void top_add(const struct view_tree *t, uint32_t n, uint32_t *fidx,
+                           struct top_func *funcs, uint32_t *nfuncs, bool outermost)
+{
+	const struct vnode *v = &t->nodes[n];
+	const struct vframe *f = vnode_frame(t, n);
+
+	if (!fidx[f->name]) {
+		funcs[*nfuncs] = (struct top_func){.name = f->name, .kind = f->kind};
+		fidx[f->name] = ++*nfuncs;
+	}
+	struct top_func *fn = &funcs[fidx[f->name] - 1];
+	fn->self += v->self_weight;
+	if (outermost)
+		fn->total += v->total_weight;
+}
+
+/* The functions of the top root's subtree or a binary node's (`node`), in
+ * id order: VNODE_RECURSIVE says whether a frame above has the name. */
+static int top_scan(const struct view_tree *t, uint32_t node, uint32_t *fidx,
+                    struct top_func *funcs, uint32_t *nfuncs)
+{
+	/* Several binaries and one of them: which nodes are its, by id order
+	 * (a parent's id is below its children's). */
+	uint8_t *in = NULL;
+
+	if (node != VIEW_ROOT && t->nodes[VIEW_ROOT].nkids > 1) {
+		in = calloc(t->nnodes, 1);
+		if (!in)
+			return -ENOMEM;
+		in[node] = 1;
+	}
+	for (uint32_t n = 1; n < t->nnodes; n++) {
+		const struct vnode *v = &t->nodes[n];
+		if (v->parent == VIEW_ROOT || (v->flags & VNODE_HIDDEN))
+			continue;
+		if (in) {
+			if (!in[v->parent])
+				continue;
+			in[n] = 1;
+		}
+		top_add(t, n, fidx, funcs, nfuncs, !(v->flags & VNODE_RECURSIVE));
+	}
+	free(in);
+	return 0;
+}
+
 /* Gathers the functions of the subtree of `node` into *out (malloc'd, the
  * caller frees) and their number into *nout. */
 static int top_collect(const struct view_tree *t, uint32_t node, struct top_func **out,
@@ -98,21 +152,18 @@ static int top_collect(const struct view_tree *t, uint32_t node, struct top_func
 
 	if (!fidx || !open || !funcs || !stack)
 		goto out;
+	if (node == VIEW_ROOT || t->nodes[node].parent == VIEW_ROOT) {
+		if ((r = top_scan(t, node, fidx, funcs, &nfuncs)) < 0)
+			goto out;
+		goto walked;
+	}
 	stack[depth].node = node;
 	stack[depth++].next = 0;
 	for (uint32_t n = node;;) {
 		if (is_frame(t, n)) {
-			const struct vnode *v = &t->nodes[n];
-			const struct vframe *f = vnode_frame(t, n);
-			if (!fidx[f->name]) {
-				funcs[nfuncs] = (struct top_func){.name = f->name, .kind = f->kind};
-				fidx[f->name] = ++nfuncs;
-			}
-			struct top_func *fn = &funcs[fidx[f->name] - 1];
-			fn->self += v->self_weight;
-			if (!open[f->name])
-				fn->total += v->total_weight;
-			open[f->name]++;
+			uint32_t name = vnode_frame(t, n)->name;
+			top_add(t, n, fidx, funcs, &nfuncs, !open[name]);
+			open[name]++;
 		}
 		for (;;) {
 			uint32_t top = stack[depth - 1].node;

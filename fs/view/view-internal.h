@@ -41,6 +41,10 @@ struct vnode {
 /* A node kept only to hold its id (a seeded build, see view.h): it has no
  * counts, is in no child list and no lookup table. */
 #define VNODE_HIDDEN 1u
+/* A frame above the node, below its binary's node, has the node's name
+ * (a recursive call): its total is already in that frame's function
+ * total (top.c). */
+#define VNODE_RECURSIVE 4u
 
 /* The counts of the other version in a diff tree (see diff.c). */
 struct vbase {
