@@ -196,6 +196,25 @@ out:
 	return r;
 }
 
+/* v in decimal, right-aligned in `width` columns, at p (no NUL).
+ * Returns the bytes written. */
+static size_t put_num(char *p, uint64_t v, unsigned width)
+{
+	char digits[20];
+	unsigned n = 0;
+	size_t o = 0;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (o + n < width)
+		p[o++] = ' ';
+	while (n)
+		p[o++] = digits[--n];
+	return o;
+}
+
 /* "12.34" for part/whole as a percentage (two decimals, rounded half up
  * in integers so every platform prints the same). */
 __extension__ typedef unsigned __int128 u128;
@@ -204,8 +223,27 @@ static void put_percent(char out[32], uint64_t part, uint64_t whole)
 {
 	u128 x = whole ? ((u128)part * 20000 + whole) / ((u128)whole * 2) : 0;
 	uint64_t v = (uint64_t)x;
+	size_t n = put_num(out, v / 100, 1);
 
-	snprintf(out, 32, "%" PRIu64 ".%02" PRIu64, v / 100, v % 100);
+	out[n] = '.';
+	out[n + 1] = (char)('0' + v / 10 % 10);
+	out[n + 2] = (char)('0' + v % 10);
+	out[n + 3] = '\0';
+}
+
+/* put_percent()'s "12.34", right-aligned in 7 columns, at p (no NUL).
+ * Returns the bytes written. */
+static size_t put_share(char *p, uint64_t part, uint64_t whole)
+{
+	char s[32];
+	size_t n, o = 0;
+
+	put_percent(s, part, whole);
+	n = strlen(s);
+	while (o + n < 7)
+		p[o++] = ' ';
+	memcpy(p + o, s, n);
+	return o + n;
 }
 
 /* "1.234567890" for v units of which per_second make a second. */
@@ -276,17 +314,33 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 	if (r == 0)
 		r = appendf(out, "#%*s %7s %*s %7s %-7s %s\n", (int)w - 1, "self", "self%", (int)w,
 		            "total", "total%", "kind", "name");
+	/* The lines are written by hand: printf's formatting was half of
+	 * top's time at a version root of 30,000 functions. */
 	for (uint32_t i = 0; i < nfuncs && r == 0; i++) {
-		char sp[32], tp[32];
 		const struct vstr *s = &t->strs[funcs[i].name];
-		put_percent(sp, funcs[i].self, whole);
-		put_percent(tp, funcs[i].total, whole);
-		r = appendf(out, "%*" PRIu64 " %7s %*" PRIu64 " %7s %-7s ", (int)w, funcs[i].self,
-		            sp, (int)w, funcs[i].total, tp, view_kind_name(funcs[i].kind));
-		if (r == 0)
-			r = view_buf_append(out, t->arena + s->off, s->len);
-		if (r == 0)
-			r = view_buf_append(out, "\n", 1);
+		const char *kind = view_kind_name(funcs[i].kind);
+		size_t klen = strlen(kind);
+		if ((r = view_buf_reserve(out, 2 * (size_t)w + 2 * 7 + klen + 8 + s->len)) < 0)
+			break;
+		char *p = out->data + out->len, *p0 = p;
+		p += put_num(p, funcs[i].self, w);
+		*p++ = ' ';
+		p += put_share(p, funcs[i].self, whole);
+		*p++ = ' ';
+		p += put_num(p, funcs[i].total, w);
+		*p++ = ' ';
+		p += put_share(p, funcs[i].total, whole);
+		*p++ = ' ';
+		memcpy(p, kind, klen);
+		p += klen;
+		for (size_t k = klen; k < 7; k++)
+			*p++ = ' ';
+		*p++ = ' ';
+		memcpy(p, t->arena + s->off, s->len);
+		p += s->len;
+		*p++ = '\n';
+		out->len += (size_t)(p - p0);
+		out->data[out->len] = '\0';
 	}
 	free(funcs);
 	return r;

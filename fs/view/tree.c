@@ -19,6 +19,9 @@
 /* While building from the store (builder.lazy): the node has its entry
  * in the child table. */
 #define VNODE_INDEXED 8u
+/* Set by child_lists() on a node with a child whose name some string of
+ * the tree extends: only those need view_sibling_order_breaks(). */
+#define VNODE_CHECK 16u
 
 /* A slot of the child table; the key is kept in the slot so a probe
  * touches one cache line. */
@@ -542,17 +545,26 @@ static int child_lists(struct view_tree *t)
 	uint32_t *rank = malloc(nstrs * sizeof(*rank));
 	uint32_t *start = calloc(nstrs + 1, sizeof(*start)); /* by rank, then running */
 	uint32_t *byname = malloc(nnodes * sizeof(*byname));
+	uint8_t *ext = calloc(nstrs, 1); /* by rank: a string extends it */
 	uint32_t n, i, nvisible = 0, pos = 0;
 	int r = -ENOMEM;
 
 	t->kids = malloc(nnodes * sizeof(*t->kids));
-	if (!t->kids || !sids || !rank || !start || !byname)
+	if (!t->kids || !sids || !rank || !start || !byname || !ext)
 		goto out;
 	for (i = 0; i < t->nstrs; i++)
 		sids[i] = i;
 	qsort_r(sids, t->nstrs, sizeof(*sids), cmp_sids, t);
-	for (i = 0; i < t->nstrs; i++)
+	for (i = 0; i < t->nstrs; i++) {
 		rank[sids[i]] = i;
+		/* The strings that extend one follow it in this order, the
+		 * shortest first: the next one tells. */
+		if (i + 1 < t->nstrs) {
+			const struct vstr *x = &t->strs[sids[i]], *y = &t->strs[sids[i + 1]];
+			ext[i] = y->len > x->len &&
+			         memcmp(t->arena + x->off, t->arena + y->off, x->len) == 0;
+		}
+	}
 	for (n = 1; n < t->nnodes; n++) {
 		if (t->nodes[n].flags & VNODE_HIDDEN)
 			continue;
@@ -569,12 +581,19 @@ static int child_lists(struct view_tree *t)
 		pos += t->nodes[n].nkids;
 		t->nodes[n].nkids = 0;
 	}
+	/* start[k] is now the end of rank k's bucket. */
+	uint32_t k = 0;
 	for (i = 0; i < nvisible; i++) {
+		while (i >= start[k])
+			k++;
 		struct vnode *p = &t->nodes[t->nodes[byname[i]].parent];
 		t->kids[p->first_kid + p->nkids++] = byname[i];
+		if (ext[k])
+			p->flags |= VNODE_CHECK;
 	}
 	r = 0;
 out:
+	free(ext);
 	free(sids);
 	free(rank);
 	free(start);
@@ -670,6 +689,9 @@ static int finish(struct view_tree *t)
 		return r;
 	for (n = 0; n < t->nnodes; n++) {
 		struct vnode *v = &t->nodes[n];
+		if (!(v->flags & VNODE_CHECK))
+			continue;
+		v->flags &= ~VNODE_CHECK;
 		if (v->nkids < 2)
 			continue;
 		uint32_t *k = t->kids + v->first_kid;
