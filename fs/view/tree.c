@@ -19,7 +19,7 @@
 /* While building from the store (builder.lazy): the node has its entry
  * in the child table. */
 #define VNODE_INDEXED 8u
-/* Set by child_lists() on a node with a child whose name some string of
+/* Set by finish() on a node with a child whose name some string of
  * the tree extends: only those need view_sibling_order_breaks(). */
 #define VNODE_CHECK 16u
 
@@ -532,83 +532,54 @@ int view_tree_index(struct view_tree *t)
 	return 0;
 }
 
-/* The child lists (t->kids), each in bytewise name order, once every
- * node's nkids holds its number of visible children.  No list is
- * sorted on its own: the tree's names are ranked once, the nodes bucketed
- * by the rank of their name (a counting sort), and each node appended to
- * its parent's list in that order (a 450,000-node tree: 21 ms of
- * per-list sorts -> 8 ms). */
-static int child_lists(struct view_tree *t)
+/* The tree's strings ranked in bytewise order (a prefix first): rank
+ * per string id into *rank, and per rank whether some string extends it
+ * into *ext (both malloc'd; the caller frees). */
+static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ext)
 {
-	size_t nstrs = t->nstrs ? t->nstrs : 1, nnodes = t->nnodes ? t->nnodes : 1;
+	size_t nstrs = t->nstrs ? t->nstrs : 1;
 	uint32_t *sids = malloc(nstrs * sizeof(*sids));
-	uint32_t *rank = malloc(nstrs * sizeof(*rank));
-	uint32_t *start = calloc(nstrs + 1, sizeof(*start)); /* by rank, then running */
-	uint32_t *byname = malloc(nnodes * sizeof(*byname));
-	uint8_t *ext = calloc(nstrs, 1); /* by rank: a string extends it */
-	uint32_t n, i, nvisible = 0, pos = 0;
-	int r = -ENOMEM;
 
-	t->kids = malloc(nnodes * sizeof(*t->kids));
-	if (!t->kids || !sids || !rank || !start || !byname || !ext)
-		goto out;
-	for (i = 0; i < t->nstrs; i++)
+	*rank = malloc(nstrs * sizeof(**rank));
+	*ext = calloc(nstrs, 1);
+	if (!sids || !*rank || !*ext) {
+		free(sids);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < t->nstrs; i++)
 		sids[i] = i;
-	qsort_r(sids, t->nstrs, sizeof(*sids), cmp_sids, t);
-	for (i = 0; i < t->nstrs; i++) {
-		rank[sids[i]] = i;
+	qsort_r(sids, t->nstrs, sizeof(*sids), cmp_sids, (void *)t);
+	for (uint32_t i = 0; i < t->nstrs; i++) {
+		(*rank)[sids[i]] = i;
 		/* The strings that extend one follow it in this order, the
 		 * shortest first: the next one tells. */
 		if (i + 1 < t->nstrs) {
 			const struct vstr *x = &t->strs[sids[i]], *y = &t->strs[sids[i + 1]];
-			ext[i] = y->len > x->len &&
-			         memcmp(t->arena + x->off, t->arena + y->off, x->len) == 0;
+			(*ext)[i] = y->len > x->len &&
+			            memcmp(t->arena + x->off, t->arena + y->off, x->len) == 0;
 		}
 	}
-	for (n = 1; n < t->nnodes; n++) {
-		if (t->nodes[n].flags & VNODE_HIDDEN)
-			continue;
-		start[rank[vnode_frame(t, n)->name] + 1]++;
-		nvisible++;
-	}
-	for (i = 0; i < t->nstrs; i++)
-		start[i + 1] += start[i];
-	for (n = 1; n < t->nnodes; n++)
-		if (!(t->nodes[n].flags & VNODE_HIDDEN))
-			byname[start[rank[vnode_frame(t, n)->name]]++] = n;
-	for (n = 0; n < t->nnodes; n++) {
-		t->nodes[n].first_kid = pos;
-		pos += t->nodes[n].nkids;
-		t->nodes[n].nkids = 0;
-	}
-	/* start[k] is now the end of rank k's bucket. */
-	uint32_t k = 0;
-	for (i = 0; i < nvisible; i++) {
-		while (i >= start[k])
-			k++;
-		struct vnode *p = &t->nodes[t->nodes[byname[i]].parent];
-		t->kids[p->first_kid + p->nkids++] = byname[i];
-		if (ext[k])
-			p->flags |= VNODE_CHECK;
-	}
-	r = 0;
-out:
-	free(ext);
 	free(sids);
-	free(rank);
-	free(start);
-	free(byname);
-	return r;
+	return 0;
 }
 
+/* Totals, folded sizes, path lengths, hidden and recursive nodes, and
+ * the child lists, each in bytewise name order.  Each pass over the
+ * nodes costs a read of every node and of its parent, at random, so the
+ * work is done in few: bottom-up, top-down, bottom-up, and the child
+ * lists without a sort of their own (the names are ranked once, the
+ * nodes bucketed by the rank of their name, and each node appended to
+ * its parent's list in that order). */
 static int finish(struct view_tree *t)
 {
-	uint32_t n, i;
+	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
+	uint32_t *rank = NULL, *start = NULL, *rk = NULL, *byname = NULL, *chk = NULL;
+	uint64_t *mask = NULL;
+	uint8_t *ext = NULL;
+	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
+	int r;
 
-	/* Each pass over the nodes reads their parents at random, so the
-	 * work is done in three: bottom-up, top-down, bottom-up.
-	 *
-	 * Liveness (a node no count reached, one kept from the seed only,
+	/* Liveness (a node no count reached, one kept from the seed only,
 	 * is hidden) and totals, bottom-up: children have larger ids than
 	 * their parent. */
 	for (n = t->nnodes; n-- > 0;) {
@@ -633,14 +604,16 @@ static int finish(struct view_tree *t)
 			t->base[t->nodes[n].parent].total_samples += v->total_samples;
 		}
 	}
+
 	/* Top-down: hidden nodes, path lengths, and VNODE_RECURSIVE: a mask
 	 * of the names on each node's path (one of 64 bits per name, the
 	 * parent's mask and the node's bit) rules out most nodes at once,
 	 * and only one whose bit its parent's mask has walks up to compare
 	 * names. */
-	uint64_t *mask = malloc((size_t)(t->nnodes ? t->nnodes : 1) * sizeof(*mask));
+	r = -ENOMEM;
+	mask = malloc(nnodes * sizeof(*mask));
 	if (!mask)
-		return -ENOMEM;
+		goto out;
 	mask[0] = 0;
 	t->nodes[0].flags &= ~(VNODE_LIVE | VNODE_INDEXED);
 	for (n = 1; n < t->nnodes; n++) {
@@ -663,14 +636,26 @@ static int finish(struct view_tree *t)
 					}
 			mask[n] = mask[v->parent] | bit;
 		}
-		if (len > UINT32_MAX) {
-			free(mask);
-			return -EOVERFLOW;
-		}
+		r = -EOVERFLOW;
+		if (len > UINT32_MAX)
+			goto out;
 		v->path_len = (uint32_t)len;
 	}
 	free(mask);
-	/* Bottom-up: folded sizes, and the number of children. */
+	mask = NULL;
+
+	/* Bottom-up: folded sizes, the number of children, and the nodes per
+	 * rank of their name. */
+	if ((r = rank_strings(t, &rank, &ext)) < 0)
+		goto out;
+	r = -ENOMEM;
+	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
+	rk = malloc(nnodes * sizeof(*rk));         /* per node: its name's rank */
+	byname = malloc(nnodes * sizeof(*byname));
+	chk = malloc(nnodes * sizeof(*chk)); /* nodes to run the sibling check on */
+	t->kids = malloc(nnodes * sizeof(*t->kids));
+	if (!start || !rk || !byname || !chk || !t->kids)
+		goto out;
 	for (n = t->nnodes; n-- > 1;) {
 		struct vnode *v = &t->nodes[n];
 		struct vnode *p = &t->nodes[v->parent];
@@ -680,30 +665,60 @@ static int finish(struct view_tree *t)
 		else if (v->self_weight > 0)
 			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
 		p->folded_bytes += v->folded_bytes;
-		if (!(v->flags & VNODE_HIDDEN))
+		rk[n] = UINT32_MAX;
+		if (!(v->flags & VNODE_HIDDEN)) {
 			p->nkids++;
+			rk[n] = rank[vnode_frame(t, n)->name];
+			start[rk[n] + 1]++;
+			nvisible++;
+		}
 	}
-
-	int r = child_lists(t);
-	if (r < 0)
-		return r;
+	for (i = 0; i < t->nstrs; i++)
+		start[i + 1] += start[i];
+	for (n = 1; n < t->nnodes; n++)
+		if (rk[n] != UINT32_MAX)
+			byname[start[rk[n]]++] = n;
 	for (n = 0; n < t->nnodes; n++) {
-		struct vnode *v = &t->nodes[n];
-		if (!(v->flags & VNODE_CHECK))
-			continue;
+		t->nodes[n].first_kid = pos;
+		pos += t->nodes[n].nkids;
+		t->nodes[n].nkids = 0;
+	}
+	/* start[k] is now the end of rank k's bucket.  A parent with a child
+	 * whose name some string extends needs the sibling check. */
+	uint32_t k = 0;
+	for (i = 0; i < nvisible; i++) {
+		while (i >= start[k])
+			k++;
+		uint32_t pn = t->nodes[byname[i]].parent;
+		struct vnode *p = &t->nodes[pn];
+		t->kids[p->first_kid + p->nkids++] = byname[i];
+		if (ext[k] && !(p->flags & VNODE_CHECK)) {
+			p->flags |= VNODE_CHECK;
+			chk[nchk++] = pn;
+		}
+	}
+	for (i = 0; i < nchk; i++) {
+		struct vnode *v = &t->nodes[chk[i]];
+		uint32_t *kids = t->kids + v->first_kid;
 		v->flags &= ~VNODE_CHECK;
-		if (v->nkids < 2)
-			continue;
-		uint32_t *k = t->kids + v->first_kid;
-		for (i = 0; i < v->nkids && !t->folded_needs_sort; i++) {
-			int b = view_sibling_order_breaks(t, k, i, v->nkids);
+		for (uint32_t j = 0; j < v->nkids && !t->folded_needs_sort; j++) {
+			int b = view_sibling_order_breaks(t, kids, j, v->nkids);
 			if (b == 2)
 				t->folded_needs_sort = true;
 			else if (b == 1)
 				t->folded_keyed = true;
 		}
 	}
-	return 0;
+	r = 0;
+out:
+	free(mask);
+	free(rank);
+	free(ext);
+	free(start);
+	free(rk);
+	free(byname);
+	free(chk);
+	return r;
 }
 
 /* ---- deriving trees from trees ---------------------------------------- */
