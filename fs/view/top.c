@@ -320,7 +320,12 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 		const struct vstr *s = &t->strs[funcs[i].name];
 		const char *kind = view_kind_name(funcs[i].kind);
 		size_t klen = strlen(kind);
-		if ((r = view_buf_reserve(out, 2 * (size_t)w + 2 * 7 + klen + 8 + s->len)) < 0)
+		/* Two numbers of at most max(w, 20) digits, two shares of 7
+		 * columns, the kind padded to at least 7, four spaces after
+		 * them, the name and the newline. */
+		size_t num = w > 20 ? w : 20;
+		if ((r = view_buf_reserve(out, 2 * num + 2 * 7 + (klen > 7 ? klen : 7) + 4 +
+		                                       s->len + 1)) < 0)
 			break;
 		char *p = out->data + out->len, *p0 = p;
 		p += put_num(p, funcs[i].self, w);
