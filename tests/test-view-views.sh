@@ -196,7 +196,8 @@ check "a frame named top is the directory %74op, top the file" \
 	test -d "$mnt/%40weird/%40v/x/%74op" -a -f "$mnt/%40weird/%40v/x/top" -a "$(cat "$mnt/%40weird/%40v/x/%74op/name")" = top
 check "... and top ranks it: y 3, top 2, timeline 1, x 0" \
 	test "$(awk '!/^#/ { print $6 }' "$mnt/%40weird/%40v/x/top" | tr '\n' ' ')" = "y top timeline x "
-# (top's st_size is 0 until rendered, as pprof's: read it, do not test -s.)
+# (top's st_size is 0 until rendered, as pprof's: read it, do not test -s;
+# see "files without a size" below.)
 check "top in a window and in callers/ and callees/ trees" \
 	sh -c "grep -q ' recent\$' '$mnt/@last/1h/live/1/top' && grep -q ' main\$' '$fn/f/callers/top' && grep -q ' g\$' '$fn/f/callees/top'"
 
@@ -230,6 +231,38 @@ check "/@functions/f/callers/ ends at every binary that calls f, and adds up to 
 	"$(cat "$mnt/@functions/f/callees/total")" = "$(cat "$mnt/@functions/f/total")"
 check "ls @last/1h: the whole window's files, then its binaries" \
 	test "$(ls "$mnt/@last/1h" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self timeline timeline.svg top total "
+
+# ---- files without a size before rendering, read with other tools -------------------------------
+# The root's files, and pprof, top, flame.svg ... anywhere, have st_size 0
+# until rendered (read with direct_io to the end), then their cached
+# rendering's size.  Tools that read to the end get every byte either way;
+# @last/1d's files are read here for the first time.
+tools_ok=1
+for f in "$mnt/@last/1d/top" "$mnt/@last/1d/pprof" "$mnt/@last/1d/folded" "$mnt/@last/1d/timeline" \
+	"$mnt/live/1/callgrind" "$mnt/live/1/pprof"; do
+	want=$(cat "$f" | md5sum)
+	for tool in "cp '$f' '$tmp/cp.out' && cat '$tmp/cp.out'" "python3 -c 'import sys; sys.stdout.buffer.write(open(sys.argv[1], \"rb\").read())' '$f'" \
+		"tail -c +1 '$f'" "dd if='$f' bs=4096 status=none"; do
+		got=$(sh -c "$tool" | md5sum)
+		[ "$got" = "$want" ] || { tools_ok=0; echo "  $tool: not what cat reads"; }
+	done
+	[ "$(wc -c <"$f")" = "$(cat "$f" | wc -c)" ] || { tools_ok=0; echo "  wc -c < $f: $(wc -c <"$f")"; }
+	[ "$(tail -n 2 "$f" | md5sum)" = "$(cat "$f" | tail -n 2 | md5sum)" ] || { tools_ok=0; echo "  tail -n 2 $f"; }
+done
+check "cp, python's read(), tail, dd and wc -c read what cat reads from files without a size" test $tools_ok = 1
+size_known=1
+for f in folded top pprof flame.svg callgrind timeline timeline.svg self total name \
+	app/1/top app/1/pprof app/1/flame.svg app/1/callgrind app/1/timeline; do
+	n=$(cat "$mnt/$f" | wc -c)
+	[ "$(stat -c %s "$mnt/$f")" = "$n" ] || { size_known=0; echo "  $f: stat says $(stat -c %s "$mnt/$f"), cat reads $n"; }
+done
+check "once read, the root's files and a version's pprof, top ... have their size in stat (ls -l, tar)" test $size_known = 1
+if command -v tar >/dev/null; then
+	mkdir -p "$tmp/untar"
+	tar cf "$tmp/root.tar" -C "$mnt" top pprof folded && tar xf "$tmp/root.tar" -C "$tmp/untar"
+	check "tar of the root's top, pprof and folded (read before) holds their bytes" \
+		sh -c "cmp -s '$tmp/untar/top' - < '$mnt/top' && cmp -s '$tmp/untar/pprof' - < '$mnt/pprof' && cmp -s '$tmp/untar/folded' - < '$mnt/folded'"
+fi
 
 # ---- ls @range: the days that hold data --------------------------------------------------------
 days=$(for t in $t0 $((t0 + 193)) $((now - 900)) $((now - 30)) $(date +%s); do date -u -d "@$t" +%F; done | sort -u)

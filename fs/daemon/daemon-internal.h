@@ -5,8 +5,9 @@
  * (`fs`, guarded by fs.lock) and each file's exported functions.  Only
  * fs/daemon/ includes it.  Files call down this list and never up:
  * main.c, ops.c, refresh.c, synth.c, inode.c, space.c, series.c
- * (rendercache.c is called by ops.c and main.c only; state.c holds `fs`
- * and calls nothing); see fs/daemon/README.md.
+ * (rendercache.c is called by ops.c and main.c, and by inode.c for the
+ * size of a cached rendering; state.c holds `fs` and calls nothing); see
+ * fs/daemon/README.md.
  */
 #ifndef FLAMEFS_DAEMON_INTERNAL_H
 #define FLAMEFS_DAEMON_INTERNAL_H
@@ -158,6 +159,7 @@ struct rendered {
 	uint32_t node;
 	uint32_t file;
 	uint32_t changed;
+	bool keep;                      /* cached whatever its size: stat reads the size from it */
 	unsigned refs;                  /* atomic: a read's reply holds one too */
 	struct rendered *newer, *older; /* LRU list, guarded by fs.lock */
 	struct rendered *hnext;         /* hash chain, guarded by fs.lock */
@@ -174,6 +176,7 @@ struct open_file {
 	struct rendered key;
 	struct tree_ref *tree;
 	pthread_mutex_t mu; /* guards r, tree while rendering */
+	bool sizeless;      /* a current inode whose stat had no size */
 };
 
 /* A synthetic directory (space 0): the root and one per binary name ever
@@ -411,8 +414,9 @@ bool inode_emit_locked(struct emitter *em, const char *name, struct ino i, bool 
 void rendercache_ref(struct rendered *r);
 void rendercache_put(struct rendered *r);
 void rendercache_drop_locked(void);
-int rendercache_get(const struct rendered *key, const struct view_tree *tree,
-                    struct rendered **out);
+int rendercache_get(const struct rendered *key, const struct view_tree *tree, struct rendered **out,
+                    bool *fresh);
+int64_t rendercache_length_locked(const struct rendered *key);
 
 /* synth.c */
 int synth_get_locked(const struct sdir *key, size_t *out);
@@ -421,6 +425,7 @@ int synth_binary_locked(const char *name, uint32_t view, size_t *out);
 
 /* refresh.c */
 void refresh_maybe_locked(void);
+void refresh_inval_attr(fuse_ino_t ino);
 void *refresh_invalidator(void *arg);
 int refresh_load_series_locked(void);
 int64_t refresh_bucket_end_now(void);

@@ -32,6 +32,13 @@ static void inval_attr(fuse_ino_t ino)
 		fuse_lowlevel_notify_inval_inode(fs.se, ino, -1, 0);
 }
 
+/* For ops.c: a file's size became known (its first rendering), so the
+ * kernel's cached attributes, which say 0, are dropped. */
+void refresh_inval_attr(fuse_ino_t ino)
+{
+	inval_attr(ino);
+}
+
 /* A directory's attributes and its cached listing (the kernel caches
  * listings: see op_opendir).  Dropping the listing locks its pages only,
  * which the kernel never holds across a request, so this is as safe. */
