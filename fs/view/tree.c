@@ -49,7 +49,7 @@ struct builder {
 	 * store's node count for each binary. */
 	uint32_t *memo;
 	uint32_t memo_len, memo_floor;
-	uint32_t *path; /* scratch stack of store nodes */
+	uint32_t *path; /* scratch stack of (store node, frame) pairs */
 	size_t path_cap;
 	/* A build from the store without a seed enters a node in the child
 	 * table only once a lookup could ask for it (see store_child()):
@@ -398,31 +398,33 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 	uint32_t parent, frame, vn;
 	int r;
 
+	/* Up to a node the memo knows, keeping each node's frame (path holds
+	 * node, frame pairs), then down, making the view nodes. */
 	while (sn >= b->memo_len || b->memo[sn] <= b->memo_floor) {
 		if (sn >= b->memo_len)
 			return -EIO;
-		if (depth == b->path_cap) {
-			size_t ncap = b->path_cap ? b->path_cap * 2 : 256;
+		if (2 * depth + 2 > b->path_cap) {
+			size_t ncap = b->path_cap ? b->path_cap * 2 : 512;
 			uint32_t *np = realloc(b->path, ncap * sizeof(*np));
 			if (!np)
 				return -ENOMEM;
 			b->path = np;
 			b->path_cap = ncap;
 		}
-		b->path[depth++] = sn;
 		r = store_node_get(b->s, sn, &parent, &frame);
 		if (r < 0)
 			return r;
-		if (depth > b->memo_len)
+		b->path[2 * depth] = sn;
+		b->path[2 * depth + 1] = frame;
+		if (++depth > b->memo_len)
 			return -EIO; /* a cycle: the store is corrupt */
 		sn = parent;
 	}
 	vn = b->memo[sn] - 1;
 	while (depth > 0) {
-		sn = b->path[--depth];
-		r = store_node_get(b->s, sn, &parent, &frame);
-		if (r < 0)
-			return r;
+		depth--;
+		sn = b->path[2 * depth];
+		frame = b->path[2 * depth + 1];
 		if (frame >= b->fmap_len)
 			return -EIO;
 		if (b->fmap[frame] == VIEW_NONE) {
