@@ -27,6 +27,26 @@ void cli_die_store(const struct store *s) __attribute__((noreturn));
  * no default at all ends the command with a message. */
 const char *cli_resolve_store(const char *arg, char **owned);
 
+/* Stack quality (cmd-stats.c).  cli_series_quality() measures one series
+ * (view_quality() at its binary: rooted and unknown-leaf weight).
+ * cli_warn_unrooted() compares the store's series with `before` (the list
+ * taken before a command wrote, store_series_list()) and, when a series
+ * that changed has fewer than half its weight in rooted stacks, prints one
+ * line on stderr naming the worst of them, what usually causes it and
+ * what to do.  Import calls it after perf input (CLI_STACKS_PERF); record
+ * should call it after its last commit with the list it took at start
+ * (CLI_STACKS_RECORD). */
+struct view_quality;
+struct store_series;
+/* Where the stacks came from: the warning's cause and advice differ. */
+enum cli_stack_source {
+	CLI_STACKS_PERF,   /* perf script or perf.data: frame pointers under -g */
+	CLI_STACKS_RECORD, /* flamefs-collect record: its own unwinder */
+};
+int cli_series_quality(struct store *s, const struct store_series *se, struct view_quality *q);
+void cli_warn_unrooted(struct store *s, const struct store_series *before, size_t nbefore,
+                       enum cli_stack_source from);
+
 /* The options of a command that takes only --store and --help (stats,
  * compact): sets *store_arg (NULL when not given) and returns -1 to go
  * on, or the exit status when the command ends here (0 after --help, 2

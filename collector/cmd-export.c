@@ -36,8 +36,10 @@ static void usage_export(FILE *f)
 	      "  --store DIR        the store (default: $FLAMEFS_STORE, else\n"
 	      "                     $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
 	      "  --format F         folded (default), pprof (gzipped profile.proto),\n"
-	      "                     svg (flame.svg), callgrind, or with --base also\n"
-	      "                     regressions\n"
+	      "                     svg (flame.svg), callgrind, top (functions by\n"
+	      "                     self weight), timeline, timeline.svg, quality\n"
+	      "                     (rooted and unknown-leaf shares), or with --base\n"
+	      "                     also regressions\n"
 	      "  --binary NAME      only the series of this binary\n"
 	      "  --version LABEL    only the series with this version label\n"
 	      "  --event EVENT      only this event\n"
@@ -84,7 +86,11 @@ enum export_format {
 	EXPORT_PPROF,
 	EXPORT_SVG,
 	EXPORT_CALLGRIND,
-	EXPORT_REGRESSIONS
+	EXPORT_REGRESSIONS,
+	EXPORT_TOP,
+	EXPORT_TIMELINE,
+	EXPORT_TIMELINE_SVG,
+	EXPORT_QUALITY,
 };
 
 /* Moves the series that match to the front of list[0..n); returns how
@@ -169,9 +175,18 @@ int cmd_export(int argc, char **argv)
 				format = EXPORT_REGRESSIONS;
 			else if (strcmp(optarg, "folded") == 0)
 				format = EXPORT_FOLDED;
+			else if (strcmp(optarg, "top") == 0)
+				format = EXPORT_TOP;
+			else if (strcmp(optarg, "timeline") == 0)
+				format = EXPORT_TIMELINE;
+			else if (strcmp(optarg, "timeline.svg") == 0 ||
+			         strcmp(optarg, "timeline-svg") == 0)
+				format = EXPORT_TIMELINE_SVG;
+			else if (strcmp(optarg, "quality") == 0)
+				format = EXPORT_QUALITY;
 			else
-				cli_die("--format: expected folded, pprof, svg, callgrind or "
-				        "regressions, got "
+				cli_die("--format: expected folded, pprof, svg, callgrind, top, "
+				        "timeline, timeline.svg, quality or regressions, got "
 				        "\"%s\"",
 				        optarg);
 			break;
@@ -194,6 +209,9 @@ int cmd_export(int argc, char **argv)
 		cli_die("--format regressions needs --base");
 	if (base && format == EXPORT_CALLGRIND)
 		cli_die("--format callgrind does not show a diff");
+	if (base && (format == EXPORT_TOP || format == EXPORT_TIMELINE ||
+	             format == EXPORT_TIMELINE_SVG || format == EXPORT_QUALITY))
+		cli_die("--format top, timeline, timeline.svg and quality do not show a diff");
 	if (last && (from_arg || to_arg))
 		cli_die("--last and --from/--to exclude each other");
 
@@ -331,6 +349,12 @@ int cmd_export(int argc, char **argv)
 		case EXPORT_CALLGRIND: rc = view_render_callgrind(show, VIEW_ROOT, &out); break;
 		case EXPORT_REGRESSIONS: rc = view_render_regressions(show, VIEW_ROOT, &out); break;
 		case EXPORT_FOLDED: rc = view_render_folded(show, VIEW_ROOT, &out); break;
+		case EXPORT_TOP: rc = view_render_top(show, VIEW_ROOT, &out); break;
+		case EXPORT_TIMELINE: rc = view_render_timeline(show, VIEW_ROOT, &out); break;
+		case EXPORT_TIMELINE_SVG:
+			rc = view_render_timeline_svg(show, VIEW_ROOT, &out);
+			break;
+		case EXPORT_QUALITY: rc = view_render_quality(show, VIEW_ROOT, &out); break;
 		}
 		if (rc < 0)
 			cli_die("%s: cannot render: %s", dir, strerror(-rc));

@@ -102,6 +102,12 @@ struct import_job {
 	size_t files_done;                   /* files imported (or, with --one-batch, parsed) */
 	uint64_t samples, bytes;             /* totals over the files done */
 	double ms_open, ms_parse, ms_commit; /* --timings, summed over files */
+	/* The series before this command wrote (for the stack quality
+	 * warning), and whether a file was perf input (the warning's advice
+	 * is perf's). */
+	struct store_series *before;
+	size_t nbefore;
+	bool perf_input;
 };
 
 /* The progress line, on a terminal only.  With several files it stands
@@ -195,6 +201,8 @@ static void import_job_store(struct import_job *job)
 		fprintf(stderr, PROG ": %s\n", store_notice(job->s));
 	if (job->host && store_set_host(job->s, job->host) < 0)
 		cli_die("--host: out of memory");
+	if (store_series_list(job->s, &job->before, &job->nbefore) < 0)
+		cli_die_store(job->s);
 	if (job->one_batch) {
 		job->batch = store_batch_new(job->s);
 		if (!job->batch)
@@ -345,6 +353,7 @@ static int import_file(struct import_job *job, const char *path)
 	job->samples += ctx.samples;
 	job->bytes += ctx.bytes;
 	job->files_done++;
+	job->perf_input |= fmt == IMPORT_FORMAT_PERF || fmt == IMPORT_FORMAT_PERF_DATA;
 	ret = 0;
 	if (progress_st.tty && job->count > 1) { /* the progress line stands in */
 		progress_show(job, 0, 0);
@@ -508,6 +517,10 @@ int cmd_import(int argc, char **argv)
 		             "%s; %zu failed\n",
 		        job.samples, (double)job.bytes / 1e6, job.files_done, job.count, job.dir,
 		        failed);
+	/* Stacks cut short (fewer than half rooted): one line saying so. */
+	if (job.s && job.perf_input && job.files_done && !(job.one_batch && status))
+		cli_warn_unrooted(job.s, job.before, job.nbefore, CLI_STACKS_PERF);
+	store_series_free(job.before, job.nbefore);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	store_close(job.s);
 	if (job.timings)

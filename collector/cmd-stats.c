@@ -1,7 +1,9 @@
 /*
  * cmd-stats.c — `flamefs-collect stats`: one line per stored series with
  * its samples, unique stacks, input bytes, disk footprint and host, then
- * the store's totals; with --by-host, one line per host instead.
+ * the store's totals; with --by-host, one line per host instead; with
+ * --quality, one line per series with its time span and how good its
+ * stacks are (also the warning import prints after perf input).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +17,13 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "view.h"
 
 #include "cli.h"
 
 static void usage_stats(FILE *f)
 {
-	fputs("Usage: " PROG " stats [--store DIR] [--by-host]\n"
+	fputs("Usage: " PROG " stats [--store DIR] [--by-host | --quality]\n"
 	      "\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
 	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
@@ -28,6 +31,12 @@ static void usage_stats(FILE *f)
 	      "                weight, input bytes (exact) and the first and last\n"
 	      "                time seen (unix seconds, or seconds since boot for\n"
 	      "                perf's clock)\n"
+	      "  --quality     one line per series instead: its weight, the first\n"
+	      "                and last time it has counts at, the share of its\n"
+	      "                weight whose stacks reach an entry point (_start,\n"
+	      "                start_thread, clone, ret_from_fork...: ROOTED%)\n"
+	      "                and the share whose leaf is [unknown] or a bare\n"
+	      "                module name (UNKNOWN%); HOST last\n"
 	      "\n"
 	      "Lists every series (binary, version, event, host) with its samples,\n"
 	      "weight, unique stacks, the bytes of input imported into it and the\n"
@@ -38,7 +47,8 @@ static void usage_stats(FILE *f)
 	      "EXAMPLES\n"
 	      "  " PROG " stats --store ~/prof\n"
 	      "  " PROG " stats | sort -k4 -n\n"
-	      "  " PROG " stats --by-host --store /srv/fleet\n",
+	      "  " PROG " stats --by-host --store /srv/fleet\n"
+	      "  " PROG " stats --quality | awk 'NR > 1 && $7 < 50'\n",
 	      f);
 }
 
@@ -129,22 +139,111 @@ static void print_by_host(const struct store_series *list, size_t n)
 	free(rows);
 }
 
+int cli_series_quality(struct store *s, const struct store_series *se, struct view_quality *q)
+{
+	struct view_tree *t;
+	int r = view_tree_build(s, se, 1, INT64_MIN, INT64_MAX, &t);
+
+	if (r < 0)
+		return r;
+	uint32_t node =
+	        view_node_child_count(t, VIEW_ROOT) ? view_node_child(t, VIEW_ROOT, 0) : VIEW_ROOT;
+	r = view_quality(t, node, q);
+	view_tree_free(t);
+	return r;
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+/* Is `se` in `list` with the same samples and weight? */
+static bool series_unchanged(const struct store_series *list, size_t n,
+                             const struct store_series *se)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i].id == se->id)
+			return list[i].samples == se->samples && list[i].weight == se->weight;
+	return false;
+}
+
+void cli_warn_unrooted(struct store *s, const struct store_series *before, size_t nbefore,
+                       enum cli_stack_source from)
+{
+	struct store_series *list;
+	size_t n, worst = SIZE_MAX;
+	struct view_quality wq = {0};
+
+	if (store_series_list(s, &list, &n) < 0)
+		return; /* a warning only: nothing to report it against */
+	for (size_t i = 0; i < n; i++) {
+		struct view_quality q;
+		if (series_unchanged(before, nbefore, &list[i]) ||
+		    cli_series_quality(s, &list[i], &q) < 0 || q.total == 0 ||
+		    q.rooted * 2 >= q.total)
+			continue;
+		/* The worst: the smallest rooted share, q.rooted / q.total. */
+		if (worst == SIZE_MAX || (u128)q.rooted * wq.total < (u128)wq.rooted * q.total) {
+			worst = i;
+			wq = q;
+		}
+	}
+	if (worst != SIZE_MAX) {
+		char share[32];
+		view_quality_share(wq.rooted, wq.total, share);
+		const char *why =
+		        from == CLI_STACKS_PERF
+		                ? "usually because frame pointers are missing under perf record "
+		                  "-g; "
+		                  "record with --call-graph dwarf, or with " PROG " record"
+		                : "code without unwind tables or frame pointers, or JIT code not "
+		                  "named yet; see " PROG " record's --help";
+		fprintf(stderr,
+		        PROG
+		        ": warning: only %s%% of %s %s (%s) has stacks that reach an entry "
+		        "point (_start, start_thread, ...): they were cut short, %s (see stats "
+		        "--quality)\n",
+		        share, list[worst].binary, list[worst].version, list[worst].event, why);
+	}
+	store_series_free(list, n);
+}
+
+/* --quality: each series' span and stack quality. */
+static void print_quality(struct store *s, const struct store_series *list, size_t n)
+{
+	printf("%-20s %-14s %-12s %16s %12s %12s %8s %8s %s\n", "BINARY", "VERSION", "EVENT",
+	       "WEIGHT", "FIRST", "LAST", "ROOTED%", "UNKNOWN%", "HOST");
+	for (size_t i = 0; i < n; i++) {
+		const struct store_series *se = &list[i];
+		struct view_quality q;
+		char rs[32], us[32];
+		int r = cli_series_quality(s, se, &q);
+		if (r < 0)
+			cli_die("%s %s (%s): %s", se->binary, se->version, se->event, strerror(-r));
+		view_quality_share(q.rooted, q.total, rs);
+		view_quality_share(q.unknown_leaf, q.total, us);
+		printf("%-20s %-14s %-12s %16" PRIu64 " %12" PRId64 " %12" PRId64 " %8s %8s %s\n",
+		       se->binary, se->version, se->event, se->weight, se->first_seen,
+		       se->last_seen, rs, us, se->host);
+	}
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
 	        {"by-host", no_argument, NULL, 'H'},
+	        {"quality", no_argument, NULL, 'Q'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
 	const char *store_arg = NULL;
-	bool by_host = false;
+	bool by_host = false, quality = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 'H': by_host = true; break;
+		case 'Q': quality = true; break;
 		case 'h': usage_stats(stdout); return 0;
 		default: usage_stats(stderr); return 2;
 		}
@@ -153,6 +252,8 @@ int cmd_stats(int argc, char **argv)
 		usage_stats(stderr);
 		return 2;
 	}
+	if (by_host && quality)
+		cli_die("--by-host and --quality exclude each other");
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
@@ -165,8 +266,11 @@ int cmd_stats(int argc, char **argv)
 	size_t n;
 	if (store_series_list(s, &list, &n) < 0)
 		cli_die_store(s);
-	if (by_host) {
-		print_by_host(list, n);
+	if (by_host || quality) {
+		if (by_host)
+			print_by_host(list, n);
+		else
+			print_quality(s, list, n);
 		store_series_free(list, n);
 		store_close(s);
 		free(owned);

@@ -101,8 +101,12 @@ for d in "$split"/*/; do
 	case $(basename "$d") in @*) continue ;; esac
 	printf '%12s  %s\n' "$(cat "$d/total")" "$(basename "$d")"
 done | sort -rn
+# sed -n 1,5p reads to the end: head would close the pipe early, and
+# under pipefail sort's or cut's SIGPIPE would end the demo.
 step "the five heaviest stacks: awk '{ print \$NF \"\\t\" \$0 }' mnt/$bin/$version/folded | sort -rn | cut -f2 | sed -n 1,5p"
 awk '{ print $NF "\t" $0 }' "$mnt/$bin/$version/folded" | sort -rn | cut -f2 | sed -n 1,5p
+step "head -n 7 mnt/$bin/$version/top   (the hottest functions, with kind)"
+sed -n 1,7p "$mnt/$bin/$version/top"
 step flamefs-top -n 5 mnt/$bin/$version
 sh "$top/contrib/flamefs-top" -n 5 "$mnt/$bin/$version"
 step "go tool pprof -top mnt/$bin/perf/pprof | sed -n 1,12p"

@@ -73,13 +73,13 @@ comp "compact export help import merge prune push record stats unwind-table" fla
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
 comp "auto folded gperftools-cpu legacy perf perf.data pprof" flamefs-collect import --format ""
-comp "callgrind folded pprof regressions svg" flamefs-collect export --format ""
+comp "callgrind folded pprof quality regressions svg timeline timeline.svg top" flamefs-collect export --format ""
 comp "15m 1d 1h 1m 5m 6h 7d" flamefs-collect export --last ""
 comp "--callees --callers" flamefs-collect export --call
 comp "--freq" flamefs-collect record --fr
 comp "--kernel-only" flamefs-collect record --k
 comp "--output" flamefs-collect export --ou
-comp "--by-host --help --store" flamefs-collect stats --
+comp "--by-host --help --quality --store" flamefs-collect stats --
 comp "--help --store" flamefs-collect compact --
 comp "--host" flamefs-collect import --ho
 comp "--host" flamefs-collect record --ho

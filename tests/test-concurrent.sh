@@ -83,7 +83,7 @@ import gzip, os, sys, time
 mnt, base_f, inc_f, started_f, end_s, out_f = sys.argv[1:7]
 end = float(end_s)
 root = os.path.join(mnt, "app", "default")
-FILES = ["callgrind", "flame.svg", "folded", "name", "pprof", "self", "total"]
+FILES = ["callgrind", "flame.svg", "folded", "name", "pprof", "self", "timeline", "timeline.svg", "top", "total"]
 
 def load(path):
     tot, slf = {}, {}
@@ -198,7 +198,7 @@ def snapshot(d, frames):
     global reads
     names = sorted(os.listdir(d))
     reads += 1
-    kids = [n for n in names if n not in FILES]
+    kids = [n for n in names if n not in FILES and n != "quality"]  # quality: version roots only
     b_t, i_t = btot.get(frames, 0), itot.get(frames, 0)
     self_ = int(rd(d + "/self"))
     exact(frames, "self", self_, bself.get(frames, 0), iself.get(frames, 0))

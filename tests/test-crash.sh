@@ -252,7 +252,7 @@ mounts() {
 		sleep 0.1
 	done
 	if mountpoint -q "$mnt"; then
-		got=$(ls "$mnt" | wc -l)
+		got=$(find "$mnt" -mindepth 1 -maxdepth 1 -type d | wc -l) # the binaries, not the root's files
 		[ "$got" = "$want" ] && [ "$want" != "" ] && listed=1
 		[ "$listed" = 1 ] || echo "lists $got binaries, stats counts '$want'" >>"$tmp/daemon.err"
 		fusermount3 -u "$mnt" 2>/dev/null

@@ -27,7 +27,8 @@ struct name {
 };
 
 static const char *const reserved[] = {"folded", "self",      "total",     "pprof",
-                                       "name",   "flame.svg", "callgrind", "regressions"};
+                                       "name",   "flame.svg", "callgrind", "regressions",
+                                       "top",    "quality",   "timeline",  "timeline.svg"};
 
 /* Checks one name; returns its escaped form (malloc'd). */
 static char *check_name(const char *p, size_t len, int flags)
@@ -133,6 +134,9 @@ int main(void)
 	ADD("flame.svg");
 	ADD("callgrind");
 	ADD("regressions");
+	ADD("top");
+	ADD("quality");
+	ADD("topx");
 	ADD("[unknown]");
 	ADD("func_[i]");
 	ADD("a;b");

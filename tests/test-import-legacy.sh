@@ -227,7 +227,8 @@ for want in "heap.pb.gz inuse_space" "allocs.pb.gz alloc_space" "go-heap.txt inu
 		mkdir -p "$tmp/mnt"
 		n=$((n + 1))
 		if "$fsbin" "$tmp/s" "$tmp/mnt" 2>"$tmp/mount.err"; then
-			bin=$(ls "$tmp/mnt" | head -1)
+			# The binary: the root's one directory (its files are the whole view's).
+			bin=$(find "$tmp/mnt" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | head -1)
 			total=$(cat "$tmp/mnt/$bin/default/total" 2>/dev/null)
 			[ "$total" = "$(stat_of "$tmp/s" "$2" 5)" ] ||
 				fail "$1: the view's version root shows $total, expected $2's weight"

@@ -66,7 +66,7 @@ _flamefs_collect()
 	--format)
 		case $cmd in
 		import) COMPREPLY=($(compgen -W 'perf perf.data folded pprof gperftools-cpu legacy auto' -- "$cur")) ;;
-		export) COMPREPLY=($(compgen -W 'folded pprof svg callgrind regressions' -- "$cur")) ;;
+		export) COMPREPLY=($(compgen -W 'folded pprof svg callgrind top timeline timeline.svg quality regressions' -- "$cur")) ;;
 		esac
 		return
 		;;
@@ -143,7 +143,7 @@ _flamefs_collect()
 		      --unwind --unwind-memory --jit-wait --jit-memory --python --event --offcpu-min --push --push-every -e
 		      -p -a -F -d -v --'
 		;;
-	stats) opts='--store --by-host --help' ;;
+	stats) opts='--store --by-host --quality --help' ;;
 	compact) opts='--store --help' ;;
 	unwind-table)
 		if [[ $cur == -* ]]; then

@@ -5,8 +5,9 @@
  * (`fs`, guarded by fs.lock) and each file's exported functions.  Only
  * fs/daemon/ includes it.  Files call down this list and never up:
  * main.c, ops.c, refresh.c, synth.c, inode.c, space.c, series.c
- * (rendercache.c is called by ops.c and main.c only; state.c holds `fs`
- * and calls nothing); see fs/daemon/README.md.
+ * (rendercache.c is called by ops.c and main.c, and by inode.c for the
+ * size of a cached rendering; state.c holds `fs` and calls nothing); see
+ * fs/daemon/README.md.
  */
 #ifndef FLAMEFS_DAEMON_INTERNAL_H
 #define FLAMEFS_DAEMON_INTERNAL_H
@@ -32,24 +33,25 @@
 
    An inode number is 1 + these 64 bits, high to low:
 
-     space   14   0: the synthetic directories (root, binaries, the views'
+     space   13   0: the synthetic directories (root, binaries, the views'
                   directories); else a tree space (struct space): one
                   series' call tree, or a window, diff, callers or callees
                   tree
      alias    1   1: the tree shown as /<b>/<v>/ (the version's primary
                   event), 0: as /<b>/<v>@<e>/ (two directories, one tree)
      node    32   the tree's node id; in space 0 the synthetic dir's index
-     slot     3   0: the directory; f + 1: the file space_file(f) (in
-                  space 0: a function's self, 1, and total, 2)
+     slot     4   0: the directory; f + 1: the file space_file(f) (in
+                  space 0: a function's self, 1, and total, 2); room
+                  for 15 files (view_files and quality use 11)
      version 14   files only: the node's content version (mod 2^14)
 
    So the root is 1, a directory's number is the same for as long as the
    daemon keeps the space (node ids survive rebuilds), and a file's number
    changes whenever its bytes may have: a file inode's size and pages never
    change, and the kernel may cache them for as long as it likes. */
-#define INO_SPACE_BITS   14
+#define INO_SPACE_BITS   13
 #define INO_NODE_BITS    32
-#define INO_SLOT_BITS    3
+#define INO_SLOT_BITS    4
 #define INO_VERSION_BITS 14
 #define MAX_SPACES       ((1u << INO_SPACE_BITS) - 1) /* the last id is never used */
 #define VERSION_MASK     ((1u << INO_VERSION_BITS) - 1)
@@ -82,6 +84,12 @@ enum space_kind {
 	SPACE_DIFF,    /* series_id (B) against base_id (A): @diff */
 	SPACE_CALLERS, /* function `func` of series_id: @functions/F/callers */
 	SPACE_CALLEES, /* ... and its callees */
+	/* The whole view at a root (issue 24): every binary's primary series
+	 * of view base_id (of one event, space_all_event_locked()), shown as
+	 * the files of node VIEW_ROOT only, in the directory parent_sdir (a
+	 * root: /, /@host/<name>/). */
+	SPACE_ALL,
+	SPACE_ALL_WINDOW, /* ... restricted to a window (last, from, to): /@last/D/, /@range/F/T/ */
 };
 
 /* The directory a space's tree shows at the top: the one child of the
@@ -112,12 +120,34 @@ struct space {
 	 * set once an inode of node n was given to the kernel under that
 	 * alias.  Sized nodes_cap. */
 	uint32_t gen;
+	/* SPACE_ALL*: the content version of its files, bumped by every
+	 * refresh that changes its view and kept while the tree is dropped
+	 * (the files have no size in stat and are read with direct_io). */
+	uint32_t files_version;
 	uint32_t *changed;
 	uint8_t *seen;
 	uint32_t nodes_cap;
 	time_t *gen_time;
 	uint32_t gen_time_cap;
 };
+
+static inline bool space_is_all(const struct space *sp)
+{
+	return sp->kind == SPACE_ALL || sp->kind == SPACE_ALL_WINDOW;
+}
+
+/* The whole view of view v as a series id, for the root's @functions (its
+ * SD_FUNCS and SD_FUNC directories, callers and callees spaces): the top
+ * of the id range, which the view series' ids (1 up) never reach. */
+#define SERIES_ALL_BASE 0xffff0000u
+static inline uint32_t series_all_id(uint32_t view)
+{
+	return SERIES_ALL_BASE + view;
+}
+static inline bool series_id_is_all(uint32_t id)
+{
+	return id >= SERIES_ALL_BASE;
+}
 
 /* The rendered bytes of one file of one node at one content version.
  * Shared by the render cache and the open files reading it; freed when the
@@ -129,6 +159,7 @@ struct rendered {
 	uint32_t node;
 	uint32_t file;
 	uint32_t changed;
+	bool keep;                      /* cached whatever its size: stat reads the size from it */
 	unsigned refs;                  /* atomic: a read's reply holds one too */
 	struct rendered *newer, *older; /* LRU list, guarded by fs.lock */
 	struct rendered *hnext;         /* hash chain, guarded by fs.lock */
@@ -145,6 +176,7 @@ struct open_file {
 	struct rendered key;
 	struct tree_ref *tree;
 	pthread_mutex_t mu; /* guards r, tree while rendering */
+	bool sizeless;      /* a current inode whose stat had no size */
 };
 
 /* A synthetic directory (space 0): the root and one per binary name ever
@@ -153,8 +185,8 @@ struct open_file {
  * kept (an index is an inode number) but found again by their key:
  *
  *   SD_LAST      /@last                 the durations
- *   SD_RANGE     /@range                nothing listed; any FROM resolves
- *   SD_FROM      /@range/FROM           nothing listed; any TO resolves
+ *   SD_RANGE     /@range                the days with data; any FROM resolves
+ *   SD_FROM      /@range/FROM           the next day (a day FROM); any TO resolves
  *   SD_WINDOW    /@last/D, /@range/F/T  binaries with counts in the window
  *   SD_WBINARY   .../<binary>           its versions: window tree spaces
  *   SD_DIFF      /<binary>/@diff        versions (A)
@@ -362,6 +394,7 @@ int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen);
 int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
                             struct view_tree **out);
 int space_build_locked(struct space *sp);
+const char *space_all_event_locked(size_t lo, size_t hi);
 time_t space_node_mtime(const struct space *sp, uint32_t node);
 void space_count_lookup_locked(const struct ino *i);
 void space_uncount_lookup_locked(const struct ino *i, uint64_t n);
@@ -381,8 +414,9 @@ bool inode_emit_locked(struct emitter *em, const char *name, struct ino i, bool 
 void rendercache_ref(struct rendered *r);
 void rendercache_put(struct rendered *r);
 void rendercache_drop_locked(void);
-int rendercache_get(const struct rendered *key, const struct view_tree *tree,
-                    struct rendered **out);
+int rendercache_get(const struct rendered *key, const struct view_tree *tree, struct rendered **out,
+                    bool *fresh);
+int64_t rendercache_length_locked(const struct rendered *key);
 
 /* synth.c */
 int synth_get_locked(const struct sdir *key, size_t *out);
@@ -391,6 +425,7 @@ int synth_binary_locked(const char *name, uint32_t view, size_t *out);
 
 /* refresh.c */
 void refresh_maybe_locked(void);
+void refresh_inval_attr(fuse_ino_t ino);
 void *refresh_invalidator(void *arg);
 int refresh_load_series_locked(void);
 int64_t refresh_bucket_end_now(void);

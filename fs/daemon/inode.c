@@ -72,11 +72,30 @@ int inode_resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 	at->sp = space_get_locked(at->i.space);
 	if (!at->sp || at->sp->gone)
 		return -ESTALE;
-	const struct store_series *s = series_by_id_locked(at->sp->series_id);
-	if (!s)
-		return -ESTALE;
-	if (at->i.alias && !fs.primary[s - fs.series])
-		return -ENOENT; /* /<b>/<v>/ shows another event now */
+	if (space_is_all(at->sp)) {
+		/* The whole view's files at a root: node VIEW_ROOT's only. */
+		if (at->i.alias || at->i.node != VIEW_ROOT || at->i.slot == 0 ||
+		    at->i.slot > view_file_count)
+			return -ENOENT;
+		at->current = at->i.version == (at->sp->files_version & VERSION_MASK);
+		if (!at->sp->tree && !need_tree)
+			return 0;
+		if (!at->sp->tree) {
+			int r = space_build_locked(at->sp);
+			if (r < 0)
+				return r;
+		}
+		at->sp->last_use = ++fs.use_clock;
+		at->tree = at->sp->tree->tree;
+		return 0;
+	}
+	if (!series_id_is_all(at->sp->series_id)) {
+		const struct store_series *s = series_by_id_locked(at->sp->series_id);
+		if (!s)
+			return -ESTALE;
+		if (at->i.alias && !fs.primary[s - fs.series])
+			return -ENOENT; /* /<b>/<v>/ shows another event now */
+	}
 	if (at->i.slot > space_file_count(at->sp, at->i.node) || at->i.node == 0)
 		return -ENOENT;
 	if (!at->sp->tree && !need_tree && at->i.node == SPACE_ROOT_NODE && at->i.slot == 0)
@@ -157,9 +176,25 @@ int inode_func_file_locked(const struct sdir *sd, unsigned slot, struct view_buf
 	return view_buf_append(out, num, (size_t)n);
 }
 
+/* The length of a file's cached rendering at its current content
+ * version, or -1. */
+static int64_t cached_length_locked(const struct at *at)
+{
+	struct rendered key = {
+	        .space_uid = at->sp->uid,
+	        .node = at->i.node,
+	        .file = at->i.slot - 1,
+	        .changed =
+	                space_is_all(at->sp) ? at->sp->files_version : at->sp->changed[at->i.node],
+	};
+
+	return rendercache_length_locked(&key);
+}
+
 /* The attributes of what `at` names now (a file's current size; files
- * without a size function, pprof, report 0 and are read with direct_io).
- * Returns the attribute timeout. */
+ * without a size function, pprof, top, ..., and the root's files report
+ * the size of their cached rendering, 0 before one is made, and are read
+ * with direct_io).  Returns the attribute timeout. */
 double inode_attr_locked(const struct at *at, fuse_ino_t ino, struct stat *st)
 {
 	if (at->sd && at->i.slot) {
@@ -180,8 +215,24 @@ double inode_attr_locked(const struct at *at, fuse_ino_t ino, struct stat *st)
 		return CACHE_TIMEOUT;
 	}
 	const struct view_file *f = space_file(at->sp, at->i.slot - 1);
-	inode_attr_file(st, ino, space_node_mtime(at->sp, at->i.node),
-	                f->size ? f->size(at->tree, at->i.node) : 0);
+	if (space_is_all(at->sp)) {
+		/* No tree is built for a stat: the size is known once the tree
+		 * is (the files with a size function) or the file was rendered
+		 * (while the rendering stays cached), else 0. */
+		int64_t len = -1;
+		if (at->current && f->size && at->sp->tree)
+			len = (int64_t)f->size(at->sp->tree->tree, VIEW_ROOT);
+		if (at->current && len < 0)
+			len = cached_length_locked(at);
+		inode_attr_file(st, ino, at->sp->series_mtime, len > 0 ? (uint64_t)len : 0);
+		return at->current ? CACHE_TIMEOUT : 0;
+	}
+	int64_t len = 0;
+	if (f->size)
+		len = (int64_t)f->size(at->tree, at->i.node);
+	else if (at->current)
+		len = cached_length_locked(at);
+	inode_attr_file(st, ino, space_node_mtime(at->sp, at->i.node), len > 0 ? (uint64_t)len : 0);
 	/* An inode of an older version is answered with the current size and
 	 * not cached, so a stale entry never caches a stale size. */
 	return at->current ? CACHE_TIMEOUT : 0;

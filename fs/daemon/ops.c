@@ -372,7 +372,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct open_file *of;
 	struct tree_ref *tree;
 	struct at at;
-	bool current;
+	bool current, all;
 	int r;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -409,7 +409,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	key.vf = space_file(at.sp, at.i.slot - 1);
 	key.node = at.i.node;
 	key.file = at.i.slot - 1;
-	key.changed = at.sp->changed[at.i.node];
+	all = space_is_all(at.sp);
+	key.changed = all ? at.sp->files_version : at.sp->changed[at.i.node];
+	key.keep = all;
 	current = at.current;
 	tree = at.sp->tree;
 	tree->refs++;
@@ -423,12 +425,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	of->key = key;
 	of->tree = tree; /* rendered at the first read (open_file_render) */
-	/* A size not known before rendering (pprof: 0 in stat), or an inode
+	/* A size not known before rendering (pprof: 0 in stat until rendered), or an inode
 	 * of an older version whose cached size and pages are another
 	 * rendering's: read to EOF through the daemon.  Otherwise the
 	 * inode's pages can only ever hold these bytes: keep them. */
-	fi->direct_io = key.vf->size == NULL || !current;
+	fi->direct_io = key.vf->size == NULL || !current || all;
 	fi->keep_cache = !fi->direct_io;
+	of->sizeless = current && (key.vf->size == NULL || all);
 opened:
 	pthread_mutex_init(&of->mu, NULL);
 	of->ino = ino;
@@ -461,15 +464,21 @@ static int open_file_render(struct open_file *of)
 {
 	int rc = 0;
 
+	bool fresh = false;
+
 	pthread_mutex_lock(&of->mu);
 	if (!of->r) {
-		rc = rendercache_get(&of->key, of->tree->tree, &of->r);
+		rc = rendercache_get(&of->key, of->tree->tree, &of->r, &fresh);
 		if (rc == 0) {
 			space_put_tree(of->tree);
 			of->tree = NULL;
 		}
 	}
 	pthread_mutex_unlock(&of->mu);
+	/* A file stat gave no size (see inode_attr_locked()) has one now,
+	 * for as long as the rendering stays cached: let stat ask again. */
+	if (fresh && of->sizeless)
+		refresh_inval_attr(of->ino);
 	return rc;
 }
 

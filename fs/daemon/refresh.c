@@ -32,6 +32,13 @@ static void inval_attr(fuse_ino_t ino)
 		fuse_lowlevel_notify_inval_inode(fs.se, ino, -1, 0);
 }
 
+/* For ops.c: a file's size became known (its first rendering), so the
+ * kernel's cached attributes, which say 0, are dropped. */
+void refresh_inval_attr(fuse_ino_t ino)
+{
+	inval_attr(ino);
+}
+
 /* A directory's attributes and its cached listing (the kernel caches
  * listings: see op_opendir).  Dropping the listing locks its pages only,
  * which the kernel never holds across a request, so this is as safe. */
@@ -369,6 +376,45 @@ static bool series_unchanged_locked(const struct store_series *old, size_t nold,
 	return false;
 }
 
+/* Did any series of view `view` change from `old` to fs.series? */
+static bool view_changed_locked(const struct store_series *old, size_t nold, uint32_t view)
+{
+	size_t lo, hi, n_old = 0;
+
+	series_view_range(view, &lo, &hi);
+	for (size_t i = 0; i < nold; i++)
+		n_old += series_view_locked(&old[i]) == view;
+	if (n_old != hi - lo)
+		return true;
+	for (size_t i = lo; i < hi; i++)
+		if (!series_unchanged_locked(old, nold, fs.series[i].id))
+			return true;
+	return false;
+}
+
+/* A whole view's files (SPACE_ALL*) after a refresh: when its view
+ * changed (or a @last window moved), the files get a new version, the
+ * kernel drops the old numbers' attributes and the names' entries in the
+ * root that lists them, and the tree is built again when next opened. */
+static void space_all_refresh_locked(struct space *sp, const struct store_series *old, size_t nold,
+                                     time_t now, bool window_moved)
+{
+	if (!view_changed_locked(old, nold, sp->base_id) &&
+	    !(sp->kind == SPACE_ALL_WINDOW && sp->last && window_moved))
+		return;
+	uint32_t old_version = sp->files_version++;
+	sp->series_mtime = now;
+	for (unsigned f = 0; f < view_file_count; f++) {
+		inval_attr(inode_make((struct ino){.space = sp->id,
+		                                   .node = VIEW_ROOT,
+		                                   .slot = f + 1,
+		                                   .version = old_version & VERSION_MASK}));
+		queue_inval_entry_locked(inode_make((struct ino){.node = sp->parent_sdir}),
+		                         view_files[f].name, strlen(view_files[f].name));
+	}
+	space_drop_tree_locked(sp);
+}
+
 /* Everything a refresh changes in what the kernel was told: the store
  * moved from `old` to fs.series, or (window_moved) only time went on to
  * the next bucket, which moves every @last window. */
@@ -426,19 +472,28 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 	for (uint32_t n = 1; n < 2 * fs.max_space; n++) {
 		uint32_t id = n < fs.max_space ? n : n - fs.max_space + 1;
 		struct space *sp = fs.spaces[id];
-		if (!sp || sp->gone || (sp->kind == SPACE_SERIES) != (n < fs.max_space))
+		/* First the series' and the whole views' (the root's callers
+		 * and callees are built from those). */
+		bool first = sp && (sp->kind == SPACE_SERIES || space_is_all(sp));
+		if (!sp || sp->gone || first != (n < fs.max_space))
 			continue;
-		const struct store_series *s = series_by_id_locked(sp->series_id);
-		if (!s || (sp->kind == SPACE_DIFF && !series_by_id_locked(sp->base_id))) {
+		if (space_is_all(sp)) {
+			space_all_refresh_locked(sp, old, nold, now, window_moved);
+			continue;
+		}
+		bool all = series_id_is_all(sp->series_id); /* the root's callers, callees */
+		const struct store_series *s = all ? NULL : series_by_id_locked(sp->series_id);
+		if ((!s && !all) || (sp->kind == SPACE_DIFF && !series_by_id_locked(sp->base_id))) {
 			/* Pruned: its inodes are stale from now on. */
 			sp->gone = true;
 			space_drop_tree_locked(sp);
 			continue;
 		}
-		bool changed = !series_unchanged_locked(old, nold, sp->series_id) ||
-		               (sp->kind == SPACE_DIFF &&
-		                !series_unchanged_locked(old, nold, sp->base_id)) ||
-		               (sp->kind == SPACE_WINDOW && sp->last && window_moved);
+		bool changed = all ? view_changed_locked(old, nold, sp->series_id - SERIES_ALL_BASE)
+		                   : (!series_unchanged_locked(old, nold, sp->series_id) ||
+		                      (sp->kind == SPACE_DIFF &&
+		                       !series_unchanged_locked(old, nold, sp->base_id)) ||
+		                      (sp->kind == SPACE_WINDOW && sp->last && window_moved));
 		if (!changed)
 			continue;
 		sp->series_mtime = now;

@@ -146,10 +146,26 @@ static struct rendered *find_rendered_locked(const struct rendered *key)
 	return NULL;
 }
 
+/* The length of the cached rendering with `key`'s space, node, file and
+ * content version, or -1 when the cache holds none.  Leaves the LRU order
+ * alone: stat is not a use. */
+int64_t rendercache_length_locked(const struct rendered *key)
+{
+	if (!fs.cache_buckets)
+		return -1;
+	for (struct rendered *c = fs.cache_hash[rendered_hash(key)]; c; c = c->hnext)
+		if (c->space_uid == key->space_uid && c->node == key->node &&
+		    c->file == key->file && c->changed == key->changed)
+			return (int64_t)c->buf.len;
+	return -1;
+}
+
 /* Returns a referenced rendering of file `f` of `node` in `tree`, whose
  * content version is `key`'s; from the cache when it holds one, else
- * rendered now (without the lock) and cached when big enough. */
-int rendercache_get(const struct rendered *key, const struct view_tree *tree, struct rendered **out)
+ * rendered now (without the lock) and cached when big enough, and then
+ * *fresh (when not NULL) is set. */
+int rendercache_get(const struct rendered *key, const struct view_tree *tree, struct rendered **out,
+                    bool *fresh)
 {
 	struct rendered *r, *c;
 	int err;
@@ -157,6 +173,8 @@ int rendercache_get(const struct rendered *key, const struct view_tree *tree, st
 	pthread_mutex_lock(&fs.lock);
 	c = find_rendered_locked(key);
 	pthread_mutex_unlock(&fs.lock);
+	if (fresh)
+		*fresh = false;
 	if (c) {
 		*out = c;
 		return 0;
@@ -175,6 +193,7 @@ int rendercache_get(const struct rendered *key, const struct view_tree *tree, st
 	r->node = key->node;
 	r->file = key->file;
 	r->changed = key->changed;
+	r->keep = key->keep;
 	r->refs = 1;
 	pthread_mutex_lock(&fs.lock);
 	/* Another open may have rendered it meanwhile: share that one. */
@@ -186,8 +205,9 @@ int rendercache_get(const struct rendered *key, const struct view_tree *tree, st
 		return 0;
 	}
 	/* Small files with a size function are cheap to render again; pprof
-	 * is not, whatever its size. */
-	if ((r->buf.len >= RENDER_CACHE_MIN || !key->vf->size) &&
+	 * is not, whatever its size, and a file whose size stat takes from
+	 * its rendering (the root's) is kept too. */
+	if ((r->buf.len >= RENDER_CACHE_MIN || !key->vf->size || key->keep) &&
 	    r->buf.len <= RENDER_CACHE_BYTES) {
 		rendercache_ref(r);
 		push_newest_locked(r);
@@ -195,6 +215,8 @@ int rendercache_get(const struct rendered *key, const struct view_tree *tree, st
 		fs.cache_bytes += r->buf.len + sizeof(*r);
 		while (fs.cache_bytes > RENDER_CACHE_BYTES && fs.oldest != r)
 			uncache_locked(fs.oldest);
+		if (fresh)
+			*fresh = true;
 	}
 	pthread_mutex_unlock(&fs.lock);
 	*out = r;

@@ -182,11 +182,48 @@ struct space *space_for_key_locked(const struct space *key, int *err)
  * at its root only) or the call tree's.  Slot f + 1 is file f. */
 static const struct view_file regressions_file = {"regressions", view_render_regressions, NULL};
 #define DIFF_FILES (view_diff_file_count + 1)
+/* A version directory's (a series' or a window's root) stack quality. */
+static const struct view_file quality_file = {"quality", view_render_quality, NULL};
+
+/* The timeline files read the store again when rendered (timeline.c):
+ * unlike the other renderers, under fs.lock, which guards it. */
+static int render_timeline_locked(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	pthread_mutex_lock(&fs.lock);
+	int r = view_render_timeline(t, node, out);
+	pthread_mutex_unlock(&fs.lock);
+	return r;
+}
+
+static int render_timeline_svg_locked(const struct view_tree *t, uint32_t node,
+                                      struct view_buf *out)
+{
+	pthread_mutex_lock(&fs.lock);
+	int r = view_render_timeline_svg(t, node, out);
+	pthread_mutex_unlock(&fs.lock);
+	return r;
+}
+
+static const struct view_file timeline_file = {"timeline", render_timeline_locked, NULL};
+static const struct view_file timeline_svg_file = {"timeline.svg", render_timeline_svg_locked,
+                                                   NULL};
+
+static bool has_quality(const struct space *sp)
+{
+	return sp->kind == SPACE_SERIES || sp->kind == SPACE_WINDOW;
+}
 
 const struct view_file *space_file(const struct space *sp, unsigned f)
 {
-	if (sp->kind != SPACE_DIFF)
-		return f < view_file_count ? &view_files[f] : NULL;
+	if (sp->kind != SPACE_DIFF) {
+		if (f < view_file_count && view_files[f].render == view_render_timeline)
+			return &timeline_file;
+		if (f < view_file_count && view_files[f].render == view_render_timeline_svg)
+			return &timeline_svg_file;
+		if (f < view_file_count)
+			return &view_files[f];
+		return f == view_file_count && has_quality(sp) ? &quality_file : NULL;
+	}
 	if (f < view_diff_file_count)
 		return &view_diff_files[f];
 	return f == view_diff_file_count ? &regressions_file : NULL;
@@ -196,7 +233,7 @@ const struct view_file *space_file(const struct space *sp, unsigned f)
 unsigned space_file_count(const struct space *sp, uint32_t node)
 {
 	if (sp->kind != SPACE_DIFF)
-		return (unsigned)view_file_count;
+		return (unsigned)view_file_count + (has_quality(sp) && node == SPACE_ROOT_NODE);
 	return node == SPACE_ROOT_NODE ? DIFF_FILES : (unsigned)view_diff_file_count;
 }
 
@@ -211,11 +248,43 @@ static void space_window_locked(const struct space *sp, int64_t *from, int64_t *
 	*to = sp->to;
 }
 
+static int space_build_all_locked(const struct space *sp, const struct view_tree *seed,
+                                  struct view_tree **out);
+
+/* The referenced tree of a whole view (series_all_id()): its root's
+ * SPACE_ALL space's when built, else built now. */
+static int all_tree_locked(uint32_t view, struct tree_ref **out)
+{
+	for (uint32_t id = 1; id < fs.max_space; id++) {
+		struct space *sp = fs.spaces[id];
+		if (sp && !sp->gone && sp->kind == SPACE_ALL && sp->base_id == view && sp->tree) {
+			sp->tree->refs++;
+			*out = sp->tree;
+			return 0;
+		}
+	}
+	struct tree_ref *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	struct space key = {.kind = SPACE_ALL, .base_id = view};
+	int r = space_build_all_locked(&key, NULL, &t->tree);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	t->refs = 1;
+	*out = t;
+	return 0;
+}
+
 /* A referenced tree of a series, all times: its space's when built (a
  * user usually lists a version before its @functions or @diff), else
- * built now.  Release it with space_put_tree_locked(). */
+ * built now; for series_all_id(v), the whole view's.  Release it with
+ * space_put_tree_locked(). */
 static int series_tree_locked(uint32_t series_id, struct tree_ref **out)
 {
+	if (series_id_is_all(series_id))
+		return all_tree_locked(series_id - SERIES_ALL_BASE, out);
 	const struct store_series *s = series_by_id_locked(series_id);
 	uint32_t id = series_id < fs.space_of_len ? fs.space_of[series_id] : 0;
 	struct space *sp = id ? fs.spaces[id] : NULL;
@@ -267,7 +336,10 @@ int space_functions_locked(uint32_t series_id, struct view_functions **fx, struc
 	if (r < 0)
 		return r;
 	struct view_functions *f;
-	r = view_functions_build(t->tree, SPACE_ROOT_NODE, &f);
+	/* A version's functions are below its binary; a whole view's below
+	 * every binary (the root's). */
+	r = view_functions_build(t->tree, series_id_is_all(series_id) ? VIEW_ROOT : SPACE_ROOT_NODE,
+	                         &f);
 	if (r < 0) {
 		space_put_tree_locked(t);
 		return r;
@@ -311,6 +383,87 @@ int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
 	return 0;
 }
 
+/* The event of the whole view's tree of the series fs.series[lo, hi):
+ * the event the most primary series have (ties: cpu-clock, then the
+ * bytewise first), so a root sums what most binaries show.  NULL when
+ * there is none. */
+const char *space_all_event_locked(size_t lo, size_t hi)
+{
+	const char *best = NULL;
+	size_t best_n = 0;
+
+	for (size_t i = lo; i < hi; i++) {
+		if (!fs.primary[i])
+			continue;
+		const char *e = fs.series[i].event;
+		size_t n = 0;
+		for (size_t j = lo; j < hi; j++)
+			n += fs.primary[j] && strcmp(fs.series[j].event, e) == 0;
+		bool cpu = strcmp(e, "cpu-clock") == 0,
+		     best_cpu = best && strcmp(best, "cpu-clock") == 0;
+		if (n > best_n ||
+		    (n == best_n && (cpu > best_cpu || (cpu == best_cpu && strcmp(e, best) < 0)))) {
+			best = e;
+			best_n = n;
+		}
+	}
+	return best;
+}
+
+/* The tree of a SPACE_ALL or SPACE_ALL_WINDOW space: every binary's
+ * primary series (the members of each: every host's in view 0) of the
+ * view's event, in the window for a window.  An empty window (or no
+ * series in it) is an empty tree of the first of them. */
+static int space_build_all_locked(const struct space *sp, const struct view_tree *seed,
+                                  struct view_tree **out)
+{
+	size_t lo, hi, n = 0, cap = 0;
+	int64_t from = INT64_MIN, to = INT64_MAX;
+	struct store_series *m;
+	int r;
+
+	series_view_range(sp->base_id, &lo, &hi);
+	const char *event = space_all_event_locked(lo, hi);
+	if (!event)
+		return -ENOENT;
+	if (sp->kind == SPACE_ALL_WINDOW)
+		space_window_locked(sp, &from, &to);
+	for (size_t i = lo; i < hi; i++)
+		if (fs.primary[i] && strcmp(fs.series[i].event, event) == 0)
+			cap += fs.members[i].hi - fs.members[i].lo;
+	m = malloc((cap ? cap : 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	const struct store_series *first = NULL;
+	for (size_t i = lo; i < hi; i++) {
+		if (!fs.primary[i] || strcmp(fs.series[i].event, event) != 0)
+			continue;
+		if (!first)
+			first = &fs.raw[fs.members[i].lo];
+		if (sp->kind == SPACE_ALL_WINDOW && !series_in_window(&fs.series[i], from, to))
+			continue;
+		for (size_t j = fs.members[i].lo; j < fs.members[i].hi; j++)
+			m[n++] = fs.raw[j]; /* borrowed strings: only read by the build */
+	}
+	if (!first) {
+		free(m);
+		return -ENOENT;
+	}
+	if (n == 0) {
+		m[n++] = *first;
+		from = 1, to = 0;
+	} else if (sp->kind == SPACE_ALL_WINDOW) {
+		/* view_tree_build takes closed intervals (see SPACE_WINDOW). */
+		if (to <= from)
+			from = 1, to = 0;
+		else
+			to--;
+	}
+	r = view_tree_build_seeded(fs.store, m, n, from, to, seed, out);
+	free(m);
+	return r;
+}
+
 /* Builds the tree a space shows, seeded with `seed` (NULL: afresh).  The
  * one place that knows what each kind of space is a tree of; a new kind
  * (a time window, a diff) is a case here and a key in struct space. */
@@ -321,9 +474,12 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 	size_t n;
 	int r;
 
-	/* A series of the view sums its members: one host's series each. */
+	if (space_is_all(sp))
+		return space_build_all_locked(sp, seed, out);
+	/* A series of the view sums its members: one host's series each
+	 * (the root's callers and callees have none: series_all_id()). */
 	series_members_locked(sp->series_id, &s, &n);
-	if (!n)
+	if (!n && !series_id_is_all(sp->series_id))
 		return -ENOENT;
 	switch (sp->kind) {
 	case SPACE_SERIES:
@@ -351,6 +507,8 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 		space_put_tree_locked(ta);
 		return r;
 	}
+	case SPACE_ALL:
+	case SPACE_ALL_WINDOW: break; /* above */
 	case SPACE_CALLERS:
 	case SPACE_CALLEES: {
 		struct view_functions *fx;
@@ -386,10 +544,12 @@ int space_build_locked(struct space *sp)
 	}
 	malloc_trim(0); /* give the build's scratch tables back */
 	size_t len;
-	if (view_tree_node_count(t->tree) <= SPACE_ROOT_NODE ||
-	    view_node_parent(t->tree, SPACE_ROOT_NODE) != VIEW_ROOT ||
-	    view_node_child_count(t->tree, VIEW_ROOT) != 1 ||
-	    !view_node_name(t->tree, SPACE_ROOT_NODE, &len)) {
+	if (space_is_all(sp))
+		; /* files of VIEW_ROOT only: any tree, an empty one too */
+	else if (view_tree_node_count(t->tree) <= SPACE_ROOT_NODE ||
+	         view_node_parent(t->tree, SPACE_ROOT_NODE) != VIEW_ROOT ||
+	         view_node_child_count(t->tree, VIEW_ROOT) != 1 ||
+	         !view_node_name(t->tree, SPACE_ROOT_NODE, &len)) {
 		view_tree_free(t->tree);
 		free(t);
 		return -EIO;

@@ -153,13 +153,93 @@ static int view_root_locked(uint32_t view, size_t *out)
 	        &(struct sdir){.kind = SD_ROOT, .view = view, .parent = (uint32_t)hosts}, out);
 }
 
-/* The root: @last, @range, @host (the whole view's root only), then one
- * directory per binary name (of its view). */
+/* Whether a root shows the whole view's files: when its view has a
+ * series, and for a window one with counts in it (an empty window shows
+ * nothing). */
+static bool all_files_shown(const struct sdir *sd, bool window, size_t lo, size_t hi)
+{
+	int64_t from, to;
+
+	if (!space_all_event_locked(lo, hi))
+		return false;
+	if (!window)
+		return true;
+	sdir_window(sd, &from, &to);
+	for (size_t i = lo; i < hi; i++)
+		if (fs.primary[i] && series_in_window(&fs.series[i], from, to))
+			return true;
+	return false;
+}
+
+/* The whole view's files in a root (`window` false: /, /@host/<name>/)
+ * or a window's root (/@last/D/, /@range/F/T/): file f of the space of
+ * every binary's primary series of sd's view.  Returns 1 when `name` is
+ * no file's name, -ENOENT when the view has no series. */
+static int all_file_lookup(const struct sdir *sd, bool window, const char *name, size_t len,
+                           struct ino *out)
+{
+	size_t lo, hi;
+	int r;
+
+	for (unsigned f = 0; f < view_file_count; f++) {
+		if (strlen(view_files[f].name) != len || memcmp(view_files[f].name, name, len) != 0)
+			continue;
+		series_view_range(sd->view, &lo, &hi);
+		if (!all_files_shown(sd, window, lo, hi))
+			return -ENOENT;
+		struct space key = {.kind = window ? SPACE_ALL_WINDOW : SPACE_ALL,
+		                    .base_id = sd->view,
+		                    .last = window ? sd->last : 0,
+		                    .from = window && !sd->last ? sd->from : 0,
+		                    .to = window && !sd->last ? sd->to : 0,
+		                    .parent_sdir = sdir_index(sd)};
+		struct space *sp = space_for_key_locked(&key, &r);
+		if (!sp)
+			return r;
+		*out = (struct ino){.space = sp->id,
+		                    .node = VIEW_ROOT,
+		                    .slot = f + 1,
+		                    .version = sp->files_version & VERSION_MASK};
+		return 0;
+	}
+	return 1;
+}
+
+/* Emits the whole view's files (all_file_lookup) from the k-th on, with
+ * cookies 3 + their index; *pos is how many there are (0 without
+ * series).  Returns false when the reply is full. */
+static int all_files_list(struct emitter *em, const struct sdir *sd, bool window, size_t k,
+                          size_t *pos)
+{
+	size_t lo, hi;
+
+	series_view_range(sd->view, &lo, &hi);
+	*pos = 0;
+	if (!all_files_shown(sd, window, lo, hi))
+		return 0;
+	*pos = view_file_count;
+	for (size_t f = k; f < view_file_count; f++) {
+		const char *name = view_files[f].name;
+		struct ino ino;
+		int r = all_file_lookup(sd, window, name, strlen(name), &ino);
+		if (r < 0)
+			return r;
+		if (!inode_emit_locked(em, name, ino, false, (off_t)(3 + f)))
+			return 1;
+	}
+	return 0;
+}
+
+/* The root: the whole view's files, @last, @range, @host (the whole
+ * view's root only), then one directory per binary name (of its view). */
 static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
 {
 	const struct sdir me = *root; /* fs.sdirs may move below */
 
 	root = &me;
+	int fr = all_file_lookup(root, false, name, len, out);
+	if (fr <= 0)
+		return fr;
 	if (strcmp(name, "@last") == 0)
 		return sdir_ino_locked(&(struct sdir){.kind = SD_LAST,
 		                                      .view = root->view,
@@ -172,6 +252,17 @@ static int root_lookup(const struct sdir *root, const char *name, size_t len, st
 		                       out);
 	if (strcmp(name, "@host") == 0 && root->view == 0)
 		return sdir_ino_locked(&(struct sdir){.kind = SD_HOSTS}, out);
+	if (strcmp(name, "@functions") == 0) {
+		size_t lo, hi;
+		series_view_range(root->view, &lo, &hi);
+		if (!space_all_event_locked(lo, hi))
+			return -ENOENT;
+		return sdir_ino_locked(&(struct sdir){.kind = SD_FUNCS,
+		                                      .series_id = series_all_id(root->view),
+		                                      .view = root->view,
+		                                      .parent = sdir_index(root)},
+		                       out);
+	}
 	size_t lo, hi;
 	series_view_range(root->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
@@ -198,6 +289,9 @@ static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 	size_t pos = 0, lo, hi;
 
 	root = &me;
+	int fr = all_files_list(em, root, false, k, &pos);
+	if (fr != 0)
+		return fr < 0 ? fr : 0;
 	series_view_range(root->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i), pos++) {
 		char esc[VIEW_NAME_MAX + 1];
@@ -354,7 +448,7 @@ static int last_list(struct emitter *em, const struct sdir *sd, size_t k)
 	return 0;
 }
 
-/* @range and @range/FROM: nothing to list; any time resolves. */
+/* @range and @range/FROM: any time resolves (the listings: range_list, from_list). */
 static int range_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
 {
 	const struct sdir me = *sd; /* fs.sdirs may move below */
@@ -378,8 +472,103 @@ static int range_lookup(const struct sdir *sd, const char *name, size_t len, str
 	                       out);
 }
 
-static int empty_list(struct emitter *em, const struct sdir *sd, size_t k)
+#define DAY_SECONDS 86400
+/* At most this many days are listed in @range (the most recent). */
+#define RANGE_DAYS_MAX 366
+
+static int cmp_i64(const void *a, const void *b)
 {
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "2026-11-24": the UTC day that begins at `t`. */
+static size_t day_name(int64_t t, char out[32])
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (!gmtime_r(&tt, &tm))
+		return 0;
+	return strftime(out, 32, "%Y-%m-%d", &tm);
+}
+
+/* @range: the UTC days the view's series with wall-clock times span
+ * (from each one's first to its last time), as ready-made windows: each
+ * day's name resolves like any time, and @range/<day>/ lists the next
+ * day, so `ls @range/2026-11-24/2026-11-25` is that day.  Series on
+ * perf's clock are not listed (name them in Unix seconds). */
+static int range_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	size_t lo, hi, n = 0, cap = 0;
+	int64_t *days = NULL;
+	int r = 0;
+
+	sd = &me;
+	series_view_range(sd->view, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		const struct store_series *s = &fs.series[i];
+		if (s->samples == 0 || s->first_seen < STORE_WALL_CLOCK_MIN ||
+		    s->last_seen < s->first_seen)
+			continue;
+		int64_t d0 = s->first_seen / DAY_SECONDS, d1 = s->last_seen / DAY_SECONDS;
+		if (d1 - d0 >= RANGE_DAYS_MAX)
+			d0 = d1 - RANGE_DAYS_MAX + 1;
+		for (int64_t d = d0; d <= d1; d++) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				int64_t *nd = realloc(days, cap * sizeof(*nd));
+				if (!nd) {
+					free(days);
+					return -ENOMEM;
+				}
+				days = nd;
+			}
+			days[n++] = d * DAY_SECONDS;
+		}
+	}
+	if (n)
+		qsort(days, n, sizeof(*days), cmp_i64);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!u || days[u - 1] != days[i])
+			days[u++] = days[i];
+	size_t start = u > RANGE_DAYS_MAX ? u - RANGE_DAYS_MAX : 0;
+	for (size_t i = start + k; i < u; i++) {
+		char name[32];
+		size_t len = day_name(days[i], name);
+		struct ino ino;
+		if (!len)
+			continue;
+		r = range_lookup(sd, name, len, &ino);
+		if (r < 0)
+			break;
+		if (!inode_emit_locked(em, name, ino, false, (off_t)(3 + i - start)))
+			break;
+	}
+	free(days);
+	return r < 0 ? r : 0;
+}
+
+/* @range/FROM: when FROM is the start of a UTC day, the next day (the
+ * window of that one day); else nothing (any TO resolves). */
+static int from_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	char name[32];
+	struct ino ino;
+	size_t len;
+
+	sd = &me;
+	if (k > 0 || sd->from % DAY_SECONDS != 0 || sd->from < STORE_WALL_CLOCK_MIN ||
+	    !(len = day_name(sd->from + DAY_SECONDS, name)))
+		return 0;
+	int r = range_lookup(sd, name, len, &ino);
+	if (r < 0)
+		return r;
+	inode_emit_locked(em, name, ino, false, 3);
 	return 0;
 }
 
@@ -391,7 +580,10 @@ static int window_lookup(const struct sdir *sd, const char *name, size_t len, st
 	sd = &me;
 	int64_t from, to;
 	size_t lo, hi;
+	int fr = all_file_lookup(sd, true, name, len, out);
 
+	if (fr <= 0)
+		return fr;
 	sdir_window(sd, &from, &to);
 	series_view_range(sd->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
@@ -421,7 +613,10 @@ static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
 	sd = &me;
 	int64_t from, to;
 	size_t pos = 0, lo, hi;
+	int fr = all_files_list(em, sd, true, k, &pos);
 
+	if (fr != 0)
+		return fr < 0 ? fr : 0;
 	sdir_window(sd, &from, &to);
 	series_view_range(sd->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
@@ -733,8 +928,8 @@ static int func_list(struct emitter *em, const struct sdir *sd, size_t k)
 
 static const struct sdir_ops sdir_ops[SD_KINDS] = {
         [SD_ROOT] = {root_lookup, root_list},          [SD_BINARY] = {binary_lookup, binary_list},
-        [SD_LAST] = {last_lookup, last_list},          [SD_RANGE] = {range_lookup, empty_list},
-        [SD_FROM] = {range_lookup, empty_list},        [SD_WINDOW] = {window_lookup, window_list},
+        [SD_LAST] = {last_lookup, last_list},          [SD_RANGE] = {range_lookup, range_list},
+        [SD_FROM] = {range_lookup, from_list},         [SD_WINDOW] = {window_lookup, window_list},
         [SD_WBINARY] = {wbinary_lookup, wbinary_list}, [SD_DIFF] = {diff_lookup, diff_list},
         [SD_DIFFA] = {diff_lookup, diff_list},         [SD_FUNCS] = {funcs_lookup, funcs_list},
         [SD_FUNC] = {func_lookup, func_list},          [SD_HOSTS] = {hosts_lookup, hosts_list},

@@ -996,6 +996,9 @@ const struct view_file view_files[] = {
         {"name", view_render_name, name_size},
         {"flame.svg", view_render_flame_svg, NULL},
         {"callgrind", view_render_callgrind, NULL},
+        {"top", view_render_top, NULL},
+        {"timeline", view_render_timeline, NULL},
+        {"timeline.svg", view_render_timeline_svg, NULL},
 };
 const size_t view_file_count = sizeof(view_files) / sizeof(view_files[0]);
 

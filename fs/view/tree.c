@@ -16,6 +16,12 @@
 /* Set while building on nodes that counts reached (and, once finish()
  * propagates it, on their ancestors); cleared before the tree is done. */
 #define VNODE_LIVE 2u
+/* While building from the store (builder.lazy): the node has its entry
+ * in the child table. */
+#define VNODE_INDEXED 8u
+/* Set by finish() on a node with a child whose name some string of
+ * the tree extends: only those need view_sibling_order_breaks(). */
+#define VNODE_CHECK 16u
 
 /* A slot of the child table; the key is kept in the slot so a probe
  * touches one cache line. */
@@ -25,20 +31,42 @@ struct cslot {
 	uint32_t node; /* node + 1; 0 = empty */
 };
 
+#define CTAB_START (1u << 14)
+
 struct builder {
 	struct view_tree *t;
 	struct store *s;
 	uint32_t *stab; /* string intern table: sid + 1, 0 = empty */
 	uint32_t stab_mask;
 	struct cslot *ctab; /* (parent, name) -> node + 1, 0 = empty */
-	uint32_t ctab_mask;
+	uint32_t ctab_mask, ctab_used;
 	uint32_t *fmap; /* store frame id -> local frame, or VIEW_NONE */
 	uint32_t fmap_len;
-	uint32_t *memo; /* store node -> view node, or VIEW_NONE */
-	uint32_t memo_len;
-	uint32_t *path; /* scratch stack of store nodes */
+	/* Store node -> view node + 1 of the binary being built: entries
+	 * <= memo_floor are none (0) or another binary's.  A lazy build makes
+	 * each binary's nodes after the previous one's, so moving the floor
+	 * to the new binary's node forgets them all without a pass over the
+	 * store's node count for each binary. */
+	uint32_t *memo;
+	uint32_t memo_len, memo_floor;
+	uint32_t *path; /* scratch stack of (store node, frame) pairs */
 	size_t path_cap;
+	/* A build from the store without a seed enters a node in the child
+	 * table only once a lookup could ask for it (see store_child()):
+	 * until then it is on two lists, its name's and its parent's
+	 * (entries are node + 1, 0 ends a list). */
+	bool lazy;
+	uint32_t *next_same;    /* per node: the next node of its name */
+	uint32_t *first_child;  /* per node: its newest child */
+	uint32_t *next_sibling; /* per node: the next child of its parent */
+	uint8_t *merged;        /* per node: more than one store node maps to it */
+	uint32_t lazy_cap;      /* entries of the four */
+	uint32_t *name_head;    /* per string: the newest node of that name */
+	uint32_t *name_frame;   /* per string: its one local frame + 1, or NAME_MULTI */
+	uint32_t names_cap;     /* entries of the two */
 };
+
+#define NAME_MULTI UINT32_MAX
 
 /* ---- growable arrays ------------------------------------------------- */
 
@@ -193,6 +221,79 @@ static int ctab_rehash(struct builder *b, uint32_t size)
 	return 0;
 }
 
+/* Makes room in the lazy build's per-node lists for `need` nodes. */
+static int lazy_grow(struct builder *b, uint32_t need)
+{
+	uint32_t *p[3] = {b->next_same, b->first_child, b->next_sibling};
+	uint32_t cap = b->lazy_cap ? b->lazy_cap : 1024;
+
+	if (need <= b->lazy_cap)
+		return 0;
+	while (cap < need)
+		cap = cap > UINT32_MAX / 2 ? UINT32_MAX : cap * 2;
+	for (int i = 0; i < 3; i++) {
+		uint32_t *np = realloc(p[i], (size_t)cap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		p[i] = np;
+		/* Stored at once: a later failure must not leave a freed one. */
+		if (i == 0)
+			b->next_same = np;
+		else if (i == 1)
+			b->first_child = np;
+		else
+			b->next_sibling = np;
+	}
+	uint8_t *m = realloc(b->merged, cap);
+	if (!m)
+		return -ENOMEM;
+	b->merged = m;
+	b->lazy_cap = cap;
+	return 0;
+}
+
+/* A new node, child of `parent` with local frame `frame`, in no table
+ * and (lazy builds) on no list. */
+static int new_node(struct builder *b, uint32_t parent, uint32_t frame, uint32_t *out)
+{
+	struct view_tree *t = b->t;
+	uint32_t n = t->nnodes;
+	int r;
+
+	if (n >= UINT32_MAX - 1)
+		return -EOVERFLOW;
+	r = grow((void **)&t->nodes, &t->nodes_cap, n + 1, sizeof(*t->nodes));
+	if (r < 0)
+		return r;
+	if (b->lazy) {
+		if ((r = lazy_grow(b, n + 1)) < 0)
+			return r;
+		b->next_same[n] = b->first_child[n] = b->next_sibling[n] = 0;
+		b->merged[n] = 0;
+	}
+	memset(&t->nodes[n], 0, sizeof(t->nodes[0]));
+	t->nodes[n].parent = parent;
+	t->nodes[n].frame = frame;
+	*out = t->nnodes++;
+	return 0;
+}
+
+/* Enters node n in the child table (it is in none yet). */
+static int ctab_put(struct builder *b, uint32_t n)
+{
+	struct view_tree *t = b->t;
+	uint32_t parent = t->nodes[n].parent, name = vnode_frame(t, n)->name;
+	uint32_t j = child_hash(parent, name) & b->ctab_mask;
+
+	while (b->ctab[j].node)
+		j = (j + 1) & b->ctab_mask;
+	b->ctab[j] = (struct cslot){parent, name, n + 1};
+	t->nodes[n].flags |= VNODE_INDEXED;
+	if (++b->ctab_used * 2 > b->ctab_mask)
+		return ctab_rehash(b, (b->ctab_mask + 1) * 2);
+	return 0;
+}
+
 /* The child of `parent` named like local frame `frame`, created if new. */
 static int get_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t *out)
 {
@@ -207,18 +308,86 @@ static int get_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_
 			return 0;
 		}
 	}
-	if (t->nnodes >= UINT32_MAX - 1)
-		return -EOVERFLOW;
-	r = grow((void **)&t->nodes, &t->nodes_cap, t->nnodes + 1, sizeof(*t->nodes));
-	if (r < 0)
+	if ((r = new_node(b, parent, frame, out)) < 0)
 		return r;
-	memset(&t->nodes[t->nnodes], 0, sizeof(t->nodes[0]));
-	t->nodes[t->nnodes].parent = parent;
-	t->nodes[t->nnodes].frame = frame;
-	b->ctab[j] = (struct cslot){parent, name, t->nnodes + 1};
-	*out = t->nnodes++;
-	if ((uint64_t)t->nnodes * 2 > b->ctab_mask)
-		return ctab_rehash(b, (b->ctab_mask + 1) * 2);
+	return ctab_put(b, *out);
+}
+
+/* Enters every node of a list (next: next_same or next_sibling) that is
+ * not in the child table yet. */
+static int ctab_put_list(struct builder *b, uint32_t head, const uint32_t *next)
+{
+	int r;
+
+	for (uint32_t n = head; n; n = next[n - 1])
+		if (!(b->t->nodes[n - 1].flags & VNODE_INDEXED) && (r = ctab_put(b, n - 1)) < 0)
+			return r;
+	return 0;
+}
+
+/* Notes a new local frame (lazy builds): a name with a second frame can
+ * now name two store children of one parent, so its nodes are entered in
+ * the child table and looked up from now on. */
+static int note_frame(struct builder *b, uint32_t frame)
+{
+	struct view_tree *t = b->t;
+	uint32_t name = t->frames[frame].name;
+
+	if (name >= b->names_cap) {
+		uint32_t old = b->names_cap, cap = t->strs_cap;
+		uint32_t *h = realloc(b->name_head, (size_t)cap * sizeof(*h));
+		if (h)
+			b->name_head = h;
+		uint32_t *f = h ? realloc(b->name_frame, (size_t)cap * sizeof(*f)) : NULL;
+		if (!f)
+			return -ENOMEM;
+		b->name_frame = f;
+		b->names_cap = cap;
+		memset(b->name_head + old, 0, (size_t)(cap - old) * sizeof(*b->name_head));
+		memset(b->name_frame + old, 0, (size_t)(cap - old) * sizeof(*b->name_frame));
+	}
+	if (b->name_frame[name] == 0) {
+		b->name_frame[name] = frame + 1;
+	} else if (b->name_frame[name] != NAME_MULTI && b->name_frame[name] != frame + 1) {
+		b->name_frame[name] = NAME_MULTI;
+		return ctab_put_list(b, b->name_head[name], b->next_same);
+	}
+	return 0;
+}
+
+/* The child of `parent` for a store node of local frame `frame` (which
+ * note_frame() has seen).  Lazily: while the name has one frame and one
+ * store node maps to `parent`, the store (which keeps a node's children
+ * distinct by frame) has one such child, so a new node needs no lookup
+ * and no table entry, only its place on two lists.  Otherwise a lookup;
+ * one that finds a node found a second store node for it, whose children
+ * may then repeat its first's: they are entered in the table. */
+static int store_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t *out)
+{
+	struct view_tree *t = b->t;
+	uint32_t name = t->frames[frame].name, n;
+	int r;
+
+	if (!b->lazy)
+		return get_child(b, parent, frame, out);
+	if (b->name_frame[name] == NAME_MULTI || b->merged[parent]) {
+		uint32_t before = t->nnodes;
+		if ((r = get_child(b, parent, frame, out)) < 0)
+			return r;
+		if (*out < before && !b->merged[*out]) {
+			b->merged[*out] = 1;
+			return ctab_put_list(b, b->first_child[*out], b->next_sibling);
+		}
+		return 0;
+	}
+	if ((r = new_node(b, parent, frame, &n)) < 0)
+		return r;
+	b->next_same[n] = b->name_head[name];
+	b->name_head[name] = n + 1;
+	b->first_child[n] = 0;
+	b->next_sibling[n] = b->first_child[parent];
+	b->first_child[parent] = n + 1;
+	*out = n;
 	return 0;
 }
 
@@ -229,31 +398,33 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 	uint32_t parent, frame, vn;
 	int r;
 
-	while (sn >= b->memo_len || b->memo[sn] == VIEW_NONE) {
+	/* Up to a node the memo knows, keeping each node's frame (path holds
+	 * node, frame pairs), then down, making the view nodes. */
+	while (sn >= b->memo_len || b->memo[sn] <= b->memo_floor) {
 		if (sn >= b->memo_len)
 			return -EIO;
-		if (depth == b->path_cap) {
-			size_t ncap = b->path_cap ? b->path_cap * 2 : 256;
+		if (2 * depth + 2 > b->path_cap) {
+			size_t ncap = b->path_cap ? b->path_cap * 2 : 512;
 			uint32_t *np = realloc(b->path, ncap * sizeof(*np));
 			if (!np)
 				return -ENOMEM;
 			b->path = np;
 			b->path_cap = ncap;
 		}
-		b->path[depth++] = sn;
 		r = store_node_get(b->s, sn, &parent, &frame);
 		if (r < 0)
 			return r;
-		if (depth > b->memo_len)
+		b->path[2 * depth] = sn;
+		b->path[2 * depth + 1] = frame;
+		if (++depth > b->memo_len)
 			return -EIO; /* a cycle: the store is corrupt */
 		sn = parent;
 	}
-	vn = b->memo[sn];
+	vn = b->memo[sn] - 1;
 	while (depth > 0) {
-		sn = b->path[--depth];
-		r = store_node_get(b->s, sn, &parent, &frame);
-		if (r < 0)
-			return r;
+		depth--;
+		sn = b->path[2 * depth];
+		frame = b->path[2 * depth + 1];
 		if (frame >= b->fmap_len)
 			return -EIO;
 		if (b->fmap[frame] == VIEW_NONE) {
@@ -264,11 +435,13 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 			r = add_frame(b, &f, &b->fmap[frame]);
 			if (r < 0)
 				return r;
+			if (b->lazy && (r = note_frame(b, b->fmap[frame])) < 0)
+				return r;
 		}
-		r = get_child(b, vn, b->fmap[frame], &vn);
+		r = store_child(b, vn, b->fmap[frame], &vn);
 		if (r < 0)
 			return r;
-		b->memo[sn] = vn;
+		b->memo[sn] = vn + 1;
 	}
 	*out = vn;
 	return 0;
@@ -296,11 +469,12 @@ static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t sa
 
 /* ---- finishing -------------------------------------------------------- */
 
-static int cmp_kids(const void *a, const void *b, void *ctx)
+/* Bytewise order of two interned strings (a prefix first). */
+static int cmp_sids(const void *a, const void *b, void *ctx)
 {
 	const struct view_tree *t = ctx;
-	const struct vstr *x = &t->strs[vnode_frame(t, *(const uint32_t *)a)->name];
-	const struct vstr *y = &t->strs[vnode_frame(t, *(const uint32_t *)b)->name];
+	const struct vstr *x = &t->strs[*(const uint32_t *)a];
+	const struct vstr *y = &t->strs[*(const uint32_t *)b];
 	size_t n = x->len < y->len ? x->len : y->len;
 	int c = memcmp(t->arena + x->off, t->arena + y->off, n);
 
@@ -360,26 +534,61 @@ int view_tree_index(struct view_tree *t)
 	return 0;
 }
 
+/* The tree's strings ranked in bytewise order (a prefix first): rank
+ * per string id into *rank, and per rank whether some string extends it
+ * into *ext (both malloc'd; the caller frees). */
+static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ext)
+{
+	size_t nstrs = t->nstrs ? t->nstrs : 1;
+	uint32_t *sids = malloc(nstrs * sizeof(*sids));
+
+	*rank = malloc(nstrs * sizeof(**rank));
+	*ext = calloc(nstrs, 1);
+	if (!sids || !*rank || !*ext) {
+		free(sids);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < t->nstrs; i++)
+		sids[i] = i;
+	qsort_r(sids, t->nstrs, sizeof(*sids), cmp_sids, (void *)t);
+	for (uint32_t i = 0; i < t->nstrs; i++) {
+		(*rank)[sids[i]] = i;
+		/* The strings that extend one follow it in this order, the
+		 * shortest first: the next one tells. */
+		if (i + 1 < t->nstrs) {
+			const struct vstr *x = &t->strs[sids[i]], *y = &t->strs[sids[i + 1]];
+			(*ext)[i] = y->len > x->len &&
+			            memcmp(t->arena + x->off, t->arena + y->off, x->len) == 0;
+		}
+	}
+	free(sids);
+	return 0;
+}
+
+/* Totals, folded sizes, path lengths, hidden and recursive nodes, and
+ * the child lists, each in bytewise name order.  Each pass over the
+ * nodes costs a read of every node and of its parent, at random, so the
+ * work is done in few: bottom-up, top-down, bottom-up, and the child
+ * lists without a sort of their own (the names are ranked once, the
+ * nodes bucketed by the rank of their name, and each node appended to
+ * its parent's list in that order). */
 static int finish(struct view_tree *t)
 {
-	uint32_t n, i;
+	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
+	uint32_t *rank = NULL, *start = NULL, *rk = NULL, *byname = NULL, *chk = NULL;
+	uint64_t *mask = NULL;
+	uint8_t *ext = NULL;
+	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
+	int r;
 
-	/* Liveness, bottom-up: a node no count reached (one kept from the
-	 * seed only) is hidden. */
-	for (n = t->nnodes; n-- > 1;)
-		if (t->nodes[n].flags & VNODE_LIVE)
-			t->nodes[t->nodes[n].parent].flags |= VNODE_LIVE;
-	for (n = 1; n < t->nnodes; n++) {
-		if (!(t->nodes[n].flags & VNODE_LIVE))
-			t->nodes[n].flags |= VNODE_HIDDEN;
-		t->nodes[n].flags &= ~VNODE_LIVE;
-	}
-	t->nodes[0].flags &= ~VNODE_LIVE;
-
-	/* Totals, bottom-up: children have larger ids than their parent. */
+	/* Liveness (a node no count reached, one kept from the seed only,
+	 * is hidden) and totals, bottom-up: children have larger ids than
+	 * their parent. */
 	for (n = t->nnodes; n-- > 0;) {
 		struct vnode *v = &t->nodes[n];
 		struct vnode *p = n > 0 ? &t->nodes[v->parent] : NULL;
+		if (p && (v->flags & VNODE_LIVE))
+			p->flags |= VNODE_LIVE;
 		if (__builtin_add_overflow(v->total_weight, v->self_weight, &v->total_weight) ||
 		    __builtin_add_overflow(v->total_samples, v->self_samples, &v->total_samples) ||
 		    (p &&
@@ -397,60 +606,121 @@ static int finish(struct view_tree *t)
 			t->base[t->nodes[n].parent].total_samples += v->total_samples;
 		}
 	}
-	/* Path lengths top-down, then folded sizes bottom-up. */
+
+	/* Top-down: hidden nodes, path lengths, and VNODE_RECURSIVE: a mask
+	 * of the names on each node's path (one of 64 bits per name, the
+	 * parent's mask and the node's bit) rules out most nodes at once,
+	 * and only one whose bit its parent's mask has walks up to compare
+	 * names. */
+	r = -ENOMEM;
+	mask = malloc(nnodes * sizeof(*mask));
+	if (!mask)
+		goto out;
+	mask[0] = 0;
+	t->nodes[0].flags &= ~(VNODE_LIVE | VNODE_INDEXED);
 	for (n = 1; n < t->nnodes; n++) {
 		struct vnode *v = &t->nodes[n];
-		uint64_t len = t->strs[vnode_frame(t, n)->name].len;
-		if (v->parent != VIEW_ROOT)
+		uint32_t name = vnode_frame(t, n)->name;
+		uint64_t len = t->strs[name].len;
+		if (!(v->flags & VNODE_LIVE))
+			v->flags |= VNODE_HIDDEN;
+		v->flags &= ~(VNODE_LIVE | VNODE_INDEXED | VNODE_RECURSIVE);
+		mask[n] = 0;
+		if (v->parent != VIEW_ROOT) {
 			len += t->nodes[v->parent].path_len + 1;
+			uint64_t bit = 1ull << ((name * 0x9e3779b9u) >> 26);
+			if (mask[v->parent] & bit)
+				for (uint32_t a = v->parent; t->nodes[a].parent != VIEW_ROOT;
+				     a = t->nodes[a].parent)
+					if (vnode_frame(t, a)->name == name) {
+						v->flags |= VNODE_RECURSIVE;
+						break;
+					}
+			mask[n] = mask[v->parent] | bit;
+		}
+		r = -EOVERFLOW;
 		if (len > UINT32_MAX)
-			return -EOVERFLOW;
+			goto out;
 		v->path_len = (uint32_t)len;
 	}
+	free(mask);
+	mask = NULL;
+
+	/* Bottom-up: folded sizes, the number of children, and the nodes per
+	 * rank of their name. */
+	if ((r = rank_strings(t, &rank, &ext)) < 0)
+		goto out;
+	r = -ENOMEM;
+	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
+	rk = malloc(nnodes * sizeof(*rk));         /* per node: its name's rank */
+	byname = malloc(nnodes * sizeof(*byname));
+	chk = malloc(nnodes * sizeof(*chk)); /* nodes to run the sibling check on */
+	t->kids = malloc(nnodes * sizeof(*t->kids));
+	if (!start || !rk || !byname || !chk || !t->kids)
+		goto out;
 	for (n = t->nnodes; n-- > 1;) {
 		struct vnode *v = &t->nodes[n];
+		struct vnode *p = &t->nodes[v->parent];
 		if (t->base && vnode_has_line(t, n))
 			v->folded_bytes += v->path_len + 3 + view_digits(t->base[n].self_weight) +
 			                   view_digits(v->self_weight);
 		else if (v->self_weight > 0)
 			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
-		t->nodes[v->parent].folded_bytes += v->folded_bytes;
+		p->folded_bytes += v->folded_bytes;
+		rk[n] = UINT32_MAX;
+		if (!(v->flags & VNODE_HIDDEN)) {
+			p->nkids++;
+			rk[n] = rank[vnode_frame(t, n)->name];
+			start[rk[n] + 1]++;
+			nvisible++;
+		}
 	}
-
-	/* Child lists. */
-	t->kids = malloc((size_t)(t->nnodes ? t->nnodes : 1) * sizeof(*t->kids));
-	if (!t->kids)
-		return -ENOMEM;
+	for (i = 0; i < t->nstrs; i++)
+		start[i + 1] += start[i];
 	for (n = 1; n < t->nnodes; n++)
-		if (!(t->nodes[n].flags & VNODE_HIDDEN))
-			t->nodes[t->nodes[n].parent].nkids++;
-	uint32_t pos = 0;
+		if (rk[n] != UINT32_MAX)
+			byname[start[rk[n]]++] = n;
 	for (n = 0; n < t->nnodes; n++) {
 		t->nodes[n].first_kid = pos;
 		pos += t->nodes[n].nkids;
 		t->nodes[n].nkids = 0;
 	}
-	for (n = 1; n < t->nnodes; n++) {
-		if (t->nodes[n].flags & VNODE_HIDDEN)
-			continue;
-		struct vnode *p = &t->nodes[t->nodes[n].parent];
-		t->kids[p->first_kid + p->nkids++] = n;
+	/* start[k] is now the end of rank k's bucket.  A parent with a child
+	 * whose name some string extends needs the sibling check. */
+	uint32_t k = 0;
+	for (i = 0; i < nvisible; i++) {
+		while (i >= start[k])
+			k++;
+		uint32_t pn = t->nodes[byname[i]].parent;
+		struct vnode *p = &t->nodes[pn];
+		t->kids[p->first_kid + p->nkids++] = byname[i];
+		if (ext[k] && !(p->flags & VNODE_CHECK)) {
+			p->flags |= VNODE_CHECK;
+			chk[nchk++] = pn;
+		}
 	}
-	for (n = 0; n < t->nnodes; n++) {
-		struct vnode *v = &t->nodes[n];
-		if (v->nkids < 2)
-			continue;
-		uint32_t *k = t->kids + v->first_kid;
-		qsort_r(k, v->nkids, sizeof(*k), cmp_kids, t);
-		for (i = 0; i < v->nkids && !t->folded_needs_sort; i++) {
-			int b = view_sibling_order_breaks(t, k, i, v->nkids);
+	for (i = 0; i < nchk; i++) {
+		struct vnode *v = &t->nodes[chk[i]];
+		uint32_t *kids = t->kids + v->first_kid;
+		v->flags &= ~VNODE_CHECK;
+		for (uint32_t j = 0; j < v->nkids && !t->folded_needs_sort; j++) {
+			int b = view_sibling_order_breaks(t, kids, j, v->nkids);
 			if (b == 2)
 				t->folded_needs_sort = true;
 			else if (b == 1)
 				t->folded_keyed = true;
 		}
 	}
-	return 0;
+	r = 0;
+out:
+	free(mask);
+	free(rank);
+	free(ext);
+	free(start);
+	free(rk);
+	free(byname);
+	free(chk);
+	return r;
 }
 
 /* ---- deriving trees from trees ---------------------------------------- */
@@ -737,18 +1007,24 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	t->event = strdup(series[0].event ? series[0].event : "");
 	t->unit = strdup(series[0].unit ? series[0].unit : "");
 	b.stab = calloc(1024, sizeof(*b.stab));
-	/* Size the child table for the store's node count (capped): growing
-	 * it step by step costs more than the build itself. */
-	uint32_t csize = 1024;
-	while (csize < (uint64_t)store_node_count(s) * 2 && csize < (1u << 22))
+	/* The child table starts at CTAB_START slots (or the seed's size)
+	 * and doubles as nodes come (ctab_rehash()): sized for the whole
+	 * store, a small tree's build zeroed and faulted in a table of
+	 * millions of slots (bench/glance.sh: a 4,000-stack binary's tree
+	 * in a 1.78M-node store took 45 ms, 10 ms now). */
+	uint32_t csize = CTAB_START;
+	while (seed && csize < (uint64_t)seed->nnodes * 2 && csize < (1u << 22))
 		csize *= 2;
 	b.ctab = calloc(csize, sizeof(*b.ctab));
 	b.fmap_len = store_frame_count(s);
 	b.memo_len = store_node_count(s);
 	b.fmap = malloc((size_t)(b.fmap_len ? b.fmap_len : 1) * sizeof(*b.fmap));
-	b.memo = malloc((size_t)(b.memo_len ? b.memo_len : 1) * sizeof(*b.memo));
+	b.memo = calloc(b.memo_len ? b.memo_len : 1, sizeof(*b.memo));
 	order = malloc(n * sizeof(*order));
-	if (!t->event || !t->unit || !b.stab || !b.ctab || !b.fmap || !b.memo || !order) {
+	t->src.series = malloc(n * sizeof(*t->src.series));
+	t->src.binary = malloc(n * sizeof(*t->src.binary));
+	if (!t->event || !t->unit || !b.stab || !b.ctab || !b.fmap || !b.memo || !order ||
+	    !t->src.series || !t->src.binary) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -769,6 +1045,14 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
 	t->nodes[0].frame = root_frame;
 	t->nnodes = 1;
+	b.lazy = !seed;
+	if (b.lazy) {
+		r = lazy_grow(&b, csize / 2);
+		if (r < 0)
+			goto fail;
+		b.next_same[0] = b.first_child[0] = b.next_sibling[0] = 0;
+		b.merged[0] = 0;
+	}
 	if (seed) {
 		r = seed_nodes(&b, seed);
 		if (r < 0)
@@ -779,6 +1063,12 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	for (size_t i = 0; i < n; i++)
 		order[i] = &series[i];
 	qsort(order, n, sizeof(*order), cmp_series_binary);
+	t->src.store = s;
+	t->src.nseries = n;
+	t->src.from = from;
+	t->src.to = to;
+	t->src.store_nodes = b.memo_len;
+	t->src.bucket_seconds = store_bucket_seconds(s);
 	for (size_t i = 0; i < n; i++) {
 		if (i == 0 || strcmp(order[i]->binary, order[i - 1]->binary) != 0) {
 			struct store_frame bf = {
@@ -793,13 +1083,20 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 			if (r < 0)
 				goto fail;
 			t->nodes[vn].flags |= VNODE_LIVE; /* shown even without counts */
-			memset(b.memo, 0xff, (size_t)b.memo_len * sizeof(*b.memo));
+			if (b.lazy && vn + 1 == t->nnodes) {
+				b.memo_floor = vn;
+			} else {
+				memset(b.memo, 0, (size_t)b.memo_len * sizeof(*b.memo));
+				b.memo_floor = 0;
+			}
 			if (b.memo_len == 0) {
 				r = -EIO;
 				goto fail;
 			}
-			b.memo[STORE_ROOT_NODE] = vn;
+			b.memo[STORE_ROOT_NODE] = vn + 1;
 		}
+		t->src.series[i] = order[i]->id;
+		t->src.binary[i] = b.memo[STORE_ROOT_NODE] - 1;
 		r = store_series_counts(s, order[i]->id, from, to, add_count, &b);
 		if (r < 0)
 			goto fail;
@@ -830,6 +1127,12 @@ done:
 	free(b.fmap);
 	free(b.memo);
 	free(b.path);
+	free(b.next_same);
+	free(b.first_child);
+	free(b.next_sibling);
+	free(b.merged);
+	free(b.name_head);
+	free(b.name_frame);
 	return r;
 }
 
@@ -846,6 +1149,8 @@ void view_tree_free(struct view_tree *t)
 	free(t->arena);
 	free(t->event);
 	free(t->unit);
+	free(t->src.series);
+	free(t->src.binary);
 	free(t);
 }
 
@@ -865,7 +1170,8 @@ size_t view_tree_memory(const struct view_tree *t)
 	       (t->base ? (size_t)t->nnodes * sizeof(*t->base) : 0) +
 	       (size_t)t->nnodes * sizeof(*t->kids) + (size_t)t->frames_cap * sizeof(*t->frames) +
 	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap +
-	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0);
+	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0) +
+	       t->src.nseries * (sizeof(*t->src.series) + sizeof(*t->src.binary));
 }
 
 const char *view_tree_event(const struct view_tree *t)

@@ -41,11 +41,29 @@ struct vnode {
 /* A node kept only to hold its id (a seeded build, see view.h): it has no
  * counts, is in no child list and no lookup table. */
 #define VNODE_HIDDEN 1u
+/* A frame above the node, below its binary's node, has the node's name
+ * (a recursive call): its total is already in that frame's function
+ * total (top.c). */
+#define VNODE_RECURSIVE 4u
 
 /* The counts of the other version in a diff tree (see diff.c). */
 struct vbase {
 	uint64_t self_weight, self_samples;
 	uint64_t total_weight, total_samples;
+};
+
+/* Where a tree built from a store read its counts, so that a timeline
+ * can read them again when it is rendered (timeline.c) instead of the
+ * tree keeping counts per node and bucket.  `store` is NULL in trees
+ * derived from trees (diffs, callers, callees). */
+struct vsource {
+	struct store *store; /* borrowed: the store the tree was built from */
+	uint32_t *series;    /* store series ids, nseries of them */
+	uint32_t *binary;    /* per series: its binary's view node */
+	size_t nseries;
+	int64_t from, to;        /* the closed bucket interval read */
+	uint32_t store_nodes;    /* store_node_count() at the build */
+	uint32_t bucket_seconds; /* the store's bucket size (0: none) */
 };
 
 struct view_tree {
@@ -76,6 +94,8 @@ struct view_tree {
 	uint32_t ltab_mask;
 	char *event;
 	char *unit;
+	/* Trees built from a store: what they read (timeline.c). */
+	struct vsource src;
 };
 
 static inline const char *vstr_ptr(const struct view_tree *t, uint32_t s)

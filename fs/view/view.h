@@ -158,6 +158,61 @@ int view_render_flame_svg(const struct view_tree *t, uint32_t node, struct view_
  * the weight and the samples. */
 int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
+/* The functions of the subtree (every frame below the binary level in it,
+ * the node itself included when it is a frame) ranked by self weight, then
+ * total weight, then name: two header lines beginning with '#' (the
+ * count, the unit and event, the subtree's total, also in seconds for a
+ * clock unit; the column titles), then one line per function with the
+ * columns self weight, self %, total weight, total %, kind (as
+ * view_kind_name()) and the name, which runs to the end of the line.
+ * Weights are right-aligned to one width, percentages of the node's total
+ * have two decimals.  self and total are the function view's
+ * (view_functions_counts() over the same subtree). */
+int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *out);
+/* "user", "kernel", "inline", "unknown", "jit" for an enum
+ * store_frame_kind; "other" for a kind this library does not know.  A
+ * static string. */
+const char *view_kind_name(unsigned kind);
+/* True, with how many units make a second, when `unit` is a clock unit
+ * (nanoseconds, microseconds, milliseconds, seconds). */
+bool view_unit_is_clock(const char *unit, uint64_t *per_second);
+
+/* When the subtree ran (timeline.c): the counts of the tree's series in
+ * its window, read again from the store the tree was built from, which
+ * must still be open; the caller holds whatever lock guards that store
+ * for the duration of the call (as for view_tree_build()).  Counts of
+ * stacks the store gained after the build are left out; counts the
+ * store gained since for the tree's own stacks are not.  Derived trees
+ * (diffs, callers, callees) read nothing: header only.
+ * timeline: two '#' header lines (the number of buckets, the bucket
+ * size, the clock: "unix" or "perf", the unit and event; the column
+ * titles), then one line per bucket with counts in the subtree, oldest
+ * first: start (seconds), samples, weight, start in ISO 8601 UTC ("-"
+ * for perf's clock).  timeline.svg: the same as a self-contained SVG bar
+ * chart (bar height: weight; a tooltip per bar). */
+int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_buf *out);
+int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct view_buf *out);
+
+/* How good the stacks of a subtree are (quality.c).  total: the node's
+ * total weight; rooted: the weight of its stacks whose outermost frame is
+ * an entry point (view_name_is_entry(), or an unnamed frame right below
+ * one), so the stack was not cut short; unknown_leaf: the weight of its
+ * stacks whose leaf is "[unknown]", a bare module name "[...]" or a frame
+ * of kind unknown.  At VIEW_ROOT, every binary's. */
+struct view_quality {
+	uint64_t total, rooted, unknown_leaf;
+};
+int view_quality(const struct view_tree *t, uint32_t node, struct view_quality *q);
+/* _start, __libc_start_main, __libc_start_call_main, start_thread, clone,
+ * clone3, ret_from_fork(_asm), kthread, Go's runtime.goexit ... */
+bool view_name_is_entry(const char *name, size_t len);
+/* part/whole in percent as "98.23" (two decimals, rounded half up). */
+void view_quality_share(uint64_t part, uint64_t whole, char out[32]);
+/* The `quality` file: "total T", "rooted W P%", "unknown_leaf W P%", one
+ * a line, and when fewer than half the stacks are rooted, '#' lines
+ * saying what usually causes it and what to do. */
+int view_render_quality(const struct view_tree *t, uint32_t node, struct view_buf *out);
+
 /* The exact size view_render_folded() would produce, without rendering. */
 uint64_t view_folded_size(const struct view_tree *t, uint32_t node);
 

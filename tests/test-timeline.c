@@ -1,0 +1,269 @@
+/*
+ * test-timeline.c — unit tests for `timeline` and `timeline.svg`
+ * (fs/view/timeline.c): random folded lines added at random times (in
+ * and between 60 s buckets, several batches per bucket, two series of
+ * one binary), then at every node of the tree: timeline's lines are the
+ * buckets that hold counts of the subtree, oldest first, with the
+ * samples and weight a brute-force reading of the added lines gives;
+ * the weights add up to the node's total; the header names the bucket
+ * size and the clock; timeline.svg has one bar per bucket.  A window
+ * tree's timeline holds only its buckets; a derived tree's is empty.
+ * Timelines are read from the store when rendered, so also: a second
+ * binary whose frames have the same names (the whole-machine tree of
+ * both, and each binary's own), names that extend a sibling's ("a",
+ * "ab"), and stacks the store gains after a tree was built (left out).
+ */
+#include "view-fixture.h"
+
+#define NADD 24
+
+struct added {
+	const char *binary;
+	int64_t bucket;
+	char *lines;
+};
+
+/* Samples and weight of the lines below `path` ("bin;a;b") in the
+ * added batches of bucket `bucket` (each line is one sample). */
+static void brute(const struct added *ad, int nad, const char *path, int64_t bucket,
+                  uint64_t *samples, uint64_t *weight)
+{
+	size_t plen = strlen(path);
+
+	*samples = *weight = 0;
+	for (int i = 0; i < nad; i++) {
+		if (ad[i].bucket != bucket)
+			continue;
+		for (const char *p = ad[i].lines; *p;) {
+			const char *nl = strchr(p, '\n');
+			const char *sp = nl;
+			while (sp[-1] != ' ')
+				sp--;
+			char full[512];
+			snprintf(full, sizeof(full), "%s;%.*s", ad[i].binary, (int)(sp - 1 - p), p);
+			if (plen == 0 || /* the top root: every line */
+			    (strncmp(full, path, plen) == 0 &&
+			     (full[plen] == '\0' || full[plen] == ';'))) {
+				*samples += 1;
+				*weight += strtoull(sp, NULL, 10);
+			}
+			p = nl + 1;
+		}
+	}
+}
+
+static void node_path(const struct view_tree *t, uint32_t n, char *out, size_t cap)
+{
+	uint32_t chain[64];
+	int k = 0;
+
+	for (; n != VIEW_ROOT; n = view_node_parent(t, n))
+		chain[k++] = n;
+	out[0] = '\0';
+	for (int i = k - 1; i >= 0; i--) {
+		size_t len;
+		const char *p = view_node_name(t, chain[i], &len);
+		size_t o = strlen(out);
+		snprintf(out + o, cap - o, "%s%.*s", i == k - 1 ? "" : ";", (int)len, p);
+	}
+}
+
+static void check_tree(const struct view_tree *t, const struct added *ad, int nad,
+                       const int64_t *buckets, int nb, const char *what)
+{
+	for (uint32_t n = 0; n < view_tree_node_count(t); n++) { /* the top root too */
+		char path[512];
+		node_path(t, n, path, sizeof(path));
+		char *text = fx_render(view_render_timeline, t, n);
+		char *svg = fx_render(view_render_timeline_svg, t, n);
+		struct view_counts c;
+		view_node_counts(t, n, &c);
+		/* Expected lines, from brute force over every bucket. */
+		struct view_buf want = {0};
+		int nwant = 0;
+		uint64_t sum = 0;
+		for (int i = 0; i < nb; i++) {
+			uint64_t s, w;
+			brute(ad, nad, path, buckets[i], &s, &w);
+			if (!s)
+				continue;
+			char line[128];
+			int len =
+			        snprintf(line, sizeof(line), "%" PRId64 " %" PRIu64 " %" PRIu64 " ",
+			                 buckets[i], s, w);
+			view_buf_append(&want, line, (size_t)len);
+			nwant++;
+			sum += w;
+		}
+		/* Got: the data lines without their ISO column. */
+		struct view_buf got = {0};
+		int hdr = 0;
+		for (const char *p = text; *p;) {
+			const char *nl = strchr(p, '\n');
+			if (*p == '#') {
+				hdr++;
+			} else {
+				const char *last = nl;
+				while (last[-1] != ' ')
+					last--;
+				view_buf_append(&got, p, (size_t)(last - p));
+			}
+			p = nl + 1;
+		}
+		CHECK(hdr == 2, "%s: %s: two header lines", what, path);
+		CHECK(strstr(text, "of 60 s; clock unix") != NULL, "%s: header: %s", what, text);
+		CHECK(strcmp(got.data ? got.data : "", want.data ? want.data : "") == 0,
+		      "%s: %s: got\n%s\nwant\n%s", what, path, got.data, want.data);
+		CHECK(sum == c.total_weight,
+		      "%s: %s: buckets add up to %" PRIu64 ", total %" PRIu64, what, path, sum,
+		      c.total_weight);
+		int bars = 0;
+		for (const char *p = svg; (p = strstr(p, "<rect class=\"bar\"")); p++)
+			bars++;
+		CHECK(bars == nwant, "%s: %s: %d bars for %d buckets", what, path, bars, nwant);
+		view_buf_free(&want);
+		view_buf_free(&got);
+		free(text);
+		free(svg);
+	}
+}
+
+/* The series of `binary` moved to the front of list[0..n); how many. */
+static size_t series_of(struct store_series *list, size_t n, const char *binary)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!binary || strcmp(list[i].binary, binary) == 0) {
+			struct store_series tmp = list[k];
+			list[k++] = list[i];
+			list[i] = tmp;
+		}
+	return k;
+}
+
+int main(void)
+{
+	struct store *s = fx_store();
+	static const char *const names[] = {"main", "a", "ab", "b", "timeline", "c"};
+	const int nnames = (int)(sizeof(names) / sizeof(names[0]));
+	struct added ad[NADD];
+	int64_t buckets[8];
+	const int64_t base = 1795000020; /* a bucket start */
+
+	for (int i = 0; i < 8; i++)
+		buckets[i] = base + 60 * (i + i / 3); /* gaps too */
+	srand(2424);
+	for (int i = 0; i < NADD; i++) {
+		struct view_buf lines = {0};
+		int nl = 1 + rand() % 6;
+		for (int l = 0; l < nl; l++) {
+			char line[256];
+			size_t o = 0;
+			int depth = 1 + rand() % 5;
+			for (int d = 0; d < depth; d++)
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
+				                      d ? ";" : "", names[rand() % nnames]);
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %d\n",
+			                      1 + rand() % 500);
+			view_buf_append(&lines, line, o);
+		}
+		ad[i].bucket = buckets[rand() % 8];
+		ad[i].lines = lines.data;
+		/* Two series of one binary (versions 1 and 2), at a time inside
+		 * the bucket; every fourth batch to a second binary. */
+		ad[i].binary = i % 4 == 3 ? "oth" : "rnd";
+		fx_add(s, ad[i].binary,
+		       i % 4 == 3   ? "1"
+		       : rand() % 2 ? "1"
+		                    : "2",
+		       "samples", ad[i].bucket + rand() % 60, ad[i].lines);
+	}
+	struct added rnd[NADD];
+	int nrnd = 0;
+	for (int i = 0; i < NADD; i++)
+		if (strcmp(ad[i].binary, "rnd") == 0)
+			rnd[nrnd++] = ad[i];
+	struct store_series *list;
+	size_t n;
+	struct view_tree *t;
+	if (store_series_list(s, &list, &n) < 0 || n != 3)
+		fx_die("store_series_list", EIO);
+	/* Both binaries (the whole machine), then rnd's two series alone. */
+	if (view_tree_build(s, list, n, INT64_MIN, INT64_MAX, &t) < 0)
+		fx_die("view_tree_build", EIO);
+	check_tree(t, ad, NADD, buckets, 8, "machine");
+	fx_check_totals(t, "machine");
+	view_tree_free(t);
+	size_t nr = series_of(list, n, "rnd");
+	if (nr != 2)
+		fx_die("series_of", EIO);
+	if (view_tree_build(s, list, nr, INT64_MIN, INT64_MAX, &t) < 0)
+		fx_die("view_tree_build", EIO);
+	check_tree(t, rnd, nrnd, buckets, 8, "whole");
+	fx_check_totals(t, "whole");
+
+	/* Stacks the store gains after the build are not the tree's: a
+	 * new frame below an existing stack, and a new top frame, in every
+	 * bucket.  Each node's timeline stays what it was. */
+	struct view_tree *before = t;
+	for (int i = 0; i < 8; i++) {
+		char late[600];
+		const char *nl = strchr(rnd[0].lines, '\n');
+		const char *sp = nl;
+		while (sp[-1] != ' ')
+			sp--;
+		snprintf(late, sizeof(late), "%.*s;late 7\nlate;x 5\n",
+		         (int)(sp - 1 - rnd[0].lines), rnd[0].lines);
+		fx_add(s, "rnd", "1", "samples", buckets[i], late);
+	}
+	check_tree(before, rnd, nrnd, buckets, 8, "after the store grew");
+	view_tree_free(before);
+
+	/* A window of buckets 2..4: only those. */
+	if (view_tree_build_window(s, list, nr, buckets[2], buckets[4] + 60, &t) < 0)
+		fx_die("view_tree_build_window", EIO);
+	struct added win[NADD];
+	int nwin = 0;
+	for (int i = 0; i < nrnd; i++)
+		if (rnd[i].bucket >= buckets[2] && rnd[i].bucket <= buckets[4])
+			win[nwin++] = rnd[i];
+	/* The late stacks are in this tree: brute force over them too. */
+	char lates[8][600];
+	for (int i = 2; i <= 4; i++) {
+		const char *nl = strchr(rnd[0].lines, '\n');
+		const char *sp = nl;
+		while (sp[-1] != ' ')
+			sp--;
+		snprintf(lates[i], sizeof(lates[i]), "%.*s;late 7\nlate;x 5\n",
+		         (int)(sp - 1 - rnd[0].lines), rnd[0].lines);
+		win[nwin++] = (struct added){"rnd", buckets[i], lates[i]};
+	}
+	check_tree(t, win, nwin, buckets, 8, "window");
+	view_tree_free(t);
+
+	/* A derived tree (a function's callees) has no buckets. */
+	t = fx_tree(s, "rnd", "1");
+	struct view_functions *fx;
+	struct view_tree *callees;
+	if (view_functions_build(t, fx_binary(t), &fx) == 0 &&
+	    view_functions_callees(fx, 0, &callees) == 0) {
+		char *text = fx_render(view_render_timeline, callees, VIEW_ROOT);
+		CHECK(strncmp(text, "# 0 buckets", 11) == 0, "callees: %s", text);
+		free(text);
+		view_tree_free(callees);
+		view_functions_free(fx);
+	}
+	view_tree_free(t);
+	store_series_free(list, n);
+	for (int i = 0; i < NADD; i++)
+		free(ad[i].lines);
+	store_close(s);
+	if (failures) {
+		fprintf(stderr, "%d failures\n", failures);
+		return 1;
+	}
+	printf("ok: timeline of every node of a random tree (two binaries, and one), after the "
+	       "store grew, a window and a derived tree\n");
+	return 0;
+}
