@@ -28,8 +28,8 @@
 
 #define NAME_MAX_CHARS 1024
 #define LINETABLE_MAX  65536
-#define CACHE_MAX      (1u << 18)  /* entries: the cache is cleared past it, */
-#define CACHE_BYTES    (64u << 20) /* or past this much of line tables */
+#define CACHE_MAX      (1u << 15) /* entries: the cache is pruned past it, */
+#define CACHE_BYTES    (8u << 20) /* or past this much of line tables */
 
 /* x86-64 byte offsets.  3.11 was read from the 3.11.2 headers
  * (python3.11-dev, Py_BUILD_CORE) with offsetof() and checked against
@@ -459,11 +459,55 @@ static void cache_clear(struct symbolize *s)
 	s->py_cache_cap = s->py_cache_n = s->py_cache_bytes = 0;
 }
 
+/* Past a bound: drops the entries of processes reaped (exited, and their
+ * last samples drained; on a build machine, nearly all: each python3
+ * started leaves its code objects behind; keeping them to 2^18 entries and 64 MiB of line tables grew the
+ * collector by 120 MiB in a 10-minute soak), or everything when the live
+ * ones alone are past half of it.  Frames point at interned strings only. */
+static void cache_prune(struct symbolize *s)
+{
+	size_t live = 0, bytes = 0;
+	for (size_t i = 0; i < s->py_cache_cap; i++) {
+		struct pyent *e = &s->py_cache[i];
+		if (e->used && !sym_proc_find(s, e->pid)) {
+			free(e->linetable);
+			*e = (struct pyent){0};
+		} else if (e->used) {
+			live++;
+			bytes += e->linetable_len;
+		}
+	}
+	s->py_cache_n = live;
+	s->py_cache_bytes = bytes;
+	if (live * 2 >= CACHE_MAX || bytes * 2 >= CACHE_BYTES) {
+		cache_clear(s);
+		return;
+	}
+	/* Rehash what is left (open addressing: the holes broke its chains). */
+	struct pyent *old = s->py_cache;
+	size_t cap = s->py_cache_cap;
+	struct pyent *n = calloc(cap, sizeof(*n));
+	if (!n) {
+		cache_clear(s);
+		return;
+	}
+	for (size_t i = 0; i < cap; i++) {
+		if (!old[i].used)
+			continue;
+		size_t j = ent_hash(old[i].pid, old[i].code, old[i].check) & (cap - 1);
+		while (n[j].used)
+			j = (j + 1) & (cap - 1);
+		n[j] = old[i];
+	}
+	free(old);
+	s->py_cache = n;
+}
+
 /* The cache's slot for the key: its entry, or the empty slot to fill. */
 static struct pyent *cache_slot(struct symbolize *s, pid_t pid, uint64_t code, uint32_t check)
 {
 	if (s->py_cache_n >= CACHE_MAX || s->py_cache_bytes >= CACHE_BYTES)
-		cache_clear(s); /* frames point at interned strings only */
+		cache_prune(s);
 	if (s->py_cache_n * 2 >= s->py_cache_cap) {
 		size_t ncap = s->py_cache_cap ? s->py_cache_cap * 2 : 1024;
 		struct pyent *n = calloc(ncap, sizeof(*n));
