@@ -172,7 +172,7 @@ if [ "$SOAK" -ge 12 ]; then
 	echo
 	echo "## Soak: record -a -F 99 under churn for $SOAK minutes"
 	start_churn
-	"$fc" record --store "$work/soak" -a -F 99 -d "$((SOAK * 60))" 2>"$work/soak.err" &
+	"$fc" record --store "$work/soak" -a -F 99 -d "$((SOAK * 60 + 30))" 2>"$work/soak.err" &
 	rec=$!
 	sleep 2
 	echo "| minute | VmRSS (KiB) |"
