@@ -148,12 +148,68 @@ static int find_names(struct reader *r, const char *a, const char *b, uint32_t *
 	return rc;
 }
 
+/* Skips n bytes of the section: 1, or 0 / -errno as reader_get(). */
+static int reader_skip(struct reader *r, size_t n)
+{
+	uint8_t skip[256];
+	int rc = 1;
+
+	while (n > 0 && rc > 0) {
+		size_t k = n < sizeof(skip) ? n : sizeof(skip);
+		rc = reader_get(r, skip, k);
+		n -= k;
+	}
+	return rc;
+}
+
+/* A struct or union to search for the member, at a byte offset in the
+ * struct asked for: the struct itself (by name), then its anonymous
+ * members (by type id), which a kernel struct often wraps its fields in
+ * (mm_struct's are all in one). */
+#define MAX_NESTED 16
+struct search {
+	uint32_t name;                            /* the struct's name offset */
+	uint32_t ids[MAX_NESTED], at[MAX_NESTED]; /* anonymous members: type id, offset */
+	size_t n;
+};
+
+/* Reads a struct or union's members after its header t (at byte offset
+ * base): 1 with *offset set when the member is there, 0 when not (its
+ * anonymous members added to s), or -errno. */
+static int scan_members(struct reader *r, const struct btf_type *t, uint32_t base, uint32_t m_name,
+                        struct search *s, uint32_t *offset)
+{
+	bool found = false;
+
+	for (uint32_t i = 0; i < BTF_INFO_VLEN(t->info); i++) {
+		struct btf_member m;
+		int rc = reader_get(r, &m, sizeof(m));
+		if (rc <= 0)
+			return rc < 0 ? rc : -EINVAL;
+		uint32_t bits =
+		        BTF_INFO_KFLAG(t->info) ? BTF_MEMBER_BIT_OFFSET(m.offset) : m.offset;
+		if (found || bits % 8)
+			continue;
+		if (m.name_off == m_name) {
+			*offset = base + bits / 8;
+			found = true;
+		} else if (m.name_off == 0 && s->n < MAX_NESTED) {
+			s->ids[s->n] = m.type;
+			s->at[s->n++] = base + bits / 8;
+		}
+	}
+	return found;
+}
+
 int kbtf_member_offset(const char *path, const char *strct, const char *member, uint32_t *offset,
                        char *err, size_t errlen)
 {
 	static struct reader r; /* 64 KiB: not on the stack */
 	struct btf_header h;
+	struct search srch = {0};
 	uint32_t s_name, m_name;
+	size_t next = 0; /* the anonymous member searched next */
+	bool found_struct = false;
 	int rc;
 
 	r.fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -178,48 +234,62 @@ int kbtf_member_offset(const char *path, const char *strct, const char *member, 
 		close(r.fd);
 		return -ENOENT;
 	}
+	srch.name = s_name;
 
-	reader_start(&r, (uint64_t)h.hdr_len + h.type_off, h.type_len);
-	for (;;) {
-		struct btf_type t;
-		size_t extra;
-		rc = reader_get(&r, &t, sizeof(t));
-		if (rc <= 0 || extra_bytes(t.info, &extra) < 0) {
-			rc = rc < 0 ? rc : -EINVAL;
-			goto bad;
-		}
-		if (BTF_INFO_KIND(t.info) != BTF_KIND_STRUCT || t.name_off != s_name) {
-			uint8_t skip[256];
-			while (extra > 0 && rc > 0) {
-				size_t n = extra < sizeof(skip) ? extra : sizeof(skip);
-				rc = reader_get(&r, skip, n);
-				extra -= n;
-			}
-			if (rc <= 0) {
+	/* A pass over the types finds the struct by name, and the anonymous
+	 * members met so far by type id (ids count from 1 in the order of
+	 * the section); one whose type came earlier takes another pass. */
+	for (int pass = 0; pass <= MAX_NESTED; pass++) {
+		size_t end = srch.n;
+		if (pass > 0 && next == end)
+			break;
+		reader_start(&r, (uint64_t)h.hdr_len + h.type_off, h.type_len);
+		for (uint32_t id = 1;; id++) {
+			struct btf_type t;
+			size_t extra;
+			rc = reader_get(&r, &t, sizeof(t));
+			if (rc == 0)
+				break; /* the section's end */
+			if (rc < 0 || extra_bytes(t.info, &extra) < 0) {
 				rc = rc < 0 ? rc : -EINVAL;
 				goto bad;
 			}
-			continue;
-		}
-		for (uint32_t i = 0; i < BTF_INFO_VLEN(t.info); i++) {
-			struct btf_member m;
-			rc = reader_get(&r, &m, sizeof(m));
-			if (rc <= 0) {
-				rc = rc < 0 ? rc : -EINVAL;
-				goto bad;
+			uint32_t kind = BTF_INFO_KIND(t.info), base = 0;
+			bool want = pass == 0 && kind == BTF_KIND_STRUCT && t.name_off == s_name &&
+			            !found_struct;
+			found_struct |= want;
+			for (size_t i = next; i < srch.n && !want; i++)
+				if (srch.ids[i] == id) {
+					want = kind == BTF_KIND_STRUCT || kind == BTF_KIND_UNION;
+					base = srch.at[i];
+				}
+			if (!want) {
+				rc = reader_skip(&r, extra);
+				if (rc <= 0) {
+					rc = rc < 0 ? rc : -EINVAL;
+					goto bad;
+				}
+				continue;
 			}
-			uint32_t bits =
-			        BTF_INFO_KFLAG(t.info) ? BTF_MEMBER_BIT_OFFSET(m.offset) : m.offset;
-			if (m.name_off == m_name && bits % 8 == 0) {
-				*offset = bits / 8;
+			rc = scan_members(&r, &t, base, m_name, &srch, offset);
+			if (rc < 0)
+				goto bad;
+			if (rc > 0) {
 				close(r.fd);
 				return 0;
 			}
 		}
-		snprintf(err, errlen, "%s: struct %s has no member %s", path, strct, member);
-		close(r.fd);
-		return -ENOENT;
+		if (!found_struct)
+			break;
+		next = end; /* those added in this pass were searched from their
+		             * place on: the earlier ids, in the next */
 	}
+	if (found_struct)
+		snprintf(err, errlen, "%s: struct %s has no member %s", path, strct, member);
+	else
+		snprintf(err, errlen, "%s: no struct %s in the kernel's BTF", path, strct);
+	close(r.fd);
+	return -ENOENT;
 bad:
 	snprintf(err, errlen, "%s: not readable as BTF (%s)", path,
 	         rc < 0 ? strerror(-rc) : "cut short");

@@ -50,6 +50,15 @@ const volatile __u64 offcpu_min_ns = 1000;  /* shorter blocks are dropped */
 const volatile bool offcpu_preempt = false; /* offcpu:all */
 /* Byte offsets found in the kernel's BTF by user space (kbtf.c). */
 const volatile __u32 pid_offset = 0; /* task_struct.pid */
+/* The path from an exec's linux_binprm to its program file's identity:
+ * linux_binprm.file, file.f_inode, inode.i_ino, inode.i_sb and
+ * super_block.s_dev; exe_known is false when one was not found (every exec
+ * is then read at once). */
+const volatile __u32 bprm_file = 0, file_inode = 0, inode_ino = 0, inode_sb = 0, sb_dev = 0;
+const volatile bool exe_known = false;
+/* task_struct.mm and mm_struct.saved_auxv: where on_exec finds the load
+ * biases of a new program and its loader (0: not found, no list). */
+const volatile __u32 task_mm = 0, mm_auxv = 0;
 /* Of the kmem/rss_stat tracepoint's record (trace_event_raw_rss_stat). */
 const volatile __u32 rss_curr = 0, rss_member = 0, rss_size = 0, rss_mm = 0;
 /* Of the kernel structs the block and sock tracepoints' arguments point
@@ -202,6 +211,27 @@ struct {
 	__type(value, __u32);
 	__uint(max_entries, 16384);
 } execs SEC(".maps");
+
+/* Programs user space has read once and that run under the loader's
+ * hook, with their walker lists just after an exec (unwind.h): an exec
+ * of one of them gets its list at once and is named from what is known
+ * of the file; its maps are read once, when the loader has mapped its
+ * libraries (on_ldso_state), not also at the exec.  Written by user
+ * space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct profile_file);
+	__type(value, struct unwind_exec);
+	__uint(max_entries, 4096);
+} exe_templates SEC(".maps");
+
+/* The list being placed by on_exec, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+	__uint(max_entries, 1);
+} exec_list SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1067,7 +1097,7 @@ static __always_inline void report_gen(__u32 kind, __u32 pid, __u32 parent, __u3
 	e->gen = gen;
 	e->addr = 0;
 	e->check = 0;
-	e->pad = 0;
+	e->flags = 0;
 	/* Forks and exits wait for the next event that wakes user space (an
 	 * exec, a table wanted, or the drain each second): they are taken
 	 * in order, and nothing about them is lost by waiting, where a
@@ -1098,7 +1128,7 @@ static __always_inline void report_want(__u32 pid, __u64 addr)
 	e->gen = 0;
 	e->addr = addr;
 	e->check = 0;
-	e->pad = 0;
+	e->flags = 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -1116,8 +1146,108 @@ static __always_inline void report_pycode(__u32 pid, __u32 gen, __u64 code, __u3
 	e->gen = gen;
 	e->addr = code;
 	e->check = check;
-	e->pad = 0;
+	e->flags = 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+#define AUXV_AT_BASE  7 /* the loader's load address */
+#define AUXV_AT_ENTRY 9 /* the program's entry point */
+#define AUXV_PAIRS    32
+
+/* Places template t with the new process's auxiliary vector and writes
+ * it as the walker's list of tgid. */
+static __always_inline void place_exec_list(__u32 tgid, const struct unwind_exec *t)
+{
+	__u64 pair[2], base = 0, entry = 0, bias[2];
+	const char *mm = NULL;
+	__u32 zero = 0, n = t->nmaps, k = 0;
+
+	if (!task_mm || !mm_auxv || !n || n > UNWIND_EXEC_MAPS)
+		return;
+	if (bpf_probe_read_kernel(&mm, sizeof(mm),
+	                          (const char *)bpf_get_current_task() + task_mm) ||
+	    !mm)
+		return;
+	for (int i = 0; i < AUXV_PAIRS; i++) {
+		if (bpf_probe_read_kernel(pair, sizeof(pair), mm + mm_auxv + 16 * i) || !pair[0])
+			break;
+		if (pair[0] == AUXV_AT_BASE)
+			base = pair[1];
+		else if (pair[0] == AUXV_AT_ENTRY)
+			entry = pair[1];
+	}
+	if (!base || !entry)
+		return; /* not started by a loader: read at the exec event */
+	struct unwind_proc *l = bpf_map_lookup_elem(&exec_list, &zero);
+	if (!l)
+		return;
+	bias[0] = entry - t->entry;
+	bias[1] = base;
+	/* The program's mappings, then the loader's, or the other way round:
+	 * the list is sorted by start. */
+	__u32 first = bias[0] < bias[1] ? 0 : 1;
+	for (__u32 pass = 0; pass < 2; pass++) {
+		__u32 which = pass ? 1 - first : first;
+		for (__u32 i = 0; i < UNWIND_EXEC_MAPS; i++) {
+			if (i >= n)
+				break;
+			const struct unwind_exec_mapping *m = &t->maps[i];
+			if (m->loader != which || k >= UNWIND_EXEC_MAPS)
+				continue;
+			struct unwind_mapping *d = &l->maps[k & (UNWIND_MAX_MAPS - 1)];
+			d->start = bias[which & 1] + m->start;
+			d->bias = bias[which & 1] + m->bias;
+			d->size = m->size;
+			d->table = m->table;
+			k++;
+		}
+	}
+	l->nmaps = k;
+	l->stale = 0;
+	bpf_map_update_elem(&unwind_procs, &tgid, l, BPF_ANY);
+}
+
+/* The exec event: the program file's identity (the raw tracepoint's third
+ * argument, struct linux_binprm *), and whether user space knows it
+ * (exe_templates).  An exec of a known program gets its walker list here
+ * and wakes no one: its maps are read at the loader's hook, whose event
+ * follows it in the ring. */
+static __always_inline void report_exec(void *ctx, __u32 pid, __u32 gen)
+{
+	const char *bprm = (const char *)((const __u64 *)ctx)[2];
+	struct profile_file f = {};
+	const char *file = NULL, *inode = NULL, *sb = NULL;
+	__u32 dev = 0, flags = 0;
+	struct profile_event *e;
+
+	if (exe_known && !bpf_probe_read_kernel(&file, sizeof(file), bprm + bprm_file) && file &&
+	    !bpf_probe_read_kernel(&inode, sizeof(inode), file + file_inode) && inode &&
+	    !bpf_probe_read_kernel(&f.ino, sizeof(f.ino), inode + inode_ino) &&
+	    !bpf_probe_read_kernel(&sb, sizeof(sb), inode + inode_sb) && sb &&
+	    !bpf_probe_read_kernel(&dev, sizeof(dev), sb + sb_dev)) {
+		f.dev = dev;
+		const struct unwind_exec *t = bpf_map_lookup_elem(&exe_templates, &f);
+		if (t) {
+			flags = PROFILE_EXEC_KNOWN;
+			place_exec_list(pid, t);
+		}
+	} else {
+		f.ino = 0;
+		dev = 0;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(PROFILE_STAT_EVENTS_LOST);
+		return;
+	}
+	e->kind = PROFILE_EVENT_EXEC;
+	e->pid = pid;
+	e->parent = 0;
+	e->gen = gen;
+	e->addr = f.ino;
+	e->check = dev;
+	e->flags = flags;
+	bpf_ringbuf_submit(e, flags ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 }
 
 /* A raw tracepoint's context is its arguments as an array of u64, read
@@ -1175,11 +1305,12 @@ int on_exec(void *ctx)
 		one = *gen + 1;
 	bpf_map_update_elem(&execs, &tgid, &one, BPF_ANY);
 	/* The old program's mappings no longer apply: frame pointers until
-	 * user space writes the new ones. */
+	 * user space writes the new ones (report_exec writes a known
+	 * program's first list itself). */
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
 	bpf_map_delete_elem(&exec_stacks, &tgid);
-	report_gen(PROFILE_EVENT_EXEC, tgid, 0, one);
+	report_exec(ctx, tgid, one);
 	return 0;
 }
 

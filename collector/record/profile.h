@@ -166,8 +166,21 @@ struct profile_event {
 	__u32 parent;
 	__u32 gen;   /* EXEC, PYCODE: the process's exec count, as in profile_key */
 	__u64 addr;  /* WANT: the pc; PYCODE: the code object */
-	__u32 check; /* PYCODE: its check (profile_pystack) */
-	__u32 pad;
+	__u32 check; /* PYCODE: its check (profile_pystack); EXEC: the
+	              * program file's device (the kernel's encoding, major
+	              * << 20 | minor), addr its inode, 0 when unread */
+	__u32 flags; /* EXEC: PROFILE_EXEC_KNOWN */
+};
+
+/* EXEC: the program is one user space has read before and runs under the
+ * loader's hook (exe_templates): its maps are read once, at PROFILE_EVENT_LOADED,
+ * and the event wakes no one. */
+#define PROFILE_EXEC_KNOWN 1u
+
+/* A program file, as exe_templates keys it. */
+struct profile_file {
+	__u64 dev;
+	__u64 ino;
 };
 
 #endif

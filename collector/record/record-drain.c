@@ -49,6 +49,37 @@ static void reap_exited(struct recorder *r)
 	r->ndead = keep;
 }
 
+/* An exec.  A program read before that runs under the loader's hook is
+ * named from its file, and its maps are read once, at the hook's event
+ * (PROFILE_EVENT_LOADED, next in the ring); any other is read now, and
+ * once read, if it maps the hooked loader, becomes known to the BPF side
+ * (exe_templates), so that its next execs wake no one. */
+static int on_exec(struct recorder *r, const struct profile_event *e)
+{
+	pid_t pid = (pid_t)e->pid;
+	int rc = -ENOENT;
+
+	if (e->flags & PROFILE_EXEC_KNOWN)
+		rc = symbolize_exec_file(r->sym, pid, e->gen, e->check, e->addr);
+	if (rc != -ENOENT)
+		return rc;
+	r->execs_read++;
+	rc = symbolize_exec(r->sym, pid, e->gen);
+	if (rc < 0 || !e->addr || r->templates_fd < 0)
+		return rc;
+	const void *exe = symbolize_maps_file(r->sym, pid, e->check, e->addr);
+	const void *loader = symbolize_maps_file(r->sym, pid, r->ldso_dev, r->ldso_ino);
+	if (!exe || !loader || exe == loader)
+		return 0; /* not under the hooked loader: read at each exec */
+	struct profile_file f = {.dev = e->check, .ino = e->addr};
+	struct unwind_exec t = {.entry = symbolize_module_entry(exe)};
+	if (r->unwinder)
+		rc = unwinder_exec_template(r->unwinder, r->sym, pid, exe, loader, t.entry, &t);
+	if (rc == 0 && bpf_map_update_elem(r->templates_fd, &f, &t, BPF_ANY) == 0)
+		r->templates++;
+	return rc == -ENOMEM ? rc : 0;
+}
+
 int record_on_event(void *ctx, void *data, size_t len)
 {
 	struct recorder *r = ctx;
@@ -77,7 +108,7 @@ int record_on_event(void *ctx, void *data, size_t len)
 			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
 		rc = symbolize_inherit(r->sym, (pid_t)e->pid, (pid_t)e->parent);
 	} else {
-		rc = symbolize_exec(r->sym, (pid_t)e->pid, e->gen);
+		rc = on_exec(r, e);
 	}
 	if (rc == -ENOMEM) {
 		record_fail(r, rc, "out of memory");

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -834,6 +836,11 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	             "recording\n",
 	        ss.processes, ss.inherited, ss.reaped, ss.modules, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
+	fprintf(stderr,
+	        PROG ": execs: %" PRIu64 " of known programs (%" PRIu64
+	             " of them), listed for the walker in BPF and read once their libraries "
+	             "were mapped; %" PRIu64 " read at once\n",
+	        ss.execs_named, r->templates, r->execs_read);
 	if (r->opt->unwind == PROFILE_UNWIND_FP) {
 		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
 	} else {
@@ -927,6 +934,48 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		        r->opt->retention, r->pruned_buckets, r->pruned_samples);
 }
 
+/* The offsets that take an exec's linux_binprm to its program file's
+ * device and inode (on_exec): without them every exec is read at once,
+ * as before there were known programs. */
+static void exe_offsets(struct recorder *r)
+{
+	volatile struct profile_bpf__rodata *ro = r->skel->rodata;
+	struct {
+		const char *strct, *member;
+		volatile const uint32_t *dst;
+	} need[] = {
+	        {"linux_binprm", "file", &ro->bprm_file}, {"file", "f_inode", &ro->file_inode},
+	        {"inode", "i_ino", &ro->inode_ino},       {"inode", "i_sb", &ro->inode_sb},
+	        {"super_block", "s_dev", &ro->sb_dev},
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		uint32_t off;
+		if (kbtf_member_offset(KBTF_VMLINUX, need[i].strct, need[i].member, &off, err,
+		                       sizeof(err)) < 0) {
+			if (r->opt->verbose)
+				fprintf(stderr, PROG ": every exec is read at once: %s\n", err);
+			return;
+		}
+		*(volatile uint32_t *)need[i].dst = off;
+	}
+	ro->exe_known = true;
+	/* Where the new program's load biases are, for its first walker
+	 * list (without them, the list waits for user space). */
+	uint32_t mm, auxv;
+	if (r->opt->unwind != PROFILE_UNWIND_FP &&
+	    kbtf_member_offset(KBTF_VMLINUX, "task_struct", "mm", &mm, err, sizeof(err)) == 0 &&
+	    kbtf_member_offset(KBTF_VMLINUX, "mm_struct", "saved_auxv", &auxv, err, sizeof(err)) ==
+	            0) {
+		ro->task_mm = mm;
+		ro->mm_auxv = auxv;
+	}
+}
+
+/* What woke the recording loop (epoll data). */
+enum { WAKE_RING, WAKE_TABLES, WAKE_CHILD };
+
 static int run(struct recorder *r, const struct options *o)
 {
 	int go_fd = -1, rc;
@@ -936,6 +985,7 @@ static int run(struct recorder *r, const struct options *o)
 	r->counts_fd[0] = r->counts_fd[1] = -1;
 	r->ustacks_fd[0] = r->ustacks_fd[1] = -1;
 	r->pystacks_fd[0] = r->pystacks_fd[1] = -1;
+	r->templates_fd = -1;
 
 	r->sym = symbolize_new();
 	r->frames = calloc(FRAMES_CAP, sizeof(*r->frames));
@@ -1014,6 +1064,7 @@ static int run(struct recorder *r, const struct options *o)
 		return rc;
 	}
 	r->skel->rodata->tgid_offset = tgid_offset;
+	exe_offsets(r);
 	r->skel->rodata->unwind_mode = o->unwind;
 	r->skel->rodata->python_on = python_walks(o);
 	struct ldso_probe ldso;
@@ -1094,6 +1145,12 @@ static int run(struct recorder *r, const struct options *o)
 	                         : NULL;
 	if (have_ldso && !r->ldso_link && o->verbose)
 		fprintf(stderr, PROG ": cannot probe %s: %s\n", ldso.path, strerror(errno));
+	struct stat lst;
+	if (r->ldso_link && r->skel->rodata->exe_known && stat(ldso.path, &lst) == 0) {
+		r->ldso_dev = ((unsigned long long)major(lst.st_dev) << 20) | minor(lst.st_dev);
+		r->ldso_ino = (unsigned long long)lst.st_ino;
+		r->templates_fd = bpf_map__fd(r->skel->maps.exe_templates);
+	}
 	if (!r->exit_link) {
 		rc = -errno;
 		record_fail(r, rc, "cannot attach the fork/exec/exit tracepoints: %s",
@@ -1167,17 +1224,19 @@ static int run(struct recorder *r, const struct options *o)
 		rc = -errno;
 		record_fail(r, rc, "epoll: %s", strerror(-rc));
 	}
-	struct epoll_event ev = {.events = EPOLLIN};
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = WAKE_RING};
 	if (ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev) < 0) {
 		rc = -errno;
 		record_fail(r, rc, "epoll: %s", strerror(-rc));
 	}
+	ev.data.u32 = WAKE_TABLES;
 	if (ep >= 0 && r->unwinder &&
 	    epoll_ctl(ep, EPOLL_CTL_ADD, unwinder_fd(r->unwinder), &ev) < 0) {
 		rc = -errno;
 		record_fail(r, rc, "epoll: %s", strerror(-rc));
 	}
 	int pidfd = r->child ? (int)syscall(SYS_pidfd_open, r->child, 0) : -1;
+	ev.data.u32 = WAKE_CHILD;
 	if (pidfd >= 0)
 		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
 	while (!stop_requested && !r->err) {
@@ -1189,19 +1248,23 @@ static int run(struct recorder *r, const struct options *o)
 		int due = r->unwinder ? unwinder_refresh_due_ms(r->unwinder) : -1;
 		if (due >= 0 && due < ms)
 			ms = due; /* a process's maps to read again */
-		struct epoll_event got[2];
-		if (epoll_wait(ep, got, 2, ms) < 0 && errno != EINTR) {
+		struct epoll_event got[3];
+		int ngot = epoll_wait(ep, got, 3, ms);
+		if (ngot < 0 && errno != EINTR) {
 			rc = -errno;
 			record_fail(r, rc, "epoll_wait: %s", strerror(-rc));
 			break;
 		}
+		bool tables = false; /* a table built: its processes' lists to write */
+		for (int i = 0; i < ngot; i++)
+			tables |= got[i].data.u32 == WAKE_TABLES;
 		rc = ring_buffer__consume(r->rb);
 		if (rc < 0 && rc != -EINTR) {
 			record_fail(r, rc, "ring buffer: %s", strerror(-rc));
 			break;
 		}
 		if (r->unwinder && (unwinder_refresh(r->unwinder, r->sym) < 0 ||
-		                    unwinder_service(r->unwinder, r->sym) < 0)) {
+		                    (tables && unwinder_service(r->unwinder, r->sym) < 0))) {
 			record_fail(r, -ENOMEM, "out of memory");
 			break;
 		}

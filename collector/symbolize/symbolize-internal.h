@@ -92,6 +92,7 @@ struct module {
 	char *unknown_name; /* "[basename]", for addresses without symbol */
 	uint8_t *build_id;
 	size_t build_id_len;
+	uint64_t entry; /* e_entry */
 	struct segment *segs;
 	size_t nsegs;
 	int fd; /* until handed to libdwfl; -1 after */
@@ -331,6 +332,9 @@ int sym_jit_parse(const char *data, size_t len, bool final, struct jit_sym **out
 void sym_jit_move(struct proc *to, struct proc *from);
 struct module *sym_module_by_build_id(struct symbolize *s, const uint8_t *id, size_t len);
 void sym_module_free(struct module *m);
+/* The module of the file (dev, ino), when one was opened, or NULL. */
+struct module *sym_module_by_file(const struct symbolize *s, unsigned long long dev,
+                                  unsigned long long ino);
 int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end, const char *path,
                    unsigned long long dev, unsigned long long ino, struct module **out);
 int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out);

@@ -60,6 +60,9 @@ static int module_read_elf(struct module *m)
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum))
 		goto out; /* not ELF: no symbols, not an error */
 	m->is_elf = true;
+	GElf_Ehdr eh;
+	if (gelf_getehdr(elf, &eh))
+		m->entry = eh.e_entry;
 
 	const void *bid;
 	ssize_t blen = dwelf_elf_gnu_build_id(elf, &bid);
@@ -154,6 +157,16 @@ fail:
 }
 
 /* Finds or opens the module for a file mapping of `pid`. */
+struct module *sym_module_by_file(const struct symbolize *s, unsigned long long dev,
+                                  unsigned long long ino)
+{
+	for (const struct file_ent *fe = s->files[(dev * 31u + ino) % FILE_BUCKETS]; fe;
+	     fe = fe->next)
+		if (fe->dev == dev && fe->ino == ino)
+			return fe->mod;
+	return NULL;
+}
+
 int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end, const char *path,
                    unsigned long long dev, unsigned long long ino, struct module **out)
 {
@@ -162,12 +175,9 @@ int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end,
 	char mf[96];
 	int fd, rc;
 
-	for (fe = s->files[b]; fe; fe = fe->next) {
-		if (fe->dev == dev && fe->ino == ino) {
-			*out = fe->mod;
-			return 0;
-		}
-	}
+	*out = sym_module_by_file(s, dev, ino);
+	if (*out)
+		return 0;
 
 	/* map_files reaches the very file mapped, even when deleted or in
 	 * another mount namespace.  The fallback is the path as the process

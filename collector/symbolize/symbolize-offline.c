@@ -205,13 +205,10 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 		return 0;
 	}
 	size_t b = (size_t)(((unsigned long long)st.st_dev * 31u + st.st_ino) % FILE_BUCKETS);
-	for (struct file_ent *fe = s->files[b]; fe; fe = fe->next) {
-		if (fe->dev == (unsigned long long)st.st_dev &&
-		    fe->ino == (unsigned long long)st.st_ino) {
-			close(fd);
-			*out = fe->mod;
-			return 0;
-		}
+	*out = sym_module_by_file(s, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	if (*out) {
+		close(fd);
+		return 0;
 	}
 	struct module *m;
 	int rc = sym_module_new(path, fd, &m);

@@ -81,7 +81,19 @@ void symbolize_set_hooks(struct symbolize *s, const struct symbolize_hooks *h)
 		memset(&s->hooks, 0, sizeof(s->hooks));
 }
 
-static void notify_process(struct symbolize *s, const struct proc *p)
+/* Whether p maps a CPython interpreter of a known layout (the unwinder
+ * then has an entry for it). */
+static bool proc_has_python(const struct proc *p)
+{
+	for (size_t i = 0; p && i < p->nmaps; i++)
+		if (p->maps[i].mod && p->maps[i].mod->python && p->maps[i].mod->python->layout)
+			return true;
+	return false;
+}
+
+/* Tells the process hook of p; had_python: the snapshot it replaces
+ * mapped a Python interpreter. */
+static void notify_process(struct symbolize *s, const struct proc *p, bool had_python)
 {
 	struct symbolize_map small[64], *maps = small;
 
@@ -93,7 +105,7 @@ static void notify_process(struct symbolize *s, const struct proc *p)
 			return; /* the unwinder falls back to frame pointers */
 	}
 	proc_export(p, maps);
-	s->hooks.process(s->hooks.ctx, p->pid, maps, p->nmaps);
+	s->hooks.process(s->hooks.ctx, p->pid, maps, p->nmaps, had_python);
 	if (maps != small)
 		free(maps);
 }
@@ -120,10 +132,11 @@ void sym_proc_keep_before(struct proc *p, struct proc *old)
 void sym_proc_install(struct symbolize *s, struct proc *p)
 {
 	struct proc **pp = sym_proc_slot(s, p->pid);
+	bool had_python = false;
 	if (*pp) {
 		struct proc *old = *pp;
 		p->next = old->next;
-		if (!p->gen && !p->before && old->nmaps &&
+		if (!p->gen && !p->before && (old->nmaps || old->exe_mod) &&
 		    (!same_text(p->binary, old->binary) ||
 		     !same_text(p->build_id_hex, old->build_id_hex))) {
 			/* A re-read that finds another program: the process
@@ -135,7 +148,7 @@ void sym_proc_install(struct symbolize *s, struct proc *p)
 			sym_proc_keep_before(p, old);
 			*pp = p;
 			s->stats.processes++;
-			notify_process(s, p);
+			notify_process(s, p, proc_has_python(old));
 			return;
 		}
 		if (!p->gen && !p->before) {
@@ -144,13 +157,14 @@ void sym_proc_install(struct symbolize *s, struct proc *p)
 			p->before = old->before;
 			old->before = NULL;
 		}
+		had_python = proc_has_python(old);
 		sym_proc_free(old);
 	} else {
 		p->next = NULL;
 	}
 	*pp = p;
 	s->stats.processes++;
-	notify_process(s, p);
+	notify_process(s, p, had_python);
 }
 
 struct proc *sym_proc_reread(struct symbolize *s, struct proc *cur, struct proc *np)
@@ -405,7 +419,10 @@ int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 	 * /proc/PID/exe again (a tenth of the collector's CPU under churn,
 	 * where most processes are read twice). */
 	const struct proc *old = sym_proc_find(s, pid);
-	if (old && old->exe_mod && module_start(p, old->exe_mod) == old->exe_start) {
+	uint64_t exe_at = old && old->exe_mod ? module_start(p, old->exe_mod) : 0;
+	if (exe_at && (exe_at == old->exe_start || !old->exe_start)) {
+		/* (exe_start 0: named at its exec from the file alone,
+		 * symbolize_exec_file(), and placed now) */
 		p->binary = strdup(old->binary);
 		p->build_id_hex = strdup(old->build_id_hex);
 		if (!p->binary || !p->build_id_hex) {
@@ -413,7 +430,7 @@ int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 			goto fail;
 		}
 		p->exe_mod = old->exe_mod;
-		p->exe_start = old->exe_start;
+		p->exe_start = exe_at;
 		*out = p;
 		return 0;
 	}

@@ -291,19 +291,17 @@ void symbolize_set_lines(struct symbolize *s, bool lines)
 	s->lines = lines;
 }
 
-int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen)
+/* Installs p, pid's snapshot just after its `gen`th exec, keeping the
+ * programs that ran before. */
+static void exec_install(struct symbolize *s, pid_t pid, uint32_t gen, struct proc *p)
 {
-	struct proc *old = sym_proc_find(s, pid), *p = NULL;
-	int rc;
+	struct proc *old = sym_proc_find(s, pid);
 
-	rc = sym_proc_snapshot(s, pid, &p);
-	if (rc < 0)
-		return rc;
 	if (old && old->gen == gen && gen) {
 		/* A re-read met this program before its exec event (see
 		 * sym_proc_install): a re-read of the same generation. */
 		sym_proc_install(s, p);
-		return 0;
+		return;
 	}
 	p->at_exec = true;
 	p->gen = gen;
@@ -318,7 +316,60 @@ int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen)
 		sym_proc_keep_before(p, old);
 	}
 	sym_proc_install(s, p);
+}
+
+int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen)
+{
+	struct proc *p = NULL;
+	int rc = sym_proc_snapshot(s, pid, &p);
+
+	if (rc < 0)
+		return rc;
+	exec_install(s, pid, gen, p);
 	return 0;
+}
+
+int symbolize_exec_file(struct symbolize *s, pid_t pid, uint32_t gen, unsigned long long dev,
+                        unsigned long long ino)
+{
+	struct module *m = sym_module_by_file(s, dev, ino);
+	struct proc *p;
+
+	if (!m || !m->is_elf)
+		return -ENOENT;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->maps_read = 0; /* never: the first address looked up reads them */
+	p->binary = strdup(sym_base_of(m->path));
+	p->build_id_hex = sym_hex_of(m->build_id, m->build_id_len);
+	p->exe_mod = m;
+	p->exe_start = 0; /* placed by the first read of the maps */
+	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0) {
+		sym_proc_free(p);
+		return -ENOMEM;
+	}
+	s->stats.execs_named++;
+	exec_install(s, pid, gen, p);
+	return 0;
+}
+
+const void *symbolize_maps_file(const struct symbolize *s, pid_t pid, unsigned long long dev,
+                                unsigned long long ino)
+{
+	const struct module *m = sym_module_by_file(s, dev, ino);
+	const struct proc *p = sym_proc_find(s, pid);
+
+	for (size_t i = 0; m && m->is_elf && p && i < p->nmaps; i++)
+		if (p->maps[i].mod == m)
+			return m;
+	return NULL;
+}
+
+uint64_t symbolize_module_entry(const void *module)
+{
+	return ((const struct module *)module)->entry;
 }
 
 int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)

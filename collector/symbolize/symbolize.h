@@ -49,6 +49,25 @@ int symbolize_snapshot(struct symbolize *s, pid_t pid, pid_t parent);
  * -errno. */
 int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen);
 
+/* An exec, the process's `gen`th, of the ELF file (dev, ino) (dev in the
+ * kernel's encoding, major << 20 | minor), without reading the process:
+ * when that file was opened before, the new snapshot is named after it
+ * (binary and build id) and holds no mappings until the next
+ * symbolize_snapshot() (the loader's hook, once the libraries are
+ * mapped) or the first address looked up.  The program before is kept as
+ * by symbolize_exec().  Returns 0, -ENOENT when the file is not known
+ * (call symbolize_exec()), or -ENOMEM. */
+int symbolize_exec_file(struct symbolize *s, pid_t pid, uint32_t gen, unsigned long long dev,
+                        unsigned long long ino);
+
+/* The module (symbolize_map.module) of the ELF file (dev, ino) when pid's
+ * current snapshot maps it, else NULL. */
+const void *symbolize_maps_file(const struct symbolize *s, pid_t pid, unsigned long long dev,
+                                unsigned long long ino);
+
+/* The ELF entry point (e_entry) of a module of symbolize_map.module. */
+uint64_t symbolize_module_entry(const void *module);
+
 /* A fork: gives child `pid` a copy of `parent`'s snapshot (a fork shares
  * its parent's mappings) without reading /proc; when the parent is not
  * known it falls back to symbolize_snapshot(s, pid, parent).  An exec
@@ -322,8 +341,11 @@ struct symbolize_hooks {
 	void (*module)(void *ctx, const void *module, int fd, const char *path,
 	               const uint8_t *build_id, size_t build_id_len);
 	/* pid's executable mappings, in address order, as just read or
-	 * inherited (maps is borrowed for the call). */
-	void (*process)(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n);
+	 * inherited (maps is borrowed for the call); had_python: the
+	 * snapshot they replace mapped a Python interpreter (maps[].python),
+	 * so an interpreter that is gone is to be forgotten. */
+	void (*process)(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n,
+	                bool had_python);
 	void *ctx;
 };
 
@@ -337,11 +359,13 @@ int symbolize_maps(const struct symbolize *s, pid_t pid, struct symbolize_map **
 
 /* Numbers for the final report. */
 struct symbolize_stats {
-	uint64_t processes; /* snapshots taken */
-	uint64_t inherited; /* of which taken from a parent */
-	uint64_t modules;   /* distinct ELF files opened */
-	uint64_t lookups;   /* user lookups not answered by the cache */
-	uint64_t reaped;    /* snapshots freed after their process exited */
+	uint64_t processes;   /* snapshots taken */
+	uint64_t inherited;   /* of which taken from a parent */
+	uint64_t execs_named; /* execs named from their file, not read
+	                       * (symbolize_exec_file) */
+	uint64_t modules;     /* distinct ELF files opened */
+	uint64_t lookups;     /* user lookups not answered by the cache */
+	uint64_t reaped;      /* snapshots freed after their process exited */
 };
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st);
 

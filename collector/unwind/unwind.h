@@ -103,6 +103,33 @@ struct unwind_proc {
 	struct unwind_mapping maps[UNWIND_MAX_MAPS];
 };
 
+/* A program's walker list just after its exec, before its loader has
+ * mapped anything else: the program's executable mappings and the
+ * loader's, each at addresses relative to its file's load bias.  The
+ * exec hook (on_exec) places it with the process's auxiliary vector
+ * (the program's bias is AT_ENTRY - entry, the loader's AT_BASE) and
+ * writes it as the process's list, so that the walker has tables from
+ * the first instruction; user space writes the whole list once the
+ * libraries are mapped. */
+#define UNWIND_EXEC_MAPS 8
+
+struct unwind_exec_mapping {
+	__u64 start; /* - its file's load bias */
+	__u64 bias;  /* - its file's load bias */
+	__u32 size;
+	__u32 table;
+	__u32 loader; /* 1: the loader's, 0: the program's */
+	__u32 pad;
+};
+
+struct unwind_exec {
+	__u64 entry; /* the program's ELF entry point (e_entry) */
+	__u32 nmaps; /* 0: no list (frame pointers only) */
+	__u32 pad;
+	/* the program's mappings first, then the loader's, each by start */
+	struct unwind_exec_mapping maps[UNWIND_EXEC_MAPS];
+};
+
 /* A process's CPython interpreter, for the walker (written by unwinder.c
  * from the symbolizer's table of layouts, symbolize.h): where its
  * _PyEval_EvalFrameDefault lies, the addresses of _PyRuntime and

@@ -364,7 +364,8 @@ static int pid_list_add(pid_t **list, size_t *n, size_t *cap, pid_t pid)
 
 /* The process's interpreter, when it runs a CPython of a known version,
  * for the walker; else none (native frames only). */
-static void write_python(struct unwinder *u, __u32 key, const struct symbolize_map *maps, size_t n)
+static void write_python(struct unwinder *u, __u32 key, const struct symbolize_map *maps, size_t n,
+                         bool had_python)
 {
 	const struct symbolize_map *m = NULL;
 
@@ -374,7 +375,11 @@ static void write_python(struct unwinder *u, __u32 key, const struct symbolize_m
 		if (maps[i].python && maps[i].python->layout)
 			m = &maps[i];
 	if (!m) {
-		bpf_map_delete_elem(u->maps.python, &key);
+		/* An entry exists only where one was written, or copied from
+		 * the parent at a fork (the same maps), until the exec or exit
+		 * that removes it in BPF. */
+		if (had_python)
+			bpf_map_delete_elem(u->maps.python, &key);
 		return;
 	}
 	const struct symbolize_python *py = m->python;
@@ -429,7 +434,8 @@ static void write_python(struct unwinder *u, __u32 key, const struct symbolize_m
 		u->st.python++;
 }
 
-static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map *maps, size_t n)
+static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map *maps, size_t n,
+                       bool had_python)
 {
 	struct unwind_proc *e = u->scratch;
 	bool pending = false;
@@ -465,16 +471,17 @@ static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map
 	if (!k)
 		return; /* a kernel thread: no user stack to walk */
 	__u32 key = (__u32)pid;
-	write_python(u, key, maps, n);
+	write_python(u, key, maps, n, had_python);
 	if (bpf_map_update_elem(u->maps.procs, &key, e, BPF_ANY) == 0)
 		u->st.processes++;
 	if (pending)
 		pid_list_add(&u->pending, &u->npending, &u->pending_cap, pid);
 }
 
-static void on_process(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n)
+static void on_process(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n,
+                       bool had_python)
 {
-	write_proc(ctx, pid, maps, n);
+	write_proc(ctx, pid, maps, n, had_python);
 }
 
 struct symbolize_hooks unwinder_hooks(struct unwinder *u)
@@ -559,10 +566,58 @@ int unwinder_service(struct unwinder *u, const struct symbolize *s)
 			rc = r;
 		if (r < 0)
 			continue;
-		write_proc(u, pids[i], maps, nm);
+		write_proc(u, pids[i], maps, nm, false);
 		free(maps);
 	}
 	free(pids);
+	return rc;
+}
+
+int unwinder_exec_template(struct unwinder *u, const struct symbolize *s, pid_t pid,
+                           const void *exe, const void *loader, uint64_t entry,
+                           struct unwind_exec *out)
+{
+	struct symbolize_map *maps;
+	size_t n;
+	int rc = symbolize_maps(s, pid, &maps, &n);
+	uint32_t found[2] = {0, 0};
+
+	if (rc < 0)
+		return rc == -ENOMEM ? rc : -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->entry = entry;
+	for (uint32_t pass = 0; pass < 2 && rc == 0; pass++) {
+		const void *want = pass ? loader : exe;
+		struct utable *t = *table_slot(u, want);
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			if (maps[i].module != want)
+				continue;
+			if (out->nmaps == UNWIND_EXEC_MAPS) {
+				rc = -ENOENT;
+				break;
+			}
+			struct unwind_exec_mapping *m = &out->maps[out->nmaps++];
+			uint64_t size = maps[i].end - maps[i].start, base = maps[i].bias;
+			m->start = maps[i].start - base;
+			m->size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+			m->loader = pass;
+			m->table = UNWIND_NO_TABLE;
+			if (t && t->state == T_READY) {
+				m->table = t->id;
+				m->bias = t->base;
+			} else if (t && (t->state == T_UNBUILT || t->state == T_PENDING)) {
+				/* A list that asks for the table in every new
+				 * process would cost more than it saves. */
+				if (t->state == T_UNBUILT)
+					queue_build(u, t);
+				rc = -EAGAIN;
+			}
+			found[pass]++;
+		}
+	}
+	free(maps);
+	if (rc == 0 && (!found[0] || !found[1]))
+		rc = -ENOENT;
 	return rc;
 }
 
@@ -585,7 +640,7 @@ int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint
 	/* The walker marked the mapping PENDING in its copy of the list: a
 	 * pending table rewrites it when ready; one ready (or refused) since
 	 * the list was written, now. */
-	write_proc(u, pid, maps, n);
+	write_proc(u, pid, maps, n, false);
 	free(maps);
 
 	/* The list came from the parent at the fork (or from further up):
@@ -601,7 +656,7 @@ int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint
 			return rc;
 		if (rc < 0)
 			break;
-		write_proc(u, up, maps, n);
+		write_proc(u, up, maps, n, false);
 		free(maps);
 		u->st.ancestors++;
 	}
