@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,10 +171,25 @@ __attribute__((noinline)) void deep(int level, double end)
 		sink += spin(100000);
 }
 
+/* vfork() and _exit() in a loop: glibc's __vfork keeps its return
+ * address in rdi during the call (the child shares the stack), so the
+ * parent's samples in the kernel's vfork are walked through that rule. */
+__attribute__((noinline)) void vfork_loop(double end)
+{
+	while (now() < end) {
+		pid_t pid = vfork();
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0 || waitpid(pid, NULL, 0) < 0)
+			break;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: unwind-target tree|signal|plt|dlopen|exec SECONDS ...\n");
+		fprintf(stderr, "usage: unwind-target tree|signal|plt|vfork|deep|dlopen|exec "
+		                "SECONDS ...\n");
 		return 2;
 	}
 	double secs = atof(argv[2]);
@@ -183,6 +199,10 @@ int main(int argc, char **argv)
 		return mode_signal(secs);
 	if (strcmp(argv[1], "plt") == 0) {
 		plt_loop(now() + secs);
+		return 0;
+	}
+	if (strcmp(argv[1], "vfork") == 0) {
+		vfork_loop(now() + secs);
 		return 0;
 	}
 	if (strcmp(argv[1], "deep") == 0) {

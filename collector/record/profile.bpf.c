@@ -168,8 +168,9 @@ struct {
 /* One walk in progress per CPU (the stack is too big for the BPF stack). */
 struct walk {
 	struct profile_pystack st;
-	__u64 pc, sp, bp, bx;
+	__u64 pc, sp, bp, bx, di;
 	__u32 bx_ok; /* bx holds this frame's rbx (an RBX row needs it) */
+	__u32 di_ok; /* di holds this frame's rdi: the sampled frame only */
 	__u64 hash;
 	__u32 tgid;
 	__u32 gen; /* the key's */
@@ -699,7 +700,8 @@ static long walk_step(__u32 i, void *ctx)
 	if (!r)
 		return fp_step(w);
 
-	__u32 rule = UNWIND_ROW_RULE(r), bx = UNWIND_ROW_RBX(r);
+	__u32 rule = UNWIND_ROW_RULE(r), bx = UNWIND_ROW_RBX(r), di_ok = w->di_ok;
+	w->di_ok = 0; /* rdi is known in the sampled frame only */
 	switch (rule) {
 	case UNWIND_RULE_RSP:
 	case UNWIND_RULE_RBP:
@@ -734,6 +736,12 @@ static long walk_step(__u32 i, void *ctx)
 		return ra == 0;
 	case UNWIND_RULE_END: return 1;
 	case UNWIND_RULE_NONE: return fp_step(w);
+	case UNWIND_RULE_RA_RDI:
+		if (!di_ok)
+			goto truncated;
+		w->sp += (__u64)r->cfa * 8;
+		w->pc = w->di;
+		return w->pc == 0;
 	default: goto truncated;
 	}
 	/* The stack grows down: a caller's frame is above its callee's. */
@@ -756,7 +764,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 	struct walk *w = bpf_map_lookup_elem(&walks, &slot);
 	const struct x86_regs *cr = ctx;
 	struct x86_regs regs;
-	__u64 ip = 0, sp = 0, bp = 0, bx = 0, cs = 0;
+	__u64 ip = 0, sp = 0, bp = 0, bx = 0, di = 0, cs = 0;
 
 	if (!w)
 		return;
@@ -769,6 +777,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 		sp = cr->sp;
 		bp = cr->bp;
 		bx = cr->bx;
+		di = cr->di;
 		cs = cr->cs;
 	}
 	if ((cs & 3) != 3 && keep) {
@@ -798,12 +807,15 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 		sp = regs.sp;
 		bp = regs.bp;
 		bx = regs.bx;
+		di = regs.di;
 	}
 	w->pc = ip;
 	w->sp = sp;
 	w->bp = bp;
 	w->bx = bx;
 	w->bx_ok = 1;
+	w->di = di;
+	w->di_ok = 1;
 	w->st.len = 0;
 	w->flags = 0;
 	w->after_signal = 0;
@@ -1098,6 +1110,7 @@ static __always_inline void report_gen(__u32 kind, __u32 pid, __u32 parent, __u3
 	e->addr = 0;
 	e->check = 0;
 	e->flags = 0;
+	e->bias[0] = e->bias[1] = 0;
 	/* Forks and exits wait for the next event that wakes user space (an
 	 * exec, a table wanted, or the drain each second): they are taken
 	 * in order, and nothing about them is lost by waiting, where a
@@ -1129,6 +1142,7 @@ static __always_inline void report_want(__u32 pid, __u64 addr)
 	e->addr = addr;
 	e->check = 0;
 	e->flags = 0;
+	e->bias[0] = e->bias[1] = 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -1147,6 +1161,7 @@ static __always_inline void report_pycode(__u32 pid, __u32 gen, __u64 code, __u3
 	e->addr = code;
 	e->check = check;
 	e->flags = 0;
+	e->bias[0] = e->bias[1] = 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -1155,10 +1170,11 @@ static __always_inline void report_pycode(__u32 pid, __u32 gen, __u64 code, __u3
 #define AUXV_PAIRS    32
 
 /* Places template t with the new process's auxiliary vector and writes
- * it as the walker's list of tgid. */
-static __always_inline void place_exec_list(__u32 tgid, const struct unwind_exec *t)
+ * it as the walker's list of tgid; bias[] gets the two load biases (left
+ * 0 when the list is not written). */
+static __always_inline void place_exec_list(__u32 tgid, const struct unwind_exec *t, __u64 *bias)
 {
-	__u64 pair[2], base = 0, entry = 0, bias[2];
+	__u64 pair[2], base = 0, entry = 0;
 	const char *mm = NULL;
 	__u32 zero = 0, n = t->nmaps, k = 0;
 
@@ -1181,11 +1197,10 @@ static __always_inline void place_exec_list(__u32 tgid, const struct unwind_exec
 	struct unwind_proc *l = bpf_map_lookup_elem(&exec_list, &zero);
 	if (!l)
 		return;
-	bias[0] = entry - t->entry;
-	bias[1] = base;
+	__u64 b0 = entry - t->entry, b1 = base;
 	/* The program's mappings, then the loader's, or the other way round:
 	 * the list is sorted by start. */
-	__u32 first = bias[0] < bias[1] ? 0 : 1;
+	__u32 first = b0 < b1 ? 0 : 1;
 	for (__u32 pass = 0; pass < 2; pass++) {
 		__u32 which = pass ? 1 - first : first;
 		for (__u32 i = 0; i < UNWIND_EXEC_MAPS; i++) {
@@ -1195,8 +1210,9 @@ static __always_inline void place_exec_list(__u32 tgid, const struct unwind_exec
 			if (m->loader != which || k >= UNWIND_EXEC_MAPS)
 				continue;
 			struct unwind_mapping *d = &l->maps[k & (UNWIND_MAX_MAPS - 1)];
-			d->start = bias[which & 1] + m->start;
-			d->bias = bias[which & 1] + m->bias;
+			__u64 b = which ? b1 : b0;
+			d->start = b + m->start;
+			d->bias = b + m->bias;
 			d->size = m->size;
 			d->table = m->table;
 			k++;
@@ -1204,7 +1220,10 @@ static __always_inline void place_exec_list(__u32 tgid, const struct unwind_exec
 	}
 	l->nmaps = k;
 	l->stale = 0;
-	bpf_map_update_elem(&unwind_procs, &tgid, l, BPF_ANY);
+	if (bpf_map_update_elem(&unwind_procs, &tgid, l, BPF_ANY) == 0) {
+		bias[0] = b0;
+		bias[1] = b1;
+	}
 }
 
 /* The exec event: the program file's identity (the raw tracepoint's third
@@ -1218,6 +1237,7 @@ static __always_inline void report_exec(void *ctx, __u32 pid, __u32 gen)
 	struct profile_file f = {};
 	const char *file = NULL, *inode = NULL, *sb = NULL;
 	__u32 dev = 0, flags = 0;
+	__u64 bias[2] = {0, 0};
 	struct profile_event *e;
 
 	if (exe_known && !bpf_probe_read_kernel(&file, sizeof(file), bprm + bprm_file) && file &&
@@ -1229,7 +1249,7 @@ static __always_inline void report_exec(void *ctx, __u32 pid, __u32 gen)
 		const struct unwind_exec *t = bpf_map_lookup_elem(&exe_templates, &f);
 		if (t) {
 			flags = PROFILE_EXEC_KNOWN;
-			place_exec_list(pid, t);
+			place_exec_list(pid, t, bias);
 		}
 	} else {
 		f.ino = 0;
@@ -1247,6 +1267,8 @@ static __always_inline void report_exec(void *ctx, __u32 pid, __u32 gen)
 	e->addr = f.ino;
 	e->check = dev;
 	e->flags = flags;
+	e->bias[0] = bias[0];
+	e->bias[1] = bias[1];
 	bpf_ringbuf_submit(e, flags ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 }
 

@@ -170,6 +170,9 @@ struct profile_event {
 	              * program file's device (the kernel's encoding, major
 	              * << 20 | minor), addr its inode, 0 when unread */
 	__u32 flags; /* EXEC: PROFILE_EXEC_KNOWN */
+	/* EXEC of a known program: the program's and the loader's load
+	 * biases, as its first walker list was placed (0: not placed) */
+	__u64 bias[2];
 };
 
 /* EXEC: the program is one user space has read before and runs under the

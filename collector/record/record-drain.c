@@ -59,8 +59,10 @@ static int on_exec(struct recorder *r, const struct profile_event *e)
 	pid_t pid = (pid_t)e->pid;
 	int rc = -ENOENT;
 
-	if (e->flags & PROFILE_EXEC_KNOWN)
-		rc = symbolize_exec_file(r->sym, pid, e->gen, e->check, e->addr);
+	if (e->flags & PROFILE_EXEC_KNOWN) {
+		const uint64_t bias[2] = {e->bias[0], e->bias[1]};
+		rc = symbolize_exec_file(r->sym, pid, e->gen, e->check, e->addr, bias);
+	}
 	if (rc != -ENOENT)
 		return rc;
 	r->execs_read++;
@@ -75,6 +77,8 @@ static int on_exec(struct recorder *r, const struct profile_event *e)
 	struct unwind_exec t = {.entry = symbolize_module_entry(exe)};
 	if (r->unwinder)
 		rc = unwinder_exec_template(r->unwinder, r->sym, pid, exe, loader, t.entry, &t);
+	if (rc == 0)
+		rc = symbolize_keep_layout(r->sym, pid, exe, loader);
 	if (rc == 0 && bpf_map_update_elem(r->templates_fd, &f, &t, BPF_ANY) == 0)
 		r->templates++;
 	return rc == -ENOMEM ? rc : 0;

@@ -93,6 +93,10 @@ struct module {
 	uint8_t *build_id;
 	size_t build_id_len;
 	uint64_t entry; /* e_entry */
+	/* A program's mappings and its loader's just after an exec, relative
+	 * to their load biases (symbolize_keep_layout), or NULL */
+	struct exec_layout *layout;
+	size_t nlayout;
 	struct segment *segs;
 	size_t nsegs;
 	int fd; /* until handed to libdwfl; -1 after */
@@ -120,6 +124,13 @@ struct mapping {
 	uint64_t start, end, pgoff;
 	struct module *mod;  /* NULL: anonymous or not a file */
 	const char *special; /* "[unknown]" name for non-file mappings */
+};
+
+/* One mapping of a module's exec layout. */
+struct exec_layout {
+	uint64_t start, end, pgoff; /* start and end - the load bias of mod */
+	struct module *mod;
+	bool loader; /* the loader's (else the program's) */
 };
 
 struct jit_sym {

@@ -36,6 +36,7 @@ void sym_module_free(struct module *m)
 	if (m->fd >= 0)
 		close(m->fd);
 	free(m->segs);
+	free(m->layout);
 	free(m->python);
 	free(m->build_id);
 	free(m->unknown_name);

@@ -329,8 +329,67 @@ int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen)
 	return 0;
 }
 
+static int map_cmp(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* p's mappings from m's exec layout placed at the two load biases. */
+static int place_layout(struct proc *p, const struct module *m, const uint64_t bias[2])
+{
+	p->maps = calloc(m->nlayout, sizeof(*p->maps));
+	if (!p->maps)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nlayout; i++) {
+		const struct exec_layout *l = &m->layout[i];
+		uint64_t b = bias[l->loader];
+		p->maps[i] = (struct mapping){
+		        .start = b + l->start, .end = b + l->end, .pgoff = l->pgoff, .mod = l->mod};
+	}
+	p->nmaps = m->nlayout;
+	qsort(p->maps, p->nmaps, sizeof(*p->maps), map_cmp);
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].mod == m) {
+			p->exe_start = p->maps[i].start;
+			break;
+		}
+	return 0;
+}
+
+int symbolize_keep_layout(struct symbolize *s, pid_t pid, const void *exe, const void *loader)
+{
+	const struct proc *p = sym_proc_find(s, pid);
+	struct module *m = (struct module *)exe;
+	struct exec_layout *l;
+	size_t n = 0;
+
+	if (!p || !p->nmaps)
+		return -ENOENT;
+	l = calloc(p->nmaps, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const struct mapping *mp = &p->maps[i];
+		uint64_t vaddr;
+		if ((mp->mod != exe && mp->mod != loader) ||
+		    !sym_module_vaddr(mp->mod, mp->pgoff, &vaddr))
+			continue;
+		uint64_t bias = mp->start - vaddr;
+		l[n++] = (struct exec_layout){.start = mp->start - bias,
+		                              .end = mp->end - bias,
+		                              .pgoff = mp->pgoff,
+		                              .mod = mp->mod,
+		                              .loader = mp->mod == loader};
+	}
+	free(m->layout);
+	m->layout = l;
+	m->nlayout = n;
+	return 0;
+}
+
 int symbolize_exec_file(struct symbolize *s, pid_t pid, uint32_t gen, unsigned long long dev,
-                        unsigned long long ino)
+                        unsigned long long ino, const uint64_t bias[2])
 {
 	struct module *m = sym_module_by_file(s, dev, ino);
 	struct proc *p;
@@ -346,7 +405,8 @@ int symbolize_exec_file(struct symbolize *s, pid_t pid, uint32_t gen, unsigned l
 	p->build_id_hex = sym_hex_of(m->build_id, m->build_id_len);
 	p->exe_mod = m;
 	p->exe_start = 0; /* placed by the first read of the maps */
-	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0) {
+	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0 ||
+	    (bias[0] && bias[1] && m->nlayout && place_layout(p, m, bias) < 0)) {
 		sym_proc_free(p);
 		return -ENOMEM;
 	}

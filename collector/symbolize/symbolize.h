@@ -52,13 +52,22 @@ int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen);
 /* An exec, the process's `gen`th, of the ELF file (dev, ino) (dev in the
  * kernel's encoding, major << 20 | minor), without reading the process:
  * when that file was opened before, the new snapshot is named after it
- * (binary and build id) and holds no mappings until the next
- * symbolize_snapshot() (the loader's hook, once the libraries are
- * mapped) or the first address looked up.  The program before is kept as
- * by symbolize_exec().  Returns 0, -ENOENT when the file is not known
- * (call symbolize_exec()), or -ENOMEM. */
+ * (binary and build id).  With the program's and its loader's load
+ * biases (bias[0], bias[1], both non-zero) and a layout kept for the
+ * program (symbolize_keep_layout), it holds their mappings; else none.
+ * Either way the next symbolize_snapshot() (the loader's hook, once the
+ * libraries are mapped) or the first address outside them reads the
+ * maps.  The program before is kept as by symbolize_exec().  Returns 0,
+ * -ENOENT when the file is not known (call symbolize_exec()), or
+ * -ENOMEM. */
 int symbolize_exec_file(struct symbolize *s, pid_t pid, uint32_t gen, unsigned long long dev,
-                        unsigned long long ino);
+                        unsigned long long ino, const uint64_t bias[2]);
+
+/* Keeps, for the program module `exe`, where pid (which runs it, just
+ * after its exec) maps it and its loader `loader`, relative to their
+ * load biases, for symbolize_exec_file().  Returns 0, -ENOENT when pid
+ * is not known, or -ENOMEM. */
+int symbolize_keep_layout(struct symbolize *s, pid_t pid, const void *exe, const void *loader);
 
 /* The module (symbolize_map.module) of the ELF file (dev, ino) when pid's
  * current snapshot maps it, else NULL. */

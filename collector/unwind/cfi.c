@@ -35,6 +35,7 @@
 
 /* x86-64 DWARF register numbers. */
 #define REG_RBX 3
+#define REG_RDI 5
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RIP 16
@@ -136,6 +137,7 @@ const char *cfi_rule_name(const struct unwind_row *r, char *buf, size_t len)
 	case UNWIND_RULE_PLT: snprintf(buf, len, "plt(%d)", r->rbp); break;
 	case UNWIND_RULE_SIGNAL: snprintf(buf, len, "signal"); break;
 	case UNWIND_RULE_END: snprintf(buf, len, "end"); break;
+	case UNWIND_RULE_RA_RDI: snprintf(buf, len, "rsp+%u,ra=rdi", r->cfa * 8u); break;
 	default: snprintf(buf, len, "bad"); break;
 	}
 	return buf;
@@ -395,11 +397,12 @@ static int fde_cmp(const void *a, const void *b)
 /* ---- the interpreter ----------------------------------------------------- */
 
 /* How a register is recovered (DWARF's register rules, those we keep). */
-enum how { H_SAME = 0, H_UNDEF, H_OFFSET, H_OTHER, H_EXPR };
+enum how { H_SAME = 0, H_UNDEF, H_OFFSET, H_OTHER, H_EXPR, H_REGISTER };
 
 struct rule {
 	uint8_t how;
-	int64_t off;         /* H_OFFSET: saved at CFA + off */
+	int64_t off;         /* H_OFFSET: saved at CFA + off; H_REGISTER: in
+	                      * that register */
 	const uint8_t *expr; /* H_EXPR: the DWARF expression */
 	size_t len;
 };
@@ -478,6 +481,14 @@ static struct unwind_row state_row(const struct state *st, bool signal)
 		    is_rsp_plus(st->rbp.expr, st->rbp.len, UNWIND_SIGNAL_RBP, false))
 			return rule_row(UNWIND_RULE_SIGNAL);
 		return rule_row(UNWIND_RULE_BAD);
+	}
+	if (st->ra.how == H_REGISTER && st->ra.off == REG_RDI && !st->cfa_expr &&
+	    st->cfa_reg == REG_RSP && st->cfa_off >= 0 && st->cfa_off % 8 == 0 &&
+	    st->cfa_off / 8 <= UINT16_MAX && (st->rbp.how == H_SAME || st->rbp.how == H_UNDEF)) {
+		/* glibc's __vfork: the return address popped into rdi */
+		r.rule = UNWIND_RULE_RA_RDI;
+		r.cfa = (__u16)(st->cfa_off / 8);
+		return r;
 	}
 	if (st->ra.how != H_OFFSET || st->ra.off != -8)
 		return rule_row(UNWIND_RULE_BAD);
@@ -673,7 +684,7 @@ static int run(struct compiler *c, const struct cie *ci, const uint8_t *p, const
 			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u))
 				return 1;
 			if ((rr = tracked(st, ci, reg)))
-				*rr = (struct rule){.how = H_OTHER};
+				*rr = (struct rule){.how = H_REGISTER, .off = (int64_t)u};
 			continue;
 		case DW_CFA_remember_state:
 			if (nsaved == MAX_REMEMBER)

@@ -33,12 +33,17 @@ enum unwind_rule {
 	                       * frame, followed through the callees' saves
 	                       * (ld.so's lazy binder, _dl_runtime_resolve*,
 	                       * aligns its stack and keeps the CFA in rbx) */
+	UNWIND_RULE_RA_RDI,   /* CFA = rsp + cfa (which may be 0), the return
+	                       * address in rdi, not on the stack: glibc's
+	                       * __vfork pops it there, where the child cannot
+	                       * overwrite it.  Only the sampled frame's rdi is
+	                       * known: elsewhere the walk stops there. */
 };
 
 /* One row, 8 bytes. */
 struct unwind_row {
 	__u32 pc;  /* ELF address - the table's base */
-	__u16 cfa; /* CFA offset / 8 (RSP, RBP, RBX) */
+	__u16 cfa; /* CFA offset / 8 (RSP, RBP, RBX, RA_RDI) */
 	__u8 rule; /* enum unwind_rule in bits 0-3; UNWIND_ROW_RBP_AT; the
 	               * rbx code in bits 5-7 (UNWIND_ROW_RBX) */
 	__s8 rbp;  /* rbp's slot: CFA + rbp * 8; for PLT, the threshold */
