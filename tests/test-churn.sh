@@ -12,6 +12,9 @@
 #     it (_start...execve), not cut short or unnamed: >= 90% of the weight
 #     under load_elf_binary, after the new program's memory replaced the
 #     old (needs the sched_prepare_exec tracepoint, Linux 6.10; else SKIP);
+#   - programs run again are placed from their templates in BPF, at the
+#     exec and at the loader's hook, >= 80% of each, and <= 2% of the walks
+#     are without a list;
 #   - short programs are there with their names: true, as, cc1.
 # The soak (30 minutes, RSS flat) runs outside CI: tests/bench/churn.sh.
 #   usage: tests/test-churn.sh BUILD_DIR     exit 0 ok, 1 failure, 77 skip
@@ -112,6 +115,34 @@ else
 	echo "SKIP: no sched_prepare_exec tracepoint (Linux 6.10): an exec's kernel side is not checked"
 fi
 
+# ---- programs run again: placed from their templates in BPF ---------------------------------
+# The loop runs the same programs over and over: after the first of each,
+# its exec gets its walker list from the program's template in BPF (the
+# program's and the loader's tables, placed with the auxiliary vector),
+# and the loader's hook lists the libraries from the loader's own list:
+# such a process is never read from /proc.  Without templates each exec
+# is read at once and again at the hook, and its first samples are walked
+# by frame pointers until user space has read it (5% of the walks at
+# 99 Hz).
+read -r known read_now placed hook_read < <(sed -n 's/.*execs: \([0-9]*\) of programs with a template.*, \([0-9]*\) read at once; loader.s hooks: \([0-9]*\) placed whole from the template, \([0-9]*\) read.*/\1 \2 \3 \4/p' "$tmp/err")
+if [ "${known:-0}" -gt 0 ] && [ $((known * 10)) -ge $(((known + read_now) * 8)) ]; then
+	ok "execs placed from a template: $known, read at once: $read_now (>= 80%)"
+else
+	bad "execs placed from a template: '${known:-}', read at once: '${read_now:-}', want >= 80%"
+fi
+if [ "${placed:-0}" -gt 0 ] && [ $((placed * 10)) -ge $(((placed + hook_read) * 8)) ]; then
+	ok "loader's hooks placed whole from a template: $placed, read: $hook_read (>= 80%)"
+else
+	bad "loader's hooks placed whole: '${placed:-}', read: '${hook_read:-}', want >= 80%"
+fi
+read -r walks fp_alone < <(sed -n 's/.*user stacks: \([0-9]*\) walked by CFI, \([0-9]*\) by CFI and frame pointers.*, \([0-9]*\) by frame pointers alone.*/\1 \2 \3/p' "$tmp/err" |
+	awk '{ print $1 + $2 + $3, $3 }')
+if [ -n "${walks:-}" ] && [ $((fp_alone * 50)) -le "$walks" ]; then
+	ok "walks without a list (process not yet known): $fp_alone of $walks (<= 2%)"
+else
+	bad "walks without a list (process not yet known): '${fp_alone:-}' of '${walks:-}', want <= 2%"
+fi
+
 # ---- short programs named -------------------------------------------------------------------
 for p in true x86_64-linux-gnu-as cc1; do
 	w=$(weight "^$p;")
@@ -122,5 +153,5 @@ for p in true x86_64-linux-gnu-as cc1; do
 	fi
 done
 
-grep -E 'user stacks|collector CPU' "$tmp/err" | sed 's/^/       /'
+grep -E 'user stacks|collector CPU|execs:' "$tmp/err" | sed 's/^/       /'
 [ "$failures" -eq 0 ]

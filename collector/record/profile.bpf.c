@@ -223,7 +223,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct profile_file);
 	__type(value, struct unwind_exec);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 1024);
 } exe_templates SEC(".maps");
 
 /* The list being placed by on_exec, per CPU. */
@@ -233,6 +233,24 @@ struct {
 	__type(value, struct unwind_proc);
 	__uint(max_entries, 1);
 } exec_list SEC(".maps");
+
+/* The loader's-hook event being filled, per CPU (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct profile_loaded_event);
+	__uint(max_entries, 1);
+} loaded_scratch SEC(".maps");
+
+/* The exec count + 1 of each process whose loader's hook has run since
+ * its exec: the first run lists the libraries it was linked with; later
+ * ones are dlopens. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 65536);
+} loaded_gen SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1110,7 +1128,7 @@ static __always_inline void report_gen(__u32 kind, __u32 pid, __u32 parent, __u3
 	e->addr = 0;
 	e->check = 0;
 	e->flags = 0;
-	e->bias[0] = e->bias[1] = 0;
+	e->bias[0] = e->bias[1] = e->bias[2] = 0;
 	/* Forks and exits wait for the next event that wakes user space (an
 	 * exec, a table wanted, or the drain each second): they are taken
 	 * in order, and nothing about them is lost by waiting, where a
@@ -1142,7 +1160,7 @@ static __always_inline void report_want(__u32 pid, __u64 addr)
 	e->addr = addr;
 	e->check = 0;
 	e->flags = 0;
-	e->bias[0] = e->bias[1] = 0;
+	e->bias[0] = e->bias[1] = e->bias[2] = 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -1161,99 +1179,196 @@ static __always_inline void report_pycode(__u32 pid, __u32 gen, __u64 code, __u3
 	e->addr = code;
 	e->check = check;
 	e->flags = 0;
-	e->bias[0] = e->bias[1] = 0;
+	e->bias[0] = e->bias[1] = e->bias[2] = 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
-#define AUXV_AT_BASE  7 /* the loader's load address */
-#define AUXV_AT_ENTRY 9 /* the program's entry point */
-#define AUXV_PAIRS    32
+#define AUXV_AT_SYSINFO_EHDR 33 /* the vDSO's address */
+#define AUXV_AT_BASE         7  /* the loader's load address */
+#define AUXV_AT_ENTRY        9  /* the program's entry point */
+#define AUXV_PAIRS           32
 
-/* Places template t with the new process's auxiliary vector and writes
- * it as the walker's list of tgid; bias[] gets the two load biases (left
- * 0 when the list is not written). */
-static __always_inline void place_exec_list(__u32 tgid, const struct unwind_exec *t, __u64 *bias)
+/* The current process's auxiliary vector: the program's entry point,
+ * the loader's and the vDSO's addresses.  Returns false without them. */
+static __always_inline bool read_auxv(__u64 *entry, __u64 *base, __u64 *vdso)
 {
-	__u64 pair[2], base = 0, entry = 0;
 	const char *mm = NULL;
-	__u32 zero = 0, n = t->nmaps, k = 0;
+	__u64 pair[2];
 
-	if (!task_mm || !mm_auxv || !n || n > UNWIND_EXEC_MAPS)
-		return;
-	if (bpf_probe_read_kernel(&mm, sizeof(mm),
+	*entry = *base = *vdso = 0;
+	if (!task_mm || !mm_auxv ||
+	    bpf_probe_read_kernel(&mm, sizeof(mm),
 	                          (const char *)bpf_get_current_task() + task_mm) ||
 	    !mm)
-		return;
+		return false;
 	for (int i = 0; i < AUXV_PAIRS; i++) {
 		if (bpf_probe_read_kernel(pair, sizeof(pair), mm + mm_auxv + 16 * i) || !pair[0])
 			break;
 		if (pair[0] == AUXV_AT_BASE)
-			base = pair[1];
+			*base = pair[1];
 		else if (pair[0] == AUXV_AT_ENTRY)
-			entry = pair[1];
+			*entry = pair[1];
+		else if (pair[0] == AUXV_AT_SYSINFO_EHDR)
+			*vdso = pair[1];
 	}
-	if (!base || !entry)
-		return; /* not started by a loader: read at the exec event */
-	struct unwind_proc *l = bpf_map_lookup_elem(&exec_list, &zero);
-	if (!l)
-		return;
-	__u64 b0 = entry - t->entry, b1 = base;
-	/* The program's mappings, then the loader's, or the other way round:
-	 * the list is sorted by start. */
-	__u32 first = b0 < b1 ? 0 : 1;
-	for (__u32 pass = 0; pass < 2; pass++) {
-		__u32 which = pass ? 1 - first : first;
-		for (__u32 i = 0; i < UNWIND_EXEC_MAPS; i++) {
-			if (i >= n)
-				break;
-			const struct unwind_exec_mapping *m = &t->maps[i];
-			if (m->loader != which || k >= UNWIND_EXEC_MAPS)
-				continue;
-			struct unwind_mapping *d = &l->maps[k & (UNWIND_MAX_MAPS - 1)];
-			__u64 b = which ? b1 : b0;
-			d->start = b + m->start;
-			d->bias = b + m->bias;
-			d->size = m->size;
-			d->table = m->table;
-			k++;
+	return *base && *entry;
+}
+
+/* The state of one placement (place_list), for its bpf_loop steps. */
+struct placing {
+	const struct unwind_exec *t;
+	struct unwind_proc *l;
+	const __u64 *bias, *lm;
+	__u32 level, k;
+	int bad;
+};
+
+/* One step of a bubble sort of the placed list by start (step i compares
+ * mappings i % (k - 1) and the next; k - 1 passes of k - 1 steps): the
+ * libraries need not lie in the order they had where the template was
+ * taken (the loader fills holes). */
+static long sort_step(__u64 i, void *arg)
+{
+	struct placing *pl = arg;
+	__u32 n = pl->k - 1;
+
+	if (pl->k < 2 || n > UNWIND_EXEC_MAPS)
+		return 1;
+	__u32 j = (__u32)(i % n);
+	/* the compiler knows j < n; the verifier must be told */
+	asm volatile("" : "+r"(j));
+	if (j >= UNWIND_EXEC_MAPS - 1)
+		return 1;
+	struct unwind_mapping *a = &pl->l->maps[j];
+	struct unwind_mapping *b = a + 1;
+	if (a->start > b->start) {
+		struct unwind_mapping t = *a;
+		*a = *b;
+		*b = t;
+	}
+	return 0;
+}
+
+/* Places the template's mapping i into the list.  Returns 0 to go on, 1
+ * to stop. */
+static long place_step(__u64 i, void *arg)
+{
+	struct placing *pl = arg;
+	const struct unwind_exec *t = pl->t;
+	__u64 b;
+
+	if (i >= UNWIND_EXEC_MAPS || i >= t->nmaps)
+		return 1;
+	const struct unwind_exec_mapping *m = &t->maps[i];
+	__u32 kind = m->kind, lm = m->lm;
+	if (kind == UNWIND_EXEC_LIBRARY) {
+		if (pl->level != UNWIND_PLACED_ALL || !pl->lm)
+			return 0;
+		if (lm >= UNWIND_EXEC_LM) {
+			pl->bad = 1;
+			return 1;
 		}
+		b = pl->lm[lm];
+	} else if (kind <= UNWIND_EXEC_VDSO) {
+		b = pl->bias[kind];
+	} else {
+		pl->bad = 1;
+		return 1;
 	}
-	l->nmaps = k;
+	if (!b && kind == UNWIND_EXEC_VDSO)
+		return 0; /* no vDSO */
+	struct unwind_mapping *d = &pl->l->maps[pl->k & (UNWIND_MAX_MAPS - 1)];
+	d->start = b + m->start;
+	d->bias = b + m->bias;
+	d->size = m->size;
+	d->table = m->table;
+	pl->k++;
+	return 0;
+}
+
+/* Places template t and writes it as tgid's walker list (level: which
+ * mappings, UNWIND_PLACED_EXEC or _ALL), sorted by start.  bias[]: the
+ * program's, the loader's and the vDSO's load biases (by enum
+ * unwind_exec_kind); lm[]: each object's l_addr, for the libraries
+ * (level ALL).  Returns true when written. */
+static __always_inline bool place_list(__u32 tgid, const struct unwind_exec *t, const __u64 *bias,
+                                       const __u64 *lm, __u32 level, const struct profile_file *f)
+{
+	__u32 zero = 0;
+	struct unwind_proc *l = bpf_map_lookup_elem(&exec_list, &zero);
+
+	if (!l || !t->nmaps)
+		return false;
+	struct placing pl = {.t = t, .l = l, .bias = bias, .lm = lm, .level = level};
+	bpf_loop(UNWIND_EXEC_MAPS, place_step, &pl, 0);
+	if (pl.bad || !pl.k)
+		return false;
+	if (pl.k > 1)
+		bpf_loop((pl.k - 1) * (pl.k - 1), sort_step, &pl, 0);
+	l->nmaps = pl.k;
 	l->stale = 0;
-	if (bpf_map_update_elem(&unwind_procs, &tgid, l, BPF_ANY) == 0) {
-		bias[0] = b0;
-		bias[1] = b1;
+	l->placed = level;
+	l->exe_dev = f->dev;
+	l->exe_ino = f->ino;
+	if (bpf_map_update_elem(&unwind_procs, &tgid, l, BPF_ANY))
+		return false;
+	/* The interpreter, once the object holding it is placed. */
+	__u32 pk = t->python_kind, plm = t->python_lm;
+	if (python_on && t->has_python && (pk != UNWIND_EXEC_LIBRARY || lm) &&
+	    plm < UNWIND_EXEC_LM && pk <= UNWIND_EXEC_LIBRARY) {
+		__u64 b = pk == UNWIND_EXEC_LIBRARY ? lm[plm] : bias[pk < 3 ? pk : 0];
+		struct unwind_python py = t->python;
+		py.eval_start += b;
+		py.eval_end += b;
+		py.runtime += b;
+		py.code_type += b;
+		bpf_map_update_elem(&py_procs, &tgid, &py, BPF_ANY);
 	}
+	return true;
+}
+
+/* The identity of the file at `file` (a struct file *), into f. */
+static __always_inline bool file_identity(const char *file, struct profile_file *f)
+{
+	const char *inode = NULL, *sb = NULL;
+	__u32 dev = 0;
+
+	if (!exe_known || !file ||
+	    bpf_probe_read_kernel(&inode, sizeof(inode), file + file_inode) || !inode ||
+	    bpf_probe_read_kernel(&f->ino, sizeof(f->ino), inode + inode_ino) ||
+	    bpf_probe_read_kernel(&sb, sizeof(sb), inode + inode_sb) || !sb ||
+	    bpf_probe_read_kernel(&dev, sizeof(dev), sb + sb_dev))
+		return false;
+	f->dev = dev;
+	return true;
 }
 
 /* The exec event: the program file's identity (the raw tracepoint's third
  * argument, struct linux_binprm *), and whether user space knows it
  * (exe_templates).  An exec of a known program gets its walker list here
- * and wakes no one: its maps are read at the loader's hook, whose event
- * follows it in the ring. */
+ * and wakes no one: the loader's hook, next, lists the libraries. */
 static __always_inline void report_exec(void *ctx, __u32 pid, __u32 gen)
 {
 	const char *bprm = (const char *)((const __u64 *)ctx)[2];
+	const char *file = NULL;
 	struct profile_file f = {};
-	const char *file = NULL, *inode = NULL, *sb = NULL;
-	__u32 dev = 0, flags = 0;
-	__u64 bias[2] = {0, 0};
+	__u64 bias[3] = {0, 0, 0}, entry = 0;
+	__u32 flags = 0;
 	struct profile_event *e;
 
-	if (exe_known && !bpf_probe_read_kernel(&file, sizeof(file), bprm + bprm_file) && file &&
-	    !bpf_probe_read_kernel(&inode, sizeof(inode), file + file_inode) && inode &&
-	    !bpf_probe_read_kernel(&f.ino, sizeof(f.ino), inode + inode_ino) &&
-	    !bpf_probe_read_kernel(&sb, sizeof(sb), inode + inode_sb) && sb &&
-	    !bpf_probe_read_kernel(&dev, sizeof(dev), sb + sb_dev)) {
-		f.dev = dev;
+	if (!bpf_probe_read_kernel(&file, sizeof(file), bprm + bprm_file) &&
+	    file_identity(file, &f)) {
 		const struct unwind_exec *t = bpf_map_lookup_elem(&exe_templates, &f);
 		if (t) {
 			flags = PROFILE_EXEC_KNOWN;
-			place_exec_list(pid, t, bias);
+			if (read_auxv(&entry, &bias[UNWIND_EXEC_LOADER], &bias[UNWIND_EXEC_VDSO])) {
+				bias[UNWIND_EXEC_PROGRAM] = entry - t->entry;
+				if (place_list(pid, t, bias, NULL, UNWIND_PLACED_EXEC, &f))
+					flags |= PROFILE_EXEC_PLACED;
+			}
 		}
 	} else {
-		f.ino = 0;
-		dev = 0;
+		f.dev = f.ino = 0;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -1265,10 +1380,11 @@ static __always_inline void report_exec(void *ctx, __u32 pid, __u32 gen)
 	e->parent = 0;
 	e->gen = gen;
 	e->addr = f.ino;
-	e->check = dev;
+	e->check = (__u32)f.dev;
 	e->flags = flags;
 	e->bias[0] = bias[0];
 	e->bias[1] = bias[1];
+	e->bias[2] = bias[2];
 	bpf_ringbuf_submit(e, flags ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 }
 
@@ -1380,6 +1496,7 @@ int on_exit(void *ctx)
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
 	bpf_map_delete_elem(&exec_stacks, &tgid);
+	bpf_map_delete_elem(&loaded_gen, &tgid);
 	report(PROFILE_EVENT_EXIT, tgid, 0);
 	return 0;
 }
@@ -1398,7 +1515,7 @@ SEC("uprobe")
 int on_ldso_state(void *ctx)
 {
 	const struct x86_regs *regs = ctx;
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
 	__s32 state = -1;
 
 	if (!followed(tgid))
@@ -1406,8 +1523,64 @@ int on_ldso_state(void *ctx)
 	__u64 fn = regs->ip & ~0xfull;
 	if (bpf_probe_read_user(&state, sizeof(state), (const void *)(fn + ldso_rdebug_delta + 24)))
 		return 0;
-	if (state == 0)
-		report(PROFILE_EVENT_LOADED, tgid, 0);
+	if (state != 0)
+		return 0;
+	struct profile_loaded_event *e = bpf_map_lookup_elem(&loaded_scratch, &zero);
+	if (!e)
+		return 0;
+	e->kind = PROFILE_EVENT_LOADED;
+	e->pid = tgid;
+	e->nlm = 0;
+	e->flags = 0;
+	e->exe_dev = e->exe_ino = 0;
+	/* The first time in this program (the libraries it was linked
+	 * with, not a dlopen): the loader's list, for its template. */
+	__u32 *gen = bpf_map_lookup_elem(&execs, &tgid), g = gen ? *gen : 0;
+	__u32 *seen = bpf_map_lookup_elem(&loaded_gen, &tgid);
+	if (!seen || *seen != g + 1) {
+		__u32 v = g + 1;
+		bpf_map_update_elem(&loaded_gen, &tgid, &v, BPF_ANY);
+		e->flags |= PROFILE_LOADED_FIRST;
+		__u64 lmp = 0, ent[4];
+		/* r_debug.r_map; each link_map: l_addr, l_name, l_ld, l_next */
+		bpf_probe_read_user(&lmp, sizeof(lmp), (const void *)(fn + ldso_rdebug_delta + 8));
+		for (__u32 i = 0; i < UNWIND_EXEC_LM && lmp; i++) {
+			if (bpf_probe_read_user(ent, sizeof(ent), (const void *)lmp))
+				break;
+			e->addr[i] = ent[0];
+			e->dyn[i] = ent[2] ? ent[2] - ent[0] : 0;
+			e->nlm = i + 1;
+			lmp = ent[3];
+		}
+		if (lmp)
+			e->nlm = 0; /* more objects than a template holds */
+		struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &tgid);
+		if (up && up->placed == UNWIND_PLACED_EXEC && e->nlm) {
+			struct profile_file f = {.dev = up->exe_dev, .ino = up->exe_ino};
+			const struct unwind_exec *t = bpf_map_lookup_elem(&exe_templates, &f);
+			__u64 bias[3], entry;
+			bool same = t && t->nlm == e->nlm;
+			for (__u32 i = 0; i < UNWIND_EXEC_LM && same; i++)
+				if (i < e->nlm && t->dyn[i] != e->dyn[i])
+					same = false;
+			if (same &&
+			    read_auxv(&entry, &bias[UNWIND_EXEC_LOADER], &bias[UNWIND_EXEC_VDSO])) {
+				bias[UNWIND_EXEC_PROGRAM] = entry - t->entry;
+				e->exe_dev = f.dev;
+				e->exe_ino = f.ino;
+				e->bias[0] = bias[0];
+				e->bias[1] = bias[1];
+				e->bias[2] = bias[2];
+				if (place_list(tgid, t, bias, e->addr, UNWIND_PLACED_ALL, &f))
+					e->flags |= PROFILE_LOADED_PLACED;
+			}
+		}
+	}
+	/* A process placed whole wakes no one: user space names it from the
+	 * template, at its next wake. */
+	bpf_ringbuf_output(&events, e, sizeof(*e),
+	                   e->flags & PROFILE_LOADED_PLACED ? BPF_RB_NO_WAKEUP
+	                                                    : BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

@@ -7,6 +7,8 @@
 #ifndef FLAMEFS_PROFILE_H
 #define FLAMEFS_PROFILE_H
 
+#include "unwind.h" /* the templates' sizes */
+
 /* Frames kept per stack: the kernel's default perf_event_max_stack. */
 #define PROFILE_MAX_DEPTH 127
 
@@ -170,15 +172,39 @@ struct profile_event {
 	              * program file's device (the kernel's encoding, major
 	              * << 20 | minor), addr its inode, 0 when unread */
 	__u32 flags; /* EXEC: PROFILE_EXEC_KNOWN */
-	/* EXEC of a known program: the program's and the loader's load
-	 * biases, as its first walker list was placed (0: not placed) */
-	__u64 bias[2];
+	/* EXEC of a known program: the program's, the loader's and the
+	 * vDSO's load biases (enum unwind_exec_kind), as its first walker
+	 * list was placed (all 0: not placed) */
+	__u64 bias[3];
 };
+
+/* PROFILE_EVENT_LOADED, its own size: the loader has mapped the
+ * libraries (or a dlopen'ed one). */
+struct profile_loaded_event {
+	__u32 kind; /* PROFILE_EVENT_LOADED */
+	__u32 pid;
+	__u32 nlm;                  /* objects in the loader's list (FIRST only; 0: more than
+	              * a template holds, or unread) */
+	__u32 flags;                /* PROFILE_LOADED_* */
+	__u64 exe_dev, exe_ino;     /* PLACED: the program's file */
+	__u64 bias[3];              /* PLACED: as profile_event's */
+	__u64 addr[UNWIND_EXEC_LM]; /* each object's l_addr, in the loader's order */
+	__u64 dyn[UNWIND_EXEC_LM];  /* its l_ld - l_addr (0: none) */
+};
+
+/* The first hook since the exec: the libraries the program was linked
+ * with (later ones are dlopens). */
+#define PROFILE_LOADED_FIRST 1u
+/* The walker's list was placed whole from the program's template: user
+ * space names the process from it, without reading it. */
+#define PROFILE_LOADED_PLACED 2u
 
 /* EXEC: the program is one user space has read before and runs under the
  * loader's hook (exe_templates): its maps are read once, at PROFILE_EVENT_LOADED,
  * and the event wakes no one. */
 #define PROFILE_EXEC_KNOWN 1u
+/* EXEC of a known program whose first walker list was placed (bias[]). */
+#define PROFILE_EXEC_PLACED 2u
 
 /* A program file, as exe_templates keys it. */
 struct profile_file {

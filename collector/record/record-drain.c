@@ -49,19 +49,50 @@ static void reap_exited(struct recorder *r)
 	r->ndead = keep;
 }
 
-/* An exec.  A program read before that runs under the loader's hook is
- * named from its file, and its maps are read once, at the hook's event
- * (PROFILE_EVENT_LOADED, next in the ring); any other is read now, and
- * once read, if it maps the hooked loader, becomes known to the BPF side
- * (exe_templates), so that its next execs wake no one. */
+/* Writes the template of pid's program, the file (dev, ino), from pid
+ * as just read: with the loader's list (lm_addr/dyn[0 .. nlm), at the
+ * loader's hook) the libraries too, else the exec part.  A program not
+ * started by the hooked loader gets none (it is read at each exec).
+ * Returns 0 or -ENOMEM. */
+static int write_template(struct recorder *r, pid_t pid, unsigned long long dev,
+                          unsigned long long ino, const uint64_t *lm_addr, const uint64_t *dyn,
+                          size_t nlm)
+{
+	const void *exe = symbolize_maps_file(r->sym, pid, dev, ino);
+	const void *loader = symbolize_maps_file(r->sym, pid, r->ldso_dev, r->ldso_ino);
+	struct profile_file f = {.dev = dev, .ino = ino};
+	struct unwind_exec t;
+	const struct symbolize_layout *l;
+	size_t n;
+	int rc;
+
+	if (!exe || !loader || exe == loader)
+		return 0;
+	rc = symbolize_keep_layout(r->sym, pid, exe, loader, lm_addr, nlm);
+	if (rc < 0)
+		return rc == -ENOMEM ? rc : 0;
+	l = symbolize_get_layout(r->sym, exe, &n);
+	memset(&t, 0, sizeof(t));
+	t.entry = symbolize_module_entry(exe);
+	if (r->unwinder)
+		rc = unwinder_exec_template(r->unwinder, l, n, t.entry, dyn, nlm, &t);
+	if (rc == 0 && bpf_map_update_elem(r->templates_fd, &f, &t, BPF_ANY) == 0)
+		r->templates++;
+	return 0;
+}
+
+/* An exec.  A program with a template (exe_templates) got its walker list
+ * in BPF and is named from its file; any other is read now, and then
+ * gets a template, so that its next execs wake no one. */
 static int on_exec(struct recorder *r, const struct profile_event *e)
 {
 	pid_t pid = (pid_t)e->pid;
 	int rc = -ENOENT;
 
 	if (e->flags & PROFILE_EXEC_KNOWN) {
-		const uint64_t bias[2] = {e->bias[0], e->bias[1]};
-		rc = symbolize_exec_file(r->sym, pid, e->gen, e->check, e->addr, bias);
+		const uint64_t bias[3] = {e->bias[0], e->bias[1], e->bias[2]};
+		rc = symbolize_exec_file(r->sym, pid, e->gen, e->check, e->addr,
+		                         e->flags & PROFILE_EXEC_PLACED ? bias : NULL);
 	}
 	if (rc != -ENOENT)
 		return rc;
@@ -69,19 +100,39 @@ static int on_exec(struct recorder *r, const struct profile_event *e)
 	rc = symbolize_exec(r->sym, pid, e->gen);
 	if (rc < 0 || !e->addr || r->templates_fd < 0)
 		return rc;
-	const void *exe = symbolize_maps_file(r->sym, pid, e->check, e->addr);
-	const void *loader = symbolize_maps_file(r->sym, pid, r->ldso_dev, r->ldso_ino);
-	if (!exe || !loader || exe == loader)
-		return 0; /* not under the hooked loader: read at each exec */
-	struct profile_file f = {.dev = e->check, .ino = e->addr};
-	struct unwind_exec t = {.entry = symbolize_module_entry(exe)};
-	if (r->unwinder)
-		rc = unwinder_exec_template(r->unwinder, r->sym, pid, exe, loader, t.entry, &t);
-	if (rc == 0)
-		rc = symbolize_keep_layout(r->sym, pid, exe, loader);
-	if (rc == 0 && bpf_map_update_elem(r->templates_fd, &f, &t, BPF_ANY) == 0)
-		r->templates++;
-	return rc == -ENOMEM ? rc : 0;
+	return write_template(r, pid, e->check, e->addr, NULL, NULL, 0);
+}
+
+/* The loader has mapped pid's libraries (or a dlopen'ed one).  Placed
+ * whole in BPF from its program's template: named from the layout, not
+ * read.  Else read now; the first time since the exec, the program's
+ * template then gets the libraries. */
+static int on_loaded(struct recorder *r, const struct profile_loaded_event *e)
+{
+	pid_t pid = (pid_t)e->pid;
+	uint64_t addr[UNWIND_EXEC_LM];
+	size_t nlm = e->nlm < UNWIND_EXEC_LM ? e->nlm : UNWIND_EXEC_LM;
+	int rc = -ENOENT;
+
+	for (size_t k = 0; k < nlm; k++)
+		addr[k] = e->addr[k];
+	if (e->flags & PROFILE_LOADED_PLACED) {
+		const uint64_t bias[3] = {e->bias[0], e->bias[1], e->bias[2]};
+		rc = symbolize_loaded_file(r->sym, pid, e->exe_dev, e->exe_ino, bias, addr, nlm);
+	}
+	if (rc != -ENOENT)
+		return rc;
+	r->loaded_read++;
+	rc = symbolize_snapshot(r->sym, pid, 0);
+	if (rc < 0 || !(e->flags & PROFILE_LOADED_FIRST) || !nlm || r->templates_fd < 0)
+		return rc;
+	unsigned long long dev, ino;
+	uint64_t dyn[UNWIND_EXEC_LM];
+	for (size_t k = 0; k < nlm; k++)
+		dyn[k] = e->dyn[k];
+	if (!symbolize_exe_module(r->sym, pid, &dev, &ino))
+		return 0;
+	return write_template(r, pid, dev, ino, addr, dyn, nlm);
 }
 
 int record_on_event(void *ctx, void *data, size_t len)
@@ -92,15 +143,18 @@ int record_on_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
+	if (e->kind == PROFILE_EVENT_LOADED) {
+		rc = len < sizeof(struct profile_loaded_event) ? 0 : on_loaded(r, data);
+		if (rc == -ENOMEM)
+			record_fail(r, rc, "out of memory");
+		return rc == -ENOMEM ? rc : 0;
+	}
 	if (e->kind == PROFILE_EVENT_WANT) {
 		/* The walker needs the table of the file holding this pc. */
 		rc = r->unwinder ? unwinder_want(r->unwinder, r->sym, (pid_t)e->pid, e->addr) : 0;
 	} else if (e->kind == PROFILE_EVENT_STALE) {
 		/* The walker met a pc outside the process's known mappings. */
 		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
-	} else if (e->kind == PROFILE_EVENT_LOADED) {
-		/* Its libraries are mapped: read its maps while it lives. */
-		rc = symbolize_snapshot(r->sym, (pid_t)e->pid, 0);
 	} else if (e->kind == PROFILE_EVENT_EXIT) {
 		rc = note_exit(r, (pid_t)e->pid);
 	} else if (e->kind == PROFILE_EVENT_PYCODE) {

@@ -119,9 +119,10 @@ struct recorder {
 	/* The hooked loader's file (kernel device encoding), for exe_templates:
 	 * a program mapping it reports PROFILE_EVENT_LOADED. */
 	unsigned long long ldso_dev, ldso_ino;
-	int templates_fd;    /* exe_templates, or -1 */
-	uint64_t execs_read; /* exec events whose process was read at once */
-	uint64_t templates;  /* programs written to exe_templates */
+	int templates_fd;     /* exe_templates, or -1 */
+	uint64_t execs_read;  /* exec events whose process was read at once */
+	uint64_t templates;   /* programs written to exe_templates */
+	uint64_t loaded_read; /* loader's-hook events whose process was read */
 	int counts_fd[2], kstacks_fd[2], ustacks_fd[2], pystacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;

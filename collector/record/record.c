@@ -837,10 +837,11 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	        ss.processes, ss.inherited, ss.reaped, ss.modules, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
 	fprintf(stderr,
-	        PROG ": execs: %" PRIu64 " of known programs (%" PRIu64
-	             " of them), listed for the walker in BPF and read once their libraries "
-	             "were mapped; %" PRIu64 " read at once\n",
-	        ss.execs_named, r->templates, r->execs_read);
+	        PROG ": execs: %" PRIu64 " of programs with a template (%" PRIu64
+	             " templates written), listed for the walker in BPF, %" PRIu64
+	             " read at once; loader's hooks: %" PRIu64
+	             " placed whole from the template, %" PRIu64 " read\n",
+	        ss.execs_named, r->templates, r->execs_read, ss.loaded_named, r->loaded_read);
 	if (r->opt->unwind == PROFILE_UNWIND_FP) {
 		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
 	} else {

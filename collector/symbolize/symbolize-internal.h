@@ -93,10 +93,12 @@ struct module {
 	uint8_t *build_id;
 	size_t build_id_len;
 	uint64_t entry; /* e_entry */
-	/* A program's mappings and its loader's just after an exec, relative
-	 * to their load biases (symbolize_keep_layout), or NULL */
-	struct exec_layout *layout;
-	size_t nlayout;
+	/* Where a program's objects lie in a process (symbolize_keep_layout),
+	 * or NULL; nlm: the loader's list it was taken with (0: just after
+	 * the exec) */
+	struct symbolize_layout *layout;
+	size_t nlayout, layout_nlm;
+	unsigned long long dev, ino; /* the file as first opened */
 	struct segment *segs;
 	size_t nsegs;
 	int fd; /* until handed to libdwfl; -1 after */
@@ -124,13 +126,6 @@ struct mapping {
 	uint64_t start, end, pgoff;
 	struct module *mod;  /* NULL: anonymous or not a file */
 	const char *special; /* "[unknown]" name for non-file mappings */
-};
-
-/* One mapping of a module's exec layout. */
-struct exec_layout {
-	uint64_t start, end, pgoff; /* start and end - the load bias of mod */
-	struct module *mod;
-	bool loader; /* the loader's (else the program's) */
 };
 
 struct jit_sym {
@@ -165,6 +160,9 @@ struct proc {
 	const struct module *exe_mod; /* the executable's module, or NULL, */
 	uint64_t exe_start;           /* mapped first here */
 	bool exited;                  /* symbolize_exited(): freed at symbolize_reap() */
+	bool inherited;               /* copied from its parent (sym_proc_copy) */
+	bool placed;                  /* its maps placed from a layout, as the BPF side placed
+	              * the walker's list: the process hook is not told */
 	struct proc *before;          /* the snapshot before the last exec (whose own
 	                       * before goes on, SYM_GENERATIONS in all), or NULL */
 	struct proc *next;

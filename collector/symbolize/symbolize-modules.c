@@ -209,6 +209,10 @@ int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end,
 	fe->dev = dev;
 	fe->ino = ino;
 	fe->mod = m;
+	if (!m->dev && !m->ino) {
+		m->dev = dev;
+		m->ino = ino;
+	}
 	fe->next = s->files[b];
 	s->files[b] = fe;
 	*out = m;

@@ -97,7 +97,7 @@ static void notify_process(struct symbolize *s, const struct proc *p, bool had_p
 {
 	struct symbolize_map small[64], *maps = small;
 
-	if (!s->hooks.process)
+	if (!s->hooks.process || p->placed)
 		return;
 	if (p->nmaps > sizeof(small) / sizeof(small[0])) {
 		maps = calloc(p->nmaps, sizeof(*maps));
@@ -105,7 +105,9 @@ static void notify_process(struct symbolize *s, const struct proc *p, bool had_p
 			return; /* the unwinder falls back to frame pointers */
 	}
 	proc_export(p, maps);
-	s->hooks.process(s->hooks.ctx, p->pid, maps, p->nmaps, had_python);
+	s->hooks.process(s->hooks.ctx, p->pid, maps, p->nmaps,
+	                 (had_python ? SYMBOLIZE_PROCESS_HAD_PYTHON : 0) |
+	                         (p->inherited ? SYMBOLIZE_PROCESS_INHERITED : 0));
 	if (maps != small)
 		free(maps);
 }
@@ -207,6 +209,7 @@ int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	p->inherited = true;
 	p->binary = strdup(from->binary);
 	p->build_id_hex = strdup(from->build_id_hex);
 	p->maps = calloc(from->nmaps ? from->nmaps : 1, sizeof(*p->maps));

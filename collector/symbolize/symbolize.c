@@ -335,19 +335,33 @@ static int map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* p's mappings from m's exec layout placed at the two load biases. */
-static int place_layout(struct proc *p, const struct module *m, const uint64_t bias[2])
+/* p's mappings from m's layout: with lm NULL, the program's, the
+ * loader's and the vDSO's (just after an exec); else all.  bias[] by
+ * kind (the vDSO's 0: none), lm[] each library's. */
+static int place_layout(struct proc *p, const struct module *m, const uint64_t bias[3],
+                        const uint64_t *lm, size_t nlm)
 {
-	p->maps = calloc(m->nlayout, sizeof(*p->maps));
+	p->maps = calloc(m->nlayout ? m->nlayout : 1, sizeof(*p->maps));
 	if (!p->maps)
 		return -ENOMEM;
+	p->nmaps = 0;
 	for (size_t i = 0; i < m->nlayout; i++) {
-		const struct exec_layout *l = &m->layout[i];
-		uint64_t b = bias[l->loader];
-		p->maps[i] = (struct mapping){
-		        .start = b + l->start, .end = b + l->end, .pgoff = l->pgoff, .mod = l->mod};
+		const struct symbolize_layout *l = &m->layout[i];
+		uint64_t b;
+		if (l->kind == SYMBOLIZE_LAYOUT_LIBRARY) {
+			if (!lm || l->lm >= nlm)
+				continue;
+			b = lm[l->lm];
+		} else {
+			b = bias[l->kind];
+			if (!b && l->kind == SYMBOLIZE_LAYOUT_VDSO)
+				continue;
+		}
+		p->maps[p->nmaps++] = (struct mapping){.start = b + l->start,
+		                                       .end = b + l->end,
+		                                       .pgoff = l->pgoff,
+		                                       .mod = (struct module *)l->module};
 	}
-	p->nmaps = m->nlayout;
 	qsort(p->maps, p->nmaps, sizeof(*p->maps), map_cmp);
 	for (size_t i = 0; i < p->nmaps; i++)
 		if (p->maps[i].mod == m) {
@@ -357,12 +371,14 @@ static int place_layout(struct proc *p, const struct module *m, const uint64_t b
 	return 0;
 }
 
-int symbolize_keep_layout(struct symbolize *s, pid_t pid, const void *exe, const void *loader)
+int symbolize_keep_layout(struct symbolize *s, pid_t pid, const void *exe, const void *loader,
+                          const uint64_t *lm_addr, size_t nlm)
 {
 	const struct proc *p = sym_proc_find(s, pid);
-	struct module *m = (struct module *)exe;
-	struct exec_layout *l;
+	struct module *m = (struct module *)exe, *vdso = s->vdso_tried ? s->vdso : NULL;
+	struct symbolize_layout *l;
 	size_t n = 0;
+	bool found = false;
 
 	if (!p || !p->nmaps)
 		return -ENOENT;
@@ -372,44 +388,120 @@ int symbolize_keep_layout(struct symbolize *s, pid_t pid, const void *exe, const
 	for (size_t i = 0; i < p->nmaps; i++) {
 		const struct mapping *mp = &p->maps[i];
 		uint64_t vaddr;
-		if ((mp->mod != exe && mp->mod != loader) ||
-		    !sym_module_vaddr(mp->mod, mp->pgoff, &vaddr))
+		if (!mp->mod || !sym_module_vaddr(mp->mod, mp->pgoff, &vaddr))
 			continue;
 		uint64_t bias = mp->start - vaddr;
-		l[n++] = (struct exec_layout){.start = mp->start - bias,
-		                              .end = mp->end - bias,
-		                              .pgoff = mp->pgoff,
-		                              .mod = mp->mod,
-		                              .loader = mp->mod == loader};
+		struct symbolize_layout e = {.start = mp->start - bias,
+		                             .end = mp->end - bias,
+		                             .pgoff = mp->pgoff,
+		                             .module = mp->mod};
+		const struct symbolize_python *py = mp->mod->python;
+		if (py && py->eval >= vaddr && py->eval - vaddr < mp->end - mp->start)
+			e.python = py;
+		if (mp->mod == exe) {
+			e.kind = SYMBOLIZE_LAYOUT_PROGRAM;
+			found = true;
+		} else if (mp->mod == loader) {
+			e.kind = SYMBOLIZE_LAYOUT_LOADER;
+		} else if (mp->mod == vdso) {
+			e.kind = SYMBOLIZE_LAYOUT_VDSO;
+		} else {
+			size_t k = 0;
+			while (k < nlm && lm_addr[k] != bias)
+				k++;
+			if (k == nlm || k > UINT8_MAX)
+				continue; /* not the loader's: a file mapped by hand */
+			e.kind = SYMBOLIZE_LAYOUT_LIBRARY;
+			e.lm = (uint8_t)k;
+		}
+		l[n++] = e;
+	}
+	if (!found) {
+		free(l);
+		return -ENOENT;
 	}
 	free(m->layout);
 	m->layout = l;
 	m->nlayout = n;
+	m->layout_nlm = nlm;
+	return 0;
+}
+
+const struct symbolize_layout *symbolize_get_layout(const struct symbolize *s, const void *exe,
+                                                    size_t *n)
+{
+	const struct module *m = exe;
+	(void)s;
+	*n = m->nlayout;
+	return m->layout;
+}
+
+const void *symbolize_exe_module(const struct symbolize *s, pid_t pid, unsigned long long *dev,
+                                 unsigned long long *ino)
+{
+	const struct proc *p = sym_proc_find(s, pid);
+	if (!p || !p->exe_mod)
+		return NULL;
+	*dev = p->exe_mod->dev;
+	*ino = p->exe_mod->ino;
+	return p->exe_mod;
+}
+
+/* A snapshot named after module m, for pid; its maps placed from m's
+ * layout when bias[] says where (non-NULL). */
+static int named_snapshot(struct symbolize *s, struct module *m, pid_t pid, const uint64_t bias[3],
+                          const uint64_t *lm, size_t nlm, struct proc **out)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+	(void)s;
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->maps_read = 0; /* never: the first address outside reads them */
+	p->binary = strdup(sym_base_of(m->path));
+	p->build_id_hex = sym_hex_of(m->build_id, m->build_id_len);
+	p->exe_mod = m;
+	p->exe_start = 0; /* placed by the layout or the first read */
+	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0 ||
+	    (bias && m->nlayout && place_layout(p, m, bias, lm, nlm) < 0)) {
+		sym_proc_free(p);
+		return -ENOMEM;
+	}
+	p->placed = bias && m->nlayout;
+	*out = p;
+	return 0;
+}
+
+int symbolize_loaded_file(struct symbolize *s, pid_t pid, unsigned long long dev,
+                          unsigned long long ino, const uint64_t bias[3], const uint64_t *lm_addr,
+                          size_t nlm)
+{
+	struct module *m = sym_module_by_file(s, dev, ino);
+	struct proc *p = NULL;
+	int rc;
+
+	if (!m || !m->is_elf || !m->layout_nlm || m->layout_nlm != nlm)
+		return -ENOENT;
+	rc = named_snapshot(s, m, pid, bias, lm_addr, nlm, &p);
+	if (rc < 0)
+		return rc;
+	s->stats.loaded_named++;
+	sym_proc_install(s, p); /* the same program: the same generation */
 	return 0;
 }
 
 int symbolize_exec_file(struct symbolize *s, pid_t pid, uint32_t gen, unsigned long long dev,
-                        unsigned long long ino, const uint64_t bias[2])
+                        unsigned long long ino, const uint64_t bias[3])
 {
 	struct module *m = sym_module_by_file(s, dev, ino);
-	struct proc *p;
+	struct proc *p = NULL;
+	int rc;
 
 	if (!m || !m->is_elf)
 		return -ENOENT;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	p->pid = pid;
-	p->maps_read = 0; /* never: the first address looked up reads them */
-	p->binary = strdup(sym_base_of(m->path));
-	p->build_id_hex = sym_hex_of(m->build_id, m->build_id_len);
-	p->exe_mod = m;
-	p->exe_start = 0; /* placed by the first read of the maps */
-	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0 ||
-	    (bias[0] && bias[1] && m->nlayout && place_layout(p, m, bias) < 0)) {
-		sym_proc_free(p);
-		return -ENOMEM;
-	}
+	rc = named_snapshot(s, m, pid, bias, NULL, 0, &p);
+	if (rc < 0)
+		return rc;
 	s->stats.execs_named++;
 	exec_install(s, pid, gen, p);
 	return 0;

@@ -49,25 +49,72 @@ int symbolize_snapshot(struct symbolize *s, pid_t pid, pid_t parent);
  * -errno. */
 int symbolize_exec(struct symbolize *s, pid_t pid, uint32_t gen);
 
+/* Where a program's objects lie in a process, relative to each object's
+ * load bias: the program, its loader, the vDSO, and the libraries the
+ * loader mapped (by their place in the loader's list), in the address
+ * order of the process it was taken from.  A template for the program's
+ * next processes (symbolize_exec_file, symbolize_loaded_file). */
+struct symbolize_python;
+
+enum symbolize_layout_kind {
+	SYMBOLIZE_LAYOUT_PROGRAM = 0,
+	SYMBOLIZE_LAYOUT_LOADER,
+	SYMBOLIZE_LAYOUT_VDSO,
+	SYMBOLIZE_LAYOUT_LIBRARY,
+};
+
+struct symbolize_layout {
+	uint64_t start, end, pgoff; /* start and end: - the object's load bias */
+	const void *module;         /* a symbolize_map.module */
+	/* the interpreter whose _PyEval_EvalFrameDefault this mapping holds,
+	 * as symbolize_map.python */
+	const struct symbolize_python *python;
+	uint8_t kind; /* enum symbolize_layout_kind */
+	uint8_t lm;   /* LIBRARY: its place in the loader's list */
+};
+
+/* Keeps, for the program module `exe`, the layout of pid, which runs it
+ * under the loader module `loader`: with lm_addr[0 .. nlm), the load
+ * biases (l_addr) of the loader's list, the libraries too; with nlm 0,
+ * the program, the loader and the vDSO (just after the exec).  Mappings
+ * of other files are left out.  Returns 0, -ENOENT when pid is not known
+ * or maps neither file, or -ENOMEM. */
+int symbolize_keep_layout(struct symbolize *s, pid_t pid, const void *exe, const void *loader,
+                          const uint64_t *lm_addr, size_t nlm);
+
+/* The layout kept for exe, *n entries (NULL, 0 when none); owned by s. */
+const struct symbolize_layout *symbolize_get_layout(const struct symbolize *s, const void *exe,
+                                                    size_t *n);
+
 /* An exec, the process's `gen`th, of the ELF file (dev, ino) (dev in the
  * kernel's encoding, major << 20 | minor), without reading the process:
  * when that file was opened before, the new snapshot is named after it
- * (binary and build id).  With the program's and its loader's load
- * biases (bias[0], bias[1], both non-zero) and a layout kept for the
- * program (symbolize_keep_layout), it holds their mappings; else none.
- * Either way the next symbolize_snapshot() (the loader's hook, once the
- * libraries are mapped) or the first address outside them reads the
- * maps.  The program before is kept as by symbolize_exec().  Returns 0,
- * -ENOENT when the file is not known (call symbolize_exec()), or
- * -ENOMEM. */
+ * (binary and build id).  With the program's, the loader's and the
+ * vDSO's load biases (bias[], by enum symbolize_layout_kind; NULL when
+ * not known) and a layout kept for the program, it holds their
+ * mappings (and the process hook is not told: the walker's list is the
+ * BPF side's); else none.  Either way the next symbolize_snapshot() or
+ * symbolize_loaded_file() (the loader's hook, once the libraries are
+ * mapped), or the first address outside them, completes it.  The program
+ * before is kept as by symbolize_exec().  Returns 0, -ENOENT when the
+ * file is not known (call symbolize_exec()), or -ENOMEM. */
 int symbolize_exec_file(struct symbolize *s, pid_t pid, uint32_t gen, unsigned long long dev,
-                        unsigned long long ino, const uint64_t bias[2]);
+                        unsigned long long ino, const uint64_t bias[3]);
 
-/* Keeps, for the program module `exe`, where pid (which runs it, just
- * after its exec) maps it and its loader `loader`, relative to their
- * load biases, for symbolize_exec_file().  Returns 0, -ENOENT when pid
- * is not known, or -ENOMEM. */
-int symbolize_keep_layout(struct symbolize *s, pid_t pid, const void *exe, const void *loader);
+/* The loader has mapped pid's libraries, and the BPF side placed its
+ * program's whole layout with bias[] (as symbolize_exec_file()) and the
+ * loader's list lm_addr[0 .. nlm): a snapshot of the same generation
+ * from the layout, without reading the process.  Returns 0, -ENOENT when
+ * the program (dev, ino) has no layout with libraries (read the process:
+ * symbolize_snapshot), or -ENOMEM. */
+int symbolize_loaded_file(struct symbolize *s, pid_t pid, unsigned long long dev,
+                          unsigned long long ino, const uint64_t bias[3], const uint64_t *lm_addr,
+                          size_t nlm);
+
+/* The module of pid's program in its current snapshot, and its file
+ * (dev, ino); NULL when not known. */
+const void *symbolize_exe_module(const struct symbolize *s, pid_t pid, unsigned long long *dev,
+                                 unsigned long long *ino);
 
 /* The module (symbolize_map.module) of the ELF file (dev, ino) when pid's
  * current snapshot maps it, else NULL. */
@@ -343,6 +390,14 @@ struct symbolize_map {
 	const struct symbolize_python *python;
 };
 
+/* The snapshot replaced mapped a Python interpreter (symbolize_map.python):
+ * one that is gone is to be forgotten. */
+#define SYMBOLIZE_PROCESS_HAD_PYTHON 1u
+/* Copied from the parent at a fork: the BPF side copied the parent's
+ * list when the fork happened, and the child may have executed another
+ * program since; what exists is newer. */
+#define SYMBOLIZE_PROCESS_INHERITED 2u
+
 /* Calls made as the symbolizer learns of files and processes. */
 struct symbolize_hooks {
 	/* A new ELF file: fd is open on it, borrowed for the call (dup it to
@@ -350,11 +405,10 @@ struct symbolize_hooks {
 	void (*module)(void *ctx, const void *module, int fd, const char *path,
 	               const uint8_t *build_id, size_t build_id_len);
 	/* pid's executable mappings, in address order, as just read or
-	 * inherited (maps is borrowed for the call); had_python: the
-	 * snapshot they replace mapped a Python interpreter (maps[].python),
-	 * so an interpreter that is gone is to be forgotten. */
+	 * inherited (maps is borrowed for the call); flags:
+	 * SYMBOLIZE_PROCESS_*. */
 	void (*process)(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n,
-	                bool had_python);
+	                unsigned flags);
 	void *ctx;
 };
 
@@ -368,13 +422,15 @@ int symbolize_maps(const struct symbolize *s, pid_t pid, struct symbolize_map **
 
 /* Numbers for the final report. */
 struct symbolize_stats {
-	uint64_t processes;   /* snapshots taken */
-	uint64_t inherited;   /* of which taken from a parent */
-	uint64_t execs_named; /* execs named from their file, not read
+	uint64_t processes;    /* snapshots taken */
+	uint64_t inherited;    /* of which taken from a parent */
+	uint64_t execs_named;  /* execs named from their file, not read
 	                       * (symbolize_exec_file) */
-	uint64_t modules;     /* distinct ELF files opened */
-	uint64_t lookups;     /* user lookups not answered by the cache */
-	uint64_t reaped;      /* snapshots freed after their process exited */
+	uint64_t loaded_named; /* processes named whole from their program's
+	                        * layout (symbolize_loaded_file) */
+	uint64_t modules;      /* distinct ELF files opened */
+	uint64_t lookups;      /* user lookups not answered by the cache */
+	uint64_t reaped;       /* snapshots freed after their process exited */
 };
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st);
 

@@ -105,35 +105,17 @@ struct unwind_proc {
 	 * reads the process's maps again (a dlopen); cleared by the next
 	 * update from user space. */
 	__u32 stale;
+	/* Placed in BPF from a template (unwind_exec): 0 written by user
+	 * space, UNWIND_PLACED_EXEC at the exec (the program and its loader
+	 * only), UNWIND_PLACED_ALL at the loader's hook. */
+	__u32 placed;
+	__u32 pad;
+	__u64 exe_dev, exe_ino; /* the program's file, when placed */
 	struct unwind_mapping maps[UNWIND_MAX_MAPS];
 };
 
-/* A program's walker list just after its exec, before its loader has
- * mapped anything else: the program's executable mappings and the
- * loader's, each at addresses relative to its file's load bias.  The
- * exec hook (on_exec) places it with the process's auxiliary vector
- * (the program's bias is AT_ENTRY - entry, the loader's AT_BASE) and
- * writes it as the process's list, so that the walker has tables from
- * the first instruction; user space writes the whole list once the
- * libraries are mapped. */
-#define UNWIND_EXEC_MAPS 8
-
-struct unwind_exec_mapping {
-	__u64 start; /* - its file's load bias */
-	__u64 bias;  /* - its file's load bias */
-	__u32 size;
-	__u32 table;
-	__u32 loader; /* 1: the loader's, 0: the program's */
-	__u32 pad;
-};
-
-struct unwind_exec {
-	__u64 entry; /* the program's ELF entry point (e_entry) */
-	__u32 nmaps; /* 0: no list (frame pointers only) */
-	__u32 pad;
-	/* the program's mappings first, then the loader's, each by start */
-	struct unwind_exec_mapping maps[UNWIND_EXEC_MAPS];
-};
+#define UNWIND_PLACED_EXEC 1
+#define UNWIND_PLACED_ALL  2
 
 /* A process's CPython interpreter, for the walker (written by unwinder.c
  * from the symbolizer's table of layouts, symbolize.h): where its
@@ -151,6 +133,55 @@ struct unwind_python {
 	__u16 frame_read, code_read;                 /* bytes read of a frame and of a code
 	                              * object: past every field named, at
 	                              * most UNWIND_PY_READ_MAX */
+};
+
+/* A program's walker list, as a template for its next processes: its
+ * executable mappings and its loader's (placed at the exec, before
+ * anything else is mapped), its libraries' and the vDSO's (placed when
+ * the loader has mapped the libraries), each at addresses relative to
+ * its file's load bias.  The exec hook (on_exec) finds the program's and
+ * the loader's biases in the process's auxiliary vector (AT_ENTRY -
+ * entry, AT_BASE) and the vDSO's (AT_SYSINFO_EHDR); the loader's hook
+ * (on_ldso_state) finds every object's in the loader's list of loaded
+ * objects (link_map: l_addr, in the order the loader keeps, checked
+ * against each object's dynamic section, l_ld - l_addr).  So the walker
+ * has tables from a process's first instruction, and user space reads
+ * a known program's processes only when they load more (dlopen). */
+#define UNWIND_EXEC_MAPS 24 /* mappings in a template */
+#define UNWIND_EXEC_LM   24 /* objects of the loader's list in a template */
+
+enum unwind_exec_kind {
+	UNWIND_EXEC_PROGRAM = 0, /* placed at the exec and at the loader's hook */
+	UNWIND_EXEC_LOADER,      /* placed at the exec and at the loader's hook */
+	UNWIND_EXEC_VDSO,        /* placed at the exec and at the loader's hook */
+	UNWIND_EXEC_LIBRARY,     /* placed at the loader's hook */
+};
+
+struct unwind_exec_mapping {
+	__u64 start; /* - its object's load bias */
+	__u64 bias;  /* - its object's load bias */
+	__u32 size;
+	__u32 table;
+	__u8 kind; /* enum unwind_exec_kind */
+	__u8 lm;   /* its object's place in the loader's list */
+	__u16 pad;
+	__u32 pad2;
+};
+
+struct unwind_exec {
+	__u64 entry;               /* the program's ELF entry point (e_entry) */
+	__u32 nmaps;               /* 0: no list (frame pointers only) */
+	__u32 nlm;                 /* objects in the loader's list when the libraries are
+	              * mapped; 0: the exec part only */
+	__u64 dyn[UNWIND_EXEC_LM]; /* each object's l_ld - l_addr */
+	/* by start within each object */
+	struct unwind_exec_mapping maps[UNWIND_EXEC_MAPS];
+	/* The Python interpreter in one of the objects (has_python), its
+	 * addresses relative to that object's load bias: placed as the
+	 * process's py_procs entry with the object's mappings. */
+	__u8 has_python, python_kind, python_lm, pad3;
+	__u32 pad4;
+	struct unwind_python python;
 };
 
 #define UNWIND_PY_READ_MAX 248

@@ -364,31 +364,16 @@ static int pid_list_add(pid_t **list, size_t *n, size_t *cap, pid_t pid)
 
 /* The process's interpreter, when it runs a CPython of a known version,
  * for the walker; else none (native frames only). */
-static void write_python(struct unwinder *u, __u32 key, const struct symbolize_map *maps, size_t n,
-                         bool had_python)
+/* The walker's entry for interpreter py loaded with `bias`; false for a
+ * layout the walker cannot read. */
+static bool fill_python(const struct symbolize_python *py, uint64_t bias, struct unwind_python *e)
 {
-	const struct symbolize_map *m = NULL;
-
-	if (u->maps.python < 0)
-		return;
-	for (size_t i = 0; i < n && !m; i++)
-		if (maps[i].python && maps[i].python->layout)
-			m = &maps[i];
-	if (!m) {
-		/* An entry exists only where one was written, or copied from
-		 * the parent at a fork (the same maps), until the exec or exit
-		 * that removes it in BPF. */
-		if (had_python)
-			bpf_map_delete_elem(u->maps.python, &key);
-		return;
-	}
-	const struct symbolize_python *py = m->python;
 	const struct symbolize_python_layout *l = py->layout;
-	struct unwind_python e = {
-	        .eval_start = py->eval + m->bias,
-	        .eval_end = py->eval + py->eval_size + m->bias,
-	        .runtime = py->runtime + m->bias,
-	        .code_type = py->code_type + m->bias,
+	*e = (struct unwind_python){
+	        .eval_start = py->eval + bias,
+	        .eval_end = py->eval + py->eval_size + bias,
+	        .runtime = py->runtime + bias,
+	        .code_type = py->code_type + bias,
 	        .runtime_interp_head = l->runtime_interp_head,
 	        .runtime_tstate_current = l->runtime_tstate_current,
 	        .interp_threads_head = l->interp_threads_head,
@@ -427,21 +412,50 @@ static void write_python(struct unwinder *u, __u32 key, const struct symbolize_m
 	if (fr > UNWIND_PY_READ_MAX || cr > UNWIND_PY_READ_MAX ||
 	    l->str_ascii_data + 32 > UNWIND_PY_READ_MAX || l->str_length + 8 > l->str_ascii_data ||
 	    l->str_state + 4 > l->str_ascii_data)
-		return; /* a layout the walker cannot read */
-	e.frame_read = fr;
-	e.code_read = cr;
-	if (bpf_map_update_elem(u->maps.python, &key, &e, BPF_ANY) == 0)
+		return false; /* a layout the walker cannot read */
+	e->frame_read = fr;
+	e->code_read = cr;
+	return true;
+}
+
+/* The process's interpreter, when it runs a CPython of a known version,
+ * for the walker; else none (native frames only). */
+static void write_python(struct unwinder *u, __u32 key, const struct symbolize_map *maps, size_t n,
+                         unsigned flags)
+{
+	const struct symbolize_map *m = NULL;
+	struct unwind_python e;
+
+	if (u->maps.python < 0)
+		return;
+	for (size_t i = 0; i < n && !m; i++)
+		if (maps[i].python && maps[i].python->layout)
+			m = &maps[i];
+	if (!m) {
+		/* An entry exists only where one was written, or copied from
+		 * the parent at a fork (the same maps), until the exec or exit
+		 * that removes it in BPF. */
+		if ((flags & SYMBOLIZE_PROCESS_HAD_PYTHON) &&
+		    !(flags & SYMBOLIZE_PROCESS_INHERITED))
+			bpf_map_delete_elem(u->maps.python, &key);
+		return;
+	}
+	if (fill_python(m->python, m->bias, &e) &&
+	    bpf_map_update_elem(u->maps.python, &key, &e,
+	                        flags & SYMBOLIZE_PROCESS_INHERITED ? BPF_NOEXIST : BPF_ANY) == 0)
 		u->st.python++;
 }
 
 static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map *maps, size_t n,
-                       bool had_python)
+                       unsigned flags)
 {
 	struct unwind_proc *e = u->scratch;
 	bool pending = false;
 	size_t k = 0;
 
 	e->stale = 0;
+	e->placed = 0;
+	e->exe_dev = e->exe_ino = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k == UNWIND_MAX_MAPS) {
 			u->st.map_overflow += n - i;
@@ -471,17 +485,20 @@ static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map
 	if (!k)
 		return; /* a kernel thread: no user stack to walk */
 	__u32 key = (__u32)pid;
-	write_python(u, key, maps, n, had_python);
-	if (bpf_map_update_elem(u->maps.procs, &key, e, BPF_ANY) == 0)
+	write_python(u, key, maps, n, flags);
+	/* A child's list was copied from its parent's at the fork; one there
+	 * now is as new or newer (the child's exec), so it stays. */
+	if (bpf_map_update_elem(u->maps.procs, &key, e,
+	                        flags & SYMBOLIZE_PROCESS_INHERITED ? BPF_NOEXIST : BPF_ANY) == 0)
 		u->st.processes++;
 	if (pending)
 		pid_list_add(&u->pending, &u->npending, &u->pending_cap, pid);
 }
 
 static void on_process(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n,
-                       bool had_python)
+                       unsigned flags)
 {
-	write_proc(ctx, pid, maps, n, had_python);
+	write_proc(ctx, pid, maps, n, flags);
 }
 
 struct symbolize_hooks unwinder_hooks(struct unwinder *u)
@@ -566,58 +583,58 @@ int unwinder_service(struct unwinder *u, const struct symbolize *s)
 			rc = r;
 		if (r < 0)
 			continue;
-		write_proc(u, pids[i], maps, nm, false);
+		write_proc(u, pids[i], maps, nm, 0);
 		free(maps);
 	}
 	free(pids);
 	return rc;
 }
 
-int unwinder_exec_template(struct unwinder *u, const struct symbolize *s, pid_t pid,
-                           const void *exe, const void *loader, uint64_t entry,
-                           struct unwind_exec *out)
-{
-	struct symbolize_map *maps;
-	size_t n;
-	int rc = symbolize_maps(s, pid, &maps, &n);
-	uint32_t found[2] = {0, 0};
+_Static_assert((int)SYMBOLIZE_LAYOUT_PROGRAM == (int)UNWIND_EXEC_PROGRAM &&
+                       (int)SYMBOLIZE_LAYOUT_LOADER == (int)UNWIND_EXEC_LOADER &&
+                       (int)SYMBOLIZE_LAYOUT_VDSO == (int)UNWIND_EXEC_VDSO &&
+                       (int)SYMBOLIZE_LAYOUT_LIBRARY == (int)UNWIND_EXEC_LIBRARY,
+               "a layout's kinds are a template's");
 
-	if (rc < 0)
-		return rc == -ENOMEM ? rc : -ENOENT;
+int unwinder_exec_template(struct unwinder *u, const struct symbolize_layout *l, size_t n,
+                           uint64_t entry, const uint64_t *dyn, size_t nlm, struct unwind_exec *out)
+{
+	int rc = 0;
+
+	if (n > UNWIND_EXEC_MAPS || nlm > UNWIND_EXEC_LM)
+		return -ENOENT;
 	memset(out, 0, sizeof(*out));
 	out->entry = entry;
-	for (uint32_t pass = 0; pass < 2 && rc == 0; pass++) {
-		const void *want = pass ? loader : exe;
-		struct utable *t = *table_slot(u, want);
-		for (size_t i = 0; i < n && rc == 0; i++) {
-			if (maps[i].module != want)
-				continue;
-			if (out->nmaps == UNWIND_EXEC_MAPS) {
-				rc = -ENOENT;
-				break;
-			}
-			struct unwind_exec_mapping *m = &out->maps[out->nmaps++];
-			uint64_t size = maps[i].end - maps[i].start, base = maps[i].bias;
-			m->start = maps[i].start - base;
-			m->size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
-			m->loader = pass;
-			m->table = UNWIND_NO_TABLE;
-			if (t && t->state == T_READY) {
-				m->table = t->id;
-				m->bias = t->base;
-			} else if (t && (t->state == T_UNBUILT || t->state == T_PENDING)) {
-				/* A list that asks for the table in every new
-				 * process would cost more than it saves. */
-				if (t->state == T_UNBUILT)
-					queue_build(u, t);
-				rc = -EAGAIN;
-			}
-			found[pass]++;
+	out->nlm = (uint32_t)nlm;
+	for (size_t k = 0; k < nlm; k++)
+		out->dyn[k] = dyn[k];
+	for (size_t i = 0; i < n; i++) {
+		struct unwind_exec_mapping *m = &out->maps[out->nmaps++];
+		struct utable *t = *table_slot(u, l[i].module);
+		if (l[i].python && l[i].python->layout && !out->has_python &&
+		    fill_python(l[i].python, 0, &out->python)) {
+			/* placed with this object's bias, as its mappings */
+			out->has_python = 1;
+			out->python_kind = l[i].kind;
+			out->python_lm = l[i].lm;
+		}
+		uint64_t size = l[i].end - l[i].start;
+		m->start = l[i].start;
+		m->size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+		m->kind = l[i].kind; /* enum symbolize_layout_kind = enum unwind_exec_kind */
+		m->lm = l[i].lm;
+		m->table = UNWIND_NO_TABLE;
+		if (t && t->state == T_READY) {
+			m->table = t->id;
+			m->bias = t->base;
+		} else if (t && (t->state == T_UNBUILT || t->state == T_PENDING)) {
+			/* A list that asks for the table in every new process
+			 * would cost more than it saves. */
+			if (t->state == T_UNBUILT)
+				queue_build(u, t);
+			rc = -EAGAIN;
 		}
 	}
-	free(maps);
-	if (rc == 0 && (!found[0] || !found[1]))
-		rc = -ENOENT;
 	return rc;
 }
 
@@ -640,7 +657,7 @@ int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint
 	/* The walker marked the mapping PENDING in its copy of the list: a
 	 * pending table rewrites it when ready; one ready (or refused) since
 	 * the list was written, now. */
-	write_proc(u, pid, maps, n, false);
+	write_proc(u, pid, maps, n, 0);
 	free(maps);
 
 	/* The list came from the parent at the fork (or from further up):
@@ -656,7 +673,7 @@ int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint
 			return rc;
 		if (rc < 0)
 			break;
-		write_proc(u, up, maps, n, false);
+		write_proc(u, up, maps, n, 0);
 		free(maps);
 		u->st.ancestors++;
 	}

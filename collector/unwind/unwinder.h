@@ -85,16 +85,15 @@ struct unwinder_stats {
 };
 void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *st);
 
-/* The walker's first list for the next processes that exec the program
- * `exe` (a symbolize_map.module, whose e_entry is `entry`) under the
- * loader `loader`, from pid, which runs it: the two files' executable
- * mappings in pid, relative to their load biases (unwind.h).  Returns 0
- * with *out set; -EAGAIN when a table is not built yet (its build is
- * queued: ask again at the program's next exec); -ENOENT when pid does
- * not map both files, or maps more of them than a template holds;
- * -ENOMEM. */
-int unwinder_exec_template(struct unwinder *u, const struct symbolize *s, pid_t pid,
-                           const void *exe, const void *loader, uint64_t entry,
+/* The walker's template (unwind.h) for the next processes of a program,
+ * from its layout (symbolize_keep_layout: l[0 .. n)), its ELF entry point
+ * and the dynamic sections' offsets of the loader's list (dyn[0 .. nlm),
+ * l_ld - l_addr; nlm 0: the exec part only).  Returns 0 with *out set;
+ * -EAGAIN when a table is not built yet (its build is queued: ask again
+ * with the program's next process); -ENOENT when the layout is larger
+ * than a template holds. */
+int unwinder_exec_template(struct unwinder *u, const struct symbolize_layout *l, size_t n,
+                           uint64_t entry, const uint64_t *dyn, size_t nlm,
                            struct unwind_exec *out);
 
 #endif
