@@ -199,10 +199,11 @@ struct offline_ent {
 struct pyent {
 	bool used;
 	bool denied; /* not named: process_vm_readv was refused (EPERM) */
-	pid_t pid;
+	pid_t pid;   /* 0: a code object in an interpreter's file (mod) */
 	uint32_t check;
-	uint64_t code;
-	const char *name, *file; /* interned */
+	uint64_t code;            /* its address; pid 0: - the load bias */
+	const struct module *mod; /* pid 0: the interpreter's module */
+	const char *name, *file;  /* interned */
 	int firstlineno;
 	uint8_t *linetable; /* owned */
 	size_t linetable_len;

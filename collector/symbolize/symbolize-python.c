@@ -446,6 +446,8 @@ static const char *intern(struct symbolize *s, const char *str)
 static uint64_t ent_hash(pid_t pid, uint64_t code, uint32_t check)
 {
 	uint64_t h = code * 0x9e3779b97f4a7c15ull;
+	/* (the module of a pid 0 entry is left out: equal keys with two
+	 * modules only share a chain) */
 	h ^= ((uint64_t)(uint32_t)pid << 32 | check) * 0xff51afd7ed558ccdull;
 	return h ^ h >> 29;
 }
@@ -469,7 +471,7 @@ static void cache_prune(struct symbolize *s)
 	size_t live = 0, bytes = 0;
 	for (size_t i = 0; i < s->py_cache_cap; i++) {
 		struct pyent *e = &s->py_cache[i];
-		if (e->used && !sym_proc_find(s, e->pid)) {
+		if (e->used && e->pid && !sym_proc_find(s, e->pid)) {
 			free(e->linetable);
 			*e = (struct pyent){0};
 		} else if (e->used) {
@@ -504,7 +506,8 @@ static void cache_prune(struct symbolize *s)
 }
 
 /* The cache's slot for the key: its entry, or the empty slot to fill. */
-static struct pyent *cache_slot(struct symbolize *s, pid_t pid, uint64_t code, uint32_t check)
+static struct pyent *cache_slot(struct symbolize *s, pid_t pid, uint64_t code, uint32_t check,
+                                const struct module *mod)
 {
 	if (s->py_cache_n >= CACHE_MAX || s->py_cache_bytes >= CACHE_BYTES)
 		cache_prune(s);
@@ -529,14 +532,16 @@ static struct pyent *cache_slot(struct symbolize *s, pid_t pid, uint64_t code, u
 	size_t j = ent_hash(pid, code, check) & (s->py_cache_cap - 1);
 	for (;; j = (j + 1) & (s->py_cache_cap - 1)) {
 		struct pyent *e = &s->py_cache[j];
-		if (!e->used || (e->pid == pid && e->code == code && e->check == check))
+		if (!e->used ||
+		    (e->pid == pid && e->code == code && e->check == check && e->mod == mod))
 			return e;
 	}
 }
 
-/* The interpreter of process p, its layout known, and the bias of the
- * module that holds it. */
-static const struct symbolize_python *proc_python(const struct proc *p, uint64_t *bias)
+/* The interpreter of process p, its layout known, the module that holds
+ * it and that module's bias. */
+static const struct symbolize_python *proc_python(const struct proc *p, uint64_t *bias,
+                                                  const struct module **mod)
 {
 	for (size_t i = 0; p && i < p->nmaps; i++) {
 		const struct mapping *mp = &p->maps[i];
@@ -544,10 +549,23 @@ static const struct symbolize_python *proc_python(const struct proc *p, uint64_t
 		if (mp->mod && mp->mod->python && mp->mod->python->layout &&
 		    sym_module_vaddr(mp->mod, mp->pgoff, &vaddr)) {
 			*bias = mp->start - vaddr;
+			*mod = mp->mod;
 			return mp->mod->python;
 		}
 	}
 	return NULL;
+}
+
+/* Whether ELF address a lies in what module m's file initializes: a code
+ * object there (CPython 3.11 deep-freezes its startup modules' code into
+ * the interpreter's data) is the same in every process of the file, and
+ * read once for all of them. */
+static bool in_file(const struct module *m, uint64_t a)
+{
+	for (size_t i = 0; i < m->nsegs; i++)
+		if (a >= m->segs[i].vaddr && a - m->segs[i].vaddr < m->segs[i].filesz)
+			return true;
+	return false;
 }
 
 static const char gone_name[] = "[python: code gone]";
@@ -570,18 +588,26 @@ int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_
 {
 	if (f)
 		memset(f, 0, sizeof(*f));
-	struct pyent *e = cache_slot(s, pid, code, check);
+	struct proc *p = sym_proc_find_gen(s, pid, gen);
+	uint64_t bias = 0;
+	const struct module *mod = NULL;
+	const struct symbolize_python *py = proc_python(p, &bias, &mod);
+	bool shared = py && in_file(mod, code - bias);
+	struct pyent *e = shared ? cache_slot(s, 0, code - bias, check, mod)
+	                         : cache_slot(s, pid, code, check, NULL);
 	if (!e)
 		return -ENOMEM;
 	if (!e->used) {
-		struct proc *p = sym_proc_find_gen(s, pid, gen);
-		uint64_t bias = 0;
-		const struct symbolize_python *py = proc_python(p, &bias);
 		struct symbolize_pycode c;
 
 		if (!py)
 			return not_named(s, false, f); /* no snapshot yet: not cached */
-		*e = (struct pyent){.used = true, .pid = pid, .code = code, .check = check};
+		*e = shared ? (struct pyent){.used = true,
+		                             .code = code - bias,
+		                             .check = check,
+		                             .mod = mod}
+		            : (struct pyent){
+		                      .used = true, .pid = pid, .code = code, .check = check};
 		s->py_cache_n++;
 		s->py_stats.reads++;
 		int rc = symbolize_python_read_code(py->layout, py->code_type + bias, read_process,
@@ -612,6 +638,15 @@ int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_
 		if (rc == 0)
 			symbolize_pycode_clear(&c);
 		e->denied = rc == -EPERM;
+		if (shared && !e->name) {
+			/* This process could not be read (gone, another user's):
+			 * the next one may be; the slot was empty, the end of
+			 * its chain. */
+			bool denied = e->denied;
+			*e = (struct pyent){0};
+			s->py_cache_n--;
+			return not_named(s, denied, f);
+		}
 	}
 	if (!e->name)
 		return not_named(s, e->denied, f); /* gone, or another user's process */
