@@ -7,6 +7,7 @@
  * lists are computed once; the finished tree is read-only.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -535,8 +536,10 @@ int view_tree_index(struct view_tree *t)
 }
 
 /* The tree's strings ranked in bytewise order (a prefix first): rank
- * per string id into *rank, and per rank whether some string extends it
- * into *ext (both malloc'd; the caller frees). */
+ * per string id into *rank, and per rank into *ext whether some string
+ * extends it by a byte <= ';' (the only extensions that break the
+ * folded order, see view_sibling_order_breaks()); both malloc'd, the
+ * caller frees. */
 static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ext)
 {
 	size_t nstrs = t->nstrs ? t->nstrs : 1;
@@ -553,25 +556,53 @@ static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ex
 	qsort_r(sids, t->nstrs, sizeof(*sids), cmp_sids, (void *)t);
 	for (uint32_t i = 0; i < t->nstrs; i++) {
 		(*rank)[sids[i]] = i;
-		/* The strings that extend one follow it in this order, the
-		 * shortest first: the next one tells. */
+		/* The strings that extend one follow it in this order, by the
+		 * byte after it first: the next one tells. */
 		if (i + 1 < t->nstrs) {
 			const struct vstr *x = &t->strs[sids[i]], *y = &t->strs[sids[i + 1]];
 			(*ext)[i] = y->len > x->len &&
-			            memcmp(t->arena + x->off, t->arena + y->off, x->len) == 0;
+			            memcmp(t->arena + x->off, t->arena + y->off, x->len) == 0 &&
+			            (unsigned char)t->arena[y->off + x->len] <= ';';
 		}
 	}
 	free(sids);
 	return 0;
 }
 
-/* Totals, folded sizes, path lengths, hidden and recursive nodes, and
- * the child lists, each in bytewise name order.  Each pass over the
- * nodes costs a read of every node and of its parent, at random, so the
- * work is done in few: bottom-up, top-down, bottom-up, and the child
- * lists without a sort of their own (the names are ranked once, the
- * nodes bucketed by the rank of their name, and each node appended to
- * its parent's list in that order). */
+/* rank_strings() on a thread of its own, beside finish()'s top-down
+ * pass: it reads only the strings, which the pass does not write. */
+struct rank_job {
+	const struct view_tree *t;
+	uint32_t *rank;
+	uint8_t *ext;
+	int r;
+};
+
+static void *rank_thread(void *arg)
+{
+	struct rank_job *j = arg;
+
+	j->r = rank_strings(j->t, &j->rank, &j->ext);
+	return NULL;
+}
+
+/* From this many strings on, finish() ranks them on a second thread
+ * (bench/glance.sh's bin1/1: 30,000 strings, 5 ms): below it, making
+ * the thread would cost about what it saves. */
+#define RANK_THREAD_MIN 4096u
+
+/* Path lengths, recursive nodes, liveness, hidden nodes, totals, folded
+ * sizes and the child lists, each in bytewise name order.  Each pass
+ * over the nodes costs a read of every node and of its parent, at
+ * random, so there are three: top-down for what a node's path decides,
+ * bottom-up for the sums and the counts of children, and one that places
+ * every child in its parent's list, without a sort per list (the names
+ * are ranked once, the nodes bucketed by the rank of their name, and
+ * each node appended to its parent's list in that order).  Path lengths
+ * and recursion are not set as the nodes are made: there the parent is
+ * often far in memory and the build waits on each read, where this pass
+ * has several reads in flight at once (bench/glance.sh's bin1/1: about
+ * 27 ms of the build there, 11 here). */
 static int finish(struct view_tree *t)
 {
 	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
@@ -579,52 +610,26 @@ static int finish(struct view_tree *t)
 	uint64_t *mask = NULL;
 	uint8_t *ext = NULL;
 	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
+	struct rank_job job = {.t = t};
+	pthread_t ranker;
+	bool ranking = t->nstrs >= RANK_THREAD_MIN &&
+	               pthread_create(&ranker, NULL, rank_thread, &job) == 0;
 	int r;
 
-	/* Liveness (a node no count reached, one kept from the seed only,
-	 * is hidden) and totals, bottom-up: children have larger ids than
-	 * their parent. */
-	for (n = t->nnodes; n-- > 0;) {
-		struct vnode *v = &t->nodes[n];
-		struct vnode *p = n > 0 ? &t->nodes[v->parent] : NULL;
-		if (p && (v->flags & VNODE_LIVE))
-			p->flags |= VNODE_LIVE;
-		if (__builtin_add_overflow(v->total_weight, v->self_weight, &v->total_weight) ||
-		    __builtin_add_overflow(v->total_samples, v->self_samples, &v->total_samples) ||
-		    (p &&
-		     (__builtin_add_overflow(p->total_weight, v->total_weight, &p->total_weight) ||
-		      __builtin_add_overflow(p->total_samples, v->total_samples,
-		                             &p->total_samples))))
-			return -EOVERFLOW;
-	}
-	for (n = t->base ? t->nnodes : 0; n-- > 0;) {
-		struct vbase *v = &t->base[n];
-		v->total_weight += v->self_weight;
-		v->total_samples += v->self_samples;
-		if (n > 0) {
-			t->base[t->nodes[n].parent].total_weight += v->total_weight;
-			t->base[t->nodes[n].parent].total_samples += v->total_samples;
-		}
-	}
-
-	/* Top-down: hidden nodes, path lengths, and VNODE_RECURSIVE: a mask
-	 * of the names on each node's path (one of 64 bits per name, the
-	 * parent's mask and the node's bit) rules out most nodes at once,
-	 * and only one whose bit its parent's mask has walks up to compare
-	 * names. */
+	/* Top-down: path lengths and VNODE_RECURSIVE: a mask of the names on
+	 * each node's path (one of 64 bits per name, the parent's mask and
+	 * the node's bit) rules out most nodes at once, and only one whose
+	 * bit its parent's mask has walks up to compare names. */
 	r = -ENOMEM;
 	mask = malloc(nnodes * sizeof(*mask));
 	if (!mask)
 		goto out;
 	mask[0] = 0;
-	t->nodes[0].flags &= ~(VNODE_LIVE | VNODE_INDEXED);
 	for (n = 1; n < t->nnodes; n++) {
 		struct vnode *v = &t->nodes[n];
 		uint32_t name = vnode_frame(t, n)->name;
 		uint64_t len = t->strs[name].len;
-		if (!(v->flags & VNODE_LIVE))
-			v->flags |= VNODE_HIDDEN;
-		v->flags &= ~(VNODE_LIVE | VNODE_INDEXED | VNODE_RECURSIVE);
+		v->flags &= ~VNODE_RECURSIVE;
 		mask[n] = 0;
 		if (v->parent != VIEW_ROOT) {
 			len += t->nodes[v->parent].path_len + 1;
@@ -646,9 +651,15 @@ static int finish(struct view_tree *t)
 	free(mask);
 	mask = NULL;
 
-	/* Bottom-up: folded sizes, the number of children, and the nodes per
-	 * rank of their name. */
-	if ((r = rank_strings(t, &rank, &ext)) < 0)
+	if (ranking) {
+		pthread_join(ranker, NULL);
+		ranking = false;
+	} else {
+		job.r = rank_strings(t, &job.rank, &job.ext);
+	}
+	rank = job.rank;
+	ext = job.ext;
+	if ((r = job.r) < 0)
 		goto out;
 	r = -ENOMEM;
 	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
@@ -658,9 +669,29 @@ static int finish(struct view_tree *t)
 	t->kids = malloc(nnodes * sizeof(*t->kids));
 	if (!start || !rk || !byname || !chk || !t->kids)
 		goto out;
-	for (n = t->nnodes; n-- > 1;) {
+
+	/* Bottom-up (children have larger ids than their parent, so a node's
+	 * children are done when it is reached): liveness (a node no count
+	 * reached, one kept from the seed only, is hidden), totals, folded
+	 * sizes, the number of children, and the nodes per rank of their
+	 * name. */
+	r = -EOVERFLOW;
+	for (n = t->nnodes; n-- > 0;) {
 		struct vnode *v = &t->nodes[n];
-		struct vnode *p = &t->nodes[v->parent];
+		struct vnode *p = n > 0 ? &t->nodes[v->parent] : NULL;
+		if (p && !(v->flags & VNODE_LIVE))
+			v->flags |= VNODE_HIDDEN;
+		if (p && (v->flags & VNODE_LIVE))
+			p->flags |= VNODE_LIVE;
+		v->flags &= ~(VNODE_LIVE | VNODE_INDEXED);
+		if (__builtin_add_overflow(v->total_weight, v->self_weight, &v->total_weight) ||
+		    __builtin_add_overflow(v->total_samples, v->self_samples, &v->total_samples))
+			goto out;
+		if (!p)
+			break;
+		if (__builtin_add_overflow(p->total_weight, v->total_weight, &p->total_weight) ||
+		    __builtin_add_overflow(p->total_samples, v->total_samples, &p->total_samples))
+			goto out;
 		if (t->base && vnode_has_line(t, n))
 			v->folded_bytes += v->path_len + 3 + view_digits(t->base[n].self_weight) +
 			                   view_digits(v->self_weight);
@@ -675,6 +706,16 @@ static int finish(struct view_tree *t)
 			nvisible++;
 		}
 	}
+	for (n = t->base ? t->nnodes : 0; n-- > 0;) {
+		struct vbase *v = &t->base[n];
+		v->total_weight += v->self_weight;
+		v->total_samples += v->self_samples;
+		if (n > 0) {
+			t->base[t->nodes[n].parent].total_weight += v->total_weight;
+			t->base[t->nodes[n].parent].total_samples += v->total_samples;
+		}
+	}
+
 	for (i = 0; i < t->nstrs; i++)
 		start[i + 1] += start[i];
 	for (n = 1; n < t->nnodes; n++)
@@ -686,7 +727,8 @@ static int finish(struct view_tree *t)
 		t->nodes[n].nkids = 0;
 	}
 	/* start[k] is now the end of rank k's bucket.  A parent with a child
-	 * whose name some string extends needs the sibling check. */
+	 * whose name some string extends by a byte <= ';' needs the sibling
+	 * check, and only at those children. */
 	uint32_t k = 0;
 	for (i = 0; i < nvisible; i++) {
 		while (i >= start[k])
@@ -704,6 +746,8 @@ static int finish(struct view_tree *t)
 		uint32_t *kids = t->kids + v->first_kid;
 		v->flags &= ~VNODE_CHECK;
 		for (uint32_t j = 0; j < v->nkids && !t->folded_needs_sort; j++) {
+			if (!ext[rk[kids[j]]])
+				continue;
 			int b = view_sibling_order_breaks(t, kids, j, v->nkids);
 			if (b == 2)
 				t->folded_needs_sort = true;
@@ -713,6 +757,11 @@ static int finish(struct view_tree *t)
 	}
 	r = 0;
 out:
+	if (ranking) {
+		pthread_join(ranker, NULL);
+		rank = job.rank;
+		ext = job.ext;
+	}
 	free(mask);
 	free(rank);
 	free(ext);
@@ -935,6 +984,24 @@ int view_builder_finish(struct view_builder *vb, struct view_tree **out)
 
 /* ---- public API ------------------------------------------------------- */
 
+/* Frees a store build's tables (not its tree) and empties them: a second
+ * call does nothing. */
+static void builder_release(struct builder *b)
+{
+	free(b->stab);
+	free(b->ctab);
+	free(b->fmap);
+	free(b->memo);
+	free(b->path);
+	free(b->next_same);
+	free(b->first_child);
+	free(b->next_sibling);
+	free(b->merged);
+	free(b->name_head);
+	free(b->name_frame);
+	*b = (struct builder){.t = b->t, .s = b->s};
+}
+
 static int cmp_series_binary(const void *a, const void *b)
 {
 	const struct store_series *const *x = a, *const *y = b;
@@ -1039,7 +1106,17 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	r = add_frame(&b, &empty, &root_frame);
 	if (r < 0)
 		goto fail;
-	r = grow((void **)&t->nodes, &t->nodes_cap, csize / 2, sizeof(*t->nodes));
+	/* The per-node arrays are reserved at once for a node per store node
+	 * (and per binary, and the seed's): a binary's tree has no more, so
+	 * they never grow by copies (a realloc of the nodes copied 30 MB of
+	 * them on the way to bin1/1's 450,000 in bench/glance.sh).  Pages
+	 * the build does not reach are never touched and take no memory; the
+	 * nodes are trimmed at the end.  A tree of several binaries that
+	 * share store nodes can have more, and grows. */
+	uint64_t reserve = (uint64_t)b.memo_len + n + 1 + (seed ? seed->nnodes : 0);
+	if (reserve > UINT32_MAX - 1)
+		reserve = UINT32_MAX - 1;
+	r = grow((void **)&t->nodes, &t->nodes_cap, (uint32_t)reserve, sizeof(*t->nodes));
 	if (r < 0)
 		goto fail;
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
@@ -1047,7 +1124,7 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	t->nnodes = 1;
 	b.lazy = !seed;
 	if (b.lazy) {
-		r = lazy_grow(&b, csize / 2);
+		r = lazy_grow(&b, (uint32_t)reserve);
 		if (r < 0)
 			goto fail;
 		b.next_same[0] = b.first_child[0] = b.next_sibling[0] = 0;
@@ -1105,6 +1182,7 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 			goto fail;
 		}
 	}
+	builder_release(&b); /* before finish() makes its own arrays */
 	r = finish(t);
 	if (r < 0)
 		goto fail;
@@ -1122,17 +1200,7 @@ fail:
 	view_tree_free(t);
 done:
 	free(order);
-	free(b.stab);
-	free(b.ctab);
-	free(b.fmap);
-	free(b.memo);
-	free(b.path);
-	free(b.next_same);
-	free(b.first_child);
-	free(b.next_sibling);
-	free(b.merged);
-	free(b.name_head);
-	free(b.name_frame);
+	builder_release(&b);
 	return r;
 }
 
