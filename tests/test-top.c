@@ -13,6 +13,9 @@
  *     decimals, and the kind column is the frame's kind;
  *   - the header names the unit and the total, in seconds for a clock
  *     unit.
+ * Then trees of 16,384 nodes and more (finish() finds the recursive
+ * nodes on a second thread there): every 37th node, and at the binary
+ * the function view's numbers.
  */
 #include "view-fixture.h"
 
@@ -356,11 +359,42 @@ int main(void)
 		view_buf_free(&lines[1]);
 		trees++;
 	}
+	/* Large trees: deep stacks over the six names, 4,000 of them. */
+	for (int round = 0; round < 2; round++) {
+		struct view_buf lines = {0};
+		for (int i = 0; i < FX_MAX_LINES - 96; i++) {
+			char line[256];
+			size_t o = 0;
+			int depth = 4 + rand() % 12;
+			for (int d = 0; d < depth; d++)
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
+				                      d ? ";" : "", alphabet[rand() % 6]);
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %d\n",
+			                      1 + rand() % 1000);
+			view_buf_append(&lines, line, o);
+		}
+		char version[16];
+		snprintf(version, sizeof(version), "big%d", round);
+		add_kinds(s, "big", version, "nanoseconds", lines.data);
+		t = fx_tree(s, "big", version);
+		CHECK(view_tree_node_count(t) >= 16384, "large: only %u nodes",
+		      view_tree_node_count(t));
+		n = fx_parse("big", lines.data, st);
+		for (uint32_t i = 1; i < view_tree_node_count(t); i += 37)
+			check_node(t, i, st, n, "large");
+		check_functions(t, "large");
+		fx_free_stacks(st, n);
+		view_tree_free(t);
+		view_buf_free(&lines);
+		trees++;
+	}
 	store_close(s);
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: top over %d random trees (5 of two binaries) and a hand-made one\n", trees);
+	printf("ok: top over %d random trees (5 of two binaries, 2 of 16,384 nodes and more) and a "
+	       "hand-made one\n",
+	       trees);
 	return 0;
 }

@@ -567,71 +567,37 @@ static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ex
 	return 0;
 }
 
-/* rank_strings() on a thread of its own, beside finish()'s top-down
- * pass: it reads only the strings, which the pass does not write. */
-struct rank_job {
-	const struct view_tree *t;
-	uint32_t *rank;
-	uint8_t *ext;
+/* finish()'s work on what a node's path decides: path lengths, the
+ * nodes a frame above has the name of (VNODE_RECURSIVE) and folded sizes.
+ * It reads the nodes' parents, frames and self counts and writes only
+ * path_len and folded_bytes, fields the rest of finish() neither reads
+ * nor writes, so the two run on two threads; the recursive nodes are
+ * listed, not flagged, for the same reason (finish() flags them after). */
+struct paths_job {
+	struct view_tree *t;
+	uint32_t *rec; /* the recursive nodes (malloc'd) */
+	uint32_t nrec, rec_cap;
 	int r;
 };
 
-static void *rank_thread(void *arg)
+static int paths(struct paths_job *j)
 {
-	struct rank_job *j = arg;
-
-	j->r = rank_strings(j->t, &j->rank, &j->ext);
-	return NULL;
-}
-
-/* From this many strings on, finish() ranks them on a second thread
- * (bench/glance.sh's bin1/1: 30,000 strings, 5 ms): below it, making
- * the thread would cost about what it saves. */
-#define RANK_THREAD_MIN 4096u
-
-/* Path lengths, recursive nodes, liveness, hidden nodes, totals, folded
- * sizes and the child lists, each in bytewise name order.  Each pass
- * over the nodes costs a read of every node and of its parent, at
- * random, so there are two: top-down for what a node's path decides,
- * and bottom-up for the sums and the counts of children.  The child
- * lists need no sort per list and read no node: the names are ranked
- * once, the visible nodes bucketed by the rank of their name with their
- * parent beside them, and each appended to its parent's list in that
- * order (bin1/1 of bench/glance.sh: 9.5 -> 2.5 ms, against a pass that
- * read each node and its parent).  Path lengths and recursion are not
- * set as the nodes are made: there the parent is often far in memory
- * and the build waits on each read, where this pass has several reads
- * in flight at once (bin1/1: about 27 ms of the build there, 11 here). */
-static int finish(struct view_tree *t)
-{
-	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
-	uint32_t *rank = NULL, *start = NULL, *rk = NULL, *par = NULL, *chk = NULL;
-	struct {
-		uint32_t node, parent;
-	} *byname = NULL;
-	uint64_t *mask = NULL;
-	uint8_t *ext = NULL, *checked = NULL;
-	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
-	struct rank_job job = {.t = t};
-	pthread_t ranker;
-	bool ranking = t->nstrs >= RANK_THREAD_MIN &&
-	               pthread_create(&ranker, NULL, rank_thread, &job) == 0;
+	struct view_tree *t = j->t;
+	uint64_t *mask = malloc((t->nnodes ? t->nnodes : 1) * sizeof(*mask));
+	uint32_t n;
 	int r;
 
-	/* Top-down: path lengths and VNODE_RECURSIVE: a mask of the names on
-	 * each node's path (one of 64 bits per name, the parent's mask and
-	 * the node's bit) rules out most nodes at once, and only one whose
-	 * bit its parent's mask has walks up to compare names. */
-	r = -ENOMEM;
-	mask = malloc(nnodes * sizeof(*mask));
 	if (!mask)
-		goto out;
+		return -ENOMEM;
+	/* Top-down: a mask of the names on each node's path (one of 64 bits
+	 * per name, the parent's mask and the node's bit) rules out most
+	 * nodes at once, and only one whose bit its parent's mask has walks
+	 * up to compare names. */
 	mask[0] = 0;
 	for (n = 1; n < t->nnodes; n++) {
 		struct vnode *v = &t->nodes[n];
 		uint32_t name = vnode_frame(t, n)->name;
 		uint64_t len = t->strs[name].len;
-		v->flags &= ~VNODE_RECURSIVE;
 		mask[n] = 0;
 		if (v->parent != VIEW_ROOT) {
 			len += t->nodes[v->parent].path_len + 1;
@@ -640,7 +606,11 @@ static int finish(struct view_tree *t)
 				for (uint32_t a = v->parent; t->nodes[a].parent != VIEW_ROOT;
 				     a = t->nodes[a].parent)
 					if (vnode_frame(t, a)->name == name) {
-						v->flags |= VNODE_RECURSIVE;
+						r = grow((void **)&j->rec, &j->rec_cap, j->nrec + 1,
+						         sizeof(*j->rec));
+						if (r < 0)
+							goto out;
+						j->rec[j->nrec++] = n;
 						break;
 					}
 			mask[n] = mask[v->parent] | bit;
@@ -650,18 +620,66 @@ static int finish(struct view_tree *t)
 			goto out;
 		v->path_len = (uint32_t)len;
 	}
-	free(mask);
-	mask = NULL;
-
-	if (ranking) {
-		pthread_join(ranker, NULL);
-		ranking = false;
-	} else {
-		job.r = rank_strings(t, &job.rank, &job.ext);
+	/* Bottom-up (children have larger ids than their parent): folded
+	 * sizes. */
+	for (n = t->nnodes; n-- > 1;) {
+		struct vnode *v = &t->nodes[n];
+		if (t->base && vnode_has_line(t, n))
+			v->folded_bytes += v->path_len + 3 + view_digits(t->base[n].self_weight) +
+			                   view_digits(v->self_weight);
+		else if (v->self_weight > 0)
+			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
+		t->nodes[v->parent].folded_bytes += v->folded_bytes;
 	}
-	rank = job.rank;
-	ext = job.ext;
-	if ((r = job.r) < 0)
+	r = 0;
+out:
+	free(mask);
+	return r;
+}
+
+static void *paths_thread(void *arg)
+{
+	struct paths_job *j = arg;
+
+	j->r = paths(j);
+	return NULL;
+}
+
+/* From this many nodes on, finish() runs paths() on a second thread
+ * (bench/glance.sh's bin1/1: 450,000 nodes, about 15 ms of it): below
+ * it, making the thread would cost about what it saves. */
+#define PATHS_THREAD_MIN 16384u
+
+/* Path lengths, recursive nodes, folded sizes (paths(), on a second
+ * thread for a large tree), liveness, hidden nodes, totals and the child
+ * lists, each in bytewise name order.  Each pass over the nodes costs a
+ * read of every node and of its parent, at random, so there are few:
+ * top-down and bottom-up in paths(), one bottom-up here for the sums and
+ * the counts of children.  The child lists need no sort per list and
+ * read no node: the names are ranked once, the visible nodes bucketed by
+ * the rank of their name with their parent beside them, and each
+ * appended to its parent's list in that order (bin1/1 of
+ * bench/glance.sh: 9.5 -> 2.5 ms, against a pass that read each node and
+ * its parent).  Path lengths and recursion are not set as the nodes are
+ * made: there the parent is often far in memory and the build waits on
+ * each read, where a pass has several reads in flight at once (bin1/1:
+ * about 27 ms of the build there, 11 in the pass). */
+static int finish(struct view_tree *t)
+{
+	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
+	uint32_t *rank = NULL, *start = NULL, *rk = NULL, *par = NULL, *chk = NULL;
+	struct {
+		uint32_t node, parent;
+	} *byname = NULL;
+	uint8_t *ext = NULL, *checked = NULL;
+	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
+	struct paths_job job = {.t = t};
+	pthread_t pather;
+	bool threaded = t->nnodes >= PATHS_THREAD_MIN &&
+	                pthread_create(&pather, NULL, paths_thread, &job) == 0;
+	int r;
+
+	if ((r = rank_strings(t, &rank, &ext)) < 0)
 		goto out;
 	r = -ENOMEM;
 	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
@@ -675,11 +693,10 @@ static int finish(struct view_tree *t)
 	if (!start || !rk || !par || !byname || !chk || !checked || !t->kids)
 		goto out;
 
-	/* Bottom-up (children have larger ids than their parent, so a node's
-	 * children are done when it is reached): liveness (a node no count
-	 * reached, one kept from the seed only, is hidden), totals, folded
-	 * sizes, the number of children, and the nodes per rank of their
-	 * name. */
+	/* Bottom-up (a node's children are done when it is reached):
+	 * liveness (a node no count reached, one kept from the seed only, is
+	 * hidden), totals, the number of children, and the nodes per rank of
+	 * their name. */
 	r = -EOVERFLOW;
 	for (n = t->nnodes; n-- > 0;) {
 		struct vnode *v = &t->nodes[n];
@@ -688,7 +705,7 @@ static int finish(struct view_tree *t)
 			v->flags |= VNODE_HIDDEN;
 		if (p && (v->flags & VNODE_LIVE))
 			p->flags |= VNODE_LIVE;
-		v->flags &= ~(VNODE_LIVE | VNODE_INDEXED);
+		v->flags &= ~(VNODE_LIVE | VNODE_INDEXED | VNODE_RECURSIVE);
 		if (__builtin_add_overflow(v->total_weight, v->self_weight, &v->total_weight) ||
 		    __builtin_add_overflow(v->total_samples, v->self_samples, &v->total_samples))
 			goto out;
@@ -697,12 +714,6 @@ static int finish(struct view_tree *t)
 		if (__builtin_add_overflow(p->total_weight, v->total_weight, &p->total_weight) ||
 		    __builtin_add_overflow(p->total_samples, v->total_samples, &p->total_samples))
 			goto out;
-		if (t->base && vnode_has_line(t, n))
-			v->folded_bytes += v->path_len + 3 + view_digits(t->base[n].self_weight) +
-			                   view_digits(v->self_weight);
-		else if (v->self_weight > 0)
-			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
-		p->folded_bytes += v->folded_bytes;
 		rk[n] = UINT32_MAX;
 		par[n] = v->parent;
 		if (!(v->flags & VNODE_HIDDEN)) {
@@ -765,12 +776,15 @@ static int finish(struct view_tree *t)
 	}
 	r = 0;
 out:
-	if (ranking) {
-		pthread_join(ranker, NULL);
-		rank = job.rank;
-		ext = job.ext;
-	}
-	free(mask);
+	if (threaded)
+		pthread_join(pather, NULL);
+	else if (r == 0)
+		job.r = paths(&job);
+	if (r == 0)
+		r = job.r;
+	for (i = 0; r == 0 && i < job.nrec; i++)
+		t->nodes[job.rec[i]].flags |= VNODE_RECURSIVE;
+	free(job.rec);
 	free(rank);
 	free(ext);
 	free(start);
