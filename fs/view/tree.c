@@ -10,7 +10,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <xxhash.h>
 
 #include "view-internal.h"
@@ -1008,24 +1007,6 @@ int view_builder_finish(struct view_builder *vb, struct view_tree **out)
 
 /* ---- public API ------------------------------------------------------- */
 
-/* Asks for huge pages under the part of [p, p + len) that whole ones
- * cover, when the block is one malloc() maps on its own (glibc maps every
- * block from 32 MiB on; a smaller one may share its pages with others,
- * which the advice would outlive).  A tree's nodes are written in id
- * order, so the pages fill one after the other: a 450,000-node tree
- * (29 MB) took 7,000 page faults, about a fifth of its build in the
- * daemon.  Only advice: without transparent huge pages it does
- * nothing, and its failure changes nothing. */
-static void huge_pages(void *p, size_t len)
-{
-	const uintptr_t huge = 2u << 20;
-	uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-	uintptr_t hi = ((uintptr_t)p + len) & ~(huge - 1);
-
-	if (len >= (32u << 20) && hi > lo)
-		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-}
-
 /* Frees a store build's tables (not its tree) and empties them: a second
  * call does nothing. */
 static void builder_release(struct builder *b)
@@ -1161,7 +1142,6 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	r = grow((void **)&t->nodes, &t->nodes_cap, (uint32_t)reserve, sizeof(*t->nodes));
 	if (r < 0)
 		goto fail;
-	huge_pages(t->nodes, (size_t)t->nodes_cap * sizeof(*t->nodes));
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
 	t->nodes[0].frame = root_frame;
 	t->nnodes = 1;
