@@ -38,7 +38,12 @@ struct builder {
 	uint32_t stab_mask;
 	struct cslot *ctab; /* (parent, name) -> node + 1, 0 = empty */
 	uint32_t ctab_mask, ctab_used;
-	uint32_t *fmap; /* store frame id -> local frame, or VIEW_NONE */
+	/* Store frame id -> local frame (VIEW_NONE: none yet) and its name,
+	 * side by side: a new node needs both, and the name read from the
+	 * frames was a cache miss of its own. */
+	struct fslot {
+		uint32_t frame, name;
+	} * fmap;
 	uint32_t fmap_len;
 	/* Store node -> view node + 1 of the binary being built: entries
 	 * <= memo_floor are none (0) or another binary's.  A lazy build makes
@@ -353,17 +358,18 @@ static int note_frame(struct builder *b, uint32_t frame)
 	return 0;
 }
 
-/* The child of `parent` for a store node of local frame `frame` (which
- * note_frame() has seen).  Lazily: while the name has one frame and one
+/* The child of `parent` for a store node of local frame `frame`, named
+ * `name` (which note_frame() has seen).  Lazily: while the name has one frame and one
  * store node maps to `parent`, the store (which keeps a node's children
  * distinct by frame) has one such child, so a new node needs no lookup
  * and no table entry, only its place on two lists.  Otherwise a lookup;
  * one that finds a node found a second store node for it, whose children
  * may then repeat its first's: they are entered in the table. */
-static int store_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t *out)
+static int store_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t name,
+                       uint32_t *out)
 {
 	struct view_tree *t = b->t;
-	uint32_t name = t->frames[frame].name, n;
+	uint32_t n;
 	int r;
 
 	if (!b->lazy)
@@ -425,18 +431,20 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 		frame = b->path[2 * depth + 1];
 		if (frame >= b->fmap_len)
 			return -EIO;
-		if (b->fmap[frame] == VIEW_NONE) {
+		struct fslot *fs = &b->fmap[frame];
+		if (fs->frame == VIEW_NONE) {
 			struct store_frame f;
 			r = store_frame_get(b->s, frame, &f);
 			if (r < 0)
 				return r;
-			r = add_frame(b, &f, &b->fmap[frame]);
+			r = add_frame(b, &f, &fs->frame);
 			if (r < 0)
 				return r;
-			if (b->lazy && (r = note_frame(b, b->fmap[frame])) < 0)
+			fs->name = b->t->frames[fs->frame].name;
+			if (b->lazy && (r = note_frame(b, fs->frame)) < 0)
 				return r;
 		}
-		r = store_child(b, vn, b->fmap[frame], &vn);
+		r = store_child(b, vn, fs->frame, fs->name, &vn);
 		if (r < 0)
 			return r;
 		b->memo[sn] = vn + 1;
