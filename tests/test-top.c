@@ -13,7 +13,7 @@
  *     decimals, and the kind column is the frame's kind;
  *   - the header names the unit and the total, in seconds for a clock
  *     unit.
- * Then trees of 16,384 nodes and more (finish() finds the recursive
+ * Then trees of 16,384 nodes and more (view_tree_finish() finds the recursive
  * nodes on a second thread there): every 37th node, and at the binary
  * the function view's numbers.
  */

@@ -11,7 +11,7 @@
  * folded is the brute-force merge of its lines by name, siblings have
  * distinct names, totals add up, and a rebuild seeded with the tree
  * (every node looked up, none lazy) keeps every node with the same
- * counts.  Then trees large enough (20,000 nodes and more) that finish()
+ * counts.  Then trees large enough (20,000 nodes and more) that view_tree_finish()
  * works out paths and folded sizes on a second thread, over 3,000 names
  * that extend one another by digits (f1, f12, f123: sibling order by
  * key), the same checks.
@@ -207,7 +207,7 @@ int main(void)
 		fx_cleanup();
 		trees += 2;
 	}
-	/* Large trees: a second thread in finish(). */
+	/* Large trees: a second thread in view_tree_finish(). */
 	enum { WIDE_LINES = 4000 };
 	char **wlines = calloc(WIDE_LINES, sizeof(*wlines));
 	const char **wbin = calloc(WIDE_LINES, sizeof(*wbin));
