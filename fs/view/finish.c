@@ -140,42 +140,27 @@ static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ex
 	return 0;
 }
 
-/* view_tree_finish()'s work on what a node's path decides: path lengths, the
- * nodes a frame above has the name of (VNODE_RECURSIVE) and folded sizes.
- * It reads the nodes' parents, frames and self counts and writes only
- * path_len and folded_bytes, fields the rest of view_tree_finish() neither reads
- * nor writes, so the two run on two threads; the recursive nodes are
- * listed, not flagged, for the same reason (view_tree_finish() flags them after). */
+/* view_tree_finish()'s work on what a node's path decides: path lengths,
+ * the nodes a frame above has the name of (VNODE_RECURSIVE) and folded
+ * sizes.  It reads the nodes' parents, frames and self counts and writes
+ * only path_len and folded_bytes, fields the rest of view_tree_finish()
+ * neither reads nor writes, so the two run on two threads; the recursive
+ * nodes are marked in rec, not flagged, for the same reason.  The caller
+ * allocates mask and rec: the thread allocates nothing, so glibc gives it
+ * no arena of its own to keep memory in. */
 struct paths_job {
 	struct view_tree *t;
-	uint32_t *rec; /* the recursive nodes (malloc'd) */
-	uint32_t nrec, rec_cap;
+	uint64_t *mask; /* per node: scratch */
+	uint8_t *rec;   /* per node, zeroed: set when recursive */
 	int r;
 };
-
-static int rec_add(struct paths_job *j, uint32_t n)
-{
-	if (j->nrec == j->rec_cap) {
-		uint32_t cap = j->rec_cap ? j->rec_cap * 2 : 64;
-		uint32_t *p = cap > j->rec_cap ? realloc(j->rec, (size_t)cap * sizeof(*p)) : NULL;
-		if (!p)
-			return -ENOMEM;
-		j->rec = p;
-		j->rec_cap = cap;
-	}
-	j->rec[j->nrec++] = n;
-	return 0;
-}
 
 static int paths(struct paths_job *j)
 {
 	struct view_tree *t = j->t;
-	uint64_t *mask = malloc((t->nnodes ? t->nnodes : 1) * sizeof(*mask));
+	uint64_t *mask = j->mask;
 	uint32_t n;
-	int r;
 
-	if (!mask)
-		return -ENOMEM;
 	/* Top-down: a mask of the names on each node's path (one of 64 bits
 	 * per name, the parent's mask and the node's bit) rules out most
 	 * nodes at once, and only one whose bit its parent's mask has walks
@@ -193,15 +178,13 @@ static int paths(struct paths_job *j)
 				for (uint32_t a = v->parent; t->nodes[a].parent != VIEW_ROOT;
 				     a = t->nodes[a].parent)
 					if (vnode_frame(t, a)->name == name) {
-						if ((r = rec_add(j, n)) < 0)
-							goto out;
+						j->rec[n] = 1;
 						break;
 					}
 			mask[n] = mask[v->parent] | bit;
 		}
-		r = -EOVERFLOW;
 		if (len > UINT32_MAX)
-			goto out;
+			return -EOVERFLOW;
 		v->path_len = (uint32_t)len;
 	}
 	/* Bottom-up (children have larger ids than their parent): folded
@@ -215,10 +198,7 @@ static int paths(struct paths_job *j)
 			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
 		t->nodes[v->parent].folded_bytes += v->folded_bytes;
 	}
-	r = 0;
-out:
-	free(mask);
-	return r;
+	return 0;
 }
 
 static void *paths_thread(void *arg)
@@ -257,13 +237,17 @@ int view_tree_finish(struct view_tree *t)
 	} *byname = NULL;
 	uint8_t *ext = NULL, *checked = NULL;
 	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
-	struct paths_job job = {.t = t};
+	struct paths_job job = {
+	        .t = t,
+	        .mask = malloc(nnodes * sizeof(*job.mask)),
+	        .rec = calloc(nnodes, sizeof(*job.rec)),
+	};
 	pthread_t pather;
-	bool threaded = t->nnodes >= PATHS_THREAD_MIN &&
+	bool threaded = job.mask && job.rec && t->nnodes >= PATHS_THREAD_MIN &&
 	                pthread_create(&pather, NULL, paths_thread, &job) == 0;
-	int r;
+	int r = -ENOMEM;
 
-	if ((r = rank_strings(t, &rank, &ext)) < 0)
+	if (!job.mask || !job.rec || (r = rank_strings(t, &rank, &ext)) < 0)
 		goto out;
 	r = -ENOMEM;
 	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
@@ -366,8 +350,10 @@ out:
 		job.r = paths(&job);
 	if (r == 0)
 		r = job.r;
-	for (i = 0; r == 0 && i < job.nrec; i++)
-		t->nodes[job.rec[i]].flags |= VNODE_RECURSIVE;
+	for (n = 1; r == 0 && n < t->nnodes; n++)
+		if (job.rec[n])
+			t->nodes[n].flags |= VNODE_RECURSIVE;
+	free(job.mask);
 	free(job.rec);
 	free(rank);
 	free(ext);
