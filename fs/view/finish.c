@@ -228,13 +228,15 @@ static void *paths_thread(void *arg)
  * made: there the parent is often far in memory and the build waits on
  * each read, where a pass has several reads in flight at once (bin1/1:
  * about 27 ms of the build there, 11 in the pass). */
-int view_tree_finish(struct view_tree *t)
+int view_tree_finish(struct view_tree *t, uint32_t *spare[3])
 {
 	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
-	uint32_t *rank = NULL, *start = NULL, *rk = NULL, *par = NULL, *chk = NULL;
-	struct {
-		uint32_t node, parent;
-	} *byname = NULL;
+	uint32_t *rank = NULL, *start = NULL, *par = NULL, *chk = NULL;
+	/* Per node: its name's rank; per visible node in rank order: the node
+	 * and its parent. */
+	uint32_t *rk = spare ? spare[0] : malloc(nnodes * sizeof(*rk));
+	uint32_t *bynode = spare ? spare[1] : malloc(nnodes * sizeof(*bynode));
+	uint32_t *byparent = spare ? spare[2] : malloc(nnodes * sizeof(*byparent));
 	uint8_t *ext = NULL, *checked = NULL;
 	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
 	struct paths_job job = {
@@ -251,14 +253,12 @@ int view_tree_finish(struct view_tree *t)
 		goto out;
 	r = -ENOMEM;
 	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
-	rk = malloc(nnodes * sizeof(*rk));         /* per node: its name's rank */
 	/* Per node: its parent, then where its next child goes in kids. */
 	par = malloc(nnodes * sizeof(*par));
-	byname = malloc(nnodes * sizeof(*byname));
 	chk = malloc(nnodes * sizeof(*chk));        /* nodes to run the sibling check on */
 	checked = calloc(nnodes, sizeof(*checked)); /* per node: in chk */
 	t->kids = malloc(nnodes * sizeof(*t->kids));
-	if (!start || !rk || !par || !byname || !chk || !checked || !t->kids)
+	if (!start || !rk || !par || !bynode || !byparent || !chk || !checked || !t->kids)
 		goto out;
 
 	/* Bottom-up (a node's children are done when it is reached):
@@ -307,8 +307,8 @@ int view_tree_finish(struct view_tree *t)
 		start[i + 1] += start[i];
 	for (n = 1; n < t->nnodes; n++)
 		if (rk[n] != UINT32_MAX) {
-			byname[start[rk[n]]].node = n;
-			byname[start[rk[n]]++].parent = par[n];
+			bynode[start[rk[n]]] = n;
+			byparent[start[rk[n]]++] = par[n];
 		}
 	for (n = 0; n < t->nnodes; n++) {
 		t->nodes[n].first_kid = pos;
@@ -322,8 +322,8 @@ int view_tree_finish(struct view_tree *t)
 	for (i = 0; i < nvisible; i++) {
 		while (i >= start[k])
 			k++;
-		uint32_t pn = byname[i].parent;
-		t->kids[par[pn]++] = byname[i].node;
+		uint32_t pn = byparent[i];
+		t->kids[par[pn]++] = bynode[i];
 		if (ext[k] && !checked[pn]) {
 			checked[pn] = 1;
 			chk[nchk++] = pn;
@@ -360,7 +360,8 @@ out:
 	free(start);
 	free(rk);
 	free(par);
-	free(byname);
+	free(bynode);
+	free(byparent);
 	free(chk);
 	free(checked);
 	return r;

@@ -118,9 +118,13 @@ static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32
 /* Makes the tree's nodes, as built (parent, frame, self counts and
  * VNODE_LIVE set), the finished tree (finish.c): totals, path lengths,
  * folded sizes, hidden and recursive nodes, and the sorted child lists in
- * t->kids.  Returns 0, -ENOMEM or -EOVERFLOW (a sum or a path length past
- * its type); on failure the tree is only fit for view_tree_free(). */
-int view_tree_finish(struct view_tree *t);
+ * t->kids.  `spare` is NULL or three malloc'd arrays of at least
+ * t->nnodes entries whose contents do not matter, handed over (freed
+ * here, also on failure): a build's own scratch, whose pages it touched
+ * already, used instead of new ones.  Returns 0, -ENOMEM or -EOVERFLOW (a
+ * sum or a path length past its type); on failure the tree is only fit
+ * for view_tree_free(). */
+int view_tree_finish(struct view_tree *t, uint32_t *spare[3]);
 
 /* For the sorted child list kids[0..nkids): 0 when no later sibling
  * extends kids[i]'s name by a byte <= ';', 2 when one extends it by ';',
