@@ -15,11 +15,13 @@
  *     unit.
  * Then trees of 16,384 nodes and more (view_tree_finish() finds the recursive
  * nodes on a second thread there): every 37th node, and at the binary
- * the function view's numbers.
+ * the function view's numbers.  Then trees of 200 functions with weights
+ * of 1 and 2, so that many tie on self and total and rank by name (the
+ * ranking's quicksort partitions there, not only its insertion sort).
  */
 #include "view-fixture.h"
 
-#define MAX_FUNCS 64
+#define MAX_FUNCS 256
 
 struct top_line {
 	uint64_t self, total;
@@ -388,13 +390,40 @@ int main(void)
 		view_buf_free(&lines);
 		trees++;
 	}
+	/* Many functions, many ties. */
+	for (int round = 0; round < 3; round++) {
+		struct view_buf lines = {0};
+		for (int i = 0; i < 800; i++) {
+			char line[256];
+			size_t o = 0;
+			int depth = 1 + rand() % 5;
+			for (int d = 0; d < depth; d++)
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "%sf%d",
+				                      d ? ";" : "", rand() % 200);
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %d\n", 1 + rand() % 2);
+			view_buf_append(&lines, line, o);
+		}
+		char version[16];
+		snprintf(version, sizeof(version), "ties%d", round);
+		add_kinds(s, "ties", version, "nanoseconds", lines.data);
+		t = fx_tree(s, "ties", version);
+		n = fx_parse("ties", lines.data, st);
+		check_node(t, fx_binary(t), st, n, "ties");
+		for (uint32_t i = 1; i < view_tree_node_count(t); i += 97)
+			check_node(t, i, st, n, "ties");
+		check_functions(t, "ties");
+		fx_free_stacks(st, n);
+		view_tree_free(t);
+		view_buf_free(&lines);
+		trees++;
+	}
 	store_close(s);
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: top over %d random trees (5 of two binaries, 2 of 16,384 nodes and more) and a "
-	       "hand-made one\n",
+	printf("ok: top over %d random trees (5 of two binaries, 2 of 16,384 nodes and more, 3 of "
+	       "200 functions with ties) and a hand-made one\n",
 	       trees);
 	return 0;
 }
