@@ -127,6 +127,12 @@ static int intern(struct builder *b, const char *p, size_t len, uint32_t *sid)
 		p = ""; /* memcmp and memcpy take no NULL, even for 0 bytes */
 		len = 0;
 	}
+	/* String 0 is "": both builds intern it first.  Most frames' module,
+	 * file and build id are empty, and need no hash. */
+	if (len == 0 && t->nstrs > 0) {
+		*sid = 0;
+		return 0;
+	}
 	if (len > UINT32_MAX - 1)
 		return -EOVERFLOW;
 	uint64_t h = XXH3_64bits(p, len);
