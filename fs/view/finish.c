@@ -237,7 +237,7 @@ int view_tree_finish(struct view_tree *t, uint32_t *spare[3])
 	uint32_t *rk = spare ? spare[0] : malloc(nnodes * sizeof(*rk));
 	uint32_t *bynode = spare ? spare[1] : malloc(nnodes * sizeof(*bynode));
 	uint32_t *byparent = spare ? spare[2] : malloc(nnodes * sizeof(*byparent));
-	uint8_t *ext = NULL, *checked = NULL;
+	uint8_t *ext = NULL;
 	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
 	struct paths_job job = {
 	        .t = t,
@@ -255,10 +255,9 @@ int view_tree_finish(struct view_tree *t, uint32_t *spare[3])
 	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
 	/* Per node: its parent, then where its next child goes in kids. */
 	par = malloc(nnodes * sizeof(*par));
-	chk = malloc(nnodes * sizeof(*chk));        /* nodes to run the sibling check on */
-	checked = calloc(nnodes, sizeof(*checked)); /* per node: in chk */
+	chk = malloc(nnodes * sizeof(*chk)); /* places in kids to run the sibling check at */
 	t->kids = malloc(nnodes * sizeof(*t->kids));
-	if (!start || !rk || !par || !bynode || !byparent || !chk || !checked || !t->kids)
+	if (!start || !rk || !par || !bynode || !byparent || !chk || !t->kids)
 		goto out;
 
 	/* Bottom-up (a node's children are done when it is reached):
@@ -315,32 +314,30 @@ int view_tree_finish(struct view_tree *t, uint32_t *spare[3])
 		par[n] = pos;
 		pos += t->nodes[n].nkids;
 	}
-	/* start[k] is now the end of rank k's bucket.  A parent with a child
-	 * whose name some string extends by a byte <= ';' needs the sibling
-	 * check, and only at those children. */
+	/* start[k] is now the end of rank k's bucket.  A child whose name
+	 * some string extends by a byte <= ';' needs the sibling check: its
+	 * place in kids goes to chk and its parent to rk (free by now), and
+	 * once every list is placed, its parent's cursor is the list's end,
+	 * so the check reads no node. */
 	uint32_t k = 0;
 	for (i = 0; i < nvisible; i++) {
 		while (i >= start[k])
 			k++;
 		uint32_t pn = byparent[i];
+		if (ext[k]) {
+			chk[nchk] = par[pn];
+			rk[nchk++] = pn;
+		}
 		t->kids[par[pn]++] = bynode[i];
-		if (ext[k] && !checked[pn]) {
-			checked[pn] = 1;
-			chk[nchk++] = pn;
-		}
 	}
-	for (i = 0; i < nchk; i++) {
-		struct vnode *v = &t->nodes[chk[i]];
-		uint32_t *kids = t->kids + v->first_kid;
-		for (uint32_t j = 0; j < v->nkids && !t->folded_needs_sort; j++) {
-			if (!ext[rk[kids[j]]])
-				continue;
-			int b = view_sibling_order_breaks(t, kids, j, v->nkids);
-			if (b == 2)
-				t->folded_needs_sort = true;
-			else if (b == 1)
-				t->folded_keyed = true;
-		}
+	/* Once a sibling extends a name by ';', the renderer sorts every
+	 * line and the keys do not matter. */
+	for (i = 0; i < nchk && !t->folded_needs_sort; i++) {
+		int b = view_sibling_order_breaks(t, t->kids, chk[i], par[rk[i]]);
+		if (b == 2)
+			t->folded_needs_sort = true;
+		else if (b == 1)
+			t->folded_keyed = true;
 	}
 	r = 0;
 out:
@@ -363,6 +360,5 @@ out:
 	free(bynode);
 	free(byparent);
 	free(chk);
-	free(checked);
 	return r;
 }
