@@ -13,10 +13,15 @@
  *     decimals, and the kind column is the frame's kind;
  *   - the header names the unit and the total, in seconds for a clock
  *     unit.
+ * Then trees of 16,384 nodes and more (view_tree_finish() finds the recursive
+ * nodes on a second thread there): every 37th node, and at the binary
+ * the function view's numbers.  Then trees of 200 functions with weights
+ * of 1 and 2, so that many tie on self and total and rank by name (the
+ * ranking's quicksort partitions there, not only its insertion sort).
  */
 #include "view-fixture.h"
 
-#define MAX_FUNCS 64
+#define MAX_FUNCS 256
 
 struct top_line {
 	uint64_t self, total;
@@ -356,11 +361,69 @@ int main(void)
 		view_buf_free(&lines[1]);
 		trees++;
 	}
+	/* Large trees: deep stacks over the six names, 4,000 of them. */
+	for (int round = 0; round < 2; round++) {
+		struct view_buf lines = {0};
+		for (int i = 0; i < FX_MAX_LINES - 96; i++) {
+			char line[256];
+			size_t o = 0;
+			int depth = 4 + rand() % 12;
+			for (int d = 0; d < depth; d++)
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
+				                      d ? ";" : "", alphabet[rand() % 6]);
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %d\n",
+			                      1 + rand() % 1000);
+			view_buf_append(&lines, line, o);
+		}
+		char version[16];
+		snprintf(version, sizeof(version), "big%d", round);
+		add_kinds(s, "big", version, "nanoseconds", lines.data);
+		t = fx_tree(s, "big", version);
+		CHECK(view_tree_node_count(t) >= 16384, "large: only %u nodes",
+		      view_tree_node_count(t));
+		n = fx_parse("big", lines.data, st);
+		for (uint32_t i = 1; i < view_tree_node_count(t); i += 37)
+			check_node(t, i, st, n, "large");
+		check_functions(t, "large");
+		fx_free_stacks(st, n);
+		view_tree_free(t);
+		view_buf_free(&lines);
+		trees++;
+	}
+	/* Many functions, many ties. */
+	for (int round = 0; round < 3; round++) {
+		struct view_buf lines = {0};
+		for (int i = 0; i < 800; i++) {
+			char line[256];
+			size_t o = 0;
+			int depth = 1 + rand() % 5;
+			for (int d = 0; d < depth; d++)
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "%sf%d",
+				                      d ? ";" : "", rand() % 200);
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %d\n", 1 + rand() % 2);
+			view_buf_append(&lines, line, o);
+		}
+		char version[16];
+		snprintf(version, sizeof(version), "ties%d", round);
+		add_kinds(s, "ties", version, "nanoseconds", lines.data);
+		t = fx_tree(s, "ties", version);
+		n = fx_parse("ties", lines.data, st);
+		check_node(t, fx_binary(t), st, n, "ties");
+		for (uint32_t i = 1; i < view_tree_node_count(t); i += 97)
+			check_node(t, i, st, n, "ties");
+		check_functions(t, "ties");
+		fx_free_stacks(st, n);
+		view_tree_free(t);
+		view_buf_free(&lines);
+		trees++;
+	}
 	store_close(s);
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: top over %d random trees (5 of two binaries) and a hand-made one\n", trees);
+	printf("ok: top over %d random trees (5 of two binaries, 2 of 16,384 nodes and more, 3 of "
+	       "200 functions with ties) and a hand-made one\n",
+	       trees);
 	return 0;
 }

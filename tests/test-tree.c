@@ -11,7 +11,10 @@
  * folded is the brute-force merge of its lines by name, siblings have
  * distinct names, totals add up, and a rebuild seeded with the tree
  * (every node looked up, none lazy) keeps every node with the same
- * counts.
+ * counts.  Then trees large enough (20,000 nodes and more) that view_tree_finish()
+ * works out paths and folded sizes on a second thread, over 3,000 names
+ * that extend one another by digits (f1, f12, f123: sibling order by
+ * key), the same checks.
  */
 #include "view-fixture.h"
 
@@ -204,12 +207,60 @@ int main(void)
 		fx_cleanup();
 		trees += 2;
 	}
+	/* Large trees: a second thread in view_tree_finish(). */
+	enum { WIDE_LINES = 4000 };
+	char **wlines = calloc(WIDE_LINES, sizeof(*wlines));
+	const char **wbin = calloc(WIDE_LINES, sizeof(*wbin));
+	uint64_t *ww = calloc(WIDE_LINES, sizeof(*ww));
+	if (!wlines || !wbin || !ww)
+		fx_die("calloc", ENOMEM);
+	for (int round = 0; round < 3; round++) {
+		struct store *s = fx_store();
+		struct view_buf text = {0};
+		for (int l = 0; l < WIDE_LINES; l++) {
+			char line[512];
+			size_t o = 0;
+			int depth = 1 + rand() % 10;
+			for (int d = 0; d < depth; d++)
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "%sf%d@%s",
+				                      d ? ";" : "", rand() % 3000,
+				                      modules[rand() % 6]);
+			wlines[l] = strndup(line, o);
+			wbin[l] = "w";
+			ww[l] = 1 + (uint64_t)(rand() % 100);
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %" PRIu64 "\n", ww[l]);
+			view_buf_append(&text, line, o);
+		}
+		add_modules(s, "w", "1", text.data, 1795000000);
+		view_buf_free(&text);
+		struct store_series *list;
+		size_t n;
+		struct view_tree *t;
+		if (store_series_list(s, &list, &n) < 0 ||
+		    view_tree_build(s, list, n, INT64_MIN, INT64_MAX, &t) < 0)
+			fx_die("view_tree_build", EIO);
+		CHECK(view_tree_node_count(t) >= 20000, "large round %d: only %u nodes", round,
+		      view_tree_node_count(t));
+		view_tree_free(t);
+		char what[64];
+		snprintf(what, sizeof(what), "large round %d", round);
+		check_build(s, list, n, wlines, wbin, ww, WIDE_LINES, what);
+		store_series_free(list, n);
+		for (int l = 0; l < WIDE_LINES; l++)
+			free(wlines[l]);
+		store_close(s);
+		fx_cleanup();
+		trees++;
+	}
+	free(wlines);
+	free(wbin);
+	free(ww);
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: %d trees of frames that merge by name, against brute force and a seeded "
-	       "rebuild\n",
+	printf("ok: %d trees of frames that merge by name (3 of 20,000 nodes and more), against "
+	       "brute force and a seeded rebuild\n",
 	       trees);
 	return 0;
 }

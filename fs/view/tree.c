@@ -3,8 +3,9 @@
  * store.  Store nodes are mapped to view nodes by (view parent, frame
  * name), so store frames that differ only in their attributes merge, and
  * the tree copies every string it keeps, so it outlives store refreshes.
- * After the counts are added, totals, folded sizes and the sorted child
- * lists are computed once; the finished tree is read-only.
+ * After the counts are added, view_tree_finish() (finish.c) computes
+ * totals, folded sizes and the sorted child lists once; the finished tree
+ * is read-only.  The tree's queries and its lookup table are here too.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,16 +13,6 @@
 #include <xxhash.h>
 
 #include "view-internal.h"
-
-/* Set while building on nodes that counts reached (and, once finish()
- * propagates it, on their ancestors); cleared before the tree is done. */
-#define VNODE_LIVE 2u
-/* While building from the store (builder.lazy): the node has its entry
- * in the child table. */
-#define VNODE_INDEXED 8u
-/* Set by finish() on a node with a child whose name some string of
- * the tree extends: only those need view_sibling_order_breaks(). */
-#define VNODE_CHECK 16u
 
 /* A slot of the child table; the key is kept in the slot so a probe
  * touches one cache line. */
@@ -40,7 +31,12 @@ struct builder {
 	uint32_t stab_mask;
 	struct cslot *ctab; /* (parent, name) -> node + 1, 0 = empty */
 	uint32_t ctab_mask, ctab_used;
-	uint32_t *fmap; /* store frame id -> local frame, or VIEW_NONE */
+	/* Store frame id -> local frame (VIEW_NONE: none yet) and its name,
+	 * side by side: a new node needs both, and the name read from the
+	 * frames was a cache miss of its own. */
+	struct fslot {
+		uint32_t frame, name;
+	} * fmap;
 	uint32_t fmap_len;
 	/* Store node -> view node + 1 of the binary being built: entries
 	 * <= memo_floor are none (0) or another binary's.  A lazy build makes
@@ -130,6 +126,12 @@ static int intern(struct builder *b, const char *p, size_t len, uint32_t *sid)
 	if (!p) {
 		p = ""; /* memcmp and memcpy take no NULL, even for 0 bytes */
 		len = 0;
+	}
+	/* String 0 is "": both builds intern it first.  Most frames' module,
+	 * file and build id are empty, and need no hash. */
+	if (len == 0 && t->nstrs > 0) {
+		*sid = 0;
+		return 0;
 	}
 	if (len > UINT32_MAX - 1)
 		return -EOVERFLOW;
@@ -355,17 +357,18 @@ static int note_frame(struct builder *b, uint32_t frame)
 	return 0;
 }
 
-/* The child of `parent` for a store node of local frame `frame` (which
- * note_frame() has seen).  Lazily: while the name has one frame and one
+/* The child of `parent` for a store node of local frame `frame`, named
+ * `name` (which note_frame() has seen).  Lazily: while the name has one frame and one
  * store node maps to `parent`, the store (which keeps a node's children
  * distinct by frame) has one such child, so a new node needs no lookup
  * and no table entry, only its place on two lists.  Otherwise a lookup;
  * one that finds a node found a second store node for it, whose children
  * may then repeat its first's: they are entered in the table. */
-static int store_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t *out)
+static int store_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t name,
+                       uint32_t *out)
 {
 	struct view_tree *t = b->t;
-	uint32_t name = t->frames[frame].name, n;
+	uint32_t n;
 	int r;
 
 	if (!b->lazy)
@@ -427,18 +430,20 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 		frame = b->path[2 * depth + 1];
 		if (frame >= b->fmap_len)
 			return -EIO;
-		if (b->fmap[frame] == VIEW_NONE) {
+		struct fslot *fs = &b->fmap[frame];
+		if (fs->frame == VIEW_NONE) {
 			struct store_frame f;
 			r = store_frame_get(b->s, frame, &f);
 			if (r < 0)
 				return r;
-			r = add_frame(b, &f, &b->fmap[frame]);
+			r = add_frame(b, &f, &fs->frame);
 			if (r < 0)
 				return r;
-			if (b->lazy && (r = note_frame(b, b->fmap[frame])) < 0)
+			fs->name = b->t->frames[fs->frame].name;
+			if (b->lazy && (r = note_frame(b, fs->frame)) < 0)
 				return r;
 		}
-		r = store_child(b, vn, b->fmap[frame], &vn);
+		r = store_child(b, vn, fs->frame, fs->name, &vn);
 		if (r < 0)
 			return r;
 		b->memo[sn] = vn + 1;
@@ -467,40 +472,7 @@ static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t sa
 	return 0;
 }
 
-/* ---- finishing -------------------------------------------------------- */
-
-/* Bytewise order of two interned strings (a prefix first). */
-static int cmp_sids(const void *a, const void *b, void *ctx)
-{
-	const struct view_tree *t = ctx;
-	const struct vstr *x = &t->strs[*(const uint32_t *)a];
-	const struct vstr *y = &t->strs[*(const uint32_t *)b];
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(t->arena + x->off, t->arena + y->off, n);
-
-	if (c)
-		return c;
-	return x->len < y->len ? -1 : x->len > y->len;
-}
-
-int view_sibling_order_breaks(const struct view_tree *t, const uint32_t *kids, uint32_t i,
-                              uint32_t nkids)
-{
-	const struct vstr *x = &t->strs[vnode_frame(t, kids[i])->name];
-	int worst = 0;
-
-	for (uint32_t j = i + 1; j < nkids; j++) {
-		const struct vstr *y = &t->strs[vnode_frame(t, kids[j])->name];
-		if (y->len <= x->len || memcmp(t->arena + x->off, t->arena + y->off, x->len) != 0)
-			break;
-		unsigned char c = (unsigned char)t->arena[y->off + x->len];
-		if (c == ';')
-			return 2;
-		if (c < ';')
-			worst = 1;
-	}
-	return worst;
-}
+/* ---- the lookup table ------------------------------------------------ */
 
 static uint32_t lookup_hash(uint32_t parent, const char *name, size_t len)
 {
@@ -532,195 +504,6 @@ int view_tree_index(struct view_tree *t)
 		t->ltab[j] = n + 1;
 	}
 	return 0;
-}
-
-/* The tree's strings ranked in bytewise order (a prefix first): rank
- * per string id into *rank, and per rank whether some string extends it
- * into *ext (both malloc'd; the caller frees). */
-static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ext)
-{
-	size_t nstrs = t->nstrs ? t->nstrs : 1;
-	uint32_t *sids = malloc(nstrs * sizeof(*sids));
-
-	*rank = malloc(nstrs * sizeof(**rank));
-	*ext = calloc(nstrs, 1);
-	if (!sids || !*rank || !*ext) {
-		free(sids);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < t->nstrs; i++)
-		sids[i] = i;
-	qsort_r(sids, t->nstrs, sizeof(*sids), cmp_sids, (void *)t);
-	for (uint32_t i = 0; i < t->nstrs; i++) {
-		(*rank)[sids[i]] = i;
-		/* The strings that extend one follow it in this order, the
-		 * shortest first: the next one tells. */
-		if (i + 1 < t->nstrs) {
-			const struct vstr *x = &t->strs[sids[i]], *y = &t->strs[sids[i + 1]];
-			(*ext)[i] = y->len > x->len &&
-			            memcmp(t->arena + x->off, t->arena + y->off, x->len) == 0;
-		}
-	}
-	free(sids);
-	return 0;
-}
-
-/* Totals, folded sizes, path lengths, hidden and recursive nodes, and
- * the child lists, each in bytewise name order.  Each pass over the
- * nodes costs a read of every node and of its parent, at random, so the
- * work is done in few: bottom-up, top-down, bottom-up, and the child
- * lists without a sort of their own (the names are ranked once, the
- * nodes bucketed by the rank of their name, and each node appended to
- * its parent's list in that order). */
-static int finish(struct view_tree *t)
-{
-	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
-	uint32_t *rank = NULL, *start = NULL, *rk = NULL, *byname = NULL, *chk = NULL;
-	uint64_t *mask = NULL;
-	uint8_t *ext = NULL;
-	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
-	int r;
-
-	/* Liveness (a node no count reached, one kept from the seed only,
-	 * is hidden) and totals, bottom-up: children have larger ids than
-	 * their parent. */
-	for (n = t->nnodes; n-- > 0;) {
-		struct vnode *v = &t->nodes[n];
-		struct vnode *p = n > 0 ? &t->nodes[v->parent] : NULL;
-		if (p && (v->flags & VNODE_LIVE))
-			p->flags |= VNODE_LIVE;
-		if (__builtin_add_overflow(v->total_weight, v->self_weight, &v->total_weight) ||
-		    __builtin_add_overflow(v->total_samples, v->self_samples, &v->total_samples) ||
-		    (p &&
-		     (__builtin_add_overflow(p->total_weight, v->total_weight, &p->total_weight) ||
-		      __builtin_add_overflow(p->total_samples, v->total_samples,
-		                             &p->total_samples))))
-			return -EOVERFLOW;
-	}
-	for (n = t->base ? t->nnodes : 0; n-- > 0;) {
-		struct vbase *v = &t->base[n];
-		v->total_weight += v->self_weight;
-		v->total_samples += v->self_samples;
-		if (n > 0) {
-			t->base[t->nodes[n].parent].total_weight += v->total_weight;
-			t->base[t->nodes[n].parent].total_samples += v->total_samples;
-		}
-	}
-
-	/* Top-down: hidden nodes, path lengths, and VNODE_RECURSIVE: a mask
-	 * of the names on each node's path (one of 64 bits per name, the
-	 * parent's mask and the node's bit) rules out most nodes at once,
-	 * and only one whose bit its parent's mask has walks up to compare
-	 * names. */
-	r = -ENOMEM;
-	mask = malloc(nnodes * sizeof(*mask));
-	if (!mask)
-		goto out;
-	mask[0] = 0;
-	t->nodes[0].flags &= ~(VNODE_LIVE | VNODE_INDEXED);
-	for (n = 1; n < t->nnodes; n++) {
-		struct vnode *v = &t->nodes[n];
-		uint32_t name = vnode_frame(t, n)->name;
-		uint64_t len = t->strs[name].len;
-		if (!(v->flags & VNODE_LIVE))
-			v->flags |= VNODE_HIDDEN;
-		v->flags &= ~(VNODE_LIVE | VNODE_INDEXED | VNODE_RECURSIVE);
-		mask[n] = 0;
-		if (v->parent != VIEW_ROOT) {
-			len += t->nodes[v->parent].path_len + 1;
-			uint64_t bit = 1ull << ((name * 0x9e3779b9u) >> 26);
-			if (mask[v->parent] & bit)
-				for (uint32_t a = v->parent; t->nodes[a].parent != VIEW_ROOT;
-				     a = t->nodes[a].parent)
-					if (vnode_frame(t, a)->name == name) {
-						v->flags |= VNODE_RECURSIVE;
-						break;
-					}
-			mask[n] = mask[v->parent] | bit;
-		}
-		r = -EOVERFLOW;
-		if (len > UINT32_MAX)
-			goto out;
-		v->path_len = (uint32_t)len;
-	}
-	free(mask);
-	mask = NULL;
-
-	/* Bottom-up: folded sizes, the number of children, and the nodes per
-	 * rank of their name. */
-	if ((r = rank_strings(t, &rank, &ext)) < 0)
-		goto out;
-	r = -ENOMEM;
-	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
-	rk = malloc(nnodes * sizeof(*rk));         /* per node: its name's rank */
-	byname = malloc(nnodes * sizeof(*byname));
-	chk = malloc(nnodes * sizeof(*chk)); /* nodes to run the sibling check on */
-	t->kids = malloc(nnodes * sizeof(*t->kids));
-	if (!start || !rk || !byname || !chk || !t->kids)
-		goto out;
-	for (n = t->nnodes; n-- > 1;) {
-		struct vnode *v = &t->nodes[n];
-		struct vnode *p = &t->nodes[v->parent];
-		if (t->base && vnode_has_line(t, n))
-			v->folded_bytes += v->path_len + 3 + view_digits(t->base[n].self_weight) +
-			                   view_digits(v->self_weight);
-		else if (v->self_weight > 0)
-			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
-		p->folded_bytes += v->folded_bytes;
-		rk[n] = UINT32_MAX;
-		if (!(v->flags & VNODE_HIDDEN)) {
-			p->nkids++;
-			rk[n] = rank[vnode_frame(t, n)->name];
-			start[rk[n] + 1]++;
-			nvisible++;
-		}
-	}
-	for (i = 0; i < t->nstrs; i++)
-		start[i + 1] += start[i];
-	for (n = 1; n < t->nnodes; n++)
-		if (rk[n] != UINT32_MAX)
-			byname[start[rk[n]]++] = n;
-	for (n = 0; n < t->nnodes; n++) {
-		t->nodes[n].first_kid = pos;
-		pos += t->nodes[n].nkids;
-		t->nodes[n].nkids = 0;
-	}
-	/* start[k] is now the end of rank k's bucket.  A parent with a child
-	 * whose name some string extends needs the sibling check. */
-	uint32_t k = 0;
-	for (i = 0; i < nvisible; i++) {
-		while (i >= start[k])
-			k++;
-		uint32_t pn = t->nodes[byname[i]].parent;
-		struct vnode *p = &t->nodes[pn];
-		t->kids[p->first_kid + p->nkids++] = byname[i];
-		if (ext[k] && !(p->flags & VNODE_CHECK)) {
-			p->flags |= VNODE_CHECK;
-			chk[nchk++] = pn;
-		}
-	}
-	for (i = 0; i < nchk; i++) {
-		struct vnode *v = &t->nodes[chk[i]];
-		uint32_t *kids = t->kids + v->first_kid;
-		v->flags &= ~VNODE_CHECK;
-		for (uint32_t j = 0; j < v->nkids && !t->folded_needs_sort; j++) {
-			int b = view_sibling_order_breaks(t, kids, j, v->nkids);
-			if (b == 2)
-				t->folded_needs_sort = true;
-			else if (b == 1)
-				t->folded_keyed = true;
-		}
-	}
-	r = 0;
-out:
-	free(mask);
-	free(rank);
-	free(ext);
-	free(start);
-	free(rk);
-	free(byname);
-	free(chk);
-	return r;
 }
 
 /* ---- deriving trees from trees ---------------------------------------- */
@@ -924,7 +707,7 @@ int view_builder_finish(struct view_builder *vb, struct view_tree **out)
 	if (t->base)
 		r = base_grow(vb, t->nnodes);
 	if (r == 0)
-		r = finish(t);
+		r = view_tree_finish(t, NULL);
 	if (r == 0) {
 		*out = t;
 		vb->b.t = NULL;
@@ -934,6 +717,24 @@ int view_builder_finish(struct view_builder *vb, struct view_tree **out)
 }
 
 /* ---- public API ------------------------------------------------------- */
+
+/* Frees a store build's tables (not its tree) and empties them: a second
+ * call does nothing. */
+static void builder_release(struct builder *b)
+{
+	free(b->stab);
+	free(b->ctab);
+	free(b->fmap);
+	free(b->memo);
+	free(b->path);
+	free(b->next_same);
+	free(b->first_child);
+	free(b->next_sibling);
+	free(b->merged);
+	free(b->name_head);
+	free(b->name_frame);
+	*b = (struct builder){.t = b->t, .s = b->s};
+}
 
 static int cmp_series_binary(const void *a, const void *b)
 {
@@ -1039,7 +840,17 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	r = add_frame(&b, &empty, &root_frame);
 	if (r < 0)
 		goto fail;
-	r = grow((void **)&t->nodes, &t->nodes_cap, csize / 2, sizeof(*t->nodes));
+	/* The per-node arrays are reserved at once for a node per store node
+	 * (and per binary, and the seed's): a binary's tree has no more, so
+	 * they never grow by copies (a realloc of the nodes copied 30 MB of
+	 * them on the way to bin1/1's 450,000 in bench/glance.sh).  Pages
+	 * the build does not reach are never touched and take no memory; the
+	 * nodes are trimmed at the end.  A tree of several binaries that
+	 * share store nodes can have more, and grows. */
+	uint64_t reserve = (uint64_t)b.memo_len + n + 1 + (seed ? seed->nnodes : 0);
+	if (reserve > UINT32_MAX - 1)
+		reserve = UINT32_MAX - 1;
+	r = grow((void **)&t->nodes, &t->nodes_cap, (uint32_t)reserve, sizeof(*t->nodes));
 	if (r < 0)
 		goto fail;
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
@@ -1047,7 +858,7 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	t->nnodes = 1;
 	b.lazy = !seed;
 	if (b.lazy) {
-		r = lazy_grow(&b, csize / 2);
+		r = lazy_grow(&b, (uint32_t)reserve);
 		if (r < 0)
 			goto fail;
 		b.next_same[0] = b.first_child[0] = b.next_sibling[0] = 0;
@@ -1105,7 +916,16 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 			goto fail;
 		}
 	}
-	r = finish(t);
+	/* A lazy build's three lists have an entry per node, each written:
+	 * view_tree_finish() takes them for scratch (bin1/1 of
+	 * bench/glance.sh: 1,300 page faults fewer than new arrays).  The
+	 * rest is freed before it makes its own arrays. */
+	uint32_t *spare[3] = {b.next_same, b.first_child, b.next_sibling};
+	bool lazy = b.lazy;
+	if (lazy)
+		b.next_same = b.first_child = b.next_sibling = NULL;
+	builder_release(&b);
+	r = view_tree_finish(t, lazy ? spare : NULL);
 	if (r < 0)
 		goto fail;
 	if (t->nodes_cap > t->nnodes + t->nnodes / 8) {
@@ -1122,17 +942,7 @@ fail:
 	view_tree_free(t);
 done:
 	free(order);
-	free(b.stab);
-	free(b.ctab);
-	free(b.fmap);
-	free(b.memo);
-	free(b.path);
-	free(b.next_same);
-	free(b.first_child);
-	free(b.next_sibling);
-	free(b.merged);
-	free(b.name_head);
-	free(b.name_frame);
+	builder_release(&b);
 	return r;
 }
 

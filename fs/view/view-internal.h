@@ -45,6 +45,13 @@ struct vnode {
  * (a recursive call): its total is already in that frame's function
  * total (top.c). */
 #define VNODE_RECURSIVE 4u
+/* While building (tree.c): set on nodes that counts reached (and, once
+ * view_tree_finish() propagates it, on their ancestors); cleared before
+ * the tree is done. */
+#define VNODE_LIVE 2u
+/* While building from the store (tree.c, a lazy build): the node has its
+ * entry in the child table; cleared before the tree is done. */
+#define VNODE_INDEXED 8u
 
 /* The counts of the other version in a diff tree (see diff.c). */
 struct vbase {
@@ -107,6 +114,17 @@ static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32
 {
 	return &t->frames[t->nodes[n].frame];
 }
+
+/* Makes the tree's nodes, as built (parent, frame, self counts and
+ * VNODE_LIVE set), the finished tree (finish.c): totals, path lengths,
+ * folded sizes, hidden and recursive nodes, and the sorted child lists in
+ * t->kids.  `spare` is NULL or three malloc'd arrays of at least
+ * t->nnodes entries whose contents do not matter, handed over (freed
+ * here, also on failure): a build's own scratch, whose pages it touched
+ * already, used instead of new ones.  Returns 0, -ENOMEM or -EOVERFLOW (a
+ * sum or a path length past its type); on failure the tree is only fit
+ * for view_tree_free(). */
+int view_tree_finish(struct view_tree *t, uint32_t *spare[3]);
 
 /* For the sorted child list kids[0..nkids): 0 when no later sibling
  * extends kids[i]'s name by a byte <= ';', 2 when one extends it by ';',
