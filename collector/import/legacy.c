@@ -445,7 +445,7 @@ static int contention_attr(struct legacy *g, const char *l, size_t n)
 	while (kl && (l[kl - 1] == ' ' || l[kl - 1] == '\t'))
 		kl--;
 	struct cur c = {eq + 1, l + n};
-	int64_t v;
+	int64_t v = 0;
 	blanks(&c);
 	bool ok = num(&c, false, &v);
 	blanks(&c);
