@@ -1418,12 +1418,24 @@ int on_fork(void *ctx)
 	 * parent's list at once, before user space (woken by a later event)
 	 * writes the child's own. */
 	struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &ptgid);
-	if (up)
-		bpf_map_update_elem(&unwind_procs, &ctgid, up, BPF_ANY);
+	bool listed = up && bpf_map_update_elem(&unwind_procs, &ctgid, up, BPF_ANY) == 0;
 	struct unwind_python *py = bpf_map_lookup_elem(&py_procs, &ptgid);
 	if (py)
 		bpf_map_update_elem(&py_procs, &ctgid, py, BPF_ANY);
-	report(PROFILE_EVENT_FORK, ctgid, ptgid);
+	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(PROFILE_STAT_EVENTS_LOST);
+		return 0;
+	}
+	e->kind = PROFILE_EVENT_FORK;
+	e->pid = ctgid;
+	e->parent = ptgid;
+	e->gen = 0;
+	e->addr = 0;
+	e->check = 0;
+	e->flags = listed ? PROFILE_FORK_LISTED : 0;
+	e->bias[0] = e->bias[1] = e->bias[2] = 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* taken in order at the next wake */
 	return 0;
 }
 

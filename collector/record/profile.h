@@ -171,7 +171,7 @@ struct profile_event {
 	__u32 check; /* PYCODE: its check (profile_pystack); EXEC: the
 	              * program file's device (the kernel's encoding, major
 	              * << 20 | minor), addr its inode, 0 when unread */
-	__u32 flags; /* EXEC: PROFILE_EXEC_KNOWN */
+	__u32 flags; /* EXEC: PROFILE_EXEC_*; FORK: PROFILE_FORK_LISTED */
 	/* EXEC of a known program: the program's, the loader's and the
 	 * vDSO's load biases (enum unwind_exec_kind), as its first walker
 	 * list was placed (all 0: not placed) */
@@ -205,6 +205,9 @@ struct profile_loaded_event {
 #define PROFILE_EXEC_KNOWN 1u
 /* EXEC of a known program whose first walker list was placed (bias[]). */
 #define PROFILE_EXEC_PLACED 2u
+
+/* FORK: the child got its parent's walker list in BPF at the fork. */
+#define PROFILE_FORK_LISTED 1u
 
 /* A program file, as exe_templates keys it. */
 struct profile_file {

@@ -164,7 +164,9 @@ int record_on_event(void *ctx, void *data, size_t len)
 	} else if (e->kind == PROFILE_EVENT_FORK) {
 		if (e->parent && !symbolize_known(r->sym, (pid_t)e->parent))
 			symbolize_snapshot(r->sym, (pid_t)e->parent, 0);
-		rc = symbolize_inherit(r->sym, (pid_t)e->pid, (pid_t)e->parent);
+		rc = e->flags & PROFILE_FORK_LISTED
+		             ? symbolize_inherit_listed(r->sym, (pid_t)e->pid, (pid_t)e->parent)
+		             : symbolize_inherit(r->sym, (pid_t)e->pid, (pid_t)e->parent);
 	} else {
 		rc = on_exec(r, e);
 	}

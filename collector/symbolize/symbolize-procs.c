@@ -181,26 +181,44 @@ struct proc *sym_proc_reread(struct symbolize *s, struct proc *cur, struct proc 
 
 char *sym_hex_of(const uint8_t *b, size_t n)
 {
+	static const char digits[] = "0123456789abcdef";
 	char *h = malloc(n * 2 + 1);
 	if (!h)
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		snprintf(h + i * 2, 3, "%02x", b[i]);
+	for (size_t i = 0; i < n; i++) {
+		h[2 * i] = digits[b[i] >> 4];
+		h[2 * i + 1] = digits[b[i] & 15];
+	}
 	h[n * 2] = '\0';
 	return h;
 }
 
+/* pre, the decimal pid and post in a malloc'd string (a snapshot is made
+ * for each process started: no printf). */
+static char *with_pid(const char *pre, pid_t pid, const char *post)
+{
+	char num[16], *out;
+	size_t n = 0, lp = strlen(pre), ls = strlen(post);
+	unsigned v = (unsigned)pid;
+
+	do
+		num[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(num));
+	out = malloc(lp + n + ls + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, pre, lp);
+	for (size_t i = 0; i < n; i++)
+		out[lp + i] = num[n - 1 - i];
+	memcpy(out + lp + n, post, ls + 1);
+	return out;
+}
+
 int sym_proc_names(struct proc *p)
 {
-	if (asprintf(&p->jit_path, "/tmp/perf-%d.map", (int)p->pid) < 0) {
-		p->jit_path = NULL;
-		return -ENOMEM;
-	}
-	if (asprintf(&p->jit_unknown, "[perf-%d.map]", (int)p->pid) < 0) {
-		p->jit_unknown = NULL;
-		return -ENOMEM;
-	}
-	return 0;
+	p->jit_path = with_pid("/tmp/perf-", p->pid, ".map");
+	p->jit_unknown = with_pid("[perf-", p->pid, ".map]");
+	return p->jit_path && p->jit_unknown ? 0 : -ENOMEM;
 }
 
 int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out)

@@ -524,13 +524,14 @@ uint64_t symbolize_module_entry(const void *module)
 	return ((const struct module *)module)->entry;
 }
 
-int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
+static int inherit(struct symbolize *s, pid_t pid, pid_t parent, bool listed)
 {
 	struct proc *pp = sym_proc_find(s, parent);
 	struct proc *p = NULL;
 	int rc;
 
 	if (pp && pp->at_exec) {
+		listed = false; /* the list copied at the fork predates this */
 		/* Its snapshot predates its libraries: read it again once
 		 * (kept as it was if the parent is gone). */
 		rc = sym_proc_snapshot(s, parent, &p);
@@ -550,6 +551,7 @@ int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
 		rc = sym_proc_copy(pp, pid, &p);
 		if (rc < 0)
 			return rc;
+		p->placed = listed;
 		sym_proc_install(s, p);
 		s->stats.inherited++;
 	}
@@ -563,6 +565,16 @@ int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
 		p->before = NULL;
 	}
 	return rc;
+}
+
+int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent)
+{
+	return inherit(s, pid, parent, false);
+}
+
+int symbolize_inherit_listed(struct symbolize *s, pid_t pid, pid_t parent)
+{
+	return inherit(s, pid, parent, true);
 }
 
 pid_t symbolize_parent(const struct symbolize *s, pid_t pid)

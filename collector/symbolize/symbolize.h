@@ -130,6 +130,11 @@ uint64_t symbolize_module_entry(const void *module);
  * afterwards needs symbolize_snapshot().  Returns 0 or -errno. */
 int symbolize_inherit(struct symbolize *s, pid_t pid, pid_t parent);
 
+/* As symbolize_inherit(), where the BPF side copied the parent's walker
+ * list to the child at the fork: a plain copy of the parent's snapshot is
+ * not told to the process hook (the list is there). */
+int symbolize_inherit_listed(struct symbolize *s, pid_t pid, pid_t parent);
+
 /* The process pid was forked from, as symbolize_inherit() was told, or 0
  * when it is not known (a process found otherwise, or pid unknown). */
 pid_t symbolize_parent(const struct symbolize *s, pid_t pid);
