@@ -1129,12 +1129,13 @@ static __always_inline void report_gen(__u32 kind, __u32 pid, __u32 parent, __u3
 	e->check = 0;
 	e->flags = 0;
 	e->bias[0] = e->bias[1] = e->bias[2] = 0;
-	/* Forks and exits wait for the next event that wakes user space (an
-	 * exec, a table wanted, or the drain each second): they are taken
-	 * in order, and nothing about them is lost by waiting, where a
-	 * wakeup each costs user space a context switch.  The others wake it
-	 * by force: the ring's own rule wakes only a reader that has caught
-	 * up, and one waiting behind a fork or exit has not. */
+	/* Exits wait for the next event that wakes user space (an exec of a
+	 * program without a template, a table wanted, or the drain each
+	 * second), as forks and placed execs do: they are taken in order,
+	 * and nothing about them is lost by waiting, where a wakeup each
+	 * costs user space a context switch.  The others wake it by force:
+	 * the ring's own rule wakes only a reader that has caught up, and
+	 * one waiting behind an event that did not wake it has not. */
 	bpf_ringbuf_submit(e, kind == PROFILE_EVENT_FORK || kind == PROFILE_EVENT_EXIT
 	                              ? BPF_RB_NO_WAKEUP
 	                              : BPF_RB_FORCE_WAKEUP);

@@ -199,9 +199,8 @@ struct profile_loaded_event {
  * space names the process from it, without reading it. */
 #define PROFILE_LOADED_PLACED 2u
 
-/* EXEC: the program is one user space has read before and runs under the
- * loader's hook (exe_templates): its maps are read once, at PROFILE_EVENT_LOADED,
- * and the event wakes no one. */
+/* EXEC: the program has a template (exe_templates): user space names the
+ * process from it, and the event wakes no one. */
 #define PROFILE_EXEC_KNOWN 1u
 /* EXEC of a known program whose first walker list was placed (bias[]). */
 #define PROFILE_EXEC_PLACED 2u
