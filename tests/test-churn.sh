@@ -6,8 +6,9 @@
 # stacks and the run summary:
 #   - every sample seen is stored, none dropped; no kernel stack lost to a
 #     collision (kernel stacks are kept by content);
-#   - at most 5% of the weight is [truncated] (measured 2.6-2.7% at 99 Hz
-#     with this load; 6.4% before exec stacks and the lazy binder's rule);
+#   - at most 5% of the weight is [truncated] (measured 1.0% with the
+#     programs' templates; 2.6-2.7% before them, 6.4% before exec stacks
+#     and the lazy binder's rule);
 #   - the kernel side of execve is charged to the user stack that called
 #     it (_start...execve), not cut short or unnamed: >= 90% of the weight
 #     under load_elf_binary, after the new program's memory replaced the
