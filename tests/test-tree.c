@@ -235,7 +235,7 @@ int main(void)
 		view_buf_free(&text);
 		struct store_series *list;
 		size_t n;
-		struct view_tree *t;
+		struct view_tree *t = NULL;
 		if (store_series_list(s, &list, &n) < 0 ||
 		    view_tree_build(s, list, n, INT64_MIN, INT64_MAX, &t) < 0)
 			fx_die("view_tree_build", EIO);
