@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jitter.h"
+
 static volatile uint64_t sink;
 
 static __attribute__((noinline)) void publish(uint64_t h)
@@ -41,12 +43,12 @@ static inline __attribute__((always_inline)) uint64_t spin(uint64_t n)
 
 static __attribute__((noinline)) void hot_leaf(void)
 {
-	publish(spin(3 * 200000));
+	publish(spin(jittered(3 * 200000)));
 }
 
 static __attribute__((noinline)) void side_leaf(void)
 {
-	publish(spin(200000));
+	publish(spin(jittered(200000)));
 }
 
 static __attribute__((noinline)) void child_leaf(void)

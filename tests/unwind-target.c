@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jitter.h"
+
 unsigned lib_tiny(unsigned x);
 
 static volatile uint64_t sink;
@@ -60,12 +62,12 @@ __attribute__((noinline)) uint64_t spin(uint64_t n)
 
 __attribute__((noinline)) void hot_leaf(void)
 {
-	sink += spin(3 * 300000);
+	sink += spin(jittered(3 * 300000));
 }
 
 __attribute__((noinline)) void cold_leaf(void)
 {
-	sink += spin(300000);
+	sink += spin(jittered(300000));
 }
 
 __attribute__((noinline)) void work(double *hot, double *cold)

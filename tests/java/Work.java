@@ -5,8 +5,13 @@
  * both compiled by the JIT.  usage: java Work [MS [PAUSE_MS]]: with
  * PAUSE_MS it also sleeps that long once the loop ends (time for a test
  * to look at a recording while the JVM still runs).  It prints its pid
- * first ("pid N"), so that the test can remove its perf map.
+ * first ("pid N"), so that the test can remove its perf map.  Each call's
+ * length varies by up to half either way (a seeded generator, the same
+ * every run): a loop of fixed period can lock into phase with a sampling
+ * timer and give one method more than its share (tests/jitter.h).
  */
+import java.util.SplittableRandom;
+
 public class Work {
 	static double hot(int n)
 	{
@@ -32,11 +37,12 @@ public class Work {
 		System.out.flush();
 		long end = System.nanoTime() + ms * 1000000L;
 		double t = 0;
+		SplittableRandom rnd = new SplittableRandom(25);
 		while (System.nanoTime() < end) {
-			t += hot(300000);
-			t += hot(300000);
-			t += hot(300000);
-			t += side(300000);
+			t += hot(150000 + rnd.nextInt(300000));
+			t += hot(150000 + rnd.nextInt(300000));
+			t += hot(150000 + rnd.nextInt(300000));
+			t += side(150000 + rnd.nextInt(300000));
 		}
 		System.out.println(t > 0 ? "done" : "?");
 		if (pause > 0)
