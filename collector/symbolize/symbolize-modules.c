@@ -1,7 +1,9 @@
 /*
  * symbolize-modules.c — the symbolizer's ELF files ("modules"): opened once, keyed by build id, read
  * through libdwfl; their function symbols in a sorted array, PLT entries
- * named NAME@plt, resolved addresses cached, inline frames from DWARF.  See
+ * named NAME@plt, resolved addresses cached, inline frames from DWARF; and
+ * freed by symbolize_sweep() (mark what snapshots, layouts and caches hold,
+ * keep what was used within the grace period, free the rest).  See
  * symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"

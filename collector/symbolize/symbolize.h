@@ -7,8 +7,8 @@
  * since is still resolved), through elfutils libdwfl: symbol tables, then
  * debug info found by build id, .gnu_debuglink or under /usr/lib/debug.
  * Each ELF file is opened once at its first sighting and cached by build
- * id (by device and inode when it has none); each resolved address is
- * cached too.  Kernel addresses are named by the kernel's own kallsyms
+ * id (by device and inode when it has none), until symbolize_sweep()
+ * finds it unused; each resolved address is cached with it.  Kernel addresses are named by the kernel's own kallsyms
  * lookup through a BPF program (or from /proc/kallsyms, read once).  JIT
  * code is named from /tmp/perf-PID.map.  C++ and Rust legacy names are
  * demangled, then tidied like stackcollapse-perf (arguments dropped, ';'
