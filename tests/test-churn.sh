@@ -26,9 +26,10 @@
 #     and their rows reused (the summary's counts);
 #   - >= 90% of the prog_K runs' weight, and of the again_K runs' (their
 #     files opened anew after a sweep freed them, their tables built on
-#     reused ids and rows), is whole: from _start through main to work_K
-#     or again_K, nothing [truncated] or [unknown] (without CFI, a frame
-#     pointer walk from these functions finds no caller).
+#     reused ids and rows), is whole: _start;__libc_start_main;
+#     __libc_start_call_main;main;work_K (or again_K), nothing [truncated]
+#     or [unknown] (without CFI, a frame pointer walk from these functions
+#     finds no caller).
 # The soak (30 minutes, RSS flat) runs outside CI: tests/bench/churn.sh.
 #   usage: tests/test-churn.sh BUILD_DIR     exit 0 ok, 1 failure, 77 skip
 set -u
@@ -242,7 +243,8 @@ whole() {
 		if (leaf == "" && what == "again") next
 		if (leaf != "" && leaf != what "_" k) next
 		all += w
-		if (leaf != "" && $0 ~ /;_start;/ && $0 ~ /;main;/ && $0 !~ /\[(truncated|unknown)\]/) good += w
+		root = "^prog_" k ";_start;__libc_start_main(_impl)?;__libc_start_call_main;main;" leaf "(;|$)"
+		if (leaf != "" && $0 ~ root && $0 !~ /\[(truncated|unknown)\]/) good += w
 		progs[k] = 1
 	} END { printf "%.0f %.0f %d\n", good, all, length(progs) }' "$tmp/new.folded"
 }
