@@ -31,7 +31,9 @@
  * its program's module alone (the libraries are this process's too)
  * once it is reaped and unused since the last sweep, with the forget hook
  * told its file, and not before --module-grace has passed; this process is
- * still named after, and a new sleep opens its file again.
+ * still named after, and a new sleep opens its file again.  A file that
+ * only a kept program's layout names (libanl, preloaded by one sleep) is
+ * kept while that program is, and freed with it.
  *
  * Python code objects (symbolize-python.c): a 3.11 location table taken
  * from python3.11 gives, for every instruction, the line CPython's own
@@ -52,6 +54,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -661,14 +664,31 @@ static void on_forget(void *ctx, const void *module, unsigned long long dev, uns
 	nforgot++;
 }
 
-/* A child running sleep 30, snapshotted in s; its program's module and
- * file in *mod, *dev, *ino.  Returns its pid, or -1. */
-static pid_t start_sleep(struct symbolize *s, const void **mod, unsigned long long *dev,
-                         unsigned long long *ino)
+/* Whether pid maps a file whose path contains `part`. */
+static bool maps_file(pid_t pid, const char *part)
+{
+	char path[64], line[512];
+	bool found = false;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, part) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A child running sleep 30 (with LD_PRELOAD=preload unless NULL),
+ * snapshotted in s once it runs sleep (and maps preload); its program's
+ * module and file in *mod, *dev, *ino.  Returns its pid, or -1. */
+static pid_t start_sleep(struct symbolize *s, const char *preload, const void **mod,
+                         unsigned long long *dev, unsigned long long *ino)
 {
 	char exe[PATH_MAX], path[64];
 	pid_t pid = fork();
 	if (pid == 0) {
+		if (preload)
+			setenv("LD_PRELOAD", preload, 1);
 		execl("/bin/sleep", "sleep", "30", (char *)NULL);
 		_exit(127);
 	}
@@ -678,7 +698,7 @@ static pid_t start_sleep(struct symbolize *s, const void **mod, unsigned long lo
 	for (int i = 0; i < 500; i++) {
 		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = '\0';
-		if (strstr(exe, "sleep"))
+		if (strstr(exe, "sleep") && (!preload || maps_file(pid, preload)))
 			break;
 		sleep_ms(10);
 	}
@@ -713,7 +733,7 @@ static void check_sweep(void)
 	symbolize_set_hooks(s, &h);
 	pid_t me = getpid();
 	check(symbolize_snapshot(s, me, 0) == 0, "sweep: this process is snapshotted");
-	pid_t pid = start_sleep(s, &mod, &dev, &ino);
+	pid_t pid = start_sleep(s, NULL, &mod, &dev, &ino);
 	check(pid > 0 && mod && ino, "sweep: a child running sleep is snapshotted");
 	check(symbolize_sweep(s, 0) == 0 && symbolize_sweep(s, 0) == 0 && nforgot == 0,
 	      "sweep: nothing is freed while both live (grace 0)");
@@ -730,14 +750,14 @@ static void check_sweep(void)
 	/* Grace: kept for an hour after its last use, freed at once with 0. */
 	symbolize_get_stats(s, &st);
 	uint64_t opened = st.modules;
-	pid = start_sleep(s, &mod, &dev, &ino);
+	pid = start_sleep(s, NULL, &mod, &dev, &ino);
 	symbolize_get_stats(s, &st);
 	check(pid > 0 && mod && st.modules == opened + 1,
 	      "sweep: a new sleep opens its file again");
 	stop(s, pid);
 	check(symbolize_sweep(s, hour) == 0 && symbolize_sweep(s, hour) == 0,
 	      "sweep: within the grace period, an unused module is kept");
-	pid = start_sleep(s, &mod, &dev, &ino);
+	pid = start_sleep(s, NULL, &mod, &dev, &ino);
 	symbolize_get_stats(s, &st);
 	check(pid > 0 && mod && st.modules == opened + 1,
 	      "sweep: a module kept by the grace period is not opened again");
@@ -748,6 +768,33 @@ static void check_sweep(void)
 	      "sweep: and freed by the next, past the grace period");
 	symbolize_get_stats(s, &st);
 	check(st.modules_freed == 2, "sweep: two modules freed in all");
+
+	/* Layouts: sleep's, taken from a sleep that preloads libanl (named
+	 * its loader here: with no loader's list, only the program, loader
+	 * and vDSO are kept), keeps libanl, which no other process maps, as
+	 * long as sleep's module is kept. */
+	const char *anl = "/usr/lib/x86_64-linux-gnu/libanl.so.1";
+	struct stat ast;
+	if (stat(anl, &ast) < 0) {
+		printf("SKIP: sweep: no %s for the layout checks\n", anl);
+		symbolize_free(s);
+		return;
+	}
+	const void *mod2;
+	unsigned long long adev = ((unsigned long long)major(ast.st_dev) << 20) | minor(ast.st_dev);
+	pid = start_sleep(s, anl, &mod, &dev, &ino);
+	const void *lib = pid > 0 ? symbolize_maps_file(s, pid, adev, ast.st_ino) : NULL;
+	check(pid > 0 && mod && lib && symbolize_keep_layout(s, pid, mod, lib, NULL, 0) == 0,
+	      "sweep: a layout of sleep is kept, naming libanl");
+	pid_t other = start_sleep(s, NULL, &mod2, &dev, &ino);
+	check(other > 0 && mod2 == mod, "sweep: a second sleep, without libanl, shares the module");
+	stop(s, pid);
+	size_t told = nforgot;
+	check(symbolize_sweep(s, 0) == 0 && symbolize_sweep(s, 0) == 0 && nforgot == told,
+	      "sweep: while a sleep lives, libanl, which only its layout names, is kept");
+	stop(s, other);
+	check(symbolize_sweep(s, 0) == 2 && nforgot == told + 2,
+	      "sweep: once no sleep lives, sleep and libanl are freed together");
 	symbolize_free(s);
 }
 
