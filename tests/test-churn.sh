@@ -17,6 +17,19 @@
 #     exec and at the loader's hook, >= 80% of each, and <= 2% of the walks
 #     are without a list;
 #   - short programs are there with their names: true, as, cc1.
+# Then new binaries, as a CI runner builds them: a loop writes, compiles
+# (gcc -O2, no frame pointers) and runs twice each a program of its own
+# (prog_K: main -> work_K, spinning ~0.2 s), and from the 16th on runs
+# again, with "again", the one built 15 before (main -> again_K), while
+# `record -a --module-grace 2s -d 16` runs; then:
+#   - modules were freed, their templates deleted, and unwind tables freed
+#     and their rows reused (the summary's counts);
+#   - >= 90% of the prog_K runs' weight, and of the again_K runs' (their
+#     files opened anew after a sweep freed them, their tables built on
+#     reused ids and rows), is whole: _start;__libc_start_main;
+#     __libc_start_call_main;main;work_K (or again_K), nothing [truncated]
+#     or [unknown] (without CFI, a frame pointer walk from these functions
+#     finds no caller).
 # The soak (30 minutes, RSS flat) runs outside CI: tests/bench/churn.sh.
 #   usage: tests/test-churn.sh BUILD_DIR     exit 0 ok, 1 failure, 77 skip
 set -u
@@ -155,4 +168,94 @@ for p in true x86_64-linux-gnu-as cc1; do
 done
 
 grep -E 'user stacks|collector CPU|execs:' "$tmp/err" | sed 's/^/       /'
+
+# ---- new binaries: their files and tables freed, ids and rows reused ----------------------------
+mkdir "$tmp/progs"
+cat >"$tmp/progs/loop.sh" <<'EOF'
+k=0
+while :; do
+	k=$((k + 1))
+	cat >prog_$k.c <<C
+#include <string.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void work_$k(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		sink += i ^ ${k}u;
+}
+__attribute__((noinline)) void again_$k(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		sink += i * ${k}u;
+}
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "again") == 0)
+		again_$k(400000000ul);
+	else
+		work_$k(400000000ul);
+	return 0;
+}
+C
+	cc -O2 -fomit-frame-pointer -o prog_$k prog_$k.c || exit 1
+	./prog_$k
+	./prog_$k
+	[ $k -gt 15 ] && ./prog_$((k - 15)) again
+done
+EOF
+store2="$tmp/store-new"
+(cd "$tmp/progs" && exec setsid bash loop.sh >/dev/null 2>&1) &
+loop_pid=$!
+sleep 1
+if "$collect" record --store "$store2" -a -F 499 -d 16 --module-grace 2s >"$tmp/out2" 2>"$tmp/err2"; then
+	ok "record -a --module-grace 2s under new binaries: exit 0"
+else
+	bad "record -a --module-grace 2s under new binaries: exit $?"
+	cat "$tmp/err2"
+fi
+kill -- "-$loop_pid" 2>/dev/null
+loop_pid=
+built=$(ls "$tmp/progs" | grep -c '^prog_[0-9]*$')
+echo "       $built programs built"
+"$collect" export --store "$store2" >"$tmp/new.folded"
+
+freed=$(sed -n 's/.*ELF files (modules freed \([0-9]*\),.*/\1/p' "$tmp/err2")
+deleted=$(sed -n 's/.*; \([0-9]*\) templates deleted with their program.s file.*/\1/p' "$tmp/err2")
+read -r tfreed reused < <(sed -n 's/.*tables freed \([0-9]*\), rows reused \([0-9]*\).*/\1 \2/p' "$tmp/err2")
+if [ "${freed:-0}" -ge 10 ] && [ "${deleted:-0}" -gt 0 ]; then
+	ok "modules freed: $freed (>= 10), templates deleted with them: $deleted"
+else
+	bad "modules freed: '${freed:-}' (want >= 10), templates deleted: '${deleted:-}' (want > 0)"
+fi
+if [ "${tfreed:-0}" -ge 5 ] && [ "${reused:-0}" -gt 0 ]; then
+	ok "unwind tables freed: $tfreed (>= 5), rows reused: $reused"
+else
+	bad "unwind tables freed: '${tfreed:-}' (want >= 5), rows reused: '${reused:-}' (want > 0)"
+fi
+# The weight of prog_K's stacks through work_K (what=work) or again_K
+# (what=again), the part of it that is whole, and the programs seen.  A
+# stack naming neither counts against work.
+whole() {
+	awk -v what="$1" '{ w = $NF; sub(/ [0-9]+$/, "")
+		n = split($0, f, ";"); if (f[1] !~ /^prog_[0-9]+$/) next
+		k = substr(f[1], 6); leaf = ""
+		for (i = 2; i <= n; i++) if (f[i] == "work_" k || f[i] == "again_" k) leaf = f[i]
+		if (leaf == "" && what == "again") next
+		if (leaf != "" && leaf != what "_" k) next
+		all += w
+		root = "^prog_" k ";_start;__libc_start_main(_impl)?;__libc_start_call_main;main;" leaf "(;|$)"
+		if (leaf != "" && $0 ~ root && $0 !~ /\[(truncated|unknown)\]/) good += w
+		progs[k] = 1
+	} END { printf "%.0f %.0f %d\n", good, all, length(progs) }' "$tmp/new.folded"
+}
+for what in work again; do
+	read -r good all nprogs < <(whole $what)
+	if [ "${all:-0}" -gt 0 ] && [ $((good * 10)) -ge $((all * 9)) ]; then
+		ok "${what}_K of $nprogs programs whole, _start to main to ${what}_K: $good of $all (>= 90%)"
+	else
+		bad "${what}_K of ${nprogs:-0} programs whole: ${good:-0} of ${all:-0} (want >= 90%)"
+		grep '^prog_' "$tmp/new.folded" | grep -v ';_start;.*;main;' | sort -t' ' -k2 -nr | head -5 | cut -c1-300
+	fi
+done
+grep -E 'ELF files|unwind tables|execs:' "$tmp/err2" | sed 's/^/       /'
 [ "$failures" -eq 0 ]

@@ -26,6 +26,15 @@
  * libelf and the stub's own jmp), and libc functions whose symbols carry
  * versions are named without them.
  *
+ * Freeing modules (symbolize_sweep): a child running sleep(1) is
+ * snapshotted beside this process; sweeps free nothing while it lives,
+ * its program's module alone (the libraries are this process's too)
+ * once it is reaped and unused since the last sweep, with the forget hook
+ * told its file, and not before --module-grace has passed; this process is
+ * still named after, and a new sleep opens its file again.  A file that
+ * only a kept program's layout names (libanl, preloaded by one sleep) is
+ * kept while that program is, and freed with it.
+ *
  * Python code objects (symbolize-python.c): a 3.11 location table taken
  * from python3.11 gives, for every instruction, the line CPython's own
  * co_lines() gives; a code object laid out in memory here is read with
@@ -45,6 +54,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -639,6 +649,155 @@ static void check_python(void)
 	      "python: refused: a NUL inside a name");
 }
 
+/* The forget hook's calls. */
+static struct {
+	const void *module;
+	unsigned long long dev, ino;
+} forgot[16];
+static size_t nforgot;
+
+static void on_forget(void *ctx, const void *module, unsigned long long dev, unsigned long long ino)
+{
+	(void)ctx;
+	if (nforgot < sizeof(forgot) / sizeof(forgot[0]))
+		forgot[nforgot] = (__typeof__(forgot[0])){module, dev, ino};
+	nforgot++;
+}
+
+/* Whether pid maps a file whose path contains `part`. */
+static bool maps_file(pid_t pid, const char *part)
+{
+	char path[64], line[512];
+	bool found = false;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, part) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A child running sleep 30 (with LD_PRELOAD=preload unless NULL),
+ * snapshotted in s once it runs sleep (and maps preload); its program's
+ * module and file in *mod, *dev, *ino.  Returns its pid, or -1. */
+static pid_t start_sleep(struct symbolize *s, const char *preload, const void **mod,
+                         unsigned long long *dev, unsigned long long *ino)
+{
+	char exe[PATH_MAX], path[64];
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (preload)
+			setenv("LD_PRELOAD", preload, 1);
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		if (strstr(exe, "sleep") && (!preload || maps_file(pid, preload)))
+			break;
+		sleep_ms(10);
+	}
+	*mod = NULL;
+	if (symbolize_snapshot(s, pid, 0) == 0)
+		*mod = symbolize_exe_module(s, pid, dev, ino);
+	return pid;
+}
+
+static void stop(struct symbolize *s, pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	symbolize_exited(s, pid);
+	symbolize_reap(s, pid);
+}
+
+static void check_sweep(void)
+{
+	struct symbolize *s = symbolize_new();
+	struct symbolize_hooks h = {.forget = on_forget};
+	struct symbolize_stats st;
+	unsigned long long dev = 0, ino = 0;
+	const void *mod;
+	char buf[256];
+	const int64_t hour = 3600ll * 1000000000ll;
+
+	if (!s) {
+		failures++;
+		return;
+	}
+	symbolize_set_hooks(s, &h);
+	pid_t me = getpid();
+	check(symbolize_snapshot(s, me, 0) == 0, "sweep: this process is snapshotted");
+	pid_t pid = start_sleep(s, NULL, &mod, &dev, &ino);
+	check(pid > 0 && mod && ino, "sweep: a child running sleep is snapshotted");
+	check(symbolize_sweep(s, 0) == 0 && symbolize_sweep(s, 0) == 0 && nforgot == 0,
+	      "sweep: nothing is freed while both live (grace 0)");
+	stop(s, pid);
+	check(symbolize_sweep(s, 0) == 1, "sweep: once sleep is reaped, its module alone is freed");
+	check(nforgot == 1 && forgot[0].module == mod && forgot[0].dev == dev &&
+	              forgot[0].ino == ino,
+	      "sweep: the forget hook is told the module and its file, once");
+	check(symbolize_sweep(s, 0) == 0, "sweep: a second sweep finds nothing more");
+	check(strcmp(name_at(s, me, 0, (uintptr_t)exec_marker, buf, sizeof(buf)), "exec_marker") ==
+	              0,
+	      "sweep: this process is still named (exec_marker)");
+
+	/* Grace: kept for an hour after its last use, freed at once with 0. */
+	symbolize_get_stats(s, &st);
+	uint64_t opened = st.modules;
+	pid = start_sleep(s, NULL, &mod, &dev, &ino);
+	symbolize_get_stats(s, &st);
+	check(pid > 0 && mod && st.modules == opened + 1,
+	      "sweep: a new sleep opens its file again");
+	stop(s, pid);
+	check(symbolize_sweep(s, hour) == 0 && symbolize_sweep(s, hour) == 0,
+	      "sweep: within the grace period, an unused module is kept");
+	pid = start_sleep(s, NULL, &mod, &dev, &ino);
+	symbolize_get_stats(s, &st);
+	check(pid > 0 && mod && st.modules == opened + 1,
+	      "sweep: a module kept by the grace period is not opened again");
+	stop(s, pid);
+	check(symbolize_sweep(s, 0) == 0,
+	      "sweep: a module mapped since the last sweep is kept by that sweep");
+	check(symbolize_sweep(s, 0) == 1 && nforgot == 2 && forgot[1].module == mod,
+	      "sweep: and freed by the next, past the grace period");
+	symbolize_get_stats(s, &st);
+	check(st.modules_freed == 2, "sweep: two modules freed in all");
+
+	/* Layouts: sleep's, taken from a sleep that preloads libanl (named
+	 * its loader here: with no loader's list, only the program, loader
+	 * and vDSO are kept), keeps libanl, which no other process maps, as
+	 * long as sleep's module is kept. */
+	const char *anl = "/usr/lib/x86_64-linux-gnu/libanl.so.1";
+	struct stat ast;
+	if (stat(anl, &ast) < 0) {
+		printf("SKIP: sweep: no %s for the layout checks\n", anl);
+		symbolize_free(s);
+		return;
+	}
+	const void *mod2;
+	unsigned long long adev = ((unsigned long long)major(ast.st_dev) << 20) | minor(ast.st_dev);
+	pid = start_sleep(s, anl, &mod, &dev, &ino);
+	const void *lib = pid > 0 ? symbolize_maps_file(s, pid, adev, ast.st_ino) : NULL;
+	check(pid > 0 && mod && lib && symbolize_keep_layout(s, pid, mod, lib, NULL, 0) == 0,
+	      "sweep: a layout of sleep is kept, naming libanl");
+	pid_t other = start_sleep(s, NULL, &mod2, &dev, &ino);
+	check(other > 0 && mod2 == mod, "sweep: a second sleep, without libanl, shares the module");
+	stop(s, pid);
+	size_t told = nforgot;
+	check(symbolize_sweep(s, 0) == 0 && symbolize_sweep(s, 0) == 0 && nforgot == told,
+	      "sweep: while a sleep lives, libanl, which only its layout names, is kept");
+	stop(s, other);
+	check(symbolize_sweep(s, 0) == 2 && nforgot == told + 2,
+	      "sweep: once no sleep lives, sleep and libanl are freed together");
+	symbolize_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -691,6 +850,7 @@ int main(int argc, char **argv)
 	check(nplt > 0, "plt: at least one PLT entry named");
 
 	check_early_exec(argv[0]);
+	check_sweep();
 	check_late_jit();
 	check_python();
 

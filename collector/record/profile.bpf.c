@@ -711,10 +711,14 @@ static long walk_step(__u32 i, void *ctx)
 		w->flags |= UNWIND_FLAG_PENDING;
 	if (m->table >= UNWIND_PENDING)
 		return fp_step(w);
-	__u32 tid = m->table;
+	__u32 tid = UNWIND_TABLE_ID(m->table);
 	struct unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &tid);
 	__u64 rel = lookup - m->bias;
-	struct unwind_row *r = t && rel <= 0xffffffffull ? find_row(t, rel) : NULL;
+	struct unwind_row *r = NULL;
+	/* Not a table freed since the list was written: its id's
+	 * generation would have moved on (unwind.h). */
+	if (t && t->gen == UNWIND_TABLE_GEN(m->table) && rel <= 0xffffffffull)
+		r = find_row(t, rel);
 	if (!r)
 		return fp_step(w);
 

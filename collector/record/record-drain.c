@@ -49,6 +49,31 @@ static void reap_exited(struct recorder *r)
 	r->ndead = keep;
 }
 
+/* Frees the ELF files nothing holds any more (symbolize_sweep) every
+ * SWEEP_DRAINS drains (or every --module-grace, when shorter), and at once
+ * when twice as many are open as after the last sweep: a build host
+ * running new binaries fast.  After the commit: the frames stored name
+ * the modules' strings. */
+static void sweep_modules(struct recorder *r)
+{
+	struct symbolize_stats ss;
+	uint64_t every = SWEEP_DRAINS;
+
+	if (r->opt->module_grace / DRAIN_SECONDS < (int64_t)every)
+		every = r->opt->module_grace > DRAIN_SECONDS
+		                ? (uint64_t)(r->opt->module_grace / DRAIN_SECONDS)
+		                : 1;
+	symbolize_get_stats(r->sym, &ss);
+	uint64_t live = ss.modules - ss.modules_freed;
+	if (r->drain_seq - r->swept_seq < every &&
+	    (live < SWEEP_MIN_LIVE || live < 2 * r->swept_live))
+		return;
+	symbolize_sweep(r->sym, r->opt->module_grace * 1000000000ll);
+	symbolize_get_stats(r->sym, &ss);
+	r->swept_seq = r->drain_seq;
+	r->swept_live = ss.modules - ss.modules_freed;
+}
+
 /* Writes the template of pid's program, the file (dev, ino), from pid
  * as just read: with the loader's list (lm_addr/dyn[0 .. nlm), at the
  * loader's hook) the libraries too, else the exec part.  A program not
@@ -879,6 +904,7 @@ int record_drain(struct recorder *r, bool final)
 	r->drains++;
 	log_drain(r, "committed", r->samples - samples0, r->weight - weight0);
 	reap_exited(r);
+	sweep_modules(r);
 	goto out;
 out_fail:
 	record_fail(r, rc, "drain: %s", strerror(-rc));

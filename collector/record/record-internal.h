@@ -55,6 +55,7 @@ struct options {
 	bool python;            /* --python: on unless "off" */
 	uint64_t unwind_memory; /* bytes of rows */
 	int64_t jit_wait;       /* --jit-wait, seconds; 0: JIT stacks never wait */
+	int64_t module_grace;   /* --module-grace, seconds */
 	uint64_t jit_memory;    /* --jit-memory, bytes of held stacks */
 	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
 	uint32_t ev_flags[PROFILE_NEVENTS];
@@ -77,7 +78,12 @@ struct entry {
 };
 
 #define REAP_DRAINS 3
-#define UBATCH      256
+/* Modules are swept (symbolize_sweep) every SWEEP_DRAINS drains, or every
+ * --module-grace when shorter, and after a drain that finds twice as many
+ * open as after the last sweep (at least SWEEP_MIN_LIVE). */
+#define SWEEP_DRAINS   60
+#define SWEEP_MIN_LIVE 64
+#define UBATCH         256
 
 /* One stack of a count as the BPF side left it, before naming. */
 struct raw_stack {
@@ -119,7 +125,12 @@ struct recorder {
 	/* The hooked loader's file (kernel device encoding), for exe_templates:
 	 * a program mapping it reports PROFILE_EVENT_LOADED. */
 	unsigned long long ldso_dev, ldso_ino;
-	int templates_fd;     /* exe_templates, or -1 */
+	int templates_fd;              /* exe_templates, or -1 */
+	uint64_t templates_deleted;    /* with their program's module (symbolize_sweep) */
+	struct symbolize_hooks uhooks; /* the unwinder's, chained (record.c) */
+	/* symbolize_sweep(): the drain of the last one and the modules
+	 * open after it. */
+	uint64_t swept_seq, swept_live;
 	uint64_t execs_read;  /* exec events whose process was read at once */
 	uint64_t templates;   /* programs written to exe_templates */
 	uint64_t loaded_read; /* loader's-hook events whose process was read */

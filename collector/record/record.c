@@ -52,6 +52,7 @@ static void usage(FILE *f)
 	      "           [--push DATABASE [--push-every DURATION]]\n"
 	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE] [--python=off]\n"
 	      "           [--jit-wait DURATION] [--jit-memory SIZE]\n"
+	      "           [--module-grace DURATION]\n"
 	      "           [-e EVENT[:STACKS][:N][,EVENT...]] [--offcpu-min DURATION]\n"
 	      "\n"
 	      "Samples the CPU stacks of running processes with eBPF (one cpu-clock\n"
@@ -118,6 +119,10 @@ static void usage(FILE *f)
 	      "                          long (default 60s; 0: never hold)\n"
 	      "      --jit-memory SIZE   memory for such held stacks (default 16M);\n"
 	      "                          past it they are stored at once, unnamed\n"
+	      "      --module-grace DURATION  free an ELF file (its symbols and\n"
+	      "                          unwind table) no process has mapped for\n"
+	      "                          this long (default 5m; files are swept\n"
+	      "                          every minute, or every DURATION if shorter)\n"
 	      "      --python=on|off     name Python functions (CPython 3.11, the\n"
 	      "                          interpreter or libpython embedded), walked\n"
 	      "                          in the BPF program; on by default with\n"
@@ -586,6 +591,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"unwind-memory", required_argument, NULL, 'M'},
 	        {"jit-wait", required_argument, NULL, 'W'},
 	        {"jit-memory", required_argument, NULL, 'J'},
+	        {"module-grace", required_argument, NULL, 'G'},
 	        {"python", required_argument, NULL, 'y'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
@@ -602,6 +608,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	const char *event_list = "cpu";
 	o->unwind_memory = 16ull << 20;
 	o->jit_wait = 60;
+	o->module_grace = 300;
 	o->jit_memory = 16ull << 20;
 	o->python = true;
 	while ((c = getopt_long(argc, argv, "+hp:aF:d:ve:", opts, NULL)) != -1) {
@@ -668,6 +675,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 				fprintf(stderr,
 				        PROG ": --jit-wait: expected a duration such as 60s, 10m "
 				             "or 0, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'G':
+			if (record_parse_duration(optarg, &o->module_grace) < 0 ||
+			    o->module_grace > 365 * 86400) {
+				fprintf(stderr,
+				        PROG ": --module-grace: expected a duration such as 5m, "
+				             "30s or 0, got \"%s\"\n",
 				        optarg);
 				return 2;
 			}
@@ -832,16 +849,18 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	fprintf(stderr,
 	        PROG ": symbolized %" PRIu64 " process snapshots (%" PRIu64
 	             " inherited from a parent; %" PRIu64 " freed after their exit), %" PRIu64
-	             " ELF files; collector CPU %.3f s in all, %.2f%% of one core while "
-	             "recording\n",
-	        ss.processes, ss.inherited, ss.reaped, ss.modules, cpu,
+	             " ELF files (modules freed %" PRIu64 ", unused for --module-grace); "
+	             "collector CPU %.3f s in all, %.2f%% of one core while recording\n",
+	        ss.processes, ss.inherited, ss.reaped, ss.modules, ss.modules_freed, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
 	fprintf(stderr,
 	        PROG ": execs: %" PRIu64 " of programs with a template (%" PRIu64
 	             " templates written), listed for the walker in BPF, %" PRIu64
 	             " read at once; loader's hooks: %" PRIu64
-	             " placed whole from the template, %" PRIu64 " read\n",
-	        ss.execs_named, r->templates, r->execs_read, ss.loaded_named, r->loaded_read);
+	             " placed whole from the template, %" PRIu64 " read; %" PRIu64
+	             " templates deleted with their program's file\n",
+	        ss.execs_named, r->templates, r->execs_read, ss.loaded_named, r->loaded_read,
+	        r->templates_deleted);
 	if (r->opt->unwind == PROFILE_UNWIND_FP) {
 		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
 	} else {
@@ -865,17 +884,19 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		                : " (off: no tracepoint sched_prepare_exec, Linux 6.10)");
 		fprintf(stderr,
 		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64
-		             " rows, %.1f MiB of %.0f MiB)"
+		             " rows; %.1f MiB of %.0f MiB in use at the end;"
+		             " tables freed %" PRIu64 ", rows reused %" PRIu64 ")"
 		             " built in %.3f s (slowest %.3f s: %s); %" PRIu64
 		             " without CFI, %" PRIu64 " refused, %" PRIu64
 		             " over --unwind-memory; %" PRIu64
 		             " mappings past %d per process; %" PRIu64
 		             " walked stacks lost (map full); %" PRIu64
 		             " process lists written (%" PRIu64 " of them ancestors')\n",
-		        us.tables, us.rows, (double)us.rows * sizeof(struct unwind_row) / 1048576.0,
-		        (double)r->opt->unwind_memory / 1048576.0, us.build_seconds,
-		        us.slowest_seconds, us.slowest[0] ? us.slowest : "-", us.no_cfi, us.refused,
-		        us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
+		        us.tables, us.rows,
+		        (double)us.rows_in_use * sizeof(struct unwind_row) / 1048576.0,
+		        (double)r->opt->unwind_memory / 1048576.0, us.tables_freed, us.rows_reused,
+		        us.build_seconds, us.slowest_seconds, us.slowest[0] ? us.slowest : "-",
+		        us.no_cfi, us.refused, us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
 		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL], us.processes, us.ancestors);
 	}
 	const struct late_stats *ls = &r->late_stats;
@@ -976,6 +997,35 @@ static void exe_offsets(struct recorder *r)
 
 /* What woke the recording loop (epoll data). */
 enum { WAKE_RING, WAKE_TABLES, WAKE_CHILD };
+
+/* The symbolizer's hooks: the unwinder's, and the record side's part of
+ * forgetting a file: its program template (exe_templates, keyed by the
+ * file) goes before the unwinder frees the tables the template names. */
+static void hook_module(void *ctx, const void *module, int fd, const char *path,
+                        const uint8_t *build_id, size_t build_id_len)
+{
+	struct recorder *r = ctx;
+	r->uhooks.module(r->uhooks.ctx, module, fd, path, build_id, build_id_len);
+}
+
+static void hook_process(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n,
+                         unsigned flags)
+{
+	struct recorder *r = ctx;
+	r->uhooks.process(r->uhooks.ctx, pid, maps, n, flags);
+}
+
+static void hook_forget(void *ctx, const void *module, unsigned long long dev,
+                        unsigned long long ino)
+{
+	struct recorder *r = ctx;
+	struct profile_file f = {.dev = dev, .ino = ino};
+
+	if (r->templates_fd >= 0 && (dev || ino) && bpf_map_delete_elem(r->templates_fd, &f) == 0)
+		r->templates_deleted++;
+	if (r->uhooks.forget)
+		r->uhooks.forget(r->uhooks.ctx, module, dev, ino);
+}
 
 static int run(struct recorder *r, const struct options *o)
 {
@@ -1123,9 +1173,15 @@ static int run(struct recorder *r, const struct options *o)
 			record_fail(r, rc, "cannot start the unwinder: %s", strerror(-rc));
 			return rc;
 		}
-		struct symbolize_hooks h = unwinder_hooks(r->unwinder);
-		symbolize_set_hooks(r->sym, &h);
+		r->uhooks = unwinder_hooks(r->unwinder);
 	}
+	struct symbolize_hooks h = {
+	        .module = r->uhooks.module ? hook_module : NULL,
+	        .process = r->uhooks.process ? hook_process : NULL,
+	        .forget = hook_forget,
+	        .ctx = r,
+	};
+	symbolize_set_hooks(r->sym, &h);
 
 	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), record_on_event, r, NULL);
 	if (!r->rb) {

@@ -112,8 +112,22 @@ struct module {
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct symbolize_python *python; /* the interpreter in it, or NULL; owned */
-	struct module *next;             /* every module, for the build-id search */
+	/* symbolize_sweep(): set by each use (sym_module_touch) and by the
+	 * sweep's mark; the sweep's time when it last found it set; the
+	 * sweep's state (SWEEP_*). */
+	bool used;
+	int64_t last_used;
+	uint8_t sweep;
+	struct module *next; /* every module, for the build-id search */
 };
+
+/* A module that a snapshot maps, that an exec or the loader's hook is
+ * named from, or that a lookup resolves in is used: kept at the next
+ * symbolize_sweep() and for the grace period after it. */
+static inline void sym_module_touch(const struct module *m)
+{
+	((struct module *)m)->used = true;
+}
 
 /* (device, inode) of a mapped file -> its module. */
 struct file_ent {

@@ -1,7 +1,9 @@
 /*
  * symbolize-modules.c — the symbolizer's ELF files ("modules"): opened once, keyed by build id, read
  * through libdwfl; their function symbols in a sorted array, PLT entries
- * named NAME@plt, resolved addresses cached, inline frames from DWARF.  See
+ * named NAME@plt, resolved addresses cached, inline frames from DWARF; and
+ * freed by symbolize_sweep() (mark what snapshots, layouts and caches hold,
+ * keep what was used within the grace period, free the rest).  See
  * symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"
@@ -117,6 +119,7 @@ struct module *sym_module_register(struct symbolize *s, struct module *m)
 		sym_module_free(m);
 		return same;
 	}
+	m->used = true; /* kept at least until the sweep after the next */
 	m->next = s->modules;
 	s->modules = m;
 	s->stats.modules++;
@@ -177,8 +180,10 @@ int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end,
 	int fd, rc;
 
 	*out = sym_module_by_file(s, dev, ino);
-	if (*out)
+	if (*out) {
+		sym_module_touch(*out);
 		return 0;
+	}
 
 	/* map_files reaches the very file mapped, even when deleted or in
 	 * another mount namespace.  The fallback is the path as the process
@@ -580,6 +585,7 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 {
 	int rc;
 
+	sym_module_touch(m);
 	if (m->cache_used * 2 >= m->cache_cap) {
 		rc = cache_grow(m);
 		if (rc < 0)
@@ -775,4 +781,100 @@ bool sym_module_vaddr(const struct module *m, uint64_t off, uint64_t *vaddr)
 		}
 	}
 	return false;
+}
+
+/* ---- freeing the modules nothing holds ------------------------------------ */
+
+enum { SWEEP_KEEP = 0, SWEEP_DOOMED, SWEEP_TOLD };
+
+static void mark_proc(const struct proc *p)
+{
+	for (; p; p = p->before) {
+		for (size_t i = 0; i < p->nmaps; i++)
+			if (p->maps[i].mod)
+				sym_module_touch(p->maps[i].mod);
+		if (p->exe_mod)
+			sym_module_touch(p->exe_mod);
+	}
+}
+
+static bool kept(const struct module *m, int64_t now, int64_t grace_ns)
+{
+	return m->used || now - m->last_used < grace_ns;
+}
+
+size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns)
+{
+	int64_t now = mono_ns();
+	size_t freed = 0;
+
+	/* Mark: what every snapshot maps (exited ones too, until reaped:
+	 * their samples may still be drained), the programs they ran before,
+	 * the vDSO, the interpreters' files whose code objects are cached by
+	 * module, and what offline processes were built from. */
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		for (const struct proc *p = s->procs[b]; p; p = p->next)
+			mark_proc(p);
+	if (s->vdso)
+		sym_module_touch(s->vdso);
+	for (size_t i = 0; i < s->py_cache_cap; i++)
+		if (s->py_cache[i].used && s->py_cache[i].pid == 0 && s->py_cache[i].mod)
+			sym_module_touch(s->py_cache[i].mod);
+	for (size_t i = 0; s->offline_tab && i <= s->offline_mask; i++)
+		if (s->offline_tab[i].h && s->offline_tab[i].mod)
+			sym_module_touch(s->offline_tab[i].mod);
+	/* A kept program's layout keeps the objects it names (its BPF
+	 * template names their tables), and so on. */
+	for (bool more = true; more;) {
+		more = false;
+		for (const struct module *m = s->modules; m; m = m->next) {
+			if (!kept(m, now, grace_ns))
+				continue;
+			for (size_t i = 0; i < m->nlayout; i++) {
+				const struct module *lm = m->layout[i].module;
+				if (lm && !kept(lm, now, grace_ns)) {
+					sym_module_touch(lm);
+					more = true;
+				}
+			}
+		}
+	}
+	for (struct module *m = s->modules; m; m = m->next) {
+		m->sweep = kept(m, now, grace_ns) ? SWEEP_KEEP : SWEEP_DOOMED;
+		if (m->used)
+			m->last_used = now;
+		m->used = false;
+	}
+
+	/* Sweep: the hook hears of each file of a doomed module (so that the
+	 * record side drops the program's template, keyed by file), then of
+	 * the module itself when it had none. */
+	for (size_t b = 0; b < FILE_BUCKETS; b++) {
+		for (struct file_ent **pp = &s->files[b]; *pp;) {
+			struct file_ent *fe = *pp;
+			if (fe->mod->sweep == SWEEP_KEEP) {
+				pp = &fe->next;
+				continue;
+			}
+			if (s->hooks.forget)
+				s->hooks.forget(s->hooks.ctx, fe->mod, fe->dev, fe->ino);
+			fe->mod->sweep = SWEEP_TOLD;
+			*pp = fe->next;
+			free(fe);
+		}
+	}
+	for (struct module **pp = &s->modules; *pp;) {
+		struct module *m = *pp;
+		if (m->sweep == SWEEP_KEEP) {
+			pp = &m->next;
+			continue;
+		}
+		if (m->sweep == SWEEP_DOOMED && s->hooks.forget)
+			s->hooks.forget(s->hooks.ctx, m, 0, 0);
+		*pp = m->next;
+		sym_module_free(m);
+		freed++;
+	}
+	s->stats.modules_freed += freed;
+	return freed;
 }

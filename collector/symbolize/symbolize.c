@@ -462,6 +462,9 @@ static int named_snapshot(struct symbolize *s, struct module *m, pid_t pid, cons
 	p->build_id_hex = sym_hex_of(m->build_id, m->build_id_len);
 	p->exe_mod = m;
 	p->exe_start = 0; /* placed by the layout or the first read */
+	sym_module_touch(m);
+	for (size_t i = 0; i < m->nlayout; i++)
+		sym_module_touch(m->layout[i].module);
 	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0 ||
 	    (bias && m->nlayout && place_layout(p, m, bias, lm, nlm) < 0)) {
 		sym_proc_free(p);

@@ -7,8 +7,8 @@
  * since is still resolved), through elfutils libdwfl: symbol tables, then
  * debug info found by build id, .gnu_debuglink or under /usr/lib/debug.
  * Each ELF file is opened once at its first sighting and cached by build
- * id (by device and inode when it has none); each resolved address is
- * cached too.  Kernel addresses are named by the kernel's own kallsyms
+ * id (by device and inode when it has none), until symbolize_sweep()
+ * finds it unused; each resolved address is cached with it.  Kernel addresses are named by the kernel's own kallsyms
  * lookup through a BPF program (or from /proc/kallsyms, read once).  JIT
  * code is named from /tmp/perf-PID.map.  C++ and Rust legacy names are
  * demangled, then tidied like stackcollapse-perf (arguments dropped, ';'
@@ -164,7 +164,8 @@ int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
  * f[0] with the function, then, with symbolize_set_inline(), one frame per
  * function inlined at the address (outermost first, named "NAME_[i]",
  * kind STORE_FRAME_INLINE), at most `room` (>= 1) frames in all.  The
- * strings are owned by `s` and valid until `s` is freed.  Unknown
+ * strings are owned by `s` and valid until the next symbolize_sweep() or
+ * until `s` is freed.  Unknown
  * addresses still give a frame ("[unknown]" or "[module basename]").
  * Returns the number of frames filled (>= 1) or -errno (-ENOMEM). */
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
@@ -414,6 +415,12 @@ struct symbolize_hooks {
 	 * SYMBOLIZE_PROCESS_*. */
 	void (*process)(void *ctx, pid_t pid, const struct symbolize_map *maps, size_t n,
 	                unsigned flags);
+	/* symbolize_sweep() is about to free `module`: called once for each
+	 * file (dev, ino) it was known by (dev in the kernel's encoding), or
+	 * once with dev = ino = 0 when it was known by none.  After the
+	 * sweep, the pointer may name another file. */
+	void (*forget)(void *ctx, const void *module, unsigned long long dev,
+	               unsigned long long ino);
 	void *ctx;
 };
 
@@ -425,17 +432,33 @@ void symbolize_set_hooks(struct symbolize *s, const struct symbolize_hooks *h);
  * -ENOMEM. */
 int symbolize_maps(const struct symbolize *s, pid_t pid, struct symbolize_map **maps, size_t *n);
 
+/* Frees the ELF files ("modules") nothing holds any more, with their
+ * symbol tables and lookup caches: a module is kept while a snapshot maps
+ * it (a live process's, an exited one's until symbolize_reap(), or a
+ * program one of them ran before its last exec), while it is the vDSO,
+ * holds an interpreter whose code objects are cached by file, backs an
+ * offline process, or is named by the layout (symbolize_keep_layout) of a
+ * module kept; and for grace_ns after the last sweep that found it so, or
+ * found it used since the sweep before (mapped by a snapshot, an exec or
+ * the loader's hook named from it, an address resolved in it).  So a
+ * program run every few seconds is not opened again each time.  The
+ * forget hook hears of each module first.  Frames returned before name
+ * strings of the freed modules: store them before sweeping.  Returns the
+ * number of modules freed. */
+size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns);
+
 /* Numbers for the final report. */
 struct symbolize_stats {
-	uint64_t processes;    /* snapshots taken */
-	uint64_t inherited;    /* of which taken from a parent */
-	uint64_t execs_named;  /* execs named from their file, not read
+	uint64_t processes;     /* snapshots taken */
+	uint64_t inherited;     /* of which taken from a parent */
+	uint64_t execs_named;   /* execs named from their file, not read
 	                       * (symbolize_exec_file) */
-	uint64_t loaded_named; /* processes named whole from their program's
+	uint64_t loaded_named;  /* processes named whole from their program's
 	                        * layout (symbolize_loaded_file) */
-	uint64_t modules;      /* distinct ELF files opened */
-	uint64_t lookups;      /* user lookups not answered by the cache */
-	uint64_t reaped;       /* snapshots freed after their process exited */
+	uint64_t modules;       /* distinct ELF files opened */
+	uint64_t lookups;       /* user lookups not answered by the cache */
+	uint64_t reaped;        /* snapshots freed after their process exited */
+	uint64_t modules_freed; /* by symbolize_sweep() */
 };
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st);
 

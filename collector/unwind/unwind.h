@@ -69,11 +69,26 @@ struct unwind_row {
 #define UNWIND_SIGNAL_RSP 160
 #define UNWIND_SIGNAL_RIP 168
 
-/* A table is rows[first .. first + count) of the rows array. */
+/* A table is rows[first .. first + count) of the rows array.  gen: the
+ * generation of its id (below). */
 struct unwind_table {
 	__u32 first;
 	__u32 count;
+	__u32 gen;
 };
+
+/* A mapping's table field names a table by id (the low 16 bits) and
+ * generation (the high 16).  A table freed with its file (unwinder.c)
+ * gets count 0 and the next generation, and its id is given to another
+ * file at that generation: a list written before (a process whose events
+ * were lost, a template being placed as it was deleted) names the old
+ * generation, which the walker finds different from the table's, and
+ * walks that mapping by frame pointers.  Ids stay below UNWIND_MAX_TABLES,
+ * so no (generation, id) is one of the special values below. */
+#define UNWIND_TABLE_ID(t)    ((t)&0xffffu)
+#define UNWIND_TABLE_GEN(t)   ((t) >> 16)
+#define UNWIND_TABLE(gen, id) ((__u32)(gen) << 16 | (id))
+#define UNWIND_MAX_TABLES     0xfff0u
 
 /* Rows searched per lookup: a table holds at most 2^UNWIND_SEARCH_STEPS. */
 #define UNWIND_SEARCH_STEPS   22

@@ -17,12 +17,24 @@
  * Each process's mappings (the process hook) are written to the procs
  * map with their table ids; a mapping whose table is PENDING is walked by
  * frame pointers, and the process is rewritten when the table is ready.
- * Rows are never freed: --unwind-memory caps them, and a file that no
- * longer fits is walked by frame pointers (and counted).
+ * --unwind-memory caps the rows, and a file that no longer fits is
+ * walked by frame pointers (and counted).
  *
- * Threads: the worker owns the row and table allocation (next_row,
- * next_table) and its job; `lock` guards the two job lists, `stopping`
- * and `busy`; everything else belongs to the main thread.
+ * A file the symbolizer frees (symbolize_sweep: no snapshot maps it, not
+ * used for --module-grace) is forgotten (the forget hook): a READY table's
+ * entry gets count 0 and its id the next generation (unwind.h), then its
+ * rows go back to the rows' allocator (rowspace.c: first fit, freed
+ * neighbours merged) and its id to the free ids, for the next files.  A
+ * table still being built is freed when its job comes back.  A list
+ * naming the old generation is walked by frame pointers there; a walk
+ * that read the table entry just before it was emptied may take one
+ * wrong step on rows reused since, as on any list stale by a moment.
+ *
+ * Threads: `lock` guards the two job lists, `stopping` and `busy`, and the
+ * allocation of rows and table ids (rows, free_ids, next_table, gens): the
+ * worker takes a table's id and rows under it, the main thread gives
+ * them back under it.  A job belongs to the worker from the queue until
+ * it is on the done list; everything else belongs to the main thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +52,7 @@
 #include <bpf/bpf.h>
 #include <linux/types.h>
 
+#include "rowspace.h"
 #include "unwinder.h"
 
 #define TABLE_BUCKETS       1024
@@ -54,7 +67,9 @@ enum tstate { T_UNBUILT, T_PENDING, T_READY, T_NONE };
 struct utable {
 	const void *module;
 	enum tstate state;
-	uint32_t id;
+	bool forgotten;        /* PENDING, its module freed: freed with its job */
+	uint32_t id;           /* READY: UNWIND_TABLE(generation, id) */
+	uint32_t first, count; /* READY: its rows */
 	uint64_t base;
 	/* UNBUILT: the file, kept for the job (a dup of the symbolizer's
 	 * descriptor), its path and build id. */
@@ -73,7 +88,8 @@ struct job {
 	size_t build_id_len;
 	/* Results, written by the worker. */
 	int rc;
-	uint32_t id;
+	uint32_t id; /* UNWIND_TABLE(generation, id) */
+	uint32_t first;
 	uint64_t base;
 	size_t rows, bad_rows;
 	double seconds;
@@ -94,8 +110,15 @@ struct unwinder {
 	unsigned busy;                  /* lock: jobs not yet serviced */
 	int efd;
 
+	/* lock: rows and table ids.  Ids below next_table not in free_ids
+	 * are in use; gens[id] is each id's generation. */
+	struct rowspace rows;
+	uint32_t next_table;
+	uint32_t *free_ids;
+	size_t nfree_ids;
+	uint16_t *gens;
+
 	/* The worker's. */
-	uint32_t next_row, next_table;
 	uint32_t *keys;
 	bool no_mmap; /* the rows map cannot be mapped: bpf(2) writes */
 
@@ -202,6 +225,53 @@ static int upload_rows(struct unwinder *u, uint32_t first, const struct unwind_r
 	return 0;
 }
 
+/* Takes a table id (a freed one first) and rows for a table of n rows.
+ * Returns 0, or -ENOSPC when either has run out. */
+static int take_table(struct unwinder *u, uint32_t n, uint32_t *id, uint32_t *first, uint32_t *gen)
+{
+	int rc = -ENOSPC;
+
+	pthread_mutex_lock(&u->lock);
+	if ((u->nfree_ids || u->next_table < u->maps.max_tables) &&
+	    rowspace_alloc(&u->rows, n ? n : 1, first) == 0) {
+		*id = u->nfree_ids ? u->free_ids[--u->nfree_ids] : u->next_table++;
+		*gen = u->gens[*id];
+		rc = 0;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return rc;
+}
+
+/* Gives back a table id and its rows (whose entry in the tables map, if
+ * any, no longer names them). */
+static void give_back(struct unwinder *u, uint32_t id, uint32_t first, uint32_t n)
+{
+	pthread_mutex_lock(&u->lock);
+	u->free_ids[u->nfree_ids++] = id;
+	/* -ENOMEM loses the rows (counted as in use), never hands them out twice */
+	rowspace_free(&u->rows, first, n ? n : 1);
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* Frees a READY table: its entry emptied under the id's next generation
+ * first, so that no walk finds its rows from then on, then its id and
+ * rows given back. */
+static void free_table(struct unwinder *u, uint32_t table, uint32_t first, uint32_t n)
+{
+	uint32_t id = UNWIND_TABLE_ID(table);
+	uint16_t gen = (uint16_t)(UNWIND_TABLE_GEN(table) + 1);
+	struct unwind_table te = {.first = 0, .count = 0, .gen = gen};
+
+	/* The id is ours until given back: its generation too. */
+	pthread_mutex_lock(&u->lock);
+	u->gens[id] = gen;
+	pthread_mutex_unlock(&u->lock);
+	if (bpf_map_update_elem(u->maps.tables, &id, &te, BPF_ANY) < 0)
+		return; /* cannot empty it: the id and rows stay taken */
+	give_back(u, id, first, n);
+	u->st.tables_freed++;
+}
+
 static void build(struct unwinder *u, struct job *j)
 {
 	int64_t t0 = mono_ns();
@@ -214,24 +284,23 @@ static void build(struct unwinder *u, struct job *j)
 	if (j->rc == -ENOENT && (debug = open_debug(j, &dfd)))
 		j->rc = cfi_compile(elf, debug, &t, err, sizeof(err));
 	if (j->rc == 0) {
-		if (u->next_table >= u->maps.max_tables ||
-		    t->nrows > u->maps.max_rows - u->next_row) {
-			j->rc = -ENOSPC;
-		} else {
-			struct unwind_table te = {.first = u->next_row,
-			                          .count = (uint32_t)t->nrows};
-			uint32_t id = u->next_table;
+		uint32_t first, id, gen;
+		j->rc = take_table(u, (uint32_t)t->nrows, &id, &first, &gen);
+		if (j->rc == 0) {
+			struct unwind_table te = {
+			        .first = first, .count = (uint32_t)t->nrows, .gen = gen};
 			j->rc = upload_rows(u, te.first, t->rows, t->nrows);
 			if (j->rc == 0 &&
 			    bpf_map_update_elem(u->maps.tables, &id, &te, BPF_ANY) < 0)
 				j->rc = -errno;
 			if (j->rc == 0) {
-				u->next_row += te.count;
-				u->next_table++;
-				j->id = id;
+				j->id = UNWIND_TABLE(gen, id);
+				j->first = first;
 				j->base = t->base;
 				j->rows = t->nrows;
 				j->bad_rows = t->bad_rows;
+			} else {
+				give_back(u, id, first, (uint32_t)t->nrows);
 			}
 		}
 	}
@@ -501,9 +570,41 @@ static void on_process(void *ctx, pid_t pid, const struct symbolize_map *maps, s
 	write_proc(ctx, pid, maps, n, flags);
 }
 
+static void utable_free(struct utable *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->path);
+	free(t->build_id);
+	free(t);
+}
+
+/* The symbolizer frees `module` (called once per file it was known by:
+ * the first call does the work). */
+static void on_forget(void *ctx, const void *module, unsigned long long dev, unsigned long long ino)
+{
+	struct unwinder *u = ctx;
+	struct utable **pp = table_slot(u, module), *t = *pp;
+
+	(void)dev;
+	(void)ino;
+	if (!t)
+		return;
+	*pp = t->next; /* a module made at the same address gets its own */
+	t->next = NULL;
+	if (t->state == T_PENDING) {
+		t->forgotten = true; /* its job holds it: freed when it comes back */
+		return;
+	}
+	if (t->state == T_READY)
+		free_table(u, t->id, t->first, t->count);
+	utable_free(t);
+}
+
 struct symbolize_hooks unwinder_hooks(struct unwinder *u)
 {
-	return (struct symbolize_hooks){.module = on_module, .process = on_process, .ctx = u};
+	return (struct symbolize_hooks){
+	        .module = on_module, .process = on_process, .forget = on_forget, .ctx = u};
 }
 
 int unwinder_fd(const struct unwinder *u)
@@ -541,14 +642,25 @@ int unwinder_service(struct unwinder *u, const struct symbolize *s)
 			snprintf(u->st.slowest, sizeof(u->st.slowest), "%s", j->path);
 		}
 		if (j->rc == 0) {
-			t->state = T_READY;
-			t->id = j->id;
-			t->base = j->base;
 			u->st.tables++;
 			u->st.rows += j->rows;
 			u->st.bad_rows += j->bad_rows;
+		}
+		if (t->forgotten) {
+			/* its module was freed while it was built */
+			if (j->rc == 0)
+				free_table(u, j->id, j->first, (uint32_t)j->rows);
+			free(t);
+		} else if (j->rc == 0) {
+			t->state = T_READY;
+			t->id = j->id;
+			t->first = j->first;
+			t->count = (uint32_t)j->rows;
+			t->base = j->base;
 		} else {
 			t->state = T_NONE;
+		}
+		if (j->rc < 0) {
 			if (j->rc == -ENOENT)
 				u->st.no_cfi++;
 			else if (j->rc == -ENOSPC)
@@ -728,6 +840,10 @@ int unwinder_refresh_due_ms(const struct unwinder *u)
 void unwinder_get_stats(struct unwinder *u, struct unwinder_stats *st)
 {
 	*st = u->st;
+	pthread_mutex_lock(&u->lock);
+	st->rows_reused = u->rows.reused;
+	st->rows_in_use = u->rows.cap - rowspace_free_rows(&u->rows);
+	pthread_mutex_unlock(&u->lock);
 }
 
 /* ---- lifetime ----------------------------------------------------------- */
@@ -741,12 +857,17 @@ int unwinder_new(const struct unwinder_maps *maps, struct unwinder **out)
 	if (!u)
 		return -ENOMEM;
 	u->maps = *maps;
+	if (u->maps.max_tables > UNWIND_MAX_TABLES)
+		u->maps.max_tables = UNWIND_MAX_TABLES; /* ids fit in 16 bits (unwind.h) */
 	u->efd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
+	rowspace_init(&u->rows, u->maps.max_rows);
 	u->scratch = calloc(1, sizeof(*u->scratch));
 	u->keys = calloc(UPLOAD_CHUNK, sizeof(*u->keys));
-	if (!u->scratch || !u->keys) {
+	u->free_ids = calloc(u->maps.max_tables ? u->maps.max_tables : 1, sizeof(*u->free_ids));
+	u->gens = calloc(u->maps.max_tables ? u->maps.max_tables : 1, sizeof(*u->gens));
+	if (!u->scratch || !u->keys || !u->free_ids || !u->gens) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -777,24 +898,24 @@ void unwinder_free(struct unwinder *u)
 		pthread_mutex_unlock(&u->lock);
 		pthread_join(u->worker, NULL);
 	}
-	for (struct job *j = u->queue, *n; j; j = n) {
-		n = j->next;
-		job_free(j);
-	}
-	for (struct job *j = u->done, *n; j; j = n) {
-		n = j->next;
-		job_free(j);
+	struct job *lists[] = {u->queue, u->done};
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		for (struct job *j = lists[i], *n; j; j = n) {
+			n = j->next;
+			if (j->t && j->t->forgotten)
+				utable_free(j->t);
+			job_free(j);
+		}
 	}
 	for (size_t b = 0; b < TABLE_BUCKETS; b++) {
 		for (struct utable *t = u->tables[b], *n; t; t = n) {
 			n = t->next;
-			if (t->fd >= 0)
-				close(t->fd);
-			free(t->path);
-			free(t->build_id);
-			free(t);
+			utable_free(t);
 		}
 	}
+	rowspace_clear(&u->rows);
+	free(u->free_ids);
+	free(u->gens);
 	if (u->efd >= 0)
 		close(u->efd);
 	pthread_mutex_destroy(&u->lock);

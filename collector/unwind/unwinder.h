@@ -36,7 +36,9 @@ int unwinder_new(const struct unwinder_maps *maps, struct unwinder **out);
 void unwinder_free(struct unwinder *u);
 
 /* Hooks to pass to symbolize_set_hooks(): they queue new files for the
- * worker and write each process's mappings to the BPF side. */
+ * worker, write each process's mappings to the BPF side, and free the
+ * table of a file the symbolizer frees (its rows and id reused by the
+ * next files; see unwind.h for the id's generation). */
 struct symbolize_hooks unwinder_hooks(struct unwinder *u);
 
 /* A file descriptor that becomes readable when the worker has finished
@@ -71,6 +73,9 @@ int unwinder_refresh_due_ms(const struct unwinder *u);
 struct unwinder_stats {
 	uint64_t tables;        /* tables loaded */
 	uint64_t rows;          /* their rows (8 bytes each in the kernel) */
+	uint64_t tables_freed;  /* with their files (the forget hook) */
+	uint64_t rows_reused;   /* rows given to a table that another had before */
+	uint64_t rows_in_use;   /* rows held now (or lost to ENOMEM) */
 	uint64_t no_cfi;        /* files without CFI: frame pointers */
 	uint64_t refused;       /* files whose CFI was refused (corrupt, too big) */
 	uint64_t over_cap;      /* tables not loaded: --unwind-memory full */

@@ -599,7 +599,7 @@ part5() {
 	printf '| %s | %s | %s | %s | %s | %s | %s MiB | <= 64 MB: %s |\n' "$run" "${#progs[@]}" \
 		"$(sed -n 's/unwind tables: \([0-9]*\) files.*/\1/p' <<<"$line")" \
 		"$(sed -n 's/.*files (\([0-9]*\) rows.*/\1/p' <<<"$line")" \
-		"$(sed -n 's/.*rows, \([0-9.]*\) MiB of.*/\1/p' <<<"$line")" \
+		"$(sed -n 's/.*rows; \([0-9.]*\) MiB of.*/\1/p' <<<"$line")" \
 		"$(sed -n 's/.*built in \([0-9.]*\) s.*/\1/p' <<<"$line")" \
 		"$x" "$(mark "$(calc '%.1f' "$x * 1.048576")" "<=" 64)"
 	echo "| $run | flamefs said: $line | | | | | | |"
