@@ -259,9 +259,6 @@ int view_tree_finish(struct view_tree *t, uint32_t *spare[3])
 	t->kids = malloc(nnodes * sizeof(*t->kids));
 	if (!start || !rk || !par || !bynode || !byparent || !chk || !t->kids)
 		goto out;
-	view_huge_pages(par, nnodes * sizeof(*par));
-	view_huge_pages(chk, nnodes * sizeof(*chk));
-	view_huge_pages(t->kids, nnodes * sizeof(*t->kids));
 
 	/* Bottom-up (a node's children are done when it is reached):
 	 * liveness (a node no count reached, one kept from the seed only, is

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <xxhash.h>
 
 #include "view-internal.h"
@@ -67,20 +66,6 @@ struct builder {
 
 /* ---- growable arrays ------------------------------------------------- */
 
-#define HUGE_PAGE     ((uintptr_t)2 << 20)
-#define HUGE_AT_LEAST ((size_t)4 << 20)
-
-void view_huge_pages(void *p, size_t bytes)
-{
-	if (!p || bytes < HUGE_AT_LEAST)
-		return;
-	uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-	uintptr_t to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
-	/* Advice only: without THP (or with it off) the pages stay small. */
-	if (to > from)
-		(void)madvise((void *)from, to - from, MADV_HUGEPAGE);
-}
-
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
 	if (need <= *cap)
@@ -95,7 +80,6 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	void *np = realloc(*p, (size_t)ncap * elem);
 	if (!np)
 		return -ENOMEM;
-	view_huge_pages(np, (size_t)ncap * elem);
 	*p = np;
 	*cap = (uint32_t)ncap;
 	return 0;
@@ -221,7 +205,6 @@ static uint32_t child_hash(uint32_t parent, uint32_t name)
 static int ctab_rehash(struct builder *b, uint32_t size)
 {
 	struct cslot *nt = calloc(size, sizeof(*nt));
-	view_huge_pages(nt, (size_t)size * sizeof(*nt));
 
 	if (!nt)
 		return -ENOMEM;
@@ -254,7 +237,6 @@ static int lazy_grow(struct builder *b, uint32_t need)
 		uint32_t *np = realloc(p[i], (size_t)cap * sizeof(*np));
 		if (!np)
 			return -ENOMEM;
-		view_huge_pages(np, (size_t)cap * sizeof(*np));
 		p[i] = np;
 		/* Stored at once: a later failure must not leave a freed one. */
 		if (i == 0)
@@ -839,7 +821,6 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	b.memo_len = store_node_count(s);
 	b.fmap = malloc((size_t)(b.fmap_len ? b.fmap_len : 1) * sizeof(*b.fmap));
 	b.memo = calloc(b.memo_len ? b.memo_len : 1, sizeof(*b.memo));
-	view_huge_pages(b.memo, (size_t)b.memo_len * sizeof(*b.memo));
 	order = malloc(n * sizeof(*order));
 	t->src.series = malloc(n * sizeof(*t->src.series));
 	t->src.binary = malloc(n * sizeof(*t->src.binary));

@@ -126,14 +126,6 @@ static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32
  * for view_tree_free(). */
 int view_tree_finish(struct view_tree *t, uint32_t *spare[3]);
 
-/* Asks for transparent huge pages over the whole 2 MiB pages inside
- * [p, p + bytes) (tree.c).  A big tree's arrays are touched page by page
- * as the build first writes them: 4 KiB pages cost a fault each (bin1/1
- * of bench/glance.sh: 13,800 faults, a quarter of its first `head top`),
- * a 2 MiB page one.  Only pages the build touches are ever allocated.
- * Arrays under 4 MiB, and systems without THP, are left as they are. */
-void view_huge_pages(void *p, size_t bytes);
-
 /* For the sorted child list kids[0..nkids): 0 when no later sibling
  * extends kids[i]'s name by a byte <= ';', 2 when one extends it by ';',
  * else 1. */
