@@ -102,31 +102,35 @@ pyframe=';[^;]+ \((/[^;]*|<[^;]*>)\)(;|$)'
 
 # ---- the known tree -------------------------------------------------------------
 cat >"$tmp/tree.py" <<'EOF'
-import sys, time
-def hot():
+import random, sys, time
+def hot(n):
     x = 0
-    for i in range(3000):
+    for i in range(n):
         x += i * i
     return x
-def cold():
+def cold(n):
     x = 0
-    for i in range(3000):
+    for i in range(n):
         x += i * i
     return x
-def work():
-    return hot()
-def side():
-    return cold()
+def work(n):
+    return hot(n)
+def side(n):
+    return cold(n)
 def main(seconds, truth):
     clock = time.thread_time_ns
+    # Lengths vary (seeded, the same every run) so that the loop has no
+    # period to lock into phase with the sampling timer (tests/jitter.h).
+    rng = random.Random(25)
     t_hot = t_cold = 0
     end = time.time() + seconds
     while time.time() < end:
+        n = [rng.randrange(1500, 4500) for _ in range(4)]
         a = clock()
-        for _ in range(3):
-            work()
+        for k in range(3):
+            work(n[k])
         b = clock()
-        side()
+        side(n[3])
         c = clock()
         t_hot += b - a
         t_cold += c - b
