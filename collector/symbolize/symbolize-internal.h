@@ -112,6 +112,7 @@ struct module {
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct symbolize_python *python; /* the interpreter in it, or NULL; owned */
+	struct proc_names *names;        /* of snapshots named from it, or NULL; a reference */
 	/* symbolize_sweep(): set by each use (sym_module_touch) and by the
 	 * sweep's mark; the sweep's time when it last found it set; the
 	 * sweep's state (SWEEP_*). */
@@ -147,12 +148,33 @@ struct jit_sym {
 	char *name;
 };
 
+/* A process's binary name and build id (hex, "" when none) in one block,
+ * shared by the snapshots of a program named from its module (which keeps
+ * a reference), by a fork's copies and by re-reads of the same program:
+ * under churn a snapshot is made for every fork, exec and loader hook,
+ * and two string copies each were a quarter of the collector's malloc
+ * calls.  refs: the holders; sym_names_put() frees at the last. */
+struct proc_names {
+	unsigned refs;
+	const char *binary, *build_id_hex; /* in data */
+	char data[];
+};
+
+/* A new block of binary (blen bytes) and the hex of build id bid (n bytes,
+ * 0: none), with one reference; NULL when out of memory. */
+struct proc_names *sym_names_new(const char *binary, size_t blen, const uint8_t *bid, size_t n);
+/* Another reference to names (not NULL). */
+struct proc_names *sym_names_get(struct proc_names *names);
+/* Drops a reference (accepts NULL). */
+void sym_names_put(struct proc_names *names);
+
 struct proc {
 	pid_t pid;
-	char *binary;
-	char *build_id_hex;
-	char *jit_path;    /* "/tmp/perf-PID.map" */
-	char *jit_unknown; /* "[perf-PID.map]" */
+	struct proc_names *names; /* a reference; binary and build_id_hex are in it */
+	const char *binary;
+	const char *build_id_hex;
+	char jit_path[32];    /* "/tmp/perf-PID.map" */
+	char jit_unknown[32]; /* "[perf-PID.map]" */
 	struct mapping *maps;
 	size_t nmaps;
 	struct jit_sym *jit;
@@ -384,7 +406,9 @@ void sym_proc_install(struct symbolize *s, struct proc *p);
  * or cur itself, kept as np's generation before, when np found another
  * program (an exec whose event is still queued). */
 struct proc *sym_proc_reread(struct symbolize *s, struct proc *cur, struct proc *np);
-int sym_proc_names(struct proc *p);
+void sym_proc_names(struct proc *p);
+/* Gives p the reference `names` (NULL: out of memory, -ENOMEM). */
+int sym_proc_set_names(struct proc *p, struct proc_names *names);
 struct proc **sym_proc_slot(const struct symbolize *s, pid_t pid);
 int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out);
 struct module *sym_vdso_module(struct symbolize *s);

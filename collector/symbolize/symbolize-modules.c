@@ -40,6 +40,7 @@ void sym_module_free(struct module *m)
 	free(m->segs);
 	free(m->layout);
 	free(m->python);
+	sym_names_put(m->names);
 	free(m->build_id);
 	free(m->unknown_name);
 	free(m->path);

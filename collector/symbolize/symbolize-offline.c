@@ -271,13 +271,12 @@ int symbolize_offline_process(struct symbolize *s, pid_t pid, const char *binary
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
-	p->binary = strdup(binary);
-	p->build_id_hex = strdup("");
-	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0) {
+	sym_proc_names(p);
+	if (sym_proc_set_names(p, sym_names_new(binary, strlen(binary), NULL, 0)) < 0) {
 		sym_proc_free(p);
 		return -ENOMEM;
 	}
-	for (char *c = p->binary; *c; c++)
+	for (char *c = p->names->data; *c; c++)
 		if (*c == ' ')
 			*c = '_';
 	/* Never read again from /proc: the recording is all there is. */
@@ -319,11 +318,10 @@ int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64
 	}
 	if (mp.mod && !p->nmaps && mp.mod->build_id_len &&
 	    strcmp(sym_base_of(path), p->binary) == 0) {
-		char *hex = sym_hex_of(mp.mod->build_id, mp.mod->build_id_len);
-		if (!hex)
-			return -ENOMEM;
-		free(p->build_id_hex);
-		p->build_id_hex = hex;
+		rc = sym_proc_set_names(p, sym_names_new(p->binary, strlen(p->binary),
+		                                         mp.mod->build_id, mp.mod->build_id_len));
+		if (rc < 0)
+			return rc;
 	}
 
 	/* Drop what the new mapping covers, then insert it in order. */

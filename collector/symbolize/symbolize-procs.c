@@ -23,10 +23,7 @@ void sym_proc_free(struct proc *p)
 	sym_proc_free(p->before);
 	proc_clear_jit(p);
 	free(p->maps);
-	free(p->binary);
-	free(p->build_id_hex);
-	free(p->jit_path);
-	free(p->jit_unknown);
+	sym_names_put(p->names);
 	free(p);
 }
 
@@ -193,32 +190,72 @@ char *sym_hex_of(const uint8_t *b, size_t n)
 	return h;
 }
 
-/* pre, the decimal pid and post in a malloc'd string (a snapshot is made
- * for each process started: no printf). */
-static char *with_pid(const char *pre, pid_t pid, const char *post)
+struct proc_names *sym_names_new(const char *binary, size_t blen, const uint8_t *bid, size_t n)
 {
-	char num[16], *out;
+	static const char digits[] = "0123456789abcdef";
+	struct proc_names *x = malloc(sizeof(*x) + blen + 1 + 2 * n + 1);
+
+	if (!x)
+		return NULL;
+	x->refs = 1;
+	memcpy(x->data, binary, blen);
+	x->data[blen] = '\0';
+	char *h = x->data + blen + 1;
+	for (size_t i = 0; i < n; i++) {
+		h[2 * i] = digits[bid[i] >> 4];
+		h[2 * i + 1] = digits[bid[i] & 15];
+	}
+	h[2 * n] = '\0';
+	x->binary = x->data;
+	x->build_id_hex = h;
+	return x;
+}
+
+struct proc_names *sym_names_get(struct proc_names *names)
+{
+	names->refs++;
+	return names;
+}
+
+void sym_names_put(struct proc_names *names)
+{
+	if (names && --names->refs == 0)
+		free(names);
+}
+
+int sym_proc_set_names(struct proc *p, struct proc_names *names)
+{
+	if (!names)
+		return -ENOMEM;
+	sym_names_put(p->names);
+	p->names = names;
+	p->binary = names->binary;
+	p->build_id_hex = names->build_id_hex;
+	return 0;
+}
+
+/* pre, the decimal pid and post into out (a snapshot is made for each
+ * process started: no printf). */
+static void with_pid(char out[32], const char *pre, pid_t pid, const char *post)
+{
+	char num[16];
 	size_t n = 0, lp = strlen(pre), ls = strlen(post);
 	unsigned v = (unsigned)pid;
 
 	do
 		num[n++] = (char)('0' + v % 10);
 	while ((v /= 10) && n < sizeof(num));
-	out = malloc(lp + n + ls + 1);
-	if (!out)
-		return NULL;
+	/* at most 6 + 10 + 5 bytes and the NUL */
 	memcpy(out, pre, lp);
 	for (size_t i = 0; i < n; i++)
 		out[lp + i] = num[n - 1 - i];
 	memcpy(out + lp + n, post, ls + 1);
-	return out;
 }
 
-int sym_proc_names(struct proc *p)
+void sym_proc_names(struct proc *p)
 {
-	p->jit_path = with_pid("/tmp/perf-", p->pid, ".map");
-	p->jit_unknown = with_pid("[perf-", p->pid, ".map]");
-	return p->jit_path && p->jit_unknown ? 0 : -ENOMEM;
+	with_pid(p->jit_path, "/tmp/perf-", p->pid, ".map");
+	with_pid(p->jit_unknown, "[perf-", p->pid, ".map]");
 }
 
 int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out)
@@ -228,10 +265,10 @@ int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out)
 		return -ENOMEM;
 	p->pid = pid;
 	p->inherited = true;
-	p->binary = strdup(from->binary);
-	p->build_id_hex = strdup(from->build_id_hex);
+	sym_proc_set_names(p, sym_names_get(from->names));
+	sym_proc_names(p);
 	p->maps = calloc(from->nmaps ? from->nmaps : 1, sizeof(*p->maps));
-	if (!p->binary || !p->build_id_hex || !p->maps || sym_proc_names(p) < 0) {
+	if (!p->maps) {
 		sym_proc_free(p);
 		return -ENOMEM;
 	}
@@ -427,9 +464,7 @@ int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 		return -ENOMEM;
 	p->pid = pid;
 	p->maps_read = mono_ns();
-	rc = sym_proc_names(p);
-	if (rc < 0)
-		goto fail;
+	sym_proc_names(p);
 	rc = proc_read_maps(s, p);
 	if (rc < 0)
 		goto fail;
@@ -444,12 +479,7 @@ int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 	if (exe_at && (exe_at == old->exe_start || !old->exe_start)) {
 		/* (exe_start 0: named at its exec from the file alone,
 		 * symbolize_exec_file(), and placed now) */
-		p->binary = strdup(old->binary);
-		p->build_id_hex = strdup(old->build_id_hex);
-		if (!p->binary || !p->build_id_hex) {
-			rc = -ENOMEM;
-			goto fail;
-		}
+		sym_proc_set_names(p, sym_names_get(old->names));
 		p->exe_mod = old->exe_mod;
 		p->exe_start = exe_at;
 		*out = p;
@@ -458,25 +488,24 @@ int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	char *comm = NULL;
+	const char *binary;
 	if (n < 0) {
 		rc = -errno;
 		if (rc != -ENOENT)
 			goto fail;
 		/* A kernel thread (no executable), or gone. */
-		rc = read_comm(pid, &p->binary);
+		rc = read_comm(pid, &comm);
 		if (rc < 0)
 			goto fail;
+		binary = comm;
 		exe[0] = '\0';
 	} else {
 		exe[n] = '\0';
 		char *del = strstr(exe, " (deleted)");
 		if (del && del[10] == '\0')
 			*del = '\0';
-		p->binary = strdup(sym_base_of(exe));
-		if (!p->binary) {
-			rc = -ENOMEM;
-			goto fail;
-		}
+		binary = sym_base_of(exe);
 	}
 
 	/* The version is the executable's build id. */
@@ -487,17 +516,17 @@ int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 	if (!em && exe[0]) {
 		for (size_t i = 0; i < p->nmaps; i++)
 			if (p->maps[i].mod &&
-			    strcmp(sym_base_of(p->maps[i].mod->path), p->binary) == 0)
+			    strcmp(sym_base_of(p->maps[i].mod->path), binary) == 0)
 				em = p->maps[i].mod;
 	}
-	p->build_id_hex = em ? sym_hex_of(em->build_id, em->build_id_len) : strdup("");
+	rc = sym_proc_set_names(p, sym_names_new(binary, strlen(binary), em ? em->build_id : NULL,
+	                                         em ? em->build_id_len : 0));
+	free(comm);
+	if (rc < 0)
+		goto fail;
 	if (em) {
 		p->exe_mod = em;
 		p->exe_start = module_start(p, em);
-	}
-	if (!p->build_id_hex) {
-		rc = -ENOMEM;
-		goto fail;
 	}
 	*out = p;
 	return 0;

@@ -458,14 +458,17 @@ static int named_snapshot(struct symbolize *s, struct module *m, pid_t pid, cons
 		return -ENOMEM;
 	p->pid = pid;
 	p->maps_read = 0; /* never: the first address outside reads them */
-	p->binary = strdup(sym_base_of(m->path));
-	p->build_id_hex = sym_hex_of(m->build_id, m->build_id_len);
+	if (!m->names) {
+		const char *base = sym_base_of(m->path);
+		m->names = sym_names_new(base, strlen(base), m->build_id, m->build_id_len);
+	}
 	p->exe_mod = m;
 	p->exe_start = 0; /* placed by the layout or the first read */
 	sym_module_touch(m);
 	for (size_t i = 0; i < m->nlayout; i++)
 		sym_module_touch(m->layout[i].module);
-	if (!p->binary || !p->build_id_hex || sym_proc_names(p) < 0 ||
+	sym_proc_names(p);
+	if (!m->names || sym_proc_set_names(p, sym_names_get(m->names)) < 0 ||
 	    (bias && m->nlayout && place_layout(p, m, bias, lm, nlm) < 0)) {
 		sym_proc_free(p);
 		return -ENOMEM;
