@@ -21,7 +21,8 @@
 # (gcc -O2, no frame pointers) and runs twice each a program of its own
 # (prog_K: main -> work_K, spinning ~0.2 s), and from the 16th on runs
 # again, with "again", the one built 15 before (main -> again_K), while
-# `record -a --module-grace 2s -d 16` runs; then:
+# `record -a --module-grace 2s -d 24` runs (about 48 programs here; a
+# rerun needs 16, so a machine a third as fast still has reruns); then:
 #   - modules were freed, their templates deleted, and unwind tables freed
 #     and their rows reused (the summary's counts);
 #   - >= 90% of the prog_K runs' weight, and of the again_K runs' (their
@@ -207,7 +208,7 @@ store2="$tmp/store-new"
 (cd "$tmp/progs" && exec setsid bash loop.sh >/dev/null 2>&1) &
 loop_pid=$!
 sleep 1
-if "$collect" record --store "$store2" -a -F 499 -d 16 --module-grace 2s >"$tmp/out2" 2>"$tmp/err2"; then
+if "$collect" record --store "$store2" -a -F 499 -d 24 --module-grace 2s >"$tmp/out2" 2>"$tmp/err2"; then
 	ok "record -a --module-grace 2s under new binaries: exit 0"
 else
 	bad "record -a --module-grace 2s under new binaries: exit $?"
