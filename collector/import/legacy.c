@@ -369,19 +369,24 @@ static int new_sample(struct legacy *g, struct lsample **out)
 	return 0;
 }
 
-/* pprof's scaleHeapSample. */
-static void unsample(int64_t *count, int64_t *size, int64_t rate)
+/* pprof's scaleHeapSample.  Returns false when a scaled value does not
+ * fit in 64 bits (a conversion out of range is undefined). */
+static bool unsample(int64_t *count, int64_t *size, int64_t rate)
 {
 	if (*count == 0 || *size == 0) {
 		*count = *size = 0;
-		return;
+		return true;
 	}
 	if (rate <= 1)
-		return;
+		return true;
 	double avg = (double)*size / (double)*count;
 	double scale = 1 / (1 - exp(-avg / (double)rate));
-	*count = (int64_t)((double)*count * scale);
-	*size = (int64_t)((double)*size * scale);
+	double c = (double)*count * scale, z = (double)*size * scale;
+	if (!(c >= 0 && c < 0x1p63 && z >= 0 && z < 0x1p63))
+		return false;
+	*count = (int64_t)c;
+	*size = (int64_t)z;
+	return true;
 }
 
 /* "I: IB [A: AB] @ pcs" */
@@ -420,8 +425,10 @@ static int heap_sample(struct legacy *g, const char *l, size_t n)
 			        g->ctx, g->lr.line,
 			        "expected a size of 0 where the count is 0, got %lld bytes",
 			        (long long)*sz);
-		if (g->v2)
-			unsample(cnt, sz, g->rate);
+		if (g->v2 && !unsample(cnt, sz, g->rate))
+			return import_fail(g->ctx, g->lr.line,
+			                   "expected a count and size that fit in 64 bits once "
+			                   "scaled by the sampling rate");
 	}
 	if (g->has_alloc) {
 		s->v[0] = v[2];
@@ -486,9 +493,16 @@ static int contention_sample(struct legacy *g, const char *l, size_t n)
 	if (rc <= 0)
 		return rc < 0 ? rc : fail(g, what, l, n);
 	if (g->period > 0) {
-		if (g->cpu_hz > 0)
-			cycles = (int64_t)((double)cycles * (double)g->period /
-			                   ((double)g->cpu_hz / 1e9));
+		if (g->cpu_hz > 0) {
+			double ns = (double)cycles * (double)g->period / ((double)g->cpu_hz / 1e9);
+			/* a conversion out of range is undefined: refuse it */
+			if (!(ns >= 0 && ns < 0x1p63))
+				return import_fail(g->ctx, g->lr.line,
+				                   "expected a delay that fits in 64 bits of "
+				                   "nanoseconds once scaled by the sampling period "
+				                   "and cycles/second");
+			cycles = (int64_t)ns;
+		}
 		if (__builtin_mul_overflow(count, g->period, &count))
 			return import_fail(
 			        g->ctx, g->lr.line,
