@@ -33,7 +33,11 @@
  * told its file, and not before --module-grace has passed; this process is
  * still named after, and a new sleep opens its file again.  A file that
  * only a kept program's layout names (libanl, preloaded by one sleep) is
- * kept while that program is, and freed with it.
+ * kept while that program is, and freed with it.  Resolved addresses:
+ * two in one function share one copy of its name; more than
+ * SYMBOLIZE_CACHE_MAX in one file (bytes of libc from qsort on) are
+ * emptied by the next sweep, that file's cache only, and resolve to the
+ * same names after; a cache below the bound is kept.
  *
  * Python code objects (symbolize-python.c): a 3.11 location table taken
  * from python3.11 gives, for every instruction, the line CPython's own
@@ -798,6 +802,70 @@ static void check_sweep(void)
 	symbolize_free(s);
 }
 
+/* The cache of resolved addresses: a function's addresses share one copy
+ * of its name; a sweep empties a kept module's cache past
+ * SYMBOLIZE_CACHE_MAX, and the addresses resolve as before after it. */
+static void check_cache_bound(void)
+{
+	enum { N = SYMBOLIZE_CACHE_MAX + 500 };
+	const int64_t hour = 3600ll * 1000000000ll;
+	struct symbolize *s = symbolize_new();
+	struct symbolize_stats st;
+	struct store_frame f, g;
+	static char names[N][64];
+	pid_t me = getpid();
+
+	if (!s || symbolize_snapshot(s, me, 0) < 0) {
+		check(false, "cache: this process is snapshotted");
+		symbolize_free(s);
+		return;
+	}
+	uintptr_t at = (uintptr_t)check_cache_bound;
+	check(symbolize_user_gen(s, me, 0, at, false, &f, 1) == 1 &&
+	              symbolize_user_gen(s, me, 0, at + 4, false, &g, 1) == 1 && f.name == g.name &&
+	              f.name_len == strlen("check_cache_bound") &&
+	              memcmp(f.name, "check_cache_bound", f.name_len) == 0,
+	      "cache: two addresses of one function share its name");
+	/* N bytes of libc's text, from qsort on: more addresses than the bound. */
+	uintptr_t base = (uintptr_t)qsort;
+	bool named = true;
+	for (size_t k = 0; k < N; k++) {
+		if (symbolize_user_gen(s, me, 0, base + k, false, &f, 1) < 1) {
+			named = false;
+			break;
+		}
+		snprintf(names[k], sizeof(names[k]), "%.*s", (int)f.name_len, f.name);
+	}
+	check(named, "cache: the addresses resolve");
+	symbolize_get_stats(s, &st);
+	check(st.caches_emptied == 0, "cache: nothing is emptied between sweeps");
+	check(symbolize_sweep(s, hour) == 0, "cache: the sweep frees no module (all in use)");
+	symbolize_get_stats(s, &st);
+	check(st.caches_emptied == 1 && st.addrs_cached_max >= N && st.addrs_cached < 16,
+	      "cache: the sweep empties the cache past the bound, and that one only");
+	size_t same = 0;
+	for (size_t k = 0; k < N; k++) {
+		char buf[64];
+		if (symbolize_user_gen(s, me, 0, base + k, false, &f, 1) == 1) {
+			snprintf(buf, sizeof(buf), "%.*s", (int)f.name_len, f.name);
+			same += strcmp(buf, names[k]) == 0;
+		}
+	}
+	check(same == N, "cache: after it, every address gets the name it had");
+	/* Resolved again, past the bound again: the next sweep empties it
+	 * again, and one below it is left alone. */
+	symbolize_sweep(s, hour);
+	symbolize_get_stats(s, &st);
+	check(st.caches_emptied == 2, "cache: filled again, it is emptied again");
+	for (size_t k = 0; k < 100; k++)
+		symbolize_user_gen(s, me, 0, base + k, false, &f, 1);
+	symbolize_sweep(s, hour);
+	symbolize_get_stats(s, &st);
+	check(st.caches_emptied == 2 && st.addrs_cached >= 100,
+	      "cache: a cache below the bound is kept");
+	symbolize_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -851,6 +919,7 @@ int main(int argc, char **argv)
 
 	check_early_exec(argv[0]);
 	check_sweep();
+	check_cache_bound();
 	check_late_jit();
 	check_python();
 

@@ -850,8 +850,11 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 	        PROG ": symbolized %" PRIu64 " process snapshots (%" PRIu64
 	             " inherited from a parent; %" PRIu64 " freed after their exit), %" PRIu64
 	             " ELF files (modules freed %" PRIu64 ", unused for --module-grace); "
+	             "addresses cached %" PRIu64 " (at most %" PRIu64 " in one file at a sweep, "
+	             "%" PRIu64 " caches emptied past %u); "
 	             "collector CPU %.3f s in all, %.2f%% of one core while recording\n",
-	        ss.processes, ss.inherited, ss.reaped, ss.modules, ss.modules_freed, cpu,
+	        ss.processes, ss.inherited, ss.reaped, ss.modules, ss.modules_freed,
+	        ss.addrs_cached, ss.addrs_cached_max, ss.caches_emptied, SYMBOLIZE_CACHE_MAX, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
 	fprintf(stderr,
 	        PROG ": execs: %" PRIu64 " of programs with a template (%" PRIu64

@@ -66,9 +66,9 @@ struct inl {
 
 /* One resolved address of a module. */
 struct symres {
-	uint64_t addr; /* ELF virtual address; 0 marks a free slot */
-	char *name;    /* tidied name, owned */
-	char *file;    /* source file or NULL, owned */
+	uint64_t addr;    /* ELF virtual address; 0 marks a free slot */
+	const char *name; /* tidied name: the module's (its msym's, or unknown_name) */
+	char *file;       /* source file or NULL, owned */
 	uint32_t line;
 	uint8_t kind;
 	uint16_t ninl;   /* inlined functions at addr, outermost first */
@@ -79,6 +79,7 @@ struct symres {
 struct msym {
 	uint64_t addr, size;
 	const char *name; /* owned by the module's libdwfl session */
+	char *tidy;       /* symbolize_symbol(name), made at its first lookup; owned */
 	uint8_t rank;     /* binding preference, as perf's: global 2, local 1, weak 0 */
 };
 
@@ -384,6 +385,9 @@ struct module *sym_module_by_file(const struct symbolize *s, unsigned long long 
 int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end, const char *path,
                    unsigned long long dev, unsigned long long ino, struct module **out);
 int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out);
+/* Empties m's cache of resolved addresses (its functions' names stay:
+ * the msyms own them).  Only where no frame from it is still held. */
+void sym_module_cache_clear(struct module *m);
 int sym_module_new(const char *path, int fd, struct module **out);
 /* Adds m, just opened, to s's modules and tells the module hook; when a
  * module with its build id is known already (the same file under another

@@ -21,16 +21,24 @@ static void symres_free_inl(struct symres *r)
 	r->ninl = 0;
 }
 
-void sym_module_free(struct module *m)
+void sym_module_cache_clear(struct module *m)
 {
-	if (!m)
-		return;
 	for (size_t i = 0; i < m->cache_cap; i++) {
-		free(m->cache[i].name);
 		free(m->cache[i].file);
 		symres_free_inl(&m->cache[i]);
 	}
 	free(m->cache);
+	m->cache = NULL;
+	m->cache_cap = m->cache_used = 0;
+}
+
+void sym_module_free(struct module *m)
+{
+	if (!m)
+		return;
+	sym_module_cache_clear(m);
+	for (size_t i = 0; i < m->nsyms; i++)
+		free(m->syms[i].tidy);
 	free(m->syms);
 	free(m->plt_names);
 	if (m->dwfl)
@@ -522,7 +530,7 @@ static int module_load_syms(struct module *m)
 /* The symbol holding vaddr: the nearest one at or below it whose size
  * covers it (a few below are looked at, for enclosing symbols), else the
  * nearest sizeless one.  NULL when none. */
-static const char *module_find_sym(const struct module *m, uint64_t vaddr)
+static struct msym *module_find_sym(const struct module *m, uint64_t vaddr)
 {
 	size_t lo = 0, hi = m->nsyms;
 	while (lo < hi) {
@@ -539,20 +547,20 @@ static const char *module_find_sym(const struct module *m, uint64_t vaddr)
 	size_t i = lo - 1;
 	while (i > 0 && m->syms[i - 1].addr == m->syms[i].addr)
 		i--;
-	const char *sizeless = NULL;
+	struct msym *sizeless = NULL;
 	for (size_t k = i, seen = 0; k < lo && seen < 16; k++, seen++) {
-		const struct msym *y = &m->syms[k];
+		struct msym *y = &m->syms[k];
 		if (y->size && vaddr < y->addr + y->size)
-			return y->name;
+			return y;
 		if (!y->size && !sizeless)
-			sizeless = y->name;
+			sizeless = y;
 	}
 	for (size_t k = i, seen = 0; k-- > 0 && seen < 16; seen++) {
-		const struct msym *y = &m->syms[k];
+		struct msym *y = &m->syms[k];
 		if (y->size && vaddr < y->addr + y->size)
-			return y->name;
+			return y;
 		if (!y->size && !sizeless)
-			sizeless = y->name;
+			sizeless = y;
 	}
 	return sizeless;
 }
@@ -603,7 +611,7 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 	s->stats.lookups++;
 
 	struct symres r = {.addr = vaddr, .kind = STORE_FRAME_USER};
-	const char *name = NULL;
+	struct msym *sym = NULL;
 	if (!m->dwfl_tried) {
 		module_open_dwfl(m);
 		if (m->dmod) {
@@ -613,7 +621,7 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 		}
 	}
 	if (m->dmod) {
-		name = module_find_sym(m, vaddr);
+		sym = module_find_sym(m, vaddr);
 		/* file:line needs the DWARF (often compressed): only on
 		 * request, it costs more than the symbol itself. */
 		Dwfl_Line *l = s->lines ? dwfl_module_getsrc(m->dmod, vaddr) : NULL;
@@ -626,20 +634,22 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 			r.line = lineno > 0 ? (uint32_t)lineno : 0;
 		}
 	}
-	if (name && *name) {
-		r.name = symbolize_symbol(name, s->perf_names);
+	if (sym && sym->name && *sym->name) {
+		/* One copy of a function's name, for all its addresses. */
+		if (!sym->tidy)
+			sym->tidy = symbolize_symbol(sym->name, s->perf_names);
+		if (!sym->tidy) {
+			free(r.file);
+			return -ENOMEM;
+		}
+		r.name = sym->tidy;
 	} else {
-		r.name = strdup(m->unknown_name);
+		r.name = m->unknown_name;
 		r.kind = STORE_FRAME_UNKNOWN;
-	}
-	if (!r.name) {
-		free(r.file);
-		return -ENOMEM;
 	}
 	if (s->inlines && m->dmod && r.kind == STORE_FRAME_USER) {
 		rc = module_inlines(s, m, &r);
 		if (rc < 0) {
-			free(r.name);
 			free(r.file);
 			symres_free_inl(&r);
 			return rc;
@@ -864,9 +874,17 @@ size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns)
 			free(fe);
 		}
 	}
+	s->stats.addrs_cached = 0;
 	for (struct module **pp = &s->modules; *pp;) {
 		struct module *m = *pp;
 		if (m->sweep == SWEEP_KEEP) {
+			if (m->cache_used > s->stats.addrs_cached_max)
+				s->stats.addrs_cached_max = m->cache_used;
+			if (m->cache_used > SYMBOLIZE_CACHE_MAX) {
+				sym_module_cache_clear(m);
+				s->stats.caches_emptied++;
+			}
+			s->stats.addrs_cached += m->cache_used;
 			pp = &m->next;
 			continue;
 		}

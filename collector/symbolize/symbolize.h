@@ -442,10 +442,18 @@ int symbolize_maps(const struct symbolize *s, pid_t pid, struct symbolize_map **
  * found it used since the sweep before (mapped by a snapshot, an exec or
  * the loader's hook named from it, an address resolved in it).  So a
  * program run every few seconds is not opened again each time.  The
- * forget hook hears of each module first.  Frames returned before name
- * strings of the freed modules: store them before sweeping.  Returns the
+ * forget hook hears of each module first.  Kept modules' address caches
+ * past SYMBOLIZE_CACHE_MAX are emptied.  Frames returned before name
+ * strings of the freed modules and the emptied caches' file and inline
+ * names: store them before sweeping.  Returns the
  * number of modules freed. */
 size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns);
+
+/* A module kept by symbolize_sweep() whose cache of resolved addresses
+ * holds more than this many is emptied there (its functions' names stay):
+ * the cache follows the addresses met since, not every address ever met.
+ * About 100 bytes an address (more with file:line or inline frames). */
+#define SYMBOLIZE_CACHE_MAX 4096u
 
 /* Numbers for the final report. */
 struct symbolize_stats {
@@ -459,6 +467,10 @@ struct symbolize_stats {
 	uint64_t lookups;       /* user lookups not answered by the cache */
 	uint64_t reaped;        /* snapshots freed after their process exited */
 	uint64_t modules_freed; /* by symbolize_sweep() */
+	/* Resolved addresses: cached in all modules at the last sweep, the
+	 * most one module held at a sweep, and the caches emptied there for
+	 * holding more than SYMBOLIZE_CACHE_MAX. */
+	uint64_t addrs_cached, addrs_cached_max, caches_emptied;
 };
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st);
 
