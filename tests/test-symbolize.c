@@ -37,7 +37,9 @@
  * two in one function share one copy of its name; more than
  * SYMBOLIZE_CACHE_MAX in one file (bytes of libc from qsort on) are
  * emptied by the next sweep, that file's cache only, and resolve to the
- * same names after; a cache below the bound is kept.
+ * same names after; a cache below the bound is kept.  A python3's cached
+ * code objects stay while it lives and go at the first sweep after it is
+ * reaped.
  *
  * Python code objects (symbolize-python.c): a 3.11 location table taken
  * from python3.11 gives, for every instruction, the line CPython's own
@@ -866,6 +868,56 @@ static void check_cache_bound(void)
 	symbolize_free(s);
 }
 
+/* Python code objects of a process are dropped from the cache by the
+ * first sweep after it is reaped, not kept until the cache's bound. */
+static void check_python_prune(void)
+{
+	const int64_t hour = 3600ll * 1000000000ll;
+	struct symbolize_python_stats ps;
+	char exe[PATH_MAX], path[64];
+
+	if (access("/usr/bin/python3", X_OK) != 0) {
+		printf("SKIP: python prune: no /usr/bin/python3\n");
+		return;
+	}
+	struct symbolize *s = symbolize_new();
+	pid_t pid = s ? fork() : -1;
+	if (pid == 0) {
+		execl("/usr/bin/python3", "python3", "-c", "import time; time.sleep(30)",
+		      (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0) {
+		check(false, "python prune: a python3 is started");
+		symbolize_free(s);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		if (strstr(exe, "python3"))
+			break;
+		sleep_ms(10);
+	}
+	sleep_ms(200); /* its libraries mapped */
+	check(symbolize_snapshot(s, pid, 0) == 0, "python prune: python3 is snapshotted");
+	/* A code object at an address it has not mapped: not named, but its
+	 * entry (pid, code, check) is cached all the same. */
+	check(symbolize_python_frame(s, pid, 0, 0x1000, 7, 0, NULL) == 1,
+	      "python prune: a frame of python3 is named");
+	symbolize_python_get_stats(s, &ps);
+	check(ps.cached == 1 && ps.reads == 1, "python prune: its code object is cached");
+	symbolize_sweep(s, hour);
+	symbolize_python_get_stats(s, &ps);
+	check(ps.cached == 1, "python prune: a sweep keeps it while python3 lives");
+	stop(s, pid);
+	symbolize_sweep(s, hour);
+	symbolize_python_get_stats(s, &ps);
+	check(ps.cached == 0, "python prune: the sweep after python3 is reaped drops it");
+	symbolize_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -922,6 +974,7 @@ int main(int argc, char **argv)
 	check_cache_bound();
 	check_late_jit();
 	check_python();
+	check_python_prune();
 
 	int nk = check_kernel();
 	printf("kernel addresses checked: %d\n", nk);

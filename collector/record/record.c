@@ -924,7 +924,7 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		             " memory unreadable, %" PRIu64 " not a code object, %" PRIu64
 		             " frames ended early); %" PRIu64
 		             " evaluations in threads without a Python state; %" PRIu64
-		             " code objects read, %" PRIu64
+		             " code objects read (%" PRIu64 " cached at the end), %" PRIu64
 		             " frames not named (code gone); %" PRIu64 " stacks lost (map full)\n",
 		        pus.python, (uint64_t)st[PROFILE_STAT_PY_WALKS],
 		        (uint64_t)(st[PROFILE_STAT_PY_CUT_DEPTH] + st[PROFILE_STAT_PY_CUT_READ] +
@@ -934,7 +934,7 @@ static void report(struct recorder *r, double wall, double loop_cpu)
 		        (uint64_t)st[PROFILE_STAT_PY_CUT_READ],
 		        (uint64_t)st[PROFILE_STAT_PY_CUT_NOT_CODE],
 		        (uint64_t)st[PROFILE_STAT_PY_CUT_CHAIN],
-		        (uint64_t)st[PROFILE_STAT_PY_NO_THREAD], ps.reads, ps.gone,
+		        (uint64_t)st[PROFILE_STAT_PY_NO_THREAD], ps.reads, ps.cached, ps.gone,
 		        (uint64_t)st[PROFILE_STAT_PYSTACKS_FULL]);
 		if (ps.unknown)
 			fprintf(stderr,

@@ -352,6 +352,8 @@ const char *sym_base_of(const char *path);
 int sym_python_probe(struct module *m, Elf *elf);
 /* Frees the Python names and cache. */
 void sym_python_free(struct symbolize *s);
+/* Drops the cached code objects of processes reaped since (at a sweep). */
+void sym_python_prune(struct symbolize *s);
 char *sym_hex_of(const uint8_t *b, size_t n);
 const struct jit_sym *sym_jit_find(const struct proc *p, uint64_t addr);
 /* The entry of jit[0..n) (sorted by start) that holds addr, or NULL. */

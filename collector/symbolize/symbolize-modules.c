@@ -895,5 +895,6 @@ size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns)
 		freed++;
 	}
 	s->stats.modules_freed += freed;
+	sym_python_prune(s);
 	return freed;
 }

@@ -461,11 +461,15 @@ static void cache_clear(struct symbolize *s)
 	s->py_cache_cap = s->py_cache_n = s->py_cache_bytes = 0;
 }
 
-/* Past a bound: drops the entries of processes reaped (exited, and their
- * last samples drained; on a build machine, nearly all: each python3
- * started leaves its code objects behind; keeping them to 2^18 entries and 64 MiB of line tables grew the
- * collector by 120 MiB in a 10-minute soak), or everything when the live
- * ones alone are past half of it.  Frames point at interned strings only. */
+/* Drops the entries of processes reaped (exited, and their last samples
+ * drained; on a build machine, nearly all: each python3 started leaves
+ * its code objects behind), or everything when the live ones alone are
+ * past half of the bounds; the table shrinks to fit what is left.  Done
+ * past a bound, and at each sweep (sym_python_prune): kept to the bound,
+ * the reaped ones filled it over half an hour under churn, a creep of
+ * ~0.3 MiB a minute (and keeping them to 2^18 entries and 64 MiB of line
+ * tables grew the collector by 120 MiB in a 10-minute soak).  Frames
+ * point at interned strings only. */
 static void cache_prune(struct symbolize *s)
 {
 	size_t live = 0, bytes = 0;
@@ -485,15 +489,18 @@ static void cache_prune(struct symbolize *s)
 		cache_clear(s);
 		return;
 	}
-	/* Rehash what is left (open addressing: the holes broke its chains). */
+	/* Rehash what is left (open addressing: the holes broke its chains),
+	 * at most a quarter full. */
 	struct pyent *old = s->py_cache;
-	size_t cap = s->py_cache_cap;
+	size_t ocap = s->py_cache_cap, cap = 1024;
+	while (cap < 4 * live && cap < ocap)
+		cap *= 2;
 	struct pyent *n = calloc(cap, sizeof(*n));
 	if (!n) {
 		cache_clear(s);
 		return;
 	}
-	for (size_t i = 0; i < cap; i++) {
+	for (size_t i = 0; i < ocap; i++) {
 		if (!old[i].used)
 			continue;
 		size_t j = ent_hash(old[i].pid, old[i].code, old[i].check) & (cap - 1);
@@ -503,6 +510,13 @@ static void cache_prune(struct symbolize *s)
 	}
 	free(old);
 	s->py_cache = n;
+	s->py_cache_cap = cap;
+}
+
+void sym_python_prune(struct symbolize *s)
+{
+	if (s->py_cache_n)
+		cache_prune(s);
 }
 
 /* The cache's slot for the key: its entry, or the empty slot to fill. */
@@ -666,6 +680,7 @@ int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_
 void symbolize_python_get_stats(const struct symbolize *s, struct symbolize_python_stats *st)
 {
 	*st = s->py_stats;
+	st->cached = s->py_cache_n;
 }
 
 void sym_python_free(struct symbolize *s)

@@ -378,6 +378,7 @@ int symbolize_python_frame(struct symbolize *s, pid_t pid, uint32_t gen, uint64_
 /* Counts of symbolize_python_frame(), for the final report. */
 struct symbolize_python_stats {
 	uint64_t reads;                        /* code objects read */
+	uint64_t cached;                       /* code objects cached now */
 	uint64_t gone;                         /* frames whose code object could not be named */
 	uint64_t unknown;                      /* interpreters found whose version is not known */
 	unsigned unknown_major, unknown_minor; /* the last of them */
