@@ -517,6 +517,18 @@ static int snapshot_all(struct recorder *r)
 
 /* ---- the command -------------------------------------------------------- */
 
+/* The value of --NAME, a duration of up to a year (0 allowed), in
+ * seconds; reports a bad one, with examples, and returns -EINVAL. */
+static int parse_seconds(const char *name, const char *examples, const char *arg, int64_t *out)
+{
+	if (record_parse_duration(arg, out) < 0 || *out > 365 * 86400) {
+		fprintf(stderr, PROG ": --%s: expected a duration such as %s or 0, got \"%s\"\n",
+		        name, examples, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* "16M", "512K", "1G" or a number of bytes (binary units). */
 static int parse_size(const char *arg, uint64_t *out)
 {
@@ -670,24 +682,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 'W':
-			if (record_parse_duration(optarg, &o->jit_wait) < 0 ||
-			    o->jit_wait > 365 * 86400) {
-				fprintf(stderr,
-				        PROG ": --jit-wait: expected a duration such as 60s, 10m "
-				             "or 0, got \"%s\"\n",
-				        optarg);
+			if (parse_seconds("jit-wait", "60s, 10m", optarg, &o->jit_wait) < 0)
 				return 2;
-			}
 			break;
 		case 'G':
-			if (record_parse_duration(optarg, &o->module_grace) < 0 ||
-			    o->module_grace > 365 * 86400) {
-				fprintf(stderr,
-				        PROG ": --module-grace: expected a duration such as 5m, "
-				             "30s or 0, got \"%s\"\n",
-				        optarg);
+			if (parse_seconds("module-grace", "5m, 30s", optarg, &o->module_grace) < 0)
 				return 2;
-			}
 			break;
 		case 'J':
 			if (parse_size(optarg, &o->jit_memory) < 0 ||
