@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,13 @@ static void sweep_modules(struct recorder *r)
 	    (live < SWEEP_MIN_LIVE || live < 2 * r->swept_live))
 		return;
 	symbolize_sweep(r->sym, r->opt->module_grace * 1000000000ll);
+	/* Give back what the sweep and the minute's caches left free: glibc
+	 * keeps freed pages inside its heaps (and the top past its
+	 * threshold), so the RSS would keep every peak of the run (a burst of
+	 * new programs, a table built for a big file) and creep with
+	 * fragmentation.  It walks the free chunks of every arena: 0.15 to
+	 * 0.4 ms a minute under the churn loop here. */
+	malloc_trim(0);
 	symbolize_get_stats(r->sym, &ss);
 	r->swept_seq = r->drain_seq;
 	r->swept_live = ss.modules - ss.modules_freed;

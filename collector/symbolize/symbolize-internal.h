@@ -79,8 +79,12 @@ struct symres {
 struct msym {
 	uint64_t addr, size;
 	const char *name; /* owned by the module's libdwfl session */
-	char *tidy;       /* symbolize_symbol(name), made at its first lookup; owned */
-	uint8_t rank;     /* binding preference, as perf's: global 2, local 1, weak 0 */
+	/* symbolize_symbol(name), made at its first lookup: 1 + its index in
+	 * the module's tidy[], 0 before (an index, not a pointer: it fits
+	 * the padding, and a module has tens of thousands of symbols and
+	 * meets a few thousand functions). */
+	uint32_t tidy;
+	uint8_t rank; /* binding preference, as perf's: global 2, local 1, weak 0 */
 };
 
 struct segment {
@@ -109,7 +113,9 @@ struct module {
 	Dwfl_Module *dmod;
 	struct msym *syms; /* sorted by addr; built at the first lookup */
 	size_t nsyms;
-	char *plt_names;      /* "NAME@plt" strings of the PLT entries in syms */
+	char *plt_names; /* "NAME@plt" strings of the PLT entries in syms */
+	char **tidy;     /* the functions' names made (msym.tidy), owned */
+	size_t ntidy, tidy_cap;
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct symbolize_python *python; /* the interpreter in it, or NULL; owned */

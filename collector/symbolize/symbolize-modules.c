@@ -37,8 +37,9 @@ void sym_module_free(struct module *m)
 	if (!m)
 		return;
 	sym_module_cache_clear(m);
-	for (size_t i = 0; i < m->nsyms; i++)
-		free(m->syms[i].tidy);
+	for (size_t i = 0; i < m->ntidy; i++)
+		free(m->tidy[i]);
+	free(m->tidy);
 	free(m->syms);
 	free(m->plt_names);
 	if (m->dwfl)
@@ -588,6 +589,30 @@ static int cache_grow(struct module *m)
 
 static int module_inlines(struct symbolize *s, struct module *m, struct symres *r);
 
+_Static_assert(sizeof(struct msym) == 32, "msym: its tidy index fits the padding");
+
+/* sym's name as a frame, made at its first use and kept by m; NULL on
+ * ENOMEM. */
+static const char *module_tidy_name(const struct symbolize *s, struct module *m, struct msym *sym)
+{
+	if (sym->tidy)
+		return m->tidy[sym->tidy - 1];
+	if (m->ntidy == m->tidy_cap) {
+		size_t ncap = m->tidy_cap ? m->tidy_cap * 2 : 64;
+		char **n = ncap < UINT32_MAX ? realloc(m->tidy, ncap * sizeof(*n)) : NULL;
+		if (!n)
+			return NULL;
+		m->tidy = n;
+		m->tidy_cap = ncap;
+	}
+	char *name = symbolize_symbol(sym->name, s->perf_names);
+	if (!name)
+		return NULL;
+	m->tidy[m->ntidy++] = name;
+	sym->tidy = (uint32_t)m->ntidy;
+	return name;
+}
+
 /* Resolves a non-zero ELF virtual address of a module, through its
  * cache (0 marks free slots). */
 int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out)
@@ -636,13 +661,11 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 	}
 	if (sym && sym->name && *sym->name) {
 		/* One copy of a function's name, for all its addresses. */
-		if (!sym->tidy)
-			sym->tidy = symbolize_symbol(sym->name, s->perf_names);
-		if (!sym->tidy) {
+		r.name = module_tidy_name(s, m, sym);
+		if (!r.name) {
 			free(r.file);
 			return -ENOMEM;
 		}
-		r.name = sym->tidy;
 	} else {
 		r.name = m->unknown_name;
 		r.kind = STORE_FRAME_UNKNOWN;
