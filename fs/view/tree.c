@@ -63,11 +63,15 @@ struct builder {
 	uint32_t stab_mask;
 	struct cslot *ctab; /* (parent, name) -> node + 1, 0 = empty */
 	uint32_t ctab_mask, ctab_used;
-	/* Store frame id -> local frame (VIEW_NONE: none yet) and its name,
-	 * side by side: a new node needs both, and the name read from the
-	 * frames was a cache miss of its own. */
+	/* Store frame id -> local frame + 1 (0: none yet) and its name, side
+	 * by side: a new node needs both, and the name read from the frames
+	 * was a cache miss of its own.  A lazy build keeps there too what a
+	 * new node of the frame needs (a store frame is one local frame):
+	 * the newest node of the frame + 1, and whether its name has another
+	 * frame, so a new node reads one slot, not another per name. */
 	struct fslot {
 		uint32_t frame, name;
+		uint32_t head, multi;
 	} * fmap;
 	uint32_t fmap_len;
 	/* Store node -> view node + 1 of the binary being built: entries
@@ -81,19 +85,16 @@ struct builder {
 	size_t path_cap;
 	/* A build from the store without a seed enters a node in the child
 	 * table only once a lookup could ask for it (see store_child()):
-	 * until then it is on two lists, its name's and its parent's
+	 * until then it is on two lists, its frame's and its parent's
 	 * (entries are node + 1, 0 ends a list). */
 	bool lazy;
-	uint32_t *next_same;    /* per node: the next node of its name */
+	uint32_t *next_same;    /* per node: the next node of its frame */
 	uint32_t *first_child;  /* per node: its newest child, | LAZY_MERGED (below) */
 	uint32_t *next_sibling; /* per node: the next child of its parent */
 	uint32_t lazy_cap;      /* entries of the three */
-	/* Per string: the newest node of that name and its one local frame
-	 * + 1, or NAME_MULTI, side by side (a new node reads both). */
-	struct nslot {
-		uint32_t head, frame;
-	} * names;
-	uint32_t names_cap;  /* entries of names */
+	/* Per string: the store frame + 1 of its one frame, or NAME_MULTI. */
+	uint32_t *name_first;
+	uint32_t names_cap;  /* entries of name_first */
 	struct prefault *pf; /* NULL, or the thread populating the per-node arrays */
 	/* With the thread: view_tree_finish()'s arrays it populates beside
 	 * the build's (list[0] and list[2] are the build's own lists), with
@@ -498,52 +499,57 @@ static int ctab_put_list(struct builder *b, uint32_t head, const uint32_t *next)
 	return 0;
 }
 
-/* Notes a new local frame (lazy builds): a name with a second frame can
- * now name two store children of one parent, so its nodes are entered in
- * the child table and looked up from now on. */
-static int note_frame(struct builder *b, uint32_t frame)
+/* Notes the new local frame of store frame `sframe` (lazy builds): a
+ * name with a second frame can now name two store children of one
+ * parent, so the first frame's nodes are entered in the child table, and
+ * every frame of the name looks up its nodes from now on. */
+static int note_frame(struct builder *b, uint32_t sframe)
 {
-	struct view_tree *t = b->t;
-	uint32_t name = t->frames[frame].name;
+	struct fslot *fs = &b->fmap[sframe];
+	uint32_t name = fs->name;
 
 	if (name >= b->names_cap) {
-		uint32_t old = b->names_cap, cap = t->strs_cap;
-		struct nslot *grown = realloc(b->names, (size_t)cap * sizeof(*grown));
+		uint32_t old = b->names_cap, cap = b->t->strs_cap;
+		uint32_t *grown = realloc(b->name_first, (size_t)cap * sizeof(*grown));
 		if (!grown)
 			return -ENOMEM;
-		b->names = grown;
+		b->name_first = grown;
 		b->names_cap = cap;
-		memset(b->names + old, 0, (size_t)(cap - old) * sizeof(*b->names));
+		memset(b->name_first + old, 0, (size_t)(cap - old) * sizeof(*b->name_first));
 	}
-	struct nslot *ns = &b->names[name];
-	if (ns->frame == 0) {
-		ns->frame = frame + 1;
-	} else if (ns->frame != NAME_MULTI && ns->frame != frame + 1) {
-		ns->frame = NAME_MULTI;
-		return ctab_put_list(b, ns->head, b->next_same);
+	uint32_t *nf = &b->name_first[name];
+	if (*nf == 0) {
+		*nf = sframe + 1;
+	} else if (*nf == NAME_MULTI) {
+		fs->multi = 1;
+	} else {
+		struct fslot *first = &b->fmap[*nf - 1];
+		*nf = NAME_MULTI;
+		first->multi = fs->multi = 1;
+		return ctab_put_list(b, first->head, b->next_same);
 	}
 	return 0;
 }
 
-/* The child of `parent` for a store node of local frame `frame`, named
- * `name` (which note_frame() has seen).  Lazily: while the name has one frame and one
- * store node maps to `parent`, the store (which keeps a node's children
- * distinct by frame) has one such child, so a new node needs no lookup
- * and no table entry, only its place on two lists.  Otherwise a lookup;
- * one that finds a node found a second store node for it, whose children
- * may then repeat its first's: they are entered in the table. */
-static int store_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t name,
-                       uint32_t *out)
+/* The child of `parent` for a store node of the store frame whose slot is
+ * `fs` (which note_frame() has seen).  Lazily: while the frame's name has
+ * one frame and one store node maps to `parent`, the store (which keeps
+ * a node's children distinct by frame) has one such child, so a new node
+ * needs no lookup and no table entry, only its place on two lists.
+ * Otherwise a lookup; one that finds a node found a second store node
+ * for it, whose children may then repeat its first's: they are entered
+ * in the table. */
+static int store_child(struct builder *b, uint32_t parent, struct fslot *fs, uint32_t *out)
 {
 	uint32_t n, first;
 	int r;
 
 	if (!b->lazy)
-		return get_child(b, parent, frame, out);
+		return get_child(b, parent, fs->frame - 1, out);
 	first = b->first_child[parent];
-	if (b->names[name].frame == NAME_MULTI || (first & LAZY_MERGED)) {
+	if (fs->multi || (first & LAZY_MERGED)) {
 		uint32_t before = b->t->nnodes;
-		if ((r = get_child(b, parent, frame, out)) < 0)
+		if ((r = get_child(b, parent, fs->frame - 1, out)) < 0)
 			return r;
 		if (*out < before && !(b->first_child[*out] & LAZY_MERGED)) {
 			b->first_child[*out] |= LAZY_MERGED;
@@ -552,10 +558,10 @@ static int store_child(struct builder *b, uint32_t parent, uint32_t frame, uint3
 		}
 		return 0;
 	}
-	if ((r = new_node(b, parent, frame, &n)) < 0)
+	if ((r = new_node(b, parent, fs->frame - 1, &n)) < 0)
 		return r;
-	b->next_same[n] = b->names[name].head;
-	b->names[name].head = n + 1;
+	b->next_same[n] = fs->head;
+	fs->head = n + 1;
 	b->next_sibling[n] = first;
 	b->first_child[parent] = n + 1;
 	*out = n;
@@ -599,19 +605,21 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 		if (frame >= b->fmap_len)
 			return -EIO;
 		struct fslot *fs = &b->fmap[frame];
-		if (fs->frame == VIEW_NONE) {
-			struct store_frame f;
-			r = store_frame_get(b->s, frame, &f);
+		if (fs->frame == 0) {
+			struct store_frame sf;
+			uint32_t local;
+			r = store_frame_get(b->s, frame, &sf);
 			if (r < 0)
 				return r;
-			r = add_frame(b, &f, &fs->frame);
+			r = add_frame(b, &sf, &local);
 			if (r < 0)
 				return r;
-			fs->name = b->t->frames[fs->frame].name;
-			if (b->lazy && (r = note_frame(b, fs->frame)) < 0)
+			fs->frame = local + 1;
+			fs->name = b->t->frames[local].name;
+			if (b->lazy && (r = note_frame(b, frame)) < 0)
 				return r;
 		}
-		r = store_child(b, vn, fs->frame, fs->name, &vn);
+		r = store_child(b, vn, fs, &vn);
 		if (r < 0)
 			return r;
 		b->memo[sn] = vn + 1;
@@ -899,7 +907,7 @@ static void builder_release(struct builder *b)
 	free(b->next_same);
 	free(b->first_child);
 	free(b->next_sibling);
-	free(b->names);
+	free(b->name_first);
 	fin_free(&b->fin);
 	*b = (struct builder){.t = b->t, .s = b->s};
 }
@@ -987,7 +995,7 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	b.ctab = calloc(csize, sizeof(*b.ctab));
 	b.fmap_len = store_frame_count(s);
 	b.memo_len = store_node_count(s);
-	b.fmap = malloc((size_t)(b.fmap_len ? b.fmap_len : 1) * sizeof(*b.fmap));
+	b.fmap = calloc(b.fmap_len ? b.fmap_len : 1, sizeof(*b.fmap)); /* untouched until used */
 	b.memo = calloc(b.memo_len ? b.memo_len : 1, sizeof(*b.memo));
 	order = malloc(n * sizeof(*order));
 	t->src.series = malloc(n * sizeof(*t->src.series));
@@ -999,7 +1007,6 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 	}
 	b.stab_mask = 1023;
 	b.ctab_mask = csize - 1;
-	memset(b.fmap, 0xff, (size_t)b.fmap_len * sizeof(*b.fmap));
 
 	/* String 0 is "", frame 0 is the root's empty frame, node 0 the root. */
 	r = intern(&b, "", 0, &sid);
