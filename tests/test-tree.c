@@ -11,10 +11,12 @@
  * folded is the brute-force merge of its lines by name, siblings have
  * distinct names, totals add up, and a rebuild seeded with the tree
  * (every node looked up, none lazy) keeps every node with the same
- * counts.  Then trees large enough (20,000 nodes and more) that view_tree_finish()
+ * counts.  Then trees large enough (20,000 nodes and more) that a thread
+ * populates the build's arrays ahead of it and view_tree_finish()
  * works out paths and folded sizes on a second thread, over 3,000 names
  * that extend one another by digits (f1, f12, f123: sibling order by
- * key), the same checks.
+ * key), the same checks; the last of them for two binaries that share the
+ * store's nodes, so the tree outgrows the arrays the thread populates.
  */
 #include "view-fixture.h"
 
@@ -207,16 +209,21 @@ int main(void)
 		fx_cleanup();
 		trees += 2;
 	}
-	/* Large trees: a second thread in view_tree_finish(). */
-	enum { WIDE_LINES = 4000 };
-	char **wlines = calloc(WIDE_LINES, sizeof(*wlines));
-	const char **wbin = calloc(WIDE_LINES, sizeof(*wbin));
-	uint64_t *ww = calloc(WIDE_LINES, sizeof(*ww));
+	/* Large trees: a second thread in view_tree_finish(), and one that
+	 * populates the build's arrays ahead of it (tree.c's prefault).  The
+	 * last round imports its lines for two binaries, which share the
+	 * store's nodes, so the tree has more nodes than the store and its
+	 * arrays grow past what the thread populates. */
+	enum { WIDE_LINES = 4000, WIDE_ROUNDS = 4 };
+	char **wlines = calloc(2 * WIDE_LINES, sizeof(*wlines));
+	const char **wbin = calloc(2 * WIDE_LINES, sizeof(*wbin));
+	uint64_t *ww = calloc(2 * WIDE_LINES, sizeof(*ww));
 	if (!wlines || !wbin || !ww)
 		fx_die("calloc", ENOMEM);
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < WIDE_ROUNDS; round++) {
 		struct store *s = fx_store();
 		struct view_buf text = {0};
+		bool two = round == WIDE_ROUNDS - 1;
 		for (int l = 0; l < WIDE_LINES; l++) {
 			char line[512];
 			size_t o = 0;
@@ -228,10 +235,17 @@ int main(void)
 			wlines[l] = strndup(line, o);
 			wbin[l] = "w";
 			ww[l] = 1 + (uint64_t)(rand() % 100);
+			if (two) {
+				wlines[WIDE_LINES + l] = wlines[l];
+				wbin[WIDE_LINES + l] = "v";
+				ww[WIDE_LINES + l] = ww[l];
+			}
 			o += (size_t)snprintf(line + o, sizeof(line) - o, " %" PRIu64 "\n", ww[l]);
 			view_buf_append(&text, line, o);
 		}
 		add_modules(s, "w", "1", text.data, 1795000000);
+		if (two)
+			add_modules(s, "v", "1", text.data, 1795000000);
 		view_buf_free(&text);
 		struct store_series *list;
 		size_t n;
@@ -241,10 +255,14 @@ int main(void)
 			fx_die("view_tree_build", EIO);
 		CHECK(view_tree_node_count(t) >= 20000, "large round %d: only %u nodes", round,
 		      view_tree_node_count(t));
+		CHECK(!two || view_tree_node_count(t) > store_node_count(s) + 2,
+		      "large round %d: %u nodes, not more than the store's %u", round,
+		      view_tree_node_count(t), store_node_count(s));
 		view_tree_free(t);
 		char what[64];
-		snprintf(what, sizeof(what), "large round %d", round);
-		check_build(s, list, n, wlines, wbin, ww, WIDE_LINES, what);
+		snprintf(what, sizeof(what), "large round %d%s", round,
+		         two ? ", two binaries" : "");
+		check_build(s, list, n, wlines, wbin, ww, two ? 2 * WIDE_LINES : WIDE_LINES, what);
 		store_series_free(list, n);
 		for (int l = 0; l < WIDE_LINES; l++)
 			free(wlines[l]);
@@ -259,7 +277,8 @@ int main(void)
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
 	}
-	printf("ok: %d trees of frames that merge by name (3 of 20,000 nodes and more), against "
+	printf("ok: %d trees of frames that merge by name (4 of 20,000 nodes and more, one of "
+	       "two binaries sharing store nodes), against "
 	       "brute force and a seeded rebuild\n",
 	       trees);
 	return 0;

@@ -355,7 +355,22 @@ int space_functions_locked(uint32_t series_id, struct view_functions **fx, struc
 /* Grows the per-node arrays to `n` nodes; new nodes changed in `gen`. */
 int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen)
 {
-	if (n > sp->nodes_cap) {
+	if (n > sp->nodes_cap && sp->nodes_cap == 0 && gen == 0) {
+		/* A new tree: zeroes from calloc, whose pages nothing touches
+		 * until a node is looked up or changes (a 450,000-node tree:
+		 * 550 page faults fewer before its first file is read). */
+		uint32_t *c = calloc(n, sizeof(*c));
+		uint8_t *s = c ? calloc(n, 1) : NULL;
+		if (!s) {
+			free(c);
+			return -ENOMEM;
+		}
+		free(sp->changed);
+		free(sp->seen);
+		sp->changed = c;
+		sp->seen = s;
+		sp->nodes_cap = n;
+	} else if (n > sp->nodes_cap) {
 		uint32_t *c = realloc(sp->changed, (size_t)n * sizeof(*c));
 		if (!c)
 			return -ENOMEM;

@@ -140,6 +140,12 @@ static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ex
 	return 0;
 }
 
+/* The passes over every node read each node's parent, which is often far
+ * from it in memory (a new branch of the tree hangs from an old node):
+ * they ask for the parent (and frame) of the node this many steps on
+ * before they need it, so the reads overlap instead of waiting in turn. */
+#define PREFETCH_AHEAD 16
+
 /* view_tree_finish()'s work on what a node's path decides: path lengths,
  * the nodes a frame above has the name of (VNODE_RECURSIVE) and folded
  * sizes.  It reads the nodes' parents, frames and self counts and writes
@@ -168,6 +174,12 @@ static int paths(struct paths_job *j)
 	mask[0] = 0;
 	for (n = 1; n < t->nnodes; n++) {
 		struct vnode *v = &t->nodes[n];
+		if (n + PREFETCH_AHEAD < t->nnodes) {
+			const struct vnode *w = &t->nodes[n + PREFETCH_AHEAD];
+			__builtin_prefetch(&t->nodes[w->parent]);
+			__builtin_prefetch(&mask[w->parent]);
+			__builtin_prefetch(&t->frames[w->frame]);
+		}
 		uint32_t name = vnode_frame(t, n)->name;
 		uint64_t len = t->strs[name].len;
 		mask[n] = 0;
@@ -191,6 +203,8 @@ static int paths(struct paths_job *j)
 	 * sizes. */
 	for (n = t->nnodes; n-- > 1;) {
 		struct vnode *v = &t->nodes[n];
+		if (n > PREFETCH_AHEAD)
+			__builtin_prefetch(&t->nodes[t->nodes[n - PREFETCH_AHEAD].parent], 1);
 		if (t->base && vnode_has_line(t, n))
 			v->folded_bytes += v->path_len + 3 + view_digits(t->base[n].self_weight) +
 			                   view_digits(v->self_weight);
@@ -228,35 +242,36 @@ static void *paths_thread(void *arg)
  * made: there the parent is often far in memory and the build waits on
  * each read, where a pass has several reads in flight at once (bin1/1:
  * about 27 ms of the build there, 11 in the pass). */
-int view_tree_finish(struct view_tree *t, uint32_t *spare[3])
+int view_tree_finish(struct view_tree *t, const struct view_scratch *spare)
 {
 	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
-	uint32_t *rank = NULL, *start = NULL, *par = NULL, *chk = NULL;
+	struct view_scratch s = spare ? *spare : (struct view_scratch){0};
+	uint32_t *rank = NULL, *start = NULL, *chk = NULL;
 	/* Per node: its name's rank; per visible node in rank order: the node
 	 * and its parent. */
-	uint32_t *rk = spare ? spare[0] : malloc(nnodes * sizeof(*rk));
-	uint32_t *bynode = spare ? spare[1] : malloc(nnodes * sizeof(*bynode));
-	uint32_t *byparent = spare ? spare[2] : malloc(nnodes * sizeof(*byparent));
+	uint32_t *rk = s.list[0] ? s.list[0] : malloc(nnodes * sizeof(*rk));
+	uint32_t *bynode = s.list[1] ? s.list[1] : malloc(nnodes * sizeof(*bynode));
+	uint32_t *byparent = s.list[2] ? s.list[2] : malloc(nnodes * sizeof(*byparent));
+	/* Per node: its parent, then where its next child goes in kids. */
+	uint32_t *par = s.par ? s.par : malloc(nnodes * sizeof(*par));
 	uint8_t *ext = NULL;
 	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
 	struct paths_job job = {
 	        .t = t,
-	        .mask = malloc(nnodes * sizeof(*job.mask)),
-	        .rec = calloc(nnodes, sizeof(*job.rec)),
+	        .mask = s.mask ? s.mask : malloc(nnodes * sizeof(*job.mask)),
+	        .rec = s.rec ? memset(s.rec, 0, nnodes) : calloc(nnodes, sizeof(*job.rec)),
 	};
 	pthread_t pather;
 	bool threaded = job.mask && job.rec && t->nnodes >= PATHS_THREAD_MIN &&
 	                pthread_create(&pather, NULL, paths_thread, &job) == 0;
 	int r = -ENOMEM;
 
+	t->kids = s.kids ? s.kids : malloc(nnodes * sizeof(*t->kids));
 	if (!job.mask || !job.rec || (r = rank_strings(t, &rank, &ext)) < 0)
 		goto out;
 	r = -ENOMEM;
 	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
-	/* Per node: its parent, then where its next child goes in kids. */
-	par = malloc(nnodes * sizeof(*par));
-	chk = malloc(nnodes * sizeof(*chk)); /* places in kids to run the sibling check at */
-	t->kids = malloc(nnodes * sizeof(*t->kids));
+	chk = malloc(nnodes * sizeof(*chk));       /* places in kids to run the sibling check at */
 	if (!start || !rk || !par || !bynode || !byparent || !chk || !t->kids)
 		goto out;
 
@@ -268,6 +283,11 @@ int view_tree_finish(struct view_tree *t, uint32_t *spare[3])
 	for (n = t->nnodes; n-- > 0;) {
 		struct vnode *v = &t->nodes[n];
 		struct vnode *p = n > 0 ? &t->nodes[v->parent] : NULL;
+		if (n >= PREFETCH_AHEAD) {
+			const struct vnode *w = &t->nodes[n - PREFETCH_AHEAD];
+			__builtin_prefetch(&t->nodes[w->parent], 1);
+			__builtin_prefetch(&t->frames[w->frame]);
+		}
 		if (p && !(v->flags & VNODE_LIVE))
 			v->flags |= VNODE_HIDDEN;
 		if (p && (v->flags & VNODE_LIVE))

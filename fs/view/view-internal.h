@@ -115,16 +115,28 @@ static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32
 	return &t->frames[t->nodes[n].frame];
 }
 
+/* The arrays view_tree_finish() works in, which a build may hand over:
+ * each NULL or malloc'd with at least t->nnodes entries whose contents do
+ * not matter, and whose pages the build touched or populated already
+ * (a store build's per-node lists, and the arrays its prefault thread
+ * populated beside it: tree.c), so that finishing takes no page faults
+ * for them.  Members left NULL are allocated by view_tree_finish(). */
+struct view_scratch {
+	uint32_t *list[3]; /* name ranks, then the visible nodes and their parents by rank */
+	uint32_t *par;     /* per node: its parent, then its cursor into kids */
+	uint32_t *kids;    /* becomes t->kids */
+	uint64_t *mask;    /* per node: the names on its path (paths()) */
+	uint8_t *rec;      /* per node: recursive (paths()) */
+};
+
 /* Makes the tree's nodes, as built (parent, frame, self counts and
  * VNODE_LIVE set), the finished tree (finish.c): totals, path lengths,
  * folded sizes, hidden and recursive nodes, and the sorted child lists in
- * t->kids.  `spare` is NULL or three malloc'd arrays of at least
- * t->nnodes entries whose contents do not matter, handed over (freed
- * here, also on failure): a build's own scratch, whose pages it touched
- * already, used instead of new ones.  Returns 0, -ENOMEM or -EOVERFLOW (a
- * sum or a path length past its type); on failure the tree is only fit
- * for view_tree_free(). */
-int view_tree_finish(struct view_tree *t, uint32_t *spare[3]);
+ * t->kids.  `spare` is NULL or arrays handed over (see struct
+ * view_scratch; all freed here, or kept as t->kids, also on failure).
+ * Returns 0, -ENOMEM or -EOVERFLOW (a sum or a path length past its
+ * type); on failure the tree is only fit for view_tree_free(). */
+int view_tree_finish(struct view_tree *t, const struct view_scratch *spare);
 
 /* For the sorted child list kids[0..nkids): 0 when no later sibling
  * extends kids[i]'s name by a byte <= ';', 2 when one extends it by ';',
