@@ -294,10 +294,24 @@ __attribute__((noinline)) void exec_marker(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* Waits (up to 5 s) until pid's executable's path contains part. */
+static void wait_exe(pid_t pid, const char *part)
+{
+	char exe[PATH_MAX], path[64];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		if (strstr(exe, part))
+			return;
+		sleep_ms(10);
+	}
+}
+
 static void check_early_exec(const char *self)
 {
 	int go[2];
-	char buf[256], exe[PATH_MAX], path[64];
+	char buf[256];
 	if (pipe(go) < 0) {
 		perror("pipe");
 		failures++;
@@ -322,14 +336,7 @@ static void check_early_exec(const char *self)
 	close(go[1]);
 	/* Until the child runs sleep, and a second has passed since the
 	 * snapshot (a miss reads the maps again at most once a second). */
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	for (int i = 0; i < 500; i++) {
-		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = '\0';
-		if (strstr(exe, "sleep"))
-			break;
-		sleep_ms(10);
-	}
+	wait_exe(pid, "sleep");
 	sleep_ms(1100);
 	/* A miss: no mapping at page 1.  The maps are read again. */
 	name_at(s, pid, 0, 4096, buf, sizeof(buf));
@@ -690,7 +697,6 @@ static bool maps_file(pid_t pid, const char *part)
 static pid_t start_sleep(struct symbolize *s, const char *preload, const void **mod,
                          unsigned long long *dev, unsigned long long *ino)
 {
-	char exe[PATH_MAX], path[64];
 	pid_t pid = fork();
 	if (pid == 0) {
 		if (preload)
@@ -700,14 +706,9 @@ static pid_t start_sleep(struct symbolize *s, const char *preload, const void **
 	}
 	if (pid < 0)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	for (int i = 0; i < 500; i++) {
-		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = '\0';
-		if (strstr(exe, "sleep") && (!preload || maps_file(pid, preload)))
-			break;
+	wait_exe(pid, "sleep");
+	for (int i = 0; i < 500 && preload && !maps_file(pid, preload); i++)
 		sleep_ms(10);
-	}
 	*mod = NULL;
 	if (symbolize_snapshot(s, pid, 0) == 0)
 		*mod = symbolize_exe_module(s, pid, dev, ino);
@@ -874,7 +875,6 @@ static void check_python_prune(void)
 {
 	const int64_t hour = 3600ll * 1000000000ll;
 	struct symbolize_python_stats ps;
-	char exe[PATH_MAX], path[64];
 
 	if (access("/usr/bin/python3", X_OK) != 0) {
 		printf("SKIP: python prune: no /usr/bin/python3\n");
@@ -892,14 +892,7 @@ static void check_python_prune(void)
 		symbolize_free(s);
 		return;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	for (int i = 0; i < 500; i++) {
-		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = '\0';
-		if (strstr(exe, "python3"))
-			break;
-		sleep_ms(10);
-	}
+	wait_exe(pid, "python3");
 	sleep_ms(200); /* its libraries mapped */
 	check(symbolize_snapshot(s, pid, 0) == 0, "python prune: python3 is snapshotted");
 	/* A code object at an address it has not mapped: not named, but its
