@@ -815,6 +815,15 @@ static void test_refusals(void)
 	                  -ECONNREFUSED, "sslpassword=***", "hunter2");
 }
 
+/* Ends every other connection to the database, as a server restart or
+ * an administrator would, and gives the backends time to go. */
+static void kill_others(const char *db)
+{
+	CHECK(sql(db, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+	              "WHERE datname = current_database() AND pid <> pg_backend_pid()") != NULL);
+	usleep(100000);
+}
+
 /* The writer's connection dies before its commit: it reconnects and
  * commits once. */
 static void test_reconnect(void)
@@ -864,6 +873,35 @@ static void test_reconnect(void)
 		usleep(100000);
 		CHECK(store_refresh(r) == 0);
 		CHECK(store_node_count(r) == 3);
+		store_close(r);
+	}
+	/* Listing series, as an import does right after opening, survives
+	 * the connection's death for a writer and a reader; inside a
+	 * snapshot it is an error (the snapshot is gone), and the next
+	 * snapshot reads again. */
+	r = open_ok("c_retry", STORE_READONLY);
+	if (r) {
+		struct store_series *list;
+		size_t n;
+
+		kill_others("c_retry");
+		CHECK(store_series_list(w, &list, &n) == 0 && n == 1 && list[0].samples == 8);
+		if (n)
+			store_series_free(list, n);
+		kill_others("c_retry");
+		CHECK(store_series_list(r, &list, &n) == 0 && n == 1 && list[0].samples == 8);
+		if (n)
+			store_series_free(list, n);
+		CHECK(r->ops->snapshot(r, true) == 0);
+		kill_others("c_retry");
+		CHECK(store_series_list(r, &list, &n) < 0);
+		CHECK(strstr(store_errmsg(r), "listing series") != NULL);
+		CHECK(r->ops->snapshot(r, false) < 0);
+		CHECK(r->ops->snapshot(r, true) == 0);
+		CHECK(store_series_list(r, &list, &n) == 0 && n == 1);
+		if (n)
+			store_series_free(list, n);
+		CHECK(r->ops->snapshot(r, false) == 0);
 		store_close(r);
 	}
 	store_close(w);

@@ -173,6 +173,13 @@ int central_connect(struct pg *s);
  * connection is gone, else -EIO. */
 int central_exec(struct pg *s, const char *what, const char *sql, int n, const char *const *vals,
                  bool binary, PGresult **out);
+/* central_exec for a statement that may run twice (a read outside any
+ * transaction): when the connection is lost, waits for the server as a
+ * commit does (central_reconnect) and runs it again.  Inside a
+ * transaction (a snapshot), a lost connection is an error, as it is for
+ * central_exec. */
+int central_exec_again(struct pg *s, const char *what, const char *sql, int n,
+                       const char *const *vals, bool binary, PGresult **out);
 /* Sends a COPY ... FROM STDIN statement and the `len` bytes of `data`
  * (binary COPY format). */
 int central_copy_in(struct pg *s, const char *what, const char *sql, const void *data, size_t len);

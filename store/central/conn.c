@@ -383,6 +383,22 @@ int central_exec(struct pg *s, const char *what, const char *sql, int n, const c
 	return 0;
 }
 
+int central_exec_again(struct pg *s, const char *what, const char *sql, int n,
+                       const char *const *vals, bool binary, PGresult **out)
+{
+	double start = central_now(), delay = 0.1;
+	bool alone = s->conn && PQtransactionStatus(s->conn) == PQTRANS_IDLE;
+	int r;
+
+	for (;;) {
+		r = central_exec(s, what, sql, n, vals, binary, out);
+		if (r != -ECONNRESET || !alone)
+			return r;
+		if (central_reconnect(s, start, &delay) < 0)
+			return r;
+	}
+}
+
 int central_copy_in(struct pg *s, const char *what, const char *sql, const void *data, size_t len)
 {
 	PGresult *res = PQexec(s->conn, sql);
