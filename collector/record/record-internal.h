@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include <linux/types.h>
@@ -303,5 +304,22 @@ int record_setup_events(struct recorder *r, const struct options *o);
 /* After load: attaches each event; one the kernel lacks is left out with
  * a message.  Returns 0, or -ENODEV when none could be. */
 int record_attach_events(struct recorder *r);
+
+/* record.c */
+/* --help's text, on f. */
+void record_usage(FILE *f);
+
+/* record-options.c */
+/* Reads record's command line into o, printing its own messages.
+ * Returns -1 to go on recording, else the exit status (0 after --help,
+ * 2 for a bad command line). */
+int record_parse_options(int argc, char **argv, struct options *o);
+
+/* record-report.c */
+/* User and system CPU seconds of the whole process so far. */
+double record_cpu_seconds(void);
+/* The summary on stderr: `wall` seconds recorded, `loop_cpu` CPU seconds
+ * spent meanwhile. */
+void record_report(struct recorder *r, double wall, double loop_cpu);
 
 #endif

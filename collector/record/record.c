@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -43,7 +42,7 @@
 
 #define PROG "flamefs-collect"
 
-static void usage(FILE *f)
+void record_usage(FILE *f)
 {
 	fputs("Usage: " PROG " record [--store DIR] [-p PID[,PID...] | -a | -- COMMAND [ARGS...]]\n"
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
@@ -153,7 +152,7 @@ static void usage(FILE *f)
 int record_main(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		usage(stdout);
+		record_usage(stdout);
 		return 0;
 	}
 	fprintf(stderr, PROG ": record: this build has no BPF sampler (bpftool, "
@@ -517,448 +516,6 @@ static int snapshot_all(struct recorder *r)
 
 /* ---- the command -------------------------------------------------------- */
 
-/* The value of --NAME, a duration of up to a year (0 allowed), in
- * seconds; reports a bad one, with examples, and returns -EINVAL. */
-static int parse_seconds(const char *name, const char *examples, const char *arg, int64_t *out)
-{
-	if (record_parse_duration(arg, out) < 0 || *out > 365 * 86400) {
-		fprintf(stderr, PROG ": --%s: expected a duration such as %s or 0, got \"%s\"\n",
-		        name, examples, arg);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* "16M", "512K", "1G" or a number of bytes (binary units). */
-static int parse_size(const char *arg, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(arg, &end, 10);
-	if (errno || end == arg || arg[0] == '-')
-		return -EINVAL;
-	unsigned shift = 0;
-	switch (*end) {
-	case '\0': break;
-	case 'k':
-	case 'K': shift = 10; break;
-	case 'm':
-	case 'M': shift = 20; break;
-	case 'g':
-	case 'G': shift = 30; break;
-	default: return -EINVAL;
-	}
-	if (*end && end[1] && !(end[1] == 'i' && end[2] == 'B' && !end[3]) &&
-	    !(end[1] == 'B' && !end[2]))
-		return -EINVAL;
-	if (v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-/* "500us", "2ms", "1s", "10ns"; a bare number is microseconds. */
-static int parse_short_duration(const char *arg, uint64_t *ns)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(arg, &end), mult;
-	if (errno || end == arg || !(v >= 0) || arg[0] == '-')
-		return -EINVAL;
-	if (strcmp(end, "ns") == 0)
-		mult = 1;
-	else if (strcmp(end, "us") == 0 || *end == '\0')
-		mult = 1e3;
-	else if (strcmp(end, "ms") == 0)
-		mult = 1e6;
-	else if (strcmp(end, "s") == 0)
-		mult = 1e9;
-	else
-		return -EINVAL;
-	if (v * mult > 1e18)
-		return -ERANGE;
-	*ns = (uint64_t)(v * mult + 0.5);
-	return 0;
-}
-
-static int parse_options(int argc, char **argv, struct options *o)
-{
-	static const struct option opts[] = {
-	        {"store", required_argument, NULL, 's'},
-	        {"pid", required_argument, NULL, 'p'},
-	        {"all-cpus", no_argument, NULL, 'a'},
-	        {"freq", required_argument, NULL, 'F'},
-	        {"duration", required_argument, NULL, 'd'},
-	        {"user-only", no_argument, NULL, 'u'},
-	        {"kernel-only", no_argument, NULL, 'k'},
-	        {"host", required_argument, NULL, 'H'},
-	        {"binary", required_argument, NULL, 'b'},
-	        {"version", required_argument, NULL, 'V'},
-	        {"verbose", no_argument, NULL, 'v'},
-	        {"lines", no_argument, NULL, 'L'},
-	        {"inline", no_argument, NULL, 'I'},
-	        {"unwind", required_argument, NULL, 'U'},
-	        {"event", required_argument, NULL, 'e'},
-	        {"offcpu-min", required_argument, NULL, 'O'},
-	        {"unwind-memory", required_argument, NULL, 'M'},
-	        {"jit-wait", required_argument, NULL, 'W'},
-	        {"jit-memory", required_argument, NULL, 'J'},
-	        {"module-grace", required_argument, NULL, 'G'},
-	        {"python", required_argument, NULL, 'y'},
-	        {"log-drains", required_argument, NULL, 'D'},
-	        {"retention", required_argument, NULL, 'R'},
-	        {"push", required_argument, NULL, 'P'},
-	        {"push-every", required_argument, NULL, 'Y'},
-	        {"help", no_argument, NULL, 'h'},
-	        {0},
-	};
-	int c;
-
-	o->freq = 99;
-	o->unwind = PROFILE_UNWIND_AUTO;
-	o->offcpu_min_ns = 1000;
-	const char *event_list = "cpu";
-	o->unwind_memory = 16ull << 20;
-	o->jit_wait = 60;
-	o->module_grace = 300;
-	o->jit_memory = 16ull << 20;
-	o->python = true;
-	while ((c = getopt_long(argc, argv, "+hp:aF:d:ve:", opts, NULL)) != -1) {
-		char *end;
-		switch (c) {
-		case 's': o->store_dir = optarg; break;
-		case 'p': o->pid_list = optarg; break;
-		case 'a': o->all = true; break;
-		case 'u': o->user_only = true; break;
-		case 'k': o->kernel_only = true; break;
-		case 'H':
-			if (!store_host_valid(optarg)) {
-				fprintf(stderr,
-				        PROG ": --host: expected a name of 1 to 255 bytes without "
-				             "'/' or control characters, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			o->host = optarg;
-			break;
-		case 'b': o->binary = optarg; break;
-		case 'V': o->version = optarg; break;
-		case 'v': o->verbose = true; break;
-		case 'L': o->lines = true; break;
-		case 'I': o->inlines = true; break;
-		case 'e': event_list = optarg; break;
-		case 'O':
-			if (parse_short_duration(optarg, &o->offcpu_min_ns) < 0) {
-				fprintf(stderr,
-				        PROG
-				        ": --offcpu-min: expected a duration such as 1us, 500us "
-				        "or 2ms, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'U':
-			if (strcmp(optarg, "auto") == 0) {
-				o->unwind = PROFILE_UNWIND_AUTO;
-			} else if (strcmp(optarg, "dwarf") == 0) {
-				o->unwind = PROFILE_UNWIND_DWARF;
-			} else if (strcmp(optarg, "fp") == 0) {
-				o->unwind = PROFILE_UNWIND_FP;
-			} else {
-				fprintf(stderr,
-				        PROG ": --unwind: expected auto, dwarf or fp, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'M':
-			if (parse_size(optarg, &o->unwind_memory) < 0 ||
-			    o->unwind_memory < (64u << 10) || o->unwind_memory > (4ull << 30)) {
-				fprintf(stderr,
-				        PROG ": --unwind-memory: expected a size from 64K to 4G "
-				             "(such as 16M), got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'W':
-			if (parse_seconds("jit-wait", "60s, 10m", optarg, &o->jit_wait) < 0)
-				return 2;
-			break;
-		case 'G':
-			if (parse_seconds("module-grace", "5m, 30s", optarg, &o->module_grace) < 0)
-				return 2;
-			break;
-		case 'J':
-			if (parse_size(optarg, &o->jit_memory) < 0 ||
-			    o->jit_memory > (64ull << 30)) {
-				fprintf(stderr,
-				        PROG ": --jit-memory: expected a size up to 64G (such as "
-				             "16M, or 0), got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'y':
-			if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
-				o->python = strcmp(optarg, "on") == 0;
-			} else {
-				fprintf(stderr, PROG ": --python: expected on or off, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'D': o->log_drains = optarg; break;
-		case 'P':
-			if (!store_is_database(optarg)) {
-				fprintf(stderr,
-				        PROG ": --push: expected a database (a connection string "
-				             "that starts with postgresql: or postgres:)\n");
-				return 2;
-			}
-			o->push_to = optarg;
-			break;
-		case 'Y': {
-			int r = record_parse_duration(optarg, &o->push_every);
-			if (r < 0 || o->push_every == 0) {
-				fprintf(stderr,
-				        PROG ": --push-every: expected a duration such as 60s, "
-				             "5m or 1h, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'R': {
-			int r = record_parse_duration(optarg, &o->retention);
-			if (r < 0 || o->retention == 0) {
-				fprintf(stderr,
-				        PROG ": --retention: expected a duration such as 30d, "
-				             "12h or 1d12h, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'F': {
-			errno = 0;
-			unsigned long f = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || f < 1 || f > MAX_FREQ) {
-				fprintf(stderr,
-				        PROG ": -F: expected a frequency "
-				             "from 1 to %d Hz, got \"%s\"\n",
-				        MAX_FREQ, optarg);
-				return 2;
-			}
-			o->freq = (unsigned)f;
-			break;
-		}
-		case 'd': {
-			errno = 0;
-			double d = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(d > 0) || d > 1e9) {
-				fprintf(stderr,
-				        PROG ": -d: expected seconds "
-				             "> 0, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			o->duration = d;
-			break;
-		}
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc)
-		o->command = argv + optind;
-	int targets = (o->pid_list != NULL) + o->all + (o->command != NULL);
-	if (targets != 1) {
-		fprintf(stderr, PROG ": record: give exactly one of -p PID, -a "
-		                     "or -- COMMAND\n");
-		return 2;
-	}
-	if (o->user_only && o->kernel_only) {
-		fprintf(stderr, PROG ": record: --user-only and --kernel-only "
-		                     "exclude each other\n");
-		return 2;
-	}
-	if (o->push_every && !o->push_to) {
-		fprintf(stderr, PROG ": record: --push-every needs --push DATABASE\n");
-		return 2;
-	}
-	if (!o->push_every)
-		o->push_every = 60;
-	if (o->push_to && o->store_dir && store_is_database(o->store_dir)) {
-		fprintf(stderr, PROG ": record: --push copies a local store; --store already "
-		                     "names a database\n");
-		return 2;
-	}
-	if (record_parse_events(event_list, o) < 0)
-		return 2;
-	return -1;
-}
-
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru) < 0)
-		return 0;
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static void report(struct recorder *r, double wall, double loop_cpu)
-{
-	const __u64 *st = r->skel->bss->stats;
-	struct symbolize_stats ss;
-	double cpu = cpu_seconds();
-
-	symbolize_get_stats(r->sym, &ss);
-	char line[512];
-	int n = 0;
-	for (int i = 1; i < PROFILE_NEVENTS; i++) {
-		if (!r->opt->ev_flags[i])
-			continue;
-		bool ns = strcmp(record_events[i].unit, "nanoseconds") == 0;
-		n += snprintf(
-		        line + n, sizeof(line) - (size_t)n, "%s%s %" PRIu64 " events, %.3f %s%s",
-		        n ? "; " : "", record_events[i].series, (uint64_t)r->skel->bss->ev_seen[i],
-		        ns ? (double)r->ev_weight[i] / 1e9 : (double)r->ev_weight[i] / 1048576.0,
-		        ns ? "s" : "MiB", r->ev_attached[i] ? "" : " (not attached)");
-		if (n >= (int)sizeof(line))
-			break;
-	}
-	if (n)
-		fprintf(stderr, PROG ": %s\n", line);
-	fprintf(stderr,
-	        PROG ": recorded %" PRIu64 " samples (%.3f s of CPU) in %" PRIu64
-	             " drains over %.2f s; seen %" PRIu64 ", dropped %" PRIu64
-	             " (counts map full)\n",
-	        r->ev_samples[PROFILE_EV_CPU], (double)r->ev_weight[PROFILE_EV_CPU] / 1e9,
-	        r->drains, wall, (uint64_t)st[PROFILE_STAT_SEEN],
-	        (uint64_t)st[PROFILE_STAT_COUNTS_FULL]);
-	fprintf(stderr,
-	        PROG ": stacks lost: %" PRIu64 " kernel to hash collisions, %" PRIu64
-	             " to errors, %" PRIu64 " kernel to a full map; "
-	             "children not followed: %" PRIu64 "; process events lost: %" PRIu64
-	             "; processes without symbols: %" PRIu64 "\n",
-	        (uint64_t)st[PROFILE_STAT_KERNEL_COLLISION], (uint64_t)st[PROFILE_STAT_STACK_ERROR],
-	        (uint64_t)st[PROFILE_STAT_KSTACKS_FULL], (uint64_t)st[PROFILE_STAT_PIDS_FULL],
-	        (uint64_t)st[PROFILE_STAT_EVENTS_LOST], r->unsymbolized_pids);
-	fprintf(stderr,
-	        PROG ": symbolized %" PRIu64 " process snapshots (%" PRIu64
-	             " inherited from a parent; %" PRIu64 " freed after their exit), %" PRIu64
-	             " ELF files (modules freed %" PRIu64 ", unused for --module-grace); "
-	             "addresses cached %" PRIu64 " (at most %" PRIu64 " in one file at a sweep, "
-	             "%" PRIu64 " caches emptied past %u); "
-	             "collector CPU %.3f s in all, %.2f%% of one core while recording\n",
-	        ss.processes, ss.inherited, ss.reaped, ss.modules, ss.modules_freed,
-	        ss.addrs_cached, ss.addrs_cached_max, ss.caches_emptied, SYMBOLIZE_CACHE_MAX, cpu,
-	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
-	fprintf(stderr,
-	        PROG ": execs: %" PRIu64 " of programs with a template (%" PRIu64
-	             " templates written), listed for the walker in BPF, %" PRIu64
-	             " read at once; loader's hooks: %" PRIu64
-	             " placed whole from the template, %" PRIu64 " read; %" PRIu64
-	             " templates deleted with their program's file\n",
-	        ss.execs_named, r->templates, r->execs_read, ss.loaded_named, r->loaded_read,
-	        r->templates_deleted);
-	if (r->opt->unwind == PROFILE_UNWIND_FP) {
-		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
-	} else {
-		struct unwinder_stats us = {0};
-		if (r->unwinder)
-			unwinder_get_stats(r->unwinder, &us);
-		fprintf(stderr,
-		        PROG ": user stacks: %" PRIu64 " walked by CFI, %" PRIu64
-		             " by CFI and frame pointers (%" PRIu64 " of them while a table was "
-		             "being built), %" PRIu64 " by frame pointers alone (process not yet "
-		             "known), %" PRIu64 " cut short ([truncated]); %" PRIu64
-		             " samples in an exec given the stack that called it%s\n",
-		        (uint64_t)st[PROFILE_STAT_UNWIND_CFI],
-		        (uint64_t)st[PROFILE_STAT_UNWIND_MIXED],
-		        (uint64_t)st[PROFILE_STAT_UNWIND_PENDING],
-		        (uint64_t)st[PROFILE_STAT_UNWIND_FP],
-		        (uint64_t)st[PROFILE_STAT_UNWIND_TRUNCATED],
-		        (uint64_t)st[PROFILE_STAT_EXEC_STACK],
-		        r->exec_begin_link
-		                ? ""
-		                : " (off: no tracepoint sched_prepare_exec, Linux 6.10)");
-		fprintf(stderr,
-		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64
-		             " rows; %.1f MiB of %.0f MiB in use at the end;"
-		             " tables freed %" PRIu64 ", rows reused %" PRIu64 ")"
-		             " built in %.3f s (slowest %.3f s: %s); %" PRIu64
-		             " without CFI, %" PRIu64 " refused, %" PRIu64
-		             " over --unwind-memory; %" PRIu64
-		             " mappings past %d per process; %" PRIu64
-		             " walked stacks lost (map full); %" PRIu64
-		             " process lists written (%" PRIu64 " of them ancestors')\n",
-		        us.tables, us.rows,
-		        (double)us.rows_in_use * sizeof(struct unwind_row) / 1048576.0,
-		        (double)r->opt->unwind_memory / 1048576.0, us.tables_freed, us.rows_reused,
-		        us.build_seconds, us.slowest_seconds, us.slowest[0] ? us.slowest : "-",
-		        us.no_cfi, us.refused, us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
-		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL], us.processes, us.ancestors);
-	}
-	const struct late_stats *ls = &r->late_stats;
-	fprintf(stderr,
-	        PROG ": JIT frames without a perf map entry: %" PRIu64 " samples (%" PRIu64
-	             " held, at most %.1f KiB); %" PRIu64 " named later, %" PRIu64
-	             " stored unnamed at their process's exit or the end, %" PRIu64
-	             " stored unnamed over --jit-memory, %" PRIu64 " over --jit-wait\n",
-	        ls->seen, ls->held, (double)ls->peak_bytes / 1024.0, ls->named, ls->unnamed,
-	        ls->over_memory, ls->over_time);
-	if (python_walks(r->opt)) {
-		struct symbolize_python_stats ps;
-		struct unwinder_stats pus = {0};
-		symbolize_python_get_stats(r->sym, &ps);
-		if (r->unwinder)
-			unwinder_get_stats(r->unwinder, &pus);
-		fprintf(stderr,
-		        PROG ": python: %" PRIu64 " interpreter entries written for the walker "
-		             "(one per reading of a process's maps); %" PRIu64
-		             " user stacks with Python frames; %" PRIu64
-		             " Python walks cut short (%" PRIu64 " deeper than %d frames, %" PRIu64
-		             " memory unreadable, %" PRIu64 " not a code object, %" PRIu64
-		             " frames ended early); %" PRIu64
-		             " evaluations in threads without a Python state; %" PRIu64
-		             " code objects read (%" PRIu64 " cached at the end), %" PRIu64
-		             " frames not named (code gone); %" PRIu64 " stacks lost (map full)\n",
-		        pus.python, (uint64_t)st[PROFILE_STAT_PY_WALKS],
-		        (uint64_t)(st[PROFILE_STAT_PY_CUT_DEPTH] + st[PROFILE_STAT_PY_CUT_READ] +
-		                   st[PROFILE_STAT_PY_CUT_NOT_CODE] +
-		                   st[PROFILE_STAT_PY_CUT_CHAIN]),
-		        (uint64_t)st[PROFILE_STAT_PY_CUT_DEPTH], PROFILE_PY_MAX_FRAMES,
-		        (uint64_t)st[PROFILE_STAT_PY_CUT_READ],
-		        (uint64_t)st[PROFILE_STAT_PY_CUT_NOT_CODE],
-		        (uint64_t)st[PROFILE_STAT_PY_CUT_CHAIN],
-		        (uint64_t)st[PROFILE_STAT_PY_NO_THREAD], ps.reads, ps.cached, ps.gone,
-		        (uint64_t)st[PROFILE_STAT_PYSTACKS_FULL]);
-		if (ps.unknown)
-			fprintf(stderr,
-			        PROG ": python: %" PRIu64
-			             " interpreter files of a version not known "
-			             "(the last %u.%u): their processes show native frames only; "
-			             "known: 3.11\n",
-			        ps.unknown, ps.unknown_major, ps.unknown_minor);
-	}
-	struct bpf_prog_info info = {0};
-	__u32 len = sizeof(info);
-	if (r->stats_fd >= 0 &&
-	    bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.do_sample), &info, &len) == 0)
-		fprintf(stderr,
-		        PROG ": do_sample: %llu runs, %.3f s in all, %.1f us each on average\n",
-		        (unsigned long long)info.run_cnt, (double)info.run_time_ns / 1e9,
-		        info.run_cnt ? (double)info.run_time_ns / 1e3 / (double)info.run_cnt : 0.0);
-	if (r->opt->retention)
-		fprintf(stderr,
-		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
-		             " samples) older than that\n",
-		        r->opt->retention, r->pruned_buckets, r->pruned_samples);
-}
-
 /* The offsets that take an exec's linux_binprm to its program file's
  * device and inode (on_exec): without them every exec is read at once,
  * as before there were known programs. */
@@ -1275,7 +832,7 @@ static int run(struct recorder *r, const struct options *o)
 	}
 
 	double start = now_mono(), next = start + DRAIN_SECONDS;
-	double cpu_start = cpu_seconds();
+	double cpu_start = record_cpu_seconds();
 	double deadline = o->duration > 0 ? start + o->duration : INFINITY;
 	/* One wait for both the ring buffer and COMMAND's exit (a pidfd is
 	 * readable once the process has exited). */
@@ -1354,7 +911,7 @@ static int run(struct recorder *r, const struct options *o)
 	ring_buffer__consume(r->rb);
 	if (!r->err)
 		record_drain(r, true);
-	report(r, now_mono() - start, cpu_seconds() - cpu_start);
+	record_report(r, now_mono() - start, record_cpu_seconds() - cpu_start);
 	record_push_stop(r->pusher);
 	r->pusher = NULL;
 	return r->err;
@@ -1407,7 +964,7 @@ int record_main(int argc, char **argv)
 	char missing[64];
 	int rc;
 
-	rc = parse_options(argc, argv, &o);
+	rc = record_parse_options(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
 

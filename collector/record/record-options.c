@@ -1,0 +1,300 @@
+/*
+ * record-options.c — `flamefs-collect record`'s command line: the
+ * options, their values (durations, sizes, short durations) checked and
+ * refused with the option's name and examples, and the combinations
+ * that exclude each other.  Like record.c it is CLI code and prints its
+ * errors as "flamefs-collect: ...".
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record-internal.h"
+#include "record.h"
+#include "store.h"
+
+/* The value of --NAME, a duration of up to a year (0 allowed), in
+ * seconds; reports a bad one, with examples, and returns -EINVAL. */
+static int parse_seconds(const char *name, const char *examples, const char *arg, int64_t *out)
+{
+	if (record_parse_duration(arg, out) < 0 || *out > 365 * 86400) {
+		fprintf(stderr, PROG ": --%s: expected a duration such as %s or 0, got \"%s\"\n",
+		        name, examples, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "16M", "512K", "1G" or a number of bytes (binary units). */
+static int parse_size(const char *arg, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	if (errno || end == arg || arg[0] == '-')
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (*end) {
+	case '\0': break;
+	case 'k':
+	case 'K': shift = 10; break;
+	case 'm':
+	case 'M': shift = 20; break;
+	case 'g':
+	case 'G': shift = 30; break;
+	default: return -EINVAL;
+	}
+	if (*end && end[1] && !(end[1] == 'i' && end[2] == 'B' && !end[3]) &&
+	    !(end[1] == 'B' && !end[2]))
+		return -EINVAL;
+	if (v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* "500us", "2ms", "1s", "10ns"; a bare number is microseconds. */
+static int parse_short_duration(const char *arg, uint64_t *ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end), mult;
+	if (errno || end == arg || !(v >= 0) || arg[0] == '-')
+		return -EINVAL;
+	if (strcmp(end, "ns") == 0)
+		mult = 1;
+	else if (strcmp(end, "us") == 0 || *end == '\0')
+		mult = 1e3;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1e6;
+	else if (strcmp(end, "s") == 0)
+		mult = 1e9;
+	else
+		return -EINVAL;
+	if (v * mult > 1e18)
+		return -ERANGE;
+	*ns = (uint64_t)(v * mult + 0.5);
+	return 0;
+}
+
+int record_parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option opts[] = {
+	        {"store", required_argument, NULL, 's'},
+	        {"pid", required_argument, NULL, 'p'},
+	        {"all-cpus", no_argument, NULL, 'a'},
+	        {"freq", required_argument, NULL, 'F'},
+	        {"duration", required_argument, NULL, 'd'},
+	        {"user-only", no_argument, NULL, 'u'},
+	        {"kernel-only", no_argument, NULL, 'k'},
+	        {"host", required_argument, NULL, 'H'},
+	        {"binary", required_argument, NULL, 'b'},
+	        {"version", required_argument, NULL, 'V'},
+	        {"verbose", no_argument, NULL, 'v'},
+	        {"lines", no_argument, NULL, 'L'},
+	        {"inline", no_argument, NULL, 'I'},
+	        {"unwind", required_argument, NULL, 'U'},
+	        {"event", required_argument, NULL, 'e'},
+	        {"offcpu-min", required_argument, NULL, 'O'},
+	        {"unwind-memory", required_argument, NULL, 'M'},
+	        {"jit-wait", required_argument, NULL, 'W'},
+	        {"jit-memory", required_argument, NULL, 'J'},
+	        {"module-grace", required_argument, NULL, 'G'},
+	        {"python", required_argument, NULL, 'y'},
+	        {"log-drains", required_argument, NULL, 'D'},
+	        {"retention", required_argument, NULL, 'R'},
+	        {"push", required_argument, NULL, 'P'},
+	        {"push-every", required_argument, NULL, 'Y'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	int c;
+
+	o->freq = 99;
+	o->unwind = PROFILE_UNWIND_AUTO;
+	o->offcpu_min_ns = 1000;
+	const char *event_list = "cpu";
+	o->unwind_memory = 16ull << 20;
+	o->jit_wait = 60;
+	o->module_grace = 300;
+	o->jit_memory = 16ull << 20;
+	o->python = true;
+	while ((c = getopt_long(argc, argv, "+hp:aF:d:ve:", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 's': o->store_dir = optarg; break;
+		case 'p': o->pid_list = optarg; break;
+		case 'a': o->all = true; break;
+		case 'u': o->user_only = true; break;
+		case 'k': o->kernel_only = true; break;
+		case 'H':
+			if (!store_host_valid(optarg)) {
+				fprintf(stderr,
+				        PROG ": --host: expected a name of 1 to 255 bytes without "
+				             "'/' or control characters, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			o->host = optarg;
+			break;
+		case 'b': o->binary = optarg; break;
+		case 'V': o->version = optarg; break;
+		case 'v': o->verbose = true; break;
+		case 'L': o->lines = true; break;
+		case 'I': o->inlines = true; break;
+		case 'e': event_list = optarg; break;
+		case 'O':
+			if (parse_short_duration(optarg, &o->offcpu_min_ns) < 0) {
+				fprintf(stderr,
+				        PROG
+				        ": --offcpu-min: expected a duration such as 1us, 500us "
+				        "or 2ms, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'U':
+			if (strcmp(optarg, "auto") == 0) {
+				o->unwind = PROFILE_UNWIND_AUTO;
+			} else if (strcmp(optarg, "dwarf") == 0) {
+				o->unwind = PROFILE_UNWIND_DWARF;
+			} else if (strcmp(optarg, "fp") == 0) {
+				o->unwind = PROFILE_UNWIND_FP;
+			} else {
+				fprintf(stderr,
+				        PROG ": --unwind: expected auto, dwarf or fp, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'M':
+			if (parse_size(optarg, &o->unwind_memory) < 0 ||
+			    o->unwind_memory < (64u << 10) || o->unwind_memory > (4ull << 30)) {
+				fprintf(stderr,
+				        PROG ": --unwind-memory: expected a size from 64K to 4G "
+				             "(such as 16M), got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'W':
+			if (parse_seconds("jit-wait", "60s, 10m", optarg, &o->jit_wait) < 0)
+				return 2;
+			break;
+		case 'G':
+			if (parse_seconds("module-grace", "5m, 30s", optarg, &o->module_grace) < 0)
+				return 2;
+			break;
+		case 'J':
+			if (parse_size(optarg, &o->jit_memory) < 0 ||
+			    o->jit_memory > (64ull << 30)) {
+				fprintf(stderr,
+				        PROG ": --jit-memory: expected a size up to 64G (such as "
+				             "16M, or 0), got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'y':
+			if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
+				o->python = strcmp(optarg, "on") == 0;
+			} else {
+				fprintf(stderr, PROG ": --python: expected on or off, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		case 'D': o->log_drains = optarg; break;
+		case 'P':
+			if (!store_is_database(optarg)) {
+				fprintf(stderr,
+				        PROG ": --push: expected a database (a connection string "
+				             "that starts with postgresql: or postgres:)\n");
+				return 2;
+			}
+			o->push_to = optarg;
+			break;
+		case 'Y': {
+			int r = record_parse_duration(optarg, &o->push_every);
+			if (r < 0 || o->push_every == 0) {
+				fprintf(stderr,
+				        PROG ": --push-every: expected a duration such as 60s, "
+				             "5m or 1h, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'R': {
+			int r = record_parse_duration(optarg, &o->retention);
+			if (r < 0 || o->retention == 0) {
+				fprintf(stderr,
+				        PROG ": --retention: expected a duration such as 30d, "
+				             "12h or 1d12h, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'F': {
+			errno = 0;
+			unsigned long f = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || f < 1 || f > MAX_FREQ) {
+				fprintf(stderr,
+				        PROG ": -F: expected a frequency "
+				             "from 1 to %d Hz, got \"%s\"\n",
+				        MAX_FREQ, optarg);
+				return 2;
+			}
+			o->freq = (unsigned)f;
+			break;
+		}
+		case 'd': {
+			errno = 0;
+			double d = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(d > 0) || d > 1e9) {
+				fprintf(stderr,
+				        PROG ": -d: expected seconds "
+				             "> 0, got \"%s\"\n",
+				        optarg);
+				return 2;
+			}
+			o->duration = d;
+			break;
+		}
+		case 'h': record_usage(stdout); return 0;
+		default: record_usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		o->command = argv + optind;
+	int targets = (o->pid_list != NULL) + o->all + (o->command != NULL);
+	if (targets != 1) {
+		fprintf(stderr, PROG ": record: give exactly one of -p PID, -a "
+		                     "or -- COMMAND\n");
+		return 2;
+	}
+	if (o->user_only && o->kernel_only) {
+		fprintf(stderr, PROG ": record: --user-only and --kernel-only "
+		                     "exclude each other\n");
+		return 2;
+	}
+	if (o->push_every && !o->push_to) {
+		fprintf(stderr, PROG ": record: --push-every needs --push DATABASE\n");
+		return 2;
+	}
+	if (!o->push_every)
+		o->push_every = 60;
+	if (o->push_to && o->store_dir && store_is_database(o->store_dir)) {
+		fprintf(stderr, PROG ": record: --push copies a local store; --store already "
+		                     "names a database\n");
+		return 2;
+	}
+	if (record_parse_events(event_list, o) < 0)
+		return 2;
+	return -1;
+}

@@ -1,0 +1,180 @@
+/*
+ * record-report.c — the summary `flamefs-collect record` prints on
+ * stderr at the end: samples and their loss, the collector's own CPU,
+ * and the counters of the symbolizer, the unwinder, the JIT and Python
+ * namers and the pusher, each a line a person can act on.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <bpf/bpf.h>
+
+#include "record-internal.h"
+#include "symbolize.h"
+#include "unwinder.h"
+
+double record_cpu_seconds(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+void record_report(struct recorder *r, double wall, double loop_cpu)
+{
+	const __u64 *st = r->skel->bss->stats;
+	struct symbolize_stats ss;
+	double cpu = record_cpu_seconds();
+
+	symbolize_get_stats(r->sym, &ss);
+	char line[512];
+	int n = 0;
+	for (int i = 1; i < PROFILE_NEVENTS; i++) {
+		if (!r->opt->ev_flags[i])
+			continue;
+		bool ns = strcmp(record_events[i].unit, "nanoseconds") == 0;
+		n += snprintf(
+		        line + n, sizeof(line) - (size_t)n, "%s%s %" PRIu64 " events, %.3f %s%s",
+		        n ? "; " : "", record_events[i].series, (uint64_t)r->skel->bss->ev_seen[i],
+		        ns ? (double)r->ev_weight[i] / 1e9 : (double)r->ev_weight[i] / 1048576.0,
+		        ns ? "s" : "MiB", r->ev_attached[i] ? "" : " (not attached)");
+		if (n >= (int)sizeof(line))
+			break;
+	}
+	if (n)
+		fprintf(stderr, PROG ": %s\n", line);
+	fprintf(stderr,
+	        PROG ": recorded %" PRIu64 " samples (%.3f s of CPU) in %" PRIu64
+	             " drains over %.2f s; seen %" PRIu64 ", dropped %" PRIu64
+	             " (counts map full)\n",
+	        r->ev_samples[PROFILE_EV_CPU], (double)r->ev_weight[PROFILE_EV_CPU] / 1e9,
+	        r->drains, wall, (uint64_t)st[PROFILE_STAT_SEEN],
+	        (uint64_t)st[PROFILE_STAT_COUNTS_FULL]);
+	fprintf(stderr,
+	        PROG ": stacks lost: %" PRIu64 " kernel to hash collisions, %" PRIu64
+	             " to errors, %" PRIu64 " kernel to a full map; "
+	             "children not followed: %" PRIu64 "; process events lost: %" PRIu64
+	             "; processes without symbols: %" PRIu64 "\n",
+	        (uint64_t)st[PROFILE_STAT_KERNEL_COLLISION], (uint64_t)st[PROFILE_STAT_STACK_ERROR],
+	        (uint64_t)st[PROFILE_STAT_KSTACKS_FULL], (uint64_t)st[PROFILE_STAT_PIDS_FULL],
+	        (uint64_t)st[PROFILE_STAT_EVENTS_LOST], r->unsymbolized_pids);
+	fprintf(stderr,
+	        PROG ": symbolized %" PRIu64 " process snapshots (%" PRIu64
+	             " inherited from a parent; %" PRIu64 " freed after their exit), %" PRIu64
+	             " ELF files (modules freed %" PRIu64 ", unused for --module-grace); "
+	             "addresses cached %" PRIu64 " (at most %" PRIu64 " in one file at a sweep, "
+	             "%" PRIu64 " caches emptied past %u); "
+	             "collector CPU %.3f s in all, %.2f%% of one core while recording\n",
+	        ss.processes, ss.inherited, ss.reaped, ss.modules, ss.modules_freed,
+	        ss.addrs_cached, ss.addrs_cached_max, ss.caches_emptied, SYMBOLIZE_CACHE_MAX, cpu,
+	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
+	fprintf(stderr,
+	        PROG ": execs: %" PRIu64 " of programs with a template (%" PRIu64
+	             " templates written), listed for the walker in BPF, %" PRIu64
+	             " read at once; loader's hooks: %" PRIu64
+	             " placed whole from the template, %" PRIu64 " read; %" PRIu64
+	             " templates deleted with their program's file\n",
+	        ss.execs_named, r->templates, r->execs_read, ss.loaded_named, r->loaded_read,
+	        r->templates_deleted);
+	if (r->opt->unwind == PROFILE_UNWIND_FP) {
+		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
+	} else {
+		struct unwinder_stats us = {0};
+		if (r->unwinder)
+			unwinder_get_stats(r->unwinder, &us);
+		fprintf(stderr,
+		        PROG ": user stacks: %" PRIu64 " walked by CFI, %" PRIu64
+		             " by CFI and frame pointers (%" PRIu64 " of them while a table was "
+		             "being built), %" PRIu64 " by frame pointers alone (process not yet "
+		             "known), %" PRIu64 " cut short ([truncated]); %" PRIu64
+		             " samples in an exec given the stack that called it%s\n",
+		        (uint64_t)st[PROFILE_STAT_UNWIND_CFI],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_MIXED],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_PENDING],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_FP],
+		        (uint64_t)st[PROFILE_STAT_UNWIND_TRUNCATED],
+		        (uint64_t)st[PROFILE_STAT_EXEC_STACK],
+		        r->exec_begin_link
+		                ? ""
+		                : " (off: no tracepoint sched_prepare_exec, Linux 6.10)");
+		fprintf(stderr,
+		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64
+		             " rows; %.1f MiB of %.0f MiB in use at the end;"
+		             " tables freed %" PRIu64 ", rows reused %" PRIu64 ")"
+		             " built in %.3f s (slowest %.3f s: %s); %" PRIu64
+		             " without CFI, %" PRIu64 " refused, %" PRIu64
+		             " over --unwind-memory; %" PRIu64
+		             " mappings past %d per process; %" PRIu64
+		             " walked stacks lost (map full); %" PRIu64
+		             " process lists written (%" PRIu64 " of them ancestors')\n",
+		        us.tables, us.rows,
+		        (double)us.rows_in_use * sizeof(struct unwind_row) / 1048576.0,
+		        (double)r->opt->unwind_memory / 1048576.0, us.tables_freed, us.rows_reused,
+		        us.build_seconds, us.slowest_seconds, us.slowest[0] ? us.slowest : "-",
+		        us.no_cfi, us.refused, us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
+		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL], us.processes, us.ancestors);
+	}
+	const struct late_stats *ls = &r->late_stats;
+	fprintf(stderr,
+	        PROG ": JIT frames without a perf map entry: %" PRIu64 " samples (%" PRIu64
+	             " held, at most %.1f KiB); %" PRIu64 " named later, %" PRIu64
+	             " stored unnamed at their process's exit or the end, %" PRIu64
+	             " stored unnamed over --jit-memory, %" PRIu64 " over --jit-wait\n",
+	        ls->seen, ls->held, (double)ls->peak_bytes / 1024.0, ls->named, ls->unnamed,
+	        ls->over_memory, ls->over_time);
+	if (python_walks(r->opt)) {
+		struct symbolize_python_stats ps;
+		struct unwinder_stats pus = {0};
+		symbolize_python_get_stats(r->sym, &ps);
+		if (r->unwinder)
+			unwinder_get_stats(r->unwinder, &pus);
+		fprintf(stderr,
+		        PROG ": python: %" PRIu64 " interpreter entries written for the walker "
+		             "(one per reading of a process's maps); %" PRIu64
+		             " user stacks with Python frames; %" PRIu64
+		             " Python walks cut short (%" PRIu64 " deeper than %d frames, %" PRIu64
+		             " memory unreadable, %" PRIu64 " not a code object, %" PRIu64
+		             " frames ended early); %" PRIu64
+		             " evaluations in threads without a Python state; %" PRIu64
+		             " code objects read (%" PRIu64 " cached at the end), %" PRIu64
+		             " frames not named (code gone); %" PRIu64 " stacks lost (map full)\n",
+		        pus.python, (uint64_t)st[PROFILE_STAT_PY_WALKS],
+		        (uint64_t)(st[PROFILE_STAT_PY_CUT_DEPTH] + st[PROFILE_STAT_PY_CUT_READ] +
+		                   st[PROFILE_STAT_PY_CUT_NOT_CODE] +
+		                   st[PROFILE_STAT_PY_CUT_CHAIN]),
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_DEPTH], PROFILE_PY_MAX_FRAMES,
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_READ],
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_NOT_CODE],
+		        (uint64_t)st[PROFILE_STAT_PY_CUT_CHAIN],
+		        (uint64_t)st[PROFILE_STAT_PY_NO_THREAD], ps.reads, ps.cached, ps.gone,
+		        (uint64_t)st[PROFILE_STAT_PYSTACKS_FULL]);
+		if (ps.unknown)
+			fprintf(stderr,
+			        PROG ": python: %" PRIu64
+			             " interpreter files of a version not known "
+			             "(the last %u.%u): their processes show native frames only; "
+			             "known: 3.11\n",
+			        ps.unknown, ps.unknown_major, ps.unknown_minor);
+	}
+	struct bpf_prog_info info = {0};
+	__u32 len = sizeof(info);
+	if (r->stats_fd >= 0 &&
+	    bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.do_sample), &info, &len) == 0)
+		fprintf(stderr,
+		        PROG ": do_sample: %llu runs, %.3f s in all, %.1f us each on average\n",
+		        (unsigned long long)info.run_cnt, (double)info.run_time_ns / 1e9,
+		        info.run_cnt ? (double)info.run_time_ns / 1e3 / (double)info.run_cnt : 0.0);
+	if (r->opt->retention)
+		fprintf(stderr,
+		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
+		             " samples) older than that\n",
+		        r->opt->retention, r->pruned_buckets, r->pruned_samples);
+}
