@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -982,6 +983,15 @@ int record_main(int argc, char **argv)
 		nofile.rlim_cur = nofile.rlim_max; /* one fd per ELF file */
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
+
+	/* A recorder runs for weeks, so glibc's heap must follow what is
+	 * live.  By default its mmap threshold rises to the size of each
+	 * big block freed (up to 32 MiB); after that a file's symbol or
+	 * unwind table is carved out of the heap among small long-lived
+	 * blocks, and when it is freed most of its pages stay.  A fixed
+	 * threshold keeps every block of 128 KiB or more in a mapping of
+	 * its own, returned whole when freed. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);

@@ -5,6 +5,7 @@
 #   usage: sudo bash tests/bench/churn.sh
 #   env:   DUR=SECONDS (default 120; 0: the soak only), LOOPS=N churn loops (default 1),
 #          SOAK=MINUTES (default 0: no soak; 30 for the soak below),
+#          SOAK_BASE=PATH another flamefs-collect to soak beside ours (a baseline),
 #          BENCH_DIR, BENCH_BUILD (lib.sh)
 #
 # The churn loop is what a CI runner or a build host runs: each iteration
@@ -168,28 +169,63 @@ sed 's/^/    /' "$work/ours.err"
 fi
 
 # ---- the soak --------------------------------------------------------------------------
+# rss_row PID: "VmRSS RssAnon RssFile" in KiB (0 0 0 once it has gone).
+rss_row() {
+	awk '/^(VmRSS|RssAnon|RssFile):/ { v[$1] = $2 } END { printf "%d %d %d", v["VmRSS:"], v["RssAnon:"], v["RssFile:"] }' \
+		"/proc/$1/status" 2>/dev/null || echo "0 0 0"
+}
+# worst LABEL RSS...: the largest deviation of minutes $from..$SOAK from minute 10.
+worst() {
+	local label=$1
+	shift
+	awk -v label="$label" -v from="$from" -v last="$SOAK" -v list="$*" 'BEGIN {
+		n = split(list, v, " "); base = v[10]; worst = 0
+		for (i = from; i <= last && i <= n; i++) { d = (v[i] - base) / base * 100; if (d < 0) d = -d; if (d > worst) worst = d }
+		printf "%sRSS at minute 10: %d KiB; largest deviation over minutes %d-%d: %.1f%%\n", label, base, from, last, worst }'
+}
 if [ "$SOAK" -ge 12 ]; then
 	echo
 	echo "## Soak: record -a -F 99 under churn for $SOAK minutes"
+	[ -z "${SOAK_BASE:-}" ] || echo "(beside it, the same command of the baseline $SOAK_BASE, on the same load)"
 	start_churn
 	"$fc" record --store "$work/soak" -a -F 99 -d "$((SOAK * 60 + 30))" 2>"$work/soak.err" &
 	rec=$!
+	base_rec=
+	if [ -n "${SOAK_BASE:-}" ]; then
+		"$SOAK_BASE" record --store "$work/soak-base" -a -F 99 -d "$((SOAK * 60 + 30))" 2>"$work/soak-base.err" &
+		base_rec=$!
+	fi
 	sleep 2
-	echo "| minute | VmRSS (KiB) |"
-	echo "|---|---|"
-	rss_at=()
+	if [ -n "$base_rec" ]; then
+		echo "| minute | VmRSS (KiB) | RssAnon | RssFile | baseline VmRSS | RssAnon | RssFile |"
+		echo "|---|---|---|---|---|---|---|"
+	else
+		echo "| minute | VmRSS (KiB) | RssAnon | RssFile |"
+		echo "|---|---|---|---|"
+	fi
+	rss_at=() base_at=()
 	for m in $(seq 1 "$SOAK"); do
 		sleep 60
-		r=$(awk '/VmRSS/ { print $2 }' "/proc/$rec/status" 2>/dev/null || echo 0)
-		rss_at[m]=$r
-		echo "| $m | $r |"
+		read -r v a f <<<"$(rss_row "$rec")"
+		rss_at[m]=$v
+		if [ -n "$base_rec" ]; then
+			read -r bv ba bf <<<"$(rss_row "$base_rec")"
+			base_at[m]=$bv
+			echo "| $m | $v | $a | $f | $bv | $ba | $bf |"
+		else
+			echo "| $m | $v | $a | $f |"
+		fi
 	done
 	wait "$rec" || true
+	[ -z "$base_rec" ] || wait "$base_rec" || true
 	stop_churn
 	from=$((SOAK - 20 > 10 ? SOAK - 20 : 11))
-	awk -v base="${rss_at[10]}" -v from="$from" -v last="$SOAK" -v list="$(for m in $(seq "$from" "$SOAK"); do printf '%s ' "${rss_at[m]}"; done)" 'BEGIN {
-		n = split(list, v, " "); worst = 0
-		for (i = 1; i <= n; i++) { d = (v[i] - base) / base * 100; if (d < 0) d = -d; if (d > worst) worst = d }
-		printf "\nRSS at minute 10: %d KiB; largest deviation over minutes %d-%d: %.1f%%\n", base, from, last, worst }'
+	echo
+	worst "" "${rss_at[@]}"
+	[ -z "$base_rec" ] || worst "baseline: " "${base_at[@]}"
 	sed 's/^/    /' "$work/soak.err"
+	if [ -n "$base_rec" ]; then
+		echo "  baseline:"
+		sed 's/^/    /' "$work/soak-base.err"
+	fi
 fi
