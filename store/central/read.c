@@ -27,10 +27,10 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 	*out = NULL;
 	*n = 0;
 	r = central_exec_again(s, "listing series",
-	                 "SELECT id, host, binary_name, version, event, unit,"
-	                 " coalesce(first_seen, 0), coalesce(last_seen, 0), samples, weight,"
-	                 " input_bytes FROM series WHERE samples > 0",
-	                 0, NULL, false, &res);
+	                       "SELECT id, host, binary_name, version, event, unit,"
+	                       " coalesce(first_seen, 0), coalesce(last_seen, 0), samples, weight,"
+	                       " input_bytes FROM series WHERE samples > 0",
+	                       0, NULL, false, &res);
 	if (r < 0)
 		return -EIO;
 	rows = PQntuples(res);
