@@ -487,6 +487,131 @@ static void test_rollback(void)
 	store_close(s);
 }
 
+/* The writer's node index against a model: rounds of random nodes (many
+ * under the same parents, so pairs repeat), every other round thrown
+ * away, through tables of 2^10 to 2^19 slots.  After each round every
+ * kept node is found under its id, no pair got two ids, and a pair of a
+ * dropped round is new again; after a reopen (the index built at open)
+ * the same. */
+static int cmp_pair(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static size_t node_index_misses(struct store *s, const uint32_t *parent, const uint32_t *frame,
+                                uint32_t n)
+{
+	struct store_batch *b = store_batch_new(s);
+	size_t bad = 0;
+	uint32_t id;
+
+	if (!b)
+		return n;
+	for (uint32_t i = 1; i < n; i++)
+		if (store_batch_node(b, parent[i], frame[i], &id) < 0 || id != i)
+			bad++;
+	if (store_node_count(s) != n)
+		bad++;
+	store_batch_free(b);
+	return bad;
+}
+
+static void test_node_index(void)
+{
+	enum { FRAMES = 64, PER_ROUND = 80000, ROUNDS = 12 };
+	char *dir = fresh_dir();
+	struct store *s = open_rw(dir, STORE_CREATE);
+	struct store_batch *b;
+	uint32_t *parent = malloc(sizeof(*parent) * PER_ROUND * ROUNDS);
+	uint32_t *frame = malloc(sizeof(*frame) * PER_ROUND * ROUNDS);
+	uint64_t *pairs = malloc(sizeof(*pairs) * PER_ROUND * ROUNDS);
+	uint32_t fid[FRAMES], n = 1, id;
+	uint64_t rng = 0x9e3779b97f4a7c15ULL;
+	char name[16];
+
+	if (!s || !parent || !frame || !pairs)
+		goto out;
+	parent[0] = frame[0] = 0;
+	b = store_batch_new(s);
+	for (int i = 0; b && i < FRAMES; i++) {
+		struct store_frame f;
+
+		snprintf(name, sizeof(name), "f%d", i);
+		f = mkframe(name);
+		CHECK_OK(store_batch_frame(b, &f, &fid[i]));
+	}
+	CHECK_OK(store_batch_commit(b));
+	store_batch_free(b);
+	for (int round = 0; round < ROUNDS; round++) {
+		uint32_t from = n, p, f;
+		size_t wrong = 0, dup = 0, fresh = 0;
+		bool keep = round % 2 == 0 || round == ROUNDS - 1;
+
+		b = store_batch_new(s);
+		if (!b)
+			break;
+		for (int i = 0; i < PER_ROUND; i++) {
+			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+			/* half under the first nodes, so pairs repeat */
+			p = (uint32_t)(rng >> 32) % (rng & 1 ? n : (n < 64 ? n : 64));
+			f = fid[(rng >> 8) % FRAMES];
+			if (store_batch_node(b, p, f, &id) < 0) {
+				wrong++;
+			} else if (id < n) {
+				wrong += parent[id] != p || frame[id] != f;
+			} else if (id == n) {
+				parent[n] = p;
+				frame[n++] = f;
+			} else {
+				wrong++;
+			}
+		}
+		if (keep) {
+			CHECK_OK(store_batch_commit(b));
+		} else {
+			/* a dropped round's last new pair under a kept node gets
+			 * the first id again */
+			uint32_t last = n - 1;
+
+			while (last > from && parent[last] >= from)
+				last--;
+			p = parent[last];
+			f = frame[last];
+			store_batch_free(b);
+			n = from;
+			b = store_batch_new(s);
+			if (b && store_batch_node(b, p, f, &id) == 0)
+				fresh = id == n;
+		}
+		store_batch_free(b);
+		for (uint32_t i = 1; i < n; i++)
+			pairs[i - 1] = (uint64_t)parent[i] << 32 | frame[i];
+		qsort(pairs, n - 1, sizeof(*pairs), cmp_pair);
+		for (uint32_t i = 1; i + 1 < n; i++)
+			dup += pairs[i] == pairs[i - 1];
+		wrong += node_index_misses(s, parent, frame, n);
+		if (wrong || dup || (!keep && !fresh)) {
+			fprintf(stderr, "  round %d (%u nodes, %s): %zu wrong, %zu pairs twice%s\n",
+			        round, n, keep ? "kept" : "dropped", wrong, dup,
+			        !keep && !fresh ? ", a dropped pair not new" : "");
+			CHECK(0);
+		}
+	}
+	CHECK(n > 200000); /* past 2^18 slots at 70% */
+	store_close(s);
+	s = open_rw(dir, 0);
+	if (s)
+		CHECK(node_index_misses(s, parent, frame, n) == 0);
+out:
+	if (s)
+		store_close(s);
+	free(parent);
+	free(frame);
+	free(pairs);
+}
+
 static void test_reopen_stable(void)
 {
 	char *dir = fresh_dir();
@@ -2263,6 +2388,7 @@ int main(int argc, char **argv)
 	run("merge_adds", test_merge_adds);
 	run("negative_time", test_negative_time);
 	run("rollback", test_rollback);
+	run("node_index", test_node_index);
 	run("reopen_stable", test_reopen_stable);
 	run("schema", test_schema);
 	run("old_layout", test_old_layout);

@@ -54,7 +54,7 @@ static void batch_rollback(struct rdb_batch *b)
 	while (s->nnodes > b->node_base) {
 		uint32_t id = --s->nnodes;
 
-		idtab_remove(&s->node_tab, id, node_hash(s->node_parent[id], s->node_frame[id]));
+		node_unindex(s, id);
 	}
 	while (s->nframes > b->frame_base) {
 		uint32_t id = --s->nframes;

@@ -180,6 +180,26 @@ static inline void idtab_put(struct idtab *t, size_t pos, uint32_t id, uint32_t 
 	t->count++;
 }
 
+/* The writer's index of nodes by (parent, frame): linear probing over
+ * 4-byte slots, at most 70% full.  A table of 2^bits slots only ever
+ * holds ids below 2^bits (ids are dense and every node has a slot), so a
+ * slot keeps the id in its low `bits` bits and, above them, the bits of
+ * the node's hash that did not choose its place: a probe compares those
+ * before it reads the node arrays, as an {id, hash} slot would, at half
+ * the size.  0 is an empty slot (node 0, the root, is never indexed).
+ * The dictionary is what grows in a long recording, a slot per distinct
+ * stack node: this table was 8 bytes a slot. */
+struct nodetab {
+	uint32_t *slots;
+	unsigned bits; /* log2 of the slots; 0 when unallocated */
+	size_t count;
+};
+
+static inline uint32_t nodetab_mask(const struct nodetab *t)
+{
+	return (uint32_t)((1ull << t->bits) - 1);
+}
+
 /* ---- the store ---------------------------------------------------------- */
 
 struct series_rec {
@@ -230,7 +250,7 @@ struct rdb {
 	/* Nodes 0..nnodes-1; node 0 is the root. */
 	uint32_t *node_parent, *node_frame;
 	uint32_t nnodes, nodes_cap;
-	struct idtab node_tab; /* writer only */
+	struct nodetab node_tab; /* writer only */
 
 	/* Series 1..nseries-1 (writer only; readers list from disk). */
 	struct series_rec *series;
@@ -380,6 +400,8 @@ int frame_append(struct rdb *s, const struct store_frame *f);
 int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref);
 uint32_t module_ref(struct rdb *s, uint32_t id);
 uint32_t node_hash(uint32_t parent, uint32_t frame);
+/* Takes node `id` out of the writer's index (a batch's rollback). */
+void node_unindex(struct rdb *s, uint32_t id);
 int node_append(struct rdb *s, uint32_t parent, uint32_t frame);
 int load_frame(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 int load_node(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);

@@ -364,16 +364,84 @@ int node_append(struct rdb *s, uint32_t parent, uint32_t frame)
 	return 0;
 }
 
+/* ---- the writer's node index (struct nodetab, embedded.h) ------------------ */
+
 static void node_index(struct rdb *s, uint32_t id)
 {
-	size_t pos;
-	uint32_t h;
+	struct nodetab *t = &s->node_tab;
+	uint32_t mask = nodetab_mask(t);
+	uint32_t h = node_hash(s->node_parent[id], s->node_frame[id]);
+	size_t pos = h & mask;
 
-	h = node_hash(s->node_parent[id], s->node_frame[id]);
-	pos = h & s->node_tab.mask;
-	while (s->node_tab.slots[pos].id)
-		pos = (pos + 1) & s->node_tab.mask;
-	idtab_put(&s->node_tab, pos, id, h);
+	while (t->slots[pos])
+		pos = (pos + 1) & mask;
+	t->slots[pos] = (h & ~mask) | id;
+	t->count++;
+}
+
+/* Makes the index big enough for the ids below `ids` at the load
+ * idtab_reserve() keeps (it never shrinks); 0, -ENOMEM or -EOVERFLOW.
+ * Growing rehashes from the node arrays: a slot holds only the high bits
+ * of its hash. */
+static int nodetab_presize(struct rdb *s, size_t ids)
+{
+	struct nodetab *t = &s->node_tab, old = *t;
+	unsigned bits = 10;
+
+	while (((size_t)7 << bits) < ids * 10)
+		bits++;
+	if (t->slots && bits <= t->bits)
+		return 0;
+	if (bits > 32)
+		return -EOVERFLOW;
+	t->slots = calloc((size_t)1 << bits, sizeof(*t->slots));
+	if (!t->slots) {
+		*t = old;
+		return -ENOMEM;
+	}
+	t->bits = bits;
+	t->count = 0;
+	for (size_t i = 0; old.slots && i <= nodetab_mask(&old); i++)
+		if (old.slots[i])
+			node_index(s, old.slots[i] & nodetab_mask(&old));
+	free(old.slots);
+	return 0;
+}
+
+/* Backward-shift deletion, as idtab_remove(); a slot's place comes from
+ * its node's hash, recomputed. */
+void node_unindex(struct rdb *s, uint32_t id)
+{
+	struct nodetab *t = &s->node_tab;
+	uint32_t mask = nodetab_mask(t);
+	size_t i, j;
+
+	if (!t->slots)
+		return;
+	i = node_hash(s->node_parent[id], s->node_frame[id]) & mask;
+	while (t->slots[i] && (t->slots[i] & mask) != id)
+		i = (i + 1) & mask;
+	if (!t->slots[i])
+		return;
+	t->slots[i] = 0;
+	t->count--;
+	j = i;
+	for (;;) {
+		uint32_t n;
+		size_t k;
+
+		j = (j + 1) & mask;
+		if (!t->slots[j])
+			break;
+		n = t->slots[j] & mask;
+		k = node_hash(s->node_parent[n], s->node_frame[n]) & mask;
+		/* Leave slot j alone if its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		t->slots[i] = t->slots[j];
+		t->slots[j] = 0;
+		i = j;
+	}
 }
 
 int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from)
@@ -388,7 +456,7 @@ int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from)
 	r = idtab_presize(&s->frame_tab, s->nframes);
 	if (r < 0)
 		return r;
-	r = idtab_presize(&s->node_tab, s->nnodes);
+	r = nodetab_presize(s, s->nnodes);
 	if (r < 0)
 		return r;
 	for (uint32_t id = frames_from ? frames_from : 1; id < s->nframes; id++) {
@@ -504,7 +572,7 @@ int rdb_batch_node(struct store_batch *bbase, uint32_t parent, uint32_t frame, u
 {
 	struct rdb_batch *b = rdb_batch_of(bbase);
 	struct rdb *s = b->s;
-	uint32_t h;
+	uint32_t h, mask, slot;
 	size_t pos;
 	int r;
 
@@ -512,15 +580,18 @@ int rdb_batch_node(struct store_batch *bbase, uint32_t parent, uint32_t frame, u
 		seterr(s, "node (%u, %u) refers to an unknown node or frame", parent, frame);
 		return -EINVAL;
 	}
-	r = idtab_reserve(&s->node_tab);
-	if (r < 0)
-		return r;
+	/* room for the id a new node would get */
+	if (!s->node_tab.slots || ((size_t)s->nnodes + 1) * 10 > (size_t)7 << s->node_tab.bits) {
+		r = nodetab_presize(s, (size_t)s->nnodes + 1);
+		if (r < 0)
+			return r;
+	}
 	h = node_hash(parent, frame);
-	for (pos = h & s->node_tab.mask; s->node_tab.slots[pos].id;
-	     pos = (pos + 1) & s->node_tab.mask) {
-		uint32_t n = s->node_tab.slots[pos].id;
+	mask = nodetab_mask(&s->node_tab);
+	for (pos = h & mask; (slot = s->node_tab.slots[pos]); pos = (pos + 1) & mask) {
+		uint32_t n = slot & mask;
 
-		if (s->node_tab.slots[pos].h == h && s->node_parent[n] == parent &&
+		if ((slot & ~mask) == (h & ~mask) && s->node_parent[n] == parent &&
 		    s->node_frame[n] == frame) {
 			*id = n;
 			return 0;
@@ -529,7 +600,8 @@ int rdb_batch_node(struct store_batch *bbase, uint32_t parent, uint32_t frame, u
 	r = node_append(s, parent, frame);
 	if (r < 0)
 		return r;
-	idtab_put(&s->node_tab, pos, s->nnodes - 1, h);
+	s->node_tab.slots[pos] = (h & ~mask) | (s->nnodes - 1);
+	s->node_tab.count++;
 	*id = s->nnodes - 1;
 	return 0;
 }

@@ -566,7 +566,7 @@ void rdb_close(struct store *sbase)
 	arena_free(&s->arena);
 	free(s->node_parent);
 	free(s->node_frame);
-	idtab_free(&s->node_tab);
+	free(s->node_tab.slots);
 	free(s->logdir);
 	free(s->legacy_host);
 	free(s->dir);
