@@ -8,7 +8,8 @@
 # (top functions across hosts, regressions from A to B) gives the
 # expected numbers; a non-flamefs database and a future schema are
 # refused; the password never shows; a read-only role reads but cannot
-# write; an unreachable server is named; a server restarted during
+# write; an unreachable server is named; a server that drops connections
+# is waited for; a server restarted during
 # imports loses and doubles nothing.
 # Usage: test-central.sh BUILD_DIR.  SKIP (77) without PostgreSQL 15.
 set -u
@@ -321,9 +322,81 @@ n=$((n + 1))
 [ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT (kind, line, name, module, build_id, file)) = count(*) FROM frames")" = t ] ||
 	fail "16 concurrent writers: frame ids not dense or a frame stored twice"
 
+"$build/tests/gen-folded" 2000 200000 busy 7 >"$tmp/big.folded"
+# ---- a server that takes a connection and drops it -----------------------------------------
+# In a restart's window the server can accept a connection and close it
+# before it says anything (libpq: "server closed the connection
+# unexpectedly"): an open waits for it as for a server starting up.  A
+# proxy on a socket of its own drops the first DROP connections, then
+# passes bytes both ways to the real server.
+cat >"$tmp/drop.py" <<'PY'
+import os, socket, sys, threading
+listen, target, drop = sys.argv[1], sys.argv[2], int(sys.argv[3])
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(listen)
+srv.listen(16)
+print(os.getpid(), flush=True)
+def pump(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+seen = 0
+while True:
+    c, _ = srv.accept()
+    seen += 1
+    if drop < 0 or seen <= drop:
+        c.close()
+        continue
+    u = socket.socket(socket.AF_UNIX)
+    u.connect(target)
+    threading.Thread(target=pump, args=(c, u), daemon=True).start()
+    threading.Thread(target=pump, args=(u, c), daemon=True).start()
+PY
+dropdb_uri=$(newdb dropped)
+drop_uri() { echo "${dropdb_uri//host=$sock/host=$tmp/$1}"; }
+for d in drop3 dropall; do mkdir -p "$tmp/$d"; done
+python3 "$tmp/drop.py" "$tmp/drop3/.s.PGSQL.$PG_PORT" "$sock/.s.PGSQL.$PG_PORT" 3 >"$tmp/drop3.pid" &
+python3 "$tmp/drop.py" "$tmp/dropall/.s.PGSQL.$PG_PORT" "$sock/.s.PGSQL.$PG_PORT" -1 >"$tmp/dropall.pid" &
+for _ in $(seq 100); do
+	[ -S "$tmp/drop3/.s.PGSQL.$PG_PORT" ] && [ -S "$tmp/dropall/.s.PGSQL.$PG_PORT" ] && break
+	sleep 0.05
+done
+n=$((n + 1))
+if FLAMEFS_PG_RETRY_SECONDS=30 "$collect" import --store "$(drop_uri drop3)" --time 1700000040 \
+	"$tmp/big.folded" >"$tmp/drop3.out" 2>&1; then
+	"$collect" import --store "$tmp/dropemb" --time 1700000040 "$tmp/big.folded" >/dev/null 2>&1
+	"$collect" export --store "$dropdb_uri" --format folded >"$tmp/drop.p" 2>&1
+	"$collect" export --store "$tmp/dropemb" --format folded >"$tmp/drop.e" 2>&1
+	same "$tmp/drop.p" "$tmp/drop.e" "an import past 3 dropped connections: counts differ"
+else
+	fail "an import past 3 dropped connections failed"
+	cat "$tmp/drop3.out"
+fi
+n=$((n + 1))
+t0=$(date +%s%N)
+FLAMEFS_PG_RETRY_SECONDS=1 "$collect" stats --store "$(drop_uri dropall)" >"$tmp/dropall.out" 2>&1 &&
+	fail "a server that drops every connection was read"
+t1=$(date +%s%N)
+if [ $(((t1 - t0) / 1000000)) -lt 1000 ] ||
+	! grep -q "did not come back within 1 s: .*server closed the connection unexpectedly" "$tmp/dropall.out"; then
+	fail "a server that drops every connection: not waited for 1 s ($(((t1 - t0) / 1000000)) ms), or not named"
+	cat "$tmp/dropall.out"
+fi
+kill "$(cat "$tmp/drop3.pid")" "$(cat "$tmp/dropall.pid")" 2>/dev/null
+wait
+
 # ---- a server restarted while imports run ------------------------------------------------
 busy=$(newdb busy)
-"$build/tests/gen-folded" 2000 200000 busy 7 >"$tmp/big.folded"
 rm -rf "$tmp/bigemb"
 for i in 1 2 3 4 5 6; do
 	"$collect" import --store "$tmp/bigemb" --time $((1700000040 + 60 * i)) "$tmp/big.folded" >/dev/null 2>&1

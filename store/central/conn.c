@@ -256,8 +256,12 @@ double central_retry_seconds(void)
 
 bool central_restarting(const char *msg)
 {
-	/* The server's own words for SQLSTATE 57P03, cannot_connect_now. */
-	return strstr(msg, "the database system is shutting down") ||
+	/* The server's own words for SQLSTATE 57P03, cannot_connect_now;
+	 * and libpq's when a server took the connection and dropped it
+	 * before it could say so (a backend ended by a shutdown, a crash
+	 * and its recovery): CI met it once in a restart's window. */
+	return strstr(msg, "server closed the connection unexpectedly") ||
+	       strstr(msg, "the database system is shutting down") ||
 	       strstr(msg, "the database system is starting up") ||
 	       strstr(msg, "the database system is not yet accepting connections") ||
 	       strstr(msg, "the database system is in recovery mode");
@@ -290,6 +294,14 @@ int central_reconnect(struct pg *s, double start, double *delay)
 			central_pqerr(s->conn, NULL, msg, sizeof(msg));
 		} else if (central_connect(s) == 0) {
 			return 0;
+		} else {
+			const char *why = strstr(s->errmsg, "cannot connect: ");
+			size_t k;
+
+			why = why ? why + 16 : s->errmsg;
+			k = strnlen(why, sizeof(msg) - 1);
+			memcpy(msg, why, k);
+			msg[k] = '\0';
 		}
 	}
 	if (msg[0])

@@ -84,8 +84,9 @@ static int open_once(const char *conn, int flags, struct store **out, char *err,
 	}
 	r = central_connect(s);
 	/* A server that answers but is shutting down or starting up (a
-	 * restart) is waited for, with backoff, as a commit would; one that
-	 * does not answer at all is an error at once. */
+	 * restart), or that takes the connection and drops it, is waited
+	 * for, with backoff, as a commit would; one that does not answer at
+	 * all is an error at once. */
 	if (r == -ECONNREFUSED && central_restarting(s->errmsg)) {
 		double delay = 0.1;
 
