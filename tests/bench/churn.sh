@@ -115,13 +115,29 @@ f0=$(forks)
 "${rusage[@]}" "$work/ours.time" "$fc" record --store "$work/store" -a -F 99 -d "$DUR" \
 	2>"$work/ours.err" &
 rec=$!
-peak=0
+# The peak RSS, polled each second by builtins alone: this script is deep
+# in bash's recursion (a long list inside an `if`, 160+ frames), and each
+# fork of it (a $(...), sleep, pgrep) was charged to the load as a
+# [truncated] bash stack: on a machine with costly page-table copies, 13%
+# of the weight.  The recorder is the wrapper's only child.
+peak=0 pid=
+exec {tick}<> <(:)
 while kill -0 "$rec" 2>/dev/null; do
-	pid=$(pgrep -P "$rec" -f "flamefs-collect record" | head -1 || true)
-	[ -n "$pid" ] && r=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0) &&
-		[ "${r:-0}" -gt "$peak" ] && peak=$r
-	sleep 1
+	if [ -z "$pid" ]; then
+		for c in /proc/[0-9]*/stat; do
+			read -r line 2>/dev/null <"$c" || continue
+			f=(${line##*) }) # after "pid (comm) ": state, ppid
+			[ "${f[1]}" = "$rec" ] && pid=${c//[^0-9]/} && break
+		done
+	fi
+	if [ -n "$pid" ]; then
+		while read -r k v _; do
+			[ "$k" = VmRSS: ] && [ "$v" -gt "$peak" ] && peak=$v
+		done 2>/dev/null <"/proc/$pid/status" || true
+	fi
+	read -r -t 1 -u "$tick" _ || true
 done
+exec {tick}<&-
 wait "$rec" || true
 f1=$(forks)
 stop_churn
