@@ -169,14 +169,15 @@ for mode in fast immediate; do
 			"$collect" import --store "$tmp/host$h" --host "h$h" --time $((t0 + 10800 + m * 60)) \
 				"$tmp/r$h.folded" >/dev/null 2>&1
 		done
-		# A push that starts while the server is down (no socket) cannot
-		# connect, says so and is run again, as the recorder's next one
-		# would be; any other failure is one.
+		# A push that starts while the server is down (no socket, or one
+		# that no longer listens) cannot connect, says so and is run
+		# again, as the recorder's next one would be; any other failure
+		# is one.
 		(
 			for _ in $(seq 100); do
 				"$collect" push --store "$tmp/host$h" --to "$W" --buckets-per-commit 1 \
 					>"$tmp/rp$h.out" 2>&1 && exit 0
-				grep -q "cannot connect: .*No such file or directory" "$tmp/rp$h.out" || exit 1
+				grep -Eq "cannot connect: .*(No such file or directory|Connection refused)" "$tmp/rp$h.out" || exit 1
 				sleep 0.1
 			done
 			exit 1
