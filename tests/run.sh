@@ -6,7 +6,10 @@
 #                  (any finding, leaks included, fails the test): every test
 #                  (the crash test with 10 kills of each writer, not 50);
 #   3. build-fuzz  clang with libFuzzer: each fuzz target for
-#                  $FLAMEFS_FUZZ_SECONDS (default 60) on a copy of its corpus.
+#                  $FLAMEFS_FUZZ_SECONDS (default 60) on a copy of its corpus,
+#                  one per core at a time (a fuzzer is one process on one
+#                  core and times nothing; stages 1 and 2 run one test at a
+#                  time, since several of them measure or race on purpose).
 #   usage: bash tests/run.sh         (as root, or as a user with sudo)
 # FLAMEFS_STAGES="ci asan fuzz" picks stages (all three by default).
 set -euo pipefail
@@ -24,6 +27,14 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 cd "$top"
 bash contrib/install-deps.sh
+# The tests start python3 hundreds of times (the crash test alone ~200);
+# through pyenv's shim, a bash script that runs several more, a start
+# took 0.39 s instead of 0.03 (quiet 2-core machine), and several times
+# that under the tests' own load.  They use Debian's
+# python3 (install-deps.sh installs it; they need only its standard
+# library): pyenv's shims are left out of PATH.
+PATH=$(tr ':' '\n' <<<"$PATH" | grep -v '/\.pyenv/shims/*$' | paste -sd: -)
+export PATH
 
 stages=${FLAMEFS_STAGES:-ci asan fuzz}
 passed=0 failed=0 skipped=0
@@ -39,14 +50,15 @@ setup() {
 	fi
 }
 
-# run_tests STAGE DIR [MESON TEST ARGS...]: runs the tests and adds their
-# counts to the totals; a build or runner failure counts as one failure.
+# run_tests STAGE DIR JOBS [MESON TEST ARGS...]: runs the tests, JOBS at a
+# time, and adds their counts to the totals; a build or runner failure
+# counts as one failure.
 run_tests() {
-	local stage=$1 dir=$2
-	shift 2
+	local stage=$1 dir=$2 jobs=$3
+	shift 3
 	echo "==== stage $stage ($dir) ===="
 	set +e
-	meson test -C "$dir" --print-errorlogs --num-processes 1 --timeout-multiplier 3 "$@" 2>&1 |
+	meson test -C "$dir" --print-errorlogs --num-processes "$jobs" --timeout-multiplier 3 "$@" 2>&1 |
 		tee "$dir/test-output.txt"
 	local status=${PIPESTATUS[0]}
 	set -e
@@ -74,7 +86,7 @@ for stage in $stages; do
 	ci)
 		dir=${FLAMEFS_BUILD:-build-ci}
 		setup "$dir" -Dwerror=true
-		build ci "$dir" && run_tests ci "$dir"
+		build ci "$dir" && run_tests ci "$dir" 1
 		;;
 	asan)
 		dir=build-asan
@@ -84,13 +96,13 @@ for stage in $stages; do
 				UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 				LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0 \
 				FLAMEFS_CRASH_RUNS=${FLAMEFS_ASAN_CRASH_RUNS:-10} \
-				run_tests asan "$dir" --no-suite fuzz
+				run_tests asan "$dir" 1 --no-suite fuzz
 		;;
 	fuzz)
 		dir=build-fuzz
 		CC=clang setup "$dir" -Dwerror=true -Dfuzz=true
 		build fuzz "$dir" &&
-			FLAMEFS_FUZZ_SECONDS=${FLAMEFS_FUZZ_SECONDS:-60} run_tests fuzz "$dir" --suite fuzz
+			FLAMEFS_FUZZ_SECONDS=${FLAMEFS_FUZZ_SECONDS:-60} run_tests fuzz "$dir" "$(nproc)" --suite fuzz
 		;;
 	*)
 		echo "unknown stage '$stage' (stages: ci asan fuzz)"

@@ -31,7 +31,8 @@
 #
 # creation: `import` and `record` on a path that does not exist yet are
 # killed at 0, 2, 4, ... 100 ms (FLAMEFS_CRASH_CREATE_MS) after their start
-# (51 kills over twice the time the store takes to appear, if longer).
+# (51 kills; over twice the time the store takes to appear, if longer; with
+# fewer runs, in as many steps).
 # Right after each kill the path must hold no store at all or a store that
 # `stats` opens; then the same command, run again, must succeed on the
 # same path, leave no staging directory beside it, and flamefs must mount
@@ -84,6 +85,7 @@ same() { cmp -s "$1.rows" "$2.rows" && cmp -s "$1.folded" "$2.folded"; }
 field() { sed -n "s/.*$1=\([-0-9.]*\).*/\1/p" <<<"$2"; }
 
 # ---- import --------------------------------------------------------------------
+part=$SECONDS
 "$gen" 60000000 20000 1 >"$tmp/big.perf"
 "$gen" 3000000 3000 2 >"$tmp/base1.perf"
 "$gen" 2000000 2000 3 >"$tmp/base2.perf"
@@ -233,6 +235,7 @@ else
 	done
 	[ "$tbad" = 0 ] && ok "torn WAL: the import's WAL record cut at 10 random points: the import is rolled back every time"
 fi
+echo "# import and torn WAL: $((SECONDS - part)) s"
 
 # ---- creation ------------------------------------------------------------------
 # mounts STORE: flamefs mounts STORE and lists its binaries, as many as
@@ -264,7 +267,7 @@ mounts() {
 	[ "$listed" = 1 ]
 }
 # create_kills NAME CMD...: CMD (with the word STORE standing for the
-# store's path) is killed at 0, 2, ... $create_ms ms (or in 50 steps over
+# store's path) is killed in $runs steps over 0-$create_ms ms (or over
 # twice the time the store takes to appear, if longer) on a new path, then
 # run again; counts where the kills left the path.
 create_kills() {
@@ -297,7 +300,7 @@ PY2
 	rm -rf "$tmp/create-$name-probe"
 	span=$create_ms
 	[ $((made * 2)) -gt "$span" ] && span=$((made * 2))
-	step=$(((span + 49) / 50))
+	step=$(((span + runs - 1) / runs))
 	for ms in $(seq 0 "$step" "$span"); do
 		c=$tmp/create-$name-$ms/sub/store
 		cmd=()
@@ -345,7 +348,9 @@ PY2
 	covered $((c_store + c_done)) "$name creation: no kill landed after the store was made"
 }
 "$gen" 2000000 2000 4 >"$tmp/create.perf"
+part=$SECONDS
 create_kills import "$collect" import --store STORE "$tmp/create.perf"
+echo "# import creation: $((SECONDS - part)) s"
 
 # ---- record --------------------------------------------------------------------
 if ! "$collect" record --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then
@@ -356,7 +361,10 @@ fi
 
 "$target" 100000 &
 burner=$!
+part=$SECONDS
 create_kills record "$collect" record --store STORE -p "$burner" -F 499 -d 0.2
+echo "# record creation: $((SECONDS - part)) s"
+part=$SECONDS
 # Sums of samples and weight over the series table.
 sums() { awk '!/ series, / { s += $4; w += $5 } END { printf "%.0f %.0f\n", s, w }' "$1"; }
 read -r base_s base_w < <(sums "$tmp/before.rows")
@@ -457,7 +465,7 @@ for i in $(seq "$runs"); do
 done
 echo "# record: $runs kills (every third with -e cpu,rss:uk:1), $n_drains drains logged: $n_none before any drain, $n_between between drains" \
 	"(store = committed drains), $n_flight during a drain's commit ($n_flight_in kept whole, $n_flight_out" \
-	"rolled back), $n_rdone after record had exited"
+	"rolled back), $n_rdone after record had exited; $((SECONDS - part)) s"
 if [ "$rbad" = 0 ]; then
 	ok "record: $runs SIGKILLs, the store always held exactly the committed drains (+ the one in flight, whole, or not at all)"
 fi
