@@ -326,12 +326,39 @@ n=$((n + 1))
 # ---- a server that takes a connection and drops it -----------------------------------------
 # In a restart's window the server can accept a connection and close it
 # before it says anything (libpq: "server closed the connection
-# unexpectedly"): an open waits for it as for a server starting up.  A
-# proxy on a socket of its own drops the first DROP connections, then
-# passes bytes both ways to the real server.
+# unexpectedly"), or end the session it was starting with SQLSTATE 57P01
+# ("terminating connection due to administrator command", a fast
+# shutdown): an open waits for both as for a server starting up.  A
+# proxy on a socket of its own ends the first DROP connections that way
+# (HOW: close, or fatal after the startup packet), then passes bytes both
+# ways to the real server.
 cat >"$tmp/drop.py" <<'PY'
-import os, socket, sys, threading
+import os, socket, struct, sys, threading
 listen, target, drop = sys.argv[1], sys.argv[2], int(sys.argv[3])
+how = sys.argv[4] if len(sys.argv) > 4 else "close"
+def recv_exact(c, n):
+    b = b""
+    while len(b) < n:
+        d = c.recv(n - len(b))
+        if not d:
+            raise OSError("closed")
+        b += d
+    return b
+def fatal(c):
+    # Read the startup packet (refusing SSL or GSS encryption first, if
+    # asked), then answer as a backend ended by a fast shutdown does.
+    try:
+        while True:
+            n, = struct.unpack("!I", recv_exact(c, 4))
+            body = recv_exact(c, n - 4)
+            if struct.unpack("!I", body[:4])[0] in (80877103, 80877104):
+                c.sendall(b"N")
+                continue
+            break
+        fields = b"SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0"
+        c.sendall(b"E" + struct.pack("!I", 4 + len(fields)) + fields)
+    except OSError:
+        pass
 srv = socket.socket(socket.AF_UNIX)
 srv.bind(listen)
 srv.listen(16)
@@ -355,6 +382,8 @@ while True:
     c, _ = srv.accept()
     seen += 1
     if drop < 0 or seen <= drop:
+        if how == "fatal":
+            fatal(c)
         c.close()
         continue
     u = socket.socket(socket.AF_UNIX)
@@ -364,19 +393,21 @@ while True:
 PY
 dropdb_uri=$(newdb dropped)
 drop_uri() { echo "${dropdb_uri//host=$sock/host=$tmp/$1}"; }
-for d in drop3 dropall; do mkdir -p "$tmp/$d"; done
+for d in drop3 dropall fatal3; do mkdir -p "$tmp/$d"; done
 python3 "$tmp/drop.py" "$tmp/drop3/.s.PGSQL.$PG_PORT" "$sock/.s.PGSQL.$PG_PORT" 3 >"$tmp/drop3.pid" &
 python3 "$tmp/drop.py" "$tmp/dropall/.s.PGSQL.$PG_PORT" "$sock/.s.PGSQL.$PG_PORT" -1 >"$tmp/dropall.pid" &
+python3 "$tmp/drop.py" "$tmp/fatal3/.s.PGSQL.$PG_PORT" "$sock/.s.PGSQL.$PG_PORT" 3 fatal >"$tmp/fatal3.pid" &
 for _ in $(seq 100); do
-	[ -S "$tmp/drop3/.s.PGSQL.$PG_PORT" ] && [ -S "$tmp/dropall/.s.PGSQL.$PG_PORT" ] && break
+	[ -S "$tmp/drop3/.s.PGSQL.$PG_PORT" ] && [ -S "$tmp/dropall/.s.PGSQL.$PG_PORT" ] &&
+		[ -S "$tmp/fatal3/.s.PGSQL.$PG_PORT" ] && break
 	sleep 0.05
 done
+"$collect" import --store "$tmp/dropemb" --time 1700000040 "$tmp/big.folded" >/dev/null 2>&1
+"$collect" export --store "$tmp/dropemb" --format folded >"$tmp/drop.e" 2>&1
 n=$((n + 1))
 if FLAMEFS_PG_RETRY_SECONDS=30 "$collect" import --store "$(drop_uri drop3)" --time 1700000040 \
 	"$tmp/big.folded" >"$tmp/drop3.out" 2>&1; then
-	"$collect" import --store "$tmp/dropemb" --time 1700000040 "$tmp/big.folded" >/dev/null 2>&1
 	"$collect" export --store "$dropdb_uri" --format folded >"$tmp/drop.p" 2>&1
-	"$collect" export --store "$tmp/dropemb" --format folded >"$tmp/drop.e" 2>&1
 	same "$tmp/drop.p" "$tmp/drop.e" "an import past 3 dropped connections: counts differ"
 else
 	fail "an import past 3 dropped connections failed"
@@ -392,7 +423,17 @@ if [ $(((t1 - t0) / 1000000)) -lt 1000 ] ||
 	fail "a server that drops every connection: not waited for 1 s ($(((t1 - t0) / 1000000)) ms), or not named"
 	cat "$tmp/dropall.out"
 fi
-kill "$(cat "$tmp/drop3.pid")" "$(cat "$tmp/dropall.pid")" 2>/dev/null
+n=$((n + 1))
+fataldb_uri=$(newdb fatal)
+if FLAMEFS_PG_RETRY_SECONDS=30 "$collect" import --store "${fataldb_uri//host=$sock/host=$tmp/fatal3}" \
+	--time 1700000040 "$tmp/big.folded" >"$tmp/fatal3.out" 2>&1; then
+	"$collect" export --store "$fataldb_uri" --format folded >"$tmp/fatal.p" 2>&1
+	same "$tmp/fatal.p" "$tmp/drop.e" "an import past 3 sessions ended by a shutdown (57P01): counts differ"
+else
+	fail "an import past 3 sessions ended by a shutdown (57P01) failed"
+	cat "$tmp/fatal3.out"
+fi
+kill "$(cat "$tmp/drop3.pid")" "$(cat "$tmp/dropall.pid")" "$(cat "$tmp/fatal3.pid")" 2>/dev/null
 wait
 
 # ---- a server restarted while imports run ------------------------------------------------

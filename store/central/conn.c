@@ -256,11 +256,14 @@ double central_retry_seconds(void)
 
 bool central_restarting(const char *msg)
 {
-	/* The server's own words for SQLSTATE 57P03, cannot_connect_now;
-	 * and libpq's when a server took the connection and dropped it
-	 * before it could say so (a backend ended by a shutdown, a crash
-	 * and its recovery): CI met it once in a restart's window. */
+	/* The server's own words for SQLSTATE 57P03, cannot_connect_now,
+	 * and for 57P01 and 57P02, a backend ended by a fast shutdown or by
+	 * another's crash while it was still starting the session (CI met
+	 * 57P01 in a restart's window); and libpq's when a server took the
+	 * connection and dropped it before it could say anything. */
 	return strstr(msg, "server closed the connection unexpectedly") ||
+	       strstr(msg, "terminating connection due to administrator command") ||
+	       strstr(msg, "terminating connection because of crash of another server process") ||
 	       strstr(msg, "the database system is shutting down") ||
 	       strstr(msg, "the database system is starting up") ||
 	       strstr(msg, "the database system is not yet accepting connections") ||
