@@ -6,10 +6,11 @@
 #                  (any finding, leaks included, fails the test): every test
 #                  (the crash test with 10 kills of each writer, not 50);
 #   3. build-fuzz  clang with libFuzzer: each fuzz target for
-#                  $FLAMEFS_FUZZ_SECONDS (default 60) on a copy of its corpus,
-#                  one per core at a time (a fuzzer is one process on one
-#                  core and times nothing; stages 1 and 2 run one test at a
-#                  time, since several of them measure or race on purpose).
+#                  $FLAMEFS_FUZZ_SECONDS (default 30 here, 60 in meson test)
+#                  on a copy of its corpus (longer runs: tests/fuzz/run.sh).
+# Each stage runs one test per core: the tests that measure, race on
+# purpose, wait against a deadline or change the machine are marked
+# is_parallel : false in tests/meson.build and run alone.
 #   usage: bash tests/run.sh         (as root, or as a user with sudo)
 # FLAMEFS_STAGES="ci asan fuzz" picks stages (all three by default).
 set -euo pipefail
@@ -86,7 +87,7 @@ for stage in $stages; do
 	ci)
 		dir=${FLAMEFS_BUILD:-build-ci}
 		setup "$dir" -Dwerror=true
-		build ci "$dir" && run_tests ci "$dir" 1
+		build ci "$dir" && run_tests ci "$dir" "$(nproc)"
 		;;
 	asan)
 		dir=build-asan
@@ -96,13 +97,13 @@ for stage in $stages; do
 				UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 				LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0 \
 				FLAMEFS_CRASH_RUNS=${FLAMEFS_ASAN_CRASH_RUNS:-10} \
-				run_tests asan "$dir" 1 --no-suite fuzz
+				run_tests asan "$dir" "$(nproc)" --no-suite fuzz
 		;;
 	fuzz)
 		dir=build-fuzz
 		CC=clang setup "$dir" -Dwerror=true -Dfuzz=true
 		build fuzz "$dir" &&
-			FLAMEFS_FUZZ_SECONDS=${FLAMEFS_FUZZ_SECONDS:-60} run_tests fuzz "$dir" "$(nproc)" --suite fuzz
+			FLAMEFS_FUZZ_SECONDS=${FLAMEFS_FUZZ_SECONDS:-30} run_tests fuzz "$dir" "$(nproc)" --suite fuzz
 		;;
 	*)
 		echo "unknown stage '$stage' (stages: ci asan fuzz)"

@@ -332,7 +332,7 @@ else
 	"$collect" import --store "$tmp/deep" "$in/deep.folded" >/dev/null 2>&1
 	"$flamefs" -f "$tmp/deep" "$tmp/mnt" 2>"$tmp/daemon.err" &
 	fpid=$!
-	for _ in $(seq 50); do mountpoint -q "$tmp/mnt" && break; sleep 0.1; done
+	for _ in $(seq 300); do mountpoint -q "$tmp/mnt" && break; sleep 0.1; done
 	if ! mountpoint -q "$tmp/mnt"; then
 		fail "deep view: flamefs did not mount: $(cat "$tmp/daemon.err")"
 	else
