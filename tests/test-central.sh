@@ -436,6 +436,45 @@ fi
 kill "$(cat "$tmp/drop3.pid")" "$(cat "$tmp/dropall.pid")" "$(cat "$tmp/fatal3.pid")" 2>/dev/null
 wait
 
+# ---- sessions ended in the middle of a commit ---------------------------------------------
+# A backend ended by a fast shutdown (or pg_terminate_backend) in the
+# middle of a COPY answers 57P01 while libpq still says the connection is
+# fine: the commit is run again on a new session, as after a dropped
+# connection.  A trigger on counts ends the session of the first 3
+# commits that write counts (a sequence counts them: it is not rolled
+# back with them).
+killdb_uri=$(newdb killed)
+printf 'app;main 1\n' >"$tmp/k0.folded"
+rm -rf "$tmp/killemb"
+for st in "$killdb_uri" "$tmp/killemb"; do
+	"$collect" import --store "$st" --time 1700000000 "$tmp/k0.folded" >/dev/null 2>&1
+done
+psql "$killdb_uri" -qX -v ON_ERROR_STOP=1 >"$tmp/kill.sql.out" 2>&1 <<'SQL' || fail "the killing trigger"
+CREATE SEQUENCE flamefs_test_kills;
+CREATE FUNCTION flamefs_test_kill() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF nextval('flamefs_test_kills') <= 3 THEN
+		PERFORM pg_terminate_backend(pg_backend_pid());
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER flamefs_test_kill BEFORE INSERT ON counts
+	FOR EACH STATEMENT EXECUTE FUNCTION flamefs_test_kill();
+SQL
+n=$((n + 1))
+if FLAMEFS_PG_RETRY_SECONDS=30 "$collect" import --store "$killdb_uri" --time 1700000040 \
+	"$tmp/big.folded" >"$tmp/kill.out" 2>&1; then
+	"$collect" import --store "$tmp/killemb" --time 1700000040 "$tmp/big.folded" >/dev/null 2>&1
+	"$collect" export --store "$killdb_uri" --format folded >"$tmp/kill.p" 2>&1
+	"$collect" export --store "$tmp/killemb" --format folded >"$tmp/kill.e" 2>&1
+	same "$tmp/kill.p" "$tmp/kill.e" "a commit past 3 sessions ended in its COPY (57P01): counts differ"
+	[ "$(psql "$killdb_uri" -qXAt -c "SELECT last_value FROM flamefs_test_kills")" = 4 ] ||
+		fail "a commit past 3 sessions ended in its COPY: the trigger did not run 4 times"
+else
+	fail "a commit past 3 sessions ended in its COPY (57P01) failed"
+	cat "$tmp/kill.out"
+fi
+
 # ---- a server restarted while imports run ------------------------------------------------
 busy=$(newdb busy)
 rm -rf "$tmp/bigemb"

@@ -359,10 +359,24 @@ char *central_str_of_bytea(const PGresult *res, int row, int col)
 
 /* ---- statements --------------------------------------------------------------- */
 
+/* The server ended the session: the connection is closed, or the error
+ * is one a backend sends as it ends (SQLSTATE 57P01 admin_shutdown, a
+ * fast shutdown or pg_terminate_backend; 57P02 crash_shutdown; 57P03
+ * cannot_connect_now), which libpq reports before it has read the close
+ * (CI met 57P01 in the middle of a COPY, the status still OK). */
+static bool session_ended(PGconn *conn, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	return PQstatus(conn) == CONNECTION_BAD ||
+	       (state &&
+	        (!strcmp(state, "57P01") || !strcmp(state, "57P02") || !strcmp(state, "57P03")));
+}
+
 static int failed(struct pg *s, const char *what, PGresult *res)
 {
 	char msg[CENTRAL_ERRLEN / 2];
-	bool gone = PQstatus(s->conn) == CONNECTION_BAD;
+	bool gone = session_ended(s->conn, res);
 
 	central_seterr(s, "%s: %s: %s", s->base.where, what,
 	               central_pqerr(s->conn, res, msg, sizeof(msg)));
