@@ -295,14 +295,32 @@ __attribute__((noinline)) void exec_marker(void)
 }
 
 /* Waits (up to 5 s) until pid's executable's path contains part. */
+/* Whether pid maps a file whose path contains `part`. */
+static bool maps_file(pid_t pid, const char *part)
+{
+	char path[64], line[512];
+	bool found = false;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, part) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Waits (at most 10 s) until pid runs a program whose path contains
+ * `part` and maps it: the exec names the new program (/proc/PID/exe)
+ * before it maps its segments, and a snapshot between the two has no
+ * module for it (CI met that window, two tests at a time under ASan). */
 static void wait_exe(pid_t pid, const char *part)
 {
 	char exe[PATH_MAX], path[64];
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	for (int i = 0; i < 500; i++) {
+	for (int i = 0; i < 1000; i++) {
 		ssize_t n = readlink(path, exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = '\0';
-		if (strstr(exe, part))
+		if (strstr(exe, part) && maps_file(pid, part))
 			return;
 		sleep_ms(10);
 	}
@@ -677,20 +695,6 @@ static void on_forget(void *ctx, const void *module, unsigned long long dev, uns
 	nforgot++;
 }
 
-/* Whether pid maps a file whose path contains `part`. */
-static bool maps_file(pid_t pid, const char *part)
-{
-	char path[64], line[512];
-	bool found = false;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "re");
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, part) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /* A child running sleep 30 (with LD_PRELOAD=preload unless NULL),
  * snapshotted in s once it runs sleep (and maps preload); its program's
  * module and file in *mod, *dev, *ino.  Returns its pid, or -1. */
@@ -893,7 +897,10 @@ static void check_python_prune(void)
 		return;
 	}
 	wait_exe(pid, "python3");
-	sleep_ms(200); /* its libraries mapped */
+	/* its libraries mapped (the loader maps libc before python3 runs) */
+	for (int i = 0; i < 1000 && !maps_file(pid, "/libc.so"); i++)
+		sleep_ms(10);
+	sleep_ms(200);
 	check(symbolize_snapshot(s, pid, 0) == 0, "python prune: python3 is snapshotted");
 	/* A code object at an address it has not mapped: not named, but its
 	 * entry (pid, code, check) is cached all the same. */
