@@ -96,9 +96,36 @@ for h in $(seq 1 16); do
 		{ bad "import into host $h's store"; exit 1; }
 done
 
+# exp_local H [EXPORT OPTIONS...]: exp of host H's store, kept until the
+# test imports into it again (forget H): its stats and exports are a third
+# of this test's processes, most of them repeats.
+exp_local() {
+	local h=$1 key
+	shift
+	key=$(printf '%s\n' "$@" | cksum | tr ' ' _)
+	[ -f "$tmp/exp.$h.$key" ] || exp "$tmp/host$h" "$@" >"$tmp/exp.$h.$key"
+	cat "$tmp/exp.$h.$key"
+}
+forget() { rm -f "$tmp/exp.$1."*; }
 sum_locals() {
 	local h
-	for h in $(seq 1 16); do exp "$tmp/host$h" "$@"; done | folded_sum
+	for h in $(seq 1 16); do exp_local "$h" "$@"; done | folded_sum
+}
+# files_at PREFIX LINE T0 N: N folded files PREFIX.0 .. PREFIX.(N-1)
+# holding LINE, the m-th modified at T0 + 60 m; prints their names.  One
+# `import` of them all stores each at its file's time, as N imports with
+# --time would.
+files_at() {
+	python3 - "$@" <<'PY'
+import os, sys
+prefix, line, t0, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+for m in range(n):
+    path = "%s.%d" % (prefix, m)
+    with open(path, "w") as f:
+        f.write(line + "\n")
+    os.utime(path, (t0 + 60 * m, t0 + 60 * m))
+    print(path)
+PY
 }
 
 # ---- 16 pushes at once -----------------------------------------------------------
@@ -134,6 +161,7 @@ out=$("$collect" push --store "$tmp/host5" --to "$W" 2>&1)
 check "a repeated push is nothing new" grep -q "nothing new" <<<"$out"
 printf 'app;main;late 11\n' >"$tmp/late.folded"
 "$collect" import --store "$tmp/host5" --host h5 --time $((t0 + 3600)) "$tmp/late.folded" >/dev/null 2>&1
+forget 5
 out=$("$collect" push --store "$tmp/host5" --to "$W" 2>&1)
 check "an incremental push sends only the changed bucket ($out)" grep -q ": 1 buckets of 1 series, 11 samples" <<<"$out"
 sum_locals >"$tmp/want"
@@ -143,11 +171,10 @@ same "after the incremental push: database = sum" "$tmp/got" "$tmp/want"
 # ---- SIGKILL at random moments, then again ----------------------------------------
 for k in 1 2 3 4 5; do
 	h=$((k + 8))
-	printf 'app;main;killed%s 5\n' "$k" >"$tmp/k.folded"
-	for m in $(seq 0 30); do
-		"$collect" import --store "$tmp/host$h" --host "h$h" --time $((t0 + 7200 + m * 60)) "$tmp/k.folded" \
-			>/dev/null 2>&1
-	done
+	mapfile -t files < <(files_at "$tmp/k$k" "app;main;killed$k 5" $((t0 + 7200)) 31)
+	"$collect" import --store "$tmp/host$h" --host "h$h" "${files[@]}" >/dev/null 2>&1 ||
+		bad "import 31 minutes into host $h's store"
+	forget "$h"
 	"$collect" push --store "$tmp/host$h" --to "$W" --buckets-per-commit 1 >/dev/null 2>&1 &
 	p=$!
 	sleep "0.$((RANDOM % 4))$((RANDOM % 10))"
@@ -164,11 +191,10 @@ same "five pushes killed at random moments, then re-run: totals exact" "$tmp/got
 for mode in fast immediate; do
 	pids=()
 	for h in $(seq 1 8); do
-		printf 'app;main;restart%s 3\n' "$mode" >"$tmp/r$h.folded"
-		for m in 0 1 2 3 4 5; do
-			"$collect" import --store "$tmp/host$h" --host "h$h" --time $((t0 + 10800 + m * 60)) \
-				"$tmp/r$h.folded" >/dev/null 2>&1
-		done
+		mapfile -t files < <(files_at "$tmp/r$h-$mode" "app;main;restart$mode 3" $((t0 + 10800)) 6)
+		"$collect" import --store "$tmp/host$h" --host "h$h" "${files[@]}" >/dev/null 2>&1 ||
+			bad "import 6 minutes into host $h's store"
+		forget "$h"
 		# A push that starts while the server is down (no socket, or one
 		# that no longer listens) cannot connect, says so and is run
 		# again, as the recorder's next one would be; any other failure
@@ -214,6 +240,7 @@ check "/proc/mounts names the database without a password" \
 
 # ---- what the reader may not do; bad databases ------------------------------------
 "$collect" import --store "$tmp/host1" --host h1 --time $((t0 + 30000)) "$tmp/late.folded" >/dev/null 2>&1
+forget 1
 "$collect" push --store "$tmp/host1" --to "$R" >"$tmp/ro.out" 2>&1
 check "the read-only role cannot push" [ $? -ne 0 ]
 grep -qi "permission denied" "$tmp/ro.out" || { bad "read-only push message"; cat "$tmp/ro.out"; }
@@ -262,6 +289,7 @@ if pg_standby_start standby >/dev/null 2>&1 && pg_standby_sync >/dev/null 2>&1; 
 	SW=$(pg_standby_uri fleet fleet_writer)
 	printf 'app;main;after_promotion 13\n' >"$tmp/ap.folded"
 	"$collect" import --store "$tmp/host2" --host h2 --time $((t0 + 20000)) "$tmp/ap.folded" >/dev/null 2>&1
+	forget 2
 	"$collect" push --store "$tmp/host2" --to "$SW" >"$tmp/ap.out" 2>&1 || { bad "push to the promoted standby"; cat "$tmp/ap.out"; }
 	ok=
 	for _ in $(seq 40); do
