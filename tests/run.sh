@@ -4,6 +4,7 @@
 #   1. build-ci    gcc, -Werror: every test;
 #   2. build-asan  gcc with AddressSanitizer and UndefinedBehaviorSanitizer
 #                  (any finding, leaks included, fails the test): every test
+#                  that runs our programs (not suite 'once')
 #                  (the crash test with 10 kills of each writer, not 50);
 #   3. build-fuzz  clang with libFuzzer: each fuzz target for
 #                  $FLAMEFS_FUZZ_SECONDS (default 30 here, 60 in meson test)
@@ -101,7 +102,7 @@ for stage in $stages; do
 				UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 				LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0 \
 				FLAMEFS_CRASH_RUNS=${FLAMEFS_ASAN_CRASH_RUNS:-10} \
-				run_tests asan "$dir" 1 --no-suite fuzz
+				run_tests asan "$dir" 1 --no-suite fuzz --no-suite once
 		;;
 	fuzz)
 		dir=build-fuzz
