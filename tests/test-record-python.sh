@@ -158,8 +158,29 @@ fi
 atleast tree "$pyframe" '^python3.11;' 0.95 "tree: >= 95% of the process's weight has a Python frame"
 atmost tree ';_PyEval_EvalFrameDefault(;|$)' '^python3.11;' 0.01 \
 	"tree: no native _PyEval_EvalFrameDefault left where Python frames were walked"
-if grep -qE "python: [1-9][0-9]* interpreter entries .*; [1-9][0-9]* user stacks with Python frames; 0 Python walks cut short" "$tmp/tree.err"; then
-	ok "tree: the summary counts the stacks with Python frames, none cut short"
+# None cut short for a wrong offset or type (deeper, unreadable, not a
+# code object).  "Frames ended early" is a sample in the few instructions
+# where _PyEval_EvalFrameDefault has begun (or ends) an evaluation whose
+# frame is not linked yet (or any more): a walk cut short there is right,
+# and rare (CI met 1 in 1,509 stacks), so it is bounded, not forbidden.
+if awk '/python: [0-9]+ interpreter entries/ {
+		for (i = 1; i <= NF; i++) {
+			if ($i == "interpreter" && $(i + 1) == "entries") entries = $(i - 1)
+			if ($i == "stacks" && $(i + 1) == "with" && $(i + 2) == "Python") stacks = $(i - 2)
+			if ($i == "deeper") deep = substr($(i - 1), 2)
+			if ($i == "memory" && $(i + 1) == "unreadable,") unread = $(i - 1)
+			if ($i == "code" && $(i + 1) == "object," && $(i - 1) == "a") notcode = $(i - 3)
+			if ($i == "ended" && $(i + 1) == "early);") early = $(i - 2)
+		}
+		found = 1
+	}
+	END {
+		printf "       python walks: %d stacks, cut short: %s deeper, %s unreadable, %s not code, %s ended early\n",
+			stacks, deep, unread, notcode, early
+		exit !(found && entries > 0 && stacks > 0 && deep == 0 && unread == 0 && notcode == 0 &&
+			early != "" && early * 100 <= stacks)
+	}' "$tmp/tree.err"; then
+	ok "tree: the summary counts the stacks with Python frames; none cut short by a wrong read, <= 1% ended early"
 else
 	bad "tree: summary: $(grep 'python:' "$tmp/tree.err")"
 fi
