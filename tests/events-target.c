@@ -10,6 +10,8 @@
  *   net           main → net_send sends 64 MiB over TCP on 127.0.0.1 to a
  *                 thread, net_recv, that reads it all (64 MiB each way)
  *   all DIR       the four in turn
+ *   nap-after-input  reads one byte from standard input, then naps as nap
+ *                 (so a test can attach a recorder first)
  * Usage: events-target MODE [DIR]
  */
 #include <arpa/inet.h>
@@ -127,6 +129,12 @@ int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
 	int rc = 0;
+	if (strcmp(m, "nap-after-input") == 0) {
+		char c;
+		if (read(0, &c, 1) != 1)
+			return 1;
+		rc |= napper();
+	}
 	if (strcmp(m, "nap") == 0 || strcmp(m, "all") == 0)
 		rc |= napper();
 	if (strcmp(m, "touch") == 0 || strcmp(m, "all") == 0)

@@ -143,23 +143,25 @@ else
 fi
 
 # ---- -p PID, with sampling ---------------------------------------------------------
+# The process runs (loaded, waiting on a FIFO) before the recorder
+# attaches to it; it naps once the recorder says it is recording.  (Begun
+# during the naps, the recording saw less than half of them on a loaded
+# machine: its start-up time, not what -p records.)
 s2=$tmp/s2
-"$target" nap >"$tmp/p.out" &
+mkfifo "$tmp/go"
+"$target" nap-after-input <>"$tmp/go" >"$tmp/p.out" &
 victim=$!
-"$collect" record --store "$s2" -e offcpu,rss:u:8 -p "$victim" -d 3 >/dev/null 2>"$tmp/s2.err" &
+for _ in $(seq 200); do grep -q '/libc\.so' "/proc/$victim/maps" 2>/dev/null && break; sleep 0.05; done
+"$collect" record --store "$s2" -e offcpu,rss:u:8 -p "$victim" -d 60 >/dev/null 2>"$tmp/s2.err" &
 rec=$!
+for _ in $(seq 600); do grep -q 'Ctrl-C stops' "$tmp/s2.err" && break; sleep 0.05; done
+echo go >"$tmp/go"
 wait "$victim"
 kill -INT "$rec" 2>/dev/null
 wait "$rec"
-nap=$(weight "$s2" off-cpu ';napper;')
-napped=$(awk '$1 == "napped" { print $2 }' "$tmp/p.out")
-# the recording starts while the naps run: at least half of them are seen
-if [ "$nap" -ge $((napped / 2)) ] && [ "$nap" -le $((napped * 5 / 4)) ]; then
-	ok "-p PID: off-cpu under napper ($nap ns of the 1.5 s, the recording began during it)"
-else
-	bad "-p PID: off-cpu under napper $nap ns"
-	cat "$tmp/s2.err"
-fi
+within "-p PID: off-cpu under napper, attached before the naps" "$(weight "$s2" off-cpu ';napper;')" \
+	"$(awk '$1 == "napped" { print $2 }' "$tmp/p.out")"
+[ "$failures" -eq 0 ] || cat "$tmp/s2.err"
 s3=$tmp/s3
 "$collect" record --store "$s3" -e rss:u:8 -- "$target" touch >/dev/null 2>"$tmp/s3.err"
 within "rss:u:8: sampled every 8th event, scaled" "$(weight "$s3" rss ';toucher')" $((192 * MiB))
@@ -208,22 +210,25 @@ fi
 
 # ---- -a ----------------------------------------------------------------------------------
 s4=$tmp/s4
-"$collect" record --store "$s4" -a -e net,offcpu -d 6 >/dev/null 2>"$tmp/s4.err" &
+"$collect" record --store "$s4" -a -e net,offcpu -d 15 >/dev/null 2>"$tmp/s4.err" &
 rec=$!
 sleep 1.5
-# nap first: the first run of a program under -a is walked by frame
-# pointers alone until the recorder has read its maps (tests/bench/churn.sh
-# measures that), which napper's 1.5 s bears; net, the second, is known
-# at its exec from the first's template, and its 64 MiB take a fraction of
-# a second (CI met half of them cut short when net ran first, the machine
-# loaded: "975 by frame pointers alone (process not yet known)").
-"$target" nap >"$tmp/a.out"
+# The first run of a program under -a is walked by frame pointers alone
+# until the recorder has read its maps (tests/bench/churn.sh measures
+# that); the runs after it are known at their exec from its template.  So
+# napper runs first and again last, their 3 s bearing that latency within
+# 25%, and net, whose 64 MiB take a fraction of a second, between them.
+# (CI met half of net's bytes cut short when net ran first, the machine
+# loaded: "975 by frame pointers alone (process not yet known)"; napper
+# alone first lost 31% beside two busy loops.)
+"$target" nap >"$tmp/a1.out"
 "$target" net >/dev/null
+"$target" nap >"$tmp/a2.out"
 kill -INT "$rec" 2>/dev/null
 wait "$rec"
 within "-a: net sent under net_send" "$(weight "$s4" net '^events-target;.*;net_send;')" $((64 * MiB))
-within "-a: off-cpu under napper" "$(weight "$s4" off-cpu '^events-target;.*;napper;')" \
-	"$(awk '$1 == "napped" { print $2 }' "$tmp/a.out")"
+within "-a: off-cpu under napper (two runs)" "$(weight "$s4" off-cpu '^events-target;.*;napper;')" \
+	"$(awk '$1 == "napped" { s += $2 } END { printf "%.0f", s }' "$tmp/a1.out" "$tmp/a2.out")"
 [ "$failures" -eq 0 ] || cat "$tmp/s4.err"
 
 [ "$failures" -eq 0 ]
