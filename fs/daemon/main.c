@@ -5,6 +5,7 @@
  * loop, and frees everything at the end.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -217,6 +218,13 @@ int main(int argc, char **argv)
 	char *fsname = NULL;
 	int ret = 1, r;
 
+	/* Big arrays (a tree's nodes, a rendered file) always from mmap: once
+	 * one is freed, glibc raises its threshold towards 32 MB, and then a
+	 * tree's arrays came from the heap, where calloc zeroes every page
+	 * by hand and realloc copies; from mmap the pages are zero for free,
+	 * a realloc moves them (mremap) and the huge-page hint applies
+	 * (view_hugepages()). */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) < 0)
 		goto out;
 	if (cli.help) {

@@ -274,6 +274,11 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare)
 	chk = malloc(nnodes * sizeof(*chk));       /* places in kids to run the sibling check at */
 	if (!start || !rk || !par || !bynode || !byparent || !chk || !t->kids)
 		goto out;
+	{
+		uint32_t *big[] = {rk, bynode, byparent, par, chk, t->kids};
+		for (size_t k = 0; k < sizeof(big) / sizeof(big[0]); k++)
+			view_hugepages(big[k], nnodes * sizeof(*big[k]));
+	}
 
 	/* Bottom-up (a node's children are done when it is reached):
 	 * liveness (a node no count reached, one kept from the seed only, is

@@ -41,6 +41,7 @@ int view_buf_reserve(struct view_buf *b, size_t extra)
 	char *nd = realloc(b->data, ncap);
 	if (!nd)
 		return -ENOMEM;
+	view_hugepages(nd, ncap);
 	if (!b->data)
 		nd[0] = '\0';
 	b->data = nd;

@@ -129,6 +129,7 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	void *np = realloc(*p, (size_t)ncap * elem);
 	if (!np)
 		return -ENOMEM;
+	view_hugepages(np, (size_t)ncap * elem);
 	*p = np;
 	*cap = (uint32_t)ncap;
 	return 0;
@@ -202,6 +203,7 @@ static int intern(struct builder *b, const char *p, size_t len, uint32_t *sid)
 		char *na = realloc(t->arena, ncap);
 		if (!na)
 			return -ENOMEM;
+		view_hugepages(na, ncap);
 		t->arena = na;
 		t->arena_cap = ncap;
 	}
@@ -257,6 +259,7 @@ static int ctab_rehash(struct builder *b, uint32_t size)
 
 	if (!nt)
 		return -ENOMEM;
+	view_hugepages(nt, (size_t)size * sizeof(*nt));
 	for (uint32_t i = 0; i <= b->ctab_mask; i++) {
 		struct cslot *c = &b->ctab[i];
 		if (!c->node)
@@ -286,6 +289,7 @@ static int lazy_grow(struct builder *b, uint32_t need)
 		uint32_t *np = realloc(p[i], (size_t)cap * sizeof(*np));
 		if (!np)
 			return -ENOMEM;
+		view_hugepages(np, (size_t)cap * sizeof(*np));
 		p[i] = np;
 		/* Stored at once: a later failure must not leave a freed one. */
 		if (i == 0)
@@ -300,6 +304,16 @@ static int lazy_grow(struct builder *b, uint32_t need)
 }
 
 /* ---- populating the per-node arrays ahead (struct prefault) ---------- */
+
+void view_hugepages(void *p, size_t bytes)
+{
+	const uintptr_t huge = (uintptr_t)2 << 20;
+	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+	uintptr_t e = ((uintptr_t)p + bytes) & ~(huge - 1);
+
+	if (p && e > a)
+		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
 
 static void *prefault_main(void *arg)
 {
@@ -373,6 +387,10 @@ static void prefault_start(struct builder *b)
 	s->kids = malloc((size_t)cap * sizeof(*s->kids));
 	s->mask = malloc((size_t)cap * sizeof(*s->mask));
 	s->rec = malloc((size_t)cap * sizeof(*s->rec));
+	view_hugepages(s->par, (size_t)cap * sizeof(*s->par));
+	view_hugepages(s->kids, (size_t)cap * sizeof(*s->kids));
+	view_hugepages(s->mask, (size_t)cap * sizeof(*s->mask));
+	view_hugepages(s->rec, (size_t)cap * sizeof(*s->rec));
 	char *base[] = {(char *)t->nodes,        (char *)b->next_same, (char *)b->first_child,
 	                (char *)b->next_sibling, (char *)s->par,       (char *)s->kids,
 	                (char *)s->mask,         (char *)s->rec};
@@ -1032,6 +1050,9 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 		r = -ENOMEM;
 		goto fail;
 	}
+	view_hugepages(nodes, (size_t)reserve * sizeof(*t->nodes));
+	view_hugepages(b.memo, (size_t)b.memo_len * sizeof(*b.memo));
+	view_hugepages(b.ctab, (size_t)csize * sizeof(*b.ctab));
 	t->nodes = nodes;
 	t->nodes_cap = (uint32_t)reserve;
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
