@@ -1,7 +1,7 @@
 /*
  * finish.c — makes a tree's built nodes the finished, read-only tree
- * (view_tree_finish(), for tree.c's builds from the store and from
- * trees): path lengths, recursive nodes, folded sizes, liveness, totals
+ * (view_tree_finish(), for build.c's builds from the store and
+ * derive.c's from trees): path lengths, recursive nodes, folded sizes, liveness, totals
  * and the child lists in bytewise name order, and whether the folded
  * order needs keys or a sort (view_sibling_order_breaks()).  The one
  * place that works on every node of a tree at once, so the one that

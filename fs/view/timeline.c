@@ -10,7 +10,7 @@
  * sums those whose store node lies in the subtree.  Whether it does is
  * decided once per store node, memoized: a store node maps to the view
  * node its parent's maps to, or to that node's child of the same frame
- * name (as tree.c merges them), so only the nodes on the way from the
+ * name (as build.c merges them), so only the nodes on the way from the
  * binary down to the subtree's root need their names compared; below
  * it every node is in, beside it every node is out.  The top root and a
  * binary's node take every count of their series without a test.  Trees

@@ -1,6 +1,7 @@
 /*
- * view-internal.h — the layout of a built view tree, shared by tree.c
- * (which builds it) and render.c (which walks it).  Not for other modules.
+ * view-internal.h — the layout of a built view tree, shared by build.c
+ * and derive.c (which build it), tree.c (its queries) and the renderers
+ * (which walk it).  Not for other modules.
  */
 #ifndef FLAMEFS_VIEW_INTERNAL_H
 #define FLAMEFS_VIEW_INTERNAL_H
@@ -45,11 +46,11 @@ struct vnode {
  * (a recursive call): its total is already in that frame's function
  * total (top.c). */
 #define VNODE_RECURSIVE 4u
-/* While building (tree.c): set on nodes that counts reached (and, once
+/* While building (build.c, derive.c): set on nodes that counts reached (and, once
  * view_tree_finish() propagates it, on their ancestors); cleared before
  * the tree is done. */
 #define VNODE_LIVE 2u
-/* While building from the store (tree.c, a lazy build): the node has its
+/* While building from the store (build.c, a lazy build): the node has its
  * entry in the child table; cleared before the tree is done. */
 #define VNODE_INDEXED 8u
 
@@ -119,7 +120,7 @@ static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32
  * each NULL or malloc'd with at least t->nnodes entries whose contents do
  * not matter, and whose pages the build touched or populated already
  * (a store build's per-node lists, and the arrays its prefault thread
- * populated beside it: tree.c), so that finishing takes no page faults
+ * populated beside it: build.c), so that finishing takes no page faults
  * for them.  Members left NULL are allocated by view_tree_finish(). */
 struct view_scratch {
 	uint32_t *list[3]; /* name ranks, then the visible nodes and their parents by rank */
