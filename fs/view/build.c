@@ -188,6 +188,26 @@ int builder_add_frame(struct builder *b, const struct store_frame *f, uint32_t *
 	return 0;
 }
 
+int builder_add_tree_frame(struct builder *b, const struct view_tree *src, uint32_t frame,
+                           uint32_t *out)
+{
+	const struct vframe *f = &src->frames[frame];
+	struct store_frame sf = {
+	        .name = vstr_ptr(src, f->name),
+	        .name_len = src->strs[f->name].len,
+	        .module = vstr_ptr(src, f->module),
+	        .module_len = src->strs[f->module].len,
+	        .build_id = (const uint8_t *)vstr_ptr(src, f->build_id),
+	        .build_id_len = src->strs[f->build_id].len,
+	        .file = vstr_ptr(src, f->file),
+	        .file_len = src->strs[f->file].len,
+	        .line = f->line,
+	        .kind = f->kind,
+	};
+
+	return builder_add_frame(b, &sf, out);
+}
+
 static uint32_t child_hash(uint32_t parent, uint32_t name)
 {
 	uint64_t k = (uint64_t)parent << 32 | name;
@@ -463,20 +483,7 @@ int builder_seed_nodes(struct builder *b, const struct view_tree *seed)
 		const struct vnode *v = &seed->nodes[n];
 		uint32_t vn;
 		if (fm[v->frame] == VIEW_NONE) {
-			const struct vframe *f = &seed->frames[v->frame];
-			struct store_frame sf = {
-			        .name = vstr_ptr(seed, f->name),
-			        .name_len = seed->strs[f->name].len,
-			        .module = vstr_ptr(seed, f->module),
-			        .module_len = seed->strs[f->module].len,
-			        .build_id = (const uint8_t *)vstr_ptr(seed, f->build_id),
-			        .build_id_len = seed->strs[f->build_id].len,
-			        .file = vstr_ptr(seed, f->file),
-			        .file_len = seed->strs[f->file].len,
-			        .line = f->line,
-			        .kind = f->kind,
-			};
-			r = builder_add_frame(b, &sf, &fm[v->frame]);
+			r = builder_add_tree_frame(b, seed, v->frame, &fm[v->frame]);
 			if (r < 0)
 				break;
 		}

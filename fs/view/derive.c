@@ -113,32 +113,20 @@ int view_builder_frame(struct view_builder *vb, const struct view_tree *src, uin
 	if (r < 0)
 		return r;
 	r = builder_grow_zeroed((void **)&vb->frame_of_name, &vb->frame_of_name_cap, t->nstrs,
-	                sizeof(*vb->frame_of_name));
+	                        sizeof(*vb->frame_of_name));
 	if (r < 0)
 		return r;
 	if (vb->frame_of_name[name] != 0) {
 		*out = vb->src[i].map[src_frame] = vb->frame_of_name[name] - 1;
 		return 0;
 	}
-	struct store_frame sf = {
-	        .name = vstr_ptr(src, f->name),
-	        .name_len = src->strs[f->name].len,
-	        .module = vstr_ptr(src, f->module),
-	        .module_len = src->strs[f->module].len,
-	        .build_id = (const uint8_t *)vstr_ptr(src, f->build_id),
-	        .build_id_len = src->strs[f->build_id].len,
-	        .file = vstr_ptr(src, f->file),
-	        .file_len = src->strs[f->file].len,
-	        .line = f->line,
-	        .kind = f->kind,
-	};
 	uint32_t frame;
-	r = builder_add_frame(&vb->b, &sf, &frame);
+	r = builder_add_tree_frame(&vb->b, src, src_frame, &frame);
 	if (r < 0)
 		return r;
 	/* add_frame may have interned more strings: grow the map again. */
 	r = builder_grow_zeroed((void **)&vb->frame_of_name, &vb->frame_of_name_cap, t->nstrs,
-	                sizeof(*vb->frame_of_name));
+	                        sizeof(*vb->frame_of_name));
 	if (r < 0)
 		return r;
 	vb->frame_of_name[t->frames[frame].name] = frame + 1;
@@ -184,7 +172,8 @@ void view_builder_add(struct view_builder *vb, uint32_t node, uint64_t samples, 
 /* Grows the base counts to at least `need` nodes, zeroed. */
 static int base_grow(struct view_builder *vb, uint32_t need)
 {
-	return builder_grow_zeroed((void **)&vb->b.t->base, &vb->base_cap, need, sizeof(*vb->b.t->base));
+	return builder_grow_zeroed((void **)&vb->b.t->base, &vb->base_cap, need,
+	                           sizeof(*vb->b.t->base));
 }
 
 int view_builder_add_base(struct view_builder *vb, uint32_t node, uint64_t samples, uint64_t weight)

@@ -79,6 +79,9 @@ int builder_grow_zeroed(void **p, uint32_t *cap, uint32_t need, size_t elem);
 int builder_intern(struct builder *b, const char *p, size_t len, uint32_t *sid);
 /* A new local frame with f's name and attributes (its strings copied). */
 int builder_add_frame(struct builder *b, const struct store_frame *f, uint32_t *out);
+/* The same for frame `frame` of another tree. */
+int builder_add_tree_frame(struct builder *b, const struct view_tree *src, uint32_t frame,
+                           uint32_t *out);
 /* The child of `parent` named like local frame `frame`, created if new. */
 int builder_get_child(struct builder *b, uint32_t parent, uint32_t frame, uint32_t *out);
 /* Creates every node of `seed` again, in id order, so each keeps its id. */
