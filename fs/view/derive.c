@@ -1,8 +1,8 @@
 /*
  * derive.c — trees made from other trees (struct view_builder, view.h):
- * the diff, the function view's callers and callees, the root's whole
- * view.  Frames are mapped from up to two source trees by name; nodes are
- * found or appended through the child table build.c keeps.
+ * the diff (diff.c) and the function view's callers and callees
+ * (functions.c).  Frames are mapped from up to two source trees by name;
+ * nodes are found or appended through the child table build.c keeps.
  */
 #include <errno.h>
 #include <stdlib.h>
