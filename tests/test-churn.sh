@@ -150,6 +150,21 @@ if [ "${placed:-0}" -gt 0 ] && [ $((placed * 10)) -ge $(((placed + hook_read) * 
 else
 	bad "loader's hooks placed whole: '${placed:-}', read: '${hook_read:-}', want >= 80%"
 fi
+# A process whose exec was read is read again at its hook (its program's
+# template gets the libraries then); any other hook read is one the
+# exec's placing should have saved: a sample while the loader relocates
+# (an IFUNC resolver's pc, not listed yet) or in a uprobe's out-of-line
+# step once took the process for one that mapped new code, and its read
+# undid the placing.  That was 1 hook in 8 here, and made the share above
+# swing with the machine's load.
+hooks=$((${placed:-0} + ${hook_read:-0}))
+extra=$((${hook_read:-0} - ${read_now:-0}))
+if [ "$hooks" -gt 0 ] && [ $((extra * 50)) -le "$hooks" ]; then
+	ok "loader's hooks read beyond the execs read at once: $extra of $hooks (<= 2%)"
+else
+	bad "loader's hooks read beyond the execs read at once: $extra of $hooks, want <= 2%"
+	grep "loader's hooks" "$tmp/err"
+fi
 read -r walks fp_alone < <(sed -n 's/.*user stacks: \([0-9]*\) walked by CFI, \([0-9]*\) by CFI and frame pointers.*, \([0-9]*\) by frame pointers alone.*/\1 \2 \3/p' "$tmp/err" |
 	awk '{ print $1 + $2 + $3, $3 }')
 if [ -n "${walks:-}" ] && [ $((fp_alone * 50)) -le "$walks" ]; then

@@ -5,9 +5,10 @@
  * glibc's loader calls _dl_debug_state() (the "r_brk" hook debuggers
  * break on) after each change to the list of loaded objects, with
  * _r_debug.r_state RT_ADD or RT_DELETE before the change and
- * RT_CONSISTENT after it: once when a program's libraries are all mapped,
- * before their relocation and constructors, and again around each
- * dlopen and dlclose.  Both symbols are exported (.dynsym), so they are
+ * RT_CONSISTENT after it: once when a program's libraries are all mapped
+ * and relocated (IFUNC resolvers and libc's early initialisation have run
+ * in them; their constructors have not), and again around each dlopen
+ * (before its relocation) and dlclose.  Both symbols are exported (.dynsym), so they are
  * found in Debian's stripped loader.
  */
 #include <errno.h>

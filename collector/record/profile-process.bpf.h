@@ -411,7 +411,8 @@ int on_exit(void *ctx)
 
 /* The dynamic loader's _dl_debug_state() (collector/ldso.c), with
  * _r_debug.r_state RT_CONSISTENT (0) once the program's libraries are
- * mapped, before their relocation: user space reads the maps again now,
+ * mapped (at the start, also relocated: their IFUNC resolvers and libc's
+ * early initialisation have run): user space reads the maps again now,
  * so that the process's first samples in its libraries are walked,
  * where the snapshot taken at the exec holds only the program and the
  * loader.  ldso_rdebug_delta is &_r_debug - &_dl_debug_state; the
@@ -463,6 +464,8 @@ int on_ldso_state(void *ctx)
 		if (lmp)
 			e->nlm = 0; /* more objects than a template holds */
 		struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &tgid);
+		if (up && up->placed == UNWIND_PLACED_EXEC)
+			e->flags |= PROFILE_LOADED_EXEC_PLACED;
 		if (up && up->placed == UNWIND_PLACED_EXEC && e->nlm) {
 			struct profile_file f = {.dev = up->exe_dev, .ino = up->exe_ino};
 			const struct unwind_exec *t = bpf_map_lookup_elem(&exe_templates, &f);
@@ -486,8 +489,15 @@ int on_ldso_state(void *ctx)
 	}
 	/* A process placed whole wakes no one: user space names it from the
 	 * template, at its next wake. */
-	bpf_ringbuf_output(&events, e, sizeof(*e),
-	                   e->flags & PROFILE_LOADED_PLACED ? BPF_RB_NO_WAKEUP
-	                                                    : BPF_RB_FORCE_WAKEUP);
+	if (bpf_ringbuf_output(&events, e, sizeof(*e),
+	                       e->flags & PROFILE_LOADED_PLACED ? BPF_RB_NO_WAKEUP
+	                                                        : BPF_RB_FORCE_WAKEUP)) {
+		count(PROFILE_STAT_EVENTS_LOST);
+		/* Not told: a list the exec placed must not wait for the
+		 * libraries (the walker asks for them, as after a dlopen). */
+		struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &tgid);
+		if (up && up->placed == UNWIND_PLACED_EXEC)
+			up->placed = 0;
+	}
 	return 0;
 }

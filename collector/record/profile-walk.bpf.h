@@ -440,8 +440,13 @@ static long walk_step(__u32 i, void *ctx)
 	struct unwind_mapping *m = lo ? &p->maps[(lo - 1) & (UNWIND_MAX_MAPS - 1)] : NULL;
 	if (!m || lookup - m->start >= m->size) {
 		/* Code mapped since user space last read the maps (dlopen):
-		 * ask for a new list, once. */
-		if (!p->stale) {
+		 * ask for a new list, once.  Not while the exec's list holds
+		 * only the program and the loader (UNWIND_PLACED_EXEC): the
+		 * loader is relocating the libraries (their IFUNC resolvers
+		 * run), and its hook, next, lists them (placed, or read by
+		 * user space); a read now would be one more, and would undo
+		 * the placing. */
+		if (!p->stale && p->placed != UNWIND_PLACED_EXEC) {
 			p->stale = 1;
 			count(PROFILE_STAT_STALE_MAPS);
 			report(PROFILE_EVENT_STALE, w->tgid, 0);
@@ -523,6 +528,31 @@ truncated:
 	return 1;
 }
 
+/* The bytes of one slot of the [uprobes] page (the kernel's
+ * UPROBE_XOL_SLOT_BYTES). */
+#define XOL_SLOT_BYTES 128
+
+/* A thread stopped at a uprobe (ours on the loader, or anyone's) steps
+ * the probed instruction in a slot of the [uprobes] page: a sample there
+ * has its pc in no mapping, which cut its stack short and took the
+ * process for one that mapped new code (a read of its maps).  The pc it
+ * stands for is the probed instruction's, where the stack is as the
+ * probe found it.  Any other pc is returned as it is. */
+static __always_inline __u64 out_of_line(__u64 ip)
+{
+	const char *task = (const char *)bpf_get_current_task_btf(), *utask = NULL;
+	__u64 xol = 0, vaddr = 0;
+
+	if (!task_utask ||
+	    bpf_probe_read_kernel(&utask, sizeof(utask), task + task_utask) || !utask ||
+	    bpf_probe_read_kernel(&xol, sizeof(xol), utask + utask_xol_vaddr) || !xol ||
+	    ip - xol >= XOL_SLOT_BYTES ||
+	    bpf_probe_read_kernel(&vaddr, sizeof(vaddr), utask + utask_vaddr) || !vaddr)
+		return ip;
+	count(PROFILE_STAT_UPROBE_STEP);
+	return vaddr + (ip - xol);
+}
+
 /* Walks the current task's user stack with CFI into `ustacks` and sets
  * the key's user stack. */
 static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, void *pystacks,
@@ -577,7 +607,7 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 		bx = regs.bx;
 		di = regs.di;
 	}
-	w->pc = ip;
+	w->pc = out_of_line(ip);
 	w->sp = sp;
 	w->bp = bp;
 	w->bx = bx;

@@ -61,6 +61,11 @@ const volatile __u32 pid_offset = 0; /* task_struct.pid */
  * is then read at once). */
 const volatile __u32 bprm_file = 0, file_inode = 0, inode_ino = 0, inode_sb = 0, sb_dev = 0;
 const volatile bool exe_known = false;
+/* task_struct.utask, and uprobe_task's vaddr and xol_vaddr: a thread
+ * stopped at a uprobe runs the probed instruction from a slot of the
+ * [uprobes] page, xol_vaddr, in place of vaddr (0: not found; such a
+ * sample's first pc then falls in no mapping). */
+const volatile __u32 task_utask = 0, utask_vaddr = 0, utask_xol_vaddr = 0;
 /* task_struct.mm and mm_struct.saved_auxv: where on_exec finds the load
  * biases of a new program and its loader (0: not found, no list). */
 const volatile __u32 task_mm = 0, mm_auxv = 0;

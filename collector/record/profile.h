@@ -143,6 +143,8 @@ enum profile_stat {
 	PROFILE_STAT_KSTACKS_FULL,  /* a kernel stack not kept: map full */
 	PROFILE_STAT_EXEC_STACK,    /* samples in an exec, charged to the user
 	                             * stack walked at its start */
+	PROFILE_STAT_UPROBE_STEP,   /* samples in a uprobe's out-of-line step,
+	                             * walked from the probed instruction */
 	PROFILE_NSTATS,
 };
 
@@ -198,6 +200,9 @@ struct profile_loaded_event {
 /* The walker's list was placed whole from the program's template: user
  * space names the process from it, without reading it. */
 #define PROFILE_LOADED_PLACED 2u
+/* FIRST: the exec had placed the program's and the loader's lists from
+ * the template (so only the libraries were left to place here). */
+#define PROFILE_LOADED_EXEC_PLACED 4u
 
 /* EXEC: the program has a template (exe_templates): user space names the
  * process from it, and the event wakes no one. */

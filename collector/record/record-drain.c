@@ -156,6 +156,10 @@ static int on_loaded(struct recorder *r, const struct profile_loaded_event *e)
 	if (rc != -ENOENT)
 		return rc;
 	r->loaded_read++;
+	if ((e->flags & PROFILE_LOADED_FIRST) && !(e->flags & PROFILE_LOADED_EXEC_PLACED))
+		r->loaded_read_new++;
+	else if (e->flags & PROFILE_LOADED_FIRST)
+		r->loaded_read_unfit++;
 	rc = symbolize_snapshot(r->sym, pid, 0);
 	if (rc < 0 || !(e->flags & PROFILE_LOADED_FIRST) || !nlm || r->templates_fd < 0)
 		return rc;

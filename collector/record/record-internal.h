@@ -132,9 +132,12 @@ struct recorder {
 	/* symbolize_sweep(): the drain of the last one and the modules
 	 * open after it. */
 	uint64_t swept_seq, swept_live;
-	uint64_t execs_read;  /* exec events whose process was read at once */
-	uint64_t templates;   /* programs written to exe_templates */
-	uint64_t loaded_read; /* loader's-hook events whose process was read */
+	uint64_t execs_read;        /* exec events whose process was read at once */
+	uint64_t templates;         /* programs written to exe_templates */
+	uint64_t loaded_read;       /* loader's-hook events whose process was read: */
+	uint64_t loaded_read_new;   /* ... the first since an exec not placed */
+	uint64_t loaded_read_unfit; /* ... the first, the exec placed, the template's
+	                             * libraries not (another list, or none yet) */
 	int counts_fd[2], kstacks_fd[2], ustacks_fd[2], pystacks_fd[2];
 	struct unwinder *unwinder; /* NULL with --unwind fp */
 	uint64_t period_ns;

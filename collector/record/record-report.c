@@ -80,10 +80,13 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 	        PROG ": execs: %" PRIu64 " of programs with a template (%" PRIu64
 	             " templates written), listed for the walker in BPF, %" PRIu64
 	             " read at once; loader's hooks: %" PRIu64
-	             " placed whole from the template, %" PRIu64 " read; %" PRIu64
+	             " placed whole from the template, %" PRIu64 " read (%" PRIu64
+	             " after an exec not placed, %" PRIu64
+	             " whose template's libraries did not fit, %" PRIu64 " dlopens); %" PRIu64
 	             " templates deleted with their program's file\n",
 	        ss.execs_named, r->templates, r->execs_read, ss.loaded_named, r->loaded_read,
-	        r->templates_deleted);
+	        r->loaded_read_new, r->loaded_read_unfit,
+	        r->loaded_read - r->loaded_read_new - r->loaded_read_unfit, r->templates_deleted);
 	if (r->opt->unwind == PROFILE_UNWIND_FP) {
 		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
 	} else {
@@ -95,16 +98,17 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 		             " by CFI and frame pointers (%" PRIu64 " of them while a table was "
 		             "being built), %" PRIu64 " by frame pointers alone (process not yet "
 		             "known), %" PRIu64 " cut short ([truncated]); %" PRIu64
-		             " samples in an exec given the stack that called it%s\n",
+		             " samples in an exec given the stack that called it%s; %" PRIu64
+		             " in a uprobe's step walked from the probed instruction\n",
 		        (uint64_t)st[PROFILE_STAT_UNWIND_CFI],
 		        (uint64_t)st[PROFILE_STAT_UNWIND_MIXED],
 		        (uint64_t)st[PROFILE_STAT_UNWIND_PENDING],
 		        (uint64_t)st[PROFILE_STAT_UNWIND_FP],
 		        (uint64_t)st[PROFILE_STAT_UNWIND_TRUNCATED],
 		        (uint64_t)st[PROFILE_STAT_EXEC_STACK],
-		        r->exec_begin_link
-		                ? ""
-		                : " (off: no tracepoint sched_prepare_exec, Linux 6.10)");
+		        r->exec_begin_link ? ""
+		                           : " (off: no tracepoint sched_prepare_exec, Linux 6.10)",
+		        (uint64_t)st[PROFILE_STAT_UPROBE_STEP]);
 		fprintf(stderr,
 		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64
 		             " rows; %.1f MiB of %.0f MiB in use at the end;"

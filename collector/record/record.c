@@ -556,6 +556,34 @@ static void exe_offsets(struct recorder *r)
 	}
 }
 
+/* The offsets that take a thread to its uprobe's probed and out-of-line
+ * addresses (out_of_line() in profile-walk.bpf.h): without them a sample
+ * in a uprobe's step keeps a pc in no mapping. */
+static void uprobe_offsets(struct recorder *r)
+{
+	volatile struct profile_bpf__rodata *ro = r->skel->rodata;
+	struct {
+		const char *strct, *member;
+		uint32_t off;
+	} need[] = {{"task_struct", "utask", 0},
+	            {"uprobe_task", "vaddr", 0},
+	            {"uprobe_task", "xol_vaddr", 0}};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (kbtf_member_offset(KBTF_VMLINUX, need[i].strct, need[i].member, &need[i].off,
+		                       err, sizeof(err)) < 0) {
+			if (r->opt->verbose)
+				fprintf(stderr,
+				        PROG ": samples in a uprobe's step keep their pc: %s\n",
+				        err);
+			return;
+		}
+	ro->task_utask = need[0].off;
+	ro->utask_vaddr = need[1].off;
+	ro->utask_xol_vaddr = need[2].off;
+}
+
 /* What woke the recording loop (epoll data). */
 enum { WAKE_RING, WAKE_TABLES, WAKE_CHILD };
 
@@ -677,6 +705,7 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	r->skel->rodata->tgid_offset = tgid_offset;
 	exe_offsets(r);
+	uprobe_offsets(r);
 	r->skel->rodata->unwind_mode = o->unwind;
 	r->skel->rodata->python_on = python_walks(o);
 	struct ldso_probe ldso;
