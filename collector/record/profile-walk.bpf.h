@@ -543,9 +543,8 @@ static __always_inline __u64 out_of_line(__u64 ip)
 	const char *task = (const char *)bpf_get_current_task_btf(), *utask = NULL;
 	__u64 xol = 0, vaddr = 0;
 
-	if (!task_utask ||
-	    bpf_probe_read_kernel(&utask, sizeof(utask), task + task_utask) || !utask ||
-	    bpf_probe_read_kernel(&xol, sizeof(xol), utask + utask_xol_vaddr) || !xol ||
+	if (!task_utask || bpf_probe_read_kernel(&utask, sizeof(utask), task + task_utask) ||
+	    !utask || bpf_probe_read_kernel(&xol, sizeof(xol), utask + utask_xol_vaddr) || !xol ||
 	    ip - xol >= XOL_SLOT_BYTES ||
 	    bpf_probe_read_kernel(&vaddr, sizeof(vaddr), utask + utask_vaddr) || !vaddr)
 		return ip;
