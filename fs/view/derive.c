@@ -84,6 +84,13 @@ void view_builder_free(struct view_builder *vb)
 	free(vb);
 }
 
+/* frame_of_name, zeroed, for every string the tree has. */
+static int frame_of_name_grow(struct view_builder *vb)
+{
+	return builder_grow_zeroed((void **)&vb->frame_of_name, &vb->frame_of_name_cap,
+	                           vb->b.t->nstrs, sizeof(*vb->frame_of_name));
+}
+
 int view_builder_frame(struct view_builder *vb, const struct view_tree *src, uint32_t src_frame,
                        uint32_t *out)
 {
@@ -110,11 +117,7 @@ int view_builder_frame(struct view_builder *vb, const struct view_tree *src, uin
 	const struct vframe *f = &src->frames[src_frame];
 	uint32_t name;
 	r = builder_intern(&vb->b, vstr_ptr(src, f->name), src->strs[f->name].len, &name);
-	if (r < 0)
-		return r;
-	r = builder_grow_zeroed((void **)&vb->frame_of_name, &vb->frame_of_name_cap, t->nstrs,
-	                        sizeof(*vb->frame_of_name));
-	if (r < 0)
+	if (r < 0 || (r = frame_of_name_grow(vb)) < 0)
 		return r;
 	if (vb->frame_of_name[name] != 0) {
 		*out = vb->src[i].map[src_frame] = vb->frame_of_name[name] - 1;
@@ -125,9 +128,7 @@ int view_builder_frame(struct view_builder *vb, const struct view_tree *src, uin
 	if (r < 0)
 		return r;
 	/* add_frame may have interned more strings: grow the map again. */
-	r = builder_grow_zeroed((void **)&vb->frame_of_name, &vb->frame_of_name_cap, t->nstrs,
-	                        sizeof(*vb->frame_of_name));
-	if (r < 0)
+	if ((r = frame_of_name_grow(vb)) < 0)
 		return r;
 	vb->frame_of_name[t->frames[frame].name] = frame + 1;
 	*out = vb->src[i].map[src_frame] = frame;
