@@ -14,8 +14,10 @@
 #     under load_elf_binary, after the new program's memory replaced the
 #     old (needs the sched_prepare_exec tracepoint, Linux 6.10; else SKIP);
 #   - programs run again are placed from their templates in BPF, at the
-#     exec and at the loader's hook, >= 80% of each, and <= 2% of the walks
-#     are without a list;
+#     exec and at the loader's hook, >= 80% of each; a hook is read only
+#     after an exec that was (<= 2% of the hooks beyond them: a sample in a
+#     library being relocated, or in a uprobe's out-of-line step, does not
+#     undo the placing); <= 2% of the walks are without a list;
 #   - short programs are there with their names: true, as, cc1.
 # Then new binaries, as a CI runner builds them: a loop writes, compiles
 # (gcc -O2, no frame pointers) and runs twice each a program of its own
