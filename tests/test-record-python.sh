@@ -338,7 +338,10 @@ atleast mixed ";dumper \\($m\\);dumps \\([^;]*json/__init__.py\\);JSONEncoder\\.
 # for the first time and user space reads it at once: a script whose
 # late_json runs only in its last 0.4 s (after the last drain before its
 # exit) is named all the same (before: 36% of such a run's weight was
-# "[python: code gone]").
+# "[python: code gone]").  Some stays: a code object first met in the
+# process's last milliseconds may be gone (freed, or the process) before user
+# space reads it, a few samples of the ~380 (0-0.8% in 40 runs, 1.06%
+# once in the ASan build, whose collector is slower): at most 3%.
 cat >"$tmp/late.py" <<'EOF'
 import json, sys, time
 def early(until):
@@ -357,7 +360,7 @@ for start in 0.3 1.2; do
 	rec "late$start" -- "$py" "$tmp/late.py" "$start"
 	atleast "late$start" ";late_json \\([^;]*late.py\\)" '^python3.11;' 0.10 \
 		"a process's last 0.4 s (after ${start} s): late_json is named"
-	atmost "late$start" '\\[python: code gone\\]' '^python3.11;' 0.01 \
+	atmost "late$start" '\\[python: code gone\\]' '^python3.11;' 0.03 \
 		"a process's last 0.4 s (after ${start} s): code read while it lived (not 'code gone')"
 done
 
