@@ -9,7 +9,7 @@
 #                  kill moments are checked in stage 1, this stage looks for
 #                  memory errors on the paths a kill leaves);
 #   3. build-fuzz  clang with libFuzzer: each fuzz target for
-#                  $FLAMEFS_FUZZ_SECONDS (default 30 here, 60 in meson test)
+#                  $FLAMEFS_FUZZ_SECONDS (default 20 here, 60 in meson test)
 #                  on a copy of its corpus (longer runs: tests/fuzz/run.sh).
 # Stages 1 and 2 run one test at a time: most tests are forks and execs,
 # which did not run two at a time on the 2-core CI machine (a guest whose
@@ -110,7 +110,7 @@ for stage in $stages; do
 		dir=build-fuzz
 		CC=clang setup "$dir" -Dwerror=true -Dfuzz=true
 		build fuzz "$dir" &&
-			FLAMEFS_FUZZ_SECONDS=${FLAMEFS_FUZZ_SECONDS:-30} run_tests fuzz "$dir" "$(nproc)" --suite fuzz
+			FLAMEFS_FUZZ_SECONDS=${FLAMEFS_FUZZ_SECONDS:-20} run_tests fuzz "$dir" "$(nproc)" --suite fuzz
 		;;
 	*)
 		echo "unknown stage '$stage' (stages: ci asan fuzz)"

@@ -18,8 +18,10 @@
 #
 # record: `flamefs-collect record -p PID --log-drains LOG` on a busy
 # tests/record-target (every third run with -e cpu,rss:uk:1: the pages its
-# forked children touch are RSS gained) is killed the same way, at random moments over 3.5 s
-# or right after the log says "drain N committing", plus 0-2 ms.  The LOG
+# forked children touch are RSS gained) is killed the same way, at random
+# moments over 2.5 s (its first drain commits about 1.3 s after the start,
+# the second 1 s later) or right after the log says "drain N committing"
+# (N = 1 or 2), plus 0-2 ms.  The LOG
 # has "drain N committing samples S weight W" before each commit and
 # "drain N committed ..." after it.  Let C be the sum of the committed
 # drains and P the one drain that may be "committing" without
@@ -383,12 +385,12 @@ for i in $(seq "$runs"); do
 	rm -rf "$w" "$tmp/drains.log"
 	cp -a "$base" "$w"
 	if [ $((i % 5)) -lt 2 ]; then
-		k=$((1 + $(rnd 3)))
+		k=$((1 + $(rnd 2)))
 		extra=$(rnd 2001)
 		spec=(drain "$tmp/drains.log" "$k" "0.$(printf '%06d' "$extra")")
 		what="at drain $k's commit +${extra} us"
 	else
-		d=$(rnd 3501)
+		d=$(rnd 2501)
 		spec=(delay "$(ms2s "$d")")
 		what="after ${d} ms"
 	fi
