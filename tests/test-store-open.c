@@ -42,6 +42,54 @@ void test_schema(void)
 	CHECK(strstr(err, "schema version 9") != NULL);
 }
 
+/* A fixed-size meta value of another size (or a store id that is gone)
+ * is named as damage, by the writer and by a reader, never read. */
+void test_damaged_meta(void)
+{
+	static const struct {
+		const char *key; /* with the meta prefix 'm' */
+		size_t len;      /* the damaged value's size; 0: the key deleted */
+		const char *said;
+	} cases[] = {
+	        {"mschema", 3, "meta schema"},
+	        {"mschema", 5, "meta schema"},
+	        {"mbucket_seconds", 8, "meta bucket_seconds"},
+	        {"mstore_id", 15, "meta store_id"},
+	        {"mstore_id", 0, "meta store_id"},
+	        {"mcommits", 4, "meta commits"},
+	};
+	const char zeros[16] = {0};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sf_raw w;
+		char *dir = sf_empty_store_raw(&w), *rerr = NULL;
+		struct store *s = NULL;
+		char err[512] = "";
+
+		if (!dir)
+			return;
+		if (cases[i].len)
+			sf_raw_put(&w, cases[i].key, strlen(cases[i].key), zeros, cases[i].len);
+		else
+			rocksdb_delete_cf(w.db, w.wo, w.cf[0], cases[i].key, strlen(cases[i].key),
+			                  &rerr);
+		CHECK(rerr == NULL);
+		rocksdb_free(rerr);
+		sf_raw_close(&w);
+		for (int ro = 0; ro < 2; ro++) {
+			int r = store_open(dir, ro ? STORE_READONLY : 0, &s, err, sizeof(err));
+			CHECK(r == -EIO || !fprintf(stderr, "  %s (%zu bytes): %d\n", cases[i].key,
+			                            cases[i].len, r));
+			CHECK(s == NULL);
+			CHECK((strstr(err, "store is damaged") && strstr(err, cases[i].said) &&
+			       strstr(err, dir)) ||
+			      !fprintf(stderr, "  %s: %s\n", cases[i].key, err));
+			store_close(s);
+			s = NULL;
+		}
+	}
+}
+
 /* Reader directories left by readers that died without store_close are
  * removed by the next reader; live readers' directories are not. */
 static int reader_dirs(const char *base, char names[][NAME_MAX + 1], int max)

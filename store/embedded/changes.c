@@ -39,43 +39,29 @@ static uint64_t get_be64(const uint8_t *p)
  * or -errno. */
 static int meta_get_u64(struct rdb *s, const char *key, uint64_t *v, uint64_t absent)
 {
-	char *rerr = NULL;
-	size_t len = 0;
-	char *val =
-	        rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], key, strlen(key), &len, &rerr);
+	uint8_t be[8];
+	bool found;
+	int r = meta_get_fixed(s, key, be, sizeof(be), &found);
 
-	if (rerr)
-		return rdb_fail(s, rerr, "reading meta");
-	*v = absent;
-	if (!val)
-		return 0;
-	if (len != 8) {
-		rocksdb_free(val);
-		seterr(s, "%s: store is damaged: meta %s", s->dir, key + 1);
-		return -EIO;
-	}
-	*v = get_be64((const uint8_t *)val);
-	rocksdb_free(val);
-	return 0;
+	if (r == 0)
+		*v = found ? get_be64(be) : absent;
+	return r;
 }
 
 int changes_load(struct rdb *s)
 {
-	char *rerr = NULL;
-	size_t len = 0;
-	char *val = rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], META_STORE_ID,
-	                           strlen(META_STORE_ID), &len, &rerr);
+	uint8_t id[16];
+	bool found;
+	int r = meta_get_fixed(s, META_STORE_ID, id, sizeof(id), &found);
 
-	if (rerr)
-		return rdb_fail(s, rerr, "reading meta");
-	if (!val || len != 16) {
-		rocksdb_free(val);
-		seterr(s, "%s: store is damaged: meta store_id", s->dir);
+	if (r < 0)
+		return r;
+	if (!found) {
+		seterr(s, "%s: store is damaged: meta %s", s->dir, META_STORE_ID + 1);
 		return -EIO;
 	}
-	for (size_t i = 0; i < 16; i++)
-		snprintf(s->id_hex + 2 * i, 3, "%02x", (uint8_t)val[i]);
-	rocksdb_free(val);
+	for (size_t i = 0; i < sizeof(id); i++)
+		snprintf(s->id_hex + 2 * i, 3, "%02x", id[i]);
 	return meta_get_u64(s, META_COMMITS, &s->commits, 1);
 }
 

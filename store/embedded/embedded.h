@@ -431,6 +431,10 @@ void close_db(struct rdb *s);
 int mkdir_p(const char *dir);
 int dir_is_empty(const char *dir);
 int meta_init(struct rdb *s);
+/* Reads the meta value `key` of exactly `size` bytes into `out`: 0 with
+ * *found set (out untouched when there is none), or -errno with the
+ * store's error set (a value of another size: "store is damaged"). */
+int meta_get_fixed(struct rdb *s, const char *key, void *out, size_t size, bool *found);
 int check_cfs(struct rdb *s);
 int open_db(struct rdb *s, bool creating);
 int load_new(struct rdb *s);

@@ -142,7 +142,7 @@ static long lock_holder(const char *dir, const char *rerr)
 	return pid;
 }
 
-static int meta_get_u32(struct rdb *s, const char *key, uint32_t *v, bool *found)
+int meta_get_fixed(struct rdb *s, const char *key, void *out, size_t size, bool *found)
 {
 	char *rerr = NULL;
 	size_t len = 0;
@@ -154,14 +154,24 @@ static int meta_get_u32(struct rdb *s, const char *key, uint32_t *v, bool *found
 	*found = val != NULL;
 	if (!val)
 		return 0;
-	if (len != 4) {
+	if (len != size) {
 		rocksdb_free(val);
 		seterr(s, "%s: store is damaged: meta %s", s->dir, key + 1);
 		return -EIO;
 	}
-	*v = get_be32((const uint8_t *)val);
+	memcpy(out, val, size);
 	rocksdb_free(val);
 	return 0;
+}
+
+static int meta_get_u32(struct rdb *s, const char *key, uint32_t *v, bool *found)
+{
+	uint8_t be[4];
+	int r = meta_get_fixed(s, key, be, sizeof(be), found);
+
+	if (r == 0 && *found)
+		*v = get_be32(be);
+	return r;
 }
 
 int meta_init(struct rdb *s)
