@@ -173,6 +173,10 @@ int central_connect(struct pg *s);
  * connection is gone, else -EIO. */
 int central_exec(struct pg *s, const char *what, const char *sql, int n, const char *const *vals,
                  bool binary, PGresult **out);
+/* The commit counter of flamefs_meta: `count` adds one (a commit, in the
+ * caller's transaction) and gives the new value, else it is read.  0, or
+ * -errno with the message set ("store is damaged" when there is none). */
+int central_commit_counter(struct pg *s, bool count, uint64_t *value);
 /* central_exec for a statement that may run twice (a read outside any
  * transaction): when the connection is lost, waits for the server as a
  * commit does (central_reconnect) and runs it again.  Inside a

@@ -798,6 +798,7 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 	struct pg *s = b->s;
 	char lock[64], num[24], source[16] = "0";
 	PGresult *res;
+	uint64_t seq;
 	int r;
 
 	snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%lld)",
@@ -833,20 +834,10 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 	r = resolve_series(b, ids);
 	if (r < 0)
 		return r;
-	r = central_exec(s, "counting the commit",
-	                 "UPDATE flamefs_meta SET value = (value::int8 + 1)::text"
-	                 " WHERE key = 'commits' RETURNING value",
-	                 0, NULL, false, &res);
+	r = central_commit_counter(s, true, &seq);
 	if (r < 0)
 		return r;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		central_seterr(s, "%s: store is damaged: flamefs_meta has no commit counter",
-		               s->base.where);
-		return -EIO;
-	}
-	*commit = value_i64(res, 0, 0);
-	PQclear(res);
+	*commit = (int64_t)seq;
 	if (b->replace) {
 		r = source_row(b, source);
 		if (r < 0)

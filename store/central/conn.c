@@ -412,6 +412,30 @@ int central_exec(struct pg *s, const char *what, const char *sql, int n, const c
 	return 0;
 }
 
+int central_commit_counter(struct pg *s, bool count, uint64_t *value)
+{
+	PGresult *res;
+	int r = count ? central_exec(s, "counting the commit",
+	                             "UPDATE flamefs_meta SET value = (value::int8 + 1)::text"
+	                             " WHERE key = 'commits' RETURNING value",
+	                             0, NULL, false, &res)
+	              : central_exec(s, "reading the commit counter",
+	                             "SELECT value FROM flamefs_meta WHERE key = 'commits'", 0,
+	                             NULL, false, &res);
+
+	if (r < 0)
+		return r;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		central_seterr(s, "%s: store is damaged: flamefs_meta has no commit counter",
+		               s->base.where);
+		return -EIO;
+	}
+	*value = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
 int central_exec_again(struct pg *s, const char *what, const char *sql, int n,
                        const char *const *vals, bool binary, PGresult **out)
 {

@@ -165,21 +165,9 @@ int central_prune(struct store *sbase, const struct store_prune_opts *o,
 		free(ids);
 		return 0;
 	}
-	r = central_exec(s, "counting the commit",
-	                 "UPDATE flamefs_meta SET value = (value::int8 + 1)::text"
-	                 " WHERE key = 'commits' RETURNING value",
-	                 0, NULL, false, &res);
+	r = central_commit_counter(s, true, &seq);
 	if (r < 0)
 		goto fail;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		central_seterr(s, "%s: store is damaged: flamefs_meta has no commit counter",
-		               s->base.where);
-		r = -EIO;
-		goto fail;
-	}
-	seq = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
 	r = central_exec(s, "prune", "COMMIT", 0, NULL, false, NULL);
 	if (r < 0)
 		goto fail;

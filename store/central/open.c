@@ -27,20 +27,9 @@ static int catch_up(struct pg *s, bool keep)
 
 	if (r < 0)
 		return r;
-	r = central_exec(s, "reading the commit counter",
-	                 "SELECT value FROM flamefs_meta WHERE key = 'commits'", 0, NULL, false,
-	                 &res);
+	r = central_commit_counter(s, false, &seq);
 	if (r < 0)
 		goto fail;
-	if (PQntuples(res) != 1) {
-		PQclear(res);
-		central_seterr(s, "%s: store is damaged: flamefs_meta has no commit counter",
-		               s->base.where);
-		r = -EIO;
-		goto fail;
-	}
-	seq = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
 	r = central_load_new(s);
 	if (r < 0)
 		goto fail;
