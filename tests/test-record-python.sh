@@ -158,11 +158,17 @@ fi
 atleast tree "$pyframe" '^python3.11;' 0.95 "tree: >= 95% of the process's weight has a Python frame"
 atmost tree ';_PyEval_EvalFrameDefault(;|$)' '^python3.11;' 0.01 \
 	"tree: no native _PyEval_EvalFrameDefault left where Python frames were walked"
-# None cut short for a wrong offset or type (deeper, unreadable, not a
-# code object).  "Frames ended early" is a sample in the few instructions
-# where _PyEval_EvalFrameDefault has begun (or ends) an evaluation whose
-# frame is not linked yet (or any more): a walk cut short there is right,
-# and rare (CI met 1 in 1,509 stacks), so it is bounded, not forbidden.
+# None cut short for a wrong offset or type (deeper, not a code object).
+# "Frames ended early" is a sample in the few instructions where
+# _PyEval_EvalFrameDefault has begun (or ends) an evaluation whose frame
+# is not linked yet (or any more): a walk cut short there is right, and
+# rare (CI met 1 in 1,509 stacks).  "Memory unreadable" is a read BPF
+# cannot fault in: a data stack chunk the interpreter freed between two
+# reads, or a file page the kernel dropped (3.11's frozen modules keep
+# their code objects in python3's data pages, and this machine's
+# proactive reclaim, DAMON, drops cold ones; CI met 1 in 1,512).  Both are bounded together at 1%
+# of the Python stacks, not forbidden: a wrong offset cuts short nearly
+# every walk.
 if awk '/python: [0-9]+ interpreter entries/ {
 		for (i = 1; i <= NF; i++) {
 			if ($i == "interpreter" && $(i + 1) == "entries") entries = $(i - 1)
@@ -177,10 +183,10 @@ if awk '/python: [0-9]+ interpreter entries/ {
 	END {
 		printf "       python walks: %d stacks, cut short: %s deeper, %s unreadable, %s not code, %s ended early\n",
 			stacks, deep, unread, notcode, early
-		exit !(found && entries > 0 && stacks > 0 && deep == 0 && unread == 0 && notcode == 0 &&
-			early != "" && early * 100 <= stacks)
+		exit !(found && entries > 0 && stacks > 0 && deep == 0 && notcode == 0 &&
+			early != "" && unread != "" && (early + unread) * 100 <= stacks)
 	}' "$tmp/tree.err"; then
-	ok "tree: the summary counts the stacks with Python frames; none cut short by a wrong read, <= 1% ended early"
+	ok "tree: the summary counts the stacks with Python frames; none cut short deeper or not at a code object, <= 1% ended early or unreadable"
 else
 	bad "tree: summary: $(grep 'python:' "$tmp/tree.err")"
 fi
