@@ -57,7 +57,7 @@ int changes_load(struct rdb *s)
 	if (r < 0)
 		return r;
 	if (!found) {
-		seterr(s, "%s: store is damaged: meta %s", s->dir, META_STORE_ID + 1);
+		seterr(s, "%s: store is damaged: meta %s", s->dir, &META_STORE_ID[1]);
 		return -EIO;
 	}
 	for (size_t i = 0; i < sizeof(id); i++)
