@@ -19,7 +19,10 @@
 #     exec and at the loader's hook, >= 80% of each; a hook is read only
 #     after an exec that was (<= 2% of the hooks beyond them: a sample in a
 #     library being relocated, or in a uprobe's out-of-line step, does not
-#     undo the placing); <= 2% of the walks are without a list;
+#     undo the placing); <= 3% of the walks are without a list (the
+#     first run of each program, read at once, and the processes the
+#     recorder reads at its start; 0.9-1.7% here), 4% in a sanitizer
+#     build, whose reads take two to three times as long (1.5-2.5%);
 #   - short programs are there with their names: true, as, cc1.
 # Then new binaries, as a CI runner builds them: a loop writes, compiles
 # (gcc -O2, no frame pointers) and runs twice each a program of its own
@@ -187,10 +190,12 @@ else
 fi
 read -r walks fp_alone < <(sed -n 's/.*user stacks: \([0-9]*\) walked by CFI, \([0-9]*\) by CFI and frame pointers.*, \([0-9]*\) by frame pointers alone.*/\1 \2 \3/p' "$tmp/err" |
 	awk '{ print $1 + $2 + $3, $3 }')
-if [ -n "${walks:-}" ] && [ $((fp_alone * 50)) -le "$walks" ]; then
-	ok "walks without a list (process not yet known): $fp_alone of $walks (<= 2%)"
+cap=3
+ldd "$collect" 2>/dev/null | grep -q 'libasan' && cap=4
+if [ -n "${walks:-}" ] && [ $((fp_alone * 100)) -le $((walks * cap)) ]; then
+	ok "walks without a list (process not yet known): $fp_alone of $walks (<= $cap%)"
 else
-	bad "walks without a list (process not yet known): '${fp_alone:-}' of '${walks:-}', want <= 2%"
+	bad "walks without a list (process not yet known): '${fp_alone:-}' of '${walks:-}', want <= $cap%"
 fi
 
 # ---- short programs named -------------------------------------------------------------------
