@@ -129,6 +129,7 @@ void test_partial_merge(void);
 void test_corrupt_counts(void);
 void test_no_wrap(void);
 void test_small_right_away(void);
+void test_settled_at_close(void);
 /* test-store-series.c: retention and hosts */
 void test_prune(void);
 void test_hosts(void);

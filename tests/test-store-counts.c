@@ -6,9 +6,13 @@
  */
 #include "store-fixture.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- counts blobs ---------------------------------------------------------- */
@@ -479,4 +483,83 @@ void test_small_right_away(void)
 	store_close(s);
 	snprintf(path, sizeof(path), "%s/LOG", dir);
 	CHECK(access(path, F_OK) < 0);
+}
+
+/* Bytes under a flat directory as du counts them (st_blocks); with
+ * `suffix`, only of the files whose names end in it, and their lengths
+ * (st_size) when `lengths`. */
+static uint64_t dir_bytes(const char *dir, const char *suffix, bool lengths)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+	uint64_t total = 0;
+
+	CHECK(d != NULL);
+	while (d && (e = readdir(d))) {
+		size_t n = strlen(e->d_name), k = suffix ? strlen(suffix) : 0;
+		if (e->d_name[0] == '.' || n < k || (suffix && strcmp(e->d_name + n - k, suffix)))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			total += lengths ? (uint64_t)st.st_size : (uint64_t)st.st_blocks * 512;
+	}
+	if (d)
+		closedir(d);
+	return total;
+}
+
+/* A writer's small commits (record's drains: a few KB each, under the
+ * settling's slack) stay in the write-ahead log while it runs, and its
+ * close settles them: after a big first commit (settled at once), small
+ * ones until the log holds more than 15% of the store's bytes; closed,
+ * the store's log holds no commit and the store is within 10% of what
+ * compaction makes of it. */
+void test_settled_at_close(void)
+{
+	char *dir = sf_fresh_dir();
+	struct store *s = sf_open_rw(dir, STORE_CREATE);
+	uint64_t logged = 0, left, closed, compacted;
+	uint32_t id;
+
+	if (!s)
+		return;
+	for (int commit = 0; commit < 200 && logged * 100 <= dir_bytes(dir, NULL, false) * 15;
+	     commit++) {
+		struct store_batch *b = store_batch_new(s);
+		int nstacks = commit ? 100 : 20000;
+
+		CHECK_OK(store_batch_series(b, &sf_key_a, &id));
+		for (int i = 0; i < nstacks; i++) {
+			char n1[32], n2[32];
+			int k = commit ? 20000 + commit * 100 + i : i;
+			snprintf(n1, sizeof(n1), "mod%d::f%d", k % 97, k / 7);
+			snprintf(n2, sizeof(n2), "leaf_%d", k);
+			const char *stack[] = {"main", n1, n2};
+			uint32_t node = sf_add_stack(b, stack, 3);
+			CHECK_OK(store_batch_add(b, id, 60 * commit, node, 1, 1000));
+		}
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+		/* the first commit's settling is done before the next */
+		if (commit == 0)
+			sf_dir_bytes(s);
+		logged = dir_bytes(dir, ".log", false);
+	}
+	store_close(s);
+	closed = dir_bytes(dir, NULL, false);
+	left = dir_bytes(dir, ".log", true);
+	s = sf_open_rw(dir, 0);
+	if (!s)
+		return;
+	CHECK_OK(store_compact(s));
+	store_close(s);
+	compacted = dir_bytes(dir, NULL, false);
+	/* A new log's first record only names its compression (11 bytes). */
+	CHECK(logged * 100 > compacted * 15 && left <= 32 && closed * 10 <= compacted * 11);
+	if (logged * 100 <= compacted * 15 || left > 32 || closed * 10 > compacted * 11)
+		fprintf(stderr,
+		        "  log %" PRIu64 " bytes before the close, %" PRIu64
+		        " after; closed %" PRIu64 ", compacted %" PRIu64 "\n",
+		        logged, left, closed, compacted);
 }

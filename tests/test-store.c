@@ -739,6 +739,7 @@ int main(int argc, char **argv)
 	sf_run("corrupt_counts", test_corrupt_counts);
 	sf_run("no_wrap", test_no_wrap);
 	sf_run("small_right_away", test_small_right_away);
+	sf_run("settled_at_close", test_settled_at_close);
 	sf_run("prune", test_prune);
 	sf_run("hosts", test_hosts);
 	sf_run("hosts_old_schema", test_hosts_old_schema);

@@ -265,6 +265,7 @@ struct rdb {
 	pthread_mutex_t settle_mu;
 	bool settle_busy, settle_again;
 	bool settler_started;
+	bool settle_owed; /* the writer's thread only: settle() ran since the open */
 	pthread_t settler;
 };
 
@@ -449,10 +450,13 @@ int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from);
 int prepare_dir(struct rdb *s, int flags);
 
 /* stats.c: after a write, starts the thread that flushes and compacts
- * when the store would otherwise be more than a few percent over its
- * compacted size; settle_wait() joins it. */
+ * when the store would otherwise be more than a tenth and SETTLE_SLACK
+ * over its compacted size; settle_wait() joins it.  settle_final(), at
+ * the writer's close, joins it and settles once more without the slack
+ * if anything was written since the store opened. */
 void settle(struct rdb *s);
 void settle_wait(struct rdb *s);
+void settle_final(struct rdb *s);
 
 /* changes.c: loads the store id and the commit counter at open; puts a
  * commit's number, change record and source cursor into its WriteBatch

@@ -547,7 +547,7 @@ void rdb_close(struct store *sbase)
 	if (!s)
 		return;
 	store_batch_free(s->batch ? &s->batch->base : NULL);
-	settle_wait(s);
+	settle_final(s);
 	close_db(s);
 	if (s->secdir) {
 		remove_tree(s->secdir);

@@ -232,6 +232,15 @@ out:
  * ~10 ms of CPU each round (a third of the recorder's CPU when it was
  * every drain).
  *
+ * A round waits for SETTLE_SLACK bytes: a log or a level 0 smaller than
+ * that is left for a later round.  A record drain adds a few KB a second,
+ * so a new or small store (whose tenth is a few KB) settled every two
+ * seconds, each round a new table file, its fsyncs and a rewrite of the
+ * whole store at zstd's level 9: under process churn, a fifth of the
+ * recorder's CPU (issue #25).  The store's close settles once more
+ * without the slack (settle_final()), so a writer leaves its store
+ * within the tenth, as an import did before.
+ *
  * It runs in a thread of its own, started by settle() after a commit:
  * flushes and compactions wait for fsync, 60-300 ms a commit on a busy
  * machine, which a record drain (every second) must not wait for.  The
@@ -240,6 +249,7 @@ out:
  * settle_again.  store_close(), store_compact() and store_footprint()
  * wait for it (settle_wait()). */
 #define SETTLE_SHARE 10
+#define SETTLE_SLACK (64u * 1024)
 
 /* SST bytes per column family: all[i] and level0[i]. */
 static void sst_bytes(struct rdb *s, uint64_t all[CF_COUNT_ALL], uint64_t level0[CF_COUNT_ALL])
@@ -287,12 +297,13 @@ static uint64_t wal_bytes(const struct rdb *s)
 	return total;
 }
 
-/* One round of settling.  Failures only cost space; they are not
- * reported (a commit's data is durable before it starts).  Only the
- * column families with something new are flushed, and only those whose
- * level 0 has grown are compacted: a record drain adds counts every
- * second but new frames and nodes far less often. */
-static void settle_once(struct rdb *s)
+/* One round of settling, acting on logs and levels 0 of more than
+ * `slack` bytes.  Failures only cost space; they are not reported (a
+ * commit's data is durable before it starts).  Only the column families
+ * with something new are flushed, and only those whose level 0 has grown
+ * are compacted: a record drain adds counts every second but new frames
+ * and nodes far less often. */
+static void settle_once(struct rdb *s, uint64_t slack)
 {
 	uint64_t all[CF_COUNT_ALL], level0[CF_COUNT_ALL], du = 0, wal;
 	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
@@ -309,7 +320,7 @@ static void settle_once(struct rdb *s)
 		goto out;
 	wal = wal_bytes(s);
 	sst_bytes(s, all, level0);
-	if (wal * SETTLE_SHARE > du) {
+	if (wal * SETTLE_SHARE > du && wal > slack) {
 		for (int i = 0; i < CF_COUNT_ALL && !rerr; i++) {
 			uint64_t entries = 0;
 			if (rocksdb_property_int_cf(s->db, s->cf[i],
@@ -323,7 +334,7 @@ static void settle_once(struct rdb *s)
 		sst_bytes(s, all, level0);
 	}
 	for (int i = 0; i < CF_COUNT_ALL; i++)
-		if (level0[i] && level0[i] * SETTLE_SHARE > du)
+		if (level0[i] > slack && level0[i] * SETTLE_SHARE > du)
 			rocksdb_compact_range_cf_opt(s->db, s->cf[i], co, NULL, 0, NULL, 0);
 out:
 	rocksdb_free(rerr);
@@ -338,7 +349,7 @@ static void *settle_main(void *arg)
 	struct rdb *s = arg;
 
 	for (;;) {
-		settle_once(s);
+		settle_once(s, SETTLE_SLACK);
 		pthread_mutex_lock(&s->settle_mu);
 		if (!s->settle_again) {
 			s->settle_busy = false;
@@ -350,12 +361,18 @@ static void *settle_main(void *arg)
 	}
 }
 
-void settle(struct rdb *s)
+static bool settle_off(const struct rdb *s)
 {
 	const char *env = getenv("FLAMEFS_STORE_SETTLE");
 
-	if (s->readonly || (env && !strcmp(env, "0")))
+	return s->readonly || (env && !strcmp(env, "0"));
+}
+
+void settle(struct rdb *s)
+{
+	if (settle_off(s))
 		return;
+	s->settle_owed = true;
 	pthread_mutex_lock(&s->settle_mu);
 	if (s->settle_busy) {
 		s->settle_again = true; /* the running thread goes round again */
@@ -368,7 +385,7 @@ void settle(struct rdb *s)
 		pthread_join(s->settler, NULL); /* finished: settle_busy was false */
 	s->settler_started = pthread_create(&s->settler, NULL, settle_main, s) == 0;
 	if (!s->settler_started) {
-		settle_once(s); /* no thread: settle here */
+		settle_once(s, SETTLE_SLACK); /* no thread: settle here */
 		pthread_mutex_lock(&s->settle_mu);
 		s->settle_busy = false;
 		pthread_mutex_unlock(&s->settle_mu);
@@ -381,4 +398,13 @@ void settle_wait(struct rdb *s)
 		pthread_join(s->settler, NULL);
 		s->settler_started = false;
 	}
+}
+
+void settle_final(struct rdb *s)
+{
+	settle_wait(s);
+	if (!s->settle_owed || settle_off(s))
+		return;
+	settle_once(s, 0);
+	s->settle_owed = false;
 }
