@@ -665,7 +665,9 @@ int rdb_batch_commit(struct store_batch *bbase)
 		memset(b->delta, 0, (size_t)b->ndelta * sizeof(*b->delta));
 	batch_counts_reset(b);
 	batch_mark(b);
-	settle(s); /* in the background; the commit is durable */
+	size_t written = 0;
+	rocksdb_writebatch_data(wb, &written);
+	settle(s, written); /* in the background; the commit is durable */
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
 out_wb:
 	rocksdb_writebatch_destroy(wb);

@@ -265,7 +265,10 @@ struct rdb {
 	pthread_mutex_t settle_mu;
 	bool settle_busy, settle_again;
 	bool settler_started;
-	bool settle_owed; /* the writer's thread only: settle() ran since the open */
+	/* The writer's thread only: settle() ran since the open; bytes
+	 * written since the last round. */
+	bool settle_owed;
+	size_t settle_written;
 	pthread_t settler;
 };
 
@@ -449,12 +452,15 @@ int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from);
  * -errno (message set) when it cannot be opened. */
 int prepare_dir(struct rdb *s, int flags);
 
-/* stats.c: after a write, starts the thread that flushes and compacts
- * when the store would otherwise be more than a tenth and SETTLE_SLACK
- * over its compacted size; settle_wait() joins it.  settle_final(), at
- * the writer's close, joins it and settles once more without the slack
- * if anything was written since the store opened. */
-void settle(struct rdb *s);
+/* stats.c: after a write of `written` bytes (its WriteBatch), starts the
+ * thread that flushes and compacts when the store would otherwise be more
+ * than a tenth and SETTLE_SLACK over its compacted size; settle_wait()
+ * joins it.  settle_final(), at the writer's close, joins it and settles
+ * once more without the slack if anything was written since the store
+ * opened.  A `written` of SETTLE_NOW starts a round whatever was written
+ * (a prune: what it deleted is freed by a compaction). */
+#define SETTLE_NOW SIZE_MAX
+void settle(struct rdb *s, size_t written);
 void settle_wait(struct rdb *s);
 void settle_final(struct rdb *s);
 

@@ -170,7 +170,7 @@ int rdb_prune(struct store *sbase, const struct store_prune_opts *o, struct stor
 	for (uint32_t id = 1; id < s->nseries; id++)
 		if (changed[id])
 			s->series[id] = after[id];
-	settle(s);
+	settle(s, SETTLE_NOW);
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
 out:
 	free(buf.p);

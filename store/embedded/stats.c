@@ -368,11 +368,20 @@ static bool settle_off(const struct rdb *s)
 	return s->readonly || (env && !strcmp(env, "0"));
 }
 
-void settle(struct rdb *s)
+void settle(struct rdb *s, size_t written)
 {
 	if (settle_off(s))
 		return;
 	s->settle_owed = true;
+	/* Until SETTLE_SLACK bytes were written since the last round, a
+	 * round would find nothing to do: no thread, no listing of the
+	 * directory (a record drain commits a few KB every second). */
+	if (written != SETTLE_NOW) {
+		s->settle_written += written;
+		if (s->settle_written < SETTLE_SLACK)
+			return;
+	}
+	s->settle_written = 0;
 	pthread_mutex_lock(&s->settle_mu);
 	if (s->settle_busy) {
 		s->settle_again = true; /* the running thread goes round again */
