@@ -30,9 +30,13 @@ base=$tmp/base
 	{ echo "FAIL: cannot build the base store"; exit 1; }
 
 # snapshot STORE: what must not change: the series table and every
-# event's folded and pprof export.
+# event's folded and pprof export.  With FLAMEFS_BAD_INPUT_EXPORTS=0 (the
+# sanitizer stage of tests/run.sh, where each of these five commands
+# costs a sanitized start; the exports of an unchanged store are the same
+# code path every time, and stage 1 compares them) the series table only.
 snapshot() {
 	"$collect" stats --store "$1" 2>&1 | grep -v -e '^store on disk' -e '^bytes:'
+	[ "${FLAMEFS_BAD_INPUT_EXPORTS:-1}" != 0 ] || return 0
 	for ev in samples cpu-clock; do
 		echo "== $ev"
 		"$collect" export --store "$1" --format folded --event "$ev" 2>&1
