@@ -227,19 +227,17 @@ out:
  * directory's bytes, the column families with new entries are flushed;
  * a column family whose level 0 (in file system blocks) then passes
  * 1/SETTLE_SHARE of the directory is compacted as store_compact() does.
- * A record drain adds a few KB a second: the store settles every few
- * drains, less often as it grows, and a flush and a compaction cost
- * ~10 ms of CPU each round (a third of the recorder's CPU when it was
- * every drain).
  *
- * A round waits for SETTLE_SLACK bytes: a log or a level 0 smaller than
- * that is left for a later round.  A record drain adds a few KB a second,
- * so a new or small store (whose tenth is a few KB) settled every two
- * seconds, each round a new table file, its fsyncs and a rewrite of the
- * whole store at zstd's level 9: under process churn, a fifth of the
- * recorder's CPU (issue #25).  The store's close settles once more
- * without the slack (settle_final()), so a writer leaves its store
- * within the tenth, as an import did before.
+ * A round also waits for SETTLE_SLACK bytes: a log or a level 0 smaller
+ * than that is left for a later round, and a commit starts no round
+ * until that many bytes were written since the last (settle()).  A
+ * record drain adds a few KB a second, so a new or small store (whose
+ * tenth is a few KB) settled every two to three seconds, each round a
+ * new table file, its fsyncs and a rewrite of the whole store at zstd's
+ * level 9: under process churn, a fifth of the recorder's CPU (issue
+ * #25).  The store's close settles once more without the slack
+ * (settle_final()), so a writer leaves its store within the tenth, as
+ * an import did before.
  *
  * It runs in a thread of its own, started by settle() after a commit:
  * flushes and compactions wait for fsync, 60-300 ms a commit on a busy
