@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,9 +291,9 @@ static int take_counts_batch(struct recorder *r, int set)
 	return 0;
 }
 
-static int uref_cmp(const void *a, const void *b)
+static int ref_cmp(const void *a, const void *b)
 {
-	const struct ustack_ref *x = a, *y = b;
+	const struct stack_ref *x = a, *y = b;
 	return x->hash < y->hash ? -1 : x->hash > y->hash;
 }
 
@@ -302,18 +303,28 @@ static int hash_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Copies the CFI stacks of `set` into r->uref and r->upcs, UBATCH at a
- * time, leaving them in the map (a count added later to this set may
- * still refer to one: off-CPU and block time).  Returns 0, also when the
- * kernel cannot (r->no_ubatch: fetch_stack() then looks each one up), or
- * -ENOMEM. */
-static int take_ustacks(struct recorder *r, int set)
+_Static_assert(sizeof(struct profile_kstack) == sizeof(struct profile_ustack),
+               "take_stacks() reads kernel stacks into user stacks' room");
+_Static_assert(offsetof(struct profile_pystack, pcs) == offsetof(struct profile_ustack, pcs) &&
+                       offsetof(struct profile_pystack, flags) ==
+                               offsetof(struct profile_ustack, flags),
+               "take_stacks() reads the three kinds of stack alike");
+
+/* Copies the stacks of stack map `fd` (a set's CFI, kernel or, with
+ * `python`, Python stacks) into *b, a batch at a time, leaving them in
+ * the map (a count added later to this set may still refer to one:
+ * off-CPU and block time).  Returns 0, also when the kernel cannot
+ * (r->no_ubatch: fetch_stack() then looks each one up), or -ENOMEM. */
+static int take_stacks(struct recorder *r, int fd, struct stack_batch *b, bool python)
 {
+	uint32_t batch = python ? PYBATCH : UBATCH;
+	size_t stride = python ? sizeof(struct profile_pystack) : sizeof(struct profile_ustack);
+	uint32_t cap = python ? PROFILE_PY_SLOTS : PROFILE_MAX_DEPTH;
 	uint64_t token = 0;
 	bool first = true;
 
-	r->nuref = 0;
-	r->npcs = 0;
+	b->nref = 0;
+	b->npcs = 0;
 	if (r->no_ubatch)
 		return 0;
 	if (!r->ubatch_keys) {
@@ -322,54 +333,67 @@ static int take_ustacks(struct recorder *r, int set)
 		if (!r->ubatch_keys || !r->ubatch_vals)
 			return -ENOMEM;
 	}
+	if (python && !r->pybatch_vals && !(r->pybatch_vals = calloc(PYBATCH, stride)))
+		return -ENOMEM;
+	const char *vals = python ? (const char *)r->pybatch_vals : (const char *)r->ubatch_vals;
 	for (;;) {
-		uint32_t got = UBATCH;
-		int rc = bpf_map_lookup_batch(r->ustacks_fd[set], first ? NULL : &token, &token,
-		                              r->ubatch_keys, r->ubatch_vals, &got, NULL);
+		uint32_t got = batch;
+		int rc = bpf_map_lookup_batch(fd, first ? NULL : &token, &token, r->ubatch_keys,
+		                              (void *)vals, &got, NULL);
 		int e = rc < 0 ? errno : 0;
 		if (rc < 0 && e != ENOENT) {
 			/* No batch reads (EINVAL, ENOTSUPP), or a bucket larger
 			 * than a batch (ENOSPC): one lookup per stack. */
 			if (e != ENOSPC)
 				r->no_ubatch = true;
-			r->nuref = 0;
+			b->nref = 0;
 			return 0;
 		}
 		first = false;
 		for (uint32_t i = 0; i < got; i++) {
-			const struct profile_ustack *us = &r->ubatch_vals[i];
-			uint32_t len = us->len < PROFILE_MAX_DEPTH ? us->len : PROFILE_MAX_DEPTH;
-			if (r->nuref == r->uref_cap) {
-				size_t ncap = r->uref_cap ? r->uref_cap * 2 : 1024;
-				struct ustack_ref *n = realloc(r->uref, ncap * sizeof(*n));
+			const char *v = vals + i * stride;
+			const struct profile_ustack *head = (const struct profile_ustack *)v;
+			const char *pcs = v + offsetof(struct profile_ustack, pcs);
+			uint32_t len = head->len < cap ? head->len : cap;
+			if (b->nref == b->ref_cap) {
+				size_t ncap = b->ref_cap ? b->ref_cap * 2 : 1024;
+				struct stack_ref *n = realloc(b->ref, ncap * sizeof(*n));
 				if (!n)
 					return -ENOMEM;
-				r->uref = n;
-				r->uref_cap = ncap;
+				b->ref = n;
+				b->ref_cap = ncap;
 			}
-			if (r->npcs + len > r->upcs_cap) {
-				size_t ncap = r->upcs_cap ? r->upcs_cap * 2 : 16384;
-				while (ncap < r->npcs + len)
+			if (b->npcs + len > b->pcs_cap) {
+				size_t ncap = b->pcs_cap ? b->pcs_cap * 2 : 16384;
+				while (ncap < b->npcs + len)
 					ncap *= 2;
-				uint64_t *n = realloc(r->upcs, ncap * sizeof(*n));
+				__u64 *n = realloc(b->pcs, ncap * sizeof(*n));
 				if (!n)
 					return -ENOMEM;
-				r->upcs = n;
-				r->upcs_cap = ncap;
+				b->pcs = n;
+				b->pcs_cap = ncap;
 			}
-			memcpy(r->upcs + r->npcs, us->pcs, len * sizeof(*r->upcs));
-			r->uref[r->nuref++] = (struct ustack_ref){.hash = r->ubatch_keys[i],
-			                                          .at = r->npcs,
-			                                          .len = len,
-			                                          .flags = us->flags};
-			r->npcs += len;
+			memcpy(b->pcs + b->npcs, pcs, len * sizeof(*b->pcs));
+			b->ref[b->nref++] = (struct stack_ref){.hash = r->ubatch_keys[i],
+			                                       .at = b->npcs,
+			                                       .len = len,
+			                                       .flags = head->flags};
+			b->npcs += len;
 		}
 		if (rc < 0)
 			break; /* ENOENT: that was the last batch */
 	}
-	if (r->nuref > 1)
-		qsort(r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
+	if (b->nref > 1)
+		qsort(b->ref, b->nref, sizeof(*b->ref), ref_cmp);
 	return 0;
+}
+
+/* The stack with `hash` in what take_stacks() read into b, or NULL. */
+static const struct stack_ref *batch_find(const struct stack_batch *b, uint64_t hash)
+{
+	const struct stack_ref want = {.hash = hash};
+
+	return b->nref ? bsearch(&want, b->ref, b->nref, sizeof(*b->ref), ref_cmp) : NULL;
 }
 
 /* Reads every count of one map set into r->ents (taking them out of the
@@ -402,7 +426,11 @@ static int read_set(struct recorder *r, int set)
 		else if (rc < 0)
 			return rc;
 	}
-	rc = take_ustacks(r, set);
+	rc = take_stacks(r, r->ustacks_fd[set], &r->ustacks, false);
+	if (rc == 0)
+		rc = take_stacks(r, r->kstacks_fd[set], &r->kstacks, false);
+	if (rc == 0 && r->unwinder)
+		rc = take_stacks(r, r->pystacks_fd[set], &r->pystacks, true);
 	if (rc < 0)
 		return rc;
 	if (!r->no_batch && r->scan_stacks == 0) {
@@ -466,37 +494,43 @@ static int read_set(struct recorder *r, int set)
 	return 0;
 }
 
+/* Deletes the stacks of list l from stack map `fd`: in one batch when the
+ * kernel has batch operations (each key once, sorted), else, and from a
+ * key already gone on, one by one. */
+static void delete_stacks(struct recorder *r, int fd, struct hash_list *l)
+{
+	size_t from = 0;
+
+	if (l->n > 1 && !r->no_ubatch) {
+		qsort(l->v, l->n, sizeof(*l->v), hash_cmp);
+		size_t u = 0;
+		for (size_t i = 0; i < l->n; i++)
+			if (u == 0 || l->v[u - 1] != l->v[i])
+				l->v[u++] = l->v[i];
+		l->n = u;
+		uint32_t count = (uint32_t)u;
+		if (bpf_map_delete_batch(fd, l->v, &count, NULL) == 0)
+			return;
+		from = count; /* stopped at a key already gone: the rest one by one */
+	}
+	for (size_t i = from; i < l->n; i++)
+		bpf_map_delete_elem(fd, &l->v[i]);
+}
+
 static void clear_set(struct recorder *r, int set)
 {
 	for (size_t i = 0; r->no_batch && i < r->nents; i++)
 		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
-	for (size_t i = 0; i < r->pyhashes.n; i++)
-		bpf_map_delete_elem(r->pystacks_fd[set], &r->pyhashes.v[i]);
-	for (size_t i = 0; i < r->khashes.n; i++)
-		bpf_map_delete_elem(r->kstacks_fd[set], &r->khashes.v[i]);
-	size_t from = 0;
-	if (r->hashes.n > 1 && !r->no_ubatch) {
-		/* One batch delete: each key once, all present. */
-		qsort(r->hashes.v, r->hashes.n, sizeof(*r->hashes.v), hash_cmp);
-		size_t u = 0;
-		for (size_t i = 0; i < r->hashes.n; i++)
-			if (u == 0 || r->hashes.v[u - 1] != r->hashes.v[i])
-				r->hashes.v[u++] = r->hashes.v[i];
-		r->hashes.n = u;
-		uint32_t count = (uint32_t)u;
-		if (bpf_map_delete_batch(r->ustacks_fd[set], r->hashes.v, &count, NULL) == 0)
-			return;
-		from = count; /* stopped at a key already gone: the rest one by one */
-	}
-	for (size_t i = from; i < r->hashes.n; i++)
-		bpf_map_delete_elem(r->ustacks_fd[set], &r->hashes.v[i]);
+	delete_stacks(r, r->pystacks_fd[set], &r->pyhashes);
+	delete_stacks(r, r->kstacks_fd[set], &r->khashes);
+	delete_stacks(r, r->ustacks_fd[set], &r->hashes);
 }
 
 _Static_assert(sizeof(struct profile_kstack) <= sizeof(struct profile_pystack),
                "fetch_stack() reads a kernel stack into r->pystack");
 
 /* Copies one stack of a count out of `set` (the maps, or what
- * take_ustacks() read of them) into *rs.  A user stack with Python frames
+ * take_stacks() read of them) into *rs.  A user stack with Python frames
  * keeps them as the walker wrote them, two tagged slots each (profile.h). */
 static void fetch_stack(struct recorder *r, int set, const struct profile_key *key, bool kernel,
                         struct raw_stack *rs)
@@ -509,18 +543,25 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 	rs->depth = 0;
 	if (sid == PROFILE_NO_STACK)
 		return;
-	const struct ustack_ref want = {.hash = key->user_hash}, *got = NULL;
-	if (sid == PROFILE_USTACK && !kernel && r->nuref)
-		got = bsearch(&want, r->uref, r->nuref, sizeof(*r->uref), uref_cmp);
-	if (got) {
-		/* Taken in a batch (take_ustacks). */
-		us->len = got->len;
-		us->flags = got->flags;
-		memcpy(us->pcs, r->upcs + got->at, got->len * sizeof(*r->upcs));
+	const struct stack_ref *got = NULL;
+	if (!kernel && (sid == PROFILE_USTACK || sid == PROFILE_PY_STACK)) {
+		const struct stack_batch *b = sid == PROFILE_USTACK ? &r->ustacks : &r->pystacks;
+		got = batch_find(b, key->user_hash);
+		if (got) {
+			/* Taken in a batch (take_stacks). */
+			us->len = got->len;
+			us->flags = got->flags;
+			memcpy(us->pcs, b->pcs + got->at, got->len * sizeof(*us->pcs));
+		}
 	}
 	if (sid == PROFILE_KSTACK && kernel) {
 		struct profile_kstack *ks = (struct profile_kstack *)us; /* as big, and bigger */
-		if (bpf_map_lookup_elem(r->kstacks_fd[set], &key->kernel_hash, ks) == 0) {
+		got = batch_find(&r->kstacks, key->kernel_hash);
+		if (got) {
+			rs->state = RAW_PCS;
+			rs->depth = got->len;
+			memcpy(rs->pcs, r->kstacks.pcs + got->at, got->len * sizeof(*rs->pcs));
+		} else if (bpf_map_lookup_elem(r->kstacks_fd[set], &key->kernel_hash, ks) == 0) {
 			rs->state = RAW_PCS;
 			rs->depth = ks->len < PROFILE_MAX_DEPTH ? ks->len : PROFILE_MAX_DEPTH;
 			memcpy(rs->pcs, ks->pcs, rs->depth * sizeof(*rs->pcs));
@@ -533,7 +574,7 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 	if (sid == PROFILE_USTACK && !kernel)
 		walked = got || bpf_map_lookup_elem(r->ustacks_fd[set], &key->user_hash, us) == 0;
 	else if (sid == PROFILE_PY_STACK && !kernel)
-		walked = bpf_map_lookup_elem(r->pystacks_fd[set], &key->user_hash, us) == 0;
+		walked = got || bpf_map_lookup_elem(r->pystacks_fd[set], &key->user_hash, us) == 0;
 	if (walked) {
 		size_t cap = sid == PROFILE_PY_STACK ? PROFILE_PY_SLOTS : PROFILE_MAX_DEPTH;
 		rs->state = RAW_PCS;
@@ -774,13 +815,21 @@ static int prefetch_python(struct recorder *r, int set)
 		if (!symbolize_known(r->sym, (pid_t)k->pid) &&
 		    symbolize_snapshot(r->sym, (pid_t)k->pid, 0) == -ENOMEM)
 			return -ENOMEM;
-		if (bpf_map_lookup_elem(r->pystacks_fd[set], &k->user_hash, us) < 0)
+		const struct stack_ref *got = batch_find(&r->pystacks, k->user_hash);
+		const __u64 *pcs = us->pcs;
+		size_t depth;
+		if (got) {
+			pcs = r->pystacks.pcs + got->at;
+			depth = got->len;
+		} else if (bpf_map_lookup_elem(r->pystacks_fd[set], &k->user_hash, us) == 0) {
+			depth = us->len < PROFILE_PY_SLOTS ? us->len : PROFILE_PY_SLOTS;
+		} else {
 			continue;
-		size_t depth = us->len < PROFILE_PY_SLOTS ? us->len : PROFILE_PY_SLOTS;
+		}
 		for (size_t j = 0; j + 1 < depth; j++) {
-			if (!(us->pcs[j] & PROFILE_PY_TAG))
+			if (!(pcs[j] & PROFILE_PY_TAG))
 				continue;
-			uint64_t code = us->pcs[j] & ~PROFILE_PY_TAG, v = us->pcs[j + 1];
+			uint64_t code = pcs[j] & ~PROFILE_PY_TAG, v = pcs[j + 1];
 			int rc = code ? symbolize_python_frame(r->sym, (pid_t)k->pid, k->gen, code,
 			                                       (uint32_t)(v >> 32), (uint32_t)v,
 			                                       NULL)

@@ -85,6 +85,20 @@ struct entry {
 #define SWEEP_DRAINS   60
 #define SWEEP_MIN_LIVE 64
 #define UBATCH         256
+#define PYBATCH        32 /* stacks with Python frames: 5 KB each */
+
+/* The stacks of one stack map, as a batch read took them: their hashes
+ * in order, and their pcs in one arena. */
+struct stack_batch {
+	struct stack_ref {
+		uint64_t hash;
+		size_t at; /* into pcs */
+		uint32_t len, flags;
+	} * ref;
+	size_t nref, ref_cap;
+	__u64 *pcs; /* as in the maps' values */
+	size_t npcs, pcs_cap;
+};
 
 /* One stack of a count as the BPF side left it, before naming. */
 struct raw_stack {
@@ -160,19 +174,14 @@ struct recorder {
 	struct profile_value *bvals;
 	uint32_t bcap;
 	bool no_batch;
-	/* The CFI stacks of the set being drained, read in batches of
-	 * UBATCH (a bpf(2) call each, where a lookup and a delete per stack
-	 * were two): their hashes in order, and their pcs in one arena. */
-	struct ustack_ref {
-		uint64_t hash;
-		size_t at; /* into upcs */
-		uint32_t len, flags;
-	} * uref;
-	size_t nuref, uref_cap;
-	uint64_t *upcs;
-	size_t npcs, upcs_cap;
+	/* The CFI, kernel and Python stacks of the set being drained, read
+	 * in batches of UBATCH (PYBATCH) stacks, a bpf(2) call each, where a
+	 * lookup and a delete per stack were two; the first two through one
+	 * scratch array (a kernel stack's value is a user stack's size). */
+	struct stack_batch ustacks, kstacks, pystacks;
 	uint64_t *ubatch_keys;
 	struct profile_ustack *ubatch_vals;
+	struct profile_pystack *pybatch_vals;
 	bool no_ubatch; /* the kernel has no batch reads of hash maps */
 	/* Whole stack-map listings still due: set to 2 (both sets) when a
 	 * sample may have left a stack that no count refers to, and the

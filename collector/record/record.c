@@ -978,8 +978,13 @@ static void cleanup(struct recorder *r)
 	free(r->pystack);
 	free(r->pyslots);
 	free(r->dead);
-	free(r->uref);
-	free(r->upcs);
+	free(r->ustacks.ref);
+	free(r->ustacks.pcs);
+	free(r->kstacks.ref);
+	free(r->kstacks.pcs);
+	free(r->pystacks.ref);
+	free(r->pystacks.pcs);
+	free(r->pybatch_vals);
 	free(r->ubatch_keys);
 	free(r->ubatch_vals);
 	free(r->bkeys);
