@@ -363,7 +363,8 @@ static int take_stacks(struct recorder *r, int fd, struct stack_batch *b, bool p
 				b->ref = n;
 				b->ref_cap = ncap;
 			}
-			if (b->npcs + len > b->pcs_cap) {
+			/* pcs is never NULL once a stack is in, even of no pc. */
+			if (!b->pcs || b->npcs + len > b->pcs_cap) {
 				size_t ncap = b->pcs_cap ? b->pcs_cap * 2 : 16384;
 				while (ncap < b->npcs + len)
 					ncap *= 2;
