@@ -4,7 +4,8 @@
  * name), so store frames that differ only in their attributes merge, and
  * the tree copies every string it keeps, so it outlives store refreshes.
  * After the counts are added, view_tree_finish() (finish.c) computes
- * totals, folded sizes and the sorted child lists once; the finished tree
+ * totals, folded sizes and the sorted child lists once (a large tree's
+ * lists on a second thread, after it is handed out); the finished tree
  * is read-only.  The tables (strings, frames, nodes, the child table) are
  * shared with derive.c, which builds trees from trees (view-build.h).
  */
@@ -845,9 +846,8 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 		}
 	}
 	builder_release(&b);
-	r = view_tree_finish(t, lazy ? &spare : NULL);
-	if (r < 0)
-		goto fail;
+	/* Trimmed before the tree is finished: once it is handed out with
+	 * its lists in the making, its nodes must not move. */
 	if (t->nodes_cap > t->nnodes + t->nnodes / 8) {
 		struct vnode *nn = realloc(t->nodes, (size_t)t->nnodes * sizeof(*nn));
 		if (nn) {
@@ -855,13 +855,10 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 			t->nodes_cap = t->nnodes;
 		}
 	}
-	/* Child lists made in an array for every node the build could have
-	 * made: trimmed to the nodes (their pages past it were never used). */
-	if (spare.kids && t->nnodes + t->nnodes / 8 < fin_cap) {
-		uint32_t *k = realloc(t->kids, (size_t)(t->nnodes ? t->nnodes : 1) * sizeof(*k));
-		if (k)
-			t->kids = k;
-	}
+	spare.kids_cap = spare.kids ? fin_cap : 0;
+	r = view_tree_finish(t, lazy ? &spare : NULL, true);
+	if (r < 0)
+		goto fail;
 	*out = t;
 	r = 0;
 	goto done;

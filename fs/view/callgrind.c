@@ -241,6 +241,7 @@ static int cmp_first_frame(const void *a, const void *b, void *ctx)
 
 int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
+	view_tree_settle(t);
 	struct cg g = {.t = t, .out = out};
 	uint32_t *stack = NULL, *path = NULL, *names = NULL, maxdepth = 0, nnames = 0, nstacks = 0;
 	size_t depth = 0;

@@ -197,7 +197,7 @@ int view_builder_finish(struct view_builder *vb, struct view_tree **out)
 	if (t->base)
 		r = base_grow(vb, t->nnodes);
 	if (r == 0)
-		r = view_tree_finish(t, NULL);
+		r = view_tree_finish(t, NULL, false);
 	if (r == 0) {
 		*out = t;
 		vb->b.t = NULL;

@@ -108,6 +108,8 @@ int view_diff_build_seeded(const struct view_tree *a, uint32_t anode, const stru
 	int r;
 
 	*out = NULL;
+	view_tree_settle(a);
+	view_tree_settle(b);
 	if (anode >= a->nnodes || bnode >= b->nnodes ||
 	    (anode == VIEW_ROOT) != (bnode == VIEW_ROOT))
 		return -EINVAL;
@@ -180,6 +182,7 @@ static int64_t growth(const struct view_tree *t, uint32_t n, double ta, double t
 
 int view_render_regressions(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
+	view_tree_settle(t);
 	struct reg *regs = NULL;
 	uint32_t *stack = NULL;
 	size_t nregs = 0, depth = 0;

@@ -1,14 +1,18 @@
 /*
  * finish.c — makes a tree's built nodes the finished, read-only tree
  * (view_tree_finish(), for build.c's builds from the store and
- * derive.c's from trees): path lengths, recursive nodes, folded sizes, liveness, totals
- * and the child lists in bytewise name order, and whether the folded
- * order needs keys or a sort (view_sibling_order_breaks()).  The one
- * place that works on every node of a tree at once, so the one that
- * counts its passes over them and uses a second thread.
+ * derive.c's from trees): path lengths, recursive nodes, liveness,
+ * totals, then the child lists in bytewise name order, folded sizes and
+ * whether the folded order needs keys or a sort
+ * (view_sibling_order_breaks()).  The one place that works on every node
+ * of a tree at once, so the one that counts its passes over them and
+ * uses a second thread.  A large tree from the store is handed out once
+ * its counts are final; its lists may still be in the making on that
+ * thread, and their readers wait for them (view_tree_settle()).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,40 +108,64 @@ static void skey_sort(struct skey *a, size_t n, uint32_t d, unsigned budget)
 			skey_swap(a, j - 1, j);
 }
 
-/* The tree's strings ranked in bytewise order (a prefix first): rank
- * per string id into *rank, and per rank into *ext whether some string
- * extends it by a byte <= ';' (the only extensions that break the
- * folded order, see view_sibling_order_breaks()); both malloc'd, the
- * caller frees. */
-static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ext)
+/* view_tree_finish()'s state, shared with its second thread when it has
+ * one.  Every array is allocated before the thread starts, so that the
+ * work after the tree is handed out (the child lists) cannot fail. */
+struct view_lists {
+	struct view_tree *t;
+	/* paths_down()'s: per node. */
+	uint64_t *mask; /* the names on its path */
+	uint8_t *rec;   /* zeroed, set when recursive */
+	/* rank_strings()': per string. */
+	struct skey *keys;
+	uint32_t *rank;  /* string id -> rank */
+	uint8_t *ext;    /* per rank: some string extends it by a byte <= ';' */
+	uint32_t *start; /* nstrs + 1: per rank, then a running end */
+	/* lists()': per node. */
+	uint32_t *rk;       /* UINT32_MAX (hidden) or its name, then its name's rank */
+	uint32_t *bynode;   /* the visible nodes by rank */
+	uint32_t *byparent; /* their parents */
+	uint32_t *par;      /* its parent, then its cursor into kids */
+	uint32_t *chk;      /* places in kids to run the sibling check at */
+	bool trim_kids;     /* kids has entries for far more nodes than made */
+	/* The thread, and what the two threads tell each other. */
+	pthread_t thread;
+	pthread_mutex_t mu;      /* the two threads' */
+	pthread_mutex_t join_mu; /* view_tree_settle()'s: the thread may still want mu */
+	pthread_cond_t cv;
+	bool down_done; /* guarded by mu: paths_down() ran, down_r says how */
+	bool up_done;   /* guarded by mu: the totals pass ran, up_r says how */
+	int down_r, up_r;
+	bool joined;      /* guarded by join_mu */
+	atomic_bool done; /* set once joined: the lists are there */
+};
+
+/* The tree's strings ranked in bytewise order (a prefix first): l->rank
+ * per string id, and l->ext per rank whether some string extends it by
+ * a byte <= ';' (the only extensions that break the folded order, see
+ * view_sibling_order_breaks()). */
+static void rank_strings(struct view_lists *l)
 {
-	size_t nstrs = t->nstrs ? t->nstrs : 1;
-	struct skey *keys = malloc(nstrs * sizeof(*keys));
+	const struct view_tree *t = l->t;
+	struct skey *keys = l->keys;
 	unsigned budget = 8;
 
-	*rank = malloc(nstrs * sizeof(**rank));
-	*ext = calloc(nstrs, 1);
-	if (!keys || !*rank || !*ext) {
-		free(keys);
-		return -ENOMEM;
-	}
 	for (uint32_t i = 0; i < t->nstrs; i++)
 		keys[i] = (struct skey){(const unsigned char *)vstr_ptr(t, i), t->strs[i].len, i};
 	for (size_t m = t->nstrs; m > 1; m /= 2)
 		budget += 2;
 	skey_sort(keys, t->nstrs, 0, budget);
 	for (uint32_t i = 0; i < t->nstrs; i++) {
-		(*rank)[keys[i].sid] = i;
+		l->rank[keys[i].sid] = i;
 		/* The strings that extend one follow it in this order, by the
 		 * byte after it first: the next one tells. */
+		l->ext[i] = 0;
 		if (i + 1 < t->nstrs) {
 			const struct skey *x = &keys[i], *y = &keys[i + 1];
-			(*ext)[i] = y->len > x->len && memcmp(x->p, y->p, x->len) == 0 &&
+			l->ext[i] = y->len > x->len && memcmp(x->p, y->p, x->len) == 0 &&
 			            y->p[x->len] <= ';';
 		}
 	}
-	free(keys);
-	return 0;
 }
 
 /* The passes over every node read each node's parent, which is often far
@@ -146,31 +174,21 @@ static int rank_strings(const struct view_tree *t, uint32_t **rank, uint8_t **ex
  * before they need it, so the reads overlap instead of waiting in turn. */
 #define PREFETCH_AHEAD 16
 
-/* view_tree_finish()'s work on what a node's path decides: path lengths,
- * the nodes a frame above has the name of (VNODE_RECURSIVE) and folded
- * sizes.  It reads the nodes' parents, frames and self counts and writes
- * only path_len and folded_bytes, fields the rest of view_tree_finish()
- * neither reads nor writes, so the two run on two threads; the recursive
- * nodes are marked in rec, not flagged, for the same reason.  The caller
- * allocates mask and rec: the thread allocates nothing, so glibc gives it
- * no arena of its own to keep memory in. */
-struct paths_job {
-	struct view_tree *t;
-	uint64_t *mask; /* per node: scratch */
-	uint8_t *rec;   /* per node, zeroed: set when recursive */
-	int r;
-};
-
-static int paths(struct paths_job *j)
+/* Top-down: path lengths and the nodes a frame above has the name of
+ * (marked in l->rec, not flagged: the totals pass writes the flags
+ * meanwhile).  It reads the nodes' parents and frames and writes only
+ * path_len, which nothing else reads or writes before the lists, so it
+ * runs beside the totals pass. */
+static int paths_down(struct view_lists *l)
 {
-	struct view_tree *t = j->t;
-	uint64_t *mask = j->mask;
+	struct view_tree *t = l->t;
+	uint64_t *mask = l->mask;
 	uint32_t n;
 
-	/* Top-down: a mask of the names on each node's path (one of 64 bits
-	 * per name, the parent's mask and the node's bit) rules out most
-	 * nodes at once, and only one whose bit its parent's mask has walks
-	 * up to compare names. */
+	/* A mask of the names on each node's path (one of 64 bits per name,
+	 * the parent's mask and the node's bit) rules out most nodes at
+	 * once, and only one whose bit its parent's mask has walks up to
+	 * compare names. */
 	mask[0] = 0;
 	for (n = 1; n < t->nnodes; n++) {
 		struct vnode *v = &t->nodes[n];
@@ -190,7 +208,7 @@ static int paths(struct paths_job *j)
 				for (uint32_t a = v->parent; t->nodes[a].parent != VIEW_ROOT;
 				     a = t->nodes[a].parent)
 					if (vnode_frame(t, a)->name == name) {
-						j->rec[n] = 1;
+						l->rec[n] = 1;
 						break;
 					}
 			mask[n] = mask[v->parent] | bit;
@@ -198,6 +216,66 @@ static int paths(struct paths_job *j)
 		if (len > UINT32_MAX)
 			return -EOVERFLOW;
 		v->path_len = (uint32_t)len;
+	}
+	return 0;
+}
+
+/* The child lists, each in bytewise name order, and the folded sizes,
+ * once the totals pass has counted every node's children, marked the
+ * visible ones in l->rk with their name and their parents in l->par.
+ * The lists need no sort per list and read no node: the visible nodes
+ * are bucketed by the rank of their name with their parent beside them,
+ * and each appended to its parent's list in that order (bin1/1 of
+ * bench/glance.sh: 9.5 -> 2.5 ms, against a pass that read each node
+ * and its parent).  Cannot fail; frees the scratch. */
+static void lists(struct view_lists *l)
+{
+	struct view_tree *t = l->t;
+	uint32_t *rk = l->rk, *par = l->par, *start = l->start;
+	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
+
+	for (n = 1; n < t->nnodes; n++)
+		if (rk[n] != UINT32_MAX) {
+			rk[n] = l->rank[rk[n]];
+			start[rk[n] + 1]++;
+			nvisible++;
+		}
+	for (i = 0; i < t->nstrs; i++)
+		start[i + 1] += start[i];
+	for (n = 1; n < t->nnodes; n++)
+		if (rk[n] != UINT32_MAX) {
+			l->bynode[start[rk[n]]] = n;
+			l->byparent[start[rk[n]]++] = par[n];
+		}
+	for (n = 0; n < t->nnodes; n++) {
+		t->nodes[n].first_kid = pos;
+		par[n] = pos;
+		pos += t->nodes[n].nkids;
+	}
+	/* start[k] is now the end of rank k's bucket.  A child whose name
+	 * some string extends by a byte <= ';' needs the sibling check: its
+	 * place in kids goes to chk and its parent to rk (free by now), and
+	 * once every list is placed, its parent's cursor is the list's end,
+	 * so the check reads no node. */
+	uint32_t k = 0;
+	for (i = 0; i < nvisible; i++) {
+		while (i >= start[k])
+			k++;
+		uint32_t pn = l->byparent[i];
+		if (l->ext[k]) {
+			l->chk[nchk] = par[pn];
+			rk[nchk++] = pn;
+		}
+		t->kids[par[pn]++] = l->bynode[i];
+	}
+	/* Once a sibling extends a name by ';', the renderer sorts every
+	 * line and the keys do not matter. */
+	for (i = 0; i < nchk && !t->folded_needs_sort; i++) {
+		int b = view_sibling_order_breaks(t, t->kids, l->chk[i], par[rk[i]]);
+		if (b == 2)
+			t->folded_needs_sort = true;
+		else if (b == 1)
+			t->folded_keyed = true;
 	}
 	/* Bottom-up (children have larger ids than their parent): folded
 	 * sizes. */
@@ -212,78 +290,187 @@ static int paths(struct paths_job *j)
 			v->folded_bytes += v->path_len + 2 + view_digits(v->self_weight);
 		t->nodes[v->parent].folded_bytes += v->folded_bytes;
 	}
-	return 0;
+	/* Made for every node the build could have made: trimmed to the
+	 * nodes (their pages past it were never used). */
+	if (l->trim_kids) {
+		uint32_t *kids =
+		        realloc(t->kids, (size_t)(t->nnodes ? t->nnodes : 1) * sizeof(*kids));
+		if (kids)
+			t->kids = kids;
+	}
 }
 
-static void *paths_thread(void *arg)
+/* Frees what the lists were made with (not the tree's own arrays, nor
+ * paths_down()'s, which the first thread frees). */
+static void lists_scratch_free(struct view_lists *l)
 {
-	struct paths_job *j = arg;
+	free(l->keys);
+	free(l->rank);
+	free(l->ext);
+	free(l->start);
+	free(l->rk);
+	free(l->bynode);
+	free(l->byparent);
+	free(l->par);
+	free(l->chk);
+	l->keys = NULL;
+	l->rank = l->start = l->rk = l->bynode = l->byparent = l->par = l->chk = NULL;
+	l->ext = NULL;
+}
 
-	j->r = paths(j);
+/* The second thread: paths_down(), then (while the first thread finishes
+ * the totals) the names' ranks, then, once the totals pass has run, the
+ * child lists and folded sizes. */
+static void *lists_thread(void *arg)
+{
+	struct view_lists *l = arg;
+	int r = paths_down(l), up;
+
+	pthread_mutex_lock(&l->mu);
+	l->down_r = r;
+	l->down_done = true;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	if (r < 0)
+		return NULL;
+	rank_strings(l);
+	pthread_mutex_lock(&l->mu);
+	while (!l->up_done)
+		pthread_cond_wait(&l->cv, &l->mu);
+	up = l->up_r;
+	pthread_mutex_unlock(&l->mu);
+	if (up == 0)
+		lists(l);
+	lists_scratch_free(l);
 	return NULL;
 }
 
-/* From this many nodes on, view_tree_finish() runs paths() on a second thread
- * (bench/glance.sh's bin1/1: 450,000 nodes, about 15 ms of it): below
- * it, making the thread would cost about what it saves. */
-#define PATHS_THREAD_MIN 16384u
+void view_tree_settle(const struct view_tree *t)
+{
+	struct view_lists *l = t->lists;
 
-/* Path lengths, recursive nodes, folded sizes (paths(), on a second
- * thread for a large tree), liveness, hidden nodes, totals and the child
- * lists, each in bytewise name order.  Each pass over the nodes costs a
- * read of every node and of its parent, at random, so there are few:
- * top-down and bottom-up in paths(), one bottom-up here for the sums and
- * the counts of children.  The child lists need no sort per list and
- * read no node: the names are ranked once, the visible nodes bucketed by
- * the rank of their name with their parent beside them, and each
- * appended to its parent's list in that order (bin1/1 of
- * bench/glance.sh: 9.5 -> 2.5 ms, against a pass that read each node and
- * its parent).  Path lengths and recursion are not set as the nodes are
- * made: there the parent is often far in memory and the build waits on
- * each read, where a pass has several reads in flight at once (bin1/1:
- * about 27 ms of the build there, 11 in the pass). */
-int view_tree_finish(struct view_tree *t, const struct view_scratch *spare)
+	if (!l || atomic_load_explicit(&l->done, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&l->join_mu);
+	if (!l->joined) {
+		pthread_join(l->thread, NULL);
+		l->joined = true;
+		atomic_store_explicit(&l->done, true, memory_order_release);
+	}
+	pthread_mutex_unlock(&l->join_mu);
+}
+
+/* Frees l and every array it holds, its mutex and condition not made or
+ * destroyed. */
+static void lists_discard(struct view_lists *l)
+{
+	free(l->mask);
+	free(l->rec);
+	lists_scratch_free(l);
+	free(l);
+}
+
+void view_lists_free(struct view_lists *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_destroy(&l->mu);
+	pthread_mutex_destroy(&l->join_mu);
+	pthread_cond_destroy(&l->cv);
+	lists_discard(l);
+}
+
+/* From this many nodes on, view_tree_finish() runs paths_down() and the
+ * lists on a second thread (bench/glance.sh's bin1/1: 450,000 nodes):
+ * below it, making the thread would cost about what it saves. */
+#define LISTS_THREAD_MIN 16384u
+
+/* Path lengths, recursive nodes, liveness, hidden nodes and totals, then
+ * the child lists, each in bytewise name order, and folded sizes.  Each
+ * pass over the nodes costs a read of every node and of its parent, at
+ * random, so there are few: one top-down (paths_down()) and one
+ * bottom-up for the sums and the counts of children, side by side on two
+ * threads for a large tree, then the lists.  Path lengths and recursion
+ * are not set as the nodes are made: there the parent is often far in
+ * memory and the build waits on each read, where a pass has several
+ * reads in flight at once (bin1/1: about 27 ms of the build there, 11 in
+ * the pass).  `defer`: a large tree is handed out before its lists are
+ * made (view_tree_settle()). */
+int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool defer)
 {
 	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
 	struct view_scratch s = spare ? *spare : (struct view_scratch){0};
-	uint32_t *rank = NULL, *start = NULL, *chk = NULL;
-	/* Per node: its name's rank; per visible node in rank order: the node
-	 * and its parent. */
-	uint32_t *rk = s.list[0] ? s.list[0] : malloc(nnodes * sizeof(*rk));
-	uint32_t *bynode = s.list[1] ? s.list[1] : malloc(nnodes * sizeof(*bynode));
-	uint32_t *byparent = s.list[2] ? s.list[2] : malloc(nnodes * sizeof(*byparent));
-	/* Per node: its parent, then where its next child goes in kids. */
-	uint32_t *par = s.par ? s.par : malloc(nnodes * sizeof(*par));
-	uint8_t *ext = NULL;
-	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
-	struct paths_job job = {
-	        .t = t,
-	        .mask = s.mask ? s.mask : malloc(nnodes * sizeof(*job.mask)),
-	        .rec = s.rec ? memset(s.rec, 0, nnodes) : calloc(nnodes, sizeof(*job.rec)),
-	};
-	pthread_t pather;
-	bool threaded = job.mask && job.rec && t->nnodes >= PATHS_THREAD_MIN &&
-	                pthread_create(&pather, NULL, paths_thread, &job) == 0;
+	struct view_lists *l = calloc(1, sizeof(*l));
+	bool threaded = false;
+	uint32_t n;
 	int r = -ENOMEM;
 
-	t->kids = s.kids ? s.kids : malloc(nnodes * sizeof(*t->kids));
-	if (!job.mask || !job.rec || (r = rank_strings(t, &rank, &ext)) < 0)
-		goto out;
-	r = -ENOMEM;
-	start = calloc(nstrs + 1, sizeof(*start)); /* per rank, then running */
-	chk = malloc(nnodes * sizeof(*chk));       /* places in kids to run the sibling check at */
-	if (!start || !rk || !par || !bynode || !byparent || !chk || !t->kids)
-		goto out;
+	t->kids = s.kids; /* the tree's from here on, also on failure */
+	if (!l) {
+		free(s.list[0]);
+		free(s.list[1]);
+		free(s.list[2]);
+		free(s.par);
+		free(s.mask);
+		free(s.rec);
+		return -ENOMEM;
+	}
+	l->t = t;
+	l->rk = s.list[0];
+	l->bynode = s.list[1];
+	l->byparent = s.list[2];
+	l->par = s.par;
+	l->mask = s.mask;
+	l->rec = s.rec;
+	if (pthread_mutex_init(&l->mu, NULL) != 0) {
+		lists_discard(l);
+		return -ENOMEM;
+	}
+	if (pthread_mutex_init(&l->join_mu, NULL) != 0) {
+		pthread_mutex_destroy(&l->mu);
+		lists_discard(l);
+		return -ENOMEM;
+	}
+	if (pthread_cond_init(&l->cv, NULL) != 0) {
+		pthread_mutex_destroy(&l->mu);
+		pthread_mutex_destroy(&l->join_mu);
+		lists_discard(l);
+		return -ENOMEM;
+	}
+	if (!l->rk)
+		l->rk = malloc(nnodes * sizeof(*l->rk));
+	if (!l->bynode)
+		l->bynode = malloc(nnodes * sizeof(*l->bynode));
+	if (!l->byparent)
+		l->byparent = malloc(nnodes * sizeof(*l->byparent));
+	if (!l->par)
+		l->par = malloc(nnodes * sizeof(*l->par));
+	if (!l->mask)
+		l->mask = malloc(nnodes * sizeof(*l->mask));
+	l->rec = l->rec ? memset(l->rec, 0, nnodes) : calloc(nnodes, sizeof(*l->rec));
+	l->chk = malloc(nnodes * sizeof(*l->chk));
+	l->keys = malloc(nstrs * sizeof(*l->keys));
+	l->rank = malloc(nstrs * sizeof(*l->rank));
+	l->ext = malloc(nstrs);
+	l->start = calloc(nstrs + 1, sizeof(*l->start));
+	l->trim_kids = spare && spare->kids_cap > t->nnodes + t->nnodes / 8;
+	if (!t->kids)
+		t->kids = malloc(nnodes * sizeof(*t->kids));
+	if (!l->rk || !l->bynode || !l->byparent || !l->par || !l->mask || !l->rec || !l->chk ||
+	    !l->keys || !l->rank || !l->ext || !l->start || !t->kids)
+		goto fail;
 	{
-		uint32_t *big[] = {rk, bynode, byparent, par, chk, t->kids};
+		uint32_t *big[] = {l->rk, l->bynode, l->byparent, l->par, l->chk, t->kids};
 		for (size_t k = 0; k < sizeof(big) / sizeof(big[0]); k++)
 			view_hugepages(big[k], nnodes * sizeof(*big[k]));
 	}
+	threaded = t->nnodes >= LISTS_THREAD_MIN &&
+	           pthread_create(&l->thread, NULL, lists_thread, l) == 0;
 
 	/* Bottom-up (a node's children are done when it is reached):
 	 * liveness (a node no count reached, one kept from the seed only, is
-	 * hidden), totals, the number of children, and the nodes per rank of
-	 * their name. */
+	 * hidden), totals, the number of children, and for the lists each
+	 * node's parent and, when visible, its name. */
 	r = -EOVERFLOW;
 	for (n = t->nnodes; n-- > 0;) {
 		struct vnode *v = &t->nodes[n];
@@ -300,19 +487,17 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare)
 		v->flags &= ~(VNODE_LIVE | VNODE_INDEXED | VNODE_RECURSIVE);
 		if (__builtin_add_overflow(v->total_weight, v->self_weight, &v->total_weight) ||
 		    __builtin_add_overflow(v->total_samples, v->self_samples, &v->total_samples))
-			goto out;
+			goto counted;
 		if (!p)
 			break;
 		if (__builtin_add_overflow(p->total_weight, v->total_weight, &p->total_weight) ||
 		    __builtin_add_overflow(p->total_samples, v->total_samples, &p->total_samples))
-			goto out;
-		rk[n] = UINT32_MAX;
-		par[n] = v->parent;
+			goto counted;
+		l->rk[n] = UINT32_MAX;
+		l->par[n] = v->parent;
 		if (!(v->flags & VNODE_HIDDEN)) {
 			p->nkids++;
-			rk[n] = rank[vnode_frame(t, n)->name];
-			start[rk[n] + 1]++;
-			nvisible++;
+			l->rk[n] = vnode_frame(t, n)->name;
 		}
 	}
 	for (n = t->base ? t->nnodes : 0; n-- > 0;) {
@@ -324,66 +509,42 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare)
 			t->base[t->nodes[n].parent].total_samples += v->total_samples;
 		}
 	}
-
-	/* The visible nodes bucketed by the rank of their name, each with its
-	 * parent, so that placing them reads no node. */
-	for (i = 0; i < t->nstrs; i++)
-		start[i + 1] += start[i];
-	for (n = 1; n < t->nnodes; n++)
-		if (rk[n] != UINT32_MAX) {
-			bynode[start[rk[n]]] = n;
-			byparent[start[rk[n]]++] = par[n];
-		}
-	for (n = 0; n < t->nnodes; n++) {
-		t->nodes[n].first_kid = pos;
-		par[n] = pos;
-		pos += t->nodes[n].nkids;
-	}
-	/* start[k] is now the end of rank k's bucket.  A child whose name
-	 * some string extends by a byte <= ';' needs the sibling check: its
-	 * place in kids goes to chk and its parent to rk (free by now), and
-	 * once every list is placed, its parent's cursor is the list's end,
-	 * so the check reads no node. */
-	uint32_t k = 0;
-	for (i = 0; i < nvisible; i++) {
-		while (i >= start[k])
-			k++;
-		uint32_t pn = byparent[i];
-		if (ext[k]) {
-			chk[nchk] = par[pn];
-			rk[nchk++] = pn;
-		}
-		t->kids[par[pn]++] = bynode[i];
-	}
-	/* Once a sibling extends a name by ';', the renderer sorts every
-	 * line and the keys do not matter. */
-	for (i = 0; i < nchk && !t->folded_needs_sort; i++) {
-		int b = view_sibling_order_breaks(t, t->kids, chk[i], par[rk[i]]);
-		if (b == 2)
-			t->folded_needs_sort = true;
-		else if (b == 1)
-			t->folded_keyed = true;
-	}
 	r = 0;
-out:
-	if (threaded)
-		pthread_join(pather, NULL);
-	else if (r == 0)
-		job.r = paths(&job);
-	if (r == 0)
-		r = job.r;
+counted:
+	if (threaded) {
+		pthread_mutex_lock(&l->mu);
+		l->up_r = r;
+		l->up_done = true;
+		pthread_cond_broadcast(&l->cv);
+		while (!l->down_done)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (r == 0)
+			r = l->down_r;
+		pthread_mutex_unlock(&l->mu);
+	} else if (r == 0) {
+		r = paths_down(l);
+	}
 	for (n = 1; r == 0 && n < t->nnodes; n++)
-		if (job.rec[n])
+		if (l->rec[n])
 			t->nodes[n].flags |= VNODE_RECURSIVE;
-	free(job.mask);
-	free(job.rec);
-	free(rank);
-	free(ext);
-	free(start);
-	free(rk);
-	free(par);
-	free(bynode);
-	free(byparent);
-	free(chk);
+	/* paths_down() is done with them. */
+	free(l->mask);
+	free(l->rec);
+	l->mask = NULL;
+	l->rec = NULL;
+	if (r < 0 || !threaded || !defer) {
+		if (threaded)
+			pthread_join(l->thread, NULL);
+		else if (r == 0) {
+			rank_strings(l);
+			lists(l);
+		}
+		view_lists_free(l);
+		return r;
+	}
+	t->lists = l;
+	return 0;
+fail:
+	view_lists_free(l);
 	return r;
 }

@@ -376,6 +376,7 @@ static int measure(struct flame *f, const struct frame *fr)
 
 int view_render_flame_svg(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
+	view_tree_settle(t);
 	struct flame f = {.t = t, .node = node, .out = out, .total = t->nodes[node].total_weight};
 	int r;
 

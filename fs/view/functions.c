@@ -59,6 +59,7 @@ static bool is_frame(const struct view_tree *t, uint32_t n)
 
 int view_functions_build(const struct view_tree *t, uint32_t node, struct view_functions **out)
 {
+	view_tree_settle(t);
 	struct view_functions *fx = NULL;
 	uint32_t *fidx = NULL;   /* string id -> function index + 1 */
 	uint32_t *open = NULL;   /* string id -> innermost open occurrence + 1 */

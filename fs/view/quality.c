@@ -104,6 +104,7 @@ static uint64_t rooted_weight(const struct view_tree *t, uint32_t n)
 
 int view_quality(const struct view_tree *t, uint32_t node, struct view_quality *q)
 {
+	view_tree_settle(t);
 	memset(q, 0, sizeof(*q));
 	if (node >= t->nnodes)
 		return -EINVAL;

@@ -150,6 +150,7 @@ static uint64_t name_size(const struct view_tree *t, uint32_t node)
 
 uint64_t view_folded_size(const struct view_tree *t, uint32_t node)
 {
+	view_tree_settle(t);
 	return t->nodes[node].folded_bytes;
 }
 
@@ -466,6 +467,7 @@ static int cmp_line(const void *a, const void *b)
 
 int view_render_folded(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
+	view_tree_settle(t);
 	uint64_t size = t->nodes[node].folded_bytes;
 	struct view_buf tmp = {0};
 	struct line *lines = NULL;
@@ -830,6 +832,7 @@ static bool has_sample(const struct view_tree *t, uint32_t n)
 
 int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
+	view_tree_settle(t);
 	Perftools__Profiles__Profile prof;
 	Perftools__Profiles__ValueType vt[2], *pvt[2];
 	Perftools__Profiles__Sample *samples = NULL, **psamples = NULL;

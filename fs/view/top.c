@@ -235,6 +235,8 @@ static int top_collect(const struct view_tree *t, uint32_t node, struct top_func
 			goto out;
 		goto walked;
 	}
+	/* Below a binary's node the walk reads the child lists. */
+	view_tree_settle(t);
 	stack[depth].node = node;
 	stack[depth++].next = 0;
 	for (uint32_t n = node;;) {

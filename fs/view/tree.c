@@ -49,6 +49,8 @@ void view_tree_free(struct view_tree *t)
 {
 	if (!t)
 		return;
+	view_tree_settle(t); /* the second thread may still write the tree */
+	view_lists_free(t->lists);
 	free(t->nodes);
 	free(t->base);
 	free(t->kids);
@@ -123,6 +125,7 @@ uint32_t view_node_child_count(const struct view_tree *t, uint32_t node)
 
 uint32_t view_node_child(const struct view_tree *t, uint32_t node, uint32_t i)
 {
+	view_tree_settle(t);
 	return t->kids[t->nodes[node].first_kid + i];
 }
 
@@ -140,6 +143,7 @@ static int cmp_name(const struct view_tree *t, uint32_t n, const char *name, siz
 uint32_t view_node_lower_bound(const struct view_tree *t, uint32_t node, const char *name,
                                size_t len)
 {
+	view_tree_settle(t);
 	const uint32_t *k = t->kids + t->nodes[node].first_kid;
 	uint32_t lo = 0, hi = t->nodes[node].nkids;
 

@@ -104,6 +104,11 @@ struct view_tree {
 	char *unit;
 	/* Trees built from a store: what they read (timeline.c). */
 	struct vsource src;
+	/* NULL, or the child lists (kids, first_kid), folded sizes and
+	 * folded order still being made on a second thread after the tree
+	 * was handed out (finish.c): whatever reads them calls
+	 * view_tree_settle() first.  Every other field is final. */
+	struct view_lists *lists;
 };
 
 static inline const char *vstr_ptr(const struct view_tree *t, uint32_t s)
@@ -126,6 +131,7 @@ struct view_scratch {
 	uint32_t *list[3]; /* name ranks, then the visible nodes and their parents by rank */
 	uint32_t *par;     /* per node: its parent, then its cursor into kids */
 	uint32_t *kids;    /* becomes t->kids */
+	uint32_t kids_cap; /* entries kids has: trimmed when far above the nodes */
 	uint64_t *mask;    /* per node: the names on its path (paths()) */
 	uint8_t *rec;      /* per node: recursive (paths()) */
 };
@@ -135,9 +141,22 @@ struct view_scratch {
  * folded sizes, hidden and recursive nodes, and the sorted child lists in
  * t->kids.  `spare` is NULL or arrays handed over (see struct
  * view_scratch; all freed here, or kept as t->kids, also on failure).
- * Returns 0, -ENOMEM or -EOVERFLOW (a sum or a path length past its
- * type); on failure the tree is only fit for view_tree_free(). */
-int view_tree_finish(struct view_tree *t, const struct view_scratch *spare);
+ * With `defer`, a large tree's child lists and folded sizes may still be
+ * in the making on a second thread when it returns (t->lists), so that
+ * what needs only counts (`top` at a version root) need not wait for
+ * them; the tree must not move or grow its nodes from then on.  Returns
+ * 0, -ENOMEM or -EOVERFLOW (a sum or a path length past its type); on
+ * failure the tree is only fit for view_tree_free(). */
+int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool defer);
+
+/* Waits until t's child lists, first_kid, folded sizes and folded order
+ * are made (at once when they are); any thread may call it, any number
+ * of times.  Every reader of those fields calls it first. */
+void view_tree_settle(const struct view_tree *t);
+
+/* Frees a finished tree's t->lists (view_tree_free(), after
+ * view_tree_settle()).  Accepts NULL. */
+void view_lists_free(struct view_lists *l);
 
 /* Asks for transparent huge pages under the 2 MB-aligned part of a big
  * array (malloc'd; a hint, nothing when the kernel does not take it).  A
