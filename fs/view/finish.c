@@ -133,9 +133,10 @@ struct view_lists {
 	pthread_mutex_t mu;      /* the two threads' */
 	pthread_mutex_t join_mu; /* view_tree_settle()'s: the thread may still want mu */
 	pthread_cond_t cv;
-	bool down_done; /* guarded by mu: paths_down() ran, down_r says how */
-	bool up_done;   /* guarded by mu: the totals pass ran, up_r says how */
-	int down_r, up_r;
+	bool lengths_done; /* path_lengths() ran before the lists */
+	bool down_done;    /* guarded by mu: paths_down() ran */
+	bool up_done;      /* guarded by mu: the totals pass ran, up_r says how */
+	int up_r;
 	bool joined;      /* guarded by join_mu */
 	atomic_bool done; /* set once joined: the lists are there */
 };
@@ -174,35 +175,31 @@ static void rank_strings(struct view_lists *l)
  * before they need it, so the reads overlap instead of waiting in turn. */
 #define PREFETCH_AHEAD 16
 
-/* Top-down: path lengths and the nodes a frame above has the name of
- * (marked in l->rec, not flagged: the totals pass writes the flags
- * meanwhile).  It reads the nodes' parents and frames and writes only
- * path_len, which nothing else reads or writes before the lists, so it
- * runs beside the totals pass. */
-static int paths_down(struct view_lists *l)
+/* Top-down: the nodes a frame above has the name of (marked in l->rec,
+ * not flagged: the totals pass writes the flags meanwhile).  It reads the
+ * nodes' parents and frames and writes nothing in the nodes, so it runs
+ * beside the totals pass.  A mask of the names on each node's path (one
+ * of 64 bits per name, the parent's mask and the node's bit) rules out
+ * most nodes at once, and only one whose bit its parent's mask has walks
+ * up to compare names.  Path lengths wait for the lists (path_lengths()):
+ * here they would cost a read of each node's parent, which is often far
+ * away, where the mask is not. */
+static void paths_down(struct view_lists *l)
 {
 	struct view_tree *t = l->t;
 	uint64_t *mask = l->mask;
-	uint32_t n;
 
-	/* A mask of the names on each node's path (one of 64 bits per name,
-	 * the parent's mask and the node's bit) rules out most nodes at
-	 * once, and only one whose bit its parent's mask has walks up to
-	 * compare names. */
 	mask[0] = 0;
-	for (n = 1; n < t->nnodes; n++) {
-		struct vnode *v = &t->nodes[n];
+	for (uint32_t n = 1; n < t->nnodes; n++) {
+		const struct vnode *v = &t->nodes[n];
 		if (n + PREFETCH_AHEAD < t->nnodes) {
 			const struct vnode *w = &t->nodes[n + PREFETCH_AHEAD];
-			__builtin_prefetch(&t->nodes[w->parent]);
 			__builtin_prefetch(&mask[w->parent]);
 			__builtin_prefetch(&t->frames[w->frame]);
 		}
 		uint32_t name = vnode_frame(t, n)->name;
-		uint64_t len = t->strs[name].len;
 		mask[n] = 0;
 		if (v->parent != VIEW_ROOT) {
-			len += t->nodes[v->parent].path_len + 1;
 			uint64_t bit = 1ull << ((name * 0x9e3779b9u) >> 26);
 			if (mask[v->parent] & bit)
 				for (uint32_t a = v->parent; t->nodes[a].parent != VIEW_ROOT;
@@ -213,6 +210,19 @@ static int paths_down(struct view_lists *l)
 					}
 			mask[n] = mask[v->parent] | bit;
 		}
+	}
+}
+
+/* Top-down: path lengths ("bin;a;b" of each node). */
+static int path_lengths(struct view_tree *t)
+{
+	for (uint32_t n = 1; n < t->nnodes; n++) {
+		struct vnode *v = &t->nodes[n];
+		if (n + PREFETCH_AHEAD < t->nnodes)
+			__builtin_prefetch(&t->nodes[t->nodes[n + PREFETCH_AHEAD].parent]);
+		uint64_t len = t->strs[vnode_frame(t, n)->name].len;
+		if (v->parent != VIEW_ROOT)
+			len += t->nodes[v->parent].path_len + 1;
 		if (len > UINT32_MAX)
 			return -EOVERFLOW;
 		v->path_len = (uint32_t)len;
@@ -234,6 +244,8 @@ static void lists(struct view_lists *l)
 	uint32_t *rk = l->rk, *par = l->par, *start = l->start;
 	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
 
+	if (!l->lengths_done)
+		(void)path_lengths(t); /* cannot pass 32 bits: view_tree_finish() */
 	for (n = 1; n < t->nnodes; n++)
 		if (rk[n] != UINT32_MAX) {
 			rk[n] = l->rank[rk[n]];
@@ -324,15 +336,13 @@ static void lists_scratch_free(struct view_lists *l)
 static void *lists_thread(void *arg)
 {
 	struct view_lists *l = arg;
-	int r = paths_down(l), up;
+	int up;
 
+	paths_down(l);
 	pthread_mutex_lock(&l->mu);
-	l->down_r = r;
 	l->down_done = true;
 	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->mu);
-	if (r < 0)
-		return NULL;
 	rank_strings(l);
 	pthread_mutex_lock(&l->mu);
 	while (!l->up_done)
@@ -385,10 +395,10 @@ void view_lists_free(struct view_lists *l)
  * below it, making the thread would cost about what it saves. */
 #define LISTS_THREAD_MIN 16384u
 
-/* Path lengths, recursive nodes, liveness, hidden nodes and totals, then
- * the child lists, each in bytewise name order, and folded sizes.  Each
- * pass over the nodes costs a read of every node and of its parent, at
- * random, so there are few: one top-down (paths_down()) and one
+/* Recursive nodes, liveness, hidden nodes and totals, then the child
+ * lists, each in bytewise name order, path lengths and folded sizes.
+ * Each pass over the nodes costs a read of every node and of its parent,
+ * at random, so there are few: one top-down (paths_down()) and one
  * bottom-up for the sums and the counts of children, side by side on two
  * threads for a large tree, then the lists.  Path lengths and recursion
  * are not set as the nodes are made: there the parent is often far in
@@ -453,16 +463,29 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool
 	l->rank = malloc(nstrs * sizeof(*l->rank));
 	l->ext = malloc(nstrs);
 	l->start = calloc(nstrs + 1, sizeof(*l->start));
+	t->name_sums = calloc(nstrs, sizeof(*t->name_sums));
 	l->trim_kids = spare && spare->kids_cap > t->nnodes + t->nnodes / 8;
 	if (!t->kids)
 		t->kids = malloc(nnodes * sizeof(*t->kids));
 	if (!l->rk || !l->bynode || !l->byparent || !l->par || !l->mask || !l->rec || !l->chk ||
-	    !l->keys || !l->rank || !l->ext || !l->start || !t->kids)
+	    !l->keys || !l->rank || !l->ext || !l->start || !t->kids || !t->name_sums)
 		goto fail;
 	{
 		uint32_t *big[] = {l->rk, l->bynode, l->byparent, l->par, l->chk, t->kids};
 		for (size_t k = 0; k < sizeof(big) / sizeof(big[0]); k++)
 			view_hugepages(big[k], nnodes * sizeof(*big[k]));
+	}
+	/* Path lengths are made with the lists, which cannot fail, unless
+	 * one could pass 32 bits (nnodes names of the longest length, at
+	 * most): then first, here. */
+	uint32_t longest = 0;
+	for (uint32_t i = 0; i < t->nstrs; i++)
+		if (t->strs[i].len > longest)
+			longest = t->strs[i].len;
+	if ((uint64_t)t->nnodes * ((uint64_t)longest + 1) > UINT32_MAX) {
+		if ((r = path_lengths(t)) < 0)
+			goto fail;
+		l->lengths_done = true;
 	}
 	threaded = t->nnodes >= LISTS_THREAD_MIN &&
 	           pthread_create(&l->thread, NULL, lists_thread, l) == 0;
@@ -496,8 +519,18 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool
 		l->rk[n] = UINT32_MAX;
 		l->par[n] = v->parent;
 		if (!(v->flags & VNODE_HIDDEN)) {
+			const struct vframe *f = vnode_frame(t, n);
 			p->nkids++;
-			l->rk[n] = vnode_frame(t, n)->name;
+			l->rk[n] = f->name;
+			/* Every node's total, the recursive ones' taken off
+			 * once they are known (modulo 2^64, so exact). */
+			if (v->parent != VIEW_ROOT) {
+				struct vname_sum *ns = &t->name_sums[f->name];
+				ns->self += v->self_weight;
+				ns->total += v->total_weight;
+				ns->kind = f->kind;
+				ns->used = true;
+			}
 		}
 	}
 	for (n = t->base ? t->nnodes : 0; n-- > 0;) {
@@ -518,15 +551,17 @@ counted:
 		pthread_cond_broadcast(&l->cv);
 		while (!l->down_done)
 			pthread_cond_wait(&l->cv, &l->mu);
-		if (r == 0)
-			r = l->down_r;
 		pthread_mutex_unlock(&l->mu);
 	} else if (r == 0) {
-		r = paths_down(l);
+		paths_down(l);
 	}
 	for (n = 1; r == 0 && n < t->nnodes; n++)
-		if (l->rec[n])
-			t->nodes[n].flags |= VNODE_RECURSIVE;
+		if (l->rec[n]) {
+			struct vnode *v = &t->nodes[n];
+			v->flags |= VNODE_RECURSIVE;
+			if (!(v->flags & VNODE_HIDDEN))
+				t->name_sums[vnode_frame(t, n)->name].total -= v->total_weight;
+		}
 	/* paths_down() is done with them. */
 	free(l->mask);
 	free(l->rec);

@@ -9,11 +9,14 @@
  * (its outermost occurrence), so a function's numbers are what the
  * function view (functions.c) gives for the same subtree.  Below a
  * binary's node, a depth-first walk keeps count of the names open on the
- * path.  At a binary's node (a version directory) and at the top root,
- * the subtree is every node of the binary (or of all), and whether an
- * ancestor has the node's name is the flag VNODE_RECURSIVE the build
- * set: the nodes are read in id order, front to back, not in a walk
- * that jumps around memory (a 450,000-node tree: 45 ms -> about 10).
+ * path.  At the top root, and at a binary's node (a version directory)
+ * when the tree has no other binary, the subtree is the whole tree, whose
+ * sums per name view_tree_finish() made in its totals pass
+ * (t->name_sums): no node is read (bin1/1 of bench/glance.sh: about 5 ms
+ * less).  At a binary's node of a tree of several, the nodes are read in
+ * id order, front to back, not in a walk that jumps around memory (a
+ * 450,000-node tree: 45 ms -> about 10), and whether an ancestor has the
+ * node's name is the flag VNODE_RECURSIVE the build set.
  * No per-function index beyond one slot per interned string is needed,
  * so it is cheaper than view_functions_build() and fit for every
  * directory.  A function's kind is that of its first node in id order.
@@ -220,7 +223,9 @@ static int top_collect(const struct view_tree *t, uint32_t node, struct top_func
 {
 	uint32_t *fidx = calloc(t->nstrs ? t->nstrs : 1, sizeof(*fidx)); /* sid -> func + 1 */
 	uint32_t *open = calloc(t->nstrs ? t->nstrs : 1, sizeof(*open)); /* sid -> depth */
-	struct top_func *funcs = malloc((size_t)t->nnodes * sizeof(*funcs));
+	/* A function per name at most. */
+	struct top_func *funcs =
+	        malloc((size_t)(t->nstrs < t->nnodes ? t->nstrs : t->nnodes) * sizeof(*funcs));
 	struct {
 		uint32_t node, next;
 	} *stack = malloc((size_t)(t->nnodes + 1) * sizeof(*stack));
@@ -230,6 +235,17 @@ static int top_collect(const struct view_tree *t, uint32_t node, struct top_func
 
 	if (!fidx || !open || !funcs || !stack)
 		goto out;
+	/* The whole tree: view_tree_finish() summed it by name. */
+	if (t->name_sums && (node == VIEW_ROOT || (t->nodes[node].parent == VIEW_ROOT &&
+	                                           t->nodes[VIEW_ROOT].nkids == 1))) {
+		for (uint32_t sid = 0; sid < t->nstrs; sid++) {
+			const struct vname_sum *ns = &t->name_sums[sid];
+			if (ns->used)
+				funcs[nfuncs++] =
+				        (struct top_func){sid, ns->kind, ns->self, ns->total};
+		}
+		goto walked;
+	}
 	if (node == VIEW_ROOT || t->nodes[node].parent == VIEW_ROOT) {
 		if ((r = top_scan(t, node, fidx, funcs, &nfuncs)) < 0)
 			goto out;

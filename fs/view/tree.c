@@ -54,6 +54,7 @@ void view_tree_free(struct view_tree *t)
 	free(t->nodes);
 	free(t->base);
 	free(t->kids);
+	free(t->name_sums);
 	free(t->ltab);
 	free(t->frames);
 	free(t->strs);
@@ -80,6 +81,7 @@ size_t view_tree_memory(const struct view_tree *t)
 	return sizeof(*t) + (size_t)t->nodes_cap * sizeof(*t->nodes) +
 	       (t->base ? (size_t)t->nnodes * sizeof(*t->base) : 0) +
 	       (size_t)t->nnodes * sizeof(*t->kids) + (size_t)t->frames_cap * sizeof(*t->frames) +
+	       (t->name_sums ? (size_t)t->nstrs * sizeof(*t->name_sums) : 0) +
 	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap +
 	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0) +
 	       t->src.nseries * (sizeof(*t->src.series) + sizeof(*t->src.binary));

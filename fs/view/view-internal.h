@@ -54,6 +54,15 @@ struct vnode {
  * entry in the child table; cleared before the tree is done. */
 #define VNODE_INDEXED 8u
 
+/* The weight of the visible nodes of one name below the binaries'
+ * nodes: self, and total over those no frame above has the name of (the
+ * outermost); the kind of the first in id order; used: there is one. */
+struct vname_sum {
+	uint64_t self, total;
+	uint8_t kind;
+	bool used;
+};
+
 /* The counts of the other version in a diff tree (see diff.c). */
 struct vbase {
 	uint64_t self_weight, self_samples;
@@ -104,6 +113,11 @@ struct view_tree {
 	char *unit;
 	/* Trees built from a store: what they read (timeline.c). */
 	struct vsource src;
+	/* Per string id: what `top` shows of the function of that name over
+	 * the whole tree (below the binaries' nodes), which
+	 * view_tree_finish() sums in its totals pass so that `top` at the
+	 * root or at a lone binary's node reads no node (top.c). */
+	struct vname_sum *name_sums;
 	/* NULL, or the child lists (kids, first_kid), folded sizes and
 	 * folded order still being made on a second thread after the tree
 	 * was handed out (finish.c): whatever reads them calls
