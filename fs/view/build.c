@@ -657,10 +657,9 @@ static int resolve(struct builder *b, uint32_t sn, uint32_t *out)
 	return 0;
 }
 
-static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t samples,
-                     uint64_t weight)
+/* Adds one count to the view node of store node `node`. */
+static int count_one(struct builder *b, uint32_t node, uint64_t samples, uint64_t weight)
 {
-	struct builder *b = ctx;
 	uint32_t vn;
 	int r = resolve(b, node, &vn);
 
@@ -675,6 +674,79 @@ static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t sa
 		return -EOVERFLOW;
 	b->t->nodes[vn].flags |= VNODE_LIVE;
 	return 0;
+}
+
+/* Adding a count waits on memory far from the last count's: the memo
+ * entry of the store node its new nodes hang from, the slots of their
+ * frames, and that node's child list (bin1/1 of bench/glance.sh: most of
+ * add_count()'s time sat on those three loads).  So a count waits in a
+ * ring of COUNT_AHEAD before it is added: on arrival its new nodes' store
+ * entries (made one after another, so numbered one below the other) are
+ * followed up to the first older node, and the memo entry of that node
+ * and the frames' slots asked for; half-way, the child list of the view
+ * node the memo names.  The counts are added in the order they come, so
+ * the tree is the same. */
+
+/* Asks for the memory resolve() will read for store node sn; returns the
+ * older node its path hangs from (or UINT32_MAX). */
+static uint32_t look_ahead(const struct builder *b, uint32_t sn)
+{
+	uint32_t parent, frame;
+
+	if (sn < b->memo_len)
+		__builtin_prefetch(&b->memo[sn]);
+	for (unsigned d = 0; d < 32; d++) {
+		if (store_node_get(b->s, sn, &parent, &frame) < 0 || parent >= b->memo_len)
+			break;
+		if (frame < b->fmap_len)
+			__builtin_prefetch(&b->fmap[frame]);
+		__builtin_prefetch(&b->memo[parent]);
+		if (parent + 1 != sn)
+			return parent;
+		sn = parent;
+	}
+	return UINT32_MAX;
+}
+
+/* Adds the oldest waiting count. */
+static int ring_pop(struct builder *b)
+{
+	const struct ahead *a = &b->ring[b->ring_head];
+
+	b->ring_head = (b->ring_head + 1) % COUNT_AHEAD;
+	b->ring_len--;
+	return count_one(b, a->node, a->samples, a->weight);
+}
+
+static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t samples,
+                     uint64_t weight)
+{
+	struct builder *b = ctx;
+	int r;
+
+	(void)bucket_start;
+	if (b->ring_len == COUNT_AHEAD && (r = ring_pop(b)) < 0)
+		return r;
+	b->ring[(b->ring_head + b->ring_len++) % COUNT_AHEAD] =
+	        (struct ahead){node, look_ahead(b, node), samples, weight};
+	if (b->lazy && b->ring_len > COUNT_AHEAD / 2) {
+		const struct ahead *m =
+		        &b->ring[(b->ring_head + b->ring_len - 1 - COUNT_AHEAD / 2) % COUNT_AHEAD];
+		uint32_t v = m->far < b->memo_len ? b->memo[m->far] : 0;
+		if (v > b->memo_floor)
+			__builtin_prefetch(&b->first_child[v - 1], 1);
+	}
+	return 0;
+}
+
+/* Adds the counts still waiting, in order. */
+static int ring_drain(struct builder *b)
+{
+	int r = 0;
+
+	while (b->ring_len > 0 && r == 0)
+		r = ring_pop(b);
+	return r;
 }
 
 static int cmp_series_binary(const void *a, const void *b)
@@ -825,6 +897,9 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 			r = -EIO;
 			goto fail;
 		}
+		/* Before the next binary moves the memo's floor. */
+		if ((r = ring_drain(&b)) < 0)
+			goto fail;
 	}
 	/* A lazy build's three lists have an entry per node, each written:
 	 * view_tree_finish() takes them for scratch (bin1/1 of

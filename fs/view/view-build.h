@@ -23,6 +23,10 @@ struct cslot {
 
 struct prefault; /* build.c */
 
+/* Counts a build from the store keeps waiting while it asks for the
+ * memory they will read (build.c, add_count()). */
+#define COUNT_AHEAD 16
+
 struct builder {
 	struct view_tree *t;
 	struct store *s;
@@ -68,6 +72,13 @@ struct builder {
 	 * fin_cap entries each; NULL members without it. */
 	struct view_scratch fin;
 	uint32_t fin_cap;
+	/* Counts waiting to be added (build.c, add_count()): ring_len of
+	 * them from ring_head on. */
+	struct ahead {
+		uint32_t node, far;
+		uint64_t samples, weight;
+	} ring[COUNT_AHEAD];
+	uint32_t ring_head, ring_len;
 };
 
 /* Grows *p (of *cap elements of elem bytes) to at least `need` elements,
