@@ -12,6 +12,11 @@
 #   GLANCE_DUMPS=N imports bin1's stacks N times, a minute apart (N time
 #   buckets of the same 450,000 nodes; default 1), to see what per-bucket
 #   data costs.
+#   GLANCE_FRESH=N then reads `head top` of bin1/1 on N fresh mounts
+#   (nothing built), with the daemon's CPU for it: median (min, max).
+#   GLANCE_BASE=BUILD_DIR alternates them with that build's daemon (a
+#   baseline measured in the same run) and prints the ratio of the medians.
+#   e.g. GLANCE_FRESH=20 GLANCE_BASE=/tmp/main/build sudo -E bash tests/bench/glance.sh
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
@@ -77,3 +82,52 @@ echo "| \`cat timeline\` $(($(echo "${deep#"$m/bin1/1"}" | tr -cd / | wc -c))) l
 echo "| \`cat timeline.svg\` there | | $(ms cat "$deep/timeline.svg") ms |"
 echo "| daemon RSS (the render cache holds /folded) | | $(rss VmRSS) |"
 echo "| daemon peak RSS (VmHWM) | | $(rss VmHWM) |"
+
+# fresh FLAMEFS: `head top` of bin1/1 on a fresh mount: "WALL_MS CPU_MS".
+fresh() {
+	local p cpu t tick
+	tick=$(getconf CLK_TCK)
+	"$1" -f "$work/store" "$work/mnt" &
+	p=$!
+	pid=$p # unmounted by the EXIT trap if interrupted
+	for _ in $(seq 50); do mountpoint -q "$work/mnt" && break; sleep 0.1; done
+	sleep 0.3
+	t=$(ms sh -c "head -12 '$m/bin1/1/top'")
+	cpu=$(awk -v tick="$tick" '{ print int(($14 + $15) * 1000 / tick) }' "/proc/$p/stat")
+	fusermount3 -u "$work/mnt"
+	wait "$p"
+	pid=
+	echo "$t $cpu"
+}
+# summary FILE COLUMN: "median (min, max)" of a column of numbers.
+summary() {
+	sort -n -k"$2,$2" "$1" | awk -v c="$2" '{ v[NR] = $c }
+		END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		      printf "%s (%s, %s)", m, v[1], v[NR] }'
+}
+if [ "${GLANCE_FRESH:-0}" -gt 0 ]; then
+	fusermount3 -u "$work/mnt"
+	wait "$pid"
+	pid=
+	: >"$work/fresh.this"
+	: >"$work/fresh.base"
+	for _ in $(seq "$GLANCE_FRESH"); do
+		[ -n "${GLANCE_BASE:-}" ] && fresh "$GLANCE_BASE/fs/flamefs" >>"$work/fresh.base"
+		fresh "$flamefs" >>"$work/fresh.this"
+	done
+	echo
+	if [ -n "${GLANCE_BASE:-}" ]; then
+		echo "| $GLANCE_FRESH fresh mounts each, alternately | target | $GLANCE_BASE | $build |"
+		echo "|---|---|---|---|"
+		echo "| \`head top\` of bin1/1, ms: median (min, max) | ≤ 100 ms | $(summary "$work/fresh.base" 1) | $(summary "$work/fresh.this" 1) |"
+		echo "| the daemon's CPU (user + sys), ms | | $(summary "$work/fresh.base" 2) | $(summary "$work/fresh.this" 2) |"
+		mb=$(summary "$work/fresh.base" 1 | cut -d' ' -f1)
+		mt=$(summary "$work/fresh.this" 1 | cut -d' ' -f1)
+		echo "| ratio of the medians (this / base) | | | $(awk -v a="$mt" -v b="$mb" 'BEGIN { printf "%.2f", a / b }') |"
+	else
+		echo "| $GLANCE_FRESH fresh mounts | target | measured |"
+		echo "|---|---|---|"
+		echo "| \`head top\` of bin1/1, ms: median (min, max) | ≤ 100 ms | $(summary "$work/fresh.this" 1) |"
+		echo "| the daemon's CPU (user + sys), ms | | $(summary "$work/fresh.this" 2) |"
+	fi
+fi
