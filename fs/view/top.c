@@ -221,23 +221,26 @@ static int top_scan(const struct view_tree *t, uint32_t node, uint32_t *fidx,
 static int top_collect(const struct view_tree *t, uint32_t node, struct top_func **out,
                        uint32_t *nout)
 {
-	uint32_t *fidx = calloc(t->nstrs ? t->nstrs : 1, sizeof(*fidx)); /* sid -> func + 1 */
-	uint32_t *open = calloc(t->nstrs ? t->nstrs : 1, sizeof(*open)); /* sid -> depth */
+	/* The whole tree: view_tree_finish() summed it by name, and nothing
+	 * but the functions is needed. */
+	bool whole = t->name_sums && (node == VIEW_ROOT || (t->nodes[node].parent == VIEW_ROOT &&
+	                                                    t->nodes[VIEW_ROOT].nkids == 1));
+	size_t nslots = t->nstrs ? t->nstrs : 1;
+	uint32_t *fidx = whole ? NULL : calloc(nslots, sizeof(*fidx)); /* sid -> func + 1 */
+	uint32_t *open = whole ? NULL : calloc(nslots, sizeof(*open)); /* sid -> depth */
 	/* A function per name at most. */
 	struct top_func *funcs =
 	        malloc((size_t)(t->nstrs < t->nnodes ? t->nstrs : t->nnodes) * sizeof(*funcs));
 	struct {
 		uint32_t node, next;
-	} *stack = malloc((size_t)(t->nnodes + 1) * sizeof(*stack));
+	} *stack = whole ? NULL : malloc((size_t)(t->nnodes + 1) * sizeof(*stack));
 	uint32_t nfuncs = 0;
 	size_t depth = 0;
 	int r = -ENOMEM;
 
-	if (!fidx || !open || !funcs || !stack)
+	if (!funcs || (!whole && (!fidx || !open || !stack)))
 		goto out;
-	/* The whole tree: view_tree_finish() summed it by name. */
-	if (t->name_sums && (node == VIEW_ROOT || (t->nodes[node].parent == VIEW_ROOT &&
-	                                           t->nodes[VIEW_ROOT].nkids == 1))) {
+	if (whole) {
 		for (uint32_t sid = 0; sid < t->nstrs; sid++) {
 			const struct vname_sum *ns = &t->name_sums[sid];
 			if (ns->used)

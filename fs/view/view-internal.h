@@ -146,8 +146,8 @@ struct view_scratch {
 	uint32_t *par;     /* per node: its parent, then its cursor into kids */
 	uint32_t *kids;    /* becomes t->kids */
 	uint32_t kids_cap; /* entries kids has: trimmed when far above the nodes */
-	uint64_t *mask;    /* per node: the names on its path (paths()) */
-	uint8_t *rec;      /* per node: recursive (paths()) */
+	uint64_t *mask;    /* per node: the names on its path (finish.c, paths_down()) */
+	uint8_t *rec;      /* per node: recursive (finish.c, paths_down()) */
 };
 
 /* Makes the tree's nodes, as built (parent, frame, self counts and
