@@ -1,5 +1,5 @@
 /*
- * cli.h — what the flamefs-collect command files (main.c, cmd-*.c)
+ * cli.h — what the flamefs-collect command files (flamefs-collect.c, cmd-*.c)
  * share: the program's name in messages, the one way to fail, the store
  * a command works on, and each command's entry point.  Private to
  * collector/'s command line; no wing includes it.

@@ -35,7 +35,7 @@ EXPORT const unsigned long Py_Version = FAKE_VERSION;
 EXPORT char PyCode_Type[408];
 EXPORT _Alignas(64) unsigned char _PyRuntime[4096];
 
-/* 3.11 offsets (collector/symbolize/symbolize-python.c). */
+/* 3.11 offsets (collector/symbolize/python.c). */
 static _Alignas(16) unsigned char tstate[256], cframe[32], frame[80], code[192], notcode[192];
 static _Alignas(16) unsigned char qualname[64], filename[64], linetable[40];
 

@@ -183,7 +183,7 @@ fi
 # JIT code named by /tmp/perf-PID.map, as perf script names it (x86_64).
 # Without callchains every sample is a leaf, and the few taken while the
 # target starts and exits land anywhere: the loader, libc, PLT stubs.
-# Those are named exactly as perf 6.1 names them (symbolize-modules.c's
+# Those are named exactly as perf 6.1 names them (modules.c's
 # module_plt_syms: "NAME@plt" in relocation order, "@plt" for libc's
 # IRELATIVE entries, .plt.got unnamed), with one exception folded here:
 # perf's lookup names an executable's first PLT entry "_init" by accident

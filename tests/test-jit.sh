@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test-jit.sh — `flamefs-collect record` names JIT frames whose perf map
-# comes late (collector/record/record-late.c), with real BPF and real
+# comes late (collector/record/late.c), with real BPF and real
 # runtimes:
 #   - Java (tests/java/Work.java, hot ~3/4 and side ~1/4) with
 #     -XX:+DumpPerfMapAtExit, which writes /tmp/perf-PID.map only as the

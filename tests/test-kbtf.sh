@@ -24,7 +24,7 @@ bad() {
 	fails=$((fails + 1))
 }
 
-# The members the recorder reads (record.c, record-events.c), and more
+# The members the recorder reads (record.c, events.c), and more
 # inside anonymous aggregates.
 members="task_struct.tgid task_struct.pid task_struct.mm mm_struct.saved_auxv
 mm_struct.start_code mm_struct.mmap_base linux_binprm.file file.f_inode inode.i_ino inode.i_sb

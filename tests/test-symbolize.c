@@ -1,6 +1,6 @@
 /*
  * test-symbolize.c — unit tests for the symbolizer's name handling
- * (collector/symbolize/symbolize-names.c): C++ Itanium names, Rust legacy names (hash
+ * (collector/symbolize/names.c): C++ Itanium names, Rust legacy names (hash
  * dropped) and Rust v0 names are demangled, then tidied the way
  * stackcollapse-perf prints them; names that are not mangled, or are
  * mangled wrongly, are kept as they are.  The mangled names were taken
@@ -41,7 +41,7 @@
  * code objects stay while it lives and go at the first sweep after it is
  * reaped.
  *
- * Python code objects (symbolize-python.c): a 3.11 location table taken
+ * Python code objects (python.c): a 3.11 location table taken
  * from python3.11 gives, for every instruction, the line CPython's own
  * co_lines() gives; a code object laid out in memory here is read with
  * its names in each string kind (ASCII, Latin-1, UCS-2, UCS-4), and

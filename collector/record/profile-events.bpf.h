@@ -127,7 +127,7 @@ struct {
  * CPU's per-cpu offset, which is neither in kallsyms (without
  * CONFIG_KALLSYMS_ALL) nor reachable without the vmlinux BTF.  User
  * space attaches it by its id, reading that from tracefs, mounted in a
- * private mount namespace when it is not mounted (record-events.c). */
+ * private mount namespace when it is not mounted (events.c). */
 SEC("tracepoint/kmem/rss_stat")
 int on_rss(void *ctx)
 {

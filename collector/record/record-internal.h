@@ -2,8 +2,8 @@
  * record-internal.h — what the parts of `flamefs-collect record` share:
  * the options, the recorder's state, and the functions one part calls in
  * another.  record.c parses the command line, sets up the BPF side and
- * runs the loop; record-drain.c takes the counts out of the BPF maps,
- * symbolizes and stores them; record-events.c knows the events of -e.
+ * runs the loop; drain.c takes the counts out of the BPF maps,
+ * symbolizes and stores them; events.c knows the events of -e.
  * Only record.c's callers' header is record.h.
  */
 #ifndef FLAMEFS_RECORD_INTERNAL_H
@@ -66,7 +66,7 @@ struct options {
 };
 
 /* The events of -e: their names on the command line, as series, and
- * their units; default N of EVENT:STACKS:N (record-events.c). */
+ * their units; default N of EVENT:STACKS:N (events.c). */
 struct record_event {
 	const char *arg, *series, *unit;
 	uint32_t every;
@@ -116,7 +116,7 @@ struct raw_stack {
 	uint64_t pcs[PROFILE_PY_SLOTS];
 };
 
-struct record_late; /* record-late.c */
+struct record_late; /* late.c */
 
 /* Stack keys (hashes) to delete from a map once their counts are stored. */
 struct hash_list {
@@ -217,7 +217,7 @@ struct recorder {
 	struct bpf_link *ev_links[8];
 	int nev_links;
 	uint64_t truncated; /* samples stored with a [truncated] user stack */
-	/* Stacks whose JIT frames wait for a perf map (record-late.c;
+	/* Stacks whose JIT frames wait for a perf map (late.c;
 	 * NULL with --jit-wait 0), and what became of them, in samples. */
 	struct record_late *late;
 	struct late_stats {
@@ -253,7 +253,7 @@ static inline bool python_walks(const struct options *o)
 void record_fail(struct recorder *r, int err, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
-/* record-drain.c */
+/* drain.c */
 /* The ring buffer's callback: fork, exec, exit, stale-maps and
  * table-wanted events. */
 int record_on_event(void *ctx, void *data, size_t len);
@@ -276,7 +276,7 @@ int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t
 int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t series, uint32_t ev,
                         int64_t when, size_t n, const struct profile_value *v, bool truncated);
 
-/* record-late.c: stacks whose JIT frames wait for a perf map. */
+/* late.c: stacks whose JIT frames wait for a perf map. */
 /* A set that holds at most max_bytes of stacks, each for at most
  * wait_drains drains; counts merge within store time buckets of
  * bucket_seconds. */
@@ -297,7 +297,7 @@ int record_late_take(struct recorder *r, const struct profile_key *key,
  * processes, those that waited --jit-wait and, when `final`, all. */
 int record_late_flush(struct recorder *r, struct store_batch *b, bool final);
 
-/* record-push.c: --push.  Starts a thread that copies the store in
+/* push.c: --push.  Starts a thread that copies the store in
  * directory `dir` into database `to` at once and then every `every`
  * seconds (see store_copy()); failures are reported on stderr and the
  * data waits for the next push.  0 or -errno. */
@@ -307,7 +307,7 @@ int record_push_start(struct record_pusher **out, const char *dir, const char *t
  * frees it all.  Accepts NULL. */
 void record_push_stop(struct record_pusher *p);
 
-/* record-events.c */
+/* events.c */
 /* Parses -e's list into o->ev_flags and o->ev_every, printing its own
  * message.  Returns 0 or -errno. */
 int record_parse_events(const char *list, struct options *o);
@@ -321,13 +321,13 @@ int record_attach_events(struct recorder *r);
 /* --help's text, on f. */
 void record_usage(FILE *f);
 
-/* record-options.c */
+/* cmdline.c */
 /* Reads record's command line into o, printing its own messages.
  * Returns -1 to go on recording, else the exit status (0 after --help,
  * 2 for a bad command line). */
 int record_parse_options(int argc, char **argv, struct options *o);
 
-/* record-report.c */
+/* report.c */
 /* User and system CPU seconds of the whole process so far. */
 double record_cpu_seconds(void);
 /* The summary on stderr: `wall` seconds recorded, `loop_cpu` CPU seconds

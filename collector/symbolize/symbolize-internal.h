@@ -2,12 +2,14 @@
  * symbolize-internal.h — what the parts of the symbolizer share (see
  * symbolize.h for its contract): the structs of modules, processes and
  * kernel names, and the functions one part calls in another.
- *   symbolize.c          user lookups and the symbolizer's lifetime
- *   symbolize-names.c    demangling and tidying names (and perf's own)
- *   symbolize-modules.c  ELF files: build ids, libdwfl, symbol tables, PLT
- *   symbolize-procs.c    process snapshots, their maps, JIT perf maps
- *   symbolize-kernel.c   kernel addresses
- *   symbolize-offline.c  processes described by a profile (perf.data...)
+ *   symbolize.c      user lookups and the symbolizer's lifetime
+ *   names.c          demangling and tidying names (and perf's own)
+ *   modules.c        ELF files: build ids, libdwfl, symbol tables, PLT
+ *   procs.c          process snapshots, their maps, JIT perf maps
+ *   kernel.c         kernel addresses
+ *   python.c         CPython's code objects
+ *   offline-maps.c   processes described by a profile (perf.data...)
+ *   import-symbols.c the importers' struct import_symbols over all this
  */
 #ifndef FLAMEFS_SYMBOLIZE_INTERNAL_H
 #define FLAMEFS_SYMBOLIZE_INTERNAL_H
@@ -237,7 +239,7 @@ struct offline_ent {
 	struct module *mod;
 };
 
-/* A named Python code object (symbolize-python.c): keyed by (pid, code,
+/* A named Python code object (python.c): keyed by (pid, code,
  * check); name NULL when it could not be named. */
 struct pyent {
 	bool used;
@@ -353,7 +355,7 @@ static inline void skip_spaces(const char **p)
 
 const char *sym_base_of(const char *path);
 
-/* symbolize-python.c: finds an interpreter in the ELF file of m (open as
+/* python.c: finds an interpreter in the ELF file of m (open as
  * elf; m->segs read) and sets m->python.  0 or -ENOMEM. */
 int sym_python_probe(struct module *m, Elf *elf);
 /* Frees the Python names and cache. */

@@ -242,7 +242,7 @@ void symbolize_set_inline(struct symbolize *s, bool inlines);
  * `record` walks CPython's interpreter frames in its BPF program and
  * names their code objects here.  Where the interpreter keeps what the
  * walk and the names need is one row per Python minor version of
- * symbolize_python_layouts (symbolize-python.c), x86-64 byte offsets. */
+ * symbolize_python_layouts (python.c), x86-64 byte offsets. */
 struct symbolize_python_layout {
 	unsigned major, minor;
 	/* _PyRuntimeState: interpreters.head, gilstate.tstate_current */
@@ -525,7 +525,7 @@ char *symbolize_symbol(const char *raw, bool perf);
  * demangles fully before tidying). */
 void symbolize_set_perf_names(struct symbolize *s, bool on);
 
-/* ---- offline symbolization (offline.c) ---- */
+/* ---- offline symbolization (import-symbols.c) ---- */
 
 /* The importers' address symbolization (import.h's struct import_symbols)
  * wired to this symbolizer, for profiles whose processes are known only

@@ -4,8 +4,8 @@
  * directories, the render cache's entries and open files, the one state
  * (`fs`, guarded by fs.lock) and each file's exported functions.  Only
  * fs/daemon/ includes it.  Files call down this list and never up:
- * main.c, ops.c, refresh.c, synth.c, inode.c, space.c, series.c
- * (rendercache.c is called by ops.c and main.c, and by inode.c for the
+ * flamefs.c, ops.c, refresh.c, synth.c, inode.c, space.c, view-series.c
+ * (rendercache.c is called by ops.c and flamefs.c, and by inode.c for the
  * size of a cached rendering; state.c holds `fs` and calls nothing); see
  * fs/daemon/README.md.
  */
@@ -224,7 +224,7 @@ struct sdir {
 	int64_t last;       /* SD_WINDOW, SD_WBINARY: @last's seconds, 0 for @range */
 	int64_t from, to;   /* SD_FROM: from; SD_WINDOW, SD_WBINARY of @range: [from, to) */
 	uint32_t series_id; /* SD_FUNCS, SD_FUNC: the version's series */
-	uint32_t view;      /* 0: every host summed; h: one host (series.c) */
+	uint32_t view;      /* 0: every host summed; h: one host (view-series.c) */
 	uint32_t parent;    /* the synthetic directory above it (SD_FUNCS: none) */
 	uint32_t index;     /* its own index (the inode's node field) */
 	uint32_t hnext;     /* the key hash's chain, index + 1 */
@@ -283,7 +283,7 @@ struct version_list {
 };
 
 /* Keys (byte strings) to small stable ids, 1 up, never forgotten: the
- * view series' ids and the hosts' view numbers (series.c). */
+ * view series' ids and the hosts' view numbers (view-series.c). */
 struct idmap {
 	char **keys;
 	size_t *lens;
@@ -304,7 +304,7 @@ struct flamefs_state {
 	time_t mtime;        /* wall clock of the last change seen */
 	/* The view's series: one per (view, binary, version, event), sorted
 	 * by view, then binary, version and event, with ids of the daemon's
-	 * own (series.c); `host` is NULL in view 0 and the host in the
+	 * own (view-series.c); `host` is NULL in view 0 and the host in the
 	 * others.  Each one is the sum of its members: fs.raw[lo, hi), the
 	 * store's series (store ids, sorted as store_series_list() sorts). */
 	struct store_series *series;
@@ -353,7 +353,7 @@ struct flamefs_state {
 };
 extern struct flamefs_state fs; /* defined in state.c */
 
-/* series.c */
+/* view-series.c */
 const struct store_series *series_by_id_locked(uint32_t id);
 const struct store_series *series_diff_base_locked(const struct store_series *b,
                                                    const char *version_a);

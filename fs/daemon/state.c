@@ -3,7 +3,7 @@
  * daemon-internal.h): the store handle, the series list, the synthetic
  * directories, the spaces, the render cache, the open files and the
  * invalidation queue, all guarded by fs.lock.  It is defined apart so that
- * every file of the daemon can use it without depending on main.c.
+ * every file of the daemon can use it without depending on flamefs.c.
  */
 #include "daemon-internal.h"
 

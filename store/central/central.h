@@ -16,11 +16,11 @@
  *
  * One file per job: conn.c (connection string, password hiding, errors,
  * statements, reconnecting), schema.c (creating, checking and upgrading
- * the schema), intern.c (content hashes, frames and nodes in memory,
- * loading them), open.c (open, close, refresh, the table of functions),
- * batch.c (building a batch), commit.c (writing it), read.c (listing
+ * the schema), hashing.c (content hashes, frames and nodes in memory,
+ * loading them), central.c (open, close, refresh, the table of functions),
+ * staging.c (building a batch), commit.c (writing it), read.c (listing
  * series, reading counts), maint.c (prune, compact, footprint) and
- * copy.c (what store_copy() needs).
+ * cursors.c (what store_copy() needs).
  */
 #ifndef FLAMEFS_STORE_CENTRAL_H
 #define FLAMEFS_STORE_CENTRAL_H
@@ -219,7 +219,7 @@ static inline uint64_t be64(const char *p)
  * schema, and reads the meta rows into s. */
 int central_schema(struct pg *s, int flags);
 
-/* ---- intern.c -------------------------------------------------------- */
+/* ---- hashing.c -------------------------------------------------------- */
 
 void central_frame_hash(const struct store_frame *f, struct hash128 *h);
 void central_node_hash(const struct hash128 *parent, const struct hash128 *frame,
@@ -251,7 +251,7 @@ bool central_restarting(const char *msg);
 void central_intern_free(struct pg *s);
 void central_hex(const struct hash128 *h, char out[33]);
 
-/* ---- batch.c / commit.c ---------------------------------------------- */
+/* ---- staging.c / commit.c ---------------------------------------------- */
 
 struct cseries *central_series_by_id(struct pg *s, uint32_t id);
 int central_series_index(struct pg *s, uint32_t idx);

@@ -1,6 +1,6 @@
 /*
  * fuzz-perfmap.c — libFuzzer target for the JIT perf map parser
- * (collector/symbolize/symbolize-procs.c, sym_jit_parse), which reads
+ * (collector/symbolize/procs.c, sym_jit_parse), which reads
  * /tmp/perf-PID.map files that any process on the machine may write.  The
  * first byte picks `final` (bit 0: the process has exited, so an
  * unterminated last line is taken too); the rest is the map.  The parse

@@ -1,6 +1,6 @@
 /*
  * fuzz-pycode.c — libFuzzer target for the reader of CPython code objects
- * (collector/symbolize/symbolize-python.c), which reads the memory of any
+ * (collector/symbolize/python.c), which reads the memory of any
  * Python process `record` samples, hostile ones included.  The input is
  * that process's memory: its bytes lie at FUZZ_BASE, the code object at
  * FUZZ_BASE, and an address outside them cannot be read (as

@@ -1,5 +1,5 @@
 /*
- * symbolize-offline.c — the symbolizer's offline processes: mappings described by a profile (perf.data,
+ * offline-maps.c — the symbolizer's offline processes: mappings described by a profile (perf.data,
  * gperftools) rather than read from /proc.  See
  * symbolize-internal.h for how the parts fit.
  */

@@ -1,5 +1,5 @@
 /*
- * open.c — opening and closing a PostgreSQL store, catching up with
+ * central.c — opening and closing a PostgreSQL store, catching up with
  * other writers in store_refresh(), the in-memory getters, and the
  * backend's table of functions (central_ops).  A reader needs only
  * SELECT rights: it loads meta, frames and nodes inside one read-only

@@ -1,5 +1,5 @@
 /*
- * copy.c — what store_copy() needs from a central store: which (series,
+ * cursors.c — what store_copy() needs from a central store: which (series,
  * bucket) the commits after a given one wrote (the commit column of
  * counts), how far copies from a source store reached (sources.upto,
  * set by the copy's own commit, see commit.c), and this store's memory

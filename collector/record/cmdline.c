@@ -1,5 +1,5 @@
 /*
- * record-options.c — `flamefs-collect record`'s command line: the
+ * cmdline.c — `flamefs-collect record`'s command line: the
  * options, their values (durations, sizes, short durations) checked and
  * refused with the option's name and examples, and the combinations
  * that exclude each other.  Like record.c it is CLI code and prints its

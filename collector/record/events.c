@@ -1,5 +1,5 @@
 /*
- * record-events.c — the events of `flamefs-collect record -e`: their
+ * events.c — the events of `flamefs-collect record -e`: their
  * names, series and units, the parsing of EVENT[:STACKS][:N], and the
  * set-up of their BPF programs (the kernel offsets they read, which
  * programs load, attaching each, with no tracefs mounted, and leaving out

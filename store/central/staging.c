@@ -1,5 +1,5 @@
 /*
- * batch.c — building a batch for the central store: series, frames and
+ * staging.c — building a batch for the central store: series, frames and
  * nodes interned by content against what the writer holds in memory
  * (provisional ids past the committed ones; commit.c makes them final),
  * and counts collected in one vector that is sorted and summed when it

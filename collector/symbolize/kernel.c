@@ -1,5 +1,5 @@
 /*
- * symbolize-kernel.c — the symbolizer's kernel addresses, named by the kernel through ksym.bpf.c, or
+ * kernel.c — the symbolizer's kernel addresses, named by the kernel through ksym.bpf.c, or
  * from /proc/kallsyms.  See
  * symbolize-internal.h for how the parts fit.
  */

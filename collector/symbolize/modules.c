@@ -1,5 +1,5 @@
 /*
- * symbolize-modules.c — the symbolizer's ELF files ("modules"): opened once, keyed by build id, read
+ * modules.c — the symbolizer's ELF files ("modules"): opened once, keyed by build id, read
  * through libdwfl; their function symbols in a sorted array, PLT entries
  * named NAME@plt, resolved addresses cached, inline frames from DWARF; and
  * freed by symbolize_sweep() (mark what snapshots, layouts and caches hold,

@@ -1,5 +1,5 @@
 /*
- * offline.c — struct import_symbols (import.h) over the collector's
+ * import-symbols.c — struct import_symbols (import.h) over the collector's
  * symbolizer: processes and mappings come from the profile
  * (symbolize_offline_process/map), addresses are resolved by
  * symbolize_user/symbolize_kernel as for a live recording.

@@ -1,5 +1,5 @@
 /*
- * record-drain.c — the drains of `flamefs-collect record`: the process
+ * drain.c — the drains of `flamefs-collect record`: the process
  * events that keep the symbolizer's snapshots current, then, each second,
  * the counts of the map set the BPF side just left, their stacks
  * symbolized, stored as one atomic batch, and the set emptied.
@@ -844,7 +844,7 @@ static int prefetch_python(struct recorder *r, int set)
 }
 
 /* Stores the counts in r->ents (read from `set`) into batch b, but for
- * those whose JIT frames may be named later (record-late.c). */
+ * those whose JIT frames may be named later (late.c). */
 static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when, bool final)
 {
 	pid_t last_pid = -1;

@@ -1,5 +1,5 @@
 /*
- * symbolize-names.c — the symbolizer's demangling and tidying symbol names, as stackcollapse-perf prints
+ * names.c — the symbolizer's demangling and tidying symbol names, as stackcollapse-perf prints
  * them, and (for perf.data import) as perf script prints them; ELF symbols
  * lose their symbol versions here, whichever way they are named.  See
  * symbolize-internal.h for how the parts fit.

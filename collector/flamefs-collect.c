@@ -1,5 +1,5 @@
 /*
- * main.c — the flamefs-collect command line: picks the command (import,
+ * flamefs-collect.c — the flamefs-collect command line: picks the command (import,
  * record, stats, export, compact, prune, push, merge, unwind-table) and hands it the
  * rest of argv; each long command has its own cmd-*.c, and record lives
  * in record/.  The CLI (this file, cmd-*.c and record's own front end)

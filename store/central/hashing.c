@@ -1,5 +1,5 @@
 /*
- * intern.c — frames and tree nodes in memory: their content hashes
+ * hashing.c — frames and tree nodes in memory: their content hashes
  * (XXH3-128 of a frame's fields with their lengths; of a node's parent
  * hash and frame hash), the arrays indexed by database id, the writer's
  * tables from hash to id, and loading the runs (frame_runs, node_runs)

@@ -1,5 +1,5 @@
 /*
- * symbolize-python.c — CPython: where each known minor version keeps what
+ * python.c — CPython: where each known minor version keeps what
  * `record`'s walker reads (the one table of layouts), how an interpreter
  * is recognised in an ELF file (its exported symbols), and the names of
  * the code objects the walker sampled, read from the live process with

@@ -1,5 +1,5 @@
 /*
- * record-late.c — stacks whose JIT frames wait for their perf map.
+ * late.c — stacks whose JIT frames wait for their perf map.
  *
  * A user frame in anonymous executable memory that the process's
  * /tmp/perf-PID.map does not cover yet (symbolize_jit_late) may be named

@@ -1,5 +1,5 @@
 /*
- * record-push.c — `record --push DATABASE`: a thread that copies the
+ * push.c — `record --push DATABASE`: a thread that copies the
  * recorder's store into a central database every --push-every, as
  * `flamefs-collect push` does, while the recording goes on.
  *

@@ -1,5 +1,5 @@
 /*
- * main.c — flamefs's command line and main: parses the options (fstab's
+ * flamefs.c — flamefs's command line and main: parses the options (fstab's
  * too), checks the store and the mount point while errors still reach the
  * terminal, mounts, daemonizes, runs the invalidator thread and libfuse's
  * loop, and frees everything at the end.

@@ -1,5 +1,5 @@
 /*
- * series.c — the series list as the view names it (fs.series): the view
+ * view-series.c — the series list as the view names it (fs.series): the view
  * series made from the store's list, one per (view, binary, version,
  * event), where view 0 sums every host and view h is one host's
  * (/@host/<name>/); the series by id, its members (the store's series it

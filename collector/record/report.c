@@ -1,5 +1,5 @@
 /*
- * record-report.c — the summary `flamefs-collect record` prints on
+ * report.c — the summary `flamefs-collect record` prints on
  * stderr at the end: samples and their loss, the collector's own CPU,
  * and the counters of the symbolizer, the unwinder, the JIT and Python
  * namers and the pusher, each a line a person can act on.

@@ -1,5 +1,5 @@
 /*
- * symbolize-procs.c — the symbolizer's process snapshots: executable mappings read with PROCMAP_QUERY
+ * procs.c — the symbolizer's process snapshots: executable mappings read with PROCMAP_QUERY
  * (or /proc/PID/maps), forks and execs, the unwinder hooks, JIT perf maps.  See
  * symbolize-internal.h for how the parts fit.
  */
