@@ -12,7 +12,7 @@
  * value of each bucket and to record, in the same transaction, how far
  * the copies reached; a directory adds, so it takes a source once.
  */
-#include "backend.h"
+#include "store-internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

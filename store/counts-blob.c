@@ -1,8 +1,8 @@
 /*
- * counts-blob.c — encoding and reading the counts blob (counts-blob.h),
+ * counts-blob.c — encoding and reading the counts blob (counts-blob-internal.h),
  * the one format both backends keep a (series, bucket)'s counts in.
  */
-#include "counts-blob.h"
+#include "counts-blob-internal.h"
 
 void count_cursor_init(struct count_cursor *c, const void *p, size_t len)
 {

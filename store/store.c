@@ -1,9 +1,9 @@
 /*
  * store.c — store.h's functions, dispatched to the backend that opened
- * the store (see backend.h).  What both backends share and that needs no
+ * the store (see store-internal.h).  What both backends share and that needs no
  * backend (the default location, freeing a series list) lives here too.
  */
-#include "backend.h"
+#include "store-internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kbtf.h"
+#include "kbtf-internal.h"
 
 int main(int argc, char **argv)
 {

@@ -9,9 +9,9 @@
  * server and runs it; with $FLAMEFS_TEST_HASH_BITS=1 it runs the
  * collision test alone (the hashes cut to one bit).  Each test prints "PASS name" or "FAIL name"; the
  * exit status is non-zero when any check failed.  The copy entries of
- * the backend are called through backend.h, as store_copy() will.
+ * the backend are called through store-internal.h, as store_copy() will.
  */
-#include "backend.h"
+#include "store-internal.h"
 #include "store.h"
 
 #include <errno.h>

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rowspace.h"
+#include "rowspace-internal.h"
 
 static int failures;
 

@@ -9,7 +9,7 @@
  *
  * Kernel addresses: as root, text symbols taken from /proc/kallsyms (one
  * in 50, each alone at its address) must be named alike by
- * symbolize_kernel(), which asks the kernel through BPF (ksym.h), at the
+ * symbolize_kernel(), which asks the kernel through BPF (ksym-internal.h), at the
  * symbol's first byte + 1, as an innermost frame and as a return address
  * (looked up at the first byte).
  *

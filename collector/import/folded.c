@@ -26,8 +26,8 @@
 #include <xxhash.h>
 
 #include "import.h"
-#include "parsers.h"
-#include "stackcache.h"
+#include "parsers-internal.h"
+#include "stackcache-internal.h"
 
 #define CACHE_SLOTS_LOG2 18
 #define DEFAULT_EVENT    "samples"

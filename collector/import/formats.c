@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "import.h"
-#include "parsers.h"
+#include "parsers-internal.h"
 
 const struct import_format_ops import_formats[] = {
         {IMPORT_FORMAT_PERF_DATA, "perf.data", import_perf_data_sniff, false, true,

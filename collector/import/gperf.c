@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "import.h"
-#include "parsers.h"
+#include "parsers-internal.h"
 
 #define GPERF_MAX_BYTES ((size_t)1 << 30)
 #define GPERF_PID       0u

@@ -43,7 +43,7 @@
 #include <string.h>
 
 #include "import.h"
-#include "parsers.h"
+#include "parsers-internal.h"
 
 #define LEGACY_PID    0u
 #define MAX_TYPES     4

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "import.h"
-#include "parsers.h"
+#include "parsers-internal.h"
 
 #include "perf-internal.h"
 

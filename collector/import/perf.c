@@ -62,7 +62,7 @@
  * bytes or one cut short by the end of the input) goes line by line
  * instead: each stack line is split and its parts are copied into one
  * block (blk) that is hashed and cached as a whole.  Memory is bounded by
- * the caches (stackcache.h), the reader's buffer and the largest sample.
+ * the caches (stackcache-internal.h), the reader's buffer and the largest sample.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -79,8 +79,8 @@
 #include <xxhash.h>
 
 #include "import.h"
-#include "parsers.h"
-#include "stackcache.h"
+#include "parsers-internal.h"
+#include "stackcache-internal.h"
 
 #include "perf-internal.h"
 

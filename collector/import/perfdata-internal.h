@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "import.h"
-#include "stackcache.h"
+#include "stackcache-internal.h"
 
 #define PERFDATA_MAX_BYTES ((size_t)64 << 30)
 #define MAX_ATTRS          256

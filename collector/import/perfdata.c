@@ -50,8 +50,8 @@
 #include <xxhash.h>
 
 #include "import.h"
-#include "parsers.h"
-#include "stackcache.h"
+#include "parsers-internal.h"
+#include "stackcache-internal.h"
 
 #include "perfdata-internal.h"
 

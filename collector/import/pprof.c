@@ -36,7 +36,7 @@
 #include <zlib.h>
 
 #include "import.h"
-#include "parsers.h"
+#include "parsers-internal.h"
 #include "profile-codec.h"
 
 /* Larger inputs, raw or decompressed, are refused. */

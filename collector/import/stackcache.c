@@ -2,14 +2,14 @@
  * stackcache.c — the importers' bounded hash -> (id, id) cache: open
  * addressing with linear probing over one flat array that starts small,
  * doubles up to its limit and is then emptied wholesale whenever it is
- * three-quarters full (see stackcache.h).
+ * three-quarters full (see stackcache-internal.h).
  */
 #include <stddef.h>
 #include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "stackcache.h"
+#include "stackcache-internal.h"
 
 #define START_LOG2 14u
 #define HUGE_PAGE  ((size_t)2 << 20)

@@ -19,7 +19,7 @@
 
 #include <linux/perf_event.h>
 
-#include "kbtf.h"
+#include "kbtf-internal.h"
 #include "record-internal.h"
 
 /* The events of -e: their names on the command line, as series, and

@@ -9,7 +9,7 @@
  * the file once through a small buffer instead: the string section for
  * the two names, then the type section up to the struct.
  */
-#include "kbtf.h"
+#include "kbtf-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ldso.h"
+#include "ldso-internal.h"
 
 /* The file offset of vaddr, through the PT_LOAD segment holding it. */
 static int vaddr_to_offset(Elf *e, uint64_t vaddr, uint64_t *off)

@@ -168,8 +168,8 @@ int record_main(int argc, char **argv)
 #include <elfutils/libdwelf.h>
 
 #include "import.h"
-#include "kbtf.h"
-#include "ldso.h"
+#include "kbtf-internal.h"
+#include "ldso-internal.h"
 #include "profile.h"
 #include "profile.skel.h"
 #include "symbolize.h"

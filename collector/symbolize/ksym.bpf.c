@@ -16,7 +16,7 @@
 
 #include <bpf/bpf_helpers.h>
 
-#include "ksym.h"
+#include "ksym-internal.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

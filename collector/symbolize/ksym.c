@@ -1,5 +1,5 @@
 /*
- * ksym.c — runs ksym.bpf.c (see ksym.h): kernel addresses named by the
+ * ksym.c — runs ksym.bpf.c (see ksym-internal.h): kernel addresses named by the
  * kernel's kallsyms lookup, one BPF_PROG_TEST_RUN per batch.
  */
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "ksym.h"
+#include "ksym-internal.h"
 #include "ksym.skel.h"
 
 struct ksym {

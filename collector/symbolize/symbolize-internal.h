@@ -39,7 +39,7 @@
 #include <libiberty/demangle.h>
 
 #include "import.h"
-#include "ksym.h"
+#include "ksym-internal.h"
 #include "symbolize.h"
 /* From libstdc++ (the Itanium C++ ABI); libdw has no demangler.  Rust's
  * v0 names ("_R…") go through libiberty's rust_demangle. */

@@ -8,7 +8,7 @@
  * its first lookup (libdwfl's own lookup scans the whole table each time),
  * resolved addresses per module, and kernel names per address.  Kernel
  * addresses are named by the kernel itself through a small BPF program
- * (ksym.h), a batch per stack, and only when /proc/kallsyms cannot be
+ * (ksym-internal.h), a batch per stack, and only when /proc/kallsyms cannot be
  * avoided (no BPF lookup) is that read, once.  Source
  * lines are looked up only on request (symbolize_set_lines).  A process's
  * maps are read at its first sighting and exec, and again only when an

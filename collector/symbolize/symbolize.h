@@ -211,7 +211,7 @@ uint64_t symbolize_jit_version(const struct symbolize *s, pid_t pid, uint32_t ge
 bool symbolize_gone(const struct symbolize *s, pid_t pid, uint32_t gen);
 
 /* Resolves one kernel address.  Names come from the kernel's own kallsyms
- * lookup through a BPF program (ksym.h), cached per address for the life
+ * lookup through a BPF program (ksym-internal.h), cached per address for the life
  * of `s`; where that program cannot be loaded, from /proc/kallsyms, read
  * whole at the first call.  Same ownership as symbolize_user(). */
 int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct store_frame *f);

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi.h"
+#include "cfi-internal.h"
 
 /* x86-64 DWARF register numbers. */
 #define REG_RBX 3

@@ -1,6 +1,6 @@
 /*
  * rowspace.c — first-fit allocation of unwind row ranges with coalescing
- * free ranges (see rowspace.h).  The free list is a sorted array: it holds
+ * free ranges (see rowspace-internal.h).  The free list is a sorted array: it holds
  * at most one range per table freed and not reused (a few thousand), so a
  * linear first-fit scan and a memmove per change cost less than the table
  * build they serve.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rowspace.h"
+#include "rowspace-internal.h"
 
 void rowspace_init(struct rowspace *r, uint32_t cap)
 {

@@ -52,7 +52,7 @@
 #include <bpf/bpf.h>
 #include <linux/types.h>
 
-#include "rowspace.h"
+#include "rowspace-internal.h"
 #include "unwinder.h"
 
 #define TABLE_BUCKETS       1024

@@ -1,6 +1,6 @@
 /*
  * unwinder.h — the user side of `record`'s CFI stack walking: it builds
- * each ELF file's unwind table (cfi.h) in a worker thread at the file's
+ * each ELF file's unwind table (cfi-internal.h) in a worker thread at the file's
  * first sighting, loads it into the BPF side's maps (unwind.h) once, for
  * every process that maps the file, and keeps each process's list of
  * mappings there up to date.  It learns of files and processes through
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cfi.h"
+#include "cfi-internal.h"
 #include "symbolize.h"
 
 struct unwinder;

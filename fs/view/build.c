@@ -7,7 +7,7 @@
  * totals, folded sizes and the sorted child lists once (a large tree's
  * lists on a second thread, after it is handed out); the finished tree
  * is read-only.  The tables (strings, frames, nodes, the child table) are
- * shared with derive.c, which builds trees from trees (view-build.h).
+ * shared with derive.c, which builds trees from trees (build-internal.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "view-build.h"
+#include "build-internal.h"
 
 #define CTAB_START (1u << 14)
 

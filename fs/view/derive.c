@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "view-build.h"
+#include "build-internal.h"
 
 struct view_builder {
 	struct builder b;

@@ -5,7 +5,7 @@
  * SELECT rights: it loads meta, frames and nodes inside one read-only
  * repeatable-read transaction, which a hot standby serves too.
  */
-#include "central.h"
+#include "central-internal.h"
 
 #include <errno.h>
 #include <time.h>

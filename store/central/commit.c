@@ -11,8 +11,8 @@
  * through, it stops there; else it runs the whole transaction again from
  * the batch, still in memory.
  */
-#include "central.h"
-#include "counts-blob.h"
+#include "central-internal.h"
+#include "counts-blob-internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -110,7 +110,7 @@ static void copy_end(struct cbuf *b)
 }
 
 /* The entries of one (series, bucket), sorted by node with no node twice,
- * as one bytea: the counts blob of ../counts-blob.h. */
+ * as one bytea: the counts blob of ../counts-blob-internal.h. */
 static void f_counts(struct cbuf *b, const struct count_ent *e, size_t n)
 {
 	size_t at, len = 0;

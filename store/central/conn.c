@@ -4,7 +4,7 @@
  * statements and COPY through libpq, and turning libpq's errors into one
  * line that names where and what.
  */
-#include "central.h"
+#include "central-internal.h"
 
 #include <errno.h>
 #include <stdarg.h>

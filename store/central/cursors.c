@@ -5,7 +5,7 @@
  * set by the copy's own commit, see commit.c), and this store's memory
  * of how far its copies to other stores reached (destinations).
  */
-#include "central.h"
+#include "central-internal.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -5,7 +5,7 @@
  * tables from hash to id, and loading the runs (frame_runs, node_runs)
  * past what is in memory, with binary results, computing the hashes.
  */
-#include "central.h"
+#include "central-internal.h"
 
 #include <errno.h>
 #include <stdio.h>

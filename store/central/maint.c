@@ -5,7 +5,7 @@
  * store_compact() as VACUUM (ANALYZE), and the footprint as the tables'
  * pg_total_relation_size().
  */
-#include "central.h"
+#include "central-internal.h"
 
 #include <errno.h>
 #include <inttypes.h>

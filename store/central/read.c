@@ -8,8 +8,8 @@
  * rows of commits the store has loaded are read, so every node a count
  * names is one the caller can look up.
  */
-#include "central.h"
-#include "counts-blob.h"
+#include "central-internal.h"
+#include "counts-blob-internal.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -6,7 +6,7 @@
  * (store id, bucket size, commit counter).  store/README.md documents the
  * tables.
  */
-#include "central.h"
+#include "central-internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ static const char counts_sql[] =
 /* Schema 2.  Frames and nodes are kept in runs, one row per commit's
  * run of up to 4096 (arrays, lz4), with the views `frames` and `nodes`
  * of a row each for SQL; their content hashes are computed, not stored.
- * A counts row holds its entries as one counts blob (../counts-blob.h,
+ * A counts row holds its entries as one counts blob (../counts-blob-internal.h,
  * the embedded store's format: delta-coded nodes and varints, ~3 bytes an
  * entry where schema 1's three arrays took ~12 after lz4), with the view
  * `count_entries` of an entry each for SQL.  Counts hold unsigned 64-bit

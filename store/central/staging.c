@@ -6,7 +6,7 @@
  * grows large and again at commit.  A hash match with different content
  * is a collision and is refused, never merged.
  */
-#include "central.h"
+#include "central-internal.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * memory, and one atomic, synced WriteBatch at commit.  Freeing an
  * uncommitted batch forgets every id it handed out.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
  * from store <id> into this one reached), each a u64 BE commit number of
  * the source.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <errno.h>
 #include <stdio.h>

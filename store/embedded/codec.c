@@ -3,7 +3,7 @@
  * length-prefixed byte strings of its records.  The smallest encoders
  * (big-endian u32, LEB128 varints, zigzag) are inline in store-internal.h.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

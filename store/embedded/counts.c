@@ -4,7 +4,7 @@
  * per key), the merge operator that adds such lists, and reading them
  * back (store_series_counts).
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

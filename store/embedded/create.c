@@ -20,7 +20,7 @@
  * next import or record will).  Where the rename cannot be done (the
  * directory is a mount point), the store is created in place as before.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <dirent.h>
 #include <errno.h>

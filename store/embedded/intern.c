@@ -4,7 +4,7 @@
  * O(1), the frame and node records' codecs, and loading them from the
  * default column family.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -364,7 +364,7 @@ int node_append(struct rdb *s, uint32_t parent, uint32_t frame)
 	return 0;
 }
 
-/* ---- the writer's node index (struct nodetab, embedded.h) ------------------ */
+/* ---- the writer's node index (struct nodetab, embedded-internal.h) ------------------ */
 
 static void node_index(struct rdb *s, uint32_t id)
 {

@@ -3,7 +3,7 @@
  * lock, the meta records (schema, bucket size), the column family check,
  * loading what is stored, and the error messages every part leaves.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  * options.c — the RocksDB options of a store (store/README.md, "RocksDB
  * tuning"): compression, block sizes, memtables, logs.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -2,7 +2,7 @@
  * prune.c — retention: deleting whole time buckets before a cut-off,
  * with the series totals lowered in the same write.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * reader.c — readers: a RocksDB secondary instance in a private, locked
  * directory of its own, and catching up with the writer.
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * before schema 3 name no host; they keep that form, and their host is the
  * one the "mhost" meta record names (see store/README.md, "Hosts").
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * of record), compaction, and keeping a store small right after each
  * write (settle).
  */
-#include "embedded.h"
+#include "embedded-internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi.h"
+#include "cfi-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * central.h — what the central backend's files share and nothing outside
+ * central-internal.h — what the central backend's files share and nothing outside
  * store/central/ may use.
  *
  * The central backend keeps a store in a PostgreSQL database through
@@ -25,7 +25,7 @@
 #ifndef FLAMEFS_STORE_CENTRAL_H
 #define FLAMEFS_STORE_CENTRAL_H
 
-#include "backend.h"
+#include "store-internal.h"
 
 #include <stdbool.h>
 #include <stddef.h>

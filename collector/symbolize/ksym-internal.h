@@ -1,5 +1,5 @@
 /*
- * ksym.h — kernel address → function name through a BPF program that
+ * ksym-internal.h — kernel address → function name through a BPF program that
  * asks the kernel's own kallsyms tables (ksym.bpf.c), batched, so the
  * collector never reads /proc/kallsyms whole.  Needs CAP_BPF and
  * CAP_PERFMON (or root), BPF_PROG_TYPE_SYSCALL, bpf_loop and

@@ -1,5 +1,5 @@
 /*
- * ldso.h — the dynamic loader's "libraries mapped" hook, for a uprobe.
+ * ldso-internal.h — the dynamic loader's "libraries mapped" hook, for a uprobe.
  */
 #ifndef FLAMEFS_LDSO_H
 #define FLAMEFS_LDSO_H

@@ -1,5 +1,5 @@
 /*
- * stackcache.h — a bounded map from 128-bit stack hashes to store ids,
+ * stackcache-internal.h — a bounded map from 128-bit stack hashes to store ids,
  * shared by the text importers.
  *
  * Most samples repeat a stack the importer has already interned.  The

@@ -1,5 +1,5 @@
 /*
- * parsers.h — what each parser exports to the table of formats
+ * parsers-internal.h — what each parser exports to the table of formats
  * (formats.c), and to nothing else: its sniff function and its parse
  * function.  Private to import/: callers go through import_formats[]
  * (import.h).

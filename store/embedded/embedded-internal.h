@@ -25,8 +25,8 @@
 #ifndef FLAMEFS_STORE_INTERNAL_H
 #define FLAMEFS_STORE_INTERNAL_H
 
-#include "backend.h"
-#include "counts-blob.h"
+#include "store-internal.h"
+#include "counts-blob-internal.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * backend.h — the seam between store.h and the store's two backends.
+ * store-internal.h — the seam between store.h and the store's two backends.
  *
  * Every `struct store` begins with a pointer to its backend's table of
  * functions, and every `struct store_batch` with the store it belongs to;

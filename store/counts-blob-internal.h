@@ -1,5 +1,5 @@
 /*
- * counts-blob.h — the counts blob, shared by both backends: one (series,
+ * counts-blob-internal.h — the counts blob, shared by both backends: one (series,
  * bucket)'s counts as a list sorted by node, strictly increasing, each
  * entry
  *

@@ -1,5 +1,5 @@
 /*
- * kbtf.h — one struct member's byte offset from the kernel's BTF
+ * kbtf-internal.h — one struct member's byte offset from the kernel's BTF
  * (kbtf.c), for BPF programs that read kernel memory without CO-RE.
  */
 #ifndef FLAMEFS_KBTF_H

@@ -1,5 +1,5 @@
 /*
- * view-build.h — the builder the two kinds of build share (build.c): a
+ * build-internal.h — the builder the two kinds of build share (build.c): a
  * tree being made, its string and child tables, and, for a build from
  * the store (build.c), the store-to-view maps and the lazy lists.  The
  * trees derived from trees (derive.c) use the same tables.  Private to

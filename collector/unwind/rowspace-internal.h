@@ -1,5 +1,5 @@
 /*
- * rowspace.h — the allocator of the unwind rows array: each table's rows
+ * rowspace-internal.h — the allocator of the unwind rows array: each table's rows
  * are one range of it, taken first-fit from the ranges freed before (a
  * freed range merges with free neighbours), else from the never used part
  * above them.  Plain data, no locking: the caller guards it

@@ -1,5 +1,5 @@
 /*
- * cfi.h — compiles an ELF file's DWARF call-frame information (.eh_frame,
+ * cfi-internal.h — compiles an ELF file's DWARF call-frame information (.eh_frame,
  * or .debug_frame, also from a separate debug file) into the compact
  * table the BPF stack walker searches (unwind.h).  It reads files that
  * belong to any process on the machine, so it trusts nothing in them:
