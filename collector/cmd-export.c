@@ -25,7 +25,8 @@ static void usage_export(FILE *f)
 	fputs("Usage: " PROG " export [--store DIR] [--format FORMAT] [--binary NAME]\n"
 	      "           [--version LABEL] [--event EVENT] [--base LABEL]\n"
 	      "           [--last DURATION | --from TIME --to TIME]\n"
-	      "           [--functions | --callers FUNCTION | --callees FUNCTION] [-o FILE]\n"
+	      "           [--functions | --callers FUNCTION | --callees FUNCTION]\n"
+	      "           [--max-render SIZE] [-o FILE]\n"
 	      "\n"
 	      "Prints the stored stacks of every matching series: folded lines\n"
 	      "\"binary;frame;...;leaf WEIGHT\" sorted bytewise, a gzipped pprof, an\n"
@@ -53,6 +54,8 @@ static void usage_export(FILE *f)
 	      "  --functions        list every function: self, total and name\n"
 	      "  --callers F        the inverted tree of the callers of function F\n"
 	      "  --callees F        the tree below function F, its occurrences merged\n"
+	      "  --max-render SIZE  refuse a rendering larger than SIZE bytes (K, M, G\n"
+	      "                     suffixes; default 256M) instead of making it\n"
 	      "  -o, --output FILE  write to FILE instead of standard output\n"
 	      "\n"
 	      "EXAMPLES\n"
@@ -141,6 +144,7 @@ int cmd_export(int argc, char **argv)
 	        {"functions", no_argument, NULL, 'U'},
 	        {"callers", required_argument, NULL, 'C'},
 	        {"callees", required_argument, NULL, 'E'},
+	        {"max-render", required_argument, NULL, 'M'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -148,6 +152,7 @@ int cmd_export(int argc, char **argv)
 	const char *output = NULL, *base = NULL, *last = NULL, *from_arg = NULL, *to_arg = NULL;
 	const char *callers = NULL, *callees = NULL;
 	bool functions = false;
+	size_t max_render = VIEW_RENDER_MAX;
 	enum export_format format = EXPORT_FOLDED;
 	int c;
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -164,6 +169,12 @@ int cmd_export(int argc, char **argv)
 		case 'U': functions = true; break;
 		case 'C': callers = optarg; break;
 		case 'E': callees = optarg; break;
+		case 'M':
+			if (view_parse_size(optarg, &max_render) < 0)
+				cli_die("--max-render: expected a size in bytes with an optional K, M "
+				        "or G suffix (256M), got \"%s\"",
+				        optarg);
+			break;
 		case 'f':
 			if (strcmp(optarg, "pprof") == 0)
 				format = EXPORT_PPROF;
@@ -282,7 +293,7 @@ int cmd_export(int argc, char **argv)
 			        binary ? " --binary " : "", binary ? binary : "", base, chosen);
 	}
 
-	struct view_buf out = {0};
+	struct view_buf out = {.max = max_render};
 	if (k > 0) {
 		struct view_tree *t, *a = NULL, *d = NULL, *ft = NULL;
 		int rc = window ? view_tree_build_window(s, list, k, from, to, &t)
@@ -322,9 +333,13 @@ int cmd_export(int argc, char **argv)
 					                  "%" PRIu64 " %" PRIu64 " ",
 					                  fc.self_weight, fc.total_weight);
 					if ((rc = view_buf_append(&out, num, (size_t)nl)) == 0 &&
-					    (rc = view_buf_append(&out, name, len)) == 0)
+					    (rc = view_text_append(&out, name, len, 0)) == 0)
 						rc = view_buf_append(&out, "\n", 1);
 				}
+				if (rc == -EFBIG)
+					cli_die("%s: the function list passes the limit of %zu "
+					        "bytes (--max-render); refused",
+					        dir, max_render);
 				if (rc < 0)
 					cli_die("%s: cannot list the functions: %s", dir,
 					        strerror(-rc));
@@ -356,6 +371,10 @@ int cmd_export(int argc, char **argv)
 			break;
 		case EXPORT_QUALITY: rc = view_render_quality(show, VIEW_ROOT, &out); break;
 		}
+		if (rc == -EFBIG)
+			cli_die("%s: the rendering passes the limit of %zu bytes (--max-render); "
+			        "refused",
+			        dir, max_render);
 		if (rc < 0)
 			cli_die("%s: cannot render: %s", dir, strerror(-rc));
 	write:

@@ -187,8 +187,18 @@ static void read_callgrind(const char *text, struct cgread *g)
 		if ((sscanf(l, "fn=(%d)", &id) == 1 || sscanf(l, "cfn=(%d)", &id) == 1) && id > 0 &&
 		    id < MAXF) {
 			char *name = strchr(l, ')') + 1;
-			if (*name == ' ')
-				snprintf(g->names[id], sizeof(g->names[id]), "%s", name + 1);
+			/* Names are escaped as text files escape them: the
+			 * function view's name is what they decode to. */
+			struct view_buf raw = {0};
+			if (*name == ' ') {
+				CHECK(!strpbrk(name, "\x01\x7f\x1b\r"), "raw control byte in %s",
+				      name);
+				CHECK(view_text_unescape(name + 1, strlen(name + 1), &raw) == 0,
+				      "callgrind name %s does not decode", name + 1);
+				snprintf(g->names[id], sizeof(g->names[id]), "%s",
+				         raw.data ? raw.data : "");
+			}
+			view_buf_free(&raw);
 			if (l[0] == 'f')
 				fn = id;
 			else

@@ -15,6 +15,11 @@
  *
  * As in perf.c, repeated stacks skip frame splitting: the frame text is
  * hashed with XXH3-128 and a stackcache maps it to (series, leaf node).
+ *
+ * flamefs's own `folded` files escape a name's control bytes, backslashes
+ * and ';' as \xNN (fs/view/README.md, "Names in files"): a frame's \xNN
+ * that stands for such a byte is decoded, so export and import give the
+ * names back exactly.  Any other backslash is kept as it is.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -38,6 +43,8 @@ struct folded {
 	struct stackcache *cache; /* frame text -> (series, leaf node) */
 	struct store_frame *frames;
 	size_t frames_cap;
+	char *unesc; /* the decoded names of one line (decode_frame()) */
+	size_t unesc_cap;
 	uint64_t *series_bytes; /* input bytes per series id */
 	size_t series_bytes_cap;
 	struct import_sums sums;
@@ -101,13 +108,64 @@ static int series_for(struct folded *f, const char *bin, size_t len, uint32_t *i
 	return 0;
 }
 
+static int hexdigit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The byte of the \xNN at s[i..n), or -1 when there is none there. */
+static int escaped_byte(const char *s, size_t i, size_t n)
+{
+	if (n - i < 4 || s[i] != '\\' || s[i + 1] != 'x' || hexdigit(s[i + 2]) < 0 ||
+	    hexdigit(s[i + 3]) < 0)
+		return -1;
+	return hexdigit(s[i + 2]) << 4 | hexdigit(s[i + 3]);
+}
+
+/* Decodes, into o, the escapes flamefs's folded files write in s[0..n):
+ * \xNN for a byte 0x01-0x1f, 0x7f, ';' or '\\', and \xc2\xNN for
+ * U+0080..U+009F.  Returns the decoded length (at most n). */
+static size_t decode_frame(const char *s, size_t n, char *o)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n;) {
+		int c = escaped_byte(s, i, n), c2 = c == 0xc2 ? escaped_byte(s, i + 4, n) : -1;
+		if (c == 0xc2 && c2 >= 0x80 && c2 <= 0x9f) {
+			o[k++] = (char)0xc2;
+			o[k++] = (char)c2;
+			i += 8;
+		} else if ((c > 0 && c < 0x20) || c == 0x7f || c == ';' || c == '\\') {
+			o[k++] = (char)c;
+			i += 4;
+		} else {
+			o[k++] = s[i++];
+		}
+	}
+	return k;
+}
+
 /* Splits the frames of one line and interns the series and path. */
 static int parse_stack(struct folded *f, const char *s, size_t n, uint32_t *series, uint32_t *node)
 {
 	const struct import_options *o = f->ctx->opt;
-	size_t nf = 0, at = 0;
+	size_t nf = 0, at = 0, used = 0;
+	bool escaped = memmem(s, n, "\\x", 2) != NULL;
 	int rc;
 
+	if (escaped && f->unesc_cap < n) {
+		char *nu = realloc(f->unesc, n);
+		if (!nu)
+			return -ENOMEM;
+		f->unesc = nu;
+		f->unesc_cap = n;
+	}
 	for (;;) {
 		const char *semi = memchr(s + at, ';', n - at);
 		size_t len = semi ? (size_t)(semi - (s + at)) : n - at;
@@ -123,7 +181,12 @@ static int parse_stack(struct folded *f, const char *s, size_t n, uint32_t *seri
 		memset(fr, 0, sizeof(*fr));
 		fr->name = s + at;
 		fr->name_len = len;
-		fr->kind = frame_kind(s + at, len);
+		if (escaped && memmem(s + at, len, "\\x", 2)) {
+			fr->name = f->unesc + used;
+			fr->name_len = decode_frame(s + at, len, f->unesc + used);
+			used += fr->name_len;
+		}
+		fr->kind = frame_kind(fr->name, fr->name_len);
 		if (!semi)
 			break;
 		at += len + 1;
@@ -284,6 +347,7 @@ out:
 	linereader_free(&f.lr);
 	stackcache_free(f.cache);
 	free(f.frames);
+	free(f.unesc);
 	free(f.series_bytes);
 	free(f.last_binary);
 	import_sums_free(&f.sums);

@@ -20,12 +20,20 @@
 
 enum { KEY_HELP, KEY_VERSION, KEY_RW };
 
+struct cli {
+	char *store;
+	char *max_render; /* -o max_render=SIZE */
+	int nonopts;
+	bool help, version, rw;
+};
+
 static const struct fuse_opt cli_opts[] = {
         FUSE_OPT_KEY("-h", KEY_HELP),
         FUSE_OPT_KEY("--help", KEY_HELP),
         FUSE_OPT_KEY("-V", KEY_VERSION),
         FUSE_OPT_KEY("--version", KEY_VERSION),
         FUSE_OPT_KEY("rw", KEY_RW),
+        {"max_render=%s", offsetof(struct cli, max_render), 0},
         /* fstab and mount(8) options that mean nothing to a FUSE mount. */
         FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
         FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
@@ -38,12 +46,6 @@ static const struct fuse_opt cli_opts[] = {
         FUSE_OPT_KEY("x-%s", FUSE_OPT_KEY_DISCARD),
         FUSE_OPT_KEY("comment=%s", FUSE_OPT_KEY_DISCARD),
         FUSE_OPT_END,
-};
-
-struct cli {
-	char *store;
-	int nonopts;
-	bool help, version, rw;
 };
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -92,6 +94,9 @@ static void usage(FILE *out)
 	             "                    default_permissions, ...); ro, noauto, user, users,\n"
 	             "                    _netdev, nofail, defaults and x-* are accepted for\n"
 	             "                    /etc/fstab; rw is refused\n"
+	             "  -o max_render=SIZE  the most bytes one file's rendering may take\n"
+	             "                    (K, M, G suffixes; default 256M): a larger one is\n"
+	             "                    refused with EFBIG (\"File too large\")\n"
 	             "\n"
 	             "EXAMPLES\n"
 	             "  flamefs ~/.local/share/flamefs /mnt/prof\n"
@@ -249,6 +254,15 @@ int main(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
+	fs.render_max = VIEW_RENDER_MAX;
+	if (cli.max_render && view_parse_size(cli.max_render, &fs.render_max) < 0) {
+		fprintf(stderr,
+		        "flamefs: -o max_render: expected a size in bytes with an optional K, M "
+		        "or G suffix (256M), got \"%s\"\n",
+		        cli.max_render);
+		ret = 2;
+		goto out;
+	}
 	if (!store_is_database(cli.store)) {
 		if (stat(cli.store, &st) < 0) {
 			fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
@@ -336,6 +350,7 @@ out:
 	free(fsname);
 	free(opts.mountpoint);
 	free(cli.store);
+	free(cli.max_render);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -7,8 +7,10 @@
  * fs.lock; rendering runs without it.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "daemon-internal.h"
@@ -160,6 +162,25 @@ int64_t rendercache_length_locked(const struct rendered *key)
 	return -1;
 }
 
+/* Says on stderr (the terminal or journal of `flamefs -f`) which
+ * rendering was refused with EFBIG, and why: one line, the node's name
+ * escaped as text files escape names and cut to 200 bytes. */
+static void log_too_large(const struct rendered *key, const struct view_tree *tree)
+{
+	struct view_buf name = {0};
+	size_t len = 0;
+	const char *p = key->node == VIEW_ROOT ? "" : view_node_name(tree, key->node, &len);
+
+	if (view_text_append(&name, p, len < 200 ? len : 200, 0) < 0)
+		view_buf_free(&name);
+	fprintf(stderr,
+	        "flamefs: %s of \"%s\"%s (node %" PRIu32 "): the rendering passes the limit of "
+	        "%zu bytes (-o max_render); refused with EFBIG\n",
+	        key->vf->name, name.data ? name.data : "", len > 200 ? ".." : "", key->node,
+	        fs.render_max ? fs.render_max : VIEW_RENDER_MAX);
+	view_buf_free(&name);
+}
+
 /* Returns a referenced rendering of file `f` of `node` in `tree`, whose
  * content version is `key`'s; from the cache when it holds one, else
  * rendered now (without the lock) and cached when big enough, and then
@@ -182,7 +203,10 @@ int rendercache_get(const struct rendered *key, const struct view_tree *tree, st
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	r->buf.max = fs.render_max;
 	err = key->vf->render(tree, key->node, &r->buf);
+	if (err == -EFBIG)
+		log_too_large(key, tree);
 	if (err < 0) {
 		view_buf_free(&r->buf);
 		free(r);

@@ -110,6 +110,8 @@ static int put(struct cg *g, const char *s)
 	return view_buf_append(g->out, s, strlen(s));
 }
 
+/* Numbers and the format's own words only: names, the unit and the event
+ * go through put_text(). */
 static int putf(struct cg *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int putf(struct cg *g, const char *fmt, ...)
 {
@@ -124,25 +126,13 @@ static int putf(struct cg *g, const char *fmt, ...)
 	return view_buf_append(g->out, tmp, (size_t)n);
 }
 
-/* A name on one line: line breaks become spaces. */
+/* A name on one line, escaped as every text file escapes names (its
+ * control bytes and backslashes as \xNN); "???" for none. */
 static int put_text(struct cg *g, const char *p, size_t len)
 {
-	int r = 0;
-
 	if (len == 0)
 		return put(g, "???");
-	for (size_t i = 0; i < len && r == 0;) {
-		size_t run = 0;
-		while (i + run < len && p[i + run] != '\n' && p[i + run] != '\r')
-			run++;
-		r = view_buf_append(g->out, p + i, run);
-		i += run;
-		if (r == 0 && i < len) {
-			r = put(g, " ");
-			i++;
-		}
-	}
-	return r;
+	return view_text_append(g->out, p, len, 0);
 }
 
 /* "key=(id)" and, the first time, " name"; ids per string in `ids`. */
@@ -308,8 +298,11 @@ int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_
 			goto out;
 	}
 	if ((r = put(&g, "positions: line\nevent: ")) < 0 || (r = put_event_name(&g)) < 0 ||
-	    (r = putf(&g, " : %s (%s)\nevents: ", t->event, t->unit[0] ? t->unit : "count")) < 0 ||
-	    (r = put_event_name(&g)) < 0 ||
+	    (r = put(&g, " : ")) < 0 || (r = put_text(&g, t->event, strlen(t->event))) < 0 ||
+	    (r = put(&g, " (")) < 0 ||
+	    (r = put_text(&g, t->unit[0] ? t->unit : "count",
+	                  t->unit[0] ? strlen(t->unit) : 5)) < 0 ||
+	    (r = put(&g, ")\nevents: ")) < 0 || (r = put_event_name(&g)) < 0 ||
 	    (r = putf(&g, " Samples\nsummary: %" PRIu64 " %" PRIu64 "\n", tw, ts)) < 0)
 		goto out;
 	for (uint32_t i = 0; i < nnames; i++) {

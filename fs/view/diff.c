@@ -225,13 +225,8 @@ int view_render_regressions(const struct view_tree *t, uint32_t node, struct vie
 		}
 		path = np;
 		/* The path, written from the leaf up at its final offsets. */
-		for (uint32_t a = n; a != VIEW_ROOT; a = t->nodes[a].parent) {
-			const struct vstr *s = &t->strs[vnode_frame(t, a)->name];
-			uint32_t end = t->nodes[a].path_len;
-			if (t->nodes[a].parent != VIEW_ROOT)
-				path[end - s->len - 1] = ';';
-			memcpy(path + end - s->len, t->arena + s->off, s->len);
-		}
+		for (uint32_t a = n; a != VIEW_ROOT; a = t->nodes[a].parent)
+			view_path_put_name(t, a, path);
 		if ((r = view_buf_append(out, pct, (size_t)plen)) < 0 ||
 		    (r = view_buf_append(out, path, len)) < 0 ||
 		    (r = view_buf_append(out, "\n", 1)) < 0)

@@ -220,7 +220,7 @@ static int path_lengths(struct view_tree *t)
 		struct vnode *v = &t->nodes[n];
 		if (n + PREFETCH_AHEAD < t->nnodes)
 			__builtin_prefetch(&t->nodes[t->nodes[n + PREFETCH_AHEAD].parent]);
-		uint64_t len = t->strs[vnode_frame(t, n)->name].len;
+		uint64_t len = vstr_folded_len(t, vnode_frame(t, n)->name);
 		if (v->parent != VIEW_ROOT)
 			len += t->nodes[v->parent].path_len + 1;
 		if (len > UINT32_MAX)
@@ -470,6 +470,21 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool
 	if (!l->rk || !l->bynode || !l->byparent || !l->par || !l->mask || !l->rec || !l->chk ||
 	    !l->keys || !l->rank || !l->ext || !l->start || !t->kids || !t->name_sums)
 		goto fail;
+	/* Names a folded path escapes: their escaped lengths, which the path
+	 * lengths and folded sizes count. */
+	if (t->names_escape && !t->esc_len) {
+		t->esc_len = malloc(nstrs * sizeof(*t->esc_len));
+		if (!t->esc_len)
+			goto fail;
+		for (uint32_t i = 0; i < t->nstrs; i++) {
+			size_t e = view_text_len(vstr_ptr(t, i), t->strs[i].len, VIEW_TEXT_FOLDED);
+			if (e > UINT32_MAX) {
+				r = -EOVERFLOW;
+				goto fail;
+			}
+			t->esc_len[i] = (uint32_t)e;
+		}
+	}
 	{
 		uint32_t *big[] = {l->rk, l->bynode, l->byparent, l->par, l->chk, t->kids};
 		for (size_t k = 0; k < sizeof(big) / sizeof(big[0]); k++)
@@ -480,8 +495,8 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool
 	 * most): then first, here. */
 	uint32_t longest = 0;
 	for (uint32_t i = 0; i < t->nstrs; i++)
-		if (t->strs[i].len > longest)
-			longest = t->strs[i].len;
+		if (vstr_folded_len(t, i) > longest)
+			longest = vstr_folded_len(t, i);
 	if ((uint64_t)t->nnodes * ((uint64_t)longest + 1) > UINT32_MAX) {
 		if ((r = path_lengths(t)) < 0)
 			goto fail;

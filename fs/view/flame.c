@@ -26,6 +26,9 @@
 #define FRAMES_WIDTH (IMAGE_WIDTH - 2 * PAD)
 /* Frames narrower than this share of the graph are left out. */
 #define MIN_SHARE 0.001
+/* A tooltip shows at most this many characters of a name, so that the
+ * graph's size follows its frames, not its longest names. */
+#define TITLE_CHARS 1024
 
 struct frame {
 	uint32_t node; /* VIEW_NONE for the "all" frame */
@@ -51,6 +54,8 @@ static int put(struct flame *f, const char *s)
 	return view_buf_append(f->out, s, strlen(s));
 }
 
+/* Numbers and the renderer's own words only: a string of the data (a
+ * name, the unit, the event) goes through put_xml(). */
 static int putf(struct flame *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int putf(struct flame *f, const char *fmt, ...)
 {
@@ -65,80 +70,16 @@ static int putf(struct flame *f, const char *fmt, ...)
 	return view_buf_append(f->out, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if none. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0)
-		len = 2, cp = p[0] & 0x1f;
-	else if ((p[0] & 0xf0) == 0xe0)
-		len = 3, cp = p[0] & 0x0f;
-	else if ((p[0] & 0xf8) == 0xf0)
-		len = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
-		return 0;
-	return len;
-}
-
-/* Appends name[0..len) as XML character data, at most `max_chars`
- * characters of it (the last two then ".." when it is cut).  Bytes that
- * XML cannot hold (controls, invalid UTF-8) become U+FFFD. */
+/* Appends name[0..len) as XML text, at most `max_chars` characters of it
+ * (see view_xml_append(), the only way a string enters the SVG). */
 static int put_xml(struct flame *f, const char *name, size_t len, size_t max_chars)
 {
-	const unsigned char *p = (const unsigned char *)name;
-	size_t chars = 0, i, keep = len;
-	int r = 0;
+	return view_xml_append(f->out, name, len, max_chars);
+}
 
-	/* Count characters to know whether, and where, to cut. */
-	for (i = 0; i < len; chars++) {
-		size_t l = utf8_len(p + i, len - i);
-		i += l ? l : 1;
-	}
-	if (chars > max_chars) {
-		size_t want = max_chars >= 2 ? max_chars - 2 : 0;
-		for (i = 0, chars = 0; i < len && chars < want; chars++) {
-			size_t l = utf8_len(p + i, len - i);
-			i += l ? l : 1;
-		}
-		keep = i;
-	}
-	for (i = 0; i < keep && r == 0;) {
-		size_t l = utf8_len(p + i, len - i);
-		unsigned char c = p[i];
-		if (l == 0 || (c < 0x20 && c != '\t') || c == 0x7f) {
-			r = view_buf_append(f->out, "\xef\xbf\xbd", 3);
-			i += 1;
-			continue;
-		}
-		if (c == '&')
-			r = put(f, "&amp;");
-		else if (c == '<')
-			r = put(f, "&lt;");
-		else if (c == '>')
-			r = put(f, "&gt;");
-		else if (c == '"')
-			r = put(f, "&quot;");
-		else
-			r = view_buf_append(f->out, name + i, l);
-		i += l;
-	}
-	if (r == 0 && keep < len)
-		r = put(f, "..");
-	return r;
+static int put_xml_str(struct flame *f, const char *s)
+{
+	return view_xml_append(f->out, s, strlen(s), SIZE_MAX);
 }
 
 /* Writes v with thousands separators. */
@@ -238,16 +179,17 @@ static int put_title(struct flame *f, const struct frame *fr)
 	uint64_t w = weight_of(f, fr);
 	int r;
 
-	if ((r = put(f, "<title>")) < 0 || (r = put_xml(f, name, len, SIZE_MAX)) < 0)
+	if ((r = put(f, "<title>")) < 0 || (r = put_xml(f, name, len, TITLE_CHARS)) < 0)
 		return r;
 	if (t->base) {
 		uint64_t a = base_weight_of(f, fr);
 		double sa = f->base_total ? 100.0 * (double)a / (double)f->base_total : 0;
 		double sb = f->total ? 100.0 * (double)w / (double)f->total : 0;
 		if ((r = put(f, " (A ")) < 0 || (r = put_grouped(f, a)) < 0 ||
-		    (r = put(f, ", B ")) < 0 || (r = put_grouped(f, w)) < 0)
+		    (r = put(f, ", B ")) < 0 || (r = put_grouped(f, w)) < 0 ||
+		    (r = put(f, " ")) < 0 || (r = put_xml_str(f, t->unit)) < 0)
 			return r;
-		return putf(f, " %s; %.2f%% to %.2f%%, %+.2f%%)</title>", t->unit, sa, sb, sb - sa);
+		return putf(f, "; %.2f%% to %.2f%%, %+.2f%%)</title>", sa, sb, sb - sa);
 	}
 	uint64_t samples =
 	        fr->ancestor ? t->nodes[f->node].total_samples : t->nodes[node].total_samples;
@@ -255,8 +197,8 @@ static int put_title(struct flame *f, const struct frame *fr)
 		return r;
 	if (strcmp(t->unit, "count") == 0 || t->unit[0] == '\0')
 		r = put(f, w == 1 ? " sample" : " samples");
-	else
-		r = putf(f, " %s", t->unit);
+	else if ((r = put(f, " ")) == 0)
+		r = put_xml_str(f, t->unit);
 	if (r == 0 && samples != w && strcmp(t->unit, "count") != 0) {
 		if ((r = put(f, ", ")) < 0 || (r = put_grouped(f, samples)) < 0)
 			return r;
@@ -410,8 +352,8 @@ int view_render_flame_svg(const struct view_tree *t, uint32_t node, struct view_
 	              t->base ? "Differential Flame Graph" : "Flame Graph")) < 0 ||
 	    (r = putf(&f, "<text id=\"subtitle\" x=\"%d\" y=\"%d\" style=\"text-anchor:middle\">",
 	              IMAGE_WIDTH / 2, PAD_TOP - 8)) < 0 ||
-	    (r = put_xml(&f, t->event, strlen(t->event), SIZE_MAX)) < 0 ||
-	    (r = put(&f, " (")) < 0 || (r = put_xml(&f, t->unit, strlen(t->unit), SIZE_MAX)) < 0 ||
+	    (r = put_xml_str(&f, t->event)) < 0 || (r = put(&f, " (")) < 0 ||
+	    (r = put_xml_str(&f, t->unit)) < 0 ||
 	    (r = put(&f, t->base ? "): B against A, widths by B, red grew, blue shrank" : ")")) <
 	            0 ||
 	    (r = putf(&f,

@@ -20,24 +20,39 @@ void view_buf_init(struct view_buf *b)
 	b->data = NULL;
 	b->len = 0;
 	b->cap = 0;
+	b->max = 0;
 }
 
 void view_buf_free(struct view_buf *b)
 {
 	free(b->data);
-	view_buf_init(b);
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+}
+
+size_t view_buf_max(const struct view_buf *b)
+{
+	return b->max ? b->max : VIEW_RENDER_MAX;
 }
 
 int view_buf_reserve(struct view_buf *b, size_t extra)
 {
+	size_t max = view_buf_max(b);
+
 	if (extra > SIZE_MAX - b->len - 1)
 		return -ENOMEM;
+	if (b->len + extra > max)
+		return -EFBIG;
 	size_t need = b->len + extra + 1;
 	if (need <= b->cap)
 		return 0;
+	/* Doubling, but never past the cap and its NUL (need is within). */
 	size_t ncap = b->cap ? b->cap : 256;
 	while (ncap < need)
 		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	if (ncap - 1 > max)
+		ncap = max + 1;
 	char *nd = realloc(b->data, ncap);
 	if (!nd)
 		return -ENOMEM;
@@ -59,6 +74,32 @@ int view_buf_append(struct view_buf *b, const void *data, size_t len)
 		memcpy(b->data + b->len, data, len);
 	b->len += len;
 	b->data[b->len] = '\0';
+	return 0;
+}
+
+int view_parse_size(const char *s, size_t *bytes)
+{
+	uint64_t v = 0, unit = 1;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++)
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *p - '0', &v))
+			return -ERANGE;
+	switch (*p) {
+	case 'K': case 'k': unit = 1ull << 10; p++; break;
+	case 'M': case 'm': unit = 1ull << 20; p++; break;
+	case 'G': case 'g': unit = 1ull << 30; p++; break;
+	default: break;
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	if (__builtin_mul_overflow(v, unit, &v) || v > SIZE_MAX - 1)
+		return -ERANGE;
+	if (v == 0)
+		return -ERANGE;
+	*bytes = (size_t)v;
 	return 0;
 }
 
@@ -116,11 +157,11 @@ int view_render_name(const struct view_tree *t, uint32_t node, struct view_buf *
 {
 	size_t len;
 	const char *name = view_node_name(t, node, &len);
-	int r = view_buf_reserve(out, len + 1);
+	int r = view_buf_reserve(out, view_text_len(name, len, 0) + 1);
 
 	if (r < 0)
 		return r;
-	view_buf_append(out, name, len);
+	view_text_append(out, name, len, 0);
 	return view_buf_append(out, "\n", 1);
 }
 
@@ -143,9 +184,9 @@ static uint64_t total_size(const struct view_tree *t, uint32_t node)
 static uint64_t name_size(const struct view_tree *t, uint32_t node)
 {
 	size_t len;
+	const char *name = view_node_name(t, node, &len);
 
-	view_node_name(t, node, &len);
-	return len + 1;
+	return view_text_len(name, len, 0) + 1;
 }
 
 uint64_t view_folded_size(const struct view_tree *t, uint32_t node)
@@ -176,16 +217,26 @@ static int dfs_push(struct dfs **stack, size_t *depth, size_t *cap, uint32_t n)
 	return 0;
 }
 
+void view_path_put_name(const struct view_tree *t, uint32_t n, char *path)
+{
+	const struct vnode *v = &t->nodes[n];
+	uint32_t sid = vnode_frame(t, n)->name;
+	const struct vstr *s = &t->strs[sid];
+
+	if (v->parent != VIEW_ROOT)
+		path[t->nodes[v->parent].path_len] = ';';
+	if (t->esc_len)
+		view_text_put(path + v->path_len - t->esc_len[sid], t->arena + s->off, s->len,
+		              VIEW_TEXT_FOLDED);
+	else
+		memcpy(path + v->path_len - s->len, t->arena + s->off, s->len);
+}
+
 /* Writes the "bin;a;b" path of `n` into path[0..path_len) (the buffer is
  * at least that long).  Names are placed at their final offsets. */
 static void put_name(const struct view_tree *t, uint32_t n, char *path)
 {
-	const struct vnode *v = &t->nodes[n];
-	const struct vstr *s = &t->strs[vnode_frame(t, n)->name];
-
-	if (v->parent != VIEW_ROOT)
-		path[t->nodes[v->parent].path_len] = ';';
-	memcpy(path + v->path_len - s->len, t->arena + s->off, s->len);
+	view_path_put_name(t, n, path);
 }
 
 /* Writes the counts that end node n's folded line, " W" (" A B" in a
@@ -474,16 +525,20 @@ int view_render_folded(const struct view_tree *t, uint32_t node, struct view_buf
 	size_t nlines = 0, i;
 	int r;
 
-	if (size > SIZE_MAX / 2)
-		return -ENOMEM;
+	/* The size is known before a byte is written: a rendering past the
+	 * cap is refused before its memory is asked for. */
+	if (size > view_buf_max(out) || out->len > view_buf_max(out) - size)
+		return -EFBIG;
 	r = view_buf_reserve(out, (size_t)size);
 	if (r < 0)
 		return r;
-	if (!t->folded_needs_sort)
+	if (!t->folded_needs_sort && !t->esc_len)
 		return t->folded_keyed ? folded_keyed(t, node, out) : folded_dfs(t, node, out);
 
 	/* Rare: some sibling name extends another by ';' itself (names with
-	 * ';' in them), so keys do not decide the order.  Sort lines. */
+	 * ';' in them), so keys do not decide the order, or names are
+	 * written escaped, which changes their order.  Sort lines. */
+	tmp.max = out->max;
 	r = view_buf_reserve(&tmp, (size_t)size);
 	if (r < 0)
 		goto out;
@@ -889,6 +944,12 @@ int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf 
 	for (i = 0; i < nsampled; i++)
 		for (uint32_t a = sampled[i]; a != VIEW_ROOT; a = t->nodes[a].parent)
 			nlocids++;
+	/* Each location id takes a byte of the profile at least (and 8 here
+	 * before it is encoded): past the cap, refuse before allocating. */
+	if (nlocids > view_buf_max(out) / 8) {
+		r = -EFBIG;
+		goto out;
+	}
 
 	/* String table: "" first, then the sample types. */
 	int64_t idx;

@@ -218,6 +218,8 @@ out:
 	return r;
 }
 
+/* Numbers and the renderer's own words only: a name, unit or event goes
+ * through view_text_append() or view_xml_append(). */
 static int appendf(struct view_buf *out, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 static int appendf(struct view_buf *out, const char *fmt, ...)
@@ -260,13 +262,15 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 		return -EINVAL;
 	if ((r = collect(t, node, &b, &n)) < 0)
 		return r;
-	r = appendf(out,
-	            "# %zu buckets of %" PRIu32 " s; clock %s; unit %s (%s)\n"
-	            "# start samples weight start_utc\n",
-	            n, t->src.bucket_seconds,
+	const char *event = t->event ? t->event : "", *unit = t->unit ? t->unit : "";
+	r = appendf(out, "# %zu buckets of %" PRIu32 " s; clock %s; unit ", n,
+	            t->src.bucket_seconds,
 	            wall_clock(b, n) ? "unix (seconds, UTC)"
-	                             : "perf (seconds since boot unless perf recorded with -k)",
-	            t->unit ? t->unit : "", t->event ? t->event : "");
+	                             : "perf (seconds since boot unless perf recorded with -k)");
+	if (r == 0 && (r = view_text_append(out, unit, strlen(unit), 0)) == 0 &&
+	    (r = view_buf_append(out, " (", 2)) == 0 &&
+	    (r = view_text_append(out, event, strlen(event), 0)) == 0)
+		r = appendf(out, ")\n# start samples weight start_utc\n");
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char when[32];
 		iso(when, b[i].start);
@@ -277,26 +281,8 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 	return r;
 }
 
-/* Appends s with &, <, >, " escaped for XML. */
-static int xml_text(struct view_buf *out, const char *s, size_t len)
-{
-	int r = 0;
-
-	for (size_t i = 0; i < len && r == 0; i++) {
-		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '&': r = view_buf_append(out, "&amp;", 5); break;
-		case '<': r = view_buf_append(out, "&lt;", 4); break;
-		case '>': r = view_buf_append(out, "&gt;", 4); break;
-		case '"': r = view_buf_append(out, "&quot;", 6); break;
-		default:
-			/* XML 1.0 forbids most control characters. */
-			r = c < 0x20 && c != '\t' ? view_buf_append(out, "?", 1)
-			                          : view_buf_append(out, s + i, 1);
-		}
-	}
-	return r;
-}
+/* A name, unit or event in timeline.svg: at most this many characters. */
+#define SVG_TEXT_CHARS 200
 
 #define SVG_W  1200
 #define SVG_H  360
@@ -323,6 +309,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	int64_t first = n ? b[0].start : 0, last = n ? b[n - 1].start + bs : bs;
 	double span = (double)(last - first);
 	const char *name = node == VIEW_ROOT ? "all" : view_node_name(t, node, &len);
+	const char *event = t->event ? t->event : "", *unit = t->unit ? t->unit : "";
 	if (node == VIEW_ROOT)
 		len = 3;
 
@@ -340,10 +327,12 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	        "of ",
 	        SVG_W, SVG_H, SVG_W, SVG_H, SVG_W, SVG_H, SVG_W / 2);
 	if (r == 0)
-		r = xml_text(out, name, len);
-	if (r == 0)
-		r = appendf(out, " (%s, %s per %" PRId64 " s bucket)</text>\n",
-		            t->event ? t->event : "", t->unit ? t->unit : "", bs);
+		r = view_xml_append(out, name, len, SVG_TEXT_CHARS);
+	if (r == 0 && (r = view_buf_append(out, " (", 2)) == 0 &&
+	    (r = view_xml_append(out, event, strlen(event), SVG_TEXT_CHARS)) == 0 &&
+	    (r = view_buf_append(out, ", ", 2)) == 0 &&
+	    (r = view_xml_append(out, unit, strlen(unit), SVG_TEXT_CHARS)) == 0)
+		r = appendf(out, " per %" PRId64 " s bucket)</text>\n", bs);
 	if (r == 0)
 		r = appendf(out,
 		            "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"

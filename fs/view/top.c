@@ -357,6 +357,17 @@ static void put_seconds(char out[48], uint64_t v, uint64_t per_second)
 		         v % per_second);
 }
 
+/* The bytes name string sid takes in `top` (escaped as text files
+ * escape names; a tree with no name a folded path escapes has none). */
+static size_t top_name_len(const struct view_tree *t, uint32_t sid)
+{
+	if (!t->esc_len)
+		return t->strs[sid].len;
+	return view_text_len(vstr_ptr(t, sid), t->strs[sid].len, 0);
+}
+
+/* Numbers and the renderer's own words only: names, the unit and the
+ * event go through view_text_append() or view_text_put(). */
 static int appendf(struct view_buf *out, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 static int appendf(struct view_buf *out, const char *fmt, ...)
@@ -397,18 +408,18 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 	unsigned w = view_digits(whole);
 	if (w < 4)
 		w = 4;
+	const char *event = t->event ? t->event : "";
 	char secs[48];
-	if (view_unit_is_clock(unit, &per_second)) {
-		put_seconds(secs, whole, per_second);
-		r = appendf(out,
-		            "# %" PRIu32 " functions by self weight; unit %s (%s), total %" PRIu64
-		            " = %s s\n",
-		            nfuncs, unit, t->event ? t->event : "", whole, secs);
-	} else {
-		r = appendf(out,
-		            "# %" PRIu32 " functions by self weight; unit %s (%s), total %" PRIu64
-		            "\n",
-		            nfuncs, unit, t->event ? t->event : "", whole);
+	r = appendf(out, "# %" PRIu32 " functions by self weight; unit ", nfuncs);
+	if (r == 0 && (r = view_text_append(out, unit, strlen(unit), 0)) == 0 &&
+	    (r = view_buf_append(out, " (", 2)) == 0 &&
+	    (r = view_text_append(out, event, strlen(event), 0)) == 0) {
+		if (view_unit_is_clock(unit, &per_second)) {
+			put_seconds(secs, whole, per_second);
+			r = appendf(out, "), total %" PRIu64 " = %s s\n", whole, secs);
+		} else {
+			r = appendf(out, "), total %" PRIu64 "\n", whole);
+		}
 	}
 	if (r == 0)
 		r = appendf(out, "#%*s %7s %*s %7s %-7s %s\n", (int)w - 1, "self", "self%", (int)w,
@@ -422,7 +433,7 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 	for (uint32_t i = 0; i < nfuncs; i++) {
 		size_t klen = strlen(view_kind_name(funcs[i].kind));
 		all += 2 * (size_t)w + 2 * 7 + (klen > 7 ? klen : 7) + 4 +
-		       t->strs[funcs[i].name].len + 1;
+		       top_name_len(t, funcs[i].name) + 1;
 	}
 	/* With room for the loop's reservation per line, which allows 20
 	 * digits a number (2 * (20 - 4) bytes more at most). */
@@ -437,7 +448,7 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 		 * them, the name and the newline. */
 		size_t num = w > 20 ? w : 20;
 		if ((r = view_buf_reserve(out, 2 * num + 2 * 7 + (klen > 7 ? klen : 7) + 4 +
-		                                       s->len + 1)) < 0)
+		                                       top_name_len(t, funcs[i].name) + 1)) < 0)
 			break;
 		char *p = out->data + out->len, *p0 = p;
 		p += put_num(p, funcs[i].self, w);
@@ -453,8 +464,12 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 		for (size_t k = klen; k < 7; k++)
 			*p++ = ' ';
 		*p++ = ' ';
-		memcpy(p, t->arena + s->off, s->len);
-		p += s->len;
+		if (t->esc_len) {
+			p = view_text_put(p, t->arena + s->off, s->len, 0);
+		} else {
+			memcpy(p, t->arena + s->off, s->len);
+			p += s->len;
+		}
 		*p++ = '\n';
 		out->len += (size_t)(p - p0);
 		out->data[out->len] = '\0';

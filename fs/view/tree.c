@@ -58,6 +58,7 @@ void view_tree_free(struct view_tree *t)
 	free(t->ltab);
 	free(t->frames);
 	free(t->strs);
+	free(t->esc_len);
 	free(t->arena);
 	free(t->event);
 	free(t->unit);
@@ -83,6 +84,7 @@ size_t view_tree_memory(const struct view_tree *t)
 	       (size_t)t->nnodes * sizeof(*t->kids) + (size_t)t->frames_cap * sizeof(*t->frames) +
 	       (t->name_sums ? (size_t)t->nstrs * sizeof(*t->name_sums) : 0) +
 	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap +
+	       (t->esc_len ? (size_t)t->nstrs * sizeof(*t->esc_len) : 0) +
 	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0) +
 	       t->src.nseries * (sizeof(*t->src.series) + sizeof(*t->src.binary));
 }

@@ -105,6 +105,14 @@ struct view_tree {
 	 * possible for names that contain ';'): keys do not decide the order
 	 * there, so the folded renderer sorts all lines. */
 	bool folded_needs_sort;
+	/* true when some frame name holds a byte a folded path escapes
+	 * (view_text_put() with VIEW_TEXT_FOLDED): set as frames are added
+	 * (build.c), and then view_tree_finish() makes esc_len. */
+	bool names_escape;
+	/* NULL, or per string id its length escaped for a folded path: path
+	 * lengths and folded sizes count the escaped bytes, and the folded
+	 * renderer writes names escaped and sorts its lines (render.c). */
+	uint32_t *esc_len;
 	/* (parent, name) -> node + 1, 0 = empty: the lookup table of every
 	 * visible node but the root, open addressing, at most 3/4 full. */
 	uint32_t *ltab;
@@ -128,6 +136,12 @@ struct view_tree {
 static inline const char *vstr_ptr(const struct view_tree *t, uint32_t s)
 {
 	return t->arena + t->strs[s].off;
+}
+
+/* The bytes string s takes in a folded path (escaped). */
+static inline uint32_t vstr_folded_len(const struct view_tree *t, uint32_t s)
+{
+	return t->esc_len ? t->esc_len[s] : t->strs[s].len;
 }
 
 static inline const struct vframe *vnode_frame(const struct view_tree *t, uint32_t n)
@@ -221,6 +235,11 @@ int view_builder_add_base(struct view_builder *b, uint32_t node, uint64_t sample
 /* Finishes the tree into *out (the caller owns it) and frees the builder,
  * also on failure. */
 int view_builder_finish(struct view_builder *b, struct view_tree **out);
+
+/* Writes node n's frame name, escaped as folded paths are, at its place
+ * in the buffer of a folded path that holds n's ancestors' (bytes
+ * [0, n's path_len)), with the ';' before it below a binary (render.c). */
+void view_path_put_name(const struct view_tree *t, uint32_t n, char *path);
 
 /* True when node n of a tree has a folded line (a self count, in either
  * version of a diff tree). */

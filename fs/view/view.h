@@ -32,12 +32,29 @@
 
 /* A growable buffer.  `data` is malloc'd and owned by the buffer; it is
  * always NUL-terminated after a successful append (the NUL is not counted
- * in len).  A zeroed struct is a valid empty buffer. */
+ * in len).  A zeroed struct is a valid empty buffer.  `max` caps len: an
+ * append or reserve that would pass it fails with -EFBIG and leaves the
+ * buffer as it was (0: VIEW_RENDER_MAX), so one rendering can never take
+ * more than that much memory, whatever the tree; view_buf_free() keeps
+ * it. */
 struct view_buf {
 	char *data;
 	size_t len;
 	size_t cap;
+	size_t max;
 };
+
+/* The default cap of one rendering (struct view_buf's max): 256 MiB.
+ * flamefs takes another with -o max_render=SIZE, export with
+ * --max-render SIZE. */
+#define VIEW_RENDER_MAX ((size_t)256 << 20)
+
+/* The cap b->max stands for (VIEW_RENDER_MAX when 0). */
+size_t view_buf_max(const struct view_buf *b);
+/* Parses a size: a number of bytes, optionally followed by K, M or G
+ * (KiB, MiB, GiB; "256M").  Returns 0, -EINVAL or -ERANGE (0 bytes, or
+ * past SIZE_MAX). */
+int view_parse_size(const char *s, size_t *bytes);
 
 void view_buf_init(struct view_buf *b);
 /* Frees the data and leaves an empty buffer.  Accepts an empty buffer. */
@@ -339,6 +356,34 @@ enum view_escape_flags {
  * at most VIEW_NAME_MAX bytes) and returns its length.  The rule is
  * documented in fs/README.md.  Never fails. */
 size_t view_escape(const char *name, size_t len, int flags, char out[VIEW_NAME_MAX + 1]);
+
+/* ---- names inside files ---------------------------------------------- */
+
+enum view_text_flags {
+	VIEW_TEXT_FOLDED = 1 << 0, /* also escape ';' (a frame of a folded stack) */
+};
+
+/* The text files' escaping (fs/view/README.md, "Names in files"): every
+ * byte below 0x20, 0x7f, backslash and the two bytes of U+0080..U+009F (the C1
+ * controls in UTF-8) become \xNN (two lower-case hex digits), and so
+ * does ';' with VIEW_TEXT_FOLDED; every other byte is kept.  So a name
+ * stays on its line, sends a terminal nothing, and stays one frame of a
+ * folded stack.  view_text_len() is the escaped length; view_text_put()
+ * writes it at out (which has room for it) and returns the end. */
+size_t view_text_len(const char *s, size_t len, int flags);
+char *view_text_put(char *out, const char *s, size_t len, int flags);
+/* Appends the escaped name; 0 or -ENOMEM/-EFBIG. */
+int view_text_append(struct view_buf *b, const char *s, size_t len, int flags);
+/* Reverses view_text_put(): every \xNN becomes its byte, appended to
+ * out.  -EINVAL for a backslash that does not start one. */
+int view_text_unescape(const char *s, size_t len, struct view_buf *out);
+
+/* Appends s[0..len) as XML character data or attribute value (SVG): &, <,
+ * >, " and ' as entities, control bytes (but tab) and bytes that are not
+ * UTF-8 as U+FFFD; at most max_chars characters (SIZE_MAX: all), the
+ * last two then "..".  Every string an SVG renderer writes goes through
+ * it.  0 or -ENOMEM/-EFBIG. */
+int view_xml_append(struct view_buf *b, const char *s, size_t len, size_t max_chars);
 
 /* Decodes a directory name made by view_escape() into out (appended;
  * caller owns).  Returns 0 when `out` holds the full original name, 1
