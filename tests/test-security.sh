@@ -3,7 +3,10 @@
 # real programs: the mount is read-only, no frame name makes a path that
 # leaves its directory, store directories are created with mode 0700,
 # `record` refuses cleanly without CAP_BPF/CAP_PERFMON, and without
-# `-o allow_other` no other user can read the view.
+# `-o allow_other` no other user can read the view.  And issue #45's, on
+# the view's side: no name, unit or event of a profile puts markup into an
+# SVG or a control byte or a line into a text file, and a small profile
+# cannot make the daemon render (or hold) a huge file.
 #   usage: tests/test-security.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-security.sh BUILD_DIR}
@@ -170,6 +173,152 @@ out=$("$flamefs" -f -o rw "$store" "$mnt" 2>&1)
 rc=$?
 check "mounting with -o rw is refused as a usage error, exit 2 (got $rc: $out)" test "$rc" -eq 2
 check "and nothing was mounted" test "$(mountpoint -q "$mnt" && echo yes)" != yes
+
+# ---- issue #45: every string escaped for where it lands --------------------
+# A pprof whose sample type and unit are markup and whose frame names hold
+# <, &, quotes, newline (with a forged folded line after it), CR, ';', ESC,
+# a backslash and a C1 control; and a perf event named with markup.
+pprof_data=$(cd "$(dirname "$0")/data/pprof" && pwd)
+hostile=$tmp/hostile
+python3 "$pprof_data/make-hostile.py" markup >"$tmp/markup.pb.gz"
+printf 'web  100 [000] 1.000000:    1000 <script>alert(5)</script>: \n\t  401000 serve (/usr/bin/web)\n\t  401100 _start (/usr/bin/web)\n\n' >"$tmp/event.perf"
+"$collect" import --store "$hostile" "$tmp/markup.pb.gz" "$tmp/event.perf" >/dev/null 2>"$tmp/err" ||
+	bad "import of the hostile profiles: $(cat "$tmp/err")"
+# The renderer's own script and event attributes: a plain flame graph's.
+"$collect" export --store "$store" --format svg >"$tmp/plain.svg"
+svg_counts() { # SVG: "<script elements> <on* attributes>"
+	xmllint --xpath "concat(count(//*[local-name()='script']),' ',count(//@*[starts-with(local-name(),'on')]))" "$1" 2>/dev/null
+}
+flame_base=$(svg_counts "$tmp/plain.svg")
+check "a plain flame.svg has the renderer's one script and one onload (got '$flame_base')" \
+	test "$flame_base" = "1 1"
+store_saved=$store
+store=$hostile
+mount_fs
+store=$store_saved
+find "$mnt" -name '*.svg' -type f >"$tmp/svgs"
+nsvg=$(wc -l <"$tmp/svgs")
+svg_bad=0
+while IFS= read -r f; do
+	want="0 0"
+	[ "${f##*/}" = flame.svg ] && want=$flame_base
+	if ! xmllint --noout "$f" 2>"$tmp/xml.err"; then
+		echo "  not well-formed: $f: $(head -1 "$tmp/xml.err")"
+		svg_bad=$((svg_bad + 1))
+	elif [ "$(svg_counts "$f")" != "$want" ]; then
+		echo "  $f: scripts and on* attributes $(svg_counts "$f"), want $want"
+		svg_bad=$((svg_bad + 1))
+	fi
+done <"$tmp/svgs"
+check "all $nsvg SVGs of the view parse and hold only the renderer's script" \
+	test "$nsvg" -ge 20 -a "$svg_bad" -eq 0
+sub=$(xmllint --xpath "string(//*[@id='subtitle'])" "$mnt/app/default/flame.svg" 2>/dev/null)
+check "flame.svg's subtitle shows the markup event and unit as text (got: $sub)" \
+	test "$sub" = "</title><script>alert(1)</script> (</title><script>alert(2)</script>)"
+title=$(xmllint --xpath "string(//*[local-name()='g'][*[local-name()='title'][starts-with(., 'a<b>')]]/*[local-name()='title'])" \
+	"$mnt/app/default/flame.svg" 2>/dev/null)
+check "a tooltip shows the name and the unit as text (got: $title)" \
+	test "$title" = "a<b>&\"c\"'d (10 </title><script>alert(2)</script>, 1 sample, 1.52%)"
+sub=$(xmllint --xpath "string(//*[local-name()='text'][starts-with(., 'Timeline')])" "$mnt/web/default/timeline.svg" 2>/dev/null)
+check "timeline.svg names the perf event as text (got: $sub)" \
+	test "$sub" = "Timeline of web (<script>alert(5)</script>, count per 60 s bucket)"
+
+# Text files: one line per stack or function, no control byte but newline.
+app=$mnt/app/default
+folded_lines=$(wc -l <"$app/folded")
+folded_sum=$(awk '{ s += $NF } END { print s }' "$app/folded")
+check "folded has one line per stack: 11 (got $folded_lines)" test "$folded_lines" -eq 11
+check "and its weights add up to total: 660 (got $folded_sum, total $(cat "$app/total"))" \
+	test "$folded_sum" = 660 -a "$(cat "$app/total")" = 660
+check "every folded line is app;main and at most two more frames, then a weight" \
+	test "$(grep -cvE '^app;main(;[^;]+){1,2} [0-9]+$' "$app/folded")" -eq 0
+# \xNN decodes every frame back to the profile's names.
+python3 - "$app/folded" >"$tmp/decoded" <<'PY'
+import re, sys
+names = set()
+for line in open(sys.argv[1], "rb").read().split(b"\n")[:-1]:
+    stack = line.rsplit(b" ", 1)[0]
+    for frame in stack.split(b";")[2:]:
+        names.add(re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), frame))
+print(sorted(names))
+PY
+want=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import importlib; h = importlib.import_module("make-hostile"); print(sorted(set(h.NAMES[1:])))' "$pprof_data")
+check "folded's frames decode to exactly the profile's names" test "$(cat "$tmp/decoded")" = "$want"
+ctl=0
+evil_dir=$app/main/$(ls "$app/main" | grep '^evil')
+for f in "$app"/folded "$app"/top "$app"/callgrind "$app"/timeline "$mnt"/top "$mnt"/callgrind \
+	"$mnt"/folded "$evil_dir"/name "$evil_dir"/top "$evil_dir"/folded "$mnt"/web/default/top \
+	"$mnt"/web/default/timeline "$mnt"/web/default/callgrind; do
+	if grep -qaP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$f"; then
+		echo "  raw control byte in $f"
+		ctl=$((ctl + 1))
+	fi
+done
+check "folded, top, callgrind, timeline and name hold no raw control byte" test "$ctl" -eq 0
+check "top lists the 10 functions after its 2 header lines (got $(wc -l <"$app/top") lines)" \
+	test "$(wc -l <"$app/top")" -eq 12
+check "timeline is its 2 header lines and 1 bucket (got $(wc -l <"$app/timeline") lines)" \
+	test "$(wc -l <"$app/timeline")" -eq 3
+check "the name file of the newline frame is one line" test "$(wc -l <"$evil_dir/name")" -eq 1
+if callgrind_annotate "$app/callgrind" >"$tmp/annotate" 2>&1; then
+	check "callgrind_annotate reads callgrind: PROGRAM TOTALS 660" \
+		grep -qE '^ *660 .*PROGRAM TOTALS' "$tmp/annotate"
+else
+	bad "callgrind_annotate fails on callgrind: $(head -3 "$tmp/annotate")"
+fi
+cp "$app/folded" "$tmp/view.folded"
+unmount_fs
+# export -> import -> export keeps every stack and name.
+"$collect" import --store "$tmp/again" --binary app "$tmp/view.folded" >/dev/null 2>&1
+"$collect" export --store "$hostile" --binary app >"$tmp/one.folded"
+"$collect" export --store "$tmp/again" >"$tmp/two.folded"
+sed 's/^app;app;/app;/' "$tmp/two.folded" >"$tmp/two-trimmed.folded"
+check "folded exported and imported again gives the same folded" \
+	cmp -s "$tmp/one.folded" "$tmp/two-trimmed.folded"
+
+# ---- issue #45: a small profile cannot make a huge rendering ----------------
+# A few hundred bytes of pprof: one 64 KiB name, one sample of 5,000
+# locations; its folded line is 5000 * 65537 bytes, past the 256 MiB cap.
+python3 "$pprof_data/make-hostile.py" bomb 65536 5000 >"$tmp/bomb.pb.gz"
+"$collect" import --store "$tmp/bomb" "$tmp/bomb.pb.gz" >/dev/null 2>"$tmp/err" ||
+	bad "import of the bomb: $(cat "$tmp/err")"
+hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$pid/status"; }
+store=$tmp/bomb
+mount_fs
+store=$store_saved
+b=$mnt/bomb/default
+cat "$b/total" >/dev/null
+rss0=$(hwm)
+err=$(cat "$b/folded" 2>&1 >/dev/null)
+check "the 327 MB folded is refused with EFBIG (got: $err)" test -z "${err##*File too large*}" -a -n "$err"
+check "and the daemon says why in its log" grep -q "folded of \"bomb\".*passes the limit of 268435456 bytes (-o max_render); refused with EFBIG" "$tmp/daemon.err"
+svg_size=$(cat "$b/flame.svg" | wc -c)
+check "flame.svg of the 5,000 frames renders bounded: $svg_size bytes < 16 MiB" test "$svg_size" -gt 0 -a "$svg_size" -lt 16777216
+cat "$b/pprof" "$b/callgrind" "$b/top" "$b/timeline" "$b/timeline.svg" >/dev/null 2>&1
+rss1=$(hwm)
+echo "     daemon peak RSS (VmHWM): $rss0 kB after building the tree, $rss1 kB after reading every file"
+check "the daemon's peak RSS grew by less than 64 MiB reading them (+$((rss1 - rss0)) kB)" \
+	test $((rss1 - rss0)) -lt 65536
+unmount_fs
+store=$tmp/bomb
+mount_fs -o max_render=1M
+store=$store_saved
+err=$(cat "$b/flame.svg" 2>&1 >/dev/null)
+check "with -o max_render=1M the 6 MB flame.svg is refused with EFBIG (got: $err)" \
+	test -z "${err##*File too large*}" -a -n "$err"
+check "and the 64 KiB top is still served" test "$(wc -l <"$b/top")" -eq 3
+unmount_fs
+out=$("$flamefs" -f -o max_render=lots "$tmp/bomb" "$mnt" 2>&1)
+rc=$?
+check "-o max_render=lots is a usage error, exit 2 (got $rc: $out)" test "$rc" -eq 2
+out=$("$collect" export --store "$tmp/bomb" 2>&1 >/dev/null)
+rc=$?
+check "export of the bomb's folded exits 1 naming the limit (got $rc: $out)" \
+	test "$rc" -eq 1 -a -z "${out##*passes the limit of 268435456 bytes (--max-render)*}"
+out=$("$collect" export --store "$tmp/bomb" --format svg --max-render 1M 2>&1 >/dev/null)
+rc=$?
+check "export --max-render 1M of the flame graph exits 1 (got $rc: $out)" \
+	test "$rc" -eq 1 -a -z "${out##*passes the limit of 1048576 bytes*}"
 
 echo "$failures failed, $skips skipped"
 [ "$failures" -eq 0 ]

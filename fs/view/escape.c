@@ -305,19 +305,18 @@ int view_xml_append(struct view_buf *b, const char *s, size_t len, size_t max_ch
 	size_t chars = 0, i, keep = len;
 	int r = 0;
 
-	/* Count characters to know whether, and where, to cut. */
-	for (i = 0; i < len; chars++) {
+	/* Whether, and where, to cut: where max_chars - 2 characters end,
+	 * if more than max_chars follow (the scan stops there, so a long
+	 * name costs what is written of it, not its length). */
+	size_t want = max_chars >= 2 ? max_chars - 2 : 0, cut = 0;
+	for (i = 0; i < len && chars <= max_chars; chars++) {
+		if (chars == want)
+			cut = i;
 		size_t l = utf8_len(p + i, len - i);
 		i += l ? l : 1;
 	}
-	if (chars > max_chars) {
-		size_t want = max_chars >= 2 ? max_chars - 2 : 0;
-		for (i = 0, chars = 0; i < len && chars < want; chars++) {
-			size_t l = utf8_len(p + i, len - i);
-			i += l ? l : 1;
-		}
-		keep = i;
-	}
+	if (chars > max_chars)
+		keep = cut;
 	for (i = 0; i < keep && r == 0;) {
 		size_t l = utf8_len(p + i, len - i), run;
 		unsigned char c = p[i];
