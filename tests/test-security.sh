@@ -213,12 +213,14 @@ done <"$tmp/svgs"
 check "all $nsvg SVGs of the view parse and hold only the renderer's script" \
 	test "$nsvg" -ge 20 -a "$svg_bad" -eq 0
 sub=$(xmllint --xpath "string(//*[@id='subtitle'])" "$mnt/app/default/flame.svg" 2>/dev/null)
+fffd=$'\xef\xbf\xbd' # U+FFFD, what a control byte becomes in XML
+unit_xml="</title>$fffd# forged$fffd<script>alert(2)</script>"
 check "flame.svg's subtitle shows the markup event and unit as text (got: $sub)" \
-	test "$sub" = "</title><script>alert(1)</script> (</title><script>alert(2)</script>)"
+	test "$sub" = "</title><script>alert(1)</script> ($unit_xml)"
 title=$(xmllint --xpath "string(//*[local-name()='g'][*[local-name()='title'][starts-with(., 'a<b>')]]/*[local-name()='title'])" \
 	"$mnt/app/default/flame.svg" 2>/dev/null)
 check "a tooltip shows the name and the unit as text (got: $title)" \
-	test "$title" = "a<b>&\"c\"'d (10 </title><script>alert(2)</script>, 1 sample, 1.52%)"
+	test "$title" = "a<b>&\"c\"'d (10 $unit_xml, 1 sample, 1.52%)"
 sub=$(xmllint --xpath "string(//*[local-name()='text'][starts-with(., 'Timeline')])" "$mnt/web/default/timeline.svg" 2>/dev/null)
 check "timeline.svg names the perf event as text (got: $sub)" \
 	test "$sub" = "Timeline of web (<script>alert(5)</script>, count per 60 s bucket)"
@@ -257,8 +259,12 @@ done
 check "folded, top, callgrind, timeline and name hold no raw control byte" test "$ctl" -eq 0
 check "top lists the 10 functions after its 2 header lines (got $(wc -l <"$app/top") lines)" \
 	test "$(wc -l <"$app/top")" -eq 12
+check "top has its 2 header lines, the unit's newlines escaped (got $(grep -c '^#' "$app/top"))" \
+	test "$(grep -c '^#' "$app/top")" -eq 2
 check "timeline is its 2 header lines and 1 bucket (got $(wc -l <"$app/timeline") lines)" \
 	test "$(wc -l <"$app/timeline")" -eq 3
+check "callgrind has the unit on its event: line only" \
+	test "$(grep -c 'forged' "$app/callgrind")" -eq 1 -a "$(grep -c '^event: .*forged' "$app/callgrind")" -eq 1
 check "the name file of the newline frame is one line" test "$(wc -l <"$evil_dir/name")" -eq 1
 if callgrind_annotate "$app/callgrind" >"$tmp/annotate" 2>&1; then
 	check "callgrind_annotate reads callgrind: PROGRAM TOTALS 660" \

@@ -3,8 +3,8 @@
 to standard output, gzipped; the protobuf is encoded by hand (pbwire.py).
 
   make-hostile.py markup
-      sample type and unit "</title><script>alert(1)</script>" (the
-      default type), frame names with <, &, ", ', a newline followed by a
+      sample type "</title><script>alert(1)</script>" (the default type)
+      with a unit of markup and newlines, frame names with <, &, ", ', a newline followed by a
       forged folded line, CR, ';', ESC, a backslash, a C1 control (CSI in
       UTF-8) and markup, in 11 stacks below "main" of binary "app":
       weights 10, 20, ..., 110 (660 in all), 1 sample each
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pbwire import f_bytes, f_int, f_packed  # noqa: E402
 
 EVIL_TYPE = b"</title><script>alert(1)</script>"
-EVIL_UNIT = b"</title><script>alert(2)</script>"
+EVIL_UNIT = b"</title>\n# forged\n<script>alert(2)</script>"
 NAMES = [b"main", b"a<b>&\"c\"'d", b"evil\napp;main 999999", b"cr\rret", b"semi;colon",
          b"esc\x1b[31mred", b"back\\slash", b"c1\xc2\x9bcsi", b"onload=\"alert(3)\"",
          b"<script>alert(4)</script>"]
