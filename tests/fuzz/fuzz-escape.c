@@ -10,6 +10,17 @@
  * XXH64 of the whole name.  Then the same input is decoded as a directory
  * name: view_unescape() must not crash, and what it accepts as a full name
  * must escape to something that decodes to the same bytes.
+ *
+ * The name is also written as text files write names (view_text_put(),
+ * with and without ';'): no control byte, C1 control or (in a folded
+ * frame) ';' is left, every backslash starts \xNN, the length is
+ * view_text_len()'s, and view_text_unescape() gives the name back; and as
+ * SVG text (view_xml_append(), whole and cut to the first byte's number
+ * of characters): no '<', '>', quote or control byte but tab, every '&'
+ * one of the five entities, valid UTF-8, and the cut keeps at most that
+ * many characters plus "..".  The input is also decoded as text:
+ * view_text_unescape() must not crash, and what it decodes must escape
+ * back to bytes that decode the same.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -100,6 +111,83 @@ static void check_escape(const char *name, size_t len, int flags)
 	view_buf_free(&raw);
 }
 
+static void check_text(const char *name, size_t len)
+{
+	for (int flags = 0; flags <= VIEW_TEXT_FOLDED; flags += VIEW_TEXT_FOLDED) {
+		struct view_buf esc = {0}, raw = {0};
+		check(view_text_append(&esc, name, len, flags) == 0, "view_text_append failed", NULL);
+		check(esc.len == view_text_len(name, len, flags), "view_text_len is not the length",
+		      esc.data);
+		for (size_t i = 0; i < esc.len; i++) {
+			unsigned char c = (unsigned char)esc.data[i];
+			check(c >= 0x20 && c != 0x7f, "a control byte in a text name", esc.data);
+			check(!(flags && c == ';'), "';' in a folded frame", esc.data);
+			check(!(c == 0xc2 && i + 1 < esc.len && (unsigned char)esc.data[i + 1] >= 0x80 &&
+			        (unsigned char)esc.data[i + 1] <= 0x9f),
+			      "a C1 control in a text name", esc.data);
+			check(c != '\\' || (i + 3 < esc.len && esc.data[i + 1] == 'x'),
+			      "a backslash that starts no \\xNN", esc.data);
+		}
+		check(view_text_unescape(esc.data ? esc.data : "", esc.len, &raw) == 0 &&
+		              raw.len == len && (len == 0 || memcmp(raw.data, name, len) == 0),
+		      "a text name does not decode to the name", esc.data);
+		view_buf_free(&esc);
+		view_buf_free(&raw);
+	}
+}
+
+/* Characters of XML text: bytes that do not continue a UTF-8 sequence. */
+static size_t xml_chars(const char *s, size_t len)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return n;
+}
+
+static void check_xml(const char *name, size_t len, size_t max_chars)
+{
+	struct view_buf x = {0};
+
+	check(view_xml_append(&x, name, len, max_chars) == 0, "view_xml_append failed", NULL);
+	for (size_t i = 0; i < x.len; i++) {
+		unsigned char c = (unsigned char)x.data[i];
+		check(c != '<' && c != '>' && c != '"' && c != '\'', "markup in XML text", x.data);
+		check(c >= 0x20 || c == '\t', "a control byte in XML text", x.data);
+		if (c == '&')
+			check(!strncmp(x.data + i, "&amp;", 5) || !strncmp(x.data + i, "&lt;", 4) ||
+			              !strncmp(x.data + i, "&gt;", 4) ||
+			              !strncmp(x.data + i, "&quot;", 6) ||
+			              !strncmp(x.data + i, "&#39;", 5),
+			      "an '&' that starts no entity", x.data);
+		if (c >= 0x80) {
+			size_t l = (c & 0xe0) == 0xc0   ? 2
+			           : (c & 0xf0) == 0xe0 ? 3
+			           : (c & 0xf8) == 0xf0 ? 4
+			                                : 0;
+			check(l && i + l <= x.len, "invalid UTF-8 in XML text", x.data);
+			for (size_t k = 1; k < l; k++)
+				check(((unsigned char)x.data[i + k] & 0xc0) == 0x80,
+				      "invalid UTF-8 in XML text", x.data);
+			i += l - 1;
+		}
+	}
+	if (max_chars != SIZE_MAX) {
+		/* Entities count as their character: decode them first. */
+		size_t chars = 0;
+		for (size_t i = 0; i < x.len; i++) {
+			if (x.data[i] == '&')
+				i = (size_t)((char *)memchr(x.data + i, ';', x.len - i) - x.data);
+			chars += ((unsigned char)x.data[i] & 0xc0) != 0x80;
+		}
+		check(chars <= (max_chars >= 2 ? max_chars : 2),
+		      "a cut name keeps more characters than asked", x.data);
+		check(chars < max_chars || xml_chars(name, len) >= chars,
+		      "a cut name has more characters than the name", x.data);
+	}
+	view_buf_free(&x);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
@@ -109,6 +197,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = size - 1;
 
 	check_escape(name, len, flags);
+	check_text(name, len);
+	check_xml(name, len, SIZE_MAX);
+	check_xml(name, len, data[0]);
+
+	/* The input as an escaped text name. */
+	struct view_buf dec = {0};
+	int rt = view_text_unescape(name, len, &dec);
+	check(rt == 0 || rt == -EINVAL, "view_text_unescape returned an unexpected value", NULL);
+	if (rt == 0) {
+		struct view_buf again = {0}, back = {0};
+		check(view_text_append(&again, dec.data ? dec.data : "", dec.len, 0) == 0 &&
+		              view_text_unescape(again.data ? again.data : "", again.len, &back) == 0 &&
+		              back.len == dec.len &&
+		              (dec.len == 0 || memcmp(back.data, dec.data, dec.len) == 0),
+		      "a decoded text name does not escape back", again.data);
+		view_buf_free(&again);
+		view_buf_free(&back);
+	}
+	view_buf_free(&dec);
 
 	/* The input as a directory name. */
 	struct view_buf raw = {0};
