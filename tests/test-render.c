@@ -260,6 +260,139 @@ static void check_callgrind(const struct view_tree *t, const char *what)
 	free(text);
 }
 
+/* Adds lines of flamefs's own escaped folded form ("a;b\\x3bc W"): each
+ * frame is decoded (view_text_unescape()), so names may hold any byte. */
+static void add_escaped(struct store *s, const char *binary, const char *lines)
+{
+	struct store_batch *b = store_batch_new(s);
+	struct store_series_key k = {NULL, binary, "1", "samples", "count"};
+	uint32_t series;
+	int r;
+
+	if (!b)
+		fx_die("store_batch_new", ENOMEM);
+	if ((r = store_batch_series(b, &k, &series)) < 0)
+		fx_die("store_batch_series", r);
+	for (const char *p = lines; *p;) {
+		const char *nl = strchr(p, '\n'), *sp = strrchr(p, ' ');
+		while (sp > nl)
+			sp--;
+		while (*sp != ' ')
+			sp--;
+		uint32_t node = STORE_ROOT_NODE, frame;
+		for (const char *f = p; f < sp;) {
+			const char *semi = memchr(f, ';', (size_t)(sp - f));
+			const char *fe = semi ? semi : sp;
+			struct view_buf raw = {0};
+			if (view_text_unescape(f, (size_t)(fe - f), &raw) < 0)
+				fx_die("view_text_unescape", EINVAL);
+			struct store_frame fr = {.name = raw.data, .name_len = raw.len};
+			if ((r = store_batch_frame(b, &fr, &frame)) < 0 ||
+			    (r = store_batch_node(b, node, frame, &node)) < 0)
+				fx_die("store_batch_node", r);
+			view_buf_free(&raw);
+			f = fe + 1;
+		}
+		if ((r = store_batch_add(b, series, 1795000000, node, 1, strtoull(sp, NULL, 10))) < 0)
+			fx_die("store_batch_add", r);
+		p = nl + 1;
+	}
+	if ((r = store_batch_commit(b)) < 0)
+		fx_die("store_batch_commit", r);
+	store_batch_free(b);
+}
+
+/* Names with newline, CR, ';', ESC, backslash and a C1 control: folded
+ * writes them escaped, one line per stack, in bytewise order of the
+ * escaped lines (a\\x0ab sorts after a0, a\nb before), of exactly the
+ * size view_folded_size() says; top, callgrind and name hold no control
+ * byte.  And a rendering past its buffer's cap fails with -EFBIG. */
+static void check_escaped_files(struct store *s)
+{
+	static const char lines[] = "main;evil\\x0aapp\\x3bmain 999999 5\n"
+	                            "main;cr\\x0dret 3\n"
+	                            "main;semi\\x3bcolon;x 7\n"
+	                            "main;semj 2\n"
+	                            "main;esc\\x1b[31m 4\n"
+	                            "main;back\\x5cslash;a\\x0ab 1\n"
+	                            "main;c1\\xc2\\x9b 6\n"
+	                            "main;a\\x0ab 8\n"
+	                            "main;a0 9\n"
+	                            "main;a 10\n"
+	                            "main 11\n";
+	char *stacks[16];
+	uint64_t w[16];
+	int n = 0;
+
+	add_escaped(s, "hostile", lines);
+	for (const char *p = lines; *p; n++) {
+		const char *nl = strchr(p, '\n'), *sp = nl;
+		while (*sp != ' ')
+			sp--;
+		if (asprintf(&stacks[n], "hostile;%.*s", (int)(sp - p), p) < 0)
+			fx_die("asprintf", ENOMEM);
+		w[n] = strtoull(sp, NULL, 10);
+		p = nl + 1;
+	}
+	char *want = fx_merge_lines(stacks, w, n);
+	struct view_tree *t = fx_tree(s, "hostile", "1");
+	char *folded = fx_render(view_render_folded, t, VIEW_ROOT);
+	CHECK(strcmp(folded, want) == 0, "escaped folded:\n%s\nwant:\n%s", folded, want);
+	CHECK(view_folded_size(t, VIEW_ROOT) == strlen(folded), "folded size %zu, rendered %zu",
+	      (size_t)view_folded_size(t, VIEW_ROOT), strlen(folded));
+	struct view_counts c;
+	view_node_counts(t, VIEW_ROOT, &c);
+	CHECK(fx_folded_sum(folded) == c.total_weight && c.total_weight == 66, "folded sums to total");
+	uint32_t m = view_node_find_child(t, fx_binary(t), "main", 4);
+	for (uint32_t i = 0; m != VIEW_NONE && i < view_node_child_count(t, m); i++) {
+		uint32_t k = view_node_child(t, m, i);
+		char *sub = fx_render(view_render_folded, t, k);
+		CHECK(view_folded_size(t, k) == strlen(sub), "folded size of child %u", i);
+		char *name = fx_render(view_render_name, t, k);
+		CHECK(strchr(name, '\n') == name + strlen(name) - 1, "name is one line: %s", name);
+		free(name);
+		free(sub);
+	}
+	view_render_fn text[] = {view_render_top, view_render_callgrind, view_render_timeline,
+	                         view_render_folded};
+	for (size_t f = 0; f < sizeof(text) / sizeof(text[0]); f++) {
+		char *out = fx_render(text[f], t, VIEW_ROOT);
+		for (const unsigned char *q = (const unsigned char *)out; *q; q++)
+			CHECK((*q >= 0x20 && *q != 0x7f) || *q == '\n',
+			      "renderer %zu writes a raw control byte 0x%02x", f, *q);
+		CHECK(!strstr(out, "\xc2\x9b"), "renderer %zu writes a raw C1 control", f);
+		free(out);
+	}
+	char *top = fx_render(view_render_top, t, VIEW_ROOT);
+	int top_lines = 0;
+	for (const char *q = top; *q; q++)
+		top_lines += *q == '\n';
+	CHECK(top_lines == 2 + 12, "top: 2 header lines and 12 functions, got %d lines", top_lines);
+	free(top);
+
+	/* The cap: folded refused before a byte is allocated, the others
+	 * when they pass it. */
+	struct view_buf b = {.max = strlen(folded) - 1};
+	CHECK(view_render_folded(t, VIEW_ROOT, &b) == -EFBIG && !b.data, "folded past the cap");
+	b.max = strlen(folded);
+	CHECK(view_render_folded(t, VIEW_ROOT, &b) == 0 && b.len == strlen(folded),
+	      "folded at the cap");
+	view_buf_free(&b);
+	view_render_fn capped[] = {view_render_flame_svg, view_render_pprof, view_render_callgrind,
+	                           view_render_top};
+	for (size_t f = 0; f < sizeof(capped) / sizeof(capped[0]); f++) {
+		b.max = 64;
+		CHECK(capped[f](t, VIEW_ROOT, &b) == -EFBIG && b.len <= 64, "renderer %zu past 64 bytes",
+		      f);
+		view_buf_free(&b);
+	}
+	free(folded);
+	free(want);
+	for (int i = 0; i < n; i++)
+		free(stacks[i]);
+	view_tree_free(t);
+}
+
 int main(void)
 {
 	struct store *s = fx_store();
@@ -319,6 +452,8 @@ int main(void)
 	CHECK(strstr(svg, "\x01") == NULL && strstr(svg, "\xff") == NULL, "no raw bytes");
 	free(svg);
 	view_tree_free(t);
+
+	check_escaped_files(s);
 
 	/* Diff colours: g (under a;f;f) grew, b;f shrank, d is new. */
 	fx_add(s, "app", "2", "samples", 1795000060,
