@@ -180,8 +180,7 @@ int builder_add_frame(struct builder *b, const struct store_frame *f, uint32_t *
 	if ((r = builder_intern(b, f->name, f->name_len, &vf.name)) < 0)
 		return r;
 	/* A new name: does a folded path have to escape it? */
-	if (vf.name >= old_strs && !t->names_escape &&
-	    view_text_len(f->name, f->name_len, VIEW_TEXT_FOLDED) != f->name_len)
+	if (vf.name >= old_strs && !t->names_escape && !view_text_plain(f->name, f->name_len))
 		t->names_escape = true;
 	if (
 	    (r = builder_intern(b, f->module, f->module_len, &vf.module)) < 0 ||

@@ -198,6 +198,23 @@ static size_t text_escaped_at(const unsigned char *s, size_t i, size_t len, int 
 	}
 }
 
+bool view_text_plain(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	/* The common bytes (printable ASCII but ';' and '\\', and the other
+	 * bytes of UTF-8) in one test; the rest (0xc2 only when a C1
+	 * control's second byte follows) asked the rule. */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = p[i];
+		if ((c > ';' && c != '\\' && c != 0x7f && c != 0xc2) || (c >= 0x20 && c < ';'))
+			continue;
+		if (text_escaped_at(p, i, len, VIEW_TEXT_FOLDED))
+			return false;
+	}
+	return true;
+}
+
 size_t view_text_len(const char *s, size_t len, int flags)
 {
 	const unsigned char *p = (const unsigned char *)s;

@@ -236,6 +236,10 @@ int view_builder_add_base(struct view_builder *b, uint32_t node, uint64_t sample
  * also on failure. */
 int view_builder_finish(struct view_builder *b, struct view_tree **out);
 
+/* True when a folded path writes s[0..len) as it is (view_text_put()
+ * with VIEW_TEXT_FOLDED changes nothing): one table lookup a byte. */
+bool view_text_plain(const char *s, size_t len);
+
 /* Writes node n's frame name, escaped as folded paths are, at its place
  * in the buffer of a folded path that holds n's ancestors' (bytes
  * [0, n's path_len)), with the ';' before it below a binary (render.c). */
