@@ -171,7 +171,8 @@ int cmd_export(int argc, char **argv)
 		case 'E': callees = optarg; break;
 		case 'M':
 			if (view_parse_size(optarg, &max_render) < 0)
-				cli_die("--max-render: expected a size in bytes with an optional K, M "
+				cli_die("--max-render: expected a size in bytes with an optional "
+				        "K, M "
 				        "or G suffix (256M), got \"%s\"",
 				        optarg);
 			break;

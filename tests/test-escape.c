@@ -46,13 +46,15 @@ static void check_text(const char *p, size_t len)
 		for (size_t i = 0; i < esc.len; i++) {
 			unsigned char c = (unsigned char)esc.data[i];
 			CHECK(c >= 0x20 && c != 0x7f, "no control byte in a text name");
-			CHECK(!(c == 0xc2 && i + 1 < esc.len && (unsigned char)esc.data[i + 1] >= 0x80 &&
+			CHECK(!(c == 0xc2 && i + 1 < esc.len &&
+			        (unsigned char)esc.data[i + 1] >= 0x80 &&
 			        (unsigned char)esc.data[i + 1] <= 0x9f),
 			      "no C1 control in a text name");
 			if (flags)
 				CHECK(c != ';', "no ';' in a folded frame");
 			if (c == '\\')
-				CHECK(i + 3 < esc.len && esc.data[i + 1] == 'x', "a backslash starts \\xNN");
+				CHECK(i + 3 < esc.len && esc.data[i + 1] == 'x',
+				      "a backslash starts \\xNN");
 		}
 		CHECK(view_text_unescape(esc.data ? esc.data : "", esc.len, &raw) == 0 &&
 		              raw.len == len && (len == 0 || memcmp(raw.data, p, len) == 0),
@@ -76,13 +78,18 @@ static void check_xml(const char *p, size_t len)
 		if (c == '&')
 			CHECK(!strncmp(x.data + i, "&amp;", 5) || !strncmp(x.data + i, "&lt;", 4) ||
 			              !strncmp(x.data + i, "&gt;", 4) ||
-			              !strncmp(x.data + i, "&quot;", 6) || !strncmp(x.data + i, "&#39;", 5),
+			              !strncmp(x.data + i, "&quot;", 6) ||
+			              !strncmp(x.data + i, "&#39;", 5),
 			      "& starts one of the five entities");
 		if (c >= 0x80) { /* a whole, valid sequence */
-			size_t l = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+			size_t l = (c & 0xe0) == 0xc0   ? 2
+			           : (c & 0xf0) == 0xe0 ? 3
+			           : (c & 0xf8) == 0xf0 ? 4
+			                                : 0;
 			CHECK(l && i + l <= x.len, "valid UTF-8 in XML text");
 			for (size_t k = 1; l && k < l && i + k < x.len; k++)
-				CHECK(((unsigned char)x.data[i + k] & 0xc0) == 0x80, "valid UTF-8 in XML text");
+				CHECK(((unsigned char)x.data[i + k] & 0xc0) == 0x80,
+				      "valid UTF-8 in XML text");
 			i += l ? l - 1 : 0;
 		}
 	}
@@ -271,9 +278,13 @@ int main(void)
 
 	/* Text files: the documented spellings. */
 	struct view_buf b = {0};
-	const char hostile[] = "a\nb\rc;d\x1b[31m\\e\x7f\xc2\x9b" "f\xc2\xa0g\th";
+	const char hostile[] = "a\nb\rc;d\x1b[31m\\e\x7f\xc2\x9b"
+	                       "f\xc2\xa0g\th";
 	view_text_append(&b, hostile, sizeof(hostile) - 1, VIEW_TEXT_FOLDED);
-	CHECK(b.data && strcmp(b.data, "a\\x0ab\\x0dc\\x3bd\\x1b[31m\\x5ce\\x7f\\xc2\\x9bf\xc2\xa0g\\x09h") == 0,
+	CHECK(b.data &&
+	              strcmp(b.data,
+	                     "a\\x0ab\\x0dc\\x3bd\\x1b[31m\\x5ce\\x7f\\xc2\\x9bf\xc2\xa0g\\x09h") ==
+	                      0,
 	      "folded escaping of newline, CR, ';', ESC, backslash, DEL, C1 (not NBSP), tab");
 	view_buf_free(&b);
 	view_text_append(&b, "a;b", 3, 0);
@@ -281,7 +292,8 @@ int main(void)
 	view_buf_free(&b);
 	const char *bad_text[] = {"a\\", "\\x4", "\\xzz", "\\n", "a\\y00"};
 	for (size_t i = 0; i < sizeof(bad_text) / sizeof(bad_text[0]); i++) {
-		CHECK(view_text_unescape(bad_text[i], strlen(bad_text[i]), &b) == -EINVAL, bad_text[i]);
+		CHECK(view_text_unescape(bad_text[i], strlen(bad_text[i]), &b) == -EINVAL,
+		      bad_text[i]);
 		view_buf_free(&b);
 	}
 	CHECK(view_text_unescape("\\x41\\x3B", 8, &b) == 0 && b.len == 2 && !strcmp(b.data, "A;"),
@@ -290,7 +302,10 @@ int main(void)
 
 	/* SVG: entities, U+FFFD, cut by characters. */
 	view_xml_append(&b, "</title><script>&'\"\x01\xff", 21, SIZE_MAX);
-	CHECK(b.data && strcmp(b.data, "&lt;/title&gt;&lt;script&gt;&amp;&#39;&quot;\xef\xbf\xbd\xef\xbf\xbd") == 0,
+	CHECK(b.data && strcmp(b.data,
+	                       "&lt;/"
+	                       "title&gt;&lt;script&gt;&amp;&#39;&quot;\xef\xbf\xbd\xef\xbf\xbd") ==
+	                        0,
 	      "XML entities and U+FFFD");
 	view_buf_free(&b);
 	view_xml_append(&b, "caf\xc3\xa9 au lait", 14, 6);
@@ -303,10 +318,12 @@ int main(void)
 	/* The cap of one rendering. */
 	b.max = 10;
 	CHECK(view_buf_append(&b, "0123456789", 10) == 0, "up to the cap");
-	CHECK(view_buf_append(&b, "x", 1) == -EFBIG && b.len == 10, "past the cap: -EFBIG, unchanged");
+	CHECK(view_buf_append(&b, "x", 1) == -EFBIG && b.len == 10,
+	      "past the cap: -EFBIG, unchanged");
 	view_buf_free(&b);
 	CHECK(b.max == 10, "view_buf_free keeps the cap");
-	CHECK(view_buf_reserve(&b, 11) == -EFBIG && !b.data, "a reserve past the cap allocates nothing");
+	CHECK(view_buf_reserve(&b, 11) == -EFBIG && !b.data,
+	      "a reserve past the cap allocates nothing");
 	struct view_buf z = {0};
 	CHECK(view_buf_max(&z) == VIEW_RENDER_MAX && VIEW_RENDER_MAX == (size_t)256 << 20,
 	      "the default cap is 256 MiB");
@@ -318,7 +335,8 @@ int main(void)
 	CHECK(view_parse_size("0", &sz) == -ERANGE, "0");
 	CHECK(view_parse_size("99999999999999999999", &sz) == -ERANGE, "past 2^64");
 	CHECK(view_parse_size("", &sz) == -EINVAL && view_parse_size("1T", &sz) == -EINVAL &&
-	              view_parse_size("M", &sz) == -EINVAL && view_parse_size("1MB", &sz) == -EINVAL,
+	              view_parse_size("M", &sz) == -EINVAL &&
+	              view_parse_size("1MB", &sz) == -EINVAL,
 	      "malformed sizes");
 
 	if (failures) {

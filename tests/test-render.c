@@ -293,7 +293,8 @@ static void add_escaped(struct store *s, const char *binary, const char *lines)
 			view_buf_free(&raw);
 			f = fe + 1;
 		}
-		if ((r = store_batch_add(b, series, 1795000000, node, 1, strtoull(sp, NULL, 10))) < 0)
+		if ((r = store_batch_add(b, series, 1795000000, node, 1, strtoull(sp, NULL, 10))) <
+		    0)
 			fx_die("store_batch_add", r);
 		p = nl + 1;
 	}
@@ -342,7 +343,8 @@ static void check_escaped_files(struct store *s)
 	      (size_t)view_folded_size(t, VIEW_ROOT), strlen(folded));
 	struct view_counts c;
 	view_node_counts(t, VIEW_ROOT, &c);
-	CHECK(fx_folded_sum(folded) == c.total_weight && c.total_weight == 66, "folded sums to total");
+	CHECK(fx_folded_sum(folded) == c.total_weight && c.total_weight == 66,
+	      "folded sums to total");
 	uint32_t m = view_node_find_child(t, fx_binary(t), "main", 4);
 	for (uint32_t i = 0; m != VIEW_NONE && i < view_node_child_count(t, m); i++) {
 		uint32_t k = view_node_child(t, m, i);
@@ -382,8 +384,8 @@ static void check_escaped_files(struct store *s)
 	                           view_render_top};
 	for (size_t f = 0; f < sizeof(capped) / sizeof(capped[0]); f++) {
 		b.max = 64;
-		CHECK(capped[f](t, VIEW_ROOT, &b) == -EFBIG && b.len <= 64, "renderer %zu past 64 bytes",
-		      f);
+		CHECK(capped[f](t, VIEW_ROOT, &b) == -EFBIG && b.len <= 64,
+		      "renderer %zu past 64 bytes", f);
 		view_buf_free(&b);
 	}
 	free(folded);

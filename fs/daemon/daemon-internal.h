@@ -296,7 +296,7 @@ struct idmap {
 struct flamefs_state {
 	char *store_dir;
 	struct fuse_session *se;
-	bool no_opendir;      /* the kernel takes ENOSYS for OPENDIR */
+	bool no_opendir; /* the kernel takes ENOSYS for OPENDIR */
 	/* The most bytes one rendering may take (-o max_render, else
 	 * VIEW_RENDER_MAX): set before the session starts, read-only after. */
 	size_t render_max;

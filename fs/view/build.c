@@ -182,8 +182,7 @@ int builder_add_frame(struct builder *b, const struct store_frame *f, uint32_t *
 	/* A new name: does a folded path have to escape it? */
 	if (vf.name >= old_strs && !t->names_escape && !view_text_plain(f->name, f->name_len))
 		t->names_escape = true;
-	if (
-	    (r = builder_intern(b, f->module, f->module_len, &vf.module)) < 0 ||
+	if ((r = builder_intern(b, f->module, f->module_len, &vf.module)) < 0 ||
 	    (r = builder_intern(b, (const char *)f->build_id, f->build_id_len, &vf.build_id)) < 0 ||
 	    (r = builder_intern(b, f->file, f->file_len, &vf.file)) < 0)
 		return r;

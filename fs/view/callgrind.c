@@ -300,8 +300,8 @@ int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_
 	if ((r = put(&g, "positions: line\nevent: ")) < 0 || (r = put_event_name(&g)) < 0 ||
 	    (r = put(&g, " : ")) < 0 || (r = put_text(&g, t->event, strlen(t->event))) < 0 ||
 	    (r = put(&g, " (")) < 0 ||
-	    (r = put_text(&g, t->unit[0] ? t->unit : "count",
-	                  t->unit[0] ? strlen(t->unit) : 5)) < 0 ||
+	    (r = put_text(&g, t->unit[0] ? t->unit : "count", t->unit[0] ? strlen(t->unit) : 5)) <
+	            0 ||
 	    (r = put(&g, ")\nevents: ")) < 0 || (r = put_event_name(&g)) < 0 ||
 	    (r = putf(&g, " Samples\nsummary: %" PRIu64 " %" PRIu64 "\n", tw, ts)) < 0)
 		goto out;

@@ -88,9 +88,21 @@ int view_parse_size(const char *s, size_t *bytes)
 		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *p - '0', &v))
 			return -ERANGE;
 	switch (*p) {
-	case 'K': case 'k': unit = 1ull << 10; p++; break;
-	case 'M': case 'm': unit = 1ull << 20; p++; break;
-	case 'G': case 'g': unit = 1ull << 30; p++; break;
+	case 'K':
+	case 'k':
+		unit = 1ull << 10;
+		p++;
+		break;
+	case 'M':
+	case 'm':
+		unit = 1ull << 20;
+		p++;
+		break;
+	case 'G':
+	case 'g':
+		unit = 1ull << 30;
+		p++;
+		break;
 	default: break;
 	}
 	if (*p != '\0')

@@ -115,14 +115,16 @@ static void check_text(const char *name, size_t len)
 {
 	for (int flags = 0; flags <= VIEW_TEXT_FOLDED; flags += VIEW_TEXT_FOLDED) {
 		struct view_buf esc = {0}, raw = {0};
-		check(view_text_append(&esc, name, len, flags) == 0, "view_text_append failed", NULL);
+		check(view_text_append(&esc, name, len, flags) == 0, "view_text_append failed",
+		      NULL);
 		check(esc.len == view_text_len(name, len, flags), "view_text_len is not the length",
 		      esc.data);
 		for (size_t i = 0; i < esc.len; i++) {
 			unsigned char c = (unsigned char)esc.data[i];
 			check(c >= 0x20 && c != 0x7f, "a control byte in a text name", esc.data);
 			check(!(flags && c == ';'), "';' in a folded frame", esc.data);
-			check(!(c == 0xc2 && i + 1 < esc.len && (unsigned char)esc.data[i + 1] >= 0x80 &&
+			check(!(c == 0xc2 && i + 1 < esc.len &&
+			        (unsigned char)esc.data[i + 1] >= 0x80 &&
 			        (unsigned char)esc.data[i + 1] <= 0x9f),
 			      "a C1 control in a text name", esc.data);
 			check(c != '\\' || (i + 3 < esc.len && esc.data[i + 1] == 'x'),
@@ -208,7 +210,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rt == 0) {
 		struct view_buf again = {0}, back = {0};
 		check(view_text_append(&again, dec.data ? dec.data : "", dec.len, 0) == 0 &&
-		              view_text_unescape(again.data ? again.data : "", again.len, &back) == 0 &&
+		              view_text_unescape(again.data ? again.data : "", again.len, &back) ==
+		                      0 &&
 		              back.len == dec.len &&
 		              (dec.len == 0 || memcmp(back.data, dec.data, dec.len) == 0),
 		      "a decoded text name does not escape back", again.data);
