@@ -177,6 +177,11 @@ struct open_file {
 	struct tree_ref *tree;
 	pthread_mutex_t mu; /* guards r, tree while rendering */
 	bool sizeless;      /* a current inode whose stat had no size */
+	/* Guarded by mu: set once the rendering was refused for its size
+	 * (-EFBIG, which the same tree always gives again), so that the
+	 * open's later reads answer it without rendering (and logging) once
+	 * more. */
+	bool too_large;
 };
 
 /* A synthetic directory (space 0): the root and one per binary name ever

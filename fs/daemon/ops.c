@@ -467,12 +467,15 @@ static int open_file_render(struct open_file *of)
 	bool fresh = false;
 
 	pthread_mutex_lock(&of->mu);
-	if (!of->r) {
+	if (!of->r && of->too_large) {
+		rc = -EFBIG;
+	} else if (!of->r) {
 		rc = rendercache_get(&of->key, of->tree->tree, &of->r, &fresh);
 		if (rc == 0) {
 			space_put_tree(of->tree);
 			of->tree = NULL;
 		}
+		of->too_large = rc == -EFBIG;
 	}
 	pthread_mutex_unlock(&of->mu);
 	/* A file stat gave no size (see inode_attr_locked()) has one now,
