@@ -262,10 +262,10 @@ static void check_callgrind(const struct view_tree *t, const char *what)
 
 /* Adds lines of flamefs's own escaped folded form ("a;b\\x3bc W"): each
  * frame is decoded (view_text_unescape()), so names may hold any byte. */
-static void add_escaped(struct store *s, const char *binary, const char *lines)
+static void add_escaped(struct store *s, const char *binary, const char *version, const char *lines)
 {
 	struct store_batch *b = store_batch_new(s);
-	struct store_series_key k = {NULL, binary, "1", "samples", "count"};
+	struct store_series_key k = {NULL, binary, version, "samples", "count"};
 	uint32_t series;
 	int r;
 
@@ -325,7 +325,7 @@ static void check_escaped_files(struct store *s)
 	uint64_t w[16];
 	int n = 0;
 
-	add_escaped(s, "hostile", lines);
+	add_escaped(s, "hostile", "1", lines);
 	for (const char *p = lines; *p; n++) {
 		const char *nl = strchr(p, '\n'), *sp = nl;
 		while (*sp != ' ')
@@ -388,6 +388,55 @@ static void check_escaped_files(struct store *s)
 		      "renderer %zu past 64 bytes", f);
 		view_buf_free(&b);
 	}
+	/* The callers and callees trees are derived trees: their folded is
+	 * escaped as well. */
+	struct view_functions *fx;
+	if (view_functions_build(t, fx_binary(t), &fx) == 0) {
+		for (uint32_t i = 0; i < view_functions_count(fx); i++) {
+			for (int callers = 0; callers < 2; callers++) {
+				struct view_tree *ft;
+				if ((callers ? view_functions_callers(fx, i, &ft)
+				             : view_functions_callees(fx, i, &ft)) < 0) {
+					CHECK(false, "callers/callees of function %u", i);
+					continue;
+				}
+				char *ff = fx_render(view_render_folded, ft, VIEW_ROOT);
+				CHECK(view_folded_size(ft, VIEW_ROOT) == strlen(ff),
+				      "folded size of a derived tree");
+				for (const unsigned char *q = (const unsigned char *)ff; *q; q++)
+					CHECK((*q >= 0x20 && *q != 0x7f) || *q == '\n',
+					      "derived folded: raw byte 0x%02x", *q);
+				free(ff);
+				view_tree_free(ft);
+			}
+		}
+		view_functions_free(fx);
+	}
+
+	/* regressions: version 2 grew the stack below the newline name and
+	 * the C1 one; each is one line, its path escaped as folded's. */
+	add_escaped(s, "hostile", "2",
+	            "main;evil\\x0aapp\\x3bmain 999999 50\nmain;c1\\xc2\\x9b 60\nmain 11\n");
+	struct view_tree *t2 = fx_tree(s, "hostile", "2"), *d;
+	if (view_diff_build(t, fx_binary(t), t2, fx_binary(t2), &d) == 0) {
+		char *reg = fx_render(view_render_regressions, d, VIEW_ROOT);
+		CHECK(strstr(reg, "% hostile;main;evil\\x0aapp\\x3bmain 999999\n") &&
+		              strstr(reg, "% hostile;main;c1\\xc2\\x9b\n"),
+		      "regressions with escaped paths:\n%s", reg);
+		for (const unsigned char *q = (const unsigned char *)reg; *q; q++)
+			CHECK((*q >= 0x20 && *q != 0x7f) || *q == '\n',
+			      "regressions: raw byte 0x%02x", *q);
+		char *dfold = fx_render(view_render_folded, d, VIEW_ROOT);
+		CHECK(view_folded_size(d, VIEW_ROOT) == strlen(dfold), "diff folded size");
+		CHECK(strstr(dfold, "hostile;main;evil\\x0aapp\\x3bmain 999999 5 50\n") != NULL,
+		      "diff folded escaped:\n%s", dfold);
+		free(dfold);
+		free(reg);
+		view_tree_free(d);
+	} else {
+		CHECK(false, "view_diff_build");
+	}
+	view_tree_free(t2);
 	free(folded);
 	free(want);
 	for (int i = 0; i < n; i++)

@@ -174,13 +174,13 @@ int builder_add_frame(struct builder *b, const struct store_frame *f, uint32_t *
 {
 	struct view_tree *t = b->t;
 	struct vframe vf = {.line = f->line, .kind = f->kind};
-	uint32_t old_strs = t->nstrs;
 	int r;
 
 	if ((r = builder_intern(b, f->name, f->name_len, &vf.name)) < 0)
 		return r;
-	/* A new name: does a folded path have to escape it? */
-	if (vf.name >= old_strs && !t->names_escape && !view_text_plain(f->name, f->name_len))
+	/* Does a folded path have to escape the name?  (Asked once a frame:
+	 * derived trees intern a name before they add its frame.) */
+	if (!t->names_escape && !view_text_plain(f->name, f->name_len))
 		t->names_escape = true;
 	if ((r = builder_intern(b, f->module, f->module_len, &vf.module)) < 0 ||
 	    (r = builder_intern(b, (const char *)f->build_id, f->build_id_len, &vf.build_id)) < 0 ||
