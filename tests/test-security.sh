@@ -272,6 +272,13 @@ if callgrind_annotate "$app/callgrind" >"$tmp/annotate" 2>&1; then
 else
 	bad "callgrind_annotate fails on callgrind: $(head -3 "$tmp/annotate")"
 fi
+# The trees derived from trees (here a function's callers) escape as well.
+callers=$app/@functions/$(ls "$app/@functions" | grep '^evil')/callers
+check "the newline function's callers/folded is its 2 stacks, no raw control byte" \
+	test "$(wc -l <"$callers/folded")" -eq 2 -a \
+	"$(grep -caP '[\x00-\x08\x0b-\x1f\x7f]' "$callers/folded")" -eq 0
+check "and its flame.svg parses with the renderer's script only" \
+	test "$(xmllint --noout "$callers/flame.svg" 2>&1 && svg_counts "$callers/flame.svg")" = "$flame_base"
 cp "$app/folded" "$tmp/view.folded"
 unmount_fs
 # export -> import -> export keeps every stack and name.
