@@ -9,17 +9,9 @@
 #                    one (to kill its own processes), stops the PostgreSQL
 #                    servers of lib-pg.sh if loaded, lazily unmounts $mnt,
 #                    waits for the children and removes $tmp
-#   ok, bad, check DESCRIPTION COMMAND...
+#   ok, bad, check, skip, finish, stack_weight, folded_sum, median: lib.sh
 set -u
-export LC_ALL=C
-
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() {
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 e2e_cleanup() {
 	declare -F e2e_on_exit >/dev/null && e2e_on_exit

@@ -8,25 +8,7 @@
 #   bindir mandir compdir unitdir exampledir
 # Returns non-zero, with meson's output on stderr, when the install fails.
 
-failures=0
-ok() { echo "ok   - $*"; }
-bad() {
-	echo "FAIL - $*"
-	failures=$((failures + 1))
-}
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
-}
-finish() {
-	if [ "$failures" -ne 0 ]; then
-		echo "$failures check(s) failed"
-		exit 1
-	fi
-	echo "all checks passed"
-	exit 0
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 install_tree() {
 	local dest=$1 f

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 
 int sf_failures;
-int sf_failed;
+int sf_checks_before;
 char sf_root[256];
 const char *sf_self;
 
 void sf_run(const char *name, void (*fn)(void))
 {
-	sf_failed = 0;
+	sf_checks_before = check_failures;
 	fn();
 	printf("%s %s\n", sf_failed ? "FAIL" : "PASS", name);
 	fflush(stdout);
@@ -39,7 +39,7 @@ struct store *sf_open_rw(const char *dir, int flags)
 
 	if (r < 0) {
 		fprintf(stderr, "  store_open(%s): %d: %s\n", dir, r, err);
-		sf_failed = 1;
+		check_failures++;
 		return NULL;
 	}
 	return s;
@@ -134,7 +134,7 @@ bool sf_raw_open(const char *dir, struct sf_raw *w)
 	if (rerr || w->n > 16) {
 		fprintf(stderr, "  list cfs: %s\n", rerr ? rerr : "too many");
 		rocksdb_free(rerr);
-		sf_failed = 1;
+		check_failures++;
 		return false;
 	}
 	for (size_t i = 0; i < w->n; i++) {
@@ -147,7 +147,7 @@ bool sf_raw_open(const char *dir, struct sf_raw *w)
 	if (rerr) {
 		fprintf(stderr, "  raw open: %s\n", rerr);
 		rocksdb_free(rerr);
-		sf_failed = 1;
+		check_failures++;
 		return false;
 	}
 	CHECK(w->counts >= 0);

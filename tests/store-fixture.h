@@ -1,8 +1,8 @@
 /*
  * store-fixture.h — what the store library's unit tests share (test-store
  * is built from test-store.c, which runs them, and test-store-open.c,
- * test-store-counts.c and test-store-series.c): the CHECK macros and the
- * count of failures, fresh store paths under a private root, a stack
+ * test-store-counts.c and test-store-series.c): the count of failed
+ * tests (the checks are check.h's), fresh store paths under a private root, a stack
  * interned by names, a collector of count callbacks, and raw RocksDB
  * access to a store's directory (for damaged, old or foreign stores;
  * these know the key layout of store/README.md: the "counts" column
@@ -20,30 +20,15 @@
 
 #include <rocksdb/c.h>
 
+#include "check.h"
 #include "store.h"
 
-extern int sf_failures;     /* tests that failed */
-extern int sf_failed;       /* the running test failed a check */
+extern int sf_failures;      /* tests that failed */
+extern int sf_checks_before; /* check_failures when the running test began */
+/* The running test failed a check (check.h) */
+#define sf_failed (check_failures != sf_checks_before)
 extern char sf_root[256];   /* the private temporary root */
 extern const char *sf_self; /* argv[0], to run a second process */
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			sf_failed = 1;                                                             \
-		}                                                                                  \
-	} while (0)
-
-#define CHECK_OK(expr)                                                                             \
-	do {                                                                                       \
-		int r_ = (expr);                                                                   \
-		if (r_ < 0) {                                                                      \
-			fprintf(stderr, "  %s:%d: %s returned %d (%s)\n", __FILE__, __LINE__,      \
-			        #expr, r_, strerror(-r_));                                         \
-			sf_failed = 1;                                                             \
-		}                                                                                  \
-	} while (0)
 
 /* Runs one test and prints "PASS name" or "FAIL name". */
 void sf_run(const char *name, void (*fn)(void));

@@ -103,7 +103,7 @@ state "$base" "$tmp/before" || { bad "before state: $(cat "$tmp/before.err")"; e
 # The import's duration: the median of three reference imports, then of
 # every run that ends before its kill (the machine's load changes).
 durs=()
-median() { printf '%s\n' "${durs[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+durs_median() { printf '%s\n' "${durs[@]}" | median; }
 for r in 1 2 3; do
 	rm -rf "$tmp/ref"
 	cp -a "$base" "$tmp/ref"
@@ -113,7 +113,7 @@ for r in 1 2 3; do
 		{ bad "reference import"; exit 1; }
 	durs+=($((($(date +%s%N) - t0) / 1000000)))
 done
-tref=$(median)
+tref=$(durs_median)
 state "$tmp/ref" "$tmp/after" || { bad "after state: $(cat "$tmp/after.err")"; exit 1; }
 if same "$tmp/before" "$tmp/after"; then
 	bad "the reference import changed nothing"
@@ -158,7 +158,7 @@ import_kill() {
 		return
 	fi
 	if [ "$rc" != -9 ]; then
-		[ "${spec[0]}" = delay ] && durs+=("$(field ms "$out" | cut -d. -f1)") && tref=$(median)
+		[ "${spec[0]}" = delay ] && durs+=("$(field ms "$out" | cut -d. -f1)") && tref=$(durs_median)
 		n_done=$((n_done + 1)) # the import had finished: must be "after"
 		[ "$cls" = after ] || { bad "import run $i: finished (rc $rc) but its data is missing"; ibad=$((ibad + 1)); }
 	elif [ "$cls" = before ]; then

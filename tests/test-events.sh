@@ -68,7 +68,7 @@ fi
 buildid=$(readelf -n "$target" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
 weight() {
 	"$collect" export --store "$1" --event "$2" --binary events-target --version "${buildid:0:12}" 2>/dev/null |
-		awk -v re="$3" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }'
+		stack_weight - "$3"
 }
 # within LABEL GOT WANT: GOT within 25% of WANT.
 within() {

@@ -58,9 +58,7 @@ share() {
 # cmp_num A OP B: A < B or A > B, as numbers.
 cmp_num() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN { exit !(op == "<" ? a < b : a > b) }'; }
 # weight FILE REGEX: summed weight of the folded lines matching REGEX.
-weight() {
-	RE=$2 awk '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ ENVIRON["RE"]) s += w } END { printf "%.0f\n", s }' "$1"
-}
+weight() { stack_weight "$1" "$2"; }
 # late ERR FIELD: a number of the summary's JIT line (seen held named
 # unnamed memory time).
 late() {

@@ -17,12 +17,7 @@ if ! command -v bpftool >/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   - $*"; }
-bad() {
-	echo "FAIL - $*"
-	fails=$((fails + 1))
-}
+. "$(dirname "$0")/lib.sh"
 
 # The members the recorder reads (record.c, events.c), and more
 # inside anonymous aggregates.
@@ -94,4 +89,4 @@ if "$build/tests/kbtf-offset" /etc/hostname task_struct.tgid >/dev/null 2>"$tmp/
 else
 	ok "a file that is not BTF is refused: $(cat "$tmp/bad.err")"
 fi
-[ "$fails" -eq 0 ]
+[ "$failures" -eq 0 ]

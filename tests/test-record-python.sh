@@ -68,10 +68,7 @@ rec() {
 	"$collect" export --store "$tmp/$name" >"$tmp/$name.folded" 2>/dev/null
 }
 # weight NAME REGEX: summed weight of NAME's folded lines matching REGEX.
-weight() {
-	awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }' \
-		"$tmp/$1.folded"
-}
+weight() { stack_weight "$tmp/$1.folded" "$2"; }
 # atleast NAME PART WHOLE MIN LABEL: weight(PART) / weight(WHOLE) >= MIN.
 atleast() {
 	local part whole

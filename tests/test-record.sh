@@ -32,10 +32,7 @@ e2e_need_bpf
 
 # ---- helpers ------------------------------------------------------------------
 # weight STORE REGEX: summed weight of the folded lines matching REGEX.
-weight() {
-	"$collect" export --store "$1" --binary record-target 2>/dev/null |
-		awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }'
-}
+weight() { "$collect" export --store "$1" --binary record-target 2>/dev/null | stack_weight - "$2"; }
 truth() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
 # shares STORE TRUTH_FILE LABEL: compares sampled and measured shares.

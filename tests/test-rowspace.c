@@ -13,17 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "rowspace-internal.h"
-
-static int failures;
-
-#define CHECK(cond, what)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, what, #cond);  \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 /* xorshift64*: the same sequence on every machine */
 static uint64_t rng_state;
@@ -55,29 +46,29 @@ static void check_shape(const struct rowspace *r, const bool *used)
 	uint32_t at = 0;
 	for (size_t i = 0; i < r->nfree; i++) {
 		const struct rowspace_range *f = &r->free[i];
-		CHECK(f->count > 0, "no empty free range");
-		CHECK(i == 0 || f->first > at, "free ranges sorted and not adjacent");
+		CHECKF(f->count > 0, "no empty free range");
+		CHECKF(i == 0 || f->first > at, "free ranges sorted and not adjacent");
 		for (uint32_t k = at; k < f->first && k < r->top; k++)
 			if (!used[k]) {
-				CHECK(false, "a free row below top is on the free list");
+				CHECKF(false, "a free row below top is on the free list");
 				break;
 			}
 		for (uint32_t k = f->first; k < f->first + f->count; k++)
 			if (used[k]) {
-				CHECK(false, "a row on the free list is in use");
+				CHECKF(false, "a row on the free list is in use");
 				break;
 			}
 		at = f->first + f->count;
 	}
-	CHECK(at < r->top || r->nfree == 0, "the last free range does not reach top");
+	CHECKF(at < r->top || r->nfree == 0, "the last free range does not reach top");
 	for (uint32_t k = at; k < r->top; k++)
 		if (!used[k]) {
-			CHECK(false, "a free row below top is on the free list");
+			CHECKF(false, "a free row below top is on the free list");
 			break;
 		}
 	for (uint32_t k = r->top; k < r->cap; k++)
 		if (used[k]) {
-			CHECK(false, "nothing at or above top is in use");
+			CHECKF(false, "nothing at or above top is in use");
 			break;
 		}
 }
@@ -97,13 +88,13 @@ static void random_run(uint64_t seed, uint32_t cap, uint32_t max_count, int step
 
 	rng_state = seed;
 	rowspace_init(&r, cap);
-	for (int step = 0; step < steps && failures < 20; step++) {
+	for (int step = 0; step < steps && check_failures < 20; step++) {
 		snprintf(what, sizeof(what), "seed %llu step %d", (unsigned long long)seed, step);
 		if (nlive && rnd(100) < 45) {
 			size_t k = rnd((uint32_t)nlive);
 			struct live x = live[k];
 			live[k] = live[--nlive];
-			CHECK(rowspace_free(&r, x.first, x.count) == 0, what);
+			CHECKF(rowspace_free(&r, x.first, x.count) == 0, what);
 			for (uint32_t i = x.first; i < x.first + x.count; i++)
 				used[i] = false;
 		} else {
@@ -116,11 +107,11 @@ static void random_run(uint64_t seed, uint32_t cap, uint32_t max_count, int step
 			uint32_t first = UINT32_MAX;
 			int rc = rowspace_alloc(&r, count, &first);
 			if (expect == UINT32_MAX) {
-				CHECK(rc == -ENOSPC, what);
+				CHECKF(rc == -ENOSPC, what);
 				exhausted++;
 				continue;
 			}
-			CHECK(rc == 0 && first == expect, what);
+			CHECKF(rc == 0 && first == expect, what);
 			if (rc != 0)
 				continue;
 			if (in_hole) {
@@ -129,7 +120,7 @@ static void random_run(uint64_t seed, uint32_t cap, uint32_t max_count, int step
 			}
 			for (uint32_t i = first; i < first + count; i++) {
 				if (used[i]) {
-					CHECK(false, "a row handed out twice");
+					CHECKF(false, "a row handed out twice");
 					break;
 				}
 				used[i] = true;
@@ -140,19 +131,19 @@ static void random_run(uint64_t seed, uint32_t cap, uint32_t max_count, int step
 		uint64_t nfree = 0;
 		for (uint32_t i = 0; i < cap; i++)
 			nfree += !used[i];
-		CHECK(rowspace_free_rows(&r) == nfree, what);
-		CHECK(r.reused == reused, what);
+		CHECKF(rowspace_free_rows(&r) == nfree, what);
+		CHECKF(r.reused == reused, what);
 	}
 	/* The run met both a full space and reuse of holes. */
-	CHECK(exhausted > 0 && holes > 0, "the sequence exhausts the space and reuses holes");
+	CHECKF(exhausted > 0 && holes > 0, "the sequence exhausts the space and reuses holes");
 	printf("seed %llu: %llu allocations from holes, %llu refused (full)\n",
 	       (unsigned long long)seed, (unsigned long long)holes, (unsigned long long)exhausted);
 	/* Everything back: one empty space again. */
 	while (nlive) {
 		struct live x = live[--nlive];
-		CHECK(rowspace_free(&r, x.first, x.count) == 0, "final free");
+		CHECKF(rowspace_free(&r, x.first, x.count) == 0, "final free");
 	}
-	CHECK(r.top == 0 && r.nfree == 0, "all freed: the space is whole again");
+	CHECKF(r.top == 0 && r.nfree == 0, "all freed: the space is whole again");
 	rowspace_clear(&r);
 	free(used);
 	free(live);
@@ -164,36 +155,36 @@ static void fixed_cases(void)
 	uint32_t a, b, c, d, x;
 
 	rowspace_init(&r, 100);
-	CHECK(rowspace_alloc(&r, 0, &x) == -EINVAL, "no empty range");
-	CHECK(rowspace_alloc(&r, 10, &a) == 0 && a == 0, "a at 0");
-	CHECK(rowspace_alloc(&r, 20, &b) == 0 && b == 10, "b at 10");
-	CHECK(rowspace_alloc(&r, 30, &c) == 0 && c == 30, "c at 30");
-	CHECK(rowspace_alloc(&r, 40, &d) == 0 && d == 60, "d at 60: full");
-	CHECK(rowspace_alloc(&r, 1, &x) == -ENOSPC, "exhausted");
+	CHECKF(rowspace_alloc(&r, 0, &x) == -EINVAL, "no empty range");
+	CHECKF(rowspace_alloc(&r, 10, &a) == 0 && a == 0, "a at 0");
+	CHECKF(rowspace_alloc(&r, 20, &b) == 0 && b == 10, "b at 10");
+	CHECKF(rowspace_alloc(&r, 30, &c) == 0 && c == 30, "c at 30");
+	CHECKF(rowspace_alloc(&r, 40, &d) == 0 && d == 60, "d at 60: full");
+	CHECKF(rowspace_alloc(&r, 1, &x) == -ENOSPC, "exhausted");
 	/* bad frees */
-	CHECK(rowspace_free(&r, 100, 1) == -EINVAL, "past the space");
-	CHECK(rowspace_free(&r, 95, 10) == -EINVAL, "across the end");
-	CHECK(rowspace_free(&r, 10, 20) == 0, "b freed");
-	CHECK(rowspace_free(&r, 15, 2) == -EINVAL, "inside a free range");
-	CHECK(rowspace_free(&r, 5, 10) == -EINVAL, "overlapping a free range");
-	CHECK(r.nfree == 1 && r.free[0].first == 10 && r.free[0].count == 20, "one hole");
+	CHECKF(rowspace_free(&r, 100, 1) == -EINVAL, "past the space");
+	CHECKF(rowspace_free(&r, 95, 10) == -EINVAL, "across the end");
+	CHECKF(rowspace_free(&r, 10, 20) == 0, "b freed");
+	CHECKF(rowspace_free(&r, 15, 2) == -EINVAL, "inside a free range");
+	CHECKF(rowspace_free(&r, 5, 10) == -EINVAL, "overlapping a free range");
+	CHECKF(r.nfree == 1 && r.free[0].first == 10 && r.free[0].count == 20, "one hole");
 	/* coalescing both sides */
-	CHECK(rowspace_free(&r, 0, 10) == 0, "a freed");
-	CHECK(r.nfree == 1 && r.free[0].first == 0 && r.free[0].count == 30, "a joins b");
-	CHECK(rowspace_free(&r, 60, 40) == 0 && r.top == 60, "d freed: back to top");
-	CHECK(rowspace_free(&r, 30, 30) == 0 && r.top == 0 && r.nfree == 0,
-	      "c freed: joins the hole below and top");
+	CHECKF(rowspace_free(&r, 0, 10) == 0, "a freed");
+	CHECKF(r.nfree == 1 && r.free[0].first == 0 && r.free[0].count == 30, "a joins b");
+	CHECKF(rowspace_free(&r, 60, 40) == 0 && r.top == 60, "d freed: back to top");
+	CHECKF(rowspace_free(&r, 30, 30) == 0 && r.top == 0 && r.nfree == 0,
+	       "c freed: joins the hole below and top");
 	/* first fit: the lowest hole that holds the request */
-	CHECK(rowspace_alloc(&r, 10, &a) == 0 && rowspace_alloc(&r, 5, &b) == 0 &&
-	              rowspace_alloc(&r, 20, &c) == 0 && rowspace_alloc(&r, 5, &d) == 0,
-	      "four again");
-	CHECK(rowspace_free(&r, a, 10) == 0 && rowspace_free(&r, c, 20) == 0, "two holes");
-	CHECK(rowspace_alloc(&r, 12, &x) == 0 && x == c, "12 rows: the second hole");
-	CHECK(rowspace_alloc(&r, 8, &x) == 0 && x == a, "8 rows: the first hole");
-	CHECK(rowspace_alloc(&r, 8, &x) == 0 && x == c + 12, "8 more: the rest of the second");
-	CHECK(r.reused == 28, "rows reused counted");
-	CHECK(rowspace_alloc(&r, 61, &x) == -ENOSPC, "61 rows: 2 in a hole, 60 above");
-	CHECK(rowspace_alloc(&r, 60, &x) == 0 && x == 40, "60 rows above");
+	CHECKF(rowspace_alloc(&r, 10, &a) == 0 && rowspace_alloc(&r, 5, &b) == 0 &&
+	               rowspace_alloc(&r, 20, &c) == 0 && rowspace_alloc(&r, 5, &d) == 0,
+	       "four again");
+	CHECKF(rowspace_free(&r, a, 10) == 0 && rowspace_free(&r, c, 20) == 0, "two holes");
+	CHECKF(rowspace_alloc(&r, 12, &x) == 0 && x == c, "12 rows: the second hole");
+	CHECKF(rowspace_alloc(&r, 8, &x) == 0 && x == a, "8 rows: the first hole");
+	CHECKF(rowspace_alloc(&r, 8, &x) == 0 && x == c + 12, "8 more: the rest of the second");
+	CHECKF(r.reused == 28, "rows reused counted");
+	CHECKF(rowspace_alloc(&r, 61, &x) == -ENOSPC, "61 rows: 2 in a hole, 60 above");
+	CHECKF(rowspace_alloc(&r, 60, &x) == 0 && x == 40, "60 rows above");
 	rowspace_clear(&r);
 }
 
@@ -204,8 +195,8 @@ int main(void)
 	random_run(2, 1000, 50, 20000);
 	random_run(3, 4096, 700, 5000);
 	random_run(4, 1u << 16, 4096, 3000);
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
+	if (check_failures) {
+		fprintf(stderr, "%d check_failures\n", check_failures);
 		return 1;
 	}
 	printf("rowspace: all checks passed\n");

@@ -135,10 +135,7 @@ rec() {
 	"$collect" export --store "$tmp/$name" >"$tmp/$name.folded" 2>/dev/null
 }
 # weight NAME REGEX: summed weight of NAME's folded lines matching REGEX.
-weight() {
-	awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }' \
-		"$tmp/$1.folded"
-}
+weight() { stack_weight "$tmp/$1.folded" "$2"; }
 # excused NAME: the weight of the walks NAME's recording made without a
 # table.  The collector builds a file's table when the first sample meets
 # its code (collector/unwind/unwinder.c); until the worker thread has built it,

@@ -34,14 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-failures=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 mount_fs() { # -d: every request is logged to $log
 	"$flamefs" -d "$store" "$mnt" 2>>"$log" &
@@ -308,9 +301,4 @@ for i in $(seq 500); do d=$d/f$i; done
 check "stat at depth 500" test "$(cat "$d/total")" = 1 -a "$(stat -c %s "$d/total")" = 2
 
 unmount_fs
-if [ "$failures" -ne 0 ]; then
-	echo "$failures check(s) failed"
-	exit 1
-fi
-echo "all view cache checks passed"
-exit 0
+finish

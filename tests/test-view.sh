@@ -32,14 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-failures=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else bad "$what"; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 mount_fs() {
 	"$flamefs" -f "$store" "$mnt" 2>"$tmp/daemon.err" &
@@ -413,9 +406,4 @@ else
 	echo "SKIP: mount.fuse3 not installed"
 fi
 
-if [ "$failures" -ne 0 ]; then
-	echo "$failures check(s) failed"
-	exit 1
-fi
-echo "all view checks passed"
-exit 0
+finish

@@ -48,6 +48,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 quick=0
 [ "${1:-}" = --quick ] && quick=1
+. "$top/tests/lib.sh"
 . "$top/tests/bench/lib.sh"
 . "$top/tests/lib-pg.sh"
 bench_setup fleet --root --tools "perf python3 fusermount3" fs/flamefs flamefs-collect
@@ -141,7 +142,6 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 # ru OUT CMD...: wall user sys maxrss of CMD into OUT
 ru() { local o=$1; shift; python3 "$top/tests/bench/rusage.py" "$o" "$@"; }
 bytes_of() { "$fc" stats --store "$1" | awk '/^bytes:/ { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == "'"$2"'") print a[2] } }'; }
-folded_sum() { awk 'NF { n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END { for (k in s) printf "%s %.0f\n", k, s[k] }' | LC_ALL=C sort; }
 verdict() { # verdict WHAT FILE-GOT FILE-WANT
 	if cmp -s "$2" "$3"; then
 		echo "PASS: $1 ($(wc -l <"$2") lines)"

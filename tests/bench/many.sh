@@ -17,6 +17,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 nfiles=${1:-1000}
+. "$top/tests/lib.sh"
 . "$top/tests/bench/lib.sh"
 bench_setup many --tools "go perl"
 bench_machine
@@ -25,7 +26,6 @@ echo "# work dir: $work"
 
 now() { echo "$EPOCHREALTIME"; }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 # ---- FILES Go heap profiles ---------------------------------------------------
 dumps=$work/dumps

@@ -16,6 +16,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-20}
+. "$top/tests/lib.sh"
 . "$top/tests/bench/lib.sh"
 bench_setup perfdata --root --tools "perf perl"
 echo "# machine: $(nproc) cores, $(uname -r), $(perf version 2>/dev/null)"
@@ -28,7 +29,6 @@ if [ -z "${REUSE:-}" ] || [ ! -s "$data" ]; then
 fi
 echo "# recording: $secs s system-wide, $(stat -c %s "$data") bytes"
 
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 # timeit CMD...: "wall cpu" seconds (cpu = user + system, from GNU time),
 # for a machine shared with other work, where wall time alone misleads
 timeit() {

@@ -29,14 +29,13 @@ py=/usr/bin/python3.11
 export LC_ALL=C
 
 [ -x "$py" ] || { echo "python.sh: $py is missing" >&2; exit 1; }
+. "$top/tests/lib.sh"
 . "$top/tests/bench/lib.sh"
 bench_setup python --root --tools "perf" flamefs-collect
 rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 
 # weight FOLDED REGEX: summed weight of the folded lines matching REGEX.
-weight() {
-	awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }' "$1"
-}
+weight() { stack_weight "$1" "$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b ? a / b : 0 }'; }
 pyframe=';[^;]+ \((/[^;]*|<[^;]*>)\)(;|$)'
 

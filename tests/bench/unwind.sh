@@ -55,6 +55,7 @@ PARTS=${PARTS:-"1 2 3 4 5"}
 export LC_ALL=C
 
 [ -x /usr/bin/python3 ] || { echo "unwind.sh: /usr/bin/python3 is missing" >&2; exit 1; }
+. "$top/tests/lib.sh"
 . "$top/tests/bench/lib.sh"
 bench_setup unwind --root --tools "perf perl gcc xz python3 readelf" --nice flamefs-collect tests/unwind-target
 target="$build/tests/unwind-target"
@@ -130,9 +131,7 @@ run_part() {
 }
 
 # Folded-stack helpers.  weight FILE REGEX: summed weight of matching lines.
-weight() {
-	awk -v re="$2" '{ w = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ re) s += w } END { printf "%.0f\n", s }' "$1"
-}
+weight() { stack_weight "$1" "$2"; }
 pct() { # part whole -> percent
 	awk -v p="$1" -v w="$2" 'BEGIN { if (w > 0) printf "%.1f", 100 * p / w; else print "n/a" }'
 }
