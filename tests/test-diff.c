@@ -69,16 +69,17 @@ static void check_diff(struct store *s, const char *bin, const char *a, const ch
 	struct view_tree *ta = fx_tree(s, bin, "A"), *tb = fx_tree(s, bin, "B"), *d;
 	int r = view_diff_build(ta, fx_binary(ta), tb, fx_binary(tb), &d);
 
-	CHECK(r == 0, "%s: diff build %d", what, r);
+	CHECKF(r == 0, "%s: diff build %d", what, r);
 	if (r < 0)
 		return;
-	CHECK(view_tree_is_diff(d) && !view_tree_is_diff(ta), "%s: is a diff", what);
+	CHECKF(view_tree_is_diff(d) && !view_tree_is_diff(ta), "%s: is a diff", what);
 	char *want = expect_union(bin, a, b);
 	char *got = fx_render(view_render_folded, d, VIEW_ROOT);
-	CHECK(strcmp(got, want) == 0, "%s: folded\n%s--- want:\n%s", what, got, want);
+	CHECKF(strcmp(got, want) == 0, "%s: folded\n%s--- want:\n%s", what, got, want);
 	for (uint32_t n = 0; n < view_tree_node_count(d); n++) {
 		char *one = fx_render(view_render_folded, d, n);
-		CHECK(view_folded_size(d, n) == strlen(one), "%s: folded size of node %u", what, n);
+		CHECKF(view_folded_size(d, n) == strlen(one), "%s: folded size of node %u", what,
+		       n);
 		free(one);
 	}
 	fx_check_totals(d, what);
@@ -90,7 +91,7 @@ static void check_diff(struct store *s, const char *bin, const char *a, const ch
 			view_node_base_counts(d, view_node_child(d, n, i), &cc);
 			sum += cc.total_weight;
 		}
-		CHECK(c.total_weight == c.self_weight + sum, "%s: A's totals at node %u", what, n);
+		CHECKF(c.total_weight == c.self_weight + sum, "%s: A's totals at node %u", what, n);
 	}
 	/* The diff root's counts are the two versions' own. */
 	struct view_counts ca, cb, da, db;
@@ -99,13 +100,13 @@ static void check_diff(struct store *s, const char *bin, const char *a, const ch
 	view_node_counts(tb, fx_binary(tb), &cb);
 	view_node_base_counts(d, root, &da);
 	view_node_counts(d, root, &db);
-	CHECK(ca.total_weight == da.total_weight && cb.total_weight == db.total_weight,
-	      "%s: the root's counts are A's and B's", what);
+	CHECKF(ca.total_weight == da.total_weight && cb.total_weight == db.total_weight,
+	       "%s: the root's counts are A's and B's", what);
 	char expect_total[64];
 	snprintf(expect_total, sizeof(expect_total), "%" PRIu64 " %" PRIu64 "\n", ca.total_weight,
 	         cb.total_weight);
 	char *tot = fx_render(view_render_total, d, root);
-	CHECK(strcmp(tot, expect_total) == 0, "%s: total reads \"%s\"", what, tot);
+	CHECKF(strcmp(tot, expect_total) == 0, "%s: total reads \"%s\"", what, tot);
 	free(tot);
 	free(want);
 	free(got);
@@ -132,17 +133,17 @@ int main(void)
 	struct view_tree *ta = fx_tree(s, "app", "A"), *tb = fx_tree(s, "app", "B"), *d;
 	if (view_diff_build(ta, fx_binary(ta), tb, fx_binary(tb), &d) == 0) {
 		char *reg = fx_render(view_render_regressions, d, fx_binary(d));
-		CHECK(strcmp(reg, "+20.5% app;main;d\n+8.4% app;main;a;f;f;g\n") == 0,
-		      "regressions:\n%s", reg);
+		CHECKF(strcmp(reg, "+20.5% app;main;d\n+8.4% app;main;a;f;f;g\n") == 0,
+		       "regressions:\n%s", reg);
 		free(reg);
 		char *self = fx_render(view_render_self, d,
 		                       view_node_find_child(d, fx_binary(d), "main", 4));
-		CHECK(strcmp(self, "0 0\n") == 0, "self of main: %s", self);
+		CHECKF(strcmp(self, "0 0\n") == 0, "self of main: %s", self);
 		free(self);
 		view_tree_free(d);
 	}
 	char *none = fx_render(view_render_regressions, ta, fx_binary(ta));
-	CHECK(strcmp(none, "") == 0, "regressions of a plain tree");
+	CHECKF(strcmp(none, "") == 0, "regressions of a plain tree");
 	free(none);
 	/* Seeded: a diff rebuilt after B grew keeps every node's id, new
 	 * nodes come after, and it reads as an unseeded build does. */
@@ -150,21 +151,22 @@ int main(void)
 		struct view_tree *tb2, *d2, *d3;
 		fx_add(s, "app", "B", "samples", 1795000120, "main;a;f;new 4\nmain;z 1\n");
 		tb2 = fx_tree(s, "app", "B");
-		CHECK(view_diff_build_seeded(ta, fx_binary(ta), tb2, fx_binary(tb2), d, &d2) == 0 &&
-		              view_diff_build(ta, fx_binary(ta), tb2, fx_binary(tb2), &d3) == 0,
-		      "seeded diff");
+		CHECKF(view_diff_build_seeded(ta, fx_binary(ta), tb2, fx_binary(tb2), d, &d2) ==
+		                       0 &&
+		               view_diff_build(ta, fx_binary(ta), tb2, fx_binary(tb2), &d3) == 0,
+		       "seeded diff");
 		for (uint32_t n = 1; n < view_tree_node_count(d); n++) {
 			size_t l1, l2;
 			const char *a1 = view_node_name(d, n, &l1),
 			           *a2 = view_node_name(d2, n, &l2);
-			CHECK(view_node_visible(d2, n) && l1 == l2 && memcmp(a1, a2, l1) == 0 &&
-			              view_node_parent(d, n) == view_node_parent(d2, n),
-			      "seeded diff keeps node %u", n);
+			CHECKF(view_node_visible(d2, n) && l1 == l2 && memcmp(a1, a2, l1) == 0 &&
+			               view_node_parent(d, n) == view_node_parent(d2, n),
+			       "seeded diff keeps node %u", n);
 		}
-		CHECK(view_tree_node_count(d2) == view_tree_node_count(d) + 2, "two new nodes");
+		CHECKF(view_tree_node_count(d2) == view_tree_node_count(d) + 2, "two new nodes");
 		char *f2 = fx_render(view_render_folded, d2, VIEW_ROOT);
 		char *f3 = fx_render(view_render_folded, d3, VIEW_ROOT);
-		CHECK(strcmp(f2, f3) == 0, "seeded and unseeded diffs read the same");
+		CHECKF(strcmp(f2, f3) == 0, "seeded and unseeded diffs read the same");
 		free(f2);
 		free(f3);
 		view_tree_free(d3);
@@ -173,13 +175,13 @@ int main(void)
 		view_tree_free(d);
 	}
 	/* Root against root merges binaries. */
-	CHECK(view_diff_build(ta, VIEW_ROOT, tb, fx_binary(tb), &d) == -EINVAL, "mixed levels");
+	CHECKF(view_diff_build(ta, VIEW_ROOT, tb, fx_binary(tb), &d) == -EINVAL, "mixed levels");
 	view_tree_free(ta);
 	view_tree_free(tb);
 
 	store_close(s);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
+	if (check_failures) {
+		fprintf(stderr, "%d check(s) failed\n", check_failures);
 		return 1;
 	}
 	printf("PASS diff\n");

@@ -18,7 +18,7 @@ static void check_functions(const struct view_tree *t, struct fx_stack *st, int 
 	struct view_functions *fx;
 	int r = view_functions_build(t, fx_binary(t), &fx);
 
-	CHECK(r == 0, "%s: build: %d", what, r);
+	CHECKF(r == 0, "%s: build: %d", what, r);
 	if (r < 0)
 		return;
 	/* Names: every frame name but the binary's, in bytewise order. */
@@ -28,23 +28,23 @@ static void check_functions(const struct view_tree *t, struct fx_stack *st, int 
 		const char *a = view_functions_name(fx, i - 1, &la);
 		const char *b = view_functions_name(fx, i, &lb);
 		int c = memcmp(a, b, la < lb ? la : lb);
-		CHECK(c < 0 || (c == 0 && la < lb), "%s: functions sorted", what);
+		CHECKF(c < 0 || (c == 0 && la < lb), "%s: functions sorted", what);
 	}
 	for (int s = 0; s < nst; s++)
 		for (int j = 1; j < st[s].n; j++)
-			CHECK(view_functions_find(fx, st[s].frames[j], strlen(st[s].frames[j])) !=
-			              VIEW_NONE,
-			      "%s: %s is listed", what, st[s].frames[j]);
-	CHECK(view_functions_find(fx, "nosuch", 6) == VIEW_NONE, "%s: unknown name", what);
-	CHECK(view_functions_find(fx, st[0].frames[0], strlen(st[0].frames[0])) == VIEW_NONE,
-	      "%s: the binary is not a function", what);
+			CHECKF(view_functions_find(fx, st[s].frames[j], strlen(st[s].frames[j])) !=
+			               VIEW_NONE,
+			       "%s: %s is listed", what, st[s].frames[j]);
+	CHECKF(view_functions_find(fx, "nosuch", 6) == VIEW_NONE, "%s: unknown name", what);
+	CHECKF(view_functions_find(fx, st[0].frames[0], strlen(st[0].frames[0])) == VIEW_NONE,
+	       "%s: the binary is not a function", what);
 
 	for (uint32_t i = 0; i < nf; i++) {
 		size_t len;
 		const char *p = view_functions_name(fx, i, &len);
 		char name[256];
 		snprintf(name, sizeof(name), "%.*s", (int)len, p);
-		CHECK(view_functions_find(fx, name, len) == i, "%s: find %s", what, name);
+		CHECKF(view_functions_find(fx, name, len) == i, "%s: find %s", what, name);
 
 		/* Brute force. */
 		uint64_t self = 0, total = 0;
@@ -71,24 +71,25 @@ static void check_functions(const struct view_tree *t, struct fx_stack *st, int 
 		}
 		struct view_counts c;
 		view_functions_counts(fx, i, &c);
-		CHECK(c.self_weight == self, "%s: %s self %" PRIu64 ", want %" PRIu64, what, name,
-		      c.self_weight, self);
-		CHECK(c.total_weight == total, "%s: %s total %" PRIu64 ", want %" PRIu64, what,
-		      name, c.total_weight, total);
+		CHECKF(c.self_weight == self, "%s: %s self %" PRIu64 ", want %" PRIu64, what, name,
+		       c.self_weight, self);
+		CHECKF(c.total_weight == total, "%s: %s total %" PRIu64 ", want %" PRIu64, what,
+		       name, c.total_weight, total);
 
 		struct view_tree *ct, *et;
 		r = view_functions_callers(fx, i, &ct);
-		CHECK(r == 0, "%s: callers of %s: %d", what, name, r);
+		CHECKF(r == 0, "%s: callers of %s: %d", what, name, r);
 		if (r == 0) {
 			char *want = fx_merge_lines(cl, cw, nc);
 			char *got = fx_render(view_render_folded, ct, VIEW_ROOT);
-			CHECK(strcmp(got, want) == 0, "%s: callers of %s:\n%s--- want:\n%s", what,
-			      name, got, want);
+			CHECKF(strcmp(got, want) == 0, "%s: callers of %s:\n%s--- want:\n%s", what,
+			       name, got, want);
 			uint32_t fn = view_node_child(ct, VIEW_ROOT, 0);
 			struct view_counts fc;
 			view_node_counts(ct, fn, &fc);
-			CHECK(view_node_child_count(ct, VIEW_ROOT) == 1 && fc.total_weight == total,
-			      "%s: callers/ of %s totals its total", what, name);
+			CHECKF(view_node_child_count(ct, VIEW_ROOT) == 1 &&
+			               fc.total_weight == total,
+			       "%s: callers/ of %s totals its total", what, name);
 			/* Every stack has a caller (its binary at least): the
 			 * top level adds up to the total. */
 			uint64_t top = 0;
@@ -97,25 +98,25 @@ static void check_functions(const struct view_tree *t, struct fx_stack *st, int 
 				view_node_counts(ct, view_node_child(ct, fn, k), &kc);
 				top += kc.total_weight;
 			}
-			CHECK(top == total && fc.self_weight == 0,
-			      "%s: callers of %s add up to its total", what, name);
+			CHECKF(top == total && fc.self_weight == 0,
+			       "%s: callers of %s add up to its total", what, name);
 			fx_check_totals(ct, "callers");
 			free(want);
 			free(got);
 			view_tree_free(ct);
 		}
 		r = view_functions_callees(fx, i, &et);
-		CHECK(r == 0, "%s: callees of %s: %d", what, name, r);
+		CHECKF(r == 0, "%s: callees of %s: %d", what, name, r);
 		if (r == 0) {
 			char *want = fx_merge_lines(el, ew, ne);
 			char *got = fx_render(view_render_folded, et, VIEW_ROOT);
-			CHECK(strcmp(got, want) == 0, "%s: callees of %s:\n%s--- want:\n%s", what,
-			      name, got, want);
+			CHECKF(strcmp(got, want) == 0, "%s: callees of %s:\n%s--- want:\n%s", what,
+			       name, got, want);
 			struct view_counts fc;
 			view_node_counts(et, view_node_child(et, VIEW_ROOT, 0), &fc);
-			CHECK(fc.total_weight == total, "%s: callees/ of %s totals its total", what,
-			      name);
-			CHECK(fx_folded_sum(got) == total, "%s: callees folded of %s", what, name);
+			CHECKF(fc.total_weight == total, "%s: callees/ of %s totals its total",
+			       what, name);
+			CHECKF(fx_folded_sum(got) == total, "%s: callees folded of %s", what, name);
 			fx_check_totals(et, "callees");
 			free(want);
 			free(got);
@@ -126,8 +127,8 @@ static void check_functions(const struct view_tree *t, struct fx_stack *st, int 
 		for (int k = 0; k < ne; k++)
 			free(el[k]);
 	}
-	CHECK(view_functions_callers(fx, nf, &(struct view_tree *){NULL}) == -EINVAL,
-	      "%s: out of range", what);
+	CHECKF(view_functions_callers(fx, nf, &(struct view_tree *){NULL}) == -EINVAL,
+	       "%s: out of range", what);
 	view_functions_free(fx);
 }
 
@@ -154,8 +155,8 @@ int main(void)
 	if (view_functions_build(t, fx_binary(t), &fx) == 0) {
 		struct view_counts c;
 		view_functions_counts(fx, view_functions_find(fx, "f", 1), &c);
-		CHECK(c.total_weight == 10 + 5 + 7 + 2 + 4 && c.self_weight == 7 + 4,
-		      "f: %" PRIu64 " %" PRIu64, c.self_weight, c.total_weight);
+		CHECKF(c.total_weight == 10 + 5 + 7 + 2 + 4 && c.self_weight == 7 + 4,
+		       "f: %" PRIu64 " %" PRIu64, c.self_weight, c.total_weight);
 		view_functions_free(fx);
 	}
 	fx_free_stacks(st, n);
@@ -178,7 +179,7 @@ int main(void)
 			              : view_functions_callers_seeded(f2, i2, old, &seeded);
 			int r3 = side ? view_functions_callees(f2, i2, &fresh)
 			              : view_functions_callers(f2, i2, &fresh);
-			CHECK(r1 == 0 && r2 == 0 && r3 == 0, "seeded builds");
+			CHECKF(r1 == 0 && r2 == 0 && r3 == 0, "seeded builds");
 			if (r1 || r2 || r3)
 				continue;
 			uint32_t hidden = 0;
@@ -186,16 +187,16 @@ int main(void)
 				size_t l1, l2;
 				const char *a1 = view_node_name(old, k, &l1),
 				           *a2 = view_node_name(seeded, k, &l2);
-				CHECK(l1 == l2 && memcmp(a1, a2, l1) == 0,
-				      "seeded %s keeps node %u", side ? "callees" : "callers", k);
+				CHECKF(l1 == l2 && memcmp(a1, a2, l1) == 0,
+				       "seeded %s keeps node %u", side ? "callees" : "callers", k);
 				hidden += !view_node_visible(seeded, k);
 			}
-			CHECK(hidden > 0, "%s: a node no stack reaches is hidden",
-			      side ? "callees" : "callers");
+			CHECKF(hidden > 0, "%s: a node no stack reaches is hidden",
+			       side ? "callees" : "callers");
 			char *a = fx_render(view_render_folded, seeded, VIEW_ROOT);
 			char *b = fx_render(view_render_folded, fresh, VIEW_ROOT);
-			CHECK(strcmp(a, b) == 0, "seeded %s reads as unseeded:\n%s---\n%s",
-			      side ? "callees" : "callers", a, b);
+			CHECKF(strcmp(a, b) == 0, "seeded %s reads as unseeded:\n%s---\n%s",
+			       side ? "callees" : "callers", a, b);
 			fx_check_totals(seeded, "seeded");
 			free(a);
 			free(b);
@@ -231,8 +232,8 @@ int main(void)
 	view_buf_free(&lines);
 
 	store_close(s);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
+	if (check_failures) {
+		fprintf(stderr, "%d check(s) failed\n", check_failures);
 		return 1;
 	}
 	printf("PASS functions\n");

@@ -110,17 +110,17 @@ static void check_tree(const struct view_tree *t, const struct added *ad, int na
 			}
 			p = nl + 1;
 		}
-		CHECK(hdr == 2, "%s: %s: two header lines", what, path);
-		CHECK(strstr(text, "of 60 s; clock unix") != NULL, "%s: header: %s", what, text);
-		CHECK(strcmp(got.data ? got.data : "", want.data ? want.data : "") == 0,
-		      "%s: %s: got\n%s\nwant\n%s", what, path, got.data, want.data);
-		CHECK(sum == c.total_weight,
-		      "%s: %s: buckets add up to %" PRIu64 ", total %" PRIu64, what, path, sum,
-		      c.total_weight);
+		CHECKF(hdr == 2, "%s: %s: two header lines", what, path);
+		CHECKF(strstr(text, "of 60 s; clock unix") != NULL, "%s: header: %s", what, text);
+		CHECKF(strcmp(got.data ? got.data : "", want.data ? want.data : "") == 0,
+		       "%s: %s: got\n%s\nwant\n%s", what, path, got.data, want.data);
+		CHECKF(sum == c.total_weight,
+		       "%s: %s: buckets add up to %" PRIu64 ", total %" PRIu64, what, path, sum,
+		       c.total_weight);
 		int bars = 0;
 		for (const char *p = svg; (p = strstr(p, "<rect class=\"bar\"")); p++)
 			bars++;
-		CHECK(bars == nwant, "%s: %s: %d bars for %d buckets", what, path, bars, nwant);
+		CHECKF(bars == nwant, "%s: %s: %d bars for %d buckets", what, path, bars, nwant);
 		view_buf_free(&want);
 		view_buf_free(&got);
 		free(text);
@@ -249,7 +249,7 @@ int main(void)
 	if (view_functions_build(t, fx_binary(t), &fx) == 0 &&
 	    view_functions_callees(fx, 0, &callees) == 0) {
 		char *text = fx_render(view_render_timeline, callees, VIEW_ROOT);
-		CHECK(strncmp(text, "# 0 buckets", 11) == 0, "callees: %s", text);
+		CHECKF(strncmp(text, "# 0 buckets", 11) == 0, "callees: %s", text);
 		free(text);
 		view_tree_free(callees);
 		view_functions_free(fx);
@@ -259,8 +259,8 @@ int main(void)
 	for (int i = 0; i < NADD; i++)
 		free(ad[i].lines);
 	store_close(s);
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
+	if (check_failures) {
+		fprintf(stderr, "%d check_failures\n", check_failures);
 		return 1;
 	}
 	printf("ok: timeline of every node of a random tree (two binaries, and one), after the "

@@ -174,43 +174,43 @@ static void check_node(const struct view_tree *t, uint32_t n, struct fx_stack *s
 	int nl = parse_top(text, lines, MAX_FUNCS + 1, header, sizeof(header));
 	struct view_counts c;
 	view_node_counts(t, n, &c);
-	CHECK(nl == nf, "%s: node %u: %d lines, want %d functions:\n%s", what, n, nl, nf, text);
+	CHECKF(nl == nf, "%s: node %u: %d lines, want %d functions:\n%s", what, n, nl, nf, text);
 	for (int i = 0; i < nl && nl == nf; i++) {
 		struct top_line *l = &lines[i];
 		int f = 0;
 		while (f < nf && strcmp(names[f], l->name) != 0)
 			f++;
-		CHECK(f < nf, "%s: node %u: %s is a function", what, n, l->name);
+		CHECKF(f < nf, "%s: node %u: %s is a function", what, n, l->name);
 		if (f == nf)
 			continue;
-		CHECK(l->self == self[f] && l->total == total[f],
-		      "%s: node %u: %s: self %" PRIu64 " total %" PRIu64 ", want %" PRIu64
-		      " %" PRIu64,
-		      what, n, l->name, l->self, l->total, self[f], total[f]);
+		CHECKF(l->self == self[f] && l->total == total[f],
+		       "%s: node %u: %s: self %" PRIu64 " total %" PRIu64 ", want %" PRIu64
+		       " %" PRIu64,
+		       what, n, l->name, l->self, l->total, self[f], total[f]);
 		char sp[32], tp[32];
 		want_pct(sp, l->self, c.total_weight);
 		want_pct(tp, l->total, c.total_weight);
-		CHECK(strcmp(sp, l->self_pct) == 0 && strcmp(tp, l->total_pct) == 0,
-		      "%s: node %u: %s: %s%% %s%%, want %s%% %s%%", what, n, l->name, l->self_pct,
-		      l->total_pct, sp, tp);
+		CHECKF(strcmp(sp, l->self_pct) == 0 && strcmp(tp, l->total_pct) == 0,
+		       "%s: node %u: %s: %s%% %s%%, want %s%% %s%%", what, n, l->name, l->self_pct,
+		       l->total_pct, sp, tp);
 		const char *kind = l->name[0] == 'k'   ? "kernel"
 		                   : l->name[0] == 'i' ? "inline"
 		                                       : "user";
-		CHECK(strcmp(l->kind, kind) == 0, "%s: %s is %s, want %s", what, l->name, l->kind,
-		      kind);
+		CHECKF(strcmp(l->kind, kind) == 0, "%s: %s is %s, want %s", what, l->name, l->kind,
+		       kind);
 		names[f][0] = '\0'; /* listed once */
 		if (i > 0) {
 			struct top_line *p = &lines[i - 1];
-			CHECK(p->self > l->self ||
-			              (p->self == l->self &&
-			               (p->total > l->total ||
-			                (p->total == l->total && strcmp(p->name, l->name) < 0))),
-			      "%s: node %u: %s ranked after %s", what, n, l->name, p->name);
+			CHECKF(p->self > l->self ||
+			               (p->self == l->self &&
+			                (p->total > l->total ||
+			                 (p->total == l->total && strcmp(p->name, l->name) < 0))),
+			       "%s: node %u: %s ranked after %s", what, n, l->name, p->name);
 		}
 	}
 	char want[128];
 	snprintf(want, sizeof(want), "total %" PRIu64, c.total_weight);
-	CHECK(strstr(header, want) != NULL, "%s: header %s has %s", what, header, want);
+	CHECKF(strstr(header, want) != NULL, "%s: header %s has %s", what, header, want);
 	free(text);
 }
 
@@ -221,25 +221,25 @@ static void check_functions(const struct view_tree *t, const char *what)
 	uint32_t bin = fx_binary(t);
 
 	if (view_functions_build(t, bin, &fx) < 0) {
-		CHECK(0, "%s: view_functions_build", what);
+		CHECKF(0, "%s: view_functions_build", what);
 		return;
 	}
 	char *text = fx_render(view_render_top, t, bin);
 	struct top_line lines[MAX_FUNCS + 1];
 	char header[512];
 	int nl = parse_top(text, lines, MAX_FUNCS + 1, header, sizeof(header));
-	CHECK(nl == (int)view_functions_count(fx), "%s: %d lines for %u functions", what, nl,
-	      view_functions_count(fx));
+	CHECKF(nl == (int)view_functions_count(fx), "%s: %d lines for %u functions", what, nl,
+	       view_functions_count(fx));
 	for (int i = 0; i < nl; i++) {
 		uint32_t f = view_functions_find(fx, lines[i].name, strlen(lines[i].name));
 		struct view_counts c;
-		CHECK(f != VIEW_NONE, "%s: %s in @functions", what, lines[i].name);
+		CHECKF(f != VIEW_NONE, "%s: %s in @functions", what, lines[i].name);
 		if (f == VIEW_NONE)
 			continue;
 		view_functions_counts(fx, f, &c);
-		CHECK(c.self_weight == lines[i].self && c.total_weight == lines[i].total,
-		      "%s: %s: top %" PRIu64 " %" PRIu64 ", @functions %" PRIu64 " %" PRIu64, what,
-		      lines[i].name, lines[i].self, lines[i].total, c.self_weight, c.total_weight);
+		CHECKF(c.self_weight == lines[i].self && c.total_weight == lines[i].total,
+		       "%s: %s: top %" PRIu64 " %" PRIu64 ", @functions %" PRIu64 " %" PRIu64, what,
+		       lines[i].name, lines[i].self, lines[i].total, c.self_weight, c.total_weight);
 	}
 	free(text);
 	view_functions_free(fx);
@@ -268,7 +268,7 @@ int main(void)
 	                   "   5   27.78    5   27.78 kernel  kread\n"
 	                   "   2   11.11   12   66.67 user    g\n"
 	                   "   1    5.56   18  100.00 user    main\n";
-	CHECK(strcmp(text, want) == 0, "hand: got\n%s\nwant\n%s", text, want);
+	CHECKF(strcmp(text, want) == 0, "hand: got\n%s\nwant\n%s", text, want);
 	free(text);
 	int n = fx_parse("app", hand, st);
 	for (uint32_t i = 1; i < view_tree_node_count(t); i++)
@@ -282,7 +282,7 @@ int main(void)
 	t = fx_tree(s, "cnt", "1");
 	text = fx_render(view_render_top, t, fx_binary(t));
 	const char *count_header = "# 2 functions by self weight; unit count (samples), total 3\n";
-	CHECK(strncmp(text, count_header, strlen(count_header)) == 0, "count header: %s", text);
+	CHECKF(strncmp(text, count_header, strlen(count_header)) == 0, "count header: %s", text);
 	free(text);
 	view_tree_free(t);
 
@@ -379,8 +379,8 @@ int main(void)
 		snprintf(version, sizeof(version), "big%d", round);
 		add_kinds(s, "big", version, "nanoseconds", lines.data);
 		t = fx_tree(s, "big", version);
-		CHECK(view_tree_node_count(t) >= 16384, "large: only %u nodes",
-		      view_tree_node_count(t));
+		CHECKF(view_tree_node_count(t) >= 16384, "large: only %u nodes",
+		       view_tree_node_count(t));
 		n = fx_parse("big", lines.data, st);
 		for (uint32_t i = 1; i < view_tree_node_count(t); i += 37)
 			check_node(t, i, st, n, "large");
@@ -418,8 +418,8 @@ int main(void)
 		trees++;
 	}
 	store_close(s);
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
+	if (check_failures) {
+		fprintf(stderr, "%d check_failures\n", check_failures);
 		return 1;
 	}
 	printf("ok: top over %d random trees (5 of two binaries, 2 of 16,384 nodes and more, 3 of "

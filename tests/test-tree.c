@@ -105,9 +105,9 @@ static void check_siblings(const struct view_tree *t, const char *what)
 			const char *b = view_node_name(t, view_node_child(t, n, i), &lb);
 			size_t m = la < lb ? la : lb;
 			int c = memcmp(a, b, m);
-			CHECK(c < 0 || (c == 0 && la < lb),
-			      "%s: node %u: children %.*s and %.*s out of order or equal", what, n,
-			      (int)la, a, (int)lb, b);
+			CHECKF(c < 0 || (c == 0 && la < lb),
+			       "%s: node %u: children %.*s and %.*s out of order or equal", what, n,
+			       (int)la, a, (int)lb, b);
 		}
 }
 
@@ -121,20 +121,20 @@ static void check_build(struct store *s, const struct store_series *series, size
 		fx_die("view_tree_build", EIO);
 	char *want = expected(lines, binaries, w, nlines);
 	char *got = fx_render(view_render_folded, t, VIEW_ROOT);
-	CHECK(strcmp(got, want) == 0, "%s: folded\n%s\nwant\n%s", what, got, want);
+	CHECKF(strcmp(got, want) == 0, "%s: folded\n%s\nwant\n%s", what, got, want);
 	check_siblings(t, what);
 	fx_check_totals(t, what);
 	if (view_tree_build_seeded(s, series, n, INT64_MIN, INT64_MAX, t, &again) < 0)
 		fx_die("view_tree_build_seeded", EIO);
-	CHECK(view_tree_node_count(again) == view_tree_node_count(t), "%s: %u nodes, again %u",
-	      what, view_tree_node_count(t), view_tree_node_count(again));
+	CHECKF(view_tree_node_count(again) == view_tree_node_count(t), "%s: %u nodes, again %u",
+	       what, view_tree_node_count(t), view_tree_node_count(again));
 	for (uint32_t i = 0; i < view_tree_node_count(t) && i < view_tree_node_count(again); i++) {
 		struct view_counts a, b;
 		view_node_counts(t, i, &a);
 		view_node_counts(again, i, &b);
-		CHECK(view_node_visible(again, i) && a.self_weight == b.self_weight &&
-		              a.total_weight == b.total_weight,
-		      "%s: node %u differs in the seeded rebuild", what, i);
+		CHECKF(view_node_visible(again, i) && a.self_weight == b.self_weight &&
+		               a.total_weight == b.total_weight,
+		       "%s: node %u differs in the seeded rebuild", what, i);
 	}
 	view_tree_free(again);
 	view_tree_free(t);
@@ -253,11 +253,11 @@ int main(void)
 		if (store_series_list(s, &list, &n) < 0 ||
 		    view_tree_build(s, list, n, INT64_MIN, INT64_MAX, &t) < 0)
 			fx_die("view_tree_build", EIO);
-		CHECK(view_tree_node_count(t) >= 20000, "large round %d: only %u nodes", round,
-		      view_tree_node_count(t));
-		CHECK(!two || view_tree_node_count(t) > store_node_count(s) + 2,
-		      "large round %d: %u nodes, not more than the store's %u", round,
-		      view_tree_node_count(t), store_node_count(s));
+		CHECKF(view_tree_node_count(t) >= 20000, "large round %d: only %u nodes", round,
+		       view_tree_node_count(t));
+		CHECKF(!two || view_tree_node_count(t) > store_node_count(s) + 2,
+		       "large round %d: %u nodes, not more than the store's %u", round,
+		       view_tree_node_count(t), store_node_count(s));
 		view_tree_free(t);
 		char what[64];
 		snprintf(what, sizeof(what), "large round %d%s", round,
@@ -273,8 +273,8 @@ int main(void)
 	free(wlines);
 	free(wbin);
 	free(ww);
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
+	if (check_failures) {
+		fprintf(stderr, "%d check_failures\n", check_failures);
 		return 1;
 	}
 	printf("ok: %d trees of frames that merge by name (4 of 20,000 nodes and more, one of "

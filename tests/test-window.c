@@ -18,9 +18,9 @@ static void check_duration(const char *s, int64_t want)
 	int r = view_parse_duration(s, &got);
 
 	if (want < 0)
-		CHECK(r < 0, "duration \"%s\" refused", s);
+		CHECKF(r < 0, "duration \"%s\" refused", s);
 	else
-		CHECK(r == 0 && got == want, "duration \"%s\": %d %" PRId64, s, r, got);
+		CHECKF(r == 0 && got == want, "duration \"%s\": %d %" PRId64, s, r, got);
 }
 
 static void check_time(const char *s, int64_t want)
@@ -29,10 +29,10 @@ static void check_time(const char *s, int64_t want)
 	int r = view_parse_time(s, &got);
 
 	if (want < 0)
-		CHECK(r < 0, "time \"%s\" refused", s);
+		CHECKF(r < 0, "time \"%s\" refused", s);
 	else
-		CHECK(r == 0 && got == want, "time \"%s\": %d %" PRId64 " want %" PRId64, s, r, got,
-		      want);
+		CHECKF(r == 0 && got == want, "time \"%s\": %d %" PRId64 " want %" PRId64, s, r,
+		       got, want);
 }
 
 static int64_t utc(int y, int mo, int d, int h, int mi, int s)
@@ -107,7 +107,7 @@ int main(void)
 	check_time("2026-11-24", utc(2026, 11, 24, 0, 0, 0));
 	check_time("2024-02-29T00:00:00Z", utc(2024, 2, 29, 0, 0, 0));
 	int64_t before = 0;
-	CHECK(view_parse_time("1969-12-31T23:59:59Z", &before) == 0 && before == -1, "1969");
+	CHECKF(view_parse_time("1969-12-31T23:59:59Z", &before) == 0 && before == -1, "1969");
 	const char *bad_time[] = {"",
 	                          "abc",
 	                          "2026-13-01",
@@ -125,11 +125,11 @@ int main(void)
 	/* @last: ends at the end of the bucket holding now. */
 	int64_t from, to;
 	view_window_last(T0 + 10, 300, 60, &from, &to);
-	CHECK(to == T0 + 60 && from == T0 - 240, "last 5m: [%" PRId64 ", %" PRId64 ")", from, to);
+	CHECKF(to == T0 + 60 && from == T0 - 240, "last 5m: [%" PRId64 ", %" PRId64 ")", from, to);
 	view_window_last(T0, 90, 60, &from, &to);
-	CHECK(to == T0 + 60 && from == T0 - 30, "last 90s at a bucket start");
+	CHECKF(to == T0 + 60 && from == T0 - 30, "last 90s at a bucket start");
 	view_window_last(T0 - 1, 60, 60, &from, &to);
-	CHECK(to == T0 && from == T0 - 60, "last 1m a second before a bucket");
+	CHECKF(to == T0 && from == T0 - 60, "last 1m a second before a bucket");
 
 	/* Ten buckets weighing 1, 2, 4, ...; counts at varying seconds
 	 * inside each. */
@@ -149,19 +149,19 @@ int main(void)
 		uint64_t got = window_weight(s, edges[i][0], edges[i][1]);
 		uint64_t want =
 		        edges[i][0] == INT64_MIN ? 1023 : expect_weight(edges[i][0], edges[i][1]);
-		CHECK(got == want, "window %zu: %" PRIu64 " want %" PRIu64, i, got, want);
+		CHECKF(got == want, "window %zu: %" PRIu64 " want %" PRIu64, i, got, want);
 	}
 	srand(77);
 	for (int i = 0; i < 500; i++) {
 		int64_t a = T0 - 100 + rand() % 800, b = a + rand() % 400 - 50;
 		uint64_t got = window_weight(s, a, b), want = expect_weight(a, b);
-		CHECK(got == want,
-		      "random window [%" PRId64 ", %" PRId64 "): %" PRIu64 " want %" PRIu64, a - T0,
-		      b - T0, got, want);
+		CHECKF(got == want,
+		       "random window [%" PRId64 ", %" PRId64 "): %" PRIu64 " want %" PRIu64,
+		       a - T0, b - T0, got, want);
 	}
 	store_close(s);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
+	if (check_failures) {
+		fprintf(stderr, "%d check(s) failed\n", check_failures);
 		return 1;
 	}
 	printf("PASS window\n");

@@ -15,20 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "store.h"
 #include "view.h"
-
-static __attribute__((unused)) int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 static __attribute__((unused)) void fx_die(const char *what, int r)
 {
@@ -268,7 +257,7 @@ static __attribute__((unused)) void fx_check_totals(const struct view_tree *t, c
 			view_node_counts(t, view_node_child(t, n, i), &cc);
 			sum += cc.total_weight;
 		}
-		CHECK(c.total_weight == c.self_weight + sum, "%s: node %u", what, n);
+		CHECKF(c.total_weight == c.self_weight + sum, "%s: node %u", what, n);
 	}
 }
 
