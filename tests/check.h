@@ -42,7 +42,7 @@ __attribute__((weak)) int check_failures;
 	do {                                                                                       \
 		int r_ = (expr);                                                                   \
 		if (r_ < 0) {                                                                      \
-			fprintf(stderr, "FAIL %s:%d: %s returned %d (%s)\n", __FILE__, __LINE__,    \
+			fprintf(stderr, "FAIL %s:%d: %s returned %d (%s)\n", __FILE__, __LINE__,   \
 			        #expr, r_, strerror(-r_));                                         \
 			check_failures++;                                                          \
 		}                                                                                  \
@@ -52,8 +52,8 @@ __attribute__((weak)) int check_failures;
 	do {                                                                                       \
 		const char *g_ = (got), *w_ = (want);                                              \
 		if (!g_ || strcmp(g_, w_)) {                                                       \
-			fprintf(stderr, "FAIL %s:%d: got \"%s\", want \"%s\"\n", __FILE__, __LINE__, \
-			        g_ ? g_ : "(null)", w_);                                           \
+			fprintf(stderr, "FAIL %s:%d: got \"%s\", want \"%s\"\n", __FILE__,         \
+			        __LINE__, g_ ? g_ : "(null)", w_);                                 \
 			check_failures++;                                                          \
 		}                                                                                  \
 	} while (0)
