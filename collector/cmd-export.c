@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,16 +85,43 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-enum export_format {
-	EXPORT_FOLDED,
-	EXPORT_PPROF,
-	EXPORT_SVG,
-	EXPORT_CALLGRIND,
-	EXPORT_REGRESSIONS,
-	EXPORT_TOP,
-	EXPORT_TIMELINE,
-	EXPORT_TIMELINE_SVG,
-	EXPORT_QUALITY,
+/* The formats, by name: what renders them, and whether they show a diff
+ * (--base) or only a diff's regressions. */
+struct export_format {
+	const char *name, *alias;
+	int (*render)(const struct view_tree *t, uint32_t node, struct view_buf *out);
+	bool shows_diff, needs_diff;
+};
+
+static const struct export_format export_formats[] = {
+        {"folded", NULL, view_render_folded, true, false},
+        {"pprof", NULL, view_render_pprof, true, false},
+        {"svg", "flame.svg", view_render_flame_svg, true, false},
+        {"callgrind", NULL, view_render_callgrind, false, false},
+        {"top", NULL, view_render_top, false, false},
+        {"timeline", NULL, view_render_timeline, false, false},
+        {"timeline.svg", "timeline-svg", view_render_timeline_svg, false, false},
+        {"quality", NULL, view_render_quality, false, false},
+        {"regressions", NULL, view_render_regressions, true, true},
+};
+
+static const struct export_format *find_format(const char *name)
+{
+	for (size_t i = 0; i < sizeof(export_formats) / sizeof(export_formats[0]); i++) {
+		const struct export_format *f = &export_formats[i];
+		if (strcmp(name, f->name) == 0 || (f->alias && strcmp(name, f->alias) == 0))
+			return f;
+	}
+	return NULL;
+}
+
+/* What the command line asked for. */
+struct export_opts {
+	const char *store, *binary, *version, *event, *output, *base, *last, *from, *to;
+	const char *callers, *callees;
+	bool functions;
+	size_t max_render;
+	const struct export_format *format;
 };
 
 /* Moves the series that match to the front of list[0..n); returns how
@@ -128,7 +156,8 @@ static int64_t parse_time_opt(const char *opt, const char *arg)
 	return t;
 }
 
-int cmd_export(int argc, char **argv)
+/* Parses argv into *o; returns -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, struct export_opts *o)
 {
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
@@ -148,55 +177,32 @@ int cmd_export(int argc, char **argv)
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
-	const char *store_arg = NULL, *binary = NULL, *version = NULL, *event = NULL;
-	const char *output = NULL, *base = NULL, *last = NULL, *from_arg = NULL, *to_arg = NULL;
-	const char *callers = NULL, *callees = NULL;
-	bool functions = false;
-	size_t max_render = VIEW_RENDER_MAX;
-	enum export_format format = EXPORT_FOLDED;
 	int c;
+
+	*o = (struct export_opts){.max_render = VIEW_RENDER_MAX, .format = &export_formats[0]};
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': store_arg = optarg; break;
-		case 'b': binary = optarg; break;
-		case 'v': version = optarg; break;
-		case 'e': event = optarg; break;
-		case 'o': output = optarg; break;
-		case 'B': base = optarg; break;
-		case 'L': last = optarg; break;
-		case 'F': from_arg = optarg; break;
-		case 'T': to_arg = optarg; break;
-		case 'U': functions = true; break;
-		case 'C': callers = optarg; break;
-		case 'E': callees = optarg; break;
+		case 's': o->store = optarg; break;
+		case 'b': o->binary = optarg; break;
+		case 'v': o->version = optarg; break;
+		case 'e': o->event = optarg; break;
+		case 'o': o->output = optarg; break;
+		case 'B': o->base = optarg; break;
+		case 'L': o->last = optarg; break;
+		case 'F': o->from = optarg; break;
+		case 'T': o->to = optarg; break;
+		case 'U': o->functions = true; break;
+		case 'C': o->callers = optarg; break;
+		case 'E': o->callees = optarg; break;
 		case 'M':
-			if (view_parse_size(optarg, &max_render) < 0)
+			if (view_parse_size(optarg, &o->max_render) < 0)
 				cli_die("--max-render: expected a size in bytes with an optional "
 				        "K, M "
 				        "or G suffix (256M), got \"%s\"",
 				        optarg);
 			break;
 		case 'f':
-			if (strcmp(optarg, "pprof") == 0)
-				format = EXPORT_PPROF;
-			else if (strcmp(optarg, "svg") == 0 || strcmp(optarg, "flame.svg") == 0)
-				format = EXPORT_SVG;
-			else if (strcmp(optarg, "callgrind") == 0)
-				format = EXPORT_CALLGRIND;
-			else if (strcmp(optarg, "regressions") == 0)
-				format = EXPORT_REGRESSIONS;
-			else if (strcmp(optarg, "folded") == 0)
-				format = EXPORT_FOLDED;
-			else if (strcmp(optarg, "top") == 0)
-				format = EXPORT_TOP;
-			else if (strcmp(optarg, "timeline") == 0)
-				format = EXPORT_TIMELINE;
-			else if (strcmp(optarg, "timeline.svg") == 0 ||
-			         strcmp(optarg, "timeline-svg") == 0)
-				format = EXPORT_TIMELINE_SVG;
-			else if (strcmp(optarg, "quality") == 0)
-				format = EXPORT_QUALITY;
-			else
+			if (!(o->format = find_format(optarg)))
 				cli_die("--format: expected folded, pprof, svg, callgrind, top, "
 				        "timeline, timeline.svg, quality or regressions, got "
 				        "\"%s\"",
@@ -210,190 +216,227 @@ int cmd_export(int argc, char **argv)
 		usage_export(stderr);
 		return 2;
 	}
-	if ((functions ? 1 : 0) + (callers ? 1 : 0) + (callees ? 1 : 0) > 1)
+	return -1;
+}
+
+/* Refuses the combinations that mean nothing, with the reason. */
+static void check_options(const struct export_opts *o)
+{
+	bool fn = o->functions || o->callers || o->callees;
+
+	if ((o->functions ? 1 : 0) + (o->callers ? 1 : 0) + (o->callees ? 1 : 0) > 1)
 		cli_die("--functions, --callers and --callees exclude each other");
-	if (base && (functions || callers || callees))
+	if (o->base && fn)
 		cli_die("--base makes a diff; it does not go with --functions, --callers or "
 		        "--callees");
-	if (base && !version)
+	if (o->base && !o->version)
 		cli_die("--base needs --version: the version to compare with it");
-	if (format == EXPORT_REGRESSIONS && !base)
-		cli_die("--format regressions needs --base");
-	if (base && format == EXPORT_CALLGRIND)
-		cli_die("--format callgrind does not show a diff");
-	if (base && (format == EXPORT_TOP || format == EXPORT_TIMELINE ||
-	             format == EXPORT_TIMELINE_SVG || format == EXPORT_QUALITY))
-		cli_die("--format top, timeline, timeline.svg and quality do not show a diff");
-	if (last && (from_arg || to_arg))
+	if (o->format->needs_diff && !o->base)
+		cli_die("--format %s needs --base", o->format->name);
+	if (o->base && !o->format->shows_diff)
+		cli_die("--format %s does not show a diff", o->format->name);
+	if (o->last && (o->from || o->to))
 		cli_die("--last and --from/--to exclude each other");
+}
 
-	int64_t from = INT64_MIN, to = INT64_MAX;
-	bool window = last || from_arg || to_arg;
-	if (from_arg)
-		from = parse_time_opt("--from", from_arg);
-	if (to_arg)
-		to = parse_time_opt("--to", to_arg);
+/* Keeps the series that match the options at the front of list[0..n),
+ * of one event: the one asked for, else the one with the most samples.
+ * Returns how many, and that event in *chosen. */
+static size_t pick_series(const char *dir, const struct export_opts *o, struct store_series *list,
+                          size_t n, const char **chosen)
+{
+	size_t m = keep_series(list, n, o->binary, o->version, o->event);
 
-	char *owned, err[512];
-	const char *dir = cli_resolve_store(store_arg, &owned);
-	struct store *s;
-	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
-	dir = store_where(s); /* a database: without its password */
-	if (last) {
-		int64_t secs;
-		if (view_parse_duration(last, &secs) < 0)
-			cli_die("--last: expected a duration such as 90s, 5m, 1h or 1d12h, got "
-			        "\"%s\"",
-			        last);
-		view_window_last(time(NULL), secs, store_bucket_seconds(s), &from, &to);
-	}
-	struct store_series *list;
-	size_t n;
-	if (store_series_list(s, &list, &n) < 0)
-		cli_die_store(s);
-
-	/* Keep the matching series, then only one event: the one asked for,
-	 * else the one with the most samples. */
-	size_t m = keep_series(list, n, binary, version, event);
-	const char *chosen = event;
-	if (!chosen) {
+	*chosen = o->event;
+	if (!*chosen) {
 		uint64_t best = 0;
 		for (size_t i = 0; i < m; i++) {
 			uint64_t sum = 0;
 			for (size_t j = 0; j < m; j++)
 				if (strcmp(list[j].event, list[i].event) == 0)
 					sum += list[j].samples;
-			if (!chosen || sum > best) {
-				chosen = list[i].event;
+			if (!*chosen || sum > best) {
+				*chosen = list[i].event;
 				best = sum;
 			}
 		}
 	}
-	size_t k = chosen ? keep_series(list, m, NULL, NULL, chosen) : 0;
-	if (k == 0 && (binary || version || event))
-		cli_die("%s: no series matches%s%s%s%s%s%s", dir, binary ? " --binary " : "",
-		        binary ? binary : "", version ? " --version " : "", version ? version : "",
-		        event ? " --event " : "", event ? event : "");
+	size_t k = *chosen ? keep_series(list, m, NULL, NULL, *chosen) : 0;
+	if (k == 0 && (o->binary || o->version || o->event))
+		cli_die("%s: no series matches%s%s%s%s%s%s", dir, o->binary ? " --binary " : "",
+		        o->binary ? o->binary : "", o->version ? " --version " : "",
+		        o->version ? o->version : "", o->event ? " --event " : "",
+		        o->event ? o->event : "");
+	return k;
+}
 
-	/* The base version's series, for a diff: a copy of the entries (the
-	 * strings stay owned by `list`). */
-	struct store_series *alist = NULL;
+/* The base version's series, for a diff: a copy of the entries of
+ * list[0..n) (the strings stay owned by `list`), malloc'd, in *out. */
+static size_t base_series(const char *dir, const struct export_opts *o,
+                          const struct store_series *list, size_t n, const char *event,
+                          struct store_series **out)
+{
 	size_t ak = 0;
-	if (base && k > 0) {
-		alist = malloc(n * sizeof(*alist));
-		if (!alist)
-			cli_die("out of memory");
-		for (size_t i = 0; i < n; i++)
-			if ((!binary || strcmp(list[i].binary, binary) == 0) &&
-			    strcmp(list[i].version, base) == 0 &&
-			    strcmp(list[i].event, chosen) == 0)
-				alist[ak++] = list[i];
-		if (ak == 0)
-			cli_die("%s: no series matches%s%s --version %s --event %s", dir,
-			        binary ? " --binary " : "", binary ? binary : "", base, chosen);
-	}
 
-	struct view_buf out = {.max = max_render};
-	if (k > 0) {
-		struct view_tree *t, *a = NULL, *d = NULL, *ft = NULL;
-		int rc = window ? view_tree_build_window(s, list, k, from, to, &t)
-		                : view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t);
-		if (rc == 0 && base)
-			rc = window ? view_tree_build_window(s, alist, ak, from, to, &a)
-			            : view_tree_build(s, alist, ak, INT64_MIN, INT64_MAX, &a);
-		if (rc == -EOVERFLOW)
-			cli_die("%s: the counts of these %zu series add up to more than 2^64 - 1; "
-			        "export "
-			        "fewer at a time (--binary, --version)",
-			        dir, k);
-		if (rc == -EIO)
-			cli_die_store(s); /* the store says why */
-		if (rc < 0)
-			cli_die("%s: cannot build the call tree: %s", dir, strerror(-rc));
-		const struct view_tree *show = t;
-		if (base) {
-			rc = view_diff_build(a, VIEW_ROOT, t, VIEW_ROOT, &d);
-			if (rc < 0)
-				cli_die("%s: cannot build the diff: %s", dir, strerror(-rc));
-			show = d;
-		}
-		if (functions || callers || callees) {
-			struct view_functions *fx;
-			rc = view_functions_build(t, VIEW_ROOT, &fx);
-			if (rc < 0)
-				cli_die("%s: cannot index the functions: %s", dir, strerror(-rc));
-			if (functions) {
-				for (uint32_t i = 0; i < view_functions_count(fx) && rc == 0; i++) {
-					struct view_counts fc;
-					size_t len;
-					const char *name = view_functions_name(fx, i, &len);
-					char num[64];
-					view_functions_counts(fx, i, &fc);
-					int nl = snprintf(num, sizeof(num),
-					                  "%" PRIu64 " %" PRIu64 " ",
-					                  fc.self_weight, fc.total_weight);
-					if ((rc = view_buf_append(&out, num, (size_t)nl)) == 0 &&
-					    (rc = view_text_append(&out, name, len, 0)) == 0)
-						rc = view_buf_append(&out, "\n", 1);
-				}
-				if (rc == -EFBIG)
-					cli_die("%s: the function list passes the limit of %zu "
-					        "bytes (--max-render); refused",
-					        dir, max_render);
-				if (rc < 0)
-					cli_die("%s: cannot list the functions: %s", dir,
-					        strerror(-rc));
-				view_functions_free(fx);
-				goto write;
-			}
-			const char *fname = callers ? callers : callees;
-			uint32_t fi = view_functions_find(fx, fname, strlen(fname));
-			if (fi == VIEW_NONE)
-				cli_die("%s: no function named \"%s\"", dir, fname);
-			rc = callers ? view_functions_callers(fx, fi, &ft)
-			             : view_functions_callees(fx, fi, &ft);
-			if (rc < 0)
-				cli_die("%s: cannot build the tree of %s: %s", dir, fname,
-				        strerror(-rc));
-			view_functions_free(fx);
-			show = ft;
-		}
-		switch (format) {
-		case EXPORT_PPROF: rc = view_render_pprof(show, VIEW_ROOT, &out); break;
-		case EXPORT_SVG: rc = view_render_flame_svg(show, VIEW_ROOT, &out); break;
-		case EXPORT_CALLGRIND: rc = view_render_callgrind(show, VIEW_ROOT, &out); break;
-		case EXPORT_REGRESSIONS: rc = view_render_regressions(show, VIEW_ROOT, &out); break;
-		case EXPORT_FOLDED: rc = view_render_folded(show, VIEW_ROOT, &out); break;
-		case EXPORT_TOP: rc = view_render_top(show, VIEW_ROOT, &out); break;
-		case EXPORT_TIMELINE: rc = view_render_timeline(show, VIEW_ROOT, &out); break;
-		case EXPORT_TIMELINE_SVG:
-			rc = view_render_timeline_svg(show, VIEW_ROOT, &out);
-			break;
-		case EXPORT_QUALITY: rc = view_render_quality(show, VIEW_ROOT, &out); break;
-		}
+	*out = malloc(n * sizeof(**out));
+	if (!*out)
+		cli_die("out of memory");
+	for (size_t i = 0; i < n; i++)
+		if ((!o->binary || strcmp(list[i].binary, o->binary) == 0) &&
+		    strcmp(list[i].version, o->base) == 0 && strcmp(list[i].event, event) == 0)
+			(*out)[ak++] = list[i];
+	if (ak == 0)
+		cli_die("%s: no series matches%s%s --version %s --event %s", dir,
+		        o->binary ? " --binary " : "", o->binary ? o->binary : "", o->base, event);
+	return ak;
+}
+
+/* The tree of series list[0..k), in the window if there is one. */
+static struct view_tree *build_tree(struct store *s, const char *dir,
+                                    const struct store_series *list, size_t k, bool window,
+                                    int64_t from, int64_t to)
+{
+	struct view_tree *t;
+	int rc = window ? view_tree_build_window(s, list, k, from, to, &t)
+	                : view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t);
+
+	if (rc == -EOVERFLOW)
+		cli_die("%s: the counts of these %zu series add up to more than 2^64 - 1; "
+		        "export "
+		        "fewer at a time (--binary, --version)",
+		        dir, k);
+	if (rc == -EIO)
+		cli_die_store(s); /* the store says why */
+	if (rc < 0)
+		cli_die("%s: cannot build the call tree: %s", dir, strerror(-rc));
+	return t;
+}
+
+/* A function's callers or callees tree, or (with --functions) the list
+ * of functions rendered into *out (then NULL). */
+static struct view_tree *function_tree(const char *dir, const struct export_opts *o,
+                                       const struct view_tree *t, struct view_buf *out)
+{
+	struct view_functions *fx;
+	struct view_tree *ft = NULL;
+	int rc = view_functions_build(t, VIEW_ROOT, &fx);
+
+	if (rc < 0)
+		cli_die("%s: cannot index the functions: %s", dir, strerror(-rc));
+	if (o->functions) {
+		rc = view_render_functions(fx, out);
 		if (rc == -EFBIG)
-			cli_die("%s: the rendering passes the limit of %zu bytes (--max-render); "
-			        "refused",
-			        dir, max_render);
+			cli_die("%s: the function list passes the limit of %zu bytes "
+			        "(--max-render); refused",
+			        dir, o->max_render);
 		if (rc < 0)
-			cli_die("%s: cannot render: %s", dir, strerror(-rc));
-	write:
-		view_tree_free(ft);
-		view_tree_free(d);
-		view_tree_free(a);
-		view_tree_free(t);
+			cli_die("%s: cannot list the functions: %s", dir, strerror(-rc));
+	} else {
+		const char *fname = o->callers ? o->callers : o->callees;
+		uint32_t fi = view_functions_find(fx, fname, strlen(fname));
+		if (fi == VIEW_NONE)
+			cli_die("%s: no function named \"%s\"", dir, fname);
+		rc = o->callers ? view_functions_callers(fx, fi, &ft)
+		                : view_functions_callees(fx, fi, &ft);
+		if (rc < 0)
+			cli_die("%s: cannot build the tree of %s: %s", dir, fname, strerror(-rc));
 	}
+	view_functions_free(fx);
+	return ft;
+}
 
+/* Renders what the options show of series list[0..k) (alist[0..ak), the
+ * base, for a diff) into *out. */
+static void render(struct store *s, const char *dir, const struct export_opts *o,
+                   const struct store_series *list, size_t k, const struct store_series *alist,
+                   size_t ak, bool window, int64_t from, int64_t to, struct view_buf *out)
+{
+	struct view_tree *t = build_tree(s, dir, list, k, window, from, to), *a = NULL, *d = NULL;
+	struct view_tree *ft = NULL;
+	const struct view_tree *show = t;
+	int rc = 0;
+
+	if (o->base) {
+		a = build_tree(s, dir, alist, ak, window, from, to);
+		if ((rc = view_diff_build(a, VIEW_ROOT, t, VIEW_ROOT, &d)) < 0)
+			cli_die("%s: cannot build the diff: %s", dir, strerror(-rc));
+		show = d;
+	}
+	if (o->functions || o->callers || o->callees) {
+		ft = function_tree(dir, o, t, out);
+		show = ft;
+	}
+	if (show)
+		rc = o->format->render(show, VIEW_ROOT, out);
+	if (rc == -EFBIG)
+		cli_die("%s: the rendering passes the limit of %zu bytes (--max-render); "
+		        "refused",
+		        dir, o->max_render);
+	if (rc < 0)
+		cli_die("%s: cannot render: %s", dir, strerror(-rc));
+	view_tree_free(ft);
+	view_tree_free(d);
+	view_tree_free(a);
+	view_tree_free(t);
+}
+
+static void write_output(const char *output, const struct view_buf *out)
+{
 	int fd = STDOUT_FILENO;
+
 	if (output) {
 		fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0)
 			cli_die("%s: %s", output, strerror(errno));
 	}
-	int rc = write_all(fd, out.data ? out.data : "", out.len);
+	int rc = write_all(fd, out->data ? out->data : "", out->len);
 	if (rc < 0 || (output && close(fd) < 0))
 		cli_die("%s: %s", output ? output : "<stdout>", strerror(rc < 0 ? -rc : errno));
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_opts o;
+	int status = parse_options(argc, argv, &o);
+	if (status >= 0)
+		return status;
+	check_options(&o);
+
+	int64_t from = INT64_MIN, to = INT64_MAX;
+	bool window = o.last || o.from || o.to;
+	if (o.from)
+		from = parse_time_opt("--from", o.from);
+	if (o.to)
+		to = parse_time_opt("--to", o.to);
+
+	char *owned, err[512];
+	const char *dir = cli_resolve_store(o.store, &owned);
+	struct store *s;
+	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
+		cli_die("%s", err);
+	dir = store_where(s); /* a database: without its password */
+	if (o.last) {
+		int64_t secs;
+		if (view_parse_duration(o.last, &secs) < 0)
+			cli_die("--last: expected a duration such as 90s, 5m, 1h or 1d12h, got "
+			        "\"%s\"",
+			        o.last);
+		view_window_last(time(NULL), secs, store_bucket_seconds(s), &from, &to);
+	}
+	struct store_series *list, *alist = NULL;
+	size_t n, ak = 0;
+	if (store_series_list(s, &list, &n) < 0)
+		cli_die_store(s);
+	const char *event;
+	size_t k = pick_series(dir, &o, list, n, &event);
+
+	struct view_buf out = {.max = o.max_render};
+	if (k > 0) {
+		if (o.base)
+			ak = base_series(dir, &o, list, n, event, &alist);
+		render(s, dir, &o, list, k, alist, ak, window, from, to, &out);
+	}
+	write_output(o.output, &out);
 	view_buf_free(&out);
 	free(alist);
 	store_series_free(list, n);

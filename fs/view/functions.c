@@ -14,6 +14,8 @@
  * callers tree is built from them.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -338,4 +340,24 @@ int view_functions_callees_seeded(const struct view_functions *fx, uint32_t i,
 		return r;
 	}
 	return view_builder_finish(vb, out);
+}
+
+int view_render_functions(const struct view_functions *fx, struct view_buf *out)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < view_functions_count(fx) && rc == 0; i++) {
+		struct view_counts c;
+		size_t len;
+		const char *name = view_functions_name(fx, i, &len);
+		char num[64];
+
+		view_functions_counts(fx, i, &c);
+		int n = snprintf(num, sizeof(num), "%" PRIu64 " %" PRIu64 " ", c.self_weight,
+		                 c.total_weight);
+		if ((rc = view_buf_append(out, num, (size_t)n)) == 0 &&
+		    (rc = view_text_append(out, name, len, 0)) == 0)
+			rc = view_buf_append(out, "\n", 1);
+	}
+	return rc;
 }

@@ -309,6 +309,10 @@ int view_functions_callers(const struct view_functions *fx, uint32_t i, struct v
  * (recursive calls stay inside them), so its total is the function's
  * total.  *out is owned by the caller. */
 int view_functions_callees(const struct view_functions *fx, uint32_t i, struct view_tree **out);
+/* Appends one line per function, in bytewise name order: its self weight,
+ * its total weight and its name (escaped as in folded: view_text_put()),
+ * separated by spaces.  -EFBIG past out->max, -ENOMEM. */
+int view_render_functions(const struct view_functions *fx, struct view_buf *out);
 /* The same, keeping the node ids of `seed` (an earlier callers or callees
  * tree of the same function) as view_tree_build_seeded() does. */
 int view_functions_callers_seeded(const struct view_functions *fx, uint32_t i,
