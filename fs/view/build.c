@@ -766,168 +766,174 @@ int view_tree_build(struct store *s, const struct store_series *series, size_t n
 	return view_tree_build_seeded(s, series, n, from, to, NULL, out);
 }
 
-int view_tree_build_seeded(struct store *s, const struct store_series *series, size_t n,
-                           int64_t from, int64_t to, const struct view_tree *seed,
-                           struct view_tree **out)
+/* Allocates the tree and the builder's tables for series[0..n) of store
+ * s: the string and child tables (the child table at CTAB_START slots or
+ * the seed's size, doubling as nodes come: ctab_rehash()), the frame map
+ * and memo (a slot per store frame and node, untouched until used), and
+ * the tree's copy of its sources.  The tree is b->t, freed by the
+ * caller on failure. */
+static int builder_alloc(struct builder *b, struct store *s, const struct store_series *series,
+                         size_t n, const struct view_tree *seed)
 {
-	struct builder b = {.s = s};
-	const struct store_series **order = NULL;
-	struct view_tree *t;
-	struct store_frame empty = {0};
-	uint32_t root_frame, sid;
-	int r;
+	struct view_tree *t = calloc(1, sizeof(*t));
+	uint32_t csize = CTAB_START;
 
-	*out = NULL;
-	if (n == 0)
-		return -EINVAL;
-	t = calloc(1, sizeof(*t));
+	*b = (struct builder){.s = s, .t = t};
 	if (!t)
 		return -ENOMEM;
-	b.t = t;
 	t->event = strdup(series[0].event ? series[0].event : "");
 	t->unit = strdup(series[0].unit ? series[0].unit : "");
-	b.stab = calloc(1024, sizeof(*b.stab));
-	/* The child table starts at CTAB_START slots (or the seed's size)
-	 * and doubles as nodes come (ctab_rehash()): sized for the whole
-	 * store, a small tree's build zeroed and faulted in a table of
-	 * millions of slots (bench/glance.sh: a 4,000-stack binary's tree
-	 * in a 1.78M-node store took 45 ms, 10 ms now). */
-	uint32_t csize = CTAB_START;
+	b->stab = calloc(1024, sizeof(*b->stab));
 	while (seed && csize < (uint64_t)seed->nnodes * 2 && csize < (1u << 22))
 		csize *= 2;
-	b.ctab = calloc(csize, sizeof(*b.ctab));
-	b.fmap_len = store_frame_count(s);
-	b.memo_len = store_node_count(s);
-	b.fmap = calloc(b.fmap_len ? b.fmap_len : 1, sizeof(*b.fmap)); /* untouched until used */
-	b.memo = calloc(b.memo_len ? b.memo_len : 1, sizeof(*b.memo));
-	order = malloc(n * sizeof(*order));
+	b->ctab = calloc(csize, sizeof(*b->ctab));
+	b->fmap_len = store_frame_count(s);
+	b->memo_len = store_node_count(s);
+	b->fmap = calloc(b->fmap_len ? b->fmap_len : 1, sizeof(*b->fmap));
+	b->memo = calloc(b->memo_len ? b->memo_len : 1, sizeof(*b->memo));
 	t->src.series = malloc(n * sizeof(*t->src.series));
 	t->src.binary = malloc(n * sizeof(*t->src.binary));
-	if (!t->event || !t->unit || !b.stab || !b.ctab || !b.fmap || !b.memo || !order ||
-	    !t->src.series || !t->src.binary) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	b.stab_mask = 1023;
-	b.ctab_mask = csize - 1;
+	if (!t->event || !t->unit || !b->stab || !b->ctab || !b->fmap || !b->memo ||
+	    !t->src.series || !t->src.binary)
+		return -ENOMEM;
+	b->stab_mask = 1023;
+	b->ctab_mask = csize - 1;
+	view_hugepages(b->memo, (size_t)b->memo_len * sizeof(*b->memo));
+	view_hugepages(b->ctab, (size_t)csize * sizeof(*b->ctab));
+	t->src.store = s;
+	t->src.nseries = n;
+	t->src.store_nodes = b->memo_len;
+	t->src.bucket_seconds = store_bucket_seconds(s);
+	return 0;
+}
 
-	/* String 0 is "", frame 0 is the root's empty frame, node 0 the root. */
-	r = builder_intern(&b, "", 0, &sid);
-	if (r < 0)
-		goto fail;
-	r = builder_add_frame(&b, &empty, &root_frame);
-	if (r < 0)
-		goto fail;
-	/* The per-node arrays are reserved at once for a node per store node
-	 * (and per binary, and the seed's): a binary's tree has no more, so
-	 * they never grow by copies (a realloc of the nodes copied 30 MB of
-	 * them on the way to bin1/1's 450,000 in bench/glance.sh).  Pages
-	 * the build does not reach are never touched and take no memory; the
-	 * nodes are trimmed at the end.  A tree of several binaries that
-	 * share store nodes can have more, and grows. */
-	uint64_t reserve = (uint64_t)b.memo_len + n + 1 + (seed ? seed->nnodes : 0);
+/* Reserves the per-node arrays at once for a node per store node (and
+ * per binary, and the seed's): a binary's tree has no more, so they never
+ * grow by copies; pages the build does not reach are never touched, and
+ * the nodes are trimmed at the end.  A tree of several binaries that
+ * share store nodes can have more, and grows.  The nodes start on a
+ * 64-byte boundary, a node a cache line, for the build's passes that read
+ * a parent far away.  Then the root (string 0 "", frame 0 the empty
+ * frame, node 0), and either the lazy lists with the thread that
+ * populates them (prefault_start()) or the seed's nodes. */
+static int builder_reserve_nodes(struct builder *b, size_t n, const struct view_tree *seed)
+{
+	struct view_tree *t = b->t;
+	struct store_frame empty = {0};
+	uint32_t root_frame, sid;
+	uint64_t reserve = (uint64_t)b->memo_len + n + 1 + (seed ? seed->nnodes : 0);
+	void *nodes;
+	int r;
+
+	if ((r = builder_intern(b, "", 0, &sid)) < 0 ||
+	    (r = builder_add_frame(b, &empty, &root_frame)) < 0)
+		return r;
 	if (reserve > UINT32_MAX - 1)
 		reserve = UINT32_MAX - 1;
-	/* On 64-byte boundaries, a node is one cache line, not parts of two:
-	 * the passes that read a parent far away wait for one line. */
-	void *nodes;
-	if (posix_memalign(&nodes, 64, (size_t)reserve * sizeof(*t->nodes)) != 0) {
-		r = -ENOMEM;
-		goto fail;
-	}
+	if (posix_memalign(&nodes, 64, (size_t)reserve * sizeof(*t->nodes)) != 0)
+		return -ENOMEM;
 	view_hugepages(nodes, (size_t)reserve * sizeof(*t->nodes));
-	view_hugepages(b.memo, (size_t)b.memo_len * sizeof(*b.memo));
-	view_hugepages(b.ctab, (size_t)csize * sizeof(*b.ctab));
 	t->nodes = nodes;
 	t->nodes_cap = (uint32_t)reserve;
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
 	t->nodes[0].frame = root_frame;
 	t->nnodes = 1;
-	b.lazy = !seed;
-	if (b.lazy) {
-		r = lazy_grow(&b, (uint32_t)reserve);
-		if (r < 0)
-			goto fail;
-		b.next_same[0] = b.first_child[0] = b.next_sibling[0] = 0;
-		prefault_start(&b);
-	}
-	if (seed) {
-		r = builder_seed_nodes(&b, seed);
-		if (r < 0)
-			goto fail;
-	}
+	b->lazy = !seed;
+	if (seed)
+		return builder_seed_nodes(b, seed);
+	if ((r = lazy_grow(b, (uint32_t)reserve)) < 0)
+		return r;
+	b->next_same[0] = b->first_child[0] = b->next_sibling[0] = 0;
+	prefault_start(b);
+	return 0;
+}
 
-	/* Series of one binary share view nodes: group them by binary. */
+/* The node of order[i]'s binary under the root, made if new, with the
+ * memo set to start that binary's nodes. */
+static int builder_enter_binary(struct builder *b, const struct store_series *se)
+{
+	struct view_tree *t = b->t;
+	struct store_frame bf = {.name = se->binary, .name_len = strlen(se->binary)};
+	uint32_t frame, vn;
+	int r;
+
+	if ((r = builder_add_frame(b, &bf, &frame)) < 0 ||
+	    (r = builder_get_child(b, VIEW_ROOT, frame, &vn)) < 0)
+		return r;
+	t->nodes[vn].flags |= VNODE_LIVE; /* shown even without counts */
+	if (b->lazy && vn + 1 == t->nnodes) {
+		b->memo_floor = vn;
+	} else {
+		memset(b->memo, 0, (size_t)b->memo_len * sizeof(*b->memo));
+		b->memo_floor = 0;
+	}
+	if (b->memo_len == 0)
+		return -EIO;
+	b->memo[STORE_ROOT_NODE] = vn + 1;
+	return 0;
+}
+
+/* Adds the counts of series[0..n) in [from, to), grouped by binary
+ * (series of one binary share view nodes). */
+static int builder_add_series(struct builder *b, const struct store_series *series, size_t n,
+                              int64_t from, int64_t to)
+{
+	struct view_tree *t = b->t;
+	const struct store_series **order = malloc(n * sizeof(*order));
+	int r = 0;
+
+	if (!order)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		order[i] = &series[i];
 	qsort(order, n, sizeof(*order), cmp_series_binary);
-	t->src.store = s;
-	t->src.nseries = n;
 	t->src.from = from;
 	t->src.to = to;
-	t->src.store_nodes = b.memo_len;
-	t->src.bucket_seconds = store_bucket_seconds(s);
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || strcmp(order[i]->binary, order[i - 1]->binary) != 0) {
-			struct store_frame bf = {
-			        .name = order[i]->binary,
-			        .name_len = strlen(order[i]->binary),
-			};
-			uint32_t frame, vn;
-			r = builder_add_frame(&b, &bf, &frame);
-			if (r < 0)
-				goto fail;
-			r = builder_get_child(&b, VIEW_ROOT, frame, &vn);
-			if (r < 0)
-				goto fail;
-			t->nodes[vn].flags |= VNODE_LIVE; /* shown even without counts */
-			if (b.lazy && vn + 1 == t->nnodes) {
-				b.memo_floor = vn;
-			} else {
-				memset(b.memo, 0, (size_t)b.memo_len * sizeof(*b.memo));
-				b.memo_floor = 0;
-			}
-			if (b.memo_len == 0) {
-				r = -EIO;
-				goto fail;
-			}
-			b.memo[STORE_ROOT_NODE] = vn + 1;
-		}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if ((i == 0 || strcmp(order[i]->binary, order[i - 1]->binary) != 0) &&
+		    (r = builder_enter_binary(b, order[i])) < 0)
+			break;
 		t->src.series[i] = order[i]->id;
-		t->src.binary[i] = b.memo[STORE_ROOT_NODE] - 1;
-		r = store_series_counts(s, order[i]->id, from, to, add_count, &b);
-		if (r < 0)
-			goto fail;
-		if (r > 0) {
+		t->src.binary[i] = b->memo[STORE_ROOT_NODE] - 1;
+		r = store_series_counts(b->s, order[i]->id, from, to, add_count, b);
+		if (r > 0)
 			r = -EIO;
-			goto fail;
-		}
 		/* Before the next binary moves the memo's floor. */
-		if ((r = ring_drain(&b)) < 0)
-			goto fail;
+		if (r == 0)
+			r = ring_drain(b);
 	}
-	/* A lazy build's three lists have an entry per node, each written:
-	 * view_tree_finish() takes them for scratch (bin1/1 of
-	 * bench/glance.sh: 1,300 page faults fewer than new arrays), and the
-	 * arrays the prefault thread populated for it, unless the nodes
-	 * outgrew them.  The rest is freed before it makes its own arrays. */
-	struct view_scratch spare = {.list = {b.next_same, b.first_child, b.next_sibling}};
-	bool lazy = b.lazy;
-	prefault_stop(&b);
-	uint32_t fin_cap = b.fin_cap;
+	free(order);
+	return r;
+}
+
+/* Stops the prefault thread, hands the builder's arrays that
+ * view_tree_finish() can use as scratch to it (a lazy build's three
+ * lists have an entry per node, each written; and the arrays the thread
+ * populated, unless the nodes outgrew them), frees the rest, trims the
+ * nodes and finishes the tree.  The trim comes before the finish: once
+ * the tree is handed out with its lists in the making, its nodes must not
+ * move.  (A trimmed array keeps malloc's alignment, not 64 bytes: the
+ * passes after the build read nodes mostly in order.) */
+static int builder_finish(struct builder *b)
+{
+	struct view_tree *t = b->t;
+	struct view_scratch spare = {.list = {b->next_same, b->first_child, b->next_sibling}};
+	bool lazy = b->lazy;
+	uint32_t fin_cap;
+
+	prefault_stop(b);
+	fin_cap = b->fin_cap;
 	if (lazy) {
-		b.next_same = b.first_child = b.next_sibling = NULL;
-		if (b.fin.par && t->nnodes <= b.fin_cap) {
-			spare.par = b.fin.par;
-			spare.kids = b.fin.kids;
-			spare.mask = b.fin.mask;
-			spare.rec = b.fin.rec;
-			b.fin = (struct view_scratch){0};
+		b->next_same = b->first_child = b->next_sibling = NULL;
+		if (b->fin.par && t->nnodes <= b->fin_cap) {
+			spare.par = b->fin.par;
+			spare.kids = b->fin.kids;
+			spare.mask = b->fin.mask;
+			spare.rec = b->fin.rec;
+			b->fin = (struct view_scratch){0};
 		}
 	}
-	builder_release(&b);
-	/* Trimmed before the tree is finished: once it is handed out with
-	 * its lists in the making, its nodes must not move. */
+	builder_release(b);
 	if (t->nodes_cap > t->nnodes + t->nnodes / 8) {
 		struct vnode *nn = realloc(t->nodes, (size_t)t->nnodes * sizeof(*nn));
 		if (nn) {
@@ -936,17 +942,27 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 		}
 	}
 	spare.kids_cap = spare.kids ? fin_cap : 0;
-	r = view_tree_finish(t, lazy ? &spare : NULL, true);
-	if (r < 0)
-		goto fail;
-	*out = t;
-	r = 0;
-	goto done;
-fail:
-	prefault_stop(&b); /* before its arrays are freed */
-	view_tree_free(t);
-done:
-	free(order);
-	builder_release(&b);
-	return r;
+	return view_tree_finish(t, lazy ? &spare : NULL, true);
+}
+
+int view_tree_build_seeded(struct store *s, const struct store_series *series, size_t n,
+                           int64_t from, int64_t to, const struct view_tree *seed,
+                           struct view_tree **out)
+{
+	struct builder b;
+	int r;
+
+	*out = NULL;
+	if (n == 0)
+		return -EINVAL;
+	if ((r = builder_alloc(&b, s, series, n, seed)) < 0 ||
+	    (r = builder_reserve_nodes(&b, n, seed)) < 0 ||
+	    (r = builder_add_series(&b, series, n, from, to)) < 0 || (r = builder_finish(&b)) < 0) {
+		prefault_stop(&b); /* before its arrays are freed */
+		view_tree_free(b.t);
+		builder_release(&b);
+		return r;
+	}
+	*out = b.t;
+	return 0;
 }

@@ -38,6 +38,9 @@ struct vnode {
 	uint64_t total_weight, total_samples;
 	uint64_t folded_bytes; /* size of the subtree's folded rendering */
 };
+/* build.c reserves the nodes on a 64-byte boundary so that a node is one
+ * cache line while the tree is built. */
+_Static_assert(sizeof(struct vnode) == 64, "a view node is 64 bytes");
 
 /* A node kept only to hold its id (a seeded build, see view.h): it has no
  * counts, is in no child list and no lookup table. */
