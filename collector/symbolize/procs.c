@@ -272,7 +272,8 @@ int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out)
 		sym_proc_free(p);
 		return -ENOMEM;
 	}
-	memcpy(p->maps, from->maps, from->nmaps * sizeof(*p->maps));
+	if (from->nmaps) /* a parent with no mappings yet has no array */
+		memcpy(p->maps, from->maps, from->nmaps * sizeof(*p->maps));
 	p->nmaps = from->nmaps;
 	p->maps_read = from->maps_read;
 	p->exe_mod = from->exe_mod;
