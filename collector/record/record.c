@@ -884,8 +884,10 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	int pidfd = r->child ? (int)syscall(SYS_pidfd_open, r->child, 0) : -1;
 	ev.data.u32 = WAKE_CHILD;
-	if (pidfd >= 0)
-		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
+	if (pidfd >= 0 && (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev) < 0)) {
+		close(pidfd); /* COMMAND's exit is then looked for by polling */
+		pidfd = -1;
+	}
 	while (!stop_requested && !r->err) {
 		double t = now_mono();
 		double until = next < deadline ? next : deadline;
