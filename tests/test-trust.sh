@@ -111,7 +111,7 @@ start_bg "$tmp/attacker.out" "${nobody[@]}" "$tmp/attacker"
 apid=${pids[-1]}
 start_bg "$tmp/victim.out" "$tmp/victim"
 vpid=${pids[-1]}
-timeout 120 "$collect" record --store "$tmp/a" -F 199 -d 2 -p "$apid,$vpid" 2>"$tmp/a.err" ||
+timeout -k 5 120 "$collect" record --store "$tmp/a" -F 199 -d 2 -p "$apid,$vpid" 2>"$tmp/a.err" ||
 	bad "record -p of both: $(tail -3 "$tmp/a.err")"
 kill "$apid" "$vpid" 2>/dev/null
 "$collect" export --store "$tmp/a" --binary victim >"$tmp/a.victim" 2>/dev/null
@@ -153,7 +153,7 @@ start_bg "$tmp/linked.out" "${nobody[@]}" "$tmp/linked"
 lpid=${pids[-1]}
 start_bg "$tmp/dotdot.out" "${nobody[@]}" "$tmp/dotdot"
 dpid=${pids[-1]}
-timeout 120 "$collect" record --store "$tmp/b" -F 199 -d 3 -p "$lpid,$dpid" 2>"$tmp/b.err"
+timeout -k 5 120 "$collect" record --store "$tmp/b" -F 199 -d 3 -p "$lpid,$dpid" 2>"$tmp/b.err"
 rc=$?
 kill "$lpid" "$dpid" 2>/dev/null
 check "record with both links finishes by itself (exit 0, got $rc)" test "$rc" -eq 0
@@ -181,7 +181,7 @@ printf '0 7fffffffffff FOREIGN_JIT\n' >/tmp/perf-"$forged_pid".map
 chown 12345:12345 /tmp/perf-"$forged_pid".map
 printf '0 7fffffffffff OWN_USERS_JIT\n' >/tmp/perf-"$own_pid".map
 chown 65534:65534 /tmp/perf-"$own_pid".map
-timeout 120 "$collect" record --store "$tmp/c" -F 199 -d 2 -p "$forged_pid,$own_pid" 2>"$tmp/c.err" ||
+timeout -k 5 120 "$collect" record --store "$tmp/c" -F 199 -d 2 -p "$forged_pid,$own_pid" 2>"$tmp/c.err" ||
 	bad "record of the jit-targets: $(tail -3 "$tmp/c.err")"
 kill "$forged_pid" "$own_pid" 2>/dev/null
 "$collect" export --store "$tmp/c" >"$tmp/c.folded" 2>/dev/null
@@ -199,7 +199,7 @@ if unshare -m --propagation private true 2>/dev/null; then
 	ns_pid=$(first_line "$tmp/ns.out") && ns_pid=${ns_pid#/tmp/perf-} && ns_pid=${ns_pid%.map}
 	printf '0 7fffffffffff OUTER_TMP_JIT\n' >/tmp/perf-"$ns_pid".map
 	chown 65534:65534 /tmp/perf-"$ns_pid".map
-	timeout 120 "$collect" record --store "$tmp/n" -F 199 -d 2 -p "$ns_pid" 2>"$tmp/n.err" ||
+	timeout -k 5 120 "$collect" record --store "$tmp/n" -F 199 -d 2 -p "$ns_pid" 2>"$tmp/n.err" ||
 		bad "record of the namespaced jit-target: $(tail -3 "$tmp/n.err")"
 	kill "$ns_pid" 2>/dev/null
 	"$collect" export --store "$tmp/n" >"$tmp/n.folded" 2>/dev/null
@@ -216,7 +216,7 @@ if command -v perf >/dev/null && mkdir "$tmp/bin" && cp "$tmp/victim" "$tmp/bin/
 	timeout 60 perf record -q -N -F 499 -o "$tmp/spin.data" -- timeout 1 "$tmp/bin/spin" 2>"$tmp/perf.err"; [ -s "$tmp/spin.data" ]; then
 	rm "$tmp/bin/spin"
 	mkfifo "$tmp/bin/spin"
-	timeout 60 "$collect" import --store "$tmp/d" "$tmp/spin.data" 2>"$tmp/d.err"
+	timeout -k 5 60 "$collect" import --store "$tmp/d" "$tmp/spin.data" 2>"$tmp/d.err"
 	rc=$?
 	check "a perf.data import whose binary is now a FIFO finishes (exit 0, got $rc)" test "$rc" -eq 0
 	check "and names the file not opened ($(grep -o 'not opened.*' "$tmp/d.err"))" \
@@ -237,7 +237,7 @@ words = [0, 3, 0, 10000, 0, 1, 1, 0x401010, 0, 1, 0]
 maps = b"00400000-00500000 r-xp 00000000 08:01 1234 /../fifo\n"
 open(sys.argv[1], "wb").write(struct.pack("<%dQ" % len(words), *words) + maps)
 EOF
-timeout 60 "$collect" import --store "$tmp/g" --binary-path "$tmp/bp" "$tmp/g.prof" 2>"$tmp/g.err"
+timeout -k 5 60 "$collect" import --store "$tmp/g" --binary-path "$tmp/bp" "$tmp/g.prof" 2>"$tmp/g.err"
 rc=$?
 check "a gperftools import naming /../fifo with --binary-path finishes (exit 0, got $rc)" test "$rc" -eq 0
 check "and names the path refused ($(grep -o 'not opened.*' "$tmp/g.err"))" \
