@@ -830,17 +830,27 @@ static int jit_open(struct symbolize *s, struct proc *p, struct stat *st)
 		fd = sym_open_checked(AT_FDCWD, p->jit_path, 0, UINT64_MAX, st);
 		owner = getuid();
 	} else {
-		if (!p->root && !p->exited && p == sym_proc_find(s, p->pid)) {
+		struct sym_root *root = p->root;
+		owner = p->uid;
+		if (!root && !p->exited && p == sym_proc_find(s, p->pid)) {
 			/* A snapshot named from its file (an exec, the loader's
 			 * hook): its root is taken now, while it runs. */
 			int rc = sym_proc_take_root(s, p);
 			if (rc == -ENOMEM)
 				return rc;
+			root = p->root;
+			owner = p->uid;
 		}
-		if (!p->root)
+		for (const struct proc *q = p->before; !root && q; q = q->before) {
+			/* Gone before that: the program it ran before its exec
+			 * had the same root, but its user may have changed at
+			 * the exec (a set-user-ID program), so only root's map. */
+			root = q->root;
+			owner = 0;
+		}
+		if (!root)
 			return -ENOENT;
-		fd = sym_open_checked(p->root->fd, p->jit_path, SYM_OPEN_IN_ROOT, UINT64_MAX, st);
-		owner = p->uid;
+		fd = sym_open_checked(root->fd, p->jit_path, SYM_OPEN_IN_ROOT, UINT64_MAX, st);
 	}
 	if (fd >= 0 && st->st_uid != 0 && st->st_uid != owner) {
 		close(fd);
