@@ -134,7 +134,8 @@ strip --strip-all "$tmp/linked"
 rm "$tmp/linked.dbg"
 mkfifo "$tmp/linked.dbg"
 # dotdot: its debug link "../<tmp>/dotdot.fifo" (objcopy keeps only base
-# names, so the section is written by hand: name, NUL, padding, CRC).
+# names, so the section is written by hand: name, NUL, padding, a CRC
+# that is not 0, as objcopy's never is).
 build_prog "$tmp/dotdot" dotdot 0b1d000000000000000000000000000000000046
 strip --strip-all "$tmp/dotdot"
 mkfifo "$tmp/dotdot.fifo"
@@ -143,7 +144,7 @@ link="../../../../../../../..$tmp/dotdot.fifo"
 	printf '%s\0' "$link"
 	pad=$(((4 - (${#link} + 1) % 4) % 4))
 	head -c "$pad" /dev/zero
-	printf '\0\0\0\0'
+	printf '\1\2\3\4'
 } >"$tmp/dotdot.link"
 objcopy --add-section .gnu_debuglink="$tmp/dotdot.link" "$tmp/dotdot"
 check "dotdot's debug link is the path with '..'" \

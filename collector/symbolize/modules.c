@@ -356,7 +356,7 @@ static int debuglink_open(const struct module *m, const char *file_name, int dle
 /* libdwfl's standard debug-file search, made safe for files that other
  * users own: the build id under /usr/lib/debug/.build-id, then the
  * .gnu_debuglink's file (a plain name: one with '/' or that is "." or
- * ".." is refused) in the places debuglink_open() says, each opened only
+ * ".." is refused, and so is a .gnu_debugaltlink's path) in the places debuglink_open() says, each opened only
  * when it is a regular file of a bounded size, never blocking; and
  * debuginfod only when DEBUGINFOD_URLS is set (its client costs some 25
  * libraries and a start per module otherwise).  *userdata is the module
@@ -377,7 +377,10 @@ int symbolize_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 	if (fd >= 0)
 		return fd;
 	if (debuglink && *debuglink && !sym_plain_name(debuglink)) {
-		if (m)
+		/* Not counted with CRC 0: libdw asks for a .gnu_debugaltlink
+		 * (dwz's shared file, a path) the same way, and that is found
+		 * by its build id above or not at all. */
+		if (m && crc)
 			m->debuglink_refused = true;
 	} else if (debuglink && *debuglink && file_name && file_name[0] == '/') {
 		const char *slash = strrchr(file_name, '/');
