@@ -360,7 +360,7 @@ static int debuglink_open(const struct module *m, const char *file_name, int dle
  * when it is a regular file of a bounded size, never blocking; and
  * debuginfod only when DEBUGINFOD_URLS is set (its client costs some 25
  * libraries and a start per module otherwise).  *userdata is the module
- * (symbolize's), or NULL (offline.c's unwinding sessions). */
+ * (symbolize's), or NULL (import-symbols.c's unwinding sessions). */
 int symbolize_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
                              GElf_Addr base, const char *file_name, const char *debuglink,
                              GElf_Word crc, char **debuginfo_file_name)

@@ -422,7 +422,7 @@ const struct jit_sym *sym_jit_lookup(const struct jit_sym *jit, size_t n, uint64
 /* Rate-limited sym_jit_read(p, false): a missing map is looked for again
  * after JIT_RECHECK_NS, an existing one after a third of that. */
 int sym_jit_load(struct symbolize *s, struct proc *p);
-/* Reads p's perf map (as jit_open() in symbolize-procs.c says: inside
+/* Reads p's perf map (as jit_open() in procs.c says: inside
  * its root, owned by its user or root) again now when it changed (size, mtime or inode)
  * since the last read, or when that read left out an unterminated last
  * line and `final` is set.  Returns 1 when it read the map, 0 when it

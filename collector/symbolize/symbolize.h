@@ -493,7 +493,7 @@ const char *symbolize_refused_first(const struct symbolize *s);
  * under /usr/lib/debug, then a .gnu_debuglink that is a plain name, its
  * file opened only when regular and bounded, then debuginfod when
  * DEBUGINFOD_URLS is set), for other libdwfl sessions over the same
- * files (offline.c's unwinding).  The types are libdwfl's
+ * files (import-symbols.c's unwinding).  The types are libdwfl's
  * (Dwfl_Module, GElf_Addr, GElf_Word). */
 struct Dwfl_Module;
 int symbolize_find_debuginfo(struct Dwfl_Module *mod, void **userdata, const char *modname,
