@@ -355,9 +355,10 @@ static int import_file(struct import_job *job, const char *path)
 	if (nrefused) {
 		progress_clear();
 		fprintf(stderr,
-		        PROG ": %s: %zu file%s the profile names not opened (a path with \"..\", or "
-		             "not a regular file of at most 4 GiB), first %s: its frames are named "
-		             "[basename]\n",
+		        PROG
+		        ": %s: %zu file%s the profile names not opened (a path with \"..\", or "
+		        "not a regular file of at most 4 GiB), first %s: its frames are named "
+		        "[basename]\n",
 		        shown, nrefused, nrefused == 1 ? "" : "s", refused);
 	}
 	job->samples += ctx.samples;

@@ -429,17 +429,20 @@ static void check_trust(void)
 		fclose(f);
 	}
 	fd = sym_open_checked(AT_FDCWD, path, 0, 10, &st);
-	check(fd >= 0 && (fcntl(fd, F_GETFL) & O_NONBLOCK) && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY,
+	check(fd >= 0 && (fcntl(fd, F_GETFL) & O_NONBLOCK) &&
+	              (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY,
 	      "trust: a regular file opens read-only and non-blocking");
 	if (fd >= 0)
 		close(fd);
 	check(sym_open_checked(AT_FDCWD, path, 0, 9, &st) == -EFBIG,
 	      "trust: a file over the bound is refused (-EFBIG)");
 	snprintf(path, sizeof(path), "%s/fifo", dir);
-	check(mkfifo(path, 0600) == 0 && sym_open_checked(AT_FDCWD, path, 0, 1 << 20, &st) == -EINVAL,
+	check(mkfifo(path, 0600) == 0 &&
+	              sym_open_checked(AT_FDCWD, path, 0, 1 << 20, &st) == -EINVAL,
 	      "trust: a FIFO is refused without blocking (-EINVAL)");
 	snprintf(path, sizeof(path), "%s/link", dir);
-	check(symlink("file", path) == 0 && sym_open_checked(AT_FDCWD, path, 0, 1 << 20, &st) == -EINVAL,
+	check(symlink("file", path) == 0 &&
+	              sym_open_checked(AT_FDCWD, path, 0, 1 << 20, &st) == -EINVAL,
 	      "trust: a symlink as the last component is refused");
 	check(sym_open_checked(AT_FDCWD, "/dev/null", 0, 1 << 20, &st) == -EINVAL,
 	      "trust: a device is refused");
@@ -457,8 +460,8 @@ static void check_trust(void)
 	check(fd >= 0, "trust: '..' above the root stops at the root");
 	if (fd >= 0)
 		close(fd);
-	check(sym_open_checked(root, "../../../../../../etc/passwd", SYM_OPEN_IN_ROOT, 1 << 20, &st) ==
-	              -ENOENT,
+	check(sym_open_checked(root, "../../../../../../etc/passwd", SYM_OPEN_IN_ROOT, 1 << 20,
+	                       &st) == -ENOENT,
 	      "trust: '..' never leaves the root (/etc/passwd is not found from it)");
 	check(sym_open_checked(root, "dirlink/../file", SYM_OPEN_IN_ROOT, 1 << 20, &st) == -ELOOP,
 	      "trust: a symlink on the way is refused inside a root (-ELOOP)");
@@ -496,8 +499,8 @@ static void check_trust(void)
 	for (int i = 0; i < n; i++)
 		free(jit[i].name);
 	free(jit);
-	n = sym_jit_parse_capped(map, sizeof(map) - 1, true, SIZE_MAX, 3 + 4, &jit, &partial, &bytes,
-	                         &capped);
+	n = sym_jit_parse_capped(map, sizeof(map) - 1, true, SIZE_MAX, 3 + 4, &jit, &partial,
+	                         &bytes, &capped);
 	check(n == 1 && bytes == 3 && capped, "trust: a perf map cut at the bytes of names left");
 	for (int i = 0; i < n; i++)
 		free(jit[i].name);

@@ -77,7 +77,8 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 	        ss.addrs_cached, ss.addrs_cached_max, ss.caches_emptied, SYMBOLIZE_CACHE_MAX, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
 	fprintf(stderr,
-	        PROG ": files not trusted: %" PRIu64 " mapped files not opened (not a regular file, "
+	        PROG ": files not trusted: %" PRIu64
+	             " mapped files not opened (not a regular file, "
 	             "over 4 GiB, or not the file its maps line names), %" PRIu64
 	             " debug links refused, %" PRIu64 " perf maps ignored (owner or type), %" PRIu64
 	             " perf maps cut short (JIT names held: at most %u entries, %u MiB)\n",

@@ -203,7 +203,8 @@ int sym_module_get(struct symbolize *s, struct proc *p, uint64_t start, uint64_t
 	 * sees it, resolved inside its root, never our own view of the path,
 	 * which a file replaced after the exec (or another mount namespace)
 	 * would redirect; and only when it is the file the maps line names. */
-	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)p->pid, start, end);
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)p->pid, start,
+	         end);
 	fd = sym_open_checked(AT_FDCWD, mf, SYM_OPEN_FOLLOW, SYM_FILE_MAX, &st);
 	bool by_path = false;
 	if (fd < 0 && fd != -EINVAL && fd != -EFBIG && p->root) {
@@ -361,9 +362,9 @@ static int debuglink_open(const struct module *m, const char *file_name, int dle
  * debuginfod only when DEBUGINFOD_URLS is set (its client costs some 25
  * libraries and a start per module otherwise).  *userdata is the module
  * (symbolize's), or NULL (import-symbols.c's unwinding sessions). */
-int symbolize_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-                             GElf_Addr base, const char *file_name, const char *debuglink,
-                             GElf_Word crc, char **debuginfo_file_name)
+int symbolize_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                             const char *file_name, const char *debuglink, GElf_Word crc,
+                             char **debuginfo_file_name)
 {
 	static int use_debuginfod = -1;
 	struct module *m = userdata ? *userdata : NULL;

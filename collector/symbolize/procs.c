@@ -895,8 +895,8 @@ int sym_jit_read(struct symbolize *s, struct proc *p, bool final)
 	size_t room_b = JIT_TOTAL_MAX_BYTES - (b->bytes - (p->budget ? p->jit_bytes : 0));
 	/* A map cut at the cap: its last line is no more final than one
 	 * still being written. */
-	rc = sym_jit_parse_capped(buf, len, final && len == (size_t)st.st_size, room_n, room_b, &jit,
-	                          &partial, &bytes, &capped);
+	rc = sym_jit_parse_capped(buf, len, final && len == (size_t)st.st_size, room_n, room_b,
+	                          &jit, &partial, &bytes, &capped);
 	free(buf);
 	if (rc < 0)
 		return rc;

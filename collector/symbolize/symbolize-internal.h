@@ -67,8 +67,8 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 /* The largest ELF or debug file opened for a process (it is mapped, not
  * read whole), and the largest one whose CRC-32 is computed to check a
  * .gnu_debuglink (that reads it whole). */
-#define SYM_FILE_MAX      (4ull << 30)
-#define SYM_CRC_FILE_MAX  (256ull << 20)
+#define SYM_FILE_MAX     (4ull << 30)
+#define SYM_CRC_FILE_MAX (256ull << 20)
 
 /* sym_open_checked() flags.  FOLLOW: the last component may be a link
  * (the kernel's own /proc/PID/map_files entries); IN_ROOT: dirfd is a
@@ -232,15 +232,15 @@ struct proc {
 	size_t nmaps;
 	struct jit_sym *jit;
 	size_t njit;
-	size_t jit_bytes;            /* of names, counted in budget */
-	struct jit_budget *budget;   /* the symbolizer's, once a map was read */
-	struct sym_root *root;       /* the process's root (its /tmp), a ref, or NULL */
-	uid_t uid;                   /* its effective user when root was taken */
-	bool offline;                /* described by a profile: no live process */
-	bool jit_refused;            /* its perf map was refused (counted once) */
-	off_t jit_size;    /* size of the perf map when last read */
-	int64_t jit_mtime; /* its mtime then (ns) */
-	uint64_t jit_ino;  /* its inode then */
+	size_t jit_bytes;          /* of names, counted in budget */
+	struct jit_budget *budget; /* the symbolizer's, once a map was read */
+	struct sym_root *root;     /* the process's root (its /tmp), a ref, or NULL */
+	uid_t uid;                 /* its effective user when root was taken */
+	bool offline;              /* described by a profile: no live process */
+	bool jit_refused;          /* its perf map was refused (counted once) */
+	off_t jit_size;            /* size of the perf map when last read */
+	int64_t jit_mtime;         /* its mtime then (ns) */
+	uint64_t jit_ino;          /* its inode then */
 	bool jit_exists;
 	bool jit_partial;             /* that read left out an unterminated last line */
 	uint64_t jit_version;         /* symbolize_jit_version() */
@@ -306,8 +306,8 @@ struct pyent {
 
 struct symbolize {
 	struct proc *procs[PROC_BUCKETS];
-	struct sym_root *roots;     /* every root held (trust.c) */
-	char *refused_first;        /* offline: the first file refused, or NULL */
+	struct sym_root *roots; /* every root held (trust.c) */
+	char *refused_first;    /* offline: the first file refused, or NULL */
 	struct jit_budget jit_budget;
 	struct file_ent *files[FILE_BUCKETS];
 	struct module *modules;
