@@ -350,6 +350,17 @@ static int import_file(struct import_job *job, const char *path)
 		progress_clear();
 		fprintf(stderr, PROG ": %s: %s\n", shown, ctx.warning);
 	}
+	const char *refused;
+	size_t nrefused = offline_symbols_refused(&sym, &refused);
+	if (nrefused) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG
+		        ": %s: %zu file%s the profile names not opened (a path with \"..\", or "
+		        "not a regular file of at most 4 GiB), first %s: its frames are named "
+		        "[basename]\n",
+		        shown, nrefused, nrefused == 1 ? "" : "s", refused);
+	}
 	job->samples += ctx.samples;
 	job->bytes += ctx.bytes;
 	job->files_done++;

@@ -41,6 +41,14 @@
  * code objects stay while it lives and go at the first sweep after it is
  * reaped.
  *
+ * Opening files other users control (trust.c): a regular file opens
+ * non-blocking; a FIFO, a symlink, a device and a file over the size bound
+ * are refused without blocking; under a root, ".." stops at the root and
+ * a symlink on the way is refused.  Debug-link names with '/' or that
+ * are "." or ".." are not plain; paths with a ".." component are seen.
+ * Perf maps parsed within a budget keep what fits of entries and bytes
+ * of names, and say they were cut.
+ *
  * Python code objects (python.c): a 3.11 location table taken
  * from python3.11 gives, for every instruction, the line CPython's own
  * co_lines() gives; a code object laid out in memory here is read with
@@ -66,6 +74,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "symbolize-internal.h"
 #include "symbolize.h"
 
 static int failures;
@@ -401,6 +410,101 @@ static void write_file(const char *path, const char *text)
 		perror(path);
 		failures++;
 	}
+}
+
+static void check_trust(void)
+{
+	char dir[] = "/tmp/flamefs-trust.XXXXXX", path[256];
+	struct stat st;
+	int fd;
+
+	if (!mkdtemp(dir)) {
+		check(false, "trust: a scratch directory");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/file", dir);
+	FILE *f = fopen(path, "we");
+	if (f) {
+		fputs("0123456789", f);
+		fclose(f);
+	}
+	fd = sym_open_checked(AT_FDCWD, path, 0, 10, &st);
+	check(fd >= 0 && (fcntl(fd, F_GETFL) & O_NONBLOCK) &&
+	              (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY,
+	      "trust: a regular file opens read-only and non-blocking");
+	if (fd >= 0)
+		close(fd);
+	check(sym_open_checked(AT_FDCWD, path, 0, 9, &st) == -EFBIG,
+	      "trust: a file over the bound is refused (-EFBIG)");
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	check(mkfifo(path, 0600) == 0 &&
+	              sym_open_checked(AT_FDCWD, path, 0, 1 << 20, &st) == -EINVAL,
+	      "trust: a FIFO is refused without blocking (-EINVAL)");
+	snprintf(path, sizeof(path), "%s/link", dir);
+	check(symlink("file", path) == 0 &&
+	              sym_open_checked(AT_FDCWD, path, 0, 1 << 20, &st) == -EINVAL,
+	      "trust: a symlink as the last component is refused");
+	check(sym_open_checked(AT_FDCWD, "/dev/null", 0, 1 << 20, &st) == -EINVAL,
+	      "trust: a device is refused");
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	int made = mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/dirlink", dir);
+	made |= symlink("sub", path);
+	int root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	check(made == 0 && root >= 0, "trust: a root directory");
+	fd = sym_open_checked(root, "/sub/../file", SYM_OPEN_IN_ROOT, 1 << 20, &st);
+	check(fd >= 0, "trust: /sub/../file inside the root is the root's file");
+	if (fd >= 0)
+		close(fd);
+	fd = sym_open_checked(root, "/../../../../../../file", SYM_OPEN_IN_ROOT, 1 << 20, &st);
+	check(fd >= 0, "trust: '..' above the root stops at the root");
+	if (fd >= 0)
+		close(fd);
+	check(sym_open_checked(root, "../../../../../../etc/passwd", SYM_OPEN_IN_ROOT, 1 << 20,
+	                       &st) == -ENOENT,
+	      "trust: '..' never leaves the root (/etc/passwd is not found from it)");
+	check(sym_open_checked(root, "dirlink/../file", SYM_OPEN_IN_ROOT, 1 << 20, &st) == -ELOOP,
+	      "trust: a symlink on the way is refused inside a root (-ELOOP)");
+	if (root >= 0)
+		close(root);
+	const char *rm[] = {"file", "fifo", "link", "dirlink", "sub"};
+	for (size_t i = 0; i < sizeof(rm) / sizeof(rm[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, rm[i]);
+		if (remove(path) < 0)
+			check(false, "trust: cleaning up");
+	}
+	rmdir(dir);
+
+	check(sym_plain_name("x.debug") && !sym_plain_name("a/b") && !sym_plain_name("..") &&
+	              !sym_plain_name(".") && !sym_plain_name("") && sym_plain_name("..x"),
+	      "trust: plain debug-link names");
+	check(sym_path_has_dotdot("/a/../b") && sym_path_has_dotdot("..") &&
+	              sym_path_has_dotdot("/x/..") && !sym_path_has_dotdot("/a/..b/c..") &&
+	              !sym_path_has_dotdot("/usr/lib/x"),
+	      "trust: paths with a '..' component");
+
+	const char map[] = "1000 10 aa\n2000 10 bbbb\n3000 10 cc\n";
+	struct jit_sym *jit = NULL;
+	bool partial, capped;
+	size_t bytes;
+	int n = sym_jit_parse_capped(map, sizeof(map) - 1, true, SIZE_MAX, SIZE_MAX, &jit, &partial,
+	                             &bytes, &capped);
+	check(n == 3 && bytes == 3 + 5 + 3 && !capped, "trust: a perf map within the budget whole");
+	for (int i = 0; i < n; i++)
+		free(jit[i].name);
+	free(jit);
+	n = sym_jit_parse_capped(map, sizeof(map) - 1, true, 2, SIZE_MAX, &jit, &partial, &bytes,
+	                         &capped);
+	check(n == 2 && capped, "trust: a perf map cut at the entries left in the budget");
+	for (int i = 0; i < n; i++)
+		free(jit[i].name);
+	free(jit);
+	n = sym_jit_parse_capped(map, sizeof(map) - 1, true, SIZE_MAX, 3 + 4, &jit, &partial,
+	                         &bytes, &capped);
+	check(n == 1 && bytes == 3 && capped, "trust: a perf map cut at the bytes of names left");
+	for (int i = 0; i < n; i++)
+		free(jit[i].name);
+	free(jit);
 }
 
 static void check_late_jit(void)
@@ -973,6 +1077,7 @@ int main(int argc, char **argv)
 	check_sweep();
 	check_cache_bound();
 	check_late_jit();
+	check_trust();
 	check_python();
 	check_python_prune();
 

@@ -77,6 +77,14 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 	        ss.addrs_cached, ss.addrs_cached_max, ss.caches_emptied, SYMBOLIZE_CACHE_MAX, cpu,
 	        wall > 0 ? 100.0 * loop_cpu / wall : 0.0);
 	fprintf(stderr,
+	        PROG ": files not trusted: %" PRIu64
+	             " mapped files not opened (not a regular file, "
+	             "over 4 GiB, or not the file its maps line names), %" PRIu64
+	             " debug links refused, %" PRIu64 " perf maps ignored (owner or type), %" PRIu64
+	             " perf maps cut short (JIT names held: at most %u entries, %u MiB)\n",
+	        ss.files_refused, ss.debuglinks_refused, ss.jit_maps_refused, ss.jit_capped,
+	        SYMBOLIZE_JIT_TOTAL_ENTRIES, SYMBOLIZE_JIT_TOTAL_BYTES >> 20);
+	fprintf(stderr,
 	        PROG ": execs: %" PRIu64 " of programs with a template (%" PRIu64
 	             " templates written), listed for the walker in BPF, %" PRIu64
 	             " read at once; loader's hooks: %" PRIu64

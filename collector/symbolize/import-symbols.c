@@ -21,6 +21,13 @@ int offline_symbols_new(const char *binary_path, struct import_symbols *out)
 	return -ENOTSUP;
 }
 
+size_t offline_symbols_refused(const struct import_symbols *sym, const char **first)
+{
+	(void)sym;
+	*first = NULL;
+	return 0;
+}
+
 void offline_symbols_free(struct import_symbols *sym)
 {
 	(void)sym;
@@ -173,7 +180,7 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 static const Dwfl_Callbacks offline_dwfl_callbacks = {
         .find_elf = dwfl_build_id_find_elf,
-        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .find_debuginfo = symbolize_find_debuginfo,
 };
 
 static const struct file *file_of(const struct offline *o, const void *module)
@@ -359,6 +366,19 @@ int offline_symbols_new(const char *binary_path, struct import_symbols *out)
 	        .unwind = o_unwind,
 	};
 	return 0;
+}
+
+size_t offline_symbols_refused(const struct import_symbols *sym, const char **first)
+{
+	const struct offline *o = sym->ctx;
+	struct symbolize_stats st;
+
+	*first = NULL;
+	if (!o)
+		return 0;
+	symbolize_get_stats(o->s, &st);
+	*first = symbolize_refused_first(o->s);
+	return (size_t)st.files_refused;
 }
 
 void offline_symbols_free(struct import_symbols *sym)

@@ -1,5 +1,6 @@
 /*
- * modules.c — the symbolizer's ELF files ("modules"): opened once, keyed by build id, read
+ * modules.c — the symbolizer's ELF files ("modules"): opened once per file (device
+ * and inode of the file open, never its build id, which its owner writes), read
  * through libdwfl; their function symbols in a sorted array, PLT entries
  * named NAME@plt, resolved addresses cached, inline frames from DWARF; and
  * freed by symbolize_sweep() (mark what snapshots, layouts and caches hold,
@@ -50,6 +51,7 @@ void sym_module_free(struct module *m)
 	free(m->layout);
 	free(m->python);
 	sym_names_put(m->names);
+	sym_root_put(m->root);
 	free(m->build_id);
 	free(m->unknown_name);
 	free(m->path);
@@ -111,24 +113,8 @@ out:
 	return rc;
 }
 
-struct module *sym_module_by_build_id(struct symbolize *s, const uint8_t *id, size_t len)
+void sym_module_register(struct symbolize *s, struct module *m)
 {
-	for (struct module *m = s->modules; m; m = m->next)
-		if (m->build_id_len == len && memcmp(m->build_id, id, len) == 0)
-			return m;
-	return NULL;
-}
-
-/* Makes a module from an open fd (taken over, even on failure). */
-struct module *sym_module_register(struct symbolize *s, struct module *m)
-{
-	struct module *same =
-	        m->build_id_len ? sym_module_by_build_id(s, m->build_id, m->build_id_len) : NULL;
-	if (same) {
-		/* The same file under another path or inode. */
-		sym_module_free(m);
-		return same;
-	}
 	m->used = true; /* kept at least until the sweep after the next */
 	m->next = s->modules;
 	s->modules = m;
@@ -140,7 +126,22 @@ struct module *sym_module_register(struct symbolize *s, struct module *m)
 	}
 	if (s->hooks.module && m->is_elf)
 		s->hooks.module(s->hooks.ctx, m, m->fd, m->path, m->build_id, m->build_id_len);
-	return m;
+}
+
+int sym_file_add(struct symbolize *s, struct module *m, unsigned long long dev,
+                 unsigned long long ino)
+{
+	size_t b = (size_t)((dev * 31u + ino) % FILE_BUCKETS);
+	struct file_ent *fe = calloc(1, sizeof(*fe));
+
+	if (!fe)
+		return -ENOMEM;
+	fe->dev = dev;
+	fe->ino = ino;
+	fe->mod = m;
+	fe->next = s->files[b];
+	s->files[b] = fe;
+	return 0;
 }
 
 int sym_module_new(const char *path, int fd, struct module **out)
@@ -181,55 +182,75 @@ struct module *sym_module_by_file(const struct symbolize *s, unsigned long long 
 	return NULL;
 }
 
-int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end, const char *path,
-                   unsigned long long dev, unsigned long long ino, struct module **out)
+int sym_module_get(struct symbolize *s, struct proc *p, uint64_t start, uint64_t end,
+                   const char *path, unsigned long long dev, unsigned long long ino,
+                   struct module **out)
 {
-	size_t b = (size_t)((dev * 31u + ino) % FILE_BUCKETS);
-	struct file_ent *fe;
+	struct stat st;
 	char mf[96];
 	int fd, rc;
 
 	*out = sym_module_by_file(s, dev, ino);
 	if (*out) {
+		/* A module keeps its file open, so (device, inode) cannot
+		 * have been given to another file meanwhile. */
 		sym_module_touch(*out);
 		return 0;
 	}
 
 	/* map_files reaches the very file mapped, even when deleted or in
 	 * another mount namespace.  The fallback is the path as the process
-	 * sees it, through its root, never our own view of the path, which a
-	 * file replaced after the exec (or another mount namespace) would
-	 * redirect. */
-	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
-	fd = open(mf, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		char *rooted;
-		if (asprintf(&rooted, "/proc/%d/root%s", (int)pid, path) < 0)
-			return -ENOMEM;
-		fd = open(rooted, O_RDONLY | O_CLOEXEC);
-		free(rooted);
+	 * sees it, resolved inside its root, never our own view of the path,
+	 * which a file replaced after the exec (or another mount namespace)
+	 * would redirect; and only when it is the file the maps line names. */
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)p->pid, start,
+	         end);
+	fd = sym_open_checked(AT_FDCWD, mf, SYM_OPEN_FOLLOW, SYM_FILE_MAX, &st);
+	bool by_path = false;
+	if (fd < 0 && fd != -EINVAL && fd != -EFBIG && p->root) {
+		fd = sym_open_checked(p->root->fd, path, SYM_OPEN_IN_ROOT, SYM_FILE_MAX, &st);
+		by_path = true;
 	}
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		if (fd == -EINVAL || fd == -EFBIG)
+			s->stats.files_refused++;
+		return fd;
+	}
+	unsigned long long fdev = sym_kdev(st.st_dev), fino = (unsigned long long)st.st_ino;
+	if (fdev != dev || fino != ino) {
+		/* Not the file the line names.  Through the path: another
+		 * file now has its name; refused.  Through map_files: the
+		 * file the kernel maps there now (the mapping changed since
+		 * the line was read, or a stacked file system shows its own
+		 * inode in the line), keyed by what it is, never by what
+		 * the line said, so that no other process's file of that
+		 * (device, inode) is named from it. */
+		if (by_path) {
+			close(fd);
+			s->stats.files_refused++;
+			return -ESTALE;
+		}
+		*out = sym_module_by_file(s, fdev, fino);
+		if (*out) {
+			close(fd);
+			sym_module_touch(*out);
+			return 0;
+		}
+	}
 
 	struct module *m;
 	rc = sym_module_new(path, fd, &m);
 	if (rc < 0)
 		return rc;
-	m = sym_module_register(s, m);
-
-	fe = calloc(1, sizeof(*fe));
-	if (!fe)
-		return -ENOMEM;
-	fe->dev = dev;
-	fe->ino = ino;
-	fe->mod = m;
-	if (!m->dev && !m->ino) {
-		m->dev = dev;
-		m->ino = ino;
+	m->dev = fdev;
+	m->ino = fino;
+	m->root = sym_root_get(p->root);
+	rc = sym_file_add(s, m, fdev, fino);
+	if (rc < 0) {
+		sym_module_free(m);
+		return rc;
 	}
-	fe->next = s->files[b];
-	s->files[b] = fe;
+	sym_module_register(s, m);
 	*out = m;
 	return 0;
 }
@@ -280,9 +301,10 @@ struct module *sym_vdso_module(struct symbolize *s)
 	return m;
 }
 
-/* Whether the debug file open on fd belongs to mod: the same GNU build id
- * when mod has one, else the CRC-32 that .gnu_debuglink names. */
-static bool debug_file_matches(Dwfl_Module *mod, int fd, GElf_Word crc)
+/* Whether the debug file open on fd (st: its fstat) belongs to mod: the
+ * same GNU build id when mod has one, else the CRC-32 that .gnu_debuglink
+ * names (read whole: only up to SYM_CRC_FILE_MAX bytes). */
+static bool debug_file_matches(Dwfl_Module *mod, int fd, const struct stat *st, GElf_Word crc)
 {
 	const unsigned char *bits;
 	GElf_Addr vaddr;
@@ -298,60 +320,94 @@ static bool debug_file_matches(Dwfl_Module *mod, int fd, GElf_Word crc)
 			elf_end(elf);
 		return ok;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_size <= 0)
+	if (st->st_size <= 0 || (uint64_t)st->st_size > SYM_CRC_FILE_MAX)
 		return false;
-	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	void *map = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED)
 		return false;
-	ok = crc32(0, map, (uInt)st.st_size) == crc;
-	munmap(map, (size_t)st.st_size);
+	ok = crc32(0, map, (uInt)st->st_size) == crc;
+	munmap(map, (size_t)st->st_size);
 	return ok;
 }
 
-/* libdwfl's standard debug-file search (the build id under
- * /usr/lib/debug/.build-id, then .gnu_debuglink's file in the file's
- * directory, its .debug/ and the same directory under /usr/lib/debug),
- * without its last step, asking debuginfod servers: that step dlopens
- * libdebuginfod and libcurl (some 25 libraries) and starts a client per
- * module even when no server is configured, which cost 10 ms of the
- * collector's start-up.  With DEBUGINFOD_URLS set, the standard search
- * runs, debuginfod included. */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
-                          const char *file_name, const char *debuglink, GElf_Word crc,
-                          char **debuginfo_file_name)
+/* Where a .gnu_debuglink's file is looked for: beside the file and in
+ * its .debug/ (inside the root the file was mapped through, or the
+ * importer's own view for a profile's file), then under the system's
+ * /usr/lib/debug (the collector's own, which root owns). */
+enum { LINK_BESIDE, LINK_DOT_DEBUG, LINK_SYSTEM, LINK_FORMS };
+
+static int debuglink_open(const struct module *m, const char *file_name, int dlen,
+                          const char *debuglink, int form, char **path, struct stat *st)
+{
+	static const char *const forms[LINK_FORMS] = {"%.*s/%s", "%.*s/.debug/%s",
+	                                              "/usr/lib/debug%.*s/%s"};
+	if (asprintf(path, forms[form], dlen, file_name, debuglink) < 0) {
+		*path = NULL;
+		return -ENOMEM;
+	}
+	if (strcmp(*path, file_name) == 0)
+		return -ENOENT; /* not the file itself */
+	if (form != LINK_SYSTEM && m && m->root)
+		return sym_open_checked(m->root->fd, *path, SYM_OPEN_IN_ROOT, SYM_FILE_MAX, st);
+	if (form != LINK_SYSTEM && m && !m->offline_view)
+		return -ENOENT; /* a live process's file whose root is unknown */
+	return sym_open_checked(AT_FDCWD, *path, 0, SYM_FILE_MAX, st);
+}
+
+/* libdwfl's standard debug-file search, made safe for files that other
+ * users own: the build id under /usr/lib/debug/.build-id, then the
+ * .gnu_debuglink's file (a plain name: one with '/' or that is "." or
+ * ".." is refused, and so is a .gnu_debugaltlink's path) in the places debuglink_open() says, each opened only
+ * when it is a regular file of a bounded size, never blocking; and
+ * debuginfod only when DEBUGINFOD_URLS is set (its client costs some 25
+ * libraries and a start per module otherwise).  *userdata is the module
+ * (symbolize's), or NULL (import-symbols.c's unwinding sessions). */
+int symbolize_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                             const char *file_name, const char *debuglink, GElf_Word crc,
+                             char **debuginfo_file_name)
 {
 	static int use_debuginfod = -1;
+	struct module *m = userdata ? *userdata : NULL;
+
 	if (use_debuginfod < 0) {
 		const char *urls = getenv("DEBUGINFOD_URLS");
 		use_debuginfod = urls && *urls;
 	}
-	if (use_debuginfod)
-		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-		                                    debuglink, crc, debuginfo_file_name);
-
 	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
 	                                      crc, debuginfo_file_name);
-	if (fd >= 0 || !debuglink || !*debuglink || !file_name || file_name[0] != '/')
+	if (fd >= 0)
 		return fd;
-	const char *slash = strrchr(file_name, '/');
-	int dlen = (int)(slash - file_name);
-	static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
-	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
-		char *path;
-		if (asprintf(&path, forms[i], dlen, file_name, debuglink) < 0)
-			return -1;
-		if (strcmp(path, file_name) != 0) { /* not the file itself */
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd >= 0 && debug_file_matches(mod, fd, crc)) {
+	if (debuglink && *debuglink && !sym_plain_name(debuglink)) {
+		/* Not counted with CRC 0: libdw asks for a .gnu_debugaltlink
+		 * (dwz's shared file, a path) the same way, and that is found
+		 * by its build id above or not at all. */
+		if (m && crc)
+			m->debuglink_refused = true;
+	} else if (debuglink && *debuglink && file_name && file_name[0] == '/') {
+		const char *slash = strrchr(file_name, '/');
+		int dlen = (int)(slash - file_name);
+		for (int form = 0; form < LINK_FORMS; form++) {
+			char *path;
+			struct stat st;
+			fd = debuglink_open(m, file_name, dlen, debuglink, form, &path, &st);
+			if (fd == -ENOMEM)
+				return -1;
+			if (fd == -EINVAL || fd == -EFBIG) {
+				if (m)
+					m->debuglink_refused = true;
+			} else if (fd >= 0 && debug_file_matches(mod, fd, &st, crc)) {
 				*debuginfo_file_name = path;
 				return fd;
 			}
 			if (fd >= 0)
 				close(fd);
+			free(path);
 		}
-		free(path);
 	}
+	if (use_debuginfod)
+		/* Build id and debuginfod only: no name, so no path is tried. */
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, NULL, NULL, 0,
+		                                    debuginfo_file_name);
 	errno = ENOENT;
 	return -1;
 }
@@ -362,7 +418,7 @@ static void module_open_dwfl(struct module *m)
 	static char *debuginfo_path = NULL; /* the default search path */
 	static const Dwfl_Callbacks callbacks = {
 	        .find_elf = dwfl_build_id_find_elf,
-	        .find_debuginfo = find_debuginfo,
+	        .find_debuginfo = symbolize_find_debuginfo,
 	        .debuginfo_path = &debuginfo_path,
 	};
 
@@ -375,8 +431,13 @@ static void module_open_dwfl(struct module *m)
 	dwfl_report_begin(m->dwfl);
 	/* Placed at its own p_vaddr (bias 0): lookups use ELF addresses. */
 	m->dmod = dwfl_report_elf(m->dwfl, m->path, m->path, m->fd, 0, true);
-	if (m->dmod)
+	if (m->dmod) {
+		void **ud = NULL;
 		m->fd = -1; /* consumed by libdwfl */
+		/* The debug-file search learns where to look from it. */
+		if (dwfl_module_info(m->dmod, &ud, NULL, NULL, NULL, NULL, NULL, NULL) && ud)
+			*ud = m;
+	}
 	dwfl_report_end(m->dwfl, NULL, NULL);
 }
 
@@ -644,6 +705,7 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 			if (rc < 0)
 				return rc;
 		}
+		s->stats.debuglinks_refused += m->debuglink_refused;
 	}
 	if (m->dmod) {
 		sym = module_find_sym(m, vaddr);
@@ -918,6 +980,7 @@ size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns)
 		freed++;
 	}
 	s->stats.modules_freed += freed;
+	sym_roots_prune(s, false);
 	sym_python_prune(s);
 	return freed;
 }

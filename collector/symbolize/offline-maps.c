@@ -7,13 +7,22 @@
 
 /* ---- offline processes (perf.data, gperftools profiles) ---------------- */
 
-/* Opens f read-only; true when it is an ELF file whose GNU build id is
- * bid (any ELF file when bid_len is 0).  *fd is the open file then. */
-static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *fd)
+/* Opens f read-only (a regular file of at most SYM_FILE_MAX bytes, its
+ * last component no symlink, never blocking: a profile names files its
+ * importer, often root, then opens); true when it is an ELF file whose
+ * GNU build id is bid (any ELF file when bid_len is 0).  *fd is the open
+ * file then.  A file that exists but is refused sets *refused. */
+static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *fd, bool *refused)
 {
-	*fd = open(f, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0)
+	struct stat st;
+
+	*fd = sym_open_checked(AT_FDCWD, f, 0, SYM_FILE_MAX, &st);
+	if (*fd == -EINVAL || *fd == -EFBIG || *fd == -ELOOP)
+		*refused = true;
+	if (*fd < 0) {
+		*fd = -1;
 		return false;
+	}
 	Elf *elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
 	bool ok = elf && elf_kind(elf) == ELF_K_ELF;
 	if (ok && bid_len) {
@@ -31,15 +40,22 @@ static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *
 }
 
 /* The file for (path, build id) as symbolize_offline_find() says; *fd is
- * open on it.  Returns the malloc'd path, or NULL. */
+ * open on it.  Returns the malloc'd path, or NULL.  A path with a ".."
+ * component (which DIR/PATH would take out of DIR) is refused whole, and
+ * so is each candidate that is not a regular file of a bounded size:
+ * *refused is set then. */
 static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
-                          const char *binary_path, int *fd)
+                          const char *binary_path, int *fd, bool *refused)
 {
-	char *hex = bid_len ? sym_hex_of(bid, bid_len) : NULL;
 	const char *base = sym_base_of(path);
-	char *cand = NULL;
+	char *cand = NULL, *hex = NULL;
 
 	*fd = -1;
+	if (sym_path_has_dotdot(path) || !sym_plain_name(base)) {
+		*refused = true;
+		return NULL;
+	}
+	hex = bid_len ? sym_hex_of(bid, bid_len) : NULL;
 	if (bid_len && !hex)
 		return NULL;
 	for (const char *d = binary_path; d && *d;) {
@@ -55,7 +71,7 @@ static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
 				free(hex);
 				return NULL;
 			}
-			if (offline_try(cand, bid, bid_len, fd))
+			if (offline_try(cand, bid, bid_len, fd, refused))
 				goto found;
 			free(cand);
 			cand = NULL;
@@ -77,13 +93,13 @@ static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
 				free(hex);
 				return NULL;
 			}
-			if (offline_try(cand, bid, bid_len, fd))
+			if (offline_try(cand, bid, bid_len, fd, refused))
 				goto found;
 			free(cand);
 			cand = NULL;
 		}
 	}
-	if (path[0] == '/' && offline_try(path, bid, bid_len, fd)) {
+	if (path[0] == '/' && offline_try(path, bid, bid_len, fd, refused)) {
 		cand = strdup(path);
 		if (cand)
 			goto found;
@@ -101,16 +117,18 @@ char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t b
                              const char *binary_path)
 {
 	int fd;
-	char *f = offline_open(path, build_id, build_id_len, binary_path, &fd);
+	bool refused = false;
+	char *f = offline_open(path, build_id, build_id_len, binary_path, &fd, &refused);
 
 	if (fd >= 0)
 		close(fd);
 	return f;
 }
 
-/* The module of (path, build id): one already open with that build id
- * (or that file), else the file found and opened now; NULL when none
- * can be found.  Returns 0 or -ENOMEM. */
+/* The module of (path, build id): the file found now, or the module
+ * already open on that very file (device and inode; never one that only
+ * claims the same build id); NULL when none can be found.  Returns 0 or
+ * -ENOMEM. */
 static int offline_module_find(struct symbolize *s, const char *path, const uint8_t *bid,
                                size_t bid_len, const char *binary_path, struct module **out);
 static int offline_missing(struct symbolize *s, const char *path, const uint8_t *bid,
@@ -193,10 +211,14 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 	struct stat st;
 	int fd;
 
-	*out = bid_len ? sym_module_by_build_id(s, bid, bid_len) : NULL;
-	if (*out)
-		return 0;
-	char *found = offline_open(path, bid, bid_len, binary_path, &fd);
+	*out = NULL;
+	bool refused = false;
+	char *found = offline_open(path, bid, bid_len, binary_path, &fd, &refused);
+	if (refused) {
+		s->stats.files_refused++;
+		if (!s->refused_first && !(s->refused_first = strdup(path)))
+			return -ENOMEM;
+	}
 	if (!found)
 		return 0;
 	free(found);
@@ -204,8 +226,8 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 		close(fd);
 		return 0;
 	}
-	size_t b = (size_t)(((unsigned long long)st.st_dev * 31u + st.st_ino) % FILE_BUCKETS);
-	*out = sym_module_by_file(s, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	unsigned long long dev = sym_kdev(st.st_dev), ino = (unsigned long long)st.st_ino;
+	*out = sym_module_by_file(s, dev, ino);
 	if (*out) {
 		close(fd);
 		return 0;
@@ -214,15 +236,15 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 	int rc = sym_module_new(path, fd, &m);
 	if (rc < 0)
 		return rc == -ENOMEM ? rc : 0;
-	m = sym_module_register(s, m);
-	struct file_ent *fe = calloc(1, sizeof(*fe));
-	if (!fe)
-		return -ENOMEM;
-	fe->dev = (unsigned long long)st.st_dev;
-	fe->ino = (unsigned long long)st.st_ino;
-	fe->mod = m;
-	fe->next = s->files[b];
-	s->files[b] = fe;
+	m->dev = dev;
+	m->ino = ino;
+	m->offline_view = true;
+	rc = sym_file_add(s, m, dev, ino);
+	if (rc < 0) {
+		sym_module_free(m);
+		return rc;
+	}
+	sym_module_register(s, m);
 	*out = m;
 	return 0;
 }
@@ -281,6 +303,7 @@ int symbolize_offline_process(struct symbolize *s, pid_t pid, const char *binary
 			*c = '_';
 	/* Never read again from /proc: the recording is all there is. */
 	p->maps_read = INT64_MAX;
+	p->offline = true;
 	struct proc **pp = sym_proc_slot(s, pid);
 	if (*pp) {
 		p->next = (*pp)->next;

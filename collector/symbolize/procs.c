@@ -12,8 +12,13 @@ static void proc_clear_jit(struct proc *p)
 	for (size_t i = 0; i < p->njit; i++)
 		free(p->jit[i].name);
 	free(p->jit);
+	if (p->budget) {
+		p->budget->entries -= p->njit;
+		p->budget->bytes -= p->jit_bytes;
+	}
 	p->jit = NULL;
 	p->njit = 0;
+	p->jit_bytes = 0;
 }
 
 void sym_proc_free(struct proc *p)
@@ -24,6 +29,7 @@ void sym_proc_free(struct proc *p)
 	proc_clear_jit(p);
 	free(p->maps);
 	sym_names_put(p->names);
+	sym_root_put(p->root);
 	free(p);
 }
 
@@ -265,6 +271,8 @@ int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out)
 		return -ENOMEM;
 	p->pid = pid;
 	p->inherited = true;
+	p->root = sym_root_get(from->root); /* a fork keeps its parent's root */
+	p->uid = from->uid;
 	sym_proc_set_names(p, sym_names_get(from->names));
 	sym_proc_names(p);
 	p->maps = calloc(from->nmaps ? from->nmaps : 1, sizeof(*p->maps));
@@ -324,12 +332,14 @@ static int proc_add_map(struct symbolize *s, struct proc *p, size_t *cap, uint64
 	struct mapping *mp = &p->maps[p->nmaps];
 	*mp = (struct mapping){.start = start, .end = end, .pgoff = pgoff};
 	if (name[0] == '/' && ino != 0) {
-		int rc = sym_module_get(s, p->pid, start, end, name, dev, ino, &mp->mod);
+		int rc = sym_module_get(s, p, start, end, name, dev, ino, &mp->mod);
 		if (rc == -ENOMEM)
 			return rc;
-		/* unreadable file: shown as [unknown] */
-		if (!mp->mod)
+		/* unreadable or refused file: shown as [unknown] */
+		if (rc < 0) {
+			mp->mod = NULL;
 			mp->special = sym_unknown_name;
+		}
 	} else if (strcmp(name, "[vdso]") == 0) {
 		mp->mod = sym_vdso_module(s);
 		if (!mp->mod)
@@ -455,6 +465,22 @@ static uint64_t module_start(const struct proc *p, const struct module *m)
 	return 0;
 }
 
+int sym_proc_take_root(struct symbolize *s, struct proc *p)
+{
+	char path[32];
+	struct stat st;
+
+	with_pid(path, "/proc/", p->pid, "");
+	/* /proc/PID belongs to the process's effective user (root when it
+	 * is not dumpable). */
+	if (stat(path, &st) < 0)
+		return -errno;
+	int rc = sym_root_of(s, p->pid, &p->root);
+	if (rc == 0)
+		p->uid = st.st_uid;
+	return rc;
+}
+
 int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 {
 	char path[64], exe[PATH_MAX];
@@ -466,6 +492,11 @@ int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out)
 	p->pid = pid;
 	p->maps_read = mono_ns();
 	sym_proc_names(p);
+	/* Its root, taken before its files: the fallback path of a mapped
+	 * file, its debug links and its perf map are looked for inside it. */
+	rc = sym_proc_take_root(s, p);
+	if (rc == -ENOMEM)
+		goto fail;
 	rc = proc_read_maps(s, p);
 	if (rc < 0)
 		goto fail;
@@ -669,15 +700,32 @@ static bool skip_blanks(const char **c, const char *end)
 
 int sym_jit_parse(const char *data, size_t len, bool final, struct jit_sym **out, bool *partial)
 {
+	size_t bytes;
+	bool capped;
+	return sym_jit_parse_capped(data, len, final, JIT_MAP_MAX_ENTRIES, SIZE_MAX, out, partial,
+	                            &bytes, &capped);
+}
+
+int sym_jit_parse_capped(const char *data, size_t len, bool final, size_t max_entries,
+                         size_t max_bytes, struct jit_sym **out, bool *partial, size_t *bytes,
+                         bool *capped)
+{
 	struct jit_sym *jit = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, used = 0;
 	char *name = NULL;
 	size_t name_cap = 0;
 	const char *c = data, *end = data + len;
 
 	*out = NULL;
 	*partial = false;
-	while (c < end && n < JIT_MAP_MAX_ENTRIES) {
+	*capped = false;
+	if (max_entries > JIT_MAP_MAX_ENTRIES)
+		max_entries = JIT_MAP_MAX_ENTRIES;
+	while (c < end) {
+		if (n >= max_entries) {
+			*capped = max_entries < JIT_MAP_MAX_ENTRIES;
+			break;
+		}
 		const char *nl = memchr(c, '\n', (size_t)(end - c));
 		const char *eol = nl ? nl : end;
 		const char *q = c;
@@ -717,9 +765,17 @@ int sym_jit_parse(const char *data, size_t len, bool final, struct jit_sym **out
 		char *nm = symbolize_name(name);
 		if (!nm)
 			goto nomem;
+		size_t nb = strlen(nm) + 1;
+		if (nb > max_bytes - used) {
+			free(nm);
+			*capped = true;
+			break;
+		}
+		used += nb;
 		jit[n++] = (struct jit_sym){start, size, nm};
 	}
 	free(name);
+	*bytes = used;
 	if (n > 1)
 		qsort(jit, n, sizeof(*jit), jit_cmp);
 	if (n > INT_MAX) {
@@ -760,21 +816,66 @@ static int read_capped(int fd, off_t size, char **out, size_t *len)
 	return 0;
 }
 
-int sym_jit_read(struct proc *p, bool final)
+/* Opens p's perf map as perf reads it: /tmp/perf-PID.map inside the
+ * process's own root (its /tmp, whatever mount namespace it has), a
+ * regular file (no symlink, never blocking), owned by the process's
+ * effective user or root; a profile's process (offline): the importer's
+ * own /tmp, owned by the importer or root.  Returns the descriptor, or
+ * -errno (-EPERM: refused for its owner). */
+static int jit_open(struct symbolize *s, struct proc *p, struct stat *st)
+{
+	int fd;
+	uid_t owner;
+
+	if (p->offline) {
+		fd = sym_open_checked(AT_FDCWD, p->jit_path, 0, UINT64_MAX, st);
+		owner = getuid();
+	} else {
+		struct sym_root *root = p->root;
+		owner = p->uid;
+		if (!root && !p->exited && p == sym_proc_find(s, p->pid)) {
+			/* A snapshot named from its file (an exec, the loader's
+			 * hook): its root is taken now, while it runs. */
+			int rc = sym_proc_take_root(s, p);
+			if (rc == -ENOMEM)
+				return rc;
+			root = p->root;
+			owner = p->uid;
+		}
+		for (const struct proc *q = p->before; !root && q; q = q->before) {
+			/* Gone before that: the program it ran before its exec
+			 * had the same root, but its user may have changed at
+			 * the exec (a set-user-ID program), so only root's map. */
+			root = q->root;
+			owner = 0;
+		}
+		if (!root)
+			return -ENOENT;
+		fd = sym_open_checked(root->fd, p->jit_path, SYM_OPEN_IN_ROOT, UINT64_MAX, st);
+	}
+	if (fd >= 0 && st->st_uid != 0 && st->st_uid != owner) {
+		close(fd);
+		fd = -EPERM;
+	}
+	if ((fd == -EPERM || fd == -EINVAL) && !p->jit_refused) {
+		p->jit_refused = true; /* counted once per snapshot */
+		s->stats.jit_maps_refused++;
+	}
+	return fd;
+}
+
+int sym_jit_read(struct symbolize *s, struct proc *p, bool final)
 {
 	struct stat st;
 	int rc;
 
 	p->jit_checked = mono_ns();
-	int fd = open(p->jit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = jit_open(s, p, &st);
+	if (fd == -ENOMEM)
+		return fd;
 	if (fd < 0)
 		return 0;
-	int64_t mtime = 0;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return 0;
-	}
-	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
 	if (p->jit_exists && st.st_size == p->jit_size && mtime == p->jit_mtime &&
 	    (uint64_t)st.st_ino == p->jit_ino && !(final && p->jit_partial)) {
 		close(fd);
@@ -787,16 +888,28 @@ int sym_jit_read(struct proc *p, bool final)
 	if (rc < 0)
 		return rc;
 	struct jit_sym *jit = NULL;
-	bool partial = false;
+	bool partial = false, capped = false;
+	size_t bytes = 0;
+	/* What all the other maps leave of the bound over all of them. */
+	struct jit_budget *b = &s->jit_budget;
+	size_t room_n = JIT_TOTAL_MAX_ENTRIES - (b->entries - (p->budget ? p->njit : 0));
+	size_t room_b = JIT_TOTAL_MAX_BYTES - (b->bytes - (p->budget ? p->jit_bytes : 0));
 	/* A map cut at the cap: its last line is no more final than one
 	 * still being written. */
-	rc = sym_jit_parse(buf, len, final && len == (size_t)st.st_size, &jit, &partial);
+	rc = sym_jit_parse_capped(buf, len, final && len == (size_t)st.st_size, room_n, room_b,
+	                          &jit, &partial, &bytes, &capped);
 	free(buf);
 	if (rc < 0)
 		return rc;
+	if (capped)
+		s->stats.jit_capped++;
 	proc_clear_jit(p);
 	p->jit = jit;
 	p->njit = (size_t)rc;
+	p->jit_bytes = bytes;
+	p->budget = b;
+	b->entries += p->njit;
+	b->bytes += bytes;
 	p->jit_exists = true;
 	p->jit_size = st.st_size;
 	p->jit_mtime = mtime;
@@ -815,7 +928,7 @@ int sym_jit_load(struct symbolize *s, struct proc *p)
 	if (p->jit_checked &&
 	    now - p->jit_checked < (p->jit_exists ? JIT_RECHECK_NS / 3 : JIT_RECHECK_NS))
 		return 0;
-	int rc = sym_jit_read(p, false);
+	int rc = sym_jit_read(s, p, false);
 	if (rc > 0)
 		p->jit_version = ++s->jit_versions;
 	return rc < 0 ? rc : 0;
@@ -826,6 +939,8 @@ void sym_jit_move(struct proc *to, struct proc *from)
 	proc_clear_jit(to);
 	to->jit = from->jit;
 	to->njit = from->njit;
+	to->jit_bytes = from->jit_bytes;
+	to->budget = from->budget;
 	to->jit_size = from->jit_size;
 	to->jit_mtime = from->jit_mtime;
 	to->jit_ino = from->jit_ino;
@@ -835,6 +950,7 @@ void sym_jit_move(struct proc *to, struct proc *from)
 	to->jit_version = from->jit_version;
 	from->jit = NULL;
 	from->njit = 0;
+	from->jit_bytes = 0;
 }
 
 const struct jit_sym *sym_jit_lookup(const struct jit_sym *jit, size_t n, uint64_t addr)

@@ -10,6 +10,7 @@
  *   python.c         CPython's code objects
  *   offline-maps.c   processes described by a profile (perf.data...)
  *   import-symbols.c the importers' struct import_symbols over all this
+ *   trust.c          opening files another user controls, process roots
  */
 #ifndef FLAMEFS_SYMBOLIZE_INTERNAL_H
 #define FLAMEFS_SYMBOLIZE_INTERNAL_H
@@ -58,6 +59,41 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define JIT_MAP_MAX_BYTES (64u << 20)
 /* ...and up to this many entries (about 60 bytes each in memory). */
 #define JIT_MAP_MAX_ENTRIES (1u << 20)
+/* Over all processes' perf maps together, at most this many entries and
+ * bytes of names are held: a map read past them keeps what fits (counted
+ * in symbolize_stats.jit_capped). */
+#define JIT_TOTAL_MAX_ENTRIES SYMBOLIZE_JIT_TOTAL_ENTRIES
+#define JIT_TOTAL_MAX_BYTES   SYMBOLIZE_JIT_TOTAL_BYTES
+/* The largest ELF or debug file opened for a process (it is mapped, not
+ * read whole), and the largest one whose CRC-32 is computed to check a
+ * .gnu_debuglink (that reads it whole). */
+#define SYM_FILE_MAX     (4ull << 30)
+#define SYM_CRC_FILE_MAX (256ull << 20)
+
+/* sym_open_checked() flags.  FOLLOW: the last component may be a link
+ * (the kernel's own /proc/PID/map_files entries); IN_ROOT: dirfd is a
+ * process's root, the path is resolved inside it without following any
+ * symlink. */
+#define SYM_OPEN_FOLLOW  1u
+#define SYM_OPEN_IN_ROOT 2u
+
+/* A process's root directory as an O_PATH descriptor (/proc/PID/root),
+ * shared by the snapshots and modules seen through it; one per (mount
+ * namespace, root directory).  refs: its holders, the symbolizer's list
+ * being one. */
+struct sym_root {
+	int fd;
+	unsigned long long ns; /* inode of /proc/PID/ns/mnt */
+	dev_t dev;
+	ino_t ino;
+	unsigned refs;
+	struct sym_root *next;
+};
+
+/* What JIT names all processes hold (JIT_TOTAL_MAX_*). */
+struct jit_budget {
+	size_t entries, bytes;
+};
 
 /* One function inlined at an address (symbolize_set_inline). */
 struct inl {
@@ -105,12 +141,20 @@ struct module {
 	 * the exec) */
 	struct symbolize_layout *layout;
 	size_t nlayout, layout_nlm;
-	unsigned long long dev, ino; /* the file as first opened */
+	/* The file open, as fstat says (device in the kernel's encoding):
+	 * the module's identity.  A module is one file, never shared with
+	 * another that claims the same build id. */
+	unsigned long long dev, ino;
+	struct sym_root *root; /* where its debug link is looked for, or NULL
+	                        * (offline: the importer's own view); a ref */
 	struct segment *segs;
 	size_t nsegs;
 	int fd; /* until handed to libdwfl; -1 after */
 	bool is_elf;
 	bool dwfl_tried;
+	bool offline_view;      /* a profile's file: its debug link is looked for
+	                         * in the importer's own view (no process root) */
+	bool debuglink_refused; /* its debug link's name or file was refused */
 	Dwfl *dwfl;
 	Dwfl_Module *dmod;
 	struct msym *syms; /* sorted by addr; built at the first lookup */
@@ -188,9 +232,15 @@ struct proc {
 	size_t nmaps;
 	struct jit_sym *jit;
 	size_t njit;
-	off_t jit_size;    /* size of the perf map when last read */
-	int64_t jit_mtime; /* its mtime then (ns) */
-	uint64_t jit_ino;  /* its inode then */
+	size_t jit_bytes;          /* of names, counted in budget */
+	struct jit_budget *budget; /* the symbolizer's, once a map was read */
+	struct sym_root *root;     /* the process's root (its /tmp), a ref, or NULL */
+	uid_t uid;                 /* its effective user when root was taken */
+	bool offline;              /* described by a profile: no live process */
+	bool jit_refused;          /* its perf map was refused (counted once) */
+	off_t jit_size;            /* size of the perf map when last read */
+	int64_t jit_mtime;         /* its mtime then (ns) */
+	uint64_t jit_ino;          /* its inode then */
 	bool jit_exists;
 	bool jit_partial;             /* that read left out an unterminated last line */
 	uint64_t jit_version;         /* symbolize_jit_version() */
@@ -256,6 +306,9 @@ struct pyent {
 
 struct symbolize {
 	struct proc *procs[PROC_BUCKETS];
+	struct sym_root *roots; /* every root held (trust.c) */
+	char *refused_first;    /* offline: the first file refused, or NULL */
+	struct jit_budget jit_budget;
 	struct file_ent *files[FILE_BUCKETS];
 	struct module *modules;
 	struct module *vdso; /* our own vDSO, the same in every process */
@@ -369,11 +422,12 @@ const struct jit_sym *sym_jit_lookup(const struct jit_sym *jit, size_t n, uint64
 /* Rate-limited sym_jit_read(p, false): a missing map is looked for again
  * after JIT_RECHECK_NS, an existing one after a third of that. */
 int sym_jit_load(struct symbolize *s, struct proc *p);
-/* Reads p's perf map again now when it changed (size, mtime or inode)
+/* Reads p's perf map (as jit_open() in procs.c says: inside
+ * its root, owned by its user or root) again now when it changed (size, mtime or inode)
  * since the last read, or when that read left out an unterminated last
  * line and `final` is set.  Returns 1 when it read the map, 0 when it
  * did not (unchanged, missing, not a regular file), or -ENOMEM. */
-int sym_jit_read(struct proc *p, bool final);
+int sym_jit_read(struct symbolize *s, struct proc *p, bool final);
 /* Parses perf map text data[0..len) ("START SIZE NAME" lines, START and
  * SIZE in hex with or without 0x) into a malloc'd array sorted by start
  * (*out, NULL when empty; the caller frees each name and the array),
@@ -384,25 +438,38 @@ int sym_jit_read(struct proc *p, bool final);
  * be at it) and *partial set.  Returns the number of entries or
  * -ENOMEM. */
 int sym_jit_parse(const char *data, size_t len, bool final, struct jit_sym **out, bool *partial);
+/* sym_jit_parse() within a budget: at most max_entries entries and
+ * max_bytes bytes of names (*capped set when one stopped it); *bytes is
+ * the bytes of names kept. */
+int sym_jit_parse_capped(const char *data, size_t len, bool final, size_t max_entries,
+                         size_t max_bytes, struct jit_sym **out, bool *partial, size_t *bytes,
+                         bool *capped);
 /* Moves from's JIT state (entries and what was read) to to, a fresh
  * snapshot of the same process. */
 void sym_jit_move(struct proc *to, struct proc *from);
-struct module *sym_module_by_build_id(struct symbolize *s, const uint8_t *id, size_t len);
 void sym_module_free(struct module *m);
 /* The module of the file (dev, ino), when one was opened, or NULL. */
 struct module *sym_module_by_file(const struct symbolize *s, unsigned long long dev,
                                   unsigned long long ino);
-int sym_module_get(struct symbolize *s, pid_t pid, uint64_t start, uint64_t end, const char *path,
-                   unsigned long long dev, unsigned long long ino, struct module **out);
+/* The module of the file p maps at [start, end), which the maps line
+ * names (path, dev, ino): known, or opened now (map_files, else the path
+ * inside p's root when it is still that file).  Returns 0 (*out NULL
+ * never), -ENOMEM, or another -errno when the file cannot be opened or
+ * is refused (counted in stats.files_refused). */
+int sym_module_get(struct symbolize *s, struct proc *p, uint64_t start, uint64_t end,
+                   const char *path, unsigned long long dev, unsigned long long ino,
+                   struct module **out);
+/* Files m under (dev, ino) for sym_module_by_file().  0 or -ENOMEM. */
+int sym_file_add(struct symbolize *s, struct module *m, unsigned long long dev,
+                 unsigned long long ino);
 int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out);
 /* Empties m's cache of resolved addresses (its functions' names stay:
  * the msyms own them).  Only where no frame from it is still held. */
 void sym_module_cache_clear(struct module *m);
 int sym_module_new(const char *path, int fd, struct module **out);
-/* Adds m, just opened, to s's modules and tells the module hook; when a
- * module with its build id is known already (the same file under another
- * path or inode), frees m and returns that one. */
-struct module *sym_module_register(struct symbolize *s, struct module *m);
+/* Adds m, just opened, to s's modules and tells the module hook.  A
+ * module is never shared by two files that claim one build id. */
+void sym_module_register(struct symbolize *s, struct module *m);
 bool sym_module_vaddr(const struct module *m, uint64_t off, uint64_t *vaddr);
 int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out);
 struct proc *sym_proc_find(const struct symbolize *s, pid_t pid);
@@ -425,6 +492,32 @@ void sym_proc_names(struct proc *p);
 int sym_proc_set_names(struct proc *p, struct proc_names *names);
 struct proc **sym_proc_slot(const struct symbolize *s, pid_t pid);
 int sym_proc_snapshot(struct symbolize *s, pid_t pid, struct proc **out);
+/* Takes p's root and effective user from /proc/PID (a live process).
+ * 0, or -errno (gone: p->root stays NULL). */
+int sym_proc_take_root(struct symbolize *s, struct proc *p);
 struct module *sym_vdso_module(struct symbolize *s);
+
+/* trust.c.  Opens path (relative to dirfd, or under the root dirfd with
+ * SYM_OPEN_IN_ROOT) for reading, non-blocking, when it is a regular file
+ * of at most max bytes, without opening anything else on the way (see
+ * trust.c); *st is the file's.  Returns the descriptor or -errno
+ * (-EINVAL: not a regular file, -EFBIG: larger than max). */
+int sym_open_checked(int dirfd, const char *path, unsigned flags, uint64_t max, struct stat *st);
+/* A device number in the kernel's encoding (major << 20 | minor). */
+unsigned long long sym_kdev(dev_t d);
+/* Whether name is one path component: not empty, no '/', not "." or "..". */
+bool sym_plain_name(const char *name);
+/* Whether path has a ".." component. */
+bool sym_path_has_dotdot(const char *path);
+/* pid's root (a new reference, or one shared with the snapshots in the
+ * same mount namespace and root), or -errno when the process is gone. */
+int sym_root_of(struct symbolize *s, pid_t pid, struct sym_root **out);
+/* Another reference to r (accepts NULL). */
+struct sym_root *sym_root_get(struct sym_root *r);
+/* Drops a reference (accepts NULL); the root is closed by
+ * sym_roots_prune() once only the list holds it. */
+void sym_root_put(struct sym_root *r);
+/* Closes the roots nothing else holds (all: every root, at the end). */
+void sym_roots_prune(struct symbolize *s, bool all);
 
 #endif

@@ -4,7 +4,7 @@
  *
  * Four caches make it cheap: ELF files ("modules", opened once at their
  * first sighting, shared by every process that maps them and keyed by
- * build id), each module's function symbols copied into a sorted array at
+ * the file: device and inode, never the build id its owner writes), each module's function symbols copied into a sorted array at
  * its first lookup (libdwfl's own lookup scans the whole table each time),
  * resolved addresses per module, and kernel names per address.  Kernel
  * addresses are named by the kernel itself through a small BPF program
@@ -213,7 +213,7 @@ int symbolize_jit_refresh(struct symbolize *s, pid_t pid, uint32_t gen, bool fin
 		if (rc < 0)
 			return rc;
 	}
-	rc = sym_jit_read(p, final);
+	rc = sym_jit_read(s, p, final);
 	if (rc > 0)
 		p->jit_version = ++s->jit_versions;
 	return rc;
@@ -278,6 +278,8 @@ void symbolize_free(struct symbolize *s)
 	}
 	free(s->ksyms);
 	free(s->knames);
+	sym_roots_prune(s, true);
+	free(s->refused_first);
 	free(s);
 }
 
@@ -592,4 +594,9 @@ pid_t symbolize_parent(const struct symbolize *s, pid_t pid)
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st)
 {
 	*st = s->stats;
+}
+
+const char *symbolize_refused_first(const struct symbolize *s)
+{
+	return s->refused_first;
 }

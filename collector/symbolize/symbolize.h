@@ -472,8 +472,33 @@ struct symbolize_stats {
 	 * most one module held at a sweep, and the caches emptied there for
 	 * holding more than SYMBOLIZE_CACHE_MAX. */
 	uint64_t addrs_cached, addrs_cached_max, caches_emptied;
+	/* Files of other users not trusted: mapped files not opened (not a
+	 * regular file, over 4 GiB, or no longer the file the maps line
+	 * names), modules whose .gnu_debuglink was refused (a name with '/'
+	 * or "..", or its file not a regular file of a bounded size), perf
+	 * maps ignored (owned by neither the process's user nor root, or
+	 * not a regular file), and perf maps cut short by the bound over
+	 * all processes' JIT names. */
+	uint64_t files_refused, debuglinks_refused, jit_maps_refused, jit_capped;
 };
+/* The bound over all processes' perf maps: entries, and bytes of names. */
+#define SYMBOLIZE_JIT_TOTAL_ENTRIES (1u << 21)
+#define SYMBOLIZE_JIT_TOTAL_BYTES   (128u << 20)
 void symbolize_get_stats(const struct symbolize *s, struct symbolize_stats *st);
+/* The first file an offline process named that was refused (owned by s),
+ * or NULL. */
+const char *symbolize_refused_first(const struct symbolize *s);
+
+/* libdwfl's find_debuginfo callback as the symbolizer uses it (build id
+ * under /usr/lib/debug, then a .gnu_debuglink that is a plain name, its
+ * file opened only when regular and bounded, then debuginfod when
+ * DEBUGINFOD_URLS is set), for other libdwfl sessions over the same
+ * files (import-symbols.c's unwinding).  The types are libdwfl's
+ * (Dwfl_Module, GElf_Addr, GElf_Word). */
+struct Dwfl_Module;
+int symbolize_find_debuginfo(struct Dwfl_Module *mod, void **userdata, const char *modname,
+                             uint64_t base, const char *file_name, const char *debuglink,
+                             uint32_t crc, char **debuginfo_file_name);
 
 /* ---- offline: processes known only from a recording -------------------
  * perf.data and gperftools profiles name the files a process had mapped;
@@ -536,5 +561,10 @@ void symbolize_set_perf_names(struct symbolize *s, bool on);
  * offline_symbols_free(). */
 int offline_symbols_new(const char *binary_path, struct import_symbols *out);
 void offline_symbols_free(struct import_symbols *sym); /* accepts a zeroed struct */
+/* How many files the profile named were refused (a path with "..", or
+ * not a regular file of at most 4 GiB: a FIFO, a device, a symlink) and
+ * the first of them (owned by sym; NULL when none).  Their frames are
+ * named "[basename]", as a missing file's. */
+size_t offline_symbols_refused(const struct import_symbols *sym, const char **first);
 
 #endif

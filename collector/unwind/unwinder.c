@@ -12,8 +12,10 @@
  * jobs through an eventfd and marks the tables READY (or NONE: no CFI,
  * refused, no room).  With -a most mapped files are never sampled, and
  * their tables never cost anything.
- * Tables are keyed by the symbolizer's module, which is one per build id
- * (or device and inode), so every process that maps libc shares one.
+ * Tables are keyed by the symbolizer's module, which is one per file
+ * (device and inode of the file open, never its build id: two files that
+ * claim one build id get two tables), so every process that maps libc
+ * shares one.
  * Each process's mappings (the process hook) are written to the procs
  * map with their table ids; a mapping whose table is PENDING is walked by
  * frame pointers, and the process is rewritten when the table is ready.
