@@ -616,11 +616,9 @@ static void hook_forget(void *ctx, const void *module, unsigned long long dev,
 		r->uhooks.forget(r->uhooks.ctx, module, dev, ino);
 }
 
-static int run(struct recorder *r, const struct options *o)
+/* The recorder's own state: the symbolizer and the drain's buffers. */
+static int alloc_state(struct recorder *r, const struct options *o)
 {
-	int go_fd = -1, rc;
-	char err[512];
-
 	r->period_ns = 1000000000ull / o->freq;
 	r->counts_fd[0] = r->counts_fd[1] = -1;
 	r->ustacks_fd[0] = r->ustacks_fd[1] = -1;
@@ -637,6 +635,15 @@ static int run(struct recorder *r, const struct options *o)
 	}
 	symbolize_set_lines(r->sym, o->lines);
 	symbolize_set_inline(r->sym, o->inlines);
+	return 0;
+}
+
+/* The store (made if new), the --push thread, the JIT frames' waiting
+ * room, --host and --log-drains. */
+static int open_store(struct recorder *r, const struct options *o)
+{
+	char err[512];
+	int rc;
 
 	const char *dir = o->store_dir;
 	char *owned = NULL;
@@ -683,6 +690,17 @@ static int run(struct recorder *r, const struct options *o)
 		}
 	}
 
+	return 0;
+}
+
+/* The BPF program: opened, its read-only settings and map sizes set
+ * (the events, the kernel's offsets, the unwinder's mode, the loader's
+ * hook in *ldso if there is one: *have_ldso), loaded. */
+static int open_bpf(struct recorder *r, const struct options *o, struct ldso_probe *ldso,
+                    bool *have_ldso)
+{
+	int rc;
+
 	libbpf_verbose = o->verbose;
 	libbpf_set_print(libbpf_print);
 	r->skel = profile_bpf__open();
@@ -708,11 +726,10 @@ static int run(struct recorder *r, const struct options *o)
 	uprobe_offsets(r);
 	r->skel->rodata->unwind_mode = o->unwind;
 	r->skel->rodata->python_on = python_walks(o);
-	struct ldso_probe ldso;
 	char lerr[PATH_MAX + 128];
-	bool have_ldso = ldso_find(LDSO_INTERP, &ldso, lerr, sizeof(lerr)) == 0;
-	if (have_ldso)
-		r->skel->rodata->ldso_rdebug_delta = ldso.rdebug_delta;
+	*have_ldso = ldso_find(LDSO_INTERP, ldso, lerr, sizeof(lerr)) == 0;
+	if (*have_ldso)
+		r->skel->rodata->ldso_rdebug_delta = ldso->rdebug_delta;
 	else if (o->verbose)
 		fprintf(stderr, PROG ": the loader's hook is not used: %s\n", lerr);
 	rc = size_maps(r, libbpf_num_possible_cpus());
@@ -741,6 +758,14 @@ static int run(struct recorder *r, const struct options *o)
 			fprintf(stderr, PROG ": do_sample: %u instructions verified, %u loaded\n",
 			        info.verified_insns, info.xlated_prog_len / 8);
 	}
+	return 0;
+}
+
+/* The maps the drain reads, and the unwinder over its maps. */
+static int wire_maps(struct recorder *r, const struct options *o)
+{
+	int rc;
+
 	r->counts_fd[0] = bpf_map__fd(r->skel->maps.counts0);
 	r->counts_fd[1] = bpf_map__fd(r->skel->maps.counts1);
 	r->kstacks_fd[0] = bpf_map__fd(r->skel->maps.kstacks0);
@@ -773,6 +798,16 @@ static int run(struct recorder *r, const struct options *o)
 	};
 	symbolize_set_hooks(r->sym, &h);
 
+	return 0;
+}
+
+/* The event ring buffer and the process events: fork, exec, exit (all
+ * three needed), the exec's beginning and the loader's hook (optional). */
+static int attach_process_events(struct recorder *r, const struct options *o,
+                                 const struct ldso_probe *ldso, bool have_ldso)
+{
+	int rc;
+
 	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), record_on_event, r, NULL);
 	if (!r->rb) {
 		rc = -errno;
@@ -788,12 +823,12 @@ static int run(struct recorder *r, const struct options *o)
 	/* Optional: without it a process's first sample in each library is
 	 * cut short while its maps are read again. */
 	r->ldso_link = have_ldso ? bpf_program__attach_uprobe(r->skel->progs.on_ldso_state, false,
-	                                                      -1, ldso.path, ldso.func_offset)
+	                                                      -1, ldso->path, ldso->func_offset)
 	                         : NULL;
 	if (have_ldso && !r->ldso_link && o->verbose)
-		fprintf(stderr, PROG ": cannot probe %s: %s\n", ldso.path, strerror(errno));
+		fprintf(stderr, PROG ": cannot probe %s: %s\n", ldso->path, strerror(errno));
 	struct stat lst;
-	if (r->ldso_link && r->skel->rodata->exe_known && stat(ldso.path, &lst) == 0) {
+	if (r->ldso_link && r->skel->rodata->exe_known && stat(ldso->path, &lst) == 0) {
 		r->ldso_dev = ((unsigned long long)major(lst.st_dev) << 20) | minor(lst.st_dev);
 		r->ldso_ino = (unsigned long long)lst.st_ino;
 		r->templates_fd = bpf_map__fd(r->skel->maps.exe_templates);
@@ -805,12 +840,21 @@ static int run(struct recorder *r, const struct options *o)
 		return rc;
 	}
 
+	return 0;
+}
+
+/* What to follow: -p's processes, or COMMAND, started held (*go_fd
+ * releases it). */
+static int start_target(struct recorder *r, const struct options *o, int *go_fd)
+{
+	int rc;
+
 	if (o->pid_list) {
 		rc = follow_pid_list(r, o->pid_list);
 		if (rc < 0)
 			return rc;
 	} else if (o->command) {
-		rc = start_command(r, o->command, &go_fd);
+		rc = start_command(r, o->command, go_fd);
 		if (rc < 0) {
 			record_fail(r, rc, "cannot start %s: %s", o->command[0], strerror(-rc));
 			return rc;
@@ -818,10 +862,19 @@ static int run(struct recorder *r, const struct options *o)
 		rc = follow_pid(r, r->child);
 		if (rc < 0) {
 			record_fail(r, rc, "cannot follow %s: %s", o->command[0], strerror(-rc));
-			close(go_fd);
+			close(*go_fd);
 			return rc;
 		}
 	}
+
+	return 0;
+}
+
+/* The events of -e and the CPU sampling, attached; then the running
+ * processes read (-a) and COMMAND released.  Closes go_fd. */
+static int start_sampling(struct recorder *r, const struct options *o, int go_fd)
+{
+	int rc;
 
 	rc = record_attach_events(r);
 	if (rc >= 0 && o->ev_flags[PROFILE_EV_CPU])
@@ -861,9 +914,21 @@ static int run(struct recorder *r, const struct options *o)
 		close(go_fd);
 	}
 
-	double start = now_mono(), next = start + DRAIN_SECONDS;
-	double cpu_start = record_cpu_seconds();
-	double deadline = o->duration > 0 ? start + o->duration : INFINITY;
+	return 0;
+}
+
+/* Drains every DRAIN_SECONDS, and serves the ring buffer and the
+ * unwinder's built tables as they come, until SIGINT/SIGTERM, the end of
+ * -d, COMMAND's exit or an error.  *start and *cpu_start: when it began. */
+static void event_loop(struct recorder *r, const struct options *o, double *start,
+                       double *cpu_start)
+{
+	int rc;
+
+	double next = (*start = now_mono()) + DRAIN_SECONDS;
+	double deadline = o->duration > 0 ? *start + o->duration : INFINITY;
+
+	*cpu_start = record_cpu_seconds();
 	/* One wait for both the ring buffer and COMMAND's exit (a pidfd is
 	 * readable once the process has exited). */
 	int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -934,7 +999,12 @@ static int run(struct recorder *r, const struct options *o)
 		close(pidfd);
 	if (ep >= 0)
 		close(ep);
+}
 
+/* Stops sampling, takes in the last process events, stores both sets,
+ * and reports. */
+static void stop_and_report(struct recorder *r, double start, double cpu_start)
+{
 	/* Stop sampling, take in the last process events, store both sets. */
 	close_cpu_events(r);
 	for (int i = 0; i < r->nev_links; i++)
@@ -946,6 +1016,22 @@ static int run(struct recorder *r, const struct options *o)
 	record_report(r, now_mono() - start, record_cpu_seconds() - cpu_start);
 	record_push_stop(r->pusher);
 	r->pusher = NULL;
+}
+
+static int run(struct recorder *r, const struct options *o)
+{
+	struct ldso_probe ldso;
+	bool have_ldso = false;
+	double start, cpu_start;
+	int go_fd = -1, rc;
+
+	if ((rc = alloc_state(r, o)) < 0 || (rc = open_store(r, o)) < 0 ||
+	    (rc = open_bpf(r, o, &ldso, &have_ldso)) < 0 || (rc = wire_maps(r, o)) < 0 ||
+	    (rc = attach_process_events(r, o, &ldso, have_ldso)) < 0 ||
+	    (rc = start_target(r, o, &go_fd)) < 0 || (rc = start_sampling(r, o, go_fd)) < 0)
+		return rc;
+	event_loop(r, o, &start, &cpu_start);
+	stop_and_report(r, start, cpu_start);
 	return r->err;
 }
 
