@@ -117,6 +117,11 @@ stored() {
 		fail "$case: import failed (exit $rc): $(head -3 "$tmp/out")"
 		return
 	fi
+	# notice=REGEX: a line the import must print (a limit's notice)
+	if [ -n "${notice:-}" ] && ! grep -E -q -e "$notice" "$tmp/out"; then
+		fail "$case: no line matches $notice: $(head -3 "$tmp/out")"
+		return
+	fi
 	"$collect" export --store "$tmp/s" --format folded "${eargs[@]}" >"$tmp/got" 2>"$tmp/out"
 	rc=$?
 	crashed "$case (export)" "$rc" "$tmp/out" && return
@@ -294,11 +299,17 @@ big=$(head -c 2097152 /dev/zero | tr '\0' 'x')
 	printf 'app 100 1000.000001: 3 cpu-clock: \n\t    4004d6 %s+0x1d (/usr/bin/app)\n' "$big"
 	printf '\t    4004d0 main+0x1 (/usr/bin/app)\n\n'
 } >"$in/long-line.perf"
-printf 'app;main;%s 3\n' "$big" >"$tmp/long-line.perf.expected"
-stored "perf stack line of 2 MB" "$tmp/long-line.perf.expected" "$in/long-line.perf" -- --event cpu-clock
+# A name over IMPORT_MAX_NAME (64 KiB) keeps its first 65,531 bytes and
+# "[cut]" (collector/import/README.md, Limits).
+cut=${big:0:65531}[cut]
+printf 'app;main;%s 3\n' "$cut" >"$tmp/long-line.perf.expected"
+stored "perf stack line of 2 MB (its name cut to 64 KiB)" "$tmp/long-line.perf.expected" \
+	"$in/long-line.perf" -- --event cpu-clock
 printf 'app;main;%s;leaf 4\n' "$big" >"$in/long-line.folded"
-stored "folded line of 2 MB" "$in/long-line.folded" "$in/long-line.folded"
-unset big
+printf 'app;main;%s;leaf 4\n' "$cut" >"$tmp/long-line.folded.expected"
+stored "folded line of 2 MB (its name cut to 64 KiB)" "$tmp/long-line.folded.expected" \
+	"$in/long-line.folded"
+unset big cut
 # Over the 64 MiB line limit (LINEREADER_MAX_LINE): refused, not buffered forever.
 { printf 'app;'; head -c $((65 << 20)) /dev/zero | tr '\0' 'y'; printf ' 1\n'; } >"$in/huge-line.folded"
 refused "folded line of 65 MiB" ':1: expected a line shorter than 67108864 bytes' \
@@ -368,6 +379,50 @@ else
 		head -20 "$tmp/daemon.err"
 	fi
 fi
+
+# ---- limits (collector/import/README.md, Limits) -----------------------
+# A stack deeper than 16,384 frames keeps its innermost 16,383 under
+# [truncated]; so does one whose names add up past 1 MiB, as many frames
+# as fit in 1 MiB with the marker; event and unit names with control
+# bytes are refused.
+cutmsg='stacks deeper than 16384 frames or with more than 1 MiB of frame names were cut'
+awk 'BEGIN { s = "app"; for (i = 0; i < 20000; i++) s = s ";f" i; print s " 5" }' >"$in/deeper.folded"
+awk 'BEGIN { s = "app;[truncated]"; for (i = 20000 - 16383; i < 20000; i++) s = s ";f" i; print s " 5" }' \
+	>"$tmp/deeper.expected"
+notice=$cutmsg stored "folded stack 20,000 frames deep: cut to 16,384" "$tmp/deeper.expected" "$in/deeper.folded"
+awk 'BEGIN { print "app 100 1000.000001: 7 cpu-clock: "
+	for (i = 19999; i >= 0; i--) printf "\t    %x f%d+0x1 (/usr/bin/app)\n", 4096 + i, i
+	print "" }' >"$in/deeper.perf"
+sed 's/ 5$/ 7/' "$tmp/deeper.expected" >"$tmp/deeper.perf.expected"
+notice=$cutmsg stored "perf stack 20,000 frames deep: cut to 16,384" "$tmp/deeper.perf.expected" \
+	"$in/deeper.perf" -- --event cpu-clock
+# 40 names of 60,000 bytes: 17 fit in 1 MiB beside "[truncated]"
+python3 - "$in/wide.folded" "$tmp/wide.expected" <<'PY'
+import sys
+names = [b"%02d" % i + b"n" * 59998 for i in range(40)]
+open(sys.argv[1], "wb").write(b"app;" + b";".join(names) + b" 2\n")
+open(sys.argv[2], "wb").write(b"app;[truncated];" + b";".join(names[-17:]) + b" 2\n")
+PY
+notice=$cutmsg stored "folded stack of 40 names of 60 KB: cut to 1 MiB" "$tmp/wide.expected" "$in/wide.folded"
+printf 'app;main 1\n' >"$in/ctl-event.folded"
+refused "folded --event holding an escape byte" ':1: event name "cpu\\x1b\[2J" holds control byte 0x1b; expected one without control bytes' \
+	"$in/ctl-event.folded" --event $'cpu\e[2J'
+{ perf_sample app 3 leaf main; perf_sample app 3 leaf main | sed 's/cpu-clock:/cpu\x07clock:/'; } \
+	>"$in/ctl-event.perf"
+refused "perf event holding a BEL byte" ':5: event name "cpu\\x07clock" holds control byte 0x07' \
+	"$in/ctl-event.perf" --all-events
+python3 - "$here/data/pprof" "$in/ctl-unit.pb" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from pbwire import f_bytes, f_int, f_packed
+strings = [b"", b"cpu", b"nano\nseconds", b"main"]
+body = f_bytes(1, f_int(1, 1) + f_int(2, 2))
+body += f_bytes(5, f_int(1, 1) + f_int(2, 3)) + f_bytes(4, f_int(1, 1) + f_bytes(4, f_int(1, 1)))
+body += f_bytes(2, f_packed(1, [1]) + f_packed(2, [5]))
+open(sys.argv[2], "wb").write(body + b"".join(f_bytes(6, s) for s in strings))
+PY
+refused "pprof unit holding a newline" ': unit name "nano\\x0aseconds" holds control byte 0x0a' \
+	"$in/ctl-unit.pb"
 
 # ---- pprof ids that point nowhere --------------------------------------
 refused "pprof location id that does not exist" ': sample 0: location id 99 does not exist; expected an id from the location table' \
