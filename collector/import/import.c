@@ -52,11 +52,16 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
 	for (int i = 0; i < 2; i++) {
 		if (!label[i])
 			continue;
+		size_t len = strlen(label[i]);
+		if (len > IMPORT_MAX_LABEL)
+			return import_fail(ctx, ctx->line,
+			                   "%s name of %zu bytes; expected at most %zu", what[i],
+			                   len, IMPORT_MAX_LABEL);
 		for (const unsigned char *c = (const unsigned char *)label[i]; *c; c++) {
 			if (*c >= 0x20 && *c != 0x7f)
 				continue;
 			char ex[256];
-			import_excerpt(ex, sizeof(ex), label[i], strlen(label[i]));
+			import_excerpt(ex, sizeof(ex), label[i], len);
 			return import_fail(ctx, ctx->line,
 			                   "%s name \"%s\" holds control byte 0x%02x; expected "
 			                   "one without control bytes (below 0x20, or 0x7f)",

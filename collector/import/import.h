@@ -63,6 +63,7 @@ struct import_ctx;
 #define IMPORT_MAX_NAME        ((size_t)64 << 10)
 #define IMPORT_MAX_DEPTH       ((size_t)16384)
 #define IMPORT_MAX_STACK_BYTES ((size_t)1 << 20)
+#define IMPORT_MAX_LABEL       ((size_t)1024) /* an event or unit name */
 #define IMPORT_CUT_MARK        "[cut]"
 #define IMPORT_TRUNCATED       "[truncated]"
 
@@ -230,9 +231,9 @@ int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
  * --version from ctx->opt: `binary` is used only when --binary is unset,
  * `version` only when --version is unset (NULL there means
  * IMPORT_DEFAULT_VERSION).  An event or unit holding a control byte
- * (below 0x20, or 0x7f) is refused with a message: they are shown as
- * file names and in rendered text, where such bytes would act on the
- * reader's terminal. */
+ * (below 0x20, or 0x7f), or longer than IMPORT_MAX_LABEL, is refused with
+ * a message: they are shown as file names and in rendered text, where
+ * such bytes would act on the reader's terminal. */
 int import_series(struct import_ctx *ctx, const char *binary, const char *version,
                   const char *event, const char *unit, uint32_t *id);
 
