@@ -424,6 +424,138 @@ PY
 refused "pprof unit holding a newline" ': unit name "nano\\x0aseconds" holds control byte 0x0a' \
 	"$in/ctl-unit.pb"
 
+# A pprof of 1 KB: one 1 MB function name, one sample of 1,000 locations
+# (the same one 1,000 times, or 1,000 of them): each name is cut to
+# 64 KiB and the stack to the 15 of them that fit in 1 MiB beside its
+# leaf and [truncated], so the import and its export stay small.
+# bounded CASE LIMIT_KB FILE [IMPORT_ARGS...]: the import's max RSS (GNU
+# time's %M) must be at most LIMIT_KB; its output is left in $tmp/out.
+bounded() {
+	local case=$1 limit=$2 file=$3 rc kb
+	shift 3
+	n=$((n + 1))
+	if [ ! -x /usr/bin/time ]; then
+		echo "SKIP: $case: /usr/bin/time (GNU time) not installed"
+		return
+	fi
+	rm -rf "$tmp/r"
+	/usr/bin/time -f %M -o "$tmp/rss" "$collect" import --store "$tmp/r" "$@" "$file" >"$tmp/out" 2>&1
+	rc=$?
+	crashed "$case" "$rc" "$tmp/out" && return
+	kb=$(tail -1 "$tmp/rss")
+	if [ "$kb" -gt "$limit" ]; then
+		fail "$case: import took $kb KB of RSS, expected at most $limit KB (exit $rc)"
+		return
+	fi
+	pass "$case: import exit $rc in $kb KB of RSS (at most $limit KB)"
+}
+python3 - "$here/data/pprof" "$in" "$tmp/wide-pprof.expected" <<'PY'
+import gzip, sys
+sys.path.insert(0, sys.argv[1])
+from pbwire import f_bytes, f_int, f_packed
+strings = [b"", b"cpu", b"nanoseconds", b"x" * (1 << 20), b"main"]
+def profile(distinct):
+    body = f_bytes(1, f_int(1, 1) + f_int(2, 2))
+    body += f_bytes(5, f_int(1, 1) + f_int(2, 3)) + f_bytes(5, f_int(1, 2) + f_int(2, 4))
+    nloc = 1000 if distinct else 1
+    for i in range(1, nloc + 1):
+        body += f_bytes(4, f_int(1, i) + f_bytes(4, f_int(1, 1)))
+    body += f_bytes(4, f_int(1, 5000) + f_bytes(4, f_int(1, 2)))
+    locs = list(range(1, 1001)) if distinct else [1] * 1000
+    body += f_bytes(2, f_packed(1, [5000] + locs) + f_packed(2, [7]))  # leaf first
+    return gzip.compress(body + b"".join(f_bytes(6, s) for s in strings), mtime=0)
+open(sys.argv[2] + "/wide-same.pb.gz", "wb").write(profile(False))
+open(sys.argv[2] + "/wide-many.pb.gz", "wb").write(profile(True))
+cut = b"x" * 65531 + b"[cut]"
+open(sys.argv[3], "wb").write(b"app;[truncated];" + b";".join([cut] * 15) + b";main 7\n")
+PY
+for f in wide-same wide-many; do
+	notice=$cutmsg stored "pprof of $(stat -c %s "$in/$f.pb.gz") bytes, a 1 MB name in 1,000 frames ($f): cut to 1 MiB" \
+		"$tmp/wide-pprof.expected" "$in/$f.pb.gz" --binary app -- --event cpu
+	bounded "pprof, a 1 MB name in 1,000 frames ($f)" 200000 "$in/$f.pb.gz"
+done
+
+# A folded line of 30 million frames (60 MB) and a perf stack line of
+# 100,000 inlined "[unknown]" pieces, each named after its 60 KB module
+# (6 GB of names): their importers gather frames from the leaf only
+# until the limits, so both store 1 MiB or 16,384 frames in bounded RSS.
+python3 - "$in" "$tmp" <<'PY'
+import sys
+inn, tmp = sys.argv[1], sys.argv[2]
+open(inn + "/extreme.folded", "wb").write(b"app" + b";a" * 30000000 + b" 1\n")
+open(tmp + "/extreme.folded.expected", "wb").write(b"app;[truncated]" + b";a" * 16383 + b" 1\n")
+mod = b"/" + b"m" * 60000
+open(inn + "/arrows.perf", "wb").write(
+    b"app 100 1000.000001: 1 cpu-clock: \n\t    4004d6 " + b"->".join([b"[unknown]"] * 100000)
+    + b" (" + mod + b")\n\n")
+name = b"[" + mod[1:] + b"]_[i]"
+open(tmp + "/arrows.perf.expected", "wb").write(b"app;[truncated];" + b";".join([name] * 17) + b" 1\n")
+PY
+notice=$cutmsg stored "folded line of 30 million frames: cut to 16,384" "$tmp/extreme.folded.expected" \
+	"$in/extreme.folded"
+bounded "folded line of 30 million frames" 200000 "$in/extreme.folded"
+rm -f "$in/extreme.folded"
+notice=$cutmsg stored "perf line of 100,000 pieces named after a 60 KB module: cut to 1 MiB" \
+	"$tmp/arrows.perf.expected" "$in/arrows.perf" -- --event cpu-clock
+bounded "perf line of 100,000 pieces named after a 60 KB module" 200000 "$in/arrows.perf"
+
+# gzip bombs, made here: gzip members concatenated, each inflating to
+# 16 MiB.  Each is refused before its protobuf is kept, in a bounded RSS:
+# 64 members of 8M empty samples (1 GiB, past the 2 GiB unpacking
+# estimate at about 32 MB), a string whose length says 3 GiB (refused at
+# its length), and 70 strings of 16 MiB (1.1 GiB, past the 1 GiB limit on
+# the protobuf, which is measured without being kept).
+python3 - "$in" <<'PY'
+import gzip, sys
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7f) | (0x80 if n > 0x7f else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+member = gzip.compress(b"\x12\x00" * (8 << 20), mtime=0)
+open(sys.argv[1] + "/bomb-samples.pb.gz", "wb").write(member * 64)
+open(sys.argv[1] + "/bomb-string.pb.gz", "wb").write(
+    gzip.compress(b"\x32" + varint(3 << 30) + bytes(1 << 20), mtime=0))
+member = gzip.compress(b"\x32" + varint(16 << 20) + bytes(16 << 20), mtime=0)
+open(sys.argv[1] + "/bomb-size.pb.gz", "wb").write(member * 70)
+PY
+bombre() { # CASE REGEX FILE: refused in at most 200 MB of RSS, the store left empty
+	bounded "$1" 200000 "$3"
+	if ! grep -E -q -e "^flamefs-collect: (.*/)?$(basename "$3"): $2" "$tmp/out"; then
+		fail "$1: message does not match $2: $(head -2 "$tmp/out")"
+	elif [ -d "$tmp/r" ] && [ -n "$("$collect" export --store "$tmp/r" 2>/dev/null)" ]; then
+		fail "$1: a refused import left stacks in an empty store"
+	else
+		pass "$1: $(head -1 "$tmp/out" | cut -c1-200)"
+	fi
+}
+bombre "gzip bomb of $(stat -c %s "$in/bomb-samples.pb.gz") bytes: 512M empty samples" \
+	'unpacking would take over [0-9]+ MiB \(limit 2048 MiB\) by byte [0-9]+ of the protobuf: [0-9]+ samples' \
+	"$in/bomb-samples.pb.gz"
+bombre "gzip bomb of $(stat -c %s "$in/bomb-string.pb.gz") bytes: a 3 GiB string" \
+	'unpacking would take over [0-9]+ MiB \(limit 2048 MiB\) by byte [0-9]+ of the protobuf: .* 1 strings' \
+	"$in/bomb-string.pb.gz"
+bombre "gzip bomb of $(stat -c %s "$in/bomb-size.pb.gz") bytes: 1.1 GiB of protobuf" \
+	'decompresses past 1073741824 bytes \(limit 1024 MiB of protobuf\)' "$in/bomb-size.pb.gz"
+rm -f "$in"/bomb-*.pb.gz
+python3 - "$here/data/pprof" "$in" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from pbwire import f_bytes, f_int, f_packed
+def write(name, types, strings):
+    body = b"".join(f_bytes(1, f_int(1, t) + f_int(2, u)) for t, u in types)
+    body += f_bytes(2, f_packed(2, [1] * len(types)))
+    open(sys.argv[2] + "/" + name, "wb").write(body + b"".join(f_bytes(6, s) for s in strings))
+write("types-257.pb", [(i + 2, 1) for i in range(257)],
+      [b"", b"count"] + [b"t%d" % i for i in range(257)])
+write("type-long.pb", [(2, 1)], [b"", b"count", b"e" * 1025])
+PY
+refused "pprof with 257 sample types" ': has 257 sample types; expected at most 256' "$in/types-257.pb"
+refused "pprof sample type of 1,025 bytes" ': sample type 0: its type is 1025 bytes long; expected at most 1024' \
+	"$in/type-long.pb"
+
 # ---- pprof ids that point nowhere --------------------------------------
 refused "pprof location id that does not exist" ': sample 0: location id 99 does not exist; expected an id from the location table' \
 	"$data/bad-location-id.pb"
