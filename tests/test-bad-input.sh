@@ -499,6 +499,26 @@ notice=$cutmsg stored "perf line of 100,000 pieces named after a 60 KB module: c
 	"$tmp/arrows.perf.expected" "$in/arrows.perf" -- --event cpu-clock
 bounded "perf line of 100,000 pieces named after a 60 KB module" 200000 "$in/arrows.perf"
 
+# A gperftools CPU profile and a legacy heap profile of one sample of
+# 20,000 pcs (no mappings: each is "[unknown]"): cut to 16,384 frames.
+python3 - "$in" "$tmp" <<'PY'
+import struct, sys
+words = lambda *a: struct.pack("<%dQ" % len(a), *a)
+pcs = [0x401000 + i for i in range(20000)]
+open(sys.argv[1] + "/deep.prof", "wb").write(
+    words(0, 3, 0, 10000, 0) + words(5, len(pcs), *pcs) + words(0, 1, 0))
+open(sys.argv[1] + "/deep.heap", "w").write(
+    "heap profile: 1: 2 [ 3: 4] @ heap/1048576\n1: 2 [3: 4] @ "
+    + " ".join("0x%x" % p for p in pcs) + "\n")
+stack = "deep;[truncated]" + ";[unknown]" * 16383
+open(sys.argv[2] + "/deep.prof.expected", "w").write(stack + " 50000000\n")
+open(sys.argv[2] + "/deep.heap.expected", "w").write(stack + " 524289\n")
+PY
+notice=$cutmsg stored "gperftools CPU profile of 20,000 pcs: cut to 16,384 frames" "$tmp/deep.prof.expected" \
+	"$in/deep.prof"
+notice=$cutmsg stored "legacy heap profile of 20,000 pcs: cut to 16,384 frames" "$tmp/deep.heap.expected" \
+	"$in/deep.heap" -- --event inuse_space
+
 # gzip bombs, made here: gzip members concatenated, each inflating to
 # 16 MiB.  Each is refused before its protobuf is kept, in a bounded RSS:
 # 64 members of 8M empty samples (1 GiB, past the 2 GiB unpacking
