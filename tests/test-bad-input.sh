@@ -2,8 +2,12 @@
 # test-bad-input.sh — the bad-input catalogue of flamefs-collect import:
 # truncated files, binary garbage, NUL bytes, counts past 64 bits, lines
 # over 1 MB, non-UTF-8 names, stacks 10,000 frames deep, pprof ids that
-# point nowhere, empty files.  Big inputs are generated here; the small
-# pprof ones are in tests/data/bad-input (make-pprof.py).
+# point nowhere, empty files, and the limits (collector/import/README.md):
+# names cut at 64 KiB, stacks at 16,384 frames or 1 MiB of names, control
+# bytes in events and units, gzip bombs and small files with huge stacks
+# refused or cut within a bounded RSS (GNU time's %M).  Big inputs are
+# generated here; the small pprof ones are in tests/data/bad-input
+# (make-pprof.py).
 #
 # Each case either stores exactly (the export is compared byte for byte)
 # or is refused: exit status 1, a message "flamefs-collect: FILE:LINE: …"

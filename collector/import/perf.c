@@ -61,8 +61,12 @@
  * comment or unindented lines, CR line ends, a sample above FAST_MAX
  * bytes or one cut short by the end of the input) goes line by line
  * instead: each stack line is split and its parts are copied into one
- * block (blk) that is hashed and cached as a whole.  Memory is bounded by
- * the caches (stackcache-internal.h), the reader's buffer and the largest sample.
+ * block (blk) that is hashed and cached as a whole.  So does a stack that
+ * the limits (import.h) may cut, by a bound taken on a cache miss
+ * (struct bound): the line-by-line way splits it from the leaf until it
+ * is past them and leaves the cut to import_path.  Memory is bounded by
+ * the caches (stackcache-internal.h), the reader's buffer and the largest
+ * sample.
  */
 #include <errno.h>
 #include <stdbool.h>
