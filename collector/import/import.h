@@ -208,11 +208,11 @@ struct import_ctx {
 	const struct import_symbols *sym; /* may be NULL (see above) */
 
 	/* Filled in by the importer as it goes. */
-	uint64_t line;     /* current line (1-based) for text formats */
-	uint64_t bytes;    /* input bytes consumed so far */
-	uint64_t samples;  /* samples accepted */
-	uint64_t skipped;  /* samples skipped (other events) */
-	char warning[256]; /* one notice for the user, e.g. event filtering; "" if none */
+	uint64_t line;       /* current line (1-based) for text formats */
+	uint64_t bytes;      /* input bytes consumed so far */
+	uint64_t samples;    /* samples accepted */
+	uint64_t skipped;    /* samples skipped (other events) */
+	char warning[256];   /* one notice for the user, e.g. event filtering; "" if none */
 	uint64_t cut_stacks; /* import_path() calls that cut a stack (Limits) */
 	uint64_t cut_names;  /* names, modules and files import_path() cut */
 

@@ -54,21 +54,38 @@ static int field_kind(uint8_t type, uint64_t field, uint8_t *sub, size_t *size)
 	switch (type) {
 	case T_PROFILE:
 		switch (field) {
-		case 1: *sub = T_LEAF; *size = sizeof(Perftools__Profiles__ValueType); return F_MESSAGE;
-		case 2: *sub = T_SAMPLE; *size = sizeof(Perftools__Profiles__Sample); return F_MESSAGE;
-		case 3: *sub = T_LEAF; *size = sizeof(Perftools__Profiles__Mapping); return F_MESSAGE;
+		case 1:
+			*sub = T_LEAF;
+			*size = sizeof(Perftools__Profiles__ValueType);
+			return F_MESSAGE;
+		case 2:
+			*sub = T_SAMPLE;
+			*size = sizeof(Perftools__Profiles__Sample);
+			return F_MESSAGE;
+		case 3:
+			*sub = T_LEAF;
+			*size = sizeof(Perftools__Profiles__Mapping);
+			return F_MESSAGE;
 		case 4:
 			*sub = T_LOCATION;
 			*size = sizeof(Perftools__Profiles__Location);
 			return F_MESSAGE;
-		case 5: *sub = T_LEAF; *size = sizeof(Perftools__Profiles__Function); return F_MESSAGE;
+		case 5:
+			*sub = T_LEAF;
+			*size = sizeof(Perftools__Profiles__Function);
+			return F_MESSAGE;
 		case 6: return F_STRING;
 		case 11:
 			*sub = T_LEAF;
 			*size = sizeof(Perftools__Profiles__ValueType);
 			return F_MESSAGE;
 		case 13: return F_REPEATED_NUMBER;
-		case 7: case 8: case 9: case 10: case 12: case 14: return F_NUMBER;
+		case 7:
+		case 8:
+		case 9:
+		case 10:
+		case 12:
+		case 14: return F_NUMBER;
 		}
 		return F_UNKNOWN;
 	case T_SAMPLE:
@@ -150,7 +167,9 @@ static int on_key(struct pprof_scan *s)
 		s->acc = 0;
 		s->shift = 0;
 		return 0; /* costed once the length is known */
-	default: return bad(s, "a field key of wire type 0, 1, 2 or 5 (profile.proto has no groups)");
+	default:
+		return bad(s,
+		           "a field key of wire type 0, 1, 2 or 5 (profile.proto has no groups)");
 	}
 	if (kind == F_REPEATED_NUMBER)
 		s->memory += sizeof(uint64_t);

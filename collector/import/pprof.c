@@ -595,7 +595,8 @@ static int validate(struct pprof *pp)
 		if ((rc = check_str(pp, p->sample_type[i]->type, "sample type", i, "type")) < 0 ||
 		    (rc = check_str(pp, p->sample_type[i]->unit, "sample type", i, "unit")) < 0)
 			return rc;
-		size_t tl = pp->slen[p->sample_type[i]->type], ul = pp->slen[p->sample_type[i]->unit];
+		size_t tl = pp->slen[p->sample_type[i]->type],
+		       ul = pp->slen[p->sample_type[i]->unit];
 		if (tl > IMPORT_MAX_LABEL || ul > IMPORT_MAX_LABEL)
 			return import_fail(ctx, 0,
 			                   "sample type %zu: its %s is %zu bytes long; expected at "
@@ -876,9 +877,7 @@ static int build_location(struct pprof *pp, size_t idx)
 			f->name_len = pp->slen[name];
 		}
 		f->line = (ln->line > 0 && ln->line <= UINT32_MAX) ? (uint32_t)ln->line : 0;
-		f->kind = inl   ? STORE_FRAME_INLINE
-		          : unk ? STORE_FRAME_UNKNOWN
-		                : STORE_FRAME_USER;
+		f->kind = inl ? STORE_FRAME_INLINE : unk ? STORE_FRAME_UNKNOWN : STORE_FRAME_USER;
 	}
 	return 0;
 }
