@@ -370,6 +370,13 @@ static int import_file(struct import_job *job, const char *path)
 		        "\n",
 		        shown, IMPORT_MAX_DEPTH, IMPORT_MAX_STACK_BYTES >> 20);
 	}
+	if (ctx.cleaned_labels) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: event or unit names held control bytes; each was stored as "
+		             "U+FFFD\n",
+		        shown);
+	}
 	if (ctx.cut_names) {
 		progress_clear();
 		fprintf(stderr,

@@ -387,8 +387,8 @@ fi
 # ---- limits (collector/import/README.md, Limits) -----------------------
 # A stack deeper than 16,384 frames keeps its innermost 16,383 under
 # [truncated]; so does one whose names add up past 1 MiB, as many frames
-# as fit in 1 MiB with the marker; event and unit names with control
-# bytes are refused.
+# as fit in 1 MiB with the marker; event and unit names are stored with
+# each control byte as U+FFFD.
 cutmsg='stacks deeper than 16384 frames or with more than 1 MiB of frame names were cut'
 awk 'BEGIN { s = "app"; for (i = 0; i < 20000; i++) s = s ";f" i; print s " 5" }' >"$in/deeper.folded"
 awk 'BEGIN { s = "app;[truncated]"; for (i = 20000 - 16383; i < 20000; i++) s = s ";f" i; print s " 5" }' \
@@ -408,13 +408,16 @@ open(sys.argv[1], "wb").write(b"app;" + b";".join(names) + b" 2\n")
 open(sys.argv[2], "wb").write(b"app;[truncated];" + b";".join(names[-17:]) + b" 2\n")
 PY
 notice=$cutmsg stored "folded stack of 40 names of 60 KB: cut to 1 MiB" "$tmp/wide.expected" "$in/wide.folded"
+fffd=$'\xef\xbf\xbd' # U+FFFD
+ctlmsg='event or unit names held control bytes; each was stored as U\+FFFD'
 printf 'app;main 1\n' >"$in/ctl-event.folded"
-refused "folded --event holding an escape byte" ':1: event name "cpu\\x1b\[2J" holds control byte 0x1b; expected one without control bytes' \
-	"$in/ctl-event.folded" --event $'cpu\e[2J'
+notice=$ctlmsg stored "folded --event holding an escape byte: stored as U+FFFD" "$in/ctl-event.folded" \
+	"$in/ctl-event.folded" --event $'cpu\e[2J' -- --event "cpu$fffd[2J"
 { perf_sample app 3 leaf main; perf_sample app 3 leaf main | sed 's/cpu-clock:/cpu\x07clock:/'; } \
 	>"$in/ctl-event.perf"
-refused "perf event holding a BEL byte" ':5: event name "cpu\\x07clock" holds control byte 0x07' \
-	"$in/ctl-event.perf" --all-events
+printf 'app;main;leaf 3\n' >"$tmp/ctl-event.perf.expected"
+notice=$ctlmsg stored "perf event holding a BEL byte: stored as U+FFFD" "$tmp/ctl-event.perf.expected" \
+	"$in/ctl-event.perf" --all-events -- --event "cpu${fffd}clock"
 python3 - "$here/data/pprof" "$in/ctl-unit.pb" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -425,8 +428,15 @@ body += f_bytes(5, f_int(1, 1) + f_int(2, 3)) + f_bytes(4, f_int(1, 1) + f_bytes
 body += f_bytes(2, f_packed(1, [1]) + f_packed(2, [5]))
 open(sys.argv[2], "wb").write(body + b"".join(f_bytes(6, s) for s in strings))
 PY
-refused "pprof unit holding a newline" ': unit name "nano\\x0aseconds" holds control byte 0x0a' \
-	"$in/ctl-unit.pb"
+printf 'ctl-unit;main 5\n' >"$tmp/ctl-unit.expected"
+notice=$ctlmsg stored "pprof unit holding a newline: stored as U+FFFD" "$tmp/ctl-unit.expected" "$in/ctl-unit.pb"
+n=$((n + 1))
+units=$("$collect" export --store "$tmp/s" --format pprof | zcat | tr -c '[:print:]\200-\377' '\n' | grep -a -c "nano${fffd}seconds")
+if [ "$units" = 1 ]; then
+	pass "pprof unit holding a newline: the store's pprof has the unit nano${fffd}seconds"
+else
+	fail "pprof unit holding a newline: the store's pprof export holds nano${fffd}seconds $units times, expected once"
+fi
 
 # A pprof of 1 KB: one 1 MB function name, one sample of 1,000 locations
 # (the same one 1,000 times, or 1,000 of them): each name is cut to

@@ -48,34 +48,55 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
 
 	if (!k.binary || !*k.binary)
 		k.binary = "[unknown]";
-	const char *label[2] = {k.event, k.unit}, *what[2] = {"event", "unit"};
-	for (int i = 0; i < 2; i++) {
-		if (!label[i])
+	/* An event or unit is cleaned of control bytes before it is
+	 * stored: each becomes U+FFFD, as the renderers show one. */
+	const char **label[2] = {&k.event, &k.unit}, *what[2] = {"event", "unit"};
+	char *clean[2] = {NULL, NULL};
+	int rc = 0;
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		const char *l = *label[i];
+		if (!l)
 			continue;
-		size_t len = strlen(label[i]);
-		if (len > IMPORT_MAX_LABEL)
-			return import_fail(ctx, ctx->line,
-			                   "%s name of %zu bytes; expected at most %zu", what[i],
-			                   len, IMPORT_MAX_LABEL);
-		for (const unsigned char *c = (const unsigned char *)label[i]; *c; c++) {
-			if (*c >= 0x20 && *c != 0x7f)
-				continue;
-			char ex[256];
-			import_excerpt(ex, sizeof(ex), label[i], len);
-			return import_fail(ctx, ctx->line,
-			                   "%s name \"%s\" holds control byte 0x%02x; expected "
-			                   "one without control bytes (below 0x20, or 0x7f)",
-			                   what[i], ex, *c);
+		size_t len = strlen(l), ctl = 0;
+		if (len > IMPORT_MAX_LABEL) {
+			rc = import_fail(ctx, ctx->line,
+			                 "%s name of %zu bytes; expected at most %zu", what[i], len,
+			                 IMPORT_MAX_LABEL);
+			break;
 		}
+		for (size_t j = 0; j < len; j++)
+			ctl += (unsigned char)l[j] < 0x20 || l[j] == 0x7f;
+		if (!ctl)
+			continue;
+		char *c = malloc(len + 2 * ctl + 1), *o = c;
+		if (!c) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t j = 0; j < len; j++) {
+			if ((unsigned char)l[j] < 0x20 || l[j] == 0x7f) {
+				memcpy(o, "\xef\xbf\xbd", 3);
+				o += 3;
+			} else {
+				*o++ = l[j];
+			}
+		}
+		*o = '\0';
+		clean[i] = c;
+		*label[i] = c;
+		ctx->cleaned_labels++;
 	}
-	int rc = store_batch_series(ctx->batch, &k, id);
+	if (rc == 0)
+		rc = store_batch_series(ctx->batch, &k, id);
 	/* The store refuses a key only when it holds the series already
 	 * with another unit (the fields are all set here). */
-	if (rc == -EINVAL)
-		return import_fail(ctx, ctx->line,
-		                   "series %s/%s/%s has another unit in this store; expected "
-		                   "\"%s\" to match it (use --event to name it apart)",
-		                   k.binary, k.version, k.event, k.unit);
+	if (rc == -EINVAL && !ctx->err[0])
+		rc = import_fail(ctx, ctx->line,
+		                 "series %s/%s/%s has another unit in this store; expected "
+		                 "\"%s\" to match it (use --event to name it apart)",
+		                 k.binary, k.version, k.event, k.unit);
+	free(clean[0]);
+	free(clean[1]);
 	return rc;
 }
 

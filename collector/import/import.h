@@ -208,13 +208,14 @@ struct import_ctx {
 	const struct import_symbols *sym; /* may be NULL (see above) */
 
 	/* Filled in by the importer as it goes. */
-	uint64_t line;       /* current line (1-based) for text formats */
-	uint64_t bytes;      /* input bytes consumed so far */
-	uint64_t samples;    /* samples accepted */
-	uint64_t skipped;    /* samples skipped (other events) */
-	char warning[256];   /* one notice for the user, e.g. event filtering; "" if none */
-	uint64_t cut_stacks; /* import_path() calls that cut a stack (Limits) */
-	uint64_t cut_names;  /* names, modules and files import_path() cut */
+	uint64_t line;           /* current line (1-based) for text formats */
+	uint64_t bytes;          /* input bytes consumed so far */
+	uint64_t samples;        /* samples accepted */
+	uint64_t skipped;        /* samples skipped (other events) */
+	char warning[256];       /* one notice for the user, e.g. event filtering; "" if none */
+	uint64_t cut_stacks;     /* import_path() calls that cut a stack (Limits) */
+	uint64_t cut_names;      /* names, modules and files import_path() cut */
+	uint64_t cleaned_labels; /* events and units whose control bytes became U+FFFD */
 
 	/* Progress callback, called now and then with ctx; may be NULL. */
 	void (*progress)(struct import_ctx *ctx);
@@ -230,10 +231,11 @@ int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
 /* Interns the series (binary, version, event, unit), applying --binary and
  * --version from ctx->opt: `binary` is used only when --binary is unset,
  * `version` only when --version is unset (NULL there means
- * IMPORT_DEFAULT_VERSION).  An event or unit holding a control byte
- * (below 0x20, or 0x7f), or longer than IMPORT_MAX_LABEL, is refused with
- * a message: they are shown as file names and in rendered text, where
- * such bytes would act on the reader's terminal. */
+ * IMPORT_DEFAULT_VERSION).  An event or unit longer than
+ * IMPORT_MAX_LABEL is refused with a message; one holding control bytes
+ * (below 0x20, or 0x7f) is stored with each of them replaced by U+FFFD
+ * (counted in ctx->cleaned_labels): they are shown as file names and in
+ * rendered text, where such bytes would act on the reader's terminal. */
 int import_series(struct import_ctx *ctx, const char *binary, const char *version,
                   const char *event, const char *unit, uint32_t *id);
 
