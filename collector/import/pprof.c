@@ -24,7 +24,10 @@
  * (default_sample_type, else the last type, as pprof picks it), which
  * makes it the version's primary event in the view.  The whole input is
  * checked before anything is added, so a bad index is reported instead of
- * half-imported.
+ * half-imported.  Before that, nothing is unpacked that the pre-scan
+ * (pprof-scan.c) has not measured within the limits of pprof-internal.h:
+ * a gzipped input is inflated once to measure it, keeping nothing, and
+ * only then into a buffer of its size.
  */
 #include <errno.h>
 #include <limits.h>
