@@ -361,6 +361,29 @@ static int import_file(struct import_job *job, const char *path)
 		        "[basename]\n",
 		        shown, nrefused, nrefused == 1 ? "" : "s", refused);
 	}
+	if (ctx.cut_stacks) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG
+		        ": %s: stacks deeper than %zu frames or with more than %zu MiB of "
+		        "frame names were cut to their innermost frames under " IMPORT_TRUNCATED
+		        "\n",
+		        shown, IMPORT_MAX_DEPTH, IMPORT_MAX_STACK_BYTES >> 20);
+	}
+	if (ctx.cleaned_labels) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: event or unit names held control bytes; each was stored as "
+		             "U+FFFD\n",
+		        shown);
+	}
+	if (ctx.cut_names) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: names longer than %zu KiB were cut to that length, ending "
+		             "in " IMPORT_CUT_MARK "\n",
+		        shown, IMPORT_MAX_NAME >> 10);
+	}
 	job->samples += ctx.samples;
 	job->bytes += ctx.bytes;
 	job->files_done++;

@@ -2,8 +2,12 @@
 # test-bad-input.sh — the bad-input catalogue of flamefs-collect import:
 # truncated files, binary garbage, NUL bytes, counts past 64 bits, lines
 # over 1 MB, non-UTF-8 names, stacks 10,000 frames deep, pprof ids that
-# point nowhere, empty files.  Big inputs are generated here; the small
-# pprof ones are in tests/data/bad-input (make-pprof.py).
+# point nowhere, empty files, and the limits (collector/import/README.md):
+# names cut at 64 KiB, stacks at 16,384 frames or 1 MiB of names, control
+# bytes in events and units, gzip bombs and small files with huge stacks
+# refused or cut within a bounded RSS (GNU time's %M).  Big inputs are
+# generated here; the small pprof ones are in tests/data/bad-input
+# (make-pprof.py).
 #
 # Each case either stores exactly (the export is compared byte for byte)
 # or is refused: exit status 1, a message "flamefs-collect: FILE:LINE: …"
@@ -115,6 +119,11 @@ stored() {
 	crashed "$case" "$rc" "$tmp/out" && return
 	if [ "$rc" -ne 0 ]; then
 		fail "$case: import failed (exit $rc): $(head -3 "$tmp/out")"
+		return
+	fi
+	# notice=REGEX: a line the import must print (a limit's notice)
+	if [ -n "${notice:-}" ] && ! grep -E -q -e "$notice" "$tmp/out"; then
+		fail "$case: no line matches $notice: $(head -3 "$tmp/out")"
 		return
 	fi
 	"$collect" export --store "$tmp/s" --format folded "${eargs[@]}" >"$tmp/got" 2>"$tmp/out"
@@ -294,11 +303,17 @@ big=$(head -c 2097152 /dev/zero | tr '\0' 'x')
 	printf 'app 100 1000.000001: 3 cpu-clock: \n\t    4004d6 %s+0x1d (/usr/bin/app)\n' "$big"
 	printf '\t    4004d0 main+0x1 (/usr/bin/app)\n\n'
 } >"$in/long-line.perf"
-printf 'app;main;%s 3\n' "$big" >"$tmp/long-line.perf.expected"
-stored "perf stack line of 2 MB" "$tmp/long-line.perf.expected" "$in/long-line.perf" -- --event cpu-clock
+# A name over IMPORT_MAX_NAME (64 KiB) keeps its first 65,531 bytes and
+# "[cut]" (collector/import/README.md, Limits).
+cut=${big:0:65531}[cut]
+printf 'app;main;%s 3\n' "$cut" >"$tmp/long-line.perf.expected"
+stored "perf stack line of 2 MB (its name cut to 64 KiB)" "$tmp/long-line.perf.expected" \
+	"$in/long-line.perf" -- --event cpu-clock
 printf 'app;main;%s;leaf 4\n' "$big" >"$in/long-line.folded"
-stored "folded line of 2 MB" "$in/long-line.folded" "$in/long-line.folded"
-unset big
+printf 'app;main;%s;leaf 4\n' "$cut" >"$tmp/long-line.folded.expected"
+stored "folded line of 2 MB (its name cut to 64 KiB)" "$tmp/long-line.folded.expected" \
+	"$in/long-line.folded"
+unset big cut
 # Over the 64 MiB line limit (LINEREADER_MAX_LINE): refused, not buffered forever.
 { printf 'app;'; head -c $((65 << 20)) /dev/zero | tr '\0' 'y'; printf ' 1\n'; } >"$in/huge-line.folded"
 refused "folded line of 65 MiB" ':1: expected a line shorter than 67108864 bytes' \
@@ -368,6 +383,212 @@ else
 		head -20 "$tmp/daemon.err"
 	fi
 fi
+
+# ---- limits (collector/import/README.md, Limits) -----------------------
+# A stack deeper than 16,384 frames keeps its innermost 16,383 under
+# [truncated]; so does one whose names add up past 1 MiB, as many frames
+# as fit in 1 MiB with the marker; event and unit names are stored with
+# each control byte as U+FFFD.
+cutmsg='stacks deeper than 16384 frames or with more than 1 MiB of frame names were cut'
+awk 'BEGIN { s = "app"; for (i = 0; i < 20000; i++) s = s ";f" i; print s " 5" }' >"$in/deeper.folded"
+awk 'BEGIN { s = "app;[truncated]"; for (i = 20000 - 16383; i < 20000; i++) s = s ";f" i; print s " 5" }' \
+	>"$tmp/deeper.expected"
+notice=$cutmsg stored "folded stack 20,000 frames deep: cut to 16,384" "$tmp/deeper.expected" "$in/deeper.folded"
+awk 'BEGIN { print "app 100 1000.000001: 7 cpu-clock: "
+	for (i = 19999; i >= 0; i--) printf "\t    %x f%d+0x1 (/usr/bin/app)\n", 4096 + i, i
+	print "" }' >"$in/deeper.perf"
+sed 's/ 5$/ 7/' "$tmp/deeper.expected" >"$tmp/deeper.perf.expected"
+notice=$cutmsg stored "perf stack 20,000 frames deep: cut to 16,384" "$tmp/deeper.perf.expected" \
+	"$in/deeper.perf" -- --event cpu-clock
+# 40 names of 60,000 bytes: 17 fit in 1 MiB beside "[truncated]"
+python3 - "$in/wide.folded" "$tmp/wide.expected" <<'PY'
+import sys
+names = [b"%02d" % i + b"n" * 59998 for i in range(40)]
+open(sys.argv[1], "wb").write(b"app;" + b";".join(names) + b" 2\n")
+open(sys.argv[2], "wb").write(b"app;[truncated];" + b";".join(names[-17:]) + b" 2\n")
+PY
+notice=$cutmsg stored "folded stack of 40 names of 60 KB: cut to 1 MiB" "$tmp/wide.expected" "$in/wide.folded"
+fffd=$'\xef\xbf\xbd' # U+FFFD
+ctlmsg='event or unit names held control bytes; each was stored as U\+FFFD'
+printf 'app;main 1\n' >"$in/ctl-event.folded"
+notice=$ctlmsg stored "folded --event holding an escape byte: stored as U+FFFD" "$in/ctl-event.folded" \
+	"$in/ctl-event.folded" --event $'cpu\e[2J' -- --event "cpu$fffd[2J"
+{ perf_sample app 3 leaf main; perf_sample app 3 leaf main | sed 's/cpu-clock:/cpu\x07clock:/'; } \
+	>"$in/ctl-event.perf"
+printf 'app;main;leaf 3\n' >"$tmp/ctl-event.perf.expected"
+notice=$ctlmsg stored "perf event holding a BEL byte: stored as U+FFFD" "$tmp/ctl-event.perf.expected" \
+	"$in/ctl-event.perf" --all-events -- --event "cpu${fffd}clock"
+python3 - "$here/data/pprof" "$in/ctl-unit.pb" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from pbwire import f_bytes, f_int, f_packed
+strings = [b"", b"cpu", b"nano\nseconds", b"main"]
+body = f_bytes(1, f_int(1, 1) + f_int(2, 2))
+body += f_bytes(5, f_int(1, 1) + f_int(2, 3)) + f_bytes(4, f_int(1, 1) + f_bytes(4, f_int(1, 1)))
+body += f_bytes(2, f_packed(1, [1]) + f_packed(2, [5]))
+open(sys.argv[2], "wb").write(body + b"".join(f_bytes(6, s) for s in strings))
+PY
+printf 'ctl-unit;main 5\n' >"$tmp/ctl-unit.expected"
+notice=$ctlmsg stored "pprof unit holding a newline: stored as U+FFFD" "$tmp/ctl-unit.expected" "$in/ctl-unit.pb"
+n=$((n + 1))
+units=$("$collect" export --store "$tmp/s" --format pprof | zcat | tr -c '[:print:]\200-\377' '\n' | grep -a -c "nano${fffd}seconds")
+if [ "$units" = 1 ]; then
+	pass "pprof unit holding a newline: the store's pprof has the unit nano${fffd}seconds"
+else
+	fail "pprof unit holding a newline: the store's pprof export holds nano${fffd}seconds $units times, expected once"
+fi
+
+# A pprof of 1 KB: one 1 MB function name, one sample of 1,000 locations
+# (the same one 1,000 times, or 1,000 of them): each name is cut to
+# 64 KiB and the stack to the 15 of them that fit in 1 MiB beside its
+# leaf and [truncated], so the import and its export stay small.
+# bounded CASE LIMIT_KB FILE [IMPORT_ARGS...]: the import's max RSS (GNU
+# time's %M) must be at most LIMIT_KB; its output is left in $tmp/out.
+bounded() {
+	local case=$1 limit=$2 file=$3 rc kb
+	shift 3
+	n=$((n + 1))
+	if [ ! -x /usr/bin/time ]; then
+		echo "SKIP: $case: /usr/bin/time (GNU time) not installed"
+		return
+	fi
+	rm -rf "$tmp/r"
+	/usr/bin/time -f %M -o "$tmp/rss" "$collect" import --store "$tmp/r" "$@" "$file" >"$tmp/out" 2>&1
+	rc=$?
+	crashed "$case" "$rc" "$tmp/out" && return
+	kb=$(tail -1 "$tmp/rss")
+	if [ "$kb" -gt "$limit" ]; then
+		fail "$case: import took $kb KB of RSS, expected at most $limit KB (exit $rc)"
+		return
+	fi
+	pass "$case: import exit $rc in $kb KB of RSS (at most $limit KB)"
+}
+python3 - "$here/data/pprof" "$in" "$tmp/wide-pprof.expected" <<'PY'
+import gzip, sys
+sys.path.insert(0, sys.argv[1])
+from pbwire import f_bytes, f_int, f_packed
+strings = [b"", b"cpu", b"nanoseconds", b"x" * (1 << 20), b"main"]
+def profile(distinct):
+    body = f_bytes(1, f_int(1, 1) + f_int(2, 2))
+    body += f_bytes(5, f_int(1, 1) + f_int(2, 3)) + f_bytes(5, f_int(1, 2) + f_int(2, 4))
+    nloc = 1000 if distinct else 1
+    for i in range(1, nloc + 1):
+        body += f_bytes(4, f_int(1, i) + f_bytes(4, f_int(1, 1)))
+    body += f_bytes(4, f_int(1, 5000) + f_bytes(4, f_int(1, 2)))
+    locs = list(range(1, 1001)) if distinct else [1] * 1000
+    body += f_bytes(2, f_packed(1, [5000] + locs) + f_packed(2, [7]))  # leaf first
+    return gzip.compress(body + b"".join(f_bytes(6, s) for s in strings), mtime=0)
+open(sys.argv[2] + "/wide-same.pb.gz", "wb").write(profile(False))
+open(sys.argv[2] + "/wide-many.pb.gz", "wb").write(profile(True))
+cut = b"x" * 65531 + b"[cut]"
+open(sys.argv[3], "wb").write(b"app;[truncated];" + b";".join([cut] * 15) + b";main 7\n")
+PY
+for f in wide-same wide-many; do
+	notice=$cutmsg stored "pprof of $(stat -c %s "$in/$f.pb.gz") bytes, a 1 MB name in 1,000 frames ($f): cut to 1 MiB" \
+		"$tmp/wide-pprof.expected" "$in/$f.pb.gz" --binary app -- --event cpu
+	bounded "pprof, a 1 MB name in 1,000 frames ($f)" 200000 "$in/$f.pb.gz"
+done
+
+# A folded line of 30 million frames (60 MB) and a perf stack line of
+# 100,000 inlined "[unknown]" pieces, each named after its 60 KB module
+# (6 GB of names): their importers gather frames from the leaf only
+# until the limits, so both store 1 MiB or 16,384 frames in bounded RSS.
+python3 - "$in" "$tmp" <<'PY'
+import sys
+inn, tmp = sys.argv[1], sys.argv[2]
+open(inn + "/extreme.folded", "wb").write(b"app" + b";a" * 30000000 + b" 1\n")
+open(tmp + "/extreme.folded.expected", "wb").write(b"app;[truncated]" + b";a" * 16383 + b" 1\n")
+mod = b"/" + b"m" * 60000
+open(inn + "/arrows.perf", "wb").write(
+    b"app 100 1000.000001: 1 cpu-clock: \n\t    4004d6 " + b"->".join([b"[unknown]"] * 100000)
+    + b" (" + mod + b")\n\n")
+name = b"[" + mod[1:] + b"]_[i]"
+open(tmp + "/arrows.perf.expected", "wb").write(b"app;[truncated];" + b";".join([name] * 17) + b" 1\n")
+PY
+notice=$cutmsg stored "folded line of 30 million frames: cut to 16,384" "$tmp/extreme.folded.expected" \
+	"$in/extreme.folded"
+bounded "folded line of 30 million frames" 200000 "$in/extreme.folded"
+rm -f "$in/extreme.folded"
+notice=$cutmsg stored "perf line of 100,000 pieces named after a 60 KB module: cut to 1 MiB" \
+	"$tmp/arrows.perf.expected" "$in/arrows.perf" -- --event cpu-clock
+bounded "perf line of 100,000 pieces named after a 60 KB module" 200000 "$in/arrows.perf"
+
+# A gperftools CPU profile and a legacy heap profile of one sample of
+# 20,000 pcs (no mappings: each is "[unknown]"): cut to 16,384 frames.
+python3 - "$in" "$tmp" <<'PY'
+import struct, sys
+words = lambda *a: struct.pack("<%dQ" % len(a), *a)
+pcs = [0x401000 + i for i in range(20000)]
+open(sys.argv[1] + "/deep.prof", "wb").write(
+    words(0, 3, 0, 10000, 0) + words(5, len(pcs), *pcs) + words(0, 1, 0))
+open(sys.argv[1] + "/deep.heap", "w").write(
+    "heap profile: 1: 2 [ 3: 4] @ heap/1048576\n1: 2 [3: 4] @ "
+    + " ".join("0x%x" % p for p in pcs) + "\n")
+stack = "deep;[truncated]" + ";[unknown]" * 16383
+open(sys.argv[2] + "/deep.prof.expected", "w").write(stack + " 50000000\n")
+open(sys.argv[2] + "/deep.heap.expected", "w").write(stack + " 524289\n")
+PY
+notice=$cutmsg stored "gperftools CPU profile of 20,000 pcs: cut to 16,384 frames" "$tmp/deep.prof.expected" \
+	"$in/deep.prof"
+notice=$cutmsg stored "legacy heap profile of 20,000 pcs: cut to 16,384 frames" "$tmp/deep.heap.expected" \
+	"$in/deep.heap" -- --event inuse_space
+
+# gzip bombs, made here: gzip members concatenated, each inflating to
+# 16 MiB.  Each is refused before its protobuf is kept, in a bounded RSS:
+# 64 members of 8M empty samples (1 GiB, past the 2 GiB unpacking
+# estimate at about 32 MB), a string whose length says 3 GiB (refused at
+# its length), and 70 strings of 16 MiB (1.1 GiB, past the 1 GiB limit on
+# the protobuf, which is measured without being kept).
+python3 - "$in" <<'PY'
+import gzip, sys
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7f) | (0x80 if n > 0x7f else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+member = gzip.compress(b"\x12\x00" * (8 << 20), mtime=0)
+open(sys.argv[1] + "/bomb-samples.pb.gz", "wb").write(member * 64)
+open(sys.argv[1] + "/bomb-string.pb.gz", "wb").write(
+    gzip.compress(b"\x32" + varint(3 << 30) + bytes(1 << 20), mtime=0))
+member = gzip.compress(b"\x32" + varint(16 << 20) + bytes(16 << 20), mtime=0)
+open(sys.argv[1] + "/bomb-size.pb.gz", "wb").write(member * 70)
+PY
+bombre() { # CASE REGEX FILE: refused in at most 200 MB of RSS, the store left empty
+	bounded "$1" 200000 "$3"
+	if ! grep -E -q -e "^flamefs-collect: (.*/)?$(basename "$3"): $2" "$tmp/out"; then
+		fail "$1: message does not match $2: $(head -2 "$tmp/out")"
+	elif [ -d "$tmp/r" ] && [ -n "$("$collect" export --store "$tmp/r" 2>/dev/null)" ]; then
+		fail "$1: a refused import left stacks in an empty store"
+	else
+		pass "$1: $(head -1 "$tmp/out" | cut -c1-200)"
+	fi
+}
+bombre "gzip bomb of $(stat -c %s "$in/bomb-samples.pb.gz") bytes: 512M empty samples" \
+	'unpacking would take over [0-9]+ MiB \(limit 2048 MiB\) by byte [0-9]+ of the protobuf: [0-9]+ samples' \
+	"$in/bomb-samples.pb.gz"
+bombre "gzip bomb of $(stat -c %s "$in/bomb-string.pb.gz") bytes: a 3 GiB string" \
+	'unpacking would take over [0-9]+ MiB \(limit 2048 MiB\) by byte [0-9]+ of the protobuf: .* 1 strings' \
+	"$in/bomb-string.pb.gz"
+bombre "gzip bomb of $(stat -c %s "$in/bomb-size.pb.gz") bytes: 1.1 GiB of protobuf" \
+	'decompresses past 1073741824 bytes \(limit 1024 MiB of protobuf\)' "$in/bomb-size.pb.gz"
+rm -f "$in"/bomb-*.pb.gz
+python3 - "$here/data/pprof" "$in" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from pbwire import f_bytes, f_int, f_packed
+def write(name, types, strings):
+    body = b"".join(f_bytes(1, f_int(1, t) + f_int(2, u)) for t, u in types)
+    body += f_bytes(2, f_packed(2, [1] * len(types)))
+    open(sys.argv[2] + "/" + name, "wb").write(body + b"".join(f_bytes(6, s) for s in strings))
+write("types-257.pb", [(i + 2, 1) for i in range(257)],
+      [b"", b"count"] + [b"t%d" % i for i in range(257)])
+write("type-long.pb", [(2, 1)], [b"", b"count", b"e" * 1025])
+PY
+refused "pprof with 257 sample types" ': has 257 sample types; expected at most 256' "$in/types-257.pb"
+refused "pprof sample type of 1,025 bytes" ': sample type 0: its type is 1025 bytes long; expected at most 1024' \
+	"$in/type-long.pb"
 
 # ---- pprof ids that point nowhere --------------------------------------
 refused "pprof location id that does not exist" ': sample 0: location id 99 does not exist; expected an id from the location table' \

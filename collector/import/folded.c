@@ -151,14 +151,32 @@ static size_t decode_frame(const char *s, size_t n, char *o)
 	return k;
 }
 
-/* Splits the frames of one line and interns the series and path. */
+/* The name s[0..n) as stored: decoded into f->unesc at *used when it
+ * holds an escape (decode_frame), else s itself. */
+static void frame_name(struct folded *f, bool escaped, const char *s, size_t n, size_t *used,
+                       const char **name, size_t *len)
+{
+	*name = s;
+	*len = n;
+	if (escaped && memmem(s, n, "\\x", 2)) {
+		*name = f->unesc + *used;
+		*len = decode_frame(s, n, f->unesc + *used);
+		*used += *len;
+	}
+}
+
+/* Splits the frames of one line and interns the series and path.  The
+ * frames are split from the last (the leaf) until the stack is past the
+ * limits (import_stack_past): import_path makes the same path of those,
+ * so a line of millions of frames costs no more than the limits. */
 static int parse_stack(struct folded *f, const char *s, size_t n, uint32_t *series, uint32_t *node)
 {
 	const struct import_options *o = f->ctx->opt;
-	size_t nf = 0, at = 0, used = 0;
+	size_t nf = 0, end = n, depth = 0, bytes = 0, used = 0;
 	bool escaped = memmem(s, n, "\\x", 2) != NULL;
 	int rc;
 
+	/* the decoded names, each no longer than its text */
 	if (escaped && f->unesc_cap < n) {
 		char *nu = realloc(f->unesc, n);
 		if (!nu)
@@ -166,44 +184,45 @@ static int parse_stack(struct folded *f, const char *s, size_t n, uint32_t *seri
 		f->unesc = nu;
 		f->unesc_cap = n;
 	}
-	for (;;) {
-		const char *semi = memchr(s + at, ';', n - at);
-		size_t len = semi ? (size_t)(semi - (s + at)) : n - at;
-		if (nf == f->frames_cap) {
-			size_t ncap = f->frames_cap ? f->frames_cap * 2 : 64;
-			struct store_frame *nfr = realloc(f->frames, ncap * sizeof(*nfr));
-			if (!nfr)
-				return -ENOMEM;
-			f->frames = nfr;
-			f->frames_cap = ncap;
-		}
-		struct store_frame *fr = &f->frames[nf++];
-		memset(fr, 0, sizeof(*fr));
-		fr->name = s + at;
-		fr->name_len = len;
-		if (escaped && memmem(s + at, len, "\\x", 2)) {
-			fr->name = f->unesc + used;
-			fr->name_len = decode_frame(s + at, len, f->unesc + used);
-			used += fr->name_len;
-		}
-		fr->kind = frame_kind(fr->name, fr->name_len);
-		if (!semi)
-			break;
-		at += len + 1;
-	}
 
-	struct store_frame *stack = f->frames;
-	size_t depth = nf;
-	if (!(o && o->binary)) {
-		rc = series_for(f, stack[0].name, stack[0].name_len, series);
-		stack++;
-		depth--;
-	} else {
+	/* Without --binary the first frame names the series and is not
+	 * part of the stack, which then begins after the first ';' (a
+	 * line without one has no frames). */
+	const char *semi = memchr(s, ';', n);
+	bool any = (o && o->binary) || semi;
+	size_t first = (o && o->binary) ? 0 : semi ? (size_t)(semi - s) + 1 : n;
+	if (o && o->binary) {
 		rc = series_for(f, o->binary, strlen(o->binary), series);
+	} else {
+		const char *bin;
+		size_t blen;
+		frame_name(f, escaped, s, semi ? (size_t)(semi - s) : n, &used, &bin, &blen);
+		rc = series_for(f, bin, blen, series);
 	}
 	if (rc < 0)
 		return rc;
-	return import_path(f->ctx, stack, depth, node);
+
+	while (any) {
+		const char *sep = end > first ? memrchr(s + first, ';', end - first) : NULL;
+		size_t at = sep ? (size_t)(sep - s) + 1 : first;
+		rc = import_grow((void **)&f->frames, &f->frames_cap, nf + 1, sizeof(*f->frames));
+		if (rc < 0)
+			return rc;
+		struct store_frame *fr = &f->frames[nf++];
+		memset(fr, 0, sizeof(*fr));
+		frame_name(f, escaped, s + at, end - at, &used, &fr->name, &fr->name_len);
+		fr->kind = frame_kind(fr->name, fr->name_len);
+		if (import_stack_past(&depth, &bytes, fr->name_len) || !sep)
+			break;
+		end = at - 1;
+	}
+	/* root first */
+	for (size_t i = 0; i < nf / 2; i++) {
+		struct store_frame t = f->frames[i];
+		f->frames[i] = f->frames[nf - 1 - i];
+		f->frames[nf - 1 - i] = t;
+	}
+	return import_path(f->ctx, f->frames, nf, node);
 }
 
 static int note_bytes(struct folded *f, uint32_t id, uint64_t bytes)

@@ -202,26 +202,33 @@ static int add_samples(struct gperf *g, uint32_t series, uint64_t period_ns, int
 		int rc;
 		if (s->count == 0)
 			continue;
-		/* leaf first in the file, root first in the store */
-		for (size_t k = s->n; k-- > 0;) {
+		/* Leaf first in the file, root first in the store.  The
+		 * frames are gathered leaf first until the stack is past the
+		 * limits (import_stack_past), then turned root first. */
+		size_t depth = 0, bytes = 0;
+		bool past = false;
+		for (size_t k = 0; k < s->n && !past; k++) {
 			struct store_frame f[FRAMES_PER_PC];
 			rc = import_addr_frames(ctx, &g->maps, GPERF_PID, g->pcs[s->first + k],
 			                        k > 0, f, FRAMES_PER_PC);
 			if (rc < 0)
 				return rc;
-			if (n + (size_t)rc > g->stack_cap) {
-				size_t ncap = g->stack_cap ? g->stack_cap * 2 : 64;
-				while (ncap < n + (size_t)rc)
-					ncap *= 2;
-				struct store_frame *ns = realloc(g->stack, ncap * sizeof(*ns));
-				if (!ns)
-					return -ENOMEM;
-				g->stack = ns;
-				g->stack_cap = ncap;
+			size_t got = (size_t)rc;
+			rc = import_grow((void **)&g->stack, &g->stack_cap, n + got,
+			                 sizeof(*g->stack));
+			if (rc < 0)
+				return rc;
+			/* the function, then the ones inlined in it: the
+			 * innermost is last */
+			for (size_t j = got; j-- > 0 && !past;) {
+				g->stack[n++] = f[j];
+				past = import_stack_past(&depth, &bytes, f[j].name_len);
 			}
-			/* the function, then the ones inlined in it */
-			memcpy(g->stack + n, f, (size_t)rc * sizeof(*f));
-			n += (size_t)rc;
+		}
+		for (size_t k = 0; k < n / 2; k++) {
+			struct store_frame t = g->stack[k];
+			g->stack[k] = g->stack[n - 1 - k];
+			g->stack[n - 1 - k] = t;
 		}
 		uint32_t node;
 		rc = import_path(ctx, g->stack, n, &node);

@@ -48,14 +48,55 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
 
 	if (!k.binary || !*k.binary)
 		k.binary = "[unknown]";
-	int rc = store_batch_series(ctx->batch, &k, id);
+	/* An event or unit is cleaned of control bytes before it is
+	 * stored: each becomes U+FFFD, as the renderers show one. */
+	const char **label[2] = {&k.event, &k.unit}, *what[2] = {"event", "unit"};
+	char *clean[2] = {NULL, NULL};
+	int rc = 0;
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		const char *l = *label[i];
+		if (!l)
+			continue;
+		size_t len = strlen(l), ctl = 0;
+		if (len > IMPORT_MAX_LABEL) {
+			rc = import_fail(ctx, ctx->line,
+			                 "%s name of %zu bytes; expected at most %zu", what[i], len,
+			                 IMPORT_MAX_LABEL);
+			break;
+		}
+		for (size_t j = 0; j < len; j++)
+			ctl += (unsigned char)l[j] < 0x20 || l[j] == 0x7f;
+		if (!ctl)
+			continue;
+		char *c = malloc(len + 2 * ctl + 1), *o = c;
+		if (!c) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t j = 0; j < len; j++) {
+			if ((unsigned char)l[j] < 0x20 || l[j] == 0x7f) {
+				memcpy(o, "\xef\xbf\xbd", 3);
+				o += 3;
+			} else {
+				*o++ = l[j];
+			}
+		}
+		*o = '\0';
+		clean[i] = c;
+		*label[i] = c;
+		ctx->cleaned_labels++;
+	}
+	if (rc == 0)
+		rc = store_batch_series(ctx->batch, &k, id);
 	/* The store refuses a key only when it holds the series already
 	 * with another unit (the fields are all set here). */
-	if (rc == -EINVAL)
-		return import_fail(ctx, ctx->line,
-		                   "series %s/%s/%s has another unit in this store; expected "
-		                   "\"%s\" to match it (use --event to name it apart)",
-		                   k.binary, k.version, k.event, k.unit);
+	if (rc == -EINVAL && !ctx->err[0])
+		rc = import_fail(ctx, ctx->line,
+		                 "series %s/%s/%s has another unit in this store; expected "
+		                 "\"%s\" to match it (use --event to name it apart)",
+		                 k.binary, k.version, k.event, k.unit);
+	free(clean[0]);
+	free(clean[1]);
 	return rc;
 }
 
@@ -107,13 +148,87 @@ int import_add(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, 
 	return rc;
 }
 
+/* A copy of s[0..*n) cut to IMPORT_MAX_NAME bytes ending in
+ * IMPORT_CUT_MARK, into *buf (malloc'd, the caller frees it); *n becomes
+ * its length.  Returns the copy, or NULL on ENOMEM. */
+static const char *cut_name(const char *s, size_t *n, char **buf)
+{
+	const size_t keep = IMPORT_MAX_NAME - (sizeof(IMPORT_CUT_MARK) - 1);
+
+	*buf = malloc(IMPORT_MAX_NAME);
+	if (!*buf)
+		return NULL;
+	memcpy(*buf, s, keep);
+	memcpy(*buf + keep, IMPORT_CUT_MARK, sizeof(IMPORT_CUT_MARK) - 1);
+	*n = IMPORT_MAX_NAME;
+	return *buf;
+}
+
+/* Interns frame f, with any name, module or file past IMPORT_MAX_NAME cut
+ * (counted in ctx->cut_names). */
+static int intern_frame(struct import_ctx *ctx, const struct store_frame *f, uint32_t *id)
+{
+	if (f->name_len <= IMPORT_MAX_NAME && f->module_len <= IMPORT_MAX_NAME &&
+	    f->file_len <= IMPORT_MAX_NAME)
+		return store_batch_frame(ctx->batch, f, id);
+
+	struct store_frame c = *f;
+	char *b[3] = {NULL, NULL, NULL};
+	int rc = -ENOMEM;
+
+	if (c.name_len > IMPORT_MAX_NAME && !(c.name = cut_name(f->name, &c.name_len, &b[0])))
+		goto out;
+	if (c.module_len > IMPORT_MAX_NAME &&
+	    !(c.module = cut_name(f->module, &c.module_len, &b[1])))
+		goto out;
+	if (c.file_len > IMPORT_MAX_NAME && !(c.file = cut_name(f->file, &c.file_len, &b[2])))
+		goto out;
+	ctx->cut_names++;
+	rc = store_batch_frame(ctx->batch, &c, id);
+out:
+	free(b[0]);
+	free(b[1]);
+	free(b[2]);
+	return rc;
+}
+
 int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t n, uint32_t *node)
 {
 	uint32_t parent = STORE_ROOT_NODE;
+	size_t from = 0, bytes = 0;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
+		bytes += import_stored_len(frames[i].name_len);
+	if (n > IMPORT_MAX_DEPTH || bytes > IMPORT_MAX_STACK_BYTES) {
+		/* Keep the innermost frames that fit beside the marker. */
+		const size_t mark = sizeof(IMPORT_TRUNCATED) - 1;
+		size_t kept = 0;
+		bytes = mark;
+		from = n;
+		while (from > 0 && kept + 1 < IMPORT_MAX_DEPTH &&
+		       bytes + import_stored_len(frames[from - 1].name_len) <=
+		               IMPORT_MAX_STACK_BYTES) {
+			from--;
+			kept++;
+			bytes += import_stored_len(frames[from].name_len);
+		}
+		const struct store_frame t = {
+		        .name = IMPORT_TRUNCATED,
+		        .name_len = mark,
+		        .kind = STORE_FRAME_UNKNOWN,
+		};
 		uint32_t frame;
-		int rc = store_batch_frame(ctx->batch, &frames[i], &frame);
+		int rc = store_batch_frame(ctx->batch, &t, &frame);
+		if (rc < 0)
+			return rc;
+		rc = store_batch_node(ctx->batch, parent, frame, &parent);
+		if (rc < 0)
+			return rc;
+		ctx->cut_stacks++;
+	}
+	for (size_t i = from; i < n; i++) {
+		uint32_t frame;
+		int rc = intern_frame(ctx, &frames[i], &frame);
 		if (rc < 0)
 			return rc;
 		rc = store_batch_node(ctx->batch, parent, frame, &parent);

@@ -45,6 +45,47 @@ static inline int import_grow(void **p, size_t *cap, size_t need, size_t elem)
 
 struct import_ctx;
 
+/* ---- limits ----
+ * What one import accepts, whatever its format (README.md, "Limits").
+ * A hostile or broken file must not turn a few bytes of input into
+ * gigabytes of stack text for the view to render, so import_path()
+ * enforces these on every stack of every format:
+ *  - a frame name (and a module or file name) longer than
+ *    IMPORT_MAX_NAME bytes keeps its first IMPORT_MAX_NAME -
+ *    strlen(IMPORT_CUT_MARK) bytes followed by IMPORT_CUT_MARK;
+ *  - a stack deeper than IMPORT_MAX_DEPTH frames, or whose frame names
+ *    (as cut above) add up to more than IMPORT_MAX_STACK_BYTES, keeps
+ *    its innermost frames that fit in IMPORT_MAX_DEPTH - 1 frames and
+ *    IMPORT_MAX_STACK_BYTES - strlen(IMPORT_TRUNCATED) bytes, under an
+ *    IMPORT_TRUNCATED root frame, as the recorder marks a walk it cut.
+ * Real names reach a few KiB (C++ templates) and real stacks a few
+ * thousand frames (deep recursion), well inside these. */
+#define IMPORT_MAX_NAME        ((size_t)64 << 10)
+#define IMPORT_MAX_DEPTH       ((size_t)16384)
+#define IMPORT_MAX_STACK_BYTES ((size_t)1 << 20)
+#define IMPORT_MAX_LABEL       ((size_t)1024) /* an event or unit name */
+#define IMPORT_CUT_MARK        "[cut]"
+#define IMPORT_TRUNCATED       "[truncated]"
+
+/* The length a name of n bytes has once stored (cut at IMPORT_MAX_NAME). */
+static inline size_t import_stored_len(size_t n)
+{
+	return n > IMPORT_MAX_NAME ? IMPORT_MAX_NAME : n;
+}
+
+/* For parsers that gather a stack's frames leaf first: counts one more
+ * frame whose name is name_len bytes into *frames and *bytes, and
+ * returns true once the stack is past IMPORT_MAX_DEPTH or
+ * IMPORT_MAX_STACK_BYTES.  From then on import_path() makes the same
+ * path of the frames gathered so far as of the whole stack, so the
+ * parser may stop gathering there and so bound its own memory. */
+static inline bool import_stack_past(size_t *frames, size_t *bytes, size_t name_len)
+{
+	*frames += 1;
+	*bytes += import_stored_len(name_len);
+	return *frames > IMPORT_MAX_DEPTH || *bytes > IMPORT_MAX_STACK_BYTES;
+}
+
 enum import_format {
 	IMPORT_FORMAT_AUTO = 0,
 	IMPORT_FORMAT_PERF,
@@ -167,11 +208,14 @@ struct import_ctx {
 	const struct import_symbols *sym; /* may be NULL (see above) */
 
 	/* Filled in by the importer as it goes. */
-	uint64_t line;     /* current line (1-based) for text formats */
-	uint64_t bytes;    /* input bytes consumed so far */
-	uint64_t samples;  /* samples accepted */
-	uint64_t skipped;  /* samples skipped (other events) */
-	char warning[256]; /* one notice for the user, e.g. event filtering; "" if none */
+	uint64_t line;           /* current line (1-based) for text formats */
+	uint64_t bytes;          /* input bytes consumed so far */
+	uint64_t samples;        /* samples accepted */
+	uint64_t skipped;        /* samples skipped (other events) */
+	char warning[256];       /* one notice for the user, e.g. event filtering; "" if none */
+	uint64_t cut_stacks;     /* import_path() calls that cut a stack (Limits) */
+	uint64_t cut_names;      /* names, modules and files import_path() cut */
+	uint64_t cleaned_labels; /* events and units whose control bytes became U+FFFD */
 
 	/* Progress callback, called now and then with ctx; may be NULL. */
 	void (*progress)(struct import_ctx *ctx);
@@ -187,12 +231,18 @@ int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
 /* Interns the series (binary, version, event, unit), applying --binary and
  * --version from ctx->opt: `binary` is used only when --binary is unset,
  * `version` only when --version is unset (NULL there means
- * IMPORT_DEFAULT_VERSION). */
+ * IMPORT_DEFAULT_VERSION).  An event or unit longer than
+ * IMPORT_MAX_LABEL is refused with a message; one holding control bytes
+ * (below 0x20, or 0x7f) is stored with each of them replaced by U+FFFD
+ * (counted in ctx->cleaned_labels): they are shown as file names and in
+ * rendered text, where such bytes would act on the reader's terminal. */
 int import_series(struct import_ctx *ctx, const char *binary, const char *version,
                   const char *event, const char *unit, uint32_t *id);
 
 /* Interns frames[0..n) (root first) as a path in the stack tree and
- * returns its leaf node in *node.  n == 0 gives STORE_ROOT_NODE. */
+ * returns its leaf node in *node.  n == 0 gives STORE_ROOT_NODE.  Names
+ * and stacks past the limits above are cut as described there, counted
+ * in ctx->cut_names and ctx->cut_stacks. */
 int import_path(struct import_ctx *ctx, const struct store_frame *frames, size_t n, uint32_t *node);
 
 /* Per-series running sums of what one import adds, so that a sum that

@@ -731,24 +731,34 @@ static void default_binary(const struct legacy *g, char *out, size_t outlen)
 	}
 }
 
-static int push_frames(struct legacy *g, size_t *n, const struct store_frame *f, size_t k)
+/* Appends frames f[0..k) (root first) to g->stack, which is gathered
+ * leaf first: f[k-1] first.  Returns 1 once the stack is past the limits
+ * (import_stack_past, counted in *depth and *bytes), else 0, or -ENOMEM. */
+static int push_frames(struct legacy *g, size_t *n, const struct store_frame *f, size_t k,
+                       size_t *depth, size_t *bytes)
 {
 	int rc = import_grow((void **)&g->stack, &g->stack_cap, *n + k, sizeof(*g->stack));
 	if (rc < 0)
 		return rc;
-	memcpy(g->stack + *n, f, k * sizeof(*f));
-	*n += k;
+	for (size_t i = k; i-- > 0;) {
+		g->stack[(*n)++] = f[i];
+		if (import_stack_past(depth, bytes, f[i].name_len))
+			return 1;
+	}
 	return 0;
 }
 
-/* The root-first frames of sample s into g->stack; returns their number. */
+/* The root-first frames of sample s into g->stack; returns their number.
+ * They are gathered from the leaf until the stack is past the limits:
+ * import_path makes the same path of those as of all of them. */
 static int sample_frames(struct legacy *g, const struct lsample *s, size_t *n)
 {
-	int rc;
+	size_t depth = 0, bytes = 0;
+	int rc = 0;
 
 	*n = 0;
 	if (s->nsym) {
-		for (size_t k = s->nsym; k-- > 0;) {
+		for (size_t k = 0; k < s->nsym && rc == 0; k++) {
 			const struct lsym *y = &g->syms[s->first_sym + k];
 			struct store_frame f = {
 			        .name = g->names + y->name,
@@ -758,29 +768,30 @@ static int sample_frames(struct legacy *g, const struct lsample *s, size_t *n)
 			        .line = y->line,
 			        .kind = STORE_FRAME_USER,
 			};
-			rc = push_frames(g, n, &f, 1);
-			if (rc < 0)
-				return rc;
+			rc = push_frames(g, n, &f, 1, &depth, &bytes);
 		}
-		return 0;
-	}
-	if (s->npc == 0) {
+	} else if (s->npc == 0) {
 		/* "N @" alone (Go's threadcreate, for threads made before
 		 * profiling began; pprof refuses the file): one unknown frame */
 		struct store_frame f = {
 		        .name = "[unknown]", .name_len = 9, .kind = STORE_FRAME_UNKNOWN};
-		return push_frames(g, n, &f, 1);
+		rc = push_frames(g, n, &f, 1, &depth, &bytes);
+	} else {
+		for (size_t k = 0; k < s->npc && rc == 0; k++) {
+			struct store_frame f[FRAMES_PER_PC];
+			bool caller = g->kind != K_THREAD || k > 0;
+			rc = import_addr_frames(g->ctx, &g->maps, LEGACY_PID,
+			                        g->pcs[s->first_pc + k], caller, f, FRAMES_PER_PC);
+			if (rc >= 0)
+				rc = push_frames(g, n, f, (size_t)rc, &depth, &bytes);
+		}
 	}
-	for (size_t k = s->npc; k-- > 0;) {
-		struct store_frame f[FRAMES_PER_PC];
-		bool caller = g->kind != K_THREAD || k > 0;
-		rc = import_addr_frames(g->ctx, &g->maps, LEGACY_PID, g->pcs[s->first_pc + k],
-		                        caller, f, FRAMES_PER_PC);
-		if (rc < 0)
-			return rc;
-		rc = push_frames(g, n, f, (size_t)rc);
-		if (rc < 0)
-			return rc;
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < *n / 2; i++) {
+		struct store_frame t = g->stack[i];
+		g->stack[i] = g->stack[*n - 1 - i];
+		g->stack[*n - 1 - i] = t;
 	}
 	return 0;
 }

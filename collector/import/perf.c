@@ -61,8 +61,12 @@
  * comment or unindented lines, CR line ends, a sample above FAST_MAX
  * bytes or one cut short by the end of the input) goes line by line
  * instead: each stack line is split and its parts are copied into one
- * block (blk) that is hashed and cached as a whole.  Memory is bounded by
- * the caches (stackcache-internal.h), the reader's buffer and the largest sample.
+ * block (blk) that is hashed and cached as a whole.  So does a stack that
+ * the limits (import.h) may cut, by a bound taken on a cache miss
+ * (struct bound): the line-by-line way splits it from the leaf until it
+ * is past them and leaves the cut to import_path.  Memory is bounded by
+ * the caches (stackcache-internal.h), the reader's buffer and the largest
+ * sample.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -311,6 +315,12 @@ static int tidy_piece(struct perf *p, const char *piece, size_t plen, const char
 		const char *slash = memrchr(mod, '/', mlen);
 		const char *base = slash ? slash + 1 : mod;
 		size_t blen = mlen - (size_t)(base - mod);
+		/* import_path cuts a name past IMPORT_MAX_NAME anyway; each
+		 * piece of a line may name the module again, so copying no
+		 * more than that keeps a line's names within its pieces
+		 * times the limit. */
+		if (blen > IMPORT_MAX_NAME)
+			blen = IMPORT_MAX_NAME;
 		rc = names_put(p, "[", 1);
 		if (rc >= 0)
 			rc = names_put(p, base, blen);
@@ -390,11 +400,29 @@ static int add_frame(struct perf *p, size_t *nf, size_t name_off, size_t name_le
 	return 0;
 }
 
+/* The last "->" in s[0..n), or NULL.  "->" cannot overlap itself, so
+ * these are the arrows perf_find_arrow() finds from the front. */
+static const char *last_arrow(const char *s, size_t n)
+{
+	while (n >= 2) {
+		const char *d = memrchr(s, '>', n);
+		if (!d || d == s)
+			return NULL;
+		if (d[-1] == '-')
+			return d - 1;
+		n = (size_t)(d - s);
+	}
+	return NULL;
+}
+
 /* Appends the frames of one stack line (function without its offset, and
- * module) to p->frames, root-most first; names go to p->names and are
- * pointed at by frames_finish(). */
+ * module) to p->frames, innermost first: the line's function split on
+ * "->" into inline pieces, its last piece first.  Names go to p->names
+ * and are pointed at by frames_finish().  With depth and bytes (a
+ * stack's frames and name bytes so far, import_stack_past), it stops
+ * once the stack is past the limits and returns 1; else 0, or -errno. */
 static int line_frames(struct perf *p, size_t *nf, const char *func, size_t flen, const char *mod,
-                       size_t mlen, bool java)
+                       size_t mlen, bool java, size_t *depth, size_t *bytes)
 {
 	int rc;
 
@@ -405,11 +433,14 @@ static int line_frames(struct perf *p, size_t *nf, const char *func, size_t flen
 	size_t end = flen;
 	while (end >= 2 && func[end - 2] == '-' && func[end - 1] == '>')
 		end -= 2;
-	size_t at = 0, index = 0;
-	while (end > 0 && at <= end) {
-		const char *arrow = perf_find_arrow(func + at, end - at);
-		size_t plen = arrow ? (size_t)(arrow - (func + at)) : end - at;
+	if (end == 0)
+		return 0;
+	for (;;) {
+		const char *arrow = last_arrow(func, end);
+		size_t at = arrow ? (size_t)(arrow - func) + 2 : 0;
+		size_t plen = end - at;
 		size_t off = p->names_len, nlen;
+		size_t index = arrow ? 1 : 0; /* only the first piece is not inlined */
 		bool unknown = plen == 9 && memcmp(func + at, "[unknown]", 9) == 0;
 		rc = tidy_piece(p, func + at, plen, mod, mlen, index, java, &nlen);
 		if (rc < 0)
@@ -417,10 +448,11 @@ static int line_frames(struct perf *p, size_t *nf, const char *func, size_t flen
 		rc = add_frame(p, nf, off, nlen, mod, mlen, frame_kind(mod, mlen, index, unknown));
 		if (rc < 0)
 			return rc;
-		index++;
+		if (depth && import_stack_past(depth, bytes, nlen))
+			return 1;
 		if (!arrow)
 			break;
-		at += plen + 2;
+		end = at - 2;
 	}
 	return 0;
 }
@@ -466,14 +498,24 @@ static int parse_sample(struct perf *p, uint32_t *node)
 		nsl++;
 	}
 
+	/* Innermost first, until the stack is past the limits: import_path
+	 * makes the same path of those frames as of all of them. */
+	size_t depth = 0, bytes = 0;
 	p->names_len = 0;
-	for (size_t i = nsl; i-- > 0;) {
+	for (size_t i = 0; i < nsl; i++) {
 		rc = line_frames(p, &nf, rec + p->sl[i].func, p->sl[i].func_len, rec + p->sl[i].mod,
-		                 p->sl[i].mod_len, java);
+		                 p->sl[i].mod_len, java, &depth, &bytes);
 		if (rc < 0)
 			return rc;
+		if (rc > 0)
+			break;
 	}
 	frames_finish(p, nf);
+	for (size_t i = 0; i < nf / 2; i++) {
+		struct store_frame t = p->frames[i];
+		p->frames[i] = p->frames[nf - 1 - i];
+		p->frames[nf - 1 - i] = t;
+	}
 	return import_path(p->ctx, p->frames, nf, node);
 }
 
@@ -541,11 +583,11 @@ static int extend_line(struct perf *p, const char *func, size_t flen, const char
 		return store_batch_node(p->ctx->batch, parent, frame, node);
 	}
 	p->names_len = 0;
-	rc = line_frames(p, &nf, func, flen, mod, mlen, is_java(p));
+	rc = line_frames(p, &nf, func, flen, mod, mlen, is_java(p), NULL, NULL);
 	if (rc < 0)
 		return rc;
 	frames_finish(p, nf);
-	for (size_t i = 0; i < nf; i++) {
+	for (size_t i = nf; i-- > 0;) { /* root-most first */
 		rc = store_batch_frame(p->ctx->batch, &p->frames[i], &frame);
 		if (rc < 0)
 			return rc;
@@ -588,17 +630,48 @@ static int parts_key(struct perf *p, const char *func, size_t flen, const char *
 	return 0;
 }
 
+/* An upper bound on what a stack's lines give line_frames(), for the
+ * fast path, which interns lines itself and so must leave to import_path
+ * (the line-by-line way) every stack a limit may cut. */
+struct bound {
+	size_t frames, bytes;
+	bool long_name; /* a name or module may pass IMPORT_MAX_NAME */
+};
+
+/* Adds one line (function without its offset, flen bytes; a module of
+ * mlen bytes) to b: a frame per "->" piece at most, each named by at most
+ * its piece or "[" module base "]", and a 4-byte suffix. */
+static void bound_line(struct bound *b, const char *func, size_t flen, size_t mlen)
+{
+	size_t pieces = 1;
+
+	for (const char *a = func, *end = func + flen; (a = perf_find_arrow(a, (size_t)(end - a)));
+	     a += 2)
+		pieces++;
+	b->frames += pieces;
+	b->bytes += flen + pieces * (mlen + 6);
+	if (flen + 4 > IMPORT_MAX_NAME || mlen + 6 > IMPORT_MAX_NAME)
+		b->long_name = true;
+}
+
+/* True when a limit may cut the stack b bounds. */
+static bool bound_past(const struct bound *b)
+{
+	return b->frames > IMPORT_MAX_DEPTH || b->bytes > IMPORT_MAX_STACK_BYTES || b->long_name;
+}
+
 /* The key of a stack without its pcs, offsets and what follows the
  * modules: the leaf's parts (leaf, leaf_len: as fast_sample's key has
  * them) and then, callee first, every other line's function and module,
  * which is all its frames depend on besides the seed.  Samples of one
  * call path often differ in those columns alone (a return address in
  * another instruction, a frame perf could not name), and would each be
- * interned afresh by their raw text.  Returns 1 with the key, 0 when a
- * line has a NUL or does not parse (the caller's slow path reports it),
- * -errno. */
+ * interned afresh by their raw text.  Adds every line of block to *b.
+ * Returns 1 with the key, 0 when a line has a NUL or does not parse (the
+ * caller's slow path reports it), -errno. */
 static int stack_parts_key(struct perf *p, const char *block, size_t blen, const char *leaf,
-                           size_t leaf_len, uint64_t seed, struct stackcache_key *key)
+                           size_t leaf_len, uint64_t seed, struct stackcache_key *key,
+                           struct bound *b)
 {
 	size_t pos = 0, at;
 	int rc;
@@ -621,6 +694,7 @@ static int stack_parts_key(struct perf *p, const char *block, size_t blen, const
 		                    (uint32_t)sl.mod_len};
 		/* the parts and their lengths are never longer than the line
 		 * with its newline, whose room the buffer already has */
+		bound_line(b, l + sl.func, lens[0], lens[1]);
 		memcpy(p->stackkey + at, lens, 8);
 		memcpy(p->stackkey + at + 8, l + sl.func, lens[0]);
 		memcpy(p->stackkey + at + 8 + lens[0], l + sl.mod, lens[1]);
@@ -844,10 +918,16 @@ static int fast_sample(struct perf *p)
 	struct stackcache_key skey = {sh.low64, sh.high64};
 	if (!stackcache_get(p->stack, skey, &node, &unused)) {
 		struct stackcache_key akey;
-		int parsed =
-		        stack_parts_key(p, block, blen, p->leafkey + 16, klen - 16, seed, &akey);
+		struct bound b = {0};
+		bound_line(&b, func, flen, sl.mod_len);
+		int parsed = stack_parts_key(p, block, blen, p->leafkey + 16, klen - 16, seed,
+		                             &akey, &b);
 		if (parsed < 0)
 			return parsed;
+		/* Only stacks within the limits are cached here, so a hit
+		 * above needs no bound. */
+		if (parsed && bound_past(&b))
+			return 0;
 		if (parsed && stackcache_get(p->parts, akey, &node, &unused)) {
 			stackcache_put(p->stack, skey, node, 0);
 		} else {

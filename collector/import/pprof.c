@@ -24,7 +24,10 @@
  * (default_sample_type, else the last type, as pprof picks it), which
  * makes it the version's primary event in the view.  The whole input is
  * checked before anything is added, so a bad index is reported instead of
- * half-imported.
+ * half-imported.  Before that, nothing is unpacked that the pre-scan
+ * (pprof-scan.c) has not measured within the limits of pprof-internal.h:
+ * a gzipped input is inflated once to measure it, keeping nothing, and
+ * only then into a buffer of its size.
  */
 #include <errno.h>
 #include <limits.h>
@@ -37,12 +40,8 @@
 
 #include "import.h"
 #include "parsers-internal.h"
+#include "pprof-internal.h"
 #include "profile-codec.h"
-
-/* Larger inputs, raw or decompressed, are refused. */
-#ifndef PPROF_MAX_BYTES
-#define PPROF_MAX_BYTES ((size_t)2 << 30)
-#endif
 
 typedef Perftools__Profiles__Profile pb_profile;
 typedef Perftools__Profiles__Location pb_location;
@@ -91,8 +90,8 @@ static int read_all(struct import_ctx *ctx, uint8_t **out, size_t *out_len)
 		if (len > PPROF_MAX_BYTES) {
 			rc = import_fail(
 			        ctx, 0,
-			        "input is larger than %zu MiB; expected a smaller pprof profile",
-			        PPROF_MAX_BYTES >> 20);
+			        "input is larger than %llu MiB; expected a smaller pprof profile",
+			        (unsigned long long)(PPROF_MAX_BYTES >> 20));
 			goto fail;
 		}
 		rc = grow(&buf, &cap, len + 64 * 1024);
@@ -151,22 +150,58 @@ bool import_pprof_sniff(const uint8_t *buf, size_t len)
 	return !import_text_start(buf, len) && pprof_first_key(buf[0]);
 }
 
-/* Decompresses one or more concatenated gzip members into a malloc'd
- * buffer that the caller frees. */
-static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len, uint8_t **out,
-                  size_t *out_len)
+/* Checks what the pre-scan found so far against the limits. */
+static int check_scan(struct import_ctx *ctx, const struct pprof_scan *sc, bool gz)
 {
+	if (sc->why)
+		return import_fail(ctx, 0,
+		                   "expected a pprof profile (protobuf%s), got malformed or "
+		                   "truncated data: at byte %llu of the protobuf, expected %s",
+		                   gz ? " inside gzip" : ", optionally gzipped",
+		                   (unsigned long long)sc->at, sc->why);
+	if (sc->pos > PPROF_MAX_BYTES)
+		return import_fail(ctx, 0,
+		                   "decompresses past %llu bytes (limit %llu MiB of protobuf); "
+		                   "expected a smaller pprof profile",
+		                   (unsigned long long)PPROF_MAX_BYTES,
+		                   (unsigned long long)(PPROF_MAX_BYTES >> 20));
+	if (sc->memory > PPROF_MAX_MEMORY)
+		return import_fail(
+		        ctx, 0,
+		        "unpacking would take over %llu MiB (limit %llu MiB) by byte %llu of the "
+		        "protobuf: %llu samples, %llu locations, %llu lines, %llu functions, "
+		        "%llu mappings, %llu strings, %llu fields so far; expected a smaller "
+		        "pprof profile",
+		        (unsigned long long)(sc->memory >> 20),
+		        (unsigned long long)(PPROF_MAX_MEMORY >> 20), (unsigned long long)sc->pos,
+		        (unsigned long long)sc->samples, (unsigned long long)sc->locations,
+		        (unsigned long long)sc->lines, (unsigned long long)sc->functions,
+		        (unsigned long long)sc->mappings, (unsigned long long)sc->strings,
+		        (unsigned long long)sc->fields);
+	return 0;
+}
+
+/* Inflates one or more concatenated gzip members.  With out NULL, it
+ * measures: the output goes through a small window into the pre-scan sc,
+ * and the limits are checked after every piece, so an input past them is
+ * refused before anything is kept; *total is then the protobuf's size.
+ * With out, it writes the (already measured) *total bytes there. */
+static int inflate_all(struct import_ctx *ctx, const uint8_t *in, size_t in_len,
+                       struct pprof_scan *sc, uint8_t *out, size_t *total)
+{
+	enum { WINDOW = 256 << 10 };
 	z_stream z;
-	uint8_t *buf = NULL;
-	size_t cap = 0, len = 0;
+	uint8_t *window = NULL;
+	size_t len = 0, in_pos = 0;
 	int rc, zrc;
 
 	memset(&z, 0, sizeof(z));
+	if (!out && !(window = malloc(WINDOW)))
+		return -ENOMEM;
 	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	size_t in_pos = 0;
 	for (;;) {
 		if (z.avail_in == 0 && in_pos < in_len) {
 			size_t chunk = in_len - in_pos;
@@ -176,23 +211,27 @@ static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len, uint
 			z.avail_in = (uInt)chunk;
 			in_pos += chunk;
 		}
-		if (len >= PPROF_MAX_BYTES) {
-			rc = import_fail(ctx, 0,
-			                 "gzip data expands to more than %zu MiB; expected a "
-			                 "smaller pprof profile",
-			                 PPROF_MAX_BYTES >> 20);
-			goto end;
-		}
-		rc = grow(&buf, &cap, len + 64 * 1024);
-		if (rc < 0)
-			goto end;
-		size_t room = cap - len;
+		/* out has one spare byte, so it never runs out of room
+		 * before the stream's end: a byte more than measured is an
+		 * error below. */
+		size_t room = out ? *total + 1 - len : WINDOW;
 		if (room > (1u << 30))
 			room = 1u << 30;
-		z.next_out = buf + len;
+		uint8_t *to = out ? out + len : window;
+		z.next_out = to;
 		z.avail_out = (uInt)room;
 		zrc = inflate(&z, Z_NO_FLUSH);
-		len += room - z.avail_out;
+		size_t got = room - z.avail_out;
+		len += got;
+		if (!out) {
+			(void)pprof_scan_feed(sc, to, got);
+			rc = check_scan(ctx, sc, true);
+			if (rc < 0)
+				goto end;
+		} else if (len > *total) {
+			rc = -EIO; /* the same input inflated twice differently */
+			goto end;
+		}
 		if (zrc == Z_STREAM_END) {
 			/* Another gzip member may follow. */
 			size_t left = z.avail_in + (in_len - in_pos);
@@ -234,15 +273,42 @@ static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len, uint
 			goto end;
 		}
 	}
-	*out = buf;
-	*out_len = len;
-	buf = NULL;
+	if (out && len != *total) {
+		rc = -EIO; /* the same input inflated twice differently */
+		goto end;
+	}
+	*total = len;
 	rc = 0;
 end:
 	inflateEnd(&z);
 out:
-	free(buf);
+	free(window);
 	return rc;
+}
+
+/* Decompresses a gzipped profile into a malloc'd buffer that the caller
+ * frees, once it has measured it within the limits (sc). */
+static int gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len, struct pprof_scan *sc,
+                  uint8_t **out, size_t *out_len)
+{
+	size_t total = 0;
+	int rc = inflate_all(ctx, in, in_len, sc, NULL, &total);
+
+	if (rc < 0)
+		return rc;
+	if (pprof_scan_end(sc) < 0)
+		return check_scan(ctx, sc, true);
+	uint8_t *buf = malloc(total + 1);
+	if (!buf)
+		return -ENOMEM;
+	rc = inflate_all(ctx, in, in_len, NULL, buf, &total);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	*out_len = total;
+	return 0;
 }
 
 /* ---- strings --------------------------------------------------------- */
@@ -368,12 +434,21 @@ static bool idmap_get(const struct idmap *m, uint64_t id, uint32_t *val)
 
 /* ---- the parsed profile ------------------------------------------------ */
 
-/* The frames of one location, root first, with the names they need. */
+/* The frames of one location, root first.  Their strings are the string
+ * table's, or a string's derived names (struct derived). */
 struct locframes {
 	struct store_frame *frames;
 	size_t n;
-	char *names;  /* backing store for "NAME_[i]" and "[module]" names */
-	uint8_t *bid; /* decoded build id, shared by every frame */
+};
+
+/* What is built from one string of the string table, once, however many
+ * functions, mappings and locations use it: so a location costs its
+ * frames whatever the length of the names it points to. */
+struct derived {
+	char *inl;           /* "NAME_[i]": an inlined function's name */
+	char *bracket;       /* "[base name]": a location without lines */
+	uint8_t *bid;        /* a hex build id, decoded */
+	uint8_t bid_checked; /* bid is set, or the string is not hex */
 };
 
 struct pprof {
@@ -382,6 +457,8 @@ struct pprof {
 	struct idmap maps, funcs, locs;
 	struct locframes *lf; /* one per location */
 	char **type;          /* each sample type's event name (type_names) */
+	size_t *slen;         /* [string index] its length */
+	struct derived *der;  /* [string index], built as needed */
 };
 
 static const char *str_at(const struct pprof *pp, int64_t i)
@@ -505,11 +582,30 @@ static int validate(struct pprof *pp)
 	if (p->n_sample_type == 0)
 		return import_fail(
 		        ctx, 0, "expected a pprof profile with at least one sample type, got none");
+	if (p->n_sample_type > PPROF_MAX_SAMPLE_TYPES)
+		return import_fail(ctx, 0,
+		                   "has %zu sample types; expected at most %u (each is a series)",
+		                   p->n_sample_type, PPROF_MAX_SAMPLE_TYPES);
+
+	pp->slen = malloc(p->n_string_table * sizeof(*pp->slen));
+	pp->der = calloc(p->n_string_table, sizeof(*pp->der));
+	if (!pp->slen || !pp->der)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_string_table; i++)
+		pp->slen[i] = strlen(p->string_table[i]);
 
 	for (size_t i = 0; i < p->n_sample_type; i++) {
 		if ((rc = check_str(pp, p->sample_type[i]->type, "sample type", i, "type")) < 0 ||
 		    (rc = check_str(pp, p->sample_type[i]->unit, "sample type", i, "unit")) < 0)
 			return rc;
+		size_t tl = pp->slen[p->sample_type[i]->type],
+		       ul = pp->slen[p->sample_type[i]->unit];
+		if (tl > IMPORT_MAX_LABEL || ul > IMPORT_MAX_LABEL)
+			return import_fail(ctx, 0,
+			                   "sample type %zu: its %s is %zu bytes long; expected at "
+			                   "most %zu",
+			                   i, tl > IMPORT_MAX_LABEL ? "type" : "unit",
+			                   tl > IMPORT_MAX_LABEL ? tl : ul, IMPORT_MAX_LABEL);
 	}
 	if ((rc = type_names(pp)) < 0)
 		return rc;
@@ -650,76 +746,111 @@ static bool is_hex(const char *s, size_t len)
 static void locframes_free(struct locframes *lf)
 {
 	free(lf->frames);
-	free(lf->names);
-	free(lf->bid);
+}
+
+/* "NAME_[i]" for string si, built once.  A name past IMPORT_MAX_NAME is
+ * copied only that far: import_path cuts the result to the same bytes. */
+static const char *inline_name(struct pprof *pp, int64_t si, size_t *len)
+{
+	struct derived *d = &pp->der[si];
+	size_t n = import_stored_len(pp->slen[si]);
+
+	if (!d->inl) {
+		d->inl = malloc(n + sizeof("_[i]"));
+		if (!d->inl)
+			return NULL;
+		memcpy(d->inl, str_at(pp, si), n);
+		memcpy(d->inl + n, "_[i]", sizeof("_[i]"));
+	}
+	*len = n + 4;
+	return d->inl;
+}
+
+/* "[base name]" of file name string si, built once (the base name copied
+ * at most IMPORT_MAX_NAME bytes, as in inline_name). */
+static const char *bracket_name(struct pprof *pp, int64_t si, size_t *len)
+{
+	struct derived *d = &pp->der[si];
+	const char *path = str_at(pp, si);
+	const char *b = base_name(path);
+	size_t n = import_stored_len(pp->slen[si] - (size_t)(b - path));
+
+	if (!d->bracket) {
+		d->bracket = malloc(n + 3);
+		if (!d->bracket)
+			return NULL;
+		d->bracket[0] = '[';
+		memcpy(d->bracket + 1, b, n);
+		memcpy(d->bracket + 1 + n, "]", 2);
+	}
+	*len = n + 2;
+	return d->bracket;
+}
+
+/* The build id of string si: decoded when hex, else its raw bytes. */
+static int build_id(struct pprof *pp, int64_t si, const uint8_t **bid, size_t *len)
+{
+	struct derived *d = &pp->der[si];
+	const char *s = str_at(pp, si);
+	size_t n = pp->slen[si];
+
+	if (!d->bid_checked) {
+		if (is_hex(s, n)) {
+			d->bid = malloc(n / 2);
+			if (!d->bid)
+				return -ENOMEM;
+			for (size_t i = 0; i < n / 2; i++)
+				d->bid[i] = (uint8_t)(hexval(s[2 * i]) << 4 | hexval(s[2 * i + 1]));
+		}
+		d->bid_checked = 1;
+	}
+	*bid = d->bid ? d->bid : (const uint8_t *)s;
+	*len = d->bid ? n / 2 : n;
+	return 0;
 }
 
 /* Builds the root-first frames of location `idx`. */
 static int build_location(struct pprof *pp, size_t idx)
 {
+	static const char unknown[] = "[unknown]", unknown_inl[] = "[unknown]_[i]";
 	const pb_location *l = pp->p->location[idx];
 	struct locframes *lf = &pp->lf[idx];
-	const char *module = "";
-	const char *bid_str = "";
+	int64_t module = 0; /* string 0 is "" */
+	const uint8_t *bid = NULL;
+	size_t bid_len = 0;
 	uint32_t mi;
 	int rc;
 
 	if (l->mapping_id && idmap_get(&pp->maps, l->mapping_id, &mi)) {
-		module = str_at(pp, pp->p->mapping[mi]->filename);
-		bid_str = str_at(pp, pp->p->mapping[mi]->build_id);
+		module = pp->p->mapping[mi]->filename;
+		rc = build_id(pp, pp->p->mapping[mi]->build_id, &bid, &bid_len);
+		if (rc < 0)
+			return rc;
 	}
 
-	/* The mapping's build id: decoded when hex, else its raw bytes. */
-	size_t bid_len = strlen(bid_str);
-	const uint8_t *bid = (const uint8_t *)bid_str;
-	if (is_hex(bid_str, bid_len)) {
-		lf->bid = malloc(bid_len / 2);
-		if (!lf->bid)
-			return -ENOMEM;
-		for (size_t i = 0; i < bid_len / 2; i++)
-			lf->bid[i] =
-			        (uint8_t)(hexval(bid_str[2 * i]) << 4 | hexval(bid_str[2 * i + 1]));
-		bid = lf->bid;
-		bid_len /= 2;
-	}
-
-	/* Space for the names this location must make up. */
-	size_t need = 1;
-	if (l->n_line == 0) {
-		need += strlen(module) + sizeof("[unknown]");
-	} else {
-		for (size_t j = 0; j < l->n_line; j++) {
-			uint32_t fi;
-			if (idmap_get(&pp->funcs, l->line[j]->function_id, &fi))
-				need += strlen(str_at(pp, pp->p->function[fi]->name)) +
-				        strlen(str_at(pp, pp->p->function[fi]->system_name));
-			need += sizeof("[unknown]_[i]");
-		}
-	}
-	lf->names = malloc(need);
 	size_t nframes = l->n_line ? l->n_line : 1;
 	lf->frames = calloc(nframes, sizeof(*lf->frames));
-	if (!lf->names || !lf->frames) {
-		rc = -ENOMEM;
-		goto fail;
-	}
+	if (!lf->frames)
+		return -ENOMEM;
 	lf->n = nframes;
-	char *w = lf->names;
 
 	for (size_t k = 0; k < nframes; k++) {
 		struct store_frame *f = &lf->frames[k];
-		f->module = module;
-		f->module_len = strlen(module);
+		f->module = str_at(pp, module);
+		f->module_len = pp->slen[module];
 		f->build_id = bid_len ? bid : NULL;
 		f->build_id_len = bid_len;
 
 		if (l->n_line == 0) {
-			const char *b = base_name(module);
-			int n = *b ? sprintf(w, "[%s]", b) : sprintf(w, "[unknown]");
-			f->name = w;
-			f->name_len = (size_t)n;
 			f->kind = STORE_FRAME_UNKNOWN;
-			w += n + 1;
+			if (*base_name(f->module)) {
+				f->name = bracket_name(pp, module, &f->name_len);
+				if (!f->name)
+					return -ENOMEM;
+			} else {
+				f->name = unknown;
+				f->name_len = sizeof(unknown) - 1;
+			}
 			continue;
 		}
 
@@ -728,32 +859,30 @@ static int build_location(struct pprof *pp, size_t idx)
 		size_t j = l->n_line - 1 - k;
 		const Perftools__Profiles__Line *ln = l->line[j];
 		bool inl = j + 1 < l->n_line;
-		const char *name = "";
+		int64_t name = 0;
 		uint32_t fi;
 		if (idmap_get(&pp->funcs, ln->function_id, &fi)) {
 			const pb_function *fn = pp->p->function[fi];
-			name = str_at(pp, fn->name);
-			if (!*name)
-				name = str_at(pp, fn->system_name);
+			name = pp->slen[fn->name] ? fn->name : fn->system_name;
 			f->file = str_at(pp, fn->filename);
-			f->file_len = strlen(f->file);
+			f->file_len = pp->slen[fn->filename];
 		}
-		bool unknown = !*name;
-		int n = sprintf(w, "%s%s", unknown ? "[unknown]" : name, inl ? "_[i]" : "");
-		f->name = w;
-		f->name_len = (size_t)n;
-		w += n + 1;
+		bool unk = pp->slen[name] == 0;
+		if (unk) {
+			f->name = inl ? unknown_inl : unknown;
+			f->name_len = inl ? sizeof(unknown_inl) - 1 : sizeof(unknown) - 1;
+		} else if (inl) {
+			f->name = inline_name(pp, name, &f->name_len);
+			if (!f->name)
+				return -ENOMEM;
+		} else {
+			f->name = str_at(pp, name);
+			f->name_len = pp->slen[name];
+		}
 		f->line = (ln->line > 0 && ln->line <= UINT32_MAX) ? (uint32_t)ln->line : 0;
-		f->kind = inl       ? STORE_FRAME_INLINE
-		          : unknown ? STORE_FRAME_UNKNOWN
-		                    : STORE_FRAME_USER;
+		f->kind = inl ? STORE_FRAME_INLINE : unk ? STORE_FRAME_UNKNOWN : STORE_FRAME_USER;
 	}
 	return 0;
-
-fail:
-	locframes_free(lf);
-	memset(lf, 0, sizeof(*lf));
-	return rc;
 }
 
 /* ---- series ----------------------------------------------------------- */
@@ -834,26 +963,27 @@ static int add_samples(struct pprof *pp, const uint32_t *series, uint32_t *neg_s
 		if (!any)
 			continue;
 
-		/* Leaf first in the sample; root first in the store. */
-		size_t n = 0;
-		for (size_t k = s->n_location_id; k-- > 0;) {
+		/* Leaf first in the sample; root first in the store.  The
+		 * frames are gathered leaf first until the stack is past the
+		 * limits (import_stack_past), then turned root first. */
+		size_t n = 0, depth = 0, bytes = 0;
+		bool past = false;
+		for (size_t k = 0; k < s->n_location_id && !past; k++) {
 			uint32_t li = 0;
 			idmap_get(&pp->locs, s->location_id[k], &li);
 			const struct locframes *lf = &pp->lf[li];
-			if (n + lf->n > cap) {
-				size_t ncap = cap ? cap : 64;
-				while (ncap < n + lf->n)
-					ncap *= 2;
-				struct store_frame *ns = realloc(stack, ncap * sizeof(*ns));
-				if (!ns) {
-					rc = -ENOMEM;
+			for (size_t f = lf->n; f-- > 0 && !past;) {
+				rc = import_grow((void **)&stack, &cap, n + 1, sizeof(*stack));
+				if (rc < 0)
 					goto out;
-				}
-				stack = ns;
-				cap = ncap;
+				stack[n++] = lf->frames[f];
+				past = import_stack_past(&depth, &bytes, lf->frames[f].name_len);
 			}
-			memcpy(stack + n, lf->frames, lf->n * sizeof(*stack));
-			n += lf->n;
+		}
+		for (size_t k = 0; k < n / 2; k++) {
+			struct store_frame t = stack[k];
+			stack[k] = stack[n - 1 - k];
+			stack[n - 1 - k] = t;
 		}
 
 		uint32_t node;
@@ -914,10 +1044,13 @@ int import_pprof(struct import_ctx *ctx)
 		goto out;
 	}
 
+	/* The pre-scan: what unpacking would take, within the limits,
+	 * before anything is unpacked (pprof-scan.c). */
+	struct pprof_scan sc = {0};
 	const uint8_t *data = raw;
 	size_t len = raw_len;
 	if (is_gzip(raw, raw_len)) {
-		rc = gunzip(ctx, raw, raw_len, &plain, &plain_len);
+		rc = gunzip(ctx, raw, raw_len, &sc, &plain, &plain_len);
 		if (rc < 0)
 			goto out;
 		data = plain;
@@ -927,6 +1060,14 @@ int import_pprof(struct import_ctx *ctx)
 			                 "expected a pprof profile, got an empty gzip stream");
 			goto out;
 		}
+	}
+
+	if (data == raw) {
+		(void)pprof_scan_feed(&sc, data, len);
+		(void)pprof_scan_end(&sc);
+		rc = check_scan(ctx, &sc, false);
+		if (rc < 0)
+			goto out;
 	}
 
 	pp.p = profile_decode(data, len);
@@ -1005,6 +1146,15 @@ out:
 			free(pp.type[i]);
 		free(pp.type);
 	}
+	if (pp.der) {
+		for (size_t i = 0; i < pp.p->n_string_table; i++) {
+			free(pp.der[i].inl);
+			free(pp.der[i].bracket);
+			free(pp.der[i].bid);
+		}
+		free(pp.der);
+	}
+	free(pp.slen);
 	idmap_free(&pp.maps);
 	idmap_free(&pp.funcs);
 	idmap_free(&pp.locs);

@@ -9,9 +9,12 @@ to standard output, gzipped; the protobuf is encoded by hand (pbwire.py).
       UTF-8) and markup, in 11 stacks below "main" of binary "app":
       weights 10, 20, ..., 110 (660 in all), 1 sample each
   make-hostile.py bomb NAME_BYTES DEPTH
-      one function whose name is NAME_BYTES of 'x', and one sample (weight
-      1000) of DEPTH locations, all that function: a few hundred bytes
-      whose folded line is DEPTH * (NAME_BYTES + 1) bytes long
+      one function whose name is NAME_BYTES of 'x', DEPTH locations of it
+      in all: a few KB whose folded lines hold DEPTH * (NAME_BYTES + 1)
+      bytes.  The import keeps at most 1 MiB of names in one stack
+      (collector/import/README.md, Limits), so the frames come in samples
+      (weight 1000 each) of as many as fit, each under a root function of
+      its own, "r0", "r1", ..., that makes its path distinct
 """
 import gzip
 import os
@@ -79,7 +82,11 @@ def bomb(name_bytes, depth):
     p.sample_type(b"cpu", b"nanoseconds")
     p.mapping(b"/usr/bin/bomb")
     p.function(1, b"x" * name_bytes)
-    p.sample([1] * depth, [1, 1000])
+    per = max(1, min(16000, ((1 << 20) - 16) // name_bytes))
+    nsamples = (depth + per - 1) // per
+    for k in range(nsamples):
+        p.function(2 + k, b"r%d" % k)
+        p.sample([1] * min(per, depth - k * per) + [2 + k], [1, 1000])
     return p.encode()
 
 
