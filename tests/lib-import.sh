@@ -1,26 +1,24 @@
 # lib-import.sh — sourced by the importer golden tests (test-import-*.sh).
 # Takes the build directory as the script's $1, finds flamefs-collect in it,
-# makes a temporary directory ($tmp, removed on exit), and offers the
-# counters ($n checks, $fails failures), fail, same, and the bad-input loop.
+# makes a temporary directory ($tmp, removed on exit), and offers a count
+# of checks ($n), same, and the bad-input loop; the reporters (ok, bad,
+# check, $failures) are lib.sh's.
 set -u
 build=${1:?usage: $0 BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 collect=$build/flamefs-collect
 [ -x "$collect" ] || collect=$build/collector/flamefs-collect
 [ -x "$collect" ] || { echo "flamefs-collect not found in $build; build it first"; exit 1; }
-export LC_ALL=C
+. "$here/lib.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
 n=0
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # same FILE EXPECTED WHAT: compares, showing a diff on failure.
 same() {
 	if ! cmp -s "$1" "$2"; then
-		fail "$3"
+		bad "$3"
 		diff -u "$2" "$1" | head -40
 	fi
 }
@@ -38,18 +36,18 @@ bad_inputs() {
 		n=$((n + 1))
 		rm -rf "$tmp/store"
 		"$collect" import --store "$tmp/store" --format "$format" "$good" >/dev/null 2>&1 ||
-			{ fail "$base: good import failed"; continue; }
+			{ bad "$base: good import failed"; continue; }
 		if "$collect" import --store "$tmp/store" --format "$format" "$fixture" >"$tmp/bad.out" 2>&1; then
-			fail "$base: import succeeded on bad input"
+			bad "$base: import succeeded on bad input"
 			continue
 		fi
 		grep -q "$file:[0-9][0-9]*:" "$tmp/bad.out" ||
-			{ fail "$base: message lacks FILE:LINE:"; cat "$tmp/bad.out"; }
+			{ bad "$base: message lacks FILE:LINE:"; cat "$tmp/bad.out"; }
 		"$collect" export --store "$tmp/store" --format folded >"$tmp/bad.got" 2>&1
 		same "$tmp/bad.got" "$expected" "$base: store changed by a failed import"
 		rm -rf "$tmp/store2"
 		"$collect" import --store "$tmp/store2" --format "$format" "$fixture" >/dev/null 2>&1
 		out=$("$collect" export --store "$tmp/store2" --format folded 2>/dev/null)
-		[ -z "$out" ] || fail "$base: a failed import left stacks in an empty store"
+		[ -z "$out" ] || bad "$base: a failed import left stacks in an empty store"
 	done
 }

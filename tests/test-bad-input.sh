@@ -22,7 +22,6 @@ data=$here/data/bad-input
 flamefs=$build/fs/flamefs
 in=$tmp/in
 mkdir -p "$in"
-pass() { echo "ok: $*"; }
 
 # ---- the store that holds earlier data ---------------------------------
 # basic.folded (app, samples/count) and loop.perf (loop, cpu-clock in
@@ -31,7 +30,7 @@ base=$tmp/base
 "$collect" import --store "$base" "$here/data/folded/basic.folded" >/dev/null 2>&1 &&
 	"$collect" import --store "$base" "$here/data/perf/loop.perf" >/dev/null 2>&1 &&
 	"$collect" compact --store "$base" >/dev/null 2>&1 ||
-	{ echo "FAIL: cannot build the base store"; exit 1; }
+	{ bad "cannot build the base store"; exit 1; }
 
 # snapshot STORE: what must not change: the series table and every
 # event's folded and pprof export.  With FLAMEFS_BAD_INPUT_EXPORTS=0 (the
@@ -52,7 +51,7 @@ snapshot "$base" >"$tmp/base.snap"
 # crashed WHAT RC OUTFILE: true (and a failure) on a crash or sanitizer report.
 crashed() {
 	if [ "$2" -ge 128 ] || grep -q -e 'Sanitizer' -e 'runtime error:' -e 'LeakSanitizer' "$3"; then
-		fail "$1: crashed (exit $2)"
+		bad "$1: crashed (exit $2)"
 		head -20 "$3"
 		return 0
 	fi
@@ -74,19 +73,19 @@ refused() {
 	rc=$?
 	crashed "$case" "$rc" "$tmp/out" && return
 	if [ "$rc" -ne 1 ]; then
-		fail "$case: exit status $rc, expected 1"
+		bad "$case: exit status $rc, expected 1"
 		head -5 "$tmp/out"
 		return
 	fi
 	local re="^flamefs-collect: (.*/)?${name//./\\.}$where"
 	if ! grep -E -q -e "$re" "$tmp/out"; then
-		fail "$case: message does not match $re"
+		bad "$case: message does not match $re"
 		head -5 "$tmp/out"
 		return
 	fi
 	snapshot "$tmp/s" >"$tmp/s.snap"
 	if ! cmp -s "$tmp/s.snap" "$tmp/base.snap"; then
-		fail "$case: the store changed"
+		bad "$case: the store changed"
 		diff "$tmp/base.snap" "$tmp/s.snap" | head -20
 		return
 	fi
@@ -94,13 +93,13 @@ refused() {
 		"$collect" import --store "$tmp/e" "$@" "$file" >"$tmp/out2" 2>&1
 		rc=$?
 		crashed "$case (empty store)" "$rc" "$tmp/out2" && return
-		[ "$rc" -eq 1 ] || { fail "$case: exit status $rc into an empty store"; return; }
+		[ "$rc" -eq 1 ] || { bad "$case: exit status $rc into an empty store"; return; }
 		if [ -d "$tmp/e" ] && [ -n "$("$collect" export --store "$tmp/e" 2>/dev/null)" ]; then
-			fail "$case: a refused import left stacks in an empty store"
+			bad "$case: a refused import left stacks in an empty store"
 			return
 		fi
 	fi
-	pass "$case: $(grep -m1 -E -e "$re" "$tmp/out" | cut -c1-200)"
+	ok "$case: $(grep -m1 -E -e "$re" "$tmp/out" | cut -c1-200)"
 }
 
 # stored CASE EXPECTED FILE [IMPORT_ARGS...] [-- EXPORT_ARGS...]: FILE must
@@ -118,23 +117,23 @@ stored() {
 	rc=$?
 	crashed "$case" "$rc" "$tmp/out" && return
 	if [ "$rc" -ne 0 ]; then
-		fail "$case: import failed (exit $rc): $(head -3 "$tmp/out")"
+		bad "$case: import failed (exit $rc): $(head -3 "$tmp/out")"
 		return
 	fi
 	# notice=REGEX: a line the import must print (a limit's notice)
 	if [ -n "${notice:-}" ] && ! grep -E -q -e "$notice" "$tmp/out"; then
-		fail "$case: no line matches $notice: $(head -3 "$tmp/out")"
+		bad "$case: no line matches $notice: $(head -3 "$tmp/out")"
 		return
 	fi
 	"$collect" export --store "$tmp/s" --format folded "${eargs[@]}" >"$tmp/got" 2>"$tmp/out"
 	rc=$?
 	crashed "$case (export)" "$rc" "$tmp/out" && return
 	if ! cmp -s "$tmp/got" "$expected"; then
-		fail "$case: export differs from what was imported"
+		bad "$case: export differs from what was imported"
 		cmp "$tmp/got" "$expected" | head -3
 		return
 	fi
-	pass "$case: stored exactly ($(stat -c %s "$file") bytes in, $(stat -c %s "$tmp/got") bytes of folded out)"
+	ok "$case: stored exactly ($(stat -c %s "$file") bytes in, $(stat -c %s "$tmp/got") bytes of folded out)"
 }
 
 # A header, one stack line per argument (callee first) and a blank line.
@@ -197,9 +196,9 @@ for ((cut = 1; cut < pblen; cut += 7)); do
 	fi
 done
 if [ -z "$bad_cut" ]; then
-	pass "pprof protobuf cut at every 7th byte: each refused with a message"
+	ok "pprof protobuf cut at every 7th byte: each refused with a message"
 else
-	fail "pprof protobuf cuts not refused cleanly at:$bad_cut"
+	bad "pprof protobuf cuts not refused cleanly at:$bad_cut"
 fi
 
 # ---- binary garbage and NUL bytes --------------------------------------
@@ -269,9 +268,9 @@ if "$collect" import --store "$tmp/x" "$in/total-max.folded" >/dev/null 2>&1 &&
 	grep -q "commit failed: series app/default/samples: its total samples would pass 2^64 - 1" "$tmp/out" &&
 	"$collect" export --store "$tmp/x" >"$tmp/x.after" 2>/dev/null && cmp -s "$tmp/x.before" "$tmp/x.after" &&
 	"$collect" stats --store "$tmp/x" | grep -q ' 18446744073709551615 '; then
-	pass "a second import that would take a series' total past 2^64 - 1 is refused whole: $(cut -c1-160 "$tmp/out")"
+	ok "a second import that would take a series' total past 2^64 - 1 is refused whole: $(cut -c1-160 "$tmp/out")"
 else
-	fail "a series' total past 2^64 - 1 across imports: $(head -c 300 "$tmp/out")"
+	bad "a series' total past 2^64 - 1 across imports: $(head -c 300 "$tmp/out")"
 fi
 n=$((n + 1))
 rm -rf "$tmp/x"
@@ -282,9 +281,9 @@ if "$collect" import --store "$tmp/x" "$in/half-a.folded" >/dev/null 2>&1 &&
 	! "$collect" export --store "$tmp/x" >"$tmp/x.out" 2>"$tmp/out" && [ ! -s "$tmp/x.out" ] &&
 	grep -q "the counts of these 2 series add up to more than 2^64 - 1" "$tmp/out" &&
 	[ "$("$collect" export --store "$tmp/x" --binary b 2>/dev/null)" = "b;f 9223372036854775808" ]; then
-	pass "the view's sums across two series past 2^64 - 1 refuse the whole tree: $(cut -c1-160 "$tmp/out")"
+	ok "the view's sums across two series past 2^64 - 1 refuse the whole tree: $(cut -c1-160 "$tmp/out")"
 else
-	fail "the view's sums across series past 2^64 - 1: $(head -c 300 "$tmp/out")"
+	bad "the view's sums across series past 2^64 - 1: $(head -c 300 "$tmp/out")"
 fi
 printf 'app;main 1\n' >"$in/time-far.folded"
 refused "folded --time beyond the store's buckets" ':1: sample time .* is out of range' \
@@ -353,7 +352,7 @@ else
 	fpid=$!
 	for _ in $(seq 300); do mountpoint -q "$tmp/mnt" && break; sleep 0.1; done
 	if ! mountpoint -q "$tmp/mnt"; then
-		fail "deep view: flamefs did not mount: $(cat "$tmp/daemon.err")"
+		bad "deep view: flamefs did not mount: $(cat "$tmp/daemon.err")"
 	else
 		# levels: app, default, f0 .. f9999 below the mount point.  Each
 		# lookup is one step from its parent's inode, whatever the depth.
@@ -367,19 +366,19 @@ else
 		while [ $((${#path} + 12)) -lt 4096 ]; do path=$path/f$d; d=$((d + 1)); done
 		reach=$(cat "$path/total" 2>/dev/null)
 		if [ "$depth" != 10002 ] || [ "$deepest" != 5 ] || [ "$top" != 5 ] || [ "$reach" != 5 ]; then
-			fail "deep view: depth $depth (want 10002), deepest total '$deepest', top total '$top', total at f$((d - 1)) by path '$reach' (want 5 each)"
+			bad "deep view: depth $depth (want 10002), deepest total '$deepest', top total '$top', total at f$((d - 1)) by path '$reach' (want 5 each)"
 			head -5 "$tmp/find.err"
 		elif ! kill -0 "$fpid" 2>/dev/null; then
-			fail "deep view: flamefs died: $(cat "$tmp/daemon.err")"
+			bad "deep view: flamefs died: $(cat "$tmp/daemon.err")"
 		else
-			pass "deep view: find sees all 10,002 levels; total is 5 at the top, at f$((d - 1)) (the deepest within PATH_MAX, ${#path} bytes) and at f9999 (through find -execdir)"
+			ok "deep view: find sees all 10,002 levels; total is 5 at the top, at f$((d - 1)) (the deepest within PATH_MAX, ${#path} bytes) and at f9999 (through find -execdir)"
 		fi
 	fi
 	fusermount3 -u "$tmp/mnt" 2>/dev/null || fusermount3 -u -z "$tmp/mnt" 2>/dev/null
 	wait "$fpid" 2>/dev/null
 	rc=$?
 	if [ "$rc" -ge 128 ] || grep -q -e Sanitizer -e 'runtime error:' "$tmp/daemon.err"; then
-		fail "deep view: flamefs crashed (exit $rc)"
+		bad "deep view: flamefs crashed (exit $rc)"
 		head -20 "$tmp/daemon.err"
 	fi
 fi
@@ -433,9 +432,9 @@ notice=$ctlmsg stored "pprof unit holding a newline: stored as U+FFFD" "$tmp/ctl
 n=$((n + 1))
 units=$("$collect" export --store "$tmp/s" --format pprof | zcat | tr -c '[:print:]\200-\377' '\n' | grep -a -c "nano${fffd}seconds")
 if [ "$units" = 1 ]; then
-	pass "pprof unit holding a newline: the store's pprof has the unit nano${fffd}seconds"
+	ok "pprof unit holding a newline: the store's pprof has the unit nano${fffd}seconds"
 else
-	fail "pprof unit holding a newline: the store's pprof export holds nano${fffd}seconds $units times, expected once"
+	bad "pprof unit holding a newline: the store's pprof export holds nano${fffd}seconds $units times, expected once"
 fi
 
 # A pprof of 1 KB: one 1 MB function name, one sample of 1,000 locations
@@ -458,10 +457,10 @@ bounded() {
 	crashed "$case" "$rc" "$tmp/out" && return
 	kb=$(tail -1 "$tmp/rss")
 	if [ "$kb" -gt "$limit" ]; then
-		fail "$case: import took $kb KB of RSS, expected at most $limit KB (exit $rc)"
+		bad "$case: import took $kb KB of RSS, expected at most $limit KB (exit $rc)"
 		return
 	fi
-	pass "$case: import exit $rc in $kb KB of RSS (at most $limit KB)"
+	ok "$case: import exit $rc in $kb KB of RSS (at most $limit KB)"
 }
 python3 - "$here/data/pprof" "$in" "$tmp/wide-pprof.expected" <<'PY'
 import gzip, sys
@@ -558,11 +557,11 @@ PY
 bombre() { # CASE REGEX FILE: refused in at most 200 MB of RSS, the store left empty
 	bounded "$1" 200000 "$3"
 	if ! grep -E -q -e "^flamefs-collect: (.*/)?$(basename "$3"): $2" "$tmp/out"; then
-		fail "$1: message does not match $2: $(head -2 "$tmp/out")"
+		bad "$1: message does not match $2: $(head -2 "$tmp/out")"
 	elif [ -d "$tmp/r" ] && [ -n "$("$collect" export --store "$tmp/r" 2>/dev/null)" ]; then
-		fail "$1: a refused import left stacks in an empty store"
+		bad "$1: a refused import left stacks in an empty store"
 	else
-		pass "$1: $(head -1 "$tmp/out" | cut -c1-200)"
+		ok "$1: $(head -1 "$tmp/out" | cut -c1-200)"
 	fi
 }
 bombre "gzip bomb of $(stat -c %s "$in/bomb-samples.pb.gz") bytes: 512M empty samples" \
@@ -611,5 +610,5 @@ refused "comments and blank lines only (perf)" ': no samples found in perf input
 printf '\n\n' >"$in/blank.folded"
 refused "blank lines only (folded)" ': no samples found in folded input' "$in/blank.folded" --format folded
 
-echo "$((n - fails))/$n bad-input cases passed"
-[ "$fails" -eq 0 ]
+echo "$((n - failures))/$n bad-input cases passed"
+[ "$failures" -eq 0 ]

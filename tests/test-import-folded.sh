@@ -36,12 +36,12 @@ import_export() {
 	rm -rf "$tmp/store"
 	if ! "$collect" import --store "$tmp/store" --format folded "$@" "$file" \
 		>"$tmp/import.out" 2>&1; then
-		fail "$name: import failed"
+		bad "$name: import failed"
 		cat "$tmp/import.out"
 		return 1
 	fi
 	"$collect" export --store "$tmp/store" --format folded >"$tmp/$name.got" 2>&1 ||
-		{ fail "$name: export failed"; cat "$tmp/$name.got"; return 1; }
+		{ bad "$name: export failed"; cat "$tmp/$name.got"; return 1; }
 }
 
 for fixture in "$data"/*.folded; do
@@ -50,7 +50,7 @@ for fixture in "$data"/*.folded; do
 	n=$((n + 1))
 	expected=$data/$base.folded.expected
 	ref <"$fixture" >"$tmp/$base.ref"
-	[ -f "$expected" ] || { fail "$base: missing $expected"; continue; }
+	[ -f "$expected" ] || { bad "$base: missing $expected"; continue; }
 	same "$tmp/$base.ref" "$expected" "$base: reference differs from committed expected"
 	import_export "$base" "$fixture" && same "$tmp/$base.got" "$expected" "$base: export differs"
 done
@@ -84,11 +84,11 @@ if "$collect" import --store "$tmp/store" "$data/basic.folded" >/dev/null 2>&1; 
 	"$collect" export --store "$tmp/store" --format folded >"$tmp/auto.got" 2>&1
 	same "$tmp/auto.got" "$data/basic.folded.expected" "auto-detected folded import"
 else
-	fail "auto-detected folded import failed"
+	bad "auto-detected folded import failed"
 fi
 
 # Bad lines.
 bad_inputs folded "$data/basic.folded" "$data/basic.folded.expected" "$data"/bad-*.folded
 
-echo "$n folded import checks, $fails failed"
-[ "$fails" -eq 0 ]
+echo "$n folded import checks, $failures failed"
+[ "$failures" -eq 0 ]

@@ -68,18 +68,18 @@ same_totals() {
 	local name=$1 st=$2 type pos neg
 	shift 2
 	raw_sums "$@" >"$tmp/raw"
-	[ -s "$tmp/raw" ] || { fail "$name: go tool pprof -raw gave nothing"; return; }
+	[ -s "$tmp/raw" ] || { bad "$name: go tool pprof -raw gave nothing"; return; }
 	while read -r type pos neg; do
 		n=$((n + 1))
 		if [ "$type" = samples ]; then # a CPU profile's count: our samples
 			[ "$(stat_of "$st" cpu 4)" = "$pos" ] ||
-				fail "$name: $(stat_of "$st" cpu 4) samples, pprof says $pos"
+				bad "$name: $(stat_of "$st" cpu 4) samples, pprof says $pos"
 			continue
 		fi
 		[ "$(stat_of "$st" "$type" 5)" = "$pos" ] ||
-			fail "$name: $type weight $(stat_of "$st" "$type" 5), pprof says $pos"
+			bad "$name: $type weight $(stat_of "$st" "$type" 5), pprof says $pos"
 		[ "$(stat_of "$st" "-$type" 5)" = "$neg" ] ||
-			fail "$name: -$type weight $(stat_of "$st" "-$type" 5), pprof says -$neg"
+			bad "$name: -$type weight $(stat_of "$st" "-$type" 5), pprof says -$neg"
 	done <"$tmp/raw"
 }
 
@@ -94,7 +94,7 @@ import() { # STORE FILE [OPTIONS...]
 	shift 2
 	rm -rf "$st"
 	"$collect" import --store "$st" "$@" "$file" >"$tmp/import.out" 2>&1 ||
-		{ fail "import of $(basename "$file") failed: $(head -3 "$tmp/import.out")"; return 1; }
+		{ bad "import of $(basename "$file") failed: $(head -3 "$tmp/import.out")"; return 1; }
 }
 
 # ---- gperftools CPU profile (libprofiler.so) ---------------------------
@@ -107,7 +107,7 @@ if ldd "$target" 2>/dev/null | grep -q -e libasan -e libubsan; then
 	for f in "$here"/fuzz/corpus/gperf-cpu/libprofiler-64le "$here"/fuzz/corpus/legacy/tcmalloc-heap; do
 		n=$((n + 1))
 		import "$tmp/s" "$f" && [ "$(stat_of "$tmp/s" "$(events "$tmp/s" | tail -1)" 5)" -gt 0 ] ||
-			fail "$(basename "$f"): imported nothing"
+			bad "$(basename "$f"): imported nothing"
 	done
 	libdir=
 fi
@@ -118,14 +118,14 @@ if [ -n "$libdir" ] && [ -e "$libdir/libtcmalloc.so.4" ]; then
 		"$tmp/run/gperf-target" 300 >/dev/null 2>&1
 	if [ -s "$tmp/cpu.prof" ] && import "$tmp/s" "$tmp/cpu.prof"; then
 		n=$((n + 1))
-		grep -q 'of gperftools-cpu)' "$tmp/import.out" || fail "cpu.prof: not detected as gperftools-cpu"
+		grep -q 'of gperftools-cpu)' "$tmp/import.out" || bad "cpu.prof: not detected as gperftools-cpu"
 		same_totals cpu.prof "$tmp/s" "$tmp/run/gperf-target" "$tmp/cpu.prof"
 		# the known tree: work_a 3/4 of burn, work_c 1/4
 		a=$(weight_of "$tmp/s" cpu ';main;work_a;burn ')
 		c=$(weight_of "$tmp/s" cpu ';main;work_b;work_c;burn ')
 		n=$((n + 1))
 		awk -v a="$a" -v c="$c" 'BEGIN { s = a / (a + c); exit !(a > 0 && s > 0.68 && s < 0.82) }' ||
-			fail "cpu.prof: work_a has $a ns and work_c $c; expected 3/4 and 1/4"
+			bad "cpu.prof: work_a has $a ns and work_c $c; expected 3/4 and 1/4"
 		# pprof's cumulative per function (symbolized by binutils) equals
 		# ours, in exact nanoseconds (go tool pprof -raw, column 2)
 		raw_cum 2 "$tmp/run/gperf-target" "$tmp/cpu.prof" >"$tmp/cum"
@@ -134,7 +134,7 @@ if [ -n "$libdir" ] && [ -e "$libdir/libtcmalloc.so.4" ]; then
 			want=$(awk -v f="$fn" '$1 == f { print $2 }' "$tmp/cum")
 			got=$(weight_of "$tmp/s" cpu "(^|;)$fn(;| )")
 			[ -n "$want" ] && [ "$got" = "$want" ] ||
-				fail "cpu.prof: $fn cumulative $got ns, go tool pprof says ${want:-nothing}"
+				bad "cpu.prof: $fn cumulative $got ns, go tool pprof says ${want:-nothing}"
 		done
 		# --binary-path: the executable moved away is found there
 		mv "$tmp/run/gperf-target" "$tmp/elsewhere/"
@@ -142,15 +142,15 @@ if [ -n "$libdir" ] && [ -e "$libdir/libtcmalloc.so.4" ]; then
 		if import "$tmp/s2" "$tmp/cpu.prof"; then
 			[ "$(weight_of "$tmp/s2" cpu ';work_a;')" = 0 ] &&
 				[ "$(weight_of "$tmp/s2" cpu '[[]gperf-target[]]')" -gt 0 ] ||
-				fail "cpu.prof without its executable: expected [gperf-target] frames"
+				bad "cpu.prof without its executable: expected [gperf-target] frames"
 		fi
 		n=$((n + 1))
 		if import "$tmp/s2" "$tmp/cpu.prof" --binary-path "$tmp/nothing:$tmp/elsewhere"; then
 			[ "$(weight_of "$tmp/s2" cpu ';main;work_a;burn ')" = "$a" ] ||
-				fail "--binary-path: expected the same stacks as with the executable in place"
+				bad "--binary-path: expected the same stacks as with the executable in place"
 		fi
 	else
-		fail "libprofiler.so wrote no profile or it did not import"
+		bad "libprofiler.so wrote no profile or it did not import"
 	fi
 
 	# ---- gperftools heap profile (libtcmalloc.so) ------------------
@@ -166,10 +166,10 @@ if [ -n "$libdir" ] && [ -e "$libdir/libtcmalloc.so.4" ]; then
 			set -- $want
 			n=$((n + 1))
 			got=$(weight_of "$tmp/s" "$1" ";main;$2 ")
-			[ "$got" = "$3" ] || fail "heap: $1 at $2 is $got, expected $3"
+			[ "$got" = "$3" ] || bad "heap: $1 at $2 is $got, expected $3"
 		done
 	else
-		fail "libtcmalloc.so wrote no heap profile or it did not import"
+		bad "libtcmalloc.so wrote no heap profile or it did not import"
 	fi
 elif ! ldd "$target" 2>/dev/null | grep -q -e libasan -e libubsan; then
 	echo "SKIP (part): google-perftools is not installed (contrib/install-deps.sh)"
@@ -180,7 +180,7 @@ for f in "$data"/go-*.txt; do
 	base=$(basename "$f" .txt)
 	import "$tmp/s" "$f" || continue
 	n=$((n + 1))
-	grep -q 'of legacy)' "$tmp/import.out" || fail "$base: not detected as legacy"
+	grep -q 'of legacy)' "$tmp/import.out" || bad "$base: not detected as legacy"
 	# folded output of every series, against the committed golden file
 	for ev in $(events "$tmp/s"); do
 		echo "== $ev"
@@ -199,19 +199,19 @@ for f in "$data"/tcmalloc-sample-*.heap; do
 	base=$(basename "$f" .heap)
 	import "$tmp/s" "$f" || continue
 	n=$((n + 1))
-	grep -q 'of legacy)' "$tmp/import.out" || fail "$base: not detected as legacy"
+	grep -q 'of legacy)' "$tmp/import.out" || bad "$base: not detected as legacy"
 	same_totals "$base" "$tmp/s" "$f"
 done
 n=$((n + 1))
 [ "$(ls "$data"/go-heap-*.txt "$data"/tcmalloc-sample-*.heap | wc -l)" -ge 5 ] ||
-	fail "the sampled heap fixtures are missing"
+	bad "the sampled heap fixtures are missing"
 
 # ---- pprof: delta profiles and the default sample type -----------------
 if import "$tmp/s" "$data/allocs-delta.pb.gz"; then
 	same_totals allocs-delta "$tmp/s" "$data/allocs-delta.pb.gz"
 	n=$((n + 1))
 	[ "$(stat_of "$tmp/s" -inuse_space 5)" -gt 0 ] ||
-		fail "allocs-delta: no negative inuse_space; the fixture should have some"
+		bad "allocs-delta: no negative inuse_space; the fixture should have some"
 fi
 for want in "heap.pb.gz inuse_space" "allocs.pb.gz alloc_space" "go-heap.txt inuse_space" \
 	"go-block.txt delay"; do
@@ -220,7 +220,7 @@ for want in "heap.pb.gz inuse_space" "allocs.pb.gz alloc_space" "go-heap.txt inu
 	import "$tmp/s" "$data/$1" || continue
 	# the input's bytes go to the default type, the view's primary event
 	got=$("$collect" stats --store "$tmp/s" | awk 'NR > 1 && NF == 9 && $7 != "0" { print $3 }')
-	[ "$got" = "$2" ] || fail "$1: primary (input bytes) on \"$got\", expected $2"
+	[ "$got" = "$2" ] || bad "$1: primary (input bytes) on \"$got\", expected $2"
 	fsbin=$build/fs/flamefs
 	[ -x "$fsbin" ] || fsbin=$build/flamefs
 	if [ -e /dev/fuse ] && command -v fusermount3 >/dev/null && [ -x "$fsbin" ]; then
@@ -231,10 +231,10 @@ for want in "heap.pb.gz inuse_space" "allocs.pb.gz alloc_space" "go-heap.txt inu
 			bin=$(find "$tmp/mnt" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | head -1)
 			total=$(cat "$tmp/mnt/$bin/default/total" 2>/dev/null)
 			[ "$total" = "$(stat_of "$tmp/s" "$2" 5)" ] ||
-				fail "$1: the view's version root shows $total, expected $2's weight"
+				bad "$1: the view's version root shows $total, expected $2's weight"
 			fusermount3 -u "$tmp/mnt"
 		else
-			fail "$1: flamefs could not mount it: $(head -1 "$tmp/mount.err")"
+			bad "$1: flamefs could not mount it: $(head -1 "$tmp/mount.err")"
 		fi
 	else
 		echo "SKIP (part): no FUSE here; the view's version root is not checked"
@@ -245,21 +245,21 @@ done
 n=$((n + 1))
 printf 'hello world 12\nthis is not a profile\n' >"$tmp/prose.txt"
 if "$collect" import --store "$tmp/s3" "$tmp/prose.txt" >"$tmp/out" 2>&1; then
-	fail "prose.txt: imported"
+	bad "prose.txt: imported"
 else
 	grep -q 'prose.txt: expected a profile in a format flamefs reads.*tried perf.data, gperftools CPU profile, pprof.*legacy text.*perf script.*folded' "$tmp/out" ||
-		{ fail "prose.txt: message does not list what was tried"; cat "$tmp/out"; }
+		{ bad "prose.txt: message does not list what was tried"; cat "$tmp/out"; }
 fi
 n=$((n + 1))
 head -c 4096 /dev/urandom | tr '\000' '\001' | sed '1s/^./\x02/' >"$tmp/random.bin"
 if "$collect" import --store "$tmp/s3" "$tmp/random.bin" >"$tmp/out" 2>&1; then
-	fail "random.bin: imported"
+	bad "random.bin: imported"
 fi
 # A Go heap profile was once taken for perf script (binaries "0:", "1:").
 n=$((n + 1))
 if import "$tmp/s" "$data/go-heap.txt"; then
 	"$collect" stats --store "$tmp/s" | awk 'NR > 1 && NF == 9 { print $1 }' | sort -u >"$tmp/bins"
-	[ "$(cat "$tmp/bins")" = go-heap ] || fail "go-heap.txt: binaries $(tr '\n' ' ' <"$tmp/bins")"
+	[ "$(cat "$tmp/bins")" = go-heap ] || bad "go-heap.txt: binaries $(tr '\n' ' ' <"$tmp/bins")"
 fi
 
 # ---- bad input: a message with where, and nothing stored ---------------
@@ -274,10 +274,10 @@ refused() {
 	rm -rf "$tmp/b"
 	cp -a "$tmp/base" "$tmp/b"
 	if "$collect" import --store "$tmp/b" "$@" "$file" >"$tmp/out" 2>&1; then
-		fail "$name: imported"
+		bad "$name: imported"
 		return
 	fi
-	grep -E -q "$re" "$tmp/out" || { fail "$name: message lacks $re"; cat "$tmp/out"; }
+	grep -E -q "$re" "$tmp/out" || { bad "$name: message lacks $re"; cat "$tmp/out"; }
 	"$collect" export --store "$tmp/b" --event inuse_space >"$tmp/b.folded"
 	same "$tmp/b.folded" "$tmp/base.folded" "$name: the store changed"
 }
@@ -304,5 +304,5 @@ printf 'just text\n' >"$tmp/no-header.txt"
 refused "legacy forced on other text" "$tmp/no-header.txt" 'no-header.txt:1: expected a legacy profile header' \
 	--format legacy
 
-echo "$n legacy import checks, $fails failed"
-[ "$fails" -eq 0 ]
+echo "$n legacy import checks, $failures failed"
+[ "$failures" -eq 0 ]

@@ -31,12 +31,6 @@ export_all() {
 }
 
 # check NAME CMD...: one check.
-check() {
-	local name=$1
-	shift
-	n=$((n + 1))
-	"$@" || fail "$name"
-}
 
 heap=$data/legacy/go-heap.txt
 t0=1764000000 # a minute boundary (divisible by 60)
@@ -51,7 +45,7 @@ printf 'app;main;other 3\n' >"$tmp/in/good.folded"
 # ---- a series of dumps becomes a time series ---------------------------------
 rm -rf "$tmp/one"
 "$collect" import --store "$tmp/one" "$tmp/in/dump.0.heap" >/dev/null 2>&1 ||
-	fail "one dump: import failed"
+	bad "one dump: import failed"
 export_all "$tmp/one" >"$tmp/one.folded"
 rm -rf "$tmp/s"
 check "three dumps in one command: exit 0" \
@@ -86,7 +80,7 @@ rm -rf "$tmp/s"
 n=$((n + 1))
 if "$collect" import --store "$tmp/s" "$tmp/in/good.folded" "$tmp/in/bad.heap" \
 	"$tmp/in/dump.0.heap" >"$tmp/out" 2>&1; then
-	fail "a bad file in the middle: exit 0"
+	bad "a bad file in the middle: exit 0"
 fi
 check "the bad file is named with its line" grep -q "bad.heap:3: expected a heap sample" "$tmp/out"
 check "the command says where it stopped" grep -q "stopped at .*bad.heap; 1 file(s) after it not read" "$tmp/out"
@@ -98,7 +92,7 @@ rm -rf "$tmp/s"
 n=$((n + 1))
 if "$collect" import --store "$tmp/s" --keep-going "$tmp/in/good.folded" "$tmp/in/bad.heap" \
 	"$tmp/in/nonexistent" "$tmp/in/dump.0.heap" >"$tmp/out" 2>&1; then
-	fail "--keep-going with bad files: exit 0"
+	bad "--keep-going with bad files: exit 0"
 fi
 check "--keep-going: a missing file is named" grep -q "nonexistent: No such file" "$tmp/out"
 check "--keep-going: the count of failures" grep -q "from 2 of 4 files into .*; 2 failed" "$tmp/out"
@@ -115,7 +109,7 @@ export_all "$tmp/s" >"$tmp/before"
 n=$((n + 1))
 if "$collect" import --store "$tmp/s" --one-batch "$tmp/in/dump.1.heap" "$tmp/in/good.folded" \
 	"$tmp/in/bad.heap" >"$tmp/out" 2>&1; then
-	fail "--one-batch with a bad file: exit 0"
+	bad "--one-batch with a bad file: exit 0"
 fi
 check "--one-batch: says nothing was imported" grep -q "nothing was imported" "$tmp/out"
 export_all "$tmp/s" >"$tmp/after"
@@ -154,7 +148,7 @@ done
 rm -rf "$tmp/m1" "$tmp/m2"
 check "40 files in one command" "$collect" import --store "$tmp/m1" "${files[@]}"
 for f in "${files[@]}"; do
-	"$collect" import --store "$tmp/m2" "$f" >/dev/null 2>&1 || fail "$f alone: import failed"
+	"$collect" import --store "$tmp/m2" "$f" >/dev/null 2>&1 || bad "$f alone: import failed"
 done
 export_all "$tmp/m1" >"$tmp/a"
 export_all "$tmp/m2" >"$tmp/b"
@@ -182,15 +176,15 @@ fi
 # ---- refused option combinations ---------------------------------------------
 n=$((n + 1))
 if "$collect" import --store "$tmp/x" --one-batch --keep-going "$tmp/in/good.folded" >"$tmp/out" 2>&1; then
-	fail "--one-batch --keep-going: accepted"
+	bad "--one-batch --keep-going: accepted"
 fi
-grep -q "exclude each other" "$tmp/out" || fail "--one-batch --keep-going: no reason given"
+grep -q "exclude each other" "$tmp/out" || bad "--one-batch --keep-going: no reason given"
 n=$((n + 1))
 if "$collect" import --store "$tmp/x" - - </dev/null >"$tmp/out" 2>&1; then
-	fail "stdin twice: accepted"
+	bad "stdin twice: accepted"
 fi
-grep -q "standard input (-) can be imported once" "$tmp/out" || fail "stdin twice: no reason given"
+grep -q "standard input (-) can be imported once" "$tmp/out" || bad "stdin twice: no reason given"
 check "no store is made by refused options" test ! -e "$tmp/x"
 
-echo "$n multi-file import checks, $fails failed"
-[ "$fails" -eq 0 ]
+echo "$n multi-file import checks, $failures failed"
+[ "$failures" -eq 0 ]

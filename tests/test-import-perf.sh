@@ -25,13 +25,13 @@ import_export() {
 	rm -rf "$tmp/store"
 	if ! "$collect" import --store "$tmp/store" --format perf "${iopts[@]}" \
 		"$fixture" >"$tmp/import.out" 2>&1; then
-		fail "$name: import failed"
+		bad "$name: import failed"
 		cat "$tmp/import.out"
 		return 1
 	fi
 	"$collect" export --store "$tmp/store" --format folded "${eopts[@]}" \
 		>"$tmp/$name.got" 2>"$tmp/export.err" ||
-		{ fail "$name: export failed"; cat "$tmp/export.err"; return 1; }
+		{ bad "$name: export failed"; cat "$tmp/export.err"; return 1; }
 }
 
 for fixture in "$data"/*.perf; do
@@ -40,9 +40,9 @@ for fixture in "$data"/*.perf; do
 	expected=$data/$base.folded.expected
 	n=$((n + 1))
 	perl "$ref" "$fixture" >"$tmp/$base.ref" ||
-		{ fail "$base: reference failed"; continue; }
+		{ bad "$base: reference failed"; continue; }
 	if [ ! -f "$expected" ]; then
-		fail "$base: missing $expected"
+		bad "$base: missing $expected"
 		continue
 	fi
 	same "$tmp/$base.ref" "$expected" "$base: reference output differs from committed expected"
@@ -54,7 +54,7 @@ two=$data/two-events.perf
 for ev in task-clock cpu-clock; do
 	n=$((n + 1))
 	perl "$ref" --event "$ev" "$two" >"$tmp/ref-$ev"
-	[ -s "$tmp/ref-$ev" ] || fail "reference for --event $ev is empty"
+	[ -s "$tmp/ref-$ev" ] || bad "reference for --event $ev is empty"
 	import_export "event-$ev" "$two" --event "$ev" &&
 		same "$tmp/event-$ev.got" "$tmp/ref-$ev" "--event $ev"
 done
@@ -69,7 +69,7 @@ if import_export parts-tree "$data/parts.perf"; then
 	grep -q '^2 series, 13 frames, 17 stack nodes$' "$tmp/stats" &&
 		awk '$1 == "app" && $6 == 7 { a = 1 } $1 == "java" && $6 == 1 { j = 1 }
 			END { exit !(a && j) }' "$tmp/stats" ||
-		{ fail "parts.perf: wrong stack tree"; cat "$tmp/stats"; }
+		{ bad "parts.perf: wrong stack tree"; cat "$tmp/stats"; }
 fi
 
 # --all-events: one series per event, each equal to its --event output.
@@ -80,7 +80,7 @@ for input in "$two" "$data/nocallchain.perf"; do
 	import_export "all-$name" "$input" --all-events || continue
 	for ev in task-clock cpu-clock:u; do
 		perl "$ref" --event "$ev" "$input" >"$tmp/ref-all-$ev"
-		[ -s "$tmp/ref-all-$ev" ] || fail "$name: reference for $ev is empty"
+		[ -s "$tmp/ref-all-$ev" ] || bad "$name: reference for $ev is empty"
 		"$collect" export --store "$tmp/store" --format folded --event "${ev%%:*}" \
 			>"$tmp/all-$ev.got" 2>&1
 		same "$tmp/all-$ev.got" "$tmp/ref-all-$ev" "$name: --all-events, event $ev"
@@ -88,7 +88,7 @@ for input in "$two" "$data/nocallchain.perf"; do
 	"$collect" stats --store "$tmp/store" >"$tmp/stats" 2>&1
 	grep -q ' task-clock ' "$tmp/stats" && grep -q ' cpu-clock ' "$tmp/stats" &&
 		! grep -q 'cpu-clock:' "$tmp/stats" ||
-		{ fail "$name: --all-events: stats lacks a series or keeps a modifier"; cat "$tmp/stats"; }
+		{ bad "$name: --all-events: stats lacks a series or keeps a modifier"; cat "$tmp/stats"; }
 done
 
 # cpu-clock in any spelling is pprof's cpu/nanoseconds (issue 16).
@@ -99,9 +99,9 @@ if command -v go >/dev/null; then
 		sed "s/ cpu-clock:u: / $ev: /" "$two" >"$tmp/spelled.perf"
 		"$collect" import --store "$tmp/store" --event "$ev" "$tmp/spelled.perf" >/dev/null 2>&1 &&
 			"$collect" export --store "$tmp/store" --format pprof -o "$tmp/spelled.pb.gz" ||
-			{ fail "$ev: import or pprof export failed"; continue; }
+			{ bad "$ev: import or pprof export failed"; continue; }
 		go tool pprof -raw "$tmp/spelled.pb.gz" 2>/dev/null | grep -q '^samples/count cpu/nanoseconds' ||
-			{ fail "$ev: pprof sample types are not samples/count cpu/nanoseconds"
+			{ bad "$ev: pprof sample types are not samples/count cpu/nanoseconds"
 			  go tool pprof -raw "$tmp/spelled.pb.gz" 2>&1 | head -5; }
 	done
 fi
@@ -124,17 +124,17 @@ for fixture in "$lay"/*.perf; do
 		rm -rf "$tmp/auto"
 		"$collect" import --store "$tmp/auto" "$f" >"$tmp/auto.out" 2>&1 &&
 			grep -q 'of perf)' "$tmp/auto.out" ||
-			{ fail "$name: not detected as perf script"; cat "$tmp/auto.out"; continue; }
+			{ bad "$name: not detected as perf script"; cat "$tmp/auto.out"; continue; }
 		"$collect" export --store "$tmp/auto" --format folded >"$tmp/$name.auto" 2>&1
 		import_export "$name" "$f" || continue
 		same "$tmp/$name.auto" "$tmp/$name.got" "$name: detected, export differs from --format perf's"
-		[ -s "$tmp/$name.got" ] || fail "$name: nothing imported"
+		[ -s "$tmp/$name.got" ] || bad "$name: nothing imported"
 	done
 	n=$((n + 1))
 	same "$tmp/$base-flush.got" "$tmp/$base.got" "$base: flush left, export differs from indented"
 	case $base in
 	g-* | nog-1 | nog-2 | nog-5)
-		perl "$ref" "$fixture" >"$tmp/$base.ref" || fail "$base: reference failed"
+		perl "$ref" "$fixture" >"$tmp/$base.ref" || bad "$base: reference failed"
 		same "$tmp/$base.got" "$tmp/$base.ref" "$base: export differs from the reference" ;;
 	nog-3) same "$tmp/$base.got" "$tmp/nog-1.got" "$base: export differs from nog-1's" ;;
 	*)
@@ -142,7 +142,7 @@ for fixture in "$lay"/*.perf; do
 		stacks "$tmp/nog-1.got" >"$tmp/nog-1.stacks"
 		same "$tmp/$base.stacks" "$tmp/nog-1.stacks" "$base: stacks differ from nog-1's"
 		got=$(awk '{ s += $NF } END { print s }' "$tmp/$base.got")
-		[ "$got" = "$(grep -c . "$fixture")" ] || fail "$base: $got samples, expected one a line" ;;
+		[ "$got" = "$(grep -c . "$fixture")" ] || bad "$base: $got samples, expected one a line" ;;
 	esac
 done
 
@@ -154,8 +154,8 @@ for fixture in "$data"/spell-*.perf; do
 	want=$(grep -c -E '^ *loop ' "$fixture")
 	import_export "$base-count" "$fixture" || continue
 	got=$("$collect" stats --store "$tmp/store" | awk 'NR > 1 && NF == 9 { s += $4 } END { print s }')
-	[ "$got" = "$want" ] || fail "$base: $got samples kept of $want"
-	grep -q 'kept only' "$tmp/import.out" && fail "$base: samples of another spelling were skipped"
+	[ "$got" = "$want" ] || bad "$base: $got samples kept of $want"
+	grep -q 'kept only' "$tmp/import.out" && bad "$base: samples of another spelling were skipped"
 done
 
 # --binary: every process lands in one series named by the option.
@@ -169,11 +169,11 @@ n=$((n + 1))
 rm -rf "$tmp/store"
 if "$collect" import --store "$tmp/store" --format perf - <"$two" >"$tmp/stdin.out" 2>&1; then
 	grep -q 'kept only event cpu-clock (in every spelling)' "$tmp/stdin.out" ||
-		{ fail "stdin: no filtering notice"; cat "$tmp/stdin.out"; }
+		{ bad "stdin: no filtering notice"; cat "$tmp/stdin.out"; }
 	"$collect" export --store "$tmp/store" --format folded >"$tmp/stdin.got" 2>&1
 	same "$tmp/stdin.got" "$data/two-events.folded.expected" "stdin import"
 else
-	fail "stdin import failed"
+	bad "stdin import failed"
 	cat "$tmp/stdin.out"
 fi
 
@@ -181,5 +181,5 @@ fi
 # earlier good import put there.
 bad_inputs perf "$data/loop.perf" "$data/loop.folded.expected" "$data"/bad-*.perf
 
-echo "$n perf import checks, $fails failed"
-[ "$fails" -eq 0 ]
+echo "$n perf import checks, $failures failed"
+[ "$failures" -eq 0 ]

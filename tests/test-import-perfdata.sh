@@ -42,7 +42,7 @@ rec() {
 	shift
 	perf record -q -F 1999 "$@" -o "$tmp/$name.data" -- "$tmp/bin/gperf-target" 150 \
 		>/dev/null 2>"$tmp/$name.rec.err" ||
-		{ fail "$name: perf record failed: $(head -2 "$tmp/$name.rec.err")"; return 1; }
+		{ bad "$name: perf record failed: $(head -2 "$tmp/$name.rec.err")"; return 1; }
 }
 
 # imp NAME [IMPORT OPTIONS...]: imports $tmp/NAME.data into a fresh store
@@ -56,8 +56,8 @@ imp() {
 	eopts=("$@")
 	rm -rf "$tmp/s"
 	"$collect" import --store "$tmp/s" "${iopts[@]}" "$tmp/$name.data" >"$tmp/$name.out" 2>&1 ||
-		{ fail "$name: import failed: $(head -3 "$tmp/$name.out")"; return 1; }
-	grep -q 'of perf.data)' "$tmp/$name.out" || fail "$name: not detected as perf.data"
+		{ bad "$name: import failed: $(head -3 "$tmp/$name.out")"; return 1; }
+	grep -q 'of perf.data)' "$tmp/$name.out" || bad "$name: not detected as perf.data"
 	"$collect" export --store "$tmp/s" "${eopts[@]}" >"$tmp/$name.got" 2>&1
 }
 
@@ -76,7 +76,7 @@ for mode in g nog; do
 	if [ $mode = g ]; then rec $mode -e $ev -g || continue; else rec $mode -e $ev || continue; fi
 	imp $mode || continue
 	perf script -i "$tmp/$mode.data" 2>/dev/null | refc >"$tmp/$mode.ref"
-	[ -s "$tmp/$mode.ref" ] || { fail "$mode: perf script gave no samples"; continue; }
+	[ -s "$tmp/$mode.ref" ] || { bad "$mode: perf script gave no samples"; continue; }
 	same "$tmp/$mode.got" "$tmp/$mode.ref" "$mode: import differs from perf script | stackcollapse"
 done
 
@@ -85,7 +85,7 @@ n=$((n + 1))
 if [ -s "$tmp/g.got" ]; then
 	awk '/;main;work_a;burn / { a += $NF } /;main;work_b;work_c;burn / { c += $NF }
 		END { s = a / (a + c); exit !(a > 0 && s > 0.68 && s < 0.82) }' "$tmp/g.got" ||
-		{ fail "g: work_a/work_c shares are not 3:1"; grep -E 'work_[ac]' "$tmp/g.got" | head; }
+		{ bad "g: work_a/work_c shares are not 3:1"; grep -E 'work_[ac]' "$tmp/g.got" | head; }
 fi
 
 # with the kernel: at least 95% of the weight on stacks identical to perf's
@@ -95,7 +95,7 @@ if rec kernel -e cpu-clock -g && imp kernel; then
 	awk 'NR == FNR { r[substr($0, 1, length($0) - length($NF) - 1)] = $NF; t += $NF; next }
 		{ k = substr($0, 1, length($0) - length($NF) - 1); if (k in r) s += ($NF < r[k] ? $NF : r[k]) }
 		END { exit !(t > 0 && s / t >= 0.95) }' "$tmp/kernel.ref" "$tmp/kernel.got" ||
-		{ fail "kernel: less than 95% of the weight on perf's stacks"; diff "$tmp/kernel.ref" "$tmp/kernel.got" | head -20; }
+		{ bad "kernel: less than 95% of the weight on perf's stacks"; diff "$tmp/kernel.ref" "$tmp/kernel.got" | head -20; }
 fi
 
 # --call-graph dwarf: unwound from the stack copies; the stacks of the
@@ -110,19 +110,19 @@ if rec dwarf -e $ev --call-graph dwarf && imp dwarf; then
 	perf script -i "$tmp/dwarf.data" 2>/dev/null | refc >"$tmp/dwarf.ref"
 	below_main "$tmp/dwarf.got" >"$tmp/dwarf.got.main"
 	below_main "$tmp/dwarf.ref" >"$tmp/dwarf.ref.main"
-	[ -s "$tmp/dwarf.ref.main" ] || fail "dwarf: perf script unwound nothing to main"
+	[ -s "$tmp/dwarf.ref.main" ] || bad "dwarf: perf script unwound nothing to main"
 	same "$tmp/dwarf.got.main" "$tmp/dwarf.ref.main" "dwarf: stacks below main differ from perf's"
 	grep -q ';main;work_b;work_c;burn ' "$tmp/dwarf.got" ||
-		fail "dwarf: no unwound stack main;work_b;work_c;burn"
+		bad "dwarf: no unwound stack main;work_b;work_c;burn"
 fi
 
 # two events: the first only by default (with a notice), --event, --all-events
 n=$((n + 1))
 if rec two -e cpu-clock:u -e task-clock:u -g; then
 	if imp two; then
-		grep -q 'kept only event cpu-clock' "$tmp/two.out" || fail "two: no notice of the event kept"
+		grep -q 'kept only event cpu-clock' "$tmp/two.out" || bad "two: no notice of the event kept"
 		perf script -i "$tmp/two.data" 2>/dev/null | refc --event cpu-clock >"$tmp/two.ref"
-		[ -s "$tmp/two.ref" ] || fail "two: perf script has no cpu-clock samples"
+		[ -s "$tmp/two.ref" ] || bad "two: perf script has no cpu-clock samples"
 		same "$tmp/two.got" "$tmp/two.ref" "two events, default: differs from perf's cpu-clock"
 	fi
 	n=$((n + 1))
@@ -135,7 +135,7 @@ if rec two -e cpu-clock:u -e task-clock:u -g; then
 		same "$tmp/two.got" "$tmp/two-t.ref" "--all-events, task-clock series"
 		"$collect" stats --store "$tmp/s" >"$tmp/stats"
 		grep -q ' cpu-clock ' "$tmp/stats" && grep -q ' task-clock ' "$tmp/stats" ||
-			{ fail "--all-events: a series is missing"; cat "$tmp/stats"; }
+			{ bad "--all-events: a series is missing"; cat "$tmp/stats"; }
 	fi
 fi
 
@@ -147,11 +147,11 @@ if rec clock -e $ev -g -k CLOCK_MONOTONIC && imp clock; then
 	perf script -i "$tmp/clock.data" 2>/dev/null | refc >"$tmp/clock.ref"
 	same "$tmp/clock.got" "$tmp/clock.ref" "clock: import differs from perf script"
 	"$collect" prune --store "$tmp/s" --older-than 1m --dry-run >"$tmp/prune" 2>&1
-	! grep -q 'left alone' "$tmp/prune" || { fail "clock: samples not on the wall clock"; cat "$tmp/prune"; }
+	! grep -q 'left alone' "$tmp/prune" || { bad "clock: samples not on the wall clock"; cat "$tmp/prune"; }
 	n=$((n + 1))
 	imp nog && "$collect" prune --store "$tmp/s" --older-than 1m --dry-run >"$tmp/prune" 2>&1
 	grep -q 'left alone: 1 series on perf' "$tmp/prune" ||
-		{ fail "nog: samples not on perf's clock"; cat "$tmp/prune"; }
+		{ bad "nog: samples not on perf's clock"; cat "$tmp/prune"; }
 fi
 
 # pipe mode (perf record -o -): attrs as records, no feature sections
@@ -172,12 +172,12 @@ if [ -s "$tmp/g.data" ] && ls "$HOME"/.debug/.build-id/*/*/elf >/dev/null 2>&1; 
 	mv "$HOME/.debug" "$HOME/debug.moved"
 	if imp g; then
 		grep -q '\[gperf-target\]' "$tmp/g.got" && ! grep -q ';work_a;' "$tmp/g.got" ||
-			fail "no executable, no cache: expected [gperf-target] frames"
+			bad "no executable, no cache: expected [gperf-target] frames"
 	fi
 	mv "$HOME/debug.moved" "$HOME/.debug"
 	mv "$tmp/gperf-target.moved" "$tmp/bin/gperf-target"
 else
-	fail "perf record left no build-id cache in $HOME/.debug"
+	bad "perf record left no build-id cache in $HOME/.debug"
 fi
 
 # JIT code named by /tmp/perf-PID.map, as perf script names it (x86_64).
@@ -201,10 +201,10 @@ if [ -x "$jit" ] && [ "$(uname -m)" = x86_64 ]; then
 			fold_plt0 "$tmp/jit.got" | awk '{ v = $NF; $NF = ""; w[$0] += v } END { for (k in w) print k w[k] }' | sort >"$tmp/jit.got.f"
 			same "$tmp/jit.got.f" "$tmp/jit.ref.f" "jit: import differs from perf script"
 			grep -q '^jit-target;jitted_spin ' "$tmp/jit.got" ||
-				{ fail "jit: no samples named jitted_spin"; head -5 "$tmp/jit.got"; }
+				{ bad "jit: no samples named jitted_spin"; head -5 "$tmp/jit.got"; }
 		fi
 	else
-		fail "jit: perf record failed"
+		bad "jit: perf record failed"
 	fi
 	rm -f "$(cat "$tmp/jit.map" 2>/dev/null)"
 fi
@@ -222,11 +222,11 @@ if [ -s "$tmp/g.data" ]; then
 		rm -rf "$tmp/b"
 		cp -a "$tmp/base" "$tmp/b"
 		if "$collect" import --store "$tmp/b" --format perf.data "$tmp/cut-$cut.data" >"$tmp/out" 2>&1; then
-			fail "perf.data cut at $cut: imported"
+			bad "perf.data cut at $cut: imported"
 			continue
 		fi
 		grep -E -q "cut-$cut.data: offset [0-9]+: (expected|the data section|feature)" "$tmp/out" ||
-			{ fail "perf.data cut at $cut: message lacks the offset"; cat "$tmp/out"; }
+			{ bad "perf.data cut at $cut: message lacks the offset"; cat "$tmp/out"; }
 		"$collect" export --store "$tmp/b" >"$tmp/b.folded"
 		same "$tmp/b.folded" "$tmp/base.folded" "perf.data cut at $cut: the store changed"
 	done
@@ -235,10 +235,10 @@ if [ -s "$tmp/g.data" ]; then
 	cp "$tmp/g.data" "$tmp/badsize.data"
 	printf '\x04\x00' | dd of="$tmp/badsize.data" bs=1 seek=$((dstart + 6)) conv=notrunc 2>/dev/null
 	"$collect" import --store "$tmp/b" "$tmp/badsize.data" >"$tmp/out" 2>&1 &&
-		fail "a record of 4 bytes: imported"
+		bad "a record of 4 bytes: imported"
 	grep -q "badsize.data: offset $dstart: expected a record of" "$tmp/out" ||
-		{ fail "bad record size: message"; cat "$tmp/out"; }
+		{ bad "bad record size: message"; cat "$tmp/out"; }
 fi
 
-echo "$n perf.data checks, $fails failed"
-[ "$fails" -eq 0 ]
+echo "$n perf.data checks, $failures failed"
+[ "$failures" -eq 0 ]

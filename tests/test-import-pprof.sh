@@ -9,7 +9,6 @@
 #   usage: tests/test-import-pprof.sh BUILD_DIR     (exit 0 pass, 1 fail)
 . "$(dirname "$0")/lib-import.sh"
 data=$here/data/pprof
-pass() { echo "ok: $*"; }
 
 # import NAME FILE [ARGS...]: imports FILE into a new store $tmp/NAME.
 import() {
@@ -18,7 +17,7 @@ import() {
 	rm -rf "$tmp/$name"
 	if ! "$collect" import --store "$tmp/$name" "$@" "$file" \
 		>"$tmp/$name.out" 2>"$tmp/$name.err"; then
-		fail "import $file: $(cat "$tmp/$name.err")"
+		bad "import $file: $(cat "$tmp/$name.err")"
 		return 1
 	fi
 }
@@ -26,9 +25,9 @@ import() {
 # expect_same WHAT EXPECTED ACTUAL
 expect_same() {
 	if diff -u "$2" "$3" >"$tmp/diff"; then
-		pass "$1"
+		ok "$1"
 	else
-		fail "$1"
+		bad "$1"
 		cat "$tmp/diff"
 	fi
 }
@@ -42,7 +41,7 @@ export_folded() {
 # ---- the Go CPU profile ----------------------------------------------------
 if import go "$data/cpu.pb.gz"; then
 	for ev in cpu samples; do
-		export_folded go --event "$ev" >"$tmp/go.$ev" || fail "export go $ev"
+		export_folded go --event "$ev" >"$tmp/go.$ev" || bad "export go $ev"
 		expect_same "cpu.pb.gz --event $ev" "$data/cpu.$ev.folded.expected" "$tmp/go.$ev"
 	done
 	# The series is named after the first mapping (burn), version default.
@@ -52,16 +51,16 @@ if import go "$data/cpu.pb.gz"; then
 	ratio=$(awk '/;main\.hot;/ { h += $NF } /;main\.cold;/ { c += $NF }
 		END { if (c > 0) printf "%.2f", h / c; else print 0 }' "$tmp/go.cpu")
 	if awk -v r="$ratio" 'BEGIN { exit !(r >= 2 && r <= 5) }'; then
-		pass "main.hot / main.cold = $ratio"
+		ok "main.hot / main.cold = $ratio"
 	else
-		fail "main.hot / main.cold = $ratio, expected about 3"
+		bad "main.hot / main.cold = $ratio, expected about 3"
 	fi
 fi
 
 # ---- the hand-made profile: inline lines, two mappings, no-line locations --
 if import inl "$data/inline.pb"; then
 	for ev in cpu samples; do
-		export_folded inl --event "$ev" >"$tmp/inl.$ev" || fail "export inline $ev"
+		export_folded inl --event "$ev" >"$tmp/inl.$ev" || bad "export inline $ev"
 		expect_same "inline.pb --event $ev" "$data/inline.$ev.folded.expected" "$tmp/inl.$ev"
 	done
 	# samples = the samples/count value; zero values are not counted, so
@@ -71,9 +70,9 @@ if import inl "$data/inline.pb"; then
 	got=$("$collect" stats --store "$tmp/inl" 2>/dev/null |
 		awk '$1 == "demo" && $3 == "cpu" { print $4 }')
 	if [ "$got" = "$want" ]; then
-		pass "inline.pb cpu series has $got samples"
+		ok "inline.pb cpu series has $got samples"
 	else
-		fail "inline.pb cpu series has \"$got\" samples, expected $want"
+		bad "inline.pb cpu series has \"$got\" samples, expected $want"
 	fi
 	# Version: the first mapping's build id, first 12 hex digits, lower case.
 	export_folded inl --binary demo --version 0123456789ab --event cpu >"$tmp/inl.named" 2>&1
@@ -105,7 +104,7 @@ if command -v go >/dev/null && command -v python3 >/dev/null; then
 				python3 "$data/raw2folded.py" "$ev" <"$tmp/raw" >"$tmp/live"; then
 				expect_same "$file --event $ev vs live go tool pprof -raw" "$tmp/live" "$tmp/$name.$ev"
 			else
-				fail "go tool pprof -raw $file: $(cat "$tmp/raw.err")"
+				bad "go tool pprof -raw $file: $(cat "$tmp/raw.err")"
 			fi
 		done
 	done
@@ -123,9 +122,9 @@ while read -r file names; do
 	got=$("$collect" stats --store "$tmp/blank" | awk 'NR > 1 && NF == 9 { print $3 }' | sort | tr '\n' ' ')
 	want=$(printf '%s\n' $names | sort | tr '\n' ' ')
 	if [ "$got" = "$want" ]; then
-		pass "$file: series $got"
+		ok "$file: series $got"
 	else
-		fail "$file: series \"$got\", expected \"$want\""
+		bad "$file: series \"$got\", expected \"$want\""
 	fi
 	command -v go >/dev/null || continue
 	# the column sums of go tool pprof -raw, by position
@@ -140,9 +139,9 @@ while read -r file names; do
 		want=$(sed -n "${i}p" "$tmp/blank.sums")
 		got=$("$collect" stats --store "$tmp/blank" | awk -v e="$name" 'NR > 1 && NF == 9 && $3 == e { print $5 }')
 		if [ -n "$want" ] && [ "$got" = "$want" ]; then
-			pass "$file: $name total $got"
+			ok "$file: $name total $got"
 		else
-			fail "$file: $name total \"$got\", go tool pprof -raw says \"$want\""
+			bad "$file: $name total \"$got\", go tool pprof -raw says \"$want\""
 		fi
 	done
 done <<'EOF'
@@ -159,21 +158,21 @@ while read -r file want; do
 	rm -rf "$tmp/bad"
 	if "$collect" import --store "$tmp/bad" --format pprof "$data/$file" \
 		>"$tmp/bad.out" 2>"$tmp/bad.err"; then
-		fail "$file was accepted"
+		bad "$file was accepted"
 		continue
 	fi
 	msg=$(cat "$tmp/bad.err")
 	if ! grep -qF "$data/$file" "$tmp/bad.err"; then
-		fail "$file: message does not name the file: $msg"
+		bad "$file: message does not name the file: $msg"
 	elif ! grep -qF "expected" "$tmp/bad.err" || ! grep -qF "$want" "$tmp/bad.err"; then
-		fail "$file: message lacks \"expected\" or \"$want\": $msg"
+		bad "$file: message lacks \"expected\" or \"$want\": $msg"
 	else
-		pass "$file refused: $(head -n 1 "$tmp/bad.err")"
+		ok "$file refused: $(head -n 1 "$tmp/bad.err")"
 	fi
 	if [ -d "$tmp/bad" ]; then
 		"$collect" export --store "$tmp/bad" --format folded >"$tmp/bad.export" 2>&1
 		if [ -s "$tmp/bad.export" ]; then
-			fail "$file: the store is not empty after a refused import"
+			bad "$file: the store is not empty after a refused import"
 			cat "$tmp/bad.export"
 		fi
 	fi
@@ -189,8 +188,8 @@ bad-string-index.pb string index 500
 bad-value-count.pb one per sample type
 EOF
 
-if [ "$fails" -gt 0 ]; then
-	echo "$fails check(s) failed"
+if [ "$failures" -gt 0 ]; then
+	echo "$failures check(s) failed"
 	exit 1
 fi
 echo "all pprof import checks passed"

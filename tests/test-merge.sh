@@ -31,17 +31,11 @@ exp() {
 	"$collect" export --store "$st" "$@" 2>/dev/null | sort
 }
 
-check() {
-	local name=$1
-	shift
-	n=$((n + 1))
-	"$@" || fail "$name"
-}
 
 t0=1700000000
 imp() { # STORE TIME FILE [OPTIONS]
 	"$collect" import --store "$1" --time "$2" "${@:4}" "$3" >/dev/null 2>"$tmp/imp.err" ||
-		{ fail "import $3 into $1"; cat "$tmp/imp.err"; }
+		{ bad "import $3 into $1"; cat "$tmp/imp.err"; }
 }
 imp "$tmp/a" $t0 "$data/folded/basic.folded"
 imp "$tmp/a" $((t0 + 120)) "$data/folded/comments.folded"
@@ -50,7 +44,7 @@ imp "$tmp/b" $((t0 + 600)) "$data/folded/basic.folded" --binary other
 
 out=$("$collect" merge --store "$tmp/c" "$tmp/a" "$tmp/b" 2>&1)
 check "merge a b into a new store" [ $? = 0 ]
-grep -q "merged .*/a -> .*/c: [1-9][0-9]* buckets of [1-9][0-9]* series" <<<"$out" || fail "merge a report: $out"
+grep -q "merged .*/a -> .*/c: [1-9][0-9]* buckets of [1-9][0-9]* series" <<<"$out" || bad "merge a report: $out"
 exp "$tmp/a" >"$tmp/a.txt"
 exp "$tmp/b" >"$tmp/b.txt"
 folded_sum "$tmp/a.txt" "$tmp/b.txt" >"$tmp/ab.txt"
@@ -72,16 +66,16 @@ done
 # Again, unchanged: nothing new, nothing changes.
 out=$("$collect" merge --store "$tmp/c" "$tmp/a" 2>&1)
 check "merge unchanged again succeeds" [ $? = 0 ]
-grep -q "nothing new" <<<"$out" || fail "unchanged source not reported as nothing new: $out"
+grep -q "nothing new" <<<"$out" || bad "unchanged source not reported as nothing new: $out"
 exp "$tmp/c" >"$tmp/c2.txt"
 same "$tmp/c2.txt" "$tmp/c.txt" "merging an unchanged store again changed the destination"
 
 # Changed since: refused, destination untouched.
 imp "$tmp/a" $((t0 + 180)) "$data/folded/basic.folded"
 if "$collect" merge --store "$tmp/c" "$tmp/a" >"$tmp/err" 2>&1; then
-	fail "merging a changed store into a directory again was accepted"
+	bad "merging a changed store into a directory again was accepted"
 fi
-grep -q "has changed since" "$tmp/err" || { fail "refusal message"; cat "$tmp/err"; }
+grep -q "has changed since" "$tmp/err" || { bad "refusal message"; cat "$tmp/err"; }
 exp "$tmp/c" >"$tmp/c3.txt"
 same "$tmp/c3.txt" "$tmp/c.txt" "a refused merge changed the destination"
 
@@ -90,30 +84,30 @@ same "$tmp/c3.txt" "$tmp/c.txt" "a refused merge changed the destination"
 # first again).
 out=$("$collect" merge --store "$tmp/d" --buckets-per-commit 1 "$tmp/b" 2>&1)
 nb=$(sed -n 's/.*: \([0-9]*\) buckets of .*/\1/p' <<<"$out")
-[ "${nb:-0}" -ge 2 ] && grep -q "in 1 transaction$" <<<"$out" || fail "--buckets-per-commit 1 into a directory: $out"
+[ "${nb:-0}" -ge 2 ] && grep -q "in 1 transaction$" <<<"$out" || bad "--buckets-per-commit 1 into a directory: $out"
 exp "$tmp/d" >"$tmp/d.txt"
 same "$tmp/d.txt" "$tmp/b.txt" "merge with --buckets-per-commit = the source"
 
 # By content, across stores whose ids differ: a and b merged separately
 # into e and f, then e and f into g, equals c.
-"$collect" merge --store "$tmp/e" "$tmp/b" >/dev/null 2>&1 || fail "merge b into e"
-"$collect" merge --store "$tmp/f" "$tmp/c" >/dev/null 2>&1 || fail "merge c into f"
-"$collect" merge --store "$tmp/g" "$tmp/e" "$tmp/f" >/dev/null 2>&1 || fail "merge e f into g"
+"$collect" merge --store "$tmp/e" "$tmp/b" >/dev/null 2>&1 || bad "merge b into e"
+"$collect" merge --store "$tmp/f" "$tmp/c" >/dev/null 2>&1 || bad "merge c into f"
+"$collect" merge --store "$tmp/g" "$tmp/e" "$tmp/f" >/dev/null 2>&1 || bad "merge e f into g"
 folded_sum "$tmp/b.txt" "$tmp/c.txt" >"$tmp/g.want"
 exp "$tmp/g" >"$tmp/g.txt"
 same "$tmp/g.txt" "$tmp/g.want" "chained merges by content"
 
 # Refusals.
-"$collect" merge --store "$tmp/a" "$tmp/a" >"$tmp/err" 2>&1 && fail "a store merged into itself"
-grep -q "are the same store" "$tmp/err" || { fail "self-merge message"; cat "$tmp/err"; }
-"$collect" merge --store "$tmp/c" "$tmp/nonesuch" >"$tmp/err" 2>&1 && fail "missing source accepted"
-grep -q "nonesuch" "$tmp/err" || { fail "missing source not named"; cat "$tmp/err"; }
-"$collect" push --store "$tmp/a" --to "$tmp/c" >"$tmp/err" 2>&1 && fail "push into a directory accepted"
-grep -q "expected a database" "$tmp/err" || { fail "push --to DIR message"; cat "$tmp/err"; }
+"$collect" merge --store "$tmp/a" "$tmp/a" >"$tmp/err" 2>&1 && bad "a store merged into itself"
+grep -q "are the same store" "$tmp/err" || { bad "self-merge message"; cat "$tmp/err"; }
+"$collect" merge --store "$tmp/c" "$tmp/nonesuch" >"$tmp/err" 2>&1 && bad "missing source accepted"
+grep -q "nonesuch" "$tmp/err" || { bad "missing source not named"; cat "$tmp/err"; }
+"$collect" push --store "$tmp/a" --to "$tmp/c" >"$tmp/err" 2>&1 && bad "push into a directory accepted"
+grep -q "expected a database" "$tmp/err" || { bad "push --to DIR message"; cat "$tmp/err"; }
 "$collect" merge --store "$tmp/c" >"$tmp/err" 2>&1
 check "merge without a source is a usage error (2)" [ $? = 2 ]
 "$collect" push --store "$tmp/a" >"$tmp/err" 2>&1
 check "push without --to is a usage error (2)" [ $? = 2 ]
 
-echo "$n checks, $fails failed"
-[ "$fails" = 0 ]
+echo "$n checks, $failures failed"
+[ "$failures" = 0 ]

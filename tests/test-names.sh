@@ -55,19 +55,19 @@ check() {
 	shift 2
 	names "$store" >"$tmp/$src.names"
 	n=$((n + 1))
-	[ -s "$tmp/$src.names" ] || { fail "$src: no frames"; return; }
+	[ -s "$tmp/$src.names" ] || { bad "$src: no frames"; return; }
 	grep -E '^(main|work_[abc]|burn|site_[xy])$|libc_start|^(main|work_[abc]|burn|site_[xy])[@.]' \
 		"$tmp/$src.names" >"$tmp/$src.known"
 	printf '%s\n' $allowed | sort >"$tmp/allowed"
 	printf '%s\n' "$@" | sort -u >"$tmp/$src.must"
 	comm -23 "$tmp/$src.must" "$tmp/$src.known" >"$tmp/$src.missing"
-	[ -s "$tmp/$src.missing" ] && fail "$src: missing $(tr '\n' ' ' <"$tmp/$src.missing")"
+	[ -s "$tmp/$src.missing" ] && bad "$src: missing $(tr '\n' ' ' <"$tmp/$src.missing")"
 	n=$((n + 1))
 	comm -23 "$tmp/$src.known" "$tmp/allowed" >"$tmp/$src.other"
-	[ -s "$tmp/$src.other" ] && fail "$src: other names of known functions: $(tr '\n' ' ' <"$tmp/$src.other")"
+	[ -s "$tmp/$src.other" ] && bad "$src: other names of known functions: $(tr '\n' ' ' <"$tmp/$src.other")"
 	n=$((n + 1))
 	if grep -E '@@|@[A-Za-z0-9_.]+$' "$tmp/$src.names" | grep -v -E '@plt$' >"$tmp/$src.ver"; then
-		fail "$src: names with a symbol version: $(head -3 "$tmp/$src.ver" | tr '\n' ' ')"
+		bad "$src: names with a symbol version: $(head -3 "$tmp/$src.ver" | tr '\n' ' ')"
 	fi
 	ran=$((ran + 1))
 }
@@ -84,10 +84,10 @@ fi
 # ---- perf record -g: perf.data, and its perf script text ----
 if command -v perf >/dev/null &&
 	perf record -q -F 1999 -e cpu-clock:u -g -o "$tmp/g.data" -- "$tmp/bin/gperf-target" 150 >/dev/null 2>&1; then
-	"$collect" import --store "$tmp/pd" "$tmp/g.data" >/dev/null 2>&1 || fail "perf.data: import failed"
+	"$collect" import --store "$tmp/pd" "$tmp/g.data" >/dev/null 2>&1 || bad "perf.data: import failed"
 	check perf.data "$tmp/pd" "${cpu_names[@]}"
 	perf script -i "$tmp/g.data" >"$tmp/g.txt" 2>/dev/null
-	"$collect" import --store "$tmp/pt" "$tmp/g.txt" >/dev/null 2>&1 || fail "perf script: import failed"
+	"$collect" import --store "$tmp/pt" "$tmp/g.txt" >/dev/null 2>&1 || bad "perf script: import failed"
 	check perf-script "$tmp/pt" "${cpu_names[@]}"
 else
 	echo "SKIP - perf: not installed or cannot record"
@@ -98,16 +98,16 @@ libdir=$(dirname "$(ls /usr/lib/*/libprofiler.so.0 /usr/lib/libprofiler.so.0 2>/
 if [ -n "$libdir" ] && [ -e "$libdir/libprofiler.so.0" ] && [ -e "$libdir/libtcmalloc.so.4" ]; then
 	CPUPROFILE=$tmp/cpu.prof CPUPROFILE_FREQUENCY=250 LD_PRELOAD=$libdir/libprofiler.so.0 \
 		"$tmp/bin/gperf-target" 150 >/dev/null 2>&1
-	"$collect" import --store "$tmp/gc" "$tmp/cpu.prof" >/dev/null 2>&1 || fail "gperftools CPU: import failed"
+	"$collect" import --store "$tmp/gc" "$tmp/cpu.prof" >/dev/null 2>&1 || bad "gperftools CPU: import failed"
 	check gperftools-cpu "$tmp/gc" "${cpu_names[@]}" __libc_start_main
 	HEAPPROFILE=$tmp/heap LD_PRELOAD=$libdir/libtcmalloc.so.4 "$tmp/bin/gperf-target" 1 >/dev/null 2>&1
 	heap=$(ls "$tmp"/heap.*.heap 2>/dev/null | tail -1)
-	"$collect" import --store "$tmp/gh" "$heap" >/dev/null 2>&1 || fail "gperftools heap: import failed"
+	"$collect" import --store "$tmp/gh" "$heap" >/dev/null 2>&1 || bad "gperftools heap: import failed"
 	check gperftools-heap "$tmp/gh" main site_x site_y __libc_start_call_main __libc_start_main
 else
 	echo "SKIP - gperftools: libprofiler.so.0 or libtcmalloc.so.4 not installed"
 fi
 
 [ "$ran" -gt 0 ] || { echo "SKIP: no profiler could run here"; exit 77; }
-echo "$n name checks over $ran sources, $fails failed"
-[ "$fails" -eq 0 ]
+echo "$n name checks over $ran sources, $failures failed"
+[ "$failures" -eq 0 ]

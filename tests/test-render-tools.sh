@@ -28,19 +28,12 @@ if [ -n "$missing" ]; then
 	exit 77
 fi
 
-ok() { n=$((n + 1)); echo "ok   - $*"; }
-check() {
-	local what=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then echo "ok   - $what"; else fail "$what"; fi
-}
 export_() { "$collect" export --store "$tmp/store" "$@"; }
 
 "$collect" import --store "$tmp/store" --format perf "$here/data/perf/loop.perf" >/dev/null 2>&1 ||
-	fail "import loop.perf"
+	bad "import loop.perf"
 "$collect" import --store "$tmp/store" --format perf "$here/data/perf/system.perf" >/dev/null 2>&1 ||
-	fail "import system.perf"
+	bad "import system.perf"
 
 # ---- callgrind_annotate ---------------------------------------------------------------------
 # annotate FILE yes|no: "COST NAME" per function, as callgrind_annotate prints them.
@@ -57,7 +50,7 @@ annotate() {
 for sel in "--binary loop" "--binary loop --callers spin" ""; do
 	what="callgrind of ${sel:-the whole store}"
 	# shellcheck disable=SC2086
-	export_ $sel --format callgrind -o "$tmp/cg" || fail "$what: export"
+	export_ $sel --format callgrind -o "$tmp/cg" || bad "$what: export"
 	# shellcheck disable=SC2086
 	if [ -z "$sel" ] || [ "${sel#*callers}" = "$sel" ]; then
 		export_ $sel --functions >"$tmp/functions"
@@ -94,7 +87,7 @@ check "recursive recurse: inclusive $recurse_incl = total $recurse_total" \
 printf 'main;a<b>&"c" 5\nmain;ctl\001x 3\nmain;bad\377\376 2\nmain;caf\303\251 1\nmain;]]>x 1\n' \
 	>"$tmp/weird.folded"
 "$collect" import --store "$tmp/store" --format folded --binary weird --version 1 \
-	"$tmp/weird.folded" >/dev/null 2>&1 || fail "import weird names"
+	"$tmp/weird.folded" >/dev/null 2>&1 || bad "import weird names"
 printf 'main;a;f;f;g 10\nmain;a;f;h 5\nmain;b;f 7\nmain;b 3\nmain;c;g;f;g 2\n' >"$tmp/v1.folded"
 printf 'main;a;f;f;g 20\nmain;a;f;h 5\nmain;b;f 7\nmain;b 3\nmain;d 9\n' >"$tmp/v2.folded"
 "$collect" import --store "$tmp/store" --binary app --version 1 "$tmp/v1.folded" >/dev/null 2>&1
@@ -104,7 +97,7 @@ for sel in "--binary loop" "" "--binary weird" "--binary app --version 2 --base 
 	"--binary loop --callers spin" "--binary loop --callees recurse"; do
 	i=$((i + 1))
 	# shellcheck disable=SC2086
-	export_ $sel --format svg -o "$tmp/$i.svg" || fail "svg export $sel"
+	export_ $sel --format svg -o "$tmp/$i.svg" || bad "svg export $sel"
 	check "xmllint: flame.svg of ${sel:-the whole store} is well-formed" \
 		xmllint --noout "$tmp/$i.svg"
 done
@@ -119,7 +112,7 @@ chrome --window-size=1200,420 --screenshot="$tmp/flame.png" "file://$tmp/1.svg" 
 check "chromium renders flame.svg to a picture" \
 	test "$(head -c 8 "$tmp/flame.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a -a \
 	"$(stat -c %s "$tmp/flame.png" 2>/dev/null || echo 0)" -gt 5000
-export_ --binary loop --format timeline.svg -o "$tmp/timeline.svg" || fail "timeline.svg export"
+export_ --binary loop --format timeline.svg -o "$tmp/timeline.svg" || bad "timeline.svg export"
 check "xmllint: timeline.svg is well-formed" xmllint --noout "$tmp/timeline.svg"
 check "timeline.svg draws a bar per line of timeline" \
 	test "$(grep -c '<rect class="bar"' "$tmp/timeline.svg")" = "$(export_ --binary loop --format timeline | grep -vc '^#')"
@@ -272,9 +265,9 @@ check "--last 1h holds both" test "$(lsum --last 1h)" = 12
 # perf's clock (loop.perf's samples are at 599.4-599.6 s since boot), and
 # --clock-offset turning it into Unix time.
 "$collect" import --store "$tmp/store" --format perf --binary shifted --clock-offset $((t0 - 540)) \
-	"$here/data/perf/loop.perf" >/dev/null 2>&1 || fail "import --clock-offset"
+	"$here/data/perf/loop.perf" >/dev/null 2>&1 || bad "import --clock-offset"
 "$collect" import --store "$tmp/store" --format perf --binary perfclock \
-	"$here/data/perf/loop.perf" >/dev/null 2>&1 || fail "import loop.perf as perfclock"
+	"$here/data/perf/loop.perf" >/dev/null 2>&1 || bad "import loop.perf as perfclock"
 all=$(export_ --binary perfclock --format folded | awk '{ s += $NF } END { print s + 0 }')
 check "perf's clock: loop.perf is in [540, 600) since boot" \
 	test "$(export_ --binary perfclock --from 540 --to 600 | awk '{ s += $NF } END { print s + 0 }')" = "$all"
@@ -283,5 +276,5 @@ check "--clock-offset: the shifted copy is in the bucket of t0 + 59" \
 check "--clock-offset: and nowhere else" \
 	test "$(export_ --binary shifted --from $((t0 + 60)) --to $((t0 + 9999)) | wc -l)" = 0
 
-echo "$n checks, $fails failures"
-[ "$fails" = 0 ]
+echo "$n checks, $failures failures"
+[ "$failures" = 0 ]
