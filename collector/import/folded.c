@@ -108,24 +108,13 @@ static int series_for(struct folded *f, const char *bin, size_t len, uint32_t *i
 	return 0;
 }
 
-static int hexdigit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* The byte of the \xNN at s[i..n), or -1 when there is none there. */
 static int escaped_byte(const char *s, size_t i, size_t n)
 {
-	if (n - i < 4 || s[i] != '\\' || s[i + 1] != 'x' || hexdigit(s[i + 2]) < 0 ||
-	    hexdigit(s[i + 3]) < 0)
+	if (n - i < 4 || s[i] != '\\' || s[i + 1] != 'x' || import_hexval(s[i + 2]) < 0 ||
+	    import_hexval(s[i + 3]) < 0)
 		return -1;
-	return hexdigit(s[i + 2]) << 4 | hexdigit(s[i + 3]);
+	return import_hexval(s[i + 2]) << 4 | import_hexval(s[i + 3]);
 }
 
 /* Decodes, into o, the escapes flamefs's folded files write in s[0..n):

@@ -43,4 +43,16 @@ int import_perf(struct import_ctx *ctx);
 bool import_folded_sniff(const uint8_t *buf, size_t len);
 int import_folded(struct import_ctx *ctx);
 
+/* The value of hexadecimal digit c (either case), -1 if it is none. */
+static inline int import_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 #endif

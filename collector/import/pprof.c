@@ -722,23 +722,12 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool is_hex(const char *s, size_t len)
 {
 	if (len == 0 || len % 2)
 		return false;
 	for (size_t i = 0; i < len; i++)
-		if (hexval(s[i]) < 0)
+		if (import_hexval(s[i]) < 0)
 			return false;
 	return true;
 }
@@ -800,7 +789,8 @@ static int build_id(struct pprof *pp, int64_t si, const uint8_t **bid, size_t *l
 			if (!d->bid)
 				return -ENOMEM;
 			for (size_t i = 0; i < n / 2; i++)
-				d->bid[i] = (uint8_t)(hexval(s[2 * i]) << 4 | hexval(s[2 * i + 1]));
+				d->bid[i] = (uint8_t)(import_hexval(s[2 * i]) << 4 |
+				                      import_hexval(s[2 * i + 1]));
 		}
 		d->bid_checked = 1;
 	}
