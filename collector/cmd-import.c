@@ -407,7 +407,9 @@ out_fd:
 	return ret;
 }
 
-int cmd_import(int argc, char **argv)
+/* Parses argv into *job (and the store's argument into *store_arg);
+ * returns -1 to go on with the files from optind, else the exit status. */
+static int parse_options(int argc, char **argv, struct import_job *job, const char **store_arg)
 {
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
@@ -426,15 +428,13 @@ int cmd_import(int argc, char **argv)
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
-	struct import_job job = {.fmt = IMPORT_FORMAT_AUTO};
-	struct import_options *o = &job.o;
-	const char *store_arg = NULL;
+	struct import_options *o = &job->o;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': store_arg = optarg; break;
-		case 'H': job.host = optarg; break;
+		case 's': *store_arg = optarg; break;
+		case 'H': job->host = optarg; break;
 		case 'b': o->binary = optarg; break;
 		case 'v': o->version = optarg; break;
 		case 'e': o->event = optarg; break;
@@ -446,7 +446,7 @@ int cmd_import(int argc, char **argv)
 			if (errno || end == optarg || *end)
 				cli_die("--time: expected unix seconds, got \"%s\"", optarg);
 			o->now = t;
-			job.have_time = true;
+			job->have_time = true;
 			break;
 		}
 		case 'C': {
@@ -470,13 +470,13 @@ int cmd_import(int argc, char **argv)
 				        "gperftools-cpu, "
 				        "legacy or auto, got \"%s\"",
 				        optarg);
-			job.fmt = (enum import_format)f;
+			job->fmt = (enum import_format)f;
 			break;
 		}
 		case 'p': o->binary_path = optarg; break;
-		case '1': job.one_batch = true; break;
-		case 'k': job.keep_going = true; break;
-		case 'T': job.timings = true; break;
+		case '1': job->one_batch = true; break;
+		case 'k': job->keep_going = true; break;
+		case 'T': job->timings = true; break;
 		case 'h': usage_import(stdout); return 0;
 		default: usage_import(stderr); return 2;
 		}
@@ -485,84 +485,116 @@ int cmd_import(int argc, char **argv)
 		usage_import(stderr);
 		return 2;
 	}
+	return -1;
+}
+
+/* Refuses the options and files that mean nothing together. */
+static void check_options(const struct import_job *job, int argc, char **argv)
+{
+	const struct import_options *o = &job->o;
+
 	if (o->event && o->all_events)
 		cli_die("--event and --all-events exclude each other");
-	if (job.host && !store_host_valid(job.host))
+	if (job->host && !store_host_valid(job->host))
 		cli_die("--host: expected a name of 1 to 255 bytes without '/' or control "
 		        "characters, got \"%s\"",
-		        job.host);
+		        job->host);
 	if ((o->binary && !*o->binary) || (o->version && !*o->version))
 		cli_die("--binary and --version need a non-empty value");
-	if (job.one_batch && job.keep_going)
+	if (job->one_batch && job->keep_going)
 		cli_die("--one-batch and --keep-going exclude each other: one batch is "
 		        "imported whole or not at all");
 	for (int i = optind + 1; i < argc; i++)
 		for (int j = optind; j < i; j++)
 			if (strcmp(argv[i], "-") == 0 && strcmp(argv[j], "-") == 0)
 				cli_die("standard input (-) can be imported once per command");
+}
 
+/* Imports argv[optind..argc) one after another (or in one batch);
+ * returns how many failed. */
+static size_t import_files(struct import_job *job, int argc, char **argv)
+{
+	size_t failed = 0;
+
+	for (int i = optind; i < argc; i++) {
+		job->index = (size_t)(i - optind) + 1;
+		if (import_file(job, argv[i]) == 0)
+			continue;
+		failed++;
+		if (job->one_batch || !job->keep_going) {
+			if (i + 1 < argc)
+				fprintf(stderr,
+				        PROG ": stopped at %s; %zu file(s) after it not read%s\n",
+				        argv[i], (size_t)(argc - i - 1),
+				        job->one_batch ? "" : " (--keep-going goes on)");
+			break;
+		}
+	}
+	progress_clear();
+	return failed;
+}
+
+/* Commits --one-batch, says what was imported, warns of stacks cut
+ * short, closes the store; returns the exit status. */
+static int finish(struct import_job *job, size_t failed)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int status = failed ? 1 : 0;
+	if (job->one_batch) {
+		if (failed) {
+			if (job->files_done)
+				fprintf(stderr, PROG ": --one-batch: nothing was imported\n");
+		} else if (store_batch_commit(job->batch) < 0) {
+			fprintf(stderr, PROG ": %s: commit failed: %s; nothing was imported\n",
+			        job->dir, store_errmsg(job->s));
+			status = 1;
+		} else {
+			job->ms_commit += ms_since(&t0);
+		}
+		store_batch_free(job->batch);
+	}
+	if (job->count > 1 && !status)
+		fprintf(stderr,
+		        PROG ": imported %" PRIu64 " samples (%.1f MB) from %zu files into %s\n",
+		        job->samples, (double)job->bytes / 1e6, job->files_done, job->dir);
+	else if (job->count > 1 && !job->one_batch && job->files_done)
+		fprintf(stderr,
+		        PROG ": imported %" PRIu64 " samples (%.1f MB) from %zu of %zu files into "
+		             "%s; %zu failed\n",
+		        job->samples, (double)job->bytes / 1e6, job->files_done, job->count,
+		        job->dir, failed);
+	/* Stacks cut short (fewer than half rooted): one line saying so. */
+	if (job->s && job->perf_input && job->files_done && !(job->one_batch && status))
+		cli_warn_unrooted(job->s, job->before, job->nbefore, CLI_STACKS_PERF);
+	store_series_free(job->before, job->nbefore);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	store_close(job->s);
+	if (job->timings)
+		fprintf(stderr,
+		        PROG
+		        ": timings: open %.1f ms, parse %.1f ms, commit %.1f ms, settle %.1f ms "
+		        "(%zu file(s))\n",
+		        job->ms_open, job->ms_parse, job->ms_commit, ms_since(&t0), job->count);
+	return status;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	struct import_job job = {.fmt = IMPORT_FORMAT_AUTO};
+	const char *store_arg = NULL;
 	char *owned;
+	int status = parse_options(argc, argv, &job, &store_arg);
+
+	if (status >= 0)
+		return status;
+	check_options(&job, argc, argv);
 	job.dir = cli_resolve_store(store_arg, &owned);
 	job.count = (size_t)(argc - optind);
 	clock_gettime(CLOCK_MONOTONIC, &progress_st.start);
 	progress_st.last = progress_st.start;
 	progress_st.tty = isatty(STDERR_FILENO);
-
-	size_t failed = 0;
-	for (int i = optind; i < argc; i++) {
-		job.index = (size_t)(i - optind) + 1;
-		if (import_file(&job, argv[i]) == 0)
-			continue;
-		failed++;
-		if (job.one_batch || !job.keep_going) {
-			if (i + 1 < argc)
-				fprintf(stderr,
-				        PROG ": stopped at %s; %zu file(s) after it not read%s\n",
-				        argv[i], (size_t)(argc - i - 1),
-				        job.one_batch ? "" : " (--keep-going goes on)");
-			break;
-		}
-	}
-	progress_clear();
-
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int status = failed ? 1 : 0;
-	if (job.one_batch) {
-		if (failed) {
-			if (job.files_done)
-				fprintf(stderr, PROG ": --one-batch: nothing was imported\n");
-		} else if (store_batch_commit(job.batch) < 0) {
-			fprintf(stderr, PROG ": %s: commit failed: %s; nothing was imported\n",
-			        job.dir, store_errmsg(job.s));
-			status = 1;
-		} else {
-			job.ms_commit += ms_since(&t0);
-		}
-		store_batch_free(job.batch);
-	}
-	if (job.count > 1 && !status)
-		fprintf(stderr,
-		        PROG ": imported %" PRIu64 " samples (%.1f MB) from %zu files into %s\n",
-		        job.samples, (double)job.bytes / 1e6, job.files_done, job.dir);
-	else if (job.count > 1 && !job.one_batch && job.files_done)
-		fprintf(stderr,
-		        PROG ": imported %" PRIu64 " samples (%.1f MB) from %zu of %zu files into "
-		             "%s; %zu failed\n",
-		        job.samples, (double)job.bytes / 1e6, job.files_done, job.count, job.dir,
-		        failed);
-	/* Stacks cut short (fewer than half rooted): one line saying so. */
-	if (job.s && job.perf_input && job.files_done && !(job.one_batch && status))
-		cli_warn_unrooted(job.s, job.before, job.nbefore, CLI_STACKS_PERF);
-	store_series_free(job.before, job.nbefore);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	store_close(job.s);
-	if (job.timings)
-		fprintf(stderr,
-		        PROG
-		        ": timings: open %.1f ms, parse %.1f ms, commit %.1f ms, settle %.1f ms "
-		        "(%zu file(s))\n",
-		        job.ms_open, job.ms_parse, job.ms_commit, ms_since(&t0), job.count);
+	status = finish(&job, import_files(&job, argc, argv));
 	free(owned);
 	return status;
 }
