@@ -52,7 +52,7 @@ done
 check "flamefs.1 names the default store and FLAMEFS_STORE" \
 	grep -q 'FLAMEFS_STORE' "$tmp/flamefs.txt"
 check "flamefs.1 gives the fstab line" \
-	grep -q '/var/lib/flamefs  /mnt/prof  fuse.flamefs  ro,allow_other,noauto  0 0' "$tmp/flamefs.txt"
+	grep -q '/var/lib/flamefs  /mnt/prof  fuse.flamefs  ro,allow_other,default_permissions,noauto  0 0' "$tmp/flamefs.txt"
 
 # Options.  A page documents an option on a term line of an option list
 # (indented 7 columns, starting with "-"); --help on its lines that start

@@ -3,7 +3,9 @@
 # real programs: the mount is read-only, no frame name makes a path that
 # leaves its directory, store directories are created with mode 0700,
 # `record` refuses cleanly without CAP_BPF/CAP_PERFMON, and without
-# `-o allow_other` no other user can read the view.  And issue #45's, on
+# `-o allow_other` no other user can read the view, and with
+# `-o allow_other,default_permissions` only those the store directory
+# lets read.  And issue #45's, on
 # the view's side: no name, unit or event of a profile puts markup into an
 # SVG or a control byte or a line into a text file, and a small profile
 # cannot make the daemon render (or hold) a huge file.
@@ -168,6 +170,27 @@ check "with -o allow_other another user can read (got: $out)" test "$out" = 28
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups touch "$root/x" 2>&1)
 check "and still cannot write (got: $out)" test -n "$out" -a -z "${out##*Read-only file system*}"
 unmount_fs
+
+# With -o allow_other,default_permissions the kernel checks the view's
+# modes, which are the store directory's: its owner and group, read (and
+# search) where it lets read.  A group can be let in, and no one else.
+chgrp 4242 "$store" && chmod 0750 "$store"
+mount_fs -o allow_other,default_permissions
+check "a file's mode and group are the store's (0750 -> 440, gid 4242; got $(stat -c '%a %g' "$root/total"))" \
+	test "$(stat -c '%a %g' "$root/total")" = "440 4242"
+check "a directory's: 550 (got $(stat -c %a "$root"))" test "$(stat -c %a "$root")" = 550
+out=$(setpriv --reuid=65534 --regid=65534 --groups=4242 cat "$root/total" 2>&1)
+check "a member of the store's group can read (got: $out)" test "$out" = 28
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups cat "$root/total" 2>&1)
+check "a user outside it cannot (got: $out)" test -n "$out" -a -z "${out##*Permission denied*}"
+unmount_fs
+chmod 0700 "$store"
+mount_fs -o allow_other,default_permissions
+out=$(setpriv --reuid=65534 --regid=65534 --groups=4242 cat "$root/total" 2>&1)
+check "a store of mode 0700 lets no other user in, group or not (got: $out)" \
+	test -n "$out" -a -z "${out##*Permission denied*}"
+unmount_fs
+chgrp 0 "$store"
 
 out=$("$flamefs" -f -o rw "$store" "$mnt" 2>&1)
 rc=$?

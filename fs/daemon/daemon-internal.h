@@ -305,6 +305,13 @@ struct flamefs_state {
 	/* The most bytes one rendering may take (-o max_render, else
 	 * VIEW_RENDER_MAX): set before the session starts, read-only after. */
 	size_t render_max;
+	/* Who may read the view (inode_set_access()): every file and
+	 * directory is owned by `owner`:`group` with the read (and, for
+	 * directories, search) bits of `read_mode` (0444 when every class may
+	 * read).  Set before the session starts, read-only after. */
+	uid_t owner;
+	gid_t group;
+	mode_t read_mode;
 	pthread_mutex_t lock; /* guards every field below */
 	struct store *store;
 	struct timespec last_refresh;
@@ -414,6 +421,11 @@ int inode_resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree);
 int inode_resolve_locked(fuse_ino_t ino, struct at *at);
 bool inode_names(const char *comp, size_t len, const char *raw, size_t raw_len, int flags);
 void inode_attr_file(struct stat *st, fuse_ino_t ino, time_t mtime, uint64_t size);
+/* Makes the view's files and directories readable as the store directory
+ * is (st: its stat): its owner and group, and read access for the classes
+ * the directory lets read; with NULL (a database), by this process's
+ * user and group, readable by all. */
+void inode_set_access(const struct stat *st);
 int inode_func_file_locked(const struct sdir *sd, unsigned slot, struct view_buf *out);
 double inode_attr_locked(const struct at *at, fuse_ino_t ino, struct stat *st);
 bool inode_emit_locked(struct emitter *em, const char *name, struct ino i, bool dot, off_t cookie);

@@ -277,6 +277,7 @@ int main(int argc, char **argv)
 		free(cli.store);
 		cli.store = abs;
 	}
+	inode_set_access(store_is_database(cli.store) ? NULL : &st);
 	/* The root is synthetic directory 0. */
 	fs.sdirs = calloc(16, sizeof(*fs.sdirs));
 	if (!fs.sdirs)

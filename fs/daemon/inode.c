@@ -130,26 +130,35 @@ bool inode_names(const char *comp, size_t len, const char *raw, size_t raw_len, 
 
 /* ---- attributes --------------------------------------------------------- */
 
+void inode_set_access(const struct stat *st)
+{
+	fs.owner = st ? st->st_uid : getuid();
+	fs.group = st ? st->st_gid : getgid();
+	fs.read_mode = st ? st->st_mode & 0444 : 0444;
+}
+
+/* The kernel checks these modes only with -o default_permissions; without
+ * it, -o allow_other lets every user read whatever they say. */
 static void attr_common(struct stat *st, fuse_ino_t ino, time_t mtime)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
+	st->st_uid = fs.owner;
+	st->st_gid = fs.group;
 	st->st_mtime = st->st_ctime = st->st_atime = mtime;
 }
 
 static void attr_dir(struct stat *st, fuse_ino_t ino, time_t mtime)
 {
 	attr_common(st, ino, mtime);
-	st->st_mode = S_IFDIR | 0555;
+	st->st_mode = S_IFDIR | fs.read_mode | fs.read_mode >> 2; /* r, and x where r */
 	st->st_nlink = 2;
 }
 
 void inode_attr_file(struct stat *st, fuse_ino_t ino, time_t mtime, uint64_t size)
 {
 	attr_common(st, ino, mtime);
-	st->st_mode = S_IFREG | 0444;
+	st->st_mode = S_IFREG | fs.read_mode;
 	st->st_nlink = 1;
 	st->st_size = (off_t)size;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
