@@ -160,7 +160,12 @@ elif [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
 	done
 	check "view: the unit's command line mounts the store on %f" \
 		test "$(cat "$tmp/mnt/app/default/main/work/total" 2>/dev/null)" = 7
-	check "view: mounted ro,allow_other" grep -q " $tmp/mnt fuse.flamefs ro,.*allow_other" /proc/self/mounts
+	check "view: mounted ro,default_permissions,allow_other" \
+		grep -qE " $tmp/mnt fuse.flamefs ro,.*default_permissions.*allow_other" /proc/self/mounts
+	chmod 0755 "$tmp" # the mount point is reachable; the view's modes decide
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups cat "$tmp/mnt/app/default/main/work/total" 2>&1)
+	check "view: another user cannot read a store of mode 0700 (got: $out)" \
+		test -n "$out" -a -z "${out##*Permission denied*}"
 	kill -TERM "$pid"
 	wait "$pid"
 	rc=$?
