@@ -415,14 +415,11 @@ static void space_all_refresh_locked(struct space *sp, const struct store_series
 	space_drop_tree_locked(sp);
 }
 
-/* Everything a refresh changes in what the kernel was told: the store
- * moved from `old` to fs.series, or (window_moved) only time went on to
- * the next bucket, which moves every @last window. */
-static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now,
-                                 bool window_moved)
+/* The listings of the views' synthetic directories follow the series
+ * (and the clock, for @last): invalidated, and a host gone leaves
+ * /@host. */
+static void inval_sdirs_locked(void)
 {
-	/* The listings of the views' synthetic directories follow the series
-	 * (and the clock, for @last). */
 	for (size_t d = 1; d < fs.nsdirs; d++) {
 		enum sdir_kind k = fs.sdirs[d].kind;
 		if (k == SD_WINDOW || k == SD_WBINARY || k == SD_DIFF || k == SD_DIFFA ||
@@ -439,6 +436,15 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 			        inode_make((struct ino){.node = fs.sdirs[d].parent}), esc, len);
 		}
 	}
+}
+
+/* Everything a refresh changes in what the kernel was told: the store
+ * moved from `old` to fs.series, or (window_moved) only time went on to
+ * the next bucket, which moves every @last window. */
+static int refresh_spaces_locked(const struct store_series *old, size_t nold, time_t now,
+                                 bool window_moved)
+{
+	inval_sdirs_locked();
 	/* The root's and binaries' listings: entries gone or retargeted. */
 	inval_dir(FUSE_ROOT_ID);
 	for (size_t i = 0; i < nold;) {

@@ -13,8 +13,8 @@
 
 #include "view-internal.h"
 
-/* A slot of the child table; the key is kept in the slot so a probe
- * touches one cache line. */
+/* A slot of the child table; the key is kept in the slot, so a probe
+ * reads no other array. */
 struct cslot {
 	uint32_t parent;
 	uint32_t name;
@@ -36,10 +36,10 @@ struct builder {
 	uint32_t ctab_mask, ctab_used;
 	/* Store frame id -> local frame + 1 (0: none yet) and its name, side
 	 * by side: a new node needs both, and the name read from the frames
-	 * was a cache miss of its own.  A lazy build keeps there too what a
-	 * new node of the frame needs (a store frame is one local frame):
-	 * the newest node of the frame + 1, and whether its name has another
-	 * frame, so a new node reads one slot, not another per name. */
+	 * would be a cache miss of its own.  A lazy build keeps there too
+	 * what a new node of the frame needs (a store frame is one local
+	 * frame): the newest node of the frame + 1, and whether its name has
+	 * another frame, so a new node reads one slot, not another per name. */
 	struct fslot {
 		uint32_t frame, name;
 		uint32_t head, multi;

@@ -29,17 +29,15 @@
  * nodes. */
 #define LAZY_MERGED (1u << 31)
 
-/* A big build from the store writes its per-node arrays front to back, a
- * page fault at every new page (bin1/1 of bench/glance.sh: 450,000 nodes
- * of 93 bytes in the arrays below, about 10,000 pages, about 2 us each in
- * this VM), each one stalling the build.  A second thread populates the
- * pages ahead of the build instead (madvise MADV_POPULATE_WRITE, which
- * writes nothing into a page the build has already), so the faults are
- * taken beside the build's own work, on a core it leaves idle.  It keeps
- * PREFAULT_AHEAD entries ahead of the last node made, so a build
- * populates at most that many entries it does not use (trimmed or freed
- * with the arrays).  Populating on the build's own thread, before it,
- * saved nothing (issue #24). */
+/* A big build from the store writes its per-node arrays front to back,
+ * a page fault at every new page, each one stalling the build.  A second
+ * thread populates the pages ahead of the build instead (madvise
+ * MADV_POPULATE_WRITE, which writes nothing into a page the build has
+ * already), so the faults are taken beside the build's own work, on a
+ * core it leaves idle: populating on the build's own thread would take
+ * the same faults on the same core.  It keeps PREFAULT_AHEAD entries
+ * ahead of the last node made, so a build populates at most that many
+ * entries it does not use (trimmed or freed with the arrays). */
 #define PREFAULT_MIN   (1u << 14) /* reserved nodes from which a build populates ahead */
 #define PREFAULT_AHEAD (1u << 14) /* entries populated ahead of the last node made */
 
@@ -683,14 +681,13 @@ static int count_one(struct builder *b, uint32_t node, uint64_t samples, uint64_
 
 /* Adding a count waits on memory far from the last count's: the memo
  * entry of the store node its new nodes hang from, the slots of their
- * frames, and that node's child list (bin1/1 of bench/glance.sh: most of
- * add_count()'s time sat on those three loads).  So a count waits in a
- * ring of COUNT_AHEAD before it is added: on arrival its new nodes' store
- * entries (made one after another, so numbered one below the other) are
- * followed up to the first older node, and the memo entry of that node
- * and the frames' slots asked for; half-way, the child list of the view
- * node the memo names.  The counts are added in the order they come, so
- * the tree is the same. */
+ * frames, and that node's child list, each often a cache miss.  So a
+ * count waits in a ring of COUNT_AHEAD before it is added: on arrival
+ * its new nodes' store entries (made one after another, so numbered one
+ * below the other) are followed up to the first older node, and the memo
+ * entry of that node and the frames' slots asked for; half-way, the
+ * child list of the view node the memo names.  The counts are added in
+ * the order they come, so the tree is the same. */
 
 /* Asks for the memory resolve() will read for store node sn; returns the
  * older node its path hangs from (or UINT32_MAX). */

@@ -229,34 +229,60 @@ static int cmp_first_frame(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_buf *out)
+/* g's arrays: per name string, and the edge table's first slots.  0 or
+ * -ENOMEM. */
+static int cg_alloc(struct cg *g)
 {
-	view_tree_settle(t);
-	struct cg g = {.t = t, .out = out};
-	uint32_t *stack = NULL, *path = NULL, *names = NULL, maxdepth = 0, nnames = 0, nstacks = 0;
-	size_t depth = 0;
-	int r = -ENOMEM;
+	const struct view_tree *t = g->t;
 
-	g.stamp = calloc(t->nstrs, sizeof(*g.stamp));
-	g.frame = calloc(t->nstrs, sizeof(*g.frame));
-	g.self_w = calloc(t->nstrs, sizeof(*g.self_w));
-	g.self_s = calloc(t->nstrs, sizeof(*g.self_s));
-	g.first_edge = calloc(t->nstrs, sizeof(*g.first_edge));
-	g.fl_id = calloc(t->nstrs, sizeof(*g.fl_id));
-	g.fn_id = calloc(t->nstrs, sizeof(*g.fn_id));
-	g.ob_id = calloc(t->nstrs, sizeof(*g.ob_id));
-	g.etab = calloc(1024, sizeof(*g.etab));
-	g.etab_mask = 1023;
-	stack = malloc((size_t)t->nnodes * sizeof(*stack));
-	names = malloc((size_t)t->nstrs * sizeof(*names));
-	if (!g.stamp || !g.frame || !g.self_w || !g.self_s || !g.first_edge || !g.fl_id ||
-	    !g.fn_id || !g.ob_id || !g.etab || !stack || !names)
-		goto out;
+	g->stamp = calloc(t->nstrs, sizeof(*g->stamp));
+	g->frame = calloc(t->nstrs, sizeof(*g->frame));
+	g->self_w = calloc(t->nstrs, sizeof(*g->self_w));
+	g->self_s = calloc(t->nstrs, sizeof(*g->self_s));
+	g->first_edge = calloc(t->nstrs, sizeof(*g->first_edge));
+	g->fl_id = calloc(t->nstrs, sizeof(*g->fl_id));
+	g->fn_id = calloc(t->nstrs, sizeof(*g->fn_id));
+	g->ob_id = calloc(t->nstrs, sizeof(*g->ob_id));
+	g->etab = calloc(1024, sizeof(*g->etab));
+	g->etab_mask = 1023;
+	if (!g->stamp || !g->frame || !g->self_w || !g->self_s || !g->first_edge || !g->fl_id ||
+	    !g->fn_id || !g->ob_id || !g->etab)
+		return -ENOMEM;
+	return 0;
+}
+
+static void cg_free(struct cg *g)
+{
+	free(g->stamp);
+	free(g->frame);
+	free(g->self_w);
+	free(g->self_s);
+	free(g->first_edge);
+	free(g->fl_id);
+	free(g->fn_id);
+	free(g->ob_id);
+	free(g->etab);
+	free(g->edges);
+	free(g->next_edge);
+}
+
+/* Adds every stack of node's subtree (add_stack()): every node of it
+ * with a self count ends one, taken depth-first, children in name order.
+ * 0 or -ENOMEM. */
+static int cg_walk(struct cg *g, uint32_t node)
+{
+	const struct view_tree *t = g->t;
+	uint32_t *stack = malloc((size_t)t->nnodes * sizeof(*stack)), *path = NULL;
+	uint32_t maxdepth = 0, nstacks = 0;
+	size_t depth = 0;
+	int r = 0;
+
+	if (!stack)
+		return -ENOMEM;
 	for (uint32_t a = node; a != VIEW_ROOT; a = t->nodes[a].parent)
 		maxdepth++;
-	/* Every node of the subtree with a self count ends one stack. */
 	stack[depth++] = node;
-	while (depth > 0) {
+	while (depth > 0 && r == 0) {
 		uint32_t n = stack[--depth];
 		const struct vnode *v = &t->nodes[n];
 		if (n != VIEW_ROOT && (v->self_weight || v->self_samples)) {
@@ -266,80 +292,105 @@ int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_
 			if (d > maxdepth || !path) {
 				maxdepth = d > maxdepth ? d : maxdepth;
 				uint32_t *np = realloc(path, (size_t)(maxdepth + 1) * sizeof(*np));
-				if (!np)
-					goto out;
+				if (!np) {
+					r = -ENOMEM;
+					break;
+				}
 				path = np;
 			}
-			r = add_stack(&g, n, nstacks++, path);
-			if (r < 0)
-				goto out;
-			r = -ENOMEM;
+			r = add_stack(g, n, nstacks++, path);
 		}
 		for (uint32_t i = v->nkids; i-- > 0;)
 			stack[depth++] = t->kids[v->first_kid + i];
 	}
+	free(stack);
+	free(path);
+	return r;
+}
 
-	/* Functions in order of their first frame's id. */
-	for (uint32_t s = 0; s < t->nstrs; s++)
-		if (g.frame[s])
-			names[nnames++] = s;
-	qsort_r(names, nnames, sizeof(*names), cmp_first_frame, &g);
-
+/* The header: the format and creator, the command (the binary, below
+ * the top root), the event and its unit, and the summary. */
+static int cg_header(struct cg *g, uint32_t node)
+{
+	const struct view_tree *t = g->t;
 	uint64_t tw = t->nodes[node].total_weight, ts = t->nodes[node].total_samples;
-	if ((r = put(&g, "# callgrind format\nversion: 1\ncreator: flamefs\n")) < 0)
-		goto out;
+	int r;
+
+	if ((r = put(g, "# callgrind format\nversion: 1\ncreator: flamefs\n")) < 0)
+		return r;
 	if (node != VIEW_ROOT) {
 		uint32_t bin = node;
 		while (t->nodes[bin].parent != VIEW_ROOT)
 			bin = t->nodes[bin].parent;
 		const struct vstr *s = &t->strs[vnode_frame(t, bin)->name];
-		if ((r = put(&g, "cmd: ")) < 0 ||
-		    (r = put_text(&g, t->arena + s->off, s->len)) < 0 || (r = put(&g, "\n")) < 0)
-			goto out;
+		if ((r = put(g, "cmd: ")) < 0 || (r = put_text(g, t->arena + s->off, s->len)) < 0 ||
+		    (r = put(g, "\n")) < 0)
+			return r;
 	}
-	if ((r = put(&g, "positions: line\nevent: ")) < 0 || (r = put_event_name(&g)) < 0 ||
-	    (r = put(&g, " : ")) < 0 || (r = put_text(&g, t->event, strlen(t->event))) < 0 ||
-	    (r = put(&g, " (")) < 0 ||
-	    (r = put_text(&g, t->unit[0] ? t->unit : "count", t->unit[0] ? strlen(t->unit) : 5)) <
+	if ((r = put(g, "positions: line\nevent: ")) < 0 || (r = put_event_name(g)) < 0 ||
+	    (r = put(g, " : ")) < 0 || (r = put_text(g, t->event, strlen(t->event))) < 0 ||
+	    (r = put(g, " (")) < 0 ||
+	    (r = put_text(g, t->unit[0] ? t->unit : "count", t->unit[0] ? strlen(t->unit) : 5)) <
 	            0 ||
-	    (r = put(&g, ")\nevents: ")) < 0 || (r = put_event_name(&g)) < 0 ||
-	    (r = putf(&g, " Samples\nsummary: %" PRIu64 " %" PRIu64 "\n", tw, ts)) < 0)
-		goto out;
-	for (uint32_t i = 0; i < nnames; i++) {
-		uint32_t s = names[i];
-		uint32_t line = frame_of(&g, s)->line;
-		if ((r = put(&g, "\n")) < 0 || (r = put_function(&g, false, s)) < 0)
-			goto out;
-		if ((g.self_w[s] || g.self_s[s]) &&
-		    (r = putf(&g, "%" PRIu32 " %" PRIu64 " %" PRIu64 "\n", line, g.self_w[s],
-		              g.self_s[s])) < 0)
-			goto out;
-		for (uint32_t e = g.first_edge[s]; e; e = g.next_edge[e - 1]) {
-			const struct edge *ed = &g.edges[e - 1];
-			if ((r = put_function(&g, true, ed->callee)) < 0 ||
-			    (r = putf(&g,
-			              "calls=%" PRIu64 " %" PRIu32 "\n%" PRIu32 " %" PRIu64
-			              " %" PRIu64 "\n",
-			              ed->samples ? ed->samples : 1, frame_of(&g, ed->callee)->line,
-			              line, ed->weight, ed->samples)) < 0)
-				goto out;
-		}
+	    (r = put(g, ")\nevents: ")) < 0 || (r = put_event_name(g)) < 0 ||
+	    (r = putf(g, " Samples\nsummary: %" PRIu64 " %" PRIu64 "\n", tw, ts)) < 0)
+		return r;
+	return 0;
+}
+
+/* Function s's block: its name, its self cost when it has one, and its
+ * outgoing calls. */
+static int cg_function(struct cg *g, uint32_t s)
+{
+	uint32_t line = frame_of(g, s)->line;
+	int r;
+
+	if ((r = put(g, "\n")) < 0 || (r = put_function(g, false, s)) < 0)
+		return r;
+	if ((g->self_w[s] || g->self_s[s]) && (r = putf(g, "%" PRIu32 " %" PRIu64 " %" PRIu64 "\n",
+	                                                line, g->self_w[s], g->self_s[s])) < 0)
+		return r;
+	for (uint32_t e = g->first_edge[s]; e; e = g->next_edge[e - 1]) {
+		const struct edge *ed = &g->edges[e - 1];
+		if ((r = put_function(g, true, ed->callee)) < 0 ||
+		    (r = putf(g,
+		              "calls=%" PRIu64 " %" PRIu32 "\n%" PRIu32 " %" PRIu64 " %" PRIu64
+		              "\n",
+		              ed->samples ? ed->samples : 1, frame_of(g, ed->callee)->line, line,
+		              ed->weight, ed->samples)) < 0)
+			return r;
 	}
-	r = putf(&g, "\ntotals: %" PRIu64 " %" PRIu64 "\n", tw, ts);
+	return 0;
+}
+
+int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	struct cg g = {.t = t, .out = out};
+	uint32_t *names = NULL, nnames = 0;
+	int r;
+
+	view_tree_settle(t);
+	if ((r = cg_alloc(&g)) < 0 || (r = cg_walk(&g, node)) < 0)
+		goto out;
+	/* Functions in order of their first frame's id. */
+	names = malloc((size_t)t->nstrs * sizeof(*names));
+	if (!names) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t s = 0; s < t->nstrs; s++)
+		if (g.frame[s])
+			names[nnames++] = s;
+	qsort_r(names, nnames, sizeof(*names), cmp_first_frame, &g);
+	if ((r = cg_header(&g, node)) < 0)
+		goto out;
+	for (uint32_t i = 0; i < nnames; i++)
+		if ((r = cg_function(&g, names[i])) < 0)
+			goto out;
+	r = putf(&g, "\ntotals: %" PRIu64 " %" PRIu64 "\n", t->nodes[node].total_weight,
+	         t->nodes[node].total_samples);
 out:
-	free(g.stamp);
-	free(g.frame);
-	free(g.self_w);
-	free(g.self_s);
-	free(g.first_edge);
-	free(g.fl_id);
-	free(g.fn_id);
-	free(g.ob_id);
-	free(g.etab);
-	free(g.edges);
-	free(g.next_edge);
-	free(stack);
-	free(path);
+	cg_free(&g);
 	free(names);
 	return r;
 }

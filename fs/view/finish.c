@@ -71,11 +71,11 @@ static void skey_swap(struct skey *a, size_t i, size_t j)
 
 /* Sorts a[0..n), strings equal in their first d bytes, bytewise: a
  * multikey quicksort (Bentley and Sedgewick), which reads one byte of a
- * string per partition where a comparison sort read both strings' heads
- * again at every comparison (30,000 names sharing long prefixes: 5 ms
- * with qsort_r).  The equal part goes on at the next byte in the loop;
- * the two others recurse, `budget` levels deep at most (bad pivots),
- * past which a part is left to qsort_r. */
+ * string per partition, where a comparison sort reads both strings'
+ * common head again at every comparison, and a tree's names share long
+ * prefixes (namespaces, classes).  The equal part goes on at the next
+ * byte in the loop; the two others recurse, `budget` levels deep at most
+ * (bad pivots), past which a part is left to qsort_r. */
 static void skey_sort(struct skey *a, size_t n, uint32_t d, unsigned budget)
 {
 	while (n > 16) {
@@ -233,11 +233,11 @@ static int path_lengths(struct view_tree *t)
 /* The child lists, each in bytewise name order, and the folded sizes,
  * once the totals pass has counted every node's children, marked the
  * visible ones in l->rk with their name and their parents in l->par.
- * The lists need no sort per list and read no node: the visible nodes
- * are bucketed by the rank of their name with their parent beside them,
- * and each appended to its parent's list in that order (bin1/1 of
- * bench/glance.sh: 9.5 -> 2.5 ms, against a pass that read each node
- * and its parent).  Cannot fail; frees the scratch. */
+ * The lists need no sort per list and read no node, whose parent is
+ * often far away in memory: the visible nodes are bucketed by the rank
+ * of their name with their parent beside them, and each appended to its
+ * parent's list in that order, so the arrays are read in sequence.
+ * Cannot fail; frees the scratch. */
 static void lists(struct view_lists *l)
 {
 	struct view_tree *t = l->t;
@@ -245,7 +245,7 @@ static void lists(struct view_lists *l)
 	uint32_t n, i, nvisible = 0, nchk = 0, pos = 0;
 
 	if (!l->lengths_done)
-		(void)path_lengths(t); /* cannot pass 32 bits: view_tree_finish() */
+		(void)path_lengths(t); /* cannot pass 32 bits: path_lengths_early() */
 	for (n = 1; n < t->nnodes; n++)
 		if (rk[n] != UINT32_MAX) {
 			rk[n] = l->rank[rk[n]];
@@ -391,62 +391,60 @@ void view_lists_free(struct view_lists *l)
 }
 
 /* From this many nodes on, view_tree_finish() runs paths_down() and the
- * lists on a second thread (bench/glance.sh's bin1/1: 450,000 nodes):
- * below it, making the thread would cost about what it saves. */
+ * lists on a second thread: below it, making the thread would cost about
+ * what it saves. */
 #define LISTS_THREAD_MIN 16384u
 
-/* Recursive nodes, liveness, hidden nodes and totals, then the child
- * lists, each in bytewise name order, path lengths and folded sizes.
- * Each pass over the nodes costs a read of every node and of its parent,
- * at random, so there are few: one top-down (paths_down()) and one
- * bottom-up for the sums and the counts of children, side by side on two
- * threads for a large tree, then the lists.  Path lengths and recursion
- * are not set as the nodes are made: there the parent is often far in
- * memory and the build waits on each read, where a pass has several
- * reads in flight at once (bin1/1: about 27 ms of the build there, 11 in
- * the pass).  `defer`: a large tree is handed out before its lists are
- * made (view_tree_settle()). */
-int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool defer)
+/* view_tree_finish()'s state for t, holding the arrays `s` hands over,
+ * with its mutexes and condition made.  NULL when out of memory, the
+ * arrays then freed (but s->kids, which is t->kids already). */
+static struct view_lists *lists_new(struct view_tree *t, const struct view_scratch *s)
 {
-	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
-	struct view_scratch s = spare ? *spare : (struct view_scratch){0};
 	struct view_lists *l = calloc(1, sizeof(*l));
-	bool threaded = false;
-	uint32_t n;
-	int r = -ENOMEM;
 
-	t->kids = s.kids; /* the tree's from here on, also on failure */
 	if (!l) {
-		free(s.list[0]);
-		free(s.list[1]);
-		free(s.list[2]);
-		free(s.par);
-		free(s.mask);
-		free(s.rec);
-		return -ENOMEM;
+		free(s->list[0]);
+		free(s->list[1]);
+		free(s->list[2]);
+		free(s->par);
+		free(s->mask);
+		free(s->rec);
+		return NULL;
 	}
 	l->t = t;
-	l->rk = s.list[0];
-	l->bynode = s.list[1];
-	l->byparent = s.list[2];
-	l->par = s.par;
-	l->mask = s.mask;
-	l->rec = s.rec;
+	l->rk = s->list[0];
+	l->bynode = s->list[1];
+	l->byparent = s->list[2];
+	l->par = s->par;
+	l->mask = s->mask;
+	l->rec = s->rec;
 	if (pthread_mutex_init(&l->mu, NULL) != 0) {
 		lists_discard(l);
-		return -ENOMEM;
+		return NULL;
 	}
 	if (pthread_mutex_init(&l->join_mu, NULL) != 0) {
 		pthread_mutex_destroy(&l->mu);
 		lists_discard(l);
-		return -ENOMEM;
+		return NULL;
 	}
 	if (pthread_cond_init(&l->cv, NULL) != 0) {
 		pthread_mutex_destroy(&l->mu);
 		pthread_mutex_destroy(&l->join_mu);
 		lists_discard(l);
-		return -ENOMEM;
+		return NULL;
 	}
+	return l;
+}
+
+/* Every array the passes and the lists work in that the build did not
+ * hand over (`spare`), and the tree's kids and name sums: all made before
+ * the second thread starts, so that nothing after the hand-out can fail.
+ * The per-node ones ask for huge pages.  0 or -ENOMEM. */
+static int lists_alloc(struct view_lists *l, const struct view_scratch *spare)
+{
+	struct view_tree *t = l->t;
+	size_t nnodes = t->nnodes ? t->nnodes : 1, nstrs = t->nstrs ? t->nstrs : 1;
+
 	if (!l->rk)
 		l->rk = malloc(nnodes * sizeof(*l->rk));
 	if (!l->bynode)
@@ -469,48 +467,63 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool
 		t->kids = malloc(nnodes * sizeof(*t->kids));
 	if (!l->rk || !l->bynode || !l->byparent || !l->par || !l->mask || !l->rec || !l->chk ||
 	    !l->keys || !l->rank || !l->ext || !l->start || !t->kids || !t->name_sums)
-		goto fail;
-	/* Names a folded path escapes: their escaped lengths, which the path
-	 * lengths and folded sizes count. */
-	if (t->names_escape && !t->esc_len) {
-		t->esc_len = malloc(nstrs * sizeof(*t->esc_len));
-		if (!t->esc_len)
-			goto fail;
-		for (uint32_t i = 0; i < t->nstrs; i++) {
-			size_t e = view_text_len(vstr_ptr(t, i), t->strs[i].len, VIEW_TEXT_FOLDED);
-			if (e > UINT32_MAX) {
-				r = -EOVERFLOW;
-				goto fail;
-			}
-			t->esc_len[i] = (uint32_t)e;
-		}
+		return -ENOMEM;
+	uint32_t *big[] = {l->rk, l->bynode, l->byparent, l->par, l->chk, t->kids};
+	for (size_t k = 0; k < sizeof(big) / sizeof(big[0]); k++)
+		view_hugepages(big[k], nnodes * sizeof(*big[k]));
+	return 0;
+}
+
+/* When some name needs escaping in a folded path: each string's escaped
+ * length (t->esc_len), which the path lengths and folded sizes count.
+ * 0, -ENOMEM or -EOVERFLOW. */
+static int escaped_lengths(struct view_tree *t)
+{
+	if (!t->names_escape || t->esc_len)
+		return 0;
+	t->esc_len = malloc((t->nstrs ? t->nstrs : 1) * sizeof(*t->esc_len));
+	if (!t->esc_len)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nstrs; i++) {
+		size_t e = view_text_len(vstr_ptr(t, i), t->strs[i].len, VIEW_TEXT_FOLDED);
+		if (e > UINT32_MAX)
+			return -EOVERFLOW;
+		t->esc_len[i] = (uint32_t)e;
 	}
-	{
-		uint32_t *big[] = {l->rk, l->bynode, l->byparent, l->par, l->chk, t->kids};
-		for (size_t k = 0; k < sizeof(big) / sizeof(big[0]); k++)
-			view_hugepages(big[k], nnodes * sizeof(*big[k]));
-	}
-	/* Path lengths are made with the lists, which cannot fail, unless
-	 * one could pass 32 bits (nnodes names of the longest length, at
-	 * most): then first, here. */
+	return 0;
+}
+
+/* Path lengths are made with the lists, which cannot fail, unless one
+ * could pass 32 bits (nnodes names of the longest length, at most): then
+ * here, before the tree can be handed out.  0 or -EOVERFLOW. */
+static int path_lengths_early(struct view_lists *l)
+{
+	struct view_tree *t = l->t;
 	uint32_t longest = 0;
+	int r;
+
 	for (uint32_t i = 0; i < t->nstrs; i++)
 		if (vstr_folded_len(t, i) > longest)
 			longest = vstr_folded_len(t, i);
-	if ((uint64_t)t->nnodes * ((uint64_t)longest + 1) > UINT32_MAX) {
-		if ((r = path_lengths(t)) < 0)
-			goto fail;
-		l->lengths_done = true;
-	}
-	threaded = t->nnodes >= LISTS_THREAD_MIN &&
-	           pthread_create(&l->thread, NULL, lists_thread, l) == 0;
+	if ((uint64_t)t->nnodes * ((uint64_t)longest + 1) <= UINT32_MAX)
+		return 0;
+	if ((r = path_lengths(t)) < 0)
+		return r;
+	l->lengths_done = true;
+	return 0;
+}
 
-	/* Bottom-up (a node's children are done when it is reached):
-	 * liveness (a node no count reached, one kept from the seed only, is
-	 * hidden), totals, the number of children, and for the lists each
-	 * node's parent and, when visible, its name. */
-	r = -EOVERFLOW;
-	for (n = t->nnodes; n-- > 0;) {
+/* Bottom-up (a node's children are done when it is reached): liveness (a
+ * node no count reached, one kept from the seed only, is hidden), totals,
+ * the number of children, the name sums, and for the lists each node's
+ * parent and, when visible, its name; then a diff's base totals.  Writes
+ * only the fields paths_down() does not read.  0 or -EOVERFLOW (a sum
+ * past 64 bits; the base totals are then not made). */
+static int totals_up(struct view_lists *l)
+{
+	struct view_tree *t = l->t;
+
+	for (uint32_t n = t->nnodes; n-- > 0;) {
 		struct vnode *v = &t->nodes[n];
 		struct vnode *p = n > 0 ? &t->nodes[v->parent] : NULL;
 		if (n >= PREFETCH_AHEAD) {
@@ -525,12 +538,12 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool
 		v->flags &= ~(VNODE_LIVE | VNODE_INDEXED | VNODE_RECURSIVE);
 		if (__builtin_add_overflow(v->total_weight, v->self_weight, &v->total_weight) ||
 		    __builtin_add_overflow(v->total_samples, v->self_samples, &v->total_samples))
-			goto counted;
+			return -EOVERFLOW;
 		if (!p)
 			break;
 		if (__builtin_add_overflow(p->total_weight, v->total_weight, &p->total_weight) ||
 		    __builtin_add_overflow(p->total_samples, v->total_samples, &p->total_samples))
-			goto counted;
+			return -EOVERFLOW;
 		l->rk[n] = UINT32_MAX;
 		l->par[n] = v->parent;
 		if (!(v->flags & VNODE_HIDDEN)) {
@@ -548,7 +561,7 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool
 			}
 		}
 	}
-	for (n = t->base ? t->nnodes : 0; n-- > 0;) {
+	for (uint32_t n = t->base ? t->nnodes : 0; n-- > 0;) {
 		struct vbase *v = &t->base[n];
 		v->total_weight += v->self_weight;
 		v->total_samples += v->self_samples;
@@ -557,8 +570,14 @@ int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool
 			t->base[t->nodes[n].parent].total_samples += v->total_samples;
 		}
 	}
-	r = 0;
-counted:
+	return 0;
+}
+
+/* After the totals pass (r: how it went): with the second thread, tells
+ * it r (it makes the lists only after a pass that succeeded) and waits
+ * for its paths_down(); without, runs paths_down() here when r is 0. */
+static void paths_down_meet(struct view_lists *l, bool threaded, int r)
+{
 	if (threaded) {
 		pthread_mutex_lock(&l->mu);
 		l->up_r = r;
@@ -570,31 +589,86 @@ counted:
 	} else if (r == 0) {
 		paths_down(l);
 	}
-	for (n = 1; r == 0 && n < t->nnodes; n++)
+}
+
+/* Flags the nodes paths_down() marked recursive, and takes their totals
+ * off their names' sums (a function's total counts its outermost
+ * occurrences only).  Needs both passes done. */
+static void flag_recursive(struct view_lists *l)
+{
+	struct view_tree *t = l->t;
+
+	for (uint32_t n = 1; n < t->nnodes; n++)
 		if (l->rec[n]) {
 			struct vnode *v = &t->nodes[n];
 			v->flags |= VNODE_RECURSIVE;
 			if (!(v->flags & VNODE_HIDDEN))
 				t->name_sums[vnode_frame(t, n)->name].total -= v->total_weight;
 		}
-	/* paths_down() is done with them. */
+}
+
+/* Frees paths_down()'s arrays, which nothing needs once the recursive
+ * nodes are flagged. */
+static void paths_down_free(struct view_lists *l)
+{
 	free(l->mask);
 	free(l->rec);
 	l->mask = NULL;
 	l->rec = NULL;
-	if (r < 0 || !threaded || !defer) {
-		if (threaded)
-			pthread_join(l->thread, NULL);
-		else if (r == 0) {
-			rank_strings(l);
-			lists(l);
-		}
+}
+
+/* Ends view_tree_finish() without a hand-out: joins the second thread
+ * (which made the lists, or made none after a failed pass), or makes the
+ * lists here when r is 0, then frees l.  Returns r. */
+static int lists_now(struct view_lists *l, bool threaded, int r)
+{
+	if (threaded)
+		pthread_join(l->thread, NULL);
+	else if (r == 0) {
+		rank_strings(l);
+		lists(l);
+	}
+	view_lists_free(l);
+	return r;
+}
+
+/* The passes, in order: the arrays (lists_alloc(); all of them, since
+ * what runs after the hand-out cannot fail), escaped name lengths, path
+ * lengths when they could pass 32 bits; then, side by side on two threads
+ * for a large tree, paths_down() (recursive nodes; the second thread) and
+ * totals_up() (liveness, totals, child counts, name sums; the calling
+ * thread), which write disjoint fields; the recursive nodes flagged once
+ * both are done; then the child lists in bytewise name order, path
+ * lengths and folded sizes (lists(), after rank_strings()).  Each pass
+ * reads every node and its parent, often far away in memory, so there
+ * are few, and path lengths and recursion are made in passes rather than
+ * as the nodes are made, where the build would wait on each parent's
+ * read.  With `defer`, a tree that has the second thread is handed out
+ * before its lists are made (t->lists, view_tree_settle()). */
+int view_tree_finish(struct view_tree *t, const struct view_scratch *spare, bool defer)
+{
+	struct view_scratch s = spare ? *spare : (struct view_scratch){0};
+	struct view_lists *l;
+	bool threaded;
+	int r;
+
+	t->kids = s.kids; /* the tree's from here on, also on failure */
+	if (!(l = lists_new(t, &s)))
+		return -ENOMEM;
+	if ((r = lists_alloc(l, spare)) < 0 || (r = escaped_lengths(t)) < 0 ||
+	    (r = path_lengths_early(l)) < 0) {
 		view_lists_free(l);
 		return r;
 	}
+	threaded = t->nnodes >= LISTS_THREAD_MIN &&
+	           pthread_create(&l->thread, NULL, lists_thread, l) == 0;
+	r = totals_up(l);
+	paths_down_meet(l, threaded, r);
+	if (r == 0)
+		flag_recursive(l);
+	paths_down_free(l);
+	if (r < 0 || !threaded || !defer)
+		return lists_now(l, threaded, r);
 	t->lists = l;
 	return 0;
-fail:
-	view_lists_free(l);
-	return r;
 }

@@ -59,115 +59,160 @@ static bool is_frame(const struct view_tree *t, uint32_t n)
 	return n != VIEW_ROOT && t->nodes[n].parent != VIEW_ROOT;
 }
 
-int view_functions_build(const struct view_tree *t, uint32_t node, struct view_functions **out)
-{
-	view_tree_settle(t);
-	struct view_functions *fx = NULL;
-	uint32_t *fidx = NULL;   /* string id -> function index + 1 */
-	uint32_t *open = NULL;   /* string id -> innermost open occurrence + 1 */
-	uint32_t *wocc = NULL;   /* walk order occurrence -> its slot in occs */
-	struct occ *walk = NULL; /* occurrences in walk order */
-	struct {
+/* view_functions_build()'s walk: the index it fills, and what it keeps
+ * per name and on its stack. */
+struct fwalk {
+	const struct view_tree *t;
+	struct view_functions *fx;
+	uint32_t *fidx;   /* string id -> function index + 1 */
+	uint32_t *open;   /* string id -> innermost open occurrence + 1 */
+	struct occ *walk; /* occurrences in walk order */
+	uint32_t nwalk;
+	struct fstep {
 		uint32_t node, next, saved_open, occ;
-	} *stack = NULL;
-	uint32_t nwalk = 0;
-	size_t depth = 0;
-	int r = -ENOMEM;
+	} * stack;
+	size_t depth;
+};
 
-	*out = NULL;
-	if (node >= t->nnodes)
-		return -EINVAL;
-	fx = calloc(1, sizeof(*fx));
-	fidx = calloc(t->nstrs, sizeof(*fidx));
-	open = calloc(t->nstrs, sizeof(*open));
-	walk = malloc((size_t)t->nnodes * sizeof(*walk));
-	stack = malloc((size_t)(t->nnodes + 1) * sizeof(*stack));
-	if (!fx || !fidx || !open || !walk || !stack)
-		goto fail;
-	fx->t = t;
-	fx->funcs = malloc((size_t)t->nnodes * sizeof(*fx->funcs));
-	if (!fx->funcs)
-		goto fail;
+/* The walk's arrays, each with an entry per node or per string of the
+ * tree, and the index with room for a function per node.  0 or -ENOMEM. */
+static int fwalk_alloc(struct fwalk *w)
+{
+	const struct view_tree *t = w->t;
 
-	/* The walk: count occurrences, self, total (outermost only) and
-	 * exclusive weights. */
-	stack[depth].node = node;
-	stack[depth].next = 0;
-	stack[depth].occ = VIEW_NONE;
-	stack[depth].saved_open = 0;
-	depth++;
+	w->fx = calloc(1, sizeof(*w->fx));
+	w->fidx = calloc(t->nstrs, sizeof(*w->fidx));
+	w->open = calloc(t->nstrs, sizeof(*w->open));
+	w->walk = malloc((size_t)t->nnodes * sizeof(*w->walk));
+	w->stack = malloc((size_t)(t->nnodes + 1) * sizeof(*w->stack));
+	if (!w->fx || !w->fidx || !w->open || !w->walk || !w->stack)
+		return -ENOMEM;
+	w->fx->t = t;
+	w->fx->funcs = malloc((size_t)t->nnodes * sizeof(*w->fx->funcs));
+	return w->fx->funcs ? 0 : -ENOMEM;
+}
+
+/* Frees the walk's arrays and the index, unless handed out (w->fx NULL). */
+static void fwalk_free(struct fwalk *w)
+{
+	view_functions_free(w->fx);
+	free(w->fidx);
+	free(w->open);
+	free(w->walk);
+	free(w->stack);
+}
+
+static void fwalk_push(struct fwalk *w, uint32_t n)
+{
+	w->stack[w->depth++] = (struct fstep){.node = n, .occ = VIEW_NONE};
+}
+
+/* Frame node n, on top of the stack: an occurrence of its name's
+ * function, which adds its self counts, and its total when it is the
+ * outermost occurrence; otherwise its total leaves the exclusive weight
+ * of the innermost open occurrence above it.  It stays open until the
+ * walk leaves n. */
+static void fwalk_visit(struct fwalk *w, uint32_t n)
+{
+	const struct vnode *v = &w->t->nodes[n];
+	uint32_t name = vnode_frame(w->t, n)->name;
+	struct view_functions *fx = w->fx;
+
+	if (!w->fidx[name]) {
+		fx->funcs[fx->nfuncs] = (struct func){.name = name};
+		w->fidx[name] = ++fx->nfuncs;
+	}
+	struct func *f = &fx->funcs[w->fidx[name] - 1];
+	f->nocc++;
+	f->self_weight += v->self_weight;
+	f->self_samples += v->self_samples;
+	w->walk[w->nwalk] = (struct occ){n, !w->open[name], v->total_weight, v->total_samples};
+	if (w->open[name]) {
+		struct occ *p = &w->walk[w->open[name] - 1];
+		p->excl_weight -= v->total_weight;
+		p->excl_samples -= v->total_samples;
+	} else {
+		f->total_weight += v->total_weight;
+		f->total_samples += v->total_samples;
+	}
+	w->stack[w->depth - 1].saved_open = w->open[name];
+	w->stack[w->depth - 1].occ = w->nwalk;
+	w->open[name] = ++w->nwalk;
+}
+
+/* The walk of node's subtree, depth-first in child order: counts the
+ * occurrences, self, total (outermost only) and exclusive weights. */
+static void fwalk_run(struct fwalk *w, uint32_t node)
+{
+	const struct view_tree *t = w->t;
+
+	fwalk_push(w, node);
 	for (uint32_t n = node;;) {
-		if (is_frame(t, n)) {
-			const struct vnode *v = &t->nodes[n];
-			uint32_t name = vnode_frame(t, n)->name;
-			if (!fidx[name]) {
-				fx->funcs[fx->nfuncs] = (struct func){.name = name};
-				fidx[name] = ++fx->nfuncs;
-			}
-			struct func *f = &fx->funcs[fidx[name] - 1];
-			f->nocc++;
-			f->self_weight += v->self_weight;
-			f->self_samples += v->self_samples;
-			walk[nwalk] =
-			        (struct occ){n, !open[name], v->total_weight, v->total_samples};
-			if (open[name]) {
-				struct occ *p = &walk[open[name] - 1];
-				p->excl_weight -= v->total_weight;
-				p->excl_samples -= v->total_samples;
-			} else {
-				f->total_weight += v->total_weight;
-				f->total_samples += v->total_samples;
-			}
-			stack[depth - 1].saved_open = open[name];
-			stack[depth - 1].occ = nwalk;
-			open[name] = ++nwalk;
-		}
+		if (is_frame(t, n))
+			fwalk_visit(w, n);
 		/* The next node: down to the next child, or up, closing
 		 * occurrences on the way. */
 		for (;;) {
-			uint32_t top = stack[depth - 1].node;
-			if (stack[depth - 1].next < t->nodes[top].nkids) {
-				n = t->kids[t->nodes[top].first_kid + stack[depth - 1].next++];
-				stack[depth].node = n;
-				stack[depth].next = 0;
-				stack[depth].occ = VIEW_NONE;
-				stack[depth].saved_open = 0;
-				depth++;
+			struct fstep *top = &w->stack[w->depth - 1];
+			if (top->next < t->nodes[top->node].nkids) {
+				n = t->kids[t->nodes[top->node].first_kid + top->next++];
+				fwalk_push(w, n);
 				break;
 			}
-			if (stack[depth - 1].occ != VIEW_NONE)
-				open[vnode_frame(t, top)->name] = stack[depth - 1].saved_open;
-			if (--depth == 0)
-				goto walked;
+			if (top->occ != VIEW_NONE)
+				w->open[vnode_frame(t, top->node)->name] = top->saved_open;
+			if (--w->depth == 0)
+				return;
 		}
 	}
-walked:
-	/* Group the occurrences by function, in walk order. */
-	fx->occs = malloc((size_t)(nwalk ? nwalk : 1) * sizeof(*fx->occs));
+}
+
+/* The occurrences grouped by function, in walk order (fx->occs, each
+ * function's from its first_occ).  0 or -ENOMEM. */
+static int fwalk_group(struct fwalk *w)
+{
+	struct view_functions *fx = w->fx;
+	uint32_t *wocc; /* function -> its next slot in occs */
+
+	fx->occs = malloc((size_t)(w->nwalk ? w->nwalk : 1) * sizeof(*fx->occs));
 	wocc = malloc((size_t)(fx->nfuncs ? fx->nfuncs : 1) * sizeof(*wocc));
-	if (!fx->occs || !wocc)
-		goto fail;
+	if (!fx->occs || !wocc) {
+		free(wocc);
+		return -ENOMEM;
+	}
 	uint32_t pos = 0;
 	for (uint32_t i = 0; i < fx->nfuncs; i++) {
 		fx->funcs[i].first_occ = pos;
 		wocc[i] = pos;
 		pos += fx->funcs[i].nocc;
 	}
-	for (uint32_t i = 0; i < nwalk; i++) {
-		uint32_t f = fidx[vnode_frame(t, walk[i].node)->name] - 1;
-		fx->occs[wocc[f]++] = walk[i];
+	for (uint32_t i = 0; i < w->nwalk; i++) {
+		uint32_t f = w->fidx[vnode_frame(w->t, w->walk[i].node)->name] - 1;
+		fx->occs[wocc[f]++] = w->walk[i];
 	}
-	qsort_r(fx->funcs, fx->nfuncs, sizeof(*fx->funcs), cmp_func, (void *)t);
-	*out = fx;
-	r = 0;
-	fx = NULL;
-fail:
-	view_functions_free(fx);
-	free(fidx);
-	free(open);
-	free(walk);
 	free(wocc);
-	free(stack);
+	return 0;
+}
+
+int view_functions_build(const struct view_tree *t, uint32_t node, struct view_functions **out)
+{
+	struct fwalk w = {.t = t};
+	int r;
+
+	view_tree_settle(t);
+	*out = NULL;
+	if (node >= t->nnodes)
+		return -EINVAL;
+	if ((r = fwalk_alloc(&w)) < 0)
+		goto out;
+	fwalk_run(&w, node);
+	if ((r = fwalk_group(&w)) < 0)
+		goto out;
+	qsort_r(w.fx->funcs, w.fx->nfuncs, sizeof(*w.fx->funcs), cmp_func, (void *)t);
+	*out = w.fx;
+	w.fx = NULL;
+out:
+	fwalk_free(&w);
 	return r;
 }
 

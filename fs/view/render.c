@@ -686,6 +686,14 @@ struct pp {
 	size_t nmaps;
 	uint32_t *map_build;  /* build id sid of each mapping */
 	uint32_t *map_module; /* module sid of each mapping */
+	/* The samples: the nodes that become one, what their stacks take,
+	 * and what the profile's samples and sample types point into. */
+	uint32_t *sampled;
+	size_t nsampled, nlocids;
+	Perftools__Profiles__ValueType vt[2], *pvt[2];
+	Perftools__Profiles__Sample *samples, **psamples;
+	uint64_t *locpool; /* the samples' location ids, leaf first */
+	int64_t *valpool;  /* the samples' two values each */
 };
 
 static int pp_mapping(struct pp *pp, const struct vframe *f, uint64_t *id)
@@ -897,48 +905,77 @@ static bool has_sample(const struct view_tree *t, uint32_t n)
 	       (t->base && (t->base[n].self_weight || t->base[n].self_samples));
 }
 
-int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf *out)
+/* The tables of pp, each with room for one entry per frame of the tree.
+ * 0 or -ENOMEM. */
+static int pp_alloc(struct pp *pp)
 {
-	view_tree_settle(t);
-	Perftools__Profiles__Profile prof;
-	Perftools__Profiles__ValueType vt[2], *pvt[2];
-	Perftools__Profiles__Sample *samples = NULL, **psamples = NULL;
-	uint64_t *locpool = NULL;
-	int64_t *valpool = NULL;
-	struct dfs *stack = NULL;
-	uint32_t *sampled = NULL;
-	uint8_t *packed = NULL;
-	struct pp pp = {.t = t};
-	size_t nsampled = 0, nlocids = 0, depth, cap, i;
-	int r;
+	const struct view_tree *t = pp->t;
 
-	perftools__profiles__profile__init(&prof);
-	/* Which nodes become samples, and how many location ids they need. */
-	cap = 64;
-	stack = malloc(cap * sizeof(*stack));
-	sampled = malloc((size_t)t->nnodes * sizeof(*sampled));
-	pp.st.of_sid = calloc(t->nstrs, sizeof(*pp.st.of_sid));
-	pp.loc_of_frame = calloc(t->nframes, sizeof(*pp.loc_of_frame));
-	pp.locs = malloc(t->nframes * sizeof(*pp.locs));
-	pp.plocs = malloc(t->nframes * sizeof(*pp.plocs));
-	pp.lines = malloc(t->nframes * sizeof(*pp.lines));
-	pp.plines = malloc(t->nframes * sizeof(*pp.plines));
-	pp.funcs = malloc(t->nframes * sizeof(*pp.funcs));
-	pp.pfuncs = malloc(t->nframes * sizeof(*pp.pfuncs));
-	pp.maps = malloc(t->nframes * sizeof(*pp.maps));
-	pp.pmaps = malloc(t->nframes * sizeof(*pp.pmaps));
-	pp.map_build = malloc(t->nframes * sizeof(*pp.map_build));
-	pp.map_module = malloc(t->nframes * sizeof(*pp.map_module));
-	if (!stack || !sampled || !pp.st.of_sid || !pp.loc_of_frame || !pp.locs || !pp.plocs ||
-	    !pp.lines || !pp.plines || !pp.funcs || !pp.pfuncs || !pp.maps || !pp.pmaps ||
-	    !pp.map_build || !pp.map_module) {
-		r = -ENOMEM;
-		goto out;
+	pp->st.of_sid = calloc(t->nstrs, sizeof(*pp->st.of_sid));
+	pp->loc_of_frame = calloc(t->nframes, sizeof(*pp->loc_of_frame));
+	pp->locs = malloc(t->nframes * sizeof(*pp->locs));
+	pp->plocs = malloc(t->nframes * sizeof(*pp->plocs));
+	pp->lines = malloc(t->nframes * sizeof(*pp->lines));
+	pp->plines = malloc(t->nframes * sizeof(*pp->plines));
+	pp->funcs = malloc(t->nframes * sizeof(*pp->funcs));
+	pp->pfuncs = malloc(t->nframes * sizeof(*pp->pfuncs));
+	pp->maps = malloc(t->nframes * sizeof(*pp->maps));
+	pp->pmaps = malloc(t->nframes * sizeof(*pp->pmaps));
+	pp->map_build = malloc(t->nframes * sizeof(*pp->map_build));
+	pp->map_module = malloc(t->nframes * sizeof(*pp->map_module));
+	if (!pp->st.of_sid || !pp->loc_of_frame || !pp->locs || !pp->plocs || !pp->lines ||
+	    !pp->plines || !pp->funcs || !pp->pfuncs || !pp->maps || !pp->pmaps || !pp->map_build ||
+	    !pp->map_module)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Frees everything pp holds (the tree is borrowed).  A pp zeroed but for
+ * its tree, or filled in part, is fine. */
+static void pp_free(struct pp *pp)
+{
+	free(pp->sampled);
+	free(pp->samples);
+	free(pp->psamples);
+	free(pp->locpool);
+	free(pp->valpool);
+	for (size_t i = 0; i < pp->st.nowned; i++)
+		free(pp->st.owned[i]);
+	free(pp->st.owned);
+	free(pp->st.v);
+	free(pp->st.of_sid);
+	free(pp->loc_of_frame);
+	free(pp->locs);
+	free(pp->plocs);
+	free(pp->lines);
+	free(pp->plines);
+	free(pp->funcs);
+	free(pp->pfuncs);
+	free(pp->maps);
+	free(pp->pmaps);
+	free(pp->map_build);
+	free(pp->map_module);
+}
+
+/* The nodes of node's subtree that become samples, node first, then
+ * depth-first in child order (pp->sampled), and the location ids their
+ * stacks take, one per frame up to the binary's (pp->nlocids).  0 or
+ * -ENOMEM. */
+static int pp_find_samples(struct pp *pp, uint32_t node)
+{
+	const struct view_tree *t = pp->t;
+	size_t depth = 0, cap = 64;
+	struct dfs *stack = malloc(cap * sizeof(*stack));
+	int r = 0;
+
+	pp->sampled = malloc((size_t)t->nnodes * sizeof(*pp->sampled));
+	if (!stack || !pp->sampled) {
+		free(stack);
+		return -ENOMEM;
 	}
-	depth = 0;
 	stack[depth++] = (struct dfs){node, 0};
 	if (has_sample(t, node))
-		sampled[nsampled++] = node;
+		pp->sampled[pp->nsampled++] = node;
 	while (depth > 0) {
 		struct dfs *top = &stack[depth - 1];
 		const struct vnode *tv = &t->nodes[top->node];
@@ -948,118 +985,138 @@ int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf 
 		}
 		uint32_t n = t->kids[tv->first_kid + top->next++];
 		if (has_sample(t, n))
-			sampled[nsampled++] = n;
+			pp->sampled[pp->nsampled++] = n;
 		r = dfs_push(&stack, &depth, &cap, n);
 		if (r < 0)
-			goto out;
+			break;
 	}
-	for (i = 0; i < nsampled; i++)
-		for (uint32_t a = sampled[i]; a != VIEW_ROOT; a = t->nodes[a].parent)
-			nlocids++;
-	/* Each location id takes a byte of the profile at least (and 8 here
-	 * before it is encoded): past the cap, refuse before allocating. */
-	if (nlocids > view_buf_max(out) / 8) {
-		r = -EFBIG;
-		goto out;
-	}
+	free(stack);
+	for (size_t i = 0; r == 0 && i < pp->nsampled; i++)
+		for (uint32_t a = pp->sampled[i]; a != VIEW_ROOT; a = t->nodes[a].parent)
+			pp->nlocids++;
+	return r;
+}
 
-	/* String table: "" first, then the sample types. */
-	int64_t idx;
+/* The string table's head: "" first, then the two sample types, samples
+ * (count) and the weight: cpu (nanoseconds) for a CPU clock, else the
+ * event and its unit.  0 or -ENOMEM. */
+static int pp_sample_types(struct pp *pp)
+{
+	const struct view_tree *t = pp->t;
 	const char *wtype = is_cpu_event(t->event) ? "cpu" : t->event;
+	const char *wunit = is_cpu_event(t->event) ? "nanoseconds" : t->unit;
+	int64_t idx;
+	int r;
+
 	if (strcmp(wtype, "samples") == 0 || wtype[0] == '\0')
 		wtype = "weight"; /* keep the two sample types apart */
-	const char *wunit = is_cpu_event(t->event) ? "nanoseconds" : t->unit;
-	if ((r = strtab_add(&pp.st, "", &idx)) < 0)
-		goto out;
-	for (i = 0; i < 2; i++) {
-		perftools__profiles__value_type__init(&vt[i]);
-		pvt[i] = &vt[i];
+	if ((r = strtab_add(&pp->st, "", &idx)) < 0)
+		return r;
+	for (size_t i = 0; i < 2; i++) {
+		perftools__profiles__value_type__init(&pp->vt[i]);
+		pp->pvt[i] = &pp->vt[i];
 	}
-	if ((r = strtab_lit(&pp.st, "samples", &vt[0].type)) < 0 ||
-	    (r = strtab_lit(&pp.st, "count", &vt[0].unit)) < 0 ||
-	    (r = strtab_lit(&pp.st, wtype, &vt[1].type)) < 0 ||
-	    (r = strtab_lit(&pp.st, wunit[0] ? wunit : "count", &vt[1].unit)) < 0)
-		goto out;
+	if ((r = strtab_lit(&pp->st, "samples", &pp->vt[0].type)) < 0 ||
+	    (r = strtab_lit(&pp->st, "count", &pp->vt[0].unit)) < 0 ||
+	    (r = strtab_lit(&pp->st, wtype, &pp->vt[1].type)) < 0 ||
+	    (r = strtab_lit(&pp->st, wunit[0] ? wunit : "count", &pp->vt[1].unit)) < 0)
+		return r;
+	return 0;
+}
 
-	samples = malloc((nsampled ? nsampled : 1) * sizeof(*samples));
-	psamples = malloc((nsampled ? nsampled : 1) * sizeof(*psamples));
-	locpool = malloc((nlocids ? nlocids : 1) * sizeof(*locpool));
-	valpool = malloc((nsampled ? nsampled : 1) * 2 * sizeof(*valpool));
-	if (!samples || !psamples || !locpool || !valpool) {
-		r = -ENOMEM;
-		goto out;
-	}
-	size_t lp = 0;
-	for (i = 0; i < nsampled; i++) {
-		Perftools__Profiles__Sample *s = &samples[i];
-		const struct vnode *v = &t->nodes[sampled[i]];
+/* One sample per sampled node: its stack as location ids, the leaf
+ * first (the locations, functions and mappings made as their frames
+ * first come), and its counts, a diff's B - A.  0 or -ENOMEM. */
+static int pp_samples(struct pp *pp)
+{
+	const struct view_tree *t = pp->t;
+	size_t n = pp->nsampled ? pp->nsampled : 1, lp = 0;
+	int r;
+
+	pp->samples = malloc(n * sizeof(*pp->samples));
+	pp->psamples = malloc(n * sizeof(*pp->psamples));
+	pp->locpool = malloc((pp->nlocids ? pp->nlocids : 1) * sizeof(*pp->locpool));
+	pp->valpool = malloc(n * 2 * sizeof(*pp->valpool));
+	if (!pp->samples || !pp->psamples || !pp->locpool || !pp->valpool)
+		return -ENOMEM;
+	for (size_t i = 0; i < pp->nsampled; i++) {
+		Perftools__Profiles__Sample *s = &pp->samples[i];
+		uint32_t node = pp->sampled[i];
+		const struct vnode *v = &t->nodes[node];
 		perftools__profiles__sample__init(s);
-		s->location_id = locpool + lp;
-		for (uint32_t a = sampled[i]; a != VIEW_ROOT; a = t->nodes[a].parent) {
-			r = pp_location(&pp, t->nodes[a].frame, &locpool[lp++]);
+		s->location_id = pp->locpool + lp;
+		for (uint32_t a = node; a != VIEW_ROOT; a = t->nodes[a].parent) {
+			r = pp_location(pp, t->nodes[a].frame, &pp->locpool[lp++]);
 			if (r < 0)
-				goto out;
+				return r;
 		}
-		s->n_location_id = (size_t)(locpool + lp - s->location_id);
-		s->value = valpool + 2 * i;
+		s->n_location_id = (size_t)(pp->locpool + lp - s->location_id);
+		s->value = pp->valpool + 2 * i;
 		s->value[0] = clamp64(v->self_samples);
 		s->value[1] = clamp64(v->self_weight);
 		if (t->base) {
 			/* A diff: B - A, as pprof -diff_base shows it. */
-			s->value[0] -= clamp64(t->base[sampled[i]].self_samples);
-			s->value[1] -= clamp64(t->base[sampled[i]].self_weight);
+			s->value[0] -= clamp64(t->base[node].self_samples);
+			s->value[1] -= clamp64(t->base[node].self_weight);
 		}
 		s->n_value = 2;
-		psamples[i] = s;
+		pp->psamples[i] = s;
 	}
+	return 0;
+}
 
-	pp_main_mapping_first(&pp, binary_of(t, node));
-	prof.n_sample_type = 2;
-	prof.sample_type = pvt;
-	prof.n_sample = nsampled;
-	prof.sample = psamples;
-	prof.n_location = pp.nlocs;
-	prof.location = pp.plocs;
-	prof.n_function = pp.nlocs;
-	prof.function = pp.pfuncs;
-	prof.n_mapping = pp.nmaps;
-	prof.mapping = pp.pmaps;
-	prof.period_type = &vt[1];
-	prof.default_sample_type = vt[1].type;
-	prof.n_string_table = pp.st.n;
-	prof.string_table = pp.st.v;
-
+/* The profile of pp's tables, its default sample type the weight,
+ * encoded and gzipped onto out.  0 or -errno. */
+static int pp_write(struct pp *pp, struct view_buf *out)
+{
+	Perftools__Profiles__Profile prof;
 	size_t plen;
+	uint8_t *packed;
+	int r;
+
+	perftools__profiles__profile__init(&prof);
+	prof.n_sample_type = 2;
+	prof.sample_type = pp->pvt;
+	prof.n_sample = pp->nsampled;
+	prof.sample = pp->psamples;
+	prof.n_location = pp->nlocs;
+	prof.location = pp->plocs;
+	prof.n_function = pp->nlocs;
+	prof.function = pp->pfuncs;
+	prof.n_mapping = pp->nmaps;
+	prof.mapping = pp->pmaps;
+	prof.period_type = &pp->vt[1];
+	prof.default_sample_type = pp->vt[1].type;
+	prof.n_string_table = pp->st.n;
+	prof.string_table = pp->st.v;
 	packed = profile_encode(&prof, &plen);
-	if (!packed) {
-		r = -ENOMEM;
+	if (!packed)
+		return -ENOMEM;
+	r = gzip_append(packed, plen, out);
+	free(packed);
+	return r;
+}
+
+int view_render_pprof(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	struct pp pp = {.t = t};
+	int r;
+
+	view_tree_settle(t);
+	if ((r = pp_alloc(&pp)) < 0 || (r = pp_find_samples(&pp, node)) < 0)
+		goto out;
+	/* Each location id takes a byte of the profile at least (and 8 here
+	 * before it is encoded): past the cap, refuse before allocating. */
+	if (pp.nlocids > view_buf_max(out) / 8) {
+		r = -EFBIG;
 		goto out;
 	}
-	r = gzip_append(packed, plen, out);
+	if ((r = pp_sample_types(&pp)) < 0 || (r = pp_samples(&pp)) < 0)
+		goto out;
+	pp_main_mapping_first(&pp, binary_of(t, node));
+	r = pp_write(&pp, out);
 out:
-	free(packed);
-	free(samples);
-	free(psamples);
-	free(locpool);
-	free(valpool);
-	free(stack);
-	free(sampled);
-	for (i = 0; i < pp.st.nowned; i++)
-		free(pp.st.owned[i]);
-	free(pp.st.owned);
-	free(pp.st.v);
-	free(pp.st.of_sid);
-	free(pp.loc_of_frame);
-	free(pp.locs);
-	free(pp.plocs);
-	free(pp.lines);
-	free(pp.plines);
-	free(pp.funcs);
-	free(pp.pfuncs);
-	free(pp.maps);
-	free(pp.pmaps);
-	free(pp.map_build);
-	free(pp.map_module);
+	pp_free(&pp);
 	return r;
 }
 

@@ -12,11 +12,11 @@
  * path.  At the top root, and at a binary's node (a version directory)
  * when the tree has no other binary, the subtree is the whole tree, whose
  * sums per name view_tree_finish() made in its totals pass
- * (t->name_sums): no node is read (bin1/1 of bench/glance.sh: about 5 ms
- * less).  At a binary's node of a tree of several, the nodes are read in
- * id order, front to back, not in a walk that jumps around memory (a
- * 450,000-node tree: 45 ms -> about 10), and whether an ancestor has the
- * node's name is the flag VNODE_RECURSIVE the build set.
+ * (t->name_sums): no node is read.  At a binary's node of a tree of
+ * several, the nodes are read in id order, front to back, not in a walk
+ * that jumps around memory (a node's children are rarely next to it),
+ * and whether an ancestor has the node's name is the flag
+ * VNODE_RECURSIVE the build set.
  * No per-function index beyond one slot per interned string is needed,
  * so it is cheaper than view_functions_build() and fit for every
  * directory.  A function's kind is that of its first node in id order.
@@ -106,11 +106,10 @@ static void top_swap(struct top_func *a, size_t i, size_t j)
 }
 
 /* Sorts a[0..n) in cmp_top()'s order: a quicksort with the comparison
- * inline (qsort_r's calls through a pointer and its 24-byte copies took
- * 4 ms of 30,000 functions at bin1/1 of bench/glance.sh), the median of
- * three as pivot, the smaller part first and the larger in the loop, an
- * insertion sort from 16 down; past `budget` partitions (bad pivots),
- * qsort_r. */
+ * inline (qsort_r calls it through a pointer and moves the elements as
+ * bytes of a size it learns at run time), the median of three as pivot,
+ * the smaller part first and the larger in the loop, an insertion sort
+ * from 16 down; past `budget` partitions (bad pivots), qsort_r. */
 static void top_sort(const struct view_tree *t, struct top_func *a, size_t n, unsigned budget)
 {
 	while (n > 16) {
@@ -424,11 +423,11 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 	if (r == 0)
 		r = appendf(out, "#%*s %7s %*s %7s %-7s %s\n", (int)w - 1, "self", "self%", (int)w,
 		            "total", "total%", "kind", "name");
-	/* The lines are written by hand: printf's formatting was half of
-	 * top's time at a version root of 30,000 functions.  Their bytes are
-	 * known (the numbers take w columns, w being the whole's digits, the
-	 * shares 7), so the buffer is grown once, not doubled (and copied)
-	 * a dozen times on the way to 2 MB (bin1/1 of bench/glance.sh). */
+	/* The lines are written by hand, not with printf, which would parse
+	 * its format again for each of a version's many functions.  Their
+	 * bytes are known (the numbers take w columns, w being the whole's
+	 * digits, the shares 7), so the buffer is grown once, not doubled
+	 * (and copied) line after line. */
 	size_t all = 0;
 	for (uint32_t i = 0; i < nfuncs; i++) {
 		size_t klen = strlen(view_kind_name(funcs[i].kind));

@@ -191,9 +191,9 @@ void view_lists_free(struct view_lists *l);
 
 /* Asks for transparent huge pages under the 2 MB-aligned part of a big
  * array (malloc'd; a hint, nothing when the kernel does not take it).  A
- * tree's arrays are written once each, front to back or all over, and a
- * 4 KB page fault costs microseconds in a VM: bin1/1 of bench/glance.sh
- * took 12,850 of them to build and rank. */
+ * tree's arrays are written once each, front to back or all over, so
+ * each of their 4 KB pages costs a fault, dearer still in a VM: a huge
+ * page takes one fault for 512 of them. */
 void view_hugepages(void *p, size_t bytes);
 
 /* For the sorted child list kids[0..nkids): 0 when no later sibling
