@@ -4,7 +4,7 @@
 # directory, no TCP port) and stops: test-central's unit tests, then
 # flamefs-collect with --store postgresql://...: every good fixture's
 # import exports (folded and pprof) byte for byte what the same import
-# into an embedded store exports; stats; prune; compact; the README's SQL
+# into an embedded store exports; stats; prune; compact; store/README.md's SQL
 # (top functions across hosts, regressions from A to B) gives the
 # expected numbers; a non-flamefs database and a future schema are
 # refused; the password never shows; a read-only role reads but cannot
@@ -119,7 +119,7 @@ pgsize=$(psql "$fx" -qXAt -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_
 embsize=$(du -sb "$tmp/emb" | cut -f1)
 echo "size: central $pgsize bytes, embedded $embsize bytes (fixtures, after VACUUM / compact)"
 
-# ---- the README's SQL ------------------------------------------------------------
+# ---- store/README.md's SQL ------------------------------------------------------------
 sq=$(newdb sq)
 printf 'app;main;compute 60\napp;main;io 40\n' >"$tmp/a.folded"
 printf 'app;main;compute 70\napp;main;io 20\napp;main;parse 10\n' >"$tmp/b.folded"

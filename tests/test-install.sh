@@ -234,7 +234,7 @@ check "unmounted" sh -c "! mountpoint -q '$mnt'"
 # in its default path (/usr/local/bin among others).  In a private mount
 # namespace the installed bin directory is put on /usr/local/bin and a
 # test fstab on /etc/fstab, so that what runs is the installed flamefs from
-# exactly the fstab line the README gives.
+# exactly the fstab line docs/view.md gives.
 if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
 	echo "SKIP: not root or unshare -m not permitted: no mount(8)/fstab check"
 	finish

@@ -195,7 +195,7 @@ int import_fail_at(struct import_ctx *ctx, uint64_t off, const char *fmt, ...)
 
 /* The series of a signed value: values below zero (delta profiles) go to
  * a series of their own whose event is "-EVENT" and whose counts are the
- * values' magnitudes; see README "Negative values". */
+ * values' magnitudes; see docs/formats.md, "Negative values". */
 #define IMPORT_NEGATIVE_PREFIX "-"
 
 struct import_ctx {
