@@ -47,6 +47,16 @@ int cli_series_quality(struct store *s, const struct store_series *se, struct vi
 void cli_warn_unrooted(struct store *s, const struct store_series *before, size_t nbefore,
                        enum cli_stack_source from);
 
+/* A usage error of `flamefs-collect CMD` (cmd NULL: of flamefs-collect
+ * itself): prints one line, "flamefs-collect CMD: <fmt>; try
+ * 'flamefs-collect CMD --help'", and returns the exit status, 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The option getopt_long() just refused (it returned c, '?' or ':'; the
+ * optstring begins with ':' so that a missing value is told apart, and
+ * getopt prints nothing itself), as cli_usage_error() reports it. */
+int cli_bad_option(const char *cmd, int c, char **argv);
+
 /* The options of a command that takes only --store and --help (stats,
  * compact): sets *store_arg (NULL when not given) and returns -1 to go
  * on, or the exit status when the command ends here (0 after --help, 2

@@ -111,22 +111,20 @@ int cmd_push(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 't': to = optarg; break;
 		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
 		case 'F': o.incremental = false; break;
 		case 'h': usage_push(stdout); return 0;
-		default: usage_push(stderr); return 2;
+		default: return cli_bad_option("push", c, argv);
 		}
 	}
-	if (optind < argc || !to) {
-		fprintf(stderr, PROG ": push: %s\n",
-		        !to ? "--to DATABASE is required" : "unexpected argument");
-		usage_push(stderr);
-		return 2;
-	}
+	if (optind < argc)
+		return cli_usage_error("push", "unexpected argument %s", argv[optind]);
+	if (!to)
+		return cli_usage_error("push", "--to DATABASE is required");
 	if (!store_is_database(to))
 		cli_die("push --to: expected a database (a connection string that starts with "
 		        "postgresql: or postgres:); to copy into a directory, use merge");
@@ -185,19 +183,16 @@ int cmd_merge(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
 		case 'h': usage_merge(stdout); return 0;
-		default: usage_merge(stderr); return 2;
+		default: return cli_bad_option("merge", c, argv);
 		}
 	}
-	if (optind == argc) {
-		fprintf(stderr, PROG ": merge: no SOURCE store given\n");
-		usage_merge(stderr);
-		return 2;
-	}
+	if (optind == argc)
+		return cli_usage_error("merge", "no SOURCE store given");
 	if (store_open(cli_resolve_store(store_arg, &owned), STORE_CREATE, &dst, err, sizeof(err)) <
 	    0)
 		cli_die("%s", err);

@@ -180,7 +180,7 @@ static int parse_options(int argc, char **argv, struct export_opts *o)
 	int c;
 
 	*o = (struct export_opts){.max_render = VIEW_RENDER_MAX, .format = &export_formats[0]};
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->store = optarg; break;
 		case 'b': o->binary = optarg; break;
@@ -209,13 +209,11 @@ static int parse_options(int argc, char **argv, struct export_opts *o)
 				        optarg);
 			break;
 		case 'h': usage_export(stdout); return 0;
-		default: usage_export(stderr); return 2;
+		default: return cli_bad_option("export", c, argv);
 		}
 	}
-	if (optind != argc) {
-		usage_export(stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error("export", "unexpected argument %s", argv[optind]);
 	return -1;
 }
 

@@ -431,7 +431,7 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 	struct import_options *o = &job->o;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': *store_arg = optarg; break;
 		case 'H': job->host = optarg; break;
@@ -478,13 +478,11 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 		case 'k': job->keep_going = true; break;
 		case 'T': job->timings = true; break;
 		case 'h': usage_import(stdout); return 0;
-		default: usage_import(stderr); return 2;
+		default: return cli_bad_option("import", c, argv);
 		}
 	}
-	if (optind >= argc) {
-		usage_import(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return cli_usage_error("import", "no input FILE given (- reads standard input)");
 	return -1;
 }
 

@@ -122,7 +122,7 @@ int cmd_prune(int argc, char **argv)
 	int cutoffs = 0, c, r;
 	int64_t age;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 'o':
@@ -156,16 +156,14 @@ int cmd_prune(int argc, char **argv)
 		case 'V': o.version = optarg; break;
 		case 'n': o.dry_run = true; break;
 		case 'h': usage_prune(stdout); return 0;
-		default: usage_prune(stderr); return 2;
+		default: return cli_bad_option("prune", c, argv);
 		}
 	}
-	if (optind != argc || cutoffs != 1) {
-		if (optind == argc)
-			fprintf(stderr, PROG ": prune: give exactly one of --older-than, --before "
-			                     "and --all\n");
-		usage_prune(stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error("prune", "unexpected argument %s", argv[optind]);
+	if (cutoffs != 1)
+		return cli_usage_error("prune",
+		                       "give exactly one of --older-than, --before and --all");
 	if (o.before == INT64_MAX && !o.binary) {
 		fprintf(stderr, PROG ": prune: --all needs --binary (to empty the whole store, "
 		                     "remove its directory)\n");

@@ -239,19 +239,17 @@ int cmd_stats(int argc, char **argv)
 	bool by_host = false, quality = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 'H': by_host = true; break;
 		case 'Q': quality = true; break;
 		case 'h': usage_stats(stdout); return 0;
-		default: usage_stats(stderr); return 2;
+		default: return cli_bad_option("stats", c, argv);
 		}
 	}
-	if (optind != argc) {
-		usage_stats(stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error("stats", "unexpected argument %s", argv[optind]);
 	if (by_host && quality)
 		cli_die("--by-host and --quality exclude each other");
 

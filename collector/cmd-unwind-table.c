@@ -75,15 +75,14 @@ int cmd_unwind_table(int argc, char **argv)
 			summary = true;
 		} else if (!path && argv[i][0] != '-') {
 			path = argv[i];
+		} else if (argv[i][0] == '-') {
+			return cli_usage_error("unwind-table", "unknown option %s", argv[i]);
 		} else {
-			usage_unwind_table(stderr);
-			return 2;
+			return cli_usage_error("unwind-table", "unexpected argument %s", argv[i]);
 		}
 	}
-	if (!path) {
-		usage_unwind_table(stderr);
-		return 2;
-	}
+	if (!path)
+		return cli_usage_error("unwind-table", "no FILE given");
 	elf_version(EV_CURRENT);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {

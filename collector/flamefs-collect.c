@@ -38,6 +38,32 @@ void cli_die_store(const struct store *s)
 	cli_die("%s: %s", where, msg);
 }
 
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, PROG "%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "; try '" PROG "%s%s --help'\n", cmd ? " " : "", cmd ? cmd : "");
+	return 2;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	size_t n = strcspn(arg, "=");
+
+	if (c == ':')
+		return cli_usage_error(cmd, "option %.*s needs a value", (int)n, arg);
+	if (strncmp(arg, "--", 2) == 0) {
+		if (optopt && arg[n])
+			return cli_usage_error(cmd, "option %.*s takes no value", (int)n, arg);
+		return cli_usage_error(cmd, "unknown option %.*s", (int)n, arg);
+	}
+	return cli_usage_error(cmd, "unknown option -%c", optopt);
+}
+
 static void usage_main(FILE *f)
 {
 	fputs("Usage: " PROG " COMMAND [OPTIONS]\n"
@@ -96,26 +122,24 @@ int cli_store_only_options(int argc, char **argv, void (*usage)(FILE *f), const 
 	int c;
 
 	*store_arg = NULL;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': *store_arg = optarg; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return cli_bad_option(argv[0], c, argv);
 		}
 	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error(argv[0], "unexpected argument %s", argv[optind]);
 	return -1;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage_main(stderr);
-		return 2;
-	}
+	if (argc < 2)
+		return cli_usage_error(NULL,
+		                       "no command given; expected import, record, stats, export, "
+		                       "compact, prune, push, merge or unwind-table");
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		usage_main(stdout);
@@ -145,9 +169,8 @@ int main(int argc, char **argv)
 		return record_main(argc, argv);
 	if (strcmp(cmd, "unwind-table") == 0)
 		return cmd_unwind_table(argc, argv);
-	fprintf(stderr,
-	        PROG ": unknown command \"%s\"; expected import, record, stats, export, compact, "
-	             "prune, push, merge or unwind-table\n",
-	        cmd);
-	return 2;
+	return cli_usage_error(NULL,
+	                       "unknown command \"%s\"; expected import, record, stats, export, "
+	                       "compact, prune, push, merge or unwind-table",
+	                       cmd);
 }

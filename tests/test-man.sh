@@ -72,9 +72,9 @@ accepted() {
 	local opt=${*: -1} err
 	err=$(cd "$tmp" && FLAMEFS_STORE=$tmp/nostore timeout 10 "$@" --zzz-unknown </dev/null 2>&1 >/dev/null)
 	if [[ $opt == --* ]]; then
-		! grep -q "unrecognized option '$opt'\|unknown option.*$opt\b" <<<"$err"
+		! grep -q "unrecognized option '$opt'\|unknown option $opt\b" <<<"$err"
 	else
-		! grep -q "invalid option -- '${opt#-}'\|unknown option.*$opt\b" <<<"$err"
+		! grep -q "invalid option -- '${opt#-}'\|unknown option $opt\b" <<<"$err"
 	fi
 }
 compare() { # compare NAME MAN_SET_FILE HELP_SET_FILE EXTRA_MAN_FILE [COMMAND...]

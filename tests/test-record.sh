@@ -329,7 +329,7 @@ if setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 	"$collect" record --store "$tmp/s4" -- true 2>"$tmp/err4"; then
 	bad "unprivileged record succeeded"
 else
-	if [ "$(wc -l <"$tmp/err4")" = 1 ] && grep -q "needs CAP_BPF and CAP_PERFMON (or root); this process lacks CAP_BPF and CAP_PERFMON" "$tmp/err4"; then
+	if [ "$(wc -l <"$tmp/err4")" = 1 ] && grep -q "needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap" "$tmp/err4"; then
 		ok "unprivileged: one line naming CAP_BPF and CAP_PERFMON, exit non-zero"
 	else
 		bad "unprivileged message: $(cat "$tmp/err4")"

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,34 @@
 #include "record-internal.h"
 #include "record.h"
 #include "store.h"
+
+/* A usage error of record: one line that ends by pointing at --help;
+ * returns the exit status, 2. */
+static int __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs(PROG " record: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("; try '" PROG " record --help'\n", stderr);
+	return 2;
+}
+
+/* The option getopt_long() refused (c is '?' or ':'), in one line. */
+static int bad_option(int c, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	int n = (int)strcspn(arg, "=");
+
+	if (c == ':')
+		return usage_error("option %.*s needs a value", n, arg);
+	if (strncmp(arg, "--", 2) == 0)
+		return usage_error(optopt && arg[n] ? "option %.*s takes no value"
+		                                    : "unknown option %.*s",
+		                   n, arg);
+	return usage_error("unknown option -%c", optopt);
+}
 
 /* The value of --NAME, a duration of up to a year (0 allowed), in
  * seconds; reports a bad one, with examples, and returns -EINVAL. */
@@ -123,7 +152,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	o->module_grace = 300;
 	o->jit_memory = 16ull << 20;
 	o->python = true;
-	while ((c = getopt_long(argc, argv, "+hp:aF:d:ve:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hp:aF:d:ve:", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 's': o->store_dir = optarg; break;
@@ -267,25 +296,20 @@ int record_parse_options(int argc, char **argv, struct options *o)
 			break;
 		}
 		case 'h': record_usage(stdout); return 0;
-		default: record_usage(stderr); return 2;
+		default: return bad_option(c, argv);
 		}
 	}
 	if (optind < argc)
 		o->command = argv + optind;
 	int targets = (o->pid_list != NULL) + o->all + (o->command != NULL);
 	if (targets != 1) {
-		fprintf(stderr, PROG ": record: give exactly one of -p PID, -a "
-		                     "or -- COMMAND\n");
-		return 2;
+		return usage_error("give exactly one of -p PID, -a or -- COMMAND");
 	}
 	if (o->user_only && o->kernel_only) {
-		fprintf(stderr, PROG ": record: --user-only and --kernel-only "
-		                     "exclude each other\n");
-		return 2;
+		return usage_error("--user-only and --kernel-only exclude each other");
 	}
 	if (o->push_every && !o->push_to) {
-		fprintf(stderr, PROG ": record: --push-every needs --push DATABASE\n");
-		return 2;
+		return usage_error("--push-every needs --push DATABASE");
 	}
 	if (!o->push_every)
 		o->push_every = 60;

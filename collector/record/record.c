@@ -1094,8 +1094,8 @@ int record_main(int argc, char **argv)
 	missing_caps(missing, sizeof(missing));
 	if (missing[0]) {
 		fprintf(stderr,
-		        PROG ": record needs CAP_BPF and CAP_PERFMON (or "
-		             "root); this process lacks %s\n",
+		        PROG ": record needs CAP_BPF and CAP_PERFMON; this process lacks %s: "
+		             "run as root, or setcap cap_bpf,cap_perfmon+ep on " PROG "\n",
 		        missing);
 		return 1;
 	}

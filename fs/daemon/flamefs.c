@@ -4,27 +4,32 @@
  * terminal, mounts, daemonizes, runs the invalidator thread and libfuse's
  * loop, and frees everything at the end.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "daemon-internal.h"
 
 /* ---- command line ------------------------------------------------------- */
 
-enum { KEY_HELP, KEY_VERSION, KEY_RW };
+enum { KEY_HELP, KEY_VERSION, KEY_RW, KEY_NONEMPTY };
 
 struct cli {
-	char *store;
-	char *max_render; /* -o max_render=SIZE */
-	int nonopts;
-	bool help, version, rw;
+	char *store, *mountpoint;
+	char *max_render;  /* -o max_render=SIZE */
+	char *bad;         /* the first option or argument refused, for the message */
+	bool bad_argument; /* bad is an argument past MOUNTPOINT, not an option */
+	bool help, version, rw, nonempty;
 };
 
 static const struct fuse_opt cli_opts[] = {
@@ -33,6 +38,8 @@ static const struct fuse_opt cli_opts[] = {
         FUSE_OPT_KEY("-V", KEY_VERSION),
         FUSE_OPT_KEY("--version", KEY_VERSION),
         FUSE_OPT_KEY("rw", KEY_RW),
+        /* libfuse 3 dropped it; the check is ours (check_mountpoint()). */
+        FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
         {"max_render=%s", offsetof(struct cli, max_render), 0},
         /* fstab and mount(8) options that mean nothing to a FUSE mount. */
         FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
@@ -48,22 +55,112 @@ static const struct fuse_opt cli_opts[] = {
         FUSE_OPT_END,
 };
 
+/* Keeps the first thing refused; later ones are not reported. */
+static int cli_refuse(struct cli *c, const char *arg, bool argument)
+{
+	if (c->bad)
+		return 0;
+	c->bad_argument = argument;
+	c->bad = strdup(arg);
+	return c->bad ? 0 : -1;
+}
+
+/* STORE and MOUNTPOINT are kept here, not handed to libfuse, so that
+ * their errors are flamefs's own (fuse_parse_cmdline() would report a
+ * missing mount point in its words).  The options fuse_parse_cmdline()
+ * knows (-f, -d, -s) go on to it; any other dash option is refused
+ * here; -o options go on to fuse_session_new(), which check_options()
+ * asks first. */
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct cli *c = data;
 
+	(void)outargs;
 	switch (key) {
 	case KEY_HELP: c->help = true; return 0;
 	case KEY_VERSION: c->version = true; return 0;
 	case KEY_RW: c->rw = true; return 0;
+	case KEY_NONEMPTY: c->nonempty = true; return 0;
 	case FUSE_OPT_KEY_NONOPT:
-		if (c->nonopts++ == 0) {
+		if (!c->store) {
 			c->store = strdup(arg);
 			return c->store ? 0 : -1;
 		}
-		return 1; /* the mount point, for fuse_parse_cmdline */
-	default: return 1;
+		if (!c->mountpoint) {
+			c->mountpoint = strdup(arg);
+			return c->mountpoint ? 0 : -1;
+		}
+		return cli_refuse(c, arg, true);
+	default:
+		if (arg[0] == '-' && strcmp(arg, "-f") != 0 && strcmp(arg, "-d") != 0 &&
+		    strcmp(arg, "-s") != 0)
+			return cli_refuse(c, arg, false);
+		return 1;
 	}
+}
+
+/* A usage error: one line, a pointer to --help, exit status 2. */
+static int usage_error(const char *fmt, const char *what)
+{
+	fputs("flamefs: ", stderr);
+	fprintf(stderr, fmt, what);
+	fputs("; try flamefs --help\n", stderr);
+	return 2;
+}
+
+/* Asks libfuse whether it takes the -o options, before anything is
+ * opened: fuse_session_new() on a copy of the arguments, its message
+ * ("fuse: unknown option(s): `-o bogus'") caught and said in flamefs's
+ * words.  Returns 0, or the exit status. */
+static int check_options(const struct fuse_args *args)
+{
+	struct fuse_args copy = FUSE_ARGS_INIT(0, NULL);
+	char msg[256] = "";
+	int ret = 1, saved = -1, fd = -1;
+
+	for (int i = 0; i < args->argc; i++)
+		if (fuse_opt_add_arg(&copy, args->argv[i]) < 0)
+			goto out;
+	fflush(stderr);
+	fd = memfd_create("flamefs-options", MFD_CLOEXEC);
+	saved = fd >= 0 ? fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3) : -1;
+	if (saved >= 0)
+		dup2(fd, STDERR_FILENO);
+	struct fuse_session *se =
+	        fuse_session_new(&copy, &ops_lowlevel, sizeof(ops_lowlevel), NULL);
+	if (saved >= 0) {
+		fflush(stderr);
+		dup2(saved, STDERR_FILENO);
+		ssize_t n = pread(fd, msg, sizeof(msg) - 1, 0);
+		msg[n > 0 ? n : 0] = '\0';
+		msg[strcspn(msg, "\n")] = '\0';
+	}
+	if (se) {
+		fuse_session_destroy(se);
+		ret = 0;
+		goto out;
+	}
+	/* "fuse: unknown option(s): `-o a,b'": name them. */
+	char *lq = strchr(msg, '`'), *rq = lq ? strrchr(lq, '\'') : NULL;
+	if (strstr(msg, "unknown option") && lq && rq) {
+		*rq = '\0';
+		char *opt = lq + 1;
+		if (strncmp(opt, "-o ", 3) == 0)
+			opt += 3;
+		ret = usage_error("unknown mount option %s", opt);
+	} else {
+		fprintf(stderr, "flamefs: %s\n",
+		        strncmp(msg, "fuse: ", 6) == 0 ? msg + 6
+		        : msg[0]                       ? msg
+		                                       : "cannot set up FUSE");
+	}
+out:
+	if (saved >= 0)
+		close(saved);
+	if (fd >= 0)
+		close(fd);
+	fuse_opt_free_args(&copy);
+	return ret;
 }
 
 static void usage(FILE *out)
@@ -93,7 +190,8 @@ static void usage(FILE *out)
 	             "  -o opt[,opt...]   mount options, passed to FUSE (allow_other,\n"
 	             "                    default_permissions, ...); ro, noauto, user, users,\n"
 	             "                    _netdev, nofail, defaults and x-* are accepted for\n"
-	             "                    /etc/fstab; rw is refused\n"
+	             "                    /etc/fstab; rw is refused; nonempty mounts\n"
+	             "                    over a directory that holds files\n"
 	             "  -o max_render=SIZE  the most bytes one file's rendering may take\n"
 	             "                    (K, M, G suffixes; default 256M): a larger one is\n"
 	             "                    refused with EFBIG (\"File too large\")\n"
@@ -114,9 +212,27 @@ static void usage(FILE *out)
 	             "ro,allow_other,noauto  0 0\n");
 }
 
-/* Refuses a mount point that does not exist, is not a directory, or is
- * already a mount point, with one line that says so. */
-static int check_mountpoint(const char *mp)
+/* True when the directory holds an entry besides . and .. (or cannot
+ * be listed: then nothing says it is empty). */
+static bool dir_has_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool any = false;
+
+	if (!d)
+		return errno != ENOENT;
+	while (!any && (e = readdir(d)))
+		any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return any;
+}
+
+/* Refuses a mount point that does not exist, is not a directory, is
+ * already a mount point, or holds files (unless -o nonempty: a mount
+ * hides what is below it until it is unmounted), with one line that
+ * says so and what to do. */
+static int check_mountpoint(const char *mp, bool nonempty)
 {
 	struct stat st, pst;
 	char *parent;
@@ -125,25 +241,39 @@ static int check_mountpoint(const char *mp)
 	if (stat(mp, &st) < 0) {
 		r = errno;
 		if (r == ENOTCONN)
-			fprintf(stderr, "flamefs: %s: stale mount (run fusermount3 -u %s)\n", mp,
+			fprintf(stderr, "flamefs: %s: stale mount; run fusermount3 -u %s\n", mp,
 			        mp);
+		else if (r == ENOENT)
+			fprintf(stderr, "flamefs: %s: no such directory; mkdir it first\n", mp);
 		else
 			fprintf(stderr, "flamefs: %s: %s\n", mp, strerror(r));
 		return -r;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "flamefs: %s: not a directory\n", mp);
+		fprintf(stderr, "flamefs: %s: not a directory; mount on an empty directory\n", mp);
 		return -ENOTDIR;
 	}
 	if (asprintf(&parent, "%s/..", mp) < 0)
 		return -ENOMEM;
 	if (stat(parent, &pst) == 0 && (pst.st_dev != st.st_dev || pst.st_ino == st.st_ino)) {
-		fprintf(stderr, "flamefs: %s: busy: something is already mounted there\n", mp);
+		fprintf(stderr,
+		        "flamefs: %s: busy: something is already mounted there; "
+		        "unmount it first (fusermount3 -u %s)\n",
+		        mp, mp);
 		r = -EBUSY;
+	} else if (!nonempty && dir_has_entries(mp)) {
+		fprintf(stderr,
+		        "flamefs: %s: not empty: the mount would hide its files; use an empty "
+		        "directory, or -o nonempty to mount over them\n",
+		        mp);
+		r = -ENOTEMPTY;
 	}
 	free(parent);
 	return r;
 }
+
+/* The hint after a store that cannot be opened because there is none. */
+#define MAKE_ONE "make one with `flamefs-collect import` or `record`"
 
 static int open_store(const char *dir)
 {
@@ -151,7 +281,10 @@ static int open_store(const char *dir)
 	int r = store_open(dir, STORE_READONLY, &fs.store, err, sizeof(err));
 
 	if (r < 0) {
-		fprintf(stderr, "flamefs: %s\n", err[0] ? err : strerror(-r));
+		const char *hint = strstr(err, "not a flamefs store") && !strstr(err, ";")
+		                           ? "; " MAKE_ONE
+		                           : "";
+		fprintf(stderr, "flamefs: %s%s\n", err[0] ? err : strerror(-r), hint);
 		return r;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &fs.last_refresh);
@@ -242,10 +375,13 @@ int main(int argc, char **argv)
 		ret = 0;
 		goto out;
 	}
-	if (fuse_parse_cmdline(&args, &opts) < 0)
+	if (cli.bad) {
+		ret = usage_error(cli.bad_argument ? "unexpected argument %s" : "unknown option %s",
+		                  cli.bad);
 		goto out;
-	if (!cli.store || !opts.mountpoint || cli.nonopts > 2) {
-		fprintf(stderr, "flamefs: expected STORE MOUNTPOINT (see flamefs --help)\n");
+	}
+	if (!cli.store || !cli.mountpoint) {
+		fprintf(stderr, "flamefs: expected STORE MOUNTPOINT; try flamefs --help\n");
 		ret = 2;
 		goto out;
 	}
@@ -263,9 +399,19 @@ int main(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
+	if (fuse_parse_cmdline(&args, &opts) < 0)
+		goto out;
+	if ((r = check_options(&args)) != 0) {
+		ret = r;
+		goto out;
+	}
 	if (!store_is_database(cli.store)) {
 		if (stat(cli.store, &st) < 0) {
-			fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
+			if (errno == ENOENT)
+				fprintf(stderr, "flamefs: %s: no store here; " MAKE_ONE "\n",
+				        cli.store);
+			else
+				fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
 			goto out;
 		}
 		/* fuse_daemonize() changes to "/": keep an absolute path. */
@@ -299,8 +445,15 @@ int main(int argc, char **argv)
 		store_close(fs.store);
 		fs.store = NULL;
 	}
-	if (check_mountpoint(opts.mountpoint) < 0)
+	if (check_mountpoint(cli.mountpoint, cli.nonempty) < 0)
 		goto out_close;
+	/* Absolute, as fuse_parse_cmdline() makes it: the unmount at the
+	 * end runs after fuse_daemonize() changed to "/". */
+	opts.mountpoint = realpath(cli.mountpoint, NULL);
+	if (!opts.mountpoint) {
+		fprintf(stderr, "flamefs: %s: %s\n", cli.mountpoint, strerror(errno));
+		goto out_close;
+	}
 
 	if (fuse_opt_add_arg(&args, "-oro") < 0)
 		goto out_close;
@@ -350,6 +503,8 @@ out_close:
 out:
 	free(fsname);
 	free(opts.mountpoint);
+	free(cli.mountpoint);
+	free(cli.bad);
 	free(cli.store);
 	free(cli.max_render);
 	fuse_opt_free_args(&args);

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# test-messages.sh — what both programs say when they refuse (issue
+# #43).  Each case runs
+# the real program and compares its exact first line, its line count and
+# its exit status:
+#   - a usage error is one line that ends with a pointer to --help, exit 2
+#     (not the whole help);
+#   - every other refusal of flamefs is one line that starts "flamefs:"
+#     and says what to do (mkdir the mountpoint, make a store, use an
+#     empty directory or -o nonempty), exit 1;
+#   - record without its capabilities says how to get them;
+#   - flamefs refuses a mountpoint that holds files, and -o nonempty
+#     mounts over them.
+#   usage: tests/test-messages.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
+set -u
+build=${1:?usage: test-messages.sh BUILD_DIR}
+flamefs=$build/fs/flamefs
+collect=$build/flamefs-collect
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib-e2e.sh"
+e2e_setup messages
+
+# says DESCRIPTION STATUS LINE COMMAND...: COMMAND exits STATUS and prints
+# exactly one line on stderr and stdout together, LINE.
+says() {
+	local what=$1 want_rc=$2 want=$3 out rc
+	shift 3
+	out=$(timeout 20 "$@" 2>&1 </dev/null)
+	rc=$?
+	if [ "$rc" = "$want_rc" ] && [ "$out" = "$want" ]; then
+		ok "$what: $want"
+	else
+		bad "$what: exit $rc (want $want_rc), got:"
+		printf '%s\n' "$out" | head -5 | sed 's/^/    /'
+		echo "    want: $want"
+	fi
+}
+
+printf 'app;main;work 5\n' >"$tmp/one.folded"
+"$collect" import --store "$store" "$tmp/one.folded" 2>/dev/null ||
+	{ echo "FAIL - cannot make a store"; exit 1; }
+mkdir -p "$tmp/empty" "$tmp/full" "$tmp/notastore"
+echo keep >"$tmp/full/file"
+echo hello >"$tmp/notastore/file"
+
+# ---- flamefs: usage errors -----------------------------------------------------------
+help="try flamefs --help"
+says "flamefs with no arguments" 2 "flamefs: expected STORE MOUNTPOINT; $help" "$flamefs"
+says "flamefs without MOUNTPOINT" 2 "flamefs: expected STORE MOUNTPOINT; $help" "$flamefs" "$store"
+says "flamefs --bogus" 2 "flamefs: unknown option --bogus; $help" "$flamefs" --bogus "$store" "$tmp/empty"
+says "flamefs -x" 2 "flamefs: unknown option -x; $help" "$flamefs" -x "$store" "$tmp/empty"
+says "flamefs -o bogus" 2 "flamefs: unknown mount option bogus; $help" \
+	"$flamefs" -o bogus "$store" "$tmp/empty"
+says "flamefs with a third argument" 2 "flamefs: unexpected argument extra; $help" \
+	"$flamefs" "$store" "$tmp/empty" extra
+says "flamefs -o rw" 2 "flamefs: the view is read-only; drop the rw option" \
+	"$flamefs" -o rw "$store" "$tmp/empty"
+
+# ---- flamefs: what to do --------------------------------------------------------------
+make="make one with \`flamefs-collect import\` or \`record\`"
+says "flamefs: a missing store" 1 "flamefs: $tmp/nostore: no store here; $make" \
+	"$flamefs" "$tmp/nostore" "$tmp/empty"
+says "flamefs: a directory that is not a store" 1 "flamefs: $tmp/notastore: not a flamefs store; $make" \
+	"$flamefs" "$tmp/notastore" "$tmp/empty"
+says "flamefs: a missing mountpoint" 1 "flamefs: $tmp/nomnt: no such directory; mkdir it first" \
+	"$flamefs" "$store" "$tmp/nomnt"
+says "flamefs: a mountpoint that is a file" 1 \
+	"flamefs: $tmp/full/file: not a directory; mount on an empty directory" \
+	"$flamefs" "$store" "$tmp/full/file"
+check "the not-a-store directory is left as it was" test "$(ls "$tmp/notastore")" = file
+
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
+	says "flamefs: a mountpoint that holds files" 1 \
+		"flamefs: $tmp/full: not empty: the mount would hide its files; use an empty directory, or -o nonempty to mount over them" \
+		"$flamefs" "$store" "$tmp/full"
+	check "not mounted over the files" sh -c "! mountpoint -q '$tmp/full' && test -f '$tmp/full/file'"
+	if "$flamefs" -o nonempty "$store" "$tmp/full" 2>"$tmp/ne.err"; then
+		check "-o nonempty mounts over the files: the view shows" \
+			test "$(cat "$tmp/full/app/default/total" 2>/dev/null)" = 5
+		fusermount3 -u "$tmp/full"
+		check "and the files are there again after the unmount" test "$(cat "$tmp/full/file")" = keep
+	else
+		bad "-o nonempty: $(cat "$tmp/ne.err")"
+	fi
+	mnt=$tmp/empty # the cleanup unmounts it if a case below left it mounted
+	if "$flamefs" "$store" "$tmp/empty" 2>"$tmp/m.err"; then
+		says "flamefs: a busy mountpoint" 1 \
+			"flamefs: $tmp/empty: busy: something is already mounted there; unmount it first (fusermount3 -u $tmp/empty)" \
+			"$flamefs" "$store" "$tmp/empty"
+		fusermount3 -u "$tmp/empty"
+	else
+		bad "mount on an empty directory: $(cat "$tmp/m.err")"
+	fi
+else
+	echo "SKIP - no /dev/fuse or fusermount3: the non-empty and busy mountpoint cases"
+fi
+
+# ---- flamefs-collect: usage errors -----------------------------------------------------
+fc="flamefs-collect"
+says "$fc with no command" 2 \
+	"$fc: no command given; expected import, record, stats, export, compact, prune, push, merge or unwind-table; try '$fc --help'" \
+	"$collect"
+says "$fc bogus" 2 \
+	"$fc: unknown command \"bogus\"; expected import, record, stats, export, compact, prune, push, merge or unwind-table; try '$fc --help'" \
+	"$collect" bogus
+says "import --bogus" 2 "$fc import: unknown option --bogus; try '$fc import --help'" \
+	"$collect" import --bogus x
+says "import --store without a value" 2 "$fc import: option --store needs a value; try '$fc import --help'" \
+	"$collect" import --store
+says "import --one-batch=1" 2 "$fc import: option --one-batch takes no value; try '$fc import --help'" \
+	"$collect" import --one-batch=1 x
+says "import without a file" 2 \
+	"$fc import: no input FILE given (- reads standard input); try '$fc import --help'" \
+	"$collect" import --store "$store"
+says "stats --bogus" 2 "$fc stats: unknown option --bogus; try '$fc stats --help'" \
+	"$collect" stats --bogus
+says "stats with an argument" 2 "$fc stats: unexpected argument extra; try '$fc stats --help'" \
+	"$collect" stats --store "$store" extra
+says "export -x" 2 "$fc export: unknown option -x; try '$fc export --help'" "$collect" export -x
+says "compact --bogus" 2 "$fc compact: unknown option --bogus; try '$fc compact --help'" \
+	"$collect" compact --bogus
+says "prune without a cut-off" 2 \
+	"$fc prune: give exactly one of --older-than, --before and --all; try '$fc prune --help'" \
+	"$collect" prune --store "$store"
+says "push without --to" 2 "$fc push: --to DATABASE is required; try '$fc push --help'" \
+	"$collect" push --store "$store"
+says "merge without a source" 2 "$fc merge: no SOURCE store given; try '$fc merge --help'" \
+	"$collect" merge --store "$store"
+says "record --bogus" 2 "$fc record: unknown option --bogus; try '$fc record --help'" \
+	"$collect" record --bogus
+says "record -F without a value" 2 "$fc record: option -F needs a value; try '$fc record --help'" \
+	"$collect" record -F
+says "record without a target" 2 \
+	"$fc record: give exactly one of -p PID, -a or -- COMMAND; try '$fc record --help'" \
+	"$collect" record --store "$tmp/rec"
+
+# ---- record without its capabilities ---------------------------------------------------
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	says "record as an unprivileged user" 1 \
+		"$fc: record needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep on $fc" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		"$collect" record --store "$tmp/rec" -- true
+else
+	echo "SKIP - not root or no setpriv: record's capability message"
+fi
+
+[ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
+echo "all message checks passed"
