@@ -79,7 +79,7 @@ record_rounds() {
 	local st=$1 tag=$2 loop=$3 t=0
 	shift 3
 	: >"$tmp/$tag.err"
-	"$collect" record --store "$st" -a -d 1800 "$@" >"$tmp/$tag.out" 2>>"$tmp/$tag.err" &
+	"$collect" record --verbose --store "$st" -a -d 1800 "$@" >"$tmp/$tag.out" 2>>"$tmp/$tag.err" &
 	rec_pid=$!
 	until grep -q 'Ctrl-C stops' "$tmp/$tag.err"; do
 		if ! kill -0 "$rec_pid" 2>/dev/null || [ $t -ge 6000 ]; then

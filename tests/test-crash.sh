@@ -355,7 +355,7 @@ create_kills import "$collect" import --store STORE "$tmp/create.perf"
 echo "# import creation: $((SECONDS - part)) s"
 
 # ---- record --------------------------------------------------------------------
-if ! "$collect" record --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then
+if ! "$collect" record --verbose --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then
 	echo "SKIP: record part: BPF sampling unavailable here: $(head -1 "$tmp/probe.err")"
 	[ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
 	exit 0
@@ -364,7 +364,7 @@ fi
 "$target" 100000 &
 burner=$!
 part=$SECONDS
-create_kills record "$collect" record --store STORE -p "$burner" -F 499 -d 0.2
+create_kills record "$collect" record --verbose --store STORE -p "$burner" -F 499 -d 0.2
 echo "# record creation: $((SECONDS - part)) s"
 part=$SECONDS
 # Sums of samples and weight over the series table.
@@ -398,7 +398,7 @@ for i in $(seq "$runs"); do
 	# both series, and is still committed whole or not at all.
 	events=cpu
 	[ $((i % 3)) = 0 ] && events=cpu,rss:uk:1
-	out=$(python3 "$killer" "${spec[@]}" -- "$collect" record --store "$w" -p "$burner" -F 499 \
+	out=$(python3 "$killer" "${spec[@]}" -- "$collect" record --verbose --store "$w" -p "$burner" -F 499 \
 		-e "$events" --log-drains "$tmp/drains.log")
 	rc=$(field rc "$out")
 	touch "$tmp/drains.log"

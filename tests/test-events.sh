@@ -47,14 +47,14 @@ e2e_on_exit() { rm -rf "$ddir"; }
 e2e_need_bpf -e cpu,offcpu
 
 # ---- refusals ---------------------------------------------------------------------
-"$collect" record --store "$tmp/r" -e cpu,bogus -- true 2>"$tmp/bogus.err"
+"$collect" record --verbose --store "$tmp/r" -e cpu,bogus -- true 2>"$tmp/bogus.err"
 rc=$?
 if [ "$rc" -eq 2 ] && grep -q 'unknown event "bogus"; expected cpu, offcpu, rss, block, block-time or net' "$tmp/bogus.err"; then
 	ok "-e bogus: refused with exit 2, naming the event and the choices"
 else
 	bad "-e bogus: exit $rc, $(cat "$tmp/bogus.err")"
 fi
-"$collect" record --store "$tmp/r" -e rss:x -- true 2>"$tmp/mod.err"
+"$collect" record --verbose --store "$tmp/r" -e rss:x -- true 2>"$tmp/mod.err"
 rc=$?
 if [ "$rc" -eq 2 ] && grep -q 'expected STACKS (u, k or uk) or N' "$tmp/mod.err"; then
 	ok "-e rss:x: refused with exit 2, naming what was expected"
@@ -100,7 +100,7 @@ check_all() {
 
 # ---- -- COMMAND ------------------------------------------------------------------------
 s1=$tmp/s1
-if "$collect" record --store "$s1" -e cpu,offcpu,rss,block,block-time,net -- "$target" all "$ddir" \
+if "$collect" record --verbose --store "$s1" -e cpu,offcpu,rss,block,block-time,net -- "$target" all "$ddir" \
 	>"$tmp/-- COMMAND.out" 2>"$tmp/s1.err"; then
 	ok "-- COMMAND with six events: exit 0"
 else
@@ -152,7 +152,7 @@ mkfifo "$tmp/go"
 "$target" nap-after-input <>"$tmp/go" >"$tmp/p.out" &
 victim=$!
 for _ in $(seq 200); do grep -q '/libc\.so' "/proc/$victim/maps" 2>/dev/null && break; sleep 0.05; done
-"$collect" record --store "$s2" -e offcpu,rss:u:8 -p "$victim" -d 60 >/dev/null 2>"$tmp/s2.err" &
+"$collect" record --verbose --store "$s2" -e offcpu,rss:u:8 -p "$victim" -d 60 >/dev/null 2>"$tmp/s2.err" &
 rec=$!
 for _ in $(seq 600); do grep -q 'Ctrl-C stops' "$tmp/s2.err" && break; sleep 0.05; done
 echo go >"$tmp/go"
@@ -163,7 +163,7 @@ within "-p PID: off-cpu under napper, attached before the naps" "$(weight "$s2" 
 	"$(awk '$1 == "napped" { print $2 }' "$tmp/p.out")"
 [ "$failures" -eq 0 ] || cat "$tmp/s2.err"
 s3=$tmp/s3
-"$collect" record --store "$s3" -e rss:u:8 -- "$target" touch >/dev/null 2>"$tmp/s3.err"
+"$collect" record --verbose --store "$s3" -e rss:u:8 -- "$target" touch >/dev/null 2>"$tmp/s3.err"
 within "rss:u:8: sampled every 8th event, scaled" "$(weight "$s3" rss ';toucher')" $((192 * MiB))
 if "$collect" export --store "$s3" --event rss | grep -q 'entry_SYSCALL\|asm_exc_page_fault'; then
 	bad "rss:u:8: kernel frames stored with STACKS u"
@@ -178,7 +178,7 @@ fi
 if command -v setpriv >/dev/null; then
 	s5=$tmp/s5
 	setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin \
-		"$collect" record --store "$s5" -e offcpu,rss,block,net -- "$target" nap \
+		"$collect" record --verbose --store "$s5" -e offcpu,rss,block,net -- "$target" nap \
 		>"$tmp/s5.out" 2>"$tmp/s5.err"
 	rc=$?
 	want="event rss left out: cannot attach the tracepoint kmem/rss_stat: tracefs is not mounted at $tracefs"
@@ -194,7 +194,7 @@ if command -v setpriv >/dev/null; then
 	if mount -t tracefs tracefs "$tracefs" 2>/dev/null; then
 		s6=$tmp/s6
 		setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin \
-			"$collect" record --store "$s6" -e rss -- "$target" touch >/dev/null 2>"$tmp/s6.err"
+			"$collect" record --verbose --store "$s6" -e rss -- "$target" touch >/dev/null 2>"$tmp/s6.err"
 		umount "$tracefs"
 		if grep -q 'left out' "$tmp/s6.err"; then
 			bad "tracefs mounted, no CAP_SYS_ADMIN: $(grep 'left out' "$tmp/s6.err")"
@@ -210,7 +210,7 @@ fi
 
 # ---- -a ----------------------------------------------------------------------------------
 s4=$tmp/s4
-"$collect" record --store "$s4" -a -e net,offcpu -d 15 >/dev/null 2>"$tmp/s4.err" &
+"$collect" record --verbose --store "$s4" -a -e net,offcpu -d 15 >/dev/null 2>"$tmp/s4.err" &
 rec=$!
 sleep 1.5
 # The first run of a program under -a is walked by frame pointers alone

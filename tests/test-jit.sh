@@ -121,7 +121,7 @@ rounds=500 # about 2.5 s: the first drains hold, the last one names
 jt() {
 	local name=$1 unk want all
 	shift
-	"$collect" record --store "$tmp/$name" -F $F "$@" -- "$jit_target" $rounds exit \
+	"$collect" record --verbose --store "$tmp/$name" -F $F "$@" -- "$jit_target" $rounds exit \
 		>"$tmp/$name.out" 2>"$tmp/$name.err" || { bad "$name: record failed"; cat "$tmp/$name.err"; }
 	accounted "$name" "$tmp/$name.err"
 	folded "$tmp/$name" >"$tmp/$name.f"
@@ -188,7 +188,7 @@ while (Date.now() < end) t += hotLoop(100000);
 console.log(t > 0 ? "done" : "?");
 EOF
 	# In $tmp: node leaves an isolate-*-v8.log in its directory.
-	(cd "$tmp" && "$collect" record --store "$tmp/node" -F $F -- node --perf-basic-prof "$tmp/hot.js" \
+	(cd "$tmp" && "$collect" record --verbose --store "$tmp/node" -F $F -- node --perf-basic-prof "$tmp/hot.js" \
 		>"$tmp/node.out" 2>"$tmp/node.err") || { bad "node: record failed"; cat "$tmp/node.err"; }
 	accounted "node --perf-basic-prof" "$tmp/node.err"
 	folded "$tmp/node" >"$tmp/node.f"
@@ -227,7 +227,7 @@ perf_hot= perf_side=
 if ! command -v perf >/dev/null; then
 	bad "java: perf is missing (Debian: linux-perf)"
 fi
-"$collect" record --store "$tmp/java" -F $F -- perf record -q -e cpu-clock -c $period -g \
+"$collect" record --verbose --store "$tmp/java" -F $F -- perf record -q -e cpu-clock -c $period -g \
 	-o "$tmp/java.data" -- "${jvm[@]}" 4000 >"$tmp/java.out" 2>"$tmp/java.err" ||
 	{ bad "record -- perf record -- java failed"; cat "$tmp/java.err"; }
 perf script -i "$tmp/java.data" 2>/dev/null >"$tmp/java.script"
@@ -256,7 +256,7 @@ perf_maps_clean
 jpid=$!
 pids+=("$jpid")
 echo "$jpid" >>"$tmp/pids"
-"$collect" record --store "$tmp/javap" -F $F -p "$jpid" -d 8 >/dev/null 2>"$tmp/javap.err" &
+"$collect" record --verbose --store "$tmp/javap" -F $F -p "$jpid" -d 8 >/dev/null 2>"$tmp/javap.err" &
 rpid=$!
 pids+=("$rpid")
 for _ in $(seq 60); do
@@ -286,7 +286,7 @@ java -XX:+PreserveFramePointer -cp "$tmp/classes" Work 3000 5000 >/dev/null 2>&1
 jpid=$!
 pids+=("$jpid")
 echo "$jpid" >>"$tmp/pids"
-"$collect" record --store "$tmp/jcmd" -F $F -p "$jpid" -d 9 >/dev/null 2>"$tmp/jcmd.err" &
+"$collect" record --verbose --store "$tmp/jcmd" -F $F -p "$jpid" -d 9 >/dev/null 2>"$tmp/jcmd.err" &
 rpid=$!
 pids+=("$rpid")
 sleep 2.5

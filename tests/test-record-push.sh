@@ -48,7 +48,7 @@ same() {
 }
 
 # ---- the database up ----------------------------------------------------------------
-"$collect" record --store "$tmp/a" --host rec-a -F 199 --push "$D" --push-every 1s \
+"$collect" record --verbose --store "$tmp/a" --host rec-a -F 199 --push "$D" --push-every 1s \
 	-- "$target" 3 /dev/null >/dev/null 2>"$tmp/a.err"
 rc=$?
 check "record --push: exit 0" [ $rc = 0 ]
@@ -65,7 +65,7 @@ check "the database's series carry --host" sh -c "'$collect' stats --store '$D' 
 
 # ---- the database down for the whole recording ----------------------------------------
 pg_stop
-"$collect" record --store "$tmp/b" --host rec-b -F 199 --push "$D" --push-every 1s \
+"$collect" record --verbose --store "$tmp/b" --host rec-b -F 199 --push "$D" --push-every 1s \
 	-- "$target" 2 /dev/null >/dev/null 2>"$tmp/b.err"
 check "record --push with the database down: exit 0" [ $? = 0 ]
 check "one message says the data waits" [ "$(grep -c 'the data waits in the local store' "$tmp/b.err")" = 1 ]
@@ -86,7 +86,7 @@ same "after a later push: the database = both stores" "$tmp/ab.db" "$tmp/ab.want
 # said it reached the database again, is done.
 "$target" 60 /dev/null >/dev/null &
 bg=$!
-"$collect" record --store "$tmp/c" --host rec-c -F 199 --push "$D" --push-every 1s -p "$bg" \
+"$collect" record --verbose --store "$tmp/c" --host rec-c -F 199 --push "$D" --push-every 1s -p "$bg" \
 	>/dev/null 2>"$tmp/c.err" &
 rec=$!
 sleep 2
@@ -113,10 +113,10 @@ exp "$D" >"$tmp/abc.db"
 same "after the restart: the database = the three stores, nothing twice" "$tmp/abc.db" "$tmp/abc.want"
 
 # ---- usage errors -----------------------------------------------------------------------
-"$collect" record --store "$tmp/d" --push "$tmp/x" -- true >/dev/null 2>"$tmp/u.err"
+"$collect" record --verbose --store "$tmp/d" --push "$tmp/x" -- true >/dev/null 2>"$tmp/u.err"
 check "--push of a directory is a usage error (2)" [ $? = 2 ]
 grep -q "expected a database" "$tmp/u.err" || bad "--push DIR message: $(cat "$tmp/u.err")"
-"$collect" record --store "$tmp/d" --push-every 5s -- true >/dev/null 2>"$tmp/u.err"
+"$collect" record --verbose --store "$tmp/d" --push-every 5s -- true >/dev/null 2>"$tmp/u.err"
 check "--push-every without --push is a usage error (2)" [ $? = 2 ]
 
 [ "$failures" = 0 ]

@@ -120,7 +120,7 @@ short=${buildid:0:12}
 
 # ---- 1: -- COMMAND --------------------------------------------------------------
 s1=$tmp/s1
-if "$collect" record --store "$s1" -F 499 -- "$target" 3 "$tmp/truth1" >/dev/null 2>"$tmp/err1"; then
+if "$collect" record --verbose --store "$s1" -F 499 -- "$target" 3 "$tmp/truth1" >/dev/null 2>"$tmp/err1"; then
 	ok "record -- record-target 3: exit 0"
 else
 	bad "record -- record-target: exit $?"
@@ -143,7 +143,7 @@ s2=$tmp/s2
 "$target" 7 "$tmp/truth2" >/dev/null &
 bg=$!
 sleep 0.5
-if "$collect" record --store "$s2" -F 499 -p "$bg" -d 3 2>"$tmp/err2"; then
+if "$collect" record --verbose --store "$s2" -F 499 -p "$bg" -d 3 2>"$tmp/err2"; then
 	ok "record -p PID -d 3: exit 0"
 else
 	bad "record -p PID: exit $?"
@@ -176,7 +176,7 @@ sleep 0.3
 # machine the recorder's start and its SIGINT can take a while, and the
 # target's CPU time in those gaps was sampled but not counted.
 kill -STOP "$bg"
-"$collect" record --store "$s3" -F $hz -p "$bg" 2>"$tmp/err3" &
+"$collect" record --verbose --store "$s3" -F $hz -p "$bg" 2>"$tmp/err3" &
 rec=$!
 for _ in $(seq 100); do
 	grep -q "recording at" "$tmp/err3" && break
@@ -238,7 +238,7 @@ if command -v go >/dev/null; then
 		bad "pprof: go tool pprof says File: '$file'"
 fi
 if readelf -S "$target" | grep -q '\.debug_line'; then
-	"$collect" record --store "$tmp/s6" -F 499 --lines -- "$target" 1 "$tmp/truth6" >/dev/null 2>&1
+	"$collect" record --verbose --store "$tmp/s6" -F 499 --lines -- "$target" 1 "$tmp/truth6" >/dev/null 2>&1
 	"$collect" export --store "$tmp/s6" --binary record-target --format pprof -o "$tmp/s6.pb.gz" 2>/dev/null
 	if [ "$(zcat "$tmp/s6.pb.gz" | grep -ac 'record-target\.c')" -gt 0 ]; then
 		ok "--lines: record-target.c stored as a frame's source file"
@@ -257,7 +257,7 @@ else
 	bad "no --inline: inline frames stored anyway"
 fi
 if readelf -S "$target" | grep -q '\.debug_info'; then
-	"$collect" record --store "$tmp/s7" -F 499 --inline -- "$target" 2 "$tmp/truth7" >/dev/null 2>"$tmp/err7" ||
+	"$collect" record --verbose --store "$tmp/s7" -F 499 --inline -- "$target" 2 "$tmp/truth7" >/dev/null 2>"$tmp/err7" ||
 		bad "--inline: record failed: $(tail -1 "$tmp/err7")"
 	inl=$(weight "$tmp/s7" ';main;work;hot_leaf;spin_\[i\]$')
 	all=$(weight "$tmp/s7" ';main;work;hot_leaf($|;)')
@@ -293,6 +293,18 @@ binaries=$("$collect" stats --store "$tmp/s8" | awk 'NR > 1 && NF == 9 && $4 ~ /
 grep -q "retention 3600 s: deleted 1 time buckets (5 samples)" "$tmp/err8" &&
 	ok "--retention: the summary says what went" ||
 	bad "--retention: summary: $(grep retention "$tmp/err8")"
+# Without --verbose the summary is short: what was recorded and where,
+# then a warning only if something was lost, then (here) what retention
+# deleted.
+summary=$(grep -v -e ': recording at ' -e '^flamefs-collect: warning: ' "$tmp/err8")
+if [ "$(wc -l <<<"$summary")" = 2 ] &&
+	grep -Eqx "flamefs-collect: recorded [1-9][0-9]* samples \([0-9.]+ s of CPU\) over [0-9.]+ s into $tmp/s8" <<<"$summary" &&
+	! grep -q 'user stacks:' "$tmp/err8"; then
+	ok "the default summary: what was recorded into which store, what retention deleted, at most a warning besides"
+else
+	bad "the default summary:"
+	cat "$tmp/err8"
+fi
 
 # ---- 3c: -a resolves a process that exits before the first drain ---------------
 # record-target runs 0.9 s from just before the recording starts, so it
@@ -300,7 +312,7 @@ grep -q "retention 3600 s: deleted 1 time buckets (5 samples)" "$tmp/err8" &&
 # snapshot of every process taken at start can name its frames.
 "$target" 0.9 "$tmp/truth7" >/dev/null 2>&1 &
 bg=$!
-"$collect" record --store "$tmp/s7" -a -F 499 -d 2 >/dev/null 2>"$tmp/err7"
+"$collect" record --verbose --store "$tmp/s7" -a -F 499 -d 2 >/dev/null 2>"$tmp/err7"
 wait "$bg" 2>/dev/null
 bg=
 if "$collect" stats --store "$tmp/s7" | grep -qE "^record-target +$short +cpu-clock" &&
@@ -315,7 +327,7 @@ fi
 # 300 short-lived children, then 4.5 s of nothing: each child's snapshot
 # is freed three drains after its exit (a recording of -a under a build
 # kept every process it ever saw: 77 MB after 30 s of 1000 execs/s).
-"$collect" record --store "$tmp/s9" -F 99 -- \
+"$collect" record --verbose --store "$tmp/s9" -F 99 -- \
 	bash -c 'for i in $(seq 300); do /bin/true; done; sleep 4.5' >/dev/null 2>"$tmp/err9"
 freed=$(sed -n 's/.*; \([0-9]*\) freed after their exit).*/\1/p' "$tmp/err9")
 if [ "${freed:-0}" -ge 300 ]; then
@@ -326,7 +338,7 @@ fi
 
 # ---- 4: privileges and usage ----------------------------------------------------
 if setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
-	"$collect" record --store "$tmp/s4" -- true 2>"$tmp/err4"; then
+	"$collect" record --verbose --store "$tmp/s4" -- true 2>"$tmp/err4"; then
 	bad "unprivileged record succeeded"
 else
 	if [ "$(wc -l <"$tmp/err4")" = 1 ] && grep -q "needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap" "$tmp/err4"; then
@@ -335,7 +347,7 @@ else
 		bad "unprivileged message: $(cat "$tmp/err4")"
 	fi
 fi
-"$collect" record --store "$tmp/s5" -p 1 -a 2>/dev/null
+"$collect" record --verbose --store "$tmp/s5" -p 1 -a 2>/dev/null
 [ $? = 2 ] && ok "-p with -a is a usage error (exit 2)" || bad "-p with -a accepted"
 "$collect" record --help | grep -q EXAMPLES && ok "--help has EXAMPLES" || bad "--help lacks EXAMPLES"
 

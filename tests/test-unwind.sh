@@ -126,7 +126,7 @@ ldso=$(ldd "$target" | awk '/ld-linux/ { print $1 }')
 rec() {
 	local name=$1
 	shift
-	if "$collect" record --store "$tmp/$name" -F 499 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"; then
+	if "$collect" record --verbose --store "$tmp/$name" -F 499 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"; then
 		ok "$name: record exit 0"
 	else
 		bad "$name: record exit $?"

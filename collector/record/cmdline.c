@@ -172,7 +172,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'b': o->binary = optarg; break;
 		case 'V': o->version = optarg; break;
-		case 'v': o->verbose = true; break;
+		case 'v': o->verbose++; break;
 		case 'L': o->lines = true; break;
 		case 'I': o->inlines = true; break;
 		case 'e': event_list = optarg; break;

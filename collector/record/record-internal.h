@@ -45,7 +45,7 @@ struct options {
 	const char *host; /* --host, or NULL: the machine's hostname */
 	const char *binary;
 	const char *version;
-	bool verbose;
+	unsigned verbose; /* -v: the whole summary and notes; -vv: libbpf too */
 	bool lines;
 	bool inlines;
 	const char *log_drains; /* --log-drains FILE, or NULL */

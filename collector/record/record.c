@@ -130,7 +130,11 @@ void record_usage(FILE *f)
 	      "      --log-drains FILE   write \"drain N committing samples S weight W\"\n"
 	      "                          before each drain's commit and \"... committed\n"
 	      "                          ...\" after it (FILE is truncated first)\n"
-	      "  -v, --verbose           show libbpf's messages\n"
+	      "  -v, --verbose           the whole summary at the end (every counter of\n"
+	      "                          the sampler, symbolizer, unwinder, JIT and\n"
+	      "                          Python namers) and notes on what is not used;\n"
+	      "                          twice (-vv): libbpf's messages and the BPF\n"
+	      "                          program's verifier and run statistics too\n"
 	      "\n"
 	      "Series events and units: cpu-clock (each sample weighs 1e9/HZ ns),\n"
 	      "off-cpu and block-time (nanoseconds), rss, block and net (bytes).\n"
@@ -188,7 +192,7 @@ static void on_signal(int sig)
 static char libbpf_last[512];
 static bool libbpf_verbose;
 
-/* libbpf's messages: shown with -v, else the last warning is kept for
+/* libbpf's messages: shown with -vv, else the last warning is kept for
  * the error message. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -701,7 +705,7 @@ static int open_bpf(struct recorder *r, const struct options *o, struct ldso_pro
 {
 	int rc;
 
-	libbpf_verbose = o->verbose;
+	libbpf_verbose = o->verbose >= 2;
 	libbpf_set_print(libbpf_print);
 	r->skel = profile_bpf__open();
 	if (!r->skel) {
@@ -745,7 +749,7 @@ static int open_bpf(struct recorder *r, const struct options *o, struct ldso_pro
 			strncat(r->errmsg, ")", sizeof(r->errmsg) - strlen(r->errmsg) - 1);
 		return rc;
 	}
-	if (o->verbose) {
+	if (o->verbose >= 2) {
 		/* What the verifier walked, the measure of the kernel's limits
 		 * (one million instructions per program). */
 		struct bpf_prog_info info = {0};

@@ -1,10 +1,14 @@
 /*
  * report.c — the summary `flamefs-collect record` prints on
- * stderr at the end: samples and their loss, the collector's own CPU,
- * and the counters of the symbolizer, the unwinder, the JIT and Python
- * namers and the pusher, each a line a person can act on.
+ * stderr at the end.  By default at most three lines: what was recorded
+ * and into which store, what the user should act on (samples dropped,
+ * stacks lost, names missing), and what --retention deleted.  With
+ * --verbose, instead, every counter of the sampler, the symbolizer, the
+ * unwinder and the JIT and Python namers, one dense line each, in a
+ * format tests and benchmarks parse.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -28,8 +32,101 @@ double record_cpu_seconds(void)
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/* Appends "; " (after the first item) and a formatted item to buf,
+ * which holds *n bytes; stops quietly where the buffer ends. */
+static void __attribute__((format(printf, 4, 5)))
+add_item(char *buf, size_t size, int *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*n >= (int)size)
+		return;
+	if (*n > 0)
+		*n += snprintf(buf + *n, size - (size_t)*n, "; ");
+	if (*n >= (int)size)
+		return;
+	va_start(ap, fmt);
+	*n += vsnprintf(buf + *n, size - (size_t)*n, fmt, ap);
+	va_end(ap);
+}
+
+/* The default summary: one line of what was recorded, one of what went
+ * wrong (only when something did), one of what retention deleted (only
+ * with --retention). */
+static void report_short(struct recorder *r, double wall)
+{
+	const __u64 *st = r->skel->bss->stats;
+	char line[1024];
+	int n = 0;
+
+	line[0] = '\0';
+	if (r->opt->ev_flags[PROFILE_EV_CPU])
+		add_item(line, sizeof(line), &n, "recorded %" PRIu64 " samples (%.3f s of CPU)",
+		         r->ev_samples[PROFILE_EV_CPU], (double)r->ev_weight[PROFILE_EV_CPU] / 1e9);
+	for (int i = 1; i < PROFILE_NEVENTS; i++) {
+		if (!r->opt->ev_flags[i])
+			continue;
+		bool ns = strcmp(record_events[i].unit, "nanoseconds") == 0;
+		add_item(line, sizeof(line), &n, "%s%s %" PRIu64 " events (%.3f %s)%s",
+		         n ? "" : "recorded ", record_events[i].series,
+		         (uint64_t)r->skel->bss->ev_seen[i],
+		         ns ? (double)r->ev_weight[i] / 1e9 : (double)r->ev_weight[i] / 1048576.0,
+		         ns ? "s" : "MiB", r->ev_attached[i] ? "" : ", not attached");
+	}
+	fprintf(stderr, PROG ": %s over %.2f s into %s\n", line, wall,
+	        r->store ? store_where(r->store) : "the store");
+
+	/* What the user should know: each counter here means samples or
+	 * names are missing from the store. */
+	n = 0;
+	uint64_t dropped = st[PROFILE_STAT_COUNTS_FULL];
+	uint64_t lost = st[PROFILE_STAT_KERNEL_COLLISION] + st[PROFILE_STAT_STACK_ERROR] +
+	                st[PROFILE_STAT_KSTACKS_FULL] + st[PROFILE_STAT_USTACKS_FULL] +
+	                st[PROFILE_STAT_PYSTACKS_FULL];
+	if (dropped)
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " samples dropped (counts map full: a lower -F keeps them)",
+		         dropped);
+	if (lost)
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " stacks lost, their weight kept under [unknown]", lost);
+	if (st[PROFILE_STAT_EVENTS_LOST])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " process events lost (some processes may be unnamed)",
+		         (uint64_t)st[PROFILE_STAT_EVENTS_LOST]);
+	if (r->unsymbolized_pids)
+		add_item(line, sizeof(line), &n, "%" PRIu64 " processes without symbols",
+		         r->unsymbolized_pids);
+	const struct late_stats *ls = &r->late_stats;
+	if (ls->over_memory + ls->over_time)
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " JIT samples stored unnamed past --jit-memory or --jit-wait",
+		         ls->over_memory + ls->over_time);
+	if (python_walks(r->opt)) {
+		struct symbolize_python_stats ps;
+		symbolize_python_get_stats(r->sym, &ps);
+		if (ps.unknown)
+			add_item(line, sizeof(line), &n,
+			         "Python %u.%u is not known (3.11 is): its processes show native "
+			         "frames only",
+			         ps.unknown_major, ps.unknown_minor);
+	}
+	if (n)
+		fprintf(stderr, PROG ": warning: %s (--verbose shows every counter)\n", line);
+	if (r->opt->retention)
+		fprintf(stderr,
+		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
+		             " samples) older than that\n",
+		        r->opt->retention, r->pruned_buckets, r->pruned_samples);
+}
+
 void record_report(struct recorder *r, double wall, double loop_cpu)
 {
+	if (!r->opt->verbose) {
+		report_short(r, wall);
+		return;
+	}
+
 	const __u64 *st = r->skel->bss->stats;
 	struct symbolize_stats ss;
 	double cpu = record_cpu_seconds();

@@ -112,7 +112,7 @@ if [ "$DUR" -gt 0 ]; then
 start_churn
 sleep 3
 f0=$(forks)
-"${rusage[@]}" "$work/ours.time" "$fc" record --store "$work/store" -a -F 99 -d "$DUR" \
+"${rusage[@]}" "$work/ours.time" "$fc" record --verbose --store "$work/store" -a -F 99 -d "$DUR" \
 	2>"$work/ours.err" &
 rec=$!
 # The peak RSS, polled each second by builtins alone: this script is deep
@@ -204,7 +204,7 @@ if [ "$SOAK" -ge 12 ]; then
 	echo "## Soak: record -a -F 99 under churn for $SOAK minutes"
 	[ -z "${SOAK_BASE:-}" ] || echo "(beside it, the same command of the baseline $SOAK_BASE, on the same load)"
 	start_churn
-	"$fc" record --store "$work/soak" -a -F 99 -d "$((SOAK * 60 + 30))" 2>"$work/soak.err" &
+	"$fc" record --verbose --store "$work/soak" -a -F 99 -d "$((SOAK * 60 + 30))" 2>"$work/soak.err" &
 	rec=$!
 	base_rec=
 	if [ -n "${SOAK_BASE:-}" ]; then

@@ -270,10 +270,10 @@ correct_run() {
 	rm -rf "$s"
 	blk_start "$mode"
 	if [ "$mode" = cmd ]; then
-		"$fc" record --store "$s" -e "$ALL_EVENTS" -- \
+		"$fc" record --verbose --store "$s" -e "$ALL_EVENTS" -- \
 			"${rusage[@]}" "$tf" "$target" all "$io" >/dev/null 2>"$log" && rec_rc[$mode]=0 || rec_rc[$mode]=$?
 	else
-		"$fc" record --store "$s" -a -e "$ALL_EVENTS" >/dev/null 2>"$log" &
+		"$fc" record --verbose --store "$s" -a -e "$ALL_EVENTS" >/dev/null 2>"$log" &
 		rpid=$!
 		rec_pid=$rpid
 		for i in $(seq 1 400); do
@@ -490,7 +490,7 @@ run_ours_full() {
 	local log="$work/full-$1.log"
 	rm -rf "$work/st"
 	window "ours: -e $FULL_EVENTS -a -d $DUR" "$log" \
-		"$fc" record --store "$work/st" -a -e "$FULL_EVENTS" -d "$DUR" || true
+		"$fc" record --verbose --store "$work/st" -a -e "$FULL_EVENTS" -d "$DUR" || true
 	summary "$log"
 	w_own[$((nwin - 1))]="$sm_own %"
 	full_logs+=("$log")
@@ -499,7 +499,7 @@ run_ours_cpu() {
 	local log="$work/cpu-$1.log"
 	rm -rf "$work/st"
 	window "ours: -e cpu -a -d $DUR (reference)" "$log" \
-		"$fc" record --store "$work/st" -a -e cpu -d "$DUR" || true
+		"$fc" record --verbose --store "$work/st" -a -e cpu -d "$DUR" || true
 	summary "$log"
 	w_own[$((nwin - 1))]="$sm_own %"
 	cpu_logs+=("$log")
@@ -508,7 +508,7 @@ run_ours_fp() {
 	local log="$work/fp-$1.log"
 	rm -rf "$work/st"
 	window "ours: -e $FULL_EVENTS -a -d $DUR --unwind fp (reference: no CFI tables)" "$log" \
-		"$fc" record --store "$work/st" -a -e "$FULL_EVENTS" -d "$DUR" --unwind fp || true
+		"$fc" record --verbose --store "$work/st" -a -e "$FULL_EVENTS" -d "$DUR" --unwind fp || true
 	summary "$log"
 	w_own[$((nwin - 1))]="$sm_own %"
 	fp_logs+=("$log")
@@ -560,7 +560,7 @@ profiled=0
 if [ "${PROFILE:-1}" = 1 ] && command -v perf >/dev/null; then
 	rm -rf "$work/st"
 	prof_avg=$(loadavg)
-	"$fc" record --store "$work/st" -a -e "$FULL_EVENTS" -d "$DUR" >/dev/null 2>"$work/prof.log" &
+	"$fc" record --verbose --store "$work/st" -a -e "$FULL_EVENTS" -d "$DUR" >/dev/null 2>"$work/prof.log" &
 	rpid=$!
 	nice perf record -q -F 999 --call-graph dwarf,16384 -o "$work/prof.data" -p "$rpid" >/dev/null 2>&1 &
 	perfpid=$!

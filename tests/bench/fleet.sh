@@ -349,7 +349,7 @@ push_secs=${FLEET_PUSH_SECS:-190}
 [ $quick = 1 ] && push_secs=65
 (workload "$push_secs") &
 wl=$!
-"$fc" record --store "$work/live" --host live -a -F 99 --push "$FLEET" --push-every 60s \
+"$fc" record --verbose --store "$work/live" --host live -a -F 99 --push "$FLEET" --push-every 60s \
 	-d "$push_secs" >/dev/null 2>"$work/live.err" || true
 wait "$wl" 2>/dev/null || true
 read -r R[live.pushes] R[live.first] R[live.steady] < <(sed -n \

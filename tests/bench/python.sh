@@ -77,7 +77,7 @@ bench_machine
 echo "# load average: $(bench_load)"
 
 if [[ " $PARTS " == *" 1 "* ]]; then
-	"$fc" record --store "$work/s1" -F 999 -- perf record -q -e cpu-clock -F 999 --call-graph dwarf \
+	"$fc" record --verbose --store "$work/s1" -F 999 -- perf record -q -e cpu-clock -F 999 --call-graph dwarf \
 		-o "$work/p1.data" -- "$py" "$work/tree.py" "$SECS" "$work/truth1" 2>"$work/r1.err" >/dev/null
 	"$fc" export --store "$work/s1" --binary python3.11 >"$work/f1" 2>/dev/null
 	perf script -i "$work/p1.data" 2>/dev/null | perl -ne '
@@ -118,7 +118,7 @@ def down(n, until):
     return down(n - 1, until)
 down(300, time.time() + float(sys.argv[1]))
 EOF
-	"$fc" record --store "$work/s2" -F 999 -- "$py" "$work/deep.py" "$SECS" 2>"$work/r2.err"
+	"$fc" record --verbose --store "$work/s2" -F 999 -- "$py" "$work/deep.py" "$SECS" 2>"$work/r2.err"
 	"$fc" export --store "$work/s2" >"$work/f2" 2>/dev/null
 	depth=$(awk '/leaf \(/ { n = gsub(/;down \(/, "&"); if (n > m) m = n } END { print m + 0 }' "$work/f2")
 	marked=$(weight "$work/f2" '\[python: cut short\];.*leaf \(')
@@ -148,7 +148,7 @@ ts = [threading.Thread(target=f, args=(until,)) for f in (t0, t1, t2, t3)]
 for t in ts: t.start()
 for t in ts: t.join()
 EOF
-	"$fc" record --store "$work/s3" -F 999 -- "$py" "$work/threads.py" "$SECS" 2>"$work/r3.err"
+	"$fc" record --verbose --store "$work/s3" -F 999 -- "$py" "$work/threads.py" "$SECS" 2>"$work/r3.err"
 	"$fc" export --store "$work/s3" >"$work/f3" 2>/dev/null
 	all=$(weight "$work/f3" ';spin \(')
 	echo
@@ -175,7 +175,7 @@ if [[ " $PARTS " == *" 4 "* ]]; then
 			"$py" "$work/threads.py" $((DUR + 5)) &
 			b=$!
 			sleep 1
-			"${rusage[@]}" "$work/ru-$mode" "$fc" record -v --store "$work/s4-$mode-$round" -a -F 99 \
+			"${rusage[@]}" "$work/ru-$mode" "$fc" record -vv --store "$work/s4-$mode-$round" -a -F 99 \
 				-d "$DUR" --python="$mode" 2>"$work/r4.err" >/dev/null
 			kill "$a" "$b" 2>/dev/null || true
 			wait "$a" "$b" 2>/dev/null || true

@@ -175,7 +175,7 @@ run_collector() { # HZ
 	spid=$!
 	t0=$EPOCHREALTIME
 	"${rusage[@]}" "$tf" \
-		"$fc" record --store "$s" -a -F "$hz" -d "$DUR" >/dev/null 2>"$fifo" &
+		"$fc" record --verbose --store "$s" -a -F "$hz" -d "$DUR" >/dev/null 2>"$fifo" &
 	tpid=$!
 	# CPU timeline: utime+stime once a second, to split start-up from the
 	# steady state.
@@ -246,7 +246,7 @@ run_latency() { # HZ
 	stamp <"$fifo" >"$log" &
 	spid=$!
 	t0=$EPOCHREALTIME
-	"$fc" record --store "$s" -a -F "$hz" -d 7 >/dev/null 2>"$fifo" &
+	"$fc" record --verbose --store "$s" -a -F "$hz" -d 7 >/dev/null 2>"$fifo" &
 	rpid=$!
 	"$probe" >"$work/lat-$hz.probe" &
 	ppid=$!
@@ -388,7 +388,7 @@ echo "## 3. Where the collector's CPU goes (99 Hz, -a, $DUR s, perf record --cal
 echo
 s="$work/prof-store"
 rm -rf "$s"
-"$fc" record --store "$s" -a -F 99 -d "$DUR" >/dev/null 2>"$work/prof.log" &
+"$fc" record --verbose --store "$s" -a -F 99 -d "$DUR" >/dev/null 2>"$work/prof.log" &
 rpid=$!
 perf record -q -F 999 --call-graph dwarf,16384 -o "$work/prof.data" -p "$rpid" >/dev/null 2>&1 &
 perfpid=$!

@@ -155,7 +155,7 @@ dual() {
 	shift 4
 	rm -rf "$work/$name.store"
 	# shellcheck disable=SC2086
-	"$fc" record --store "$work/$name.store" -F "$HZ" $ours -- \
+	"$fc" record --verbose --store "$work/$name.store" -F "$HZ" $ours -- \
 		perf record -q -e cpu-clock -F "$HZ" $theirs -o "$work/$name.data" -- "$@" \
 		>"$work/$name.out" 2>"$work/$name.log" || echo "(record of $name exited with $?: $work/$name.log)"
 	nice "$fc" export --store "$work/$name.store" 2>/dev/null |
@@ -494,7 +494,7 @@ part4() {
 	for m in auto fp; do
 		rm -rf "$work/cpu-$m-$run.store"
 		"${rusage[@]}" "$work/cpu-$m-$run.time" \
-			"$fc" record --store "$work/cpu-$m-$run.store" -a -F 99 -d "$DUR" --unwind "$m" \
+			"$fc" record --verbose --store "$work/cpu-$m-$run.store" -a -F 99 -d "$DUR" --unwind "$m" \
 			>/dev/null 2>"$work/cpu-$m-$run.log" || echo "| $run | (record --unwind $m exited with $?) | | | | |"
 	done
 	"${rusage[@]}" "$work/pr-$run.time" \
@@ -590,7 +590,7 @@ part5() {
 	loads+=($!)
 	pause 1
 	rm -rf "$work/rss-$run.store"
-	"${rusage[@]}" "$tf" "$fc" record --store "$work/rss-$run.store" -a -F 99 -d "$DUR" \
+	"${rusage[@]}" "$tf" "$fc" record --verbose --store "$work/rss-$run.store" -a -F 99 -d "$DUR" \
 		>/dev/null 2>"$log" || echo "| $run | (record exited with $?: $log) | | | | | | |"
 	stop_load
 	line=$(grep -o 'unwind tables: .*' "$log" || echo '')
