@@ -41,8 +41,10 @@ static void usage_stats(FILE *f)
 	      "Lists every series (binary, version, event, host) with its samples,\n"
 	      "weight, unique stacks, the bytes of input imported into it and the\n"
 	      "bytes its counts take on disk, then the store's whole footprint\n"
-	      "against all input bytes (the capacity savings).  HOST is the last\n"
-	      "column.\n"
+	      "against all input bytes (how many times smaller, where it is).\n"
+	      "IMPORTED shows \u2014 where no input was attributed to the series\n"
+	      "(recorded series), DISK where RocksDB's estimate cannot see its\n"
+	      "counts yet (a small store before compact).  HOST is the last column.\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " stats --store ~/prof\n"
@@ -68,6 +70,33 @@ static int count_unique(void *p, int64_t bucket, uint32_t node, uint64_t samples
 		u->count++;
 	}
 	return 0;
+}
+
+/* What a column shows where it does not apply or was not measured. */
+#define NOT_APPLICABLE "\u2014"
+
+/* v as human() writes it, or NOT_APPLICABLE for 0: a series' IMPORTED is
+ * 0 when no input bytes were attributed to it (recorded series, the
+ * other sample types of a pprof), and DISK is 0 when RocksDB's estimate
+ * cannot see its counts (still only in the write-ahead log, or inside
+ * one block shared with other series). */
+static void human(char *buf, size_t len, uint64_t v);
+static void human_or_dash(char *buf, size_t len, uint64_t v)
+{
+	if (v == 0)
+		snprintf(buf, len, "%s", NOT_APPLICABLE);
+	else
+		human(buf, len, v);
+}
+
+/* printf's %*s pads by bytes; this pads by characters, so that a
+ * multibyte NOT_APPLICABLE keeps the columns aligned. */
+static int pad(const char *s, int width)
+{
+	int chars = 0;
+	for (const char *p = s; *p; p++)
+		chars += ((unsigned char)*p & 0xc0) != 0x80;
+	return width + (int)strlen(s) - chars;
 }
 
 static void human(char *buf, size_t len, uint64_t v)
@@ -291,11 +320,11 @@ int cmd_stats(int argc, char **argv)
 		uint64_t disk = 0;
 		store_series_disk_bytes(s, se->id, &disk);
 		char in[32], dk[32];
-		human(in, sizeof(in), se->input_bytes);
-		human(dk, sizeof(dk), disk);
-		printf("%-20s %-14s %-12s %12" PRIu64 " %16" PRIu64 " %10" PRIu64 " %12s %12s %s\n",
-		       se->binary, se->version, se->event, se->samples, se->weight, u.count, in, dk,
-		       se->host);
+		human_or_dash(in, sizeof(in), se->input_bytes);
+		human_or_dash(dk, sizeof(dk), disk);
+		printf("%-20s %-14s %-12s %12" PRIu64 " %16" PRIu64 " %10" PRIu64 " %*s %*s %s\n",
+		       se->binary, se->version, se->event, se->samples, se->weight, u.count,
+		       pad(in, 12), in, pad(dk, 12), dk, se->host);
 		input += se->input_bytes;
 	}
 	free(u.seen);
@@ -311,12 +340,17 @@ int cmd_stats(int argc, char **argv)
 	human(cn, sizeof(cn), fp.counts_bytes);
 	printf("\n%zu series, %u frames, %u stack nodes\n", n, store_frame_count(s) - 1,
 	       store_node_count(s) - 1);
-	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s); imported: %s bytes", a, f,
-	       nd, cn, b);
-	if (fp.dir_bytes > 0 && input > 0)
-		printf("; %.1fx smaller\n", (double)input / (double)fp.dir_bytes);
+	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s)", a, f, nd, cn);
+	/* The ratio only where the store is smaller than what went into it:
+	 * a store's fixed files outweigh a small input, and "0.2x smaller"
+	 * says nothing true. */
+	if (input == 0)
+		printf("; nothing imported (recorded series have no input bytes)\n");
+	else if (fp.dir_bytes > 0 && input > fp.dir_bytes)
+		printf("; imported: %s bytes, %.1fx smaller\n", b,
+		       (double)input / (double)fp.dir_bytes);
 	else
-		printf("\n");
+		printf("; imported: %s bytes\n", b);
 	printf("bytes: dir=%" PRIu64 " frames=%" PRIu64 " nodes=%" PRIu64 " counts=%" PRIu64
 	       " other=%" PRIu64 " input=%" PRIu64 "\n",
 	       fp.dir_bytes, fp.frames_bytes, fp.nodes_bytes, fp.counts_bytes, fp.other_bytes,

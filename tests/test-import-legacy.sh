@@ -219,7 +219,7 @@ for want in "heap.pb.gz inuse_space" "allocs.pb.gz alloc_space" "go-heap.txt inu
 	n=$((n + 1))
 	import "$tmp/s" "$data/$1" || continue
 	# the input's bytes go to the default type, the view's primary event
-	got=$("$collect" stats --store "$tmp/s" | awk 'NR > 1 && NF == 9 && $7 != "0" { print $3 }')
+	got=$("$collect" stats --store "$tmp/s" | awk 'NR > 1 && NF == 9 && $7 != "—" { print $3 }')
 	[ "$got" = "$2" ] || bad "$1: primary (input bytes) on \"$got\", expected $2"
 	fsbin=$build/fs/flamefs
 	[ -x "$fsbin" ] || fsbin=$build/flamefs

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test-messages.sh — what both programs say when they refuse (issue
-# #43).  Each case runs
+# test-messages.sh — what both programs say when they refuse, and what
+# `stats` shows where a figure does not apply (issue #43).  Each case runs
 # the real program and compares its exact first line, its line count and
 # its exit status:
 #   - a usage error is one line that ends with a pointer to --help, exit 2
@@ -10,7 +10,9 @@
 #     empty directory or -o nonempty), exit 1;
 #   - record without its capabilities says how to get them;
 #   - flamefs refuses a mountpoint that holds files, and -o nonempty
-#     mounts over them.
+#     mounts over them;
+#   - stats: IMPORTED and DISK show "—" where nothing applies, and no
+#     "x smaller" ratio for a store bigger than its input.
 #   usage: tests/test-messages.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-messages.sh BUILD_DIR}
@@ -143,6 +145,30 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 else
 	echo "SKIP - not root or no setpriv: record's capability message"
 fi
+
+# ---- stats: no misleading 0, no ratio where the store is not smaller -----------------
+# cpu.pb.gz has two sample types: its input bytes go to the default one
+# (cpu), so samples has none: "—".  A 16-byte input in a store of tens
+# of KB: no "x smaller".
+"$collect" import --store "$tmp/pp" "$here/data/pprof/cpu.pb.gz" 2>/dev/null ||
+	bad "import of cpu.pb.gz failed"
+"$collect" stats --store "$tmp/pp" >"$tmp/pp.stats" 2>&1
+imported() { awk -v e="$1" 'NR > 1 && NF == 9 && $3 == e { print $7 }' "$tmp/pp.stats"; }
+check "stats: IMPORTED of the sample type that got no input is — (got '$(imported samples)')" \
+	test "$(imported samples)" = "—"
+check "stats: IMPORTED of the default sample type is its input's size (got '$(imported cpu)')" \
+	test "$(imported cpu)" = "$(stat -c %s "$here/data/pprof/cpu.pb.gz")"
+"$collect" stats --store "$store" >"$tmp/one.stats" 2>&1
+counts=$(sed -n 's/^bytes:.* counts=\([0-9]*\) .*/\1/p' "$tmp/one.stats")
+disk=$(awk 'NR > 1 && NF == 9 { print $8 }' "$tmp/one.stats")
+if [ "$counts" = 0 ]; then
+	check "stats: DISK is — while the counts are not in the table files yet (got '$disk')" test "$disk" = "—"
+else
+	check "stats: DISK is a size once the counts are in the table files (got '$disk')" \
+		grep -Eqx '[0-9]+(\.[0-9]k)?' <<<"$disk"
+fi
+check "stats: a store bigger than its input says no 'x smaller'" \
+	sh -c "grep -q '^store on disk: .*; imported: 16 bytes\$' '$tmp/one.stats' && ! grep -q 'smaller' '$tmp/one.stats'"
 
 [ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "all message checks passed"
