@@ -3,7 +3,9 @@
 # with eBPF (flamefs-collect record) and, for comparison, with
 # `perf record -g` imported from perf script text; then mount the store with
 # flamefs, walk the heaviest path of the call tree (by total) and show it
-# with ls and cat.
+# with ls and cat.  The store stays (unmounted) for exploring: the last
+# lines print the command that mounts it again and the one that removes
+# it.
 #   usage: bash contrib/demo.sh      (as root, or as a user with sudo)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,9 +31,12 @@ server="$build/contrib/demo-server"
 
 work=$(mktemp -d /tmp/flamefs-demo.XXXXXX)
 mnt="$work/mnt"
+# The store is kept when the demo reaches its end; a demo that fails
+# half-way leaves nothing behind.
+finished=
 cleanup() {
 	if mountpoint -q "$mnt" 2>/dev/null; then fusermount3 -u "$mnt" 2>/dev/null || true; fi
-	rm -rf "$work"
+	[ -n "$finished" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
@@ -115,3 +120,9 @@ if command -v go >/dev/null; then
 fi
 step "fusermount3 -u mnt"
 fusermount3 -u "$mnt"
+finished=1
+flamefs=$build/fs/flamefs
+printf '\nThe store is kept in %s/store (%s bytes). To explore it again:\n' "$work" "$(du -sb store | cut -f1)"
+printf '  %s %s %s && ls %s\n' "$flamefs" "$work/store" "$mnt" "$mnt"
+printf 'then unmount it with fusermount3 -u %s, and remove it all with:\n' "$mnt"
+printf '  rm -rf %s\n' "$work"

@@ -88,6 +88,24 @@ else
 		[[ " $steps " == *" main serve handle_request hash_body spin "* ]] &&
 		[[ " $steps " != *"[truncated]"* ]] && ! grep -q 'sudo was called' <<<"$out"; then
 		ok "as root without sudo: the demo runs to its end, along the heaviest path ($steps)"
+		# The demo keeps its store and says how to mount it again and
+		# how to remove it: both commands, as printed, work.
+		again=$(grep -A1 '^The store is kept in ' <<<"$out" | sed -n '2s/^  //p')
+		gone=$(grep -A1 'remove it all with:$' <<<"$out" | sed -n '2s/^  //p')
+		kept=$(sed -n 's/^The store is kept in \(.*\)\/store .*/\1/p' <<<"$out")
+		if [ -n "$again" ] && [ -n "$kept" ] && [ -d "$kept/store" ] && [[ $gone == "rm -rf $kept" ]] &&
+			! mountpoint -q "$kept/mnt" && (cd / && eval "$again") >"$tmp/again.out" 2>&1 &&
+			grep -qx demo-server "$tmp/again.out"; then
+			ok "the demo's store is kept, unmounted, and its command mounts it again ($again)"
+		else
+			bad "the demo's kept store: dir '$kept', mount command '$again', removal '$gone': $(head -c 300 "$tmp/again.out" 2>/dev/null)"
+		fi
+		[ -n "$kept" ] && mountpoint -q "$kept/mnt" && fusermount3 -u "$kept/mnt"
+		if [ -n "$kept" ] && [[ $gone == "rm -rf $kept" ]] && (cd / && eval "$gone") && [ ! -e "$kept" ]; then
+			ok "and its removal command removes it"
+		else
+			bad "the demo's removal command '$gone' did not remove '$kept'"
+		fi
 	else
 		bad "as root without sudo: the demo: exit $rc, heaviest path \"$steps\"; its last lines:"
 		tail -n 25 <<<"$out" | cat -v
