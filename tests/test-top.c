@@ -72,7 +72,9 @@ static void want_pct(char out[32], uint64_t part, uint64_t whole)
 	snprintf(out, 32, "%" PRIu64 ".%02" PRIu64, v / 100, v % 100);
 }
 
-/* Adds folded lines with frame kinds: a name that begins with 'k' is a
+/* Adds folded lines with frame kinds: a name that ends with ".py)" is a
+ * Python frame (as the recorder names them, "qualname (file)"); a name
+ * that begins with 'k' is a
  * kernel frame, 'i' inline, else user. */
 static void add_kinds(struct store *s, const char *binary, const char *version, const char *unit,
                       const char *lines)
@@ -99,7 +101,10 @@ static void add_kinds(struct store *s, const char *binary, const char *version, 
 			const char *fe = semi ? semi : sp;
 			struct store_frame fr = {.name = f,
 			                         .name_len = (size_t)(fe - f),
-			                         .kind = f[0] == 'k'   ? STORE_FRAME_KERNEL
+			                         .kind = fe - f > 4 && memcmp(fe - 4, ".py)", 4) ==
+			                                                         0
+			                                         ? STORE_FRAME_PYTHON
+			                                 : f[0] == 'k' ? STORE_FRAME_KERNEL
 			                                 : f[0] == 'i' ? STORE_FRAME_INLINE
 			                                               : STORE_FRAME_USER};
 			uint32_t frame;
@@ -275,6 +280,26 @@ int main(void)
 		check_node(t, i, st, n, "hand");
 	check_functions(t, "hand");
 	fx_free_stacks(st, n);
+	view_tree_free(t);
+
+	/* Python frames have their own kind, beside the interpreter's C
+	 * functions and the kernel's. */
+	add_kinds(s, "python3.11", "1", "nanoseconds",
+	          "Py_RunMain;<module> (app.py);hot (app.py) 6\n"
+	          "Py_RunMain;<module> (app.py);hot (app.py);kwrite 3\n"
+	          "Py_RunMain;_PyEval_EvalFrameDefault 1\n");
+	t = fx_tree(s, "python3.11", "1");
+	text = fx_render(view_render_top, t, fx_binary(t));
+	want = "# 5 functions by self weight; unit nanoseconds (cpu-clock), total 10 = "
+	       "0.000000010 s\n"
+	       "#self   self% total  total% kind    name\n"
+	       "   6   60.00    9   90.00 python  hot (app.py)\n"
+	       "   3   30.00    3   30.00 kernel  kwrite\n"
+	       "   1   10.00    1   10.00 user    _PyEval_EvalFrameDefault\n"
+	       "   0    0.00   10  100.00 user    Py_RunMain\n"
+	       "   0    0.00    9   90.00 python  <module> (app.py)\n";
+	CHECKF(strcmp(text, want) == 0, "python: got\n%s\nwant\n%s", text, want);
+	free(text);
 	view_tree_free(t);
 
 	/* A unit that is not a clock: no seconds. */

@@ -41,7 +41,7 @@ const char *view_kind_name(unsigned kind)
 	static const char *const names[] = {
 	        [STORE_FRAME_USER] = "user",     [STORE_FRAME_KERNEL] = "kernel",
 	        [STORE_FRAME_INLINE] = "inline", [STORE_FRAME_UNKNOWN] = "unknown",
-	        [STORE_FRAME_JIT] = "jit",
+	        [STORE_FRAME_JIT] = "jit",       [STORE_FRAME_PYTHON] = "python",
 	};
 
 	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])

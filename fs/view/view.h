@@ -186,7 +186,7 @@ int view_render_callgrind(const struct view_tree *t, uint32_t node, struct view_
  * have two decimals.  self and total are the function view's
  * (view_functions_counts() over the same subtree). */
 int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *out);
-/* "user", "kernel", "inline", "unknown", "jit" for an enum
+/* "user", "kernel", "inline", "unknown", "jit", "python" for an enum
  * store_frame_kind; "other" for a kind this library does not know.  A
  * static string. */
 const char *view_kind_name(unsigned kind);
