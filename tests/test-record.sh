@@ -293,14 +293,14 @@ binaries=$("$collect" stats --store "$tmp/s8" | awk 'NR > 1 && NF == 9 && $4 ~ /
 grep -q "retention 3600 s: deleted 1 time buckets (5 samples)" "$tmp/err8" &&
 	ok "--retention: the summary says what went" ||
 	bad "--retention: summary: $(grep retention "$tmp/err8")"
-# Without --verbose the summary is short: what was recorded and where,
-# then a warning only if something was lost, then (here) what retention
-# deleted.
+# Without --verbose the summary is short: what was recorded into which
+# store and what retention deleted, in one line, then a warning only if
+# something was lost.
 summary=$(grep -v -e ': recording at ' -e '^flamefs-collect: warning: ' "$tmp/err8")
-if [ "$(wc -l <<<"$summary")" = 2 ] &&
-	grep -Eqx "flamefs-collect: recorded [1-9][0-9]* samples \([0-9.]+ s of CPU\) over [0-9.]+ s into $tmp/s8" <<<"$summary" &&
+if [ "$(wc -l <<<"$summary")" = 1 ] &&
+	grep -Eqx "flamefs-collect: recorded [1-9][0-9]* samples \([0-9.]+ s of CPU\) over [0-9.]+ s into $tmp/s8; retention 3600 s: deleted 1 time buckets \(5 samples\) older than that" <<<"$summary" &&
 	! grep -q 'user stacks:' "$tmp/err8"; then
-	ok "the default summary: what was recorded into which store, what retention deleted, at most a warning besides"
+	ok "the default summary: one line of what was recorded into which store and what retention deleted, at most a warning besides"
 else
 	bad "the default summary:"
 	cat "$tmp/err8"

@@ -1,8 +1,9 @@
 /*
  * report.c — the summary `flamefs-collect record` prints on
- * stderr at the end.  By default at most three lines: what was recorded
- * and into which store, what the user should act on (samples dropped,
- * stacks lost, names missing), and what --retention deleted.  With
+ * stderr at the end.  By default at most two lines (three with --push):
+ * what was recorded into which store and what --retention deleted, and
+ * what the user should act on (samples dropped, stacks lost, names
+ * missing).  With
  * --verbose, instead, every counter of the sampler, the symbolizer, the
  * unwinder and the JIT and Python namers, one dense line each, in a
  * format tests and benchmarks parse.
@@ -50,9 +51,9 @@ add_item(char *buf, size_t size, int *n, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The default summary: one line of what was recorded, one of what went
- * wrong (only when something did), one of what retention deleted (only
- * with --retention). */
+/* The default summary: one line of what was recorded (and what
+ * --retention deleted), one of what went wrong (only when something
+ * did); with --push, record_push_stop() adds the pushes' line. */
 static void report_short(struct recorder *r, double wall)
 {
 	const __u64 *st = r->skel->bss->stats;
@@ -73,8 +74,14 @@ static void report_short(struct recorder *r, double wall)
 		         ns ? (double)r->ev_weight[i] / 1e9 : (double)r->ev_weight[i] / 1048576.0,
 		         ns ? "s" : "MiB", r->ev_attached[i] ? "" : ", not attached");
 	}
-	fprintf(stderr, PROG ": %s over %.2f s into %s\n", line, wall,
+	fprintf(stderr, PROG ": %s over %.2f s into %s", line, wall,
 	        r->store ? store_where(r->store) : "the store");
+	if (r->opt->retention)
+		fprintf(stderr,
+		        "; retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
+		        " samples) older than that",
+		        r->opt->retention, r->pruned_buckets, r->pruned_samples);
+	fputc('\n', stderr);
 
 	/* What the user should know: each counter here means samples or
 	 * names are missing from the store. */
@@ -113,11 +120,6 @@ static void report_short(struct recorder *r, double wall)
 	}
 	if (n)
 		fprintf(stderr, PROG ": warning: %s (--verbose shows every counter)\n", line);
-	if (r->opt->retention)
-		fprintf(stderr,
-		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64
-		             " samples) older than that\n",
-		        r->opt->retention, r->pruned_buckets, r->pruned_samples);
 }
 
 void record_report(struct recorder *r, double wall, double loop_cpu)

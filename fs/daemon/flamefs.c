@@ -212,8 +212,8 @@ static void usage(FILE *out)
 	             "ro,allow_other,noauto  0 0\n");
 }
 
-/* True when the directory holds an entry besides . and .. (or cannot
- * be listed: then nothing says it is empty). */
+/* True when the directory holds an entry besides . and ..; false when
+ * it cannot be listed (the mount itself then decides). */
 static bool dir_has_entries(const char *path)
 {
 	DIR *d = opendir(path);
@@ -221,7 +221,7 @@ static bool dir_has_entries(const char *path)
 	bool any = false;
 
 	if (!d)
-		return errno != ENOENT;
+		return false;
 	while (!any && (e = readdir(d)))
 		any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
 	closedir(d);
