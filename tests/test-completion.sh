@@ -100,6 +100,7 @@ comp "--retention" flamefs-collect record --ret
 comp "$files/file1.perf" flamefs-collect record --log-drains "$files/fi"
 comp "" flamefs-collect import --binary ""
 comp "allow_other,default_permissions allow_other,defaults" flamefs -o allow_other,def
+comp "nonempty" flamefs -o non
 comp "--help --version" flamefs --
 comp "$files/dir1 $files/dir2" flamefs "$files/"
 comp "$files/dir1 $files/dir2" flamefs /tmp "$files/d"

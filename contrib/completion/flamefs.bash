@@ -23,7 +23,7 @@ _flamefs()
 		compopt -o nospace 2>/dev/null
 		COMPREPLY=($(compgen -P "$pre" -W 'ro allow_other allow_root
 			default_permissions noauto auto user nouser users nofail
-			_netdev defaults' -- "${cur##*,}"))
+			_netdev defaults nonempty' -- "${cur##*,}"))
 		return
 	fi
 
