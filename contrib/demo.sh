@@ -122,7 +122,7 @@ step "fusermount3 -u mnt"
 fusermount3 -u "$mnt"
 finished=1
 flamefs=$build/fs/flamefs
-printf '\nThe store is kept in %s/store (%s bytes). To explore it again:\n' "$work" "$(du -sb store | cut -f1)"
+printf '\nThe store is kept in %s/store (%s on disk). To explore it again:\n' "$work" "$(du -sh store | cut -f1)"
 printf '  %s %s %s && ls %s\n' "$flamefs" "$work/store" "$mnt" "$mnt"
 printf 'then unmount it with fusermount3 -u %s, and remove it all with:\n' "$mnt"
 printf '  rm -rf %s\n' "$work"
