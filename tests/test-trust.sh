@@ -111,7 +111,7 @@ start_bg "$tmp/attacker.out" "${nobody[@]}" "$tmp/attacker"
 apid=${pids[-1]}
 start_bg "$tmp/victim.out" "$tmp/victim"
 vpid=${pids[-1]}
-timeout -k 5 120 "$collect" record --store "$tmp/a" -F 199 -d 2 -p "$apid,$vpid" 2>"$tmp/a.err" ||
+timeout -k 5 120 "$collect" record --verbose --store "$tmp/a" -F 199 -d 2 -p "$apid,$vpid" 2>"$tmp/a.err" ||
 	bad "record -p of both: $(tail -3 "$tmp/a.err")"
 kill "$apid" "$vpid" 2>/dev/null
 "$collect" export --store "$tmp/a" --binary victim >"$tmp/a.victim" 2>/dev/null
@@ -154,7 +154,7 @@ start_bg "$tmp/linked.out" "${nobody[@]}" "$tmp/linked"
 lpid=${pids[-1]}
 start_bg "$tmp/dotdot.out" "${nobody[@]}" "$tmp/dotdot"
 dpid=${pids[-1]}
-timeout -k 5 120 "$collect" record --store "$tmp/b" -F 199 -d 3 -p "$lpid,$dpid" 2>"$tmp/b.err"
+timeout -k 5 120 "$collect" record --verbose --store "$tmp/b" -F 199 -d 3 -p "$lpid,$dpid" 2>"$tmp/b.err"
 rc=$?
 kill "$lpid" "$dpid" 2>/dev/null
 check "record with both links finishes by itself (exit 0, got $rc)" test "$rc" -eq 0
@@ -182,7 +182,7 @@ printf '0 7fffffffffff FOREIGN_JIT\n' >/tmp/perf-"$forged_pid".map
 chown 12345:12345 /tmp/perf-"$forged_pid".map
 printf '0 7fffffffffff OWN_USERS_JIT\n' >/tmp/perf-"$own_pid".map
 chown 65534:65534 /tmp/perf-"$own_pid".map
-timeout -k 5 120 "$collect" record --store "$tmp/c" -F 199 -d 2 -p "$forged_pid,$own_pid" 2>"$tmp/c.err" ||
+timeout -k 5 120 "$collect" record --verbose --store "$tmp/c" -F 199 -d 2 -p "$forged_pid,$own_pid" 2>"$tmp/c.err" ||
 	bad "record of the jit-targets: $(tail -3 "$tmp/c.err")"
 kill "$forged_pid" "$own_pid" 2>/dev/null
 "$collect" export --store "$tmp/c" >"$tmp/c.folded" 2>/dev/null
@@ -200,7 +200,7 @@ if unshare -m --propagation private true 2>/dev/null; then
 	ns_pid=$(first_line "$tmp/ns.out") && ns_pid=${ns_pid#/tmp/perf-} && ns_pid=${ns_pid%.map}
 	printf '0 7fffffffffff OUTER_TMP_JIT\n' >/tmp/perf-"$ns_pid".map
 	chown 65534:65534 /tmp/perf-"$ns_pid".map
-	timeout -k 5 120 "$collect" record --store "$tmp/n" -F 199 -d 2 -p "$ns_pid" 2>"$tmp/n.err" ||
+	timeout -k 5 120 "$collect" record --verbose --store "$tmp/n" -F 199 -d 2 -p "$ns_pid" 2>"$tmp/n.err" ||
 		bad "record of the namespaced jit-target: $(tail -3 "$tmp/n.err")"
 	kill "$ns_pid" 2>/dev/null
 	"$collect" export --store "$tmp/n" >"$tmp/n.folded" 2>/dev/null

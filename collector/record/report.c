@@ -104,6 +104,18 @@ static void report_short(struct recorder *r, double wall)
 	if (r->unsymbolized_pids)
 		add_item(line, sizeof(line), &n, "%" PRIu64 " processes without symbols",
 		         r->unsymbolized_pids);
+	struct symbolize_stats ss;
+	symbolize_get_stats(r->sym, &ss);
+	uint64_t untrusted = ss.files_refused + ss.debuglinks_refused + ss.jit_maps_refused;
+	if (untrusted)
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " files not trusted (mapped files, debug links, perf maps), "
+		         "their frames left unnamed",
+		         untrusted);
+	if (ss.jit_capped)
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " perf maps cut short (at most %u JIT names held)",
+		         ss.jit_capped, SYMBOLIZE_JIT_TOTAL_ENTRIES);
 	const struct late_stats *ls = &r->late_stats;
 	if (ls->over_memory + ls->over_time)
 		add_item(line, sizeof(line), &n,
