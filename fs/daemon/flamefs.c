@@ -345,16 +345,155 @@ static void teardown(void)
 	pthread_mutex_unlock(&fs.lock);
 }
 
+/* Parses the command line into *cli and *opts; returns -1 to go on, else
+ * the exit status (after --help, --version or a usage error). */
+static int parse_command_line(struct fuse_args *args, struct cli *cli,
+                              struct fuse_cmdline_opts *opts)
+{
+	int r;
+
+	if (fuse_opt_parse(args, cli, cli_opts, cli_proc) < 0)
+		return 1;
+	if (cli->help) {
+		usage(stdout);
+		return 0;
+	}
+	if (cli->version) {
+		printf("flamefs %s (libfuse %s)\n", FLAMEFS_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	if (cli->bad)
+		return usage_error(cli->bad_argument ? "unexpected argument %s"
+		                                     : "unknown option %s",
+		                   cli->bad);
+	if (!cli->store || !cli->mountpoint) {
+		fprintf(stderr, "flamefs: expected STORE MOUNTPOINT; try flamefs --help\n");
+		return 2;
+	}
+	if (cli->rw) {
+		fprintf(stderr, "flamefs: the view is read-only; drop the rw option\n");
+		return 2;
+	}
+	fs.render_max = VIEW_RENDER_MAX;
+	if (cli->max_render && view_parse_size(cli->max_render, &fs.render_max) < 0) {
+		fprintf(stderr,
+		        "flamefs: -o max_render: expected a size in bytes with an optional K, M "
+		        "or G suffix (256M), got \"%s\"\n",
+		        cli->max_render);
+		return 2;
+	}
+	if (fuse_parse_cmdline(args, opts) < 0)
+		return 1;
+	if ((r = check_options(args)) != 0)
+		return r;
+	return -1;
+}
+
+/* A store directory (not a database) exists: *st is its stat, and
+ * cli->store becomes its absolute path (fuse_daemonize() changes to
+ * "/").  0, or -1 after saying why. */
+static int check_store_dir(struct cli *cli, struct stat *st)
+{
+	if (store_is_database(cli->store))
+		return 0;
+	if (stat(cli->store, st) < 0) {
+		if (errno == ENOENT)
+			fprintf(stderr, "flamefs: %s: no store here; " MAKE_ONE "\n", cli->store);
+		else
+			fprintf(stderr, "flamefs: %s: %s\n", cli->store, strerror(errno));
+		return -1;
+	}
+	char *abs = realpath(cli->store, NULL);
+	if (!abs) {
+		fprintf(stderr, "flamefs: %s: %s\n", cli->store, strerror(errno));
+		return -1;
+	}
+	free(cli->store);
+	cli->store = abs;
+	return 0;
+}
+
+/* Everything checked while errors still reach the terminal: the view's
+ * owner and modes, its root (synthetic directory 0), the store opened
+ * (and closed again before a fork: RocksDB's threads do not survive
+ * fork(); it is opened again after), the name /proc/mounts shows (a
+ * database's without its password: *fsname), and the mount point, made
+ * absolute in opts->mountpoint (the unmount at the end runs after
+ * fuse_daemonize() changed to "/").  0, or -1. */
+static int prepare_view(const struct cli *cli, const struct stat *st, struct fuse_args *args,
+                        struct fuse_cmdline_opts *opts, char **fsname)
+{
+	inode_set_access(store_is_database(cli->store) ? NULL : st);
+	fs.sdirs = calloc(16, sizeof(*fs.sdirs));
+	if (!fs.sdirs)
+		return -1;
+	fs.sdirs_cap = 16;
+	fs.nsdirs = 1;
+	fs.sdirs[0].kind = SD_ROOT;
+	if (open_store(cli->store) < 0)
+		return -1;
+	if (!strchr(store_where(fs.store), ',') &&
+	    asprintf(fsname, "-ofsname=%s,subtype=flamefs", store_where(fs.store)) >= 0)
+		fuse_opt_add_arg(args, *fsname);
+	if (!opts->foreground) {
+		series_free_locked();
+		store_close(fs.store);
+		fs.store = NULL;
+	}
+	if (check_mountpoint(cli->mountpoint, cli->nonempty) < 0)
+		return -1;
+	opts->mountpoint = realpath(cli->mountpoint, NULL);
+	if (!opts->mountpoint) {
+		fprintf(stderr, "flamefs: %s: %s\n", cli->mountpoint, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Runs the invalidator thread and libfuse's loop until an unmount or a
+ * signal; the exit status. */
+static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
+{
+	pthread_t inval_thread;
+	int r;
+
+	fs.se = se;
+	if (pthread_create(&inval_thread, NULL, refresh_invalidator, NULL) != 0) {
+		fs.se = NULL;
+		return 1;
+	}
+	/* The loops return the number of the signal that ended them (SIGINT,
+	 * SIGTERM, SIGHUP): that is a clean unmount, not an error. */
+	if (opts->singlethread) {
+		r = fuse_session_loop(se);
+	} else {
+		/* libfuse's default of 10 idle threads unless -o
+		 * max_idle_threads= says otherwise. */
+		struct fuse_loop_config cfg = {
+		        .clone_fd = opts->clone_fd,
+		        .max_idle_threads =
+		                opts->max_idle_threads == UINT_MAX ? 10 : opts->max_idle_threads,
+		};
+		r = fuse_session_loop_mt(se, &cfg);
+	}
+	pthread_mutex_lock(&fs.lock);
+	fs.inval_stop = true;
+	pthread_cond_signal(&fs.inval_cond);
+	pthread_mutex_unlock(&fs.lock);
+	pthread_join(inval_thread, NULL);
+	fs.se = NULL;
+	return r < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts opts = {0};
 	struct cli cli = {0};
 	struct fuse_session *se = NULL;
-	pthread_t inval_thread;
 	struct stat st;
 	char *fsname = NULL;
-	int ret = 1, r;
+	int ret;
 
 	/* Big arrays (a tree's nodes, a rendered file) always from mmap: once
 	 * one is freed, glibc raises its threshold towards 32 MB, and then a
@@ -363,136 +502,23 @@ int main(int argc, char **argv)
 	 * a realloc moves them (mremap) and the huge-page hint applies
 	 * (view_hugepages()). */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
-	if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) < 0)
+	if ((ret = parse_command_line(&args, &cli, &opts)) >= 0)
 		goto out;
-	if (cli.help) {
-		usage(stdout);
-		ret = 0;
+	ret = 1;
+	if (check_store_dir(&cli, &st) < 0)
 		goto out;
-	}
-	if (cli.version) {
-		printf("flamefs %s (libfuse %s)\n", FLAMEFS_VERSION, fuse_pkgversion());
-		ret = 0;
-		goto out;
-	}
-	if (cli.bad) {
-		ret = usage_error(cli.bad_argument ? "unexpected argument %s" : "unknown option %s",
-		                  cli.bad);
-		goto out;
-	}
-	if (!cli.store || !cli.mountpoint) {
-		fprintf(stderr, "flamefs: expected STORE MOUNTPOINT; try flamefs --help\n");
-		ret = 2;
-		goto out;
-	}
-	if (cli.rw) {
-		fprintf(stderr, "flamefs: the view is read-only; drop the rw option\n");
-		ret = 2;
-		goto out;
-	}
-	fs.render_max = VIEW_RENDER_MAX;
-	if (cli.max_render && view_parse_size(cli.max_render, &fs.render_max) < 0) {
-		fprintf(stderr,
-		        "flamefs: -o max_render: expected a size in bytes with an optional K, M "
-		        "or G suffix (256M), got \"%s\"\n",
-		        cli.max_render);
-		ret = 2;
-		goto out;
-	}
-	if (fuse_parse_cmdline(&args, &opts) < 0)
-		goto out;
-	if ((r = check_options(&args)) != 0) {
-		ret = r;
-		goto out;
-	}
-	if (!store_is_database(cli.store)) {
-		if (stat(cli.store, &st) < 0) {
-			if (errno == ENOENT)
-				fprintf(stderr, "flamefs: %s: no store here; " MAKE_ONE "\n",
-				        cli.store);
-			else
-				fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
-			goto out;
-		}
-		/* fuse_daemonize() changes to "/": keep an absolute path. */
-		char *abs = realpath(cli.store, NULL);
-		if (!abs) {
-			fprintf(stderr, "flamefs: %s: %s\n", cli.store, strerror(errno));
-			goto out;
-		}
-		free(cli.store);
-		cli.store = abs;
-	}
-	inode_set_access(store_is_database(cli.store) ? NULL : &st);
-	/* The root is synthetic directory 0. */
-	fs.sdirs = calloc(16, sizeof(*fs.sdirs));
-	if (!fs.sdirs)
-		goto out;
-	fs.sdirs_cap = 16;
-	fs.nsdirs = 1;
-	fs.sdirs[0].kind = SD_ROOT;
-	/* Check the store now, while errors still reach the terminal.  When
-	 * we fork it is opened again afterwards: RocksDB's threads do not
-	 * survive fork(). */
-	if (open_store(cli.store) < 0)
-		goto out_close;
-	/* The name /proc/mounts shows: a database's without its password. */
-	if (!strchr(store_where(fs.store), ',') &&
-	    asprintf(&fsname, "-ofsname=%s,subtype=flamefs", store_where(fs.store)) >= 0)
-		fuse_opt_add_arg(&args, fsname);
-	if (!opts.foreground) {
-		series_free_locked();
-		store_close(fs.store);
-		fs.store = NULL;
-	}
-	if (check_mountpoint(cli.mountpoint, cli.nonempty) < 0)
-		goto out_close;
-	/* Absolute, as fuse_parse_cmdline() makes it: the unmount at the
-	 * end runs after fuse_daemonize() changed to "/". */
-	opts.mountpoint = realpath(cli.mountpoint, NULL);
-	if (!opts.mountpoint) {
-		fprintf(stderr, "flamefs: %s: %s\n", cli.mountpoint, strerror(errno));
-		goto out_close;
-	}
-
-	if (fuse_opt_add_arg(&args, "-oro") < 0)
+	if (prepare_view(&cli, &st, &args, &opts, &fsname) < 0 ||
+	    fuse_opt_add_arg(&args, "-oro") < 0)
 		goto out_close;
 	se = fuse_session_new(&args, &ops_lowlevel, sizeof(ops_lowlevel), NULL);
 	if (!se)
 		goto out_close;
 	if (fuse_session_mount(se, opts.mountpoint) != 0)
 		goto out_destroy;
-	if (fuse_daemonize(opts.foreground) != 0)
+	if (fuse_daemonize(opts.foreground) != 0 || (!fs.store && open_store(cli.store) < 0) ||
+	    fuse_set_signal_handlers(se) != 0)
 		goto out_unmount;
-	if (!fs.store && open_store(cli.store) < 0)
-		goto out_unmount;
-	if (fuse_set_signal_handlers(se) != 0)
-		goto out_unmount;
-	fs.se = se;
-	if (pthread_create(&inval_thread, NULL, refresh_invalidator, NULL) != 0)
-		goto out_signals;
-	/* The loops return the number of the signal that ended them (SIGINT,
-	 * SIGTERM, SIGHUP): that is a clean unmount, not an error. */
-	if (opts.singlethread) {
-		r = fuse_session_loop(se);
-	} else {
-		/* libfuse's default of 10 idle threads unless -o
-		 * max_idle_threads= says otherwise. */
-		struct fuse_loop_config cfg = {
-		        .clone_fd = opts.clone_fd,
-		        .max_idle_threads =
-		                opts.max_idle_threads == UINT_MAX ? 10 : opts.max_idle_threads,
-		};
-		r = fuse_session_loop_mt(se, &cfg);
-	}
-	ret = r < 0 ? 1 : 0;
-	pthread_mutex_lock(&fs.lock);
-	fs.inval_stop = true;
-	pthread_cond_signal(&fs.inval_cond);
-	pthread_mutex_unlock(&fs.lock);
-	pthread_join(inval_thread, NULL);
-out_signals:
-	fs.se = NULL;
+	ret = serve(se, &opts);
 	fuse_remove_signal_handlers(se);
 out_unmount:
 	fuse_session_unmount(se);
