@@ -110,6 +110,166 @@ static int parse_short_duration(const char *arg, uint64_t *ns)
 	return 0;
 }
 
+/* An option whose value is checked: sets it in *o, or says what was
+ * expected and returns 2; 1 for an option that is none of these. */
+static int parse_checked(int c, char *optarg, struct options *o)
+{
+	char *end;
+
+	switch (c) {
+	case 'H':
+		if (!store_host_valid(optarg)) {
+			fprintf(stderr,
+			        PROG ": --host: expected a name of 1 to 255 bytes without "
+			             "'/' or control characters, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		o->host = optarg;
+		break;
+	case 'O':
+		if (parse_short_duration(optarg, &o->offcpu_min_ns) < 0) {
+			fprintf(stderr,
+			        PROG ": --offcpu-min: expected a duration such as 1us, 500us "
+			             "or 2ms, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	case 'U':
+		if (strcmp(optarg, "auto") == 0) {
+			o->unwind = PROFILE_UNWIND_AUTO;
+		} else if (strcmp(optarg, "dwarf") == 0) {
+			o->unwind = PROFILE_UNWIND_DWARF;
+		} else if (strcmp(optarg, "fp") == 0) {
+			o->unwind = PROFILE_UNWIND_FP;
+		} else {
+			fprintf(stderr, PROG ": --unwind: expected auto, dwarf or fp, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	case 'M':
+		if (parse_size(optarg, &o->unwind_memory) < 0 || o->unwind_memory < (64u << 10) ||
+		    o->unwind_memory > (4ull << 30)) {
+			fprintf(stderr,
+			        PROG ": --unwind-memory: expected a size from 64K to 4G "
+			             "(such as 16M), got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	case 'W':
+		if (parse_seconds("jit-wait", "60s, 10m", optarg, &o->jit_wait) < 0)
+			return 2;
+		break;
+	case 'G':
+		if (parse_seconds("module-grace", "5m, 30s", optarg, &o->module_grace) < 0)
+			return 2;
+		break;
+	case 'J':
+		if (parse_size(optarg, &o->jit_memory) < 0 || o->jit_memory > (64ull << 30)) {
+			fprintf(stderr,
+			        PROG ": --jit-memory: expected a size up to 64G (such as "
+			             "16M, or 0), got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	case 'y':
+		if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
+			o->python = strcmp(optarg, "on") == 0;
+		} else {
+			fprintf(stderr, PROG ": --python: expected on or off, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	case 'P':
+		if (!store_is_database(optarg)) {
+			fprintf(stderr, PROG ": --push: expected a database (a connection string "
+			                     "that starts with postgresql: or postgres:)\n");
+			return 2;
+		}
+		o->push_to = optarg;
+		break;
+	case 'Y': {
+		int r = record_parse_duration(optarg, &o->push_every);
+		if (r < 0 || o->push_every == 0) {
+			fprintf(stderr,
+			        PROG ": --push-every: expected a duration such as 60s, "
+			             "5m or 1h, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	}
+	case 'R': {
+		int r = record_parse_duration(optarg, &o->retention);
+		if (r < 0 || o->retention == 0) {
+			fprintf(stderr,
+			        PROG ": --retention: expected a duration such as 30d, "
+			             "12h or 1d12h, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	}
+	case 'F': {
+		errno = 0;
+		unsigned long f = strtoul(optarg, &end, 10);
+		if (errno || end == optarg || *end || f < 1 || f > MAX_FREQ) {
+			fprintf(stderr,
+			        PROG ": -F: expected a frequency "
+			             "from 1 to %d Hz, got \"%s\"\n",
+			        MAX_FREQ, optarg);
+			return 2;
+		}
+		o->freq = (unsigned)f;
+		break;
+	}
+	case 'd': {
+		errno = 0;
+		double d = strtod(optarg, &end);
+		if (errno || end == optarg || *end || !(d > 0) || d > 1e9) {
+			fprintf(stderr,
+			        PROG ": -d: expected seconds "
+			             "> 0, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		o->duration = d;
+		break;
+	}
+	default: return 1;
+	}
+	return 0;
+}
+
+/* Refuses options that exclude or need each other; -1 to go on, else the
+ * exit status. */
+static int check_combination(struct options *o)
+{
+	int targets = (o->pid_list != NULL) + o->all + (o->command != NULL);
+	if (targets != 1) {
+		return usage_error("give exactly one of -p PID, -a or -- COMMAND");
+	}
+	if (o->user_only && o->kernel_only) {
+		return usage_error("--user-only and --kernel-only exclude each other");
+	}
+	if (o->push_every && !o->push_to) {
+		return usage_error("--push-every needs --push DATABASE");
+	}
+	if (!o->push_every)
+		o->push_every = 60;
+	if (o->push_to && o->store_dir && store_is_database(o->store_dir)) {
+		fprintf(stderr, PROG ": record: --push copies a local store; --store already "
+		                     "names a database\n");
+		return 2;
+	}
+	return -1;
+}
+
 int record_parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option opts[] = {
@@ -141,7 +301,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
-	int c;
+	int c, r;
 
 	o->freq = 99;
 	o->unwind = PROFILE_UNWIND_AUTO;
@@ -153,171 +313,31 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	o->jit_memory = 16ull << 20;
 	o->python = true;
 	while ((c = getopt_long(argc, argv, "+:hp:aF:d:ve:", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 's': o->store_dir = optarg; break;
 		case 'p': o->pid_list = optarg; break;
 		case 'a': o->all = true; break;
 		case 'u': o->user_only = true; break;
 		case 'k': o->kernel_only = true; break;
-		case 'H':
-			if (!store_host_valid(optarg)) {
-				fprintf(stderr,
-				        PROG ": --host: expected a name of 1 to 255 bytes without "
-				             "'/' or control characters, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			o->host = optarg;
-			break;
 		case 'b': o->binary = optarg; break;
 		case 'V': o->version = optarg; break;
 		case 'v': o->verbose++; break;
 		case 'L': o->lines = true; break;
 		case 'I': o->inlines = true; break;
 		case 'e': event_list = optarg; break;
-		case 'O':
-			if (parse_short_duration(optarg, &o->offcpu_min_ns) < 0) {
-				fprintf(stderr,
-				        PROG
-				        ": --offcpu-min: expected a duration such as 1us, 500us "
-				        "or 2ms, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'U':
-			if (strcmp(optarg, "auto") == 0) {
-				o->unwind = PROFILE_UNWIND_AUTO;
-			} else if (strcmp(optarg, "dwarf") == 0) {
-				o->unwind = PROFILE_UNWIND_DWARF;
-			} else if (strcmp(optarg, "fp") == 0) {
-				o->unwind = PROFILE_UNWIND_FP;
-			} else {
-				fprintf(stderr,
-				        PROG ": --unwind: expected auto, dwarf or fp, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'M':
-			if (parse_size(optarg, &o->unwind_memory) < 0 ||
-			    o->unwind_memory < (64u << 10) || o->unwind_memory > (4ull << 30)) {
-				fprintf(stderr,
-				        PROG ": --unwind-memory: expected a size from 64K to 4G "
-				             "(such as 16M), got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'W':
-			if (parse_seconds("jit-wait", "60s, 10m", optarg, &o->jit_wait) < 0)
-				return 2;
-			break;
-		case 'G':
-			if (parse_seconds("module-grace", "5m, 30s", optarg, &o->module_grace) < 0)
-				return 2;
-			break;
-		case 'J':
-			if (parse_size(optarg, &o->jit_memory) < 0 ||
-			    o->jit_memory > (64ull << 30)) {
-				fprintf(stderr,
-				        PROG ": --jit-memory: expected a size up to 64G (such as "
-				             "16M, or 0), got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		case 'y':
-			if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
-				o->python = strcmp(optarg, "on") == 0;
-			} else {
-				fprintf(stderr, PROG ": --python: expected on or off, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
 		case 'D': o->log_drains = optarg; break;
-		case 'P':
-			if (!store_is_database(optarg)) {
-				fprintf(stderr,
-				        PROG ": --push: expected a database (a connection string "
-				             "that starts with postgresql: or postgres:)\n");
-				return 2;
-			}
-			o->push_to = optarg;
-			break;
-		case 'Y': {
-			int r = record_parse_duration(optarg, &o->push_every);
-			if (r < 0 || o->push_every == 0) {
-				fprintf(stderr,
-				        PROG ": --push-every: expected a duration such as 60s, "
-				             "5m or 1h, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'R': {
-			int r = record_parse_duration(optarg, &o->retention);
-			if (r < 0 || o->retention == 0) {
-				fprintf(stderr,
-				        PROG ": --retention: expected a duration such as 30d, "
-				             "12h or 1d12h, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'F': {
-			errno = 0;
-			unsigned long f = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || f < 1 || f > MAX_FREQ) {
-				fprintf(stderr,
-				        PROG ": -F: expected a frequency "
-				             "from 1 to %d Hz, got \"%s\"\n",
-				        MAX_FREQ, optarg);
-				return 2;
-			}
-			o->freq = (unsigned)f;
-			break;
-		}
-		case 'd': {
-			errno = 0;
-			double d = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(d > 0) || d > 1e9) {
-				fprintf(stderr,
-				        PROG ": -d: expected seconds "
-				             "> 0, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			o->duration = d;
-			break;
-		}
 		case 'h': record_usage(stdout); return 0;
-		default: return bad_option(c, argv);
+		default:
+			if ((r = parse_checked(c, optarg, o)) == 1)
+				return bad_option(c, argv);
+			if (r)
+				return r;
 		}
 	}
 	if (optind < argc)
 		o->command = argv + optind;
-	int targets = (o->pid_list != NULL) + o->all + (o->command != NULL);
-	if (targets != 1) {
-		return usage_error("give exactly one of -p PID, -a or -- COMMAND");
-	}
-	if (o->user_only && o->kernel_only) {
-		return usage_error("--user-only and --kernel-only exclude each other");
-	}
-	if (o->push_every && !o->push_to) {
-		return usage_error("--push-every needs --push DATABASE");
-	}
-	if (!o->push_every)
-		o->push_every = 60;
-	if (o->push_to && o->store_dir && store_is_database(o->store_dir)) {
-		fprintf(stderr, PROG ": record: --push copies a local store; --store already "
-		                     "names a database\n");
-		return 2;
-	}
+	if ((r = check_combination(o)) >= 0)
+		return r;
 	if (record_parse_events(event_list, o) < 0)
 		return 2;
 	return -1;
