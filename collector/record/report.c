@@ -134,18 +134,9 @@ static void report_short(struct recorder *r, double wall)
 		fprintf(stderr, PROG ": warning: %s (--verbose shows every counter)\n", line);
 }
 
-void record_report(struct recorder *r, double wall, double loop_cpu)
+/* The events of -e: each one's count and weight, on one line. */
+static void report_events(const struct recorder *r)
 {
-	if (!r->opt->verbose) {
-		report_short(r, wall);
-		return;
-	}
-
-	const __u64 *st = r->skel->bss->stats;
-	struct symbolize_stats ss;
-	double cpu = record_cpu_seconds();
-
-	symbolize_get_stats(r->sym, &ss);
 	char line[512];
 	int n = 0;
 	for (int i = 1; i < PROFILE_NEVENTS; i++) {
@@ -162,6 +153,13 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 	}
 	if (n)
 		fprintf(stderr, PROG ": %s\n", line);
+}
+
+/* The samples recorded, seen and dropped, and the stacks lost. */
+static void report_samples(const struct recorder *r, double wall)
+{
+	const __u64 *st = r->skel->bss->stats;
+
 	fprintf(stderr,
 	        PROG ": recorded %" PRIu64 " samples (%.3f s of CPU) in %" PRIu64
 	             " drains over %.2f s; seen %" PRIu64 ", dropped %" PRIu64
@@ -177,6 +175,16 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 	        (uint64_t)st[PROFILE_STAT_KERNEL_COLLISION], (uint64_t)st[PROFILE_STAT_STACK_ERROR],
 	        (uint64_t)st[PROFILE_STAT_KSTACKS_FULL], (uint64_t)st[PROFILE_STAT_PIDS_FULL],
 	        (uint64_t)st[PROFILE_STAT_EVENTS_LOST], r->unsymbolized_pids);
+}
+
+/* The symbolizer: snapshots, files (and those not trusted), templates;
+ * and the collector's CPU. */
+static void report_symbolizer(const struct recorder *r, double wall, double loop_cpu)
+{
+	struct symbolize_stats ss;
+	double cpu = record_cpu_seconds();
+
+	symbolize_get_stats(r->sym, &ss);
 	fprintf(stderr,
 	        PROG ": symbolized %" PRIu64 " process snapshots (%" PRIu64
 	             " inherited from a parent; %" PRIu64 " freed after their exit), %" PRIu64
@@ -206,6 +214,13 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 	        ss.execs_named, r->templates, r->execs_read, ss.loaded_named, r->loaded_read,
 	        r->loaded_read_new, r->loaded_read_unfit,
 	        r->loaded_read - r->loaded_read_new - r->loaded_read_unfit, r->templates_deleted);
+}
+
+/* How user stacks were walked, and the unwind tables. */
+static void report_unwinding(const struct recorder *r)
+{
+	const __u64 *st = r->skel->bss->stats;
+
 	if (r->opt->unwind == PROFILE_UNWIND_FP) {
 		fprintf(stderr, PROG ": user stacks: by frame pointers (--unwind fp)\n");
 	} else {
@@ -245,6 +260,13 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 		        us.no_cfi, us.refused, us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
 		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL], us.processes, us.ancestors);
 	}
+}
+
+/* JIT frames, and Python's walker and names. */
+static void report_runtimes(const struct recorder *r)
+{
+	const __u64 *st = r->skel->bss->stats;
+
 	const struct late_stats *ls = &r->late_stats;
 	fprintf(stderr,
 	        PROG ": JIT frames without a perf map entry: %" PRIu64 " samples (%" PRIu64
@@ -287,6 +309,19 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 			             "known: 3.11\n",
 			        ps.unknown, ps.unknown_major, ps.unknown_minor);
 	}
+}
+
+void record_report(struct recorder *r, double wall, double loop_cpu)
+{
+	if (!r->opt->verbose) {
+		report_short(r, wall);
+		return;
+	}
+	report_events(r);
+	report_samples(r, wall);
+	report_symbolizer(r, wall, loop_cpu);
+	report_unwinding(r);
+	report_runtimes(r);
 	struct bpf_prog_info info = {0};
 	__u32 len = sizeof(info);
 	if (r->stats_fd >= 0 &&
