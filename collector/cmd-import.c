@@ -231,6 +231,112 @@ static ssize_t read_prefix(int fd, uint8_t *buf, size_t room)
  * a batch of its own that it commits, or into the --one-batch batch.
  * Reports what it did or why it failed, once, on stderr.  Returns 0, or
  * 1 when nothing of the file was imported. */
+/* Opens path (- for standard input) and checks it is not a directory;
+ * the fd and *st, or -1 after saying why. */
+static int open_input(const char *path, bool is_stdin, const char *shown, struct stat *st)
+{
+	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		progress_clear();
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	int err = fstat(fd, st) < 0 ? errno : 0;
+	if (err || S_ISDIR(st->st_mode)) {
+		progress_clear();
+		if (err)
+			fprintf(stderr, PROG ": %s: %s\n", shown, strerror(err));
+		else
+			fprintf(stderr, PROG ": %s: is a directory, expected a file\n", path);
+		if (!is_stdin)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads the prefix that detection looks at (the importer consumes it
+ * first) into prefix[0..*plen) and finds the importer of *fmt (detected
+ * when auto); NULL after saying why. */
+static const struct import_format_ops *pick_format(int fd, const char *shown, uint8_t *prefix,
+                                                   size_t cap, ssize_t *plen,
+                                                   enum import_format *fmt)
+{
+	const struct import_format_ops *ops;
+
+	*plen = read_prefix(fd, prefix, cap);
+	if (*plen < 0) {
+		progress_clear();
+		fprintf(stderr, PROG ": %s: %s\n", shown, strerror((int)-*plen));
+		return NULL;
+	}
+	if (*plen == 0) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: empty input, expected a profile: " IMPORT_FORMATS_TRIED "\n",
+		        shown);
+		return NULL;
+	}
+	if (*fmt == IMPORT_FORMAT_AUTO)
+		*fmt = import_detect(prefix, (size_t)*plen);
+	ops = import_format_find(*fmt);
+	if (!ops) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: expected a profile in a format flamefs reads, got none it "
+		             "recognizes; tried " IMPORT_FORMATS_TRIED "; --format picks one\n",
+		        shown);
+	}
+	return ops;
+}
+
+/* What an import that succeeded must still say: the importer's warning,
+ * files its profile named that were not opened, and what the limits cut
+ * or cleaned. */
+static void report_notices(const struct import_ctx *ctx, struct import_symbols *sym,
+                           const char *shown)
+{
+	if (ctx->warning[0]) {
+		progress_clear();
+		fprintf(stderr, PROG ": %s: %s\n", shown, ctx->warning);
+	}
+	const char *refused;
+	size_t nrefused = offline_symbols_refused(sym, &refused);
+	if (nrefused) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG
+		        ": %s: %zu file%s the profile names not opened (a path with \"..\", or "
+		        "not a regular file of at most 4 GiB), first %s: its frames are named "
+		        "[basename]\n",
+		        shown, nrefused, nrefused == 1 ? "" : "s", refused);
+	}
+	if (ctx->cut_stacks) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG
+		        ": %s: stacks deeper than %zu frames or with more than %zu MiB of "
+		        "frame names were cut to their innermost frames under " IMPORT_TRUNCATED
+		        "\n",
+		        shown, IMPORT_MAX_DEPTH, IMPORT_MAX_STACK_BYTES >> 20);
+	}
+	if (ctx->cleaned_labels) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: event or unit names held control bytes; each was stored as "
+		             "U+FFFD\n",
+		        shown);
+	}
+	if (ctx->cut_names) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: names longer than %zu KiB were cut to that length, ending "
+		             "in " IMPORT_CUT_MARK "\n",
+		        shown, IMPORT_MAX_NAME >> 10);
+	}
+}
+
 static int import_file(struct import_job *job, const char *path)
 {
 	static uint8_t prefix[64 << 10];
@@ -241,57 +347,22 @@ static int import_file(struct import_job *job, const char *path)
 	struct store_batch *b = NULL;
 	struct timespec t0, t1;
 	enum import_format fmt = job->fmt;
+	const struct import_format_ops *ops;
 	struct stat st;
+	ssize_t plen;
 	int rc, ret = 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		progress_clear();
-		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+	int fd = open_input(path, is_stdin, shown, &st);
+	if (fd < 0)
 		return 1;
-	}
-	if (fstat(fd, &st) < 0) {
-		progress_clear();
-		fprintf(stderr, PROG ": %s: %s\n", shown, strerror(errno));
-		goto out_fd;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		progress_clear();
-		fprintf(stderr, PROG ": %s: is a directory, expected a file\n", path);
-		goto out_fd;
-	}
 	/* Samples that carry no time of their own are placed at --time, else
 	 * at the file's modification time (a series of heap dumps becomes a
 	 * time series), else, for a pipe, now. */
 	if (!job->have_time)
 		o.now = S_ISREG(st.st_mode) ? (int64_t)st.st_mtime : (int64_t)time(NULL);
-
-	/* Read a prefix for format detection; the importer consumes it first. */
-	ssize_t plen = read_prefix(fd, prefix, sizeof(prefix));
-	if (plen < 0) {
-		progress_clear();
-		fprintf(stderr, PROG ": %s: %s\n", shown, strerror((int)-plen));
+	if (!(ops = pick_format(fd, shown, prefix, sizeof(prefix), &plen, &fmt)))
 		goto out_fd;
-	}
-	if (plen == 0) {
-		progress_clear();
-		fprintf(stderr,
-		        PROG ": %s: empty input, expected a profile: " IMPORT_FORMATS_TRIED "\n",
-		        shown);
-		goto out_fd;
-	}
-	if (fmt == IMPORT_FORMAT_AUTO)
-		fmt = import_detect(prefix, (size_t)plen);
-	const struct import_format_ops *ops = import_format_find(fmt);
-	if (!ops) {
-		progress_clear();
-		fprintf(stderr,
-		        PROG ": %s: expected a profile in a format flamefs reads, got none it "
-		             "recognizes; tried " IMPORT_FORMATS_TRIED "; --format picks one\n",
-		        shown);
-		goto out_fd;
-	}
 	/* Profiles of addresses are symbolized against the files they name. */
 	if (ops->needs_symbols) {
 		if (offline_symbols_new(o.binary_path, &sym) == -ENOMEM)
@@ -346,44 +417,7 @@ static int import_file(struct import_job *job, const char *path)
 		}
 		job->ms_commit += ms_since(&t1);
 	}
-	if (ctx.warning[0]) {
-		progress_clear();
-		fprintf(stderr, PROG ": %s: %s\n", shown, ctx.warning);
-	}
-	const char *refused;
-	size_t nrefused = offline_symbols_refused(&sym, &refused);
-	if (nrefused) {
-		progress_clear();
-		fprintf(stderr,
-		        PROG
-		        ": %s: %zu file%s the profile names not opened (a path with \"..\", or "
-		        "not a regular file of at most 4 GiB), first %s: its frames are named "
-		        "[basename]\n",
-		        shown, nrefused, nrefused == 1 ? "" : "s", refused);
-	}
-	if (ctx.cut_stacks) {
-		progress_clear();
-		fprintf(stderr,
-		        PROG
-		        ": %s: stacks deeper than %zu frames or with more than %zu MiB of "
-		        "frame names were cut to their innermost frames under " IMPORT_TRUNCATED
-		        "\n",
-		        shown, IMPORT_MAX_DEPTH, IMPORT_MAX_STACK_BYTES >> 20);
-	}
-	if (ctx.cleaned_labels) {
-		progress_clear();
-		fprintf(stderr,
-		        PROG ": %s: event or unit names held control bytes; each was stored as "
-		             "U+FFFD\n",
-		        shown);
-	}
-	if (ctx.cut_names) {
-		progress_clear();
-		fprintf(stderr,
-		        PROG ": %s: names longer than %zu KiB were cut to that length, ending "
-		             "in " IMPORT_CUT_MARK "\n",
-		        shown, IMPORT_MAX_NAME >> 10);
-	}
+	report_notices(&ctx, &sym, shown);
 	job->samples += ctx.samples;
 	job->bytes += ctx.bytes;
 	job->files_done++;
