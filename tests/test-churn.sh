@@ -220,20 +220,21 @@ if [ "${placed:-0}" -gt 0 ] && [ $((placed * 10)) -ge $(((placed + hook_read) * 
 else
 	bad "loader's hooks placed whole: '${placed:-}', read: '${hook_read:-}', want >= 80%"
 fi
-# A process whose exec was read is read again at its hook (its program's
-# template gets the libraries then), and so is one whose program's
-# template holds another library list (or none yet: two first runs at
-# once); any other hook read is one the exec's placing should have saved
-# (the summary counts them as dlopens): a sample while the loader
-# relocates (an IFUNC resolver's pc, not listed yet) or in a uprobe's
-# out-of-line step once took the process for one that mapped new code,
-# and its read undid the placing.
+# A process whose exec was read is read again at its first hook (its
+# program's template gets the libraries then); a first hook read beyond
+# those is one the exec's placing should have saved: a sample while the
+# loader relocates (an IFUNC resolver's pc, not listed yet) or in a
+# uprobe's out-of-line step once took the process for one that mapped new
+# code, and its read undid the placing.  Reads for a library list that
+# did not fit the template (two first runs at once) and for dlopens are
+# legitimate, and on a busy machine other programs make them: not counted.
 hooks=$((${placed:-0} + ${hook_read:-0}))
-extra=$((${hook_read:-0} - ${hook_unplaced:-0} - ${hook_unfit:-0}))
+extra=$((${hook_unplaced:-0} - ${read_now:-0}))
+[ "$extra" -lt 0 ] && extra=0
 if [ "$hooks" -gt 0 ] && [ $((extra * 50)) -le "$hooks" ]; then
-	ok "loader's hooks read other than after an exec not placed or a library list that did not fit: $extra of $hooks (<= 2%)"
+	ok "loader's hooks read as first after an exec, beyond the execs read at once: $extra of $hooks (<= 2%)"
 else
-	bad "loader's hooks read other than after an exec not placed or a library list that did not fit: $extra of $hooks, want <= 2%"
+	bad "loader's hooks read as first after an exec, beyond the execs read at once: $extra of $hooks, want <= 2%"
 	grep "loader's hooks" "$tmp/err"
 fi
 read -r walks fp_alone < <(sed -n 's/.*user stacks: \([0-9]*\) walked by CFI, \([0-9]*\) by CFI and frame pointers.*, \([0-9]*\) by frame pointers alone.*/\1 \2 \3/p' "$tmp/err" |

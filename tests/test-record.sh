@@ -200,14 +200,17 @@ bg=
 [ "$st" = 0 ] && ok "SIGINT: exit 0" || bad "SIGINT: exit $st"
 grep -q "recorded" "$tmp/err3" && ok "SIGINT: final report printed" || bad "SIGINT: no final report"
 # The parent's samples (children excluded) against the CPU time the kernel
-# charged it in the same window.
+# charged it in the same window: gross loss (under half) or samples
+# counted twice (1.5 times or more) fail.  The bounds are wide because a
+# cpu-clock timer and the scheduler's charge part ways on a loaded
+# virtual machine (stolen time; seen +25% under two CPU hogs).
 parent=$("$collect" export --store "$s3" --binary record-target |
 	awk '!/;spawn_child;/ { s += $NF } END { printf "%.0f\n", s }')
 awk -v w="$parent" -v c0="$c0" -v c1="$c1" -v hz=$hz '
 	BEGIN {
 		got = w / int(1e9 / hz); want = (c1 - c0) / 1e9 * hz
 		printf "       SIGINT after 2.6 s: %d samples stored, %.0f expected from the CPU time charged\n", got, want
-		exit !(want > 0 && got >= 0.5 * want && got <= 1.15 * want)
+		exit !(want > 0 && got >= 0.5 * want && got <= 1.5 * want)
 	}' && ok "SIGINT: stored samples are in line with the CPU time charged" ||
 	bad "SIGINT: stored samples far from the CPU time charged"
 # The exact check of the final drain: every sample the BPF side saw was
