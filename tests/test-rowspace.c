@@ -16,6 +16,9 @@
 #include "check.h"
 #include "rowspace-internal.h"
 
+/* A description, never a format. */
+#define CHECK_WHAT(cond, what) CHECKF(cond, "%s", what)
+
 /* xorshift64*: the same sequence on every machine */
 static uint64_t rng_state;
 static uint32_t rnd(uint32_t n)
@@ -46,29 +49,29 @@ static void check_shape(const struct rowspace *r, const bool *used)
 	uint32_t at = 0;
 	for (size_t i = 0; i < r->nfree; i++) {
 		const struct rowspace_range *f = &r->free[i];
-		CHECKF(f->count > 0, "no empty free range");
-		CHECKF(i == 0 || f->first > at, "free ranges sorted and not adjacent");
+		CHECK_WHAT(f->count > 0, "no empty free range");
+		CHECK_WHAT(i == 0 || f->first > at, "free ranges sorted and not adjacent");
 		for (uint32_t k = at; k < f->first && k < r->top; k++)
 			if (!used[k]) {
-				CHECKF(false, "a free row below top is on the free list");
+				CHECK_WHAT(false, "a free row below top is on the free list");
 				break;
 			}
 		for (uint32_t k = f->first; k < f->first + f->count; k++)
 			if (used[k]) {
-				CHECKF(false, "a row on the free list is in use");
+				CHECK_WHAT(false, "a row on the free list is in use");
 				break;
 			}
 		at = f->first + f->count;
 	}
-	CHECKF(at < r->top || r->nfree == 0, "the last free range does not reach top");
+	CHECK_WHAT(at < r->top || r->nfree == 0, "the last free range does not reach top");
 	for (uint32_t k = at; k < r->top; k++)
 		if (!used[k]) {
-			CHECKF(false, "a free row below top is on the free list");
+			CHECK_WHAT(false, "a free row below top is on the free list");
 			break;
 		}
 	for (uint32_t k = r->top; k < r->cap; k++)
 		if (used[k]) {
-			CHECKF(false, "nothing at or above top is in use");
+			CHECK_WHAT(false, "nothing at or above top is in use");
 			break;
 		}
 }
@@ -94,7 +97,7 @@ static void random_run(uint64_t seed, uint32_t cap, uint32_t max_count, int step
 			size_t k = rnd((uint32_t)nlive);
 			struct live x = live[k];
 			live[k] = live[--nlive];
-			CHECKF(rowspace_free(&r, x.first, x.count) == 0, what);
+			CHECK_WHAT(rowspace_free(&r, x.first, x.count) == 0, what);
 			for (uint32_t i = x.first; i < x.first + x.count; i++)
 				used[i] = false;
 		} else {
@@ -107,11 +110,11 @@ static void random_run(uint64_t seed, uint32_t cap, uint32_t max_count, int step
 			uint32_t first = UINT32_MAX;
 			int rc = rowspace_alloc(&r, count, &first);
 			if (expect == UINT32_MAX) {
-				CHECKF(rc == -ENOSPC, what);
+				CHECK_WHAT(rc == -ENOSPC, what);
 				exhausted++;
 				continue;
 			}
-			CHECKF(rc == 0 && first == expect, what);
+			CHECK_WHAT(rc == 0 && first == expect, what);
 			if (rc != 0)
 				continue;
 			if (in_hole) {
@@ -120,7 +123,7 @@ static void random_run(uint64_t seed, uint32_t cap, uint32_t max_count, int step
 			}
 			for (uint32_t i = first; i < first + count; i++) {
 				if (used[i]) {
-					CHECKF(false, "a row handed out twice");
+					CHECK_WHAT(false, "a row handed out twice");
 					break;
 				}
 				used[i] = true;
@@ -131,19 +134,19 @@ static void random_run(uint64_t seed, uint32_t cap, uint32_t max_count, int step
 		uint64_t nfree = 0;
 		for (uint32_t i = 0; i < cap; i++)
 			nfree += !used[i];
-		CHECKF(rowspace_free_rows(&r) == nfree, what);
-		CHECKF(r.reused == reused, what);
+		CHECK_WHAT(rowspace_free_rows(&r) == nfree, what);
+		CHECK_WHAT(r.reused == reused, what);
 	}
 	/* The run met both a full space and reuse of holes. */
-	CHECKF(exhausted > 0 && holes > 0, "the sequence exhausts the space and reuses holes");
+	CHECK_WHAT(exhausted > 0 && holes > 0, "the sequence exhausts the space and reuses holes");
 	printf("seed %llu: %llu allocations from holes, %llu refused (full)\n",
 	       (unsigned long long)seed, (unsigned long long)holes, (unsigned long long)exhausted);
 	/* Everything back: one empty space again. */
 	while (nlive) {
 		struct live x = live[--nlive];
-		CHECKF(rowspace_free(&r, x.first, x.count) == 0, "final free");
+		CHECK_WHAT(rowspace_free(&r, x.first, x.count) == 0, "final free");
 	}
-	CHECKF(r.top == 0 && r.nfree == 0, "all freed: the space is whole again");
+	CHECK_WHAT(r.top == 0 && r.nfree == 0, "all freed: the space is whole again");
 	rowspace_clear(&r);
 	free(used);
 	free(live);
@@ -155,36 +158,36 @@ static void fixed_cases(void)
 	uint32_t a, b, c, d, x;
 
 	rowspace_init(&r, 100);
-	CHECKF(rowspace_alloc(&r, 0, &x) == -EINVAL, "no empty range");
-	CHECKF(rowspace_alloc(&r, 10, &a) == 0 && a == 0, "a at 0");
-	CHECKF(rowspace_alloc(&r, 20, &b) == 0 && b == 10, "b at 10");
-	CHECKF(rowspace_alloc(&r, 30, &c) == 0 && c == 30, "c at 30");
-	CHECKF(rowspace_alloc(&r, 40, &d) == 0 && d == 60, "d at 60: full");
-	CHECKF(rowspace_alloc(&r, 1, &x) == -ENOSPC, "exhausted");
+	CHECK_WHAT(rowspace_alloc(&r, 0, &x) == -EINVAL, "no empty range");
+	CHECK_WHAT(rowspace_alloc(&r, 10, &a) == 0 && a == 0, "a at 0");
+	CHECK_WHAT(rowspace_alloc(&r, 20, &b) == 0 && b == 10, "b at 10");
+	CHECK_WHAT(rowspace_alloc(&r, 30, &c) == 0 && c == 30, "c at 30");
+	CHECK_WHAT(rowspace_alloc(&r, 40, &d) == 0 && d == 60, "d at 60: full");
+	CHECK_WHAT(rowspace_alloc(&r, 1, &x) == -ENOSPC, "exhausted");
 	/* bad frees */
-	CHECKF(rowspace_free(&r, 100, 1) == -EINVAL, "past the space");
-	CHECKF(rowspace_free(&r, 95, 10) == -EINVAL, "across the end");
-	CHECKF(rowspace_free(&r, 10, 20) == 0, "b freed");
-	CHECKF(rowspace_free(&r, 15, 2) == -EINVAL, "inside a free range");
-	CHECKF(rowspace_free(&r, 5, 10) == -EINVAL, "overlapping a free range");
-	CHECKF(r.nfree == 1 && r.free[0].first == 10 && r.free[0].count == 20, "one hole");
+	CHECK_WHAT(rowspace_free(&r, 100, 1) == -EINVAL, "past the space");
+	CHECK_WHAT(rowspace_free(&r, 95, 10) == -EINVAL, "across the end");
+	CHECK_WHAT(rowspace_free(&r, 10, 20) == 0, "b freed");
+	CHECK_WHAT(rowspace_free(&r, 15, 2) == -EINVAL, "inside a free range");
+	CHECK_WHAT(rowspace_free(&r, 5, 10) == -EINVAL, "overlapping a free range");
+	CHECK_WHAT(r.nfree == 1 && r.free[0].first == 10 && r.free[0].count == 20, "one hole");
 	/* coalescing both sides */
-	CHECKF(rowspace_free(&r, 0, 10) == 0, "a freed");
-	CHECKF(r.nfree == 1 && r.free[0].first == 0 && r.free[0].count == 30, "a joins b");
-	CHECKF(rowspace_free(&r, 60, 40) == 0 && r.top == 60, "d freed: back to top");
-	CHECKF(rowspace_free(&r, 30, 30) == 0 && r.top == 0 && r.nfree == 0,
-	       "c freed: joins the hole below and top");
+	CHECK_WHAT(rowspace_free(&r, 0, 10) == 0, "a freed");
+	CHECK_WHAT(r.nfree == 1 && r.free[0].first == 0 && r.free[0].count == 30, "a joins b");
+	CHECK_WHAT(rowspace_free(&r, 60, 40) == 0 && r.top == 60, "d freed: back to top");
+	CHECK_WHAT(rowspace_free(&r, 30, 30) == 0 && r.top == 0 && r.nfree == 0,
+	           "c freed: joins the hole below and top");
 	/* first fit: the lowest hole that holds the request */
-	CHECKF(rowspace_alloc(&r, 10, &a) == 0 && rowspace_alloc(&r, 5, &b) == 0 &&
-	               rowspace_alloc(&r, 20, &c) == 0 && rowspace_alloc(&r, 5, &d) == 0,
-	       "four again");
-	CHECKF(rowspace_free(&r, a, 10) == 0 && rowspace_free(&r, c, 20) == 0, "two holes");
-	CHECKF(rowspace_alloc(&r, 12, &x) == 0 && x == c, "12 rows: the second hole");
-	CHECKF(rowspace_alloc(&r, 8, &x) == 0 && x == a, "8 rows: the first hole");
-	CHECKF(rowspace_alloc(&r, 8, &x) == 0 && x == c + 12, "8 more: the rest of the second");
-	CHECKF(r.reused == 28, "rows reused counted");
-	CHECKF(rowspace_alloc(&r, 61, &x) == -ENOSPC, "61 rows: 2 in a hole, 60 above");
-	CHECKF(rowspace_alloc(&r, 60, &x) == 0 && x == 40, "60 rows above");
+	CHECK_WHAT(rowspace_alloc(&r, 10, &a) == 0 && rowspace_alloc(&r, 5, &b) == 0 &&
+	                   rowspace_alloc(&r, 20, &c) == 0 && rowspace_alloc(&r, 5, &d) == 0,
+	           "four again");
+	CHECK_WHAT(rowspace_free(&r, a, 10) == 0 && rowspace_free(&r, c, 20) == 0, "two holes");
+	CHECK_WHAT(rowspace_alloc(&r, 12, &x) == 0 && x == c, "12 rows: the second hole");
+	CHECK_WHAT(rowspace_alloc(&r, 8, &x) == 0 && x == a, "8 rows: the first hole");
+	CHECK_WHAT(rowspace_alloc(&r, 8, &x) == 0 && x == c + 12, "8 more: the rest of the second");
+	CHECK_WHAT(r.reused == 28, "rows reused counted");
+	CHECK_WHAT(rowspace_alloc(&r, 61, &x) == -ENOSPC, "61 rows: 2 in a hole, 60 above");
+	CHECK_WHAT(rowspace_alloc(&r, 60, &x) == 0 && x == 40, "60 rows above");
 	rowspace_clear(&r);
 }
 
