@@ -201,6 +201,20 @@ int central_random_hex(char out[33]);
 char *central_hex_of(const char *str);
 char *central_str_of_bytea(const PGresult *res, int row, int col);
 
+/* What the server sent, checked (a damaged or hostile database must not
+ * make the reader write out of bounds or believe a wrong number): the
+ * text value at (row, col) as a decimal number, all of it digits (an
+ * optional '-' for the signed one), within range (at most `max`); a
+ * binary value of exactly `len` bytes (NULL otherwise).  On failure the
+ * message names `what`: "...: unexpected reply from the server: a series
+ * id (row R, column C) is not what a flamefs store holds", -EIO. */
+int central_value_u64(struct pg *s, const PGresult *res, int row, int col, uint64_t max,
+                      const char *what, uint64_t *out);
+int central_value_i64(struct pg *s, const PGresult *res, int row, int col, const char *what,
+                      int64_t *out);
+const char *central_value_bin(struct pg *s, const PGresult *res, int row, int col, int len,
+                              const char *what);
+
 /* Big-endian readers for binary results. */
 static inline uint32_t be32(const char *p)
 {

@@ -138,9 +138,14 @@ static int run(struct pg *s, const char *what, const char *sql)
 	return central_exec(s, what, sql, 0, NULL, false, NULL);
 }
 
-static int64_t value_i64(const PGresult *res, int row, int col)
+/* A series id the server sent. */
+static int series_id(struct pg *s, const PGresult *res, int row, int col, uint32_t *id)
 {
-	return strtoll(PQgetvalue(res, row, col), NULL, 10);
+	uint64_t v;
+	int r = central_value_u64(s, res, row, col, INT32_MAX, "a series id", &v);
+
+	*id = (uint32_t)v;
+	return r;
 }
 
 /* Renumbers the batch's frames and nodes after the `theirs` rows other
@@ -264,6 +269,7 @@ static int others_wrote(struct pg_batch *b)
 {
 	struct pg *s = b->s;
 	PGresult *res;
+	uint64_t frames, nodes;
 	int r = central_exec(s, "reading the newest ids",
 	                     "SELECT (SELECT first + cardinality(kinds) FROM frame_runs"
 	                     " ORDER BY first DESC LIMIT 1), (SELECT first + cardinality(parents)"
@@ -272,8 +278,11 @@ static int others_wrote(struct pg_batch *b)
 
 	if (r < 0)
 		return r;
-	r = value_i64(res, 0, 0) != (int64_t)b->frame_base ||
-	    value_i64(res, 0, 1) != (int64_t)b->node_base;
+	r = central_value_u64(s, res, 0, 0, UINT32_MAX, "where the frames end", &frames);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 1, UINT32_MAX, "where the stack nodes end", &nodes);
+	if (r == 0)
+		r = frames != b->frame_base || nodes != b->node_base;
 	PQclear(res);
 	return r;
 }
@@ -320,13 +329,13 @@ static int resolve_series(struct pg_batch *b, uint32_t **ids)
 			free(hex[c]);
 		if (r < 0)
 			break;
-		if (strcmp(PQgetvalue(res, 0, 1), e->unit)) {
+		r = series_id(s, res, 0, 0, &(*ids)[k]);
+		if (r == 0 && strcmp(PQgetvalue(res, 0, 1), e->unit)) {
 			central_seterr(s, "series %s/%s/%s of host %s has unit \"%s\", not \"%s\"",
 			               e->binary, e->version, e->event, e->host,
 			               PQgetvalue(res, 0, 1), e->unit);
 			r = -EINVAL;
 		}
-		(*ids)[k] = (uint32_t)value_i64(res, 0, 0);
 		PQclear(res);
 	}
 	return r;
@@ -583,14 +592,21 @@ static int replace_input_bytes(struct pg *s, struct delta *d, size_t nd, const c
 	free(bytes.p);
 	if (r < 0)
 		return r;
-	for (int i = 0; i < PQntuples(res); i++) {
-		struct delta *x = delta_of(d, nd, (uint32_t)value_i64(res, i, 0));
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		uint32_t id;
+		uint64_t old;
+		struct delta *x;
 
+		r = series_id(s, res, i, 0, &id);
+		if (r == 0)
+			r = central_value_u64(s, res, i, 1, UINT64_MAX, "a source's input bytes",
+			                      &old);
+		x = r == 0 ? delta_of(d, nd, id) : NULL;
 		if (x)
-			x->less_input = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+			x->less_input = old;
 	}
 	PQclear(res);
-	return 0;
+	return r;
 }
 
 /* The counts rows, the replaced rows they take the place of, and the
@@ -642,7 +658,7 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		cb_16(&c, 7);
 		f_int4(&c, series);
 		f_int8(&c, (uint64_t)e->bucket);
-		f_int4(&c, (uint32_t)atoi(source_id)); /* 0: written directly */
+		f_int4(&c, (uint32_t)strtoul(source_id, NULL, 10)); /* 0: written directly */
 		f_int8(&c, (uint64_t)commit);
 		f_counts(&c, e, n);
 		f_int8(&c, ts);
@@ -674,16 +690,26 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		                 3, vals, false, &res);
 		if (r < 0)
 			goto out;
-		for (int i = 0; i < PQntuples(res); i++) {
-			struct delta *x = delta_of(d, nd, (uint32_t)value_i64(res, i, 0));
+		for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+			uint32_t id;
+			int64_t ts, tw;
+			struct delta *x;
 
+			r = series_id(s, res, i, 0, &id);
+			if (r == 0)
+				r = central_value_i64(s, res, i, 1, "a replaced row's samples", &ts);
+			if (r == 0)
+				r = central_value_i64(s, res, i, 2, "a replaced row's weight", &tw);
+			x = r == 0 ? delta_of(d, nd, id) : NULL;
 			if (x) {
 				/* counts hold u64 values as int8 bit patterns */
-				x->less_samples += (uint64_t)value_i64(res, i, 1);
-				x->less_weight += (uint64_t)value_i64(res, i, 2);
+				x->less_samples += (uint64_t)ts;
+				x->less_weight += (uint64_t)tw;
 			}
 		}
 		PQclear(res);
+		if (r < 0)
+			goto out;
 	}
 	if (b->ncounts) {
 		r = central_copy_in(s, "writing counts", "COPY counts FROM STDIN (FORMAT binary)",
@@ -751,12 +777,14 @@ out:
 	return r;
 }
 
-/* The source row of a copy: its id (made when new), as text. */
+/* The source row of a copy: its id (made when new), as the decimal
+ * number it checked. */
 static int source_row(struct pg_batch *b, char out[16])
 {
 	struct pg *s = b->s;
 	const char *vals[1] = {b->source};
 	PGresult *res;
+	uint64_t id;
 	int r = central_exec(s, "looking up the source store",
 	                     "SELECT id FROM sources WHERE store_id = $1", 1, vals, false, &res);
 
@@ -772,9 +800,11 @@ static int source_row(struct pg_batch *b, char out[16])
 		if (r < 0)
 			return r;
 	}
-	snprintf(out, 16, "%s", PQgetvalue(res, 0, 0));
+	r = central_value_u64(s, res, 0, 0, INT32_MAX, "a source store's id", &id);
 	PQclear(res);
-	return 0;
+	if (r == 0)
+		snprintf(out, 16, "%" PRIu64, id);
+	return r;
 }
 
 /* Whether the batch changes anything at all. */
@@ -817,10 +847,10 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 		if (r < 0)
 			return r;
 		if (PQntuples(res) == 1) {
-			*commit = value_i64(res, 0, 0);
+			r = central_value_i64(s, res, 0, 0, "an earlier commit's number", commit);
 			PQclear(res);
 			run(s, "commit", "ROLLBACK");
-			return 1;
+			return r < 0 ? r : 1;
 		}
 		PQclear(res);
 	}

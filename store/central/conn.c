@@ -357,6 +357,86 @@ char *central_str_of_bytea(const PGresult *res, int row, int col)
 	return out;
 }
 
+/* ---- values the server sends ---------------------------------------------------- */
+
+/* The server is not trusted to send what the schema promises (a damaged
+ * or hostile database, a column altered by hand): every number is parsed
+ * whole and checked against its range, every binary value's length
+ * against the size the reader needs, before anything uses it. */
+static int unexpected(struct pg *s, const char *what, int row, int col)
+{
+	central_seterr(s,
+	               "%s: unexpected reply from the server: %s (row %d, column %d) is not what "
+	               "a flamefs store holds",
+	               s->base.where, what, row, col);
+	return -EIO;
+}
+
+/* The text value at (row, col), or NULL when absent, SQL NULL or binary. */
+static const char *text_value(const PGresult *res, int row, int col)
+{
+	if (row < 0 || col < 0 || row >= PQntuples(res) || col >= PQnfields(res) ||
+	    PQgetisnull(res, row, col) || PQfformat(res, col) != 0)
+		return NULL;
+	return PQgetvalue(res, row, col);
+}
+
+/* Decimal digits only, at least one, the value at most max. */
+static bool digits(const char *v, uint64_t max, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (!v || !*v)
+		return false;
+	for (; *v; v++) {
+		unsigned d = (unsigned)(*v - '0');
+
+		if (d > 9 || x > (max - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return true;
+}
+
+int central_value_u64(struct pg *s, const PGresult *res, int row, int col, uint64_t max,
+                      const char *what, uint64_t *out)
+{
+	*out = 0;
+	return digits(text_value(res, row, col), max, out) ? 0 : unexpected(s, what, row, col);
+}
+
+int central_value_i64(struct pg *s, const PGresult *res, int row, int col, const char *what,
+                      int64_t *out)
+{
+	const char *v = text_value(res, row, col);
+	uint64_t x;
+
+	*out = 0;
+	if (v && *v == '-') {
+		if (!digits(v + 1, (uint64_t)INT64_MAX + 1, &x))
+			return unexpected(s, what, row, col);
+		*out = x ? -(int64_t)(x - 1) - 1 : 0;
+		return 0;
+	}
+	if (!digits(v, INT64_MAX, &x))
+		return unexpected(s, what, row, col);
+	*out = (int64_t)x;
+	return 0;
+}
+
+const char *central_value_bin(struct pg *s, const PGresult *res, int row, int col, int len,
+                              const char *what)
+{
+	if (row < 0 || col < 0 || row >= PQntuples(res) || col >= PQnfields(res) ||
+	    PQgetisnull(res, row, col) || PQfformat(res, col) != 1 ||
+	    PQgetlength(res, row, col) != len) {
+		unexpected(s, what, row, col);
+		return NULL;
+	}
+	return PQgetvalue(res, row, col);
+}
+
 /* ---- statements --------------------------------------------------------------- */
 
 /* The server ended the session: the connection is closed, or the error
@@ -431,9 +511,9 @@ int central_commit_counter(struct pg *s, bool count, uint64_t *value)
 		               s->base.where);
 		return -EIO;
 	}
-	*value = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	r = central_value_u64(s, res, 0, 0, INT64_MAX, "the commit counter", value);
 	PQclear(res);
-	return 0;
+	return r;
 }
 
 int central_exec_again(struct pg *s, const char *what, const char *sql, int n,

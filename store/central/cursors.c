@@ -34,9 +34,16 @@ int central_changes(struct store *sbase, uint64_t since, uint64_t *upto,
 		return -EIO;
 	*upto = s->seq;
 	r = 0;
-	for (int i = 0; i < PQntuples(res) && r == 0; i++)
-		r = fn(ctx, (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10),
-		       strtoll(PQgetvalue(res, i, 1), NULL, 10));
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		uint64_t series;
+		int64_t bucket;
+
+		if (central_value_u64(s, res, i, 0, INT32_MAX, "a series id", &series) < 0 ||
+		    central_value_i64(s, res, i, 1, "a bucket", &bucket) < 0)
+			r = -EIO;
+		else
+			r = fn(ctx, (uint32_t)series, bucket);
+	}
 	PQclear(res);
 	return r;
 }
@@ -46,13 +53,14 @@ static int cursor(struct pg *s, const char *sql, const char *what, const char *i
 	const char *vals[1] = {id};
 	PGresult *res;
 
+	int r;
+
 	*upto = 0;
 	if (central_exec(s, what, sql, 1, vals, false, &res) < 0)
 		return -EIO;
-	if (PQntuples(res) == 1)
-		*upto = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	r = PQntuples(res) == 1 ? central_value_u64(s, res, 0, 0, INT64_MAX, "a cursor", upto) : 0;
 	PQclear(res);
-	return 0;
+	return r;
 }
 
 int central_source_cursor(struct store *sbase, const char *source, uint64_t *upto)

@@ -41,18 +41,27 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 	}
 	for (int i = 0; i < rows; i++) {
 		struct store_series *e = &list[i];
+		uint64_t id = 0;
 
-		e->id = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
+		if (central_value_u64(s, res, i, 0, INT32_MAX, "a series id", &id) < 0 ||
+		    central_value_i64(s, res, i, 6, "a series' first time", &e->first_seen) < 0 ||
+		    central_value_i64(s, res, i, 7, "a series' last time", &e->last_seen) < 0 ||
+		    central_value_u64(s, res, i, 8, UINT64_MAX, "a series' samples", &e->samples) <
+		            0 ||
+		    central_value_u64(s, res, i, 9, UINT64_MAX, "a series' weight", &e->weight) <
+		            0 ||
+		    central_value_u64(s, res, i, 10, UINT64_MAX, "a series' input bytes",
+		                      &e->input_bytes) < 0) {
+			PQclear(res);
+			store_series_free(list, (size_t)i + 1);
+			return -EIO;
+		}
+		e->id = (uint32_t)id;
 		e->host = central_str_of_bytea(res, i, 1);
 		e->binary = central_str_of_bytea(res, i, 2);
 		e->version = central_str_of_bytea(res, i, 3);
 		e->event = central_str_of_bytea(res, i, 4);
 		e->unit = strdup(PQgetvalue(res, i, 5));
-		e->first_seen = strtoll(PQgetvalue(res, i, 6), NULL, 10);
-		e->last_seen = strtoll(PQgetvalue(res, i, 7), NULL, 10);
-		e->samples = strtoull(PQgetvalue(res, i, 8), NULL, 10);
-		e->weight = strtoull(PQgetvalue(res, i, 9), NULL, 10);
-		e->input_bytes = strtoull(PQgetvalue(res, i, 10), NULL, 10);
 		if (!e->host || !e->binary || !e->version || !e->event || !e->unit) {
 			PQclear(res);
 			store_series_free(list, (size_t)i + 1);
@@ -194,7 +203,21 @@ int central_series_counts(struct store *sbase, uint32_t series, int64_t from, in
 			continue;
 		}
 		if (st == PGRES_SINGLE_TUPLE) {
-			int64_t bucket = (int64_t)be64(PQgetvalue(res, 0, 0));
+			const char *bv = central_value_bin(s, res, 0, 0, 8, "a bucket");
+			int64_t bucket = bv ? (int64_t)be64(bv) : 0;
+
+			if (!bv || PQnfields(res) != 2 || PQfformat(res, 1) != 1 ||
+			    PQgetisnull(res, 0, 1)) {
+				if (bv)
+					central_seterr(s,
+					               "%s: unexpected reply from the server: the "
+					               "counts of series %u at %lld are not what a "
+					               "flamefs store holds",
+					               s->base.where, series, (long long)bucket);
+				r = -EIO;
+				PQclear(res);
+				continue;
+			}
 
 			if (have && bucket != cur) {
 				r = acc_flush(&a, cur, fn, ctx);

@@ -127,19 +127,26 @@ int central_load_series(struct pg *s)
 		return r;
 	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
 		char *k[4];
+		uint64_t id;
 
+		/* ids are dense (max + 1), never deleted: a much larger one
+		 * would only make series_by_id huge */
+		r = central_value_u64(s, res, i, 0, (uint64_t)PQntuples(res) + 65536, "a series id",
+		                      &id);
+		if (r < 0)
+			break;
 		for (int c = 0; c < 4; c++)
 			k[c] = central_str_of_bytea(res, i, 1 + c);
 		r = k[0] && k[1] && k[2] && k[3]
 		            ? series_push(s, k[0], k[1], k[2], k[3], PQgetvalue(res, i, 5),
-		                          (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10))
+		                          (uint32_t)id)
 		            : -ENOMEM;
 		for (int c = 0; c < 4; c++)
 			free(k[c]);
+		if (r == -ENOMEM)
+			central_seterr(s, "%s: out of memory", s->base.where);
 	}
 	PQclear(res);
-	if (r < 0)
-		central_seterr(s, "%s: out of memory", s->base.where);
 	return r;
 }
 
