@@ -86,7 +86,12 @@ struct pg {
 	PGconn *conn;
 	char *conninfo; /* as given: it may hold the password; never shown */
 	bool readonly;
-	bool snapshot; /* a REPEATABLE READ READ ONLY transaction is open */
+	/* A REPEATABLE READ READ ONLY transaction is open: a reader's, from
+	 * its open or last refresh to the next (every read in between sees
+	 * one state of the database: a commit whole or not at all), or a
+	 * copy's (store_copy(), central_snapshot()).  snapshot_read: a read
+	 * other than the catch-up has used the reader's snapshot. */
+	bool snapshot, snapshot_copy, snapshot_read;
 	char errmsg[CENTRAL_ERRLEN];
 	char store_id[33];
 	uint32_t bucket_seconds;
@@ -300,6 +305,10 @@ int central_changes(struct store *s, uint64_t since, uint64_t *upto,
 int central_source_cursor(struct store *s, const char *source, uint64_t *upto);
 int central_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
 int central_snapshot(struct store *s, bool begin);
+/* open.c: a reader whose snapshot's connection died before anything but
+ * the catch-up read in it waits for the server (central_reconnect) and
+ * takes a new snapshot: 0, or -errno with the message set. */
+int central_reader_recover(struct pg *s);
 int central_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
 
 #endif

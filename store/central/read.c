@@ -26,13 +26,21 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 
 	*out = NULL;
 	*n = 0;
-	r = central_exec_again(s, "listing series",
-	                       "SELECT id, host, binary_name, version, event, unit,"
-	                       " coalesce(first_seen, 0), coalesce(last_seen, 0), samples, weight,"
-	                       " input_bytes FROM series WHERE samples > 0",
-	                       0, NULL, false, &res);
+	for (;;) {
+		r = central_exec_again(s, "listing series",
+		                       "SELECT id, host, binary_name, version, event, unit,"
+		                       " coalesce(first_seen, 0), coalesce(last_seen, 0), samples,"
+		                       " weight, input_bytes FROM series WHERE samples > 0",
+		                       0, NULL, false, &res);
+		/* A reader's list is its first read in a snapshot (right after
+		 * opening or refreshing): one whose connection died meanwhile
+		 * can take a new snapshot, since nothing was read in the old. */
+		if (r != -ECONNRESET || central_reader_recover(s) < 0)
+			break;
+	}
 	if (r < 0)
 		return -EIO;
+	s->snapshot_read = s->snapshot;
 	rows = PQntuples(res);
 	list = calloc(rows ? (size_t)rows : 1, sizeof(*list));
 	if (!list) {
@@ -179,6 +187,7 @@ int central_series_counts(struct store *sbase, uint32_t series, int64_t from, in
 
 	if (from > to)
 		return 0;
+	s->snapshot_read = s->snapshot;
 	snprintf(v[0], sizeof(v[0]), "%" PRIu32, series);
 	snprintf(v[1], sizeof(v[1]), "%" PRId64, bucket_floor(s, from));
 	snprintf(v[2], sizeof(v[2]), "%" PRId64, bucket_floor(s, to));
