@@ -37,6 +37,8 @@ static struct store *open_source(const char *where, bool remember)
 static void report(const char *verb, struct store *dst, struct store *src,
                    const struct store_copy_stats *st)
 {
+	if (st->note[0])
+		fprintf(stderr, PROG ": %s\n", st->note);
 	if (st->nothing_new) {
 		printf("%s: nothing new for %s\n", store_where(src), store_where(dst));
 		return;

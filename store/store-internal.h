@@ -18,6 +18,27 @@
 
 #include "store.h"
 
+/* A destination's record of one source (backend.h, source_records). */
+struct source_record {
+	char key[64]; /* the identity copies are recorded under */
+	uint64_t upto; /* how far they reached: the source's commit number */
+	bool has_nonce;
+	uint64_t nonce;  /* the nonce of the source's commit `upto` */
+	uint64_t resync; /* the destination's commit of the last resync under key; 0: none */
+};
+
+/* What a copy's commit records with its source's record (batch_lineage). */
+struct source_mark {
+	bool has_nonce;
+	uint64_t nonce; /* of the source's commit `upto` */
+	bool resync;    /* this copy sends everything again under an existing key */
+	/* A clone leaving key split_from (not NULL): that key's rows written
+	 * before its resync (commit split_before) came from this clone's
+	 * history, which it now sends under its own key: they go. */
+	const char *split_from;
+	uint64_t split_before;
+};
+
 struct store_ops {
 	const char *name; /* "embedded", "central" */
 	void (*close)(struct store *s);
@@ -78,6 +99,20 @@ struct store_ops {
 	 * (0 when never), and setting it (a writer; no batch open). */
 	int (*dest_cursor)(struct store *s, const char *dest, uint64_t *upto);
 	int (*set_dest_cursor)(struct store *s, const char *dest, uint64_t upto);
+	/* ---- a source's identity across copies of it (copy.c, "Source
+	 * identity"); each optional ---- */
+	/* The source side: the 8 random bytes commit number `commit` wrote
+	 * (its nonce); -ENOENT when it wrote none (an older flamefs's
+	 * commit, or one pruned with its change record). */
+	int (*commit_nonce)(struct store *s, uint64_t commit, uint64_t *nonce);
+	/* The destination side (one that replaces): calls fn for each record
+	 * of a source whose key is `base` (a store id) or a clone's
+	 * `base~<16 hex digits>`. */
+	int (*source_records)(struct store *s, const char *base,
+	                      int (*fn)(void *ctx, const struct source_record *r), void *ctx);
+	/* What a batch_source() batch records with the source's record. */
+	int (*batch_lineage)(struct store_batch *b, const struct source_mark *m);
+
 	/* Optional (NULL: the store's reads already see one state between
 	 * refreshes, as an embedded reader's do).  begin: catch up, then
 	 * let every read until the end call see that one state, however

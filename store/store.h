@@ -278,6 +278,10 @@ struct store_copy_stats {
 	uint64_t samples, weight; /* summed over the buckets copied */
 	uint64_t frames, nodes;   /* offered to dst (it keeps the new ones) */
 	bool nothing_new;         /* src had nothing dst lacked */
+	/* What the copy did about the source's identity, as one line for
+	 * the user ("" when nothing was unusual): a restored copy sent
+	 * whole again, or a clone given an identity of its own. */
+	char note[512];
 };
 
 /* Copies `src` into `dst` (either backend each) by content: frames, stack

@@ -92,4 +92,106 @@ check "after the pushes: export shows state $cycles" \
 	[ "$("$collect" export --store "$D" 2>&1 | state_of)" = "$cycles" ]
 fusermount3 -u "$mnt" 2>/dev/null
 
+# ---- source identity: clones and restores --------------------------------------------
+# exp STORE: the folded export, sorted
+exp() { "$collect" export --store "$1" 2>/dev/null | sort; }
+# sum STORE...: the line-wise sum of the stores' exports
+sum() {
+	local st
+	for st in "$@"; do exp "$st"; done |
+		awk 'NF { n = $NF; sub(/ [0-9]+$/, ""); s[$0] += n } END { for (k in s) printf "%s %.0f\n", k, s[k] }' | sort
+}
+# same WHAT GOT WANT
+same() {
+	if cmp -s "$2" "$3"; then ok "$1"; else bad "$1"; diff -u "$3" "$2" | head -10; fi
+}
+# imp STORE HOST TIME LINE
+imp() {
+	printf '%s\n' "$4" >"$tmp/in.folded"
+	"$collect" import --store "$1" --host "$2" --time "$3" "$tmp/in.folded" >/dev/null 2>&1 || bad "import into $1"
+}
+# push STORE DB OUT: push, its stdout and stderr into OUT
+push() { "$collect" push --store "$1" --to "$2" >"$3" 2>&1 || { bad "push $1"; cat "$3"; }; }
+
+pg_createdb ident || exit 1
+I=$(pg_uri ident postgres)
+# A clone whose copy has made as many commits as the other pushed.
+imp "$tmp/s" hs $t0 'app;main;base 5'
+push "$tmp/s" "$I" "$tmp/p.out"
+cp -a "$tmp/s" "$tmp/x1"
+cp -a "$tmp/s" "$tmp/x2"
+imp "$tmp/x1" hs $((t0 + 120)) 'app;main;one 11'
+imp "$tmp/x2" hs $((t0 + 120)) 'app;main;two 13'
+push "$tmp/x1" "$I" "$tmp/p1.out"
+push "$tmp/x2" "$I" "$tmp/p2.out"
+check "a clone's push says it copies as a new source" grep -q "also copies to .*now copies as source" "$tmp/p2.out"
+check "the other copy's push said nothing unusual" [ "$(grep -c "flamefs-collect:" "$tmp/p1.out")" = 0 ]
+sum "$tmp/x1" "$tmp/x2" >"$tmp/want"
+exp "$I" >"$tmp/got"
+same "clone: the database = the sum of both copies" "$tmp/got" "$tmp/want"
+push "$tmp/x1" "$I" "$tmp/p1.out"
+push "$tmp/x2" "$I" "$tmp/p2.out"
+check "clone: each copy's next push is nothing new" \
+	sh -c "grep -q 'nothing new' '$tmp/p1.out' && grep -q 'nothing new' '$tmp/p2.out'"
+imp "$tmp/x2" hs $((t0 + 180)) 'app;main;two 17'
+push "$tmp/x2" "$I" "$tmp/p2.out"
+check "clone: then an incremental push sends one bucket" grep -q ": 1 buckets of 1 series, 17 samples" "$tmp/p2.out"
+sum "$tmp/x1" "$tmp/x2" >"$tmp/want"
+exp "$I" >"$tmp/got"
+same "clone: after more pushes, still the sum of both" "$tmp/got" "$tmp/want"
+
+# A clone whose copy has made fewer commits than the other pushed: taken
+# for a restored backup first; the other copy's next push finds its
+# history overtaken and becomes a source of its own, taking its older rows
+# from the shared key with it.
+pg_createdb ident2 || exit 1
+J=$(pg_uri ident2 postgres)
+imp "$tmp/t" ht $t0 'app;main;base 5'
+push "$tmp/t" "$J" "$tmp/p.out"
+cp -a "$tmp/t" "$tmp/y1"
+cp -a "$tmp/t" "$tmp/y2"
+imp "$tmp/y1" ht $((t0 + 120)) 'app;main;one 11'
+imp "$tmp/y1" ht $((t0 + 240)) 'app;main;late 19'
+imp "$tmp/y2" ht $((t0 + 120)) 'app;main;two 13'
+push "$tmp/y1" "$J" "$tmp/p1.out"
+push "$tmp/y2" "$J" "$tmp/p2.out"
+check "the copy behind says it sends everything again" grep -q "a restored backup; sending everything" "$tmp/p2.out"
+push "$tmp/y1" "$J" "$tmp/p1.out"
+check "the overtaken copy says it copies as a new source" grep -q "now copies as source" "$tmp/p1.out"
+sum "$tmp/y1" "$tmp/y2" >"$tmp/want"
+exp "$J" >"$tmp/got"
+same "clone behind: after both pushed again, the sum of both copies" "$tmp/got" "$tmp/want"
+push "$tmp/y2" "$J" "$tmp/p2.out"
+check "clone behind: the first copy's next push is nothing new" grep -q "nothing new" "$tmp/p2.out"
+exp "$J" >"$tmp/got"
+same "clone behind: still the sum" "$tmp/got" "$tmp/want"
+
+# A restored backup: A pushed, the store copied, B and C pushed, the copy
+# put back, D imported: A, B, C and D each once.
+pg_createdb restore || exit 1
+K=$(pg_uri restore postgres)
+imp "$tmp/r" hr $t0 'app;main;a 2'
+push "$tmp/r" "$K" "$tmp/p.out"
+cp -a "$tmp/r" "$tmp/r.bak"
+imp "$tmp/r" hr $((t0 + 60)) 'app;main;b 3'
+push "$tmp/r" "$K" "$tmp/p.out"
+imp "$tmp/r" hr $((t0 + 120)) 'app;main;c 5'
+push "$tmp/r" "$K" "$tmp/p.out"
+rm -rf "$tmp/r"
+cp -a "$tmp/r.bak" "$tmp/r"
+imp "$tmp/r" hr $((t0 + 180)) 'app;main;d 7'
+push "$tmp/r" "$K" "$tmp/p.out"
+check "a restored store says so and sends everything again" grep -q "a restored backup; sending everything it holds again" "$tmp/p.out"
+printf 'app;main;a 2\napp;main;b 3\napp;main;c 5\napp;main;d 7\n' >"$tmp/want"
+exp "$K" >"$tmp/got"
+same "restore: every sample arrives once" "$tmp/got" "$tmp/want"
+push "$tmp/r" "$K" "$tmp/p.out"
+check "restore: the next push is nothing new" grep -q "nothing new" "$tmp/p.out"
+imp "$tmp/r" hr $((t0 + 240)) 'app;main;e 11'
+push "$tmp/r" "$K" "$tmp/p.out"
+check "restore: then pushes are incremental ($(cat "$tmp/p.out"))" grep -q ": 1 buckets of 1 series, 11 samples" "$tmp/p.out"
+printf 'app;main;e 11\n' >>"$tmp/want"
+exp "$K" >"$tmp/got"
+same "restore: and exact" "$tmp/got" "$tmp/want"
+
 [ "$failures" = 0 ]

@@ -96,6 +96,8 @@ static void push_once(struct record_pusher *p)
 	}
 	if (p->failing)
 		fprintf(stderr, PROG ": push: %s reached again\n", store_where(p->dst));
+	if (st.note[0])
+		fprintf(stderr, PROG ": push: %s\n", st.note);
 	p->failing = false;
 	p->pushes++;
 	p->buckets += st.buckets;

@@ -136,8 +136,15 @@ struct pg_batch {
 	/* A commit failed half way through renumbering it: it holds none of
 	 * its frames and nodes any more, so it is refused (commit.c). */
 	bool broken;
-	char source[33];
+	char source[64]; /* its key: a store id, or a clone's "id~16 hex digits" */
 	uint64_t upto;
+	/* batch_lineage(): recorded in flamefs_meta's "lineage:<source row>" */
+	struct {
+		bool has_nonce, resync;
+		uint64_t nonce;
+		char split_from[64]; /* "": none */
+		uint64_t split_before;
+	} mark;
 	uint64_t expect; /* the source's record the commit expects to find */
 	char token[33];  /* random, recorded with the commit */
 };
@@ -303,6 +310,11 @@ int central_prune(struct store *s, const struct store_prune_opts *o, struct stor
 int central_changes(struct store *s, uint64_t since, uint64_t *upto,
                     int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
 int central_source_cursor(struct store *s, const char *source, uint64_t *upto);
+int central_source_records(struct store *s, const char *base,
+                           int (*fn)(void *ctx, const struct source_record *r), void *ctx);
+int central_batch_lineage(struct store_batch *b, const struct source_mark *m);
+/* Whether `key` is a source key: 32 hex digits, or a clone's 32 + "~" + 16. */
+bool central_source_key_ok(const char *key);
 int central_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
 int central_snapshot(struct store *s, bool begin);
 /* open.c: a reader whose snapshot's connection died before anything but

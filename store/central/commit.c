@@ -807,6 +807,56 @@ static int source_row(struct pg_batch *b, char out[16])
 	return r;
 }
 
+/* A copy's lineage, with its source record (row `source`): the nonce of
+ * the source's commit it reached, and the commit of the last resync under
+ * this key (this one's when it resyncs; else the one recorded stays).  A
+ * clone that leaves a key whose record another copy resynced takes away
+ * that key's rows written before the resync: they came from the clone's
+ * history, which it sends again under its own key (store/README.md,
+ * "Source identity"). */
+static int record_lineage(struct pg_batch *b, const char *source, int64_t commit)
+{
+	struct pg *s = b->s;
+	char nonce[17] = "-", resync[24] = "0", before[24];
+	const char *vals[4] = {source, nonce, resync, b->mark.resync ? "t" : "f"};
+	int r;
+
+	if (b->mark.has_nonce)
+		snprintf(nonce, sizeof(nonce), "%016" PRIx64, b->mark.nonce);
+	if (b->mark.resync)
+		snprintf(resync, sizeof(resync), "%" PRId64, commit);
+	r = central_exec(s, "recording the source's lineage",
+	                 "INSERT INTO flamefs_meta (key, value) VALUES ('lineage:' || $1,"
+	                 " $2 || ' ' || $3) ON CONFLICT (key) DO UPDATE SET value = $2 || ' ' ||"
+	                 " CASE WHEN $4::bool THEN $3 ELSE coalesce(nullif(split_part("
+	                 "flamefs_meta.value, ' ', 2), ''), '0') END",
+	                 4, vals, false, NULL);
+	if (r < 0 || !b->mark.split_from[0])
+		return r;
+	snprintf(before, sizeof(before), "%" PRIu64, b->mark.split_before);
+	{
+		const char *v2[2] = {b->mark.split_from, before};
+
+		r = central_exec(
+		        s, "taking a clone's rows from the key it leaves",
+		        "WITH o AS (SELECT id FROM sources WHERE store_id = $1),"
+		        " d AS (DELETE FROM counts c USING o WHERE c.source = o.id"
+		        " AND c.commit < $2::int8 RETURNING c.series, c.total_samples, c.total_weight),"
+		        " t AS (SELECT series, sum(flamefs_u64(total_samples)) AS samples,"
+		        " sum(flamefs_u64(total_weight)) AS weight FROM d GROUP BY series)"
+		        " UPDATE series SET samples = series.samples - t.samples,"
+		        " weight = series.weight - t.weight FROM t WHERE series.id = t.series",
+		        2, v2, false, NULL);
+		if (r == 0)
+			r = central_exec(s, "taking a clone's rows from the key it leaves",
+			                 "UPDATE flamefs_meta SET value = split_part(value, ' ', 1)"
+			                 " || ' 0' WHERE key = (SELECT 'lineage:' || id FROM sources"
+			                 " WHERE store_id = $1)",
+			                 1, v2, false, NULL);
+	}
+	return r;
+}
+
 /* Whether the batch changes anything at all. */
 static bool batch_empty(const struct pg_batch *b)
 {
@@ -901,6 +951,8 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 		}
 		PQclear(res2);
 	}
+	if (r == 0 && b->replace)
+		r = record_lineage(b, source, *commit);
 	if (r == 0) {
 		const char *vals[3] = {s->writer_id, b->token, num};
 

@@ -102,3 +102,57 @@ int central_set_dest_cursor(struct store *sbase, const char *dest, uint64_t upto
 		return -EIO;
 	return 0;
 }
+
+int central_source_records(struct store *sbase, const char *base,
+                           int (*fn)(void *ctx, const struct source_record *r), void *ctx)
+{
+	struct pg *s = pg_of(sbase);
+	const char *vals[1] = {base};
+	PGresult *res;
+	int r;
+
+	/* A record's lineage ("<nonce or -> <resync commit>") lives in
+	 * flamefs_meta, so that the schema's tables stay as older flamefs
+	 * versions know them. */
+	if (central_exec(s, "reading a source's records",
+	                 "SELECT s.store_id, s.upto, coalesce(m.value, '- 0') FROM sources s"
+	                 " LEFT JOIN flamefs_meta m ON m.key = 'lineage:' || s.id"
+	                 " WHERE s.store_id = $1 OR s.store_id LIKE $1 || '~%' ORDER BY s.id",
+	                 1, vals, false, &res) < 0)
+		return -EIO;
+	r = 0;
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		struct source_record rec;
+		const char *key = PQgetvalue(res, i, 0), *v = PQgetvalue(res, i, 2);
+		char nonce[17], extra;
+		unsigned long long resync;
+
+		memset(&rec, 0, sizeof(rec));
+		if (!central_source_key_ok(key) || strlen(key) >= sizeof(rec.key) ||
+		    central_value_u64(s, res, i, 1, INT64_MAX, "a source's cursor", &rec.upto) < 0 ||
+		    sscanf(v, "%16s %llu%c", nonce, &resync, &extra) != 2) {
+			central_seterr(s, "%s: store is damaged: the record of source %s", s->base.where,
+			               base);
+			r = -EIO;
+			break;
+		}
+		snprintf(rec.key, sizeof(rec.key), "%s", key);
+		rec.resync = resync;
+		if (strcmp(nonce, "-") != 0) {
+			char *end;
+
+			rec.nonce = strtoull(nonce, &end, 16);
+			rec.has_nonce = strlen(nonce) == 16 && !*end &&
+			                strspn(nonce, "0123456789abcdef") == 16;
+			if (!rec.has_nonce) {
+				central_seterr(s, "%s: store is damaged: the nonce of source %s",
+				               s->base.where, key);
+				r = -EIO;
+				break;
+			}
+		}
+		r = fn(ctx, &rec);
+	}
+	PQclear(res);
+	return r;
+}

@@ -479,8 +479,10 @@ int central_batch_source(struct store_batch *bbase, const char *source, uint64_t
 {
 	struct pg_batch *b = pg_batch_of(bbase);
 
-	if (strlen(source) != 32 || strspn(source, "0123456789abcdef") != 32) {
-		central_seterr(b->s, "%s: a source store id is 32 hex digits, not \"%s\"",
+	if (!central_source_key_ok(source)) {
+		central_seterr(b->s,
+		               "%s: a source store id is 32 hex digits (a clone's: and \"~\" and "
+		               "16 more), not \"%s\"",
 		               b->s->base.where, source);
 		return -EINVAL;
 	}
@@ -489,9 +491,38 @@ int central_batch_source(struct store_batch *bbase, const char *source, uint64_t
 		               (unsigned long long)upto);
 		return -ERANGE;
 	}
-	memcpy(b->source, source, 33);
+	snprintf(b->source, sizeof(b->source), "%s", source);
+	memset(&b->mark, 0, sizeof(b->mark));
 	b->expect = expect;
 	b->upto = upto;
 	b->replace = true;
+	return 0;
+}
+
+bool central_source_key_ok(const char *key)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(key);
+
+	return strspn(key, hex) == 32 &&
+	       (n == 32 || (n == 49 && key[32] == '~' && strspn(key + 33, hex) == 16));
+}
+
+int central_batch_lineage(struct store_batch *bbase, const struct source_mark *m)
+{
+	struct pg_batch *b = pg_batch_of(bbase);
+
+	if (!b->replace || (m->split_from && !central_source_key_ok(m->split_from)) ||
+	    m->split_before > INT64_MAX) {
+		central_seterr(b->s, "%s: a source's mark without its source, or a bad key",
+		               b->s->base.where);
+		return -EINVAL;
+	}
+	b->mark.has_nonce = m->has_nonce;
+	b->mark.nonce = m->nonce;
+	b->mark.resync = m->resync;
+	snprintf(b->mark.split_from, sizeof(b->mark.split_from), "%s",
+	         m->split_from ? m->split_from : "");
+	b->mark.split_before = m->split_before;
 	return 0;
 }
