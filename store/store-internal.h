@@ -122,6 +122,9 @@ struct store_ops {
 	int (*snapshot)(struct store *s, bool begin);
 };
 
+/* store.c: one line to store_log_to()'s function, if any. */
+void store_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* store.c sets host after the backend's open; the backend sets where,
  * and frees both in its close. */
 struct store {

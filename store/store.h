@@ -98,8 +98,10 @@ struct store_batch;
  * malloc'd string the caller frees, or NULL when none can be formed. */
 char *store_default_dir(void);
 
-/* True when `where` names a database (a connection string that starts
- * with "postgresql:" or "postgres:") rather than a directory. */
+/* True when `where` names a database rather than a directory: a
+ * connection string that starts with "postgresql:" or "postgres:", or
+ * libpq's keyword/value form (its first word a keyword, then '=':
+ * "host=db dbname=fleet"). */
 bool store_is_database(const char *where);
 
 /* Opens (and with STORE_CREATE, creates) the store at `dir`.  On success
@@ -118,6 +120,13 @@ const char *store_errmsg(const struct store *s);
  * directory whose creation an older flamefs left unfinished.  Owned by
  * `s`. */
 const char *store_notice(const struct store *s);
+
+/* Where stores report what they do on their own while a call runs: a
+ * database connection lost and waited for, each try again, and the
+ * recovery ("...: reconnected after 1.6 s").  fn gets one line without a
+ * newline, on the thread that made the call; fn NULL (the default) says
+ * nothing.  For the whole process: set it once, before opening stores. */
+void store_log_to(void (*fn)(void *ctx, const char *line), void *ctx);
 
 /* Where the store is, fit to print: the directory, or the connection
  * string with any password replaced by "***".  Owned by `s`. */

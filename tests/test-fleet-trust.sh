@@ -194,4 +194,130 @@ printf 'app;main;e 11\n' >>"$tmp/want"
 exp "$K" >"$tmp/got"
 same "restore: and exact" "$tmp/got" "$tmp/want"
 
+# ---- merge and push: one identity -------------------------------------------------
+pg_createdb merged || exit 1
+M=$(pg_uri merged postgres)
+imp "$tmp/m" hm $t0 'app;main;m 3'
+"$collect" merge --store "$M" "$tmp/m" >"$tmp/m.out" 2>&1 || { bad "merge"; cat "$tmp/m.out"; }
+push "$tmp/m" "$M" "$tmp/p.out"
+check "a store merged, then pushed: the push is nothing new" grep -q "nothing new" "$tmp/p.out"
+"$collect" merge --store "$M" "$tmp/m" >"$tmp/m.out" 2>&1 || { bad "merge again"; cat "$tmp/m.out"; }
+check "merge again: nothing new ($(cat "$tmp/m.out"))" grep -q "nothing new" "$tmp/m.out"
+imp "$tmp/m" hm $((t0 + 60)) 'app;main;m2 5'
+push "$tmp/m" "$M" "$tmp/p.out"
+"$collect" merge --store "$M" "$tmp/m" >"$tmp/m.out" 2>&1 || { bad "merge after a push"; cat "$tmp/m.out"; }
+check "merge after a push of the news: nothing new" grep -q "nothing new" "$tmp/m.out"
+imp "$tmp/m" hm $((t0 + 120)) 'app;main;m3 7'
+"$collect" merge --store "$M" "$tmp/m" >"$tmp/m.out" 2>&1 || { bad "merge the news"; cat "$tmp/m.out"; }
+check "merge of the news: one bucket ($(cat "$tmp/m.out"))" grep -q ": 1 buckets of 1 series, 7 samples" "$tmp/m.out"
+exp "$tmp/m" >"$tmp/want"
+exp "$M" >"$tmp/got"
+same "merge and push: every sample counted once" "$tmp/got" "$tmp/want"
+
+# ---- server restarts in the middle of a push ----------------------------------------
+pg_createdb restart || exit 1
+P=$(pg_uri restart postgres)
+# files_at PREFIX LINE T0 N: N folded files holding LINE, the m-th
+# modified at T0 + 60 m; prints their names (one import of them all
+# stores each in its own bucket)
+files_at() {
+	local m
+	for ((m = 0; m < $4; m++)); do
+		printf '%s\n' "$2" >"$1.$m"
+		touch -d @$(($3 + 60 * m)) "$1.$m"
+		echo "$1.$m"
+	done
+}
+imp "$tmp/q" hq $t0 'app;main;start 1'
+push "$tmp/q" "$P" "$tmp/p.out"
+# The push's commit number `at` stalls while the file $PG_DIR/stall exists
+# (a file, not a row: what the push's transaction did is undone by the
+# restart, and the retry must not stall again).
+pg_psql -d restart -c "CREATE TABLE stall (at int8);
+	CREATE FUNCTION stall() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN
+	IF NEW.key = 'commits' AND NEW.value::int8 = (SELECT at FROM stall)
+	AND (pg_stat_file('$PG_DIR/stall', true)).size IS NOT NULL THEN PERFORM pg_sleep(600); END IF;
+	RETURN NEW; END \$\$;
+	CREATE TRIGGER stall BEFORE UPDATE ON flamefs_meta FOR EACH ROW EXECUTE FUNCTION stall();" ||
+	{ bad "make the stalling trigger"; exit 1; }
+survived=0
+for k in $(seq 1 10); do
+	mapfile -t files < <(files_at "$tmp/q$k" "app;main;round$k $k" $((t0 + 3600 * k)) 12)
+	"$collect" import --store "$tmp/q" --host hq "${files[@]}" >/dev/null 2>&1 || bad "import round $k"
+	base=$(pg_psql -d restart -Atc "SELECT value FROM flamefs_meta WHERE key = 'commits'")
+	pg_psql -d restart -c "TRUNCATE stall; INSERT INTO stall VALUES ($((base + k)))" >/dev/null
+	touch "$PG_DIR/stall"
+	"$collect" push --store "$tmp/q" --to "$P" --buckets-per-commit 1 >"$tmp/rs.out" 2>"$tmp/rs.err" &
+	p=$!
+	stalled=
+	for _ in $(seq 300); do
+		[ "$(pg_psql -d restart -Atc "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" = 1 ] &&
+			stalled=1 && break
+		sleep 0.1
+	done
+	[ -n "$stalled" ] || bad "round $k: the push never reached its commit $((base + k))"
+	rm -f "$PG_DIR/stall"
+	if [ $((k % 2)) = 1 ]; then pg_stop; else pg_kill; fi
+	pg_start "$tmp/pg" >/dev/null || { bad "restart the server"; exit 1; }
+	if wait "$p" && grep -q "trying again in" "$tmp/rs.err" && grep -q "reconnected after" "$tmp/rs.err"; then
+		survived=$((survived + 1))
+	else
+		echo "round $k:"
+		cat "$tmp/rs.out" "$tmp/rs.err"
+	fi
+done
+check "a server restart at the push's k-th commit (k = 1..10): $survived of 10 pushes finish and say so" [ $survived = 10 ]
+exp "$tmp/q" >"$tmp/want"
+exp "$P" >"$tmp/got"
+same "after 10 restarts in the middle of pushes: every sample once" "$tmp/got" "$tmp/want"
+pg_psql -d restart -c "DROP TRIGGER stall ON flamefs_meta" || exit 1
+
+# prune and merge across a restart: their statements stall in a lock
+# the test holds, the server restarts under them
+for cmd in prune merge; do
+	imp "$tmp/q" hq $((t0 + 90000)) "app;main;$cmd 1"
+	# prune waits at its DELETE, merge when it reads the sources
+	table=counts
+	[ $cmd = merge ] && table=sources
+	pg_psql -d restart -c "BEGIN; LOCK TABLE $table IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600)" >/dev/null 2>&1 &
+	lk=$!
+	sleep 0.5
+	case $cmd in
+	prune) "$collect" prune --store "$P" --before $((t0 + 3600)) >"$tmp/c.out" 2>"$tmp/c.err" & ;;
+	merge) "$collect" merge --store "$P" "$tmp/q" >"$tmp/c.out" 2>"$tmp/c.err" & ;;
+	esac
+	p=$!
+	for _ in $(seq 300); do
+		[ "$(pg_psql -d restart -Atc "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")" -ge 1 ] && break
+		sleep 0.1
+	done
+	pg_stop
+	wait $lk 2>/dev/null
+	pg_start "$tmp/pg" >/dev/null || { bad "restart the server"; exit 1; }
+	if wait $p && grep -q "reconnected after" "$tmp/c.err"; then ok "$cmd across a server restart"; else
+		bad "$cmd across a server restart"
+		cat "$tmp/c.out" "$tmp/c.err"
+	fi
+done
+"$collect" prune --store "$tmp/q" --before $((t0 + 3600)) >/dev/null 2>&1
+exp "$tmp/q" >"$tmp/want"
+exp "$P" >"$tmp/got"
+same "after prune and merge across restarts: the store's samples exactly" "$tmp/got" "$tmp/want"
+
+# ---- the view's log with its server down ----------------------------------------------
+mkdir -p "$mnt"
+"$flamefs" -f "$P" "$mnt" 2>"$tmp/view.log" &
+vp=$!
+for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+pg_stop
+sleep 3
+pg_start "$tmp/pg" >/dev/null || { bad "restart the server"; exit 1; }
+for _ in $(seq 50); do grep -q "database back" "$tmp/view.log" && break; sleep 0.1; done
+check "the view logs one 'database unreachable' line for an outage" [ "$(grep -c "flamefs: database unreachable: " "$tmp/view.log")" = 1 ]
+check "and one 'database back' line" [ "$(grep -c "flamefs: database back: " "$tmp/view.log")" = 1 ]
+check "the view serves again: its root total = the database's" \
+	[ "$(cat "$mnt/total" 2>/dev/null)" = "$(exp "$P" | awk '{ s += $NF } END { print s }')" ]
+fusermount3 -u "$mnt" 2>/dev/null
+wait $vp 2>/dev/null
+
 [ "$failures" = 0 ]

@@ -147,10 +147,16 @@ int central_open(const char *conn, int flags, struct store **out, char *err, siz
 		left = start + central_retry_seconds() - central_now();
 		/* Once it was there, a refused connection is the restart. */
 		lost = lost || r == -ECONNRESET;
-		if (!(r == -ECONNRESET || (lost && r == -ECONNREFUSED)) || left <= 0)
+		if (!(r == -ECONNRESET || (lost && r == -ECONNREFUSED)) || left <= 0) {
+			if (r == 0 && lost)
+				store_log("%s: opened after %.1f s", (*out)->where,
+				          central_now() - start);
 			return r;
+		}
 		if (delay > left)
 			delay = left;
+		store_log("%s; trying again in %.1f s", errlen && err[0] ? err : "the server went away",
+		          delay);
 		ts.tv_sec = (time_t)delay;
 		ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)

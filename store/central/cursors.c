@@ -56,7 +56,7 @@ static int cursor(struct pg *s, const char *sql, const char *what, const char *i
 	int r;
 
 	*upto = 0;
-	if (central_exec(s, what, sql, 1, vals, false, &res) < 0)
+	if (central_exec_again(s, what, sql, 1, vals, false, &res) < 0)
 		return -EIO;
 	r = PQntuples(res) == 1 ? central_value_u64(s, res, 0, 0, INT64_MAX, "a cursor", upto) : 0;
 	PQclear(res);
@@ -95,7 +95,7 @@ int central_set_dest_cursor(struct store *sbase, const char *dest, uint64_t upto
 		return -ERANGE;
 	}
 	snprintf(v, sizeof(v), "%" PRIu64, upto);
-	if (central_exec(s, "recording a destination's cursor",
+	if (central_exec_again(s, "recording a destination's cursor",
 	                 "INSERT INTO destinations (store_id, upto) VALUES ($1, $2)"
 	                 " ON CONFLICT (store_id) DO UPDATE SET upto = excluded.upto",
 	                 2, vals, false, NULL) < 0)
@@ -114,7 +114,7 @@ int central_source_records(struct store *sbase, const char *base,
 	/* A record's lineage ("<nonce or -> <resync commit>") lives in
 	 * flamefs_meta, so that the schema's tables stay as older flamefs
 	 * versions know them. */
-	if (central_exec(s, "reading a source's records",
+	if (central_exec_again(s, "reading a source's records",
 	                 "SELECT s.store_id, s.upto, coalesce(m.value, '- 0') FROM sources s"
 	                 " LEFT JOIN flamefs_meta m ON m.key = 'lineage:' || s.id"
 	                 " WHERE s.store_id = $1 OR s.store_id LIKE $1 || '~%' ORDER BY s.id",

@@ -94,10 +94,12 @@ static int prune_select(struct pg *s, const struct store_prune_opts *o,
 	return 0;
 }
 
-int central_prune(struct store *sbase, const struct store_prune_opts *o,
-                  struct store_prune_stats *st)
+/* One try of the prune's transaction: 0, or -errno (-ECONNRESET: the
+ * connection died, and nothing was pruned unless the COMMIT went
+ * through). */
+static int prune_once(struct pg *s, const struct store_prune_opts *o,
+                      struct store_prune_stats *st)
 {
-	struct pg *s = pg_of(sbase);
 	char lock[64], cut[24], *ids = NULL;
 	const char *vals[2];
 	PGresult *res;
@@ -227,7 +229,27 @@ fail:
 		rollback(s);
 	free(ids);
 	memset(st, 0, sizeof(*st));
-	return r == -ENOMEM ? r : -EIO;
+	return r == -ENOMEM || r == -ECONNRESET ? r : -EIO;
+}
+
+int central_prune(struct store *sbase, const struct store_prune_opts *o,
+                  struct store_prune_stats *st)
+{
+	struct pg *s = pg_of(sbase);
+	double start = central_now(), delay = 0.1;
+	int r;
+
+	/* A connection lost in the middle is waited for and the whole
+	 * transaction run again: deleting by a cut-off twice deletes once
+	 * (a COMMIT whose reply was lost leaves nothing for the second try,
+	 * which then reports nothing pruned). */
+	for (;;) {
+		r = prune_once(s, o, st);
+		if (r != -ECONNRESET)
+			return r;
+		if (central_reconnect(s, start, &delay) < 0)
+			return -EIO;
+	}
 }
 
 int central_compact(struct store *sbase)
