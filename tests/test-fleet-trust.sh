@@ -320,4 +320,35 @@ check "the view serves again: its root total = the database's" \
 fusermount3 -u "$mnt" 2>/dev/null
 wait $vp 2>/dev/null
 
+# ---- connection strings ------------------------------------------------------------
+pg_role kv_writer 'kv-S3cretXYZ' || exit 1
+pg_createdb kvdb kv_writer || exit 1
+pg_psql -c "CREATE ROLE kv_nologin PASSWORD 'kv-S3cretXYZ' NOLOGIN" || exit 1
+KV="host=$PG_SOCK port=$PG_PORT dbname=kvdb user=kv_writer password=kv-S3cretXYZ"
+imp "$tmp/kv" hk $t0 'app;main;kv 9'
+"$collect" push --store "$tmp/kv" --to "$KV" >"$tmp/kv.out" 2>&1
+check "push to a keyword/value string" grep -q "1 buckets of 1 series, 9 samples" "$tmp/kv.out"
+check "export from it" [ "$("$collect" export --store "$KV" 2>/dev/null)" = "app;main;kv 9" ]
+"$flamefs" "$KV" "$mnt" 2>"$tmp/kvm.err" || { bad "mount a keyword/value string"; cat "$tmp/kvm.err"; }
+for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+check "the mount shows it" [ "$(cat "$mnt/total" 2>/dev/null)" = 9 ]
+check "/proc/mounts names it without the password" \
+	sh -c "grep -q ' $mnt ' /proc/mounts && grep ' $mnt ' /proc/mounts | grep -q 'dbname=kvdb' && ! grep -q S3cret /proc/mounts"
+fusermount3 -u "$mnt" 2>/dev/null
+# refusals: libpq's own words, the password never
+refused() { # WHAT WANT STORE
+	"$collect" stats --store "$3" >"$tmp/ref.out" 2>&1
+	if [ $? != 0 ] && grep -qF -- "$2" "$tmp/ref.out" && ! grep -q 'S3cret\|Wr0ngPw' "$tmp/ref.out"; then
+		ok "$1 is refused, naming the problem"
+	else
+		bad "$1 is refused, naming the problem ($2), without the password"
+		cat "$tmp/ref.out"
+	fi
+}
+refused "a wrong password" 'password authentication failed for user "kv_writer"' "${KV/kv-S3cretXYZ/Wr0ngPw}"
+refused "an unknown keyword" 'invalid connection option "bogus"' "$KV bogus=1"
+refused "an unknown URI parameter" 'invalid URI query parameter: "bogus"' \
+	"postgresql://kv_writer:kv-S3cretXYZ@/kvdb?host=$PG_SOCK&port=$PG_PORT&bogus=1"
+refused "a role that may not log in" 'role "kv_nologin" is not permitted to log in' "${KV/kv_writer/kv_nologin}"
+
 [ "$failures" = 0 ]
