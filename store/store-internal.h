@@ -65,6 +65,9 @@ struct store_ops {
 	int (*frame_get)(const struct store *s, uint32_t frame, struct store_frame *f);
 	int (*series_counts)(struct store *s, uint32_t series, int64_t from, int64_t to,
 	                     store_count_fn fn, void *ctx);
+	/* Optional: store_series_prefetch(). */
+	int (*series_prefetch)(struct store *s, const uint32_t *ids, size_t n, int64_t from,
+	                       int64_t to);
 
 	int (*footprint)(struct store *s, struct store_footprint *out);
 	int (*series_disk_bytes)(struct store *s, uint32_t series, uint64_t *bytes);

@@ -209,6 +209,14 @@ typedef int (*store_count_fn)(void *ctx, int64_t bucket_start, uint32_t node, ui
                               uint64_t weight);
 int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,
                         store_count_fn fn, void *ctx);
+/* A hint before reading the counts of the n series `ids` over [from, to]
+ * with store_series_counts(), one after the other in this order: a
+ * database sends them all for one query, and each of those calls takes
+ * its series' rows from that one reply; any other call on the store
+ * first reads what is left of it.  A directory does nothing.  0, or
+ * -ENOMEM (the reads then go one by one). */
+int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from,
+                          int64_t to);
 
 /* ---- footprint ------------------------------------------------------ */
 

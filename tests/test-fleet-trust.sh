@@ -351,4 +351,35 @@ refused "an unknown URI parameter" 'invalid URI query parameter: "bogus"' \
 	"postgresql://kv_writer:kv-S3cretXYZ@/kvdb?host=$PG_SOCK&port=$PG_PORT&bogus=1"
 refused "a role that may not log in" 'role "kv_nologin" is not permitted to log in' "${KV/kv_writer/kv_nologin}"
 
+# ---- round trips -----------------------------------------------------------------
+pg_createdb rt || exit 1
+RT=$(pg_uri rt postgres)
+for h in $(seq 1 16); do
+	printf 'app;main;h%s %s\nlib;init;h%s %s\n' $h $h $h $((h * 2)) >"$tmp/rt.folded"
+	"$collect" import --store "$tmp/rt" --host "h$h" --time $t0 "$tmp/rt.folded" >/dev/null 2>&1 ||
+		bad "import host $h"
+done
+push "$tmp/rt" "$RT" "$tmp/p.out"
+pg_psql -c "ALTER DATABASE rt SET log_statement = 'all'" || exit 1
+"$flamefs" "$RT" "$mnt" 2>"$tmp/rtm.err" || { bad "mount"; cat "$tmp/rtm.err"; }
+for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+# reads WHAT FILE: the statements that read counts for the first read of FILE
+reads() {
+	local before after
+	before=$(grep -c "FROM counts WHERE series\|JOIN counts c ON" "$PG_LOG")
+	sort "$2" >"$tmp/rt.got"
+	after=$(grep -c "FROM counts WHERE series\|JOIN counts c ON" "$PG_LOG")
+	echo $((after - before))
+}
+n=$(reads root "$mnt/folded")
+check "the root's folded (32 series): one query reads their counts ($n)" [ "$n" = 1 ]
+exp "$RT" >"$tmp/want"
+same "and it is the database's export" "$tmp/rt.got" "$tmp/want"
+n=$(reads version "$mnt/app/default/folded")
+check "a version's folded (16 series): one query ($n)" [ "$n" = 1 ]
+n=$(reads host "$mnt/@host/h7/folded")
+check "@host/h7/folded (2 series): one query ($n)" [ "$n" = 1 ]
+check "and it is host h7's" [ "$(sort "$tmp/rt.got" | tr '\n' ' ')" = "app;main;h7 7 lib;init;h7 14 " ]
+fusermount3 -u "$mnt" 2>/dev/null
+
 [ "$failures" = 0 ]

@@ -120,6 +120,17 @@ struct pg {
 	uint32_t series_by_id_len; /* ids below it */
 
 	struct pg_batch *batch; /* the open batch, if any */
+
+	/* store_series_prefetch(): the stream of the listed series' counts
+	 * (read.c); while on, the connection is busy with it, and every
+	 * other statement ends it first (central_prefetch_end). */
+	struct {
+		bool on, done;
+		uint32_t *ids;
+		size_t n, pos; /* pos: the next series to hand out */
+		int64_t from, to;
+		PGresult *next; /* a row read ahead: the next series' first */
+	} pf;
 };
 
 struct pg_batch {
@@ -303,6 +314,10 @@ int central_refresh(struct store *s);
 int central_series_list(struct store *s, struct store_series **out, size_t *n);
 int central_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,
                           store_count_fn fn, void *ctx);
+int central_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from,
+                            int64_t to);
+/* read.c: ends a prefetch still streaming (reads what is left of it). */
+void central_prefetch_end(struct pg *s);
 int central_footprint(struct store *s, struct store_footprint *out);
 int central_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes);
 int central_compact(struct store *s);

@@ -54,6 +54,7 @@ fail:
  * not an error here: the next catch-up reconnects. */
 static void end_snapshot(struct pg *s)
 {
+	central_prefetch_end(s);
 	if (!s->snapshot)
 		return;
 	s->snapshot = s->snapshot_copy = s->snapshot_read = false;
@@ -173,6 +174,8 @@ void central_close_store(struct store *sbase)
 		return;
 	if (s->batch)
 		central_batch_free(&s->batch->base);
+	PQclear(s->pf.next);
+	free(s->pf.ids);
 	if (s->conn)
 		PQfinish(s->conn);
 	central_intern_free(s);
@@ -347,6 +350,7 @@ const struct store_ops central_ops = {
         .frame_count = central_frame_count,
         .frame_get = central_frame_get,
         .series_counts = central_series_counts,
+        .series_prefetch = central_series_prefetch,
         .footprint = central_footprint,
         .series_disk_bytes = central_series_disk_bytes,
         .compact = central_compact,

@@ -568,6 +568,7 @@ int central_exec(struct pg *s, const char *what, const char *sql, int n, const c
 
 	if (out)
 		*out = NULL;
+	central_prefetch_end(s);
 	if (!s->conn) {
 		central_seterr(s, "%s: %s: not connected", s->base.where, what);
 		return -ECONNRESET;
