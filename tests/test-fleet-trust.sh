@@ -382,4 +382,29 @@ check "@host/h7/folded (2 series): one query ($n)" [ "$n" = 1 ]
 check "and it is host h7's" [ "$(sort "$tmp/rt.got" | tr '\n' ' ')" = "app;main;h7 7 lib;init;h7 14 " ]
 fusermount3 -u "$mnt" 2>/dev/null
 
+# ---- perf samples of no thread -------------------------------------------------------
+cat >"$tmp/nothread.perf" <<'EOF'
+:-1    -1 [000]   100.250000:     250000 cpu-clock:
+	ffffffff81000000 native_safe_halt+0x0 ([kernel.kallsyms])
+
+:-1 -1/-1 [001]   100.500000:     250000 cpu-clock:
+	ffffffff81000000 native_safe_halt+0x0 ([kernel.kallsyms])
+
+app   100/100 [001]   100.750000:     250000 cpu-clock:
+	401000 main+0x0 (/usr/bin/app)
+EOF
+"$collect" import --store "$tmp/nt" --host hn --clock-offset $t0 "$tmp/nothread.perf" >"$tmp/nt.out" 2>&1 ||
+	{ bad "import samples of no thread"; cat "$tmp/nt.out"; }
+pg_createdb nothread || exit 1
+NT=$(pg_uri nothread postgres)
+push "$tmp/nt" "$NT" "$tmp/p.out"
+for st in "$tmp/nt" "$NT"; do
+	"$collect" stats --store "$st" >"$tmp/nt.stats" 2>&1
+	check "$st: the samples of no thread are the process ':-1' (2 samples)" \
+		sh -c "awk '\$1 == \":-1\" { print \$4 }' '$tmp/nt.stats' | grep -qx 2"
+	check "$st: they are at their time, with --clock-offset (the bucket of $((t0 + 100)): weight 500000)" \
+		[ "$("$collect" export --store "$st" --binary :-1 --from $((t0 + 60)) --to $((t0 + 119)) 2>/dev/null |
+			awk '{ s += $NF } END { print s }')" = 500000 ]
+done
+
 [ "$failures" = 0 ]
