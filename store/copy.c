@@ -55,8 +55,8 @@ struct copy {
 	/* The source's identity in dst (copy.c, "the source's identity"). */
 	char key[64];
 	struct source_mark mark;
-	bool lineage;          /* dst records the mark */
-	char split_from[64];   /* mark.split_from's storage */
+	bool lineage;        /* dst records the mark */
+	char split_from[64]; /* mark.split_from's storage */
 };
 
 static void copy_err(struct copy *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

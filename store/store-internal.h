@@ -20,7 +20,7 @@
 
 /* A destination's record of one source (backend.h, source_records). */
 struct source_record {
-	char key[64]; /* the identity copies are recorded under */
+	char key[64];  /* the identity copies are recorded under */
 	uint64_t upto; /* how far they reached: the source's commit number */
 	bool has_nonce;
 	uint64_t nonce;  /* the nonce of the source's commit `upto` */

@@ -282,8 +282,7 @@ int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t 
 	return s->ops->series_counts(s, series, from, to, fn, ctx);
 }
 
-int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from,
-                          int64_t to)
+int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from, int64_t to)
 {
 	return s->ops->series_prefetch ? s->ops->series_prefetch(s, ids, n, from, to) : 0;
 }

@@ -215,8 +215,7 @@ int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t 
  * its series' rows from that one reply; any other call on the store
  * first reads what is left of it.  A directory does nothing.  0, or
  * -ENOMEM (the reads then go one by one). */
-int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from,
-                          int64_t to);
+int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from, int64_t to);
 
 /* ---- footprint ------------------------------------------------------ */
 

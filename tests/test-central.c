@@ -977,7 +977,8 @@ static void test_hostile(void)
 	hostile_db("c_hostile3", "UPDATE series SET weight = -5 WHERE binary_name = 'app'");
 	s = open_ok("c_hostile3", STORE_READONLY);
 	if (s) {
-		expect_unexpected(s, store_series_list(s, &l, &n), "series list, a negative weight");
+		expect_unexpected(s, store_series_list(s, &l, &n),
+		                  "series list, a negative weight");
 		store_close(s);
 	}
 	hostile_db("c_hostile4", "UPDATE flamefs_meta SET value = '-1' WHERE key = 'commits'");

@@ -37,7 +37,8 @@ bool perf_match_header(const char *l, size_t n, struct header *h)
 		size_t j = k;
 		while (j < n && is_ws((unsigned char)l[j]))
 			j++;
-		if (j + 2 < n && l[j] == '-' && l[j + 1] == '1' && !is_digit((unsigned char)l[j + 2]))
+		if (j + 2 < n && l[j] == '-' && l[j + 1] == '1' &&
+		    !is_digit((unsigned char)l[j + 2]))
 			j++;
 		if (j == n || !is_digit((unsigned char)l[j]))
 			continue;
@@ -45,7 +46,8 @@ bool perf_match_header(const char *l, size_t n, struct header *h)
 			j++;
 		while (j < n && l[j] == '/')
 			j++;
-		if (j + 2 < n && l[j] == '-' && l[j + 1] == '1' && !is_digit((unsigned char)l[j + 2]))
+		if (j + 2 < n && l[j] == '-' && l[j + 1] == '1' &&
+		    !is_digit((unsigned char)l[j + 2]))
 			j++;
 		while (j < n && is_digit((unsigned char)l[j]))
 			j++;

@@ -156,8 +156,8 @@ int central_open(const char *conn, int flags, struct store **out, char *err, siz
 		}
 		if (delay > left)
 			delay = left;
-		store_log("%s; trying again in %.1f s", errlen && err[0] ? err : "the server went away",
-		          delay);
+		store_log("%s; trying again in %.1f s",
+		          errlen && err[0] ? err : "the server went away", delay);
 		ts.tv_sec = (time_t)delay;
 		ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)

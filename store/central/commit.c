@@ -280,7 +280,8 @@ static int others_wrote(struct pg_batch *b)
 		return r;
 	r = central_value_u64(s, res, 0, 0, UINT32_MAX, "where the frames end", &frames);
 	if (r == 0)
-		r = central_value_u64(s, res, 0, 1, UINT32_MAX, "where the stack nodes end", &nodes);
+		r = central_value_u64(s, res, 0, 1, UINT32_MAX, "where the stack nodes end",
+		                      &nodes);
 	if (r == 0)
 		r = frames != b->frame_base || nodes != b->node_base;
 	PQclear(res);
@@ -697,7 +698,8 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 
 			r = series_id(s, res, i, 0, &id);
 			if (r == 0)
-				r = central_value_i64(s, res, i, 1, "a replaced row's samples", &ts);
+				r = central_value_i64(s, res, i, 1, "a replaced row's samples",
+				                      &ts);
 			if (r == 0)
 				r = central_value_i64(s, res, i, 2, "a replaced row's weight", &tw);
 			x = r == 0 ? delta_of(d, nd, id) : NULL;
@@ -841,18 +843,20 @@ static int record_lineage(struct pg_batch *b, const char *source, int64_t commit
 		        s, "taking a clone's rows from the key it leaves",
 		        "WITH o AS (SELECT id FROM sources WHERE store_id = $1),"
 		        " d AS (DELETE FROM counts c USING o WHERE c.source = o.id"
-		        " AND c.commit < $2::int8 RETURNING c.series, c.total_samples, c.total_weight),"
+		        " AND c.commit < $2::int8 RETURNING c.series, c.total_samples, "
+		        "c.total_weight),"
 		        " t AS (SELECT series, sum(flamefs_u64(total_samples)) AS samples,"
 		        " sum(flamefs_u64(total_weight)) AS weight FROM d GROUP BY series)"
 		        " UPDATE series SET samples = series.samples - t.samples,"
 		        " weight = series.weight - t.weight FROM t WHERE series.id = t.series",
 		        2, v2, false, NULL);
 		if (r == 0)
-			r = central_exec(s, "taking a clone's rows from the key it leaves",
-			                 "UPDATE flamefs_meta SET value = split_part(value, ' ', 1)"
-			                 " || ' 0' WHERE key = (SELECT 'lineage:' || id FROM sources"
-			                 " WHERE store_id = $1)",
-			                 1, v2, false, NULL);
+			r = central_exec(
+			        s, "taking a clone's rows from the key it leaves",
+			        "UPDATE flamefs_meta SET value = split_part(value, ' ', 1)"
+			        " || ' 0' WHERE key = (SELECT 'lineage:' || id FROM sources"
+			        " WHERE store_id = $1)",
+			        1, v2, false, NULL);
 	}
 	return r;
 }

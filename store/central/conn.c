@@ -272,7 +272,8 @@ int central_connect(struct pg *s)
 	 * among them: say only that it cannot. */
 	opts = PQconninfoParse(s->conninfo, &perr);
 	if (!opts) {
-		char *m = perr ? masked_complaint(s->conninfo, perr) : NULL, one[CENTRAL_ERRLEN / 2];
+		char *m = perr ? masked_complaint(s->conninfo, perr) : NULL,
+		     one[CENTRAL_ERRLEN / 2];
 
 		if (m) {
 			/* one line, as every message */
@@ -391,7 +392,8 @@ int central_reconnect(struct pg *s, double start, double *delay)
 			}
 			central_pqerr(s->conn, NULL, msg, sizeof(msg));
 		} else if (central_connect(s) == 0) {
-			store_log("%s: reconnected after %.1f s", s->base.where, central_now() - start);
+			store_log("%s: reconnected after %.1f s", s->base.where,
+			          central_now() - start);
 			return 0;
 		} else {
 			const char *why = strstr(s->errmsg, "cannot connect: ");

@@ -96,9 +96,9 @@ int central_set_dest_cursor(struct store *sbase, const char *dest, uint64_t upto
 	}
 	snprintf(v, sizeof(v), "%" PRIu64, upto);
 	if (central_exec_again(s, "recording a destination's cursor",
-	                 "INSERT INTO destinations (store_id, upto) VALUES ($1, $2)"
-	                 " ON CONFLICT (store_id) DO UPDATE SET upto = excluded.upto",
-	                 2, vals, false, NULL) < 0)
+	                       "INSERT INTO destinations (store_id, upto) VALUES ($1, $2)"
+	                       " ON CONFLICT (store_id) DO UPDATE SET upto = excluded.upto",
+	                       2, vals, false, NULL) < 0)
 		return -EIO;
 	return 0;
 }
@@ -115,10 +115,10 @@ int central_source_records(struct store *sbase, const char *base,
 	 * flamefs_meta, so that the schema's tables stay as older flamefs
 	 * versions know them. */
 	if (central_exec_again(s, "reading a source's records",
-	                 "SELECT s.store_id, s.upto, coalesce(m.value, '- 0') FROM sources s"
-	                 " LEFT JOIN flamefs_meta m ON m.key = 'lineage:' || s.id"
-	                 " WHERE s.store_id = $1 OR s.store_id LIKE $1 || '~%' ORDER BY s.id",
-	                 1, vals, false, &res) < 0)
+	                       "SELECT s.store_id, s.upto, coalesce(m.value, '- 0') FROM sources s"
+	                       " LEFT JOIN flamefs_meta m ON m.key = 'lineage:' || s.id"
+	                       " WHERE s.store_id = $1 OR s.store_id LIKE $1 || '~%' ORDER BY s.id",
+	                       1, vals, false, &res) < 0)
 		return -EIO;
 	r = 0;
 	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
@@ -129,10 +129,11 @@ int central_source_records(struct store *sbase, const char *base,
 
 		memset(&rec, 0, sizeof(rec));
 		if (!central_source_key_ok(key) || strlen(key) >= sizeof(rec.key) ||
-		    central_value_u64(s, res, i, 1, INT64_MAX, "a source's cursor", &rec.upto) < 0 ||
+		    central_value_u64(s, res, i, 1, INT64_MAX, "a source's cursor", &rec.upto) <
+		            0 ||
 		    sscanf(v, "%16s %llu%c", nonce, &resync, &extra) != 2) {
-			central_seterr(s, "%s: store is damaged: the record of source %s", s->base.where,
-			               base);
+			central_seterr(s, "%s: store is damaged: the record of source %s",
+			               s->base.where, base);
 			r = -EIO;
 			break;
 		}

@@ -97,8 +97,7 @@ static int prune_select(struct pg *s, const struct store_prune_opts *o,
 /* One try of the prune's transaction: 0, or -errno (-ECONNRESET: the
  * connection died, and nothing was pruned unless the COMMIT went
  * through). */
-static int prune_once(struct pg *s, const struct store_prune_opts *o,
-                      struct store_prune_stats *st)
+static int prune_once(struct pg *s, const struct store_prune_opts *o, struct store_prune_stats *st)
 {
 	char lock[64], cut[24], *ids = NULL;
 	const char *vals[2];
@@ -159,8 +158,8 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o,
 
 			r = central_value_u64(s, res, i, 0, INT32_MAX, "a series id", &id);
 			if (r == 0)
-				r = central_value_u64(s, res, i, 1, UINT64_MAX, "a count of buckets",
-				                      &buckets);
+				r = central_value_u64(s, res, i, 1, UINT64_MAX,
+				                      "a count of buckets", &buckets);
 			if (r == 0)
 				r = central_value_u64(s, res, i, 2, UINT64_MAX, "pruned samples",
 				                      &samples);

@@ -326,8 +326,8 @@ static int read_meta(struct pg *s, long *schema)
 			have_bucket = !*end && b > 0 && b <= 86400;
 			s->bucket_seconds = (uint32_t)b;
 		} else if (!strcmp(k, "commits")) {
-			have_commits = central_value_u64(s, res, i, 1, INT64_MAX, "the commit counter",
-			                                 &s->seq) == 0;
+			have_commits = central_value_u64(s, res, i, 1, INT64_MAX,
+			                                 "the commit counter", &s->seq) == 0;
 		}
 	}
 	PQclear(res);

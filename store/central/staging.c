@@ -137,10 +137,9 @@ int central_load_series(struct pg *s)
 			break;
 		for (int c = 0; c < 4; c++)
 			k[c] = central_str_of_bytea(res, i, 1 + c);
-		r = k[0] && k[1] && k[2] && k[3]
-		            ? series_push(s, k[0], k[1], k[2], k[3], PQgetvalue(res, i, 5),
-		                          (uint32_t)id)
-		            : -ENOMEM;
+		r = k[0] && k[1] && k[2] && k[3] ? series_push(s, k[0], k[1], k[2], k[3],
+		                                               PQgetvalue(res, i, 5), (uint32_t)id)
+		                                 : -ENOMEM;
 		for (int c = 0; c < 4; c++)
 			free(k[c]);
 		if (r == -ENOMEM)
