@@ -18,7 +18,7 @@
 
 #include "store.h"
 
-/* A destination's record of one source (backend.h, source_records). */
+/* A destination's record of one source (source_records below). */
 struct source_record {
 	char key[64];  /* the identity copies are recorded under */
 	uint64_t upto; /* how far they reached: the source's commit number */

@@ -332,7 +332,7 @@ int central_batch_lineage(struct store_batch *b, const struct source_mark *m);
 bool central_source_key_ok(const char *key);
 int central_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
 int central_snapshot(struct store *s, bool begin);
-/* open.c: a reader whose snapshot's connection died before anything but
+/* central.c: a reader whose snapshot's connection died before anything but
  * the catch-up read in it waits for the server (central_reconnect) and
  * takes a new snapshot: 0, or -errno with the message set. */
 int central_reader_recover(struct pg *s);
