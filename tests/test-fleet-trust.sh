@@ -281,16 +281,23 @@ for cmd in prune merge; do
 	[ $cmd = merge ] && table=sources
 	pg_psql -d restart -c "BEGIN; LOCK TABLE $table IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600)" >/dev/null 2>&1 &
 	lk=$!
-	sleep 0.5
+	# the lock is held (its session sleeps) before the command starts
+	for _ in $(seq 300); do
+		[ "$(pg_psql -d restart -Atc "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")" = 1 ] && break
+		sleep 0.1
+	done
 	case $cmd in
 	prune) "$collect" prune --store "$P" --before $((t0 + 3600)) >"$tmp/c.out" 2>"$tmp/c.err" & ;;
 	merge) "$collect" merge --store "$P" "$tmp/q" >"$tmp/c.out" 2>"$tmp/c.err" & ;;
 	esac
 	p=$!
+	waiting=
 	for _ in $(seq 300); do
-		[ "$(pg_psql -d restart -Atc "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")" -ge 1 ] && break
+		[ "$(pg_psql -d restart -Atc "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")" -ge 1 ] &&
+			waiting=1 && break
 		sleep 0.1
 	done
+	[ -n "$waiting" ] || bad "$cmd never waited for the lock"
 	pg_stop
 	wait $lk 2>/dev/null
 	pg_start "$tmp/pg" >/dev/null || { bad "restart the server"; exit 1; }
