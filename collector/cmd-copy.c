@@ -16,6 +16,13 @@
 
 #include "cli.h"
 
+/* The store's lines about lost connections and recoveries, on stderr
+ * with the command's name (ctx). */
+static void log_line(void *ctx, const char *line)
+{
+	fprintf(stderr, PROG ": %s: %s\n", (const char *)ctx, line);
+}
+
 /* Opens a source read-write when it can, to let it remember how far its
  * copies went, else (a recorder holds it) read-only; a database source
  * is only read. */
@@ -37,6 +44,8 @@ static struct store *open_source(const char *where, bool remember)
 static void report(const char *verb, struct store *dst, struct store *src,
                    const struct store_copy_stats *st)
 {
+	if (st->note[0])
+		fprintf(stderr, PROG ": %s\n", st->note);
 	if (st->nothing_new) {
 		printf("%s: nothing new for %s\n", store_where(src), store_where(dst));
 		return;
@@ -110,6 +119,7 @@ int cmd_push(int argc, char **argv)
 	struct store *src, *dst;
 	int c;
 
+	store_log_to(log_line, "push");
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
@@ -176,12 +186,16 @@ int cmd_merge(int argc, char **argv)
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
-	struct store_copy_opts o = {.incremental = false};
+	/* Incremental: a database sends only what a source gained since its
+	 * record (the one push keeps: a store merged and pushed is one
+	 * source); a directory takes each source once whatever this says. */
+	struct store_copy_opts o = {.incremental = true};
 	const char *store_arg = NULL;
 	char *owned, err[1024];
 	struct store *dst;
 	int c;
 
+	store_log_to(log_line, "merge");
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {

@@ -104,6 +104,13 @@ static bool parse_seconds(const char *s, int64_t *out)
 	return true;
 }
 
+/* The store's lines about lost connections and recoveries. */
+static void log_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": prune: %s\n", line);
+}
+
 int cmd_prune(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -122,6 +129,7 @@ int cmd_prune(int argc, char **argv)
 	int cutoffs = 0, c, r;
 	int64_t age;
 
+	store_log_to(log_line, NULL);
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 struct pair {
 	uint32_t series;
@@ -50,6 +51,12 @@ struct copy {
 	struct store_batch *b;
 	uint32_t cur_series; /* destination series of the bucket being copied */
 	int fail;            /* the first error inside a count callback */
+
+	/* The source's identity in dst (copy.c, "the source's identity"). */
+	char key[64];
+	struct source_mark mark;
+	bool lineage;        /* dst records the mark */
+	char split_from[64]; /* mark.split_from's storage */
 };
 
 static void copy_err(struct copy *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -264,9 +271,10 @@ static int store_fail(struct copy *c, struct store *s, int r)
 }
 
 /* Copies pairs [lo, hi) in one batch, moving the source's record from
- * `expect` to `upto`; with_bytes: also the series' input bytes. */
+ * `expect` to `upto`; with_bytes: also the series' input bytes; last:
+ * the copy's last transaction, which records the source's lineage. */
 static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t expect, uint64_t upto,
-                      bool with_bytes)
+                      bool with_bytes, bool last)
 {
 	uint32_t bs = store_bucket_seconds(c->src);
 	int r;
@@ -276,7 +284,10 @@ static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t expect, uin
 	c->b = store_batch_new(c->dst);
 	if (!c->b)
 		return store_fail(c, c->dst, -EIO);
-	r = c->dst->ops->batch_source(c->b, store_id(c->src), expect, upto);
+	r = c->dst->ops->batch_source(c->b, c->key, expect, upto);
+	/* The lineage moves with the record, in the last transaction only. */
+	if (r == 0 && c->lineage && last)
+		r = c->dst->ops->batch_lineage(c->b, &c->mark);
 	if (r < 0)
 		goto fail_dst;
 	/* Input bytes go with the transaction that moves the record, for
@@ -363,6 +374,140 @@ static int copy_prepare(struct copy *c)
 	return 0;
 }
 
+/* ---- the source's identity ----------------------------------------------
+
+   A database keeps one record per source, under the source's store id:
+   how far its copies reached (the source's commit number) and that
+   commit's nonce.  A store copied with cp -a, or restored from a backup,
+   has the same id and numbers its commits as the original does, but
+   never with the same nonces; so the record names the store pushing now
+   when that store holds the recorded commit with the recorded nonce.  When
+   it does not, the store is a copy (store/README.md, "Source identity"):
+   - behind the record (its last commit is older than the one recorded),
+     and no other copy resynced under the key: a restored backup, which
+     sends everything it holds again under the key, replacing its buckets;
+   - else a clone: it takes a key of its own (id~16 random hex digits) and
+     sends everything under it; when another copy had resynced under the
+     original key, the rows that key got before that resync came from this
+     clone's history and go with this copy's commit. */
+
+struct identity {
+	struct copy *c;
+	uint64_t src_upto;
+	const struct source_record *mine;
+	struct source_record rec[8], orig, first;
+	bool have_orig, have_first, any;
+	int fail;
+};
+
+static int identity_record(void *ctx, const struct source_record *r)
+{
+	struct identity *id = ctx;
+	const char *base = store_id(id->c->src);
+	uint64_t nonce;
+
+	id->any = true;
+	if (!strcmp(r->key, base)) {
+		id->orig = *r;
+		id->have_orig = true;
+	}
+	if (!id->have_first) {
+		id->first = *r;
+		id->have_first = true;
+	}
+	if (id->mine)
+		return 0;
+	if (!r->has_nonce) {
+		/* recorded by an older flamefs: the key alone names it */
+		if (!strcmp(r->key, base))
+			id->mine = &id->orig;
+		return 0;
+	}
+	if (r->upto > id->src_upto)
+		return 0;
+	{
+		int e = id->c->src->ops->commit_nonce(id->c->src, r->upto, &nonce);
+
+		if (e < 0 && e != -ENOENT) {
+			id->fail = e;
+			return e;
+		}
+		if (e == 0 && nonce == r->nonce) {
+			id->rec[0] = *r;
+			id->mine = &id->rec[0];
+		}
+	}
+	return 0;
+}
+
+/* Chooses the key `src` is recorded under in `dst`, where its copy
+ * starts (*since) and what the record must read for the commit to go
+ * through (*expect), and fills *mark; st->note says what was unusual. */
+static int identity_resolve(struct copy *c, char key[64], uint64_t *since, uint64_t *expect,
+                            struct source_mark *mark)
+{
+	struct identity id = {.c = c};
+	const char *base = store_id(c->src);
+	int r;
+
+	memset(mark, 0, sizeof(*mark));
+	snprintf(key, 64, "%s", base);
+	*since = *expect = 0;
+	/* The source's last commit: asking for changes past every commit
+	 * lists none and gives the number. */
+	r = c->src->ops->changes(c->src, UINT64_MAX, &id.src_upto, add_pair, c);
+	if (r < 0)
+		return store_fail(c, c->src, r);
+	c->npairs = 0;
+	r = c->dst->ops->source_records(c->dst, base, identity_record, &id);
+	if (r < 0)
+		return id.fail ? store_fail(c, c->src, id.fail) : store_fail(c, c->dst, r);
+	if (id.mine) {
+		snprintf(key, 64, "%s", id.mine->key);
+		*since = *expect = id.mine->upto;
+		return 0;
+	}
+	if (!id.any)
+		return 0;
+	if (!id.have_orig)
+		id.orig = id.first;
+	if (id.orig.resync == 0 && id.src_upto < id.orig.upto) {
+		snprintf(key, 64, "%s", id.orig.key);
+		*expect = id.orig.upto;
+		mark->resync = true;
+		snprintf(c->st->note, sizeof(c->st->note),
+		         "%s is behind what it copied to %s (its last commit is %llu, the "
+		         "database's record %llu, which it does not hold): a restored backup; "
+		         "sending everything it holds again",
+		         store_where(c->src), store_where(c->dst), (unsigned long long)id.src_upto,
+		         (unsigned long long)id.orig.upto);
+		return 0;
+	}
+	{
+		char suffix[17];
+		uint64_t rnd;
+
+		if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+			copy_err(c, "getrandom: %s", strerror(errno));
+			return -errno;
+		}
+		snprintf(suffix, sizeof(suffix), "%016llx", (unsigned long long)rnd);
+		snprintf(key, 64, "%s~%s", base, suffix);
+	}
+	if (id.orig.resync) {
+		snprintf(c->split_from, sizeof(c->split_from), "%s", id.orig.key);
+		mark->split_from = c->split_from;
+		mark->split_before = id.orig.resync;
+	}
+	snprintf(c->st->note, sizeof(c->st->note),
+	         "another copy of %s (store id %s) also copies to %s: this one (its commit "
+	         "%llu is not the recorded %llu) now copies as source %s, sending everything "
+	         "it holds",
+	         store_where(c->src), base, store_where(c->dst), (unsigned long long)id.src_upto,
+	         (unsigned long long)id.orig.upto, key);
+	return 0;
+}
+
 /* A directory adds what it takes, so it takes a source once: 1 when the
  * source is already in, unchanged (nothing to do), 0 when never taken,
  * -EEXIST when it changed since. */
@@ -406,18 +551,39 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 		         store_bucket_seconds(src));
 		return -EINVAL;
 	}
-	r = dst->ops->source_cursor(dst, store_id(src), &taken);
-	if (r < 0)
-		return store_fail(&c, dst, r);
-	/* The destination's record is the truth: it commits with the data. */
-	if (o->incremental && dst->ops->replaces_sources)
-		since = taken;
+	c.lineage = dst->ops->replaces_sources && dst->ops->source_records &&
+	            dst->ops->batch_lineage && src->ops->commit_nonce;
+	snprintf(c.key, sizeof(c.key), "%s", store_id(src));
 	/* One state of the source for the whole copy (a database that
 	 * hosts push into while it is read). */
 	if (src->ops->snapshot) {
 		r = src->ops->snapshot(src, true);
 		if (r < 0)
 			return store_fail(&c, src, r);
+	}
+	if (c.lineage) {
+		uint64_t from;
+
+		r = identity_resolve(&c, c.key, &from, &taken, &c.mark);
+		if (r < 0)
+			goto out;
+		/* A copy that sends everything again under a key (a restored
+		 * backup) or under a new one (a clone) is one transaction, so
+		 * that an interrupted one leaves no half behind. */
+		if (c.st->note[0])
+			per = 0;
+		if (o->incremental)
+			since = from;
+	} else {
+		r = dst->ops->source_cursor(dst, store_id(src), &taken);
+		if (r < 0) {
+			store_fail(&c, dst, r);
+			goto out;
+		}
+		/* The destination's record is the truth: it commits with the
+		 * data. */
+		if (o->incremental && dst->ops->replaces_sources)
+			since = taken;
 	}
 	r = copy_prepare(&c);
 	if (r < 0)
@@ -429,6 +595,20 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 		else
 			store_fail(&c, src, r);
 		goto out;
+	}
+	if (c.lineage) {
+		/* The nonce of the commit the copy reaches goes with the
+		 * record. */
+		uint64_t nonce;
+
+		r = src->ops->commit_nonce(src, upto, &nonce);
+		if (r < 0 && r != -ENOENT) {
+			store_fail(&c, src, r);
+			goto out;
+		}
+		c.mark.has_nonce = r == 0;
+		c.mark.nonce = r == 0 ? nonce : 0;
+		r = 0;
 	}
 	if (!dst->ops->replaces_sources) {
 		r = check_once(&c, taken, upto);
@@ -462,7 +642,7 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 		 * series with every copy that moves the record; a directory
 		 * adds them, with the one copy it takes. */
 		r = copy_chunk(&c, lo, hi, taken, last ? upto : taken,
-		               last && (dst->ops->replaces_sources || !taken));
+		               last && (dst->ops->replaces_sources || !taken), last);
 		if (r < 0)
 			goto out;
 		if (o->progress)

@@ -18,6 +18,27 @@
 
 #include "store.h"
 
+/* A destination's record of one source (source_records below). */
+struct source_record {
+	char key[64];  /* the identity copies are recorded under */
+	uint64_t upto; /* how far they reached: the source's commit number */
+	bool has_nonce;
+	uint64_t nonce;  /* the nonce of the source's commit `upto` */
+	uint64_t resync; /* the destination's commit of the last resync under key; 0: none */
+};
+
+/* What a copy's commit records with its source's record (batch_lineage). */
+struct source_mark {
+	bool has_nonce;
+	uint64_t nonce; /* of the source's commit `upto` */
+	bool resync;    /* this copy sends everything again under an existing key */
+	/* A clone leaving key split_from (not NULL): that key's rows written
+	 * before its resync (commit split_before) came from this clone's
+	 * history, which it now sends under its own key: they go. */
+	const char *split_from;
+	uint64_t split_before;
+};
+
 struct store_ops {
 	const char *name; /* "embedded", "central" */
 	void (*close)(struct store *s);
@@ -44,6 +65,9 @@ struct store_ops {
 	int (*frame_get)(const struct store *s, uint32_t frame, struct store_frame *f);
 	int (*series_counts)(struct store *s, uint32_t series, int64_t from, int64_t to,
 	                     store_count_fn fn, void *ctx);
+	/* Optional: store_series_prefetch(). */
+	int (*series_prefetch)(struct store *s, const uint32_t *ids, size_t n, int64_t from,
+	                       int64_t to);
 
 	int (*footprint)(struct store *s, struct store_footprint *out);
 	int (*series_disk_bytes)(struct store *s, uint32_t series, uint64_t *bytes);
@@ -78,6 +102,20 @@ struct store_ops {
 	 * (0 when never), and setting it (a writer; no batch open). */
 	int (*dest_cursor)(struct store *s, const char *dest, uint64_t *upto);
 	int (*set_dest_cursor)(struct store *s, const char *dest, uint64_t upto);
+	/* ---- a source's identity across copies of it (copy.c, "Source
+	 * identity"); each optional ---- */
+	/* The source side: the 8 random bytes commit number `commit` wrote
+	 * (its nonce); -ENOENT when it wrote none (an older flamefs's
+	 * commit, or one pruned with its change record). */
+	int (*commit_nonce)(struct store *s, uint64_t commit, uint64_t *nonce);
+	/* The destination side (one that replaces): calls fn for each record
+	 * of a source whose key is `base` (a store id) or a clone's
+	 * `base~<16 hex digits>`. */
+	int (*source_records)(struct store *s, const char *base,
+	                      int (*fn)(void *ctx, const struct source_record *r), void *ctx);
+	/* What a batch_source() batch records with the source's record. */
+	int (*batch_lineage)(struct store_batch *b, const struct source_mark *m);
+
 	/* Optional (NULL: the store's reads already see one state between
 	 * refreshes, as an embedded reader's do).  begin: catch up, then
 	 * let every read until the end call see that one state, however
@@ -86,6 +124,9 @@ struct store_ops {
 	 * as it was.  No writing in between. */
 	int (*snapshot)(struct store *s, bool begin);
 };
+
+/* store.c: one line to store_log_to()'s function, if any. */
+void store_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* store.c sets host after the backend's open; the backend sets where,
  * and frees both in its close. */

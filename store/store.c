@@ -6,6 +6,7 @@
 #include "store-internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,17 @@ char *store_default_dir(void)
 
 bool store_is_database(const char *where)
 {
-	return strncmp(where, "postgresql:", 11) == 0 || strncmp(where, "postgres:", 9) == 0;
+	const char *p = where + strspn(where, " \t");
+	size_t k = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
+
+	if (strncmp(where, "postgresql:", 11) == 0 || strncmp(where, "postgres:", 9) == 0)
+		return true;
+	/* libpq's keyword/value form, "host=db dbname=fleet ...": a first
+	 * word of lower-case letters and '_' then '='.  A directory of such
+	 * a name is written "./host=x". */
+	p += k;
+	p += strspn(p, " \t");
+	return k > 0 && *p == '=';
 }
 
 /* A host name: 1 to 255 bytes, no '/', no control character. */
@@ -81,6 +92,28 @@ int store_open(const char *where, int flags, struct store **out, char *err, size
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+static void (*log_fn)(void *ctx, const char *line);
+static void *log_ctx;
+
+void store_log_to(void (*fn)(void *ctx, const char *line), void *ctx)
+{
+	log_fn = fn;
+	log_ctx = ctx;
+}
+
+void store_log(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	if (!log_fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	log_fn(log_ctx, line);
 }
 
 const char *store_where(const struct store *s)
@@ -247,6 +280,11 @@ int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t 
                         store_count_fn fn, void *ctx)
 {
 	return s->ops->series_counts(s, series, from, to, fn, ctx);
+}
+
+int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from, int64_t to)
+{
+	return s->ops->series_prefetch ? s->ops->series_prefetch(s, ids, n, from, to) : 0;
 }
 
 int store_footprint(struct store *s, struct store_footprint *out)

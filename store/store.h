@@ -98,8 +98,10 @@ struct store_batch;
  * malloc'd string the caller frees, or NULL when none can be formed. */
 char *store_default_dir(void);
 
-/* True when `where` names a database (a connection string that starts
- * with "postgresql:" or "postgres:") rather than a directory. */
+/* True when `where` names a database rather than a directory: a
+ * connection string that starts with "postgresql:" or "postgres:", or
+ * libpq's keyword/value form (its first word a keyword, then '=':
+ * "host=db dbname=fleet"). */
 bool store_is_database(const char *where);
 
 /* Opens (and with STORE_CREATE, creates) the store at `dir`.  On success
@@ -118,6 +120,13 @@ const char *store_errmsg(const struct store *s);
  * directory whose creation an older flamefs left unfinished.  Owned by
  * `s`. */
 const char *store_notice(const struct store *s);
+
+/* Where stores report what they do on their own while a call runs: a
+ * database connection lost and waited for, each try again, and the
+ * recovery ("...: reconnected after 1.6 s").  fn gets one line without a
+ * newline, on the thread that made the call; fn NULL (the default) says
+ * nothing.  For the whole process: set it once, before opening stores. */
+void store_log_to(void (*fn)(void *ctx, const char *line), void *ctx);
 
 /* Where the store is, fit to print: the directory, or the connection
  * string with any password replaced by "***".  Owned by `s`. */
@@ -200,6 +209,13 @@ typedef int (*store_count_fn)(void *ctx, int64_t bucket_start, uint32_t node, ui
                               uint64_t weight);
 int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,
                         store_count_fn fn, void *ctx);
+/* A hint before reading the counts of the n series `ids` over [from, to]
+ * with store_series_counts(), one after the other in this order: a
+ * database sends them all for one query, and each of those calls takes
+ * its series' rows from that one reply; any other call on the store
+ * first reads what is left of it.  A directory does nothing.  0, or
+ * -ENOMEM (the reads then go one by one). */
+int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from, int64_t to);
 
 /* ---- footprint ------------------------------------------------------ */
 
@@ -278,6 +294,10 @@ struct store_copy_stats {
 	uint64_t samples, weight; /* summed over the buckets copied */
 	uint64_t frames, nodes;   /* offered to dst (it keeps the new ones) */
 	bool nothing_new;         /* src had nothing dst lacked */
+	/* What the copy did about the source's identity, as one line for
+	 * the user ("" when nothing was unusual): a restored copy sent
+	 * whole again, or a clone given an identity of its own. */
+	char note[512];
 };
 
 /* Copies `src` into `dst` (either backend each) by content: frames, stack

@@ -907,6 +907,104 @@ static void test_reconnect(void)
 	store_close(w);
 }
 
+/* A database whose values are not what flamefs wrote (damaged, altered by
+ * hand, or a hostile server): every number is checked before it is used
+ * and every binary value's length before it is read, so each read and
+ * prune fails with a message instead of writing or reading out of
+ * bounds (AddressSanitizer in CI's second stage sees any such access). */
+static void hostile_db(const char *db, const char *tamper)
+{
+	struct store *w;
+	struct store_batch *b;
+	uint32_t a, c;
+
+	fresh_db(db);
+	w = open_ok(db, STORE_CREATE);
+	if (!w)
+		return;
+	b = store_batch_new(w);
+	a = series(b, "h", "app");
+	c = series(b, "h", "other");
+	CHECK(store_batch_add(b, a, T0, stack(b, "main;work"), 3, 3) == 0);
+	CHECK(store_batch_add(b, c, T0 + 60, stack(b, "main;idle"), 4, 4) == 0);
+	CHECK(store_batch_commit(b) == 0);
+	store_batch_free(b);
+	store_close(w);
+	/* the views stand in the way of altering their tables' columns */
+	CHECK(sql(db, "DROP VIEW count_entries; DROP VIEW nodes; DROP VIEW frames; %s", tamper) !=
+	      NULL);
+}
+
+static void expect_unexpected(struct store *s, int r, const char *what)
+{
+	if (r != -EIO || !strstr(store_errmsg(s), "unexpected reply from the server")) {
+		fprintf(stderr, "  %s: %d, \"%s\"\n", what, r, store_errmsg(s));
+		test_failed = 1;
+	}
+}
+
+static void test_hostile(void)
+{
+	struct store *s;
+	struct store_series *l = NULL;
+	size_t n = 0;
+	struct store_prune_stats st;
+	struct store_prune_opts o = {.before = INT64_MAX};
+	uint32_t a;
+
+	/* Series ids longer than any int4: prune's id arrays were sized for
+	 * 11 characters an id. */
+	hostile_db("c_hostile1", "ALTER TABLE series ALTER COLUMN id TYPE text;"
+	                         "UPDATE series SET id = repeat('9', 40) || id");
+	s = open_ok("c_hostile1", STORE_READONLY);
+	if (s) {
+		expect_unexpected(s, store_series_list(s, &l, &n), "series list, long ids");
+		store_close(s);
+	}
+	expect_open_error(uri("c_hostile1"), 0, -EIO, "a series id (row 0, column 0)", NULL);
+	/* prune on a handle opened before the tampering */
+	hostile_db("c_hostile2", "SELECT 1");
+	s = open_ok("c_hostile2", 0);
+	if (s) {
+		CHECK(sql("c_hostile2", "ALTER TABLE series ALTER COLUMN id TYPE text;"
+		                        "UPDATE series SET id = repeat('9', 40) || id") != NULL);
+		expect_unexpected(s, store_prune(s, &o, &st), "prune, long ids");
+		CHECK(st.series == 0 && st.samples == 0);
+		store_close(s);
+	}
+	CHECK_STR(sql("c_hostile2", "SELECT count(*) FROM counts"), "2");
+	/* Negative and signed counts where unsigned ones belong. */
+	hostile_db("c_hostile3", "UPDATE series SET weight = -5 WHERE binary_name = 'app'");
+	s = open_ok("c_hostile3", STORE_READONLY);
+	if (s) {
+		expect_unexpected(s, store_series_list(s, &l, &n),
+		                  "series list, a negative weight");
+		store_close(s);
+	}
+	hostile_db("c_hostile4", "UPDATE flamefs_meta SET value = '-1' WHERE key = 'commits'");
+	expect_open_error(uri("c_hostile4"), STORE_READONLY, -EIO, "store is damaged", NULL);
+	/* Binary values shorter than the reader needs: an int4 bucket and an
+	 * int2 run start were read as 8 and 4 bytes. */
+	hostile_db("c_hostile5", "ALTER TABLE counts ALTER COLUMN bucket TYPE int4"
+	                         " USING (bucket / 60)::int4");
+	s = open_ok("c_hostile5", STORE_READONLY);
+	if (s) {
+		struct dump d = {.s = s};
+
+		a = find_series(s, "h", "app", NULL);
+		CHECK(a != 0);
+		expect_unexpected(s, store_series_counts(s, a, 0, T0 + 600, dump_fn, &d),
+		                  "counts, an int4 bucket");
+		CHECK(d.len == 0);
+		CHECK(strstr(store_errmsg(s), "a bucket") != NULL);
+		store_close(s);
+	}
+	hostile_db("c_hostile6", "ALTER TABLE node_runs ALTER COLUMN first TYPE int2");
+	expect_open_error(uri("c_hostile6"), STORE_READONLY, -EIO,
+	                  "a node run's first id (row 0, column 0)", NULL);
+	store_series_free(l, n);
+}
+
 static void run(const char *name, void (*fn)(void))
 {
 	test_failed = 0;
@@ -946,5 +1044,6 @@ int main(int argc, char **argv)
 	run("prune", test_prune);
 	run("refusals", test_refusals);
 	run("reconnect", test_reconnect);
+	run("hostile", test_hostile);
 	return failures ? 1 : 0;
 }

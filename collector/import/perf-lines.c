@@ -21,7 +21,10 @@
 
 /* Matches stackcollapse-perf's header pattern: the shortest comm of two or
  * more bytes, then whitespace, a pid (or pid/tid: digits, slashes, digits)
- * and whitespace.  Linear: each whitespace run is tried once. */
+ * and whitespace.  A pid or tid may be -1: perf prints ":-1 -1/-1" for a
+ * sample it knows no thread of, which must not make the comm run on to
+ * the period (and the time be missed).  Linear: each whitespace run is
+ * tried once. */
 bool perf_match_header(const char *l, size_t n, struct header *h)
 {
 	if (n < 2 || is_ws((unsigned char)l[0]))
@@ -34,11 +37,17 @@ bool perf_match_header(const char *l, size_t n, struct header *h)
 		size_t j = k;
 		while (j < n && is_ws((unsigned char)l[j]))
 			j++;
+		if (j + 2 < n && l[j] == '-' && l[j + 1] == '1' &&
+		    !is_digit((unsigned char)l[j + 2]))
+			j++;
 		if (j == n || !is_digit((unsigned char)l[j]))
 			continue;
 		while (j < n && is_digit((unsigned char)l[j]))
 			j++;
 		while (j < n && l[j] == '/')
+			j++;
+		if (j + 2 < n && l[j] == '-' && l[j + 1] == '1' &&
+		    !is_digit((unsigned char)l[j + 2]))
 			j++;
 		while (j < n && is_digit((unsigned char)l[j]))
 			j++;

@@ -96,6 +96,8 @@ static void push_once(struct record_pusher *p)
 	}
 	if (p->failing)
 		fprintf(stderr, PROG ": push: %s reached again\n", store_where(p->dst));
+	if (st.note[0])
+		fprintf(stderr, PROG ": push: %s\n", st.note);
 	p->failing = false;
 	p->pushes++;
 	p->buckets += st.buckets;
@@ -124,6 +126,14 @@ static void *push_thread(void *arg)
 	return NULL;
 }
 
+/* The store's lines about a lost connection, each try again and the
+ * recovery, from the push thread. */
+static void log_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": push: %s\n", line);
+}
+
 int record_push_start(struct record_pusher **out, const char *dir, const char *to, int64_t every)
 {
 	struct record_pusher *p = calloc(1, sizeof(*p));
@@ -134,6 +144,7 @@ int record_push_start(struct record_pusher **out, const char *dir, const char *t
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
+	store_log_to(log_line, NULL);
 	p->dir = strdup(dir);
 	p->to = strdup(to);
 	p->cache = store_copy_cache_new();

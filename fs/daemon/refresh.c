@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -342,6 +343,14 @@ void refresh_maybe_locked(void)
 	uint64_t before = store_sequence(fs.store);
 	int r = store_refresh(fs.store);
 	int64_t end = refresh_bucket_end_now();
+	/* Said once per change of state, not once a second: the log of a
+	 * view whose database is away for an hour holds two lines. */
+	const char *what = store_is_database(store_where(fs.store)) ? "database" : "store";
+	if (r < 0 && !fs.store_down)
+		fprintf(stderr, "flamefs: %s unreachable: %s\n", what, store_errmsg(fs.store));
+	else if (r >= 0 && fs.store_down)
+		fprintf(stderr, "flamefs: %s back: %s\n", what, store_where(fs.store));
+	fs.store_down = r < 0;
 	bool moved = end != fs.last_bucket_end;
 	fs.last_bucket_end = end;
 	if (r <= 0 && store_sequence(fs.store) == before) {

@@ -86,7 +86,12 @@ struct pg {
 	PGconn *conn;
 	char *conninfo; /* as given: it may hold the password; never shown */
 	bool readonly;
-	bool snapshot; /* a REPEATABLE READ READ ONLY transaction is open */
+	/* A REPEATABLE READ READ ONLY transaction is open: a reader's, from
+	 * its open or last refresh to the next (every read in between sees
+	 * one state of the database: a commit whole or not at all), or a
+	 * copy's (store_copy(), central_snapshot()).  snapshot_read: a read
+	 * other than the catch-up has used the reader's snapshot. */
+	bool snapshot, snapshot_copy, snapshot_read;
 	char errmsg[CENTRAL_ERRLEN];
 	char store_id[33];
 	uint32_t bucket_seconds;
@@ -115,6 +120,17 @@ struct pg {
 	uint32_t series_by_id_len; /* ids below it */
 
 	struct pg_batch *batch; /* the open batch, if any */
+
+	/* store_series_prefetch(): the stream of the listed series' counts
+	 * (read.c); while on, the connection is busy with it, and every
+	 * other statement ends it first (central_prefetch_end). */
+	struct {
+		bool on, done;
+		uint32_t *ids;
+		size_t n, pos; /* pos: the next series to hand out */
+		int64_t from, to;
+		PGresult *next; /* a row read ahead: the next series' first */
+	} pf;
 };
 
 struct pg_batch {
@@ -131,8 +147,15 @@ struct pg_batch {
 	/* A commit failed half way through renumbering it: it holds none of
 	 * its frames and nodes any more, so it is refused (commit.c). */
 	bool broken;
-	char source[33];
+	char source[64]; /* its key: a store id, or a clone's "id~16 hex digits" */
 	uint64_t upto;
+	/* batch_lineage(): recorded in flamefs_meta's "lineage:<source row>" */
+	struct {
+		bool has_nonce, resync;
+		uint64_t nonce;
+		char split_from[64]; /* "": none */
+		uint64_t split_before;
+	} mark;
 	uint64_t expect; /* the source's record the commit expects to find */
 	char token[33];  /* random, recorded with the commit */
 };
@@ -200,6 +223,20 @@ int central_random_hex(char out[33]);
  * out of memory or when it holds a NUL byte, which no key has). */
 char *central_hex_of(const char *str);
 char *central_str_of_bytea(const PGresult *res, int row, int col);
+
+/* What the server sent, checked (a damaged or hostile database must not
+ * make the reader write out of bounds or believe a wrong number): the
+ * text value at (row, col) as a decimal number, all of it digits (an
+ * optional '-' for the signed one), within range (at most `max`); a
+ * binary value of exactly `len` bytes (NULL otherwise).  On failure the
+ * message names `what`: "...: unexpected reply from the server: a series
+ * id (row R, column C) is not what a flamefs store holds", -EIO. */
+int central_value_u64(struct pg *s, const PGresult *res, int row, int col, uint64_t max,
+                      const char *what, uint64_t *out);
+int central_value_i64(struct pg *s, const PGresult *res, int row, int col, const char *what,
+                      int64_t *out);
+const char *central_value_bin(struct pg *s, const PGresult *res, int row, int col, int len,
+                              const char *what);
 
 /* Big-endian readers for binary results. */
 static inline uint32_t be32(const char *p)
@@ -277,6 +314,10 @@ int central_refresh(struct store *s);
 int central_series_list(struct store *s, struct store_series **out, size_t *n);
 int central_series_counts(struct store *s, uint32_t series, int64_t from, int64_t to,
                           store_count_fn fn, void *ctx);
+int central_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from,
+                            int64_t to);
+/* read.c: ends a prefetch still streaming (reads what is left of it). */
+void central_prefetch_end(struct pg *s);
 int central_footprint(struct store *s, struct store_footprint *out);
 int central_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes);
 int central_compact(struct store *s);
@@ -284,8 +325,17 @@ int central_prune(struct store *s, const struct store_prune_opts *o, struct stor
 int central_changes(struct store *s, uint64_t since, uint64_t *upto,
                     int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
 int central_source_cursor(struct store *s, const char *source, uint64_t *upto);
+int central_source_records(struct store *s, const char *base,
+                           int (*fn)(void *ctx, const struct source_record *r), void *ctx);
+int central_batch_lineage(struct store_batch *b, const struct source_mark *m);
+/* Whether `key` is a source key: 32 hex digits, or a clone's 32 + "~" + 16. */
+bool central_source_key_ok(const char *key);
 int central_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
 int central_snapshot(struct store *s, bool begin);
+/* central.c: a reader whose snapshot's connection died before anything but
+ * the catch-up read in it waits for the server (central_reconnect) and
+ * takes a new snapshot: 0, or -errno with the message set. */
+int central_reader_recover(struct pg *s);
 int central_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
 
 #endif

@@ -13,11 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reads the commit counter and loads what is new, in one snapshot.
- * Returns 1 when the counter moved, 0 when not, or -errno. */
 /* Reads the commit counter and the frames and nodes past those loaded,
  * in one REPEATABLE READ transaction, which stays open (s->snapshot) when
- * keep is true. */
+ * keep is true.  Returns 1 when the counter moved, 0 when not, or -errno. */
 static int catch_up(struct pg *s, bool keep)
 {
 	PGresult *res;
@@ -33,10 +31,12 @@ static int catch_up(struct pg *s, bool keep)
 	r = central_load_new(s);
 	if (r < 0)
 		goto fail;
-	if (keep)
+	if (keep) {
 		s->snapshot = true;
-	else
+		s->snapshot_read = false;
+	} else {
 		r = central_exec(s, "reading", "COMMIT", 0, NULL, false, NULL);
+	}
 	if (r < 0)
 		return r;
 	r = seq != s->seq;
@@ -48,6 +48,21 @@ fail:
 		PQclear(res);
 	}
 	return r;
+}
+
+/* Ends the open snapshot, if any.  A connection that died with it is
+ * not an error here: the next catch-up reconnects. */
+static void end_snapshot(struct pg *s)
+{
+	central_prefetch_end(s);
+	if (!s->snapshot)
+		return;
+	s->snapshot = s->snapshot_copy = s->snapshot_read = false;
+	if (s->conn && PQstatus(s->conn) == CONNECTION_OK) {
+		PGresult *res = PQexec(s->conn, "COMMIT");
+
+		PQclear(res);
+	}
 }
 
 static int open_once(const char *conn, int flags, struct store **out, char *err, size_t errlen)
@@ -97,7 +112,9 @@ static int open_once(const char *conn, int flags, struct store **out, char *err,
 			goto fail;
 	}
 	s->seq = UINT64_MAX; /* so that catch_up() records the counter */
-	r = catch_up(s, false);
+	/* A reader reads in the snapshot it opened with, until its first
+	 * refresh. */
+	r = catch_up(s, s->readonly);
 	if (r < 0)
 		goto fail;
 	if (s->nframes == 0 || s->nnodes == 0) {
@@ -131,10 +148,16 @@ int central_open(const char *conn, int flags, struct store **out, char *err, siz
 		left = start + central_retry_seconds() - central_now();
 		/* Once it was there, a refused connection is the restart. */
 		lost = lost || r == -ECONNRESET;
-		if (!(r == -ECONNRESET || (lost && r == -ECONNREFUSED)) || left <= 0)
+		if (!(r == -ECONNRESET || (lost && r == -ECONNREFUSED)) || left <= 0) {
+			if (r == 0 && lost)
+				store_log("%s: opened after %.1f s", (*out)->where,
+				          central_now() - start);
 			return r;
+		}
 		if (delay > left)
 			delay = left;
+		store_log("%s; trying again in %.1f s",
+		          errlen && err[0] ? err : "the server went away", delay);
 		ts.tv_sec = (time_t)delay;
 		ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -151,6 +174,8 @@ void central_close_store(struct store *sbase)
 		return;
 	if (s->batch)
 		central_batch_free(&s->batch->base);
+	PQclear(s->pf.next);
+	free(s->pf.ids);
 	if (s->conn)
 		PQfinish(s->conn);
 	central_intern_free(s);
@@ -166,11 +191,13 @@ void central_close_store(struct store *sbase)
 }
 
 /* Catches up (keep: and keeps the transaction open), on a fresh
- * connection when the old one is gone. */
+ * connection when the old one is gone; a snapshot still open ends
+ * first. */
 static int refresh(struct pg *s, bool keep)
 {
 	int r;
 
+	end_snapshot(s);
 	if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
 		if (s->conn)
 			PQreset(s->conn);
@@ -196,10 +223,29 @@ int central_refresh(struct store *sbase)
 	struct pg *s = pg_of(sbase);
 
 	/* A writer's batch holds provisional ids past the loaded ones; the
-	 * commit catches up instead.  Inside a snapshot, nothing moves. */
-	if (s->batch || s->snapshot)
+	 * commit catches up instead.  Inside a copy's snapshot, nothing
+	 * moves.  A reader moves to a new snapshot. */
+	if (s->batch || s->snapshot_copy)
 		return 0;
-	return refresh(s, false);
+	return refresh(s, s->readonly);
+}
+
+int central_reader_recover(struct pg *s)
+{
+	double start = central_now(), delay = 0.1;
+	int r;
+
+	if (!s->readonly || !s->snapshot || s->snapshot_copy || s->snapshot_read)
+		return -ECONNRESET;
+	s->snapshot = false;
+	for (;;) {
+		r = central_reconnect(s, start, &delay);
+		if (r < 0)
+			return r;
+		r = catch_up(s, true);
+		if (r != -ECONNRESET)
+			return r < 0 ? r : 0;
+	}
 }
 
 int central_snapshot(struct store *sbase, bool begin)
@@ -208,16 +254,19 @@ int central_snapshot(struct store *sbase, bool begin)
 	int r;
 
 	if (begin) {
-		if (s->batch || s->snapshot) {
+		if (s->batch || s->snapshot_copy) {
 			central_seterr(s, "%s: a batch or a snapshot is open", s->base.where);
 			return -EBUSY;
 		}
 		r = refresh(s, true);
-		return r < 0 ? r : 0;
-	}
-	if (!s->snapshot)
+		if (r < 0)
+			return r;
+		s->snapshot_copy = true;
 		return 0;
-	s->snapshot = false;
+	}
+	if (!s->snapshot_copy)
+		return 0;
+	s->snapshot = s->snapshot_copy = s->snapshot_read = false;
 	return central_exec(s, "ending a read", "COMMIT", 0, NULL, false, NULL) < 0 ? -EIO : 0;
 }
 
@@ -301,6 +350,7 @@ const struct store_ops central_ops = {
         .frame_count = central_frame_count,
         .frame_get = central_frame_get,
         .series_counts = central_series_counts,
+        .series_prefetch = central_series_prefetch,
         .footprint = central_footprint,
         .series_disk_bytes = central_series_disk_bytes,
         .compact = central_compact,
@@ -310,6 +360,8 @@ const struct store_ops central_ops = {
         .changes = central_changes,
         .batch_source = central_batch_source,
         .source_cursor = central_source_cursor,
+        .source_records = central_source_records,
+        .batch_lineage = central_batch_lineage,
         .dest_cursor = central_dest_cursor,
         .set_dest_cursor = central_set_dest_cursor,
         .snapshot = central_snapshot,

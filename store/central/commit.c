@@ -138,9 +138,14 @@ static int run(struct pg *s, const char *what, const char *sql)
 	return central_exec(s, what, sql, 0, NULL, false, NULL);
 }
 
-static int64_t value_i64(const PGresult *res, int row, int col)
+/* A series id the server sent. */
+static int series_id(struct pg *s, const PGresult *res, int row, int col, uint32_t *id)
 {
-	return strtoll(PQgetvalue(res, row, col), NULL, 10);
+	uint64_t v;
+	int r = central_value_u64(s, res, row, col, INT32_MAX, "a series id", &v);
+
+	*id = (uint32_t)v;
+	return r;
 }
 
 /* Renumbers the batch's frames and nodes after the `theirs` rows other
@@ -264,6 +269,7 @@ static int others_wrote(struct pg_batch *b)
 {
 	struct pg *s = b->s;
 	PGresult *res;
+	uint64_t frames, nodes;
 	int r = central_exec(s, "reading the newest ids",
 	                     "SELECT (SELECT first + cardinality(kinds) FROM frame_runs"
 	                     " ORDER BY first DESC LIMIT 1), (SELECT first + cardinality(parents)"
@@ -272,8 +278,12 @@ static int others_wrote(struct pg_batch *b)
 
 	if (r < 0)
 		return r;
-	r = value_i64(res, 0, 0) != (int64_t)b->frame_base ||
-	    value_i64(res, 0, 1) != (int64_t)b->node_base;
+	r = central_value_u64(s, res, 0, 0, UINT32_MAX, "where the frames end", &frames);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 1, UINT32_MAX, "where the stack nodes end",
+		                      &nodes);
+	if (r == 0)
+		r = frames != b->frame_base || nodes != b->node_base;
 	PQclear(res);
 	return r;
 }
@@ -320,13 +330,13 @@ static int resolve_series(struct pg_batch *b, uint32_t **ids)
 			free(hex[c]);
 		if (r < 0)
 			break;
-		if (strcmp(PQgetvalue(res, 0, 1), e->unit)) {
+		r = series_id(s, res, 0, 0, &(*ids)[k]);
+		if (r == 0 && strcmp(PQgetvalue(res, 0, 1), e->unit)) {
 			central_seterr(s, "series %s/%s/%s of host %s has unit \"%s\", not \"%s\"",
 			               e->binary, e->version, e->event, e->host,
 			               PQgetvalue(res, 0, 1), e->unit);
 			r = -EINVAL;
 		}
-		(*ids)[k] = (uint32_t)value_i64(res, 0, 0);
 		PQclear(res);
 	}
 	return r;
@@ -583,14 +593,21 @@ static int replace_input_bytes(struct pg *s, struct delta *d, size_t nd, const c
 	free(bytes.p);
 	if (r < 0)
 		return r;
-	for (int i = 0; i < PQntuples(res); i++) {
-		struct delta *x = delta_of(d, nd, (uint32_t)value_i64(res, i, 0));
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		uint32_t id;
+		uint64_t old;
+		struct delta *x;
 
+		r = series_id(s, res, i, 0, &id);
+		if (r == 0)
+			r = central_value_u64(s, res, i, 1, UINT64_MAX, "a source's input bytes",
+			                      &old);
+		x = r == 0 ? delta_of(d, nd, id) : NULL;
 		if (x)
-			x->less_input = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+			x->less_input = old;
 	}
 	PQclear(res);
-	return 0;
+	return r;
 }
 
 /* The counts rows, the replaced rows they take the place of, and the
@@ -642,7 +659,7 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		cb_16(&c, 7);
 		f_int4(&c, series);
 		f_int8(&c, (uint64_t)e->bucket);
-		f_int4(&c, (uint32_t)atoi(source_id)); /* 0: written directly */
+		f_int4(&c, (uint32_t)strtoul(source_id, NULL, 10)); /* 0: written directly */
 		f_int8(&c, (uint64_t)commit);
 		f_counts(&c, e, n);
 		f_int8(&c, ts);
@@ -674,16 +691,27 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		                 3, vals, false, &res);
 		if (r < 0)
 			goto out;
-		for (int i = 0; i < PQntuples(res); i++) {
-			struct delta *x = delta_of(d, nd, (uint32_t)value_i64(res, i, 0));
+		for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+			uint32_t id;
+			int64_t ts, tw;
+			struct delta *x;
 
+			r = series_id(s, res, i, 0, &id);
+			if (r == 0)
+				r = central_value_i64(s, res, i, 1, "a replaced row's samples",
+				                      &ts);
+			if (r == 0)
+				r = central_value_i64(s, res, i, 2, "a replaced row's weight", &tw);
+			x = r == 0 ? delta_of(d, nd, id) : NULL;
 			if (x) {
 				/* counts hold u64 values as int8 bit patterns */
-				x->less_samples += (uint64_t)value_i64(res, i, 1);
-				x->less_weight += (uint64_t)value_i64(res, i, 2);
+				x->less_samples += (uint64_t)ts;
+				x->less_weight += (uint64_t)tw;
 			}
 		}
 		PQclear(res);
+		if (r < 0)
+			goto out;
 	}
 	if (b->ncounts) {
 		r = central_copy_in(s, "writing counts", "COPY counts FROM STDIN (FORMAT binary)",
@@ -751,12 +779,14 @@ out:
 	return r;
 }
 
-/* The source row of a copy: its id (made when new), as text. */
+/* The source row of a copy: its id (made when new), as the decimal
+ * number it checked. */
 static int source_row(struct pg_batch *b, char out[16])
 {
 	struct pg *s = b->s;
 	const char *vals[1] = {b->source};
 	PGresult *res;
+	uint64_t id;
 	int r = central_exec(s, "looking up the source store",
 	                     "SELECT id FROM sources WHERE store_id = $1", 1, vals, false, &res);
 
@@ -772,9 +802,63 @@ static int source_row(struct pg_batch *b, char out[16])
 		if (r < 0)
 			return r;
 	}
-	snprintf(out, 16, "%s", PQgetvalue(res, 0, 0));
+	r = central_value_u64(s, res, 0, 0, INT32_MAX, "a source store's id", &id);
 	PQclear(res);
-	return 0;
+	if (r == 0)
+		snprintf(out, 16, "%" PRIu64, id);
+	return r;
+}
+
+/* A copy's lineage, with its source record (row `source`): the nonce of
+ * the source's commit it reached, and the commit of the last resync under
+ * this key (this one's when it resyncs; else the one recorded stays).  A
+ * clone that leaves a key whose record another copy resynced takes away
+ * that key's rows written before the resync: they came from the clone's
+ * history, which it sends again under its own key (store/README.md,
+ * "Source identity"). */
+static int record_lineage(struct pg_batch *b, const char *source, int64_t commit)
+{
+	struct pg *s = b->s;
+	char nonce[17] = "-", resync[24] = "0", before[24];
+	const char *vals[4] = {source, nonce, resync, b->mark.resync ? "t" : "f"};
+	int r;
+
+	if (b->mark.has_nonce)
+		snprintf(nonce, sizeof(nonce), "%016" PRIx64, b->mark.nonce);
+	if (b->mark.resync)
+		snprintf(resync, sizeof(resync), "%" PRId64, commit);
+	r = central_exec(s, "recording the source's lineage",
+	                 "INSERT INTO flamefs_meta (key, value) VALUES ('lineage:' || $1,"
+	                 " $2 || ' ' || $3) ON CONFLICT (key) DO UPDATE SET value = $2 || ' ' ||"
+	                 " CASE WHEN $4::bool THEN $3 ELSE coalesce(nullif(split_part("
+	                 "flamefs_meta.value, ' ', 2), ''), '0') END",
+	                 4, vals, false, NULL);
+	if (r < 0 || !b->mark.split_from[0])
+		return r;
+	snprintf(before, sizeof(before), "%" PRIu64, b->mark.split_before);
+	{
+		const char *v2[2] = {b->mark.split_from, before};
+
+		r = central_exec(
+		        s, "taking a clone's rows from the key it leaves",
+		        "WITH o AS (SELECT id FROM sources WHERE store_id = $1),"
+		        " d AS (DELETE FROM counts c USING o WHERE c.source = o.id"
+		        " AND c.commit < $2::int8 RETURNING c.series, c.total_samples, "
+		        "c.total_weight),"
+		        " t AS (SELECT series, sum(flamefs_u64(total_samples)) AS samples,"
+		        " sum(flamefs_u64(total_weight)) AS weight FROM d GROUP BY series)"
+		        " UPDATE series SET samples = series.samples - t.samples,"
+		        " weight = series.weight - t.weight FROM t WHERE series.id = t.series",
+		        2, v2, false, NULL);
+		if (r == 0)
+			r = central_exec(
+			        s, "taking a clone's rows from the key it leaves",
+			        "UPDATE flamefs_meta SET value = split_part(value, ' ', 1)"
+			        " || ' 0' WHERE key = (SELECT 'lineage:' || id FROM sources"
+			        " WHERE store_id = $1)",
+			        1, v2, false, NULL);
+	}
+	return r;
 }
 
 /* Whether the batch changes anything at all. */
@@ -817,10 +901,10 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 		if (r < 0)
 			return r;
 		if (PQntuples(res) == 1) {
-			*commit = value_i64(res, 0, 0);
+			r = central_value_i64(s, res, 0, 0, "an earlier commit's number", commit);
 			PQclear(res);
 			run(s, "commit", "ROLLBACK");
-			return 1;
+			return r < 0 ? r : 1;
 		}
 		PQclear(res);
 	}
@@ -871,6 +955,8 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 		}
 		PQclear(res2);
 	}
+	if (r == 0 && b->replace)
+		r = record_lineage(b, source, *commit);
 	if (r == 0) {
 		const char *vals[3] = {s->writer_id, b->token, num};
 

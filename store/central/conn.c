@@ -16,12 +16,34 @@
 
 /* ---- hiding the password ------------------------------------------------ */
 
-/* Replaces out[from, to) with "***". */
-static char *splice(char *out, size_t from, size_t to)
+/* The passwords a connection string holds, as written in it, for
+ * masking them in libpq's messages too. */
+struct secrets {
+	char *v[8];
+	int n;
+	bool failed; /* out of memory, or more than 8 */
+};
+
+static void secrets_free(struct secrets *sx)
+{
+	for (int i = 0; i < sx->n; i++)
+		free(sx->v[i]);
+	sx->n = 0;
+}
+
+/* Replaces out[from, to) with "***" (and keeps what it held in sx). */
+static char *splice(char *out, size_t from, size_t to, struct secrets *sx)
 {
 	size_t len = strlen(out), n = len - (to - from) + 3 + 1;
 	char *r = malloc(n);
 
+	if (sx && sx->n < 8) {
+		sx->v[sx->n] = strndup(out + from, to - from);
+		sx->failed = sx->failed || !sx->v[sx->n];
+		sx->n += sx->v[sx->n] != NULL;
+	} else if (sx) {
+		sx->failed = true;
+	}
 	if (!r) {
 		free(out);
 		return NULL;
@@ -35,7 +57,7 @@ static char *splice(char *out, size_t from, size_t to)
 
 /* The value of every "password=" parameter: in a URI's query (up to '&'),
  * or in keyword/value form (up to white space, or a quoted value). */
-static char *redact_params(char *out, bool uri, bool *found)
+static char *redact_params(char *out, bool uri, bool *found, struct secrets *sx)
 {
 	size_t at = 0;
 
@@ -73,7 +95,7 @@ static char *redact_params(char *out, bool uri, bool *found)
 		to = at;
 		if (to == from)
 			continue;
-		out = splice(out, from, to);
+		out = splice(out, from, to, sx);
 		if (!out)
 			return NULL;
 		*found = true;
@@ -81,16 +103,16 @@ static char *redact_params(char *out, bool uri, bool *found)
 	}
 }
 
-char *central_redact(const char *conninfo)
+/* The string with the passwords our own reading finds replaced by "***";
+ * sx (when not NULL) gets them. */
+static char *redact_ours(const char *conninfo, bool *found, struct secrets *sx)
 {
 	char *out = strdup(conninfo);
 	const char *scheme = strstr(conninfo, "://");
 	bool uri = (strncmp(conninfo, "postgresql://", 13) == 0 ||
 	            strncmp(conninfo, "postgres://", 11) == 0);
-	bool found = false;
-	PQconninfoOption *opts;
-	char *perr = NULL;
 
+	*found = false;
 	if (!out)
 		return NULL;
 	if (uri && scheme) {
@@ -105,14 +127,25 @@ char *central_redact(const char *conninfo)
 			char *colon = memchr(out + auth, ':', at - 1 - auth);
 
 			if (colon && (size_t)(colon - out) + 1 < at - 1) {
-				out = splice(out, (size_t)(colon - out) + 1, at - 1);
+				out = splice(out, (size_t)(colon - out) + 1, at - 1, sx);
 				if (!out)
 					return NULL;
-				found = true;
+				*found = true;
 			}
 		}
 	}
-	out = redact_params(out, uri, &found);
+	return redact_params(out, uri, found, sx);
+}
+
+char *central_redact(const char *conninfo)
+{
+	bool uri = (strncmp(conninfo, "postgresql://", 13) == 0 ||
+	            strncmp(conninfo, "postgres://", 11) == 0);
+	bool found = false;
+	PQconninfoOption *opts;
+	char *perr = NULL;
+	char *out = redact_ours(conninfo, &found, NULL);
+
 	if (!out)
 		return NULL;
 	/* What libpq reads as the password must not be left: if it found one
@@ -133,6 +166,37 @@ char *central_redact(const char *conninfo)
 			break;
 		}
 	PQconninfoFree(opts);
+	return out;
+}
+
+/* libpq's message about a connection string it cannot read, with every
+ * password our own reading of the string finds replaced by "***"; NULL
+ * when it may show one we cannot find (or when out of memory). */
+static char *masked_complaint(const char *conninfo, const char *perr)
+{
+	struct secrets sx;
+	bool found;
+	char *red, *out = NULL;
+
+	memset(&sx, 0, sizeof(sx));
+	red = redact_ours(conninfo, &found, &sx);
+	free(red);
+	if (!red || sx.failed)
+		goto done;
+	/* A password we did not find would be in a form we cannot read:
+	 * say nothing of a message about such a string. */
+	if (!sx.n && (strstr(conninfo, "password") || strchr(conninfo, '@')))
+		goto done;
+	out = strdup(perr);
+	for (int i = 0; out && i < sx.n; i++) {
+		char *at;
+
+		while (out && sx.v[i][0] && (at = strstr(out, sx.v[i])))
+			out = splice(out, (size_t)(at - out), (size_t)(at - out) + strlen(sx.v[i]),
+			             NULL);
+	}
+done:
+	secrets_free(&sx);
 	return out;
 }
 
@@ -207,14 +271,32 @@ int central_connect(struct pg *s)
 	/* libpq echoes the parts of a string it cannot read, a password
 	 * among them: say only that it cannot. */
 	opts = PQconninfoParse(s->conninfo, &perr);
-	PQfreemem(perr);
 	if (!opts) {
-		central_seterr(s,
-		               "%s: not a connection string libpq can read (see the libpq "
-		               "documentation, \"Connection Strings\")",
-		               s->base.where);
+		char *m = perr ? masked_complaint(s->conninfo, perr) : NULL,
+		     one[CENTRAL_ERRLEN / 2];
+
+		if (m) {
+			/* one line, as every message */
+			size_t o = 0;
+
+			for (const char *q = m; *q && o + 1 < sizeof(one); q++)
+				one[o++] = *q == '\n' || *q == '\t' ? ' ' : *q;
+			while (o && one[o - 1] == ' ')
+				o--;
+			one[o] = '\0';
+			central_seterr(s, "%s: not a connection string libpq can read: %s",
+			               s->base.where, one);
+		} else {
+			central_seterr(s,
+			               "%s: not a connection string libpq can read (see the libpq "
+			               "documentation, \"Connection Strings\")",
+			               s->base.where);
+		}
+		free(m);
+		PQfreemem(perr);
 		return -EINVAL;
 	}
+	PQfreemem(perr);
 	PQconninfoFree(opts);
 	s->conn = PQconnectdbParams(keys, vals, 1);
 	if (!s->conn) {
@@ -270,6 +352,16 @@ bool central_restarting(const char *msg)
 	       strstr(msg, "the database system is in recovery mode");
 }
 
+/* What went wrong, without the "<where>: " every message starts with. */
+static const char *reason(const struct pg *s, const char *msg)
+{
+	size_t wl = strlen(s->base.where);
+
+	if (!strncmp(msg, s->base.where, wl) && !strncmp(msg + wl, ": ", 2))
+		msg += wl + 2;
+	return *msg ? msg : "connection lost";
+}
+
 int central_reconnect(struct pg *s, double start, double *delay)
 {
 	double limit = central_retry_seconds();
@@ -283,6 +375,8 @@ int central_reconnect(struct pg *s, double start, double *delay)
 			break;
 		if (*delay > left)
 			*delay = left;
+		store_log("%s: %s; trying again in %.1f s", s->base.where,
+		          reason(s, msg[0] ? msg : s->errmsg), *delay);
 		ts.tv_sec = (time_t)*delay;
 		ts.tv_nsec = (long)((*delay - (double)ts.tv_sec) * 1e9);
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -292,10 +386,14 @@ int central_reconnect(struct pg *s, double start, double *delay)
 			PQreset(s->conn);
 			if (PQstatus(s->conn) == CONNECTION_OK) {
 				PQsetNoticeProcessor(s->conn, no_notices, NULL);
+				store_log("%s: reconnected after %.1f s", s->base.where,
+				          central_now() - start);
 				return 0;
 			}
 			central_pqerr(s->conn, NULL, msg, sizeof(msg));
 		} else if (central_connect(s) == 0) {
+			store_log("%s: reconnected after %.1f s", s->base.where,
+			          central_now() - start);
 			return 0;
 		} else {
 			const char *why = strstr(s->errmsg, "cannot connect: ");
@@ -357,6 +455,86 @@ char *central_str_of_bytea(const PGresult *res, int row, int col)
 	return out;
 }
 
+/* ---- values the server sends ---------------------------------------------------- */
+
+/* The server is not trusted to send what the schema promises (a damaged
+ * or hostile database, a column altered by hand): every number is parsed
+ * whole and checked against its range, every binary value's length
+ * against the size the reader needs, before anything uses it. */
+static int unexpected(struct pg *s, const char *what, int row, int col)
+{
+	central_seterr(s,
+	               "%s: unexpected reply from the server: %s (row %d, column %d) is not what "
+	               "a flamefs store holds",
+	               s->base.where, what, row, col);
+	return -EIO;
+}
+
+/* The text value at (row, col), or NULL when absent, SQL NULL or binary. */
+static const char *text_value(const PGresult *res, int row, int col)
+{
+	if (row < 0 || col < 0 || row >= PQntuples(res) || col >= PQnfields(res) ||
+	    PQgetisnull(res, row, col) || PQfformat(res, col) != 0)
+		return NULL;
+	return PQgetvalue(res, row, col);
+}
+
+/* Decimal digits only, at least one, the value at most max. */
+static bool digits(const char *v, uint64_t max, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (!v || !*v)
+		return false;
+	for (; *v; v++) {
+		unsigned d = (unsigned)(*v - '0');
+
+		if (d > 9 || x > (max - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return true;
+}
+
+int central_value_u64(struct pg *s, const PGresult *res, int row, int col, uint64_t max,
+                      const char *what, uint64_t *out)
+{
+	*out = 0;
+	return digits(text_value(res, row, col), max, out) ? 0 : unexpected(s, what, row, col);
+}
+
+int central_value_i64(struct pg *s, const PGresult *res, int row, int col, const char *what,
+                      int64_t *out)
+{
+	const char *v = text_value(res, row, col);
+	uint64_t x;
+
+	*out = 0;
+	if (v && *v == '-') {
+		if (!digits(v + 1, (uint64_t)INT64_MAX + 1, &x))
+			return unexpected(s, what, row, col);
+		*out = x ? -(int64_t)(x - 1) - 1 : 0;
+		return 0;
+	}
+	if (!digits(v, INT64_MAX, &x))
+		return unexpected(s, what, row, col);
+	*out = (int64_t)x;
+	return 0;
+}
+
+const char *central_value_bin(struct pg *s, const PGresult *res, int row, int col, int len,
+                              const char *what)
+{
+	if (row < 0 || col < 0 || row >= PQntuples(res) || col >= PQnfields(res) ||
+	    PQgetisnull(res, row, col) || PQfformat(res, col) != 1 ||
+	    PQgetlength(res, row, col) != len) {
+		unexpected(s, what, row, col);
+		return NULL;
+	}
+	return PQgetvalue(res, row, col);
+}
+
 /* ---- statements --------------------------------------------------------------- */
 
 /* The server ended the session: the connection is closed, or the error
@@ -392,6 +570,7 @@ int central_exec(struct pg *s, const char *what, const char *sql, int n, const c
 
 	if (out)
 		*out = NULL;
+	central_prefetch_end(s);
 	if (!s->conn) {
 		central_seterr(s, "%s: %s: not connected", s->base.where, what);
 		return -ECONNRESET;
@@ -431,9 +610,9 @@ int central_commit_counter(struct pg *s, bool count, uint64_t *value)
 		               s->base.where);
 		return -EIO;
 	}
-	*value = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	r = central_value_u64(s, res, 0, 0, INT64_MAX, "the commit counter", value);
 	PQclear(res);
-	return 0;
+	return r;
 }
 
 int central_exec_again(struct pg *s, const char *what, const char *sql, int n,

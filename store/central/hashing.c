@@ -371,7 +371,7 @@ static long arr_open(const PGresult *res, int row, int col, struct arr *a)
 	const char *p = PQgetvalue(res, row, col);
 	int len = PQgetlength(res, row, col);
 
-	if (PQgetisnull(res, row, col) || len < 12 || be32(p + 4) != 0)
+	if (PQgetisnull(res, row, col) || PQfformat(res, col) != 1 || len < 12 || be32(p + 4) != 0)
 		return -1;
 	a->end = p + len;
 	if (be32(p) == 0) {
@@ -416,8 +416,11 @@ static int frame_run(struct pg *s, const PGresult *res, int row)
 {
 	struct arr a[6];
 	long n = arr_open(res, row, 1, &a[0]);
+	const char *first = central_value_bin(s, res, row, 0, 4, "a frame run's first id");
 
-	if (be32(PQgetvalue(res, row, 0)) != s->nframes || n <= 0)
+	if (!first)
+		return -EIO;
+	if (PQnfields(res) != 7 || be32(first) != s->nframes || n <= 0)
 		return damaged(s, "frame", s->nframes);
 	for (int c = 1; c < 6; c++)
 		if (arr_open(res, row, c + 1, &a[c]) != n)
@@ -453,8 +456,12 @@ static int node_run(struct pg *s, const PGresult *res, int row)
 {
 	struct arr ap, af;
 	long n = arr_open(res, row, 1, &ap);
+	const char *first = central_value_bin(s, res, row, 0, 4, "a node run's first id");
 
-	if (be32(PQgetvalue(res, row, 0)) != s->nnodes || n <= 0 || arr_open(res, row, 2, &af) != n)
+	if (!first)
+		return -EIO;
+	if (PQnfields(res) != 3 || be32(first) != s->nnodes || n <= 0 ||
+	    arr_open(res, row, 2, &af) != n)
 		return damaged(s, "node", s->nnodes);
 	for (long i = 0; i < n; i++) {
 		struct hash128 h = {{0}};

@@ -20,6 +20,23 @@ static void rollback(struct pg *s)
 	PQclear(res);
 }
 
+/* Appends id to the text array a[*len..] ("{" first), within cap bytes:
+ * each id is printed from the number parsed, so at most 10 digits and a
+ * comma; the caller sized cap for that. */
+static void ids_add(char *a, size_t *len, size_t cap, uint32_t id)
+{
+	int n = snprintf(a + *len, cap - *len, "%s%" PRIu32, *len > 1 ? "," : "", id);
+
+	if (n > 0 && (size_t)n < cap - *len)
+		*len += (size_t)n;
+}
+
+/* Room for n ids in a text array: braces, NUL, and up to 11 bytes each. */
+static size_t ids_cap(int n)
+{
+	return 3 + (size_t)(n > 0 ? n : 0) * 11;
+}
+
 /* The selected series' ids as a text array "{1,2}" into *out
  * (malloc'd); counts the ones left alone for wall_clock_only. */
 static int prune_select(struct pg *s, const struct store_prune_opts *o,
@@ -44,33 +61,44 @@ static int prune_select(struct pg *s, const struct store_prune_opts *o,
 	free(hex[1]);
 	if (r < 0)
 		return r;
-	cap = 3 + (size_t)PQntuples(res) * 12;
+	cap = ids_cap(PQntuples(res));
 	a = malloc(cap);
 	if (!a) {
 		PQclear(res);
 		return -ENOMEM;
 	}
 	a[len++] = '{';
-	for (int i = 0; i < PQntuples(res); i++) {
-		if (o->wall_clock_only &&
-		    strtoll(PQgetvalue(res, i, 1), NULL, 10) < STORE_WALL_CLOCK_MIN) {
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		uint64_t id;
+		int64_t last;
+
+		r = central_value_u64(s, res, i, 0, INT32_MAX, "a series id", &id);
+		if (r == 0)
+			r = central_value_i64(s, res, i, 1, "a series' last time", &last);
+		if (r < 0)
+			break;
+		if (o->wall_clock_only && last < STORE_WALL_CLOCK_MIN) {
 			st->other_clock++;
 			continue;
 		}
-		len += (size_t)snprintf(a + len, cap - len, "%s%s", len > 1 ? "," : "",
-		                        PQgetvalue(res, i, 0));
+		ids_add(a, &len, cap, (uint32_t)id);
 	}
 	a[len++] = '}';
 	a[len] = '\0';
 	PQclear(res);
+	if (r < 0) {
+		free(a);
+		return r;
+	}
 	*out = a;
 	return 0;
 }
 
-int central_prune(struct store *sbase, const struct store_prune_opts *o,
-                  struct store_prune_stats *st)
+/* One try of the prune's transaction: 0, or -errno (-ECONNRESET: the
+ * connection died, and nothing was pruned unless the COMMIT went
+ * through). */
+static int prune_once(struct pg *s, const struct store_prune_opts *o, struct store_prune_stats *st)
 {
-	struct pg *s = pg_of(sbase);
 	char lock[64], cut[24], *ids = NULL;
 	const char *vals[2];
 	PGresult *res;
@@ -115,28 +143,43 @@ int central_prune(struct store *sbase, const struct store_prune_opts *o,
 	if (r < 0)
 		goto fail;
 	free(ids);
-	ids = malloc(3 + (size_t)PQntuples(res) * 12);
+	ids = malloc(ids_cap(PQntuples(res)));
 	if (!ids) {
 		PQclear(res);
 		r = -ENOMEM;
 		goto fail;
 	}
 	{
-		size_t len = 0, cap = 3 + (size_t)PQntuples(res) * 12;
+		size_t len = 0, cap = ids_cap(PQntuples(res));
 
 		ids[len++] = '{';
-		for (int i = 0; i < PQntuples(res); i++) {
+		for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+			uint64_t id, buckets, samples, weight;
+
+			r = central_value_u64(s, res, i, 0, INT32_MAX, "a series id", &id);
+			if (r == 0)
+				r = central_value_u64(s, res, i, 1, UINT64_MAX,
+				                      "a count of buckets", &buckets);
+			if (r == 0)
+				r = central_value_u64(s, res, i, 2, UINT64_MAX, "pruned samples",
+				                      &samples);
+			if (r == 0)
+				r = central_value_u64(s, res, i, 3, UINT64_MAX, "pruned weight",
+				                      &weight);
+			if (r < 0)
+				break;
 			st->series++;
-			st->buckets += strtoull(PQgetvalue(res, i, 1), NULL, 10);
-			st->samples += strtoull(PQgetvalue(res, i, 2), NULL, 10);
-			st->weight += strtoull(PQgetvalue(res, i, 3), NULL, 10);
-			len += (size_t)snprintf(ids + len, cap - len, "%s%s", i ? "," : "",
-			                        PQgetvalue(res, i, 0));
+			st->buckets += buckets;
+			st->samples += samples;
+			st->weight += weight;
+			ids_add(ids, &len, cap, (uint32_t)id);
 		}
 		ids[len++] = '}';
 		ids[len] = '\0';
 	}
 	PQclear(res);
+	if (r < 0)
+		goto fail;
 	if (!st->series) {
 		rollback(s);
 		free(ids);
@@ -185,7 +228,27 @@ fail:
 		rollback(s);
 	free(ids);
 	memset(st, 0, sizeof(*st));
-	return r == -ENOMEM ? r : -EIO;
+	return r == -ENOMEM || r == -ECONNRESET ? r : -EIO;
+}
+
+int central_prune(struct store *sbase, const struct store_prune_opts *o,
+                  struct store_prune_stats *st)
+{
+	struct pg *s = pg_of(sbase);
+	double start = central_now(), delay = 0.1;
+	int r;
+
+	/* A connection lost in the middle is waited for and the whole
+	 * transaction run again: deleting by a cut-off twice deletes once
+	 * (a COMMIT whose reply was lost leaves nothing for the second try,
+	 * which then reports nothing pruned). */
+	for (;;) {
+		r = prune_once(s, o, st);
+		if (r != -ECONNRESET)
+			return r;
+		if (central_reconnect(s, start, &delay) < 0)
+			return -EIO;
+	}
 }
 
 int central_compact(struct store *sbase)
@@ -223,14 +286,23 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 	memset(out, 0, sizeof(*out));
 	if (r < 0)
 		return -EIO;
-	out->frames_bytes = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-	out->nodes_bytes = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
-	out->counts_bytes = strtoull(PQgetvalue(res, 0, 2), NULL, 10);
-	out->other_bytes = strtoull(PQgetvalue(res, 0, 3), NULL, 10);
+	/* each below 2^62, so that the sum cannot wrap */
+	r = central_value_u64(s, res, 0, 0, UINT64_MAX / 4, "a table's size", &out->frames_bytes);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 1, UINT64_MAX / 4, "a table's size",
+		                      &out->nodes_bytes);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 2, UINT64_MAX / 4, "a table's size",
+		                      &out->counts_bytes);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 3, UINT64_MAX / 4, "a table's size",
+		                      &out->other_bytes);
 	out->dir_bytes =
 	        out->frames_bytes + out->nodes_bytes + out->counts_bytes + out->other_bytes;
 	PQclear(res);
-	return 0;
+	if (r < 0)
+		memset(out, 0, sizeof(*out));
+	return r;
 }
 
 int central_series_disk_bytes(struct store *sbase, uint32_t series, uint64_t *bytes)
@@ -248,7 +320,7 @@ int central_series_disk_bytes(struct store *sbase, uint32_t series, uint64_t *by
 	                 1, vals, false, &res);
 	if (r < 0)
 		return -EIO;
-	*bytes = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	r = central_value_u64(s, res, 0, 0, UINT64_MAX, "a series' size", bytes);
 	PQclear(res);
-	return 0;
+	return r;
 }

@@ -26,13 +26,21 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 
 	*out = NULL;
 	*n = 0;
-	r = central_exec_again(s, "listing series",
-	                       "SELECT id, host, binary_name, version, event, unit,"
-	                       " coalesce(first_seen, 0), coalesce(last_seen, 0), samples, weight,"
-	                       " input_bytes FROM series WHERE samples > 0",
-	                       0, NULL, false, &res);
+	for (;;) {
+		r = central_exec_again(s, "listing series",
+		                       "SELECT id, host, binary_name, version, event, unit,"
+		                       " coalesce(first_seen, 0), coalesce(last_seen, 0), samples,"
+		                       " weight, input_bytes FROM series WHERE samples > 0",
+		                       0, NULL, false, &res);
+		/* A reader's list is its first read in a snapshot (right after
+		 * opening or refreshing): one whose connection died meanwhile
+		 * can take a new snapshot, since nothing was read in the old. */
+		if (r != -ECONNRESET || central_reader_recover(s) < 0)
+			break;
+	}
 	if (r < 0)
 		return -EIO;
+	s->snapshot_read = s->snapshot;
 	rows = PQntuples(res);
 	list = calloc(rows ? (size_t)rows : 1, sizeof(*list));
 	if (!list) {
@@ -41,18 +49,27 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 	}
 	for (int i = 0; i < rows; i++) {
 		struct store_series *e = &list[i];
+		uint64_t id = 0;
 
-		e->id = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
+		if (central_value_u64(s, res, i, 0, INT32_MAX, "a series id", &id) < 0 ||
+		    central_value_i64(s, res, i, 6, "a series' first time", &e->first_seen) < 0 ||
+		    central_value_i64(s, res, i, 7, "a series' last time", &e->last_seen) < 0 ||
+		    central_value_u64(s, res, i, 8, UINT64_MAX, "a series' samples", &e->samples) <
+		            0 ||
+		    central_value_u64(s, res, i, 9, UINT64_MAX, "a series' weight", &e->weight) <
+		            0 ||
+		    central_value_u64(s, res, i, 10, UINT64_MAX, "a series' input bytes",
+		                      &e->input_bytes) < 0) {
+			PQclear(res);
+			store_series_free(list, (size_t)i + 1);
+			return -EIO;
+		}
+		e->id = (uint32_t)id;
 		e->host = central_str_of_bytea(res, i, 1);
 		e->binary = central_str_of_bytea(res, i, 2);
 		e->version = central_str_of_bytea(res, i, 3);
 		e->event = central_str_of_bytea(res, i, 4);
 		e->unit = strdup(PQgetvalue(res, i, 5));
-		e->first_seen = strtoll(PQgetvalue(res, i, 6), NULL, 10);
-		e->last_seen = strtoll(PQgetvalue(res, i, 7), NULL, 10);
-		e->samples = strtoull(PQgetvalue(res, i, 8), NULL, 10);
-		e->weight = strtoull(PQgetvalue(res, i, 9), NULL, 10);
-		e->input_bytes = strtoull(PQgetvalue(res, i, 10), NULL, 10);
 		if (!e->host || !e->binary || !e->version || !e->event || !e->unit) {
 			PQclear(res);
 			store_series_free(list, (size_t)i + 1);
@@ -156,20 +173,213 @@ static int64_t bucket_floor(const struct pg *s, int64_t t)
 	return (t / bs - (t % bs < 0)) * bs;
 }
 
+/* Reading one series' rows (bucket, entries, ...) in bucket order: the
+ * bucket being summed, and the first error or stop. */
+struct reading {
+	struct bucket_acc a;
+	int64_t cur;
+	bool have, stop;
+	int r;
+};
+
+static void reading_row(struct pg *s, struct reading *rd, uint32_t series, const PGresult *res,
+                        store_count_fn fn, void *ctx)
+{
+	const char *bv;
+	int64_t bucket;
+	int e;
+
+	if (rd->stop || rd->r)
+		return;
+	bv = central_value_bin(s, res, 0, 0, 8, "a bucket");
+	bucket = bv ? (int64_t)be64(bv) : 0;
+	if (!bv || PQnfields(res) < 2 || PQfformat(res, 1) != 1 || PQgetisnull(res, 0, 1)) {
+		if (bv)
+			central_seterr(s,
+			               "%s: unexpected reply from the server: the counts of series "
+			               "%u at %lld are not what a flamefs store holds",
+			               s->base.where, series, (long long)bucket);
+		rd->r = -EIO;
+		return;
+	}
+	if (rd->have && bucket != rd->cur) {
+		rd->r = acc_flush(&rd->a, rd->cur, fn, ctx);
+		if (rd->r) {
+			rd->stop = true;
+			return;
+		}
+	}
+	rd->cur = bucket;
+	rd->have = true;
+	e = acc_row(&rd->a, res);
+	if (e < 0) {
+		central_seterr(s, "%s: %s: the counts of series %u at %lld", s->base.where,
+		               e == -ENOMEM ? "out of memory" : "store is damaged", series,
+		               (long long)bucket);
+		rd->r = e;
+	}
+}
+
+/* The series' last bucket. */
+static void reading_end(struct reading *rd, store_count_fn fn, void *ctx)
+{
+	if (rd->have && !rd->stop && !rd->r)
+		rd->r = acc_flush(&rd->a, rd->cur, fn, ctx);
+	rd->have = false;
+}
+
+/* ---- prefetch ----------------------------------------------------------------- */
+
+/* The series a prefetch streams, in the caller's order, over one window:
+ * one query whose rows come ordered by the series' place in the list,
+ * then bucket (single-row mode, so memory holds one row at a time), and
+ * each store_series_counts() call that follows for the next series in
+ * the list takes that series' rows from the stream. */
+void central_prefetch_end(struct pg *s)
+{
+	PGresult *res;
+
+	if (!s->pf.on)
+		return;
+	PQclear(s->pf.next);
+	s->pf.next = NULL;
+	/* Cancelling would abort the reader's snapshot: read to the end. */
+	if (!s->pf.done && s->conn)
+		while ((res = PQgetResult(s->conn)))
+			PQclear(res);
+	free(s->pf.ids);
+	s->pf.ids = NULL;
+	s->pf.on = false;
+}
+
+int central_series_prefetch(struct store *sbase, const uint32_t *ids, size_t n, int64_t from,
+                            int64_t to)
+{
+	struct pg *s = pg_of(sbase);
+	char w[3][24], *arr = NULL;
+	const char *vals[4];
+	size_t len = 0, cap = 3 + n * 11;
+
+	central_prefetch_end(s);
+	/* $FLAMEFS_TEST_NO_PREFETCH: the reads one by one, for
+	 * tests/bench/fleet.sh --round-trips to compare. */
+	if (n < 2 || from > to || !s->conn || getenv("FLAMEFS_TEST_NO_PREFETCH"))
+		return 0;
+	arr = malloc(cap);
+	s->pf.ids = malloc(n * sizeof(*ids));
+	if (!arr || !s->pf.ids) {
+		free(arr);
+		free(s->pf.ids);
+		s->pf.ids = NULL;
+		return -ENOMEM;
+	}
+	memcpy(s->pf.ids, ids, n * sizeof(*ids));
+	arr[len++] = '{';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(arr + len, cap - len, "%s%" PRIu32, i ? "," : "", ids[i]);
+	arr[len++] = '}';
+	arr[len] = '\0';
+	s->pf.from = bucket_floor(s, from);
+	s->pf.to = bucket_floor(s, to);
+	snprintf(w[0], sizeof(w[0]), "%" PRId64, s->pf.from);
+	snprintf(w[1], sizeof(w[1]), "%" PRId64, s->pf.to);
+	snprintf(w[2], sizeof(w[2]), "%" PRIu64, s->seq);
+	vals[0] = arr;
+	vals[1] = w[0];
+	vals[2] = w[1];
+	vals[3] = w[2];
+	s->snapshot_read = s->snapshot;
+	if (!PQsendQueryParams(s->conn,
+	                       "SELECT c.bucket, c.entries, c.series FROM unnest($1::int4[])"
+	                       " WITH ORDINALITY AS k(series, ord) JOIN counts c ON c.series ="
+	                       " k.series WHERE c.bucket BETWEEN $2 AND $3 AND c.commit <= $4"
+	                       " ORDER BY k.ord, c.bucket",
+	                       4, NULL, vals, NULL, NULL, 1) ||
+	    !PQsetSingleRowMode(s->conn)) {
+		/* The reads go one by one. */
+		free(arr);
+		free(s->pf.ids);
+		s->pf.ids = NULL;
+		while (s->conn && (s->pf.next = PQgetResult(s->conn)))
+			PQclear(s->pf.next);
+		s->pf.next = NULL;
+		return 0;
+	}
+	free(arr);
+	s->pf.n = n;
+	s->pf.pos = 0;
+	s->pf.done = false;
+	s->pf.next = NULL;
+	s->pf.on = true;
+	return 0;
+}
+
+/* Series `series`'s rows from the stream (the next series of the list). */
+static int prefetched(struct pg *s, uint32_t series, store_count_fn fn, void *ctx)
+{
+	struct reading rd = {.have = false};
+
+	s->pf.pos++;
+	while (!s->pf.done) {
+		PGresult *res = s->pf.next ? s->pf.next : PQgetResult(s->conn);
+		ExecStatusType st;
+
+		s->pf.next = NULL;
+		if (!res) {
+			s->pf.done = true;
+			break;
+		}
+		st = PQresultStatus(res);
+		if (st == PGRES_SINGLE_TUPLE) {
+			const char *sv = central_value_bin(s, res, 0, 2, 4, "a series id");
+
+			if (!sv) {
+				rd.r = -EIO;
+				PQclear(res);
+				break;
+			}
+			if (be32(sv) != series) {
+				/* the next series': kept for its call */
+				s->pf.next = res;
+				break;
+			}
+			reading_row(s, &rd, series, res, fn, ctx);
+		} else if (st != PGRES_TUPLES_OK) {
+			char msg[CENTRAL_ERRLEN / 2];
+
+			central_seterr(s, "%s: reading the counts of series %u: %s", s->base.where,
+			               series, central_pqerr(s->conn, res, msg, sizeof(msg)));
+			rd.r = -EIO;
+		}
+		PQclear(res);
+		if (rd.r < 0)
+			break;
+	}
+	reading_end(&rd, fn, ctx);
+	free(rd.a.e);
+	if (rd.r < 0 || s->pf.pos == s->pf.n)
+		central_prefetch_end(s);
+	return rd.r;
+}
+
 int central_series_counts(struct store *sbase, uint32_t series, int64_t from, int64_t to,
                           store_count_fn fn, void *ctx)
 {
 	struct pg *s = pg_of(sbase);
 	char v[4][24];
 	const char *vals[4] = {v[0], v[1], v[2], v[3]};
-	struct bucket_acc a = {0};
+	struct reading rd = {.have = false};
 	PGresult *res;
-	int64_t cur = 0;
-	bool have = false, stop = false;
-	int r = 0;
 
 	if (from > to)
 		return 0;
+	if (s->pf.on) {
+		if (s->pf.pos < s->pf.n && s->pf.ids[s->pf.pos] == series &&
+		    bucket_floor(s, from) == s->pf.from && bucket_floor(s, to) == s->pf.to)
+			return prefetched(s, series, fn, ctx);
+		central_prefetch_end(s);
+	}
+	s->snapshot_read = s->snapshot;
 	snprintf(v[0], sizeof(v[0]), "%" PRIu32, series);
 	snprintf(v[1], sizeof(v[1]), "%" PRId64, bucket_floor(s, from));
 	snprintf(v[2], sizeof(v[2]), "%" PRId64, bucket_floor(s, to));
@@ -189,45 +399,19 @@ int central_series_counts(struct store *sbase, uint32_t series, int64_t from, in
 	while ((res = PQgetResult(s->conn))) {
 		ExecStatusType st = PQresultStatus(res);
 
-		if (stop || r) {
-			PQclear(res);
-			continue;
-		}
 		if (st == PGRES_SINGLE_TUPLE) {
-			int64_t bucket = (int64_t)be64(PQgetvalue(res, 0, 0));
-
-			if (have && bucket != cur) {
-				r = acc_flush(&a, cur, fn, ctx);
-				if (r)
-					stop = true;
-			}
-			cur = bucket;
-			have = true;
-			if (!stop) {
-				int e = acc_row(&a, res);
-
-				if (e < 0) {
-					central_seterr(s, "%s: %s: the counts of series %u at %lld",
-					               s->base.where,
-					               e == -ENOMEM ? "out of memory"
-					                            : "store is damaged",
-					               series, (long long)bucket);
-					r = e;
-				}
-			}
+			reading_row(s, &rd, series, res, fn, ctx);
 		} else if (st == PGRES_TUPLES_OK) {
-			if (have && !stop)
-				r = acc_flush(&a, cur, fn, ctx);
-			have = false;
-		} else {
+			reading_end(&rd, fn, ctx);
+		} else if (!rd.r) {
 			char msg[CENTRAL_ERRLEN / 2];
 
 			central_seterr(s, "%s: reading the counts of series %u: %s", s->base.where,
 			               series, central_pqerr(s->conn, res, msg, sizeof(msg)));
-			r = -EIO;
+			rd.r = -EIO;
 		}
 		PQclear(res);
 	}
-	free(a.e);
-	return r;
+	free(rd.a.e);
+	return rd.r;
 }

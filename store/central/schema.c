@@ -9,6 +9,7 @@
 #include "central-internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,8 +197,14 @@ static int has_meta(struct pg *s, long *tables)
 
 	if (r < 0)
 		return r;
-	r = PQgetvalue(res, 0, 0)[0] == 't';
-	*tables = strtol(PQgetvalue(res, 0, 1), NULL, 10);
+	{
+		uint64_t n;
+
+		r = central_value_u64(s, res, 0, 1, LONG_MAX, "a count of tables", &n);
+		*tables = (long)n;
+		if (r == 0)
+			r = PQgetvalue(res, 0, 0)[0] == 't';
+	}
 	PQclear(res);
 	return r;
 }
@@ -319,8 +326,8 @@ static int read_meta(struct pg *s, long *schema)
 			have_bucket = !*end && b > 0 && b <= 86400;
 			s->bucket_seconds = (uint32_t)b;
 		} else if (!strcmp(k, "commits")) {
-			s->seq = strtoull(v, &end, 10);
-			have_commits = !*end && end != v;
+			have_commits = central_value_u64(s, res, i, 1, INT64_MAX,
+			                                 "the commit counter", &s->seq) == 0;
 		}
 	}
 	PQclear(res);

@@ -127,19 +127,25 @@ int central_load_series(struct pg *s)
 		return r;
 	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
 		char *k[4];
+		uint64_t id;
 
+		/* ids are dense (max + 1), never deleted: a much larger one
+		 * would only make series_by_id huge */
+		r = central_value_u64(s, res, i, 0, (uint64_t)PQntuples(res) + 65536, "a series id",
+		                      &id);
+		if (r < 0)
+			break;
 		for (int c = 0; c < 4; c++)
 			k[c] = central_str_of_bytea(res, i, 1 + c);
-		r = k[0] && k[1] && k[2] && k[3]
-		            ? series_push(s, k[0], k[1], k[2], k[3], PQgetvalue(res, i, 5),
-		                          (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10))
-		            : -ENOMEM;
+		r = k[0] && k[1] && k[2] && k[3] ? series_push(s, k[0], k[1], k[2], k[3],
+		                                               PQgetvalue(res, i, 5), (uint32_t)id)
+		                                 : -ENOMEM;
 		for (int c = 0; c < 4; c++)
 			free(k[c]);
+		if (r == -ENOMEM)
+			central_seterr(s, "%s: out of memory", s->base.where);
 	}
 	PQclear(res);
-	if (r < 0)
-		central_seterr(s, "%s: out of memory", s->base.where);
 	return r;
 }
 
@@ -472,8 +478,10 @@ int central_batch_source(struct store_batch *bbase, const char *source, uint64_t
 {
 	struct pg_batch *b = pg_batch_of(bbase);
 
-	if (strlen(source) != 32 || strspn(source, "0123456789abcdef") != 32) {
-		central_seterr(b->s, "%s: a source store id is 32 hex digits, not \"%s\"",
+	if (!central_source_key_ok(source)) {
+		central_seterr(b->s,
+		               "%s: a source store id is 32 hex digits (a clone's: and \"~\" and "
+		               "16 more), not \"%s\"",
 		               b->s->base.where, source);
 		return -EINVAL;
 	}
@@ -482,9 +490,38 @@ int central_batch_source(struct store_batch *bbase, const char *source, uint64_t
 		               (unsigned long long)upto);
 		return -ERANGE;
 	}
-	memcpy(b->source, source, 33);
+	snprintf(b->source, sizeof(b->source), "%s", source);
+	memset(&b->mark, 0, sizeof(b->mark));
 	b->expect = expect;
 	b->upto = upto;
 	b->replace = true;
+	return 0;
+}
+
+bool central_source_key_ok(const char *key)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(key);
+
+	return strspn(key, hex) == 32 &&
+	       (n == 32 || (n == 49 && key[32] == '~' && strspn(key + 33, hex) == 16));
+}
+
+int central_batch_lineage(struct store_batch *bbase, const struct source_mark *m)
+{
+	struct pg_batch *b = pg_batch_of(bbase);
+
+	if (!b->replace || (m->split_from && !central_source_key_ok(m->split_from)) ||
+	    m->split_before > INT64_MAX) {
+		central_seterr(b->s, "%s: a source's mark without its source, or a bad key",
+		               b->s->base.where);
+		return -EINVAL;
+	}
+	b->mark.has_nonce = m->has_nonce;
+	b->mark.nonce = m->nonce;
+	b->mark.resync = m->resync;
+	snprintf(b->mark.split_from, sizeof(b->mark.split_from), "%s",
+	         m->split_from ? m->split_from : "");
+	b->mark.split_before = m->split_before;
 	return 0;
 }

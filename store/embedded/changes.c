@@ -16,6 +16,14 @@
  * from this store to store <id> reached) and "msrc:<id>" (how far copies
  * from store <id> into this one reached), each a u64 BE commit number of
  * the source.
+ *
+ * Each commit also writes 8 random bytes under 'k' + u64 BE commit number,
+ * its nonce: a copy of the store (cp -a, a backup restored) goes on
+ * numbering its commits as the original does, but never with the same
+ * nonces, so a database that recorded the nonce of the last commit a push
+ * sent can tell whether the store pushing now holds that commit
+ * (store_copy(), "Source identity").  A nonce goes when its commit's change
+ * record does (changes_prune).
  */
 #include "embedded-internal.h"
 
@@ -23,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 static void put_be64(uint8_t *p, uint64_t v)
 {
@@ -81,6 +90,13 @@ int changes_put(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 	put_be64(v, s->commits + 1);
 	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_COMMITS, strlen(META_COMMITS),
 	                          (char *)v, 8);
+	if (getrandom(v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+		seterr(s, "%s: getrandom: %s", s->dir, strerror(errno));
+		return -EIO;
+	}
+	key[0] = KEY_NONCE;
+	put_be64(key + 1, s->commits + 1);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 9, (char *)v, 8);
 	if (b->source[0]) {
 		snprintf(mkey, sizeof(mkey), "%s%s", META_SOURCE, b->source);
 		put_be64(v, b->source_upto);
@@ -231,6 +247,13 @@ int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wa
 		if (!gone)
 			break;
 		rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], k, klen);
+		{
+			char nk[9];
+
+			memcpy(nk, k, 9);
+			nk[0] = KEY_NONCE;
+			rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], nk, 9);
+		}
 		n++;
 	}
 	rocksdb_iter_get_error(it, &rerr);
@@ -250,6 +273,33 @@ int rdb_batch_source(struct store_batch *bbase, const char *source, uint64_t exp
 	memcpy(b->source, source, 33);
 	b->source_upto = upto;
 	return 0;
+}
+
+int rdb_commit_nonce(struct store *sbase, uint64_t commit, uint64_t *nonce)
+{
+	struct rdb *s = rdb_of(sbase);
+	uint8_t key[9];
+	char *rerr = NULL, *val;
+	size_t len = 0;
+	int r = need_db(s);
+
+	if (r < 0)
+		return r;
+	key[0] = KEY_NONCE;
+	put_be64(key + 1, commit);
+	val = rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], (char *)key, 9, &len, &rerr);
+	if (rerr)
+		return rdb_fail(s, rerr, "reading a commit's nonce");
+	if (!val)
+		return -ENOENT;
+	r = len == 8 ? 0 : -EIO;
+	if (r == 0)
+		*nonce = get_be64((const uint8_t *)val);
+	else
+		seterr(s, "%s: store is damaged: the nonce of commit %llu", s->dir,
+		       (unsigned long long)commit);
+	rocksdb_free(val);
+	return r;
 }
 
 static int cursor_get(struct store *sbase, const char *prefix, const char *id, uint64_t *upto)

@@ -58,6 +58,7 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define KEY_NODES  'N' /* schema 2: a run of up to NODE_RUN nodes per record */
 #define KEY_SERIES 's'
 #define KEY_CHANGE 'c' /* schema 3: u64 BE commit number; see changes.c */
+#define KEY_NONCE  'k' /* u64 BE commit number: the commit's 8 random bytes; changes.c */
 #define NODE_RUN   4096u
 
 /* In a frame record's kind byte (schema 2): the module and build id are
@@ -376,6 +377,7 @@ int rdb_changes(struct store *s, uint64_t since, uint64_t *upto,
                 int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
 int rdb_batch_source(struct store_batch *b, const char *source, uint64_t expect, uint64_t upto);
 int rdb_source_cursor(struct store *s, const char *source, uint64_t *upto);
+int rdb_commit_nonce(struct store *s, uint64_t commit, uint64_t *nonce);
 int rdb_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
 int rdb_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
 

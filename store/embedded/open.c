@@ -635,6 +635,7 @@ const struct store_ops embedded_ops = {
         .changes = rdb_changes,
         .batch_source = rdb_batch_source,
         .source_cursor = rdb_source_cursor,
+        .commit_nonce = rdb_commit_nonce,
         .dest_cursor = rdb_dest_cursor,
         .set_dest_cursor = rdb_set_dest_cursor,
 };

@@ -3,8 +3,9 @@
 # store, against the embedded store measured in the same run.  Prints
 # numbers and PASS/FAIL lines for the correctness checks; it is not a
 # meson test.
-#   usage: sudo bash tests/bench/fleet.sh [--quick]
+#   usage: sudo bash tests/bench/fleet.sh [--quick | --round-trips]
 #     --quick     a 20 s recording instead of FLEET_RECORD_SECS (a first pass)
+#     --round-trips  only the view's first reads over a 10 ms link (below)
 #   env:  BENCH_DIR=DIR    work directory, kept (default: a new /var/tmp dir,
 #                          removed at exit)
 #         REUSE=1          reuse DIR/rec.perf from an earlier run in BENCH_DIR
@@ -40,6 +41,15 @@
 #     busiest binary's version directory (fresh mount, page cache dropped,
 #     PostgreSQL restarted), `cat folded` of that version, cold (fresh
 #     mount) and warm (second read), then the daemon's VmRSS / VmHWM.
+#  R. (--round-trips, alone) the view 10 ms away: a network namespace
+#     joined to the host by a veth pair with netem delaying each way 5 ms;
+#     the server listens on the host's end (TCP), FLEET_RT_HOSTS (256)
+#     hosts x 4 binaries of folded data in one database; inside the
+#     namespace, a fresh mount's first read of the root's folded, of one
+#     binary's version folded and of @host/h1/folded, each timed and its
+#     statements counted in the server's log, with the counts read in one
+#     query per tree (store_series_prefetch) and, for comparison, one by
+#     one ($FLAMEFS_TEST_NO_PREFETCH).
 #  5. the steady push of a recording host: `record -a -F 99 --push` into
 #     the 64-host database, --push-every 60s, for FLEET_PUSH_SECS (190)
 #     under the workload; the push thread's CPU per push from record's
@@ -51,6 +61,108 @@ quick=0
 . "$top/tests/lib.sh"
 . "$top/tests/bench/lib.sh"
 . "$top/tests/lib-pg.sh"
+
+if [ "${1:-}" = --round-trips ]; then
+	bench_setup fleet-rt --root --tools "fusermount3 python3" fs/flamefs flamefs-collect
+	ns=flamefs-rt$$
+	trap 'ip netns del $ns 2>/dev/null || true; ip link del rt$$a 2>/dev/null || true
+		[ -z "${proxy:-}" ] || kill $proxy || true; pg_cleanup; bench_cleanup' EXIT
+	chgrp postgres "$work" && chmod g+x "$work"
+	pg_start "$work/pg" >/dev/null || { echo "fleet.sh: PostgreSQL did not start" >&2; exit 1; }
+	# in: a command prefix that runs in the delayed network; db: the
+	# database as seen from there
+	in=()
+	if command -v tc >/dev/null && command -v ip >/dev/null && ip netns add $ns 2>/dev/null &&
+		ip link add rt$$a type veth peer name rt$$b && ip link set rt$$b netns $ns &&
+		tc qdisc add dev rt$$a root netem delay 5ms 2>/dev/null &&
+		ip netns exec $ns tc qdisc add dev rt$$b root netem delay 5ms 2>/dev/null; then
+		ip addr add 10.77.0.1/24 dev rt$$a
+		ip link set rt$$a up
+		ip netns exec $ns ip addr add 10.77.0.2/24 dev rt$$b
+		ip netns exec $ns ip link set rt$$b up
+		ip netns exec $ns ip link set lo up
+		printf "listen_addresses = '10.77.0.1'\n" >>"$PG_DATA/postgresql.conf"
+		echo "host all postgres 10.77.0.0/24 trust" >>"$PG_DATA/pg_hba.conf"
+		pg_restart >/dev/null
+		in=(ip netns exec $ns)
+		db="postgresql://postgres@10.77.0.1:$PG_PORT/rt"
+		link="veth pair + netem 5 ms each way"
+	else
+		# No netem in this kernel: a proxy on 127.0.0.1 holds each chunk
+		# 5 ms each way before passing it on to the server's socket.
+		ip netns del $ns 2>/dev/null || true
+		cat >"$work/delay.py" <<'PY'
+import asyncio, sys
+port, sock, delay = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]) / 1000
+
+async def pipe(r, w):
+    loop = asyncio.get_running_loop()
+    q = asyncio.Queue()
+    async def read():
+        while True:
+            d = await r.read(65536)
+            await q.put((loop.time() + delay, d))
+            if not d:
+                return
+    async def write():
+        while True:
+            t, d = await q.get()
+            if t > loop.time():
+                await asyncio.sleep(t - loop.time())
+            if not d:
+                w.close()
+                return
+            w.write(d)
+            await w.drain()
+    await asyncio.gather(read(), write())
+
+async def handle(cr, cw):
+    sr, sw = await asyncio.open_unix_connection(sock)
+    await asyncio.gather(pipe(cr, sw), pipe(sr, cw), return_exceptions=True)
+
+async def main():
+    srv = await asyncio.start_server(handle, "127.0.0.1", port)
+    async with srv:
+        await srv.serve_forever()
+
+asyncio.run(main())
+PY
+		python3 "$work/delay.py" $((PG_PORT + 100)) "$PG_SOCK/.s.PGSQL.$PG_PORT" 5 &
+		proxy=$!
+		sleep 0.5
+		db="postgresql://postgres@127.0.0.1:$((PG_PORT + 100))/rt?sslmode=disable"
+		link="a proxy holding each chunk 5 ms each way (no netem in this kernel)"
+	fi
+	pg_createdb rt >/dev/null
+	nh=${FLEET_RT_HOSTS:-256}
+	for h in $(seq 1 "$nh"); do
+		for b in 0 1 2 3; do printf 'app%s;main;work%s %s\n' $b $((h % 7)) $h; done >"$work/h.folded"
+		"$fc" import --store "$work/local" --host "h$h" --time 1764000000 "$work/h.folded" >/dev/null
+	done
+	"$fc" push --store "$work/local" --to "$(pg_uri rt postgres)" >/dev/null
+	pg_psql -c "ALTER DATABASE rt SET log_statement = 'all'" >/dev/null
+	echo "# round trips: $nh hosts x 4 binaries = $((nh * 4)) series, 10 ms away: $link"
+	echo "mode        first read of             ms   statements (mount to unmount)  counts queries"
+	for mode in prefetch one-by-one; do
+		for f in folded app0/default/folded @host/h1/folded; do
+			env=()
+			[ $mode = one-by-one ] && env=(env FLAMEFS_TEST_NO_PREFETCH=1)
+			mkdir -p "$work/mnt"
+			b_all=$(wc -l <"$PG_LOG")
+			"${in[@]}" "${env[@]}" bash -c '
+				"$1" -f "$2" "$3" 2>/dev/null &
+				for _ in $(seq 100); do mountpoint -q "$3" && break; sleep 0.1; done
+				t=$EPOCHREALTIME
+				cat "$3/$4" >/dev/null
+				awk -v a="$t" -v b="$EPOCHREALTIME" "BEGIN { printf \"%.0f\n\", (b - a) * 1000 }"
+				fusermount3 -u "$3"; wait' _ "$flamefs" "$db" "$work/mnt" "$f" >"$work/ms"
+			n_all=$(tail -n +$((b_all + 1)) "$PG_LOG" | grep -c "LOG:  \(statement\|execute\)" || true)
+			n_counts=$(tail -n +$((b_all + 1)) "$PG_LOG" | grep -c "FROM counts WHERE series\|JOIN counts c ON" || true)
+			printf '%-11s %-24s %6s %10s %14s\n' $mode "$f" "$(cat "$work/ms")" "$n_all" "$n_counts"
+		done
+	done
+	exit 0
+fi
 bench_setup fleet --root --tools "perf python3 fusermount3" fs/flamefs flamefs-collect
 rec_secs=${FLEET_RECORD_SECS:-270}
 [ $quick = 1 ] && rec_secs=20
