@@ -25,27 +25,12 @@
 
 #include <libpq-fe.h>
 
+#include "check.h"
+
 static int failures;
-static int test_failed;
+static int checks_before; /* check_failures when the running test began */
+#define test_failed (check_failures != checks_before)
 static const char *pghost, *pguser, *pgport;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			test_failed = 1;                                                           \
-		}                                                                                  \
-	} while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-	do {                                                                                       \
-		const char *g_ = (got), *w_ = (want);                                              \
-		if (!g_ || strcmp(g_, w_)) {                                                       \
-			fprintf(stderr, "  %s:%d: got \"%s\", want \"%s\"\n", __FILE__, __LINE__,  \
-			        g_ ? g_ : "(null)", w_);                                           \
-			test_failed = 1;                                                           \
-		}                                                                                  \
-	} while (0)
 
 /* ---- the server --------------------------------------------------------------- */
 
@@ -115,7 +100,7 @@ static struct store *open_ok(const char *db, int flags)
 
 	if (r < 0) {
 		fprintf(stderr, "  open %s: %s\n", db, err);
-		test_failed = 1;
+		check_failures++;
 		return NULL;
 	}
 	return s;
@@ -758,11 +743,11 @@ static void expect_open_error(const char *conn, int flags, int want, const char 
 	CHECK(s == NULL);
 	if (!strstr(err, needle)) {
 		fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", err, needle);
-		test_failed = 1;
+		check_failures++;
 	}
 	if (never && strstr(err, never)) {
 		fprintf(stderr, "  message \"%s\" shows \"%s\"\n", err, never);
-		test_failed = 1;
+		check_failures++;
 	}
 	store_close(s);
 }
@@ -939,7 +924,7 @@ static void expect_unexpected(struct store *s, int r, const char *what)
 {
 	if (r != -EIO || !strstr(store_errmsg(s), "unexpected reply from the server")) {
 		fprintf(stderr, "  %s: %d, \"%s\"\n", what, r, store_errmsg(s));
-		test_failed = 1;
+		check_failures++;
 	}
 }
 
@@ -1007,7 +992,7 @@ static void test_hostile(void)
 
 static void run(const char *name, void (*fn)(void))
 {
-	test_failed = 0;
+	checks_before = check_failures;
 	fn();
 	printf("%s %s\n", test_failed ? "FAIL" : "PASS", name);
 	fflush(stdout);

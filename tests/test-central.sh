@@ -17,7 +17,7 @@ build=${1:?usage: $0 BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 collect=$build/flamefs-collect
 unit=$build/tests/test-central
-export LC_ALL=C
+. "$here/lib.sh"
 
 # ---- a private server (tests/lib-pg.sh) -------------------------------------------
 . "$here/lib-pg.sh"
@@ -30,31 +30,29 @@ sock=$PG_SOCK
 # a database of the superuser's; its URI
 newdb() { pg_createdb "$1" >/dev/null; pg_uri "$1" postgres; }
 
-fails=0
 n=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 same() { # FILE EXPECTED WHAT
 	n=$((n + 1))
 	if ! cmp -s "$1" "$2"; then
-		fail "$3"
+		bad "$3"
 		diff -u "$2" "$1" | head -20
 	fi
 }
 has() { # FILE TEXT WHAT
 	n=$((n + 1))
-	grep -qF -- "$2" "$1" || { fail "$3: lacks \"$2\""; head -5 "$1"; }
+	grep -qF -- "$2" "$1" || { bad "$3: lacks \"$2\""; head -5 "$1"; }
 }
 lacks() { # FILE TEXT WHAT
 	n=$((n + 1))
-	! grep -qF -- "$2" "$1" || { fail "$3: shows \"$2\""; grep -F -- "$2" "$1" | head -3; }
+	! grep -qF -- "$2" "$1" || { bad "$3: shows \"$2\""; grep -F -- "$2" "$1" | head -3; }
 }
 
 # ---- the backend's unit tests --------------------------------------------------
 n=$((n + 1))
-"$unit" "$sock" postgres "$PG_PORT" >"$tmp/unit.out" 2>&1 || { fail "test-central"; cat "$tmp/unit.out"; }
+"$unit" "$sock" postgres "$PG_PORT" >"$tmp/unit.out" 2>&1 || { bad "test-central"; cat "$tmp/unit.out"; }
 n=$((n + 1))
 FLAMEFS_TEST_HASH_BITS=1 "$unit" "$sock" postgres "$PG_PORT" >>"$tmp/unit.out" 2>&1 ||
-	{ fail "test-central with 1-bit hashes"; cat "$tmp/unit.out"; }
+	{ bad "test-central with 1-bit hashes"; cat "$tmp/unit.out"; }
 grep -E '^(PASS|FAIL)' "$tmp/unit.out"
 
 # ---- every good fixture: central == embedded -------------------------------------
@@ -69,9 +67,9 @@ fx=$(newdb fx)
 for f in "${fixtures[@]}"; do
 	n=$((n + 1))
 	"$collect" import --store "$tmp/emb" --time 1700000040 "$here/data/$f" >/dev/null 2>&1 ||
-		{ fail "$f: embedded import"; continue; }
+		{ bad "$f: embedded import"; continue; }
 	"$collect" import --store "$fx" --time 1700000040 "$here/data/$f" >"$tmp/imp.out" 2>&1 ||
-		{ fail "$f: central import"; cat "$tmp/imp.out"; continue; }
+		{ bad "$f: central import"; cat "$tmp/imp.out"; continue; }
 	# one fixture alone, too
 	k=$((k + 1))
 	one=$(newdb one$k)
@@ -88,10 +86,10 @@ for fmt in folded pprof; do
 	same "$tmp/p.$fmt" "$tmp/e.$fmt" "all fixtures: $fmt export differs"
 done
 n=$((n + 1))
-[ -s "$tmp/p.folded" ] || fail "the folded export is empty"
+[ -s "$tmp/p.folded" ] || bad "the folded export is empty"
 # stats: the same series, samples and weights (the disk column differs)
-"$collect" stats --store "$tmp/emb" >"$tmp/e.stats" 2>&1 || fail "embedded stats"
-"$collect" stats --store "$fx" >"$tmp/p.stats" 2>&1 || fail "central stats"
+"$collect" stats --store "$tmp/emb" >"$tmp/e.stats" 2>&1 || bad "embedded stats"
+"$collect" stats --store "$fx" >"$tmp/p.stats" 2>&1 || bad "central stats"
 cut -c1-78 "$tmp/e.stats" | sed -n '/^BINARY/,/^$/p' >"$tmp/e.cols"
 cut -c1-78 "$tmp/p.stats" | sed -n '/^BINARY/,/^$/p' >"$tmp/p.cols"
 same "$tmp/p.cols" "$tmp/e.cols" "stats columns differ"
@@ -102,18 +100,18 @@ if pg_standby_start standby >"$tmp/standby.out" 2>&1 && pg_standby_sync >>"$tmp/
 	sb=$(pg_standby_uri fx postgres)
 	"$collect" export --store "$sb" --format folded >"$tmp/sb.folded" 2>&1
 	same "$tmp/sb.folded" "$tmp/p.folded" "export from the hot standby"
-	"$collect" stats --store "$sb" >"$tmp/sb.stats" 2>&1 || fail "stats from the hot standby"
+	"$collect" stats --store "$sb" >"$tmp/sb.stats" 2>&1 || bad "stats from the hot standby"
 	"$collect" import --store "$sb" "$here/data/folded/basic.folded" >"$tmp/sb.out" 2>&1 &&
-		fail "an import into a standby succeeded"
+		bad "an import into a standby succeeded"
 	has "$tmp/sb.out" "read-only transaction" "import into a standby"
 	pg_standby_stop
 else
-	fail "the standby did not start"
+	bad "the standby did not start"
 	cat "$tmp/standby.out"
 fi
 
 # ---- size against the embedded store, after VACUUM and compact -------------------
-"$collect" compact --store "$fx" >"$tmp/compact.out" 2>&1 || { fail "compact"; cat "$tmp/compact.out"; }
+"$collect" compact --store "$fx" >"$tmp/compact.out" 2>&1 || { bad "compact"; cat "$tmp/compact.out"; }
 "$collect" compact --store "$tmp/emb" >/dev/null 2>&1
 pgsize=$(psql "$fx" -qXAt -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = 'public' AND c.relkind = 'r'")
 embsize=$(du -sb "$tmp/emb" | cut -f1)
@@ -139,7 +137,7 @@ printf 'compute 60.00 70.00 10.00\nparse 0.00 10.00 10.00\nio 40.00 20.00 -20.00
 same "$tmp/regress.out" "$tmp/regress.want" "README: regressions from A to B"
 n=$((n + 1))
 [ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = 'app' AND version = 'A'")" = 2 ] ||
-	fail "two hosts' series of one binary/version"
+	bad "two hosts' series of one binary/version"
 
 # ---- upgrading schema 1 (three arrays a counts row) to 2 (one blob) -----------------
 up=$(newdb up)
@@ -155,9 +153,9 @@ up_state() {
 up_state >"$tmp/up.want"
 psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples" >"$tmp/up.weighted"
 n=$((n + 1))
-[ "$(cat "$tmp/up.weighted")" -gt 0 ] || fail "upgrade: no entry whose weight differs from its samples"
+[ "$(cat "$tmp/up.weighted")" -gt 0 ] || bad "upgrade: no entry whose weight differs from its samples"
 # the database as schema 1 wrote it: the same counts as arrays
-psql "$up" -qX -v ON_ERROR_STOP=1 >"$tmp/down.out" 2>&1 <<'SQL' || { fail "downgrade to schema 1"; cat "$tmp/down.out"; }
+psql "$up" -qX -v ON_ERROR_STOP=1 >"$tmp/down.out" 2>&1 <<'SQL' || { bad "downgrade to schema 1"; cat "$tmp/down.out"; }
 BEGIN;
 ALTER TABLE counts ADD nodes int4[], ADD samples int8[], ADD weights int8[];
 UPDATE counts c SET
@@ -177,12 +175,12 @@ ALTER TABLE series ALTER host TYPE text USING convert_from(host, 'UTF8'),
 UPDATE flamefs_meta SET value = '1' WHERE key = 'schema';
 COMMIT;
 SQL
-"$collect" export --store "$up" --event samples >"$tmp/up.old" 2>&1 && fail "a reader read schema 1"
+"$collect" export --store "$up" --event samples >"$tmp/up.old" 2>&1 && bad "a reader read schema 1"
 has "$tmp/up.old" "$up: schema version 1 is older than this flamefs reads (2); a writer upgrades it" \
 	"schema 1, reader"
-"$collect" compact --store "$up" >"$tmp/up.compact" 2>&1 || { fail "compact (a writer) of schema 1"; cat "$tmp/up.compact"; }
+"$collect" compact --store "$up" >"$tmp/up.compact" 2>&1 || { bad "compact (a writer) of schema 1"; cat "$tmp/up.compact"; }
 n=$((n + 1))
-[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 2 ] || fail "upgrade: schema is not 2"
+[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 2 ] || bad "upgrade: schema is not 2"
 up_state >"$tmp/up.got"
 same "$tmp/up.got" "$tmp/up.want" "upgrade 1 -> 2: exports and stats"
 psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples" >"$tmp/up.weighted2"
@@ -191,7 +189,7 @@ same "$tmp/up.weighted2" "$tmp/up.weighted" "upgrade 1 -> 2: weighted entries"
 psql "$up" -qXc "UPDATE counts SET entries = '\x8080' WHERE ctid = (SELECT min(ctid) FROM counts)"
 up_state >"$tmp/up.bad"
 has "$tmp/up.bad" "store is damaged: the counts of series" "damaged blob, reader"
-psql "$up" -qXAt -c "SELECT count(*) FROM count_entries" >"$tmp/up.badsql" 2>&1 && fail "SQL decoded a damaged blob"
+psql "$up" -qXAt -c "SELECT count(*) FROM count_entries" >"$tmp/up.badsql" 2>&1 && bad "SQL decoded a damaged blob"
 has "$tmp/up.badsql" "flamefs: damaged counts entries at byte 2" "damaged blob, SQL"
 
 # ---- series keys that are not UTF-8 (a process name, a host name) ----------------------
@@ -200,11 +198,11 @@ has "$tmp/up.badsql" "flamefs: damaged counts entries at byte 2" "damaged blob, 
 nu=$(newdb nu)
 printf 'caf\351;main;x 5\ncaf\351;main;y 7\nok;main;z 3\n' >"$tmp/nu.folded"
 "$collect" import --store "$tmp/nuemb" --host "$(printf 'h\351')" --version "$(printf 'v\377')" \
-	"$tmp/nu.folded" >"$tmp/nu.out" 2>&1 || { fail "import of non-UTF-8 keys"; cat "$tmp/nu.out"; }
+	"$tmp/nu.folded" >"$tmp/nu.out" 2>&1 || { bad "import of non-UTF-8 keys"; cat "$tmp/nu.out"; }
 "$collect" push --store "$tmp/nuemb" --to "$nu" >"$tmp/nu.out" 2>&1 ||
-	{ fail "push of non-UTF-8 keys"; cat "$tmp/nu.out"; }
+	{ bad "push of non-UTF-8 keys"; cat "$tmp/nu.out"; }
 "$collect" import --store "$nu" --host "$(printf 'h\351')" --version "$(printf 'v\377')" \
-	"$tmp/nu.folded" >"$tmp/nu.out" 2>&1 || { fail "direct import of non-UTF-8 keys"; cat "$tmp/nu.out"; }
+	"$tmp/nu.folded" >"$tmp/nu.out" 2>&1 || { bad "direct import of non-UTF-8 keys"; cat "$tmp/nu.out"; }
 "$collect" export --store "$tmp/nuemb" --format folded | awk '{ $NF *= 2; print }' >"$tmp/nu.want"
 "$collect" export --store "$nu" --format folded >"$tmp/nu.got" 2>&1
 same "$tmp/nu.got" "$tmp/nu.want" "non-UTF-8 keys: the database's export = 2 x the directory's"
@@ -213,35 +211,35 @@ same "$tmp/nu.got" "$tmp/nu.want" "non-UTF-8 keys: the database's export = 2 x t
 same "$tmp/nu.got" "$tmp/nu.want" "non-UTF-8 keys: stats rows"
 n=$((n + 1))
 [ "$(psql "$nu" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = '\x636166e9' AND host = '\x68e9' AND version = '\x76ff'")" = 1 ] ||
-	fail "non-UTF-8 keys: the series row's bytes"
+	bad "non-UTF-8 keys: the series row's bytes"
 
 # ---- input bytes: every push replaces the source's totals, nothing twice ---------------
 ib=$(newdb ib)
 input_of() { "$collect" stats --store "$1" | awk '/^bytes:/ { for (i = 2; i <= NF; i++) if ($i ~ /^input=/) print substr($i, 7) }'; }
 "$collect" import --store "$tmp/ib1" --host ib1 --time 1700000040 "$tmp/a.folded" >/dev/null 2>&1
-"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || fail "push (input bytes)"
+"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || bad "push (input bytes)"
 n=$((n + 1))
-[ "$(input_of "$ib")" = "$(input_of "$tmp/ib1")" ] || fail "input bytes after a first push: $(input_of "$ib") != $(input_of "$tmp/ib1")"
+[ "$(input_of "$ib")" = "$(input_of "$tmp/ib1")" ] || bad "input bytes after a first push: $(input_of "$ib") != $(input_of "$tmp/ib1")"
 "$collect" import --store "$tmp/ib1" --host ib1 --time 1700000100 "$tmp/b.folded" >/dev/null 2>&1
-"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || fail "second push (input bytes)"
-"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || fail "third push (input bytes)"
-"$collect" push --store "$tmp/ib1" --to "$ib" --full >/dev/null 2>&1 || fail "full push (input bytes)"
+"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || bad "second push (input bytes)"
+"$collect" push --store "$tmp/ib1" --to "$ib" >/dev/null 2>&1 || bad "third push (input bytes)"
+"$collect" push --store "$tmp/ib1" --to "$ib" --full >/dev/null 2>&1 || bad "full push (input bytes)"
 n=$((n + 1))
-[ "$(input_of "$ib")" = "$(input_of "$tmp/ib1")" ] || fail "input bytes after later pushes: $(input_of "$ib") != $(input_of "$tmp/ib1")"
+[ "$(input_of "$ib")" = "$(input_of "$tmp/ib1")" ] || bad "input bytes after later pushes: $(input_of "$ib") != $(input_of "$tmp/ib1")"
 "$collect" import --store "$tmp/ib2" --host ib2 --time 1700000040 "$tmp/b.folded" >/dev/null 2>&1
-"$collect" push --store "$tmp/ib2" --to "$ib" >/dev/null 2>&1 || fail "push of a second host (input bytes)"
+"$collect" push --store "$tmp/ib2" --to "$ib" >/dev/null 2>&1 || bad "push of a second host (input bytes)"
 n=$((n + 1))
 [ "$(input_of "$ib")" = "$(($(input_of "$tmp/ib1") + $(input_of "$tmp/ib2")))" ] ||
-	fail "input bytes of two hosts: $(input_of "$ib") != the sum of $(input_of "$tmp/ib1") and $(input_of "$tmp/ib2")"
+	bad "input bytes of two hosts: $(input_of "$ib") != the sum of $(input_of "$tmp/ib1") and $(input_of "$tmp/ib2")"
 
 # ---- prune -------------------------------------------------------------------------
-"$collect" prune --store "$sq" --before 1700000100 --dry-run >"$tmp/prune.out" 2>&1 || fail "prune --dry-run"
+"$collect" prune --store "$sq" --before 1700000100 --dry-run >"$tmp/prune.out" 2>&1 || bad "prune --dry-run"
 n=$((n + 1))
-[ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM counts")" = 3 ] || fail "a dry run deleted"
-"$collect" prune --store "$sq" --before 1700000100 >"$tmp/prune.out" 2>&1 || { fail "prune"; cat "$tmp/prune.out"; }
+[ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM counts")" = 3 ] || bad "a dry run deleted"
+"$collect" prune --store "$sq" --before 1700000100 >"$tmp/prune.out" 2>&1 || { bad "prune"; cat "$tmp/prune.out"; }
 n=$((n + 1))
 [ "$(psql "$sq" -qXAt -c "SELECT count(*) || ' ' || sum(samples) FROM series WHERE samples > 0")" = "1 100" ] ||
-	fail "prune left the wrong series"
+	bad "prune left the wrong series"
 "$collect" export --store "$sq" --format folded >"$tmp/pruned.out" 2>&1
 printf 'app;main;compute 70\napp;main;io 20\napp;main;parse 10\n' >"$tmp/pruned.want"
 same "$tmp/pruned.out" "$tmp/pruned.want" "export after prune"
@@ -249,20 +247,20 @@ same "$tmp/pruned.out" "$tmp/pruned.want" "export after prune"
 # ---- refusals ------------------------------------------------------------------------
 other=$(newdb other)
 psql "$other" -qXc "CREATE TABLE invoices (id int)"
-"$collect" import --store "$other" "$tmp/a.folded" >"$tmp/other.out" 2>&1 && fail "import into a non-flamefs database"
+"$collect" import --store "$other" "$tmp/a.folded" >"$tmp/other.out" 2>&1 && bad "import into a non-flamefs database"
 has "$tmp/other.out" "$other: not a flamefs store" "non-flamefs database"
 n=$((n + 1))
 [ "$(psql "$other" -qXAt -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")" = 1 ] ||
-	fail "a refused database was changed"
+	bad "a refused database was changed"
 empty=$(newdb empty)
-"$collect" stats --store "$empty" >"$tmp/empty.out" 2>&1 && fail "stats of an empty database"
+"$collect" stats --store "$empty" >"$tmp/empty.out" 2>&1 && bad "stats of an empty database"
 has "$tmp/empty.out" "not a flamefs store yet" "empty database"
 psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'"
-"$collect" stats --store "$sq" >"$tmp/future.out" 2>&1 && fail "stats of a future schema"
+"$collect" stats --store "$sq" >"$tmp/future.out" 2>&1 && bad "stats of a future schema"
 has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (2)" "future schema"
-"$collect" import --store "$sq" "$tmp/a.folded" >"$tmp/future.out" 2>&1 && fail "import into a future schema"
+"$collect" import --store "$sq" "$tmp/a.folded" >"$tmp/future.out" 2>&1 && bad "import into a future schema"
 has "$tmp/future.out" "schema version 9 is newer" "future schema, import"
-"$collect" stats --store "postgresql:///x?host=$tmp/nowhere" >"$tmp/unreach.out" 2>&1 && fail "stats of no server"
+"$collect" stats --store "postgresql:///x?host=$tmp/nowhere" >"$tmp/unreach.out" 2>&1 && bad "stats of no server"
 has "$tmp/unreach.out" "postgresql:///x?host=$tmp/nowhere: cannot connect: " "unreachable server"
 
 # ---- roles and the password ----------------------------------------------------------
@@ -272,28 +270,28 @@ pg_role freader "$pw-ro" >/dev/null
 pg_createdb fleet fwriter >/dev/null
 wuri="postgresql://fwriter:$pw@/fleet?host=$sock&port=$PG_PORT"
 ruri="postgresql://freader:$pw-ro@/fleet?host=$sock&port=$PG_PORT"
-"$collect" import --store "$wuri" --time 1700000040 "$tmp/a.folded" >"$tmp/pw.out" 2>&1 || { fail "import as the writer role"; cat "$tmp/pw.out"; }
+"$collect" import --store "$wuri" --time 1700000040 "$tmp/a.folded" >"$tmp/pw.out" 2>&1 || { bad "import as the writer role"; cat "$tmp/pw.out"; }
 has "$tmp/pw.out" "postgresql://fwriter:***@/fleet" "the import names the store"
 # the GRANTs of store/README.md
 awk '/^```sql grants/{on=1; next} /^```/{on=0} on' "$here/../store/README.md" |
 	sed 's/flamefs_reader/freader/g; s/flamefs_writer/fwriter/g' >"$tmp/grants.sql"
-psql "$wuri" -qX -v ON_ERROR_STOP=1 -f "$tmp/grants.sql" >"$tmp/grants.out" 2>&1 || { fail "the README's GRANTs"; cat "$tmp/grants.out"; }
-"$collect" stats --store "$ruri" >>"$tmp/pw.out" 2>&1 || { fail "stats as the read-only role"; tail -3 "$tmp/pw.out"; }
-"$collect" export --store "$ruri" --format folded >"$tmp/ro.folded" 2>>"$tmp/pw.out" || fail "export as the read-only role"
+psql "$wuri" -qX -v ON_ERROR_STOP=1 -f "$tmp/grants.sql" >"$tmp/grants.out" 2>&1 || { bad "the README's GRANTs"; cat "$tmp/grants.out"; }
+"$collect" stats --store "$ruri" >>"$tmp/pw.out" 2>&1 || { bad "stats as the read-only role"; tail -3 "$tmp/pw.out"; }
+"$collect" export --store "$ruri" --format folded >"$tmp/ro.folded" 2>>"$tmp/pw.out" || bad "export as the read-only role"
 same "$tmp/ro.folded" "$tmp/a.folded" "export as the read-only role"
-"$collect" import --store "$ruri" --time 1700000100 "$tmp/b.folded" >"$tmp/ro.out" 2>&1 && fail "import as the read-only role"
+"$collect" import --store "$ruri" --time 1700000100 "$tmp/b.folded" >"$tmp/ro.out" 2>&1 && bad "import as the read-only role"
 has "$tmp/ro.out" "permission denied" "read-only import"
 has "$tmp/ro.out" "host " "read-only import names the host"
 has "$tmp/ro.out" "series app/default/samples" "read-only import names the series"
 cat "$tmp/ro.out" >>"$tmp/pw.out"
-"$collect" stats --store "postgresql://fwriter:wrong-$pw@/fleet?host=$sock&port=$PG_PORT" >>"$tmp/pw.out" 2>&1 && fail "a wrong password was taken"
-"$collect" stats --store "postgresql:///fleet?host=$sock&port=$PG_PORT&user=fwriter&password=wrong-$pw" >>"$tmp/pw.out" 2>&1 && fail "a wrong password was taken (query)"
+"$collect" stats --store "postgresql://fwriter:wrong-$pw@/fleet?host=$sock&port=$PG_PORT" >>"$tmp/pw.out" 2>&1 && bad "a wrong password was taken"
+"$collect" stats --store "postgresql:///fleet?host=$sock&port=$PG_PORT&user=fwriter&password=wrong-$pw" >>"$tmp/pw.out" 2>&1 && bad "a wrong password was taken (query)"
 has "$tmp/pw.out" "password=***" "a password parameter is hidden"
 lacks "$tmp/pw.out" "$pw" "password"
 # libpq's own PGPASSFILE is honoured
 pg_passfile "$tmp/pgpass" fwriter "$pw" fleet
 PGPASSFILE=$tmp/pgpass "$collect" stats --store "postgresql://fwriter@/fleet?host=$sock&port=$PG_PORT" >"$tmp/pass.out" 2>&1 ||
-	{ fail "PGPASSFILE"; cat "$tmp/pass.out"; }
+	{ bad "PGPASSFILE"; cat "$tmp/pass.out"; }
 
 # ---- 16 writers at once, with overlapping stacks ----------------------------------------
 many=$(newdb many)
@@ -310,17 +308,17 @@ for i in $(seq 1 16); do
 done
 for i in $(seq 1 16); do
 	n=$((n + 1))
-	wait "${pids[$((i - 1))]}" || { fail "concurrent import $i"; cat "$tmp/w$i.out"; }
+	wait "${pids[$((i - 1))]}" || { bad "concurrent import $i"; cat "$tmp/w$i.out"; }
 done
 "$collect" export --store "$many" --format folded >"$tmp/many.p" 2>&1
 "$collect" export --store "$tmp/manyemb" --format folded >"$tmp/many.e" 2>&1
 same "$tmp/many.p" "$tmp/many.e" "16 concurrent writers: counts differ"
 n=$((n + 1))
 [ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT (parent, frame)) = count(*) FROM nodes")" = t ] ||
-	fail "16 concurrent writers: node ids not dense or a stack stored twice"
+	bad "16 concurrent writers: node ids not dense or a stack stored twice"
 n=$((n + 1))
 [ "$(psql "$many" -qXAt -c "SELECT count(*) = max(id) + 1 AND count(DISTINCT (kind, line, name, module, build_id, file)) = count(*) FROM frames")" = t ] ||
-	fail "16 concurrent writers: frame ids not dense or a frame stored twice"
+	bad "16 concurrent writers: frame ids not dense or a frame stored twice"
 
 "$build/tests/gen-folded" 2000 200000 busy 7 >"$tmp/big.folded"
 # ---- a server that takes a connection and drops it -----------------------------------------
@@ -410,17 +408,17 @@ if FLAMEFS_PG_RETRY_SECONDS=30 "$collect" import --store "$(drop_uri drop3)" --t
 	"$collect" export --store "$dropdb_uri" --format folded >"$tmp/drop.p" 2>&1
 	same "$tmp/drop.p" "$tmp/drop.e" "an import past 3 dropped connections: counts differ"
 else
-	fail "an import past 3 dropped connections failed"
+	bad "an import past 3 dropped connections failed"
 	cat "$tmp/drop3.out"
 fi
 n=$((n + 1))
 t0=$(date +%s%N)
 FLAMEFS_PG_RETRY_SECONDS=1 "$collect" stats --store "$(drop_uri dropall)" >"$tmp/dropall.out" 2>&1 &&
-	fail "a server that drops every connection was read"
+	bad "a server that drops every connection was read"
 t1=$(date +%s%N)
 if [ $(((t1 - t0) / 1000000)) -lt 1000 ] ||
 	! grep -q "did not come back within 1 s: .*server closed the connection unexpectedly" "$tmp/dropall.out"; then
-	fail "a server that drops every connection: not waited for 1 s ($(((t1 - t0) / 1000000)) ms), or not named"
+	bad "a server that drops every connection: not waited for 1 s ($(((t1 - t0) / 1000000)) ms), or not named"
 	cat "$tmp/dropall.out"
 fi
 n=$((n + 1))
@@ -430,7 +428,7 @@ if FLAMEFS_PG_RETRY_SECONDS=30 "$collect" import --store "${fataldb_uri//host=$s
 	"$collect" export --store "$fataldb_uri" --format folded >"$tmp/fatal.p" 2>&1
 	same "$tmp/fatal.p" "$tmp/drop.e" "an import past 3 sessions ended by a shutdown (57P01): counts differ"
 else
-	fail "an import past 3 sessions ended by a shutdown (57P01) failed"
+	bad "an import past 3 sessions ended by a shutdown (57P01) failed"
 	cat "$tmp/fatal3.out"
 fi
 kill "$(cat "$tmp/drop3.pid")" "$(cat "$tmp/dropall.pid")" "$(cat "$tmp/fatal3.pid")" 2>/dev/null
@@ -449,7 +447,7 @@ rm -rf "$tmp/killemb"
 for st in "$killdb_uri" "$tmp/killemb"; do
 	"$collect" import --store "$st" --time 1700000000 "$tmp/k0.folded" >/dev/null 2>&1
 done
-psql "$killdb_uri" -qX -v ON_ERROR_STOP=1 >"$tmp/kill.sql.out" 2>&1 <<'SQL' || fail "the killing trigger"
+psql "$killdb_uri" -qX -v ON_ERROR_STOP=1 >"$tmp/kill.sql.out" 2>&1 <<'SQL' || bad "the killing trigger"
 CREATE SEQUENCE flamefs_test_kills;
 CREATE FUNCTION flamefs_test_kill() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -469,9 +467,9 @@ if FLAMEFS_PG_RETRY_SECONDS=30 "$collect" import --store "$killdb_uri" --time 17
 	"$collect" export --store "$tmp/killemb" --format folded >"$tmp/kill.e" 2>&1
 	same "$tmp/kill.p" "$tmp/kill.e" "a commit past 3 sessions ended in its COPY (57P01): counts differ"
 	[ "$(psql "$killdb_uri" -qXAt -c "SELECT last_value FROM flamefs_test_kills")" = 4 ] ||
-		fail "a commit past 3 sessions ended in its COPY: the trigger did not run 4 times"
+		bad "a commit past 3 sessions ended in its COPY: the trigger did not run 4 times"
 else
-	fail "a commit past 3 sessions ended in its COPY (57P01) failed"
+	bad "a commit past 3 sessions ended in its COPY (57P01) failed"
 	cat "$tmp/kill.out"
 fi
 
@@ -508,10 +506,10 @@ wait $bg
 n=$((n + 1))
 # (libpq's own words for a missing socket hold "failed": the verdict is
 # busy.fail's, busy.out only shows what was said)
-[ -s "$tmp/busy.fail" ] && { fail "an import failed across a restart"; cat "$tmp/busy.fail" "$tmp/busy.out"; }
+[ -s "$tmp/busy.fail" ] && { bad "an import failed across a restart"; cat "$tmp/busy.fail" "$tmp/busy.out"; }
 "$collect" export --store "$busy" --format folded >"$tmp/busy.p" 2>&1
 "$collect" export --store "$tmp/bigemb" --format folded >"$tmp/busy.e" 2>&1
 same "$tmp/busy.p" "$tmp/busy.e" "imports across a server restart: counts differ"
 
-echo "$((n - fails))/$n checks passed"
-[ "$fails" = 0 ]
+echo "$((n - failures))/$n checks passed"
+[ "$failures" = 0 ]
