@@ -373,6 +373,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct tree_ref *tree;
 	struct at at;
 	bool current, all;
+	int64_t length = 0;
 	int r;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -409,10 +410,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	key.vf = space_file(at.sp, at.i.slot - 1);
 	key.node = at.i.node;
 	key.file = at.i.slot - 1;
+	key.alias = at.i.alias;
 	all = space_is_all(at.sp);
 	key.changed = all ? at.sp->files_version : at.sp->changed[at.i.node];
 	key.keep = all;
 	current = at.current;
+	/* -1: a file without a size function whose length the daemon does
+	 * not know, so the kernel was told 0 (rendered below). */
+	length = current && !all && !key.vf->size ? rendercache_length_locked(&key) : 0;
 	tree = at.sp->tree;
 	tree->refs++;
 	pthread_mutex_unlock(&fs.lock);
@@ -425,13 +430,19 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	of->key = key;
 	of->tree = tree; /* rendered at the first read (open_file_render) */
-	/* A size not known before rendering (pprof: 0 in stat until rendered), or an inode
-	 * of an older version whose cached size and pages are another
-	 * rendering's: read to EOF through the daemon.  Otherwise the
-	 * inode's pages can only ever hold these bytes: keep them. */
-	fi->direct_io = key.vf->size == NULL || !current || all;
+	/* An inode of an older version, whose cached size and pages are
+	 * another rendering's, or a root file (whose 0 in stat before the
+	 * root's tree is built is cached): read to EOF through the daemon.
+	 * Otherwise the inode's pages can only ever hold these bytes: keep
+	 * them.  That holds for a file whose size needs its rendering too
+	 * (pprof, flame.svg, ...): when the daemon does not know that size
+	 * the file is rendered before the open is answered and the 0 the
+	 * kernel was told is dropped, and while the file is open stat
+	 * answers its length (inode_attr_locked()). */
+	fi->direct_io = !current || all;
 	fi->keep_cache = !fi->direct_io;
-	of->sizeless = current && (key.vf->size == NULL || all);
+	of->sizeless = current && all;
+	of->length = length;
 opened:
 	pthread_mutex_init(&of->mu, NULL);
 	of->ino = ino;
@@ -442,6 +453,17 @@ opened:
 		of->next->prev = of;
 	fs.open_files = of;
 	pthread_mutex_unlock(&fs.lock);
+	if (length < 0) {
+		/* Its size is known now, while the kernel may hold the 0 stat
+		 * gave it: drop that before the first fstat() or read.  A
+		 * rendering refused (EFBIG) is refused at each read. */
+		if (open_file_render(of) == 0) {
+			refresh_inval_attr(ino);
+		} else {
+			fi->direct_io = 1;
+			fi->keep_cache = 0;
+		}
+	}
 	if (fuse_reply_open(req, fi) != 0) {
 		pthread_mutex_lock(&fs.lock);
 		if (of->prev)
