@@ -108,7 +108,7 @@ struct space {
 	size_t func_len;
 	uint32_t parent_sdir; /* the synthetic directory above its root */
 
-	uint64_t uid;          /* never reused: the render cache's key */
+	uint64_t uid;          /* never reused: the render cache's key; new at each fresh build */
 	uint64_t nlookup;      /* the kernel's lookup count, all inodes */
 	struct tree_ref *tree; /* NULL until built or once dropped */
 	uint64_t last_use;
@@ -159,6 +159,10 @@ struct rendered {
 	uint32_t node;
 	uint32_t file;
 	uint32_t changed;
+	/* The inode's alias bit: the two names of one tree are two inodes,
+	 * and each has renderings and lengths of its own, so that what the
+	 * daemon knows of a file's length is what it told of that inode. */
+	uint32_t alias;
 	bool keep;                      /* cached whatever its size: stat reads the size from it */
 	unsigned refs;                  /* atomic: a read's reply holds one too */
 	struct rendered *newer, *older; /* LRU list, guarded by fs.lock */
@@ -176,7 +180,11 @@ struct open_file {
 	struct rendered key;
 	struct tree_ref *tree;
 	pthread_mutex_t mu; /* guards r, tree while rendering */
-	bool sizeless;      /* a current inode whose stat had no size */
+	bool sizeless;      /* a current root file whose stat had no size */
+	/* A file without a size function: the length of its rendering when
+	 * the daemon knew it at the open, else -1; the daemon answers it to
+	 * stat for as long as the file is open (inode_attr_locked()). */
+	int64_t length;
 	/* Guarded by mu: set once the rendering was refused for its size
 	 * (-EFBIG, which the same tree always gives again), so that the
 	 * open's later reads answer it without rendering (and logging) once
@@ -358,6 +366,11 @@ struct flamefs_state {
 	uint64_t cache_bytes;
 	struct rendered **cache_hash; /* chains by rendered_hash(), cache_buckets of them */
 	size_t cache_buckets, cache_count;
+	/* The lengths of renderings of files without a size function, kept
+	 * after their bytes leave the cache (rendercache.c): a table of
+	 * LENGTH_SETS sets of LENGTH_WAYS, allocated at the first one. */
+	struct rendered_length *lengths;
+	unsigned lengths_clock;
 	/* Every open file handle.  After a lazy unmount the kernel can end
 	 * the connection before the last RELEASE reaches us, so the handles
 	 * left here are freed at exit. */

@@ -193,11 +193,29 @@ static int64_t cached_length_locked(const struct at *at)
 	        .space_uid = at->sp->uid,
 	        .node = at->i.node,
 	        .file = at->i.slot - 1,
+	        .alias = at->i.alias,
 	        .changed =
 	                space_is_all(at->sp) ? at->sp->files_version : at->sp->changed[at->i.node],
 	};
 
 	return rendercache_length_locked(&key);
+}
+
+/* The length of an open file of inode `ino` (the open knew it or has
+ * rendered it), or -1.  The kernel keeps the pages of an open file
+ * without a size function (op_open): if stat answered 0 while one is
+ * open, because the render cache forgot its length, the kernel would
+ * drop them and end that file's reads there. */
+static int64_t open_length_locked(fuse_ino_t ino)
+{
+	for (const struct open_file *of = fs.open_files; of; of = of->next)
+		if (of->ino == ino) {
+			/* of->r is set once, under of->mu, and its bytes never change */
+			const struct rendered *r = __atomic_load_n(&of->r, __ATOMIC_ACQUIRE);
+			if (r || of->length >= 0)
+				return r ? (int64_t)r->buf.len : of->length;
+		}
+	return -1;
 }
 
 /* The attributes of what `at` names now (a file's current size; files
@@ -239,8 +257,8 @@ double inode_attr_locked(const struct at *at, fuse_ino_t ino, struct stat *st)
 	int64_t len = 0;
 	if (f->size)
 		len = (int64_t)f->size(at->tree, at->i.node);
-	else if (at->current)
-		len = cached_length_locked(at);
+	else if (at->current && (len = cached_length_locked(at)) < 0)
+		len = open_length_locked(ino);
 	inode_attr_file(st, ino, space_node_mtime(at->sp, at->i.node), len > 0 ? (uint64_t)len : 0);
 	/* An inode of an older version is answered with the current size and
 	 * not cached, so a stale entry never caches a stale size. */

@@ -366,6 +366,25 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	do_readdir(req, ino, size, off, true);
 }
 
+/* Renderings up to this long are handed to the kernel's page cache when
+ * an open renders them (push_pages()). */
+#define PUSH_MAX (256u << 10)
+
+/* Stores a rendering the open just made in the inode's page cache
+ * (FUSE_NOTIFY_STORE, which also sets the kernel's size), so the reads
+ * that follow need no READ: a first `grep -r` reads a directory's seven
+ * files without a size function in one request fewer each.  Only a
+ * current inode's own bytes, which are all its pages can ever hold; a
+ * large one is left to READs, since a reader may want its head only. */
+static void push_pages(fuse_ino_t ino, const struct view_buf *b)
+{
+	if (!fs.se || b->len == 0 || b->len > PUSH_MAX)
+		return;
+	struct fuse_bufvec v = FUSE_BUFVEC_INIT(b->len);
+	v.buf[0].mem = b->data;
+	fuse_lowlevel_notify_store(fs.se, ino, 0, &v, 0);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct rendered key = {0};
@@ -373,6 +392,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct tree_ref *tree;
 	struct at at;
 	bool current, all;
+	int64_t length = 0;
 	int r;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -409,10 +429,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	key.vf = space_file(at.sp, at.i.slot - 1);
 	key.node = at.i.node;
 	key.file = at.i.slot - 1;
+	key.alias = at.i.alias;
 	all = space_is_all(at.sp);
 	key.changed = all ? at.sp->files_version : at.sp->changed[at.i.node];
 	key.keep = all;
 	current = at.current;
+	/* -1: a file without a size function whose length the daemon does
+	 * not know, so the kernel was told 0 (rendered below). */
+	length = current && !all && !key.vf->size ? rendercache_length_locked(&key) : 0;
 	tree = at.sp->tree;
 	tree->refs++;
 	pthread_mutex_unlock(&fs.lock);
@@ -425,13 +449,19 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	of->key = key;
 	of->tree = tree; /* rendered at the first read (open_file_render) */
-	/* A size not known before rendering (pprof: 0 in stat until rendered), or an inode
-	 * of an older version whose cached size and pages are another
-	 * rendering's: read to EOF through the daemon.  Otherwise the
-	 * inode's pages can only ever hold these bytes: keep them. */
-	fi->direct_io = key.vf->size == NULL || !current || all;
+	/* An inode of an older version, whose cached size and pages are
+	 * another rendering's, or a root file (whose 0 in stat before the
+	 * root's tree is built is cached): read to EOF through the daemon.
+	 * Otherwise the inode's pages can only ever hold these bytes: keep
+	 * them.  That holds for a file whose size needs its rendering too
+	 * (pprof, flame.svg, ...): when the daemon does not know that size
+	 * the file is rendered before the open is answered and the 0 the
+	 * kernel was told is dropped, and while the file is open stat
+	 * answers its length (inode_attr_locked()). */
+	fi->direct_io = !current || all;
 	fi->keep_cache = !fi->direct_io;
-	of->sizeless = current && (key.vf->size == NULL || all);
+	of->sizeless = current && all;
+	of->length = length;
 opened:
 	pthread_mutex_init(&of->mu, NULL);
 	of->ino = ino;
@@ -442,6 +472,18 @@ opened:
 		of->next->prev = of;
 	fs.open_files = of;
 	pthread_mutex_unlock(&fs.lock);
+	if (length < 0) {
+		/* Its size is known now, while the kernel may hold the 0 stat
+		 * gave it: drop that before the first fstat() or read.  A
+		 * rendering refused (EFBIG) is refused at each read. */
+		if (open_file_render(of) == 0) {
+			refresh_inval_attr(ino);
+			push_pages(ino, &of->r->buf);
+		} else {
+			fi->direct_io = 1;
+			fi->keep_cache = 0;
+		}
+	}
 	if (fuse_reply_open(req, fi) != 0) {
 		pthread_mutex_lock(&fs.lock);
 		if (of->prev)

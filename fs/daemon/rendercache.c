@@ -21,6 +21,21 @@
 #define RENDER_CACHE_BYTES (256ull << 20)
 #define RENDER_CACHE_MIN   4096
 
+/* The lengths of renderings of files without a size function outlive
+ * their bytes here, so that stat keeps answering them and a later open
+ * need not render to learn them (the kernel may hold the pages).  A set
+ * is chosen by the key's hash; a full set loses its oldest-written entry,
+ * and a lost length is only one the daemon will render to learn again.
+ * 8 MiB at most: 2^18 entries of 32 bytes. */
+#define LENGTH_WAYS 4
+#define LENGTH_SETS (1u << 16)
+
+struct rendered_length {
+	uint64_t space_uid; /* 0: empty (uids start at 1) */
+	uint32_t node, file, changed, alias;
+	uint64_t len;
+};
+
 void rendercache_ref(struct rendered *r)
 {
 	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
@@ -51,14 +66,20 @@ static void unlink_locked(struct rendered *r)
 	r->newer = r->older = NULL;
 }
 
-static size_t rendered_hash(const struct rendered *k)
+/* The key's hash modulo `n`, a power of two. */
+static size_t rendered_hash_n(const struct rendered *k, size_t n)
 {
 	uint64_t h = k->space_uid * 0x9e3779b97f4a7c15ull;
 
-	h ^= ((uint64_t)k->node << 32 | (uint64_t)k->changed << 3 | k->file) *
+	h ^= ((uint64_t)k->node << 32 | (uint64_t)k->changed << 5 | k->alias << 4 | k->file) *
 	     0xff51afd7ed558ccdull;
 	h ^= h >> 29;
-	return (size_t)h & (fs.cache_buckets - 1);
+	return (size_t)h & (n - 1);
+}
+
+static size_t rendered_hash(const struct rendered *k)
+{
+	return rendered_hash_n(k, fs.cache_buckets);
 }
 
 static void unhash_locked(struct rendered *r)
@@ -127,6 +148,37 @@ void rendercache_drop_locked(void)
 	free(fs.cache_hash);
 	fs.cache_hash = NULL;
 	fs.cache_buckets = fs.cache_count = 0;
+	free(fs.lengths);
+	fs.lengths = NULL;
+}
+
+static bool same_key(const struct rendered_length *l, const struct rendered *key)
+{
+	return l->space_uid == key->space_uid && l->node == key->node && l->file == key->file &&
+	       l->changed == key->changed && l->alias == key->alias;
+}
+
+/* Remembers the length of a rendering of `key`'s file (one without a size
+ * function); does nothing when the table cannot be allocated. */
+static void note_length_locked(const struct rendered *key, uint64_t len)
+{
+	if (!fs.lengths &&
+	    !(fs.lengths = calloc((size_t)LENGTH_SETS * LENGTH_WAYS, sizeof(*fs.lengths))))
+		return;
+	struct rendered_length *set =
+	        &fs.lengths[(rendered_hash_n(key, LENGTH_SETS)) * LENGTH_WAYS];
+	struct rendered_length *slot = NULL;
+	for (unsigned w = 0; w < LENGTH_WAYS && !slot; w++)
+		if (same_key(&set[w], key) || set[w].space_uid == 0)
+			slot = &set[w];
+	if (!slot)
+		slot = &set[fs.lengths_clock++ % LENGTH_WAYS];
+	*slot = (struct rendered_length){.space_uid = key->space_uid,
+	                                 .node = key->node,
+	                                 .file = key->file,
+	                                 .changed = key->changed,
+	                                 .alias = key->alias,
+	                                 .len = len};
 }
 
 /* The cached rendering with `key`'s space, node, file and content
@@ -138,7 +190,7 @@ static struct rendered *find_rendered_locked(const struct rendered *key)
 		return NULL;
 	for (struct rendered *c = fs.cache_hash[rendered_hash(key)]; c; c = c->hnext) {
 		if (c->space_uid == key->space_uid && c->node == key->node &&
-		    c->file == key->file && c->changed == key->changed) {
+		    c->file == key->file && c->changed == key->changed && c->alias == key->alias) {
 			unlink_locked(c);
 			push_newest_locked(c);
 			rendercache_ref(c);
@@ -148,17 +200,24 @@ static struct rendered *find_rendered_locked(const struct rendered *key)
 	return NULL;
 }
 
-/* The length of the cached rendering with `key`'s space, node, file and
- * content version, or -1 when the cache holds none.  Leaves the LRU order
- * alone: stat is not a use. */
+/* The length of the rendering with `key`'s space, node, file and content
+ * version when the cache holds it or remembers its length, else -1.
+ * Leaves the LRU order alone: stat is not a use. */
 int64_t rendercache_length_locked(const struct rendered *key)
 {
-	if (!fs.cache_buckets)
-		return -1;
-	for (struct rendered *c = fs.cache_hash[rendered_hash(key)]; c; c = c->hnext)
-		if (c->space_uid == key->space_uid && c->node == key->node &&
-		    c->file == key->file && c->changed == key->changed)
-			return (int64_t)c->buf.len;
+	if (fs.cache_buckets)
+		for (struct rendered *c = fs.cache_hash[rendered_hash(key)]; c; c = c->hnext)
+			if (c->space_uid == key->space_uid && c->node == key->node &&
+			    c->file == key->file && c->changed == key->changed &&
+			    c->alias == key->alias)
+				return (int64_t)c->buf.len;
+	if (fs.lengths) {
+		const struct rendered_length *set =
+		        &fs.lengths[rendered_hash_n(key, LENGTH_SETS) * LENGTH_WAYS];
+		for (unsigned w = 0; w < LENGTH_WAYS; w++)
+			if (same_key(&set[w], key))
+				return (int64_t)set[w].len;
+	}
 	return -1;
 }
 
@@ -217,9 +276,12 @@ int rendercache_get(const struct rendered *key, const struct view_tree *tree, st
 	r->node = key->node;
 	r->file = key->file;
 	r->changed = key->changed;
+	r->alias = key->alias;
 	r->keep = key->keep;
 	r->refs = 1;
 	pthread_mutex_lock(&fs.lock);
+	if (!key->vf->size)
+		note_length_locked(key, r->buf.len);
 	/* Another open may have rendered it meanwhile: share that one. */
 	c = find_rendered_locked(key);
 	if (c) {

@@ -572,6 +572,12 @@ int space_build_locked(struct space *sp)
 	t->refs = 1;
 	sp->tree = t;
 	sp->gen = 0;
+	/* Node ids and content versions start afresh, so (node, version)
+	 * may name other bytes than before the tree was dropped: the render
+	 * cache's renderings and lengths of the old tree must not be found.
+	 * A root's files are keyed by files_version, which does not restart. */
+	if (!space_is_all(sp))
+		sp->uid = ++fs.next_uid;
 	r = space_grow_locked(sp, view_tree_node_count(t->tree), 0);
 	if (r < 0) {
 		space_drop_tree_locked(sp);

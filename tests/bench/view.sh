@@ -4,7 +4,11 @@
 # Environment: BENCH_DIR (work directory, default a new /var/tmp dir),
 #   VIEW_UNIQUE / VIEW_SAMPLES (generated profile, default 100000 /
 #   1200000), VIEW_BIG_UNIQUE / VIEW_BIG_SAMPLES (the larger one, default
-#   250000 / 1500000), VIEW_RECORD_SECS (real recording length, default 20).
+#   250000 / 1500000), VIEW_RECORD_SECS (real recording length, default 20),
+#   VIEW_REAL_PERF (a `perf script` file to import as the real store instead
+#   of recording one), VIEW_ONLY=walks (the real store's walks against tmpfs
+#   only: its import, then the first rows of "Walks against the same tree on
+#   tmpfs"; with VIEW_REAL_PERF, a few minutes instead of tens).
 #
 # Three stores are built and mounted with `flamefs -f STORE MNT`:
 #   gen:  a generated folded profile (tests/bench/gen-folded.c): >= 100k
@@ -44,6 +48,7 @@ nsamples=${VIEW_SAMPLES:-1200000}
 big_unique=${VIEW_BIG_UNIQUE:-250000}
 big_samples=${VIEW_BIG_SAMPLES:-1500000}
 rec_secs=${VIEW_RECORD_SECS:-20}
+only=${VIEW_ONLY:-}
 
 fs_pid=
 unmount() {
@@ -137,14 +142,20 @@ echo "work dir: $work"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other processes share the machine; numbers are wall clock)"
 
 # ---- inputs ---------------------------------------------------------------
-"$build/tests/gen-folded" "$unique" "$nsamples" genapp > "$work/gen.folded"
-"$build/tests/gen-folded" "$big_unique" "$big_samples" genapp 7 > "$work/big.folded"
-
-. "$top/tests/bench/lib.sh"
-record_workload "$rec_secs" "$work/real.perf"
-
 declare -A R
 keys=(gen big real)
+if [ "$only" = walks ]; then
+	keys=(real)
+else
+	"$build/tests/gen-folded" "$unique" "$nsamples" genapp > "$work/gen.folded"
+	"$build/tests/gen-folded" "$big_unique" "$big_samples" genapp 7 > "$work/big.folded"
+fi
+if [ -n "${VIEW_REAL_PERF:-}" ]; then
+	cp "$VIEW_REAL_PERF" "$work/real.perf"
+else
+	record_workload "$rec_secs" "$work/real.perf"
+fi
+
 tmpfs=$work/tmpfs
 mkdir -p "$tmpfs"
 mountpoint -q "$tmpfs" || mount -t tmpfs -o size=75%,nr_inodes=0 flamefs-bench "$tmpfs"
@@ -194,6 +205,7 @@ done
 
 # ---- measurements ---------------------------------------------------------
 status_kb() { awk -v f="$1:" '$1 == f { print $2 }' /proc/$fs_pid/status; }
+if [ "$only" != walks ]; then
 
 bench() { # key store view do_find
 	local k=$1 store=$2 v="$mnt/$3" list="$work/find-$1.txt" t0 t1
@@ -255,6 +267,7 @@ bench() { # key store view do_find
 bench gen "$work/s-gen" "${VIEW[gen]}" 1
 bench big "$work/s-big" "${VIEW[big]}" 0
 bench real "$work/s-real" "${VIEW[real]}" 1
+fi
 
 # ---- walks against the same tree on tmpfs (issue #15) -----------------------
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
@@ -282,11 +295,13 @@ R[w.real.find2]=$(med3 find "$mnt")
 mount_store "$work/s-real"
 R[w.real.grep1]=$(timed grep_tree "$mnt")
 R[w.real.grep2]=$(med3 grep_tree "$mnt")
+R[w.real.rss]=$(status_kb VmRSS); R[w.real.hwm]=$(status_kb VmHWM)
 unmount
 R[w.real.findc]=$(med3 find "$tmpfs/real")
 R[w.real.grepc]=$(med3 grep_tree "$tmpfs/real")
 rm -rf "$tmpfs/real"
 
+if [ "$only" != walks ]; then
 # gen: 2.7M entries; the copy has the names and types, files empty.
 mount_store "$work/s-gen"
 t0=$(date +%s.%N); find "$mnt" -printf '%y %p\n' > "$work/typed-gen.txt"; t1=$(date +%s.%N)
@@ -306,11 +321,13 @@ dp="$mnt/deepapp/default"
 for i in $(seq 500); do dp="$dp/f$i"; done
 read -r R[w.deep.first] R[w.deep.med] < <(py statdeep 200 "$dp")
 unmount
+fi
 
 # ---- tables ---------------------------------------------------------------
 f3() { awk -v x="$1" 'BEGIN { printf "%.3f", x }'; }
 ms() { awk -v x="$1" 'BEGIN { printf "%.1f ms", x * 1000 }'; }
 mb() { awk -v x="$1" -v d="$2" 'BEGIN { printf "%.1f MB", x / d }'; }
+if [ "$only" != walks ]; then
 for k in "${keys[@]}"; do
 	R[$k.gen_cold]=$(mbps "${R[$k.fbytes]}" "${R[$k.fcold]}")
 	R[$k.gen_warm]=$(mbps "${R[$k.fbytes]}" "${R[$k.frender]}")
@@ -379,6 +396,7 @@ row "daemon VmRSS right after mounting" "" c_rss0
 row "daemon VmRSS / VmHWM after the find (big: after the reads)" "" c_rss
 row "(VmHWM - VmRSS at mount) per call-tree node" "" c_pernode
 row "VmHWM scaled to 1M call-tree nodes" "<= 200 MB" c_per1m "<=" 200 per1m
+fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }'; }
 echo
@@ -394,6 +412,8 @@ wrow "real: \`find MNT\` (${R[w.real.entries]} entries), first walk, fresh mount
 wrow "real: \`find MNT\`, second walk (median of 3)" "" "${R[w.real.find2]}" "${R[w.real.findc]}"
 wrow "real: \`grep -r ';main;' MNT\` ($(mb "${R[w.real.bytes]}" 1e6)), first, fresh mount" "<= 5x" "${R[w.real.grep1]}" "${R[w.real.grepc]}" 5
 wrow "real: \`grep -r\`, second (median of 3)" "" "${R[w.real.grep2]}" "${R[w.real.grepc]}"
+echo "| real: daemon VmRSS / VmHWM after the greps | | $(mb "${R[w.real.rss]}" 1024) / $(mb "${R[w.real.hwm]}" 1024) | | |"
+[ "$only" = walks ] && exit 0
 wrow "gen: \`find MNT\` (${R[w.gen.entries]} entries), first walk, fresh mount" "<= 5x" "${R[w.gen.find1]}" "${R[w.gen.findc]}" 5
 wrow "gen: \`find MNT\`, second walk (median of 3)" "" "${R[w.gen.find2]}" "${R[w.gen.findc]}"
 faster=$(ratio 147 "${R[w.gen.find1]}")
