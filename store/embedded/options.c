@@ -122,15 +122,21 @@ int make_options(struct rdb *s)
 	rocksdb_options_set_stats_dump_period_sec(s->dbopts, 0);
 	rocksdb_options_set_stats_persist_period_sec(s->dbopts, 0);
 	rocksdb_options_set_max_background_jobs(s->dbopts, 2);
-	if (s->readonly) {
+	/* An open, and a secondary's catch-up (every store_refresh), load
+	 * the table handlers of each column family through a pool of this
+	 * many threads, created and joined on every call even when there is
+	 * nothing new: 16 by default, ~60 thread creations per refresh and
+	 * ~30 per writer's open.  A store holds a handful of table files;
+	 * one thread loads them inline. */
+	rocksdb_options_set_max_file_opening_threads(s->dbopts, 1);
+	/* An open would read the properties block of up to 16 table files to
+	 * refresh the deletion statistics that weigh compaction picks; a
+	 * store deletes only when it prunes, and compacts on its own terms
+	 * (stats.c). */
+	rocksdb_options_set_skip_stats_update_on_db_open(s->dbopts, 1);
+	if (s->readonly)
 		rocksdb_options_set_max_open_files(s->dbopts, -1);
-		/* A secondary's catch-up (every store_refresh) loads the table
-		 * handlers of each column family through a pool of this many
-		 * threads, created and joined on every call even when there is
-		 * nothing new: 16 by default, ~60 thread creations per refresh.
-		 * The reader's stores are small; one thread loads them inline. */
-		rocksdb_options_set_max_file_opening_threads(s->dbopts, 1);
-	} else /* the vector memtable below takes one writer thread only */
+	else /* the vector memtable below takes one writer thread only */
 		rocksdb_options_set_allow_concurrent_memtable_write(s->dbopts, 0);
 
 	/* Measured on 200 MB of synthetic perf text: block size and restart
