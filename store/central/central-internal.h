@@ -33,6 +33,90 @@
 
 #include <libpq-fe.h>
 
+/* libpq is not linked: pq.c loads it with dlopen() when the first
+ * database store is opened, so that the commands that use a directory
+ * store (nearly all of them) do not map and relocate libpq and the ~20
+ * libraries it needs (TLS, Kerberos, LDAP) at every start.  The files of
+ * this backend call PQ functions by their names, which the macros below
+ * turn into the pointers central_pq_load() resolved; central_open()
+ * calls it before anything else. */
+#define CENTRAL_PQ_FUNCS(X)                                                                        \
+	X(PQclear)                                                                                 \
+	X(PQcmdTuples)                                                                             \
+	X(PQconnectdbParams)                                                                       \
+	X(PQconninfoFree)                                                                          \
+	X(PQconninfoParse)                                                                         \
+	X(PQerrorMessage)                                                                          \
+	X(PQexec)                                                                                  \
+	X(PQexecParams)                                                                            \
+	X(PQfformat)                                                                               \
+	X(PQfinish)                                                                                \
+	X(PQfreemem)                                                                               \
+	X(PQgetResult)                                                                             \
+	X(PQgetisnull)                                                                             \
+	X(PQgetlength)                                                                             \
+	X(PQgetvalue)                                                                              \
+	X(PQnfields)                                                                               \
+	X(PQntuples)                                                                               \
+	X(PQputCopyData)                                                                           \
+	X(PQputCopyEnd)                                                                            \
+	X(PQreset)                                                                                 \
+	X(PQresultErrorField)                                                                      \
+	X(PQresultErrorMessage)                                                                    \
+	X(PQresultStatus)                                                                          \
+	X(PQsendQueryParams)                                                                       \
+	X(PQsetNoticeProcessor)                                                                    \
+	X(PQsetSingleRowMode)                                                                      \
+	X(PQstatus)                                                                                \
+	X(PQtransactionStatus)                                                                     \
+	X(PQunescapeBytea)
+
+struct central_pq {
+#define CENTRAL_PQ_FIELD(f) __typeof__(f) *f;
+	CENTRAL_PQ_FUNCS(CENTRAL_PQ_FIELD)
+#undef CENTRAL_PQ_FIELD
+};
+
+/* Set once by central_pq_load(), read-only after. */
+extern struct central_pq central_pq;
+
+/* Loads libpq and resolves CENTRAL_PQ_FUNCS, once per process (later
+ * calls return the first one's result); 0, or -ENOTSUP with a message
+ * in err. Thread-safe. */
+int central_pq_load(char *err, size_t errlen);
+
+#ifndef CENTRAL_PQ_NO_MACROS
+#define PQclear              (central_pq.PQclear)
+#define PQcmdTuples          (central_pq.PQcmdTuples)
+#define PQconnectdbParams    (central_pq.PQconnectdbParams)
+#define PQconninfoFree       (central_pq.PQconninfoFree)
+#define PQconninfoParse      (central_pq.PQconninfoParse)
+#define PQerrorMessage       (central_pq.PQerrorMessage)
+#define PQexec               (central_pq.PQexec)
+#define PQexecParams         (central_pq.PQexecParams)
+#define PQfformat            (central_pq.PQfformat)
+#define PQfinish             (central_pq.PQfinish)
+#define PQfreemem            (central_pq.PQfreemem)
+#define PQgetResult          (central_pq.PQgetResult)
+#define PQgetisnull          (central_pq.PQgetisnull)
+#define PQgetlength          (central_pq.PQgetlength)
+#define PQgetvalue           (central_pq.PQgetvalue)
+#define PQnfields            (central_pq.PQnfields)
+#define PQntuples            (central_pq.PQntuples)
+#define PQputCopyData        (central_pq.PQputCopyData)
+#define PQputCopyEnd         (central_pq.PQputCopyEnd)
+#define PQreset              (central_pq.PQreset)
+#define PQresultErrorField   (central_pq.PQresultErrorField)
+#define PQresultErrorMessage (central_pq.PQresultErrorMessage)
+#define PQresultStatus       (central_pq.PQresultStatus)
+#define PQsendQueryParams    (central_pq.PQsendQueryParams)
+#define PQsetNoticeProcessor (central_pq.PQsetNoticeProcessor)
+#define PQsetSingleRowMode   (central_pq.PQsetSingleRowMode)
+#define PQstatus             (central_pq.PQstatus)
+#define PQtransactionStatus  (central_pq.PQtransactionStatus)
+#define PQunescapeBytea      (central_pq.PQunescapeBytea)
+#endif
+
 /* The schema this flamefs writes, and the oldest it upgrades from. */
 #define CENTRAL_SCHEMA_VERSION 2
 

@@ -137,6 +137,10 @@ int central_open(const char *conn, int flags, struct store **out, char *err, siz
 	bool lost = false;
 	int r;
 
+	*out = NULL;
+	r = central_pq_load(err, errlen);
+	if (r < 0)
+		return r;
 	/* A server that went away while the store was being opened (a
 	 * restart, after the connection was made) is waited for, with
 	 * backoff, and the store opened afresh, as a commit would be. */
