@@ -441,20 +441,72 @@ static void module_open_dwfl(struct module *m)
 	dwfl_report_end(m->dwfl, NULL, NULL);
 }
 
-static int msym_cmp(const void *a, const void *b)
+/* Whether y sorts strictly before x: by address, then the preferred
+ * binding first, then, as perf's choose_best_symbol, fewer leading
+ * underscores, then the longer name. */
+static inline bool msym_before(const struct msym *y, const struct msym *x)
 {
-	const struct msym *x = a, *y = b;
 	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
+		return y->addr < x->addr;
 	if (x->rank != y->rank)
-		return (int)y->rank - (int)x->rank; /* preferred binding first */
-	/* then, as perf's choose_best_symbol: fewer leading underscores,
-	 * then the longer name */
+		return y->rank > x->rank;
 	size_t ux = strspn(x->name, "_"), uy = strspn(y->name, "_");
 	if (ux != uy)
-		return ux < uy ? -1 : 1;
-	size_t lx = strlen(x->name), ly = strlen(y->name);
-	return lx > ly ? -1 : lx < ly;
+		return uy < ux;
+	return strlen(y->name) > strlen(x->name);
+}
+
+/* Sorts a module's symbols by msym_before(), stably: symbols alike in
+ * every key keep their symbol table order, as they did under glibc's
+ * qsort (a merge sort), so that the name chosen for an address does not
+ * change.  A merge sort of its own, with the comparison inlined: a
+ * library's tens of thousands of symbols cost qsort's indirect call per
+ * comparison.  Runs of 16 are sorted by insertion first.  0 or -ENOMEM. */
+static int msym_sort(struct msym *a, size_t n)
+{
+	enum { RUN = 16 };
+	struct msym *tmp, *src = a, *dst;
+
+	for (size_t lo = 0; lo < n; lo += RUN) {
+		size_t hi = lo + RUN < n ? lo + RUN : n;
+		for (size_t i = lo + 1; i < hi; i++) {
+			struct msym v = a[i];
+			size_t j = i;
+			for (; j > lo && msym_before(&v, &a[j - 1]); j--)
+				a[j] = a[j - 1];
+			a[j] = v;
+		}
+	}
+	if (n <= RUN)
+		return 0;
+	tmp = malloc(n * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	dst = tmp;
+	for (size_t width = RUN; width < n; width *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * width) {
+			size_t mid = lo + width < n ? lo + width : n;
+			size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+			size_t i = lo, j = mid, k = lo;
+			/* the left run's element first on ties: stable */
+			if (mid == hi || !msym_before(&src[mid], &src[mid - 1])) {
+				memcpy(dst + lo, src + lo, (hi - lo) * sizeof(*src));
+				continue;
+			}
+			while (i < mid && j < hi)
+				dst[k++] = msym_before(&src[j], &src[i]) ? src[j++] : src[i++];
+			memcpy(dst + k, src + i, (mid - i) * sizeof(*src));
+			k += mid - i;
+			memcpy(dst + k, src + j, (hi - j) * sizeof(*src));
+		}
+		struct msym *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
+	free(tmp);
+	return 0;
 }
 
 /* Copies the function symbols of the module's symbol table (or of the
@@ -585,8 +637,7 @@ static int module_load_syms(struct module *m)
 	int rc = module_plt_syms(m, plt_room);
 	if (rc < 0)
 		return rc;
-	qsort(m->syms, m->nsyms, sizeof(*m->syms), msym_cmp);
-	return 0;
+	return msym_sort(m->syms, m->nsyms);
 }
 
 /* The symbol holding vaddr: the nearest one at or below it whose size
