@@ -448,6 +448,11 @@ int load_new(struct rdb *s);
  * nodes from nodes_from on (what load_new() just loaded).  0 or -ENOMEM;
  * a reader keeps no tables and gets 0. */
 int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from);
+/* index_new()'s two halves: each touches only its own tables (frames:
+ * frame_tab and module_last; nodes: node_tab), so that the two can run
+ * on two threads. */
+int index_frames(struct rdb *s, uint32_t frames_from);
+int index_nodes(struct rdb *s, uint32_t nodes_from);
 
 /* create.c: readies s->dir for store_open: 0 when it holds a store (one
  * it may just have made), 1 when the store is to be created in place,

@@ -444,28 +444,44 @@ void node_unindex(struct rdb *s, uint32_t id)
 	}
 }
 
-int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from)
+/* Sized once for what was loaded: growing by doubling as the records
+ * came cost an open of a 77,000-node store a third of its time, in
+ * rehashing and page faults. */
+int index_frames(struct rdb *s, uint32_t frames_from)
 {
 	int r;
 
 	if (s->readonly)
 		return 0;
-	/* Sized once for what was loaded: growing by doubling as the
-	 * records came cost an open of a 77,000-node store a third of its
-	 * time, in rehashing and page faults. */
 	r = idtab_presize(&s->frame_tab, s->nframes);
-	if (r < 0)
-		return r;
-	r = nodetab_presize(s, s->nnodes);
 	if (r < 0)
 		return r;
 	for (uint32_t id = frames_from ? frames_from : 1; id < s->nframes; id++) {
 		frame_index(s, id);
 		(void)module_ref(s, id); /* remembers id's module */
 	}
+	return 0;
+}
+
+int index_nodes(struct rdb *s, uint32_t nodes_from)
+{
+	int r;
+
+	if (s->readonly)
+		return 0;
+	r = nodetab_presize(s, s->nnodes);
+	if (r < 0)
+		return r;
 	for (uint32_t id = nodes_from ? nodes_from : 1; id < s->nnodes; id++)
 		node_index(s, id);
 	return 0;
+}
+
+int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from)
+{
+	int r = index_frames(s, frames_from);
+
+	return r < 0 ? r : index_nodes(s, nodes_from);
 }
 
 int load_frame(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen)

@@ -441,10 +441,119 @@ out_iter:
 	return r;
 }
 
+/* The number of frames the store holds, from its last frame key (ids are
+ * dense: load_ids() checks that as it loads them), without loading them;
+ * 0, or -errno. */
+static int frame_bound(struct rdb *s, uint32_t *bound)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	uint8_t key[5];
+	char *rerr = NULL;
+
+	if (!it) {
+		seterr(s, "%s: cannot create an iterator", s->dir);
+		return -ENOMEM;
+	}
+	*bound = s->nframes;
+	id_key(key, KEY_FRAME, UINT32_MAX);
+	rocksdb_iter_seek_for_prev(it, (const char *)key, sizeof(key));
+	if (rocksdb_iter_valid(it)) {
+		size_t klen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+
+		if (klen == 5 && k[0] == KEY_FRAME && get_be32(k + 1) >= s->nframes &&
+		    get_be32(k + 1) < UINT32_MAX)
+			*bound = get_be32(k + 1) + 1;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	return rerr ? rdb_fail(s, rerr, "reading") : 0;
+}
+
+/* The nodes' half of open_dictionary(), on a thread of its own: it loads
+ * and indexes the nodes into `own`, a copy of the store whose node arrays
+ * and table it alone touches, and whose error message is its own. */
+struct node_load {
+	struct rdb *own;
+	uint32_t from;
+	int r;
+};
+
+static void *node_load_run(void *arg)
+{
+	struct node_load *l = arg;
+	struct rdb *t = l->own;
+	int r = load_ids(t, KEY_NODE, "node", t->nnodes, load_node);
+
+	if (r == 0)
+		r = load_ids(t, KEY_NODES, "node", t->nnodes, load_node_run);
+	if (r == 0)
+		r = index_nodes(t, l->from);
+	l->r = r;
+	return NULL;
+}
+
+/* load_new() at open, when there is the whole dictionary to load: the
+ * frames (one record each) and the nodes (runs) are independent once the
+ * number of frames is known, which bounds a node's frame, so they load
+ * and are indexed on two threads, each into its own arrays and tables.
+ * The result is the same as one thread's: same ids, same tables, same
+ * module references.  1 when it did the load (r set), 0 when it could
+ * not start a thread (nothing done). */
+static int load_dictionary_parallel(struct rdb *s, int *r)
+{
+	struct node_load l = {.from = s->nnodes};
+	uint32_t frames_from = s->nframes, bound;
+	pthread_t th;
+	int rf;
+
+	*r = frame_bound(s, &bound);
+	if (*r < 0)
+		return 1;
+	l.own = malloc(sizeof(*l.own));
+	if (!l.own)
+		return 0;
+	memcpy(l.own, s, sizeof(*s));
+	l.own->nframes = bound; /* what load_node* check a node's frame against */
+	if (pthread_create(&th, NULL, node_load_run, &l) != 0) {
+		free(l.own);
+		return 0;
+	}
+	rf = load_ids(s, KEY_FRAME, "frame", s->nframes, load_frame);
+	if (rf == 0)
+		rf = index_frames(s, frames_from);
+	pthread_join(th, NULL);
+	/* the node arrays and table are the copy's now (reallocated) */
+	s->node_parent = l.own->node_parent;
+	s->node_frame = l.own->node_frame;
+	s->nnodes = l.own->nnodes;
+	s->nodes_cap = l.own->nodes_cap;
+	s->node_tab = l.own->node_tab;
+	if (rf == 0 && l.r == 0 && s->nframes != bound) { /* a frame added meanwhile */
+		seterr(s, "%s: store is damaged: frame %u missing", s->dir, bound);
+		rf = -EIO;
+	}
+	if (rf == 0 && l.r < 0) {
+		memcpy(s->errmsg, l.own->errmsg, sizeof(s->errmsg));
+		rf = l.r;
+	}
+	free(l.own);
+	*r = rf;
+	return 1;
+}
+
 int load_new(struct rdb *s)
 {
 	uint32_t frames_from = s->nframes, nodes_from = s->nnodes;
-	int r = load_ids(s, KEY_FRAME, "frame", s->nframes, load_frame);
+	int r;
+
+	/* At open (only the root and frame 0 are there), on two threads. */
+	if (frames_from == 1 && nodes_from == 1 && load_dictionary_parallel(s, &r)) {
+		if (r == -ENOMEM)
+			seterr(s, "%s: out of memory", s->dir);
+		return r;
+	}
+	r = load_ids(s, KEY_FRAME, "frame", s->nframes, load_frame);
 
 	if (r == 0) /* schema 1's records, then schema 2's runs after them */
 		r = load_ids(s, KEY_NODE, "node", s->nnodes, load_node);
