@@ -103,6 +103,33 @@ static bool read_file_u64(const struct module *m, uint64_t addr, uint64_t *v)
 	return false;
 }
 
+/* Whether string table `strndx` can hold the name of one of the symbols
+ * sym_python_probe() looks for: a name ends a NUL-terminated string of
+ * the table (a symbol may point into the middle of another's name, so
+ * only the end is sure).  A table without any of them spares the probe
+ * a walk through every symbol of the section, which libraries of tens
+ * of thousands of symbols make long; with one, the probe walks it as it
+ * would. */
+static bool strtab_may_name_python(Elf *elf, size_t strndx)
+{
+	static const char *const names[] = {"_PyEval_EvalFrameDefault", "_PyRuntime", "PyCode_Type",
+	                                    "Py_Version"};
+	Elf_Scn *scn = elf_getscn(elf, strndx);
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB ||
+	    (sh.sh_flags & SHF_COMPRESSED))
+		return true; /* not plain text here: let the walk decide */
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf)
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (memmem(d->d_buf, d->d_size, names[i], strlen(names[i]) + 1))
+			return true;
+	return false;
+}
+
 int sym_python_probe(struct module *m, Elf *elf)
 {
 	struct symbolize_python py = {0};
@@ -113,7 +140,8 @@ int sym_python_probe(struct module *m, Elf *elf)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize)
+		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize ||
+		    !strtab_may_name_python(elf, sh.sh_link))
 			continue;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		size_t n = d ? d->d_size / sh.sh_entsize : 0;
