@@ -2,7 +2,10 @@
 # Many-files and fixed-cost benchmark (issue 20).  Prints numbers; asserts
 # nothing.
 #   usage: sudo bash tests/bench/many.sh [FILES]      (FILES: default 1000)
-#   env:   BENCH_DIR=DIR (keep the work dir)
+#   env:   BENCH_DIR=DIR (keep the work dir), BENCH_RT=1 (run each
+#          measured import and the Perl collapser under `chrt -f 50`, so
+#          that other work on a busy machine cannot preempt them: a
+#          stand-in for a quiet machine; the CPU times do not need it)
 # Measures, on this machine, in one run:
 #   - FILES Go heap profiles (runtime/pprof protos written by a Go program
 #     made here, a few KB each): one `import` call for all of them against
@@ -23,8 +26,22 @@ bench_setup many --tools "go perl"
 bench_machine
 bench_wait_quiet || echo "# (the machine stayed busy: these numbers are upper bounds)"
 echo "# work dir: $work"
+rt=()
+if [ -n "${BENCH_RT:-}" ]; then
+	rt=(chrt -f 50)
+	echo "# BENCH_RT: imports and the Perl collapser run under ${rt[*]}"
+fi
 
 now() { echo "$EPOCHREALTIME"; }
+# timed OUT ERR CMD...: runs CMD (stdout to OUT, stderr to ERR) and sets t0
+# and t1 to the clock just before and after it, read by a shell of the same
+# scheduling class as CMD (with BENCH_RT, one that a busy machine does not
+# delay between the two readings and the fork, exec and wait around CMD)
+timed() {
+	"${rt[@]}" bash -c 'a=$EPOCHREALTIME; "${@:3}" >"$1" 2>"$2"; b=$EPOCHREALTIME; echo "$a $b" >"$2.t"' \
+		_ "$@"
+	read -r t0 t1 <"$2.t"
+}
 ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
 
 # ---- FILES Go heap profiles ---------------------------------------------------
@@ -110,7 +127,7 @@ printf '| %d files into a store holding one | %.2f s (%.1f ms a file) | %.2f s (
 echo "(the two stores' inuse_space exports are identical: $same)"
 
 # ---- the fixed cost of one import ----------------------------------------------
-"$top/build-bench/tests/gen-perf" 40000000 20000 >"$work/slice.perf"
+"$build/tests/gen-perf" 40000000 20000 >"$work/slice.perf"
 for i in $(seq 1 20); do echo "app;main;f$i;g 1$i"; done | head -c 1000 >"$work/small.folded"
 printf 'app;main;last 1\n' >>"$work/small.folded"
 rm -rf "$work/existing"
@@ -118,35 +135,49 @@ rm -rf "$work/existing"
 cp -a "$work/existing" "$work/existing.orig"
 echo
 echo "## the fixed cost of one import (median of 7; ms)"
-echo "| input | store | wall | open | parse | commit | settle | process (wall - the four) |"
-echo "|---|---|---|---|---|---|---|---|"
-# row LABEL FILE new|existing
+echo "| input | store | wall | CPU | open | parse | commit | settle | process (wall - the four) |"
+echo "|---|---|---|---|---|---|---|---|---|"
+# row LABEL FILE new|existing: one line of the table; sets row_wall and
+# row_cpu, the medians (ms)
 row() {
-	local i t0 t1 line walls=() o=() p=() c=() s=() r=()
+	local i t0 t1 line walls=() cpus=() o=() p=() c=() s=() r=()
 	for i in 1 2 3 4 5 6 7; do
 		rm -rf "$work/s"
 		[ "$3" = existing ] && cp -a "$work/existing.orig" "$work/s"
-		t0=$(now)
-		line=$("$fc" import --timings --store "$work/s" "$2" 2>&1 | grep 'timings:')
-		t1=$(now)
+		timed /dev/null "$work/err.txt" /usr/bin/time -o "$work/cpu.txt" -f 'cpu %U %S' \
+			"$fc" import --timings --store "$work/s" "$2"
+		line=$(cat "$work/err.txt" "$work/cpu.txt" | grep -E 'timings:|^cpu ' | tr '\n' ' ')
+		cpus+=("$(sed -E 's/.*cpu ([0-9.]+) ([0-9.]+).*/\1 \2/' <<<"$line" | awk '{ printf "%.0f", ($1 + $2) * 1000 }')")
 		read -r op pa co se < <(sed -E 's/.*open ([0-9.]+) ms, parse ([0-9.]+) ms, commit ([0-9.]+) ms, settle ([0-9.]+) ms.*/\1 \2 \3 \4/' <<<"$line")
 		walls+=("$(ms "$t0" "$t1")") o+=("$op") p+=("$pa") c+=("$co") s+=("$se")
 		r+=("$(awk -v w="$(ms "$t0" "$t1")" -v a="$op" -v b="$pa" -v c="$co" -v d="$se" 'BEGIN { printf "%.1f", w - a - b - c - d }')")
 	done
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$3" \
-		"$(printf '%s\n' "${walls[@]}" | median)" "$(printf '%s\n' "${o[@]}" | median)" \
+	row_wall=$(printf '%s\n' "${walls[@]}" | median)
+	row_cpu=$(printf '%s\n' "${cpus[@]}" | median)
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$3" \
+		"$row_wall" "$row_cpu" "$(printf '%s\n' "${o[@]}" | median)" \
 		"$(printf '%s\n' "${p[@]}" | median)" "$(printf '%s\n' "${c[@]}" | median)" \
 		"$(printf '%s\n' "${s[@]}" | median)" "$(printf '%s\n' "${r[@]}" | median)"
 }
 row "1 KB folded" "$work/small.folded" new
 row "1 KB folded" "$work/small.folded" existing
+tiny_wall=$row_wall
 row "40 MB perf script" "$work/slice.perf" new
 row "40 MB perf script" "$work/slice.perf" existing
+slice_wall=$row_wall slice_cpu=$row_cpu
 echo "(existing: a store holding the 40 MB slice: $("$fc" stats --store "$work/existing.orig" | tail -n 3 | head -n 1))"
 # the baseline for the slice's per-byte throughput, in the same run
-t0=$(now)
-perl "$top/tests/ref/stackcollapse-ref.pl" "$work/slice.perf" >/dev/null
-t1=$(now)
-echo "(the Perl collapser, tests/ref/stackcollapse-ref.pl, on the 40 MB slice: $(ms "$t0" "$t1") ms," \
-	"$(awk -v b="$(stat -c %s "$work/slice.perf")" -v m="$(ms "$t0" "$t1")" 'BEGIN { printf "%.1f MB/s", b / m / 1e3 }'))"
+timed /dev/null "$work/err.txt" /usr/bin/time -o "$work/cpu.txt" -f '%U %S' \
+	perl "$top/tests/ref/stackcollapse-ref.pl" "$work/slice.perf"
+perl_cpu=$(awk '{ printf "%.0f", ($1 + $2) * 1000 }' "$work/cpu.txt")
+perl_wall=$(ms "$t0" "$t1")
+echo "(the Perl collapser, tests/ref/stackcollapse-ref.pl, on the 40 MB slice: $perl_wall ms wall, $perl_cpu ms CPU," \
+	"$(awk -v b="$(stat -c %s "$work/slice.perf")" -v m="$perl_wall" 'BEGIN { printf "%.1f MB/s", b / m / 1e3 }'))"
+echo
+echo "## targets (issue 43)"
+echo "- a tiny import into an existing store <= 20 ms (wall, median of 7): $tiny_wall ms," \
+	"$(awk -v w="$tiny_wall" 'BEGIN { print (w <= 20) ? "met" : "MISSED" }')"
+echo "- the 40 MB slice into an existing store >= 30x the Perl collapser (same run): wall $perl_wall / $slice_wall ms =" \
+	"$(awk -v p="$perl_wall" -v i="$slice_wall" 'BEGIN { printf "%.1fx, %s", p / i, (p >= 30 * i) ? "met" : "MISSED" }');" \
+	"CPU $perl_cpu / $slice_cpu ms = $(awk -v p="$perl_cpu" -v i="$slice_cpu" 'BEGIN { printf "%.1fx", p / i }')"
 echo "# load average at the end: $(bench_load)"
