@@ -39,6 +39,24 @@ static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *
 	return ok;
 }
 
+/* One candidate path made by asprintf() (n: its return, or -2 for no
+ * candidate): 1 with *found = cand when it is the file (*fd open on it),
+ * 0 when it is not (cand freed), -1 when it could not be made. */
+static int offline_candidate(int n, char *cand, const uint8_t *bid, size_t bid_len, int *fd,
+                             bool *refused, char **found)
+{
+	if (n == -2)
+		return 0;
+	if (n < 0)
+		return -1;
+	if (offline_try(cand, bid, bid_len, fd, refused)) {
+		*found = cand;
+		return 1;
+	}
+	free(cand);
+	return 0;
+}
+
 /* The file for (path, build id) as symbolize_offline_find() says; *fd is
  * open on it.  Returns the malloc'd path, or NULL.  A path with a ".."
  * component (which DIR/PATH would take out of DIR) is refused whole, and
@@ -47,8 +65,9 @@ static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *
 static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
                           const char *binary_path, int *fd, bool *refused)
 {
-	const char *base = sym_base_of(path);
-	char *cand = NULL, *hex = NULL;
+	const char *base = sym_base_of(path), *home = getenv("HOME");
+	char *cand = NULL, *hex = NULL, *found = NULL;
+	int n;
 
 	*fd = -1;
 	if (sym_path_has_dotdot(path) || !sym_plain_name(base)) {
@@ -61,56 +80,35 @@ static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
 	for (const char *d = binary_path; d && *d;) {
 		size_t dl = strcspn(d, ":");
 		for (int k = 0; k < 3; k++) {
-			int n = k == 0 ? (hex ? asprintf(&cand, "%.*s/%s/%s", (int)dl, d, hex, base)
-			                      : -2)
-			        : k == 1 ? asprintf(&cand, "%.*s/%s", (int)dl, d, path)
-			                 : asprintf(&cand, "%.*s/%s", (int)dl, d, base);
-			if (n == -2)
-				continue;
-			if (n < 0) {
-				free(hex);
-				return NULL;
-			}
-			if (offline_try(cand, bid, bid_len, fd, refused))
-				goto found;
-			free(cand);
-			cand = NULL;
+			n = k == 0   ? (hex ? asprintf(&cand, "%.*s/%s/%s", (int)dl, d, hex, base)
+			                    : -2)
+			    : k == 1 ? asprintf(&cand, "%.*s/%s", (int)dl, d, path)
+			             : asprintf(&cand, "%.*s/%s", (int)dl, d, base);
+			if (offline_candidate(n, cand, bid, bid_len, fd, refused, &found) != 0)
+				goto done;
 		}
 		d += dl;
 		d += *d == ':';
 	}
-	if (hex) {
-		const char *home = getenv("HOME");
-		for (int k = 0; k < 2; k++) {
-			int n = k == 0 ? (home ? asprintf(&cand, "%s/.debug/.build-id/%.2s/%s/elf",
-			                                  home, hex, hex + 2)
-			                       : -2)
-			               : asprintf(&cand, "/usr/lib/debug/.build-id/%.2s/%s.debug",
-			                          hex, hex + 2);
-			if (n == -2)
-				continue;
-			if (n < 0) {
-				free(hex);
-				return NULL;
-			}
-			if (offline_try(cand, bid, bid_len, fd, refused))
-				goto found;
-			free(cand);
-			cand = NULL;
-		}
+	for (int k = 0; hex && k < 2; k++) {
+		n = k == 0 ? (home ? asprintf(&cand, "%s/.debug/.build-id/%.2s/%s/elf", home, hex,
+		                              hex + 2)
+		                   : -2)
+		           : asprintf(&cand, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
+		                      hex + 2);
+		if (offline_candidate(n, cand, bid, bid_len, fd, refused, &found) != 0)
+			goto done;
 	}
 	if (path[0] == '/' && offline_try(path, bid, bid_len, fd, refused)) {
-		cand = strdup(path);
-		if (cand)
-			goto found;
-		close(*fd);
-		*fd = -1;
+		found = strdup(path);
+		if (!found) {
+			close(*fd);
+			*fd = -1;
+		}
 	}
+done:
 	free(hex);
-	return NULL;
-found:
-	free(hex);
-	return cand;
+	return found;
 }
 
 char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t build_id_len,
