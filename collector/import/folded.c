@@ -162,7 +162,7 @@ static int parse_stack(struct folded *f, const char *s, size_t n, uint32_t *seri
 {
 	const struct import_options *o = f->ctx->opt;
 	size_t nf = 0, end = n, depth = 0, bytes = 0, used = 0;
-	bool escaped = memmem(s, n, "\\x", 2) != NULL;
+	bool escaped = s && memmem(s, n, "\\x", 2) != NULL; /* s: NULL only when n is 0 */
 	int rc;
 
 	/* the decoded names, each no longer than its text */

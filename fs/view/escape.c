@@ -322,17 +322,19 @@ int view_xml_append(struct view_buf *b, const char *s, size_t len, size_t max_ch
 	size_t chars = 0, i, keep = len;
 	int r = 0;
 
-	/* Whether, and where, to cut: where max_chars - 2 characters end,
-	 * if more than max_chars follow (the scan stops there, so a long
-	 * name costs what is written of it, not its length). */
-	size_t want = max_chars >= 2 ? max_chars - 2 : 0, cut = 0;
-	for (i = 0; i < len && chars <= max_chars; chars++) {
+	/* Whether, and where, to cut: where limit - 2 characters end, if
+	 * more than limit follow (the scan stops there, so a long name costs
+	 * what is written of it, not its length).  The limit is at least 2,
+	 * the ".." that marks a cut: a cut name never has more characters
+	 * than the name. */
+	size_t limit = max_chars >= 2 ? max_chars : 2, want = limit - 2, cut = 0;
+	for (i = 0; i < len && chars <= limit; chars++) {
 		if (chars == want)
 			cut = i;
 		size_t l = utf8_len(p + i, len - i);
 		i += l ? l : 1;
 	}
-	if (chars > max_chars)
+	if (chars > limit)
 		keep = cut;
 	for (i = 0; i < keep && r == 0;) {
 		size_t l = utf8_len(p + i, len - i), run;

@@ -384,9 +384,9 @@ int view_text_unescape(const char *s, size_t len, struct view_buf *out);
 
 /* Appends s[0..len) as XML character data or attribute value (SVG): &, <,
  * >, " and ' as entities, control bytes (but tab) and bytes that are not
- * UTF-8 as U+FFFD; at most max_chars characters (SIZE_MAX: all), the
- * last two then "..".  Every string an SVG renderer writes goes through
- * it.  0 or -ENOMEM/-EFBIG. */
+ * UTF-8 as U+FFFD; at most max_chars characters (at least 2; SIZE_MAX:
+ * all), the last two then "..".  Every string an SVG renderer writes goes
+ * through it.  0 or -ENOMEM/-EFBIG. */
 int view_xml_append(struct view_buf *b, const char *s, size_t len, size_t max_chars);
 
 /* Decodes a directory name made by view_escape() into out (appended;

@@ -139,11 +139,35 @@ static void check_text(const char *name, size_t len)
 }
 
 /* Characters of XML text: bytes that do not continue a UTF-8 sequence. */
+/* The characters of s as XML text gets them: a well-formed UTF-8
+ * sequence of a Unicode scalar value other than U+FFFE and U+FFFF (no
+ * overlong form, no surrogate) is one, and so is every byte of none (it
+ * becomes U+FFFD), a stray continuation byte included. */
 static size_t xml_chars(const char *s, size_t len)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < len; i++)
-		n += ((unsigned char)s[i] & 0xc0) != 0x80;
+	for (size_t i = 0; i < len; n++) {
+		const unsigned char *p = (const unsigned char *)s + i;
+		size_t l = p[0] < 0x80             ? 1
+		           : (p[0] & 0xe0) == 0xc0 ? 2
+		           : (p[0] & 0xf0) == 0xe0 ? 3
+		           : (p[0] & 0xf8) == 0xf0 ? 4
+		                                   : 0;
+		unsigned long cp = l == 1   ? p[0]
+		                   : l == 2 ? p[0] & 0x1fu
+		                   : l == 3 ? p[0] & 0x0fu
+		                            : p[0] & 0x07u;
+		bool whole = l && i + l <= len;
+		for (size_t k = 1; whole && k < l; k++) {
+			whole = (p[k] & 0xc0) == 0x80;
+			cp = cp << 6 | (p[k] & 0x3fu);
+		}
+		if (whole && l > 1)
+			whole = !((l == 2 && cp < 0x80) || (l == 3 && cp < 0x800) ||
+			          (l == 4 && cp < 0x10000) || cp > 0x10ffff ||
+			          (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff);
+		i += whole ? l : 1;
+	}
 	return n;
 }
 
