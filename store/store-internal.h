@@ -53,6 +53,7 @@ struct store_ops {
 	int (*batch_node)(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
 	int (*batch_add)(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
 	                 uint64_t samples, uint64_t weight);
+	int (*batch_sample)(struct store_batch *b, uint32_t series, const struct store_sample *smp);
 	int (*batch_input_bytes)(struct store_batch *b, uint32_t series, uint64_t bytes);
 	int (*batch_commit)(struct store_batch *b);
 
@@ -68,6 +69,12 @@ struct store_ops {
 	/* Optional: store_series_prefetch(). */
 	int (*series_prefetch)(struct store *s, const uint32_t *ids, size_t n, int64_t from,
 	                       int64_t to);
+
+	int (*series_samples)(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,
+	                      store_sample_fn fn, void *ctx);
+	int64_t (*keep_samples)(const struct store *s);
+	int (*set_keep_samples)(struct store *s, int64_t seconds);
+	int (*rollup)(struct store *s, struct store_rollup_stats *st);
 
 	int (*footprint)(struct store *s, struct store_footprint *out);
 	int (*series_disk_bytes)(struct store *s, uint32_t series, uint64_t *bytes);

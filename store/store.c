@@ -203,6 +203,13 @@ int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32
 	return b->store->ops->batch_add(b, series, when, node, samples, weight);
 }
 
+int store_batch_sample(struct store_batch *b, uint32_t series, const struct store_sample *smp)
+{
+	if (!b->store->ops->batch_sample)
+		return -EOPNOTSUPP;
+	return b->store->ops->batch_sample(b, series, smp);
+}
+
 int store_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes)
 {
 	return b->store->ops->batch_input_bytes(b, series, bytes);
@@ -285,6 +292,33 @@ int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t 
 int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from, int64_t to)
 {
 	return s->ops->series_prefetch ? s->ops->series_prefetch(s, ids, n, from, to) : 0;
+}
+
+int store_series_samples(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,
+                         store_sample_fn fn, void *ctx)
+{
+	if (!s->ops->series_samples)
+		return 0;
+	return s->ops->series_samples(s, series, from_us, to_us, fn, ctx);
+}
+
+int64_t store_keep_samples(const struct store *s)
+{
+	return s->ops->keep_samples ? s->ops->keep_samples(s) : 0;
+}
+
+int store_set_keep_samples(struct store *s, int64_t seconds)
+{
+	if (seconds < 0)
+		return -EINVAL;
+	return s->ops->set_keep_samples ? s->ops->set_keep_samples(s, seconds) : -EOPNOTSUPP;
+}
+
+int store_rollup(struct store *s, struct store_rollup_stats *st)
+{
+	if (!s->ops->rollup)
+		return -EOPNOTSUPP;
+	return s->ops->rollup(s, st);
 }
 
 int store_footprint(struct store *s, struct store_footprint *out)

@@ -88,6 +88,13 @@ struct store_series {
 	uint64_t samples; /* sum over all counts */
 	uint64_t weight;
 	uint64_t input_bytes; /* bytes of importer input attributed to it */
+	/* The first and last moment the series holds, in microseconds, as
+	 * exact as its input was: a sample's own time (store_batch_sample),
+	 * else the `when` store_batch_add() was given, else (a series an
+	 * older flamefs wrote) its first and last bucket's start. */
+	int64_t first_us;
+	int64_t last_us;
+	uint64_t recent_samples; /* samples whose detail the recent tier holds */
 };
 
 struct store;
@@ -171,6 +178,25 @@ int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uin
 int store_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
                     uint64_t samples, uint64_t weight);
 
+/* One sample kept whole: the recent tier's record of it. */
+struct store_sample {
+	int64_t time_us; /* microseconds: Unix time, or perf's clock (before
+	                  * STORE_WALL_CLOCK_MIN seconds: time since boot) */
+	uint32_t node;   /* the stack's last node */
+	uint32_t pid;    /* process (tgid); 0 when unknown */
+	uint32_t tid;    /* thread; 0 when unknown */
+	uint64_t weight; /* in the series' unit */
+};
+
+/* Adds one sample with its moment.  It is counted at once, like
+ * store_batch_add(series, time_us / 1e6, node, 1, weight), in the bucket
+ * its time falls in, and its detail (time, pid, tid, weight, node) is
+ * kept in the recent tier until store_rollup() forgets it; counts never
+ * come from the detail, so a sample is counted exactly once whether its
+ * detail is kept or not.  0, -EINVAL (node or series unknown) or
+ * -ENOMEM. */
+int store_batch_sample(struct store_batch *b, uint32_t series, const struct store_sample *smp);
+
 /* Attributes `bytes` of importer input to a series (for stats). */
 int store_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes);
 
@@ -217,6 +243,39 @@ int store_series_counts(struct store *s, uint32_t series, int64_t from, int64_t 
  * -ENOMEM (the reads then go one by one). */
 int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from, int64_t to);
 
+/* Calls fn for every sample of `series` whose detail the recent tier
+ * holds and whose time lies in [from_us, to_us), in time order.  A
+ * non-zero return from fn stops the walk and is returned.  Samples of a
+ * bucket whose detail was forgotten, and counts added without a time
+ * (store_batch_add), are not walked: store_series_counts() has them.
+ * Together: for a bucket, counts minus the detail of its samples, per
+ * node, is what it holds without a moment. */
+typedef int (*store_sample_fn)(void *ctx, const struct store_sample *smp);
+int store_series_samples(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,
+                         store_sample_fn fn, void *ctx);
+
+/* ---- the recent tier's window --------------------------------------- */
+
+/* Seconds of detail the recent tier keeps, counted back from the newest
+ * sample the store holds on the same clock (Unix time, or perf's clock):
+ * the last two hours unless store_set_keep_samples() said otherwise. */
+#define STORE_DEFAULT_KEEP_SAMPLES (2 * 3600)
+int64_t store_keep_samples(const struct store *s);
+/* Writer only; kept in the store.  0 keeps no detail from then on. */
+int store_set_keep_samples(struct store *s, int64_t seconds);
+
+struct store_rollup_stats {
+	uint64_t slices;  /* (series, bucket) detail records forgotten */
+	uint64_t samples; /* samples whose detail went */
+	uint64_t bytes;   /* their encoded size */
+};
+
+/* Forgets, in one atomic write, the detail of every bucket that ends at
+ * or before (newest sample on its clock) - store_keep_samples(): its
+ * counts stay as they are.  Writer only, with no batch open.  0, -EROFS,
+ * -EBUSY, -ENOMEM or -EIO. */
+int store_rollup(struct store *s, struct store_rollup_stats *st);
+
 /* ---- footprint ------------------------------------------------------ */
 
 struct store_footprint {
@@ -225,6 +284,8 @@ struct store_footprint {
 	uint64_t nodes_bytes;
 	uint64_t counts_bytes;
 	uint64_t other_bytes; /* meta, series */
+	uint64_t samples_bytes; /* the recent tier: samples kept whole */
+	uint64_t samples;       /* how many samples it holds */
 };
 int store_footprint(struct store *s, struct store_footprint *out);
 /* On-disk bytes of one series' counts (approximate). */
@@ -280,6 +341,10 @@ struct store_copy_opts {
 	 * stores (a recorder's pushes); without it each copy interns every
 	 * frame and node it sends again. */
 	struct store_copy_cache *cache;
+	/* Also copy the recent tier: each bucket's detail goes with its
+	 * counts (and replaces or adds as they do).  Without it only counts
+	 * go, which is what a fleet's database wants from 1,000 hosts. */
+	bool samples;
 };
 
 /* A cache for store_copy_opts.cache (NULL when out of memory); free it
