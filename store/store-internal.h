@@ -120,6 +120,14 @@ struct store_ops {
 	 * `base~<16 hex digits>`. */
 	int (*source_records)(struct store *s, const char *base,
 	                      int (*fn)(void *ctx, const struct source_record *r), void *ctx);
+	/* For a copy with store_copy_opts.samples: keeps the detail of the n
+	 * samples `v` (time order) of (series, bucket), without counting
+	 * them (the copy sends the bucket's counts with batch_add).  In a
+	 * batch_source() batch of a store that replaces, it replaces the
+	 * detail that source gave that (series, bucket) before (n may be 0:
+	 * none now); a store that adds adds it. */
+	int (*batch_detail)(struct store_batch *b, uint32_t series, int64_t bucket_start,
+	                    const struct store_sample *v, size_t n);
 	/* What a batch_source() batch records with the source's record. */
 	int (*batch_lineage)(struct store_batch *b, const struct source_mark *m);
 
