@@ -709,6 +709,8 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--try-writer"))
 		return sf_try_writer(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "--check-tier"))
+		return sf_check_tier(argv[2]);
 	sf_self = argv[0];
 
 	snprintf(sf_root, sizeof(sf_root), "%s/test-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");

@@ -15,6 +15,9 @@
  * of phase.  Deterministic: the same arguments give the same store.
  *
  *   usage: gen-samples DIR SECONDS [--cpus N] [--series N] [--counts-only]
+ *                      [--keep SECONDS]
+ * --keep sets the store's keep window first (test-crash.sh kills it while
+ * it rolls up).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -129,7 +132,7 @@ static double cpu_seconds(void)
 int main(int argc, char **argv)
 {
 	const char *dir;
-	long seconds, cpus = 2, nprog = 300;
+	long seconds, cpus = 2, nprog = 300, keep = -1;
 	bool counts_only = false;
 	struct store *s = NULL;
 	char err[512];
@@ -147,6 +150,8 @@ int main(int argc, char **argv)
 			cpus = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--series") && i + 1 < argc)
 			nprog = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
+			keep = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--counts-only"))
 			counts_only = true;
 		else {
@@ -163,6 +168,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gen-samples: %s\n", err);
 		return 1;
 	}
+
+	if (keep >= 0 && (r = store_set_keep_samples(s, keep)) < 0)
+		die(s, "keep", r);
 
 	/* programs 0..nprog-1; program 0 is the idle task */
 	struct program *prog = calloc((size_t)nprog, sizeof(*prog));
