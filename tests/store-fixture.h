@@ -134,5 +134,6 @@ void test_samples_prune(void);
 void test_samples_old_schema(void);
 void test_samples_copy(void);
 void test_samples_million(void);
+void test_samples_damaged(void);
 
 #endif

@@ -1145,3 +1145,77 @@ int sf_check_tier(const char *dir)
 	store_close(s);
 	return bad;
 }
+
+/* A damaged detail block fails the walk over it with -EIO and a message
+ * naming the series and the bucket; the counts read as before. */
+void test_samples_damaged(void)
+{
+	char dir[PATH_MAX];
+	struct store *s = sf_open_rw(strcpy(dir, sf_fresh_dir()), STORE_CREATE);
+	struct smp_list l = {0};
+	uint32_t nodes[4];
+	struct sf_raw w;
+	char *before = NULL;
+	/* the bucket of 1700000000 s: index 28333333, offset-binary */
+	uint32_t bucket = 28333333u ^ 0x80000000u;
+	uint8_t key[9] = {'d', 0, 0, 0, 1,
+	                  (uint8_t)(bucket >> 24), (uint8_t)(bucket >> 16), (uint8_t)(bucket >> 8),
+	                  (uint8_t)bucket};
+	static const struct {
+		const char *what;
+		const char *v;
+		size_t len;
+	} bad[] = {
+	        {"garbage", "\xff\xff", 2},
+	        {"truncated", "\x05\x01\x02", 3},
+	        {"a time past the bucket's end", "\x01\x80\x8e\xce\x1c\x02\x01", 7},
+	        {"a node the store does not have", "\x01\x00\x02\xbf\x84\x3d", 6},
+	        {"an index past the block's nodes", "\x02\x00\x00\x02\x01\x01\x05", 7},
+	        {"unused flag bits", "\x01\x00\x42\x01", 4},
+	        {"bytes after the columns", "\x01\x00\x02\x01\x00", 5},
+	};
+
+	if (!s)
+		return;
+	put_samples(s, &key_wall, &l, 1, false, nodes);
+	rng = 1;
+	gen_samples(&l, 50, 1700000000000000LL, 100000, nodes);
+	put_samples(s, &key_wall, &l, 1, false, nodes);
+	before = all_counts(s);
+	store_close(s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct smp_list got = {0};
+
+		if (sf_raw_open(dir, &w))
+			sf_raw_put(&w, (char *)key, sizeof(key), bad[i].v, bad[i].len);
+		sf_raw_close(&w);
+		s = sf_open_rw(dir, STORE_READONLY);
+		if (!s)
+			break;
+		int r = store_series_samples(s, 1, INT64_MIN, INT64_MAX, smp_collect, &got);
+		CHECKF(r == -EIO, "%s: %d", bad[i].what, r);
+		CHECKF(strstr(store_errmsg(s), "store is damaged: the detail of series 1 at "
+		                               "1699999980"),
+		       "%s: %s", bad[i].what, store_errmsg(s));
+		char *now = all_counts(s);
+		CHECKF(now && before && !strcmp(now, before), "%s: the counts changed", bad[i].what);
+		free(now);
+		free(got.v);
+		store_close(s);
+	}
+	/* a prune takes a damaged block with its bucket */
+	s = sf_open_rw(dir, 0);
+	if (s) {
+		struct store_prune_stats pst;
+		struct store_prune_opts o = {.before = INT64_MAX};
+		struct smp_list got = {0};
+
+		CHECK_OK(store_prune(s, &o, &pst));
+		CHECK(store_series_samples(s, 1, INT64_MIN, INT64_MAX, smp_collect, &got) == 0 &&
+		      got.n == 0);
+		free(got.v);
+		store_close(s);
+	}
+	free(before);
+	free(l.v);
+}
