@@ -725,8 +725,8 @@ static void test_prune(void)
 		CHECK(store_compact(w) == 0);
 		CHECK(store_footprint(w, &fp) == 0);
 		CHECK(fp.counts_bytes > 0 && fp.nodes_bytes > 0 &&
-		      fp.dir_bytes ==
-		              fp.frames_bytes + fp.nodes_bytes + fp.counts_bytes + fp.other_bytes);
+		      fp.dir_bytes == fp.frames_bytes + fp.nodes_bytes + fp.counts_bytes +
+		                              fp.samples_bytes + fp.other_bytes);
 		CHECK(store_series_disk_bytes(w, s, &bytes) == 0 && bytes > 0);
 	}
 	store_close(w);
@@ -768,10 +768,18 @@ static void test_refusals(void)
 	fresh_db("c_future");
 	store_close(open_ok("c_future", STORE_CREATE));
 	sql("c_future", "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'");
+	sql("c_future", "UPDATE flamefs_meta SET value = '4' WHERE key = 'oldest_reader'");
 	snprintf(want, sizeof(want),
-	         "%s: schema version 9 is newer than this flamefs understands (2)",
+	         "%s: schema version 9 is newer than this flamefs understands (3)",
 	         uri("c_future"));
 	expect_open_error(uri("c_future"), 0, -EPROTONOSUPPORT, want, NULL);
+	expect_open_error(uri("c_future"), STORE_READONLY, -EPROTONOSUPPORT, want, NULL);
+	/* A newer schema that says readers of this one read it correctly is
+	 * read; it is never written. */
+	sql("c_future", "UPDATE flamefs_meta SET value = '3' WHERE key = 'oldest_reader'");
+	store_close(open_ok("c_future", STORE_READONLY));
+	expect_open_error(uri("c_future"), 0, -EPROTONOSUPPORT, want, NULL);
+	sql("c_future", "DELETE FROM flamefs_meta WHERE key = 'oldest_reader'");
 	expect_open_error(uri("c_future"), STORE_READONLY, -EPROTONOSUPPORT, want, NULL);
 
 	/* Unreachable: the message says so and never shows a password. */

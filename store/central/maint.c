@@ -140,8 +140,17 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 	                 " sum(flamefs_u64(total_samples)), sum(flamefs_u64(total_weight))"
 	                 " FROM d GROUP BY series",
 	                 2, vals, false, &res);
-	if (r < 0)
+	/* The detail of those buckets goes with them (each series'
+	 * recent_samples is recomputed below). */
+	if (r == 0 && s->schema >= 3)
+		r = central_exec(s, "deleting old detail",
+		                 "DELETE FROM samples WHERE series = ANY($1::int4[]) AND bucket < $2",
+		                 2, vals, false, NULL);
+	if (r < 0) {
+		if (res)
+			PQclear(res);
 		goto fail;
+	}
 	free(ids);
 	ids = malloc(ids_cap(PQntuples(res)));
 	if (!ids) {
@@ -191,7 +200,12 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 	                 " weight = coalesce(t.weight, 0),"
 	                 " first_seen = CASE WHEN t.first IS NULL THEN NULL"
 	                 " ELSE greatest(s.first_seen, t.first) END,"
-	                 " last_seen = CASE WHEN t.first IS NULL THEN NULL ELSE s.last_seen END"
+	                 " last_seen = CASE WHEN t.first IS NULL THEN NULL ELSE s.last_seen END,"
+	                 " first_us = CASE WHEN t.first IS NULL THEN NULL"
+	                 " ELSE greatest(s.first_us, t.first * 1000000) END,"
+	                 " last_us = CASE WHEN t.first IS NULL THEN NULL ELSE s.last_us END,"
+	                 " recent_samples = coalesce((SELECT sum(x.n) FROM samples x"
+	                 " WHERE x.series = s.id), 0)"
 	                 " FROM (SELECT a.id, sum(flamefs_u64(c.total_samples)) AS samples,"
 	                 " sum(flamefs_u64(c.total_weight)) AS weight, min(c.bucket) AS first"
 	                 " FROM unnest($1::int4[]) AS a(id) LEFT JOIN counts c ON c.series = a.id"
@@ -261,7 +275,7 @@ int central_compact(struct store *sbase)
 	}
 	return central_exec(s, "VACUUM",
 	                    "VACUUM (ANALYZE) flamefs_meta, frame_runs, node_runs, series, counts, "
-	                    "sources,"
+	                    "samples, sources,"
 	                    " destinations, writers",
 	                    0, NULL, false, NULL) < 0
 	               ? -EIO
@@ -272,16 +286,23 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 {
 	struct pg *s = pg_of(sbase);
 	PGresult *res;
-	int r = central_exec(
-	        s, "measuring the tables",
+	char sql[512];
+	int r;
+
+	/* Before schema 3 (a reader's database no writer upgraded yet)
+	 * there is no recent tier. */
+	snprintf(sql, sizeof(sql),
 	        "SELECT pg_total_relation_size('frame_runs'),"
 	        " pg_total_relation_size('node_runs'), pg_total_relation_size('counts'),"
-	        " pg_total_relation_size('flamefs_meta')"
+	        " %s, pg_total_relation_size('flamefs_meta')"
 	        " + pg_total_relation_size('series')"
 	        " + pg_total_relation_size('sources')"
 	        " + pg_total_relation_size('destinations')"
 	        " + pg_total_relation_size('writers')",
-	        0, NULL, false, &res);
+	        s->schema >= 3 ? "pg_total_relation_size('samples'),"
+	                         " (SELECT coalesce(sum(recent_samples), 0) FROM series)"
+	                       : "0, 0");
+	r = central_exec(s, "measuring the tables", sql, 0, NULL, false, &res);
 
 	memset(out, 0, sizeof(*out));
 	if (r < 0)
@@ -296,9 +317,15 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 		                      &out->counts_bytes);
 	if (r == 0)
 		r = central_value_u64(s, res, 0, 3, UINT64_MAX / 4, "a table's size",
+		                      &out->samples_bytes);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 4, INT64_MAX, "a count of samples",
+		                      &out->samples);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 5, UINT64_MAX / 8, "a table's size",
 		                      &out->other_bytes);
-	out->dir_bytes =
-	        out->frames_bytes + out->nodes_bytes + out->counts_bytes + out->other_bytes;
+	out->dir_bytes = out->frames_bytes + out->nodes_bytes + out->counts_bytes +
+	                 out->samples_bytes + out->other_bytes;
 	PQclear(res);
 	if (r < 0)
 		memset(out, 0, sizeof(*out));
