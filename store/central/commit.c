@@ -628,7 +628,7 @@ static int detail_cmp(const void *a, const void *b)
 
 /* The recent tier's rows: in a copy, the rows the same source gave each
  * (series, bucket) it sends detail for (batch_detail, also with none)
- * go first, their samples leaving the series' recent_samples (d[]);
+ * go first, their samples leaving the series' series_recent (d[]);
  * then one row per (series, bucket) of the batch's detail, its samples
  * in the block's order. */
 static int write_detail(struct pg_batch *b, const uint32_t *ids, int64_t commit,
@@ -915,20 +915,22 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		}
 		r = central_exec(
 		        s, "updating series totals",
-		        "UPDATE series s SET samples = s.samples + d.samples - d.less_samples,"
-		        " weight = s.weight + d.weight - d.less_weight,"
-		        " input_bytes = s.input_bytes + d.input_bytes - d.less_input,"
-		        " first_seen = least(s.first_seen, d.first),"
-		        " last_seen = greatest(s.last_seen, d.last),"
-		        " first_us = least(s.first_us, d.first_us),"
-		        " last_us = greatest(s.last_us, d.last_us),"
-		        " recent_samples = s.recent_samples + d.recent - d.less_recent"
-		        " FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
+		        "WITH d AS (SELECT * FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
 		        " $4::numeric[], $5::int8[], $6::int8[], $7::numeric[],"
 		        " $8::numeric[], $9::numeric[], $10::int8[], $11::int8[],"
 		        " $12::int8[], $13::int8[]) AS d(id, samples, weight, input_bytes,"
 		        " first, last, less_samples, less_weight, less_input, first_us, last_us,"
-		        " recent, less_recent) WHERE s.id = d.id",
+		        " recent, less_recent)),"
+		        " u AS (UPDATE series s SET samples = s.samples + d.samples - d.less_samples,"
+		        " weight = s.weight + d.weight - d.less_weight,"
+		        " input_bytes = s.input_bytes + d.input_bytes - d.less_input,"
+		        " first_seen = least(s.first_seen, d.first),"
+		        " last_seen = greatest(s.last_seen, d.last) FROM d WHERE s.id = d.id)"
+		        " INSERT INTO series_recent AS x SELECT id, first_us, last_us,"
+		        " recent - less_recent FROM d ON CONFLICT (series) DO UPDATE"
+		        " SET first_us = least(x.first_us, excluded.first_us),"
+		        " last_us = greatest(x.last_us, excluded.last_us),"
+		        " samples = x.samples + excluded.samples",
 		        13, vals, false, NULL);
 	}
 out:
@@ -1019,8 +1021,8 @@ static int record_lineage(struct pg_batch *b, const char *source, int64_t commit
 			        " d AS (DELETE FROM samples x USING o WHERE x.source = o.id"
 			        " AND x.commit < $2::int8 RETURNING x.series, x.n),"
 			        " t AS (SELECT series, sum(n) AS n FROM d GROUP BY series)"
-			        " UPDATE series SET recent_samples = series.recent_samples - t.n"
-			        " FROM t WHERE series.id = t.series",
+			        " UPDATE series_recent x SET samples = x.samples - t.n"
+			        " FROM t WHERE x.series = t.series",
 			        2, v2, false, NULL);
 		if (r == 0)
 			r = central_exec(

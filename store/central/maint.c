@@ -141,7 +141,7 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 	                 " FROM d GROUP BY series",
 	                 2, vals, false, &res);
 	/* The detail of those buckets goes with them (each series'
-	 * recent_samples is recomputed below). */
+	 * series_recent is recomputed below). */
 	if (r == 0 && s->schema >= 3)
 		r = central_exec(s, "deleting old detail",
 		                 "DELETE FROM samples WHERE series = ANY($1::int4[]) AND bucket < $2",
@@ -200,12 +200,7 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 	                 " weight = coalesce(t.weight, 0),"
 	                 " first_seen = CASE WHEN t.first IS NULL THEN NULL"
 	                 " ELSE greatest(s.first_seen, t.first) END,"
-	                 " last_seen = CASE WHEN t.first IS NULL THEN NULL ELSE s.last_seen END,"
-	                 " first_us = CASE WHEN t.first IS NULL THEN NULL"
-	                 " ELSE greatest(s.first_us, t.first * 1000000) END,"
-	                 " last_us = CASE WHEN t.first IS NULL THEN NULL ELSE s.last_us END,"
-	                 " recent_samples = coalesce((SELECT sum(x.n) FROM samples x"
-	                 " WHERE x.series = s.id), 0)"
+	                 " last_seen = CASE WHEN t.first IS NULL THEN NULL ELSE s.last_seen END"
 	                 " FROM (SELECT a.id, sum(flamefs_u64(c.total_samples)) AS samples,"
 	                 " sum(flamefs_u64(c.total_weight)) AS weight, min(c.bucket) AS first"
 	                 " FROM unnest($1::int4[]) AS a(id) LEFT JOIN counts c ON c.series = a.id"
@@ -217,6 +212,23 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 		if (!strcmp(PQgetvalue(res, i, 0), "0"))
 			st->series_emptied++;
 	PQclear(res);
+	/* The recent tier's figures of those series: the first moment moves
+	 * to the first bucket left, as first_seen does, and the detail held
+	 * is what is left of it. */
+	if (s->schema >= 3)
+		r = central_exec(s, "recomputing series totals",
+		                 "UPDATE series_recent x SET"
+		                 " first_us = CASE WHEN s.first_seen IS NULL THEN NULL"
+		                 " ELSE greatest(x.first_us, (SELECT min(bucket) FROM counts c"
+		                 " WHERE c.series = x.series) * 1000000) END,"
+		                 " last_us = CASE WHEN s.first_seen IS NULL THEN NULL"
+		                 " ELSE x.last_us END,"
+		                 " samples = coalesce((SELECT sum(d.n) FROM samples d"
+		                 " WHERE d.series = x.series), 0)"
+		                 " FROM series s WHERE s.id = x.series AND x.series = ANY($1::int4[])",
+		                 1, vals, false, NULL);
+	if (r < 0)
+		goto fail;
 	if (o->dry_run) {
 		rollback(s);
 		free(ids);
@@ -275,7 +287,7 @@ int central_compact(struct store *sbase)
 	}
 	return central_exec(s, "VACUUM",
 	                    "VACUUM (ANALYZE) flamefs_meta, frame_runs, node_runs, series, counts, "
-	                    "samples, sources,"
+	                    "samples, series_recent, sources,"
 	                    " destinations, writers",
 	                    0, NULL, false, NULL) < 0
 	               ? -EIO
@@ -298,10 +310,11 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 	        " + pg_total_relation_size('series')"
 	        " + pg_total_relation_size('sources')"
 	        " + pg_total_relation_size('destinations')"
-	        " + pg_total_relation_size('writers')",
+	        " + pg_total_relation_size('writers')%s",
 	        s->schema >= 3 ? "pg_total_relation_size('samples'),"
-	                         " (SELECT coalesce(sum(recent_samples), 0) FROM series)"
-	                       : "0, 0");
+	                         " (SELECT coalesce(sum(samples), 0) FROM series_recent)"
+	                       : "0, 0",
+	        s->schema >= 3 ? " + pg_total_relation_size('series_recent')" : "");
 	r = central_exec(s, "measuring the tables", sql, 0, NULL, false, &res);
 
 	memset(out, 0, sizeof(*out));

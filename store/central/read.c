@@ -33,8 +33,11 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 		                       s->schema >= 3
 		                               ? "SELECT id, host, binary_name, version, event, unit,"
 		                                 " coalesce(first_seen, 0), coalesce(last_seen, 0),"
-		                                 " samples, weight, input_bytes, first_us, last_us,"
-		                                 " recent_samples FROM series WHERE samples > 0"
+		                                 " s.samples, weight, input_bytes, first_us, last_us,"
+		                                 " coalesce(x.samples, 0) FROM series s"
+		                                 " LEFT JOIN series_recent x"
+		                                 " ON x.series::text = s.id::text"
+		                                 " WHERE s.samples > 0"
 		                               : "SELECT id, host, binary_name, version, event, unit,"
 		                                 " coalesce(first_seen, 0), coalesce(last_seen, 0),"
 		                                 " samples, weight, input_bytes, NULL, NULL, 0"
@@ -394,12 +397,11 @@ int central_series_counts(struct store *sbase, uint32_t series, int64_t from, in
 
 	if (from > to)
 		return 0;
-	if (s->pf.on) {
-		if (s->pf.pos < s->pf.n && s->pf.ids[s->pf.pos] == series &&
-		    bucket_floor(s, from) == s->pf.from && bucket_floor(s, to) == s->pf.to)
-			return prefetched(s, series, fn, ctx);
-		central_prefetch_end(s);
-	}
+	if (s->pf.on && s->pf.pos < s->pf.n && s->pf.ids[s->pf.pos] == series &&
+	    bucket_floor(s, from) == s->pf.from && bucket_floor(s, to) == s->pf.to)
+		return prefetched(s, series, fn, ctx);
+	/* any stream (of counts or of samples) ends first */
+	central_prefetch_end(s);
 	s->snapshot_read = s->snapshot;
 	snprintf(v[0], sizeof(v[0]), "%" PRIu32, series);
 	snprintf(v[1], sizeof(v[1]), "%" PRId64, bucket_floor(s, from));

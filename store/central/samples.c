@@ -320,7 +320,7 @@ int central_samples_prefetch(struct store *sbase, const uint32_t *ids, size_t n,
 	if (!PQsendQueryParams(s->conn,
 	                       "SELECT d.bucket, d.block, d.series FROM unnest($1::int4[])"
 	                       " WITH ORDINALITY AS k(series, ord) JOIN samples d ON d.series ="
-	                       " k.series WHERE d.bucket BETWEEN $2 AND $3 AND d.commit <= $4"
+	                       " k.series WHERE d.bucket BETWEEN $2::int8 AND $3::int8 AND d.commit <= $4"
 	                       " ORDER BY k.ord, d.bucket",
 	                       4, NULL, vals, NULL, NULL, 1) ||
 	    !PQsetSingleRowMode(s->conn)) {
@@ -414,7 +414,7 @@ int central_series_samples(struct store *sbase, uint32_t series, int64_t from_us
 	if (!s->conn ||
 	    !PQsendQueryParams(s->conn,
 	                       "SELECT bucket, block FROM samples WHERE series = $1"
-	                       " AND bucket BETWEEN $2 AND $3 AND commit <= $4 ORDER BY bucket",
+	                       " AND bucket BETWEEN $2::int8 AND $3::int8 AND commit <= $4 ORDER BY bucket",
 	                       4, NULL, vals, NULL, NULL, 1) ||
 	    !PQsetSingleRowMode(s->conn)) {
 		char msg[CENTRAL_ERRLEN / 2];
@@ -524,7 +524,7 @@ static int rollup_once(struct pg *s, struct store_rollup_stats *st)
 		                 "SELECT (SELECT value FROM flamefs_meta WHERE key = 'keep_samples'),"
 		                 " max(last_us) FILTER (WHERE last_us >= $1::int8 * 1000000),"
 		                 " max(last_us) FILTER (WHERE last_us < $1::int8 * 1000000)"
-		                 " FROM series",
+		                 " FROM series_recent",
 		                 1, vals + 2, false, &res);
 	if (r < 0)
 		goto fail;
@@ -555,8 +555,8 @@ static int rollup_once(struct pg *s, struct store_rollup_stats *st)
 	                 " RETURNING series, bucket, n, octet_length(block) AS bytes),"
 	                 " t AS (SELECT series, count(DISTINCT bucket) AS slices, sum(n) AS n,"
 	                 " sum(bytes) AS bytes FROM d GROUP BY series),"
-	                 " u AS (UPDATE series SET recent_samples = series.recent_samples - t.n"
-	                 " FROM t WHERE series.id = t.series)"
+	                 " u AS (UPDATE series_recent x SET samples = x.samples - t.n"
+	                 " FROM t WHERE x.series = t.series)"
 	                 " SELECT coalesce(sum(slices), 0), coalesce(sum(n), 0),"
 	                 " coalesce(sum(bytes), 0) FROM t",
 	                 3, vals, false, &res);

@@ -53,10 +53,13 @@ static const char counts_sql[] =
  * source), one samples block (../samples-block-internal.h: about 3-4
  * bytes a sample) and its sample count; rows written directly add up, a
  * row per commit, as counts rows do, and a copy keeps one per source.
- * Series gain their first and last moment in microseconds and how many
- * samples' detail the tier holds, kept by every commit as the totals
- * are; a series an older flamefs wrote starts from its first and last
- * second.  flamefs_samples(bucket, block) decodes a block for SQL
+ * `series_recent` holds each series' first and last moment in
+ * microseconds and how many samples' detail the tier holds, kept by
+ * every commit as the totals are; a series an older flamefs wrote
+ * starts from its first and last second.  A table of its own rather than
+ * columns of `series`: the step only creates and inserts, so it never
+ * waits for (or makes wait) the readers that hold `series` in their
+ * snapshots, as an ALTER TABLE would.  flamefs_samples(bucket, block) decodes a block for SQL
  * (raising "flamefs: damaged samples block" for a damaged one) and the
  * view sample_entries shows a row per sample.  oldest_reader: the
  * oldest schema whose readers read this database correctly. */
@@ -71,10 +74,11 @@ static const char samples_sql[] =
         "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_settings"
         " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
         " ALTER TABLE samples ALTER block SET COMPRESSION lz4; END IF; END $$;"
-        "ALTER TABLE series ADD COLUMN first_us int8, ADD COLUMN last_us int8,"
-        " ADD COLUMN recent_samples int8 NOT NULL DEFAULT 0;"
-        "UPDATE series SET first_us = first_seen * 1000000, last_us = last_seen * 1000000"
-        " WHERE abs(first_seen) < 9223372036854 AND abs(last_seen) < 9223372036854;"
+        "CREATE TABLE series_recent (series int4 PRIMARY KEY, first_us int8,"
+        " last_us int8, samples int8 NOT NULL DEFAULT 0);"
+        "INSERT INTO series_recent SELECT id, first_seen * 1000000, last_seen * 1000000, 0"
+        " FROM series WHERE abs(first_seen) < 9223372036854"
+        " AND abs(last_seen) < 9223372036854;"
         "INSERT INTO flamefs_meta VALUES ('oldest_reader', '3')"
         " ON CONFLICT (key) DO UPDATE SET value = '3';"
         "CREATE FUNCTION flamefs_samples(bucket int8, block bytea, OUT time_us int8,"
