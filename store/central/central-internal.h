@@ -160,11 +160,12 @@ struct cseries {
 	bool touched;
 	int64_t first_seen, last_seen;
 	uint64_t samples, weight, input_bytes;
-	/* timed: the first and last moment (microseconds) the batch gives
-	 * it are set; recent: the samples whose detail the batch keeps
-	 * (batch_sample, batch_detail) */
-	bool timed, detailed; /* detailed: a copy replaces its detail somewhere */
-	int64_t first_us, last_us;
+	/* The first and last moment (microseconds) the batch gives it: of
+	 * counts (batch_add's `when`; has_add) and exact ones (samples and
+	 * detail; has_exact); recent: the samples whose detail the batch
+	 * keeps; detailed: a copy replaces its detail somewhere. */
+	bool has_add, has_exact, detailed;
+	int64_t add_first_us, add_last_us, exact_first_us, exact_last_us;
 	uint64_t recent;
 };
 
@@ -442,9 +443,11 @@ int central_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, u
 int central_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
                       uint64_t samples, uint64_t weight);
 /* staging.c: batch_add's work, the series' moment given in
- * microseconds: a sample's own time, or batch_add's `when`. */
+ * microseconds: a sample's own time (exact), or batch_add's `when`. */
 int central_batch_count(struct pg_batch *b, uint32_t series, int64_t when, uint32_t node,
-                        uint64_t samples, uint64_t weight, int64_t at_us);
+                        uint64_t samples, uint64_t weight, int64_t at_us, bool exact);
+/* staging.c: a series' moment in the batch (see struct cseries). */
+void central_series_moment(struct cseries *r, int64_t at_us, bool exact);
 int central_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes);
 int central_batch_commit(struct store_batch *b);
 int central_batch_source(struct store_batch *b, const char *source, uint64_t expect, uint64_t upto);

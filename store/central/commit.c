@@ -547,6 +547,35 @@ struct delta {
 	uint64_t less_recent;                  /* detail of replaced rows */
 };
 
+/* A series' first and last moment in the batch: the exact moments of
+ * samples and the `when`s of counts, except that in a copy (whose counts
+ * come at their bucket's start) a bucket's `when` gives way to the exact
+ * moments of the detail that came with it, as the embedded store does. */
+static void batch_moments(const struct pg_batch *b, const struct cseries *e, int64_t *first,
+                          int64_t *last)
+{
+	int64_t bus = (int64_t)b->s->bucket_seconds * 1000000;
+
+	*first = INT64_MAX;
+	*last = INT64_MIN;
+	if (e->has_add) {
+		*first = e->add_first_us;
+		*last = e->add_last_us;
+	}
+	if (!e->has_exact)
+		return;
+	if (b->replace && e->has_add) {
+		if (e->exact_first_us >= e->add_first_us && e->exact_first_us - bus < e->add_first_us)
+			*first = e->exact_first_us;
+		if (e->exact_last_us >= e->add_last_us && e->exact_last_us - bus < e->add_last_us)
+			*last = e->exact_last_us;
+	}
+	if (e->exact_first_us < *first)
+		*first = e->exact_first_us;
+	if (e->exact_last_us > *last)
+		*last = e->exact_last_us;
+}
+
 static struct delta *delta_of(struct delta *d, size_t n, uint32_t id)
 {
 	for (size_t i = 0; i < n; i++)
@@ -772,15 +801,14 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		const struct cseries *e = &s->series[i];
 
-		if (!e->touched && !e->input_bytes && !e->timed && !e->detailed)
+		if (!e->touched && !e->input_bytes && !e->has_exact && !e->detailed)
 			continue;
 		d[nd].id = final_series(b, ids, e->id);
 		d[nd].touched = e->touched;
 		d[nd].first = e->first_seen;
 		d[nd].last = e->last_seen;
-		d[nd].timed = e->timed;
-		d[nd].first_us = e->first_us;
-		d[nd].last_us = e->last_us;
+		d[nd].timed = e->has_add || e->has_exact;
+		batch_moments(b, e, &d[nd].first_us, &d[nd].last_us);
 		d[nd].samples = e->samples;
 		d[nd].weight = e->weight;
 		d[nd].input_bytes = e->input_bytes;

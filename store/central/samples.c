@@ -79,20 +79,6 @@ static int detail_push(struct pg_batch *b, uint32_t series, const struct store_s
 	return 0;
 }
 
-/* The series' first and last moment and its kept detail, for the
- * commit's series update. */
-static void series_moment(struct cseries *r, int64_t at_us)
-{
-	if (!r->timed) {
-		r->timed = true;
-		r->first_us = r->last_us = at_us;
-	}
-	if (at_us < r->first_us)
-		r->first_us = at_us;
-	if (at_us > r->last_us)
-		r->last_us = at_us;
-}
-
 int central_batch_sample(struct store_batch *bbase, uint32_t series,
                          const struct store_sample *smp)
 {
@@ -106,7 +92,7 @@ int central_batch_sample(struct store_batch *bbase, uint32_t series,
 		return -EINVAL;
 	}
 	e = central_batch_count(b, series, floor_div(smp->time_us, US), smp->node, 1, smp->weight,
-	                        smp->time_us);
+	                        smp->time_us, true);
 	if (e < 0 || s->keep_samples == 0)
 		return e;
 	e = detail_push(b, series, smp);
@@ -172,7 +158,7 @@ int central_batch_detail(struct store_batch *bbase, uint32_t series, int64_t buc
 		return e;
 	}
 	for (size_t i = 0; i < n; i++)
-		series_moment(r, v[i].time_us);
+		central_series_moment(r, v[i].time_us, true);
 	r->recent += n;
 	r->detailed = r->detailed || n;
 	return 0;

@@ -208,7 +208,7 @@ void central_batch_reset(struct pg_batch *b)
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		struct cseries *r = &s->series[i];
 
-		r->touched = r->timed = r->detailed = false;
+		r->touched = r->has_add = r->has_exact = r->detailed = false;
 		r->samples = r->weight = r->input_bytes = r->recent = 0;
 	}
 }
@@ -404,11 +404,28 @@ int central_batch_add(struct store_batch *bbase, uint32_t series, int64_t when, 
                       uint64_t samples, uint64_t weight)
 {
 	return central_batch_count(pg_batch_of(bbase), series, when, node, samples, weight,
-	                           central_us_of(when));
+	                           central_us_of(when), false);
+}
+
+void central_series_moment(struct cseries *r, int64_t at_us, bool exact)
+{
+	if (exact) {
+		if (!r->has_exact || at_us < r->exact_first_us)
+			r->exact_first_us = at_us;
+		if (!r->has_exact || at_us > r->exact_last_us)
+			r->exact_last_us = at_us;
+		r->has_exact = true;
+	} else {
+		if (!r->has_add || at_us < r->add_first_us)
+			r->add_first_us = at_us;
+		if (!r->has_add || at_us > r->add_last_us)
+			r->add_last_us = at_us;
+		r->has_add = true;
+	}
 }
 
 int central_batch_count(struct pg_batch *b, uint32_t series, int64_t when, uint32_t node,
-                        uint64_t samples, uint64_t weight, int64_t at_us)
+                        uint64_t samples, uint64_t weight, int64_t at_us, bool exact)
 {
 	struct pg *s = b->s;
 	struct cseries *r = central_series_by_id(s, series);
@@ -461,14 +478,7 @@ room:
 		r->first_seen = when;
 	if (when > r->last_seen)
 		r->last_seen = when;
-	if (!r->timed) {
-		r->timed = true;
-		r->first_us = r->last_us = at_us;
-	}
-	if (at_us < r->first_us)
-		r->first_us = at_us;
-	if (at_us > r->last_us)
-		r->last_us = at_us;
+	central_series_moment(r, at_us, exact);
 	r->samples += samples;
 	r->weight += weight;
 	return 0;
