@@ -1907,6 +1907,120 @@ static void test_samples_damaged(void)
 	}
 }
 
+/* Every series' detail and counts of two stores, by content, as one
+ * string per series: "host/binary: <n> samples <checksum>; counts". */
+static void store_digest(struct store *s, char *out, size_t len)
+{
+	struct store_series *l = NULL;
+	size_t n = 0, o = 0;
+
+	out[0] = '\0';
+	CHECK(store_series_list(s, &l, &n) == 0);
+	for (size_t i = 0; i < n; i++) {
+		struct svec got = walk(s, l[i].id, INT64_MIN, INT64_MAX);
+		uint64_t sum = 0;
+		char names[2][512];
+
+		for (size_t k = 0; k < got.n; k++) {
+			node_name(s, got.v[k].node, names[0], sizeof(names[0]));
+			sum = sum * 1000003 + (uint64_t)got.v[k].time_us + got.v[k].pid * 7u +
+			      got.v[k].tid * 13u + got.v[k].weight * 31u + strlen(names[0]);
+			for (const char *p = names[0]; *p; p++)
+				sum = sum * 131 + (uint8_t)*p;
+		}
+		o += (size_t)snprintf(out + o, len - o,
+		                      "%s/%s: %zu %" PRIu64 " %" PRIu64 " first %" PRId64
+		                      " last %" PRId64 " %" PRIu64 " %" PRIu64 "\n",
+		                      l[i].host, l[i].binary, got.n, l[i].recent_samples, sum,
+		                      l[i].first_us, l[i].last_us, l[i].samples, l[i].weight);
+		snprintf(names[1], sizeof(names[1]), "%s", dump(s, l[i].id, INT64_MIN, INT64_MAX));
+		o += (size_t)snprintf(out + o, len - o, "%s", names[1]);
+		free(got.v);
+		if (o >= len)
+			break;
+	}
+	store_series_free(l, n);
+}
+
+/* Push (store_copy with samples) from a directory into the database, and
+ * merge back from the database into a fresh directory: the same detail
+ * everywhere. */
+static void test_samples_push(void)
+{
+	char dir[] = "/tmp/test-central-push-XXXXXX", back[600], err[512];
+	struct store *d = NULL, *w = NULL, *b2 = NULL;
+	struct store_copy_opts o = {.incremental = true, .samples = true};
+	struct store_copy_stats st;
+	static char want[16384], got[16384];
+	uint64_t x = 99991;
+
+	fresh_db("c_spush");
+	if (!mkdtemp(dir)) {
+		check_failures++;
+		return;
+	}
+	snprintf(back, sizeof(back), "%s/back", dir);
+	{
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/host", dir);
+		CHECK(store_open(path, STORE_CREATE, &d, err, sizeof(err)) == 0);
+	}
+	w = open_ok("c_spush", STORE_CREATE);
+	if (!d || !w)
+		goto out;
+	for (int round = 0; round < 2; round++) {
+		struct store_batch *b = store_batch_new(d);
+		uint32_t nodes[3], s[2];
+
+		s[0] = series(b, "h", "app");
+		s[1] = series(b, "h", "db");
+		nodes[0] = stack(b, "main;a");
+		nodes[1] = stack(b, "main;b;c");
+		nodes[2] = stack(b, "main;b");
+		for (int i = 0; i < 400; i++) {
+			struct store_sample smp =
+			        gen_sample(&x, T0US + round * 90 * US, 150 * US, nodes, 3);
+
+			CHECK(store_batch_sample(b, s[i % 2], &smp) == 0);
+		}
+		/* counts without detail, at their bucket's start (a copy
+		 * carries a bucket, so its start is the moment it gives) */
+		CHECK(store_batch_add(b, s[1], T0 + 360, nodes[0], 5, 50) == 0);
+		CHECK(store_batch_commit(b) == 0);
+		store_batch_free(b);
+		CHECK(store_copy(w, d, &o, &st, err, sizeof(err)) == 0);
+		if (test_failed) {
+			fprintf(stderr, "  push: %s\n", err);
+			goto out;
+		}
+		store_digest(d, want, sizeof(want));
+		store_digest(w, got, sizeof(got));
+		CHECK_STR(got, want);
+		CHECK(strstr(want, "h/app: 200 200 ") || round);
+	}
+	/* and back, from the database into a fresh directory */
+	CHECK(store_open(back, STORE_CREATE, &b2, err, sizeof(err)) == 0);
+	if (b2) {
+		struct store_copy_opts m = {.samples = true};
+
+		CHECK(store_copy(b2, w, &m, &st, err, sizeof(err)) == 0);
+		store_digest(b2, got, sizeof(got));
+		CHECK_STR(got, want);
+	}
+out:
+	store_close(b2);
+	store_close(d);
+	store_close(w);
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			check_failures++;
+	}
+}
+
 static void run(const char *name, void (*fn)(void))
 {
 	const char *only = getenv("FLAMEFS_TEST_ONLY");
@@ -1958,5 +2072,6 @@ int main(int argc, char **argv)
 	run("samples_upgrade", test_samples_upgrade);
 	run("samples_prefetch", test_samples_prefetch);
 	run("samples_damaged", test_samples_damaged);
+	run("samples_push", test_samples_push);
 	return failures ? 1 : 0;
 }
