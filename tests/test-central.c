@@ -1456,9 +1456,14 @@ static void test_samples_rollup(void)
 		}
 	{
 		struct store_sample last = {newest, node, 10, 11, 9};
+		/* in the first bucket that stays: it ends a minute after
+		 * newest - keep */
+		struct store_sample edge = {T0US + (30 * 60 + 65) * US, node, 10, 11, 9};
 
 		CHECK(store_batch_sample(b, sa, &last) == 0);
 		svec_add(&app, &last);
+		CHECK(store_batch_sample(b, sa, &edge) == 0);
+		svec_add(&app, &edge);
 	}
 	/* another host whose own newest is older: the store's newest counts */
 	for (int64_t t = T0US + 10 * US; t < T0US + 60 * 60 * US; t += 600 * US) {
@@ -1521,7 +1526,7 @@ static void test_samples_rollup(void)
 		/* app: 7 buckets of 3; app2: 4 of 1; boot: 20 of 1 */
 		CHECK(gone == 45 && slices == 31);
 		/* the bucket of T0 + 30 min went, the next one stayed */
-		CHECK(kept[0].n && kept[0].v[0].time_us == T0US + 35 * 60 * US);
+		CHECK(kept[0].n && kept[0].v[0].time_us == T0US + (30 * 60 + 65) * US);
 		CHECK(kept[1].n == 2 && kept[1].v[0].time_us == T0US + 2410 * US);
 		r = open_ok("c_roll", STORE_READONLY);
 		if (r) {
