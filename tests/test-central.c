@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -2026,6 +2027,133 @@ out:
 	}
 }
 
+/* Every row of a query, "a b c" per line; NULL on failure. */
+static char *sql_rows(const char *db, const char *q)
+{
+	PGconn *c = PQconnectdb(uri(db));
+	PGresult *res;
+	char *out = NULL;
+	size_t len = 0, cap = 0;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		return NULL;
+	}
+	PQsetNoticeProcessor(c, quiet, NULL);
+	res = PQexec(c, q);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+		cap = 64;
+		out = calloc(1, cap);
+		for (int i = 0; out && i < PQntuples(res); i++)
+			for (int k = 0; k < PQnfields(res); k++) {
+				const char *v = PQgetvalue(res, i, k);
+
+				while (len + strlen(v) + 2 >= cap)
+					out = realloc(out, cap *= 2);
+				len += (size_t)sprintf(out + len, "%s%c", v,
+				                       k + 1 < PQnfields(res) ? ' ' : '\n');
+			}
+	} else {
+		fprintf(stderr, "  %s", PQerrorMessage(c));
+	}
+	PQclear(res);
+	PQfinish(c);
+	return out;
+}
+
+/* store/README.md's recent-tier SQL (the block ```sql NAME), exactly as
+ * written, against known detail: two hosts of `app` and another binary,
+ * twelve minutes of samples. */
+static void test_readme_sql(void)
+{
+	const char *readme = getenv("FLAMEFS_TEST_README");
+	char line[1024], *q = NULL, *got, *want = NULL;
+	size_t qlen = 0, wlen = 0;
+	bool on = false;
+	FILE *f;
+	struct store *w;
+	struct store_batch *b;
+	uint64_t x = 4242;
+	int64_t last = INT64_MIN, per[720] = {0};
+	struct svec app = {0};
+
+	if (!readme || !(f = fopen(readme, "re"))) {
+		printf("  SKIP readme_sql: $FLAMEFS_TEST_README names no readable store/README.md\n");
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "```sql samples-per-second", 25)) {
+			on = true;
+			continue;
+		}
+		if (on && !strncmp(line, "```", 3))
+			break;
+		if (on) {
+			q = realloc(q, qlen + strlen(line) + 1);
+			strcpy(q + qlen, line);
+			qlen += strlen(line);
+		}
+	}
+	fclose(f);
+	CHECK(q != NULL);
+	if (!q)
+		return;
+	fresh_db("c_readme");
+	w = open_ok("c_readme", STORE_CREATE);
+	if (!w) {
+		free(q);
+		return;
+	}
+	b = store_batch_new(w);
+	{
+		uint32_t node = stack(b, "main;work"), s[3];
+
+		s[0] = series(b, "h1", "app");
+		s[1] = series(b, "h2", "app");
+		s[2] = series(b, "h1", "other");
+		for (int i = 0; i < 3000; i++) {
+			struct store_sample smp = gen_sample(&x, T0US, 720 * US, &node, 1);
+
+			CHECK(store_batch_sample(b, s[i % 3], &smp) == 0);
+			if (i % 3 < 2)
+				svec_add(&app, &smp);
+		}
+	}
+	CHECK(store_batch_commit(b) == 0);
+	store_batch_free(b);
+	store_close(w);
+	/* per second, the samples of app in (newest - 600 s, newest] */
+	for (size_t i = 0; i < app.n; i++)
+		last = app.v[i].time_us > last ? app.v[i].time_us : last;
+	for (size_t i = 0; i < app.n; i++)
+		if (app.v[i].time_us > last - 600 * US)
+			per[(app.v[i].time_us - T0US) / US]++;
+	for (int sec = 0; sec < 720; sec++) {
+		char ts[64];
+		time_t t = (time_t)(T0 + sec);
+		struct tm tm;
+
+		if (!per[sec])
+			continue;
+		gmtime_r(&t, &tm);
+		strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+		want = realloc(want, wlen + 96);
+		wlen += (size_t)sprintf(want + wlen, "%s %" PRId64 "\n", ts, per[sec]);
+	}
+	CHECK(wlen > 1000);
+	got = sql_rows("c_readme", q);
+	CHECK(got != NULL && want != NULL);
+	if (got && want && strcmp(got, want)) {
+		fprintf(stderr, "  README samples-per-second: got\n%.400s...\nwant\n%.400s...\n",
+		        got, want);
+		check_failures++;
+	}
+	free(got);
+	free(want);
+	free(app.v);
+	free(q);
+}
+
 static void run(const char *name, void (*fn)(void))
 {
 	const char *only = getenv("FLAMEFS_TEST_ONLY");
@@ -2078,5 +2206,6 @@ int main(int argc, char **argv)
 	run("samples_prefetch", test_samples_prefetch);
 	run("samples_damaged", test_samples_damaged);
 	run("samples_push", test_samples_push);
+	run("readme_sql", test_readme_sql);
 	return failures ? 1 : 0;
 }

@@ -49,7 +49,7 @@ lacks() { # FILE TEXT WHAT
 
 # ---- the backend's unit tests --------------------------------------------------
 n=$((n + 1))
-"$unit" "$sock" postgres "$PG_PORT" >"$tmp/unit.out" 2>&1 || { bad "test-central"; cat "$tmp/unit.out"; }
+FLAMEFS_TEST_README=$here/../store/README.md "$unit" "$sock" postgres "$PG_PORT" >"$tmp/unit.out" 2>&1 || { bad "test-central"; cat "$tmp/unit.out"; }
 n=$((n + 1))
 FLAMEFS_TEST_HASH_BITS=1 "$unit" "$sock" postgres "$PG_PORT" >>"$tmp/unit.out" 2>&1 ||
 	{ bad "test-central with 1-bit hashes"; cat "$tmp/unit.out"; }
