@@ -1177,6 +1177,10 @@ static void test_samples(void)
 			CHECK(store_batch_sample(b, sa, &bad) == -EINVAL);
 			bad.node = nodes[0];
 			CHECK(store_batch_sample(b, 999, &bad) == -EINVAL);
+			bad.time_us = INT64_MIN;
+			CHECK(store_batch_sample(b, sa, &bad) == -ERANGE);
+			bad.time_us = INT64_MAX;
+			CHECK(store_batch_sample(b, sa, &bad) == -ERANGE);
 		}
 		CHECK(store_batch_commit(b) == 0);
 		store_batch_free(b);

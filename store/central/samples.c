@@ -91,6 +91,13 @@ int central_batch_sample(struct store_batch *bbase, uint32_t series,
 		central_seterr(s, "sample for an unknown series %u or node %u", series, smp->node);
 		return -EINVAL;
 	}
+	/* its bucket's microseconds must fit int64 */
+	if (smp->time_us < -US_SECONDS_MAX * US ||
+	    !bucket_in_range(s, central_bucket_of_us(s, smp->time_us))) {
+		central_seterr(s, "%s: a sample at %lld us is out of range", s->base.where,
+		               (long long)smp->time_us);
+		return -ERANGE;
+	}
 	e = central_batch_count(b, series, floor_div(smp->time_us, US), smp->node, 1, smp->weight,
 	                        smp->time_us, true);
 	if (e < 0 || s->keep_samples == 0)
