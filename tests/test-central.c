@@ -2158,6 +2158,54 @@ static void test_readme_sql(void)
 	free(q);
 }
 
+/* Prune takes the detail of the buckets it deletes, and nothing else. */
+static void test_samples_prune(void)
+{
+	struct store *w, *r;
+	struct store_batch *b;
+	struct store_prune_stats st;
+	struct store_prune_opts o = {.before = T0 + 120, .dry_run = true};
+	struct svec all = {0}, got;
+	struct store_series e;
+	uint32_t s, node;
+
+	fresh_db("c_sprune");
+	w = open_ok("c_sprune", STORE_CREATE);
+	if (!w)
+		return;
+	b = store_batch_new(w);
+	s = series(b, "h", "app");
+	node = stack(b, "main;x");
+	for (int k = 0; k < 9; k++) {
+		struct store_sample smp = {T0US + (k / 3) * 60 * US + k * 1000 + 7, node, 5, 5, 1};
+
+		CHECK(store_batch_sample(b, s, &smp) == 0);
+		svec_add(&all, &smp);
+	}
+	CHECK(store_batch_commit(b) == 0);
+	store_batch_free(b);
+	CHECK(store_prune(w, &o, &st) == 0 && st.buckets == 2 && st.samples == 6);
+	CHECK_STR(sql("c_sprune", "SELECT sum(n) FROM samples"), "9");
+	o.dry_run = false;
+	CHECK(store_prune(w, &o, &st) == 0 && st.buckets == 2 && st.samples == 6);
+	r = open_ok("c_sprune", STORE_READONLY);
+	if (r) {
+		struct svec want = svec_window(&all, (T0 + 120) * US, INT64_MAX);
+
+		s = find_series(r, "h", "app", &e);
+		CHECK(e.samples == 3 && e.recent_samples == 3);
+		/* the first moment moves to the first bucket left, as first_seen does */
+		CHECK(e.first_us == (T0 + 120) * US && e.last_us == (T0 + 120) * US + 8007);
+		got = walk(r, s, INT64_MIN, INT64_MAX);
+		CHECK(same_detail(&got, &want, "after the prune"));
+		free(got.v);
+		free(want.v);
+		store_close(r);
+	}
+	free(all.v);
+	store_close(w);
+}
+
 static void run(const char *name, void (*fn)(void))
 {
 	const char *only = getenv("FLAMEFS_TEST_ONLY");
@@ -2210,6 +2258,7 @@ int main(int argc, char **argv)
 	run("samples_prefetch", test_samples_prefetch);
 	run("samples_damaged", test_samples_damaged);
 	run("samples_push", test_samples_push);
+	run("samples_prune", test_samples_prune);
 	run("readme_sql", test_readme_sql);
 	return failures ? 1 : 0;
 }
