@@ -6,6 +6,8 @@
 #     the same two buckets (of two binaries): each read equals the state
 #     after some push (never a mix of two, never a bucket or a host
 #     missing), and the reads of one loop never go back in time.
+#   - samples without frames: the row "[no frames]" of the mount's top
+#     (the self column sums to total) and of store/README.md's SQL.
 #   usage: test-fleet-trust.sh BUILD_DIR        exit 0 pass, 1 fail, 77 skip
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: $0 BUILD_DIR}
@@ -413,5 +415,45 @@ for st in "$tmp/nt" "$NT"; do
 		[ "$("$collect" export --store "$st" --binary :-1 --from $((t0 + 60)) --to $((t0 + 119)) 2>/dev/null |
 			awk '{ s += $NF } END { print s }')" = 500000 ]
 done
+
+# ---- samples without frames -----------------------------------------------------------
+# A folded line without ';' is a process name alone (as perf prints a
+# sample whose callchain it dropped): counted on the series' root.  It is
+# the row "[no frames]" of top, at the root and at the version, and of
+# store/README.md's SQL, whose self columns sum to the total.
+pg_createdb bare || exit 1
+BARE=$(pg_uri bare postgres)
+printf 'app;main;compute 60\napp 7\n' >"$tmp/bare-a.folded"
+printf 'app;main;compute 50\napp;main;io 20\napp 3\n' >"$tmp/bare-b.folded"
+"$collect" import --store "$tmp/bare" --host hb --version A --time $t0 "$tmp/bare-a.folded" >/dev/null 2>&1 &&
+	"$collect" import --store "$tmp/bare" --host hb --version B --time $t0 "$tmp/bare-b.folded" >/dev/null 2>&1 ||
+	bad "import samples without frames"
+push "$tmp/bare" "$BARE" "$tmp/p.out"
+awk '/^```sql top-functions/{on=1; next} /^```/{on=0} on' "$here/../store/README.md" >"$tmp/top.sql"
+awk '/^```sql regressions/{on=1; next} /^```/{on=0} on' "$here/../store/README.md" >"$tmp/regress.sql"
+psql "$BARE" -qXAt -F' ' -f "$tmp/top.sql" >"$tmp/top.out" 2>&1
+printf 'compute 60\n[no frames] 7\n' >"$tmp/top.want"
+check "store/README.md's top functions: samples without frames are the row [no frames]" \
+	cmp -s "$tmp/top.out" "$tmp/top.want"
+psql "$BARE" -qXAt -F' ' -f "$tmp/regress.sql" >"$tmp/regress.out" 2>&1
+printf 'io 0.00 27.40 27.40\n[no frames] 10.45 4.11 -6.34\ncompute 89.55 68.49 -21.06\n' >"$tmp/regress.want"
+check "store/README.md's regressions: [no frames] has its share" cmp -s "$tmp/regress.out" "$tmp/regress.want"
+# top_of FILE: "<the [no frames] row's self> <the self column's sum> <total in the header>"
+top_of() {
+	awk 'NR == 1 { for (i = 1; i < NF; i++) if ($i == "total") t = $(i + 1) + 0 }
+		/^#/ { next } { s += $1 } $5 == "-" && substr($0, length($0) - 10) == "[no frames]" { b = $1 }
+		END { print b + 0, s + 0, t }' "$1"
+}
+mkdir -p "$mnt"
+"$flamefs" "$BARE" "$mnt" 2>"$tmp/mount.err" || { bad "mount the database"; cat "$tmp/mount.err"; }
+for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+for d in "" app/A/ app/B/ @host/hb/; do
+	case $d in app/A/) want="7 67 67" ;; app/B/) want="3 73 73" ;; *) want="10 140 140" ;; esac
+	cp "$mnt/${d}top" "$tmp/bare.top" 2>/dev/null
+	check "the mount's /${d}top: the row [no frames], self column = total ($want)" \
+		[ "$(top_of "$tmp/bare.top")" = "$want" ]
+done
+check "the mount's /app/A/total is the top's total" [ "$(cat "$mnt/app/A/total")" = 67 ]
+fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
 
 [ "$failures" = 0 ]
