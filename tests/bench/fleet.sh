@@ -51,6 +51,18 @@
 #     statements counted in the server's log, with the counts read in one
 #     query per tree (store_series_prefetch) and, for comparison, one by
 #     one ($FLAMEFS_TEST_NO_PREFETCH).
+#  K. (--thousand, alone) 1,000 hosts: a FLEET_K_RECORD_SECS (60) s
+#     recording of the compile loop cut into FLEET_K_SLICES (120) slices;
+#     FLEET_K_HOSTS (1000) hosts of FLEET_K_MINUTES (10) minutes, host h's
+#     minute m a pseudo-random slice moved into that minute, imported under
+#     host name hH into a store of its own and compacted (FLEET_JOBS at a
+#     time, default 2 here), all pushed into one database; then, from the
+#     database 10 ms away (delay_link, as R), over its socket and from the
+#     same data merged into a directory: a fresh mount's first `cat /top`,
+#     first `ls` of the busiest version and its `folded`, the statements
+#     each read costs (the server's log), the daemon's VmRSS and VmHWM;
+#     the database's size after VACUUM against the sum of the hosts'
+#     compacted stores, and table by table (heap, indexes, TOAST).
 #  5. the steady push of a recording host: `record -a -F 99 --push` into
 #     the 64-host database, --push-every 60s, for FLEET_PUSH_SECS (190)
 #     under the workload; the push thread's CPU per push from record's
