@@ -220,7 +220,11 @@ if [ "${1:-}" = --thousand ]; then
 	# minute (sl/i.m.perf); host h's minute m is slice (h, m), a fixed
 	# pseudo-random choice, so hosts share stacks as a fleet running the
 	# same software does and differ in what each minute holds.
-	python3 - "$work/rec.perf" "$nsl" "$nmin" "$nh" "$work" <<'PY'
+	if [ "${REUSE:-0}" = 1 ] && [ "$(cat "$work"/hosts/s*.bytes 2>/dev/null | wc -l)" = "$nh" ]; then
+		echo "# reusing the $nh hosts' stores in $work/hosts"
+		r_import="(reused)"
+	else
+		python3 - "$work/rec.perf" "$nsl" "$nmin" "$nh" "$work" <<'PY'
 import random, re, sys
 rec, n, nmin, nh, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 HDR = re.compile(rb"^(.*? )(\d+\.\d+)(: .*)$", re.S)
@@ -253,29 +257,30 @@ with open("%s/hosts.txt" % work, "w") as f:
         f.write("%d %s\n" % (h, " ".join("%s/sl/%d.%d.perf" % (work, random.Random(h * 100003 + m).randrange(n), m)
                                          for m in range(nmin))))
 PY
-	echo "# $nh hosts x $nmin minutes: each minute one of $nsl slices of the recording" \
-		"($(du -sb "$work/sl" | cut -f1) bytes of slices), under the host name hH, its times moved into the minute"
-	# one host: its store, compacted, and what stats says it holds
-	host_store() {
-		local h=$1
-		shift
-		rm -rf "$work/hosts/s$h"
-		"$fc" import --store "$work/hosts/s$h" --host "h$h" --clock-offset "$t0" "$@" >/dev/null 2>&1 &&
-			"$fc" compact --store "$work/hosts/s$h" >/dev/null 2>&1 &&
-			"$fc" stats --store "$work/hosts/s$h" | awk '/^bytes:/ { $1 = ""; print }' >"$work/hosts/s$h.bytes"
-	}
-	export -f host_store
-	export fc work t0
-	a=$(now)
-	xargs -P "$jobs" -L 1 bash -c 'host_store "$@"' _ <"$work/hosts.txt" ||
-		{ echo "fleet.sh: an import failed" >&2; exit 1; }
-	r_import=$(secs "$a" "$(now)")
-	rm -rf "$work/sl"
+		echo "# $nh hosts x $nmin minutes: each minute one of $nsl slices of the recording" \
+			"($(du -sb "$work/sl" | cut -f1) bytes of slices), under the host name hH, its times moved into the minute"
+		# one host: its store, compacted, and what stats says it holds
+		host_store() {
+			local h=$1
+			shift
+			rm -rf "$work/hosts/s$h"
+			"$fc" import --store "$work/hosts/s$h" --host "h$h" --clock-offset "$t0" "$@" >/dev/null 2>&1 &&
+				"$fc" compact --store "$work/hosts/s$h" >/dev/null 2>&1 &&
+				"$fc" stats --store "$work/hosts/s$h" | awk '/^bytes:/ { $1 = ""; print }' >"$work/hosts/s$h.bytes"
+		}
+		export -f host_store
+		export fc work t0
+		a=$(now)
+		xargs -P "$jobs" -L 1 bash -c 'host_store "$@"' _ <"$work/hosts.txt" ||
+			{ echo "fleet.sh: an import failed" >&2; exit 1; }
+		r_import=$(secs "$a" "$(now)")
+		rm -rf "$work/sl"
+	fi
 	# What the hosts' stores hold on disk: du as stats counts it (blocks),
 	# and the SST bytes of their column families (frames, nodes, counts,
 	# other: the data, without RocksDB's per-store files).
 	r_emb_du=$(du -s -B1 --total "$work"/hosts/s*/ | tail -1 | cut -f1)
-	r_emb_sst=$(cat "$work"/hosts/s*.bytes | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] ~ /^(frames|nodes|counts|other|samples)$/) s += a[2] } } END { print s + 0 }')
+	r_emb_sst=$(cat "$work"/hosts/s*.bytes | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] ~ /^(frames|nodes|counts|other)$/) s += a[2] } } END { print s + 0 }')
 	r_emb_parts=$(cat "$work"/hosts/s*.bytes | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "="); t[a[1]] += a[2] } }
 		END { printf "frames %d, nodes %d, counts %d, other %d", t["frames"], t["nodes"], t["counts"], t["other"] }')
 	echo "# imported and compacted in $r_import s ($jobs at a time): sum of the $nh stores $r_emb_du bytes on disk, $r_emb_sst in SSTs ($r_emb_parts)"
@@ -332,9 +337,17 @@ PY
 	# "ms statements" for the mount (until the mount point is up) and per
 	# WHAT, then "rss_kb hwm_kb".
 	cat >"$work/reads.sh" <<'SH'
-flamefs=$1 store=$2 mnt=$3 log=$4
-shift 4
+flamefs=$1 store=$2 mnt=$3 log=$4 out=$5
+shift 5
 lines() { if [ -f "$log" ]; then wc -l <"$log"; else echo 0; fi; }
+# statements FROM: "all refresh" since line FROM of the log; refresh:
+# those of the view's once-a-second new snapshot (COMMIT, BEGIN, the
+# commit counter, new frame and node runs)
+statements() {
+	tail -n +$(($1 + 1)) "$log" 2>/dev/null | grep "LOG:  \(statement\|execute\)" |
+		awk '/COMMIT|BEGIN ISOLATION|key = .commits.|FROM (frame|node)_runs WHERE first >=/ { r++ } { n++ }
+			END { print n + 0, r + 0 }'
+}
 b=$(lines)
 t=$EPOCHREALTIME
 "$flamefs" -f "$store" "$mnt" 2>>"$mnt.err" &
@@ -343,15 +356,16 @@ for _ in $(seq 600); do mountpoint -q "$mnt" && break; sleep 0.01; done
 mountpoint -q "$mnt" || { echo "flamefs did not mount $store" >&2; exit 1; }
 ms=$(awk -v a="$t" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
 sleep 0.3
-echo "$ms $(tail -n +$((b + 1)) "$log" 2>/dev/null | grep -c "LOG:  \(statement\|execute\)")"
+echo "$ms $(statements "$b")"
+i=0
 for w in "$@"; do
+	i=$((i + 1))
 	b=$(lines)
 	t=$EPOCHREALTIME
-	case $w in cat\ *) cat "$mnt/${w#cat }" >/dev/null ;; ls\ *) ls "$mnt/${w#ls }" >/dev/null ;; esac
+	case $w in cat\ *) cat "$mnt/${w#cat }" >"$out.$i" ;; ls\ *) ls "$mnt/${w#ls }" >"$out.$i" ;; esac
 	ms=$(awk -v a="$t" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
 	sleep 0.3
-	n=$(tail -n +$((b + 1)) "$log" 2>/dev/null | grep -c "LOG:  \(statement\|execute\)")
-	echo "$ms $n"
+	echo "$ms $(statements "$b")"
 done
 awk '$1 == "VmRSS:" { r = $2 } $1 == "VmHWM:" { h = $2 } END { print r, h }' "/proc/$pid/status"
 fusermount3 -u "$mnt"
@@ -369,21 +383,36 @@ SH
 			sync
 			echo 3 >/proc/sys/vm/drop_caches
 			if [ $run = top ]; then
-				"${pre[@]}" bash "$work/reads.sh" "$flamefs" "$st" "$mnt" "$PG_LOG" "cat top" >"$work/r.out" ||
-					{ echo "fleet.sh: reads from $where failed" >&2; exit 1; }
-				read -r R[$where.mount] R[$where.mount.q] < <(sed -n 1p "$work/r.out")
-				read -r R[$where.top] R[$where.top.q] < <(sed -n 2p "$work/r.out")
+				"${pre[@]}" bash "$work/reads.sh" "$flamefs" "$st" "$mnt" "$PG_LOG" "$work/out.$where.top" \
+					"cat top" >"$work/r.out" || { echo "fleet.sh: reads from $where failed" >&2; exit 1; }
+				read -r R[$where.mount] R[$where.mount.q] R[$where.mount.r] < <(sed -n 1p "$work/r.out")
+				read -r R[$where.top] R[$where.top.q] R[$where.top.r] < <(sed -n 2p "$work/r.out")
 				read -r R[$where.top.rss] R[$where.top.hwm] < <(sed -n 3p "$work/r.out")
 			else
-				"${pre[@]}" bash "$work/reads.sh" "$flamefs" "$st" "$mnt" "$PG_LOG" "ls $bin/default" \
-					"cat $bin/default/folded" >"$work/r.out" || { echo "fleet.sh: reads from $where failed" >&2; exit 1; }
-				read -r R[$where.ls] R[$where.ls.q] < <(sed -n 2p "$work/r.out")
-				read -r R[$where.folded] R[$where.folded.q] < <(sed -n 3p "$work/r.out")
+				"${pre[@]}" bash "$work/reads.sh" "$flamefs" "$st" "$mnt" "$PG_LOG" "$work/out.$where.version" \
+					"ls $bin/default" "cat $bin/default/folded" >"$work/r.out" ||
+					{ echo "fleet.sh: reads from $where failed" >&2; exit 1; }
+				read -r R[$where.ls] R[$where.ls.q] R[$where.ls.r] < <(sed -n 2p "$work/r.out")
+				read -r R[$where.folded] R[$where.folded.q] R[$where.folded.r] < <(sed -n 3p "$work/r.out")
 				read -r R[$where.rss] R[$where.hwm] < <(sed -n 4p "$work/r.out")
 			fi
 		done
 	done
 	pg_psql -c "ALTER DATABASE k RESET log_statement" >/dev/null
+	fails=0
+	for f in top.1 version.1 version.2; do
+		for where in socket delayed; do
+			if cmp -s "$work/out.$where.$f" "$work/out.emb.$f" && [ -s "$work/out.emb.$f" ]; then
+				echo "PASS: $f read from the database ($where) = from the merged directory ($(wc -c <"$work/out.emb.$f") bytes)"
+			else
+				echo "FAIL: $f read from the database ($where) differs from the merged directory's"
+				fails=$((fails + 1))
+			fi
+		done
+	done
+	q() { # KEY: "n" or "n (r of them the view's refresh)"
+		if [ "${R[$1.r]:-0}" = 0 ]; then echo "${R[$1.q]}"; else echo "${R[$1.q]} (${R[$1.r]} the refresh's)"; fi
+	}
 	mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
 	mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
@@ -393,13 +422,13 @@ SH
 	echo "| measurement | target | database, 10 ms away | database, local socket | embedded (merged directory) |"
 	echo "|---|---|---|---|---|"
 	echo "| mount (store opened: series listed, dictionary loaded) | | ${R[delayed.mount]} ms | ${R[socket.mount]} ms | ${R[emb.mount]} ms |"
-	echo "| ... its statements | | ${R[delayed.mount.q]} | ${R[socket.mount.q]} | |"
+	echo "| ... its statements | | $(q delayed.mount) | $(q socket.mount) | |"
 	echo "| first \`cat /top\` (fresh mount) | <= 1 s | ${R[delayed.top]} ms $(met "${R[delayed.top]}" 1000) | ${R[socket.top]} ms | ${R[emb.top]} ms |"
-	echo "| ... its statements | a constant | ${R[delayed.top.q]} | ${R[socket.top.q]} | |"
+	echo "| ... its statements | a constant | $(q delayed.top) | $(q socket.top) | |"
 	echo "| first \`ls /$bin/default\` (fresh mount) | <= 0.5 s | ${R[delayed.ls]} ms $(met "${R[delayed.ls]}" 500) | ${R[socket.ls]} ms | ${R[emb.ls]} ms |"
-	echo "| ... its statements | a constant | ${R[delayed.ls.q]} | ${R[socket.ls.q]} | |"
+	echo "| ... its statements | a constant | $(q delayed.ls) | $(q socket.ls) | |"
 	echo "| then \`cat /$bin/default/folded\` | | ${R[delayed.folded]} ms | ${R[socket.folded]} ms | ${R[emb.folded]} ms |"
-	echo "| ... its statements | | ${R[delayed.folded.q]} | ${R[socket.folded.q]} | |"
+	echo "| ... its statements | | $(q delayed.folded) | $(q socket.folded) | |"
 	echo "| daemon VmRSS / VmHWM after /top | | $(mib "${R[delayed.top.rss]}") / $(mib "${R[delayed.top.hwm]}") | $(mib "${R[socket.top.rss]}") / $(mib "${R[socket.top.hwm]}") | $(mib "${R[emb.top.rss]}") / $(mib "${R[emb.top.hwm]}") |"
 	echo "| daemon VmRSS / VmHWM after ls + folded | | $(mib "${R[delayed.rss]}") / $(mib "${R[delayed.hwm]}") | $(mib "${R[socket.rss]}") / $(mib "${R[socket.hwm]}") | $(mib "${R[emb.rss]}") / $(mib "${R[emb.hwm]}") |"
 	r=$(ratio "$r_db" "$r_emb_du")
@@ -408,6 +437,9 @@ SH
 	echo "| ... the same data merged into one directory | | | | $(mb "$r_merged") ($(ratio "$r_db" "$r_merged")x) |"
 	echo
 	echo "# import + compact $r_import s, push $r_push s, merge $r_merge s ($jobs at a time)"
+	echo "# statements: from the server's log (log_statement = all), between the read's start and 0.3 s after its end;"
+	echo "# the view takes a new snapshot once a second (COMMIT, BEGIN, the commit counter, new frame and node runs)"
+	echo "# correctness: $([ $fails = 0 ] && echo "all PASS" || echo "$fails FAIL")"
 	exit 0
 fi
 bench_setup fleet --root --tools "perf python3 fusermount3" fs/flamefs flamefs-collect
