@@ -198,8 +198,9 @@ static void check_node(const struct view_tree *t, uint32_t n, struct fx_stack *s
 	uint64_t self_sum = 0;
 	for (int i = 0; i < nl; i++)
 		self_sum += lines[i].self;
-	CHECKF(self_sum == c.total_weight, "%s: node %u: self column sums to %" PRIu64 ", total %" PRIu64,
-	       what, n, self_sum, c.total_weight);
+	CHECKF(self_sum == c.total_weight,
+	       "%s: node %u: self column sums to %" PRIu64 ", total %" PRIu64, what, n, self_sum,
+	       c.total_weight);
 	char nfuncs[64];
 	snprintf(nfuncs, sizeof(nfuncs), "# %d functions ", nf - (frameless ? 1 : 0));
 	CHECKF(strncmp(header, nfuncs, strlen(nfuncs)) == 0, "%s: node %u: header %s, want %s",

@@ -257,8 +257,8 @@ static int top_collect(const struct view_tree *t, uint32_t node, struct top_func
 	uint32_t *fidx = whole ? NULL : calloc(nslots, sizeof(*fidx)); /* sid -> func + 1 */
 	uint32_t *open = whole ? NULL : calloc(nslots, sizeof(*open)); /* sid -> depth */
 	/* A function per name at most, and the row of no frames. */
-	struct top_func *funcs =
-	        malloc(((size_t)(t->nstrs < t->nnodes ? t->nstrs : t->nnodes) + 1) * sizeof(*funcs));
+	struct top_func *funcs = malloc(
+	        ((size_t)(t->nstrs < t->nnodes ? t->nstrs : t->nnodes) + 1) * sizeof(*funcs));
 	struct {
 		uint32_t node, next;
 	} *stack = whole ? NULL : malloc((size_t)(t->nnodes + 1) * sizeof(*stack));
@@ -317,9 +317,8 @@ walked:
 	for (uint32_t i = 0; i < nfuncs; i++)
 		frameless -= funcs[i].self;
 	if (frameless)
-		funcs[nfuncs++] = (struct top_func){.name = TOP_NO_FRAMES_ID,
-		                                    .self = frameless,
-		                                    .total = frameless};
+		funcs[nfuncs++] = (struct top_func){
+		        .name = TOP_NO_FRAMES_ID, .self = frameless, .total = frameless};
 	top_sort(t, funcs, nfuncs, top_budget(nfuncs));
 	*out = funcs;
 	*nrows = nfuncs;
