@@ -12,7 +12,10 @@
  *     are the weights over the node's total, rounded half up to two
  *     decimals, and the kind column is the frame's kind;
  *   - the header names the unit and the total, in seconds for a clock
- *     unit.
+ *     unit;
+ *   - samples without frames (a binary alone) are one row "[no frames]"
+ *     of kind "-" at the root and at their binary, and the self column
+ *     sums to the node's total at every node.
  * Then trees of 16,384 nodes and more (view_tree_finish() finds the recursive
  * nodes on a second thread there): every 37th node, and at the binary
  * the function view's numbers.  Then trees of 200 functions with weights
@@ -173,13 +176,35 @@ static void check_node(const struct view_tree *t, uint32_t n, struct fx_stack *s
 		}
 	}
 
+	/* Samples of no frame (the binary alone), at the root and at the
+	 * binary: the row "[no frames]". */
+	uint64_t frameless = 0;
+	for (int s = 0; plen <= 1 && s < nst; s++)
+		if (st[s].n == 1 && (plen == 0 || strcmp(st[s].frames[0], path[0]) == 0))
+			frameless += st[s].w;
+	if (frameless) {
+		snprintf(names[nf], 128, "[no frames]");
+		self[nf] = total[nf] = frameless;
+		nf++;
+	}
+
 	char *text = fx_render(view_render_top, t, n);
 	struct top_line lines[MAX_FUNCS + 1];
 	char header[512];
 	int nl = parse_top(text, lines, MAX_FUNCS + 1, header, sizeof(header));
 	struct view_counts c;
 	view_node_counts(t, n, &c);
-	CHECKF(nl == nf, "%s: node %u: %d lines, want %d functions:\n%s", what, n, nl, nf, text);
+	CHECKF(nl == nf, "%s: node %u: %d lines, want %d rows:\n%s", what, n, nl, nf, text);
+	uint64_t self_sum = 0;
+	for (int i = 0; i < nl; i++)
+		self_sum += lines[i].self;
+	CHECKF(self_sum == c.total_weight,
+	       "%s: node %u: self column sums to %" PRIu64 ", total %" PRIu64, what, n, self_sum,
+	       c.total_weight);
+	char nfuncs[64];
+	snprintf(nfuncs, sizeof(nfuncs), "# %d functions ", nf - (frameless ? 1 : 0));
+	CHECKF(strncmp(header, nfuncs, strlen(nfuncs)) == 0, "%s: node %u: header %s, want %s",
+	       what, n, header, nfuncs);
 	for (int i = 0; i < nl && nl == nf; i++) {
 		struct top_line *l = &lines[i];
 		int f = 0;
@@ -198,9 +223,10 @@ static void check_node(const struct view_tree *t, uint32_t n, struct fx_stack *s
 		CHECKF(strcmp(sp, l->self_pct) == 0 && strcmp(tp, l->total_pct) == 0,
 		       "%s: node %u: %s: %s%% %s%%, want %s%% %s%%", what, n, l->name, l->self_pct,
 		       l->total_pct, sp, tp);
-		const char *kind = l->name[0] == 'k'   ? "kernel"
-		                   : l->name[0] == 'i' ? "inline"
-		                                       : "user";
+		const char *kind = strcmp(l->name, "[no frames]") == 0 ? "-"
+		                   : l->name[0] == 'k'                 ? "kernel"
+		                   : l->name[0] == 'i'                 ? "inline"
+		                                                       : "user";
 		CHECKF(strcmp(l->kind, kind) == 0, "%s: %s is %s, want %s", what, l->name, l->kind,
 		       kind);
 		names[f][0] = '\0'; /* listed once */
@@ -233,9 +259,14 @@ static void check_functions(const struct view_tree *t, const char *what)
 	struct top_line lines[MAX_FUNCS + 1];
 	char header[512];
 	int nl = parse_top(text, lines, MAX_FUNCS + 1, header, sizeof(header));
-	CHECKF(nl == (int)view_functions_count(fx), "%s: %d lines for %u functions", what, nl,
-	       view_functions_count(fx));
+	int frameless = 0;
+	for (int i = 0; i < nl; i++)
+		frameless += strcmp(lines[i].kind, "-") == 0;
+	CHECKF(nl - frameless == (int)view_functions_count(fx), "%s: %d lines for %u functions",
+	       what, nl, view_functions_count(fx));
 	for (int i = 0; i < nl; i++) {
+		if (strcmp(lines[i].kind, "-") == 0)
+			continue;
 		uint32_t f = view_functions_find(fx, lines[i].name, strlen(lines[i].name));
 		struct view_counts c;
 		CHECKF(f != VIEW_NONE, "%s: %s in @functions", what, lines[i].name);
@@ -302,6 +333,30 @@ int main(void)
 	free(text);
 	view_tree_free(t);
 
+	/* Samples without frames (a process name only) are a row of their
+	 * own, at the binary and at the root, and the self column still sums
+	 * to the total. */
+	add_kinds(s, "bare", "1", "nanoseconds", "main;f 4\n 3\n");
+	t = fx_tree(s, "bare", "1");
+	want = "# 2 functions by self weight; unit nanoseconds (cpu-clock), total 7 = "
+	       "0.000000007 s\n"
+	       "#self   self% total  total% kind    name\n"
+	       "   4   57.14    4   57.14 user    f\n"
+	       "   3   42.86    3   42.86 -       [no frames]\n"
+	       "   0    0.00    4   57.14 user    main\n";
+	for (int at = 0; at < 2; at++) {
+		text = fx_render(view_render_top, t, at ? VIEW_ROOT : fx_binary(t));
+		CHECKF(strcmp(text, want) == 0, "no frames (%s): got\n%s\nwant\n%s",
+		       at ? "root" : "binary", text, want);
+		free(text);
+	}
+	n = fx_parse("bare", "main;f 4\n 3\n", st);
+	for (uint32_t i = 0; i < view_tree_node_count(t); i++)
+		check_node(t, i, st, n, "no frames");
+	check_functions(t, "no frames");
+	fx_free_stacks(st, n);
+	view_tree_free(t);
+
 	/* A unit that is not a clock: no seconds. */
 	fx_add(s, "cnt", "1", "samples", 1795000000, "a;b 3\n");
 	t = fx_tree(s, "cnt", "1");
@@ -319,7 +374,8 @@ int main(void)
 		for (int i = 0; i < nlines; i++) {
 			char line[256];
 			size_t o = 0;
-			int depth = 1 + rand() % 8;
+			/* depth 0 (one line in 9): a sample without frames */
+			int depth = rand() % 9;
 			for (int d = 0; d < depth; d++)
 				o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
 				                      d ? ";" : "", alphabet[rand() % 6]);
@@ -350,7 +406,7 @@ int main(void)
 			for (int i = 0; i < nlines; i++) {
 				char line[256];
 				size_t o = 0;
-				int depth = 1 + rand() % 8;
+				int depth = rand() % 9;
 				for (int d = 0; d < depth; d++)
 					o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
 					                      d ? ";" : "", alphabet[rand() % 6]);
