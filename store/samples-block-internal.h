@@ -19,14 +19,16 @@
  *     varint w0                           the first sample's weight
  *     n x varint dt                       time minus the previous sample's
  *                                         (the first: minus start_us)
- *     n x varint node index               only when k > 1
- *     n x varint thread index             only when m > 1
+ *     n x varint node index * m + thread index
+ *                                         only when k * m > 1
  *     n x varint zigzag(weight - w0)      only with flag bit 0
  *
  * Varints are LEB128 (counts-blob-internal.h); zigzag maps a signed
  * difference (64-bit, wrapping) to an unsigned one.  Columns, not rows,
- * so that each is one kind of number and a thread's or a constant
- * weight's column costs nothing.  The decoder checks every varint
+ * so that each is one kind of number and a lone thread's and node's or a
+ * constant weight's column costs nothing; a sample's node and thread
+ * share one index, a byte while the block has fewer than 128 pairs of
+ * them.  The decoder checks every varint
  * against the end, that the tables ascend, that indexes, pids, tids and
  * nodes are in range, that every time stays inside the bucket and that
  * the samples come in the canonical order; anything left over is damage
@@ -51,8 +53,8 @@ void samples_block_sort(struct store_sample *v, size_t n);
  * start_us + span_us)) into *out, a malloc'd buffer of *len bytes the
  * caller frees.  0, -EINVAL (empty, out of order or outside the bucket)
  * or -ENOMEM. */
-int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_us,
-                         int64_t span_us, uint8_t **out, size_t *len);
+int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_us, int64_t span_us,
+                         uint8_t **out, size_t *len);
 
 /* Decodes a block of the bucket [start_us, start_us + span_us) and
  * appends its samples to the growable array *v (*n used, *cap

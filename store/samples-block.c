@@ -75,12 +75,12 @@ static size_t find(const uint64_t *t, size_t n, uint64_t key)
 
 static inline uint64_t zigzag(uint64_t diff)
 {
-	return diff << 1 ^ (uint64_t)-(int64_t)(diff >> 63);
+	return diff << 1 ^ (0 - (diff >> 63));
 }
 
 static inline uint64_t unzigzag(uint64_t z)
 {
-	return z >> 1 ^ (uint64_t)-(int64_t)(z & 1);
+	return z >> 1 ^ (0 - (z & 1));
 }
 
 static inline uint64_t thread_key(const struct store_sample *s)
@@ -88,8 +88,8 @@ static inline uint64_t thread_key(const struct store_sample *s)
 	return (uint64_t)s->pid << 32 | s->tid;
 }
 
-int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_us,
-                         int64_t span_us, uint8_t **out, size_t *len)
+int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_us, int64_t span_us,
+                         uint8_t **out, size_t *len)
 {
 	uint64_t *nodes = NULL, *threads = NULL;
 	size_t k, m, o = 0, bound;
@@ -143,13 +143,12 @@ int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_u
 	}
 	o += put_varint(p + o, v[0].weight);
 	for (size_t i = 0; i < n; i++)
-		o += put_varint(p + o, (uint64_t)(v[i].time_us - (i ? v[i - 1].time_us : start_us)));
-	if (k > 1)
+		o += put_varint(p + o,
+		                (uint64_t)(v[i].time_us - (i ? v[i - 1].time_us : start_us)));
+	if (k * m > 1)
 		for (size_t i = 0; i < n; i++)
-			o += put_varint(p + o, find(nodes, k, v[i].node));
-	if (m > 1)
-		for (size_t i = 0; i < n; i++)
-			o += put_varint(p + o, find(threads, m, thread_key(&v[i])));
+			o += put_varint(p + o, find(nodes, k, v[i].node) * m +
+			                               find(threads, m, thread_key(&v[i])));
 	if (weights)
 		for (size_t i = 0; i < n; i++)
 			o += put_varint(p + o, zigzag(v[i].weight - v[0].weight));
@@ -179,9 +178,8 @@ int samples_block_decode(const void *buf, size_t len, int64_t start_us, int64_t 
 		return -EIO;
 	/* Every sample takes at least one byte (its time delta), every
 	 * table entry one or two: counts past the length are damage. */
-	if (get_varint(&p, end, &n) < 0 || n == 0 || n > len ||
-	    get_varint(&p, end, &flags) < 0 || flags > 1 || get_varint(&p, end, &k) < 0 ||
-	    k == 0 || k > n)
+	if (get_varint(&p, end, &n) < 0 || n == 0 || n > len || get_varint(&p, end, &flags) < 0 ||
+	    flags > 1 || get_varint(&p, end, &k) < 0 || k == 0 || k > n)
 		return -EIO;
 	nodes = malloc(k * sizeof(*nodes));
 	if (!nodes)
@@ -239,18 +237,14 @@ int samples_block_decode(const void *buf, size_t len, int64_t start_us, int64_t 
 		v[i].tid = (uint32_t)threads[0];
 		v[i].weight = w0;
 	}
-	if (k > 1)
+	/* k and m are at most n, itself at most len: k * m fits 64 bits */
+	if (k * m > 1)
 		for (uint64_t i = 0; i < n; i++) {
-			if (get_varint(&p, end, &x) < 0 || x >= k)
+			if (get_varint(&p, end, &x) < 0 || x >= k * m)
 				goto out;
-			v[i].node = nodes[x];
-		}
-	if (m > 1)
-		for (uint64_t i = 0; i < n; i++) {
-			if (get_varint(&p, end, &x) < 0 || x >= m)
-				goto out;
-			v[i].pid = (uint32_t)(threads[x] >> 32);
-			v[i].tid = (uint32_t)threads[x];
+			v[i].node = nodes[x / m];
+			v[i].pid = (uint32_t)(threads[x % m] >> 32);
+			v[i].tid = (uint32_t)threads[x % m];
 		}
 	if (flags & 1)
 		for (uint64_t i = 0; i < n; i++) {

@@ -1089,8 +1089,8 @@ static bool same_detail(const struct svec *got, struct svec *want, const char *w
 			        "  %s: sample %zu: %" PRId64 " %u %u %u %" PRIu64
 			        ", expected %" PRId64 " %u %u %u %" PRIu64 "\n",
 			        what, i, got->v[i].time_us, got->v[i].node, got->v[i].pid,
-			        got->v[i].tid, got->v[i].weight, want->v[i].time_us, want->v[i].node,
-			        want->v[i].pid, want->v[i].tid, want->v[i].weight);
+			        got->v[i].tid, got->v[i].weight, want->v[i].time_us,
+			        want->v[i].node, want->v[i].pid, want->v[i].tid, want->v[i].weight);
 			return false;
 		}
 	return true;
@@ -1668,11 +1668,10 @@ static void test_samples_upgrade(void)
 	store_batch_free(b);
 	store_close(w);
 	/* as schema 2 left it */
-	CHECK(sql("c_up",
-	          "DROP VIEW sample_entries; DROP FUNCTION flamefs_samples(int8, bytea);"
-	          " DROP TABLE samples; DROP TABLE series_recent;"
-	          " DELETE FROM flamefs_meta WHERE key = 'oldest_reader';"
-	          " UPDATE flamefs_meta SET value = '2' WHERE key = 'schema'") != NULL);
+	CHECK(sql("c_up", "DROP VIEW sample_entries; DROP FUNCTION flamefs_samples(int8, bytea);"
+	                  " DROP TABLE samples; DROP TABLE series_recent;"
+	                  " DELETE FROM flamefs_meta WHERE key = 'oldest_reader';"
+	                  " UPDATE flamefs_meta SET value = '2' WHERE key = 'schema'") != NULL);
 	r2 = open_ok("c_up", STORE_READONLY);
 	if (!r2)
 		return;
@@ -1694,8 +1693,7 @@ static void test_samples_upgrade(void)
 		return;
 	}
 	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "3");
-	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"),
-	          "3");
+	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"), "3");
 	CHECK_STR(sql("c_up", "SELECT first_us || ' ' || last_us || ' ' || samples"
 	                      " FROM series_recent"),
 	          "1700000047000000 1700000105000000 0");
@@ -1800,7 +1798,8 @@ static void test_samples_prefetch(void)
 		one[i] = walk(r, ids[i], from, to);
 	CHECK(one[0].n > 10 && one[1].n > 10 && one[2].n > 10);
 	{
-		long q0 = log_count("JOIN samples d ON"), q1 = log_count("FROM samples WHERE series");
+		long q0 = log_count("JOIN samples d ON"),
+		     q1 = log_count("FROM samples WHERE series");
 
 		CHECK(store_samples_prefetch(r, ids, 3, from, to) == 0);
 		for (int i = 0; i < 3; i++) {
@@ -1911,7 +1910,9 @@ static void test_samples_damaged(void)
 		struct svec got = {0};
 
 		CHECK(store_series_samples(r, s, INT64_MIN, INT64_MAX, svec_fn, &got) == -EIO);
-		CHECKF(strstr(store_errmsg(r), "unexpected reply from the server: a bucket") != NULL, "%s", store_errmsg(r));
+		CHECKF(strstr(store_errmsg(r), "unexpected reply from the server: a bucket") !=
+		               NULL,
+		       "%s", store_errmsg(r));
 		free(got.v);
 		store_close(r);
 	}
@@ -2082,7 +2083,8 @@ static void test_readme_sql(void)
 	struct svec app = {0};
 
 	if (!readme || !(f = fopen(readme, "re"))) {
-		printf("  SKIP readme_sql: $FLAMEFS_TEST_README names no readable store/README.md\n");
+		printf("  SKIP readme_sql: $FLAMEFS_TEST_README names no readable "
+		       "store/README.md\n");
 		return;
 	}
 	while (fgets(line, sizeof(line), f)) {

@@ -565,7 +565,8 @@ static void batch_moments(const struct pg_batch *b, const struct cseries *e, int
 	if (!e->has_exact)
 		return;
 	if (b->replace && e->has_add) {
-		if (e->exact_first_us >= e->add_first_us && e->exact_first_us - bus < e->add_first_us)
+		if (e->exact_first_us >= e->add_first_us &&
+		    e->exact_first_us - bus < e->add_first_us)
 			*first = e->exact_first_us;
 		if (e->exact_last_us >= e->add_last_us && e->exact_last_us - bus < e->add_last_us)
 			*last = e->exact_last_us;
@@ -712,8 +713,8 @@ static int write_detail(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		}
 		for (size_t k = 0; k < n; k++)
 			v[k] = e[k].smp;
-		r = samples_block_encode(v, n, bucket * 1000000, (int64_t)s->bucket_seconds * 1000000,
-		                         &block, &len);
+		r = samples_block_encode(v, n, bucket * 1000000,
+		                         (int64_t)s->bucket_seconds * 1000000, &block, &len);
 		if (r < 0) {
 			central_seterr(s, "%s: encoding the samples of series %u at %lld: %s",
 			               s->base.where, series, (long long)bucket, strerror(-r));
@@ -949,7 +950,8 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		        " $12::int8[], $13::int8[]) AS d(id, samples, weight, input_bytes,"
 		        " first, last, less_samples, less_weight, less_input, first_us, last_us,"
 		        " recent, less_recent)),"
-		        " u AS (UPDATE series s SET samples = s.samples + d.samples - d.less_samples,"
+		        " u AS (UPDATE series s SET samples = s.samples + d.samples - "
+		        "d.less_samples,"
 		        " weight = s.weight + d.weight - d.less_weight,"
 		        " input_bytes = s.input_bytes + d.input_bytes - d.less_input,"
 		        " first_seen = least(s.first_seen, d.first),"

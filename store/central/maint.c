@@ -143,9 +143,10 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 	/* The detail of those buckets goes with them (each series'
 	 * series_recent is recomputed below). */
 	if (r == 0 && s->schema >= 3)
-		r = central_exec(s, "deleting old detail",
-		                 "DELETE FROM samples WHERE series = ANY($1::int4[]) AND bucket < $2",
-		                 2, vals, false, NULL);
+		r = central_exec(
+		        s, "deleting old detail",
+		        "DELETE FROM samples WHERE series = ANY($1::int4[]) AND bucket < $2", 2,
+		        vals, false, NULL);
 	if (r < 0) {
 		if (res)
 			PQclear(res);
@@ -216,17 +217,18 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 	 * to the first bucket left, as first_seen does, and the detail held
 	 * is what is left of it. */
 	if (s->schema >= 3)
-		r = central_exec(s, "recomputing series totals",
-		                 "UPDATE series_recent x SET"
-		                 " first_us = CASE WHEN s.first_seen IS NULL THEN NULL"
-		                 " ELSE greatest(x.first_us, (SELECT min(bucket) FROM counts c"
-		                 " WHERE c.series = x.series) * 1000000) END,"
-		                 " last_us = CASE WHEN s.first_seen IS NULL THEN NULL"
-		                 " ELSE x.last_us END,"
-		                 " samples = coalesce((SELECT sum(d.n) FROM samples d"
-		                 " WHERE d.series = x.series), 0)"
-		                 " FROM series s WHERE s.id = x.series AND x.series = ANY($1::int4[])",
-		                 1, vals, false, NULL);
+		r = central_exec(
+		        s, "recomputing series totals",
+		        "UPDATE series_recent x SET"
+		        " first_us = CASE WHEN s.first_seen IS NULL THEN NULL"
+		        " ELSE greatest(x.first_us, (SELECT min(bucket) FROM counts c"
+		        " WHERE c.series = x.series) * 1000000) END,"
+		        " last_us = CASE WHEN s.first_seen IS NULL THEN NULL"
+		        " ELSE x.last_us END,"
+		        " samples = coalesce((SELECT sum(d.n) FROM samples d"
+		        " WHERE d.series = x.series), 0)"
+		        " FROM series s WHERE s.id = x.series AND x.series = ANY($1::int4[])",
+		        1, vals, false, NULL);
 	if (r < 0)
 		goto fail;
 	if (o->dry_run) {
@@ -304,17 +306,17 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 	/* Before schema 3 (a reader's database no writer upgraded yet)
 	 * there is no recent tier. */
 	snprintf(sql, sizeof(sql),
-	        "SELECT pg_total_relation_size('frame_runs'),"
-	        " pg_total_relation_size('node_runs'), pg_total_relation_size('counts'),"
-	        " %s, pg_total_relation_size('flamefs_meta')"
-	        " + pg_total_relation_size('series')"
-	        " + pg_total_relation_size('sources')"
-	        " + pg_total_relation_size('destinations')"
-	        " + pg_total_relation_size('writers')%s",
-	        s->schema >= 3 ? "pg_total_relation_size('samples'),"
-	                         " (SELECT coalesce(sum(samples), 0) FROM series_recent)"
-	                       : "0, 0",
-	        s->schema >= 3 ? " + pg_total_relation_size('series_recent')" : "");
+	         "SELECT pg_total_relation_size('frame_runs'),"
+	         " pg_total_relation_size('node_runs'), pg_total_relation_size('counts'),"
+	         " %s, pg_total_relation_size('flamefs_meta')"
+	         " + pg_total_relation_size('series')"
+	         " + pg_total_relation_size('sources')"
+	         " + pg_total_relation_size('destinations')"
+	         " + pg_total_relation_size('writers')%s",
+	         s->schema >= 3 ? "pg_total_relation_size('samples'),"
+	                          " (SELECT coalesce(sum(samples), 0) FROM series_recent)"
+	                        : "0, 0",
+	         s->schema >= 3 ? " + pg_total_relation_size('series_recent')" : "");
 	r = central_exec(s, "measuring the tables", sql, 0, NULL, false, &res);
 
 	memset(out, 0, sizeof(*out));
@@ -332,8 +334,7 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 		r = central_value_u64(s, res, 0, 3, UINT64_MAX / 4, "a table's size",
 		                      &out->samples_bytes);
 	if (r == 0)
-		r = central_value_u64(s, res, 0, 4, INT64_MAX, "a count of samples",
-		                      &out->samples);
+		r = central_value_u64(s, res, 0, 4, INT64_MAX, "a count of samples", &out->samples);
 	if (r == 0)
 		r = central_value_u64(s, res, 0, 5, UINT64_MAX / 8, "a table's size",
 		                      &out->other_bytes);

@@ -29,20 +29,20 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 	for (;;) {
 		/* Before schema 3 (a reader of a database no writer upgraded
 		 * yet) series have no moments of their own and no detail. */
-		r = central_exec_again(s, "listing series",
-		                       s->schema >= 3
-		                               ? "SELECT id, host, binary_name, version, event, unit,"
-		                                 " coalesce(first_seen, 0), coalesce(last_seen, 0),"
-		                                 " s.samples, weight, input_bytes, first_us, last_us,"
-		                                 " coalesce(x.samples, 0) FROM series s"
-		                                 " LEFT JOIN series_recent x"
-		                                 " ON x.series::text = s.id::text"
-		                                 " WHERE s.samples > 0"
-		                               : "SELECT id, host, binary_name, version, event, unit,"
-		                                 " coalesce(first_seen, 0), coalesce(last_seen, 0),"
-		                                 " samples, weight, input_bytes, NULL, NULL, 0"
-		                                 " FROM series WHERE samples > 0",
-		                       0, NULL, false, &res);
+		r = central_exec_again(
+		        s, "listing series",
+		        s->schema >= 3 ? "SELECT id, host, binary_name, version, event, unit,"
+		                         " coalesce(first_seen, 0), coalesce(last_seen, 0),"
+		                         " s.samples, weight, input_bytes, first_us, last_us,"
+		                         " coalesce(x.samples, 0) FROM series s"
+		                         " LEFT JOIN series_recent x"
+		                         " ON x.series::text = s.id::text"
+		                         " WHERE s.samples > 0"
+		                       : "SELECT id, host, binary_name, version, event, unit,"
+		                         " coalesce(first_seen, 0), coalesce(last_seen, 0),"
+		                         " samples, weight, input_bytes, NULL, NULL, 0"
+		                         " FROM series WHERE samples > 0",
+		        0, NULL, false, &res);
 		/* A reader's list is its first read in a snapshot (right after
 		 * opening or refreshing): one whose connection died meanwhile
 		 * can take a new snapshot, since nothing was read in the old. */
@@ -72,7 +72,8 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 		    central_value_u64(s, res, i, 10, UINT64_MAX, "a series' input bytes",
 		                      &e->input_bytes) < 0 ||
 		    (!PQgetisnull(res, i, 11) &&
-		     central_value_i64(s, res, i, 11, "a series' first moment", &e->first_us) < 0) ||
+		     central_value_i64(s, res, i, 11, "a series' first moment", &e->first_us) <
+		             0) ||
 		    (!PQgetisnull(res, i, 12) &&
 		     central_value_i64(s, res, i, 12, "a series' last moment", &e->last_us) < 0) ||
 		    central_value_u64(s, res, i, 13, INT64_MAX, "a series' recent samples",

@@ -79,8 +79,7 @@ static int detail_push(struct pg_batch *b, uint32_t series, const struct store_s
 	return 0;
 }
 
-int central_batch_sample(struct store_batch *bbase, uint32_t series,
-                         const struct store_sample *smp)
+int central_batch_sample(struct store_batch *bbase, uint32_t series, const struct store_sample *smp)
 {
 	struct pg_batch *b = pg_batch_of(bbase);
 	struct pg *s = b->s;
@@ -219,10 +218,11 @@ static void sr_row(struct pg *s, struct sreading *rd, uint32_t series, const PGr
 	if (!bv || PQnfields(res) < 2 || PQfformat(res, 1) != 1 || PQgetisnull(res, 0, 1) ||
 	    !bucket_in_range(s, bucket)) {
 		if (bv)
-			central_seterr(s,
-			               "%s: unexpected reply from the server: the samples of series "
-			               "%u at %lld are not what a flamefs store holds",
-			               s->base.where, series, (long long)bucket);
+			central_seterr(
+			        s,
+			        "%s: unexpected reply from the server: the samples of series "
+			        "%u at %lld are not what a flamefs store holds",
+			        s->base.where, series, (long long)bucket);
 		rd->r = -EIO;
 		return;
 	}
@@ -233,8 +233,8 @@ static void sr_row(struct pg *s, struct sreading *rd, uint32_t series, const PGr
 	}
 	rd->cur = bucket;
 	rd->have = true;
-	e = samples_block_decode(PQgetvalue(res, 0, 1), (size_t)PQgetlength(res, 0, 1),
-	                         bucket * US, span_us(s), &rd->v, &rd->n, &rd->cap);
+	e = samples_block_decode(PQgetvalue(res, 0, 1), (size_t)PQgetlength(res, 0, 1), bucket * US,
+	                         span_us(s), &rd->v, &rd->n, &rd->cap);
 	if (e < 0) {
 		central_seterr(s, "%s: %s: the samples of series %u at %lld", s->base.where,
 		               e == -ENOMEM ? "out of memory" : "store is damaged", series,
@@ -310,12 +310,13 @@ int central_samples_prefetch(struct store *sbase, const uint32_t *ids, size_t n,
 	snprintf(w[2], sizeof(w[2]), "%" PRIu64, s->seq);
 	vals[0] = arr;
 	s->snapshot_read = s->snapshot;
-	if (!PQsendQueryParams(s->conn,
-	                       "SELECT d.bucket, d.block, d.series FROM unnest($1::int4[])"
-	                       " WITH ORDINALITY AS k(series, ord) JOIN samples d ON d.series ="
-	                       " k.series WHERE d.bucket BETWEEN $2::int8 AND $3::int8 AND d.commit <= $4"
-	                       " ORDER BY k.ord, d.bucket",
-	                       4, NULL, vals, NULL, NULL, 1) ||
+	if (!PQsendQueryParams(
+	            s->conn,
+	            "SELECT d.bucket, d.block, d.series FROM unnest($1::int4[])"
+	            " WITH ORDINALITY AS k(series, ord) JOIN samples d ON d.series ="
+	            " k.series WHERE d.bucket BETWEEN $2::int8 AND $3::int8 AND d.commit <= $4"
+	            " ORDER BY k.ord, d.bucket",
+	            4, NULL, vals, NULL, NULL, 1) ||
 	    !PQsetSingleRowMode(s->conn)) {
 		/* The reads go one by one. */
 		free(arr);
@@ -368,9 +369,8 @@ static int prefetched(struct pg *s, uint32_t series, struct sreading *rd)
 		} else if (st != PGRES_TUPLES_OK) {
 			char msg[CENTRAL_ERRLEN / 2];
 
-			central_seterr(s, "%s: reading the samples of series %u: %s",
-			               s->base.where, series,
-			               central_pqerr(s->conn, res, msg, sizeof(msg)));
+			central_seterr(s, "%s: reading the samples of series %u: %s", s->base.where,
+			               series, central_pqerr(s->conn, res, msg, sizeof(msg)));
 			rd->r = -EIO;
 		}
 		PQclear(res);
@@ -405,15 +405,16 @@ int central_series_samples(struct store *sbase, uint32_t series, int64_t from_us
 	snprintf(v[0], sizeof(v[0]), "%" PRIu32, series);
 	snprintf(v[3], sizeof(v[3]), "%" PRIu64, s->seq);
 	if (!s->conn ||
-	    !PQsendQueryParams(s->conn,
-	                       "SELECT bucket, block FROM samples WHERE series = $1"
-	                       " AND bucket BETWEEN $2::int8 AND $3::int8 AND commit <= $4 ORDER BY bucket",
-	                       4, NULL, vals, NULL, NULL, 1) ||
+	    !PQsendQueryParams(
+	            s->conn,
+	            "SELECT bucket, block FROM samples WHERE series = $1"
+	            " AND bucket BETWEEN $2::int8 AND $3::int8 AND commit <= $4 ORDER BY bucket",
+	            4, NULL, vals, NULL, NULL, 1) ||
 	    !PQsetSingleRowMode(s->conn)) {
 		char msg[CENTRAL_ERRLEN / 2];
 
-		central_seterr(s, "%s: reading the samples of series %u: %s", s->base.where,
-		               series, central_pqerr(s->conn, NULL, msg, sizeof(msg)));
+		central_seterr(s, "%s: reading the samples of series %u: %s", s->base.where, series,
+		               central_pqerr(s->conn, NULL, msg, sizeof(msg)));
 		return -EIO;
 	}
 	while ((res = PQgetResult(s->conn))) {
@@ -426,9 +427,8 @@ int central_series_samples(struct store *sbase, uint32_t series, int64_t from_us
 		} else if (!rd.r) {
 			char msg[CENTRAL_ERRLEN / 2];
 
-			central_seterr(s, "%s: reading the samples of series %u: %s",
-			               s->base.where, series,
-			               central_pqerr(s->conn, res, msg, sizeof(msg)));
+			central_seterr(s, "%s: reading the samples of series %u: %s", s->base.where,
+			               series, central_pqerr(s->conn, res, msg, sizeof(msg)));
 			rd.r = -EIO;
 		}
 		PQclear(res);
@@ -467,8 +467,8 @@ int central_set_keep_samples(struct store *sbase, int64_t seconds)
 	if (r < 0)
 		return r;
 	if (seconds < 0 || seconds > US_SECONDS_MAX) {
-		central_seterr(s, "%s: a window of %lld s of detail is out of range",
-		               s->base.where, (long long)seconds);
+		central_seterr(s, "%s: a window of %lld s of detail is out of range", s->base.where,
+		               (long long)seconds);
 		return -EINVAL;
 	}
 	snprintf(v, sizeof(v), "%" PRId64, seconds);
@@ -513,12 +513,13 @@ static int rollup_once(struct pg *s, struct store_rollup_stats *st)
 	/* The window and the newest moment on each clock, as the
 	 * transaction sees them. */
 	if (r == 0)
-		r = central_exec(s, "finding the newest samples",
-		                 "SELECT (SELECT value FROM flamefs_meta WHERE key = 'keep_samples'),"
-		                 " max(last_us) FILTER (WHERE last_us >= $1::int8 * 1000000),"
-		                 " max(last_us) FILTER (WHERE last_us < $1::int8 * 1000000)"
-		                 " FROM series_recent",
-		                 1, vals + 2, false, &res);
+		r = central_exec(
+		        s, "finding the newest samples",
+		        "SELECT (SELECT value FROM flamefs_meta WHERE key = 'keep_samples'),"
+		        " max(last_us) FILTER (WHERE last_us >= $1::int8 * 1000000),"
+		        " max(last_us) FILTER (WHERE last_us < $1::int8 * 1000000)"
+		        " FROM series_recent",
+		        1, vals + 2, false, &res);
 	if (r < 0)
 		goto fail;
 	if (!PQgetisnull(res, 0, 0)) {
@@ -531,7 +532,8 @@ static int rollup_once(struct pg *s, struct store_rollup_stats *st)
 	for (int c = 0; c < 2 && r == 0; c++) {
 		have[c] = !PQgetisnull(res, 0, 1 + c);
 		if (have[c])
-			r = central_value_i64(s, res, 0, 1 + c, "a series' last moment", &newest[c]);
+			r = central_value_i64(s, res, 0, 1 + c, "a series' last moment",
+			                      &newest[c]);
 	}
 	PQclear(res);
 	if (r < 0)
