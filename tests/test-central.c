@@ -2208,6 +2208,66 @@ static void test_samples_prune(void)
 	store_close(w);
 }
 
+/* Two writers: the second's stacks are renumbered after the first's at
+ * its commit, and its detail names the renumbered nodes. */
+static void test_samples_two_writers(void)
+{
+	struct store *w1, *w2, *r;
+	struct store_batch *b1, *b2;
+	uint32_t s1, s2;
+
+	fresh_db("c_s2w");
+	w1 = open_ok("c_s2w", STORE_CREATE);
+	w2 = w1 ? open_ok("c_s2w", 0) : NULL;
+	if (!w1 || !w2)
+		goto out;
+	b1 = store_batch_new(w1);
+	b2 = store_batch_new(w2);
+	{
+		struct store_sample a = {T0US + 1, stack(b1, "one;two"), 1, 1, 1};
+		struct store_sample c = {T0US + 2, stack(b2, "three;four"), 2, 2, 2};
+		struct store_sample d = {T0US + 3, stack(b2, "one;two"), 2, 2, 2};
+
+		/* the same provisional ids in both batches */
+		CHECK(a.node == c.node && d.node != c.node);
+		CHECK(store_batch_sample(b1, series(b1, "h1", "app"), &a) == 0);
+		CHECK(store_batch_sample(b2, series(b2, "h2", "app"), &c) == 0);
+		CHECK(store_batch_sample(b2, series(b2, "h2", "app"), &d) == 0);
+	}
+	CHECK(store_batch_commit(b1) == 0);
+	CHECK(store_batch_commit(b2) == 0);
+	store_batch_free(b1);
+	store_batch_free(b2);
+	r = open_ok("c_s2w", STORE_READONLY);
+	if (r) {
+		struct svec got;
+		char name[256];
+
+		s1 = find_series(r, "h1", "app", NULL);
+		s2 = find_series(r, "h2", "app", NULL);
+		got = walk(r, s1, INT64_MIN, INT64_MAX);
+		CHECK(got.n == 1);
+		if (got.n == 1) {
+			node_name(r, got.v[0].node, name, sizeof(name));
+			CHECK_STR(name, "one;two");
+		}
+		free(got.v);
+		got = walk(r, s2, INT64_MIN, INT64_MAX);
+		CHECK(got.n == 2);
+		if (got.n == 2) {
+			node_name(r, got.v[0].node, name, sizeof(name));
+			CHECK_STR(name, "three;four");
+			node_name(r, got.v[1].node, name, sizeof(name));
+			CHECK_STR(name, "one;two");
+		}
+		free(got.v);
+		store_close(r);
+	}
+out:
+	store_close(w2);
+	store_close(w1);
+}
+
 static void run(const char *name, void (*fn)(void))
 {
 	const char *only = getenv("FLAMEFS_TEST_ONLY");
@@ -2261,6 +2321,7 @@ int main(int argc, char **argv)
 	run("samples_damaged", test_samples_damaged);
 	run("samples_push", test_samples_push);
 	run("samples_prune", test_samples_prune);
+	run("samples_two_writers", test_samples_two_writers);
 	run("readme_sql", test_readme_sql);
 	return failures ? 1 : 0;
 }
