@@ -676,7 +676,8 @@ static int write_detail(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		return 0;
 	/* The sort runs again at each attempt: a renumbering after other
 	 * writers moves nodes. */
-	qsort(b->detail, b->ndetail, sizeof(*b->detail), detail_cmp);
+	if (b->ndetail > 1)
+		qsort(b->detail, b->ndetail, sizeof(*b->detail), detail_cmp);
 	for (size_t i = 0; b->replace && i < b->ndkeys; i++) {
 		snprintf(num, sizeof(num), "%" PRIu32, final_series(b, ids, b->dkeys[i].series));
 		ta_add(&ks, num);
