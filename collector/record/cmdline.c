@@ -204,6 +204,17 @@ static int parse_checked(int c, char *optarg, struct options *o)
 		}
 		break;
 	}
+	case 'K': {
+		int r = record_parse_duration(optarg, &o->keep_samples);
+		if (r < 0) {
+			fprintf(stderr,
+			        PROG ": --keep-samples: expected a duration such as 30m, "
+			             "6h or 1d, or 0, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	}
 	case 'R': {
 		int r = record_parse_duration(optarg, &o->retention);
 		if (r < 0 || o->retention == 0) {
@@ -296,6 +307,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	        {"python", required_argument, NULL, 'y'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
+	        {"keep-samples", required_argument, NULL, 'K'},
 	        {"push", required_argument, NULL, 'P'},
 	        {"push-every", required_argument, NULL, 'Y'},
 	        {"help", no_argument, NULL, 'h'},
@@ -312,6 +324,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	o->module_grace = 300;
 	o->jit_memory = 16ull << 20;
 	o->python = true;
+	o->keep_samples = -1;
 	while ((c = getopt_long(argc, argv, "+:hp:aF:d:ve:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->store_dir = optarg; break;
