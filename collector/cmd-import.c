@@ -455,6 +455,8 @@ static int import_file(struct import_job *job, const char *path)
 			goto out;
 		}
 		job->ms_commit += ms_since(&t1);
+		store_batch_free(b); /* no batch may be open for a roll-up */
+		b = NULL;
 		rollup(job);
 	}
 	report_notices(&ctx, &sym, shown);
@@ -630,9 +632,11 @@ static int finish(struct import_job *job, size_t failed)
 			status = 1;
 		} else {
 			job->ms_commit += ms_since(&t0);
-			rollup(job);
 		}
 		store_batch_free(job->batch);
+		job->batch = NULL;
+		if (!status)
+			rollup(job);
 	}
 	if (job->count > 1 && !status)
 		fprintf(stderr,

@@ -141,7 +141,11 @@ perf script -i "$tmp/p.data" -F tid,time 2>/dev/null |
 check "perf script printed the recording's samples" test -s "$tmp/perf.ids"
 # ids STORE: every stored sample's "TIME PID TID", sorted.
 ids() { "$collect" samples --store "$1" --folded | awk '{ print $1, $2, $3 }' | sort; }
-"$collect" import --store "$tmp/pd" --keep-samples 1d "$tmp/p.data" 2>/dev/null
+"$collect" import --store "$tmp/pd" --keep-samples 1d "$tmp/p.data" 2>"$tmp/pd.err"
+check "import says nothing of its roll-up (it ran, after the commit)" \
+	test -z "$(grep -i roll-up "$tmp/pd.err")"
+"$collect" import --store "$tmp/pd1" --one-batch --keep-samples 1d "$tmp/p.data" 2>"$tmp/pd1.err"
+check "import --one-batch too" test -z "$(grep -i roll-up "$tmp/pd1.err")"
 ids "$tmp/pd" >"$tmp/pd.ids"
 check "perf.data: every sample's time, pid and tid equal perf script's ($(wc -l <"$tmp/perf.ids") samples)" \
 	cmp -s "$tmp/perf.ids" "$tmp/pd.ids"
