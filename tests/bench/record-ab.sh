@@ -17,7 +17,7 @@
 # (a context switch each way).  Each recording is system-wide (-a) into a
 # fresh store; its CPU is the user+sys of the whole process from wait4
 # (tests/bench/rusage.py): BPF load, start-up, drains, last drain.  The
-# samples stored come from `stats`; B's samples with and without their
+# samples stored come from `stats` (its SAMPLES column); B's samples with and without their
 # moment from its --verbose summary.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,7 +47,7 @@ trap 'exit 130' INT TERM
 rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 store_samples() {
 	{ "$fc" stats --store "$1" 2>/dev/null || true; } |
-		awk 'NR == 1 { next } NF == 0 { exit } { s += $(NF - 4) } END { printf "%.0f\n", s }'
+		awk 'NR == 1 { next } NF == 0 { exit } { s += $4 } END { printf "%.0f\n", s }'
 }
 
 # The ping-pong load for offcpu: two threads, a context switch each way.
@@ -129,5 +129,5 @@ for arm in A B B0; do
 	m=$(for r in $(seq 1 "$ROUNDS"); do echo "${cpu[$arm,$r]}"; done | median)
 	n=$(for r in $(seq 1 "$ROUNDS"); do echo "${samples[$arm,$r]}"; done | median)
 	awk -v a="$arm" -v m="$m" -v n="$n" -v d="$DUR" \
-		'BEGIN { printf "| %s | %.3f | %.2f%% | %.1f |\n", a, m, 100 * m / d, n > 0 ? 1e6 * m / n : 0 }'
+		'BEGIN { printf "| %s | %.3f | %.2f%% | %.1f |\n", a, m, 100 * m / d, (n > 0 ? 1e6 * m / n : 0) }'
 done
