@@ -596,8 +596,11 @@ static void delete_stacks(struct recorder *r, int fd, struct hash_list *l)
 
 static void clear_set(struct recorder *r, int set)
 {
+	/* Only keys read from the counts map: a key that had records alone
+	 * may get a count (a full ring) after the read, for the next drain. */
 	for (size_t i = 0; r->no_batch && i < r->nents; i++)
-		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
+		if (r->ents[i].v.samples)
+			bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	delete_stacks(r, r->pystacks_fd[set], &r->pyhashes);
 	delete_stacks(r, r->kstacks_fd[set], &r->khashes);
 	delete_stacks(r, r->ustacks_fd[set], &r->hashes);
