@@ -16,7 +16,9 @@
 #      time, pid and tid equal perf script's own for the same file.
 #  (c) counts unchanged: `export` of the recording, per stack, equals the
 #      detail `samples` prints plus the samples the recorder counted
-#      without a moment (its --verbose summary).
+#      without a moment (its --verbose summary); with a 4K ring at 999 Hz,
+#      where most samples find it full, export's weight is the detail's and
+#      theirs, and samples lists exactly those kept whole.
 #   usage: tests/test-record-moments.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-record-moments.sh BUILD_DIR}
@@ -125,6 +127,28 @@ else
 	check "export's weight = the detail's + the samples without a moment" \
 		test "$e" -eq $((d + without * 10101010))
 fi
+
+# ---- (c') a ring too small: samples without a moment, counted once ---------------
+# At 999 Hz a 4 KiB ring (56 records) cannot carry a second's samples: most
+# are counted at their drain without a moment, in the same drains as the
+# records of the same stacks.
+store2=$tmp/small
+"$collect" record --store "$store2" -F 999 --samples-memory 4K --keep-samples 1h -v -- \
+	"$target" "$tmp/phases3" 2>"$tmp/rec2.err" || bad "record with a 4K ring failed"
+line=$(grep 'moments: ' "$tmp/rec2.err")
+with=$(sed -E 's/.*moments: ([0-9]+) samples stored with.*/\1/' <<<"$line")
+without=$(sed -E 's/.* ([0-9]+) without a moment.*/\1/' <<<"$line")
+full=$(sed -E 's/.*without a moment \(([0-9]+) for a full.*/\1/' <<<"$line")
+echo "       4K ring: $with samples with their moment, $without without ($full for a full ring)"
+check "a full ring leaves samples without their moment, and says so" \
+	test "${without:-0}" -gt 0 -a "${with:-0}" -gt 0 -a "${full:-0}" -eq "${without:-0}"
+check "the summary warns of them" grep -q 'samples counted without their moment' "$tmp/rec2.err"
+"$collect" samples --store "$store2" --binary phase-target --folded >"$tmp/all2"
+check "samples lists exactly those with their moment" test "$(wc -l <"$tmp/all2")" -eq "$with"
+e=$("$collect" export --store "$store2" --binary phase-target | awk '{ s += $NF } END { printf "%.0f\n", s }')
+d=$(awk '{ s += $4 } END { printf "%.0f\n", s }' "$tmp/all2")
+check "export's weight = the detail's + the samples without a moment ($e = $d + $without x 1001001)" \
+	test "$e" -eq $((d + without * 1001001))
 
 # ---- (b) perf.data and perf script, against perf script ---------------------
 if ! command -v perf >/dev/null || ! perf record -q -o "$tmp/probe.data" -- true >/dev/null 2>&1; then

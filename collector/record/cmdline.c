@@ -159,6 +159,16 @@ static int parse_checked(int c, char *optarg, struct options *o)
 			return 2;
 		}
 		break;
+	case 'S':
+		if (parse_size(optarg, &o->samples_memory) < 0 || o->samples_memory < 4096 ||
+		    o->samples_memory > (256ull << 20)) {
+			fprintf(stderr,
+			        PROG ": --samples-memory: expected a size from 4K to 256M (such "
+			             "as 1M), got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
 	case 'W':
 		if (parse_seconds("jit-wait", "60s, 10m", optarg, &o->jit_wait) < 0)
 			return 2;
@@ -308,6 +318,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
 	        {"keep-samples", required_argument, NULL, 'K'},
+	        {"samples-memory", required_argument, NULL, 'S'},
 	        {"push", required_argument, NULL, 'P'},
 	        {"push-every", required_argument, NULL, 'Y'},
 	        {"help", no_argument, NULL, 'h'},

@@ -64,6 +64,7 @@ struct options {
 	bool offcpu_preempt;    /* offcpu:all */
 	uint64_t offcpu_min_ns; /* --offcpu-min */
 	int64_t keep_samples;   /* --keep-samples, seconds; -1: the store's own */
+	uint64_t samples_memory; /* --samples-memory, bytes of each ring; 0: sized */
 };
 
 /* The events of -e: their names on the command line, as series, and

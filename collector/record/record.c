@@ -49,6 +49,7 @@ void record_usage(FILE *f)
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
 	      "           [--host NAME] [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
 	      "           [--retention DURATION] [--keep-samples DURATION] [--log-drains FILE]\n"
+	      "           [--samples-memory SIZE]\n"
 	      "           [--push DATABASE [--push-every DURATION]]\n"
 	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE] [--python=off]\n"
 	      "           [--jit-wait DURATION] [--jit-memory SIZE]\n"
@@ -90,6 +91,11 @@ void record_usage(FILE *f)
 	      "                          only its count after that (30m, 6h, 1d; 0:\n"
 	      "                          counts only).  Kept in the store; default 2h\n"
 	      "                          (or what the store was given last)\n"
+	      "      --samples-memory SIZE  kernel memory for each of the two rings that\n"
+	      "                          carry samples with their moments (default: two\n"
+	      "                          seconds' worth, 64K to 32M; rounded up to a\n"
+	      "                          power of two); a sample that finds its ring\n"
+	      "                          full is counted without its moment\n"
 	      "      --push DATABASE     also copy the store into this central database\n"
 	      "                          (postgresql://...) in the background, as\n"
 	      "                          `push` does: at start, every --push-every and\n"
@@ -323,7 +329,12 @@ static int size_maps(struct recorder *r, int ncpu)
 	 * event, within [SAMPLE_RING_MIN, SAMPLE_RING_MAX] (a power of two of
 	 * pages).  Past that, samples are counted without their moment. */
 	uint64_t ring = SAMPLE_RING_MIN;
-	if (r->keep_samples > 0) {
+	if (r->keep_samples > 0 && r->opt->samples_memory) {
+		/* --samples-memory: a power of two of pages, at least one */
+		uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+		for (ring = page; ring < r->opt->samples_memory; ring *= 2)
+			;
+	} else if (r->keep_samples > 0) {
 		uint64_t per_s = r->opt->ev_flags[PROFILE_EV_CPU] ? (uint64_t)r->opt->freq * ncpu : 0;
 		for (int i = 1; i < PROFILE_NEVENTS; i++)
 			per_s += r->opt->ev_flags[i] ? SAMPLE_RING_OTHER_HZ : 0;

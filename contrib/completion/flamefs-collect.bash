@@ -100,7 +100,7 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W '1us 100us 1ms' -- "$cur"))
 		return
 		;;
-	--unwind-memory | --jit-memory)
+	--unwind-memory | --jit-memory | --samples-memory)
 		COMPREPLY=($(compgen -W '4M 16M 64M' -- "$cur"))
 		return
 		;;
@@ -143,7 +143,7 @@ _flamefs_collect()
 		;;
 	record)
 		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
-		      --binary --version --lines --inline --retention --keep-samples --log-drains --verbose --help
+		      --binary --version --lines --inline --retention --keep-samples --samples-memory --log-drains --verbose --help
 		      --unwind --unwind-memory --jit-wait --jit-memory --python --event --offcpu-min --push --push-every -e
 		      -p -a -F -d -v --'
 		;;
