@@ -308,6 +308,20 @@ static int hash_list_add(struct hash_list *l, uint64_t h)
 	return 0;
 }
 
+/* Notes the stacks key refers to, to delete once stored. */
+static int add_key_hashes(struct recorder *r, const struct profile_key *k)
+{
+	int rc = 0;
+
+	if (k->user_stack == PROFILE_USTACK)
+		rc = hash_list_add(&r->hashes, k->user_hash);
+	if (rc == 0 && k->user_stack == PROFILE_PY_STACK)
+		rc = hash_list_add(&r->pyhashes, k->user_hash);
+	if (rc == 0 && k->kernel_stack == PROFILE_KSTACK)
+		rc = hash_list_add(&r->khashes, k->kernel_hash);
+	return rc;
+}
+
 /* Takes every count of one map set into r->ents and deletes it, with
  * BPF_MAP_LOOKUP_AND_DELETE_BATCH: one or two bpf(2) calls in all, where
  * a walk costs three per entry.  Returns 0, -ENOTSUP when the kernel has
@@ -509,21 +523,14 @@ static int read_set(struct recorder *r, int set)
 		rc = take_stacks(r, r->pystacks_fd[set], &r->pystacks, true);
 	if (rc < 0)
 		return rc;
+	r->hash_records = false;
 	if (!r->no_batch && r->scan_stacks == 0) {
-		/* The stacks are those the counts and records refer to. */
-		for (size_t i = 0; i < r->nents + r->nsmp; i++) {
-			const struct profile_key *k =
-			        i < r->nents ? &r->ents[i].key : &r->smp[i - r->nents].key;
-			if (k->user_stack == PROFILE_USTACK &&
-			    (rc = hash_list_add(&r->hashes, k->user_hash)) < 0)
+		/* The stacks are those the counts refer to, and those of the
+		 * keys only records have (join_samples adds them, once a key). */
+		for (size_t i = 0; i < r->nents; i++)
+			if ((rc = add_key_hashes(r, &r->ents[i].key)) < 0)
 				return rc;
-			if (k->user_stack == PROFILE_PY_STACK &&
-			    (rc = hash_list_add(&r->pyhashes, k->user_hash)) < 0)
-				return rc;
-			if (k->kernel_stack == PROFILE_KSTACK &&
-			    (rc = hash_list_add(&r->khashes, k->kernel_hash)) < 0)
-				return rc;
-		}
+		r->hash_records = true;
 		return 0;
 	}
 	if (r->scan_stacks > 0)
@@ -987,6 +994,8 @@ static int join_samples(struct recorder *r)
 			}
 			e = &r->ents[r->nents++];
 			*e = want;
+			if (r->hash_records && add_key_hashes(r, &want.key) < 0)
+				return -ENOMEM;
 		}
 		e->first = i;
 		e->nsmp = j - i;
@@ -1017,8 +1026,9 @@ static const struct moment *entry_moments(struct recorder *r, const struct entry
 	return r->mscratch;
 }
 
-/* Stores the counts and records of r->ents (read from `set`) into batch
- * b, but for those whose JIT frames may be named later (late.c). */
+/* Stores the counts and records of r->ents (read from `set`, joined by
+ * join_samples) into batch b, but for those whose JIT frames may be named
+ * later (late.c). */
 static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when, bool final)
 {
 	pid_t last_pid = -1;
@@ -1027,9 +1037,6 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 	struct raw_stack *user = &r->raw[0], *kernel = &r->raw[1];
 	int rc;
 
-	rc = join_samples(r);
-	if (rc < 0)
-		return rc;
 	for (size_t i = 0; i < r->nents; i++) {
 		const struct entry *e = &r->ents[i];
 		pid_t pid = (pid_t)e->key.pid;
@@ -1124,6 +1131,8 @@ int record_drain(struct recorder *r, bool final)
 	}
 	for (int i = 0; i < nsets; i++) {
 		rc = read_set(r, sets[i]);
+		if (rc >= 0)
+			rc = join_samples(r);
 		if (rc < 0)
 			goto out_fail;
 		if (python_walks(r->opt) && (rc = prefetch_python(r, sets[i])) < 0)

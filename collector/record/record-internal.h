@@ -193,6 +193,8 @@ struct recorder {
 	struct hash_list hashes;         /* the CFI stacks the counts refer to */
 	struct hash_list pyhashes;       /* the stacks with Python frames they refer to */
 	struct hash_list khashes;        /* the kernel stacks they refer to */
+	bool hash_records;               /* join_samples adds the stacks of keys
+	                                  * only records have to the lists */
 	struct profile_pystack *pystack; /* fetch_stack()'s: one user stack */
 	uint16_t *pyslots;               /* name_stack()'s: where each frame is */
 	struct store_frame *frames;
