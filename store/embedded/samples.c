@@ -769,6 +769,7 @@ int rdb_set_keep_samples(struct store *sbase, int64_t seconds)
 		return rdb_fail(s, rerr, "writing meta");
 	s->keep_samples = seconds;
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
+	s->rolled_cut[0] = s->rolled_cut[1] = INT64_MIN; /* the next commit looks again */
 	return 0;
 }
 
@@ -779,17 +780,63 @@ static bool perf_clock_us(int64_t us)
 	return us < (int64_t)STORE_WALL_CLOCK_MIN * US_PER_S;
 }
 
+/* The newest moment on each clock ([0] perf's, [1] Unix time), from the
+ * series records; INT64_MIN where there is none. */
+static void newest_moments(const struct rdb *s, int64_t newest[2])
+{
+	newest[0] = newest[1] = INT64_MIN;
+	for (uint32_t id = 1; id < s->nseries; id++) {
+		int64_t last = s->series[id].last_us;
+
+		if (!s->series[id].samples || last == INT64_MIN)
+			continue;
+		int c = perf_clock_us(last) ? 0 : 1;
+		if (last > newest[c])
+			newest[c] = last;
+	}
+}
+
+/* The bucket index below which roll-up forgets detail on a clock whose
+ * newest moment is `newest` (INT64_MIN: none). */
+static int64_t rollup_cut(const struct rdb *s, int64_t newest)
+{
+	int64_t keep_us = s->keep_samples * US_PER_S;
+
+	if (newest == INT64_MIN)
+		return INT64_MIN;
+	if (s->keep_samples == 0)
+		return INT64_MAX;
+	if (newest < INT64_MIN + keep_us)
+		return INT64_MIN;
+	return floor_div(newest - keep_us, bucket_us(s));
+}
+
+static int rollup_run(struct rdb *s, struct store_rollup_stats *st);
+
+void rollup_after_commit(struct rdb *s)
+{
+	int64_t newest[2];
+	bool due = false;
+
+	newest_moments(s, newest);
+	for (int c = 0; c < 2; c++)
+		due |= rollup_cut(s, newest[c]) > s->rolled_cut[c];
+	if (!due)
+		return;
+	/* A failure leaves the detail for the next commit's try; the
+	 * commit itself is durable either way.  The batch that committed is
+	 * empty now. */
+	char msg[sizeof(s->errmsg)];
+	struct store_rollup_stats st;
+	memcpy(msg, s->errmsg, sizeof(msg));
+	if (rollup_run(s, &st) < 0)
+		memcpy(s->errmsg, msg, sizeof(msg));
+}
+
 int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 {
 	struct rdb *s = rdb_of(sbase);
 	struct store_rollup_stats zero = {0};
-	rocksdb_writebatch_t *wb = NULL;
-	rocksdb_iterator_t *it = NULL;
-	uint64_t *gone = NULL;
-	struct buf buf = {0};
-	int64_t newest[2] = {INT64_MIN, INT64_MIN}, keep_us;
-	char *rerr = NULL;
-	int r = 0;
 
 	if (!st)
 		st = &zero;
@@ -802,17 +849,22 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 		seterr(s, "%s: cannot roll up while a batch is open", s->dir);
 		return -EBUSY;
 	}
-	/* the newest moment on each clock: [0] perf's, [1] Unix time */
-	for (uint32_t id = 1; id < s->nseries; id++) {
-		int64_t last = s->series[id].last_us;
+	return rollup_run(s, st);
+}
 
-		if (!s->series[id].samples || last == INT64_MIN)
-			continue;
-		int c = perf_clock_us(last) ? 0 : 1;
-		if (last > newest[c])
-			newest[c] = last;
-	}
-	keep_us = s->keep_samples * US_PER_S;
+/* store_rollup() once its caller has checked that it may write. */
+static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
+{
+	rocksdb_writebatch_t *wb = NULL;
+	rocksdb_iterator_t *it = NULL;
+	uint64_t *gone = NULL;
+	struct buf buf = {0};
+	int64_t newest[2] = {INT64_MIN, INT64_MIN};
+	char *rerr = NULL;
+	int r = 0;
+
+	memset(st, 0, sizeof(*st));
+	newest_moments(s, newest);
 	wb = rocksdb_writebatch_create();
 	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	gone = calloc(s->nseries ? s->nseries : 1, sizeof(*gone));
@@ -821,45 +873,47 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 		r = -ENOMEM;
 		goto out;
 	}
-	for (rocksdb_iter_seek(it, (const char[]){KEY_DETAIL}, 1); rocksdb_iter_valid(it);
-	     rocksdb_iter_next(it)) {
-		size_t klen, vlen;
-		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
-		const char *val;
-		uint32_t series;
-		int64_t bstart, bend;
-		uint64_t n;
+	/* Per series, per clock, the buckets [lo, hi) to forget: a seek and
+	 * a walk over them only, never over the detail that stays. */
+	int64_t wall_first = -floor_div(-(int64_t)STORE_WALL_CLOCK_MIN * US_PER_S, bucket_us(s));
+	int64_t lo[2] = {INT32_MIN, wall_first};
+	int64_t hi[2] = {rollup_cut(s, newest[0]), rollup_cut(s, newest[1])};
 
-		if (!klen || k[0] != KEY_DETAIL)
-			break;
-		series = klen == 9 ? get_be32(k + 1) : 0;
-		if (klen != 9 || series == 0 || series >= s->nseries ||
-		    !bucket_start_us(s, get_be32(k + 5), &bstart)) {
-			seterr(s, "%s: store is damaged: a detail key", s->dir);
-			r = -EIO;
-			goto out;
+	if (hi[0] > wall_first)
+		hi[0] = wall_first;
+	for (uint32_t id = 1; id < s->nseries; id++) {
+		for (int c = 0; c < 2; c++) {
+			uint8_t key[9];
+
+			if (hi[c] <= lo[c] || lo[c] > INT32_MAX)
+				continue;
+			detail_key(key, id, (uint32_t)(int32_t)lo[c] ^ 0x80000000u);
+			for (rocksdb_iter_seek(it, (const char *)key, sizeof(key));
+			     rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+				size_t klen, vlen;
+				const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+				const char *val;
+				uint64_t n;
+
+				if (klen != 9 || k[0] != KEY_DETAIL || get_be32(k + 1) != id)
+					break;
+				if ((int64_t)(int32_t)(get_be32(k + 5) ^ 0x80000000u) >= hi[c])
+					break;
+				val = rocksdb_iter_value(it, &vlen);
+				if (detail_count(val, vlen, &n) < 0) {
+					seterr(s, "%s: store is damaged: the detail of series %u at %lld",
+					       s->dir, id, (long long)bucket_start(s, get_be32(k + 5)));
+					r = -EIO;
+					goto out;
+				}
+				rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], (const char *)k,
+				                             klen);
+				gone[id] += n;
+				st->slices++;
+				st->samples += n;
+				st->bytes += vlen;
+			}
 		}
-		if (__builtin_add_overflow(bstart, bucket_us(s), &bend))
-			bend = INT64_MAX;
-		int c = perf_clock_us(bstart) ? 0 : 1;
-		/* keep 0: no detail at all; else the buckets that end at or
-		 * before the newest moment on their clock minus the window */
-		if (s->keep_samples > 0 &&
-		    (newest[c] == INT64_MIN || newest[c] < INT64_MIN + keep_us ||
-		     newest[c] - keep_us < bend))
-			continue;
-		val = rocksdb_iter_value(it, &vlen);
-		if (detail_count(val, vlen, &n) < 0) {
-			seterr(s, "%s: store is damaged: the detail of series %u at %lld", s->dir,
-			       series, (long long)bucket_start(s, get_be32(k + 5)));
-			r = -EIO;
-			goto out;
-		}
-		rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], (const char *)k, klen);
-		gone[series] += n;
-		st->slices++;
-		st->samples += n;
-		st->bytes += vlen;
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	if (rerr) {
@@ -867,7 +921,7 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 		goto out;
 	}
 	if (!st->slices)
-		goto out;
+		goto done;
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		struct series_rec n;
 		uint8_t key[5];
@@ -899,6 +953,10 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 	rocksdb_writebatch_data(wb, &written);
 	settle(s, written);
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
+done:
+	/* what is below these buckets has no detail left */
+	for (int c = 0; c < 2; c++)
+		s->rolled_cut[c] = rollup_cut(s, newest[c]);
 out:
 	free(buf.p);
 	free(gone);
