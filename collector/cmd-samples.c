@@ -351,6 +351,11 @@ int cmd_samples(int argc, char **argv)
 			continue;
 		j.match[j.nmatch++] = i;
 	}
+	if (!j.nmatch && (binary || version || event || host))
+		cli_die("%s: no series matches%s%s%s%s%s%s%s%s", store_where(j.s),
+		        binary ? " --binary " : "", binary ? binary : "", version ? " --version " : "",
+		        version ? version : "", event ? " --event " : "", event ? event : "",
+		        host ? " --host " : "", host ? host : "");
 	rc = print_window(&j, from, to, stdout);
 	if (rc == -ENOMEM)
 		cli_die("out of memory");

@@ -106,6 +106,8 @@ check "--from/--to in ISO 8601 ($(iso "$from")) give the same" cmp -s "$tmp/want
 "$collect" samples --store "$store" --binary phase-target >"$tmp/script"
 check "the perf script form: a header per sample, its stack below" \
 	grep -qE "^phase-target $pid/$pid [0-9]+\.[0-9]{6}: 10101010 cpu-clock$" "$tmp/script"
+check "samples --binary of no series is an error" \
+	sh -c "! '$collect' samples --store '$store' --binary no-such-binary 2>/dev/null"
 check "the perf script form has as many samples as the folded one" \
 	test "$(grep -c '^phase-target ' "$tmp/script")" -eq "$(wc -l <"$tmp/all")"
 
