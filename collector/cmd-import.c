@@ -108,7 +108,7 @@ struct import_job {
 	enum import_format fmt;  /* --format, or AUTO to detect each file */
 	bool have_time, one_batch, keep_going, timings;
 	const char *dir;
-	const char *host; /* --host, or NULL */
+	const char *host;     /* --host, or NULL */
 	int64_t keep_samples; /* --keep-samples, seconds; -1: the store's own */
 	struct store *s;
 	struct store_batch *batch;           /* --one-batch: the command's one batch */
@@ -542,7 +542,8 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 		}
 		case 'K':
 			if (record_parse_duration(optarg, &job->keep_samples) < 0)
-				cli_die("--keep-samples: expected a duration such as 30m, 6h or 1d, "
+				cli_die("--keep-samples: expected a duration such as 30m, 6h or "
+				        "1d, "
 				        "or 0, got \"%s\"",
 				        optarg);
 			break;

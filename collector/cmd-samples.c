@@ -77,7 +77,8 @@ static int parse_time_us(const char *s, int64_t *out)
 		return -EINVAL;
 	int y, mo, d, h, mi, se, n = 0;
 	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) == 6 && n == 19) {
-		if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || y < 1970)
+		if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 ||
+		    y < 1970)
 			return -EINVAL;
 		struct tm tm = {.tm_year = y - 1900,
 		                .tm_mon = mo - 1,
@@ -291,16 +292,11 @@ static int print_window(struct samples_job *j, int64_t from, int64_t to, FILE *o
 int cmd_samples(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	        {"store", required_argument, NULL, 's'},
-	        {"from", required_argument, NULL, 'f'},
-	        {"to", required_argument, NULL, 't'},
-	        {"binary", required_argument, NULL, 'b'},
-	        {"version", required_argument, NULL, 'v'},
-	        {"event", required_argument, NULL, 'e'},
-	        {"host", required_argument, NULL, 'H'},
-	        {"folded", no_argument, NULL, 'F'},
-	        {"help", no_argument, NULL, 'h'},
-	        {0},
+	        {"store", required_argument, NULL, 's'},   {"from", required_argument, NULL, 'f'},
+	        {"to", required_argument, NULL, 't'},      {"binary", required_argument, NULL, 'b'},
+	        {"version", required_argument, NULL, 'v'}, {"event", required_argument, NULL, 'e'},
+	        {"host", required_argument, NULL, 'H'},    {"folded", no_argument, NULL, 'F'},
+	        {"help", no_argument, NULL, 'h'},          {0},
 	};
 	const char *store_arg = NULL, *binary = NULL, *version = NULL, *event = NULL, *host = NULL;
 	int64_t from = INT64_MIN, to = INT64_MAX;
@@ -314,11 +310,12 @@ int cmd_samples(int argc, char **argv)
 		case 'f':
 		case 't':
 			if (parse_time_us(optarg, c == 'f' ? &from : &to) < 0)
-				return cli_usage_error("samples",
-				                       "--%s: expected Unix seconds (1764000000.25) or "
-				                       "ISO 8601 UTC (2026-11-24T14:02:03.250Z), got "
-				                       "\"%s\"",
-				                       c == 'f' ? "from" : "to", optarg);
+				return cli_usage_error(
+				        "samples",
+				        "--%s: expected Unix seconds (1764000000.25) or "
+				        "ISO 8601 UTC (2026-11-24T14:02:03.250Z), got "
+				        "\"%s\"",
+				        c == 'f' ? "from" : "to", optarg);
 			break;
 		case 'b': binary = optarg; break;
 		case 'v': version = optarg; break;
@@ -347,15 +344,17 @@ int cmd_samples(int argc, char **argv)
 		const struct store_series *se = &j.list[i];
 		if ((binary && strcmp(se->binary, binary) != 0) ||
 		    (version && strcmp(se->version, version) != 0) ||
-		    (event && strcmp(se->event, event) != 0) || (host && strcmp(se->host, host) != 0))
+		    (event && strcmp(se->event, event) != 0) ||
+		    (host && strcmp(se->host, host) != 0))
 			continue;
 		j.match[j.nmatch++] = i;
 	}
 	if (!j.nmatch && (binary || version || event || host))
 		cli_die("%s: no series matches%s%s%s%s%s%s%s%s", store_where(j.s),
-		        binary ? " --binary " : "", binary ? binary : "", version ? " --version " : "",
-		        version ? version : "", event ? " --event " : "", event ? event : "",
-		        host ? " --host " : "", host ? host : "");
+		        binary ? " --binary " : "", binary ? binary : "",
+		        version ? " --version " : "", version ? version : "",
+		        event ? " --event " : "", event ? event : "", host ? " --host " : "",
+		        host ? host : "");
 	rc = print_window(&j, from, to, stdout);
 	if (rc == -ENOMEM)
 		cli_die("out of memory");

@@ -138,10 +138,10 @@ struct perf {
 	size_t blk_len, blk_cap, blk_head; /* blk_head: end of "p\0e\0" */
 	size_t pname_len, event_len;
 	uint64_t weight;
-	int64_t when;        /* seconds */
-	int64_t when_us;     /* its time to the microsecond, when it has one */
-	bool has_time;       /* the header holds a time */
-	uint32_t pid, tid;   /* the header's; 0: unknown */
+	int64_t when;      /* seconds */
+	int64_t when_us;   /* its time to the microsecond, when it has one */
+	bool has_time;     /* the header holds a time */
+	uint32_t pid, tid; /* the header's; 0: unknown */
 	uint64_t sample_bytes;
 	uint64_t header_line; /* the current sample's header, for messages */
 	struct import_sums sums;
@@ -533,20 +533,21 @@ static int count_sample(struct perf *p, uint32_t series, uint32_t node)
 	int rc;
 
 	if (p->has_time && o && o->samples) {
-		struct store_sample smp = {.node = node, .pid = p->pid, .tid = p->tid,
-		                           .weight = p->weight};
+		struct store_sample smp = {
+		        .node = node, .pid = p->pid, .tid = p->tid, .weight = p->weight};
 		if (__builtin_mul_overflow(off, 1000000, &off) ||
 		    __builtin_add_overflow(p->when_us, off, &smp.time_us))
-			return import_fail(p->ctx, p->header_line,
-			                   "sample time plus --clock-offset does not fit in 64 bits");
+			return import_fail(
+			        p->ctx, p->header_line,
+			        "sample time plus --clock-offset does not fit in 64 bits");
 		rc = import_sample(p->ctx, &p->sums, p->header_line, series, &smp);
 	} else {
 		int64_t when = p->when;
 		if (__builtin_add_overflow(when, off, &when))
-			return import_fail(p->ctx, p->header_line,
-			                   "sample time plus --clock-offset does not fit in 64 bits");
-		rc = import_add(p->ctx, &p->sums, p->header_line, series, when, node, 1,
-		                p->weight);
+			return import_fail(
+			        p->ctx, p->header_line,
+			        "sample time plus --clock-offset does not fit in 64 bits");
+		rc = import_add(p->ctx, &p->sums, p->header_line, series, when, node, 1, p->weight);
 	}
 	if (rc < 0)
 		return rc;

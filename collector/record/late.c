@@ -39,10 +39,10 @@ struct late_rec {
 	uint64_t hash;
 	pid_t pid;
 	uint32_t gen, event;
-	int64_t when;         /* the time of its first drain (seconds) */
-	int64_t bucket;       /* when's store time bucket: counts merge within it */
-	uint64_t since;       /* the drain that first held it (drain_seq) */
-	uint64_t jit_version; /* symbolize_jit_version when last named */
+	int64_t when;           /* the time of its first drain (seconds) */
+	int64_t bucket;         /* when's store time bucket: counts merge within it */
+	uint64_t since;         /* the drain that first held it (drain_seq) */
+	uint64_t jit_version;   /* symbolize_jit_version when last named */
 	struct profile_value v; /* the samples without a moment */
 	struct moment *m;       /* the samples with one (malloc'd) */
 	size_t nm, mcap;
@@ -230,9 +230,8 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 }
 
 int record_late_take(struct recorder *r, const struct profile_key *key,
-                     const struct profile_value *v, const struct moment *m, size_t nm,
-                     int64_t when, const struct raw_stack *u, const struct raw_stack *k,
-                     bool final, size_t *n)
+                     const struct profile_value *v, const struct moment *m, size_t nm, int64_t when,
+                     const struct raw_stack *u, const struct raw_stack *k, bool final, size_t *n)
 {
 	pid_t pid = (pid_t)key->pid;
 	uint64_t samples = v->samples + nm;

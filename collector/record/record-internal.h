@@ -61,9 +61,9 @@ struct options {
 	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
 	uint32_t ev_flags[PROFILE_NEVENTS];
 	uint32_t ev_every[PROFILE_NEVENTS];
-	bool offcpu_preempt;    /* offcpu:all */
-	uint64_t offcpu_min_ns; /* --offcpu-min */
-	int64_t keep_samples;   /* --keep-samples, seconds; -1: the store's own */
+	bool offcpu_preempt;     /* offcpu:all */
+	uint64_t offcpu_min_ns;  /* --offcpu-min */
+	int64_t keep_samples;    /* --keep-samples, seconds; -1: the store's own */
 	uint64_t samples_memory; /* --samples-memory, bytes of each ring; 0: sized */
 };
 
@@ -157,9 +157,9 @@ struct recorder {
 	size_t nsmp, smp_cap;
 	struct moment *mscratch; /* one entry's moments, contiguous */
 	size_t mscratch_cap;
-	uint64_t ring_bytes;    /* each ring's size */
-	int64_t clock_off_ns;   /* CLOCK_REALTIME - CLOCK_MONOTONIC, at the last drain */
-	int64_t keep_samples;   /* the store's keep window (s); 0: moments off */
+	uint64_t ring_bytes;     /* each ring's size */
+	int64_t clock_off_ns;    /* CLOCK_REALTIME - CLOCK_MONOTONIC, at the last drain */
+	int64_t keep_samples;    /* the store's keep window (s); 0: moments off */
 	struct bpf_link **links; /* one per CPU event */
 	int *pfds;
 	int nlinks;
@@ -335,9 +335,8 @@ void record_late_free(struct record_late *l); /* accepts NULL */
  * (returns 0; the map is read a last time first, and *n updated).  -errno
  * on failure. */
 int record_late_take(struct recorder *r, const struct profile_key *key,
-                     const struct profile_value *v, const struct moment *m, size_t nm,
-                     int64_t when, const struct raw_stack *u, const struct raw_stack *k,
-                     bool final, size_t *n);
+                     const struct profile_value *v, const struct moment *m, size_t nm, int64_t when,
+                     const struct raw_stack *u, const struct raw_stack *k, bool final, size_t *n);
 /* At each drain, after the sets: reads again the maps of the processes
  * with held stacks, and stores into b those now named, those of ended
  * processes, those that waited --jit-wait and, when `final`, all. */

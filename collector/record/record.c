@@ -335,7 +335,8 @@ static int size_maps(struct recorder *r, int ncpu)
 		for (ring = page; ring < r->opt->samples_memory; ring *= 2)
 			;
 	} else if (r->keep_samples > 0) {
-		uint64_t per_s = r->opt->ev_flags[PROFILE_EV_CPU] ? (uint64_t)r->opt->freq * ncpu : 0;
+		uint64_t per_s =
+		        r->opt->ev_flags[PROFILE_EV_CPU] ? (uint64_t)r->opt->freq * ncpu : 0;
 		for (int i = 1; i < PROFILE_NEVENTS; i++)
 			per_s += r->opt->ev_flags[i] ? SAMPLE_RING_OTHER_HZ : 0;
 		uint64_t want = 2 * DRAIN_SECONDS * per_s * (sizeof(struct profile_sample) + 8);
