@@ -171,7 +171,7 @@ static int row_cmp(const void *a, const void *b)
 /* "SECONDS.MICROSECONDS", floor division for times before 0. */
 static void print_time(FILE *out, int64_t us)
 {
-	int64_t sec = us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000);
+	int64_t sec = us / 1000000 - (us % 1000000 < 0);
 	fprintf(out, "%" PRId64 ".%06" PRId64, sec, us - sec * 1000000);
 }
 

@@ -160,10 +160,11 @@ int import_sample(struct import_ctx *ctx, struct import_sums *sums, uint64_t lin
 		return rc;
 	rc = store_batch_sample(ctx->batch, series, smp);
 	if (rc == -ERANGE)
-		return import_fail(ctx, line,
-		                   "sample time %lld us is out of range; expected a time within "
-		                   "2^31 of the store's time buckets from 1970",
-		                   (long long)smp->time_us);
+		return import_fail(
+		        ctx, line,
+		        "sample time %lld s is out of range; expected a time within "
+		        "2^31 of the store's time buckets from 1970",
+		        (long long)(smp->time_us / 1000000 - (smp->time_us % 1000000 < 0)));
 	return rc;
 }
 

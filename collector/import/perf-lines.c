@@ -122,9 +122,9 @@ void perf_match_event(const char *l, size_t n, struct header *h)
 	}
 }
 
-/* The first "SECONDS.FRACTION:" token after the pid, in microseconds.
- * Returns 1 when found, 0 when not, -ERANGE on overflow. */
-int perf_header_time(const char *l, size_t n, size_t from, int64_t *when_us)
+/* The first "SECONDS.FRACTION:" token after the pid, as seconds and
+ * microseconds.  Returns 1 when found, 0 when not, -ERANGE on overflow. */
+int perf_header_time(const char *l, size_t n, size_t from, int64_t *sec, int64_t *frac_us)
 {
 	/* Tokens are tried in order by walking the ':' bytes that end one;
 	 * l[from] is whitespace, so no token starts before from + 1. */
@@ -152,13 +152,14 @@ int perf_header_time(const char *l, size_t n, size_t from, int64_t *when_us)
 			continue;
 		int64_t v = 0, us = 0;
 		for (size_t q = s; q < j; q++) {
-			if (v > (INT64_MAX / 1000000 - 9) / 10)
+			if (v > (INT64_MAX - 9) / 10)
 				return -ERANGE;
 			v = v * 10 + (l[q] - '0');
 		}
 		for (size_t q = j + 1; q < j + 7; q++)
 			us = us * 10 + (q < k ? l[q] - '0' : 0);
-		*when_us = v * 1000000 + us;
+		*sec = v;
+		*frac_us = us;
 		return 1;
 	}
 	return 0;

@@ -139,7 +139,7 @@ struct perf {
 	size_t pname_len, event_len;
 	uint64_t weight;
 	int64_t when;      /* seconds */
-	int64_t when_us;   /* its time to the microsecond, when it has one */
+	int64_t frac_us;   /* and microseconds, when it has a time */
 	bool has_time;     /* the header holds a time */
 	uint32_t pid, tid; /* the header's; 0: unknown */
 	uint64_t sample_bytes;
@@ -535,11 +535,17 @@ static int count_sample(struct perf *p, uint32_t series, uint32_t node)
 	if (p->has_time && o && o->samples) {
 		struct store_sample smp = {
 		        .node = node, .pid = p->pid, .tid = p->tid, .weight = p->weight};
-		if (__builtin_mul_overflow(off, 1000000, &off) ||
-		    __builtin_add_overflow(p->when_us, off, &smp.time_us))
+		int64_t sec;
+		if (__builtin_add_overflow(p->when, off, &sec))
 			return import_fail(
 			        p->ctx, p->header_line,
 			        "sample time plus --clock-offset does not fit in 64 bits");
+		if (__builtin_mul_overflow(sec, 1000000, &smp.time_us) ||
+		    __builtin_add_overflow(smp.time_us, p->frac_us, &smp.time_us))
+			return import_fail(p->ctx, p->header_line,
+			                   "sample time %lld s is out of range; expected a time "
+			                   "within 2^31 of the store's time buckets from 1970",
+			                   (long long)sec);
 		rc = import_sample(p->ctx, &p->sums, p->header_line, series, &smp);
 	} else {
 		int64_t when = p->when;
@@ -1036,11 +1042,12 @@ static int start_sample(struct perf *p, const char *l, size_t n, const struct he
 		if (v)
 			p->weight = v;
 	}
-	rc = perf_header_time(l, n, h->end, &p->when_us);
+	rc = perf_header_time(l, n, h->end, &p->when, &p->frac_us);
 	if (rc < 0)
 		return import_fail(p->ctx, p->lr.line, "sample time does not fit in 64 bits");
 	p->has_time = rc > 0;
-	p->when = rc > 0 ? p->when_us / 1000000 : p->ctx->opt ? p->ctx->opt->now : 0;
+	if (rc == 0)
+		p->when = p->ctx->opt ? p->ctx->opt->now : 0;
 	p->pid = h->pid;
 	p->tid = h->tid;
 

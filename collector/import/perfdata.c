@@ -391,7 +391,7 @@ static int sample_when_us(const struct pd *p, const struct sample *s, int64_t *u
 		if (__builtin_sub_overflow((int64_t)s->time, p->clock_perf_ns, &d) ||
 		    __builtin_add_overflow(p->clock_wall_ns, d, &ns))
 			return -ERANGE;
-		*us = ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000);
+		*us = ns / 1000 - (ns % 1000 < 0); /* rounded down */
 		return 0;
 	}
 	int64_t off = p->ctx->opt ? p->ctx->opt->clock_offset : 0;
