@@ -255,9 +255,7 @@ int record_on_sample(void *ctx, void *data, size_t len)
 	int64_t ns = (int64_t)s->time + r->clock_off_ns;
 	r->smp[r->nsmp++] = (struct ring_sample){
 	        .key = s->key,
-	        .m = {.time_us = ns / 1000 - (ns % 1000 < 0),
-	              .weight = s->weight,
-	              .tid = s->tid},
+	        .m = {.time_us = ns / 1000 - (ns % 1000 < 0), .weight = s->weight, .tid = s->tid},
 	};
 	return 0;
 }
