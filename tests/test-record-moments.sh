@@ -179,6 +179,11 @@ perf script -i "$tmp/p.data" -F +pid 2>/dev/null >"$tmp/p.txt"
 ids "$tmp/pt" >"$tmp/pt.ids"
 check "perf script text with pid/tid: every sample's time, pid and tid equal perf script's" \
 	cmp -s "$tmp/perf.ids" "$tmp/pt.ids"
+perf script -i "$tmp/p.data" --ns -F +pid 2>/dev/null >"$tmp/pn.txt"
+"$collect" import --store "$tmp/pn" --keep-samples 1d "$tmp/pn.txt" 2>/dev/null
+ids "$tmp/pn" >"$tmp/pn.ids"
+check "perf script --ns text: nanoseconds rounded down to perf's own microseconds" \
+	cmp -s "$tmp/perf.ids" "$tmp/pn.ids"
 perf script -i "$tmp/p.data" 2>/dev/null >"$tmp/p0.txt"
 "$collect" import --store "$tmp/p0" --keep-samples 1d "$tmp/p0.txt" 2>/dev/null
 ids "$tmp/p0" >"$tmp/p0.ids"
