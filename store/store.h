@@ -283,7 +283,7 @@ struct store_footprint {
 	uint64_t frames_bytes; /* SST bytes per column family */
 	uint64_t nodes_bytes;
 	uint64_t counts_bytes;
-	uint64_t other_bytes; /* meta, series */
+	uint64_t other_bytes;   /* meta, series */
 	uint64_t samples_bytes; /* the recent tier: samples kept whole */
 	uint64_t samples;       /* how many samples it holds */
 };

@@ -167,8 +167,8 @@ static void node_path(struct store *s, uint32_t node, char *out, size_t len)
 
 		store_node_get(s, chain[n], &parent, &frame);
 		store_frame_get(s, frame, &f);
-		at += (size_t)snprintf(out + at, len - at, "%s%.*s", at ? ";" : "",
-		                       (int)f.name_len, f.name ? f.name : "");
+		at += (size_t)snprintf(out + at, len - at, "%s%.*s", at ? ";" : "", (int)f.name_len,
+		                       f.name ? f.name : "");
 	}
 }
 
@@ -177,8 +177,7 @@ struct counts_ctx {
 	struct counts_text t;
 };
 
-static int counts_line(void *ctx, int64_t bucket, uint32_t node, uint64_t samples,
-                       uint64_t weight)
+static int counts_line(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
 {
 	struct counts_ctx *c = ctx;
 	char line[512], path[256];
@@ -1013,8 +1012,7 @@ static int tier_push(struct tier_list *l, int64_t bucket, uint32_t node, uint64_
 	return 0;
 }
 
-static int tier_count(void *ctx, int64_t bucket, uint32_t node, uint64_t samples,
-                      uint64_t weight)
+static int tier_count(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)
 {
 	return tier_push(ctx, bucket, node, samples, weight);
 }
@@ -1079,7 +1077,8 @@ int sf_check_tier(const char *dir)
 		uint64_t held = 0;
 
 		if (store_series_counts(s, list[i].id, INT64_MIN, INT64_MAX, tier_count, &c) < 0 ||
-		    store_series_samples(s, list[i].id, INT64_MIN, INT64_MAX, tier_sample, &d) < 0) {
+		    store_series_samples(s, list[i].id, INT64_MIN, INT64_MAX, tier_sample, &d) <
+		            0) {
 			printf("%s: reading: %s\n", list[i].binary, store_errmsg(s));
 			bad = 1;
 		}
@@ -1088,7 +1087,8 @@ int sf_check_tier(const char *dir)
 			held += d.v[k].samples;
 		if (!bad && held != list[i].recent_samples) {
 			printf("%s: %llu samples of detail, the series says %llu\n", list[i].binary,
-			       (unsigned long long)held, (unsigned long long)list[i].recent_samples);
+			       (unsigned long long)held,
+			       (unsigned long long)list[i].recent_samples);
 			bad = 1;
 		}
 		/* per bucket: the detail equals the counts (whole), or there
@@ -1111,7 +1111,8 @@ int sf_check_tier(const char *dir)
 			if (b1 == b) {
 				gone++;
 				if (keep > 0 && (bucket + 60) * 1000000 > newest - keep) {
-					printf("%s: bucket %lld lost its detail inside the keep window\n",
+					printf("%s: bucket %lld lost its detail inside the keep "
+					       "window\n",
 					       list[i].binary, (long long)bucket);
 					bad = 1;
 				}
@@ -1158,8 +1159,14 @@ void test_samples_damaged(void)
 	char *before = NULL;
 	/* the bucket of 1700000000 s: index 28333333, offset-binary */
 	uint32_t bucket = 28333333u ^ 0x80000000u;
-	uint8_t key[9] = {'d', 0, 0, 0, 1,
-	                  (uint8_t)(bucket >> 24), (uint8_t)(bucket >> 16), (uint8_t)(bucket >> 8),
+	uint8_t key[9] = {'d',
+	                  0,
+	                  0,
+	                  0,
+	                  1,
+	                  (uint8_t)(bucket >> 24),
+	                  (uint8_t)(bucket >> 16),
+	                  (uint8_t)(bucket >> 8),
 	                  (uint8_t)bucket};
 	static const struct {
 		const char *what;
@@ -1198,7 +1205,8 @@ void test_samples_damaged(void)
 		                               "1699999980"),
 		       "%s: %s", bad[i].what, store_errmsg(s));
 		char *now = all_counts(s);
-		CHECKF(now && before && !strcmp(now, before), "%s: the counts changed", bad[i].what);
+		CHECKF(now && before && !strcmp(now, before), "%s: the counts changed",
+		       bad[i].what);
 		free(now);
 		free(got.v);
 		store_close(s);

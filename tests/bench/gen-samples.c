@@ -98,8 +98,7 @@ struct program {
 
 static void die(struct store *s, const char *what, int r)
 {
-	fprintf(stderr, "gen-samples: %s: %s (%s)\n", what, strerror(-r),
-	        s ? store_errmsg(s) : "");
+	fprintf(stderr, "gen-samples: %s: %s (%s)\n", what, strerror(-r), s ? store_errmsg(s) : "");
 	exit(1);
 }
 
@@ -125,8 +124,8 @@ static double cpu_seconds(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
 }
 
 int main(int argc, char **argv)
@@ -247,7 +246,8 @@ int main(int argc, char **argv)
 				        .time_us = tick[c] + (int64_t)(rnd() % 7),
 				        .node = g->stacks[zipf_pick(&g->stack_law)],
 				        .pid = g->pid,
-				        .tid = g->pid ? g->pid + (uint32_t)(rnd() % g->nthreads) : 0,
+				        .tid = g->pid ? g->pid + (uint32_t)(rnd() % g->nthreads)
+				                      : 0,
 				        .weight = 10101010,
 				};
 
