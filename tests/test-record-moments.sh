@@ -106,6 +106,11 @@ check "--from/--to in ISO 8601 ($(iso "$from")) give the same" cmp -s "$tmp/want
 "$collect" samples --store "$store" --binary phase-target >"$tmp/script"
 check "the perf script form: a header per sample, its stack below" \
 	grep -qE "^phase-target $pid/$pid [0-9]+\.[0-9]{6}: 10101010 cpu-clock$" "$tmp/script"
+for t in 1.5.5 2026-11-24T14:02 2026-11-24T14:02:03.250+01:00 yesterday -5; do
+	"$collect" samples --store "$store" --from "$t" >/dev/null 2>"$tmp/bad.err"
+	check "samples --from $t is refused as a usage error, saying what it expects" \
+		test $? -eq 2 -a -n "$(grep -F 'expected Unix seconds' "$tmp/bad.err")"
+done
 check "samples --binary of no series is an error" \
 	sh -c "! '$collect' samples --store '$store' --binary no-such-binary 2>/dev/null"
 check "the perf script form has as many samples as the folded one" \
