@@ -798,8 +798,14 @@ void rollup_after_commit(struct rdb *s)
 	char msg[sizeof(s->errmsg)];
 	struct store_rollup_stats st;
 	memcpy(msg, s->errmsg, sizeof(msg));
-	if (rollup_run(s, &st) < 0)
+	if (rollup_run(s, &st) < 0) {
 		memcpy(s->errmsg, msg, sizeof(msg));
+		/* not again before the window or a bucket moves on */
+		for (int c = 0; c < 2; c++) {
+			s->rolled_cut[c] = rollup_cut(s, newest[c]);
+			s->sealed_cut[c] = seal_cut(s, newest[c]);
+		}
+	}
 }
 
 int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
@@ -908,7 +914,8 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 	struct seal_set set = {0};
 	struct buf buf = {0};
 	int64_t newest[2] = {INT64_MIN, INT64_MIN};
-	uint32_t cur = 0; /* the bucket being sealed */
+	uint32_t cur = 0;                      /* the bucket being sealed */
+	uint32_t last_id = 0, last_bucket = 0; /* the last bucket forgotten */
 	char *rerr = NULL;
 	int r = 0;
 
@@ -994,7 +1001,10 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 				rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], (const char *)k,
 				                             klen);
 				gone[id] += n;
-				st->slices += klen == DETAIL_KEY_LEN;
+				/* a (series, bucket) once, however many pieces */
+				st->slices += !(id == last_id && get_be32(k + 5) == last_bucket);
+				last_id = id;
+				last_bucket = get_be32(k + 5);
 				st->samples += n;
 				st->bytes += vlen;
 			}
