@@ -63,4 +63,8 @@ int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_u
 int samples_block_decode(const void *p, size_t len, int64_t start_us, int64_t span_us,
                          struct store_sample **v, size_t *n, size_t *cap);
 
+/* The number of samples a block holds (its first varint) in *n, without
+ * decoding it: 0, or -EIO when that count is not a block's. */
+int samples_block_count(const void *p, size_t len, uint64_t *n);
+
 #endif

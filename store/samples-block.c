@@ -264,3 +264,13 @@ out:
 	free(threads);
 	return r;
 }
+
+int samples_block_count(const void *buf, size_t len, uint64_t *n)
+{
+	const uint8_t *p = buf;
+
+	/* every sample takes at least a byte, its time delta */
+	if (get_varint(&p, p + len, n) < 0 || *n == 0 || *n > len)
+		return -EIO;
+	return 0;
+}

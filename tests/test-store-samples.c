@@ -55,7 +55,7 @@ static bool smp_equal(const struct store_sample *a, const struct store_sample *b
 }
 
 /* Checks that the walk of [from, to) is exactly the samples of `want`
- * (time order, ties in arrival order) that lie in it. */
+ * (the canonical order: time, pid, tid, node, weight) that lie in it. */
 static void check_window(struct store *s, uint32_t series, const struct smp_list *want,
                          int64_t from, int64_t to)
 {
@@ -81,44 +81,26 @@ static void check_window(struct store *s, uint32_t series, const struct smp_list
 	free(got.v);
 }
 
-/* Stable sort by time (insertion sort over an index: the lists are small
- * enough, and stability is the point). */
-static int smp_time_cmp(const void *a, const void *b)
+/* The order a samples block keeps, whatever order the samples came in:
+ * (time, pid, tid, node, weight). */
+static int smp_canonical_cmp(const void *a, const void *b)
 {
 	const struct store_sample *x = a, *y = b;
 
-	return x->time_us < y->time_us ? -1 : x->time_us > y->time_us;
+	if (x->time_us != y->time_us)
+		return x->time_us < y->time_us ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->weight < y->weight ? -1 : x->weight > y->weight;
 }
 
-struct idx_smp {
-	struct store_sample s;
-	size_t i;
-};
-
-static int idx_cmp(const void *a, const void *b)
+static void smp_canonical_sort(struct smp_list *l)
 {
-	const struct idx_smp *x = a, *y = b;
-	int c = smp_time_cmp(&x->s, &y->s);
-
-	return c ? c : x->i < y->i ? -1 : x->i > y->i;
-}
-
-static void smp_stable_sort(struct smp_list *l)
-{
-	struct idx_smp *t = malloc((l->n ? l->n : 1) * sizeof(*t));
-
-	if (!t) {
-		CHECK(t != NULL);
-		return;
-	}
-	for (size_t i = 0; i < l->n; i++) {
-		t[i].s = l->v[i];
-		t[i].i = i;
-	}
-	qsort(t, l->n, sizeof(*t), idx_cmp);
-	for (size_t i = 0; i < l->n; i++)
-		l->v[i] = t[i].s;
-	free(t);
+	qsort(l->v, l->n, sizeof(*l->v), smp_canonical_cmp);
 }
 
 /* Text that grows: every count of a store, line by line. */
@@ -408,9 +390,9 @@ void test_samples_exact(void)
 	cc = all_counts(c);
 	CHECKF(ca && cc && !strcmp(ca, cc), "counts differ:\n%s\nvs\n%s", ca, cc);
 
-	/* the detail: time order, ties in arrival order */
-	smp_stable_sort(&wall);
-	smp_stable_sort(&neg);
+	/* the detail: in the canonical order, ties in time included */
+	smp_canonical_sort(&wall);
+	smp_canonical_sort(&neg);
 	check_window(a, sw, &wall, INT64_MIN, INT64_MAX);
 	check_window(a, sn, &neg, INT64_MIN, INT64_MAX);
 	/* half-open windows whose edges are samples' own times */
@@ -1175,13 +1157,20 @@ void test_samples_damaged(void)
 		const char *v;
 		size_t len;
 	} bad[] = {
+	        /* samples blocks (store/samples-block-internal.h): n, flags, k
+	         * nodes, m (pid, tid) pairs, w0, n times, n indexes */
 	        {"garbage", "\xff\xff", 2},
 	        {"truncated", "\x05\x01\x02", 3},
-	        {"a time past the bucket's end", "\x01\x80\x8e\xce\x1c\x02\x01", 7},
-	        {"a node the store does not have", "\x01\x00\x02\xbf\x84\x3d", 6},
-	        {"an index past the block's nodes", "\x02\x00\x00\x02\x01\x01\x05", 7},
-	        {"unused flag bits", "\x01\x00\x42\x01", 4},
-	        {"bytes after the columns", "\x01\x00\x02\x01\x00", 5},
+	        {"a time past the bucket's end",
+	         "\x01\x00\x01\x01\x01\x01\x00\x01\x80\x8e\xce\x1c", 12},
+	        {"a node the store does not have",
+	         "\x01\x00\x01\xc0\x84\x3d\x01\x01\x00\x01\x00", 11},
+	        {"an index past the block's nodes",
+	         "\x02\x00\x02\x01\x01\x01\x01\x00\x01\x00\x00\x00\x05", 13},
+	        {"unknown flags", "\x01\x02\x01\x01\x01\x01\x00\x01\x00", 9},
+	        {"bytes after the columns", "\x01\x00\x01\x01\x01\x01\x00\x01\x00\x00", 10},
+	        {"samples out of the canonical order",
+	         "\x02\x00\x02\x01\x01\x01\x01\x00\x01\x00\x00\x01\x00", 13},
 	};
 
 	if (!s)

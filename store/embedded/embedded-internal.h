@@ -316,10 +316,7 @@ struct series_delta {
 /* One sample's detail held by a batch until its commit (samples.c). */
 struct detail_ent {
 	uint32_t series, bucket;
-	uint32_t node, pid, tid;
-	uint32_t seq;  /* the order it came in: ties in time keep it */
-	int64_t t_rel; /* microseconds since its bucket's start */
-	uint64_t weight;
+	struct store_sample smp; /* its moment inside the bucket */
 };
 
 struct rdb_batch {
@@ -470,8 +467,8 @@ void detail_reset(struct rdb_batch *b);
  * 0 or -errno. */
 int detail_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t series, uint32_t cut,
                  uint64_t *samples);
-/* The number of samples a detail block (or piece) holds (its first
- * varint); -1 when it is damaged. */
+/* The number of samples a detail block (or piece) holds
+ * (samples_block_count()); -1 when it is damaged. */
 int detail_count(const void *v, size_t len, uint64_t *n);
 /* Loads META_KEEP_SAMPLES into s->keep_samples (the default without it). */
 int keep_load(struct rdb *s);

@@ -10,30 +10,18 @@
  * (series, bucket) it holds detail for, keyed by its commit number, in
  * the WriteBatch that carries its counts; once a bucket has closed, the
  * writer seals its pieces into one block (piece 0) in one write.  Reads
- * join a bucket's pieces in time order.  The format is in store/README.md
- * ("The recent tier").
+ * join a bucket's pieces in canonical order.  Each piece and sealed
+ * block is a samples block (../samples-block.c, the database's format
+ * too); the keys are in store/README.md ("The recent tier").
  */
 #include "embedded-internal.h"
+#include "samples-block-internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define US_PER_S 1000000
-
-/* The flag byte of a sample in a block. */
-#define F_NODE_SAME  0u /* the previous sample's node */
-#define F_NODE_INDEX 1u /* varint: index among the block's nodes so far */
-#define F_NODE_NEW   2u /* varint: node id, which joins the block's nodes */
-#define F_NODE_MASK  3u
-#define F_WEIGHT     4u /* varint weight (else the previous one) */
-#define F_PID        8u /* varint pid (else the previous one) */
-#define F_TID_SAME   0u /* the previous sample's tid */
-#define F_TID_PID    1u /* tid == pid */
-#define F_TID_OWN    2u /* varint tid */
-#define F_TID_SHIFT  4
-#define F_TID_MASK   3u
-#define F_UNUSED     0xc0u
 
 /* ---- time ------------------------------------------------------------------- */
 
@@ -96,7 +84,7 @@ static bool detail_key_ok(const uint8_t *k, size_t klen, uint32_t series)
 
 /* ---- blocks ------------------------------------------------------------------ */
 
-/* Orders detail by (series, bucket, time, arrival). */
+/* Orders detail by series, bucket, then the block's canonical order. */
 static int detail_cmp(const void *a, const void *b)
 {
 	const struct detail_ent *x = a, *y = b;
@@ -105,11 +93,7 @@ static int detail_cmp(const void *a, const void *b)
 		return x->series < y->series ? -1 : 1;
 	if (x->bucket != y->bucket)
 		return x->bucket < y->bucket ? -1 : 1;
-	if (x->t_rel != y->t_rel)
-		return x->t_rel < y->t_rel ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	return 0;
+	return samples_block_cmp(&x->smp, &y->smp);
 }
 
 static bool detail_sorted(const struct detail_ent *v, size_t n)
@@ -120,246 +104,36 @@ static bool detail_sorted(const struct detail_ent *v, size_t n)
 	return true;
 }
 
-/* The block's node table while encoding: node -> index, open addressing
- * over slots holding index + 1. */
-struct node_index {
-	uint32_t *slots;
-	uint32_t mask;
-	uint32_t *nodes; /* by index */
-	uint32_t n;
-};
-
-static uint32_t node_slot_hash(uint32_t node)
-{
-	return node * 0x9e3779b1u;
-}
-
-/* Encodes the n samples v (time order, t_rel >= 0) as one block appended
- * to b.  0 or -ENOMEM. */
-static int block_encode(struct buf *b, const struct detail_ent *v, size_t n)
-{
-	struct node_index ix = {0};
-	size_t slots = 16;
-	uint32_t prev_node = 0, prev_pid = 0, prev_tid = 0;
-	uint64_t prev_weight = 0;
-	int64_t prev_t = 0;
-	uint8_t *flags;
-	int r;
-
-	while (slots < n * 2)
-		slots *= 2;
-	ix.slots = calloc(slots, sizeof(*ix.slots));
-	ix.nodes = malloc((n ? n : 1) * sizeof(*ix.nodes));
-	flags = malloc(n ? n : 1);
-	r = buf_reserve(b, 10 + n * (10 + 1 + 10 + 10 + 10 + 10));
-	if (!ix.slots || !ix.nodes || !flags || r < 0) {
-		r = -ENOMEM;
-		goto out;
-	}
-	ix.mask = (uint32_t)(slots - 1);
-	buf_varint(b, n);
-	for (size_t i = 0; i < n; i++) {
-		buf_varint(b, (uint64_t)(v[i].t_rel - prev_t));
-		prev_t = v[i].t_rel;
-	}
-	/* the flags, then the columns they call for */
-	size_t at_flags = b->len;
-	b->len += n;
-	for (size_t i = 0; i < n; i++) {
-		const struct detail_ent *e = &v[i];
-		uint8_t f = 0;
-
-		/* the first sample's "previous" node is the root */
-		if (e->node != prev_node) {
-			uint32_t pos = node_slot_hash(e->node) & ix.mask;
-
-			while (ix.slots[pos] && ix.nodes[ix.slots[pos] - 1] != e->node)
-				pos = (pos + 1) & ix.mask;
-			if (ix.slots[pos]) {
-				f |= F_NODE_INDEX;
-				buf_varint(b, ix.slots[pos] - 1);
-			} else {
-				f |= F_NODE_NEW;
-				buf_varint(b, e->node);
-				ix.nodes[ix.n++] = e->node;
-				ix.slots[pos] = ix.n;
-			}
-		}
-		flags[i] = f;
-		prev_node = e->node;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].weight != prev_weight) {
-			flags[i] |= F_WEIGHT;
-			buf_varint(b, v[i].weight);
-			prev_weight = v[i].weight;
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].pid != prev_pid) {
-			flags[i] |= F_PID;
-			buf_varint(b, v[i].pid);
-			prev_pid = v[i].pid;
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		uint8_t m = F_TID_SAME;
-
-		if (v[i].tid != prev_tid) {
-			if (v[i].tid == v[i].pid) {
-				m = F_TID_PID;
-			} else {
-				m = F_TID_OWN;
-				buf_varint(b, v[i].tid);
-			}
-			prev_tid = v[i].tid;
-		}
-		flags[i] |= (uint8_t)(m << F_TID_SHIFT);
-	}
-	memcpy(b->p + at_flags, flags, n);
-	r = 0;
-out:
-	free(ix.slots);
-	free(ix.nodes);
-	free(flags);
-	return r;
-}
-
 int detail_count(const void *v, size_t len, uint64_t *n)
 {
-	const uint8_t *p = v;
-
-	if (get_varint(&p, p + len, n) < 0 || *n > len)
-		return -1;
-	return 0;
+	return samples_block_count(v, len, n) < 0 ? -1 : 0;
 }
 
-/* Decodes a block, appending its samples to (*v, *n, *cap) with seq
- * numbers from *n on.  0, -ENOMEM, or -1 when it is damaged. */
-static int block_decode(const void *val, size_t len, struct detail_ent **v, size_t *n, size_t *cap)
+/* Encodes the n samples v, already in canonical order, of the bucket
+ * that starts at start_us as one block: *out (malloc'd, *len bytes).
+ * 0, -EINVAL (a sample outside the bucket) or -ENOMEM. */
+static int block_encode(const struct rdb *s, const struct store_sample *v, size_t n,
+                        int64_t start_us, uint8_t **out, size_t *len)
 {
-	const uint8_t *p = val, *end = p + len, *flags;
-	uint32_t *nodes = NULL, nnodes = 0;
-	uint32_t prev_node = 0, prev_pid = 0, prev_tid = 0;
-	uint64_t cnt, x, prev_weight = 0;
-	int64_t t = 0;
-	struct detail_ent *out;
-	int r = -1;
-
-	/* each sample takes at least two bytes: its time and its flags */
-	if (get_varint(&p, end, &cnt) < 0 || cnt > (uint64_t)(end - p) / 2)
-		return -1;
-	if (*n + cnt > *cap) {
-		size_t nc = *cap ? *cap : 256;
-		struct detail_ent *nv;
-
-		while (nc < *n + cnt)
-			nc *= 2;
-		nv = realloc(*v, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = nc;
-	}
-	out = *v + *n;
-	for (uint64_t i = 0; i < cnt; i++) {
-		if (get_varint(&p, end, &x) < 0 || x > (uint64_t)INT64_MAX ||
-		    __builtin_add_overflow(t, (int64_t)x, &t))
-			return -1;
-		out[i].t_rel = t;
-	}
-	if ((uint64_t)(end - p) < cnt)
-		return -1;
-	flags = p;
-	p += cnt;
-	nodes = malloc((cnt ? cnt : 1) * sizeof(*nodes));
-	if (!nodes)
-		return -ENOMEM;
-	for (uint64_t i = 0; i < cnt; i++) {
-		if (flags[i] & F_UNUSED)
-			goto out;
-		switch (flags[i] & F_NODE_MASK) {
-		case F_NODE_SAME: break;
-		case F_NODE_INDEX:
-			if (get_varint(&p, end, &x) < 0 || x >= nnodes)
-				goto out;
-			prev_node = nodes[x];
-			break;
-		case F_NODE_NEW:
-			if (get_varint(&p, end, &x) < 0 || x > UINT32_MAX)
-				goto out;
-			prev_node = nodes[nnodes++] = (uint32_t)x;
-			break;
-		default: goto out;
-		}
-		out[i].node = prev_node;
-	}
-	for (uint64_t i = 0; i < cnt; i++) {
-		if ((flags[i] & F_WEIGHT) && get_varint(&p, end, &prev_weight) < 0)
-			goto out;
-		out[i].weight = prev_weight;
-	}
-	for (uint64_t i = 0; i < cnt; i++) {
-		if (flags[i] & F_PID) {
-			if (get_varint(&p, end, &x) < 0 || x > UINT32_MAX)
-				goto out;
-			prev_pid = (uint32_t)x;
-		}
-		out[i].pid = prev_pid;
-	}
-	for (uint64_t i = 0; i < cnt; i++) {
-		switch ((flags[i] >> F_TID_SHIFT) & F_TID_MASK) {
-		case F_TID_SAME: break;
-		case F_TID_PID: prev_tid = out[i].pid; break;
-		case F_TID_OWN:
-			if (get_varint(&p, end, &x) < 0 || x > UINT32_MAX)
-				goto out;
-			prev_tid = (uint32_t)x;
-			break;
-		default: goto out;
-		}
-		out[i].tid = prev_tid;
-		out[i].series = out[i].bucket = 0;
-		out[i].seq = (uint32_t)(*n + i);
-	}
-	if (p != end)
-		goto out;
-	*n += cnt;
-	r = 0;
-out:
-	free(nodes);
-	return r;
+	return samples_block_encode(v, n, start_us, bucket_us(s), out, len);
 }
 
-/* ---- joining pieces ----------------------------------------------------------- */
-
-/* Joins blocks into one, in time order (ties: the order of the inputs).
- * 0, -ENOMEM or -EIO (a damaged input). */
-static int detail_merge(const char *const *vals, const size_t *lens, size_t nvals, char **out,
-                        size_t *outlen)
+/* Joins a bucket's pieces into one block of all their samples in
+ * canonical order.  0, -ENOMEM or -EIO (a damaged piece). */
+static int detail_merge(const struct rdb *s, int64_t start_us, const char *const *vals,
+                        const size_t *lens, size_t nvals, uint8_t **out, size_t *outlen)
 {
-	struct detail_ent *v = NULL;
+	struct store_sample *v = NULL;
 	size_t n = 0, cap = 0;
-	struct buf b = {0};
 	int r = 0;
 
-	for (size_t i = 0; i < nvals; i++) {
-		r = block_decode(vals[i], lens[i], &v, &n, &cap);
-		if (r < 0) {
-			r = r == -1 ? -EIO : r;
-			goto out;
-		}
+	for (size_t i = 0; i < nvals && r == 0; i++)
+		r = samples_block_decode(vals[i], lens[i], start_us, bucket_us(s), &v, &n, &cap);
+	if (r == 0) {
+		samples_block_sort(v, n);
+		r = block_encode(s, v, n, start_us, out, outlen);
+		r = r == -EINVAL ? -EIO : r;
 	}
-	if (!detail_sorted(v, n))
-		qsort(v, n, sizeof(*v), detail_cmp);
-	r = block_encode(&b, v, n);
-	if (r < 0)
-		goto out;
-	*out = (char *)b.p;
-	*outlen = b.len;
-	b.p = NULL;
-out:
-	free(b.p);
 	free(v);
 	return r;
 }
@@ -376,8 +150,6 @@ static int detail_reserve(struct rdb_batch *b, size_t more)
 	cap = b->detail_cap ? b->detail_cap : 1024;
 	while (cap < b->ndetail + more)
 		cap *= 2;
-	if (cap > UINT32_MAX) /* seq is 32 bits */
-		return -EOVERFLOW;
 	n = realloc(b->detail, cap * sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -406,16 +178,10 @@ int rdb_batch_sample(struct store_batch *bbase, uint32_t series, const struct st
 		return r;
 	if (!bucket_start_us(s, b->groups[group].bucket, &start))
 		return 0; /* counted; a moment this far out has no detail */
-	e = &b->detail[b->ndetail];
+	e = &b->detail[b->ndetail++];
 	e->series = series;
 	e->bucket = b->groups[group].bucket;
-	e->node = smp->node;
-	e->pid = smp->pid;
-	e->tid = smp->tid;
-	e->seq = (uint32_t)b->ndetail;
-	e->t_rel = smp->time_us - start;
-	e->weight = smp->weight;
-	b->ndetail++;
+	e->smp = *smp;
 	b->delta[series].recent++;
 	return 0;
 }
@@ -470,17 +236,11 @@ int rdb_batch_detail(struct store_batch *bbase, uint32_t series, int64_t bstart,
 	}
 	d = &b->delta[series];
 	for (size_t i = 0; i < n; i++) {
-		struct detail_ent *e = &b->detail[b->ndetail];
+		struct detail_ent *e = &b->detail[b->ndetail++];
 
 		e->series = series;
 		e->bucket = bucket;
-		e->node = v[i].node;
-		e->pid = v[i].pid;
-		e->tid = v[i].tid;
-		e->seq = (uint32_t)b->ndetail;
-		e->t_rel = v[i].time_us - start;
-		e->weight = v[i].weight;
-		b->ndetail++;
+		e->smp = v[i];
 		if (!d->has_exact_us || v[i].time_us < d->exact_first_us)
 			d->exact_first_us = v[i].time_us;
 		if (!d->has_exact_us || v[i].time_us > d->exact_last_us)
@@ -494,29 +254,41 @@ int rdb_batch_detail(struct store_batch *bbase, uint32_t series, int64_t bstart,
 int detail_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 {
 	struct rdb *s = b->s;
-	struct buf buf = {0};
-	uint8_t key[DETAIL_KEY_LEN];
+	struct store_sample *v = NULL;
+	uint8_t key[DETAIL_KEY_LEN], *block;
+	size_t len;
+	int64_t start = 0;
 	int r = 0;
 
 	if (!b->ndetail)
 		return 0;
 	if (!detail_sorted(b->detail, b->ndetail))
 		qsort(b->detail, b->ndetail, sizeof(*b->detail), detail_cmp);
+	v = malloc(b->ndetail * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
 	for (size_t i = 0, j; i < b->ndetail; i = j) {
-		for (j = i + 1; j < b->ndetail && b->detail[j].series == b->detail[i].series &&
-		                b->detail[j].bucket == b->detail[i].bucket;
+		const struct detail_ent *e = &b->detail[i];
+
+		for (j = i; j < b->ndetail && b->detail[j].series == e->series &&
+		            b->detail[j].bucket == e->bucket;
 		     j++)
-			;
-		buf.len = 0;
-		r = block_encode(&buf, b->detail + i, j - i);
-		if (r < 0)
-			goto out;
-		detail_key(key, b->detail[i].series, b->detail[i].bucket, s->commits + 1);
+			v[j - i] = b->detail[j].smp;
+		/* batch_sample and batch_detail keep only buckets whose start
+		 * fits, and only moments inside them */
+		bucket_start_us(s, e->bucket, &start);
+		r = block_encode(s, v, j - i, start, &block, &len);
+		if (r < 0) {
+			seterr(s, "%s: encoding the detail of series %u at %lld: %s", s->dir,
+			       e->series, (long long)bucket_start(s, e->bucket), strerror(-r));
+			break;
+		}
+		detail_key(key, e->series, e->bucket, s->commits + 1);
 		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, sizeof(key),
-		                          (char *)buf.p, buf.len);
+		                          (char *)block, len);
+		free(block);
 	}
-out:
-	free(buf.p);
+	free(v);
 	return r;
 }
 
@@ -576,11 +348,12 @@ int rdb_series_samples(struct store *sbase, uint32_t series, int64_t from_us, in
 {
 	struct rdb *s = rdb_of(sbase);
 	rocksdb_iterator_t *it;
-	struct detail_ent *v = NULL;
-	size_t cap = 0, n = 0;
+	struct store_sample *v = NULL;
+	size_t cap = 0, n = 0, pieces = 0;
 	uint8_t start[DETAIL_KEY_LEN];
 	uint32_t lo, hi, cur = 0;
-	bool have = false, end = false;
+	int64_t bstart = 0;
+	bool end = false;
 	char *rerr = NULL;
 	int r = 0;
 
@@ -613,38 +386,24 @@ int rdb_series_samples(struct store *sbase, uint32_t series, int64_t from_us, in
 				k = NULL;
 		}
 		end = k == NULL;
-		if (have && (end || get_be32(k + 5) != cur)) {
+		if (pieces && (end || get_be32(k + 5) != cur)) {
 			/* bucket `cur` is whole: order it, check it, walk it */
-			int64_t bstart = 0, blen = bucket_us(s);
-			bool bad = !bucket_start_us(s, cur, &bstart);
-
-			if (!detail_sorted(v, n))
-				qsort(v, n, sizeof(*v), detail_cmp);
-			for (size_t i = 0; !bad && i < n; i++)
-				bad = v[i].t_rel >= blen || v[i].node >= s->nnodes;
-			if (bad) {
-				r = -1;
-				goto damaged;
-			}
+			if (pieces > 1)
+				samples_block_sort(v, n);
 			for (size_t i = 0; i < n; i++) {
-				struct store_sample smp = {
-				        .time_us = bstart + v[i].t_rel,
-				        .node = v[i].node,
-				        .pid = v[i].pid,
-				        .tid = v[i].tid,
-				        .weight = v[i].weight,
-				};
-
-				if (smp.time_us < from_us)
+				if (v[i].node >= s->nnodes) {
+					r = -1;
+					goto damaged;
+				}
+				if (v[i].time_us < from_us)
 					continue;
-				if (smp.time_us >= to_us)
+				if (v[i].time_us >= to_us)
 					goto out;
-				r = fn(ctx, &smp);
+				r = fn(ctx, &v[i]);
 				if (r)
 					goto out;
 			}
-			n = 0;
-			have = false;
+			n = pieces = 0;
 		}
 		if (end)
 			break;
@@ -652,10 +411,14 @@ int rdb_series_samples(struct store *sbase, uint32_t series, int64_t from_us, in
 		const char *val = rocksdb_iter_value(it, &vlen);
 
 		cur = get_be32(k + 5);
-		have = true;
-		r = block_decode(val, vlen, &v, &n, &cap);
+		if (!bucket_start_us(s, cur, &bstart)) {
+			r = -1;
+			goto damaged;
+		}
+		r = samples_block_decode(val, vlen, bstart, bucket_us(s), &v, &n, &cap);
 		if (r < 0)
 			goto damaged;
+		pieces++;
 		rocksdb_iter_next(it);
 	}
 	rocksdb_iter_get_error(it, &rerr);
@@ -663,7 +426,7 @@ int rdb_series_samples(struct store *sbase, uint32_t series, int64_t from_us, in
 		r = rdb_fail(s, rerr, "reading detail");
 	goto out;
 damaged:
-	if (r == -1) {
+	if (r == -1 || r == -EIO) {
 		seterr(s, "%s: store is damaged: the detail of series %u at %lld", s->dir, series,
 		       (long long)bucket_start(s, cur));
 		r = -EIO;
@@ -876,13 +639,17 @@ static int seal_add(struct seal_set *p, const uint8_t *k, const char *v, size_t 
  * bucket of one piece.  0, -ENOMEM, or -1 when a piece is damaged. */
 static int seal_flush(struct rdb *s, rocksdb_writebatch_t *wb, struct seal_set *p, uint64_t *sealed)
 {
-	char *out = NULL;
+	uint8_t *out = NULL, key[DETAIL_KEY_LEN];
 	size_t outlen = 0;
-	uint8_t key[DETAIL_KEY_LEN];
+	int64_t start;
 	int r = 0;
 
 	if (p->n > 1) {
-		r = detail_merge((const char *const *)p->vals, p->lens, p->n, &out, &outlen);
+		if (!bucket_start_us(s, get_be32(p->keys[0] + 5), &start))
+			r = -1;
+		else
+			r = detail_merge(s, start, (const char *const *)p->vals, p->lens, p->n, &out,
+			                 &outlen);
 		if (r == -EIO)
 			r = -1;
 		if (r == 0) {
@@ -894,7 +661,7 @@ static int seal_flush(struct rdb *s, rocksdb_writebatch_t *wb, struct seal_set *
 					                             (const char *)p->keys[i],
 					                             DETAIL_KEY_LEN);
 			rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (const char *)key,
-			                          DETAIL_KEY_LEN, out, outlen);
+			                          DETAIL_KEY_LEN, (const char *)out, outlen);
 			(*sealed)++;
 		}
 		free(out);
@@ -903,181 +670,236 @@ static int seal_flush(struct rdb *s, rocksdb_writebatch_t *wb, struct seal_set *
 	return r;
 }
 
-/* store_rollup() once its caller has checked that it may write: in one
- * write, forgets the detail of the buckets behind the keep window and
- * seals the pieces of the buckets that have closed since the last time. */
-static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
+/* One roll-up being built: its write and what it forgets and seals.
+ * Bucket indexes per clock ([0] perf's, [1] Unix time): the detail of
+ * [lo, hi) goes, the pieces of [seal_from, seal_to) are sealed. */
+struct rollup {
+	struct rdb *s;
+	struct store_rollup_stats *st;
+	rocksdb_writebatch_t *wb;
+	rocksdb_iterator_t *it;
+	uint64_t *gone; /* by series: samples whose detail goes */
+	uint64_t sealed;
+	struct seal_set set;
+	uint32_t cur;                     /* the bucket being sealed (or found damaged) */
+	uint32_t last_id, last_bucket;    /* the last bucket forgotten */
+	int64_t newest[2], lo[2], hi[2], seal_from[2], seal_to[2];
+};
+
+/* The ranges of buckets a roll-up walks: only those, never the detail
+ * that stays as it is. */
+static void rollup_ranges(struct rollup *ru)
 {
-	rocksdb_writebatch_t *wb = NULL;
-	rocksdb_iterator_t *it = NULL;
-	uint64_t *gone = NULL, sealed = 0;
-	struct seal_set set = {0};
-	struct buf buf = {0};
-	int64_t newest[2] = {INT64_MIN, INT64_MIN};
-	uint32_t cur = 0;                      /* the bucket being sealed */
-	uint32_t last_id = 0, last_bucket = 0; /* the last bucket forgotten */
-	char *rerr = NULL;
-	int r = 0;
-
-	memset(st, 0, sizeof(*st));
-	newest_moments(s, newest);
-	wb = rocksdb_writebatch_create();
-	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
-	gone = calloc(s->nseries ? s->nseries : 1, sizeof(*gone));
-	if (!wb || !it || !gone) {
-		seterr(s, "%s: out of memory", s->dir);
-		r = -ENOMEM;
-		goto out;
-	}
-	/* Per series, per clock: the buckets [lo, hi) to forget, then
-	 * [hi or where the last sealing stopped, seal_to) to seal: seeks and
-	 * walks over those only, never over the detail that stays as it is. */
+	const struct rdb *s = ru->s;
 	int64_t wall_first = -floor_div(-(int64_t)STORE_WALL_CLOCK_MIN * US_PER_S, bucket_us(s));
-	int64_t lo[2] = {INT32_MIN, wall_first}, hi[2], seal_to[2], seal_from[2];
 
+	newest_moments(s, ru->newest);
+	ru->lo[0] = INT32_MIN;
+	ru->lo[1] = wall_first;
 	for (int c = 0; c < 2; c++) {
 		int64_t top = c == 0 ? wall_first : (int64_t)INT32_MAX + 1;
 
-		hi[c] = rollup_cut(s, newest[c]);
-		seal_to[c] = seal_cut(s, newest[c]);
-		if (hi[c] > top)
-			hi[c] = top;
-		if (seal_to[c] > top)
-			seal_to[c] = top;
-		if (hi[c] < lo[c])
-			hi[c] = lo[c];
-		seal_from[c] = s->sealed_cut[c] > hi[c] ? s->sealed_cut[c] : hi[c];
+		ru->hi[c] = rollup_cut(s, ru->newest[c]);
+		ru->seal_to[c] = seal_cut(s, ru->newest[c]);
+		if (ru->hi[c] > top)
+			ru->hi[c] = top;
+		if (ru->seal_to[c] > top)
+			ru->seal_to[c] = top;
+		if (ru->hi[c] < ru->lo[c])
+			ru->hi[c] = ru->lo[c];
+		ru->seal_from[c] = s->sealed_cut[c] > ru->hi[c] ? s->sealed_cut[c] : ru->hi[c];
 	}
-	for (uint32_t id = 1; id < s->nseries; id++) {
-		for (int c = 0; c < 2; c++) {
-			uint8_t key[DETAIL_KEY_LEN];
-			int64_t from = hi[c] > lo[c] ? lo[c] : seal_from[c];
+}
 
-			if ((from >= seal_to[c] && from >= hi[c]) || from > INT32_MAX)
-				continue;
-			detail_key(key, id, (uint32_t)(int32_t)from ^ 0x80000000u, 0);
-			for (rocksdb_iter_seek(it, (const char *)key, sizeof(key));
-			     rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-				size_t klen, vlen;
-				const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
-				const char *val;
-				uint64_t n;
+static int64_t key_bucket_index(const uint8_t *k)
+{
+	return (int32_t)(get_be32(k + 5) ^ 0x80000000u);
+}
 
-				if (!detail_key_ok(k, klen, id))
-					break;
-				int64_t idx = (int32_t)(get_be32(k + 5) ^ 0x80000000u);
-				if (idx >= hi[c] && idx < seal_from[c]) {
-					/* past what goes: on to what is to be sealed */
-					if (seal_from[c] >= seal_to[c] || seal_from[c] > INT32_MAX)
-						break;
-					detail_key(key, id,
-					           (uint32_t)(int32_t)seal_from[c] ^ 0x80000000u,
-					           0);
-					rocksdb_iter_seek(it, (const char *)key, sizeof(key));
-					if (!rocksdb_iter_valid(it))
-						break;
-					k = (const uint8_t *)rocksdb_iter_key(it, &klen);
-					if (!detail_key_ok(k, klen, id))
-						break;
-					idx = (int32_t)(get_be32(k + 5) ^ 0x80000000u);
-				}
-				if (idx >= hi[c] && idx >= seal_to[c])
-					break;
-				val = rocksdb_iter_value(it, &vlen);
-				if (idx >= hi[c]) {
-					if (set.n && get_be32(k + 5) != cur &&
-					    (r = seal_flush(s, wb, &set, &sealed)) < 0)
-						goto damaged;
-					cur = get_be32(k + 5);
-					if ((r = seal_add(&set, k, val, vlen)) < 0)
-						goto nomem;
-					continue;
-				}
-				if (detail_count(val, vlen, &n) < 0) {
-					cur = get_be32(k + 5);
-					r = -1;
-					goto damaged;
-				}
-				rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], (const char *)k,
-				                             klen);
-				gone[id] += n;
-				/* a (series, bucket) once, however many pieces */
-				st->slices += !(id == last_id && get_be32(k + 5) == last_bucket);
-				last_id = id;
-				last_bucket = get_be32(k + 5);
-				st->samples += n;
-				st->bytes += vlen;
-			}
-			if (set.n && (r = seal_flush(s, wb, &set, &sealed)) < 0)
-				goto damaged;
+static uint32_t index_bucket(int64_t idx)
+{
+	return (uint32_t)(int32_t)idx ^ 0x80000000u;
+}
+
+/* Puts the deletion of one block of series `id` (key k, value val) into
+ * the write and counts what goes.  0, or -1 when it is damaged. */
+static int rollup_forget(struct rollup *ru, uint32_t id, const uint8_t *k, size_t klen,
+                         const char *val, size_t vlen)
+{
+	uint32_t bucket = get_be32(k + 5);
+	uint64_t n;
+
+	if (detail_count(val, vlen, &n) < 0) {
+		ru->cur = bucket;
+		return -1;
+	}
+	rocksdb_writebatch_delete_cf(ru->wb, ru->s->cf[CF_DEFAULT], (const char *)k, klen);
+	ru->gone[id] += n;
+	/* a (series, bucket) once, however many pieces */
+	ru->st->slices += !(id == ru->last_id && bucket == ru->last_bucket);
+	ru->last_id = id;
+	ru->last_bucket = bucket;
+	ru->st->samples += n;
+	ru->st->bytes += vlen;
+	return 0;
+}
+
+/* Walks the detail of series `id` on clock c: forgets what is behind the
+ * window, then seeks to what is to be sealed and seals it bucket by
+ * bucket.  0, -ENOMEM, or -1 when a block is damaged (ru->cur). */
+static int rollup_series(struct rollup *ru, uint32_t id, int c)
+{
+	rocksdb_iterator_t *it = ru->it;
+	uint8_t key[DETAIL_KEY_LEN];
+	int64_t from = ru->hi[c] > ru->lo[c] ? ru->lo[c] : ru->seal_from[c];
+	int r = 0;
+
+	if ((from >= ru->seal_to[c] && from >= ru->hi[c]) || from > INT32_MAX)
+		return 0;
+	detail_key(key, id, index_bucket(from), 0);
+	for (rocksdb_iter_seek(it, (const char *)key, sizeof(key)); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		const char *val;
+
+		if (!detail_key_ok(k, klen, id))
+			break;
+		int64_t idx = key_bucket_index(k);
+		if (idx >= ru->hi[c] && idx < ru->seal_from[c]) {
+			/* past what goes: on to what is to be sealed */
+			if (ru->seal_from[c] >= ru->seal_to[c] || ru->seal_from[c] > INT32_MAX)
+				break;
+			detail_key(key, id, index_bucket(ru->seal_from[c]), 0);
+			rocksdb_iter_seek(it, (const char *)key, sizeof(key));
+			if (!rocksdb_iter_valid(it))
+				break;
+			k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+			if (!detail_key_ok(k, klen, id))
+				break;
+			idx = key_bucket_index(k);
 		}
+		if (idx >= ru->hi[c] && idx >= ru->seal_to[c])
+			break;
+		val = rocksdb_iter_value(it, &vlen);
+		if (idx < ru->hi[c]) {
+			if ((r = rollup_forget(ru, id, k, klen, val, vlen)) < 0)
+				return r;
+			continue;
+		}
+		if (ru->set.n && get_be32(k + 5) != ru->cur &&
+		    (r = seal_flush(ru->s, ru->wb, &ru->set, &ru->sealed)) < 0)
+			return r;
+		ru->cur = get_be32(k + 5);
+		if ((r = seal_add(&ru->set, k, val, vlen)) < 0)
+			return r;
 	}
-	rocksdb_iter_get_error(it, &rerr);
-	if (rerr) {
-		r = rdb_fail(s, rerr, "reading detail");
-		goto out;
-	}
-	if (!st->slices && !sealed)
-		goto done;
+	if (ru->set.n)
+		r = seal_flush(ru->s, ru->wb, &ru->set, &ru->sealed);
+	return r;
+}
+
+/* Puts the series records whose `recent` went down into the write, writes
+ * it, and follows it in memory.  0 or -errno (with the message set). */
+static int rollup_write(struct rollup *ru)
+{
+	struct rdb *s = ru->s;
+	struct buf buf = {0};
+	char *rerr = NULL;
+	size_t written = 0;
+	int r = 0;
+
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		struct series_rec n;
 		uint8_t key[5];
 
-		if (!gone[id])
+		if (!ru->gone[id])
 			continue;
 		n = s->series[id];
-		n.recent = gone[id] < n.recent ? n.recent - gone[id] : 0;
+		n.recent = ru->gone[id] < n.recent ? n.recent - ru->gone[id] : 0;
 		buf.len = 0;
 		r = series_encode(&buf, &n);
-		if (r < 0)
-			goto nomem;
+		if (r < 0) {
+			seterr(s, "%s: out of memory", s->dir);
+			goto out;
+		}
 		id_key(key, KEY_SERIES, id);
-		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
+		rocksdb_writebatch_put_cf(ru->wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
 		                          buf.len);
 	}
-	rocksdb_write(s->db, s->wopts, wb, &rerr);
+	rocksdb_write(s->db, s->wopts, ru->wb, &rerr);
 	if (rerr) {
 		r = rdb_fail(s, rerr, "roll-up");
 		goto out;
 	}
 	for (uint32_t id = 1; id < s->nseries; id++)
-		if (gone[id])
-			s->series[id].recent = gone[id] < s->series[id].recent
-			                               ? s->series[id].recent - gone[id]
+		if (ru->gone[id])
+			s->series[id].recent = ru->gone[id] < s->series[id].recent
+			                               ? s->series[id].recent - ru->gone[id]
 			                               : 0;
-	size_t written = 0;
-	rocksdb_writebatch_data(wb, &written);
+	rocksdb_writebatch_data(ru->wb, &written);
 	settle(s, written);
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
-done:
+out:
+	free(buf.p);
+	return r;
+}
+
+/* store_rollup() once its caller has checked that it may write: in one
+ * write, forgets the detail of the buckets behind the keep window and
+ * seals the pieces of the buckets that have closed since the last time. */
+static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
+{
+	struct rollup ru = {.s = s, .st = st};
+	char *rerr = NULL;
+	int r = 0;
+
+	memset(st, 0, sizeof(*st));
+	rollup_ranges(&ru);
+	ru.wb = rocksdb_writebatch_create();
+	ru.it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	ru.gone = calloc(s->nseries ? s->nseries : 1, sizeof(*ru.gone));
+	if (!ru.wb || !ru.it || !ru.gone) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (uint32_t id = 1; id < s->nseries && r == 0; id++)
+		for (int c = 0; c < 2 && r == 0; c++)
+			r = rollup_series(&ru, id, c);
+	if (r < 0)
+		goto fail;
+	rocksdb_iter_get_error(ru.it, &rerr);
+	if (rerr) {
+		r = rdb_fail(s, rerr, "reading detail");
+		goto out;
+	}
+	if ((st->slices || ru.sealed) && (r = rollup_write(&ru)) < 0)
+		goto out;
 	/* below these buckets: no detail left, and every closed bucket one
 	 * block */
 	for (int c = 0; c < 2; c++) {
-		s->rolled_cut[c] = rollup_cut(s, newest[c]);
-		if (seal_to[c] > s->sealed_cut[c])
-			s->sealed_cut[c] = seal_to[c];
+		s->rolled_cut[c] = rollup_cut(s, ru.newest[c]);
+		if (ru.seal_to[c] > s->sealed_cut[c])
+			s->sealed_cut[c] = ru.seal_to[c];
 	}
 	goto out;
-nomem:
-	seterr(s, "%s: out of memory", s->dir);
-	r = -ENOMEM;
-	goto out;
-damaged:
-	if (r == -1) {
+fail:
+	if (r == -ENOMEM)
+		seterr(s, "%s: out of memory", s->dir);
+	else if (r == -1) {
 		seterr(s, "%s: store is damaged: the detail of a series at %lld", s->dir,
-		       (long long)bucket_start(s, cur));
+		       (long long)bucket_start(s, ru.cur));
 		r = -EIO;
 	}
 out:
-	seal_clear(&set);
-	free(set.keys);
-	free(set.vals);
-	free(set.lens);
-	free(buf.p);
-	free(gone);
-	if (it)
-		rocksdb_iter_destroy(it);
-	if (wb)
-		rocksdb_writebatch_destroy(wb);
+	seal_clear(&ru.set);
+	free(ru.set.keys);
+	free(ru.set.vals);
+	free(ru.set.lens);
+	free(ru.gone);
+	if (ru.it)
+		rocksdb_iter_destroy(ru.it);
+	if (ru.wb)
+		rocksdb_writebatch_destroy(ru.wb);
 	return r;
 }
