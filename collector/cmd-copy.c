@@ -56,6 +56,52 @@ static void report(const char *verb, struct store *dst, struct store *src,
 	       st->weight, st->commits, st->commits == 1 ? "" : "s");
 }
 
+/* A keep window in the largest unit that says it exactly. */
+static void format_window(char *buf, size_t len, int64_t seconds)
+{
+	static const struct {
+		int64_t s;
+		const char *unit;
+	} units[] = {{86400, "d"}, {3600, "h"}, {60, "min"}};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (seconds > 0 && seconds % units[i].s == 0) {
+			snprintf(buf, len, "%" PRId64 " %s", seconds / units[i].s, units[i].unit);
+			return;
+		}
+	snprintf(buf, len, "%" PRId64 " s", seconds);
+}
+
+/* After a copy that carried samples (--samples) into a database, whose
+ * `where` names it: the database keeps its own keep window of detail and
+ * no writer of it rolls up on its own (a directory does after each
+ * commit), so the copy that brought the detail forgets what is older.
+ * Only the detail goes; counts stay.  With verbose, says what went.  A
+ * failure is the command's: the copy stands, the next one tries again. */
+static void rollup_database(const char *verb, const char *where, struct store *dst, bool verbose)
+{
+	struct store_rollup_stats ru;
+	char window[32];
+
+	if (!store_is_database(where))
+		return;
+	if (store_rollup(dst, &ru) < 0)
+		cli_die("%s: copied into %s, but forgetting the detail older than its keep window "
+		        "failed: %s",
+		        verb, store_where(dst), store_errmsg(dst));
+	if (!verbose)
+		return;
+	format_window(window, sizeof(window), store_keep_samples(dst));
+	if (ru.samples == 0 && ru.slices == 0)
+		printf("rolled up %s: no detail older than its keep window (%s)\n", store_where(dst),
+		       window);
+	else
+		printf("rolled up %s: forgot the detail of %" PRIu64 " samples in %" PRIu64
+		       " buckets (%" PRIu64 " bytes) older than its keep window (%s); their "
+		       "counts stay\n",
+		       store_where(dst), ru.samples, ru.slices, ru.bytes, window);
+}
+
 /* Parses a positive count no larger than UINT32_MAX. */
 static uint32_t parse_count(const char *opt, const char *s)
 {
@@ -74,7 +120,7 @@ static uint32_t parse_count(const char *opt, const char *s)
 static void usage_push(FILE *f)
 {
 	fputs("Usage: " PROG " push [--store DIR] --to DATABASE [--buckets-per-commit N]\n"
-	      "           [--full] [--samples]\n"
+	      "           [--full] [--samples [--verbose]]\n"
 	      "\n"
 	      "Copies into a central database (a PostgreSQL connection string that\n"
 	      "starts with postgresql: or postgres:) what the local store holds and the\n"
@@ -96,7 +142,10 @@ static void usage_push(FILE *f)
 	      "  --full                 send every bucket again, not only the changed ones\n"
 	      "  --samples              also send the recent tier: every sample the store\n"
 	      "                         still keeps whole (its moment, thread, weight),\n"
-	      "                         with its bucket; without it only the counts go\n"
+	      "                         with its bucket; without it only the counts go.\n"
+	      "                         The database then forgets the detail older than\n"
+	      "                         its keep window (counts stay)\n"
+	      "  -v, --verbose          say what that roll-up forgot\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " push --store /var/lib/flamefs \\\n"
@@ -113,6 +162,7 @@ int cmd_push(int argc, char **argv)
 	        {"buckets-per-commit", required_argument, NULL, 'n'},
 	        {"full", no_argument, NULL, 'F'},
 	        {"samples", no_argument, NULL, 'S'},
+	        {"verbose", no_argument, NULL, 'v'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -121,17 +171,19 @@ int cmd_push(int argc, char **argv)
 	const char *store_arg = NULL, *to = NULL;
 	char *owned, err[1024];
 	struct store *src, *dst;
+	bool verbose = false;
 	int c;
 
 	store_log_to(log_line, "push");
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 't': to = optarg; break;
 		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
 		case 'F': o.incremental = false; break;
 		case 'S': o.samples = true; break;
+		case 'v': verbose = true; break;
 		case 'h': usage_push(stdout); return 0;
 		default: return cli_bad_option("push", c, argv);
 		}
@@ -149,6 +201,8 @@ int cmd_push(int argc, char **argv)
 	if (store_copy(dst, src, &o, &st, err, sizeof(err)) < 0)
 		cli_die("push %s -> %s: %s", store_where(src), store_where(dst), err);
 	report("pushed", dst, src, &st);
+	if (o.samples)
+		rollup_database("push", to, dst, verbose);
 	store_close(dst);
 	store_close(src);
 	free(owned);
@@ -159,7 +213,7 @@ int cmd_push(int argc, char **argv)
 
 static void usage_merge(FILE *f)
 {
-	fputs("Usage: " PROG " merge [--store DEST] [--samples] SOURCE...\n"
+	fputs("Usage: " PROG " merge [--store DEST] [--samples [--verbose]] SOURCE...\n"
 	      "\n"
 	      "Brings whole stores into another one, by content: frames, stacks and\n"
 	      "series (host included) are matched by what they are.  Each store may be\n"
@@ -177,7 +231,11 @@ static void usage_merge(FILE *f)
 	      "                          always takes a source in one)\n"
 	      "  --samples               also bring the recent tier: every sample a source\n"
 	      "                          still keeps whole (its moment, thread, weight),\n"
-	      "                          with its bucket; without it only the counts come\n"
+	      "                          with its bucket; without it only the counts come.\n"
+	      "                          A database DEST then forgets the detail older\n"
+	      "                          than its keep window (counts stay); a directory\n"
+	      "                          does so on its own\n"
+	      "  -v, --verbose           say what that roll-up forgot\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  scp -r web1:/var/lib/flamefs web1 && " PROG " merge --store ~/fleet web1\n"
@@ -192,6 +250,7 @@ int cmd_merge(int argc, char **argv)
 	        {"store", required_argument, NULL, 's'},
 	        {"buckets-per-commit", required_argument, NULL, 'n'},
 	        {"samples", no_argument, NULL, 'S'},
+	        {"verbose", no_argument, NULL, 'v'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -199,26 +258,28 @@ int cmd_merge(int argc, char **argv)
 	 * record (the one push keeps: a store merged and pushed is one
 	 * source); a directory takes each source once whatever this says. */
 	struct store_copy_opts o = {.incremental = true};
-	const char *store_arg = NULL;
+	const char *store_arg = NULL, *where;
 	char *owned, err[1024];
 	struct store *dst;
+	bool verbose = false;
 	int c;
 
 	store_log_to(log_line, "merge");
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
 		case 'S': o.samples = true; break;
+		case 'v': verbose = true; break;
 		case 'h': usage_merge(stdout); return 0;
 		default: return cli_bad_option("merge", c, argv);
 		}
 	}
 	if (optind == argc)
 		return cli_usage_error("merge", "no SOURCE store given");
-	if (store_open(cli_resolve_store(store_arg, &owned), STORE_CREATE, &dst, err, sizeof(err)) <
-	    0)
+	where = cli_resolve_store(store_arg, &owned);
+	if (store_open(where, STORE_CREATE, &dst, err, sizeof(err)) < 0)
 		cli_die("%s", err);
 	if (store_notice(dst))
 		fprintf(stderr, PROG ": %s\n", store_notice(dst));
@@ -231,6 +292,8 @@ int cmd_merge(int argc, char **argv)
 		report("merged", dst, src, &st);
 		store_close(src);
 	}
+	if (o.samples)
+		rollup_database("merge", where, dst, verbose);
 	store_close(dst);
 	free(owned);
 	return 0;

@@ -10,7 +10,8 @@
 # refused; the password never shows; a read-only role reads but cannot
 # write; an unreachable server is named; a server that drops connections
 # is waited for; a server restarted during
-# imports loses and doubles nothing.
+# imports loses and doubles nothing; push and merge --samples roll the
+# database's recent tier up to its keep window.
 # Usage: test-central.sh BUILD_DIR.  SKIP (77) without PostgreSQL 15.
 set -u
 build=${1:?usage: $0 BUILD_DIR}
@@ -516,6 +517,52 @@ n=$((n + 1))
 "$collect" export --store "$busy" --format folded >"$tmp/busy.p" 2>&1
 "$collect" export --store "$tmp/bigemb" --format folded >"$tmp/busy.e" 2>&1
 same "$tmp/busy.p" "$tmp/busy.e" "imports across a server restart: counts differ"
+
+# ---- push --samples rolls the database's recent tier up ---------------------------
+# Nothing else forgets a database's old detail: the copy that brought it
+# does (store_rollup), by the rule of store/README.md: a bucket's detail
+# goes once it ends at or before the newest moment minus the keep window.
+# The expectation is computed here from the directory's own samples.
+tier=$(newdb tier)
+"$build/tests/gen-samples" "$tmp/tier" 600 --cpus 1 --series 4 >"$tmp/tier.gen" || bad "gen-samples"
+"$collect" samples --store "$tmp/tier" --folded | sort >"$tmp/tier.all"
+"$collect" export --store "$tmp/tier" --format folded >"$tmp/tier.counts"
+"$collect" push --store "$tmp/tier" --to "$tier" --samples >"$tmp/tier.push1" 2>&1 ||
+	{ bad "push --samples"; cat "$tmp/tier.push1"; }
+lacks "$tmp/tier.push1" "rolled up" "push --samples without --verbose"
+"$collect" samples --store "$tier" --folded | sort >"$tmp/tier.db1"
+same "$tmp/tier.db1" "$tmp/tier.all" "push --samples: the database's detail (within the default 2 h window)"
+# a window of 2 minutes: what the next copy forgets, from the samples themselves
+psql "$tier" -qX -c "INSERT INTO flamefs_meta VALUES ('keep_samples', '120')
+  ON CONFLICT (key) DO UPDATE SET value = '120'" >/dev/null
+newest=$(awk '{ split($1, t, "."); if (t[1] > m) m = t[1] } END { print m }' "$tmp/tier.all")
+awk -v T="$newest" '{ split($1, t, "."); if (t[1] - t[1] % 60 + 180 > T) print }' "$tmp/tier.all" >"$tmp/tier.kept"
+gone=$(($(wc -l <"$tmp/tier.all") - $(wc -l <"$tmp/tier.kept")))
+n=$((n + 1))
+[ "$gone" -gt 0 ] && [ -s "$tmp/tier.kept" ] || bad "the 2-minute window should forget some detail and keep some ($gone gone)"
+"$collect" push --store "$tmp/tier" --to "$tier" --samples --verbose >"$tmp/tier.push2" 2>&1 ||
+	{ bad "push --samples --verbose"; cat "$tmp/tier.push2"; }
+has "$tmp/tier.push2" "nothing new" "a second push"
+has "$tmp/tier.push2" "forgot the detail of $gone samples in" "push --verbose says what the roll-up forgot"
+has "$tmp/tier.push2" "older than its keep window (2 min); their counts stay" "push --verbose names the window"
+"$collect" samples --store "$tier" --folded | sort >"$tmp/tier.db2"
+same "$tmp/tier.db2" "$tmp/tier.kept" "after the roll-up the database keeps the detail of the window"
+"$collect" export --store "$tier" --format folded >"$tmp/tier.dbcounts"
+same "$tmp/tier.dbcounts" "$tmp/tier.counts" "the roll-up leaves the counts as they were"
+n=$((n + 1))
+[ "$(psql "$tier" -qXAt -c "SELECT sum(samples) FROM series_recent")" = "$(wc -l <"$tmp/tier.kept")" ] ||
+	bad "series_recent.samples after the roll-up"
+# merge does the same; a roll-up with nothing to forget says so
+"$collect" merge --store "$tier" --samples -v "$tmp/tier" >"$tmp/tier.merge" 2>&1 ||
+	{ bad "merge --samples -v"; cat "$tmp/tier.merge"; }
+has "$tmp/tier.merge" "no detail older than its keep window (2 min)" "merge -v: nothing more to forget"
+# without --samples, no roll-up runs: the detail a window of 0 would drop stays
+psql "$tier" -qX -c "UPDATE flamefs_meta SET value = '0' WHERE key = 'keep_samples'" >/dev/null
+"$collect" push --store "$tmp/tier" --to "$tier" --verbose >"$tmp/tier.push3" 2>&1 ||
+	{ bad "push without --samples"; cat "$tmp/tier.push3"; }
+lacks "$tmp/tier.push3" "rolled up" "push without --samples"
+"$collect" samples --store "$tier" --folded | sort >"$tmp/tier.db3"
+same "$tmp/tier.db3" "$tmp/tier.kept" "a push without --samples leaves the detail"
 
 echo "$((n - failures))/$n checks passed"
 [ "$failures" = 0 ]
