@@ -93,8 +93,8 @@ static void rollup_database(const char *verb, const char *where, struct store *d
 		return;
 	format_window(window, sizeof(window), store_keep_samples(dst));
 	if (ru.samples == 0 && ru.slices == 0)
-		printf("rolled up %s: no detail older than its keep window (%s)\n", store_where(dst),
-		       window);
+		printf("rolled up %s: no detail older than its keep window (%s)\n",
+		       store_where(dst), window);
 	else
 		printf("rolled up %s: forgot the detail of %" PRIu64 " samples in %" PRIu64
 		       " buckets (%" PRIu64 " bytes) older than its keep window (%s); their "

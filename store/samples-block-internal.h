@@ -1,8 +1,9 @@
 /*
  * samples-block-internal.h — the samples block: one (series, bucket)'s
  * detail in the recent tier (store.h, struct store_sample), encoded
- * compactly, for any backend (the central store keeps one per row of
- * its `samples` table).  Private to store/.
+ * compactly: the one format of both backends (the directory keeps one
+ * per piece and sealed block under its 'd' keys, the database one per
+ * row of its `samples` table).  Private to store/.
  *
  * A block holds n >= 1 samples, in the canonical order (time, pid, tid,
  * node, weight), all inside the bucket [start_us, start_us + span_us):

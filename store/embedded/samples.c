@@ -648,8 +648,8 @@ static int seal_flush(struct rdb *s, rocksdb_writebatch_t *wb, struct seal_set *
 		if (!bucket_start_us(s, get_be32(p->keys[0] + 5), &start))
 			r = -1;
 		else
-			r = detail_merge(s, start, (const char *const *)p->vals, p->lens, p->n, &out,
-			                 &outlen);
+			r = detail_merge(s, start, (const char *const *)p->vals, p->lens, p->n,
+			                 &out, &outlen);
 		if (r == -EIO)
 			r = -1;
 		if (r == 0) {
@@ -681,8 +681,8 @@ struct rollup {
 	uint64_t *gone; /* by series: samples whose detail goes */
 	uint64_t sealed;
 	struct seal_set set;
-	uint32_t cur;                     /* the bucket being sealed (or found damaged) */
-	uint32_t last_id, last_bucket;    /* the last bucket forgotten */
+	uint32_t cur;                  /* the bucket being sealed (or found damaged) */
+	uint32_t last_id, last_bucket; /* the last bucket forgotten */
 	int64_t newest[2], lo[2], hi[2], seal_from[2], seal_to[2];
 };
 
