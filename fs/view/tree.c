@@ -64,6 +64,8 @@ void view_tree_free(struct view_tree *t)
 	free(t->unit);
 	free(t->src.series);
 	free(t->src.binary);
+	free(t->src.window);
+	view_place_free(t->src.place);
 	free(t);
 }
 
