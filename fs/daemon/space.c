@@ -237,11 +237,13 @@ unsigned space_file_count(const struct space *sp, uint32_t node)
 	return node == SPACE_ROOT_NODE ? DIFF_FILES : (unsigned)view_diff_file_count;
 }
 
-/* The window [*from, *to) of a window space now. */
+/* The window [*from, *to) of a window space now, in microseconds. */
 static void space_window_locked(const struct space *sp, int64_t *from, int64_t *to)
 {
 	if (sp->last) {
 		view_window_last(time(NULL), sp->last, store_bucket_seconds(fs.store), from, to);
+		*from *= 1000000;
+		*to *= 1000000;
 		return;
 	}
 	*from = sp->from;
@@ -466,15 +468,12 @@ static int space_build_all_locked(const struct space *sp, const struct view_tree
 	}
 	if (n == 0) {
 		m[n++] = *first;
-		from = 1, to = 0;
-	} else if (sp->kind == SPACE_ALL_WINDOW) {
-		/* view_tree_build takes closed intervals (see SPACE_WINDOW). */
-		if (to <= from)
-			from = 1, to = 0;
-		else
-			to--;
+		from = 0, to = 0;
 	}
-	r = view_tree_build_seeded(fs.store, m, n, from, to, seed, out);
+	if (sp->kind == SPACE_ALL_WINDOW)
+		r = view_tree_build_window_us(fs.store, m, n, from, to, seed, out);
+	else
+		r = view_tree_build_seeded(fs.store, m, n, from, to, seed, out);
 	free(m);
 	return r;
 }
@@ -502,11 +501,7 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 	case SPACE_WINDOW: {
 		int64_t from, to;
 		space_window_locked(sp, &from, &to);
-		/* view_tree_build takes closed intervals: the buckets that
-		 * overlap [from, to) are those of [from, to - 1]. */
-		if (to <= from)
-			return view_tree_build_seeded(fs.store, s, n, 1, 0, seed, out);
-		return view_tree_build_seeded(fs.store, s, n, from, to - 1, seed, out);
+		return view_tree_build_window_us(fs.store, s, n, from, to, seed, out);
 	}
 	case SPACE_DIFF: {
 		struct tree_ref *ta, *tb;

@@ -119,12 +119,14 @@ static char *unescaped(const char *comp, size_t len, int flags, size_t *out_len)
 	return raw.data;
 }
 
-/* The window a window directory shows now. */
+/* The window a window directory shows now, in microseconds. */
 static void sdir_window(const struct sdir *sd, int64_t *from, int64_t *to)
 {
-	if (sd->last)
+	if (sd->last) {
 		view_window_last(time(NULL), sd->last, store_bucket_seconds(fs.store), from, to);
-	else {
+		*from *= 1000000;
+		*to *= 1000000;
+	} else {
 		*from = sd->from;
 		*to = sd->to;
 	}
@@ -456,7 +458,7 @@ static int range_lookup(const struct sdir *sd, const char *name, size_t len, str
 	sd = &me;
 	int64_t t;
 
-	if (view_parse_time(name, &t) < 0)
+	if (view_parse_time_us(name, &t) < 0)
 		return -ENOENT;
 	if (sd->kind == SD_RANGE)
 		return sdir_ino_locked(&(struct sdir){.kind = SD_FROM,
@@ -562,8 +564,9 @@ static int from_list(struct emitter *em, const struct sdir *sd, size_t k)
 	size_t len;
 
 	sd = &me;
-	if (k > 0 || sd->from % DAY_SECONDS != 0 || sd->from < STORE_WALL_CLOCK_MIN ||
-	    !(len = day_name(sd->from + DAY_SECONDS, name)))
+	if (k > 0 || sd->from % (DAY_SECONDS * INT64_C(1000000)) != 0 ||
+	    sd->from < (int64_t)STORE_WALL_CLOCK_MIN * 1000000 ||
+	    !(len = day_name(sd->from / 1000000 + DAY_SECONDS, name)))
 		return 0;
 	int r = range_lookup(sd, name, len, &ino);
 	if (r < 0)

@@ -444,7 +444,7 @@ bool series_in_window(const struct store_series *s, int64_t from, int64_t to)
 		return false;
 	int64_t first = s->first_seen / bs * bs - (s->first_seen % bs < 0 ? bs : 0);
 	int64_t last = s->last_seen / bs * bs - (s->last_seen % bs < 0 ? bs : 0);
-	return first < to && last + bs > from;
+	return first * 1000000 < to && (last + bs) * 1000000 > from;
 }
 
 int series_collect_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id,
