@@ -119,5 +119,7 @@ void test_settled_at_close(void);
 void test_prune(void);
 void test_hosts(void);
 void test_hosts_old_schema(void);
+/* test-store-samples.c: the recent tier */
+void test_samples_exact(void);
 
 #endif

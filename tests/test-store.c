@@ -743,6 +743,7 @@ int main(int argc, char **argv)
 	sf_run("prune", test_prune);
 	sf_run("hosts", test_hosts);
 	sf_run("hosts_old_schema", test_hosts_old_schema);
+	sf_run("samples_exact", test_samples_exact);
 	nftw(sf_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", sf_failures);
 	return sf_failures ? 1 : 0;

@@ -32,7 +32,7 @@ struct store_batch *rdb_batch_new(struct store *sbase)
 		seterr(s, "%s: a batch is already open", s->dir);
 		return NULL;
 	}
-	if (host_upgrade(s) < 0)
+	if (schema_upgrade(s) < 0)
 		return NULL;
 	b = calloc(1, sizeof(*b));
 	if (!b) {
@@ -100,6 +100,7 @@ void rdb_batch_free(struct store_batch *bbase)
 	batch_rollback(b);
 	b->s->batch = NULL;
 	batch_counts_reset(b);
+	detail_reset(b);
 	free(b->delta);
 	free(b);
 }
@@ -226,10 +227,9 @@ static inline int count_index_reserve(struct rdb_batch *b)
 	return count_index_build(b, b->ncounts + 1);
 }
 
-int rdb_batch_add(struct store_batch *bbase, uint32_t series, int64_t when, uint32_t node,
-                  uint64_t samples, uint64_t weight)
+int batch_count(struct rdb_batch *b, uint32_t series, int64_t when, int64_t when_us, bool exact,
+                uint32_t node, uint64_t samples, uint64_t weight, uint32_t *groupp)
 {
-	struct rdb_batch *b = rdb_batch_of(bbase);
 	struct rdb *s = b->s;
 	struct series_delta *d;
 	struct count_ent *e;
@@ -305,9 +305,35 @@ found:
 		d->first_seen = when;
 	if (when > d->last_seen)
 		d->last_seen = when;
+	if (exact) {
+		if (!d->has_exact_us || when_us < d->exact_first_us)
+			d->exact_first_us = when_us;
+		if (!d->has_exact_us || when_us > d->exact_last_us)
+			d->exact_last_us = when_us;
+		d->has_exact_us = true;
+	} else {
+		if (!d->has_add_us || when_us < d->add_first_us)
+			d->add_first_us = when_us;
+		if (!d->has_add_us || when_us > d->add_last_us)
+			d->add_last_us = when_us;
+		d->has_add_us = true;
+	}
 	d->samples += samples;
 	d->weight += weight;
+	if (groupp)
+		*groupp = group;
 	return 0;
+}
+
+int rdb_batch_add(struct store_batch *bbase, uint32_t series, int64_t when, uint32_t node,
+                  uint64_t samples, uint64_t weight)
+{
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	int64_t us = when >= INT64_MAX / 1000000   ? INT64_MAX
+	             : when <= INT64_MIN / 1000000 ? INT64_MIN
+	                                           : when * 1000000;
+
+	return batch_count(b, series, when, us, false, node, samples, weight, NULL);
 }
 
 int rdb_batch_input_bytes(struct store_batch *bbase, uint32_t series, uint64_t bytes)
@@ -331,22 +357,61 @@ int rdb_batch_input_bytes(struct store_batch *bbase, uint32_t series, uint64_t b
 	return 0;
 }
 
+/* The batch's first and last moment of a series in microseconds: the
+ * exact moments of samples, and the `when`s of counts, except that in a
+ * copy (whose counts come at their bucket's start) a bucket's `when` is
+ * taken over by the exact moments of the detail that came with it. */
+static void delta_moments(const struct rdb_batch *b, const struct series_delta *d, int64_t *first,
+                          int64_t *last)
+{
+	int64_t bus = (int64_t)b->s->bucket_seconds * 1000000;
+
+	*first = INT64_MAX;
+	*last = INT64_MIN;
+	if (d->has_add_us) {
+		*first = d->add_first_us;
+		*last = d->add_last_us;
+	}
+	if (!d->has_exact_us)
+		return;
+	if (b->source[0] && d->has_add_us) {
+		/* the add and the detail of the same bucket */
+		if (d->exact_first_us - d->add_first_us < bus && d->exact_first_us >= d->add_first_us)
+			*first = d->exact_first_us;
+		if (d->exact_last_us - d->add_last_us < bus && d->exact_last_us >= d->add_last_us)
+			*last = d->exact_last_us;
+	}
+	if (d->exact_first_us < *first)
+		*first = d->exact_first_us;
+	if (d->exact_last_us > *last)
+		*last = d->exact_last_us;
+}
+
 /* The series record as it will be after the batch. */
-static struct series_rec series_after(const struct series_rec *r, const struct series_delta *d)
+static struct series_rec series_after(const struct rdb_batch *b, const struct series_rec *r,
+                                      const struct series_delta *d)
 {
 	struct series_rec n = *r;
 
 	if (!d)
 		return n;
 	if (d->touched) {
+		int64_t first, last;
+
 		if (d->first_seen < n.first_seen)
 			n.first_seen = d->first_seen;
 		if (d->last_seen > n.last_seen)
 			n.last_seen = d->last_seen;
+		delta_moments(b, d, &first, &last);
+		if (first < n.first_us)
+			n.first_us = first;
+		if (last > n.last_us)
+			n.last_us = last;
 	}
 	n.samples += d->samples;
 	n.weight += d->weight;
 	n.input_bytes += d->input_bytes;
+	n.recent += d->recent;
 	return n;
 }
 
@@ -586,9 +651,9 @@ static int batch_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 		const struct series_delta *d = id < b->ndelta ? &b->delta[id] : NULL;
 		struct series_rec n;
 
-		if (id < b->series_base && (!d || (!d->touched && !d->input_bytes)))
+		if (id < b->series_base && (!d || (!d->touched && !d->input_bytes && !d->recent)))
 			continue;
-		n = series_after(&s->series[id], d);
+		n = series_after(b, &s->series[id], d);
 		buf.len = 0;
 		r = series_encode(&buf, &n);
 		if (r < 0)
@@ -600,6 +665,8 @@ static int batch_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 	r = changes_put(b, wb);
 	if (r == 0)
 		r = batch_write_counts(b, wb);
+	if (r == 0)
+		r = detail_write(b, wb);
 out:
 	free(buf.p);
 	return r;
@@ -658,12 +725,13 @@ int rdb_batch_commit(struct store_batch *bbase)
 	}
 	/* Committed: make the batch's ids permanent and start afresh. */
 	s->commits++;
-	b->source[0] = 0;
 	for (uint32_t id = 1; id < s->nseries && id < b->ndelta; id++)
-		s->series[id] = series_after(&s->series[id], &b->delta[id]);
+		s->series[id] = series_after(b, &s->series[id], &b->delta[id]);
+	b->source[0] = 0;
 	if (b->delta)
 		memset(b->delta, 0, (size_t)b->ndelta * sizeof(*b->delta));
 	batch_counts_reset(b);
+	detail_reset(b);
 	batch_mark(b);
 	size_t written = 0;
 	rocksdb_writebatch_data(wb, &written);

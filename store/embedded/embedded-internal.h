@@ -59,6 +59,7 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define KEY_SERIES 's'
 #define KEY_CHANGE 'c' /* schema 3: u64 BE commit number; see changes.c */
 #define KEY_NONCE  'k' /* u64 BE commit number: the commit's 8 random bytes; changes.c */
+#define KEY_DETAIL 'd' /* schema 4: u32 BE series, u32 BE bucket: a detail block; samples.c */
 #define NODE_RUN   4096u
 
 /* In a frame record's kind byte (schema 2): the module and build id are
@@ -75,6 +76,8 @@ extern const char *const cf_names[CF_COUNT_ALL];
 /* Schema 3: u32 BE first series id whose record names its host, then the
  * host of the series below it (written by schema 2 or older). */
 #define META_HOST "mhost"
+/* Schema 4: i64 BE seconds of detail the recent tier keeps. */
+#define META_KEEP_SAMPLES "mkeep_samples"
 
 /* RocksDB's InfoLogLevel: DEBUG, INFO, WARN, ERROR, ... */
 #define ROCKS_LOG_WARN 2
@@ -209,6 +212,10 @@ struct series_rec {
 	uint32_t h;
 	int64_t first_seen, last_seen; /* INT64_MAX / INT64_MIN when unseen */
 	uint64_t samples, weight, input_bytes;
+	/* Schema 4: the first and last moment in microseconds (INT64_MAX /
+	 * INT64_MIN when unseen) and the samples whose detail is kept. */
+	int64_t first_us, last_us;
+	uint64_t recent;
 };
 
 struct rdb {
@@ -239,6 +246,7 @@ struct rdb {
 	char notice[ERRLEN]; /* store_notice(); empty when none */
 	char id_hex[33];     /* store_id() */
 	uint64_t commits;    /* the last commit's number (changes.c) */
+	int64_t keep_samples; /* store_keep_samples(), from META_KEEP_SAMPLES */
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
@@ -291,6 +299,21 @@ struct series_delta {
 	bool touched;
 	int64_t first_seen, last_seen;
 	uint64_t samples, weight, input_bytes;
+	/* Microseconds: of counts given a `when` (seconds * 1e6) and of
+	 * samples given their own moment (batch_sample, batch_detail);
+	 * valid when has_add_us / has_exact_us. */
+	bool has_add_us, has_exact_us;
+	int64_t add_first_us, add_last_us, exact_first_us, exact_last_us;
+	uint64_t recent; /* samples whose detail the batch keeps */
+};
+
+/* One sample's detail held by a batch until its commit (samples.c). */
+struct detail_ent {
+	uint32_t series, bucket;
+	uint32_t node, pid, tid;
+	uint32_t seq; /* the order it came in: ties in time keep it */
+	int64_t t_rel; /* microseconds since its bucket's start */
+	uint64_t weight;
 };
 
 struct rdb_batch {
@@ -321,6 +344,11 @@ struct rdb_batch {
 
 	struct series_delta *delta; /* indexed by series id */
 	uint32_t ndelta;
+
+	/* Detail kept by batch_sample() and batch_detail(), in the order
+	 * given; sorted and encoded at commit (samples.c). */
+	struct detail_ent *detail;
+	size_t ndetail, detail_cap;
 
 	/* batch_source(): the store whose copy this is ("" when none) and
 	 * how far the copy reaches once committed. */
@@ -380,6 +408,14 @@ int rdb_source_cursor(struct store *s, const char *source, uint64_t *upto);
 int rdb_commit_nonce(struct store *s, uint64_t commit, uint64_t *nonce);
 int rdb_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
 int rdb_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
+int rdb_batch_sample(struct store_batch *b, uint32_t series, const struct store_sample *smp);
+int rdb_batch_detail(struct store_batch *b, uint32_t series, int64_t bucket_start,
+                     const struct store_sample *v, size_t n);
+int rdb_series_samples(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,
+                       store_sample_fn fn, void *ctx);
+int64_t rdb_keep_samples(const struct store *s);
+int rdb_set_keep_samples(struct store *s, int64_t seconds);
+int rdb_rollup(struct store *s, struct store_rollup_stats *st);
 
 /* ---- functions shared between the files ---------------------------------- */
 
@@ -390,6 +426,11 @@ char *dup_bytes(const void *p, size_t n);
 
 /* counts.c */
 rocksdb_mergeoperator_t *counts_merge_operator(void);
+/* batch.c: counts one sample (or `samples` of them) as store_batch_add
+ * does, with its moment `when_us` in microseconds, exact (batch_sample)
+ * or `when` * 1e6; sets *group to its (series, bucket). */
+int batch_count(struct rdb_batch *b, uint32_t series, int64_t when, int64_t when_us, bool exact,
+                uint32_t node, uint64_t samples, uint64_t weight, uint32_t *group);
 int bucket_of(const struct rdb *s, int64_t when, uint32_t *bucket);
 int64_t bucket_start(const struct rdb *s, uint32_t bucket);
 uint32_t bucket_clamped(const struct rdb *s, int64_t t);
@@ -413,6 +454,26 @@ int load_frame(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 int load_node(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 int load_node_run(struct rdb *s, uint32_t first, const uint8_t *v, size_t vlen);
 
+/* samples.c: the recent tier.  detail_merge_operator() is the default
+ * column family's (only detail keys take merge operands). */
+rocksdb_mergeoperator_t *detail_merge_operator(void);
+/* Puts a merge operand per (series, bucket) of the batch's detail into
+ * wb (the batch keeps it until detail_reset(), after the commit). */
+int detail_write(struct rdb_batch *b, rocksdb_writebatch_t *wb);
+void detail_reset(struct rdb_batch *b);
+/* Adds to *samples the samples of the detail blocks of `series` in
+ * buckets below `cut`, and puts their deletion into wb (when not NULL).
+ * 0 or -errno. */
+int detail_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t series, uint32_t cut,
+                 uint64_t *samples);
+/* The number of samples a detail block holds (its first varint); -1 when
+ * it is damaged. */
+int detail_count(const void *v, size_t len, uint64_t *n);
+/* Loads META_KEEP_SAMPLES into s->keep_samples (the default without it). */
+int keep_load(struct rdb *s);
+/* floor(us / (bucket_seconds * 1e6)) as a bucket key, -ERANGE when out of range. */
+int bucket_of_us(const struct rdb *s, int64_t us, uint32_t *bucket);
+
 /* series.c */
 void series_rec_clear(struct series_rec *r);
 int series_encode(struct buf *b, const struct series_rec *r);
@@ -421,9 +482,9 @@ int load_series(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 /* Reads the "mhost" meta record into host_from and legacy_host (at open
  * with schema 3, and before each listing of a reader). */
 int host_meta_load(struct rdb *s);
-/* Before a writer's first write to a store older than schema 3: marks it
- * 3 and writes "mhost", in one synced write.  0 or -errno. */
-int host_upgrade(struct rdb *s);
+/* Before a writer's first write to a store older than schema 4: marks it
+ * 4 (and, below 3, writes "mhost"), in one synced write.  0 or -errno. */
+int schema_upgrade(struct rdb *s);
 
 /* options.c */
 int make_options(struct rdb *s);

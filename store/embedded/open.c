@@ -275,7 +275,7 @@ static int meta_check(struct rdb *s)
 	 * records: this flamefs reads it as it is, and a writer marks the
 	 * store 2 before it can write one.  Schema 2's series records name no
 	 * host: a writer marks the store 3 before its first write
-	 * (host_upgrade(), series.c), when it knows the host. */
+	 * (schema_upgrade(), series.c), when it knows the host. */
 	if (schema < 2 && !s->readonly) {
 		uint8_t v[4];
 		char *rerr = NULL;
@@ -615,6 +615,9 @@ int embedded_open(const char *dir, int flags, struct store **out, char *err, siz
 	r = changes_load(s);
 	if (r < 0)
 		goto fail;
+	r = keep_load(s);
+	if (r < 0)
+		goto fail;
 
 	r = node_append(s, STORE_ROOT_NODE, 0);
 	if (r < 0)
@@ -747,4 +750,10 @@ const struct store_ops embedded_ops = {
         .commit_nonce = rdb_commit_nonce,
         .dest_cursor = rdb_dest_cursor,
         .set_dest_cursor = rdb_set_dest_cursor,
+        .batch_sample = rdb_batch_sample,
+        .series_samples = rdb_series_samples,
+        .keep_samples = rdb_keep_samples,
+        .set_keep_samples = rdb_set_keep_samples,
+        .rollup = rdb_rollup,
+        .batch_detail = rdb_batch_detail,
 };

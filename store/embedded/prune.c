@@ -60,6 +60,11 @@ static int prune_series(struct rdb *s, rocksdb_writebatch_t *wb, rocksdb_iterato
 		return rdb_fail(s, rerr, "reading counts");
 	if (!buckets)
 		return 0;
+	/* the detail of the same buckets, in the same write */
+	uint64_t recent = 0;
+	int r = detail_prune(s, wb, id, cut, &recent);
+	if (r < 0)
+		return r;
 
 	/* The first bucket kept, if any, is where the series now starts. */
 	*after = s->series[id];
@@ -74,11 +79,17 @@ static int prune_series(struct rdb *s, rocksdb_writebatch_t *wb, rocksdb_iterato
 		int64_t first = bucket_start(s, get_be32(k + 4));
 		if (first > after->first_seen)
 			after->first_seen = first;
+		if (first < INT64_MAX / 1000000 && first * 1000000 > after->first_us)
+			after->first_us = first * 1000000;
+		after->recent -= recent < after->recent ? recent : after->recent;
 	} else {
 		after->samples = 0;
 		after->weight = 0;
 		after->first_seen = INT64_MAX;
 		after->last_seen = INT64_MIN;
+		after->first_us = INT64_MAX;
+		after->last_us = INT64_MIN;
+		after->recent = 0;
 		st->series_emptied++;
 	}
 	st->buckets += buckets;
@@ -109,7 +120,7 @@ int rdb_prune(struct store *sbase, const struct store_prune_opts *o, struct stor
 		return -EBUSY;
 	}
 	if (!o->dry_run) {
-		r = host_upgrade(s);
+		r = schema_upgrade(s);
 		if (r < 0)
 			return r;
 	}

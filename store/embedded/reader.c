@@ -181,6 +181,8 @@ int rdb_refresh(struct store *sbase)
 	}
 	if (s->readonly) {
 		r = load_new(s);
+		if (r == 0)
+			r = keep_load(s);
 		if (r < 0)
 			return r;
 	}

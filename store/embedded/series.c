@@ -40,8 +40,9 @@ void series_rec_clear(struct series_rec *r)
 
 /* Series record: (schema 3, not legacy) host, then binary, version,
  * event, unit as (varint length, bytes), then zigzag first_seen, zigzag
- * last_seen, varint samples, weight, input_bytes.  A legacy record (one
- * written before schema 3) keeps its form without the host. */
+ * last_seen, varint samples, weight, input_bytes, and (schema 4) zigzag
+ * first_us, zigzag last_us, varint recent.  A legacy record (one written
+ * before schema 3) keeps its form without the host. */
 int series_encode(struct buf *b, const struct series_rec *r)
 {
 	size_t lh = r->legacy ? 0 : strlen(r->host);
@@ -62,7 +63,21 @@ int series_encode(struct buf *b, const struct series_rec *r)
 	buf_varint(b, r->samples);
 	buf_varint(b, r->weight);
 	buf_varint(b, r->input_bytes);
+	buf_varint(b, zigzag(r->first_us));
+	buf_varint(b, zigzag(r->last_us));
+	buf_varint(b, r->recent);
 	return 0;
+}
+
+/* A moment in seconds as microseconds, saturating (the unseen bounds
+ * INT64_MAX / INT64_MIN stay where they are). */
+static int64_t seconds_us(int64_t t)
+{
+	if (t >= INT64_MAX / 1000000)
+		return INT64_MAX;
+	if (t <= INT64_MIN / 1000000)
+		return INT64_MIN;
+	return t * 1000000;
 }
 
 /* Decodes into r, whose strings it mallocs; a legacy record gets `host`.
@@ -84,8 +99,22 @@ static int series_decode(const uint8_t *p, size_t len, bool legacy, const char *
 	}
 	if (get_varint(&p, end, &first) < 0 || get_varint(&p, end, &last) < 0 ||
 	    get_varint(&p, end, &r->samples) < 0 || get_varint(&p, end, &r->weight) < 0 ||
-	    get_varint(&p, end, &r->input_bytes) < 0 || p != end)
+	    get_varint(&p, end, &r->input_bytes) < 0)
 		return -1;
+	if (p == end) {
+		/* Before schema 4: the moments are the `when`s counts had. */
+		r->first_us = seconds_us(unzigzag(first));
+		r->last_us = seconds_us(unzigzag(last));
+		r->recent = 0;
+	} else {
+		uint64_t fu, lu;
+
+		if (get_varint(&p, end, &fu) < 0 || get_varint(&p, end, &lu) < 0 ||
+		    get_varint(&p, end, &r->recent) < 0 || p != end)
+			return -1;
+		r->first_us = unzigzag(fu);
+		r->last_us = unzigzag(lu);
+	}
 	if (!legacy && l[0] == 0)
 		return -1; /* every schema 3 record names its host */
 	r->first_seen = unzigzag(first);
@@ -153,7 +182,7 @@ int host_meta_load(struct rdb *s)
 	return 0;
 }
 
-int host_upgrade(struct rdb *s)
+int schema_upgrade(struct rdb *s)
 {
 	rocksdb_writebatch_t *wb;
 	size_t hl = strlen(s->legacy_host ? s->legacy_host : "");
@@ -161,9 +190,9 @@ int host_upgrade(struct rdb *s)
 	char *rerr = NULL;
 	int r = 0;
 
-	if (s->schema >= 3)
+	if (s->schema >= STORE_SCHEMA_VERSION)
 		return 0;
-	if (!s->legacy_host) /* host_meta_load() gave every older store one */
+	if (s->schema < 3 && !s->legacy_host) /* host_meta_load() gave it one */
 		return -EINVAL;
 	host = malloc(4 + hl);
 	wb = rocksdb_writebatch_create();
@@ -172,20 +201,25 @@ int host_upgrade(struct rdb *s)
 		seterr(s, "%s: out of memory", s->dir);
 		goto out;
 	}
-	put_be32(schema, 3);
-	put_be32(host, s->nseries);
-	memcpy(host + 4, s->legacy_host, hl);
+	/* Schema 4 adds detail records and the series records' moments;
+	 * what schema 3 wrote reads as it is (no detail). */
+	put_be32(schema, STORE_SCHEMA_VERSION);
 	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_SCHEMA, strlen(META_SCHEMA),
 	                          (char *)schema, 4);
-	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_HOST, strlen(META_HOST), (char *)host,
-	                          4 + hl);
+	if (s->schema < 3) {
+		put_be32(host, s->nseries);
+		memcpy(host + 4, s->legacy_host, hl);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_HOST, strlen(META_HOST),
+		                          (char *)host, 4 + hl);
+	}
 	rocksdb_write(s->db, s->wopts, wb, &rerr);
 	if (rerr) {
 		r = rdb_fail(s, rerr, "writing meta");
 		goto out;
 	}
-	s->schema = 3;
-	s->host_from = s->nseries;
+	if (s->schema < 3)
+		s->host_from = s->nseries;
+	s->schema = STORE_SCHEMA_VERSION;
 out:
 	if (wb)
 		rocksdb_writebatch_destroy(wb);
@@ -299,6 +333,8 @@ int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k
 	r->h = h;
 	r->first_seen = INT64_MAX;
 	r->last_seen = INT64_MIN;
+	r->first_us = INT64_MAX;
+	r->last_us = INT64_MIN;
 	idtab_put(&s->series_tab, pos, s->nseries, h);
 	*id = s->nseries++;
 	return 0;
@@ -376,6 +412,9 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 		e->samples = rec.samples;
 		e->weight = rec.weight;
 		e->input_bytes = rec.input_bytes;
+		e->first_us = rec.first_us;
+		e->last_us = rec.last_us;
+		e->recent_samples = rec.recent;
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	if (rerr) {

@@ -49,16 +49,20 @@ static int du_fd(int dfd, uint64_t *total)
 	return r;
 }
 
-/* RocksDB's estimate of the SST bytes of one key prefix of the default
- * column family. */
 /* The uncompressed bytes (keys and values) of the default column family's
- * frames, nodes and other records, by one scan. */
-static int raw_bytes(struct rdb *s, uint64_t *frames, uint64_t *nodes, uint64_t *other)
+ * frames, nodes, detail blocks and other records, and the samples the
+ * detail blocks hold, by one scan. */
+struct raw_split {
+	uint64_t frames, nodes, detail, other;
+	uint64_t samples;
+};
+
+static int raw_bytes(struct rdb *s, struct raw_split *o)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	char *rerr = NULL;
 
-	*frames = *nodes = *other = 0;
+	memset(o, 0, sizeof(*o));
 	if (!it) {
 		seterr(s, "%s: out of memory", s->dir);
 		return -ENOMEM;
@@ -66,10 +70,17 @@ static int raw_bytes(struct rdb *s, uint64_t *frames, uint64_t *nodes, uint64_t 
 	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const char *k = rocksdb_iter_key(it, &klen);
-		(void)rocksdb_iter_value(it, &vlen);
-		bool node = klen && (k[0] == KEY_NODE || k[0] == KEY_NODES);
-		uint64_t *to = klen && k[0] == KEY_FRAME ? frames : node ? nodes : other;
+		const char *v = rocksdb_iter_value(it, &vlen);
+		char p = klen ? k[0] : 0;
+		uint64_t *to = p == KEY_FRAME                     ? &o->frames
+		               : p == KEY_NODE || p == KEY_NODES ? &o->nodes
+		               : p == KEY_DETAIL                 ? &o->detail
+		                                                 : &o->other;
+		uint64_t n;
+
 		*to += klen + vlen;
+		if (p == KEY_DETAIL && detail_count(v, vlen, &n) == 0)
+			o->samples += n;
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	rocksdb_iter_destroy(it);
@@ -103,6 +114,24 @@ static uint64_t share(uint64_t total, uint64_t part_raw, uint64_t all_raw)
 	return all_raw ? (uint64_t)((long double)total * part_raw / all_raw) : 0;
 }
 
+/* RocksDB's estimate of the SST bytes of the detail keys. */
+static uint64_t detail_sst_bytes(struct rdb *s)
+{
+	const char start[1] = {KEY_DETAIL}, limit[1] = {KEY_DETAIL + 1};
+	const char *starts[1] = {start}, *limits[1] = {limit};
+	size_t slen[1] = {1}, llen[1] = {1};
+	uint64_t bytes = 0;
+	char *rerr = NULL;
+
+	rocksdb_approximate_sizes_cf(s->db, s->cf[CF_DEFAULT], 1, starts, slen, limits, llen,
+	                             &bytes, &rerr);
+	if (rerr) {
+		rocksdb_free(rerr);
+		return 0;
+	}
+	return bytes;
+}
+
 int rdb_footprint(struct store *sbase, struct store_footprint *out)
 {
 	struct rdb *s = rdb_of(sbase);
@@ -130,21 +159,33 @@ int rdb_footprint(struct store *sbase, struct store_footprint *out)
 	if (rocksdb_property_int_cf(s->db, s->cf[CF_DEFAULT], "rocksdb.total-sst-files-size",
 	                            &total) != 0)
 		total = 0;
-	/* Frames, nodes, series and meta share the default column family,
-	 * whose data blocks (256 KiB) hold several kinds at once: frames and
-	 * nodes get the data blocks' bytes in proportion to their
+	/* Frames, nodes, detail, series and meta share the default column
+	 * family, whose data blocks (256 KiB) hold several kinds at once:
+	 * frames, nodes and detail get the data blocks' bytes in proportion to their
 	 * uncompressed bytes (an estimate; their sum is within the series
 	 * records' share of exact).  The rest of the SST bytes, with the
 	 * files' index and properties blocks, is "other". */
-	uint64_t rf, rn, ro, data = data_block_bytes(s, CF_DEFAULT);
-	r = raw_bytes(s, &rf, &rn, &ro);
+	struct raw_split raw;
+	uint64_t data = data_block_bytes(s, CF_DEFAULT);
+	r = raw_bytes(s, &raw);
 	if (r < 0)
 		return r;
 	if (data == 0 || data > total)
 		data = total;
-	out->frames_bytes = share(data, rf, rf + rn + ro);
-	out->nodes_bytes = share(data, rn, rf + rn + ro);
-	out->other_bytes = total - out->frames_bytes - out->nodes_bytes;
+	/* Detail blocks are the one kind in a key range of their own that
+	 * fills whole data blocks: RocksDB's estimate of that range's SST
+	 * bytes is nearer than a share by uncompressed bytes, since they
+	 * compress far less than the dictionary's names. */
+	out->samples_bytes = detail_sst_bytes(s);
+	if (out->samples_bytes > data || !raw.detail)
+		out->samples_bytes = share(data, raw.detail,
+		                           raw.frames + raw.nodes + raw.detail + raw.other);
+	data -= out->samples_bytes;
+	uint64_t all = raw.frames + raw.nodes + raw.other;
+	out->frames_bytes = share(data, raw.frames, all);
+	out->nodes_bytes = share(data, raw.nodes, all);
+	out->samples = raw.samples;
+	out->other_bytes = total - out->frames_bytes - out->nodes_bytes - out->samples_bytes;
 	return 0;
 }
 
