@@ -4,9 +4,11 @@
  * and between 60 s buckets, several batches per bucket, two series of
  * one binary), then at every node of the tree: timeline's lines are the
  * buckets that hold counts of the subtree, oldest first, with the
- * samples and weight a brute-force reading of the added lines gives;
- * the weights add up to the node's total; the header names the bucket
- * size and the clock; timeline.svg has one bar per bucket.  A window
+ * samples and weight a brute-force reading of the added lines gives,
+ * each covering its whole bucket (counts without a moment: flagged
+ * untimed, never spread); the weights add up to the node's total; the
+ * header names the resolution and the clock; timeline.svg has one bar
+ * per line.  A window
  * tree's timeline holds only its buckets; a derived tree's is empty.
  * Timelines are read from the store when rendered, so also: a second
  * binary whose frames have the same names (the whole-machine tree of
@@ -88,14 +90,14 @@ static void check_tree(const struct view_tree *t, const struct added *ad, int na
 			if (!s)
 				continue;
 			char line[128];
-			int len =
-			        snprintf(line, sizeof(line), "%" PRId64 " %" PRIu64 " %" PRIu64 " ",
-			                 buckets[i], s, w);
+			int len = snprintf(line, sizeof(line),
+			                   "%" PRId64 " 60 %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+			                   buckets[i], s, w, s);
 			view_buf_append(&want, line, (size_t)len);
 			nwant++;
 			sum += w;
 		}
-		/* Got: the data lines without their ISO column. */
+		/* Got: start, seconds, samples, weight and untimed of each line. */
 		struct view_buf got = {0};
 		int hdr = 0;
 		for (const char *p = text; *p;) {
@@ -103,15 +105,23 @@ static void check_tree(const struct view_tree *t, const struct added *ad, int na
 			if (*p == '#') {
 				hdr++;
 			} else {
-				const char *last = nl;
-				while (last[-1] != ' ')
-					last--;
-				view_buf_append(&got, p, (size_t)(last - p));
+				char st[64], secs[64], rate[64];
+				unsigned long long sa, we, un;
+				if (sscanf(p, "%63s %63s %llu %llu %63s %llu", st, secs, &sa, &we, rate,
+				           &un) == 6) {
+					char line[256];
+					int len = snprintf(line, sizeof(line), "%s %s %llu %llu %llu\n", st,
+					                   secs, sa, we, un);
+					view_buf_append(&got, line, (size_t)len);
+				}
 			}
 			p = nl + 1;
 		}
-		CHECKF(hdr == 2, "%s: %s: two header lines", what, path);
-		CHECKF(strstr(text, "of 60 s; clock unix") != NULL, "%s: header: %s", what, text);
+		CHECKF(hdr >= 2 && strstr(text, "# start seconds samples weight per_second untimed "
+		                                "start_utc\n"),
+		       "%s: %s: header lines", what, path);
+		CHECKF(strstr(text, " s over [") != NULL && strstr(text, "; clock unix") != NULL,
+		       "%s: header: %s", what, text);
 		CHECKF(strcmp(got.data ? got.data : "", want.data ? want.data : "") == 0,
 		       "%s: %s: got\n%s\nwant\n%s", what, path, got.data, want.data);
 		CHECKF(sum == c.total_weight,
@@ -249,7 +259,7 @@ int main(void)
 	if (view_functions_build(t, fx_binary(t), &fx) == 0 &&
 	    view_functions_callees(fx, 0, &callees) == 0) {
 		char *text = fx_render(view_render_timeline, callees, VIEW_ROOT);
-		CHECKF(strncmp(text, "# 0 buckets", 11) == 0, "callees: %s", text);
+		CHECKF(strncmp(text, "# 0 intervals", 13) == 0, "callees: %s", text);
 		free(text);
 		view_tree_free(callees);
 		view_functions_free(fx);

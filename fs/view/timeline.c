@@ -549,7 +549,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	        "xmlns=\"http://www.w3.org/2000/svg\">\n"
 	        "<style type=\"text/css\">text { font-family: Verdana, sans-serif; font-size: "
 	        "12px; fill: rgb(0,0,0); } .bar { fill: rgb(230,120,30); } .bar:hover { fill: "
-	        "rgb(200,60,0); } .untimed { fill: rgb(170,170,170); } .axis { stroke: "
+	        "rgb(200,60,0); } .axis { stroke: "
 	        "rgb(120,120,120); stroke-width: 1; }</style>\n"
 	        "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n"
 	        "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size: 17px\">Timeline "
@@ -583,10 +583,10 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		view_format_iso_us(row->start, iso);
 		view_format_us(row->end - row->start, secs);
 		r = appendf(out,
-		            "<rect class=\"bar%s\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+		            "<rect class=\"bar\"%s x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
 		            "height=\"%.2f\"><title>%s +%s s: %" PRIu64 " samples, weight %" PRIu64
 		            ", %.3f %s",
-		            row->untimed ? " untimed" : "", x, PLOT_Y + PLOT_H - h,
+		            row->untimed ? " style=\"fill: rgb(170,170,170)\"" : "", x, PLOT_Y + PLOT_H - h,
 		            wdt > 1.5 ? wdt - 0.5 : wdt, h, iso, secs, row->samples, row->weight,
 		            rate, clock ? "cores busy" : "per second");
 		if (r == 0 && row->untimed)

@@ -481,8 +481,9 @@ int view_tree_build_window(struct store *s, const struct store_series *series, s
 {
 	const int64_t lim = INT64_MAX / 1000000;
 
-	if (from < -lim || from > lim || to < -lim || to > lim)
-		return -ERANGE;
+	/* Beyond about 292,000 years: as far as microseconds reach. */
+	from = from < -lim ? -lim : from > lim ? lim : from;
+	to = to < -lim ? -lim : to > lim ? lim : to;
 	return view_tree_build_window_us(s, series, n, from * 1000000, to * 1000000, NULL, out);
 }
 
