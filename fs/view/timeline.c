@@ -349,12 +349,12 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 		if (us == 0 && uw == 0)
 			continue;
 		if (c->fine) {
-			rows[nrows++] = (struct trow){.start = start > c->S ? start : c->S,
-			                              .end = start + c->bsu < c->E ? start + c->bsu
-			                                                            : c->E,
-			                              .samples = us,
-			                              .weight = uw,
-			                              .untimed = us};
+			/* No moment: the row covers its whole bucket (in the
+			 * window), wherever the series' samples begin or end. */
+			int64_t a = w && w->from_us > start ? w->from_us : start;
+			int64_t z = w && w->to_us < start + c->bsu ? w->to_us : start + c->bsu;
+			rows[nrows++] = (struct trow){
+			        .start = a, .end = z, .samples = us, .weight = uw, .untimed = us};
 			continue;
 		}
 		struct trow *iv = &c->iv[floor_div(start > c->S ? start : c->S, c->r) - c->k0];
@@ -374,6 +374,11 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 		rows[nrows++] = *iv;
 	}
 	qsort(rows, nrows, sizeof(*rows), cmp_row);
+	/* The span shown reaches over every row. */
+	for (size_t i = 0; i < nrows; i++) {
+		c->S = rows[i].start < c->S ? rows[i].start : c->S;
+		c->E = rows[i].end > c->E ? rows[i].end : c->E;
+	}
 	*out = rows;
 	*nout = nrows;
 	return 0;

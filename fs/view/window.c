@@ -403,6 +403,13 @@ int view_tree_build_window_us(struct store *s, const struct store_series *series
 	*out = NULL;
 	if (n == 0)
 		return -EINVAL;
+	/* Past about 73,000 years either way: open ends, on bucket edges so
+	 * that they cut nothing. */
+	const int64_t lim = INT64_MAX / 4 / bsu * bsu;
+	from_us = from_us < -lim ? -lim : from_us > lim ? lim : from_us;
+	to_us = to_us < -lim ? -lim : to_us > lim ? lim : to_us;
+	w.from_us = from_us;
+	w.to_us = to_us;
 	w.whole_from = 1;
 	w.whole_to = 0;
 	if (to_us > from_us) {
@@ -479,9 +486,9 @@ out:
 int view_tree_build_window(struct store *s, const struct store_series *series, size_t n,
                            int64_t from, int64_t to, struct view_tree **out)
 {
-	const int64_t lim = INT64_MAX / 1000000;
+	const int64_t lim = INT64_MAX / 4 / 1000000;
 
-	/* Beyond about 292,000 years: as far as microseconds reach. */
+	/* view_tree_build_window_us() takes it from there. */
 	from = from < -lim ? -lim : from > lim ? lim : from;
 	to = to < -lim ? -lim : to > lim ? lim : to;
 	return view_tree_build_window_us(s, series, n, from * 1000000, to * 1000000, NULL, out);
