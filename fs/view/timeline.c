@@ -563,9 +563,15 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	if (r == 0)
 		r = view_xml_append(out, name, len, SVG_TEXT_CHARS);
 	if (r == 0 && (r = view_buf_append(out, " (", 2)) == 0 &&
-	    (r = view_xml_append(out, event, strlen(event), SVG_TEXT_CHARS)) == 0)
-		r = appendf(out, ", %s per %" PRId64 " s)</text>\n",
-		            clock ? "cores busy" : "weight per second", c.r / 1000000);
+	    (r = view_xml_append(out, event, strlen(event), SVG_TEXT_CHARS)) == 0 &&
+	    (r = view_buf_append(out, ", ", 2)) == 0) {
+		if (clock)
+			r = appendf(out, "cores busy");
+		else if ((r = view_xml_append(out, unit, strlen(unit), SVG_TEXT_CHARS)) == 0)
+			r = appendf(out, " per second");
+	}
+	if (r == 0)
+		r = appendf(out, ", %" PRId64 " s intervals)</text>\n", c.r / 1000000);
 	if (r == 0) {
 		char top[40];
 		snprintf(top, sizeof(top), "%.3f", max);
@@ -591,7 +597,9 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		            "<rect class=\"bar\"%s x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
 		            "height=\"%.2f\"><title>%s +%s s: %" PRIu64 " samples, weight %" PRIu64
 		            ", %.3f %s",
-		            row->untimed ? " style=\"fill: rgb(170,170,170)\"" : "", x, PLOT_Y + PLOT_H - h,
+		            row->untimed ? " style=\"stroke: rgb(90,90,90); stroke-dasharray: 4,3\""
+		                         : "",
+		            x, PLOT_Y + PLOT_H - h,
 		            wdt > 1.5 ? wdt - 0.5 : wdt, h, iso, secs, row->samples, row->weight,
 		            rate, clock ? "cores busy" : "per second");
 		if (r == 0 && row->untimed)
@@ -616,7 +624,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	}
 	if (r == 0 && untimed)
 		r = appendf(out,
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">grey: %" PRIu64
+		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">dashed: %" PRIu64
 		            " samples without a moment (buckets of %" PRIu32
 		            " s without detail), each shown over its bucket</text>\n",
 		            SVG_W / 2, PLOT_Y + PLOT_H + 60, untimed, t->src.bucket_seconds);
