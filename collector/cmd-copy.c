@@ -74,7 +74,7 @@ static uint32_t parse_count(const char *opt, const char *s)
 static void usage_push(FILE *f)
 {
 	fputs("Usage: " PROG " push [--store DIR] --to DATABASE [--buckets-per-commit N]\n"
-	      "           [--full]\n"
+	      "           [--full] [--samples]\n"
 	      "\n"
 	      "Copies into a central database (a PostgreSQL connection string that\n"
 	      "starts with postgresql: or postgres:) what the local store holds and the\n"
@@ -94,6 +94,9 @@ static void usage_push(FILE *f)
 	      "  --buckets-per-commit N whole transactions of at most N buckets (default:\n"
 	      "                         all in one)\n"
 	      "  --full                 send every bucket again, not only the changed ones\n"
+	      "  --samples              also send the recent tier: every sample the store\n"
+	      "                         still keeps whole (its moment, thread, weight),\n"
+	      "                         with its bucket; without it only the counts go\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " push --store /var/lib/flamefs \\\n"
@@ -109,6 +112,7 @@ int cmd_push(int argc, char **argv)
 	        {"to", required_argument, NULL, 't'},
 	        {"buckets-per-commit", required_argument, NULL, 'n'},
 	        {"full", no_argument, NULL, 'F'},
+	        {"samples", no_argument, NULL, 'S'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -127,6 +131,7 @@ int cmd_push(int argc, char **argv)
 		case 't': to = optarg; break;
 		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
 		case 'F': o.incremental = false; break;
+		case 'S': o.samples = true; break;
 		case 'h': usage_push(stdout); return 0;
 		default: return cli_bad_option("push", c, argv);
 		}
@@ -154,7 +159,7 @@ int cmd_push(int argc, char **argv)
 
 static void usage_merge(FILE *f)
 {
-	fputs("Usage: " PROG " merge [--store DEST] SOURCE...\n"
+	fputs("Usage: " PROG " merge [--store DEST] [--samples] SOURCE...\n"
 	      "\n"
 	      "Brings whole stores into another one, by content: frames, stacks and\n"
 	      "series (host included) are matched by what they are.  Each store may be\n"
@@ -170,6 +175,9 @@ static void usage_merge(FILE *f)
 	      "  --buckets-per-commit N  into a database: whole transactions of at most N\n"
 	      "                          buckets (default: one per source; a directory\n"
 	      "                          always takes a source in one)\n"
+	      "  --samples               also bring the recent tier: every sample a source\n"
+	      "                          still keeps whole (its moment, thread, weight),\n"
+	      "                          with its bucket; without it only the counts come\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  scp -r web1:/var/lib/flamefs web1 && " PROG " merge --store ~/fleet web1\n"
@@ -183,6 +191,7 @@ int cmd_merge(int argc, char **argv)
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
 	        {"buckets-per-commit", required_argument, NULL, 'n'},
+	        {"samples", no_argument, NULL, 'S'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -201,6 +210,7 @@ int cmd_merge(int argc, char **argv)
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
+		case 'S': o.samples = true; break;
 		case 'h': usage_merge(stdout); return 0;
 		default: return cli_bad_option("merge", c, argv);
 		}

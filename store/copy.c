@@ -10,7 +10,10 @@
  * with its host.  The batch is marked as a copy from the source's id
  * (batch_source), which a database uses to replace that source's earlier
  * value of each bucket and to record, in the same transaction, how far
- * the copies reached; a directory adds, so it takes a source once.
+ * the copies reached; a directory adds, so it takes a source once.  With
+ * store_copy_opts.samples each bucket's detail (the recent tier) goes in
+ * the same batch as its counts (batch_detail), its nodes translated the
+ * same way; counts never come from it, so nothing is counted twice.
  */
 #include "store-internal.h"
 
@@ -51,6 +54,10 @@ struct copy {
 	struct store_batch *b;
 	uint32_t cur_series; /* destination series of the bucket being copied */
 	int fail;            /* the first error inside a count callback */
+	/* With o->samples: the detail of the run of buckets being copied,
+	 * its nodes translated. */
+	struct store_sample *detail;
+	size_t ndetail, detail_cap;
 
 	/* The source's identity in dst (copy.c, "the source's identity"). */
 	char key[64];
@@ -247,6 +254,97 @@ static int copy_count(void *ctx, int64_t bucket, uint32_t node, uint64_t samples
 	return 0;
 }
 
+static int copy_sample(void *ctx, const struct store_sample *smp)
+{
+	struct copy *c = ctx;
+	struct store_sample *e;
+	int r;
+
+	if (c->ndetail == c->detail_cap) {
+		size_t nc = c->detail_cap ? c->detail_cap * 2 : 4096;
+		struct store_sample *n = realloc(c->detail, nc * sizeof(*n));
+
+		if (!n) {
+			c->fail = -ENOMEM;
+			return -ENOMEM;
+		}
+		c->detail = n;
+		c->detail_cap = nc;
+	}
+	e = &c->detail[c->ndetail];
+	*e = *smp;
+	r = map_node(c, smp->node, &e->node);
+	if (r < 0) {
+		c->fail = r;
+		return r;
+	}
+	c->ndetail++;
+	return 0;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	return a / b - (a % b < 0);
+}
+
+/* Hands the detail of source series `series`' buckets [from, to]
+ * (seconds, bucket starts) to the batch with the counts: per bucket of
+ * the destination, in time order.  A store that replaces gets every
+ * source bucket, even one without detail now (its earlier detail goes);
+ * one that adds gets the buckets with detail.  0 or -errno (c->fail set
+ * when the destination failed). */
+static int copy_detail(struct copy *c, uint32_t series, int64_t from, int64_t to)
+{
+	int64_t sbs = store_bucket_seconds(c->src), dbs = store_bucket_seconds(c->dst);
+	int64_t from_us, to_us;
+	int r;
+
+	if (!c->dst->ops->batch_detail) {
+		copy_err(c, "%s does not keep samples: copy without them", store_where(c->dst));
+		c->fail = -EOPNOTSUPP;
+		return -EOPNOTSUPP;
+	}
+	if (__builtin_mul_overflow(from, (int64_t)1000000, &from_us) ||
+	    __builtin_mul_overflow(to + sbs, (int64_t)1000000, &to_us))
+		return 0; /* no detail this far from 1970 */
+	c->ndetail = 0;
+	c->fail = 0;
+	r = store_series_samples(c->src, series, from_us, to_us, copy_sample, c);
+	if (r < 0)
+		return r;
+	if (c->dst->ops->replaces_sources) {
+		/* same bucket size (store_copy checks) */
+		size_t i = 0;
+
+		for (int64_t b = from; b <= to; b += sbs) {
+			size_t j = i;
+
+			while (j < c->ndetail && c->detail[j].time_us < (b + sbs) * 1000000)
+				j++;
+			r = c->dst->ops->batch_detail(c->b, c->cur_series, b, c->detail + i, j - i);
+			if (r < 0) {
+				c->fail = r;
+				return r;
+			}
+			i = j;
+		}
+		return 0;
+	}
+	for (size_t i = 0, j; i < c->ndetail; i = j) {
+		int64_t b = floor_div(c->detail[i].time_us, dbs * 1000000);
+
+		for (j = i + 1;
+		     j < c->ndetail && floor_div(c->detail[j].time_us, dbs * 1000000) == b; j++)
+			;
+		r = c->dst->ops->batch_detail(c->b, c->cur_series, b * dbs, c->detail + i, j - i);
+		if (r < 0) {
+			c->fail = r;
+			return r;
+		}
+	}
+	return 0;
+}
+
 static int map_series(struct copy *c, uint32_t id, bool with_bytes)
 {
 	const struct store_series *e = c->by_id[id];
@@ -312,7 +410,11 @@ static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t expect, uin
 		c->fail = 0;
 		r = store_series_counts(c->src, series, from, c->pairs[j - 1].bucket + bs - 1,
 		                        copy_count, c);
+		if (r == 0 && c->o->samples)
+			r = copy_detail(c, series, from, c->pairs[j - 1].bucket);
 		if (r < 0) {
+			if (r == -EOPNOTSUPP && c->fail == r)
+				goto out; /* copy_detail said why */
 			if (c->fail == r)
 				goto fail_dst;
 			store_fail(c, c->src, r);
@@ -684,5 +786,6 @@ out:
 	}
 	free(c.path);
 	free(c.pairs);
+	free(c.detail);
 	return r;
 }

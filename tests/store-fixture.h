@@ -121,5 +121,11 @@ void test_hosts(void);
 void test_hosts_old_schema(void);
 /* test-store-samples.c: the recent tier */
 void test_samples_exact(void);
+void test_samples_reader(void);
+void test_samples_rollup(void);
+void test_samples_prune(void);
+void test_samples_old_schema(void);
+void test_samples_copy(void);
+void test_samples_million(void);
 
 #endif

@@ -148,36 +148,94 @@ static int text_add(struct counts_text *t, const char *line)
 	return 0;
 }
 
+/* The stack of a node as "a;b;c" (by content, since ids differ between
+ * stores). */
+static void node_path(struct store *s, uint32_t node, char *out, size_t len)
+{
+	uint32_t chain[64], n = 0, parent, frame;
+	size_t at = 0;
+
+	out[0] = 0;
+	while (node != STORE_ROOT_NODE && n < 64) {
+		chain[n++] = node;
+		if (store_node_get(s, node, &parent, &frame) < 0)
+			break;
+		node = parent;
+	}
+	while (n-- > 0 && at < len) {
+		struct store_frame f = {0};
+
+		store_node_get(s, chain[n], &parent, &frame);
+		store_frame_get(s, frame, &f);
+		at += (size_t)snprintf(out + at, len - at, "%s%.*s", at ? ";" : "",
+		                       (int)f.name_len, f.name ? f.name : "");
+	}
+}
+
+struct counts_ctx {
+	struct store *s;
+	struct counts_text t;
+};
+
 static int counts_line(void *ctx, int64_t bucket, uint32_t node, uint64_t samples,
                        uint64_t weight)
 {
-	char line[128];
+	struct counts_ctx *c = ctx;
+	char line[512], path[256];
 
-	snprintf(line, sizeof(line), "%lld %u %llu %llu\n", (long long)bucket, node,
+	node_path(c->s, node, path, sizeof(path));
+	snprintf(line, sizeof(line), "%lld %s %llu %llu\n", (long long)bucket, path,
 	         (unsigned long long)samples, (unsigned long long)weight);
-	return text_add(ctx, line);
+	return text_add(&c->t, line);
 }
 
-/* The counts of every series of s, as text (free it). */
-static char *all_counts(struct store *s)
+static int sample_line(void *ctx, const struct store_sample *smp)
+{
+	struct counts_ctx *c = ctx;
+	char line[512], path[256];
+
+	node_path(c->s, smp->node, path, sizeof(path));
+	snprintf(line, sizeof(line), "%lld %s %u %u %llu\n", (long long)smp->time_us, path,
+	         smp->pid, smp->tid, (unsigned long long)smp->weight);
+	return text_add(&c->t, line);
+}
+
+/* The counts (or the detail) of every series of s, as text by content
+ * (free it). */
+static char *store_text(struct store *s, bool detail)
 {
 	struct store_series *list = NULL;
-	struct counts_text t = {0};
+	struct counts_ctx c = {.s = s};
 	size_t n = 0;
 
 	CHECK_OK(store_series_list(s, &list, &n));
-	CHECK_OK(text_add(&t, ""));
+	CHECK_OK(text_add(&c.t, ""));
 	for (size_t i = 0; i < n; i++) {
 		char head[512];
 
 		snprintf(head, sizeof(head), "series %s/%s/%s/%s %llu %llu\n", list[i].host,
 		         list[i].binary, list[i].version, list[i].event,
 		         (unsigned long long)list[i].samples, (unsigned long long)list[i].weight);
-		CHECK_OK(text_add(&t, head));
-		CHECK_OK(store_series_counts(s, list[i].id, INT64_MIN, INT64_MAX, counts_line, &t));
+		CHECK_OK(text_add(&c.t, head));
+		if (detail)
+			CHECK_OK(store_series_samples(s, list[i].id, INT64_MIN, INT64_MAX,
+			                              sample_line, &c));
+		else
+			CHECK_OK(store_series_counts(s, list[i].id, INT64_MIN, INT64_MAX,
+			                             counts_line, &c));
 	}
 	store_series_free(list, n);
-	return t.p;
+	return c.t.p;
+}
+
+static char *all_counts(struct store *s)
+{
+	return store_text(s, false);
+}
+
+static char *all_detail(struct store *s)
+{
+	return store_text(s, true);
 }
 
 static bool series_get(struct store *s, const char *binary, struct store_series *out)
@@ -405,4 +463,476 @@ out:
 	free(neg.v);
 	store_close(a);
 	store_close(c);
+}
+
+/* A reader sees the samples after a refresh, and the same ones once the
+ * writer's close has flushed them into table files (a secondary that
+ * kept its memtable would walk them twice). */
+void test_samples_reader(void)
+{
+	char dir[PATH_MAX];
+	struct store *w = sf_open_rw(strcpy(dir, sf_fresh_dir()), STORE_CREATE), *r = NULL;
+	struct smp_list l = {0};
+	uint32_t nodes[4], series = 0;
+
+	if (!w)
+		return;
+	put_samples(w, &key_wall, &l, 1, false, nodes); /* the series, no samples */
+	r = sf_open_rw(dir, STORE_READONLY);
+	if (!r)
+		goto out;
+	rng = 7;
+	gen_samples(&l, 800, 1700000100000000LL, 200000, nodes);
+	series = put_samples(w, &key_wall, &l, 4, false, nodes);
+	CHECK(store_refresh(r) == 1);
+	check_window(r, series, &l, INT64_MIN, INT64_MAX);
+	check_window(r, series, &l, l.v[100].time_us, l.v[700].time_us);
+	CHECK(store_keep_samples(r) == STORE_DEFAULT_KEEP_SAMPLES);
+	CHECK_OK(store_set_keep_samples(w, 3600 * 24));
+	store_close(w);
+	w = NULL;
+	CHECK_OK(store_refresh(r));
+	check_window(r, series, &l, INT64_MIN, INT64_MAX);
+	CHECK(store_keep_samples(r) == 3600 * 24);
+	struct store_series e;
+	if (series_get(r, "wall", &e)) {
+		CHECK(e.recent_samples == l.n);
+		CHECK(e.first_us == l.v[0].time_us && e.last_us == l.v[l.n - 1].time_us);
+	}
+	/* a reader writes nothing */
+	CHECK(store_set_keep_samples(r, 60) == -EROFS);
+	CHECK(store_rollup(r, NULL) == -EROFS);
+out:
+	free(l.v);
+	store_close(r);
+	store_close(w);
+}
+
+/* The bucket end of a sample's bucket, in µs. */
+static int64_t bucket_end_us(int64_t t)
+{
+	int64_t b = t / 60000000 - (t % 60000000 < 0);
+
+	return (b + 1) * 60000000;
+}
+
+/* Roll-up forgets exactly the detail of the buckets that end at or
+ * before (newest on the clock) - keep, on each clock, in one write, and
+ * leaves every count as it was; keep 0 keeps no detail at all. */
+void test_samples_rollup(void)
+{
+	char dir[PATH_MAX];
+	struct store *s = sf_open_rw(strcpy(dir, sf_fresh_dir()), STORE_CREATE);
+	struct smp_list wall = {0}, boot = {0}, kw = {0}, kb = {0};
+	struct store_rollup_stats st;
+	uint32_t nodes[4], sw, sb;
+	char *before = NULL, *after = NULL;
+	uint64_t want_samples = 0, want_slices = 0;
+
+	if (!s)
+		return;
+	put_samples(s, &key_wall, &wall, 1, false, nodes);
+	rng = 99;
+	/* 10 minutes of Unix time, and 10 minutes of perf's clock */
+	gen_samples(&wall, 3000, 1700000010000000LL, 400000, nodes);
+	gen_samples(&boot, 2000, 5000000000LL, 600000, nodes);
+	/* the newest on each clock at a bucket's start, so that a bucket
+	 * ends exactly at newest - keep (and goes) */
+	wall.v[wall.n - 1].time_us = bucket_end_us(wall.v[wall.n - 1].time_us);
+	boot.v[boot.n - 1].time_us = bucket_end_us(boot.v[boot.n - 1].time_us);
+	sw = put_samples(s, &key_wall, &wall, 3, false, nodes);
+	sb = put_samples(s, &key_neg, &boot, 2, false, nodes);
+	CHECK_OK(store_set_keep_samples(s, 120));
+	CHECK(store_keep_samples(s) == 120);
+	before = all_counts(s);
+
+	int64_t nw = wall.v[wall.n - 1].time_us, nb = boot.v[boot.n - 1].time_us;
+	int64_t last_b = INT64_MIN;
+	for (size_t i = 0; i < wall.n; i++) {
+		bool gone = bucket_end_us(wall.v[i].time_us) <= nw - 120000000;
+
+		if (!gone)
+			CHECK_OK(smp_push(&kw, &wall.v[i]));
+		else {
+			want_samples++;
+			want_slices += bucket_end_us(wall.v[i].time_us) != last_b;
+			last_b = bucket_end_us(wall.v[i].time_us);
+		}
+	}
+	last_b = INT64_MIN;
+	for (size_t i = 0; i < boot.n; i++) {
+		bool gone = bucket_end_us(boot.v[i].time_us) <= nb - 120000000;
+
+		if (!gone)
+			CHECK_OK(smp_push(&kb, &boot.v[i]));
+		else {
+			want_samples++;
+			want_slices += bucket_end_us(boot.v[i].time_us) != last_b;
+			last_b = bucket_end_us(boot.v[i].time_us);
+		}
+	}
+	CHECK(kw.n > 0 && kw.n < wall.n && kb.n > 0 && kb.n < boot.n);
+
+	CHECK(store_rollup(s, &st) == 0);
+	CHECKF(st.samples == want_samples && st.slices == want_slices,
+	       "rolled up %llu samples in %llu slices, want %llu in %llu",
+	       (unsigned long long)st.samples, (unsigned long long)st.slices,
+	       (unsigned long long)want_samples, (unsigned long long)want_slices);
+	CHECK(st.bytes > 0);
+	after = all_counts(s);
+	CHECKF(before && after && !strcmp(before, after), "counts changed by the roll-up");
+	check_window(s, sw, &kw, INT64_MIN, INT64_MAX);
+	check_window(s, sb, &kb, INT64_MIN, INT64_MAX);
+	struct store_series e;
+	if (series_get(s, "wall", &e))
+		CHECK(e.recent_samples == kw.n && e.samples == wall.n);
+	/* again: nothing more to forget */
+	CHECK(store_rollup(s, &st) == 0);
+	CHECK(st.samples == 0 && st.slices == 0);
+
+	/* after a reopen: the same, from disk */
+	store_close(s);
+	s = sf_open_rw(dir, 0);
+	if (!s)
+		goto out;
+	CHECK(store_keep_samples(s) == 120);
+	check_window(s, sw, &kw, INT64_MIN, INT64_MAX);
+	if (series_get(s, "old", &e))
+		CHECK(e.recent_samples == kb.n);
+
+	/* keep 0: no detail at all, from now on too; counts stay */
+	CHECK_OK(store_set_keep_samples(s, 0));
+	CHECK(store_rollup(s, &st) == 0);
+	CHECK(st.samples == kw.n + kb.n);
+	check_window(s, sw, &(struct smp_list){0}, INT64_MIN, INT64_MAX);
+	free(after);
+	after = all_counts(s);
+	CHECKF(before && after && !strcmp(before, after), "counts changed by the roll-up");
+	struct smp_list more = {0};
+	gen_samples(&more, 10, nw + 1000000, 1000, nodes);
+	put_samples(s, &key_wall, &more, 1, false, nodes);
+	check_window(s, sw, &(struct smp_list){0}, INT64_MIN, INT64_MAX);
+	if (series_get(s, "wall", &e))
+		CHECK(e.recent_samples == 0 && e.samples == wall.n + 10 &&
+		      e.last_us == more.v[9].time_us);
+	free(more.v);
+	/* a batch open: refused */
+	struct store_batch *b = store_batch_new(s);
+	CHECK(store_rollup(s, &st) == -EBUSY);
+	store_batch_free(b);
+	CHECK(store_set_keep_samples(s, -1) == -EINVAL);
+out:
+	free(before);
+	free(after);
+	free(wall.v);
+	free(boot.v);
+	free(kw.v);
+	free(kb.v);
+	store_close(s);
+}
+
+/* Prune deletes the detail of the buckets it deletes, in the same write. */
+void test_samples_prune(void)
+{
+	struct store *s = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	struct smp_list l = {0}, kept = {0};
+	struct store_prune_stats pst;
+	uint32_t nodes[4], series;
+	int64_t cut = 1700000160; /* a bucket boundary (multiple of 60) */
+
+	if (!s)
+		return;
+	put_samples(s, &key_wall, &l, 1, false, nodes);
+	rng = 5;
+	gen_samples(&l, 1500, 1700000000000000LL, 400000, nodes);
+	series = put_samples(s, &key_wall, &l, 2, false, nodes);
+	for (size_t i = 0; i < l.n; i++)
+		if (l.v[i].time_us >= cut * 1000000)
+			CHECK_OK(smp_push(&kept, &l.v[i]));
+	CHECK(kept.n > 0 && kept.n < l.n);
+	struct store_prune_opts o = {.before = cut};
+	CHECK_OK(store_prune(s, &o, &pst));
+	CHECK(pst.samples == l.n - kept.n);
+	check_window(s, series, &kept, INT64_MIN, INT64_MAX);
+	struct store_series e;
+	if (series_get(s, "wall", &e)) {
+		CHECK(e.recent_samples == kept.n);
+		CHECK(e.samples == kept.n);
+		CHECK(e.first_us == cut * 1000000);
+	}
+	/* everything: the series goes, and its detail */
+	o.before = INT64_MAX;
+	CHECK_OK(store_prune(s, &o, &pst));
+	check_window(s, series, &(struct smp_list){0}, INT64_MIN, INT64_MAX);
+	struct store_footprint fp;
+	CHECK_OK(store_footprint(s, &fp));
+	CHECK(fp.samples == 0);
+	free(l.v);
+	free(kept.v);
+	store_close(s);
+}
+
+/* Appends a varint to p. */
+static size_t put_uv(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static size_t put_str(uint8_t *p, const char *s)
+{
+	size_t n = put_uv(p, strlen(s));
+
+	memcpy(p + n, s, strlen(s));
+	return n + strlen(s);
+}
+
+/* A store a schema 3 flamefs wrote (series records without moments):
+ * read as it is (moments from the `when`s, no detail), left at 3 by a
+ * reader and by a writer that writes nothing, upgraded to 4 by the first
+ * write; an older flamefs then refuses it by its version. */
+void test_samples_old_schema(void)
+{
+	char dir[PATH_MAX];
+	struct store *s = sf_open_rw(strcpy(dir, sf_fresh_dir()), STORE_CREATE);
+	struct store_batch *b;
+	struct sf_raw w;
+	uint32_t series = 0, node = 0;
+	uint8_t rec[256], key[5] = {'s', 0, 0, 0, 1};
+	size_t n = 0, vlen;
+	char *v;
+
+	if (!s)
+		return;
+	b = store_batch_new(s);
+	CHECK_OK(store_batch_series(b, &key_wall, &series));
+	node = sf_add_stack(b, sf_stack1, 3);
+	CHECK_OK(store_batch_add(b, series, 1700000000, node, 5, 5));
+	CHECK_OK(store_batch_commit(b));
+	store_batch_free(b);
+	char host[256];
+	snprintf(host, sizeof(host), "%s", store_host(s));
+	store_close(s);
+	CHECK(series == 1);
+
+	/* what schema 3 wrote */
+	n += put_str(rec + n, host);
+	n += put_str(rec + n, "wall");
+	n += put_str(rec + n, "1");
+	n += put_str(rec + n, "cpu-clock");
+	n += put_str(rec + n, "nanoseconds");
+	n += put_uv(rec + n, (uint64_t)1700000000 << 1);
+	n += put_uv(rec + n, (uint64_t)1700000000 << 1);
+	n += put_uv(rec + n, 5);
+	n += put_uv(rec + n, 5);
+	n += put_uv(rec + n, 0);
+	if (sf_raw_open(dir, &w)) {
+		sf_raw_put(&w, "mschema", 7, "\0\0\0\003", 4);
+		sf_raw_put(&w, (char *)key, 5, (char *)rec, n);
+	}
+	sf_raw_close(&w);
+
+	struct store *r = sf_open_rw(dir, STORE_READONLY);
+	struct store_series e;
+	if (r && series_get(r, "wall", &e)) {
+		CHECK(e.first_us == 1700000000000000LL && e.last_us == 1700000000000000LL);
+		CHECK(e.recent_samples == 0 && e.samples == 5);
+		check_window(r, e.id, &(struct smp_list){0}, INT64_MIN, INT64_MAX);
+	}
+	store_close(r);
+	s = sf_open_rw(dir, 0);
+	store_close(s);
+	if (sf_raw_open(dir, &w)) {
+		v = sf_raw_get(&w, "mschema", 7, &vlen);
+		CHECK(v && vlen == 4 && v[3] == 3);
+		rocksdb_free(v);
+	}
+	sf_raw_close(&w);
+
+	/* the first write upgrades it */
+	s = sf_open_rw(dir, 0);
+	if (!s)
+		return;
+	b = store_batch_new(s);
+	struct store_sample smp = {1700000061500000LL, node, 10, 11, 7};
+	CHECK_OK(store_batch_series(b, &key_wall, &series));
+	CHECK_OK(store_batch_sample(b, series, &smp));
+	CHECK_OK(store_batch_commit(b));
+	store_batch_free(b);
+	if (series_get(s, "wall", &e)) {
+		CHECK(e.first_us == 1700000000000000LL && e.last_us == smp.time_us);
+		CHECK(e.recent_samples == 1 && e.samples == 6);
+	}
+	struct smp_list one = {&smp, 1, 1};
+	check_window(s, series, &one, INT64_MIN, INT64_MAX);
+	store_close(s);
+	if (sf_raw_open(dir, &w)) {
+		v = sf_raw_get(&w, "mschema", 7, &vlen);
+		CHECK(v && vlen == 4 && v[3] == 4);
+		rocksdb_free(v);
+	}
+	sf_raw_close(&w);
+}
+
+/* Copies between directories: with samples, each bucket's detail comes
+ * with its counts, nodes translated by content; without, only counts.
+ * Counts are equal either way. */
+void test_samples_copy(void)
+{
+	char sdir[PATH_MAX];
+	struct store *src = sf_open_rw(strcpy(sdir, sf_fresh_dir()), STORE_CREATE);
+	struct store *with = NULL, *without = NULL;
+	struct smp_list l = {0}, m = {0};
+	struct store_copy_opts o = {.incremental = false, .samples = true};
+	struct store_copy_stats st;
+	uint32_t nodes[4];
+	char err[512] = "";
+	char *cs = NULL, *cw = NULL, *co = NULL, *ds = NULL, *dw = NULL, *dn = NULL;
+
+	if (!src)
+		return;
+	put_samples(src, &key_wall, &l, 1, false, nodes);
+	rng = 11;
+	gen_samples(&l, 1200, 1700000030000000LL, 300000, nodes);
+	gen_samples(&m, 300, -30000000LL, 400000, nodes);
+	put_samples(src, &key_wall, &l, 3, false, nodes);
+	put_samples(src, &key_neg, &m, 1, false, nodes);
+	/* counts without a moment, too */
+	struct store_batch *b = store_batch_new(src);
+	uint32_t series;
+	CHECK_OK(store_batch_series(b, &key_wall, &series));
+	CHECK_OK(store_batch_add(b, series, 1700000100, nodes[2], 3, 3000));
+	CHECK_OK(store_batch_commit(b));
+	store_batch_free(b);
+
+	with = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	without = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	if (!with || !without)
+		goto out;
+	/* other stacks first, so node ids differ from the source's */
+	for (int i = 0; i < 2; i++) {
+		struct store *d = i ? without : with;
+		static const char *const other[2] = {"other", "stack"};
+
+		b = store_batch_new(d);
+		sf_add_stack(b, other, 2);
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+	}
+	CHECKF(store_copy(with, src, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	o.samples = false;
+	CHECKF(store_copy(without, src, &o, &st, err, sizeof(err)) == 0, "%s", err);
+
+	cs = all_counts(src);
+	cw = all_counts(with);
+	co = all_counts(without);
+	CHECKF(cs && cw && !strcmp(cs, cw), "counts differ with samples:\n%s\nvs\n%s", cs, cw);
+	CHECKF(cs && co && !strcmp(cs, co), "counts differ without samples");
+	ds = all_detail(src);
+	dw = all_detail(with);
+	dn = all_detail(without);
+	CHECKF(ds && dw && !strcmp(ds, dw), "detail differs:\n%s\nvs\n%s", ds, dw);
+	CHECK(ds && strlen(ds) > 1000);
+	/* without: the series and no detail line */
+	CHECK(dn && !strchr(strchr(dn, '\n') + 1, ';') && !strstr(dn, " 10101010\n"));
+	struct store_series e, f;
+	if (series_get(src, "wall", &e) && series_get(with, "wall", &f)) {
+		CHECK(f.recent_samples == e.recent_samples && e.recent_samples == l.n);
+		CHECKF(f.first_us == e.first_us && f.last_us == e.last_us,
+		       "moments %lld..%lld, source %lld..%lld", (long long)f.first_us,
+		       (long long)f.last_us, (long long)e.first_us, (long long)e.last_us);
+	}
+	if (series_get(without, "wall", &f))
+		CHECK(f.recent_samples == 0 && f.samples == e.samples);
+out:
+	free(cs);
+	free(cw);
+	free(co);
+	free(ds);
+	free(dw);
+	free(dn);
+	free(l.v);
+	free(m.v);
+	store_close(src);
+	store_close(with);
+	store_close(without);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct million {
+	uint64_t n;
+	int64_t last;
+	bool ordered;
+	uint64_t weight;
+};
+
+static int million_fn(void *ctx, const struct store_sample *smp)
+{
+	struct million *m = ctx;
+
+	m->ordered &= smp->time_us >= m->last;
+	m->last = smp->time_us;
+	m->n++;
+	m->weight += smp->weight;
+	return 0;
+}
+
+/* A million samples (99 Hz on two CPUs for 84 minutes), compacted, are
+ * walked back in time order well within a second and a half. */
+void test_samples_million(void)
+{
+	struct store *s = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	struct smp_list none = {0};
+	uint32_t nodes[4], series = 0;
+	uint64_t weight = 0;
+	const size_t total = 1000000;
+
+	if (!s)
+		return;
+	series = put_samples(s, &key_wall, &none, 1, false, nodes);
+	rng = 3;
+	/* one batch a minute of samples, as a recorder's drains would add */
+	for (size_t done = 0; done < total;) {
+		struct store_batch *b = store_batch_new(s);
+
+		for (size_t i = 0; i < 11880 && done < total; i++, done++) {
+			uint64_t r = rnd();
+			struct store_sample smp = {
+			        .time_us = 1700000000000000LL + (int64_t)done * 5050 +
+			                   (int64_t)(r % 50),
+			        .node = nodes[r % 4],
+			        .pid = 300 + (uint32_t)(r >> 10) % 4,
+			        .tid = 300 + (uint32_t)(r >> 10) % 4,
+			        .weight = 10101010,
+			};
+
+			CHECK_OK(store_batch_sample(b, series, &smp));
+			weight += smp.weight;
+		}
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+	}
+	CHECK_OK(store_compact(s));
+	struct million m = {.last = INT64_MIN, .ordered = true};
+	double t0 = now_s();
+	CHECK_OK(store_series_samples(s, series, INT64_MIN, INT64_MAX, million_fn, &m));
+	double t = now_s() - t0;
+	printf("  %llu samples walked in %.3f s (%.0f ns a sample)\n", (unsigned long long)m.n, t,
+	       t * 1e9 / (double)(m.n ? m.n : 1));
+	CHECK(m.n == total && m.ordered && m.weight == weight);
+	CHECKF(t < 1.5, "%.3f s", t);
+	store_close(s);
 }

@@ -744,6 +744,12 @@ int main(int argc, char **argv)
 	sf_run("hosts", test_hosts);
 	sf_run("hosts_old_schema", test_hosts_old_schema);
 	sf_run("samples_exact", test_samples_exact);
+	sf_run("samples_reader", test_samples_reader);
+	sf_run("samples_rollup", test_samples_rollup);
+	sf_run("samples_prune", test_samples_prune);
+	sf_run("samples_old_schema", test_samples_old_schema);
+	sf_run("samples_copy", test_samples_copy);
+	sf_run("samples_million", test_samples_million);
 	nftw(sf_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", sf_failures);
 	return sf_failures ? 1 : 0;

@@ -154,10 +154,10 @@ _flamefs_collect()
 		return
 		;;
 	prune) opts='--store --older-than --before --all --binary --version --dry-run --help' ;;
-	push) opts='--store --to --buckets-per-commit --full --help' ;;
+	push) opts='--store --to --buckets-per-commit --full --samples --help' ;;
 	merge)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '--store --buckets-per-commit --help' -- "$cur"))
+			COMPREPLY=($(compgen -W '--store --buckets-per-commit --samples --help' -- "$cur"))
 		else
 			_flamefs_collect_dirs
 		fi
