@@ -5,11 +5,12 @@
  * standard input is "TIME_US WEIGHT frame;frame;...;leaf" (a sample kept
  * with its moment) or "- SECONDS SAMPLES WEIGHT frame;...;leaf" (counts
  * without a moment, store_batch_add).  With --gen SECONDS HZ CPUS START_US
- * it makes a recording instead: HZ samples a second on each of CPUS
- * CPUs from START_US on for SECONDS, over 64 stacks of 6 to 12 frames,
- * weight 10101010 (cpu-clock at 99 Hz).  One batch per 100,000 samples.
+ * [STACKS] it makes a recording instead: HZ samples a second on each of
+ * CPUS CPUs from START_US on for SECONDS, over STACKS (default 64) stacks
+ * of 6 to 12 frames, weight 10101010 (cpu-clock at 99 Hz).  One batch per
+ * 100,000 samples.
  *
- *   samples-fill STORE BINARY VERSION [--gen SECONDS HZ CPUS START_US] < lines
+ *   samples-fill STORE BINARY VERSION [--gen SECONDS HZ CPUS START_US [STACKS]] < lines
  *
  * Test code: it prints and exits on failure.
  */
@@ -85,25 +86,31 @@ static void sample(struct writer *w, int64_t us, uint64_t weight, uint32_t node)
 	}
 }
 
-static void generate(struct writer *w, int64_t seconds, int hz, int cpus, int64_t start)
+static void generate(struct writer *w, int64_t seconds, int hz, int cpus, int64_t start,
+                     uint32_t nstacks)
 {
-	uint32_t nodes[64];
+	uint32_t *nodes = malloc(nstacks * sizeof(*nodes));
 	uint64_t x = 88172645463325252ull;
 
-	for (int i = 0; i < 64; i++) {
+	if (!nodes)
+		die("malloc", ENOMEM);
+	for (uint32_t i = 0; i < nstacks; i++) {
 		char stack[512];
 		int o = snprintf(stack, sizeof(stack), "main");
-		int depth = 6 + i % 7;
+		int depth = 6 + (int)(i % 7);
 		for (int d = 1; d < depth; d++)
-			o += snprintf(stack + o, sizeof(stack) - (size_t)o, ";f%d_%d", d, (i * 7 + d * 3) % (d + 5));
+			o += snprintf(stack + o, sizeof(stack) - (size_t)o, ";f%d_%u", d,
+			              (i / (uint32_t)(d * d) * 7 + (uint32_t)d * 3) % (uint32_t)(d * 40 + 5));
 		nodes[i] = stack_node(w->b, stack);
 	}
 	int64_t period = 1000000 / hz;
 	for (int64_t t = 0; t < seconds * hz; t++)
 		for (int c = 0; c < cpus; c++) {
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			sample(w, start + t * period + c * 7 + (int64_t)(x % 97), 10101010, nodes[x % 64]);
+			sample(w, start + t * period + c * 7 + (int64_t)(x % 97), 10101010,
+			       nodes[x % nstacks]);
 		}
+	free(nodes);
 }
 
 int main(int argc, char **argv)
@@ -112,8 +119,9 @@ int main(int argc, char **argv)
 	char err[256], line[8192];
 	int r;
 
-	if (argc != 4 && argc != 9) {
-		fprintf(stderr, "usage: samples-fill STORE BINARY VERSION [--gen SECONDS HZ CPUS START_US]\n");
+	if (argc != 4 && argc != 9 && argc != 10) {
+		fprintf(stderr, "usage: samples-fill STORE BINARY VERSION [--gen SECONDS HZ CPUS "
+		                "START_US [STACKS]]\n");
 		return 2;
 	}
 	if (store_open(argv[1], STORE_CREATE, &w.s, err, sizeof(err)) < 0) {
@@ -123,9 +131,12 @@ int main(int argc, char **argv)
 	w.binary = argv[2];
 	w.version = argv[3];
 	begin(&w);
-	if (argc == 9) {
+	if (argc >= 9) {
+		long stacks = argc == 10 ? strtol(argv[9], NULL, 10) : 64;
+		if (stacks < 1 || stacks > 1000000)
+			die("STACKS: 1 to 1,000,000", EINVAL);
 		generate(&w, strtoll(argv[5], NULL, 10), atoi(argv[6]), atoi(argv[7]),
-		         strtoll(argv[8], NULL, 10));
+		         strtoll(argv[8], NULL, 10), (uint32_t)stacks);
 	} else {
 		while (fgets(line, sizeof(line), stdin)) {
 			char *nl = strchr(line, '\n'), *p;

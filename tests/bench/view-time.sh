@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # view-time.sh — issue #39's view targets on a generated 10-minute
 # recording kept whole in the recent tier (samples-fill --gen: 99 Hz on
-# CPUS CPUs, default 8, 64 stacks of 6 to 12 frames, every sample with its
-# moment): `cat` of a 10 s window's folded of the version (target <= 50
-# ms) and of its heatmap.svg (<= 200 ms), beside the whole version's
-# folded as the baseline, and the version's 1 s... timeline.  Each figure
+# CPUS CPUs, default 8, STACKS stacks of 6 to 12 frames, default 64, every
+# sample with its moment): `cat` of a 10 s window's folded of the version
+# (target <= 50 ms) and of its heatmap.svg (<= 200 ms), beside the whole
+# version's folded as the baseline, and the version's timeline.  Each figure
 # is the median of ROUNDS (default 7) first reads: the daemon is mounted
 # afresh for each round, and each round's window is another 10 s.
 #   usage: sudo bash tests/bench/view-time.sh [BUILD_DIR]   (prints a table; no pass/fail)
@@ -15,6 +15,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH_BUILD=${1:-} bench_setup view-time --root fs/flamefs tests/samples-fill
 bench_machine
 cpus=${CPUS:-8}
+stacks=${STACKS:-64}
 rounds=${ROUNDS:-7}
 tmp=$work
 pid=
@@ -27,7 +28,7 @@ umount_() {
 trap 'umount_; bench_cleanup' EXIT
 start=1795000020000000 # a bucket start, microseconds
 t0=$((start / 1000000))
-"$build/tests/samples-fill" "$tmp/store" app 1 --gen 600 99 "$cpus" "$start"
+"$build/tests/samples-fill" "$tmp/store" app 1 --gen 600 99 "$cpus" "$start" "$stacks"
 mkdir -p "$tmp/mnt"
 mount_() {
 	"$flamefs" -f "$tmp/store" "$tmp/mnt" 2>/dev/null &
@@ -64,7 +65,7 @@ samples=$(awk '/^samples / { print $2 }' "$tmp/mnt/@range/$t0/$((t0 + 600))/wind
 wsamples=$(awk '/^samples / { print $2 }' "$tmp/mnt/@range/$((t0 + 91)).250/$((t0 + 101)).250/window")
 hbytes=$(wc -c <"$tmp/mnt/app/1/heatmap.svg")
 umount_
-echo "# recording: 600 s at 99 Hz on $cpus CPUs, $samples samples kept with their moments; median of $rounds first reads, each on a fresh mount"
+echo "# recording: 600 s at 99 Hz on $cpus CPUs, $stacks stacks, $samples samples kept with their moments; median of $rounds first reads, each on a fresh mount"
 echo "# load average: $(bench_load)"
 echo "| file | target | measured (ms) |"
 echo "|---|---|---|"
