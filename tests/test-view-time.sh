@@ -49,6 +49,9 @@ phase(58000, 400, "main;phaseC;c_work")  # [58.000, 62.000): two buckets
 print("-", t0 // 1000000 + 125, 5, 50000000, "main;old;hist")  # no moment
 PY
 "$fill" "$store" app 1 <"$tmp/in.txt" || bad "samples-fill"
+# Names the mount escapes (%40...): the heatmap's links must reach them.
+for k in 0 1 2; do echo "$((t0 * 1000000 + 3000000 + k * 20000)) 5 main;@at;x y"; done |
+	"$fill" "$store" app "v@2" || bad "samples-fill v@2"
 "$flamefs" -f "$store" "$mnt" 2>"$tmp/flamefs.err" &
 pid=$!
 for _ in $(seq 100); do [ -e "$mnt/app" ] && break; sleep 0.1; done
@@ -148,6 +151,11 @@ hb=$mnt/app/1/main/phaseB/heatmap.svg
 lb=$(grep -o 'xlink:href="[^"]*"' "$hb" | head -1 | sed 's/xlink:href="//; s/"$//')
 check "a subtree's heatmap links to the same subtree: $lb" \
 	test "$(cat "$(dirname "$hb")/$lb/folded")" = "app;main;phaseB;b_work 20000000"
+he=$mnt/app/v%402/main/%40at/heatmap.svg
+le=$(grep -o 'xlink:href="[^"]*"' "$he" | head -1 | sed 's/xlink:href="//; s/"$//')
+lu=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.unquote(sys.argv[1]))' "$le")
+check "a link through escaped names (v%402, %40at) is a URL that decodes to them: $le" \
+	test "$(cat "$(dirname "$he")/$lu/folded")" = "app;main;@at;x y 5"
 check "the version's heatmap says the 5 samples without a moment are not drawn" \
 	grep -q ">5 samples of this directory have no moment here" "$mnt/app/1/heatmap.svg"
 if command -v chromium >/dev/null; then

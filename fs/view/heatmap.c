@@ -99,9 +99,38 @@ static int add_sample(void *ctx, const struct store_sample *smp)
 	return 0;
 }
 
+/* Appends directory names (already escaped as the mount shows them) to a
+ * link: as a URL path for an href (every byte but letters, digits and
+ * -._~!$&'()*+,;=:@/ as %XX, so that a name's own %XX reaches the mount
+ * unchanged), then XML-escaped; or as text for a title. */
+static int append_path(struct view_buf *out, const char *s, size_t len, bool url)
+{
+	static const char safe[] = "-._~!$&'()*+,;=:@/";
+	struct view_buf u = {0};
+	int r = 0;
+
+	if (!url)
+		return view_xml_append(out, s, len, SIZE_MAX);
+	for (size_t i = 0; i < len && r == 0; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char hex[4];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    (c && strchr(safe, c)))
+			r = view_buf_append(&u, s + i, 1);
+		else {
+			snprintf(hex, sizeof(hex), "%%%02X", c);
+			r = view_buf_append(&u, hex, 3);
+		}
+	}
+	if (r == 0 && u.len)
+		r = view_xml_append(out, u.data, u.len, SIZE_MAX);
+	view_buf_free(&u);
+	return r;
+}
+
 /* The directory part of node's path below the tree's top directory
  * ("a/b/", escaped as the mount names them), appended. */
-static int append_dirs(struct view_buf *out, const struct view_tree *t, uint32_t node)
+static int append_dirs(struct view_buf *out, const struct view_tree *t, uint32_t node, bool url)
 {
 	uint32_t chain[256];
 	size_t k = 0;
@@ -117,7 +146,7 @@ static int append_dirs(struct view_buf *out, const struct view_tree *t, uint32_t
 		size_t len;
 		const char *name = view_node_name(t, chain[--k], &len);
 		size_t el = view_escape(name, len, 0, esc);
-		int r = view_xml_append(out, esc, el, SIZE_MAX);
+		int r = append_path(out, esc, el, url);
 		if (r < 0 || (r = view_buf_append(out, "/", 1)) < 0)
 			return r;
 	}
@@ -141,27 +170,28 @@ static unsigned dir_depth(const struct view_tree *t, uint32_t node, const struct
 	return d;
 }
 
-/* The relative link from node's directory to the @range directory of
- * [from, to) showing the same subtree: the prefix before the times, and
- * the part after them, made once. */
+/* The link from node's directory to the @range directory of [from, to)
+ * showing the same subtree: the part before the times (relative, from
+ * the heatmap's directory up to the mount's root: href only) and the
+ * part after them, as an href (url) or as a title's text. */
 static int link_parts(const struct view_tree *t, uint32_t node, struct view_buf *pre,
-                      struct view_buf *post)
+                      struct view_buf *post, bool url)
 {
 	const struct view_place *p = t->src.place;
 	int r = 0;
 
 	if (!p)
 		return view_buf_append(pre, "@range/", 7);
-	for (unsigned d = dir_depth(t, node, p); d > 0 && r == 0; d--)
+	for (unsigned d = dir_depth(t, node, p); url && d > 0 && r == 0; d--)
 		r = view_buf_append(pre, "../", 3);
 	if (r == 0)
-		r = view_xml_append(pre, p->view, strlen(p->view), SIZE_MAX);
+		r = append_path(pre, p->view, strlen(p->view), url);
 	if (r == 0)
 		r = view_buf_append(pre, "@range/", 7);
 	if (r == 0 && node != VIEW_ROOT && *p->top) {
-		if ((r = view_xml_append(post, p->top, strlen(p->top), SIZE_MAX)) == 0 &&
+		if ((r = append_path(post, p->top, strlen(p->top), url)) == 0 &&
 		    (r = view_buf_append(post, "/", 1)) == 0)
-			r = append_dirs(post, t, node);
+			r = append_dirs(post, t, node, url);
 	}
 	if (r == 0)
 		r = view_buf_append(post, "", 0);
@@ -182,7 +212,7 @@ static void colour(uint32_t n, uint32_t max, int rgb[3])
 int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	struct heat h = {0};
-	struct view_buf pre = {0}, post = {0};
+	struct view_buf pre = {0}, post = {0}, tpre = {0}, tpost = {0};
 	int r;
 
 	if (node >= t->nnodes)
@@ -228,7 +258,8 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 	} else {
 		h.S = h.E = 0;
 	}
-	if ((r = link_parts(t, node, &pre, &post)) < 0)
+	if ((r = link_parts(t, node, &pre, &post, true)) < 0 ||
+	    (r = link_parts(t, node, &tpre, &tpost, false)) < 0)
 		goto out;
 
 	uint32_t max = 0;
@@ -301,18 +332,26 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 			view_format_us(from + ROW_US, to);
 			view_format_iso_us(from, iso);
 			colour(n, max, rgb);
-			r = appendf(out, "<a xlink:href=\"%s%s/%s/", pre.data, f, to);
+			r = view_buf_append(out, "<a xlink:href=\"", strlen("<a xlink:href=\""));
+			if (r == 0)
+				r = view_buf_append(out, pre.data, pre.len);
+			if (r == 0)
+				r = appendf(out, "%s/%s/", f, to);
 			if (r == 0 && post.len)
 				r = view_buf_append(out, post.data, post.len);
 			if (r == 0)
 				r = appendf(out,
 				            "\"><rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" "
 				            "height=\"%d\" fill=\"rgb(%d,%d,%d)\"><title>%" PRIu32
-				            " samples in [%s, +20 ms): @range/%s/%s/",
+				            " samples in [%s, +20 ms): ",
 				            LEFT + (int)col * cw, TOP + (int)row * CELL_H, cw, CELL_H,
-				            rgb[0], rgb[1], rgb[2], n, iso, f, to);
-			if (r == 0 && post.len)
-				r = view_buf_append(out, post.data, post.len);
+				            rgb[0], rgb[1], rgb[2], n, iso);
+			if (r == 0)
+				r = view_buf_append(out, tpre.data, tpre.len);
+			if (r == 0)
+				r = appendf(out, "%s/%s/", f, to);
+			if (r == 0 && tpost.len)
+				r = view_buf_append(out, tpost.data, tpost.len);
 			if (r == 0)
 				r = appendf(out, "</title></rect></a>\n");
 		}
@@ -330,5 +369,7 @@ out:
 	free(h.cells);
 	view_buf_free(&pre);
 	view_buf_free(&post);
+	view_buf_free(&tpre);
+	view_buf_free(&tpost);
 	return r;
 }
