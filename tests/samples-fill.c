@@ -11,6 +11,7 @@
  * 100,000 samples.
  *
  *   samples-fill STORE BINARY VERSION [--gen SECONDS HZ CPUS START_US [STACKS]] < lines
+ *   samples-fill STORE --rollup KEEP_SECONDS   sets the keep window and rolls up
  *
  * Test code: it prints and exits on failure.
  */
@@ -119,6 +120,19 @@ int main(int argc, char **argv)
 	char err[256], line[8192];
 	int r;
 
+	if (argc == 4 && strcmp(argv[2], "--rollup") == 0) {
+		struct store_rollup_stats st;
+		if (store_open(argv[1], 0, &w.s, err, sizeof(err)) < 0) {
+			fprintf(stderr, "samples-fill: %s\n", err);
+			return 1;
+		}
+		if ((r = store_set_keep_samples(w.s, strtoll(argv[3], NULL, 10))) < 0 ||
+		    (r = store_rollup(w.s, &st)) < 0)
+			die(store_errmsg(w.s), r);
+		printf("%" PRIu64 " samples rolled up\n", st.samples);
+		store_close(w.s);
+		return 0;
+	}
 	if (argc != 4 && argc != 9 && argc != 10) {
 		fprintf(stderr, "usage: samples-fill STORE BINARY VERSION [--gen SECONDS HZ CPUS "
 		                "START_US [STACKS]]\n");

@@ -19,7 +19,9 @@
 #     a subtree's seconds, the bucket without detail flagged whole;
 #   - heatmap.svg: well-formed (xmllint), its cell counts summing to the
 #     window's samples, each cell's link resolving to that 20 ms of the same
-#     directory, drawn by headless Chromium.
+#     directory, drawn by headless Chromium;
+#   - a roll-up while mounted: the window over phase B, its detail
+#     forgotten, shows its whole bucket and says so in its window file.
 #   usage: test-view-time.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
 build=${1:?usage: test-view-time.sh BUILD_DIR}
@@ -202,4 +204,25 @@ PY
 else
 	skip "chromium is not installed: heatmap.svg not drawn"
 fi
+
+# ---- a roll-up while mounted ------------------------------------------------------------------
+# Keep 65 s before the newest moment (125 s, the counts without one):
+# the detail of bucket 0 ([0, 60) ends at 60) goes, bucket 1's stays.
+exec 7<"$win/app/1/folded" # open before: its snapshot stays
+"$fill" "$store" --rollup 65 >"$tmp/rollup.out" 2>&1 || bad "roll-up: $(cat "$tmp/rollup.out")"
+check "the roll-up forgot bucket 0's detail: app 1's 900 samples and v@2's 3 ($(cat "$tmp/rollup.out"))" \
+	grep -qx "903 samples rolled up" "$tmp/rollup.out"
+waited=$(date +%s%N)
+for _ in $(seq 40); do grep -qx "exact no" "$win/app/1/window" 2>/dev/null && break; sleep 0.1; done
+echo "# the view showed the roll-up after $((($(date +%s%N) - waited) / 1000000)) ms"
+check "within 4 s the window over phase B is not exact: its bucket's 900 samples taken whole" \
+	grep -q "^cut 1795000020 2026-11-18T11:07:00Z timed 0 weight 0 taken_whole 900 weight 9000000000 detail no$" "$win/app/1/window"
+check "phase C across the bucket boundary: [59.5, 60.5) takes bucket 0 whole (900 samples), bucket 1's by moment (50)" \
+	test "$(grep -c "^# window .*NOT exact: 900 samples of 1 bucket" "$r/$(s 59 5)/$(s 60 5)/app/1/window")" = 1 -a \
+	"$(grep -c "^cut 1795000080 2026-11-18T11:08:00Z timed 50 weight 500000000 taken_whole 0 weight 0 detail yes$" "$r/$(s 59 5)/$(s 60 5)/app/1/window")" = 1
+check "... its folded holds the whole bucket (phases A, B and C's part)" \
+	test "$(cat "$win/app/1/folded" | tr '\n' ' ')" = "app;main;phaseA;a_work 4000000000 app;main;phaseB;b_work 3000000000 app;main;phaseC;c_work 2000000000 "
+check "a file opened before the roll-up reads its own snapshot" \
+	test "$(cat <&7)" = "app;main;phaseB;b_work 3000000000"
+exec 7<&-
 finish

@@ -183,9 +183,11 @@ static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now
 
 static bool series_same(const struct store_series *a, const struct store_series *b)
 {
+	/* The recent tier too: a roll-up changes what a window can cut. */
 	return a->samples == b->samples && a->weight == b->weight &&
 	       a->first_seen == b->first_seen && a->last_seen == b->last_seen &&
-	       a->input_bytes == b->input_bytes;
+	       a->input_bytes == b->input_bytes && a->recent_samples == b->recent_samples &&
+	       a->first_us == b->first_us && a->last_us == b->last_us;
 }
 
 /* After a refresh: queues entry invalidations for the version entries of
