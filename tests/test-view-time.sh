@@ -213,9 +213,9 @@ exec 7<"$win/app/1/folded" # open before: its snapshot stays
 check "the roll-up forgot bucket 0's detail: app 1's 900 samples and v@2's 3 ($(cat "$tmp/rollup.out"))" \
 	grep -qx "903 samples rolled up" "$tmp/rollup.out"
 waited=$(date +%s%N)
-for _ in $(seq 40); do grep -qx "exact no" "$win/app/1/window" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qx "exact no" "$win/app/1/window" 2>/dev/null && break; sleep 0.1; done
 echo "# the view showed the roll-up after $((($(date +%s%N) - waited) / 1000000)) ms"
-check "within 4 s the window over phase B is not exact: its bucket's 900 samples taken whole" \
+check "within 10 s the window over phase B is not exact: its bucket's 900 samples taken whole" \
 	grep -q "^cut 1795000020 2026-11-18T11:07:00Z timed 0 weight 0 taken_whole 900 weight 9000000000 detail no$" "$win/app/1/window"
 check "phase C across the bucket boundary: [59.5, 60.5) takes bucket 0 whole (900 samples), bucket 1's by moment (50)" \
 	test "$(grep -c "^# window .*NOT exact: 900 samples of 1 bucket" "$r/$(s 59 5)/$(s 60 5)/app/1/window")" = 1 -a \
