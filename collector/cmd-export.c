@@ -172,8 +172,9 @@ static void report_window(const struct view_tree *t, const char *which)
 	view_format_iso_us(w->to_us, z);
 	fprintf(stderr,
 	        PROG ": export: %swindow [%s, %s) is not exact: %" PRIu64
-	        " samples of %u bucket%s of %" PRIu32 " s it cuts have no moment and are taken "
-	        "whole:",
+	             " samples of %u bucket%s of %" PRIu32
+	             " s it cuts have no moment and are taken "
+	             "whole:",
 	        which, a, z, whole, nb, nb == 1 ? "" : "s", w->bucket_seconds);
 	for (unsigned i = 0; i < w->ncut; i++) {
 		char b[40];

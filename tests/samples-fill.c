@@ -35,7 +35,8 @@ static uint32_t stack_node(struct store_batch *b, char *stack)
 	uint32_t node = STORE_ROOT_NODE, frame;
 	int r;
 
-	for (char *save = NULL, *f = strtok_r(stack, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
+	for (char *save = NULL, *f = strtok_r(stack, ";", &save); f;
+	     f = strtok_r(NULL, ";", &save)) {
 		struct store_frame sf = {.name = f, .name_len = strlen(f)};
 		if ((r = store_batch_frame(b, &sf, &frame)) < 0 ||
 		    (r = store_batch_node(b, node, frame, &node)) < 0)
@@ -76,7 +77,8 @@ static void commit(struct writer *w)
 
 static void sample(struct writer *w, int64_t us, uint64_t weight, uint32_t node)
 {
-	struct store_sample smp = {.time_us = us, .node = node, .pid = 42, .tid = 42, .weight = weight};
+	struct store_sample smp = {
+	        .time_us = us, .node = node, .pid = 42, .tid = 42, .weight = weight};
 	int r = store_batch_sample(w->b, w->series, &smp);
 
 	if (r < 0)
@@ -101,7 +103,8 @@ static void generate(struct writer *w, int64_t seconds, int hz, int cpus, int64_
 		int depth = 6 + (int)(i % 7);
 		for (int d = 1; d < depth; d++)
 			o += snprintf(stack + o, sizeof(stack) - (size_t)o, ";f%d_%u", d,
-			              (i / (uint32_t)(d * d) * 7 + (uint32_t)d * 3) % (uint32_t)(d * 40 + 5));
+			              (i / (uint32_t)(d * d) * 7 + (uint32_t)d * 3) %
+			                      (uint32_t)(d * 40 + 5));
 		nodes[i] = stack_node(w->b, stack);
 	}
 	int64_t period = 1000000 / hz;

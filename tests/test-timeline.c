@@ -113,11 +113,12 @@ static void check_tree(const struct view_tree *t, const struct added *ad, int na
 			} else {
 				char st[64], secs[64], rate[64];
 				unsigned long long sa, we, un;
-				if (sscanf(p, "%63s %63s %llu %llu %63s %llu", st, secs, &sa, &we, rate,
-				           &un) == 6) {
+				if (sscanf(p, "%63s %63s %llu %llu %63s %llu", st, secs, &sa, &we,
+				           rate, &un) == 6) {
 					char line[256];
-					int len = snprintf(line, sizeof(line), "%s %s %llu %llu %llu\n", st,
-					                   secs, sa, we, un);
+					int len = snprintf(line, sizeof(line),
+					                   "%s %s %llu %llu %llu\n", st, secs, sa,
+					                   we, un);
 					view_buf_append(&got, line, (size_t)len);
 				}
 			}
@@ -294,10 +295,10 @@ static char *got_lines(const char *text)
 		const char *nl = strchr(p, '\n');
 		char st[64], secs[64], rate[64], line[256];
 		unsigned long long sa, we, un;
-		if (*p != '#' &&
-		    sscanf(p, "%63s %63s %llu %llu %63s %llu", st, secs, &sa, &we, rate, &un) == 6) {
-			int len = snprintf(line, sizeof(line), "%s %s %llu %llu %llu\n", st, secs, sa,
-			                   we, un);
+		if (*p != '#' && sscanf(p, "%63s %63s %llu %llu %63s %llu", st, secs, &sa, &we,
+		                        rate, &un) == 6) {
+			int len = snprintf(line, sizeof(line), "%s %s %llu %llu %llu\n", st, secs,
+			                   sa, we, un);
 			view_buf_append(&got, line, (size_t)len);
 		}
 		p = nl + 1;
@@ -319,8 +320,8 @@ static void check_moments(const struct view_tree *t, int64_t S, int64_t E, int64
 		brute_moments(&want, i - 1, S, E, r, wf, wt, nuntimed);
 		char *text = fx_render(view_render_timeline, t, nodes[i]);
 		char *got = got_lines(text);
-		CHECKF(strcmp(got, want.data) == 0, "%s, node %d: got\n%s\nwant\n%s\n%s", what, i, got,
-		       want.data, text);
+		CHECKF(strcmp(got, want.data) == 0, "%s, node %d: got\n%s\nwant\n%s\n%s", what, i,
+		       got, want.data, text);
 		char hdr[64];
 		snprintf(hdr, sizeof(hdr), " intervals of %" PRId64 " s over [", r / 1000000);
 		CHECKF(strstr(text, hdr) != NULL, "%s: header: %s", what, text);

@@ -216,8 +216,9 @@ static void check_exact(struct store *s, int64_t from, int64_t to, const char *w
 	view_node_counts(t, VIEW_ROOT, &c);
 	wa = exact_expect(from, to, 0, &dummy);
 	wb = exact_expect(from, to, 1, &dummy);
-	CHECKF(c.total_weight == want, "%s [%" PRId64 ", %" PRId64 "): weight %" PRIu64
-	       " want %" PRIu64, what, from - E0, to - E0, c.total_weight, want);
+	CHECKF(c.total_weight == want,
+	       "%s [%" PRId64 ", %" PRId64 "): weight %" PRIu64 " want %" PRIu64, what, from - E0,
+	       to - E0, c.total_weight, want);
 	CHECKF(leaf_weight(t, "a") == wa && leaf_weight(t, "b") == wb,
 	       "%s: a %" PRIu64 " want %" PRIu64 ", b %" PRIu64 " want %" PRIu64, what,
 	       leaf_weight(t, "a"), wa, leaf_weight(t, "b"), wb);
@@ -245,9 +246,12 @@ static void test_exact(void)
 	/* Bucket 0: four timed samples and 3 without a moment (leaf a, 16);
 	 * bucket 1: two timed; bucket 2: counts only. */
 	struct added_sample v[] = {
-	        {E0 + 10 * S, 0, 1},           {E0 + 20 * S + 500 * MS, 1, 2},
-	        {E0 + 30 * S + 250 * MS, 0, 4}, {E0 + 60 * S - 1, 1, 8},
-	        {E0 + 60 * S, 0, 32},          {E0 + 90 * S, 1, 64},
+	        {E0 + 10 * S, 0, 1},
+	        {E0 + 20 * S + 500 * MS, 1, 2},
+	        {E0 + 30 * S + 250 * MS, 0, 4},
+	        {E0 + 60 * S - 1, 1, 8},
+	        {E0 + 60 * S, 0, 32},
+	        {E0 + 90 * S, 1, 64},
 	};
 	struct added_count c[] = {
 	        {E0 / S + 5, 0, 3, 16},
@@ -294,7 +298,8 @@ static void test_exact(void)
 	free(text);
 	/* Bucket-aligned: whole buckets from counts, no cut. */
 	text = window_file(s, E0 + 60 * S, E0 + 180 * S);
-	CHECKF(strstr(text, "exact yes\n") && strstr(text, "whole_buckets 2 samples 3 weight 224\n") &&
+	CHECKF(strstr(text, "exact yes\n") &&
+	               strstr(text, "whole_buckets 2 samples 3 weight 224\n") &&
 	               !strstr(text, "\ncut "),
 	       "aligned window file:\n%s", text);
 	free(text);
@@ -305,10 +310,14 @@ static void test_exact(void)
 	free(text);
 
 	const int64_t edges[][2] = {
-	        {E0, E0 + 60 * S},           {E0 + 20 * S + 500 * MS, E0 + 90 * S + 1},
-	        {E0 + 60 * S - 1, E0 + 60 * S}, {E0 + 59 * S, E0 + 61 * S},
-	        {E0 + 90 * S, E0 + 90 * S},  {E0 + 90 * S, E0 + 89 * S},
-	        {E0 - 60 * S, E0 + 300 * S}, {E0 + 130 * S, E0 + 140 * S},
+	        {E0, E0 + 60 * S},
+	        {E0 + 20 * S + 500 * MS, E0 + 90 * S + 1},
+	        {E0 + 60 * S - 1, E0 + 60 * S},
+	        {E0 + 59 * S, E0 + 61 * S},
+	        {E0 + 90 * S, E0 + 90 * S},
+	        {E0 + 90 * S, E0 + 89 * S},
+	        {E0 - 60 * S, E0 + 300 * S},
+	        {E0 + 130 * S, E0 + 140 * S},
 	};
 	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
 		check_exact(s, edges[i][0], edges[i][1], "edge");
@@ -318,8 +327,9 @@ static void test_exact(void)
 	srand(39);
 	struct added_sample more[400];
 	for (int i = 0; i < 400; i++) {
-		more[i] = (struct added_sample){E0 + (int64_t)(rand() % 180000) * MS + rand() % 1000,
-		                                rand() % 2, (uint64_t)(1 + rand() % 1000)};
+		more[i] =
+		        (struct added_sample){E0 + (int64_t)(rand() % 180000) * MS + rand() % 1000,
+		                              rand() % 2, (uint64_t)(1 + rand() % 1000)};
 		timed[ntimed++] = more[i];
 	}
 	struct added_count more_c[] = {{E0 / S + 70, 1, 2, 5000}};

@@ -106,11 +106,11 @@ struct space {
 	enum space_kind kind;
 	uint32_t series_id;
 	/* The key of the other kinds (SPACE_SERIES uses series_id only). */
-	uint32_t base_id; /* SPACE_DIFF: version A's series */
+	uint32_t base_id;   /* SPACE_DIFF: version A's series */
 	int64_t last;       /* SPACE_WINDOW: @last's seconds, or 0 for @range */
 	int64_t from, to;   /* SPACE_WINDOW @range: [from, to), microseconds */
 	int64_t from2, to2; /* SPACE_*WDIFF: window B, [from2, to2), microseconds */
-	char *func;       /* SPACE_CALLERS/CALLEES: the function */
+	char *func;         /* SPACE_CALLERS/CALLEES: the function */
 	size_t func_len;
 	uint32_t parent_sdir; /* the synthetic directory above its root */
 
@@ -139,8 +139,7 @@ struct space {
 
 static inline bool space_is_all(const struct space *sp)
 {
-	return sp->kind == SPACE_ALL || sp->kind == SPACE_ALL_WINDOW ||
-	       sp->kind == SPACE_ALL_WDIFF;
+	return sp->kind == SPACE_ALL || sp->kind == SPACE_ALL_WINDOW || sp->kind == SPACE_ALL_WDIFF;
 }
 
 /* A space whose tree is a diff tree (its directories show diff files). */

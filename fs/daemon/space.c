@@ -146,7 +146,8 @@ struct space *space_for_key_locked(const struct space *key, int *err)
 		}
 		if (sp->kind == key->kind && sp->series_id == key->series_id &&
 		    sp->base_id == key->base_id && sp->last == key->last && sp->from == key->from &&
-		    sp->to == key->to && sp->from2 == key->from2 && sp->to2 == key->to2 && !sp->gone && sp->func_len == key->func_len &&
+		    sp->to == key->to && sp->from2 == key->from2 && sp->to2 == key->to2 &&
+		    !sp->gone && sp->func_len == key->func_len &&
 		    (!key->func || memcmp(sp->func, key->func, key->func_len) == 0))
 			return sp;
 	}
@@ -609,7 +610,8 @@ static int space_build_kind_locked(const struct space *sp, const struct view_tre
 		if (r == 0)
 			r = view_tree_build_window_us(fs.store, s, n, sp->from2, sp->to2, NULL, &b);
 		if (r == 0)
-			r = view_diff_build_seeded(a, SPACE_ROOT_NODE, b, SPACE_ROOT_NODE, seed, out);
+			r = view_diff_build_seeded(a, SPACE_ROOT_NODE, b, SPACE_ROOT_NODE, seed,
+			                           out);
 		view_tree_free(a);
 		view_tree_free(b);
 		return r;

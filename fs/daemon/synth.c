@@ -22,9 +22,9 @@
 static uint64_t sdir_key_hash(const struct sdir *k)
 {
 	uint64_t h = 1469598103934665603ull;
-	const uint64_t nums[] = {k->kind,          (uint64_t)k->last, (uint64_t)k->from,
-	                         (uint64_t)k->to,  k->series_id,      k->view,
-	                         (uint64_t)k->from2, (uint64_t)k->to2};
+	const uint64_t nums[] = {
+	        k->kind,      (uint64_t)k->last, (uint64_t)k->from,  (uint64_t)k->to,
+	        k->series_id, k->view,           (uint64_t)k->from2, (uint64_t)k->to2};
 
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
 		h = (h ^ nums[i]) * 1099511628211ull;
@@ -38,8 +38,8 @@ static uint64_t sdir_key_hash(const struct sdir *k)
 static bool sdir_key_equal(const struct sdir *a, const struct sdir *b)
 {
 	return a->kind == b->kind && a->last == b->last && a->from == b->from && a->to == b->to &&
-	       a->from2 == b->from2 && a->to2 == b->to2 &&
-	       a->series_id == b->series_id && a->view == b->view && a->name_len == b->name_len &&
+	       a->from2 == b->from2 && a->to2 == b->to2 && a->series_id == b->series_id &&
+	       a->view == b->view && a->name_len == b->name_len &&
 	       (!a->name_len || memcmp(a->name, b->name, a->name_len) == 0) &&
 	       !a->version == !b->version && (!a->version || strcmp(a->version, b->version) == 0);
 }
@@ -226,8 +226,8 @@ static int all_file_lookup(const struct sdir *sd, enum space_kind kind, const ch
 /* Emits the whole view's files (all_file_lookup) from the k-th on, with
  * cookies 3 + their index; *pos is how many there are (0 without
  * series).  Returns false when the reply is full. */
-static int all_files_list(struct emitter *em, const struct sdir *sd, enum space_kind kind,
-                          size_t k, size_t *pos)
+static int all_files_list(struct emitter *em, const struct sdir *sd, enum space_kind kind, size_t k,
+                          size_t *pos)
 {
 	struct space key = all_key(sd, kind);
 	size_t lo, hi, nf = space_file_count(&key, VIEW_ROOT);
@@ -1114,14 +1114,22 @@ static int wdbinary_list(struct emitter *em, const struct sdir *sd, size_t k)
 }
 
 static const struct sdir_ops sdir_ops[SD_KINDS] = {
-        [SD_ROOT] = {root_lookup, root_list},          [SD_BINARY] = {binary_lookup, binary_list},
-        [SD_LAST] = {last_lookup, last_list},          [SD_RANGE] = {range_lookup, range_list},
-        [SD_FROM] = {range_lookup, from_list},         [SD_WINDOW] = {window_lookup, window_list},
-        [SD_WBINARY] = {wbinary_lookup, wbinary_list}, [SD_DIFF] = {diff_lookup, diff_list},
-        [SD_DIFFA] = {diff_lookup, diff_list},         [SD_FUNCS] = {funcs_lookup, funcs_list},
-        [SD_FUNC] = {func_lookup, func_list},          [SD_HOSTS] = {hosts_lookup, hosts_list},
-        [SD_WDIFF] = {wdiff_lookup, nothing_list},     [SD_WDFROM] = {wdiff_lookup, nothing_list},
-        [SD_WDROOT] = {wdroot_lookup, wdroot_list},    [SD_WDBINARY] = {wdbinary_lookup, wdbinary_list},
+        [SD_ROOT] = {root_lookup, root_list},
+        [SD_BINARY] = {binary_lookup, binary_list},
+        [SD_LAST] = {last_lookup, last_list},
+        [SD_RANGE] = {range_lookup, range_list},
+        [SD_FROM] = {range_lookup, from_list},
+        [SD_WINDOW] = {window_lookup, window_list},
+        [SD_WBINARY] = {wbinary_lookup, wbinary_list},
+        [SD_DIFF] = {diff_lookup, diff_list},
+        [SD_DIFFA] = {diff_lookup, diff_list},
+        [SD_FUNCS] = {funcs_lookup, funcs_list},
+        [SD_FUNC] = {func_lookup, func_list},
+        [SD_HOSTS] = {hosts_lookup, hosts_list},
+        [SD_WDIFF] = {wdiff_lookup, nothing_list},
+        [SD_WDFROM] = {wdiff_lookup, nothing_list},
+        [SD_WDROOT] = {wdroot_lookup, wdroot_list},
+        [SD_WDBINARY] = {wdbinary_lookup, wdbinary_list},
 };
 
 const struct sdir_ops *synth_ops_of(const struct sdir *sd)

@@ -53,7 +53,8 @@ void view_place_free(struct view_place *p)
 	free(p);
 }
 
-static int appendf(struct view_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int appendf(struct view_buf *out, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
 static int appendf(struct view_buf *out, const char *fmt, ...)
 {
 	char buf[512];
@@ -246,8 +247,8 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 		for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
 			if (!view_subtree_series(&h.st, i))
 				continue;
-			r = store_series_samples(t->src.store, t->src.series[i], h.S, h.E, add_sample,
-			                         &h);
+			r = store_series_samples(t->src.store, t->src.series[i], h.S, h.E,
+			                         add_sample, &h);
 			if (r == -EOPNOTSUPP || r == -ENOSYS)
 				r = 0;
 			else if (r > 0)
@@ -315,7 +316,8 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 		char iso[40];
 		view_format_iso_us((h.col0 + (int64_t)col) * 1000000, iso);
 		r = appendf(out,
-		            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"rgb(120,120,120)\"/>"
+		            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+		            "stroke=\"rgb(120,120,120)\"/>"
 		            "<text x=\"%d\" y=\"%d\" style=\"font-size: 10px\">%s</text>\n",
 		            LEFT + (int)col * cw, TOP + ph, LEFT + (int)col * cw, TOP + ph + 5,
 		            LEFT + (int)col * cw, TOP + ph + 18 + (int)(col / every % 2) * 12, iso);
@@ -344,8 +346,8 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 				            "\"><rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" "
 				            "height=\"%d\" fill=\"rgb(%d,%d,%d)\"><title>%" PRIu32
 				            " samples in [%s, +20 ms): ",
-				            LEFT + (int)col * cw, TOP + (int)row * CELL_H, cw, CELL_H,
-				            rgb[0], rgb[1], rgb[2], n, iso);
+				            LEFT + (int)col * cw, TOP + (int)row * CELL_H, cw,
+				            CELL_H, rgb[0], rgb[1], rgb[2], n, iso);
 			if (r == 0)
 				r = view_buf_append(out, tpre.data, tpre.len);
 			if (r == 0)

@@ -130,9 +130,8 @@ int view_subtree_has(struct view_subtree *c, uint32_t sn)
 /* The interval lengths a timeline picks from, in seconds: the shortest
  * that gives at most MAX_INTERVALS over the span, and that divides the
  * bucket or is a multiple of it. */
-static const int64_t steps[] = {1,    2,    5,     10,    15,    30,    60,     120,
-                                300,  600,  900,   1800,  3600,  7200,  10800,  21600,
-                                43200, 86400, 172800, 604800};
+static const int64_t steps[] = {1,   2,    5,    10,   15,    30,    60,    120,   300,    600,
+                                900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800};
 #define MAX_INTERVALS 240
 
 static int64_t floor_div(int64_t a, int64_t d)
@@ -253,8 +252,8 @@ static int read_detail(struct tcollect *c, int64_t from, int64_t to)
 
 /* The rows of the subtree of `node` into *out (malloc'd; the caller
  * frees), by start, and the span and resolution into *c. */
-static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
-                   struct trow **out, size_t *nout)
+static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node, struct trow **out,
+                   size_t *nout)
 {
 	const struct view_window *w = t->src.window;
 	struct trow *rows = NULL;
@@ -408,7 +407,6 @@ static int appendf(struct view_buf *out, const char *fmt, ...)
 	return view_buf_append(out, buf, (size_t)n);
 }
 
-
 static bool wall_clock_us(int64_t us)
 {
 	return us >= (int64_t)STORE_WALL_CLOCK_MIN * 1000000;
@@ -463,9 +461,8 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 		view_format_us(c.E, z);
 	}
 	view_format_us(c.E - c.S, span);
-	r = appendf(out,
-	            "# %zu intervals of %" PRId64 " s over [%s, %s) (%s s); clock %s; unit ", n,
-	            c.r / 1000000, a, z, span,
+	r = appendf(out, "# %zu intervals of %" PRId64 " s over [%s, %s) (%s s); clock %s; unit ",
+	            n, c.r / 1000000, a, z, span,
 	            wall_clock_us(c.S) ? "unix (seconds, UTC)"
 	                               : "perf (seconds since boot unless perf recorded with -k)");
 	if (r == 0 && (r = view_text_append(out, unit, strlen(unit), 0)) == 0 &&
@@ -492,7 +489,8 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 	uint64_t untimed = untimed_sum(rows, n, &nb);
 	if (r == 0 && untimed)
 		r = appendf(out,
-		            "# %" PRIu64 " samples in %zu line%s have no moment (buckets of %" PRIu32
+		            "# %" PRIu64
+		            " samples in %zu line%s have no moment (buckets of %" PRIu32
 		            " s without detail): counted in the interval of their bucket, column "
 		            "untimed\n",
 		            untimed, nb, nb == 1 ? "" : "s", t->src.bucket_seconds);
@@ -580,9 +578,9 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		            "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"
 		            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
 		            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>\n",
-		            PLOT_X, PLOT_Y + PLOT_H, PLOT_X + PLOT_W, PLOT_Y + PLOT_H, PLOT_X, PLOT_Y,
-		            PLOT_X, PLOT_Y + PLOT_H, PLOT_X - 6, PLOT_Y + 10, top, PLOT_X - 6,
-		            PLOT_Y + PLOT_H);
+		            PLOT_X, PLOT_Y + PLOT_H, PLOT_X + PLOT_W, PLOT_Y + PLOT_H, PLOT_X,
+		            PLOT_Y, PLOT_X, PLOT_Y + PLOT_H, PLOT_X - 6, PLOT_Y + 10, top,
+		            PLOT_X - 6, PLOT_Y + PLOT_H);
 	}
 	for (size_t i = 0; i < n && r == 0; i++) {
 		const struct trow *row = &rows[i];
@@ -599,11 +597,12 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		            ", %.3f %s",
 		            row->untimed ? " style=\"stroke: rgb(90,90,90); stroke-dasharray: 4,3\""
 		                         : "",
-		            x, PLOT_Y + PLOT_H - h,
-		            wdt > 1.5 ? wdt - 0.5 : wdt, h, iso, secs, row->samples, row->weight,
-		            rate, clock ? "cores busy" : "per second");
+		            x, PLOT_Y + PLOT_H - h, wdt > 1.5 ? wdt - 0.5 : wdt, h, iso, secs,
+		            row->samples, row->weight, rate, clock ? "cores busy" : "per second");
 		if (r == 0 && row->untimed)
-			r = appendf(out, "; %" PRIu64 " samples without a moment, shown over their bucket",
+			r = appendf(out,
+			            "; %" PRIu64
+			            " samples without a moment, shown over their bucket",
 			            row->untimed);
 		if (r == 0)
 			r = appendf(out, "</title></rect>\n");
@@ -613,14 +612,15 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		char a[40], z[40];
 		view_format_iso_us(c.S, a);
 		view_format_iso_us(c.E, z);
-		r = appendf(out,
-		            "<text x=\"%d\" y=\"%d\">%s</text>\n"
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%zu intervals of %" PRId64
-		            " s with samples; clock: %s</text>\n",
-		            PLOT_X, PLOT_Y + PLOT_H + 18, a, PLOT_X + PLOT_W, PLOT_Y + PLOT_H + 18, z,
-		            SVG_W / 2, PLOT_Y + PLOT_H + 40, n, c.r / 1000000,
-		            wall_clock_us(c.S) ? "unix seconds, UTC" : "perf's (seconds since boot)");
+		r = appendf(
+		        out,
+		        "<text x=\"%d\" y=\"%d\">%s</text>\n"
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%zu intervals of %" PRId64
+		        " s with samples; clock: %s</text>\n",
+		        PLOT_X, PLOT_Y + PLOT_H + 18, a, PLOT_X + PLOT_W, PLOT_Y + PLOT_H + 18, z,
+		        SVG_W / 2, PLOT_Y + PLOT_H + 40, n, c.r / 1000000,
+		        wall_clock_us(c.S) ? "unix seconds, UTC" : "perf's (seconds since boot)");
 	}
 	if (r == 0 && untimed)
 		r = appendf(out,
@@ -632,10 +632,11 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	if (r == 0 && w && !view_window_exact(w)) {
 		unsigned wb;
 		uint64_t ws = view_window_whole_samples(w, &wb);
-		r = appendf(out,
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">window NOT exact: %" PRIu64
-		            " samples of %u bucket%s it cuts taken whole</text>\n",
-		            SVG_W / 2, 40, ws, wb, wb == 1 ? "" : "s");
+		r = appendf(
+		        out,
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">window NOT exact: %" PRIu64
+		        " samples of %u bucket%s it cuts taken whole</text>\n",
+		        SVG_W / 2, 40, ws, wb, wb == 1 ? "" : "s");
 	}
 	if (r == 0)
 		r = appendf(out, "</svg>\n");

@@ -563,11 +563,12 @@ int view_render_window(const struct view_tree *t, uint32_t node, struct view_buf
 		r = appendf(out, "from %s %s\nto %s %s\nexact %s\nbucket_seconds %" PRIu32 "\n", a,
 		            ai, b, bi, view_window_exact(w) ? "yes" : "no", w->bucket_seconds);
 	if (r == 0) {
-		uint64_t nbk = w->whole_from <= w->whole_to && w->bucket_seconds
-		                       ? (uint64_t)((w->whole_to - w->whole_from) /
-		                                    w->bucket_seconds) + 1
-		                       : 0;
-		r = appendf(out, "whole_buckets %" PRIu64 " samples %" PRIu64 " weight %" PRIu64 "\n",
+		uint64_t nbk =
+		        w->whole_from <= w->whole_to && w->bucket_seconds
+		                ? (uint64_t)((w->whole_to - w->whole_from) / w->bucket_seconds) + 1
+		                : 0;
+		r = appendf(out,
+		            "whole_buckets %" PRIu64 " samples %" PRIu64 " weight %" PRIu64 "\n",
 		            nbk, w->bucket_samples, w->bucket_weight);
 	}
 	for (unsigned i = 0; i < w->ncut && r == 0; i++) {
