@@ -790,8 +790,9 @@ static int builder_alloc(struct builder *b, struct store *s, const struct store_
 	b->memo = calloc(b->memo_len ? b->memo_len : 1, sizeof(*b->memo));
 	t->src.series = malloc(n * sizeof(*t->src.series));
 	t->src.binary = malloc(n * sizeof(*t->src.binary));
+	t->src.recent = malloc(n * sizeof(*t->src.recent));
 	if (!t->event || !t->unit || !b->stab || !b->ctab || !b->fmap || !b->memo ||
-	    !t->src.series || !t->src.binary)
+	    !t->src.series || !t->src.binary || !t->src.recent)
 		return -ENOMEM;
 	b->stab_mask = 1023;
 	b->ctab_mask = csize - 1;
@@ -905,8 +906,10 @@ static int builder_add_series(struct builder *b, const struct store_series *seri
 	t->src.from = from;
 	t->src.to = to;
 	/* A database sends all these series' counts for one query. */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		t->src.series[i] = order[i]->id;
+		t->src.recent[i] = order[i]->recent_samples > 0;
+	}
 	if (n > 1 && from <= to)
 		r = store_series_prefetch(b->s, t->src.series, n, from, to);
 	for (size_t i = 0; i < n && r == 0; i++) {

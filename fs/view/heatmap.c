@@ -245,7 +245,7 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 			goto out;
 		}
 		for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
-			if (!view_subtree_series(&h.st, i))
+			if (!view_subtree_series(&h.st, i) || !t->src.recent[i])
 				continue;
 			r = store_series_samples(t->src.store, t->src.series[i], h.S, h.E,
 			                         add_sample, &h);

@@ -239,7 +239,7 @@ static int read_detail(struct tcollect *c, int64_t from, int64_t to)
 	int r = 0;
 
 	for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
-		if (!view_subtree_series(&c->st, i))
+		if (!view_subtree_series(&c->st, i) || !t->src.recent[i])
 			continue;
 		r = store_series_samples(t->src.store, t->src.series[i], from, to, add_sample, c);
 		if (r == -EOPNOTSUPP || r == -ENOSYS)

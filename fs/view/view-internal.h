@@ -80,6 +80,7 @@ struct vsource {
 	struct store *store; /* borrowed: the store the tree was built from */
 	uint32_t *series;    /* store series ids, nseries of them */
 	uint32_t *binary;    /* per series: its binary's view node */
+	bool *recent;        /* per series: the recent tier held detail of it */
 	size_t nseries;
 	int64_t from, to;        /* the closed bucket interval read */
 	uint32_t store_nodes;    /* store_node_count() at the build */
