@@ -28,11 +28,12 @@ static void usage_stats(FILE *f)
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
 	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
 	      "  --by-host     one line per host instead: its series, samples,\n"
-	      "                weight, input bytes (exact) and the first and last\n"
-	      "                time seen (unix seconds, or seconds since boot for\n"
-	      "                perf's clock)\n"
-	      "  --quality     one line per series instead: its weight, the first\n"
-	      "                and last time it has counts at, the share of its\n"
+	      "                weight, input bytes (exact) and the moments of its\n"
+	      "                first and last sample (unix seconds, or seconds\n"
+	      "                since boot for perf's clock, to the millisecond;\n"
+	      "                .000 where a sample came without its own moment)\n"
+	      "  --quality     one line per series instead: its weight, the moments\n"
+	      "                of its first and last sample, the share of its\n"
 	      "                weight whose stacks reach an entry point (_start,\n"
 	      "                start_thread, clone, ret_from_fork...: ROOTED%)\n"
 	      "                and the share whose leaf is [unknown] or a bare\n"
@@ -41,7 +42,9 @@ static void usage_stats(FILE *f)
 	      "Lists every series (binary, version, event, host) with its samples,\n"
 	      "weight, unique stacks, the bytes of input imported into it and the\n"
 	      "bytes its counts take on disk, then the store's whole footprint\n"
-	      "against all input bytes (how many times smaller, where it is).\n"
+	      "against all input bytes (how many times smaller, where it is), and\n"
+	      "its two tiers: history (counts per time bucket) and the recent tier\n"
+	      "(the samples it still keeps whole, with their moments and threads).\n"
 	      "IMPORTED shows \u2014 where no input was attributed to the series\n"
 	      "(recorded series), DISK where RocksDB's estimate cannot see its\n"
 	      "counts yet (a small store before compact).  HOST is the last column.\n"
@@ -111,6 +114,20 @@ static void human(char *buf, size_t len, uint64_t v)
 		snprintf(buf, len, "%" PRIu64, v);
 }
 
+/* A moment in microseconds as seconds to the millisecond (rounded
+ * down), or NOT_APPLICABLE when there is none. */
+static void moment(char *buf, size_t len, int64_t us)
+{
+	if (us == INT64_MAX || us == INT64_MIN) {
+		snprintf(buf, len, "%s", NOT_APPLICABLE);
+		return;
+	}
+	int64_t ms = us / 1000 - (us % 1000 < 0);
+	int64_t sec = ms / 1000 - (ms % 1000 < 0);
+
+	snprintf(buf, len, "%" PRId64 ".%03" PRId64, sec, ms - sec * 1000);
+}
+
 /* --by-host: the series of each host summed, hosts in name order. */
 struct host_row {
 	const char *host;
@@ -146,20 +163,23 @@ static void print_by_host(const struct store_series *list, size_t n)
 		    __builtin_add_overflow(h->weight, se->weight, &h->weight) ||
 		    __builtin_add_overflow(h->input, se->input_bytes, &h->input))
 			cli_die("host %s: its totals pass 2^64 - 1", se->host);
-		if (se->first_seen < h->first)
-			h->first = se->first_seen;
-		if (se->last_seen > h->last)
-			h->last = se->last_seen;
+		if (se->first_us < h->first)
+			h->first = se->first_us;
+		if (se->last_us > h->last)
+			h->last = se->last_us;
 	}
 	qsort(rows, nrows, sizeof(*rows), cmp_host_row);
-	printf("%-20s %8s %12s %16s %14s %12s %12s\n", "HOST", "SERIES", "SAMPLES", "WEIGHT",
+	printf("%-20s %8s %12s %16s %14s %16s %16s\n", "HOST", "SERIES", "SAMPLES", "WEIGHT",
 	       "IMPORTED", "FIRST", "LAST");
 	uint64_t series = 0, samples = 0;
 	for (size_t k = 0; k < nrows; k++) {
 		const struct host_row *h = &rows[k];
-		printf("%-20s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %14" PRIu64 " %12" PRId64
-		       " %12" PRId64 "\n",
-		       h->host, h->series, h->samples, h->weight, h->input, h->first, h->last);
+		char first[48], last[48];
+		moment(first, sizeof(first), h->first);
+		moment(last, sizeof(last), h->last);
+		printf("%-20s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %14" PRIu64 " %*s %*s\n",
+		       h->host, h->series, h->samples, h->weight, h->input, pad(first, 16), first,
+		       pad(last, 16), last);
 		series += h->series;
 		if (__builtin_add_overflow(samples, h->samples, &samples))
 			cli_die("the samples of all hosts pass 2^64 - 1");
@@ -238,7 +258,7 @@ void cli_warn_unrooted(struct store *s, const struct store_series *before, size_
 /* --quality: each series' span and stack quality. */
 static void print_quality(struct store *s, const struct store_series *list, size_t n)
 {
-	printf("%-20s %-14s %-12s %16s %12s %12s %8s %8s %s\n", "BINARY", "VERSION", "EVENT",
+	printf("%-20s %-14s %-12s %16s %16s %16s %8s %8s %s\n", "BINARY", "VERSION", "EVENT",
 	       "WEIGHT", "FIRST", "LAST", "ROOTED%", "UNKNOWN%", "HOST");
 	for (size_t i = 0; i < n; i++) {
 		const struct store_series *se = &list[i];
@@ -249,9 +269,12 @@ static void print_quality(struct store *s, const struct store_series *list, size
 			cli_die("%s %s (%s): %s", se->binary, se->version, se->event, strerror(-r));
 		view_quality_share(q.rooted, q.total, rs);
 		view_quality_share(q.unknown_leaf, q.total, us);
-		printf("%-20s %-14s %-12s %16" PRIu64 " %12" PRId64 " %12" PRId64 " %8s %8s %s\n",
-		       se->binary, se->version, se->event, se->weight, se->first_seen,
-		       se->last_seen, rs, us, se->host);
+		char first[48], last[48];
+		moment(first, sizeof(first), se->first_us);
+		moment(last, sizeof(last), se->last_us);
+		printf("%-20s %-14s %-12s %16" PRIu64 " %*s %*s %8s %8s %s\n", se->binary,
+		       se->version, se->event, se->weight, pad(first, 16), first, pad(last, 16), last,
+		       rs, us, se->host);
 	}
 }
 
@@ -340,7 +363,14 @@ int cmd_stats(int argc, char **argv)
 	human(cn, sizeof(cn), fp.counts_bytes);
 	printf("\n%zu series, %u frames, %u stack nodes\n", n, store_frame_count(s) - 1,
 	       store_node_count(s) - 1);
-	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s)", a, f, nd, cn);
+	/* The two tiers: history, every count (the recent tier's samples
+	 * are counted there too), and the recent tier, their detail. */
+	char rb[32], rs[32];
+	human(rb, sizeof(rb), fp.samples_bytes);
+	human(rs, sizeof(rs), fp.samples);
+	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s, recent tier %s: %s "
+	       "samples kept whole)",
+	       a, f, nd, cn, rb, rs);
 	/* The ratio only where the store is smaller than what went into it:
 	 * a store's fixed files outweigh a small input, and "0.2x smaller"
 	 * says nothing true. */
@@ -351,10 +381,12 @@ int cmd_stats(int argc, char **argv)
 		       (double)input / (double)fp.dir_bytes);
 	else
 		printf("; imported: %s bytes\n", b);
+	/* Eight fields: scripts tell the series' rows (nine fields) from
+	 * this line by its field count. */
 	printf("bytes: dir=%" PRIu64 " frames=%" PRIu64 " nodes=%" PRIu64 " counts=%" PRIu64
-	       " other=%" PRIu64 " input=%" PRIu64 "\n",
+	       " other=%" PRIu64 " recent=%" PRIu64 " input=%" PRIu64 "\n",
 	       fp.dir_bytes, fp.frames_bytes, fp.nodes_bytes, fp.counts_bytes, fp.other_bytes,
-	       input);
+	       fp.samples_bytes, input);
 	store_series_free(list, n);
 	store_close(s);
 	free(owned);

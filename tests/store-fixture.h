@@ -123,6 +123,7 @@ void test_hosts_old_schema(void);
 void test_samples_exact(void);
 void test_samples_reader(void);
 void test_samples_rollup(void);
+void test_samples_rollup_auto(void);
 void test_samples_prune(void);
 void test_samples_old_schema(void);
 void test_samples_copy(void);

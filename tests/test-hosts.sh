@@ -84,7 +84,7 @@ check "stats: HOST is the last column, one row per (binary, version, event, host
 	"app/1/a app/1/b app/2/a app/2/b edgebin/1/@edge live/1/a live/1/b loop/1/a loop/1/b solo/1/b "
 "$collect" stats --by-host --store "$tmp/both" >"$tmp/byhost"
 # @edge: one folded file, known exactly
-want_edge="@edge 1 7 7 $(wc -c <"$tmp/edge.folded") $((t0 + 300)) $((t0 + 300))"
+want_edge="@edge 1 7 7 $(wc -c <"$tmp/edge.folded") $((t0 + 300)).000 $((t0 + 300)).000"
 check "stats --by-host: @edge's row exact" \
 	test "$(awk '$1 == "@edge" { $1 = $1; print }' "$tmp/byhost")" = "$want_edge"
 # a and b: the sums of their series rows, and the rows their own stores give

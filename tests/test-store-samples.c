@@ -936,3 +936,50 @@ void test_samples_million(void)
 	CHECKF(t < 1.5, "%.3f s", t);
 	store_close(s);
 }
+
+/* The writer rolls up on its own: once a commit moves the keep window
+ * past a bucket, the detail of the buckets behind it goes, with no call
+ * to store_rollup(); the counts stay those of store_batch_add(). */
+void test_samples_rollup_auto(void)
+{
+	struct store *s = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	struct store *c = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	struct smp_list l = {0}, kept = {0}, part = {0};
+	uint32_t nodes[4], series = 0;
+	char *cs = NULL, *cc = NULL;
+
+	if (!s || !c)
+		goto out;
+	CHECK_OK(store_set_keep_samples(s, 90));
+	put_samples(s, &key_wall, &l, 1, false, nodes);
+	rng = 17;
+	/* ten minutes, drained a minute at a time in time order */
+	gen_samples(&l, 3000, 1700000000000000LL, 400000, nodes);
+	for (size_t at = 0; at < l.n; at += 300) {
+		part.v = l.v + at;
+		part.n = part.cap = l.n - at < 300 ? l.n - at : 300;
+		series = put_samples(s, &key_wall, &part, 1, false, nodes);
+	}
+	put_samples(c, &key_wall, &l, 1, true, nodes);
+	int64_t newest = l.v[l.n - 1].time_us;
+	for (size_t i = 0; i < l.n; i++)
+		if (bucket_end_us(l.v[i].time_us) > newest - 90000000)
+			CHECK_OK(smp_push(&kept, &l.v[i]));
+	CHECK(kept.n > 0 && kept.n < l.n / 2);
+	check_window(s, series, &kept, INT64_MIN, INT64_MAX);
+	cs = all_counts(s);
+	cc = all_counts(c);
+	CHECKF(cs && cc && !strcmp(cs, cc), "counts differ from store_batch_add's");
+	struct store_series e;
+	if (series_get(s, "wall", &e))
+		CHECK(e.recent_samples == kept.n && e.samples == l.n);
+	struct store_rollup_stats st;
+	CHECK(store_rollup(s, &st) == 0 && st.samples == 0);
+out:
+	free(cs);
+	free(cc);
+	free(l.v);
+	free(kept.v);
+	store_close(s);
+	store_close(c);
+}

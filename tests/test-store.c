@@ -746,6 +746,7 @@ int main(int argc, char **argv)
 	sf_run("samples_exact", test_samples_exact);
 	sf_run("samples_reader", test_samples_reader);
 	sf_run("samples_rollup", test_samples_rollup);
+	sf_run("samples_rollup_auto", test_samples_rollup_auto);
 	sf_run("samples_prune", test_samples_prune);
 	sf_run("samples_old_schema", test_samples_old_schema);
 	sf_run("samples_copy", test_samples_copy);

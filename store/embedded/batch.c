@@ -737,6 +737,7 @@ int rdb_batch_commit(struct store_batch *bbase)
 	rocksdb_writebatch_data(wb, &written);
 	settle(s, written); /* in the background; the commit is durable */
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
+	rollup_after_commit(s);
 out_wb:
 	rocksdb_writebatch_destroy(wb);
 	return r;

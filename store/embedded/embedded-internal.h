@@ -18,8 +18,8 @@
  * One file per seam: codec.c (byte codec), counts.c (counts keys, blobs,
  * merge operator), intern.c (arena, id tables, frames, nodes), series.c,
  * options.c, open.c (directory, lock, meta, open/close), reader.c
- * (secondary readers), batch.c, stats.c (footprint, compaction) and
- * prune.c.  The functions declared here are the ones a file uses from
+ * (secondary readers), batch.c, stats.c (footprint, compaction),
+ * prune.c and samples.c (the recent tier: detail blocks, roll-up).  The functions declared here are the ones a file uses from
  * another; everything else is static.
  */
 #ifndef FLAMEFS_STORE_INTERNAL_H
@@ -247,6 +247,9 @@ struct rdb {
 	char id_hex[33];     /* store_id() */
 	uint64_t commits;    /* the last commit's number (changes.c) */
 	int64_t keep_samples; /* store_keep_samples(), from META_KEEP_SAMPLES */
+	/* writer: per clock (perf's, Unix), the bucket index below which the
+	 * last roll-up left no detail; INT64_MIN: not rolled up yet */
+	int64_t rolled_cut[2];
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
@@ -471,6 +474,10 @@ int detail_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t series, uint3
 int detail_count(const void *v, size_t len, uint64_t *n);
 /* Loads META_KEEP_SAMPLES into s->keep_samples (the default without it). */
 int keep_load(struct rdb *s);
+/* After a commit: runs store_rollup() when the keep window has moved
+ * past a bucket since the last roll-up (at most once a bucket per clock,
+ * and once after the open). */
+void rollup_after_commit(struct rdb *s);
 /* floor(us / (bucket_seconds * 1e6)) as a bucket key, -ERANGE when out of range. */
 int bucket_of_us(const struct rdb *s, int64_t us, uint32_t *bucket);
 

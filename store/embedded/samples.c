@@ -769,6 +769,7 @@ int rdb_set_keep_samples(struct store *sbase, int64_t seconds)
 		return rdb_fail(s, rerr, "writing meta");
 	s->keep_samples = seconds;
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
+	s->rolled_cut[0] = s->rolled_cut[1] = INT64_MIN; /* the next commit looks again */
 	return 0;
 }
 
@@ -779,17 +780,63 @@ static bool perf_clock_us(int64_t us)
 	return us < (int64_t)STORE_WALL_CLOCK_MIN * US_PER_S;
 }
 
+/* The newest moment on each clock ([0] perf's, [1] Unix time), from the
+ * series records; INT64_MIN where there is none. */
+static void newest_moments(const struct rdb *s, int64_t newest[2])
+{
+	newest[0] = newest[1] = INT64_MIN;
+	for (uint32_t id = 1; id < s->nseries; id++) {
+		int64_t last = s->series[id].last_us;
+
+		if (!s->series[id].samples || last == INT64_MIN)
+			continue;
+		int c = perf_clock_us(last) ? 0 : 1;
+		if (last > newest[c])
+			newest[c] = last;
+	}
+}
+
+/* The bucket index below which roll-up forgets detail on a clock whose
+ * newest moment is `newest` (INT64_MIN: none). */
+static int64_t rollup_cut(const struct rdb *s, int64_t newest)
+{
+	int64_t keep_us = s->keep_samples * US_PER_S;
+
+	if (newest == INT64_MIN)
+		return INT64_MIN;
+	if (s->keep_samples == 0)
+		return INT64_MAX;
+	if (newest < INT64_MIN + keep_us)
+		return INT64_MIN;
+	return floor_div(newest - keep_us, bucket_us(s));
+}
+
+static int rollup_run(struct rdb *s, struct store_rollup_stats *st);
+
+void rollup_after_commit(struct rdb *s)
+{
+	int64_t newest[2];
+	bool due = false;
+
+	newest_moments(s, newest);
+	for (int c = 0; c < 2; c++)
+		due |= rollup_cut(s, newest[c]) > s->rolled_cut[c];
+	if (!due)
+		return;
+	/* A failure leaves the detail for the next commit's try; the
+	 * commit itself is durable either way.  The batch that committed is
+	 * empty now. */
+	char msg[sizeof(s->errmsg)];
+	struct store_rollup_stats st;
+	memcpy(msg, s->errmsg, sizeof(msg));
+	if (rollup_run(s, &st) < 0)
+		memcpy(s->errmsg, msg, sizeof(msg));
+}
+
 int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 {
 	struct rdb *s = rdb_of(sbase);
 	struct store_rollup_stats zero = {0};
-	rocksdb_writebatch_t *wb = NULL;
-	rocksdb_iterator_t *it = NULL;
-	uint64_t *gone = NULL;
-	struct buf buf = {0};
-	int64_t newest[2] = {INT64_MIN, INT64_MIN}, keep_us;
-	char *rerr = NULL;
-	int r = 0;
 
 	if (!st)
 		st = &zero;
@@ -802,16 +849,22 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 		seterr(s, "%s: cannot roll up while a batch is open", s->dir);
 		return -EBUSY;
 	}
-	/* the newest moment on each clock: [0] perf's, [1] Unix time */
-	for (uint32_t id = 1; id < s->nseries; id++) {
-		int64_t last = s->series[id].last_us;
+	return rollup_run(s, st);
+}
 
-		if (!s->series[id].samples || last == INT64_MIN)
-			continue;
-		int c = perf_clock_us(last) ? 0 : 1;
-		if (last > newest[c])
-			newest[c] = last;
-	}
+/* store_rollup() once its caller has checked that it may write. */
+static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
+{
+	rocksdb_writebatch_t *wb = NULL;
+	rocksdb_iterator_t *it = NULL;
+	uint64_t *gone = NULL;
+	struct buf buf = {0};
+	int64_t newest[2] = {INT64_MIN, INT64_MIN}, keep_us;
+	char *rerr = NULL;
+	int r = 0;
+
+	memset(st, 0, sizeof(*st));
+	newest_moments(s, newest);
 	keep_us = s->keep_samples * US_PER_S;
 	wb = rocksdb_writebatch_create();
 	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
@@ -867,7 +920,7 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 		goto out;
 	}
 	if (!st->slices)
-		goto out;
+		goto done;
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		struct series_rec n;
 		uint8_t key[5];
@@ -899,6 +952,10 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 	rocksdb_writebatch_data(wb, &written);
 	settle(s, written);
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
+done:
+	/* what is below these buckets has no detail left */
+	for (int c = 0; c < 2; c++)
+		s->rolled_cut[c] = rollup_cut(s, newest[c]);
 out:
 	free(buf.p);
 	free(gone);

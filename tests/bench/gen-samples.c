@@ -1,0 +1,296 @@
+/*
+ * gen-samples.c — writes a synthetic system-wide recording into a store
+ * the way the recorder would: 99 Hz on each of N CPUs, one commit per
+ * second of recording (a drain), every sample with its moment, process,
+ * thread and weight (store_batch_sample), or with --counts-only as counts
+ * alone (store_batch_add, today's per-bucket store).  Then compacts the
+ * store and prints its footprint as "key=value" lines.
+ *
+ * The shape: a few hundred series (one per program), of which a handful
+ * are busy (a Zipf law over programs), idle time as the kernel's swapper
+ * (pid 0) on about half the ticks, each program with 1 to 8 threads and
+ * 20 to 200 stacks of depth 8 to 30 (a Zipf law over its stacks), and
+ * cpu-clock's constant weight (the period in nanoseconds).  Each CPU's
+ * timer ticks every 10101 us with a few microseconds of jitter, CPUs out
+ * of phase.  Deterministic: the same arguments give the same store.
+ *
+ *   usage: gen-samples DIR SECONDS [--cpus N] [--series N] [--counts-only]
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "store.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static double unif(void)
+{
+	return (double)(rnd() >> 11) / 9007199254740992.0;
+}
+
+/* A Zipf law over n items: cumulative weights, sampled by bisection. */
+struct zipf {
+	double *cum;
+	size_t n;
+};
+
+static void zipf_init(struct zipf *z, size_t n, double s)
+{
+	double sum = 0;
+
+	z->n = n;
+	z->cum = malloc(n * sizeof(*z->cum));
+	if (!z->cum) {
+		perror("malloc");
+		exit(1);
+	}
+	for (size_t i = 0; i < n; i++) {
+		sum += 1.0 / pow((double)(i + 1), s);
+		z->cum[i] = sum;
+	}
+	for (size_t i = 0; i < n; i++)
+		z->cum[i] /= sum;
+}
+
+static size_t zipf_pick(const struct zipf *z)
+{
+	double u = unif();
+	size_t lo = 0, hi = z->n - 1;
+
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+
+		if (z->cum[m] < u)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
+}
+
+struct program {
+	char name[32];
+	uint32_t series;
+	uint32_t pid;
+	uint32_t nthreads;
+	uint32_t *stacks; /* leaf nodes */
+	struct zipf stack_law;
+	size_t nstacks;
+};
+
+static void die(struct store *s, const char *what, int r)
+{
+	fprintf(stderr, "gen-samples: %s: %s (%s)\n", what, strerror(-r),
+	        s ? store_errmsg(s) : "");
+	exit(1);
+}
+
+/* Bytes this process has had written to storage (/proc/self/io): the
+ * write-ahead log, flushes and compactions; 0 when unknown. */
+static uint64_t io_written(void)
+{
+	FILE *f = fopen("/proc/self/io", "re");
+	char line[128];
+	uint64_t v = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "write_bytes: %" SCNu64, &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir;
+	long seconds, cpus = 2, nprog = 300;
+	bool counts_only = false;
+	struct store *s = NULL;
+	char err[512];
+	int r;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: gen-samples DIR SECONDS [--cpus N] [--series N] "
+		                "[--counts-only]\n");
+		return 2;
+	}
+	dir = argv[1];
+	seconds = strtol(argv[2], NULL, 10);
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--cpus") && i + 1 < argc)
+			cpus = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--series") && i + 1 < argc)
+			nprog = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--counts-only"))
+			counts_only = true;
+		else {
+			fprintf(stderr, "gen-samples: unknown argument %s\n", argv[i]);
+			return 2;
+		}
+	}
+	if (seconds <= 0 || cpus <= 0 || nprog < 2) {
+		fprintf(stderr, "gen-samples: SECONDS, --cpus and --series must be positive\n");
+		return 2;
+	}
+	r = store_open(dir, STORE_CREATE, &s, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "gen-samples: %s\n", err);
+		return 1;
+	}
+
+	/* programs 0..nprog-1; program 0 is the idle task */
+	struct program *prog = calloc((size_t)nprog, sizeof(*prog));
+	struct zipf prog_law;
+	struct store_batch *b = store_batch_new(s);
+
+	if (!prog || !b)
+		die(s, "setup", -ENOMEM);
+	zipf_init(&prog_law, (size_t)nprog - 1, 1.1);
+	for (long p = 0; p < nprog; p++) {
+		struct program *g = &prog[p];
+		struct store_series_key k = {NULL, g->name, "1", "cpu-clock", "nanoseconds"};
+		char fname[96];
+
+		snprintf(g->name, sizeof(g->name), p ? "prog%03ld" : "swapper", p);
+		k.binary = g->name;
+		r = store_batch_series(b, &k, &g->series);
+		if (r < 0)
+			die(s, "series", r);
+		g->pid = p ? 1000 + (uint32_t)p * 7 : 0;
+		g->nthreads = p ? 1 + (uint32_t)(rnd() % 8) : 1;
+		g->nstacks = p ? 20 + rnd() % 181 : 4;
+		g->stacks = malloc(g->nstacks * sizeof(*g->stacks));
+		if (!g->stacks)
+			die(s, "stacks", -ENOMEM);
+		zipf_init(&g->stack_law, g->nstacks, 1.0);
+		for (size_t st = 0; st < g->nstacks; st++) {
+			uint32_t node = STORE_ROOT_NODE, depth = 8 + (uint32_t)(rnd() % 23);
+
+			for (uint32_t d = 0; d < depth; d++) {
+				struct store_frame f = {0};
+				uint32_t fid;
+
+				/* shared prefixes: the first frames repeat across stacks */
+				snprintf(fname, sizeof(fname), "%s_f%u_%u", g->name, d,
+				         d < 4 ? d : (unsigned)(rnd() % (d * 3)));
+				f.name = fname;
+				f.name_len = strlen(fname);
+				r = store_batch_frame(b, &f, &fid);
+				if (r == 0)
+					r = store_batch_node(b, node, fid, &node);
+				if (r < 0)
+					die(s, "stack", r);
+			}
+			g->stacks[st] = node;
+		}
+	}
+	r = store_batch_commit(b);
+	if (r < 0)
+		die(s, "commit", r);
+	store_batch_free(b);
+
+	/* each CPU's next tick, in microseconds */
+	const int64_t start = 1764000000LL * 1000000;
+	int64_t *tick = malloc((size_t)cpus * sizeof(*tick));
+	uint64_t samples = 0, io0 = io_written();
+	double cpu0 = cpu_seconds();
+
+	if (!tick)
+		die(s, "ticks", -ENOMEM);
+	for (long c = 0; c < cpus; c++)
+		tick[c] = start + (int64_t)(rnd() % 10101);
+	for (long sec = 0; sec < seconds; sec++) {
+		int64_t end = start + (sec + 1) * 1000000;
+
+		b = store_batch_new(s);
+		if (!b)
+			die(s, "batch", -EIO);
+		for (long c = 0; c < cpus; c++) {
+			for (; tick[c] < end; tick[c] += 10101) {
+				const struct program *g =
+				        unif() < 0.5 ? &prog[0] : &prog[1 + zipf_pick(&prog_law)];
+				struct store_sample smp = {
+				        .time_us = tick[c] + (int64_t)(rnd() % 7),
+				        .node = g->stacks[zipf_pick(&g->stack_law)],
+				        .pid = g->pid,
+				        .tid = g->pid ? g->pid + (uint32_t)(rnd() % g->nthreads) : 0,
+				        .weight = 10101010,
+				};
+
+				if (counts_only) {
+					r = store_batch_add(b, g->series, smp.time_us / 1000000,
+					                    smp.node, 1, smp.weight);
+				} else {
+					r = store_batch_sample(b, g->series, &smp);
+				}
+				if (r < 0)
+					die(s, "sample", r);
+				samples++;
+			}
+		}
+		r = store_batch_commit(b);
+		if (r < 0)
+			die(s, "commit", r);
+		store_batch_free(b);
+	}
+	double cpu_write = cpu_seconds() - cpu0;
+	struct store_footprint before;
+	r = store_footprint(s, &before); /* as the writer leaves it, settled */
+	if (r < 0)
+		die(s, "footprint", r);
+	uint64_t io_write = io_written() - io0;
+
+	r = store_compact(s);
+	if (r < 0)
+		die(s, "compact", r);
+	struct store_footprint fp;
+	r = store_footprint(s, &fp);
+	if (r < 0)
+		die(s, "footprint", r);
+	printf("samples=%" PRIu64 "\n", samples);
+	printf("write_cpu_s=%.3f\n", cpu_write);
+	printf("written_bytes=%" PRIu64 "\n", io_write);
+	printf("settled_dir_bytes=%" PRIu64 "\n", before.dir_bytes);
+	printf("dir_bytes=%" PRIu64 "\n", fp.dir_bytes);
+	printf("counts_bytes=%" PRIu64 "\n", fp.counts_bytes);
+	printf("frames_bytes=%" PRIu64 "\n", fp.frames_bytes);
+	printf("nodes_bytes=%" PRIu64 "\n", fp.nodes_bytes);
+	printf("other_bytes=%" PRIu64 "\n", fp.other_bytes);
+	printf("recent_bytes=%" PRIu64 "\n", fp.samples_bytes);
+	printf("recent_samples=%" PRIu64 "\n", fp.samples);
+	store_close(s);
+	for (long p = 0; p < nprog; p++) {
+		free(prog[p].stacks);
+		free(prog[p].stack_law.cum);
+	}
+	free(prog);
+	free(prog_law.cum);
+	free(tick);
+	return 0;
+}
