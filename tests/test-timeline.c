@@ -358,8 +358,12 @@ static void test_moments(void)
 	store_close(s);
 	fx_cleanup();
 
-	/* A third count 5 h on: 2 min intervals of whole buckets. */
+	/* A third count 5 h on: 2 min intervals of whole buckets.  The
+	 * samples' detail kept a day (the default 2 h before the newest
+	 * moment would roll it up at the commit). */
 	s = fx_store();
+	if (store_set_keep_samples(s, 86400) < 0)
+		fx_die("store_set_keep_samples", EIO);
 	add_moments(s, 3);
 	if (store_series_list(s, &list, &n) < 0 || n != 1)
 		fx_die("series", EIO);

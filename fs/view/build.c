@@ -802,16 +802,19 @@ static int builder_alloc(struct builder *b, struct store *s, const struct store_
 	t->src.nseries = n;
 	t->src.first_us = INT64_MAX;
 	t->src.last_us = INT64_MIN;
-	/* A series without detail knows its first and last bucket only. */
+	/* A series without detail whose first or last moment is a whole
+	 * second knows it to the bucket only (an older store's bucket start,
+	 * or an import's time for all its samples): the span takes the
+	 * bucket.  A moment with a fraction is a sample's own, rolled up. */
 	int64_t bsu = (int64_t)(store_bucket_seconds(s) ? store_bucket_seconds(s) : 1) * 1000000;
 	for (size_t i = 0; i < n; i++) {
 		int64_t f = series[i].first_us, l = series[i].last_us;
 		if (series[i].samples == 0)
 			continue;
-		if (series[i].recent_samples == 0) {
+		if (series[i].recent_samples == 0 && f % 1000000 == 0)
 			f = (f / bsu - (f % bsu < 0)) * bsu;
+		if (series[i].recent_samples == 0 && l % 1000000 == 0)
 			l = (l / bsu - (l % bsu < 0)) * bsu + bsu - 1;
-		}
 		if (f < t->src.first_us)
 			t->src.first_us = f;
 		if (l > t->src.last_us)
