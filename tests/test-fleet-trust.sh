@@ -5,7 +5,10 @@
 #     read in loops beside 50 pushes of one host whose every push replaces
 #     the same two buckets (of two binaries): each read equals the state
 #     after some push (never a mix of two, never a bucket or a host
-#     missing), and the reads of one loop never go back in time.
+#     missing), and the reads of one loop never go back in time
+#     ($FLAMEFS_TEST_READER_ROUNDS rounds of it, 1 by default).
+#   - samples without frames: the row "[no frames]" of the mount's top
+#     (the self column sums to total) and of store/README.md's SQL.
 #   usage: test-fleet-trust.sh BUILD_DIR        exit 0 pass, 1 fail, 77 skip
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: $0 BUILD_DIR}
@@ -28,17 +31,6 @@ e2e_on_exit() { [ ${#bg[@]} = 0 ] || kill "${bg[@]}" 2>/dev/null; }
 # lib;init;c 1000k at t0 + 60, plus host h2's app;main;z 7, pushed once
 # before.  Any read that mixes two states, or misses a bucket or a host,
 # breaks "c = 1000 a, z = 7".
-pg_createdb snap || exit 1
-D=$(pg_uri snap postgres)
-printf 'app;main;z 7\n' >"$tmp/z.folded"
-"$collect" import --store "$tmp/h2" --host h2 --time $t0 "$tmp/z.folded" >/dev/null 2>&1 &&
-	"$collect" push --store "$tmp/h2" --to "$D" >/dev/null 2>&1 || { bad "push host h2"; exit 1; }
-printf 'app;main;a 1\n' >"$tmp/a.folded"
-printf 'lib;init;c 1000\n' >"$tmp/c.folded"
-mkdir -p "$mnt"
-"$flamefs" "$D" "$mnt" 2>"$tmp/mount.err" || { bad "mount the database"; cat "$tmp/mount.err"; exit 1; }
-for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
-
 # state_of: reads folded lines on stdin; prints the state k they show, or
 # "torn: ..." when they show none.
 state_of() {
@@ -61,36 +53,57 @@ reader() {
 		echo "$got" >>"$tmp/$name.reads"
 	done
 }
-for r in mount-folded mount-total export; do
-	reader $r &
-	bg+=($!)
+
+# $FLAMEFS_TEST_READER_ROUNDS rounds (1; issue 38 asks for 10 without a
+# torn read), each on a new database and new stores.
+torn_all=0 reads_all=0
+for round in $(seq 1 "${FLAMEFS_TEST_READER_ROUNDS:-1}"); do
+	rm -f "$tmp/stop" "$tmp"/*.reads
+	pg_createdb snap$round || exit 1
+	D=$(pg_uri snap$round postgres)
+	printf 'app;main;z 7\n' >"$tmp/z.folded"
+	"$collect" import --store "$tmp/h2.$round" --host h2 --time $t0 "$tmp/z.folded" >/dev/null 2>&1 &&
+		"$collect" push --store "$tmp/h2.$round" --to "$D" >/dev/null 2>&1 || { bad "push host h2"; exit 1; }
+	printf 'app;main;a 1\n' >"$tmp/a.folded"
+	printf 'lib;init;c 1000\n' >"$tmp/c.folded"
+	mkdir -p "$mnt"
+	"$flamefs" "$D" "$mnt" 2>"$tmp/mount.err" || { bad "mount the database"; cat "$tmp/mount.err"; exit 1; }
+	for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+
+	for r in mount-folded mount-total export; do
+		reader $r &
+		bg+=($!)
+	done
+	# One import of both files stores each at its file's time.
+	touch -d @$t0 "$tmp/a.folded"
+	touch -d @$((t0 + 60)) "$tmp/c.folded"
+	cycles=0
+	for k in $(seq 1 50); do
+		"$collect" import --store "$tmp/h1.$round" --host h1 "$tmp/a.folded" "$tmp/c.folded" >/dev/null 2>&1 ||
+			bad "import $k"
+		"$collect" push --store "$tmp/h1.$round" --to "$D" >"$tmp/push.out" 2>&1 || { bad "push $k"; cat "$tmp/push.out"; }
+		cycles=$((cycles + 1))
+	done
+	touch "$tmp/stop"
+	wait "${bg[@]}"
+	bg=()
+	echo "$cycles pushes; reads: $(wc -l <"$tmp/mount-folded.reads") folded, $(wc -l <"$tmp/mount-total.reads") total, $(wc -l <"$tmp/export.reads") export"
+	for r in mount-folded mount-total export; do
+		torn=$(grep -c torn "$tmp/$r.reads")
+		torn_all=$((torn_all + torn))
+		reads_all=$((reads_all + $(wc -l <"$tmp/$r.reads")))
+		back=$(awk '!/torn/ { if ($1 < max) n++; if ($1 > max) max = $1 } END { print n + 0 }' "$tmp/$r.reads")
+		check "$r: every read during $cycles pushes is the state after some push ($torn torn)" [ "$torn" = 0 ]
+		check "$r: no read goes back to an earlier state ($back did)" [ "$back" = 0 ]
+		[ "$torn" = 0 ] || grep torn "$tmp/$r.reads" | sort | uniq -c | head -5
+		seen=$(grep -v torn "$tmp/$r.reads" | sort -u | wc -l)
+		check "$r: the reads met several states ($seen)" [ "$seen" -ge 2 ]
+	done
+	check "after the pushes: export shows state $cycles" \
+		[ "$("$collect" export --store "$D" 2>&1 | state_of)" = "$cycles" ]
+	fusermount3 -u "$mnt" 2>/dev/null
 done
-# One import of both files stores each at its file's time.
-touch -d @$t0 "$tmp/a.folded"
-touch -d @$((t0 + 60)) "$tmp/c.folded"
-cycles=0
-for k in $(seq 1 50); do
-	"$collect" import --store "$tmp/h1" --host h1 "$tmp/a.folded" "$tmp/c.folded" >/dev/null 2>&1 ||
-		bad "import $k"
-	"$collect" push --store "$tmp/h1" --to "$D" >"$tmp/push.out" 2>&1 || { bad "push $k"; cat "$tmp/push.out"; }
-	cycles=$((cycles + 1))
-done
-touch "$tmp/stop"
-wait "${bg[@]}"
-bg=()
-echo "$cycles pushes; reads: $(wc -l <"$tmp/mount-folded.reads") folded, $(wc -l <"$tmp/mount-total.reads") total, $(wc -l <"$tmp/export.reads") export"
-for r in mount-folded mount-total export; do
-	torn=$(grep -c torn "$tmp/$r.reads")
-	back=$(awk '!/torn/ { if ($1 < max) n++; if ($1 > max) max = $1 } END { print n + 0 }' "$tmp/$r.reads")
-	check "$r: every read during $cycles pushes is the state after some push ($torn torn)" [ "$torn" = 0 ]
-	check "$r: no read goes back to an earlier state ($back did)" [ "$back" = 0 ]
-	[ "$torn" = 0 ] || grep torn "$tmp/$r.reads" | sort | uniq -c | head -5
-	seen=$(grep -v torn "$tmp/$r.reads" | sort -u | wc -l)
-	check "$r: the reads met several states ($seen)" [ "$seen" -ge 2 ]
-done
-check "after the pushes: export shows state $cycles" \
-	[ "$("$collect" export --store "$D" 2>&1 | state_of)" = "$cycles" ]
-fusermount3 -u "$mnt" 2>/dev/null
+echo "snapshot reads: $round rounds of 50 pushes, $reads_all reads, $torn_all torn"
 
 # ---- source identity: clones and restores --------------------------------------------
 # exp STORE: the folded export, sorted
@@ -413,5 +426,45 @@ for st in "$tmp/nt" "$NT"; do
 		[ "$("$collect" export --store "$st" --binary :-1 --from $((t0 + 60)) --to $((t0 + 119)) 2>/dev/null |
 			awk '{ s += $NF } END { print s }')" = 500000 ]
 done
+
+# ---- samples without frames -----------------------------------------------------------
+# A folded line without ';' is a process name alone (as perf prints a
+# sample whose callchain it dropped): counted on the series' root.  It is
+# the row "[no frames]" of top, at the root and at the version, and of
+# store/README.md's SQL, whose self columns sum to the total.
+pg_createdb bare || exit 1
+BARE=$(pg_uri bare postgres)
+printf 'app;main;compute 60\napp 7\n' >"$tmp/bare-a.folded"
+printf 'app;main;compute 50\napp;main;io 20\napp 3\n' >"$tmp/bare-b.folded"
+"$collect" import --store "$tmp/bare" --host hb --version A --time $t0 "$tmp/bare-a.folded" >/dev/null 2>&1 &&
+	"$collect" import --store "$tmp/bare" --host hb --version B --time $t0 "$tmp/bare-b.folded" >/dev/null 2>&1 ||
+	bad "import samples without frames"
+push "$tmp/bare" "$BARE" "$tmp/p.out"
+awk '/^```sql top-functions/{on=1; next} /^```/{on=0} on' "$here/../store/README.md" >"$tmp/top.sql"
+awk '/^```sql regressions/{on=1; next} /^```/{on=0} on' "$here/../store/README.md" >"$tmp/regress.sql"
+psql "$BARE" -qXAt -F' ' -f "$tmp/top.sql" >"$tmp/top.out" 2>&1
+printf 'compute 60\n[no frames] 7\n' >"$tmp/top.want"
+check "store/README.md's top functions: samples without frames are the row [no frames]" \
+	cmp -s "$tmp/top.out" "$tmp/top.want"
+psql "$BARE" -qXAt -F' ' -f "$tmp/regress.sql" >"$tmp/regress.out" 2>&1
+printf 'io 0.00 27.40 27.40\n[no frames] 10.45 4.11 -6.34\ncompute 89.55 68.49 -21.06\n' >"$tmp/regress.want"
+check "store/README.md's regressions: [no frames] has its share" cmp -s "$tmp/regress.out" "$tmp/regress.want"
+# top_of FILE: "<the [no frames] row's self> <the self column's sum> <total in the header>"
+top_of() {
+	awk 'NR == 1 { for (i = 1; i < NF; i++) if ($i == "total") t = $(i + 1) + 0 }
+		/^#/ { next } { s += $1 } $5 == "-" && substr($0, length($0) - 10) == "[no frames]" { b = $1 }
+		END { print b + 0, s + 0, t }' "$1"
+}
+mkdir -p "$mnt"
+"$flamefs" "$BARE" "$mnt" 2>"$tmp/mount.err" || { bad "mount the database"; cat "$tmp/mount.err"; }
+for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+for d in "" app/A/ app/B/ @host/hb/; do
+	case $d in app/A/) want="7 67 67" ;; app/B/) want="3 73 73" ;; *) want="10 140 140" ;; esac
+	cp "$mnt/${d}top" "$tmp/bare.top" 2>/dev/null
+	check "the mount's /${d}top: the row [no frames], self column = total ($want)" \
+		[ "$(top_of "$tmp/bare.top")" = "$want" ]
+done
+check "the mount's /app/A/total is the top's total" [ "$(cat "$mnt/app/A/total")" = 67 ]
+fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
 
 [ "$failures" = 0 ]

@@ -12,7 +12,10 @@
  *     are the weights over the node's total, rounded half up to two
  *     decimals, and the kind column is the frame's kind;
  *   - the header names the unit and the total, in seconds for a clock
- *     unit.
+ *     unit;
+ *   - samples without frames (a binary alone) are one row "[no frames]"
+ *     of kind "-" at the root and at their binary, and the self column
+ *     sums to the node's total at every node.
  * Then trees of 16,384 nodes and more (view_tree_finish() finds the recursive
  * nodes on a second thread there): every 37th node, and at the binary
  * the function view's numbers.  Then trees of 200 functions with weights
@@ -173,13 +176,35 @@ static void check_node(const struct view_tree *t, uint32_t n, struct fx_stack *s
 		}
 	}
 
+	/* Samples of no frame (the binary alone), at the root and at the
+	 * binary: the row "[no frames]". */
+	uint64_t frameless = 0;
+	for (int s = 0; plen <= 1 && s < nst; s++)
+		if (st[s].n == 1 && (plen == 0 || strcmp(st[s].frames[0], path[0]) == 0))
+			frameless += st[s].w;
+	if (frameless) {
+		snprintf(names[nf], 128, "[no frames]");
+		self[nf] = total[nf] = frameless;
+		nf++;
+	}
+
 	char *text = fx_render(view_render_top, t, n);
 	struct top_line lines[MAX_FUNCS + 1];
 	char header[512];
 	int nl = parse_top(text, lines, MAX_FUNCS + 1, header, sizeof(header));
 	struct view_counts c;
 	view_node_counts(t, n, &c);
-	CHECKF(nl == nf, "%s: node %u: %d lines, want %d functions:\n%s", what, n, nl, nf, text);
+	CHECKF(nl == nf, "%s: node %u: %d lines, want %d rows:\n%s", what, n, nl, nf, text);
+	uint64_t self_sum = 0;
+	for (int i = 0; i < nl; i++)
+		self_sum += lines[i].self;
+	CHECKF(self_sum == c.total_weight,
+	       "%s: node %u: self column sums to %" PRIu64 ", total %" PRIu64, what, n, self_sum,
+	       c.total_weight);
+	char nfuncs[64];
+	snprintf(nfuncs, sizeof(nfuncs), "# %d functions ", nf - (frameless ? 1 : 0));
+	CHECKF(strncmp(header, nfuncs, strlen(nfuncs)) == 0, "%s: node %u: header %s, want %s",
+	       what, n, header, nfuncs);
 	for (int i = 0; i < nl && nl == nf; i++) {
 		struct top_line *l = &lines[i];
 		int f = 0;
@@ -198,9 +223,10 @@ static void check_node(const struct view_tree *t, uint32_t n, struct fx_stack *s
 		CHECKF(strcmp(sp, l->self_pct) == 0 && strcmp(tp, l->total_pct) == 0,
 		       "%s: node %u: %s: %s%% %s%%, want %s%% %s%%", what, n, l->name, l->self_pct,
 		       l->total_pct, sp, tp);
-		const char *kind = l->name[0] == 'k'   ? "kernel"
-		                   : l->name[0] == 'i' ? "inline"
-		                                       : "user";
+		const char *kind = strcmp(l->name, "[no frames]") == 0 ? "-"
+		                   : l->name[0] == 'k'                 ? "kernel"
+		                   : l->name[0] == 'i'                 ? "inline"
+		                                                       : "user";
 		CHECKF(strcmp(l->kind, kind) == 0, "%s: %s is %s, want %s", what, l->name, l->kind,
 		       kind);
 		names[f][0] = '\0'; /* listed once */
@@ -233,9 +259,14 @@ static void check_functions(const struct view_tree *t, const char *what)
 	struct top_line lines[MAX_FUNCS + 1];
 	char header[512];
 	int nl = parse_top(text, lines, MAX_FUNCS + 1, header, sizeof(header));
-	CHECKF(nl == (int)view_functions_count(fx), "%s: %d lines for %u functions", what, nl,
-	       view_functions_count(fx));
+	int frameless = 0;
+	for (int i = 0; i < nl; i++)
+		frameless += strcmp(lines[i].kind, "-") == 0;
+	CHECKF(nl - frameless == (int)view_functions_count(fx), "%s: %d lines for %u functions",
+	       what, nl, view_functions_count(fx));
 	for (int i = 0; i < nl; i++) {
+		if (strcmp(lines[i].kind, "-") == 0)
+			continue;
 		uint32_t f = view_functions_find(fx, lines[i].name, strlen(lines[i].name));
 		struct view_counts c;
 		CHECKF(f != VIEW_NONE, "%s: %s in @functions", what, lines[i].name);
@@ -250,15 +281,12 @@ static void check_functions(const struct view_tree *t, const char *what)
 	view_functions_free(fx);
 }
 
-int main(void)
-{
-	struct store *s = fx_store();
-	static struct fx_stack st[FX_MAX_LINES];
-	static const char *const alphabet[] = {"main", "top", "kread", "iinl", "f", "g"};
-	int trees = 0;
+static const char *const alphabet[] = {"main", "top", "kread", "iinl", "f", "g"};
 
-	/* A hand-made tree with the numbers worked out: f's total counts
-	 * main;f;g;f once (10), g's self is 10 + 2. */
+/* A hand-made tree with the numbers worked out: f's total counts
+ * main;f;g;f once (10), g's self is 10 + 2. */
+static void check_hand(struct store *s, struct fx_stack *st)
+{
 	const char *hand = "main;f;g;f 10\n"
 	                   "main;f;kread 5\n"
 	                   "main;g 2\n"
@@ -281,45 +309,83 @@ int main(void)
 	check_functions(t, "hand");
 	fx_free_stacks(st, n);
 	view_tree_free(t);
+}
 
-	/* Python frames have their own kind, beside the interpreter's C
-	 * functions and the kernel's. */
+/* Python frames have their own kind, beside the interpreter's C
+ * functions and the kernel's. */
+static void check_python(struct store *s)
+{
 	add_kinds(s, "python3.11", "1", "nanoseconds",
 	          "Py_RunMain;<module> (app.py);hot (app.py) 6\n"
 	          "Py_RunMain;<module> (app.py);hot (app.py);kwrite 3\n"
 	          "Py_RunMain;_PyEval_EvalFrameDefault 1\n");
-	t = fx_tree(s, "python3.11", "1");
-	text = fx_render(view_render_top, t, fx_binary(t));
-	want = "# 5 functions by self weight; unit nanoseconds (cpu-clock), total 10 = "
-	       "0.000000010 s\n"
-	       "#self   self% total  total% kind    name\n"
-	       "   6   60.00    9   90.00 python  hot (app.py)\n"
-	       "   3   30.00    3   30.00 kernel  kwrite\n"
-	       "   1   10.00    1   10.00 user    _PyEval_EvalFrameDefault\n"
-	       "   0    0.00   10  100.00 user    Py_RunMain\n"
-	       "   0    0.00    9   90.00 python  <module> (app.py)\n";
+	struct view_tree *t = fx_tree(s, "python3.11", "1");
+	char *text = fx_render(view_render_top, t, fx_binary(t));
+	const char *want = "# 5 functions by self weight; unit nanoseconds (cpu-clock), total 10 = "
+	                   "0.000000010 s\n"
+	                   "#self   self% total  total% kind    name\n"
+	                   "   6   60.00    9   90.00 python  hot (app.py)\n"
+	                   "   3   30.00    3   30.00 kernel  kwrite\n"
+	                   "   1   10.00    1   10.00 user    _PyEval_EvalFrameDefault\n"
+	                   "   0    0.00   10  100.00 user    Py_RunMain\n"
+	                   "   0    0.00    9   90.00 python  <module> (app.py)\n";
 	CHECKF(strcmp(text, want) == 0, "python: got\n%s\nwant\n%s", text, want);
 	free(text);
 	view_tree_free(t);
+}
 
-	/* A unit that is not a clock: no seconds. */
+/* Samples without frames (a process name only) are a row of their
+ * own, at the binary and at the root, and the self column still sums
+ * to the total. */
+static void check_no_frames(struct store *s, struct fx_stack *st)
+{
+	add_kinds(s, "bare", "1", "nanoseconds", "main;f 4\n 3\n");
+	struct view_tree *t = fx_tree(s, "bare", "1");
+	const char *want = "# 2 functions by self weight; unit nanoseconds (cpu-clock), total 7 = "
+	                   "0.000000007 s\n"
+	                   "#self   self% total  total% kind    name\n"
+	                   "   4   57.14    4   57.14 user    f\n"
+	                   "   3   42.86    3   42.86 -       [no frames]\n"
+	                   "   0    0.00    4   57.14 user    main\n";
+	for (int at = 0; at < 2; at++) {
+		char *text = fx_render(view_render_top, t, at ? VIEW_ROOT : fx_binary(t));
+		CHECKF(strcmp(text, want) == 0, "no frames (%s): got\n%s\nwant\n%s",
+		       at ? "root" : "binary", text, want);
+		free(text);
+	}
+	int n = fx_parse("bare", "main;f 4\n 3\n", st);
+	for (uint32_t i = 0; i < view_tree_node_count(t); i++)
+		check_node(t, i, st, n, "no frames");
+	check_functions(t, "no frames");
+	fx_free_stacks(st, n);
+	view_tree_free(t);
+}
+
+/* A unit that is not a clock: no seconds. */
+static void check_count_unit(struct store *s)
+{
 	fx_add(s, "cnt", "1", "samples", 1795000000, "a;b 3\n");
-	t = fx_tree(s, "cnt", "1");
-	text = fx_render(view_render_top, t, fx_binary(t));
+	struct view_tree *t = fx_tree(s, "cnt", "1");
+	char *text = fx_render(view_render_top, t, fx_binary(t));
 	const char *count_header = "# 2 functions by self weight; unit count (samples), total 3\n";
 	CHECKF(strncmp(text, count_header, strlen(count_header)) == 0, "count header: %s", text);
 	free(text);
 	view_tree_free(t);
+}
 
-	/* Random trees: every node of each. */
-	srand(4242);
+/* Random trees: every node of each. */
+static int check_random(struct store *s, struct fx_stack *st)
+{
+	int trees = 0;
+
 	for (int round = 0; round < 20; round++) {
 		struct view_buf lines = {0};
 		int nlines = 1 + rand() % 60;
 		for (int i = 0; i < nlines; i++) {
 			char line[256];
 			size_t o = 0;
-			int depth = 1 + rand() % 8;
+			/* depth 0 (one line in 9): a sample without frames */
+			int depth = rand() % 9;
 			for (int d = 0; d < depth; d++)
 				o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
 				                      d ? ";" : "", alphabet[rand() % 6]);
@@ -330,8 +396,8 @@ int main(void)
 		char version[16];
 		snprintf(version, sizeof(version), "%d", round);
 		add_kinds(s, "rnd", version, "nanoseconds", lines.data);
-		t = fx_tree(s, "rnd", version);
-		n = fx_parse("rnd", lines.data, st);
+		struct view_tree *t = fx_tree(s, "rnd", version);
+		int n = fx_parse("rnd", lines.data, st);
 		for (uint32_t i = 1; i < view_tree_node_count(t); i++)
 			check_node(t, i, st, n, "random");
 		check_functions(t, "random");
@@ -340,9 +406,16 @@ int main(void)
 		view_buf_free(&lines);
 		trees++;
 	}
-	/* Two binaries in one tree (the whole machine's): every node, the
-	 * top root and each binary's node too, whose functions are read in
-	 * id order (top.c) rather than walked. */
+	return trees;
+}
+
+/* Two binaries in one tree (the whole machine's): every node, the
+ * top root and each binary's node too, whose functions are read in
+ * id order (top.c) rather than walked. */
+static int check_two_binaries(struct store *s, struct fx_stack *st)
+{
+	int trees = 0;
+
 	for (int round = 0; round < 5; round++) {
 		struct view_buf lines[2] = {{0}, {0}};
 		for (int b = 0; b < 2; b++) {
@@ -350,7 +423,7 @@ int main(void)
 			for (int i = 0; i < nlines; i++) {
 				char line[256];
 				size_t o = 0;
-				int depth = 1 + rand() % 8;
+				int depth = rand() % 9;
 				for (int d = 0; d < depth; d++)
 					o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s",
 					                      d ? ";" : "", alphabet[rand() % 6]);
@@ -373,9 +446,10 @@ int main(void)
 				list[k++] = list[i];
 				list[i] = tmp;
 			}
+		struct view_tree *t;
 		if (k != 2 || view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t) < 0)
 			fx_die("view_tree_build", EIO);
-		n = fx_parse("one", lines[0].data, st);
+		int n = fx_parse("one", lines[0].data, st);
 		n += fx_parse("two", lines[1].data, st + n);
 		for (uint32_t i = 0; i < view_tree_node_count(t); i++)
 			check_node(t, i, st, n, "two binaries");
@@ -386,7 +460,14 @@ int main(void)
 		view_buf_free(&lines[1]);
 		trees++;
 	}
-	/* Large trees: deep stacks over the six names, 4,000 of them. */
+	return trees;
+}
+
+/* Large trees: deep stacks over the six names, 4,000 of them. */
+static int check_large(struct store *s, struct fx_stack *st)
+{
+	int trees = 0;
+
 	for (int round = 0; round < 2; round++) {
 		struct view_buf lines = {0};
 		for (int i = 0; i < FX_MAX_LINES - 96; i++) {
@@ -403,10 +484,10 @@ int main(void)
 		char version[16];
 		snprintf(version, sizeof(version), "big%d", round);
 		add_kinds(s, "big", version, "nanoseconds", lines.data);
-		t = fx_tree(s, "big", version);
+		struct view_tree *t = fx_tree(s, "big", version);
 		CHECKF(view_tree_node_count(t) >= 16384, "large: only %u nodes",
 		       view_tree_node_count(t));
-		n = fx_parse("big", lines.data, st);
+		int n = fx_parse("big", lines.data, st);
 		for (uint32_t i = 1; i < view_tree_node_count(t); i += 37)
 			check_node(t, i, st, n, "large");
 		check_functions(t, "large");
@@ -415,7 +496,14 @@ int main(void)
 		view_buf_free(&lines);
 		trees++;
 	}
-	/* Many functions, many ties. */
+	return trees;
+}
+
+/* Many functions, many ties. */
+static int check_ties(struct store *s, struct fx_stack *st)
+{
+	int trees = 0;
+
 	for (int round = 0; round < 3; round++) {
 		struct view_buf lines = {0};
 		for (int i = 0; i < 800; i++) {
@@ -431,8 +519,8 @@ int main(void)
 		char version[16];
 		snprintf(version, sizeof(version), "ties%d", round);
 		add_kinds(s, "ties", version, "nanoseconds", lines.data);
-		t = fx_tree(s, "ties", version);
-		n = fx_parse("ties", lines.data, st);
+		struct view_tree *t = fx_tree(s, "ties", version);
+		int n = fx_parse("ties", lines.data, st);
 		check_node(t, fx_binary(t), st, n, "ties");
 		for (uint32_t i = 1; i < view_tree_node_count(t); i += 97)
 			check_node(t, i, st, n, "ties");
@@ -442,6 +530,24 @@ int main(void)
 		view_buf_free(&lines);
 		trees++;
 	}
+	return trees;
+}
+
+int main(void)
+{
+	struct store *s = fx_store();
+	static struct fx_stack st[FX_MAX_LINES];
+	int trees = 0;
+
+	check_hand(s, st);
+	check_python(s);
+	check_no_frames(s, st);
+	check_count_unit(s);
+	srand(4242);
+	trees += check_random(s, st);
+	trees += check_two_binaries(s, st);
+	trees += check_large(s, st);
+	trees += check_ties(s, st);
 	store_close(s);
 	if (check_failures) {
 		fprintf(stderr, "%d check_failures\n", check_failures);

@@ -20,6 +20,13 @@
  * No per-function index beyond one slot per interned string is needed,
  * so it is cheaper than view_functions_build() and fit for every
  * directory.  A function's kind is that of its first node in id order.
+ *
+ * Samples without frames (a process name only: the count sits on a
+ * binary's node) belong to no function; they are one more row, named
+ * TOP_NO_FRAMES with the kind "-", so that the self column sums to the
+ * directory's total.  Its weight is that total less the functions' self
+ * weights: every other sample of the subtree ends at a frame below a
+ * binary's node, whose self weight its function counts once.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,8 +37,14 @@
 
 #include "view-internal.h"
 
+/* The row of the samples without frames: a data name in brackets, like
+ * perf's "[unknown]", and the name the SQL of store/README.md gives them. */
+#define TOP_NO_FRAMES "[no frames]"
+/* Its name id: no string of a tree has it. */
+#define TOP_NO_FRAMES_ID UINT32_MAX
+
 struct top_func {
-	uint32_t name; /* tree string id */
+	uint32_t name; /* tree string id, or TOP_NO_FRAMES_ID */
 	uint8_t kind;  /* of the first occurrence in walk order */
 	uint64_t self, total;
 };
@@ -69,6 +82,17 @@ bool view_unit_is_clock(const char *unit, uint64_t *per_second)
 	return false;
 }
 
+/* The raw bytes of a row's name (unescaped) and their length. */
+static const char *top_name(const struct view_tree *t, uint32_t name, size_t *len)
+{
+	if (name == TOP_NO_FRAMES_ID) {
+		*len = sizeof(TOP_NO_FRAMES) - 1;
+		return TOP_NO_FRAMES;
+	}
+	*len = t->strs[name].len;
+	return t->arena + t->strs[name].off;
+}
+
 static int cmp_top(const void *a, const void *b, void *ctx)
 {
 	const struct view_tree *t = ctx;
@@ -78,12 +102,15 @@ static int cmp_top(const void *a, const void *b, void *ctx)
 		return x->self > y->self ? -1 : 1;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	const struct vstr *sx = &t->strs[x->name], *sy = &t->strs[y->name];
-	size_t n = sx->len < sy->len ? sx->len : sy->len;
-	int c = memcmp(t->arena + sx->off, t->arena + sy->off, n);
+	size_t lx, ly;
+	const char *px = top_name(t, x->name, &lx), *py = top_name(t, y->name, &ly);
+	int c = memcmp(px, py, lx < ly ? lx : ly);
 	if (c)
 		return c;
-	return sx->len < sy->len ? -1 : sx->len > sy->len;
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	/* A frame named like the row of no frames ranks before it. */
+	return (x->name == TOP_NO_FRAMES_ID) - (y->name == TOP_NO_FRAMES_ID);
 }
 
 /* cmp_top(x, y) < 0, inline. */
@@ -215,10 +242,12 @@ static int top_scan(const struct view_tree *t, uint32_t node, uint32_t *fidx,
 	return 0;
 }
 
-/* Gathers the functions of the subtree of `node` into *out (malloc'd, the
- * caller frees) and their number into *nout. */
+/* Gathers the rows of the subtree of `node`, sorted, into *out (malloc'd,
+ * the caller frees): its functions (their number into *nout) and, when
+ * it holds samples without frames, their row (the number of rows into
+ * *nrows). */
 static int top_collect(const struct view_tree *t, uint32_t node, struct top_func **out,
-                       uint32_t *nout)
+                       uint32_t *nout, uint32_t *nrows)
 {
 	/* The whole tree: view_tree_finish() summed it by name, and nothing
 	 * but the functions is needed. */
@@ -227,9 +256,9 @@ static int top_collect(const struct view_tree *t, uint32_t node, struct top_func
 	size_t nslots = t->nstrs ? t->nstrs : 1;
 	uint32_t *fidx = whole ? NULL : calloc(nslots, sizeof(*fidx)); /* sid -> func + 1 */
 	uint32_t *open = whole ? NULL : calloc(nslots, sizeof(*open)); /* sid -> depth */
-	/* A function per name at most. */
-	struct top_func *funcs =
-	        malloc((size_t)(t->nstrs < t->nnodes ? t->nstrs : t->nnodes) * sizeof(*funcs));
+	/* A function per name at most, and the row of no frames. */
+	struct top_func *funcs = malloc(
+	        ((size_t)(t->nstrs < t->nnodes ? t->nstrs : t->nnodes) + 1) * sizeof(*funcs));
 	struct {
 		uint32_t node, next;
 	} *stack = whole ? NULL : malloc((size_t)(t->nnodes + 1) * sizeof(*stack));
@@ -280,10 +309,19 @@ static int top_collect(const struct view_tree *t, uint32_t node, struct top_func
 walked:
 	/* Functions without weight (in a seeded tree's hidden nodes only,
 	 * which no child list holds) cannot occur: every visible node has
-	 * a total. */
+	 * a total.  The row of no frames: what the functions' self weights
+	 * leave of the total (modulo 2^64, as the sums were made, so
+	 * exact). */
+	*nout = nfuncs;
+	uint64_t frameless = t->nodes[node].total_weight;
+	for (uint32_t i = 0; i < nfuncs; i++)
+		frameless -= funcs[i].self;
+	if (frameless)
+		funcs[nfuncs++] = (struct top_func){
+		        .name = TOP_NO_FRAMES_ID, .self = frameless, .total = frameless};
 	top_sort(t, funcs, nfuncs, top_budget(nfuncs));
 	*out = funcs;
-	*nout = nfuncs;
+	*nrows = nfuncs;
 	funcs = NULL;
 	r = 0;
 out:
@@ -360,9 +398,17 @@ static void put_seconds(char out[48], uint64_t v, uint64_t per_second)
  * escape names; a tree with no name a folded path escapes has none). */
 static size_t top_name_len(const struct view_tree *t, uint32_t sid)
 {
+	if (sid == TOP_NO_FRAMES_ID)
+		return sizeof(TOP_NO_FRAMES) - 1;
 	if (!t->esc_len)
 		return t->strs[sid].len;
 	return view_text_len(vstr_ptr(t, sid), t->strs[sid].len, 0);
+}
+
+/* The kind column of a row: its frame's kind, "-" for no frames. */
+static const char *top_kind(const struct top_func *f)
+{
+	return f->name == TOP_NO_FRAMES_ID ? "-" : view_kind_name(f->kind);
 }
 
 /* Numbers and the renderer's own words only: names, the unit and the
@@ -394,12 +440,12 @@ static int appendf(struct view_buf *out, const char *fmt, ...)
 int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	struct top_func *funcs = NULL;
-	uint32_t nfuncs = 0;
+	uint32_t nfuncs = 0, nrows = 0;
 	int r;
 
 	if (node >= t->nnodes)
 		return -EINVAL;
-	if ((r = top_collect(t, node, &funcs, &nfuncs)) < 0)
+	if ((r = top_collect(t, node, &funcs, &nfuncs, &nrows)) < 0)
 		return r;
 
 	uint64_t whole = t->nodes[node].total_weight, per_second;
@@ -429,8 +475,8 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 	 * digits, the shares 7), so the buffer is grown once, not doubled
 	 * (and copied) line after line. */
 	size_t all = 0;
-	for (uint32_t i = 0; i < nfuncs; i++) {
-		size_t klen = strlen(view_kind_name(funcs[i].kind));
+	for (uint32_t i = 0; i < nrows; i++) {
+		size_t klen = strlen(top_kind(&funcs[i]));
 		all += 2 * (size_t)w + 2 * 7 + (klen > 7 ? klen : 7) + 4 +
 		       top_name_len(t, funcs[i].name) + 1;
 	}
@@ -438,9 +484,8 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 	 * digits a number (2 * (20 - 4) bytes more at most). */
 	if (r == 0)
 		r = view_buf_reserve(out, all + 64);
-	for (uint32_t i = 0; i < nfuncs && r == 0; i++) {
-		const struct vstr *s = &t->strs[funcs[i].name];
-		const char *kind = view_kind_name(funcs[i].kind);
+	for (uint32_t i = 0; i < nrows && r == 0; i++) {
+		const char *kind = top_kind(&funcs[i]);
 		size_t klen = strlen(kind);
 		/* Two numbers of at most max(w, 20) digits, two shares of 7
 		 * columns, the kind padded to at least 7, four spaces after
@@ -463,11 +508,13 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 		for (size_t k = klen; k < 7; k++)
 			*p++ = ' ';
 		*p++ = ' ';
-		if (t->esc_len) {
-			p = view_text_put(p, t->arena + s->off, s->len, 0);
+		size_t nlen;
+		const char *name = top_name(t, funcs[i].name, &nlen);
+		if (t->esc_len && funcs[i].name != TOP_NO_FRAMES_ID) {
+			p = view_text_put(p, name, nlen, 0);
 		} else {
-			memcpy(p, t->arena + s->off, s->len);
-			p += s->len;
+			memcpy(p, name, nlen);
+			p += nlen;
 		}
 		*p++ = '\n';
 		out->len += (size_t)(p - p0);

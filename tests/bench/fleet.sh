@@ -3,9 +3,10 @@
 # store, against the embedded store measured in the same run.  Prints
 # numbers and PASS/FAIL lines for the correctness checks; it is not a
 # meson test.
-#   usage: sudo bash tests/bench/fleet.sh [--quick | --round-trips]
+#   usage: sudo bash tests/bench/fleet.sh [--quick | --round-trips | --thousand]
 #     --quick     a 20 s recording instead of FLEET_RECORD_SECS (a first pass)
 #     --round-trips  only the view's first reads over a 10 ms link (below)
+#     --thousand  only the 1,000-host fleet (K, below)
 #   env:  BENCH_DIR=DIR    work directory, kept (default: a new /var/tmp dir,
 #                          removed at exit)
 #         REUSE=1          reuse DIR/rec.perf from an earlier run in BENCH_DIR
@@ -50,6 +51,18 @@
 #     statements counted in the server's log, with the counts read in one
 #     query per tree (store_series_prefetch) and, for comparison, one by
 #     one ($FLAMEFS_TEST_NO_PREFETCH).
+#  K. (--thousand, alone) 1,000 hosts: a FLEET_K_RECORD_SECS (60) s
+#     recording of the compile loop cut into FLEET_K_SLICES (120) slices;
+#     FLEET_K_HOSTS (1000) hosts of FLEET_K_MINUTES (10) minutes, host h's
+#     minute m a pseudo-random slice moved into that minute, imported under
+#     host name hH into a store of its own and compacted (FLEET_JOBS at a
+#     time, default 2 here), all pushed into one database; then, from the
+#     database 10 ms away (delay_link, as R), over its socket and from the
+#     same data merged into a directory: a fresh mount's first `cat /top`,
+#     first `ls` of the busiest version and its `folded`, the statements
+#     each read costs (the server's log), the daemon's VmRSS and VmHWM;
+#     the database's size after VACUUM against the sum of the hosts'
+#     compacted stores, and table by table (heap, indexes, TOAST).
 #  5. the steady push of a recording host: `record -a -F 99 --push` into
 #     the 64-host database, --push-every 60s, for FLEET_PUSH_SECS (190)
 #     under the workload; the push thread's CPU per push from record's
@@ -62,15 +75,13 @@ quick=0
 . "$top/tests/bench/lib.sh"
 . "$top/tests/lib-pg.sh"
 
-if [ "${1:-}" = --round-trips ]; then
-	bench_setup fleet-rt --root --tools "fusermount3 python3" fs/flamefs flamefs-collect
+# delay_link: puts the server (pg_start'ed) 10 ms away from the commands
+# run under "${in[@]}": a network namespace joined by a veth pair with
+# netem delaying each way 5 ms where the kernel has netem, else a proxy
+# on 127.0.0.1 that holds each chunk 5 ms each way.  Sets in, link, and
+# delayed_uri DB prints the database's URI as seen from there.
+delay_link() {
 	ns=flamefs-rt$$
-	trap 'ip netns del $ns 2>/dev/null || true; ip link del rt$$a 2>/dev/null || true
-		[ -z "${proxy:-}" ] || kill $proxy || true; pg_cleanup; bench_cleanup' EXIT
-	chgrp postgres "$work" && chmod g+x "$work"
-	pg_start "$work/pg" >/dev/null || { echo "fleet.sh: PostgreSQL did not start" >&2; exit 1; }
-	# in: a command prefix that runs in the delayed network; db: the
-	# database as seen from there
 	in=()
 	if command -v tc >/dev/null && command -v ip >/dev/null && ip netns add $ns 2>/dev/null &&
 		ip link add rt$$a type veth peer name rt$$b && ip link set rt$$b netns $ns &&
@@ -85,12 +96,13 @@ if [ "${1:-}" = --round-trips ]; then
 		echo "host all postgres 10.77.0.0/24 trust" >>"$PG_DATA/pg_hba.conf"
 		pg_restart >/dev/null
 		in=(ip netns exec $ns)
-		db="postgresql://postgres@10.77.0.1:$PG_PORT/rt"
+		delayed_uri() { echo "postgresql://postgres@10.77.0.1:$PG_PORT/$1"; }
 		link="veth pair + netem 5 ms each way"
 	else
 		# No netem in this kernel: a proxy on 127.0.0.1 holds each chunk
 		# 5 ms each way before passing it on to the server's socket.
 		ip netns del $ns 2>/dev/null || true
+		ip link del rt$$a 2>/dev/null || true
 		cat >"$work/delay.py" <<'PY'
 import asyncio, sys
 port, sock, delay = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]) / 1000
@@ -130,9 +142,23 @@ PY
 		python3 "$work/delay.py" $((PG_PORT + 100)) "$PG_SOCK/.s.PGSQL.$PG_PORT" 5 &
 		proxy=$!
 		sleep 0.5
-		db="postgresql://postgres@127.0.0.1:$((PG_PORT + 100))/rt?sslmode=disable"
+		delayed_uri() { echo "postgresql://postgres@127.0.0.1:$((PG_PORT + 100))/$1?sslmode=disable"; }
 		link="a proxy holding each chunk 5 ms each way (no netem in this kernel)"
 	fi
+}
+delay_cleanup() {
+	ip netns del flamefs-rt$$ 2>/dev/null || true
+	ip link del rt$$a 2>/dev/null || true
+	[ -z "${proxy:-}" ] || kill $proxy 2>/dev/null || true
+}
+
+if [ "${1:-}" = --round-trips ]; then
+	bench_setup fleet-rt --root --tools "fusermount3 python3" fs/flamefs flamefs-collect
+	trap 'delay_cleanup; pg_cleanup; bench_cleanup' EXIT
+	chgrp postgres "$work" && chmod g+x "$work"
+	pg_start "$work/pg" >/dev/null || { echo "fleet.sh: PostgreSQL did not start" >&2; exit 1; }
+	delay_link
+	db=$(delayed_uri rt)
 	pg_createdb rt >/dev/null
 	nh=${FLEET_RT_HOSTS:-256}
 	for h in $(seq 1 "$nh"); do
@@ -161,6 +187,259 @@ PY
 			printf '%-11s %-24s %6s %10s %14s\n' $mode "$f" "$(cat "$work/ms")" "$n_all" "$n_counts"
 		done
 	done
+	exit 0
+fi
+if [ "${1:-}" = --thousand ]; then
+	bench_setup fleet-1k --root --tools "perf python3 fusermount3" fs/flamefs flamefs-collect
+	trap 'delay_cleanup; pg_cleanup; bench_cleanup' EXIT
+	nh=${FLEET_K_HOSTS:-1000}
+	nmin=${FLEET_K_MINUTES:-10}
+	nsl=${FLEET_K_SLICES:-120}
+	jobs=${FLEET_JOBS:-2}
+	rec_secs=${FLEET_K_RECORD_SECS:-60}
+	t0=1764000000
+	mnt=$work/mnt
+	mkdir -p "$mnt" "$work/sl" "$work/hosts"
+	now() { echo "$EPOCHREALTIME"; }
+	secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+	bench_machine
+	echo "# build: $build (release), commit $(git -C "$top" rev-parse --short HEAD)$(git -C "$top" diff --quiet || echo ' + uncommitted changes')"
+	echo "# work dir: $work"
+	bench_wait_quiet || echo "# (the machine stayed busy: these numbers are upper bounds)"
+	if [ "${REUSE:-0}" = 1 ] && [ -s "$work/rec.perf" ]; then
+		echo "# reusing $work/rec.perf"
+		rec_secs=$(cat "$work/rec.secs" 2>/dev/null || echo "?")
+	else
+		record_workload "$rec_secs" "$work/rec.perf"
+		echo "$rec_secs" >"$work/rec.secs"
+	fi
+	echo "# recording: perf record -e cpu-clock -F 999 -a -g of the compile loop, ${rec_secs} s:" \
+		"$(stat -c %s "$work/rec.perf") bytes of perf script, $(grep -c '^[^[:space:]#]' "$work/rec.perf") samples"
+	# The hosts: the recording cut into $nsl slices by sample time; slice
+	# i written once per minute m with its times stretched over that
+	# minute (sl/i.m.perf); host h's minute m is slice (h, m), a fixed
+	# pseudo-random choice, so hosts share stacks as a fleet running the
+	# same software does and differ in what each minute holds.
+	if [ "${REUSE:-0}" = 1 ] && [ "$(cat "$work"/hosts/s*.bytes 2>/dev/null | wc -l)" = "$nh" ]; then
+		echo "# reusing the $nh hosts' stores in $work/hosts"
+		r_import="(reused)"
+	else
+		python3 - "$work/rec.perf" "$nsl" "$nmin" "$nh" "$work" <<'PY'
+import random, re, sys
+rec, n, nmin, nh, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+HDR = re.compile(rb"^(.*? )(\d+\.\d+)(: .*)$", re.S)
+s = []
+with open(rec, "rb") as f:
+    for block in f.read().split(b"\n\n"):
+        block = block.strip(b"\n")
+        if not block or block.startswith(b"#"):
+            continue
+        nl = block.find(b"\n")
+        first, rest = (block, b"") if nl < 0 else (block[:nl], block[nl:])
+        m = HDR.match(first)
+        if not m:
+            sys.exit("fleet.sh: no sample time in %r" % first[:80])
+        s.append((float(m.group(2)), m.group(1), m.group(3) + rest))
+s.sort(key=lambda x: x[0])
+t_lo, t_hi = s[0][0], s[-1][0] + 1e-6
+d = (t_hi - t_lo) / n
+cut = [[] for _ in range(n)]
+for smp in s:
+    cut[min(n - 1, int((smp[0] - t_lo) / d))].append(smp)
+for i in range(n):
+    for m in range(nmin):
+        with open("%s/sl/%d.%d.perf" % (work, i, m), "wb") as f:
+            for smp in cut[i]:
+                t = m * 60 + (smp[0] - (t_lo + i * d)) * 60 / d * 0.999
+                f.write(smp[1] + b"%.6f" % t + smp[2] + b"\n\n")
+with open("%s/hosts.txt" % work, "w") as f:
+    for h in range(1, nh + 1):
+        f.write("%d %s\n" % (h, " ".join("%s/sl/%d.%d.perf" % (work, random.Random(h * 100003 + m).randrange(n), m)
+                                         for m in range(nmin))))
+PY
+		echo "# $nh hosts x $nmin minutes: each minute one of $nsl slices of the recording" \
+			"($(du -sb "$work/sl" | cut -f1) bytes of slices), under the host name hH, its times moved into the minute"
+		# one host: its store, compacted, and what stats says it holds
+		host_store() {
+			local h=$1
+			shift
+			rm -rf "$work/hosts/s$h"
+			"$fc" import --store "$work/hosts/s$h" --host "h$h" --clock-offset "$t0" "$@" >/dev/null 2>&1 &&
+				"$fc" compact --store "$work/hosts/s$h" >/dev/null 2>&1 &&
+				"$fc" stats --store "$work/hosts/s$h" | awk '/^bytes:/ { $1 = ""; print }' >"$work/hosts/s$h.bytes"
+		}
+		export -f host_store
+		export fc work t0
+		a=$(now)
+		xargs -P "$jobs" -L 1 bash -c 'host_store "$@"' _ <"$work/hosts.txt" ||
+			{ echo "fleet.sh: an import failed" >&2; exit 1; }
+		r_import=$(secs "$a" "$(now)")
+		rm -rf "$work/sl"
+	fi
+	# What the hosts' stores hold on disk: du as stats counts it (blocks),
+	# and the SST bytes of their column families (frames, nodes, counts,
+	# other: the data, without RocksDB's per-store files).
+	r_emb_du=$(du -s -B1 --total "$work"/hosts/s*/ | tail -1 | cut -f1)
+	r_emb_sst=$(cat "$work"/hosts/s*.bytes | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] ~ /^(frames|nodes|counts|other)$/) s += a[2] } } END { print s + 0 }')
+	r_emb_parts=$(cat "$work"/hosts/s*.bytes | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "="); t[a[1]] += a[2] } }
+		END { printf "frames %d, nodes %d, counts %d, other %d", t["frames"], t["nodes"], t["counts"], t["other"] }')
+	echo "# imported and compacted in $r_import s ($jobs at a time): sum of the $nh stores $r_emb_du bytes on disk, $r_emb_sst in SSTs ($r_emb_parts)"
+
+	rm -rf "$work/pg" "$work/merged"
+	mkdir -p "$work/pg"
+	chgrp postgres "$work" && chmod g+x "$work"
+	pg_start "$work/pg" >/dev/null || { echo "fleet.sh: PostgreSQL did not start" >&2; exit 1; }
+	trap 'delay_cleanup; pg_cleanup; bench_cleanup' EXIT
+	delay_link
+	pg_createdb k >/dev/null
+	K=$(pg_uri k postgres)
+	a=$(now)
+	cut -d' ' -f1 "$work/hosts.txt" | xargs -P "$jobs" -I{} "$fc" push --store "$work/hosts/s{}" --to "$K" \
+		>"$work/push.out" 2>&1 || { echo "fleet.sh: a push failed" >&2; tail "$work/push.out"; exit 1; }
+	r_push=$(secs "$a" "$(now)")
+	"$fc" compact --store "$K" >/dev/null 2>&1
+	r_db=$("$fc" stats --store "$K" | awk '/^bytes:/ { split($2, a, "="); print a[2] }')
+	r_series=$("$fc" stats --store "$K" | grep -oE '^[0-9]+ series' | cut -d' ' -f1)
+	echo "# pushed in $r_push s ($jobs at a time); the database after VACUUM: $r_db bytes, $r_series series"
+	echo
+	echo "## Where the database's bytes go (after VACUUM)"
+	echo "| table | rows | heap | indexes | TOAST | total |"
+	echo "|---|---|---|---|---|---|"
+	pg_psql -d k -AtF' ' -c "SELECT c.relname, c.reltuples::int8, pg_relation_size(c.oid), pg_indexes_size(c.oid),
+		coalesce(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0), pg_total_relation_size(c.oid)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 6 DESC" |
+		awk '{ printf "| %s | %d | %d | %d | %d | %d |\n", $1, $2, $3, $4, $5, $6 }'
+	read -r c_rows c_entries c_stored < <(pg_psql -d k -AtF' ' -c "SELECT count(*), sum(length(entries)), sum(pg_column_size(entries)) FROM counts")
+	echo
+	echo "counts: $c_rows rows, their entries $c_entries bytes ($c_stored as stored);" \
+		"the rest of the heap is per row (tuple header, item pointer, the keys and totals)"
+	pg_psql -d k -AtF' ' -c "SELECT pg_indexes_size(c.oid), indexrelid::regclass, pg_relation_size(indexrelid)
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relname = 'counts'" |
+		awk '{ printf "index %s: %d bytes\n", $2, $3 }'
+
+	# The baseline: the same data in one directory (merged from the database).
+	a=$(now)
+	"$fc" merge --store "$work/merged" "$K" >/dev/null 2>&1 || { echo "fleet.sh: merge failed" >&2; exit 1; }
+	"$fc" compact --store "$work/merged" >/dev/null 2>&1
+	r_merge=$(secs "$a" "$(now)")
+	r_merged=$("$fc" stats --store "$work/merged" | awk '/^bytes:/ { split($2, a, "="); print a[2] }')
+	bin=$("$fc" stats --store "$work/merged" |
+		awk 'NR > 1 && NF == 9 && $3 == "cpu-clock" && $4 + 0 > m { m = $4 + 0; b = $1 } END { print b }')
+	echo
+	echo "# merged into one directory in $r_merge s: $r_merged bytes; the version read below: /$bin/default"
+
+	pg_psql -c "ALTER DATABASE k SET log_statement = 'all'" >/dev/null
+	# reads STORE WHAT...: a fresh mount (page cache dropped; for the
+	# database, the server restarted) under "${in[@]}", then each WHAT in
+	# turn ("cat PATH" or "ls PATH"), each timed and its statements counted
+	# in the server's log; then the daemon's VmRSS and VmHWM.  Prints
+	# "ms statements" for the mount (until the mount point is up) and per
+	# WHAT, then "rss_kb hwm_kb".
+	cat >"$work/reads.sh" <<'SH'
+flamefs=$1 store=$2 mnt=$3 log=$4 out=$5
+shift 5
+lines() { if [ -f "$log" ]; then wc -l <"$log"; else echo 0; fi; }
+# statements FROM: "all refresh" since line FROM of the log; refresh:
+# those of the view's once-a-second new snapshot (COMMIT, BEGIN, the
+# commit counter, new frame and node runs)
+statements() {
+	tail -n +$(($1 + 1)) "$log" 2>/dev/null | grep "LOG:  \(statement\|execute\)" |
+		awk '/COMMIT|BEGIN ISOLATION|key = .commits.|FROM (frame|node)_runs WHERE first >=/ { r++ } { n++ }
+			END { print n + 0, r + 0 }'
+}
+b=$(lines)
+t=$EPOCHREALTIME
+"$flamefs" -f "$store" "$mnt" 2>>"$mnt.err" &
+pid=$!
+for _ in $(seq 600); do mountpoint -q "$mnt" && break; sleep 0.01; done
+mountpoint -q "$mnt" || { echo "flamefs did not mount $store" >&2; exit 1; }
+ms=$(awk -v a="$t" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+sleep 0.3
+echo "$ms $(statements "$b")"
+i=0
+for w in "$@"; do
+	i=$((i + 1))
+	b=$(lines)
+	t=$EPOCHREALTIME
+	case $w in cat\ *) cat "$mnt/${w#cat }" >"$out.$i" ;; ls\ *) ls "$mnt/${w#ls }" >"$out.$i" ;; esac
+	ms=$(awk -v a="$t" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+	sleep 0.3
+	echo "$ms $(statements "$b")"
+done
+awk '$1 == "VmRSS:" { r = $2 } $1 == "VmHWM:" { h = $2 } END { print r, h }' "/proc/$pid/status"
+fusermount3 -u "$mnt"
+wait
+SH
+	declare -A R
+	for where in emb socket delayed; do
+		case $where in
+		emb) st=$work/merged pre=() ;;
+		socket) st=$K pre=() ;;
+		delayed) st=$(delayed_uri k) pre=("${in[@]}") ;;
+		esac
+		for run in top version; do
+			[ $where = emb ] || pg_restart >/dev/null
+			sync
+			echo 3 >/proc/sys/vm/drop_caches
+			if [ $run = top ]; then
+				"${pre[@]}" bash "$work/reads.sh" "$flamefs" "$st" "$mnt" "$PG_LOG" "$work/out.$where.top" \
+					"cat top" >"$work/r.out" || { echo "fleet.sh: reads from $where failed" >&2; exit 1; }
+				read -r R[$where.mount] R[$where.mount.q] R[$where.mount.r] < <(sed -n 1p "$work/r.out")
+				read -r R[$where.top] R[$where.top.q] R[$where.top.r] < <(sed -n 2p "$work/r.out")
+				read -r R[$where.top.rss] R[$where.top.hwm] < <(sed -n 3p "$work/r.out")
+			else
+				"${pre[@]}" bash "$work/reads.sh" "$flamefs" "$st" "$mnt" "$PG_LOG" "$work/out.$where.version" \
+					"ls $bin/default" "cat $bin/default/folded" >"$work/r.out" ||
+					{ echo "fleet.sh: reads from $where failed" >&2; exit 1; }
+				read -r R[$where.ls] R[$where.ls.q] R[$where.ls.r] < <(sed -n 2p "$work/r.out")
+				read -r R[$where.folded] R[$where.folded.q] R[$where.folded.r] < <(sed -n 3p "$work/r.out")
+				read -r R[$where.rss] R[$where.hwm] < <(sed -n 4p "$work/r.out")
+			fi
+		done
+	done
+	pg_psql -c "ALTER DATABASE k RESET log_statement" >/dev/null
+	fails=0
+	for f in top.1 version.1 version.2; do
+		for where in socket delayed; do
+			if cmp -s "$work/out.$where.$f" "$work/out.emb.$f" && [ -s "$work/out.emb.$f" ]; then
+				echo "PASS: $f read from the database ($where) = from the merged directory ($(wc -c <"$work/out.emb.$f") bytes)"
+			else
+				echo "FAIL: $f read from the database ($where) differs from the merged directory's"
+				fails=$((fails + 1))
+			fi
+		done
+	done
+	q() { # KEY: "n" or "n (r of them the view's refresh)"
+		if [ "${R[$1.r]:-0}" = 0 ]; then echo "${R[$1.q]}"; else echo "${R[$1.q]} (${R[$1.r]} the refresh's)"; fi
+	}
+	mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
+	mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+	met() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t ? "met" : "**missed**") }'; }
+	echo
+	echo "## 1,000 hosts ($nh hosts x $nmin minutes, $r_series series; the database 10 ms away: $link)"
+	echo "| measurement | target | database, 10 ms away | database, local socket | embedded (merged directory) |"
+	echo "|---|---|---|---|---|"
+	echo "| mount (store opened: series listed, dictionary loaded) | | ${R[delayed.mount]} ms | ${R[socket.mount]} ms | ${R[emb.mount]} ms |"
+	echo "| ... its statements (the first snapshot: BEGIN, the commit counter, frame and node runs, the series) | | ${R[delayed.mount.q]} | ${R[socket.mount.q]} | |"
+	echo "| first \`cat /top\` (fresh mount) | <= 1 s | ${R[delayed.top]} ms $(met "${R[delayed.top]}" 1000) | ${R[socket.top]} ms | ${R[emb.top]} ms |"
+	echo "| ... its statements | a constant | $(q delayed.top) | $(q socket.top) | |"
+	echo "| first \`ls /$bin/default\` (fresh mount) | <= 0.5 s | ${R[delayed.ls]} ms $(met "${R[delayed.ls]}" 500) | ${R[socket.ls]} ms | ${R[emb.ls]} ms |"
+	echo "| ... its statements | a constant | $(q delayed.ls) | $(q socket.ls) | |"
+	echo "| then \`cat /$bin/default/folded\` | | ${R[delayed.folded]} ms | ${R[socket.folded]} ms | ${R[emb.folded]} ms |"
+	echo "| ... its statements | | $(q delayed.folded) | $(q socket.folded) | |"
+	echo "| daemon VmRSS / VmHWM after /top | | $(mib "${R[delayed.top.rss]}") / $(mib "${R[delayed.top.hwm]}") | $(mib "${R[socket.top.rss]}") / $(mib "${R[socket.top.hwm]}") | $(mib "${R[emb.top.rss]}") / $(mib "${R[emb.top.hwm]}") |"
+	echo "| daemon VmRSS / VmHWM after ls + folded | | $(mib "${R[delayed.rss]}") / $(mib "${R[delayed.hwm]}") | $(mib "${R[socket.rss]}") / $(mib "${R[socket.hwm]}") | $(mib "${R[emb.rss]}") / $(mib "${R[emb.hwm]}") |"
+	r=$(ratio "$r_db" "$r_emb_du")
+	echo "| database size after VACUUM against the sum of the $nh compacted stores (on disk) | <= 4x | $(mb "$r_db") | | $(mb "$r_emb_du") (${r}x) $(met "$r" 4) |"
+	echo "| ... against the stores' SST bytes alone | | | | $(mb "$r_emb_sst") ($(ratio "$r_db" "$r_emb_sst")x) |"
+	echo "| ... the same data merged into one directory | | | | $(mb "$r_merged") ($(ratio "$r_db" "$r_merged")x) |"
+	echo
+	echo "# import + compact $r_import s, push $r_push s, merge $r_merge s ($jobs at a time)"
+	echo "# statements: from the server's log (log_statement = all), between the read's start and 0.3 s after its end;"
+	echo "# the view takes a new snapshot once a second (COMMIT, BEGIN, the commit counter, new frame and node runs)"
+	echo "# correctness: $([ $fails = 0 ] && echo "all PASS" || echo "$fails FAIL")"
 	exit 0
 fi
 bench_setup fleet --root --tools "perf python3 fusermount3" fs/flamefs flamefs-collect
