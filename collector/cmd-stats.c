@@ -273,8 +273,8 @@ static void print_quality(struct store *s, const struct store_series *list, size
 		moment(first, sizeof(first), se->first_us);
 		moment(last, sizeof(last), se->last_us);
 		printf("%-20s %-14s %-12s %16" PRIu64 " %*s %*s %8s %8s %s\n", se->binary,
-		       se->version, se->event, se->weight, pad(first, 16), first, pad(last, 16), last,
-		       rs, us, se->host);
+		       se->version, se->event, se->weight, pad(first, 16), first, pad(last, 16),
+		       last, rs, us, se->host);
 	}
 }
 

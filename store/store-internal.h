@@ -72,6 +72,9 @@ struct store_ops {
 
 	int (*series_samples)(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,
 	                      store_sample_fn fn, void *ctx);
+	/* Optional: store_samples_prefetch(). */
+	int (*samples_prefetch)(struct store *s, const uint32_t *ids, size_t n, int64_t from_us,
+	                        int64_t to_us);
 	int64_t (*keep_samples)(const struct store *s);
 	int (*set_keep_samples)(struct store *s, int64_t seconds);
 	int (*rollup)(struct store *s, struct store_rollup_stats *st);

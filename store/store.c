@@ -302,6 +302,12 @@ int store_series_samples(struct store *s, uint32_t series, int64_t from_us, int6
 	return s->ops->series_samples(s, series, from_us, to_us, fn, ctx);
 }
 
+int store_samples_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from_us,
+                           int64_t to_us)
+{
+	return s->ops->samples_prefetch ? s->ops->samples_prefetch(s, ids, n, from_us, to_us) : 0;
+}
+
 int64_t store_keep_samples(const struct store *s)
 {
 	return s->ops->keep_samples ? s->ops->keep_samples(s) : 0;

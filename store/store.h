@@ -253,6 +253,14 @@ int store_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_
 typedef int (*store_sample_fn)(void *ctx, const struct store_sample *smp);
 int store_series_samples(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,
                          store_sample_fn fn, void *ctx);
+/* A hint before reading the detail of the n series `ids` over [from_us,
+ * to_us) with store_series_samples(), one after the other in this order:
+ * as store_series_prefetch() does for counts, a database sends them all
+ * for one query.  Read all the counts, then all the detail (or the other
+ * way round): a read of the other kind in between ends the hint, and the
+ * reads after it go one by one.  0, or -ENOMEM. */
+int store_samples_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from_us,
+                           int64_t to_us);
 
 /* ---- the recent tier's window --------------------------------------- */
 
@@ -283,7 +291,7 @@ struct store_footprint {
 	uint64_t frames_bytes; /* SST bytes per column family */
 	uint64_t nodes_bytes;
 	uint64_t counts_bytes;
-	uint64_t other_bytes; /* meta, series */
+	uint64_t other_bytes;   /* meta, series */
 	uint64_t samples_bytes; /* the recent tier: samples kept whole */
 	uint64_t samples;       /* how many samples it holds */
 };

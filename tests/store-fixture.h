@@ -87,6 +87,12 @@ void sf_raw_put(struct sf_raw *w, const char *key, size_t klen, const char *val,
  * opening dir for writing is refused with a message containing want. */
 int sf_try_writer(const char *dir, const char *want);
 
+/* The check of test-crash.sh's recent-tier part (test-store --check-tier
+ * DIR): every bucket's detail equals its counts, or (rolled up, behind
+ * the keep window) it has none; each series' recent samples are its
+ * detail.  Prints one line; 0 ok, 1 not, 2 no store to open. */
+int sf_check_tier(const char *dir);
+
 /* ---- the tests ---- */
 /* test-store.c: batches, ids, frames and nodes */
 void test_dedup(void);
@@ -128,5 +134,6 @@ void test_samples_prune(void);
 void test_samples_old_schema(void);
 void test_samples_copy(void);
 void test_samples_million(void);
+void test_samples_damaged(void);
 
 #endif

@@ -49,7 +49,7 @@ lacks() { # FILE TEXT WHAT
 
 # ---- the backend's unit tests --------------------------------------------------
 n=$((n + 1))
-"$unit" "$sock" postgres "$PG_PORT" >"$tmp/unit.out" 2>&1 || { bad "test-central"; cat "$tmp/unit.out"; }
+FLAMEFS_TEST_README=$here/../store/README.md "$unit" "$sock" postgres "$PG_PORT" >"$tmp/unit.out" 2>&1 || { bad "test-central"; cat "$tmp/unit.out"; }
 n=$((n + 1))
 FLAMEFS_TEST_HASH_BITS=1 "$unit" "$sock" postgres "$PG_PORT" >>"$tmp/unit.out" 2>&1 ||
 	{ bad "test-central with 1-bit hashes"; cat "$tmp/unit.out"; }
@@ -139,7 +139,7 @@ n=$((n + 1))
 [ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = 'app' AND version = 'A'")" = 2 ] ||
 	bad "two hosts' series of one binary/version"
 
-# ---- upgrading schema 1 (three arrays a counts row) to 2 (one blob) -----------------
+# ---- upgrading schema 1 (three arrays a counts row) to 2 (one blob) and 3 -----------
 up=$(newdb up)
 "$collect" import --store "$up" --time 1700000040 "$here/data/perf/spell-g.perf" >/dev/null 2>&1
 "$collect" import --store "$up" --time 1700000100 "$tmp/a.folded" >/dev/null 2>&1
@@ -154,9 +154,14 @@ up_state >"$tmp/up.want"
 psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples" >"$tmp/up.weighted"
 n=$((n + 1))
 [ "$(cat "$tmp/up.weighted")" -gt 0 ] || bad "upgrade: no entry whose weight differs from its samples"
-# the database as schema 1 wrote it: the same counts as arrays
+# the database as schema 1 wrote it: the same counts as arrays (and no
+# recent tier, which schema 3 added)
 psql "$up" -qX -v ON_ERROR_STOP=1 >"$tmp/down.out" 2>&1 <<'SQL' || { bad "downgrade to schema 1"; cat "$tmp/down.out"; }
 BEGIN;
+DROP VIEW sample_entries;
+DROP FUNCTION flamefs_samples(int8, bytea);
+DROP TABLE samples, series_recent;
+DELETE FROM flamefs_meta WHERE key = 'oldest_reader';
 ALTER TABLE counts ADD nodes int4[], ADD samples int8[], ADD weights int8[];
 UPDATE counts c SET
   nodes = (SELECT coalesce(array_agg(e.node ORDER BY e.node), '{}') FROM flamefs_counts(c.entries) e),
@@ -180,9 +185,9 @@ has "$tmp/up.old" "$up: schema version 1 is older than this flamefs reads (2); a
 	"schema 1, reader"
 "$collect" compact --store "$up" >"$tmp/up.compact" 2>&1 || { bad "compact (a writer) of schema 1"; cat "$tmp/up.compact"; }
 n=$((n + 1))
-[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 2 ] || bad "upgrade: schema is not 2"
+[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 3 ] || bad "upgrade: schema is not 3"
 up_state >"$tmp/up.got"
-same "$tmp/up.got" "$tmp/up.want" "upgrade 1 -> 2: exports and stats"
+same "$tmp/up.got" "$tmp/up.want" "upgrade 1 -> 2 -> 3: exports and stats"
 psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples" >"$tmp/up.weighted2"
 same "$tmp/up.weighted2" "$tmp/up.weighted" "upgrade 1 -> 2: weighted entries"
 # a damaged blob is refused by the reader and by SQL's decoder
@@ -256,8 +261,9 @@ empty=$(newdb empty)
 "$collect" stats --store "$empty" >"$tmp/empty.out" 2>&1 && bad "stats of an empty database"
 has "$tmp/empty.out" "not a flamefs store yet" "empty database"
 psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'"
+psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'oldest_reader'"
 "$collect" stats --store "$sq" >"$tmp/future.out" 2>&1 && bad "stats of a future schema"
-has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (2)" "future schema"
+has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (3)" "future schema"
 "$collect" import --store "$sq" "$tmp/a.folded" >"$tmp/future.out" 2>&1 && bad "import into a future schema"
 has "$tmp/future.out" "schema version 9 is newer" "future schema, import"
 "$collect" stats --store "postgresql:///x?host=$tmp/nowhere" >"$tmp/unreach.out" 2>&1 && bad "stats of no server"

@@ -31,6 +31,10 @@
 # Anything else is a partial or a lost drain.  Skipped, visibly, where
 # BPF cannot load.
 #
+# recent tier: a writer of samples (tests/gen-samples, with a short keep
+# window so that it rolls up as it writes) is killed at random moments;
+# every bucket's detail must be whole or (behind the window) gone.
+#
 # creation: `import` and `record` on a path that does not exist yet are
 # killed at 0, 2, 4, ... 100 ms (FLAMEFS_CRASH_CREATE_MS) after their start
 # (51 kills; over twice the time the store takes to appear, if longer; with
@@ -353,6 +357,43 @@ PY2
 part=$SECONDS
 create_kills import "$collect" import --store STORE "$tmp/create.perf"
 echo "# import creation: $((SECONDS - part)) s"
+
+# ---- the recent tier ---------------------------------------------------------------
+# tests/gen-samples writes 10 minutes of a 99 Hz recording with every
+# sample's detail, one commit a (recorded) second, with a 2-minute keep
+# window, so that the writer rolls up as it goes; it is killed at random
+# moments over its run.  Then (and again after a writer's WAL recovery)
+# every bucket must hold its detail whole (equal to its counts, node by
+# node) or, only behind the keep window, none, and each series' recent
+# samples must be its detail (test-store --check-tier).
+tier_runs=$((runs < 20 ? runs : 20))
+gen_samples=$build/tests/gen-samples
+t0=$(date +%s%N)
+"$gen_samples" "$tmp/tier-ref" 600 --series 30 --keep 120 >/dev/null || bad "gen-samples"
+tdur=$((($(date +%s%N) - t0) / 1000000))
+part=$SECONDS
+tbad=0 t_none=0 t_mid=0 t_done=0
+for i in $(seq 1 "$tier_runs"); do
+	rm -rf "$tmp/tier"
+	d=$(rnd "$tdur")
+	out=$(python3 "$killer" delay "$(ms2s "$d")" -- "$gen_samples" "$tmp/tier" 600 --series 30 --keep 120)
+	[ "$(field rc "$out")" = -9 ] || { t_done=$((t_done + 1)); continue; }
+	got=$("$build/tests/test-store" --check-tier "$tmp/tier")
+	case $? in
+	2) t_none=$((t_none + 1)); continue ;;
+	0) ;;
+	*) bad "recent tier run $i (kill at $d ms): $got"; tbad=$((tbad + 1)); continue ;;
+	esac
+	t_mid=$((t_mid + 1))
+	"$collect" compact --store "$tmp/tier" >/dev/null 2>&1 || { bad "recent tier run $i: compact"; tbad=$((tbad + 1)); continue; }
+	got=$("$build/tests/test-store" --check-tier "$tmp/tier") ||
+		{ bad "recent tier run $i (kill at $d ms), after recovery: $got"; tbad=$((tbad + 1)); }
+done
+echo "# recent tier: $tier_runs kills over ${tdur} ms runs: $t_mid while writing, $t_none before the store existed, $t_done after the end; $((SECONDS - part)) s"
+if [ "$tbad" = 0 ]; then
+	ok "recent tier: $tier_runs SIGKILLs, every bucket's detail whole (= its counts) or rolled up, never half"
+fi
+covered "$t_mid" "recent tier: no kill landed while samples were written"
 
 # ---- record --------------------------------------------------------------------
 if ! "$collect" record --verbose --store "$tmp/probe" -d 0.3 -- true 2>"$tmp/probe.err"; then

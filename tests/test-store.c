@@ -709,6 +709,8 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--try-writer"))
 		return sf_try_writer(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "--check-tier"))
+		return sf_check_tier(argv[2]);
 	sf_self = argv[0];
 
 	snprintf(sf_root, sizeof(sf_root), "%s/test-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -751,6 +753,7 @@ int main(int argc, char **argv)
 	sf_run("samples_old_schema", test_samples_old_schema);
 	sf_run("samples_copy", test_samples_copy);
 	sf_run("samples_million", test_samples_million);
+	sf_run("samples_damaged", test_samples_damaged);
 	nftw(sf_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", sf_failures);
 	return sf_failures ? 1 : 0;

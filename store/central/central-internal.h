@@ -19,8 +19,9 @@
  * the schema), hashing.c (content hashes, frames and nodes in memory,
  * loading them), central.c (open, close, refresh, the table of functions),
  * staging.c (building a batch), commit.c (writing it), read.c (listing
- * series, reading counts), maint.c (prune, compact, footprint) and
- * cursors.c (what store_copy() needs).
+ * series, reading counts), samples.c (the recent tier: detail in a batch,
+ * reading it, its window and the roll-up), maint.c (prune, compact,
+ * footprint) and cursors.c (what store_copy() needs).
  */
 #ifndef FLAMEFS_STORE_CENTRAL_H
 #define FLAMEFS_STORE_CENTRAL_H
@@ -117,8 +118,10 @@ int central_pq_load(char *err, size_t errlen);
 #define PQunescapeBytea      (central_pq.PQunescapeBytea)
 #endif
 
-/* The schema this flamefs writes, and the oldest it upgrades from. */
-#define CENTRAL_SCHEMA_VERSION 2
+/* The schema this flamefs writes (and a writer upgrades an older one to),
+ * and the oldest its readers read without an upgrade. */
+#define CENTRAL_SCHEMA_VERSION    3
+#define CENTRAL_SCHEMA_READS_FROM 2
 
 /* pg_advisory_xact_lock() key that serializes writers: "flamefs\0" read
  * as a big-endian integer. */
@@ -157,6 +160,27 @@ struct cseries {
 	bool touched;
 	int64_t first_seen, last_seen;
 	uint64_t samples, weight, input_bytes;
+	/* The first and last moment (microseconds) the batch gives it: of
+	 * counts (batch_add's `when`; has_add) and exact ones (samples and
+	 * detail; has_exact); recent: the samples whose detail the batch
+	 * keeps; detailed: a copy replaces its detail somewhere. */
+	bool has_add, has_exact, detailed;
+	int64_t add_first_us, add_last_us, exact_first_us, exact_last_us;
+	uint64_t recent;
+};
+
+/* A sample whose detail a batch keeps; its bucket follows from its
+ * time. */
+struct detail_ent {
+	uint32_t series;
+	struct store_sample smp;
+};
+
+/* A (series, bucket) whose detail a copy's batch replaces (batch_detail,
+ * also with no samples). */
+struct detail_key {
+	uint32_t series;
+	int64_t bucket;
 };
 
 struct count_ent {
@@ -205,6 +229,14 @@ struct pg {
 
 	struct pg_batch *batch; /* the open batch, if any */
 
+	/* The schema read at open (and by a reader at each catch-up):
+	 * below 3 the database has no recent tier, and reads of it find no
+	 * detail. */
+	long schema;
+	/* store_keep_samples(): flamefs_meta's keep_samples, read with the
+	 * commit counter. */
+	int64_t keep_samples;
+
 	/* store_series_prefetch(): the stream of the listed series' counts
 	 * (read.c); while on, the connection is busy with it, and every
 	 * other statement ends it first (central_prefetch_end). */
@@ -215,6 +247,15 @@ struct pg {
 		int64_t from, to;
 		PGresult *next; /* a row read ahead: the next series' first */
 	} pf;
+	/* store_samples_prefetch(): the same for the listed series'
+	 * detail (samples.c); at most one of pf and spf is on. */
+	struct {
+		bool on, done;
+		uint32_t *ids;
+		size_t n, pos;
+		int64_t from_us, to_us;
+		PGresult *next;
+	} spf;
 };
 
 struct pg_batch {
@@ -226,6 +267,12 @@ struct pg_batch {
 	uint32_t next_series_id; /* provisional ids for new series */
 	struct count_ent *counts;
 	size_t ncounts, counts_cap;
+	/* The recent tier's detail, and in a copy the (series, bucket)s
+	 * whose detail it replaces. */
+	struct detail_ent *detail;
+	size_t ndetail, detail_cap;
+	struct detail_key *dkeys;
+	size_t ndkeys, dkeys_cap;
 	/* batch_source(): the batch's counts replace the source's */
 	bool replace;
 	/* A commit failed half way through renumbering it: it holds none of
@@ -339,6 +386,10 @@ static inline uint64_t be64(const char *p)
 /* Checks (and with STORE_CREATE creates, or as a writer upgrades) the
  * schema, and reads the meta rows into s. */
 int central_schema(struct pg *s, int flags);
+/* A reader's catch-up, in its transaction: the commit counter into *seq,
+ * and the meta rows that may move under it (schema, keep_samples).  A
+ * schema a reader cannot read any more is an error. */
+int central_meta_refresh(struct pg *s, uint64_t *seq);
 
 /* ---- hashing.c -------------------------------------------------------- */
 
@@ -391,6 +442,12 @@ int central_batch_frame(struct store_batch *b, const struct store_frame *f, uint
 int central_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
 int central_batch_add(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
                       uint64_t samples, uint64_t weight);
+/* staging.c: batch_add's work, the series' moment given in
+ * microseconds: a sample's own time (exact), or batch_add's `when`. */
+int central_batch_count(struct pg_batch *b, uint32_t series, int64_t when, uint32_t node,
+                        uint64_t samples, uint64_t weight, int64_t at_us, bool exact);
+/* staging.c: a series' moment in the batch (see struct cseries). */
+void central_series_moment(struct cseries *r, int64_t at_us, bool exact);
 int central_batch_input_bytes(struct store_batch *b, uint32_t series, uint64_t bytes);
 int central_batch_commit(struct store_batch *b);
 int central_batch_source(struct store_batch *b, const char *source, uint64_t expect, uint64_t upto);
@@ -400,8 +457,25 @@ int central_series_counts(struct store *s, uint32_t series, int64_t from, int64_
                           store_count_fn fn, void *ctx);
 int central_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from,
                             int64_t to);
-/* read.c: ends a prefetch still streaming (reads what is left of it). */
+/* read.c: ends a prefetch still streaming (reads what is left of it),
+ * of counts or of samples. */
 void central_prefetch_end(struct pg *s);
+/* samples.c: the recent tier's entries, and ending its stream. */
+int central_batch_sample(struct store_batch *b, uint32_t series, const struct store_sample *smp);
+int central_batch_detail(struct store_batch *b, uint32_t series, int64_t bucket_start,
+                         const struct store_sample *v, size_t n);
+int central_series_samples(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,
+                           store_sample_fn fn, void *ctx);
+int central_samples_prefetch(struct store *s, const uint32_t *ids, size_t n, int64_t from_us,
+                             int64_t to_us);
+void central_samples_prefetch_end(struct pg *s);
+int64_t central_keep_samples(const struct store *s);
+int central_set_keep_samples(struct store *s, int64_t seconds);
+int central_rollup(struct store *s, struct store_rollup_stats *st);
+/* The bucket start (seconds) of a time in microseconds, and a time in
+ * seconds as microseconds (clamped far from the ends of int64). */
+int64_t central_bucket_of_us(const struct pg *s, int64_t time_us);
+int64_t central_us_of(int64_t seconds);
 int central_footprint(struct store *s, struct store_footprint *out);
 int central_series_disk_bytes(struct store *s, uint32_t series, uint64_t *bytes);
 int central_compact(struct store *s);

@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reads the commit counter and the frames and nodes past those loaded,
- * in one REPEATABLE READ transaction, which stays open (s->snapshot) when
+/* Reads the commit counter (with the schema and the recent tier's
+ * window) and the frames and nodes past those loaded, in one REPEATABLE
+ * READ transaction, which stays open (s->snapshot) when
  * keep is true.  Returns 1 when the counter moved, 0 when not, or -errno. */
 static int catch_up(struct pg *s, bool keep)
 {
@@ -25,7 +26,7 @@ static int catch_up(struct pg *s, bool keep)
 
 	if (r < 0)
 		return r;
-	r = central_commit_counter(s, false, &seq);
+	r = central_meta_refresh(s, &seq);
 	if (r < 0)
 		goto fail;
 	r = central_load_new(s);
@@ -180,6 +181,8 @@ void central_close_store(struct store *sbase)
 		central_batch_free(&s->batch->base);
 	PQclear(s->pf.next);
 	free(s->pf.ids);
+	PQclear(s->spf.next);
+	free(s->spf.ids);
 	if (s->conn)
 		PQfinish(s->conn);
 	central_intern_free(s);
@@ -344,6 +347,7 @@ const struct store_ops central_ops = {
         .batch_frame = central_batch_frame,
         .batch_node = central_batch_node,
         .batch_add = central_batch_add,
+        .batch_sample = central_batch_sample,
         .batch_input_bytes = central_batch_input_bytes,
         .batch_commit = central_batch_commit,
         .refresh = central_refresh,
@@ -355,6 +359,11 @@ const struct store_ops central_ops = {
         .frame_get = central_frame_get,
         .series_counts = central_series_counts,
         .series_prefetch = central_series_prefetch,
+        .series_samples = central_series_samples,
+        .samples_prefetch = central_samples_prefetch,
+        .keep_samples = central_keep_samples,
+        .set_keep_samples = central_set_keep_samples,
+        .rollup = central_rollup,
         .footprint = central_footprint,
         .series_disk_bytes = central_series_disk_bytes,
         .compact = central_compact,
@@ -366,6 +375,7 @@ const struct store_ops central_ops = {
         .source_cursor = central_source_cursor,
         .source_records = central_source_records,
         .batch_lineage = central_batch_lineage,
+        .batch_detail = central_batch_detail,
         .dest_cursor = central_dest_cursor,
         .set_dest_cursor = central_set_dest_cursor,
         .snapshot = central_snapshot,

@@ -13,6 +13,7 @@
  */
 #include "central-internal.h"
 #include "counts-blob-internal.h"
+#include "samples-block-internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -243,6 +244,9 @@ static int merge_theirs(struct pg_batch *b)
 	for (size_t k = 0; k < b->ncounts; k++)
 		if (b->counts[k].node >= b->node_base)
 			b->counts[k].node = nmap[b->counts[k].node - b->node_base];
+	for (size_t k = 0; k < b->ndetail; k++)
+		if (b->detail[k].smp.node >= b->node_base)
+			b->detail[k].smp.node = nmap[b->detail[k].smp.node - b->node_base];
 	/* The rows before the batch's own are now everyone's. */
 	b->frame_base = theirs_f;
 	b->node_base = theirs_n;
@@ -533,12 +537,45 @@ static const char *ta_str(struct tarr *a)
 /* Per series touched (by final id): what the commit adds to its row. */
 struct delta {
 	uint32_t id;
-	bool touched;
+	bool touched, timed;
 	int64_t first, last;
+	int64_t first_us, last_us;             /* when timed */
 	uint64_t samples, weight, input_bytes; /* added */
+	uint64_t recent;                       /* samples whose detail is added */
 	uint64_t less_samples, less_weight;    /* taken by replaced rows */
 	uint64_t less_input;                   /* the source's bytes sent before */
+	uint64_t less_recent;                  /* detail of replaced rows */
 };
+
+/* A series' first and last moment in the batch: the exact moments of
+ * samples and the `when`s of counts, except that in a copy (whose counts
+ * come at their bucket's start) a bucket's `when` gives way to the exact
+ * moments of the detail that came with it, as the embedded store does. */
+static void batch_moments(const struct pg_batch *b, const struct cseries *e, int64_t *first,
+                          int64_t *last)
+{
+	int64_t bus = (int64_t)b->s->bucket_seconds * 1000000;
+
+	*first = INT64_MAX;
+	*last = INT64_MIN;
+	if (e->has_add) {
+		*first = e->add_first_us;
+		*last = e->add_last_us;
+	}
+	if (!e->has_exact)
+		return;
+	if (b->replace && e->has_add) {
+		if (e->exact_first_us >= e->add_first_us &&
+		    e->exact_first_us - bus < e->add_first_us)
+			*first = e->exact_first_us;
+		if (e->exact_last_us >= e->add_last_us && e->exact_last_us - bus < e->add_last_us)
+			*last = e->exact_last_us;
+	}
+	if (e->exact_first_us < *first)
+		*first = e->exact_first_us;
+	if (e->exact_last_us > *last)
+		*last = e->exact_last_us;
+}
 
 static struct delta *delta_of(struct delta *d, size_t n, uint32_t id)
 {
@@ -610,6 +647,140 @@ static int replace_input_bytes(struct pg *s, struct delta *d, size_t nd, const c
 	return r;
 }
 
+static int detail_cmp(const void *a, const void *b)
+{
+	const struct detail_ent *x = a, *y = b;
+
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	return samples_block_cmp(&x->smp, &y->smp);
+}
+
+/* The recent tier's rows: in a copy, the rows the same source gave each
+ * (series, bucket) it sends detail for (batch_detail, also with none)
+ * go first, their samples leaving the series' series_recent (d[]);
+ * then one row per (series, bucket) of the batch's detail, its samples
+ * in the block's order. */
+static int write_detail(struct pg_batch *b, const uint32_t *ids, int64_t commit,
+                        const char *source_id, struct delta *d, size_t nd)
+{
+	struct pg *s = b->s;
+	struct cbuf c = {0};
+	struct tarr ks = {0}, kb = {0};
+	struct store_sample *v = NULL;
+	size_t vcap = 0;
+	char num[32];
+	int r = 0;
+
+	if (!b->ndetail && !b->ndkeys)
+		return 0;
+	/* The sort runs again at each attempt: a renumbering after other
+	 * writers moves nodes. */
+	if (b->ndetail > 1)
+		qsort(b->detail, b->ndetail, sizeof(*b->detail), detail_cmp);
+	for (size_t i = 0; b->replace && i < b->ndkeys; i++) {
+		snprintf(num, sizeof(num), "%" PRIu32, final_series(b, ids, b->dkeys[i].series));
+		ta_add(&ks, num);
+		snprintf(num, sizeof(num), "%" PRId64, b->dkeys[i].bucket);
+		ta_add(&kb, num);
+	}
+	copy_start(&c);
+	for (size_t i = 0, n; i < b->ndetail; i += n) {
+		const struct detail_ent *e = &b->detail[i];
+		int64_t bucket = central_bucket_of_us(s, e->smp.time_us);
+		uint32_t series = final_series(b, ids, e->series);
+		uint8_t *block;
+		size_t len;
+
+		for (n = 1; i + n < b->ndetail && e[n].series == e->series &&
+		            central_bucket_of_us(s, e[n].smp.time_us) == bucket;
+		     n++)
+			;
+		if (n > INT32_MAX) {
+			central_seterr(s, "%s: more than 2^31 - 1 samples in one bucket",
+			               s->base.where);
+			r = -EOVERFLOW;
+			goto out;
+		}
+		if (n > vcap) {
+			struct store_sample *nv = realloc(v, n * sizeof(*v));
+
+			if (!nv) {
+				r = -ENOMEM;
+				goto out;
+			}
+			v = nv;
+			vcap = n;
+		}
+		for (size_t k = 0; k < n; k++)
+			v[k] = e[k].smp;
+		r = samples_block_encode(v, n, bucket * 1000000,
+		                         (int64_t)s->bucket_seconds * 1000000, &block, &len);
+		if (r < 0) {
+			central_seterr(s, "%s: encoding the samples of series %u at %lld: %s",
+			               s->base.where, series, (long long)bucket, strerror(-r));
+			goto out;
+		}
+		cb_16(&c, 6);
+		f_int4(&c, series);
+		f_int8(&c, (uint64_t)bucket);
+		f_int4(&c, (uint32_t)strtoul(source_id, NULL, 10)); /* 0: written directly */
+		f_int8(&c, (uint64_t)commit);
+		f_int4(&c, (uint32_t)n);
+		f_bytes(&c, block, len);
+		free(block);
+		if (b->replace) {
+			/* a source keeps one row per (series, bucket) */
+			snprintf(num, sizeof(num), "%" PRIu32, series);
+			ta_add(&ks, num);
+			snprintf(num, sizeof(num), "%" PRId64, bucket);
+			ta_add(&kb, num);
+		}
+	}
+	copy_end(&c);
+	if (c.failed || (b->replace && ks.cap && (!ks.p || !kb.p))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (b->replace && ks.cap) {
+		const char *vals[3] = {ks.p, kb.p, source_id};
+		PGresult *res;
+
+		r = central_exec(s, "replacing copied detail",
+		                 "DELETE FROM samples x USING unnest($1::int4[], $2::int8[]) AS"
+		                 " k(series, bucket) WHERE x.source = $3 AND x.series = k.series"
+		                 " AND x.bucket = k.bucket RETURNING x.series, x.n",
+		                 3, vals, false, &res);
+		if (r < 0)
+			goto out;
+		for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+			uint32_t id;
+			uint64_t n;
+			struct delta *x;
+
+			r = series_id(s, res, i, 0, &id);
+			if (r == 0)
+				r = central_value_u64(s, res, i, 1, INT32_MAX,
+				                      "a replaced row's samples", &n);
+			x = r == 0 ? delta_of(d, nd, id) : NULL;
+			if (x)
+				x->less_recent += n;
+		}
+		PQclear(res);
+		if (r < 0)
+			goto out;
+	}
+	if (b->ndetail)
+		r = central_copy_in(s, "writing samples", "COPY samples FROM STDIN (FORMAT binary)",
+		                    c.p, c.len);
+out:
+	free(v);
+	free(ks.p);
+	free(kb.p);
+	free(c.p);
+	return r;
+}
+
 /* The counts rows, the replaced rows they take the place of, and the
  * series totals. */
 static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
@@ -620,7 +791,7 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 	size_t nd = 0;
 	struct cbuf c = {0};
 	struct tarr ks = {0}, kb = {0};
-	struct tarr a[9] = {{0}};
+	struct tarr a[13] = {{0}};
 	char v[32];
 	int r = 0;
 
@@ -632,15 +803,18 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		const struct cseries *e = &s->series[i];
 
-		if (!e->touched && !e->input_bytes)
+		if (!e->touched && !e->input_bytes && !e->has_exact && !e->detailed)
 			continue;
 		d[nd].id = final_series(b, ids, e->id);
 		d[nd].touched = e->touched;
 		d[nd].first = e->first_seen;
 		d[nd].last = e->last_seen;
+		d[nd].timed = e->has_add || e->has_exact;
+		batch_moments(b, e, &d[nd].first_us, &d[nd].last_us);
 		d[nd].samples = e->samples;
 		d[nd].weight = e->weight;
 		d[nd].input_bytes = e->input_bytes;
+		d[nd].recent = e->recent;
 		nd++;
 	}
 
@@ -724,6 +898,9 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		if (r < 0)
 			goto out;
 	}
+	r = write_detail(b, ids, commit, source_id, d, nd);
+	if (r < 0)
+		goto out;
 	for (size_t i = 0; i < nd; i++) {
 		snprintf(v, sizeof(v), "%" PRIu32, d[i].id);
 		ta_add(&a[0], v);
@@ -745,11 +922,21 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		if (d[i].touched)
 			snprintf(v, sizeof(v), "%" PRId64, d[i].last);
 		ta_add(&a[5], d[i].touched ? v : "NULL");
+		if (d[i].timed)
+			snprintf(v, sizeof(v), "%" PRId64, d[i].first_us);
+		ta_add(&a[9], d[i].timed ? v : "NULL");
+		if (d[i].timed)
+			snprintf(v, sizeof(v), "%" PRId64, d[i].last_us);
+		ta_add(&a[10], d[i].timed ? v : "NULL");
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].recent);
+		ta_add(&a[11], v);
+		snprintf(v, sizeof(v), "%" PRIu64, d[i].less_recent);
+		ta_add(&a[12], v);
 	}
 	if (nd) {
-		const char *vals[9];
+		const char *vals[13];
 
-		for (int k = 0; k < 9; k++) {
+		for (int k = 0; k < 13; k++) {
 			if (!a[k].p) {
 				r = -ENOMEM;
 				goto out;
@@ -758,19 +945,27 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		}
 		r = central_exec(
 		        s, "updating series totals",
-		        "UPDATE series s SET samples = s.samples + d.samples - d.less_samples,"
+		        "WITH d AS (SELECT * FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
+		        " $4::numeric[], $5::int8[], $6::int8[], $7::numeric[],"
+		        " $8::numeric[], $9::numeric[], $10::int8[], $11::int8[],"
+		        " $12::int8[], $13::int8[]) AS d(id, samples, weight, input_bytes,"
+		        " first, last, less_samples, less_weight, less_input, first_us, last_us,"
+		        " recent, less_recent)),"
+		        " u AS (UPDATE series s SET samples = s.samples + d.samples - "
+		        "d.less_samples,"
 		        " weight = s.weight + d.weight - d.less_weight,"
 		        " input_bytes = s.input_bytes + d.input_bytes - d.less_input,"
 		        " first_seen = least(s.first_seen, d.first),"
-		        " last_seen = greatest(s.last_seen, d.last)"
-		        " FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
-		        " $4::numeric[], $5::int8[], $6::int8[], $7::numeric[],"
-		        " $8::numeric[], $9::numeric[]) AS d(id, samples, weight, input_bytes,"
-		        " first, last, less_samples, less_weight, less_input) WHERE s.id = d.id",
-		        9, vals, false, NULL);
+		        " last_seen = greatest(s.last_seen, d.last) FROM d WHERE s.id = d.id)"
+		        " INSERT INTO series_recent AS x SELECT id, first_us, last_us,"
+		        " recent - less_recent FROM d ON CONFLICT (series) DO UPDATE"
+		        " SET first_us = least(x.first_us, excluded.first_us),"
+		        " last_us = greatest(x.last_us, excluded.last_us),"
+		        " samples = x.samples + excluded.samples",
+		        13, vals, false, NULL);
 	}
 out:
-	for (int k = 0; k < 9; k++)
+	for (int k = 0; k < 13; k++)
 		free(a[k].p);
 	free(ks.p);
 	free(kb.p);
@@ -853,6 +1048,16 @@ static int record_lineage(struct pg_batch *b, const char *source, int64_t commit
 		if (r == 0)
 			r = central_exec(
 			        s, "taking a clone's rows from the key it leaves",
+			        "WITH o AS (SELECT id FROM sources WHERE store_id = $1),"
+			        " d AS (DELETE FROM samples x USING o WHERE x.source = o.id"
+			        " AND x.commit < $2::int8 RETURNING x.series, x.n),"
+			        " t AS (SELECT series, sum(n) AS n FROM d GROUP BY series)"
+			        " UPDATE series_recent x SET samples = x.samples - t.n"
+			        " FROM t WHERE x.series = t.series",
+			        2, v2, false, NULL);
+		if (r == 0)
+			r = central_exec(
+			        s, "taking a clone's rows from the key it leaves",
 			        "UPDATE flamefs_meta SET value = split_part(value, ' ', 1)"
 			        " || ' 0' WHERE key = (SELECT 'lineage:' || id FROM sources"
 			        " WHERE store_id = $1)",
@@ -866,7 +1071,8 @@ static bool batch_empty(const struct pg_batch *b)
 {
 	const struct pg *s = b->s;
 
-	if (b->ncounts || b->replace || s->nframes > b->frame_base || s->nnodes > b->node_base)
+	if (b->ncounts || b->ndetail || b->replace || s->nframes > b->frame_base ||
+	    s->nnodes > b->node_base)
 		return false;
 	for (uint32_t i = 0; i < s->nseries; i++)
 		if (s->series[i].touched || s->series[i].input_bytes)

@@ -596,7 +596,8 @@ int central_commit_counter(struct pg *s, bool count, uint64_t *value)
 	PGresult *res;
 	int r = count ? central_exec(s, "counting the commit",
 	                             "UPDATE flamefs_meta SET value = (value::int8 + 1)::text"
-	                             " WHERE key = 'commits' RETURNING value",
+	                             " WHERE key = 'commits' RETURNING value,"
+	                             " (SELECT value FROM flamefs_meta WHERE key = 'schema')",
 	                             0, NULL, false, &res)
 	              : central_exec(s, "reading the commit counter",
 	                             "SELECT value FROM flamefs_meta WHERE key = 'commits'", 0,
@@ -611,6 +612,21 @@ int central_commit_counter(struct pg *s, bool count, uint64_t *value)
 		return -EIO;
 	}
 	r = central_value_u64(s, res, 0, 0, INT64_MAX, "the commit counter", value);
+	/* A writer writes only the schema it knows: a newer flamefs may have
+	 * upgraded the database since this one opened it. */
+	if (r == 0 && count) {
+		uint64_t schema;
+
+		r = central_value_u64(s, res, 0, 1, INT32_MAX, "the schema version", &schema);
+		if (r == 0 && schema != CENTRAL_SCHEMA_VERSION) {
+			central_seterr(s,
+			               "%s: schema version %llu is not the one this flamefs "
+			               "writes (%d): another flamefs changed it meanwhile",
+			               s->base.where, (unsigned long long)schema,
+			               CENTRAL_SCHEMA_VERSION);
+			r = -EPROTONOSUPPORT;
+		}
+	}
 	PQclear(res);
 	return r;
 }

@@ -140,8 +140,18 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 	                 " sum(flamefs_u64(total_samples)), sum(flamefs_u64(total_weight))"
 	                 " FROM d GROUP BY series",
 	                 2, vals, false, &res);
-	if (r < 0)
+	/* The detail of those buckets goes with them (each series'
+	 * series_recent is recomputed below). */
+	if (r == 0 && s->schema >= 3)
+		r = central_exec(
+		        s, "deleting old detail",
+		        "DELETE FROM samples WHERE series = ANY($1::int4[]) AND bucket < $2", 2,
+		        vals, false, NULL);
+	if (r < 0) {
+		if (res)
+			PQclear(res);
 		goto fail;
+	}
 	free(ids);
 	ids = malloc(ids_cap(PQntuples(res)));
 	if (!ids) {
@@ -203,6 +213,24 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 		if (!strcmp(PQgetvalue(res, i, 0), "0"))
 			st->series_emptied++;
 	PQclear(res);
+	/* The recent tier's figures of those series: the first moment moves
+	 * to the first bucket left, as first_seen does, and the detail held
+	 * is what is left of it. */
+	if (s->schema >= 3)
+		r = central_exec(
+		        s, "recomputing series totals",
+		        "UPDATE series_recent x SET"
+		        " first_us = CASE WHEN s.first_seen IS NULL THEN NULL"
+		        " ELSE greatest(x.first_us, (SELECT min(bucket) FROM counts c"
+		        " WHERE c.series = x.series) * 1000000) END,"
+		        " last_us = CASE WHEN s.first_seen IS NULL THEN NULL"
+		        " ELSE x.last_us END,"
+		        " samples = coalesce((SELECT sum(d.n) FROM samples d"
+		        " WHERE d.series = x.series), 0)"
+		        " FROM series s WHERE s.id = x.series AND x.series = ANY($1::int4[])",
+		        1, vals, false, NULL);
+	if (r < 0)
+		goto fail;
 	if (o->dry_run) {
 		rollback(s);
 		free(ids);
@@ -261,7 +289,7 @@ int central_compact(struct store *sbase)
 	}
 	return central_exec(s, "VACUUM",
 	                    "VACUUM (ANALYZE) flamefs_meta, frame_runs, node_runs, series, counts, "
-	                    "sources,"
+	                    "samples, series_recent, sources,"
 	                    " destinations, writers",
 	                    0, NULL, false, NULL) < 0
 	               ? -EIO
@@ -272,16 +300,24 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 {
 	struct pg *s = pg_of(sbase);
 	PGresult *res;
-	int r = central_exec(
-	        s, "measuring the tables",
-	        "SELECT pg_total_relation_size('frame_runs'),"
-	        " pg_total_relation_size('node_runs'), pg_total_relation_size('counts'),"
-	        " pg_total_relation_size('flamefs_meta')"
-	        " + pg_total_relation_size('series')"
-	        " + pg_total_relation_size('sources')"
-	        " + pg_total_relation_size('destinations')"
-	        " + pg_total_relation_size('writers')",
-	        0, NULL, false, &res);
+	char sql[512];
+	int r;
+
+	/* Before schema 3 (a reader's database no writer upgraded yet)
+	 * there is no recent tier. */
+	snprintf(sql, sizeof(sql),
+	         "SELECT pg_total_relation_size('frame_runs'),"
+	         " pg_total_relation_size('node_runs'), pg_total_relation_size('counts'),"
+	         " %s, pg_total_relation_size('flamefs_meta')"
+	         " + pg_total_relation_size('series')"
+	         " + pg_total_relation_size('sources')"
+	         " + pg_total_relation_size('destinations')"
+	         " + pg_total_relation_size('writers')%s",
+	         s->schema >= 3 ? "pg_total_relation_size('samples'),"
+	                          " (SELECT coalesce(sum(samples), 0) FROM series_recent)"
+	                        : "0, 0",
+	         s->schema >= 3 ? " + pg_total_relation_size('series_recent')" : "");
+	r = central_exec(s, "measuring the tables", sql, 0, NULL, false, &res);
 
 	memset(out, 0, sizeof(*out));
 	if (r < 0)
@@ -296,9 +332,14 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 		                      &out->counts_bytes);
 	if (r == 0)
 		r = central_value_u64(s, res, 0, 3, UINT64_MAX / 4, "a table's size",
+		                      &out->samples_bytes);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 4, INT64_MAX, "a count of samples", &out->samples);
+	if (r == 0)
+		r = central_value_u64(s, res, 0, 5, UINT64_MAX / 8, "a table's size",
 		                      &out->other_bytes);
-	out->dir_bytes =
-	        out->frames_bytes + out->nodes_bytes + out->counts_bytes + out->other_bytes;
+	out->dir_bytes = out->frames_bytes + out->nodes_bytes + out->counts_bytes +
+	                 out->samples_bytes + out->other_bytes;
 	PQclear(res);
 	if (r < 0)
 		memset(out, 0, sizeof(*out));

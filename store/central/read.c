@@ -27,11 +27,22 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 	*out = NULL;
 	*n = 0;
 	for (;;) {
-		r = central_exec_again(s, "listing series",
-		                       "SELECT id, host, binary_name, version, event, unit,"
-		                       " coalesce(first_seen, 0), coalesce(last_seen, 0), samples,"
-		                       " weight, input_bytes FROM series WHERE samples > 0",
-		                       0, NULL, false, &res);
+		/* Before schema 3 (a reader of a database no writer upgraded
+		 * yet) series have no moments of their own and no detail. */
+		r = central_exec_again(
+		        s, "listing series",
+		        s->schema >= 3 ? "SELECT id, host, binary_name, version, event, unit,"
+		                         " coalesce(first_seen, 0), coalesce(last_seen, 0),"
+		                         " s.samples, weight, input_bytes, first_us, last_us,"
+		                         " coalesce(x.samples, 0) FROM series s"
+		                         " LEFT JOIN series_recent x"
+		                         " ON x.series::text = s.id::text"
+		                         " WHERE s.samples > 0"
+		                       : "SELECT id, host, binary_name, version, event, unit,"
+		                         " coalesce(first_seen, 0), coalesce(last_seen, 0),"
+		                         " samples, weight, input_bytes, NULL, NULL, 0"
+		                         " FROM series WHERE samples > 0",
+		        0, NULL, false, &res);
 		/* A reader's list is its first read in a snapshot (right after
 		 * opening or refreshing): one whose connection died meanwhile
 		 * can take a new snapshot, since nothing was read in the old. */
@@ -59,12 +70,25 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 		    central_value_u64(s, res, i, 9, UINT64_MAX, "a series' weight", &e->weight) <
 		            0 ||
 		    central_value_u64(s, res, i, 10, UINT64_MAX, "a series' input bytes",
-		                      &e->input_bytes) < 0) {
+		                      &e->input_bytes) < 0 ||
+		    (!PQgetisnull(res, i, 11) &&
+		     central_value_i64(s, res, i, 11, "a series' first moment", &e->first_us) <
+		             0) ||
+		    (!PQgetisnull(res, i, 12) &&
+		     central_value_i64(s, res, i, 12, "a series' last moment", &e->last_us) < 0) ||
+		    central_value_u64(s, res, i, 13, INT64_MAX, "a series' recent samples",
+		                      &e->recent_samples) < 0) {
 			PQclear(res);
 			store_series_free(list, (size_t)i + 1);
 			return -EIO;
 		}
 		e->id = (uint32_t)id;
+		/* a series no schema 3 writer has timed: its first and last
+		 * second */
+		if (PQgetisnull(res, i, 11))
+			e->first_us = central_us_of(e->first_seen);
+		if (PQgetisnull(res, i, 12))
+			e->last_us = central_us_of(e->last_seen);
 		e->host = central_str_of_bytea(res, i, 1);
 		e->binary = central_str_of_bytea(res, i, 2);
 		e->version = central_str_of_bytea(res, i, 3);
@@ -239,6 +263,7 @@ void central_prefetch_end(struct pg *s)
 {
 	PGresult *res;
 
+	central_samples_prefetch_end(s);
 	if (!s->pf.on)
 		return;
 	PQclear(s->pf.next);
@@ -373,12 +398,11 @@ int central_series_counts(struct store *sbase, uint32_t series, int64_t from, in
 
 	if (from > to)
 		return 0;
-	if (s->pf.on) {
-		if (s->pf.pos < s->pf.n && s->pf.ids[s->pf.pos] == series &&
-		    bucket_floor(s, from) == s->pf.from && bucket_floor(s, to) == s->pf.to)
-			return prefetched(s, series, fn, ctx);
-		central_prefetch_end(s);
-	}
+	if (s->pf.on && s->pf.pos < s->pf.n && s->pf.ids[s->pf.pos] == series &&
+	    bucket_floor(s, from) == s->pf.from && bucket_floor(s, to) == s->pf.to)
+		return prefetched(s, series, fn, ctx);
+	/* any stream (of counts or of samples) ends first */
+	central_prefetch_end(s);
 	s->snapshot_read = s->snapshot;
 	snprintf(v[0], sizeof(v[0]), "%" PRIu32, series);
 	snprintf(v[1], sizeof(v[1]), "%" PRId64, bucket_floor(s, from));

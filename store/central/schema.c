@@ -1,10 +1,11 @@
 /*
  * schema.c — the database's schema: telling a flamefs store from an
- * empty database or someone else's, creating schema 2 in one
- * transaction, refusing a schema from the future, upgrading an older one
- * step by step (each step one transaction), and reading the meta rows
- * (store id, bucket size, commit counter).  store/README.md documents the
- * tables.
+ * empty database or someone else's, creating schema 3 in one
+ * transaction, refusing a schema from the future (unless it says this
+ * flamefs's readers read it), upgrading an older one step by step (each
+ * step one transaction), and reading the meta rows (store id, bucket
+ * size, commit counter, the recent tier's window).  store/README.md
+ * documents the tables.
  */
 #include "central-internal.h"
 
@@ -47,6 +48,92 @@ static const char counts_sql[] =
         " END $f$;"
         "CREATE VIEW count_entries AS SELECT c.series, c.bucket, c.source, c.commit,"
         " e.node, e.samples, e.weight FROM counts c, flamefs_counts(c.entries) e;";
+
+/* Schema 3: the recent tier.  `samples` holds, per (series, bucket,
+ * source), one samples block (../samples-block-internal.h: about 3-4
+ * bytes a sample) and its sample count; rows written directly add up, a
+ * row per commit, as counts rows do, and a copy keeps one per source.
+ * `series_recent` holds each series' first and last moment in
+ * microseconds and how many samples' detail the tier holds, kept by
+ * every commit as the totals are; a series an older flamefs wrote
+ * starts from its first and last second.  A table of its own rather than
+ * columns of `series`: the step only creates and inserts, so it never
+ * waits for (or makes wait) the readers that hold `series` in their
+ * snapshots, as an ALTER TABLE would.  flamefs_samples(bucket, block) decodes a block for SQL
+ * (raising "flamefs: damaged samples block" for a damaged one) and the
+ * view sample_entries shows a row per sample.  oldest_reader: the
+ * oldest schema whose readers read this database correctly. */
+static const char samples_sql[] =
+        "CREATE TABLE samples (series int4 NOT NULL, bucket int8 NOT NULL,"
+        " source int4 NOT NULL, commit int8 NOT NULL, n int4 NOT NULL CHECK (n > 0),"
+        " block bytea NOT NULL) WITH (toast_tuple_target = 128);"
+        "ALTER TABLE samples ALTER block SET STORAGE MAIN;"
+        "CREATE INDEX samples_series_bucket ON samples (series, bucket);"
+        "CREATE UNIQUE INDEX samples_source ON samples (series, bucket, source)"
+        " WHERE source <> 0;"
+        "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_settings"
+        " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
+        " ALTER TABLE samples ALTER block SET COMPRESSION lz4; END IF; END $$;"
+        "CREATE TABLE series_recent (series int4 PRIMARY KEY, first_us int8,"
+        " last_us int8, samples int8 NOT NULL DEFAULT 0);"
+        "INSERT INTO series_recent SELECT id, first_seen * 1000000, last_seen * 1000000, 0"
+        " FROM series WHERE abs(first_seen) < 9223372036854"
+        " AND abs(last_seen) < 9223372036854;"
+        "INSERT INTO flamefs_meta VALUES ('oldest_reader', '3')"
+        " ON CONFLICT (key) DO UPDATE SET value = '3';"
+        "CREATE FUNCTION flamefs_samples(bucket int8, block bytea, OUT time_us int8,"
+        " OUT node int4, OUT pid int8, OUT tid int8, OUT weight int8)"
+        " RETURNS SETOF record IMMUTABLE STRICT PARALLEL SAFE LANGUAGE plpgsql AS $f$"
+        " DECLARE i int := 0; len int := length(block); c int; sh int; v int8;"
+        " x int8[]; nx int := 0; n int8; k int8; m int8; at int; cur int8 := 0;"
+        " nodes int8[]; pids int8[]; tids int8[]; w0 int8; z int8; t int8;"
+        " ni int; wi int; hasw bool;"
+        " BEGIN"
+        " WHILE i < len LOOP"
+        "  v := 0; sh := 0;"
+        "  LOOP"
+        "   IF i >= len OR sh >= 64 THEN"
+        "    RAISE EXCEPTION 'flamefs: damaged samples block at byte %', i; END IF;"
+        "   c := get_byte(block, i); i := i + 1;"
+        "   v := v | ((c & 127)::int8 << sh); sh := sh + 7;"
+        "   EXIT WHEN c < 128;"
+        "  END LOOP;"
+        "  nx := nx + 1; x[nx] := v;"
+        " END LOOP;"
+        " n := x[1]; hasw := x[2] = 1; k := x[3]; at := 4;"
+        " IF n IS NULL OR n < 1 OR x[2] NOT IN (0, 1) OR k IS NULL OR k < 1 OR k > n THEN"
+        "  RAISE EXCEPTION 'flamefs: damaged samples block (its header)'; END IF;"
+        " FOR j IN 1 .. k LOOP cur := cur + x[at]; nodes[j] := cur; at := at + 1; END LOOP;"
+        " m := x[at]; at := at + 1; cur := 0;"
+        " IF m IS NULL OR m < 1 OR m > n THEN"
+        "  RAISE EXCEPTION 'flamefs: damaged samples block (its threads)'; END IF;"
+        " FOR j IN 1 .. m LOOP"
+        "  cur := cur + x[at]; z := x[at + 1]; pids[j] := cur;"
+        "  tids[j] := cur + (((z >> 1) & 9223372036854775807) # (-(z & 1))); at := at + 2;"
+        " END LOOP;"
+        " w0 := x[at]; at := at + 1;"
+        " ni := at + n; wi := ni + CASE WHEN k * m > 1 THEN n ELSE 0 END;"
+        " IF wi + (CASE WHEN hasw THEN n ELSE 0 END) <> nx + 1 THEN"
+        "  RAISE EXCEPTION 'flamefs: damaged samples block (its length)'; END IF;"
+        " t := bucket * 1000000;"
+        " FOR j IN 0 .. n - 1 LOOP"
+        "  t := t + x[at + j]; time_us := t;"
+        "  z := CASE WHEN k * m > 1 THEN x[ni + j] ELSE 0 END;"
+        "  IF z < 0 OR z >= k * m THEN"
+        "   RAISE EXCEPTION 'flamefs: damaged samples block (an index)'; END IF;"
+        "  node := nodes[(z / m)::int + 1]; pid := pids[(z % m)::int + 1];"
+        "  tid := tids[(z % m)::int + 1];"
+        "  IF hasw THEN z := x[wi + j];"
+        "   weight := w0 + (((z >> 1) & 9223372036854775807) # (-(z & 1)));"
+        "  ELSE weight := w0; END IF;"
+        "  IF node IS NULL OR pid IS NULL THEN"
+        "   RAISE EXCEPTION 'flamefs: damaged samples block (an index)'; END IF;"
+        "  RETURN NEXT;"
+        " END LOOP;"
+        " END $f$;"
+        "CREATE VIEW sample_entries AS SELECT d.series, d.bucket, d.source, d.commit,"
+        " e.time_us, e.node, e.pid, e.tid, e.weight"
+        " FROM samples d, flamefs_samples(d.bucket, d.block) e;";
 
 /* Schema 2.  Frames and nodes are kept in runs, one row per commit's
  * run of up to 4096 (arrays, lz4), with the views `frames` and `nodes`
@@ -166,8 +253,22 @@ static const struct {
          " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
          " ALTER TABLE counts ALTER entries SET COMPRESSION lz4; END IF; END $$;",
          counts_sql},
+        {2, samples_sql, NULL},
         {0, NULL, NULL},
 };
+
+/* A meta value that is a whole decimal number in [0, max], or -1. */
+static long meta_number(const char *v, long max)
+{
+	char *end;
+	long n;
+
+	if (!*v || *v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return *end || errno || n > max ? -1 : n;
+}
 
 static int in_txn(struct pg *s, const char *what, const char *sql)
 {
@@ -243,9 +344,11 @@ static int create(struct pg *s)
 	if (r == 0)
 		r = central_exec(
 		        s, "creating the schema",
-		        "INSERT INTO flamefs_meta VALUES ('schema', '2'), ('store_id', $1),"
+		        "INSERT INTO flamefs_meta VALUES ('schema', '3'), ('store_id', $1),"
 		        " ('bucket_seconds', '60'), ('commits', '0')",
 		        1, vals, false, NULL);
+	if (r == 0)
+		r = in_txn(s, "creating the schema", samples_sql);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", "COMMIT");
 	if (r == 0)
@@ -280,6 +383,27 @@ static int upgrade(struct pg *s, long from)
 		r = in_txn(s, "upgrading the schema", "BEGIN");
 		if (r == 0)
 			r = in_txn(s, "upgrading the schema", lock);
+		/* Another writer may have taken this step while this one
+		 * waited for the lock. */
+		if (r == 0) {
+			PGresult *res;
+
+			r = central_exec(s, "upgrading the schema",
+			                 "SELECT value FROM flamefs_meta WHERE key = 'schema'", 0,
+			                 NULL, false, &res);
+			if (r == 0) {
+				long now = PQntuples(res) == 1
+				                   ? meta_number(PQgetvalue(res, 0, 0), LONG_MAX)
+				                   : -1;
+
+				PQclear(res);
+				if (now > v) {
+					rollback(s);
+					v = now - 1;
+					continue;
+				}
+			}
+		}
 		if (r == 0)
 			r = in_txn(s, "upgrading the schema", sql);
 		if (r == 0 && more)
@@ -298,26 +422,82 @@ static int upgrade(struct pg *s, long from)
 	return 0;
 }
 
+/* The most seconds keep_samples may say: their microseconds fit int64. */
+#define KEEP_MAX 9223372036854L
+
+/* The meta rows that may move while a store is open: the schema (a
+ * writer upgrades it), the oldest schema whose readers read it, the
+ * recent tier's window.  Each -1 when absent. */
+struct moving_meta {
+	long schema, oldest_reader, keep;
+	bool bad_keep;
+};
+
+static void moving_row(struct moving_meta *m, const char *k, const char *v)
+{
+	if (!strcmp(k, "schema"))
+		m->schema = meta_number(v, LONG_MAX);
+	else if (!strcmp(k, "oldest_reader"))
+		m->oldest_reader = meta_number(v, LONG_MAX);
+	else if (!strcmp(k, "keep_samples"))
+		m->bad_keep = (m->keep = meta_number(v, KEEP_MAX)) < 0;
+}
+
+/* Whether this flamefs reads (or, as a writer, writes: upgrade says it
+ * may upgrade an older one) a database of m's schema; sets s->schema and
+ * s->keep_samples.  0, or -EPROTONOSUPPORT / -EIO / -EINVAL with the
+ * message set. */
+static int moving_apply(struct pg *s, const struct moving_meta *m, bool upgrade)
+{
+	if (m->schema < 0) {
+		central_seterr(s, "%s: not a flamefs store (flamefs_meta has no schema version)",
+		               s->base.where);
+		return -EINVAL;
+	}
+	/* A newer schema that says readers of this one read it correctly
+	 * is read as this one; a writer never writes a newer one. */
+	if (m->schema > CENTRAL_SCHEMA_VERSION &&
+	    (!s->readonly || m->oldest_reader < 0 || m->oldest_reader > CENTRAL_SCHEMA_VERSION)) {
+		central_seterr(s,
+		               "%s: schema version %ld is newer than this flamefs understands (%d)",
+		               s->base.where, m->schema, CENTRAL_SCHEMA_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (m->schema < (s->readonly ? CENTRAL_SCHEMA_READS_FROM : CENTRAL_SCHEMA_VERSION) &&
+	    !upgrade) {
+		central_seterr(s,
+		               "%s: schema version %ld is older than this flamefs reads (%d);"
+		               " a writer upgrades it",
+		               s->base.where, m->schema, CENTRAL_SCHEMA_READS_FROM);
+		return -EPROTONOSUPPORT;
+	}
+	if (m->bad_keep) {
+		central_seterr(s, "%s: store is damaged: flamefs_meta's keep_samples",
+		               s->base.where);
+		return -EIO;
+	}
+	s->schema = m->schema;
+	s->keep_samples = m->keep < 0 ? STORE_DEFAULT_KEEP_SAMPLES : m->keep;
+	return 0;
+}
+
 /* Reads the meta rows; *schema gets the version. */
 static int read_meta(struct pg *s, long *schema)
 {
 	PGresult *res;
 	bool have_id = false, have_bucket = false, have_commits = false;
+	struct moving_meta m = {-1, -1, -1, false};
 	int r = central_exec(s, "reading flamefs_meta", "SELECT key, value FROM flamefs_meta", 0,
 	                     NULL, false, &res);
 
 	if (r < 0)
 		return r;
-	*schema = -1;
 	for (int i = 0; i < PQntuples(res); i++) {
 		const char *k = PQgetvalue(res, i, 0), *v = PQgetvalue(res, i, 1);
 		char *end;
 
-		if (!strcmp(k, "schema")) {
-			*schema = strtol(v, &end, 10);
-			if (*end || end == v)
-				*schema = -1;
-		} else if (!strcmp(k, "store_id") && strlen(v) == 32) {
+		moving_row(&m, k, v);
+		if (!strcmp(k, "store_id") && strlen(v) == 32) {
 			memcpy(s->store_id, v, 33);
 			have_id = true;
 		} else if (!strcmp(k, "bucket_seconds")) {
@@ -331,17 +511,11 @@ static int read_meta(struct pg *s, long *schema)
 		}
 	}
 	PQclear(res);
-	if (*schema < 0) {
-		central_seterr(s, "%s: not a flamefs store (flamefs_meta has no schema version)",
-		               s->base.where);
-		return -EINVAL;
-	}
-	if (*schema > CENTRAL_SCHEMA_VERSION) {
-		central_seterr(s,
-		               "%s: schema version %ld is newer than this flamefs understands (%d)",
-		               s->base.where, *schema, CENTRAL_SCHEMA_VERSION);
-		return -EPROTONOSUPPORT;
-	}
+	*schema = m.schema;
+	/* an older schema is the caller's to upgrade or refuse */
+	r = moving_apply(s, &m, true);
+	if (r < 0)
+		return r;
 	if (!have_id || !have_bucket || !have_commits) {
 		central_seterr(s, "%s: store is damaged: flamefs_meta lacks %s", s->base.where,
 		               !have_id       ? "store_id"
@@ -350,6 +524,39 @@ static int read_meta(struct pg *s, long *schema)
 		return -EIO;
 	}
 	return 0;
+}
+
+int central_meta_refresh(struct pg *s, uint64_t *seq)
+{
+	PGresult *res;
+	struct moving_meta m = {-1, -1, -1, false};
+	bool have_commits = false;
+	int r = central_exec(s, "reading the commit counter",
+	                     "SELECT key, value FROM flamefs_meta WHERE key IN ('commits',"
+	                     " 'schema', 'oldest_reader', 'keep_samples')",
+	                     0, NULL, false, &res);
+
+	if (r < 0)
+		return r;
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		const char *k = PQgetvalue(res, i, 0);
+
+		moving_row(&m, k, PQgetvalue(res, i, 1));
+		if (!strcmp(k, "commits")) {
+			r = central_value_u64(s, res, i, 1, INT64_MAX, "the commit counter", seq);
+			have_commits = r == 0;
+		}
+	}
+	PQclear(res);
+	if (r < 0)
+		return r;
+	if (!have_commits) {
+		central_seterr(s, "%s: store is damaged: flamefs_meta has no commit counter",
+		               s->base.where);
+		return -EIO;
+	}
+	/* A writer's schema moves only by its own upgrade at open. */
+	return moving_apply(s, &m, !s->readonly);
 }
 
 int central_schema(struct pg *s, int flags)
@@ -381,13 +588,13 @@ int central_schema(struct pg *s, int flags)
 	r = read_meta(s, &schema);
 	if (r < 0)
 		return r;
-	if (schema < CENTRAL_SCHEMA_VERSION) {
-		if (flags & STORE_READONLY) {
+	if (schema < (s->readonly ? CENTRAL_SCHEMA_READS_FROM : CENTRAL_SCHEMA_VERSION)) {
+		if (s->readonly) {
 			central_seterr(
 			        s,
 			        "%s: schema version %ld is older than this flamefs reads (%d);"
 			        " a writer upgrades it",
-			        s->base.where, schema, CENTRAL_SCHEMA_VERSION);
+			        s->base.where, schema, CENTRAL_SCHEMA_READS_FROM);
 			return -EPROTONOSUPPORT;
 		}
 		r = upgrade(s, schema);

@@ -198,12 +198,18 @@ void central_batch_reset(struct pg_batch *b)
 	free(b->counts);
 	b->counts = NULL;
 	b->ncounts = b->counts_cap = 0;
+	free(b->detail);
+	b->detail = NULL;
+	b->ndetail = b->detail_cap = 0;
+	free(b->dkeys);
+	b->dkeys = NULL;
+	b->ndkeys = b->dkeys_cap = 0;
 	b->token[0] = '\0';
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		struct cseries *r = &s->series[i];
 
-		r->touched = false;
-		r->samples = r->weight = r->input_bytes = 0;
+		r->touched = r->has_add = r->has_exact = r->detailed = false;
+		r->samples = r->weight = r->input_bytes = r->recent = 0;
 	}
 }
 
@@ -397,7 +403,30 @@ static int64_t bucket_of(const struct pg *s, int64_t when)
 int central_batch_add(struct store_batch *bbase, uint32_t series, int64_t when, uint32_t node,
                       uint64_t samples, uint64_t weight)
 {
-	struct pg_batch *b = pg_batch_of(bbase);
+	return central_batch_count(pg_batch_of(bbase), series, when, node, samples, weight,
+	                           central_us_of(when), false);
+}
+
+void central_series_moment(struct cseries *r, int64_t at_us, bool exact)
+{
+	if (exact) {
+		if (!r->has_exact || at_us < r->exact_first_us)
+			r->exact_first_us = at_us;
+		if (!r->has_exact || at_us > r->exact_last_us)
+			r->exact_last_us = at_us;
+		r->has_exact = true;
+	} else {
+		if (!r->has_add || at_us < r->add_first_us)
+			r->add_first_us = at_us;
+		if (!r->has_add || at_us > r->add_last_us)
+			r->add_last_us = at_us;
+		r->has_add = true;
+	}
+}
+
+int central_batch_count(struct pg_batch *b, uint32_t series, int64_t when, uint32_t node,
+                        uint64_t samples, uint64_t weight, int64_t at_us, bool exact)
+{
 	struct pg *s = b->s;
 	struct cseries *r = central_series_by_id(s, series);
 	struct count_ent *e;
@@ -449,6 +478,7 @@ room:
 		r->first_seen = when;
 	if (when > r->last_seen)
 		r->last_seen = when;
+	central_series_moment(r, at_us, exact);
 	r->samples += samples;
 	r->weight += weight;
 	return 0;

@@ -376,7 +376,8 @@ static void delta_moments(const struct rdb_batch *b, const struct series_delta *
 		return;
 	if (b->source[0] && d->has_add_us) {
 		/* the add and the detail of the same bucket */
-		if (d->exact_first_us - d->add_first_us < bus && d->exact_first_us >= d->add_first_us)
+		if (d->exact_first_us - d->add_first_us < bus &&
+		    d->exact_first_us >= d->add_first_us)
 			*first = d->exact_first_us;
 		if (d->exact_last_us - d->add_last_us < bus && d->exact_last_us >= d->add_last_us)
 			*last = d->exact_last_us;

@@ -243,9 +243,9 @@ struct rdb {
 	uint64_t seq;
 	uint64_t live_sig; /* reader: live_files_sig() at last open */
 	char errmsg[ERRLEN];
-	char notice[ERRLEN]; /* store_notice(); empty when none */
-	char id_hex[33];     /* store_id() */
-	uint64_t commits;    /* the last commit's number (changes.c) */
+	char notice[ERRLEN];  /* store_notice(); empty when none */
+	char id_hex[33];      /* store_id() */
+	uint64_t commits;     /* the last commit's number (changes.c) */
 	int64_t keep_samples; /* store_keep_samples(), from META_KEEP_SAMPLES */
 	/* writer: per clock (perf's, Unix), the bucket index below which the
 	 * last roll-up left no detail; INT64_MIN: not rolled up yet */
@@ -314,7 +314,7 @@ struct series_delta {
 struct detail_ent {
 	uint32_t series, bucket;
 	uint32_t node, pid, tid;
-	uint32_t seq; /* the order it came in: ties in time keep it */
+	uint32_t seq;  /* the order it came in: ties in time keep it */
 	int64_t t_rel; /* microseconds since its bucket's start */
 	uint64_t weight;
 };

@@ -222,8 +222,7 @@ int detail_count(const void *v, size_t len, uint64_t *n)
 
 /* Decodes a block, appending its samples to (*v, *n, *cap) with seq
  * numbers from *n on.  0, -ENOMEM, or -1 when it is damaged. */
-static int block_decode(const void *val, size_t len, struct detail_ent **v, size_t *n,
-                        size_t *cap)
+static int block_decode(const void *val, size_t len, struct detail_ent **v, size_t *n, size_t *cap)
 {
 	const uint8_t *p = val, *end = p + len, *flags;
 	uint32_t *nodes = NULL, nnodes = 0;
@@ -266,8 +265,7 @@ static int block_decode(const void *val, size_t len, struct detail_ent **v, size
 		if (flags[i] & F_UNUSED)
 			goto out;
 		switch (flags[i] & F_NODE_MASK) {
-		case F_NODE_SAME:
-			break;
+		case F_NODE_SAME: break;
 		case F_NODE_INDEX:
 			if (get_varint(&p, end, &x) < 0 || x >= nnodes)
 				goto out;
@@ -278,8 +276,7 @@ static int block_decode(const void *val, size_t len, struct detail_ent **v, size
 				goto out;
 			prev_node = nodes[nnodes++] = (uint32_t)x;
 			break;
-		default:
-			goto out;
+		default: goto out;
 		}
 		out[i].node = prev_node;
 	}
@@ -298,18 +295,14 @@ static int block_decode(const void *val, size_t len, struct detail_ent **v, size
 	}
 	for (uint64_t i = 0; i < cnt; i++) {
 		switch ((flags[i] >> F_TID_SHIFT) & F_TID_MASK) {
-		case F_TID_SAME:
-			break;
-		case F_TID_PID:
-			prev_tid = out[i].pid;
-			break;
+		case F_TID_SAME: break;
+		case F_TID_PID: prev_tid = out[i].pid; break;
 		case F_TID_OWN:
 			if (get_varint(&p, end, &x) < 0 || x > UINT32_MAX)
 				goto out;
 			prev_tid = (uint32_t)x;
 			break;
-		default:
-			goto out;
+		default: goto out;
 		}
 		out[i].tid = prev_tid;
 		out[i].series = out[i].bucket = 0;
@@ -361,10 +354,9 @@ out:
  * or compaction that needed the merge.  Only detail keys take merge
  * operands in the default column family; *len is set before anything can
  * fail (RocksDB 7.8's C wrapper copies it even then). */
-static char *detail_full_merge(void *state, const char *key, size_t key_len,
-                               const char *existing, size_t existing_len,
-                               const char *const *ops, const size_t *op_lens, int nops,
-                               unsigned char *success, size_t *len)
+static char *detail_full_merge(void *state, const char *key, size_t key_len, const char *existing,
+                               size_t existing_len, const char *const *ops, const size_t *op_lens,
+                               int nops, unsigned char *success, size_t *len)
 {
 	const char **vals;
 	size_t *lens, n = 0;
@@ -464,8 +456,8 @@ int rdb_batch_sample(struct store_batch *bbase, uint32_t series, const struct st
 		seterr(s, "%s: out of memory", s->dir);
 		return r;
 	}
-	r = batch_count(b, series, floor_div(smp->time_us, US_PER_S), smp->time_us, true,
-	                smp->node, 1, smp->weight, &group);
+	r = batch_count(b, series, floor_div(smp->time_us, US_PER_S), smp->time_us, true, smp->node,
+	                1, smp->weight, &group);
 	if (r < 0 || !keep)
 		return r;
 	if (!bucket_start_us(s, b->groups[group].bucket, &start))
@@ -507,8 +499,9 @@ int rdb_batch_detail(struct store_batch *bbase, uint32_t series, int64_t bstart,
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].node >= s->nnodes || bucket_of_us(s, v[i].time_us, &sb) < 0 ||
 		    sb != bucket) {
-			seterr(s, "detail of series %u at %lld: a sample at %lld us (node %u) is not "
-			          "in the bucket",
+			seterr(s,
+			       "detail of series %u at %lld: a sample at %lld us (node %u) is not "
+			       "in the bucket",
 			       series, (long long)bstart, (long long)v[i].time_us, v[i].node);
 			return -EINVAL;
 		}
@@ -859,13 +852,12 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 	rocksdb_iterator_t *it = NULL;
 	uint64_t *gone = NULL;
 	struct buf buf = {0};
-	int64_t newest[2] = {INT64_MIN, INT64_MIN}, keep_us;
+	int64_t newest[2] = {INT64_MIN, INT64_MIN};
 	char *rerr = NULL;
 	int r = 0;
 
 	memset(st, 0, sizeof(*st));
 	newest_moments(s, newest);
-	keep_us = s->keep_samples * US_PER_S;
 	wb = rocksdb_writebatch_create();
 	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	gone = calloc(s->nseries ? s->nseries : 1, sizeof(*gone));
@@ -874,45 +866,50 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 		r = -ENOMEM;
 		goto out;
 	}
-	for (rocksdb_iter_seek(it, (const char[]){KEY_DETAIL}, 1); rocksdb_iter_valid(it);
-	     rocksdb_iter_next(it)) {
-		size_t klen, vlen;
-		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
-		const char *val;
-		uint32_t series;
-		int64_t bstart, bend;
-		uint64_t n;
+	/* Per series, per clock, the buckets [lo, hi) to forget: a seek and
+	 * a walk over them only, never over the detail that stays. */
+	int64_t wall_first = -floor_div(-(int64_t)STORE_WALL_CLOCK_MIN * US_PER_S, bucket_us(s));
+	int64_t lo[2] = {INT32_MIN, wall_first};
+	int64_t hi[2] = {rollup_cut(s, newest[0]), rollup_cut(s, newest[1])};
 
-		if (!klen || k[0] != KEY_DETAIL)
-			break;
-		series = klen == 9 ? get_be32(k + 1) : 0;
-		if (klen != 9 || series == 0 || series >= s->nseries ||
-		    !bucket_start_us(s, get_be32(k + 5), &bstart)) {
-			seterr(s, "%s: store is damaged: a detail key", s->dir);
-			r = -EIO;
-			goto out;
+	if (hi[0] > wall_first)
+		hi[0] = wall_first;
+	for (uint32_t id = 1; id < s->nseries; id++) {
+		for (int c = 0; c < 2; c++) {
+			uint8_t key[9];
+
+			if (hi[c] <= lo[c] || lo[c] > INT32_MAX)
+				continue;
+			detail_key(key, id, (uint32_t)(int32_t)lo[c] ^ 0x80000000u);
+			for (rocksdb_iter_seek(it, (const char *)key, sizeof(key));
+			     rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+				size_t klen, vlen;
+				const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+				const char *val;
+				uint64_t n;
+
+				if (klen != 9 || k[0] != KEY_DETAIL || get_be32(k + 1) != id)
+					break;
+				if ((int64_t)(int32_t)(get_be32(k + 5) ^ 0x80000000u) >= hi[c])
+					break;
+				val = rocksdb_iter_value(it, &vlen);
+				if (detail_count(val, vlen, &n) < 0) {
+					seterr(s,
+					       "%s: store is damaged: the detail of series %u at "
+					       "%lld",
+					       s->dir, id,
+					       (long long)bucket_start(s, get_be32(k + 5)));
+					r = -EIO;
+					goto out;
+				}
+				rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], (const char *)k,
+				                             klen);
+				gone[id] += n;
+				st->slices++;
+				st->samples += n;
+				st->bytes += vlen;
+			}
 		}
-		if (__builtin_add_overflow(bstart, bucket_us(s), &bend))
-			bend = INT64_MAX;
-		int c = perf_clock_us(bstart) ? 0 : 1;
-		/* keep 0: no detail at all; else the buckets that end at or
-		 * before the newest moment on their clock minus the window */
-		if (s->keep_samples > 0 &&
-		    (newest[c] == INT64_MIN || newest[c] < INT64_MIN + keep_us ||
-		     newest[c] - keep_us < bend))
-			continue;
-		val = rocksdb_iter_value(it, &vlen);
-		if (detail_count(val, vlen, &n) < 0) {
-			seterr(s, "%s: store is damaged: the detail of series %u at %lld", s->dir,
-			       series, (long long)bucket_start(s, get_be32(k + 5)));
-			r = -EIO;
-			goto out;
-		}
-		rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], (const char *)k, klen);
-		gone[series] += n;
-		st->slices++;
-		st->samples += n;
-		st->bytes += vlen;
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	if (rerr) {
@@ -946,8 +943,9 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 	}
 	for (uint32_t id = 1; id < s->nseries; id++)
 		if (gone[id])
-			s->series[id].recent =
-			        gone[id] < s->series[id].recent ? s->series[id].recent - gone[id] : 0;
+			s->series[id].recent = gone[id] < s->series[id].recent
+			                               ? s->series[id].recent - gone[id]
+			                               : 0;
 	size_t written = 0;
 	rocksdb_writebatch_data(wb, &written);
 	settle(s, written);

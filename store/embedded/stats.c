@@ -72,7 +72,7 @@ static int raw_bytes(struct rdb *s, struct raw_split *o)
 		const char *k = rocksdb_iter_key(it, &klen);
 		const char *v = rocksdb_iter_value(it, &vlen);
 		char p = klen ? k[0] : 0;
-		uint64_t *to = p == KEY_FRAME                     ? &o->frames
+		uint64_t *to = p == KEY_FRAME                    ? &o->frames
 		               : p == KEY_NODE || p == KEY_NODES ? &o->nodes
 		               : p == KEY_DETAIL                 ? &o->detail
 		                                                 : &o->other;
@@ -178,8 +178,8 @@ int rdb_footprint(struct store *sbase, struct store_footprint *out)
 	 * compress far less than the dictionary's names. */
 	out->samples_bytes = detail_sst_bytes(s);
 	if (out->samples_bytes > data || !raw.detail)
-		out->samples_bytes = share(data, raw.detail,
-		                           raw.frames + raw.nodes + raw.detail + raw.other);
+		out->samples_bytes =
+		        share(data, raw.detail, raw.frames + raw.nodes + raw.detail + raw.other);
 	data -= out->samples_bytes;
 	uint64_t all = raw.frames + raw.nodes + raw.other;
 	out->frames_bytes = share(data, raw.frames, all);

@@ -15,6 +15,9 @@
  * of phase.  Deterministic: the same arguments give the same store.
  *
  *   usage: gen-samples DIR SECONDS [--cpus N] [--series N] [--counts-only]
+ *                      [--keep SECONDS]
+ * --keep sets the store's keep window first (test-crash.sh kills it while
+ * it rolls up).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -95,8 +98,7 @@ struct program {
 
 static void die(struct store *s, const char *what, int r)
 {
-	fprintf(stderr, "gen-samples: %s: %s (%s)\n", what, strerror(-r),
-	        s ? store_errmsg(s) : "");
+	fprintf(stderr, "gen-samples: %s: %s (%s)\n", what, strerror(-r), s ? store_errmsg(s) : "");
 	exit(1);
 }
 
@@ -122,14 +124,14 @@ static double cpu_seconds(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
 }
 
 int main(int argc, char **argv)
 {
 	const char *dir;
-	long seconds, cpus = 2, nprog = 300;
+	long seconds, cpus = 2, nprog = 300, keep = -1;
 	bool counts_only = false;
 	struct store *s = NULL;
 	char err[512];
@@ -147,6 +149,8 @@ int main(int argc, char **argv)
 			cpus = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--series") && i + 1 < argc)
 			nprog = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
+			keep = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--counts-only"))
 			counts_only = true;
 		else {
@@ -163,6 +167,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gen-samples: %s\n", err);
 		return 1;
 	}
+
+	if (keep >= 0 && (r = store_set_keep_samples(s, keep)) < 0)
+		die(s, "keep", r);
 
 	/* programs 0..nprog-1; program 0 is the idle task */
 	struct program *prog = calloc((size_t)nprog, sizeof(*prog));
@@ -239,7 +246,8 @@ int main(int argc, char **argv)
 				        .time_us = tick[c] + (int64_t)(rnd() % 7),
 				        .node = g->stacks[zipf_pick(&g->stack_law)],
 				        .pid = g->pid,
-				        .tid = g->pid ? g->pid + (uint32_t)(rnd() % g->nthreads) : 0,
+				        .tid = g->pid ? g->pid + (uint32_t)(rnd() % g->nthreads)
+				                      : 0,
 				        .weight = 10101010,
 				};
 

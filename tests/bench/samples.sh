@@ -48,3 +48,7 @@ awk -v n="$n" -v d="$((with - without))" -v e="$est" \
 echo
 echo "counts (history) in both: $(val counts_bytes "$work/counts.txt") and $(val counts_bytes "$work/detail.txt") bytes;" \
 	"samples held whole: $(val recent_samples "$work/detail.txt")"
+# The recent tier never holds more than the keep window (default 2 h,
+# rolled up by the writer): its bound at this rate and these bytes a sample.
+awk -v n="$n" -v dur="$DUR" -v d="$((with - without))" \
+	'BEGIN { k = n / dur * 7200; printf "with the default 2 h keep window: at most %.0f samples, %.1f MB of detail at %.2f bytes a sample\n", k, k * d / n / 1e6, d / n }'
