@@ -244,6 +244,19 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 			r = -ENOMEM;
 			goto out;
 		}
+		/* The detail of the series that have some, asked for in one read. */
+		uint32_t *ids = malloc(t->src.nseries * sizeof(*ids) + 1);
+		size_t nd = 0;
+		if (!ids) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < t->src.nseries; i++)
+			if (view_subtree_series(&h.st, i) && t->src.recent[i])
+				ids[nd++] = t->src.series[i];
+		if (nd > 1)
+			r = store_samples_prefetch(t->src.store, ids, nd, h.S, h.E);
+		free(ids);
 		for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
 			if (!view_subtree_series(&h.st, i) || !t->src.recent[i])
 				continue;

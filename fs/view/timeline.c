@@ -232,12 +232,24 @@ static int64_t pick_resolution(int64_t span, int64_t bs)
 	return (n ? n : 1) * bs * 1000000;
 }
 
-/* Reads the detail of the series' samples in [from, to) (microseconds). */
+/* Reads the detail of the series' samples in [from, to) (microseconds):
+ * of the series of the subtree's binary that have some, asked for in one
+ * read. */
 static int read_detail(struct tcollect *c, int64_t from, int64_t to)
 {
 	const struct view_tree *t = c->t;
+	uint32_t *ids = malloc((t->src.nseries ? t->src.nseries : 1) * sizeof(*ids));
+	size_t n = 0;
 	int r = 0;
 
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->src.nseries; i++)
+		if (view_subtree_series(&c->st, i) && t->src.recent[i])
+			ids[n++] = t->src.series[i];
+	if (n > 1)
+		r = store_samples_prefetch(t->src.store, ids, n, from, to);
+	free(ids);
 	for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
 		if (!view_subtree_series(&c->st, i) || !t->src.recent[i])
 			continue;

@@ -226,6 +226,7 @@ struct cut_map {
 	size_t mask, n;
 	int64_t from_us, to_us; /* the window's part of the bucket */
 	uint32_t store_nodes;
+	bool wanted; /* its detail is read */
 	bool walked; /* some sample's detail came */
 };
 
@@ -341,15 +342,30 @@ static int read_cut(struct store *s, const struct store_series *series, size_t n
 		if (r > 0)
 			r = -EIO;
 	}
+	/* Detail only where the series has some and counts in the bucket:
+	 * those series' detail, asked for in one read. */
+	uint32_t *dids = malloc(n * sizeof(*dids));
+	size_t nd = 0;
+	if (r == 0 && !dids)
+		r = -ENOMEM;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		struct cut_map *m = &maps[i];
 		m->from_us = c->from_us;
 		m->to_us = c->to_us;
 		m->store_nodes = nodes;
-		/* Detail only where the series has some and counts in the bucket. */
-		if (m->n == 0 || series[i].recent_samples == 0 ||
-		    series[i].last_us < c->bucket * 1000000 ||
-		    series[i].first_us >= c->bucket * 1000000 + bsu)
+		m->wanted = m->n > 0 && series[i].recent_samples > 0 &&
+		            series[i].last_us >= c->bucket * 1000000 &&
+		            series[i].first_us < c->bucket * 1000000 + bsu;
+		if (m->wanted)
+			dids[nd++] = ids[i];
+	}
+	if (r == 0 && nd > 1)
+		r = store_samples_prefetch(s, dids, nd, c->bucket * 1000000,
+		                           c->bucket * 1000000 + bsu);
+	free(dids);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct cut_map *m = &maps[i];
+		if (!m->wanted)
 			continue;
 		r = store_series_samples(s, ids[i], c->bucket * 1000000, c->bucket * 1000000 + bsu,
 		                         cut_sample, m);
