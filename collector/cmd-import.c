@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "import.h"
+#include "record.h"
 #include "symbolize.h"
 #include "store.h"
 
@@ -27,7 +28,8 @@ static void usage_import(FILE *f)
 	      "           [--host NAME] [--binary NAME] [--version LABEL]\n"
 	      "           [--event EVENT | --all-events]\n"
 	      "           [--time SECONDS] [--binary-path DIR[:DIR...]]\n"
-	      "           [--clock-offset SECONDS|boot] [--one-batch | --keep-going]\n"
+	      "           [--clock-offset SECONDS|boot] [--keep-samples DURATION]\n"
+	      "           [--one-batch | --keep-going]\n"
 	      "           [--timings] FILE|- [FILE...]\n"
 	      "\n"
 	      "Imports profiles (files, or - for standard input).  Each file is one\n"
@@ -67,12 +69,21 @@ static void usage_import(FILE *f)
 	      "                  \"boot\": this machine's boot time, for a recording made\n"
 	      "                  here since it booted (not needed when perf recorded\n"
 	      "                  with the realtime clock, perf record -k realtime)\n"
+	      "  --keep-samples DURATION  keep each sample whole (its time to the\n"
+	      "                  microsecond, pid, tid, weight) for this long, counted\n"
+	      "                  back from the store's newest sample, then only its\n"
+	      "                  count (30m, 6h, 1d; 0: counts only); kept in the\n"
+	      "                  store (default 2h).  Samples with a time of their\n"
+	      "                  own (perf script, perf.data) keep it; other formats\n"
+	      "                  are counted per time bucket.  Detail past the window\n"
+	      "                  is rolled up after each commit\n"
 	      "  --one-batch     all the files as one atomic batch: all or nothing\n"
 	      "  --keep-going    after a file fails, go on with the next ones (the\n"
 	      "                  exit status is still 1)\n"
 	      "  --timings       print where the time went: open, parse, commit, settle\n"
-	      "\n"
-	      "EXAMPLES\n"
+	      "\n",
+	      f);
+	fputs("EXAMPLES\n"
 	      "  perf record -g -a -- sleep 20 && " PROG " import --store ~/prof perf.data\n"
 	      "  perf script | " PROG " import --store ~/prof -\n"
 	      "  " PROG " import --store ~/prof --binary nginx --version 1.25.3 out.folded\n"
@@ -80,7 +91,9 @@ static void usage_import(FILE *f)
 	      "  " PROG " import --store ~/prof --binary-path ./bin cpu.prof\n"
 	      "  " PROG " import --store ~/prof /tmp/app.*.heap      # a time series of dumps\n"
 	      "  " PROG " import --store ~/prof --keep-going dumps/*.pb.gz\n"
-	      "  " PROG " import --store ~/prof --host web-3 web-3.perf.data\n",
+	      "  " PROG " import --store ~/prof --host web-3 web-3.perf.data\n"
+	      "  " PROG " import --store ~/prof --keep-samples 1d perf.data && \\\n"
+	      "      " PROG " samples --store ~/prof --folded | head\n",
 	      f);
 }
 
@@ -95,7 +108,8 @@ struct import_job {
 	enum import_format fmt;  /* --format, or AUTO to detect each file */
 	bool have_time, one_batch, keep_going, timings;
 	const char *dir;
-	const char *host; /* --host, or NULL */
+	const char *host;     /* --host, or NULL */
+	int64_t keep_samples; /* --keep-samples, seconds; -1: the store's own */
 	struct store *s;
 	struct store_batch *batch;           /* --one-batch: the command's one batch */
 	size_t index, count;                 /* the file being imported (1-based), of count */
@@ -201,6 +215,14 @@ static void import_job_store(struct import_job *job)
 		fprintf(stderr, PROG ": %s\n", store_notice(job->s));
 	if (job->host && store_set_host(job->s, job->host) < 0)
 		cli_die("--host: out of memory");
+	if (job->keep_samples >= 0) {
+		int rc = store_set_keep_samples(job->s, job->keep_samples);
+		if (rc == -EOPNOTSUPP)
+			cli_die("--keep-samples: %s keeps no samples with their moments", job->dir);
+		if (rc < 0)
+			cli_die_store(job->s);
+	}
+	job->o.samples = store_keep_samples(job->s) > 0;
 	if (store_series_list(job->s, &job->before, &job->nbefore) < 0)
 		cli_die_store(job->s);
 	if (job->one_batch) {
@@ -337,6 +359,22 @@ static void report_notices(const struct import_ctx *ctx, struct import_symbols *
 	}
 }
 
+/* After a commit: forgets the detail of samples past the store's keep
+ * window (store_rollup).  A failure leaves the detail for the next
+ * writer's roll-up; it is said, and the import stands. */
+static void rollup(struct import_job *job)
+{
+	struct store_rollup_stats st;
+
+	if (!job->o.samples)
+		return;
+	if (store_rollup(job->s, &st) < 0) {
+		progress_clear();
+		fprintf(stderr, PROG ": warning: %s: roll-up of the recent samples: %s\n", job->dir,
+		        store_errmsg(job->s));
+	}
+}
+
 static int import_file(struct import_job *job, const char *path)
 {
 	static uint8_t prefix[64 << 10];
@@ -370,6 +408,7 @@ static int import_file(struct import_job *job, const char *path)
 	}
 
 	import_job_store(job);
+	o.samples = job->o.samples;
 	b = job->batch ? job->batch : store_batch_new(job->s);
 	if (!b)
 		cli_die("%s: cannot start a batch: %s", job->dir, store_errmsg(job->s));
@@ -416,6 +455,9 @@ static int import_file(struct import_job *job, const char *path)
 			goto out;
 		}
 		job->ms_commit += ms_since(&t1);
+		store_batch_free(b); /* no batch may be open for a roll-up */
+		b = NULL;
+		rollup(job);
 	}
 	report_notices(&ctx, &sym, shown);
 	job->samples += ctx.samples;
@@ -456,6 +498,7 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 	        {"time", required_argument, NULL, 't'},
 	        {"binary-path", required_argument, NULL, 'p'},
 	        {"clock-offset", required_argument, NULL, 'C'},
+	        {"keep-samples", required_argument, NULL, 'K'},
 	        {"one-batch", no_argument, NULL, '1'},
 	        {"keep-going", no_argument, NULL, 'k'},
 	        {"timings", no_argument, NULL, 'T'},
@@ -497,6 +540,13 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 			o->clock_offset = t;
 			break;
 		}
+		case 'K':
+			if (record_parse_duration(optarg, &job->keep_samples) < 0)
+				cli_die("--keep-samples: expected a duration such as 30m, 6h or "
+				        "1d, "
+				        "or 0, got \"%s\"",
+				        optarg);
+			break;
 		case 'f': {
 			int f = import_format_parse(optarg);
 			if (f < 0)
@@ -585,6 +635,9 @@ static int finish(struct import_job *job, size_t failed)
 			job->ms_commit += ms_since(&t0);
 		}
 		store_batch_free(job->batch);
+		job->batch = NULL;
+		if (!status)
+			rollup(job);
 	}
 	if (job->count > 1 && !status)
 		fprintf(stderr,
@@ -613,7 +666,7 @@ static int finish(struct import_job *job, size_t failed)
 
 int cmd_import(int argc, char **argv)
 {
-	struct import_job job = {.fmt = IMPORT_FORMAT_AUTO};
+	struct import_job job = {.fmt = IMPORT_FORMAT_AUTO, .keep_samples = -1};
 	const char *store_arg = NULL;
 	char *owned;
 	int status = parse_options(argc, argv, &job, &store_arg);

@@ -1,6 +1,6 @@
 /*
  * flamefs-collect.c — the flamefs-collect command line: picks the command (import,
- * record, stats, export, compact, prune, push, merge, unwind-table) and hands it the
+ * record, stats, export, samples, compact, prune, push, merge, unwind-table) and hands it the
  * rest of argv; each long command has its own cmd-*.c, and record lives
  * in record/.  The CLI (this file, cmd-*.c and record's own front end)
  * is the only place in the collector that prints or exits.  Every error
@@ -76,6 +76,7 @@ static void usage_main(FILE *f)
 	      "  record   sample CPU stacks live with eBPF and store them\n"
 	      "  stats    list each series with its samples, stacks and footprint\n"
 	      "  export   print the stored stacks as folded text or pprof\n"
+	      "  samples  print the samples kept whole, each with its moment, pid and tid\n"
 	      "  compact  flush and compact the store to its smallest size\n"
 	      "  prune    delete time buckets older than a retention period\n"
 	      "  push     copy what changed into a central database (PostgreSQL)\n"
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return cli_usage_error(NULL,
 		                       "no command given; expected import, record, stats, export, "
-		                       "compact, prune, push, merge or unwind-table");
+		                       "samples, compact, prune, push, merge or unwind-table");
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		usage_main(stdout);
@@ -157,6 +158,8 @@ int main(int argc, char **argv)
 		return cmd_stats(argc, argv);
 	if (strcmp(cmd, "export") == 0)
 		return cmd_export(argc, argv);
+	if (strcmp(cmd, "samples") == 0)
+		return cmd_samples(argc, argv);
 	if (strcmp(cmd, "compact") == 0)
 		return cmd_compact(argc, argv);
 	if (strcmp(cmd, "prune") == 0)
@@ -171,6 +174,6 @@ int main(int argc, char **argv)
 		return cmd_unwind_table(argc, argv);
 	return cli_usage_error(NULL,
 	                       "unknown command \"%s\"; expected import, record, stats, export, "
-	                       "compact, prune, push, merge or unwind-table",
+	                       "samples, compact, prune, push, merge or unwind-table",
 	                       cmd);
 }

@@ -135,5 +135,6 @@ void test_samples_old_schema(void);
 void test_samples_copy(void);
 void test_samples_million(void);
 void test_samples_damaged(void);
+void test_samples_sealed(void);
 
 #endif

@@ -69,7 +69,7 @@ else
 fi
 
 comp "import" flamefs-collect im
-comp "compact export help import merge prune push record stats unwind-table" flamefs-collect ""
+comp "compact export help import merge prune push record samples stats unwind-table" flamefs-collect ""
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
 comp "auto folded gperftools-cpu legacy perf perf.data pprof" flamefs-collect import --format ""
@@ -77,7 +77,7 @@ comp "callgrind folded pprof quality regressions svg timeline timeline.svg top" 
 comp "15m 1d 1h 1m 5m 6h 7d" flamefs-collect export --last ""
 comp "--callees --callers" flamefs-collect export --call
 comp "--freq" flamefs-collect record --fr
-comp "--kernel-only" flamefs-collect record --k
+comp "--keep-samples --kernel-only" flamefs-collect record --k
 comp "--output" flamefs-collect export --ou
 comp "--by-host --help --quality --store" flamefs-collect stats --
 comp "--help --store" flamefs-collect compact --

@@ -45,7 +45,7 @@ for s in NAME SYNOPSIS DESCRIPTION OPTIONS LAYOUT "FILES OF A CALL-TREE DIRECTOR
 	UNITS "NAME ESCAPING" "FSTAB AND MOUNT" "EXIT STATUS" ENVIRONMENT FILES EXAMPLES; do
 	check "flamefs.1 has the section $s" grep -qx "$s" "$tmp/flamefs.txt"
 done
-for s in NAME SYNOPSIS "GLOBAL OPTIONS" IMPORT RECORD STATS EXPORT COMPACT RETENTION \
+for s in NAME SYNOPSIS "GLOBAL OPTIONS" IMPORT RECORD STATS EXPORT SAMPLES COMPACT RETENTION \
 	"EXIT STATUS" ENVIRONMENT FILES EXAMPLES; do
 	check "flamefs-collect.1 has the section $s" grep -qx "$s" "$tmp/flamefs-collect.txt"
 done
@@ -97,12 +97,12 @@ check "flamefs-collect.1 documents --store, --help and --version" \
 # -V and --version come before a command (after one, --version is a
 # label); --store and -h, --help after any command.
 compare "flamefs-collect" "$tmp/global.man" "$tmp/main.help" /dev/null
-for c in import record stats export compact prune push merge; do
+for c in import record stats export samples compact prune push merge; do
 	for o in --store -h --help; do
 		check "flamefs-collect $c: $o is accepted" accepted "$collect" "$c" "$o"
 	done
 done
-for c in import record stats export compact prune push merge; do
+for c in import record stats export samples compact prune push merge; do
 	C=$(tr a-z A-Z <<<"$c")
 	man_opts "$tmp/flamefs-collect.txt" "$C" >"$tmp/$c.man"
 	help_opts "$collect" "$c" >"$tmp/$c.help"

@@ -67,9 +67,10 @@ cat "$tmp/q"
 row() { awk -v b="$1" '$1 == b { print $4, $5, $6, $7, $8, $9 }' "$tmp/q"; }
 check "stats --quality header, HOST last" \
 	test "$(head -1 "$tmp/q" | tr -s ' ')" = "BINARY VERSION EVENT WEIGHT FIRST LAST ROOTED% UNKNOWN% HOST"
+# FIRST and LAST: the first and last sample's own moments (perf's clock).
 check "xz: weight, first, last (perf's clock), 50.00% rooted, 10.00% unknown leaf" \
-	test "$(row xz)" = "2500000 1000.000 1061.000 50.00 10.00 $(hostname)"
-check "good: 66.67% rooted, no unknown leaf" test "$(row good)" = "750000 1000.000 1000.000 66.67 0.00 $(hostname)"
+	test "$(row xz)" = "2500000 1000.100 1061.700 50.00 10.00 $(hostname)"
+check "good: 66.67% rooted, no unknown leaf" test "$(row good)" = "750000 1000.100 1000.300 66.67 0.00 $(hostname)"
 check "fold: the cut stacks again (folded input carries no frame kinds: names decide)" \
 	test "$(row fold | cut -d' ' -f1,4,5)" = "1750000 42.86 14.29"
 check "stats without --quality keeps its 9 columns, HOST last" \

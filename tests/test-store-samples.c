@@ -1147,6 +1147,14 @@ int sf_check_tier(const char *dir)
 	return bad;
 }
 
+static void put_be32_test(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
 /* A damaged detail block fails the walk over it with -EIO and a message
  * naming the series and the bucket; the counts read as before. */
 void test_samples_damaged(void)
@@ -1159,15 +1167,9 @@ void test_samples_damaged(void)
 	char *before = NULL;
 	/* the bucket of 1700000000 s: index 28333333, offset-binary */
 	uint32_t bucket = 28333333u ^ 0x80000000u;
-	uint8_t key[9] = {'d',
-	                  0,
-	                  0,
-	                  0,
-	                  1,
-	                  (uint8_t)(bucket >> 24),
-	                  (uint8_t)(bucket >> 16),
-	                  (uint8_t)(bucket >> 8),
-	                  (uint8_t)bucket};
+	/* a sealed block (piece 0) beside the bucket's pieces */
+	uint8_t key[17] = {'d', 0, 0, 0, 1};
+	put_be32_test(key + 5, bucket);
 	static const struct {
 		const char *what;
 		const char *v;
@@ -1225,5 +1227,141 @@ void test_samples_damaged(void)
 		store_close(s);
 	}
 	free(before);
+	free(l.v);
+}
+
+/* Detail keys of the store at dir: how many, and how many buckets they
+ * cover (raw, through RocksDB). */
+static void detail_keys(const char *dir, size_t *keys, size_t *buckets)
+{
+	struct sf_raw w;
+
+	*keys = *buckets = 0;
+	if (sf_raw_open(dir, &w)) {
+		rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+		rocksdb_iterator_t *it = rocksdb_create_iterator_cf(w.db, ro, w.cf[0]);
+		uint8_t last[9] = {0};
+
+		for (rocksdb_iter_seek(it, "d", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+			size_t klen;
+			const char *k = rocksdb_iter_key(it, &klen);
+
+			if (klen < 1 || k[0] != 'd')
+				break;
+			CHECK(klen == 17);
+			(*keys)++;
+			if (klen >= 9 && memcmp(last, k, 9)) {
+				(*buckets)++;
+				memcpy(last, k, 9);
+			}
+		}
+		rocksdb_iter_destroy(it);
+		rocksdb_readoptions_destroy(ro);
+	}
+	sf_raw_close(&w);
+}
+
+/* A recorder's drains: one commit a second, so a bucket gets a piece a
+ * second; once it has closed (a whole bucket behind the newest moment)
+ * the writer seals its pieces into one block, and the walk is the same
+ * before and after, and after a reopen. */
+void test_samples_sealed(void)
+{
+	char dir[PATH_MAX];
+	struct store *s = sf_open_rw(strcpy(dir, sf_fresh_dir()), STORE_CREATE);
+	struct smp_list l = {0}, part = {0};
+	uint32_t nodes[4], series = 0;
+	size_t keys, buckets;
+
+	if (!s)
+		return;
+	put_samples(s, &key_wall, &l, 1, false, nodes);
+	rng = 23;
+	/* 5 minutes from the middle of a bucket, about 40 samples a second */
+	gen_samples(&l, 12000, 1700000070000000LL, 50000, nodes);
+	for (size_t at = 0; at < l.n;) {
+		int64_t sec = l.v[at].time_us / 1000000;
+		size_t e = at;
+
+		while (e < l.n && l.v[e].time_us / 1000000 == sec)
+			e++;
+		part.v = l.v + at;
+		part.n = part.cap = e - at;
+		series = put_samples(s, &key_wall, &part, 1, false, nodes);
+		at = e;
+	}
+	check_window(s, series, &l, INT64_MIN, INT64_MAX);
+	check_window(s, series, &l, l.v[3000].time_us, l.v[9000].time_us);
+	store_close(s);
+	detail_keys(dir, &keys, &buckets);
+	/* buckets ending a whole bucket before the newest sample are one
+	 * block each; the others still hold a piece a second */
+	int64_t newest = l.v[l.n - 1].time_us;
+	size_t closed = 0, all = 0;
+	int64_t prev = INT64_MIN;
+	for (size_t i = 0; i < l.n; i++) {
+		int64_t b = l.v[i].time_us / 60000000;
+
+		if (b == prev)
+			continue;
+		prev = b;
+		all++;
+		closed += (b + 1) * 60000000 <= newest - 60000000;
+	}
+	CHECKF(buckets == all && closed >= 3, "%zu buckets, %zu closed of %zu", buckets, closed,
+	       all);
+	CHECKF(keys <= closed + (all - closed) * 61 && keys > all, "%zu keys, %zu buckets", keys,
+	       buckets);
+	s = sf_open_rw(dir, STORE_READONLY);
+	if (s) {
+		check_window(s, series, &l, INT64_MIN, INT64_MAX);
+		store_close(s);
+	}
+	/* a roll-up of buckets still in pieces counts each bucket once: a
+	 * copy of the store with a keep window of a second forgets every
+	 * bucket but the newest's, the one before it unsealed */
+	char copy[PATH_MAX + 64], cmd[2 * PATH_MAX + 128];
+	snprintf(copy, sizeof(copy), "%s.copy", dir);
+	snprintf(cmd, sizeof(cmd), "cp -a '%s' '%s'", dir, copy);
+	CHECK(system(cmd) == 0);
+	s = sf_open_rw(copy, 0);
+	if (s) {
+		struct store_rollup_stats st;
+		uint64_t want = 0, want_slices = 0;
+		int64_t last_end = INT64_MIN;
+
+		for (size_t i = 0; i < l.n; i++) {
+			int64_t end = bucket_end_us(l.v[i].time_us);
+
+			if (end > newest - 1000000)
+				continue;
+			want++;
+			want_slices += end != last_end;
+			last_end = end;
+		}
+		/* the last bucket forgotten had not closed: still in pieces */
+		CHECK(last_end > newest - 60000000);
+		CHECK_OK(store_set_keep_samples(s, 1));
+		CHECK_OK(store_rollup(s, &st));
+		CHECKF(st.slices == want_slices && st.samples == want,
+		       "%llu slices, %llu samples; want %llu, %llu", (unsigned long long)st.slices,
+		       (unsigned long long)st.samples, (unsigned long long)want_slices,
+		       (unsigned long long)want);
+		store_close(s);
+	}
+	/* one more drain two minutes later: every earlier bucket has closed
+	 * and is sealed (a new writer looks at all of them once) */
+	s = sf_open_rw(dir, 0);
+	if (s) {
+		struct store_sample one = {newest + 120000000, nodes[0], 1, 1, 1};
+		struct smp_list more = {&one, 1, 1};
+
+		put_samples(s, &key_wall, &more, 1, false, nodes);
+		CHECK_OK(smp_push(&l, &one));
+		check_window(s, series, &l, INT64_MIN, INT64_MAX);
+		store_close(s);
+	}
+	detail_keys(dir, &keys, &buckets);
+	CHECKF(keys == buckets && buckets == all + 1, "%zu keys, %zu buckets", keys, buckets);
 	free(l.v);
 }

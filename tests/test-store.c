@@ -754,6 +754,7 @@ int main(int argc, char **argv)
 	sf_run("samples_copy", test_samples_copy);
 	sf_run("samples_million", test_samples_million);
 	sf_run("samples_damaged", test_samples_damaged);
+	sf_run("samples_sealed", test_samples_sealed);
 	nftw(sf_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", sf_failures);
 	return sf_failures ? 1 : 0;

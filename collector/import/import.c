@@ -148,6 +148,26 @@ int import_add(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, 
 	return rc;
 }
 
+int import_sample(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, uint32_t series,
+                  const struct store_sample *smp)
+{
+	int rc = import_sums_add(sums, series, 1, smp->weight);
+	if (rc == -EOVERFLOW)
+		return import_fail(ctx, line,
+		                   "expected counts that add up to less than 2^64 in one series, "
+		                   "got a sum over 18446744073709551615");
+	if (rc < 0)
+		return rc;
+	rc = store_batch_sample(ctx->batch, series, smp);
+	if (rc == -ERANGE)
+		return import_fail(
+		        ctx, line,
+		        "sample time %lld s is out of range; expected a time within "
+		        "2^31 of the store's time buckets from 1970",
+		        (long long)(smp->time_us / 1000000 - (smp->time_us % 1000000 < 0)));
+	return rc;
+}
+
 /* A copy of s[0..*n) cut to IMPORT_MAX_NAME bytes ending in
  * IMPORT_CUT_MARK, into *buf (malloc'd, the caller frees it); *n becomes
  * its length.  Returns the copy, or NULL on ENOMEM. */

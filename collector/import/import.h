@@ -114,6 +114,11 @@ struct import_options {
 	                          * where the files a profile mapped are looked
 	                          * for first (pprof's PPROF_BINARY_PATH); NULL */
 	int64_t clock_offset;    /* --clock-offset: added to perf script sample times */
+	/* The store keeps samples whole (store_keep_samples() > 0): a
+	 * format whose samples carry their own time (perf script, perf.data)
+	 * stores each with import_sample(); else, and for every other
+	 * format, counts with import_add(). */
+	bool samples;
 };
 
 /* Symbolization of the addresses that perf.data, gperftools and legacy
@@ -266,6 +271,12 @@ void import_sums_free(struct import_sums *s); /* accepts an empty struct */
  * import_fail's -EINVAL, or -ENOMEM. */
 int import_add(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, uint32_t series,
                int64_t when, uint32_t node, uint64_t samples, uint64_t weight);
+
+/* store_batch_sample() for the importers: one sample with its moment,
+ * checked and reported as import_add() does.  Returns 0, import_fail's
+ * -EINVAL, or -ENOMEM. */
+int import_sample(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, uint32_t series,
+                  const struct store_sample *smp);
 
 /* stackcollapse-perf's name tidying: ';' becomes ':', an argument list is
  * cut at the first '(' (except in Go method names like

@@ -104,6 +104,8 @@ struct header {
 	const char *comm;
 	size_t comm_len;
 	size_t end;        /* just past the pid[/tid] */
+	uint32_t pid, tid; /* "PID/TID", or "TID" alone (perf's default): pid 0;
+	                    * -1 or past 2^32 - 1: 0 (unknown) */
 	const char *event; /* NULL when the header names no event */
 	size_t event_len;
 	const char *period; /* digits, or NULL */
@@ -115,9 +117,11 @@ struct header {
 bool perf_match_header(const char *l, size_t n, struct header *h);
 /* Fills h->event and h->period from the header's tail, when it has them. */
 void perf_match_event(const char *l, size_t n, struct header *h);
-/* The first "SECONDS.FRACTION:" token after l[from], as whole seconds in
- * *when: 1 when found, 0 when not, -ERANGE on overflow. */
-int perf_header_time(const char *l, size_t n, size_t from, int64_t *when);
+/* The first "SECONDS.FRACTION:" token after l[from]: its whole seconds in
+ * *sec and its fraction in microseconds in *frac_us (digits past the
+ * sixth dropped, as perf rounds nanoseconds down to print microseconds):
+ * 1 when found, 0 when not, -ERANGE when the seconds pass 2^63 - 1. */
+int perf_header_time(const char *l, size_t n, size_t from, int64_t *sec, int64_t *frac_us);
 /* The decimal digits s[0..n) (already checked to be digits) into *out:
  * 0, or -ERANGE past 2^64 - 1. */
 int perf_parse_u64(const char *s, size_t n, uint64_t *out);

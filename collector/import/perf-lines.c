@@ -19,6 +19,19 @@
 
 /* ---- header lines ---------------------------------------------------- */
 
+/* A pid or tid of the digits s[0..n): 0 when negative (perf's -1),
+ * empty or past 2^32 - 1. */
+static uint32_t id_of(const char *s, size_t n, bool negative)
+{
+	uint64_t v = 0;
+
+	if (negative || n == 0 || n > 10)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	return v > UINT32_MAX ? 0 : (uint32_t)v;
+}
+
 /* Matches stackcollapse-perf's header pattern: the shortest comm of two or
  * more bytes, then whitespace, a pid (or pid/tid: digits, slashes, digits)
  * and whitespace.  A pid or tid may be -1: perf prints ":-1 -1/-1" for a
@@ -42,19 +55,28 @@ bool perf_match_header(const char *l, size_t n, struct header *h)
 			j++;
 		if (j == n || !is_digit((unsigned char)l[j]))
 			continue;
+		size_t a = j;
 		while (j < n && is_digit((unsigned char)l[j]))
 			j++;
+		size_t a_end = j, slash = j;
 		while (j < n && l[j] == '/')
 			j++;
+		bool two = j > slash;
 		if (j + 2 < n && l[j] == '-' && l[j + 1] == '1' &&
 		    !is_digit((unsigned char)l[j + 2]))
 			j++;
+		size_t b = j;
 		while (j < n && is_digit((unsigned char)l[j]))
 			j++;
 		if (j < n && is_ws((unsigned char)l[j])) {
 			h->comm = l;
 			h->comm_len = k;
 			h->end = j;
+			/* a "-1" pid leaves its '1' for the digits */
+			uint32_t first = id_of(l + a, a_end - a, a > 0 && l[a - 1] == '-');
+			uint32_t second = id_of(l + b, j - b, b > 0 && l[b - 1] == '-');
+			h->pid = two ? first : 0;
+			h->tid = two ? second : first;
 			return true;
 		}
 	}
@@ -100,9 +122,9 @@ void perf_match_event(const char *l, size_t n, struct header *h)
 	}
 }
 
-/* The first "SECONDS.FRACTION:" token after the pid, as whole seconds.
- * Returns 1 when found, 0 when not, -ERANGE on overflow. */
-int perf_header_time(const char *l, size_t n, size_t from, int64_t *when)
+/* The first "SECONDS.FRACTION:" token after the pid, as seconds and
+ * microseconds.  Returns 1 when found, 0 when not, -ERANGE on overflow. */
+int perf_header_time(const char *l, size_t n, size_t from, int64_t *sec, int64_t *frac_us)
 {
 	/* Tokens are tried in order by walking the ':' bytes that end one;
 	 * l[from] is whitespace, so no token starts before from + 1. */
@@ -128,13 +150,16 @@ int perf_header_time(const char *l, size_t n, size_t from, int64_t *when)
 			f++;
 		if (f == j + 1 || f != k)
 			continue;
-		int64_t v = 0;
+		int64_t v = 0, us = 0;
 		for (size_t q = s; q < j; q++) {
 			if (v > (INT64_MAX - 9) / 10)
 				return -ERANGE;
 			v = v * 10 + (l[q] - '0');
 		}
-		*when = v;
+		for (size_t q = j + 1; q < j + 7; q++)
+			us = us * 10 + (q < k ? l[q] - '0' : 0);
+		*sec = v;
+		*frac_us = us;
 		return 1;
 	}
 	return 0;

@@ -138,7 +138,10 @@ struct perf {
 	size_t blk_len, blk_cap, blk_head; /* blk_head: end of "p\0e\0" */
 	size_t pname_len, event_len;
 	uint64_t weight;
-	int64_t when;
+	int64_t when;      /* seconds */
+	int64_t frac_us;   /* and microseconds, when it has a time */
+	bool has_time;     /* the header holds a time */
+	uint32_t pid, tid; /* the header's; 0: unknown */
 	uint64_t sample_bytes;
 	uint64_t header_line; /* the current sample's header, for messages */
 	struct import_sums sums;
@@ -521,13 +524,37 @@ static int parse_sample(struct perf *p, uint32_t *node)
 
 /* ---- samples ---------------------------------------------------------- */
 
+/* Stores the current sample: with its moment when it has a time and the
+ * store keeps samples whole, else as a count. */
 static int count_sample(struct perf *p, uint32_t series, uint32_t node)
 {
-	int64_t when = p->when;
-	if (__builtin_add_overflow(when, p->ctx->opt->clock_offset, &when))
-		return import_fail(p->ctx, p->header_line,
-		                   "sample time plus --clock-offset does not fit in 64 bits");
-	int rc = import_add(p->ctx, &p->sums, p->header_line, series, when, node, 1, p->weight);
+	const struct import_options *o = p->ctx->opt;
+	int64_t off = o ? o->clock_offset : 0;
+	int rc;
+
+	if (p->has_time && o && o->samples) {
+		struct store_sample smp = {
+		        .node = node, .pid = p->pid, .tid = p->tid, .weight = p->weight};
+		int64_t sec;
+		if (__builtin_add_overflow(p->when, off, &sec))
+			return import_fail(
+			        p->ctx, p->header_line,
+			        "sample time plus --clock-offset does not fit in 64 bits");
+		if (__builtin_mul_overflow(sec, 1000000, &smp.time_us) ||
+		    __builtin_add_overflow(smp.time_us, p->frac_us, &smp.time_us))
+			return import_fail(p->ctx, p->header_line,
+			                   "sample time %lld s is out of range; expected a time "
+			                   "within 2^31 of the store's time buckets from 1970",
+			                   (long long)sec);
+		rc = import_sample(p->ctx, &p->sums, p->header_line, series, &smp);
+	} else {
+		int64_t when = p->when;
+		if (__builtin_add_overflow(when, off, &when))
+			return import_fail(
+			        p->ctx, p->header_line,
+			        "sample time plus --clock-offset does not fit in 64 bits");
+		rc = import_add(p->ctx, &p->sums, p->header_line, series, when, node, 1, p->weight);
+	}
 	if (rc < 0)
 		return rc;
 	rc = note_series_bytes(p, series, p->sample_bytes);
@@ -1015,11 +1042,14 @@ static int start_sample(struct perf *p, const char *l, size_t n, const struct he
 		if (v)
 			p->weight = v;
 	}
-	rc = perf_header_time(l, n, h->end, &p->when);
+	rc = perf_header_time(l, n, h->end, &p->when, &p->frac_us);
 	if (rc < 0)
 		return import_fail(p->ctx, p->lr.line, "sample time does not fit in 64 bits");
+	p->has_time = rc > 0;
 	if (rc == 0)
 		p->when = p->ctx->opt ? p->ctx->opt->now : 0;
+	p->pid = h->pid;
+	p->tid = h->tid;
 
 	/* "process\0event\0": the process name is comm with ' ' -> '_' */
 	p->blk_len = 0;

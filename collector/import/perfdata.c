@@ -379,6 +379,28 @@ static int64_t sample_when(const struct pd *p, const struct attr *a, const struc
 	return (int64_t)(s->time / 1000000000u) + (p->ctx->opt ? p->ctx->opt->clock_offset : 0);
 }
 
+/* The sample's time in microseconds, on the clock sample_when() gives
+ * seconds of (the same instant, to the microsecond): 0 and *us set, or
+ * -ERANGE when it does not fit. */
+static int sample_when_us(const struct pd *p, const struct sample *s, int64_t *us)
+{
+	int64_t ns;
+
+	if (p->have_clock) {
+		int64_t d;
+		if (__builtin_sub_overflow((int64_t)s->time, p->clock_perf_ns, &d) ||
+		    __builtin_add_overflow(p->clock_wall_ns, d, &ns))
+			return -ERANGE;
+		*us = ns / 1000 - (ns % 1000 < 0); /* rounded down */
+		return 0;
+	}
+	int64_t off = p->ctx->opt ? p->ctx->opt->clock_offset : 0;
+	if (s->time > (uint64_t)INT64_MAX || __builtin_mul_overflow(off, 1000000, &off) ||
+	    __builtin_add_overflow((int64_t)(s->time / 1000u), off, us))
+		return -ERANGE;
+	return 0;
+}
+
 static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t *r, size_t n)
 {
 	struct import_ctx *ctx = p->ctx;
@@ -503,8 +525,23 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 			return rc;
 		stackcache_put(p->stacks, key, series, node);
 	}
-	rc = import_add(ctx, &p->sums, 0, series, sample_when(p, a, &s), node, 1,
-	                s.period ? s.period : 1);
+	if ((a->sample_type & S_TIME) && ctx->opt && ctx->opt->samples) {
+		struct store_sample smp = {
+		        .node = node,
+		        .pid = (a->sample_type & S_TID) && s.pid != UINT32_MAX ? s.pid : 0,
+		        .tid = (a->sample_type & S_TID) && s.tid != UINT32_MAX ? s.tid : 0,
+		        .weight = s.period ? s.period : 1,
+		};
+		if (sample_when_us(p, &s, &smp.time_us) < 0)
+			return import_fail_at(ctx, off,
+			                      "sample time %llu ns does not fit in 64 bits of "
+			                      "microseconds on the wall clock",
+			                      (unsigned long long)s.time);
+		rc = import_sample(ctx, &p->sums, 0, series, &smp);
+	} else {
+		rc = import_add(ctx, &p->sums, 0, series, sample_when(p, a, &s), node, 1,
+		                s.period ? s.period : 1);
+	}
 	if (rc < 0)
 		return rc;
 	ctx->samples++;

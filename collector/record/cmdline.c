@@ -159,6 +159,16 @@ static int parse_checked(int c, char *optarg, struct options *o)
 			return 2;
 		}
 		break;
+	case 'S':
+		if (parse_size(optarg, &o->samples_memory) < 0 || o->samples_memory < 4096 ||
+		    o->samples_memory > (256ull << 20)) {
+			fprintf(stderr,
+			        PROG ": --samples-memory: expected a size from 4K to 256M (such "
+			             "as 1M), got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
 	case 'W':
 		if (parse_seconds("jit-wait", "60s, 10m", optarg, &o->jit_wait) < 0)
 			return 2;
@@ -199,6 +209,17 @@ static int parse_checked(int c, char *optarg, struct options *o)
 			fprintf(stderr,
 			        PROG ": --push-every: expected a duration such as 60s, "
 			             "5m or 1h, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	}
+	case 'K': {
+		int r = record_parse_duration(optarg, &o->keep_samples);
+		if (r < 0) {
+			fprintf(stderr,
+			        PROG ": --keep-samples: expected a duration such as 30m, "
+			             "6h or 1d, or 0, got \"%s\"\n",
 			        optarg);
 			return 2;
 		}
@@ -296,6 +317,8 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	        {"python", required_argument, NULL, 'y'},
 	        {"log-drains", required_argument, NULL, 'D'},
 	        {"retention", required_argument, NULL, 'R'},
+	        {"keep-samples", required_argument, NULL, 'K'},
+	        {"samples-memory", required_argument, NULL, 'S'},
 	        {"push", required_argument, NULL, 'P'},
 	        {"push-every", required_argument, NULL, 'Y'},
 	        {"help", no_argument, NULL, 'h'},
@@ -312,6 +335,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	o->module_grace = 300;
 	o->jit_memory = 16ull << 20;
 	o->python = true;
+	o->keep_samples = -1;
 	while ((c = getopt_long(argc, argv, "+:hp:aF:d:ve:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->store_dir = optarg; break;

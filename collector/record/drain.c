@@ -215,16 +215,79 @@ int record_on_event(void *ctx, void *data, size_t len)
 	return 0; /* a process already gone is resolved at the drain */
 }
 
+/* ---- samples with their moments ----------------------------------------- */
+
+int64_t record_clock_offset(void)
+{
+	int64_t best = 0, gap = INT64_MAX;
+
+	for (int i = 0; i < 3; i++) {
+		struct timespec a, w, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		clock_gettime(CLOCK_REALTIME, &w);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		int64_t ma = (int64_t)a.tv_sec * 1000000000 + a.tv_nsec;
+		int64_t mb = (int64_t)b.tv_sec * 1000000000 + b.tv_nsec;
+		int64_t wall = (int64_t)w.tv_sec * 1000000000 + w.tv_nsec;
+		if (mb - ma < gap) {
+			gap = mb - ma;
+			best = wall - (ma + (mb - ma) / 2);
+		}
+	}
+	return best;
+}
+
+int record_on_sample(void *ctx, void *data, size_t len)
+{
+	struct recorder *r = ctx;
+	const struct profile_sample *s = data;
+
+	if (len < sizeof(*s))
+		return 0;
+	if (r->nsmp == r->smp_cap) {
+		size_t ncap = r->smp_cap ? r->smp_cap * 2 : 4096;
+		struct ring_sample *n = realloc(r->smp, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->smp = n;
+		r->smp_cap = ncap;
+	}
+	int64_t ns = (int64_t)s->time + r->clock_off_ns;
+	r->smp[r->nsmp++] = (struct ring_sample){
+	        .key = s->key,
+	        .m = {.time_us = ns / 1000 - (ns % 1000 < 0), .weight = s->weight, .tid = s->tid},
+	};
+	return 0;
+}
+
 /* ---- draining ----------------------------------------------------------- */
+
+/* Keys by (pid, gen, event) first, so that a series' keys are together,
+ * then by the rest of their bytes (padding is zeroed on both sides). */
+static int key_cmp(const struct profile_key *x, const struct profile_key *y)
+{
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->gen != y->gen)
+		return x->gen < y->gen ? -1 : 1;
+	if (x->event != y->event)
+		return x->event < y->event ? -1 : 1;
+	return memcmp(x, y, sizeof(*x));
+}
 
 static int entry_cmp(const void *a, const void *b)
 {
-	const struct entry *x = a, *y = b;
-	if (x->key.pid != y->key.pid)
-		return x->key.pid < y->key.pid ? -1 : 1;
-	if (x->key.gen != y->key.gen)
-		return x->key.gen < y->key.gen ? -1 : 1;
-	return x->key.event < y->key.event ? -1 : x->key.event > y->key.event;
+	return key_cmp(&((const struct entry *)a)->key, &((const struct entry *)b)->key);
+}
+
+/* Records by key, then time. */
+static int smp_cmp(const void *a, const void *b)
+{
+	const struct ring_sample *x = a, *y = b;
+	int c = key_cmp(&x->key, &y->key);
+	if (c)
+		return c;
+	return x->m.time_us < y->m.time_us ? -1 : x->m.time_us > y->m.time_us;
 }
 
 /* Notes a stack to delete once stored (duplicates are harmless: a second
@@ -241,6 +304,20 @@ static int hash_list_add(struct hash_list *l, uint64_t h)
 	}
 	l->v[l->n++] = h;
 	return 0;
+}
+
+/* Notes the stacks key refers to, to delete once stored. */
+static int add_key_hashes(struct recorder *r, const struct profile_key *k)
+{
+	int rc = 0;
+
+	if (k->user_stack == PROFILE_USTACK)
+		rc = hash_list_add(&r->hashes, k->user_hash);
+	if (rc == 0 && k->user_stack == PROFILE_PY_STACK)
+		rc = hash_list_add(&r->pyhashes, k->user_hash);
+	if (rc == 0 && k->kernel_stack == PROFILE_KSTACK)
+		rc = hash_list_add(&r->khashes, k->kernel_hash);
+	return rc;
 }
 
 /* Takes every count of one map set into r->ents and deletes it, with
@@ -286,7 +363,7 @@ static int take_counts_batch(struct recorder *r, int set)
 		r->ents_cap = n;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		r->ents[i] = (struct entry){r->bkeys[i], r->bvals[i]};
+		r->ents[i] = (struct entry){.key = r->bkeys[i], .v = r->bvals[i]};
 	r->nents = n;
 	return 0;
 }
@@ -407,9 +484,19 @@ static int read_set(struct recorder *r, int set)
 	int rc;
 
 	r->nents = 0;
+	r->nsmp = 0;
 	r->hashes.n = 0;
 	r->pyhashes.n = 0;
 	r->khashes.n = 0;
+	/* The set's samples with their moments.  A sample is either a
+	 * record or a count, so the order of the two reads does not
+	 * matter; one written after (an off-CPU sample that ends later)
+	 * waits for the set's next drain, as a count does. */
+	if (r->srb[set]) {
+		rc = ring_buffer__consume(r->srb[set]);
+		if (rc < 0)
+			return rc;
+	}
 	/* A sample that got its stacks but no count (counts map full, an
 	 * error) leaves stacks no count refers to: the whole stack map of
 	 * both sets is then listed, at this drain and the next. */
@@ -434,20 +521,14 @@ static int read_set(struct recorder *r, int set)
 		rc = take_stacks(r, r->pystacks_fd[set], &r->pystacks, true);
 	if (rc < 0)
 		return rc;
+	r->hash_records = false;
 	if (!r->no_batch && r->scan_stacks == 0) {
-		/* The stacks are those the counts refer to. */
-		for (size_t i = 0; i < r->nents; i++) {
-			const struct profile_key *k = &r->ents[i].key;
-			if (k->user_stack == PROFILE_USTACK &&
-			    (rc = hash_list_add(&r->hashes, k->user_hash)) < 0)
+		/* The stacks are those the counts refer to, and those of the
+		 * keys only records have (join_samples adds them, once a key). */
+		for (size_t i = 0; i < r->nents; i++)
+			if ((rc = add_key_hashes(r, &r->ents[i].key)) < 0)
 				return rc;
-			if (k->user_stack == PROFILE_PY_STACK &&
-			    (rc = hash_list_add(&r->pyhashes, k->user_hash)) < 0)
-				return rc;
-			if (k->kernel_stack == PROFILE_KSTACK &&
-			    (rc = hash_list_add(&r->khashes, k->kernel_hash)) < 0)
-				return rc;
-		}
+		r->hash_records = true;
 		return 0;
 	}
 	if (r->scan_stacks > 0)
@@ -467,7 +548,7 @@ static int read_set(struct recorder *r, int set)
 			r->ents = n;
 			r->ents_cap = ncap;
 		}
-		r->ents[r->nents++] = (struct entry){key, v};
+		r->ents[r->nents++] = (struct entry){.key = key, .v = v};
 	}
 
 	uint64_t h, nh;
@@ -520,8 +601,11 @@ static void delete_stacks(struct recorder *r, int fd, struct hash_list *l)
 
 static void clear_set(struct recorder *r, int set)
 {
+	/* Only keys read from the counts map: a key that had records alone
+	 * may get a count (a full ring) after the read, for the next drain. */
 	for (size_t i = 0; r->no_batch && i < r->nents; i++)
-		bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
+		if (r->ents[i].v.samples)
+			bpf_map_delete_elem(r->counts_fd[set], &r->ents[i].key);
 	delete_stacks(r, r->pystacks_fd[set], &r->pyhashes);
 	delete_stacks(r, r->kstacks_fd[set], &r->khashes);
 	delete_stacks(r, r->ustacks_fd[set], &r->hashes);
@@ -712,26 +796,43 @@ static bool tracing_frame(const char *name, size_t len)
 	return false;
 }
 
-/* --retention: at the first drain and then every RETAIN_EVERY_S, deletes
- * the time buckets wholly older than the retention period, from every
- * wall-clock series of the store, in a write of its own. */
+/* At the first drain and then every RETAIN_EVERY_S, each in a write of
+ * its own: --retention deletes the time buckets wholly older than the
+ * retention period from every wall-clock series of the store, and, when
+ * the recorder keeps moments, store_rollup() forgets the detail of the
+ * buckets past the keep window (their counts stay).  `final`: the
+ * roll-up runs whatever the time. */
 #define RETAIN_EVERY_S 60
 
-static int retain(struct recorder *r, int64_t now)
+static int retain(struct recorder *r, int64_t now, bool final)
 {
 	struct store_prune_opts o = {.before = now - r->opt->retention, .wall_clock_only = true};
 	struct store_prune_stats st;
+	int rc;
 
-	if (!r->opt->retention || (r->pruned_at && now - r->pruned_at < RETAIN_EVERY_S))
-		return 0;
-	int rc = store_prune(r->store, &o, &st);
-	if (rc < 0) {
-		record_fail(r, rc, "store: retention: %s", store_errmsg(r->store));
-		return rc;
+	if (r->opt->retention && (!r->pruned_at || now - r->pruned_at >= RETAIN_EVERY_S)) {
+		rc = store_prune(r->store, &o, &st);
+		if (rc < 0) {
+			record_fail(r, rc, "store: retention: %s", store_errmsg(r->store));
+			return rc;
+		}
+		r->pruned_at = now;
+		r->pruned_buckets += st.buckets;
+		r->pruned_samples += st.samples;
 	}
-	r->pruned_at = now;
-	r->pruned_buckets += st.buckets;
-	r->pruned_samples += st.samples;
+	if (r->keep_samples > 0 &&
+	    (final || !r->rolled_at || now - r->rolled_at >= RETAIN_EVERY_S)) {
+		struct store_rollup_stats rs = {0};
+		rc = store_rollup(r->store, &rs);
+		if (rc < 0) {
+			record_fail(r, rc, "store: roll-up of the recent samples: %s",
+			            store_errmsg(r->store));
+			return rc;
+		}
+		r->rolled_at = now;
+		r->rolled_samples += rs.samples;
+		r->rollups++;
+	}
 	return 0;
 }
 
@@ -769,8 +870,10 @@ int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t
 }
 
 int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t series, uint32_t ev,
-                        int64_t when, size_t n, const struct profile_value *v, bool truncated)
+                        int64_t when, size_t n, const struct profile_value *v, bool truncated,
+                        pid_t pid, const struct moment *m, size_t nm)
 {
+	uint64_t mweight = 0;
 	int rc;
 
 	/* A tracepoint's kernel stack ends in the tracing machinery and our
@@ -788,15 +891,32 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 		if (rc < 0)
 			return rc;
 	}
-	rc = store_batch_add(b, series, when, node, v->samples, v->weight);
-	if (rc < 0)
-		return rc;
+	for (size_t j = 0; j < nm; j++) {
+		struct store_sample smp = {
+		        .time_us = m[j].time_us,
+		        .node = node,
+		        .pid = (uint32_t)pid,
+		        .tid = m[j].tid,
+		        .weight = m[j].weight,
+		};
+		rc = store_batch_sample(b, series, &smp);
+		if (rc < 0)
+			return rc;
+		mweight += m[j].weight;
+	}
+	if (v->samples) {
+		rc = store_batch_add(b, series, when, node, v->samples, v->weight);
+		if (rc < 0)
+			return rc;
+	}
 	if (truncated)
-		r->truncated++;
-	r->samples += v->samples;
-	r->weight += v->weight;
-	r->ev_samples[ev] += v->samples;
-	r->ev_weight[ev] += v->weight;
+		r->truncated += v->samples + nm;
+	r->with_moment += nm;
+	r->without_moment += v->samples;
+	r->samples += v->samples + nm;
+	r->weight += v->weight + mweight;
+	r->ev_samples[ev] += v->samples + nm;
+	r->ev_weight[ev] += v->weight + mweight;
 	return 0;
 }
 
@@ -843,8 +963,70 @@ static int prefetch_python(struct recorder *r, int set)
 	return 0;
 }
 
-/* Stores the counts in r->ents (read from `set`) into batch b, but for
- * those whose JIT frames may be named later (late.c). */
+/* Gives each key of r->ents its records of r->smp (both then in key
+ * order): a key that has records but no count gets an entry of its own
+ * with no samples without a moment.  0 or -ENOMEM. */
+static int join_samples(struct recorder *r)
+{
+	size_t nents = r->nents;
+
+	if (nents > 1) /* qsort takes no NULL array, even empty */
+		qsort(r->ents, nents, sizeof(*r->ents), entry_cmp);
+	if (r->nsmp > 1)
+		qsort(r->smp, r->nsmp, sizeof(*r->smp), smp_cmp);
+	for (size_t i = 0; i < r->nsmp;) {
+		size_t j = i + 1;
+		while (j < r->nsmp && key_cmp(&r->smp[j].key, &r->smp[i].key) == 0)
+			j++;
+		struct entry want = {.key = r->smp[i].key}, *e = NULL;
+		if (nents)
+			e = bsearch(&want, r->ents, nents, sizeof(*r->ents), entry_cmp);
+		if (!e) {
+			if (r->nents == r->ents_cap) {
+				size_t ncap = r->ents_cap ? r->ents_cap * 2 : 1024;
+				struct entry *n = realloc(r->ents, ncap * sizeof(*n));
+				if (!n)
+					return -ENOMEM;
+				r->ents = n;
+				r->ents_cap = ncap;
+			}
+			e = &r->ents[r->nents++];
+			*e = want;
+			if (r->hash_records && add_key_hashes(r, &want.key) < 0)
+				return -ENOMEM;
+		}
+		e->first = i;
+		e->nsmp = j - i;
+		i = j;
+	}
+	if (r->nents > nents)
+		qsort(r->ents, r->nents, sizeof(*r->ents), entry_cmp);
+	return 0;
+}
+
+/* The moments of entry e's records, contiguous, in r->mscratch. */
+static const struct moment *entry_moments(struct recorder *r, const struct entry *e)
+{
+	if (!e->nsmp)
+		return NULL;
+	if (e->nsmp > r->mscratch_cap) {
+		size_t ncap = r->mscratch_cap ? r->mscratch_cap : 256;
+		while (ncap < e->nsmp)
+			ncap *= 2;
+		struct moment *n = realloc(r->mscratch, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		r->mscratch = n;
+		r->mscratch_cap = ncap;
+	}
+	for (size_t j = 0; j < e->nsmp; j++)
+		r->mscratch[j] = r->smp[e->first + j].m;
+	return r->mscratch;
+}
+
+/* Stores the counts and records of r->ents (read from `set`, joined by
+ * join_samples) into batch b, but for those whose JIT frames may be named
+ * later (late.c). */
 static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when, bool final)
 {
 	pid_t last_pid = -1;
@@ -853,8 +1035,6 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 	struct raw_stack *user = &r->raw[0], *kernel = &r->raw[1];
 	int rc;
 
-	if (r->nents > 1) /* qsort takes no NULL array, even empty */
-		qsort(r->ents, r->nents, sizeof(*r->ents), entry_cmp);
 	for (size_t i = 0; i < r->nents; i++) {
 		const struct entry *e = &r->ents[i];
 		pid_t pid = (pid_t)e->key.pid;
@@ -869,6 +1049,9 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 			last_event = ev;
 		}
 
+		const struct moment *m = entry_moments(r, e);
+		if (e->nsmp && !m)
+			return -ENOMEM;
 		size_t n = 0;
 		fetch_stack(r, set, &e->key, false, user);
 		fetch_stack(r, set, &e->key, true, kernel);
@@ -876,13 +1059,15 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		if (rc < 0)
 			return rc;
 		if (record_stack_late(r, pid, e->key.gen, user)) {
-			rc = record_late_take(r, &e->key, &e->v, when, user, kernel, final, &n);
+			rc = record_late_take(r, &e->key, &e->v, m, e->nsmp, when, user, kernel,
+			                      final, &n);
 			if (rc < 0)
 				return rc;
 			if (rc > 0)
 				continue; /* held back */
 		}
-		rc = record_store_frames(r, b, series, ev, when, n, &e->v, user->truncated);
+		rc = record_store_frames(r, b, series, ev, when, n, &e->v, user->truncated, pid, m,
+		                         e->nsmp);
 		if (rc < 0)
 			return rc;
 	}
@@ -929,6 +1114,9 @@ int record_drain(struct recorder *r, bool final)
 	if (!final)
 		__atomic_store_n(&r->skel->bss->active, !old, __ATOMIC_SEQ_CST);
 	sleep_ns(FLIP_GRACE_NS);
+	/* Each drain's records take the clocks' offset as it is now: NTP
+	 * moves it slowly, a clock set moves it at once. */
+	r->clock_off_ns = record_clock_offset();
 	/* The fork and exec events of the samples in the set first: an exec
 	 * met by a symbolizer re-read before its event names nothing. */
 	ring_buffer__consume(r->rb);
@@ -941,6 +1129,8 @@ int record_drain(struct recorder *r, bool final)
 	}
 	for (int i = 0; i < nsets; i++) {
 		rc = read_set(r, sets[i]);
+		if (rc >= 0)
+			rc = join_samples(r);
 		if (rc < 0)
 			goto out_fail;
 		if (python_walks(r->opt) && (rc = prefetch_python(r, sets[i])) < 0)
@@ -973,6 +1163,6 @@ out_fail:
 out:
 	store_batch_free(b);
 	if (rc >= 0)
-		rc = retain(r, when);
+		rc = retain(r, when, final);
 	return rc;
 }

@@ -19,6 +19,8 @@
  * A count that would take the held stacks past --jit-memory is stored at
  * once, as it is named then.  Whatever is stored unnamed keeps its
  * frames as today ("[perf-PID.map]", or "[unknown]" without a map).
+ * A held count keeps its samples' moments too (24 bytes each, within
+ * --jit-memory), stored with them when it is.
  * Every held sample is stored exactly once, and counted in the summary
  * by how it ended.
  */
@@ -37,11 +39,13 @@ struct late_rec {
 	uint64_t hash;
 	pid_t pid;
 	uint32_t gen, event;
-	int64_t when;         /* the time of its first drain (seconds) */
-	int64_t bucket;       /* when's store time bucket: counts merge within it */
-	uint64_t since;       /* the drain that first held it (drain_seq) */
-	uint64_t jit_version; /* symbolize_jit_version when last named */
-	struct profile_value v;
+	int64_t when;           /* the time of its first drain (seconds) */
+	int64_t bucket;         /* when's store time bucket: counts merge within it */
+	uint64_t since;         /* the drain that first held it (drain_seq) */
+	uint64_t jit_version;   /* symbolize_jit_version when last named */
+	struct profile_value v; /* the samples without a moment */
+	struct moment *m;       /* the samples with one (malloc'd) */
+	size_t nm, mcap;
 	uint8_t ustate, kstate;
 	bool truncated;
 	uint32_t nuser, nkernel;
@@ -74,8 +78,10 @@ void record_late_free(struct record_late *l)
 {
 	if (!l)
 		return;
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->recs[i]->m);
 		free(l->recs[i]);
+	}
 	free(l->recs);
 	free(l);
 }
@@ -112,7 +118,28 @@ static bool rec_same(const struct late_rec *x, pid_t pid, uint32_t gen, uint32_t
 
 static size_t rec_bytes(const struct late_rec *x)
 {
-	return sizeof(*x) + (x->nuser + x->nkernel) * sizeof(x->pcs[0]) + sizeof(x);
+	return sizeof(*x) + (x->nuser + x->nkernel) * sizeof(x->pcs[0]) + sizeof(x) +
+	       x->nm * sizeof(*x->m);
+}
+
+/* Appends m[0..nm) to x's moments.  0 or -ENOMEM. */
+static int add_moments(struct late_rec *x, const struct moment *m, size_t nm)
+{
+	if (!nm)
+		return 0;
+	if (x->nm + nm > x->mcap) {
+		size_t ncap = x->mcap ? x->mcap : 16;
+		while (ncap < x->nm + nm)
+			ncap *= 2;
+		struct moment *n = realloc(x->m, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		x->m = n;
+		x->mcap = ncap;
+	}
+	memcpy(x->m + x->nm, m, nm * sizeof(*m));
+	x->nm += nm;
+	return 0;
 }
 
 /* The raw stacks of x, for naming. */
@@ -128,9 +155,11 @@ static void rec_unpack(const struct late_rec *x, struct raw_stack *u, struct raw
 	memcpy(k->pcs, x->pcs + x->nuser, x->nkernel * sizeof(*k->pcs));
 }
 
-/* Holds a count; 1 when held, 0 when it would pass the memory bound. */
+/* Holds a count and its moments; 1 when held, 0 when it would pass the
+ * memory bound. */
 static int hold(struct recorder *r, const struct profile_key *key, const struct profile_value *v,
-                int64_t when, const struct raw_stack *u, const struct raw_stack *k)
+                const struct moment *m, size_t nm, int64_t when, const struct raw_stack *u,
+                const struct raw_stack *k)
 {
 	struct record_late *l = r->late;
 	pid_t pid = (pid_t)key->pid;
@@ -141,13 +170,21 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 
 	for (struct late_rec *x = l->heads[h % LATE_BUCKETS]; x; x = x->next) {
 		if (x->hash == h && rec_same(x, pid, key->gen, event, bucket, u, k)) {
+			if (l->bytes + nm * sizeof(*m) > l->max_bytes)
+				return 0;
+			if (add_moments(x, m, nm) < 0)
+				return -ENOMEM;
+			l->bytes += nm * sizeof(*m);
+			if (l->bytes > l->peak_bytes)
+				l->peak_bytes = l->bytes;
 			x->v.samples += v->samples;
 			x->v.weight += v->weight;
 			return 1;
 		}
 	}
 	size_t npcs = (size_t)u->depth + k->depth;
-	size_t bytes = sizeof(struct late_rec) + npcs * sizeof(uint64_t) + sizeof(void *);
+	size_t bytes = sizeof(struct late_rec) + npcs * sizeof(uint64_t) + sizeof(void *) +
+	               nm * sizeof(*m);
 	if (l->bytes + bytes > l->max_bytes)
 		return 0;
 	if (l->n == l->cap) {
@@ -179,6 +216,10 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 	};
 	memcpy(x->pcs, u->pcs, u->depth * sizeof(uint64_t));
 	memcpy(x->pcs + u->depth, k->pcs, k->depth * sizeof(uint64_t));
+	if (add_moments(x, m, nm) < 0) {
+		free(x);
+		return -ENOMEM;
+	}
 	x->next = l->heads[h % LATE_BUCKETS];
 	l->heads[h % LATE_BUCKETS] = x;
 	l->recs[l->n++] = x;
@@ -189,22 +230,23 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 }
 
 int record_late_take(struct recorder *r, const struct profile_key *key,
-                     const struct profile_value *v, int64_t when, const struct raw_stack *u,
-                     const struct raw_stack *k, bool final, size_t *n)
+                     const struct profile_value *v, const struct moment *m, size_t nm, int64_t when,
+                     const struct raw_stack *u, const struct raw_stack *k, bool final, size_t *n)
 {
 	pid_t pid = (pid_t)key->pid;
+	uint64_t samples = v->samples + nm;
 	int rc;
 
-	r->late_stats.seen += v->samples;
+	r->late_stats.seen += samples;
 	bool gone = symbolize_gone(r->sym, pid, key->gen);
 	if (!final && !gone && r->late) {
-		rc = hold(r, key, v, when, u, k);
+		rc = hold(r, key, v, m, nm, when, u, k);
 		if (rc != 0) {
 			if (rc > 0)
-				r->late_stats.held += v->samples;
+				r->late_stats.held += samples;
 			return rc;
 		}
-		r->late_stats.over_memory += v->samples;
+		r->late_stats.over_memory += samples;
 		return 0; /* stored as named now */
 	}
 	/* The process has ended (its map is as complete as it will be), the
@@ -220,11 +262,11 @@ int record_late_take(struct recorder *r, const struct profile_key *key,
 			return rc;
 	}
 	if (!record_stack_late(r, pid, key->gen, u))
-		r->late_stats.named += v->samples;
+		r->late_stats.named += samples;
 	else if (final || gone)
-		r->late_stats.unnamed += v->samples;
+		r->late_stats.unnamed += samples;
 	else
-		r->late_stats.over_time += v->samples; /* --jit-wait 0 */
+		r->late_stats.over_time += samples; /* --jit-wait 0 */
 	return 0;
 }
 
@@ -265,15 +307,17 @@ static int settle(struct recorder *r, struct store_batch *b, struct late_rec *x,
 			return rc;
 		*have_series = true;
 	}
-	rc = record_store_frames(r, b, *series, ev, x->when, n, &x->v, x->truncated);
+	rc = record_store_frames(r, b, *series, ev, x->when, n, &x->v, x->truncated, x->pid, x->m,
+	                         x->nm);
 	if (rc < 0)
 		return rc;
+	uint64_t samples = x->v.samples + x->nm;
 	if (!late)
-		r->late_stats.named += x->v.samples;
+		r->late_stats.named += samples;
 	else if (gone)
-		r->late_stats.unnamed += x->v.samples;
+		r->late_stats.unnamed += samples;
 	else
-		r->late_stats.over_time += x->v.samples;
+		r->late_stats.over_time += samples;
 	return 1;
 }
 
@@ -308,6 +352,7 @@ int record_late_flush(struct recorder *r, struct store_batch *b, bool final)
 					goto out;
 				if (rc > 0) {
 					l->bytes -= rec_bytes(x);
+					free(x->m);
 					free(x);
 				} else {
 					l->recs[keep++] = x;

@@ -12,12 +12,16 @@
  * stacks live in the map set active at the beginning, so the count goes
  * to that set too, whichever is active at the end: a count added after
  * that set's drain waits there for its next drain, and its stacks, which
- * no count referred to at the drain, are still there. */
+ * no count referred to at the drain, are still there.  The same holds
+ * for the sample's record in that set's ring, whose moment is the
+ * beginning (the stack's), its weight the time until the end. */
 struct pending {
 	__u64 ts;
 	struct profile_key key;
 	__u32 set;
 	__u32 left; /* block-time: sectors of the bio not completed yet */
+	__u32 tid;  /* the thread that began it */
+	__u32 pad;
 };
 
 struct {
@@ -44,6 +48,8 @@ static __always_inline void begin(void *ctx, __u32 ev, __u32 tgid, struct pendin
 	p->ts = bpf_ktime_get_ns();
 	p->set = *(volatile __u32 *)&active;
 	p->left = 0;
+	p->tid = (__u32)bpf_get_current_pid_tgid();
+	p->pad = 0;
 	if (p->set)
 		take_key(ctx, false, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &p->key);
 	else
@@ -55,9 +61,9 @@ static __always_inline void end(const struct pending *p, __u32 ev, __u64 weight)
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (p->set)
-		add_count(&counts1, &p->key, weight);
+		add_sample(&samples1, &counts1, &p->key, weight, p->ts, p->tid);
 	else
-		add_count(&counts0, &p->key, weight);
+		add_sample(&samples0, &counts0, &p->key, weight, p->ts, p->tid);
 }
 
 /* (bool preempt, struct task_struct *prev, struct task_struct *next,

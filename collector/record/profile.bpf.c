@@ -53,6 +53,10 @@ const volatile __u32 ev_every[PROFILE_NEVENTS] = {};
 const volatile __u64 cpu_period_ns = 0;     /* weight of a cpu sample */
 const volatile __u64 offcpu_min_ns = 1000;  /* shorter blocks are dropped */
 const volatile bool offcpu_preempt = false; /* offcpu:all */
+/* Each sample goes with its moment into its set's samples ring when
+ * there is room (profile.h: struct profile_sample), else into its
+ * counts map. */
+const volatile bool moments_on = false;
 /* Byte offsets found in the kernel's BTF by user space (kbtf.c). */
 const volatile __u32 pid_offset = 0; /* task_struct.pid */
 /* The path from an exec's linux_binprm to its program file's identity:
@@ -118,6 +122,15 @@ struct pystacks_map {
 
 struct counts_map counts0 SEC(".maps");
 struct counts_map counts1 SEC(".maps");
+
+/* Samples with their moments, one ring per map set: user space reads a
+ * set's ring when it drains that set.  Sized by user space. */
+struct samples_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+};
+struct samples_ring samples0 SEC(".maps");
+struct samples_ring samples1 SEC(".maps");
 struct kstacks_map kstacks0 SEC(".maps");
 struct kstacks_map kstacks1 SEC(".maps");
 struct ustacks_map ustacks0 SEC(".maps");
@@ -324,6 +337,29 @@ static __always_inline void add_count(void *counts, const struct profile_key *ke
 	__sync_fetch_and_add(&v->weight, weight);
 }
 
+/* Adds one sample taken at `ts` by thread `tid`: as a record of `ring`
+ * when moments are on and it has room, else as a count of `counts`.  A
+ * sample is in one of the two, never both. */
+static __always_inline void add_sample(void *ring, void *counts, const struct profile_key *key,
+                                       __u64 weight, __u64 ts, __u32 tid)
+{
+	if (moments_on) {
+		struct profile_sample *s = bpf_ringbuf_reserve(ring, sizeof(*s), 0);
+		if (s) {
+			s->time = ts;
+			s->weight = weight;
+			s->tid = tid;
+			s->pad = 0;
+			s->key = *key;
+			/* No wakeup: user space reads the ring at each drain. */
+			bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
+			return;
+		}
+		count(PROFILE_STAT_RING_FULL);
+	}
+	add_count(counts, key, weight);
+}
+
 static __always_inline bool followed(__u32 tgid)
 {
 	if (filter_pids)
@@ -364,15 +400,17 @@ static __always_inline __u64 scaled(__u32 ev, __u64 weight)
 static __always_inline void record(void *ctx, bool from_perf, __u32 ev, __u32 tgid, __u64 weight)
 {
 	struct profile_key key;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 ts = bpf_ktime_get_ns();
 
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (*(volatile __u32 *)&active) {
 		take_key(ctx, from_perf, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
-		add_count(&counts1, &key, weight);
+		add_sample(&samples1, &counts1, &key, weight, ts, tid);
 	} else {
 		take_key(ctx, from_perf, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
-		add_count(&counts0, &key, weight);
+		add_sample(&samples0, &counts0, &key, weight, ts, tid);
 	}
 }
 

@@ -60,6 +60,20 @@ struct profile_value {
 	__u64 weight;  /* in the event's unit, scaled by N */
 };
 
+/* One sample with its moment: a record of the `samples0`/`samples1` ring
+ * buffers (one per map set, like the counts maps), written instead of a
+ * count when there is room.  A sample is in exactly one of the two: its
+ * set's ring, or (the ring full, or moments off) its set's counts map.
+ * Its stacks are those the key names, in the same set's stack maps. */
+struct profile_sample {
+	__u64 time;   /* bpf_ktime_get_ns() when the stack was taken (an
+	               * off-CPU or block-time sample: when it began) */
+	__u64 weight; /* in the event's unit, scaled by N */
+	__u32 tid;
+	__u32 pad;
+	struct profile_key key; /* key.pid is the process (tgid) */
+};
+
 /* A kernel stack, innermost pc first: the value of the `kstacks` maps,
  * keyed by a 64-bit hash of pcs[0..len).  `check` is a second, independent
  * hash of them: a stack whose key is taken by one with another length or
@@ -145,6 +159,8 @@ enum profile_stat {
 	                             * stack walked at its start */
 	PROFILE_STAT_UPROBE_STEP,   /* samples in a uprobe's out-of-line step,
 	                             * walked from the probed instruction */
+	PROFILE_STAT_RING_FULL,     /* samples counted without their moment:
+	                             * the samples ring had no room */
 	PROFILE_NSTATS,
 };
 

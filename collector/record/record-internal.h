@@ -61,8 +61,10 @@ struct options {
 	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
 	uint32_t ev_flags[PROFILE_NEVENTS];
 	uint32_t ev_every[PROFILE_NEVENTS];
-	bool offcpu_preempt;    /* offcpu:all */
-	uint64_t offcpu_min_ns; /* --offcpu-min */
+	bool offcpu_preempt;     /* offcpu:all */
+	uint64_t offcpu_min_ns;  /* --offcpu-min */
+	int64_t keep_samples;    /* --keep-samples, seconds; -1: the store's own */
+	uint64_t samples_memory; /* --samples-memory, bytes of each ring; 0: sized */
 };
 
 /* The events of -e: their names on the command line, as series, and
@@ -73,9 +75,26 @@ struct record_event {
 };
 extern const struct record_event record_events[PROFILE_NEVENTS];
 
+/* A sample's moment, as the drain stores it (store_batch_sample). */
+struct moment {
+	int64_t time_us; /* Unix time */
+	uint64_t weight;
+	uint32_t tid;
+};
+
+/* A record of a samples ring, its time converted. */
+struct ring_sample {
+	struct profile_key key;
+	struct moment m;
+};
+
+/* One aggregation key of a drained set: what its counts map held for it
+ * (v: the samples without a moment, maybe none) and its records in the
+ * set's ring, r->smp[first .. first + nsmp). */
 struct entry {
 	struct profile_key key;
 	struct profile_value v;
+	size_t first, nsmp;
 };
 
 #define REAP_DRAINS 3
@@ -131,6 +150,16 @@ struct recorder {
 	struct record_pusher *pusher; /* --push */
 	struct symbolize *sym;
 	struct ring_buffer *rb;
+	/* The samples rings of the two map sets (NULL: moments off) and
+	 * what the drain took from the one it reads. */
+	struct ring_buffer *srb[2];
+	struct ring_sample *smp;
+	size_t nsmp, smp_cap;
+	struct moment *mscratch; /* one entry's moments, contiguous */
+	size_t mscratch_cap;
+	uint64_t ring_bytes;     /* each ring's size */
+	int64_t clock_off_ns;    /* CLOCK_REALTIME - CLOCK_MONOTONIC, at the last drain */
+	int64_t keep_samples;    /* the store's keep window (s); 0: moments off */
 	struct bpf_link **links; /* one per CPU event */
 	int *pfds;
 	int nlinks;
@@ -164,6 +193,8 @@ struct recorder {
 	struct hash_list hashes;         /* the CFI stacks the counts refer to */
 	struct hash_list pyhashes;       /* the stacks with Python frames they refer to */
 	struct hash_list khashes;        /* the kernel stacks they refer to */
+	bool hash_records;               /* join_samples adds the stacks of keys
+	                                  * only records have to the lists */
 	struct profile_pystack *pystack; /* fetch_stack()'s: one user stack */
 	uint16_t *pyslots;               /* name_stack()'s: where each frame is */
 	struct store_frame *frames;
@@ -209,9 +240,15 @@ struct recorder {
 	 * never) and what went. */
 	int64_t pruned_at;
 	uint64_t pruned_buckets, pruned_samples;
+	/* store_rollup(), in the same step: when, and what it forgot. */
+	int64_t rolled_at;
+	uint64_t rolled_samples, rollups;
 
 	/* Totals for the final report. */
 	uint64_t drains, samples, weight, lost_user, lost_kernel;
+	/* Of r->samples: stored with their moment (store_batch_sample),
+	 * and without one (a count at the drain's time). */
+	uint64_t with_moment, without_moment;
 	uint64_t ev_samples[PROFILE_NEVENTS], ev_weight[PROFILE_NEVENTS];
 	bool ev_attached[PROFILE_NEVENTS];
 	struct bpf_link *ev_links[8];
@@ -271,10 +308,17 @@ bool record_stack_late(struct recorder *r, pid_t pid, uint32_t gen, const struct
 /* The series of pid at generation gen for event ev, in batch b. */
 int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t gen, uint32_t ev,
                   uint32_t *series);
-/* Stores r->frames[0..n) with count v at time `when` under series, and
- * counts it in the totals.  0 or -errno. */
+/* Stores r->frames[0..n) under series: each of the nm samples m[] of
+ * process pid with its moment, and count v (samples without one, maybe
+ * none) at time `when`; counts them in the totals.  0 or -errno. */
 int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t series, uint32_t ev,
-                        int64_t when, size_t n, const struct profile_value *v, bool truncated);
+                        int64_t when, size_t n, const struct profile_value *v, bool truncated,
+                        pid_t pid, const struct moment *m, size_t nm);
+/* The samples ring's callback: appends a record to r->smp. */
+int record_on_sample(void *ctx, void *data, size_t len);
+/* CLOCK_REALTIME - CLOCK_MONOTONIC (bpf_ktime_get_ns's clock) in ns,
+ * read where the two reads are closest together. */
+int64_t record_clock_offset(void);
 
 /* late.c: stacks whose JIT frames wait for a perf map. */
 /* A set that holds at most max_bytes of stacks, each for at most
@@ -284,14 +328,15 @@ int record_late_new(struct record_late **out, uint64_t max_bytes, uint64_t wait_
                     uint32_t bucket_seconds);
 void record_late_free(struct record_late *l); /* accepts NULL */
 /* A count whose user stack has a late frame (r->frames[0..*n) holds it
- * named as it is now): held back (returns 1), or, when the recording
+ * named as it is now), with its nm samples with a moment m[]: held back
+ * (returns 1), or, when the recording
  * ends (`final`), its process has ended, or holding it would pass
  * --jit-memory, left for the caller to store from r->frames[0..*n)
  * (returns 0; the map is read a last time first, and *n updated).  -errno
  * on failure. */
 int record_late_take(struct recorder *r, const struct profile_key *key,
-                     const struct profile_value *v, int64_t when, const struct raw_stack *u,
-                     const struct raw_stack *k, bool final, size_t *n);
+                     const struct profile_value *v, const struct moment *m, size_t nm, int64_t when,
+                     const struct raw_stack *u, const struct raw_stack *k, bool final, size_t *n);
 /* At each drain, after the sets: reads again the maps of the processes
  * with held stacks, and stores into b those now named, those of ended
  * processes, those that waited --jit-wait and, when `final`, all. */

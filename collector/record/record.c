@@ -48,7 +48,8 @@ void record_usage(FILE *f)
 	fputs("Usage: " PROG " record [--store DIR] [-p PID[,PID...] | -a | -- COMMAND [ARGS...]]\n"
 	      "           [-F HZ] [-d SECONDS] [--user-only | --kernel-only]\n"
 	      "           [--host NAME] [--binary NAME] [--version LABEL] [--lines] [--inline]\n"
-	      "           [--retention DURATION] [--log-drains FILE]\n"
+	      "           [--retention DURATION] [--keep-samples DURATION] [--log-drains FILE]\n"
+	      "           [--samples-memory SIZE]\n"
 	      "           [--push DATABASE [--push-every DURATION]]\n"
 	      "           [--unwind auto|dwarf|fp] [--unwind-memory SIZE] [--python=off]\n"
 	      "           [--jit-wait DURATION] [--jit-memory SIZE]\n"
@@ -84,6 +85,17 @@ void record_usage(FILE *f)
 	      "      --retention DURATION  every minute, delete the store's time\n"
 	      "                          buckets older than DURATION (30d, 12h, ...;\n"
 	      "                          see prune --help): wall-clock series only\n"
+	      "      --keep-samples DURATION  keep each sample whole (its time to the\n"
+	      "                          microsecond, pid, tid, weight) for this long,\n"
+	      "                          counted back from the newest sample, and\n"
+	      "                          only its count after that (30m, 6h, 1d; 0:\n"
+	      "                          counts only).  Kept in the store; default 2h\n"
+	      "                          (or what the store was given last)\n"
+	      "      --samples-memory SIZE  kernel memory for each of the two rings that\n"
+	      "                          carry samples with their moments (default: two\n"
+	      "                          seconds' worth, 64K to 32M; rounded up to a\n"
+	      "                          power of two); a sample that finds its ring\n"
+	      "                          full is counted without its moment\n"
 	      "      --push DATABASE     also copy the store into this central database\n"
 	      "                          (postgresql://...) in the background, as\n"
 	      "                          `push` does: at start, every --push-every and\n"
@@ -144,6 +156,8 @@ void record_usage(FILE *f)
 	      "  " PROG " record --store ~/prof -p $(pidof nginx | tr ' ' ,) -d 30\n"
 	      "  " PROG " record --store ~/prof -a -F 49 --user-only\n"
 	      "  " PROG " record --store ~/prof --host web-3 -a -d 60\n"
+	      "  " PROG " record --store ~/prof --keep-samples 6h -a -d 90 && \\\n"
+	      "      " PROG " samples --store ~/prof --from 2026-11-24T14:02:03.250Z\n"
 	      "  " PROG " record --store ~/prof --unwind fp -- python3 app.py\n"
 	      "  " PROG " record --store ~/prof -e cpu,offcpu,rss,block,net -a -d 30\n"
 	      "  " PROG " record --store ~/prof -e offcpu:all,rss:u:29 -p $(pidof myd)\n"
@@ -281,6 +295,10 @@ static unsigned count_processes(void)
 	return n;
 }
 
+#define SAMPLE_RING_MIN      (64u << 10)
+#define SAMPLE_RING_MAX      (32u << 20)
+#define SAMPLE_RING_OTHER_HZ 50000u
+
 /* Map sizes from frequency x drain interval x CPUs: a counts slot per
  * possible sample (each may be unique) with half again as headroom; the
  * stack maps (hash maps keyed by a stack's content) below. */
@@ -303,6 +321,32 @@ static int size_maps(struct recorder *r, int ncpu)
 	rc = bpf_map__set_max_entries(k->maps.counts0, (uint32_t)counts);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.counts1, (uint32_t)counts);
+	if (rc < 0)
+		return rc;
+
+	/* The samples rings (moments on): each holds two drains' worth of
+	 * records at -F on every CPU, and SAMPLE_RING_OTHER_HZ for each other
+	 * event, within [SAMPLE_RING_MIN, SAMPLE_RING_MAX] (a power of two of
+	 * pages).  Past that, samples are counted without their moment. */
+	uint64_t ring = SAMPLE_RING_MIN;
+	if (r->keep_samples > 0 && r->opt->samples_memory) {
+		/* --samples-memory: a power of two of pages, at least one */
+		uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+		for (ring = page; ring < r->opt->samples_memory; ring *= 2)
+			;
+	} else if (r->keep_samples > 0) {
+		uint64_t per_s =
+		        r->opt->ev_flags[PROFILE_EV_CPU] ? (uint64_t)r->opt->freq * ncpu : 0;
+		for (int i = 1; i < PROFILE_NEVENTS; i++)
+			per_s += r->opt->ev_flags[i] ? SAMPLE_RING_OTHER_HZ : 0;
+		uint64_t want = 2 * DRAIN_SECONDS * per_s * (sizeof(struct profile_sample) + 8);
+		while (ring < want && ring < SAMPLE_RING_MAX)
+			ring *= 2;
+	}
+	r->ring_bytes = ring;
+	rc = bpf_map__set_max_entries(k->maps.samples0, (uint32_t)ring);
+	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.samples1, (uint32_t)ring);
 	if (rc < 0)
 		return rc;
 
@@ -684,6 +728,17 @@ static int open_store(struct recorder *r, const struct options *o)
 		record_fail(r, rc, "--host: out of memory");
 		return rc;
 	}
+	if (o->keep_samples >= 0 && (rc = store_set_keep_samples(r->store, o->keep_samples)) < 0) {
+		if (rc == -EOPNOTSUPP)
+			record_fail(r, rc, "--keep-samples: %s keeps no samples with their moments",
+			            store_where(r->store));
+		else
+			record_fail(r, rc, "--keep-samples: %s", store_errmsg(r->store));
+		return rc;
+	}
+	/* Samples keep their moments while the store keeps any (a store
+	 * that cannot, or --keep-samples 0: counts only). */
+	r->keep_samples = store_keep_samples(r->store);
 	if (o->log_drains) {
 		r->log_fd = open(o->log_drains, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
 		                 0644);
@@ -730,6 +785,7 @@ static int open_bpf(struct recorder *r, const struct options *o, struct ldso_pro
 	uprobe_offsets(r);
 	r->skel->rodata->unwind_mode = o->unwind;
 	r->skel->rodata->python_on = python_walks(o);
+	r->skel->rodata->moments_on = r->keep_samples > 0;
 	char lerr[PATH_MAX + 128];
 	*have_ldso = ldso_find(LDSO_INTERP, ldso, lerr, sizeof(lerr)) == 0;
 	if (*have_ldso)
@@ -818,6 +874,17 @@ static int attach_process_events(struct recorder *r, const struct options *o,
 		record_fail(r, rc, "cannot open the event ring buffer: %s", strerror(-rc));
 		return rc;
 	}
+	for (int i = 0; i < 2 && r->keep_samples > 0; i++) {
+		struct bpf_map *m = i ? r->skel->maps.samples1 : r->skel->maps.samples0;
+		r->srb[i] = ring_buffer__new(bpf_map__fd(m), record_on_sample, r, NULL);
+		if (!r->srb[i]) {
+			rc = -errno;
+			record_fail(r, rc, "cannot open the samples ring buffer: %s",
+			            strerror(-rc));
+			return rc;
+		}
+	}
+	r->clock_off_ns = record_clock_offset();
 	r->fork_link = bpf_program__attach(r->skel->progs.on_fork);
 	r->exec_link = r->fork_link ? bpf_program__attach(r->skel->progs.on_exec) : NULL;
 	r->exit_link = r->exec_link ? bpf_program__attach(r->skel->progs.on_exit) : NULL;
@@ -1056,6 +1123,8 @@ static void cleanup(struct recorder *r)
 	bpf_link__destroy(r->exec_begin_link);
 	bpf_link__destroy(r->ldso_link);
 	ring_buffer__free(r->rb);
+	ring_buffer__free(r->srb[0]);
+	ring_buffer__free(r->srb[1]);
 	profile_bpf__destroy(r->skel);
 	record_late_free(r->late);
 	symbolize_free(r->sym);
@@ -1064,6 +1133,8 @@ static void cleanup(struct recorder *r)
 	free(r->links);
 	free(r->pfds);
 	free(r->ents);
+	free(r->smp);
+	free(r->mscratch);
 	free(r->hashes.v);
 	free(r->pyhashes.v);
 	free(r->khashes.v);

@@ -94,6 +94,11 @@ static void report_short(struct recorder *r, double wall)
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " samples dropped (counts map full: a lower -F keeps them)",
 		         dropped);
+	if (st[PROFILE_STAT_RING_FULL])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " samples counted without their moment (the samples ring was "
+		         "full)",
+		         (uint64_t)st[PROFILE_STAT_RING_FULL]);
 	if (lost)
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " stacks lost, their weight kept under [unknown]", lost);
@@ -175,6 +180,14 @@ static void report_samples(const struct recorder *r, double wall)
 	        (uint64_t)st[PROFILE_STAT_KERNEL_COLLISION], (uint64_t)st[PROFILE_STAT_STACK_ERROR],
 	        (uint64_t)st[PROFILE_STAT_KSTACKS_FULL], (uint64_t)st[PROFILE_STAT_PIDS_FULL],
 	        (uint64_t)st[PROFILE_STAT_EVENTS_LOST], r->unsymbolized_pids);
+	fprintf(stderr,
+	        PROG ": moments: %" PRIu64 " samples stored with their moment, %" PRIu64
+	             " without a moment (%" PRIu64 " for a full samples ring); ring %" PRIu64
+	             " KiB a set; keep window %" PRId64 " s; %" PRIu64 " roll-ups forgot the "
+	             "detail of %" PRIu64 " samples\n",
+	        r->with_moment, r->without_moment, (uint64_t)st[PROFILE_STAT_RING_FULL],
+	        r->keep_samples > 0 ? r->ring_bytes >> 10 : 0, r->keep_samples, r->rollups,
+	        r->rolled_samples);
 }
 
 /* The symbolizer: snapshots, files (and those not trusted), templates;

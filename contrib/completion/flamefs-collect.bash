@@ -1,6 +1,6 @@
 # bash completion for flamefs-collect(1)                      -*- shell-script -*-
 #
-# Completes the commands (import, record, stats, export, compact, prune, push, merge), each
+# Completes the commands (import, record, stats, export, samples, compact, prune, push, merge), each
 # command's options, directories after --store, files to import, values of
 # --format, process ids after -p, and the command line after `record --`.
 # Works with the bash-completion package (installed as
@@ -19,7 +19,7 @@ _flamefs_collect()
 		cword=$COMP_CWORD
 	fi
 
-	local commands='import record stats export compact prune push merge unwind-table'
+	local commands='import record stats export samples compact prune push merge unwind-table'
 	local cmd='' i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -100,8 +100,12 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W '1us 100us 1ms' -- "$cur"))
 		return
 		;;
-	--unwind-memory | --jit-memory)
+	--unwind-memory | --jit-memory | --samples-memory)
 		COMPREPLY=($(compgen -W '4M 16M 64M' -- "$cur"))
+		return
+		;;
+	--keep-samples)
+		COMPREPLY=($(compgen -W '0 30m 2h 6h 1d' -- "$cur"))
 		return
 		;;
 	--jit-wait)
@@ -135,15 +139,16 @@ _flamefs_collect()
 	case $cmd in
 	import)
 		opts='--store --host --format --binary --version --event --all-events --time --clock-offset
-		      --binary-path --one-batch --keep-going --timings --help'
+		      --keep-samples --binary-path --one-batch --keep-going --timings --help'
 		;;
 	record)
 		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
-		      --binary --version --lines --inline --retention --log-drains --verbose --help
+		      --binary --version --lines --inline --retention --keep-samples --samples-memory --log-drains --verbose --help
 		      --unwind --unwind-memory --jit-wait --jit-memory --python --event --offcpu-min --push --push-every -e
 		      -p -a -F -d -v --'
 		;;
 	stats) opts='--store --by-host --quality --help' ;;
+	samples) opts='--store --from --to --binary --version --event --host --folded --help' ;;
 	compact) opts='--store --help' ;;
 	unwind-table)
 		if [[ $cur == -* ]]; then

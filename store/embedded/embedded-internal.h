@@ -59,7 +59,7 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define KEY_SERIES 's'
 #define KEY_CHANGE 'c' /* schema 3: u64 BE commit number; see changes.c */
 #define KEY_NONCE  'k' /* u64 BE commit number: the commit's 8 random bytes; changes.c */
-#define KEY_DETAIL 'd' /* schema 4: u32 BE series, u32 BE bucket: a detail block; samples.c */
+#define KEY_DETAIL 'd' /* schema 4: u32 BE series, u32 BE bucket, u64 BE piece; samples.c */
 #define NODE_RUN   4096u
 
 /* In a frame record's kind byte (schema 2): the module and build id are
@@ -250,6 +250,9 @@ struct rdb {
 	/* writer: per clock (perf's, Unix), the bucket index below which the
 	 * last roll-up left no detail; INT64_MIN: not rolled up yet */
 	int64_t rolled_cut[2];
+	/* writer: per clock, the bucket index below which every bucket the
+	 * writer has looked at is sealed (one block); INT64_MIN at first */
+	int64_t sealed_cut[2];
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
@@ -457,11 +460,9 @@ int load_frame(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 int load_node(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 int load_node_run(struct rdb *s, uint32_t first, const uint8_t *v, size_t vlen);
 
-/* samples.c: the recent tier.  detail_merge_operator() is the default
- * column family's (only detail keys take merge operands). */
-rocksdb_mergeoperator_t *detail_merge_operator(void);
-/* Puts a merge operand per (series, bucket) of the batch's detail into
- * wb (the batch keeps it until detail_reset(), after the commit). */
+/* samples.c: the recent tier.  Puts a block (a piece, keyed by the
+ * commit's number) per (series, bucket) of the batch's detail into wb
+ * (the batch keeps it until detail_reset(), after the commit). */
 int detail_write(struct rdb_batch *b, rocksdb_writebatch_t *wb);
 void detail_reset(struct rdb_batch *b);
 /* Adds to *samples the samples of the detail blocks of `series` in
@@ -469,14 +470,15 @@ void detail_reset(struct rdb_batch *b);
  * 0 or -errno. */
 int detail_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t series, uint32_t cut,
                  uint64_t *samples);
-/* The number of samples a detail block holds (its first varint); -1 when
- * it is damaged. */
+/* The number of samples a detail block (or piece) holds (its first
+ * varint); -1 when it is damaged. */
 int detail_count(const void *v, size_t len, uint64_t *n);
 /* Loads META_KEEP_SAMPLES into s->keep_samples (the default without it). */
 int keep_load(struct rdb *s);
 /* After a commit: runs store_rollup() when the keep window has moved
- * past a bucket since the last roll-up (at most once a bucket per clock,
- * and once after the open). */
+ * past a bucket, or a bucket has closed, since the last roll-up (at most
+ * once a bucket per clock, and once after the open); it also seals the
+ * closed buckets' pieces. */
 void rollup_after_commit(struct rdb *s);
 /* floor(us / (bucket_seconds * 1e6)) as a bucket key, -ERANGE when out of range. */
 int bucket_of_us(const struct rdb *s, int64_t us, uint32_t *bucket);

@@ -583,6 +583,7 @@ int embedded_open(const char *dir, int flags, struct store **out, char *err, siz
 	s->readonly = flags & STORE_READONLY;
 	s->secdir_lock = -1;
 	s->rolled_cut[0] = s->rolled_cut[1] = INT64_MIN;
+	s->sealed_cut[0] = s->sealed_cut[1] = INT64_MIN;
 	pthread_mutex_init(&s->settle_mu, NULL);
 	s->dir = strdup(dir);
 	s->base.where = strdup(dir);

@@ -178,11 +178,6 @@ int make_options(struct rdb *s)
 	if (!mo)
 		return -ENOMEM;
 	rocksdb_options_set_merge_operator(s->countopts, mo);
-	/* only detail keys (samples.c) take merge operands there */
-	mo = detail_merge_operator();
-	if (!mo)
-		return -ENOMEM;
-	rocksdb_options_set_merge_operator(s->cfopts, mo);
 	rocksdb_writeoptions_set_sync(s->wopts, 1);
 	return 0;
 }

@@ -1,16 +1,17 @@
 /*
  * samples.c — the recent tier: every sample's detail (its moment to the
- * microsecond, stack node, weight, process and thread), one block per
+ * microsecond, stack node, weight, process and thread), in blocks per
  * (series, bucket) in the default column family under KEY_DETAIL.
  *
  * A sample is counted once, in its bucket's counts, when it is added
- * (batch_count); the block only keeps its detail, until store_rollup()
+ * (batch_count); the blocks only keep its detail, until store_rollup()
  * forgets the blocks of buckets older than the keep window.  Reads of
- * counts never look at blocks.  A commit adds one block per (series,
- * bucket) it holds detail for as a merge operand, in the WriteBatch that
- * carries its counts; the merge operator joins a bucket's operands into
- * one block in time order.  The block format is in store/README.md ("The
- * recent tier").
+ * counts never look at blocks.  A commit puts one block (a piece) per
+ * (series, bucket) it holds detail for, keyed by its commit number, in
+ * the WriteBatch that carries its counts; once a bucket has closed, the
+ * writer seals its pieces into one block (piece 0) in one write.  Reads
+ * join a bucket's pieces in time order.  The format is in store/README.md
+ * ("The recent tier").
  */
 #include "embedded-internal.h"
 
@@ -73,11 +74,24 @@ static bool bucket_start_us(const struct rdb *s, uint32_t bucket, int64_t *us)
 	return !__builtin_mul_overflow(bucket_start(s, bucket), (int64_t)US_PER_S, us);
 }
 
-static void detail_key(uint8_t k[9], uint32_t series, uint32_t bucket)
+/* A detail key: prefix, u32 BE series, u32 BE bucket, u64 BE piece (the
+ * commit that wrote it; 0: sealed). */
+#define DETAIL_KEY_LEN 17
+
+static void detail_key(uint8_t k[DETAIL_KEY_LEN], uint32_t series, uint32_t bucket, uint64_t piece)
 {
 	k[0] = KEY_DETAIL;
 	put_be32(k + 1, series);
 	put_be32(k + 5, bucket);
+	put_be32(k + 9, (uint32_t)(piece >> 32));
+	put_be32(k + 13, (uint32_t)piece);
+}
+
+/* True for a well-formed detail key of `series` (any series when 0). */
+static bool detail_key_ok(const uint8_t *k, size_t klen, uint32_t series)
+{
+	return klen == DETAIL_KEY_LEN && k[0] == KEY_DETAIL &&
+	       (series == 0 || get_be32(k + 1) == series);
 }
 
 /* ---- blocks ------------------------------------------------------------------ */
@@ -317,7 +331,7 @@ out:
 	return r;
 }
 
-/* ---- the merge operator ------------------------------------------------------- */
+/* ---- joining pieces ----------------------------------------------------------- */
 
 /* Joins blocks into one, in time order (ties: the order of the inputs).
  * 0, -ENOMEM or -EIO (a damaged input). */
@@ -348,76 +362,6 @@ out:
 	free(b.p);
 	free(v);
 	return r;
-}
-
-/* RocksDB's callbacks; failure becomes a Corruption status on the read
- * or compaction that needed the merge.  Only detail keys take merge
- * operands in the default column family; *len is set before anything can
- * fail (RocksDB 7.8's C wrapper copies it even then). */
-static char *detail_full_merge(void *state, const char *key, size_t key_len, const char *existing,
-                               size_t existing_len, const char *const *ops, const size_t *op_lens,
-                               int nops, unsigned char *success, size_t *len)
-{
-	const char **vals;
-	size_t *lens, n = 0;
-	char *out = NULL;
-
-	*success = 0;
-	*len = 0;
-	if (nops < 0 || key_len != 9 || key[0] != KEY_DETAIL)
-		return NULL;
-	vals = malloc(((size_t)nops + 1) * sizeof(*vals));
-	lens = malloc(((size_t)nops + 1) * sizeof(*lens));
-	if (vals && lens) {
-		if (existing) {
-			vals[n] = existing;
-			lens[n++] = existing_len;
-		}
-		for (int i = 0; i < nops; i++) {
-			vals[n] = ops[i];
-			lens[n++] = op_lens[i];
-		}
-		if (detail_merge(vals, lens, n, &out, len) == 0)
-			*success = 1;
-	}
-	free(vals);
-	free(lens);
-	return out;
-}
-
-static char *detail_partial_merge(void *state, const char *key, size_t key_len,
-                                  const char *const *ops, const size_t *op_lens, int nops,
-                                  unsigned char *success, size_t *len)
-{
-	char *out = NULL;
-
-	*success = 0;
-	*len = 0;
-	if (nops >= 0 && key_len == 9 && key[0] == KEY_DETAIL &&
-	    detail_merge(ops, op_lens, (size_t)nops, &out, len) == 0)
-		*success = 1;
-	return out;
-}
-
-static void detail_merge_delete(void *state, const char *value, size_t len)
-{
-	free((void *)value);
-}
-
-static void detail_merge_destroy(void *state)
-{
-}
-
-static const char *detail_merge_name(void *state)
-{
-	return "flamefs.detail-merge.v1";
-}
-
-rocksdb_mergeoperator_t *detail_merge_operator(void)
-{
-	return rocksdb_mergeoperator_create(NULL, detail_merge_destroy, detail_full_merge,
-	                                    detail_partial_merge, detail_merge_delete,
-	                                    detail_merge_name);
 }
 
 /* ---- writing ------------------------------------------------------------------- */
@@ -551,7 +495,7 @@ int detail_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 {
 	struct rdb *s = b->s;
 	struct buf buf = {0};
-	uint8_t key[9];
+	uint8_t key[DETAIL_KEY_LEN];
 	int r = 0;
 
 	if (!b->ndetail)
@@ -567,9 +511,9 @@ int detail_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 		r = block_encode(&buf, b->detail + i, j - i);
 		if (r < 0)
 			goto out;
-		detail_key(key, b->detail[i].series, b->detail[i].bucket);
-		rocksdb_writebatch_merge_cf(wb, s->cf[CF_DEFAULT], (char *)key, sizeof(key),
-		                            (char *)buf.p, buf.len);
+		detail_key(key, b->detail[i].series, b->detail[i].bucket, s->commits + 1);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, sizeof(key),
+		                          (char *)buf.p, buf.len);
 	}
 out:
 	free(buf.p);
@@ -580,7 +524,7 @@ int detail_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t series, uint3
                  uint64_t *samples)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
-	uint8_t key[9];
+	uint8_t key[DETAIL_KEY_LEN];
 	char *rerr = NULL;
 	int r = 0;
 
@@ -588,7 +532,7 @@ int detail_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t series, uint3
 		seterr(s, "%s: out of memory", s->dir);
 		return -ENOMEM;
 	}
-	detail_key(key, series, 0);
+	detail_key(key, series, 0, 0);
 	for (rocksdb_iter_seek(it, (const char *)key, sizeof(key)); rocksdb_iter_valid(it);
 	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
@@ -596,8 +540,7 @@ int detail_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t series, uint3
 		const char *v;
 		uint64_t n;
 
-		if (klen != 9 || k[0] != KEY_DETAIL || get_be32(k + 1) != series ||
-		    get_be32(k + 5) >= cut)
+		if (!detail_key_ok(k, klen, series) || get_be32(k + 5) >= cut)
 			break;
 		v = rocksdb_iter_value(it, &vlen);
 		if (detail_count(v, vlen, &n) < 0) {
@@ -634,9 +577,10 @@ int rdb_series_samples(struct store *sbase, uint32_t series, int64_t from_us, in
 	struct rdb *s = rdb_of(sbase);
 	rocksdb_iterator_t *it;
 	struct detail_ent *v = NULL;
-	size_t cap = 0;
-	uint8_t start[9];
-	uint32_t lo, hi;
+	size_t cap = 0, n = 0;
+	uint8_t start[DETAIL_KEY_LEN];
+	uint32_t lo, hi, cur = 0;
+	bool have = false, end = false;
 	char *rerr = NULL;
 	int r = 0;
 
@@ -649,57 +593,81 @@ int rdb_series_samples(struct store *sbase, uint32_t series, int64_t from_us, in
 	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	if (!it)
 		return -ENOMEM;
-	detail_key(start, series, lo);
-	for (rocksdb_iter_seek(it, (const char *)start, sizeof(start)); rocksdb_iter_valid(it);
-	     rocksdb_iter_next(it)) {
-		size_t klen, vlen, n = 0;
-		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
-		const char *val = rocksdb_iter_value(it, &vlen);
-		uint32_t bucket;
-		int64_t bstart = 0, blen = bucket_us(s);
+	detail_key(start, series, lo, 0);
+	rocksdb_iter_seek(it, (const char *)start, sizeof(start));
+	/* A bucket's pieces are adjacent keys: gather them, then walk. */
+	while (!end) {
+		const uint8_t *k = NULL;
+		size_t klen = 0;
 
-		if (klen < 5 || k[0] != KEY_DETAIL || get_be32(k + 1) != series)
-			break;
-		bucket = klen == 9 ? get_be32(k + 5) : 0;
-		if (klen == 9 && bucket > hi)
-			break;
-		r = klen == 9 ? block_decode(val, vlen, &v, &n, &cap) : -1;
-		if (r == 0 && !bucket_start_us(s, bucket, &bstart))
-			r = -1;
-		for (size_t i = 0; r == 0 && i < n; i++) {
-			if (v[i].t_rel >= blen || v[i].node >= s->nnodes)
-				r = -1;
-		}
-		if (r < 0) {
-			if (r == -1) {
-				seterr(s, "%s: store is damaged: the detail of series %u at %lld",
-				       s->dir, series,
-				       klen == 9 ? (long long)bucket_start(s, bucket) : 0LL);
+		if (rocksdb_iter_valid(it)) {
+			k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+			if (klen < 5 || k[0] != KEY_DETAIL || get_be32(k + 1) != series)
+				k = NULL;
+			else if (klen != DETAIL_KEY_LEN) {
+				seterr(s, "%s: store is damaged: a detail key of series %u", s->dir,
+				       series);
 				r = -EIO;
-			}
-			goto out;
+				goto out;
+			} else if (get_be32(k + 5) > hi)
+				k = NULL;
 		}
-		for (size_t i = 0; i < n; i++) {
-			struct store_sample smp = {
-			        .time_us = bstart + v[i].t_rel,
-			        .node = v[i].node,
-			        .pid = v[i].pid,
-			        .tid = v[i].tid,
-			        .weight = v[i].weight,
-			};
+		end = k == NULL;
+		if (have && (end || get_be32(k + 5) != cur)) {
+			/* bucket `cur` is whole: order it, check it, walk it */
+			int64_t bstart = 0, blen = bucket_us(s);
+			bool bad = !bucket_start_us(s, cur, &bstart);
 
-			if (smp.time_us < from_us)
-				continue;
-			if (smp.time_us >= to_us)
-				goto out;
-			r = fn(ctx, &smp);
-			if (r)
-				goto out;
+			if (!detail_sorted(v, n))
+				qsort(v, n, sizeof(*v), detail_cmp);
+			for (size_t i = 0; !bad && i < n; i++)
+				bad = v[i].t_rel >= blen || v[i].node >= s->nnodes;
+			if (bad) {
+				r = -1;
+				goto damaged;
+			}
+			for (size_t i = 0; i < n; i++) {
+				struct store_sample smp = {
+				        .time_us = bstart + v[i].t_rel,
+				        .node = v[i].node,
+				        .pid = v[i].pid,
+				        .tid = v[i].tid,
+				        .weight = v[i].weight,
+				};
+
+				if (smp.time_us < from_us)
+					continue;
+				if (smp.time_us >= to_us)
+					goto out;
+				r = fn(ctx, &smp);
+				if (r)
+					goto out;
+			}
+			n = 0;
+			have = false;
 		}
+		if (end)
+			break;
+		size_t vlen;
+		const char *val = rocksdb_iter_value(it, &vlen);
+
+		cur = get_be32(k + 5);
+		have = true;
+		r = block_decode(val, vlen, &v, &n, &cap);
+		if (r < 0)
+			goto damaged;
+		rocksdb_iter_next(it);
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	if (rerr)
 		r = rdb_fail(s, rerr, "reading detail");
+	goto out;
+damaged:
+	if (r == -1) {
+		seterr(s, "%s: store is damaged: the detail of series %u at %lld", s->dir, series,
+		       (long long)bucket_start(s, cur));
+		r = -EIO;
+	}
 out:
 	free(v);
 	rocksdb_iter_destroy(it);
@@ -806,6 +774,13 @@ static int64_t rollup_cut(const struct rdb *s, int64_t newest)
 
 static int rollup_run(struct rdb *s, struct store_rollup_stats *st);
 
+/* The bucket index below which a bucket has closed on a clock whose
+ * newest moment is `newest`: it ended a whole bucket before it. */
+static int64_t seal_cut(const struct rdb *s, int64_t newest)
+{
+	return newest == INT64_MIN ? INT64_MIN : floor_div(newest, bucket_us(s)) - 1;
+}
+
 void rollup_after_commit(struct rdb *s)
 {
 	int64_t newest[2];
@@ -813,7 +788,8 @@ void rollup_after_commit(struct rdb *s)
 
 	newest_moments(s, newest);
 	for (int c = 0; c < 2; c++)
-		due |= rollup_cut(s, newest[c]) > s->rolled_cut[c];
+		due |= rollup_cut(s, newest[c]) > s->rolled_cut[c] ||
+		       seal_cut(s, newest[c]) > s->sealed_cut[c];
 	if (!due)
 		return;
 	/* A failure leaves the detail for the next commit's try; the
@@ -822,8 +798,14 @@ void rollup_after_commit(struct rdb *s)
 	char msg[sizeof(s->errmsg)];
 	struct store_rollup_stats st;
 	memcpy(msg, s->errmsg, sizeof(msg));
-	if (rollup_run(s, &st) < 0)
+	if (rollup_run(s, &st) < 0) {
 		memcpy(s->errmsg, msg, sizeof(msg));
+		/* not again before the window or a bucket moves on */
+		for (int c = 0; c < 2; c++) {
+			s->rolled_cut[c] = rollup_cut(s, newest[c]);
+			s->sealed_cut[c] = seal_cut(s, newest[c]);
+		}
+	}
 }
 
 int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
@@ -845,14 +827,95 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 	return rollup_run(s, st);
 }
 
-/* store_rollup() once its caller has checked that it may write. */
+/* A bucket's pieces gathered for sealing: their keys and values, copied
+ * out of the iterator. */
+struct seal_set {
+	uint8_t (*keys)[DETAIL_KEY_LEN];
+	char **vals;
+	size_t *lens;
+	size_t n, cap;
+};
+
+static void seal_clear(struct seal_set *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->vals[i]);
+	p->n = 0;
+}
+
+static int seal_add(struct seal_set *p, const uint8_t *k, const char *v, size_t len)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		void *a = realloc(p->keys, cap * sizeof(*p->keys));
+
+		if (!a)
+			return -ENOMEM;
+		p->keys = a;
+		a = realloc(p->vals, cap * sizeof(*p->vals));
+		if (!a)
+			return -ENOMEM;
+		p->vals = a;
+		a = realloc(p->lens, cap * sizeof(*p->lens));
+		if (!a)
+			return -ENOMEM;
+		p->lens = a;
+		p->cap = cap;
+	}
+	p->vals[p->n] = malloc(len ? len : 1);
+	if (!p->vals[p->n])
+		return -ENOMEM;
+	memcpy(p->vals[p->n], v, len);
+	memcpy(p->keys[p->n], k, DETAIL_KEY_LEN);
+	p->lens[p->n++] = len;
+	return 0;
+}
+
+/* Puts into wb the one block that replaces a closed bucket's pieces (its
+ * sealed block, piece 0) and the deletion of the others.  Nothing for a
+ * bucket of one piece.  0, -ENOMEM, or -1 when a piece is damaged. */
+static int seal_flush(struct rdb *s, rocksdb_writebatch_t *wb, struct seal_set *p, uint64_t *sealed)
+{
+	char *out = NULL;
+	size_t outlen = 0;
+	uint8_t key[DETAIL_KEY_LEN];
+	int r = 0;
+
+	if (p->n > 1) {
+		r = detail_merge((const char *const *)p->vals, p->lens, p->n, &out, &outlen);
+		if (r == -EIO)
+			r = -1;
+		if (r == 0) {
+			memcpy(key, p->keys[0], DETAIL_KEY_LEN);
+			memset(key + 9, 0, 8);
+			for (size_t i = 0; i < p->n; i++)
+				if (memcmp(p->keys[i], key, DETAIL_KEY_LEN))
+					rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT],
+					                             (const char *)p->keys[i],
+					                             DETAIL_KEY_LEN);
+			rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (const char *)key,
+			                          DETAIL_KEY_LEN, out, outlen);
+			(*sealed)++;
+		}
+		free(out);
+	}
+	seal_clear(p);
+	return r;
+}
+
+/* store_rollup() once its caller has checked that it may write: in one
+ * write, forgets the detail of the buckets behind the keep window and
+ * seals the pieces of the buckets that have closed since the last time. */
 static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 {
 	rocksdb_writebatch_t *wb = NULL;
 	rocksdb_iterator_t *it = NULL;
-	uint64_t *gone = NULL;
+	uint64_t *gone = NULL, sealed = 0;
+	struct seal_set set = {0};
 	struct buf buf = {0};
 	int64_t newest[2] = {INT64_MIN, INT64_MIN};
+	uint32_t cur = 0;                      /* the bucket being sealed */
+	uint32_t last_id = 0, last_bucket = 0; /* the last bucket forgotten */
 	char *rerr = NULL;
 	int r = 0;
 
@@ -866,21 +929,33 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 		r = -ENOMEM;
 		goto out;
 	}
-	/* Per series, per clock, the buckets [lo, hi) to forget: a seek and
-	 * a walk over them only, never over the detail that stays. */
+	/* Per series, per clock: the buckets [lo, hi) to forget, then
+	 * [hi or where the last sealing stopped, seal_to) to seal: seeks and
+	 * walks over those only, never over the detail that stays as it is. */
 	int64_t wall_first = -floor_div(-(int64_t)STORE_WALL_CLOCK_MIN * US_PER_S, bucket_us(s));
-	int64_t lo[2] = {INT32_MIN, wall_first};
-	int64_t hi[2] = {rollup_cut(s, newest[0]), rollup_cut(s, newest[1])};
+	int64_t lo[2] = {INT32_MIN, wall_first}, hi[2], seal_to[2], seal_from[2];
 
-	if (hi[0] > wall_first)
-		hi[0] = wall_first;
+	for (int c = 0; c < 2; c++) {
+		int64_t top = c == 0 ? wall_first : (int64_t)INT32_MAX + 1;
+
+		hi[c] = rollup_cut(s, newest[c]);
+		seal_to[c] = seal_cut(s, newest[c]);
+		if (hi[c] > top)
+			hi[c] = top;
+		if (seal_to[c] > top)
+			seal_to[c] = top;
+		if (hi[c] < lo[c])
+			hi[c] = lo[c];
+		seal_from[c] = s->sealed_cut[c] > hi[c] ? s->sealed_cut[c] : hi[c];
+	}
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		for (int c = 0; c < 2; c++) {
-			uint8_t key[9];
+			uint8_t key[DETAIL_KEY_LEN];
+			int64_t from = hi[c] > lo[c] ? lo[c] : seal_from[c];
 
-			if (hi[c] <= lo[c] || lo[c] > INT32_MAX)
+			if ((from >= seal_to[c] && from >= hi[c]) || from > INT32_MAX)
 				continue;
-			detail_key(key, id, (uint32_t)(int32_t)lo[c] ^ 0x80000000u);
+			detail_key(key, id, (uint32_t)(int32_t)from ^ 0x80000000u, 0);
 			for (rocksdb_iter_seek(it, (const char *)key, sizeof(key));
 			     rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 				size_t klen, vlen;
@@ -888,27 +963,53 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 				const char *val;
 				uint64_t n;
 
-				if (klen != 9 || k[0] != KEY_DETAIL || get_be32(k + 1) != id)
+				if (!detail_key_ok(k, klen, id))
 					break;
-				if ((int64_t)(int32_t)(get_be32(k + 5) ^ 0x80000000u) >= hi[c])
+				int64_t idx = (int32_t)(get_be32(k + 5) ^ 0x80000000u);
+				if (idx >= hi[c] && idx < seal_from[c]) {
+					/* past what goes: on to what is to be sealed */
+					if (seal_from[c] >= seal_to[c] || seal_from[c] > INT32_MAX)
+						break;
+					detail_key(key, id,
+					           (uint32_t)(int32_t)seal_from[c] ^ 0x80000000u,
+					           0);
+					rocksdb_iter_seek(it, (const char *)key, sizeof(key));
+					if (!rocksdb_iter_valid(it))
+						break;
+					k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+					if (!detail_key_ok(k, klen, id))
+						break;
+					idx = (int32_t)(get_be32(k + 5) ^ 0x80000000u);
+				}
+				if (idx >= hi[c] && idx >= seal_to[c])
 					break;
 				val = rocksdb_iter_value(it, &vlen);
+				if (idx >= hi[c]) {
+					if (set.n && get_be32(k + 5) != cur &&
+					    (r = seal_flush(s, wb, &set, &sealed)) < 0)
+						goto damaged;
+					cur = get_be32(k + 5);
+					if ((r = seal_add(&set, k, val, vlen)) < 0)
+						goto nomem;
+					continue;
+				}
 				if (detail_count(val, vlen, &n) < 0) {
-					seterr(s,
-					       "%s: store is damaged: the detail of series %u at "
-					       "%lld",
-					       s->dir, id,
-					       (long long)bucket_start(s, get_be32(k + 5)));
-					r = -EIO;
-					goto out;
+					cur = get_be32(k + 5);
+					r = -1;
+					goto damaged;
 				}
 				rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], (const char *)k,
 				                             klen);
 				gone[id] += n;
-				st->slices++;
+				/* a (series, bucket) once, however many pieces */
+				st->slices += !(id == last_id && get_be32(k + 5) == last_bucket);
+				last_id = id;
+				last_bucket = get_be32(k + 5);
 				st->samples += n;
 				st->bytes += vlen;
 			}
+			if (set.n && (r = seal_flush(s, wb, &set, &sealed)) < 0)
+				goto damaged;
 		}
 	}
 	rocksdb_iter_get_error(it, &rerr);
@@ -916,7 +1017,7 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 		r = rdb_fail(s, rerr, "reading detail");
 		goto out;
 	}
-	if (!st->slices)
+	if (!st->slices && !sealed)
 		goto done;
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		struct series_rec n;
@@ -928,10 +1029,8 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 		n.recent = gone[id] < n.recent ? n.recent - gone[id] : 0;
 		buf.len = 0;
 		r = series_encode(&buf, &n);
-		if (r < 0) {
-			seterr(s, "%s: out of memory", s->dir);
-			goto out;
-		}
+		if (r < 0)
+			goto nomem;
 		id_key(key, KEY_SERIES, id);
 		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
 		                          buf.len);
@@ -951,10 +1050,29 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 	settle(s, written);
 	s->seq = rocksdb_get_latest_sequence_number(s->db);
 done:
-	/* what is below these buckets has no detail left */
-	for (int c = 0; c < 2; c++)
+	/* below these buckets: no detail left, and every closed bucket one
+	 * block */
+	for (int c = 0; c < 2; c++) {
 		s->rolled_cut[c] = rollup_cut(s, newest[c]);
+		if (seal_to[c] > s->sealed_cut[c])
+			s->sealed_cut[c] = seal_to[c];
+	}
+	goto out;
+nomem:
+	seterr(s, "%s: out of memory", s->dir);
+	r = -ENOMEM;
+	goto out;
+damaged:
+	if (r == -1) {
+		seterr(s, "%s: store is damaged: the detail of a series at %lld", s->dir,
+		       (long long)bucket_start(s, cur));
+		r = -EIO;
+	}
 out:
+	seal_clear(&set);
+	free(set.keys);
+	free(set.vals);
+	free(set.lens);
 	free(buf.p);
 	free(gone);
 	if (it)

@@ -95,6 +95,9 @@ int fuzz_import(const uint8_t *data, size_t size, enum import_format fmt)
 		break;
 	case 3: o.version = "v1"; break;
 	}
+	/* Half the inputs keep their samples whole (store_batch_sample),
+	 * half are counted per bucket. */
+	o.samples = (size / 4) % 2 == 0;
 
 	if (!store)
 		open_store();
