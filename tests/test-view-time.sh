@@ -167,6 +167,12 @@ hb=$mnt/app/1/main/phaseB/heatmap.svg
 lb=$(grep -o 'xlink:href="[^"]*"' "$hb" | head -1 | sed 's/xlink:href="//; s/"$//')
 check "a subtree's heatmap links to the same subtree: $lb" \
 	test "$(cat "$(dirname "$hb")/$lb/folded")" = "app;main;phaseB;b_work 20000000"
+host=$(ls "$mnt/@host" | head -1)
+hh=$mnt/@host/$host/@range/$(s 5)/$(s 12)/app/1/heatmap.svg
+check "a host's heatmap is the root's (its links go up to its view's root)" same_bytes "$hh" "$h"
+lh=$(grep -o 'xlink:href="[^"]*"' "$hh" | head -1 | sed 's/xlink:href="//; s/"$//')
+check "... and resolve inside @host/$host: $lh" \
+	test "$(cd "$(dirname "$hh")/$lh" && pwd)" = "$mnt/@host/$host/@range/$(s 5)/$(s 5 02)/app/1"
 he=$mnt/app/v%402/main/%40at/heatmap.svg
 le=$(grep -o 'xlink:href="[^"]*"' "$he" | head -1 | sed 's/xlink:href="//; s/"$//')
 lu=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.unquote(sys.argv[1]))' "$le")

@@ -524,15 +524,13 @@ static int space_build_all_locked(const struct space *sp, const struct view_tree
 	return r;
 }
 
-/* Tells a tree of a series or a whole view where its directories are
- * (heatmap.svg's links): the view's root, the window directories
- * between, and the version directory (by the version's own name, or
- * <version>@<event> for a series that is not the version's primary). */
+/* Tells a tree of a series or a whole view where its directories are in
+ * their view (heatmap.svg's links): the window directories above, and
+ * the version directory (by the version's own name, or <version>@<event>
+ * for a series that is not the version's primary). */
 static int space_place_locked(const struct space *sp, struct view_tree *t)
 {
-	uint32_t view = sp->base_id;
-	char vp[VIEW_NAME_MAX + 8], top[3 * VIEW_NAME_MAX + 4] = "";
-	const struct store_series *s = NULL;
+	char top[3 * VIEW_NAME_MAX + 4] = "";
 	unsigned between = 0;
 
 	if (sp->kind == SPACE_WINDOW || sp->kind == SPACE_ALL_WINDOW)
@@ -540,24 +538,17 @@ static int space_place_locked(const struct space *sp, struct view_tree *t)
 	else if (sp->kind != SPACE_SERIES && sp->kind != SPACE_ALL)
 		return 0; /* diffs, callers, callees: no heatmap of their own */
 	if (!space_is_all(sp)) {
-		if (!(s = series_by_id_locked(sp->series_id)))
+		const struct store_series *s = series_by_id_locked(sp->series_id);
+		if (!s)
 			return 0;
-		view = series_view_locked(s);
 		char b[VIEW_NAME_MAX + 1], v[VIEW_NAME_MAX + 1], e[VIEW_NAME_MAX + 1];
+		bool primary = fs.primary[s - fs.series];
 		view_escape(s->binary, strlen(s->binary), 0, b);
 		view_escape(s->version, strlen(s->version), VIEW_ESCAPE_AT, v);
 		view_escape(s->event, strlen(s->event), 0, e);
-		snprintf(top, sizeof(top), "%s/%s%s%s", b, v, fs.primary[s - fs.series] ? "" : "@",
-		         fs.primary[s - fs.series] ? "" : e);
+		snprintf(top, sizeof(top), "%s/%s%s%s", b, v, primary ? "" : "@", primary ? "" : e);
 	}
-	const char *host = series_host_of_view(view);
-	vp[0] = '\0';
-	if (host) {
-		char h[VIEW_NAME_MAX + 1];
-		view_escape(host, strlen(host), 0, h);
-		snprintf(vp, sizeof(vp), "@host/%s/", h);
-	}
-	return view_tree_set_place(t, vp, between, top);
+	return view_tree_set_place(t, between, top);
 }
 
 static int space_build_kind_locked(const struct space *sp, const struct view_tree *seed,

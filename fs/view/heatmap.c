@@ -30,11 +30,11 @@
 #define RIGHT    30
 #define TEXT_MAX 200
 
-int view_tree_set_place(struct view_tree *t, const char *view, unsigned between, const char *top)
+int view_tree_set_place(struct view_tree *t, unsigned between, const char *top)
 {
 	struct view_place *p = calloc(1, sizeof(*p));
 
-	if (!p || !(p->view = strdup(view ? view : "")) || !(p->top = strdup(top ? top : ""))) {
+	if (!p || !(p->top = strdup(top ? top : ""))) {
 		view_place_free(p);
 		return -ENOMEM;
 	}
@@ -48,7 +48,6 @@ void view_place_free(struct view_place *p)
 {
 	if (!p)
 		return;
-	free(p->view);
 	free(p->top);
 	free(p);
 }
@@ -154,13 +153,11 @@ static int append_dirs(struct view_buf *out, const struct view_tree *t, uint32_t
 	return 0;
 }
 
-/* How many directories node's lies below the mount's root. */
+/* How many directories node's lies below its view's root. */
 static unsigned dir_depth(const struct view_tree *t, uint32_t node, const struct view_place *p)
 {
 	unsigned d = p->between;
 
-	for (const char *c = p->view; *c; c++)
-		d += *c == '/';
 	if (node == VIEW_ROOT)
 		return d;
 	d += 1;
@@ -172,9 +169,9 @@ static unsigned dir_depth(const struct view_tree *t, uint32_t node, const struct
 }
 
 /* The link from node's directory to the @range directory of [from, to)
- * showing the same subtree: the part before the times (relative, from
- * the heatmap's directory up to the mount's root: href only) and the
- * part after them, as an href (url) or as a title's text. */
+ * showing the same subtree in the same view: the part before the times
+ * (relative, from the heatmap's directory up to its view's root: href
+ * only) and the part after them, as an href (url) or as a title's text. */
 static int link_parts(const struct view_tree *t, uint32_t node, struct view_buf *pre,
                       struct view_buf *post, bool url)
 {
@@ -185,8 +182,6 @@ static int link_parts(const struct view_tree *t, uint32_t node, struct view_buf 
 		return view_buf_append(pre, "@range/", 7);
 	for (unsigned d = dir_depth(t, node, p); url && d > 0 && r == 0; d--)
 		r = view_buf_append(pre, "../", 3);
-	if (r == 0)
-		r = append_path(pre, p->view, strlen(p->view), url);
 	if (r == 0)
 		r = view_buf_append(pre, "@range/", 7);
 	if (r == 0 && node != VIEW_ROOT && *p->top) {

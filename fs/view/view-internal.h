@@ -260,7 +260,6 @@ void view_path_put_name(const struct view_tree *t, uint32_t n, char *path);
 
 /* Where a tree's directories are (view_tree_set_place()). */
 struct view_place {
-	char *view;
 	unsigned between;
 	char *top;
 };

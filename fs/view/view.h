@@ -222,15 +222,17 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 #define VIEW_HEATMAP_COLUMNS 7200
 #define VIEW_HEATMAP_ROWS    50
 int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct view_buf *out);
-/* Says where a tree's directories are in the mount, for heatmap.svg's
- * links: `view` is the path of the view's root from the mount's root
- * ("" or "@host/NAME/"), `between` the number of directories from there
- * to the tree's top directory's parent (0 for a version, 3 in
- * @range/F/T/, 2 in @last/D/), and `top` the path of the tree's top
- * directory from its parent ("bin/1.0", escaped as the mount shows it),
- * or "" for a tree whose files are its top root's (the whole view at a
- * root).  Copies the strings.  0 or -ENOMEM. */
-int view_tree_set_place(struct view_tree *t, const char *view, unsigned between, const char *top);
+/* Says where a tree's directories are in their view (the mount's root, or
+ * @host/NAME/, which has the same layout), for heatmap.svg's links,
+ * which go up to the view's root and down its @range: `between` is the
+ * number of directories from the view's root to the tree's top
+ * directory's parent (0 for a version, 3 in @range/F/T/, 2 in
+ * @last/D/), and `top` the path of the tree's top directory from there
+ * ("bin/1.0", escaped as the mount shows it), or "" for a tree whose
+ * files are its top root's (the whole view at a root).  So a tree's
+ * heatmap is the same in every view.  Copies the string.  0 or
+ * -ENOMEM. */
+int view_tree_set_place(struct view_tree *t, unsigned between, const char *top);
 
 /* How good the stacks of a subtree are (quality.c).  total: the node's
  * total weight; rooted: the weight of its stacks whose outermost frame is
