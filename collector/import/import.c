@@ -169,8 +169,9 @@ int import_sample(struct import_ctx *ctx, struct import_sums *sums, uint64_t lin
 		return rc;
 	rc = store_batch_sample(ctx->batch, series, smp);
 	if (rc == -ERANGE)
-		return time_range_fail(ctx, line,
-		                       (long long)(smp->time_us / 1000000 - (smp->time_us % 1000000 < 0)));
+		return time_range_fail(
+		        ctx, line,
+		        (long long)(smp->time_us / 1000000 - (smp->time_us % 1000000 < 0)));
 	return rc;
 }
 
