@@ -781,22 +781,14 @@ out:
 	return r;
 }
 
-/* The counts rows, the replaced rows they take the place of, and the
- * series totals. */
-static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
-                        const char *source_id)
+/* One delta per series the batch touched: the known ones and its own,
+ * by final id.  *d is the caller's to free. */
+static int series_deltas(struct pg_batch *b, const uint32_t *ids, struct delta **dp, size_t *ndp)
 {
 	struct pg *s = b->s;
-	struct delta *d = NULL;
+	struct delta *d;
 	size_t nd = 0;
-	struct cbuf c = {0};
-	struct tarr ks = {0}, kb = {0};
-	struct tarr a[13] = {{0}};
-	char v[32];
-	int r = 0;
 
-	/* One delta per series the batch touched: the known ones and its
-	 * own, by final id. */
 	d = calloc(s->nseries + 1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -817,8 +809,19 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		d[nd].recent = e->recent;
 		nd++;
 	}
+	*dp = d;
+	*ndp = nd;
+	return 0;
+}
 
-	copy_start(&c);
+/* The batch's counts as binary COPY rows, one per (series, bucket); in a
+ * copy, each row's key also goes to ks and kb. */
+static void encode_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
+                          const char *source_id, struct cbuf *c, struct tarr *ks, struct tarr *kb)
+{
+	char v[32];
+
+	copy_start(c);
 	for (size_t i = 0; i < b->ncounts;) {
 		const struct count_ent *e = &b->counts[i];
 		size_t n = 1;
@@ -830,77 +833,99 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 			tw += e[n].weight;
 			n++;
 		}
-		cb_16(&c, 7);
-		f_int4(&c, series);
-		f_int8(&c, (uint64_t)e->bucket);
-		f_int4(&c, (uint32_t)strtoul(source_id, NULL, 10)); /* 0: written directly */
-		f_int8(&c, (uint64_t)commit);
-		f_counts(&c, e, n);
-		f_int8(&c, ts);
-		f_int8(&c, tw);
+		cb_16(c, 7);
+		f_int4(c, series);
+		f_int8(c, (uint64_t)e->bucket);
+		f_int4(c, (uint32_t)strtoul(source_id, NULL, 10)); /* 0: written directly */
+		f_int8(c, (uint64_t)commit);
+		f_counts(c, e, n);
+		f_int8(c, ts);
+		f_int8(c, tw);
 		if (b->replace) {
 			snprintf(v, sizeof(v), "%" PRIu32, series);
-			ta_add(&ks, v);
+			ta_add(ks, v);
 			snprintf(v, sizeof(v), "%" PRId64, e->bucket);
-			ta_add(&kb, v);
+			ta_add(kb, v);
 		}
 		i += n;
 	}
-	copy_end(&c);
+	copy_end(c);
+}
+
+/* Each (series, bucket) the copy carries replaces the one the same
+ * source sent before; the totals in d[] lose what it held. */
+static int delete_replaced_counts(struct pg *s, struct tarr *ks, struct tarr *kb,
+                                  const char *source_id, struct delta *d, size_t nd)
+{
+	const char *vals[3] = {ta_str(ks), ta_str(kb), source_id};
+	PGresult *res;
+	int r;
+
+	r = central_exec(s, "replacing copied counts",
+	                 "DELETE FROM counts c USING unnest($1::int4[], $2::int8[]) AS"
+	                 " k(series, bucket) WHERE c.source = $3 AND c.series = k.series"
+	                 " AND c.bucket = k.bucket"
+	                 " RETURNING c.series, c.total_samples, c.total_weight",
+	                 3, vals, false, &res);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		uint32_t id;
+		int64_t ts, tw;
+		struct delta *x;
+
+		r = series_id(s, res, i, 0, &id);
+		if (r == 0)
+			r = central_value_i64(s, res, i, 1, "a replaced row's samples", &ts);
+		if (r == 0)
+			r = central_value_i64(s, res, i, 2, "a replaced row's weight", &tw);
+		x = r == 0 ? delta_of(d, nd, id) : NULL;
+		if (x) {
+			/* counts hold u64 values as int8 bit patterns */
+			x->less_samples += (uint64_t)ts;
+			x->less_weight += (uint64_t)tw;
+		}
+	}
+	PQclear(res);
+	return r;
+}
+
+/* The counts rows and, in a copy, the deletion of the rows they replace
+ * first. */
+static int copy_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
+                       const char *source_id, struct delta *d, size_t nd)
+{
+	struct pg *s = b->s;
+	struct cbuf c = {0};
+	struct tarr ks = {0}, kb = {0};
+	int r = 0;
+
+	encode_counts(b, ids, commit, source_id, &c, &ks, &kb);
 	if (c.failed || (b->replace && b->ncounts && (!ks.p || !kb.p))) {
 		r = -ENOMEM;
 		goto out;
 	}
 	if (b->replace && b->ncounts) {
-		/* Each (series, bucket) the copy carries replaces the one the
-		 * same source sent before; the totals lose what it held. */
-		const char *vals[3] = {ta_str(&ks), ta_str(&kb), source_id};
-		PGresult *res;
-
-		r = central_exec(s, "replacing copied counts",
-		                 "DELETE FROM counts c USING unnest($1::int4[], $2::int8[]) AS"
-		                 " k(series, bucket) WHERE c.source = $3 AND c.series = k.series"
-		                 " AND c.bucket = k.bucket"
-		                 " RETURNING c.series, c.total_samples, c.total_weight",
-		                 3, vals, false, &res);
-		if (r < 0)
-			goto out;
-		for (int i = 0; i < PQntuples(res) && r == 0; i++) {
-			uint32_t id;
-			int64_t ts, tw;
-			struct delta *x;
-
-			r = series_id(s, res, i, 0, &id);
-			if (r == 0)
-				r = central_value_i64(s, res, i, 1, "a replaced row's samples",
-				                      &ts);
-			if (r == 0)
-				r = central_value_i64(s, res, i, 2, "a replaced row's weight", &tw);
-			x = r == 0 ? delta_of(d, nd, id) : NULL;
-			if (x) {
-				/* counts hold u64 values as int8 bit patterns */
-				x->less_samples += (uint64_t)ts;
-				x->less_weight += (uint64_t)tw;
-			}
-		}
-		PQclear(res);
+		r = delete_replaced_counts(s, &ks, &kb, source_id, d, nd);
 		if (r < 0)
 			goto out;
 	}
-	if (b->ncounts) {
+	if (b->ncounts)
 		r = central_copy_in(s, "writing counts", "COPY counts FROM STDIN (FORMAT binary)",
 		                    c.p, c.len);
-		if (r < 0)
-			goto out;
-	}
-	if (b->replace) {
-		r = replace_input_bytes(s, d, nd, source_id);
-		if (r < 0)
-			goto out;
-	}
-	r = write_detail(b, ids, commit, source_id, d, nd);
-	if (r < 0)
-		goto out;
+out:
+	free(ks.p);
+	free(kb.p);
+	free(c.p);
+	return r;
+}
+
+/* The 13 columns of update_series_totals, as Postgres array literals;
+ * "NULL" where a series has no moment of that kind. */
+static void totals_columns(const struct delta *d, size_t nd, struct tarr a[13])
+{
+	char v[32];
+
 	for (size_t i = 0; i < nd; i++) {
 		snprintf(v, sizeof(v), "%" PRIu32, d[i].id);
 		ta_add(&a[0], v);
@@ -933,43 +958,69 @@ static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
 		snprintf(v, sizeof(v), "%" PRIu64, d[i].less_recent);
 		ta_add(&a[12], v);
 	}
-	if (nd) {
-		const char *vals[13];
+}
 
-		for (int k = 0; k < 13; k++) {
-			if (!a[k].p) {
-				r = -ENOMEM;
-				goto out;
-			}
-			vals[k] = a[k].p;
+/* The series totals and series_recent, by the deltas. */
+static int update_series_totals(struct pg *s, const struct delta *d, size_t nd)
+{
+	struct tarr a[13] = {{0}};
+	const char *vals[13];
+	int r = 0;
+
+	if (!nd)
+		return 0;
+	totals_columns(d, nd, a);
+	for (int k = 0; k < 13; k++) {
+		if (!a[k].p) {
+			r = -ENOMEM;
+			goto out;
 		}
-		r = central_exec(
-		        s, "updating series totals",
-		        "WITH d AS (SELECT * FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
-		        " $4::numeric[], $5::int8[], $6::int8[], $7::numeric[],"
-		        " $8::numeric[], $9::numeric[], $10::int8[], $11::int8[],"
-		        " $12::int8[], $13::int8[]) AS d(id, samples, weight, input_bytes,"
-		        " first, last, less_samples, less_weight, less_input, first_us, last_us,"
-		        " recent, less_recent)),"
-		        " u AS (UPDATE series s SET samples = s.samples + d.samples - "
-		        "d.less_samples,"
-		        " weight = s.weight + d.weight - d.less_weight,"
-		        " input_bytes = s.input_bytes + d.input_bytes - d.less_input,"
-		        " first_seen = least(s.first_seen, d.first),"
-		        " last_seen = greatest(s.last_seen, d.last) FROM d WHERE s.id = d.id)"
-		        " INSERT INTO series_recent AS x SELECT id, first_us, last_us,"
-		        " recent - less_recent FROM d ON CONFLICT (series) DO UPDATE"
-		        " SET first_us = least(x.first_us, excluded.first_us),"
-		        " last_us = greatest(x.last_us, excluded.last_us),"
-		        " samples = x.samples + excluded.samples",
-		        13, vals, false, NULL);
+		vals[k] = a[k].p;
 	}
+	r = central_exec(s, "updating series totals",
+	                 "WITH d AS (SELECT * FROM unnest($1::int4[], $2::numeric[], $3::numeric[],"
+	                 " $4::numeric[], $5::int8[], $6::int8[], $7::numeric[],"
+	                 " $8::numeric[], $9::numeric[], $10::int8[], $11::int8[],"
+	                 " $12::int8[], $13::int8[]) AS d(id, samples, weight, input_bytes,"
+	                 " first, last, less_samples, less_weight, less_input, first_us, last_us,"
+	                 " recent, less_recent)),"
+	                 " u AS (UPDATE series s SET samples = s.samples + d.samples - "
+	                 "d.less_samples,"
+	                 " weight = s.weight + d.weight - d.less_weight,"
+	                 " input_bytes = s.input_bytes + d.input_bytes - d.less_input,"
+	                 " first_seen = least(s.first_seen, d.first),"
+	                 " last_seen = greatest(s.last_seen, d.last) FROM d WHERE s.id = d.id)"
+	                 " INSERT INTO series_recent AS x SELECT id, first_us, last_us,"
+	                 " recent - less_recent FROM d ON CONFLICT (series) DO UPDATE"
+	                 " SET first_us = least(x.first_us, excluded.first_us),"
+	                 " last_us = greatest(x.last_us, excluded.last_us),"
+	                 " samples = x.samples + excluded.samples",
+	                 13, vals, false, NULL);
 out:
 	for (int k = 0; k < 13; k++)
 		free(a[k].p);
-	free(ks.p);
-	free(kb.p);
-	free(c.p);
+	return r;
+}
+
+/* The counts rows, the replaced rows they take the place of, the recent
+ * tier's rows, and the series totals. */
+static int write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
+                        const char *source_id)
+{
+	struct delta *d = NULL;
+	size_t nd = 0;
+	int r;
+
+	r = series_deltas(b, ids, &d, &nd);
+	if (r < 0)
+		return r;
+	r = copy_counts(b, ids, commit, source_id, d, nd);
+	if (r == 0 && b->replace)
+		r = replace_input_bytes(b->s, d, nd, source_id);
+	if (r == 0)
+		r = write_detail(b, ids, commit, source_id, d, nd);
+	if (r == 0)
+		r = update_series_totals(b->s, d, nd);
 	free(d);
 	return r;
 }
