@@ -94,19 +94,9 @@ static int prune_select(struct pg *s, const struct store_prune_opts *o,
 	return 0;
 }
 
-/* One try of the prune's transaction: 0, or -errno (-ECONNRESET: the
- * connection died, and nothing was pruned unless the COMMIT went
- * through). */
-static int prune_once(struct pg *s, const struct store_prune_opts *o, struct store_prune_stats *st)
+/* A prune needs a writable store and no open batch. */
+static int prune_may_start(struct pg *s)
 {
-	char lock[64], cut[24], *ids = NULL;
-	const char *vals[2];
-	PGresult *res;
-	int64_t bs = s->bucket_seconds, before = o->before, c;
-	uint64_t seq;
-	int r;
-
-	memset(st, 0, sizeof(*st));
 	if (s->readonly) {
 		central_seterr(s, "%s: store is open read-only", s->base.where);
 		return -EROFS;
@@ -115,87 +105,117 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 		central_seterr(s, "%s: cannot prune while a batch is open", s->base.where);
 		return -EBUSY;
 	}
-	/* Only whole buckets go: the one that holds `before` stays. */
+	return 0;
+}
+
+/* The first bucket kept, in decimal: only whole buckets go, and the one
+ * that holds `before` stays. */
+static void prune_cut(const struct pg *s, int64_t before, char cut[24])
+{
+	int64_t bs = s->bucket_seconds, c;
+
 	if (before <= INT64_MIN / 2)
 		before = INT64_MIN / 2;
 	if (before >= INT64_MAX / 2)
 		before = INT64_MAX / 2;
 	c = (before / bs - (before % bs < 0)) * bs;
-	snprintf(cut, sizeof(cut), "%" PRId64, c);
+	snprintf(cut, 24, "%" PRId64, c);
+}
+
+/* BEGIN, the writers' lock, and the series the prune may touch (*ids,
+ * the caller's to free). */
+static int prune_begin(struct pg *s, const struct store_prune_opts *o, struct store_prune_stats *st,
+                       char **ids)
+{
+	char lock[64];
+	int r;
+
 	snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%lld)",
 	         (long long)CENTRAL_WRITER_LOCK);
 	r = central_exec(s, "prune", "BEGIN", 0, NULL, false, NULL);
 	if (r == 0)
 		r = central_exec(s, "taking the writers' lock", lock, 0, NULL, false, NULL);
 	if (r == 0)
-		r = prune_select(s, o, st, &ids);
-	if (r < 0)
-		goto fail;
-	vals[0] = ids;
-	vals[1] = cut;
+		r = prune_select(s, o, st, ids);
+	return r;
+}
+
+/* Deletes the counts of ids older than cut; *res holds per series the
+ * buckets, samples and weight deleted.  The detail of those buckets goes
+ * with them (each series' series_recent is recomputed after). */
+static int prune_delete(struct pg *s, const char *ids, const char *cut, PGresult **res)
+{
+	const char *vals[2] = {ids, cut};
+	int r;
+
 	r = central_exec(s, "deleting old counts",
 	                 "WITH d AS (DELETE FROM counts WHERE series = ANY($1::int4[])"
 	                 " AND bucket < $2 RETURNING series, bucket, total_samples,"
 	                 " total_weight) SELECT series, count(DISTINCT bucket),"
 	                 " sum(flamefs_u64(total_samples)), sum(flamefs_u64(total_weight))"
 	                 " FROM d GROUP BY series",
-	                 2, vals, false, &res);
-	/* The detail of those buckets goes with them (each series'
-	 * series_recent is recomputed below). */
+	                 2, vals, false, res);
 	if (r == 0 && s->schema >= 3)
 		r = central_exec(
 		        s, "deleting old detail",
 		        "DELETE FROM samples WHERE series = ANY($1::int4[]) AND bucket < $2", 2,
 		        vals, false, NULL);
-	if (r < 0) {
-		if (res)
-			PQclear(res);
-		goto fail;
+	if (r < 0 && *res) {
+		PQclear(*res);
+		*res = NULL;
 	}
-	free(ids);
-	ids = malloc(ids_cap(PQntuples(res)));
-	if (!ids) {
+	return r;
+}
+
+/* Counts what prune_delete's result says into st and replaces *ids with
+ * the series it pruned.  Clears res. */
+static int prune_tally(struct pg *s, PGresult *res, struct store_prune_stats *st, char **ids)
+{
+	size_t len = 0, cap = ids_cap(PQntuples(res));
+	char *a;
+	int r = 0;
+
+	free(*ids);
+	a = *ids = malloc(cap);
+	if (!a) {
 		PQclear(res);
-		r = -ENOMEM;
-		goto fail;
+		return -ENOMEM;
 	}
-	{
-		size_t len = 0, cap = ids_cap(PQntuples(res));
+	a[len++] = '{';
+	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
+		uint64_t id, buckets, samples, weight;
 
-		ids[len++] = '{';
-		for (int i = 0; i < PQntuples(res) && r == 0; i++) {
-			uint64_t id, buckets, samples, weight;
-
-			r = central_value_u64(s, res, i, 0, INT32_MAX, "a series id", &id);
-			if (r == 0)
-				r = central_value_u64(s, res, i, 1, UINT64_MAX,
-				                      "a count of buckets", &buckets);
-			if (r == 0)
-				r = central_value_u64(s, res, i, 2, UINT64_MAX, "pruned samples",
-				                      &samples);
-			if (r == 0)
-				r = central_value_u64(s, res, i, 3, UINT64_MAX, "pruned weight",
-				                      &weight);
-			if (r < 0)
-				break;
-			st->series++;
-			st->buckets += buckets;
-			st->samples += samples;
-			st->weight += weight;
-			ids_add(ids, &len, cap, (uint32_t)id);
-		}
-		ids[len++] = '}';
-		ids[len] = '\0';
+		r = central_value_u64(s, res, i, 0, INT32_MAX, "a series id", &id);
+		if (r == 0)
+			r = central_value_u64(s, res, i, 1, UINT64_MAX, "a count of buckets",
+			                      &buckets);
+		if (r == 0)
+			r = central_value_u64(s, res, i, 2, UINT64_MAX, "pruned samples", &samples);
+		if (r == 0)
+			r = central_value_u64(s, res, i, 3, UINT64_MAX, "pruned weight", &weight);
+		if (r < 0)
+			break;
+		st->series++;
+		st->buckets += buckets;
+		st->samples += samples;
+		st->weight += weight;
+		ids_add(a, &len, cap, (uint32_t)id);
 	}
+	a[len++] = '}';
+	a[len] = '\0';
 	PQclear(res);
-	if (r < 0)
-		goto fail;
-	if (!st->series) {
-		rollback(s);
-		free(ids);
-		return 0;
-	}
-	vals[0] = ids;
+	return r;
+}
+
+/* The totals of the pruned series ids from the counts left, and their
+ * recent tier's figures: the first moment moves to the first bucket
+ * left, as first_seen does, and the detail held is what is left of it. */
+static int prune_recompute(struct pg *s, const char *ids, struct store_prune_stats *st)
+{
+	const char *vals[1] = {ids};
+	PGresult *res;
+	int r;
+
 	r = central_exec(s, "recomputing series totals",
 	                 "UPDATE series s SET samples = coalesce(t.samples, 0),"
 	                 " weight = coalesce(t.weight, 0),"
@@ -208,14 +228,11 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 	                 " GROUP BY a.id) t WHERE s.id = t.id RETURNING s.samples",
 	                 1, vals, false, &res);
 	if (r < 0)
-		goto fail;
+		return r;
 	for (int i = 0; i < PQntuples(res); i++)
 		if (!strcmp(PQgetvalue(res, i, 0), "0"))
 			st->series_emptied++;
 	PQclear(res);
-	/* The recent tier's figures of those series: the first moment moves
-	 * to the first bucket left, as first_seen does, and the detail held
-	 * is what is left of it. */
 	if (s->schema >= 3)
 		r = central_exec(
 		        s, "recomputing series totals",
@@ -229,6 +246,37 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 		        " WHERE d.series = x.series), 0)"
 		        " FROM series s WHERE s.id = x.series AND x.series = ANY($1::int4[])",
 		        1, vals, false, NULL);
+	return r;
+}
+
+/* One try of the prune's transaction: 0, or -errno (-ECONNRESET: the
+ * connection died, and nothing was pruned unless the COMMIT went
+ * through). */
+static int prune_once(struct pg *s, const struct store_prune_opts *o, struct store_prune_stats *st)
+{
+	char cut[24], *ids = NULL;
+	PGresult *res = NULL;
+	uint64_t seq;
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	r = prune_may_start(s);
+	if (r < 0)
+		return r;
+	prune_cut(s, o->before, cut);
+	r = prune_begin(s, o, st, &ids);
+	if (r == 0)
+		r = prune_delete(s, ids, cut, &res);
+	if (r == 0)
+		r = prune_tally(s, res, st, &ids);
+	if (r < 0)
+		goto fail;
+	if (!st->series) {
+		rollback(s);
+		free(ids);
+		return 0;
+	}
+	r = prune_recompute(s, ids, st);
 	if (r < 0)
 		goto fail;
 	if (o->dry_run) {
@@ -237,19 +285,16 @@ static int prune_once(struct pg *s, const struct store_prune_opts *o, struct sto
 		return 0;
 	}
 	r = central_commit_counter(s, true, &seq);
+	if (r == 0)
+		r = central_exec(s, "prune", "COMMIT", 0, NULL, false, NULL);
 	if (r < 0)
 		goto fail;
-	r = central_exec(s, "prune", "COMMIT", 0, NULL, false, NULL);
-	if (r < 0)
-		goto fail;
+	free(ids);
 	/* What others committed before this prune comes with its number. */
 	r = central_load_new(s);
-	if (r < 0) {
-		free(ids);
+	if (r < 0)
 		return r;
-	}
 	s->seq = seq;
-	free(ids);
 	return 0;
 fail:
 	if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
