@@ -629,6 +629,172 @@ static int check_once(struct copy *c, uint64_t taken, uint64_t upto)
 	return -EEXIST;
 }
 
+/* The two stores can be copied between: not one store twice, and of one
+ * bucket size where the destination replaces buckets. */
+static int copy_check_pair(struct copy *c)
+{
+	struct store *dst = c->dst, *src = c->src;
+
+	if (strcmp(store_id(dst), store_id(src)) == 0) {
+		copy_err(c, "%s and %s are the same store (id %s)", store_where(dst),
+		         store_where(src), store_id(src));
+		return -EINVAL;
+	}
+	if (dst->ops->replaces_sources && store_bucket_seconds(dst) != store_bucket_seconds(src)) {
+		copy_err(c,
+		         "%s has %u-second buckets and %s %u-second ones: a copy that replaces "
+		         "buckets needs the same size",
+		         store_where(dst), store_bucket_seconds(dst), store_where(src),
+		         store_bucket_seconds(src));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Where the copy starts (*since) and what the destination holds of the
+ * source (*taken, a commit of the source's); *per drops to 0 (one
+ * transaction) when everything is sent again under a key. */
+static int copy_cursor(struct copy *c, uint64_t *since, uint64_t *taken, uint32_t *per)
+{
+	int r;
+
+	if (c->lineage) {
+		uint64_t from;
+
+		r = identity_resolve(c, c->key, &from, taken, &c->mark);
+		if (r < 0)
+			return r;
+		/* A copy that sends everything again under a key (a restored
+		 * backup) or under a new one (a clone) is one transaction, so
+		 * that an interrupted one leaves no half behind. */
+		if (c->st->note[0])
+			*per = 0;
+		if (c->o->incremental)
+			*since = from;
+		return 0;
+	}
+	r = c->dst->ops->source_cursor(c->dst, store_id(c->src), taken);
+	if (r < 0) {
+		store_fail(c, c->dst, r);
+		return r;
+	}
+	/* The destination's record is the truth: it commits with the data. */
+	if (c->o->incremental && c->dst->ops->replaces_sources)
+		*since = *taken;
+	return 0;
+}
+
+/* The (series, bucket) pairs changed since `since`, the source's commit
+ * they reach (*upto) and, with lineage, that commit's nonce, which goes
+ * with the record. */
+static int copy_read_changes(struct copy *c, uint64_t since, uint64_t *upto)
+{
+	struct store *src = c->src;
+	uint64_t nonce;
+	int r;
+
+	r = src->ops->changes(src, since, upto, add_pair, c);
+	if (r < 0) {
+		if (r == -ENOMEM)
+			copy_err(c, "out of memory");
+		else
+			store_fail(c, src, r);
+		return r;
+	}
+	if (!c->lineage)
+		return 0;
+	r = src->ops->commit_nonce(src, *upto, &nonce);
+	if (r < 0 && r != -ENOENT) {
+		store_fail(c, src, r);
+		return r;
+	}
+	c->mark.has_nonce = r == 0;
+	c->mark.nonce = r == 0 ? nonce : 0;
+	return 0;
+}
+
+/* The settled pairs in transactions of `per` buckets (0: all in one).
+ * Only the last one moves the record, so an interrupted copy is redone
+ * from it, and a database replaces what the earlier ones wrote.  Each one
+ * expects the record as it was read, so two copies of one source at once
+ * cannot leave older buckets behind a newer record. */
+static int copy_chunks(struct copy *c, uint32_t per, uint64_t taken, uint64_t upto)
+{
+	bool replaces = c->dst->ops->replaces_sources;
+	int r;
+
+	/* A directory adds, so it takes a source in one transaction: a
+	 * second one after an interruption would add the first again. */
+	if (!per || !replaces)
+		per = c->npairs ? (uint32_t)(c->npairs < UINT32_MAX ? c->npairs : UINT32_MAX) : 1;
+	for (size_t lo = 0;;) {
+		size_t hi = c->npairs - lo > per ? lo + per : c->npairs;
+		bool last = hi == c->npairs;
+
+		/* Input bytes: a database replaces the source's total of each
+		 * series with every copy that moves the record; a directory
+		 * adds them, with the one copy it takes. */
+		r = copy_chunk(c, lo, hi, taken, last ? upto : taken, last && (replaces || !taken),
+		               last);
+		if (r < 0)
+			return r;
+		if (c->o->progress)
+			c->o->progress(c->o->ctx, hi, c->npairs);
+		if (last)
+			return 0;
+		lo = hi;
+	}
+}
+
+/* Ends the source's snapshot and records in the source how far the
+ * destination reached; a source open read-only (a recorder holds it) goes
+ * without, since the destination's record decides. */
+static int copy_remember(struct copy *c, uint64_t upto)
+{
+	struct store *src = c->src;
+	int r;
+
+	if (src->ops->snapshot) {
+		r = src->ops->snapshot(src, false);
+		if (r < 0) {
+			store_fail(c, src, r);
+			return r;
+		}
+	}
+	r = src->ops->set_dest_cursor(src, store_id(c->dst), upto);
+	if (r == -EROFS)
+		r = 0;
+	else if (r < 0)
+		store_fail(c, src, r);
+	return r;
+}
+
+/* Ends the source's snapshot if still open and frees the copy's state;
+ * the node and frame maps go to o->cache when there is one. */
+static void copy_release(struct copy *c)
+{
+	const struct store_copy_opts *o = c->o;
+
+	if (c->src->ops->snapshot)
+		c->src->ops->snapshot(c->src, false); /* ends it, if still open */
+	store_series_free(c->list, c->nlist);
+	free(c->by_id);
+	free(c->series_map);
+	if (o->cache && c->node_map && c->frame_map) {
+		/* They hold only committed ids (maps_settle): the next copy's. */
+		o->cache->node_map = c->node_map;
+		o->cache->frame_map = c->frame_map;
+	} else {
+		free(c->node_map);
+		free(c->frame_map);
+		if (o->cache)
+			o->cache->nodes = o->cache->frames = 0;
+	}
+	free(c->path);
+	free(c->pairs);
+	free(c->detail);
+}
+
 int store_copy(struct store *dst, struct store *src, const struct store_copy_opts *o,
                struct store_copy_stats *st, char *err, size_t errlen)
 {
@@ -640,19 +806,9 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 	memset(st, 0, sizeof(*st));
 	if (errlen)
 		err[0] = 0;
-	if (strcmp(store_id(dst), store_id(src)) == 0) {
-		copy_err(&c, "%s and %s are the same store (id %s)", store_where(dst),
-		         store_where(src), store_id(src));
-		return -EINVAL;
-	}
-	if (dst->ops->replaces_sources && store_bucket_seconds(dst) != store_bucket_seconds(src)) {
-		copy_err(&c,
-		         "%s has %u-second buckets and %s %u-second ones: a copy that replaces "
-		         "buckets needs the same size",
-		         store_where(dst), store_bucket_seconds(dst), store_where(src),
-		         store_bucket_seconds(src));
-		return -EINVAL;
-	}
+	r = copy_check_pair(&c);
+	if (r < 0)
+		return r;
 	c.lineage = dst->ops->replaces_sources && dst->ops->source_records &&
 	            dst->ops->batch_lineage && src->ops->commit_nonce;
 	snprintf(c.key, sizeof(c.key), "%s", store_id(src));
@@ -663,129 +819,29 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 		if (r < 0)
 			return store_fail(&c, src, r);
 	}
-	if (c.lineage) {
-		uint64_t from;
-
-		r = identity_resolve(&c, c.key, &from, &taken, &c.mark);
-		if (r < 0)
-			goto out;
-		/* A copy that sends everything again under a key (a restored
-		 * backup) or under a new one (a clone) is one transaction, so
-		 * that an interrupted one leaves no half behind. */
-		if (c.st->note[0])
-			per = 0;
-		if (o->incremental)
-			since = from;
-	} else {
-		r = dst->ops->source_cursor(dst, store_id(src), &taken);
-		if (r < 0) {
-			store_fail(&c, dst, r);
-			goto out;
-		}
-		/* The destination's record is the truth: it commits with the
-		 * data. */
-		if (o->incremental && dst->ops->replaces_sources)
-			since = taken;
-	}
-	r = copy_prepare(&c);
-	if (r < 0)
-		goto out;
-	r = src->ops->changes(src, since, &upto, add_pair, &c);
-	if (r < 0) {
-		if (r == -ENOMEM)
-			copy_err(&c, "out of memory");
-		else
-			store_fail(&c, src, r);
-		goto out;
-	}
-	if (c.lineage) {
-		/* The nonce of the commit the copy reaches goes with the
-		 * record. */
-		uint64_t nonce;
-
-		r = src->ops->commit_nonce(src, upto, &nonce);
-		if (r < 0 && r != -ENOENT) {
-			store_fail(&c, src, r);
-			goto out;
-		}
-		c.mark.has_nonce = r == 0;
-		c.mark.nonce = r == 0 ? nonce : 0;
-		r = 0;
-	}
-	if (!dst->ops->replaces_sources) {
+	r = copy_cursor(&c, &since, &taken, &per);
+	if (r == 0)
+		r = copy_prepare(&c);
+	if (r == 0)
+		r = copy_read_changes(&c, since, &upto);
+	if (r == 0 && !dst->ops->replaces_sources)
 		r = check_once(&c, taken, upto);
-		if (r != 0) {
-			st->nothing_new = r == 1;
-			r = r == 1 ? 0 : r;
-			goto out;
-		}
+	if (r != 0) {
+		/* 1: a directory already holds the source as it is */
+		st->nothing_new = r == 1;
+		r = r == 1 ? 0 : r;
+		goto out;
 	}
 	pairs_settle(&c);
 	for (size_t i = 0; i < c.npairs; i++)
 		st->series += i == 0 || c.pairs[i].series != c.pairs[i - 1].series;
-	if (!c.npairs && since == upto) {
+	if (!c.npairs && since == upto)
 		st->nothing_new = true;
-		goto remember;
-	}
-	/* A directory adds, so it takes a source in one transaction: a
-	 * second one after an interruption would add the first again. */
-	if (!per || !dst->ops->replaces_sources)
-		per = c.npairs ? (uint32_t)(c.npairs < UINT32_MAX ? c.npairs : UINT32_MAX) : 1;
-	/* Whole transactions of `per` buckets; only the last one moves the
-	 * record, so an interrupted copy is redone from it, and a database
-	 * replaces what the earlier ones wrote.  Each one expects the record
-	 * as it was read, so two copies of one source at once cannot leave
-	 * older buckets behind a newer record. */
-	for (size_t lo = 0;;) {
-		size_t hi = c.npairs - lo > per ? lo + per : c.npairs;
-		bool last = hi == c.npairs;
-
-		/* Input bytes: a database replaces the source's total of each
-		 * series with every copy that moves the record; a directory
-		 * adds them, with the one copy it takes. */
-		r = copy_chunk(&c, lo, hi, taken, last ? upto : taken,
-		               last && (dst->ops->replaces_sources || !taken), last);
-		if (r < 0)
-			goto out;
-		if (o->progress)
-			o->progress(o->ctx, hi, c.npairs);
-		if (last)
-			break;
-		lo = hi;
-	}
-remember:
-	if (src->ops->snapshot) {
-		r = src->ops->snapshot(src, false);
-		if (r < 0) {
-			store_fail(&c, src, r);
-			goto out;
-		}
-	}
-	/* The source's own memory; a source open read-only (a recorder holds
-	 * it) goes without, since the destination's record decides. */
-	r = src->ops->set_dest_cursor(src, store_id(dst), upto);
-	if (r == -EROFS)
-		r = 0;
-	else if (r < 0)
-		store_fail(&c, src, r);
+	else
+		r = copy_chunks(&c, per, taken, upto);
+	if (r == 0)
+		r = copy_remember(&c, upto);
 out:
-	if (src->ops->snapshot)
-		src->ops->snapshot(src, false); /* ends it, if still open */
-	store_series_free(c.list, c.nlist);
-	free(c.by_id);
-	free(c.series_map);
-	if (o->cache && c.node_map && c.frame_map) {
-		/* They hold only committed ids (maps_settle): the next copy's. */
-		o->cache->node_map = c.node_map;
-		o->cache->frame_map = c.frame_map;
-	} else {
-		free(c.node_map);
-		free(c.frame_map);
-		if (o->cache)
-			o->cache->nodes = o->cache->frames = 0;
-	}
-	free(c.path);
-	free(c.pairs);
-	free(c.detail);
+	copy_release(&c);
 	return r;
 }
