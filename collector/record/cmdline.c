@@ -110,23 +110,13 @@ static int parse_short_duration(const char *arg, uint64_t *ns)
 	return 0;
 }
 
-/* An option whose value is checked: sets it in *o, or says what was
- * expected and returns 2; 1 for an option that is none of these. */
-static int parse_checked(int c, char *optarg, struct options *o)
+/* -F, -d, --offcpu-min and --samples-memory: how, how long and into how
+ * large a ring to sample. */
+static int parse_sampling_option(int c, char *optarg, struct options *o)
 {
 	char *end;
 
 	switch (c) {
-	case 'H':
-		if (!store_host_valid(optarg)) {
-			fprintf(stderr,
-			        PROG ": --host: expected a name of 1 to 255 bytes without "
-			             "'/' or control characters, got \"%s\"\n",
-			        optarg);
-			return 2;
-		}
-		o->host = optarg;
-		break;
 	case 'O':
 		if (parse_short_duration(optarg, &o->offcpu_min_ns) < 0) {
 			fprintf(stderr,
@@ -136,6 +126,52 @@ static int parse_checked(int c, char *optarg, struct options *o)
 			return 2;
 		}
 		break;
+	case 'S':
+		if (parse_size(optarg, &o->samples_memory) < 0 || o->samples_memory < 4096 ||
+		    o->samples_memory > (256ull << 20)) {
+			fprintf(stderr,
+			        PROG ": --samples-memory: expected a size from 4K to 256M (such "
+			             "as 1M), got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		break;
+	case 'F': {
+		errno = 0;
+		unsigned long f = strtoul(optarg, &end, 10);
+		if (errno || end == optarg || *end || f < 1 || f > MAX_FREQ) {
+			fprintf(stderr,
+			        PROG ": -F: expected a frequency "
+			             "from 1 to %d Hz, got \"%s\"\n",
+			        MAX_FREQ, optarg);
+			return 2;
+		}
+		o->freq = (unsigned)f;
+		break;
+	}
+	case 'd': {
+		errno = 0;
+		double d = strtod(optarg, &end);
+		if (errno || end == optarg || *end || !(d > 0) || d > 1e9) {
+			fprintf(stderr,
+			        PROG ": -d: expected seconds "
+			             "> 0, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		o->duration = d;
+		break;
+	}
+	default: return 1;
+	}
+	return 0;
+}
+
+/* --unwind, --unwind-memory, --jit-wait, --jit-memory, --module-grace and
+ * --python: how stacks are walked and named. */
+static int parse_unwind_option(int c, char *optarg, struct options *o)
+{
+	switch (c) {
 	case 'U':
 		if (strcmp(optarg, "auto") == 0) {
 			o->unwind = PROFILE_UNWIND_AUTO;
@@ -155,16 +191,6 @@ static int parse_checked(int c, char *optarg, struct options *o)
 			fprintf(stderr,
 			        PROG ": --unwind-memory: expected a size from 64K to 4G "
 			             "(such as 16M), got \"%s\"\n",
-			        optarg);
-			return 2;
-		}
-		break;
-	case 'S':
-		if (parse_size(optarg, &o->samples_memory) < 0 || o->samples_memory < 4096 ||
-		    o->samples_memory > (256ull << 20)) {
-			fprintf(stderr,
-			        PROG ": --samples-memory: expected a size from 4K to 256M (such "
-			             "as 1M), got \"%s\"\n",
 			        optarg);
 			return 2;
 		}
@@ -194,6 +220,26 @@ static int parse_checked(int c, char *optarg, struct options *o)
 			        optarg);
 			return 2;
 		}
+		break;
+	default: return 1;
+	}
+	return 0;
+}
+
+/* --host, --push, --push-every, --keep-samples and --retention: where
+ * the samples go and how long they stay. */
+static int parse_store_option(int c, char *optarg, struct options *o)
+{
+	switch (c) {
+	case 'H':
+		if (!store_host_valid(optarg)) {
+			fprintf(stderr,
+			        PROG ": --host: expected a name of 1 to 255 bytes without "
+			             "'/' or control characters, got \"%s\"\n",
+			        optarg);
+			return 2;
+		}
+		o->host = optarg;
 		break;
 	case 'P':
 		if (!store_is_database(optarg)) {
@@ -236,35 +282,22 @@ static int parse_checked(int c, char *optarg, struct options *o)
 		}
 		break;
 	}
-	case 'F': {
-		errno = 0;
-		unsigned long f = strtoul(optarg, &end, 10);
-		if (errno || end == optarg || *end || f < 1 || f > MAX_FREQ) {
-			fprintf(stderr,
-			        PROG ": -F: expected a frequency "
-			             "from 1 to %d Hz, got \"%s\"\n",
-			        MAX_FREQ, optarg);
-			return 2;
-		}
-		o->freq = (unsigned)f;
-		break;
-	}
-	case 'd': {
-		errno = 0;
-		double d = strtod(optarg, &end);
-		if (errno || end == optarg || *end || !(d > 0) || d > 1e9) {
-			fprintf(stderr,
-			        PROG ": -d: expected seconds "
-			             "> 0, got \"%s\"\n",
-			        optarg);
-			return 2;
-		}
-		o->duration = d;
-		break;
-	}
 	default: return 1;
 	}
 	return 0;
+}
+
+/* An option whose value is checked: sets it in *o, or says what was
+ * expected and returns 2; 1 for an option that is none of these. */
+static int parse_checked(int c, char *optarg, struct options *o)
+{
+	int r = parse_sampling_option(c, optarg, o);
+
+	if (r == 1)
+		r = parse_unwind_option(c, optarg, o);
+	if (r == 1)
+		r = parse_store_option(c, optarg, o);
+	return r;
 }
 
 /* Refuses options that exclude or need each other; -1 to go on, else the
