@@ -851,157 +851,201 @@ bool import_perf_data_sniff(const uint8_t *buf, size_t len)
 	return len >= 8 && memcmp(buf, "PERFILE2", 8) == 0;
 }
 
+/* The input in p->buf and p->len: a file is mapped (no copy; *map, to
+ * unmap), a pipe is read whole (*buf, to free). */
+static int pd_input(struct import_ctx *ctx, struct pd *p, uint8_t **buf, void **map)
+{
+	struct stat st;
+	size_t len;
+	int rc;
+
+	*map = MAP_FAILED;
+	if (fstat(ctx->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size >= ctx->prefix_len && (uint64_t)st.st_size <= PERFDATA_MAX_BYTES) {
+		*map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, ctx->fd, 0);
+		/* the prefix cmd-import.c read must be the file's start */
+		if (*map != MAP_FAILED && ctx->prefix_len &&
+		    memcmp(*map, ctx->prefix, ctx->prefix_len) != 0) {
+			munmap(*map, (size_t)st.st_size);
+			*map = MAP_FAILED;
+		}
+	}
+	if (*map != MAP_FAILED) {
+		len = (size_t)st.st_size;
+		ctx->bytes = len;
+		madvise(*map, len, MADV_SEQUENTIAL);
+		p->buf = *map;
+	} else {
+		rc = import_read_all(ctx, PERFDATA_MAX_BYTES, buf, &len);
+		if (rc < 0)
+			return rc;
+		p->buf = *buf;
+	}
+	p->len = len;
+	return 0;
+}
+
+/* The thread and stack tables, with pid 0 named as perf names the idle
+ * task of every CPU, "swapper". */
+static int pd_tables(struct pd *p)
+{
+	p->threads = calloc(1024, sizeof(*p->threads));
+	p->threads_mask = 1023;
+	p->gen = calloc(4096, sizeof(*p->gen));
+	p->stacks = stackcache_new(STACK_SLOTS_LOG2);
+	if (!p->threads || !p->gen || !p->stacks)
+		return -ENOMEM;
+	return thread_set(p, 0, "swapper", 7);
+}
+
+/* The attrs section: one event per attr_size-byte entry, each with its
+ * sample ids and a name. */
+static int pd_read_attrs(struct pd *p, uint64_t ao, uint64_t as, uint64_t attr_size)
+{
+	int rc;
+
+	for (uint64_t o = ao; o < ao + as; o += attr_size) {
+		rc = perfdata_read_attr(p, (size_t)o, (size_t)(attr_size - 16));
+		if (rc < 0)
+			return rc;
+		struct attr *a = &p->attrs[p->nattrs - 1];
+		rc = perfdata_read_ids(p, a, rd64(p->buf + o + attr_size - 16),
+		                       rd64(p->buf + o + attr_size - 8));
+		if (rc >= 0)
+			rc = perfdata_attr_default_name(a);
+		if (rc < 0)
+			return rc;
+	}
+	if (!p->nattrs)
+		return import_fail_at(p->ctx, 24,
+		                      "expected at least one event in the attrs section");
+	return 0;
+}
+
+/* A perf.data file (not a pipe): its header, attrs, features (build ids
+ * into *bids) and the records of its data section. */
+static int pd_read_file(struct pd *p, struct bids *bids)
+{
+	struct import_ctx *ctx = p->ctx;
+	size_t len = p->len;
+	int rc;
+
+	if (rd64(p->buf + 8) < 104 || len < 104)
+		return import_fail_at(ctx, 8,
+		                      "expected a perf.data header of 104 bytes or more, got %s",
+		                      len < 104 ? "a shorter file" : "a smaller header size");
+	uint64_t attr_size = rd64(p->buf + 16), ao = rd64(p->buf + 24), as = rd64(p->buf + 32);
+	uint64_t d_off = rd64(p->buf + 40), d_size = rd64(p->buf + 48);
+	if (attr_size < 64 + 16 || ao > len || as > len - ao || as % attr_size)
+		return import_fail_at(ctx, 16,
+		                      "expected an attrs section of whole %llu-byte entries inside "
+		                      "the file",
+		                      (unsigned long long)attr_size);
+	if (d_off > len || d_size > len - d_off)
+		return import_fail_at(ctx, 40,
+		                      "the data section (%llu bytes at %llu) runs past the end of "
+		                      "the file (%zu bytes); is it truncated?",
+		                      (unsigned long long)d_size, (unsigned long long)d_off, len);
+	rc = pd_read_attrs(p, ao, as, attr_size);
+	if (rc >= 0)
+		rc = perfdata_ids_build(p);
+	if (rc >= 0)
+		rc = perfdata_read_features(p, p->buf + 72, (size_t)(d_off + d_size), bids);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < p->nattrs; i++)
+		p->attrs[i].base = import_event_base(p->attrs[i].name, strlen(p->attrs[i].name));
+	first_sampled(p, (size_t)d_off, (size_t)(d_off + d_size));
+	return read_records(p, (size_t)d_off, (size_t)(d_off + d_size), bids);
+}
+
+/* The warning an import that went through gives: events skipped, or
+ * user stacks that could not be unwound. */
+static void pd_warn(struct pd *p)
+{
+	struct import_ctx *ctx = p->ctx;
+
+	if (p->skipped_other && p->first_attr >= 0)
+		snprintf(ctx->warning, sizeof(ctx->warning),
+		         "kept only event %s; skipped %llu samples of other events (use "
+		         "--all-events or --event)",
+		         p->attrs[p->first_attr].name, (unsigned long long)p->skipped_other);
+	else if (p->unwind_failed)
+		snprintf(ctx->warning, sizeof(ctx->warning),
+		         "%llu of %llu samples' user stacks could not be unwound from their stack "
+		         "copies; they keep the sampled pc only",
+		         (unsigned long long)p->unwind_failed,
+		         (unsigned long long)(p->unwind_failed + p->unwound));
+}
+
+/* Every input byte counts for the series of the first sample kept. */
+static int pd_input_bytes(struct pd *p)
+{
+	uint32_t first = 0;
+
+	for (uint32_t id = 0; id < p->sums.cap; id++)
+		if (p->sums.sum[id][0]) {
+			first = id;
+			break;
+		}
+	return store_batch_input_bytes(p->ctx->batch, first, p->len);
+}
+
+/* Frees what the import holds, p itself and bids staying the caller's. */
+static void pd_free(struct pd *p, struct bids *bids)
+{
+	for (size_t i = 0; i < p->nattrs; i++) {
+		free(p->attrs[i].name);
+		free(p->attrs[i].ids);
+	}
+	free(p->id_keys);
+	free(p->id_vals);
+	if (p->threads)
+		for (size_t i = 0; i <= p->threads_mask; i++)
+			free(p->threads[i].name);
+	free(p->threads);
+	free(p->gen);
+	stackcache_free(p->stacks);
+	free(p->ips);
+	free(p->frames);
+	import_sums_free(&p->sums);
+	perfdata_bids_free(bids);
+}
+
 int import_perf_data(struct import_ctx *ctx)
 {
 	struct pd p = {.ctx = ctx, .first_attr = -1};
 	struct bids bids = {0};
 	uint8_t *buf = NULL;
-	size_t len;
+	void *map;
 	int rc;
 
-	/* A file is mapped (no copy); a pipe is read whole. */
-	struct stat st;
-	void *map = MAP_FAILED;
-	if (fstat(ctx->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (uint64_t)st.st_size >= ctx->prefix_len && (uint64_t)st.st_size <= PERFDATA_MAX_BYTES) {
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, ctx->fd, 0);
-		/* the prefix cmd-import.c read must be the file's start */
-		if (map != MAP_FAILED && ctx->prefix_len &&
-		    memcmp(map, ctx->prefix, ctx->prefix_len) != 0) {
-			munmap(map, (size_t)st.st_size);
-			map = MAP_FAILED;
-		}
-	}
-	if (map != MAP_FAILED) {
-		len = (size_t)st.st_size;
-		ctx->bytes = len;
-		madvise(map, len, MADV_SEQUENTIAL);
-		p.buf = map;
-	} else {
-		rc = import_read_all(ctx, PERFDATA_MAX_BYTES, &buf, &len);
-		if (rc < 0)
-			return rc;
-		p.buf = buf;
-	}
-	p.len = len;
-	p.threads = calloc(1024, sizeof(*p.threads));
-	p.threads_mask = 1023;
-	p.gen = calloc(4096, sizeof(*p.gen));
-	p.stacks = stackcache_new(STACK_SLOTS_LOG2);
-	if (!p.threads || !p.gen || !p.stacks) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	/* perf names the idle task of every CPU (pid 0) "swapper" */
-	rc = thread_set(&p, 0, "swapper", 7);
+	rc = pd_input(ctx, &p, &buf, &map);
+	if (rc < 0)
+		return rc;
+	rc = pd_tables(&p);
 	if (rc < 0)
 		goto out;
-	if (len < 16 || memcmp(p.buf, "PERFILE2", 8) != 0) {
+	if (p.len < 16 || memcmp(p.buf, "PERFILE2", 8) != 0) {
 		rc = import_fail_at(ctx, 0, "expected perf.data (\"PERFILE2\"), got %s",
-		                    len >= 8 && memcmp(p.buf, "2ELIFREP", 8) == 0
+		                    p.len >= 8 && memcmp(p.buf, "2ELIFREP", 8) == 0
 		                            ? "a file of the other byte order"
 		                            : "other data");
 		goto out;
 	}
-	uint64_t hsize = rd64(p.buf + 8);
-	if (hsize == 16) { /* pipe mode: attrs and all come as records */
-		rc = read_records(&p, 16, len, NULL);
-	} else {
-		if (hsize < 104 || len < 104) {
-			rc = import_fail_at(
-			        ctx, 8, "expected a perf.data header of 104 bytes or more, got %s",
-			        len < 104 ? "a shorter file" : "a smaller header size");
-			goto out;
-		}
-		uint64_t attr_size = rd64(p.buf + 16), ao = rd64(p.buf + 24), as = rd64(p.buf + 32);
-		uint64_t d_off = rd64(p.buf + 40), d_size = rd64(p.buf + 48);
-		if (attr_size < 64 + 16 || ao > len || as > len - ao || as % attr_size) {
-			rc = import_fail_at(
-			        ctx, 16,
-			        "expected an attrs section of whole %llu-byte entries inside "
-			        "the file",
-			        (unsigned long long)attr_size);
-			goto out;
-		}
-		if (d_off > len || d_size > len - d_off) {
-			rc = import_fail_at(
-			        ctx, 40,
-			        "the data section (%llu bytes at %llu) runs past the end of "
-			        "the file (%zu bytes); is it truncated?",
-			        (unsigned long long)d_size, (unsigned long long)d_off, len);
-			goto out;
-		}
-		for (uint64_t o = ao; o < ao + as; o += attr_size) {
-			rc = perfdata_read_attr(&p, (size_t)o, (size_t)(attr_size - 16));
-			if (rc < 0)
-				goto out;
-			struct attr *a = &p.attrs[p.nattrs - 1];
-			rc = perfdata_read_ids(&p, a, rd64(p.buf + o + attr_size - 16),
-			                       rd64(p.buf + o + attr_size - 8));
-			if (rc >= 0)
-				rc = perfdata_attr_default_name(a);
-			if (rc < 0)
-				goto out;
-		}
-		if (!p.nattrs) {
-			rc = import_fail_at(ctx, 24,
-			                    "expected at least one event in the attrs section");
-			goto out;
-		}
-		rc = perfdata_ids_build(&p);
-		if (rc >= 0)
-			rc = perfdata_read_features(&p, p.buf + 72, (size_t)(d_off + d_size),
-			                            &bids);
-		if (rc < 0)
-			goto out;
-		for (size_t i = 0; i < p.nattrs; i++)
-			p.attrs[i].base =
-			        import_event_base(p.attrs[i].name, strlen(p.attrs[i].name));
-		first_sampled(&p, (size_t)d_off, (size_t)(d_off + d_size));
-		rc = read_records(&p, (size_t)d_off, (size_t)(d_off + d_size), &bids);
-	}
+	if (rd64(p.buf + 8) == 16) /* pipe mode: attrs and all come as records */
+		rc = read_records(&p, 16, p.len, NULL);
+	else
+		rc = pd_read_file(&p, &bids);
 	if (rc < 0)
 		goto out;
-	if (p.skipped_other && p.first_attr >= 0)
-		snprintf(ctx->warning, sizeof(ctx->warning),
-		         "kept only event %s; skipped %llu samples of other events (use "
-		         "--all-events or --event)",
-		         p.attrs[p.first_attr].name, (unsigned long long)p.skipped_other);
-	else if (p.unwind_failed)
-		snprintf(ctx->warning, sizeof(ctx->warning),
-		         "%llu of %llu samples' user stacks could not be unwound from their stack "
-		         "copies; they keep the sampled pc only",
-		         (unsigned long long)p.unwind_failed,
-		         (unsigned long long)(p.unwind_failed + p.unwound));
-	/* every input byte counts for the series of the first sample kept */
-	if (ctx->samples) {
-		uint32_t first = 0;
-		for (uint32_t id = 0; id < p.sums.cap; id++)
-			if (p.sums.sum[id][0]) {
-				first = id;
-				break;
-			}
-		rc = store_batch_input_bytes(ctx->batch, first, len);
-	}
+	pd_warn(&p);
+	if (ctx->samples)
+		rc = pd_input_bytes(&p);
 out:
-	for (size_t i = 0; i < p.nattrs; i++) {
-		free(p.attrs[i].name);
-		free(p.attrs[i].ids);
-	}
-	free(p.id_keys);
-	free(p.id_vals);
-	if (p.threads)
-		for (size_t i = 0; i <= p.threads_mask; i++)
-			free(p.threads[i].name);
-	free(p.threads);
-	free(p.gen);
-	stackcache_free(p.stacks);
-	free(p.ips);
-	free(p.frames);
-	import_sums_free(&p.sums);
-	perfdata_bids_free(&bids);
+	pd_free(&p, &bids);
 	free(buf);
 	if (map != MAP_FAILED)
-		munmap(map, len);
+		munmap(map, p.len);
 	return rc;
 }
