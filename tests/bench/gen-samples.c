@@ -128,61 +128,84 @@ static double cpu_seconds(void)
 	       ru.ru_stime.tv_usec / 1e6;
 }
 
-int main(int argc, char **argv)
-{
+struct args {
 	const char *dir;
-	long seconds, cpus = 2, nprog = 300, keep = -1;
-	bool counts_only = false;
-	struct store *s = NULL;
-	char err[512];
-	int r;
+	long seconds, cpus, nprog, keep;
+	bool counts_only;
+};
 
+/* The command line into *a: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	*a = (struct args){.cpus = 2, .nprog = 300, .keep = -1};
 	if (argc < 3) {
 		fprintf(stderr, "usage: gen-samples DIR SECONDS [--cpus N] [--series N] "
 		                "[--counts-only]\n");
 		return 2;
 	}
-	dir = argv[1];
-	seconds = strtol(argv[2], NULL, 10);
+	a->dir = argv[1];
+	a->seconds = strtol(argv[2], NULL, 10);
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--cpus") && i + 1 < argc)
-			cpus = strtol(argv[++i], NULL, 10);
+			a->cpus = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--series") && i + 1 < argc)
-			nprog = strtol(argv[++i], NULL, 10);
+			a->nprog = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
-			keep = strtol(argv[++i], NULL, 10);
+			a->keep = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--counts-only"))
-			counts_only = true;
+			a->counts_only = true;
 		else {
 			fprintf(stderr, "gen-samples: unknown argument %s\n", argv[i]);
 			return 2;
 		}
 	}
-	if (seconds <= 0 || cpus <= 0 || nprog < 2) {
+	if (a->seconds <= 0 || a->cpus <= 0 || a->nprog < 2) {
 		fprintf(stderr, "gen-samples: SECONDS, --cpus and --series must be positive\n");
 		return 2;
 	}
-	r = store_open(dir, STORE_CREATE, &s, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "gen-samples: %s\n", err);
-		return 1;
+	return -1;
+}
+
+/* One stack of g's, 8 to 30 frames deep, whose first frames repeat
+ * across its stacks: its leaf node. */
+static uint32_t make_stack(struct store *s, struct store_batch *b, const struct program *g)
+{
+	uint32_t node = STORE_ROOT_NODE, depth = 8 + (uint32_t)(rnd() % 23);
+	char fname[96];
+	int r;
+
+	for (uint32_t d = 0; d < depth; d++) {
+		struct store_frame f = {0};
+		uint32_t fid;
+
+		/* shared prefixes: the first frames repeat across stacks */
+		snprintf(fname, sizeof(fname), "%s_f%u_%u", g->name, d,
+		         d < 4 ? d : (unsigned)(rnd() % (d * 3)));
+		f.name = fname;
+		f.name_len = strlen(fname);
+		r = store_batch_frame(b, &f, &fid);
+		if (r == 0)
+			r = store_batch_node(b, node, fid, &node);
+		if (r < 0)
+			die(s, "stack", r);
 	}
+	return node;
+}
 
-	if (keep >= 0 && (r = store_set_keep_samples(s, keep)) < 0)
-		die(s, "keep", r);
-
-	/* programs 0..nprog-1; program 0 is the idle task */
+/* Programs 0..nprog-1 (program 0 is the idle task), each a series with
+ * its threads and stacks, in one commit; prog_law picks the busy ones. */
+static struct program *make_programs(struct store *s, long nprog, struct zipf *prog_law)
+{
 	struct program *prog = calloc((size_t)nprog, sizeof(*prog));
-	struct zipf prog_law;
 	struct store_batch *b = store_batch_new(s);
+	int r;
 
 	if (!prog || !b)
 		die(s, "setup", -ENOMEM);
-	zipf_init(&prog_law, (size_t)nprog - 1, 1.1);
+	zipf_init(prog_law, (size_t)nprog - 1, 1.1);
 	for (long p = 0; p < nprog; p++) {
 		struct program *g = &prog[p];
 		struct store_series_key k = {NULL, g->name, "1", "cpu-clock", "nanoseconds"};
-		char fname[96];
 
 		snprintf(g->name, sizeof(g->name), p ? "prog%03ld" : "swapper", p);
 		k.binary = g->name;
@@ -196,52 +219,42 @@ int main(int argc, char **argv)
 		if (!g->stacks)
 			die(s, "stacks", -ENOMEM);
 		zipf_init(&g->stack_law, g->nstacks, 1.0);
-		for (size_t st = 0; st < g->nstacks; st++) {
-			uint32_t node = STORE_ROOT_NODE, depth = 8 + (uint32_t)(rnd() % 23);
-
-			for (uint32_t d = 0; d < depth; d++) {
-				struct store_frame f = {0};
-				uint32_t fid;
-
-				/* shared prefixes: the first frames repeat across stacks */
-				snprintf(fname, sizeof(fname), "%s_f%u_%u", g->name, d,
-				         d < 4 ? d : (unsigned)(rnd() % (d * 3)));
-				f.name = fname;
-				f.name_len = strlen(fname);
-				r = store_batch_frame(b, &f, &fid);
-				if (r == 0)
-					r = store_batch_node(b, node, fid, &node);
-				if (r < 0)
-					die(s, "stack", r);
-			}
-			g->stacks[st] = node;
-		}
+		for (size_t st = 0; st < g->nstacks; st++)
+			g->stacks[st] = make_stack(s, b, g);
 	}
 	r = store_batch_commit(b);
 	if (r < 0)
 		die(s, "commit", r);
 	store_batch_free(b);
+	return prog;
+}
 
+/* The recording: each CPU ticks every 10101 us (a few us of jitter, CPUs
+ * out of phase), half the ticks idle; one commit per second.  Returns
+ * the samples written. */
+static uint64_t record_seconds(struct store *s, const struct args *a, const struct program *prog,
+                               const struct zipf *prog_law)
+{
 	/* each CPU's next tick, in microseconds */
 	const int64_t start = 1764000000LL * 1000000;
-	int64_t *tick = malloc((size_t)cpus * sizeof(*tick));
-	uint64_t samples = 0, io0 = io_written();
-	double cpu0 = cpu_seconds();
+	int64_t *tick = malloc((size_t)a->cpus * sizeof(*tick));
+	uint64_t samples = 0;
+	int r;
 
 	if (!tick)
 		die(s, "ticks", -ENOMEM);
-	for (long c = 0; c < cpus; c++)
+	for (long c = 0; c < a->cpus; c++)
 		tick[c] = start + (int64_t)(rnd() % 10101);
-	for (long sec = 0; sec < seconds; sec++) {
+	for (long sec = 0; sec < a->seconds; sec++) {
 		int64_t end = start + (sec + 1) * 1000000;
+		struct store_batch *b = store_batch_new(s);
 
-		b = store_batch_new(s);
 		if (!b)
 			die(s, "batch", -EIO);
-		for (long c = 0; c < cpus; c++) {
+		for (long c = 0; c < a->cpus; c++) {
 			for (; tick[c] < end; tick[c] += 10101) {
 				const struct program *g =
-				        unif() < 0.5 ? &prog[0] : &prog[1 + zipf_pick(&prog_law)];
+				        unif() < 0.5 ? &prog[0] : &prog[1 + zipf_pick(prog_law)];
 				struct store_sample smp = {
 				        .time_us = tick[c] + (int64_t)(rnd() % 7),
 				        .node = g->stacks[zipf_pick(&g->stack_law)],
@@ -251,7 +264,7 @@ int main(int argc, char **argv)
 				        .weight = 10101010,
 				};
 
-				if (counts_only) {
+				if (a->counts_only) {
 					r = store_batch_add(b, g->series, smp.time_us / 1000000,
 					                    smp.node, 1, smp.weight);
 				} else {
@@ -267,17 +280,27 @@ int main(int argc, char **argv)
 			die(s, "commit", r);
 		store_batch_free(b);
 	}
+	free(tick);
+	return samples;
+}
+
+/* The writer's CPU time and bytes written since cpu0 and io0, the
+ * footprint as the writer leaves it and after a compaction, as
+ * "key=value" lines. */
+static void report(struct store *s, uint64_t samples, double cpu0, uint64_t io0)
+{
 	double cpu_write = cpu_seconds() - cpu0;
-	struct store_footprint before;
+	struct store_footprint before, fp;
+	uint64_t io_write;
+	int r;
+
 	r = store_footprint(s, &before); /* as the writer leaves it, settled */
 	if (r < 0)
 		die(s, "footprint", r);
-	uint64_t io_write = io_written() - io0;
-
+	io_write = io_written() - io0;
 	r = store_compact(s);
 	if (r < 0)
 		die(s, "compact", r);
-	struct store_footprint fp;
 	r = store_footprint(s, &fp);
 	if (r < 0)
 		die(s, "footprint", r);
@@ -292,13 +315,40 @@ int main(int argc, char **argv)
 	printf("other_bytes=%" PRIu64 "\n", fp.other_bytes);
 	printf("recent_bytes=%" PRIu64 "\n", fp.samples_bytes);
 	printf("recent_samples=%" PRIu64 "\n", fp.samples);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	struct store *s = NULL;
+	struct program *prog;
+	struct zipf prog_law;
+	char err[512];
+	uint64_t samples, io0;
+	double cpu0;
+	int r;
+
+	r = parse_args(argc, argv, &a);
+	if (r >= 0)
+		return r;
+	r = store_open(a.dir, STORE_CREATE, &s, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "gen-samples: %s\n", err);
+		return 1;
+	}
+	if (a.keep >= 0 && (r = store_set_keep_samples(s, a.keep)) < 0)
+		die(s, "keep", r);
+	prog = make_programs(s, a.nprog, &prog_law);
+	io0 = io_written();
+	cpu0 = cpu_seconds();
+	samples = record_seconds(s, &a, prog, &prog_law);
+	report(s, samples, cpu0, io0);
 	store_close(s);
-	for (long p = 0; p < nprog; p++) {
+	for (long p = 0; p < a.nprog; p++) {
 		free(prog[p].stacks);
 		free(prog[p].stack_law.cum);
 	}
 	free(prog);
 	free(prog_law.cum);
-	free(tick);
 	return 0;
 }
