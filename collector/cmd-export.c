@@ -49,9 +49,11 @@ static void usage_export(FILE *f)
 	      "                     version LABEL (A); folded lines are \"stack A B\"\n"
 	      "  --last DURATION    only the counts of the last DURATION (5m, 1h, 1d12h):\n"
 	      "                     the bucket holding now and those before it\n"
-	      "  --from TIME, --to TIME  only the counts in [FROM, TO): Unix seconds or\n"
-	      "                     ISO 8601 UTC (2026-11-24T14:02:00Z); the buckets that\n"
-	      "                     overlap the window\n"
+	      "  --from TIME, --to TIME  only the samples in [FROM, TO): Unix seconds or\n"
+	      "                     ISO 8601 UTC, to the microsecond (1795010523.25,\n"
+	      "                     2026-11-24T14:02:03.250Z); exact over the recent tier,\n"
+	      "                     and what a cut bucket holds without a moment is taken\n"
+	      "                     whole and said on stderr\n"
 	      "  --functions        list every function: self, total and name\n"
 	      "  --callers F        the inverted tree of the callers of function F\n"
 	      "  --callees F        the tree below function F, its occurrences merged\n"
@@ -144,16 +146,44 @@ static size_t keep_series(struct store_series *list, size_t n, const char *binar
 	return m;
 }
 
+/* A time to the microsecond. */
 static int64_t parse_time_opt(const char *opt, const char *arg)
 {
 	int64_t t;
 
-	if (view_parse_time(arg, &t) < 0)
-		cli_die("%s: expected Unix seconds or an ISO 8601 UTC time (2026-11-24T14:02:00Z), "
-		        "got "
-		        "\"%s\"",
+	if (view_parse_time_us(arg, &t) < 0)
+		cli_die("%s: expected Unix seconds or an ISO 8601 UTC time, to the microsecond at "
+		        "most (1795010523.25, 2026-11-24T14:02:03.250Z), got \"%s\"",
 		        opt, arg);
 	return t;
+}
+
+/* Says on stderr what a window could not cut exactly: never silently. */
+static void report_window(const struct view_tree *t, const char *which)
+{
+	const struct view_window *w = view_tree_window(t);
+	char a[40], z[40];
+	unsigned nb;
+
+	if (!w || view_window_exact(w))
+		return;
+	uint64_t whole = view_window_whole_samples(w, &nb);
+	view_format_iso_us(w->from_us, a);
+	view_format_iso_us(w->to_us, z);
+	fprintf(stderr,
+	        PROG ": export: %swindow [%s, %s) is not exact: %" PRIu64
+	             " samples of %u bucket%s of %" PRIu32
+	             " s it cuts have no moment and are taken "
+	             "whole:",
+	        which, a, z, whole, nb, nb == 1 ? "" : "s", w->bucket_seconds);
+	for (unsigned i = 0; i < w->ncut; i++) {
+		char b[40];
+		if (!w->cut[i].whole_samples && !w->cut[i].whole_weight)
+			continue;
+		view_format_iso_us(w->cut[i].bucket * 1000000, b);
+		fprintf(stderr, " %s (%" PRIu64 ")", b, w->cut[i].whole_samples);
+	}
+	fputc('\n', stderr);
 }
 
 /* Parses argv into *o; returns -1 to go on, else the exit status. */
@@ -295,7 +325,7 @@ static struct view_tree *build_tree(struct store *s, const char *dir,
                                     int64_t from, int64_t to)
 {
 	struct view_tree *t;
-	int rc = window ? view_tree_build_window(s, list, k, from, to, &t)
+	int rc = window ? view_tree_build_window_us(s, list, k, from, to, NULL, &t)
 	                : view_tree_build(s, list, k, INT64_MIN, INT64_MAX, &t);
 
 	if (rc == -EOVERFLOW)
@@ -354,8 +384,10 @@ static void render(struct store *s, const char *dir, const struct export_opts *o
 	const struct view_tree *show = t;
 	int rc = 0;
 
+	report_window(t, o->base ? "--version's " : "");
 	if (o->base) {
 		a = build_tree(s, dir, alist, ak, window, from, to);
+		report_window(a, "--base's ");
 		if ((rc = view_diff_build(a, VIEW_ROOT, t, VIEW_ROOT, &d)) < 0)
 			cli_die("%s: cannot build the diff: %s", dir, strerror(-rc));
 		show = d;
@@ -420,6 +452,8 @@ int cmd_export(int argc, char **argv)
 			        "\"%s\"",
 			        o.last);
 		view_window_last(time(NULL), secs, store_bucket_seconds(s), &from, &to);
+		from *= 1000000;
+		to *= 1000000;
 	}
 	struct store_series *list, *alist = NULL;
 	size_t n, ak = 0;

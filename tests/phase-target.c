@@ -23,20 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile uint64_t sink;
-
-static __attribute__((noinline)) void publish(uint64_t h)
-{
-	sink += h;
-}
-
-static inline __attribute__((always_inline)) uint64_t spin(uint64_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (uint64_t i = 0; i < n; i++)
-		h = (h ^ i) * 1099511628211ull;
-	return h;
-}
+#include "spin.h"
 
 static __attribute__((noinline)) void a_leaf(void)
 {

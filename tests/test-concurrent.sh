@@ -83,7 +83,7 @@ import gzip, os, sys, time
 mnt, base_f, inc_f, started_f, end_s, out_f = sys.argv[1:7]
 end = float(end_s)
 root = os.path.join(mnt, "app", "default")
-FILES = ["callgrind", "flame.svg", "folded", "name", "pprof", "self", "timeline", "timeline.svg", "top", "total"]
+FILES = ["callgrind", "flame.svg", "folded", "heatmap.svg", "name", "pprof", "self", "timeline", "timeline.svg", "top", "total"]
 
 def load(path):
     tot, slf = {}, {}

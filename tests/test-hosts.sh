@@ -131,9 +131,9 @@ either() { cat "$1" 2>/dev/null; }
 
 check "ls /@host: the hosts, escaped" test "$(ls "$M/@host" | tr '\n' ' ')" = "%40edge a b "
 check "the root does not list @host (as @last), but it resolves" \
-	test "$(ls -A "$M" | tr '\n' ' ')" = "app callgrind edgebin flame.svg folded live loop name pprof self solo timeline timeline.svg top total " -a -d "$M/@host"
-check "ls /@host/a: host a's binaries" test "$(ls -A "$M/@host/a" | tr '\n' ' ')" = "app callgrind flame.svg folded live loop name pprof self timeline timeline.svg top total "
-check "ls /@host/%40edge: its binary" test "$(ls -A "$M/@host/%40edge" | tr '\n' ' ')" = "callgrind edgebin flame.svg folded name pprof self timeline timeline.svg top total "
+	test "$(ls -A "$M" | tr '\n' ' ')" = "app callgrind edgebin flame.svg folded heatmap.svg live loop name pprof self solo timeline timeline.svg top total " -a -d "$M/@host"
+check "ls /@host/a: host a's binaries" test "$(ls -A "$M/@host/a" | tr '\n' ' ')" = "app callgrind flame.svg folded heatmap.svg live loop name pprof self timeline timeline.svg top total "
+check "ls /@host/%40edge: its binary" test "$(ls -A "$M/@host/%40edge" | tr '\n' ' ')" = "callgrind edgebin flame.svg folded heatmap.svg name pprof self timeline timeline.svg top total "
 check "/@host/@edge is not a name (escaped only)" test ! -e "$M/@host/@edge"
 check "/@host/nosuch does not exist" test ! -e "$M/@host/nosuch"
 check "no @host below a host" test ! -e "$M/@host/a/@host"
@@ -188,7 +188,7 @@ sumdiff "$A/app/@diff/1/2/folded" "$B/app/@diff/1/2/folded" >"$tmp/want"
 check "@diff/1/2/folded is the hosts' diffs summed column-wise" cmp -s "$M/app/@diff/1/2/folded" "$tmp/want"
 r=@range/$t0/$((t0 + 120))
 check "$r: only host a's buckets (b's begin at T+120)" cmp -s "$M/$r/app/1/folded" "$A/app/1/folded"
-check "$r: lists what reaches into it" test "$(ls "$M/$r" | tr '\n' ' ')" = "app callgrind flame.svg folded name pprof self timeline timeline.svg top total "
+check "$r: lists what reaches into it" test "$(ls "$M/$r" | tr '\n' ' ')" = "app callgrind flame.svg folded heatmap.svg name pprof self timeline timeline.svg top total window "
 sumfold "$M/$r/app/1/folded" "$M/$r/app/2/folded" >"$tmp/want"
 # (A root's files have size 0 in stat, as pprof: cmp must read them.)
 check "$r: its root's folded is its app versions' (the only series in it)" \
@@ -213,7 +213,7 @@ for f in pprof flame.svg callgrind; do
 done
 
 # ---- one host -----------------------------------------------------------------------------------
-check "a one-host store: its root lists the whole view's files and its binaries" test "$(ls -A "$A" | tr '\n' ' ')" = "app callgrind flame.svg folded live loop name pprof self timeline timeline.svg top total "
+check "a one-host store: its root lists the whole view's files and its binaries" test "$(ls -A "$A" | tr '\n' ' ')" = "app callgrind flame.svg folded heatmap.svg live loop name pprof self timeline timeline.svg top total "
 check "a one-host store: ls @host is its host" test "$(ls "$A/@host" | tr '\n' ' ')" = "a "
 check "a one-host store: @host/a is its root, file for file" diff -r "$A" "$A/@host/a"
 "$collect" export --store "$tmp/onlya" --binary app --version 1 --format folded -o "$tmp/exp"

@@ -246,7 +246,7 @@ check "a tooltip shows the name and the unit as text (got: $title)" \
 	test "$title" = "a<b>&\"c\"'d (10 $unit_xml, 1 sample, 1.52%)"
 sub=$(xmllint --xpath "string(//*[local-name()='text'][starts-with(., 'Timeline')])" "$mnt/web/default/timeline.svg" 2>/dev/null)
 check "timeline.svg names the perf event as text (got: $sub)" \
-	test "$sub" = "Timeline of web (<script>alert(5)</script>, count per 60 s bucket)"
+	test "${sub% s intervals)}" != "$sub" -a "${sub%, *}" = "Timeline of web (<script>alert(5)</script>, count per second"
 
 # Text files: one line per stack or function, no control byte but newline.
 app=$mnt/app/default
@@ -284,8 +284,8 @@ check "top lists the 10 functions after its 2 header lines (got $(wc -l <"$app/t
 	test "$(wc -l <"$app/top")" -eq 12
 check "top has its 2 header lines, the unit's newlines escaped (got $(grep -c '^#' "$app/top"))" \
 	test "$(grep -c '^#' "$app/top")" -eq 2
-check "timeline is its 2 header lines and 1 bucket (got $(wc -l <"$app/timeline") lines)" \
-	test "$(wc -l <"$app/timeline")" -eq 3
+check "timeline is its header lines and 1 bucket (got $(wc -l <"$app/timeline") lines)" \
+	test "$(grep -vc '^#' "$app/timeline")" -eq 1 -a "$(grep -c '^#' "$app/timeline")" -ge 2
 check "callgrind has the unit on its event: line only" \
 	test "$(grep -c 'forged' "$app/callgrind")" -eq 1 -a "$(grep -c '^event: .*forged' "$app/callgrind")" -eq 1
 check "the name file of the newline frame is one line" test "$(wc -l <"$evil_dir/name")" -eq 1

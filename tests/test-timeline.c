@@ -4,14 +4,22 @@
  * and between 60 s buckets, several batches per bucket, two series of
  * one binary), then at every node of the tree: timeline's lines are the
  * buckets that hold counts of the subtree, oldest first, with the
- * samples and weight a brute-force reading of the added lines gives;
- * the weights add up to the node's total; the header names the bucket
- * size and the clock; timeline.svg has one bar per bucket.  A window
+ * samples and weight a brute-force reading of the added lines gives,
+ * each covering its whole bucket (counts without a moment: flagged
+ * untimed, never spread); the weights add up to the node's total; the
+ * header names the resolution and the clock; timeline.svg has one bar
+ * per line.  A window
  * tree's timeline holds only its buckets; a derived tree's is empty.
  * Timelines are read from the store when rendered, so also: a second
  * binary whose frames have the same names (the whole-machine tree of
  * both, and each binary's own), names that extend a sibling's ("a",
  * "ab"), and stacks the store gains after a tree was built (left out).
+ * Samples kept with their moments (store_batch_sample) beside counts
+ * without one: 1 s intervals place each sample by its moment, the first
+ * and last scaled to the time they cover, what a bucket holds without a
+ * moment one untimed line over its bucket; in an exact window too; and
+ * 2 min intervals over a 5 h span sum whole buckets.  All against brute
+ * force, at a leaf and at the root.
  */
 #include "view-fixture.h"
 
@@ -88,14 +96,14 @@ static void check_tree(const struct view_tree *t, const struct added *ad, int na
 			if (!s)
 				continue;
 			char line[128];
-			int len =
-			        snprintf(line, sizeof(line), "%" PRId64 " %" PRIu64 " %" PRIu64 " ",
-			                 buckets[i], s, w);
+			int len = snprintf(line, sizeof(line),
+			                   "%" PRId64 " 60 %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+			                   buckets[i], s, w, s);
 			view_buf_append(&want, line, (size_t)len);
 			nwant++;
 			sum += w;
 		}
-		/* Got: the data lines without their ISO column. */
+		/* Got: start, seconds, samples, weight and untimed of each line. */
 		struct view_buf got = {0};
 		int hdr = 0;
 		for (const char *p = text; *p;) {
@@ -103,15 +111,24 @@ static void check_tree(const struct view_tree *t, const struct added *ad, int na
 			if (*p == '#') {
 				hdr++;
 			} else {
-				const char *last = nl;
-				while (last[-1] != ' ')
-					last--;
-				view_buf_append(&got, p, (size_t)(last - p));
+				char st[64], secs[64], rate[64];
+				unsigned long long sa, we, un;
+				if (sscanf(p, "%63s %63s %llu %llu %63s %llu", st, secs, &sa, &we,
+				           rate, &un) == 6) {
+					char line[256];
+					int len = snprintf(line, sizeof(line),
+					                   "%s %s %llu %llu %llu\n", st, secs, sa,
+					                   we, un);
+					view_buf_append(&got, line, (size_t)len);
+				}
 			}
 			p = nl + 1;
 		}
-		CHECKF(hdr == 2, "%s: %s: two header lines", what, path);
-		CHECKF(strstr(text, "of 60 s; clock unix") != NULL, "%s: header: %s", what, text);
+		CHECKF(hdr >= 2 && strstr(text, "# start seconds samples weight per_second untimed "
+		                                "start_utc\n"),
+		       "%s: %s: header lines", what, path);
+		CHECKF(strstr(text, " s over [") != NULL && strstr(text, "; clock unix") != NULL,
+		       "%s: header: %s", what, text);
 		CHECKF(strcmp(got.data ? got.data : "", want.data ? want.data : "") == 0,
 		       "%s: %s: got\n%s\nwant\n%s", what, path, got.data, want.data);
 		CHECKF(sum == c.total_weight,
@@ -140,6 +157,231 @@ static size_t series_of(struct store_series *list, size_t n, const char *binary)
 			list[i] = tmp;
 		}
 	return k;
+}
+
+/* ---- samples with moments ---------------------------------------------- */
+
+#define M0 ((int64_t)1795000020 * 1000000) /* a bucket start, microseconds */
+#define NM 600
+
+struct moment {
+	int64_t us;
+	int leaf;
+	uint64_t weight;
+};
+static struct moment moments[NM];
+struct untimed {
+	int64_t when; /* seconds */
+	int leaf;
+	uint64_t samples, weight;
+};
+static const struct untimed untimed[] = {
+        {1795000020 + 30, 0, 3, 300},         /* bucket 0, beside samples */
+        {1795000020 + 200, 1, 2, 20},         /* bucket 3: no samples */
+        {1795000020 + 5 * 3600 + 7, 0, 1, 7}, /* far on: a 5 h span */
+};
+
+static void add_moments(struct store *s, int nuntimed)
+{
+	struct store_batch *b = store_batch_new(s);
+	struct store_series_key k = {NULL, "mo", "1", "cpu-clock", "nanoseconds"};
+	uint32_t series, fr, top, leaf[2];
+	int r;
+
+	if (!b || (r = store_batch_series(b, &k, &series)) < 0)
+		fx_die("batch", b ? r : ENOMEM);
+	struct store_frame f = {.name = "main", .name_len = 4};
+	if ((r = store_batch_frame(b, &f, &fr)) < 0 ||
+	    (r = store_batch_node(b, STORE_ROOT_NODE, fr, &top)) < 0)
+		fx_die("frame", r);
+	for (int i = 0; i < 2; i++) {
+		f = (struct store_frame){.name = i ? "y" : "x", .name_len = 1};
+		if ((r = store_batch_frame(b, &f, &fr)) < 0 ||
+		    (r = store_batch_node(b, top, fr, &leaf[i])) < 0)
+			fx_die("frame", r);
+	}
+	srand(3939);
+	for (int i = 0; i < NM; i++) {
+		/* Moments in [0 s, 180 s), in order, to the microsecond. */
+		moments[i] = (struct moment){M0 + (int64_t)i * 300000 + rand() % 300000, rand() % 2,
+		                             (uint64_t)(1 + rand() % 1000) * 1000};
+		struct store_sample smp = {.time_us = moments[i].us,
+		                           .node = leaf[moments[i].leaf],
+		                           .weight = moments[i].weight};
+		if ((r = store_batch_sample(b, series, &smp)) < 0)
+			fx_die("store_batch_sample", r);
+	}
+	for (int i = 0; i < nuntimed; i++)
+		if ((r = store_batch_add(b, series, untimed[i].when, leaf[untimed[i].leaf],
+		                         untimed[i].samples, untimed[i].weight)) < 0)
+			fx_die("store_batch_add", r);
+	if ((r = store_batch_commit(b)) < 0)
+		fx_die("commit", r);
+	store_batch_free(b);
+}
+
+/* One expected line: start seconds samples weight untimed. */
+static void want_line(struct view_buf *want, int64_t a, int64_t z, uint64_t n, uint64_t w,
+                      uint64_t un)
+{
+	char st[40], secs[40], line[160];
+	view_format_us(a, st);
+	view_format_us(z - a, secs);
+	int len = snprintf(line, sizeof(line), "%s %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", st,
+	                   secs, n, w, un);
+	view_buf_append(want, line, (size_t)len);
+}
+
+/* Brute force of the timeline of leaf (-1: both) of the series over the
+ * span [S, E) at interval r (microseconds), the window [wf, wt) (whole
+ * time: wf > wt), with the first nuntimed counts. */
+static void brute_moments(struct view_buf *want, int leaf, int64_t S, int64_t E, int64_t r,
+                          int64_t wf, int64_t wt, int nuntimed)
+{
+	const int64_t bsu = 60000000;
+	bool fine = r < bsu, window = wf <= wt;
+
+	for (int64_t k = S / r * r; k < E; k += r) {
+		uint64_t n = 0, w = 0, un = 0;
+		for (int i = 0; i < NM; i++) {
+			int64_t t = moments[i].us, b = t / bsu * bsu;
+			if (leaf >= 0 && moments[i].leaf != leaf)
+				continue;
+			if (fine || (window && (b < wf || b + bsu > wt))) {
+				if (t >= k && t < k + r && t >= S && t < E)
+					n++, w += moments[i].weight;
+			} else if (b >= k && b < k + r) {
+				n++, w += moments[i].weight;
+			}
+		}
+		for (int i = 0; !fine && i < nuntimed; i++) {
+			int64_t b = untimed[i].when * 1000000 / bsu * bsu;
+			int64_t at = b > S ? b : S;
+			if ((leaf < 0 || untimed[i].leaf == leaf) && at >= k && at < k + r &&
+			    (!window || (b + bsu > wf && b < wt))) {
+				n += untimed[i].samples, w += untimed[i].weight;
+				if (window && (b < wf || b + bsu > wt))
+					un += untimed[i].samples;
+			}
+		}
+		/* Fine: a bucket's counts without a moment are a line over
+		 * the bucket (in the window), before the interval's line when it
+		 * starts before it. */
+		for (int pass = 0; pass < 3; pass++) {
+			if (pass == 1 && n)
+				want_line(want, k > S ? k : S, k + r < E ? k + r : E, n, w, un);
+			for (int i = 0; fine && pass != 1 && i < nuntimed; i++) {
+				int64_t b = untimed[i].when * 1000000 / bsu * bsu;
+				int64_t a = window && wf > b ? wf : b;
+				int64_t z = window && wt < b + bsu ? wt : b + bsu;
+				if ((leaf >= 0 && untimed[i].leaf != leaf) || a < k || a >= k + r ||
+				    (window && (b + bsu <= wf || b >= wt)) ||
+				    (pass == 0) != (n && a < (k > S ? k : S)))
+					continue;
+				want_line(want, a, z, untimed[i].samples, untimed[i].weight,
+				          untimed[i].samples);
+			}
+		}
+	}
+}
+
+/* Got: start seconds samples weight untimed of each line. */
+static char *got_lines(const char *text)
+{
+	struct view_buf got = {0};
+
+	view_buf_append(&got, "", 0);
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		char st[64], secs[64], rate[64], line[256];
+		unsigned long long sa, we, un;
+		if (*p != '#' && sscanf(p, "%63s %63s %llu %llu %63s %llu", st, secs, &sa, &we,
+		                        rate, &un) == 6) {
+			int len = snprintf(line, sizeof(line), "%s %s %llu %llu %llu\n", st, secs,
+			                   sa, we, un);
+			view_buf_append(&got, line, (size_t)len);
+		}
+		p = nl + 1;
+	}
+	return got.data;
+}
+
+static void check_moments(const struct view_tree *t, int64_t S, int64_t E, int64_t r, int64_t wf,
+                          int64_t wt, int nuntimed, const char *what)
+{
+	uint32_t bin = view_node_find_child(t, VIEW_ROOT, "mo", 2);
+	uint32_t m = view_node_find_child(t, bin, "main", 4);
+	uint32_t nodes[] = {VIEW_ROOT, view_node_find_child(t, m, "x", 1),
+	                    view_node_find_child(t, m, "y", 1)};
+
+	for (int i = 0; i < 3; i++) {
+		struct view_buf want = {0};
+		view_buf_append(&want, "", 0);
+		brute_moments(&want, i - 1, S, E, r, wf, wt, nuntimed);
+		char *text = fx_render(view_render_timeline, t, nodes[i]);
+		char *got = got_lines(text);
+		CHECKF(strcmp(got, want.data) == 0, "%s, node %d: got\n%s\nwant\n%s\n%s", what, i,
+		       got, want.data, text);
+		char hdr[64];
+		snprintf(hdr, sizeof(hdr), " intervals of %" PRId64 " s over [", r / 1000000);
+		CHECKF(strstr(text, hdr) != NULL, "%s: header: %s", what, text);
+		free(got);
+		free(text);
+		view_buf_free(&want);
+	}
+}
+
+static void test_moments(void)
+{
+	struct store *s = fx_store();
+	struct store_series *list;
+	size_t n;
+	struct view_tree *t;
+
+	/* Samples and two buckets' counts without a moment: a 1 s timeline
+	 * from the first sample to the last count. */
+	add_moments(s, 2);
+	if (store_series_list(s, &list, &n) < 0 || n != 1)
+		fx_die("series", EIO);
+	int64_t S = moments[0].us, E = list[0].last_us + 1;
+	if (view_tree_build(s, list, n, INT64_MIN, INT64_MAX, &t) < 0)
+		fx_die("build", EIO);
+	check_moments(t, S, E, 1000000, 1, 0, 2, "1 s, whole time");
+	view_tree_free(t);
+	/* An exact window cutting buckets 0 and 1. */
+	int64_t wf = M0 + 10500000, wt = M0 + 70250000;
+	if (view_tree_build_window_us(s, list, n, wf, wt, NULL, &t) < 0)
+		fx_die("window", EIO);
+	check_moments(t, wf, wt, 1000000, wf, wt, 2, "1 s, window");
+	view_tree_free(t);
+	store_series_free(list, n);
+	store_close(s);
+	fx_cleanup();
+
+	/* A third count 5 h on: 2 min intervals of whole buckets.  The
+	 * samples' detail kept a day (the default 2 h before the newest
+	 * moment would roll it up at the commit). */
+	s = fx_store();
+	if (store_set_keep_samples(s, 86400) < 0)
+		fx_die("store_set_keep_samples", EIO);
+	add_moments(s, 3);
+	if (store_series_list(s, &list, &n) < 0 || n != 1)
+		fx_die("series", EIO);
+	S = moments[0].us, E = list[0].last_us + 1;
+	if (view_tree_build(s, list, n, INT64_MIN, INT64_MAX, &t) < 0)
+		fx_die("build", EIO);
+	check_moments(t, S, E, 120000000, 1, 0, 3, "2 min, whole time");
+	view_tree_free(t);
+	/* A window over all of it that cuts bucket 0 and the last. */
+	wf = M0 + 10500000, wt = M0 + (int64_t)(5 * 3600 + 30) * 1000000;
+	if (view_tree_build_window_us(s, list, n, wf, wt, NULL, &t) < 0)
+		fx_die("window", EIO);
+	check_moments(t, wf, E < wt ? E : wt, 120000000, wf, wt, 3, "2 min, window");
+	view_tree_free(t);
+	store_series_free(list, n);
+	store_close(s);
+	fx_cleanup();
+	fx_dir[0] = '\0';
 }
 
 int main(void)
@@ -249,7 +491,7 @@ int main(void)
 	if (view_functions_build(t, fx_binary(t), &fx) == 0 &&
 	    view_functions_callees(fx, 0, &callees) == 0) {
 		char *text = fx_render(view_render_timeline, callees, VIEW_ROOT);
-		CHECKF(strncmp(text, "# 0 buckets", 11) == 0, "callees: %s", text);
+		CHECKF(strncmp(text, "# 0 intervals", 13) == 0, "callees: %s", text);
 		free(text);
 		view_tree_free(callees);
 		view_functions_free(fx);
@@ -259,6 +501,9 @@ int main(void)
 	for (int i = 0; i < NADD; i++)
 		free(ad[i].lines);
 	store_close(s);
+	fx_cleanup();
+	fx_dir[0] = '\0';
+	test_moments();
 	if (check_failures) {
 		fprintf(stderr, "%d check_failures\n", check_failures);
 		return 1;

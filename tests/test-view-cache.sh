@@ -90,7 +90,7 @@ check "a new mount gives every path the same inode number" cmp -s "$tmp/inos1" "
 # ---- a second walk is served by the kernel -------------------------------------------------
 # pprof, flame.svg and callgrind have no size before they are rendered: they
 # are read with direct_io, every read from the daemon.
-files=$(find "$mnt" -mindepth 2 -type f ! -name pprof ! -name flame.svg ! -name callgrind ! -name top ! -name quality ! -name timeline ! -name timeline.svg | sort)
+files=$(find "$mnt" -mindepth 2 -type f ! -name pprof ! -name flame.svg ! -name callgrind ! -name top ! -name quality ! -name timeline ! -name timeline.svg ! -name heatmap.svg | sort)
 # drop_caches writes so far: the kernel counts them (drop_pagecache for
 # 1 and 3, drop_slab for 2 and 3); see below
 drops() { awk '$1 == "drop_pagecache" || $1 == "drop_slab" { n += $2 } END { print n + 0 }' /proc/vmstat; }
@@ -178,7 +178,7 @@ ino_b_folded=$(ino "$v/main/b/folded")
 ino_a_dir=$(ino "$v/main/a")
 ino_tool=$(ino "$mnt/tool/default/total")
 stat "$v/main/a/folded" "$v/folded" "$v/main/folded" >/dev/null # sizes cached
-untouched=$(find "$v/main/b" "$mnt/tool" -type f ! -name pprof ! -name flame.svg ! -name callgrind ! -name top ! -name quality ! -name timeline ! -name timeline.svg)
+untouched=$(find "$v/main/b" "$mnt/tool" -type f ! -name pprof ! -name flame.svg ! -name callgrind ! -name top ! -name quality ! -name timeline ! -name timeline.svg ! -name heatmap.svg)
 # When the caches were dropped between this caching and the second
 # reading, the count of READs says nothing of the refresh.
 cache_untouched() {
@@ -210,7 +210,7 @@ check "new directory main/a/new is there" test -d "$v/main/a/new"
 # cached must have been dropped, not just the directory's attributes.
 listing=$(python3 -c 'import os, sys; print(" ".join(sorted(os.listdir(sys.argv[1]))))' "$v/main/a")
 check "the cached listing of main/a shows it: $listing" \
-	test "$listing" = "callgrind flame.svg folded name new pprof self timeline timeline.svg top total x y zz"
+	test "$listing" = "callgrind flame.svg folded heatmap.svg name new pprof self timeline timeline.svg top total x y zz"
 check "the open file still reads its snapshot" test "$(cat <&7)" = "$snap_before"
 exec 7<&-
 check "a new open reads the new data" grep -q '^app;main;a;new 100$' "$v/main/a/folded"
@@ -258,7 +258,7 @@ for d, subdirs, files in os.walk(sys.argv[1]):
     bad += total != s
     for f in files:
         p = os.path.join(d, f)
-        if f not in ("pprof", "flame.svg", "callgrind", "top", "quality", "timeline", "timeline.svg") and os.stat(p).st_size != len(open(p, "rb").read()):
+        if f not in ("pprof", "flame.svg", "callgrind", "top", "quality", "timeline", "timeline.svg", "heatmap.svg") and os.stat(p).st_size != len(open(p, "rb").read()):
             bad += 1
 sys.exit(1 if bad else 0)
 EOF

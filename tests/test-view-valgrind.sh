@@ -87,6 +87,19 @@ if ! "$collect" import --store "$store" --all-events "$here/data/perf/two-events
 	exit 1
 fi
 
+# Samples with moments (issue 39), across two buckets, and counts without
+# one: exact windows, their window files, timelines, heatmaps and a diff
+# of two windows read the recent tier.
+for k in $(seq 0 59); do
+	echo "$((1795000020000000 + 50000000 + k * 250000)) $((k + 1)) main;m$((k % 3));leaf"
+done >"$tmp/moments.txt"
+echo "- 1795000085 4 40 main;old" >>"$tmp/moments.txt"
+if ! "$build/tests/samples-fill" "$store" mo 1 <"$tmp/moments.txt" >"$tmp/fill.out" 2>&1; then
+	cat "$tmp/fill.out"
+	bad "samples-fill"
+	exit 1
+fi
+
 # ---- mount under valgrind ----------------------------------------------------------
 # valgrind-rocksdb.supp: RocksDB 7.8's own leak on a secondary's reopen
 # (8 bytes per column family; see the file), nothing else.
@@ -151,7 +164,9 @@ views() {
 		files=$((files + 1))
 		cat "$f" >/dev/null 2>>"$tmp/$label.err" || errs=$((errs + 1))
 	done < <(find "$mnt/@last/1h/app/default" "$mnt/@range/0/9999999999/app/default" \
-		"$mnt/app/@diff/default/default" "$mnt/app/default/@functions/"* -type f -print0) \
+		"$mnt/app/@diff/default/default" "$mnt/app/default/@functions/"* \
+		"$mnt/@range/1795000072.5/1795000083.25" \
+		"$mnt/@range/1795000070/1795000075.5/@diff/1795000075.5/1795000090" -type f -print0) \
 		2>>"$tmp/$label.err"
 	[ -s "$tmp/$label.err" ] && errs=$((errs + 1))
 	echo "$(wc -l <"$tmp/$label.funcs") $files $errs"

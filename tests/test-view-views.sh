@@ -99,7 +99,7 @@ check "a @diff looked up first on a fresh mount" test "$(cat "$mnt/app/@diff/1/2
 
 # ---- the root and escaping -----------------------------------------------------------------
 check "ls MNT: the whole view's files and the binaries, @weird escaped; @last and @range are not listed" \
-	test "$(ls -A "$mnt" | tr '\n' ' ')" = "%40weird app callgrind flame.svg folded live loop name pprof self timeline timeline.svg top total win "
+	test "$(ls -A "$mnt" | tr '\n' ' ')" = "%40weird app callgrind flame.svg folded heatmap.svg live loop name pprof self timeline timeline.svg top total win "
 check "... but resolve by name" test -d "$mnt/@last" -a -d "$mnt/@range" -a -d "$mnt/app/@diff" -a -d "$mnt/app/1/@functions"
 check "find walks the call trees, not the views" \
 	test -z "$(find "$mnt" -name '@*')" -a -n "$(find "$mnt" -name '%40*')"
@@ -111,7 +111,7 @@ check "a frame named @plt is %40plt" test -d "$mnt/app/1/main/%40plt"
 check "ls @last: 1m 5m 15m 1h 6h 1d 7d" \
 	test "$(ls -U "$mnt/@last" | tr '\n' ' ')" = "1m 5m 15m 1h 6h 1d 7d "
 check "@last/5m lists only the binaries with counts in it (@weird was imported now)" \
-	test "$(ls "$mnt/@last/5m" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self timeline timeline.svg top total "
+	test "$(ls "$mnt/@last/5m" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded heatmap.svg live name pprof self timeline timeline.svg top total window "
 check "@last/5m/live/1/total: the recent count" test "$(cat "$mnt/@last/5m/live/1/total")" = 5
 check "@last/1h/live/1/total: both" test "$(cat "$mnt/@last/1h/live/1/total")" = 12
 check "@last/90s resolves though unlisted" test "$(cat "$mnt/@last/90s/live/1/total")" = 5
@@ -257,7 +257,7 @@ check "/@functions/f/callers/ ends at every binary that calls f, and adds up to 
 	test "$(awk '{ s += $NF } END { print s }' "$mnt/@functions/f/callers/folded")" = "$(cat "$mnt/@functions/f/total")" -a \
 	"$(cat "$mnt/@functions/f/callees/total")" = "$(cat "$mnt/@functions/f/total")"
 check "ls @last/1h: the whole window's files, then its binaries" \
-	test "$(ls "$mnt/@last/1h" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded live name pprof self timeline timeline.svg top total "
+	test "$(ls "$mnt/@last/1h" | tr '\n' ' ')" = "%40weird callgrind flame.svg folded heatmap.svg live name pprof self timeline timeline.svg top total window "
 
 # ---- files without a size before rendering, read with other tools -------------------------------
 # The root's files, and pprof, top, flame.svg ... anywhere, have st_size 0
@@ -302,15 +302,15 @@ check "@range/DAY/NEXT holds that day: win's 4 buckets" test "$(cat "$mnt/@range
 check "@range/<unix seconds>/ lists nothing (not a day's start)" test -z "$(ls "$mnt/@range/$((t0 + 1))")"
 
 # ---- timeline --------------------------------------------------------------------------------
-check "timeline of win/1: one line per bucket with counts, start samples weight, ISO time (folded: a sample per count)" \
-	test "$(grep -v '^#' "$mnt/win/1/timeline")" = "$(for i in 0 1 2 3; do echo "$((t0 + 60 * i)) $((1 << i)) $((1 << i)) $(date -u -d "@$((t0 + 60 * i))" +%Y-%m-%dT%H:%M:%SZ)"; done)"
+check "timeline of win/1: one line per bucket with counts, over its 60 s, its samples untimed (a folded import has no moments; a sample per count)" \
+	test "$(grep -v '^#' "$mnt/win/1/timeline" | cut -d' ' -f1-4,6,7)" = "$(for i in 0 1 2 3; do echo "$((t0 + 60 * i)) 60 $((1 << i)) $((1 << i)) $((1 << i)) $(date -u -d "@$((t0 + 60 * i))" +%Y-%m-%dT%H:%M:%SZ)"; done)"
 check "timeline of win/1/main/w2: its one bucket" \
-	test "$(grep -v '^#' "$mnt/win/1/main/w2/timeline" | cut -d' ' -f1-3)" = "$((t0 + 120)) 4 4"
-check "timeline's header: the bucket size and the clock" \
-	grep -q '^# 4 buckets of 60 s; clock unix (seconds, UTC); unit count (samples)$' "$mnt/win/1/timeline"
+	test "$(grep -v '^#' "$mnt/win/1/main/w2/timeline" | cut -d' ' -f1,3,4)" = "$((t0 + 120)) 4 4"
+check "timeline's header: the resolution, the span, the clock" \
+	grep -q '^# 4 intervals of 1 s over \[2026-11-18T11:07:00Z, 2026-11-18T11:11:00Z) (240 s); clock unix (seconds, UTC); unit count (samples); per_second: weight per second$' "$mnt/win/1/timeline"
 check "loop's timeline is on perf's clock" grep -q '^# .* clock perf ' "$mnt/loop/1/timeline"
 check "the root's timeline: the buckets' weights add up to its total" \
-	test "$(awk '!/^#/ { s += $3 } END { print s }' "$mnt/timeline")" = "$(cat "$mnt/total")"
+	test "$(awk '!/^#/ { s += $4 } END { print s }' "$mnt/timeline")" = "$(cat "$mnt/total")"
 check "an @range window's timeline holds only its buckets" \
 	test "$(grep -v '^#' "$mnt/@range/$((t0 + 60))/$((t0 + 180))/win/1/timeline" | cut -d' ' -f1)" = "$(printf '%s\n' $((t0 + 60)) $((t0 + 120)))"
 check "xmllint: timeline.svg of the root, a version and a frame" \

@@ -4,7 +4,13 @@
  * where the current bucket ends, and a window's tree holds exactly the
  * buckets that overlap [from, to) — checked against brute force for
  * hand-picked edges and 500 random windows, with each bucket weighing a
- * distinct power of two so a sum names its buckets.
+ * distinct power of two so a sum names its buckets.  Exact windows over
+ * the recent tier: samples kept with their moment (store_batch_sample)
+ * beside counts without one (store_batch_add) in the same buckets; the
+ * edges are half-open to the microsecond, a cut bucket's samples without
+ * a moment are taken whole and reported (struct view_window, the window
+ * file), buckets wholly inside come from counts, and 400 random windows
+ * to the millisecond agree with brute force over the samples.
  */
 #include <time.h>
 
@@ -78,6 +84,265 @@ static uint64_t expect_weight(int64_t from, int64_t to)
 			w += UINT64_C(1) << i;
 	}
 	return w;
+}
+
+/* ---- exact windows over the recent tier --------------------------------- */
+
+#define E0 ((int64_t)1795000020 * 1000000) /* a bucket start, microseconds */
+
+/* What went into the exact store: samples with moments, counts without. */
+struct added_sample {
+	int64_t us;
+	int leaf; /* 0: main;a, 1: main;b */
+	uint64_t weight;
+};
+static struct added_sample timed[512];
+static int ntimed;
+struct added_count {
+	int64_t bucket; /* seconds: a moment in the bucket */
+	int leaf;
+	uint64_t samples, weight;
+};
+static struct added_count untimed[16];
+static int nuntimed;
+
+static void exact_add(struct store *s, const struct added_sample *v, int nv,
+                      const struct added_count *c, int nc)
+{
+	struct store_batch *b = store_batch_new(s);
+	struct store_series_key k = {NULL, "app", "1", "cpu-clock", "nanoseconds"};
+	const char *const a[] = {"main", "a"}, *const bb[] = {"main", "b"};
+	uint32_t series, leaf[2], fr, main_node;
+	struct store_frame f;
+	int r;
+
+	if (!b || (r = store_batch_series(b, &k, &series)) < 0)
+		fx_die("batch", b ? r : ENOMEM);
+	f = (struct store_frame){.name = a[0], .name_len = 4};
+	if ((r = store_batch_frame(b, &f, &fr)) < 0 ||
+	    (r = store_batch_node(b, STORE_ROOT_NODE, fr, &main_node)) < 0)
+		fx_die("frame", r);
+	f = (struct store_frame){.name = a[1], .name_len = 1};
+	if ((r = store_batch_frame(b, &f, &fr)) < 0 ||
+	    (r = store_batch_node(b, main_node, fr, &leaf[0])) < 0)
+		fx_die("frame", r);
+	f = (struct store_frame){.name = bb[1], .name_len = 1};
+	if ((r = store_batch_frame(b, &f, &fr)) < 0 ||
+	    (r = store_batch_node(b, main_node, fr, &leaf[1])) < 0)
+		fx_die("frame", r);
+	for (int i = 0; i < nv; i++) {
+		struct store_sample smp = {.time_us = v[i].us,
+		                           .node = leaf[v[i].leaf],
+		                           .pid = 7,
+		                           .tid = 7,
+		                           .weight = v[i].weight};
+		if ((r = store_batch_sample(b, series, &smp)) < 0)
+			fx_die("store_batch_sample", r);
+	}
+	for (int i = 0; i < nc; i++)
+		if ((r = store_batch_add(b, series, c[i].bucket, leaf[c[i].leaf], c[i].samples,
+		                         c[i].weight)) < 0)
+			fx_die("store_batch_add", r);
+	if ((r = store_batch_commit(b)) < 0)
+		fx_die("commit", r);
+	store_batch_free(b);
+}
+
+/* The exact window's tree of the store's one series. */
+static struct view_tree *exact_tree(struct store *s, int64_t from, int64_t to)
+{
+	struct store_series *list;
+	size_t n;
+	struct view_tree *t;
+	int r;
+
+	if (store_series_list(s, &list, &n) < 0 || n != 1)
+		fx_die("series", EIO);
+	if ((r = view_tree_build_window_us(s, list, n, from, to, NULL, &t)) < 0)
+		fx_die("view_tree_build_window_us", r);
+	store_series_free(list, n);
+	fx_check_totals(t, "exact window");
+	return t;
+}
+
+/* Brute force: the weight of leaf (or both, -1) in [from, to): samples by
+ * their moment, buckets wholly inside by all they hold, a cut bucket's
+ * counts without a moment whole; and those taken whole. */
+static uint64_t exact_expect(int64_t from, int64_t to, int leaf, uint64_t *whole)
+{
+	uint64_t w = 0;
+	const int64_t bsu = 60000000;
+
+	*whole = 0;
+	if (to <= from)
+		return 0;
+	for (int i = 0; i < ntimed; i++) {
+		int64_t b = timed[i].us / bsu * bsu;
+		bool inside_whole = b >= from && b + bsu <= to;
+		if ((leaf < 0 || timed[i].leaf == leaf) &&
+		    (inside_whole || (timed[i].us >= from && timed[i].us < to)))
+			w += timed[i].weight;
+	}
+	for (int i = 0; i < nuntimed; i++) {
+		int64_t b = untimed[i].bucket * 1000000 / bsu * bsu; /* its bucket's start */
+		if (b + bsu <= from || b >= to || (leaf >= 0 && untimed[i].leaf != leaf))
+			continue;
+		w += untimed[i].weight;
+		if (!(b >= from && b + bsu <= to))
+			*whole += untimed[i].weight;
+	}
+	return w;
+}
+
+static uint64_t leaf_weight(const struct view_tree *t, const char *leaf)
+{
+	uint32_t bin = view_node_find_child(t, VIEW_ROOT, "app", 3);
+	uint32_t m = bin == VIEW_NONE ? VIEW_NONE : view_node_find_child(t, bin, "main", 4);
+	uint32_t l = m == VIEW_NONE ? VIEW_NONE : view_node_find_child(t, m, leaf, 1);
+	struct view_counts c = {0};
+
+	if (l != VIEW_NONE)
+		view_node_counts(t, l, &c);
+	return c.total_weight;
+}
+
+static void check_exact(struct store *s, int64_t from, int64_t to, const char *what)
+{
+	struct view_tree *t = exact_tree(s, from, to);
+	const struct view_window *w = view_tree_window(t);
+	struct view_counts c;
+	uint64_t whole, want = exact_expect(from, to, -1, &whole), wa, wb, dummy;
+
+	view_node_counts(t, VIEW_ROOT, &c);
+	wa = exact_expect(from, to, 0, &dummy);
+	wb = exact_expect(from, to, 1, &dummy);
+	CHECKF(c.total_weight == want,
+	       "%s [%" PRId64 ", %" PRId64 "): weight %" PRIu64 " want %" PRIu64, what, from - E0,
+	       to - E0, c.total_weight, want);
+	CHECKF(leaf_weight(t, "a") == wa && leaf_weight(t, "b") == wb,
+	       "%s: a %" PRIu64 " want %" PRIu64 ", b %" PRIu64 " want %" PRIu64, what,
+	       leaf_weight(t, "a"), wa, leaf_weight(t, "b"), wb);
+	uint64_t got_whole = 0;
+	for (unsigned i = 0; w && i < w->ncut; i++)
+		got_whole += w->cut[i].whole_weight;
+	CHECKF(w && got_whole == whole && view_window_exact(w) == (whole == 0),
+	       "%s: taken whole %" PRIu64 " want %" PRIu64, what, got_whole, whole);
+	view_tree_free(t);
+}
+
+static char *window_file(struct store *s, int64_t from, int64_t to)
+{
+	struct view_tree *t = exact_tree(s, from, to);
+	char *text = fx_render(view_render_window, t, VIEW_ROOT);
+	view_tree_free(t);
+	return text;
+}
+
+static void test_exact(void)
+{
+	struct store *s = fx_store();
+	const int64_t S = 1000000, MS = 1000;
+
+	/* Bucket 0: four timed samples and 3 without a moment (leaf a, 16);
+	 * bucket 1: two timed; bucket 2: counts only. */
+	struct added_sample v[] = {
+	        {E0 + 10 * S, 0, 1},
+	        {E0 + 20 * S + 500 * MS, 1, 2},
+	        {E0 + 30 * S + 250 * MS, 0, 4},
+	        {E0 + 60 * S - 1, 1, 8},
+	        {E0 + 60 * S, 0, 32},
+	        {E0 + 90 * S, 1, 64},
+	};
+	struct added_count c[] = {
+	        {E0 / S + 5, 0, 3, 16},
+	        {E0 / S + 125, 0, 1, 128},
+	};
+	ntimed = 6;
+	memcpy(timed, v, sizeof(v));
+	nuntimed = 2;
+	memcpy(untimed, c, sizeof(c));
+	exact_add(s, v, 6, c, 2);
+
+	/* Half-open to the microsecond: 10.000 in, 30.250 out. */
+	struct view_tree *t = exact_tree(s, E0 + 10 * S, E0 + 30 * S + 250 * MS);
+	struct view_counts k;
+	view_node_counts(t, VIEW_ROOT, &k);
+	CHECKF(k.total_weight == 1 + 2 + 16 && k.total_samples == 2 + 3,
+	       "[10.000, 30.250): %" PRIu64 " %" PRIu64, k.total_weight, k.total_samples);
+	const struct view_window *w = view_tree_window(t);
+	CHECKF(w && w->ncut == 1 && w->cut[0].bucket == E0 / S && w->cut[0].timed_samples == 2 &&
+	               w->cut[0].timed_weight == 3 && w->cut[0].whole_samples == 3 &&
+	               w->cut[0].whole_weight == 16 && w->cut[0].detail && !view_window_exact(w),
+	       "[10.000, 30.250): the cut reported");
+	view_tree_free(t);
+	t = exact_tree(s, E0 + 10 * S + 1, E0 + 30 * S + 250 * MS + 1);
+	view_node_counts(t, VIEW_ROOT, &k);
+	CHECKF(k.total_weight == 2 + 4 + 16, "[10.000001, 30.250001): %" PRIu64, k.total_weight);
+	view_tree_free(t);
+
+	/* The window file says what was taken whole. */
+	char *text = window_file(s, E0 + 10 * S, E0 + 30 * S + 250 * MS);
+	CHECKF(strstr(text, "NOT exact: 3 samples of 1 bucket") && strstr(text, "exact no\n") &&
+	               strstr(text, "from 1795000030 ") && strstr(text, "to 1795000050.25 ") &&
+	               strstr(text, "cut 1795000020 2026-11-18T11:07:00Z timed 2 weight 3 "
+	                            "taken_whole 3 weight 16 detail yes\n") &&
+	               strstr(text, "samples 5 weight 19\n"),
+	       "window file:\n%s", text);
+	free(text);
+	/* Bucket 1 alone, cut on both sides, holds no sample without a
+	 * moment: exact. */
+	text = window_file(s, E0 + 60 * S + 500 * MS, E0 + 119 * S);
+	CHECKF(strstr(text, "): exact\n") && strstr(text, "exact yes\n") &&
+	               strstr(text, "samples 1 weight 64\n") && strstr(text, "whole_buckets 0 "),
+	       "exact window file:\n%s", text);
+	free(text);
+	/* Bucket-aligned: whole buckets from counts, no cut. */
+	text = window_file(s, E0 + 60 * S, E0 + 180 * S);
+	CHECKF(strstr(text, "exact yes\n") &&
+	               strstr(text, "whole_buckets 2 samples 3 weight 224\n") &&
+	               !strstr(text, "\ncut "),
+	       "aligned window file:\n%s", text);
+	free(text);
+	/* A bucket without detail, cut: all of it taken whole. */
+	text = window_file(s, E0 + 130 * S, E0 + 140 * S);
+	CHECKF(strstr(text, "taken_whole 1 weight 128 detail no\n") && strstr(text, "exact no\n"),
+	       "no detail:\n%s", text);
+	free(text);
+
+	const int64_t edges[][2] = {
+	        {E0, E0 + 60 * S},
+	        {E0 + 20 * S + 500 * MS, E0 + 90 * S + 1},
+	        {E0 + 60 * S - 1, E0 + 60 * S},
+	        {E0 + 59 * S, E0 + 61 * S},
+	        {E0 + 90 * S, E0 + 90 * S},
+	        {E0 + 90 * S, E0 + 89 * S},
+	        {E0 - 60 * S, E0 + 300 * S},
+	        {E0 + 130 * S, E0 + 140 * S},
+	};
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		check_exact(s, edges[i][0], edges[i][1], "edge");
+
+	/* Many samples at random moments to the microsecond; random
+	 * windows to the millisecond. */
+	srand(39);
+	struct added_sample more[400];
+	for (int i = 0; i < 400; i++) {
+		more[i] =
+		        (struct added_sample){E0 + (int64_t)(rand() % 180000) * MS + rand() % 1000,
+		                              rand() % 2, (uint64_t)(1 + rand() % 1000)};
+		timed[ntimed++] = more[i];
+	}
+	struct added_count more_c[] = {{E0 / S + 70, 1, 2, 5000}};
+	untimed[nuntimed++] = more_c[0];
+	exact_add(s, more, 400, more_c, 1);
+	for (int i = 0; i < 400; i++) {
+		int64_t a = E0 + (int64_t)(rand() % 200000 - 10000) * MS;
+		int64_t b = a + (int64_t)(rand() % 120000) * MS;
+		check_exact(s, a, b, "random");
+	}
+	store_close(s);
+	fx_cleanup();
+	fx_dir[0] = '\0';
 }
 
 int main(void)
@@ -160,6 +425,10 @@ int main(void)
 		       a - T0, b - T0, got, want);
 	}
 	store_close(s);
+	fx_cleanup();
+	fx_dir[0] = '\0';
+
+	test_exact();
 	if (check_failures) {
 		fprintf(stderr, "%d check(s) failed\n", check_failures);
 		return 1;

@@ -129,41 +129,48 @@ void import_sums_free(struct import_sums *s)
 	s->cap = 0;
 }
 
-int import_add(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, uint32_t series,
-               int64_t when, uint32_t node, uint64_t samples, uint64_t weight)
+/* Adds a sample's counts to its series' sums; an overflow is the line's
+ * error. */
+static int add_sums(struct import_ctx *ctx, struct import_sums *sums, uint64_t line,
+                    uint32_t series, uint64_t samples, uint64_t weight)
 {
 	int rc = import_sums_add(sums, series, samples, weight);
 	if (rc == -EOVERFLOW)
 		return import_fail(ctx, line,
 		                   "expected counts that add up to less than 2^64 in one series, "
 		                   "got a sum over 18446744073709551615");
+	return rc;
+}
+
+/* The store's -ERANGE for a time of `secs` seconds, as the line's error. */
+static int time_range_fail(struct import_ctx *ctx, uint64_t line, long long secs)
+{
+	return import_fail(ctx, line,
+	                   "sample time %lld s is out of range; expected a time within "
+	                   "2^31 of the store's time buckets from 1970",
+	                   secs);
+}
+
+int import_add(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, uint32_t series,
+               int64_t when, uint32_t node, uint64_t samples, uint64_t weight)
+{
+	int rc = add_sums(ctx, sums, line, series, samples, weight);
 	if (rc < 0)
 		return rc;
 	rc = store_batch_add(ctx->batch, series, when, node, samples, weight);
-	if (rc == -ERANGE)
-		return import_fail(ctx, line,
-		                   "sample time %lld s is out of range; expected a time within "
-		                   "2^31 of the store's time buckets from 1970",
-		                   (long long)when);
-	return rc;
+	return rc == -ERANGE ? time_range_fail(ctx, line, (long long)when) : rc;
 }
 
 int import_sample(struct import_ctx *ctx, struct import_sums *sums, uint64_t line, uint32_t series,
                   const struct store_sample *smp)
 {
-	int rc = import_sums_add(sums, series, 1, smp->weight);
-	if (rc == -EOVERFLOW)
-		return import_fail(ctx, line,
-		                   "expected counts that add up to less than 2^64 in one series, "
-		                   "got a sum over 18446744073709551615");
+	int rc = add_sums(ctx, sums, line, series, 1, smp->weight);
 	if (rc < 0)
 		return rc;
 	rc = store_batch_sample(ctx->batch, series, smp);
 	if (rc == -ERANGE)
-		return import_fail(
+		return time_range_fail(
 		        ctx, line,
-		        "sample time %lld s is out of range; expected a time within "
-		        "2^31 of the store's time buckets from 1970",
 		        (long long)(smp->time_us / 1000000 - (smp->time_us % 1000000 < 0)));
 	return rc;
 }

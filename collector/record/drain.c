@@ -75,8 +75,8 @@ static void sweep_modules(struct recorder *r)
 	 * keeps freed pages inside its heaps (and the top past its
 	 * threshold), so the RSS would keep every peak of the run (a burst of
 	 * new programs, a table built for a big file) and creep with
-	 * fragmentation.  It walks the free chunks of every arena: 0.15 to
-	 * 0.4 ms a minute under the churn loop here. */
+	 * fragmentation.  It walks the free chunks of every arena, so it
+	 * runs with the sweep, not at every drain. */
 	malloc_trim(0);
 	symbolize_get_stats(r->sym, &ss);
 	r->swept_seq = r->drain_seq;
@@ -474,6 +474,20 @@ static const struct stack_ref *batch_find(const struct stack_batch *b, uint64_t 
 	return b->nref ? bsearch(&want, b->ref, b->nref, sizeof(*b->ref), ref_cmp) : NULL;
 }
 
+/* A new entry at the end of r->ents, its contents unset; NULL on ENOMEM. */
+static struct entry *push_entry(struct recorder *r)
+{
+	if (r->nents == r->ents_cap) {
+		size_t ncap = r->ents_cap ? r->ents_cap * 2 : 1024;
+		struct entry *n = realloc(r->ents, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		r->ents = n;
+		r->ents_cap = ncap;
+	}
+	return &r->ents[r->nents++];
+}
+
 /* Reads every count of one map set into r->ents (taking them out of the
  * map when it can do so in a batch) and into r->ids the ids of the
  * stacks to delete once stored. */
@@ -540,15 +554,10 @@ static int read_set(struct recorder *r, int set)
 		prev = &key;
 		if (bpf_map_lookup_elem(r->counts_fd[set], &key, &v) < 0)
 			continue;
-		if (r->nents == r->ents_cap) {
-			size_t ncap = r->ents_cap ? r->ents_cap * 2 : 1024;
-			struct entry *n = realloc(r->ents, ncap * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			r->ents = n;
-			r->ents_cap = ncap;
-		}
-		r->ents[r->nents++] = (struct entry){.key = key, .v = v};
+		struct entry *e = push_entry(r);
+		if (!e)
+			return -ENOMEM;
+		*e = (struct entry){.key = key, .v = v};
 	}
 
 	uint64_t h, nh;
@@ -982,15 +991,9 @@ static int join_samples(struct recorder *r)
 		if (nents)
 			e = bsearch(&want, r->ents, nents, sizeof(*r->ents), entry_cmp);
 		if (!e) {
-			if (r->nents == r->ents_cap) {
-				size_t ncap = r->ents_cap ? r->ents_cap * 2 : 1024;
-				struct entry *n = realloc(r->ents, ncap * sizeof(*n));
-				if (!n)
-					return -ENOMEM;
-				r->ents = n;
-				r->ents_cap = ncap;
-			}
-			e = &r->ents[r->nents++];
+			e = push_entry(r);
+			if (!e)
+				return -ENOMEM;
 			*e = want;
 			if (r->hash_records && add_key_hashes(r, &want.key) < 0)
 				return -ENOMEM;

@@ -42,7 +42,8 @@
      node    32   the tree's node id; in space 0 the synthetic dir's index
      slot     4   0: the directory; f + 1: the file space_file(f) (in
                   space 0: a function's self, 1, and total, 2); room
-                  for 15 files (view_files and quality use 11)
+                  for 15 files (a window's version directory uses 13:
+                  view_files, quality, window)
      version 14   files only: the node's content version (mod 2^14)
 
    So the root is 1, a directory's number is the same for as long as the
@@ -90,6 +91,10 @@ enum space_kind {
 	 * root: /, /@host/<name>/). */
 	SPACE_ALL,
 	SPACE_ALL_WINDOW, /* ... restricted to a window (last, from, to): /@last/D/, /@range/F/T/ */
+	/* Window B (from2, to2) against window A (last, from, to) of the
+	 * same tree: <window A>/@diff/<from2>/<to2>/... (issue 39). */
+	SPACE_WDIFF,     /* series_id's window trees: .../<binary>/<version>/ */
+	SPACE_ALL_WDIFF, /* the whole view's (base_id): the files of the diff's root */
 };
 
 /* The directory a space's tree shows at the top: the one child of the
@@ -101,10 +106,11 @@ struct space {
 	enum space_kind kind;
 	uint32_t series_id;
 	/* The key of the other kinds (SPACE_SERIES uses series_id only). */
-	uint32_t base_id; /* SPACE_DIFF: version A's series */
-	int64_t last;     /* SPACE_WINDOW: @last's seconds, or 0 for @range */
-	int64_t from, to; /* SPACE_WINDOW @range: [from, to) */
-	char *func;       /* SPACE_CALLERS/CALLEES: the function */
+	uint32_t base_id;   /* SPACE_DIFF: version A's series */
+	int64_t last;       /* SPACE_WINDOW: @last's seconds, or 0 for @range */
+	int64_t from, to;   /* SPACE_WINDOW @range: [from, to), microseconds */
+	int64_t from2, to2; /* SPACE_*WDIFF: window B, [from2, to2), microseconds */
+	char *func;         /* SPACE_CALLERS/CALLEES: the function */
 	size_t func_len;
 	uint32_t parent_sdir; /* the synthetic directory above its root */
 
@@ -133,7 +139,13 @@ struct space {
 
 static inline bool space_is_all(const struct space *sp)
 {
-	return sp->kind == SPACE_ALL || sp->kind == SPACE_ALL_WINDOW;
+	return sp->kind == SPACE_ALL || sp->kind == SPACE_ALL_WINDOW || sp->kind == SPACE_ALL_WDIFF;
+}
+
+/* A space whose tree is a diff tree (its directories show diff files). */
+static inline bool space_is_diff(const struct space *sp)
+{
+	return sp->kind == SPACE_DIFF || sp->kind == SPACE_WDIFF || sp->kind == SPACE_ALL_WDIFF;
 }
 
 /* The whole view of view v as a series id, for the root's @functions (its
@@ -207,6 +219,10 @@ struct open_file {
  *   SD_FUNCS     <version>/@functions   the version's functions
  *   SD_FUNC      .../@functions/F       self, total, callers/, callees/
  *   SD_HOSTS     /@host                 the hosts that have series
+ *   SD_WDIFF     <window>/@diff         nothing; any FROM resolves
+ *   SD_WDFROM    <window>/@diff/FROM    nothing; any TO resolves
+ *   SD_WDROOT    <window>/@diff/F/T     the diff's files, binaries of either window
+ *   SD_WDBINARY  .../<binary>           its versions: window diff tree spaces
  *
  * Every one of them belongs to a view (sdir.view): 0 is every host summed,
  * h > 0 host series_host_of_view(h) alone, whose root /@host/<name> is an SD_ROOT
@@ -224,6 +240,10 @@ enum sdir_kind {
 	SD_FUNCS,
 	SD_FUNC,
 	SD_HOSTS,
+	SD_WDIFF,
+	SD_WDFROM,
+	SD_WDROOT,
+	SD_WDBINARY,
 	SD_KINDS
 };
 
@@ -235,7 +255,9 @@ struct sdir {
 	char *version;      /* SD_DIFFA: version A */
 	size_t lo, hi;      /* SD_BINARY: its series are fs.series[lo, hi) */
 	int64_t last;       /* SD_WINDOW, SD_WBINARY: @last's seconds, 0 for @range */
-	int64_t from, to;   /* SD_FROM: from; SD_WINDOW, SD_WBINARY of @range: [from, to) */
+	int64_t from, to;   /* SD_FROM: from; SD_WINDOW, SD_WBINARY of @range: [from, to);
+	                       microseconds (and window A of the SD_WD* kinds) */
+	int64_t from2, to2; /* SD_WDFROM: from2; SD_WDROOT, SD_WDBINARY: window B */
 	uint32_t series_id; /* SD_FUNCS, SD_FUNC: the version's series */
 	uint32_t view;      /* 0: every host summed; h: one host (view-series.c) */
 	uint32_t parent;    /* the synthetic directory above it (SD_FUNCS: none) */
@@ -423,6 +445,7 @@ int space_grow_locked(struct space *sp, uint32_t n, uint32_t gen);
 int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
                             struct view_tree **out);
 int space_build_locked(struct space *sp);
+void space_window_locked(const struct space *sp, int64_t *from, int64_t *to);
 const char *space_all_event_locked(size_t lo, size_t hi);
 time_t space_node_mtime(const struct space *sp, uint32_t node);
 void space_count_lookup_locked(const struct ino *i);

@@ -75,7 +75,7 @@ int inode_resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 	if (space_is_all(at->sp)) {
 		/* The whole view's files at a root: node VIEW_ROOT's only. */
 		if (at->i.alias || at->i.node != VIEW_ROOT || at->i.slot == 0 ||
-		    at->i.slot > view_file_count)
+		    at->i.slot > space_file_count(at->sp, VIEW_ROOT))
 			return -ENOENT;
 		at->current = at->i.version == (at->sp->files_version & VERSION_MASK);
 		if (!at->sp->tree && !need_tree)

@@ -183,9 +183,11 @@ static int space_update_locked(struct space *sp, struct tree_ref *nt, time_t now
 
 static bool series_same(const struct store_series *a, const struct store_series *b)
 {
+	/* The recent tier too: a roll-up changes what a window can cut. */
 	return a->samples == b->samples && a->weight == b->weight &&
 	       a->first_seen == b->first_seen && a->last_seen == b->last_seen &&
-	       a->input_bytes == b->input_bytes;
+	       a->input_bytes == b->input_bytes && a->recent_samples == b->recent_samples &&
+	       a->first_us == b->first_us && a->last_us == b->last_us;
 }
 
 /* After a refresh: queues entry invalidations for the version entries of
@@ -409,17 +411,18 @@ static void space_all_refresh_locked(struct space *sp, const struct store_series
                                      time_t now, bool window_moved)
 {
 	if (!view_changed_locked(old, nold, sp->base_id) &&
-	    !(sp->kind == SPACE_ALL_WINDOW && sp->last && window_moved))
+	    !(sp->kind != SPACE_ALL && sp->last && window_moved))
 		return;
 	uint32_t old_version = sp->files_version++;
 	sp->series_mtime = now;
-	for (unsigned f = 0; f < view_file_count; f++) {
+	for (unsigned f = 0; f < space_file_count(sp, VIEW_ROOT); f++) {
+		const char *name = space_file(sp, f)->name;
 		inval_attr(inode_make((struct ino){.space = sp->id,
 		                                   .node = VIEW_ROOT,
 		                                   .slot = f + 1,
 		                                   .version = old_version & VERSION_MASK}));
-		queue_inval_entry_locked(inode_make((struct ino){.node = sp->parent_sdir}),
-		                         view_files[f].name, strlen(view_files[f].name));
+		queue_inval_entry_locked(inode_make((struct ino){.node = sp->parent_sdir}), name,
+		                         strlen(name));
 	}
 	space_drop_tree_locked(sp);
 }
@@ -432,7 +435,8 @@ static void inval_sdirs_locked(void)
 	for (size_t d = 1; d < fs.nsdirs; d++) {
 		enum sdir_kind k = fs.sdirs[d].kind;
 		if (k == SD_WINDOW || k == SD_WBINARY || k == SD_DIFF || k == SD_DIFFA ||
-		    k == SD_FUNCS || k == SD_HOSTS || k == SD_ROOT)
+		    k == SD_FUNCS || k == SD_HOSTS || k == SD_ROOT || k == SD_WDROOT ||
+		    k == SD_WDBINARY)
 			inval_dir(inode_make((struct ino){.node = (uint32_t)d}));
 		/* A host gone: its entry in /@host. */
 		size_t lo, hi;
@@ -508,7 +512,8 @@ static int refresh_spaces_locked(const struct store_series *old, size_t nold, ti
 		                   : (!series_unchanged_locked(old, nold, sp->series_id) ||
 		                      (sp->kind == SPACE_DIFF &&
 		                       !series_unchanged_locked(old, nold, sp->base_id)) ||
-		                      (sp->kind == SPACE_WINDOW && sp->last && window_moved));
+		                      ((sp->kind == SPACE_WINDOW || sp->kind == SPACE_WDIFF) &&
+		                       sp->last && window_moved));
 		if (!changed)
 			continue;
 		sp->series_mtime = now;

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,7 +146,8 @@ struct space *space_for_key_locked(const struct space *key, int *err)
 		}
 		if (sp->kind == key->kind && sp->series_id == key->series_id &&
 		    sp->base_id == key->base_id && sp->last == key->last && sp->from == key->from &&
-		    sp->to == key->to && !sp->gone && sp->func_len == key->func_len &&
+		    sp->to == key->to && sp->from2 == key->from2 && sp->to2 == key->to2 &&
+		    !sp->gone && sp->func_len == key->func_len &&
 		    (!key->func || memcmp(sp->func, key->func, key->func_len) == 0))
 			return sp;
 	}
@@ -204,9 +206,21 @@ static int render_timeline_svg_locked(const struct view_tree *t, uint32_t node,
 	return r;
 }
 
+static int render_heatmap_locked(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	pthread_mutex_lock(&fs.lock);
+	int r = view_render_heatmap_svg(t, node, out);
+	pthread_mutex_unlock(&fs.lock);
+	return r;
+}
+
 static const struct view_file timeline_file = {"timeline", render_timeline_locked, NULL};
 static const struct view_file timeline_svg_file = {"timeline.svg", render_timeline_svg_locked,
                                                    NULL};
+static const struct view_file heatmap_file = {"heatmap.svg", render_heatmap_locked, NULL};
+/* A window's root (a window's version directory, and /@range/F/T/):
+ * what the window is made of. */
+static const struct view_file window_file = {"window", view_render_window, NULL};
 
 static bool has_quality(const struct space *sp)
 {
@@ -215,33 +229,50 @@ static bool has_quality(const struct space *sp)
 
 const struct view_file *space_file(const struct space *sp, unsigned f)
 {
-	if (sp->kind != SPACE_DIFF) {
+	if (!space_is_diff(sp)) {
 		if (f < view_file_count && view_files[f].render == view_render_timeline)
 			return &timeline_file;
 		if (f < view_file_count && view_files[f].render == view_render_timeline_svg)
 			return &timeline_svg_file;
+		if (f < view_file_count && view_files[f].render == view_render_heatmap_svg)
+			return &heatmap_file;
 		if (f < view_file_count)
 			return &view_files[f];
-		return f == view_file_count && has_quality(sp) ? &quality_file : NULL;
+		if (f == view_file_count && has_quality(sp))
+			return &quality_file;
+		if (f == view_file_count && sp->kind == SPACE_ALL_WINDOW)
+			return &window_file;
+		return f == view_file_count + 1 && sp->kind == SPACE_WINDOW ? &window_file : NULL;
 	}
 	if (f < view_diff_file_count)
 		return &view_diff_files[f];
 	return f == view_diff_file_count ? &regressions_file : NULL;
 }
 
-/* The number of files node `node` of a space shows. */
+/* The number of files node `node` of a space shows (a whole view's:
+ * VIEW_ROOT's). */
 unsigned space_file_count(const struct space *sp, uint32_t node)
 {
-	if (sp->kind != SPACE_DIFF)
-		return (unsigned)view_file_count + (has_quality(sp) && node == SPACE_ROOT_NODE);
+	if (sp->kind == SPACE_ALL)
+		return (unsigned)view_file_count;
+	if (sp->kind == SPACE_ALL_WINDOW)
+		return (unsigned)view_file_count + 1;
+	if (sp->kind == SPACE_ALL_WDIFF)
+		return DIFF_FILES;
+	if (!space_is_diff(sp))
+		return (unsigned)view_file_count +
+		       (node == SPACE_ROOT_NODE ? has_quality(sp) + (sp->kind == SPACE_WINDOW) : 0);
 	return node == SPACE_ROOT_NODE ? DIFF_FILES : (unsigned)view_diff_file_count;
 }
 
-/* The window [*from, *to) of a window space now. */
-static void space_window_locked(const struct space *sp, int64_t *from, int64_t *to)
+/* The window [*from, *to) of a window space now, in microseconds (window
+ * A of a window diff). */
+void space_window_locked(const struct space *sp, int64_t *from, int64_t *to)
 {
 	if (sp->last) {
 		view_window_last(time(NULL), sp->last, store_bucket_seconds(fs.store), from, to);
+		*from *= 1000000;
+		*to *= 1000000;
 		return;
 	}
 	*from = sp->from;
@@ -432,6 +463,23 @@ const char *space_all_event_locked(size_t lo, size_t hi)
 static int space_build_all_locked(const struct space *sp, const struct view_tree *seed,
                                   struct view_tree **out)
 {
+	if (sp->kind == SPACE_ALL_WDIFF) {
+		/* Window B against window A, both whole views. */
+		struct space ka = *sp, kb = *sp;
+		struct view_tree *a = NULL, *b = NULL;
+		ka.kind = kb.kind = SPACE_ALL_WINDOW;
+		kb.last = 0;
+		kb.from = sp->from2;
+		kb.to = sp->to2;
+		int r = space_build_all_locked(&ka, NULL, &a);
+		if (r == 0)
+			r = space_build_all_locked(&kb, NULL, &b);
+		if (r == 0)
+			r = view_diff_build_seeded(a, VIEW_ROOT, b, VIEW_ROOT, seed, out);
+		view_tree_free(a);
+		view_tree_free(b);
+		return r;
+	}
 	size_t lo, hi, n = 0, cap = 0;
 	int64_t from = INT64_MIN, to = INT64_MAX;
 	struct store_series *m;
@@ -466,24 +514,65 @@ static int space_build_all_locked(const struct space *sp, const struct view_tree
 	}
 	if (n == 0) {
 		m[n++] = *first;
-		from = 1, to = 0;
-	} else if (sp->kind == SPACE_ALL_WINDOW) {
-		/* view_tree_build takes closed intervals (see SPACE_WINDOW). */
-		if (to <= from)
-			from = 1, to = 0;
-		else
-			to--;
+		from = 0, to = 0;
 	}
-	r = view_tree_build_seeded(fs.store, m, n, from, to, seed, out);
+	if (sp->kind == SPACE_ALL_WINDOW)
+		r = view_tree_build_window_us(fs.store, m, n, from, to, seed, out);
+	else
+		r = view_tree_build_seeded(fs.store, m, n, from, to, seed, out);
 	free(m);
 	return r;
 }
 
-/* Builds the tree a space shows, seeded with `seed` (NULL: afresh).  The
- * one place that knows what each kind of space is a tree of; a new kind
- * (a time window, a diff) is a case here and a key in struct space. */
+/* Tells a tree of a series or a whole view where its directories are in
+ * their view (heatmap.svg's links): the window directories above, and
+ * the version directory (by the version's own name, or <version>@<event>
+ * for a series that is not the version's primary). */
+static int space_place_locked(const struct space *sp, struct view_tree *t)
+{
+	char top[3 * VIEW_NAME_MAX + 4] = "";
+	unsigned between = 0;
+
+	if (sp->kind == SPACE_WINDOW || sp->kind == SPACE_ALL_WINDOW)
+		between = sp->last ? 2 : 3;
+	else if (sp->kind != SPACE_SERIES && sp->kind != SPACE_ALL)
+		return 0; /* diffs, callers, callees: no heatmap of their own */
+	if (!space_is_all(sp)) {
+		const struct store_series *s = series_by_id_locked(sp->series_id);
+		if (!s)
+			return 0;
+		char b[VIEW_NAME_MAX + 1], v[VIEW_NAME_MAX + 1], e[VIEW_NAME_MAX + 1];
+		bool primary = fs.primary[s - fs.series];
+		view_escape(s->binary, strlen(s->binary), 0, b);
+		view_escape(s->version, strlen(s->version), VIEW_ESCAPE_AT, v);
+		view_escape(s->event, strlen(s->event), 0, e);
+		snprintf(top, sizeof(top), "%s/%s%s%s", b, v, primary ? "" : "@", primary ? "" : e);
+	}
+	return view_tree_set_place(t, between, top);
+}
+
+static int space_build_kind_locked(const struct space *sp, const struct view_tree *seed,
+                                   struct view_tree **out);
+
+/* Builds the tree a space shows, seeded with `seed` (NULL: afresh), and
+ * tells it where it is. */
 int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
                             struct view_tree **out)
+{
+	int r = space_build_kind_locked(sp, seed, out);
+
+	if (r == 0 && (r = space_place_locked(sp, *out)) < 0) {
+		view_tree_free(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+/* The one place that knows what each kind of space is a tree of; a new
+ * kind (a time window, a diff) is a case here and a key in struct
+ * space. */
+static int space_build_kind_locked(const struct space *sp, const struct view_tree *seed,
+                                   struct view_tree **out)
 {
 	const struct store_series *s;
 	size_t n;
@@ -502,11 +591,21 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 	case SPACE_WINDOW: {
 		int64_t from, to;
 		space_window_locked(sp, &from, &to);
-		/* view_tree_build takes closed intervals: the buckets that
-		 * overlap [from, to) are those of [from, to - 1]. */
-		if (to <= from)
-			return view_tree_build_seeded(fs.store, s, n, 1, 0, seed, out);
-		return view_tree_build_seeded(fs.store, s, n, from, to - 1, seed, out);
+		return view_tree_build_window_us(fs.store, s, n, from, to, seed, out);
+	}
+	case SPACE_WDIFF: {
+		int64_t from, to;
+		struct view_tree *a = NULL, *b = NULL;
+		space_window_locked(sp, &from, &to);
+		r = view_tree_build_window_us(fs.store, s, n, from, to, NULL, &a);
+		if (r == 0)
+			r = view_tree_build_window_us(fs.store, s, n, sp->from2, sp->to2, NULL, &b);
+		if (r == 0)
+			r = view_diff_build_seeded(a, SPACE_ROOT_NODE, b, SPACE_ROOT_NODE, seed,
+			                           out);
+		view_tree_free(a);
+		view_tree_free(b);
+		return r;
 	}
 	case SPACE_DIFF: {
 		struct tree_ref *ta, *tb;
@@ -523,7 +622,8 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 		return r;
 	}
 	case SPACE_ALL:
-	case SPACE_ALL_WINDOW: break; /* above */
+	case SPACE_ALL_WINDOW:
+	case SPACE_ALL_WDIFF: break; /* above */
 	case SPACE_CALLERS:
 	case SPACE_CALLEES: {
 		struct view_functions *fx;

@@ -22,8 +22,9 @@
 static uint64_t sdir_key_hash(const struct sdir *k)
 {
 	uint64_t h = 1469598103934665603ull;
-	const uint64_t nums[] = {k->kind,         (uint64_t)k->last, (uint64_t)k->from,
-	                         (uint64_t)k->to, k->series_id,      k->view};
+	const uint64_t nums[] = {
+	        k->kind,      (uint64_t)k->last, (uint64_t)k->from,  (uint64_t)k->to,
+	        k->series_id, k->view,           (uint64_t)k->from2, (uint64_t)k->to2};
 
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
 		h = (h ^ nums[i]) * 1099511628211ull;
@@ -37,7 +38,8 @@ static uint64_t sdir_key_hash(const struct sdir *k)
 static bool sdir_key_equal(const struct sdir *a, const struct sdir *b)
 {
 	return a->kind == b->kind && a->last == b->last && a->from == b->from && a->to == b->to &&
-	       a->series_id == b->series_id && a->view == b->view && a->name_len == b->name_len &&
+	       a->from2 == b->from2 && a->to2 == b->to2 && a->series_id == b->series_id &&
+	       a->view == b->view && a->name_len == b->name_len &&
 	       (!a->name_len || memcmp(a->name, b->name, a->name_len) == 0) &&
 	       !a->version == !b->version && (!a->version || strcmp(a->version, b->version) == 0);
 }
@@ -119,12 +121,14 @@ static char *unescaped(const char *comp, size_t len, int flags, size_t *out_len)
 	return raw.data;
 }
 
-/* The window a window directory shows now. */
+/* The window a window directory shows now, in microseconds. */
 static void sdir_window(const struct sdir *sd, int64_t *from, int64_t *to)
 {
-	if (sd->last)
+	if (sd->last) {
 		view_window_last(time(NULL), sd->last, store_bucket_seconds(fs.store), from, to);
-	else {
+		*from *= 1000000;
+		*to *= 1000000;
+	} else {
 		*from = sd->from;
 		*to = sd->to;
 	}
@@ -155,44 +159,58 @@ static int view_root_locked(uint32_t view, size_t *out)
 
 /* Whether a root shows the whole view's files: when its view has a
  * series, and for a window one with counts in it (an empty window shows
- * nothing). */
-static bool all_files_shown(const struct sdir *sd, bool window, size_t lo, size_t hi)
+ * nothing; a window diff, when either window has one). */
+static bool all_files_shown(const struct sdir *sd, enum space_kind kind, size_t lo, size_t hi)
 {
 	int64_t from, to;
 
 	if (!space_all_event_locked(lo, hi))
 		return false;
-	if (!window)
+	if (kind == SPACE_ALL)
 		return true;
 	sdir_window(sd, &from, &to);
 	for (size_t i = lo; i < hi; i++)
-		if (fs.primary[i] && series_in_window(&fs.series[i], from, to))
+		if (fs.primary[i] && (series_in_window(&fs.series[i], from, to) ||
+		                      (kind == SPACE_ALL_WDIFF &&
+		                       series_in_window(&fs.series[i], sd->from2, sd->to2))))
 			return true;
 	return false;
 }
 
-/* The whole view's files in a root (`window` false: /, /@host/<name>/)
- * or a window's root (/@last/D/, /@range/F/T/): file f of the space of
+/* The space key of the whole view's files of root sd, of kind `kind`. */
+static struct space all_key(const struct sdir *sd, enum space_kind kind)
+{
+	bool window = kind != SPACE_ALL;
+
+	return (struct space){.kind = kind,
+	                      .base_id = sd->view,
+	                      .last = window ? sd->last : 0,
+	                      .from = window && !sd->last ? sd->from : 0,
+	                      .to = window && !sd->last ? sd->to : 0,
+	                      .from2 = kind == SPACE_ALL_WDIFF ? sd->from2 : 0,
+	                      .to2 = kind == SPACE_ALL_WDIFF ? sd->to2 : 0,
+	                      .parent_sdir = sdir_index(sd)};
+}
+
+/* The whole view's files in a root (SPACE_ALL: /, /@host/<name>/), a
+ * window's root (SPACE_ALL_WINDOW: /@last/D/, /@range/F/T/) or a window
+ * diff's (SPACE_ALL_WDIFF: <window>/@diff/F/T/): file f of the space of
  * every binary's primary series of sd's view.  Returns 1 when `name` is
  * no file's name, -ENOENT when the view has no series. */
-static int all_file_lookup(const struct sdir *sd, bool window, const char *name, size_t len,
-                           struct ino *out)
+static int all_file_lookup(const struct sdir *sd, enum space_kind kind, const char *name,
+                           size_t len, struct ino *out)
 {
+	struct space key = all_key(sd, kind);
 	size_t lo, hi;
 	int r;
 
-	for (unsigned f = 0; f < view_file_count; f++) {
-		if (strlen(view_files[f].name) != len || memcmp(view_files[f].name, name, len) != 0)
+	for (unsigned f = 0; f < space_file_count(&key, VIEW_ROOT); f++) {
+		const char *fname = space_file(&key, f)->name;
+		if (strlen(fname) != len || memcmp(fname, name, len) != 0)
 			continue;
 		series_view_range(sd->view, &lo, &hi);
-		if (!all_files_shown(sd, window, lo, hi))
+		if (!all_files_shown(sd, kind, lo, hi))
 			return -ENOENT;
-		struct space key = {.kind = window ? SPACE_ALL_WINDOW : SPACE_ALL,
-		                    .base_id = sd->view,
-		                    .last = window ? sd->last : 0,
-		                    .from = window && !sd->last ? sd->from : 0,
-		                    .to = window && !sd->last ? sd->to : 0,
-		                    .parent_sdir = sdir_index(sd)};
 		struct space *sp = space_for_key_locked(&key, &r);
 		if (!sp)
 			return r;
@@ -208,20 +226,21 @@ static int all_file_lookup(const struct sdir *sd, bool window, const char *name,
 /* Emits the whole view's files (all_file_lookup) from the k-th on, with
  * cookies 3 + their index; *pos is how many there are (0 without
  * series).  Returns false when the reply is full. */
-static int all_files_list(struct emitter *em, const struct sdir *sd, bool window, size_t k,
+static int all_files_list(struct emitter *em, const struct sdir *sd, enum space_kind kind, size_t k,
                           size_t *pos)
 {
-	size_t lo, hi;
+	struct space key = all_key(sd, kind);
+	size_t lo, hi, nf = space_file_count(&key, VIEW_ROOT);
 
 	series_view_range(sd->view, &lo, &hi);
 	*pos = 0;
-	if (!all_files_shown(sd, window, lo, hi))
+	if (!all_files_shown(sd, kind, lo, hi))
 		return 0;
-	*pos = view_file_count;
-	for (size_t f = k; f < view_file_count; f++) {
-		const char *name = view_files[f].name;
+	*pos = nf;
+	for (size_t f = k; f < nf; f++) {
+		const char *name = space_file(&key, (unsigned)f)->name;
 		struct ino ino;
-		int r = all_file_lookup(sd, window, name, strlen(name), &ino);
+		int r = all_file_lookup(sd, kind, name, strlen(name), &ino);
 		if (r < 0)
 			return r;
 		if (!inode_emit_locked(em, name, ino, false, (off_t)(3 + f)))
@@ -237,7 +256,7 @@ static int root_lookup(const struct sdir *root, const char *name, size_t len, st
 	const struct sdir me = *root; /* fs.sdirs may move below */
 
 	root = &me;
-	int fr = all_file_lookup(root, false, name, len, out);
+	int fr = all_file_lookup(root, SPACE_ALL, name, len, out);
 	if (fr <= 0)
 		return fr;
 	if (strcmp(name, "@last") == 0)
@@ -289,7 +308,7 @@ static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 	size_t pos = 0, lo, hi;
 
 	root = &me;
-	int fr = all_files_list(em, root, false, k, &pos);
+	int fr = all_files_list(em, root, SPACE_ALL, k, &pos);
 	if (fr != 0)
 		return fr < 0 ? fr : 0;
 	series_view_range(root->view, &lo, &hi);
@@ -456,7 +475,7 @@ static int range_lookup(const struct sdir *sd, const char *name, size_t len, str
 	sd = &me;
 	int64_t t;
 
-	if (view_parse_time(name, &t) < 0)
+	if (view_parse_time_us(name, &t) < 0)
 		return -ENOENT;
 	if (sd->kind == SD_RANGE)
 		return sdir_ino_locked(&(struct sdir){.kind = SD_FROM,
@@ -562,8 +581,9 @@ static int from_list(struct emitter *em, const struct sdir *sd, size_t k)
 	size_t len;
 
 	sd = &me;
-	if (k > 0 || sd->from % DAY_SECONDS != 0 || sd->from < STORE_WALL_CLOCK_MIN ||
-	    !(len = day_name(sd->from + DAY_SECONDS, name)))
+	if (k > 0 || sd->from % (DAY_SECONDS * INT64_C(1000000)) != 0 ||
+	    sd->from < (int64_t)STORE_WALL_CLOCK_MIN * 1000000 ||
+	    !(len = day_name(sd->from / 1000000 + DAY_SECONDS, name)))
 		return 0;
 	int r = range_lookup(sd, name, len, &ino);
 	if (r < 0)
@@ -580,10 +600,18 @@ static int window_lookup(const struct sdir *sd, const char *name, size_t len, st
 	sd = &me;
 	int64_t from, to;
 	size_t lo, hi;
-	int fr = all_file_lookup(sd, true, name, len, out);
+	int fr = all_file_lookup(sd, SPACE_ALL_WINDOW, name, len, out);
 
 	if (fr <= 0)
 		return fr;
+	if (strcmp(name, "@diff") == 0)
+		return sdir_ino_locked(&(struct sdir){.kind = SD_WDIFF,
+		                                      .last = sd->last,
+		                                      .from = sd->from,
+		                                      .to = sd->to,
+		                                      .view = sd->view,
+		                                      .parent = sdir_index(sd)},
+		                       out);
 	sdir_window(sd, &from, &to);
 	series_view_range(sd->view, &lo, &hi);
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
@@ -613,7 +641,7 @@ static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
 	sd = &me;
 	int64_t from, to;
 	size_t pos = 0, lo, hi;
-	int fr = all_files_list(em, sd, true, k, &pos);
+	int fr = all_files_list(em, sd, SPACE_ALL_WINDOW, k, &pos);
 
 	if (fr != 0)
 		return fr < 0 ? fr : 0;
@@ -926,13 +954,182 @@ static int func_list(struct emitter *em, const struct sdir *sd, size_t k)
 	return 0;
 }
 
+/* ---- window diffs: <window A>/@diff/<from>/<to>/ is window B against A ---- */
+
+/* <window>/@diff and <window>/@diff/FROM: any time resolves, nothing is
+ * listed (as @range and @range/FROM). */
+static int wdiff_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	int64_t t;
+
+	sd = &me;
+	if (view_parse_time_us(name, &t) < 0)
+		return -ENOENT;
+	struct sdir key = {.kind = sd->kind == SD_WDIFF ? SD_WDFROM : SD_WDROOT,
+	                   .last = sd->last,
+	                   .from = sd->from,
+	                   .to = sd->to,
+	                   .from2 = sd->kind == SD_WDIFF ? t : sd->from2,
+	                   .to2 = sd->kind == SD_WDIFF ? 0 : t,
+	                   .view = sd->view,
+	                   .parent = sdir_index(sd)};
+	return sdir_ino_locked(&key, out);
+}
+
+static int nothing_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	return 0;
+}
+
+/* Whether series s has counts in window A or window B of sd. */
+static bool in_either(const struct sdir *sd, const struct store_series *s)
+{
+	int64_t from, to;
+
+	sdir_window(sd, &from, &to);
+	return series_in_window(s, from, to) || series_in_window(s, sd->from2, sd->to2);
+}
+
+/* <window>/@diff/F/T: the diff's files (the whole view's), then the
+ * binaries with counts in either window. */
+static int wdroot_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	size_t lo, hi;
+
+	sd = &me;
+	int fr = all_file_lookup(sd, SPACE_ALL_WDIFF, name, len, out);
+	if (fr <= 0)
+		return fr;
+	series_view_range(sd->view, &lo, &hi);
+	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
+		const char *b = fs.series[i].binary;
+		if (!inode_names(name, len, b, strlen(b), 0))
+			continue;
+		for (size_t j = i; j < series_binary_end(fs.series, hi, i); j++)
+			if (in_either(sd, &fs.series[j]))
+				return sdir_ino_locked(&(struct sdir){.kind = SD_WDBINARY,
+				                                      .name = (char *)b,
+				                                      .name_len = strlen(b),
+				                                      .last = sd->last,
+				                                      .from = sd->from,
+				                                      .to = sd->to,
+				                                      .from2 = sd->from2,
+				                                      .to2 = sd->to2,
+				                                      .view = sd->view,
+				                                      .parent = sdir_index(sd)},
+				                       out);
+		return -ENOENT;
+	}
+	return -ENOENT;
+}
+
+static int wdroot_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	size_t pos = 0, lo, hi;
+
+	sd = &me;
+	int fr = all_files_list(em, sd, SPACE_ALL_WDIFF, k, &pos);
+	if (fr != 0)
+		return fr < 0 ? fr : 0;
+	series_view_range(sd->view, &lo, &hi);
+	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
+		bool any = false;
+		for (size_t j = i; j < series_binary_end(fs.series, hi, i) && !any; j++)
+			any = in_either(sd, &fs.series[j]);
+		if (!any || pos++ < k)
+			continue;
+		char esc[VIEW_NAME_MAX + 1];
+		size_t len = view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
+		struct ino ino;
+		int r = wdroot_lookup(sd, esc, len, &ino);
+		if (r < 0)
+			return r;
+		if (!inode_emit_locked(em, esc, ino, false, (off_t)(3 + pos - 1)))
+			break;
+	}
+	return 0;
+}
+
+/* A binary in a window diff: its versions with counts in either window,
+ * each a window diff tree space. */
+static int wdbinary_entry(const struct sdir *sd, uint32_t series_id, bool alias, struct ino *out)
+{
+	struct space key = {.kind = SPACE_WDIFF,
+	                    .series_id = series_id,
+	                    .last = sd->last,
+	                    .from = sd->last ? 0 : sd->from,
+	                    .to = sd->last ? 0 : sd->to,
+	                    .from2 = sd->from2,
+	                    .to2 = sd->to2,
+	                    .parent_sdir = sdir_index(sd)};
+	int r;
+	struct space *sp = space_for_key_locked(&key, &r);
+
+	if (!sp)
+		return r;
+	*out = (struct ino){.space = sp->id, .alias = alias, .node = SPACE_ROOT_NODE};
+	return 0;
+}
+
+static int wdbinary_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
+	size_t lo, hi;
+
+	sd = &me;
+	series_binary_range(sd->view, sd->name, &lo, &hi);
+	series_each_version(fs.series, lo, hi, series_find_version_cb, &fv);
+	const struct store_series *s = series_by_id_locked(fv.series_id);
+	if (!s || !in_either(sd, s))
+		return -ENOENT;
+	return wdbinary_entry(sd, fv.series_id, fv.alias, out);
+}
+
+static int wdbinary_list(struct emitter *em, const struct sdir *sd, size_t k)
+{
+	const struct sdir me = *sd; /* fs.sdirs may move below */
+	struct version_list l = {0};
+	size_t lo, hi, pos = 0;
+	int r;
+
+	sd = &me;
+	series_binary_range(sd->view, sd->name, &lo, &hi);
+	r = series_each_version(fs.series, lo, hi, series_collect_version_cb, &l);
+	for (size_t n = 0; r == 0 && n < l.n; n++) {
+		const struct store_series *s = series_by_id_locked(l.v[n].series_id);
+		if (!s || !in_either(sd, s) || pos++ < k)
+			continue;
+		struct ino i;
+		r = wdbinary_entry(sd, l.v[n].series_id, l.v[n].alias, &i);
+		if (r == 0 && !inode_emit_locked(em, l.names[n], i, false, (off_t)(3 + pos - 1)))
+			break;
+	}
+	free(l.v);
+	free(l.names);
+	return r;
+}
+
 static const struct sdir_ops sdir_ops[SD_KINDS] = {
-        [SD_ROOT] = {root_lookup, root_list},          [SD_BINARY] = {binary_lookup, binary_list},
-        [SD_LAST] = {last_lookup, last_list},          [SD_RANGE] = {range_lookup, range_list},
-        [SD_FROM] = {range_lookup, from_list},         [SD_WINDOW] = {window_lookup, window_list},
-        [SD_WBINARY] = {wbinary_lookup, wbinary_list}, [SD_DIFF] = {diff_lookup, diff_list},
-        [SD_DIFFA] = {diff_lookup, diff_list},         [SD_FUNCS] = {funcs_lookup, funcs_list},
-        [SD_FUNC] = {func_lookup, func_list},          [SD_HOSTS] = {hosts_lookup, hosts_list},
+        [SD_ROOT] = {root_lookup, root_list},
+        [SD_BINARY] = {binary_lookup, binary_list},
+        [SD_LAST] = {last_lookup, last_list},
+        [SD_RANGE] = {range_lookup, range_list},
+        [SD_FROM] = {range_lookup, from_list},
+        [SD_WINDOW] = {window_lookup, window_list},
+        [SD_WBINARY] = {wbinary_lookup, wbinary_list},
+        [SD_DIFF] = {diff_lookup, diff_list},
+        [SD_DIFFA] = {diff_lookup, diff_list},
+        [SD_FUNCS] = {funcs_lookup, funcs_list},
+        [SD_FUNC] = {func_lookup, func_list},
+        [SD_HOSTS] = {hosts_lookup, hosts_list},
+        [SD_WDIFF] = {wdiff_lookup, nothing_list},
+        [SD_WDFROM] = {wdiff_lookup, nothing_list},
+        [SD_WDROOT] = {wdroot_lookup, wdroot_list},
+        [SD_WDBINARY] = {wdbinary_lookup, wdbinary_list},
 };
 
 const struct sdir_ops *synth_ops_of(const struct sdir *sd)

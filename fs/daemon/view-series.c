@@ -171,8 +171,8 @@ static int view_entry(const struct store_series *raw, size_t lo, size_t hi, uint
 	e->unit = strdup(f->unit);
 	if ((view && !e->host) || !e->binary || !e->version || !e->event || !e->unit)
 		return -ENOMEM;
-	e->first_seen = INT64_MAX;
-	e->last_seen = INT64_MIN;
+	e->first_seen = e->first_us = INT64_MAX;
+	e->last_seen = e->last_us = INT64_MIN;
 	for (size_t i = lo; i < hi; i++) {
 		const struct store_series *m = &raw[i];
 		if (__builtin_add_overflow(e->samples, m->samples, &e->samples))
@@ -185,6 +185,13 @@ static int view_entry(const struct store_series *raw, size_t lo, size_t hi, uint
 			e->first_seen = m->first_seen;
 		if (m->last_seen > e->last_seen)
 			e->last_seen = m->last_seen;
+		if (__builtin_add_overflow(e->recent_samples, m->recent_samples,
+		                           &e->recent_samples))
+			e->recent_samples = UINT64_MAX;
+		if (m->samples && m->first_us < e->first_us)
+			e->first_us = m->first_us;
+		if (m->samples && m->last_us > e->last_us)
+			e->last_us = m->last_us;
 	}
 	return 0;
 }
@@ -444,7 +451,7 @@ bool series_in_window(const struct store_series *s, int64_t from, int64_t to)
 		return false;
 	int64_t first = s->first_seen / bs * bs - (s->first_seen % bs < 0 ? bs : 0);
 	int64_t last = s->last_seen / bs * bs - (s->last_seen % bs < 0 ? bs : 0);
-	return first < to && last + bs > from;
+	return first * 1000000 < to && (last + bs) * 1000000 > from;
 }
 
 int series_collect_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id,

@@ -98,4 +98,23 @@ int builder_get_child(struct builder *b, uint32_t parent, uint32_t frame, uint32
 /* Creates every node of `seed` again, in id order, so each keeps its id. */
 int builder_seed_nodes(struct builder *b, const struct view_tree *seed);
 
+/* Counts a build from the store adds to one series beside those it reads
+ * (window.c: the parts of the buckets a window cuts), by store node. */
+struct build_count {
+	uint32_t node;
+	uint64_t samples, weight;
+};
+struct build_extra {
+	const struct build_count *v;
+	size_t n;
+};
+
+/* view_tree_build_seeded() with, for series[i], the counts extra[i] added
+ * after the counts it reads (extra NULL: none).  from > to reads no
+ * counts at all.  Fills the tree's source (t->src) as the store build
+ * does; the caller may refine it. */
+int builder_build(struct store *s, const struct store_series *series, size_t n, int64_t from,
+                  int64_t to, const struct build_extra *extra, const struct view_tree *seed,
+                  struct view_tree **out);
+
 #endif

@@ -790,8 +790,9 @@ static int builder_alloc(struct builder *b, struct store *s, const struct store_
 	b->memo = calloc(b->memo_len ? b->memo_len : 1, sizeof(*b->memo));
 	t->src.series = malloc(n * sizeof(*t->src.series));
 	t->src.binary = malloc(n * sizeof(*t->src.binary));
+	t->src.recent = malloc(n * sizeof(*t->src.recent));
 	if (!t->event || !t->unit || !b->stab || !b->ctab || !b->fmap || !b->memo ||
-	    !t->src.series || !t->src.binary)
+	    !t->src.series || !t->src.binary || !t->src.recent)
 		return -ENOMEM;
 	b->stab_mask = 1023;
 	b->ctab_mask = csize - 1;
@@ -799,6 +800,26 @@ static int builder_alloc(struct builder *b, struct store *s, const struct store_
 	view_hugepages(b->ctab, (size_t)csize * sizeof(*b->ctab));
 	t->src.store = s;
 	t->src.nseries = n;
+	t->src.first_us = INT64_MAX;
+	t->src.last_us = INT64_MIN;
+	/* A series without detail whose first or last moment is a whole
+	 * second knows it to the bucket only (an older store's bucket start,
+	 * or an import's time for all its samples): the span takes the
+	 * bucket.  A moment with a fraction is a sample's own, rolled up. */
+	int64_t bsu = (int64_t)(store_bucket_seconds(s) ? store_bucket_seconds(s) : 1) * 1000000;
+	for (size_t i = 0; i < n; i++) {
+		int64_t f = series[i].first_us, l = series[i].last_us;
+		if (series[i].samples == 0)
+			continue;
+		if (series[i].recent_samples == 0 && f % 1000000 == 0)
+			f = (f / bsu - (f % bsu < 0)) * bsu;
+		if (series[i].recent_samples == 0 && l % 1000000 == 0)
+			l = (l / bsu - (l % bsu < 0)) * bsu + bsu - 1;
+		if (f < t->src.first_us)
+			t->src.first_us = f;
+		if (l > t->src.last_us)
+			t->src.last_us = l;
+	}
 	t->src.store_nodes = b->memo_len;
 	t->src.bucket_seconds = store_bucket_seconds(s);
 	return 0;
@@ -871,9 +892,10 @@ static int builder_enter_binary(struct builder *b, const struct store_series *se
 }
 
 /* Adds the counts of series[0..n) in [from, to), grouped by binary
- * (series of one binary share view nodes). */
+ * (series of one binary share view nodes), and after each series' counts
+ * the ones `extra` gives it (NULL: none). */
 static int builder_add_series(struct builder *b, const struct store_series *series, size_t n,
-                              int64_t from, int64_t to)
+                              int64_t from, int64_t to, const struct build_extra *extra)
 {
 	struct view_tree *t = b->t;
 	const struct store_series **order = malloc(n * sizeof(*order));
@@ -887,18 +909,26 @@ static int builder_add_series(struct builder *b, const struct store_series *seri
 	t->src.from = from;
 	t->src.to = to;
 	/* A database sends all these series' counts for one query. */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		t->src.series[i] = order[i]->id;
-	if (n > 1)
+		t->src.recent[i] = order[i]->recent_samples > 0;
+	}
+	if (n > 1 && from <= to)
 		r = store_series_prefetch(b->s, t->src.series, n, from, to);
 	for (size_t i = 0; i < n && r == 0; i++) {
 		if ((i == 0 || strcmp(order[i]->binary, order[i - 1]->binary) != 0) &&
 		    (r = builder_enter_binary(b, order[i])) < 0)
 			break;
 		t->src.binary[i] = b->memo[STORE_ROOT_NODE] - 1;
-		r = store_series_counts(b->s, order[i]->id, from, to, add_count, b);
+		if (from <= to)
+			r = store_series_counts(b->s, order[i]->id, from, to, add_count, b);
 		if (r > 0)
 			r = -EIO;
+		if (extra) {
+			const struct build_extra *e = &extra[order[i] - series];
+			for (size_t k = 0; k < e->n && r == 0; k++)
+				r = add_count(b, 0, e->v[k].node, e->v[k].samples, e->v[k].weight);
+		}
 		/* Before the next binary moves the memo's floor. */
 		if (r == 0)
 			r = ring_drain(b);
@@ -950,6 +980,13 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
                            int64_t from, int64_t to, const struct view_tree *seed,
                            struct view_tree **out)
 {
+	return builder_build(s, series, n, from, to, NULL, seed, out);
+}
+
+int builder_build(struct store *s, const struct store_series *series, size_t n, int64_t from,
+                  int64_t to, const struct build_extra *extra, const struct view_tree *seed,
+                  struct view_tree **out)
+{
 	struct builder b;
 	int r;
 
@@ -958,7 +995,8 @@ int view_tree_build_seeded(struct store *s, const struct store_series *series, s
 		return -EINVAL;
 	if ((r = builder_alloc(&b, s, series, n, seed)) < 0 ||
 	    (r = builder_reserve_nodes(&b, n, seed)) < 0 ||
-	    (r = builder_add_series(&b, series, n, from, to)) < 0 || (r = builder_finish(&b)) < 0) {
+	    (r = builder_add_series(&b, series, n, from, to, extra)) < 0 ||
+	    (r = builder_finish(&b)) < 0) {
 		prefault_stop(&b); /* before its arrays are freed */
 		view_tree_free(b.t);
 		builder_release(&b);

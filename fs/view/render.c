@@ -1133,6 +1133,7 @@ const struct view_file view_files[] = {
         {"top", view_render_top, NULL},
         {"timeline", view_render_timeline, NULL},
         {"timeline.svg", view_render_timeline_svg, NULL},
+        {"heatmap.svg", view_render_heatmap_svg, NULL},
 };
 const size_t view_file_count = sizeof(view_files) / sizeof(view_files[0]);
 

@@ -1,21 +1,26 @@
 /*
- * timeline.c — when a subtree ran: `timeline`, one line per time bucket
- * that holds counts of the subtree (its start, samples, weight), and
- * `timeline.svg`, the same as a bar chart drawn in the self-contained
- * style of flame.svg.
+ * timeline.c — when a subtree ran: `timeline`, one line per interval of a
+ * resolution that fits the span shown (1 s over a short recording,
+ * minutes over days) with the samples and weight of the subtree in it and
+ * its weight per second of the time it covers, and `timeline.svg`, the
+ * same as a bar chart drawn in the self-contained style of flame.svg.
  *
  * A tree keeps no counts per bucket (that would cost memory per node and
  * bucket in every tree): a timeline reads the counts of the tree's
- * series in its window from the store again, when it is rendered, and
- * sums those whose store node lies in the subtree.  Whether it does is
- * decided once per store node, memoized: a store node maps to the view
- * node its parent's maps to, or to that node's child of the same frame
- * name (as build.c merges them), so only the nodes on the way from the
- * binary down to the subtree's root need their names compared; below
- * it every node is in, beside it every node is out.  The top root and a
- * binary's node take every count of their series without a test.  Trees
- * derived from trees (diffs, callers, callees) read nothing and show
- * only the header.
+ * series in its span from the store again (one set-based read), and,
+ * where an interval is shorter than a bucket or a window cuts a bucket,
+ * the detail of their samples (their moments), and sums those whose
+ * store node lies in the subtree.  What of such a bucket has no moment
+ * (its counts minus its samples' detail) is never spread: it is shown
+ * whole, as its bucket, flagged.  Whether a store node lies in the
+ * subtree is decided once per store node, memoized: a store node maps
+ * to the view node its parent's maps to, or to that node's child of the
+ * same frame name (as build.c merges them), so only the nodes on the way
+ * from the binary down to the subtree's root need their names compared;
+ * below it every node is in, beside it every node is out.  The top root
+ * and a binary's node take every count of their series without a test.
+ * Trees derived from trees (diffs, callers, callees) read nothing and
+ * show only the header.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,40 +32,52 @@
 
 #include "view-internal.h"
 
-/* One bucket of the subtree. */
-struct tbucket {
-	int64_t start;
-	uint64_t samples, weight;
-};
-
-static int cmp_tbucket(const void *a, const void *b)
-{
-	const struct tbucket *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* The buckets of one read, summed as the counts arrive. */
-struct tcollect {
-	const struct view_tree *t;
-	uint32_t node;        /* the subtree's root */
-	const uint32_t *path; /* the view nodes from the binary's (0) down to node */
-	uint32_t depth;       /* entries of path */
-	uint32_t *memo;       /* store node -> MEMO_* or MEMO_PATH + path index */
-	uint32_t *walk;       /* scratch: store nodes not yet decided */
-	bool all;             /* every count is in the subtree */
-	struct tbucket *b;
-	size_t nb, cap;
-};
-
 #define MEMO_UNKNOWN 0u
 #define MEMO_OUT     1u
 #define MEMO_IN      2u
 #define MEMO_PATH    3u /* + k: maps to path[k], an ancestor of the subtree's root */
 
-/* Whether store node sn lies in the subtree: MEMO_IN or MEMO_OUT, or a
- * negative errno. */
-static int classify(struct tcollect *c, uint32_t sn)
+int view_subtree_init(struct view_subtree *c, const struct view_tree *t, uint32_t node)
+{
+	*c = (struct view_subtree){.t = t, .node = node, .binary = VIEW_NONE, .all = true};
+	if (node >= t->nnodes)
+		return -EINVAL;
+	if (node == VIEW_ROOT || !t->src.store)
+		return 0;
+	/* The view nodes from the binary's down to node. */
+	uint32_t depth = 0;
+	for (uint32_t n = node; n != VIEW_ROOT; n = t->nodes[n].parent)
+		depth++;
+	c->path = malloc(depth * sizeof(*c->path));
+	if (!c->path)
+		return -ENOMEM;
+	uint32_t k = depth;
+	for (uint32_t n = node; n != VIEW_ROOT; n = t->nodes[n].parent)
+		c->path[--k] = n;
+	c->binary = c->path[0];
+	c->depth = depth;
+	if (depth > 1) {
+		/* calloc: only the pages of nodes the series reach are touched. */
+		c->all = false;
+		c->memo = calloc(t->src.store_nodes ? t->src.store_nodes : 1, sizeof(*c->memo));
+		c->walk = malloc((t->src.store_nodes ? t->src.store_nodes : 1) * sizeof(*c->walk));
+		if (!c->memo || !c->walk)
+			return -ENOMEM;
+		if (t->src.store_nodes > STORE_ROOT_NODE)
+			c->memo[STORE_ROOT_NODE] = MEMO_PATH;
+	}
+	return 0;
+}
+
+void view_subtree_fini(struct view_subtree *c)
+{
+	free(c->path);
+	free(c->memo);
+	free(c->walk);
+	c->path = c->memo = c->walk = NULL;
+}
+
+int view_subtree_has(struct view_subtree *c, uint32_t sn)
 {
 	const struct view_tree *t = c->t;
 	struct store *s = t->src.store;
@@ -69,7 +86,9 @@ static int classify(struct tcollect *c, uint32_t sn)
 	int r;
 
 	if (sn >= t->src.store_nodes)
-		return MEMO_OUT; /* a stack the tree has not seen */
+		return 0; /* a stack the tree has not seen */
+	if (c->all)
+		return 1;
 	while ((state = c->memo[sn]) == MEMO_UNKNOWN) {
 		if (depth == t->src.store_nodes)
 			return -EIO; /* a cycle: the store is corrupt */
@@ -103,119 +122,284 @@ static int classify(struct tcollect *c, uint32_t sn)
 			state = MEMO_PATH + k + 1;
 		c->memo[sn] = state;
 	}
-	return state == MEMO_IN ? MEMO_IN : MEMO_OUT; /* on the path above: out */
+	return state == MEMO_IN; /* on the path above: out */
 }
+
+/* ---- reading the span ---------------------------------------------------- */
+
+/* The interval lengths a timeline picks from, in seconds: the shortest
+ * that gives at most MAX_INTERVALS over the span, and that divides the
+ * bucket or is a multiple of it. */
+static const int64_t steps[] = {1,   2,    5,    10,   15,    30,    60,    120,   300,    600,
+                                900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800};
+#define MAX_INTERVALS 240
+
+static int64_t floor_div(int64_t a, int64_t d)
+{
+	return a / d - (a % d < 0);
+}
+
+/* One line of the timeline: [start, end) is the time it covers. */
+struct trow {
+	int64_t start, end; /* microseconds */
+	uint64_t samples, weight;
+	uint64_t untimed; /* samples among them without a moment (a bucket's) */
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct trow *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->untimed > 0) - (y->untimed > 0);
+}
+
+/* Per bucket of the span: the subtree's counts, and the detail of its
+ * samples read. */
+struct tbk {
+	uint64_t count_samples, count_weight;
+	uint64_t detail_samples, detail_weight;
+	bool detail; /* its detail is read */
+};
+
+struct tcollect {
+	const struct view_tree *t;
+	struct view_subtree st;
+	int64_t S, E;   /* the span shown, microseconds, [S, E) */
+	int64_t r, bsu; /* interval and bucket lengths, microseconds */
+	int64_t k0;     /* the first interval's index (start / r) */
+	size_t nint;
+	struct trow *iv; /* per interval */
+	int64_t b0;      /* the first bucket's index (start / bsu) */
+	size_t nbk;
+	struct tbk *bk;
+	bool fine; /* intervals shorter than a bucket */
+};
 
 static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t samples,
                      uint64_t weight)
 {
 	struct tcollect *c = ctx;
+	int r = view_subtree_has(&c->st, node);
 
-	if (!c->all) {
-		int r = classify(c, node);
-		if (r < 0)
-			return r;
-		if (r != MEMO_IN)
-			return 0;
-	} else if (node >= c->t->src.store_nodes) {
+	if (r <= 0)
+		return r;
+	int64_t b = floor_div(bucket_start * 1000000, c->bsu) - c->b0;
+	if (b < 0 || (size_t)b >= c->nbk)
 		return 0;
-	}
-	/* A series' counts come in bucket order: add to the last bucket. */
-	if (c->nb && c->b[c->nb - 1].start == bucket_start) {
-		struct tbucket *l = &c->b[c->nb - 1];
-		if (__builtin_add_overflow(l->samples, samples, &l->samples) ||
-		    __builtin_add_overflow(l->weight, weight, &l->weight))
-			return -EOVERFLOW;
-		return 0;
-	}
-	if (c->nb == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct tbucket *nbuf = realloc(c->b, cap * sizeof(*nbuf));
-		if (!nbuf)
-			return -ENOMEM;
-		c->b = nbuf;
-		c->cap = cap;
-	}
-	c->b[c->nb++] = (struct tbucket){bucket_start, samples, weight};
+	struct tbk *k = &c->bk[b];
+	if (__builtin_add_overflow(k->count_samples, samples, &k->count_samples) ||
+	    __builtin_add_overflow(k->count_weight, weight, &k->count_weight))
+		return -EOVERFLOW;
 	return 0;
 }
 
-/* The buckets of the subtree of `node`, by start, into *out (malloc'd;
- * the caller frees) and their count into *nout: read from the store the
- * tree was built from (nothing for a derived tree). */
-static int collect(const struct view_tree *t, uint32_t node, struct tbucket **out, size_t *nout)
+static int add_sample(void *ctx, const struct store_sample *smp)
 {
-	struct tcollect c = {.t = t, .node = node, .all = true};
-	uint32_t *path = NULL, binary = VIEW_NONE;
+	struct tcollect *c = ctx;
+	int r = view_subtree_has(&c->st, smp->node);
+
+	if (r <= 0)
+		return r;
+	int64_t b = floor_div(smp->time_us, c->bsu) - c->b0;
+	if (b < 0 || (size_t)b >= c->nbk || !c->bk[b].detail)
+		return 0;
+	c->bk[b].detail_samples++;
+	c->bk[b].detail_weight += smp->weight;
+	if (smp->time_us < c->S || smp->time_us >= c->E)
+		return 0;
+	struct trow *iv = &c->iv[floor_div(smp->time_us, c->r) - c->k0];
+	iv->samples++;
+	if (__builtin_add_overflow(iv->weight, smp->weight, &iv->weight))
+		return -EOVERFLOW;
+	return 0;
+}
+
+/* The resolution for a span of `span` microseconds and buckets of bs
+ * seconds, in microseconds. */
+static int64_t pick_resolution(int64_t span, int64_t bs)
+{
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		int64_t r = steps[i];
+		if ((r < bs && bs % r != 0) || (r >= bs && r % bs != 0))
+			continue;
+		if ((span + r * 1000000 - 1) / (r * 1000000) <= MAX_INTERVALS)
+			return r * 1000000;
+	}
+	int64_t n = (span + (int64_t)MAX_INTERVALS * bs * 1000000 - 1) /
+	            ((int64_t)MAX_INTERVALS * bs * 1000000);
+	return (n ? n : 1) * bs * 1000000;
+}
+
+/* Reads the detail of the series' samples in [from, to) (microseconds):
+ * of the series of the subtree's binary that have some, asked for in one
+ * read. */
+static int read_detail(struct tcollect *c, int64_t from, int64_t to)
+{
+	const struct view_tree *t = c->t;
+	uint32_t *ids = malloc((t->src.nseries ? t->src.nseries : 1) * sizeof(*ids));
+	size_t n = 0;
 	int r = 0;
 
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->src.nseries; i++)
+		if (view_subtree_series(&c->st, i) && t->src.recent[i])
+			ids[n++] = t->src.series[i];
+	if (n > 1)
+		r = store_samples_prefetch(t->src.store, ids, n, from, to);
+	free(ids);
+	for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
+		if (!view_subtree_series(&c->st, i) || !t->src.recent[i])
+			continue;
+		r = store_series_samples(t->src.store, t->src.series[i], from, to, add_sample, c);
+		if (r == -EOPNOTSUPP || r == -ENOSYS)
+			r = 0; /* no recent tier: what it holds has no moment */
+		else if (r > 0)
+			r = -EIO;
+	}
+	return r;
+}
+
+/* The rows of the subtree of `node` into *out (malloc'd; the caller
+ * frees), by start, and the span and resolution into *c. */
+static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node, struct trow **out,
+                   size_t *nout)
+{
+	const struct view_window *w = t->src.window;
+	struct trow *rows = NULL;
+	size_t nrows = 0;
+	int r;
+
+	*c = (struct tcollect){.t = t};
 	*out = NULL;
 	*nout = 0;
-	if (!t->src.store)
-		return 0;
-	if (node != VIEW_ROOT) {
-		/* The view nodes from the binary's down to node. */
-		uint32_t depth = 0;
-		for (uint32_t n = node; n != VIEW_ROOT; n = t->nodes[n].parent)
-			depth++;
-		path = malloc(depth * sizeof(*path));
-		if (!path)
-			return -ENOMEM;
-		uint32_t k = depth;
-		for (uint32_t n = node; n != VIEW_ROOT; n = t->nodes[n].parent)
-			path[--k] = n;
-		binary = path[0];
-		c.path = path;
-		c.depth = depth;
-		if (depth > 1) {
-			/* calloc: only the pages of nodes the series reach are touched. */
-			c.all = false;
-			c.memo = calloc(t->src.store_nodes ? t->src.store_nodes : 1,
-			                sizeof(*c.memo));
-			c.walk = malloc((t->src.store_nodes ? t->src.store_nodes : 1) *
-			                sizeof(*c.walk));
-			if (!c.memo || !c.walk) {
-				r = -ENOMEM;
-				goto out;
-			}
-			if (t->src.store_nodes > STORE_ROOT_NODE)
-				c.memo[STORE_ROOT_NODE] = MEMO_PATH;
-		}
+	if ((r = view_subtree_init(&c->st, t, node)) < 0)
+		return r;
+	int64_t bs = t->src.bucket_seconds ? t->src.bucket_seconds : 60;
+	c->bsu = bs * 1000000;
+	c->S = t->src.first_us;
+	c->E = t->src.last_us == INT64_MIN ? INT64_MIN : t->src.last_us + 1;
+	if (w) {
+		if (w->from_us > c->S)
+			c->S = w->from_us;
+		if (w->to_us < c->E)
+			c->E = w->to_us;
 	}
-	for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
-		if (binary != VIEW_NONE && t->src.binary[i] != binary)
-			continue;
-		r = store_series_counts(t->src.store, t->src.series[i], t->src.from, t->src.to,
-		                        add_count, &c);
+	if (!t->src.store || c->E <= c->S) {
+		c->S = c->E = 0;
+		c->r = c->bsu;
+		return 0;
+	}
+	c->r = pick_resolution(c->E - c->S, bs);
+	c->fine = c->r < c->bsu;
+	c->k0 = floor_div(c->S, c->r);
+	c->nint = (size_t)(floor_div(c->E - 1, c->r) - c->k0 + 1);
+	c->b0 = floor_div(c->S, c->bsu);
+	c->nbk = (size_t)(floor_div(c->E - 1, c->bsu) - c->b0 + 1);
+	c->iv = calloc(c->nint, sizeof(*c->iv));
+	c->bk = calloc(c->nbk, sizeof(*c->bk));
+	if (!c->iv || !c->bk)
+		return -ENOMEM;
+
+	/* The counts of every bucket of the span: one set-based read. */
+	uint32_t *ids = malloc((t->src.nseries ? t->src.nseries : 1) * sizeof(*ids));
+	size_t nids = 0;
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->src.nseries; i++)
+		if (view_subtree_series(&c->st, i))
+			ids[nids++] = t->src.series[i];
+	int64_t bfrom = c->b0 * bs, bto = (c->b0 + (int64_t)c->nbk - 1) * bs;
+	if (nids > 1)
+		r = store_series_prefetch(t->src.store, ids, nids, bfrom, bto);
+	for (size_t i = 0; i < nids && r == 0; i++) {
+		r = store_series_counts(t->src.store, ids[i], bfrom, bto, add_count, c);
 		if (r > 0)
 			r = -EIO;
 	}
+	free(ids);
 	if (r < 0)
-		goto out;
-	qsort(c.b, c.nb, sizeof(*c.b), cmp_tbucket);
-	size_t k = 0;
-	for (size_t i = 0; i < c.nb; i++) {
-		if (k && c.b[k - 1].start == c.b[i].start) {
-			if (__builtin_add_overflow(c.b[k - 1].samples, c.b[i].samples,
-			                           &c.b[k - 1].samples) ||
-			    __builtin_add_overflow(c.b[k - 1].weight, c.b[i].weight,
-			                           &c.b[k - 1].weight)) {
-				r = -EOVERFLOW;
-				goto out;
-			}
-		} else {
-			c.b[k++] = c.b[i];
+		return r;
+
+	/* The detail of the buckets whose samples go by their moment: all
+	 * of them for intervals shorter than a bucket, else those a window
+	 * cuts. */
+	if (c->fine) {
+		bool any = false;
+		for (size_t b = 0; b < c->nbk; b++)
+			any |= c->bk[b].detail = c->bk[b].count_samples > 0;
+		if (any)
+			r = read_detail(c, c->b0 * c->bsu, (c->b0 + (int64_t)c->nbk) * c->bsu);
+	} else if (w) {
+		for (unsigned k = 0; k < w->ncut && r == 0; k++) {
+			int64_t b = floor_div(w->cut[k].bucket * 1000000, c->bsu) - c->b0;
+			if (b < 0 || (size_t)b >= c->nbk)
+				continue;
+			c->bk[b].detail = true;
+			r = read_detail(c, (c->b0 + b) * c->bsu, (c->b0 + b + 1) * c->bsu);
 		}
 	}
-	*out = c.b;
-	*nout = k;
-	c.b = NULL;
-out:
-	free(c.b);
-	free(c.memo);
-	free(c.walk);
-	free(path);
-	return r;
+	if (r < 0)
+		return r;
+
+	/* Rows: the intervals, and in fine mode each bucket's samples without
+	 * a moment as a row of their own. */
+	rows = calloc(c->nint + c->nbk, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	for (size_t b = 0; b < c->nbk; b++) {
+		const struct tbk *k = &c->bk[b];
+		int64_t start = (c->b0 + (int64_t)b) * c->bsu;
+		uint64_t us = k->count_samples, uw = k->count_weight;
+		if (k->detail) {
+			us = us > k->detail_samples ? us - k->detail_samples : 0;
+			uw = uw > k->detail_weight ? uw - k->detail_weight : 0;
+		}
+		if (us == 0 && uw == 0)
+			continue;
+		if (c->fine) {
+			/* No moment: the row covers its whole bucket (in the
+			 * window), wherever the series' samples begin or end. */
+			int64_t a = w && w->from_us > start ? w->from_us : start;
+			int64_t z = w && w->to_us < start + c->bsu ? w->to_us : start + c->bsu;
+			rows[nrows++] = (struct trow){
+			        .start = a, .end = z, .samples = us, .weight = uw, .untimed = us};
+			continue;
+		}
+		struct trow *iv = &c->iv[floor_div(start > c->S ? start : c->S, c->r) - c->k0];
+		iv->samples += us;
+		if (__builtin_add_overflow(iv->weight, uw, &iv->weight))
+			return free(rows), -EOVERFLOW;
+		if (k->detail)
+			iv->untimed += us; /* a cut bucket's samples without a moment */
+	}
+	for (size_t i = 0; i < c->nint; i++) {
+		struct trow *iv = &c->iv[i];
+		int64_t a = (c->k0 + (int64_t)i) * c->r, z = a + c->r;
+		if (iv->samples == 0 && iv->weight == 0)
+			continue;
+		iv->start = a > c->S ? a : c->S;
+		iv->end = z < c->E ? z : c->E;
+		rows[nrows++] = *iv;
+	}
+	qsort(rows, nrows, sizeof(*rows), cmp_row);
+	/* The span shown reaches over every row. */
+	for (size_t i = 0; i < nrows; i++) {
+		c->S = rows[i].start < c->S ? rows[i].start : c->S;
+		c->E = rows[i].end > c->E ? rows[i].end : c->E;
+	}
+	*out = rows;
+	*nout = nrows;
+	return 0;
+}
+
+static void collect_fini(struct tcollect *c)
+{
+	view_subtree_fini(&c->st);
+	free(c->iv);
+	free(c->bk);
 }
 
 /* Numbers and the renderer's own words only: a name, unit or event goes
@@ -235,49 +419,107 @@ static int appendf(struct view_buf *out, const char *fmt, ...)
 	return view_buf_append(out, buf, (size_t)n);
 }
 
-/* Whether the buckets are wall-clock times (else perf's clock). */
-static bool wall_clock(const struct tbucket *b, size_t n)
+static bool wall_clock_us(int64_t us)
 {
-	return n == 0 || b[0].start >= STORE_WALL_CLOCK_MIN;
+	return us >= (int64_t)STORE_WALL_CLOCK_MIN * 1000000;
 }
 
-/* "2026-11-24T14:02:00Z", or "-" for times before 2000 (perf's clock). */
-static void iso(char out[32], int64_t t)
+/* The weight per second of a row: for a clock unit in seconds per
+ * second (cores busy). */
+static double row_rate(const struct trow *row, uint64_t per_second)
 {
-	struct tm tm;
-	time_t tt = (time_t)t;
+	double secs = (double)(row->end - row->start) / 1e6;
 
-	if (t < STORE_WALL_CLOCK_MIN || !gmtime_r(&tt, &tm) ||
-	    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(out, 32, "-");
+	if (secs <= 0)
+		return 0;
+	return (double)row->weight / (double)(per_second ? per_second : 1) / secs;
+}
+
+/* The header lines both files share the words of: the span, and what
+ * has no moment. */
+static uint64_t untimed_sum(const struct trow *rows, size_t n, size_t *buckets)
+{
+	uint64_t sum = 0;
+
+	*buckets = 0;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].untimed) {
+			sum += rows[i].untimed;
+			(*buckets)++;
+		}
+	return sum;
 }
 
 int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
-	struct tbucket *b;
-	size_t n;
+	struct tcollect c;
+	struct trow *rows = NULL;
+	size_t n = 0, nb;
+	uint64_t per_second = 0;
 	int r;
 
 	if (node >= t->nnodes)
 		return -EINVAL;
-	if ((r = collect(t, node, &b, &n)) < 0)
-		return r;
+	if ((r = collect(&c, t, node, &rows, &n)) < 0)
+		goto out;
 	const char *event = t->event ? t->event : "", *unit = t->unit ? t->unit : "";
-	r = appendf(out, "# %zu buckets of %" PRIu32 " s; clock %s; unit ", n,
-	            t->src.bucket_seconds,
-	            wall_clock(b, n) ? "unix (seconds, UTC)"
-	                             : "perf (seconds since boot unless perf recorded with -k)");
+	bool clock = view_unit_is_clock(unit, &per_second);
+	char a[40], z[40], span[40];
+	if (wall_clock_us(c.S)) {
+		view_format_iso_us(c.S, a);
+		view_format_iso_us(c.E, z);
+	} else {
+		view_format_us(c.S, a);
+		view_format_us(c.E, z);
+	}
+	view_format_us(c.E - c.S, span);
+	r = appendf(out, "# %zu intervals of %" PRId64 " s over [%s, %s) (%s s); clock %s; unit ",
+	            n, c.r / 1000000, a, z, span,
+	            wall_clock_us(c.S) ? "unix (seconds, UTC)"
+	                               : "perf (seconds since boot unless perf recorded with -k)");
 	if (r == 0 && (r = view_text_append(out, unit, strlen(unit), 0)) == 0 &&
 	    (r = view_buf_append(out, " (", 2)) == 0 &&
 	    (r = view_text_append(out, event, strlen(event), 0)) == 0)
-		r = appendf(out, ")\n# start samples weight start_utc\n");
-	for (size_t i = 0; i < n && r == 0; i++) {
-		char when[32];
-		iso(when, b[i].start);
-		r = appendf(out, "%" PRId64 " %" PRIu64 " %" PRIu64 " %s\n", b[i].start,
-		            b[i].samples, b[i].weight, when);
+		r = appendf(out, "); per_second: %s\n",
+		            clock ? "cores busy (seconds of the unit per second)"
+		                  : "weight per second");
+	const struct view_window *w = t->src.window;
+	if (r == 0 && w) {
+		char wa[40], wz[40];
+		unsigned wb;
+		uint64_t ws = view_window_whole_samples(w, &wb);
+		view_format_us(w->from_us, wa);
+		view_format_us(w->to_us, wz);
+		if (view_window_exact(w))
+			r = appendf(out, "# window [%s, %s): exact\n", wa, wz);
+		else
+			r = appendf(out,
+			            "# window [%s, %s): NOT exact: %" PRIu64 " samples of %u "
+			            "bucket%s it cuts have no moment and are taken whole\n",
+			            wa, wz, ws, wb, wb == 1 ? "" : "s");
 	}
-	free(b);
+	uint64_t untimed = untimed_sum(rows, n, &nb);
+	if (r == 0 && untimed)
+		r = appendf(out,
+		            "# %" PRIu64
+		            " samples in %zu line%s have no moment (buckets of %" PRIu32
+		            " s without detail): counted in the interval of their bucket, column "
+		            "untimed\n",
+		            untimed, nb, nb == 1 ? "" : "s", t->src.bucket_seconds);
+	if (r == 0)
+		r = appendf(out, "# start seconds samples weight per_second untimed start_utc\n");
+	for (size_t i = 0; i < n && r == 0; i++) {
+		char st[40], secs[40], iso[40];
+		view_format_us(rows[i].start, st);
+		view_format_us(rows[i].end - rows[i].start, secs);
+		view_format_iso_us(rows[i].start, iso);
+		r = appendf(out, "%s %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 " %s\n", st, secs,
+		            rows[i].samples, rows[i].weight,
+		            row_rate(&rows[i], clock ? per_second : 1), rows[i].untimed, iso);
+	}
+out:
+	free(rows);
+	collect_fini(&c);
 	return r;
 }
 
@@ -285,31 +527,33 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 #define SVG_TEXT_CHARS 200
 
 #define SVG_W  1200
-#define SVG_H  360
+#define SVG_H  380
 #define PLOT_X 90
 #define PLOT_Y 50
 #define PLOT_W (SVG_W - PLOT_X - 30)
-#define PLOT_H (SVG_H - PLOT_Y - 60)
+#define PLOT_H (SVG_H - PLOT_Y - 80)
 
 int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
-	struct tbucket *b;
-	size_t n, len = 0;
+	struct tcollect c;
+	struct trow *rows = NULL;
+	size_t n = 0, len = 0, nb;
+	uint64_t per_second = 0;
 	int r;
 
 	if (node >= t->nnodes)
 		return -EINVAL;
-	if ((r = collect(t, node, &b, &n)) < 0)
-		return r;
-	uint64_t max = 0;
+	if ((r = collect(&c, t, node, &rows, &n)) < 0)
+		goto out;
+	const char *unit = t->unit ? t->unit : "", *event = t->event ? t->event : "";
+	bool clock = view_unit_is_clock(unit, &per_second);
+	uint64_t ps = clock ? per_second : 1;
+	double max = 0;
 	for (size_t i = 0; i < n; i++)
-		if (b[i].weight > max)
-			max = b[i].weight;
-	int64_t bs = t->src.bucket_seconds ? t->src.bucket_seconds : 60;
-	int64_t first = n ? b[0].start : 0, last = n ? b[n - 1].start + bs : bs;
-	double span = (double)(last - first);
+		if (row_rate(&rows[i], ps) > max)
+			max = row_rate(&rows[i], ps);
+	double span = c.E > c.S ? (double)(c.E - c.S) : 1;
 	const char *name = node == VIEW_ROOT ? "all" : view_node_name(t, node, &len);
-	const char *event = t->event ? t->event : "", *unit = t->unit ? t->unit : "";
 	if (node == VIEW_ROOT)
 		len = 3;
 
@@ -320,8 +564,8 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	        "xmlns=\"http://www.w3.org/2000/svg\">\n"
 	        "<style type=\"text/css\">text { font-family: Verdana, sans-serif; font-size: "
 	        "12px; fill: rgb(0,0,0); } .bar { fill: rgb(230,120,30); } .bar:hover { fill: "
-	        "rgb(200,60,0); } .axis { stroke: rgb(120,120,120); stroke-width: 1; "
-	        "}</style>\n"
+	        "rgb(200,60,0); } .axis { stroke: "
+	        "rgb(120,120,120); stroke-width: 1; }</style>\n"
 	        "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n"
 	        "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size: 17px\">Timeline "
 	        "of ",
@@ -330,47 +574,86 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		r = view_xml_append(out, name, len, SVG_TEXT_CHARS);
 	if (r == 0 && (r = view_buf_append(out, " (", 2)) == 0 &&
 	    (r = view_xml_append(out, event, strlen(event), SVG_TEXT_CHARS)) == 0 &&
-	    (r = view_buf_append(out, ", ", 2)) == 0 &&
-	    (r = view_xml_append(out, unit, strlen(unit), SVG_TEXT_CHARS)) == 0)
-		r = appendf(out, " per %" PRId64 " s bucket)</text>\n", bs);
+	    (r = view_buf_append(out, ", ", 2)) == 0) {
+		if (clock)
+			r = appendf(out, "cores busy");
+		else if ((r = view_xml_append(out, unit, strlen(unit), SVG_TEXT_CHARS)) == 0)
+			r = appendf(out, " per second");
+	}
 	if (r == 0)
+		r = appendf(out, ", %" PRId64 " s intervals)</text>\n", c.r / 1000000);
+	if (r == 0) {
+		char top[40];
+		snprintf(top, sizeof(top), "%.3f", max);
 		r = appendf(out,
 		            "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"
 		            "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%" PRIu64 "</text>\n"
+		            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
 		            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>\n",
 		            PLOT_X, PLOT_Y + PLOT_H, PLOT_X + PLOT_W, PLOT_Y + PLOT_H, PLOT_X,
-		            PLOT_Y, PLOT_X, PLOT_Y + PLOT_H, PLOT_X - 6, PLOT_Y + 10, max,
+		            PLOT_Y, PLOT_X, PLOT_Y + PLOT_H, PLOT_X - 6, PLOT_Y + 10, top,
 		            PLOT_X - 6, PLOT_Y + PLOT_H);
+	}
 	for (size_t i = 0; i < n && r == 0; i++) {
-		double x = PLOT_X + (double)(b[i].start - first) / span * PLOT_W;
-		double w = (double)bs / span * PLOT_W;
-		double h = max ? (double)b[i].weight / (double)max * PLOT_H : 0;
-		char when[32];
-		iso(when, b[i].start);
-		r = appendf(
-		        out,
-		        "<rect class=\"bar\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\">"
-		        "<title>%" PRId64 " %s: %" PRIu64 " samples, weight %" PRIu64
-		        "</title></rect>\n",
-		        x, PLOT_Y + PLOT_H - h, w > 1.5 ? w - 0.5 : w, h, b[i].start, when,
-		        b[i].samples, b[i].weight);
+		const struct trow *row = &rows[i];
+		double x = PLOT_X + (double)(row->start - c.S) / span * PLOT_W;
+		double wdt = (double)(row->end - row->start) / span * PLOT_W;
+		double rate = row_rate(row, ps);
+		double h = max > 0 ? rate / max * PLOT_H : 0;
+		char iso[40], secs[40];
+		view_format_iso_us(row->start, iso);
+		view_format_us(row->end - row->start, secs);
+		r = appendf(out,
+		            "<rect class=\"bar\"%s x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+		            "height=\"%.2f\"><title>%s +%s s: %" PRIu64 " samples, weight %" PRIu64
+		            ", %.3f %s",
+		            row->untimed ? " style=\"stroke: rgb(90,90,90); stroke-dasharray: 4,3\""
+		                         : "",
+		            x, PLOT_Y + PLOT_H - h, wdt > 1.5 ? wdt - 0.5 : wdt, h, iso, secs,
+		            row->samples, row->weight, rate, clock ? "cores busy" : "per second");
+		if (r == 0 && row->untimed)
+			r = appendf(out,
+			            "; %" PRIu64
+			            " samples without a moment, shown over their bucket",
+			            row->untimed);
+		if (r == 0)
+			r = appendf(out, "</title></rect>\n");
 	}
+	uint64_t untimed = untimed_sum(rows, n, &nb);
 	if (r == 0) {
-		char a[32], z[32];
-		iso(a, first);
-		iso(z, last);
+		char a[40], z[40];
+		view_format_iso_us(c.S, a);
+		view_format_iso_us(c.E, z);
 		r = appendf(
 		        out,
-		        "<text x=\"%d\" y=\"%d\">%" PRId64 " %s</text>\n"
-		        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%" PRId64 " %s</text>\n"
-		        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%zu buckets with counts; "
-		        "clock: %s</text>\n"
-		        "</svg>\n",
-		        PLOT_X, PLOT_Y + PLOT_H + 18, first, a, PLOT_X + PLOT_W,
-		        PLOT_Y + PLOT_H + 18, last, z, SVG_W / 2, PLOT_Y + PLOT_H + 42, n,
-		        wall_clock(b, n) ? "unix seconds, UTC" : "perf's (seconds since boot)");
+		        "<text x=\"%d\" y=\"%d\">%s</text>\n"
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%zu intervals of %" PRId64
+		        " s with samples; clock: %s</text>\n",
+		        PLOT_X, PLOT_Y + PLOT_H + 18, a, PLOT_X + PLOT_W, PLOT_Y + PLOT_H + 18, z,
+		        SVG_W / 2, PLOT_Y + PLOT_H + 40, n, c.r / 1000000,
+		        wall_clock_us(c.S) ? "unix seconds, UTC" : "perf's (seconds since boot)");
 	}
-	free(b);
+	if (r == 0 && untimed)
+		r = appendf(out,
+		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">dashed: %" PRIu64
+		            " samples without a moment (buckets of %" PRIu32
+		            " s without detail), each shown over its bucket</text>\n",
+		            SVG_W / 2, PLOT_Y + PLOT_H + 60, untimed, t->src.bucket_seconds);
+	const struct view_window *w = t->src.window;
+	if (r == 0 && w && !view_window_exact(w)) {
+		unsigned wb;
+		uint64_t ws = view_window_whole_samples(w, &wb);
+		r = appendf(
+		        out,
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">window NOT exact: %" PRIu64
+		        " samples of %u bucket%s it cuts taken whole</text>\n",
+		        SVG_W / 2, 40, ws, wb, wb == 1 ? "" : "s");
+	}
+	if (r == 0)
+		r = appendf(out, "</svg>\n");
+out:
+	free(rows);
+	collect_fini(&c);
 	return r;
 }

@@ -64,6 +64,9 @@ void view_tree_free(struct view_tree *t)
 	free(t->unit);
 	free(t->src.series);
 	free(t->src.binary);
+	free(t->src.recent);
+	free(t->src.window);
+	view_place_free(t->src.place);
 	free(t);
 }
 
@@ -86,7 +89,8 @@ size_t view_tree_memory(const struct view_tree *t)
 	       (size_t)t->strs_cap * sizeof(*t->strs) + t->arena_cap +
 	       (t->esc_len ? (size_t)t->nstrs * sizeof(*t->esc_len) : 0) +
 	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0) +
-	       t->src.nseries * (sizeof(*t->src.series) + sizeof(*t->src.binary));
+	       t->src.nseries *
+	               (sizeof(*t->src.series) + sizeof(*t->src.binary) + sizeof(*t->src.recent));
 }
 
 const char *view_tree_event(const struct view_tree *t)

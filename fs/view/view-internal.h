@@ -80,10 +80,20 @@ struct vsource {
 	struct store *store; /* borrowed: the store the tree was built from */
 	uint32_t *series;    /* store series ids, nseries of them */
 	uint32_t *binary;    /* per series: its binary's view node */
+	bool *recent;        /* per series: the recent tier held detail of it */
 	size_t nseries;
 	int64_t from, to;        /* the closed bucket interval read */
 	uint32_t store_nodes;    /* store_node_count() at the build */
 	uint32_t bucket_seconds; /* the store's bucket size (0: none) */
+	/* The first and last moment its series hold (store_series.first_us,
+	 * last_us; INT64_MAX, INT64_MIN when none has samples). */
+	int64_t first_us, last_us;
+	/* For a window's tree (window.c): the window and what it could not
+	 * cut exactly; NULL otherwise. */
+	struct view_window *window;
+	/* Where the tree's directories are in the mount (the daemon's
+	 * view_tree_set_place()), for heatmap.svg's links; NULL: unknown. */
+	struct view_place *place;
 };
 
 struct view_tree {
@@ -247,6 +257,38 @@ bool view_text_plain(const char *s, size_t len);
  * in the buffer of a folded path that holds n's ancestors' (bytes
  * [0, n's path_len)), with the ';' before it below a binary (render.c). */
 void view_path_put_name(const struct view_tree *t, uint32_t n, char *path);
+
+/* Where a tree's directories are (view_tree_set_place()). */
+struct view_place {
+	unsigned between;
+	char *top;
+};
+void view_place_free(struct view_place *p); /* accepts NULL */
+
+/* Which store nodes lie in the subtree of a view node, for renderers
+ * that read the store again (timeline.c, heatmap.c): decided once per
+ * store node, memoized (see timeline.c). */
+struct view_subtree {
+	const struct view_tree *t;
+	uint32_t node;   /* the subtree's root */
+	uint32_t binary; /* its binary's view node; VIEW_NONE at the top root */
+	uint32_t *path;  /* the view nodes from the binary's (0) down to node */
+	uint32_t depth;  /* entries of path */
+	uint32_t *memo;  /* store node -> its state (timeline.c) */
+	uint32_t *walk;  /* scratch: store nodes not yet decided */
+	bool all;        /* every store node of the tree is in */
+};
+/* 0, -EINVAL (node past the tree) or -ENOMEM; free with
+ * view_subtree_fini() either way. */
+int view_subtree_init(struct view_subtree *st, const struct view_tree *t, uint32_t node);
+void view_subtree_fini(struct view_subtree *st);
+/* 1 when store node sn lies in the subtree, 0 when not, or -errno. */
+int view_subtree_has(struct view_subtree *st, uint32_t sn);
+/* Whether series i of t->src can hold stacks of the subtree. */
+static inline bool view_subtree_series(const struct view_subtree *st, size_t i)
+{
+	return st->binary == VIEW_NONE || st->t->src.binary[i] == st->binary;
+}
 
 /* True when node n of a tree has a folded line (a self count, in either
  * version of a diff tree). */

@@ -210,6 +210,30 @@ bool view_unit_is_clock(const char *unit, uint64_t *per_second);
 int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_buf *out);
 int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
+/* A subsecond heatmap of the subtree over the recent tier (heatmap.c),
+ * as FlameScope draws one: a column per second, 50 rows of 20 ms for the
+ * offset inside it, each cell coloured by the samples of the subtree
+ * whose moment falls in it (read again from the store, as timelines
+ * are: the same lock rule), with a tooltip naming the interval and its
+ * count and a link to the @range directory of its interval (see
+ * view_tree_set_place()).  Over the tree's window for a window's tree,
+ * else over the span of its series' samples; at most the last
+ * VIEW_HEATMAP_COLUMNS seconds of it. */
+#define VIEW_HEATMAP_COLUMNS 7200
+#define VIEW_HEATMAP_ROWS    50
+int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct view_buf *out);
+/* Says where a tree's directories are in their view (the mount's root, or
+ * @host/NAME/, which has the same layout), for heatmap.svg's links,
+ * which go up to the view's root and down its @range: `between` is the
+ * number of directories from the view's root to the tree's top
+ * directory's parent (0 for a version, 3 in @range/F/T/, 2 in
+ * @last/D/), and `top` the path of the tree's top directory from there
+ * ("bin/1.0", escaped as the mount shows it), or "" for a tree whose
+ * files are its top root's (the whole view at a root).  So a tree's
+ * heatmap is the same in every view.  Copies the string.  0 or
+ * -ENOMEM. */
+int view_tree_set_place(struct view_tree *t, unsigned between, const char *top);
+
 /* How good the stacks of a subtree are (quality.c).  total: the node's
  * total weight; rooted: the weight of its stacks whose outermost frame is
  * an entry point (view_name_is_entry(), or an unnamed frame right below
@@ -340,12 +364,67 @@ int view_parse_time(const char *s, int64_t *t);
  * current minute and the four before it. */
 void view_window_last(int64_t now, int64_t seconds, uint32_t bucket_seconds, int64_t *from,
                       int64_t *to);
-/* Builds the tree of the counts that lie in the half-open window
- * [from, to): every bucket that overlaps it (a window's edges widen to
- * whole buckets).  Empty when to <= from.  Otherwise as
- * view_tree_build(). */
+/* Parses a time to the microsecond: what view_parse_time() takes, with
+ * an optional fraction of a second of up to 6 digits after the seconds
+ * ("1795010520.25", "2026-11-24T14:02:03.250Z").  0 or -EINVAL. */
+int view_parse_time_us(const char *s, int64_t *us);
+/* Writes a time in microseconds as Unix seconds with the fraction when
+ * there is one ("1795010523.25", "1795010523"), and in ISO 8601 UTC
+ * ("2026-11-24T14:02:03.25Z"; "-" before STORE_WALL_CLOCK_MIN: perf's
+ * clock).  Each fits 40 bytes; return their lengths. */
+size_t view_format_us(int64_t us, char out[40]);
+size_t view_format_iso_us(int64_t us, char out[40]);
+
+/* One bucket a window cuts (starts or ends inside), summed over the
+ * window's series. */
+struct view_window_cut {
+	int64_t bucket;                       /* its start, seconds */
+	int64_t from_us, to_us;               /* the part of it inside the window */
+	uint64_t timed_samples, timed_weight; /* samples in that part by their moment */
+	/* The bucket's samples without a moment (its counts minus the
+	 * detail of all its samples, per node: the whole bucket when the
+	 * recent tier holds none of it), taken whole. */
+	uint64_t whole_samples, whole_weight;
+	bool detail; /* the recent tier held detail of the bucket */
+};
+
+/* A window's tree: the half-open window [from_us, to_us) asked, and what
+ * it is made of. */
+struct view_window {
+	int64_t from_us, to_us;
+	uint32_t bucket_seconds;
+	/* The buckets wholly inside, [whole_from, whole_to] (starts in
+	 * seconds; none when whole_from > whole_to), taken from the counts,
+	 * and their samples and weight. */
+	int64_t whole_from, whole_to;
+	uint64_t bucket_samples, bucket_weight;
+	unsigned ncut;
+	struct view_window_cut cut[2];
+};
+
+/* Builds the tree of the half-open window [from_us, to_us) of series[0..n)
+ * (as view_tree_build(); seeded like view_tree_build_seeded() unless seed
+ * is NULL): each bucket wholly inside from its counts, and for each
+ * bucket the window cuts, the detail of its samples inside the window
+ * (store_series_samples()) plus its samples without a moment, taken
+ * whole (struct view_window_cut says how many).  Empty when to_us <=
+ * from_us.  view_tree_window() then tells what it is made of. */
+int view_tree_build_window_us(struct store *s, const struct store_series *series, size_t n,
+                              int64_t from_us, int64_t to_us, const struct view_tree *seed,
+                              struct view_tree **out);
+/* The same over [from, to) in seconds. */
 int view_tree_build_window(struct store *s, const struct store_series *series, size_t n,
                            int64_t from, int64_t to, struct view_tree **out);
+/* The window a tree was built over (view_tree_build_window_us()), or
+ * NULL.  Owned by the tree. */
+const struct view_window *view_tree_window(const struct view_tree *t);
+/* True when no cut bucket had samples taken whole: the window is exact. */
+bool view_window_exact(const struct view_window *w);
+/* Samples taken whole from cut buckets, and in how many buckets. */
+uint64_t view_window_whole_samples(const struct view_window *w, unsigned *buckets);
+/* The `window` file of a window's root: what the window is made of (see
+ * fs/README.md, "Exact windows").  Nothing for a tree without one. */
+int view_render_window(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
 /* ---- names ---------------------------------------------------------- */
 

@@ -36,19 +36,6 @@ SOAK=${SOAK:-0}
 . "$top/tests/bench/lib.sh"
 bench_setup churn --root --tools "perf perl gcc /usr/bin/python3" flamefs-collect
 
-loops=()
-cleanup() {
-	local p
-	for p in "${loops[@]}"; do
-		kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	bench_cleanup
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 
 # ---- the churn load -----------------------------------------------------------
 printf 'int f(int x) { return x * 3 + 1; }\nint main(void) { return f(2) != 7; }\n' >"$work/small.c"
@@ -63,17 +50,8 @@ EOF
 start_churn() {
 	local i
 	for i in $(seq "$LOOPS"); do
-		setsid bash "$work/churn-loop.sh" >/dev/null 2>&1 &
-		loops+=($!)
+		bench_bg bash "$work/churn-loop.sh" >/dev/null 2>&1
 	done
-}
-stop_churn() {
-	local p
-	for p in "${loops[@]}"; do
-		kill -- "-$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	loops=()
 }
 forks() { awk '$1 == "processes" { print $2 }' /proc/stat; }
 
@@ -140,7 +118,7 @@ done
 exec {tick}<&-
 wait "$rec" || true
 f1=$(forks)
-stop_churn
+bench_stop_bg
 procs=$((f1 - f0))
 read -r wall user sys rss < <(tail -n 1 "$work/ours.time")
 "$fc" export --store "$work/store" >"$work/ours.folded"
@@ -155,7 +133,7 @@ g0=$(forks)
 "${rusage[@]}" "$work/perf.time" perf record -q -e cpu-clock -F 99 -a --call-graph dwarf \
 	-o "$work/perf.data" -- sleep "$DUR" >/dev/null 2>&1 || true
 g1=$(forks)
-stop_churn
+bench_stop_bg
 "${rusage[@]}" "$work/script.time" bash -c \
 	"perf script -i '$work/perf.data' 2>/dev/null | perl '$top/tests/ref/stackcollapse-ref.pl' >'$work/perf.folded'"
 read -r p_total p_tr p_ro < <(shares "$work/perf.folded")
@@ -234,7 +212,7 @@ if [ "$SOAK" -ge 12 ]; then
 	done
 	wait "$rec" || true
 	[ -z "$base_rec" ] || wait "$base_rec" || true
-	stop_churn
+	bench_stop_bg
 	from=$((SOAK - 20 > 10 ? SOAK - 20 : 11))
 	echo
 	worst "" "${rss_at[@]}"

@@ -88,7 +88,6 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
 # rusage.py run by the interpreter itself, so that the measured command is
 # its direct child even where python3 is a wrapper script
-rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 
 loadavg() { bench_load; }
 

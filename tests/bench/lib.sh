@@ -20,6 +20,12 @@
 #       waits up to SECONDS (default $LOAD_WAIT, 60) for the 1-minute load
 #       to fall to MAX (default $LOAD_MAX, 1.0); prints the load and how
 #       long it waited; returns 1 when the machine is still busier.
+#   bench_bg CMD [ARGS...]
+#       starts CMD in the background in a session of its own (a load, a
+#       burner); bench_stop_bg kills every such session and waits for it,
+#       and bench_cleanup does so at exit.
+#   rusage=(...)        the command that runs a program and writes its
+#       CPU time and peak RSS to a file: "${rusage[@]}" OUT CMD [ARGS...]
 #   workload SECONDS, record_workload SECONDS OUT.perf
 #       the compile loop some benchmarks record (see below).
 
@@ -66,9 +72,28 @@ bench_setup() {
 	trap 'exit 130' INT TERM
 }
 
-# Removes the work directory unless it was given (BENCH_DIR).  A script
-# with its own EXIT trap calls it last.
+bench_pids=()
+bench_bg() {
+	setsid "$@" &
+	bench_pids+=($!)
+}
+
+bench_stop_bg() {
+	local p
+	for p in "${bench_pids[@]}"; do
+		kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true
+	done
+	[ ${#bench_pids[@]} -eq 0 ] || wait "${bench_pids[@]}" 2>/dev/null || true
+	bench_pids=()
+}
+
+rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$(dirname "${BASH_SOURCE[0]}")/rusage.py")
+
+# Stops the background jobs (bench_bg) and removes the work directory
+# unless it was given (BENCH_DIR).  A script with its own EXIT trap calls
+# it last.
 bench_cleanup() {
+	bench_stop_bg
 	[ "${keep_work:-1}" = 1 ] || rm -rf "$work"
 }
 

@@ -32,7 +32,6 @@ export LC_ALL=C
 . "$top/tests/lib.sh"
 . "$top/tests/bench/lib.sh"
 bench_setup python --root --tools "perf" flamefs-collect
-rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 
 # weight FOLDED REGEX: summed weight of the folded lines matching REGEX.
 weight() { stack_weight "$1" "$2"; }

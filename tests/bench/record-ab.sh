@@ -32,19 +32,6 @@ bench_setup record-ab --root --tools "python3 cc" flamefs-collect contrib/demo-s
 fa="$BENCH_A/flamefs-collect"
 [ -x "$fa" ] || { echo "record-ab.sh: $fa is not built" >&2; exit 1; }
 
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	bench_cleanup
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 store_samples() {
 	{ "$fc" stats --store "$1" 2>/dev/null || true; } |
 		awk 'NR == 1 { next } NF == 0 { exit } { s += $4 } END { printf "%.0f\n", s }'
@@ -85,12 +72,10 @@ echo "A: $fa${BENCH_A_REV:+ ($BENCH_A_REV)}"
 echo "B: $fc ($(git -C "$top" rev-parse --short HEAD))"
 echo "recording: -a -F $HZ -e $EVENTS, $DUR s each, $ROUNDS rounds of A, B, B0 (B --keep-samples 0)"
 for i in 1 2; do
-	"$build/contrib/demo-server" 100000 >/dev/null 2>&1 &
-	pids+=($!)
+	bench_bg "$build/contrib/demo-server" 100000 >/dev/null 2>&1
 done
 if [[ $EVENTS == *offcpu* ]]; then
-	"$work/pingpong" &
-	pids+=($!)
+	bench_bg "$work/pingpong"
 fi
 sleep 1
 echo "load average with the load running: $(bench_load)"

@@ -33,18 +33,6 @@ FREQS=${FREQS:-"99 999"}
 bench_setup record --root --tools "perf perl cc python3" flamefs-collect contrib/demo-server
 burner_bin="$build/contrib/demo-server"
 
-burners=()
-cleanup() {
-	local p
-	for p in "${burners[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	bench_cleanup
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
 # ---- helpers ------------------------------------------------------------
 
 # A sleep that forks nothing (a -a recording sees every new process).
@@ -70,7 +58,6 @@ store_samples() {
 
 # rusage.py run by the interpreter itself, so that the measured command is
 # its direct child even where python3 is a wrapper script (pyenv's shims)
-rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 # the line rusage.py wrote -> "wall user sys rss_kb"
 time_fields() { tail -n 1 "$1"; }
 
@@ -158,8 +145,7 @@ echo "recording: system-wide (-a), $DUR s, frequencies: $FREQS Hz; build: $build
 echo
 
 for i in 1 2; do
-	"$burner_bin" 100000 >/dev/null 2>&1 &
-	burners+=($!)
+	bench_bg "$burner_bin" 100000 >/dev/null 2>&1
 done
 pause 1
 

@@ -61,18 +61,6 @@ bench_setup unwind --root --tools "perf perl gcc xz python3 readelf" --nice flam
 target="$build/tests/unwind-target"
 collapse="$top/tests/ref/stackcollapse-ref.pl"
 
-loads=()
-cleanup() {
-	local p
-	for p in "${loads[@]}"; do
-		kill -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	bench_cleanup
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
 # ---- helpers ------------------------------------------------------------
 
 # A sleep that forks nothing (a -a recording sees every new process).
@@ -88,7 +76,6 @@ above() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
 # rusage.py run by the interpreter itself, so that the measured command is
 # its direct child even where python3 is a wrapper script (pyenv's shims)
-rusage=("$(python3 -c 'import sys; print(sys.executable)')" "$top/tests/bench/rusage.py")
 cpu_of() { awk '{ printf "%.3f", $2 + $3 }' "$1"; } # rusage line -> user+sys
 rss_of() { awk '{ printf "%.1f", $4 / 1024 }' "$1"; } # rusage line -> MiB
 
@@ -467,21 +454,10 @@ fi
 # ---- 4. collector CPU ---------------------------------------------------
 
 start_load() { # python3 JSON loop, xz loop, compile loop: both cores busy
-	setsid nice bash -c "while :; do /usr/bin/python3 '$work/jsonload.py' 60; done" >/dev/null 2>&1 &
-	loads+=($!)
-	setsid nice bash "$work/xzloop.sh" 100000 >/dev/null 2>&1 &
-	loads+=($!)
-	setsid nice bash "$work/ccloop.sh" 100000 >/dev/null 2>&1 &
-	loads+=($!)
+	bench_bg nice bash -c "while :; do /usr/bin/python3 '$work/jsonload.py' 60; done" >/dev/null 2>&1
+	bench_bg nice bash "$work/xzloop.sh" 100000 >/dev/null 2>&1
+	bench_bg nice bash "$work/ccloop.sh" 100000 >/dev/null 2>&1
 	pause 2
-}
-stop_load() {
-	local p
-	for p in "${loads[@]}"; do
-		kill -- "-$p" 2>/dev/null || true
-	done
-	wait "${loads[@]}" 2>/dev/null || true
-	loads=()
 }
 part4() {
 	local run=$1 m ours_auto ours_fp pr ps pc ptotal
@@ -501,7 +477,7 @@ part4() {
 		perf record -q -e cpu-clock -F 99 -a --call-graph dwarf -o "$work/cpu-$run.data" -- sleep "$DUR" >/dev/null 2>&1
 	local loadend
 	loadend=$(load3)
-	stop_load
+	bench_stop_bg
 	"${rusage[@]}" "$work/ps-$run.time" \
 		perf script -i "$work/cpu-$run.data" --no-inline >"$work/cpu-$run.txt" 2>/dev/null
 	"${rusage[@]}" "$work/pc-$run.time" \
@@ -582,17 +558,15 @@ part5() {
 	}
 	log=$work/rss-$run.log
 	tf=$work/rss-$run.time
-	setsid nice bash -c "while :; do /usr/bin/python3 '$work/jsonload.py' 60; done" >/dev/null 2>&1 &
-	loads+=($!)
+	bench_bg nice bash -c "while :; do /usr/bin/python3 '$work/jsonload.py' 60; done" >/dev/null 2>&1
 	printf '%s\n' "${progs[@]}" >"$work/progs"
-	setsid nice bash -c 'while :; do while read -r b; do "$b" --version </dev/null >/dev/null 2>&1; done <"$0"; done' \
-		"$work/progs" >/dev/null 2>&1 &
-	loads+=($!)
+	bench_bg nice bash -c 'while :; do while read -r b; do "$b" --version </dev/null >/dev/null 2>&1; done <"$0"; done' \
+		"$work/progs" >/dev/null 2>&1
 	pause 1
 	rm -rf "$work/rss-$run.store"
 	"${rusage[@]}" "$tf" "$fc" record --verbose --store "$work/rss-$run.store" -a -F 99 -d "$DUR" \
 		>/dev/null 2>"$log" || echo "| $run | (record exited with $?: $log) | | | | | | |"
-	stop_load
+	bench_stop_bg
 	line=$(grep -o 'unwind tables: .*' "$log" || echo '')
 	x=$(rss_of "$tf")
 	printf '| %s | %s | %s | %s | %s | %s | %s MiB | <= 64 MB: %s |\n' "$run" "${#progs[@]}" \

@@ -1,0 +1,385 @@
+/*
+ * heatmap.c — heatmap.svg: where in each second a subtree ran, as
+ * FlameScope draws it: one column per second, 50 rows of 20 ms for the
+ * offset inside the second (0 at the top), each cell coloured by the
+ * number of the subtree's samples whose moment falls in it.  The
+ * samples are the recent tier's detail, read again from the store when
+ * rendered (as timelines read the counts, under the same lock) and
+ * streamed into the cells: only the cells are held.  Hovering a cell
+ * names its interval and count, and each cell links to the @range
+ * directory of its interval (where the tree's place is known:
+ * view_tree_set_place()), so a click opens that 20 ms of the same
+ * directory.  Self-contained like flame.svg: no script, font or image
+ * from elsewhere; every string of the data goes through
+ * view_xml_append().
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view-internal.h"
+
+#define ROW_US   (1000000 / VIEW_HEATMAP_ROWS) /* 20 ms */
+#define CELL_H   8
+#define LEFT     70
+#define TOP      60
+#define BOTTOM   70
+#define RIGHT    30
+#define TEXT_MAX 200
+
+int view_tree_set_place(struct view_tree *t, unsigned between, const char *top)
+{
+	struct view_place *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->top = strdup(top ? top : ""))) {
+		view_place_free(p);
+		return -ENOMEM;
+	}
+	p->between = between;
+	view_place_free(t->src.place);
+	t->src.place = p;
+	return 0;
+}
+
+void view_place_free(struct view_place *p)
+{
+	if (!p)
+		return;
+	free(p->top);
+	free(p);
+}
+
+static int appendf(struct view_buf *out, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+static int appendf(struct view_buf *out, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -EINVAL;
+	return view_buf_append(out, buf, (size_t)n);
+}
+
+static int64_t floor_div(int64_t a, int64_t d)
+{
+	return a / d - (a % d < 0);
+}
+
+/* The cells being filled. */
+struct heat {
+	struct view_subtree st;
+	int64_t S, E; /* the samples drawn: [S, E), microseconds */
+	int64_t col0; /* the first column's second */
+	size_t ncols;
+	uint32_t *cells; /* [col * ROWS + row] */
+	uint64_t drawn;
+};
+
+static int add_sample(void *ctx, const struct store_sample *smp)
+{
+	struct heat *h = ctx;
+	int r;
+
+	if (smp->time_us < h->S || smp->time_us >= h->E)
+		return 0;
+	if ((r = view_subtree_has(&h->st, smp->node)) <= 0)
+		return r;
+	int64_t sec = floor_div(smp->time_us, 1000000);
+	size_t col = (size_t)(sec - h->col0);
+	size_t row = (size_t)((smp->time_us - sec * 1000000) / ROW_US);
+	h->cells[col * VIEW_HEATMAP_ROWS + row]++;
+	h->drawn++;
+	return 0;
+}
+
+/* Appends directory names (already escaped as the mount shows them) to a
+ * link: as a URL path for an href (every byte but letters, digits and
+ * -._~!$&'()*+,;=:@/ as %XX, so that a name's own %XX reaches the mount
+ * unchanged), then XML-escaped; or as text for a title. */
+static int append_path(struct view_buf *out, const char *s, size_t len, bool url)
+{
+	static const char safe[] = "-._~!$&'()*+,;=:@/";
+	struct view_buf u = {0};
+	int r = 0;
+
+	if (!url)
+		return view_xml_append(out, s, len, SIZE_MAX);
+	for (size_t i = 0; i < len && r == 0; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char hex[4];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    (c && strchr(safe, c)))
+			r = view_buf_append(&u, s + i, 1);
+		else {
+			snprintf(hex, sizeof(hex), "%%%02X", c);
+			r = view_buf_append(&u, hex, 3);
+		}
+	}
+	if (r == 0 && u.len)
+		r = view_xml_append(out, u.data, u.len, SIZE_MAX);
+	view_buf_free(&u);
+	return r;
+}
+
+/* The directory part of node's path below the tree's top directory
+ * ("a/b/", escaped as the mount names them), appended. */
+static int append_dirs(struct view_buf *out, const struct view_tree *t, uint32_t node, bool url)
+{
+	uint32_t chain[256];
+	size_t k = 0;
+
+	for (uint32_t n = node; n != VIEW_ROOT && t->nodes[n].parent != VIEW_ROOT;
+	     n = t->nodes[n].parent) {
+		if (k == sizeof(chain) / sizeof(chain[0]))
+			return -ENAMETOOLONG;
+		chain[k++] = n;
+	}
+	while (k > 0) {
+		char esc[VIEW_NAME_MAX + 1];
+		size_t len;
+		const char *name = view_node_name(t, chain[--k], &len);
+		size_t el = view_escape(name, len, 0, esc);
+		int r = append_path(out, esc, el, url);
+		if (r < 0 || (r = view_buf_append(out, "/", 1)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* How many directories node's lies below its view's root. */
+static unsigned dir_depth(const struct view_tree *t, uint32_t node, const struct view_place *p)
+{
+	unsigned d = p->between;
+
+	if (node == VIEW_ROOT)
+		return d;
+	d += 1;
+	for (const char *c = p->top; *c; c++)
+		d += *c == '/';
+	for (uint32_t n = node; t->nodes[n].parent != VIEW_ROOT; n = t->nodes[n].parent)
+		d++;
+	return d;
+}
+
+/* The link from node's directory to the @range directory of [from, to)
+ * showing the same subtree in the same view: the part before the times
+ * (relative, from the heatmap's directory up to its view's root: href
+ * only) and the part after them, as an href (url) or as a title's text. */
+static int link_parts(const struct view_tree *t, uint32_t node, struct view_buf *pre,
+                      struct view_buf *post, bool url)
+{
+	const struct view_place *p = t->src.place;
+	int r = 0;
+
+	if (!p)
+		return view_buf_append(pre, "@range/", 7);
+	for (unsigned d = dir_depth(t, node, p); url && d > 0 && r == 0; d--)
+		r = view_buf_append(pre, "../", 3);
+	if (r == 0)
+		r = view_buf_append(pre, "@range/", 7);
+	if (r == 0 && node != VIEW_ROOT && *p->top) {
+		if ((r = append_path(post, p->top, strlen(p->top), url)) == 0 &&
+		    (r = view_buf_append(post, "/", 1)) == 0)
+			r = append_dirs(post, t, node, url);
+	}
+	if (r == 0)
+		r = view_buf_append(post, "", 0);
+	return r;
+}
+
+/* A cell's colour, FlameScope's way: pale for few samples, deep red for
+ * the most of any cell. */
+static void colour(uint32_t n, uint32_t max, int rgb[3])
+{
+	double f = max ? (double)n / (double)max : 0;
+
+	rgb[0] = 255 - (int)(f * 80);
+	rgb[1] = 235 - (int)(f * 205);
+	rgb[2] = 225 - (int)(f * 205);
+}
+
+int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	struct heat h = {0};
+	struct view_buf pre = {0}, post = {0}, tpre = {0}, tpost = {0};
+	int r;
+
+	if (node >= t->nnodes)
+		return -EINVAL;
+	if ((r = view_subtree_init(&h.st, t, node)) < 0)
+		goto out;
+	const struct view_window *w = t->src.window;
+	h.S = t->src.first_us;
+	h.E = t->src.last_us == INT64_MIN ? INT64_MIN : t->src.last_us + 1;
+	if (w) {
+		h.S = w->from_us > h.S ? w->from_us : h.S;
+		h.E = w->to_us < h.E ? w->to_us : h.E;
+	}
+	if (t->src.store && h.E > h.S) {
+		/* The recent tier holds at most its keep window, counted back
+		 * from the newest sample. */
+		int64_t keep = store_keep_samples(t->src.store);
+		if (keep > 0 && keep < INT64_MAX / 1000000 && h.E - keep * 1000000 > h.S)
+			h.S = h.E - keep * 1000000;
+		int64_t c1 = floor_div(h.E - 1, 1000000);
+		h.col0 = floor_div(h.S, 1000000);
+		if (c1 - h.col0 + 1 > VIEW_HEATMAP_COLUMNS) {
+			h.col0 = c1 - VIEW_HEATMAP_COLUMNS + 1;
+			h.S = h.col0 * 1000000;
+		}
+		h.ncols = (size_t)(c1 - h.col0 + 1);
+		if (!(h.cells = calloc(h.ncols * VIEW_HEATMAP_ROWS, sizeof(*h.cells)))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		/* The detail of the series that have some, asked for in one read. */
+		uint32_t *ids = malloc(t->src.nseries * sizeof(*ids) + 1);
+		size_t nd = 0;
+		if (!ids) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < t->src.nseries; i++)
+			if (view_subtree_series(&h.st, i) && t->src.recent[i])
+				ids[nd++] = t->src.series[i];
+		if (nd > 1)
+			r = store_samples_prefetch(t->src.store, ids, nd, h.S, h.E);
+		free(ids);
+		for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
+			if (!view_subtree_series(&h.st, i) || !t->src.recent[i])
+				continue;
+			r = store_series_samples(t->src.store, t->src.series[i], h.S, h.E,
+			                         add_sample, &h);
+			if (r == -EOPNOTSUPP || r == -ENOSYS)
+				r = 0;
+			else if (r > 0)
+				r = -EIO;
+		}
+		if (r < 0)
+			goto out;
+	} else {
+		h.S = h.E = 0;
+	}
+	if ((r = link_parts(t, node, &pre, &post, true)) < 0 ||
+	    (r = link_parts(t, node, &tpre, &tpost, false)) < 0)
+		goto out;
+
+	uint32_t max = 0;
+	for (size_t i = 0; i < h.ncols * VIEW_HEATMAP_ROWS; i++)
+		if (h.cells[i] > max)
+			max = h.cells[i];
+	int cw = h.ncols ? (int)(1200 / h.ncols) : 12;
+	cw = cw < 2 ? 2 : cw > 16 ? 16 : cw;
+	int pw = (int)h.ncols * cw, width = LEFT + (pw > 600 ? pw : 600) + RIGHT;
+	int ph = VIEW_HEATMAP_ROWS * CELL_H, height = TOP + ph + BOTTOM;
+	size_t len = 3;
+	const char *name = node == VIEW_ROOT ? "all" : view_node_name(t, node, &len);
+	struct view_counts c;
+	view_node_counts(t, node, &c);
+	char a[40], z[40];
+	view_format_iso_us(h.S, a);
+	view_format_iso_us(h.E, z);
+
+	r = appendf(out,
+	            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+	            "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+	            "xmlns=\"http://www.w3.org/2000/svg\" "
+	            "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n",
+	            width, height, width, height);
+	if (r == 0)
+		r = appendf(out,
+		            "<style type=\"text/css\">text { font-family: Verdana, sans-serif; "
+		            "font-size: 12px; fill: rgb(0,0,0); } .c:hover { stroke: rgb(0,0,0); "
+		            "stroke-width: 1; }</style>\n"
+		            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+		            "fill=\"rgb(248,248,248)\"/>\n"
+		            "<rect id=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+		            "fill=\"rgb(250,250,250)\" stroke=\"rgb(200,200,200)\"/>\n"
+		            "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size: "
+		            "17px\">Heatmap of ",
+		            width, height, LEFT, TOP, pw, ph, width / 2);
+	if (r == 0)
+		r = view_xml_append(out, name, len, TEXT_MAX);
+	if (r == 0)
+		r = appendf(out,
+		            "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\">%" PRIu64
+		            " samples in [%s, %s): a column a second, a row 20 ms; most in a "
+		            "cell: %" PRIu32 "</text>\n",
+		            width / 2, h.drawn, a, z, max);
+	/* The offsets down the left, the seconds along the bottom. */
+	for (int ms = 0; ms < 1000 && r == 0; ms += 200)
+		r = appendf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%d ms</text>\n",
+		            LEFT - 6, TOP + ms / (ROW_US / 1000) * CELL_H + 10, ms);
+	size_t every = (size_t)(cw >= 12 ? 10 : cw >= 6 ? 30 : 60);
+	for (size_t col = 0; col < h.ncols && r == 0; col++) {
+		if ((h.col0 + (int64_t)col) % (int64_t)every != 0 && col != 0)
+			continue;
+		char iso[40];
+		view_format_iso_us((h.col0 + (int64_t)col) * 1000000, iso);
+		r = appendf(out,
+		            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+		            "stroke=\"rgb(120,120,120)\"/>"
+		            "<text x=\"%d\" y=\"%d\" style=\"font-size: 10px\">%s</text>\n",
+		            LEFT + (int)col * cw, TOP + ph, LEFT + (int)col * cw, TOP + ph + 5,
+		            LEFT + (int)col * cw, TOP + ph + 18 + (int)(col / every % 2) * 12, iso);
+	}
+	for (size_t col = 0; col < h.ncols && r == 0; col++) {
+		for (unsigned row = 0; row < VIEW_HEATMAP_ROWS && r == 0; row++) {
+			uint32_t n = h.cells[col * VIEW_HEATMAP_ROWS + row];
+			if (!n)
+				continue;
+			int64_t from = (h.col0 + (int64_t)col) * 1000000 + (int64_t)row * ROW_US;
+			char f[40], to[40], iso[40];
+			int rgb[3];
+			view_format_us(from, f);
+			view_format_us(from + ROW_US, to);
+			view_format_iso_us(from, iso);
+			colour(n, max, rgb);
+			r = view_buf_append(out, "<a xlink:href=\"", strlen("<a xlink:href=\""));
+			if (r == 0)
+				r = view_buf_append(out, pre.data, pre.len);
+			if (r == 0)
+				r = appendf(out, "%s/%s/", f, to);
+			if (r == 0 && post.len)
+				r = view_buf_append(out, post.data, post.len);
+			if (r == 0)
+				r = appendf(out,
+				            "\"><rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" "
+				            "height=\"%d\" fill=\"rgb(%d,%d,%d)\"><title>%" PRIu32
+				            " samples in [%s, +20 ms): ",
+				            LEFT + (int)col * cw, TOP + (int)row * CELL_H, cw,
+				            CELL_H, rgb[0], rgb[1], rgb[2], n, iso);
+			if (r == 0)
+				r = view_buf_append(out, tpre.data, tpre.len);
+			if (r == 0)
+				r = appendf(out, "%s/%s/", f, to);
+			if (r == 0 && tpost.len)
+				r = view_buf_append(out, tpost.data, tpost.len);
+			if (r == 0)
+				r = appendf(out, "</title></rect></a>\n");
+		}
+	}
+	if (r == 0 && c.total_samples > h.drawn)
+		r = appendf(out,
+		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%" PRIu64
+		            " samples of this directory have no moment here (older than the recent "
+		            "tier, or outside the columns drawn) and are not drawn</text>\n",
+		            width / 2, height - 12, c.total_samples - h.drawn);
+	if (r == 0)
+		r = appendf(out, "</svg>\n");
+out:
+	view_subtree_fini(&h.st);
+	free(h.cells);
+	view_buf_free(&pre);
+	view_buf_free(&post);
+	view_buf_free(&tpre);
+	view_buf_free(&tpost);
+	return r;
+}
