@@ -438,6 +438,8 @@ int cmd_export(int argc, char **argv)
 		from = parse_time_opt("--from", o.from);
 	if (o.to)
 		to = parse_time_opt("--to", o.to);
+	if (from > to)
+		return cli_usage_error("export", "--from must not come after --to");
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(o.store, &owned);
