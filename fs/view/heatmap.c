@@ -284,8 +284,8 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 	struct view_counts c;
 	view_node_counts(t, node, &c);
 	char a[40], z[40];
-	view_format_iso_us(h.S, a);
-	view_format_iso_us(h.E, z);
+	view_format_time_us(h.S, a);
+	view_format_time_us(h.E, z);
 
 	r = appendf(out,
 	            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
@@ -322,7 +322,7 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 		if ((h.col0 + (int64_t)col) % (int64_t)every != 0 && col != 0)
 			continue;
 		char iso[40];
-		view_format_iso_us((h.col0 + (int64_t)col) * 1000000, iso);
+		view_format_time_us((h.col0 + (int64_t)col) * 1000000, iso);
 		r = appendf(out,
 		            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
 		            "stroke=\"rgb(120,120,120)\"/>"
@@ -340,7 +340,7 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 			int rgb[3];
 			view_format_us(from, f);
 			view_format_us(from + ROW_US, to);
-			view_format_iso_us(from, iso);
+			view_format_time_us(from, iso);
 			colour(n, max, rgb);
 			r = view_buf_append(out, "<a xlink:href=\"", strlen("<a xlink:href=\""));
 			if (r == 0)

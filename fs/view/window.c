@@ -199,6 +199,13 @@ size_t view_format_iso_us(int64_t us, char out[40])
 	return n;
 }
 
+size_t view_format_time_us(int64_t us, char out[40])
+{
+	if (floor_div(us, 1000000) < STORE_WALL_CLOCK_MIN)
+		return view_format_us(us, out);
+	return view_format_iso_us(us, out);
+}
+
 void view_window_last(int64_t now, int64_t seconds, uint32_t bucket_seconds, int64_t *from,
                       int64_t *to)
 {
@@ -565,8 +572,8 @@ int view_render_window(const struct view_tree *t, uint32_t node, struct view_buf
 		return 0;
 	view_format_us(w->from_us, a);
 	view_format_us(w->to_us, b);
-	view_format_iso_us(w->from_us, ai);
-	view_format_iso_us(w->to_us, bi);
+	view_format_time_us(w->from_us, ai);
+	view_format_time_us(w->to_us, bi);
 	uint64_t whole = view_window_whole_samples(w, &nb);
 	if (view_window_exact(w))
 		r = appendf(out, "# window [%s, %s): exact\n", ai, bi);
