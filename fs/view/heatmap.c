@@ -223,11 +223,16 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 		h.E = w->to_us < h.E ? w->to_us : h.E;
 	}
 	if (t->src.store && h.E > h.S) {
-		/* The recent tier holds at most its keep window, counted back
-		 * from the newest sample. */
+		/* The recent tier holds at most the buckets that reach into its
+		 * keep window, counted back from the newest sample: roll-up
+		 * forgets whole buckets only. */
 		int64_t keep = store_keep_samples(t->src.store);
-		if (keep > 0 && keep < INT64_MAX / 1000000 && h.E - keep * 1000000 > h.S)
-			h.S = h.E - keep * 1000000;
+		int64_t bs = (int64_t)(t->src.bucket_seconds ? t->src.bucket_seconds : 1) * 1000000;
+		if (keep > 0 && keep < INT64_MAX / 1000000 / 2) {
+			int64_t edge = floor_div(h.E - keep * 1000000, bs) * bs;
+			if (edge > h.S)
+				h.S = edge;
+		}
 		int64_t c1 = floor_div(h.E - 1, 1000000);
 		h.col0 = floor_div(h.S, 1000000);
 		if (c1 - h.col0 + 1 > VIEW_HEATMAP_COLUMNS) {
