@@ -317,6 +317,8 @@ check "loop's timeline.svg names its bars in perf's seconds" \
 	sh -c "grep -q '<title>599\\.' '$mnt/loop/1/timeline.svg' && ! grep -q '>-</text>' '$mnt/loop/1/timeline.svg'"
 check "a window on perf's clock: its header in perf's seconds" \
 	test "$(head -1 "$mnt/@range/540/600/loop/1/window")" = "# window [540, 600): exact"
+check "... and its from and to lines' UTC column is still - (not a wall-clock time)" \
+	test "$(sed -n '2,3p' "$mnt/@range/540/600/loop/1/window" | tr '\n' ' ')" = "from 540 - to 600 - "
 check "the root's timeline: the buckets' weights add up to its total" \
 	test "$(awk '!/^#/ { s += $4 } END { print s }' "$mnt/timeline")" = "$(cat "$mnt/total")"
 check "an @range window's timeline holds only its buckets" \
