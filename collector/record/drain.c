@@ -75,8 +75,8 @@ static void sweep_modules(struct recorder *r)
 	 * keeps freed pages inside its heaps (and the top past its
 	 * threshold), so the RSS would keep every peak of the run (a burst of
 	 * new programs, a table built for a big file) and creep with
-	 * fragmentation.  It walks the free chunks of every arena: 0.15 to
-	 * 0.4 ms a minute under the churn loop here. */
+	 * fragmentation.  It walks the free chunks of every arena, so it
+	 * runs with the sweep, not at every drain. */
 	malloc_trim(0);
 	symbolize_get_stats(r->sym, &ss);
 	r->swept_seq = r->drain_seq;

@@ -4,8 +4,8 @@
  *
  * The collector's fork hook reads the child's tgid from its task_struct.
  * A tp_btf program or a CO-RE read would have libbpf load and index the
- * whole of /sys/kernel/btf/vmlinux (5.5 MB, ~150 000 types) at every
- * start, which was a quarter of a short recording's CPU.  This streams
+ * whole of /sys/kernel/btf/vmlinux (megabytes, over 100,000 types) at
+ * every start, a cost a short recording feels.  This streams
  * the file once through a small buffer instead: the string section for
  * the two names, then the type section up to the struct.
  */

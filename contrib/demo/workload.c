@@ -10,7 +10,7 @@
  * (the same for its three parts, so the shares stay): with a fixed length
  * a request took about 0.9 ms, close to a 999 Hz sampler's period, and
  * the two beat against each other, so that a 3 s recording could show
- * parse_headers above hash_body (measured 0.43 / 0.40).
+ * parse_headers above hash_body.
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -76,7 +76,7 @@ int make_options(struct rdb *s)
 		return -ENOMEM;
 
 	/* No fallocate: RocksDB reserves ~1.1 write buffers ahead for each new
-	 * write-ahead log (35 MB here), which du counts for as long as the
+	 * write-ahead log (tens of MB), which du counts for as long as the
 	 * writer runs, a store of a few hundred KB included.  The C API has
 	 * no setter for it but takes an options string. */
 	rocksdb_options_t *o = rocksdb_options_create();
@@ -139,12 +139,11 @@ int make_options(struct rdb *s)
 	else /* the vector memtable below takes one writer thread only */
 		rocksdb_options_set_allow_concurrent_memtable_write(s->dbopts, 0);
 
-	/* Measured on 200 MB of synthetic perf text: block size and restart
-	 * interval change the counts by a few percent; 32 KiB and 256 were
-	 * the best pair.  The default column family (frames, nodes) is read
-	 * whole at open and almost never by key, so its blocks are as big as
-	 * zstd's gain from them: 256 KiB blocks made the dictionary of real
-	 * recordings 20-25% smaller than 32 KiB ones (store/README.md). */
+	/* Counts blocks of 32 KiB with a restart every 256 keys: the
+	 * smallest counts of the sizes tried (store/README.md, "RocksDB
+	 * tuning").  The default column family (frames, nodes) is read whole
+	 * at open and almost never by key, so its blocks are as big as
+	 * zstd's gain from them (256 KiB, store/README.md). */
 	rocksdb_block_based_options_set_block_restart_interval(s->bbto, 256);
 	rocksdb_block_based_options_set_format_version(s->bbto, 5);
 
