@@ -193,6 +193,16 @@ for base in loop system system-pidtid tmpl two-events caches nocallchain; do
 	fi
 done
 
+# stats gives the recent tier its bytes once compact has written them,
+# even when they share one data block with the frames (loop.perf: 698
+# samples kept whole).
+rm -rf "$tmp/rt1"
+"$collect" import --store "$tmp/rt1" --format perf --keep-samples 1d "$data/loop.perf" >/dev/null 2>&1 &&
+	"$collect" compact --store "$tmp/rt1" >/dev/null 2>&1 || bad "loop.perf: import and compact for stats"
+recent=$("$collect" stats --store "$tmp/rt1" | sed -n 's/^bytes: .* recent=\([0-9]*\) .*/\1/p')
+check_recent() { [ -n "$recent" ] && [ "$recent" -gt 0 ]; }
+if check_recent; then n=$((n + 1)); else bad "stats: 698 samples kept whole take recent=${recent:-?} bytes"; fi
+
 # Bad input: error with FILE:LINE:, and the store keeps only what an
 # earlier good import put there.
 bad_inputs perf "$data/loop.perf" "$data/loop.folded.expected" "$data"/bad-*.perf
