@@ -168,8 +168,8 @@ static void report_window(const struct view_tree *t, const char *which)
 	if (!w || view_window_exact(w))
 		return;
 	uint64_t whole = view_window_whole_samples(w, &nb);
-	view_format_iso_us(w->from_us, a);
-	view_format_iso_us(w->to_us, z);
+	view_format_time_us(w->from_us, a);
+	view_format_time_us(w->to_us, z);
 	fprintf(stderr,
 	        PROG ": export: %swindow [%s, %s) is not exact: %" PRIu64
 	             " samples of %u bucket%s of %" PRIu32
@@ -180,7 +180,7 @@ static void report_window(const struct view_tree *t, const char *which)
 		char b[40];
 		if (!w->cut[i].whole_samples && !w->cut[i].whole_weight)
 			continue;
-		view_format_iso_us(w->cut[i].bucket * 1000000, b);
+		view_format_time_us(w->cut[i].bucket * 1000000, b);
 		fprintf(stderr, " %s (%" PRIu64 ")", b, w->cut[i].whole_samples);
 	}
 	fputc('\n', stderr);
@@ -438,6 +438,8 @@ int cmd_export(int argc, char **argv)
 		from = parse_time_opt("--from", o.from);
 	if (o.to)
 		to = parse_time_opt("--to", o.to);
+	if (from > to)
+		return cli_usage_error("export", "--from must not come after --to");
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(o.store, &owned);

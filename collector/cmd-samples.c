@@ -26,13 +26,17 @@ static void usage_samples(FILE *f)
 	      "           [--folded]\n"
 	      "\n"
 	      "Prints every sample the store keeps whole (its recent tier: see\n"
-	      "record --keep-samples), in time order, as perf script does:\n"
+	      "record --keep-samples), in time order, as perf script does, so that\n"
+	      "import reads it back:\n"
 	      "\n"
-	      "  BINARY PID/TID SECONDS.MICROSECONDS: WEIGHT EVENT\n"
-	      "  \\tLEAF FRAME\n"
+	      "  BINARY PID/TID SECONDS.MICROSECONDS: WEIGHT EVENT:\n"
+	      "  \\t0 LEAF_FUNCTION (MODULE)\n"
 	      "  \\t...\n"
-	      "  \\tROOT FRAME\n"
+	      "  \\t0 ROOT_FUNCTION (MODULE)\n"
 	      "  (a blank line)\n"
+	      "\n"
+	      "The store keeps no program counter: the pc column is 0, and a frame\n"
+	      "without a module shows [unknown].\n"
 	      "\n"
 	      "or, with --folded, one line a sample:\n"
 	      "\n"
@@ -223,19 +227,21 @@ static int print_row(struct samples_job *j, const struct row *r, FILE *out)
 	}
 	fprintf(out, "%s %" PRIu32 "/%" PRIu32 " ", se->binary, r->s.pid, r->s.tid);
 	print_time(out, r->s.time_us);
-	fprintf(out, ": %" PRIu64 " %s\n", r->s.weight, se->event);
+	fprintf(out, ": %" PRIu64 " %s:\n", r->s.weight, se->event);
 	for (size_t i = 0; i < n; i++) {
 		struct store_frame f;
 		if (store_frame_get(j->s, j->path[i], &f) < 0)
 			return -EIO;
-		fputc('\t', out);
+		/* perf script's stack line: a pc (the store keeps none: 0),
+		 * the function, and the module in parentheses. */
+		fputs("\t0 ", out);
 		fwrite(f.name, 1, f.name_len, out);
-		if (f.module_len) {
-			fputs(" (", out);
+		fputs(" (", out);
+		if (f.module_len)
 			fwrite(f.module, 1, f.module_len, out);
-			fputc(')', out);
-		}
-		fputc('\n', out);
+		else
+			fputs("[unknown]", out);
+		fputs(")\n", out);
 	}
 	fputc('\n', out);
 	return 0;

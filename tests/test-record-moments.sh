@@ -105,7 +105,7 @@ awk -v f="$fms" -v t="$tms" '{ split($1, p, "."); us = p[1] * 1000000 + p[2]
 check "--from/--to in ISO 8601 ($(iso "$from")) give the same" cmp -s "$tmp/want" "$tmp/got"
 "$collect" samples --store "$store" --binary phase-target >"$tmp/script"
 check "the perf script form: a header per sample, its stack below" \
-	grep -qE "^phase-target $pid/$pid [0-9]+\.[0-9]{6}: 10101010 cpu-clock$" "$tmp/script"
+	grep -qE "^phase-target $pid/$pid [0-9]+\.[0-9]{6}: 10101010 cpu-clock:$" "$tmp/script"
 for t in 1.5.5 2026-11-24T14:02 2026-11-24T14:02:03.250+01:00 yesterday -5; do
 	"$collect" samples --store "$store" --from "$t" >/dev/null 2>"$tmp/bad.err"
 	check "samples --from $t is refused as a usage error, saying what it expects" \

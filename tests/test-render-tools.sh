@@ -253,6 +253,11 @@ check "--from/--to: overlapping buckets widen the window" \
 check "--from/--to in ISO 8601" \
 	test "$(wsum --from "$(date -u -d @$((t0 + 60)) +%Y-%m-%dT%H:%M:%SZ)" --to "$(date -u -d @$((t0 + 180)) +%Y-%m-%dT%H:%M:%SZ)")" = 6
 check "--from/--to: an empty window is empty" test "$(wsum --from $((t0 + 60)) --to $((t0 + 60)))" = 0
+if export_ --binary win --from $((t0 + 60)) --to $t0 >"$tmp/rev.out" 2>"$tmp/rev.err"; then
+	bad "--from after --to: exits 0 with an empty export"
+else
+	check "--from after --to: a usage error that says so" grep -q -- "--from must not come after --to" "$tmp/rev.err"
+fi
 now=$(date +%s)
 echo "main;recent 5" >"$tmp/recent.folded"
 echo "main;old 7" >"$tmp/old.folded"

@@ -26,7 +26,9 @@
 #     byte for byte (the reads set-based: store_series_prefetch and
 #     store_samples_prefetch);
 #   - a roll-up while mounted: the window over phase B, its detail
-#     forgotten, shows its whole bucket and says so in its window file.
+#     forgotten, shows its whole bucket and says so in its window file;
+#   - a store kept with --keep-samples 1m whose keep window starts inside a
+#     bucket: heatmap.svg draws every sample that bucket still keeps whole.
 #   usage: test-view-time.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
 . "$(dirname "$0")/lib-pg.sh"
@@ -42,7 +44,9 @@ e2e_setup view-time
 mkdir -p "$mnt"
 pid=
 dbpid=
+kpid=
 e2e_on_exit() {
+	[ -n "$kpid" ] && { fusermount3 -u -z "$tmp/kmnt" 2>/dev/null; kill "$kpid" 2>/dev/null; }
 	[ -n "$dbpid" ] && { fusermount3 -u -z "$tmp/dbmnt" 2>/dev/null; kill "$dbpid" 2>/dev/null; }
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null
 }
@@ -280,4 +284,25 @@ check "... its folded holds the whole bucket (phases A, B and C's part)" \
 check "a file opened before the roll-up reads its own snapshot" \
 	test "$(cat <&7)" = "app;main;phaseB;b_work 3000000000"
 exec 7<&-
+
+# ---- heatmap.svg after roll-up, the keep window starting inside a bucket -----------------------
+# perf script samples every 250 ms over [100, 250) of perf's clock, kept
+# 1 minute back from the newest (249.75): buckets 60 and 120 are rolled
+# up, bucket 180 ([180, 240)) keeps its detail from 180.000 on, so 280
+# samples have their moment.
+python3 - >"$tmp/keep.perf" <<'PY'
+for k in range(600):
+    print("prog  10/10  [000]  %.6f:    1000000 cpu-clock: \n\t  1168 f (/tmp/prog)\n\t  1227 main (/tmp/prog)\n" % (100 + k * 0.25))
+PY
+"$collect" import --store "$tmp/keep" --keep-samples 1m "$tmp/keep.perf" >/dev/null 2>&1 || bad "import keep.perf"
+check "--keep-samples 1m keeps 280 samples whole" \
+	test "$("$collect" samples --store "$tmp/keep" --folded | wc -l)" = 280
+mkdir -p "$tmp/kmnt"
+"$flamefs" -f "$tmp/keep" "$tmp/kmnt" 2>"$tmp/kflamefs.err" &
+kpid=$!
+for _ in $(seq 100); do [ -e "$tmp/kmnt/prog" ] && break; sleep 0.1; done
+check "heatmap.svg draws the 280 samples kept whole, from 180 on" \
+	grep -q '>280 samples in \[180, 249.750001)' "$tmp/kmnt/prog/default/heatmap.svg"
+check "... and says the 320 rolled up are not drawn" \
+	grep -q '>320 samples of this directory have no moment here' "$tmp/kmnt/prog/default/heatmap.svg"
 finish

@@ -309,6 +309,16 @@ check "timeline of win/1/main/w2: its one bucket" \
 check "timeline's header: the resolution, the span, the clock" \
 	grep -q '^# 4 intervals of 1 s over \[2026-11-18T11:07:00Z, 2026-11-18T11:11:00Z) (240 s); clock unix (seconds, UTC); unit count (samples); per_second: weight per second$' "$mnt/win/1/timeline"
 check "loop's timeline is on perf's clock" grep -q '^# .* clock perf ' "$mnt/loop/1/timeline"
+# Times on perf's clock are written as its seconds wherever people read them, never as "-".
+check "loop's heatmap.svg names its span and cells in perf's seconds" \
+	sh -c "grep -q ' samples in \\[599\\.' '$mnt/loop/1/heatmap.svg' &&
+		! grep -q -e '\\[-' -e '>-</text>' '$mnt/loop/1/heatmap.svg'"
+check "loop's timeline.svg names its bars in perf's seconds" \
+	sh -c "grep -q '<title>599\\.' '$mnt/loop/1/timeline.svg' && ! grep -q '>-</text>' '$mnt/loop/1/timeline.svg'"
+check "a window on perf's clock: its header in perf's seconds" \
+	test "$(head -1 "$mnt/@range/540/600/loop/1/window")" = "# window [540, 600): exact"
+check "... and its from and to lines' UTC column is still - (not a wall-clock time)" \
+	test "$(sed -n '2,3p' "$mnt/@range/540/600/loop/1/window" | tr '\n' ' ')" = "from 540 - to 600 - "
 check "the root's timeline: the buckets' weights add up to its total" \
 	test "$(awk '!/^#/ { s += $4 } END { print s }' "$mnt/timeline")" = "$(cat "$mnt/total")"
 check "an @range window's timeline holds only its buckets" \

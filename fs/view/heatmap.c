@@ -223,11 +223,16 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 		h.E = w->to_us < h.E ? w->to_us : h.E;
 	}
 	if (t->src.store && h.E > h.S) {
-		/* The recent tier holds at most its keep window, counted back
-		 * from the newest sample. */
+		/* The recent tier holds at most the buckets that reach into its
+		 * keep window, counted back from the newest sample: roll-up
+		 * forgets whole buckets only. */
 		int64_t keep = store_keep_samples(t->src.store);
-		if (keep > 0 && keep < INT64_MAX / 1000000 && h.E - keep * 1000000 > h.S)
-			h.S = h.E - keep * 1000000;
+		int64_t bs = (int64_t)(t->src.bucket_seconds ? t->src.bucket_seconds : 1) * 1000000;
+		if (keep > 0 && keep < INT64_MAX / 1000000 / 2) {
+			int64_t edge = floor_div(h.E - keep * 1000000, bs) * bs;
+			if (edge > h.S)
+				h.S = edge;
+		}
 		int64_t c1 = floor_div(h.E - 1, 1000000);
 		h.col0 = floor_div(h.S, 1000000);
 		if (c1 - h.col0 + 1 > VIEW_HEATMAP_COLUMNS) {
@@ -284,8 +289,8 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 	struct view_counts c;
 	view_node_counts(t, node, &c);
 	char a[40], z[40];
-	view_format_iso_us(h.S, a);
-	view_format_iso_us(h.E, z);
+	view_format_time_us(h.S, a);
+	view_format_time_us(h.E, z);
 
 	r = appendf(out,
 	            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
@@ -322,7 +327,7 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 		if ((h.col0 + (int64_t)col) % (int64_t)every != 0 && col != 0)
 			continue;
 		char iso[40];
-		view_format_iso_us((h.col0 + (int64_t)col) * 1000000, iso);
+		view_format_time_us((h.col0 + (int64_t)col) * 1000000, iso);
 		r = appendf(out,
 		            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
 		            "stroke=\"rgb(120,120,120)\"/>"
@@ -340,7 +345,7 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 			int rgb[3];
 			view_format_us(from, f);
 			view_format_us(from + ROW_US, to);
-			view_format_iso_us(from, iso);
+			view_format_time_us(from, iso);
 			colour(n, max, rgb);
 			r = view_buf_append(out, "<a xlink:href=\"", strlen("<a xlink:href=\""));
 			if (r == 0)

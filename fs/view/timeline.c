@@ -601,7 +601,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		double rate = row_rate(row, ps);
 		double h = max > 0 ? rate / max * PLOT_H : 0;
 		char iso[40], secs[40];
-		view_format_iso_us(row->start, iso);
+		view_format_time_us(row->start, iso);
 		view_format_us(row->end - row->start, secs);
 		r = appendf(out,
 		            "<rect class=\"bar\"%s x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
@@ -622,8 +622,8 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	uint64_t untimed = untimed_sum(rows, n, &nb);
 	if (r == 0) {
 		char a[40], z[40];
-		view_format_iso_us(c.S, a);
-		view_format_iso_us(c.E, z);
+		view_format_time_us(c.S, a);
+		view_format_time_us(c.E, z);
 		r = appendf(
 		        out,
 		        "<text x=\"%d\" y=\"%d\">%s</text>\n"

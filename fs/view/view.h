@@ -374,6 +374,11 @@ int view_parse_time_us(const char *s, int64_t *us);
  * clock).  Each fits 40 bytes; return their lengths. */
 size_t view_format_us(int64_t us, char out[40]);
 size_t view_format_iso_us(int64_t us, char out[40]);
+/* Writes a time for people to read: ISO 8601 UTC when it is a wall-clock
+ * time (view_format_iso_us), else the clock's seconds with the fraction
+ * (view_format_us: perf's clock, seconds since boot).  Fits 40 bytes;
+ * returns its length. */
+size_t view_format_time_us(int64_t us, char out[40]);
 
 /* One bucket a window cuts (starts or ends inside), summed over the
  * window's series. */

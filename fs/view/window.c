@@ -199,6 +199,13 @@ size_t view_format_iso_us(int64_t us, char out[40])
 	return n;
 }
 
+size_t view_format_time_us(int64_t us, char out[40])
+{
+	if (floor_div(us, 1000000) < STORE_WALL_CLOCK_MIN)
+		return view_format_us(us, out);
+	return view_format_iso_us(us, out);
+}
+
 void view_window_last(int64_t now, int64_t seconds, uint32_t bucket_seconds, int64_t *from,
                       int64_t *to)
 {
@@ -556,7 +563,7 @@ static int appendf(struct view_buf *out, const char *fmt, ...)
 int view_render_window(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	const struct view_window *w = t->src.window;
-	char a[40], b[40], ai[40], bi[40];
+	char a[40], b[40], ai[40], bi[40], ha[40], hb[40];
 	unsigned nb;
 	int r;
 
@@ -567,14 +574,16 @@ int view_render_window(const struct view_tree *t, uint32_t node, struct view_buf
 	view_format_us(w->to_us, b);
 	view_format_iso_us(w->from_us, ai);
 	view_format_iso_us(w->to_us, bi);
+	view_format_time_us(w->from_us, ha);
+	view_format_time_us(w->to_us, hb);
 	uint64_t whole = view_window_whole_samples(w, &nb);
 	if (view_window_exact(w))
-		r = appendf(out, "# window [%s, %s): exact\n", ai, bi);
+		r = appendf(out, "# window [%s, %s): exact\n", ha, hb);
 	else
 		r = appendf(out,
 		            "# window [%s, %s): NOT exact: %" PRIu64 " samples of %u bucket%s the "
 		            "window cuts have no moment and are taken whole\n",
-		            ai, bi, whole, nb, nb == 1 ? "" : "s");
+		            ha, hb, whole, nb, nb == 1 ? "" : "s");
 	if (r == 0)
 		r = appendf(out, "from %s %s\nto %s %s\nexact %s\nbucket_seconds %" PRIu32 "\n", a,
 		            ai, b, bi, view_window_exact(w) ? "yes" : "no", w->bucket_seconds);

@@ -175,9 +175,10 @@ int rdb_footprint(struct store *sbase, struct store_footprint *out)
 	/* Detail blocks are the one kind in a key range of their own that
 	 * fills whole data blocks: RocksDB's estimate of that range's SST
 	 * bytes is nearer than a share by uncompressed bytes, since they
-	 * compress far less than the dictionary's names. */
+	 * compress far less than the dictionary's names.  A range inside
+	 * one data block has no estimate (0): then the share. */
 	out->samples_bytes = detail_sst_bytes(s);
-	if (out->samples_bytes > data || !raw.detail)
+	if (out->samples_bytes == 0 || out->samples_bytes > data || !raw.detail)
 		out->samples_bytes =
 		        share(data, raw.detail, raw.frames + raw.nodes + raw.detail + raw.other);
 	data -= out->samples_bytes;
