@@ -265,7 +265,7 @@ static void brute_moments(struct view_buf *want, int leaf, int64_t S, int64_t E,
 			}
 		}
 		/* Fine: a bucket's counts without a moment are a line over
-		 * the bucket (in the window), before the interval's line when it
+		 * the bucket (in the window, from the span's start), before the interval's line when it
 		 * starts before it. */
 		for (int pass = 0; pass < 3; pass++) {
 			if (pass == 1 && n)
@@ -274,6 +274,7 @@ static void brute_moments(struct view_buf *want, int leaf, int64_t S, int64_t E,
 				int64_t b = untimed[i].when * 1000000 / bsu * bsu;
 				int64_t a = window && wf > b ? wf : b;
 				int64_t z = window && wt < b + bsu ? wt : b + bsu;
+				a = a > S ? a : S; /* no sample lies before the span */
 				if ((leaf >= 0 && untimed[i].leaf != leaf) || a < k || a >= k + r ||
 				    (window && (b + bsu <= wf || b >= wt)) ||
 				    (pass == 0) != (n && a < (k > S ? k : S)))

@@ -305,4 +305,8 @@ check "heatmap.svg draws the 280 samples kept whole, from 180 on" \
 	grep -q '>280 samples in \[180, 249.750001)' "$tmp/kmnt/prog/default/heatmap.svg"
 check "... and says the 320 rolled up are not drawn" \
 	grep -q '>320 samples of this directory have no moment here' "$tmp/kmnt/prog/default/heatmap.svg"
+# The rolled-up first bucket [60, 120) holds samples from 100 on: its row
+# covers [100, 120) at their rate (1 ms each 250 ms), not the whole minute.
+check "timeline: the rolled-up first bucket's row begins at the first sample (100 20 80 ... 0.004)" \
+	grep -qx '100 20 80 80000000 0.004 80 -' "$tmp/kmnt/prog/default/timeline"
 finish

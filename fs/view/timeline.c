@@ -360,9 +360,13 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 		if (us == 0 && uw == 0)
 			continue;
 		if (c->fine) {
-			/* No moment: the row covers its whole bucket (in the
-			 * window), wherever the series' samples begin or end. */
-			int64_t a = w && w->from_us > start ? w->from_us : start;
+			/* No moment: the row covers its bucket in the window,
+			 * from the series' first moment on (a recording's
+			 * rolled-up first bucket begins at its first sample,
+			 * not at the minute).  Its end stays the bucket's: a
+			 * count added at a whole second (an import's time) may
+			 * stand for samples after it. */
+			int64_t a = start > c->S ? start : c->S;
 			int64_t z = w && w->to_us < start + c->bsu ? w->to_us : start + c->bsu;
 			rows[nrows++] = (struct trow){
 			        .start = a, .end = z, .samples = us, .weight = uw, .untimed = us};
