@@ -205,10 +205,192 @@ static void colour(uint32_t n, uint32_t max, int rgb[3])
 	rgb[2] = 225 - (int)(f * 205);
 }
 
+/* Narrows [h->S, h->E) to what the recent tier can hold (the buckets
+ * that reach into its keep window, counted back from the newest sample:
+ * roll-up forgets whole buckets only) and to the last
+ * VIEW_HEATMAP_COLUMNS seconds, and sets the columns. */
+static void heat_columns(const struct view_tree *t, struct heat *h)
+{
+	int64_t keep = store_keep_samples(t->src.store);
+	int64_t bs = (int64_t)(t->src.bucket_seconds ? t->src.bucket_seconds : 1) * 1000000;
+	if (keep > 0 && keep < INT64_MAX / 1000000 / 2) {
+		int64_t edge = floor_div(h->E - keep * 1000000, bs) * bs;
+		if (edge > h->S)
+			h->S = edge;
+	}
+	int64_t c1 = floor_div(h->E - 1, 1000000);
+	h->col0 = floor_div(h->S, 1000000);
+	if (c1 - h->col0 + 1 > VIEW_HEATMAP_COLUMNS) {
+		h->col0 = c1 - VIEW_HEATMAP_COLUMNS + 1;
+		h->S = h->col0 * 1000000;
+	}
+	h->ncols = (size_t)(c1 - h->col0 + 1);
+}
+
+/* Counts the samples of the subtree h->st into the cells: the detail of
+ * the series that have some, asked for in one read. */
+static int heat_fill(const struct view_tree *t, struct heat *h)
+{
+	uint32_t *ids = malloc(t->src.nseries * sizeof(*ids) + 1);
+	size_t nd = 0;
+	int r = 0;
+
+	if (!(h->cells = calloc(h->ncols * VIEW_HEATMAP_ROWS, sizeof(*h->cells))) || !ids) {
+		free(ids);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->src.nseries; i++)
+		if (view_subtree_series(&h->st, i) && t->src.recent[i])
+			ids[nd++] = t->src.series[i];
+	if (nd > 1)
+		r = store_samples_prefetch(t->src.store, ids, nd, h->S, h->E);
+	free(ids);
+	for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
+		if (!view_subtree_series(&h->st, i) || !t->src.recent[i])
+			continue;
+		r = store_series_samples(t->src.store, t->src.series[i], h->S, h->E, add_sample, h);
+		if (r == -EOPNOTSUPP || r == -ENOSYS)
+			r = 0;
+		else if (r > 0)
+			r = -EIO;
+	}
+	return r;
+}
+
+/* The picture's size: a cell's width, the plot's and the whole's. */
+struct heat_geom {
+	int cw, pw, ph, width, height;
+	uint32_t max; /* the most samples in a cell */
+};
+
+static void heat_geom(const struct heat *h, struct heat_geom *g)
+{
+	g->max = 0;
+	for (size_t i = 0; i < h->ncols * VIEW_HEATMAP_ROWS; i++)
+		if (h->cells[i] > g->max)
+			g->max = h->cells[i];
+	g->cw = h->ncols ? (int)(1200 / h->ncols) : 12;
+	g->cw = g->cw < 2 ? 2 : g->cw > 16 ? 16 : g->cw;
+	g->pw = (int)h->ncols * g->cw;
+	g->width = LEFT + (g->pw > 600 ? g->pw : 600) + RIGHT;
+	g->ph = VIEW_HEATMAP_ROWS * CELL_H;
+	g->height = TOP + g->ph + BOTTOM;
+}
+
+/* The SVG's head: style, background, plot frame, title and subtitle. */
+static int heat_head(struct view_buf *out, const struct view_tree *t, uint32_t node,
+                     const struct heat *h, const struct heat_geom *g)
+{
+	size_t len = 3;
+	const char *name = node == VIEW_ROOT ? "all" : view_node_name(t, node, &len);
+	char a[40], z[40];
+	view_format_time_us(h->S, a);
+	view_format_time_us(h->E, z);
+
+	int r = appendf(out,
+	                "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+	                "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+	                "xmlns=\"http://www.w3.org/2000/svg\" "
+	                "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n",
+	                g->width, g->height, g->width, g->height);
+	if (r == 0)
+		r = appendf(out,
+		            "<style type=\"text/css\">text { font-family: Verdana, sans-serif; "
+		            "font-size: 12px; fill: rgb(0,0,0); } .c:hover { stroke: rgb(0,0,0); "
+		            "stroke-width: 1; }</style>\n"
+		            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+		            "fill=\"rgb(248,248,248)\"/>\n"
+		            "<rect id=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+		            "fill=\"rgb(250,250,250)\" stroke=\"rgb(200,200,200)\"/>\n"
+		            "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size: "
+		            "17px\">Heatmap of ",
+		            g->width, g->height, LEFT, TOP, g->pw, g->ph, g->width / 2);
+	if (r == 0)
+		r = view_xml_append(out, name, len, TEXT_MAX);
+	if (r == 0)
+		r = appendf(out,
+		            "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\">%" PRIu64
+		            " samples in [%s, %s): a column a second, a row 20 ms; most in a "
+		            "cell: %" PRIu32 "</text>\n",
+		            g->width / 2, h->drawn, a, z, g->max);
+	return r;
+}
+
+/* The offsets down the left, the seconds along the bottom. */
+static int heat_axes(struct view_buf *out, const struct heat *h, const struct heat_geom *g)
+{
+	int r = 0;
+
+	for (int ms = 0; ms < 1000 && r == 0; ms += 200)
+		r = appendf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%d ms</text>\n",
+		            LEFT - 6, TOP + ms / (ROW_US / 1000) * CELL_H + 10, ms);
+	size_t every = (size_t)(g->cw >= 12 ? 10 : g->cw >= 6 ? 30 : 60);
+	for (size_t col = 0; col < h->ncols && r == 0; col++) {
+		if ((h->col0 + (int64_t)col) % (int64_t)every != 0 && col != 0)
+			continue;
+		char iso[40];
+		int x = LEFT + (int)col * g->cw;
+		view_format_time_us((h->col0 + (int64_t)col) * 1000000, iso);
+		r = appendf(out,
+		            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+		            "stroke=\"rgb(120,120,120)\"/>"
+		            "<text x=\"%d\" y=\"%d\" style=\"font-size: 10px\">%s</text>\n",
+		            x, TOP + g->ph, x, TOP + g->ph + 5, x,
+		            TOP + g->ph + 18 + (int)(col / every % 2) * 12, iso);
+	}
+	return r;
+}
+
+/* The @range path of [f, to) between a link's two parts. */
+static int heat_path(struct view_buf *out, const struct view_buf *pre, const char *f,
+                     const char *to, const struct view_buf *post)
+{
+	int r = view_buf_append(out, pre->data, pre->len);
+	if (r == 0)
+		r = appendf(out, "%s/%s/", f, to);
+	if (r == 0 && post->len)
+		r = view_buf_append(out, post->data, post->len);
+	return r;
+}
+
+/* One cell: a link to its 20 ms as an @range directory (href: a URL;
+ * title: the path as the mount shows it) around its rectangle. */
+static int heat_cell(struct view_buf *out, const struct heat *h, const struct heat_geom *g,
+                     size_t col, unsigned row, const struct view_buf links[4])
+{
+	uint32_t n = h->cells[col * VIEW_HEATMAP_ROWS + row];
+	int64_t from = (h->col0 + (int64_t)col) * 1000000 + (int64_t)row * ROW_US;
+	char f[40], to[40], iso[40];
+	int rgb[3];
+
+	view_format_us(from, f);
+	view_format_us(from + ROW_US, to);
+	view_format_time_us(from, iso);
+	colour(n, g->max, rgb);
+	int r = view_buf_append(out, "<a xlink:href=\"", strlen("<a xlink:href=\""));
+	if (r == 0)
+		r = heat_path(out, &links[0], f, to, &links[1]);
+	if (r == 0)
+		r = appendf(out,
+		            "\"><rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" "
+		            "height=\"%d\" fill=\"rgb(%d,%d,%d)\"><title>%" PRIu32
+		            " samples in [%s, +20 ms): ",
+		            LEFT + (int)col * g->cw, TOP + (int)row * CELL_H, g->cw, CELL_H, rgb[0],
+		            rgb[1], rgb[2], n, iso);
+	if (r == 0)
+		r = heat_path(out, &links[2], f, to, &links[3]);
+	if (r == 0)
+		r = appendf(out, "</title></rect></a>\n");
+	return r;
+}
+
 int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	struct heat h = {0};
-	struct view_buf pre = {0}, post = {0}, tpre = {0}, tpost = {0};
+	struct heat_geom g;
+	/* A cell link's parts before and after its times: as a URL, then as
+	 * the mount shows the path. */
+	struct view_buf links[4] = {{0}, {0}, {0}, {0}};
 	int r;
 
 	if (node >= t->nnodes)
@@ -223,168 +405,38 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 		h.E = w->to_us < h.E ? w->to_us : h.E;
 	}
 	if (t->src.store && h.E > h.S) {
-		/* The recent tier holds at most the buckets that reach into its
-		 * keep window, counted back from the newest sample: roll-up
-		 * forgets whole buckets only. */
-		int64_t keep = store_keep_samples(t->src.store);
-		int64_t bs = (int64_t)(t->src.bucket_seconds ? t->src.bucket_seconds : 1) * 1000000;
-		if (keep > 0 && keep < INT64_MAX / 1000000 / 2) {
-			int64_t edge = floor_div(h.E - keep * 1000000, bs) * bs;
-			if (edge > h.S)
-				h.S = edge;
-		}
-		int64_t c1 = floor_div(h.E - 1, 1000000);
-		h.col0 = floor_div(h.S, 1000000);
-		if (c1 - h.col0 + 1 > VIEW_HEATMAP_COLUMNS) {
-			h.col0 = c1 - VIEW_HEATMAP_COLUMNS + 1;
-			h.S = h.col0 * 1000000;
-		}
-		h.ncols = (size_t)(c1 - h.col0 + 1);
-		if (!(h.cells = calloc(h.ncols * VIEW_HEATMAP_ROWS, sizeof(*h.cells)))) {
-			r = -ENOMEM;
-			goto out;
-		}
-		/* The detail of the series that have some, asked for in one read. */
-		uint32_t *ids = malloc(t->src.nseries * sizeof(*ids) + 1);
-		size_t nd = 0;
-		if (!ids) {
-			r = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < t->src.nseries; i++)
-			if (view_subtree_series(&h.st, i) && t->src.recent[i])
-				ids[nd++] = t->src.series[i];
-		if (nd > 1)
-			r = store_samples_prefetch(t->src.store, ids, nd, h.S, h.E);
-		free(ids);
-		for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
-			if (!view_subtree_series(&h.st, i) || !t->src.recent[i])
-				continue;
-			r = store_series_samples(t->src.store, t->src.series[i], h.S, h.E,
-			                         add_sample, &h);
-			if (r == -EOPNOTSUPP || r == -ENOSYS)
-				r = 0;
-			else if (r > 0)
-				r = -EIO;
-		}
-		if (r < 0)
+		heat_columns(t, &h);
+		if ((r = heat_fill(t, &h)) < 0)
 			goto out;
 	} else {
 		h.S = h.E = 0;
 	}
-	if ((r = link_parts(t, node, &pre, &post, true)) < 0 ||
-	    (r = link_parts(t, node, &tpre, &tpost, false)) < 0)
+	if ((r = link_parts(t, node, &links[0], &links[1], true)) < 0 ||
+	    (r = link_parts(t, node, &links[2], &links[3], false)) < 0)
 		goto out;
-
-	uint32_t max = 0;
-	for (size_t i = 0; i < h.ncols * VIEW_HEATMAP_ROWS; i++)
-		if (h.cells[i] > max)
-			max = h.cells[i];
-	int cw = h.ncols ? (int)(1200 / h.ncols) : 12;
-	cw = cw < 2 ? 2 : cw > 16 ? 16 : cw;
-	int pw = (int)h.ncols * cw, width = LEFT + (pw > 600 ? pw : 600) + RIGHT;
-	int ph = VIEW_HEATMAP_ROWS * CELL_H, height = TOP + ph + BOTTOM;
-	size_t len = 3;
-	const char *name = node == VIEW_ROOT ? "all" : view_node_name(t, node, &len);
+	heat_geom(&h, &g);
 	struct view_counts c;
 	view_node_counts(t, node, &c);
-	char a[40], z[40];
-	view_format_time_us(h.S, a);
-	view_format_time_us(h.E, z);
 
-	r = appendf(out,
-	            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-	            "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-	            "xmlns=\"http://www.w3.org/2000/svg\" "
-	            "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n",
-	            width, height, width, height);
+	r = heat_head(out, t, node, &h, &g);
 	if (r == 0)
-		r = appendf(out,
-		            "<style type=\"text/css\">text { font-family: Verdana, sans-serif; "
-		            "font-size: 12px; fill: rgb(0,0,0); } .c:hover { stroke: rgb(0,0,0); "
-		            "stroke-width: 1; }</style>\n"
-		            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-		            "fill=\"rgb(248,248,248)\"/>\n"
-		            "<rect id=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-		            "fill=\"rgb(250,250,250)\" stroke=\"rgb(200,200,200)\"/>\n"
-		            "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size: "
-		            "17px\">Heatmap of ",
-		            width, height, LEFT, TOP, pw, ph, width / 2);
-	if (r == 0)
-		r = view_xml_append(out, name, len, TEXT_MAX);
-	if (r == 0)
-		r = appendf(out,
-		            "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\">%" PRIu64
-		            " samples in [%s, %s): a column a second, a row 20 ms; most in a "
-		            "cell: %" PRIu32 "</text>\n",
-		            width / 2, h.drawn, a, z, max);
-	/* The offsets down the left, the seconds along the bottom. */
-	for (int ms = 0; ms < 1000 && r == 0; ms += 200)
-		r = appendf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%d ms</text>\n",
-		            LEFT - 6, TOP + ms / (ROW_US / 1000) * CELL_H + 10, ms);
-	size_t every = (size_t)(cw >= 12 ? 10 : cw >= 6 ? 30 : 60);
-	for (size_t col = 0; col < h.ncols && r == 0; col++) {
-		if ((h.col0 + (int64_t)col) % (int64_t)every != 0 && col != 0)
-			continue;
-		char iso[40];
-		view_format_time_us((h.col0 + (int64_t)col) * 1000000, iso);
-		r = appendf(out,
-		            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
-		            "stroke=\"rgb(120,120,120)\"/>"
-		            "<text x=\"%d\" y=\"%d\" style=\"font-size: 10px\">%s</text>\n",
-		            LEFT + (int)col * cw, TOP + ph, LEFT + (int)col * cw, TOP + ph + 5,
-		            LEFT + (int)col * cw, TOP + ph + 18 + (int)(col / every % 2) * 12, iso);
-	}
-	for (size_t col = 0; col < h.ncols && r == 0; col++) {
-		for (unsigned row = 0; row < VIEW_HEATMAP_ROWS && r == 0; row++) {
-			uint32_t n = h.cells[col * VIEW_HEATMAP_ROWS + row];
-			if (!n)
-				continue;
-			int64_t from = (h.col0 + (int64_t)col) * 1000000 + (int64_t)row * ROW_US;
-			char f[40], to[40], iso[40];
-			int rgb[3];
-			view_format_us(from, f);
-			view_format_us(from + ROW_US, to);
-			view_format_time_us(from, iso);
-			colour(n, max, rgb);
-			r = view_buf_append(out, "<a xlink:href=\"", strlen("<a xlink:href=\""));
-			if (r == 0)
-				r = view_buf_append(out, pre.data, pre.len);
-			if (r == 0)
-				r = appendf(out, "%s/%s/", f, to);
-			if (r == 0 && post.len)
-				r = view_buf_append(out, post.data, post.len);
-			if (r == 0)
-				r = appendf(out,
-				            "\"><rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" "
-				            "height=\"%d\" fill=\"rgb(%d,%d,%d)\"><title>%" PRIu32
-				            " samples in [%s, +20 ms): ",
-				            LEFT + (int)col * cw, TOP + (int)row * CELL_H, cw,
-				            CELL_H, rgb[0], rgb[1], rgb[2], n, iso);
-			if (r == 0)
-				r = view_buf_append(out, tpre.data, tpre.len);
-			if (r == 0)
-				r = appendf(out, "%s/%s/", f, to);
-			if (r == 0 && tpost.len)
-				r = view_buf_append(out, tpost.data, tpost.len);
-			if (r == 0)
-				r = appendf(out, "</title></rect></a>\n");
-		}
-	}
+		r = heat_axes(out, &h, &g);
+	for (size_t col = 0; col < h.ncols && r == 0; col++)
+		for (unsigned row = 0; row < VIEW_HEATMAP_ROWS && r == 0; row++)
+			if (h.cells[col * VIEW_HEATMAP_ROWS + row])
+				r = heat_cell(out, &h, &g, col, row, links);
 	if (r == 0 && c.total_samples > h.drawn)
 		r = appendf(out,
 		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%" PRIu64
 		            " samples of this directory have no moment here (older than the recent "
 		            "tier, or outside the columns drawn) and are not drawn</text>\n",
-		            width / 2, height - 12, c.total_samples - h.drawn);
+		            g.width / 2, g.height - 12, c.total_samples - h.drawn);
 	if (r == 0)
 		r = appendf(out, "</svg>\n");
 out:
 	view_subtree_fini(&h.st);
 	free(h.cells);
-	view_buf_free(&pre);
-	view_buf_free(&post);
-	view_buf_free(&tpre);
-	view_buf_free(&tpost);
+	for (int i = 0; i < 4; i++)
+		view_buf_free(&links[i]);
 	return r;
 }
