@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,26 +51,6 @@ void view_place_free(struct view_place *p)
 	free(p);
 }
 
-static int appendf(struct view_buf *out, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-static int appendf(struct view_buf *out, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		return -EINVAL;
-	return view_buf_append(out, buf, (size_t)n);
-}
-
-static int64_t floor_div(int64_t a, int64_t d)
-{
-	return a / d - (a % d < 0);
-}
-
 /* The cells being filled. */
 struct heat {
 	struct view_subtree st;
@@ -91,7 +70,7 @@ static int add_sample(void *ctx, const struct store_sample *smp)
 		return 0;
 	if ((r = view_subtree_has(&h->st, smp->node)) <= 0)
 		return r;
-	int64_t sec = floor_div(smp->time_us, 1000000);
+	int64_t sec = view_floor_div(smp->time_us, 1000000);
 	size_t col = (size_t)(sec - h->col0);
 	size_t row = (size_t)((smp->time_us - sec * 1000000) / ROW_US);
 	h->cells[col * VIEW_HEATMAP_ROWS + row]++;
@@ -214,12 +193,12 @@ static void heat_columns(const struct view_tree *t, struct heat *h)
 	int64_t keep = store_keep_samples(t->src.store);
 	int64_t bs = (int64_t)(t->src.bucket_seconds ? t->src.bucket_seconds : 1) * 1000000;
 	if (keep > 0 && keep < INT64_MAX / 1000000 / 2) {
-		int64_t edge = floor_div(h->E - keep * 1000000, bs) * bs;
+		int64_t edge = view_floor_div(h->E - keep * 1000000, bs) * bs;
 		if (edge > h->S)
 			h->S = edge;
 	}
-	int64_t c1 = floor_div(h->E - 1, 1000000);
-	h->col0 = floor_div(h->S, 1000000);
+	int64_t c1 = view_floor_div(h->E - 1, 1000000);
+	h->col0 = view_floor_div(h->S, 1000000);
 	if (c1 - h->col0 + 1 > VIEW_HEATMAP_COLUMNS) {
 		h->col0 = c1 - VIEW_HEATMAP_COLUMNS + 1;
 		h->S = h->col0 * 1000000;
@@ -287,32 +266,35 @@ static int heat_head(struct view_buf *out, const struct view_tree *t, uint32_t n
 	view_format_time_us(h->S, a);
 	view_format_time_us(h->E, z);
 
-	int r = appendf(out,
-	                "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-	                "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-	                "xmlns=\"http://www.w3.org/2000/svg\" "
-	                "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n",
-	                g->width, g->height, g->width, g->height);
+	int r = view_buf_printf(
+	        out,
+	        "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+	        "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+	        "xmlns=\"http://www.w3.org/2000/svg\" "
+	        "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n",
+	        g->width, g->height, g->width, g->height);
 	if (r == 0)
-		r = appendf(out,
-		            "<style type=\"text/css\">text { font-family: Verdana, sans-serif; "
-		            "font-size: 12px; fill: rgb(0,0,0); } .c:hover { stroke: rgb(0,0,0); "
-		            "stroke-width: 1; }</style>\n"
-		            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-		            "fill=\"rgb(248,248,248)\"/>\n"
-		            "<rect id=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-		            "fill=\"rgb(250,250,250)\" stroke=\"rgb(200,200,200)\"/>\n"
-		            "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size: "
-		            "17px\">Heatmap of ",
-		            g->width, g->height, LEFT, TOP, g->pw, g->ph, g->width / 2);
+		r = view_buf_printf(
+		        out,
+		        "<style type=\"text/css\">text { font-family: Verdana, sans-serif; "
+		        "font-size: 12px; fill: rgb(0,0,0); } .c:hover { stroke: rgb(0,0,0); "
+		        "stroke-width: 1; }</style>\n"
+		        "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+		        "fill=\"rgb(248,248,248)\"/>\n"
+		        "<rect id=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+		        "fill=\"rgb(250,250,250)\" stroke=\"rgb(200,200,200)\"/>\n"
+		        "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size: "
+		        "17px\">Heatmap of ",
+		        g->width, g->height, LEFT, TOP, g->pw, g->ph, g->width / 2);
 	if (r == 0)
 		r = view_xml_append(out, name, len, TEXT_MAX);
 	if (r == 0)
-		r = appendf(out,
-		            "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\">%" PRIu64
-		            " samples in [%s, %s): a column a second, a row 20 ms; most in a "
-		            "cell: %" PRIu32 "</text>\n",
-		            g->width / 2, h->drawn, a, z, g->max);
+		r = view_buf_printf(
+		        out,
+		        "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\">%" PRIu64
+		        " samples in [%s, %s): a column a second, a row 20 ms; most in a "
+		        "cell: %" PRIu32 "</text>\n",
+		        g->width / 2, h->drawn, a, z, g->max);
 	return r;
 }
 
@@ -322,8 +304,9 @@ static int heat_axes(struct view_buf *out, const struct heat *h, const struct he
 	int r = 0;
 
 	for (int ms = 0; ms < 1000 && r == 0; ms += 200)
-		r = appendf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%d ms</text>\n",
-		            LEFT - 6, TOP + ms / (ROW_US / 1000) * CELL_H + 10, ms);
+		r = view_buf_printf(out,
+		                    "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%d ms</text>\n",
+		                    LEFT - 6, TOP + ms / (ROW_US / 1000) * CELL_H + 10, ms);
 	size_t every = (size_t)(g->cw >= 12 ? 10 : g->cw >= 6 ? 30 : 60);
 	for (size_t col = 0; col < h->ncols && r == 0; col++) {
 		if ((h->col0 + (int64_t)col) % (int64_t)every != 0 && col != 0)
@@ -331,12 +314,12 @@ static int heat_axes(struct view_buf *out, const struct heat *h, const struct he
 		char iso[40];
 		int x = LEFT + (int)col * g->cw;
 		view_format_time_us((h->col0 + (int64_t)col) * 1000000, iso);
-		r = appendf(out,
-		            "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
-		            "stroke=\"rgb(120,120,120)\"/>"
-		            "<text x=\"%d\" y=\"%d\" style=\"font-size: 10px\">%s</text>\n",
-		            x, TOP + g->ph, x, TOP + g->ph + 5, x,
-		            TOP + g->ph + 18 + (int)(col / every % 2) * 12, iso);
+		r = view_buf_printf(out,
+		                    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+		                    "stroke=\"rgb(120,120,120)\"/>"
+		                    "<text x=\"%d\" y=\"%d\" style=\"font-size: 10px\">%s</text>\n",
+		                    x, TOP + g->ph, x, TOP + g->ph + 5, x,
+		                    TOP + g->ph + 18 + (int)(col / every % 2) * 12, iso);
 	}
 	return r;
 }
@@ -347,7 +330,7 @@ static int heat_path(struct view_buf *out, const struct view_buf *pre, const cha
 {
 	int r = view_buf_append(out, pre->data, pre->len);
 	if (r == 0)
-		r = appendf(out, "%s/%s/", f, to);
+		r = view_buf_printf(out, "%s/%s/", f, to);
 	if (r == 0 && post->len)
 		r = view_buf_append(out, post->data, post->len);
 	return r;
@@ -371,16 +354,16 @@ static int heat_cell(struct view_buf *out, const struct heat *h, const struct he
 	if (r == 0)
 		r = heat_path(out, &links[0], f, to, &links[1]);
 	if (r == 0)
-		r = appendf(out,
-		            "\"><rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" "
-		            "height=\"%d\" fill=\"rgb(%d,%d,%d)\"><title>%" PRIu32
-		            " samples in [%s, +20 ms): ",
-		            LEFT + (int)col * g->cw, TOP + (int)row * CELL_H, g->cw, CELL_H, rgb[0],
-		            rgb[1], rgb[2], n, iso);
+		r = view_buf_printf(out,
+		                    "\"><rect class=\"c\" x=\"%d\" y=\"%d\" width=\"%d\" "
+		                    "height=\"%d\" fill=\"rgb(%d,%d,%d)\"><title>%" PRIu32
+		                    " samples in [%s, +20 ms): ",
+		                    LEFT + (int)col * g->cw, TOP + (int)row * CELL_H, g->cw, CELL_H,
+		                    rgb[0], rgb[1], rgb[2], n, iso);
 	if (r == 0)
 		r = heat_path(out, &links[2], f, to, &links[3]);
 	if (r == 0)
-		r = appendf(out, "</title></rect></a>\n");
+		r = view_buf_printf(out, "</title></rect></a>\n");
 	return r;
 }
 
@@ -426,13 +409,14 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 			if (h.cells[col * VIEW_HEATMAP_ROWS + row])
 				r = heat_cell(out, &h, &g, col, row, links);
 	if (r == 0 && c.total_samples > h.drawn)
-		r = appendf(out,
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%" PRIu64
-		            " samples of this directory have no moment here (older than the recent "
-		            "tier, or outside the columns drawn) and are not drawn</text>\n",
-		            g.width / 2, g.height - 12, c.total_samples - h.drawn);
+		r = view_buf_printf(
+		        out,
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%" PRIu64
+		        " samples of this directory have no moment here (older than the recent "
+		        "tier, or outside the columns drawn) and are not drawn</text>\n",
+		        g.width / 2, g.height - 12, c.total_samples - h.drawn);
 	if (r == 0)
-		r = appendf(out, "</svg>\n");
+		r = view_buf_printf(out, "</svg>\n");
 out:
 	view_subtree_fini(&h.st);
 	free(h.cells);

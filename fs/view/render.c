@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -75,6 +77,34 @@ int view_buf_append(struct view_buf *b, const void *data, size_t len)
 	b->len += len;
 	b->data[b->len] = '\0';
 	return 0;
+}
+
+int view_buf_vprintf(struct view_buf *b, const char *fmt, va_list ap)
+{
+	char small[512];
+	va_list again;
+
+	va_copy(again, ap);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	int r = n < 0 ? -EINVAL : 0;
+	if (r == 0 && (size_t)n < sizeof(small))
+		r = view_buf_append(b, small, (size_t)n);
+	else if (r == 0 && (r = view_buf_reserve(b, (size_t)n)) == 0) {
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+		b->len += (size_t)n;
+	}
+	va_end(again);
+	return r;
+}
+
+int view_buf_printf(struct view_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	int r = view_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 int view_parse_size(const char *s, size_t *bytes)

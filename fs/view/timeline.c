@@ -24,7 +24,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,11 +133,6 @@ static const int64_t steps[] = {1,   2,    5,    10,   15,    30,    60,    120,
                                 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800};
 #define MAX_INTERVALS 240
 
-static int64_t floor_div(int64_t a, int64_t d)
-{
-	return a / d - (a % d < 0);
-}
-
 /* One line of the timeline: [start, end) is the time it covers. */
 struct trow {
 	int64_t start, end; /* microseconds */
@@ -185,7 +179,7 @@ static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t sa
 
 	if (r <= 0)
 		return r;
-	int64_t b = floor_div(bucket_start * 1000000, c->bsu) - c->b0;
+	int64_t b = view_floor_div(bucket_start * 1000000, c->bsu) - c->b0;
 	if (b < 0 || (size_t)b >= c->nbk)
 		return 0;
 	struct tbk *k = &c->bk[b];
@@ -202,14 +196,14 @@ static int add_sample(void *ctx, const struct store_sample *smp)
 
 	if (r <= 0)
 		return r;
-	int64_t b = floor_div(smp->time_us, c->bsu) - c->b0;
+	int64_t b = view_floor_div(smp->time_us, c->bsu) - c->b0;
 	if (b < 0 || (size_t)b >= c->nbk || !c->bk[b].detail)
 		return 0;
 	c->bk[b].detail_samples++;
 	c->bk[b].detail_weight += smp->weight;
 	if (smp->time_us < c->S || smp->time_us >= c->E)
 		return 0;
-	struct trow *iv = &c->iv[floor_div(smp->time_us, c->r) - c->k0];
+	struct trow *iv = &c->iv[view_floor_div(smp->time_us, c->r) - c->k0];
 	iv->samples++;
 	if (__builtin_add_overflow(iv->weight, smp->weight, &iv->weight))
 		return -EOVERFLOW;
@@ -294,10 +288,10 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 	}
 	c->r = pick_resolution(c->E - c->S, bs);
 	c->fine = c->r < c->bsu;
-	c->k0 = floor_div(c->S, c->r);
-	c->nint = (size_t)(floor_div(c->E - 1, c->r) - c->k0 + 1);
-	c->b0 = floor_div(c->S, c->bsu);
-	c->nbk = (size_t)(floor_div(c->E - 1, c->bsu) - c->b0 + 1);
+	c->k0 = view_floor_div(c->S, c->r);
+	c->nint = (size_t)(view_floor_div(c->E - 1, c->r) - c->k0 + 1);
+	c->b0 = view_floor_div(c->S, c->bsu);
+	c->nbk = (size_t)(view_floor_div(c->E - 1, c->bsu) - c->b0 + 1);
 	c->iv = calloc(c->nint, sizeof(*c->iv));
 	c->bk = calloc(c->nbk, sizeof(*c->bk));
 	if (!c->iv || !c->bk)
@@ -334,7 +328,7 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 			r = read_detail(c, c->b0 * c->bsu, (c->b0 + (int64_t)c->nbk) * c->bsu);
 	} else if (w) {
 		for (unsigned k = 0; k < w->ncut && r == 0; k++) {
-			int64_t b = floor_div(w->cut[k].bucket * 1000000, c->bsu) - c->b0;
+			int64_t b = view_floor_div(w->cut[k].bucket * 1000000, c->bsu) - c->b0;
 			if (b < 0 || (size_t)b >= c->nbk)
 				continue;
 			c->bk[b].detail = true;
@@ -372,7 +366,7 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 			        .start = a, .end = z, .samples = us, .weight = uw, .untimed = us};
 			continue;
 		}
-		struct trow *iv = &c->iv[floor_div(start > c->S ? start : c->S, c->r) - c->k0];
+		struct trow *iv = &c->iv[view_floor_div(start > c->S ? start : c->S, c->r) - c->k0];
 		iv->samples += us;
 		if (__builtin_add_overflow(iv->weight, uw, &iv->weight))
 			return free(rows), -EOVERFLOW;
@@ -404,23 +398,6 @@ static void collect_fini(struct tcollect *c)
 	view_subtree_fini(&c->st);
 	free(c->iv);
 	free(c->bk);
-}
-
-/* Numbers and the renderer's own words only: a name, unit or event goes
- * through view_text_append() or view_xml_append(). */
-static int appendf(struct view_buf *out, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-static int appendf(struct view_buf *out, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		return -EINVAL;
-	return view_buf_append(out, buf, (size_t)n);
 }
 
 static bool wall_clock_us(int64_t us)
@@ -477,16 +454,17 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 		view_format_us(c.E, z);
 	}
 	view_format_us(c.E - c.S, span);
-	r = appendf(out, "# %zu intervals of %" PRId64 " s over [%s, %s) (%s s); clock %s; unit ",
-	            n, c.r / 1000000, a, z, span,
-	            wall_clock_us(c.S) ? "unix (seconds, UTC)"
-	                               : "perf (seconds since boot unless perf recorded with -k)");
+	r = view_buf_printf(
+	        out, "# %zu intervals of %" PRId64 " s over [%s, %s) (%s s); clock %s; unit ", n,
+	        c.r / 1000000, a, z, span,
+	        wall_clock_us(c.S) ? "unix (seconds, UTC)"
+	                           : "perf (seconds since boot unless perf recorded with -k)");
 	if (r == 0 && (r = view_text_append(out, unit, strlen(unit), 0)) == 0 &&
 	    (r = view_buf_append(out, " (", 2)) == 0 &&
 	    (r = view_text_append(out, event, strlen(event), 0)) == 0)
-		r = appendf(out, "); per_second: %s\n",
-		            clock ? "cores busy (seconds of the unit per second)"
-		                  : "weight per second");
+		r = view_buf_printf(out, "); per_second: %s\n",
+		                    clock ? "cores busy (seconds of the unit per second)"
+		                          : "weight per second");
 	const struct view_window *w = t->src.window;
 	if (r == 0 && w) {
 		char wa[40], wz[40];
@@ -495,31 +473,34 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 		view_format_us(w->from_us, wa);
 		view_format_us(w->to_us, wz);
 		if (view_window_exact(w))
-			r = appendf(out, "# window [%s, %s): exact\n", wa, wz);
+			r = view_buf_printf(out, "# window [%s, %s): exact\n", wa, wz);
 		else
-			r = appendf(out,
-			            "# window [%s, %s): NOT exact: %" PRIu64 " samples of %u "
-			            "bucket%s it cuts have no moment and are taken whole\n",
-			            wa, wz, ws, wb, wb == 1 ? "" : "s");
+			r = view_buf_printf(out,
+			                    "# window [%s, %s): NOT exact: %" PRIu64
+			                    " samples of %u "
+			                    "bucket%s it cuts have no moment and are taken whole\n",
+			                    wa, wz, ws, wb, wb == 1 ? "" : "s");
 	}
 	uint64_t untimed = untimed_sum(rows, n, &nb);
 	if (r == 0 && untimed)
-		r = appendf(out,
-		            "# %" PRIu64
-		            " samples in %zu line%s have no moment (buckets of %" PRIu32
-		            " s without detail): counted in the interval of their bucket, column "
-		            "untimed\n",
-		            untimed, nb, nb == 1 ? "" : "s", t->src.bucket_seconds);
+		r = view_buf_printf(
+		        out,
+		        "# %" PRIu64 " samples in %zu line%s have no moment (buckets of %" PRIu32
+		        " s without detail): counted in the interval of their bucket, column "
+		        "untimed\n",
+		        untimed, nb, nb == 1 ? "" : "s", t->src.bucket_seconds);
 	if (r == 0)
-		r = appendf(out, "# start seconds samples weight per_second untimed start_utc\n");
+		r = view_buf_printf(
+		        out, "# start seconds samples weight per_second untimed start_utc\n");
 	for (size_t i = 0; i < n && r == 0; i++) {
 		char st[40], secs[40], iso[40];
 		view_format_us(rows[i].start, st);
 		view_format_us(rows[i].end - rows[i].start, secs);
 		view_format_iso_us(rows[i].start, iso);
-		r = appendf(out, "%s %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 " %s\n", st, secs,
-		            rows[i].samples, rows[i].weight,
-		            row_rate(&rows[i], clock ? per_second : 1), rows[i].untimed, iso);
+		r = view_buf_printf(out, "%s %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 " %s\n", st,
+		                    secs, rows[i].samples, rows[i].weight,
+		                    row_rate(&rows[i], clock ? per_second : 1), rows[i].untimed,
+		                    iso);
 	}
 out:
 	free(rows);
@@ -561,7 +542,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	if (node == VIEW_ROOT)
 		len = 3;
 
-	r = appendf(
+	r = view_buf_printf(
 	        out,
 	        "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 	        "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -580,23 +561,24 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 	    (r = view_xml_append(out, event, strlen(event), SVG_TEXT_CHARS)) == 0 &&
 	    (r = view_buf_append(out, ", ", 2)) == 0) {
 		if (clock)
-			r = appendf(out, "cores busy");
+			r = view_buf_printf(out, "cores busy");
 		else if ((r = view_xml_append(out, unit, strlen(unit), SVG_TEXT_CHARS)) == 0)
-			r = appendf(out, " per second");
+			r = view_buf_printf(out, " per second");
 	}
 	if (r == 0)
-		r = appendf(out, ", %" PRId64 " s intervals)</text>\n", c.r / 1000000);
+		r = view_buf_printf(out, ", %" PRId64 " s intervals)</text>\n", c.r / 1000000);
 	if (r == 0) {
 		char top[40];
 		snprintf(top, sizeof(top), "%.3f", max);
-		r = appendf(out,
-		            "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"
-		            "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>\n",
-		            PLOT_X, PLOT_Y + PLOT_H, PLOT_X + PLOT_W, PLOT_Y + PLOT_H, PLOT_X,
-		            PLOT_Y, PLOT_X, PLOT_Y + PLOT_H, PLOT_X - 6, PLOT_Y + 10, top,
-		            PLOT_X - 6, PLOT_Y + PLOT_H);
+		r = view_buf_printf(
+		        out,
+		        "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"
+		        "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>\n",
+		        PLOT_X, PLOT_Y + PLOT_H, PLOT_X + PLOT_W, PLOT_Y + PLOT_H, PLOT_X, PLOT_Y,
+		        PLOT_X, PLOT_Y + PLOT_H, PLOT_X - 6, PLOT_Y + 10, top, PLOT_X - 6,
+		        PLOT_Y + PLOT_H);
 	}
 	for (size_t i = 0; i < n && r == 0; i++) {
 		const struct trow *row = &rows[i];
@@ -607,28 +589,29 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		char iso[40], secs[40];
 		view_format_time_us(row->start, iso);
 		view_format_us(row->end - row->start, secs);
-		r = appendf(out,
-		            "<rect class=\"bar\"%s x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-		            "height=\"%.2f\"><title>%s +%s s: %" PRIu64 " samples, weight %" PRIu64
-		            ", %.3f %s",
-		            row->untimed ? " style=\"stroke: rgb(90,90,90); stroke-dasharray: 4,3\""
-		                         : "",
-		            x, PLOT_Y + PLOT_H - h, wdt > 1.5 ? wdt - 0.5 : wdt, h, iso, secs,
-		            row->samples, row->weight, rate, clock ? "cores busy" : "per second");
+		r = view_buf_printf(
+		        out,
+		        "<rect class=\"bar\"%s x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+		        "height=\"%.2f\"><title>%s +%s s: %" PRIu64 " samples, weight %" PRIu64
+		        ", %.3f %s",
+		        row->untimed ? " style=\"stroke: rgb(90,90,90); stroke-dasharray: 4,3\""
+		                     : "",
+		        x, PLOT_Y + PLOT_H - h, wdt > 1.5 ? wdt - 0.5 : wdt, h, iso, secs,
+		        row->samples, row->weight, rate, clock ? "cores busy" : "per second");
 		if (r == 0 && row->untimed)
-			r = appendf(out,
-			            "; %" PRIu64
-			            " samples without a moment, shown over their bucket",
-			            row->untimed);
+			r = view_buf_printf(out,
+			                    "; %" PRIu64
+			                    " samples without a moment, shown over their bucket",
+			                    row->untimed);
 		if (r == 0)
-			r = appendf(out, "</title></rect>\n");
+			r = view_buf_printf(out, "</title></rect>\n");
 	}
 	uint64_t untimed = untimed_sum(rows, n, &nb);
 	if (r == 0) {
 		char a[40], z[40];
 		view_format_time_us(c.S, a);
 		view_format_time_us(c.E, z);
-		r = appendf(
+		r = view_buf_printf(
 		        out,
 		        "<text x=\"%d\" y=\"%d\">%s</text>\n"
 		        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
@@ -639,23 +622,24 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 		        wall_clock_us(c.S) ? "unix seconds, UTC" : "perf's (seconds since boot)");
 	}
 	if (r == 0 && untimed)
-		r = appendf(out,
-		            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">dashed: %" PRIu64
-		            " samples without a moment (buckets of %" PRIu32
-		            " s without detail), each shown over its bucket</text>\n",
-		            SVG_W / 2, PLOT_Y + PLOT_H + 60, untimed, t->src.bucket_seconds);
+		r = view_buf_printf(
+		        out,
+		        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">dashed: %" PRIu64
+		        " samples without a moment (buckets of %" PRIu32
+		        " s without detail), each shown over its bucket</text>\n",
+		        SVG_W / 2, PLOT_Y + PLOT_H + 60, untimed, t->src.bucket_seconds);
 	const struct view_window *w = t->src.window;
 	if (r == 0 && w && !view_window_exact(w)) {
 		unsigned wb;
 		uint64_t ws = view_window_whole_samples(w, &wb);
-		r = appendf(
+		r = view_buf_printf(
 		        out,
 		        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">window NOT exact: %" PRIu64
 		        " samples of %u bucket%s it cuts taken whole</text>\n",
 		        SVG_W / 2, 40, ws, wb, wb == 1 ? "" : "s");
 	}
 	if (r == 0)
-		r = appendf(out, "</svg>\n");
+		r = view_buf_printf(out, "</svg>\n");
 out:
 	free(rows);
 	collect_fini(&c);

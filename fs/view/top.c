@@ -30,7 +30,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,32 +410,6 @@ static const char *top_kind(const struct top_func *f)
 	return f->name == TOP_NO_FRAMES_ID ? "-" : view_kind_name(f->kind);
 }
 
-/* Numbers and the renderer's own words only: names, the unit and the
- * event go through view_text_append() or view_text_put(). */
-static int appendf(struct view_buf *out, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-static int appendf(struct view_buf *out, const char *fmt, ...)
-{
-	va_list ap;
-	char small[512];
-
-	va_start(ap, fmt);
-	int n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -EINVAL;
-	if ((size_t)n < sizeof(small))
-		return view_buf_append(out, small, (size_t)n);
-	int r = view_buf_reserve(out, (size_t)n);
-	if (r < 0)
-		return r;
-	va_start(ap, fmt);
-	vsnprintf(out->data + out->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	out->len += (size_t)n;
-	return 0;
-}
-
 int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	struct top_func *funcs = NULL;
@@ -455,20 +428,20 @@ int view_render_top(const struct view_tree *t, uint32_t node, struct view_buf *o
 		w = 4;
 	const char *event = t->event ? t->event : "";
 	char secs[48];
-	r = appendf(out, "# %" PRIu32 " functions by self weight; unit ", nfuncs);
+	r = view_buf_printf(out, "# %" PRIu32 " functions by self weight; unit ", nfuncs);
 	if (r == 0 && (r = view_text_append(out, unit, strlen(unit), 0)) == 0 &&
 	    (r = view_buf_append(out, " (", 2)) == 0 &&
 	    (r = view_text_append(out, event, strlen(event), 0)) == 0) {
 		if (view_unit_is_clock(unit, &per_second)) {
 			put_seconds(secs, whole, per_second);
-			r = appendf(out, "), total %" PRIu64 " = %s s\n", whole, secs);
+			r = view_buf_printf(out, "), total %" PRIu64 " = %s s\n", whole, secs);
 		} else {
-			r = appendf(out, "), total %" PRIu64 "\n", whole);
+			r = view_buf_printf(out, "), total %" PRIu64 "\n", whole);
 		}
 	}
 	if (r == 0)
-		r = appendf(out, "#%*s %7s %*s %7s %-7s %s\n", (int)w - 1, "self", "self%", (int)w,
-		            "total", "total%", "kind", "name");
+		r = view_buf_printf(out, "#%*s %7s %*s %7s %-7s %s\n", (int)w - 1, "self", "self%",
+		                    (int)w, "total", "total%", "kind", "name");
 	/* The lines are written by hand, not with printf, which would parse
 	 * its format again for each of a version's many functions.  Their
 	 * bytes are known (the numbers take w columns, w being the whole's

@@ -146,6 +146,13 @@ struct view_tree {
 	struct view_lists *lists;
 };
 
+/* a / d rounded toward minus infinity (d > 0): the interval a time in
+ * microseconds falls in, before 1970 too. */
+static inline int64_t view_floor_div(int64_t a, int64_t d)
+{
+	return a / d - (a % d < 0);
+}
+
 static inline const char *vstr_ptr(const struct view_tree *t, uint32_t s)
 {
 	return t->arena + t->strs[s].off;

@@ -19,6 +19,7 @@
 #ifndef FLAMEFS_VIEW_H
 #define FLAMEFS_VIEW_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,6 +63,13 @@ void view_buf_free(struct view_buf *b);
 /* Makes room for `extra` more bytes (plus the NUL).  -ENOMEM on failure. */
 int view_buf_reserve(struct view_buf *b, size_t extra);
 int view_buf_append(struct view_buf *b, const void *data, size_t len);
+/* Appends printf's output, whatever its length.  For numbers and a
+ * renderer's own words only: a string of the data (a name, the unit, the
+ * event) goes through view_text_append() or view_xml_append().  0,
+ * -EINVAL (a bad format), -ENOMEM or -EFBIG (past the buffer's cap). */
+int view_buf_printf(struct view_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int view_buf_vprintf(struct view_buf *b, const char *fmt, va_list ap)
+        __attribute__((format(printf, 2, 0)));
 
 /* ---- the call tree -------------------------------------------------- */
 

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,14 +160,9 @@ int view_parse_time(const char *s, int64_t *t)
 }
 
 /* Floor division by a positive d. */
-static int64_t floor_div(int64_t a, int64_t d)
-{
-	return a / d - (a % d < 0);
-}
-
 size_t view_format_us(int64_t us, char out[40])
 {
-	int64_t sec = floor_div(us, 1000000), frac = us - sec * 1000000;
+	int64_t sec = view_floor_div(us, 1000000), frac = us - sec * 1000000;
 	int n = snprintf(out, 40, "%" PRId64, sec);
 
 	if (frac) {
@@ -181,7 +175,7 @@ size_t view_format_us(int64_t us, char out[40])
 
 size_t view_format_iso_us(int64_t us, char out[40])
 {
-	int64_t sec = floor_div(us, 1000000), frac = us - sec * 1000000;
+	int64_t sec = view_floor_div(us, 1000000), frac = us - sec * 1000000;
 	time_t tt = (time_t)sec;
 	struct tm tm;
 	size_t n;
@@ -201,7 +195,7 @@ size_t view_format_iso_us(int64_t us, char out[40])
 
 size_t view_format_time_us(int64_t us, char out[40])
 {
-	if (floor_div(us, 1000000) < STORE_WALL_CLOCK_MIN)
+	if (view_floor_div(us, 1000000) < STORE_WALL_CLOCK_MIN)
 		return view_format_us(us, out);
 	return view_format_iso_us(us, out);
 }
@@ -436,7 +430,7 @@ int view_tree_build_window_us(struct store *s, const struct store_series *series
 	w.whole_from = 1;
 	w.whole_to = 0;
 	if (to_us > from_us) {
-		int64_t bf = floor_div(from_us, bsu), bt = floor_div(to_us, bsu);
+		int64_t bf = view_floor_div(from_us, bsu), bt = view_floor_div(to_us, bsu);
 		/* The buckets wholly inside: from the first that starts at or
 		 * after from_us to the last that ends at or before to_us. */
 		int64_t first = bf + (bf * bsu != from_us), last = bt - 1;
@@ -491,8 +485,8 @@ int view_tree_build_window_us(struct store *s, const struct store_series *series
 	*t->src.window = w;
 	/* A timeline reads again every bucket the window reaches into. */
 	if (to_us > from_us) {
-		t->src.from = floor_div(from_us, bsu) * bs;
-		t->src.to = floor_div(to_us - 1, bsu) * bs;
+		t->src.from = view_floor_div(from_us, bsu) * bs;
+		t->src.to = view_floor_div(to_us - 1, bsu) * bs;
 	} else {
 		t->src.from = 1;
 		t->src.to = 0;
@@ -544,22 +538,6 @@ bool view_window_exact(const struct view_window *w)
 	return true;
 }
 
-/* Numbers and the renderer's own words only. */
-static int appendf(struct view_buf *out, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-static int appendf(struct view_buf *out, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		return -EINVAL;
-	return view_buf_append(out, buf, (size_t)n);
-}
-
 int view_render_window(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	const struct view_window *w = t->src.window;
@@ -578,38 +556,40 @@ int view_render_window(const struct view_tree *t, uint32_t node, struct view_buf
 	view_format_time_us(w->to_us, hb);
 	uint64_t whole = view_window_whole_samples(w, &nb);
 	if (view_window_exact(w))
-		r = appendf(out, "# window [%s, %s): exact\n", ha, hb);
+		r = view_buf_printf(out, "# window [%s, %s): exact\n", ha, hb);
 	else
-		r = appendf(out,
-		            "# window [%s, %s): NOT exact: %" PRIu64 " samples of %u bucket%s the "
-		            "window cuts have no moment and are taken whole\n",
-		            ha, hb, whole, nb, nb == 1 ? "" : "s");
+		r = view_buf_printf(out,
+		                    "# window [%s, %s): NOT exact: %" PRIu64
+		                    " samples of %u bucket%s the "
+		                    "window cuts have no moment and are taken whole\n",
+		                    ha, hb, whole, nb, nb == 1 ? "" : "s");
 	if (r == 0)
-		r = appendf(out, "from %s %s\nto %s %s\nexact %s\nbucket_seconds %" PRIu32 "\n", a,
-		            ai, b, bi, view_window_exact(w) ? "yes" : "no", w->bucket_seconds);
+		r = view_buf_printf(
+		        out, "from %s %s\nto %s %s\nexact %s\nbucket_seconds %" PRIu32 "\n", a, ai,
+		        b, bi, view_window_exact(w) ? "yes" : "no", w->bucket_seconds);
 	if (r == 0) {
 		uint64_t nbk =
 		        w->whole_from <= w->whole_to && w->bucket_seconds
 		                ? (uint64_t)((w->whole_to - w->whole_from) / w->bucket_seconds) + 1
 		                : 0;
-		r = appendf(out,
-		            "whole_buckets %" PRIu64 " samples %" PRIu64 " weight %" PRIu64 "\n",
-		            nbk, w->bucket_samples, w->bucket_weight);
+		r = view_buf_printf(
+		        out, "whole_buckets %" PRIu64 " samples %" PRIu64 " weight %" PRIu64 "\n",
+		        nbk, w->bucket_samples, w->bucket_weight);
 	}
 	for (unsigned i = 0; i < w->ncut && r == 0; i++) {
 		const struct view_window_cut *c = &w->cut[i];
 		char bu[40];
 		view_format_iso_us(c->bucket * 1000000, bu);
-		r = appendf(out,
-		            "cut %" PRId64 " %s timed %" PRIu64 " weight %" PRIu64
-		            " taken_whole %" PRIu64 " weight %" PRIu64 " detail %s\n",
-		            c->bucket, bu, c->timed_samples, c->timed_weight, c->whole_samples,
-		            c->whole_weight, c->detail ? "yes" : "no");
+		r = view_buf_printf(out,
+		                    "cut %" PRId64 " %s timed %" PRIu64 " weight %" PRIu64
+		                    " taken_whole %" PRIu64 " weight %" PRIu64 " detail %s\n",
+		                    c->bucket, bu, c->timed_samples, c->timed_weight,
+		                    c->whole_samples, c->whole_weight, c->detail ? "yes" : "no");
 	}
 	if (r == 0) {
 		const struct vnode *root = &t->nodes[VIEW_ROOT];
-		r = appendf(out, "samples %" PRIu64 " weight %" PRIu64 "\n", root->total_samples,
-		            root->total_weight);
+		r = view_buf_printf(out, "samples %" PRIu64 " weight %" PRIu64 "\n",
+		                    root->total_samples, root->total_weight);
 	}
 	return r;
 }
