@@ -14,6 +14,9 @@
  * store_copy_opts.samples each bucket's detail (the recent tier) goes in
  * the same batch as its counts (batch_detail), its nodes translated the
  * same way; counts never come from it, so nothing is counted twice.
+ * Each series copied also carries the source's first and last moment
+ * (batch_moments), which the destination takes in place of its counts'
+ * bucket starts, widening the series' [first, last] to include them.
  */
 #include "store-internal.h"
 
@@ -359,6 +362,17 @@ static int map_series(struct copy *c, uint32_t id, bool with_bytes)
 	return r;
 }
 
+/* Gives the destination source series `series`' first and last moment,
+ * so that they, not its buckets' starts, become the copy's moments. */
+static int copy_moments(struct copy *c, uint32_t series)
+{
+	const struct store_series *e = c->by_id[series];
+
+	if (!c->dst->ops->batch_moments || e->first_us > e->last_us)
+		return 0; /* no moment known */
+	return c->dst->ops->batch_moments(c->b, c->cur_series, e->first_us, e->last_us);
+}
+
 /* The message for a failure of `s` (the store at fault). */
 static int store_fail(struct copy *c, struct store *s, int r)
 {
@@ -407,6 +421,9 @@ static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t expect, uin
 		if (r < 0)
 			goto fail_dst;
 		c->cur_series = c->series_map[series];
+		r = copy_moments(c, series);
+		if (r < 0)
+			goto fail_dst;
 		c->fail = 0;
 		r = store_series_counts(c->src, series, from, c->pairs[j - 1].bucket + bs - 1,
 		                        copy_count, c);

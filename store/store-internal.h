@@ -131,6 +131,13 @@ struct store_ops {
 	 * none now); a store that adds adds it. */
 	int (*batch_detail)(struct store_batch *b, uint32_t series, int64_t bucket_start,
 	                    const struct store_sample *v, size_t n);
+	/* Optional, for a copy: the source's first and last moment of
+	 * `series` (microseconds, first <= last), which widen the series'
+	 * [first, last] after the commit to include them (min, max: never
+	 * narrowing).  In a batch that gives them, the `when`s of the
+	 * series' counts (bucket starts) are not moments. */
+	int (*batch_moments)(struct store_batch *b, uint32_t series, int64_t first_us,
+	                     int64_t last_us);
 	/* What a batch_source() batch records with the source's record. */
 	int (*batch_lineage)(struct store_batch *b, const struct source_mark *m);
 

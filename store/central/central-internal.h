@@ -166,6 +166,10 @@ struct cseries {
 	 * keeps; detailed: a copy replaces its detail somewhere. */
 	bool has_add, has_exact, detailed;
 	int64_t add_first_us, add_last_us, exact_first_us, exact_last_us;
+	/* A copy's source moments (batch_moments; valid when has_moments):
+	 * they stand in for the counts' `when`s. */
+	bool has_moments;
+	int64_t moments_first_us, moments_last_us;
 	uint64_t recent;
 };
 
@@ -462,6 +466,8 @@ int central_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int6
 void central_prefetch_end(struct pg *s);
 /* samples.c: the recent tier's entries, and ending its stream. */
 int central_batch_sample(struct store_batch *b, uint32_t series, const struct store_sample *smp);
+int central_batch_moments(struct store_batch *b, uint32_t series, int64_t first_us,
+                          int64_t last_us);
 int central_batch_detail(struct store_batch *b, uint32_t series, int64_t bucket_start,
                          const struct store_sample *v, size_t n);
 int central_series_samples(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,

@@ -376,6 +376,7 @@ const struct store_ops central_ops = {
         .source_records = central_source_records,
         .batch_lineage = central_batch_lineage,
         .batch_detail = central_batch_detail,
+        .batch_moments = central_batch_moments,
         .dest_cursor = central_dest_cursor,
         .set_dest_cursor = central_set_dest_cursor,
         .snapshot = central_snapshot,

@@ -550,7 +550,9 @@ struct delta {
 /* A series' first and last moment in the batch: the exact moments of
  * samples and the `when`s of counts, except that in a copy (whose counts
  * come at their bucket's start) a bucket's `when` gives way to the exact
- * moments of the detail that came with it, as the embedded store does. */
+ * moments of the detail that came with it, and every `when` to the
+ * source's moments when the copy gave them (batch_moments), as the
+ * embedded store does. */
 static void batch_moments(const struct pg_batch *b, const struct cseries *e, int64_t *first,
                           int64_t *last)
 {
@@ -558,13 +560,16 @@ static void batch_moments(const struct pg_batch *b, const struct cseries *e, int
 
 	*first = INT64_MAX;
 	*last = INT64_MIN;
-	if (e->has_add) {
+	if (e->has_moments) {
+		*first = e->moments_first_us;
+		*last = e->moments_last_us;
+	} else if (e->has_add) {
 		*first = e->add_first_us;
 		*last = e->add_last_us;
 	}
 	if (!e->has_exact)
 		return;
-	if (b->replace && e->has_add) {
+	if (b->replace && e->has_add && !e->has_moments) {
 		if (e->exact_first_us >= e->add_first_us &&
 		    e->exact_first_us - bus < e->add_first_us)
 			*first = e->exact_first_us;
@@ -795,13 +800,14 @@ static int series_deltas(struct pg_batch *b, const uint32_t *ids, struct delta *
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		const struct cseries *e = &s->series[i];
 
-		if (!e->touched && !e->input_bytes && !e->has_exact && !e->detailed)
+		if (!e->touched && !e->input_bytes && !e->has_exact && !e->detailed &&
+		    !e->has_moments)
 			continue;
 		d[nd].id = final_series(b, ids, e->id);
 		d[nd].touched = e->touched;
 		d[nd].first = e->first_seen;
 		d[nd].last = e->last_seen;
-		d[nd].timed = e->has_add || e->has_exact;
+		d[nd].timed = e->has_add || e->has_exact || e->has_moments;
 		batch_moments(b, e, &d[nd].first_us, &d[nd].last_us);
 		d[nd].samples = e->samples;
 		d[nd].weight = e->weight;

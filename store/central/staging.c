@@ -208,7 +208,7 @@ void central_batch_reset(struct pg_batch *b)
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		struct cseries *r = &s->series[i];
 
-		r->touched = r->has_add = r->has_exact = r->detailed = false;
+		r->touched = r->has_add = r->has_exact = r->detailed = r->has_moments = false;
 		r->samples = r->weight = r->input_bytes = r->recent = 0;
 	}
 }
@@ -405,6 +405,29 @@ int central_batch_add(struct store_batch *bbase, uint32_t series, int64_t when, 
 {
 	return central_batch_count(pg_batch_of(bbase), series, when, node, samples, weight,
 	                           central_us_of(when), false);
+}
+
+int central_batch_moments(struct store_batch *bbase, uint32_t series, int64_t first_us,
+                          int64_t last_us)
+{
+	struct pg *s = pg_batch_of(bbase)->s;
+	struct cseries *r = central_series_by_id(s, series);
+
+	if (!r) {
+		central_seterr(s, "moments for an unknown series %u", series);
+		return -EINVAL;
+	}
+	if (first_us > last_us) {
+		central_seterr(s, "series %u: first moment %lld after its last %lld", series,
+		               (long long)first_us, (long long)last_us);
+		return -EINVAL;
+	}
+	if (!r->has_moments || first_us < r->moments_first_us)
+		r->moments_first_us = first_us;
+	if (!r->has_moments || last_us > r->moments_last_us)
+		r->moments_last_us = last_us;
+	r->has_moments = true;
+	return 0;
 }
 
 void central_series_moment(struct cseries *r, int64_t at_us, bool exact)

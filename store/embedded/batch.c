@@ -360,7 +360,9 @@ int rdb_batch_input_bytes(struct store_batch *bbase, uint32_t series, uint64_t b
 /* The batch's first and last moment of a series in microseconds: the
  * exact moments of samples, and the `when`s of counts, except that in a
  * copy (whose counts come at their bucket's start) a bucket's `when` is
- * taken over by the exact moments of the detail that came with it. */
+ * taken over by the exact moments of the detail that came with it, and
+ * every `when` by the source's moments when the copy gave them
+ * (batch_moments).  INT64_MAX, INT64_MIN when the batch gives none. */
 static void delta_moments(const struct rdb_batch *b, const struct series_delta *d, int64_t *first,
                           int64_t *last)
 {
@@ -368,13 +370,16 @@ static void delta_moments(const struct rdb_batch *b, const struct series_delta *
 
 	*first = INT64_MAX;
 	*last = INT64_MIN;
-	if (d->has_add_us) {
+	if (d->has_moments) {
+		*first = d->moments_first_us;
+		*last = d->moments_last_us;
+	} else if (d->has_add_us) {
 		*first = d->add_first_us;
 		*last = d->add_last_us;
 	}
 	if (!d->has_exact_us)
 		return;
-	if (b->source[0] && d->has_add_us) {
+	if (b->source[0] && d->has_add_us && !d->has_moments) {
 		/* the add and the detail of the same bucket */
 		if (d->exact_first_us - d->add_first_us < bus &&
 		    d->exact_first_us >= d->add_first_us)
@@ -388,6 +393,31 @@ static void delta_moments(const struct rdb_batch *b, const struct series_delta *
 		*last = d->exact_last_us;
 }
 
+int rdb_batch_moments(struct store_batch *bbase, uint32_t series, int64_t first_us, int64_t last_us)
+{
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	struct series_delta *d;
+
+	if (series == 0 || series >= b->s->nseries) {
+		seterr(b->s, "moments for an unknown series %u", series);
+		return -EINVAL;
+	}
+	if (first_us > last_us) {
+		seterr(b->s, "series %u: first moment %lld after its last %lld", series,
+		       (long long)first_us, (long long)last_us);
+		return -EINVAL;
+	}
+	d = batch_delta(b, series);
+	if (!d)
+		return -ENOMEM;
+	if (!d->has_moments || first_us < d->moments_first_us)
+		d->moments_first_us = first_us;
+	if (!d->has_moments || last_us > d->moments_last_us)
+		d->moments_last_us = last_us;
+	d->has_moments = true;
+	return 0;
+}
+
 /* The series record as it will be after the batch. */
 static struct series_rec series_after(const struct rdb_batch *b, const struct series_rec *r,
                                       const struct series_delta *d)
@@ -396,12 +426,12 @@ static struct series_rec series_after(const struct rdb_batch *b, const struct se
 
 	if (!d)
 		return n;
-	if (d->touched) {
+	if (d->touched || d->has_moments) {
 		int64_t first, last;
 
-		if (d->first_seen < n.first_seen)
+		if (d->touched && d->first_seen < n.first_seen)
 			n.first_seen = d->first_seen;
-		if (d->last_seen > n.last_seen)
+		if (d->touched && d->last_seen > n.last_seen)
 			n.last_seen = d->last_seen;
 		delta_moments(b, d, &first, &last);
 		if (first < n.first_us)
@@ -652,7 +682,8 @@ static int batch_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 		const struct series_delta *d = id < b->ndelta ? &b->delta[id] : NULL;
 		struct series_rec n;
 
-		if (id < b->series_base && (!d || (!d->touched && !d->input_bytes && !d->recent)))
+		if (id < b->series_base &&
+		    (!d || (!d->touched && !d->input_bytes && !d->recent && !d->has_moments)))
 			continue;
 		n = series_after(b, &s->series[id], d);
 		buf.len = 0;

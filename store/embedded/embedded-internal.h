@@ -310,6 +310,10 @@ struct series_delta {
 	 * valid when has_add_us / has_exact_us. */
 	bool has_add_us, has_exact_us;
 	int64_t add_first_us, add_last_us, exact_first_us, exact_last_us;
+	/* A copy's source moments (batch_moments; valid when has_moments):
+	 * they stand in for the counts' `when`s. */
+	bool has_moments;
+	int64_t moments_first_us, moments_last_us;
 	uint64_t recent; /* samples whose detail the batch keeps */
 };
 
@@ -412,6 +416,7 @@ int rdb_commit_nonce(struct store *s, uint64_t commit, uint64_t *nonce);
 int rdb_dest_cursor(struct store *s, const char *dest, uint64_t *upto);
 int rdb_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
 int rdb_batch_sample(struct store_batch *b, uint32_t series, const struct store_sample *smp);
+int rdb_batch_moments(struct store_batch *b, uint32_t series, int64_t first_us, int64_t last_us);
 int rdb_batch_detail(struct store_batch *b, uint32_t series, int64_t bucket_start,
                      const struct store_sample *v, size_t n);
 int rdb_series_samples(struct store *s, uint32_t series, int64_t from_us, int64_t to_us,

@@ -758,4 +758,5 @@ const struct store_ops embedded_ops = {
         .set_keep_samples = rdb_set_keep_samples,
         .rollup = rdb_rollup,
         .batch_detail = rdb_batch_detail,
+        .batch_moments = rdb_batch_moments,
 };
