@@ -133,6 +133,7 @@ void test_samples_rollup_auto(void);
 void test_samples_prune(void);
 void test_samples_old_schema(void);
 void test_samples_copy(void);
+void test_samples_copy_moments(void);
 void test_samples_million(void);
 void test_samples_damaged(void);
 void test_samples_sealed(void);

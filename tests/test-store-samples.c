@@ -829,8 +829,13 @@ void test_samples_copy(void)
 		       "moments %lld..%lld, source %lld..%lld", (long long)f.first_us,
 		       (long long)f.last_us, (long long)e.first_us, (long long)e.last_us);
 	}
-	if (series_get(without, "wall", &f))
+	if (series_get(without, "wall", &f)) {
 		CHECK(f.recent_samples == 0 && f.samples == e.samples);
+		CHECKF(f.first_us == e.first_us && f.last_us == e.last_us,
+		       "moments without samples %lld..%lld, source %lld..%lld",
+		       (long long)f.first_us, (long long)f.last_us, (long long)e.first_us,
+		       (long long)e.last_us);
+	}
 out:
 	free(cs);
 	free(cw);
@@ -843,6 +848,83 @@ out:
 	store_close(src);
 	store_close(with);
 	store_close(without);
+}
+
+/* A copy without samples gives each series the source's exact first and
+ * last moment, not its buckets' starts; two sources into one directory
+ * widen them (the earliest first, the latest last), and a copy whose
+ * moments lie inside the destination's narrows nothing. */
+void test_samples_copy_moments(void)
+{
+	char adir[4096], bdir[4096];
+	struct store *a = sf_open_rw(strcpy(adir, sf_fresh_dir()), STORE_CREATE);
+	struct store *b = sf_open_rw(strcpy(bdir, sf_fresh_dir()), STORE_CREATE);
+	struct store *d = NULL, *ab = NULL;
+	struct smp_list la = {0}, lb = {0};
+	struct store_copy_opts o = {.incremental = false, .samples = false};
+	struct store_copy_stats st;
+	struct store_series ea, eb, f;
+	uint32_t nodes[4];
+	char err[512] = "";
+
+	if (!a || !b)
+		goto out;
+	rng = 23;
+	/* a: 1700000100.250 .. about 1700000250, b: 1700000041.500 .. about
+	 * 1700000160, so b's first is the earlier and a's last the later;
+	 * none of them a bucket's start */
+	put_samples(a, &key_wall, &la, 1, false, nodes); /* interns the stacks */
+	gen_samples(&la, 500, 1700000100250000LL, 600000, nodes);
+	put_samples(a, &key_wall, &la, 2, false, nodes);
+	put_samples(b, &key_wall, &lb, 1, false, nodes);
+	gen_samples(&lb, 400, 1700000041500000LL, 600000, nodes);
+	put_samples(b, &key_wall, &lb, 2, false, nodes);
+	if (!series_get(a, "wall", &ea) || !series_get(b, "wall", &eb)) {
+		CHECK(!"source series");
+		goto out;
+	}
+	CHECK(ea.first_us == la.v[0].time_us && ea.last_us == la.v[la.n - 1].time_us);
+	CHECK(eb.first_us == lb.v[0].time_us && eb.last_us == lb.v[lb.n - 1].time_us);
+	CHECK(ea.first_us % 60000000 != 0 && ea.last_us % 60000000 != 0);
+	CHECK(eb.first_us < ea.first_us && eb.last_us < ea.last_us && eb.last_us > ea.first_us);
+
+	d = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	ab = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	if (!d || !ab)
+		goto out;
+	CHECKF(store_copy(d, a, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	if (series_get(d, "wall", &f))
+		CHECKF(f.first_us == ea.first_us && f.last_us == ea.last_us,
+		       "one source: %lld..%lld, source %lld..%lld", (long long)f.first_us,
+		       (long long)f.last_us, (long long)ea.first_us, (long long)ea.last_us);
+	else
+		CHECK(!"copied series");
+	/* a second source, reaching earlier and ending before a's last */
+	CHECKF(store_copy(d, b, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	if (series_get(d, "wall", &f))
+		CHECKF(f.first_us == eb.first_us && f.last_us == ea.last_us,
+		       "two sources: %lld..%lld, want %lld..%lld", (long long)f.first_us,
+		       (long long)f.last_us, (long long)eb.first_us, (long long)ea.last_us);
+	else
+		CHECK(!"copied series");
+	/* the other order, and with --samples, gives the same */
+	o.samples = true;
+	CHECKF(store_copy(ab, b, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(store_copy(ab, a, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	if (series_get(ab, "wall", &f))
+		CHECKF(f.first_us == eb.first_us && f.last_us == ea.last_us,
+		       "two sources, other order: %lld..%lld, want %lld..%lld",
+		       (long long)f.first_us, (long long)f.last_us, (long long)eb.first_us,
+		       (long long)ea.last_us);
+	else
+		CHECK(!"copied series");
+out:
+	free(la.v);
+	free(lb.v);
+	store_close(a);
+	store_close(b);
+	store_close(d);
+	store_close(ab);
 }
 
 static double now_s(void)

@@ -752,6 +752,7 @@ int main(int argc, char **argv)
 	sf_run("samples_prune", test_samples_prune);
 	sf_run("samples_old_schema", test_samples_old_schema);
 	sf_run("samples_copy", test_samples_copy);
+	sf_run("samples_copy_moments", test_samples_copy_moments);
 	sf_run("samples_million", test_samples_million);
 	sf_run("samples_damaged", test_samples_damaged);
 	sf_run("samples_sealed", test_samples_sealed);
