@@ -2081,6 +2081,105 @@ out:
 	}
 }
 
+/* Adds samples at the n moments `at` to series (h, app) of store d. */
+static void put_moments(struct store *d, const int64_t *at, int n)
+{
+	struct store_batch *b = store_batch_new(d);
+	uint32_t s, node;
+
+	if (!b) {
+		check_failures++;
+		return;
+	}
+	s = series(b, "h", "app");
+	node = stack(b, "main;a");
+	for (int i = 0; i < n; i++) {
+		struct store_sample smp = {at[i], node, 7, 7, 1000};
+
+		CHECK(store_batch_sample(b, s, &smp) == 0);
+	}
+	CHECK(store_batch_commit(b) == 0);
+	store_batch_free(b);
+}
+
+/* (h, app)'s first and last moment in the database, read afresh. */
+static void db_moments(const char *db, int64_t *first, int64_t *last)
+{
+	struct store *r = open_ok(db, STORE_READONLY);
+	struct store_series e = {0};
+
+	*first = *last = 0;
+	if (!r)
+		return;
+	CHECK(find_series(r, "h", "app", &e) != 0);
+	*first = e.first_us;
+	*last = e.last_us;
+	store_close(r);
+}
+
+/* Push without samples: the database takes each series' exact first and
+ * last moment from the source, not its buckets' starts; two sources of
+ * one series widen them (the earliest first, the latest last), and a
+ * push whose moments lie inside narrows nothing. */
+static void test_push_moments(void)
+{
+	char dir[] = "/tmp/test-central-moments-XXXXXX", path[600], err[512] = "";
+	struct store *a = NULL, *b = NULL, *w = NULL;
+	struct store_copy_opts o = {.incremental = true, .samples = false};
+	struct store_copy_stats st;
+	/* none a bucket's start; b's first is the earlier, a's last the later */
+	const int64_t at_a[] = {T0US + 10 * US + 250000, T0US + 70 * US + 1, T0US + 130 * US + 777};
+	const int64_t at_b[] = {T0US + 3 * US + 500, T0US + 65 * US};
+	const int64_t more_a = T0US + 200 * US + 5;
+	int64_t first, last;
+
+	fresh_db("c_pmoments");
+	if (!mkdtemp(dir)) {
+		check_failures++;
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/a", dir);
+	CHECK(store_open(path, STORE_CREATE, &a, err, sizeof(err)) == 0);
+	snprintf(path, sizeof(path), "%s/b", dir);
+	CHECK(store_open(path, STORE_CREATE, &b, err, sizeof(err)) == 0);
+	w = open_ok("c_pmoments", STORE_CREATE);
+	if (!a || !b || !w)
+		goto out;
+	put_moments(a, at_a, 3);
+	put_moments(b, at_b, 2);
+	CHECKF(store_copy(w, a, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	db_moments("c_pmoments", &first, &last);
+	CHECKF(first == at_a[0] && last == at_a[2], "one source: %lld..%lld", (long long)first,
+	       (long long)last);
+	CHECKF(store_copy(w, b, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	db_moments("c_pmoments", &first, &last);
+	CHECKF(first == at_b[0] && last == at_a[2], "two sources: %lld..%lld", (long long)first,
+	       (long long)last);
+	/* a's next push replaces its buckets and carries its later last */
+	put_moments(a, &more_a, 1);
+	CHECKF(store_copy(w, a, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	db_moments("c_pmoments", &first, &last);
+	CHECKF(first == at_b[0] && last == more_a, "a pushed again: %lld..%lld", (long long)first,
+	       (long long)last);
+	/* and b's again, whole, narrows nothing */
+	o.incremental = false;
+	CHECKF(store_copy(w, b, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	db_moments("c_pmoments", &first, &last);
+	CHECKF(first == at_b[0] && last == more_a, "b pushed again: %lld..%lld", (long long)first,
+	       (long long)last);
+out:
+	store_close(a);
+	store_close(b);
+	store_close(w);
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			check_failures++;
+	}
+}
+
 /* Every row of a query, "a b c" per line; NULL on failure. */
 static char *sql_rows(const char *db, const char *q)
 {
@@ -2455,6 +2554,7 @@ int main(int argc, char **argv)
 	run("samples_prefetch", test_samples_prefetch);
 	run("samples_damaged", test_samples_damaged);
 	run("samples_push", test_samples_push);
+	run("push_moments", test_push_moments);
 	run("samples_prune", test_samples_prune);
 	run("samples_two_writers", test_samples_two_writers);
 	run("readme_sql", test_readme_sql);
