@@ -19,6 +19,9 @@
 #                           stores' exports with it)
 #   median                  the median of the numbers on stdin, one a line
 #                           (the lower middle one of an even count)
+#   chrome ARGS…            headless Chromium with ARGS (--screenshot=PNG URL…),
+#                           its profile in $tmp/chrome, at most 120 s; a
+#                           picture's colours: tests/png-colour.py
 #
 # Weights are summed as awk numbers, exact below 2^53.
 export LC_ALL=C
@@ -61,4 +64,10 @@ folded_sum() {
 
 median() {
 	sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
+}
+
+chrome() {
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$tmp/chrome" "$@" 2>/dev/null
 }

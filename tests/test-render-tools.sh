@@ -103,11 +103,6 @@ for sel in "--binary loop" "" "--binary weird" "--binary app --version 2 --base 
 done
 
 # ---- Chromium -------------------------------------------------------------------------------
-chrome() {
-	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-		--disable-background-networking --disable-component-update --disable-sync \
-		--user-data-dir="$tmp/chrome" "$@" 2>/dev/null
-}
 chrome --window-size=1200,420 --screenshot="$tmp/flame.png" "file://$tmp/1.svg" >/dev/null
 check "chromium renders flame.svg to a picture" \
 	test "$(head -c 8 "$tmp/flame.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a -a \
@@ -117,44 +112,8 @@ check "xmllint: timeline.svg is well-formed" xmllint --noout "$tmp/timeline.svg"
 check "timeline.svg draws a bar per line of timeline" \
 	test "$(grep -c '<rect class="bar"' "$tmp/timeline.svg")" = "$(export_ --binary loop --format timeline | grep -vc '^#')"
 chrome --window-size=1200,360 --screenshot="$tmp/timeline.png" "file://$tmp/timeline.svg" >/dev/null
-check "chromium renders timeline.svg to a picture with its bar's colour" python3 - "$tmp/timeline.png" <<'PY'
-import struct, sys, zlib
-data = open(sys.argv[1], "rb").read()
-if data[:8] != b"\x89PNG\r\n\x1a\n":
-    sys.exit(1)
-# Decode the PNG (8-bit RGB or RGBA, no interlace) and look for a pixel of
-# the bars' fill, rgb(230,120,30).
-pos, idat, w, h, ct = 8, b"", 0, 0, 0
-while pos < len(data):
-    n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b"IHDR":
-        w, h, depth, ct = struct.unpack(">IIBB", body[:10])
-    elif kind == b"IDAT":
-        idat += body
-    pos += 12 + n
-raw = zlib.decompress(idat)
-bpp = 4 if ct == 6 else 3
-stride = w * bpp
-prev = bytearray(stride)
-i = 0
-for y in range(h):
-    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    for x in range(0, stride, bpp):
-        if tuple(line[x:x + 3]) == (230, 120, 30):
-            sys.exit(0)
-    prev = line
-sys.exit(1)
-PY
+check "chromium renders timeline.svg to a picture with its bar's colour (230,120,30)" \
+	python3 "$(dirname "$0")/png-colour.py" "$tmp/timeline.png" 230 120 30
 # inject SVG NAME SCRIPT: a copy of SVG with SCRIPT run 10 ms after load;
 # the script leaves its findings in the root's data-test attribute.
 inject() {
