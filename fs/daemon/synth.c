@@ -592,19 +592,34 @@ static int from_list(struct emitter *em, const struct sdir *sd, size_t k)
 	return 0;
 }
 
-/* A window: the binaries with counts in it. */
+/* ---- windows: /@last/D/, /@range/F/T/ and their diffs <window>/@diff/F/T/ --
+ * A window diff's directories are a window's with a window B (from2, to2)
+ * beside it; a window's window B is empty (from2 = to2 = 0). */
+
+/* Whether series s has counts in window [from, to) (sd's window A now, by
+ * sdir_window) or in sd's window B. */
+static bool in_windows(const struct sdir *sd, int64_t from, int64_t to,
+                       const struct store_series *s)
+{
+	return series_in_window(s, from, to) || series_in_window(s, sd->from2, sd->to2);
+}
+
+/* A window's root (SD_WINDOW) or a window diff's (SD_WDROOT): the whole
+ * view's files, a window's @diff, then the binaries with counts in either
+ * window, each an SD_WBINARY or SD_WDBINARY. */
 static int window_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
 {
 	const struct sdir me = *sd; /* fs.sdirs may move below */
 
 	sd = &me;
+	bool diff = sd->kind == SD_WDROOT;
 	int64_t from, to;
 	size_t lo, hi;
-	int fr = all_file_lookup(sd, SPACE_ALL_WINDOW, name, len, out);
+	int fr = all_file_lookup(sd, diff ? SPACE_ALL_WDIFF : SPACE_ALL_WINDOW, name, len, out);
 
 	if (fr <= 0)
 		return fr;
-	if (strcmp(name, "@diff") == 0)
+	if (!diff && strcmp(name, "@diff") == 0)
 		return sdir_ino_locked(&(struct sdir){.kind = SD_WDIFF,
 		                                      .last = sd->last,
 		                                      .from = sd->from,
@@ -619,16 +634,19 @@ static int window_lookup(const struct sdir *sd, const char *name, size_t len, st
 		if (!inode_names(name, len, b, strlen(b), 0))
 			continue;
 		for (size_t j = i; j < series_binary_end(fs.series, hi, i); j++)
-			if (series_in_window(&fs.series[j], from, to))
-				return sdir_ino_locked(&(struct sdir){.kind = SD_WBINARY,
-				                                      .name = (char *)b,
-				                                      .name_len = strlen(b),
-				                                      .last = sd->last,
-				                                      .from = sd->from,
-				                                      .to = sd->to,
-				                                      .view = sd->view,
-				                                      .parent = sdir_index(sd)},
-				                       out);
+			if (in_windows(sd, from, to, &fs.series[j]))
+				return sdir_ino_locked(
+				        &(struct sdir){.kind = diff ? SD_WDBINARY : SD_WBINARY,
+				                       .name = (char *)b,
+				                       .name_len = strlen(b),
+				                       .last = sd->last,
+				                       .from = sd->from,
+				                       .to = sd->to,
+				                       .from2 = sd->from2,
+				                       .to2 = sd->to2,
+				                       .view = sd->view,
+				                       .parent = sdir_index(sd)},
+				        out);
 		return -ENOENT;
 	}
 	return -ENOENT;
@@ -641,7 +659,8 @@ static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
 	sd = &me;
 	int64_t from, to;
 	size_t pos = 0, lo, hi;
-	int fr = all_files_list(em, sd, SPACE_ALL_WINDOW, k, &pos);
+	int fr = all_files_list(em, sd, sd->kind == SD_WDROOT ? SPACE_ALL_WDIFF : SPACE_ALL_WINDOW,
+	                        k, &pos);
 
 	if (fr != 0)
 		return fr < 0 ? fr : 0;
@@ -650,10 +669,8 @@ static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
 	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
 		bool any = false;
 		for (size_t j = i; j < series_binary_end(fs.series, hi, i) && !any; j++)
-			any = series_in_window(&fs.series[j], from, to);
-		if (!any)
-			continue;
-		if (pos++ < k)
+			any = in_windows(sd, from, to, &fs.series[j]);
+		if (!any || pos++ < k)
 			continue;
 		char esc[VIEW_NAME_MAX + 1];
 		size_t len = view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
@@ -667,15 +684,18 @@ static int window_list(struct emitter *em, const struct sdir *sd, size_t k)
 	return 0;
 }
 
-/* A binary in a window: its versions with counts in it, each a window
- * tree space. */
+/* A binary in a window (SD_WBINARY) or a window diff (SD_WDBINARY): its
+ * versions with counts in either window, each a window (diff) tree
+ * space. */
 static int wbinary_entry(const struct sdir *sd, uint32_t series_id, bool alias, struct ino *out)
 {
-	struct space key = {.kind = SPACE_WINDOW,
+	struct space key = {.kind = sd->kind == SD_WDBINARY ? SPACE_WDIFF : SPACE_WINDOW,
 	                    .series_id = series_id,
 	                    .last = sd->last,
 	                    .from = sd->last ? 0 : sd->from,
 	                    .to = sd->last ? 0 : sd->to,
+	                    .from2 = sd->from2,
+	                    .to2 = sd->to2,
 	                    .parent_sdir = sdir_index(sd)};
 	int r;
 	struct space *sp = space_for_key_locked(&key, &r);
@@ -699,7 +719,7 @@ static int wbinary_lookup(const struct sdir *sd, const char *name, size_t len, s
 	series_each_version(fs.series, lo, hi, series_find_version_cb, &fv);
 	sdir_window(sd, &from, &to);
 	const struct store_series *s = series_by_id_locked(fv.series_id);
-	if (!s || !series_in_window(s, from, to))
+	if (!s || !in_windows(sd, from, to, s))
 		return -ENOENT;
 	return wbinary_entry(sd, fv.series_id, fv.alias, out);
 }
@@ -719,7 +739,7 @@ static int wbinary_list(struct emitter *em, const struct sdir *sd, size_t k)
 	r = series_each_version(fs.series, lo, hi, series_collect_version_cb, &l);
 	for (size_t n = 0; r == 0 && n < l.n; n++) {
 		const struct store_series *s = series_by_id_locked(l.v[n].series_id);
-		if (!s || !series_in_window(s, from, to) || pos++ < k)
+		if (!s || !in_windows(sd, from, to, s) || pos++ < k)
 			continue;
 		struct ino i;
 		r = wbinary_entry(sd, l.v[n].series_id, l.v[n].alias, &i);
@@ -982,137 +1002,6 @@ static int nothing_list(struct emitter *em, const struct sdir *sd, size_t k)
 	return 0;
 }
 
-/* Whether series s has counts in window A or window B of sd. */
-static bool in_either(const struct sdir *sd, const struct store_series *s)
-{
-	int64_t from, to;
-
-	sdir_window(sd, &from, &to);
-	return series_in_window(s, from, to) || series_in_window(s, sd->from2, sd->to2);
-}
-
-/* <window>/@diff/F/T: the diff's files (the whole view's), then the
- * binaries with counts in either window. */
-static int wdroot_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
-{
-	const struct sdir me = *sd; /* fs.sdirs may move below */
-	size_t lo, hi;
-
-	sd = &me;
-	int fr = all_file_lookup(sd, SPACE_ALL_WDIFF, name, len, out);
-	if (fr <= 0)
-		return fr;
-	series_view_range(sd->view, &lo, &hi);
-	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
-		const char *b = fs.series[i].binary;
-		if (!inode_names(name, len, b, strlen(b), 0))
-			continue;
-		for (size_t j = i; j < series_binary_end(fs.series, hi, i); j++)
-			if (in_either(sd, &fs.series[j]))
-				return sdir_ino_locked(&(struct sdir){.kind = SD_WDBINARY,
-				                                      .name = (char *)b,
-				                                      .name_len = strlen(b),
-				                                      .last = sd->last,
-				                                      .from = sd->from,
-				                                      .to = sd->to,
-				                                      .from2 = sd->from2,
-				                                      .to2 = sd->to2,
-				                                      .view = sd->view,
-				                                      .parent = sdir_index(sd)},
-				                       out);
-		return -ENOENT;
-	}
-	return -ENOENT;
-}
-
-static int wdroot_list(struct emitter *em, const struct sdir *sd, size_t k)
-{
-	const struct sdir me = *sd; /* fs.sdirs may move below */
-	size_t pos = 0, lo, hi;
-
-	sd = &me;
-	int fr = all_files_list(em, sd, SPACE_ALL_WDIFF, k, &pos);
-	if (fr != 0)
-		return fr < 0 ? fr : 0;
-	series_view_range(sd->view, &lo, &hi);
-	for (size_t i = lo; i < hi; i = series_binary_end(fs.series, hi, i)) {
-		bool any = false;
-		for (size_t j = i; j < series_binary_end(fs.series, hi, i) && !any; j++)
-			any = in_either(sd, &fs.series[j]);
-		if (!any || pos++ < k)
-			continue;
-		char esc[VIEW_NAME_MAX + 1];
-		size_t len = view_escape(fs.series[i].binary, strlen(fs.series[i].binary), 0, esc);
-		struct ino ino;
-		int r = wdroot_lookup(sd, esc, len, &ino);
-		if (r < 0)
-			return r;
-		if (!inode_emit_locked(em, esc, ino, false, (off_t)(3 + pos - 1)))
-			break;
-	}
-	return 0;
-}
-
-/* A binary in a window diff: its versions with counts in either window,
- * each a window diff tree space. */
-static int wdbinary_entry(const struct sdir *sd, uint32_t series_id, bool alias, struct ino *out)
-{
-	struct space key = {.kind = SPACE_WDIFF,
-	                    .series_id = series_id,
-	                    .last = sd->last,
-	                    .from = sd->last ? 0 : sd->from,
-	                    .to = sd->last ? 0 : sd->to,
-	                    .from2 = sd->from2,
-	                    .to2 = sd->to2,
-	                    .parent_sdir = sdir_index(sd)};
-	int r;
-	struct space *sp = space_for_key_locked(&key, &r);
-
-	if (!sp)
-		return r;
-	*out = (struct ino){.space = sp->id, .alias = alias, .node = SPACE_ROOT_NODE};
-	return 0;
-}
-
-static int wdbinary_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
-{
-	const struct sdir me = *sd; /* fs.sdirs may move below */
-	struct find_version fv = {.name = name, .len = len, .series_id = UINT32_MAX};
-	size_t lo, hi;
-
-	sd = &me;
-	series_binary_range(sd->view, sd->name, &lo, &hi);
-	series_each_version(fs.series, lo, hi, series_find_version_cb, &fv);
-	const struct store_series *s = series_by_id_locked(fv.series_id);
-	if (!s || !in_either(sd, s))
-		return -ENOENT;
-	return wdbinary_entry(sd, fv.series_id, fv.alias, out);
-}
-
-static int wdbinary_list(struct emitter *em, const struct sdir *sd, size_t k)
-{
-	const struct sdir me = *sd; /* fs.sdirs may move below */
-	struct version_list l = {0};
-	size_t lo, hi, pos = 0;
-	int r;
-
-	sd = &me;
-	series_binary_range(sd->view, sd->name, &lo, &hi);
-	r = series_each_version(fs.series, lo, hi, series_collect_version_cb, &l);
-	for (size_t n = 0; r == 0 && n < l.n; n++) {
-		const struct store_series *s = series_by_id_locked(l.v[n].series_id);
-		if (!s || !in_either(sd, s) || pos++ < k)
-			continue;
-		struct ino i;
-		r = wdbinary_entry(sd, l.v[n].series_id, l.v[n].alias, &i);
-		if (r == 0 && !inode_emit_locked(em, l.names[n], i, false, (off_t)(3 + pos - 1)))
-			break;
-	}
-	free(l.v);
-	free(l.names);
-	return r;
-}
-
 static const struct sdir_ops sdir_ops[SD_KINDS] = {
         [SD_ROOT] = {root_lookup, root_list},
         [SD_BINARY] = {binary_lookup, binary_list},
@@ -1128,8 +1017,8 @@ static const struct sdir_ops sdir_ops[SD_KINDS] = {
         [SD_HOSTS] = {hosts_lookup, hosts_list},
         [SD_WDIFF] = {wdiff_lookup, nothing_list},
         [SD_WDFROM] = {wdiff_lookup, nothing_list},
-        [SD_WDROOT] = {wdroot_lookup, wdroot_list},
-        [SD_WDBINARY] = {wdbinary_lookup, wdbinary_list},
+        [SD_WDROOT] = {window_lookup, window_list},
+        [SD_WDBINARY] = {wbinary_lookup, wbinary_list},
 };
 
 const struct sdir_ops *synth_ops_of(const struct sdir *sd)

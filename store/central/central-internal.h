@@ -193,6 +193,16 @@ struct count_ent {
 	uint64_t samples, weight;
 };
 
+/* One prefetch stream: a single-row-mode query over a list of series
+ * whose rows come in list order, handed out one series per call. */
+struct pg_stream {
+	bool on, done;
+	uint32_t *ids;    /* owned; the listed series */
+	size_t n, pos;    /* pos: the next series to hand out */
+	int64_t from, to; /* the window the stream was opened for */
+	PGresult *next;   /* a row read ahead: the next series' first */
+};
+
 struct pg {
 	struct store base; /* first: ops is &central_ops */
 	PGconn *conn;
@@ -242,24 +252,14 @@ struct pg {
 	int64_t keep_samples;
 
 	/* store_series_prefetch(): the stream of the listed series' counts
-	 * (read.c); while on, the connection is busy with it, and every
-	 * other statement ends it first (central_prefetch_end). */
-	struct {
-		bool on, done;
-		uint32_t *ids;
-		size_t n, pos; /* pos: the next series to hand out */
-		int64_t from, to;
-		PGresult *next; /* a row read ahead: the next series' first */
-	} pf;
+	 * (read.c), its window in buckets; while on, the connection is busy
+	 * with it, and every other statement ends it first
+	 * (central_prefetch_end). */
+	struct pg_stream pf;
 	/* store_samples_prefetch(): the same for the listed series'
-	 * detail (samples.c); at most one of pf and spf is on. */
-	struct {
-		bool on, done;
-		uint32_t *ids;
-		size_t n, pos;
-		int64_t from_us, to_us;
-		PGresult *next;
-	} spf;
+	 * detail (samples.c), its window in µs; at most one of pf and spf
+	 * is on. */
+	struct pg_stream spf;
 };
 
 struct pg_batch {
@@ -464,6 +464,20 @@ int central_series_prefetch(struct store *s, const uint32_t *ids, size_t n, int6
 /* read.c: ends a prefetch still streaming (reads what is left of it),
  * of counts or of samples. */
 void central_prefetch_end(struct pg *s);
+/* read.c: the steps both prefetch streams share. central_stream_open
+ * sends `sql` ($1 the ids as an int4[], $2..$4 from w) in single-row
+ * mode and turns `st` on; it returns -ENOMEM, or 0 with `st` still off
+ * when the query could not be sent (the reads then go one by one).
+ * central_stream_take hands each row of `series` (the next listed) to
+ * `row`, which returns the reading's error so far; it returns that
+ * error, or -EIO naming `what` when the stream fails. central_stream_end
+ * reads what is left and frees the list. */
+typedef int (*central_stream_row_fn)(struct pg *s, uint32_t series, const PGresult *res, void *arg);
+int central_stream_open(struct pg *s, struct pg_stream *st, const uint32_t *ids, size_t n,
+                        const char *sql, const char *const w[3]);
+int central_stream_take(struct pg *s, struct pg_stream *st, uint32_t series, const char *what,
+                        central_stream_row_fn row, void *arg);
+void central_stream_end(struct pg *s, struct pg_stream *st);
 /* samples.c: the recent tier's entries, and ending its stream. */
 int central_batch_sample(struct store_batch *b, uint32_t series, const struct store_sample *smp);
 int central_batch_moments(struct store_batch *b, uint32_t series, int64_t first_us,

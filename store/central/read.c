@@ -259,127 +259,162 @@ static void reading_end(struct reading *rd, store_count_fn fn, void *ctx)
  * then bucket (single-row mode, so memory holds one row at a time), and
  * each store_series_counts() call that follows for the next series in
  * the list takes that series' rows from the stream. */
-void central_prefetch_end(struct pg *s)
+void central_stream_end(struct pg *s, struct pg_stream *st)
 {
 	PGresult *res;
 
-	central_samples_prefetch_end(s);
-	if (!s->pf.on)
+	if (!st->on)
 		return;
-	PQclear(s->pf.next);
-	s->pf.next = NULL;
+	PQclear(st->next);
+	st->next = NULL;
 	/* Cancelling would abort the reader's snapshot: read to the end. */
-	if (!s->pf.done && s->conn)
+	if (!st->done && s->conn)
 		while ((res = PQgetResult(s->conn)))
 			PQclear(res);
-	free(s->pf.ids);
-	s->pf.ids = NULL;
-	s->pf.on = false;
+	free(st->ids);
+	st->ids = NULL;
+	st->on = false;
+}
+
+void central_prefetch_end(struct pg *s)
+{
+	central_samples_prefetch_end(s);
+	central_stream_end(s, &s->pf);
+}
+
+int central_stream_open(struct pg *s, struct pg_stream *st, const uint32_t *ids, size_t n,
+                        const char *sql, const char *const w[3])
+{
+	char *arr = NULL;
+	const char *vals[4] = {NULL, w[0], w[1], w[2]};
+	size_t len = 0, cap = 3 + n * 11;
+
+	arr = malloc(cap);
+	st->ids = malloc(n * sizeof(*ids));
+	if (!arr || !st->ids) {
+		free(arr);
+		free(st->ids);
+		st->ids = NULL;
+		return -ENOMEM;
+	}
+	memcpy(st->ids, ids, n * sizeof(*ids));
+	arr[len++] = '{';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(arr + len, cap - len, "%s%" PRIu32, i ? "," : "", ids[i]);
+	arr[len++] = '}';
+	arr[len] = '\0';
+	vals[0] = arr;
+	s->snapshot_read = s->snapshot;
+	if (!PQsendQueryParams(s->conn, sql, 4, NULL, vals, NULL, NULL, 1) ||
+	    !PQsetSingleRowMode(s->conn)) {
+		/* The reads go one by one. */
+		free(arr);
+		free(st->ids);
+		st->ids = NULL;
+		while (s->conn && (st->next = PQgetResult(s->conn)))
+			PQclear(st->next);
+		st->next = NULL;
+		return 0;
+	}
+	free(arr);
+	st->n = n;
+	st->pos = 0;
+	st->done = false;
+	st->next = NULL;
+	st->on = true;
+	return 0;
+}
+
+int central_stream_take(struct pg *s, struct pg_stream *st, uint32_t series, const char *what,
+                        central_stream_row_fn row, void *arg)
+{
+	int r = 0;
+
+	st->pos++;
+	while (!st->done) {
+		PGresult *res = st->next ? st->next : PQgetResult(s->conn);
+		ExecStatusType rs;
+
+		st->next = NULL;
+		if (!res) {
+			st->done = true;
+			break;
+		}
+		rs = PQresultStatus(res);
+		if (rs == PGRES_SINGLE_TUPLE) {
+			const char *sv = central_value_bin(s, res, 0, 2, 4, "a series id");
+
+			if (!sv) {
+				r = -EIO;
+				PQclear(res);
+				break;
+			}
+			if (be32(sv) != series) {
+				/* the next series': kept for its call */
+				st->next = res;
+				break;
+			}
+			r = row(s, series, res, arg);
+		} else if (rs != PGRES_TUPLES_OK) {
+			char msg[CENTRAL_ERRLEN / 2];
+
+			central_seterr(s, "%s: reading the %s of series %u: %s", s->base.where,
+			               what, series, central_pqerr(s->conn, res, msg, sizeof(msg)));
+			r = -EIO;
+		}
+		PQclear(res);
+		if (r < 0)
+			break;
+	}
+	return r;
 }
 
 int central_series_prefetch(struct store *sbase, const uint32_t *ids, size_t n, int64_t from,
                             int64_t to)
 {
 	struct pg *s = pg_of(sbase);
-	char w[3][24], *arr = NULL;
-	const char *vals[4];
-	size_t len = 0, cap = 3 + n * 11;
+	char w[3][24];
+	const char *const vals[3] = {w[0], w[1], w[2]};
 
 	central_prefetch_end(s);
 	/* $FLAMEFS_TEST_NO_PREFETCH: the reads one by one, for
 	 * tests/bench/fleet.sh --round-trips to compare. */
 	if (n < 2 || from > to || !s->conn || getenv("FLAMEFS_TEST_NO_PREFETCH"))
 		return 0;
-	arr = malloc(cap);
-	s->pf.ids = malloc(n * sizeof(*ids));
-	if (!arr || !s->pf.ids) {
-		free(arr);
-		free(s->pf.ids);
-		s->pf.ids = NULL;
-		return -ENOMEM;
-	}
-	memcpy(s->pf.ids, ids, n * sizeof(*ids));
-	arr[len++] = '{';
-	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(arr + len, cap - len, "%s%" PRIu32, i ? "," : "", ids[i]);
-	arr[len++] = '}';
-	arr[len] = '\0';
 	s->pf.from = bucket_floor(s, from);
 	s->pf.to = bucket_floor(s, to);
 	snprintf(w[0], sizeof(w[0]), "%" PRId64, s->pf.from);
 	snprintf(w[1], sizeof(w[1]), "%" PRId64, s->pf.to);
 	snprintf(w[2], sizeof(w[2]), "%" PRIu64, s->seq);
-	vals[0] = arr;
-	vals[1] = w[0];
-	vals[2] = w[1];
-	vals[3] = w[2];
-	s->snapshot_read = s->snapshot;
-	if (!PQsendQueryParams(s->conn,
-	                       "SELECT c.bucket, c.entries, c.series FROM unnest($1::int4[])"
-	                       " WITH ORDINALITY AS k(series, ord) JOIN counts c ON c.series ="
-	                       " k.series WHERE c.bucket BETWEEN $2 AND $3 AND c.commit <= $4"
-	                       " ORDER BY k.ord, c.bucket",
-	                       4, NULL, vals, NULL, NULL, 1) ||
-	    !PQsetSingleRowMode(s->conn)) {
-		/* The reads go one by one. */
-		free(arr);
-		free(s->pf.ids);
-		s->pf.ids = NULL;
-		while (s->conn && (s->pf.next = PQgetResult(s->conn)))
-			PQclear(s->pf.next);
-		s->pf.next = NULL;
-		return 0;
-	}
-	free(arr);
-	s->pf.n = n;
-	s->pf.pos = 0;
-	s->pf.done = false;
-	s->pf.next = NULL;
-	s->pf.on = true;
-	return 0;
+	return central_stream_open(s, &s->pf, ids, n,
+	                           "SELECT c.bucket, c.entries, c.series FROM unnest($1::int4[])"
+	                           " WITH ORDINALITY AS k(series, ord) JOIN counts c ON c.series ="
+	                           " k.series WHERE c.bucket BETWEEN $2 AND $3 AND c.commit <= $4"
+	                           " ORDER BY k.ord, c.bucket",
+	                           vals);
+}
+
+struct counts_row {
+	struct reading *rd;
+	store_count_fn fn;
+	void *ctx;
+};
+
+static int counts_row(struct pg *s, uint32_t series, const PGresult *res, void *arg)
+{
+	struct counts_row *c = arg;
+
+	reading_row(s, c->rd, series, res, c->fn, c->ctx);
+	return c->rd->r;
 }
 
 /* Series `series`'s rows from the stream (the next series of the list). */
 static int prefetched(struct pg *s, uint32_t series, store_count_fn fn, void *ctx)
 {
 	struct reading rd = {.have = false};
+	struct counts_row c = {&rd, fn, ctx};
 
-	s->pf.pos++;
-	while (!s->pf.done) {
-		PGresult *res = s->pf.next ? s->pf.next : PQgetResult(s->conn);
-		ExecStatusType st;
-
-		s->pf.next = NULL;
-		if (!res) {
-			s->pf.done = true;
-			break;
-		}
-		st = PQresultStatus(res);
-		if (st == PGRES_SINGLE_TUPLE) {
-			const char *sv = central_value_bin(s, res, 0, 2, 4, "a series id");
-
-			if (!sv) {
-				rd.r = -EIO;
-				PQclear(res);
-				break;
-			}
-			if (be32(sv) != series) {
-				/* the next series': kept for its call */
-				s->pf.next = res;
-				break;
-			}
-			reading_row(s, &rd, series, res, fn, ctx);
-		} else if (st != PGRES_TUPLES_OK) {
-			char msg[CENTRAL_ERRLEN / 2];
-
-			central_seterr(s, "%s: reading the counts of series %u: %s", s->base.where,
-			               series, central_pqerr(s->conn, res, msg, sizeof(msg)));
-			rd.r = -EIO;
-		}
-		PQclear(res);
-		if (rd.r < 0)
-			break;
-	}
+	rd.r = central_stream_take(s, &s->pf, series, "counts", counts_row, &c);
 	reading_end(&rd, fn, ctx);
 	free(rd.a.e);
 	if (rd.r < 0 || s->pf.pos == s->pf.n)

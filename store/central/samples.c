@@ -266,117 +266,44 @@ static bool window_buckets(const struct pg *s, int64_t from_us, int64_t to_us, c
 
 void central_samples_prefetch_end(struct pg *s)
 {
-	PGresult *res;
-
-	if (!s->spf.on)
-		return;
-	PQclear(s->spf.next);
-	s->spf.next = NULL;
-	/* Cancelling would abort the reader's snapshot: read to the end. */
-	if (!s->spf.done && s->conn)
-		while ((res = PQgetResult(s->conn)))
-			PQclear(res);
-	free(s->spf.ids);
-	s->spf.ids = NULL;
-	s->spf.on = false;
+	central_stream_end(s, &s->spf);
 }
 
 int central_samples_prefetch(struct store *sbase, const uint32_t *ids, size_t n, int64_t from_us,
                              int64_t to_us)
 {
 	struct pg *s = pg_of(sbase);
-	char w[3][24], *arr = NULL;
-	const char *vals[4] = {NULL, w[0], w[1], w[2]};
-	size_t len = 0, cap = 3 + n * 11;
+	char w[3][24];
+	const char *const vals[3] = {w[0], w[1], w[2]};
 
 	central_prefetch_end(s);
 	if (n < 2 || s->schema < 3 || !s->conn || getenv("FLAMEFS_TEST_NO_PREFETCH") ||
 	    !window_buckets(s, from_us, to_us, w[0], w[1]))
 		return 0;
-	arr = malloc(cap);
-	s->spf.ids = malloc(n * sizeof(*ids));
-	if (!arr || !s->spf.ids) {
-		free(arr);
-		free(s->spf.ids);
-		s->spf.ids = NULL;
-		return -ENOMEM;
-	}
-	memcpy(s->spf.ids, ids, n * sizeof(*ids));
-	arr[len++] = '{';
-	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(arr + len, cap - len, "%s%" PRIu32, i ? "," : "", ids[i]);
-	arr[len++] = '}';
-	arr[len] = '\0';
 	snprintf(w[2], sizeof(w[2]), "%" PRIu64, s->seq);
-	vals[0] = arr;
-	s->snapshot_read = s->snapshot;
-	if (!PQsendQueryParams(
-	            s->conn,
-	            "SELECT d.bucket, d.block, d.series FROM unnest($1::int4[])"
-	            " WITH ORDINALITY AS k(series, ord) JOIN samples d ON d.series ="
-	            " k.series WHERE d.bucket BETWEEN $2::int8 AND $3::int8 AND d.commit <= $4"
-	            " ORDER BY k.ord, d.bucket",
-	            4, NULL, vals, NULL, NULL, 1) ||
-	    !PQsetSingleRowMode(s->conn)) {
-		/* The reads go one by one. */
-		free(arr);
-		free(s->spf.ids);
-		s->spf.ids = NULL;
-		while (s->conn && (s->spf.next = PQgetResult(s->conn)))
-			PQclear(s->spf.next);
-		s->spf.next = NULL;
-		return 0;
-	}
-	free(arr);
-	s->spf.n = n;
-	s->spf.pos = 0;
-	s->spf.done = false;
-	s->spf.next = NULL;
-	s->spf.from_us = from_us;
-	s->spf.to_us = to_us;
-	s->spf.on = true;
-	return 0;
+	s->spf.from = from_us;
+	s->spf.to = to_us;
+	return central_stream_open(
+	        s, &s->spf, ids, n,
+	        "SELECT d.bucket, d.block, d.series FROM unnest($1::int4[])"
+	        " WITH ORDINALITY AS k(series, ord) JOIN samples d ON d.series ="
+	        " k.series WHERE d.bucket BETWEEN $2::int8 AND $3::int8 AND d.commit <= $4"
+	        " ORDER BY k.ord, d.bucket",
+	        vals);
+}
+
+static int samples_row(struct pg *s, uint32_t series, const PGresult *res, void *arg)
+{
+	struct sreading *rd = arg;
+
+	sr_row(s, rd, series, res);
+	return rd->r;
 }
 
 /* Series `series`'s rows from the stream (the next series of the list). */
 static int prefetched(struct pg *s, uint32_t series, struct sreading *rd)
 {
-	s->spf.pos++;
-	while (!s->spf.done) {
-		PGresult *res = s->spf.next ? s->spf.next : PQgetResult(s->conn);
-		ExecStatusType st;
-
-		s->spf.next = NULL;
-		if (!res) {
-			s->spf.done = true;
-			break;
-		}
-		st = PQresultStatus(res);
-		if (st == PGRES_SINGLE_TUPLE) {
-			const char *sv = central_value_bin(s, res, 0, 2, 4, "a series id");
-
-			if (!sv) {
-				rd->r = -EIO;
-				PQclear(res);
-				break;
-			}
-			if (be32(sv) != series) {
-				/* the next series': kept for its call */
-				s->spf.next = res;
-				break;
-			}
-			sr_row(s, rd, series, res);
-		} else if (st != PGRES_TUPLES_OK) {
-			char msg[CENTRAL_ERRLEN / 2];
-
-			central_seterr(s, "%s: reading the samples of series %u: %s", s->base.where,
-			               series, central_pqerr(s->conn, res, msg, sizeof(msg)));
-			rd->r = -EIO;
-		}
-		PQclear(res);
-		if (rd->r < 0)
-			break;
-	}
+	rd->r = central_stream_take(s, &s->spf, series, "samples", samples_row, rd);
 	sr_end(rd);
 	free(rd->v);
 	if (rd->r < 0 || s->spf.pos == s->spf.n)
@@ -395,7 +322,7 @@ int central_series_samples(struct store *sbase, uint32_t series, int64_t from_us
 
 	if (s->spf.on) {
 		if (s->spf.pos < s->spf.n && s->spf.ids[s->spf.pos] == series &&
-		    s->spf.from_us == from_us && s->spf.to_us == to_us)
+		    s->spf.from == from_us && s->spf.to == to_us)
 			return prefetched(s, series, &rd);
 	}
 	central_prefetch_end(s);
