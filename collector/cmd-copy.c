@@ -213,7 +213,7 @@ int cmd_push(int argc, char **argv)
 
 static void usage_merge(FILE *f)
 {
-	fputs("Usage: " PROG " merge [--store DEST] [--samples [--verbose]] SOURCE...\n"
+	fputs("Usage: " PROG " merge [--store DEST] [--no-samples] [--verbose] SOURCE...\n"
 	      "\n"
 	      "Brings whole stores into another one, by content: frames, stacks and\n"
 	      "series (host included) are matched by what they are.  Each store may be\n"
@@ -229,12 +229,13 @@ static void usage_merge(FILE *f)
 	      "  --buckets-per-commit N  into a database: whole transactions of at most N\n"
 	      "                          buckets (default: one per source; a directory\n"
 	      "                          always takes a source in one)\n"
-	      "  --samples               also bring the recent tier: every sample a source\n"
-	      "                          still keeps whole (its moment, thread, weight),\n"
-	      "                          with its bucket; without it only the counts come.\n"
-	      "                          A database DEST then forgets the detail older\n"
-	      "                          than its keep window (counts stay); a directory\n"
-	      "                          does so on its own\n"
+	      "  --no-samples            bring only the counts, not the recent tier.  By\n"
+	      "                          default every sample a source still keeps whole\n"
+	      "                          (its moment, thread, weight) comes with its\n"
+	      "                          bucket, and a database DEST then forgets the\n"
+	      "                          detail older than its keep window (counts stay);\n"
+	      "                          a directory does so on its own.  (--samples, as\n"
+	      "                          push takes it, is the default here)\n"
 	      "  -v, --verbose           say what that roll-up forgot\n"
 	      "\n"
 	      "EXAMPLES\n"
@@ -250,14 +251,16 @@ int cmd_merge(int argc, char **argv)
 	        {"store", required_argument, NULL, 's'},
 	        {"buckets-per-commit", required_argument, NULL, 'n'},
 	        {"samples", no_argument, NULL, 'S'},
+	        {"no-samples", no_argument, NULL, 'N'},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
 	/* Incremental: a database sends only what a source gained since its
 	 * record (the one push keeps: a store merged and pushed is one
-	 * source); a directory takes each source once whatever this says. */
-	struct store_copy_opts o = {.incremental = true};
+	 * source); a directory takes each source once whatever this says.
+	 * Both tiers come unless --no-samples. */
+	struct store_copy_opts o = {.incremental = true, .samples = true};
 	const char *store_arg = NULL, *where;
 	char *owned, err[1024];
 	struct store *dst;
@@ -271,6 +274,7 @@ int cmd_merge(int argc, char **argv)
 		case 's': store_arg = optarg; break;
 		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
 		case 'S': o.samples = true; break;
+		case 'N': o.samples = false; break;
 		case 'v': verbose = true; break;
 		case 'h': usage_merge(stdout); return 0;
 		default: return cli_bad_option("merge", c, argv);

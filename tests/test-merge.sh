@@ -97,6 +97,22 @@ folded_sum "$tmp/b.txt" "$tmp/c.txt" >"$tmp/g.want"
 exp "$tmp/g" >"$tmp/g.txt"
 same "$tmp/g.txt" "$tmp/g.want" "chained merges by content"
 
+# Both tiers: merge brings each sample's moment too, unless --no-samples.
+python3 - >"$tmp/timed.perf" <<'PY'
+for k in range(200):
+    print("prog  10/%d  [000]  %.6f:    1000000 cpu-clock: \n\t  1168 f (/tmp/prog)\n\t  1227 main (/tmp/prog)\n" % (10 + k % 3, 100 + k * 0.25))
+PY
+"$collect" import --store "$tmp/timed" --keep-samples 1d "$tmp/timed.perf" >/dev/null 2>&1 || bad "import timed.perf"
+"$collect" samples --store "$tmp/timed" --folded >"$tmp/timed.samples" 2>&1 || bad "samples of the source"
+"$collect" merge --store "$tmp/both" "$tmp/timed" >/dev/null 2>&1 || bad "merge both tiers"
+"$collect" merge --store "$tmp/counts" --no-samples "$tmp/timed" >/dev/null 2>&1 || bad "merge --no-samples"
+check "merge brings every sample's moment, thread and weight (200 lines, as the source's)" \
+	test "$(wc -l <"$tmp/timed.samples")" = 200 -a \
+	"$("$collect" samples --store "$tmp/both" --folded 2>&1)" = "$(cat "$tmp/timed.samples")"
+check "merge --no-samples brings the counts only" \
+	test -z "$("$collect" samples --store "$tmp/counts" --folded 2>/dev/null)" -a \
+	"$(exp "$tmp/counts")" = "$(exp "$tmp/timed")"
+
 # Refusals.
 "$collect" merge --store "$tmp/a" "$tmp/a" >"$tmp/err" 2>&1 && bad "a store merged into itself"
 grep -q "are the same store" "$tmp/err" || { bad "self-merge message"; cat "$tmp/err"; }

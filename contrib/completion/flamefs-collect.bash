@@ -162,7 +162,7 @@ _flamefs_collect()
 	push) opts='--store --to --buckets-per-commit --full --samples --verbose --help' ;;
 	merge)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '--store --buckets-per-commit --samples --verbose --help' -- "$cur"))
+			COMPREPLY=($(compgen -W '--store --buckets-per-commit --no-samples --samples --verbose --help' -- "$cur"))
 		else
 			_flamefs_collect_dirs
 		fi
