@@ -590,6 +590,14 @@ static bool read_block(const uint8_t **p, const uint8_t *end, const uint8_t **b,
 	return true;
 }
 
+/* v × the CIE's data alignment factor, for an offset rule: false when
+ * it does not fit in 64 bits, which no real frame's offset needs (the
+ * CFI is then refused as malformed). */
+static bool scaled(int64_t v, const struct cie *ci, int64_t *out)
+{
+	return !__builtin_mul_overflow(v, ci->data_align, out);
+}
+
 /* Runs call-frame instructions [p, end) from state st.  With emit, rows
  * are appended as the location advances (those before `from` are not),
  * `loc` is the location and `init` the CIE's state (for DW_CFA_restore).
@@ -606,7 +614,7 @@ static int run(struct compiler *c, const struct cie *ci, const uint8_t *p, const
 	while (p < end) {
 		uint8_t op = *p++, low = op & 0x3f;
 		uint64_t reg = 0, u = 0, adv = 0;
-		int64_t sv = 0;
+		int64_t sv = 0, off = 0;
 		const uint8_t *blk;
 		size_t blen;
 		struct rule *rr;
@@ -618,11 +626,10 @@ static int run(struct compiler *c, const struct cie *ci, const uint8_t *p, const
 			advance = true;
 			break;
 		case 2: /* DW_CFA_offset */
-			if (!read_uleb(&p, end, &u))
+			if (!read_uleb(&p, end, &u) || !scaled((int64_t)u, ci, &off))
 				return 1;
 			if ((rr = tracked(st, ci, low)))
-				*rr = (struct rule){.how = H_OFFSET,
-				                    .off = (int64_t)u * ci->data_align};
+				*rr = (struct rule){.how = H_OFFSET, .off = off};
 			continue;
 		case 3: /* DW_CFA_restore */
 			if ((rr = tracked(st, ci, low)))
@@ -650,21 +657,23 @@ static int run(struct compiler *c, const struct cie *ci, const uint8_t *p, const
 		case DW_CFA_set_loc: return 1; /* rare; not followed */
 		case DW_CFA_offset_extended:
 		case DW_CFA_val_offset:
-			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u))
+			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u) ||
+			    !scaled((int64_t)u, ci, &off))
 				return 1;
 			if ((rr = tracked(st, ci, reg)))
 				*rr = (struct rule){.how = op == DW_CFA_val_offset ? H_OTHER
 				                                                   : H_OFFSET,
-				                    .off = (int64_t)u * ci->data_align};
+				                    .off = off};
 			continue;
 		case DW_CFA_offset_extended_sf:
 		case DW_CFA_val_offset_sf:
-			if (!read_uleb(&p, end, &reg) || !read_sleb(&p, end, &sv))
+			if (!read_uleb(&p, end, &reg) || !read_sleb(&p, end, &sv) ||
+			    !scaled(sv, ci, &off))
 				return 1;
 			if ((rr = tracked(st, ci, reg)))
 				*rr = (struct rule){.how = op == DW_CFA_val_offset_sf ? H_OTHER
 				                                                      : H_OFFSET,
-				                    .off = sv * ci->data_align};
+				                    .off = off};
 			continue;
 		case DW_CFA_restore_extended:
 			if (!read_uleb(&p, end, &reg))
@@ -704,11 +713,11 @@ static int run(struct compiler *c, const struct cie *ci, const uint8_t *p, const
 			st->cfa_off = (int64_t)u;
 			continue;
 		case DW_CFA_def_cfa_sf:
-			if (!read_uleb(&p, end, &reg) || !read_sleb(&p, end, &sv))
+			if (!read_uleb(&p, end, &reg) || !read_sleb(&p, end, &sv) ||
+			    !scaled(sv, ci, &st->cfa_off))
 				return 1;
 			st->cfa_expr = false;
 			st->cfa_reg = reg;
-			st->cfa_off = sv * ci->data_align;
 			continue;
 		case DW_CFA_def_cfa_register:
 			if (!read_uleb(&p, end, &reg))
@@ -722,9 +731,8 @@ static int run(struct compiler *c, const struct cie *ci, const uint8_t *p, const
 			st->cfa_off = (int64_t)u;
 			continue;
 		case DW_CFA_def_cfa_offset_sf:
-			if (!read_sleb(&p, end, &sv))
+			if (!read_sleb(&p, end, &sv) || !scaled(sv, ci, &st->cfa_off))
 				return 1;
-			st->cfa_off = sv * ci->data_align;
 			continue;
 		case DW_CFA_def_cfa_expression:
 			if (!read_block(&p, end, &blk, &blen))
@@ -748,11 +756,11 @@ static int run(struct compiler *c, const struct cie *ci, const uint8_t *p, const
 				return 1;
 			continue;
 		case DW_CFA_GNU_negative_offset_extended:
-			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u))
+			if (!read_uleb(&p, end, &reg) || !read_uleb(&p, end, &u) ||
+			    !scaled((int64_t)u, ci, &off) || off == INT64_MIN)
 				return 1;
 			if ((rr = tracked(st, ci, reg)))
-				*rr = (struct rule){.how = H_OFFSET,
-				                    .off = -(int64_t)u * ci->data_align};
+				*rr = (struct rule){.how = H_OFFSET, .off = -off};
 			continue;
 		default: return 1; /* an instruction we do not know */
 		}
