@@ -32,8 +32,8 @@ if [ "$rc" -ne 0 ]; then
 	tail -n 60 "$work/log"
 	for f in "$work/artifacts"/*; do
 		[ -f "$f" ] || continue
-		echo "FAIL: $name: $(basename "$f") ($(stat -c %s "$f") bytes), base64:"
-		base64 -w 76 "$f" | head -n 200
+		echo "FAIL: $name: $(basename "$f") ($(stat -c %s "$f") bytes), gzip then base64 (base64 -d | gunzip):"
+		gzip -9c "$f" | base64 -w 76 | head -n 4000
 	done
 	echo "FAIL: $name exited with $rc; put the input in tests/fuzz/regressions/$name/ and fix"
 	exit 1
