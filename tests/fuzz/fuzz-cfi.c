@@ -41,8 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			unsigned rule = UNWIND_ROW_RULE(&t->rows[i]);
 			bool cfa = rule == UNWIND_RULE_RSP || rule == UNWIND_RULE_RBP ||
 			           rule == UNWIND_RULE_RBX;
-			if (rule > UNWIND_RULE_RBX || (!cfa && t->rows[i].rule != rule))
-				abort(); /* register codes on CFA rows only */
+			if (rule > UNWIND_RULE_RA_RDI || (!cfa && t->rows[i].rule != rule))
+				abort(); /* a known rule; register codes on CFA rows only */
 		}
 		if (UNWIND_ROW_RULE(&t->rows[t->nrows - 1]) != UNWIND_RULE_NONE)
 			abort(); /* the last row closes the table */
