@@ -9,6 +9,7 @@
  * prefix tree of (parent node, frame) pairs shared by every series.  A
  * series is one host x binary x version x event; its counts are kept per time
  * bucket and per tree node, as {samples, weight}, and merged by addition.
+ * A series may also carry labels (cgroup, thread name, ...): see below.
  *
  * The writer (flamefs-collect) opens the store read-write, builds one
  * batch per import or drain, and commits it atomically.  Readers (flamefs)
@@ -73,7 +74,70 @@ struct store_series_key {
 	const char *version; /* e.g. "1.25.3", or a short build id */
 	const char *event;   /* e.g. "cpu-clock", "cpu", "samples" */
 	const char *unit;    /* unit of the weight, e.g. "nanoseconds", "count" */
+	/* NULL or "": none; else canonical labels (store_labels_make()).
+	 * Part of the key: two label sets are two series. */
+	const char *labels;
 };
+
+/* ---- labels ---------------------------------------------------------
+ * A series may carry labels of bounded cardinality: who ran its stacks
+ * (cgroup, container, thread name, executable path, command line) or
+ * what an import said of them (pprof's string labels, --label).  Ids
+ * (pid, tid) are not labels: the recent tier keeps them per sample.
+ *
+ * Canonical form, one string: "key=value" pairs sorted by key (bytewise),
+ * each key once, joined by '\n', no trailing newline:
+ *     "cgroup=system.slice/nginx.service\nthread=worker"
+ * A key is 1..STORE_LABEL_KEY_MAX bytes of [a-z0-9_], starting with a
+ * letter.  A value is 1..STORE_LABEL_VALUE_MAX bytes and holds no control
+ * byte (below 0x20, or 0x7f); store_label_value_clean() makes one of any
+ * bytes.
+ *
+ * The bound: a (host, binary, version, event) takes at most
+ * STORE_LABEL_SETS_MAX label sets.  Past it, store_batch_series() gives a
+ * new label set's samples to the series whose labels have the same keys,
+ * each valued STORE_LABEL_OTHER (store_labels_other()): a fork bomb of
+ * 100,000 thread names makes at most that many series and one more per
+ * key set, and every sample is still counted. */
+#define STORE_LABEL_KEY_MAX   32
+#define STORE_LABEL_VALUE_MAX 1024
+#define STORE_LABEL_SETS_MAX  256
+#define STORE_LABEL_OTHER     "(other)"
+
+/* The well-known keys. */
+#define STORE_LABEL_CGROUP    "cgroup"    /* cgroup v2 path, without the leading '/' ("/" for the root) */
+#define STORE_LABEL_CONTAINER "container" /* a container runtime's id, from the cgroup path */
+#define STORE_LABEL_THREAD    "thread"    /* the thread's name (its comm) */
+#define STORE_LABEL_EXE       "exe"       /* the executable's path */
+#define STORE_LABEL_CMDLINE   "cmdline"   /* the command line (record --cmdline only) */
+
+struct store_label {
+	const char *key;   /* NUL-terminated */
+	const char *value; /* NUL-terminated */
+};
+
+/* Makes the canonical labels of the n pairs (any order) into *out, a
+ * malloc'd string the caller frees ("" for n = 0).  0, -EINVAL (a key
+ * or value that is not valid, or a key twice) or -ENOMEM. */
+int store_labels_make(const struct store_label *l, size_t n, char **out);
+/* True when `labels` (NULL: none) is canonical. */
+bool store_labels_valid(const char *labels);
+/* The value of `key` in canonical `labels`: a pointer into labels and its
+ * length in *len (not NUL-terminated), or NULL when absent. */
+const char *store_labels_get(const char *labels, const char *key, size_t *len);
+/* Calls fn for each pair of canonical `labels`, in order, with pointers
+ * into it and lengths.  A non-zero return stops the walk and is returned. */
+typedef int (*store_label_fn)(void *ctx, const char *key, size_t key_len, const char *value,
+                              size_t value_len);
+int store_labels_each(const char *labels, store_label_fn fn, void *ctx);
+/* The labels past the bound stand for: `labels`' keys, each valued
+ * STORE_LABEL_OTHER, into *out (malloc'd).  0 or -ENOMEM. */
+int store_labels_other(const char *labels, char **out);
+/* A valid label value made of any `len` bytes, into *out (malloc'd): a
+ * control byte or a backslash becomes "\xNN", the result is cut at a
+ * whole character to STORE_LABEL_VALUE_MAX bytes, and an empty input
+ * becomes "-".  0 or -ENOMEM. */
+int store_label_value_clean(const char *v, size_t len, char **out);
 
 /* A series as listed.  Strings are owned by the array they come in. */
 struct store_series {
@@ -95,6 +159,7 @@ struct store_series {
 	int64_t first_us;
 	int64_t last_us;
 	uint64_t recent_samples; /* samples whose detail the recent tier holds */
+	char *labels;            /* canonical labels, "" for none */
 };
 
 struct store;
@@ -213,7 +278,7 @@ int store_refresh(struct store *s);
 /* The latest sequence number seen; it moves whenever something commits. */
 uint64_t store_sequence(const struct store *s);
 
-/* Lists every series, sorted by (binary, version, event, host).  *out is a
+/* Lists every series, sorted by (binary, version, event, host, labels).  *out is a
  * malloc'd array the caller frees with store_series_free(). */
 int store_series_list(struct store *s, struct store_series **out, size_t *n);
 void store_series_free(struct store_series *list, size_t n);
