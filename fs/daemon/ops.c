@@ -434,9 +434,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	key.changed = all ? at.sp->files_version : at.sp->changed[at.i.node];
 	key.keep = all;
 	current = at.current;
-	/* -1: a file without a size function whose length the daemon does
-	 * not know, so the kernel was told 0 (rendered below). */
-	length = current && !all && !key.vf->size ? rendercache_length_locked(&key) : 0;
+	/* -1: a file without a size function whose length the kernel may
+	 * not hold: the daemon does not know it, so stat told 0, or another
+	 * open has just rendered it and not yet dropped that 0 (rendered and
+	 * dropped below).  A reader opening in between read an empty pprof. */
+	length = current && !all && !key.vf->size ? rendercache_settled_length_locked(&key) : 0;
 	tree = at.sp->tree;
 	tree->refs++;
 	pthread_mutex_unlock(&fs.lock);
@@ -478,6 +480,9 @@ opened:
 		 * rendering refused (EFBIG) is refused at each read. */
 		if (open_file_render(of) == 0) {
 			refresh_inval_attr(ino);
+			pthread_mutex_lock(&fs.lock);
+			rendercache_settle_locked(&of->key, of->r->buf.len);
+			pthread_mutex_unlock(&fs.lock);
 			push_pages(ino, &of->r->buf);
 		} else {
 			fi->direct_io = 1;
