@@ -55,7 +55,7 @@ struct writer {
 
 static void begin(struct writer *w)
 {
-	struct store_series_key k = {NULL, w->binary, w->version, "cpu-clock", "nanoseconds"};
+	struct store_series_key k = {NULL, w->binary, w->version, "cpu-clock", "nanoseconds", NULL};
 	int r;
 
 	if (!(w->b = store_batch_new(w->s)))

@@ -69,7 +69,7 @@ uint32_t sf_add_stack(struct store_batch *b, const char *const *names, size_t n)
 	return node;
 }
 
-const struct store_series_key sf_key_a = {NULL, "app", "1.0", "cpu-clock", "nanoseconds"};
+const struct store_series_key sf_key_a = {NULL, "app", "1.0", "cpu-clock", "nanoseconds", NULL};
 const char *const sf_stack1[3] = {"main", "run", "work"};
 
 int sf_collect(void *ctx, int64_t bucket, uint32_t node, uint64_t samples, uint64_t weight)

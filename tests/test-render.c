@@ -265,7 +265,7 @@ static void check_callgrind(const struct view_tree *t, const char *what)
 static void add_escaped(struct store *s, const char *binary, const char *version, const char *lines)
 {
 	struct store_batch *b = store_batch_new(s);
-	struct store_series_key k = {NULL, binary, version, "samples", "count"};
+	struct store_series_key k = {NULL, binary, version, "samples", "count", NULL};
 	uint32_t series;
 	int r;
 

@@ -106,7 +106,7 @@ void test_merge_blobs(void)
 	static struct expect x;
 	uint32_t series, other;
 	static const struct store_series_key key_o = {NULL, "other", "1", "cpu-clock",
-	                                              "nanoseconds"};
+	                                              "nanoseconds", NULL};
 
 	memset(&x, 0, sizeof(x));
 	if (!s)

@@ -34,9 +34,9 @@ static bool listed(struct store *s, uint32_t id, struct store_series *out)
 void test_prune(void)
 {
 	static const struct store_series_key key_b = {NULL, "db", "2.0", "cpu-clock",
-	                                              "nanoseconds"};
+	                                              "nanoseconds", NULL};
 	static const struct store_series_key key_perf = {NULL, "cc1", "default", "cpu-clock",
-	                                                 "nanoseconds"};
+	                                                 "nanoseconds", NULL};
 	const int64_t t0 = 1700000000 - 1700000000 % 60; /* a bucket start */
 	char *dir = sf_fresh_dir();
 	struct store *s = sf_open_rw(dir, STORE_CREATE);
@@ -178,7 +178,7 @@ void test_hosts(void)
 	char *dir = sf_fresh_dir();
 	struct store *s = sf_open_rw(dir, STORE_CREATE), *r = NULL;
 	char got[1024], err[512] = "", longname[300];
-	struct store_series_key k = {"zed", "b", "1", "cpu", "count"};
+	struct store_series_key k = {"zed", "b", "1", "cpu", "count", NULL};
 	uint32_t zed, alpha, mid, y;
 
 	if (!s)
@@ -204,7 +204,7 @@ void test_hosts(void)
 	mid = add_series(s, &k, 3);
 	k.host = "";
 	CHECK(add_series(s, &k, 4) == mid);
-	k = (struct store_series_key){"y", "a", "1", "cpu", "count"};
+	k = (struct store_series_key){"y", "a", "1", "cpu", "count", NULL};
 	y = add_series(s, &k, 5);
 	CHECK(zed && alpha && mid && y);
 	CHECK(zed != alpha && alpha != mid && mid != zed);
@@ -231,7 +231,7 @@ void test_hosts(void)
 	if (!s)
 		goto out;
 	CHECK_OK(store_set_host(s, "other"));
-	k = (struct store_series_key){"alpha", "b", "1", "cpu", "count"};
+	k = (struct store_series_key){"alpha", "b", "1", "cpu", "count", NULL};
 	CHECK(add_series(s, &k, 10) == alpha);
 	k.host = "mid";
 	CHECK(add_series(s, &k, 10) == mid);
@@ -317,7 +317,7 @@ void test_hosts_old_schema(void)
 	if (!s)
 		goto out;
 	CHECK_OK(store_set_host(s, "new"));
-	struct store_series_key k = {NULL, "old", "1", "cpu", "count"};
+	struct store_series_key k = {NULL, "old", "1", "cpu", "count", NULL};
 	CHECK(add_series(s, &k, 10) == 3);
 	k.host = machine;
 	CHECK(add_series(s, &k, 10) == 1);

@@ -184,7 +184,7 @@ static const struct untimed untimed[] = {
 static void add_moments(struct store *s, int nuntimed)
 {
 	struct store_batch *b = store_batch_new(s);
-	struct store_series_key k = {NULL, "mo", "1", "cpu-clock", "nanoseconds"};
+	struct store_series_key k = {NULL, "mo", "1", "cpu-clock", "nanoseconds", NULL};
 	uint32_t series, fr, top, leaf[2];
 	int r;
 

@@ -83,7 +83,7 @@ static void add_kinds(struct store *s, const char *binary, const char *version, 
                       const char *lines)
 {
 	struct store_batch *b = store_batch_new(s);
-	struct store_series_key k = {NULL, binary, version, "cpu-clock", unit};
+	struct store_series_key k = {NULL, binary, version, "cpu-clock", unit, NULL};
 	uint32_t series;
 	int r;
 

@@ -29,7 +29,7 @@ static void add_modules(struct store *s, const char *binary, const char *version
                         int64_t when)
 {
 	struct store_batch *b = store_batch_new(s);
-	struct store_series_key k = {NULL, binary, version, "cycles", "count"};
+	struct store_series_key k = {NULL, binary, version, "cycles", "count", NULL};
 	uint32_t series;
 	int r;
 

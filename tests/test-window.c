@@ -110,7 +110,7 @@ static void exact_add(struct store *s, const struct added_sample *v, int nv,
                       const struct added_count *c, int nc)
 {
 	struct store_batch *b = store_batch_new(s);
-	struct store_series_key k = {NULL, "app", "1", "cpu-clock", "nanoseconds"};
+	struct store_series_key k = {NULL, "app", "1", "cpu-clock", "nanoseconds", NULL};
 	const char *const a[] = {"main", "a"}, *const bb[] = {"main", "b"};
 	uint32_t series, leaf[2], fr, main_node;
 	struct store_frame f;

@@ -63,7 +63,7 @@ static __attribute__((unused)) void fx_add(struct store *s, const char *binary, 
                                            const char *event, int64_t when, const char *lines)
 {
 	struct store_batch *b = store_batch_new(s);
-	struct store_series_key k = {NULL, binary, version, event, "count"};
+	struct store_series_key k = {NULL, binary, version, event, "count", NULL};
 	uint32_t series;
 	int r;
 

@@ -205,7 +205,7 @@ static struct program *make_programs(struct store *s, long nprog, struct zipf *p
 	zipf_init(prog_law, (size_t)nprog - 1, 1.1);
 	for (long p = 0; p < nprog; p++) {
 		struct program *g = &prog[p];
-		struct store_series_key k = {NULL, g->name, "1", "cpu-clock", "nanoseconds"};
+		struct store_series_key k = {NULL, g->name, "1", "cpu-clock", "nanoseconds", NULL};
 
 		snprintf(g->name, sizeof(g->name), p ? "prog%03ld" : "swapper", p);
 		k.binary = g->name;
