@@ -166,7 +166,22 @@ int perf_sample_series(struct perf *p, uint32_t *id)
 	if (!event)
 		return -ENOMEM;
 	const char *unit = evlen && event_is_clock(ev, evlen) ? "nanoseconds" : "count";
-	int rc = import_series(p->ctx, p->blk, NULL, event, unit, id);
+	char *labels = NULL;
+	int rc = 0;
+	if (p->ctx->opt && p->ctx->opt->by_thread) {
+		char *name;
+		/* perf script prints the thread's comm: the process name
+		 * (spaces as '_', as perf.data's) is the thread's. */
+		rc = store_label_value_clean(p->blk, p->pname_len, &name);
+		if (rc == 0) {
+			struct store_label l = {STORE_LABEL_THREAD, name};
+			rc = store_labels_make(&l, 1, &labels);
+			free(name);
+		}
+	}
+	if (rc == 0)
+		rc = import_series_labels(p->ctx, p->blk, NULL, event, unit, labels, id);
+	free(labels);
 	free(event);
 	if (rc < 0)
 		return rc;
