@@ -20,6 +20,8 @@
  * as magnitudes, to a series of their own named "-TYPE"
  * (IMPORT_NEGATIVE_PREFIX), so TYPE holds what grew and -TYPE what
  * shrank, and TYPE's total minus -TYPE's is pprof's net total.
+ * A sample's string labels make its series' labels (see "labels" below);
+ * its numeric labels are summed away.
  * The input's bytes are counted for the default sample type
  * (default_sample_type, else the last type, as pprof picks it), which
  * makes it the version's primary event in the view.  The whole input is
