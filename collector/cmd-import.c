@@ -79,7 +79,7 @@ static void usage_import(FILE *f)
 	      "                  are counted per time bucket.  Detail past the window\n"
 	      "                  is rolled up after each commit\n",
 	      f);
-	fputs(	      "  --label KEY=VALUE  give every sample of the files this label\n"
+	fputs("  --label KEY=VALUE  give every sample of the files this label\n"
 	      "                  (repeatable); KEY is 1 to 32 bytes of a-z, 0-9 and _\n"
 	      "                  starting with a letter, VALUE 1 to 1024 bytes without\n"
 	      "                  control characters.  pprof's string labels are kept\n"

@@ -40,8 +40,7 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
 }
 
 int import_series_labels(struct import_ctx *ctx, const char *binary, const char *version,
-                         const char *event, const char *unit, const char *labels,
-                         uint32_t *id)
+                         const char *event, const char *unit, const char *labels, uint32_t *id)
 {
 	const struct import_options *o = ctx->opt;
 	char *joined = NULL;

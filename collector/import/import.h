@@ -263,8 +263,7 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
  * both is refused with a message (--label names the whole file; a
  * label of the file's own is not overridden silently). */
 int import_series_labels(struct import_ctx *ctx, const char *binary, const char *version,
-                         const char *event, const char *unit, const char *labels,
-                         uint32_t *id);
+                         const char *event, const char *unit, const char *labels, uint32_t *id);
 /* `file`'s labels (canonical, NULL: none) joined with --label's into
  * *out (malloc'd, "" for none).  0, -ENOMEM, or a message and -EINVAL
  * when a key is in both (labels.c). */

@@ -90,10 +90,11 @@ int import_label_arg(char **labels, const char *arg, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < vl; i++) {
 		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
-			snprintf(err, errlen,
-			         "--label %s: value holds control byte 0x%02x at byte %zu; expected "
-			         "1 to %d bytes without control characters",
-			         ex, (unsigned char)v[i], i, STORE_LABEL_VALUE_MAX);
+			snprintf(
+			        err, errlen,
+			        "--label %s: value holds control byte 0x%02x at byte %zu; expected "
+			        "1 to %d bytes without control characters",
+			        ex, (unsigned char)v[i], i, STORE_LABEL_VALUE_MAX);
 			return -EINVAL;
 		}
 	}
@@ -143,10 +144,11 @@ int import_labels_join(struct import_ctx *ctx, const char *file, char **out)
 			char fv[64], ov[64];
 			import_excerpt(ov, sizeof(ov), p.l[i].value, strlen(p.l[i].value));
 			import_excerpt(fv, sizeof(fv), p.l[j].value, strlen(p.l[j].value));
-			rc = import_fail(ctx, ctx->line,
-			                 "--label %s=%s names a label the input gives its samples "
-			                 "too (%s=%s); expected --label keys the input does not use",
-			                 p.l[i].key, ov, p.l[j].key, fv);
+			rc = import_fail(
+			        ctx, ctx->line,
+			        "--label %s=%s names a label the input gives its samples "
+			        "too (%s=%s); expected --label keys the input does not use",
+			        p.l[i].key, ov, p.l[j].key, fv);
 			break;
 		}
 	}
@@ -160,8 +162,8 @@ size_t import_label_key(const char *name, size_t n, char out[IMPORT_LABEL_KEY_SI
 {
 	size_t o = 0;
 
-	bool letter = n > 0 && ((name[0] >= 'a' && name[0] <= 'z') ||
-	                        (name[0] >= 'A' && name[0] <= 'Z'));
+	bool letter =
+	        n > 0 && ((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z'));
 	if (!letter) {
 		memcpy(out, IMPORT_LABEL_KEY_PREFIX, strlen(IMPORT_LABEL_KEY_PREFIX));
 		o = strlen(IMPORT_LABEL_KEY_PREFIX);

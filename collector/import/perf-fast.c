@@ -270,8 +270,8 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 			continue;
 		p->rl[i].frame = UINT32_MAX;
 		if (memchr(l, '\0', n) || !perf_match_stack_line(l, n, &p->rl[i].sl))
-			return perf_fail_line(p, first_line + i, "a sample header or a stack line", l,
-			                 n);
+			return perf_fail_line(p, first_line + i, "a sample header or a stack line",
+			                      l, n);
 	}
 	for (size_t i = fresh; i-- > 0;) {
 		const char *l = block + p->rl[i].off;
@@ -454,4 +454,3 @@ int perf_fast_sample(struct perf *p)
 	r->line += nlines + blank;
 	return 1;
 }
-

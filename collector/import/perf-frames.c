@@ -159,7 +159,7 @@ static const char *last_arrow(const char *s, size_t n)
  * stack's frames and name bytes so far, import_stack_past), it stops
  * once the stack is past the limits and returns 1; else 0, or -errno. */
 int perf_line_frames(struct perf *p, size_t *nf, const char *func, size_t flen, const char *mod,
-                       size_t mlen, bool java, size_t *depth, size_t *bytes)
+                     size_t mlen, bool java, size_t *depth, size_t *bytes)
 {
 	int rc;
 
@@ -235,8 +235,8 @@ int perf_parse_sample(struct perf *p, uint32_t *node)
 	size_t depth = 0, bytes = 0;
 	p->names_len = 0;
 	for (size_t i = 0; i < nsl; i++) {
-		rc = perf_line_frames(p, &nf, rec + p->sl[i].func, p->sl[i].func_len, rec + p->sl[i].mod,
-		                 p->sl[i].mod_len, java, &depth, &bytes);
+		rc = perf_line_frames(p, &nf, rec + p->sl[i].func, p->sl[i].func_len,
+		                      rec + p->sl[i].mod, p->sl[i].mod_len, java, &depth, &bytes);
 		if (rc < 0)
 			return rc;
 		if (rc > 0)

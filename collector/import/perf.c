@@ -433,14 +433,16 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 		return 0;
 	if (!is_ws((unsigned char)l[0]) && perf_match_header(l, n, &h)) {
 		if (memchr(l, '\0', n))
-			return perf_fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
+			return perf_fail_line(p, p->lr.line, "a sample header or a stack line", l,
+			                      n);
 		/* perf ends every line with a newline and every header with
 		 * stack lines or a blank line, so an input that stops inside
 		 * a header was cut: refuse it rather than store a sample of
 		 * whatever part of the header is left. */
 		if (p->lr.unterminated)
 			return perf_fail_line(p, p->lr.line,
-			                 "a complete sample header followed by a newline", l, n);
+			                      "a complete sample header followed by a newline", l,
+			                      n);
 		/* A header also ends a sample that had no blank line. */
 		rc = end_sample(p);
 		if (rc < 0)
@@ -483,7 +485,8 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 				return rc < 0 ? rc : 0;
 		}
 		if (!is_ws((unsigned char)l[0]))
-			return perf_fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
+			return perf_fail_line(p, p->lr.line, "a sample header or a stack line", l,
+			                      n);
 		return perf_fail_line(p, p->lr.line, "a sample header", l, n);
 	case SKIP_SAMPLE: return 0;
 	case KEEP_SAMPLE: p->sample_bytes += n + 1; return add_stack_line(p, l, n);

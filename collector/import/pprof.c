@@ -473,10 +473,10 @@ struct pprof {
 	struct import_ctx *ctx;
 	pb_profile *p;
 	struct idmap maps, funcs, locs;
-	struct locframes *lf; /* one per location */
-	char **type;          /* each sample type's event name (type_names) */
-	size_t *slen;         /* [string index] its length */
-	struct derived *der;  /* [string index], built as needed */
+	struct locframes *lf;   /* one per location */
+	char **type;            /* each sample type's event name (type_names) */
+	size_t *slen;           /* [string index] its length */
+	struct derived *der;    /* [string index], built as needed */
 	struct labelsets *sets; /* the label sets of samples with string labels */
 };
 
@@ -744,9 +744,9 @@ static int validate(struct pprof *pp)
  * away, as the view sums over them. */
 
 struct rawlabel {
-	const char *key;     /* the mapped key */
-	size_t pos;          /* its place in the sample, for a stable sort */
-	int64_t str;         /* the value's string index */
+	const char *key; /* the mapped key */
+	size_t pos;      /* its place in the sample, for a stable sort */
+	int64_t str;     /* the value's string index */
 };
 
 static int cmp_rawlabel(const void *a, const void *b)
