@@ -159,6 +159,23 @@ else
 	fi
 fi
 
+# ---- pprof: a label per sample, past the store's bound ---------------------
+if ! command -v python3 >/dev/null; then
+	echo "skip: python3 not installed; the label-set bound check did not run"
+elif python3 "$here/data/labels/many-labels.py" "$tmp/many.pb.gz" 5000; then
+	check "import 5,001 samples with 5,000 label sets" "$collect" import --store "$tmp/many" "$tmp/many.pb.gz"
+	expect "every sample counted" 50020 "$(sum "$tmp/many" --event cpu)"
+	expect "req=r3 (within the bound)" 10 "$(sum "$tmp/many" --event cpu --label req=r3)"
+	# the store keeps the first 256 sets; the other 4,744 count under (other)
+	expect "req=(other)" 47440 "$(sum "$tmp/many" --event cpu --label "req=(other)")"
+	"$collect" export --store "$tmp/many" --label req=r4999 >/dev/null 2>&1 &&
+		bad "req=r4999, past the bound, has a series of its own"
+	expect "cpu series: 256 sets, (other), none" 258 \
+		"$("$collect" stats --store "$tmp/many" | awk '$3 == "cpu"' | wc -l)"
+else
+	bad "many-labels.py failed"
+fi
+
 # ---- perf: two named threads, --by-thread ------------------------------------
 target=$build/tests/import-threads-target
 if ! command -v perf >/dev/null; then

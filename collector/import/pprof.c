@@ -463,10 +463,17 @@ struct labelset {
 	uint32_t *ids;
 };
 
-/* An open-addressing table of label sets; cap is a power of two. */
+/* An open-addressing table of label sets; cap is a power of two.  It
+ * keeps at most LABELSETS_MAX sets: a sample of a set past them goes
+ * through `spare`, its series asked of the store (which counts it under
+ * the set's own series or, past the store's bound, its (other) set)
+ * sample by sample, so that a profile with a label per sample costs no
+ * memory per sample. */
+#define LABELSETS_MAX 4096
 struct labelsets {
 	struct labelset *e;
 	size_t n, cap;
+	struct labelset spare;
 };
 
 struct pprof {
@@ -890,6 +897,26 @@ static int labelset_get(struct pprof *pp, char *labels, struct labelset **out)
 	uint64_t h = hash_str(labels);
 	size_t types = pp->p->n_sample_type;
 
+	if (t->n >= LABELSETS_MAX) {
+		for (size_t k = h & (t->cap - 1); t->e[k].labels; k = (k + 1) & (t->cap - 1)) {
+			if (t->e[k].hash == h && strcmp(t->e[k].labels, labels) == 0) {
+				free(labels);
+				*out = &t->e[k];
+				return 0;
+			}
+		}
+		if (!t->spare.ids && !(t->spare.ids = malloc(2 * types * sizeof(uint32_t)))) {
+			free(labels);
+			return -ENOMEM;
+		}
+		free(t->spare.labels);
+		t->spare.labels = labels;
+		t->spare.hash = h;
+		memset(t->spare.ids, 0xff, 2 * types * sizeof(uint32_t));
+		*out = &t->spare;
+		return 0;
+	}
+
 	if ((t->n + 1) * 2 > t->cap) {
 		size_t ncap = t->cap ? t->cap * 2 : 64;
 		struct labelset *ne = calloc(ncap, sizeof(*ne));
@@ -938,6 +965,8 @@ static void labelsets_free(struct labelsets *t)
 		free(t->e[i].ids);
 	}
 	free(t->e);
+	free(t->spare.labels);
+	free(t->spare.ids);
 }
 
 /* ---- frames ----------------------------------------------------------- */
