@@ -37,7 +37,8 @@ static void list_of(struct store *s, const char *binary, char *out, size_t len)
 		for (const char *p = l[i].labels; p && *p && used < len; p++)
 			out[used++] = *p == '\n' ? ',' : *p;
 		if (used < len)
-			used += (size_t)snprintf(out + used, len - used, "]=%" PRIu64, l[i].samples);
+			used += (size_t)snprintf(out + used, len - used, "]=%" PRIu64,
+			                         l[i].samples);
 	}
 	if (used >= len)
 		out[len - 1] = '\0';
@@ -46,8 +47,7 @@ static void list_of(struct store *s, const char *binary, char *out, size_t len)
 
 static const char want_roundtrip[] = "[]=1;[cgroup=system.slice/x.service,thread=b]=4;[thread=a]=2";
 
-void labels_check_roundtrip(struct store *w, struct store *r, const char *binary,
-                            uint32_t ids[3])
+void labels_check_roundtrip(struct store *w, struct store *r, const char *binary, uint32_t ids[3])
 {
 	const char *both = "cgroup=system.slice/x.service\nthread=b";
 	struct store_batch *b = store_batch_new(w);
@@ -64,8 +64,8 @@ void labels_check_roundtrip(struct store *w, struct store *r, const char *binary
 	CHECK(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
 	CHECK(series_of(b, binary, "thread=a") == ids[1]);
 	/* not canonical: out of order, a trailing newline, a bad key */
-	struct store_series_key k = {NULL, binary, "1", "cpu", "count",
-	                             "thread=b\ncgroup=system.slice/x.service"};
+	struct store_series_key k = {NULL,  binary,  "1",
+	                             "cpu", "count", "thread=b\ncgroup=system.slice/x.service"};
 	CHECK(store_batch_series(b, &k, &id) == -EINVAL);
 	k.labels = "thread=a\n";
 	CHECK(store_batch_series(b, &k, &id) == -EINVAL);

@@ -18,8 +18,7 @@
  * w and (when not NULL) of reader r after a refresh.  The series' ids are
  * returned in ids[3] (none, thread=a, thread=b+cgroup) for a later
  * reopen_check. */
-void labels_check_roundtrip(struct store *w, struct store *r, const char *binary,
-                            uint32_t ids[3]);
+void labels_check_roundtrip(struct store *w, struct store *r, const char *binary, uint32_t ids[3]);
 /* After a reopen: the same keys give the same ids and the listing is
  * unchanged. */
 void labels_check_reopen(struct store *w, const char *binary, const uint32_t ids[3]);

@@ -106,7 +106,8 @@ void test_labels_api(void)
 	CHECK(v == l + 15 && len == 2);
 	CHECK(store_labels_get(l, "ex", &len) == NULL);
 	CHECK(store_labels_get(l, "thread", &len) == l + 25 && len == 1);
-	CHECK(store_labels_get("", "exe", &len) == NULL && store_labels_get(NULL, "a", NULL) == NULL);
+	CHECK(store_labels_get("", "exe", &len) == NULL &&
+	      store_labels_get(NULL, "a", NULL) == NULL);
 
 	/* each: in order, stopping at a non-zero return */
 	char joined[256] = "";

@@ -383,9 +383,10 @@ void test_reopen_stable(void)
 	struct store_frame f = {0}, g;
 	static const uint8_t bid[] = {0xde, 0xad, 0x00, 0xef};
 	uint32_t series2, series, node, fid, p, fr;
-	static const struct store_series_key key_b = {NULL, "app", "2.0", "cpu-clock",
-	                                              "nanoseconds", NULL};
-	static const struct store_series_key key_bad = {NULL, "app", "2.0", "cpu-clock", "count", NULL};
+	static const struct store_series_key key_b = {NULL,        "app",         "2.0",
+	                                              "cpu-clock", "nanoseconds", NULL};
+	static const struct store_series_key key_bad = {NULL,        "app",   "2.0",
+	                                                "cpu-clock", "count", NULL};
 
 	if (!s)
 		return;

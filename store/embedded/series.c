@@ -142,8 +142,8 @@ static int series_decode(const uint8_t *p, size_t len, bool legacy, const char *
 		if (get_varint(&p, end, &fu) < 0 || get_varint(&p, end, &lu) < 0 ||
 		    get_varint(&p, end, &r->recent) < 0)
 			return -1;
-		if (p != end && (legacy || get_bytes(&p, end, &v[5], &l[5]) < 0 || l[5] == 0 ||
-		                 p != end))
+		if (p != end &&
+		    (legacy || get_bytes(&p, end, &v[5], &l[5]) < 0 || l[5] == 0 || p != end))
 			return -1;
 		r->first_us = unzigzag(fu);
 		r->last_us = unzigzag(lu);
