@@ -58,8 +58,9 @@ static void test_args(void)
 	CHECK_STR(arg(&l, "Team=x"), "--label: key \"Team\" is not a label key; expected 1 to 32 "
 	                             "bytes of a-z, 0-9 and _, starting with a letter");
 	CHECK_STR(arg(&l, "team"), "--label: expected KEY=VALUE, got \"team\"");
-	CHECK_STR(arg(&l, "x="),
-	          "--label x: value of 0 bytes; expected 1 to 1024 bytes without control characters");
+	CHECK_STR(
+	        arg(&l, "x="),
+	        "--label x: value of 0 bytes; expected 1 to 1024 bytes without control characters");
 	CHECK_STR(arg(&l, "x=a\nb"), "--label x: value holds control byte 0x0a at byte 1; expected "
 	                             "1 to 1024 bytes without control characters");
 	CHECK_STR(arg(&l, "x=\x7f"), "--label x: value holds control byte 0x7f at byte 0; expected "
