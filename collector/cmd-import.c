@@ -474,6 +474,13 @@ static int import_file(struct import_job *job, const char *path)
 		rollup(job);
 	}
 	report_notices(&ctx, &sym, shown);
+	if (job->o.by_thread && fmt != IMPORT_FORMAT_PERF && fmt != IMPORT_FORMAT_PERF_DATA) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: --by-thread: %s input names no threads; its samples have no "
+		             "thread label\n",
+		        shown, import_format_name(fmt));
+	}
 	job->samples += ctx.samples;
 	job->bytes += ctx.bytes;
 	job->files_done++;

@@ -49,6 +49,12 @@ for input in "$tmp/in.folded" "$gperf"; do
 	fi
 done
 
+"$collect" import --store "$tmp/bt" --by-thread "$tmp/in.folded" >"$tmp/bt.out" 2>&1 ||
+	bad "--by-thread on folded input failed: $(cat "$tmp/bt.out")"
+grep -q "in.folded: --by-thread: folded input names no threads; its samples have no thread label" \
+	"$tmp/bt.out" && ok "--by-thread on folded input says it labels nothing" ||
+	bad "--by-thread on folded input: $(cat "$tmp/bt.out")"
+
 # ---- bad --label values: refused before anything is read ---------------------
 while IFS='|' read -r arg want; do
 	rm -rf "$tmp/badst"
