@@ -8,7 +8,6 @@
  * Frame kinds: inline pieces (after the first "->") INLINE, modules
  * "[kernel.*" KERNEL, unsymbolized "[unknown]" UNKNOWN, "/tmp/perf-*.map"
  * JIT, else USER; the module attribute is perf's module field verbatim.
- *
  */
 #include <errno.h>
 #include <stdbool.h>

@@ -35,7 +35,9 @@
  *    is recognized only where a sample may start (after a blank line, a
  *    one-line sample, or at the start) and only when the pc after the
  *    event is hex and a stack line follows it.
-
+ * With --by-thread each series also gets the label thread=<process name>:
+ * the comm perf prints is the thread's, so the name is the thread's too.
+ *
  * The work is in three files: this one reads the input line by line,
  * tells samples and events apart and stores each sample; perf-frames.c
  * makes a stack's frames from its stack lines (the tidying); perf-fast.c
