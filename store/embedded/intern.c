@@ -24,15 +24,21 @@
 /* Maps the whole pages of [p, p + len) in one call, where the kernel can
  * (Linux 5.14 and later), instead of one page fault at each first touch:
  * an open fills these arrays and tables at once, and a fault costs
- * several times more in a virtual machine. */
+ * several times more in a virtual machine.  At most POPULATE_MAX bytes:
+ * past that (a huge store, or a damaged one whose last id is far off)
+ * pages come as they are touched. */
+#define POPULATE_MAX ((uintptr_t)64 << 20)
 static void populate(void *p, size_t len)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
 	uintptr_t b = ((uintptr_t)p + len) & ~(page - 1);
 
-	if (len >= 16 * page && b > a)
-		(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+	if (len < 16 * page || b <= a)
+		return;
+	if (b - a > POPULATE_MAX)
+		b = a + POPULATE_MAX;
+	(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 }
 
 /* ---- arena for frame strings ------------------------------------------ */
@@ -193,8 +199,9 @@ static bool frame_eq(const struct store_frame *a, const struct store_frame *b)
 	       mem_eq(a->file, a->file_len, b->file, b->file_len);
 }
 
-/* Makes room for frames below id n without growing again; 0 or -ENOMEM. */
-int frames_reserve(struct rdb *s, uint32_t n)
+/* Room for frames below id n; fill: populate() the new room, which the
+ * caller is about to fill (not so when doubling). */
+static int frames_resize(struct rdb *s, uint32_t n, bool fill)
 {
 	struct store_frame *nfs;
 
@@ -203,10 +210,16 @@ int frames_reserve(struct rdb *s, uint32_t n)
 	nfs = realloc(s->frames, (size_t)n * sizeof(*nfs));
 	if (!nfs)
 		return -ENOMEM;
-	populate(nfs + s->frames_cap, (size_t)(n - s->frames_cap) * sizeof(*nfs));
+	if (fill)
+		populate(nfs + s->frames_cap, (size_t)(n - s->frames_cap) * sizeof(*nfs));
 	s->frames = nfs;
 	s->frames_cap = n;
 	return 0;
+}
+
+int frames_reserve(struct rdb *s, uint32_t n)
+{
+	return frames_resize(s, n, true);
 }
 
 /* Appends f as frame nframes, its strings copied into the arena, except
@@ -227,7 +240,7 @@ static int frame_put(struct rdb *s, const struct store_frame *f, bool shared_mod
 
 		if (cap < s->frames_cap)
 			cap = UINT32_MAX;
-		if (frames_reserve(s, cap) < 0)
+		if (frames_resize(s, cap, false) < 0)
 			return -ENOMEM;
 	}
 	if (total) {
@@ -392,7 +405,8 @@ uint32_t node_hash(uint32_t parent, uint32_t frame)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-int nodes_reserve(struct rdb *s, uint32_t n)
+/* As frames_resize(), for the node arrays. */
+static int nodes_resize(struct rdb *s, uint32_t n, bool fill)
 {
 	uint32_t *np, *nf;
 
@@ -406,10 +420,17 @@ int nodes_reserve(struct rdb *s, uint32_t n)
 	if (!nf)
 		return -ENOMEM;
 	s->node_frame = nf;
-	populate(np + s->nodes_cap, (size_t)(n - s->nodes_cap) * sizeof(*np));
-	populate(nf + s->nodes_cap, (size_t)(n - s->nodes_cap) * sizeof(*nf));
+	if (fill) {
+		populate(np + s->nodes_cap, (size_t)(n - s->nodes_cap) * sizeof(*np));
+		populate(nf + s->nodes_cap, (size_t)(n - s->nodes_cap) * sizeof(*nf));
+	}
 	s->nodes_cap = n;
 	return 0;
+}
+
+int nodes_reserve(struct rdb *s, uint32_t n)
+{
+	return nodes_resize(s, n, true);
 }
 
 int node_append(struct rdb *s, uint32_t parent, uint32_t frame)
@@ -421,7 +442,7 @@ int node_append(struct rdb *s, uint32_t parent, uint32_t frame)
 
 		if (cap < s->nodes_cap)
 			cap = UINT32_MAX;
-		if (nodes_reserve(s, cap) < 0)
+		if (nodes_resize(s, cap, false) < 0)
 			return -ENOMEM;
 	}
 	s->node_parent[s->nnodes] = parent;

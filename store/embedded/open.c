@@ -518,11 +518,13 @@ static int load_dictionary_parallel(struct rdb *s, int *r)
 		*r = id_bound(s, KEY_NODE, s->nnodes, &nbound);
 	if (*r == 0)
 		*r = id_bound(s, KEY_NODES, nbound, &nbound);
-	/* the arrays at their final size: no copies, no growth */
-	if (*r == 0 && (frames_reserve(s, bound) < 0 || nodes_reserve(s, nbound) < 0))
-		*r = -ENOMEM;
 	if (*r < 0)
 		return 1;
+	/* The arrays at their final size: no copies, no growth.  Only a
+	 * help: without it (a damaged store's last id can be anything) they
+	 * grow as the records come. */
+	(void)frames_reserve(s, bound);
+	(void)nodes_reserve(s, nbound);
 	l.own = malloc(sizeof(*l.own));
 	if (!l.own)
 		return 0;
