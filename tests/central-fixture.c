@@ -1,7 +1,7 @@
 /*
  * central-fixture.c — what the central store's unit tests share (the
  * test-central program is built from test-central.c, which runs them,
- * test-central-samples.c and test-central-tier.c):
+ * test-central-samples.c, test-central-tier.c and test-central-labels.c):
  * the server and a fresh database per test, SQL on it, stores opened,
  * stacks and series made by name, counts dumped as text, and the recent
  * tier's samples collected and compared.  Test code: it prints.

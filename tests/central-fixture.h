@@ -121,5 +121,9 @@ void test_readme_sql(void);
 void test_samples_prune(void);
 void test_samples_two_writers(void);
 void test_samples_block(void);
+/* test-central-labels.c */
+void test_labels(void);
+void test_labels_upgrade(void);
+void test_labels_push(void);
 
 #endif

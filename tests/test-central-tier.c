@@ -37,7 +37,10 @@ void test_samples_upgrade(void)
 	store_batch_free(b);
 	store_close(w);
 	/* as schema 2 left it */
-	CHECK(sql("c_up", "DROP VIEW sample_entries; DROP FUNCTION flamefs_samples(int8, bytea);"
+	CHECK(sql("c_up", "DROP VIEW series_labels; DROP FUNCTION flamefs_labels(bytea);"
+	                  " ALTER TABLE series DROP CONSTRAINT series_key, DROP COLUMN labels;"
+	                  " ALTER TABLE series ADD UNIQUE (host, binary_name, version, event);"
+	                  " DROP VIEW sample_entries; DROP FUNCTION flamefs_samples(int8, bytea);"
 	                  " DROP TABLE samples; DROP TABLE series_recent;"
 	                  " DELETE FROM flamefs_meta WHERE key = 'oldest_reader';"
 	                  " UPDATE flamefs_meta SET value = '2' WHERE key = 'schema'") != NULL);
@@ -55,14 +58,17 @@ void test_samples_upgrade(void)
 	CHECK(store_footprint(r2, &fp) == 0 && fp.samples_bytes == 0 && fp.samples == 0);
 	CHECK(store_keep_samples(r2) == STORE_DEFAULT_KEEP_SAMPLES);
 	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "2");
-	/* the first writer upgrades it, in one step */
+	/* the step to 4 alters `series`: it waits for the readers whose
+	 * snapshot read it, until they refresh */
+	CHECK(store_refresh(r2) == 0);
+	/* the first writer upgrades it, step by step */
 	w = open_ok("c_up", 0);
 	if (!w) {
 		store_close(r2);
 		return;
 	}
-	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "3");
-	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"), "3");
+	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "4");
+	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"), "4");
 	CHECK_STR(sql("c_up", "SELECT first_us || ' ' || last_us || ' ' || samples"
 	                      " FROM series_recent"),
 	          "1700000047000000 1700000105000000 0");
@@ -88,22 +94,22 @@ void test_samples_upgrade(void)
 	          "1700000040 main;old 3 30\n1700000100 main;old 2 17\n");
 	store_close(r2);
 	/* a writer refuses to commit into a schema another flamefs moved */
-	sql("c_up", "UPDATE flamefs_meta SET value = '4' WHERE key = 'schema'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '5' WHERE key = 'schema'");
 	b = store_batch_new(w);
 	CHECK(store_batch_add(b, series(b, "h", "app"), T0, node, 1, 1) == 0);
 	CHECK(store_batch_commit(b) < 0);
-	CHECK(strstr(store_errmsg(w), "schema version 4 is not the one this flamefs writes (3)") !=
+	CHECK(strstr(store_errmsg(w), "schema version 5 is not the one this flamefs writes (4)") !=
 	      NULL);
 	store_batch_free(b);
 	store_close(w);
-	/* readers read it while it says readers of 3 do */
+	/* readers read it while it says readers of 4 do */
 	store_close(open_ok("c_up", STORE_READONLY));
-	sql("c_up", "UPDATE flamefs_meta SET value = '4' WHERE key = 'oldest_reader'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '5' WHERE key = 'oldest_reader'");
 	expect_open_error(uri("c_up"), STORE_READONLY, -EPROTONOSUPPORT,
-	                  "schema version 4 is newer than this flamefs understands (3)", NULL);
-	sql("c_up", "UPDATE flamefs_meta SET value = '3' WHERE key = 'oldest_reader'");
+	                  "schema version 5 is newer than this flamefs understands (4)", NULL);
+	sql("c_up", "UPDATE flamefs_meta SET value = '4' WHERE key = 'oldest_reader'");
 	/* bad keep_samples */
-	sql("c_up", "UPDATE flamefs_meta SET value = '3' WHERE key = 'schema'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '4' WHERE key = 'schema'");
 	sql("c_up", "INSERT INTO flamefs_meta VALUES ('keep_samples', '-5')");
 	expect_open_error(uri("c_up"), STORE_READONLY, -EIO,
 	                  "store is damaged: flamefs_meta's keep_samples", NULL);

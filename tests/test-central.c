@@ -12,8 +12,8 @@
  * the backend are called through store-internal.h, as store_copy() will.
  * This file: writing and reading, two writers, collisions, copies, prune,
  * refusals, reconnecting, hostile databases; the recent tier's tests are
- * in test-central-samples.c and test-central-tier.c (central-fixture.h
- * lists them).
+ * in test-central-samples.c and test-central-tier.c, labels' in
+ * test-central-labels.c (central-fixture.h lists them).
  */
 #include "central-fixture.h"
 
@@ -544,15 +544,15 @@ void test_refusals(void)
 	fresh_db("c_future");
 	store_close(open_ok("c_future", STORE_CREATE));
 	sql("c_future", "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'");
-	sql("c_future", "UPDATE flamefs_meta SET value = '4' WHERE key = 'oldest_reader'");
+	sql("c_future", "UPDATE flamefs_meta SET value = '5' WHERE key = 'oldest_reader'");
 	snprintf(want, sizeof(want),
-	         "%s: schema version 9 is newer than this flamefs understands (3)",
+	         "%s: schema version 9 is newer than this flamefs understands (4)",
 	         uri("c_future"));
 	expect_open_error(uri("c_future"), 0, -EPROTONOSUPPORT, want, NULL);
 	expect_open_error(uri("c_future"), STORE_READONLY, -EPROTONOSUPPORT, want, NULL);
 	/* A newer schema that says readers of this one read it correctly is
 	 * read; it is never written. */
-	sql("c_future", "UPDATE flamefs_meta SET value = '3' WHERE key = 'oldest_reader'");
+	sql("c_future", "UPDATE flamefs_meta SET value = '4' WHERE key = 'oldest_reader'");
 	store_close(open_ok("c_future", STORE_READONLY));
 	expect_open_error(uri("c_future"), 0, -EPROTONOSUPPORT, want, NULL);
 	sql("c_future", "DELETE FROM flamefs_meta WHERE key = 'oldest_reader'");
@@ -700,8 +700,10 @@ static void hostile_db(const char *db, const char *tamper)
 	store_batch_free(b);
 	store_close(w);
 	/* the views stand in the way of altering their tables' columns */
-	CHECK(sql(db, "DROP VIEW count_entries; DROP VIEW nodes; DROP VIEW frames; %s", tamper) !=
-	      NULL);
+	CHECK(sql(db,
+	          "DROP VIEW count_entries; DROP VIEW nodes; DROP VIEW frames;"
+	          " DROP VIEW series_labels; %s",
+	          tamper) != NULL);
 }
 
 static void expect_unexpected(struct store *s, int r, const char *what)
@@ -818,5 +820,8 @@ int main(int argc, char **argv)
 	run("samples_prune", test_samples_prune);
 	run("samples_two_writers", test_samples_two_writers);
 	run("readme_sql", test_readme_sql);
+	run("labels", test_labels);
+	run("labels_upgrade", test_labels_upgrade);
+	run("labels_push", test_labels_push);
 	return central_failures ? 1 : 0;
 }
