@@ -1,19 +1,43 @@
 /*
  * vfs-target.c — a program whose VFS traffic is known exactly, for
- * test-vfs.sh: `vfs-target FILE CALLS SIZE` writes CALLS blocks of SIZE
- * bytes to FILE from write_all(), one write(2) each, then reads them back
- * from read_all(), one read(2) of SIZE each until end of file, and prints
- * "written BYTES" and "read BYTES", the totals the calls returned.  It
- * moves nothing else through read(2) or write(2) on FILE: stdout is
- * written once, at the end.
+ * test-vfs.sh: `vfs-target FILE CALLS SIZE` first waits for a line (or
+ * the end) on stdin, so that a recorder can attach to it loaded; then a
+ * thread of its own writes 16 MiB to /dev/null (warm_up), 1 MiB each 50
+ * ms, so that a recorder attached with -p, which builds a file's unwind
+ * table when a stack first meets it (libc's, then, its walks reaching
+ * further, this program's), has both when the main thread, 1 s later,
+ * writes CALLS blocks of SIZE bytes to FILE from write_all(), one write(2)
+ * each, reads them back from read_all(), one read(2) of SIZE each until
+ * end of file, and prints "written BYTES" and "read BYTES", the totals the
+ * calls returned.  Its main thread moves nothing else through read(2)
+ * or write(2) but that line and stdout, written once, at the end.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static unsigned char buf[1 << 20];
+
+__attribute__((noinline)) static void *warm_up(void *unused)
+{
+	static char zero[1 << 20];
+	struct timespec pause = {0, 50 * 1000 * 1000};
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	(void)unused;
+	for (int i = 0; fd >= 0 && i < 16; i++) {
+		if (write(fd, zero, sizeof(zero)) < 0)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
 
 __attribute__((noinline)) static long long write_all(int fd, long calls, size_t size)
 {
@@ -64,6 +88,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vfs-target: SIZE: 1 to %zu bytes, got %s\n", sizeof(buf), argv[3]);
 		return 2;
 	}
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin) && ferror(stdin)) {
+		perror("vfs-target: stdin");
+		return 1;
+	}
+	pthread_t t;
+	if (pthread_create(&t, NULL, warm_up, NULL) != 0 || pthread_join(t, NULL) != 0) {
+		fprintf(stderr, "vfs-target: cannot run the warm-up thread\n");
+		return 1;
+	}
+	sleep(1);
 	memset(buf, 'x', sizeof(buf));
 	int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
