@@ -349,9 +349,10 @@ static __always_inline __u64 fd_file(__u64 fd)
 	return kmember(kmember(fdt, fdt_fd, 8) + fd * 8, 0, 8);
 }
 
-/* One call of the current thread moved ret > 0 bytes through fd in
- * direction dir (0 read, 1 write). */
-static __always_inline void vfs_done(void *ctx, __u64 fd, __s64 ret, __u32 dir)
+/* One call of the current thread moved ret > 0 bytes through the fd in
+ * its system call's argument at pt_regs offset fd_at, in direction dir (0
+ * read, 1 write).  The fd is read only when a stack is taken. */
+static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 ret, __u32 dir)
 {
 	__u32 ev = dir ? PROFILE_EV_VFS_WRITE : PROFILE_EV_VFS_READ;
 	__u32 every = ev_every[ev], tgid = bpf_get_current_pid_tgid() >> 32;
@@ -386,11 +387,11 @@ static __always_inline void vfs_done(void *ctx, __u64 fd, __s64 ret, __u32 dir)
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (*(volatile __u32 *)&active) {
 		take_key(ctx, false, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
-		key.fs = fs_index(fd_file(fd));
+		key.fs = fs_index(fd_file(kmember(regs, fd_at, 8)));
 		add_sample(&samples1, &counts1, &key, weight, ts, tid);
 	} else {
 		take_key(ctx, false, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
-		key.fs = fs_index(fd_file(fd));
+		key.fs = fs_index(fd_file(kmember(regs, fd_at, 8)));
 		add_sample(&samples0, &counts0, &key, weight, ts, tid);
 	}
 }
@@ -425,20 +426,20 @@ int on_sys_exit(void *ctx)
 	case NR_pread64:
 	case NR_readv:
 	case NR_preadv:
-	case NR_preadv2: vfs_done(ctx, kmember(regs, regs_arg0, 8), ret, 0); return 0;
+	case NR_preadv2: vfs_done(ctx, regs, regs_arg0, ret, 0); return 0;
 	case NR_write:
 	case NR_pwrite64:
 	case NR_writev:
 	case NR_pwritev:
-	case NR_pwritev2: vfs_done(ctx, kmember(regs, regs_arg0, 8), ret, 1); return 0;
+	case NR_pwritev2: vfs_done(ctx, regs, regs_arg0, ret, 1); return 0;
 	case NR_sendfile: /* (out_fd, in_fd, ...) */
-		vfs_done(ctx, kmember(regs, regs_arg1, 8), ret, 0);
-		vfs_done(ctx, kmember(regs, regs_arg0, 8), ret, 1);
+		vfs_done(ctx, regs, regs_arg1, ret, 0);
+		vfs_done(ctx, regs, regs_arg0, ret, 1);
 		return 0;
 	case NR_splice:          /* (fd_in, off_in, fd_out, ...) */
 	case NR_copy_file_range: /* the same */
-		vfs_done(ctx, kmember(regs, regs_arg0, 8), ret, 0);
-		vfs_done(ctx, kmember(regs, regs_arg2, 8), ret, 1);
+		vfs_done(ctx, regs, regs_arg0, ret, 0);
+		vfs_done(ctx, regs, regs_arg2, ret, 1);
 		return 0;
 	}
 	return 0;
