@@ -357,18 +357,26 @@ static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 r
 	__u32 ev = dir ? PROFILE_EV_VFS_WRITE : PROFILE_EV_VFS_READ;
 	__u32 every = ev_every[ev], tgid = bpf_get_current_pid_tgid() >> 32;
 	struct vfs_thread *t;
+	struct task_struct *task;
 	struct profile_key key;
 	__u64 *all, weight;
 
-	if (!(ev_flags[ev] & PROFILE_EV_ON) || !followed(tgid))
+	if (!(ev_flags[ev] & PROFILE_EV_ON))
 		return;
+	/* A thread with storage is followed: it got it that way, and a
+	 * process stays followed until it exits. */
+	task = bpf_get_current_task_btf();
+	t = bpf_task_storage_get(&vfs_threads, task, 0, 0);
+	if (!t) {
+		if (!followed(tgid))
+			return;
+		t = bpf_task_storage_get(&vfs_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t)
+			return;
+	}
 	all = bpf_map_lookup_elem(&vfs_bytes, &dir);
 	if (all)
 		*all += (__u64)ret;
-	t = bpf_task_storage_get(&vfs_threads, bpf_get_current_task_btf(), 0,
-	                         BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!t)
-		return;
 	if (every < 1)
 		every = 1;
 	if (!t->next[dir])

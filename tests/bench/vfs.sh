@@ -4,7 +4,10 @@
 # nothing.
 #   usage: sudo bash tests/bench/vfs.sh
 #   env:   COUNT=BLOCKS (default 262144: 1 GiB in 4 KiB blocks), REPS=N
-#          (default 7 rounds), BENCH_BUILD, BENCH_DIR (tests/bench/lib.sh)
+#          (default 7 rounds), MODES (default "none other vfs vfs:1": dd
+#          alone, beside a recording of another process, and recorded with
+#          each -e spec that follows), BENCH_BUILD, BENCH_DIR
+#          (tests/bench/lib.sh)
 #
 # `dd if=/dev/zero of=/dev/shm/… bs=4k count=COUNT` at full speed, each
 # round running, one after the other: dd alone; dd under
@@ -28,12 +31,15 @@ reps=${REPS:-7}
 bench_machine
 bench_wait_quiet 2.0 60 || echo "# (busier than wanted; figures are medians of interleaved rounds)"
 
-# run MODE: one dd, alone or recorded; prints dd's seconds.
+# run MODE: one dd, alone or recorded; prints dd's CPU time (user + sys,
+# from wait4: the system calls and the BPF program they run are dd's; a
+# busy machine inflates wall time, not this) and its own wall time.
 run() {
-	local out=$work/x err=$work/dd.err
+	local out=$work/x err=$work/dd.err ru=$work/ru
+	local dd=("${rusage[@]}" "$ru" dd if=/dev/zero of="$out" bs=4k count="$count")
 	rm -f "$out"
 	case $1 in
-	none) dd if=/dev/zero of="$out" bs=4k count="$count" 2>"$err" ;;
+	none) "${dd[@]}" 2>"$err" ;;
 	other)
 		rm -rf "$work/store"
 		sleep 600 &
@@ -41,7 +47,7 @@ run() {
 		"$fc" record --store "$work/store" -e vfs -p "$idle" 2>"$work/other.err" &
 		rec=$!
 		for _ in $(seq 600); do grep -q 'Ctrl-C stops' "$work/other.err" 2>/dev/null && break; sleep 0.05; done
-		dd if=/dev/zero of="$out" bs=4k count="$count" 2>"$err"
+		"${dd[@]}" 2>"$err"
 		kill -INT "$rec"
 		wait "$rec"
 		kill "$idle"
@@ -50,37 +56,42 @@ run() {
 	*)
 		# dd's stderr is the recorder's
 		rm -rf "$work/store"
-		"$fc" record --store "$work/store" -e "$1" -- \
-			dd if=/dev/zero of="$out" bs=4k count="$count" 2>"$err" ||
+		"$fc" record --store "$work/store" -e "$1" -- "${dd[@]}" 2>"$err" ||
 			{ cat "$err" >&2; exit 1; }
 		;;
 	esac
-	sed -n 's/.* copied, \([0-9.]*\) s, .*/\1/p' "$err"
+	awk '{ printf "%.6f", $2 + $3 }' "$ru"
+	printf ' %s\n' "$(sed -n 's/.* copied, \([0-9.]*\) s, .*/\1/p' "$err")"
 }
 
-modes=(none other vfs vfs:1)
-declare -A times
+modes=()
+read -ra modes <<<"${MODES:-none other vfs vfs:1}"
+declare -A cpu wall
 for ((i = 0; i < reps; i++)); do
 	for m in "${modes[@]}"; do
-		times[$m]+="$(run "$m") "
+		read -r c w <<<"$(run "$m")"
+		cpu[$m]+="$c "
+		wall[$m]+="$w "
 	done
 done
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-med() { tr ' ' '\n' <<<"${times[$1]}" | grep . | median; }
-base=$(med none)
+med() { tr ' ' '\n' <<<"$1" | grep . | median; }
+base=$(med "${cpu[none]}")
+wbase=$(med "${wall[none]}")
 echo
-echo "dd if=/dev/zero of=/dev/shm/... bs=4k count=$count, $reps rounds, median of dd's own time:"
+echo "dd if=/dev/zero of=/dev/shm/... bs=4k count=$count, $reps rounds, medians of dd's CPU time (user + sys)"
+echo "and of its own wall time:"
 echo
-echo "| | dd time (s) | MB/s | slowdown | rounds (s) |"
-echo "|---|---|---|---|---|"
+echo "| | dd CPU (s) | CPU slowdown | dd wall (s) | wall slowdown | CPU of each round (s) |"
+echo "|---|---|---|---|---|---|"
 for m in "${modes[@]}"; do
-	t=$(med "$m")
-	awk -v m="$m" -v t="$t" -v b="$base" -v c="$count" -v all="${times[$m]}" 'BEGIN {
+	awk -v m="$m" -v t="$(med "${cpu[$m]}")" -v b="$base" -v w="$(med "${wall[$m]}")" -v wb="$wbase" \
+		-v all="${cpu[$m]}" 'BEGIN {
 		name = m == "none" ? "dd alone" : m == "other" ? "dd beside record -e vfs -p IDLE (not followed)" : "record -e " m " -- dd"
-		printf "| %s | %.3f | %.0f | %+.1f%% | %s|\n", name, t, c * 4096 / t / 1e6, (t / b - 1) * 100, all }'
+		printf "| %s | %.3f | %+.1f%% | %.3f | %+.1f%% | %s|\n", name, t, (t / b - 1) * 100, w, (w / wb - 1) * 100, all }'
 done
 echo
-awk -v t="$(med vfs:1)" -v b="$base" -v c="$count" 'BEGIN {
-	printf "one unsampled event (a stack per call): %.0f ns ((median vfs:1 - median alone) / %d calls)\n",
+[ -n "${cpu[vfs:1]:-}" ] && awk -v t="$(med "${cpu[vfs:1]}")" -v b="$base" -v c="$count" 'BEGIN {
+	printf "one unsampled event (a stack per call): %.0f ns of dd'"'"'s CPU ((median vfs:1 - median alone) / %d calls)\n",
 		(t - b) * 1e9 / (2 * c), 2 * c }'
 echo "# load average at the end: $(bench_load)"
