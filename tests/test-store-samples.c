@@ -323,7 +323,8 @@ static void shuffle(struct smp_list *l)
 
 /* ---- tests ----------------------------------------------------------------- */
 
-static const struct store_series_key key_wall = {NULL, "wall", "1", "cpu-clock", "nanoseconds", NULL};
+static const struct store_series_key key_wall = {NULL,        "wall",        "1",
+                                                 "cpu-clock", "nanoseconds", NULL};
 static const struct store_series_key key_neg = {NULL, "old", "1", "cpu-clock", "nanoseconds", NULL};
 
 /* Samples in, in shuffled order over several commits (so a bucket's
@@ -755,7 +756,7 @@ void test_samples_old_schema(void)
 	store_close(s);
 	if (sf_raw_open(dir, &w)) {
 		v = sf_raw_get(&w, "mschema", 7, &vlen);
-		CHECK(v && vlen == 4 && v[3] == 4);
+		CHECK(v && vlen == 4 && v[3] == STORE_SCHEMA_VERSION);
 		rocksdb_free(v);
 	}
 	sf_raw_close(&w);
