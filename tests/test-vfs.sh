@@ -18,7 +18,10 @@
 #       stored weight is 0 or the bytes moved up to the call that reached
 #       it (at most 1000), and the summary still counts all 1000 moved; with
 #       vfs:64 (every threshold below 100) each call takes a stack: 1000;
-#   (d) refusals: vfs:0, vfs:2G, vfs:x, vfs given twice.
+#   (d) refusals: vfs:0, vfs:2G, vfs:x, vfs given twice;
+#   (e) a 32-bit process (tests/vfs-compat.c, built here when cc -m32 can):
+#       its calls are not counted, neither its writes nor its 1000 getpid
+#       calls, whose number is a 64-bit task's writev.
 #   usage: tests/test-vfs.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-vfs.sh BUILD_DIR}
@@ -161,4 +164,15 @@ for spec in vfs:0 vfs:2G vfs:x vfs,vfs-write; do
 		bad "(d) -e $spec: exit $rc, $(cat "$tmp/d.err")"
 	fi
 done
+# ---- (e) a 32-bit process ---------------------------------------------------------------
+if ${CC:-cc} -m32 -O1 -nostdlib -static -ffreestanding -fno-pic -fno-stack-protector \
+	-o "$tmp/compat" "$here/vfs-compat.c" 2>"$tmp/cc.err"; then
+	s=$tmp/e
+	"$collect" record --verbose --store "$s" -e vfs-write:1 -- "$tmp/compat" >"$s.out" 2>"$s.err"
+	between "(e) a 32-bit process: its 409600 bytes written, 409600 on stdout" "$(stat -c %s "$s.out")" 409600 409600
+	between "(e) a 32-bit process: no vfs-write counted (not its writes, not its getpid as writev)" \
+		"$(moved "$s.err" vfs-write)" 0 0
+else
+	skip "(e) no 32-bit x86 build here ($(head -1 "$tmp/cc.err")): a 32-bit process not checked"
+fi
 finish

@@ -868,8 +868,7 @@ static bool tracing_frame(const char *name, size_t len)
 {
 	static const char *const prefixes[] = {
 	        "bpf_prog_",      "bpf_trace_run", "__bpf_trace_",           "perf_trace_",
-	        "trace_call_bpf", "__traceiter_",  "trace_event_raw_event_", "bpf_tracing_",
-	        "bpf_trampoline_"};
+	        "trace_call_bpf", "__traceiter_",  "trace_event_raw_event_", "bpf_tracing_"};
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		size_t pl = strlen(prefixes[i]);
 		if (len >= pl && memcmp(name, prefixes[i], pl) == 0)

@@ -273,8 +273,8 @@ int on_recv(void *ctx)
  * page cache or not): read, pread64, readv, preadv, preadv2 read their fd;
  * write, pwrite64, writev, pwritev, pwritev2 write theirs; sendfile,
  * splice and copy_file_range read their in fd and write their out fd (two
- * events).  x86-64 system call numbers; a 32-bit process's calls are not
- * seen.  The file system is that of the file the fd names at the return.
+ * events).  x86-64 system call numbers; a 32-bit process's calls
+ * (TS_COMPAT) are not counted.  The file system is that of the file the fd names at the return.
  *
  * Sampled by bytes, per thread and direction: each thread adds what its
  * calls move, and the call that brings the sum to the thread's threshold
@@ -417,6 +417,7 @@ static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 r
 #define NR_copy_file_range 326
 #define NR_preadv2         327
 #define NR_pwritev2        328
+#define TS_COMPAT          0x0002 /* thread_info.status: a 32-bit call */
 
 /* (struct pt_regs *regs, long ret) */
 SEC("raw_tp/sys_exit")
@@ -424,31 +425,39 @@ int on_sys_exit(void *ctx)
 {
 	const __u64 *args = ctx;
 	__s64 ret = (__s64)args[1];
-	__u64 regs = args[0], nr;
+	__u64 regs = args[0];
+	__u32 in = 0, out = 0; /* the fds' pt_regs offsets, 0: none */
 
 	if (ret <= 0)
 		return 0;
-	nr = kmember(regs, regs_nr, 8);
-	switch (nr) {
+	switch (kmember(regs, regs_nr, 8)) {
 	case NR_read:
 	case NR_pread64:
 	case NR_readv:
 	case NR_preadv:
-	case NR_preadv2: vfs_done(ctx, regs, regs_arg0, ret, 0); return 0;
+	case NR_preadv2: in = regs_arg0; break;
 	case NR_write:
 	case NR_pwrite64:
 	case NR_writev:
 	case NR_pwritev:
-	case NR_pwritev2: vfs_done(ctx, regs, regs_arg0, ret, 1); return 0;
+	case NR_pwritev2: out = regs_arg0; break;
 	case NR_sendfile: /* (out_fd, in_fd, ...) */
-		vfs_done(ctx, regs, regs_arg1, ret, 0);
-		vfs_done(ctx, regs, regs_arg0, ret, 1);
-		return 0;
+		in = regs_arg1;
+		out = regs_arg0;
+		break;
 	case NR_splice:          /* (fd_in, off_in, fd_out, ...) */
 	case NR_copy_file_range: /* the same */
-		vfs_done(ctx, regs, regs_arg0, ret, 0);
-		vfs_done(ctx, regs, regs_arg2, ret, 1);
-		return 0;
+		in = regs_arg0;
+		out = regs_arg2;
+		break;
+	default: return 0;
 	}
+	/* A 32-bit task's numbers are other calls (its 20 is getpid). */
+	if (kmember((__u64)bpf_get_current_task(), ti_status, 4) & TS_COMPAT)
+		return 0;
+	if (in)
+		vfs_done(ctx, regs, in, ret, 0);
+	if (out)
+		vfs_done(ctx, regs, out, ret, 1);
 	return 0;
 }

@@ -88,6 +88,8 @@ const volatile __u32 sk_family = 0, sk_protocol = 0;
  * file system's name, file.f_inode, inode.i_sb, super_block.s_type and
  * file_system_type.name. */
 const volatile __u32 regs_nr = 0, regs_arg0 = 0, regs_arg1 = 0, regs_arg2 = 0;
+/* task_struct.thread_info.status (x86: TS_COMPAT marks a 32-bit call) */
+const volatile __u32 ti_status = 0;
 const volatile __u32 task_files = 0, files_fdt = 0, fdt_max_fds = 0, fdt_fd = 0;
 const volatile __u32 vfs_f_inode = 0, vfs_i_sb = 0, sb_type = 0, fstype_name = 0;
 
