@@ -181,15 +181,18 @@ ab() {
 			rm -rf "$work/s"
 			cp -a "$work/existing.orig" "$work/s"
 			if command -v perf >/dev/null; then
-				timed /dev/null "$work/err.txt" perf stat -x, -e task-clock -o "$work/cpu.txt" \
-					"$p" import --store "$work/s" "$work/small.folded"
+				# the wall from perf's duration_time: the command's
+				# alone, without perf's own start
+				timed /dev/null "$work/err.txt" perf stat -x, -e task-clock,duration_time \
+					-o "$work/cpu.txt" "$p" import --store "$work/s" "$work/small.folded"
 				c[$p]+="$(awk -F, '/task-clock/ { printf "%.2f", $1 }' "$work/cpu.txt") "
+				w[$p]+="$(awk -F, '/duration_time/ { printf "%.1f", $1 / 1e6 }' "$work/cpu.txt") "
 			else
 				timed /dev/null "$work/err.txt" /usr/bin/time -o "$work/cpu.txt" -f '%U %S' \
 					"$p" import --store "$work/s" "$work/small.folded"
 				c[$p]+="$(awk '{ printf "%.0f", ($1 + $2) * 1000 }' "$work/cpu.txt") "
+				w[$p]+="$(ms "$t0" "$t1") "
 			fi
-			w[$p]+="$(ms "$t0" "$t1") "
 		done
 	done
 	for p in "$@"; do
