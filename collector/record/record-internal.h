@@ -362,9 +362,38 @@ int record_setup_events(struct recorder *r, const struct options *o);
  * a message.  Returns 0, or -ENODEV when none could be. */
 int record_attach_events(struct recorder *r);
 
-/* record.c */
-/* --help's text, on f. */
-void record_usage(FILE *f);
+/* usage.c */
+#include "usage-internal.h"
+
+/* setup.c */
+/* The BPF program: opened, its read-only settings and map sizes set
+ * (the events, the kernel's offsets, the unwinder's mode, the loader's
+ * hook in *ldso if there is one: *have_ldso), loaded.  0 or -errno, also
+ * given to record_fail(), as for each below. */
+struct ldso_probe;
+int record_open_bpf(struct recorder *r, const struct options *o, struct ldso_probe *ldso,
+                    bool *have_ldso);
+/* The maps the drain reads, and the unwinder over its maps. */
+int record_wire_maps(struct recorder *r, const struct options *o);
+/* The event ring buffer, the samples rings and the process events:
+ * fork, exec, exit (all three needed), the exec's beginning and the
+ * loader's hook (optional). */
+int record_attach_process_events(struct recorder *r, const struct options *o,
+                                 const struct ldso_probe *ldso, bool have_ldso);
+/* One cpu-clock perf event per online CPU, the sampler attached to each. */
+int record_open_cpu_events(struct recorder *r);
+/* Detaches and closes them; again does nothing. */
+void record_close_cpu_events(struct recorder *r);
+
+/* target.c */
+/* What to follow: -p's processes, or COMMAND, started held (*go_fd
+ * releases it). */
+int record_start_target(struct recorder *r, const struct options *o, int *go_fd);
+/* The events of -e and the CPU sampling, attached; then the running
+ * processes read (-a) and COMMAND released.  Closes go_fd. */
+int record_start_sampling(struct recorder *r, const struct options *o, int go_fd);
+/* Notes COMMAND's exit (r->child_exited, r->child_status), not waiting. */
+void record_reap_child(struct recorder *r);
 
 /* cmdline.c */
 /* Reads record's command line into o, printing its own messages.
