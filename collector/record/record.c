@@ -147,6 +147,20 @@ static int alloc_state(struct recorder *r, const struct options *o)
 		record_fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
+	if (o->labels && record_labels_new(&r->labels, o->labels) < 0) {
+		record_fail(r, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+	unsigned lost = o->labels & ~record_labels_want(r->labels);
+	if (lost)
+		fprintf(stderr,
+		        PROG ": no cgroup2 mount can be read (/proc/self/mounts): samples are "
+		             "recorded without the %s label%s\n",
+		        lost == (RECORD_LABEL_CGROUP | RECORD_LABEL_CONTAINER)
+		                ? "cgroup and container"
+		        : lost == RECORD_LABEL_CGROUP ? "cgroup"
+		                                      : "container",
+		        lost == (RECORD_LABEL_CGROUP | RECORD_LABEL_CONTAINER) ? "s" : "");
 	symbolize_set_lines(r->sym, o->lines);
 	symbolize_set_inline(r->sym, o->inlines);
 	return 0;
@@ -359,6 +373,7 @@ static void cleanup(struct recorder *r)
 	ring_buffer__free(r->srb[1]);
 	profile_bpf__destroy(r->skel);
 	record_late_free(r->late);
+	record_labels_free(r->labels);
 	symbolize_free(r->sym);
 	record_push_stop(r->pusher);
 	store_close(r->store);

@@ -370,6 +370,9 @@ int record_open_bpf(struct recorder *r, const struct options *o, struct ldso_pro
 	r->skel->rodata->unwind_mode = o->unwind;
 	r->skel->rodata->python_on = python_walks(o);
 	r->skel->rodata->moments_on = r->keep_samples > 0;
+	unsigned labels = record_labels_want(r->labels);
+	r->skel->rodata->label_cgroup = labels & (RECORD_LABEL_CGROUP | RECORD_LABEL_CONTAINER);
+	r->skel->rodata->label_thread = labels & RECORD_LABEL_THREAD;
 	char lerr[PATH_MAX + 128];
 	*have_ldso = ldso_find(LDSO_INTERP, ldso, lerr, sizeof(lerr)) == 0;
 	if (*have_ldso)
