@@ -7,7 +7,9 @@
 #      under the cgroup2 mount (one named like a docker scope,
 #      docker-<64 hex>.scope), one running work_a and the other work_b:
 #      each cgroup's series hold only their copy's function; the docker
-#      one has the container label (the 64 hex digits), the other none.
+#      one has the container label (the 64 hex digits), the other none;
+#      cri-containerd-<id>.scope (under kubepods.slice), libpod-<id>.scope,
+#      crio-<id>.scope and docker/<id> give their ids, libpod-conmon-… none.
 #  (b) labels-target with two named threads running 3/4 and 1/4 of the
 #      loop iterations: the thread label splits the samples 0.75/0.25
 #      (within 0.05); a thread named with an escape sequence is stored
@@ -36,13 +38,11 @@ cgroot=
 e2e_on_exit() {
 	# Move anything left back to the root and remove the test's cgroups.
 	if [ -n "$cgroot" ] && [ -d "$cgroot" ]; then
-		for d in "$cgroot"/*/; do
-			[ -d "$d" ] || continue
+		find "$cgroot" -depth -type d | while read -r d; do
 			while read -r p; do echo "$p" >"$cgmount/cgroup.procs" 2>/dev/null; done \
 				<"$d/cgroup.procs"
 			rmdir "$d" 2>/dev/null
 		done
-		rmdir "$cgroot" 2>/dev/null
 	fi
 }
 
@@ -95,6 +95,28 @@ else
 		grep -q "^$rel/svc-a.service " "$tmp/cg.stats"
 	check "(a) stats --by container lists the container" \
 		sh -c "'$collect' stats --store '$tmp/cg' --by container | grep -q '^$hex '"
+	# The other runtimes' shapes, each a cgroup of its own with a short run.
+	h2=$(printf '%s' "$hex" | sha256sum | cut -c1-64)
+	mkdir -p "$cgroot/kubepods.slice/cri-containerd-$h2.scope" "$cgroot/libpod-${h2:0:40}.scope" \
+		"$cgroot/crio-${h2:0:32}.scope" "$cgroot/docker/$h2" "$cgroot/libpod-conmon-$h2.scope"
+	script=
+	for d in kubepods.slice/cri-containerd-$h2.scope libpod-${h2:0:40}.scope crio-${h2:0:32}.scope \
+		docker/$h2 libpod-conmon-$h2.scope; do
+		script+="(echo \$BASHPID >'$cgroot/$d/cgroup.procs' && exec '$target' work-a 150000000) & "
+	done
+	"$collect" record --store "$tmp/rt" -F 499 -- bash -c "$script wait" 2>"$tmp/rt.err" ||
+		{ bad "(a) record of the runtimes' shapes failed"; cat "$tmp/rt.err"; }
+	"$folded" "$tmp/rt" | grep -P '\tlabels-target\t' >"$tmp/rt.folded"
+	for pair in "kubepods\\.slice/cri-containerd-$h2\\.scope $h2" "libpod-${h2:0:40}\\.scope ${h2:0:40}" \
+		"crio-${h2:0:32}\\.scope ${h2:0:32}" "docker/$h2 $h2"; do
+		set -- $pair
+		n=$(awk -F '\t' -v c="(^|\\|)cgroup=$rel/$1(\\||\$)" -v k="(^|\\|)container=$2(\\||\$)" \
+			'$1 ~ c { all++; if ($1 ~ k) got++ } END { printf "%d %d\n", all, got }' "$tmp/rt.folded")
+		check "(a) cgroup $rel/$1 gives container ${2:0:12}… (stacks, with the label: $n)" \
+			awk -v n="$n" 'BEGIN { split(n, a, " "); exit !(a[1] > 0 && a[1] == a[2]) }'
+	done
+	n=$(awk -F '\t' -v c="(^|\\|)cgroup=$rel/libpod-conmon-" '$1 ~ c && $1 ~ /(^|\|)container=/' "$tmp/rt.folded" | wc -l)
+	check "(a) podman's conmon scope (libpod-conmon-…) gives no container label" test "$n" -eq 0
 	e2e_on_exit
 	cgroot=
 fi
