@@ -21,7 +21,9 @@
 # runs, so processes start all the time (about 20 execs a second).  Each
 # recording is system-wide (-a) into a fresh store; CPU is the user+sys of
 # the whole recorder from wait4 (tests/bench/rusage.py); the store's size
-# is `stats`' dir bytes after `compact`, and its series count.
+# is `stats`' dir bytes after `compact` (the whole directory, RocksDB's
+# fixed files included) and its data bytes (frames, nodes, counts, series
+# and the recent tier), and its series count.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 DUR=${DUR:-20}
@@ -82,7 +84,7 @@ echo "recording: -a -F $HZ, $DUR s each, $ROUNDS rounds of $arms; 20 services in
 echo "load average with the load running: $(bench_load)"
 echo
 
-declare -A cpu samples bytes series
+declare -A cpu samples bytes data series
 run() { # ARM ROUND
 	local arm=$1 r=$2 s="$work/s-$1-$2" bin=$fc extra=()
 	[ "$arm" = A ] && bin=$BENCH_A/flamefs-collect
@@ -97,33 +99,42 @@ run() { # ARM ROUND
 	samples[$arm,$r]=$(awk 'NR == 1 { next } NF == 0 { exit } { s += $4 } END { printf "%.0f\n", s }' "$work/stats-$arm-$r")
 	series[$arm,$r]=$(awk '/ series, [0-9]+ frames/ { print $1 }' "$work/stats-$arm-$r")
 	bytes[$arm,$r]=$(grep -o 'dir=[0-9]*' "$work/stats-$arm-$r" | cut -d= -f2)
+	data[$arm,$r]=$(awk '/^bytes: / { for (i = 3; i <= 7; i++) { split($i, kv, "="); d += kv[2] } print d }' "$work/stats-$arm-$r")
 	rm -rf "$s"
 }
 
 printf '| round |'
-for a in $arms; do printf ' %s CPU s | %s samples | %s series | %s store bytes |' "$a" "$a" "$a" "$a"; done
+for a in $arms; do printf ' %s CPU s | %s samples | %s series | %s dir bytes | %s data bytes |' "$a" "$a" "$a" "$a" "$a"; done
 echo
 printf '|---|'
-for a in $arms; do printf -- '---|---|---|---|'; done
+for a in $arms; do printf -- '---|---|---|---|---|'; done
 echo
 for r in $(seq 1 "$ROUNDS"); do
 	for a in $arms; do run "$a" "$r"; done
 	printf '| %s |' "$r"
-	for a in $arms; do printf ' %s | %s | %s | %s |' "${cpu[$a,$r]}" "${samples[$a,$r]}" "${series[$a,$r]}" "${bytes[$a,$r]}"; done
+	for a in $arms; do printf ' %s | %s | %s | %s | %s |' "${cpu[$a,$r]}" "${samples[$a,$r]}" "${series[$a,$r]}" "${bytes[$a,$r]}" "${data[$a,$r]}"; done
 	echo
 done
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo
-echo "| arm | median CPU s | % of one core | CPU µs per sample | median store bytes | bytes per sample |"
-echo "|---|---|---|---|---|---|"
-declare -A mc mb
+echo "| arm | median CPU s | % of one core | CPU µs per sample | median dir bytes | median data bytes | data bytes per sample |"
+echo "|---|---|---|---|---|---|---|"
+declare -A mc mb md
 for a in $arms; do
 	mc[$a]=$(for r in $(seq 1 "$ROUNDS"); do echo "${cpu[$a,$r]}"; done | median)
 	mb[$a]=$(for r in $(seq 1 "$ROUNDS"); do echo "${bytes[$a,$r]}"; done | median)
+	md[$a]=$(for r in $(seq 1 "$ROUNDS"); do echo "${data[$a,$r]}"; done | median)
 	n=$(for r in $(seq 1 "$ROUNDS"); do echo "${samples[$a,$r]}"; done | median)
-	awk -v a="$a" -v m="${mc[$a]}" -v b="${mb[$a]}" -v n="$n" -v d="$DUR" \
-		'BEGIN { printf "| %s | %.3f | %.2f%% | %.1f | %.0f | %.1f |\n", a, m, 100 * m / d, (n > 0 ? 1e6 * m / n : 0), b, (n > 0 ? b / n : 0) }'
+	awk -v a="$a" -v m="${mc[$a]}" -v b="${mb[$a]}" -v x="${md[$a]}" -v n="$n" -v d="$DUR" \
+		'BEGIN { printf "| %s | %.3f | %.2f%% | %.1f | %.0f | %.0f | %.1f |\n", a, m, 100 * m / d, (n > 0 ? 1e6 * m / n : 0), b, x, (n > 0 ? x / n : 0) }'
 done
 echo
-awk -v l="${mc[L]}" -v n="${mc[N]}" -v bl="${mb[L]}" -v bn="${mb[N]}" 'BEGIN {
-	printf "labels / --no-labels: CPU %.2fx (target <= 1.1x), store size %.2fx (target <= 1.2x)\n", (n > 0 ? l / n : 0), (bn > 0 ? bl / bn : 0) }'
+ratios() { # ARM BASE
+	awk -v a="$1" -v b="$2" -v l="${mc[$1]}" -v n="${mc[$2]}" -v bl="${mb[$1]}" -v bn="${mb[$2]}" \
+		-v dl="${md[$1]}" -v dn="${md[$2]}" 'BEGIN {
+		printf "%s / %s: CPU %.2fx (target <= 1.1x), store size %.2fx by directory, %.2fx by data (target <= 1.2x)\n",
+			a, b, (n > 0 ? l / n : 0), (bn > 0 ? bl / bn : 0), (dn > 0 ? dl / dn : 0) }'
+}
+ratios L N
+[ -n "${BENCH_A:-}" ] && ratios L A
+true
