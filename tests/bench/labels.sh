@@ -19,11 +19,14 @@
 # sort of a 20,000-line file, and a C program whose two named threads
 # spin (tests/labels-target threads); each loop sleeps 50 ms between
 # runs, so processes start all the time (about 20 execs a second).  Each
-# recording is system-wide (-a) into a fresh store; CPU is the user+sys of
-# the whole recorder from wait4 (tests/bench/rusage.py); the store's size
-# is `stats`' dir bytes after `compact` (the whole directory, RocksDB's
-# fixed files included) and its data bytes (frames, nodes, counts, series
-# and the recent tier), and its series count.
+# arm records twice into fresh stores: system-wide (-a), for the
+# recorder's CPU, the user+sys of the whole recorder from wait4
+# (tests/bench/rusage.py); and the 20 services alone (-p the 20 loops,
+# their children followed), for the store's size, which whatever else
+# runs on the machine would change under -a: `stats`' dir bytes after
+# `compact` (the whole directory, RocksDB's fixed files included), its
+# data bytes (frames, nodes, counts, series and the recent tier), and its
+# series count.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 DUR=${DUR:-20}
@@ -72,6 +75,12 @@ for i in $(seq 0 19); do
 	esac
 	bench_bg bash -c "echo \$\$ >'$cg/cgroup.procs' && while :; do $job; sleep 0.05; done"
 done
+# The 20 loops' shells, for -p.
+services=$(for f in "$cgroot"/*/cgroup.procs; do
+	for p in $(cat "$f"); do
+		if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = bash ]; then echo "$p"; fi
+	done | sort -n | head -n 1
+done | paste -sd,)
 sleep 2
 
 echo "# flamefs-collect record: labels against --no-labels"
@@ -94,6 +103,9 @@ run() { # ARM ROUND
 		"${extra[@]}" >/dev/null 2>"$work/log-$arm-$r" ||
 		echo "($arm round $r exited with $?: $work/log-$arm-$r)"
 	cpu[$arm,$r]=$(awk '{ printf "%.3f", $2 + $3 }' < <(tail -n 1 "$work/t-$arm-$r"))
+	rm -rf "$s"
+	"$bin" record --store "$s" -p "$services" -F "$HZ" -d "$DUR" "${extra[@]}" \
+		>/dev/null 2>"$work/logp-$arm-$r" || echo "($arm round $r, -p, exited with $?: $work/logp-$arm-$r)"
 	"$fc" compact --store "$s" >/dev/null 2>&1 || true
 	"$fc" stats --store "$s" >"$work/stats-$arm-$r" 2>/dev/null || true
 	samples[$arm,$r]=$(awk 'NR == 1 { next } NF == 0 { exit } { s += $4 } END { printf "%.0f\n", s }' "$work/stats-$arm-$r")
@@ -117,8 +129,8 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo
-echo "| arm | median CPU s | % of one core | CPU µs per sample | median dir bytes | median data bytes | data bytes per sample |"
-echo "|---|---|---|---|---|---|---|"
+echo "| arm | median CPU s (-a) | % of one core | median dir bytes (-p) | median data bytes (-p) | data bytes per sample |"
+echo "|---|---|---|---|---|---|"
 declare -A mc mb md
 for a in $arms; do
 	mc[$a]=$(for r in $(seq 1 "$ROUNDS"); do echo "${cpu[$a,$r]}"; done | median)
@@ -126,7 +138,7 @@ for a in $arms; do
 	md[$a]=$(for r in $(seq 1 "$ROUNDS"); do echo "${data[$a,$r]}"; done | median)
 	n=$(for r in $(seq 1 "$ROUNDS"); do echo "${samples[$a,$r]}"; done | median)
 	awk -v a="$a" -v m="${mc[$a]}" -v b="${mb[$a]}" -v x="${md[$a]}" -v n="$n" -v d="$DUR" \
-		'BEGIN { printf "| %s | %.3f | %.2f%% | %.1f | %.0f | %.0f | %.1f |\n", a, m, 100 * m / d, (n > 0 ? 1e6 * m / n : 0), b, x, (n > 0 ? x / n : 0) }'
+		'BEGIN { printf "| %s | %.3f | %.2f%% | %.0f | %.0f | %.1f |\n", a, m, 100 * m / d, b, x, (n > 0 ? x / n : 0) }'
 done
 echo
 ratios() { # ARM BASE
