@@ -108,6 +108,7 @@ static int series_push(struct pg *s, const char *host, const char *binary, const
 	r->event = strdup(event);
 	r->unit = strdup(unit);
 	r->labels = strdup(labels);
+	r->counted = store_labels_counted(labels);
 	r->id = id;
 	if (!r->host || !r->binary || !r->version || !r->event || !r->unit || !r->labels ||
 	    central_series_index(s, s->nseries) < 0) {
@@ -234,6 +235,7 @@ void central_batch_free(struct store_batch *bbase)
 	s = b->s;
 	central_truncate(s, b->frame_base, b->node_base);
 	if (s->nseries > b->series_base) {
+		s->full_base = 0;
 		while (s->nseries > b->series_base)
 			central_series_clear(&s->series[--s->nseries]);
 		htab_free(&s->series_tab);
@@ -251,20 +253,32 @@ void central_batch_free(struct store_batch *bbase)
 	free(b);
 }
 
-/* How many label sets that count against the bound (host, binary, version,
- * event) has among the series the writer knows. */
-static uint32_t label_sets(const struct pg *s, const char *host, const struct store_series_key *k)
+static bool same_base(const struct cseries *e, const char *host, const struct store_series_key *k)
 {
-	uint32_t n = 0;
+	return !strcmp(e->event, k->event) && !strcmp(e->binary, k->binary) &&
+	       !strcmp(e->version, k->version) && !strcmp(e->host, host);
+}
 
+/* Whether (host, binary, version, event) has STORE_LABEL_SETS_MAX label
+ * sets that count against the bound among the series the writer knows. */
+static bool labels_full(struct pg *s, const char *host, const struct store_series_key *k)
+{
+	uint32_t n = 0, last = 0;
+
+	if (s->full_base && same_base(&s->series[s->full_base - 1], host, k))
+		return true;
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		const struct cseries *e = &s->series[i];
 
-		n += !strcmp(e->event, k->event) && !strcmp(e->binary, k->binary) &&
-		     !strcmp(e->version, k->version) && !strcmp(e->host, host) &&
-		     store_labels_counted(e->labels);
+		if (e->counted && same_base(e, host, k)) {
+			n++;
+			last = i;
+		}
 	}
-	return n;
+	if (n < STORE_LABEL_SETS_MAX)
+		return false;
+	s->full_base = last + 1;
+	return true;
 }
 
 /* The id of the series of key k whose host is `host` and labels `labels`
@@ -295,7 +309,7 @@ static int batch_series(struct pg_batch *b, const struct store_series_key *k, co
 			return 0;
 		}
 	}
-	if (store_labels_counted(labels) && label_sets(s, host, k) >= STORE_LABEL_SETS_MAX) {
+	if (store_labels_counted(labels) && labels_full(s, host, k)) {
 		char *other;
 
 		r = store_labels_other(labels, &other);
