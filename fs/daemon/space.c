@@ -502,11 +502,11 @@ static int space_build_all_locked(const struct space *sp, const struct view_tree
 		if (!fs.primary[i] || strcmp(fs.series[i].event, event) != 0)
 			continue;
 		if (!first)
-			first = &fs.raw[fs.members[i].lo];
+			first = &fs.mraw[fs.members[i].lo];
 		if (sp->kind == SPACE_ALL_WINDOW && !series_in_window(&fs.series[i], from, to))
 			continue;
 		for (size_t j = fs.members[i].lo; j < fs.members[i].hi; j++)
-			m[n++] = fs.raw[j]; /* borrowed strings: only read by the build */
+			m[n++] = fs.mraw[j]; /* borrowed strings: only read by the build */
 	}
 	if (!first) {
 		free(m);
