@@ -351,7 +351,7 @@ static int copy_detail(struct copy *c, uint32_t series, int64_t from, int64_t to
 static int map_series(struct copy *c, uint32_t id, bool with_bytes)
 {
 	const struct store_series *e = c->by_id[id];
-	struct store_series_key k = {e->host, e->binary, e->version, e->event, e->unit, NULL};
+	struct store_series_key k = {e->host, e->binary, e->version, e->event, e->unit, e->labels};
 	int r;
 
 	if (c->series_map[id])

@@ -246,6 +246,8 @@ int store_series_cmp(const void *a, const void *b)
 		c = strcmp(x->event, y->event);
 	if (!c)
 		c = strcmp(x->host, y->host);
+	if (!c)
+		c = strcmp(x->labels ? x->labels : "", y->labels ? y->labels : "");
 	return c;
 }
 
@@ -259,6 +261,7 @@ void store_series_free(struct store_series *list, size_t n)
 		free(list[i].version);
 		free(list[i].event);
 		free(list[i].unit);
+		free(list[i].labels);
 	}
 	free(list);
 }

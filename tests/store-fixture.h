@@ -137,5 +137,10 @@ void test_samples_copy_moments(void);
 void test_samples_million(void);
 void test_samples_damaged(void);
 void test_samples_sealed(void);
+/* test-store-labels.c: labels.c and series labels */
+void test_labels_api(void);
+void test_labels_series(void);
+void test_labels_bound(void);
+void test_labels_old_schema(void);
 
 #endif

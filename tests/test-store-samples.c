@@ -755,7 +755,7 @@ void test_samples_old_schema(void)
 	store_close(s);
 	if (sf_raw_open(dir, &w)) {
 		v = sf_raw_get(&w, "mschema", 7, &vlen);
-		CHECK(v && vlen == 4 && v[3] == 4);
+		CHECK(v && vlen == 4 && v[3] == STORE_SCHEMA_VERSION);
 		rocksdb_free(v);
 	}
 	sf_raw_close(&w);

@@ -337,7 +337,7 @@ void test_hosts_old_schema(void)
 	}
 	if (sf_raw_open(dir, &w)) {
 		v = sf_raw_get(&w, "mschema", 7, &vlen);
-		CHECK(v && vlen == 4 && v[3] == 4);
+		CHECK(v && vlen == 4 && v[3] == STORE_SCHEMA_VERSION);
 		rocksdb_free(v);
 		v = sf_raw_get(&w, "mhost", 5, &vlen);
 		CHECK(v && vlen == 4 + strlen(machine) && !memcmp(v, "\0\0\0\003", 4) &&

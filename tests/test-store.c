@@ -383,9 +383,10 @@ void test_reopen_stable(void)
 	struct store_frame f = {0}, g;
 	static const uint8_t bid[] = {0xde, 0xad, 0x00, 0xef};
 	uint32_t series2, series, node, fid, p, fr;
-	static const struct store_series_key key_b = {NULL, "app", "2.0", "cpu-clock",
-	                                              "nanoseconds", NULL};
-	static const struct store_series_key key_bad = {NULL, "app", "2.0", "cpu-clock", "count", NULL};
+	static const struct store_series_key key_b = {NULL,        "app",         "2.0",
+	                                              "cpu-clock", "nanoseconds", NULL};
+	static const struct store_series_key key_bad = {NULL,        "app",   "2.0",
+	                                                "cpu-clock", "count", NULL};
 
 	if (!s)
 		return;
@@ -756,6 +757,10 @@ int main(int argc, char **argv)
 	sf_run("samples_million", test_samples_million);
 	sf_run("samples_damaged", test_samples_damaged);
 	sf_run("samples_sealed", test_samples_sealed);
+	sf_run("labels_api", test_labels_api);
+	sf_run("labels_series", test_labels_series);
+	sf_run("labels_bound", test_labels_bound);
+	sf_run("labels_old_schema", test_labels_old_schema);
 	nftw(sf_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", sf_failures);
 	return sf_failures ? 1 : 0;

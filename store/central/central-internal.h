@@ -18,7 +18,8 @@
  * statements, reconnecting), schema.c (creating, checking and upgrading
  * the schema), hashing.c (content hashes, frames and nodes in memory,
  * loading them), central.c (open, close, refresh, the table of functions),
- * staging.c (building a batch), commit.c (writing it), read.c (listing
+ * staging.c (building a batch), commit.c (its transaction), write.c (the
+ * rows it writes), read.c (listing
  * series, reading counts), samples.c (the recent tier: detail in a batch,
  * reading it, its window and the roll-up), maint.c (prune, compact,
  * footprint) and cursors.c (what store_copy() needs).
@@ -426,6 +427,18 @@ int central_load_new(struct pg *s);
 bool central_restarting(const char *msg);
 void central_intern_free(struct pg *s);
 void central_hex(const struct hash128 *h, char out[33]);
+
+/* ---- write.c: the rows a commit writes, inside its transaction ---------- */
+/* A series id the server sent, at (row, col) of res. */
+int central_series_id(struct pg *s, const PGresult *res, int row, int col, uint32_t *id);
+/* COPYs the batch's new frames and nodes (ids from its bases on). */
+int central_copy_frames_nodes(struct pg_batch *b);
+/* Writes the batch's counts, detail, input bytes and series totals under
+ * commit number `commit`; ids[] are the database ids of the series the
+ * batch made (commit.c), `source` the copy's sources.id ("0" when it is
+ * no copy). */
+int central_write_counts(struct pg_batch *b, const uint32_t *ids, int64_t commit,
+                         const char *source);
 
 /* ---- staging.c / commit.c ---------------------------------------------- */
 

@@ -94,7 +94,8 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 		e->version = central_str_of_bytea(res, i, 3);
 		e->event = central_str_of_bytea(res, i, 4);
 		e->unit = strdup(PQgetvalue(res, i, 5));
-		if (!e->host || !e->binary || !e->version || !e->event || !e->unit) {
+		e->labels = strdup("");
+		if (!e->host || !e->binary || !e->version || !e->event || !e->unit || !e->labels) {
 			PQclear(res);
 			store_series_free(list, (size_t)i + 1);
 			return -ENOMEM;

@@ -63,10 +63,7 @@ static void batch_rollback(struct rdb_batch *b)
 	}
 	arena_release(&s->arena, b->mark);
 	while (s->nseries > b->series_base) {
-		uint32_t id = --s->nseries;
-
-		idtab_remove(&s->series_tab, id, s->series[id].h);
-		series_rec_clear(&s->series[id]);
+		series_unindex(s, --s->nseries);
 	}
 }
 

@@ -208,8 +208,15 @@ static inline uint32_t nodetab_mask(const struct nodetab *t)
 
 struct series_rec {
 	char *host, *binary, *version, *event, *unit; /* malloc'd */
-	bool legacy; /* written before schema 3: its record names no host */
-	uint32_t h;
+	char *labels; /* malloc'd canonical labels, "" for none (schema 5) */
+	bool legacy;  /* written before schema 3: its record names no host */
+	uint32_t h;   /* hash of the whole key, labels included */
+	/* Writer: the bound on label sets (store.h).  `base` is the first
+	 * series with this one's (host, binary, version, event), which holds
+	 * in `sets` how many of them carry labels that count against
+	 * STORE_LABEL_SETS_MAX (not "" nor an (other) set); base_h is the
+	 * hash of those four fields. */
+	uint32_t base, sets, base_h;
 	int64_t first_seen, last_seen; /* INT64_MAX / INT64_MIN when unseen */
 	uint64_t samples, weight, input_bytes;
 	/* Schema 4: the first and last moment in microseconds (INT64_MAX /
@@ -271,6 +278,7 @@ struct rdb {
 	struct series_rec *series;
 	uint32_t nseries, series_cap;
 	struct idtab series_tab;
+	struct idtab base_tab; /* the `base` series of each (host, binary, version, event) */
 
 	struct rdb_batch *batch; /* the open batch, if any */
 
@@ -487,14 +495,18 @@ int bucket_of_us(const struct rdb *s, int64_t us, uint32_t *bucket);
 
 /* series.c */
 void series_rec_clear(struct series_rec *r);
+/* Takes series `id` out of the writer's indexes and clears its record (a
+ * batch's rollback, newest first). */
+void series_unindex(struct rdb *s, uint32_t id);
 int series_encode(struct buf *b, const struct series_rec *r);
 int series_grow(struct rdb *s);
 int load_series(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 /* Reads the "mhost" meta record into host_from and legacy_host (at open
  * with schema 3, and before each listing of a reader). */
 int host_meta_load(struct rdb *s);
-/* Before a writer's first write to a store older than schema 4: marks it
- * 4 (and, below 3, writes "mhost"), in one synced write.  0 or -errno. */
+/* Before a writer's first write to a store older than STORE_SCHEMA_VERSION:
+ * marks it so (and, below 3, writes "mhost"), in one synced write.  0 or
+ * -errno. */
 int schema_upgrade(struct rdb *s);
 
 /* options.c */

@@ -685,6 +685,7 @@ void rdb_close(struct store *sbase)
 		series_rec_clear(&s->series[i]);
 	free(s->series);
 	idtab_free(&s->series_tab);
+	idtab_free(&s->base_tab);
 	free(s->frames);
 	idtab_free(&s->frame_tab);
 	arena_free(&s->arena);

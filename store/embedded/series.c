@@ -1,6 +1,7 @@
 /*
- * series.c — series records: one per (host, binary, version, event), with
- * the unit and the totals.  The writer keeps every record in memory
+ * series.c — series records: one per (host, binary, version, event,
+ * labels), with the unit and the totals, and the bound on label sets per
+ * (host, binary, version, event) (store.h, "labels").  The writer keeps every record in memory
  * behind a hash table; readers list them from disk.  Records written
  * before schema 3 name no host; they keep that form, and their host is the
  * one the "mhost" meta record names (see store/README.md, "Hosts").
@@ -17,8 +18,8 @@
 
 /* ---- series in memory (writer) -------------------------------------------- */
 
-static uint32_t series_hash(const char *host, const char *binary, const char *version,
-                            const char *event)
+static uint32_t base_hash(const char *host, const char *binary, const char *version,
+                          const char *event)
 {
 	uint64_t h = XXH3_64bits(host, strlen(host));
 
@@ -28,6 +29,29 @@ static uint32_t series_hash(const char *host, const char *binary, const char *ve
 	return (uint32_t)(h ^ (h >> 32));
 }
 
+/* The hash of the whole key: the base key's, then the labels. */
+static uint32_t series_hash(uint32_t base_h, const char *labels)
+{
+	uint64_t h = XXH3_64bits_withSeed(labels, strlen(labels), base_h);
+
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* True when `labels` count against the bound: not none, and not a set
+ * past it (every value STORE_LABEL_OTHER). */
+static int other_value(void *ctx, const char *k, size_t kl, const char *v, size_t vl)
+{
+	(void)ctx;
+	(void)k;
+	(void)kl;
+	return vl != strlen(STORE_LABEL_OTHER) || memcmp(v, STORE_LABEL_OTHER, vl) != 0;
+}
+
+static bool labels_bounded(const char *labels)
+{
+	return *labels && store_labels_each(labels, other_value, NULL) != 0;
+}
+
 void series_rec_clear(struct series_rec *r)
 {
 	free(r->host);
@@ -35,20 +59,24 @@ void series_rec_clear(struct series_rec *r)
 	free(r->version);
 	free(r->event);
 	free(r->unit);
+	free(r->labels);
 	memset(r, 0, sizeof(*r));
 }
 
 /* Series record: (schema 3, not legacy) host, then binary, version,
  * event, unit as (varint length, bytes), then zigzag first_seen, zigzag
- * last_seen, varint samples, weight, input_bytes, and (schema 4) zigzag
- * first_us, zigzag last_us, varint recent.  A legacy record (one written
- * before schema 3) keeps its form without the host. */
+ * last_seen, varint samples, weight, input_bytes, (schema 4) zigzag
+ * first_us, zigzag last_us, varint recent, and (schema 5, only when it
+ * has labels) the canonical labels as (varint length, bytes).  A legacy
+ * record (one written before schema 3) keeps its form without the host,
+ * and has no labels. */
 int series_encode(struct buf *b, const struct series_rec *r)
 {
 	size_t lh = r->legacy ? 0 : strlen(r->host);
 	size_t lb = strlen(r->binary), lv = strlen(r->version);
 	size_t le = strlen(r->event), lu = strlen(r->unit);
-	int ret = buf_reserve(b, lh + lb + lv + le + lu + 10 * 10);
+	size_t ll = r->labels ? strlen(r->labels) : 0;
+	int ret = buf_reserve(b, lh + lb + lv + le + lu + ll + 11 * 10);
 
 	if (ret < 0)
 		return ret;
@@ -66,6 +94,8 @@ int series_encode(struct buf *b, const struct series_rec *r)
 	buf_varint(b, zigzag(r->first_us));
 	buf_varint(b, zigzag(r->last_us));
 	buf_varint(b, r->recent);
+	if (ll)
+		buf_bytes(b, r->labels, ll);
 	return 0;
 }
 
@@ -86,10 +116,10 @@ static int series_decode(const uint8_t *p, size_t len, bool legacy, const char *
                          struct series_rec *r)
 {
 	const uint8_t *end = p + len;
-	const void *v[5];
-	size_t l[5];
+	const void *v[6] = {0};
+	size_t l[6] = {0};
 	uint64_t first, last;
-	char **dst[5] = {&r->host, &r->binary, &r->version, &r->event, &r->unit};
+	char **dst[6] = {&r->host, &r->binary, &r->version, &r->event, &r->unit, &r->labels};
 	int from = legacy ? 1 : 0;
 
 	memset(r, 0, sizeof(*r));
@@ -110,7 +140,10 @@ static int series_decode(const uint8_t *p, size_t len, bool legacy, const char *
 		uint64_t fu, lu;
 
 		if (get_varint(&p, end, &fu) < 0 || get_varint(&p, end, &lu) < 0 ||
-		    get_varint(&p, end, &r->recent) < 0 || p != end)
+		    get_varint(&p, end, &r->recent) < 0)
+			return -1;
+		if (p != end &&
+		    (legacy || get_bytes(&p, end, &v[5], &l[5]) < 0 || l[5] == 0 || p != end))
 			return -1;
 		r->first_us = unzigzag(fu);
 		r->last_us = unzigzag(lu);
@@ -124,12 +157,16 @@ static int series_decode(const uint8_t *p, size_t len, bool legacy, const char *
 		v[0] = host;
 		l[0] = strlen(host);
 	}
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		*dst[i] = dup_bytes(v[i], l[i]);
 		if (!*dst[i]) {
 			series_rec_clear(r);
 			return -ENOMEM;
 		}
+	}
+	if ((l[5] && memchr(r->labels, 0, l[5])) || !store_labels_valid(r->labels)) {
+		series_rec_clear(r);
+		return -1;
 	}
 	return 0;
 }
@@ -201,8 +238,9 @@ int schema_upgrade(struct rdb *s)
 		seterr(s, "%s: out of memory", s->dir);
 		goto out;
 	}
-	/* Schema 4 adds detail records and the series records' moments;
-	 * what schema 3 wrote reads as it is (no detail). */
+	/* Schema 4 adds detail records and the series records' moments,
+	 * schema 5 the records' labels; what older ones wrote reads as it is
+	 * (no detail, no labels). */
 	put_be32(schema, STORE_SCHEMA_VERSION);
 	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_SCHEMA, strlen(META_SCHEMA),
 	                          (char *)schema, 4);
@@ -227,20 +265,65 @@ out:
 	return r;
 }
 
+/* The `base` series of (host, binary, version, event) of record r, or 0
+ * when none is indexed. */
+static uint32_t base_find(const struct rdb *s, const struct series_rec *r, uint32_t base_h)
+{
+	if (!s->base_tab.slots)
+		return 0;
+	for (size_t pos = base_h & s->base_tab.mask; s->base_tab.slots[pos].id;
+	     pos = (pos + 1) & s->base_tab.mask) {
+		const struct series_rec *b = &s->series[s->base_tab.slots[pos].id];
+
+		if (s->base_tab.slots[pos].h == base_h && !strcmp(b->host, r->host) &&
+		    !strcmp(b->binary, r->binary) && !strcmp(b->version, r->version) &&
+		    !strcmp(b->event, r->event))
+			return s->base_tab.slots[pos].id;
+	}
+	return 0;
+}
+
+/* Indexes series `id` (its record filled in) by its whole key and under
+ * its base, counting its labels against the bound. */
 static int series_index(struct rdb *s, uint32_t id)
 {
 	struct series_rec *r = &s->series[id];
 	size_t pos;
 	int ret = idtab_reserve(&s->series_tab);
 
+	if (ret == 0)
+		ret = idtab_reserve(&s->base_tab);
 	if (ret < 0)
 		return ret;
-	r->h = series_hash(r->host, r->binary, r->version, r->event);
+	r->base_h = base_hash(r->host, r->binary, r->version, r->event);
+	r->h = series_hash(r->base_h, r->labels);
 	pos = r->h & s->series_tab.mask;
 	while (s->series_tab.slots[pos].id)
 		pos = (pos + 1) & s->series_tab.mask;
 	idtab_put(&s->series_tab, pos, id, r->h);
+	r->base = base_find(s, r, r->base_h);
+	if (!r->base) {
+		r->base = id;
+		pos = r->base_h & s->base_tab.mask;
+		while (s->base_tab.slots[pos].id)
+			pos = (pos + 1) & s->base_tab.mask;
+		idtab_put(&s->base_tab, pos, id, r->base_h);
+	}
+	if (labels_bounded(r->labels))
+		s->series[r->base].sets++;
 	return 0;
+}
+
+void series_unindex(struct rdb *s, uint32_t id)
+{
+	struct series_rec *r = &s->series[id];
+
+	idtab_remove(&s->series_tab, id, r->h);
+	if (r->base && labels_bounded(r->labels))
+		s->series[r->base].sets--;
+	if (r->base == id)
+		idtab_remove(&s->base_tab, id, r->base_h);
+	series_rec_clear(r);
 }
 
 int series_grow(struct rdb *s)
@@ -281,31 +364,31 @@ int load_series(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen)
 	return r < 0 ? r : 1;
 }
 
-int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k, uint32_t *id)
+/* The id of the series of key k whose host is `host` and labels `labels`
+ * (canonical, "" for none), made when new. */
+static int batch_series(struct rdb *s, const struct store_series_key *k, const char *host,
+                        const char *labels, uint32_t *id)
 {
-	struct rdb_batch *b = rdb_batch_of(bbase);
-	struct rdb *s = b->s;
-	struct series_rec *r;
-	const char *host = k->host && *k->host ? k->host : s->base.host;
-	uint32_t h;
+	struct series_rec *r, key = {.host = (char *)host,
+	                             .binary = (char *)k->binary,
+	                             .version = (char *)k->version,
+	                             .event = (char *)k->event};
+	uint32_t base_h = base_hash(host, k->binary, k->version, k->event);
+	uint32_t h = series_hash(base_h, labels);
 	size_t pos;
 	int ret;
 
-	if (!k->binary || !k->version || !k->event || !k->unit) {
-		seterr(s, "series key with a missing field");
-		return -EINVAL;
-	}
 	ret = idtab_reserve(&s->series_tab);
 	if (ret < 0)
 		return ret;
-	h = series_hash(host, k->binary, k->version, k->event);
 	for (pos = h & s->series_tab.mask; s->series_tab.slots[pos].id;
 	     pos = (pos + 1) & s->series_tab.mask) {
 		if (s->series_tab.slots[pos].h != h)
 			continue;
 		r = &s->series[s->series_tab.slots[pos].id];
 		if (strcmp(r->host, host) || strcmp(r->binary, k->binary) ||
-		    strcmp(r->version, k->version) || strcmp(r->event, k->event))
+		    strcmp(r->version, k->version) || strcmp(r->event, k->event) ||
+		    strcmp(r->labels, labels))
 			continue;
 		if (strcmp(r->unit, k->unit)) {
 			seterr(s, "series %s/%s/%s of host %s has unit \"%s\", not \"%s\"",
@@ -314,6 +397,20 @@ int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k
 		}
 		*id = s->series_tab.slots[pos].id;
 		return 0;
+	}
+	if (labels_bounded(labels)) {
+		uint32_t base = base_find(s, &key, base_h);
+
+		if (base && s->series[base].sets >= STORE_LABEL_SETS_MAX) {
+			char *other;
+
+			ret = store_labels_other(labels, &other);
+			if (ret < 0)
+				return ret;
+			ret = batch_series(s, k, host, other, id);
+			free(other);
+			return ret;
+		}
 	}
 	ret = series_grow(s);
 	if (ret < 0)
@@ -325,19 +422,41 @@ int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k
 	r->version = strdup(k->version);
 	r->event = strdup(k->event);
 	r->unit = strdup(k->unit);
-	if (!r->host || !r->binary || !r->version || !r->event || !r->unit) {
+	r->labels = strdup(labels);
+	if (!r->host || !r->binary || !r->version || !r->event || !r->unit || !r->labels) {
 		series_rec_clear(r);
 		return -ENOMEM;
 	}
 	r->legacy = s->nseries < s->host_from; /* never: batches upgrade first */
-	r->h = h;
 	r->first_seen = INT64_MAX;
 	r->last_seen = INT64_MIN;
 	r->first_us = INT64_MAX;
 	r->last_us = INT64_MIN;
-	idtab_put(&s->series_tab, pos, s->nseries, h);
+	ret = series_index(s, s->nseries);
+	if (ret < 0) {
+		series_rec_clear(r);
+		return ret;
+	}
 	*id = s->nseries++;
 	return 0;
+}
+
+int rdb_batch_series(struct store_batch *bbase, const struct store_series_key *k, uint32_t *id)
+{
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	struct rdb *s = b->s;
+	const char *host = k->host && *k->host ? k->host : s->base.host;
+
+	if (!k->binary || !k->version || !k->event || !k->unit) {
+		seterr(s, "series key with a missing field");
+		return -EINVAL;
+	}
+	if (!store_labels_valid(k->labels)) {
+		seterr(s, "series %s/%s/%s: labels are not canonical", k->binary, k->version,
+		       k->event);
+		return -EINVAL;
+	}
+	return batch_series(s, k, host, k->labels ? k->labels : "", id);
 }
 
 int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
@@ -415,6 +534,7 @@ int rdb_series_list(struct store *sbase, struct store_series **out, size_t *n)
 		e->first_us = rec.first_us;
 		e->last_us = rec.last_us;
 		e->recent_samples = rec.recent;
+		e->labels = rec.labels;
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	if (rerr) {
