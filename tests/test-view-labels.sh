@@ -66,9 +66,9 @@ mount_at "$tmp/nolabels" "$tmp/m2" plain
 
 # ---- the sum over label sets --------------------------------------------------------------------
 check "app/1/folded sums every label set of both hosts" \
-	test "$(cat "$m/app/1/folded")" = "$(printf 'main;io;read 5000000\nmain;odd 3000000\nmain;work;a 12000000\nmain;work;b 7000000')"
+	test "$(cat "$m/app/1/folded")" = "$(printf 'app;main;io;read 5000000\napp;main;odd 3000000\napp;main;work;a 12000000\napp;main;work;b 7000000')"
 check "@host/h1/app/1/folded sums h1's label sets only" \
-	test "$(cat "$m/@host/h1/app/1/folded")" = "$(printf 'main;io;read 5000000\nmain;work;a 10000000\nmain;work;b 7000000')"
+	test "$(cat "$m/@host/h1/app/1/folded")" = "$(printf 'app;main;io;read 5000000\napp;main;work;a 10000000\napp;main;work;b 7000000')"
 check "app/1 is one version directory (labels do not split it): ls app = 1 2" \
 	test "$(ls "$m/app" | tr '\n' ' ')" = "1 2 "
 
@@ -81,15 +81,16 @@ check "ls /@container" test "$(ls "$m/@container" | tr '\n' ' ')" = "- 0123abcd 
 check "the root lists no @cgroup, @container, @thread (like @host)" \
 	sh -c "! ls '$m' | grep -q '^@'"
 check "@thread/io/app/1/folded holds only io's stacks" \
-	test "$(cat "$m/@thread/io/app/1/folded")" = "main;io;read 5000000"
+	test "$(cat "$m/@thread/io/app/1/folded")" = "app;main;io;read 5000000"
 check "@thread/w\\x01k/ (a cleaned control byte) names its series back" \
-	test "$(cat "$m/@thread/w\\x01k/app/1/folded")" = "main;odd 3000000"
+	test "$(cat "$m/@thread/w\\x01k/app/1/folded")" = "app;main;odd 3000000"
 check "@cgroup/system.slice%2Fb.service/ holds b.service's stacks" \
-	test "$(cat "$m/@cgroup/system.slice%2Fb.service/app/1/folded")" = "main;work;b 7000000"
-check "@thread/worker/ lists both binaries and both versions of app" \
-	test "$(ls "$m/@thread/worker" | tr '\n' ' ')$(ls "$m/@thread/worker/app" | tr '\n' ' ')" = "app 1 2 "
+	test "$(cat "$m/@cgroup/system.slice%2Fb.service/app/1/folded")" = "app;main;work;b 7000000"
+dirs() { find "$1" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort | tr '\n' ' '; }
+check "@thread/worker/ holds app only, both versions; tool (no thread label) is under @thread/-/" \
+	test "$(dirs "$m/@thread/worker")/$(dirs "$m/@thread/worker/app")/$(dirs "$m/@thread/-")" = "app /1 2 /app tool "
 check "@container/-/ holds the series without a container" \
-	test "$(cat "$m/@container/-/app/1/folded")" = "$(printf 'main;io;read 5000000\nmain;odd 3000000\nmain;work;a 12000000')"
+	test "$(cat "$m/@container/-/app/1/folded")" = "$(printf 'app;main;io;read 5000000\napp;main;odd 3000000\napp;main;work;a 12000000')"
 check "no @host, @cgroup, ... below a label value's root" \
 	test ! -e "$m/@thread/io/@cgroup" -a ! -e "$m/@thread/io/@host"
 
@@ -109,17 +110,17 @@ done
 # ---- the views inside a label value -------------------------------------------------------------
 w=$m/@thread/worker
 check "@thread/worker/@range/t0/t0+60/app/1/folded: worker's stacks of the first minute only" \
-	test "$(cat "$w/@range/$t0/$((t0 + 60))/app/1/folded")" = "main;work;a 10000000"
+	test "$(cat "$w/@range/$t0/$((t0 + 60))/app/1/folded")" = "app;main;work;a 10000000"
 check "@thread/worker/@range/.../@diff: b is new in the second minute" \
-	grep -qx "main;work;b 0 7000000" "$w/@range/$t0/$((t0 + 60))/@diff/$((t0 + 60))/$((t0 + 120))/app/1/folded"
+	grep -qx "app;main;work;b 0 7000000" "$w/@range/$t0/$((t0 + 60))/@diff/$((t0 + 60))/$((t0 + 120))/app/1/folded"
 check "@thread/worker/app/1/timeline: two intervals, 10 and 7 samples" \
 	test "$(grep -v '^#' "$w/app/1/timeline" | awk '{ printf "%s ", $3 }')" = "10 7 "
 check "@thread/worker/app/1/top ranks a then b" \
-	test "$(grep -v '^#' "$w/app/1/top" | awk '{ printf "%s ", $NF }')" = "a b work main "
+	test "$(grep -v '^#' "$w/app/1/top" | awk '{ printf "%s ", $NF }')" = "a b main work "
 check "@thread/worker/app/1/@functions/work/total" \
 	test "$(cat "$w/app/1/@functions/work/total")" = 17000000
 check "@thread/worker/app/@diff/1/2/folded" \
-	grep -qx "main;v2 0 4000000" "$w/app/@diff/1/2/folded"
+	grep -qx "app;main;v2 0 4000000" "$w/app/@diff/1/2/folded"
 check "@thread/worker/folded (the whole view of worker)" \
 	test "$(cat "$w/folded")" = "$(printf 'app;main;v2 4000000\napp;main;work;a 10000000\napp;main;work;b 7000000')"
 
@@ -163,7 +164,7 @@ fi
 
 # ---- no labels; a new value while mounted ---------------------------------------------------------
 check "a store without labels has no /@cgroup, /@thread" test ! -e "$tmp/m2/@cgroup" -a ! -e "$tmp/m2/@thread"
-check "... and its @host still works" test "$(cat "$tmp/m2/@host/h1/plain/1/folded")" = "main;x 3000000"
+check "... and its @host still works" test "$(cat "$tmp/m2/@host/h1/plain/1/folded")" = "plain;main;x 3000000"
 printf 'h1\tapp\t1\tthread=late\t%s\t1\tmain;late\n' $((t0 + 90)) | "$fill" "$store" || bad "labels-fill late"
 for _ in $(seq 30); do ls "$m/@thread" | grep -qx late && break; sleep 0.1; done
 check "a thread written while mounted appears in ls /@thread within 3 s" \
