@@ -229,7 +229,7 @@ static bool has_quality(const struct space *sp)
 
 /* A version directory's `about`: who ran the series it sums (about.c);
  * after quality (and a window's `window`). */
-static const struct view_file about_file = {"about", view_render_about, NULL};
+static const struct view_file about_file = {"about", view_render_about, view_about_size};
 
 const struct view_file *space_file(const struct space *sp, unsigned f)
 {

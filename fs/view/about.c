@@ -174,6 +174,12 @@ int view_tree_set_about(struct view_tree *t, const struct store_series *series, 
 	return 0;
 }
 
+uint64_t view_about_size(const struct view_tree *t, uint32_t node)
+{
+	(void)node;
+	return t->src.about ? t->src.about_len : 0;
+}
+
 int view_render_about(const struct view_tree *t, uint32_t node, struct view_buf *out)
 {
 	(void)node;

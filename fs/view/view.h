@@ -254,10 +254,11 @@ int view_tree_set_place(struct view_tree *t, unsigned between, const char *top);
  * makes the text from series[0..n) (the series the tree sums: one
  * binary, version and event) and keeps a copy in the tree; 0, -EINVAL
  * (n = 0) or -ENOMEM.  view_render_about() writes it (nothing when none
- * was set). */
+ * was set); view_about_size() is its length, known without rendering. */
 #define VIEW_ABOUT_LIST 10
 int view_tree_set_about(struct view_tree *t, const struct store_series *series, size_t n);
 int view_render_about(const struct view_tree *t, uint32_t node, struct view_buf *out);
+uint64_t view_about_size(const struct view_tree *t, uint32_t node);
 
 /* How good the stacks of a subtree are (quality.c).  total: the node's
  * total weight; rooted: the weight of its stacks whose outermost frame is
