@@ -47,6 +47,7 @@ h2${T}app${T}1${T}thread=w\\x01k${T}$((t0 + 30))${T}3${T}main;odd
 h2${T}app${T}1${T}-${T}$t0${T}2${T}main;work;a
 h1${T}app${T}2${T}thread=worker${T}$t0${T}4${T}main;v2
 h1${T}tool${T}1${T}cgroup=system.slice/a.service${T}$t0${T}6${T}tool;x
+h1${T}app${T}3f2a9c01d4e5${T}exe=/usr/bin/app${T}$t0${T}1${T}main;built
 EOF
 "$fill" "$store" <"$tmp/in.txt" || bad "labels-fill"
 printf 'h1\tplain\t1\t-\t%s\t3\tmain;x\n' $t0 | "$fill" "$tmp/nolabels" || bad "labels-fill nolabels"
@@ -69,8 +70,8 @@ check "app/1/folded sums every label set of both hosts" \
 	test "$(cat "$m/app/1/folded")" = "$(printf 'app;main;io;read 5000000\napp;main;odd 3000000\napp;main;work;a 12000000\napp;main;work;b 7000000')"
 check "@host/h1/app/1/folded sums h1's label sets only" \
 	test "$(cat "$m/@host/h1/app/1/folded")" = "$(printf 'app;main;io;read 5000000\napp;main;work;a 10000000\napp;main;work;b 7000000')"
-check "app/1 is one version directory (labels do not split it): ls app = 1 2" \
-	test "$(ls "$m/app" | tr '\n' ' ')" = "1 2 "
+check "app/1 is one version directory (labels do not split it): ls app = 1 2 3f2a9c01d4e5" \
+	test "$(ls "$m/app" | tr "\n" " ")" = "1 2 3f2a9c01d4e5 "
 
 # ---- the label directories ----------------------------------------------------------------------
 check "ls /@thread: the values, '-' for none, the cleaned control byte as text" \
@@ -160,6 +161,26 @@ printf 'h1\tapp\t3\t-\t%s\t1\tabout;x\n' $t0 | "$fill" "$tmp/esc" || bad "labels
 if mount_at "$tmp/esc" "$tmp/m3" app; then
 	check "a frame named about is a directory %61bout beside the about file" \
 		test "$(cat "$tmp/m3/app/3/%61bout/name")" = about -a -n "$(cat "$tmp/m3/app/3/about")"
+fi
+
+check "about of a version that is a build id names it" \
+	test "$(grep -E '^(version|build_id|exes|exe) ' "$m/app/3f2a9c01d4e5/about" | tr '\n' '|')" = \
+	"version 3f2a9c01d4e5|build_id 3f2a9c01d4e5|exes 1|exe /usr/bin/app|"
+check "about of a version that is no build id has no build_id line" \
+	sh -c "! grep -q '^build_id' '$m/app/2/about'"
+
+# ---- pruned: a label's directory goes away ------------------------------------------------------
+printf 'h1\tapp\t1\tthread=gone|cgroup=x.slice\t%s\t2\tmain;old\nh1\tapp\t1\t-\t%s\t1\tmain;new\n' \
+	$t0 $((t0 + 86400)) | "$fill" "$tmp/pr" || bad "labels-fill pr"
+if mount_at "$tmp/pr" "$tmp/m5" app; then
+	check "before the prune: @thread/gone and @cgroup/x.slice" \
+		test "$(cat "$tmp/m5/@thread/gone/app/1/total")" = 2000000 -a -d "$tmp/m5/@cgroup/x.slice"
+	"$collect" prune --store "$tmp/pr" --before $((t0 + 3600)) >"$tmp/prune.out" 2>&1 ||
+		bad "prune: $(cat "$tmp/prune.out")"
+	for _ in $(seq 30); do [ -e "$tmp/m5/@thread" ] || break; sleep 0.1; done
+	check "after the prune took every labelled series: no /@thread, /@cgroup, @thread/gone within 3 s" \
+		test ! -e "$tmp/m5/@thread" -a ! -e "$tmp/m5/@cgroup" -a ! -e "$tmp/m5/@thread/gone/app"
+	check "... and app/1 holds what is left" test "$(cat "$tmp/m5/app/1/folded")" = "app;main;new 1000000"
 fi
 
 # ---- no labels; a new value while mounted ---------------------------------------------------------
