@@ -231,7 +231,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 #define VIEW_HEATMAP_ROWS    50
 int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct view_buf *out);
 /* Says where a tree's directories are in their view (the mount's root, or
- * @host/NAME/, which has the same layout), for heatmap.svg's links,
+ * @host/NAME/ or @thread/NAME/, ..., which have the same layout), for heatmap.svg's links,
  * which go up to the view's root and down its @range: `between` is the
  * number of directories from the view's root to the tree's top
  * directory's parent (0 for a version, 3 in @range/F/T/, 2 in
