@@ -38,8 +38,8 @@ static size_t unescape(char *s, size_t len)
 	size_t o = 0;
 
 	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '\\' && i + 3 < len && s[i + 1] == 'x' && isxdigit((unsigned char)s[i + 2]) &&
-		    isxdigit((unsigned char)s[i + 3])) {
+		if (s[i] == '\\' && i + 3 < len && s[i + 1] == 'x' &&
+		    isxdigit((unsigned char)s[i + 2]) && isxdigit((unsigned char)s[i + 3])) {
 			char hex[3] = {s[i + 2], s[i + 3], '\0'};
 			s[o++] = (char)strtoul(hex, NULL, 16);
 			i += 3;
@@ -62,7 +62,8 @@ static void make_labels(char *spec, char **out)
 		*out = NULL;
 		return;
 	}
-	for (char *save = NULL, *p = strtok_r(spec, "|", &save); p; p = strtok_r(NULL, "|", &save)) {
+	for (char *save = NULL, *p = strtok_r(spec, "|", &save); p;
+	     p = strtok_r(NULL, "|", &save)) {
 		char *eq = strchr(p, '=');
 		if (!eq || n == 16)
 			die("labels: KEY=VALUE expected", EINVAL);
@@ -100,7 +101,8 @@ int main(int argc, char **argv)
 		line[strcspn(line, "\n")] = '\0';
 		if (!line[0])
 			continue;
-		for (char *p = strtok_r(line, "\t", &save); p && n < 7; p = strtok_r(NULL, "\t", &save))
+		for (char *p = strtok_r(line, "\t", &save); p && n < 7;
+		     p = strtok_r(NULL, "\t", &save))
 			f[n++] = p;
 		if (n != 7)
 			die("a line of 7 tab-separated fields expected", EINVAL);

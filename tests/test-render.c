@@ -456,10 +456,15 @@ static void check_about(struct store *s)
 	memset(m, 0, sizeof(m));
 	for (int i = 0; i < 12; i++) {
 		snprintf(labels[i], sizeof(labels[i]), "cgroup=a\\b.slice\nthread=t%02d", 11 - i);
-		m[i] = (struct store_series){.host = "h", .binary = "app", .version = "0123456789ab",
-		                             .event = "cpu-clock", .unit = "nanoseconds",
-		                             .samples = 1, .first_us = 5000000 + i,
-		                             .last_us = 7250000 + i, .labels = labels[i]};
+		m[i] = (struct store_series){.host = "h",
+		                             .binary = "app",
+		                             .version = "0123456789ab",
+		                             .event = "cpu-clock",
+		                             .unit = "nanoseconds",
+		                             .samples = 1,
+		                             .first_us = 5000000 + i,
+		                             .last_us = 7250000 + i,
+		                             .labels = labels[i]};
 	}
 	m[12] = m[0];
 	m[12].samples = 0, m[12].first_us = 1, m[12].last_us = 99999999; /* no samples */

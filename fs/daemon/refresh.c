@@ -238,8 +238,7 @@ static int install_series_locked(struct store_series *raw, size_t nraw, struct o
 	uint32_t max_id = 0;
 	size_t *by_id;
 	bool *primary;
-	int r = series_make_views_locked(raw, nraw, &list, &n, &mraw, &members, &view_lo,
-	                                 &view_hi);
+	int r = series_make_views_locked(raw, nraw, &list, &n, &mraw, &members, &view_lo, &view_hi);
 
 	if (r < 0) {
 		store_series_free(raw, nraw);
@@ -269,8 +268,8 @@ static int install_series_locked(struct store_series *raw, size_t nraw, struct o
 	}
 	for (size_t i = 1; i < fs.nsdirs; i++)
 		fs.sdirs[i].lo = fs.sdirs[i].hi = 0;
-	*old = (struct old_lists){fs.series,  fs.raw,    fs.mraw,   fs.nseries,
-	                          fs.nraw,    fs.members, fs.view_lo, fs.view_hi};
+	*old = (struct old_lists){fs.series, fs.raw,     fs.mraw,    fs.nseries,
+	                          fs.nraw,   fs.members, fs.view_lo, fs.view_hi};
 	fs.series = list;
 	fs.nseries = n;
 	fs.raw = raw;

@@ -582,8 +582,8 @@ int space_build_tree_locked(const struct space *sp, const struct view_tree *seed
 {
 	int r = space_build_kind_locked(sp, seed, out);
 
-	if (r == 0 && ((r = space_place_locked(sp, *out)) < 0 ||
-	               (r = space_about_locked(sp, *out)) < 0)) {
+	if (r == 0 &&
+	    ((r = space_place_locked(sp, *out)) < 0 || (r = space_about_locked(sp, *out)) < 0)) {
 		view_tree_free(*out);
 		*out = NULL;
 	}

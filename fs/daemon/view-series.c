@@ -214,8 +214,7 @@ static int view_entry(const struct store_series *raw, size_t lo, size_t hi, uint
 	e->event = strdup(f->event);
 	e->unit = strdup(f->unit);
 	e->labels = strdup("");
-	if ((view && !e->host) || !e->binary || !e->version || !e->event || !e->unit ||
-	    !e->labels)
+	if ((view && !e->host) || !e->binary || !e->version || !e->event || !e->unit || !e->labels)
 		return -ENOMEM;
 	e->first_seen = e->first_us = INT64_MAX;
 	e->last_seen = e->last_us = INT64_MIN;
@@ -291,8 +290,8 @@ static int view_of(int kind, const char *value, size_t len, uint32_t *view)
  * *members (ranges of *mraw), *view_lo and *view_hi (one per view,
  * 0..fs.viewid.n, which this may grow) are the caller's. */
 int series_make_views_locked(struct store_series *raw, size_t nraw, struct store_series **out,
-                             size_t *n, struct store_series **mraw_out,
-                             struct members **members, size_t **view_lo, size_t **view_hi)
+                             size_t *n, struct store_series **mraw_out, struct members **members,
+                             size_t **view_lo, size_t **view_hi)
 {
 	bool present[VIEW_KINDS] = {[VIEW_KIND_HOST] = true};
 	size_t nkinds = 1;

@@ -31,9 +31,9 @@ static const char hexdigits[] = "0123456789ABCDEF";
  * files of call-tree and diff directories, @diff's regressions, a
  * window's window and a version's about). */
 static const char *const reserved[] = {
-        "folded",      "self", "total",   "pprof",    "name",         "flame.svg",   "callgrind",
-        "regressions", "top",  "quality", "timeline", "timeline.svg", "heatmap.svg", "window",
-        "about",
+        "folded",    "self",         "total",       "pprof",  "name",
+        "flame.svg", "callgrind",    "regressions", "top",    "quality",
+        "timeline",  "timeline.svg", "heatmap.svg", "window", "about",
 };
 
 static bool is_reserved(const char *name, size_t len)
