@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "import.h"
 #include "store.h"
 #include "view.h"
 
@@ -24,7 +25,8 @@
 static void usage_export(FILE *f)
 {
 	fputs("Usage: " PROG " export [--store DIR] [--format FORMAT] [--binary NAME]\n"
-	      "           [--version LABEL] [--event EVENT] [--base LABEL]\n"
+	      "           [--version LABEL] [--event EVENT] [--label KEY=VALUE]...\n"
+	      "           [--base LABEL]\n"
 	      "           [--last DURATION | --from TIME --to TIME]\n"
 	      "           [--functions | --callers FUNCTION | --callees FUNCTION]\n"
 	      "           [--max-render SIZE] [-o FILE]\n"
@@ -45,6 +47,9 @@ static void usage_export(FILE *f)
 	      "  --binary NAME      only the series of this binary\n"
 	      "  --version LABEL    only the series with this version label\n"
 	      "  --event EVENT      only this event\n"
+	      "  --label KEY=VALUE  only the series labelled KEY=VALUE (cgroup, thread,\n"
+	      "                     an import's --label or pprof label...); repeatable:\n"
+	      "                     every one must match\n"
 	      "  --base LABEL       a diff: the --version series (B) against those of\n"
 	      "                     version LABEL (A); folded lines are \"stack A B\"\n"
 	      "  --last DURATION    only the counts of the last DURATION (5m, 1h, 1d12h):\n"
@@ -67,7 +72,8 @@ static void usage_export(FILE *f)
 	      "cpu.pb.gz\n"
 	      "  " PROG
 	      " export --binary nginx --version 1.25.4 --base 1.25.3 --format svg -o d.svg\n"
-	      "  " PROG " export --last 15m --callers malloc --format callgrind -o malloc.cg\n",
+	      "  " PROG " export --last 15m --callers malloc --format callgrind -o malloc.cg\n"
+	      "  " PROG " export --binary api --label handler=checkout --format top\n",
 	      f);
 }
 
@@ -121,15 +127,38 @@ static const struct export_format *find_format(const char *name)
 struct export_opts {
 	const char *store, *binary, *version, *event, *output, *base, *last, *from, *to;
 	const char *callers, *callees;
+	char *labels; /* --label's, canonical; NULL for none */
 	bool functions;
 	size_t max_render;
 	const struct export_format *format;
 };
 
+/* store_labels_each() callback: 0 when the series' labels (ctx) hold
+ * key=value, else 1. */
+static int label_differs(void *ctx, const char *k, size_t kl, const char *v, size_t vl)
+{
+	char key[STORE_LABEL_KEY_MAX + 1];
+	size_t len;
+
+	if (kl > STORE_LABEL_KEY_MAX)
+		return 1;
+	memcpy(key, k, kl);
+	key[kl] = '\0';
+	const char *have = store_labels_get(ctx, key, &len);
+	return !have || len != vl || memcmp(have, v, vl) != 0;
+}
+
+/* True when a series labelled `have` holds every label of `want`
+ * (canonical; NULL: none asked for). */
+static bool labels_match(const char *have, const char *want)
+{
+	return !want || store_labels_each(want, label_differs, (void *)have) == 0;
+}
+
 /* Moves the series that match to the front of list[0..n); returns how
  * many.  NULL matches anything. */
 static size_t keep_series(struct store_series *list, size_t n, const char *binary,
-                          const char *version, const char *event)
+                          const char *version, const char *event, const char *labels)
 {
 	size_t m = 0;
 
@@ -137,7 +166,7 @@ static size_t keep_series(struct store_series *list, size_t n, const char *binar
 		struct store_series *se = &list[i];
 		if ((binary && strcmp(se->binary, binary) != 0) ||
 		    (version && strcmp(se->version, version) != 0) ||
-		    (event && strcmp(se->event, event) != 0))
+		    (event && strcmp(se->event, event) != 0) || !labels_match(se->labels, labels))
 			continue;
 		struct store_series tmp = list[m];
 		list[m++] = *se;
@@ -204,6 +233,7 @@ static int parse_options(int argc, char **argv, struct export_opts *o)
 	        {"callers", required_argument, NULL, 'C'},
 	        {"callees", required_argument, NULL, 'E'},
 	        {"max-render", required_argument, NULL, 'M'},
+	        {"label", required_argument, NULL, 'A'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -224,6 +254,15 @@ static int parse_options(int argc, char **argv, struct export_opts *o)
 		case 'U': o->functions = true; break;
 		case 'C': o->callers = optarg; break;
 		case 'E': o->callees = optarg; break;
+		case 'A': {
+			char err[256];
+			int rc = import_label_arg(&o->labels, optarg, err, sizeof(err));
+			if (rc == -ENOMEM)
+				cli_die("out of memory");
+			if (rc < 0)
+				cli_die("%s", err);
+			break;
+		}
 		case 'M':
 			if (view_parse_size(optarg, &o->max_render) < 0)
 				cli_die("--max-render: expected a size in bytes with an optional "
@@ -273,7 +312,7 @@ static void check_options(const struct export_opts *o)
 static size_t pick_series(const char *dir, const struct export_opts *o, struct store_series *list,
                           size_t n, const char **chosen)
 {
-	size_t m = keep_series(list, n, o->binary, o->version, o->event);
+	size_t m = keep_series(list, n, o->binary, o->version, o->event, o->labels);
 
 	*chosen = o->event;
 	if (!*chosen) {
@@ -289,12 +328,23 @@ static size_t pick_series(const char *dir, const struct export_opts *o, struct s
 			}
 		}
 	}
-	size_t k = *chosen ? keep_series(list, m, NULL, NULL, *chosen) : 0;
-	if (k == 0 && (o->binary || o->version || o->event))
-		cli_die("%s: no series matches%s%s%s%s%s%s", dir, o->binary ? " --binary " : "",
+	size_t k = *chosen ? keep_series(list, m, NULL, NULL, *chosen, NULL) : 0;
+	if (k == 0 && (o->binary || o->version || o->event || o->labels)) {
+		char *shown = NULL;
+		if (o->labels) { /* "k=v\nk=v" as " --label k=v --label k=v" */
+			shown = malloc(strlen(o->labels) * 2 + 16);
+			if (!shown)
+				cli_die("out of memory");
+			char *w = stpcpy(shown, " --label ");
+			for (const char *c = o->labels; *c; c++)
+				w = *c == '\n' ? stpcpy(w, " --label ") : (*w = *c, w + 1);
+			*w = '\0';
+		}
+		cli_die("%s: no series matches%s%s%s%s%s%s%s", dir, o->binary ? " --binary " : "",
 		        o->binary ? o->binary : "", o->version ? " --version " : "",
 		        o->version ? o->version : "", o->event ? " --event " : "",
-		        o->event ? o->event : "");
+		        o->event ? o->event : "", shown ? shown : "");
+	}
 	return k;
 }
 
@@ -311,7 +361,8 @@ static size_t base_series(const char *dir, const struct export_opts *o,
 		cli_die("out of memory");
 	for (size_t i = 0; i < n; i++)
 		if ((!o->binary || strcmp(list[i].binary, o->binary) == 0) &&
-		    strcmp(list[i].version, o->base) == 0 && strcmp(list[i].event, event) == 0)
+		    strcmp(list[i].version, o->base) == 0 && strcmp(list[i].event, event) == 0 &&
+		    labels_match(list[i].labels, o->labels))
 			(*out)[ak++] = list[i];
 	if (ak == 0)
 		cli_die("%s: no series matches%s%s --version %s --event %s", dir,
@@ -475,6 +526,7 @@ int cmd_export(int argc, char **argv)
 	free(alist);
 	store_series_free(list, n);
 	store_close(s);
+	free(o.labels);
 	free(owned);
 	return 0;
 }

@@ -29,6 +29,7 @@ static void usage_import(FILE *f)
 	      "           [--event EVENT | --all-events]\n"
 	      "           [--time SECONDS] [--binary-path DIR[:DIR...]]\n"
 	      "           [--clock-offset SECONDS|boot] [--keep-samples DURATION]\n"
+	      "           [--label KEY=VALUE]... [--by-thread]\n"
 	      "           [--one-batch | --keep-going]\n"
 	      "           [--timings] FILE|- [FILE...]\n"
 	      "\n"
@@ -76,7 +77,17 @@ static void usage_import(FILE *f)
 	      "                  store (default 2h).  Samples with a time of their\n"
 	      "                  own (perf script, perf.data) keep it; other formats\n"
 	      "                  are counted per time bucket.  Detail past the window\n"
-	      "                  is rolled up after each commit\n"
+	      "                  is rolled up after each commit\n",
+	      f);
+	fputs("  --label KEY=VALUE  give every sample of the files this label\n"
+	      "                  (repeatable); KEY is 1 to 32 bytes of a-z, 0-9 and _\n"
+	      "                  starting with a letter, VALUE 1 to 1024 bytes without\n"
+	      "                  control characters.  pprof's string labels are kept\n"
+	      "                  as they are; a KEY a file's samples carry is refused\n"
+	      "  --by-thread     perf script, perf.data: label each sample with its\n"
+	      "                  thread's name (thread=NAME); with perf.data the binary\n"
+	      "                  is then the process's name, with perf script text (which\n"
+	      "                  prints only the thread's) give --binary\n"
 	      "  --one-batch     all the files as one atomic batch: all or nothing\n"
 	      "  --keep-going    after a file fails, go on with the next ones (the\n"
 	      "                  exit status is still 1)\n"
@@ -92,6 +103,8 @@ static void usage_import(FILE *f)
 	      "  " PROG " import --store ~/prof /tmp/app.*.heap      # a time series of dumps\n"
 	      "  " PROG " import --store ~/prof --keep-going dumps/*.pb.gz\n"
 	      "  " PROG " import --store ~/prof --host web-3 web-3.perf.data\n"
+	      "  " PROG " import --store ~/prof --label env=staging cpu.pb.gz\n"
+	      "  " PROG " import --store ~/prof --by-thread perf.data\n"
 	      "  " PROG " import --store ~/prof --keep-samples 1d perf.data && \\\n"
 	      "      " PROG " samples --store ~/prof --folded | head\n",
 	      f);
@@ -122,6 +135,7 @@ struct import_job {
 	struct store_series *before;
 	size_t nbefore;
 	bool perf_input;
+	char *labels; /* --label's, canonical; o.labels points here */
 };
 
 /* The progress line, on a terminal only.  With several files it stands
@@ -460,6 +474,13 @@ static int import_file(struct import_job *job, const char *path)
 		rollup(job);
 	}
 	report_notices(&ctx, &sym, shown);
+	if (job->o.by_thread && fmt != IMPORT_FORMAT_PERF && fmt != IMPORT_FORMAT_PERF_DATA) {
+		progress_clear();
+		fprintf(stderr,
+		        PROG ": %s: --by-thread: %s input names no threads; its samples have no "
+		             "thread label\n",
+		        shown, import_format_name(fmt));
+	}
 	job->samples += ctx.samples;
 	job->bytes += ctx.bytes;
 	job->files_done++;
@@ -502,6 +523,8 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 	        {"one-batch", no_argument, NULL, '1'},
 	        {"keep-going", no_argument, NULL, 'k'},
 	        {"timings", no_argument, NULL, 'T'},
+	        {"label", required_argument, NULL, 'L'},
+	        {"by-thread", no_argument, NULL, 'B'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -561,6 +584,17 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 		case '1': job->one_batch = true; break;
 		case 'k': job->keep_going = true; break;
 		case 'T': job->timings = true; break;
+		case 'L': {
+			char err[256];
+			int rc = import_label_arg(&job->labels, optarg, err, sizeof(err));
+			if (rc == -ENOMEM)
+				cli_die("out of memory");
+			if (rc < 0)
+				cli_die("%s", err);
+			o->labels = job->labels;
+			break;
+		}
+		case 'B': o->by_thread = true; break;
 		case 'h': usage_import(stdout); return 0;
 		default: return cli_bad_option("import", c, argv);
 		}
@@ -680,6 +714,7 @@ int cmd_import(int argc, char **argv)
 	progress_st.last = progress_st.start;
 	progress_st.tty = isatty(STDERR_FILENO);
 	status = finish(&job, import_files(&job, argc, argv));
+	free(job.labels);
 	free(owned);
 	return status;
 }

@@ -105,7 +105,7 @@ struct store_series_key {
 #define STORE_LABEL_OTHER     "(other)"
 
 /* The well-known keys. */
-#define STORE_LABEL_CGROUP    "cgroup"    /* cgroup v2 path, without the leading '/' ("/" for the root) */
+#define STORE_LABEL_CGROUP    "cgroup" /* cgroup v2 path, without the leading '/' ("/" for the root) */
 #define STORE_LABEL_CONTAINER "container" /* a container runtime's id, from the cgroup path */
 #define STORE_LABEL_THREAD    "thread"    /* the thread's name (its comm) */
 #define STORE_LABEL_EXE       "exe"       /* the executable's path */

@@ -99,6 +99,9 @@ comp "" flamefs-collect prune --older-than ""
 comp "--retention" flamefs-collect record --ret
 comp "$files/file1.perf" flamefs-collect record --log-drains "$files/fi"
 comp "" flamefs-collect import --binary ""
+comp "--label" flamefs-collect export --lab
+comp "--by-thread" flamefs-collect import --by
+comp "" flamefs-collect import --label ""
 comp "allow_other,default_permissions allow_other,defaults" flamefs -o allow_other,def
 comp "nonempty" flamefs -o non
 comp "--help --version" flamefs --

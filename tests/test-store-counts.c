@@ -105,8 +105,8 @@ void test_merge_blobs(void)
 	struct store_batch *b;
 	static struct expect x;
 	uint32_t series, other;
-	static const struct store_series_key key_o = {NULL, "other", "1", "cpu-clock",
-	                                              "nanoseconds", NULL};
+	static const struct store_series_key key_o = {NULL,        "other",       "1",
+	                                              "cpu-clock", "nanoseconds", NULL};
 
 	memset(&x, 0, sizeof(x));
 	if (!s)

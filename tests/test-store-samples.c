@@ -323,7 +323,8 @@ static void shuffle(struct smp_list *l)
 
 /* ---- tests ----------------------------------------------------------------- */
 
-static const struct store_series_key key_wall = {NULL, "wall", "1", "cpu-clock", "nanoseconds", NULL};
+static const struct store_series_key key_wall = {NULL,        "wall",        "1",
+                                                 "cpu-clock", "nanoseconds", NULL};
 static const struct store_series_key key_neg = {NULL, "old", "1", "cpu-clock", "nanoseconds", NULL};
 
 /* Samples in, in shuffled order over several commits (so a bucket's

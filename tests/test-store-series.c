@@ -33,10 +33,10 @@ static bool listed(struct store *s, uint32_t id, struct store_series *out)
 
 void test_prune(void)
 {
-	static const struct store_series_key key_b = {NULL, "db", "2.0", "cpu-clock",
-	                                              "nanoseconds", NULL};
-	static const struct store_series_key key_perf = {NULL, "cc1", "default", "cpu-clock",
-	                                                 "nanoseconds", NULL};
+	static const struct store_series_key key_b = {NULL,        "db",          "2.0",
+	                                              "cpu-clock", "nanoseconds", NULL};
+	static const struct store_series_key key_perf = {NULL,        "cc1",         "default",
+	                                                 "cpu-clock", "nanoseconds", NULL};
 	const int64_t t0 = 1700000000 - 1700000000 % 60; /* a bucket start */
 	char *dir = sf_fresh_dir();
 	struct store *s = sf_open_rw(dir, STORE_CREATE);

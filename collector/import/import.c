@@ -36,7 +36,14 @@ int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
 int import_series(struct import_ctx *ctx, const char *binary, const char *version,
                   const char *event, const char *unit, uint32_t *id)
 {
+	return import_series_labels(ctx, binary, version, event, unit, NULL, id);
+}
+
+int import_series_labels(struct import_ctx *ctx, const char *binary, const char *version,
+                         const char *event, const char *unit, const char *labels, uint32_t *id)
+{
 	const struct import_options *o = ctx->opt;
+	char *joined = NULL;
 	struct store_series_key k = {
 	        .binary = (o && o->binary) ? o->binary : binary,
 	        .version = (o && o->version) ? o->version
@@ -87,6 +94,9 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
 		ctx->cleaned_labels++;
 	}
 	if (rc == 0)
+		rc = import_labels_join(ctx, labels, &joined);
+	k.labels = joined;
+	if (rc == 0)
 		rc = store_batch_series(ctx->batch, &k, id);
 	/* The store refuses a key only when it holds the series already
 	 * with another unit (the fields are all set here). */
@@ -97,6 +107,7 @@ int import_series(struct import_ctx *ctx, const char *binary, const char *versio
 		                 k.binary, k.version, k.event, k.unit);
 	free(clean[0]);
 	free(clean[1]);
+	free(joined);
 	return rc;
 }
 

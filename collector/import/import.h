@@ -119,7 +119,22 @@ struct import_options {
 	 * stores each with import_sample(); else, and for every other
 	 * format, counts with import_add(). */
 	bool samples;
+	/* --label: canonical labels (store.h) given to every series of the
+	 * input, NULL for none; see import_label_arg().  A label the input
+	 * itself gives a sample (pprof's) under the same key is refused. */
+	const char *labels;
+	/* --by-thread: each sample of perf script text or perf.data gets
+	 * the label thread=<its thread's name> (docs/formats.md, "Labels"). */
+	bool by_thread;
 };
+
+/* Adds one --label argument "KEY=VALUE" to *labels, canonical labels
+ * (NULL: none yet; malloc'd, replaced, the caller frees).  KEY is 1 to
+ * STORE_LABEL_KEY_MAX bytes of [a-z0-9_] starting with a letter, VALUE 1
+ * to STORE_LABEL_VALUE_MAX bytes without control bytes, and a KEY once.
+ * Returns 0, -ENOMEM, or -EINVAL with a one-line message naming what is
+ * wrong and what is allowed in err[0..errlen). */
+int import_label_arg(char **labels, const char *arg, char *err, size_t errlen);
 
 /* Symbolization of the addresses that perf.data, gperftools and legacy
  * text profiles hold, provided by the caller (flamefs-collect wires it to
@@ -243,6 +258,26 @@ int import_fail(struct import_ctx *ctx, uint64_t line, const char *fmt, ...)
  * rendered text, where such bytes would act on the reader's terminal. */
 int import_series(struct import_ctx *ctx, const char *binary, const char *version,
                   const char *event, const char *unit, uint32_t *id);
+/* import_series() for a series whose samples the input labels: `labels`
+ * (canonical, NULL or "" for none) joined with --label's.  A key in
+ * both is refused with a message (--label names the whole file; a
+ * label of the file's own is not overridden silently). */
+int import_series_labels(struct import_ctx *ctx, const char *binary, const char *version,
+                         const char *event, const char *unit, const char *labels, uint32_t *id);
+/* `file`'s labels (canonical, NULL: none) joined with --label's into
+ * *out (malloc'd, "" for none).  0, -ENOMEM, or a message and -EINVAL
+ * when a key is in both (labels.c). */
+int import_labels_join(struct import_ctx *ctx, const char *file, char **out);
+
+/* The label key a free-form label name (pprof's Label.key) is stored
+ * under: ASCII letters lower-cased, every byte outside [a-z0-9_] as
+ * '_', IMPORT_LABEL_KEY_PREFIX before a name that does not start with a
+ * letter (or is empty), cut at STORE_LABEL_KEY_MAX bytes.  A valid key
+ * stays as it is.  Writes it NUL-terminated into out and returns its
+ * length (labels.c). */
+#define IMPORT_LABEL_KEY_SIZE   (STORE_LABEL_KEY_MAX + 1)
+#define IMPORT_LABEL_KEY_PREFIX "k_"
+size_t import_label_key(const char *name, size_t n, char out[IMPORT_LABEL_KEY_SIZE]);
 
 /* Interns frames[0..n) (root first) as a path in the stack tree and
  * returns its leaf node in *node.  n == 0 gives STORE_ROOT_NODE.  Names

@@ -1,9 +1,11 @@
 /*
- * perf-internal.h — what the two halves of the perf script importer
- * share: perf-lines.c recognizes the lines (sample headers, stack lines,
- * one-line samples) the way stackcollapse-perf.pl's patterns do, and
- * perf.c builds series, frames and stacks from what they match.  The
- * byte-class table and the newline finder are the inner loops of both.
+ * perf-internal.h — what the parts of the perf script importer share:
+ * perf-lines.c recognizes the lines (sample headers, stack lines,
+ * one-line samples) the way stackcollapse-perf.pl's patterns do; perf.c
+ * reads the input and builds series and samples from what they match,
+ * perf-frames.c a stack's frames, perf-fast.c whole samples through the
+ * caches; struct perf is the state they share.  The byte-class table and
+ * the newline finder are the inner loops of all of them.
  * Private to import/.
  */
 #ifndef FLAMEFS_IMPORT_PERF_INTERNAL_H
@@ -13,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "import.h"
+
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -134,5 +139,99 @@ const char *perf_find_arrow(const char *s, size_t n);
 /* A one-line sample of a recording without callchains: its header in *h
  * and, in *tail, where its "pc symbol (module)" part begins. */
 bool perf_match_one_line(const char *l, size_t n, struct header *h, size_t *tail);
+
+/* ---- the importer's state, shared by perf.c, perf-frames.c and
+ * perf-fast.c ---- */
+
+struct series_ent; /* perf.c */
+struct raw_line;   /* perf-fast.c */
+struct stackcache;
+
+enum sample_state {
+	NO_SAMPLE,   /* before the first header or after a blank line */
+	KEEP_SAMPLE, /* inside a sample that will be stored */
+	SKIP_SAMPLE, /* inside a sample of a filtered-out event */
+};
+
+struct perf {
+	struct import_ctx *ctx;
+	struct linereader lr;
+
+	/* The current sample.  blk holds "process\0event\0" and then one
+	 * record per stack line (see add_stack_line); it is the cache key. */
+	enum sample_state state;
+	char *blk;
+	size_t blk_len, blk_cap, blk_head; /* blk_head: end of "p\0e\0" */
+	size_t pname_len, event_len;
+	uint64_t weight;
+	int64_t when;      /* seconds */
+	int64_t frac_us;   /* and microseconds, when it has a time */
+	bool has_time;     /* the header holds a time */
+	uint32_t pid, tid; /* the header's; 0: unknown */
+	uint64_t sample_bytes;
+	uint64_t header_line; /* the current sample's header, for messages */
+	struct import_sums sums;
+
+	/* Event filter: the event kept when neither --event nor
+	 * --all-events is given (the first one seen). */
+	char *first_event;
+	uint64_t skipped_other;
+
+	/* Caches; keys are XXH3-128 hashes of the text named. */
+	struct stackcache *stack;  /* (non-leaf lines, leaf parts) -> node */
+	struct stackcache *parts;  /* every line's parts -> node */
+	struct stackcache *prefix; /* non-leaf lines -> the leaf's parent */
+	struct stackcache *path;   /* chain of line hashes -> node */
+	struct stackcache *frame;  /* one-frame line or leaf parts -> frame */
+	struct stackcache *sample; /* blk -> (series, node), line by line */
+	struct series_ent *series;
+	size_t series_used;
+	uint64_t *series_bytes; /* input bytes per series id */
+	size_t series_bytes_cap;
+
+	/* Scratch space for parsing a sample on a cache miss. */
+	struct stack_line *sl;
+	size_t sl_cap;
+	struct raw_line *rl;
+	size_t rl_cap;
+	struct store_frame *frames;
+	size_t *name_off;
+	size_t frames_cap;
+	char *names;
+	size_t names_len, names_cap;
+	char *leafkey; /* the leaf's cache key text */
+	size_t leafkey_cap;
+	char *partkey; /* a line's parts, as parts_key() hashes them */
+	size_t partkey_cap;
+	char *stackkey; /* a stack's parts, as stack_parts_key() hashes them */
+	size_t stackkey_cap;
+};
+
+/* Records "expected WHAT, got "s[0..n)"" at line `line` (noting a cut
+ * input) and returns -EINVAL (perf.c). */
+int perf_fail_line(struct perf *p, uint64_t line, const char *what, const char *s, size_t n);
+/* The series of the current sample: process p->blk, event after it
+ * (perf.c). */
+int perf_sample_series(struct perf *p, uint32_t *id);
+/* Stores the current sample at node of series (perf.c). */
+int perf_count_sample(struct perf *p, uint32_t series, uint32_t node);
+/* Takes the sample whose header was just read whole from the reader's
+ * buffer: 1 when it did, 0 when it must go line by line (nothing
+ * consumed), -errno (perf-fast.c). */
+int perf_fast_sample(struct perf *p);
+/* Appends the frames of one stack line to p->frames, innermost first;
+ * with depth and bytes, stops past the limits and returns 1
+ * (perf-frames.c). */
+int perf_line_frames(struct perf *p, size_t *nf, const char *func, size_t flen, const char *mod,
+                     size_t mlen, bool java, size_t *depth, size_t *bytes);
+/* Points p->frames[0..nf) at their names in p->names (perf-frames.c). */
+void perf_frames_finish(struct perf *p, size_t nf);
+/* Interns the current line-by-line sample's stack (perf-frames.c). */
+int perf_parse_sample(struct perf *p, uint32_t *node);
+
+static inline bool perf_is_java(const struct perf *p)
+{
+	return p->pname_len >= 4 && memcmp(p->blk, "java", 4) == 0;
+}
 
 #endif

@@ -28,7 +28,8 @@
  * callchain's user entries (the sample ip), as a recording without -g.
  * Addresses are named by ctx->sym, as the live collector names them.
  *
- * Series: binary = the thread's comm (spaces as '_'), version --version
+ * Series: binary = the thread's comm (with --by-thread the process's, its
+ * main thread's, and the thread's comm the label thread=), version --version
  * or "default", event = the event's name without perf's modifiers, unit
  * nanoseconds for cpu-clock and task-clock, else count; weight = the
  * sample's period (1 without one).  Only one event is kept unless --event
@@ -492,6 +493,15 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 		t = thread_slot(p, s.pid, false);
 	const char *comm = t ? t->name : "[unknown]";
 	size_t clen = strlen(comm);
+	/* --by-thread: the binary is the process's name (its main thread's
+	 * comm), the thread's name a label. */
+	const char *binary = comm;
+	bool by_thread = ctx->opt && ctx->opt->by_thread;
+	if (by_thread) {
+		const struct thread *pt = thread_slot(p, s.pid, false);
+		if (pt)
+			binary = pt->name;
+	}
 
 	/* the stack cache: (pid's mappings, comm, event, ips) -> node */
 	XXH3_state_t st;
@@ -499,6 +509,8 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 	uint32_t head[3] = {s.pid, *gen_of(p, s.pid), (uint32_t)ai};
 	XXH3_128bits_update(&st, head, sizeof(head));
 	XXH3_128bits_update(&st, comm, clen + 1);
+	if (by_thread)
+		XXH3_128bits_update(&st, binary, strlen(binary) + 1);
 	XXH3_128bits_update(&st, p->ips, nips * sizeof(*p->ips));
 	XXH3_128bits_update(&st, kernel, nips);
 	XXH128_hash_t h = XXH3_128bits_digest(&st);
@@ -519,7 +531,19 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 		char *ev = strndup(a->name, a->base);
 		if (!ev)
 			return -ENOMEM;
-		rc = import_series(ctx, comm, NULL, *ev ? ev : NO_EVENT_NAME, unit, &series);
+		char *labels = NULL, *name = NULL;
+		if (by_thread) {
+			rc = store_label_value_clean(comm, clen, &name);
+			if (rc == 0) {
+				struct store_label l = {STORE_LABEL_THREAD, name};
+				rc = store_labels_make(&l, 1, &labels);
+			}
+		}
+		if (rc == 0)
+			rc = import_series_labels(ctx, binary, NULL, *ev ? ev : NO_EVENT_NAME, unit,
+			                          labels, &series);
+		free(labels);
+		free(name);
 		free(ev);
 		if (rc < 0)
 			return rc;

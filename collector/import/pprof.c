@@ -20,6 +20,8 @@
  * as magnitudes, to a series of their own named "-TYPE"
  * (IMPORT_NEGATIVE_PREFIX), so TYPE holds what grew and -TYPE what
  * shrank, and TYPE's total minus -TYPE's is pprof's net total.
+ * A sample's string labels make its series' labels (see "labels" below);
+ * its numeric labels are summed away.
  * The input's bytes are counted for the default sample type
  * (default_sample_type, else the last type, as pprof picks it), which
  * makes it the version's primary event in the view.  The whole input is
@@ -449,16 +451,40 @@ struct derived {
 	char *bracket;       /* "[base name]": a location without lines */
 	uint8_t *bid;        /* a hex build id, decoded */
 	uint8_t bid_checked; /* bid is set, or the string is not hex */
+	char *label_key;     /* the label key a Label.key string is stored under */
+};
+
+/* A label set of the file's samples (canonical, before --label's are
+ * joined) and its series: ids[j] of sample type j, ids[n + j] of its
+ * negative values ("-TYPE"), UINT32_MAX until a sample needs it. */
+struct labelset {
+	char *labels;
+	uint64_t hash;
+	uint32_t *ids;
+};
+
+/* An open-addressing table of label sets; cap is a power of two.  It
+ * keeps at most LABELSETS_MAX sets: a sample of a set past them goes
+ * through `spare`, its series asked of the store (which counts it under
+ * the set's own series or, past the store's bound, its (other) set)
+ * sample by sample, so that a profile with a label per sample costs no
+ * memory per sample. */
+#define LABELSETS_MAX 4096
+struct labelsets {
+	struct labelset *e;
+	size_t n, cap;
+	struct labelset spare;
 };
 
 struct pprof {
 	struct import_ctx *ctx;
 	pb_profile *p;
 	struct idmap maps, funcs, locs;
-	struct locframes *lf; /* one per location */
-	char **type;          /* each sample type's event name (type_names) */
-	size_t *slen;         /* [string index] its length */
-	struct derived *der;  /* [string index], built as needed */
+	struct locframes *lf;   /* one per location */
+	char **type;            /* each sample type's event name (type_names) */
+	size_t *slen;           /* [string index] its length */
+	struct derived *der;    /* [string index], built as needed */
+	struct labelsets *sets; /* the label sets of samples with string labels */
 };
 
 static const char *str_at(const struct pprof *pp, int64_t i)
@@ -712,6 +738,235 @@ static int validate(struct pprof *pp)
 		}
 	}
 	return check_sums(pp);
+}
+
+/* ---- labels ------------------------------------------------------------
+ * A sample's string labels (Label.str set) become its series' labels:
+ * each key as import_label_key() maps it, each value cleaned by
+ * store_label_value_clean(); a key a sample gives twice has its values
+ * joined with ',' in the sample's order.  Two key strings of one file
+ * that map to one label key are refused.  Numeric labels (Label.num:
+ * Go's "bytes", a "pid" or "tid") are not labels: pprof samples carry
+ * no moment for the recent tier to keep them with, so they are summed
+ * away, as the view sums over them. */
+
+struct rawlabel {
+	const char *key; /* the mapped key */
+	size_t pos;      /* its place in the sample, for a stable sort */
+	int64_t str;     /* the value's string index */
+};
+
+static int cmp_rawlabel(const void *a, const void *b)
+{
+	const struct rawlabel *x = a, *y = b;
+	int d = strcmp(x->key, y->key);
+	return d ? d : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int cmp_key_index(const void *a, const void *b, void *arg)
+{
+	const struct pprof *pp = arg;
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	int d = strcmp(pp->der[x].label_key, pp->der[y].label_key);
+	return d ? d : strcmp(str_at(pp, x), str_at(pp, y));
+}
+
+/* Maps every key string a string label uses, and refuses two that map
+ * to one label key. */
+static int label_keys(struct pprof *pp)
+{
+	pb_profile *p = pp->p;
+	int64_t *keys = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < p->n_sample && rc == 0; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		for (size_t j = 0; j < s->n_label && rc == 0; j++) {
+			const Perftools__Profiles__Label *lb = s->label[j];
+			struct derived *d = &pp->der[lb->key];
+			if (lb->str == 0 || d->label_key)
+				continue;
+			char k[IMPORT_LABEL_KEY_SIZE];
+			import_label_key(str_at(pp, lb->key), pp->slen[lb->key], k);
+			d->label_key = strdup(k);
+			rc = d->label_key ? import_grow((void **)&keys, &cap, n + 1, sizeof(*keys))
+			                  : -ENOMEM;
+			if (rc == 0)
+				keys[n++] = lb->key;
+		}
+	}
+	if (rc == 0 && n > 1)
+		qsort_r(keys, n, sizeof(*keys), cmp_key_index, pp);
+	for (size_t i = 1; rc == 0 && i < n; i++) {
+		const char *a = str_at(pp, keys[i - 1]), *b = str_at(pp, keys[i]);
+		if (strcmp(pp->der[keys[i - 1]].label_key, pp->der[keys[i]].label_key) != 0 ||
+		    strcmp(a, b) == 0)
+			continue;
+		char ea[64], eb[64];
+		import_excerpt(ea, sizeof(ea), a, strlen(a));
+		import_excerpt(eb, sizeof(eb), b, strlen(b));
+		rc = import_fail(pp->ctx, 0,
+		                 "label keys \"%s\" and \"%s\" both become label key %s; expected "
+		                 "keys that differ in more than case, punctuation or past byte %d",
+		                 ea, eb, pp->der[keys[i]].label_key, STORE_LABEL_KEY_MAX);
+	}
+	free(keys);
+	return rc;
+}
+
+/* The canonical labels of sample s's string labels into *out (malloc'd;
+ * NULL when it has none). */
+static int sample_labels(struct pprof *pp, const Perftools__Profiles__Sample *s, char **out)
+{
+	struct rawlabel *rl = NULL;
+	struct store_label *l = NULL;
+	char **vals = NULL;
+	size_t n = 0, nl = 0;
+	int rc = 0;
+
+	*out = NULL;
+	for (size_t j = 0; j < s->n_label; j++)
+		n += s->label[j]->str != 0;
+	if (n == 0)
+		return 0;
+	rl = malloc(n * sizeof(*rl));
+	l = malloc(n * sizeof(*l));
+	vals = calloc(n, sizeof(*vals));
+	if (!rl || !l || !vals) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	n = 0;
+	for (size_t j = 0; j < s->n_label; j++) {
+		const Perftools__Profiles__Label *lb = s->label[j];
+		if (lb->str == 0)
+			continue;
+		rl[n] = (struct rawlabel){pp->der[lb->key].label_key, j, lb->str};
+		n++;
+	}
+	qsort(rl, n, sizeof(*rl), cmp_rawlabel);
+	for (size_t i = 0; i < n;) {
+		size_t e = i + 1, len = pp->slen[rl[i].str];
+		while (e < n && strcmp(rl[e].key, rl[i].key) == 0)
+			len += 1 + pp->slen[rl[e++].str];
+		char *raw = malloc(len + 1), *o = raw;
+		if (!raw) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (size_t k = i; k < e; k++) {
+			if (k > i)
+				*o++ = ',';
+			memcpy(o, str_at(pp, rl[k].str), pp->slen[rl[k].str]);
+			o += pp->slen[rl[k].str];
+		}
+		rc = store_label_value_clean(raw, len, &vals[nl]);
+		free(raw);
+		if (rc < 0)
+			goto out;
+		l[nl].key = rl[i].key;
+		l[nl].value = vals[nl];
+		nl++;
+		i = e;
+	}
+	rc = store_labels_make(l, nl, out);
+out:
+	for (size_t i = 0; vals && i < nl; i++)
+		free(vals[i]);
+	free(vals);
+	free(l);
+	free(rl);
+	return rc;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* The set of `labels` in pp->sets, added (taking labels) when new; *out
+ * points into the table until the next call.  0 or -ENOMEM (labels is
+ * freed then). */
+static int labelset_get(struct pprof *pp, char *labels, struct labelset **out)
+{
+	struct labelsets *t = pp->sets;
+	uint64_t h = hash_str(labels);
+	size_t types = pp->p->n_sample_type;
+
+	if (t->n >= LABELSETS_MAX) {
+		for (size_t k = h & (t->cap - 1); t->e[k].labels; k = (k + 1) & (t->cap - 1)) {
+			if (t->e[k].hash == h && strcmp(t->e[k].labels, labels) == 0) {
+				free(labels);
+				*out = &t->e[k];
+				return 0;
+			}
+		}
+		if (!t->spare.ids && !(t->spare.ids = malloc(2 * types * sizeof(uint32_t)))) {
+			free(labels);
+			return -ENOMEM;
+		}
+		free(t->spare.labels);
+		t->spare.labels = labels;
+		t->spare.hash = h;
+		memset(t->spare.ids, 0xff, 2 * types * sizeof(uint32_t));
+		*out = &t->spare;
+		return 0;
+	}
+
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		struct labelset *ne = calloc(ncap, sizeof(*ne));
+		if (!ne) {
+			free(labels);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->e[i].labels)
+				continue;
+			size_t k = t->e[i].hash & (ncap - 1);
+			while (ne[k].labels)
+				k = (k + 1) & (ncap - 1);
+			ne[k] = t->e[i];
+		}
+		free(t->e);
+		t->e = ne;
+		t->cap = ncap;
+	}
+	size_t k = h & (t->cap - 1);
+	for (; t->e[k].labels; k = (k + 1) & (t->cap - 1)) {
+		if (t->e[k].hash == h && strcmp(t->e[k].labels, labels) == 0) {
+			free(labels);
+			*out = &t->e[k];
+			return 0;
+		}
+	}
+	uint32_t *ids = malloc(2 * types * sizeof(*ids));
+	if (!ids) {
+		free(labels);
+		return -ENOMEM;
+	}
+	memset(ids, 0xff, 2 * types * sizeof(*ids));
+	t->e[k] = (struct labelset){labels, h, ids};
+	t->n++;
+	*out = &t->e[k];
+	return 0;
+}
+
+static void labelsets_free(struct labelsets *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->cap; i++) {
+		free(t->e[i].labels);
+		free(t->e[i].ids);
+	}
+	free(t->e);
+	free(t->spare.labels);
+	free(t->spare.ids);
 }
 
 /* ---- frames ----------------------------------------------------------- */
@@ -981,12 +1236,38 @@ static int add_samples(struct pprof *pp, const uint32_t *series, uint32_t *neg_s
 		if (rc < 0)
 			goto out;
 		uint64_t samples = sample_count(s, count_idx);
+		/* The series of a sample with string labels are its set's. */
+		const uint32_t *pos = series;
+		uint32_t *neg = neg_series;
+		const char *labels = NULL;
+		char *sl;
+		rc = sample_labels(pp, s, &sl);
+		if (rc < 0)
+			goto out;
+		if (sl) {
+			struct labelset *ls;
+			rc = labelset_get(pp, sl, &ls);
+			if (rc < 0)
+				goto out;
+			labels = ls->labels;
+			for (size_t j = 0; j < s->n_value; j++) {
+				if (s->value[j] <= 0 || ls->ids[j] != UINT32_MAX)
+					continue;
+				rc = import_series_labels(ctx, binary, version, pp->type[j],
+				                          str_at(pp, p->sample_type[j]->unit),
+				                          labels, &ls->ids[j]);
+				if (rc < 0)
+					goto out;
+			}
+			pos = ls->ids;
+			neg = ls->ids + p->n_sample_type;
+		}
 		for (size_t j = 0; j < s->n_value; j++) {
 			if (s->value[j] == 0)
 				continue;
-			uint32_t id = series[j];
+			uint32_t id = pos[j];
 			if (s->value[j] < 0) {
-				if (neg_series[j] == UINT32_MAX) {
+				if (neg[j] == UINT32_MAX) {
 					const Perftools__Profiles__ValueType *t = p->sample_type[j];
 					char *ev;
 					if (asprintf(&ev, IMPORT_NEGATIVE_PREFIX "%s",
@@ -994,13 +1275,14 @@ static int add_samples(struct pprof *pp, const uint32_t *series, uint32_t *neg_s
 						rc = -ENOMEM;
 						goto out;
 					}
-					rc = import_series(ctx, binary, version, ev,
-					                   str_at(pp, t->unit), &neg_series[j]);
+					rc = import_series_labels(ctx, binary, version, ev,
+					                          str_at(pp, t->unit), labels,
+					                          &neg[j]);
 					free(ev);
 					if (rc < 0)
 						goto out;
 				}
-				id = neg_series[j];
+				id = neg[j];
 			}
 			rc = import_add(ctx, &sums, 0, id, when, node, samples,
 			                magnitude(s->value[j]));
@@ -1022,6 +1304,7 @@ int import_pprof(struct import_ctx *ctx)
 	uint8_t *raw = NULL, *plain = NULL;
 	size_t raw_len = 0, plain_len = 0;
 	struct pprof pp = {.ctx = ctx};
+	struct labelsets sets = {0};
 	uint32_t *series = NULL, *neg = NULL;
 	int rc;
 
@@ -1078,6 +1361,10 @@ int import_pprof(struct import_ctx *ctx)
 	rc = validate(&pp);
 	if (rc < 0)
 		goto out;
+	rc = label_keys(&pp);
+	if (rc < 0)
+		goto out;
+	pp.sets = &sets;
 
 	pp.lf = calloc(pp.p->n_location ? pp.p->n_location : 1, sizeof(*pp.lf));
 	series = calloc(pp.p->n_sample_type, sizeof(*series));
@@ -1131,6 +1418,7 @@ out:
 	}
 	free(series);
 	free(neg);
+	labelsets_free(&sets);
 	if (pp.type) {
 		for (size_t i = 0; i < pp.p->n_sample_type; i++)
 			free(pp.type[i]);
@@ -1141,6 +1429,7 @@ out:
 			free(pp.der[i].inl);
 			free(pp.der[i].bracket);
 			free(pp.der[i].bid);
+			free(pp.der[i].label_key);
 		}
 		free(pp.der);
 	}

@@ -129,7 +129,7 @@ _flamefs_collect()
 		return
 		;;
 	-d | --duration | --host | --binary | --version | --event | --time | --retention | --older-than | --before | \
-		--base | --from | --to | --callers | --callees)
+		--base | --from | --to | --callers | --callees | --label)
 		# A free value: offer nothing rather than files.
 		return
 		;;
@@ -139,7 +139,7 @@ _flamefs_collect()
 	case $cmd in
 	import)
 		opts='--store --host --format --binary --version --event --all-events --time --clock-offset
-		      --keep-samples --binary-path --one-batch --keep-going --timings --help'
+		      --keep-samples --binary-path --label --by-thread --one-batch --keep-going --timings --help'
 		;;
 	record)
 		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
@@ -168,7 +168,7 @@ _flamefs_collect()
 		fi
 		return
 		;;
-	export) opts='--store --format --binary --version --event --base --last --from --to
+	export) opts='--store --format --binary --version --event --label --base --last --from --to
 	              --functions --callers --callees --output --help -o' ;;
 	*) return ;;
 	esac
