@@ -17,6 +17,8 @@
 #   - /app/1/about and @thread/io/app/1/about: the exact lines;
 #   - a store without labels has no /@cgroup; a label value written while
 #     mounted appears in ls /@thread within 3 s;
+#   - two folded files imported with --label thread=alpha and thread=beta:
+#     each @thread value holds its file, the root their sum;
 #   - over PostgreSQL (tests/lib-pg.sh): the store pushed to a database
 #     shows the same @cgroup tree (diff -r) and about files.
 #   usage: test-view-labels.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
@@ -192,6 +194,23 @@ check "a thread written while mounted appears in ls /@thread within 3 s" \
 	sh -c "ls '$m/@thread' | grep -qx late"
 check "... and the sum over threads is still the root's" \
 	test "$(folded_sum "$m/app/1/folded")" = "$(folded_sum "$m"/@thread/*/app/1/folded)"
+
+# ---- folded imports with --label ----------------------------------------------------------------
+printf 'main;alpha_work 30\nmain;shared 5\n' >"$tmp/alpha.folded"
+printf 'main;beta_work 10\nmain;shared 5\n' >"$tmp/beta.folded"
+for th in alpha beta; do
+	"$collect" import --store "$tmp/imp" --binary imp --version 1 --time $t0 --label thread=$th \
+		--label cgroup=user.slice/u.scope "$tmp/$th.folded" >/dev/null 2>"$tmp/imp.err" ||
+		bad "import --label thread=$th: $(cat "$tmp/imp.err")"
+done
+if mount_at "$tmp/imp" "$tmp/m6" imp; then
+	check "imported with --label: @thread/alpha/ holds alpha's stacks only" \
+		test "$(cat "$tmp/m6/@thread/alpha/imp/1/folded")" = "$(printf 'imp;main;alpha_work 30\nimp;main;shared 5')"
+	check "... the root sums both: imp/1/folded" \
+		test "$(cat "$tmp/m6/imp/1/folded")" = "$(printf 'imp;main;alpha_work 30\nimp;main;beta_work 10\nimp;main;shared 10')"
+	check "... @cgroup/user.slice%2Fu.scope/ is the whole of it" \
+		test "$(cat "$tmp/m6/@cgroup/user.slice%2Fu.scope/imp/1/folded")" = "$(cat "$tmp/m6/imp/1/folded")"
+fi
 
 # ---- the same over a database -------------------------------------------------------------------
 . "$(dirname "$0")/lib-pg.sh"
