@@ -49,7 +49,7 @@ e2e_need_bpf -e cpu,offcpu
 # ---- refusals ---------------------------------------------------------------------
 "$collect" record --verbose --store "$tmp/r" -e cpu,bogus -- true 2>"$tmp/bogus.err"
 rc=$?
-if [ "$rc" -eq 2 ] && grep -q 'unknown event "bogus"; expected cpu, offcpu, rss, block, block-time or net' "$tmp/bogus.err"; then
+if [ "$rc" -eq 2 ] && grep -q 'unknown event "bogus"; expected cpu, offcpu, rss, block, block-time, net, vfs, vfs-read or vfs-write' "$tmp/bogus.err"; then
 	ok "-e bogus: refused with exit 2, naming the event and the choices"
 else
 	bad "-e bogus: exit $rc, $(cat "$tmp/bogus.err")"

@@ -682,6 +682,58 @@ static void fetch_stack(struct recorder *r, int set, const struct profile_key *k
 	}
 }
 
+static bool tracing_frame(const char *name, size_t len);
+
+/* A vfs event's file system travels as the innermost pc of its kernel
+ * stack, so that it stays with the stack through late.c: FS_PC_TAG | its
+ * fs (profile.h; 0: unknown), a value no kernel pc has.  Its kernel stack
+ * ends where the system call returns (syscall_exit_work, which runs the
+ * tracepoint): that frame goes, as the tracing frames do, and the file
+ * system takes its place. */
+#define FS_PC_TAG  0xf5f500000000ull
+#define FS_PC_MASK 0xffffffff00000000ull
+
+static void add_fs_pc(const struct profile_key *key, struct raw_stack *kernel)
+{
+	if ((key->event != PROFILE_EV_VFS_READ && key->event != PROFILE_EV_VFS_WRITE) ||
+	    kernel->state == RAW_LOST)
+		return;
+	if (kernel->state == RAW_NONE) {
+		kernel->state = RAW_PCS;
+		kernel->depth = 0;
+	}
+	memmove(kernel->pcs + 1, kernel->pcs, kernel->depth * sizeof(*kernel->pcs));
+	kernel->pcs[0] = FS_PC_TAG | key->fs;
+	kernel->depth++;
+}
+
+/* The frame "[fs:NAME]" of fs into f; 0 or -errno. */
+static int fs_frame(struct recorder *r, uint32_t fs, struct store_frame *f)
+{
+	size_t i = 0;
+
+	while (i < r->nfs && r->fs_ids[i] != fs)
+		i++;
+	if (i == r->nfs) {
+		struct profile_fs_name got;
+		if (i == PROFILE_FS_MAX)
+			return -ENOSPC; /* fs_names holds no more */
+		if (bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.fs_names), &fs, &got) < 0)
+			return -errno;
+		got.name[sizeof(got.name) - 1] = '\0';
+		snprintf(r->fs_frames[i], sizeof(r->fs_frames[i]), "[fs:%s]", got.name);
+		r->fs_ids[i] = fs;
+		r->nfs++;
+	}
+	memset(f, 0, sizeof(*f));
+	f->name = r->fs_frames[i];
+	f->name_len = strlen(f->name);
+	f->kind = STORE_FRAME_KERNEL;
+	f->module = "[kernel.kallsyms]";
+	f->module_len = 17;
+	return 0;
+}
+
 /* Appends the frames of one stack, root first, to r->frames[*n]; a user
  * stack leaves room for a kernel stack after it. */
 static int name_stack(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *rs,
@@ -714,11 +766,31 @@ static int name_stack(struct recorder *r, pid_t pid, uint32_t gen, const struct 
 		f->kind = STORE_FRAME_UNKNOWN;
 	}
 	if (kernel) {
+		uint64_t fs = 0;
+		bool vfs = false;
+		size_t start = *n;
+		if (depth > 0 && (ips[0] & FS_PC_MASK) == FS_PC_TAG) {
+			vfs = true;
+			fs = ips[0] & ~FS_PC_MASK;
+			ips++;
+			depth--;
+		}
 		rc = symbolize_kernel_prefetch(r->sym, ips, depth);
 		if (rc < 0)
 			return rc;
 		for (size_t i = depth; i-- > 0;) {
 			rc = symbolize_kernel(r->sym, ips[i], i > 0, &r->frames[*n]);
+			if (rc < 0)
+				return rc;
+			(*n)++;
+		}
+		while (vfs && *n > start &&
+		       (tracing_frame(r->frames[*n - 1].name, r->frames[*n - 1].name_len) ||
+		        (r->frames[*n - 1].name_len == 17 &&
+		         memcmp(r->frames[*n - 1].name, "syscall_exit_work", 17) == 0)))
+			(*n)--;
+		if (fs) {
+			rc = fs_frame(r, (uint32_t)fs, &r->frames[*n]);
 			if (rc < 0)
 				return rc;
 			(*n)++;
@@ -1058,6 +1130,7 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		size_t n = 0;
 		fetch_stack(r, set, &e->key, false, user);
 		fetch_stack(r, set, &e->key, true, kernel);
+		add_fs_pc(&e->key, kernel);
 		rc = record_name_stacks(r, pid, e->key.gen, user, kernel, &n);
 		if (rc < 0)
 			return rc;

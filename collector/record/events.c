@@ -31,7 +31,37 @@ const struct record_event record_events[PROFILE_NEVENTS] = {
         [PROFILE_EV_BLOCK] = {"block", "block", "bytes", 1},
         [PROFILE_EV_BLOCK_TIME] = {"block-time", "block-time", "nanoseconds", 1},
         [PROFILE_EV_NET] = {"net", "net", "bytes", 1},
+        [PROFILE_EV_VFS_READ] = {"vfs-read", "vfs-read", "bytes", RECORD_VFS_EVERY},
+        [PROFILE_EV_VFS_WRITE] = {"vfs-write", "vfs-write", "bytes", RECORD_VFS_EVERY},
 };
+
+/* Whether ev is sampled by bytes (N of EVENT:N is bytes, not events). */
+static bool by_bytes(int ev)
+{
+	return ev == PROFILE_EV_VFS_READ || ev == PROFILE_EV_VFS_WRITE;
+}
+
+/* Parses a byte count of vfs:N: 1 to 1G, with an optional K, M or G
+ * (powers of 1024).  Returns 0 or -EINVAL. */
+static int parse_bytes(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long long n;
+
+	if (s[0] < '1' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	unsigned shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+	if (shift)
+		end++;
+	if (*end || n > (1ull << 30) >> shift)
+		return -EINVAL;
+	*out = (uint32_t)(n << shift);
+	return 0;
+}
 
 /* Parses one ":"-separated modifier of -e's EVENT spec into flags,
  * every, or o->offcpu_preempt.  Returns 0 or -EINVAL. */
@@ -49,6 +79,8 @@ static int parse_event_mod(const char *mod, int ev, struct options *o, uint32_t 
 		*flags = PROFILE_EV_ON | PROFILE_EV_USER | PROFILE_EV_KERNEL;
 	} else if (strcmp(mod, "all") == 0 && ev == PROFILE_EV_OFFCPU) {
 		o->offcpu_preempt = true;
+	} else if (by_bytes(ev)) {
+		return parse_bytes(mod, every);
 	} else {
 		errno = 0;
 		n = strtoul(mod, &end, 10);
@@ -80,21 +112,28 @@ int record_parse_events(const char *list, struct options *o)
 		for (int i = 0; i < PROFILE_NEVENTS; i++)
 			if (strcmp(spec, record_events[i].arg) == 0)
 				ev = i;
+		/* "vfs" is vfs-read and vfs-write, with one STACKS and N */
+		bool both = strcmp(spec, "vfs") == 0;
+		if (both)
+			ev = PROFILE_EV_VFS_READ;
 		if (ev < 0) {
 			fprintf(stderr,
 			        PROG
 			        ": -e: unknown event \"%s\"; expected cpu, offcpu, rss, block, "
-			        "block-time or net\n",
+			        "block-time, net, vfs, vfs-read or vfs-write\n",
 			        spec);
 			rc = -EINVAL;
 			break;
 		}
-		if (o->ev_flags[ev]) {
+		if (o->ev_flags[ev] || (both && o->ev_flags[PROFILE_EV_VFS_WRITE])) {
 			fprintf(stderr, PROG ": -e: %s given twice\n", spec);
 			rc = -EINVAL;
 			break;
 		}
-		uint32_t flags = PROFILE_EV_ON | PROFILE_EV_USER | PROFILE_EV_KERNEL;
+		/* A vfs event's kernel stack is the system call's way out:
+		 * user stacks only, unless asked. */
+		uint32_t flags =
+		        PROFILE_EV_ON | PROFILE_EV_USER | (by_bytes(ev) ? 0 : PROFILE_EV_KERNEL);
 		uint32_t every = record_events[ev].every;
 		while (mod && *mod && rc == 0) {
 			char *next = strchr(mod, ':');
@@ -102,9 +141,13 @@ int record_parse_events(const char *list, struct options *o)
 				*next++ = '\0';
 			if (parse_event_mod(mod, ev, o, &flags, &every) < 0) {
 				fprintf(stderr,
-				        PROG ": -e %s: expected STACKS (u, k or uk)%s or N (1 to "
-				             "1000000) after ':', got \"%s\"\n",
-				        spec, ev == PROFILE_EV_OFFCPU ? ", all" : "", mod);
+				        PROG
+				        ": -e %s: expected STACKS (u, k or uk)%s or N (%s) after "
+				        "':', got \"%s\"\n",
+				        spec, ev == PROFILE_EV_OFFCPU ? ", all" : "",
+				        by_bytes(ev) ? "bytes, 1 to 1G, with K, M or G"
+				                     : "1 to 1000000",
+				        mod);
 				rc = -EINVAL;
 			}
 			mod = next;
@@ -115,6 +158,10 @@ int record_parse_events(const char *list, struct options *o)
 			flags &= ~PROFILE_EV_USER;
 		o->ev_flags[ev] = flags;
 		o->ev_every[ev] = every;
+		if (both) {
+			o->ev_flags[PROFILE_EV_VFS_WRITE] = flags;
+			o->ev_every[PROFILE_EV_VFS_WRITE] = every;
+		}
 	}
 	if (rc == 0 && !copy[0]) {
 		fprintf(stderr, PROG ": -e: expected at least one event\n");
@@ -161,6 +208,24 @@ static int event_offsets(struct recorder *r)
 	        {PROFILE_EV_NET, PROFILE_EV_NET, "sock", "__sk_common", &ro->sk_family},
 	        {PROFILE_EV_NET, PROFILE_EV_NET, "sock_common", "skc_family", &ro->sk_family},
 	        {PROFILE_EV_NET, PROFILE_EV_NET, "sock", "sk_protocol", &ro->sk_protocol},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "pt_regs", "orig_ax", &ro->regs_nr},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "pt_regs", "di", &ro->regs_arg0},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "pt_regs", "si", &ro->regs_arg1},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "pt_regs", "dx", &ro->regs_arg2},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "task_struct", "thread_info",
+	         &ro->ti_status},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "thread_info", "status",
+	         &ro->ti_status},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "task_struct", "files",
+	         &ro->task_files},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "files_struct", "fdt", &ro->files_fdt},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "fdtable", "max_fds", &ro->fdt_max_fds},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "fdtable", "fd", &ro->fdt_fd},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "file", "f_inode", &ro->vfs_f_inode},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "inode", "i_sb", &ro->vfs_i_sb},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "super_block", "s_type", &ro->sb_type},
+	        {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE, "file_system_type", "name",
+	         &ro->fstype_name},
 	};
 	char err[256];
 
@@ -198,7 +263,10 @@ int record_setup_events(struct recorder *r, const struct options *o)
 	        {k->progs.on_rq_complete, o->ev_flags[PROFILE_EV_BLOCK_TIME]},
 	        {k->progs.on_send, o->ev_flags[PROFILE_EV_NET]},
 	        {k->progs.on_recv, o->ev_flags[PROFILE_EV_NET]},
+	        {k->progs.on_sys_exit,
+	         o->ev_flags[PROFILE_EV_VFS_READ] || o->ev_flags[PROFILE_EV_VFS_WRITE]},
 	};
+	bool vfs = o->ev_flags[PROFILE_EV_VFS_READ] || o->ev_flags[PROFILE_EV_VFS_WRITE];
 
 	for (int i = 0; i < PROFILE_NEVENTS; i++) {
 		k->rodata->ev_flags[i] = o->ev_flags[i];
@@ -209,6 +277,11 @@ int record_setup_events(struct recorder *r, const struct options *o)
 	k->rodata->offcpu_preempt = o->offcpu_preempt;
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
 		bpf_program__set_autoload(progs[i].prog, progs[i].on);
+	/* Only on_sys_exit uses these: a kernel without task storage records
+	 * the other events. */
+	bpf_map__set_autocreate(k->maps.vfs_threads, vfs);
+	bpf_map__set_autocreate(k->maps.vfs_bytes, vfs);
+	bpf_map__set_autocreate(k->maps.fs_names, vfs);
 	return event_offsets(r);
 }
 
@@ -452,6 +525,10 @@ int record_attach_events(struct recorder *r)
 	         "Linux 6.3 and later, with CONFIG_NET"},
 	        {PROFILE_EV_NET, k->progs.on_recv, "sock_recv_length",
 	         "Linux 6.3 and later, with CONFIG_NET"},
+	        {PROFILE_EV_VFS_READ, k->progs.on_sys_exit, "sys_exit",
+	         "CONFIG_HAVE_SYSCALL_TRACEPOINTS"},
+	        {PROFILE_EV_VFS_WRITE, k->progs.on_sys_exit, "sys_exit",
+	         "CONFIG_HAVE_SYSCALL_TRACEPOINTS"},
 	};
 	int attached = o->ev_flags[PROFILE_EV_CPU] ? 1 : 0;
 	char why[512];
@@ -463,7 +540,8 @@ int record_attach_events(struct recorder *r)
 		int ev = att[i].ev;
 		if (!o->ev_flags[ev] || !r->ev_attached[ev])
 			continue;
-		/* block and block-time share on_bio: attach it once. */
+		/* block and block-time share on_bio, vfs-read and vfs-write
+		 * on_sys_exit: attach it once. */
 		bool again = false;
 		for (size_t j = 0; j < i; j++)
 			if (att[j].prog == att[i].prog && r->ev_attached[att[j].ev] &&

@@ -1,9 +1,11 @@
 /*
  * profile-events.bpf.h — profile.bpf.c's events other than the cpu-clock
  * sample: off-CPU time (sched_switch), RSS gained (kmem/rss_stat), block
- * I/O (submission to completion) and network bytes (sock send and
- * receive).  Included once, last, by profile.bpf.c, whose record() each
- * one ends in (see profile-walk.bpf.h).
+ * I/O (submission to completion), network bytes (sock send and
+ * receive) and bytes read and written through the VFS (fexit of
+ * vfs_read, vfs_write and their kin).  Included once, last, by
+ * profile.bpf.c, whose record() each one ends in (see
+ * profile-walk.bpf.h).
  */
 
 /* ---- events with a beginning and an end ---------------------------------
@@ -263,4 +265,199 @@ SEC("raw_tp/sock_recv_length")
 int on_recv(void *ctx)
 {
 	return on_sock(ctx, true);
+}
+
+/* ---- vfs-read and vfs-write ---------------------------------------------
+ * Bytes moved through the VFS by the system calls that move file data,
+ * taken at their return (raw_tp/sys_exit: the return value is what moved,
+ * page cache or not): read, pread64, readv, preadv, preadv2 read their fd;
+ * write, pwrite64, writev, pwritev, pwritev2 write theirs; sendfile,
+ * splice and copy_file_range read their in fd and write their out fd (two
+ * events).  x86-64 system call numbers; a 32-bit process's calls
+ * (TS_COMPAT) are not counted.  The file system is that of the file the fd names at the return.
+ *
+ * Sampled by bytes, per thread and direction: each thread adds what its
+ * calls move, and the call that brings the sum to the thread's threshold
+ * takes a stack weighing the whole sum, which then starts again from 0.
+ * So the weight stored is every byte moved but what each thread moved
+ * since its last stack (less than its threshold), and a thread's weight
+ * goes to its calls' stacks.  Thresholds are drawn at random, the first
+ * of a thread in [1, N], the next ones in [N/2, 3N/2) (N of vfs:N, mean
+ * N): a fixed threshold would charge a loop of a large and a small call
+ * wholly to whichever call crosses it, while a random one makes the
+ * chance that a call takes the stack its share of the bytes.  N = 1
+ * takes a stack at every call. */
+struct vfs_thread {
+	__u64 bytes[2]; /* moved since the last stack: read, write */
+	__u64 next[2];  /* the threshold; 0 until the first call */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct vfs_thread);
+} vfs_threads SEC(".maps");
+
+/* Every byte the followed processes moved, per CPU: read, write. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 2);
+} vfs_bytes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct profile_fs_name);
+	__uint(max_entries, PROFILE_FS_MAX);
+} fs_names SEC(".maps");
+
+/* The fs of the key of a vfs event on file (profile.h: fs_names), its
+ * name stored at its first sight; 0 when the type cannot be read, its
+ * digest is another type's or fs_names is full. */
+static __always_inline __u32 fs_index(__u64 file)
+{
+	__u64 type = kmember(kmember(kmember(file, vfs_f_inode, 8), vfs_i_sb, 8), sb_type, 8);
+	struct profile_fs_name *got, fs = {};
+	__u32 id = (__u32)(type ^ (type >> 32)) | 1;
+
+	if (!type)
+		return 0;
+	got = bpf_map_lookup_elem(&fs_names, &id);
+	if (got)
+		return got->type == type ? id : 0;
+	fs.type = type;
+	if (bpf_probe_read_kernel_str(fs.name, sizeof(fs.name),
+	                              (const void *)kmember(type, fstype_name, 8)) <= 0)
+		return 0;
+	if (bpf_map_update_elem(&fs_names, &id, &fs, BPF_NOEXIST) == 0)
+		return id;
+	got = bpf_map_lookup_elem(&fs_names, &id); /* another CPU was first */
+	return got && got->type == type ? id : 0;
+}
+
+/* The struct file an fd of the current task names, or 0. */
+static __always_inline __u64 fd_file(__u64 fd)
+{
+	__u64 files = kmember((__u64)bpf_get_current_task(), task_files, 8);
+	__u64 fdt = kmember(files, files_fdt, 8);
+
+	if (!fdt || fd >= kmember(fdt, fdt_max_fds, 4))
+		return 0;
+	return kmember(kmember(fdt, fdt_fd, 8) + fd * 8, 0, 8);
+}
+
+/* One call of the current thread moved ret > 0 bytes through the fd in
+ * its system call's argument at pt_regs offset fd_at, in direction dir (0
+ * read, 1 write).  The fd is read only when a stack is taken. */
+static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 ret, __u32 dir)
+{
+	__u32 ev = dir ? PROFILE_EV_VFS_WRITE : PROFILE_EV_VFS_READ;
+	__u32 every = ev_every[ev], tgid = bpf_get_current_pid_tgid() >> 32;
+	struct vfs_thread *t;
+	struct task_struct *task;
+	struct profile_key key;
+	__u64 *all, weight;
+
+	if (!(ev_flags[ev] & PROFILE_EV_ON))
+		return;
+	/* A thread with storage is followed: it got it that way, and a
+	 * process stays followed until it exits. */
+	task = bpf_get_current_task_btf();
+	t = bpf_task_storage_get(&vfs_threads, task, 0, 0);
+	if (!t) {
+		if (!followed(tgid))
+			return;
+		t = bpf_task_storage_get(&vfs_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t)
+			return;
+	}
+	all = bpf_map_lookup_elem(&vfs_bytes, &dir);
+	if (all)
+		*all += (__u64)ret;
+	if (every < 1)
+		every = 1;
+	if (!t->next[dir])
+		t->next[dir] = 1 + bpf_get_prandom_u32() % every;
+	t->bytes[dir] += (__u64)ret;
+	if (t->bytes[dir] < t->next[dir])
+		return;
+	weight = t->bytes[dir];
+	t->bytes[dir] = 0;
+	t->next[dir] = (every + 1) / 2 + bpf_get_prandom_u32() % every;
+
+	/* record(), with the file system in the key */
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 ts = bpf_ktime_get_ns();
+	count(PROFILE_STAT_SEEN);
+	__sync_fetch_and_add(&ev_seen[ev], 1);
+	if (*(volatile __u32 *)&active) {
+		take_key(ctx, false, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
+		key.fs = fs_index(fd_file(kmember(regs, fd_at, 8)));
+		add_sample(&samples1, &counts1, &key, weight, ts, tid);
+	} else {
+		take_key(ctx, false, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
+		key.fs = fs_index(fd_file(kmember(regs, fd_at, 8)));
+		add_sample(&samples0, &counts0, &key, weight, ts, tid);
+	}
+}
+
+#define NR_read            0
+#define NR_write           1
+#define NR_pread64         17
+#define NR_pwrite64        18
+#define NR_readv           19
+#define NR_writev          20
+#define NR_sendfile        40
+#define NR_splice          275
+#define NR_preadv          295
+#define NR_pwritev         296
+#define NR_copy_file_range 326
+#define NR_preadv2         327
+#define NR_pwritev2        328
+#define TS_COMPAT          0x0002 /* thread_info.status: a 32-bit call */
+
+/* (struct pt_regs *regs, long ret) */
+SEC("raw_tp/sys_exit")
+int on_sys_exit(void *ctx)
+{
+	const __u64 *args = ctx;
+	__s64 ret = (__s64)args[1];
+	__u64 regs = args[0];
+	__u32 in = 0, out = 0; /* the fds' pt_regs offsets, 0: none */
+
+	if (ret <= 0)
+		return 0;
+	switch (kmember(regs, regs_nr, 8)) {
+	case NR_read:
+	case NR_pread64:
+	case NR_readv:
+	case NR_preadv:
+	case NR_preadv2: in = regs_arg0; break;
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2: out = regs_arg0; break;
+	case NR_sendfile: /* (out_fd, in_fd, ...) */
+		in = regs_arg1;
+		out = regs_arg0;
+		break;
+	case NR_splice:          /* (fd_in, off_in, fd_out, ...) */
+	case NR_copy_file_range: /* the same */
+		in = regs_arg0;
+		out = regs_arg2;
+		break;
+	default: return 0;
+	}
+	/* A 32-bit task's numbers are other calls (its 20 is getpid). */
+	if (kmember((__u64)bpf_get_current_task(), ti_status, 4) & TS_COMPAT)
+		return 0;
+	if (in)
+		vfs_done(ctx, regs, in, ret, 0);
+	if (out)
+		vfs_done(ctx, regs, out, ret, 1);
+	return 0;
 }

@@ -82,6 +82,16 @@ const volatile __u32 rss_curr = 0, rss_member = 0, rss_size = 0, rss_mm = 0;
 const volatile __u32 bio_bdev = 0, bdev_disk = 0, bio_sector = 0, bio_size = 0, bio_opf = 0;
 const volatile __u32 rq_q = 0, q_disk = 0, rq_sector = 0;
 const volatile __u32 sk_family = 0, sk_protocol = 0;
+/* The vfs events': pt_regs' orig_ax (the system call) and di, si, dx (its
+ * first three arguments); from a task to an fd's file, task_struct.files,
+ * files_struct.fdt, fdtable.max_fds and fdtable.fd; from a file to its
+ * file system's name, file.f_inode, inode.i_sb, super_block.s_type and
+ * file_system_type.name. */
+const volatile __u32 regs_nr = 0, regs_arg0 = 0, regs_arg1 = 0, regs_arg2 = 0;
+/* task_struct.thread_info.status (x86: TS_COMPAT marks a 32-bit call) */
+const volatile __u32 ti_status = 0;
+const volatile __u32 task_files = 0, files_fdt = 0, fdt_max_fds = 0, fdt_fd = 0;
+const volatile __u32 vfs_f_inode = 0, vfs_i_sb = 0, sb_type = 0, fstype_name = 0;
 
 /* Written by user space through the mmap'd .bss. */
 __u32 active = 0; /* which map set samples go to */
@@ -302,7 +312,7 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *kstacks, v
 	key->gen = gen ? *gen : 0;
 	key->user_hash = 0;
 	key->event = ev;
-	key->pad = 0;
+	key->fs = 0;
 	key->kernel_hash = 0;
 	if (ev_flags[ev] & PROFILE_EV_USER) {
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {

@@ -32,6 +32,8 @@ enum profile_ev {
 	PROFILE_EV_BLOCK,      /* block I/O issued: bytes */
 	PROFILE_EV_BLOCK_TIME, /* block I/O from issue to completion: ns */
 	PROFILE_EV_NET,        /* TCP and UDP bytes sent and received */
+	PROFILE_EV_VFS_READ,   /* bytes read through the VFS: a stack per N */
+	PROFILE_EV_VFS_WRITE,  /* bytes written through the VFS: a stack per N */
 	PROFILE_NEVENTS,
 };
 
@@ -46,12 +48,14 @@ struct profile_key {
 	__u32 pid;
 	__s32 user_stack;
 	__s32 kernel_stack;
-	__u32 gen;       /* the process's execs seen so far: samples taken
-	                  * before an exec are resolved against the program
-	                  * that ran then */
-	__u64 user_hash; /* with PROFILE_USTACK or PROFILE_PY_STACK, else 0 */
-	__u32 event;     /* enum profile_ev */
-	__u32 pad;
+	__u32 gen;         /* the process's execs seen so far: samples taken
+	                    * before an exec are resolved against the program
+	                    * that ran then */
+	__u64 user_hash;   /* with PROFILE_USTACK or PROFILE_PY_STACK, else 0 */
+	__u32 event;       /* enum profile_ev */
+	__u32 fs;          /* vfs-read, vfs-write: the file's file system
+	                    * type, a key of `fs_names` (0: unknown);
+	                    * other events 0 */
 	__u64 kernel_hash; /* with PROFILE_KSTACK, else 0 */
 };
 
@@ -72,6 +76,17 @@ struct profile_sample {
 	__u32 tid;
 	__u32 pad;
 	struct profile_key key; /* key.pid is the process (tgid) */
+};
+
+/* The file system types the vfs events met: `fs_names`, keyed by a key's
+ * fs (a 32-bit digest of the file_system_type's address, never 0), holds
+ * the type's address and name (file_system_type.name), written before any
+ * key carries that fs.  Two types with one digest: the second gets fs 0. */
+#define PROFILE_FS_MAX  128
+#define PROFILE_FS_NAME 32
+struct profile_fs_name {
+	__u64 type;
+	char name[PROFILE_FS_NAME];
 };
 
 /* A kernel stack, innermost pc first: the value of the `kstacks` maps,

@@ -74,6 +74,9 @@ struct record_event {
 	uint32_t every;
 };
 extern const struct record_event record_events[PROFILE_NEVENTS];
+/* The default N of vfs-read and vfs-write: a stack per MiB a thread
+ * moves, on average. */
+#define RECORD_VFS_EVERY (1u << 20)
 
 /* A sample's moment, as the drain stores it (store_batch_sample). */
 struct moment {
@@ -251,7 +254,12 @@ struct recorder {
 	uint64_t with_moment, without_moment;
 	uint64_t ev_samples[PROFILE_NEVENTS], ev_weight[PROFILE_NEVENTS];
 	bool ev_attached[PROFILE_NEVENTS];
-	struct bpf_link *ev_links[8];
+	struct bpf_link *ev_links[16];
+	/* "[fs:NAME]" of the vfs events' file systems met (profile.h:
+	 * fs_names), fs_ids[i] naming fs_frames[i] */
+	uint32_t fs_ids[PROFILE_FS_MAX];
+	char fs_frames[PROFILE_FS_MAX][PROFILE_FS_NAME + 8];
+	size_t nfs;
 	int nev_links;
 	uint64_t truncated; /* samples stored with a [truncated] user stack */
 	/* Stacks whose JIT frames wait for a perf map (late.c;

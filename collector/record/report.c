@@ -139,6 +139,37 @@ static void report_short(struct recorder *r, double wall)
 		fprintf(stderr, PROG ": warning: %s (--verbose shows every counter)\n", line);
 }
 
+/* The vfs events: the bytes every call moved against the bytes charged to
+ * stacks (profile-events.bpf.h: the rest is what each thread moved since
+ * its last stack), exact. */
+static void report_vfs(const struct recorder *r)
+{
+	static const int evs[2] = {PROFILE_EV_VFS_READ, PROFILE_EV_VFS_WRITE};
+	int ncpu = libbpf_num_possible_cpus();
+
+	if (ncpu <= 0)
+		return;
+	__u64 *v = calloc((size_t)ncpu, sizeof(*v));
+	if (!v)
+		return;
+	for (__u32 dir = 0; dir < 2; dir++) {
+		int ev = evs[dir];
+		uint64_t moved = 0;
+		if (!r->opt->ev_flags[ev] || !r->ev_attached[ev] ||
+		    bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.vfs_bytes), &dir, v) < 0)
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			moved += v[c];
+		fprintf(stderr,
+		        PROG ": %s: %" PRIu64 " bytes moved, %" PRIu64 " charged to %" PRIu64
+		             " stacks (N %" PRIu32 "); the rest was moved by threads since their "
+		             "last stack\n",
+		        record_events[ev].series, moved, r->ev_weight[ev],
+		        (uint64_t)r->skel->bss->ev_seen[ev], r->opt->ev_every[ev]);
+	}
+	free(v);
+}
+
 /* The events of -e: each one's count and weight, on one line. */
 static void report_events(const struct recorder *r)
 {
@@ -158,6 +189,7 @@ static void report_events(const struct recorder *r)
 	}
 	if (n)
 		fprintf(stderr, PROG ": %s\n", line);
+	report_vfs(r);
 }
 
 /* The samples recorded, seen and dropped, and the stacks lost. */

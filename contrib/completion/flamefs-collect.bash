@@ -92,7 +92,7 @@ _flamefs_collect()
 			# A comma-separated list: complete its last element.
 			local pre=
 			[[ $cur == *,* ]] && pre=${cur%,*},
-			COMPREPLY=($(compgen -P "$pre" -W 'cpu offcpu offcpu:all rss block block-time net' -- "${cur##*,}"))
+			COMPREPLY=($(compgen -P "$pre" -W 'cpu offcpu offcpu:all rss block block-time net vfs vfs-read vfs-write' -- "${cur##*,}"))
 		fi
 		return # import and export: a free value
 		;;
