@@ -85,6 +85,8 @@ void test_labels(void)
 	          "258");
 	CHECK_STR(sql("c_lab", "SELECT sum(samples) FROM series WHERE binary_name = 'bomb'::bytea"),
 	          "45157"); /* 1 + ... + 300, and 7 */
+	/* what the standby later copies whole stays small */
+	sql("postgres", "DROP DATABASE c_lab WITH (FORCE)");
 }
 
 /* A database of schema 3 (no labels): a reader lists its series with
@@ -154,6 +156,7 @@ void test_labels_upgrade(void)
 	    "UPDATE flamefs_meta SET value = '5' WHERE key IN ('schema', 'oldest_reader')");
 	expect_open_error(uri("c_lup"), STORE_READONLY, -EPROTONOSUPPORT,
 	                  "schema version 5 is newer than this flamefs understands (4)", NULL);
+	sql("postgres", "DROP DATABASE c_lup WITH (FORCE)");
 }
 
 /* "labels=samples/weight" of every series of binary `binary`, ';'-joined,
@@ -239,4 +242,5 @@ out:
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
 	CHECK(system(cmd) == 0);
+	sql("postgres", "DROP DATABASE c_lpush WITH (FORCE)");
 }
