@@ -217,8 +217,16 @@ static int frames_resize(struct rdb *s, uint32_t n, bool fill)
 	return 0;
 }
 
+/* A reservation past this many bytes is not made: the last id a damaged
+ * store's keys give can be anything, and asking for tens of gigabytes
+ * may end the process (a sanitizer's allocator, overcommit) instead of
+ * failing.  A real store that large grows its arrays as records come. */
+#define RESERVE_MAX_BYTES (1ull << 30)
+
 int frames_reserve(struct rdb *s, uint32_t n)
 {
+	if ((uint64_t)n * sizeof(*s->frames) > RESERVE_MAX_BYTES)
+		return 0;
 	return frames_resize(s, n, true);
 }
 
@@ -430,6 +438,8 @@ static int nodes_resize(struct rdb *s, uint32_t n, bool fill)
 
 int nodes_reserve(struct rdb *s, uint32_t n)
 {
+	if ((uint64_t)n * (sizeof(*s->node_parent) + sizeof(*s->node_frame)) > RESERVE_MAX_BYTES)
+		return 0;
 	return nodes_resize(s, n, true);
 }
 
