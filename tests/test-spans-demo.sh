@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# test-spans-demo.sh — contrib/spans-demo, the USDT span provider of issue 41.
+#
+# (a) its .note.stapsdt holds exactly the two documented probes of provider
+#     flamefs_demo: span__enter with three 8-byte register arguments (id,
+#     parent, name), span__exit with one, each at one site, no semaphore;
+# (b) its own accounting over a fixed number of requests: every span name
+#     has exactly the request count (times the threads), the designed loop
+#     iterations exactly, and a CPU share within 0.05 of 0.10/0.30/0.60,
+#     with one thread and with two, and with two CPU hogs beside it;
+# (c) the rate mode runs exactly the spans asked and never faster than the
+#     rate (absolute pacing); bad options are refused with a message.
+#   usage: test-spans-demo.sh BUILD_DIR        exit 0 pass, 1 fail, 77 skip
+. "$(dirname "$0")/lib.sh"
+build=${1:?usage: test-spans-demo.sh BUILD_DIR}
+demo=$build/contrib/spans-demo
+[ -x "$demo" ] || { echo "SKIP: contrib/spans-demo not built (no <sys/sdt.h>: install systemtap-sdt-dev)"; exit 77; }
+command -v readelf >/dev/null || { echo "SKIP: no readelf"; exit 77; }
+tmp=$(mktemp -d)
+hogs=()
+cleanup() {
+	for h in "${hogs[@]}"; do kill "$h" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# (a) the notes, as "provider name semaphore args" lines.
+readelf -n "$demo" | awk '
+	/^ *stapsdt/ { if (p != "") print p, n, s, a; p = n = s = a = "" }
+	/Provider:/ { p = $2 }
+	/Name:/ { n = $2 }
+	/Semaphore:/ { s = $NF }
+	/Arguments:/ { $1 = ""; a = substr($0, 2) }
+	END { if (p != "") print p, n, s, a }' | sort >"$tmp/notes"
+cat "$tmp/notes"
+check "two stapsdt notes, both of provider flamefs_demo" \
+	test "$(awk '$1 == "flamefs_demo"' "$tmp/notes" | wc -l)" = 2 -a "$(wc -l <"$tmp/notes")" = 2
+check "span__enter: no semaphore, three 8-byte register arguments" \
+	grep -Eq '^flamefs_demo span__enter 0x0+ 8@%[a-z0-9]+ 8@%[a-z0-9]+ 8@%[a-z0-9]+$' "$tmp/notes"
+check "span__exit: no semaphore, one 8-byte register argument" \
+	grep -Eq '^flamefs_demo span__exit 0x0+ 8@%[a-z0-9]+$' "$tmp/notes"
+
+# (b) the accounting.  $1: label, then the demo's options.
+accounting() {
+	local what=$1 n=$2 t=$3 u=20000
+	shift 3
+	if ! "$demo" -n "$n" -t "$t" -u "$u" >"$tmp/out" 2>"$tmp/err"; then
+		bad "$what: spans-demo failed: $(cat "$tmp/err")"
+		return
+	fi
+	cat "$tmp/out"
+	local name units
+	for name in request:10 plan:30 execute:60; do
+		units=${name#*:}
+		name=${name%:*}
+		awk -v name="$name" -v spans=$((n * t)) -v iters=$((n * t * units * u)) -v design="0.$units" '
+			$1 == "span" && $2 == "name=" name {
+				for (i = 3; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+				found = 1
+			}
+			END {
+				if (!found) { print "no line for " name; exit 1 }
+				if (f["spans"] != spans) { print name ": spans " f["spans"] " != " spans; exit 1 }
+				if (f["iterations"] != iters) { print name ": iterations " f["iterations"] " != " iters; exit 1 }
+				if (f["design"] != design) { print name ": design " f["design"]; exit 1 }
+			}' "$tmp/out" >"$tmp/why" ||
+			{ bad "$what: $name: $(cat "$tmp/why")"; continue; }
+		# The share from cpu_ns over the three names' sum (not the
+		# printed rounding).
+		awk -v name="$name" -v design="0.$units" '
+			$1 == "span" { split($2, nm, "="); split($5, c, "="); cpu[nm[2]] = c[2]; tot += c[2] }
+			END {
+				share = cpu[name] / tot
+				d = share - design; if (d < 0) d = -d
+				printf "%s share %.6f design %s\n", name, share, design
+				exit !(tot > 0 && d <= 0.05)
+			}' "$tmp/out" >"$tmp/why"
+		check "$what: $name: $(cat "$tmp/why") (within 0.05), spans and iterations exact" \
+			test $? = 0
+	done
+	check "$what: total requests = $((n * t)), threads = $t" \
+		grep -Eq "^total requests=$((n * t)) threads=$t " "$tmp/out"
+}
+accounting "one thread" 200 1
+accounting "two threads" 100 2
+for i in 1 2; do
+	(while :; do :; done) &
+	hogs+=($!)
+done
+accounting "two CPU hogs beside it" 200 1
+for h in "${hogs[@]}"; do kill "$h"; wait "$h" 2>/dev/null; done
+hogs=()
+
+# (c) the rate mode: 50,000 spans at 100,000 a second take at least 0.5 s.
+if "$demo" -r 100000 -n 50000 >"$tmp/rate" 2>"$tmp/err"; then
+	cat "$tmp/rate"
+	check "rate mode: exactly 50000 spans, no faster than 100000 a second" \
+		awk '$1 == "rate" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } ok = f["spans"] == 50000 && f["seconds"] >= 0.5 && f["cpu_ns"] > 0 }
+			END { exit !ok }' "$tmp/rate"
+else
+	bad "rate mode failed: $(cat "$tmp/err")"
+fi
+for args in "-n 0" "-n x" "-d -1" "-t 0" "-r abc" "extra"; do
+	# shellcheck disable=SC2086
+	"$demo" $args >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "spans-demo $args is refused (exit $rc, \"$(head -1 "$tmp/err")\")" \
+		test "$rc" = 2 -a -s "$tmp/err" -a ! -s "$tmp/out"
+done
+finish
