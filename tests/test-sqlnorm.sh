@@ -14,6 +14,10 @@
 #     transactions on 2 clients: the server's log (log_statement = all)
 #     gives every statement as sent; the set of their normalised texts must
 #     equal pg_stat_statements' texts for the run.
+# What differs, and so is not in the corpus: see collector/record/sqlnorm.c's
+# header (BEGIN ATOMIC bodies, GROUPING SETS items, a column named like a
+# normalisation form, duplicate constant locations, PREPARE/EXECUTE, which
+# pg_stat_statements does not show under track = top).
 #   usage: test-sqlnorm.sh BUILD_DIR        exit 0 pass, 1 fail, 77 skip
 set -u
 here=$(cd "$(dirname "$0")" && pwd)

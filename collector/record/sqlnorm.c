@@ -28,7 +28,8 @@
  * ROLLUP and CUBE items are taken as positions like GROUP BY's; a column
  * named nfc/nfd/nfkc/nfkd as normalize()'s second argument is taken for the
  * form; pg_stat_statements' duplicate constant locations (numbers skipped)
- * are not reproduced.
+ * are not reproduced.  PREPARE and EXECUTE have no entry of their own in
+ * pg_stat_statements (track = top); here they are kept as they are.
  */
 #include "sqlnorm.h"
 
@@ -498,7 +499,9 @@ size_t sqlnorm_statement(const char *sql, size_t len, char *out, size_t size)
 	int depth = 0;
 	/* Bit d: the '(' that opened depth d starts a query / is normalize()'s. */
 	uint64_t query_paren = 0, normalize_paren = 0;
-	int list_depth = -1, item_start = 0, just_opened = 0;
+	/* An item of a position list starts at depth list_depth + item_open
+	 * ("ORDER BY ((1))" is position 1). */
+	int list_depth = -1, item_start = 0, item_open = 0, just_opened = 0;
 	for (;;) {
 		lex(s, n, p, &t);
 		if (t.kind == K_END)
@@ -523,11 +526,16 @@ size_t sqlnorm_statement(const char *sql, size_t len, char *out, size_t size)
 			break;
 		case K_NUM: {
 			constant = t.start >= typmod_until && t.start >= skip_until;
-			if (constant && t.integer && item_start && depth == list_depth) {
-				struct tok next;
-				lex(s, n, t.end, &next);
-				if (next.kind == K_END || next.kind == K_IDENT || tok_char(s, &next, ',') ||
-				    tok_char(s, &next, ')'))
+			if (constant && t.integer && item_start && depth == list_depth + item_open) {
+				struct tok next = t;
+				int closed = 1;
+				for (int i = 0; i < item_open && closed; i++) {
+					lex(s, n, next.end, &next);
+					closed = tok_char(s, &next, ')');
+				}
+				lex(s, n, next.end, &next);
+				if (closed && (next.kind == K_END || next.kind == K_IDENT || tok_char(s, &next, ',') ||
+				    tok_char(s, &next, ')')))
 					constant = 0;
 			}
 			break;
@@ -625,6 +633,11 @@ size_t sqlnorm_statement(const char *sql, size_t len, char *out, size_t size)
 			if (tok_is(s, &prev, "on") && tok_is(s, &prev2, "distinct") && query_level) {
 				list_depth = depth;
 				item_start = 1;
+				item_open = 0;
+				goto emitted;
+			}
+			if (item_start && depth - 1 == list_depth + item_open) {
+				item_open++;
 				goto emitted;
 			}
 		} else if (tok_char(s, &t, ')')) {
@@ -636,11 +649,13 @@ size_t sqlnorm_statement(const char *sql, size_t len, char *out, size_t size)
 			   query_level) {
 			list_depth = depth;
 			item_start = 1;
+			item_open = 0;
 			goto emitted;
 		} else if (depth == list_depth && (tok_char(s, &t, ';') || tok_any(s, &t, list_end))) {
 			list_depth = -1;
 		}
 		item_start = depth == list_depth && tok_char(s, &t, ',');
+		item_open = 0;
 	emitted:
 		if (constant) {
 			char num[24];

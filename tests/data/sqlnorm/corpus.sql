@@ -98,3 +98,40 @@ INSERT INTO t (a) SELECT g FROM generate_series(1, 3) g ON CONFLICT DO NOTHING
 SELECT a FROM t t1 JOIN t t2 USING (a) WHERE t1.a > 0 GROUP BY t1.a HAVING count(*) > 1
 ----8<----
 SELECT 0.0, 00012, 1.5
+----8<----
+SELECT - /* c */ 1, -- x
+  - 2, 3 - -- y
+  4
+----8<----
+SELECT $a$ $b$ x $b$ $a$, $_$'$_$, E'\\', E'\'', E'\\''', 'a\', 'b''c'
+----8<----
+SELECT 'x' --c
+  -- d
+  'y'
+----8<----
+SELECT a FROM t WHERE c = 'Ünïcödé ✓ 日本語' AND c <> E'\u00e9' AND c <> U&'\00e9'
+----8<----
+SELECT CAST(1.5 AS numeric(4, 1)), '2020-01-01'::timestamp(3) with time zone, 5::float(24)
+----8<----
+SELECT a FROM t GROUP BY a, 1 + 0 ORDER BY a DESC NULLS LAST, 1
+----8<----
+SELECT a, c FROM t ORDER BY (1), ((2)), (1 + 0), (a)
+----8<----
+SELECT 1 FROM t LIMIT 1 OFFSET -0
+----8<----
+SELECT a FROM t WHERE a NOT IN (-1, +2) AND NOT a = 3 AND a >= -4.5e2
+----8<----
+WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT n FROM r ORDER BY 1 DESC
+----8<----
+MERGE INTO t USING (SELECT 1 AS a) s ON t.a = s.a WHEN MATCHED THEN UPDATE SET c = 'm' WHEN NOT MATCHED THEN INSERT (a, c) VALUES (s.a, 'n')
+----8<----
+DO $$BEGIN PERFORM 1; END$$
+----8<----
+COPY (SELECT 1, 'a') TO STDOUT
+----8<----
+BEGIN; SELECT 1; COMMIT
+----8<----
+SELECT pg_sleep(0), 'tab	inside', 'cr
+newline'
+----8<----
+select x.* from (values (1, 'one'), (2, 'two')) as x(n, name) where n <> 3 order by 2
