@@ -9,7 +9,13 @@
 #     iterations exactly, and a CPU share within 0.05 of 0.10/0.30/0.60,
 #     with one thread and with two, and with two CPU hogs beside it;
 # (c) the rate mode runs exactly the spans asked and never faster than the
-#     rate (absolute pacing); bad options are refused with a message.
+#     rate (absolute pacing); bad options are refused with a message;
+# (d) the notes' locations are where a uprobe must go: uprobes placed there
+#     through tracefs (address to file offset by the LOAD segments, as a
+#     recorder does) and counted by perf stat fire exactly once per span
+#     enter and once per exit (50,000 each); the CPU a span costs with them
+#     is printed, beside the cost without.  SKIP of this part without perf,
+#     tracefs or uprobe events.
 #   usage: test-spans-demo.sh BUILD_DIR        exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib.sh"
 build=${1:?usage: test-spans-demo.sh BUILD_DIR}
@@ -18,8 +24,10 @@ demo=$build/contrib/spans-demo
 command -v readelf >/dev/null || { echo "SKIP: no readelf"; exit 77; }
 tmp=$(mktemp -d)
 hogs=()
+uprobes=()
 cleanup() {
 	for h in "${hogs[@]}"; do kill "$h" 2>/dev/null; done
+	for u in "${uprobes[@]}"; do echo "-:$u" >>"$tracefs/uprobe_events" 2>/dev/null; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -100,6 +108,53 @@ if "$demo" -r 100000 -n 50000 >"$tmp/rate" 2>"$tmp/err"; then
 else
 	bad "rate mode failed: $(cat "$tmp/err")"
 fi
+# (d) uprobes at the notes.  $1: probe name; prints the file offset of
+# its location.
+note_offset() {
+	local loc type off va pa fsz rest
+	loc=$(readelf -n "$demo_copy" | awk -v name="$1" '/Name:/ { n = $2 } /Location:/ && n == name { sub(",", "", $2); print $2; exit }')
+	[ -n "$loc" ] || return
+	while read -r type off va pa fsz rest; do
+		[ "$type" = LOAD ] || continue
+		if ((loc >= va && loc < va + fsz)); then
+			printf '0x%x\n' $((loc - va + off))
+			return
+		fi
+	done < <(readelf -lW "$demo_copy")
+}
+tracefs=/sys/kernel/tracing
+[ -w "$tracefs/uprobe_events" ] || tracefs=/sys/kernel/debug/tracing
+if ! command -v perf >/dev/null; then
+	skip "uprobes at the notes: no perf"
+elif [ ! -w "$tracefs/uprobe_events" ]; then
+	skip "uprobes at the notes: no writable uprobe_events in tracefs"
+else
+	demo_copy=$tmp/spans-demo
+	cp "$demo" "$demo_copy"
+	group=flamefs_spans_demo_$$
+	ok_probes=1
+	for probe in span__enter span__exit; do
+		off=$(note_offset "$probe")
+		if [ -z "$off" ] || ! echo "p:$group/$probe $demo_copy:$off" >>"$tracefs/uprobe_events"; then
+			bad "uprobe for $probe at the note's location ($off)"
+			ok_probes=0
+			continue
+		fi
+		uprobes+=("$group/$probe")
+	done
+	if [ "$ok_probes" = 1 ]; then
+		"$demo_copy" -r 100000 -n 50000 >"$tmp/base" 2>&1
+		perf stat -x, -e "$group:span__enter" -e "$group:span__exit" -- \
+			"$demo_copy" -r 100000 -n 50000 >"$tmp/probed" 2>"$tmp/stat"
+		cat "$tmp/base" "$tmp/probed" "$tmp/stat"
+		check "uprobes at the notes: span__enter fired exactly 50000 times" \
+			grep -Eq "^50000,,$group:span__enter," "$tmp/stat"
+		check "uprobes at the notes: span__exit fired exactly 50000 times" \
+			grep -Eq "^50000,,$group:span__exit," "$tmp/stat"
+		echo "cost of a span with two uprobes: $(sed -n 's/.*cpu_ns_per_span=//p' "$tmp/probed") ns of the thread's CPU, without: $(sed -n 's/.*cpu_ns_per_span=//p' "$tmp/base") ns"
+	fi
+fi
+
 for args in "-n 0" "-n x" "-d -1" "-t 0" "-r abc" "extra"; do
 	# shellcheck disable=SC2086
 	"$demo" $args >"$tmp/out" 2>"$tmp/err"
