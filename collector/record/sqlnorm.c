@@ -481,15 +481,13 @@ static int type_modifier_after(const unsigned char *s, size_t n, size_t p, size_
 
 #define DEPTH_BITS 64
 
-size_t sqlnorm_statement(const char *sql, size_t len, char *out, size_t size)
+/* Appends the statement s[0..n) (no NUL inside), normalised, to o. */
+static void normalise(const unsigned char *s, size_t n, struct out *o)
 {
-	struct out o = {.buf = out, .size = size};
-	const unsigned char *s = (const unsigned char *)sql;
-	size_t n = sql ? strnlen(sql, len) : 0;
 	unsigned long maxparam;
 	if (!is_planned(s, n, &maxparam)) {
-		put(&o, s, n);
-		return finish(&o);
+		put(o, s, n);
+		return;
 	}
 
 	struct tok t, prev = {.kind = K_END}, prev2 = {.kind = K_END};
@@ -669,14 +667,20 @@ size_t sqlnorm_statement(const char *sql, size_t len, char *out, size_t size)
 			num[0] = '$';
 			for (int i = 0; i < k; i++)
 				num[1 + i] = rev[k - 1 - i];
-			put(&o, s + copied, cstart - copied);
-			put(&o, num, (size_t)k + 1);
+			put(o, s + copied, cstart - copied);
+			put(o, num, (size_t)k + 1);
 			copied = cend;
 		}
 		prev2 = prev;
 		prev = t;
 	}
-	put(&o, s + copied, n - copied);
+	put(o, s + copied, n - copied);
+}
+
+size_t sqlnorm_statement(const char *sql, size_t len, char *out, size_t size)
+{
+	struct out o = {.buf = out, .size = size};
+	normalise((const unsigned char *)sql, sql ? strnlen(sql, len) : 0, &o);
 	return finish(&o);
 }
 
@@ -690,11 +694,7 @@ size_t sqlnorm_text(const char *sql, size_t len, char *out, size_t size)
 		if (!first)
 			put(&o, "; ", 2);
 		first = 0;
-		if (o.size && !o.cut) {
-			size_t w = sqlnorm_statement(sql + start, end - start, o.buf + o.used, o.size - o.used);
-			o.cut = w + 1 >= o.size - o.used;
-			o.used += w;
-		}
+		normalise((const unsigned char *)sql + start, end - start, &o);
 	}
 	return finish(&o);
 }
