@@ -23,6 +23,8 @@
  *     aggregate's ORDER BY it is a constant);
  *   - a statement PostgreSQL does not plan (DDL, SET, EXPLAIN, COPY,
  *     SELECT ... INTO, CREATE TABLE AS) is kept as it is.
+ * Strings are read as with standard_conforming_strings = on, the default
+ * (a backslash escapes only in E'').
  * Known differences (the parse tree would be needed): a semicolon inside a
  * BEGIN ATOMIC function body splits the statement here; GROUPING SETS,
  * ROLLUP and CUBE items are taken as positions like GROUP BY's; a column
