@@ -206,7 +206,7 @@ static void run_rate(struct worker *w)
 		}
 		uint64_t due = start + (uint64_t)((double)n * 1e9 / per_thread);
 		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u),
-				      .tv_nsec = (long)(due % 1000000000u)};
+		                      .tv_nsec = (long)(due % 1000000000u)};
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !stop)
 			;
 	}
@@ -232,13 +232,16 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: spans-demo [-d SECONDS] [-n COUNT] [-t THREADS] [-u ITERATIONS] [-r SPANS_PER_SECOND]\n"
-		   "  -d SECONDS     run this long (default 5 unless -n is given)\n"
-		   "  -n COUNT       requests per thread (rate mode: spans per thread)\n"
-		   "  -t THREADS     worker threads (default 1)\n"
-		   "  -u ITERATIONS  loop iterations of one work unit (default 20000; a request is 100 units;\n"
-		   "                 rate mode: the work inside each span, default 0)\n"
-		   "  -r RATE        rate mode: RATE flat spans a second in all, to measure a span's cost\n");
+	fprintf(f, "usage: spans-demo [-d SECONDS] [-n COUNT] [-t THREADS] [-u ITERATIONS] [-r "
+	           "SPANS_PER_SECOND]\n"
+	           "  -d SECONDS     run this long (default 5 unless -n is given)\n"
+	           "  -n COUNT       requests per thread (rate mode: spans per thread)\n"
+	           "  -t THREADS     worker threads (default 1)\n"
+	           "  -u ITERATIONS  loop iterations of one work unit (default 20000; a request is "
+	           "100 units;\n"
+	           "                 rate mode: the work inside each span, default 0)\n"
+	           "  -r RATE        rate mode: RATE flat spans a second in all, to measure a "
+	           "span's cost\n");
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -277,7 +280,10 @@ int main(int argc, char **argv)
 		case 'd': bad = parse_pos_double(optarg, &o.seconds); break;
 		case 'n': bad = parse_u64(optarg, &o.requests) || !o.requests; break;
 		case 't': bad = parse_u64(optarg, &t) || t < 1 || t > 1024; break;
-		case 'u': bad = parse_u64(optarg, &o.unit_iters); have_u = 1; break;
+		case 'u':
+			bad = parse_u64(optarg, &o.unit_iters);
+			have_u = 1;
+			break;
 		case 'r': bad = parse_pos_double(optarg, &o.rate); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -321,7 +327,8 @@ int main(int argc, char **argv)
 		w[started].deadline = deadline;
 		int err = started ? pthread_create(&w[started].thread, NULL, work, &w[started]) : 0;
 		if (err) {
-			fprintf(stderr, "spans-demo: starting thread %u: %s\n", started, strerror(err));
+			fprintf(stderr, "spans-demo: starting thread %u: %s\n", started,
+			        strerror(err));
 			stop = 1;
 			break;
 		}
@@ -338,11 +345,13 @@ int main(int argc, char **argv)
 			spans += w[i].rate_spans;
 			cpu += w[i].rate_cpu_ns;
 		}
-		printf("rate spans=%llu seconds=%.3f spans_per_second=%.0f cpu_ns=%llu cpu_ns_per_span=%.1f\n",
+		printf("rate spans=%llu seconds=%.3f spans_per_second=%.0f cpu_ns=%llu "
+		       "cpu_ns_per_span=%.1f\n",
 		       (unsigned long long)spans, wall, spans / wall, (unsigned long long)cpu,
 		       spans ? (double)cpu / (double)spans : 0.0);
 	} else {
-		uint64_t spans[NAMES] = {0}, iters[NAMES] = {0}, cpu[NAMES] = {0}, total = 0, req = 0;
+		uint64_t spans[NAMES] = {0}, iters[NAMES] = {0}, cpu[NAMES] = {0}, total = 0,
+		         req = 0;
 		for (unsigned i = 0; i < started; i++) {
 			req += w[i].requests;
 			for (int k = 0; k < NAMES; k++) {
@@ -353,12 +362,13 @@ int main(int argc, char **argv)
 			}
 		}
 		for (int k = 0; k < NAMES; k++)
-			printf("span name=%s spans=%llu iterations=%llu cpu_ns=%llu cpu_share=%.4f design=%.2f\n",
+			printf("span name=%s spans=%llu iterations=%llu cpu_ns=%llu cpu_share=%.4f "
+			       "design=%.2f\n",
 			       names[k], (unsigned long long)spans[k], (unsigned long long)iters[k],
-			       (unsigned long long)cpu[k], total ? (double)cpu[k] / (double)total : 0.0,
-			       units[k] / 100.0);
-		printf("total requests=%llu threads=%u seconds=%.3f cpu_ns=%llu\n", (unsigned long long)req,
-		       started, wall, (unsigned long long)total);
+			       (unsigned long long)cpu[k],
+			       total ? (double)cpu[k] / (double)total : 0.0, units[k] / 100.0);
+		printf("total requests=%llu threads=%u seconds=%.3f cpu_ns=%llu\n",
+		       (unsigned long long)req, started, wall, (unsigned long long)total);
 	}
 	free(w);
 	return started == o.threads ? 0 : 1;

@@ -33,7 +33,8 @@ static char *norm(const char *sql, size_t len, size_t size, int text, size_t *wr
 	memset(out, 0x5a, size + GUARD);
 	size_t w = text ? sqlnorm_text(in, len, out, size) : sqlnorm_statement(in, len, out, size);
 	for (size_t i = size; i < size + GUARD; i++)
-		CHECKF((unsigned char)out[i] == 0x5a, "byte %zu past the buffer of %zu written", i, size);
+		CHECKF((unsigned char)out[i] == 0x5a, "byte %zu past the buffer of %zu written", i,
+		       size);
 	if (size) {
 		CHECKF(w < size, "wrote %zu into %zu bytes", w, size);
 		CHECKF(w < size && out[w] == '\0' && strlen(out) == w, "no NUL at %zu", w);
@@ -104,7 +105,8 @@ static void test_split(void)
 	CHECK(sqlnorm_next(q, strlen(q), &pos, &start, &end) == 1);
 	CHECKF(start == 2 && end == 10, "first statement [%zu, %zu)", start, end);
 	CHECK(sqlnorm_next(q, strlen(q), &pos, &start, &end) == 1);
-	CHECKF(strncmp(q + start, "-- c\nSELECT 'a;b' -- x;", end - start) == 0 && end - start == 23,
+	CHECKF(strncmp(q + start, "-- c\nSELECT 'a;b' -- x;", end - start) == 0 &&
+	               end - start == 23,
 	       "second statement \"%.*s\"", (int)(end - start), q + start);
 	CHECK(sqlnorm_next(q, strlen(q), &pos, &start, &end) == 0);
 	char *got = norm(q, strlen(q), 256, 1, NULL);
@@ -135,8 +137,8 @@ static void test_big(void)
 	CHECK(strncmp(got, "SELECT $1,$2,$3,$4", 18) == 0);
 	free(got);
 	got = norm(q, mb, 8 << 20, 0, &w);
-	CHECKF(strstr(got, "$349523") != NULL && strstr(got, "$349524") == NULL, "constants numbered to %s",
-	       strrchr(got, '$'));
+	CHECKF(strstr(got, "$349523") != NULL && strstr(got, "$349524") == NULL,
+	       "constants numbered to %s", strrchr(got, '$'));
 	free(got);
 	/* A million open parentheses, then a number: no recursion to overflow. */
 	memcpy(q, "SELECT ", 7);
@@ -171,7 +173,8 @@ static void test_utf8(void)
 		/* back off to the start of a character the cut would split */
 		while (want < fl && want > 0 && ((unsigned char)full[want] & 0xC0) == 0x80)
 			want--;
-		CHECKF(w == want && memcmp(got, full, w) == 0, "size %zu: wrote %zu, want %zu", size, w, want);
+		CHECKF(w == want && memcmp(got, full, w) == 0, "size %zu: wrote %zu, want %zu",
+		       size, w, want);
 		free(got);
 	}
 }

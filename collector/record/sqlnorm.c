@@ -43,11 +43,11 @@ enum kind {
 	K_IDENT,  /* identifier or keyword */
 	K_QIDENT, /* "quoted" or U&"quoted" identifier */
 	K_NUM,
-	K_STR, /* '..', E'..', B'..', X'..', $$..$$ */
-	K_USTR,	 /* U&'..' */
+	K_STR,   /* '..', E'..', B'..', X'..', $$..$$ */
+	K_USTR,  /* U&'..' */
 	K_PARAM, /* $N */
-	K_OP,	 /* an operator, '-' and '+' included */
-	K_CAST,	 /* :: */
+	K_OP,    /* an operator, '-' and '+' included */
+	K_CAST,  /* :: */
 	K_OTHER, /* ( ) [ ] , ; . : and anything else, one char or two */
 };
 
@@ -55,7 +55,7 @@ struct tok {
 	enum kind kind;
 	size_t start, end;
 	unsigned long param; /* K_PARAM: N, capped */
-	int integer;	     /* K_NUM: digits only */
+	int integer;         /* K_NUM: digits only */
 };
 
 static int is_space(unsigned char c)
@@ -268,7 +268,7 @@ static void lex(const unsigned char *s, size_t n, size_t p, struct tok *t)
 		size_t k = p;
 		while (k < n && is_op_char(s[k])) {
 			if (k > p && ((s[k] == '-' && k + 1 < n && s[k + 1] == '-') ||
-				      (s[k] == '/' && k + 1 < n && s[k + 1] == '*')))
+			              (s[k] == '/' && k + 1 < n && s[k + 1] == '*')))
 				break;
 			k++;
 		}
@@ -315,7 +315,8 @@ static int tok_any(const unsigned char *s, const struct tok *t, const char *cons
 
 static int tok_char(const unsigned char *s, const struct tok *t, char c)
 {
-	return (t->kind == K_OTHER || t->kind == K_OP) && t->end - t->start == 1 && s[t->start] == (unsigned char)c;
+	return (t->kind == K_OTHER || t->kind == K_OP) && t->end - t->start == 1 &&
+	       s[t->start] == (unsigned char)c;
 }
 
 int sqlnorm_next(const char *sql, size_t len, size_t *pos, size_t *start, size_t *end)
@@ -394,19 +395,20 @@ static size_t finish(struct out *o)
 }
 
 static const char *const planned[] = {"select", "insert", "update", "delete", "merge",
-				      "values", "table",  "with",   NULL};
+                                      "values", "table",  "with",   NULL};
 
 /* Keywords after which a minus is unary. */
 static const char *const unary_after[] = {
-	"select", "where",   "and",	"or",	"not",	 "when",   "then", "else",  "case",
-	"limit",  "offset",  "returning", "having", "on",	 "between", "like", "ilike", "similar",
-	"from",	  "in",	     "by",	"to",	"for",	 "using",  "all",  "any",   "some",
-	"escape", "return",  "do",	"distinct", "first", "next",  "symmetric", "asymmetric", "zone",
-	NULL};
+        "select", "where",     "and",        "or",        "not",    "when", "then",     "else",
+        "case",   "limit",     "offset",     "returning", "having", "on",   "between",  "like",
+        "ilike",  "similar",   "from",       "in",        "by",     "to",   "for",      "using",
+        "all",    "any",       "some",       "escape",    "return", "do",   "distinct", "first",
+        "next",   "symmetric", "asymmetric", "zone",      NULL};
 
 /* Keywords that end an ORDER BY / GROUP BY list at its depth. */
-static const char *const list_end[] = {"limit", "offset", "fetch",	   "for",    "having", "window",
-				       "union", "intersect", "except", "order", "returning", NULL};
+static const char *const list_end[] = {"limit",  "offset", "fetch",     "for",
+                                       "having", "window", "union",     "intersect",
+                                       "except", "order",  "returning", NULL};
 
 static const char *const forms[] = {"nfc", "nfd", "nfkc", "nfkd", NULL};
 
@@ -434,7 +436,7 @@ static int is_planned(const unsigned char *s, size_t n, unsigned long *maxparam)
 		else if (tok_char(s, &t, ')') && depth > 0)
 			depth--;
 		else if (depth == 0 && tok_is(s, &t, "into") && !tok_is(s, &prev, "insert") &&
-			 !tok_is(s, &prev, "merge"))
+		         !tok_is(s, &prev, "merge"))
 			into = 1;
 		prev = t;
 	}
@@ -518,15 +520,12 @@ static void normalise(const unsigned char *s, size_t n, struct out *o)
 		int query_level = depth == 0 || (depth < DEPTH_BITS && (query_paren >> depth & 1));
 
 		switch (t.kind) {
-		case K_STR:
-			constant = !tok_is(s, &prev, "uescape");
-			break;
-		case K_USTR:
-			constant = 1;
-			break;
+		case K_STR: constant = !tok_is(s, &prev, "uescape"); break;
+		case K_USTR: constant = 1; break;
 		case K_NUM: {
 			constant = t.start >= typmod_until && t.start >= skip_until;
-			if (constant && t.integer && item_start && depth == list_depth + item_open) {
+			if (constant && t.integer && item_start &&
+			    depth == list_depth + item_open) {
 				struct tok next = t;
 				int closed = 1;
 				for (int i = 0; i < item_open && closed; i++) {
@@ -534,19 +533,20 @@ static void normalise(const unsigned char *s, size_t n, struct out *o)
 					closed = tok_char(s, &next, ')');
 				}
 				lex(s, n, next.end, &next);
-				if (closed && (next.kind == K_END || next.kind == K_IDENT || tok_char(s, &next, ',') ||
-				    tok_char(s, &next, ')')))
+				if (closed && (next.kind == K_END || next.kind == K_IDENT ||
+				               tok_char(s, &next, ',') || tok_char(s, &next, ')')))
 					constant = 0;
 			}
 			break;
 		}
 		case K_IDENT: {
 			struct tok next;
-			if (tok_is(s, &t, "true") || tok_is(s, &t, "false") || tok_is(s, &t, "null"))
+			if (tok_is(s, &t, "true") || tok_is(s, &t, "false") ||
+			    tok_is(s, &t, "null"))
 				constant = !tok_is(s, &prev, "is") &&
-					   !(tok_is(s, &prev, "not") && tok_is(s, &prev2, "is")) &&
-					   !(tok_is(s, &t, "null") && tok_is(s, &prev, "from") &&
-					     tok_is(s, &prev2, "distinct"));
+				           !(tok_is(s, &prev, "not") && tok_is(s, &prev2, "is")) &&
+				           !(tok_is(s, &t, "null") && tok_is(s, &prev, "from") &&
+				             tok_is(s, &prev2, "distinct"));
 			else if (tok_is(s, &t, "all"))
 				constant = tok_is(s, &prev, "limit");
 			else if (tok_char(s, &prev, '(') && tok_is(s, &prev2, "extract"))
@@ -554,16 +554,18 @@ static void normalise(const unsigned char *s, size_t n, struct out *o)
 			else if (tok_any(s, &t, forms)) {
 				lex(s, n, t.end, &next);
 				constant = tok_is(s, &next, "normalized") ||
-					   (tok_char(s, &prev, ',') && tok_char(s, &next, ')') && depth > 0 &&
-					    depth < DEPTH_BITS && (normalize_paren >> depth & 1));
+				           (tok_char(s, &prev, ',') && tok_char(s, &next, ')') &&
+				            depth > 0 && depth < DEPTH_BITS &&
+				            (normalize_paren >> depth & 1));
 			}
 			break;
 		}
 		case K_OP:
 			if (tok_char(s, &t, '-') && t.start >= skip_until &&
 			    (prev.kind == K_END || prev.kind == K_OP || prev.kind == K_CAST ||
-			     tok_char(s, &prev, '(') || tok_char(s, &prev, ',') || tok_char(s, &prev, '[') ||
-			     tok_char(s, &prev, ':') || tok_any(s, &prev, unary_after))) {
+			     tok_char(s, &prev, '(') || tok_char(s, &prev, ',') ||
+			     tok_char(s, &prev, '[') || tok_char(s, &prev, ':') ||
+			     tok_any(s, &prev, unary_after))) {
 				/* "- NUM" folds into one constant, and so does "-(NUM)"
 				 * (replaced up to the first '('), unless a cast or a
 				 * subscript binds first. */
@@ -601,13 +603,13 @@ static void normalise(const unsigned char *s, size_t n, struct out *o)
 				}
 			}
 			break;
-		default:
-			break;
+		default: break;
 		}
 
 		/* Type modifiers: after "::" or AS, and in "type(N) 'literal'". */
 		size_t close;
-		if ((t.kind == K_CAST || tok_is(s, &t, "as")) && type_modifier_after(s, n, t.end, &close))
+		if ((t.kind == K_CAST || tok_is(s, &t, "as")) &&
+		    type_modifier_after(s, n, t.end, &close))
 			typmod_until = close;
 		if (t.kind == K_IDENT) {
 			struct tok next, after;
@@ -630,7 +632,8 @@ static void normalise(const unsigned char *s, size_t n, struct out *o)
 					normalize_paren |= bit;
 			}
 			just_opened = 1;
-			if (tok_is(s, &prev, "on") && tok_is(s, &prev2, "distinct") && query_level) {
+			if (tok_is(s, &prev, "on") && tok_is(s, &prev2, "distinct") &&
+			    query_level) {
 				list_depth = depth;
 				item_start = 1;
 				item_open = 0;
@@ -645,13 +648,15 @@ static void normalise(const unsigned char *s, size_t n, struct out *o)
 				depth--;
 			if (depth < list_depth)
 				list_depth = -1;
-		} else if (tok_is(s, &t, "by") && (tok_is(s, &prev, "order") || tok_is(s, &prev, "group")) &&
-			   query_level) {
+		} else if (tok_is(s, &t, "by") &&
+		           (tok_is(s, &prev, "order") || tok_is(s, &prev, "group")) &&
+		           query_level) {
 			list_depth = depth;
 			item_start = 1;
 			item_open = 0;
 			goto emitted;
-		} else if (depth == list_depth && (tok_char(s, &t, ';') || tok_any(s, &t, list_end))) {
+		} else if (depth == list_depth &&
+		           (tok_char(s, &t, ';') || tok_any(s, &t, list_end))) {
 			list_depth = -1;
 		}
 		item_start = depth == list_depth && tok_char(s, &t, ',');

@@ -31,7 +31,11 @@ static int valid_utf8(const unsigned char *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
 		unsigned char c = s[i];
-		size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+		size_t k = c < 0x80             ? 1
+		           : (c & 0xE0) == 0xC0 ? 2
+		           : (c & 0xF0) == 0xE0 ? 3
+		           : (c & 0xF8) == 0xF0 ? 4
+		                                : 0;
 		if (!k || i + k > n)
 			return 0;
 		for (size_t j = 1; j < k; j++)
@@ -43,7 +47,7 @@ static int valid_utf8(const unsigned char *s, size_t n)
 }
 
 static void one(size_t (*fn)(const char *, size_t, char *, size_t), const char *sql, size_t len,
-		size_t small)
+                size_t small)
 {
 	size_t big = len * 8 + 64;
 	char *full = malloc(big);
@@ -66,7 +70,7 @@ static void one(size_t (*fn)(const char *, size_t, char *, size_t), const char *
 	size_t n = strnlen(sql, len);
 	if (valid_utf8((const unsigned char *)sql, n))
 		check(valid_utf8((const unsigned char *)full, wf) &&
-			      (!small || valid_utf8((const unsigned char *)cut, wc)),
+		              (!small || valid_utf8((const unsigned char *)cut, wc)),
 		      "valid UTF-8 in, invalid out");
 	free(full);
 	free(cut);
@@ -86,7 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	one(sqlnorm_statement, sql, len, small);
 	size_t pos = 0, start, end, last = 0;
 	while (sqlnorm_next(sql, len, &pos, &start, &end)) {
-		check(start >= last && start < end && end <= len && pos >= end, "statement out of order");
+		check(start >= last && start < end && end <= len && pos >= end,
+		      "statement out of order");
 		last = pos;
 	}
 	free(sql);
