@@ -15,8 +15,9 @@
  *     are tests, not constants), LIMIT ALL, the field of
  *     extract(FIELD from ...) and the form of normalize()/IS NORMALIZED;
  *   - a unary minus folds into the number after it ("- 1" is one constant,
- *     "-1::int" is not: the cast binds first); "-(1)" is replaced as
- *     pg_stat_statements replaces it, "$1" then "1)";
+ *     "-1::int" is not: the cast binds first), also through parentheses and
+ *     minus signs; then pg_stat_statements replaces the minus and the one
+ *     token after it ("-(6)" becomes "$1" then "6)"), and so does this;
  *   - a type modifier ("numeric(10,2)", "timestamp(2) '...'") is not;
  *   - an integer alone as an item of a query's ORDER BY, GROUP BY or
  *     DISTINCT ON is a column position, not a constant (in a window's or an
@@ -483,6 +484,35 @@ static int type_modifier_after(const unsigned char *s, size_t n, size_t p, size_
 	return 0;
 }
 
+/* At p: the end of an operand the grammar folds a unary minus into (a
+ * number, "- operand" or "( operand )", not followed by a cast or a
+ * subscript), or 0. */
+static size_t foldable(const unsigned char *s, size_t n, size_t p, int depth)
+{
+	struct tok t, after;
+	size_t end;
+	if (depth > 32)
+		return 0;
+	lex(s, n, p, &t);
+	if (t.kind == K_NUM) {
+		end = t.end;
+	} else if (tok_char(s, &t, '-')) {
+		end = foldable(s, n, t.end, depth + 1);
+	} else if (tok_char(s, &t, '(')) {
+		end = foldable(s, n, t.end, depth + 1);
+		if (end) {
+			lex(s, n, end, &after);
+			end = tok_char(s, &after, ')') ? after.end : 0;
+		}
+	} else {
+		return 0;
+	}
+	if (!end)
+		return 0;
+	lex(s, n, end, &after);
+	return after.kind == K_CAST || tok_char(s, &after, '[') ? 0 : end;
+}
+
 #define DEPTH_BITS 64
 
 /* Appends the statement s[0..n) (no NUL inside), normalised, to o. */
@@ -566,39 +596,21 @@ static void normalise(const unsigned char *s, size_t n, struct out *o)
 			     tok_char(s, &prev, '(') || tok_char(s, &prev, ',') ||
 			     tok_char(s, &prev, '[') || tok_char(s, &prev, ':') ||
 			     tok_any(s, &prev, unary_after))) {
-				/* "- NUM" folds into one constant, and so does "-(NUM)"
-				 * (replaced up to the first '('), unless a cast or a
-				 * subscript binds first. */
-				struct tok x, first_open = {.kind = K_END};
-				size_t q = t.end;
-				int opens = 0;
-				for (;;) {
-					lex(s, n, q, &x);
-					if (!tok_char(s, &x, '(') || opens >= 8)
-						break;
-					if (!opens)
-						first_open = x;
-					opens++;
-					q = x.end;
-				}
-				if (x.kind == K_NUM) {
-					struct tok num = x;
-					int ok = 1;
-					q = num.end;
-					for (int i = 0; i < opens && ok; i++) {
-						lex(s, n, q, &x);
-						ok = tok_char(s, &x, ')');
-						q = x.end;
-					}
-					lex(s, n, q, &x);
-					if (ok && x.kind != K_CAST && !tok_char(s, &x, '[')) {
-						constant = 1;
-						cend = opens ? first_open.end : num.end;
-						skip_until = num.end;
-						if (!opens) {
-							p = num.end;
-							t = num;
-						}
+				/* The grammar folds a minus into the number it negates,
+				 * through parentheses and other minus signs ("-(-1)" is
+				 * one constant), unless a cast or a subscript binds
+				 * first; pg_stat_statements then replaces the minus and
+				 * the token after it: "- 1" whole, "-(-1)" as "$1-1)". */
+				struct tok next;
+				size_t fold_end = foldable(s, n, t.end, 0);
+				if (fold_end) {
+					lex(s, n, t.end, &next);
+					constant = 1;
+					cend = next.end;
+					skip_until = fold_end;
+					if (next.kind == K_NUM) {
+						p = next.end;
+						t = next;
 					}
 				}
 			}

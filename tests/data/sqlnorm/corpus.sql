@@ -135,3 +135,7 @@ SELECT pg_sleep(0), 'tab	inside', 'cr
 newline'
 ----8<----
 select x.* from (values (1, 'one'), (2, 'two')) as x(n, name) where n <> 3 order by 2
+----8<----
+SELECT a FROM t LIMIT -(-1) OFFSET - - 0
+----8<----
+SELECT -(-(2)), -((-3)), (-4), -(-5)::int, - -6 + 1, -(ARRAY[7])[1]
