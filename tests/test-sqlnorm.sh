@@ -13,7 +13,10 @@
 # (b) pgbench's built-in TPC-B-like script, simple protocol, 200
 #     transactions on 2 clients: the server's log (log_statement = all)
 #     gives every statement as sent; the set of their normalised texts must
-#     equal pg_stat_statements' texts for the run.
+#     equal pg_stat_statements' texts for the run;
+# (c) 300 statements from tests/sqlnorm-gen.py (seed 1: the same ones each
+#     run), each alone as in (a); at least 140 must be accepted by
+#     PostgreSQL, and every accepted one must match.
 # What differs, and so is not in the corpus: see collector/record/sqlnorm.c's
 # header (BEGIN ATOMIC bodies, GROUPING SETS items, a column named like a
 # normalisation form, duplicate constant locations, PREPARE/EXECUTE, which
@@ -103,5 +106,31 @@ if pgb -i -s 1 -q >"$tmp/pgb-init" 2>&1; then
 	fi
 else
 	bad "pgbench -i failed: $(tail -3 "$tmp/pgb-init")"
+fi
+# (c) generated statements.
+if command -v python3 >/dev/null; then
+	python3 "$here/sqlnorm-gen.py" 1 300 >"$tmp/gen"
+	compared=0 refused=0 differ=0
+	while IFS= read -r -d '' line; do
+		printf '%s' "$line" >"$tmp/q"
+		pg_psql -c 'SELECT pg_stat_statements_reset()' >/dev/null
+		if ! pg_psql -c "$line" >/dev/null 2>&1; then
+			refused=$((refused + 1))
+			continue
+		fi
+		compared=$((compared + 1))
+		pgss_texts >"$tmp/want"
+		"$tool" "$tmp/q" | sort -zu >"$tmp/got"
+		if ! cmp -s "$tmp/want" "$tmp/got"; then
+			differ=$((differ + 1))
+			echo "  statement: $(tr '\n' '~' <"$tmp/q")"
+			echo "  pg:        $(tr '\0\n' '|~' <"$tmp/want")"
+			echo "  sqlnorm:   $(tr '\0\n' '|~' <"$tmp/got")"
+		fi
+	done <"$tmp/gen"
+	check "generated: $compared statements compared ($refused refused by PostgreSQL), $differ differ" \
+		test "$compared" -ge 140 -a "$differ" = 0
+else
+	skip "generated statements: no python3"
 fi
 finish
