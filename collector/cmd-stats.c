@@ -23,7 +23,7 @@
 
 static void usage_stats(FILE *f)
 {
-	fputs("Usage: " PROG " stats [--store DIR] [--by-host | --quality]\n"
+	fputs("Usage: " PROG " stats [--store DIR] [--by-host | --by LABEL | --quality]\n"
 	      "\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
 	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
@@ -32,6 +32,11 @@ static void usage_stats(FILE *f)
 	      "                first and last sample (unix seconds, or seconds\n"
 	      "                since boot for perf's clock, to the millisecond;\n"
 	      "                .000 where a sample came without its own moment)\n"
+	      "  --by LABEL    one line per value of LABEL instead (cgroup,\n"
+	      "                container, thread, exe, cmdline, or an import's):\n"
+	      "                its series, samples, weight and first and last\n"
+	      "                sample, as --by-host; series without it under\n"
+	      "                \u2014\n"
 	      "  --quality     one line per series instead: its weight, the moments\n"
 	      "                of its first and last sample, the share of its\n"
 	      "                weight whose stacks reach an entry point (_start,\n"
@@ -53,6 +58,7 @@ static void usage_stats(FILE *f)
 	      "  " PROG " stats --store ~/prof\n"
 	      "  " PROG " stats | sort -k4 -n\n"
 	      "  " PROG " stats --by-host --store /srv/fleet\n"
+	      "  " PROG " stats --by thread --store ~/prof\n"
 	      "  " PROG " stats --quality | awk 'NR > 1 && $7 < 50'\n",
 	      f);
 }
@@ -188,6 +194,85 @@ static void print_by_host(const struct store_series *list, size_t n)
 	free(rows);
 }
 
+/* --by LABEL: the series of each value of the label summed, values in
+ * byte order; series without the label under NOT_APPLICABLE. */
+struct label_row {
+	char *value; /* malloc'd */
+	uint64_t series, samples, weight;
+	int64_t first, last;
+};
+
+static int cmp_label_row(const void *a, const void *b)
+{
+	return strcmp(((const struct label_row *)a)->value, ((const struct label_row *)b)->value);
+}
+
+static void print_by_label(const struct store_series *list, size_t n, const char *key)
+{
+	struct label_row *rows = calloc(n ? n : 1, sizeof(*rows));
+	size_t nrows = 0;
+	int width = 20;
+
+	if (!rows)
+		cli_die("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct store_series *se = &list[i];
+		size_t len;
+		const char *v = store_labels_get(se->labels, key, &len);
+		if (!v) {
+			v = NOT_APPLICABLE;
+			len = strlen(v);
+		}
+		struct label_row *h = NULL;
+		for (size_t k = 0; k < nrows && !h; k++)
+			if (strlen(rows[k].value) == len && memcmp(rows[k].value, v, len) == 0)
+				h = &rows[k];
+		if (!h) {
+			h = &rows[nrows++];
+			*h = (struct label_row){
+			        .value = strndup(v, len), .first = INT64_MAX, .last = INT64_MIN};
+			if (!h->value)
+				cli_die("out of memory");
+			if ((int)len > width)
+				width = len > 200 ? 200 : (int)len;
+		}
+		h->series++;
+		if (__builtin_add_overflow(h->samples, se->samples, &h->samples) ||
+		    __builtin_add_overflow(h->weight, se->weight, &h->weight))
+			cli_die("%s %s: its totals pass 2^64 - 1", key, h->value);
+		if (se->first_us < h->first)
+			h->first = se->first_us;
+		if (se->last_us > h->last)
+			h->last = se->last_us;
+	}
+	qsort(rows, nrows, sizeof(*rows), cmp_label_row);
+	/* The label's name, upper-cased, heads the first column. */
+	char head[STORE_LABEL_KEY_MAX + 1];
+	size_t kl = strlen(key);
+	for (size_t i = 0; i <= kl && i < sizeof(head); i++)
+		head[i] = key[i] >= 'a' && key[i] <= 'z' ? (char)(key[i] - 'a' + 'A') : key[i];
+	head[sizeof(head) - 1] = '\0';
+	printf("%-*s %8s %12s %16s %16s %16s\n", width, head, "SERIES", "SAMPLES", "WEIGHT",
+	       "FIRST", "LAST");
+	uint64_t series = 0, samples = 0;
+	for (size_t k = 0; k < nrows; k++) {
+		const struct label_row *h = &rows[k];
+		char first[48], last[48];
+		moment(first, sizeof(first), h->first);
+		moment(last, sizeof(last), h->last);
+		printf("%-*s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %*s %*s\n",
+		       pad(h->value, width), h->value, h->series, h->samples, h->weight,
+		       pad(first, 16), first, pad(last, 16), last);
+		series += h->series;
+		if (__builtin_add_overflow(samples, h->samples, &samples))
+			cli_die("the samples of all values pass 2^64 - 1");
+		free(h->value);
+	}
+	printf("\n%zu values of %s, %" PRIu64 " series, %" PRIu64 " samples\n", nrows, key, series,
+	       samples);
+	free(rows);
+}
+
 int cli_series_quality(struct store *s, const struct store_series *se, struct view_quality *q)
 {
 	struct view_tree *t;
@@ -281,20 +366,20 @@ static void print_quality(struct store *s, const struct store_series *list, size
 int cmd_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	        {"store", required_argument, NULL, 's'},
-	        {"by-host", no_argument, NULL, 'H'},
-	        {"quality", no_argument, NULL, 'Q'},
-	        {"help", no_argument, NULL, 'h'},
-	        {0},
+	        {"store", required_argument, NULL, 's'}, {"by-host", no_argument, NULL, 'H'},
+	        {"by", required_argument, NULL, 'B'},    {"quality", no_argument, NULL, 'Q'},
+	        {"help", no_argument, NULL, 'h'},        {0},
 	};
 	const char *store_arg = NULL;
 	bool by_host = false, quality = false;
+	const char *by = NULL;
 	int c;
 
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 'H': by_host = true; break;
+		case 'B': by = optarg; break;
 		case 'Q': quality = true; break;
 		case 'h': usage_stats(stdout); return 0;
 		default: return cli_bad_option("stats", c, argv);
@@ -302,8 +387,22 @@ int cmd_stats(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error("stats", "unexpected argument %s", argv[optind]);
-	if (by_host && quality)
-		cli_die("--by-host and --quality exclude each other");
+	if ((by_host != 0) + (by != NULL) + (quality != 0) > 1)
+		cli_die("--by-host, --by and --quality exclude each other");
+	if (by) {
+		/* A key as store.h makes them: [a-z][a-z0-9_]*, at most
+		 * STORE_LABEL_KEY_MAX bytes. */
+		size_t kl = strlen(by),
+		       ok = kl >= 1 && kl <= STORE_LABEL_KEY_MAX && by[0] >= 'a' && by[0] <= 'z';
+		for (size_t i = 0; ok && i < kl; i++)
+			ok = (by[i] >= 'a' && by[i] <= 'z') || (by[i] >= '0' && by[i] <= '9') ||
+			     by[i] == '_';
+		if (!ok)
+			return cli_usage_error("stats",
+			                       "--by: expected a label key (cgroup, container, "
+			                       "thread, exe, cmdline...), got \"%s\"",
+			                       by);
+	}
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
@@ -316,9 +415,11 @@ int cmd_stats(int argc, char **argv)
 	size_t n;
 	if (store_series_list(s, &list, &n) < 0)
 		cli_die_store(s);
-	if (by_host || quality) {
+	if (by_host || by || quality) {
 		if (by_host)
 			print_by_host(list, n);
+		else if (by)
+			print_by_label(list, n, by);
 		else
 			print_quality(s, list, n);
 		store_series_free(list, n);

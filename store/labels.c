@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "store-internal.h"
 
 static bool key_valid(const char *k, size_t len)
 {
@@ -243,4 +244,17 @@ int store_label_value_clean(const char *v, size_t len, char **out)
 	s[n] = '\0';
 	*out = s;
 	return 0;
+}
+
+static int other_value(void *ctx, const char *k, size_t kl, const char *v, size_t vl)
+{
+	(void)ctx;
+	(void)k;
+	(void)kl;
+	return vl != strlen(STORE_LABEL_OTHER) || memcmp(v, STORE_LABEL_OTHER, vl) != 0;
+}
+
+bool store_labels_counted(const char *labels)
+{
+	return labels && *labels && store_labels_each(labels, other_value, NULL) != 0;
 }

@@ -166,8 +166,12 @@ struct store_batch {
 };
 
 /* store.c: the order of store_series_list() for qsort(): (binary,
- * version, event, host), bytewise; both backends sort with it. */
+ * version, event, host, labels), bytewise; both backends sort with it. */
 int store_series_cmp(const void *a, const void *b);
+
+/* labels.c: whether canonical `labels` count against STORE_LABEL_SETS_MAX:
+ * not none, and not a set past the bound (every value STORE_LABEL_OTHER). */
+bool store_labels_counted(const char *labels);
 
 /* embedded/open.c: opens the RocksDB store in directory `dir`. */
 int embedded_open(const char *dir, int flags, struct store **out, char *err, size_t errlen);

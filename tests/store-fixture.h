@@ -142,5 +142,6 @@ void test_labels_api(void);
 void test_labels_series(void);
 void test_labels_bound(void);
 void test_labels_old_schema(void);
+void test_labels_merge(void);
 
 #endif

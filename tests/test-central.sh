@@ -140,7 +140,7 @@ n=$((n + 1))
 [ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = 'app' AND version = 'A'")" = 2 ] ||
 	bad "two hosts' series of one binary/version"
 
-# ---- upgrading schema 1 (three arrays a counts row) to 2 (one blob) and 3 -----------
+# ---- upgrading schema 1 (three arrays a counts row) to 2 (one blob), 3 and 4 -------
 up=$(newdb up)
 "$collect" import --store "$up" --time 1700000040 "$here/data/perf/spell-g.perf" >/dev/null 2>&1
 "$collect" import --store "$up" --time 1700000100 "$tmp/a.folded" >/dev/null 2>&1
@@ -156,9 +156,13 @@ psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples"
 n=$((n + 1))
 [ "$(cat "$tmp/up.weighted")" -gt 0 ] || bad "upgrade: no entry whose weight differs from its samples"
 # the database as schema 1 wrote it: the same counts as arrays (and no
-# recent tier, which schema 3 added)
+# recent tier, which schema 3 added, nor labels, which schema 4 added)
 psql "$up" -qX -v ON_ERROR_STOP=1 >"$tmp/down.out" 2>&1 <<'SQL' || { bad "downgrade to schema 1"; cat "$tmp/down.out"; }
 BEGIN;
+DROP VIEW series_labels;
+DROP FUNCTION flamefs_labels(bytea);
+ALTER TABLE series DROP CONSTRAINT series_key, DROP COLUMN labels;
+ALTER TABLE series ADD UNIQUE (host, binary_name, version, event);
 DROP VIEW sample_entries;
 DROP FUNCTION flamefs_samples(int8, bytea);
 DROP TABLE samples, series_recent;
@@ -186,9 +190,9 @@ has "$tmp/up.old" "$up: schema version 1 is older than this flamefs reads (2); a
 	"schema 1, reader"
 "$collect" compact --store "$up" >"$tmp/up.compact" 2>&1 || { bad "compact (a writer) of schema 1"; cat "$tmp/up.compact"; }
 n=$((n + 1))
-[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 3 ] || bad "upgrade: schema is not 3"
+[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 4 ] || bad "upgrade: schema is not 4"
 up_state >"$tmp/up.got"
-same "$tmp/up.got" "$tmp/up.want" "upgrade 1 -> 2 -> 3: exports and stats"
+same "$tmp/up.got" "$tmp/up.want" "upgrade 1 -> 2 -> 3 -> 4: exports and stats"
 psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples" >"$tmp/up.weighted2"
 same "$tmp/up.weighted2" "$tmp/up.weighted" "upgrade 1 -> 2: weighted entries"
 # a damaged blob is refused by the reader and by SQL's decoder
@@ -264,7 +268,7 @@ has "$tmp/empty.out" "not a flamefs store yet" "empty database"
 psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'"
 psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'oldest_reader'"
 "$collect" stats --store "$sq" >"$tmp/future.out" 2>&1 && bad "stats of a future schema"
-has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (3)" "future schema"
+has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (4)" "future schema"
 "$collect" import --store "$sq" "$tmp/a.folded" >"$tmp/future.out" 2>&1 && bad "import into a future schema"
 has "$tmp/future.out" "schema version 9 is newer" "future schema, import"
 "$collect" stats --store "postgresql:///x?host=$tmp/nowhere" >"$tmp/unreach.out" 2>&1 && bad "stats of no server"

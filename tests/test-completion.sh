@@ -79,7 +79,7 @@ comp "--callees --callers" flamefs-collect export --call
 comp "--freq" flamefs-collect record --fr
 comp "--keep-samples --kernel-only" flamefs-collect record --k
 comp "--output" flamefs-collect export --ou
-comp "--by-host --help --quality --store" flamefs-collect stats --
+comp "--by --by-host --help --quality --store" flamefs-collect stats --
 comp "--help --store" flamefs-collect compact --
 comp "--host" flamefs-collect import --ho
 comp "--host" flamefs-collect record --ho

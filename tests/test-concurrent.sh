@@ -198,7 +198,7 @@ def snapshot(d, frames):
     global reads
     names = sorted(os.listdir(d))
     reads += 1
-    kids = [n for n in names if n not in FILES and n != "quality"]  # quality: version roots only
+    kids = [n for n in names if n not in FILES and n not in ("quality", "about")]  # version roots only
     b_t, i_t = btot.get(frames, 0), itot.get(frames, 0)
     self_ = int(rd(d + "/self"))
     exact(frames, "self", self_, bself.get(frames, 0), iself.get(frames, 0))

@@ -25,9 +25,10 @@ struct name {
 	size_t len;
 };
 
-static const char *const reserved[] = {
-        "folded",      "self", "total",   "pprof",    "name",         "flame.svg",   "callgrind",
-        "regressions", "top",  "quality", "timeline", "timeline.svg", "heatmap.svg", "window"};
+static const char *const reserved[] = {"folded",      "self",      "total",     "pprof",
+                                       "name",        "flame.svg", "callgrind", "regressions",
+                                       "top",         "quality",   "timeline",  "timeline.svg",
+                                       "heatmap.svg", "window",    "about"};
 
 /* Checks the text escaping of one name, with and without ';'. */
 static void check_text(const char *p, size_t len)

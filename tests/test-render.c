@@ -445,6 +445,44 @@ static void check_escaped_files(struct store *s)
 	view_tree_free(t);
 }
 
+/* about: counts, the first VIEW_ABOUT_LIST values in bytewise order,
+ * escaping, a series without samples left out of first/last, perf's clock. */
+static void check_about(struct store *s)
+{
+	struct view_tree *t = fx_tree(s, "app", "1");
+	struct store_series m[13];
+	char labels[13][64];
+
+	memset(m, 0, sizeof(m));
+	for (int i = 0; i < 12; i++) {
+		snprintf(labels[i], sizeof(labels[i]), "cgroup=a\\b.slice\nthread=t%02d", 11 - i);
+		m[i] = (struct store_series){.host = "h",
+		                             .binary = "app",
+		                             .version = "0123456789ab",
+		                             .event = "cpu-clock",
+		                             .unit = "nanoseconds",
+		                             .samples = 1,
+		                             .first_us = 5000000 + i,
+		                             .last_us = 7250000 + i,
+		                             .labels = labels[i]};
+	}
+	m[12] = m[0];
+	m[12].samples = 0, m[12].first_us = 1, m[12].last_us = 99999999; /* no samples */
+	m[12].labels = "";
+	CHECK(view_tree_set_about(t, m, 0) == -EINVAL);
+	CHECK_OK(view_tree_set_about(t, m, 13));
+	char *about = fx_render(view_render_about, t, fx_binary(t));
+	const char *want = "binary app\nversion 0123456789ab\nbuild_id 0123456789ab\n"
+	                   "event cpu-clock\nunit nanoseconds\nfirst 5 5\nlast 7.250011 7.250011\n"
+	                   "hosts 1\nhost h\ncgroups 1\ncgroup a\\x5cb.slice\nthreads 12\n"
+	                   "thread t00\nthread t01\nthread t02\nthread t03\nthread t04\n"
+	                   "thread t05\nthread t06\nthread t07\nthread t08\nthread t09\n";
+	CHECK_STR(about, want);
+	CHECK(view_about_size(t, fx_binary(t)) == strlen(want));
+	free(about);
+	view_tree_free(t);
+}
+
 int main(void)
 {
 	struct store *s = fx_store();
@@ -506,6 +544,7 @@ int main(void)
 	view_tree_free(t);
 
 	check_escaped_files(s);
+	check_about(s);
 
 	/* Diff colours: g (under a;f;f) grew, b;f shrank, d is new. */
 	fx_add(s, "app", "2", "samples", 1795000060,

@@ -9,6 +9,7 @@
 #include "labels-checks.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 static void make_is(const struct store_label *l, size_t n, const char *want)
@@ -341,4 +342,70 @@ void test_labels_old_schema(void)
 	store_close(x);
 out:
 	store_close(r);
+}
+
+/* "labels=samples/weight;" of every series, as listed. */
+static void totals(struct store *s, char *out, size_t len)
+{
+	struct store_series *l = NULL;
+	size_t n = 0, o = 0;
+
+	out[0] = '\0';
+	CHECK_OK(store_series_list(s, &l, &n));
+	for (size_t i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s=%" PRIu64 "/%" PRIu64 ";", l[i].labels,
+		                      l[i].samples, l[i].weight);
+	store_series_free(l, n);
+}
+
+/* A merge of a directory into another carries each label set to its own
+ * series, with the source's totals; merging the unchanged source again is
+ * "nothing new"; a series of the destination with the same key and other
+ * labels stays apart. */
+void test_labels_merge(void)
+{
+	char sdir[PATH_MAX], err[512] = "", want[1024], got[1024];
+	struct store *src = sf_open_rw(strcpy(sdir, sf_fresh_dir()), STORE_CREATE);
+	struct store *dst = sf_open_rw(sf_fresh_dir(), STORE_CREATE);
+	const char *sets[4] = {NULL, "thread=a", "thread=b", "cgroup=x\nthread=a"};
+	struct store_copy_opts o = {.samples = true};
+	struct store_copy_stats st;
+
+	if (!src || !dst)
+		goto out;
+	struct store_batch *b = store_batch_new(src);
+	uint32_t node = sf_add_stack(b, sf_stack1, 3);
+	for (int i = 0; i < 4; i++) {
+		struct store_series_key k = {"h", "app", "1", "cpu", "count", sets[i]};
+		uint32_t id;
+		CHECK_OK(store_batch_series(b, &k, &id));
+		CHECK_OK(store_batch_add(b, id, 60, node, (uint64_t)(i + 1) * 10,
+		                         (uint64_t)(i + 1) * 100));
+	}
+	CHECK_OK(store_batch_commit(b));
+	store_batch_free(b);
+	/* the destination has its own thread=z of the same key */
+	b = store_batch_new(dst);
+	struct store_series_key kz = {"h", "app", "1", "cpu", "count", "thread=z"};
+	uint32_t z;
+	CHECK_OK(store_batch_series(b, &kz, &z));
+	CHECK_OK(store_batch_add(b, z, 60, STORE_ROOT_NODE, 5, 5));
+	CHECK_OK(store_batch_commit(b));
+	store_batch_free(b);
+
+	CHECKF(store_copy(dst, src, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	CHECK(st.series == 4);
+	totals(dst, got, sizeof(got));
+	CHECK_STR(got, "=10/100;cgroup=x\nthread=a=40/400;thread=a=20/200;thread=b=30/300;"
+	               "thread=z=5/5;");
+	totals(src, want, sizeof(want));
+	CHECK_STR(want, "=10/100;cgroup=x\nthread=a=40/400;thread=a=20/200;thread=b=30/300;");
+	CHECKF(store_copy(dst, src, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	CHECK(st.nothing_new);
+	totals(dst, got, sizeof(got));
+	CHECK_STR(got, "=10/100;cgroup=x\nthread=a=40/400;thread=a=20/200;thread=b=30/300;"
+	               "thread=z=5/5;");
+out:
+	store_close(src);
+	store_close(dst);
 }

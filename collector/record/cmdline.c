@@ -324,8 +324,54 @@ static int check_combination(struct options *o)
 	return -1;
 }
 
+/* --labels LIST: the labels named, into *out.  0, or 2 (printed). */
+static int parse_labels(const char *list, unsigned *out)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} known[] = {
+	        {STORE_LABEL_CGROUP, RECORD_LABEL_CGROUP},
+	        {STORE_LABEL_CONTAINER, RECORD_LABEL_CONTAINER},
+	        {STORE_LABEL_THREAD, RECORD_LABEL_THREAD},
+	        {STORE_LABEL_EXE, RECORD_LABEL_EXE},
+	};
+	const char *p = list;
+
+	*out = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		size_t i = 0;
+		while (i < sizeof(known) / sizeof(known[0]) &&
+		       (strlen(known[i].name) != n || strncmp(known[i].name, p, n) != 0))
+			i++;
+		if (i == sizeof(known) / sizeof(known[0])) {
+			if (n == strlen(STORE_LABEL_CMDLINE) &&
+			    strncmp(p, STORE_LABEL_CMDLINE, n) == 0)
+				return usage_error(
+				        "--labels: the command line is recorded only with "
+				        "--cmdline (it may hold secrets)");
+			return usage_error("--labels: expected a list of cgroup, container, thread "
+			                   "and exe, got \"%.*s\" in \"%s\"",
+			                   (int)n, p, list);
+		}
+		*out |= known[i].bit;
+		p += n;
+		if (*p == ',' && p[1] == '\0')
+			return usage_error("--labels: a list ends with a label, got \"%s\"", list);
+		if (*p == ',')
+			p++;
+	}
+	if (!*out)
+		return usage_error("--labels: expected a list of cgroup, container, thread and "
+		                   "exe (or --no-labels), got \"%s\"",
+		                   list);
+	return 0;
+}
+
 int record_parse_options(int argc, char **argv, struct options *o)
 {
+	enum { OPT_LABELS = 0x100, OPT_NO_LABELS, OPT_CMDLINE };
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
 	        {"pid", required_argument, NULL, 'p'},
@@ -354,6 +400,9 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	        {"samples-memory", required_argument, NULL, 'S'},
 	        {"push", required_argument, NULL, 'P'},
 	        {"push-every", required_argument, NULL, 'Y'},
+	        {"labels", required_argument, NULL, OPT_LABELS},
+	        {"no-labels", no_argument, NULL, OPT_NO_LABELS},
+	        {"cmdline", no_argument, NULL, OPT_CMDLINE},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -369,6 +418,8 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	o->jit_memory = 16ull << 20;
 	o->python = true;
 	o->keep_samples = -1;
+	unsigned labels = RECORD_LABELS_DEFAULT;
+	bool no_labels = false, cmdline = false;
 	while ((c = getopt_long(argc, argv, "+:hp:aF:d:ve:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->store_dir = optarg; break;
@@ -384,6 +435,12 @@ int record_parse_options(int argc, char **argv, struct options *o)
 		case 'e': event_list = optarg; break;
 		case 'D': o->log_drains = optarg; break;
 		case 'h': record_usage(stdout); return 0;
+		case OPT_LABELS:
+			if ((r = parse_labels(optarg, &labels)) != 0)
+				return r;
+			break;
+		case OPT_NO_LABELS: no_labels = true; break;
+		case OPT_CMDLINE: cmdline = true; break;
 		default:
 			if ((r = parse_checked(c, optarg, o)) == 1)
 				return bad_option(c, argv);
@@ -393,6 +450,10 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	}
 	if (optind < argc)
 		o->command = argv + optind;
+	if (no_labels && (labels != RECORD_LABELS_DEFAULT || cmdline))
+		return usage_error("--no-labels records no labels: it goes with neither --labels "
+		                   "nor --cmdline");
+	o->labels = no_labels ? 0 : labels | (cmdline ? RECORD_LABEL_CMDLINE : 0);
 	if ((r = check_combination(o)) >= 0)
 		return r;
 	if (record_parse_events(event_list, o) < 0)

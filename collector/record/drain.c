@@ -43,9 +43,10 @@ static void reap_exited(struct recorder *r)
 {
 	size_t keep = 0;
 	for (size_t i = 0; i < r->ndead; i++) {
-		if (r->dead[i].seq + REAP_DRAINS <= r->drain_seq)
+		if (r->dead[i].seq + REAP_DRAINS <= r->drain_seq) {
 			symbolize_reap(r->sym, r->dead[i].pid);
-		else
+			record_labels_forget(r->labels, r->dead[i].pid);
+		} else
 			r->dead[keep++] = r->dead[i];
 	}
 	r->ndead = keep;
@@ -262,7 +263,8 @@ int record_on_sample(void *ctx, void *data, size_t len)
 
 /* ---- draining ----------------------------------------------------------- */
 
-/* Keys by (pid, gen, event) first, so that a series' keys are together,
+/* Keys by (pid, gen, event, cgroup, thread name) first, so that a
+ * series' keys are together,
  * then by the rest of their bytes (padding is zeroed on both sides). */
 static int key_cmp(const struct profile_key *x, const struct profile_key *y)
 {
@@ -272,6 +274,11 @@ static int key_cmp(const struct profile_key *x, const struct profile_key *y)
 		return x->gen < y->gen ? -1 : 1;
 	if (x->event != y->event)
 		return x->event < y->event ? -1 : 1;
+	if (x->cgroup != y->cgroup)
+		return x->cgroup < y->cgroup ? -1 : 1;
+	int c = memcmp(x->comm, y->comm, sizeof(x->comm));
+	if (c)
+		return c;
 	return memcmp(x, y, sizeof(*x));
 }
 
@@ -917,9 +924,12 @@ static int retain(struct recorder *r, int64_t now, bool final)
 	return 0;
 }
 
-int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t gen, uint32_t ev,
-                  uint32_t *series)
+int record_series(struct recorder *r, struct store_batch *b, const struct profile_key *key,
+                  uint32_t ev, uint32_t *series)
 {
+	pid_t pid = (pid_t)key->pid;
+	uint32_t gen = key->gen;
+
 	/* A process is snapshotted once (at start, fork or exec);
 	 * symbolize_user() reads its maps again when an address falls
 	 * outside them. */
@@ -947,6 +957,9 @@ int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t
 	        .event = record_events[ev].series,
 	        .unit = record_events[ev].unit,
 	};
+	int rc = record_labels_of(r, key, &k.labels);
+	if (rc < 0)
+		return rc;
 	return store_batch_series(b, &k, series);
 }
 
@@ -1104,8 +1117,7 @@ static const struct moment *entry_moments(struct recorder *r, const struct entry
  * later (late.c). */
 static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t when, bool final)
 {
-	pid_t last_pid = -1;
-	uint32_t last_gen = 0, last_event = 0;
+	const struct profile_key *last = NULL;
 	uint32_t series = 0;
 	struct raw_stack *user = &r->raw[0], *kernel = &r->raw[1];
 	int rc;
@@ -1115,13 +1127,13 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		pid_t pid = (pid_t)e->key.pid;
 
 		uint32_t ev = e->key.event < PROFILE_NEVENTS ? e->key.event : PROFILE_EV_CPU;
-		if (pid != last_pid || e->key.gen != last_gen || ev != last_event) {
-			rc = record_series(r, b, pid, e->key.gen, ev, &series);
+		if (!last || pid != (pid_t)last->pid || e->key.gen != last->gen ||
+		    e->key.event != last->event || e->key.cgroup != last->cgroup ||
+		    memcmp(e->key.comm, last->comm, sizeof(e->key.comm)) != 0) {
+			rc = record_series(r, b, &e->key, ev, &series);
 			if (rc < 0)
 				return rc;
-			last_pid = pid;
-			last_gen = e->key.gen;
-			last_event = ev;
+			last = &e->key;
 		}
 
 		const struct moment *m = entry_moments(r, e);

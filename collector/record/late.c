@@ -39,6 +39,8 @@ struct late_rec {
 	uint64_t hash;
 	pid_t pid;
 	uint32_t gen, event;
+	uint64_t cgroup;        /* the key's, for its labels */
+	char comm[16];          /* the key's */
 	int64_t when;           /* the time of its first drain (seconds) */
 	int64_t bucket;         /* when's store time bucket: counts merge within it */
 	uint64_t since;         /* the drain that first held it (drain_seq) */
@@ -92,10 +94,13 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xff51afd7ed558ccdull;
 }
 
-static uint64_t rec_hash(pid_t pid, uint32_t gen, uint32_t event, int64_t bucket,
-                         const struct raw_stack *u, const struct raw_stack *k)
+static uint64_t rec_hash(const struct profile_key *key, int64_t bucket, const struct raw_stack *u,
+                         const struct raw_stack *k)
 {
-	uint64_t h = mix(mix(mix((uint64_t)(uint32_t)pid, gen), event), (uint64_t)bucket);
+	uint64_t h = mix(mix(mix((uint64_t)key->pid, key->gen), key->event), (uint64_t)bucket);
+	uint64_t c[2];
+	memcpy(c, key->comm, sizeof(c));
+	h = mix(mix(mix(h, key->cgroup), c[0]), c[1]);
 	h = mix(h, ((uint64_t)u->state << 40) | ((uint64_t)k->state << 32) |
 	                   ((uint64_t)u->truncated << 48) | u->depth);
 	for (uint32_t i = 0; i < u->depth; i++)
@@ -106,12 +111,13 @@ static uint64_t rec_hash(pid_t pid, uint32_t gen, uint32_t event, int64_t bucket
 	return h;
 }
 
-static bool rec_same(const struct late_rec *x, pid_t pid, uint32_t gen, uint32_t event,
-                     int64_t bucket, const struct raw_stack *u, const struct raw_stack *k)
+static bool rec_same(const struct late_rec *x, const struct profile_key *key, int64_t bucket,
+                     const struct raw_stack *u, const struct raw_stack *k)
 {
-	return x->pid == pid && x->gen == gen && x->event == event && x->bucket == bucket &&
-	       x->ustate == u->state && x->kstate == k->state && x->truncated == u->truncated &&
-	       x->nuser == u->depth && x->nkernel == k->depth &&
+	return x->pid == (pid_t)key->pid && x->gen == key->gen && x->event == key->event &&
+	       x->cgroup == key->cgroup && memcmp(x->comm, key->comm, sizeof(x->comm)) == 0 &&
+	       x->bucket == bucket && x->ustate == u->state && x->kstate == k->state &&
+	       x->truncated == u->truncated && x->nuser == u->depth && x->nkernel == k->depth &&
 	       memcmp(x->pcs, u->pcs, u->depth * sizeof(*u->pcs)) == 0 &&
 	       memcmp(x->pcs + u->depth, k->pcs, k->depth * sizeof(*k->pcs)) == 0;
 }
@@ -166,10 +172,10 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 	uint32_t event = key->event;
 	int64_t bucket = when >= 0 ? when / l->bucket_seconds
 	                           : -((-when + l->bucket_seconds - 1) / l->bucket_seconds);
-	uint64_t h = rec_hash(pid, key->gen, event, bucket, u, k);
+	uint64_t h = rec_hash(key, bucket, u, k);
 
 	for (struct late_rec *x = l->heads[h % LATE_BUCKETS]; x; x = x->next) {
-		if (x->hash == h && rec_same(x, pid, key->gen, event, bucket, u, k)) {
+		if (x->hash == h && rec_same(x, key, bucket, u, k)) {
 			if (l->bytes + nm * sizeof(*m) > l->max_bytes)
 				return 0;
 			if (add_moments(x, m, nm) < 0)
@@ -203,6 +209,7 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 	        .pid = pid,
 	        .gen = key->gen,
 	        .event = event,
+	        .cgroup = key->cgroup,
 	        .when = when,
 	        .bucket = bucket,
 	        .since = r->drain_seq,
@@ -214,6 +221,7 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 	        .nuser = u->depth,
 	        .nkernel = k->depth,
 	};
+	memcpy(x->comm, key->comm, sizeof(x->comm));
 	memcpy(x->pcs, u->pcs, u->depth * sizeof(uint64_t));
 	memcpy(x->pcs + u->depth, k->pcs, k->depth * sizeof(uint64_t));
 	if (add_moments(x, m, nm) < 0) {
@@ -277,7 +285,11 @@ static int rec_cmp(const void *a, const void *b)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->gen != y->gen)
 		return x->gen < y->gen ? -1 : 1;
-	return x->event < y->event ? -1 : x->event > y->event;
+	if (x->event != y->event)
+		return x->event < y->event ? -1 : 1;
+	if (x->cgroup != y->cgroup)
+		return x->cgroup < y->cgroup ? -1 : 1;
+	return memcmp(x->comm, y->comm, sizeof(x->comm));
 }
 
 /* Names held record x and stores it when it is due; returns 1 when it
@@ -302,7 +314,12 @@ static int settle(struct recorder *r, struct store_batch *b, struct late_rec *x,
 		return 0;
 	uint32_t ev = x->event < PROFILE_NEVENTS ? x->event : PROFILE_EV_CPU;
 	if (!*have_series) {
-		rc = record_series(r, b, x->pid, x->gen, ev, series);
+		struct profile_key key = {.pid = (__u32)x->pid,
+		                          .gen = x->gen,
+		                          .event = x->event,
+		                          .cgroup = x->cgroup};
+		memcpy(key.comm, x->comm, sizeof(key.comm));
+		rc = record_series(r, b, &key, ev, series);
 		if (rc < 0)
 			return rc;
 		*have_series = true;
@@ -340,12 +357,13 @@ int record_late_flush(struct recorder *r, struct store_batch *b, bool final)
 			break;
 		uint64_t ver = symbolize_jit_version(r->sym, pid, gen);
 		for (; i < l->n && l->recs[i]->pid == pid && l->recs[i]->gen == gen;) {
-			/* One series per event, looked up once. */
-			uint32_t event = l->recs[i]->event, series = 0;
+			/* One series per event and label set, looked up once. */
+			/* (a copy: settle() may free the record) */
+			struct late_rec first = *l->recs[i];
+			const struct late_rec *fp = &first;
+			uint32_t series = 0;
 			bool have_series = false;
-			for (; i < l->n && l->recs[i]->pid == pid && l->recs[i]->gen == gen &&
-			       l->recs[i]->event == event;
-			     i++) {
+			for (; i < l->n && rec_cmp(&l->recs[i], &fp) == 0; i++) {
 				struct late_rec *x = l->recs[i];
 				rc = settle(r, b, x, gone, ver, &series, &have_series);
 				if (rc < 0)

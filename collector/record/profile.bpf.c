@@ -57,6 +57,10 @@ const volatile bool offcpu_preempt = false; /* offcpu:all */
  * there is room (profile.h: struct profile_sample), else into its
  * counts map. */
 const volatile bool moments_on = false;
+/* What the key carries for the labels (record --labels): the cgroup id
+ * (cgroup, container) and the thread's name (thread). */
+const volatile bool label_cgroup = false;
+const volatile bool label_thread = false;
 /* Byte offsets found in the kernel's BTF by user space (kbtf.c). */
 const volatile __u32 pid_offset = 0; /* task_struct.pid */
 /* The path from an exec's linux_binprm to its program file's identity:
@@ -314,6 +318,9 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *kstacks, v
 	key->event = ev;
 	key->fs = 0;
 	key->kernel_hash = 0;
+	key->cgroup = label_cgroup ? bpf_get_current_cgroup_id() : 0;
+	if (!label_thread || bpf_get_current_comm(key->comm, sizeof(key->comm)) < 0)
+		__builtin_memset(key->comm, 0, sizeof(key->comm));
 	if (ev_flags[ev] & PROFILE_EV_USER) {
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
 			walk_user(ctx, from_perf, ustacks, pystacks, key, tgid, true);

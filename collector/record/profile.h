@@ -43,7 +43,8 @@ enum profile_ev {
 #define PROFILE_EV_KERNEL 4u /* with kernel stacks */
 
 /* One aggregation slot: events of process `pid` (a tgid) with these two
- * stacks.  The value is a struct profile_value. */
+ * stacks, in this cgroup and thread name.  The value is a struct
+ * profile_value. */
 struct profile_key {
 	__u32 pid;
 	__s32 user_stack;
@@ -57,6 +58,12 @@ struct profile_key {
 	                    * type, a key of `fs_names` (0: unknown);
 	                    * other events 0 */
 	__u64 kernel_hash; /* with PROFILE_KSTACK, else 0 */
+	/* What decides the sample's labels besides its process (record
+	 * --labels), so that counts split exactly by label set: */
+	__u64 cgroup;  /* the task's cgroup v2 id (the kernfs node id of its
+	                * directory), 0 without the cgroup and container labels */
+	char comm[16]; /* the thread's name, zero-padded; all zero without the
+	                * thread label */
 };
 
 struct profile_value {

@@ -65,7 +65,17 @@ struct options {
 	uint64_t offcpu_min_ns;  /* --offcpu-min */
 	int64_t keep_samples;    /* --keep-samples, seconds; -1: the store's own */
 	uint64_t samples_memory; /* --samples-memory, bytes of each ring; 0: sized */
+	unsigned labels;         /* --labels, --no-labels, --cmdline: RECORD_LABEL_* */
 };
+
+/* The labels record gives each series (labels.c). */
+#define RECORD_LABEL_CGROUP    1u
+#define RECORD_LABEL_CONTAINER 2u
+#define RECORD_LABEL_THREAD    4u
+#define RECORD_LABEL_EXE       8u
+#define RECORD_LABEL_CMDLINE   16u
+#define RECORD_LABELS_DEFAULT                                                                      \
+	(RECORD_LABEL_CGROUP | RECORD_LABEL_CONTAINER | RECORD_LABEL_THREAD | RECORD_LABEL_EXE)
 
 /* The events of -e: their names on the command line, as series, and
  * their units; default N of EVENT:STACKS:N (events.c). */
@@ -265,6 +275,7 @@ struct recorder {
 	/* Stacks whose JIT frames wait for a perf map (late.c;
 	 * NULL with --jit-wait 0), and what became of them, in samples. */
 	struct record_late *late;
+	struct record_labels *labels; /* labels.c; NULL with --no-labels */
 	struct late_stats {
 		uint64_t seen;        /* with a late frame when first named */
 		uint64_t held;        /* of which held back */
@@ -313,9 +324,10 @@ int record_name_stacks(struct recorder *r, pid_t pid, uint32_t gen, const struct
 /* Whether a user stack has a frame that may be named later
  * (symbolize_jit_late). */
 bool record_stack_late(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user);
-/* The series of pid at generation gen for event ev, in batch b. */
-int record_series(struct recorder *r, struct store_batch *b, pid_t pid, uint32_t gen, uint32_t ev,
-                  uint32_t *series);
+/* The series of key's process at its generation, with its labels, for
+ * event ev, in batch b. */
+int record_series(struct recorder *r, struct store_batch *b, const struct profile_key *key,
+                  uint32_t ev, uint32_t *series);
 /* Stores r->frames[0..n) under series: each of the nm samples m[] of
  * process pid with its moment, and count v (samples without one, maybe
  * none) at time `when`; counts them in the totals.  0 or -errno. */
@@ -350,6 +362,25 @@ int record_late_take(struct recorder *r, const struct profile_key *key,
  * processes, those that waited --jit-wait and, when `final`, all. */
 int record_late_flush(struct recorder *r, struct store_batch *b, bool final);
 
+/* labels.c: who ran a sample. */
+struct record_labels;
+/* A labeller of the labels `want` (RECORD_LABEL_*); the cgroup and
+ * container labels are left out where no cgroup2 mount can be read
+ * (record_labels_want() tells).  0 or -ENOMEM. */
+int record_labels_new(struct record_labels **out, unsigned want);
+void record_labels_free(struct record_labels *l); /* accepts NULL */
+/* The labels it gives (RECORD_LABEL_*); 0 for NULL. */
+unsigned record_labels_want(const struct record_labels *l);
+/* The cgroup2 mount read, or NULL (owned by l). */
+const char *record_labels_cgroup_mount(const struct record_labels *l);
+/* Cgroup ids that found no path (labelled "[unknown]"). */
+uint64_t record_labels_unresolved(const struct record_labels *l);
+/* The canonical labels of key's samples into *labels (owned by r->labels,
+ * valid until the next call; NULL without labels).  0 or -ENOMEM. */
+int record_labels_of(struct recorder *r, const struct profile_key *key, const char **labels);
+/* Forgets what was read of pid (its exit reaped). */
+void record_labels_forget(struct record_labels *l, pid_t pid);
+
 /* push.c: --push.  Starts a thread that copies the store in
  * directory `dir` into database `to` at once and then every `every`
  * seconds (see store_copy()); failures are reported on stderr and the
@@ -370,9 +401,38 @@ int record_setup_events(struct recorder *r, const struct options *o);
  * a message.  Returns 0, or -ENODEV when none could be. */
 int record_attach_events(struct recorder *r);
 
-/* record.c */
-/* --help's text, on f. */
-void record_usage(FILE *f);
+/* usage.c */
+#include "usage-internal.h"
+
+/* setup.c */
+/* The BPF program: opened, its read-only settings and map sizes set
+ * (the events, the kernel's offsets, the unwinder's mode, the loader's
+ * hook in *ldso if there is one: *have_ldso), loaded.  0 or -errno, also
+ * given to record_fail(), as for each below. */
+struct ldso_probe;
+int record_open_bpf(struct recorder *r, const struct options *o, struct ldso_probe *ldso,
+                    bool *have_ldso);
+/* The maps the drain reads, and the unwinder over its maps. */
+int record_wire_maps(struct recorder *r, const struct options *o);
+/* The event ring buffer, the samples rings and the process events:
+ * fork, exec, exit (all three needed), the exec's beginning and the
+ * loader's hook (optional). */
+int record_attach_process_events(struct recorder *r, const struct options *o,
+                                 const struct ldso_probe *ldso, bool have_ldso);
+/* One cpu-clock perf event per online CPU, the sampler attached to each. */
+int record_open_cpu_events(struct recorder *r);
+/* Detaches and closes them; again does nothing. */
+void record_close_cpu_events(struct recorder *r);
+
+/* target.c */
+/* What to follow: -p's processes, or COMMAND, started held (*go_fd
+ * releases it). */
+int record_start_target(struct recorder *r, const struct options *o, int *go_fd);
+/* The events of -e and the CPU sampling, attached; then the running
+ * processes read (-a) and COMMAND released.  Closes go_fd. */
+int record_start_sampling(struct recorder *r, const struct options *o, int go_fd);
+/* Notes COMMAND's exit (r->child_exited, r->child_status), not waiting. */
+void record_reap_child(struct recorder *r);
 
 /* cmdline.c */
 /* Reads record's command line into o, printing its own messages.

@@ -375,6 +375,20 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 		        PROG ": do_sample: %llu runs, %.3f s in all, %.1f us each on average\n",
 		        (unsigned long long)info.run_cnt, (double)info.run_time_ns / 1e9,
 		        info.run_cnt ? (double)info.run_time_ns / 1e3 / (double)info.run_cnt : 0.0);
+	unsigned lw = record_labels_want(r->labels);
+	if (lw)
+		fprintf(stderr,
+		        PROG ": labels:%s%s%s%s%s; cgroups under %s, %" PRIu64
+		             " ids not resolved ([unknown]: removed before their drain)\n",
+		        lw & RECORD_LABEL_CGROUP ? " cgroup" : "",
+		        lw & RECORD_LABEL_CONTAINER ? " container" : "",
+		        lw & RECORD_LABEL_THREAD ? " thread" : "",
+		        lw & RECORD_LABEL_EXE ? " exe" : "",
+		        lw & RECORD_LABEL_CMDLINE ? " cmdline" : "",
+		        record_labels_cgroup_mount(r->labels)
+		                ? record_labels_cgroup_mount(r->labels)
+		                : "(none)",
+		        record_labels_unresolved(r->labels));
 	if (r->opt->retention)
 		fprintf(stderr,
 		        PROG ": retention %" PRId64 " s: deleted %" PRIu64 " time buckets (%" PRIu64

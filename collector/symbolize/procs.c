@@ -638,6 +638,18 @@ int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen, co
 	return 0;
 }
 
+const char *symbolize_process_exe(const struct symbolize *s, pid_t pid, uint32_t gen)
+{
+	const struct proc *p = sym_proc_find_gen(s, pid, gen);
+	return p && p->exe_mod ? p->exe_mod->path : NULL;
+}
+
+bool symbolize_current_gen(const struct symbolize *s, pid_t pid, uint32_t gen)
+{
+	const struct proc *p = sym_proc_find(s, pid);
+	return p && p->gen == gen && !p->exited;
+}
+
 int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
                       const char **build_id_hex)
 {

@@ -178,6 +178,13 @@ int symbolize_process_gen(const struct symbolize *s, pid_t pid, uint32_t gen, co
                           const char **build_id_hex);
 int symbolize_user_gen(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller,
                        struct store_frame *f, size_t room);
+/* The path the program pid ran at generation gen was opened by (its
+ * first process's), owned by s as symbolize_user()'s strings; NULL when
+ * unknown (a kernel thread, a snapshot without its executable). */
+const char *symbolize_process_exe(const struct symbolize *s, pid_t pid, uint32_t gen);
+/* True when gen is pid's latest known generation and its exit has not
+ * been seen: what /proc/PID tells is then about that program. */
+bool symbolize_current_gen(const struct symbolize *s, pid_t pid, uint32_t gen);
 
 /* JIT code whose perf map comes late (record holds such stacks back).
  * Whether addr of pid at generation gen (looked up as symbolize_user_gen

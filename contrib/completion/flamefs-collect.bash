@@ -116,6 +116,16 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W 'on off' -- "$cur"))
 		return
 		;;
+	--labels)
+		local pre=
+		[[ $cur == *,* ]] && pre=${cur%,*},
+		COMPREPLY=($(compgen -P "$pre" -W 'cgroup container thread exe' -- "${cur##*,}"))
+		return
+		;;
+	--by)
+		COMPREPLY=($(compgen -W 'cgroup container thread exe cmdline' -- "$cur"))
+		return
+		;;
 	--last)
 		COMPREPLY=($(compgen -W '1m 5m 15m 1h 6h 1d 7d' -- "$cur"))
 		return
@@ -145,9 +155,10 @@ _flamefs_collect()
 		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
 		      --binary --version --lines --inline --retention --keep-samples --samples-memory --log-drains --verbose --help
 		      --unwind --unwind-memory --jit-wait --jit-memory --python --event --offcpu-min --push --push-every -e
+		      --labels --no-labels --cmdline
 		      -p -a -F -d -v --'
 		;;
-	stats) opts='--store --by-host --quality --help' ;;
+	stats) opts='--store --by-host --by --quality --help' ;;
 	samples) opts='--store --from --to --binary --version --event --host --folded --help' ;;
 	compact) opts='--store --help' ;;
 	unwind-table)

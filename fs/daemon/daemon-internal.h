@@ -42,8 +42,8 @@
      node    32   the tree's node id; in space 0 the synthetic dir's index
      slot     4   0: the directory; f + 1: the file space_file(f) (in
                   space 0: a function's self, 1, and total, 2); room
-                  for 15 files (a window's version directory uses 13:
-                  view_files, quality, window)
+                  for 15 files (a window's version directory uses 14:
+                  view_files, quality, window, about)
      version 14   files only: the node's content version (mod 2^14)
 
    So the root is 1, a directory's number is the same for as long as the
@@ -218,15 +218,18 @@ struct open_file {
  *   SD_DIFFA     /<binary>/@diff/A      versions (B): diff tree spaces
  *   SD_FUNCS     <version>/@functions   the version's functions
  *   SD_FUNC      .../@functions/F       self, total, callers/, callees/
- *   SD_HOSTS     /@host                 the hosts that have series
+ *   SD_HOSTS     /@host, /@cgroup,      the hosts (the label's values) that have
+ *                /@container, /@thread  series (series_id: the view kind)
  *   SD_WDIFF     <window>/@diff         nothing; any FROM resolves
  *   SD_WDFROM    <window>/@diff/FROM    nothing; any TO resolves
  *   SD_WDROOT    <window>/@diff/F/T     the diff's files, binaries of either window
  *   SD_WDBINARY  .../<binary>           its versions: window diff tree spaces
  *
- * Every one of them belongs to a view (sdir.view): 0 is every host summed,
- * h > 0 host series_host_of_view(h) alone, whose root /@host/<name> is an SD_ROOT
- * of view h (the whole tree of directories again, restricted). */
+ * Every one of them belongs to a view (sdir.view): 0 is every host and
+ * label set summed, v > 0 one host's or one label value's series alone
+ * (series_view_kind(v), series_view_value(v)), whose root
+ * /@host/<name>, /@cgroup/<value>, ... is an SD_ROOT of view v (the whole
+ * tree of directories again, restricted). */
 enum sdir_kind {
 	SD_ROOT,
 	SD_BINARY,
@@ -327,6 +330,20 @@ struct idmap {
 	size_t mask;     /* slots - 1; 0 when unallocated */
 };
 
+/* The kinds of view v > 0 (view-series.c): what selects its series, the
+ * host or one label's value; view_kind_names[] is the label's key and
+ * the name of the directory that lists them (after '@'). */
+enum view_kind {
+	VIEW_KIND_HOST,
+	VIEW_KIND_CGROUP,
+	VIEW_KIND_CONTAINER,
+	VIEW_KIND_THREAD,
+	VIEW_KINDS
+};
+extern const char *const view_kind_names[VIEW_KINDS];
+/* The value a label's view gives series without that label. */
+#define VIEW_LABEL_NONE "-"
+
 /* The daemon's state. */
 struct flamefs_state {
 	char *store_dir;
@@ -349,19 +366,24 @@ struct flamefs_state {
 	time_t mtime;        /* wall clock of the last change seen */
 	/* The view's series: one per (view, binary, version, event), sorted
 	 * by view, then binary, version and event, with ids of the daemon's
-	 * own (view-series.c); `host` is NULL in view 0 and the host in the
-	 * others.  Each one is the sum of its members: fs.raw[lo, hi), the
-	 * store's series (store ids, sorted as store_series_list() sorts). */
+	 * own (view-series.c); `host` is NULL in view 0 and the view's key
+	 * ("host=<name>", "cgroup=<path>", ...) in the others.  Each one is
+	 * the sum of its members (fs.members), the store's series (store
+	 * ids; fs.raw sorted as store_series_list() sorts). */
 	struct store_series *series;
 	size_t nseries;
 	struct store_series *raw;
 	size_t nraw;
+	/* Shallow copies of fs.raw's entries (their strings are fs.raw's),
+	 * the members of each view series side by side: a label value's
+	 * view sums series that are not neighbours in fs.raw. */
+	struct store_series *mraw;
 	struct members {
 		size_t lo, hi;
-	} * members;               /* per fs.series index */
+	} * members;               /* per fs.series index: its members, fs.mraw[lo, hi) */
 	struct idmap ids;          /* (view, binary, version, event) -> series id */
-	struct idmap hostid;       /* host -> view number */
-	size_t *view_lo, *view_hi; /* per view 0..hostid.n: its range of fs.series */
+	struct idmap viewid;       /* "<kind>=<value>" -> view number (view-series.c) */
+	size_t *view_lo, *view_hi; /* per view 0..viewid.n: its range of fs.series */
 	size_t *by_id;             /* series id -> index + 1 in fs.series, 0 = none */
 	uint32_t by_id_len;
 	bool *primary; /* per fs.series index: shown as /<b>/<v>/ */
@@ -410,11 +432,13 @@ const struct store_series *series_diff_base_locked(const struct store_series *b,
                                                    const char *version_a);
 uint32_t series_view_locked(const struct store_series *s);
 void series_view_range(uint32_t view, size_t *lo, size_t *hi);
-const char *series_host_of_view(uint32_t view);
+int series_view_kind(uint32_t view);
+const char *series_view_value(uint32_t view);
+bool series_kind_present(int kind);
 void series_members_locked(uint32_t id, const struct store_series **m, size_t *n);
 int series_make_views_locked(struct store_series *raw, size_t nraw, struct store_series **out,
-                             size_t *n, struct members **members, size_t **view_lo,
-                             size_t **view_hi);
+                             size_t *n, struct store_series **mraw, struct members **members,
+                             size_t **view_lo, size_t **view_hi);
 void series_free_locked(void);
 void series_forget_ids_locked(void);
 size_t series_primary(const struct store_series *list, size_t lo, size_t hi);

@@ -60,7 +60,11 @@ int inode_resolve_tree_locked(fuse_ino_t ino, struct at *at, bool need_tree)
 			return -ENOENT;
 		if (at->sd->kind == SD_BINARY && at->sd->lo == at->sd->hi)
 			return -ENOENT;
-		if (at->sd->view) { /* a host's: gone with its last series */
+		if (at->sd->kind == SD_HOSTS && at->sd->series_id != VIEW_KIND_HOST &&
+		    !series_kind_present((int)at->sd->series_id))
+			return -ENOENT; /* a label no series carries now */
+		/* A host's or a label value's: gone with its last series. */
+		if (at->sd->view) {
 			size_t lo, hi;
 			series_view_range(at->sd->view, &lo, &hi);
 			if (lo == hi)

@@ -211,7 +211,7 @@ static int old_entry_cb(void *ctx, const char *name, size_t len, uint32_t series
 /* The series lists a new one replaced, freed after the refresh compared
  * them. */
 struct old_lists {
-	struct store_series *series, *raw;
+	struct store_series *series, *raw, *mraw;
 	size_t nseries, nraw;
 	struct members *members;
 	size_t *view_lo, *view_hi;
@@ -221,6 +221,7 @@ static void old_lists_free(struct old_lists *o)
 {
 	store_series_free(o->series, o->nseries);
 	store_series_free(o->raw, o->nraw);
+	free(o->mraw);
 	free(o->members);
 	free(o->view_lo);
 	free(o->view_hi);
@@ -231,13 +232,13 @@ static void old_lists_free(struct old_lists *o)
  * gets the lists it replaced. */
 static int install_series_locked(struct store_series *raw, size_t nraw, struct old_lists *old)
 {
-	struct store_series *list;
+	struct store_series *list, *mraw;
 	struct members *members;
 	size_t n, *view_lo, *view_hi;
 	uint32_t max_id = 0;
 	size_t *by_id;
 	bool *primary;
-	int r = series_make_views_locked(raw, nraw, &list, &n, &members, &view_lo, &view_hi);
+	int r = series_make_views_locked(raw, nraw, &list, &n, &mraw, &members, &view_lo, &view_hi);
 
 	if (r < 0) {
 		store_series_free(raw, nraw);
@@ -267,12 +268,13 @@ static int install_series_locked(struct store_series *raw, size_t nraw, struct o
 	}
 	for (size_t i = 1; i < fs.nsdirs; i++)
 		fs.sdirs[i].lo = fs.sdirs[i].hi = 0;
-	*old = (struct old_lists){fs.series,  fs.raw,     fs.nseries, fs.nraw,
-	                          fs.members, fs.view_lo, fs.view_hi};
+	*old = (struct old_lists){fs.series, fs.raw,     fs.mraw,    fs.nseries,
+	                          fs.nraw,   fs.members, fs.view_lo, fs.view_hi};
 	fs.series = list;
 	fs.nseries = n;
 	fs.raw = raw;
 	fs.nraw = nraw;
+	fs.mraw = mraw;
 	fs.members = members;
 	fs.view_lo = view_lo;
 	fs.view_hi = view_hi;
@@ -296,6 +298,7 @@ fail:
 	free(by_id);
 	free(primary);
 	store_series_free(list, n);
+	free(mraw);
 	free(members);
 	free(view_lo);
 	free(view_hi);
@@ -438,15 +441,23 @@ static void inval_sdirs_locked(void)
 		    k == SD_FUNCS || k == SD_HOSTS || k == SD_ROOT || k == SD_WDROOT ||
 		    k == SD_WDBINARY)
 			inval_dir(inode_make((struct ino){.node = (uint32_t)d}));
-		/* A host gone: its entry in /@host. */
+		/* A host or label value gone: its entry in /@host, /@cgroup, ... */
 		size_t lo, hi;
 		series_view_range(fs.sdirs[d].view, &lo, &hi);
 		if (k == SD_ROOT && fs.sdirs[d].view && lo == hi) {
-			const char *h = series_host_of_view(fs.sdirs[d].view);
+			const char *h = series_view_value(fs.sdirs[d].view);
 			char esc[VIEW_NAME_MAX + 1];
 			size_t len = view_escape(h, strlen(h), 0, esc);
 			queue_inval_entry_locked(
 			        inode_make((struct ino){.node = fs.sdirs[d].parent}), esc, len);
+		}
+		/* A label no series carries now: /@cgroup, ... in the root. */
+		int kind = (int)fs.sdirs[d].series_id;
+		if (k == SD_HOSTS && kind != VIEW_KIND_HOST && kind < VIEW_KINDS &&
+		    !series_kind_present(kind)) {
+			char name[VIEW_NAME_MAX + 1];
+			int len = snprintf(name, sizeof(name), "@%s", view_kind_names[kind]);
+			queue_inval_entry_locked(FUSE_ROOT_ID, name, (size_t)len);
 		}
 	}
 }

@@ -227,6 +227,10 @@ static bool has_quality(const struct space *sp)
 	return sp->kind == SPACE_SERIES || sp->kind == SPACE_WINDOW;
 }
 
+/* A version directory's `about`: who ran the series it sums (about.c);
+ * after quality (and a window's `window`). */
+static const struct view_file about_file = {"about", view_render_about, view_about_size};
+
 const struct view_file *space_file(const struct space *sp, unsigned f)
 {
 	if (!space_is_diff(sp)) {
@@ -242,7 +246,11 @@ const struct view_file *space_file(const struct space *sp, unsigned f)
 			return &quality_file;
 		if (f == view_file_count && sp->kind == SPACE_ALL_WINDOW)
 			return &window_file;
-		return f == view_file_count + 1 && sp->kind == SPACE_WINDOW ? &window_file : NULL;
+		if (f == view_file_count + 1 && sp->kind == SPACE_SERIES)
+			return &about_file;
+		if (f == view_file_count + 1 && sp->kind == SPACE_WINDOW)
+			return &window_file;
+		return f == view_file_count + 2 && sp->kind == SPACE_WINDOW ? &about_file : NULL;
 	}
 	if (f < view_diff_file_count)
 		return &view_diff_files[f];
@@ -261,7 +269,8 @@ unsigned space_file_count(const struct space *sp, uint32_t node)
 		return DIFF_FILES;
 	if (!space_is_diff(sp))
 		return (unsigned)view_file_count +
-		       (node == SPACE_ROOT_NODE ? has_quality(sp) + (sp->kind == SPACE_WINDOW) : 0);
+		       (node == SPACE_ROOT_NODE ? 2 * has_quality(sp) + (sp->kind == SPACE_WINDOW)
+		                                : 0);
 	return node == SPACE_ROOT_NODE ? DIFF_FILES : (unsigned)view_diff_file_count;
 }
 
@@ -502,11 +511,11 @@ static int space_build_all_locked(const struct space *sp, const struct view_tree
 		if (!fs.primary[i] || strcmp(fs.series[i].event, event) != 0)
 			continue;
 		if (!first)
-			first = &fs.raw[fs.members[i].lo];
+			first = &fs.mraw[fs.members[i].lo];
 		if (sp->kind == SPACE_ALL_WINDOW && !series_in_window(&fs.series[i], from, to))
 			continue;
 		for (size_t j = fs.members[i].lo; j < fs.members[i].hi; j++)
-			m[n++] = fs.raw[j]; /* borrowed strings: only read by the build */
+			m[n++] = fs.mraw[j]; /* borrowed strings: only read by the build */
 	}
 	if (!first) {
 		free(m);
@@ -554,14 +563,27 @@ static int space_place_locked(const struct space *sp, struct view_tree *t)
 static int space_build_kind_locked(const struct space *sp, const struct view_tree *seed,
                                    struct view_tree **out);
 
+/* Gives a version directory's tree its `about`: the series it sums. */
+static int space_about_locked(const struct space *sp, struct view_tree *t)
+{
+	const struct store_series *m;
+	size_t n;
+
+	if (!has_quality(sp))
+		return 0;
+	series_members_locked(sp->series_id, &m, &n);
+	return n ? view_tree_set_about(t, m, n) : 0;
+}
+
 /* Builds the tree a space shows, seeded with `seed` (NULL: afresh), and
- * tells it where it is. */
+ * tells it where it is and, at a version directory, what it is about. */
 int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
                             struct view_tree **out)
 {
 	int r = space_build_kind_locked(sp, seed, out);
 
-	if (r == 0 && (r = space_place_locked(sp, *out)) < 0) {
+	if (r == 0 &&
+	    ((r = space_place_locked(sp, *out)) < 0 || (r = space_about_locked(sp, *out)) < 0)) {
 		view_tree_free(*out);
 		*out = NULL;
 	}

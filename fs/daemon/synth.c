@@ -2,7 +2,8 @@
  * synth.c — the synthetic directories (space 0): the root, one per
  * binary, and the views' own directories (@last, @range, a window and its
  * binaries, @diff, @diff/<A>, @functions, a function, @host and a host's
- * root, under which all of them exist again for that host alone).  They are made on
+ * root, under which all of them exist again for that host alone, and so
+ * @cgroup, @container, @thread and a label value's root).  They are made on
  * first lookup and kept for the mount's life (an index is an inode
  * number), found again by their key through a hash.  Each kind is one
  * entry of a table of operations (lookup: name -> inode; list); the trees
@@ -141,16 +142,26 @@ static void sdir_window(const struct sdir *sd, int64_t *from, int64_t *to)
    line in sdir_ops; the trees below them are more space kinds
    (space_build_tree_locked). */
 
-/* The root of a view (h > 0: /@host/<name>), made if new. */
+/* The directory that lists the views of kind `kind` (/@host, /@cgroup,
+ * ...), made if new. */
+static int kind_dir_locked(int kind, size_t *out)
+{
+	return synth_get_locked(&(struct sdir){.kind = SD_HOSTS, .series_id = (uint32_t)kind}, out);
+}
+
+/* The root of a view (v > 0: /@host/<name>, /@cgroup/<value>, ...), made
+ * if new. */
 static int view_root_locked(uint32_t view, size_t *out)
 {
 	size_t hosts;
-	int r;
+	int r, kind = series_view_kind(view);
 
 	*out = 0;
 	if (!view)
 		return 0;
-	r = synth_get_locked(&(struct sdir){.kind = SD_HOSTS}, &hosts);
+	if (kind < 0)
+		return -ENOENT;
+	r = kind_dir_locked(kind, &hosts);
 	if (r < 0)
 		return r;
 	return synth_get_locked(
@@ -249,8 +260,9 @@ static int all_files_list(struct emitter *em, const struct sdir *sd, enum space_
 	return 0;
 }
 
-/* The root: the whole view's files, @last, @range, @host (the whole
- * view's root only), then one directory per binary name (of its view). */
+/* The root: the whole view's files, @last, @range, @host, @cgroup,
+ * @container, @thread (the whole view's root only; a label's when some
+ * series carries it), then one directory per binary name (of its view). */
 static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
 {
 	const struct sdir me = *root; /* fs.sdirs may move below */
@@ -269,8 +281,17 @@ static int root_lookup(const struct sdir *root, const char *name, size_t len, st
 		                                      .view = root->view,
 		                                      .parent = sdir_index(root)},
 		                       out);
-	if (strcmp(name, "@host") == 0 && root->view == 0)
-		return sdir_ino_locked(&(struct sdir){.kind = SD_HOSTS}, out);
+	for (int kind = 0; kind < VIEW_KINDS && root->view == 0; kind++) {
+		const char *kn = view_kind_names[kind];
+		if (name[0] != '@' || strcmp(name + 1, kn) != 0)
+			continue;
+		if (kind != VIEW_KIND_HOST && !series_kind_present(kind))
+			return -ENOENT;
+		size_t d;
+		int r = kind_dir_locked(kind, &d);
+		*out = (struct ino){.node = (uint32_t)d};
+		return r;
+	}
 	if (strcmp(name, "@functions") == 0) {
 		size_t lo, hi;
 		series_view_range(root->view, &lo, &hi);
@@ -329,14 +350,16 @@ static int root_list(struct emitter *em, const struct sdir *root, size_t k)
 }
 
 /* @host: the hosts that have series now, in name order; each the root of
- * its own view. */
+ * its own view.  @cgroup, @container, @thread: the same for the values of
+ * that label (VIEW_LABEL_NONE for the series without it). */
 static int hosts_lookup(const struct sdir *sd, const char *name, size_t len, struct ino *out)
 {
-	for (uint32_t v = 1; v <= fs.hostid.n; v++) {
-		const char *h = series_host_of_view(v);
+	for (uint32_t v = 1; v <= fs.viewid.n; v++) {
+		const char *h = series_view_value(v);
 		size_t lo, hi;
 		series_view_range(v, &lo, &hi);
-		if (lo == hi || !inode_names(name, len, h, strlen(h), 0))
+		if (lo == hi || series_view_kind(v) != (int)sd->series_id ||
+		    !inode_names(name, len, h, strlen(h), 0))
 			continue;
 		size_t d;
 		int r = view_root_locked(v, &d);
@@ -350,27 +373,27 @@ static int hosts_lookup(const struct sdir *sd, const char *name, size_t len, str
 
 static int cmp_host_view(const void *a, const void *b)
 {
-	return strcmp(series_host_of_view(*(const uint32_t *)a),
-	              series_host_of_view(*(const uint32_t *)b));
+	return strcmp(series_view_value(*(const uint32_t *)a),
+	              series_view_value(*(const uint32_t *)b));
 }
 
 static int hosts_list(struct emitter *em, const struct sdir *sd, size_t k)
 {
-	uint32_t *views = malloc(((size_t)fs.hostid.n + 1) * sizeof(*views));
+	uint32_t *views = malloc(((size_t)fs.viewid.n + 1) * sizeof(*views));
 	size_t n = 0;
 	int r = 0;
 
 	if (!views)
 		return -ENOMEM;
-	for (uint32_t v = 1; v <= fs.hostid.n; v++) {
+	for (uint32_t v = 1; v <= fs.viewid.n; v++) {
 		size_t lo, hi;
 		series_view_range(v, &lo, &hi);
-		if (lo < hi)
+		if (lo < hi && series_view_kind(v) == (int)sd->series_id)
 			views[n++] = v;
 	}
 	qsort(views, n, sizeof(*views), cmp_host_view);
 	for (size_t pos = k; pos < n; pos++) {
-		const char *h = series_host_of_view(views[pos]);
+		const char *h = series_view_value(views[pos]);
 		char esc[VIEW_NAME_MAX + 1];
 		size_t d;
 		view_escape(h, strlen(h), 0, esc);

@@ -1,8 +1,9 @@
 /*
  * view-series.c — the series list as the view names it (fs.series): the view
  * series made from the store's list, one per (view, binary, version,
- * event), where view 0 sums every host and view h is one host's
- * (/@host/<name>/); the series by id, its members (the store's series it
+ * event), where view 0 sums every host and label set and view v > 0 is
+ * one host's (/@host/<name>/) or one label value's (/@cgroup/<value>/,
+ * /@container/<value>/, /@thread/<value>/); the series by id, its members (the store's series it
  * sums), each version's primary series, the entries of a binary directory
  * ("<version>" and "<version>@<event>"), binaries' ranges, and which
  * series reach into a time window.  refresh.c installs the list.  Call
@@ -109,36 +110,79 @@ static void idmap_free(struct idmap *m)
 
 /* ---- views ------------------------------------------------------------------ */
 
+/* The kinds of view past view 0, by what selects their series: the host,
+ * or the value of one label (view_kind_names[k] is both the label's key
+ * and the directory's name after '@').  A view's key in fs.viewid is
+ * "<kind name>=<value>", and a view series of view v > 0 holds that key
+ * in its `host` field (view 0's hold NULL). */
+const char *const view_kind_names[VIEW_KINDS] = {
+        [VIEW_KIND_HOST] = "host",
+        [VIEW_KIND_CGROUP] = STORE_LABEL_CGROUP,
+        [VIEW_KIND_CONTAINER] = STORE_LABEL_CONTAINER,
+        [VIEW_KIND_THREAD] = STORE_LABEL_THREAD,
+};
+
 /* The view `s` (of fs.series, or of a list it replaced) belongs to. */
 uint32_t series_view_locked(const struct store_series *s)
 {
-	return s->host ? idmap_find(&fs.hostid, s->host, strlen(s->host)) : 0;
+	return s->host ? idmap_find(&fs.viewid, s->host, strlen(s->host)) : 0;
 }
 
-/* The host of view h > 0 (NULL for view 0 and past the hosts). */
-const char *series_host_of_view(uint32_t view)
+/* The kind of view v > 0, or -1 for view 0 and past the views. */
+int series_view_kind(uint32_t view)
 {
-	return view && view <= fs.hostid.n ? fs.hostid.keys[view - 1] : NULL;
+	if (!view || view > fs.viewid.n)
+		return -1;
+	const char *k = fs.viewid.keys[view - 1];
+	const char *eq = strchr(k, '=');
+	for (int kind = 0; eq && kind < VIEW_KINDS; kind++)
+		if (strlen(view_kind_names[kind]) == (size_t)(eq - k) &&
+		    memcmp(view_kind_names[kind], k, (size_t)(eq - k)) == 0)
+			return kind;
+	return -1;
 }
 
-/* The range of fs.series of view `view`: empty for a host with no series
+/* The host or label value that selects view v > 0 (NULL for view 0 and
+ * past the views). */
+const char *series_view_value(uint32_t view)
+{
+	if (!view || view > fs.viewid.n)
+		return NULL;
+	const char *eq = strchr(fs.viewid.keys[view - 1], '=');
+	return eq ? eq + 1 : NULL;
+}
+
+/* The range of fs.series of view `view`: empty for a view with no series
  * now. */
 void series_view_range(uint32_t view, size_t *lo, size_t *hi)
 {
 	*lo = *hi = 0;
-	if (fs.view_lo && view <= fs.hostid.n) {
+	if (fs.view_lo && view <= fs.viewid.n) {
 		*lo = fs.view_lo[view];
 		*hi = fs.view_hi[view];
 	}
 }
 
-/* The store's series that series `id` sums: borrowed from fs.raw. */
+/* Whether some series of the store now carries the label of view kind
+ * `kind` (always for hosts): its @<kind> directory exists. */
+bool series_kind_present(int kind)
+{
+	for (uint32_t v = 1; v <= fs.viewid.n; v++) {
+		size_t lo, hi;
+		series_view_range(v, &lo, &hi);
+		if (lo < hi && series_view_kind(v) == kind)
+			return true;
+	}
+	return false;
+}
+
+/* The store's series that series `id` sums: borrowed from fs.mraw. */
 void series_members_locked(uint32_t id, const struct store_series **m, size_t *n)
 {
 	const struct store_series *s = series_by_id_locked(id);
 	const struct members *mb = s ? &fs.members[s - fs.series] : NULL;
 
-	*m = mb ? &fs.raw[mb->lo] : NULL;
+	*m = mb ? &fs.mraw[mb->lo] : NULL;
 	*n = mb ? mb->hi - mb->lo : 0;
 }
 
@@ -164,12 +208,13 @@ static int view_entry(const struct store_series *raw, size_t lo, size_t hi, uint
 	free(key);
 	if (r < 0)
 		return r;
-	e->host = view ? strdup(f->host) : NULL;
+	e->host = view ? strdup(fs.viewid.keys[view - 1]) : NULL;
 	e->binary = strdup(f->binary);
 	e->version = strdup(f->version);
 	e->event = strdup(f->event);
 	e->unit = strdup(f->unit);
-	if ((view && !e->host) || !e->binary || !e->version || !e->event || !e->unit)
+	e->labels = strdup("");
+	if ((view && !e->host) || !e->binary || !e->version || !e->event || !e->unit || !e->labels)
 		return -ENOMEM;
 	e->first_seen = e->first_us = INT64_MAX;
 	e->last_seen = e->last_us = INT64_MIN;
@@ -202,73 +247,131 @@ static bool same_key(const struct store_series *a, const struct store_series *b)
 	       strcmp(a->event, b->event) == 0;
 }
 
-struct by_host {
+struct by_view {
 	uint32_t view;
 	size_t i; /* index in raw */
 };
 
-static int cmp_by_host(const void *a, const void *b)
+static int cmp_by_view(const void *a, const void *b)
 {
-	const struct by_host *x = a, *y = b;
+	const struct by_view *x = a, *y = b;
 
 	if (x->view != y->view)
 		return x->view < y->view ? -1 : 1;
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Makes the view series of the store's list `raw` (sorted by binary,
- * version, event and host): view 0 first, one series per (binary,
- * version, event) summing its hosts, then each host's own in view order.
- * *out (free with store_series_free), *members, *view_lo and *view_hi
- * (one per view, 0..fs.hostid.n, which this may grow) are the caller's. */
-int series_make_views_locked(struct store_series *raw, size_t nraw, struct store_series **out,
-                             size_t *n, struct members **members, size_t **view_lo,
-                             size_t **view_hi)
+/* The view of kind `kind` whose value is value[0..len), in *view. */
+static int view_of(int kind, const char *value, size_t len, uint32_t *view)
 {
-	struct by_host *bh = calloc(nraw ? nraw : 1, sizeof(*bh));
-	struct store_series *list = calloc(2 * nraw + 1, sizeof(*list));
-	struct members *mb = calloc(2 * nraw + 1, sizeof(*mb));
-	size_t len = 0, *lo = NULL, *hi = NULL;
+	size_t kl = strlen(view_kind_names[kind]);
+	char *key = malloc(kl + 1 + len + 1);
+	int r;
+
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, view_kind_names[kind], kl);
+	key[kl] = '=';
+	memcpy(key + kl + 1, value, len);
+	r = idmap_get(&fs.viewid, key, kl + 1 + len, view);
+	free(key);
+	return r;
+}
+
+/* Makes the view series of the store's list `raw` (sorted by binary,
+ * version, event, host and labels): view 0 first, one series per
+ * (binary, version, event) summing its hosts and label sets, then each
+ * other view's own in view order, one per (binary, version, event) of
+ * the raw series it selects: a host's, and, for each label kind some
+ * series carries, the series with one value of it (VIEW_LABEL_NONE for
+ * those without the label, so a kind's values partition the series).
+ * *out (free with store_series_free), *mraw (shallow copies of raw's
+ * entries, each view series' members side by side: free() only),
+ * *members (ranges of *mraw), *view_lo and *view_hi (one per view,
+ * 0..fs.viewid.n, which this may grow) are the caller's. */
+int series_make_views_locked(struct store_series *raw, size_t nraw, struct store_series **out,
+                             size_t *n, struct store_series **mraw_out, struct members **members,
+                             size_t **view_lo, size_t **view_hi)
+{
+	bool present[VIEW_KINDS] = {[VIEW_KIND_HOST] = true};
+	size_t nkinds = 1;
+
+	for (int k = 1; k < VIEW_KINDS; k++) {
+		for (size_t i = 0; i < nraw && !present[k]; i++) {
+			size_t len;
+			present[k] = store_labels_get(raw[i].labels, view_kind_names[k], &len);
+		}
+		nkinds += present[k];
+	}
+	size_t npairs = nraw * nkinds, cap = nraw + npairs;
+	struct by_view *bv = calloc(npairs ? npairs : 1, sizeof(*bv));
+	struct store_series *list = calloc(cap + 1, sizeof(*list));
+	struct store_series *mraw = calloc(cap + 1, sizeof(*mraw));
+	struct members *mb = calloc(cap + 1, sizeof(*mb));
+	size_t len = 0, nm = 0, np = 0, *lo = NULL, *hi = NULL;
 	int r = -ENOMEM;
 
-	if (!bh || !list || !mb)
+	if (!bv || !list || !mraw || !mb)
 		goto fail;
 	for (size_t i = 0; i < nraw; i++) {
-		r = idmap_get(&fs.hostid, raw[i].host, strlen(raw[i].host), &bh[i].view);
+		r = view_of(VIEW_KIND_HOST, raw[i].host, strlen(raw[i].host), &bv[np].view);
 		if (r < 0)
 			goto fail;
-		bh[i].i = i;
+		bv[np++].i = i;
+		for (int k = 1; k < VIEW_KINDS; k++) {
+			if (!present[k])
+				continue;
+			size_t vl;
+			const char *v = store_labels_get(raw[i].labels, view_kind_names[k], &vl);
+			if (!v)
+				v = VIEW_LABEL_NONE, vl = strlen(VIEW_LABEL_NONE);
+			r = view_of(k, v, vl, &bv[np].view);
+			if (r < 0)
+				goto fail;
+			bv[np++].i = i;
+		}
 	}
 	r = -ENOMEM;
-	lo = calloc((size_t)fs.hostid.n + 1, sizeof(*lo));
-	hi = calloc((size_t)fs.hostid.n + 1, sizeof(*hi));
+	lo = calloc((size_t)fs.viewid.n + 1, sizeof(*lo));
+	hi = calloc((size_t)fs.viewid.n + 1, sizeof(*hi));
 	if (!lo || !hi)
 		goto fail;
 	for (size_t i = 0; i < nraw;) {
 		size_t j = i + 1;
 		while (j < nraw && same_key(&raw[i], &raw[j]))
 			j++;
-		mb[len] = (struct members){i, j};
-		r = view_entry(raw, i, j, 0, &list[len++]);
+		mb[len] = (struct members){nm, nm + (j - i)};
+		for (size_t k = i; k < j; k++)
+			mraw[nm++] = raw[k];
+		r = view_entry(mraw, mb[len].lo, mb[len].hi, 0, &list[len]);
+		len++;
 		if (r < 0)
 			goto fail;
 		i = j;
 	}
 	hi[0] = len;
-	qsort(bh, nraw, sizeof(*bh), cmp_by_host);
-	for (size_t k = 0; k < nraw; k++) {
-		uint32_t v = bh[k].view;
-		if (k == 0 || bh[k - 1].view != v)
+	qsort(bv, np, sizeof(*bv), cmp_by_view);
+	for (size_t k = 0; k < np;) {
+		uint32_t v = bv[k].view;
+		size_t e = k + 1;
+		while (e < np && bv[e].view == v && same_key(&raw[bv[k].i], &raw[bv[e].i]))
+			e++;
+		if (k == 0 || bv[k - 1].view != v)
 			lo[v] = len;
-		mb[len] = (struct members){bh[k].i, bh[k].i + 1};
-		r = view_entry(raw, bh[k].i, bh[k].i + 1, v, &list[len++]);
+		mb[len] = (struct members){nm, nm + (e - k)};
+		for (size_t x = k; x < e; x++)
+			mraw[nm++] = raw[bv[x].i];
+		r = view_entry(mraw, mb[len].lo, mb[len].hi, v, &list[len]);
+		len++;
 		if (r < 0)
 			goto fail;
 		hi[v] = len;
+		k = e;
 	}
-	free(bh);
+	free(bv);
 	*out = list;
 	*n = len;
+	*mraw_out = mraw;
 	*members = mb;
 	*view_lo = lo;
 	*view_hi = hi;
@@ -276,7 +379,8 @@ int series_make_views_locked(struct store_series *raw, size_t nraw, struct store
 fail:
 	if (list)
 		store_series_free(list, len + 1);
-	free(bh);
+	free(bv);
+	free(mraw);
 	free(mb);
 	free(lo);
 	free(hi);
@@ -288,10 +392,11 @@ void series_free_locked(void)
 {
 	store_series_free(fs.series, fs.nseries);
 	store_series_free(fs.raw, fs.nraw);
+	free(fs.mraw);
 	free(fs.members);
 	free(fs.view_lo);
 	free(fs.view_hi);
-	fs.series = fs.raw = NULL;
+	fs.series = fs.raw = fs.mraw = NULL;
 	fs.nseries = fs.nraw = 0;
 	fs.members = NULL;
 	fs.view_lo = fs.view_hi = NULL;
@@ -300,7 +405,7 @@ void series_free_locked(void)
 void series_forget_ids_locked(void)
 {
 	idmap_free(&fs.ids);
-	idmap_free(&fs.hostid);
+	idmap_free(&fs.viewid);
 }
 
 /* ---- naming ----------------------------------------------------------------- */

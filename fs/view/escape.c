@@ -28,11 +28,12 @@
 static const char hexdigits[] = "0123456789ABCDEF";
 
 /* Names a frame must not take verbatim because the view uses them (the
- * files of call-tree and diff directories, @diff's regressions and a
- * window's window). */
+ * files of call-tree and diff directories, @diff's regressions, a
+ * window's window and a version's about). */
 static const char *const reserved[] = {
-        "folded",      "self", "total",   "pprof",    "name",         "flame.svg",   "callgrind",
-        "regressions", "top",  "quality", "timeline", "timeline.svg", "heatmap.svg", "window",
+        "folded",    "self",         "total",       "pprof",  "name",
+        "flame.svg", "callgrind",    "regressions", "top",    "quality",
+        "timeline",  "timeline.svg", "heatmap.svg", "window", "about",
 };
 
 static bool is_reserved(const char *name, size_t len)

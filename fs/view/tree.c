@@ -67,6 +67,7 @@ void view_tree_free(struct view_tree *t)
 	free(t->src.recent);
 	free(t->src.window);
 	view_place_free(t->src.place);
+	free(t->src.about);
 	free(t);
 }
 

@@ -94,6 +94,10 @@ struct vsource {
 	/* Where the tree's directories are in the mount (the daemon's
 	 * view_tree_set_place()), for heatmap.svg's links; NULL: unknown. */
 	struct view_place *place;
+	/* The `about` text (view_tree_set_about()), about_len bytes; NULL:
+	 * none was given. */
+	char *about;
+	size_t about_len;
 };
 
 struct view_tree {

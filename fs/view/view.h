@@ -231,7 +231,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 #define VIEW_HEATMAP_ROWS    50
 int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct view_buf *out);
 /* Says where a tree's directories are in their view (the mount's root, or
- * @host/NAME/, which has the same layout), for heatmap.svg's links,
+ * @host/NAME/ or @thread/NAME/, ..., which have the same layout), for heatmap.svg's links,
  * which go up to the view's root and down its @range: `between` is the
  * number of directories from the view's root to the tree's top
  * directory's parent (0 for a version, 3 in @range/F/T/, 2 in
@@ -241,6 +241,24 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
  * heatmap is the same in every view.  Copies the string.  0 or
  * -ENOMEM. */
 int view_tree_set_place(struct view_tree *t, unsigned between, const char *top);
+
+/* What a version directory's `about` file says (about.c), one fact per
+ * line, names escaped as in every text file: "binary B", "version V",
+ * "build_id V" when the version is a build id's hex digits, "event E",
+ * "unit U", "first US ISO" and "last US ISO" (the series' first and last
+ * moment, Unix seconds with the fraction and ISO 8601 UTC; the clock's
+ * seconds twice on perf's clock), then for each of host, exe, cgroup,
+ * container, thread and cmdline that the series have: "<key>s N" (N
+ * distinct values; "exes", "cgroups", ...) and "<key> VALUE" for the
+ * first VIEW_ABOUT_LIST of them in bytewise order.  view_tree_set_about()
+ * makes the text from series[0..n) (the series the tree sums: one
+ * binary, version and event) and keeps a copy in the tree; 0, -EINVAL
+ * (n = 0) or -ENOMEM.  view_render_about() writes it (nothing when none
+ * was set); view_about_size() is its length, known without rendering. */
+#define VIEW_ABOUT_LIST 10
+int view_tree_set_about(struct view_tree *t, const struct store_series *series, size_t n);
+int view_render_about(const struct view_tree *t, uint32_t node, struct view_buf *out);
+uint64_t view_about_size(const struct view_tree *t, uint32_t node);
 
 /* How good the stacks of a subtree are (quality.c).  total: the node's
  * total weight; rooted: the weight of its stacks whose outermost frame is

@@ -121,7 +121,7 @@ int central_pq_load(char *err, size_t errlen);
 
 /* The schema this flamefs writes (and a writer upgrades an older one to),
  * and the oldest its readers read without an upgrade. */
-#define CENTRAL_SCHEMA_VERSION    3
+#define CENTRAL_SCHEMA_VERSION    4
 #define CENTRAL_SCHEMA_READS_FROM 2
 
 /* pg_advisory_xact_lock() key that serializes writers: "flamefs\0" read
@@ -156,6 +156,8 @@ struct htab {
  * it, a provisional id past every known one). */
 struct cseries {
 	char *host, *binary, *version, *event, *unit; /* malloc'd */
+	char *labels;                                 /* malloc'd canonical labels, "" for none */
+	bool counted; /* its labels count against STORE_LABEL_SETS_MAX */
 	uint32_t id;
 	/* the open batch's additions */
 	bool touched;
@@ -238,8 +240,12 @@ struct pg {
 	/* Series the writer knows (writer only), and by id. */
 	struct cseries *series;
 	uint32_t nseries, series_cap;
-	struct htab series_tab;    /* keyed by a hash of host, binary, version, event */
-	uint32_t *series_by_id;    /* id -> index + 1 */
+	struct htab series_tab; /* keyed by a hash of host, binary, version, event, labels */
+	uint32_t *series_by_id; /* id -> index + 1 */
+	/* The last (host, binary, version, event) found at the bound on label
+	 * sets, as the index of one of its series + 1 (0: none); a batch's
+	 * rollback forgets it. */
+	uint32_t full_base;
 	uint32_t series_by_id_len; /* ids below it */
 
 	struct pg_batch *batch; /* the open batch, if any */

@@ -182,32 +182,35 @@ static int resolve_series(struct pg_batch *b, uint32_t **ids)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < n && r == 0; k++) {
 		const struct cseries *e = &s->series[b->series_base + k];
-		char *hex[4] = {central_hex_of(e->host), central_hex_of(e->binary),
-		                central_hex_of(e->version), central_hex_of(e->event)};
-		const char *vals[5] = {hex[0], hex[1], hex[2], hex[3], e->unit};
+		char *hex[5] = {central_hex_of(e->host), central_hex_of(e->binary),
+		                central_hex_of(e->version), central_hex_of(e->event),
+		                central_hex_of(e->labels)};
+		const char *vals[6] = {hex[0], hex[1], hex[2], hex[3], hex[4], e->unit};
 		PGresult *res = NULL;
 
-		if (!hex[0] || !hex[1] || !hex[2] || !hex[3])
+		if (!hex[0] || !hex[1] || !hex[2] || !hex[3] || !hex[4])
 			r = -ENOMEM;
 		if (r == 0)
 			r = central_exec(
 			        s, "looking up a series",
 			        "SELECT id, unit FROM series WHERE host = decode($1, 'hex')"
 			        " AND binary_name = decode($2, 'hex')"
-			        " AND version = decode($3, 'hex') AND event = decode($4, 'hex')",
-			        4, vals, false, &res);
+			        " AND version = decode($3, 'hex') AND event = decode($4, 'hex')"
+			        " AND labels = decode($5, 'hex')",
+			        5, vals, false, &res);
 		if (r == 0 && PQntuples(res) == 0) {
 			PQclear(res);
 			r = central_exec(
 			        s, "adding a series",
-			        "INSERT INTO series (id, host, binary_name, version, event, unit)"
+			        "INSERT INTO series (id, host, binary_name, version, event, unit, "
+			        "labels)"
 			        " SELECT coalesce(max(id), 0) + 1, decode($1, 'hex'), decode($2, "
 			        "'hex'),"
-			        " decode($3, 'hex'), decode($4, 'hex'), $5 FROM series RETURNING "
-			        "id, unit",
-			        5, vals, false, &res);
+			        " decode($3, 'hex'), decode($4, 'hex'), $6, decode($5, 'hex')"
+			        " FROM series RETURNING id, unit",
+			        6, vals, false, &res);
 		}
-		for (int c = 0; c < 4; c++)
+		for (int c = 0; c < 5; c++)
 			free(hex[c]);
 		if (r < 0)
 			break;

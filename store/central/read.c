@@ -31,17 +31,24 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 		 * yet) series have no moments of their own and no detail. */
 		r = central_exec_again(
 		        s, "listing series",
-		        s->schema >= 3 ? "SELECT id, host, binary_name, version, event, unit,"
-		                         " coalesce(first_seen, 0), coalesce(last_seen, 0),"
-		                         " s.samples, weight, input_bytes, first_us, last_us,"
-		                         " coalesce(x.samples, 0) FROM series s"
-		                         " LEFT JOIN series_recent x"
-		                         " ON x.series::text = s.id::text"
-		                         " WHERE s.samples > 0"
-		                       : "SELECT id, host, binary_name, version, event, unit,"
-		                         " coalesce(first_seen, 0), coalesce(last_seen, 0),"
-		                         " samples, weight, input_bytes, NULL, NULL, 0"
-		                         " FROM series WHERE samples > 0",
+		        s->schema >= 4   ? "SELECT id, host, binary_name, version, event, unit,"
+		                           " coalesce(first_seen, 0), coalesce(last_seen, 0),"
+		                           " s.samples, weight, input_bytes, first_us, last_us,"
+		                           " coalesce(x.samples, 0), labels FROM series s"
+		                           " LEFT JOIN series_recent x"
+		                           " ON x.series::text = s.id::text"
+		                           " WHERE s.samples > 0"
+		        : s->schema >= 3 ? "SELECT id, host, binary_name, version, event, unit,"
+		                           " coalesce(first_seen, 0), coalesce(last_seen, 0),"
+		                           " s.samples, weight, input_bytes, first_us, last_us,"
+		                           " coalesce(x.samples, 0), ''::bytea FROM series s"
+		                           " LEFT JOIN series_recent x"
+		                           " ON x.series::text = s.id::text"
+		                           " WHERE s.samples > 0"
+		                         : "SELECT id, host, binary_name, version, event, unit,"
+		                           " coalesce(first_seen, 0), coalesce(last_seen, 0),"
+		                           " samples, weight, input_bytes, NULL, NULL, 0, ''::bytea"
+		                           " FROM series WHERE samples > 0",
 		        0, NULL, false, &res);
 		/* A reader's list is its first read in a snapshot (right after
 		 * opening or refreshing): one whose connection died meanwhile
@@ -94,11 +101,18 @@ int central_series_list(struct store *sbase, struct store_series **out, size_t *
 		e->version = central_str_of_bytea(res, i, 3);
 		e->event = central_str_of_bytea(res, i, 4);
 		e->unit = strdup(PQgetvalue(res, i, 5));
-		e->labels = strdup("");
+		e->labels = central_str_of_bytea(res, i, 14);
 		if (!e->host || !e->binary || !e->version || !e->event || !e->unit || !e->labels) {
 			PQclear(res);
 			store_series_free(list, (size_t)i + 1);
 			return -ENOMEM;
+		}
+		if (!store_labels_valid(e->labels)) {
+			central_seterr(s, "%s: store is damaged: the labels of series %u",
+			               s->base.where, e->id);
+			PQclear(res);
+			store_series_free(list, (size_t)i + 1);
+			return -EIO;
 		}
 	}
 	PQclear(res);

@@ -1,6 +1,6 @@
 /*
  * schema.c — the database's schema: telling a flamefs store from an
- * empty database or someone else's, creating schema 3 in one
+ * empty database or someone else's, creating schema 4 in one
  * transaction, refusing a schema from the future (unless it says this
  * flamefs's readers read it), upgrading an older one step by step (each
  * step one transaction), and reading the meta rows (store id, bucket
@@ -135,6 +135,44 @@ static const char samples_sql[] =
         " e.time_us, e.node, e.pid, e.tid, e.weight"
         " FROM samples d, flamefs_samples(d.bucket, d.block) e;";
 
+/* Schema 4: labels.  A series' canonical labels (store.h: "k=v" pairs
+ * sorted by key, joined by '\n'; '' for none) are part of its key, so
+ * the unique key takes them.  flamefs_labels(labels) splits them into
+ * (key, value) rows and the view series_labels shows a row per label of
+ * each series, for SQL that groups by one.  Adding the column waits for
+ * the readers whose snapshot has read `series` (a mount refreshes, ending
+ * its snapshot, every second); past lock_timeout the step fails and the
+ * next writer tries again.
+ * oldest_reader: a schema-3 reader would show two label sets of one
+ * series as two series of one key, so it is refused. */
+static const char labels_sql[] =
+        "SET LOCAL lock_timeout = '60s';"
+        "ALTER TABLE series ADD COLUMN labels bytea NOT NULL DEFAULT ''::bytea;"
+        "ALTER TABLE series DROP CONSTRAINT series_host_binary_name_version_event_key;"
+        "ALTER TABLE series ADD CONSTRAINT series_key"
+        " UNIQUE (host, binary_name, version, event, labels);"
+        "CREATE FUNCTION flamefs_labels(labels bytea, OUT key text, OUT value bytea)"
+        " RETURNS SETOF record IMMUTABLE STRICT PARALLEL SAFE LANGUAGE plpgsql AS $f$"
+        " DECLARE i int := 0; n int := length(labels); j int; eq int;"
+        " BEGIN"
+        " WHILE i < n LOOP"
+        "  j := i; eq := -1;"
+        "  WHILE j < n AND get_byte(labels, j) <> 10 LOOP"
+        "   IF eq < 0 AND get_byte(labels, j) = 61 THEN eq := j; END IF;"
+        "   j := j + 1;"
+        "  END LOOP;"
+        "  IF eq < 0 THEN RAISE EXCEPTION 'flamefs: damaged labels at byte %', i; END IF;"
+        "  key := convert_from(substring(labels FROM i + 1 FOR eq - i), 'UTF8');"
+        "  value := substring(labels FROM eq + 2 FOR j - eq - 1);"
+        "  RETURN NEXT;"
+        "  i := j + 1;"
+        " END LOOP;"
+        " END $f$;"
+        "CREATE VIEW series_labels AS SELECT s.id AS series, l.key, l.value"
+        " FROM series s, flamefs_labels(s.labels) AS l;"
+        "INSERT INTO flamefs_meta VALUES ('oldest_reader', '4')"
+        " ON CONFLICT (key) DO UPDATE SET value = '4';";
+
 /* Schema 2.  Frames and nodes are kept in runs, one row per commit's
  * run of up to 4096 (arrays, lz4), with the views `frames` and `nodes`
  * of a row each for SQL; their content hashes are computed, not stored.
@@ -254,6 +292,7 @@ static const struct {
          " ALTER TABLE counts ALTER entries SET COMPRESSION lz4; END IF; END $$;",
          counts_sql},
         {2, samples_sql, NULL},
+        {3, labels_sql, NULL},
         {0, NULL, NULL},
 };
 
@@ -344,11 +383,13 @@ static int create(struct pg *s)
 	if (r == 0)
 		r = central_exec(
 		        s, "creating the schema",
-		        "INSERT INTO flamefs_meta VALUES ('schema', '3'), ('store_id', $1),"
+		        "INSERT INTO flamefs_meta VALUES ('schema', '4'), ('store_id', $1),"
 		        " ('bucket_seconds', '60'), ('commits', '0')",
 		        1, vals, false, NULL);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", samples_sql);
+	if (r == 0)
+		r = in_txn(s, "creating the schema", labels_sql);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", "COMMIT");
 	if (r == 0)

@@ -9,6 +9,7 @@
 #include "central-internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,20 +23,21 @@
 /* ---- series ------------------------------------------------------------------- */
 
 static uint64_t series_key_hash(const char *host, const char *binary, const char *version,
-                                const char *event)
+                                const char *event, const char *labels)
 {
 	uint64_t h = XXH3_64bits(host, strlen(host) + 1);
 
 	h = XXH3_64bits_withSeed(binary, strlen(binary) + 1, h);
 	h = XXH3_64bits_withSeed(version, strlen(version) + 1, h);
-	return XXH3_64bits_withSeed(event, strlen(event) + 1, h);
+	h = XXH3_64bits_withSeed(event, strlen(event) + 1, h);
+	return XXH3_64bits_withSeed(labels, strlen(labels) + 1, h);
 }
 
 static uint64_t series_key(const struct pg *s, uint32_t idx)
 {
 	const struct cseries *r = &s->series[idx];
 
-	return series_key_hash(r->host, r->binary, r->version, r->event);
+	return series_key_hash(r->host, r->binary, r->version, r->event, r->labels);
 }
 
 void central_series_clear(struct cseries *r)
@@ -45,6 +47,7 @@ void central_series_clear(struct cseries *r)
 	free(r->version);
 	free(r->event);
 	free(r->unit);
+	free(r->labels);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -84,7 +87,7 @@ int central_series_index(struct pg *s, uint32_t idx)
 }
 
 static int series_push(struct pg *s, const char *host, const char *binary, const char *version,
-                       const char *event, const char *unit, uint32_t id)
+                       const char *event, const char *unit, const char *labels, uint32_t id)
 {
 	struct cseries *r;
 
@@ -104,8 +107,10 @@ static int series_push(struct pg *s, const char *host, const char *binary, const
 	r->version = strdup(version);
 	r->event = strdup(event);
 	r->unit = strdup(unit);
+	r->labels = strdup(labels);
+	r->counted = store_labels_counted(labels);
 	r->id = id;
-	if (!r->host || !r->binary || !r->version || !r->event || !r->unit ||
+	if (!r->host || !r->binary || !r->version || !r->event || !r->unit || !r->labels ||
 	    central_series_index(s, s->nseries) < 0) {
 		central_series_clear(r);
 		return -ENOMEM;
@@ -119,14 +124,14 @@ int central_load_series(struct pg *s)
 {
 	PGresult *res;
 	int r = central_exec(s, "loading series",
-	                     "SELECT id, host, binary_name, version, event, unit FROM series"
-	                     " ORDER BY id",
+	                     "SELECT id, host, binary_name, version, event, unit, labels"
+	                     " FROM series ORDER BY id",
 	                     0, NULL, false, &res);
 
 	if (r < 0)
 		return r;
 	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
-		char *k[4];
+		char *k[5];
 		uint64_t id;
 
 		/* ids are dense (max + 1), never deleted: a much larger one
@@ -137,10 +142,17 @@ int central_load_series(struct pg *s)
 			break;
 		for (int c = 0; c < 4; c++)
 			k[c] = central_str_of_bytea(res, i, 1 + c);
-		r = k[0] && k[1] && k[2] && k[3] ? series_push(s, k[0], k[1], k[2], k[3],
-		                                               PQgetvalue(res, i, 5), (uint32_t)id)
-		                                 : -ENOMEM;
-		for (int c = 0; c < 4; c++)
+		k[4] = central_str_of_bytea(res, i, 6);
+		r = k[0] && k[1] && k[2] && k[3] && k[4]
+		            ? series_push(s, k[0], k[1], k[2], k[3], PQgetvalue(res, i, 5), k[4],
+		                          (uint32_t)id)
+		            : -ENOMEM;
+		if (r == 0 && !store_labels_valid(k[4])) {
+			central_seterr(s, "%s: store is damaged: the labels of series %" PRIu64,
+			               s->base.where, id);
+			r = -EIO;
+		}
+		for (int c = 0; c < 5; c++)
 			free(k[c]);
 		if (r == -ENOMEM)
 			central_seterr(s, "%s: out of memory", s->base.where);
@@ -223,6 +235,7 @@ void central_batch_free(struct store_batch *bbase)
 	s = b->s;
 	central_truncate(s, b->frame_base, b->node_base);
 	if (s->nseries > b->series_base) {
+		s->full_base = 0;
 		while (s->nseries > b->series_base)
 			central_series_clear(&s->series[--s->nseries]);
 		htab_free(&s->series_tab);
@@ -240,26 +253,51 @@ void central_batch_free(struct store_batch *bbase)
 	free(b);
 }
 
-int central_batch_series(struct store_batch *bbase, const struct store_series_key *k, uint32_t *id)
+static bool same_base(const struct cseries *e, const char *host, const struct store_series_key *k)
 {
-	struct pg_batch *b = pg_batch_of(bbase);
+	return !strcmp(e->event, k->event) && !strcmp(e->binary, k->binary) &&
+	       !strcmp(e->version, k->version) && !strcmp(e->host, host);
+}
+
+/* Whether (host, binary, version, event) has STORE_LABEL_SETS_MAX label
+ * sets that count against the bound among the series the writer knows. */
+static bool labels_full(struct pg *s, const char *host, const struct store_series_key *k)
+{
+	uint32_t n = 0, last = 0;
+
+	if (s->full_base && same_base(&s->series[s->full_base - 1], host, k))
+		return true;
+	for (uint32_t i = 0; i < s->nseries; i++) {
+		const struct cseries *e = &s->series[i];
+
+		if (e->counted && same_base(e, host, k)) {
+			n++;
+			last = i;
+		}
+	}
+	if (n < STORE_LABEL_SETS_MAX)
+		return false;
+	s->full_base = last + 1;
+	return true;
+}
+
+/* The id of the series of key k whose host is `host` and labels `labels`
+ * (canonical, "" for none), made (provisional) when new. */
+static int batch_series(struct pg_batch *b, const struct store_series_key *k, const char *host,
+                        const char *labels, uint32_t *id)
+{
 	struct pg *s = b->s;
-	const char *host = k->host && *k->host ? k->host : s->base.host;
-	uint64_t h;
+	uint64_t h = series_key_hash(host, k->binary, k->version, k->event, labels);
 	int r;
 
-	if (!k->binary || !k->version || !k->event || !k->unit || !host) {
-		central_seterr(s, "series key with a missing field");
-		return -EINVAL;
-	}
-	h = series_key_hash(host, k->binary, k->version, k->event);
 	if (s->series_tab.slots) {
 		for (size_t pos = h & s->series_tab.mask; s->series_tab.slots[pos];
 		     pos = (pos + 1) & s->series_tab.mask) {
 			struct cseries *e = &s->series[s->series_tab.slots[pos] - 1];
 
 			if (strcmp(e->host, host) || strcmp(e->binary, k->binary) ||
-			    strcmp(e->version, k->version) || strcmp(e->event, k->event))
+			    strcmp(e->version, k->version) || strcmp(e->event, k->event) ||
+			    strcmp(e->labels, labels))
 				continue;
 			if (strcmp(e->unit, k->unit)) {
 				central_seterr(
@@ -271,15 +309,44 @@ int central_batch_series(struct store_batch *bbase, const struct store_series_ke
 			return 0;
 		}
 	}
+	if (store_labels_counted(labels) && labels_full(s, host, k)) {
+		char *other;
+
+		r = store_labels_other(labels, &other);
+		if (r < 0)
+			return r;
+		r = batch_series(b, k, host, other, id);
+		free(other);
+		return r;
+	}
 	if (b->next_series_id == INT32_MAX) {
 		central_seterr(s, "%s: too many series", s->base.where);
 		return -EOVERFLOW;
 	}
-	r = series_push(s, host, k->binary, k->version, k->event, k->unit, b->next_series_id);
+	r = series_push(s, host, k->binary, k->version, k->event, k->unit, labels,
+	                b->next_series_id);
 	if (r < 0)
 		return r;
 	*id = b->next_series_id++;
 	return 0;
+}
+
+int central_batch_series(struct store_batch *bbase, const struct store_series_key *k, uint32_t *id)
+{
+	struct pg_batch *b = pg_batch_of(bbase);
+	struct pg *s = b->s;
+	const char *host = k->host && *k->host ? k->host : s->base.host;
+
+	if (!k->binary || !k->version || !k->event || !k->unit || !host) {
+		central_seterr(s, "series key with a missing field");
+		return -EINVAL;
+	}
+	if (!store_labels_valid(k->labels)) {
+		central_seterr(s, "series %s/%s/%s: labels are not canonical", k->binary,
+		               k->version, k->event);
+		return -EINVAL;
+	}
+	return batch_series(b, k, host, k->labels ? k->labels : "", id);
 }
 
 int central_batch_frame(struct store_batch *bbase, const struct store_frame *f, uint32_t *id)

@@ -37,21 +37,6 @@ static uint32_t series_hash(uint32_t base_h, const char *labels)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-/* True when `labels` count against the bound: not none, and not a set
- * past it (every value STORE_LABEL_OTHER). */
-static int other_value(void *ctx, const char *k, size_t kl, const char *v, size_t vl)
-{
-	(void)ctx;
-	(void)k;
-	(void)kl;
-	return vl != strlen(STORE_LABEL_OTHER) || memcmp(v, STORE_LABEL_OTHER, vl) != 0;
-}
-
-static bool labels_bounded(const char *labels)
-{
-	return *labels && store_labels_each(labels, other_value, NULL) != 0;
-}
-
 void series_rec_clear(struct series_rec *r)
 {
 	free(r->host);
@@ -309,7 +294,7 @@ static int series_index(struct rdb *s, uint32_t id)
 			pos = (pos + 1) & s->base_tab.mask;
 		idtab_put(&s->base_tab, pos, id, r->base_h);
 	}
-	if (labels_bounded(r->labels))
+	if (store_labels_counted(r->labels))
 		s->series[r->base].sets++;
 	return 0;
 }
@@ -319,7 +304,7 @@ void series_unindex(struct rdb *s, uint32_t id)
 	struct series_rec *r = &s->series[id];
 
 	idtab_remove(&s->series_tab, id, r->h);
-	if (r->base && labels_bounded(r->labels))
+	if (r->base && store_labels_counted(r->labels))
 		s->series[r->base].sets--;
 	if (r->base == id)
 		idtab_remove(&s->base_tab, id, r->base_h);
@@ -398,7 +383,7 @@ static int batch_series(struct rdb *s, const struct store_series_key *k, const c
 		*id = s->series_tab.slots[pos].id;
 		return 0;
 	}
-	if (labels_bounded(labels)) {
+	if (store_labels_counted(labels)) {
 		uint32_t base = base_find(s, &key, base_h);
 
 		if (base && s->series[base].sets >= STORE_LABEL_SETS_MAX) {
