@@ -31,9 +31,15 @@
  * span name, from the threads' CPU clocks read at every span boundary:
  *
  *   span name=execute spans=N iterations=I cpu_ns=C cpu_share=0.6012 design=0.60
+ *        wall_ns=W max_wall_ns=M sleep_ns=S
  *
- * and one "total" line.  cpu_ns is the thread CPU time spent with that name
- * as the innermost span, so cpu_share is what a profiler should find.
+ * (one line) and one "total" line.  cpu_ns is the thread CPU time spent
+ * with that name as the innermost span, so cpu_share is what a profiler
+ * should find.  wall_ns sums the spans' durations (CLOCK_MONOTONIC from
+ * just after the enter probe to just before the exit probe; a request's
+ * includes its plan and execute), max_wall_ns is the longest, sleep_ns the
+ * time asleep inside spans of that name with -s (off-CPU time a recorder
+ * with off-CPU events should give to execute).
  *
  * The rate mode (-r SPANS_PER_SECOND) measures what a span costs: each
  * thread enters and exits flat spans (cycling through the three names, -u
@@ -73,7 +79,8 @@ struct opts {
 	double seconds;      /* 0 = no limit */
 	uint64_t unit_iters; /* loop iterations of one work unit */
 	unsigned threads;
-	double rate; /* spans a second in rate mode, 0 = request mode */
+	double rate;       /* spans a second in rate mode, 0 = request mode */
+	uint64_t sleep_us; /* off-CPU time inside each execute span */
 };
 
 struct worker {
@@ -83,6 +90,9 @@ struct worker {
 	uint64_t spans[NAMES];
 	uint64_t iterations[NAMES];
 	uint64_t cpu_ns[NAMES];
+	uint64_t wall_ns[NAMES];     /* durations summed, enter to exit */
+	uint64_t max_wall_ns[NAMES]; /* the longest span */
+	uint64_t sleep_ns[NAMES];    /* time asleep inside the span itself */
 	uint64_t requests;
 	uint64_t rate_spans;
 	uint64_t rate_cpu_ns;
@@ -138,30 +148,60 @@ static void charge(struct worker *w, int name, uint64_t n, uint64_t *mark)
 	*mark = now;
 }
 
+/* A span's duration, from just after its enter probe to just before its
+ * exit probe (CLOCK_MONOTONIC). */
+static void timed(struct worker *w, int name, uint64_t start)
+{
+	uint64_t d = clock_ns(CLOCK_MONOTONIC) - start;
+	w->wall_ns[name] += d;
+	if (d > w->max_wall_ns[name])
+		w->max_wall_ns[name] = d;
+}
+
 static __attribute__((noinline)) void plan(struct worker *w, uint64_t parent, uint64_t *mark)
 {
 	uint64_t id = span_enter(parent, NAME_PLAN);
+	uint64_t start = clock_ns(CLOCK_MONOTONIC);
 	w->spans[NAME_PLAN]++;
 	charge(w, NAME_PLAN, units[NAME_PLAN], mark);
+	timed(w, NAME_PLAN, start);
 	span_exit(id);
+}
+
+/* Off-CPU inside the span: a sleep, after its work. */
+static void snooze(struct worker *w, int name)
+{
+	if (!w->o->sleep_us)
+		return;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	struct timespec ts = {.tv_sec = (time_t)(w->o->sleep_us / 1000000),
+	                      .tv_nsec = (long)(w->o->sleep_us % 1000000) * 1000};
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR && !stop)
+		;
+	w->sleep_ns[name] += clock_ns(CLOCK_MONOTONIC) - t0;
 }
 
 static __attribute__((noinline)) void execute(struct worker *w, uint64_t parent, uint64_t *mark)
 {
 	uint64_t id = span_enter(parent, NAME_EXECUTE);
+	uint64_t start = clock_ns(CLOCK_MONOTONIC);
 	w->spans[NAME_EXECUTE]++;
 	charge(w, NAME_EXECUTE, units[NAME_EXECUTE], mark);
+	snooze(w, NAME_EXECUTE);
+	timed(w, NAME_EXECUTE, start);
 	span_exit(id);
 }
 
 static __attribute__((noinline)) void request(struct worker *w, uint64_t *mark)
 {
 	uint64_t id = span_enter(0, NAME_REQUEST);
+	uint64_t start = clock_ns(CLOCK_MONOTONIC);
 	w->spans[NAME_REQUEST]++;
 	charge(w, NAME_REQUEST, units[NAME_REQUEST] / 2, mark);
 	plan(w, id, mark);
 	execute(w, id, mark);
 	charge(w, NAME_REQUEST, units[NAME_REQUEST] - units[NAME_REQUEST] / 2, mark);
+	timed(w, NAME_REQUEST, start);
 	span_exit(id);
 }
 
@@ -232,16 +272,19 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: spans-demo [-d SECONDS] [-n COUNT] [-t THREADS] [-u ITERATIONS] [-r "
-	           "SPANS_PER_SECOND]\n"
-	           "  -d SECONDS     run this long (default 5 unless -n is given)\n"
-	           "  -n COUNT       requests per thread (rate mode: spans per thread)\n"
-	           "  -t THREADS     worker threads (default 1)\n"
-	           "  -u ITERATIONS  loop iterations of one work unit (default 20000; a request is "
-	           "100 units;\n"
-	           "                 rate mode: the work inside each span, default 0)\n"
-	           "  -r RATE        rate mode: RATE flat spans a second in all, to measure a "
-	           "span's cost\n");
+	fputs("usage: spans-demo [-d SECONDS] [-n COUNT] [-t THREADS] [-u ITERATIONS]\n"
+	      "                  [-r SPANS_PER_SECOND] [-s MICROSECONDS]\n"
+	      "  -d SECONDS       run this long (default 5 unless -n is given)\n"
+	      "  -n COUNT         requests per thread (rate mode: spans per thread)\n"
+	      "  -t THREADS       worker threads (default 1)\n"
+	      "  -u ITERATIONS    loop iterations of one work unit (default 20000; a\n"
+	      "                   request is 100 units; rate mode: the work inside each\n"
+	      "                   span, default 0)\n"
+	      "  -r RATE          rate mode: RATE flat spans a second in all, to measure\n"
+	      "                   what a span costs\n"
+	      "  -s MICROSECONDS  sleep this long inside each execute span, after its\n"
+	      "                   work (off-CPU time in a span)\n",
+	      f);
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -274,7 +317,7 @@ int main(int argc, char **argv)
 	int have_u = 0;
 	uint64_t t = 1;
 	int c;
-	while ((c = getopt(argc, argv, "d:n:t:u:r:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:n:t:u:r:s:h")) != -1) {
 		int bad = 0;
 		switch (c) {
 		case 'd': bad = parse_pos_double(optarg, &o.seconds); break;
@@ -285,6 +328,7 @@ int main(int argc, char **argv)
 			have_u = 1;
 			break;
 		case 'r': bad = parse_pos_double(optarg, &o.rate); break;
+		case 's': bad = parse_u64(optarg, &o.sleep_us) || o.sleep_us > 10000000; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -351,7 +395,7 @@ int main(int argc, char **argv)
 		       spans ? (double)cpu / (double)spans : 0.0);
 	} else {
 		uint64_t spans[NAMES] = {0}, iters[NAMES] = {0}, cpu[NAMES] = {0}, total = 0,
-		         req = 0;
+		         req = 0, wall_ns[NAMES] = {0}, max_wall[NAMES] = {0}, slept[NAMES] = {0};
 		for (unsigned i = 0; i < started; i++) {
 			req += w[i].requests;
 			for (int k = 0; k < NAMES; k++) {
@@ -359,14 +403,20 @@ int main(int argc, char **argv)
 				iters[k] += w[i].iterations[k];
 				cpu[k] += w[i].cpu_ns[k];
 				total += w[i].cpu_ns[k];
+				wall_ns[k] += w[i].wall_ns[k];
+				slept[k] += w[i].sleep_ns[k];
+				if (w[i].max_wall_ns[k] > max_wall[k])
+					max_wall[k] = w[i].max_wall_ns[k];
 			}
 		}
 		for (int k = 0; k < NAMES; k++)
 			printf("span name=%s spans=%llu iterations=%llu cpu_ns=%llu cpu_share=%.4f "
-			       "design=%.2f\n",
+			       "design=%.2f wall_ns=%llu max_wall_ns=%llu sleep_ns=%llu\n",
 			       names[k], (unsigned long long)spans[k], (unsigned long long)iters[k],
 			       (unsigned long long)cpu[k],
-			       total ? (double)cpu[k] / (double)total : 0.0, units[k] / 100.0);
+			       total ? (double)cpu[k] / (double)total : 0.0, units[k] / 100.0,
+			       (unsigned long long)wall_ns[k], (unsigned long long)max_wall[k],
+			       (unsigned long long)slept[k]);
 		printf("total requests=%llu threads=%u seconds=%.3f cpu_ns=%llu\n",
 		       (unsigned long long)req, started, wall, (unsigned long long)total);
 	}

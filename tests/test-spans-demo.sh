@@ -7,7 +7,27 @@
 # (b) its own accounting over a fixed number of requests: every span name
 #     has exactly the request count (times the threads), the designed loop
 #     iterations exactly, and a CPU share within 0.05 of 0.10/0.30/0.60,
-#     with one thread and with two, and with two CPU hogs beside it;
+#     with one thread and with two, and with two CPU hogs beside it; the
+#     durations it prints nest (a request's holds its plan's and execute's)
+#     and -s puts its sleep inside execute alone;
+# (b2) the durations it prints: a request's includes its plan's and its
+# execute's; with -s 2000 (2 ms asleep in each execute) execute's sleep is
+# at least 2 ms a span, within its durations, and the others' is 0.
+if "$demo" -n 50 -s 2000 >"$tmp/sleep" 2>"$tmp/err"; then
+	cat "$tmp/sleep"
+	check "durations: request >= plan + execute, every max <= its sum, max x spans >= sum" \
+		awk '$1 == "span" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+			n = f["name"]; wall[n] = f["wall_ns"]; mx[n] = f["max_wall_ns"]; sp[n] = f["spans"]; sl[n] = f["sleep_ns"]
+			if (!(mx[n] <= wall[n] && mx[n] * sp[n] >= wall[n])) bad = 1 }
+			END { exit !(!bad && wall["request"] >= wall["plan"] + wall["execute"]) }' "$tmp/sleep"
+	check "-s 2000: execute slept >= 50 x 2 ms inside its spans, request and plan 0" \
+		awk '$1 == "span" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+			n = f["name"]; sl[n] = f["sleep_ns"]; wall[n] = f["wall_ns"] }
+			END { exit !(sl["execute"] >= 100000000 && sl["execute"] <= wall["execute"] && sl["request"] == 0 && sl["plan"] == 0) }' "$tmp/sleep"
+else
+	bad "spans-demo -s failed: $(cat "$tmp/err")"
+fi
+
 # (c) the rate mode runs exactly the spans asked and never faster than the
 #     rate (absolute pacing); bad options are refused with a message;
 # (d) the notes' locations are where a uprobe must go: uprobes placed there
@@ -155,7 +175,7 @@ else
 	fi
 fi
 
-for args in "-n 0" "-n x" "-d -1" "-t 0" "-r abc" "extra"; do
+for args in "-n 0" "-n x" "-d -1" "-t 0" "-r abc" "-s 1x" "extra"; do
 	# shellcheck disable=SC2086
 	"$demo" $args >"$tmp/out" 2>"$tmp/err"
 	rc=$?
