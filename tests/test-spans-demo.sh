@@ -10,24 +10,6 @@
 #     with one thread and with two, and with two CPU hogs beside it; the
 #     durations it prints nest (a request's holds its plan's and execute's)
 #     and -s puts its sleep inside execute alone;
-# (b2) the durations it prints: a request's includes its plan's and its
-# execute's; with -s 2000 (2 ms asleep in each execute) execute's sleep is
-# at least 2 ms a span, within its durations, and the others' is 0.
-if "$demo" -n 50 -s 2000 >"$tmp/sleep" 2>"$tmp/err"; then
-	cat "$tmp/sleep"
-	check "durations: request >= plan + execute, every max <= its sum, max x spans >= sum" \
-		awk '$1 == "span" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-			n = f["name"]; wall[n] = f["wall_ns"]; mx[n] = f["max_wall_ns"]; sp[n] = f["spans"]; sl[n] = f["sleep_ns"]
-			if (!(mx[n] <= wall[n] && mx[n] * sp[n] >= wall[n])) bad = 1 }
-			END { exit !(!bad && wall["request"] >= wall["plan"] + wall["execute"]) }' "$tmp/sleep"
-	check "-s 2000: execute slept >= 50 x 2 ms inside its spans, request and plan 0" \
-		awk '$1 == "span" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-			n = f["name"]; sl[n] = f["sleep_ns"]; wall[n] = f["wall_ns"] }
-			END { exit !(sl["execute"] >= 100000000 && sl["execute"] <= wall["execute"] && sl["request"] == 0 && sl["plan"] == 0) }' "$tmp/sleep"
-else
-	bad "spans-demo -s failed: $(cat "$tmp/err")"
-fi
-
 # (c) the rate mode runs exactly the spans asked and never faster than the
 #     rate (absolute pacing); bad options are refused with a message;
 # (d) the notes' locations are where a uprobe must go: uprobes placed there
@@ -118,6 +100,24 @@ done
 accounting "two CPU hogs beside it" 200 1
 for h in "${hogs[@]}"; do kill "$h"; wait "$h" 2>/dev/null; done
 hogs=()
+
+# (b2) the durations it prints: a request's includes its plan's and its
+# execute's; with -s 2000 (2 ms asleep in each execute) execute's sleep is
+# at least 2 ms a span, within its durations, and the others' is 0.
+if "$demo" -n 50 -s 2000 >"$tmp/sleep" 2>"$tmp/err"; then
+	cat "$tmp/sleep"
+	check "durations: request >= plan + execute, every max <= its sum, max x spans >= sum" \
+		awk '$1 == "span" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+			n = f["name"]; wall[n] = f["wall_ns"]; mx[n] = f["max_wall_ns"]; sp[n] = f["spans"]; sl[n] = f["sleep_ns"]
+			if (!(mx[n] <= wall[n] && mx[n] * sp[n] >= wall[n])) bad = 1 }
+			END { exit !(!bad && wall["request"] >= wall["plan"] + wall["execute"]) }' "$tmp/sleep"
+	check "-s 2000: execute slept >= 50 x 2 ms inside its spans, request and plan 0" \
+		awk '$1 == "span" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+			n = f["name"]; sl[n] = f["sleep_ns"]; wall[n] = f["wall_ns"] }
+			END { exit !(sl["execute"] >= 100000000 && sl["execute"] <= wall["execute"] && sl["request"] == 0 && sl["plan"] == 0) }' "$tmp/sleep"
+else
+	bad "spans-demo -s failed: $(cat "$tmp/err")"
+fi
 
 # (c) the rate mode: 50,000 spans at 100,000 a second take at least 0.5 s.
 if "$demo" -r 100000 -n 50000 >"$tmp/rate" 2>"$tmp/err"; then
