@@ -106,6 +106,7 @@ void test_node_runs(void);
 /* test-store-open.c: schema and layout, readers, creation, one writer */
 void test_schema(void);
 void test_damaged_meta(void);
+void test_far_ids(void);
 void test_old_layout(void);
 void test_stale_reader_dirs(void);
 void test_reader(void);

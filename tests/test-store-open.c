@@ -90,6 +90,61 @@ void test_damaged_meta(void)
 	}
 }
 
+/* A frame or node record far past the others (its id a billion) is a gap
+ * in the ids: the open says the store is damaged, by the writer and by a
+ * reader, and does not fail for want of memory for arrays sized to it. */
+void test_far_ids(void)
+{
+	static const struct {
+		char prefix; /* KEY_FRAME 'f', KEY_NODES 'N' (a run of 4096) */
+		const char *val;
+		size_t vlen;
+		const char *said;
+	} cases[] = {
+	        {'f', "\0\0\1x\0\0\0", 7, "frame id 2 missing"},
+	        {'N', "\x80\x20", 2, "node id 2 missing"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *dir = sf_fresh_dir();
+		struct store *s = sf_open_rw(dir, STORE_CREATE);
+		const char *stack[] = {"main"};
+		char key[5] = {cases[i].prefix, 0x3b, (char)0x9a, (char)0xca, 0}; /* 1e9 */
+		struct store_batch *b;
+		struct sf_raw w;
+
+		if (!s)
+			return;
+		b = store_batch_new(s);
+		CHECK(b != NULL);
+		if (b) { /* frame 1 and node 1 */
+			CHECK(sf_add_stack(b, stack, 1) == 1);
+			CHECK_OK(store_batch_commit(b));
+			store_batch_free(b);
+		}
+		store_close(s);
+		if (!sf_raw_open(dir, &w)) {
+			sf_raw_close(&w);
+			return;
+		}
+		sf_raw_put(&w, key, sizeof(key), cases[i].val, cases[i].vlen);
+		sf_raw_close(&w);
+		for (int ro = 0; ro < 2; ro++) {
+			char err[512] = "";
+			int r;
+
+			s = NULL;
+			r = store_open(dir, ro ? STORE_READONLY : 0, &s, err, sizeof(err));
+			CHECKF(r == -EIO, "%c %s: %d %s", cases[i].prefix, ro ? "reader" : "writer",
+			       r, err);
+			CHECK(s == NULL);
+			CHECKF(strstr(err, "store is damaged") && strstr(err, cases[i].said), "%s",
+			       err);
+			store_close(s);
+		}
+	}
+}
+
 /* Reader directories left by readers that died without store_close are
  * removed by the next reader; live readers' directories are not. */
 static int reader_dirs(const char *base, char names[][NAME_MAX + 1], int max)

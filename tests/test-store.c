@@ -727,6 +727,7 @@ int main(int argc, char **argv)
 	sf_run("reopen_stable", test_reopen_stable);
 	sf_run("schema", test_schema);
 	sf_run("damaged meta", test_damaged_meta);
+	sf_run("far ids", test_far_ids);
 	sf_run("old_layout", test_old_layout);
 	sf_run("module_refs", test_module_refs);
 	sf_run("node_runs", test_node_runs);

@@ -466,6 +466,11 @@ uint32_t node_hash(uint32_t parent, uint32_t frame);
 /* Takes node `id` out of the writer's index (a batch's rollback). */
 void node_unindex(struct rdb *s, uint32_t id);
 int node_append(struct rdb *s, uint32_t parent, uint32_t frame);
+/* Room for ids below n in the frame / node arrays, mapped at once, so
+ * that a load of a known count neither copies, grows nor faults them in
+ * page by page; 0 or -ENOMEM. */
+int frames_reserve(struct rdb *s, uint32_t n);
+int nodes_reserve(struct rdb *s, uint32_t n);
 int load_frame(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 int load_node(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen);
 int load_node_run(struct rdb *s, uint32_t first, const uint8_t *v, size_t vlen);

@@ -9,9 +9,37 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+
+/* ---- fresh memory ------------------------------------------------------- */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Maps the whole pages of [p, p + len) in one call, where the kernel can
+ * (Linux 5.14 and later), instead of one page fault at each first touch:
+ * an open fills these arrays and tables at once, and a fault costs
+ * several times more in a virtual machine.  At most POPULATE_MAX bytes:
+ * past that (a huge store, or a damaged one whose last id is far off)
+ * pages come as they are touched. */
+#define POPULATE_MAX ((uintptr_t)64 << 20)
+static void populate(void *p, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
+	uintptr_t b = ((uintptr_t)p + len) & ~(page - 1);
+
+	if (len < 16 * page || b <= a)
+		return;
+	if (b - a > POPULATE_MAX)
+		b = a + POPULATE_MAX;
+	(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+}
 
 /* ---- arena for frame strings ------------------------------------------ */
 
@@ -27,6 +55,7 @@ static void *arena_alloc(struct arena *a, size_t n)
 		c = malloc(sizeof(*c) + size);
 		if (!c)
 			return NULL;
+		populate(c->data, size);
 		c->prev = a->top;
 		c->size = size;
 		c->used = 0;
@@ -170,26 +199,49 @@ static bool frame_eq(const struct store_frame *a, const struct store_frame *b)
 	       mem_eq(a->file, a->file_len, b->file, b->file_len);
 }
 
-/* Copies f's strings into the arena and appends it as frame nframes. */
-int frame_append(struct rdb *s, const struct store_frame *f)
+/* Room for frames below id n; fill: populate() the new room, which the
+ * caller is about to fill (not so when doubling). */
+static int frames_resize(struct rdb *s, uint32_t n, bool fill)
 {
-	size_t total = f->name_len + f->module_len + f->build_id_len + f->file_len;
+	struct store_frame *nfs;
+
+	if (n <= s->frames_cap)
+		return 0;
+	nfs = realloc(s->frames, (size_t)n * sizeof(*nfs));
+	if (!nfs)
+		return -ENOMEM;
+	if (fill)
+		populate(nfs + s->frames_cap, (size_t)(n - s->frames_cap) * sizeof(*nfs));
+	s->frames = nfs;
+	s->frames_cap = n;
+	return 0;
+}
+
+int frames_reserve(struct rdb *s, uint32_t n)
+{
+	return frames_resize(s, n, true);
+}
+
+/* Appends f as frame nframes, its strings copied into the arena, except
+ * its module and build id when shared_module: those then already live
+ * there (an earlier frame's, which outlives this one). */
+static int frame_put(struct rdb *s, const struct store_frame *f, bool shared_module)
+{
+	size_t total = f->name_len + f->file_len;
 	struct store_frame *nf;
 	uint8_t *p = NULL;
 
+	if (!shared_module)
+		total += f->module_len + f->build_id_len;
 	if (s->nframes == UINT32_MAX)
 		return -EOVERFLOW;
 	if (s->nframes == s->frames_cap) {
 		uint32_t cap = s->frames_cap ? s->frames_cap * 2 : 1024;
-		struct store_frame *nfs;
 
 		if (cap < s->frames_cap)
 			cap = UINT32_MAX;
-		nfs = realloc(s->frames, (size_t)cap * sizeof(*nfs));
-		if (!nfs)
+		if (frames_resize(s, cap, false) < 0)
 			return -ENOMEM;
-		s->frames = nfs;
-		s->frames_cap = cap;
 	}
 	if (total) {
 		p = arena_alloc(&s->arena, total);
@@ -210,12 +262,25 @@ int frame_append(struct rdb *s, const struct store_frame *f)
 		}                                                                                  \
 	} while (0)
 	COPY_FIELD(name, const char *);
-	COPY_FIELD(module, const char *);
-	COPY_FIELD(build_id, const uint8_t *);
+	if (shared_module) {
+		nf->module = f->module;
+		nf->module_len = f->module_len;
+		nf->build_id = f->build_id;
+		nf->build_id_len = f->build_id_len;
+	} else {
+		COPY_FIELD(module, const char *);
+		COPY_FIELD(build_id, const uint8_t *);
+	}
 	COPY_FIELD(file, const char *);
 #undef COPY_FIELD
 	s->nframes++;
 	return 0;
+}
+
+/* Copies f's strings into the arena and appends it as frame nframes. */
+int frame_append(struct rdb *s, const struct store_frame *f)
+{
+	return frame_put(s, f, false);
 }
 
 static void frame_index(struct rdb *s, uint32_t id)
@@ -286,9 +351,10 @@ uint32_t module_ref(struct rdb *s, uint32_t id)
 }
 
 /* Decodes frame id's record; a module reference must name a frame that
- * s already holds (frames load in id order). */
+ * s already holds (frames load in id order), and *by_ref says the module
+ * and build id are that frame's (in the arena). */
 static int frame_decode(const struct rdb *s, uint32_t id, const uint8_t *p, size_t len,
-                        struct store_frame *f)
+                        struct store_frame *f, bool *by_ref_out)
 {
 	const uint8_t *end = p + len;
 	const void *v;
@@ -299,6 +365,7 @@ static int frame_decode(const struct rdb *s, uint32_t id, const uint8_t *p, size
 		return -1;
 	f->kind = (uint8_t)(*p & ~FRAME_MODULE_REF);
 	bool by_ref = *p++ & FRAME_MODULE_REF;
+	*by_ref_out = by_ref;
 	if (get_varint(&p, end, &line) < 0 || line > UINT32_MAX)
 		return -1;
 	f->line = (uint32_t)line;
@@ -338,25 +405,45 @@ uint32_t node_hash(uint32_t parent, uint32_t frame)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
+/* As frames_resize(), for the node arrays. */
+static int nodes_resize(struct rdb *s, uint32_t n, bool fill)
+{
+	uint32_t *np, *nf;
+
+	if (n <= s->nodes_cap)
+		return 0;
+	np = realloc(s->node_parent, (size_t)n * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	s->node_parent = np;
+	nf = realloc(s->node_frame, (size_t)n * sizeof(*nf));
+	if (!nf)
+		return -ENOMEM;
+	s->node_frame = nf;
+	if (fill) {
+		populate(np + s->nodes_cap, (size_t)(n - s->nodes_cap) * sizeof(*np));
+		populate(nf + s->nodes_cap, (size_t)(n - s->nodes_cap) * sizeof(*nf));
+	}
+	s->nodes_cap = n;
+	return 0;
+}
+
+int nodes_reserve(struct rdb *s, uint32_t n)
+{
+	return nodes_resize(s, n, true);
+}
+
 int node_append(struct rdb *s, uint32_t parent, uint32_t frame)
 {
 	if (s->nnodes == UINT32_MAX)
 		return -EOVERFLOW;
 	if (s->nnodes == s->nodes_cap) {
 		uint32_t cap = s->nodes_cap ? s->nodes_cap * 2 : 4096;
-		uint32_t *np, *nf;
 
 		if (cap < s->nodes_cap)
 			cap = UINT32_MAX;
-		np = realloc(s->node_parent, (size_t)cap * sizeof(*np));
-		if (!np)
+		if (nodes_resize(s, cap, false) < 0)
 			return -ENOMEM;
-		s->node_parent = np;
-		nf = realloc(s->node_frame, (size_t)cap * sizeof(*nf));
-		if (!nf)
-			return -ENOMEM;
-		s->node_frame = nf;
-		s->nodes_cap = cap;
 	}
 	s->node_parent[s->nnodes] = parent;
 	s->node_frame[s->nnodes] = frame;
@@ -399,6 +486,7 @@ static int nodetab_presize(struct rdb *s, size_t ids)
 		*t = old;
 		return -ENOMEM;
 	}
+	populate(t->slots, ((size_t)1 << bits) * sizeof(*t->slots));
 	t->bits = bits;
 	t->count = 0;
 	for (size_t i = 0; old.slots && i <= nodetab_mask(&old); i++)
@@ -487,13 +575,15 @@ int index_new(struct rdb *s, uint32_t frames_from, uint32_t nodes_from)
 int load_frame(struct rdb *s, uint32_t id, const uint8_t *v, size_t vlen)
 {
 	struct store_frame f;
+	bool by_ref;
 	int r;
 
-	if (frame_decode(s, id, v, vlen, &f) < 0) {
+	if (frame_decode(s, id, v, vlen, &f, &by_ref) < 0) {
 		seterr(s, "%s: store is damaged: frame %u", s->dir, id);
 		return -EIO;
 	}
-	r = frame_append(s, &f);
+	/* a referenced module is kept once, not copied for each frame */
+	r = frame_put(s, &f, by_ref);
 	return r < 0 ? r : 1;
 }
 

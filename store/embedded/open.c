@@ -441,10 +441,12 @@ out_iter:
 	return r;
 }
 
-/* The number of frames the store holds, from its last frame key (ids are
- * dense: load_ids() checks that as it loads them), without loading them;
- * 0, or -errno. */
-static int frame_bound(struct rdb *s, uint32_t *bound)
+/* The id after the last one that records with this prefix (prefix + be32
+ * id) hold, from the last such key, without loading them (ids are dense:
+ * load_ids() checks that as it loads them); a run of nodes (KEY_NODES)
+ * holds as many ids as its leading varint says.  *bound is left at least
+ * `at_least`; 0, or -errno. */
+static int id_bound(struct rdb *s, uint8_t prefix, uint32_t at_least, uint32_t *bound)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	uint8_t key[5];
@@ -454,16 +456,20 @@ static int frame_bound(struct rdb *s, uint32_t *bound)
 		seterr(s, "%s: cannot create an iterator", s->dir);
 		return -ENOMEM;
 	}
-	*bound = s->nframes;
-	id_key(key, KEY_FRAME, UINT32_MAX);
+	*bound = at_least;
+	id_key(key, prefix, UINT32_MAX);
 	rocksdb_iter_seek_for_prev(it, (const char *)key, sizeof(key));
 	if (rocksdb_iter_valid(it)) {
-		size_t klen;
+		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
+		uint64_t n = 1;
 
-		if (klen == 5 && k[0] == KEY_FRAME && get_be32(k + 1) >= s->nframes &&
-		    get_be32(k + 1) < UINT32_MAX)
-			*bound = get_be32(k + 1) + 1;
+		if (prefix == KEY_NODES && (get_varint(&v, v + vlen, &n) < 0 || n > NODE_RUN))
+			n = 1; /* damaged: load_ids() says so */
+		if (klen == 5 && k[0] == prefix && get_be32(k + 1) >= at_least &&
+		    get_be32(k + 1) < UINT32_MAX - n)
+			*bound = get_be32(k + 1) + (uint32_t)n;
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	rocksdb_iter_destroy(it);
@@ -503,13 +509,22 @@ static void *node_load_run(void *arg)
 static int load_dictionary_parallel(struct rdb *s, int *r)
 {
 	struct node_load l = {.from = s->nnodes};
-	uint32_t frames_from = s->nframes, bound;
+	uint32_t frames_from = s->nframes, bound, nbound;
 	pthread_t th;
 	int rf;
 
-	*r = frame_bound(s, &bound);
+	*r = id_bound(s, KEY_FRAME, s->nframes, &bound);
+	if (*r == 0)
+		*r = id_bound(s, KEY_NODE, s->nnodes, &nbound);
+	if (*r == 0)
+		*r = id_bound(s, KEY_NODES, nbound, &nbound);
 	if (*r < 0)
 		return 1;
+	/* The arrays at their final size: no copies, no growth.  Only a
+	 * help: without it (a damaged store's last id can be anything) they
+	 * grow as the records come. */
+	(void)frames_reserve(s, bound);
+	(void)nodes_reserve(s, nbound);
 	l.own = malloc(sizeof(*l.own));
 	if (!l.own)
 		return 0;

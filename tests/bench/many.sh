@@ -2,7 +2,10 @@
 # Many-files and fixed-cost benchmark (issue 20).  Prints numbers; asserts
 # nothing.
 #   usage: sudo bash tests/bench/many.sh [FILES]      (FILES: default 1000)
-#   env:   BENCH_DIR=DIR (keep the work dir), BENCH_RT=1 (run each
+#   env:   BENCH_BASELINE=PROGRAM (another build's flamefs-collect: the
+#          tiny import into the existing store is then also measured with
+#          it, the two alternating, N=BENCH_AB_RUNS times, default 15),
+#          BENCH_DIR=DIR (keep the work dir), BENCH_RT=1 (run each
 #          measured import and the Perl collapser under `chrt -f 50`, so
 #          that other work on a busy machine cannot preempt them: a
 #          stand-in for a quiet machine; the CPU times do not need it)
@@ -165,6 +168,50 @@ tiny_wall=$row_wall
 row "40 MB perf script" "$work/slice.perf" new
 row "40 MB perf script" "$work/slice.perf" existing
 slice_wall=$row_wall slice_cpu=$row_cpu
+# ab LABEL PROGRAM...: the tiny import into a copy of the existing store
+# with each PROGRAM in turn, BENCH_AB_RUNS times; a line per program with
+# the median wall and CPU (perf stat's task-clock when perf is there: the
+# other measure of CPU has 10 ms steps)
+ab() {
+	local i p n=${BENCH_AB_RUNS:-15} label=$1
+	local -A w c
+	shift
+	for ((i = 0; i < n; i++)); do
+		for p in "$@"; do
+			rm -rf "$work/s"
+			cp -a "$work/existing.orig" "$work/s"
+			if command -v perf >/dev/null; then
+				# the wall from perf's duration_time: the command's
+				# alone, without perf's own start
+				timed /dev/null "$work/err.txt" perf stat -x, -e task-clock,duration_time \
+					-o "$work/cpu.txt" "$p" import --store "$work/s" "$work/small.folded"
+				c[$p]+="$(awk -F, '/task-clock/ { printf "%.2f", $1 }' "$work/cpu.txt") "
+				w[$p]+="$(awk -F, '/duration_time/ { printf "%.1f", $1 / 1e6 }' "$work/cpu.txt") "
+			else
+				timed /dev/null "$work/err.txt" /usr/bin/time -o "$work/cpu.txt" -f '%U %S' \
+					"$p" import --store "$work/s" "$work/small.folded"
+				c[$p]+="$(awk '{ printf "%.0f", ($1 + $2) * 1000 }' "$work/cpu.txt") "
+				w[$p]+="$(ms "$t0" "$t1") "
+			fi
+		done
+	done
+	for p in "$@"; do
+		printf '| %s | %s | %s (%s-%s) | %s (%s-%s) |\n' "$label" "$p" \
+			"$(tr ' ' '\n' <<<"${w[$p]}" | grep . | median)" \
+			"$(tr ' ' '\n' <<<"${w[$p]}" | grep . | sort -n | head -n 1)" \
+			"$(tr ' ' '\n' <<<"${w[$p]}" | grep . | sort -n | tail -n 1)" \
+			"$(tr ' ' '\n' <<<"${c[$p]}" | grep . | median)" \
+			"$(tr ' ' '\n' <<<"${c[$p]}" | grep . | sort -n | head -n 1)" \
+			"$(tr ' ' '\n' <<<"${c[$p]}" | grep . | sort -n | tail -n 1)"
+	done
+}
+if [ -n "${BENCH_BASELINE:-}" ]; then
+	echo
+	echo "## 1 KB folded into the existing store, alternating with the baseline (median of ${BENCH_AB_RUNS:-15}; ms)"
+	echo "| input | program | wall (min-max) | CPU (min-max) |"
+	echo "|---|---|---|---|"
+	ab "1 KB folded" "$BENCH_BASELINE" "$fc"
+fi
 echo "(existing: a store holding the 40 MB slice: $("$fc" stats --store "$work/existing.orig" | tail -n 3 | head -n 1))"
 # the baseline for the slice's per-byte throughput, in the same run
 timed /dev/null "$work/err.txt" /usr/bin/time -o "$work/cpu.txt" -f '%U %S' \
