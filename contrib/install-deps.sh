@@ -13,10 +13,12 @@ pkgs=(
 	openjdk-17-jdk-headless nodejs
 	scdoc bash-completion graphviz man-db groff-base bsdextrautils systemd
 	libxml2-utils chromium
+	systemtap-sdt-dev
 	postgresql-15 libpq-dev
 )
 # openjdk-17-jdk-headless and nodejs: tests/test-jit.sh records a JVM and node
 # with their JIT perf maps.
+# systemtap-sdt-dev: <sys/sdt.h> for contrib/spans-demo.c's USDT probes.
 # postgresql-15 creates and starts the cluster 15/main (port 5432,
 # /var/run/postgresql) on install.  It is left alone: the tests start
 # private servers of their own (tests/lib-pg.sh: a socket in the test's
