@@ -148,7 +148,7 @@ pg__wait_gone() {
 # pg__ctl_start DATA LOG: starts the server in DATA, waiting until it
 # accepts connections.
 pg__ctl_start() {
-	if ! pg__as "$PG_BIN/pg_ctl" start -w -t 60 -s -D "$1" -l "$2" >/dev/null 2>&1; then
+	if ! pg__as "$PG_BIN/pg_ctl" start -w -t 180 -s -D "$1" -l "$2" >/dev/null 2>&1; then
 		echo "lib-pg: the server in $1 did not start; end of $2:"
 		pg__tail "$2"
 		return 1
@@ -222,6 +222,11 @@ pg__conf() {
 		max_wal_senders = 4
 		wal_keep_size = 64MB
 		password_encryption = scram-sha-256
+		# A start after a crash, or a standby's first from a base backup,
+		# syncs the data directory first: file by file (the default) that
+		# is every table of every test database, and on a busy machine it
+		# outlasted pg_ctl's wait; one syncfs() per file system instead.
+		recovery_init_sync_method = syncfs
 	EOF
 }
 
