@@ -391,9 +391,11 @@ SEC("raw_tp/sched_process_exit")
 int on_exit(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
+	__u32 tgid = id >> 32, tid = (__u32)id;
 
-	if ((__u32)id != tgid)
+	if (spans_on)
+		bpf_map_delete_elem(&span_stacks, &tid); /* spans left open end with it */
+	if (tid != tgid)
 		return 0;
 	if (filter_pids) {
 		if (!bpf_map_lookup_elem(&pids, &tgid))

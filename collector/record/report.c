@@ -102,6 +102,19 @@ static void report_short(struct recorder *r, double wall)
 	if (lost)
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " stacks lost, their weight kept under [unknown]", lost);
+	if (st[PROFILE_STAT_SPAN_NAME_LOST])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " span names not read or not kept (span=[unknown])",
+		         (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST]);
+	if (st[PROFILE_STAT_SPAN_UNMATCHED])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " span ends without a start (begun before they were followed)",
+		         (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED]);
+	if (st[PROFILE_STAT_SPAN_DEEP])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " spans nested deeper than %d (their samples go to the "
+		         "deepest kept span)",
+		         (uint64_t)st[PROFILE_STAT_SPAN_DEEP], PROFILE_SPAN_DEPTH);
 	if (st[PROFILE_STAT_EVENTS_LOST])
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " process events lost (some processes may be unnamed)",

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# test-record-span.sh — record --span (issue 41, first slice): samples
+# taken inside a span carry the label span=<name of the innermost span>,
+# read back with tests/labels-folded and `stats --by span`.  Real BPF and
+# contrib/spans-demo's USDT probes, attached through libbpf's USDT support
+# (the uprobe PMU: no tracefs, which this machine need not mount).
+#
+#  (a) spans-demo (one thread, then with two CPU hogs beside it) under
+#      --span flamefs_demo:span__enter:span__exit:name=arg3: the span label
+#      splits the demo's spin() weight as the demo's own per-name CPU
+#      accounting (thread CPU clocks at every span boundary) says, within
+#      0.05 each; every spin() sample (spin runs only inside spans) has a
+#      span label, and the innermost span's: span=plan stacks are under
+#      plan() and not execute(), span=execute under execute(), span=request
+#      under neither; stats --by span lists the three names.
+#  (b) number=arg2 (the parent id): top-level spans are "0", nested ones
+#      the decimal id of their request.
+#  (c) bad specs are refused (exit 2, a message); a probe the file lacks
+#      fails to attach (exit 1, the probe named).
+#   usage: tests/test-record-span.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
+set -u
+build=${1:?usage: test-record-span.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+collect=${FLAMEFS_COLLECT:-$build/flamefs-collect}
+demo=$build/contrib/spans-demo
+folded=$build/tests/labels-folded
+export LC_ALL=C
+
+. "$here/lib-e2e.sh"
+e2e_setup record-span
+[ -x "$demo" ] || { echo "SKIP: contrib/spans-demo not built (no <sys/sdt.h>: install systemtap-sdt-dev)"; exit 77; }
+e2e_need_bpf
+
+hogs=()
+e2e_on_exit() {
+	for h in "${hogs[@]}"; do kill "$h" 2>/dev/null; done
+}
+
+if grep -q ' tracefs ' /proc/mounts; then
+	echo "       (tracefs is mounted here; the probes attach through the uprobe PMU either way)"
+else
+	echo "       (tracefs is not mounted: the probes attach through the uprobe PMU)"
+fi
+
+spec=flamefs_demo:span__enter:span__exit:name=arg3
+
+# labels_sum FILE RE [STACK_RE]: the weight of the stacks (labels-folded
+# lines) whose labels match RE and whose stack matches STACK_RE ("": any).
+labels_sum() {
+	LRE=$2 SRE=${3:-} awk -F '\t' '{ n = $3; sub(/.* /, "", n); s = $3; sub(/ [0-9]+$/, "", s)
+		if ($1 ~ ENVIRON["LRE"] && (ENVIRON["SRE"] == "" || s ~ ENVIRON["SRE"])) t += n }
+		END { printf "%.0f\n", t }' "$1"
+}
+span_re() { echo "(^|\\|)span=$1(\\||\$)"; }
+
+# ---- (a) the split ----------------------------------------------------------
+# $1: what, $2: store; the demo runs 400 requests of 20,000-iteration units.
+split_check() {
+	local what=$1 st=$2
+	"$collect" record --store "$st" -F 999 --span "$spec" -- "$demo" -n 400 -t 1 -u 20000 \
+		>"$st.out" 2>"$st.err" || { bad "$what: record failed: $(cat "$st.err")"; return; }
+	grep -E '^(span|total) ' "$st.out"
+	"$folded" "$st" | grep -P '\tspans-demo\t' >"$st.folded"
+	local name w total=0 nospan spin_all
+	declare -A got
+	for name in request plan execute; do
+		w=$(labels_sum "$st.folded" "$(span_re "$name")" ';spin$')
+		got[$name]=$w
+		total=$((total + w))
+	done
+	nospan=$(awk -F '\t' '$1 !~ /(^|\|)span=/ { n = $3; sub(/.* /, "", n); s = $3; sub(/ [0-9]+$/, "", s)
+		if (s ~ /;spin$/) t += n } END { printf "%.0f\n", t }' "$st.folded")
+	spin_all=$(labels_sum "$st.folded" '' ';spin$')
+	echo "       $what: spin weight (ns) by span: request ${got[request]}, plan ${got[plan]}, execute ${got[execute]}; without a span $nospan; all $spin_all"
+	check "$what: spin() samples are stored ($spin_all ns)" test "$spin_all" -gt 100000000
+	check "$what: every spin() sample has a span label (none without: $nospan)" test "$nospan" = 0
+	for name in request plan execute; do
+		local share truth
+		share=$(awk -v a="${got[$name]}" -v t="$total" 'BEGIN { printf "%.4f", t ? a / t : 0 }')
+		truth=$(awk -v name="$name" '$1 == "span" { split($2, nm, "="); split($5, c, "="); cpu[nm[2]] = c[2]; tot += c[2] }
+			END { printf "%.4f", tot ? cpu[name] / tot : 0 }' "$st.out")
+		check "$what: span=$name has $share of the spans' CPU, the demo's accounting $truth (within 0.05)" \
+			awk -v s="$share" -v t="$truth" 'BEGIN { exit !(t > 0 && s >= t - 0.05 && s <= t + 0.05) }'
+	done
+	check "$what: span=plan stacks run plan(), never execute()" \
+		test "$(labels_sum "$st.folded" "$(span_re plan)" ';plan;')" = "${got[plan]}" -a \
+		"$(labels_sum "$st.folded" "$(span_re plan)" ';execute;')" = 0
+	check "$what: span=execute stacks run execute(), never plan()" \
+		test "$(labels_sum "$st.folded" "$(span_re execute)" ';execute;')" = "${got[execute]}" -a \
+		"$(labels_sum "$st.folded" "$(span_re execute)" ';plan;')" = 0
+	check "$what: span=request stacks run request() outside plan() and execute()" \
+		test "$(labels_sum "$st.folded" "$(span_re request)" ';request;')" = "${got[request]}" -a \
+		"$(labels_sum "$st.folded" "$(span_re request)" ';(plan|execute);')" = 0
+	"$collect" stats --store "$st" --by span >"$st.stats"
+	check "$what: stats --by span lists request, plan and execute" \
+		awk '$1 == "request" { a = 1 } $1 == "plan" { b = 1 } $1 == "execute" { c = 1 } END { exit !(a && b && c) }' "$st.stats"
+}
+split_check "(a) one thread" "$tmp/one"
+for i in 1 2; do
+	(while :; do :; done) &
+	hogs+=($!)
+done
+split_check "(a) two CPU hogs beside it" "$tmp/hogs"
+for h in "${hogs[@]}"; do kill "$h"; wait "$h" 2>/dev/null; done
+hogs=()
+
+# ---- (b) a number names the span -------------------------------------------
+"$collect" record --store "$tmp/num" -F 999 --span flamefs_demo:span__enter:span__exit:number=arg2 \
+	-- "$demo" -n 3 -t 1 -u 400000 >"$tmp/num.out" 2>"$tmp/num.err" ||
+	bad "(b) record failed: $(cat "$tmp/num.err")"
+"$collect" stats --store "$tmp/num" --by span >"$tmp/num.stats"
+cat "$tmp/num.stats"
+"$folded" "$tmp/num" | grep -P '\tspans-demo\t' >"$tmp/num.folded"
+check "(b) number=arg2: top-level spans (request) are span=0" \
+	test "$(labels_sum "$tmp/num.folded" "$(span_re 0)" ';(plan|execute);')" = 0 -a \
+	"$(labels_sum "$tmp/num.folded" "$(span_re 0)" ';request;')" -gt 0
+check "(b) number=arg2: nested spans are named by their request's id (1, 4, 7)" \
+	awk -F '\t' '$1 ~ /(^|\|)span=/ { l = $1; sub(/.*span=/, "", l); sub(/\|.*/, "", l); s[l] = 1 }
+		END { for (k in s) if (k != 0 && k != 1 && k != 4 && k != 7) exit 1; exit !(1 in s) }' "$tmp/num.folded"
+
+# ---- (c) bad input ------------------------------------------------------------
+for badspec in 'flamefs_demo:span__enter' 'flamefs_demo:span__enter:span__exit' \
+	'flamefs_demo:span__enter:span__exit:name=arg0' 'flamefs_demo:span__enter:span__exit:name=arg13' \
+	'flamefs_demo:span__enter:span__exit:name=arg3:number=arg1' \
+	'flamefs_demo:span__enter:span__exit:nam=arg3' 'flamefs_demo:span__enter:span__exit:number=arg1:sql'; do
+	"$collect" record --store "$tmp/bad" --span "$badspec" -- true 2>"$tmp/bad.err"
+	rc=$?
+	check "(c) --span $badspec: refused, exit 2 ($rc), with a message ($(head -c 120 "$tmp/bad.err"))" \
+		test $rc = 2 -a -s "$tmp/bad.err"
+done
+"$collect" record --store "$tmp/bad" -a --span "$spec" -d 1 2>"$tmp/bad.err"
+check "(c) -a without in=PATH: refused, exit 2" test $? = 2
+"$collect" record --store "$tmp/bad" --span flamefs_demo:no__such:span__exit:name=arg3 -- "$demo" -n 1 \
+	>/dev/null 2>"$tmp/bad.err"
+rc=$?
+cat "$tmp/bad.err"
+check "(c) a probe the file lacks: exit 1 naming it" test $rc = 1 -a "$(grep -c 'no__such' "$tmp/bad.err")" -ge 1
+
+finish
