@@ -328,6 +328,7 @@ static void stop_and_report(struct recorder *r, double start, double cpu_start)
 	for (int i = 0; i < r->nspan_links; i++)
 		bpf_link__destroy(r->span_links[i]);
 	r->nev_links = 0;
+	r->nspan_links = 0;
 	ring_buffer__consume(r->rb);
 	if (!r->err)
 		record_drain(r, true);
