@@ -60,10 +60,10 @@ spin=';spin(;|$)'
 in_spin='(.*;)?spin(;|$)'
 
 # ---- (a) the split ----------------------------------------------------------
-# $1: what, $2: store; the demo runs 400 requests of 20,000-iteration units.
+# $1: what, $2: store; the demo runs 1000 requests of 20,000-iteration units.
 split_check() {
 	local what=$1 st=$2
-	"$collect" record --store "$st" -F 999 --span "$spec" -- "$demo" -n 400 -t 1 -u 20000 \
+	"$collect" record --store "$st" -F 999 --span "$spec" -- "$demo" -n 1000 -t 1 -u 20000 \
 		>"$st.out" 2>"$st.err" || { bad "$what: record failed: $(cat "$st.err")"; return; }
 	grep -E '^(span|total) ' "$st.out"
 	"$folded" "$st" | grep -P '\tspans-demo\t' >"$st.folded"
