@@ -17,6 +17,10 @@
 #      the decimal id of their request.
 #  (c) bad specs are refused (exit 2, a message); a probe the file lacks
 #      fails to attach (exit 1, the probe named).
+#  (d) an end without a start is ignored and counted: the probes swapped
+#      (START span__exit, END span__enter) on one request make exactly two
+#      ends with nothing open (the request's and the plan's enters), which
+#      the summary reports.
 #   usage: tests/test-record-span.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-record-span.sh BUILD_DIR}
@@ -141,5 +145,13 @@ check "(c) -a without in=PATH: refused, exit 2" test $? = 2
 rc=$?
 cat "$tmp/bad.err"
 check "(c) a probe the file lacks: exit 1 naming it" test $rc = 1 -a "$(grep -c 'no__such' "$tmp/bad.err")" -ge 1
+
+# ---- (d) ends without a start -----------------------------------------------
+"$collect" record --store "$tmp/swap" -F 99 --span flamefs_demo:span__exit:span__enter:number=arg1 \
+	-- "$demo" -n 1 -t 1 -u 1000 >/dev/null 2>"$tmp/swap.err"
+rc=$?
+grep 'span' "$tmp/swap.err"
+check "(d) swapped probes: exit 0 ($rc), exactly 2 span ends without a start reported" \
+	test $rc = 0 -a "$(grep -c '2 span ends without a start' "$tmp/swap.err")" = 1
 
 finish
