@@ -21,6 +21,11 @@
 #      (START span__exit, END span__enter) on one request make exactly two
 #      ends with nothing open (the request's and the plan's enters), which
 #      the summary reports.
+#  (e) -p on a running spans-demo (one worker thread), for 2 s while it
+#      runs on: the probes come from /proc/PID/exe; at most 2 ends without
+#      a start (the spans open when it was followed), no span too deep (the
+#      end probes are attached before the starts, and the probes stop
+#      before they are detached), the three names in stats --by span.
 #   usage: tests/test-record-span.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-record-span.sh BUILD_DIR}
@@ -153,5 +158,21 @@ rc=$?
 grep 'span' "$tmp/swap.err"
 check "(d) swapped probes: exit 0 ($rc), exactly 2 span ends without a start reported" \
 	test $rc = 0 -a "$(grep -c '2 span ends without a start' "$tmp/swap.err")" = 1
+
+# ---- (e) -p, while the program runs -----------------------------------------
+"$demo" -d 5 -t 1 -u 20000 >"$tmp/p.out" 2>&1 &
+dpid=$!
+hogs+=($dpid)
+sleep 0.5
+"$collect" record --store "$tmp/p" -F 999 -d 2 -p "$dpid" --span "$spec" >/dev/null 2>"$tmp/p.err"
+rc=$?
+wait "$dpid"
+grep 'span' "$tmp/p.err"
+unmatched=$(sed -n 's/.* \([0-9][0-9]*\) span ends without a start.*/\1/p' "$tmp/p.err")
+check "(e) -p: exit 0 ($rc), at most 2 ends without a start (${unmatched:-0}), none too deep" \
+	test $rc = 0 -a "${unmatched:-0}" -le 2 -a "$(grep -c 'nested deeper' "$tmp/p.err")" = 0
+"$collect" stats --store "$tmp/p" --by span >"$tmp/p.stats"
+check "(e) -p: stats --by span lists request, plan and execute" \
+	awk '$1 == "request" { a = 1 } $1 == "plan" { b = 1 } $1 == "execute" { c = 1 } END { exit !(a && b && c) }' "$tmp/p.stats"
 
 finish

@@ -21,6 +21,10 @@
 /* Set by user space before load: a --span was given (else the programs
  * below are not loaded and span_now() is 0). */
 const volatile bool spans_on = false;
+/* Set by user space through the mmap'd .bss before it detaches the
+ * probes: from then on they do nothing, so that the one detached last
+ * cannot meet unmatched starts or ends. */
+__u32 spans_stopped = 0;
 
 struct span_stack {
 	__u32 depth; /* spans open, kept or not */
@@ -125,7 +129,7 @@ int span_enter(struct pt_regs *ctx)
 	__u32 tid = (__u32)id;
 	struct span_stack *st;
 
-	if (!followed(id >> 32))
+	if (*(volatile __u32 *)&spans_stopped || !followed(id >> 32))
 		return 0;
 	__u64 h = span_name(ctx, bpf_usdt_cookie(ctx));
 	st = bpf_map_lookup_elem(&span_stacks, &tid);
@@ -152,7 +156,7 @@ int span_exit(struct pt_regs *ctx)
 	__u32 tid = (__u32)id;
 	struct span_stack *st;
 
-	if (!followed(id >> 32))
+	if (*(volatile __u32 *)&spans_stopped || !followed(id >> 32))
 		return 0;
 	st = bpf_map_lookup_elem(&span_stacks, &tid);
 	if (!st || st->depth == 0) {

@@ -287,7 +287,8 @@ struct recorder {
 	char fs_frames[PROFILE_FS_MAX][PROFILE_FS_NAME + 8];
 	size_t nfs;
 	int nev_links;
-	/* --span: two links a span (start, end), and the names' map */
+	/* --span: two links a span (end, start: attached and destroyed so), and
+	 * the names' map */
 	struct bpf_link *span_links[2 * RECORD_SPANS_MAX];
 	int nspan_links;
 	int span_names_fd; /* -1 without --span */

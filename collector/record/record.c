@@ -325,6 +325,8 @@ static void stop_and_report(struct recorder *r, double start, double cpu_start)
 	record_close_cpu_events(r);
 	for (int i = 0; i < r->nev_links; i++)
 		bpf_link__destroy(r->ev_links[i]);
+	if (r->nspan_links)
+		*(volatile __u32 *)&r->skel->bss->spans_stopped = 1;
 	for (int i = 0; i < r->nspan_links; i++)
 		bpf_link__destroy(r->span_links[i]);
 	r->nev_links = 0;

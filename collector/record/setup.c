@@ -500,7 +500,11 @@ int record_attach_spans(struct recorder *r, const struct options *o)
 			}
 			path = prog;
 		}
-		for (int end = 0; end < 2; end++) {
+		/* The end first: a start attached alone would push spans
+		 * nothing pops, and the thread's stack would stay off by them;
+		 * an end attached alone only meets ends of nothing (ignored).
+		 * The links are destroyed in this order too. */
+		for (int end = 1; end >= 0; end--) {
 			LIBBPF_OPTS(bpf_usdt_opts, uo,
 			            .usdt_cookie = end ? PROFILE_SPAN_END : sp->cookie);
 			libbpf_last[0] = '\0';
