@@ -133,6 +133,15 @@ check "(b) number=arg2: nested spans are named by their request's id (1, 4, 7)" 
 	awk -F '\t' '$1 ~ /(^|\|)span=/ { l = $1; sub(/.*span=/, "", l); sub(/\|.*/, "", l); s[l] = 1 }
 		END { for (k in s) if (k != 0 && k != 1 && k != 4 && k != 7) exit 1; exit !(1 in s) }' "$tmp/num.folded"
 
+# With sql the names go through sqlnorm_text: words that are no statement
+# PostgreSQL plans are kept as they are (the dash: samples outside spans).
+"$collect" record --store "$tmp/sql" -F 999 --span "$spec:sql" -- "$demo" -n 20 -t 1 -u 20000 \
+	>/dev/null 2>"$tmp/sql.err" || bad "(b) record with :sql failed: $(cat "$tmp/sql.err")"
+"$collect" stats --store "$tmp/sql" --by span >"$tmp/sql.stats"
+check "(b) name=arg3:sql: the names are request, plan and execute, and no other" \
+	awk 'NR > 1 && NF == 6 && $1 != "\xe2\x80\x94" && $1 != "request" && $1 != "plan" && $1 != "execute" { bad = 1 }
+		$1 == "execute" { e = 1 } END { exit bad || !e }' "$tmp/sql.stats"
+
 # ---- (c) bad input ------------------------------------------------------------
 for badspec in 'flamefs_demo:span__enter' 'flamefs_demo:span__enter:span__exit' \
 	'flamefs_demo:span__enter:span__exit:name=arg0' 'flamefs_demo:span__enter:span__exit:name=arg13' \

@@ -233,6 +233,13 @@ static void report_samples(const struct recorder *r, double wall)
 	        r->with_moment, r->without_moment, (uint64_t)st[PROFILE_STAT_RING_FULL],
 	        r->keep_samples > 0 ? r->ring_bytes >> 10 : 0, r->keep_samples, r->rollups,
 	        r->rolled_samples);
+	if (r->opt->nspans)
+		fprintf(stderr,
+		        PROG ": spans: %zu spans attached; %" PRIu64 " ends without a start, %" PRIu64
+		             " spans deeper than %d, %" PRIu64 " names not read or kept\n",
+		        r->opt->nspans, (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED],
+		        (uint64_t)st[PROFILE_STAT_SPAN_DEEP], PROFILE_SPAN_DEPTH,
+		        (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST]);
 }
 
 /* The symbolizer: snapshots, files (and those not trusted), templates;
