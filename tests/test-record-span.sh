@@ -26,6 +26,12 @@
 #      a start (the spans open when it was followed), no span too deep (the
 #      end probes are attached before the starts, and the probes stop
 #      before they are detached), the three names in stats --by span.
+#  (f) SQL spans behind a semaphore (tests/span-sql-target: 200 statements,
+#      a SELECT and an UPDATE alternately, each with its own literals):
+#      the semaphore is set in every statement (the kernel's uprobe
+#      reference counter, asked for by libbpf), and :sql gives exactly two
+#      span names, pg_stat_statements' forms with $1, $2; without a
+#      recorder the semaphore stays 0.
 #   usage: tests/test-record-span.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-record-span.sh BUILD_DIR}
@@ -183,5 +189,21 @@ check "(e) -p: exit 0 ($rc), at most 2 ends without a start (${unmatched:-0}), n
 "$collect" stats --store "$tmp/p" --by span >"$tmp/p.stats"
 check "(e) -p: stats --by span lists request, plan and execute" \
 	awk '$1 == "request" { a = 1 } $1 == "plan" { b = 1 } $1 == "execute" { c = 1 } END { exit !(a && b && c) }' "$tmp/p.stats"
+
+# ---- (f) SQL, a semaphore ------------------------------------------------------
+sqlt=$build/tests/span-sql-target
+"$sqlt" 3 10 >"$tmp/sqlt.alone"
+check "(f) without a recorder the semaphore is 0 ($(cat "$tmp/sqlt.alone"))" \
+	grep -qx 'queries=3 semaphore_on=0' "$tmp/sqlt.alone"
+"$collect" record --store "$tmp/sqlt" -F 999 --span flamefs_test:query__start:query__done:name=arg1:sql \
+	-- "$sqlt" 200 2000000 >"$tmp/sqlt.out" 2>"$tmp/sqlt.err" || bad "(f) record failed: $(cat "$tmp/sqlt.err")"
+check "(f) the semaphore was set in all 200 statements ($(cat "$tmp/sqlt.out"))" \
+	grep -qx 'queries=200 semaphore_on=200' "$tmp/sqlt.out"
+"$collect" stats --store "$tmp/sqlt" --by span >"$tmp/sqlt.stats"
+cat "$tmp/sqlt.stats"
+check "(f) :sql: 200 statements with their own literals make exactly 2 span names, normalised" \
+	test "$(grep -c '^SELECT abalance FROM pgbench_accounts WHERE aid = \$1 ' "$tmp/sqlt.stats")" = 1 -a \
+	"$(grep -c '^UPDATE pgbench_accounts SET abalance = abalance + \$1 WHERE aid = \$2 ' "$tmp/sqlt.stats")" = 1 -a \
+	"$(grep -Evc $'^(SPAN |\xe2\x80\x94 |$|[0-9]+ values of span)' "$tmp/sqlt.stats")" = 2
 
 finish
