@@ -38,7 +38,8 @@ static __attribute__((noinline)) void run_query(unsigned i, uint64_t iters, unsi
 	if (flamefs_test_query__start_semaphore) {
 		if (i % 2)
 			snprintf(sql, sizeof(sql),
-			         "UPDATE pgbench_accounts SET abalance = abalance + %u WHERE aid = %u",
+			         "UPDATE pgbench_accounts SET abalance = abalance + %u WHERE aid = "
+			         "%u",
 			         i * 7, i);
 		else
 			snprintf(sql, sizeof(sql),

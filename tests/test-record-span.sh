@@ -59,13 +59,6 @@ fi
 
 spec=flamefs_demo:span__enter:span__exit:name=arg3
 
-# labels_sum FILE RE [STACK_RE]: the weight of the stacks (labels-folded
-# lines) whose labels match RE and whose stack matches STACK_RE ("": any).
-labels_sum() {
-	LRE=$2 SRE=${3:-} awk -F '\t' '{ n = $3; sub(/.* /, "", n); s = $3; sub(/ [0-9]+$/, "", s)
-		if ($1 ~ ENVIRON["LRE"] && (ENVIRON["SRE"] == "" || s ~ ENVIRON["SRE"])) t += n }
-		END { printf "%.0f\n", t }' "$1"
-}
 span_re() { echo "(^|\\|)span=$1(\\||\$)"; }
 # spin() is the demo's work, called only between a span's probes; a stack
 # in it may have kernel frames above (interrupts).  Samples in the probes'

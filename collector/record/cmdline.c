@@ -397,9 +397,10 @@ static int parse_span(const char *arg, struct options *o)
 			*rest++ = '\0';
 		if (!f[i] || !*f[i]) {
 			free(copy);
-			return usage_error("--span: expected PROVIDER:START:END[:name=argN|:number=argN]"
-			                   "[:sql][:in=PATH], got \"%s\"",
-			                   arg);
+			return usage_error(
+			        "--span: expected PROVIDER:START:END[:name=argN|:number=argN]"
+			        "[:sql][:in=PATH], got \"%s\"",
+			        arg);
 		}
 	}
 	sp->provider = f[0];
@@ -432,9 +433,10 @@ static int parse_span(const char *arg, struct options *o)
 			/* USDT probes have at most 12 arguments (sys/sdt.h). */
 			if (named || !*num || *e || errno || n < 1 || n > 12 || num[0] == '0') {
 				free(copy);
-				return usage_error("--span %s: %s: expected one name=argN or number=argN, "
-				                   "N from 1 to 12",
-				                   arg, field);
+				return usage_error(
+				        "--span %s: %s: expected one name=argN or number=argN, "
+				        "N from 1 to 12",
+				        arg, field);
 			}
 			sp->cookie |= (uint32_t)(n - 1) | flags;
 			named = true;

@@ -117,10 +117,9 @@ static bool rec_same(const struct late_rec *x, const struct profile_key *key, in
 {
 	return x->pid == (pid_t)key->pid && x->gen == key->gen && x->event == key->event &&
 	       x->cgroup == key->cgroup && memcmp(x->comm, key->comm, sizeof(x->comm)) == 0 &&
-	       x->span == key->span &&
-	       x->bucket == bucket && x->ustate == u->state && x->kstate == k->state &&
-	       x->truncated == u->truncated && x->nuser == u->depth && x->nkernel == k->depth &&
-	       memcmp(x->pcs, u->pcs, u->depth * sizeof(*u->pcs)) == 0 &&
+	       x->span == key->span && x->bucket == bucket && x->ustate == u->state &&
+	       x->kstate == k->state && x->truncated == u->truncated && x->nuser == u->depth &&
+	       x->nkernel == k->depth && memcmp(x->pcs, u->pcs, u->depth * sizeof(*u->pcs)) == 0 &&
 	       memcmp(x->pcs + u->depth, k->pcs, k->depth * sizeof(*k->pcs)) == 0;
 }
 

@@ -64,7 +64,7 @@ struct profile_key {
 	                * directory), 0 without the cgroup and container labels */
 	char comm[16]; /* the thread's name, zero-padded; all zero without the
 	                * thread label */
-	__u64 span; /* record --span: the innermost open span of the thread,
+	__u64 span;    /* record --span: the innermost open span of the thread,
 	             * a key of `span_names` (a hash of its name), 0 outside
 	             * spans or without --span */
 };
@@ -210,12 +210,13 @@ enum profile_stat {
 	                             * walked from the probed instruction */
 	PROFILE_STAT_RING_FULL,     /* samples counted without their moment:
 	                             * the samples ring had no room */
-	PROFILE_STAT_SPAN_UNMATCHED, /* span ends met with no span open on the
-	                              * thread: ignored */
-	PROFILE_STAT_SPAN_DEEP,      /* spans opened deeper than PROFILE_SPAN_DEPTH:
-	                              * their samples go to the deepest kept one */
-	PROFILE_STAT_SPAN_NAME_LOST, /* span names not read or not kept (a fault,
-	                              * or `span_names` full): "[unknown]" */
+	/* record --span: span ends met with no span open on the thread
+	 * (ignored); spans opened deeper than PROFILE_SPAN_DEPTH (their
+	 * samples go to the deepest kept one); span names not read or not
+	 * kept (a fault, or `span_names` full: "[unknown]"). */
+	PROFILE_STAT_SPAN_UNMATCHED,
+	PROFILE_STAT_SPAN_DEEP,
+	PROFILE_STAT_SPAN_NAME_LOST,
 	PROFILE_NSTATS,
 };
 

@@ -66,7 +66,8 @@ struct options {
 	int64_t keep_samples;    /* --keep-samples, seconds; -1: the store's own */
 	uint64_t samples_memory; /* --samples-memory, bytes of each ring; 0: sized */
 	unsigned labels;         /* --labels, --no-labels, --cmdline: RECORD_LABEL_* */
-	struct record_span_spec *spans; /* --span, in order */
+	/* --span, in order */
+	struct record_span_spec *spans;
 	size_t nspans;
 };
 
@@ -291,7 +292,7 @@ struct recorder {
 	 * the names' map */
 	struct bpf_link *span_links[2 * RECORD_SPANS_MAX];
 	int nspan_links;
-	int span_names_fd; /* -1 without --span */
+	int span_names_fd;  /* -1 without --span */
 	uint64_t truncated; /* samples stored with a [truncated] user stack */
 	/* Stacks whose JIT frames wait for a perf map (late.c;
 	 * NULL with --jit-wait 0), and what became of them, in samples. */

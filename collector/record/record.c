@@ -350,8 +350,7 @@ static int run(struct recorder *r, const struct options *o)
 	    (rc = record_open_bpf(r, o, &ldso, &have_ldso)) < 0 ||
 	    (rc = record_wire_maps(r, o)) < 0 ||
 	    (rc = record_attach_process_events(r, o, &ldso, have_ldso)) < 0 ||
-	    (rc = record_attach_spans(r, o)) < 0 ||
-	    (rc = record_start_target(r, o, &go_fd)) < 0 ||
+	    (rc = record_attach_spans(r, o)) < 0 || (rc = record_start_target(r, o, &go_fd)) < 0 ||
 	    (rc = record_start_sampling(r, o, go_fd)) < 0)
 		return rc;
 	event_loop(r, o, &start, &cpu_start);

@@ -235,8 +235,9 @@ static void report_samples(const struct recorder *r, double wall)
 	        r->rolled_samples);
 	if (r->opt->nspans)
 		fprintf(stderr,
-		        PROG ": spans: %zu spans attached; %" PRIu64 " ends without a start, %" PRIu64
-		             " spans deeper than %d, %" PRIu64 " names not read or kept\n",
+		        PROG ": spans: %zu spans attached; %" PRIu64
+		             " ends without a start, %" PRIu64 " spans deeper than %d, %" PRIu64
+		             " names not read or kept\n",
 		        r->opt->nspans, (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED],
 		        (uint64_t)st[PROFILE_STAT_SPAN_DEEP], PROFILE_SPAN_DEPTH,
 		        (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST]);
