@@ -32,6 +32,10 @@
 #      reference counter, asked for by libbpf), and :sql gives exactly two
 #      span names, pg_stat_statements' forms with $1, $2; without a
 #      recorder the semaphore stays 0.
+#  (g) -e cpu,offcpu with spans-demo -s 2000 (2 ms asleep inside each
+#      execute): the off-CPU time inside spans is all span=execute's, at
+#      least the 50 x 2 ms slept and at most the sleep the demo measured
+#      plus 10% (scheduling delay counts too).
 #   usage: tests/test-record-span.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-record-span.sh BUILD_DIR}
@@ -198,5 +202,16 @@ check "(f) :sql: 200 statements with their own literals make exactly 2 span name
 	test "$(grep -c '^SELECT abalance FROM pgbench_accounts WHERE aid = \$1 ' "$tmp/sqlt.stats")" = 1 -a \
 	"$(grep -c '^UPDATE pgbench_accounts SET abalance = abalance + \$1 WHERE aid = \$2 ' "$tmp/sqlt.stats")" = 1 -a \
 	"$(grep -Evc $'^(SPAN |\xe2\x80\x94 |$|[0-9]+ values of span)' "$tmp/sqlt.stats")" = 2
+
+# ---- (g) off-CPU time in spans ---------------------------------------------------
+"$collect" record --store "$tmp/off" -e cpu,offcpu --span "$spec" -- "$demo" -n 50 -t 1 -s 2000 \
+	>"$tmp/off.out" 2>"$tmp/off.err" || bad "(g) record failed: $(cat "$tmp/off.err")"
+"$folded" "$tmp/off" off-cpu | grep -P '\tspans-demo\t' >"$tmp/off.folded"
+slept=$(awk '$1 == "span" && $2 == "name=execute" { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "sleep_ns") print kv[2] } }' "$tmp/off.out")
+ex=$(labels_sum "$tmp/off.folded" "$(span_re execute)")
+others=$(labels_sum "$tmp/off.folded" "$(span_re '(request|plan)')")
+echo "       off-cpu (ns) in span=execute $ex, in request and plan $others; the demo slept $slept in execute"
+check "(g) off-CPU time inside spans is execute's: 100 ms <= $ex <= 1.1 x $slept, request and plan none" \
+	awk -v e="$ex" -v o="$others" -v s="${slept:-0}" 'BEGIN { exit !(e >= 100000000 && e <= 1.1 * s && o == 0) }'
 
 finish
