@@ -11,11 +11,14 @@
  * while the semaphore is set, as a server skips the work when nobody
  * listens.
  *
- *   usage: span-sql-target QUERIES ITERATIONS
+ *   usage: span-sql-target QUERIES ITERATIONS [DEPTH]
  * Runs QUERIES statements, alternately a SELECT and an UPDATE each with
  * its own literals, spinning ITERATIONS rounds inside each, then prints
  *   queries=Q semaphore_on=S
- * S being the statements during which the semaphore was set.
+ * S being the statements during which the semaphore was set.  With DEPTH,
+ * each of the QUERIES is instead DEPTH spans nested in one another, named
+ * "level 1" (outermost) to "level DEPTH", the spinning in the innermost
+ * (a second site of each probe).
  */
 #define _SDT_HAS_SEMAPHORES 1
 #include <stdint.h>
@@ -52,16 +55,41 @@ static __attribute__((noinline)) void run_query(unsigned i, uint64_t iters, unsi
 	STAP_PROBE(flamefs_test, query__done);
 }
 
+static __attribute__((noinline)) void nested(unsigned level, unsigned depth, uint64_t iters,
+                                             unsigned *on)
+{
+	char name[32];
+	const char *text = "";
+
+	if (level > depth) {
+		publish(spin(iters));
+		return;
+	}
+	if (flamefs_test_query__start_semaphore) {
+		snprintf(name, sizeof(name), "level %u", level);
+		text = name;
+		*on += level == 1;
+	}
+	STAP_PROBE1(flamefs_test, query__start, text);
+	nested(level + 1, depth, iters, on);
+	STAP_PROBE(flamefs_test, query__done);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: span-sql-target QUERIES ITERATIONS\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: span-sql-target QUERIES ITERATIONS [DEPTH]\n");
 		return 2;
 	}
 	unsigned n = (unsigned)strtoul(argv[1], NULL, 10), on = 0;
 	uint64_t iters = strtoull(argv[2], NULL, 10);
-	for (unsigned i = 0; i < n; i++)
-		run_query(i, iters, &on);
+	unsigned depth = argc == 4 ? (unsigned)strtoul(argv[3], NULL, 10) : 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (depth)
+			nested(1, depth, iters, &on);
+		else
+			run_query(i, iters, &on);
+	}
 	printf("queries=%u semaphore_on=%u\n", n, on);
 	return 0;
 }

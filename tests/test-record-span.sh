@@ -36,6 +36,10 @@
 #      execute): the off-CPU time inside spans is all span=execute's, at
 #      least the 50 x 2 ms slept and at most the sleep the demo measured
 #      plus 10% (scheduling delay counts too).
+#  (h) depth overflow: span-sql-target's 100 nests of 20 spans ("level 1"
+#      .. "level 20", two sites of each probe): exactly 400 spans counted
+#      too deep, none unmatched, and every sample in the innermost work is
+#      span="level 16", the deepest kept.
 #   usage: tests/test-record-span.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-record-span.sh BUILD_DIR}
@@ -213,5 +217,23 @@ others=$(labels_sum "$tmp/off.folded" "$(span_re '(request|plan)')")
 echo "       off-cpu (ns) in span=execute $ex, in request and plan $others; the demo slept $slept in execute"
 check "(g) off-CPU time inside spans is execute's: 100 ms <= $ex <= 1.1 x $slept, request and plan none" \
 	awk -v e="$ex" -v o="$others" -v s="${slept:-0}" 'BEGIN { exit !(e >= 100000000 && e <= 1.1 * s && o == 0) }'
+
+# ---- (h) deeper than the 16 spans kept -------------------------------------------
+"$collect" record -v --store "$tmp/deep" -F 999 --span flamefs_test:query__start:query__done:name=arg1 \
+	-- "$sqlt" 100 2000000 20 >"$tmp/deep.out" 2>"$tmp/deep.err" || bad "(h) record failed: $(cat "$tmp/deep.err")"
+grep 'spans:' "$tmp/deep.err"
+check "(h) 100 x 20 nested spans: exactly 400 too deep, no end unmatched, no name lost" \
+	grep -q 'spans: 1 spans attached; 0 ends without a start, 400 spans deeper than 16, 0 names not read or kept' "$tmp/deep.err"
+"$folded" "$tmp/deep" | grep -P '\tspan-sql-target\t' >"$tmp/deep.folded"
+# The innermost work: spin() is inlined into the 21st nested() frame.
+inner_sum() {
+	LRE=$1 awk -F '\t' '{ n = $3; sub(/.* /, "", n); s = $3; sub(/ [0-9]+$/, "", s)
+		if (gsub(/;nested/, "&", s) >= 21 && $1 ~ ENVIRON["LRE"]) t += n }
+		END { printf "%.0f\n", t }' "$tmp/deep.folded"
+}
+inner=$(inner_sum '')
+deep16=$(inner_sum "$(span_re 'level 16')")
+echo "       the innermost work: $inner ns, of which span=level 16: $deep16"
+check "(h) the innermost work ($inner ns) is all span=\"level 16\"" test "$inner" -gt 0 -a "$deep16" = "$inner"
 
 finish
