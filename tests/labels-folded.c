@@ -4,7 +4,8 @@
  *     LABELS<TAB>BINARY<TAB>STACK COUNT
  * where LABELS is the series' canonical labels with '\n' written as '|'
  * ("-" for none) and STACK COUNT a folded line of the series (samples).
- *   usage: labels-folded STORE
+ * With EVENT, only the series of that event (e.g. off-cpu).
+ *   usage: labels-folded STORE [EVENT]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,8 +22,8 @@ int main(int argc, char **argv)
 	size_t n;
 	char err[512];
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: labels-folded STORE\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: labels-folded STORE [EVENT]\n");
 		return 2;
 	}
 	if (store_open(argv[1], STORE_READONLY, &s, err, sizeof(err)) < 0) {
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct view_tree *t;
 		struct view_buf buf = {0}, *b = &buf;
+		if (argc == 3 && strcmp(list[i].event, argv[2]) != 0)
+			continue;
 		if (view_tree_build(s, &list[i], 1, INT64_MIN, INT64_MAX, &t) < 0) {
 			rc = 1;
 			break;

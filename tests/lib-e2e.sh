@@ -46,3 +46,11 @@ e2e_need_bpf() {
 	cat "$tmp/probe.err"
 	exit 1
 }
+
+# labels_sum FILE RE [STACK_RE]: the weight of the stacks (tests/labels-folded
+# lines) whose labels match RE and whose stack matches STACK_RE ("": any).
+labels_sum() {
+	LRE=$2 SRE=${3:-} awk -F '\t' '{ n = $3; sub(/.* /, "", n); s = $3; sub(/ [0-9]+$/, "", s)
+		if ($1 ~ ENVIRON["LRE"] && (ENVIRON["SRE"] == "" || s ~ ENVIRON["SRE"])) t += n }
+		END { printf "%.0f\n", t }' "$1"
+}

@@ -311,6 +311,11 @@ static int check_combination(struct options *o)
 	if (o->user_only && o->kernel_only) {
 		return usage_error("--user-only and --kernel-only exclude each other");
 	}
+	for (size_t i = 0; i < o->nspans; i++)
+		if (o->all && !o->spans[i].path)
+			return usage_error("--span %s: with -a, name the program or library: "
+			                   ":in=PATH",
+			                   o->spans[i].arg);
 	if (o->push_every && !o->push_to) {
 		return usage_error("--push-every needs --push DATABASE");
 	}
@@ -369,9 +374,98 @@ static int parse_labels(const char *list, unsigned *out)
 	return 0;
 }
 
+/* --span PROVIDER:START:END[:FIELD...], the fields name=argN, number=argN,
+ * sql and in=PATH (last: it takes the rest, colons too).  Appended to
+ * o->spans; 0, or 2 (printed). */
+static int parse_span(const char *arg, struct options *o)
+{
+	if (o->nspans == RECORD_SPANS_MAX)
+		return usage_error("--span: at most %d spans", RECORD_SPANS_MAX);
+	struct record_span_spec *sp = realloc(o->spans, (o->nspans + 1) * sizeof(*sp));
+	if (!sp)
+		return usage_error("out of memory");
+	o->spans = sp;
+	sp = &o->spans[o->nspans];
+	*sp = (struct record_span_spec){.arg = arg};
+	char *copy = strdup(arg), *rest = copy, *f[3];
+	if (!copy)
+		return usage_error("out of memory");
+	for (int i = 0; i < 3; i++) {
+		f[i] = rest;
+		rest = rest ? strchr(rest, ':') : NULL;
+		if (rest)
+			*rest++ = '\0';
+		if (!f[i] || !*f[i]) {
+			free(copy);
+			return usage_error(
+			        "--span: expected PROVIDER:START:END[:name=argN|:number=argN]"
+			        "[:sql][:in=PATH], got \"%s\"",
+			        arg);
+		}
+	}
+	sp->provider = f[0];
+	sp->start = f[1];
+	sp->end = f[2];
+	bool named = false;
+	while (rest) {
+		char *field = rest;
+		if (strncmp(field, "in=", 3) == 0) {
+			sp->path = field + 3;
+			if (!*sp->path) {
+				free(copy);
+				return usage_error("--span %s: in= needs a file", arg);
+			}
+			break;
+		}
+		rest = strchr(rest, ':');
+		if (rest)
+			*rest++ = '\0';
+		const char *num = NULL;
+		uint32_t flags = 0;
+		if (strncmp(field, "name=arg", 8) == 0)
+			num = field + 8;
+		else if (strncmp(field, "number=arg", 10) == 0)
+			num = field + 10, flags = PROFILE_SPAN_NUM;
+		if (num) {
+			char *e;
+			errno = 0;
+			unsigned long n = strtoul(num, &e, 10);
+			/* USDT probes have at most 12 arguments (sys/sdt.h). */
+			if (named || !*num || *e || errno || n < 1 || n > 12 || num[0] == '0') {
+				free(copy);
+				return usage_error(
+				        "--span %s: %s: expected one name=argN or number=argN, "
+				        "N from 1 to 12",
+				        arg, field);
+			}
+			sp->cookie |= (uint32_t)(n - 1) | flags;
+			named = true;
+		} else if (strcmp(field, "sql") == 0) {
+			sp->cookie |= PROFILE_SPAN_SQL;
+		} else {
+			free(copy);
+			return usage_error("--span %s: unknown field \"%s\" (expected name=argN, "
+			                   "number=argN, sql or in=PATH)",
+			                   arg, field);
+		}
+	}
+	if (!named) {
+		free(copy);
+		return usage_error("--span %s: name the span: add :name=argN (a string argument) "
+		                   "or :number=argN",
+		                   arg);
+	}
+	if ((sp->cookie & PROFILE_SPAN_NUM) && (sp->cookie & PROFILE_SPAN_SQL)) {
+		free(copy);
+		return usage_error("--span %s: sql normalises a string name, not a number", arg);
+	}
+	o->nspans++;
+	return 0;
+}
+
 int record_parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_LABELS = 0x100, OPT_NO_LABELS, OPT_CMDLINE };
+	enum { OPT_LABELS = 0x100, OPT_NO_LABELS, OPT_CMDLINE, OPT_SPAN };
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
 	        {"pid", required_argument, NULL, 'p'},
@@ -403,6 +497,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	        {"labels", required_argument, NULL, OPT_LABELS},
 	        {"no-labels", no_argument, NULL, OPT_NO_LABELS},
 	        {"cmdline", no_argument, NULL, OPT_CMDLINE},
+	        {"span", required_argument, NULL, OPT_SPAN},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -441,6 +536,10 @@ int record_parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_LABELS: no_labels = true; break;
 		case OPT_CMDLINE: cmdline = true; break;
+		case OPT_SPAN:
+			if ((r = parse_span(optarg, o)) != 0)
+				return r;
+			break;
 		default:
 			if ((r = parse_checked(c, optarg, o)) == 1)
 				return bad_option(c, argv);

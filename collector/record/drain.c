@@ -263,7 +263,7 @@ int record_on_sample(void *ctx, void *data, size_t len)
 
 /* ---- draining ----------------------------------------------------------- */
 
-/* Keys by (pid, gen, event, cgroup, thread name) first, so that a
+/* Keys by (pid, gen, event, cgroup, thread name, span) first, so that a
  * series' keys are together,
  * then by the rest of their bytes (padding is zeroed on both sides). */
 static int key_cmp(const struct profile_key *x, const struct profile_key *y)
@@ -279,6 +279,8 @@ static int key_cmp(const struct profile_key *x, const struct profile_key *y)
 	int c = memcmp(x->comm, y->comm, sizeof(x->comm));
 	if (c)
 		return c;
+	if (x->span != y->span)
+		return x->span < y->span ? -1 : 1;
 	return memcmp(x, y, sizeof(*x));
 }
 
@@ -1129,7 +1131,8 @@ static int store_set(struct recorder *r, struct store_batch *b, int set, int64_t
 		uint32_t ev = e->key.event < PROFILE_NEVENTS ? e->key.event : PROFILE_EV_CPU;
 		if (!last || pid != (pid_t)last->pid || e->key.gen != last->gen ||
 		    e->key.event != last->event || e->key.cgroup != last->cgroup ||
-		    memcmp(e->key.comm, last->comm, sizeof(e->key.comm)) != 0) {
+		    memcmp(e->key.comm, last->comm, sizeof(e->key.comm)) != 0 ||
+		    e->key.span != last->span) {
 			rc = record_series(r, b, &e->key, ev, &series);
 			if (rc < 0)
 				return rc;

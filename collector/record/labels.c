@@ -26,6 +26,13 @@
  *     the symbolizer opened the program by; absent for kernel threads.
  *   - cmdline (--cmdline only): /proc/PID/cmdline, its arguments joined
  *     by spaces, while the process runs that program; absent after.
+ *   - span (record --span, even with --no-labels): the name of the
+ *     thread's innermost open span, from the BPF side's `span_names` by
+ *     the key's span (profile-spans.bpf.h): the string read at the start
+ *     probe, through sqlnorm_text() with the span's sql field, or a
+ *     number in decimal; "[unknown]" for a name that could not be read
+ *     or kept, "[empty]" for an empty one.  Absent outside spans.  Each name is read once and its
+ *     entry deleted from the map, which so holds only names not seen yet.
  * Every value goes through store_label_value_clean(): thread names and
  * command lines are anyone's bytes.  Nothing here prints.
  */
@@ -38,10 +45,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "record-internal.h"
+#include "sqlnorm.h"
 
 #define CG_BUCKETS   1024u
 #define PROC_BUCKETS 1024u
+#define SPAN_BUCKETS 1024u
+/* Span names kept at most (a server's statements, before normalising, may
+ * be many): past it the cache starts again. */
+#define SPAN_MAX 65536u
 /* Cgroups resolved at most (a long-running recorder on a host that makes
  * and removes containers all day): past it the cache starts again. */
 #define CG_MAX 65536u
@@ -51,6 +65,12 @@ struct cg_ent {
 	uint64_t id;
 	char *path;      /* cleaned, or NULL: not resolved */
 	char *container; /* cleaned, or NULL: none */
+};
+
+struct span_ent {
+	struct span_ent *next;
+	uint64_t key;
+	char *name; /* cleaned */
 };
 
 struct proc_ent {
@@ -71,6 +91,8 @@ struct record_labels {
 	struct cg_ent *cg[CG_BUCKETS];
 	size_t ncg;
 	struct proc_ent *proc[PROC_BUCKETS];
+	struct span_ent *span[SPAN_BUCKETS];
+	size_t nspan;
 	/* The last key's labels (the drain asks for one series at a time). */
 	bool have_last;
 	struct profile_key last;
@@ -192,10 +214,24 @@ static void free_proc(struct proc_ent *e)
 	free(e);
 }
 
+static void free_spans(struct record_labels *l)
+{
+	for (unsigned i = 0; i < SPAN_BUCKETS; i++) {
+		for (struct span_ent *e = l->span[i], *n; e; e = n) {
+			n = e->next;
+			free(e->name);
+			free(e);
+		}
+		l->span[i] = NULL;
+	}
+	l->nspan = 0;
+}
+
 void record_labels_free(struct record_labels *l)
 {
 	if (!l)
 		return;
+	free_spans(l);
 	free_cgroups(l);
 	for (unsigned i = 0; i < PROC_BUCKETS; i++)
 		for (struct proc_ent *e = l->proc[i], *n; e; e = n) {
@@ -537,19 +573,73 @@ void record_labels_forget(struct record_labels *l, pid_t pid)
 
 /* ---- a key's labels ----------------------------------------------------- */
 
+/* The text a span_names value names, normalised, into out (size
+ * RECORD_SPAN_TEXT); its length. */
+static size_t span_text(const struct profile_span_name *v, char *out)
+{
+	size_t len = v->len < sizeof(v->text) ? v->len : sizeof(v->text) - 1;
+	if (v->flags & PROFILE_SPAN_NUM) {
+		uint64_t n;
+		memcpy(&n, v->text, sizeof(n));
+		return (size_t)snprintf(out, RECORD_SPAN_TEXT, "%llu", (unsigned long long)n);
+	}
+	if (v->flags & PROFILE_SPAN_SQL)
+		return sqlnorm_text(v->text, len, out, RECORD_SPAN_TEXT);
+	memcpy(out, v->text, len);
+	out[len] = '\0';
+	return len;
+}
+
+/* The span label's value for a key's span into *name (owned by l). */
+static int span_of(struct recorder *r, uint64_t key, const char **name)
+{
+	struct record_labels *l = r->labels;
+	unsigned b = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 54) % SPAN_BUCKETS;
+
+	*name = "[unknown]";
+	for (struct span_ent *e = l->span[b]; e; e = e->next)
+		if (e->key == key) {
+			*name = e->name;
+			return 0;
+		}
+	struct profile_span_name v;
+	if (key == PROFILE_SPAN_UNKNOWN || r->span_names_fd < 0 ||
+	    bpf_map_lookup_elem(r->span_names_fd, &key, &v) < 0)
+		return 0; /* not cached: it may yet be read */
+	char text[RECORD_SPAN_TEXT];
+	size_t len = span_text(&v, text);
+	if (len == 0) /* a label value is never empty */
+		len = (size_t)snprintf(text, sizeof(text), "[empty]");
+	if (l->nspan >= SPAN_MAX)
+		free_spans(l);
+	struct span_ent *e = calloc(1, sizeof(*e));
+	int rc = e ? store_label_value_clean(text, len, &e->name) : -ENOMEM;
+	if (rc < 0) {
+		free(e);
+		return rc;
+	}
+	e->key = key;
+	e->next = l->span[b];
+	l->span[b] = e;
+	l->nspan++;
+	bpf_map_delete_elem(r->span_names_fd, &key);
+	*name = e->name;
+	return 0;
+}
+
 int record_labels_of(struct recorder *r, const struct profile_key *key, const char **labels)
 {
 	struct record_labels *l = r->labels;
-	struct store_label set[5];
+	struct store_label set[6];
 	size_t n = 0;
 	char *thread = NULL;
 	int rc;
 
 	*labels = NULL;
-	if (!l || !l->want)
+	if (!l || (!l->want && !key->span))
 		return 0;
 	if (l->have_last && l->last.pid == key->pid && l->last_gen == key->gen &&
-	    l->last.cgroup == key->cgroup &&
+	    l->last.cgroup == key->cgroup && l->last.span == key->span &&
 	    memcmp(l->last.comm, key->comm, sizeof(key->comm)) == 0) {
 		*labels = l->labels;
 		return 0;
@@ -580,6 +670,14 @@ int record_labels_of(struct recorder *r, const struct profile_key *key, const ch
 			set[n++] = (struct store_label){STORE_LABEL_EXE, p->exe};
 		if (p->cmdline)
 			set[n++] = (struct store_label){STORE_LABEL_CMDLINE, p->cmdline};
+	}
+	if (key->span) {
+		const char *name;
+		if ((rc = span_of(r, key->span, &name)) < 0) {
+			free(thread);
+			return rc;
+		}
+		set[n++] = (struct store_label){RECORD_SPAN_LABEL, name};
 	}
 	char *made;
 	rc = store_labels_make(set, n, &made);

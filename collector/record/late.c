@@ -41,6 +41,7 @@ struct late_rec {
 	uint32_t gen, event;
 	uint64_t cgroup;        /* the key's, for its labels */
 	char comm[16];          /* the key's */
+	uint64_t span;          /* the key's */
 	int64_t when;           /* the time of its first drain (seconds) */
 	int64_t bucket;         /* when's store time bucket: counts merge within it */
 	uint64_t since;         /* the drain that first held it (drain_seq) */
@@ -100,7 +101,7 @@ static uint64_t rec_hash(const struct profile_key *key, int64_t bucket, const st
 	uint64_t h = mix(mix(mix((uint64_t)key->pid, key->gen), key->event), (uint64_t)bucket);
 	uint64_t c[2];
 	memcpy(c, key->comm, sizeof(c));
-	h = mix(mix(mix(h, key->cgroup), c[0]), c[1]);
+	h = mix(mix(mix(mix(h, key->cgroup), c[0]), c[1]), key->span);
 	h = mix(h, ((uint64_t)u->state << 40) | ((uint64_t)k->state << 32) |
 	                   ((uint64_t)u->truncated << 48) | u->depth);
 	for (uint32_t i = 0; i < u->depth; i++)
@@ -116,9 +117,9 @@ static bool rec_same(const struct late_rec *x, const struct profile_key *key, in
 {
 	return x->pid == (pid_t)key->pid && x->gen == key->gen && x->event == key->event &&
 	       x->cgroup == key->cgroup && memcmp(x->comm, key->comm, sizeof(x->comm)) == 0 &&
-	       x->bucket == bucket && x->ustate == u->state && x->kstate == k->state &&
-	       x->truncated == u->truncated && x->nuser == u->depth && x->nkernel == k->depth &&
-	       memcmp(x->pcs, u->pcs, u->depth * sizeof(*u->pcs)) == 0 &&
+	       x->span == key->span && x->bucket == bucket && x->ustate == u->state &&
+	       x->kstate == k->state && x->truncated == u->truncated && x->nuser == u->depth &&
+	       x->nkernel == k->depth && memcmp(x->pcs, u->pcs, u->depth * sizeof(*u->pcs)) == 0 &&
 	       memcmp(x->pcs + u->depth, k->pcs, k->depth * sizeof(*k->pcs)) == 0;
 }
 
@@ -222,6 +223,7 @@ static int hold(struct recorder *r, const struct profile_key *key, const struct 
 	        .nkernel = k->depth,
 	};
 	memcpy(x->comm, key->comm, sizeof(x->comm));
+	x->span = key->span;
 	memcpy(x->pcs, u->pcs, u->depth * sizeof(uint64_t));
 	memcpy(x->pcs + u->depth, k->pcs, k->depth * sizeof(uint64_t));
 	if (add_moments(x, m, nm) < 0) {
@@ -289,7 +291,10 @@ static int rec_cmp(const void *a, const void *b)
 		return x->event < y->event ? -1 : 1;
 	if (x->cgroup != y->cgroup)
 		return x->cgroup < y->cgroup ? -1 : 1;
-	return memcmp(x->comm, y->comm, sizeof(x->comm));
+	int c = memcmp(x->comm, y->comm, sizeof(x->comm));
+	if (c)
+		return c;
+	return x->span < y->span ? -1 : x->span > y->span;
 }
 
 /* Names held record x and stores it when it is due; returns 1 when it
@@ -317,7 +322,8 @@ static int settle(struct recorder *r, struct store_batch *b, struct late_rec *x,
 		struct profile_key key = {.pid = (__u32)x->pid,
 		                          .gen = x->gen,
 		                          .event = x->event,
-		                          .cgroup = x->cgroup};
+		                          .cgroup = x->cgroup,
+		                          .span = x->span};
 		memcpy(key.comm, x->comm, sizeof(key.comm));
 		rc = record_series(r, b, &key, ev, series);
 		if (rc < 0)

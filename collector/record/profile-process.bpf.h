@@ -356,6 +356,10 @@ int on_exec(void *ctx)
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
 	bpf_map_delete_elem(&exec_stacks, &tgid);
+	/* The old program's open spans end with it (the thread that
+	 * executed is the process's only one now, tid = tgid). */
+	if (spans_on)
+		bpf_map_delete_elem(&span_stacks, &tgid);
 	report_exec(ctx, tgid, one);
 	return 0;
 }
@@ -384,16 +388,19 @@ int on_exec_begin(void *ctx)
 	return 0;
 }
 
-/* (struct task_struct *p, ...); p is the current task.  Only a process's
- * main thread: a process whose other threads outlive it is known again at
- * the next drain. */
+/* (struct task_struct *p, ...); p is the current task.  Every thread's
+ * exit ends its open spans (record --span); the rest is for a process's
+ * main thread only: a process whose other threads outlive it is known
+ * again at the next drain. */
 SEC("raw_tp/sched_process_exit")
 int on_exit(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
+	__u32 tgid = id >> 32, tid = (__u32)id;
 
-	if ((__u32)id != tgid)
+	if (spans_on)
+		bpf_map_delete_elem(&span_stacks, &tid); /* spans left open end with it */
+	if (tid != tgid)
 		return 0;
 	if (filter_pids) {
 		if (!bpf_map_lookup_elem(&pids, &tgid))

@@ -17,7 +17,8 @@
  * One BPF object from this file and the three it includes once each, so
  * that their functions inline into the programs: profile-walk.bpf.h (the
  * stack walks), profile-process.bpf.h (fork, exec, exit, the loader) and
- * profile-events.bpf.h (the events other than the cpu-clock sample).
+ * profile-events.bpf.h (the events other than the cpu-clock sample) and
+ * profile-spans.bpf.h (record --span: each thread's open spans).
  *
  * Nothing here needs the kernel's BTF at load time (no CO-RE relocation,
  * no tp_btf): the tracepoints are raw ones, and the kernel fields read
@@ -301,6 +302,15 @@ static __always_inline void count(enum profile_stat s)
 
 #include "profile-walk.bpf.h"
 
+static __always_inline bool followed(__u32 tgid)
+{
+	if (filter_pids)
+		return bpf_map_lookup_elem(&pids, &tgid) != NULL;
+	return !(skip_idle && tgid == 0);
+}
+
+#include "profile-spans.bpf.h"
+
 /* ---- recording an event ------------------------------------------------ */
 
 /* Fills key with the current task's stacks for event ev, kept in one map
@@ -321,6 +331,7 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *kstacks, v
 	key->cgroup = label_cgroup ? bpf_get_current_cgroup_id() : 0;
 	if (!label_thread || bpf_get_current_comm(key->comm, sizeof(key->comm)) < 0)
 		__builtin_memset(key->comm, 0, sizeof(key->comm));
+	key->span = span_now((__u32)bpf_get_current_pid_tgid());
 	if (ev_flags[ev] & PROFILE_EV_USER) {
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
 			walk_user(ctx, from_perf, ustacks, pystacks, key, tgid, true);
@@ -375,13 +386,6 @@ static __always_inline void add_sample(void *ring, void *counts, const struct pr
 		count(PROFILE_STAT_RING_FULL);
 	}
 	add_count(counts, key, weight);
-}
-
-static __always_inline bool followed(__u32 tgid)
-{
-	if (filter_pids)
-		return bpf_map_lookup_elem(&pids, &tgid) != NULL;
-	return !(skip_idle && tgid == 0);
 }
 
 /* Every Nth event of ev (counted per CPU) takes a stack. */

@@ -64,6 +64,9 @@ struct profile_key {
 	                * directory), 0 without the cgroup and container labels */
 	char comm[16]; /* the thread's name, zero-padded; all zero without the
 	                * thread label */
+	__u64 span;    /* record --span: the innermost open span of the thread,
+	             * a key of `span_names` (a hash of its name), 0 outside
+	             * spans or without --span */
 };
 
 struct profile_value {
@@ -83,6 +86,30 @@ struct profile_sample {
 	__u32 tid;
 	__u32 pad;
 	struct profile_key key; /* key.pid is the process (tgid) */
+};
+
+/* record --span.  A span start probe's BPF cookie: the argument naming
+ * the span (0-based) in its low byte, PROFILE_SPAN_* flags above it. */
+#define PROFILE_SPAN_ARG_MASK 0xffu
+#define PROFILE_SPAN_NUM      0x100u /* the name is the argument's number */
+#define PROFILE_SPAN_SQL      0x200u /* a SQL text: normalised in user space */
+#define PROFILE_SPAN_END      0x400u /* the cookie of an end probe */
+/* Open spans kept per thread; deeper ones are counted (SPAN_DEEP), and the
+ * depth still follows them so that their ends pop nothing kept. */
+#define PROFILE_SPAN_DEPTH 16
+/* The key of a span whose name could not be read or kept: "[unknown]".
+ * A key is otherwise a hash of its name, never 0 (no span) nor this. */
+#define PROFILE_SPAN_UNKNOWN 1
+/* Bytes of a span name read from the traced process, with its NUL. */
+#define PROFILE_SPAN_NAME 256
+
+/* A value of `span_names`, keyed by a key's span: what names it.  A
+ * string name is text[0..len) (cut at PROFILE_SPAN_NAME - 1 bytes); a
+ * number's is its 8 bytes in text (len 8). */
+struct profile_span_name {
+	__u32 flags; /* PROFILE_SPAN_NUM, PROFILE_SPAN_SQL */
+	__u32 len;
+	char text[PROFILE_SPAN_NAME];
 };
 
 /* The file system types the vfs events met: `fs_names`, keyed by a key's
@@ -183,6 +210,13 @@ enum profile_stat {
 	                             * walked from the probed instruction */
 	PROFILE_STAT_RING_FULL,     /* samples counted without their moment:
 	                             * the samples ring had no room */
+	/* record --span: span ends met with no span open on the thread
+	 * (ignored); spans opened deeper than PROFILE_SPAN_DEPTH (their
+	 * samples go to the deepest kept one); span names not read or not
+	 * kept (a fault, or `span_names` full: "[unknown]"). */
+	PROFILE_STAT_SPAN_UNMATCHED,
+	PROFILE_STAT_SPAN_DEEP,
+	PROFILE_STAT_SPAN_NAME_LOST,
 	PROFILE_NSTATS,
 };
 

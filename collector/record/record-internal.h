@@ -66,7 +66,24 @@ struct options {
 	int64_t keep_samples;    /* --keep-samples, seconds; -1: the store's own */
 	uint64_t samples_memory; /* --samples-memory, bytes of each ring; 0: sized */
 	unsigned labels;         /* --labels, --no-labels, --cmdline: RECORD_LABEL_* */
+	/* --span, in order */
+	struct record_span_spec *spans;
+	size_t nspans;
 };
+
+/* One --span PROVIDER:START:END[:FIELD...] (cmdline.c). */
+struct record_span_spec {
+	const char *arg;              /* as given, for messages */
+	char *provider, *start, *end; /* the probes */
+	char *path;                   /* in=PATH, or NULL: the target's program */
+	uint32_t cookie;              /* the start probe's (profile.h: PROFILE_SPAN_*) */
+};
+#define RECORD_SPANS_MAX 16
+/* The label every sample inside a span carries: its innermost span's name. */
+#define RECORD_SPAN_LABEL "span"
+/* The longest span label value kept before store_label_value_clean cuts
+ * it: the name read, normalised (SQL). */
+#define RECORD_SPAN_TEXT 1024
 
 /* The labels record gives each series (labels.c). */
 #define RECORD_LABEL_CGROUP    1u
@@ -271,6 +288,11 @@ struct recorder {
 	char fs_frames[PROFILE_FS_MAX][PROFILE_FS_NAME + 8];
 	size_t nfs;
 	int nev_links;
+	/* --span: two links a span (end, start: attached and destroyed so), and
+	 * the names' map */
+	struct bpf_link *span_links[2 * RECORD_SPANS_MAX];
+	int nspan_links;
+	int span_names_fd;  /* -1 without --span */
 	uint64_t truncated; /* samples stored with a [truncated] user stack */
 	/* Stacks whose JIT frames wait for a perf map (late.c;
 	 * NULL with --jit-wait 0), and what became of them, in samples. */
@@ -417,6 +439,10 @@ int record_wire_maps(struct recorder *r, const struct options *o);
 /* The event ring buffer, the samples rings and the process events:
  * fork, exec, exit (all three needed), the exec's beginning and the
  * loader's hook (optional). */
+/* --span: each span's start and end probes attached, in its in=PATH or
+ * the target's program (every process of the file; the BPF side counts
+ * only the followed ones).  0, or -errno (record_fail'd). */
+int record_attach_spans(struct recorder *r, const struct options *o);
 int record_attach_process_events(struct recorder *r, const struct options *o,
                                  const struct ldso_probe *ldso, bool have_ldso);
 /* One cpu-clock perf event per online CPU, the sampler attached to each. */

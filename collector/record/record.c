@@ -147,7 +147,8 @@ static int alloc_state(struct recorder *r, const struct options *o)
 		record_fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
-	if (o->labels && record_labels_new(&r->labels, o->labels) < 0) {
+	/* --span labels samples even with --no-labels. */
+	if ((o->labels || o->nspans) && record_labels_new(&r->labels, o->labels) < 0) {
 		record_fail(r, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
@@ -324,7 +325,12 @@ static void stop_and_report(struct recorder *r, double start, double cpu_start)
 	record_close_cpu_events(r);
 	for (int i = 0; i < r->nev_links; i++)
 		bpf_link__destroy(r->ev_links[i]);
+	if (r->nspan_links)
+		*(volatile __u32 *)&r->skel->bss->spans_stopped = 1;
+	for (int i = 0; i < r->nspan_links; i++)
+		bpf_link__destroy(r->span_links[i]);
 	r->nev_links = 0;
+	r->nspan_links = 0;
 	ring_buffer__consume(r->rb);
 	if (!r->err)
 		record_drain(r, true);
@@ -344,7 +350,7 @@ static int run(struct recorder *r, const struct options *o)
 	    (rc = record_open_bpf(r, o, &ldso, &have_ldso)) < 0 ||
 	    (rc = record_wire_maps(r, o)) < 0 ||
 	    (rc = record_attach_process_events(r, o, &ldso, have_ldso)) < 0 ||
-	    (rc = record_start_target(r, o, &go_fd)) < 0 ||
+	    (rc = record_attach_spans(r, o)) < 0 || (rc = record_start_target(r, o, &go_fd)) < 0 ||
 	    (rc = record_start_sampling(r, o, go_fd)) < 0)
 		return rc;
 	event_loop(r, o, &start, &cpu_start);
@@ -363,6 +369,8 @@ static void cleanup(struct recorder *r)
 	unwinder_free(r->unwinder);
 	for (int i = 0; i < r->nev_links; i++)
 		bpf_link__destroy(r->ev_links[i]);
+	for (int i = 0; i < r->nspan_links; i++)
+		bpf_link__destroy(r->span_links[i]);
 	bpf_link__destroy(r->fork_link);
 	bpf_link__destroy(r->exec_link);
 	bpf_link__destroy(r->exit_link);
@@ -402,16 +410,26 @@ static void cleanup(struct recorder *r)
 	free(r->frames);
 }
 
+/* What --span's parsing allocated (the spec's fields share one copy). */
+static void free_spans(struct options *o)
+{
+	for (size_t i = 0; i < o->nspans; i++)
+		free(o->spans[i].provider);
+	free(o->spans);
+}
+
 int record_main(int argc, char **argv)
 {
 	struct options o = {0};
-	struct recorder r = {.opt = &o, .log_fd = -1, .stats_fd = -1};
+	struct recorder r = {.opt = &o, .log_fd = -1, .stats_fd = -1, .span_names_fd = -1};
 	char missing[64];
 	int rc;
 
 	rc = record_parse_options(argc, argv, &o);
-	if (rc >= 0)
+	if (rc >= 0) {
+		free_spans(&o);
 		return rc;
+	}
 
 	missing_caps(missing, sizeof(missing));
 	if (missing[0]) {
@@ -419,6 +437,7 @@ int record_main(int argc, char **argv)
 		        PROG ": record needs CAP_BPF and CAP_PERFMON; this process lacks %s: "
 		             "run as root, or setcap cap_bpf,cap_perfmon+ep on " PROG "\n",
 		        missing);
+		free_spans(&o);
 		return 1;
 	}
 
@@ -449,6 +468,7 @@ int record_main(int argc, char **argv)
 		record_reap_child(&r);
 	}
 	cleanup(&r);
+	free_spans(&o);
 	if (r.err) {
 		fprintf(stderr, PROG ": record: %s\n", r.errmsg);
 		return 1;

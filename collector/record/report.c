@@ -102,6 +102,19 @@ static void report_short(struct recorder *r, double wall)
 	if (lost)
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " stacks lost, their weight kept under [unknown]", lost);
+	if (st[PROFILE_STAT_SPAN_NAME_LOST])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " span names not read or not kept (span=[unknown])",
+		         (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST]);
+	if (st[PROFILE_STAT_SPAN_UNMATCHED])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " span ends without a start (begun before they were followed)",
+		         (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED]);
+	if (st[PROFILE_STAT_SPAN_DEEP])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " spans nested deeper than %d (their samples go to the "
+		         "deepest kept span)",
+		         (uint64_t)st[PROFILE_STAT_SPAN_DEEP], PROFILE_SPAN_DEPTH);
 	if (st[PROFILE_STAT_EVENTS_LOST])
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " process events lost (some processes may be unnamed)",
@@ -220,6 +233,14 @@ static void report_samples(const struct recorder *r, double wall)
 	        r->with_moment, r->without_moment, (uint64_t)st[PROFILE_STAT_RING_FULL],
 	        r->keep_samples > 0 ? r->ring_bytes >> 10 : 0, r->keep_samples, r->rollups,
 	        r->rolled_samples);
+	if (r->opt->nspans)
+		fprintf(stderr,
+		        PROG ": spans: %zu spans attached; %" PRIu64
+		             " ends without a start, %" PRIu64 " spans deeper than %d, %" PRIu64
+		             " names not read or kept\n",
+		        r->opt->nspans, (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED],
+		        (uint64_t)st[PROFILE_STAT_SPAN_DEEP], PROFILE_SPAN_DEPTH,
+		        (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST]);
 }
 
 /* The symbolizer: snapshots, files (and those not trusted), templates;

@@ -373,6 +373,11 @@ int record_open_bpf(struct recorder *r, const struct options *o, struct ldso_pro
 	unsigned labels = record_labels_want(r->labels);
 	r->skel->rodata->label_cgroup = labels & (RECORD_LABEL_CGROUP | RECORD_LABEL_CONTAINER);
 	r->skel->rodata->label_thread = labels & RECORD_LABEL_THREAD;
+	r->skel->rodata->spans_on = o->nspans > 0;
+	if (!o->nspans) {
+		bpf_program__set_autoload(r->skel->progs.span_enter, false);
+		bpf_program__set_autoload(r->skel->progs.span_exit, false);
+	}
 	char lerr[PATH_MAX + 128];
 	*have_ldso = ldso_find(LDSO_INTERP, ldso, lerr, sizeof(lerr)) == 0;
 	if (*have_ldso)
@@ -445,6 +450,79 @@ int record_wire_maps(struct recorder *r, const struct options *o)
 	};
 	symbolize_set_hooks(r->sym, &h);
 
+	return 0;
+}
+
+/* The file a span's probes are in without in=PATH: -- COMMAND's program
+ * (found as execvp finds it) or the first -p process's, into buf. */
+static int span_program(const struct options *o, char *buf, size_t size)
+{
+	if (o->command) {
+		const char *cmd = o->command[0];
+		if (strchr(cmd, '/')) {
+			snprintf(buf, size, "%s", cmd);
+			return access(buf, X_OK) == 0 ? 0 : -errno;
+		}
+		const char *path = getenv("PATH");
+		if (!path)
+			path = "/usr/local/bin:/usr/bin:/bin";
+		for (const char *p = path; *p;) {
+			size_t n = strcspn(p, ":");
+			snprintf(buf, size, "%.*s%s%s", (int)n, p, n ? "/" : "", cmd);
+			if (access(buf, X_OK) == 0)
+				return 0;
+			p += n + (p[n] == ':');
+		}
+		return -ENOENT;
+	}
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/%ld/exe", strtol(o->pid_list, NULL, 10));
+	ssize_t n = readlink(link, buf, size - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+int record_attach_spans(struct recorder *r, const struct options *o)
+{
+	r->span_names_fd = o->nspans ? bpf_map__fd(r->skel->maps.span_names) : -1;
+	for (size_t i = 0; i < o->nspans; i++) {
+		const struct record_span_spec *sp = &o->spans[i];
+		char prog[PATH_MAX];
+		const char *path = sp->path;
+		int rc;
+		if (!path) {
+			if ((rc = span_program(o, prog, sizeof(prog))) < 0) {
+				record_fail(r, rc, "--span %s: cannot find the program's file: %s",
+				            sp->arg, strerror(-rc));
+				return rc;
+			}
+			path = prog;
+		}
+		/* The end first: a start attached alone would push spans
+		 * nothing pops, and the thread's stack would stay off by them;
+		 * an end attached alone only meets ends of nothing (ignored).
+		 * The links are destroyed in this order too. */
+		for (int end = 1; end >= 0; end--) {
+			LIBBPF_OPTS(bpf_usdt_opts, uo,
+			            .usdt_cookie = end ? PROFILE_SPAN_END : sp->cookie);
+			libbpf_last[0] = '\0';
+			struct bpf_link *l = bpf_program__attach_usdt(
+			        end ? r->skel->progs.span_exit : r->skel->progs.span_enter, -1,
+			        path, sp->provider, end ? sp->end : sp->start, &uo);
+			if (!l) {
+				rc = -errno;
+				record_fail(r, rc, "--span %s: cannot attach %s:%s in %s: %s%s%s%s",
+				            sp->arg, sp->provider, end ? sp->end : sp->start, path,
+				            strerror(-rc), libbpf_last[0] ? " (libbpf: " : "",
+				            libbpf_last[0] ? libbpf_last : "",
+				            libbpf_last[0] ? ")" : "");
+				return rc;
+			}
+			r->span_links[r->nspan_links++] = l;
+		}
+	}
 	return 0;
 }
 

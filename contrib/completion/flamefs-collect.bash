@@ -123,7 +123,7 @@ _flamefs_collect()
 		return
 		;;
 	--by)
-		COMPREPLY=($(compgen -W 'cgroup container thread exe cmdline' -- "$cur"))
+		COMPREPLY=($(compgen -W 'cgroup container thread exe cmdline span' -- "$cur"))
 		return
 		;;
 	--last)
@@ -155,7 +155,7 @@ _flamefs_collect()
 		opts='--store --host --pid --all-cpus --freq --duration --user-only --kernel-only
 		      --binary --version --lines --inline --retention --keep-samples --samples-memory --log-drains --verbose --help
 		      --unwind --unwind-memory --jit-wait --jit-memory --python --event --offcpu-min --push --push-every -e
-		      --labels --no-labels --cmdline
+		      --labels --no-labels --cmdline --span
 		      -p -a -F -d -v --'
 		;;
 	stats) opts='--store --by-host --by --quality --help' ;;
