@@ -57,8 +57,10 @@ int store_labels_make(const struct store_label *l, size_t n, char **out)
 		free(s);
 		return -ENOMEM;
 	}
-	memcpy(sorted, l, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), cmp_label);
+	if (n > 0) { /* l may be NULL for none */
+		memcpy(sorted, l, n * sizeof(*sorted));
+		qsort(sorted, n, sizeof(*sorted), cmp_label);
+	}
 	p = s;
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0 && strcmp(sorted[i - 1].key, sorted[i].key) == 0) {
