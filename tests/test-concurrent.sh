@@ -119,25 +119,34 @@ def started():
     with open(started_f) as f:
         return int(f.read())
 
-def exact(frames, what, v, b, i):
-    """v must be b + k*i for a whole k in [0, started]; k must not go down."""
+def exact(frames, what, v, b, i, read=None):
+    """v must be b + k*i for a whole k in [0, started]; k must not go down.
+    read: (path, bytes read), to tell in a failure an empty read (a size the
+    kernel held) from a file without the samples."""
     global checks
+    def why():  # only on a failure: a stat is a request of its own
+        if not read:
+            return ""
+        try:
+            return " (read %d bytes; stat now says %d)" % (read[1], os.stat(read[0]).st_size)
+        except OSError as e:
+            return " (read %d bytes; stat now: %s)" % (read[1], e)
     checks += 1
     if i == 0:
         k = 0
         if v != b:
-            fail("%s of /%s is %d, expected %d" % (what, "/".join(frames), v, b))
+            fail("%s of /%s is %d, expected %d%s" % (what, "/".join(frames), v, b, why()))
             return
     else:
         k, rem = divmod(v - b, i)
         hi = started()
         if v < b or rem or k > hi:
-            fail("%s of /%s is %d: not %d + k x %d for a whole k <= %d (a partial import?)"
-                 % (what, "/".join(frames), v, b, i, hi))
+            fail("%s of /%s is %d: not %d + k x %d for a whole k <= %d (a partial import?)%s"
+                 % (what, "/".join(frames), v, b, i, hi, why()))
             return
     key = (frames, what)
     if k < last_k.get(key, 0):
-        fail("%s of /%s went back from %d imports to %d" % (what, "/".join(frames), last_k[key], k))
+        fail("%s of /%s went back from %d imports to %d%s" % (what, "/".join(frames), last_k[key], k, why()))
     last_k[key] = max(k, last_k.get(key, 0))
 
 def varint(b, i):
@@ -213,8 +222,9 @@ def snapshot(d, frames):
     exact(frames, "folded", fsum, b_t, i_t)
     if lines != sorted(lines):
         fail("folded of /%s is not sorted" % "/".join(frames))
-    pw = pprof_weight(rd(d + "/pprof"))
-    exact(frames, "pprof", pw, b_t, i_t)
+    pdata = rd(d + "/pprof")
+    pw = pprof_weight(pdata)
+    exact(frames, "pprof", pw, b_t, i_t, (d + "/pprof", len(pdata)))
     name = rd(d + "/name")
     want = (frames[-1] if frames else "app") + "\n"
     if name != want.encode():
