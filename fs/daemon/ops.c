@@ -452,15 +452,18 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	of->key = key;
 	of->tree = tree; /* rendered at the first read (open_file_render) */
 	/* An inode of an older version, whose cached size and pages are
-	 * another rendering's, or a root file (whose 0 in stat before the
-	 * root's tree is built is cached): read to EOF through the daemon.
-	 * Otherwise the inode's pages can only ever hold these bytes: keep
-	 * them.  That holds for a file whose size needs its rendering too
-	 * (pprof, flame.svg, ...): when the daemon does not know that size
-	 * the file is rendered before the open is answered and the 0 the
-	 * kernel was told is dropped, and while the file is open stat
-	 * answers its length (inode_attr_locked()). */
-	fi->direct_io = !current || all;
+	 * another rendering's, a root file (whose 0 in stat before the
+	 * root's tree is built is cached), or a file whose size needs its
+	 * rendering (pprof, flame.svg, ...): read to EOF through the daemon,
+	 * from its cached rendering.  A size the kernel holds for such a file
+	 * may be a 0 stat gave before the rendering, and a read through the
+	 * page cache ends there: readers of a store being written read empty
+	 * pprofs (test-concurrent), even with the settling above.  Otherwise
+	 * the inode's pages can only ever hold these bytes: keep them.  When
+	 * the daemon does not know a sizeless file's length, the file is
+	 * rendered before the open is answered and the 0 the kernel was told
+	 * is dropped, so that stat says its length. */
+	fi->direct_io = !current || all || !key.vf->size;
 	fi->keep_cache = !fi->direct_io;
 	of->sizeless = current && all;
 	of->length = length;
