@@ -432,21 +432,23 @@ static int parse_span(const char *arg, struct options *o)
 			unsigned long n = strtoul(num, &e, 10);
 			/* USDT probes have at most 12 arguments (sys/sdt.h). */
 			if (named || !*num || *e || errno || n < 1 || n > 12 || num[0] == '0') {
+				/* field points into copy: said before it is freed */
+				int r = usage_error("--span %s: %s: expected one name=argN or "
+				                    "number=argN, N from 1 to 12",
+				                    arg, field);
 				free(copy);
-				return usage_error(
-				        "--span %s: %s: expected one name=argN or number=argN, "
-				        "N from 1 to 12",
-				        arg, field);
+				return r;
 			}
 			sp->cookie |= (uint32_t)(n - 1) | flags;
 			named = true;
 		} else if (strcmp(field, "sql") == 0) {
 			sp->cookie |= PROFILE_SPAN_SQL;
 		} else {
+			int r = usage_error("--span %s: unknown field \"%s\" (expected name=argN, "
+			                    "number=argN, sql or in=PATH)",
+			                    arg, field);
 			free(copy);
-			return usage_error("--span %s: unknown field \"%s\" (expected name=argN, "
-			                   "number=argN, sql or in=PATH)",
-			                   arg, field);
+			return r;
 		}
 	}
 	if (!named) {
