@@ -505,8 +505,12 @@ int record_attach_spans(struct recorder *r, const struct options *o)
 		 * an end attached alone only meets ends of nothing (ignored).
 		 * The links are destroyed in this order too. */
 		for (int end = 1; end >= 0; end--) {
-			LIBBPF_OPTS(bpf_usdt_opts, uo,
-			            .usdt_cookie = end ? PROFILE_SPAN_END : sp->cookie);
+			/* Not LIBBPF_OPTS(): a GNU statement expression, which
+			 * clang -Wpedantic (the fuzz build) refuses. */
+			struct bpf_usdt_opts uo = {
+			        .sz = sizeof(uo),
+			        .usdt_cookie = end ? PROFILE_SPAN_END : sp->cookie,
+			};
 			libbpf_last[0] = '\0';
 			struct bpf_link *l = bpf_program__attach_usdt(
 			        end ? r->skel->progs.span_exit : r->skel->progs.span_enter, -1,
