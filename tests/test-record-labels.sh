@@ -46,14 +46,6 @@ e2e_on_exit() {
 	fi
 }
 
-# labels_sum FILE RE [STACK_RE]: the weight of the stacks (labels-folded
-# lines) whose labels match RE and whose stack matches STACK_RE ("": any).
-labels_sum() {
-	LRE=$2 SRE=${3:-} awk -F '\t' '{ n = $3; sub(/.* /, "", n); s = $3; sub(/ [0-9]+$/, "", s)
-		if ($1 ~ ENVIRON["LRE"] && (ENVIRON["SRE"] == "" || s ~ ENVIRON["SRE"])) t += n }
-		END { printf "%.0f\n", t }' "$1"
-}
-
 # ---- (a) two cgroups ---------------------------------------------------------
 cgmount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
 if [ -z "$cgmount" ] || ! mkdir "$cgmount/flamefs-test-$$" 2>/dev/null; then
