@@ -47,6 +47,7 @@ enum store_frame_kind {
 	STORE_FRAME_UNKNOWN = 3, /* unsymbolized: "[unknown]" or "[libfoo.so]" */
 	STORE_FRAME_JIT = 4,     /* named from a perf map */
 	STORE_FRAME_PYTHON = 5,  /* a Python function: "qualname (file)" */
+	STORE_FRAME_SPAN = 6,    /* a span's name (STORE_EVENT_SPANS series) */
 };
 
 /* A frame as the importers describe it.  Strings are (pointer, length) and
@@ -251,7 +252,33 @@ struct store_sample {
 	uint32_t pid;    /* process (tgid); 0 when unknown */
 	uint32_t tid;    /* thread; 0 when unknown */
 	uint64_t weight; /* in the series' unit */
+	/* Spans (record --span): in a sample of any event, the id of the
+	 * innermost span its thread was in (0: none); in a span's own record
+	 * (a series of event STORE_EVENT_SPANS, below), the span's id. */
+	uint64_t span;
+	/* A span's own record only: the id of the span it is nested in (0:
+	 * none, or not known); 0 in every other sample. */
+	uint64_t parent;
 };
+
+/* ---- spans -----------------------------------------------------------
+ * A span is a stretch of one thread's time that a program marked (a
+ * query, a request; record --span).  Each ended span is one record in
+ * a series of event STORE_EVENT_SPANS (unit "nanoseconds") of the
+ * process's binary and version, labelled at least span=<name> (the
+ * other labels as the thread's samples have them), added with
+ * store_batch_sample(): time_us is its start, weight its duration in
+ * nanoseconds, pid and tid its thread, span its id, parent its parent's
+ * id, and node the chain of span names from the outermost open span
+ * down to its own (frames of kind STORE_FRAME_SPAN), with one more frame
+ * STORE_SPAN_UNENDED_FRAME under it when the span never ended and was
+ * closed at its thread's exit.  So a window's counts of the series are
+ * the number of spans that started in it and their total duration, for
+ * as long as counts are kept, and the recent tier's detail gives each
+ * span's moment, duration and nesting (durations for p50, p99, max;
+ * the spans of a trace). */
+#define STORE_EVENT_SPANS        "spans"
+#define STORE_SPAN_UNENDED_FRAME "[unended]"
 
 /* Adds one sample with its moment.  It is counted at once, like
  * store_batch_add(series, time_us / 1e6, node, 1, weight), in the bucket

@@ -235,7 +235,7 @@ void test_samples_copy(void)
 	n = stack(b, "q;r");
 	m = stack(b, "q;s");
 	for (int i = 0; i < 3; i++)
-		v1[i] = (struct store_sample){T0US + 1000 * i, i ? n : m, 7, 8, 100 + (uint64_t)i};
+		v1[i] = (struct store_sample){T0US + 1000 * i, i ? n : m, 7, 8, 100 + (uint64_t)i, 0, 0};
 	CHECK(store_batch_add(b, s, T0, n, 2, 201) == 0);
 	CHECK(store_batch_add(b, s, T0, m, 1, 100) == 0);
 	CHECK(w->ops->batch_detail(b, s, T0, v1, 3) == 0);
@@ -263,7 +263,7 @@ void test_samples_copy(void)
 	CHECK(w->ops->batch_source(b, src, 1, 2) == 0);
 	s = series(b, "far", "db");
 	for (int i = 0; i < 2; i++)
-		v2[i] = (struct store_sample){T0US + 5000 + i, n, 9, 9, 50};
+		v2[i] = (struct store_sample){T0US + 5000 + i, n, 9, 9, 50, 0, 0};
 	CHECK(store_batch_add(b, s, T0, n, 2, 100) == 0);
 	CHECK(w->ops->batch_detail(b, s, T0, v2, 2) == 0);
 	CHECK(store_batch_commit(b) == 0);
@@ -272,14 +272,14 @@ void test_samples_copy(void)
 	b = store_batch_new(w);
 	CHECK(w->ops->batch_source(b, src2, 0, 1) == 0);
 	s = series(b, "far", "db");
-	v3[0] = (struct store_sample){T0US + 5000, n, 1, 1, 1};
+	v3[0] = (struct store_sample){T0US + 5000, n, 1, 1, 1, 0, 0};
 	CHECK(store_batch_add(b, s, T0, n, 1, 1) == 0);
 	CHECK(w->ops->batch_detail(b, s, T0, v3, 1) == 0);
 	CHECK(store_batch_commit(b) == 0);
 	store_batch_free(b);
 	b = store_batch_new(w);
 	s = series(b, "far", "db");
-	d1 = (struct store_sample){T0US + 59 * US, m, 3, 4, 5};
+	d1 = (struct store_sample){T0US + 59 * US, m, 3, 4, 5, 0, 0};
 	CHECK(store_batch_sample(b, s, &d1) == 0);
 	CHECK(store_batch_commit(b) == 0);
 	store_batch_free(b);
@@ -355,7 +355,7 @@ static void rollup_fill(struct store *w, uint32_t ids[3], struct svec *app, stru
 	/* a bucket every 5 minutes, 3 samples each, up to the newest */
 	for (int64_t t = T0US; t <= newest; t += 300 * US)
 		for (int k = 0; k < 3; k++) {
-			struct store_sample smp = {t + k * 17 * US, node, 10, 11, 1 + (uint64_t)k};
+			struct store_sample smp = {t + k * 17 * US, node, 10, 11, 1 + (uint64_t)k, 0, 0};
 
 			if (smp.time_us > newest)
 				smp.time_us = newest;
@@ -363,10 +363,10 @@ static void rollup_fill(struct store *w, uint32_t ids[3], struct svec *app, stru
 			svec_add(app, &smp);
 		}
 	{
-		struct store_sample last = {newest, node, 10, 11, 9};
+		struct store_sample last = {newest, node, 10, 11, 9, 0, 0};
 		/* in the first bucket that stays: it ends a minute after
 		 * newest - keep */
-		struct store_sample edge = {T0US + (30 * 60 + 65) * US, node, 10, 11, 9};
+		struct store_sample edge = {T0US + (30 * 60 + 65) * US, node, 10, 11, 9, 0, 0};
 
 		CHECK(store_batch_sample(b, sa, &last) == 0);
 		svec_add(app, &last);
@@ -375,20 +375,20 @@ static void rollup_fill(struct store *w, uint32_t ids[3], struct svec *app, stru
 	}
 	/* another host whose own newest is older: the store's newest counts */
 	for (int64_t t = T0US + 10 * US; t < T0US + 60 * 60 * US; t += 600 * US) {
-		struct store_sample smp = {t, node, 20, 20, 2};
+		struct store_sample smp = {t, node, 20, 20, 2, 0, 0};
 
 		CHECK(store_batch_sample(b, s2, &smp) == 0);
 		svec_add(app2, &smp);
 	}
 	/* perf's clock has its own newest */
 	for (int64_t t = 100 * US; t <= boot_newest; t += 250 * US) {
-		struct store_sample smp = {t, node, 1, 1, 1};
+		struct store_sample smp = {t, node, 1, 1, 1, 0, 0};
 
 		CHECK(store_batch_sample(b, sboot, &smp) == 0);
 		svec_add(boot, &smp);
 	}
 	{
-		struct store_sample smp = {boot_newest, node, 1, 1, 1};
+		struct store_sample smp = {boot_newest, node, 1, 1, 1, 0, 0};
 
 		CHECK(store_batch_sample(b, sboot, &smp) == 0);
 		svec_add(boot, &smp);
@@ -558,7 +558,7 @@ void test_samples_snapshot(void)
 		CHECK(w->ops->batch_source(b, src, k - 1, k) == 0);
 		node = stack(b, "q;r");
 		for (uint64_t i = 0; i < k; i++)
-			v[i] = (struct store_sample){T0US + (int64_t)i, node, 1, 1, k};
+			v[i] = (struct store_sample){T0US + (int64_t)i, node, 1, 1, k, 0, 0};
 		CHECK(store_batch_add(b, series(b, "far", "db"), T0, node, k, k * k) == 0);
 		CHECK(w->ops->batch_detail(b, series(b, "far", "db"), T0, v, k) == 0);
 		CHECK(store_batch_sample(b, series(b, "near", "db"), &v[0]) == 0);

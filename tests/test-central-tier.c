@@ -74,7 +74,7 @@ void test_samples_upgrade(void)
 	          "1700000047000000 1700000105000000 0");
 	b = store_batch_new(w);
 	{
-		struct store_sample smp = {(T0 + 65) * US + 250000, node, 5, 6, 7};
+		struct store_sample smp = {(T0 + 65) * US + 250000, node, 5, 6, 7, 0, 0};
 
 		CHECK(store_batch_sample(b, series(b, "h", "app"), &smp) == 0);
 	}
@@ -240,7 +240,7 @@ void test_samples_damaged(void)
 	b = store_batch_new(w);
 	s = series(b, "h", "app");
 	{
-		struct store_sample smp = {T0US + 5, stack(b, "a"), 1, 2, 3};
+		struct store_sample smp = {T0US + 5, stack(b, "a"), 1, 2, 3, 0, 0};
 
 		CHECK(store_batch_sample(b, s, &smp) == 0);
 		smp.time_us += 2;
@@ -420,7 +420,7 @@ static void put_moments(struct store *d, const int64_t *at, int n)
 	s = series(b, "h", "app");
 	node = stack(b, "main;a");
 	for (int i = 0; i < n; i++) {
-		struct store_sample smp = {at[i], node, 7, 7, 1000};
+		struct store_sample smp = {at[i], node, 7, 7, 1000, 0, 0};
 
 		CHECK(store_batch_sample(b, s, &smp) == 0);
 	}
@@ -619,7 +619,7 @@ void test_samples_prune(void)
 	s = series(b, "h", "app");
 	node = stack(b, "main;x");
 	for (int k = 0; k < 9; k++) {
-		struct store_sample smp = {T0US + (k / 3) * 60 * US + k * 1000 + 7, node, 5, 5, 1};
+		struct store_sample smp = {T0US + (k / 3) * 60 * US + k * 1000 + 7, node, 5, 5, 1, 0, 0};
 
 		CHECK(store_batch_sample(b, s, &smp) == 0);
 		svec_add(&all, &smp);
@@ -664,9 +664,9 @@ void test_samples_two_writers(void)
 	b1 = store_batch_new(w1);
 	b2 = store_batch_new(w2);
 	{
-		struct store_sample a = {T0US + 1, stack(b1, "one;two"), 1, 1, 1};
-		struct store_sample c = {T0US + 2, stack(b2, "three;four"), 2, 2, 2};
-		struct store_sample d = {T0US + 3, stack(b2, "one;two"), 2, 2, 2};
+		struct store_sample a = {T0US + 1, stack(b1, "one;two"), 1, 1, 1, 0, 0};
+		struct store_sample c = {T0US + 2, stack(b2, "three;four"), 2, 2, 2, 0, 0};
+		struct store_sample d = {T0US + 3, stack(b2, "one;two"), 2, 2, 2, 0, 0};
 
 		/* the same provisional ids in both batches */
 		CHECK(a.node == c.node && d.node != c.node);

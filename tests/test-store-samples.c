@@ -742,7 +742,7 @@ void test_samples_old_schema(void)
 	if (!s)
 		return;
 	b = store_batch_new(s);
-	struct store_sample smp = {1700000061500000LL, node, 10, 11, 7};
+	struct store_sample smp = {1700000061500000LL, node, 10, 11, 7, 0, 0};
 	CHECK_OK(store_batch_series(b, &key_wall, &series));
 	CHECK_OK(store_batch_sample(b, series, &smp));
 	CHECK_OK(store_batch_commit(b));
@@ -1425,7 +1425,7 @@ void test_samples_sealed(void)
 	 * and is sealed (a new writer looks at all of them once) */
 	s = sf_open_rw(dir, 0);
 	if (s) {
-		struct store_sample one = {newest + 120000000, nodes[0], 1, 1, 1};
+		struct store_sample one = {newest + 120000000, nodes[0], 1, 1, 1, 0, 0};
 		struct smp_list more = {&one, 1, 1};
 
 		put_samples(s, &key_wall, &more, 1, false, nodes);

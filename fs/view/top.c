@@ -54,6 +54,7 @@ const char *view_kind_name(unsigned kind)
 	        [STORE_FRAME_USER] = "user",     [STORE_FRAME_KERNEL] = "kernel",
 	        [STORE_FRAME_INLINE] = "inline", [STORE_FRAME_UNKNOWN] = "unknown",
 	        [STORE_FRAME_JIT] = "jit",       [STORE_FRAME_PYTHON] = "python",
+	        [STORE_FRAME_SPAN] = "span",
 	};
 
 	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])

@@ -657,7 +657,7 @@ int rdb_batch_frame(struct store_batch *bbase, const struct store_frame *f, uint
 	size_t pos;
 	int r;
 
-	if (f->kind > STORE_FRAME_PYTHON || (!f->name && f->name_len) ||
+	if (f->kind > STORE_FRAME_SPAN || (!f->name && f->name_len) ||
 	    (!f->module && f->module_len) || (!f->build_id && f->build_id_len) ||
 	    (!f->file && f->file_len)) {
 		seterr(s, "invalid frame");
