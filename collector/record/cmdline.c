@@ -374,9 +374,21 @@ static int parse_labels(const char *list, unsigned *out)
 	return 0;
 }
 
+/* N of a field "argN" (from 1 to 12, as USDT probes have at most 12
+ * arguments: sys/sdt.h), or 0 when it is not one. */
+static unsigned span_arg_number(const char *num)
+{
+	char *e;
+	errno = 0;
+	unsigned long n = strtoul(num, &e, 10);
+	if (!*num || *e || errno || n < 1 || n > 12 || num[0] == '0')
+		return 0;
+	return (unsigned)n;
+}
+
 /* --span PROVIDER:START:END[:FIELD...], the fields name=argN, number=argN,
- * sql and in=PATH (last: it takes the rest, colons too).  Appended to
- * o->spans; 0, or 2 (printed). */
+ * id=argN, parent=argN, sql and in=PATH (last: it takes the rest, colons
+ * too).  Appended to o->spans; 0, or 2 (printed). */
 static int parse_span(const char *arg, struct options *o)
 {
 	if (o->nspans == RECORD_SPANS_MAX)
@@ -399,7 +411,7 @@ static int parse_span(const char *arg, struct options *o)
 			free(copy);
 			return usage_error(
 			        "--span: expected PROVIDER:START:END[:name=argN|:number=argN]"
-			        "[:sql][:in=PATH], got \"%s\"",
+			        "[:id=argN][:parent=argN][:sql][:in=PATH], got \"%s\"",
 			        arg);
 		}
 	}
@@ -426,12 +438,22 @@ static int parse_span(const char *arg, struct options *o)
 			num = field + 8;
 		else if (strncmp(field, "number=arg", 10) == 0)
 			num = field + 10, flags = PROFILE_SPAN_NUM;
-		if (num) {
-			char *e;
-			errno = 0;
-			unsigned long n = strtoul(num, &e, 10);
-			/* USDT probes have at most 12 arguments (sys/sdt.h). */
-			if (named || !*num || *e || errno || n < 1 || n > 12 || num[0] == '0') {
+		int shift = strncmp(field, "id=arg", 6) == 0       ? PROFILE_SPAN_ID_SHIFT
+		            : strncmp(field, "parent=arg", 10) == 0 ? PROFILE_SPAN_PARENT_SHIFT
+		                                                    : 0;
+		if (shift) {
+			unsigned n = span_arg_number(field + (shift == PROFILE_SPAN_ID_SHIFT ? 6 : 10));
+			if (!n || (sp->cookie >> shift) & PROFILE_SPAN_FIELD_MASK) {
+				int r = usage_error("--span %s: %s: expected one id=argN and one "
+				                    "parent=argN at most, N from 1 to 12",
+				                    arg, field);
+				free(copy);
+				return r;
+			}
+			sp->cookie |= (uint32_t)n << shift;
+		} else if (num) {
+			unsigned long n = span_arg_number(num);
+			if (named || !n) {
 				/* field points into copy: said before it is freed */
 				int r = usage_error("--span %s: %s: expected one name=argN or "
 				                    "number=argN, N from 1 to 12",
@@ -445,7 +467,7 @@ static int parse_span(const char *arg, struct options *o)
 			sp->cookie |= PROFILE_SPAN_SQL;
 		} else {
 			int r = usage_error("--span %s: unknown field \"%s\" (expected name=argN, "
-			                    "number=argN, sql or in=PATH)",
+			                    "number=argN, id=argN, parent=argN, sql or in=PATH)",
 			                    arg, field);
 			free(copy);
 			return r;

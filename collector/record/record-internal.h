@@ -109,6 +109,7 @@ extern const struct record_event record_events[PROFILE_NEVENTS];
 struct moment {
 	int64_t time_us; /* Unix time */
 	uint64_t weight;
+	uint64_t span; /* the innermost span's id, 0: none */
 	uint32_t tid;
 };
 
@@ -293,6 +294,12 @@ struct recorder {
 	struct bpf_link *span_links[2 * RECORD_SPANS_MAX];
 	int nspan_links;
 	int span_names_fd;  /* -1 without --span */
+	/* The spans record (spans.c): the records read from `span_records`
+	 * since the last drain, the enclosing names' cache, and totals. */
+	struct profile_span_record *spans;
+	size_t nspan_recs, span_recs_cap;
+	struct record_span_chains *span_chains;
+	uint64_t span_stored, span_weight, span_unended, span_chains_unread;
 	uint64_t truncated; /* samples stored with a [truncated] user stack */
 	/* Stacks whose JIT frames wait for a perf map (late.c;
 	 * NULL with --jit-wait 0), and what became of them, in samples. */
@@ -350,6 +357,9 @@ bool record_stack_late(struct recorder *r, pid_t pid, uint32_t gen, const struct
  * event ev, in batch b. */
 int record_series(struct recorder *r, struct store_batch *b, const struct profile_key *key,
                   uint32_t ev, uint32_t *series);
+/* The same for a series of `event` in `unit` (the spans record's). */
+int record_series_event(struct recorder *r, struct store_batch *b, const struct profile_key *key,
+                        const char *event, const char *unit, uint32_t *series);
 /* Stores r->frames[0..n) under series: each of the nm samples m[] of
  * process pid with its moment, and count v (samples without one, maybe
  * none) at time `when`; counts them in the totals.  0 or -errno. */
@@ -402,6 +412,23 @@ uint64_t record_labels_unresolved(const struct record_labels *l);
 int record_labels_of(struct recorder *r, const struct profile_key *key, const char **labels);
 /* Forgets what was read of pid (its exit reaped). */
 void record_labels_forget(struct record_labels *l, pid_t pid);
+/* The name of span key `key` (profile.h: a key of `span_names`), as its
+ * span label gives it, into *name (owned by r->labels; "[unknown]" when
+ * it cannot be read).  0 or -ENOMEM. */
+int record_labels_span_name(struct recorder *r, uint64_t key, const char **name);
+
+/* spans.c: the spans record. */
+struct record_span_chains;
+/* The `span_records` ring's callback: appends a record to r->spans. */
+int record_on_span(void *ctx, void *data, size_t len);
+/* Stores the records of r->spans into b, each a sample of its process's
+ * STORE_EVENT_SPANS series, and empties r->spans.  0 or -errno. */
+int record_spans_store(struct recorder *r, struct store_batch *b);
+/* At the recording's end, the probes stopped: closes every span still
+ * open in `span_stacks` now, marked unended, into r->spans.  0 or -errno. */
+int record_spans_close(struct recorder *r);
+/* Frees what spans.c holds; again does nothing. */
+void record_spans_free(struct recorder *r);
 
 /* push.c: --push.  Starts a thread that copies the store in
  * directory `dir` into database `to` at once and then every `every`

@@ -110,6 +110,10 @@ static void report_short(struct recorder *r, double wall)
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " span ends without a start (begun before they were followed)",
 		         (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED]);
+	if (st[PROFILE_STAT_SPAN_RING_FULL])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " spans not recorded (the spans ring was full)",
+		         (uint64_t)st[PROFILE_STAT_SPAN_RING_FULL]);
 	if (st[PROFILE_STAT_SPAN_DEEP])
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " spans nested deeper than %d (their samples go to the "
@@ -237,10 +241,14 @@ static void report_samples(const struct recorder *r, double wall)
 		fprintf(stderr,
 		        PROG ": spans: %zu spans attached; %" PRIu64
 		             " ends without a start, %" PRIu64 " spans deeper than %d, %" PRIu64
-		             " names not read or kept\n",
+		             " names not read or kept; %" PRIu64 " spans stored (%" PRIu64
+		             " unended), %" PRIu64 " ns in all, %" PRIu64
+		             " lost to a full ring, %" PRIu64 " with their enclosing names lost\n",
 		        r->opt->nspans, (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED],
 		        (uint64_t)st[PROFILE_STAT_SPAN_DEEP], PROFILE_SPAN_DEPTH,
-		        (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST]);
+		        (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST], r->span_stored, r->span_unended,
+		        r->span_weight, (uint64_t)st[PROFILE_STAT_SPAN_RING_FULL],
+		        (uint64_t)st[PROFILE_STAT_SPAN_CHAIN_LOST] + r->span_chains_unread);
 }
 
 /* The symbolizer: snapshots, files (and those not trusted), templates;
