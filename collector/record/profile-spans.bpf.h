@@ -37,28 +37,12 @@ const volatile bool spans_on = false;
  * cannot meet unmatched starts or ends. */
 __u32 spans_stopped = 0;
 
-struct span_stack {
-	__u32 depth; /* spans open, kept or not */
-	__u32 tgid;  /* the thread's process */
-	/* What decides the labels of its spans' records (as profile_key's),
-	 * taken at the push onto an empty stack: the recording's end closes
-	 * the spans still open from user space, away from the thread. */
-	__u64 cgroup;
-	char comm[16];
-	/* The open spans kept, outermost first: each one's name key, id,
-	 * parent id and start (bpf_ktime_get_ns). */
-	__u64 span[PROFILE_SPAN_DEPTH];
-	__u64 id[PROFILE_SPAN_DEPTH];
-	__u64 parent[PROFILE_SPAN_DEPTH];
-	__u64 start[PROFILE_SPAN_DEPTH];
-};
-
 /* Per thread (tid), its open spans.  LRU: a thread that leaves without
  * its exit seen gives its slot back when room is short. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u32);
-	__type(value, struct span_stack);
+	__type(value, struct profile_span_stack);
 	__uint(max_entries, 16384);
 } span_stacks SEC(".maps");
 
@@ -91,7 +75,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
-	__type(value, struct span_stack);
+	__type(value, struct profile_span_stack);
 	__uint(max_entries, 1);
 } span_empty SEC(".maps");
 
@@ -123,7 +107,7 @@ struct {
  * its id into *id (0 outside spans). */
 static __always_inline __u64 span_now(__u32 tid, __u64 *id)
 {
-	struct span_stack *st;
+	struct profile_span_stack *st;
 
 	*id = 0;
 	if (!spans_on)
@@ -213,7 +197,7 @@ static __always_inline __u64 span_new_id(void)
 /* The key of the names of spans 0 .. d-1 of st in `span_chains` (written
  * there if not yet), 0 when d is 0; PROFILE_SPAN_CHAIN_LOST into *flags
  * when it could not be kept. */
-static __always_inline __u64 span_chain(const struct span_stack *st, __u32 d, __u32 *flags)
+static __always_inline __u64 span_chain(const struct profile_span_stack *st, __u32 d, __u32 *flags)
 {
 	__u64 h = 0xcbf29ce484222325ull;
 	__u32 zero = 0;
@@ -251,7 +235,7 @@ static __always_inline __u64 span_chain(const struct span_stack *st, __u32 d, __
 /* Writes the record of span d of thread tid's stack st, ended at `end`
  * (`flags`: PROFILE_SPAN_UNENDED); `current`: the thread is the one
  * running (its labels are read now, else those kept in st). */
-static __always_inline void span_emit(struct span_stack *st, __u32 d, __u32 tid, __u64 end,
+static __always_inline void span_emit(struct profile_span_stack *st, __u32 d, __u32 tid, __u64 end,
                                       __u32 flags, bool current)
 {
 	struct profile_span_record *rec;
@@ -300,7 +284,7 @@ static __always_inline void span_emit(struct span_stack *st, __u32 d, __u32 tid,
  * space's last walk. */
 static __always_inline void span_close_thread(__u32 tid)
 {
-	struct span_stack *st;
+	struct profile_span_stack *st;
 
 	if (!spans_on || *(volatile __u32 *)&spans_stopped)
 		return;
@@ -323,7 +307,7 @@ int span_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct span_stack *st;
+	struct profile_span_stack *st;
 
 	if (*(volatile __u32 *)&spans_stopped || !followed(id >> 32))
 		return 0;
@@ -332,7 +316,7 @@ int span_enter(struct pt_regs *ctx)
 	st = bpf_map_lookup_elem(&span_stacks, &tid);
 	if (!st) {
 		__u32 zero = 0;
-		struct span_stack *empty = bpf_map_lookup_elem(&span_empty, &zero);
+		struct profile_span_stack *empty = bpf_map_lookup_elem(&span_empty, &zero);
 		if (!empty)
 			return 0;
 		bpf_map_update_elem(&span_stacks, &tid, empty, BPF_NOEXIST);
@@ -366,7 +350,7 @@ int span_exit(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct span_stack *st;
+	struct profile_span_stack *st;
 	__u64 now = bpf_ktime_get_ns();
 
 	if (*(volatile __u32 *)&spans_stopped || !followed(id >> 32))

@@ -121,6 +121,23 @@ struct profile_span_name {
 	char text[PROFILE_SPAN_NAME];
 };
 
+/* A value of `span_stacks`: one thread's open spans (record --span). */
+struct profile_span_stack {
+	__u32 depth; /* spans open, kept or not */
+	__u32 tgid;  /* the thread's process */
+	/* What decides the labels of its spans' records (as profile_key's),
+	 * taken at the push onto an empty stack: the recording's end closes
+	 * the spans still open from user space, away from the thread. */
+	__u64 cgroup;
+	char comm[16];
+	/* The open spans kept, outermost first: each one's name key, id,
+	 * parent id and start (bpf_ktime_get_ns). */
+	__u64 span[PROFILE_SPAN_DEPTH];
+	__u64 id[PROFILE_SPAN_DEPTH];
+	__u64 parent[PROFILE_SPAN_DEPTH];
+	__u64 start[PROFILE_SPAN_DEPTH];
+};
+
 /* A value of `span_chains`: the name keys of the spans a span was nested
  * in when it ended, outermost first (its own is not among them). */
 struct profile_span_chain {

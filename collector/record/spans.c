@@ -251,7 +251,7 @@ int record_spans_store(struct recorder *r, struct store_batch *b)
 
 /* FNV-1a over the keys and the depth, as span_chain() in
  * profile-spans.bpf.h does it. */
-static uint64_t chain_hash(const uint64_t *name, uint32_t d)
+static uint64_t chain_hash(const __u64 *name, uint32_t d)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (uint32_t i = 0; i < d; i++) {
@@ -263,30 +263,16 @@ static uint64_t chain_hash(const uint64_t *name, uint32_t d)
 	return h ? h : 1;
 }
 
-/* The layout of `span_stacks` values (profile-spans.bpf.h). */
-struct span_stack {
-	uint32_t depth;
-	uint32_t tgid;
-	uint64_t cgroup;
-	char comm[16];
-	uint64_t span[PROFILE_SPAN_DEPTH];
-	uint64_t id[PROFILE_SPAN_DEPTH];
-	uint64_t parent[PROFILE_SPAN_DEPTH];
-	uint64_t start[PROFILE_SPAN_DEPTH];
-};
-
 int record_spans_close(struct recorder *r)
 {
 	int fd = bpf_map__fd(r->skel->maps.span_stacks);
 	int cfd = bpf_map__fd(r->skel->maps.span_chains);
 	int efd = bpf_map__fd(r->skel->maps.execs);
 	uint32_t tid, next, *prev = NULL;
-	struct span_stack st;
+	struct profile_span_stack st;
 	struct timespec now;
 	int rc;
 
-	if (bpf_map__value_size(r->skel->maps.span_stacks) != sizeof(st))
-		return -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	uint64_t end = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
