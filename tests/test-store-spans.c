@@ -108,7 +108,8 @@ static void record_spans(struct recording *r)
 			end[0] = end[2] + 250;
 			if (unended)
 				end[2] = end[0] = T0US + 6 * 60 * US;
-			for (int64_t at = now + 7000 - now % 7000; at < end[0] + 20000; at += 7000) {
+			for (int64_t at = now + 7000 - now % 7000; at < end[0] + 20000;
+			     at += 7000) {
 				struct store_sample smp = {.time_us = at,
 				                           .pid = threads[t].pid,
 				                           .tid = threads[t].tid,
@@ -135,11 +136,12 @@ static void record_spans(struct recording *r)
 				struct store_sample smp = {.time_us = start[i],
 				                           .pid = threads[t].pid,
 				                           .tid = threads[t].tid,
-				                           .weight = (uint64_t)(end[i] - start[i]) * 1000,
+				                           .weight = (uint64_t)(end[i] - start[i]) *
+				                                     1000,
 				                           .span = id[i],
 				                           .parent = i ? id[0] : 0};
-				static const char *const stacks[3] = {"S:request", "S:request;S:plan",
-				                                      "S:request;S:execute"};
+				static const char *const stacks[3] = {
+				        "S:request", "S:request;S:plan", "S:request;S:execute"};
 				char st[96];
 
 				snprintf(st, sizeof(st), "%s%s", stacks[i],
@@ -155,10 +157,18 @@ static void record_spans(struct recording *r)
 	/* a span whose parent is itself and one with id 0 and a parent:
 	 * the store keeps what it is given */
 	{
-		struct store_sample a = {.time_us = T0US + 61 * US, .pid = 1, .tid = 1,
-		                         .weight = 5, .span = 77, .parent = 77};
-		struct store_sample b = {.time_us = T0US + 62 * US, .pid = 1, .tid = 1,
-		                         .weight = 6, .span = 0, .parent = 78};
+		struct store_sample a = {.time_us = T0US + 61 * US,
+		                         .pid = 1,
+		                         .tid = 1,
+		                         .weight = 5,
+		                         .span = 77,
+		                         .parent = 77};
+		struct store_sample b = {.time_us = T0US + 62 * US,
+		                         .pid = 1,
+		                         .tid = 1,
+		                         .weight = 6,
+		                         .span = 0,
+		                         .parent = 78};
 
 		rec_add(r, S_PLAN, "S:request;S:plan", &a);
 		rec_add(r, S_PLAN, "S:request;S:plan", &b);
@@ -269,8 +279,8 @@ static void sample_line(char *out, size_t len, int series, const char *stack,
 {
 	snprintf(out, len,
 	         "%s %s %" PRId64 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %s",
-	         series_event[series], series_labels[series], s->time_us, s->pid, s->tid,
-	         s->weight, s->span, s->parent, stack);
+	         series_event[series], series_labels[series], s->time_us, s->pid, s->tid, s->weight,
+	         s->span, s->parent, stack);
 }
 
 /* The recording's samples whose buckets keep detail (bucket end after
@@ -309,7 +319,9 @@ static void node_text(struct store *s, uint32_t node, char *out, size_t len)
 			return;
 		}
 		snprintf(parts[n++], sizeof(parts[0]), "%c:%.*s",
-		         f.kind == STORE_FRAME_SPAN ? 'S' : f.kind == STORE_FRAME_USER ? 'U' : '?',
+		         f.kind == STORE_FRAME_SPAN   ? 'S'
+		         : f.kind == STORE_FRAME_USER ? 'U'
+		                                      : '?',
 		         (int)f.name_len, f.name);
 		node = parent;
 	}
@@ -382,8 +394,8 @@ static void want_counts(const struct recording *r, char *out, size_t len)
 
 /* s holds exactly the recording's detail (cut and from as want_text's)
  * and its counts. */
-static void expect_store(struct store *s, const struct recording *r, int64_t cut_us,
-                         int64_t from_s, const char *what)
+static void expect_store(struct store *s, const struct recording *r, int64_t cut_us, int64_t from_s,
+                         const char *what)
 {
 	char gc[512], wc[512];
 	char *got = got_text(s, gc, sizeof(gc)), *want = want_text(r, cut_us, from_s);
@@ -399,7 +411,8 @@ static void expect_store(struct store *s, const struct recording *r, int64_t cut
 			i++;
 		while (i && got[i - 1] != '\n')
 			i--;
-		CHECKF(0, "%s: the detail differs (%zu vs %zu bytes) at\n  got  %.160s\n  want %.160s",
+		CHECKF(0,
+		       "%s: the detail differs (%zu vs %zu bytes) at\n  got  %.160s\n  want %.160s",
 		       what, strlen(got), strlen(want), got + i, want + i);
 	}
 	free(got);
@@ -419,8 +432,8 @@ static int decode(const uint8_t *p, size_t len, struct store_sample **v, size_t 
 	return samples_block_decode(p, len, BSTART, BSPAN, v, n, &cap);
 }
 
-static void expect_bytes(const struct store_sample *v, size_t n, const uint8_t *want,
-                         size_t wlen, const char *what)
+static void expect_bytes(const struct store_sample *v, size_t n, const uint8_t *want, size_t wlen,
+                         const char *what)
 {
 	uint8_t *b = NULL;
 	size_t len = 0;
@@ -458,8 +471,9 @@ static void ids(struct store_sample *v, uint64_t s0, uint64_t p0, uint64_t s1, u
 
 static void test_block_format(void)
 {
-	struct store_sample v[2] = {{.time_us = T0US + 5, .node = 3, .pid = 10, .tid = 10, .weight = 7},
-	                            {.time_us = T0US + 9, .node = 3, .pid = 10, .tid = 10, .weight = 7}};
+	struct store_sample v[2] = {
+	        {.time_us = T0US + 5, .node = 3, .pid = 10, .tid = 10, .weight = 7},
+	        {.time_us = T0US + 9, .node = 3, .pid = 10, .tid = 10, .weight = 7}};
 	/* n, flags, k, node, m, pid, zigzag(tid - pid), w0, dt, dt: the
 	 * bytes a block had before spans */
 	static const uint8_t plain[] = {2, 0, 1, 3, 1, 10, 0, 7, 5, 4};
@@ -563,9 +577,7 @@ static void test_block_random(void)
 				v[i].span = rnd(&x) % 2 ? UINT64_MAX - rnd(&x) % 4 : rnd(&x) % 4;
 				v[i].parent = rnd(&x) % 2 ? 0 - v[i].span : v[i].span;
 				break;
-			case 4: /* parents only */
-				v[i].parent = rnd(&x) % 5;
-				break;
+			case 4: /* parents only */ v[i].parent = rnd(&x) % 5; break;
 			default: /* spans only, a few */
 				v[i].span = rnd(&x) % 7 ? 0 : 1 + rnd(&x) % 1000;
 				break;
