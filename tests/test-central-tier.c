@@ -80,6 +80,9 @@ void test_samples_upgrade(void)
 	}
 	CHECK(store_batch_commit(b) == 0);
 	store_batch_free(b);
+	/* the step to 5 gave the SQL decoder its span and parent columns */
+	CHECK_STR(sql("c_up", "SELECT count(*) FROM sample_entries WHERE span = 0 AND parent = 0"),
+	          "1");
 	/* the reader that was open on schema 2 reads the detail once it
 	 * refreshes */
 	CHECK(store_refresh(r2) == 1);
