@@ -107,8 +107,8 @@ int main(int argc, char **argv)
 		    store_series_counts(s, list[i].id, INT64_MIN, INT64_MAX, on_count, &c) < 0)
 			rc = 1;
 		else
-			printf("#COUNTS\t%s\t%s\t%" PRIu64 "\t%" PRIu64 "\n", labels, list[i].binary,
-			       c.samples, c.weight);
+			printf("#COUNTS\t%s\t%s\t%" PRIu64 "\t%" PRIu64 "\n", labels,
+			       list[i].binary, c.samples, c.weight);
 		free(labels);
 	}
 	store_series_free(list, n);

@@ -438,11 +438,12 @@ static int parse_span(const char *arg, struct options *o)
 			num = field + 8;
 		else if (strncmp(field, "number=arg", 10) == 0)
 			num = field + 10, flags = PROFILE_SPAN_NUM;
-		int shift = strncmp(field, "id=arg", 6) == 0       ? PROFILE_SPAN_ID_SHIFT
+		int shift = strncmp(field, "id=arg", 6) == 0        ? PROFILE_SPAN_ID_SHIFT
 		            : strncmp(field, "parent=arg", 10) == 0 ? PROFILE_SPAN_PARENT_SHIFT
 		                                                    : 0;
 		if (shift) {
-			unsigned n = span_arg_number(field + (shift == PROFILE_SPAN_ID_SHIFT ? 6 : 10));
+			unsigned n =
+			        span_arg_number(field + (shift == PROFILE_SPAN_ID_SHIFT ? 6 : 10));
 			if (!n || (sp->cookie >> shift) & PROFILE_SPAN_FIELD_MASK) {
 				int r = usage_error("--span %s: %s: expected one id=argN and one "
 				                    "parent=argN at most, N from 1 to 12",

@@ -296,7 +296,8 @@ static __always_inline void span_close_thread(__u32 tid)
 	for (__u32 i = 0; i < PROFILE_SPAN_DEPTH; i++) {
 		if (i >= depth)
 			break;
-		span_emit(st, depth > PROFILE_SPAN_DEPTH ? PROFILE_SPAN_DEPTH - 1 - i : depth - 1 - i,
+		span_emit(st,
+		          depth > PROFILE_SPAN_DEPTH ? PROFILE_SPAN_DEPTH - 1 - i : depth - 1 - i,
 		          tid, now, PROFILE_SPAN_UNENDED, true);
 	}
 	bpf_map_delete_elem(&span_stacks, &tid);

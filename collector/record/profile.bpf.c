@@ -317,7 +317,7 @@ static __always_inline bool followed(__u32 tgid)
  * set (stacks, ustacks).  Returns the id of the thread's innermost span
  * (record --span), 0 outside spans. */
 static __always_inline __u64 take_key(void *ctx, bool from_perf, void *kstacks, void *ustacks,
-                                     void *pystacks, __u32 ev, __u32 tgid, struct profile_key *key)
+                                      void *pystacks, __u32 ev, __u32 tgid, struct profile_key *key)
 {
 	__u32 *gen = bpf_map_lookup_elem(&execs, &tgid);
 
@@ -432,10 +432,12 @@ static __always_inline void record(void *ctx, bool from_perf, __u32 ev, __u32 tg
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (*(volatile __u32 *)&active) {
-		__u64 sid = take_key(ctx, from_perf, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
+		__u64 sid =
+		        take_key(ctx, from_perf, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
 		add_sample(&samples1, &counts1, &key, weight, ts, tid, sid);
 	} else {
-		__u64 sid = take_key(ctx, from_perf, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
+		__u64 sid =
+		        take_key(ctx, from_perf, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
 		add_sample(&samples0, &counts0, &key, weight, ts, tid, sid);
 	}
 }

@@ -166,7 +166,7 @@ struct profile_span_record {
 };
 /* The span did not end: its thread exited or executed a new program, or
  * the recording ended, inside it; `end` is that moment. */
-#define PROFILE_SPAN_UNENDED    1u
+#define PROFILE_SPAN_UNENDED 1u
 /* `span_chains` had no room for its enclosing spans' names. */
 #define PROFILE_SPAN_CHAIN_LOST 2u
 

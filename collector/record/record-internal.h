@@ -293,7 +293,7 @@ struct recorder {
 	 * the names' map */
 	struct bpf_link *span_links[2 * RECORD_SPANS_MAX];
 	int nspan_links;
-	int span_names_fd;  /* -1 without --span */
+	int span_names_fd; /* -1 without --span */
 	/* The spans record (spans.c): the records read from `span_records`
 	 * since the last drain, the enclosing names' cache, and totals. */
 	struct profile_span_record *spans;

@@ -217,7 +217,8 @@ int record_spans_store(struct recorder *r, struct store_batch *b)
 			k.cgroup = rec->cgroup;
 			memcpy(k.comm, rec->comm, sizeof(k.comm));
 			k.span = rec->name;
-			rc = record_series_event(r, b, &k, STORE_EVENT_SPANS, "nanoseconds", &series);
+			rc = record_series_event(r, b, &k, STORE_EVENT_SPANS, "nanoseconds",
+			                         &series);
 			if (rc < 0)
 				return rc;
 		}
