@@ -721,8 +721,10 @@ static char *c_block(const uint8_t *blk, size_t len, int64_t bucket)
 	size_t n = 0, cap = 0, o = 0;
 	char *out;
 
-	if (samples_block_decode(blk, len, bucket * US, BSPAN, &v, &n, &cap) < 0)
+	if (samples_block_decode(blk, len, bucket * US, BSPAN, &v, &n, &cap) < 0) {
+		free(v);
 		return NULL;
+	}
 	out = malloc(n * 140 + 1);
 	if (!out)
 		abort();
