@@ -13,8 +13,9 @@
 #     app/2 has no spans file;
 #   - trace.json of app/1 and of the window @range/T0/T0+1 (its app/1, and
 #     its root, which has app 2's sample too):
-#     valid JSON (python3 -m json.tool), each X event's name, start and
-#     duration those of a record (dur = dur_ns / 1000 exactly), the window's
+#     valid JSON (python3 -m json.tool), each X event's name, start,
+#     duration, id and parent those of a record (dur = dur_ns / 1000
+#     exactly), each P event's span id its sample's, the window's
 #     only those that started in it, thread names worker and io, every P
 #     event's stack in stackFrames;
 #   - speedscope (npm, into a temp dir) in headless chromium, served over
@@ -124,12 +125,14 @@ for line in open(sys.argv[2]):
         continue
     if f[0] == "R":
         name = dict(kv.split("=") for kv in f[3].split("|"))["span"]
-        want_x.append((name, int(f[4]), int(f[5]), int(f[6]), int(f[7])))
+        sid, parent = f[8].split(":")
+        want_x.append((name, int(f[4]), int(f[5]), int(f[6]), int(f[7]), int(sid), int(parent)))
     else:
-        want_p.append((int(f[4]), int(f[6]), int(f[7])))
+        want_p.append((int(f[4]), int(f[6]), int(f[7]), int(f[8])))
         pids.add(int(f[5]))
 ev = t["traceEvents"]
-got_x = sorted((e["name"], e["ts"], e["pid"], e["tid"], e["args"]["dur_ns"]) for e in ev if e["ph"] == "X")
+got_x = sorted((e["name"], e["ts"], e["pid"], e["tid"], e["args"]["dur_ns"], e["args"]["id"],
+                e["args"]["parent"]) for e in ev if e["ph"] == "X")
 assert got_x == sorted(want_x), (got_x, sorted(want_x))
 for e in ev:
     if e["ph"] == "X":
@@ -138,7 +141,7 @@ for e in ev:
         assert "%.3f" % e["dur"] == "%d.%03d" % divmod(e["args"]["dur_ns"], 1000), e
 unended = [e for e in ev if e["ph"] == "X" and e["args"].get("unended")]
 assert [e["args"]["dur_ns"] for e in unended] == [x[4] for x in want_x if x[4] == 2500000], unended
-got_p = sorted((e["ts"], e["tid"], e["args"]["weight"]) for e in ev if e["ph"] == "P")
+got_p = sorted((e["ts"], e["tid"], e["args"]["weight"], e["args"]["span"]) for e in ev if e["ph"] == "P")
 assert got_p == sorted(want_p), (got_p, sorted(want_p))
 names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
 tids = {(e["pid"], e["tid"]) for e in ev if e["ph"] in "XP"}
