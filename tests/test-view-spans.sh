@@ -10,7 +10,8 @@
 #     holds exactly the samples inside spans of that name;
 #   - app/1/spans, @span/<name>/spans and @span/<name>/app/1/spans: the
 #     exact lines (count, total, mean, p50, p99, max, unended, detailed);
-#     app/2 has no spans file;
+#     app/2 has no spans file; app 3's 100,005 spans: exact percentiles
+#     of a large n, and trace.json writes 100,000 and says 5 were left out;
 #   - trace.json of app/1 and of the window @range/T0/T0+1 (its app/1, and
 #     its root, which has app 2's sample too):
 #     valid JSON (python3 -m json.tool), each X event's name, start,
@@ -64,6 +65,12 @@ S${T}app${T}1${T}thread=$W${T}$((T0 + 50000))${T}100${T}101${T}1000000${T}0${T}m
 S${T}app${T}1${T}span=query-c|thread=io${T}$((T0 + 100000500))${T}100${T}102${T}1000000${T}7${T}main;c
 S${T}app${T}2${T}thread=$W${T}$T0${T}200${T}201${T}1000000${T}0${T}main;v2
 EOF
+# app 3: 100,005 spans of 1..100,005 µs, one a millisecond: past trace.json's
+# bound of 100,000 (VIEW_TRACE_MAX_EVENTS), and percentiles of a large n.
+N=100005
+awk -v n=$N -v t=$((T0 + 1000000)) 'BEGIN { for (i = 1; i <= n; i++)
+	printf "R\tapp\t3\tspan=bulk\t%d\t300\t301\t%d\t%d:0\tbulk\n", t + i * 1000, i * 1000, i }' >>"$tmp/in.txt"
+printf 'S\tapp\t3\tspan=bulk\t%s\t300\t301\t1000000\t1\tmain;bulk\n' $((T0 + 1000500)) >>"$tmp/in.txt"
 "$fill" "$store" <"$tmp/in.txt" || bad "spans-fill"
 
 mkdir -p "$mnt"
@@ -73,15 +80,15 @@ for _ in $(seq 100); do [ -e "$mnt/app" ] && break; sleep 0.1; done
 [ -e "$mnt/app" ] || { bad "mount: $(cat "$tmp/flamefs.err")"; finish; }
 
 # ---- span records are no event -------------------------------------------------------------------
-check "ls app = 1 2: the span records make no 1@spans" test "$(ls "$mnt/app" | tr '\n' ' ')" = "1 2 "
+check "ls app = 1 2 3: the span records make no 1@spans" test "$(ls "$mnt/app" | tr '\n' ' ')" = "1 2 3 "
 check "app/1/folded: the samples only, no span record" \
 	test "$(cat "$mnt/app/1/folded")" = "$(printf 'app;main;a 6000000\napp;main;b 3000000\napp;main;c 1000000\napp;main;idle 1000000')"
-check "the root's folded: samples of both versions, no span name" \
-	test "$(cat "$mnt/folded")" = "$(printf 'app;main;a 6000000\napp;main;b 3000000\napp;main;c 1000000\napp;main;idle 1000000\napp;main;v2 1000000')"
+check "the root's folded: samples of every version, no span name" \
+	test "$(cat "$mnt/folded")" = "$(printf 'app;main;a 6000000\napp;main;b 3000000\napp;main;bulk 1000000\napp;main;c 1000000\napp;main;idle 1000000\napp;main;v2 1000000')"
 
 # ---- @span ---------------------------------------------------------------------------------------
 check "ls /@span: the span names, '-' for samples outside any span" \
-	test "$(ls "$mnt/@span" | tr '\n' ' ')" = "- query-a query-b query-c "
+	test "$(ls "$mnt/@span" | tr '\n' ' ')" = "- bulk query-a query-b query-c "
 check "@span/query-a/app/1/folded: the samples inside query-a spans" \
 	test "$(cat "$mnt/@span/query-a/app/1/folded")" = "app;main;a 6000000"
 check "@span/query-b/app/1/folded: the samples inside query-b spans" \
@@ -102,6 +109,20 @@ check "@span/query-a/app/1/spans: query-a's line only" \
 	test "$(cat "$mnt/@span/query-a/app/1/spans")" = "$(printf '%s\n%s' "$H" "$A")"
 check "the slowest span name is one sort away (sort -k6 -g)" \
 	test "$(grep -v '^#' "$mnt/app/1/spans" | sort -k6 -g | tail -1 | awk '{print $NF}')" = query-a
+# 1..N µs: total N(N+1)/2 µs, mean (N+1)/2 µs; nearest ranks ceil(N/2) = 50003
+# and ceil(0.99 N) = 99005.
+check "app/3/spans: 100,005 spans, percentiles by nearest rank" \
+	test "$(cat "$mnt/app/3/spans")" = "$(printf '%s\n%s' "$H" "100005 5000550.015000 50.003000 50.003000 99.005000 100.005000 0 100005 bulk")"
+check "app/3/trace.json: 100,000 spans written, 5 left out, and says so" \
+	python3 -c "
+import json, sys
+t = json.load(open(sys.argv[1]))
+o = t['otherData']
+x = [e for e in t['traceEvents'] if e['ph'] == 'X']
+assert (o['spans'], o['spans_left_out'], o['events_max'], len(x)) == (100000, 5, 100000, 100000), o
+assert (o['samples'], o['samples_left_out']) == (1, 0), o
+assert x[-1]['args']['dur_ns'] == 100000 * 1000, x[-1]
+" "$mnt/app/3/trace.json"
 check "app/2 (no spans) has no spans or trace.json" \
 	test ! -e "$mnt/app/2/spans" -a ! -e "$mnt/app/2/trace.json"
 check "ls app/1 lists spans and trace.json" \
