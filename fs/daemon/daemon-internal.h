@@ -42,8 +42,10 @@
      node    32   the tree's node id; in space 0 the synthetic dir's index
      slot     4   0: the directory; f + 1: the file space_file(f) (in
                   space 0: a function's self, 1, and total, 2); room
-                  for 15 files (a window's version directory uses 14:
-                  view_files, quality, window, about)
+                  for 15 files, all taken by a series' version
+                  directory with spans (view_files, quality, about,
+                  spans, trace.json) and a window's (view_files,
+                  quality, window, about, trace.json)
      version 14   files only: the node's content version (mod 2^14)
 
    So the root is 1, a directory's number is the same for as long as the

@@ -292,7 +292,9 @@ static unsigned span_files_locked(const struct space *sp)
 	}
 }
 
-/* The files of a space's top directory before the span files. */
+/* The files of a space's top directory before the span files.  With
+ * them a version directory has 15, all the inode's slot field holds
+ * (daemon-internal.h): a sixteenth file needs a wider field. */
 static unsigned top_file_count(const struct space *sp)
 {
 	switch (sp->kind) {
