@@ -66,10 +66,11 @@ S${T}app${T}1${T}span=query-c|thread=io${T}$((T0 + 100000500))${T}100${T}102${T}
 S${T}app${T}2${T}thread=$W${T}$T0${T}200${T}201${T}1000000${T}0${T}main;v2
 EOF
 # app 3: 100,005 spans of 1..100,005 µs, one a millisecond: past trace.json's
-# bound of 100,000 (VIEW_TRACE_MAX_EVENTS), and percentiles of a large n.
+# bound of 100,000 (VIEW_TRACE_MAX_EVENTS), and percentiles of a large n
+# (%.0f: mawk's %d stops at 2^31 - 1).
 N=100005
 awk -v n=$N -v t=$((T0 + 1000000)) 'BEGIN { for (i = 1; i <= n; i++)
-	printf "R\tapp\t3\tspan=bulk\t%d\t300\t301\t%d\t%d:0\tbulk\n", t + i * 1000, i * 1000, i }' >>"$tmp/in.txt"
+	printf "R\tapp\t3\tspan=bulk\t%.0f\t300\t301\t%.0f\t%.0f:0\tbulk\n", t + i * 1000, i * 1000, i }' >>"$tmp/in.txt"
 printf 'S\tapp\t3\tspan=bulk\t%s\t300\t301\t1000000\t1\tmain;bulk\n' $((T0 + 1000500)) >>"$tmp/in.txt"
 "$fill" "$store" <"$tmp/in.txt" || bad "spans-fill"
 
@@ -122,7 +123,8 @@ x = [e for e in t['traceEvents'] if e['ph'] == 'X']
 assert (o['spans'], o['spans_left_out'], o['events_max'], len(x)) == (100000, 5, 100000, 100000), o
 assert (o['samples'], o['samples_left_out']) == (1, 0), o
 assert x[-1]['args']['dur_ns'] == 100000 * 1000, x[-1]
-" "$mnt/app/3/trace.json"
+assert x[-1]['ts'] == int(sys.argv[2]) + 1000000 + 100000 * 1000, x[-1]
+" "$mnt/app/3/trace.json" $T0
 check "app/2 (no spans) has no spans or trace.json" \
 	test ! -e "$mnt/app/2/spans" -a ! -e "$mnt/app/2/trace.json"
 check "ls app/1 lists spans and trace.json" \
