@@ -86,12 +86,9 @@ int main(int argc, char **argv)
 		bool rec = f[0][0] == 'R';
 		char *labels;
 		make_labels(f[3], &labels);
-		struct store_series_key k = {NULL,
-		                             f[1],
-		                             f[2],
-		                             rec ? STORE_EVENT_SPANS : "cpu-clock",
-		                             "nanoseconds",
-		                             labels};
+		struct store_series_key k = {NULL,          f[1],
+		                             f[2],          rec ? STORE_EVENT_SPANS : "cpu-clock",
+		                             "nanoseconds", labels};
 		uint32_t series, node = STORE_ROOT_NODE, frame;
 		if ((r = store_batch_series(b, &k, &series)) < 0)
 			die("store_batch_series", r);

@@ -109,7 +109,8 @@ int view_tree_set_spans(struct view_tree *t, const struct store_series *spans, s
 		for (size_t i = 0; i < nall; i++)
 			if (all[i].id == t->src.series[k]) {
 				size_t len;
-				const char *v = store_labels_get(all[i].labels, STORE_LABEL_THREAD, &len);
+				const char *v =
+				        store_labels_get(all[i].labels, STORE_LABEL_THREAD, &len);
 				if ((v && !(sp->sthread[k] = strndup(v, len))) ||
 				    !(sp->sbinary[k] = strdup(all[i].binary)))
 					goto nomem;
@@ -256,8 +257,8 @@ int view_render_spans(const struct view_tree *t, uint32_t node, struct view_buf 
 		w.ns = &st[k];
 		r = store_series_counts(w.s, sp->ids[i], INT64_MIN, INT64_MAX, add_count, &w);
 		if (r == 0)
-			r = store_series_samples(w.s, sp->ids[i], INT64_MIN, INT64_MAX, add_duration,
-			                         &w);
+			r = store_series_samples(w.s, sp->ids[i], INT64_MIN, INT64_MAX,
+			                         add_duration, &w);
 	}
 	if (r < 0)
 		goto out;
@@ -269,7 +270,8 @@ int view_render_spans(const struct view_tree *t, uint32_t node, struct view_buf 
 		if (r == 0)
 			r = put_ms(out, n->total);
 		if (r == 0)
-			r = n->count ? put_ms(out, n->total / n->count) : view_buf_printf(out, " -");
+			r = n->count ? put_ms(out, n->total / n->count)
+			             : view_buf_printf(out, " -");
 		if (r == 0 && n->ndur) {
 			r = put_ms(out, percentile(n->dur, n->ndur, 50));
 			if (r == 0)
@@ -305,7 +307,11 @@ static int json_str(struct view_buf *b, const char *s, size_t len)
 
 	for (size_t i = 0; i < len && r == 0;) {
 		unsigned char c = (unsigned char)s[i];
-		size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		size_t n = c < 0x80         ? 1
+		           : (c >> 5) == 6  ? 2
+		           : (c >> 4) == 14 ? 3
+		           : (c >> 3) == 30 ? 4
+		                            : 0;
 		bool ok = n && i + n <= len && !(n == 2 && c < 0xc2);
 		for (size_t k = 1; ok && k < n; k++)
 			ok = ((unsigned char)s[i + k] >> 6) == 2;
@@ -392,8 +398,9 @@ static int put_span(void *ctx, const struct store_sample *smp)
 	    (r = json_cstr(b, w->name)) < 0 ||
 	    (r = view_buf_printf(b,
 	                         ",\"ts\":%" PRId64 ",\"dur\":%" PRIu64 ".%03" PRIu64
-	                         ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"args\":{\"id\":%" PRIu64
-	                         ",\"parent\":%" PRIu64 ",\"dur_ns\":%" PRIu64 "%s}}",
+	                         ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
+	                         ",\"args\":{\"id\":%" PRIu64 ",\"parent\":%" PRIu64
+	                         ",\"dur_ns\":%" PRIu64 "%s}}",
 	                         smp->time_us, smp->weight / 1000, smp->weight % 1000, smp->pid,
 	                         smp->tid, smp->span, smp->parent, smp->weight,
 	                         node_unended(w->s, smp->node) ? ",\"unended\":true" : "")) < 0)
@@ -420,14 +427,14 @@ static int put_sample(void *ctx, const struct store_sample *smp)
 			break;
 		n = parent;
 	}
-	if ((r = sep(w)) < 0 || (r = put_lit(b, "{\"ph\":\"P\",\"cat\":\"sample\",\"name\":")) < 0 ||
+	if ((r = sep(w)) < 0 ||
+	    (r = put_lit(b, "{\"ph\":\"P\",\"cat\":\"sample\",\"name\":")) < 0 ||
 	    (r = json_cstr(b, w->name)) < 0 ||
-	    (r = view_buf_printf(b,
-	                         ",\"ts\":%" PRId64 ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
-	                         ",\"sf\":\"%" PRIu32 "\",\"args\":{\"weight\":%" PRIu64
-	                         ",\"span\":%" PRIu64 "}}",
-	                         smp->time_us, smp->pid, smp->tid, smp->node, smp->weight,
-	                         smp->span)) < 0)
+	    (r = view_buf_printf(
+	             b,
+	             ",\"ts\":%" PRId64 ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"sf\":\"%" PRIu32
+	             "\",\"args\":{\"weight\":%" PRIu64 ",\"span\":%" PRIu64 "}}",
+	             smp->time_us, smp->pid, smp->tid, smp->node, smp->weight, smp->span)) < 0)
 		return r;
 	return note_who(w, smp->pid, smp->tid);
 }
@@ -495,8 +502,9 @@ static int put_frames(struct trace_walk *w)
 		                         first ? "" : ",", n)) < 0 ||
 		    (r = json_str(b, f.name ? f.name : "", f.name ? f.name_len : 0)) < 0)
 			break;
-		r = parent != STORE_ROOT_NODE ? view_buf_printf(b, ",\"parent\":\"%" PRIu32 "\"}", parent)
-		                              : put_lit(b, "}");
+		r = parent != STORE_ROOT_NODE
+		            ? view_buf_printf(b, ",\"parent\":\"%" PRIu32 "\"}", parent)
+		            : put_lit(b, "}");
 		first = false;
 	}
 	return r ? r : put_lit(b, "},\n");
