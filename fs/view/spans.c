@@ -105,17 +105,30 @@ int view_tree_set_spans(struct view_tree *t, const struct store_series *spans, s
 		}
 	}
 	sp->ns = ns;
-	for (size_t k = 0; k < ns; k++)
-		for (size_t i = 0; i < nall; i++)
-			if (all[i].id == t->src.series[k]) {
-				size_t len;
-				const char *v =
-				        store_labels_get(all[i].labels, STORE_LABEL_THREAD, &len);
-				if ((v && !(sp->sthread[k] = strndup(v, len))) ||
-				    !(sp->sbinary[k] = strdup(all[i].binary)))
-					goto nomem;
-				break;
-			}
+	/* all's index by series id (ids are small and sequential). */
+	uint32_t maxid = 0;
+	for (size_t i = 0; i < nall; i++)
+		if (all[i].id > maxid)
+			maxid = all[i].id;
+	size_t *at = calloc((size_t)maxid + 1, sizeof(*at));
+	if (!at)
+		goto nomem;
+	for (size_t i = 0; i < nall; i++)
+		at[all[i].id] = i + 1;
+	for (size_t k = 0; k < ns; k++) {
+		uint32_t id = t->src.series[k];
+		if (id > maxid || !at[id])
+			continue;
+		const struct store_series *a = &all[at[id] - 1];
+		size_t len;
+		const char *v = store_labels_get(a->labels, STORE_LABEL_THREAD, &len);
+		if ((v && !(sp->sthread[k] = strndup(v, len))) ||
+		    !(sp->sbinary[k] = strdup(a->binary))) {
+			free(at);
+			goto nomem;
+		}
+	}
+	free(at);
 	view_spans_free(t->src.spans);
 	t->src.spans = sp;
 	return 0;
@@ -312,7 +325,11 @@ static int json_str(struct view_buf *b, const char *s, size_t len)
 		           : (c >> 4) == 14 ? 3
 		           : (c >> 3) == 30 ? 4
 		                            : 0;
-		bool ok = n && i + n <= len && !(n == 2 && c < 0xc2);
+		unsigned char c1 = i + 1 < len ? (unsigned char)s[i + 1] : 0;
+		/* No overlong form, no surrogate, nothing past U+10FFFF. */
+		bool ok = n && i + n <= len && !(n == 2 && c < 0xc2) && !(c == 0xe0 && c1 < 0xa0) &&
+		          !(c == 0xed && c1 >= 0xa0) && !(c == 0xf0 && c1 < 0x90) &&
+		          !(c == 0xf4 && c1 >= 0x90) && c <= 0xf4;
 		for (size_t k = 1; ok && k < n; k++)
 			ok = ((unsigned char)s[i + k] >> 6) == 2;
 		if (!ok) {
