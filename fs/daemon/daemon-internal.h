@@ -380,6 +380,7 @@ struct flamefs_state {
 	size_t nseries;
 	struct store_series *raw;
 	size_t nraw;
+	size_t nraw_spans; /* of fs.raw, the span-record series (series_is_spans) */
 	/* Shallow copies of fs.raw's entries (their strings are fs.raw's),
 	 * the members of each view series side by side: a label value's
 	 * view sums series that are not neighbours in fs.raw. */

@@ -411,7 +411,7 @@ void series_free_locked(void)
 	free(fs.view_lo);
 	free(fs.view_hi);
 	fs.series = fs.raw = fs.mraw = NULL;
-	fs.nseries = fs.nraw = 0;
+	fs.nseries = fs.nraw = fs.nraw_spans = 0;
 	fs.members = NULL;
 	fs.view_lo = fs.view_hi = NULL;
 }
@@ -639,7 +639,7 @@ int series_spans_locked(uint32_t view, const char *binary, const char *version,
 	if (out)
 		*out = NULL;
 	*n = 0;
-	for (size_t i = 0; i < fs.nraw; i++) {
+	for (size_t i = 0; fs.nraw_spans && i < fs.nraw; i++) {
 		const struct store_series *s = &fs.raw[i];
 		if (!series_is_spans(s) || !s->samples || (binary && strcmp(s->binary, binary)) ||
 		    (version && strcmp(s->version, version)) || !raw_in_view(s, view))
