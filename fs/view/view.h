@@ -260,6 +260,48 @@ int view_tree_set_about(struct view_tree *t, const struct store_series *series, 
 int view_render_about(const struct view_tree *t, uint32_t node, struct view_buf *out);
 uint64_t view_about_size(const struct view_tree *t, uint32_t node);
 
+/* ---- spans (spans.c) --------------------------------------------------
+ * A span record is a sample of a series of event STORE_EVENT_SPANS
+ * (store.h, "spans"): the view keeps those series out of every tree and
+ * sum, and reads them only for the two files below.  The label that
+ * names a span, on its records and on the samples taken inside it: */
+#define VIEW_SPAN_LABEL "span"
+/* Gives a tree built from a store the span-record series of its scope,
+ * spans[0..n) (the daemon decides the scope: a version's, a view's), and
+ * the store's series `all[0..nall)`, from which the thread label and
+ * binary of each series the tree reads is copied (a trace's thread
+ * names).  Copies what it keeps.  0 or -ENOMEM. */
+int view_tree_set_spans(struct view_tree *t, const struct store_series *spans, size_t n,
+                        const struct store_series *all, size_t nall);
+bool view_tree_has_spans(const struct view_tree *t);
+/* `spans`: a header line "# count total_ms mean_ms p50_ms p99_ms max_ms
+ * unended detailed name", then one line per span name (bytewise order;
+ * the name last, escaped as in every text file, so `sort -k` works on
+ * the numbers): count and total (the sum of the durations) from the
+ * series' counts over all time; mean = total / count truncated to the
+ * nanosecond; p50, p99 and max over the `detailed` spans whose record
+ * the recent tier still holds (nearest rank: the value of rank
+ * ceil(p * detailed / 100) in ascending order; "-" when detailed is 0);
+ * unended: the spans closed at their thread's exit.  Durations are in
+ * milliseconds with six decimals, so exact to the nanosecond.  Reads the
+ * store the tree was built from: the caller holds its lock. */
+int view_render_spans(const struct view_tree *t, uint32_t node, struct view_buf *out);
+/* `trace.json`: the Chrome Trace Event Format's JSON object.
+ * "traceEvents" holds, over the tree's window (all time outside one),
+ * an "X" event per span that started in it (ts its start in µs, dur its
+ * duration in µs with three decimals, exact; args id, parent, dur_ns and
+ * unended: true for a span closed at exit), a "P" event per sample with
+ * a moment (sf its stack's leaf in "stackFrames", args weight and span),
+ * and "M" events naming each process (its binary) and thread (its series'
+ * thread label).  "stackFrames" holds each sample's stack (id: the store
+ * node, parent: its caller).  No top-level "samples" array: speedscope
+ * would then show the samples only, not the spans.  At most
+ * VIEW_TRACE_MAX_EVENTS spans and as many samples are written (series
+ * by series, each in time order); "otherData" says how many were and
+ * how many were left out.  Reads the store: the caller holds its lock. */
+#define VIEW_TRACE_MAX_EVENTS 100000u
+int view_render_trace(const struct view_tree *t, uint32_t node, struct view_buf *out);
+
 /* How good the stacks of a subtree are (quality.c).  total: the node's
  * total weight; rooted: the weight of its stacks whose outermost frame is
  * an entry point (view_name_is_entry(), or an unnamed frame right below
