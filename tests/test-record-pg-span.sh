@@ -53,6 +53,16 @@ readelf -n "$postgres" 2>/dev/null | grep -q 'Name: query__start' ||
 	{ echo "SKIP: $postgres has no USDT probes (not built with --enable-dtrace)"; exit 77; }
 e2e_need_bpf
 
+# The shortcut takes only in=PATH; a file without the probes fails to attach.
+"$collect" record --store "$tmp/bad" -a --span pg-query:sql -d 1 >/dev/null 2>"$tmp/bad.err"
+rc=$?
+check "--span pg-query:sql is refused (exit $rc, a message)" \
+	test $rc = 2 -a -n "$(grep -F 'a ready-made span takes only :in=PATH' "$tmp/bad.err")"
+"$collect" record --store "$tmp/bad" -a --span pg-query:in=/bin/true -d 1 >/dev/null 2>"$tmp/bad.err"
+rc=$?
+check "--span pg-query:in=/bin/true fails to attach (exit $rc, the probe named)" \
+	test $rc = 1 -a -n "$(grep -F 'cannot attach postgresql:query__' "$tmp/bad.err")"
+
 rec=
 e2e_on_exit() { [ -n "$rec" ] && kill "$rec" 2>/dev/null; }
 

@@ -51,6 +51,7 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 run() {
 	local arm=$1 i=$2 rec= t=0
 	if [ "$arm" = R ]; then
+		: >"$work/R.$i.err"
 		"${rusage[@]}" "$work/R.$i.ru" "$fc" record --store "$work/st.$i" -a -F "$HZ" --span pg-query \
 			-d 3600 >/dev/null 2>"$work/R.$i.err" &
 		rec=$!
