@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # test-record-pg-span.sh — record --span pg-query on a real PostgreSQL 15
 # (issue 41): a private server (lib-pg.sh) with pg_stat_statements loaded,
-# `pgbench -i`, then pgbench's built-in TPC-B-like script for a number of
-# transactions (-t, one client, simple query protocol) under
-# `record -a --span pg-query -F 1999`.  Then:
+# `pgbench -i`, then pgbench's built-in TPC-B-like script (one client,
+# simple query protocol) under `record -a --span pg-query -F 1999`, in runs
+# of 2,000 transactions (-t) until the backends have used 2.5 s of CPU
+# (the postmaster's cutime + cstime: about 3,500 samples in the 5 DML
+# statements' spans, however fast the machine; 40 runs at most).  Then:
 #
 #  (a) pg_stat_statements saw the script's 7 statements (BEGIN, the three
-#      UPDATEs, the SELECT, the INSERT, END) each exactly TX times, and the
+#      UPDATEs, the SELECT, the INSERT, END) each exactly as many times as
+#      the runs' transactions, and the
 #      store has a span label for each with exactly pg_stat_statements'
 #      text (literals as $N); no span label of a pgbench table keeps a
 #      literal (every one of the 7 x TX statements was normalised).
@@ -38,7 +41,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 collect=${FLAMEFS_COLLECT:-$build/flamefs-collect}
 folded=$build/tests/labels-folded
 export LC_ALL=C
-tx=${PG_SPAN_TX:-4000}
+chunk=2000
 hz=1999
 
 . "$here/lib-e2e.sh"
@@ -92,7 +95,25 @@ until grep -q 'Ctrl-C stops' "$tmp/rec.err"; do
 	sleep 0.1
 	t=$((t + 1))
 done
-pgb -n -c 1 -M simple -t "$tx" bench >"$tmp/bench.out" 2>&1 || bad "pgbench failed: $(tail -3 "$tmp/bench.out")"
+# the postmaster's cutime + cstime in clock ticks: its exited backends' CPU
+pm=$(head -n 1 "$PG_DATA/postmaster.pid")
+kids=$(pgrep -c -P "$pm")
+ticks() { sed 's/.*) //' "/proc/$pm/stat" | awk '{ print $14 + $15 }'; }
+want=$((25 * $(getconf CLK_TCK) / 10))
+t0=$(ticks)
+runs=0
+while [ $(($(ticks) - t0)) -lt "$want" ] && [ $runs -lt 40 ]; do
+	pgb -n -c 1 -M simple -t $chunk bench >"$tmp/bench.out" 2>&1 || { bad "pgbench failed: $(tail -3 "$tmp/bench.out")"; break; }
+	runs=$((runs + 1))
+	# its backend exits after it: wait until the postmaster has reaped it
+	t=0
+	while [ "$(pgrep -c -P "$pm")" -gt "$kids" ] && [ $t -lt 100 ]; do
+		sleep 0.1
+		t=$((t + 1))
+	done
+done
+tx=$((runs * chunk))
+echo "       $runs runs of $chunk transactions; the backends used $(($(ticks) - t0)) ticks of CPU"
 kill -INT "$rec"
 wait "$rec"
 rc=$?
