@@ -386,9 +386,23 @@ static unsigned span_arg_number(const char *num)
 	return (unsigned)n;
 }
 
+/* The ready-made spans: `--span NAME[:in=PATH]` is `--span SPEC:in=PATH`,
+ * PATH by default the program they were written for.  PostgreSQL's probes
+ * are those of Debian's postgresql-15 (`readelf -n` on its postgres):
+ * query__start(const char *query) fires in exec_simple_query only, so the
+ * simple query protocol's statements are spans and the extended
+ * protocol's (prepared statements) are not. */
+static const struct {
+	const char *name, *spec, *path;
+} span_shortcuts[] = {
+        {"pg-query", "postgresql:query__start:query__done:name=arg1:sql",
+         "/usr/lib/postgresql/15/bin/postgres"},
+};
+
 /* --span PROVIDER:START:END[:FIELD...], the fields name=argN, number=argN,
  * id=argN, parent=argN, sql and in=PATH (last: it takes the rest, colons
- * too).  Appended to o->spans; 0, or 2 (printed). */
+ * too), or a ready-made span's NAME[:in=PATH].  Appended to o->spans; 0,
+ * or 2 (printed). */
 static int parse_span(const char *arg, struct options *o)
 {
 	if (o->nspans == RECORD_SPANS_MAX)
@@ -399,9 +413,23 @@ static int parse_span(const char *arg, struct options *o)
 	o->spans = sp;
 	sp = &o->spans[o->nspans];
 	*sp = (struct record_span_spec){.arg = arg};
-	char *copy = strdup(arg), *rest = copy, *f[3];
-	if (!copy)
+	char *copy = NULL, *rest, *f[3];
+	for (size_t i = 0; i < sizeof(span_shortcuts) / sizeof(span_shortcuts[0]); i++) {
+		size_t n = strlen(span_shortcuts[i].name);
+		if (strncmp(arg, span_shortcuts[i].name, n) != 0 || (arg[n] && arg[n] != ':'))
+			continue;
+		if (arg[n] && (strncmp(arg + n, ":in=", 4) != 0 || !arg[n + 4]))
+			return usage_error("--span %s: a ready-made span takes only :in=PATH, the "
+			                   "file with its probes (default %s)",
+			                   arg, span_shortcuts[i].path);
+		if (asprintf(&copy, "%s:in=%s", span_shortcuts[i].spec,
+		             arg[n] ? arg + n + 4 : span_shortcuts[i].path) < 0)
+			return usage_error("out of memory");
+		break;
+	}
+	if (!copy && !(copy = strdup(arg)))
 		return usage_error("out of memory");
+	rest = copy;
 	for (int i = 0; i < 3; i++) {
 		f[i] = rest;
 		rest = rest ? strchr(rest, ':') : NULL;
@@ -411,7 +439,7 @@ static int parse_span(const char *arg, struct options *o)
 			free(copy);
 			return usage_error(
 			        "--span: expected PROVIDER:START:END[:name=argN|:number=argN]"
-			        "[:id=argN][:parent=argN][:sql][:in=PATH], got \"%s\"",
+			        "[:id=argN][:parent=argN][:sql][:in=PATH] or pg-query[:in=PATH], got \"%s\"",
 			        arg);
 		}
 	}

@@ -87,9 +87,13 @@ struct {
 	__uint(max_entries, 1);
 } span_ids SEC(".maps");
 
-/* Span names by key; user space reads each once and deletes it. */
+/* Span names by key; user space reads each once, when a sample first
+ * carries it, and deletes it.  The names of spans no sample fell in stay
+ * until evicted: LRU, because SQL names are keyed by their text before
+ * normalisation (literals and all), so a server makes new keys at its
+ * statement rate, and a full map would refuse every later name. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u64);
 	__type(value, struct profile_span_name);
 	__uint(max_entries, 16384);

@@ -124,6 +124,10 @@ void record_usage(FILE *f)
 	      "                          file with the probes (default: COMMAND's or\n"
 	      "                          the first -p process's program; needed with\n"
 	      "                          -a). Repeatable (up to 16)\n"
+	      "      --span pg-query[:in=PATH]  PostgreSQL's statements: each a span\n"
+	      "                          named as pg_stat_statements writes it (simple\n"
+	      "                          query protocol); the probes of PATH, default\n"
+	      "                          /usr/lib/postgresql/15/bin/postgres\n"
 	      "      --unwind MODE       how user stacks are walked: auto (default)\n"
 	      "                          by each file's DWARF CFI (.eh_frame or\n"
 	      "                          .debug_frame), by frame pointers where a\n"
@@ -173,6 +177,7 @@ void record_usage(FILE *f)
 	      "  " PROG " record --store ~/prof -a -d 60 --labels cgroup,container\n"
 	      "  " PROG " record --store ~/prof \\\n"
 	      "      --span flamefs_demo:span__enter:span__exit:name=arg3 -- ./spans-demo\n"
+	      "  " PROG " record --store ~/prof -a --span pg-query -d 60\n"
 	      "  " PROG " record --store /var/lib/flamefs -a --retention 7d \\\n"
 	      "      --push postgresql://flamefs@db.example/flamefs --push-every 60s\n",
 	      f);
