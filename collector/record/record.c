@@ -382,6 +382,7 @@ static void cleanup(struct recorder *r)
 	profile_bpf__destroy(r->skel);
 	record_late_free(r->late);
 	record_labels_free(r->labels);
+	record_unnamed_free(r);
 	symbolize_free(r->sym);
 	record_push_stop(r->pusher);
 	store_close(r->store);
