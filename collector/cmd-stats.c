@@ -3,7 +3,8 @@
  * its samples, unique stacks, input bytes, disk footprint and host, then
  * the store's totals; with --by-host, one line per host instead; with
  * --quality, one line per series with its time span and how good its
- * stacks are (also the warning import prints after perf input).
+ * stacks are, then the modules their unnamed weight falls in (also the
+ * warnings import prints at its end).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +44,13 @@ static void usage_stats(FILE *f)
 	      "                weight whose stacks reach an entry point (_start,\n"
 	      "                start_thread, clone, ret_from_fork...: ROOTED%)\n"
 	      "                and the share whose leaf is [unknown] or a bare\n"
-	      "                module name (UNKNOWN%); HOST last\n"
+	      "                module name (UNKNOWN%); HOST last.  Then, after an\n"
+	      "                empty line, per series each module of that unknown\n"
+	      "                weight, largest first: its weight and share, the\n"
+	      "                build id kept with its frames (- when none), and on\n"
+	      "                Debian the package with its debug info\n"
+	      "                (PKG-dbg (installed|available), PKG-dbgsym (not in\n"
+	      "                this archive); - when it cannot be known)\n"
 	      "\n"
 	      "Lists every series (binary, version, event, host) with its samples,\n"
 	      "weight, unique stacks, the bytes of input imported into it and the\n"
@@ -60,7 +67,7 @@ static void usage_stats(FILE *f)
 	      "  " PROG " stats | sort -k4 -n\n"
 	      "  " PROG " stats --by-host --store /srv/fleet\n"
 	      "  " PROG " stats --by thread --store ~/prof\n"
-	      "  " PROG " stats --quality | awk 'NR > 1 && $7 < 50'\n",
+	      "  " PROG " stats --quality | awk 'NF == 0 { exit } NR > 1 && $7 < 50'\n",
 	      f);
 }
 

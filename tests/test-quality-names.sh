@@ -156,7 +156,7 @@ if [ ! -x "$py" ] || [ "$owner" != python3.11-minimal ] || [ -z "$state" ]; then
 elif [ "$state" = installed ]; then
 	skip "python3.11-dbg is installed: the interpreter's frames are named, nothing to hint"
 else
-	printf 'for k in range(%d):\n    sum(i * i for i in range(1000))\n' 4000 >"$tmp/loop.py"
+	printf 'for k in range(%d):\n    sum(i * i for i in range(1000))\n' 20000 >"$tmp/loop.py"
 	"$collect" record --store "$tmp/rec-py" -F 499 -- "$py" "$tmp/loop.py" 2>"$tmp/rec-py.err"
 	check "record of python3.11 exits 0" test $? = 0
 	cat "$tmp/rec-py.err"
