@@ -434,23 +434,36 @@ void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t
 
 	if (store_series_list(s, &list, &n) < 0)
 		return; /* a warning only: nothing to report it against */
-	/* The event with the most weight among the series that changed. */
+	/* The event with the most weight among the series that changed: the
+	 * weights of one event summed in the first series of it. */
 	bool *changed = calloc(n ? n : 1, sizeof(*changed));
-	uint64_t best_weight = 0;
-	for (size_t i = 0; changed && i < n; i++) {
+	size_t *first = calloc(n ? n : 1, sizeof(*first));
+	uint64_t *sum = calloc(n ? n : 1, sizeof(*sum));
+	if (!changed || !first || !sum) {
+		free(changed);
+		free(first);
+		free(sum);
+		store_series_free(list, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
 		changed[i] = !series_unchanged(before, nbefore, &list[i]) &&
 		             strcmp(list[i].event, STORE_EVENT_SPANS) != 0;
 		if (!changed[i])
 			continue;
-		uint64_t w = 0;
-		for (size_t j = 0; j < n; j++)
-			if (changed[j] && strcmp(list[j].event, list[i].event) == 0)
-				w += list[j].weight;
-		if (best == SIZE_MAX || w > best_weight) {
-			best = i;
-			best_weight = w;
-		}
+		size_t f = i;
+		for (size_t j = 0; j < i; j++)
+			if (changed[j] && first[j] == j && strcmp(list[j].event, list[i].event) == 0) {
+				f = j;
+				break;
+			}
+		first[i] = f;
+		sum[f] += list[i].weight;
+		if (best == SIZE_MAX || sum[f] > sum[best])
+			best = f;
 	}
+	free(first);
+	free(sum);
 	struct cli_unnamed *agg = NULL;
 	size_t nagg = 0;
 	uint64_t total = 0, unnamed = 0;
