@@ -453,7 +453,8 @@ void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t
 			continue;
 		size_t f = i;
 		for (size_t j = 0; j < i; j++)
-			if (changed[j] && first[j] == j && strcmp(list[j].event, list[i].event) == 0) {
+			if (changed[j] && first[j] == j &&
+			    strcmp(list[j].event, list[i].event) == 0) {
 				f = j;
 				break;
 			}
@@ -515,9 +516,10 @@ void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t
 		view_quality_share(unnamed, total, share);
 		symbolize_debpkg_advice(advice, sizeof(advice), q, w, top, total);
 		fprintf(stderr,
-		        PROG ": warning: %s%% of the %s weight ends in code without function names, "
-		             "%s: install debug packages or set DEBUGINFOD_URLS, and %s again (stats "
-		             "--quality lists every module)\n",
+		        PROG
+		        ": warning: %s%% of the %s weight ends in code without function names, "
+		        "%s: install debug packages or set DEBUGINFOD_URLS, and %s again (stats "
+		        "--quality lists every module)\n",
 		        share, list[best].event, advice, again);
 	}
 	cli_unnamed_free(agg, nagg);
@@ -594,7 +596,8 @@ static void print_quality(struct store *s, const struct store_series *list, size
 			rows = nr;
 		}
 		for (size_t j = 0; j < nun; j++)
-			rows[nrows++] = (struct unnamed_row){.se = se, .total = q.total, .u = un[j]};
+			rows[nrows++] =
+			        (struct unnamed_row){.se = se, .total = q.total, .u = un[j]};
 		free(un); /* the rows own its strings now */
 	}
 	if (nrows == 0) {

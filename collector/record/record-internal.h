@@ -173,6 +173,14 @@ struct hash_list {
 	size_t n, cap;
 };
 
+/* One module's cpu weight whose leaf frame has no function name. */
+struct record_unnamed {
+	char *module; /* NULL: a free slot */
+	uint8_t build_id[64];
+	uint8_t build_id_len;
+	uint64_t weight;
+};
+
 struct recorder {
 	const struct options *opt;
 	struct profile_bpf *skel;
@@ -311,12 +319,7 @@ struct recorder {
 	uint64_t unsymbolized_pids;
 	/* The cpu event's weight whose leaf frame has no function name, by
 	 * module (report.c): an open-addressed table of 2^k slots. */
-	struct record_unnamed {
-		char *module; /* NULL: a free slot */
-		uint8_t build_id[64];
-		uint8_t build_id_len;
-		uint64_t weight;
-	} *unnamed;
+	struct record_unnamed *unnamed;
 	size_t unnamed_slots, unnamed_used;
 	uint64_t unnamed_weight;
 	int err; /* first fatal error, -errno */

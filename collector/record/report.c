@@ -107,7 +107,8 @@ int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t
 		r->unnamed = nt;
 		r->unnamed_slots = ns;
 	}
-	struct record_unnamed *u = unnamed_slot(r->unnamed, r->unnamed_slots, m, ml, f->build_id, il);
+	struct record_unnamed *u =
+	        unnamed_slot(r->unnamed, r->unnamed_slots, m, ml, f->build_id, il);
 	if (!u->module) {
 		if (!(u->module = strndup(m, ml)))
 			return -ENOMEM;

@@ -33,7 +33,7 @@
 
 extern char **environ;
 
-#define DPKG_INFO "/var/lib/dpkg/info"
+#define DPKG_INFO   "/var/lib/dpkg/info"
 #define DPKG_STATUS "/var/lib/dpkg/status"
 
 /* One package's file list, "\n" + the file + "\n" when it did not end in
@@ -158,8 +158,8 @@ static const char *list_owner(const char *path)
  * process maps /usr/lib/x86_64-linux-gnu/libc.so.6). */
 static const char *owner_of(const char *path)
 {
-	static const char *const merged[] = {"/lib/", "/lib32/", "/lib64/", "/libx32/", "/bin/",
-	                                     "/sbin/"};
+	static const char *const merged[] = {"/lib/",    "/lib32/", "/lib64/",
+	                                     "/libx32/", "/bin/",   "/sbin/"};
 	char real[PATH_MAX], other[PATH_MAX];
 	const char *names[2] = {path, realpath(path, real) ? real : NULL};
 
@@ -214,15 +214,20 @@ static void source_of(const char *pkg, char *out, size_t size)
  * this machine's byte order. */
 static size_t file_build_id(const char *path, uint8_t id[64])
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The path comes from a store: a FIFO or a device must not block or
+	 * be read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	unsigned char ident[EI_NIDENT];
+	struct stat st;
 	size_t got = 0;
 
 	if (fd < 0)
 		return 0;
-	if (pread(fd, ident, sizeof(ident), 0) != (ssize_t)sizeof(ident) ||
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    pread(fd, ident, sizeof(ident), 0) != (ssize_t)sizeof(ident) ||
 	    memcmp(ident, ELFMAG, SELFMAG) != 0 ||
-	    ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+	    ident[EI_DATA] !=
+	            (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
 		goto out;
 	bool is64 = ident[EI_CLASS] == ELFCLASS64;
 	uint64_t phoff;
@@ -272,7 +277,8 @@ static size_t file_build_id(const char *path, uint8_t id[64])
 		for (size_t at = 0; at + 12 <= size;) {
 			Elf64_Nhdr nh; /* the same layout as Elf32_Nhdr */
 			memcpy(&nh, buf + at, sizeof(nh));
-			size_t name_at = at + 12, desc_at = name_at + ((nh.n_namesz + a - 1) & ~(a - 1));
+			size_t name_at = at + 12,
+			       desc_at = name_at + ((nh.n_namesz + a - 1) & ~(a - 1));
 			size_t next = desc_at + ((nh.n_descsz + a - 1) & ~(a - 1));
 			if (desc_at > size || nh.n_descsz > size - desc_at)
 				break;
@@ -348,7 +354,8 @@ static void apt_ask(void)
 			argv[k++] = db.apt[i].name;
 	size_t e = 0;
 	for (size_t i = 0; i < envn; i++)
-		if (strncmp(environ[i], "LC_ALL=", 7) != 0 && strncmp(environ[i], "LANG=", 5) != 0 &&
+		if (strncmp(environ[i], "LC_ALL=", 7) != 0 &&
+		    strncmp(environ[i], "LANG=", 5) != 0 &&
 		    strncmp(environ[i], "LANGUAGE=", 9) != 0)
 			envp[e++] = environ[i];
 	envp[e++] = "LC_ALL=C";
@@ -482,10 +489,10 @@ void symbolize_debpkg_advice(char *buf, size_t size, const struct symbolize_debp
 		int pl = paren ? (int)(paren - h) : 0;
 		if (paren)
 			snprintf(pkg, sizeof(pkg), "%.*s", pl, h);
-		const char *how = !paren                                   ? ""
-		                  : strcmp(paren, " (available)") == 0   ? "install "
-		                  : strcmp(paren, " (installed)") == 0   ? "installed: "
-		                                                         : "not in this archive: ";
+		const char *how = !paren                               ? ""
+		                  : strcmp(paren, " (available)") == 0 ? "install "
+		                  : strcmp(paren, " (installed)") == 0 ? "installed: "
+		                                                       : "not in this archive: ";
 		int k = snprintf(buf + at, size - at, "%s%s (%.1f%%%s%s%s)",
 		                 i == 0 ? "most in " : " and ", q[i].module ? q[i].module : "?",
 		                 total ? 100.0 * (double)weight[i] / (double)total : 0.0,

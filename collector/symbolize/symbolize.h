@@ -583,7 +583,7 @@ size_t offline_symbols_refused(const struct import_symbols *sym, const char **fi
  * hint, "PKG-dbg (installed)", "SRC-dbg (available)" or "PKG-dbgsym (not in
  * this archive)", or "" when it cannot be known truthfully: no dpkg, no
  * package owns the path here, the file here has another build id than
- * the one recorded, or apt-cache cannot be run.  The owner comes from
+ * the one recorded (without one: the file now at the path is taken), or apt-cache cannot be run.  The owner comes from
  * dpkg's file lists, read once per process; the state of the names from
  * one `apt-cache policy` run per call for the names not asked before.
  * Not thread-safe: call from one thread at a time. */
