@@ -1016,6 +1016,9 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 		if (rc < 0)
 			return rc;
 	}
+	if (ev == PROFILE_EV_CPU && n > 0 &&
+	    (rc = record_unnamed_add(r, &r->frames[n - 1], v->weight + mweight)) < 0)
+		return rc;
 	if (truncated)
 		r->truncated += v->samples + nm;
 	r->with_moment += nm;

@@ -174,6 +174,14 @@ struct hash_list {
 	size_t n, cap;
 };
 
+/* One module's cpu weight whose leaf frame has no function name. */
+struct record_unnamed {
+	char *module; /* NULL: a free slot */
+	uint8_t build_id[64];
+	uint8_t build_id_len;
+	uint64_t weight;
+};
+
 struct recorder {
 	const struct options *opt;
 	struct profile_bpf *skel;
@@ -316,6 +324,11 @@ struct recorder {
 	} late_stats;
 	struct raw_stack raw[2]; /* a user and a kernel stack being named */
 	uint64_t unsymbolized_pids;
+	/* The cpu event's weight whose leaf frame has no function name, by
+	 * module (report.c): an open-addressed table of 2^k slots. */
+	struct record_unnamed *unnamed;
+	size_t unnamed_slots, unnamed_used;
+	uint64_t unnamed_weight;
 	int err; /* first fatal error, -errno */
 	char errmsg[512];
 };
@@ -346,6 +359,14 @@ int record_on_event(void *ctx, void *data, size_t len);
  * it left in one atomic batch; `final` (sampling already stopped) stores
  * both.  Returns 0 or -errno (also recorded with record_fail()). */
 int record_drain(struct recorder *r, bool final);
+/* The share of the cpu weight without function names from which the
+ * summary says where the names are and how to get them (the view's
+ * quality file says it from the same share: VIEW_UNNAMED_WARN_PERCENT). */
+#define RECORD_UNNAMED_WARN_PERCENT 20
+/* Counts the weight of a cpu sample whose leaf frame is f (report.c):
+ * to its module when f has no function name.  0 or -ENOMEM. */
+int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t weight);
+void record_unnamed_free(struct recorder *r);
 
 /* The frames of a count's stacks, root first, into r->frames[0..*n). */
 int record_name_stacks(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user,

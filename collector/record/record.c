@@ -389,6 +389,7 @@ static void cleanup(struct recorder *r)
 	record_late_free(r->late);
 	record_spans_free(r);
 	record_labels_free(r->labels);
+	record_unnamed_free(r);
 	symbolize_free(r->sym);
 	record_push_stop(r->pusher);
 	store_close(r->store);

@@ -317,9 +317,37 @@ int view_quality(const struct view_tree *t, uint32_t node, struct view_quality *
 bool view_name_is_entry(const char *name, size_t len);
 /* part/whole in percent as "98.23" (two decimals, rounded half up). */
 void view_quality_share(uint64_t part, uint64_t whole, char out[32]);
-/* The `quality` file: "total T", "rooted W P%", "unknown_leaf W P%", one
- * a line, and when fewer than half the stacks are rooted, '#' lines
- * saying what usually causes it and what to do. */
+/* The unnamed weight of a subtree by module (quality.c): every frame of
+ * view_quality()'s unknown leaves counts its self weight to its module,
+ * the frame's module path, or its own name where it has none ("[unknown]",
+ * "[truncated]"), with the frame's build id (raw bytes; none: length 0).
+ * A view node holds one frame of a name, so a node's weight goes to that
+ * frame's module and build id.  The weights sum to unknown_leaf.
+ * Strings point into the tree and live as long as it does. */
+struct view_unnamed {
+	const char *module;
+	size_t module_len;
+	const uint8_t *build_id;
+	size_t build_id_len;
+	uint64_t weight;
+};
+/* Fills *out (malloc'd, the caller frees it) with *n rows, one per
+ * (module, build id), largest weight first, then by module and build id
+ * bytewise.  0, -EINVAL (no such node) or -ENOMEM. */
+int view_quality_unnamed(const struct view_tree *t, uint32_t node, struct view_unnamed **out,
+                         size_t *n);
+/* The share of unnamed weight from which the quality file and the end
+ * lines of record and import say how to get names: 20%. */
+#define VIEW_UNNAMED_WARN_PERCENT 20
+/* unnamed / whole >= VIEW_UNNAMED_WARN_PERCENT %, exactly; false for whole 0. */
+bool view_unnamed_large(uint64_t unnamed, uint64_t whole);
+/* The `quality` file: "total T", "rooted W P%", "unknown_leaf W P%", then
+ * per module with unnamed weight, largest first, "unnamed W P% BUILD_ID
+ * MODULE" (BUILD_ID in lower-case hex, "-" when none; MODULE escaped as
+ * text files are, to the end of the line), one a line.  When fewer than
+ * half the stacks are rooted, or at least VIEW_UNNAMED_WARN_PERCENT of the
+ * weight is unnamed, '#' lines saying what usually causes it and what
+ * to do. */
 int view_render_quality(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
 /* The exact size view_render_folded() would produce, without rendering. */
