@@ -261,8 +261,8 @@ static bool samples_sorted(const struct store_sample *v, size_t n)
  * group only when its samples did not come in order (they mostly do: a
  * recording's samples arrive by time, only the series interleave).
  * 0 or -ENOMEM. */
-static int detail_group(const struct rdb_batch *b, struct store_sample **out,
-                        struct group **groups, size_t *ngroups)
+static int detail_group(const struct rdb_batch *b, struct store_sample **out, struct group **groups,
+                        size_t *ngroups)
 {
 	size_t n = b->ndetail, ng = 0, gcap = 0, mask = 63;
 	uint32_t *gid = malloc(n * sizeof(*gid));
