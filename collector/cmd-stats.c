@@ -511,7 +511,7 @@ void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t
 			w[i] = agg[i].weight;
 		}
 		if (here)
-			symbolize_debpkg_find(q, top);
+			symbolize_debpkg_find(q, top, SYMBOLIZE_DEBPKG_QUICK_MS);
 		char share[32], advice[1024];
 		view_quality_share(unnamed, total, share);
 		symbolize_debpkg_advice(advice, sizeof(advice), q, w, top, total);
@@ -612,7 +612,7 @@ static void print_quality(struct store *s, const struct store_series *list, size
 			q[i] = (struct symbolize_debpkg){.module = rows[i].u.module,
 			                                 .build_id = rows[i].u.build_id,
 			                                 .build_id_len = rows[i].u.build_id_len};
-	symbolize_debpkg_find(q, nrows);
+	symbolize_debpkg_find(q, nrows, SYMBOLIZE_DEBPKG_ASKED_MS);
 	printf("\n%-20s %-14s %-12s %16s %8s %-40s %s\n", "BINARY", "VERSION", "EVENT", "UNNAMED",
 	       "SHARE%", "BUILD_ID", "MODULE DEBUG_PACKAGE");
 	for (size_t i = 0; i < nrows; i++) {

@@ -164,7 +164,8 @@ static void unnamed_item(struct recorder *r, char *line, size_t size, int *n)
 		                                  .build_id_len = top[nt]->build_id_len};
 		w[nt] = top[nt]->weight;
 	}
-	symbolize_debpkg_find(q, nt); /* the recorded modules are this machine's */
+	symbolize_debpkg_find(
+	        q, nt, SYMBOLIZE_DEBPKG_QUICK_MS); /* the recorded modules are this machine's */
 	char advice[768];
 	symbolize_debpkg_advice(advice, sizeof(advice), q, w, nt, total);
 	add_item(line, size, n,

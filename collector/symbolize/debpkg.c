@@ -25,6 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -325,7 +328,7 @@ static struct aptname *apt_add(const char *name)
 
 /* Asks `apt-cache policy` about every name in db.apt still unknown
  * (state -1), all in one run.  Names apt does not know stay absent. */
-static void apt_ask(void)
+static void apt_ask(long budget_ms)
 {
 	size_t want = 0;
 	for (size_t i = 0; i < db.napt; i++)
@@ -373,11 +376,58 @@ static void apt_ask(void)
 		db.no_apt = true;
 		goto settle;
 	}
-	FILE *f = fdopen(pfd[0], "r");
-	char line[1024];
+	/* apt-cache rebuilds its cache when it has none, which takes seconds
+	 * on a busy machine: what it has not said within budget_ms is
+	 * not waited for, and no module gets a package then. */
+	char *out = NULL;
+	size_t olen = 0, ocap = 0;
+	bool late = false;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long left = budget_ms - (long)((t.tv_sec - t0.tv_sec) * 1000 +
+		                               (t.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd pf = {.fd = pfd[0], .events = POLLIN};
+		int pr = left > 0 ? poll(&pf, 1, (int)left) : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0) {
+			late = true;
+			break;
+		}
+		if (olen + 4096 + 1 > ocap) {
+			char *grown = realloc(out, ocap ? ocap * 2 : 16384);
+			if (!grown) {
+				late = true;
+				break;
+			}
+			out = grown;
+			ocap = ocap ? ocap * 2 : 16384;
+		}
+		ssize_t got = read(pfd[0], out + olen, 4096);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		olen += (size_t)got;
+	}
+	close(pfd[0]);
+	if (late)
+		kill(pid, SIGKILL);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (late || !out) {
+		free(out);
+		db.no_apt = true;
+		goto settle;
+	}
+	out[olen] = '\0';
 	struct aptname *cur = NULL;
-	while (f && fgets(line, sizeof(line), f)) {
+	for (char *line = out, *next; *line; line = next) {
 		size_t ll = strcspn(line, "\n");
+		next = line[ll] ? line + ll + 1 : line + ll;
 		line[ll] = '\0';
 		if (line[0] != ' ' && ll > 1 && line[ll - 1] == ':') {
 			line[ll - 1] = '\0';
@@ -398,13 +448,7 @@ static void apt_ask(void)
 		         cur->state < APT_AVAILABLE)
 			cur->state = APT_AVAILABLE;
 	}
-	if (f)
-		fclose(f);
-	else
-		close(pfd[0]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	free(out);
 settle:
 	for (size_t i = 0; i < db.napt; i++)
 		if (db.apt[i].state < 0)
@@ -426,7 +470,7 @@ static int candidates(const char *pkg, char cand[NCAND][160])
 	return n;
 }
 
-void symbolize_debpkg_find(struct symbolize_debpkg *q, size_t n)
+void symbolize_debpkg_find(struct symbolize_debpkg *q, size_t n, unsigned budget_ms)
 {
 	const char **owner = calloc(n ? n : 1, sizeof(*owner));
 
@@ -452,7 +496,7 @@ void symbolize_debpkg_find(struct symbolize_debpkg *q, size_t n)
 			if (!apt_find(cand[c]) && !apt_add(cand[c]))
 				owner[i] = NULL; /* out of memory: no hint */
 	}
-	apt_ask();
+	apt_ask(budget_ms);
 	for (size_t i = 0; i < n; i++) {
 		if (!owner[i] || db.no_apt)
 			continue;
