@@ -439,7 +439,8 @@ static int parse_span(const char *arg, struct options *o)
 			free(copy);
 			return usage_error(
 			        "--span: expected PROVIDER:START:END[:name=argN|:number=argN]"
-			        "[:id=argN][:parent=argN][:sql][:in=PATH] or pg-query[:in=PATH], got \"%s\"",
+			        "[:id=argN][:parent=argN][:sql][:in=PATH] or pg-query[:in=PATH], "
+			        "got \"%s\"",
 			        arg);
 		}
 	}

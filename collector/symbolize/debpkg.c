@@ -326,6 +326,23 @@ static struct aptname *apt_add(const char *name)
 	return &db.apt[db.napt++];
 }
 
+/* What a line of `apt-cache policy`'s answer for one name says: an
+ * installed version (APT_INSTALLED), a candidate (APT_AVAILABLE), or
+ * nothing (-1). */
+static int apt_line_state(const char *v)
+{
+	static const char none[] = "(none)";
+	size_t vl = strlen(v), nl = sizeof(none) - 1;
+
+	if (vl < 11 || (vl == 11 + nl && memcmp(v + 11, none, nl) == 0))
+		return -1;
+	if (memcmp(v, "Installed: ", 11) == 0)
+		return APT_INSTALLED;
+	if (memcmp(v, "Candidate: ", 11) == 0)
+		return APT_AVAILABLE;
+	return -1;
+}
+
 /* Asks `apt-cache policy` about every name in db.apt still unknown
  * (state -1), all in one run.  Names apt does not know stay absent. */
 static void apt_ask(long budget_ms)
@@ -442,11 +459,9 @@ static void apt_ask(long budget_ms)
 		const char *v = line + strspn(line, " ");
 		if (!cur)
 			continue;
-		if (strncmp(v, "Installed: ", 11) == 0 && strcmp(v + 11, "(none)") != 0)
-			cur->state = APT_INSTALLED;
-		else if (strncmp(v, "Candidate: ", 11) == 0 && strcmp(v + 11, "(none)") != 0 &&
-		         cur->state < APT_AVAILABLE)
-			cur->state = APT_AVAILABLE;
+		int st = apt_line_state(v);
+		if (st > cur->state)
+			cur->state = st;
 	}
 	free(out);
 settle:
