@@ -260,9 +260,11 @@ struct rdb {
 	/* writer: per clock, the bucket index below which every bucket the
 	 * writer has looked at is sealed (one block); INT64_MIN at first */
 	int64_t sealed_cut[2];
-	/* writer: this handle has written pieces of detail since its open
-	 * (detail_write), so its close seals the open buckets' pieces */
-	bool wrote_pieces;
+	/* writer: the commits of this handle that wrote pieces of detail
+	 * (detail_write); from two on, its close seals the open buckets'
+	 * pieces (one commit's pieces are one block per bucket already, and
+	 * an import's write stays the one record its WAL ends with) */
+	unsigned piece_commits;
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;

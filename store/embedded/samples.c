@@ -18,6 +18,7 @@
 #include "samples-block-internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,8 +288,9 @@ int detail_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, sizeof(key),
 		                          (char *)block, len);
 		free(block);
-		s->wrote_pieces = true;
 	}
+	if (r == 0 && s->piece_commits < UINT_MAX)
+		s->piece_commits++;
 	free(v);
 	return r;
 }
