@@ -111,7 +111,7 @@ cpu_run() { # ARM ROUND
 # turns saw 10-20% more or fewer samples from one another); each store is
 # compacted by its own build.
 size_round() { # ROUND
-	local r=$1 arm bin extra
+	local r=$1 arm bin extra pids=()
 	for arm in $arms; do
 		bin=$fc extra=()
 		[ "$arm" = A ] && bin=$BENCH_A/flamefs-collect
@@ -119,8 +119,9 @@ size_round() { # ROUND
 		rm -rf "$work/p-$arm-$r"
 		"$bin" record --store "$work/p-$arm-$r" -p "$services" -F "$HZ" -d "$DUR" "${extra[@]}" \
 			>/dev/null 2>"$work/logp-$arm-$r" &
+		pids+=($!)
 	done
-	wait
+	for p in "${pids[@]}"; do wait "$p" || echo "(round $r, -p, a recorder exited with $?)"; done
 	for arm in $arms; do
 		local s="$work/p-$arm-$r"
 		bin=$fc
