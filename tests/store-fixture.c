@@ -151,8 +151,8 @@ static bool raw_open(const char *dir, struct sf_raw *w, bool ro)
 		w->db = rocksdb_open_for_read_only_column_families(
 		        w->opts, dir, (int)w->n, (const char *const *)w->names, o, w->cf, 0, &rerr);
 	else
-		w->db = rocksdb_open_column_families(w->opts, dir, (int)w->n,
-		                                     (const char *const *)w->names, o, w->cf, &rerr);
+		w->db = rocksdb_open_column_families(
+		        w->opts, dir, (int)w->n, (const char *const *)w->names, o, w->cf, &rerr);
 	if (rerr) {
 		fprintf(stderr, "  raw open: %s\n", rerr);
 		rocksdb_free(rerr);
