@@ -120,7 +120,7 @@ static const char *raw_merge_name(void *st)
 }
 
 /* Opens every column family of the store at dir with plain options. */
-bool sf_raw_open(const char *dir, struct sf_raw *w)
+static bool raw_open(const char *dir, struct sf_raw *w, bool ro)
 {
 	const rocksdb_options_t *o[16];
 	char *rerr = NULL;
@@ -147,8 +147,12 @@ bool sf_raw_open(const char *dir, struct sf_raw *w)
 		if (!strcmp(w->names[i], "counts"))
 			w->counts = (int)i;
 	}
-	w->db = rocksdb_open_column_families(w->opts, dir, (int)w->n, (const char *const *)w->names,
-	                                     o, w->cf, &rerr);
+	if (ro)
+		w->db = rocksdb_open_for_read_only_column_families(
+		        w->opts, dir, (int)w->n, (const char *const *)w->names, o, w->cf, 0, &rerr);
+	else
+		w->db = rocksdb_open_column_families(
+		        w->opts, dir, (int)w->n, (const char *const *)w->names, o, w->cf, &rerr);
 	if (rerr) {
 		fprintf(stderr, "  raw open: %s\n", rerr);
 		rocksdb_free(rerr);
@@ -158,6 +162,16 @@ bool sf_raw_open(const char *dir, struct sf_raw *w)
 	CHECK(w->counts >= 0);
 	w->wo = rocksdb_writeoptions_create();
 	return w->counts >= 0;
+}
+
+bool sf_raw_open(const char *dir, struct sf_raw *w)
+{
+	return raw_open(dir, w, false);
+}
+
+bool sf_raw_open_ro(const char *dir, struct sf_raw *w)
+{
+	return raw_open(dir, w, true);
 }
 
 void sf_raw_close(struct sf_raw *w)

@@ -71,6 +71,9 @@ struct sf_raw {
 /* Opens every column family of the store at dir with plain options
  * (false: the failure counted; sf_raw_close() it either way). */
 bool sf_raw_open(const char *dir, struct sf_raw *w);
+/* The same, read-only and without the lock: it sees what a writer open
+ * on dir has committed (its write-ahead log replayed). */
+bool sf_raw_open_ro(const char *dir, struct sf_raw *w);
 void sf_raw_close(struct sf_raw *w);
 /* Creates an empty store in a fresh directory and opens it raw; returns
  * the directory, or NULL (the failure counted). */

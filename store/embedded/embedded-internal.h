@@ -260,6 +260,11 @@ struct rdb {
 	/* writer: per clock, the bucket index below which every bucket the
 	 * writer has looked at is sealed (one block); INT64_MIN at first */
 	int64_t sealed_cut[2];
+	/* writer: the commits of this handle that wrote pieces of detail
+	 * (detail_write); from two on, its close seals the open buckets'
+	 * pieces (one commit's pieces are one block per bucket already, and
+	 * an import's write stays the one record its WAL ends with) */
+	unsigned piece_commits;
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
@@ -495,6 +500,13 @@ int keep_load(struct rdb *s);
  * once a bucket per clock, and once after the open); it also seals the
  * closed buckets' pieces. */
 void rollup_after_commit(struct rdb *s);
+/* Seals the pieces of every bucket, closed or open, into one block each
+ * (piece 0), and forgets what the keep window no longer holds, in one
+ * write: what a writer's close (when it wrote pieces) and store_compact()
+ * leave.  A bucket sealed while open takes more pieces and is sealed again
+ * later.  0 or -errno with the message set; the detail is unchanged when
+ * it fails. */
+int detail_seal_all(struct rdb *s);
 /* floor(us / (bucket_seconds * 1e6)) as a bucket key, -ERANGE when out of range. */
 int bucket_of_us(const struct rdb *s, int64_t us, uint32_t *bucket);
 

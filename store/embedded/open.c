@@ -676,6 +676,12 @@ void rdb_close(struct store *sbase)
 	if (!s)
 		return;
 	store_batch_free(s->batch ? &s->batch->base : NULL);
+	/* A writer that wrote detail in several commits (a recorder's
+	 * drains) leaves one block per (series, bucket), the open buckets'
+	 * too: a piece a drain costs a key and a block's tables each.  A
+	 * failure leaves the pieces, which read the same. */
+	if (s->db && !s->readonly && s->piece_commits > 1)
+		(void)detail_seal_all(s);
 	settle_final(s);
 	close_db(s);
 	if (s->secdir) {

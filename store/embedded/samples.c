@@ -18,6 +18,7 @@
 #include "samples-block-internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -372,6 +373,8 @@ int detail_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 		free(block);
 	}
 	free(g);
+	if (r == 0 && s->piece_commits < UINT_MAX)
+		s->piece_commits++;
 	free(v);
 	return r;
 }
@@ -619,7 +622,7 @@ static int64_t rollup_cut(const struct rdb *s, int64_t newest)
 	return floor_div(newest - keep_us, bucket_us(s));
 }
 
-static int rollup_run(struct rdb *s, struct store_rollup_stats *st);
+static int rollup_run(struct rdb *s, struct store_rollup_stats *st, bool seal_open);
 
 /* The bucket index below which a bucket has closed on a clock whose
  * newest moment is `newest`: it ended a whole bucket before it. */
@@ -645,7 +648,7 @@ void rollup_after_commit(struct rdb *s)
 	char msg[sizeof(s->errmsg)];
 	struct store_rollup_stats st;
 	memcpy(msg, s->errmsg, sizeof(msg));
-	if (rollup_run(s, &st) < 0) {
+	if (rollup_run(s, &st, false) < 0) {
 		memcpy(s->errmsg, msg, sizeof(msg));
 		/* not again before the window or a bucket moves on */
 		for (int c = 0; c < 2; c++) {
@@ -671,7 +674,16 @@ int rdb_rollup(struct store *sbase, struct store_rollup_stats *st)
 		seterr(s, "%s: cannot roll up while a batch is open", s->dir);
 		return -EBUSY;
 	}
-	return rollup_run(s, st);
+	return rollup_run(s, st, false);
+}
+
+int detail_seal_all(struct rdb *s)
+{
+	struct store_rollup_stats st;
+
+	if (s->readonly || s->batch)
+		return 0;
+	return rollup_run(s, &st, true);
 }
 
 /* A bucket's pieces gathered for sealing: their keys and values, copied
@@ -756,7 +768,9 @@ static int seal_flush(struct rdb *s, rocksdb_writebatch_t *wb, struct seal_set *
 
 /* One roll-up being built: its write and what it forgets and seals.
  * Bucket indexes per clock ([0] perf's, [1] Unix time): the detail of
- * [lo, hi) goes, the pieces of [seal_from, seal_to) are sealed. */
+ * [lo, hi) goes, the pieces of [seal_from, seal_to) are sealed, and the
+ * buckets below closed_to have closed (closed_to is seal_to unless the
+ * open buckets are sealed too). */
 struct rollup {
 	struct rdb *s;
 	struct store_rollup_stats *st;
@@ -767,7 +781,8 @@ struct rollup {
 	struct seal_set set;
 	uint32_t cur;                  /* the bucket being sealed (or found damaged) */
 	uint32_t last_id, last_bucket; /* the last bucket forgotten */
-	int64_t newest[2], lo[2], hi[2], seal_from[2], seal_to[2];
+	int64_t newest[2], lo[2], hi[2], seal_from[2], seal_to[2], closed_to[2];
+	bool seal_open; /* seal every bucket's pieces, the open ones too */
 };
 
 /* The ranges of buckets a roll-up walks: only those, never the detail
@@ -788,6 +803,9 @@ static void rollup_ranges(struct rollup *ru)
 		if (ru->hi[c] > top)
 			ru->hi[c] = top;
 		if (ru->seal_to[c] > top)
+			ru->seal_to[c] = top;
+		ru->closed_to[c] = ru->seal_to[c];
+		if (ru->seal_open)
 			ru->seal_to[c] = top;
 		if (ru->hi[c] < ru->lo[c])
 			ru->hi[c] = ru->lo[c];
@@ -931,10 +949,11 @@ out:
 
 /* store_rollup() once its caller has checked that it may write: in one
  * write, forgets the detail of the buckets behind the keep window and
- * seals the pieces of the buckets that have closed since the last time. */
-static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
+ * seals the pieces of the buckets that have closed since the last time
+ * (with seal_open, of every bucket after those too). */
+static int rollup_run(struct rdb *s, struct store_rollup_stats *st, bool seal_open)
 {
-	struct rollup ru = {.s = s, .st = st};
+	struct rollup ru = {.s = s, .st = st, .seal_open = seal_open};
 	char *rerr = NULL;
 	int r = 0;
 
@@ -963,8 +982,8 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st)
 	 * block */
 	for (int c = 0; c < 2; c++) {
 		s->rolled_cut[c] = rollup_cut(s, ru.newest[c]);
-		if (ru.seal_to[c] > s->sealed_cut[c])
-			s->sealed_cut[c] = ru.seal_to[c];
+		if (ru.closed_to[c] > s->sealed_cut[c])
+			s->sealed_cut[c] = ru.closed_to[c];
 	}
 	goto out;
 fail:

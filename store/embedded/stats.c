@@ -230,6 +230,10 @@ int rdb_compact(struct store *sbase)
 		return -EROFS;
 	}
 	settle_wait(s);
+	r = detail_seal_all(s);
+	if (r < 0)
+		return r;
+	settle_wait(s);
 	fo = rocksdb_flushoptions_create();
 	co = rocksdb_compactoptions_create();
 	if (!fo || !co) {

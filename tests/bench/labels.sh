@@ -21,9 +21,10 @@
 # runs, so processes start all the time (about 20 execs a second).  Each
 # arm records twice into fresh stores: system-wide (-a), for the
 # recorder's CPU, the user+sys of the whole recorder from wait4
-# (tests/bench/rusage.py); and the 20 services alone (-p the 20 loops,
-# their children followed), for the store's size, which whatever else
-# runs on the machine would change under -a: `stats`' dir bytes after
+# (tests/bench/rusage.py), arms in turns; and the 20 services alone (-p
+# the 20 loops, their children followed), every arm at once, for the
+# store's size, which whatever else runs on the machine would change
+# under -a: `stats`' dir bytes after
 # `compact` (the whole directory, RocksDB's fixed files included), its
 # data bytes (frames, nodes, counts, series and the recent tier), and its
 # series count.
@@ -71,7 +72,7 @@ for i in $(seq 0 19); do
 	0) job="sha256sum '$work/blob' >/dev/null" ;;
 	1) job="gzip -1 -c '$work/blob' >/dev/null" ;;
 	2) job="sort '$work/lines' >/dev/null" ;;
-	3) job="'$build/tests/labels-target' threads 20000000" ;;
+	3) job="'$build/tests/labels-target' threads 20000000 >/dev/null" ;;
 	esac
 	bench_bg bash -c "echo \$\$ >'$cg/cgroup.procs' && while :; do $job; sleep 0.05; done"
 done
@@ -94,7 +95,7 @@ echo "load average with the load running: $(bench_load)"
 echo
 
 declare -A cpu samples bytes data series
-run() { # ARM ROUND
+cpu_run() { # ARM ROUND
 	local arm=$1 r=$2 s="$work/s-$1-$2" bin=$fc extra=()
 	[ "$arm" = A ] && bin=$BENCH_A/flamefs-collect
 	[ "$arm" = N ] && extra=(--no-labels)
@@ -104,15 +105,35 @@ run() { # ARM ROUND
 		echo "($arm round $r exited with $?: $work/log-$arm-$r)"
 	cpu[$arm,$r]=$(awk '{ printf "%.3f", $2 + $3 }' < <(tail -n 1 "$work/t-$arm-$r"))
 	rm -rf "$s"
-	"$bin" record --store "$s" -p "$services" -F "$HZ" -d "$DUR" "${extra[@]}" \
-		>/dev/null 2>"$work/logp-$arm-$r" || echo "($arm round $r, -p, exited with $?: $work/logp-$arm-$r)"
-	"$fc" compact --store "$s" >/dev/null 2>&1 || true
-	"$fc" stats --store "$s" >"$work/stats-$arm-$r" 2>/dev/null || true
-	samples[$arm,$r]=$(awk 'NR == 1 { next } NF == 0 { exit } { s += $4 } END { printf "%.0f\n", s }' "$work/stats-$arm-$r")
-	series[$arm,$r]=$(awk '/ series, [0-9]+ frames/ { print $1 }' "$work/stats-$arm-$r")
-	bytes[$arm,$r]=$(grep -o 'dir=[0-9]*' "$work/stats-$arm-$r" | cut -d= -f2)
-	data[$arm,$r]=$(awk '/^bytes: / { for (i = 3; i <= 7; i++) { split($i, kv, "="); d += kv[2] } print d }' "$work/stats-$arm-$r")
-	rm -rf "$s"
+}
+# The size: every arm records the same 20 loops (-p) at the same time, so
+# that each arm's store holds the same stretch of the same load (arms in
+# turns saw 10-20% more or fewer samples from one another); each store is
+# compacted by its own build.
+size_round() { # ROUND
+	local r=$1 arm bin extra pids=()
+	for arm in $arms; do
+		bin=$fc extra=()
+		[ "$arm" = A ] && bin=$BENCH_A/flamefs-collect
+		[ "$arm" = N ] && extra=(--no-labels)
+		rm -rf "$work/p-$arm-$r"
+		"$bin" record --store "$work/p-$arm-$r" -p "$services" -F "$HZ" -d "$DUR" "${extra[@]}" \
+			>/dev/null 2>"$work/logp-$arm-$r" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || echo "(round $r, -p, a recorder exited with $?)"; done
+	for arm in $arms; do
+		local s="$work/p-$arm-$r"
+		bin=$fc
+		[ "$arm" = A ] && bin=$BENCH_A/flamefs-collect
+		"$bin" compact --store "$s" >/dev/null 2>&1 || true
+		"$fc" stats --store "$s" >"$work/stats-$arm-$r" 2>/dev/null || true
+		samples[$arm,$r]=$(awk 'NR == 1 { next } NF == 0 { exit } { s += $4 } END { printf "%.0f\n", s }' "$work/stats-$arm-$r")
+		series[$arm,$r]=$(awk '/ series, [0-9]+ frames/ { print $1 }' "$work/stats-$arm-$r")
+		bytes[$arm,$r]=$(grep -o 'dir=[0-9]*' "$work/stats-$arm-$r" | cut -d= -f2)
+		data[$arm,$r]=$(awk '/^bytes: / { for (i = 3; i <= 7; i++) { split($i, kv, "="); d += kv[2] } print d }' "$work/stats-$arm-$r")
+		rm -rf "$s"
+	done
 }
 
 printf '| round |'
@@ -122,7 +143,8 @@ printf '|---|'
 for a in $arms; do printf -- '---|---|---|---|---|'; done
 echo
 for r in $(seq 1 "$ROUNDS"); do
-	for a in $arms; do run "$a" "$r"; done
+	for a in $arms; do cpu_run "$a" "$r"; done
+	size_round "$r"
 	printf '| %s |' "$r"
 	for a in $arms; do printf ' %s | %s | %s | %s | %s |' "${cpu[$a,$r]}" "${samples[$a,$r]}" "${series[$a,$r]}" "${bytes[$a,$r]}" "${data[$a,$r]}"; done
 	echo
