@@ -242,23 +242,12 @@ int svec_fn(void *ctx, const struct store_sample *smp)
 	return a->stop_after && a->n == (size_t)a->stop_after ? 7 : 0;
 }
 
-/* The order a walk must keep: time, and within a time (pid, tid, node,
- * weight), so that a walk is one sequence whatever the rows. */
+/* The order a walk must keep: the samples block's canonical order
+ * (time, then pid, tid, node, weight), so that a walk is one sequence
+ * whatever the rows. */
 int smp_cmp(const void *pa, const void *pb)
 {
-	const struct store_sample *a = pa, *b = pb;
-
-	if (a->time_us != b->time_us)
-		return a->time_us < b->time_us ? -1 : 1;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	if (a->node != b->node)
-		return a->node < b->node ? -1 : 1;
-	if (a->weight != b->weight)
-		return a->weight < b->weight ? -1 : 1;
-	return 0;
+	return samples_block_cmp(pa, pb);
 }
 
 void svec_sort(struct svec *a)

@@ -235,7 +235,8 @@ void test_samples_copy(void)
 	n = stack(b, "q;r");
 	m = stack(b, "q;s");
 	for (int i = 0; i < 3; i++)
-		v1[i] = (struct store_sample){T0US + 1000 * i, i ? n : m, 7, 8, 100 + (uint64_t)i, 0, 0};
+		v1[i] = (struct store_sample){T0US + 1000 * i,   i ? n : m, 7, 8,
+		                              100 + (uint64_t)i, 0,         0};
 	CHECK(store_batch_add(b, s, T0, n, 2, 201) == 0);
 	CHECK(store_batch_add(b, s, T0, m, 1, 100) == 0);
 	CHECK(w->ops->batch_detail(b, s, T0, v1, 3) == 0);
@@ -355,7 +356,8 @@ static void rollup_fill(struct store *w, uint32_t ids[3], struct svec *app, stru
 	/* a bucket every 5 minutes, 3 samples each, up to the newest */
 	for (int64_t t = T0US; t <= newest; t += 300 * US)
 		for (int k = 0; k < 3; k++) {
-			struct store_sample smp = {t + k * 17 * US, node, 10, 11, 1 + (uint64_t)k, 0, 0};
+			struct store_sample smp = {t + k * 17 * US, node, 10, 11,
+			                           1 + (uint64_t)k, 0,    0};
 
 			if (smp.time_us > newest)
 				smp.time_us = newest;

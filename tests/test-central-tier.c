@@ -619,7 +619,8 @@ void test_samples_prune(void)
 	s = series(b, "h", "app");
 	node = stack(b, "main;x");
 	for (int k = 0; k < 9; k++) {
-		struct store_sample smp = {T0US + (k / 3) * 60 * US + k * 1000 + 7, node, 5, 5, 1, 0, 0};
+		struct store_sample smp = {
+		        T0US + (k / 3) * 60 * US + k * 1000 + 7, node, 5, 5, 1, 0, 0};
 
 		CHECK(store_batch_sample(b, s, &smp) == 0);
 		svec_add(&all, &smp);

@@ -60,4 +60,22 @@ int pprof_scan_feed(struct pprof_scan *s, const uint8_t *buf, size_t n);
  * inside a field or message, else 0. */
 int pprof_scan_end(struct pprof_scan *s);
 
+/* ---- the input's bytes (pprof-input.c) ---- */
+struct import_ctx;
+
+/* Reads the whole input into *out (malloc'd, *out_len bytes). */
+int pprof_read_all(struct import_ctx *ctx, uint8_t **out, size_t *out_len);
+/* True when p starts with gzip's magic. */
+bool pprof_is_gzip(const uint8_t *p, size_t len);
+/* Checks what the pre-scan found so far against the limits (gz: the
+ * input was gzipped); reports through ctx. */
+int pprof_check_scan(struct import_ctx *ctx, const struct pprof_scan *sc, bool gz);
+/* Decompresses a gzipped profile into *out (malloc'd, *out_len bytes),
+ * once it has measured it within the limits (sc). */
+int pprof_gunzip(struct import_ctx *ctx, const uint8_t *in, size_t in_len, struct pprof_scan *sc,
+                 uint8_t **out, size_t *out_len);
+/* Refuses a string-table entry that holds a NUL (protobuf-c would cut
+ * the name short there). */
+int pprof_check_string_nuls(struct import_ctx *ctx, const uint8_t *p, size_t len);
+
 #endif
