@@ -7,6 +7,8 @@
 #ifndef FLAMEFS_CLI_H
 #define FLAMEFS_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define PROG "flamefs-collect"
@@ -43,9 +45,28 @@ enum cli_stack_source {
 	CLI_STACKS_PERF,   /* perf script or perf.data: frame pointers under -g */
 	CLI_STACKS_RECORD, /* flamefs-collect record: its own unwinder */
 };
-int cli_series_quality(struct store *s, const struct store_series *se, struct view_quality *q);
+/* A module's unnamed weight in one series (view_quality_unnamed(), owned
+ * copies): module path (or "[unknown]"), raw build id. */
+struct cli_unnamed {
+	char *module;
+	uint8_t *build_id;
+	size_t build_id_len;
+	uint64_t weight;
+};
+void cli_unnamed_free(struct cli_unnamed *u, size_t n);
+/* Also fills *un (the caller frees it with cli_unnamed_free()) with *nun
+ * rows, largest first, unless un is NULL. */
+int cli_series_quality(struct store *s, const struct store_series *se, struct view_quality *q,
+                       struct cli_unnamed **un, size_t *nun);
 void cli_warn_unrooted(struct store *s, const struct store_series *before, size_t nbefore,
                        enum cli_stack_source from);
+/* When at least VIEW_UNNAMED_WARN_PERCENT of the weight of the series
+ * that changed since `before` (those of the event with the most weight
+ * among them) ends in frames without a function name, prints one line on
+ * stderr naming the share, the top two modules and, on Debian, their
+ * debug packages, and what to do before `again` ("import", "record"). */
+void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t nbefore,
+                      const char *again);
 
 /* A usage error of `flamefs-collect CMD` (cmd NULL: of flamefs-collect
  * itself): prints one line, "flamefs-collect CMD: <fmt>; try

@@ -686,6 +686,10 @@ static int finish(struct import_job *job, size_t failed)
 	/* Stacks cut short (fewer than half rooted): one line saying so. */
 	if (job->s && job->perf_input && job->files_done && !(job->one_batch && status))
 		cli_warn_unrooted(job->s, job->before, job->nbefore, CLI_STACKS_PERF);
+	/* Much weight without function names: one line saying where and how
+	 * to get them. */
+	if (job->s && job->files_done && !(job->one_batch && status))
+		cli_warn_unnamed(job->s, job->before, job->nbefore, "import");
 	store_series_free(job->before, job->nbefore);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	store_close(job->s);

@@ -3,7 +3,8 @@
  * its samples, unique stacks, input bytes, disk footprint and host, then
  * the store's totals; with --by-host, one line per host instead; with
  * --quality, one line per series with its time span and how good its
- * stacks are (also the warning import prints after perf input).
+ * stacks are, then the modules their unnamed weight falls in (also the
+ * warnings import prints at its end).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "symbolize.h"
 #include "view.h"
 
 #include "cli.h"
@@ -42,7 +44,13 @@ static void usage_stats(FILE *f)
 	      "                weight whose stacks reach an entry point (_start,\n"
 	      "                start_thread, clone, ret_from_fork...: ROOTED%)\n"
 	      "                and the share whose leaf is [unknown] or a bare\n"
-	      "                module name (UNKNOWN%); HOST last\n"
+	      "                module name (UNKNOWN%); HOST last.  Then, after an\n"
+	      "                empty line, per series each module of that unknown\n"
+	      "                weight, largest first: its weight and share, the\n"
+	      "                build id kept with its frames (- when none), and on\n"
+	      "                Debian the package with its debug info\n"
+	      "                (PKG-dbg (installed|available), PKG-dbgsym (not in\n"
+	      "                this archive); - when it cannot be known)\n"
 	      "\n"
 	      "Lists every series (binary, version, event, host) with its samples,\n"
 	      "weight, unique stacks, the bytes of input imported into it and the\n"
@@ -59,7 +67,7 @@ static void usage_stats(FILE *f)
 	      "  " PROG " stats | sort -k4 -n\n"
 	      "  " PROG " stats --by-host --store /srv/fleet\n"
 	      "  " PROG " stats --by thread --store ~/prof\n"
-	      "  " PROG " stats --quality | awk 'NR > 1 && $7 < 50'\n",
+	      "  " PROG " stats --quality | awk 'NF == 0 { exit } NR > 1 && $7 < 50'\n",
 	      f);
 }
 
@@ -273,16 +281,63 @@ static void print_by_label(const struct store_series *list, size_t n, const char
 	free(rows);
 }
 
-int cli_series_quality(struct store *s, const struct store_series *se, struct view_quality *q)
+void cli_unnamed_free(struct cli_unnamed *u, size_t n)
+{
+	for (size_t i = 0; u && i < n; i++) {
+		free(u[i].module);
+		free(u[i].build_id);
+	}
+	free(u);
+}
+
+/* Copies the rows of view_quality_unnamed(), which point into the tree. */
+static int copy_unnamed(const struct view_unnamed *v, size_t n, struct cli_unnamed **out)
+{
+	struct cli_unnamed *u = calloc(n ? n : 1, sizeof(*u));
+
+	if (!u)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		u[i].module = strndup(v[i].module, v[i].module_len);
+		u[i].build_id = malloc(v[i].build_id_len ? v[i].build_id_len : 1);
+		if (!u[i].module || !u[i].build_id) {
+			cli_unnamed_free(u, i + 1);
+			return -ENOMEM;
+		}
+		if (v[i].build_id_len)
+			memcpy(u[i].build_id, v[i].build_id, v[i].build_id_len);
+		u[i].build_id_len = v[i].build_id_len;
+		u[i].weight = v[i].weight;
+	}
+	*out = u;
+	return 0;
+}
+
+int cli_series_quality(struct store *s, const struct store_series *se, struct view_quality *q,
+                       struct cli_unnamed **un, size_t *nun)
 {
 	struct view_tree *t;
 	int r = view_tree_build(s, se, 1, INT64_MIN, INT64_MAX, &t);
 
+	if (un) {
+		*un = NULL;
+		*nun = 0;
+	}
 	if (r < 0)
 		return r;
 	uint32_t node =
 	        view_node_child_count(t, VIEW_ROOT) ? view_node_child(t, VIEW_ROOT, 0) : VIEW_ROOT;
 	r = view_quality(t, node, q);
+	if (r >= 0 && un) {
+		struct view_unnamed *v;
+		size_t n;
+		if ((r = view_quality_unnamed(t, node, &v, &n)) >= 0) {
+			r = copy_unnamed(v, n, un);
+			if (r >= 0)
+				*nun = n;
+			free(v);
+		}
+	}
 	view_tree_free(t);
 	return r;
 }
@@ -311,7 +366,7 @@ void cli_warn_unrooted(struct store *s, const struct store_series *before, size_
 	for (size_t i = 0; i < n; i++) {
 		struct view_quality q;
 		if (series_unchanged(before, nbefore, &list[i]) ||
-		    cli_series_quality(s, &list[i], &q) < 0 || q.total == 0 ||
+		    cli_series_quality(s, &list[i], &q, NULL, NULL) < 0 || q.total == 0 ||
 		    q.rooted * 2 >= q.total)
 			continue;
 		/* The worst: the smallest rooted share, q.rooted / q.total. */
@@ -340,16 +395,184 @@ void cli_warn_unrooted(struct store *s, const struct store_series *before, size_
 	store_series_free(list, n);
 }
 
-/* --quality: each series' span and stack quality. */
+/* Whether a series' host is this machine (its hostname): only then can
+ * dpkg here say which package holds a module. */
+static bool host_is_here(const char *host)
+{
+	char name[256];
+
+	if (gethostname(name, sizeof(name)) < 0)
+		return false;
+	name[sizeof(name) - 1] = '\0';
+	return strcmp(host, name) == 0;
+}
+
+static int unnamed_key_cmp(const struct cli_unnamed *x, const struct cli_unnamed *y)
+{
+	int c = strcmp(x->module, y->module);
+	if (c)
+		return c;
+	if (x->build_id_len != y->build_id_len)
+		return x->build_id_len < y->build_id_len ? -1 : 1;
+	return x->build_id_len ? memcmp(x->build_id, y->build_id, x->build_id_len) : 0;
+}
+
+static int unnamed_weight_cmp(const void *a, const void *b)
+{
+	const struct cli_unnamed *x = a, *y = b;
+
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return unnamed_key_cmp(x, y);
+}
+
+void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t nbefore,
+                      const char *again)
+{
+	struct store_series *list;
+	size_t n, best = SIZE_MAX;
+
+	if (store_series_list(s, &list, &n) < 0)
+		return; /* a warning only: nothing to report it against */
+	/* The event with the most weight among the series that changed: the
+	 * weights of one event summed in the first series of it. */
+	bool *changed = calloc(n ? n : 1, sizeof(*changed));
+	size_t *first = calloc(n ? n : 1, sizeof(*first));
+	uint64_t *sum = calloc(n ? n : 1, sizeof(*sum));
+	if (!changed || !first || !sum) {
+		free(changed);
+		free(first);
+		free(sum);
+		store_series_free(list, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		changed[i] = !series_unchanged(before, nbefore, &list[i]) &&
+		             strcmp(list[i].event, STORE_EVENT_SPANS) != 0;
+		if (!changed[i])
+			continue;
+		size_t f = i;
+		for (size_t j = 0; j < i; j++)
+			if (changed[j] && first[j] == j &&
+			    strcmp(list[j].event, list[i].event) == 0) {
+				f = j;
+				break;
+			}
+		first[i] = f;
+		sum[f] += list[i].weight;
+		if (best == SIZE_MAX || sum[f] > sum[best])
+			best = f;
+	}
+	free(first);
+	free(sum);
+	struct cli_unnamed *agg = NULL;
+	size_t nagg = 0;
+	uint64_t total = 0, unnamed = 0;
+	bool here = true; /* every series of this machine */
+	for (size_t i = 0; best != SIZE_MAX && i < n; i++) {
+		struct view_quality q;
+		struct cli_unnamed *un;
+		size_t nun;
+		if (!changed[i] || strcmp(list[i].event, list[best].event) != 0 ||
+		    cli_series_quality(s, &list[i], &q, &un, &nun) < 0)
+			continue;
+		total += q.total;
+		unnamed += q.unknown_leaf;
+		here = here && host_is_here(list[i].host);
+		struct cli_unnamed *na = realloc(agg, (nagg + nun + 1) * sizeof(*na));
+		if (!na) {
+			cli_unnamed_free(un, nun);
+			continue;
+		}
+		agg = na;
+		for (size_t j = 0; j < nun; j++) {
+			size_t k = 0;
+			while (k < nagg && unnamed_key_cmp(&agg[k], &un[j]) != 0)
+				k++;
+			if (k < nagg) {
+				agg[k].weight += un[j].weight;
+				free(un[j].module);
+				free(un[j].build_id);
+			} else {
+				agg[nagg++] = un[j];
+			}
+		}
+		free(un);
+	}
+	if (nagg && view_unnamed_large(unnamed, total)) {
+		qsort(agg, nagg, sizeof(*agg), unnamed_weight_cmp);
+		struct symbolize_debpkg q[2] = {0};
+		uint64_t w[2];
+		size_t top = nagg < 2 ? nagg : 2;
+		for (size_t i = 0; i < top; i++) {
+			q[i] = (struct symbolize_debpkg){.module = agg[i].module,
+			                                 .build_id = agg[i].build_id,
+			                                 .build_id_len = agg[i].build_id_len};
+			w[i] = agg[i].weight;
+		}
+		if (here)
+			symbolize_debpkg_find(q, top, SYMBOLIZE_DEBPKG_QUICK_MS);
+		char share[32], advice[1024];
+		view_quality_share(unnamed, total, share);
+		symbolize_debpkg_advice(advice, sizeof(advice), q, w, top, total);
+		fprintf(stderr,
+		        PROG
+		        ": warning: %s%% of the %s weight ends in code without function names, "
+		        "%s: install debug packages or set DEBUGINFOD_URLS, and %s again (stats "
+		        "--quality lists every module)\n",
+		        share, list[best].event, advice, again);
+	}
+	cli_unnamed_free(agg, nagg);
+	free(changed);
+	store_series_free(list, n);
+}
+
+/* Writes a module path for a terminal: control bytes, DEL and '\\' as
+ * \xNN, as the view's text files write names. */
+static void put_module(const char *m)
+{
+	for (const unsigned char *p = (const unsigned char *)m; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			printf("\\x%02x", *p);
+		else
+			putchar(*p);
+}
+
+static void build_id_hex(const uint8_t *id, size_t len, char out[129])
+{
+	if (len == 0 || len > 64) {
+		strcpy(out, "-");
+		return;
+	}
+	for (size_t i = 0; i < len; i++)
+		snprintf(out + 2 * i, 3, "%02x", id[i]);
+}
+
+/* One row of --quality's second table. */
+struct unnamed_row {
+	const struct store_series *se;
+	uint64_t total;
+	struct cli_unnamed u;
+};
+
+/* --quality: each series' span and stack quality, then the modules of
+ * each series with unnamed weight, largest first, with the debug package
+ * that would name them where this machine can tell (the series of this
+ * host only: dpkg here says nothing of another host's files). */
 static void print_quality(struct store *s, const struct store_series *list, size_t n)
 {
+	struct unnamed_row *rows = NULL;
+	size_t nrows = 0, cap = 0;
+
 	printf("%-20s %-14s %-12s %16s %16s %16s %8s %8s %s\n", "BINARY", "VERSION", "EVENT",
 	       "WEIGHT", "FIRST", "LAST", "ROOTED%", "UNKNOWN%", "HOST");
 	for (size_t i = 0; i < n; i++) {
 		const struct store_series *se = &list[i];
 		struct view_quality q;
+		struct cli_unnamed *un;
+		size_t nun;
 		char rs[32], us[32];
-		int r = cli_series_quality(s, se, &q);
+		int r = cli_series_quality(s, se, &q, &un, &nun);
 		if (r < 0)
 			cli_die("%s %s (%s): %s", se->binary, se->version, se->event, strerror(-r));
 		view_quality_share(q.rooted, q.total, rs);
@@ -360,7 +583,51 @@ static void print_quality(struct store *s, const struct store_series *list, size
 		printf("%-20s %-14s %-12s %16" PRIu64 " %*s %*s %8s %8s %s\n", se->binary,
 		       se->version, se->event, se->weight, pad(first, 16), first, pad(last, 16),
 		       last, rs, us, se->host);
+		if (strcmp(se->event, STORE_EVENT_SPANS) == 0) {
+			cli_unnamed_free(un, nun); /* a span's "[unended]" is no code */
+			un = NULL;
+			nun = 0;
+		}
+		if (nrows + nun > cap) {
+			cap = (nrows + nun) * 2;
+			struct unnamed_row *nr = realloc(rows, cap * sizeof(*nr));
+			if (!nr)
+				cli_die("out of memory");
+			rows = nr;
+		}
+		for (size_t j = 0; j < nun; j++)
+			rows[nrows++] =
+			        (struct unnamed_row){.se = se, .total = q.total, .u = un[j]};
+		free(un); /* the rows own its strings now */
 	}
+	if (nrows == 0) {
+		free(rows);
+		return;
+	}
+	struct symbolize_debpkg *q = calloc(nrows, sizeof(*q));
+	if (!q)
+		cli_die("out of memory");
+	for (size_t i = 0; i < nrows; i++)
+		if (host_is_here(rows[i].se->host))
+			q[i] = (struct symbolize_debpkg){.module = rows[i].u.module,
+			                                 .build_id = rows[i].u.build_id,
+			                                 .build_id_len = rows[i].u.build_id_len};
+	symbolize_debpkg_find(q, nrows, SYMBOLIZE_DEBPKG_ASKED_MS);
+	printf("\n%-20s %-14s %-12s %16s %8s %-40s %s\n", "BINARY", "VERSION", "EVENT", "UNNAMED",
+	       "SHARE%", "BUILD_ID", "MODULE DEBUG_PACKAGE");
+	for (size_t i = 0; i < nrows; i++) {
+		char share[32], hex[129];
+		view_quality_share(rows[i].u.weight, rows[i].total, share);
+		build_id_hex(rows[i].u.build_id, rows[i].u.build_id_len, hex);
+		printf("%-20s %-14s %-12s %16" PRIu64 " %8s %-40s ", rows[i].se->binary,
+		       rows[i].se->version, rows[i].se->event, rows[i].u.weight, share, hex);
+		put_module(rows[i].u.module);
+		printf(" %s\n", q[i].hint[0] ? q[i].hint : "-");
+		free(rows[i].u.module);
+		free(rows[i].u.build_id);
+	}
+	free(q);
+	free(rows);
 }
 
 int cmd_stats(int argc, char **argv)

@@ -6,9 +6,11 @@
  * row of its `samples` table).  Private to store/.
  *
  * A block holds n >= 1 samples, in the canonical order (time, pid, tid,
- * node, weight), all inside the bucket [start_us, start_us + span_us):
+ * node, weight, span, parent), all inside the bucket [start_us, start_us +
+ * span_us):
  *
- *     varint n, varint flags (bit 0: a weight column follows)
+ *     varint n, varint flags (bit 0: a weight column follows; bit 1: a
+ *                             span column; bit 2: a parent column)
  *     varint k, k x varint node           distinct nodes, ascending: the
  *                                         first as is, then each minus
  *                                         the previous (never 0)
@@ -23,9 +25,21 @@
  *     n x varint node index * m + thread index
  *                                         only when k * m > 1
  *     n x varint zigzag(weight - w0)      only with flag bit 0
+ *     n x varint zigzag(span - the span of the previous sample of the
+ *                same (pid, tid), 0 for its first)
+ *                                         only with flag bit 1
+ *     n x varint zigzag(d), d = parent - span, except 0 when parent is 0
+ *                and -span when parent equals span
+ *                                         only with flag bit 2
  *
  * Varints are LEB128 (counts-blob-internal.h); zigzag maps a signed
- * difference (64-bit, wrapping) to an unsigned one.  Columns, not rows,
+ * difference (64-bit, wrapping) to an unsigned one.  The span and parent
+ * columns are written only when some sample's span (parent) is not 0,
+ * and a column whose values are all 0 is damage, so a block without
+ * spans has the bytes it had before spans existed, and equal detail
+ * still encodes to equal bytes.  Span ids that a thread hands out in
+ * sequence cost a byte a sample, whatever their magnitude, and so does a
+ * span's parent when it is near its own id or 0.  Columns, not rows,
  * so that each is one kind of number and a lone thread's and node's or a
  * constant weight's column costs nothing; a sample's node and thread
  * share one index, a byte while the block has fewer than 128 pairs of
@@ -45,7 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Orders samples by (time, pid, tid, node, weight): the one order a
+/* Orders samples by (time, pid, tid, node, weight, span, parent): the one order a
  * block holds them in, so that equal detail encodes to equal bytes. */
 int samples_block_cmp(const struct store_sample *a, const struct store_sample *b);
 void samples_block_sort(struct store_sample *v, size_t n);

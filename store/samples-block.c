@@ -24,6 +24,10 @@ int samples_block_cmp(const struct store_sample *a, const struct store_sample *b
 		return a->node < b->node ? -1 : 1;
 	if (a->weight != b->weight)
 		return a->weight < b->weight ? -1 : 1;
+	if (a->span != b->span)
+		return a->span < b->span ? -1 : 1;
+	if (a->parent != b->parent)
+		return a->parent < b->parent ? -1 : 1;
 	return 0;
 }
 
@@ -88,13 +92,35 @@ static inline uint64_t thread_key(const struct store_sample *s)
 	return (uint64_t)s->pid << 32 | s->tid;
 }
 
+/* The parent column's difference: the parent minus the sample's own
+ * span, with the two values 0 (no parent) and the span itself swapped,
+ * so that a top-level span's parent costs a byte.  A bijection of the
+ * 64-bit values for every span, undone by parent_of(). */
+static inline uint64_t parent_diff(uint64_t span, uint64_t parent)
+{
+	if (parent == 0)
+		return 0;
+	if (parent == span)
+		return 0 - span;
+	return parent - span;
+}
+
+static inline uint64_t parent_of(uint64_t span, uint64_t diff)
+{
+	if (diff == 0)
+		return 0;
+	if (span + diff == 0)
+		return span;
+	return span + diff;
+}
+
 int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_us, int64_t span_us,
                          uint8_t **out, size_t *len)
 {
-	uint64_t *nodes = NULL, *threads = NULL;
+	uint64_t *nodes = NULL, *threads = NULL, *last = NULL;
 	size_t k, m, o = 0, bound;
 	uint8_t *p = NULL;
-	bool weights = false;
+	bool weights = false, spans = false, parents = false;
 	int r = -EINVAL;
 
 	*out = NULL;
@@ -106,6 +132,8 @@ int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_u
 		    (i && samples_block_cmp(&v[i - 1], &v[i]) > 0))
 			return -EINVAL;
 		weights = weights || v[i].weight != v[0].weight;
+		spans = spans || v[i].span;
+		parents = parents || v[i].parent;
 	}
 	if (n > (SIZE_MAX - 64) / 64)
 		return -ENOMEM;
@@ -122,15 +150,15 @@ int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_u
 	k = sort_unique(nodes, n);
 	m = sort_unique(threads, n);
 	/* header and w0: 4 varints; tables: 5 and 5 + 10 bytes an entry;
-	 * columns: 10 + 5 + 5 + 10 bytes a sample at most */
-	bound = 40 + k * 5 + m * 15 + n * 30;
+	 * columns: 10 + 10 + 10 + 10 + 10 bytes a sample at most */
+	bound = 40 + k * 5 + m * 15 + n * 50;
 	p = malloc(bound);
 	if (!p) {
 		r = -ENOMEM;
 		goto out;
 	}
 	o += put_varint(p + o, n);
-	o += put_varint(p + o, weights);
+	o += put_varint(p + o, (uint64_t)weights | (uint64_t)spans << 1 | (uint64_t)parents << 2);
 	o += put_varint(p + o, k);
 	for (size_t i = 0; i < k; i++)
 		o += put_varint(p + o, i ? nodes[i] - nodes[i - 1] : nodes[i]);
@@ -152,6 +180,24 @@ int samples_block_encode(const struct store_sample *v, size_t n, int64_t start_u
 	if (weights)
 		for (size_t i = 0; i < n; i++)
 			o += put_varint(p + o, zigzag(v[i].weight - v[0].weight));
+	if (spans) {
+		/* each thread's span ids from its previous sample's (the first:
+		 * from 0) */
+		last = calloc(m, sizeof(*last));
+		if (!last) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			size_t t = find(threads, m, thread_key(&v[i]));
+
+			o += put_varint(p + o, zigzag(v[i].span - last[t]));
+			last[t] = v[i].span;
+		}
+	}
+	if (parents)
+		for (size_t i = 0; i < n; i++)
+			o += put_varint(p + o, zigzag(parent_diff(v[i].span, v[i].parent)));
 	*out = p;
 	*len = o;
 	p = NULL;
@@ -160,6 +206,7 @@ out:
 	free(p);
 	free(nodes);
 	free(threads);
+	free(last);
 	return r;
 }
 
@@ -169,7 +216,8 @@ int samples_block_decode(const void *buf, size_t len, int64_t start_us, int64_t 
 	const uint8_t *p = buf, *end = p + len;
 	uint64_t n, flags, k, m, w0, x;
 	uint32_t *nodes = NULL;
-	uint64_t *threads = NULL;
+	uint64_t *threads = NULL, *last = NULL;
+	bool any;
 	struct store_sample *v;
 	int64_t t;
 	int r = -EIO;
@@ -179,7 +227,7 @@ int samples_block_decode(const void *buf, size_t len, int64_t start_us, int64_t 
 	/* Every sample takes at least one byte (its time delta), every
 	 * table entry one or two: counts past the length are damage. */
 	if (get_varint(&p, end, &n) < 0 || n == 0 || n > len || get_varint(&p, end, &flags) < 0 ||
-	    flags > 1 || get_varint(&p, end, &k) < 0 || k == 0 || k > n)
+	    flags > 7 || get_varint(&p, end, &k) < 0 || k == 0 || k > n)
 		return -EIO;
 	nodes = malloc(k * sizeof(*nodes));
 	if (!nodes)
@@ -236,6 +284,8 @@ int samples_block_decode(const void *buf, size_t len, int64_t start_us, int64_t 
 		v[i].pid = (uint32_t)(threads[0] >> 32);
 		v[i].tid = (uint32_t)threads[0];
 		v[i].weight = w0;
+		v[i].span = 0;
+		v[i].parent = 0;
 	}
 	/* k and m are at most n, itself at most len: k * m fits 64 bits */
 	if (k * m > 1)
@@ -252,6 +302,37 @@ int samples_block_decode(const void *buf, size_t len, int64_t start_us, int64_t 
 				goto out;
 			v[i].weight = w0 + unzigzag(x);
 		}
+	/* a column is there only when one of its values is not 0 */
+	if (flags & 2) {
+		last = calloc(m, sizeof(*last));
+		if (!last) {
+			r = -ENOMEM;
+			goto out;
+		}
+		any = false;
+		for (uint64_t i = 0; i < n; i++) {
+			size_t t = find(threads, m, thread_key(&v[i]));
+
+			if (get_varint(&p, end, &x) < 0)
+				goto out;
+			v[i].span = last[t] + unzigzag(x);
+			last[t] = v[i].span;
+			any = any || v[i].span;
+		}
+		if (!any)
+			goto out;
+	}
+	if (flags & 4) {
+		any = false;
+		for (uint64_t i = 0; i < n; i++) {
+			if (get_varint(&p, end, &x) < 0)
+				goto out;
+			v[i].parent = parent_of(v[i].span, unzigzag(x));
+			any = any || v[i].parent;
+		}
+		if (!any)
+			goto out;
+	}
 	if (p != end)
 		goto out;
 	for (uint64_t i = 1; i < n; i++)
@@ -262,6 +343,7 @@ int samples_block_decode(const void *buf, size_t len, int64_t start_us, int64_t 
 out:
 	free(nodes);
 	free(threads);
+	free(last);
 	return r;
 }
 

@@ -243,8 +243,8 @@ int svec_fn(void *ctx, const struct store_sample *smp)
 }
 
 /* The order a walk must keep: the samples block's canonical order
- * (time, then pid, tid, node, weight), so that a walk is one sequence
- * whatever the rows. */
+ * (time, then pid, tid, node, weight, span, parent), so that a walk is
+ * one sequence whatever the rows. */
 int smp_cmp(const void *pa, const void *pb)
 {
 	return samples_block_cmp(pa, pb);
@@ -288,11 +288,13 @@ bool same_detail(const struct svec *got, struct svec *want, const char *what)
 	for (size_t i = 0; i < got->n; i++)
 		if (smp_cmp(&got->v[i], &want->v[i])) {
 			fprintf(stderr,
-			        "  %s: sample %zu: %" PRId64 " %u %u %u %" PRIu64
-			        ", expected %" PRId64 " %u %u %u %" PRIu64 "\n",
+			        "  %s: sample %zu: %" PRId64 " %u %u %u %" PRIu64 " %" PRIu64
+			        " %" PRIu64 ", expected %" PRId64 " %u %u %u %" PRIu64 " %" PRIu64
+			        " %" PRIu64 "\n",
 			        what, i, got->v[i].time_us, got->v[i].node, got->v[i].pid,
-			        got->v[i].tid, got->v[i].weight, want->v[i].time_us,
-			        want->v[i].node, want->v[i].pid, want->v[i].tid, want->v[i].weight);
+			        got->v[i].tid, got->v[i].weight, got->v[i].span, got->v[i].parent,
+			        want->v[i].time_us, want->v[i].node, want->v[i].pid, want->v[i].tid,
+			        want->v[i].weight, want->v[i].span, want->v[i].parent);
 			return false;
 		}
 	return true;
@@ -311,7 +313,7 @@ struct store_sample gen_sample(uint64_t *x, int64_t from_us, int64_t span_us, co
                                int nnodes)
 {
 	static const uint32_t pids[] = {100, 200, 4194303};
-	struct store_sample s;
+	struct store_sample s = {0};
 	uint32_t pid = pids[rnd(x) % 3];
 
 	s.time_us = from_us + (int64_t)(rnd(x) % (uint64_t)span_us);

@@ -104,7 +104,7 @@ void test_labels_upgrade(void)
 	w = open_ok("c_lup", STORE_CREATE);
 	if (!w)
 		return;
-	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "4");
+	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "5");
 	b = store_batch_new(w);
 	s = series(b, "h", "app");
 	node = stack(b, "main;work");
@@ -134,7 +134,7 @@ void test_labels_upgrade(void)
 		store_close(r);
 		return;
 	}
-	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "4");
+	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "5");
 	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"), "4");
 	b = store_batch_new(w);
 	struct store_series_key k = {"h", "app", "1", "cpu", "nanoseconds", NULL};
@@ -153,9 +153,9 @@ void test_labels_upgrade(void)
 	store_close(r);
 	/* what a flamefs of schema 3 says of it */
 	sql("c_lup",
-	    "UPDATE flamefs_meta SET value = '5' WHERE key IN ('schema', 'oldest_reader')");
+	    "UPDATE flamefs_meta SET value = '6' WHERE key IN ('schema', 'oldest_reader')");
 	expect_open_error(uri("c_lup"), STORE_READONLY, -EPROTONOSUPPORT,
-	                  "schema version 5 is newer than this flamefs understands (4)", NULL);
+	                  "schema version 6 is newer than this flamefs understands (5)", NULL);
 	sql("postgres", "DROP DATABASE c_lup WITH (FORCE)");
 }
 

@@ -67,7 +67,7 @@ void test_samples_upgrade(void)
 		store_close(r2);
 		return;
 	}
-	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "4");
+	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "5");
 	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"), "4");
 	CHECK_STR(sql("c_up", "SELECT first_us || ' ' || last_us || ' ' || samples"
 	                      " FROM series_recent"),
@@ -80,6 +80,9 @@ void test_samples_upgrade(void)
 	}
 	CHECK(store_batch_commit(b) == 0);
 	store_batch_free(b);
+	/* the step to 5 gave the SQL decoder its span and parent columns */
+	CHECK_STR(sql("c_up", "SELECT count(*) FROM sample_entries WHERE span = 0 AND parent = 0"),
+	          "1");
 	/* the reader that was open on schema 2 reads the detail once it
 	 * refreshes */
 	CHECK(store_refresh(r2) == 1);
@@ -94,22 +97,22 @@ void test_samples_upgrade(void)
 	          "1700000040 main;old 3 30\n1700000100 main;old 2 17\n");
 	store_close(r2);
 	/* a writer refuses to commit into a schema another flamefs moved */
-	sql("c_up", "UPDATE flamefs_meta SET value = '5' WHERE key = 'schema'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '6' WHERE key = 'schema'");
 	b = store_batch_new(w);
 	CHECK(store_batch_add(b, series(b, "h", "app"), T0, node, 1, 1) == 0);
 	CHECK(store_batch_commit(b) < 0);
-	CHECK(strstr(store_errmsg(w), "schema version 5 is not the one this flamefs writes (4)") !=
+	CHECK(strstr(store_errmsg(w), "schema version 6 is not the one this flamefs writes (5)") !=
 	      NULL);
 	store_batch_free(b);
 	store_close(w);
 	/* readers read it while it says readers of 4 do */
 	store_close(open_ok("c_up", STORE_READONLY));
-	sql("c_up", "UPDATE flamefs_meta SET value = '5' WHERE key = 'oldest_reader'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '6' WHERE key = 'oldest_reader'");
 	expect_open_error(uri("c_up"), STORE_READONLY, -EPROTONOSUPPORT,
-	                  "schema version 5 is newer than this flamefs understands (4)", NULL);
+	                  "schema version 6 is newer than this flamefs understands (5)", NULL);
 	sql("c_up", "UPDATE flamefs_meta SET value = '4' WHERE key = 'oldest_reader'");
 	/* bad keep_samples */
-	sql("c_up", "UPDATE flamefs_meta SET value = '4' WHERE key = 'schema'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '5' WHERE key = 'schema'");
 	sql("c_up", "INSERT INTO flamefs_meta VALUES ('keep_samples', '-5')");
 	expect_open_error(uri("c_up"), STORE_READONLY, -EIO,
 	                  "store is damaged: flamefs_meta's keep_samples", NULL);

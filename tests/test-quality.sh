@@ -4,11 +4,13 @@
 #   - stats --quality: per series the exact ROOTED% and UNKNOWN% (an entry
 #     frame outermost, or an unnamed frame right below one; a leaf that is
 #     [unknown] or a bare module name), FIRST and LAST, HOST last;
-#     stats without it keeps its 9 columns;
+#     stats without it keeps its 9 columns; its second table, per series
+#     the unnamed weight by module (here "[unknown]": perf gave no module);
 #   - import prints one warning line below 50% rooted (naming the series,
 #     the cause and --call-graph dwarf), none at or above 50%, none for
 #     folded input;
-#   - the view: `quality` at version roots only, its lines exact, the
+#   - the view: `quality` at version roots only, its lines exact (with
+#     "unnamed W P% BUILD_ID MODULE" per module), the
 #     hint lines below 50%; a frame named quality is %71uality.
 #   usage: test-quality.sh BUILD_DIR     exit 0 pass, 1 fail
 . "$(dirname "$0")/lib-e2e.sh"
@@ -64,7 +66,7 @@ check "a second import that lifts the cut series to 50% (3 of 7, then 2 of 3 mor
 # ---- stats --quality -------------------------------------------------------------------------
 "$collect" stats --store "$store" --quality >"$tmp/q"
 cat "$tmp/q"
-row() { awk -v b="$1" '$1 == b { print $4, $5, $6, $7, $8, $9 }' "$tmp/q"; }
+row() { awk -v b="$1" 'NF == 0 { exit } $1 == b { print $4, $5, $6, $7, $8, $9 }' "$tmp/q"; }
 check "stats --quality header, HOST last" \
 	test "$(head -1 "$tmp/q" | tr -s ' ')" = "BINARY VERSION EVENT WEIGHT FIRST LAST ROOTED% UNKNOWN% HOST"
 # FIRST and LAST: the first and last sample's own moments (perf's clock).
@@ -73,6 +75,9 @@ check "xz: weight, first, last (perf's clock), 50.00% rooted, 10.00% unknown lea
 check "good: 66.67% rooted, no unknown leaf" test "$(row good)" = "750000 1000.100 1000.300 66.67 0.00 $(hostname)"
 check "fold: the cut stacks again (folded input carries no frame kinds: names decide)" \
 	test "$(row fold | cut -d' ' -f1,4,5)" = "1750000 42.86 14.29"
+check "stats --quality's second table: each series' unnamed weight by module, its share, build id and debug package" \
+	test "$(awk 'seen && NF { print $1, $4, $5, $6, $7, $8 } NF == 0 { seen = 1 }' "$tmp/q")" = \
+	"$(printf 'BINARY UNNAMED SHARE%% BUILD_ID MODULE DEBUG_PACKAGE\nfold 250000 14.29 - [unknown] -\nxz 250000 10.00 - [unknown] -')"
 check "stats without --quality keeps its 9 columns, HOST last" \
 	test "$("$collect" stats --store "$store" | awk 'NR > 1 && NF == 9 && $9 == "'"$(hostname)"'"' | wc -l)" = 3
 "$collect" stats --store "$store" --quality --by-host >/dev/null 2>&1
@@ -92,8 +97,8 @@ mkdir -p "$mnt"
 pid=$!
 for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
 mountpoint -q "$mnt" || { bad "flamefs did not mount: $(cat "$tmp/daemon.err")"; exit 1; }
-check "quality at a version root" test "$(cat "$mnt/fold/1/quality")" = "$(printf 'total 1750000\nrooted 750000 42.86%%\nunknown_leaf 250000 14.29%%\n# fewer than half the stacks reach an entry point (_start, start_thread,\n# clone, ret_from_fork...): they were cut short, usually because frame\n# pointers are missing under perf record -g; record with --call-graph dwarf,\n# or with flamefs-collect record')"
-check "no hint at 50% rooted" test "$(cat "$mnt/xz/1/quality")" = "$(printf 'total 2500000\nrooted 1250000 50.00%%\nunknown_leaf 250000 10.00%%')"
+check "quality at a version root" test "$(cat "$mnt/fold/1/quality")" = "$(printf 'total 1750000\nrooted 750000 42.86%%\nunknown_leaf 250000 14.29%%\nunnamed 250000 14.29%% - [unknown]\n# fewer than half the stacks reach an entry point (_start, start_thread,\n# clone, ret_from_fork...): they were cut short, usually because frame\n# pointers are missing under perf record -g; record with --call-graph dwarf,\n# or with flamefs-collect record')"
+check "no hint at 50% rooted" test "$(cat "$mnt/xz/1/quality")" = "$(printf 'total 2500000\nrooted 1250000 50.00%%\nunknown_leaf 250000 10.00%%\nunnamed 250000 10.00%% - [unknown]')"
 check "no quality below a version root" test ! -e "$mnt/xz/1/_start/quality" -a -f "$mnt/xz/1/_start/top"
 check "a frame named quality is %71uality" test -d "$mnt/xz/1/_start/main/%71uality"
 check "quality in a window's version root" \

@@ -176,12 +176,15 @@ check "(d) swapped probes: exit 0 ($rc), exactly 2 span ends without a start rep
 	test $rc = 0 -a "$(grep -c '2 span ends without a start' "$tmp/swap.err")" = 1
 
 # ---- (e) -p, while the program runs -----------------------------------------
-"$demo" -d 5 -t 1 -u 20000 >"$tmp/p.out" 2>&1 &
+# It runs until killed: beside CPU hogs the recorder may take seconds to
+# start.
+"$demo" -d 600 -t 1 -u 20000 >"$tmp/p.out" 2>&1 &
 dpid=$!
 hogs+=($dpid)
 sleep 0.5
 "$collect" record --store "$tmp/p" -F 999 -d 2 -p "$dpid" --span "$spec" >/dev/null 2>"$tmp/p.err"
 rc=$?
+kill "$dpid" 2>/dev/null
 wait "$dpid"
 grep 'span' "$tmp/p.err"
 unmatched=$(sed -n 's/.* \([0-9][0-9]*\) span ends without a start.*/\1/p' "$tmp/p.err")

@@ -259,7 +259,7 @@ static void gen_samples(struct smp_list *l, size_t n, int64_t start, int64_t max
 	int64_t t = start;
 
 	for (size_t i = 0; i < n; i++) {
-		struct store_sample s;
+		struct store_sample s = {0};
 		uint64_t r = rnd();
 
 		s.time_us = t;

@@ -374,9 +374,35 @@ static int parse_labels(const char *list, unsigned *out)
 	return 0;
 }
 
+/* N of a field "argN" (from 1 to 12, as USDT probes have at most 12
+ * arguments: sys/sdt.h), or 0 when it is not one. */
+static unsigned span_arg_number(const char *num)
+{
+	char *e;
+	errno = 0;
+	unsigned long n = strtoul(num, &e, 10);
+	if (!*num || *e || errno || n < 1 || n > 12 || num[0] == '0')
+		return 0;
+	return (unsigned)n;
+}
+
+/* The ready-made spans: `--span NAME[:in=PATH]` is `--span SPEC:in=PATH`,
+ * PATH by default the program they were written for.  PostgreSQL's probes
+ * are those of Debian's postgresql-15 (`readelf -n` on its postgres):
+ * query__start(const char *query) fires in exec_simple_query only, so the
+ * simple query protocol's statements are spans and the extended
+ * protocol's (prepared statements) are not. */
+static const struct {
+	const char *name, *spec, *path;
+} span_shortcuts[] = {
+        {"pg-query", "postgresql:query__start:query__done:name=arg1:sql",
+         "/usr/lib/postgresql/15/bin/postgres"},
+};
+
 /* --span PROVIDER:START:END[:FIELD...], the fields name=argN, number=argN,
- * sql and in=PATH (last: it takes the rest, colons too).  Appended to
- * o->spans; 0, or 2 (printed). */
+ * id=argN, parent=argN, sql and in=PATH (last: it takes the rest, colons
+ * too), or a ready-made span's NAME[:in=PATH].  Appended to o->spans; 0,
+ * or 2 (printed). */
 static int parse_span(const char *arg, struct options *o)
 {
 	if (o->nspans == RECORD_SPANS_MAX)
@@ -387,9 +413,23 @@ static int parse_span(const char *arg, struct options *o)
 	o->spans = sp;
 	sp = &o->spans[o->nspans];
 	*sp = (struct record_span_spec){.arg = arg};
-	char *copy = strdup(arg), *rest = copy, *f[3];
-	if (!copy)
+	char *copy = NULL, *rest, *f[3];
+	for (size_t i = 0; i < sizeof(span_shortcuts) / sizeof(span_shortcuts[0]); i++) {
+		size_t n = strlen(span_shortcuts[i].name);
+		if (strncmp(arg, span_shortcuts[i].name, n) != 0 || (arg[n] && arg[n] != ':'))
+			continue;
+		if (arg[n] && (strncmp(arg + n, ":in=", 4) != 0 || !arg[n + 4]))
+			return usage_error("--span %s: a ready-made span takes only :in=PATH, the "
+			                   "file with its probes (default %s)",
+			                   arg, span_shortcuts[i].path);
+		if (asprintf(&copy, "%s:in=%s", span_shortcuts[i].spec,
+		             arg[n] ? arg + n + 4 : span_shortcuts[i].path) < 0)
+			return usage_error("out of memory");
+		break;
+	}
+	if (!copy && !(copy = strdup(arg)))
 		return usage_error("out of memory");
+	rest = copy;
 	for (int i = 0; i < 3; i++) {
 		f[i] = rest;
 		rest = rest ? strchr(rest, ':') : NULL;
@@ -399,7 +439,7 @@ static int parse_span(const char *arg, struct options *o)
 			free(copy);
 			return usage_error(
 			        "--span: expected PROVIDER:START:END[:name=argN|:number=argN]"
-			        "[:sql][:in=PATH], got \"%s\"",
+			        "[:id=argN][:parent=argN][:sql][:in=PATH] or pg-query[:in=PATH], got \"%s\"",
 			        arg);
 		}
 	}
@@ -426,12 +466,23 @@ static int parse_span(const char *arg, struct options *o)
 			num = field + 8;
 		else if (strncmp(field, "number=arg", 10) == 0)
 			num = field + 10, flags = PROFILE_SPAN_NUM;
-		if (num) {
-			char *e;
-			errno = 0;
-			unsigned long n = strtoul(num, &e, 10);
-			/* USDT probes have at most 12 arguments (sys/sdt.h). */
-			if (named || !*num || *e || errno || n < 1 || n > 12 || num[0] == '0') {
+		int shift = strncmp(field, "id=arg", 6) == 0        ? PROFILE_SPAN_ID_SHIFT
+		            : strncmp(field, "parent=arg", 10) == 0 ? PROFILE_SPAN_PARENT_SHIFT
+		                                                    : 0;
+		if (shift) {
+			unsigned n =
+			        span_arg_number(field + (shift == PROFILE_SPAN_ID_SHIFT ? 6 : 10));
+			if (!n || (sp->cookie >> shift) & PROFILE_SPAN_FIELD_MASK) {
+				int r = usage_error("--span %s: %s: expected one id=argN and one "
+				                    "parent=argN at most, N from 1 to 12",
+				                    arg, field);
+				free(copy);
+				return r;
+			}
+			sp->cookie |= (uint32_t)n << shift;
+		} else if (num) {
+			unsigned long n = span_arg_number(num);
+			if (named || !n) {
 				/* field points into copy: said before it is freed */
 				int r = usage_error("--span %s: %s: expected one name=argN or "
 				                    "number=argN, N from 1 to 12",
@@ -445,7 +496,7 @@ static int parse_span(const char *arg, struct options *o)
 			sp->cookie |= PROFILE_SPAN_SQL;
 		} else {
 			int r = usage_error("--span %s: unknown field \"%s\" (expected name=argN, "
-			                    "number=argN, sql or in=PATH)",
+			                    "number=argN, id=argN, parent=argN, sql or in=PATH)",
 			                    arg, field);
 			free(copy);
 			return r;

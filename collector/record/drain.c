@@ -256,7 +256,10 @@ int record_on_sample(void *ctx, void *data, size_t len)
 	int64_t ns = (int64_t)s->time + r->clock_off_ns;
 	r->smp[r->nsmp++] = (struct ring_sample){
 	        .key = s->key,
-	        .m = {.time_us = ns / 1000 - (ns % 1000 < 0), .weight = s->weight, .tid = s->tid},
+	        .m = {.time_us = ns / 1000 - (ns % 1000 < 0),
+	              .weight = s->weight,
+	              .span = s->span,
+	              .tid = s->tid},
 	};
 	return 0;
 }
@@ -929,6 +932,13 @@ static int retain(struct recorder *r, int64_t now, bool final)
 int record_series(struct recorder *r, struct store_batch *b, const struct profile_key *key,
                   uint32_t ev, uint32_t *series)
 {
+	return record_series_event(r, b, key, record_events[ev].series, record_events[ev].unit,
+	                           series);
+}
+
+int record_series_event(struct recorder *r, struct store_batch *b, const struct profile_key *key,
+                        const char *event, const char *unit, uint32_t *series)
+{
 	pid_t pid = (pid_t)key->pid;
 	uint32_t gen = key->gen;
 
@@ -956,8 +966,8 @@ int record_series(struct recorder *r, struct store_batch *b, const struct profil
 	                  : bin && *bin  ? bin
 	                                 : "[unknown]",
 	        .version = r->opt->version ? r->opt->version : version,
-	        .event = record_events[ev].series,
-	        .unit = record_events[ev].unit,
+	        .event = event,
+	        .unit = unit,
 	};
 	int rc = record_labels_of(r, key, &k.labels);
 	if (rc < 0)
@@ -994,6 +1004,7 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 		        .pid = (uint32_t)pid,
 		        .tid = m[j].tid,
 		        .weight = m[j].weight,
+		        .span = m[j].span,
 		};
 		rc = store_batch_sample(b, series, &smp);
 		if (rc < 0)
@@ -1005,6 +1016,9 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 		if (rc < 0)
 			return rc;
 	}
+	if (ev == PROFILE_EV_CPU && n > 0 &&
+	    (rc = record_unnamed_add(r, &r->frames[n - 1], v->weight + mweight)) < 0)
+		return rc;
 	if (truncated)
 		r->truncated += v->samples + nm;
 	r->with_moment += nm;
@@ -1234,6 +1248,8 @@ int record_drain(struct recorder *r, bool final)
 		clear_set(r, sets[i]);
 	}
 	rc = record_late_flush(r, b, final);
+	if (rc >= 0)
+		rc = record_spans_store(r, b);
 	if (rc < 0)
 		goto out_fail;
 	r->drain_seq++;

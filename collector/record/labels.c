@@ -627,6 +627,12 @@ static int span_of(struct recorder *r, uint64_t key, const char **name)
 	return 0;
 }
 
+int record_labels_span_name(struct recorder *r, uint64_t key, const char **name)
+{
+	*name = "[unknown]";
+	return r->labels ? span_of(r, key, name) : 0;
+}
+
 int record_labels_of(struct recorder *r, const struct profile_key *key, const char **labels)
 {
 	struct record_labels *l = r->labels;

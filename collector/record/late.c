@@ -19,7 +19,7 @@
  * A count that would take the held stacks past --jit-memory is stored at
  * once, as it is named then.  Whatever is stored unnamed keeps its
  * frames as today ("[perf-PID.map]", or "[unknown]" without a map).
- * A held count keeps its samples' moments too (24 bytes each, within
+ * A held count keeps its samples' moments too (32 bytes each, within
  * --jit-memory), stored with them when it is.
  * Every held sample is stored exactly once, and counted in the summary
  * by how it ended.

@@ -24,6 +24,7 @@ struct pending {
 	__u32 left; /* block-time: sectors of the bio not completed yet */
 	__u32 tid;  /* the thread that began it */
 	__u32 pad;
+	__u64 span; /* the id of its innermost span then (record --span) */
 };
 
 struct {
@@ -53,9 +54,9 @@ static __always_inline void begin(void *ctx, __u32 ev, __u32 tgid, struct pendin
 	p->tid = (__u32)bpf_get_current_pid_tgid();
 	p->pad = 0;
 	if (p->set)
-		take_key(ctx, false, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &p->key);
+		p->span = take_key(ctx, false, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &p->key);
 	else
-		take_key(ctx, false, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &p->key);
+		p->span = take_key(ctx, false, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &p->key);
 }
 
 static __always_inline void end(const struct pending *p, __u32 ev, __u64 weight)
@@ -63,9 +64,9 @@ static __always_inline void end(const struct pending *p, __u32 ev, __u64 weight)
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (p->set)
-		add_sample(&samples1, &counts1, &p->key, weight, p->ts, p->tid);
+		add_sample(&samples1, &counts1, &p->key, weight, p->ts, p->tid, p->span);
 	else
-		add_sample(&samples0, &counts0, &p->key, weight, p->ts, p->tid);
+		add_sample(&samples0, &counts0, &p->key, weight, p->ts, p->tid, p->span);
 }
 
 /* (bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -394,13 +395,13 @@ static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 r
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (*(volatile __u32 *)&active) {
-		take_key(ctx, false, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
+		__u64 sid = take_key(ctx, false, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
 		key.fs = fs_index(fd_file(kmember(regs, fd_at, 8)));
-		add_sample(&samples1, &counts1, &key, weight, ts, tid);
+		add_sample(&samples1, &counts1, &key, weight, ts, tid, sid);
 	} else {
-		take_key(ctx, false, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
+		__u64 sid = take_key(ctx, false, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
 		key.fs = fs_index(fd_file(kmember(regs, fd_at, 8)));
-		add_sample(&samples0, &counts0, &key, weight, ts, tid);
+		add_sample(&samples0, &counts0, &key, weight, ts, tid, sid);
 	}
 }
 

@@ -346,6 +346,11 @@ int on_exec(void *ctx)
 
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return 0;
+	/* The old program's open spans end with it, closed before the exec
+	 * count moves (their records name the old program).  The thread
+	 * that executed is the process's only one now (tid = tgid); its
+	 * spans are under its old tid, old_pid. */
+	span_close_thread((__u32)((const __u64 *)ctx)[1]);
 	gen = bpf_map_lookup_elem(&execs, &tgid);
 	if (gen)
 		one = *gen + 1;
@@ -356,10 +361,6 @@ int on_exec(void *ctx)
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&py_procs, &tgid);
 	bpf_map_delete_elem(&exec_stacks, &tgid);
-	/* The old program's open spans end with it (the thread that
-	 * executed is the process's only one now, tid = tgid). */
-	if (spans_on)
-		bpf_map_delete_elem(&span_stacks, &tgid);
 	report_exec(ctx, tgid, one);
 	return 0;
 }
@@ -389,7 +390,7 @@ int on_exec_begin(void *ctx)
 }
 
 /* (struct task_struct *p, ...); p is the current task.  Every thread's
- * exit ends its open spans (record --span); the rest is for a process's
+ * exit closes its open spans (record --span); the rest is for a process's
  * main thread only: a process whose other threads outlive it is known
  * again at the next drain. */
 SEC("raw_tp/sched_process_exit")
@@ -398,8 +399,7 @@ int on_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 
-	if (spans_on)
-		bpf_map_delete_elem(&span_stacks, &tid); /* spans left open end with it */
+	span_close_thread(tid); /* spans left open end with it, unended */
 	if (tid != tgid)
 		return 0;
 	if (filter_pids) {

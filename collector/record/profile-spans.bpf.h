@@ -15,6 +15,17 @@
  * its bytes and flags (never 0, which is "no span", nor
  * PROFILE_SPAN_UNKNOWN); `span_names` gives its text to user space, which
  * labels each sample with its thread's innermost span (key.span).
+ *
+ * Each kept span also has an id (START's id=argN, else one made here,
+ * never 0), its parent's id (parent=argN, else the enclosing span's) and
+ * its start time.  Every sample carries its innermost span's id (struct
+ * profile_sample.span).  When a span ends, its record (profile.h: struct
+ * profile_span_record) goes to the `span_records` ring, with the names
+ * of the spans around it through `span_chains`.  A span still open when
+ * its thread exits or executes is closed then, marked unended; at the
+ * recording's end the probes stop and user space closes the spans left
+ * in `span_stacks` (spans.c).  Spans deeper than PROFILE_SPAN_DEPTH have
+ * no record.
  */
 #include <bpf/usdt.bpf.h>
 
@@ -26,24 +37,63 @@ const volatile bool spans_on = false;
  * cannot meet unmatched starts or ends. */
 __u32 spans_stopped = 0;
 
-struct span_stack {
-	__u32 depth; /* spans open, kept or not */
-	__u32 pad;
-	__u64 span[PROFILE_SPAN_DEPTH]; /* the open spans' keys, outermost first */
-};
-
 /* Per thread (tid), its open spans.  LRU: a thread that leaves without
  * its exit seen gives its slot back when room is short. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u32);
-	__type(value, struct span_stack);
-	__uint(max_entries, 65536);
+	__type(value, struct profile_span_stack);
+	__uint(max_entries, 16384);
 } span_stacks SEC(".maps");
 
-/* Span names by key; user space reads each once and deletes it. */
+/* Each span that ends, one struct profile_span_record; user space reads
+ * it between drains (it wakes up when the ring is half full) and at each
+ * drain.  Sized by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} span_records SEC(".maps");
+
+/* The enclosing spans' names of the records, by a hash of them; user
+ * space reads each once and deletes it, as `span_names`. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct profile_span_chain);
+	__uint(max_entries, 16384);
+} span_chains SEC(".maps");
+
+/* A chain being written, per CPU (too big for the BPF stack); and a
+ * stack's empty value, never written (the first push of a thread). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct profile_span_chain);
+	__uint(max_entries, 1);
+} span_chain_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct profile_span_stack);
+	__uint(max_entries, 1);
+} span_empty SEC(".maps");
+
+/* The ids made for spans without id=argN, counted per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} span_ids SEC(".maps");
+
+/* Span names by key; user space reads each once, when a sample first
+ * carries it, and deletes it.  The names of spans no sample fell in stay
+ * until evicted: LRU, because SQL names are keyed by their text before
+ * normalisation (literals and all), so a server makes new keys at its
+ * statement rate, and a full map would refuse every later name. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u64);
 	__type(value, struct profile_span_name);
 	__uint(max_entries, 16384);
@@ -57,11 +107,13 @@ struct {
 	__uint(max_entries, 1);
 } span_scratch SEC(".maps");
 
-/* The key of the current thread's innermost kept span, 0 outside spans. */
-static __always_inline __u64 span_now(__u32 tid)
+/* The key of the current thread's innermost kept span, 0 outside spans;
+ * its id into *id (0 outside spans). */
+static __always_inline __u64 span_now(__u32 tid, __u64 *id)
 {
-	struct span_stack *st;
+	struct profile_span_stack *st;
 
+	*id = 0;
 	if (!spans_on)
 		return 0;
 	st = bpf_map_lookup_elem(&span_stacks, &tid);
@@ -70,6 +122,7 @@ static __always_inline __u64 span_now(__u32 tid)
 	__u32 i = st->depth > PROFILE_SPAN_DEPTH ? PROFILE_SPAN_DEPTH - 1 : st->depth - 1;
 	if (i >= PROFILE_SPAN_DEPTH)
 		return 0;
+	*id = st->id[i];
 	return st->span[i];
 }
 
@@ -122,29 +175,177 @@ lost:
 	return PROFILE_SPAN_UNKNOWN;
 }
 
+/* USDT argument `field` (1-based, from the cookie; 0: not given) of the
+ * probe, or `dflt` when not given or unreadable. */
+static __always_inline __u64 span_arg(struct pt_regs *ctx, __u64 field, __u64 dflt)
+{
+	long v;
+
+	field &= PROFILE_SPAN_FIELD_MASK;
+	if (!field || bpf_usdt_arg(ctx, field - 1, &v) < 0)
+		return dflt;
+	return (__u64)v;
+}
+
+/* A new span id: the CPU's number + 1 in the top 16 bits, a count of the
+ * CPU's ids below, so never 0 and unique in the recording. */
+static __always_inline __u64 span_new_id(void)
+{
+	__u32 zero = 0;
+	__u64 *c = bpf_map_lookup_elem(&span_ids, &zero);
+	__u64 n = c ? ++*c : 0;
+
+	return ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (n & 0xffffffffffffull);
+}
+
+/* The key of the names of spans 0 .. d-1 of st in `span_chains` (written
+ * there if not yet), 0 when d is 0; PROFILE_SPAN_CHAIN_LOST into *flags
+ * when it could not be kept. */
+static __always_inline __u64 span_chain(const struct profile_span_stack *st, __u32 d, __u32 *flags)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+	__u32 zero = 0;
+
+	if (d == 0)
+		return 0;
+	for (__u32 i = 0; i < PROFILE_SPAN_DEPTH; i++) {
+		if (i >= d)
+			break;
+		h ^= st->span[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= d;
+	h *= 0x100000001b3ull;
+	h = h ? h : 1;
+	if (!bpf_map_lookup_elem(&span_chains, &h)) {
+		struct profile_span_chain *c = bpf_map_lookup_elem(&span_chain_scratch, &zero);
+		long rc = -ENOMEM;
+		if (c) {
+			for (__u32 i = 0; i < PROFILE_SPAN_DEPTH; i++)
+				c->name[i] = i < d ? st->span[i] : 0;
+			c->depth = d;
+			c->pad = 0;
+			rc = bpf_map_update_elem(&span_chains, &h, c, BPF_NOEXIST);
+		}
+		if (rc < 0 && rc != -EEXIST) {
+			count(PROFILE_STAT_SPAN_CHAIN_LOST);
+			*flags |= PROFILE_SPAN_CHAIN_LOST;
+			return 0;
+		}
+	}
+	return h;
+}
+
+/* Writes the record of span d of thread tid's stack st, ended at `end`
+ * (`flags`: PROFILE_SPAN_UNENDED); `current`: the thread is the one
+ * running (its labels are read now, else those kept in st). */
+static __always_inline void span_emit(struct profile_span_stack *st, __u32 d, __u32 tid, __u64 end,
+                                      __u32 flags, bool current)
+{
+	struct profile_span_record *rec;
+	__u32 tgid = st->tgid;
+
+	if (d >= PROFILE_SPAN_DEPTH)
+		return;
+	rec = bpf_ringbuf_reserve(&span_records, sizeof(*rec), 0);
+	if (!rec) {
+		count(PROFILE_STAT_SPAN_RING_FULL);
+		return;
+	}
+	rec->flags = flags;
+	rec->chain = span_chain(st, d, &rec->flags);
+	/* d is below PROFILE_SPAN_DEPTH, a power of two; the compiler must
+	 * not drop the mask the verifier needs to see it so. */
+	__asm__ volatile("" : "+r"(d));
+	d &= PROFILE_SPAN_DEPTH - 1;
+	rec->id = st->id[d];
+	rec->parent = st->parent[d];
+	rec->start = st->start[d];
+	rec->end = end;
+	rec->name = st->span[d];
+	rec->pid = tgid;
+	rec->tid = tid;
+	__u32 *gen = bpf_map_lookup_elem(&execs, &tgid);
+	rec->gen = gen ? *gen : 0;
+	if (current) {
+		rec->cgroup = label_cgroup ? bpf_get_current_cgroup_id() : 0;
+		if (!label_thread || bpf_get_current_comm(rec->comm, sizeof(rec->comm)) < 0)
+			__builtin_memset(rec->comm, 0, sizeof(rec->comm));
+	} else {
+		rec->cgroup = st->cgroup;
+		__builtin_memcpy(rec->comm, st->comm, sizeof(rec->comm));
+	}
+	/* No wakeup but past half the ring: user space takes the records
+	 * at each drain, and between drains when woken. */
+	__u64 size = bpf_ringbuf_query(&span_records, BPF_RB_RING_SIZE);
+	__u64 used = bpf_ringbuf_query(&span_records, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(rec, used > size / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+/* Closes every kept span open on thread tid, marked unended, and forgets
+ * its stack (its exit, or its exec: the old program's spans end).  While
+ * the probes stop at the recording's end the stack stays, for user
+ * space's last walk. */
+static __always_inline void span_close_thread(__u32 tid)
+{
+	struct profile_span_stack *st;
+
+	if (!spans_on || *(volatile __u32 *)&spans_stopped)
+		return;
+	st = bpf_map_lookup_elem(&span_stacks, &tid);
+	if (!st)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 depth = st->depth;
+	for (__u32 i = 0; i < PROFILE_SPAN_DEPTH; i++) {
+		if (i >= depth)
+			break;
+		span_emit(st,
+		          depth > PROFILE_SPAN_DEPTH ? PROFILE_SPAN_DEPTH - 1 - i : depth - 1 - i,
+		          tid, now, PROFILE_SPAN_UNENDED, true);
+	}
+	bpf_map_delete_elem(&span_stacks, &tid);
+}
+
 SEC("usdt")
 int span_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct span_stack *st;
+	struct profile_span_stack *st;
 
 	if (*(volatile __u32 *)&spans_stopped || !followed(id >> 32))
 		return 0;
-	__u64 h = span_name(ctx, bpf_usdt_cookie(ctx));
+	__u64 cookie = bpf_usdt_cookie(ctx);
+	__u64 h = span_name(ctx, cookie);
 	st = bpf_map_lookup_elem(&span_stacks, &tid);
 	if (!st) {
-		struct span_stack empty = {};
-		bpf_map_update_elem(&span_stacks, &tid, &empty, BPF_NOEXIST);
+		__u32 zero = 0;
+		struct profile_span_stack *empty = bpf_map_lookup_elem(&span_empty, &zero);
+		if (!empty)
+			return 0;
+		bpf_map_update_elem(&span_stacks, &tid, empty, BPF_NOEXIST);
 		st = bpf_map_lookup_elem(&span_stacks, &tid);
 		if (!st)
 			return 0;
 	}
 	__u32 d = st->depth;
-	if (d < PROFILE_SPAN_DEPTH)
+	if (d == 0) {
+		st->tgid = id >> 32;
+		st->cgroup = label_cgroup ? bpf_get_current_cgroup_id() : 0;
+		if (!label_thread || bpf_get_current_comm(st->comm, sizeof(st->comm)) < 0)
+			__builtin_memset(st->comm, 0, sizeof(st->comm));
+	}
+	if (d < PROFILE_SPAN_DEPTH) {
+		__u64 sid = span_arg(ctx, cookie >> PROFILE_SPAN_ID_SHIFT, 0);
+		__u64 up = d > 0 && d - 1 < PROFILE_SPAN_DEPTH ? st->id[d - 1] : 0;
 		st->span[d] = h;
-	else
+		st->id[d] = sid ? sid : span_new_id();
+		st->parent[d] = span_arg(ctx, cookie >> PROFILE_SPAN_PARENT_SHIFT, up);
+		st->start[d] = bpf_ktime_get_ns();
+	} else {
 		count(PROFILE_STAT_SPAN_DEEP);
+	}
 	st->depth = d + 1;
 	return 0;
 }
@@ -154,7 +355,8 @@ int span_exit(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct span_stack *st;
+	struct profile_span_stack *st;
+	__u64 now = bpf_ktime_get_ns();
 
 	if (*(volatile __u32 *)&spans_stopped || !followed(id >> 32))
 		return 0;
@@ -163,6 +365,9 @@ int span_exit(struct pt_regs *ctx)
 		count(PROFILE_STAT_SPAN_UNMATCHED);
 		return 0;
 	}
-	st->depth--;
+	__u32 d = st->depth - 1;
+	if (d < PROFILE_SPAN_DEPTH)
+		span_emit(st, d, tid, now, 0, true);
+	st->depth = d;
 	return 0;
 }

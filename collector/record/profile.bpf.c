@@ -314,9 +314,10 @@ static __always_inline bool followed(__u32 tgid)
 /* ---- recording an event ------------------------------------------------ */
 
 /* Fills key with the current task's stacks for event ev, kept in one map
- * set (stacks, ustacks). */
-static __always_inline void take_key(void *ctx, bool from_perf, void *kstacks, void *ustacks,
-                                     void *pystacks, __u32 ev, __u32 tgid, struct profile_key *key)
+ * set (stacks, ustacks).  Returns the id of the thread's innermost span
+ * (record --span), 0 outside spans. */
+static __always_inline __u64 take_key(void *ctx, bool from_perf, void *kstacks, void *ustacks,
+                                      void *pystacks, __u32 ev, __u32 tgid, struct profile_key *key)
 {
 	__u32 *gen = bpf_map_lookup_elem(&execs, &tgid);
 
@@ -331,7 +332,8 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *kstacks, v
 	key->cgroup = label_cgroup ? bpf_get_current_cgroup_id() : 0;
 	if (!label_thread || bpf_get_current_comm(key->comm, sizeof(key->comm)) < 0)
 		__builtin_memset(key->comm, 0, sizeof(key->comm));
-	key->span = span_now((__u32)bpf_get_current_pid_tgid());
+	__u64 span_id;
+	key->span = span_now((__u32)bpf_get_current_pid_tgid(), &span_id);
 	if (ev_flags[ev] & PROFILE_EV_USER) {
 		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
 			walk_user(ctx, from_perf, ustacks, pystacks, key, tgid, true);
@@ -341,6 +343,7 @@ static __always_inline void take_key(void *ctx, bool from_perf, void *kstacks, v
 	}
 	if (ev_flags[ev] & PROFILE_EV_KERNEL)
 		kernel_stack(ctx, from_perf, kstacks, key);
+	return span_id;
 }
 
 /* Adds one event of `weight` to key's slot of a counts map. */
@@ -365,17 +368,19 @@ static __always_inline void add_count(void *counts, const struct profile_key *ke
 	__sync_fetch_and_add(&v->weight, weight);
 }
 
-/* Adds one sample taken at `ts` by thread `tid`: as a record of `ring`
- * when moments are on and it has room, else as a count of `counts`.  A
- * sample is in one of the two, never both. */
+/* Adds one sample taken at `ts` by thread `tid` inside span `span_id`
+ * (0: none): as a record of `ring` when moments are on and it has room,
+ * else as a count of `counts`.  A sample is in one of the two, never
+ * both. */
 static __always_inline void add_sample(void *ring, void *counts, const struct profile_key *key,
-                                       __u64 weight, __u64 ts, __u32 tid)
+                                       __u64 weight, __u64 ts, __u32 tid, __u64 span_id)
 {
 	if (moments_on) {
 		struct profile_sample *s = bpf_ringbuf_reserve(ring, sizeof(*s), 0);
 		if (s) {
 			s->time = ts;
 			s->weight = weight;
+			s->span = span_id;
 			s->tid = tid;
 			s->pad = 0;
 			s->key = *key;
@@ -427,11 +432,13 @@ static __always_inline void record(void *ctx, bool from_perf, __u32 ev, __u32 tg
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
 	if (*(volatile __u32 *)&active) {
-		take_key(ctx, from_perf, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
-		add_sample(&samples1, &counts1, &key, weight, ts, tid);
+		__u64 sid =
+		        take_key(ctx, from_perf, &kstacks1, &ustacks1, &pystacks1, ev, tgid, &key);
+		add_sample(&samples1, &counts1, &key, weight, ts, tid, sid);
 	} else {
-		take_key(ctx, from_perf, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
-		add_sample(&samples0, &counts0, &key, weight, ts, tid);
+		__u64 sid =
+		        take_key(ctx, from_perf, &kstacks0, &ustacks0, &pystacks0, ev, tgid, &key);
+		add_sample(&samples0, &counts0, &key, weight, ts, tid, sid);
 	}
 }
 

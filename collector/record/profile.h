@@ -83,6 +83,8 @@ struct profile_sample {
 	__u64 time;   /* bpf_ktime_get_ns() when the stack was taken (an
 	               * off-CPU or block-time sample: when it began) */
 	__u64 weight; /* in the event's unit, scaled by N */
+	__u64 span;   /* record --span: the id of the thread's innermost kept
+	               * span when the stack was taken, 0 outside spans */
 	__u32 tid;
 	__u32 pad;
 	struct profile_key key; /* key.pid is the process (tgid) */
@@ -94,6 +96,13 @@ struct profile_sample {
 #define PROFILE_SPAN_NUM      0x100u /* the name is the argument's number */
 #define PROFILE_SPAN_SQL      0x200u /* a SQL text: normalised in user space */
 #define PROFILE_SPAN_END      0x400u /* the cookie of an end probe */
+/* id=argN and parent=argN of a start probe: N (1 to 12) in four bits
+ * each at these shifts, 0 when not given.  Without id= the BPF side makes
+ * each span's id; without parent= a span's parent is the span it is
+ * nested in on its thread. */
+#define PROFILE_SPAN_ID_SHIFT     16
+#define PROFILE_SPAN_PARENT_SHIFT 20
+#define PROFILE_SPAN_FIELD_MASK   0xfu
 /* Open spans kept per thread; deeper ones are counted (SPAN_DEEP), and the
  * depth still follows them so that their ends pop nothing kept. */
 #define PROFILE_SPAN_DEPTH 16
@@ -111,6 +120,55 @@ struct profile_span_name {
 	__u32 len;
 	char text[PROFILE_SPAN_NAME];
 };
+
+/* A value of `span_stacks`: one thread's open spans (record --span). */
+struct profile_span_stack {
+	__u32 depth; /* spans open, kept or not */
+	__u32 tgid;  /* the thread's process */
+	/* What decides the labels of its spans' records (as profile_key's),
+	 * taken at the push onto an empty stack: the recording's end closes
+	 * the spans still open from user space, away from the thread. */
+	__u64 cgroup;
+	char comm[16];
+	/* The open spans kept, outermost first: each one's name key, id,
+	 * parent id and start (bpf_ktime_get_ns). */
+	__u64 span[PROFILE_SPAN_DEPTH];
+	__u64 id[PROFILE_SPAN_DEPTH];
+	__u64 parent[PROFILE_SPAN_DEPTH];
+	__u64 start[PROFILE_SPAN_DEPTH];
+};
+
+/* A value of `span_chains`: the name keys of the spans a span was nested
+ * in when it ended, outermost first (its own is not among them). */
+struct profile_span_chain {
+	__u32 depth; /* keys in name[] */
+	__u32 pad;
+	__u64 name[PROFILE_SPAN_DEPTH];
+};
+
+/* One span that ended (or was closed: PROFILE_SPAN_UNENDED), a record of
+ * the `span_records` ring buffer (record --span).  Times are
+ * bpf_ktime_get_ns()'s, the samples rings' clock. */
+struct profile_span_record {
+	__u64 id;     /* never 0 */
+	__u64 parent; /* the enclosing span's id, or parent=argN's; 0: none */
+	__u64 start, end;
+	__u64 name;   /* its name's key in `span_names` */
+	__u64 chain;  /* the enclosing spans' names: a key of `span_chains`,
+	               * 0 for a span nested in none (or, with
+	               * PROFILE_SPAN_CHAIN_LOST, in spans not kept) */
+	__u64 cgroup; /* as profile_key's: what decides its labels */
+	char comm[16];
+	__u32 pid; /* the process (tgid) */
+	__u32 tid;
+	__u32 gen; /* the process's execs, as profile_key's */
+	__u32 flags;
+};
+/* The span did not end: its thread exited or executed a new program, or
+ * the recording ended, inside it; `end` is that moment. */
+#define PROFILE_SPAN_UNENDED 1u
+/* `span_chains` had no room for its enclosing spans' names. */
+#define PROFILE_SPAN_CHAIN_LOST 2u
 
 /* The file system types the vfs events met: `fs_names`, keyed by a key's
  * fs (a 32-bit digest of the file_system_type's address, never 0), holds
@@ -217,6 +275,10 @@ enum profile_stat {
 	PROFILE_STAT_SPAN_UNMATCHED,
 	PROFILE_STAT_SPAN_DEEP,
 	PROFILE_STAT_SPAN_NAME_LOST,
+	/* Span records lost to a full `span_records` ring; span records
+	 * whose enclosing names `span_chains` had no room for. */
+	PROFILE_STAT_SPAN_RING_FULL,
+	PROFILE_STAT_SPAN_CHAIN_LOST,
 	PROFILE_NSTATS,
 };
 

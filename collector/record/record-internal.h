@@ -109,6 +109,7 @@ extern const struct record_event record_events[PROFILE_NEVENTS];
 struct moment {
 	int64_t time_us; /* Unix time */
 	uint64_t weight;
+	uint64_t span; /* the innermost span's id, 0: none */
 	uint32_t tid;
 };
 
@@ -171,6 +172,14 @@ struct record_late; /* late.c */
 struct hash_list {
 	uint64_t *v;
 	size_t n, cap;
+};
+
+/* One module's cpu weight whose leaf frame has no function name. */
+struct record_unnamed {
+	char *module; /* NULL: a free slot */
+	uint8_t build_id[64];
+	uint8_t build_id_len;
+	uint64_t weight;
 };
 
 struct recorder {
@@ -292,7 +301,13 @@ struct recorder {
 	 * the names' map */
 	struct bpf_link *span_links[2 * RECORD_SPANS_MAX];
 	int nspan_links;
-	int span_names_fd;  /* -1 without --span */
+	int span_names_fd; /* -1 without --span */
+	/* The spans record (spans.c): the records read from `span_records`
+	 * since the last drain, the enclosing names' cache, and totals. */
+	struct profile_span_record *spans;
+	size_t nspan_recs, span_recs_cap;
+	struct record_span_chains *span_chains;
+	uint64_t span_stored, span_weight, span_unended, span_chains_unread;
 	uint64_t truncated; /* samples stored with a [truncated] user stack */
 	/* Stacks whose JIT frames wait for a perf map (late.c;
 	 * NULL with --jit-wait 0), and what became of them, in samples. */
@@ -309,6 +324,11 @@ struct recorder {
 	} late_stats;
 	struct raw_stack raw[2]; /* a user and a kernel stack being named */
 	uint64_t unsymbolized_pids;
+	/* The cpu event's weight whose leaf frame has no function name, by
+	 * module (report.c): an open-addressed table of 2^k slots. */
+	struct record_unnamed *unnamed;
+	size_t unnamed_slots, unnamed_used;
+	uint64_t unnamed_weight;
 	int err; /* first fatal error, -errno */
 	char errmsg[512];
 };
@@ -339,6 +359,14 @@ int record_on_event(void *ctx, void *data, size_t len);
  * it left in one atomic batch; `final` (sampling already stopped) stores
  * both.  Returns 0 or -errno (also recorded with record_fail()). */
 int record_drain(struct recorder *r, bool final);
+/* The share of the cpu weight without function names from which the
+ * summary says where the names are and how to get them (the view's
+ * quality file says it from the same share: VIEW_UNNAMED_WARN_PERCENT). */
+#define RECORD_UNNAMED_WARN_PERCENT 20
+/* Counts the weight of a cpu sample whose leaf frame is f (report.c):
+ * to its module when f has no function name.  0 or -ENOMEM. */
+int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t weight);
+void record_unnamed_free(struct recorder *r);
 
 /* The frames of a count's stacks, root first, into r->frames[0..*n). */
 int record_name_stacks(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user,
@@ -350,6 +378,9 @@ bool record_stack_late(struct recorder *r, pid_t pid, uint32_t gen, const struct
  * event ev, in batch b. */
 int record_series(struct recorder *r, struct store_batch *b, const struct profile_key *key,
                   uint32_t ev, uint32_t *series);
+/* The same for a series of `event` in `unit` (the spans record's). */
+int record_series_event(struct recorder *r, struct store_batch *b, const struct profile_key *key,
+                        const char *event, const char *unit, uint32_t *series);
 /* Stores r->frames[0..n) under series: each of the nm samples m[] of
  * process pid with its moment, and count v (samples without one, maybe
  * none) at time `when`; counts them in the totals.  0 or -errno. */
@@ -402,6 +433,23 @@ uint64_t record_labels_unresolved(const struct record_labels *l);
 int record_labels_of(struct recorder *r, const struct profile_key *key, const char **labels);
 /* Forgets what was read of pid (its exit reaped). */
 void record_labels_forget(struct record_labels *l, pid_t pid);
+/* The name of span key `key` (profile.h: a key of `span_names`), as its
+ * span label gives it, into *name (owned by r->labels; "[unknown]" when
+ * it cannot be read).  0 or -ENOMEM. */
+int record_labels_span_name(struct recorder *r, uint64_t key, const char **name);
+
+/* spans.c: the spans record. */
+struct record_span_chains;
+/* The `span_records` ring's callback: appends a record to r->spans. */
+int record_on_span(void *ctx, void *data, size_t len);
+/* Stores the records of r->spans into b, each a sample of its process's
+ * STORE_EVENT_SPANS series, and empties r->spans.  0 or -errno. */
+int record_spans_store(struct recorder *r, struct store_batch *b);
+/* At the recording's end, the probes stopped: closes every span still
+ * open in `span_stacks` now, marked unended, into r->spans.  0 or -errno. */
+int record_spans_close(struct recorder *r);
+/* Frees what spans.c holds; again does nothing. */
+void record_spans_free(struct recorder *r);
 
 /* push.c: --push.  Starts a thread that copies the store in
  * directory `dir` into database `to` at once and then every `every`

@@ -330,8 +330,14 @@ static void stop_and_report(struct recorder *r, double start, double cpu_start)
 	for (int i = 0; i < r->nspan_links; i++)
 		bpf_link__destroy(r->span_links[i]);
 	r->nev_links = 0;
-	r->nspan_links = 0;
 	ring_buffer__consume(r->rb);
+	/* The probes are gone: the spans still open end now, unended. */
+	if (r->nspan_links && !r->err) {
+		int rc = record_spans_close(r);
+		if (rc < 0)
+			record_fail(r, rc, "--span: closing the open spans: %s", strerror(-rc));
+	}
+	r->nspan_links = 0;
 	if (!r->err)
 		record_drain(r, true);
 	record_report(r, now_mono() - start, record_cpu_seconds() - cpu_start);
@@ -381,7 +387,9 @@ static void cleanup(struct recorder *r)
 	ring_buffer__free(r->srb[1]);
 	profile_bpf__destroy(r->skel);
 	record_late_free(r->late);
+	record_spans_free(r);
 	record_labels_free(r->labels);
+	record_unnamed_free(r);
 	symbolize_free(r->sym);
 	record_push_stop(r->pusher);
 	store_close(r->store);

@@ -3,7 +3,8 @@
  * stderr at the end.  By default at most two lines (three with --push):
  * what was recorded into which store and what --retention deleted, and
  * what the user should act on (samples dropped, stacks lost, names
- * missing).  With
+ * missing: from 20% of the cpu weight without function names, where
+ * they are and which debug package holds them).  With
  * --verbose, instead, every counter of the sampler, the symbolizer, the
  * unwinder and the JIT and Python namers, one dense line each, in a
  * format tests and benchmarks parse.
@@ -51,13 +52,135 @@ add_item(char *buf, size_t size, int *n, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A leaf without a function name: "[unknown]", a bare module name
+ * "[libfoo.so]" or a frame of kind unknown, as the view's quality file
+ * counts it. */
+static bool unnamed_leaf(const struct store_frame *f)
+{
+	return f->kind == STORE_FRAME_UNKNOWN ||
+	       (f->name_len >= 2 && f->name[0] == '[' && f->name[f->name_len - 1] == ']');
+}
+
+static uint64_t unnamed_hash(const char *m, size_t ml, const uint8_t *id, size_t il)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < ml; i++)
+		h = (h ^ (unsigned char)m[i]) * 1099511628211ULL;
+	for (size_t i = 0; i < il; i++)
+		h = (h ^ id[i]) * 1099511628211ULL;
+	return h;
+}
+
+static struct record_unnamed *unnamed_slot(struct record_unnamed *t, size_t slots, const char *m,
+                                           size_t ml, const uint8_t *id, size_t il)
+{
+	size_t j = (size_t)unnamed_hash(m, ml, id, il) & (slots - 1);
+
+	for (;; j = (j + 1) & (slots - 1)) {
+		struct record_unnamed *u = &t[j];
+		if (!u->module || (strlen(u->module) == ml && memcmp(u->module, m, ml) == 0 &&
+		                   u->build_id_len == il && memcmp(u->build_id, id, il) == 0))
+			return u;
+	}
+}
+
+int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t weight)
+{
+	if (!unnamed_leaf(f))
+		return 0;
+	const char *m = f->module_len ? f->module : f->name;
+	size_t ml = f->module_len ? f->module_len : f->name_len;
+	size_t il = f->build_id_len <= sizeof(r->unnamed->build_id) ? f->build_id_len : 0;
+	if ((r->unnamed_used + 1) * 2 > r->unnamed_slots) {
+		size_t ns = r->unnamed_slots ? r->unnamed_slots * 2 : 64;
+		struct record_unnamed *nt = calloc(ns, sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		for (size_t i = 0; i < r->unnamed_slots; i++) {
+			const struct record_unnamed *o = &r->unnamed[i];
+			if (o->module)
+				*unnamed_slot(nt, ns, o->module, strlen(o->module), o->build_id,
+				              o->build_id_len) = *o;
+		}
+		free(r->unnamed);
+		r->unnamed = nt;
+		r->unnamed_slots = ns;
+	}
+	struct record_unnamed *u =
+	        unnamed_slot(r->unnamed, r->unnamed_slots, m, ml, f->build_id, il);
+	if (!u->module) {
+		if (!(u->module = strndup(m, ml)))
+			return -ENOMEM;
+		if (il)
+			memcpy(u->build_id, f->build_id, il);
+		u->build_id_len = (uint8_t)il;
+		r->unnamed_used++;
+	}
+	u->weight += weight;
+	r->unnamed_weight += weight;
+	return 0;
+}
+
+void record_unnamed_free(struct recorder *r)
+{
+	for (size_t i = 0; i < r->unnamed_slots; i++)
+		free(r->unnamed[i].module);
+	free(r->unnamed);
+	r->unnamed = NULL;
+	r->unnamed_slots = r->unnamed_used = 0;
+}
+
+/* When at least RECORD_UNNAMED_WARN_PERCENT of the cpu weight has no
+ * function name: the item of the warning line naming the share, the two
+ * modules with the most of it and their debug packages (Debian). */
+static void unnamed_item(struct recorder *r, char *line, size_t size, int *n)
+{
+	__extension__ typedef unsigned __int128 u128;
+	uint64_t total = r->ev_weight[PROFILE_EV_CPU];
+	const struct record_unnamed *top[2] = {NULL, NULL};
+
+	if (!total || (u128)r->unnamed_weight * 100 < (u128)RECORD_UNNAMED_WARN_PERCENT * total)
+		return;
+	for (size_t i = 0; i < r->unnamed_slots; i++) {
+		const struct record_unnamed *u = &r->unnamed[i];
+		if (!u->module)
+			continue;
+		if (!top[0] || u->weight > top[0]->weight ||
+		    (u->weight == top[0]->weight && strcmp(u->module, top[0]->module) < 0)) {
+			top[1] = top[0];
+			top[0] = u;
+		} else if (!top[1] || u->weight > top[1]->weight ||
+		           (u->weight == top[1]->weight && strcmp(u->module, top[1]->module) < 0)) {
+			top[1] = u;
+		}
+	}
+	struct symbolize_debpkg q[2] = {0};
+	uint64_t w[2] = {0, 0};
+	size_t nt = 0;
+	for (; nt < 2 && top[nt]; nt++) {
+		q[nt] = (struct symbolize_debpkg){.module = top[nt]->module,
+		                                  .build_id = top[nt]->build_id,
+		                                  .build_id_len = top[nt]->build_id_len};
+		w[nt] = top[nt]->weight;
+	}
+	symbolize_debpkg_find(
+	        q, nt, SYMBOLIZE_DEBPKG_QUICK_MS); /* the recorded modules are this machine's */
+	char advice[768];
+	symbolize_debpkg_advice(advice, sizeof(advice), q, w, nt, total);
+	add_item(line, size, n,
+	         "%.1f%% of the CPU weight ends in code without function names, %s: install "
+	         "debug packages or set DEBUGINFOD_URLS, and record again",
+	         100.0 * (double)r->unnamed_weight / (double)total, advice);
+}
+
 /* The default summary: one line of what was recorded (and what
  * --retention deleted), one of what went wrong (only when something
  * did); with --push, record_push_stop() adds the pushes' line. */
 static void report_short(struct recorder *r, double wall)
 {
 	const __u64 *st = r->skel->bss->stats;
-	char line[1024];
+	char line[2048];
 	int n = 0;
 
 	line[0] = '\0';
@@ -110,6 +233,10 @@ static void report_short(struct recorder *r, double wall)
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " span ends without a start (begun before they were followed)",
 		         (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED]);
+	if (st[PROFILE_STAT_SPAN_RING_FULL])
+		add_item(line, sizeof(line), &n,
+		         "%" PRIu64 " spans not recorded (the spans ring was full)",
+		         (uint64_t)st[PROFILE_STAT_SPAN_RING_FULL]);
 	if (st[PROFILE_STAT_SPAN_DEEP])
 		add_item(line, sizeof(line), &n,
 		         "%" PRIu64 " spans nested deeper than %d (their samples go to the "
@@ -148,6 +275,8 @@ static void report_short(struct recorder *r, double wall)
 			         "frames only",
 			         ps.unknown_major, ps.unknown_minor);
 	}
+	if (r->opt->ev_flags[PROFILE_EV_CPU])
+		unnamed_item(r, line, sizeof(line), &n);
 	if (n)
 		fprintf(stderr, PROG ": warning: %s (--verbose shows every counter)\n", line);
 }
@@ -237,10 +366,14 @@ static void report_samples(const struct recorder *r, double wall)
 		fprintf(stderr,
 		        PROG ": spans: %zu spans attached; %" PRIu64
 		             " ends without a start, %" PRIu64 " spans deeper than %d, %" PRIu64
-		             " names not read or kept\n",
+		             " names not read or kept; %" PRIu64 " spans stored (%" PRIu64
+		             " unended), %" PRIu64 " ns in all, %" PRIu64
+		             " lost to a full ring, %" PRIu64 " with their enclosing names lost\n",
 		        r->opt->nspans, (uint64_t)st[PROFILE_STAT_SPAN_UNMATCHED],
 		        (uint64_t)st[PROFILE_STAT_SPAN_DEEP], PROFILE_SPAN_DEPTH,
-		        (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST]);
+		        (uint64_t)st[PROFILE_STAT_SPAN_NAME_LOST], r->span_stored, r->span_unended,
+		        r->span_weight, (uint64_t)st[PROFILE_STAT_SPAN_RING_FULL],
+		        (uint64_t)st[PROFILE_STAT_SPAN_CHAIN_LOST] + r->span_chains_unread);
 }
 
 /* The symbolizer: snapshots, files (and those not trusted), templates;
@@ -383,6 +516,13 @@ void record_report(struct recorder *r, double wall, double loop_cpu)
 		report_short(r, wall);
 		return;
 	}
+	char line[1024];
+	int n = 0;
+	line[0] = '\0';
+	if (r->opt->ev_flags[PROFILE_EV_CPU])
+		unnamed_item(r, line, sizeof(line), &n);
+	if (n)
+		fprintf(stderr, PROG ": warning: %s\n", line);
 	report_events(r);
 	report_samples(r, wall);
 	report_symbolizer(r, wall, loop_cpu);

@@ -78,6 +78,7 @@ static unsigned count_processes(void)
 #define SAMPLE_RING_MIN      (64u << 10)
 #define SAMPLE_RING_MAX      (32u << 20)
 #define SAMPLE_RING_OTHER_HZ 50000u
+#define SPAN_RING            (8u << 20)
 
 /* Map sizes from frequency x drain interval x CPUs: a counts slot per
  * possible sample (each may be unique) with half again as headroom; the
@@ -124,6 +125,13 @@ static int size_maps(struct recorder *r, int ncpu)
 			ring *= 2;
 	}
 	r->ring_bytes = ring;
+	/* The spans record's ring (record --span): user space is woken when
+	 * it is half full, so it holds SPAN_RING / 2 of records, 96 bytes
+	 * each, between two reads. */
+	rc = bpf_map__set_max_entries(k->maps.span_records,
+	                              r->opt->nspans ? SPAN_RING : (uint32_t)sysconf(_SC_PAGESIZE));
+	if (rc < 0)
+		return rc;
 	rc = bpf_map__set_max_entries(k->maps.samples0, (uint32_t)ring);
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.samples1, (uint32_t)ring);
@@ -552,6 +560,13 @@ int record_attach_process_events(struct recorder *r, const struct options *o,
 			            strerror(-rc));
 			return rc;
 		}
+	}
+	/* The spans record's ring, served with the process events'. */
+	if (o->nspans && ring_buffer__add(r->rb, bpf_map__fd(r->skel->maps.span_records),
+	                                  record_on_span, r) < 0) {
+		rc = -errno;
+		record_fail(r, rc, "cannot open the spans ring buffer: %s", strerror(-rc));
+		return rc;
 	}
 	r->clock_off_ns = record_clock_offset();
 	r->fork_link = bpf_program__attach(r->skel->progs.on_fork);

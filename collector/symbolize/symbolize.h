@@ -574,4 +574,39 @@ void offline_symbols_free(struct import_symbols *sym); /* accepts a zeroed struc
  * named "[basename]", as a missing file's. */
 size_t offline_symbols_refused(const struct import_symbols *sym, const char **first);
 
+/* ---- debug packages (debpkg.c) ---------------------------------------- */
+
+/* On Debian, the package that would hold the debug info of a module (an
+ * executable or library path), for the messages about unnamed frames.
+ * In: module (NULL or a path not starting with '/': no hint) and the
+ * build id recorded with its frames (raw bytes; length 0 when none).  Out:
+ * hint, "PKG-dbg (installed)", "SRC-dbg (available)" or "PKG-dbgsym (not in
+ * this archive)", or "" when it cannot be known truthfully: no dpkg, no
+ * package owns the path here, the file here has another build id than
+ * the one recorded (without one: the file now at the path is taken), or
+ * apt-cache cannot be run or has not answered within budget_ms (it
+ * rebuilds its cache when it has none, which can take seconds; it is
+ * then killed).  The owner comes from dpkg's file lists, read once per
+ * process; the state of the names from one `apt-cache policy` run per
+ * call for the names not asked before.  Not thread-safe: call from one
+ * thread at a time. */
+struct symbolize_debpkg {
+	const char *module;
+	const uint8_t *build_id;
+	size_t build_id_len;
+	char hint[200];
+};
+void symbolize_debpkg_find(struct symbolize_debpkg *q, size_t n, unsigned budget_ms);
+/* budget_ms for the end line of record and import, and for stats
+ * --quality, which a user asked for. */
+#define SYMBOLIZE_DEBPKG_QUICK_MS 10000u
+#define SYMBOLIZE_DEBPKG_ASKED_MS 60000u
+/* The advice of the one line record and import end with when much weight
+ * has no function name: "most in M (P%; install PKG-dbg) and M2 (P2%;
+ * installed: PKG2-dbg)", for q[0..n) (largest first, their hints found)
+ * whose unnamed weights are weight[0..n) out of total; into buf, cut
+ * to size. */
+void symbolize_debpkg_advice(char *buf, size_t size, const struct symbolize_debpkg *q,
+                             const uint64_t *weight, size_t n, uint64_t total);
+
 #endif

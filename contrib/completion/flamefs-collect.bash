@@ -116,6 +116,11 @@ _flamefs_collect()
 		COMPREPLY=($(compgen -W 'on off' -- "$cur"))
 		return
 		;;
+	--span)
+		# A probe pair is the user's; the ready-made spans are offered.
+		COMPREPLY=($(compgen -W 'pg-query' -- "$cur"))
+		return
+		;;
 	--labels)
 		local pre=
 		[[ $cur == *,* ]] && pre=${cur%,*},

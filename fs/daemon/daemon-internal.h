@@ -42,8 +42,10 @@
      node    32   the tree's node id; in space 0 the synthetic dir's index
      slot     4   0: the directory; f + 1: the file space_file(f) (in
                   space 0: a function's self, 1, and total, 2); room
-                  for 15 files (a window's version directory uses 14:
-                  view_files, quality, window, about)
+                  for 15 files, all taken by a series' version
+                  directory with spans (view_files, quality, about,
+                  spans, trace.json) and a window's (view_files,
+                  quality, window, about, trace.json)
      version 14   files only: the node's content version (mod 2^14)
 
    So the root is 1, a directory's number is the same for as long as the
@@ -219,7 +221,8 @@ struct open_file {
  *   SD_FUNCS     <version>/@functions   the version's functions
  *   SD_FUNC      .../@functions/F       self, total, callers/, callees/
  *   SD_HOSTS     /@host, /@cgroup,      the hosts (the label's values) that have
- *                /@container, /@thread  series (series_id: the view kind)
+ *                /@container, /@thread, series (series_id: the view kind)
+ *                /@span
  *   SD_WDIFF     <window>/@diff         nothing; any FROM resolves
  *   SD_WDFROM    <window>/@diff/FROM    nothing; any TO resolves
  *   SD_WDROOT    <window>/@diff/F/T     the diff's files, binaries of either window
@@ -338,11 +341,14 @@ enum view_kind {
 	VIEW_KIND_CGROUP,
 	VIEW_KIND_CONTAINER,
 	VIEW_KIND_THREAD,
+	VIEW_KIND_SPAN,
 	VIEW_KINDS
 };
 extern const char *const view_kind_names[VIEW_KINDS];
 /* The value a label's view gives series without that label. */
 #define VIEW_LABEL_NONE "-"
+/* The label that names the span a sample fell in (store.h, "spans"). */
+#define VIEW_LABEL_SPAN "span"
 
 /* The daemon's state. */
 struct flamefs_state {
@@ -374,6 +380,7 @@ struct flamefs_state {
 	size_t nseries;
 	struct store_series *raw;
 	size_t nraw;
+	size_t nraw_spans; /* of fs.raw, the span-record series (series_is_spans) */
 	/* Shallow copies of fs.raw's entries (their strings are fs.raw's),
 	 * the members of each view series side by side: a label value's
 	 * view sums series that are not neighbours in fs.raw. */
@@ -452,6 +459,9 @@ const struct store_series *series_primary_of(uint32_t view, const char *binary,
 bool series_in_window(const struct store_series *s, int64_t from, int64_t to);
 int series_collect_version_cb(void *ctx, const char *name, size_t len, uint32_t series_id,
                               bool alias);
+bool series_is_spans(const struct store_series *s);
+int series_spans_locked(uint32_t view, const char *binary, const char *version,
+                        struct store_series **out, size_t *n);
 
 /* space.c */
 void space_put_tree_locked(struct tree_ref *r);

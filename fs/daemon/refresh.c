@@ -274,6 +274,9 @@ static int install_series_locked(struct store_series *raw, size_t nraw, struct o
 	fs.nseries = n;
 	fs.raw = raw;
 	fs.nraw = nraw;
+	fs.nraw_spans = 0;
+	for (size_t i = 0; i < nraw; i++)
+		fs.nraw_spans += series_is_spans(&raw[i]);
 	fs.mraw = mraw;
 	fs.members = members;
 	fs.view_lo = view_lo;

@@ -227,12 +227,113 @@ static bool has_quality(const struct space *sp)
 	return sp->kind == SPACE_SERIES || sp->kind == SPACE_WINDOW;
 }
 
+/* The span files read the store when rendered (spans.c), as timelines do. */
+static int render_spans_locked(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	pthread_mutex_lock(&fs.lock);
+	int r = view_render_spans(t, node, out);
+	pthread_mutex_unlock(&fs.lock);
+	return r;
+}
+
+static int render_trace_locked(const struct view_tree *t, uint32_t node, struct view_buf *out)
+{
+	pthread_mutex_lock(&fs.lock);
+	int r = view_render_trace(t, node, out);
+	pthread_mutex_unlock(&fs.lock);
+	return r;
+}
+
+static const struct view_file spans_file = {"spans", render_spans_locked, NULL};
+static const struct view_file trace_file = {"trace.json", render_trace_locked, NULL};
+
+/* The scope of a space's span records (series_spans_locked()): its view,
+ * and for a version directory its binary and version.  False for spaces
+ * that show no span file. */
+static bool spans_scope_locked(const struct space *sp, uint32_t *view, const char **binary,
+                               const char **version)
+{
+	*binary = *version = NULL;
+	if (sp->kind == SPACE_ALL || sp->kind == SPACE_ALL_WINDOW) {
+		*view = sp->base_id;
+		return true;
+	}
+	if (sp->kind != SPACE_SERIES && sp->kind != SPACE_WINDOW)
+		return false;
+	const struct store_series *s = series_by_id_locked(sp->series_id);
+	if (!s)
+		return false;
+	*view = series_view_locked(s);
+	*binary = s->binary;
+	*version = s->version;
+	return true;
+}
+
+/* The span files a space's top directory shows after the others: `spans`
+ * (a version directory's, and a /@span/<name>/ root's) and `trace.json`
+ * (a version directory's, a window's version directory's and a window's
+ * root), when its scope has span records; SPAN_FILE_* bits. */
+#define SPAN_FILE_SPANS 1u
+#define SPAN_FILE_TRACE 2u
+static unsigned span_files_locked(const struct space *sp)
+{
+	uint32_t view;
+	const char *binary, *version;
+	size_t n = 0;
+
+	if (!spans_scope_locked(sp, &view, &binary, &version) ||
+	    (sp->kind == SPACE_ALL && series_view_kind(view) != VIEW_KIND_SPAN) ||
+	    series_spans_locked(view, binary, version, NULL, &n) < 0 || !n)
+		return 0;
+	switch (sp->kind) {
+	case SPACE_SERIES: return SPAN_FILE_SPANS | SPAN_FILE_TRACE;
+	case SPACE_ALL: return SPAN_FILE_SPANS;
+	default: return SPAN_FILE_TRACE;
+	}
+}
+
+/* The files of a space's top directory before the span files.  With
+ * them a version directory has 15, all the inode's slot field holds
+ * (daemon-internal.h): a sixteenth file needs a wider field. */
+static unsigned top_file_count(const struct space *sp)
+{
+	switch (sp->kind) {
+	case SPACE_ALL: return (unsigned)view_file_count;
+	case SPACE_ALL_WINDOW: return (unsigned)view_file_count + 1;
+	case SPACE_SERIES: return (unsigned)view_file_count + 2;
+	case SPACE_WINDOW: return (unsigned)view_file_count + 3;
+	default: return 0;
+	}
+}
+
+/* Span file f of a space's top directory (f counted from the first span
+ * file), or NULL. */
+static const struct view_file *span_file_locked(const struct space *sp, unsigned f)
+{
+	unsigned bits = span_files_locked(sp);
+
+	if ((bits & SPAN_FILE_SPANS) && f-- == 0)
+		return &spans_file;
+	if ((bits & SPAN_FILE_TRACE) && f == 0)
+		return &trace_file;
+	return NULL;
+}
+
+static unsigned span_file_count_locked(const struct space *sp)
+{
+	unsigned bits = span_files_locked(sp);
+
+	return !!(bits & SPAN_FILE_SPANS) + !!(bits & SPAN_FILE_TRACE);
+}
+
 /* A version directory's `about`: who ran the series it sums (about.c);
  * after quality (and a window's `window`). */
 static const struct view_file about_file = {"about", view_render_about, view_about_size};
 
 const struct view_file *space_file(const struct space *sp, unsigned f)
 {
+	if (!space_is_diff(sp) && top_file_count(sp) && f >= top_file_count(sp))
+		return span_file_locked(sp, f - top_file_count(sp));
 	if (!space_is_diff(sp)) {
 		if (f < view_file_count && view_files[f].render == view_render_timeline)
 			return &timeline_file;
@@ -262,9 +363,11 @@ const struct view_file *space_file(const struct space *sp, unsigned f)
 unsigned space_file_count(const struct space *sp, uint32_t node)
 {
 	if (sp->kind == SPACE_ALL)
-		return (unsigned)view_file_count;
+		return (unsigned)view_file_count + span_file_count_locked(sp);
 	if (sp->kind == SPACE_ALL_WINDOW)
-		return (unsigned)view_file_count + 1;
+		return (unsigned)view_file_count + 1 + span_file_count_locked(sp);
+	if ((sp->kind == SPACE_SERIES || sp->kind == SPACE_WINDOW) && node == SPACE_ROOT_NODE)
+		return top_file_count(sp) + span_file_count_locked(sp);
 	if (sp->kind == SPACE_ALL_WDIFF)
 		return DIFF_FILES;
 	if (!space_is_diff(sp))
@@ -575,15 +678,35 @@ static int space_about_locked(const struct space *sp, struct view_tree *t)
 	return n ? view_tree_set_about(t, m, n) : 0;
 }
 
+/* Gives a tree the span records of its scope (spans_scope_locked()). */
+static int space_spans_locked(const struct space *sp, struct view_tree *t)
+{
+	uint32_t view;
+	const char *binary, *version;
+	struct store_series *spans;
+	size_t n;
+	int r;
+
+	if (!spans_scope_locked(sp, &view, &binary, &version))
+		return 0;
+	r = series_spans_locked(view, binary, version, &spans, &n);
+	if (r == 0 && n)
+		r = view_tree_set_spans(t, spans, n, fs.raw, fs.nraw);
+	free(spans);
+	return r;
+}
+
 /* Builds the tree a space shows, seeded with `seed` (NULL: afresh), and
- * tells it where it is and, at a version directory, what it is about. */
+ * tells it where it is and, at a version directory, what it is about and
+ * which span records its scope has. */
 int space_build_tree_locked(const struct space *sp, const struct view_tree *seed,
                             struct view_tree **out)
 {
 	int r = space_build_kind_locked(sp, seed, out);
 
 	if (r == 0 &&
-	    ((r = space_place_locked(sp, *out)) < 0 || (r = space_about_locked(sp, *out)) < 0)) {
+	    ((r = space_place_locked(sp, *out)) < 0 || (r = space_about_locked(sp, *out)) < 0 ||
+	     (r = space_spans_locked(sp, *out)) < 0)) {
 		view_tree_free(*out);
 		*out = NULL;
 	}

@@ -3,7 +3,7 @@
  * binary, and the views' own directories (@last, @range, a window and its
  * binaries, @diff, @diff/<A>, @functions, a function, @host and a host's
  * root, under which all of them exist again for that host alone, and so
- * @cgroup, @container, @thread and a label value's root).  They are made on
+ * @cgroup, @container, @thread, @span and a label value's root).  They are made on
  * first lookup and kept for the mount's life (an index is an inode
  * number), found again by their key through a hash.  Each kind is one
  * entry of a table of operations (lookup: name -> inode; list); the trees
@@ -261,7 +261,7 @@ static int all_files_list(struct emitter *em, const struct sdir *sd, enum space_
 }
 
 /* The root: the whole view's files, @last, @range, @host, @cgroup,
- * @container, @thread (the whole view's root only; a label's when some
+ * @container, @thread, @span (the whole view's root only; a label's when some
  * series carries it), then one directory per binary name (of its view). */
 static int root_lookup(const struct sdir *root, const char *name, size_t len, struct ino *out)
 {

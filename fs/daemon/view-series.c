@@ -3,7 +3,10 @@
  * series made from the store's list, one per (view, binary, version,
  * event), where view 0 sums every host and label set and view v > 0 is
  * one host's (/@host/<name>/) or one label value's (/@cgroup/<value>/,
- * /@container/<value>/, /@thread/<value>/); the series by id, its members (the store's series it
+ * /@container/<value>/, /@thread/<value>/, /@span/<value>/); series of
+ * event STORE_EVENT_SPANS are span records, not samples, and are left
+ * out of it (fs.raw keeps them: series_spans_locked() finds a scope's);
+ * the series by id, its members (the store's series it
  * sums), each version's primary series, the entries of a binary directory
  * ("<version>" and "<version>@<event>"), binaries' ranges, and which
  * series reach into a time window.  refresh.c installs the list.  Call
@@ -120,6 +123,7 @@ const char *const view_kind_names[VIEW_KINDS] = {
         [VIEW_KIND_CGROUP] = STORE_LABEL_CGROUP,
         [VIEW_KIND_CONTAINER] = STORE_LABEL_CONTAINER,
         [VIEW_KIND_THREAD] = STORE_LABEL_THREAD,
+        [VIEW_KIND_SPAN] = VIEW_LABEL_SPAN,
 };
 
 /* The view `s` (of fs.series, or of a list it replaced) belongs to. */
@@ -289,12 +293,20 @@ static int view_of(int kind, const char *value, size_t len, uint32_t *view)
  * entries, each view series' members side by side: free() only),
  * *members (ranges of *mraw), *view_lo and *view_hi (one per view,
  * 0..fs.viewid.n, which this may grow) are the caller's. */
-int series_make_views_locked(struct store_series *raw, size_t nraw, struct store_series **out,
+int series_make_views_locked(struct store_series *all, size_t nall, struct store_series **out,
                              size_t *n, struct store_series **mraw_out, struct members **members,
                              size_t **view_lo, size_t **view_hi)
 {
 	bool present[VIEW_KINDS] = {[VIEW_KIND_HOST] = true};
-	size_t nkinds = 1;
+	size_t nkinds = 1, nraw = 0;
+	/* The samples' series: span records (series_is_spans) are no view's. */
+	struct store_series *raw = malloc((nall ? nall : 1) * sizeof(*raw));
+
+	if (!raw)
+		return -ENOMEM;
+	for (size_t i = 0; i < nall; i++)
+		if (!series_is_spans(&all[i]))
+			raw[nraw++] = all[i];
 
 	for (int k = 1; k < VIEW_KINDS; k++) {
 		for (size_t i = 0; i < nraw && !present[k]; i++) {
@@ -369,6 +381,7 @@ int series_make_views_locked(struct store_series *raw, size_t nraw, struct store
 		k = e;
 	}
 	free(bv);
+	free(raw);
 	*out = list;
 	*n = len;
 	*mraw_out = mraw;
@@ -379,6 +392,7 @@ int series_make_views_locked(struct store_series *raw, size_t nraw, struct store
 fail:
 	if (list)
 		store_series_free(list, len + 1);
+	free(raw);
 	free(bv);
 	free(mraw);
 	free(mb);
@@ -397,7 +411,7 @@ void series_free_locked(void)
 	free(fs.view_lo);
 	free(fs.view_hi);
 	fs.series = fs.raw = fs.mraw = NULL;
-	fs.nseries = fs.nraw = 0;
+	fs.nseries = fs.nraw = fs.nraw_spans = 0;
 	fs.members = NULL;
 	fs.view_lo = fs.view_hi = NULL;
 }
@@ -580,5 +594,62 @@ int series_collect_version_cb(void *ctx, const char *name, size_t len, uint32_t 
 	l->names[l->n][len] = '\0';
 	l->v[l->n] = (struct find_version){.series_id = series_id, .alias = alias};
 	l->n++;
+	return 0;
+}
+
+/* ---- span records ----------------------------------------------------------- */
+
+/* Whether store series `s` holds span records (store.h, "spans"), which
+ * no event listing, tree or sum of the view shows: only the `spans` and
+ * `trace.json` files read them. */
+bool series_is_spans(const struct store_series *s)
+{
+	return strcmp(s->event, STORE_EVENT_SPANS) == 0;
+}
+
+/* Whether store series `s` belongs to view `view` (0: every one). */
+static bool raw_in_view(const struct store_series *s, uint32_t view)
+{
+	int kind = series_view_kind(view);
+	const char *want = series_view_value(view);
+	const char *v;
+	size_t len;
+
+	if (!view)
+		return true;
+	if (kind < 0 || !want)
+		return false;
+	if (kind == VIEW_KIND_HOST)
+		return strcmp(s->host, want) == 0;
+	v = store_labels_get(s->labels, view_kind_names[kind], &len);
+	if (!v)
+		v = VIEW_LABEL_NONE, len = strlen(VIEW_LABEL_NONE);
+	return strlen(want) == len && memcmp(want, v, len) == 0;
+}
+
+/* The store's span-record series of a scope: of view `view`, of binary
+ * `binary` and version `version` (NULL: any), with samples.  *out is a
+ * malloc'd array of shallow copies of fs.raw's entries (free() it only;
+ * valid while fs.raw is), NULL when there are none; out NULL: only *n. */
+int series_spans_locked(uint32_t view, const char *binary, const char *version,
+                        struct store_series **out, size_t *n)
+{
+	size_t k = 0;
+
+	if (out)
+		*out = NULL;
+	*n = 0;
+	for (size_t i = 0; fs.nraw_spans && i < fs.nraw; i++) {
+		const struct store_series *s = &fs.raw[i];
+		if (!series_is_spans(s) || !s->samples || (binary && strcmp(s->binary, binary)) ||
+		    (version && strcmp(s->version, version)) || !raw_in_view(s, view))
+			continue;
+		if (out && !*out && !(*out = malloc((fs.nraw - i) * sizeof(**out))))
+			return -ENOMEM;
+		if (out)
+			(*out)[k] = *s;
+		k++;
+	}
+	*n = k;
 	return 0;
 }

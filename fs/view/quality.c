@@ -2,8 +2,9 @@
  * quality.c — how good a subtree's stacks are: the share of its weight
  * whose stacks reach an outermost frame (a process's or thread's entry
  * point, so the stack was not cut short), and the share whose leaf was
- * not symbolized.  `flamefs-collect stats --quality`, the view's
- * `quality` file and the warning after an import read these.
+ * not symbolized, and which modules that unnamed weight falls in.
+ * `flamefs-collect stats --quality`, the view's `quality` file and the
+ * warnings at the end of an import or a recording read these.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -136,6 +137,106 @@ int view_quality(const struct view_tree *t, uint32_t node, struct view_quality *
 	return 0;
 }
 
+/* A frame's module for view_quality_unnamed(): its module path, or its
+ * name when it has none. */
+static uint32_t unnamed_module(const struct view_tree *t, uint32_t n)
+{
+	const struct vframe *f = vnode_frame(t, n);
+
+	return t->strs[f->module].len ? f->module : f->name;
+}
+
+static int unnamed_cmp_ids(const void *a, const void *b)
+{
+	const struct view_unnamed *x = a, *y = b;
+
+	/* Interned strings: one pointer per distinct string. */
+	if (x->module != y->module)
+		return x->module < y->module ? -1 : 1;
+	if (x->build_id != y->build_id)
+		return x->build_id < y->build_id ? -1 : 1;
+	return 0;
+}
+
+static int bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	return c ? c : al < bl ? -1 : al > bl;
+}
+
+static int unnamed_cmp_weight(const void *a, const void *b)
+{
+	const struct view_unnamed *x = a, *y = b;
+
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	int c = bytes_cmp(x->module, x->module_len, y->module, y->module_len);
+	return c ? c : bytes_cmp(x->build_id, x->build_id_len, y->build_id, y->build_id_len);
+}
+
+int view_quality_unnamed(const struct view_tree *t, uint32_t node, struct view_unnamed **out,
+                         size_t *n)
+{
+	view_tree_settle(t);
+	*out = NULL;
+	*n = 0;
+	if (node >= t->nnodes)
+		return -EINVAL;
+	uint32_t *stack = malloc((size_t)t->nnodes * sizeof(*stack));
+	struct view_unnamed *rows = NULL;
+	size_t depth = 0, nrows = 0, cap = 0;
+	if (!stack)
+		return -ENOMEM;
+	stack[depth++] = node;
+	while (depth) {
+		uint32_t k = stack[--depth];
+		const struct vnode *v = &t->nodes[k];
+		for (uint32_t i = 0; i < v->nkids; i++)
+			stack[depth++] = t->kids[v->first_kid + i];
+		if (k == VIEW_ROOT || v->parent == VIEW_ROOT || !v->self_weight ||
+		    !unknown_frame(t, k))
+			continue;
+		if (nrows == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct view_unnamed *nr = realloc(rows, ncap * sizeof(*nr));
+			if (!nr) {
+				free(rows);
+				free(stack);
+				return -ENOMEM;
+			}
+			rows = nr;
+			cap = ncap;
+		}
+		uint32_t m = unnamed_module(t, k), b = vnode_frame(t, k)->build_id;
+		rows[nrows++] = (struct view_unnamed){
+		        .module = t->arena + t->strs[m].off,
+		        .module_len = t->strs[m].len,
+		        .build_id = (const uint8_t *)t->arena + t->strs[b].off,
+		        .build_id_len = t->strs[b].len,
+		        .weight = v->self_weight,
+		};
+	}
+	free(stack);
+	if (nrows == 0) {
+		free(rows);
+		return 0;
+	}
+	/* One row per (module, build id), then by weight. */
+	qsort(rows, nrows, sizeof(*rows), unnamed_cmp_ids);
+	size_t w = 0;
+	for (size_t i = 0; i < nrows; i++) {
+		if (w && unnamed_cmp_ids(&rows[w - 1], &rows[i]) == 0)
+			rows[w - 1].weight += rows[i].weight;
+		else
+			rows[w++] = rows[i];
+	}
+	qsort(rows, w, sizeof(*rows), unnamed_cmp_weight);
+	*out = rows;
+	*n = w;
+	return 0;
+}
+
 /* "98.23" for part/whole in percent, two decimals rounded half up. */
 static void put_share(char out[32], uint64_t part, uint64_t whole)
 {
@@ -143,6 +244,13 @@ static void put_share(char out[32], uint64_t part, uint64_t whole)
 	uint64_t v = whole ? (uint64_t)(((u128)part * 20000 + whole) / ((u128)whole * 2)) : 0;
 
 	snprintf(out, 32, "%" PRIu64 ".%02" PRIu64, v / 100, v % 100);
+}
+
+bool view_unnamed_large(uint64_t unnamed, uint64_t whole)
+{
+	__extension__ typedef unsigned __int128 u128;
+
+	return whole && (u128)unnamed * 100 >= (u128)VIEW_UNNAMED_WARN_PERCENT * whole;
 }
 
 void view_quality_share(uint64_t part, uint64_t whole, char out[32])
@@ -166,6 +274,34 @@ int view_render_quality(const struct view_tree *t, uint32_t node, struct view_bu
 	                 "unknown_leaf %" PRIu64 " %s%%\n",
 	                 q.total, q.rooted, rs, q.unknown_leaf, us);
 	if ((r = view_buf_append(out, line, (size_t)n)) < 0)
+		return r;
+	struct view_unnamed *un;
+	size_t nun;
+	if ((r = view_quality_unnamed(t, node, &un, &nun)) < 0)
+		return r;
+	for (size_t i = 0; i < nun && r >= 0; i++) {
+		char hex[2 * 64 + 1] = "-", ws[32];
+		size_t bl = un[i].build_id_len < 64 ? un[i].build_id_len : 64;
+		for (size_t j = 0; j < bl; j++)
+			snprintf(hex + 2 * j, 3, "%02x", un[i].build_id[j]);
+		put_share(ws, un[i].weight, q.total);
+		r = view_buf_printf(out, "unnamed %" PRIu64 " %s%% %s ", un[i].weight, ws, hex);
+		if (r >= 0)
+			r = view_text_append(out, un[i].module, un[i].module_len, 0);
+		if (r >= 0)
+			r = view_buf_append(out, "\n", 1);
+	}
+	free(un);
+	if (r < 0)
+		return r;
+	if (nun && view_unnamed_large(q.unknown_leaf, q.total) &&
+	    (r = view_buf_printf(out,
+	                         "# %s%% of the weight ends in code without function names\n"
+	                         "# (stripped binaries): the debug packages of the modules above\n"
+	                         "# hold them (flamefs-collect stats --quality names them on\n"
+	                         "# Debian); install them, or set DEBUGINFOD_URLS, and record or\n"
+	                         "# import again\n",
+	                         us)) < 0)
 		return r;
 	if (q.total && q.rooted * 2 < q.total) {
 		static const char hint[] =

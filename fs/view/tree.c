@@ -69,6 +69,7 @@ void view_tree_free(struct view_tree *t)
 	free(t->src.window);
 	view_place_free(t->src.place);
 	free(t->src.about);
+	view_spans_free(t->src.spans);
 	free(t);
 }
 

@@ -98,7 +98,11 @@ struct vsource {
 	 * none was given. */
 	char *about;
 	size_t about_len;
+	/* The scope's span records (view_tree_set_spans()); NULL: none
+	 * given. */
+	struct view_spans *spans;
 };
+void view_spans_free(struct view_spans *sp); /* accepts NULL */
 
 struct view_tree {
 	struct vnode *nodes;

@@ -260,6 +260,48 @@ int view_tree_set_about(struct view_tree *t, const struct store_series *series, 
 int view_render_about(const struct view_tree *t, uint32_t node, struct view_buf *out);
 uint64_t view_about_size(const struct view_tree *t, uint32_t node);
 
+/* ---- spans (spans.c) --------------------------------------------------
+ * A span record is a sample of a series of event STORE_EVENT_SPANS
+ * (store.h, "spans"): the view keeps those series out of every tree and
+ * sum, and reads them only for the two files below.  The label that
+ * names a span, on its records and on the samples taken inside it: */
+#define VIEW_SPAN_LABEL "span"
+/* Gives a tree built from a store the span-record series of its scope,
+ * spans[0..n) (the daemon decides the scope: a version's, a view's), and
+ * the store's series `all[0..nall)`, from which the thread label and
+ * binary of each series the tree reads is copied (a trace's thread
+ * names).  Copies what it keeps.  0 or -ENOMEM. */
+int view_tree_set_spans(struct view_tree *t, const struct store_series *spans, size_t n,
+                        const struct store_series *all, size_t nall);
+bool view_tree_has_spans(const struct view_tree *t);
+/* `spans`: a header line "# count total_ms mean_ms p50_ms p99_ms max_ms
+ * unended detailed name", then one line per span name (bytewise order;
+ * the name last, escaped as in every text file, so `sort -k` works on
+ * the numbers): count and total (the sum of the durations) from the
+ * series' counts over all time; mean = total / count truncated to the
+ * nanosecond; p50, p99 and max over the `detailed` spans whose record
+ * the recent tier still holds (nearest rank: the value of rank
+ * ceil(p * detailed / 100) in ascending order; "-" when detailed is 0);
+ * unended: the spans closed at their thread's exit.  Durations are in
+ * milliseconds with six decimals, so exact to the nanosecond.  Reads the
+ * store the tree was built from: the caller holds its lock. */
+int view_render_spans(const struct view_tree *t, uint32_t node, struct view_buf *out);
+/* `trace.json`: the Chrome Trace Event Format's JSON object.
+ * "traceEvents" holds, over the tree's window (all time outside one),
+ * an "X" event per span that started in it (ts its start in µs, dur its
+ * duration in µs with three decimals, exact; args id, parent, dur_ns and
+ * unended: true for a span closed at exit), a "P" event per sample with
+ * a moment (sf its stack's leaf in "stackFrames", args weight and span),
+ * and "M" events naming each process (its binary) and thread (its series'
+ * thread label).  "stackFrames" holds each sample's stack (id: the store
+ * node, parent: its caller).  No top-level "samples" array: speedscope
+ * would then show the samples only, not the spans.  At most
+ * VIEW_TRACE_MAX_EVENTS spans and as many samples are written (series
+ * by series, each in time order); "otherData" says how many were and
+ * how many were left out.  Reads the store: the caller holds its lock. */
+#define VIEW_TRACE_MAX_EVENTS 100000u
+int view_render_trace(const struct view_tree *t, uint32_t node, struct view_buf *out);
+
 /* How good the stacks of a subtree are (quality.c).  total: the node's
  * total weight; rooted: the weight of its stacks whose outermost frame is
  * an entry point (view_name_is_entry(), or an unnamed frame right below
@@ -275,9 +317,37 @@ int view_quality(const struct view_tree *t, uint32_t node, struct view_quality *
 bool view_name_is_entry(const char *name, size_t len);
 /* part/whole in percent as "98.23" (two decimals, rounded half up). */
 void view_quality_share(uint64_t part, uint64_t whole, char out[32]);
-/* The `quality` file: "total T", "rooted W P%", "unknown_leaf W P%", one
- * a line, and when fewer than half the stacks are rooted, '#' lines
- * saying what usually causes it and what to do. */
+/* The unnamed weight of a subtree by module (quality.c): every frame of
+ * view_quality()'s unknown leaves counts its self weight to its module,
+ * the frame's module path, or its own name where it has none ("[unknown]",
+ * "[truncated]"), with the frame's build id (raw bytes; none: length 0).
+ * A view node holds one frame of a name, so a node's weight goes to that
+ * frame's module and build id.  The weights sum to unknown_leaf.
+ * Strings point into the tree and live as long as it does. */
+struct view_unnamed {
+	const char *module;
+	size_t module_len;
+	const uint8_t *build_id;
+	size_t build_id_len;
+	uint64_t weight;
+};
+/* Fills *out (malloc'd, the caller frees it) with *n rows, one per
+ * (module, build id), largest weight first, then by module and build id
+ * bytewise.  0, -EINVAL (no such node) or -ENOMEM. */
+int view_quality_unnamed(const struct view_tree *t, uint32_t node, struct view_unnamed **out,
+                         size_t *n);
+/* The share of unnamed weight from which the quality file and the end
+ * lines of record and import say how to get names: 20%. */
+#define VIEW_UNNAMED_WARN_PERCENT 20
+/* unnamed / whole >= VIEW_UNNAMED_WARN_PERCENT %, exactly; false for whole 0. */
+bool view_unnamed_large(uint64_t unnamed, uint64_t whole);
+/* The `quality` file: "total T", "rooted W P%", "unknown_leaf W P%", then
+ * per module with unnamed weight, largest first, "unnamed W P% BUILD_ID
+ * MODULE" (BUILD_ID in lower-case hex, "-" when none; MODULE escaped as
+ * text files are, to the end of the line), one a line.  When fewer than
+ * half the stacks are rooted, or at least VIEW_UNNAMED_WARN_PERCENT of the
+ * weight is unnamed, '#' lines saying what usually causes it and what
+ * to do. */
 int view_render_quality(const struct view_tree *t, uint32_t node, struct view_buf *out);
 
 /* The exact size view_render_folded() would produce, without rendering. */

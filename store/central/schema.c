@@ -173,6 +173,100 @@ static const char labels_sql[] =
         "INSERT INTO flamefs_meta VALUES ('oldest_reader', '4')"
         " ON CONFLICT (key) DO UPDATE SET value = '4';";
 
+/* Schema 5: spans.  flamefs_samples() gains the columns span and parent
+ * (../samples-block-internal.h, flag bits 1 and 2; unsigned 64-bit ids
+ * as int8 bit patterns, flamefs_u64() reads them back) and
+ * sample_entries shows them; the step replaces both, since a function's
+ * columns cannot change in place.  A span id adds with wrapping, done on
+ * 32-bit halves because int8 arithmetic raises on overflow.
+ * oldest_reader stays: a schema-4 reader reads every row a schema-5
+ * writer writes, except that it refuses a block with span columns as
+ * damaged; it never misreads one. */
+static const char spans_sql[] =
+        "DROP VIEW sample_entries;"
+        "DROP FUNCTION flamefs_samples(int8, bytea);"
+        "CREATE FUNCTION flamefs_samples(bucket int8, block bytea, OUT time_us int8,"
+        " OUT node int4, OUT pid int8, OUT tid int8, OUT weight int8, OUT span int8,"
+        " OUT parent int8)"
+        " RETURNS SETOF record IMMUTABLE STRICT PARALLEL SAFE LANGUAGE plpgsql AS $f$"
+        " DECLARE i int := 0; len int := length(block); c int; sh int; v int8;"
+        " x int8[]; nx int := 0; n int8; k int8; m int8; at int; cur int8 := 0;"
+        " nodes int8[]; pids int8[]; tids int8[]; w0 int8; z int8; t int8;"
+        " ni int; wi int; si int; qi int; hasw bool; hass bool; hasp bool;"
+        " lasts int8[]; th int; q int8; lo int8; hi int8; anys bool := false;"
+        " anyp bool := false;"
+        " BEGIN"
+        " WHILE i < len LOOP"
+        "  v := 0; sh := 0;"
+        "  LOOP"
+        "   IF i >= len OR sh >= 64 THEN"
+        "    RAISE EXCEPTION 'flamefs: damaged samples block at byte %', i; END IF;"
+        "   c := get_byte(block, i); i := i + 1;"
+        "   v := v | ((c & 127)::int8 << sh); sh := sh + 7;"
+        "   EXIT WHEN c < 128;"
+        "  END LOOP;"
+        "  nx := nx + 1; x[nx] := v;"
+        " END LOOP;"
+        " n := x[1]; k := x[3]; at := 4;"
+        " IF n IS NULL OR n < 1 OR x[2] IS NULL OR x[2] < 0 OR x[2] > 7"
+        "  OR k IS NULL OR k < 1 OR k > n THEN"
+        "  RAISE EXCEPTION 'flamefs: damaged samples block (its header)'; END IF;"
+        " hasw := x[2] & 1 = 1; hass := x[2] & 2 = 2; hasp := x[2] & 4 = 4;"
+        " FOR j IN 1 .. k LOOP cur := cur + x[at]; nodes[j] := cur; at := at + 1; END LOOP;"
+        " m := x[at]; at := at + 1; cur := 0;"
+        " IF m IS NULL OR m < 1 OR m > n THEN"
+        "  RAISE EXCEPTION 'flamefs: damaged samples block (its threads)'; END IF;"
+        " FOR j IN 1 .. m LOOP"
+        "  cur := cur + x[at]; z := x[at + 1]; pids[j] := cur;"
+        "  tids[j] := cur + (((z >> 1) & 9223372036854775807) # (-(z & 1))); at := at + 2;"
+        " END LOOP;"
+        " w0 := x[at]; at := at + 1;"
+        " ni := at + n; wi := ni + CASE WHEN k * m > 1 THEN n ELSE 0 END;"
+        " si := wi + CASE WHEN hasw THEN n ELSE 0 END;"
+        " qi := si + CASE WHEN hass THEN n ELSE 0 END;"
+        " IF qi + (CASE WHEN hasp THEN n ELSE 0 END) <> nx + 1 THEN"
+        "  RAISE EXCEPTION 'flamefs: damaged samples block (its length)'; END IF;"
+        " lasts := array_fill(0::int8, ARRAY[m::int]);"
+        " t := bucket * 1000000;"
+        " FOR j IN 0 .. n - 1 LOOP"
+        "  t := t + x[at + j]; time_us := t;"
+        "  z := CASE WHEN k * m > 1 THEN x[ni + j] ELSE 0 END;"
+        "  IF z < 0 OR z >= k * m THEN"
+        "   RAISE EXCEPTION 'flamefs: damaged samples block (an index)'; END IF;"
+        "  th := (z % m)::int + 1;"
+        "  node := nodes[(z / m)::int + 1]; pid := pids[th]; tid := tids[th];"
+        "  IF hasw THEN z := x[wi + j];"
+        "   weight := w0 + (((z >> 1) & 9223372036854775807) # (-(z & 1)));"
+        "  ELSE weight := w0; END IF;"
+        "  IF node IS NULL OR pid IS NULL THEN"
+        "   RAISE EXCEPTION 'flamefs: damaged samples block (an index)'; END IF;"
+        "  span := 0; parent := 0;"
+        "  IF hass THEN z := x[si + j];"
+        "   q := ((z >> 1) & 9223372036854775807) # (-(z & 1));"
+        "   lo := (lasts[th] & 4294967295) + (q & 4294967295);"
+        "   hi := ((lasts[th] >> 32) & 4294967295) + ((q >> 32) & 4294967295) + (lo >> 32);"
+        "   span := ((hi & 4294967295) << 32) | (lo & 4294967295);"
+        "   lasts[th] := span; anys := anys OR span <> 0;"
+        "  END IF;"
+        "  IF hasp THEN z := x[qi + j];"
+        "   q := ((z >> 1) & 9223372036854775807) # (-(z & 1));"
+        "   IF q <> 0 THEN"
+        "    lo := (span & 4294967295) + (q & 4294967295);"
+        "    hi := ((span >> 32) & 4294967295) + ((q >> 32) & 4294967295) + (lo >> 32);"
+        "    parent := ((hi & 4294967295) << 32) | (lo & 4294967295);"
+        "    IF parent = 0 THEN parent := span; END IF;"
+        "   END IF;"
+        "   anyp := anyp OR parent <> 0;"
+        "  END IF;"
+        "  IF j = n - 1 AND ((hass AND NOT anys) OR (hasp AND NOT anyp)) THEN"
+        "   RAISE EXCEPTION 'flamefs: damaged samples block (a column of zeros)'; END IF;"
+        "  RETURN NEXT;"
+        " END LOOP;"
+        " END $f$;"
+        "CREATE VIEW sample_entries AS SELECT d.series, d.bucket, d.source, d.commit,"
+        " e.time_us, e.node, e.pid, e.tid, e.weight, e.span, e.parent"
+        " FROM samples d, flamefs_samples(d.bucket, d.block) e;";
+
 /* Schema 2.  Frames and nodes are kept in runs, one row per commit's
  * run of up to 4096 (arrays, lz4), with the views `frames` and `nodes`
  * of a row each for SQL; their content hashes are computed, not stored.
@@ -293,6 +387,7 @@ static const struct {
          counts_sql},
         {2, samples_sql, NULL},
         {3, labels_sql, NULL},
+        {4, spans_sql, NULL},
         {0, NULL, NULL},
 };
 
@@ -383,13 +478,15 @@ static int create(struct pg *s)
 	if (r == 0)
 		r = central_exec(
 		        s, "creating the schema",
-		        "INSERT INTO flamefs_meta VALUES ('schema', '4'), ('store_id', $1),"
+		        "INSERT INTO flamefs_meta VALUES ('schema', '5'), ('store_id', $1),"
 		        " ('bucket_seconds', '60'), ('commits', '0')",
 		        1, vals, false, NULL);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", samples_sql);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", labels_sql);
+	if (r == 0)
+		r = in_txn(s, "creating the schema", spans_sql);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", "COMMIT");
 	if (r == 0)

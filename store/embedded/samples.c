@@ -84,26 +84,6 @@ static bool detail_key_ok(const uint8_t *k, size_t klen, uint32_t series)
 
 /* ---- blocks ------------------------------------------------------------------ */
 
-/* Orders detail by series, bucket, then the block's canonical order. */
-static int detail_cmp(const void *a, const void *b)
-{
-	const struct detail_ent *x = a, *y = b;
-
-	if (x->series != y->series)
-		return x->series < y->series ? -1 : 1;
-	if (x->bucket != y->bucket)
-		return x->bucket < y->bucket ? -1 : 1;
-	return samples_block_cmp(&x->smp, &y->smp);
-}
-
-static bool detail_sorted(const struct detail_ent *v, size_t n)
-{
-	for (size_t i = 1; i < n; i++)
-		if (detail_cmp(&v[i - 1], &v[i]) > 0)
-			return false;
-	return true;
-}
-
 int detail_count(const void *v, size_t len, uint64_t *n)
 {
 	return samples_block_count(v, len, n) < 0 ? -1 : 0;
@@ -251,43 +231,147 @@ int rdb_batch_detail(struct store_batch *bbase, uint32_t series, int64_t bstart,
 	return 0;
 }
 
+/* One (series, bucket) of a batch's detail: its key (series << 32 |
+ * bucket), its samples' count and where they start in the grouped
+ * array. */
+struct group {
+	uint64_t key;
+	size_t n, at;
+};
+
+static int group_cmp(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static bool samples_sorted(const struct store_sample *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (samples_block_cmp(&v[i - 1], &v[i]) > 0)
+			return false;
+	return true;
+}
+
+/* Gathers b's detail by (series, bucket) into *out (malloc'd, ndetail
+ * samples), each group in the canonical order, and the groups in key
+ * order into *groups (malloc'd, *ngroups): the order of series, bucket,
+ * then samples_block_cmp, but a counting sort by group and a sort of each
+ * group only when its samples did not come in order (they mostly do: a
+ * recording's samples arrive by time, only the series interleave).
+ * 0 or -ENOMEM. */
+static int detail_group(const struct rdb_batch *b, struct store_sample **out, struct group **groups,
+                        size_t *ngroups)
+{
+	size_t n = b->ndetail, ng = 0, gcap = 0, mask = 63;
+	uint32_t *gid = malloc(n * sizeof(*gid));
+	uint32_t *slot = calloc(mask + 1, sizeof(*slot)); /* group + 1; 0: free */
+	struct group *g = NULL, *sorted = NULL;
+	struct store_sample *v = malloc(n * sizeof(*v));
+	int r = -ENOMEM;
+
+	if (!gid || !slot || !v)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t key = (uint64_t)b->detail[i].series << 32 | b->detail[i].bucket;
+		if ((ng + 1) * 2 > mask + 1) {
+			size_t nmask = mask * 2 + 1;
+			uint32_t *ns = calloc(nmask + 1, sizeof(*ns));
+			if (!ns)
+				goto out;
+			for (size_t k = 0; k < ng; k++) {
+				size_t h = (size_t)(g[k].key * 0x9e3779b97f4a7c15ull >> 32) & nmask;
+				while (ns[h])
+					h = (h + 1) & nmask;
+				ns[h] = (uint32_t)k + 1;
+			}
+			free(slot);
+			slot = ns;
+			mask = nmask;
+		}
+		size_t h = (size_t)(key * 0x9e3779b97f4a7c15ull >> 32) & mask;
+		while (slot[h] && g[slot[h] - 1].key != key)
+			h = (h + 1) & mask;
+		if (!slot[h]) {
+			if (ng == gcap) {
+				size_t nc = gcap ? gcap * 2 : 64;
+				struct group *ngp = realloc(g, nc * sizeof(*g));
+				if (!ngp)
+					goto out;
+				g = ngp;
+				gcap = nc;
+			}
+			g[ng] = (struct group){.key = key};
+			slot[h] = (uint32_t)++ng;
+		}
+		gid[i] = slot[h] - 1;
+		g[gid[i]].n++;
+	}
+	/* where each group starts once the groups are in key order */
+	sorted = malloc(ng * sizeof(*sorted));
+	if (!sorted)
+		goto out;
+	memcpy(sorted, g, ng * sizeof(*g));
+	for (size_t k = 0; k < ng; k++)
+		sorted[k].at = k; /* its index in g, for a moment */
+	qsort(sorted, ng, sizeof(*sorted), group_cmp);
+	for (size_t k = 0, at = 0; k < ng; k++) {
+		g[sorted[k].at].at = at;
+		sorted[k].at = at;
+		at += sorted[k].n;
+	}
+	for (size_t i = 0; i < n; i++) /* stable: each group keeps its arrival order */
+		v[g[gid[i]].at++] = b->detail[i].smp;
+	for (size_t k = 0; k < ng; k++)
+		if (!samples_sorted(v + sorted[k].at, sorted[k].n))
+			samples_block_sort(v + sorted[k].at, sorted[k].n);
+	*out = v;
+	v = NULL;
+	*groups = sorted;
+	*ngroups = ng;
+	r = 0;
+out:
+	free(gid);
+	free(slot);
+	free(g);
+	free(v);
+	return r;
+}
+
 int detail_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 {
 	struct rdb *s = b->s;
 	struct store_sample *v = NULL;
+	struct group *g = NULL;
 	uint8_t key[DETAIL_KEY_LEN], *block;
-	size_t len;
+	size_t len, ng = 0;
 	int64_t start = 0;
 	int r = 0;
 
 	if (!b->ndetail)
 		return 0;
-	if (!detail_sorted(b->detail, b->ndetail))
-		qsort(b->detail, b->ndetail, sizeof(*b->detail), detail_cmp);
-	v = malloc(b->ndetail * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0, j; i < b->ndetail; i = j) {
-		const struct detail_ent *e = &b->detail[i];
+	r = detail_group(b, &v, &g, &ng);
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < ng; k++) {
+		uint32_t series = (uint32_t)(g[k].key >> 32), bucket = (uint32_t)g[k].key;
 
-		for (j = i; j < b->ndetail && b->detail[j].series == e->series &&
-		            b->detail[j].bucket == e->bucket;
-		     j++)
-			v[j - i] = b->detail[j].smp;
 		/* batch_sample and batch_detail keep only buckets whose start
 		 * fits, and only moments inside them */
-		bucket_start_us(s, e->bucket, &start);
-		r = block_encode(s, v, j - i, start, &block, &len);
+		bucket_start_us(s, bucket, &start);
+		r = block_encode(s, v + g[k].at, g[k].n, start, &block, &len);
 		if (r < 0) {
 			seterr(s, "%s: encoding the detail of series %u at %lld: %s", s->dir,
-			       e->series, (long long)bucket_start(s, e->bucket), strerror(-r));
+			       series, (long long)bucket_start(s, bucket), strerror(-r));
 			break;
 		}
-		detail_key(key, e->series, e->bucket, s->commits + 1);
+		detail_key(key, series, bucket, s->commits + 1);
 		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, sizeof(key),
 		                          (char *)block, len);
 		free(block);
 	}
+	free(g);
 	free(v);
 	return r;
 }
