@@ -508,13 +508,6 @@ void rendercache_drop_locked(void);
 int rendercache_get(const struct rendered *key, const struct view_tree *tree, struct rendered **out,
                     bool *fresh);
 int64_t rendercache_length_locked(const struct rendered *key);
-/* The length of `key`'s file (one without a size function) that the
- * kernel is sure to hold in its attributes, or -1: a length noted but not
- * yet settled may still sit behind a 0 the kernel was told before it. */
-int64_t rendercache_settled_length_locked(const struct rendered *key);
-/* Notes that the kernel's attributes of `key`'s inode were dropped after
- * its length `len` was known: from now on stat can only have told it. */
-void rendercache_settle_locked(const struct rendered *key, uint64_t len);
 
 /* synth.c */
 int synth_get_locked(const struct sdir *key, size_t *out);

@@ -261,11 +261,15 @@ double inode_attr_locked(const struct at *at, fuse_ino_t ino, struct stat *st)
 	int64_t len = 0;
 	if (f->size)
 		len = (int64_t)f->size(at->tree, at->i.node);
-	else if (at->current && (len = cached_length_locked(at)) < 0)
+	else if (!at->current || (len = cached_length_locked(at)) < 0)
 		len = open_length_locked(ino);
 	inode_attr_file(st, ino, space_node_mtime(at->sp, at->i.node), len > 0 ? (uint64_t)len : 0);
 	/* An inode of an older version is answered with the current size and
-	 * not cached, so a stale entry never caches a stale size. */
+	 * not cached, so a stale entry never caches a stale size; one without
+	 * a size function with the length of its open file's rendering: it
+	 * was opened current, with its pages kept, and a read past the size
+	 * the kernel dropped at the open asks for it (a 0 would end that read
+	 * empty when the store changed in between: test-concurrent). */
 	return at->current ? CACHE_TIMEOUT : 0;
 }
 

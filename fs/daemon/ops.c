@@ -370,6 +370,22 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
  * an open renders them (push_pages()). */
 #define PUSH_MAX (256u << 10)
 
+/* Makes sure the kernel holds no size below `len` for the file inode
+ * `ino` when an open answered with keep_cache reads it through the page
+ * cache: a 0 that stat told before the file was rendered would end its
+ * reads there.  FUSE_NOTIFY_STORE of no bytes at offset `len` drops the
+ * kernel's attributes exactly when its size is smaller (the next fstat()
+ * or read asks the daemon, which answers `len`), and leaves a size of
+ * `len` and its 60 s alone; it bumps the attribute version too, so a reply
+ * that carried a 0 and was sent before is not applied after it. */
+static void hold_length(fuse_ino_t ino, uint64_t len)
+{
+	if (!fs.se || len == 0)
+		return;
+	struct fuse_bufvec v = FUSE_BUFVEC_INIT(0);
+	fuse_lowlevel_notify_store(fs.se, ino, (off_t)len, &v, 0);
+}
+
 /* Stores a rendering the open just made in the inode's page cache
  * (FUSE_NOTIFY_STORE, which also sets the kernel's size), so the reads
  * that follow need no READ: a first `grep -r` reads a directory's seven
@@ -434,11 +450,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	key.changed = all ? at.sp->files_version : at.sp->changed[at.i.node];
 	key.keep = all;
 	current = at.current;
-	/* -1: a file without a size function whose length the kernel may
-	 * not hold: the daemon does not know it, so stat told 0, or another
-	 * open has just rendered it and not yet dropped that 0 (rendered and
-	 * dropped below).  A reader opening in between read an empty pprof. */
-	length = current && !all && !key.vf->size ? rendercache_settled_length_locked(&key) : 0;
+	/* A file without a size function whose length the daemon does not
+	 * know (-1) is rendered before the open is answered (below). */
+	length = current && !all && !key.vf->size ? rendercache_length_locked(&key) : 0;
 	tree = at.sp->tree;
 	tree->refs++;
 	pthread_mutex_unlock(&fs.lock);
@@ -452,19 +466,20 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	of->key = key;
 	of->tree = tree; /* rendered at the first read (open_file_render) */
 	/* An inode of an older version, whose cached size and pages are
-	 * another rendering's, a root file (whose 0 in stat before the
-	 * root's tree is built is cached), or a file whose size needs its
-	 * rendering (pprof, flame.svg, ...): read to EOF through the daemon,
-	 * from its cached rendering.  A size the kernel holds for such a file
-	 * may be a 0 stat gave before the rendering, and a read through the
-	 * page cache ends there: readers of a store being written read empty
-	 * pprofs (test-concurrent), even with the settling above.  Otherwise
-	 * the inode's pages can only ever hold these bytes: keep them.  When
-	 * the daemon does not know a sizeless file's length, the file is
-	 * rendered before the open is answered and the 0 the kernel was told
-	 * is dropped, so that stat says its length. */
-	fi->direct_io = !current || all || !key.vf->size;
+	 * another rendering's, or a root file (whose 0 in stat before the
+	 * root's tree is built is cached): read to EOF through the daemon,
+	 * from its cached rendering.  Otherwise the inode's pages can only
+	 * ever hold these bytes: keep them, so that a second `grep -r` costs
+	 * an OPEN and a RELEASE per file and renders nothing.  That holds for
+	 * a file whose size needs its rendering too (pprof, flame.svg, ...),
+	 * whose 0 from a stat before its rendering the kernel may still hold:
+	 * when the daemon knows its length, hold_length() has the kernel drop
+	 * a smaller size; when not, it is rendered before the open is
+	 * answered, and the kernel's attributes are dropped then (below). */
+	fi->direct_io = !current || all;
 	fi->keep_cache = !fi->direct_io;
+	if (length > 0)
+		hold_length(ino, (uint64_t)length);
 	of->sizeless = current && all;
 	of->length = length;
 opened:
@@ -478,14 +493,12 @@ opened:
 	fs.open_files = of;
 	pthread_mutex_unlock(&fs.lock);
 	if (length < 0) {
-		/* Its size is known now, while the kernel may hold the 0 stat
-		 * gave it: drop that before the first fstat() or read.  A
-		 * rendering refused (EFBIG) is refused at each read. */
+		/* Its length is known now (rendercache_get() noted it), while
+		 * the kernel may hold the 0 stat gave it: drop that before the
+		 * first fstat() or read, and hand over the bytes.  A rendering
+		 * refused (EFBIG) is refused at each read. */
 		if (open_file_render(of) == 0) {
 			refresh_inval_attr(ino);
-			pthread_mutex_lock(&fs.lock);
-			rendercache_settle_locked(&of->key, of->r->buf.len);
-			pthread_mutex_unlock(&fs.lock);
 			push_pages(ino, &of->r->buf);
 		} else {
 			fi->direct_io = 1;

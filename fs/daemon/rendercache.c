@@ -34,11 +34,6 @@ struct rendered_length {
 	uint64_t space_uid; /* 0: empty (uids start at 1) */
 	uint32_t node, file, changed;
 	uint16_t alias;
-	/* The kernel holds no size but this one: an open that rendered the
-	 * file dropped the kernel's attributes after the length was noted
-	 * (rendercache_settle_locked()).  Until then the kernel may still
-	 * hold the 0 stat gave before, and an open must drop it itself. */
-	bool settled;
 	uint64_t len;
 };
 
@@ -165,9 +160,8 @@ static bool same_key(const struct rendered_length *l, const struct rendered *key
 }
 
 /* Remembers the length of a rendering of `key`'s file (one without a size
- * function), settled as `settled` or, when it was known already, as it
- * was; does nothing when the table cannot be allocated. */
-static void note_length_locked(const struct rendered *key, uint64_t len, bool settled)
+ * function); does nothing when the table cannot be allocated. */
+static void note_length_locked(const struct rendered *key, uint64_t len)
 {
 	if (!fs.lengths &&
 	    !(fs.lengths = calloc((size_t)LENGTH_SETS * LENGTH_WAYS, sizeof(*fs.lengths))))
@@ -180,32 +174,12 @@ static void note_length_locked(const struct rendered *key, uint64_t len, bool se
 			slot = &set[w];
 	if (!slot)
 		slot = &set[fs.lengths_clock++ % LENGTH_WAYS];
-	if (same_key(slot, key) && slot->len == len)
-		settled |= slot->settled;
 	*slot = (struct rendered_length){.space_uid = key->space_uid,
 	                                 .node = key->node,
 	                                 .file = key->file,
 	                                 .changed = key->changed,
 	                                 .alias = (uint16_t)key->alias,
-	                                 .settled = settled,
 	                                 .len = len};
-}
-
-void rendercache_settle_locked(const struct rendered *key, uint64_t len)
-{
-	note_length_locked(key, len, true);
-}
-
-int64_t rendercache_settled_length_locked(const struct rendered *key)
-{
-	if (fs.lengths) {
-		const struct rendered_length *set =
-		        &fs.lengths[rendered_hash_n(key, LENGTH_SETS) * LENGTH_WAYS];
-		for (unsigned w = 0; w < LENGTH_WAYS; w++)
-			if (same_key(&set[w], key))
-				return set[w].settled ? (int64_t)set[w].len : -1;
-	}
-	return -1;
 }
 
 /* The cached rendering with `key`'s space, node, file and content
@@ -308,7 +282,7 @@ int rendercache_get(const struct rendered *key, const struct view_tree *tree, st
 	r->refs = 1;
 	pthread_mutex_lock(&fs.lock);
 	if (!key->vf->size)
-		note_length_locked(key, r->buf.len, false);
+		note_length_locked(key, r->buf.len);
 	/* Another open may have rendered it meanwhile: share that one. */
 	c = find_rendered_locked(key);
 	if (c) {

@@ -20,7 +20,9 @@
  * below it every node is in, beside it every node is out.  The top root
  * and a binary's node take every count of their series without a test.
  * Trees derived from trees (diffs, callers, callees) read nothing and
- * show only the header.
+ * show only the header.  The rows last collected are kept in the tree
+ * (one node's), so `timeline.svg` after `timeline` of the same node reads
+ * nothing again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -393,6 +395,48 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 	return 0;
 }
 
+/* The rows of one node's timeline, kept in its tree (tl_memo). */
+struct tl_memo {
+	uint32_t node;
+	int64_t S, E, r;
+	size_t n;
+	struct trow rows[];
+};
+
+/* collect(), or a copy of the rows the tree's memo holds for `node`; the
+ * rows collected are kept there in place of the memo's.  Of *c only S, E
+ * and r are set on a copy (and collect_fini() frees nothing). */
+static int collect_memo(struct tcollect *c, const struct view_tree *t, uint32_t node,
+                        struct trow **out, size_t *nout)
+{
+	struct tl_memo **slot = &((struct view_tree *)t)->tl_memo;
+	struct tl_memo *m = __atomic_exchange_n(slot, NULL, __ATOMIC_ACQ_REL), *none = NULL;
+
+	if (m && m->node == node) {
+		*c = (struct tcollect){.t = t, .S = m->S, .E = m->E, .r = m->r};
+		*out = malloc((m->n ? m->n : 1) * sizeof(**out));
+		*nout = m->n;
+		if (*out)
+			memcpy(*out, m->rows, m->n * sizeof(**out));
+		if (!__atomic_compare_exchange_n(slot, &none, m, false, __ATOMIC_ACQ_REL,
+		                                 __ATOMIC_ACQUIRE))
+			free(m);
+		return *out ? 0 : -ENOMEM;
+	}
+	free(m);
+	int r = collect(c, t, node, out, nout);
+	if (r < 0)
+		return r;
+	m = malloc(sizeof(*m) + *nout * sizeof(**out));
+	if (m) {
+		*m = (struct tl_memo){.node = node, .S = c->S, .E = c->E, .r = c->r, .n = *nout};
+		if (*nout)
+			memcpy(m->rows, *out, *nout * sizeof(**out));
+		free(__atomic_exchange_n(slot, m, __ATOMIC_ACQ_REL));
+	}
+	return 0;
+}
+
 static void collect_fini(struct tcollect *c)
 {
 	view_subtree_fini(&c->st);
@@ -441,7 +485,7 @@ int view_render_timeline(const struct view_tree *t, uint32_t node, struct view_b
 
 	if (node >= t->nnodes)
 		return -EINVAL;
-	if ((r = collect(&c, t, node, &rows, &n)) < 0)
+	if ((r = collect_memo(&c, t, node, &rows, &n)) < 0)
 		goto out;
 	const char *event = t->event ? t->event : "", *unit = t->unit ? t->unit : "";
 	bool clock = view_unit_is_clock(unit, &per_second);
@@ -528,7 +572,7 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 
 	if (node >= t->nnodes)
 		return -EINVAL;
-	if ((r = collect(&c, t, node, &rows, &n)) < 0)
+	if ((r = collect_memo(&c, t, node, &rows, &n)) < 0)
 		goto out;
 	const char *unit = t->unit ? t->unit : "", *event = t->event ? t->event : "";
 	bool clock = view_unit_is_clock(unit, &per_second);

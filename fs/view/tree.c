@@ -51,6 +51,7 @@ void view_tree_free(struct view_tree *t)
 		return;
 	view_tree_settle(t); /* the second thread may still write the tree */
 	view_lists_free(t->lists);
+	free(t->tl_memo);
 	free(t->nodes);
 	free(t->base);
 	free(t->kids);

@@ -150,8 +150,14 @@ struct view_tree {
 	/* NULL, or the child lists (kids, first_kid), folded sizes and
 	 * folded order still being made on a second thread after the tree
 	 * was handed out (finish.c): whatever reads them calls
-	 * view_tree_settle() first.  Every other field is final. */
+	 * view_tree_settle() first.  Every other field is final but the
+	 * next. */
 	struct view_lists *lists;
+	/* NULL, or the rows of the last timeline collected of this tree
+	 * (timeline.c): `timeline` and `timeline.svg` of one node, read one
+	 * after the other as `grep -r` does, read the store once.  Taken and
+	 * put back with atomic exchanges, so renderers need no lock. */
+	struct tl_memo *tl_memo;
 };
 
 /* a / d rounded toward minus infinity (d > 0): the interval a time in
