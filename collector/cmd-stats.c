@@ -548,26 +548,84 @@ static void build_id_hex(const uint8_t *id, size_t len, char out[129])
 		snprintf(out + 2 * i, 3, "%02x", id[i]);
 }
 
-/* One row of --quality's second table. */
+/* One row of --quality's second table: a module's unnamed weight in the
+ * series of one (binary, version, event, host), all their label sets
+ * summed, out of those series' total. */
 struct unnamed_row {
-	const struct store_series *se;
+	const struct store_series *se; /* the group's first series */
 	uint64_t total;
 	struct cli_unnamed u;
 };
 
-/* --quality: each series' span and stack quality, then the modules of
- * each series with unnamed weight, largest first, with the debug package
- * that would name them where this machine can tell (the series of this
- * host only: dpkg here says nothing of another host's files). */
+static bool same_group(const struct store_series *a, const struct store_series *b)
+{
+	return strcmp(a->binary, b->binary) == 0 && strcmp(a->version, b->version) == 0 &&
+	       strcmp(a->event, b->event) == 0 && strcmp(a->host, b->host) == 0;
+}
+
+/* Adds u to the rows of the group that starts at rows[from]: summed into
+ * the row of the same module and build id, else a new row (taking u's
+ * strings; freed here when summed). */
+static void group_add(struct unnamed_row **rows, size_t *nrows, size_t *cap, size_t from,
+                      const struct store_series *first, struct cli_unnamed *u)
+{
+	for (size_t k = from; k < *nrows; k++) {
+		struct cli_unnamed *r = &(*rows)[k].u;
+		if (strcmp(r->module ? r->module : "", u->module ? u->module : "") == 0 &&
+		    r->build_id_len == u->build_id_len &&
+		    (!u->build_id_len || memcmp(r->build_id, u->build_id, u->build_id_len) == 0)) {
+			r->weight += u->weight;
+			free(u->module);
+			free(u->build_id);
+			return;
+		}
+	}
+	if (*nrows == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		struct unnamed_row *nr = realloc(*rows, *cap * sizeof(*nr));
+		if (!nr)
+			cli_die("out of memory");
+		*rows = nr;
+	}
+	(*rows)[(*nrows)++] = (struct unnamed_row){.se = first, .u = *u};
+}
+
+static int unnamed_row_cmp(const void *a, const void *b)
+{
+	const struct unnamed_row *x = a, *y = b;
+	return x->u.weight > y->u.weight ? -1 : x->u.weight < y->u.weight;
+}
+
+/* --quality: each series' span and stack quality, then the modules with
+ * unnamed weight of each (binary, version, event, host), largest first
+ * within it, with the debug package that would name them where this
+ * machine can tell (the series of this host only: dpkg here says nothing
+ * of another host's files).  Series come sorted by (binary, version,
+ * event, host, labels), so a group's label sets are neighbours. */
 static void print_quality(struct store *s, const struct store_series *list, size_t n)
 {
 	struct unnamed_row *rows = NULL;
-	size_t nrows = 0, cap = 0;
+	size_t nrows = 0, cap = 0, from = 0;
+	const struct store_series *first = NULL;
+	uint64_t group_total = 0;
 
 	printf("%-20s %-14s %-12s %16s %16s %16s %8s %8s %s\n", "BINARY", "VERSION", "EVENT",
 	       "WEIGHT", "FIRST", "LAST", "ROOTED%", "UNKNOWN%", "HOST");
-	for (size_t i = 0; i < n; i++) {
-		const struct store_series *se = &list[i];
+	for (size_t i = 0; i <= n; i++) {
+		const struct store_series *se = i < n ? &list[i] : NULL;
+		if (first && (!se || !same_group(first, se))) {
+			for (size_t k = from; k < nrows; k++)
+				rows[k].total = group_total;
+			qsort(rows + from, nrows - from, sizeof(*rows), unnamed_row_cmp);
+			first = NULL;
+		}
+		if (!se)
+			break;
+		if (!first) {
+			first = se;
+			from = nrows;
+			group_total = 0;
+		}
 		struct view_quality q;
 		struct cli_unnamed *un;
 		size_t nun;
@@ -577,28 +635,20 @@ static void print_quality(struct store *s, const struct store_series *list, size
 			cli_die("%s %s (%s): %s", se->binary, se->version, se->event, strerror(-r));
 		view_quality_share(q.rooted, q.total, rs);
 		view_quality_share(q.unknown_leaf, q.total, us);
-		char first[48], last[48];
-		moment(first, sizeof(first), se->first_us);
-		moment(last, sizeof(last), se->last_us);
+		char first_m[48], last_m[48];
+		moment(first_m, sizeof(first_m), se->first_us);
+		moment(last_m, sizeof(last_m), se->last_us);
 		printf("%-20s %-14s %-12s %16" PRIu64 " %*s %*s %8s %8s %s\n", se->binary,
-		       se->version, se->event, se->weight, pad(first, 16), first, pad(last, 16),
-		       last, rs, us, se->host);
+		       se->version, se->event, se->weight, pad(first_m, 16), first_m,
+		       pad(last_m, 16), last_m, rs, us, se->host);
+		group_total += q.total;
 		if (strcmp(se->event, STORE_EVENT_SPANS) == 0) {
 			cli_unnamed_free(un, nun); /* a span's "[unended]" is no code */
-			un = NULL;
-			nun = 0;
-		}
-		if (nrows + nun > cap) {
-			cap = (nrows + nun) * 2;
-			struct unnamed_row *nr = realloc(rows, cap * sizeof(*nr));
-			if (!nr)
-				cli_die("out of memory");
-			rows = nr;
+			continue;
 		}
 		for (size_t j = 0; j < nun; j++)
-			rows[nrows++] =
-			        (struct unnamed_row){.se = se, .total = q.total, .u = un[j]};
-		free(un); /* the rows own its strings now */
+			group_add(&rows, &nrows, &cap, from, first, &un[j]);
+		free(un); /* the rows own (or freed) its strings now */
 	}
 	if (nrows == 0) {
 		free(rows);
