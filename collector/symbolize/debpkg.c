@@ -16,7 +16,8 @@
  * Process-wide caches without a lock: call from one thread at a time.
  */
 #include <dirent.h>
-#include <elf.h>
+#include <elfutils/libdwelf.h>
+#include <libelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -213,90 +214,29 @@ static void source_of(const char *pkg, char *out, size_t size)
 }
 
 /* The GNU build id of the ELF file at path into id (at most 64 bytes);
- * its length, or 0 when it has none or is not a readable ELF file of
- * this machine's byte order. */
+ * its length, or 0 when it has none or is not a readable ELF file. */
 static size_t file_build_id(const char *path, uint8_t id[64])
 {
 	/* The path comes from a store: a FIFO or a device must not block or
 	 * be read. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	unsigned char ident[EI_NIDENT];
 	struct stat st;
 	size_t got = 0;
 
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    pread(fd, ident, sizeof(ident), 0) != (ssize_t)sizeof(ident) ||
-	    memcmp(ident, ELFMAG, SELFMAG) != 0 ||
-	    ident[EI_DATA] !=
-	            (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
-		goto out;
-	bool is64 = ident[EI_CLASS] == ELFCLASS64;
-	uint64_t phoff;
-	unsigned phnum, phentsize;
-	if (is64) {
-		Elf64_Ehdr h;
-		if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
-			goto out;
-		phoff = h.e_phoff, phnum = h.e_phnum, phentsize = h.e_phentsize;
-	} else {
-		Elf32_Ehdr h;
-		if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
-			goto out;
-		phoff = h.e_phoff, phnum = h.e_phnum, phentsize = h.e_phentsize;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && elf_version(EV_CURRENT) != EV_NONE) {
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		const void *bid;
+		ssize_t n =
+		        elf && elf_kind(elf) == ELF_K_ELF ? dwelf_elf_gnu_build_id(elf, &bid) : -1;
+		if (n > 0 && n <= 64) {
+			memcpy(id, bid, (size_t)n);
+			got = (size_t)n;
+		}
+		if (elf)
+			elf_end(elf);
 	}
-	for (unsigned i = 0; i < phnum && !got && i < 256; i++) {
-		uint64_t off, size, align;
-		if (is64) {
-			Elf64_Phdr p;
-			if (phentsize < sizeof(p) ||
-			    pread(fd, &p, sizeof(p), (off_t)(phoff + (uint64_t)i * phentsize)) !=
-			            (ssize_t)sizeof(p))
-				goto out;
-			if (p.p_type != PT_NOTE)
-				continue;
-			off = p.p_offset, size = p.p_filesz, align = p.p_align;
-		} else {
-			Elf32_Phdr p;
-			if (phentsize < sizeof(p) ||
-			    pread(fd, &p, sizeof(p), (off_t)(phoff + (uint64_t)i * phentsize)) !=
-			            (ssize_t)sizeof(p))
-				goto out;
-			if (p.p_type != PT_NOTE)
-				continue;
-			off = p.p_offset, size = p.p_filesz, align = p.p_align;
-		}
-		if (size > 65536)
-			continue;
-		uint8_t *buf = malloc(size ? size : 1);
-		if (!buf)
-			goto out;
-		if (pread(fd, buf, size, (off_t)off) != (ssize_t)size) {
-			free(buf);
-			continue;
-		}
-		size_t a = align == 8 ? 8 : 4;
-		for (size_t at = 0; at + 12 <= size;) {
-			Elf64_Nhdr nh; /* the same layout as Elf32_Nhdr */
-			memcpy(&nh, buf + at, sizeof(nh));
-			size_t name_at = at + 12,
-			       desc_at = name_at + ((nh.n_namesz + a - 1) & ~(a - 1));
-			size_t next = desc_at + ((nh.n_descsz + a - 1) & ~(a - 1));
-			if (desc_at > size || nh.n_descsz > size - desc_at)
-				break;
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    memcmp(buf + name_at, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-			    nh.n_descsz <= 64) {
-				memcpy(id, buf + desc_at, nh.n_descsz);
-				got = nh.n_descsz;
-				break;
-			}
-			at = next;
-		}
-		free(buf);
-	}
-out:
 	close(fd);
 	return got;
 }
