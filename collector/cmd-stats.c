@@ -616,7 +616,8 @@ static void print_quality(struct store *s, const struct store_series *list, size
 		if (first && (!se || !same_group(first, se))) {
 			for (size_t k = from; k < nrows; k++)
 				rows[k].total = group_total;
-			qsort(rows + from, nrows - from, sizeof(*rows), unnamed_row_cmp);
+			if (nrows > from)
+				qsort(rows + from, nrows - from, sizeof(*rows), unnamed_row_cmp);
 			first = NULL;
 		}
 		if (!se)

@@ -79,8 +79,9 @@ static struct record_unnamed *unnamed_slot(struct record_unnamed *t, size_t slot
 
 	for (;; j = (j + 1) & (slots - 1)) {
 		struct record_unnamed *u = &t[j];
-		if (!u->module || (strlen(u->module) == ml && memcmp(u->module, m, ml) == 0 &&
-		                   u->build_id_len == il && memcmp(u->build_id, id, il) == 0))
+		if (!u->module ||
+		    (strlen(u->module) == ml && (!ml || memcmp(u->module, m, ml) == 0) &&
+		     u->build_id_len == il && (!il || memcmp(u->build_id, id, il) == 0)))
 			return u;
 	}
 }
@@ -110,7 +111,7 @@ int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t
 	struct record_unnamed *u =
 	        unnamed_slot(r->unnamed, r->unnamed_slots, m, ml, f->build_id, il);
 	if (!u->module) {
-		if (!(u->module = strndup(m, ml)))
+		if (!(u->module = strndup(m ? m : "", ml)))
 			return -ENOMEM;
 		if (il)
 			memcpy(u->build_id, f->build_id, il);
