@@ -399,18 +399,27 @@ static int sep(struct trace_walk *w)
 	return r;
 }
 
+/* Takes one event of the budget: false (counted as left out) when it is
+ * spent. */
+static bool take_budget(struct trace_walk *w)
+{
+	if (!w->left) {
+		w->left_out++;
+		return false;
+	}
+	w->left--;
+	w->events++;
+	return true;
+}
+
 static int put_span(void *ctx, const struct store_sample *smp)
 {
 	struct trace_walk *w = ctx;
 	struct view_buf *b = w->out;
 	int r;
 
-	if (!w->left) {
-		w->left_out++;
+	if (!take_budget(w))
 		return 0;
-	}
-	w->left--;
-	w->events++;
 	if ((r = sep(w)) < 0 || (r = put_lit(b, "{\"ph\":\"X\",\"cat\":\"span\",\"name\":")) < 0 ||
 	    (r = json_cstr(b, w->name)) < 0 ||
 	    (r = view_buf_printf(b,
@@ -431,12 +440,8 @@ static int put_sample(void *ctx, const struct store_sample *smp)
 	struct view_buf *b = w->out;
 	int r;
 
-	if (!w->left) {
-		w->left_out++;
+	if (!take_budget(w))
 		return 0;
-	}
-	w->left--;
-	w->events++;
 	for (uint32_t n = smp->node; n != STORE_ROOT_NODE && n < w->nodes && !w->mark[n];) {
 		uint32_t parent, frame;
 		w->mark[n] = 1;
