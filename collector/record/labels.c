@@ -602,12 +602,17 @@ static int span_of(struct recorder *r, uint64_t key, const char **name)
 			*name = e->name;
 			return 0;
 		}
+	/* A fixed name's text is the spec's; a read one's in `span_names`. */
+	const char *fixed = NULL;
+	for (size_t i = 0; i < r->opt->nspans && !fixed; i++)
+		if (r->opt->spans[i].fixed && record_span_fixed_key(r->opt->spans[i].fixed) == key)
+			fixed = r->opt->spans[i].fixed;
 	struct profile_span_name v;
-	if (key == PROFILE_SPAN_UNKNOWN || r->span_names_fd < 0 ||
-	    bpf_map_lookup_elem(r->span_names_fd, &key, &v) < 0)
+	if (!fixed && (key == PROFILE_SPAN_UNKNOWN || r->span_names_fd < 0 ||
+	               bpf_map_lookup_elem(r->span_names_fd, &key, &v) < 0))
 		return 0; /* not cached: it may yet be read */
 	char text[RECORD_SPAN_TEXT];
-	size_t len = span_text(&v, text);
+	size_t len = fixed ? (size_t)snprintf(text, sizeof(text), "%s", fixed) : span_text(&v, text);
 	if (len == 0) /* a label value is never empty */
 		len = (size_t)snprintf(text, sizeof(text), "[empty]");
 	if (l->nspan >= SPAN_MAX)
@@ -622,7 +627,8 @@ static int span_of(struct recorder *r, uint64_t key, const char **name)
 	e->next = l->span[b];
 	l->span[b] = e;
 	l->nspan++;
-	bpf_map_delete_elem(r->span_names_fd, &key);
+	if (!fixed)
+		bpf_map_delete_elem(r->span_names_fd, &key);
 	*name = e->name;
 	return 0;
 }
