@@ -31,14 +31,17 @@
 #      start closes it, unended, at that moment (both times from one clock
 #      reading; the record's microseconds cut them: within 999 ns), and
 #      ROLLBACK is nested in nothing.
-#  (c) a lock wait: session A holds a row lock (BEGIN; UPDATE ... WHERE
-#      bid = 1), session B's UPDATE of that row waits on it until A
-#      commits.  B's backend has exactly one lock-wait span, with the chain
-#      "UPDATE ...;transaction;lock-wait", and its duration lies between
-#      the time from seeing B wait (pg_locks, granted = false) to A's
-#      COMMIT being sent and the time from B's start to its end.  The wait
-#      is made by events, no sleep: A commits after 50 more queries of
-#      pg_locks have seen B waiting.
+#  (c) lock waits, named by the lock's tag type: session A holds a row
+#      lock (BEGIN; UPDATE ... WHERE bid = 1), session B's UPDATE of that
+#      row waits on it (on A's transaction id) until A commits; then A
+#      holds an advisory lock and B waits for it until A unlocks it.  Each
+#      time B's backend has exactly one lock-wait span, "lock-wait
+#      transactionid" with the chain "UPDATE ...;transaction;lock-wait
+#      transactionid", then "lock-wait advisory", and its duration lies
+#      between the time from seeing B wait (pg_locks, granted = false) to
+#      A's release being sent and the time from B's start to its end.  The
+#      wait is made by events, no sleep: A releases after 50 more queries
+#      of pg_locks have seen B waiting.
 #   usage: tests/test-record-pg-xact.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-record-pg-xact.sh BUILD_DIR}
@@ -71,6 +74,10 @@ check "an empty end probe in END|END is refused (exit $rc)" \
 rc=$?
 check "fixed= with name=argN is refused (exit $rc)" \
 	test $rc = 2 -a -n "$(grep -F 'expected one name=argN, number=argN or fixed=NAME' "$tmp/bad.err")"
+"$collect" record --store "$tmp/bad" -a --span 'p:s:e:name=arg1:pglock:in=/bin/true' -d 1 >/dev/null 2>"$tmp/bad.err"
+rc=$?
+check "pglock with name=argN is refused (exit $rc)" \
+	test $rc = 2 -a -n "$(grep -F 'pglock names a number' "$tmp/bad.err")"
 "$collect" record --store "$tmp/bad" -a --span pg-xact:in=/bin/true -d 1 >/dev/null 2>"$tmp/bad.err"
 rc=$?
 check "--span pg-xact:in=/bin/true fails to attach (exit $rc, the probe named)" \
@@ -113,34 +120,47 @@ psql_b -c 'SELECT pg_backend_pid()' -c 'BEGIN' -c 'SELECT 1/0' -c 'ROLLBACK' >"$
 abort_pid=$(head -n 1 "$tmp/abort.out")
 check "the abort session ran, its error said (backend $abort_pid)" grep -q 'division by zero' "$tmp/abort.err"
 
-# ---- (c) a lock wait ----
-mkfifo "$tmp/a.in"
-psql_b <"$tmp/a.in" >"$tmp/a.out" 2>&1 &
-apid=$!
-exec 7>"$tmp/a.in"
-echo "BEGIN; UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1; \\! touch $tmp/a.locked" >&7
-t=0
-until [ -e "$tmp/a.locked" ] || [ $t -ge 600 ]; do sleep 0.1; t=$((t + 1)); done
-check "session A holds the row" test -e "$tmp/a.locked"
-tb=$(date +%s%N)
-psql_b -c 'SELECT pg_backend_pid()' -c 'UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1' \
-	>"$tmp/b.out" 2>&1 &
-bpid=$!
-t=0
-until [ "$(psql_b -c 'SELECT count(*) FROM pg_locks WHERE NOT granted')" = 1 ] || [ $t -ge 6000 ]; do
-	t=$((t + 1))
-done
-tw=$(date +%s%N)
-for i in $(seq 50); do psql_b -c 'SELECT count(*) FROM pg_locks WHERE NOT granted' >/dev/null; done
-tc=$(date +%s%N)
-echo "COMMIT;" >&7
-exec 7>&-
-wait "$bpid"
-te=$(date +%s%N)
-wait "$apid"
-apid=
-lock_pid=$(head -n 1 "$tmp/b.out")
-check "session B waited (seen after $t queries) and ran (backend $lock_pid)" test $t -lt 6000 -a -n "$lock_pid"
+# ---- (c) lock waits ----
+# lock_wait NAME HOLD RELEASE WAIT: session A runs HOLD, session B runs WAIT,
+# which waits on A's lock until A runs RELEASE; sets NAME_pid (B's backend),
+# NAME_lo (ns from seeing B wait to sending RELEASE) and NAME_hi (ns of B's
+# run).
+lock_wait() {
+	local name=$1 hold=$2 release=$3 wait_sql=$4 t tb tw tc te bpid i
+	rm -f "$tmp/a.in" "$tmp/a.locked"
+	mkfifo "$tmp/a.in"
+	psql_b <"$tmp/a.in" >"$tmp/a-$name.out" 2>&1 &
+	apid=$!
+	exec 7>"$tmp/a.in"
+	echo "$hold \\! touch $tmp/a.locked" >&7
+	t=0
+	until [ -e "$tmp/a.locked" ] || [ $t -ge 600 ]; do sleep 0.1; t=$((t + 1)); done
+	check "$name: session A holds its lock" test -e "$tmp/a.locked"
+	tb=$(date +%s%N)
+	psql_b -c 'SELECT pg_backend_pid()' -c "$wait_sql" >"$tmp/b-$name.out" 2>&1 &
+	bpid=$!
+	t=0
+	until [ "$(psql_b -c 'SELECT count(*) FROM pg_locks WHERE NOT granted')" = 1 ] || [ $t -ge 6000 ]; do
+		t=$((t + 1))
+	done
+	tw=$(date +%s%N)
+	for i in $(seq 50); do psql_b -c 'SELECT count(*) FROM pg_locks WHERE NOT granted' >/dev/null; done
+	tc=$(date +%s%N)
+	echo "$release" >&7
+	exec 7>&-
+	wait "$bpid"
+	te=$(date +%s%N)
+	wait "$apid"
+	apid=
+	printf -v "${name}_pid" '%s' "$(head -n 1 "$tmp/b-$name.out")"
+	printf -v "${name}_lo" '%s' $((tc - tw))
+	printf -v "${name}_hi" '%s' $((te - tb))
+	check "$name: session B waited (seen after $t queries) and ran" test $t -lt 6000 -a -n "$(head -n 1 "$tmp/b-$name.out")"
+}
+lock_wait row "BEGIN; UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1;" "COMMIT;" \
+	"UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1"
+lock_wait advisory "SELECT pg_advisory_lock(41);" "SELECT pg_advisory_unlock(41);" \
+	"SELECT pg_advisory_lock(41)"
 
 kill -INT "$rec"
 wait "$rec"
@@ -224,14 +244,23 @@ check "no other span of the abort session is unended" \
 	test "$(grep -c '\[unended\]$' "$tmp/b")" = 1
 
 # ---- (c) checks ----
-awk -F '\t' -v p="$lock_pid" '$2 == p && $1 == "lock-wait"' "$tmp/s" >"$tmp/l"
-sed 's/^/       lock session: /' "$tmp/l"
-check "session B's backend has exactly one lock-wait span" test "$(wc -l <"$tmp/l")" = 1
-check "its chain is \"UPDATE ...;transaction;lock-wait\"" \
-	awk -F '\t' '{ exit !($7 == "UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = $1;transaction;lock-wait") }' "$tmp/l"
-lo=$((tc - tw)) hi=$((te - tb))
-d=$(cut -f 4 "$tmp/l" | head -n 1)
-check "its duration ${d:-?} ns lies between $lo ns (seen waiting to COMMIT) and $hi ns (B's run)" \
-	test -n "$d" -a "${d:-0}" -ge "$lo" -a "${d:-0}" -le "$hi"
-check "no other lock-wait span in the recording" test "$(awk -F '\t' '$1 == "lock-wait"' "$tmp/s" | wc -l)" = 1
+# lock_check NAME SPAN CHAIN: B's backend of lock_wait NAME has exactly one
+# lock-wait span, named SPAN with chain CHAIN, its duration within bounds.
+lock_check() {
+	local name=$1 span=$2 chain=$3 pid lo hi d
+	pid=${name}_pid lo=${name}_lo hi=${name}_hi
+	pid=${!pid} lo=${!lo} hi=${!hi}
+	awk -F '\t' -v p="$pid" '$2 == p && $1 ~ /^lock-wait/' "$tmp/s" >"$tmp/l-$name"
+	sed "s/^/       $name: /" "$tmp/l-$name"
+	check "$name: B's backend has exactly one lock-wait span, \"$span\"" \
+		test "$(wc -l <"$tmp/l-$name")" = 1 -a "$(cut -f 1 "$tmp/l-$name")" = "$span"
+	check "$name: its chain is \"$chain\"" test "$(cut -f 7 "$tmp/l-$name")" = "$chain"
+	d=$(cut -f 4 "$tmp/l-$name" | head -n 1)
+	check "$name: its duration ${d:-?} ns lies between $lo ns (seen waiting to the release) and $hi ns (B's run)" \
+		test -n "$d" -a "${d:-0}" -ge "$lo" -a "${d:-0}" -le "$hi"
+}
+lock_check row "lock-wait transactionid" \
+	"UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = \$1;transaction;lock-wait transactionid"
+lock_check advisory "lock-wait advisory" "SELECT pg_advisory_lock(\$1);transaction;lock-wait advisory"
+check "no other lock-wait span in the recording" test "$(awk -F '\t' '$1 ~ /^lock-wait/' "$tmp/s" | wc -l)" = 2
 finish

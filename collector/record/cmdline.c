@@ -395,7 +395,8 @@ static unsigned span_arg_number(const char *num)
  * protocol's (prepared statements) are not; transaction__start(lxid) in
  * StartTransaction, __commit(lxid) and __abort(lxid) at its two ends;
  * lock__wait__start(tag fields 1-4, tag type, mode) and __done(same)
- * around the sleep of a heavyweight lock's wait (WaitOnLock).  All three
+ * around the sleep of a heavyweight lock's wait (WaitOnLock), named by
+ * the tag's type (arg5, a LockTagType: labels.c names it).  All three
  * are flat: a statement that fails leaves exec_simple_query by its error,
  * without query__done, and a wait that fails (a deadlock, lock_timeout)
  * leaves WaitOnLock so, without lock__wait__done. */
@@ -403,7 +404,7 @@ static unsigned span_arg_number(const char *num)
 #define SPAN_PG_QUERY "postgresql:query__start:query__done:name=arg1:sql:flat"
 #define SPAN_PG_XACT                                                                               \
 	"postgresql:transaction__start:transaction__commit|transaction__abort:fixed=transaction:flat"
-#define SPAN_PG_LOCK "postgresql:lock__wait__start:lock__wait__done:fixed=lock-wait:flat"
+#define SPAN_PG_LOCK "postgresql:lock__wait__start:lock__wait__done:number=arg5:pglock:flat"
 static const struct {
 	const char *name, *spec[3], *path;
 } span_shortcuts[] = {
@@ -420,7 +421,7 @@ _Static_assert(RECORD_SPANS_MAX <= PROFILE_SPAN_SPECS &&
                "--span's specs do not fit the BPF side's");
 
 /* --span PROVIDER:START:END[|END...][:FIELD...], the fields name=argN,
- * number=argN, fixed=NAME, id=argN, parent=argN, sql, flat and in=PATH (last:
+ * number=argN, fixed=NAME, id=argN, parent=argN, sql, pglock, flat and in=PATH (last:
  * it takes the rest, colons too), or a ready-made span's NAME[:in=PATH].
  * Appended to o->spans (a ready-made span may be several); 0, or 2
  * (printed). */
@@ -478,7 +479,7 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			return usage_error(
 			        "--span: expected PROVIDER:START:END[|END...]"
 			        "[:name=argN|:number=argN|:fixed=NAME][:id=argN][:parent=argN][:sql]"
-			        "[:flat]"
+			        "[:pglock][:flat]"
 			        "[:in=PATH] or pg-query, pg-xact, pg-lock, pg[:in=PATH], got \"%s\"",
 			        arg);
 		}
@@ -554,14 +555,16 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			sp->fixed = field + 6;
 			sp->cookie |= PROFILE_SPAN_FIXED;
 			named = true;
+		} else if (strcmp(field, "pglock") == 0) {
+			sp->cookie |= PROFILE_SPAN_PGLOCK;
 		} else if (strcmp(field, "flat") == 0) {
 			sp->cookie |= PROFILE_SPAN_FLAT;
 		} else if (strcmp(field, "sql") == 0) {
 			sp->cookie |= PROFILE_SPAN_SQL;
 		} else {
 			int r = usage_error("--span %s: unknown field \"%s\" (expected name=argN, "
-			                    "number=argN, fixed=NAME, id=argN, parent=argN, sql, flat "
-			                    "or in=PATH)",
+			                    "number=argN, fixed=NAME, id=argN, parent=argN, sql, pglock, "
+			                    "flat or in=PATH)",
 			                    arg, field);
 			free(copy);
 			return r;
@@ -572,6 +575,10 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 		return usage_error("--span %s: name the span: add :name=argN (a string argument), "
 		                   ":number=argN or :fixed=NAME",
 		                   arg);
+	}
+	if ((sp->cookie & PROFILE_SPAN_PGLOCK) && !(sp->cookie & PROFILE_SPAN_NUM)) {
+		free(copy);
+		return usage_error("--span %s: pglock names a number: give number=argN", arg);
 	}
 	if ((sp->cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_FIXED)) && (sp->cookie & PROFILE_SPAN_SQL)) {
 		free(copy);

@@ -573,6 +573,13 @@ void record_labels_forget(struct record_labels *l, pid_t pid)
 
 /* ---- a key's labels ----------------------------------------------------- */
 
+/* PostgreSQL's lock tag types (LockTagType, lock.h; PostgreSQL 13 to
+ * 17) as pg_locks' locktype column names them (LockTagTypeNames). */
+static const char *const pg_locktags[] = {
+        "relation", "extend",    "frozenid", "page",     "tuple",    "transactionid",
+        "virtualxid", "spectoken", "object", "userlock", "advisory",
+};
+
 /* The text a span_names value names, normalised, into out (size
  * RECORD_SPAN_TEXT); its length. */
 static size_t span_text(const struct profile_span_name *v, char *out)
@@ -581,6 +588,12 @@ static size_t span_text(const struct profile_span_name *v, char *out)
 	if (v->flags & PROFILE_SPAN_NUM) {
 		uint64_t n;
 		memcpy(&n, v->text, sizeof(n));
+		if ((v->flags & PROFILE_SPAN_PGLOCK) &&
+		    n < sizeof(pg_locktags) / sizeof(pg_locktags[0]))
+			return (size_t)snprintf(out, RECORD_SPAN_TEXT, "lock-wait %s", pg_locktags[n]);
+		if (v->flags & PROFILE_SPAN_PGLOCK)
+			return (size_t)snprintf(out, RECORD_SPAN_TEXT, "lock-wait %llu",
+			                        (unsigned long long)n);
 		return (size_t)snprintf(out, RECORD_SPAN_TEXT, "%llu", (unsigned long long)n);
 	}
 	if (v->flags & PROFILE_SPAN_SQL)

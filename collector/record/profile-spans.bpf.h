@@ -179,7 +179,7 @@ static __always_inline __u64 span_name(struct pt_regs *ctx, __u64 cookie)
 	n = bpf_map_lookup_elem(&span_scratch, &zero);
 	if (!n || bpf_usdt_arg(ctx, cookie & PROFILE_SPAN_ARG_MASK, &arg) < 0)
 		goto lost;
-	n->flags = cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_SQL);
+	n->flags = cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_SQL | PROFILE_SPAN_PGLOCK);
 	if (cookie & PROFILE_SPAN_NUM) {
 		__builtin_memcpy(n->text, &arg, sizeof(arg));
 		n->len = sizeof(arg);

@@ -101,6 +101,9 @@ struct profile_sample {
 /* The name is fixed: its key is `span_fixed`'s entry of the spec, its text
  * known to user space; no argument is read. */
 #define PROFILE_SPAN_FIXED 0x800u
+/* The name is a number, a PostgreSQL lock tag type (LockTagType): named
+ * as pg_locks' locktype column in user space. */
+#define PROFILE_SPAN_PGLOCK 0x2000u
 /* The spec's spans never nest: a start closes the open span of its spec,
  * if any, as unended (its end probe was missed). */
 #define PROFILE_SPAN_FLAT 0x1000u
@@ -128,7 +131,7 @@ struct profile_sample {
  * string name is text[0..len) (cut at PROFILE_SPAN_NAME - 1 bytes); a
  * number's is its 8 bytes in text (len 8). */
 struct profile_span_name {
-	__u32 flags; /* PROFILE_SPAN_NUM, PROFILE_SPAN_SQL */
+	__u32 flags; /* PROFILE_SPAN_NUM, PROFILE_SPAN_SQL, PROFILE_SPAN_PGLOCK */
 	__u32 len;
 	char text[PROFILE_SPAN_NAME];
 };
