@@ -400,10 +400,11 @@ static unsigned span_arg_number(const char *num)
  * are flat: a statement that fails leaves exec_simple_query by its error,
  * without query__done, and a wait that fails (a deadlock, lock_timeout)
  * leaves WaitOnLock so, without lock__wait__done. */
-#define SPAN_PG_PATH "/usr/lib/postgresql/15/bin/postgres"
+#define SPAN_PG_PATH  "/usr/lib/postgresql/15/bin/postgres"
 #define SPAN_PG_QUERY "postgresql:query__start:query__done:name=arg1:sql:flat"
 #define SPAN_PG_XACT                                                                               \
-	"postgresql:transaction__start:transaction__commit|transaction__abort:fixed=transaction:flat"
+	"postgresql:transaction__start:transaction__commit|transaction__abort:fixed=transaction:"  \
+	"flat"
 #define SPAN_PG_LOCK "postgresql:lock__wait__start:lock__wait__done:number=arg5:pglock:flat"
 static const struct {
 	const char *name, *spec[3], *path;
@@ -476,12 +477,12 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			*rest++ = '\0';
 		if (!f[i] || !*f[i]) {
 			free(copy);
-			return usage_error(
-			        "--span: expected PROVIDER:START:END[|END...]"
-			        "[:name=argN|:number=argN|:fixed=NAME][:id=argN][:parent=argN][:sql]"
-			        "[:pglock][:flat]"
-			        "[:in=PATH] or pg-query, pg-xact, pg-lock, pg[:in=PATH], got \"%s\"",
-			        arg);
+			return usage_error("--span: expected PROVIDER:START:END[|END...]"
+			                   "[:name=argN|:number=argN|:fixed=NAME]"
+			                   "[:id=argN][:parent=argN][:sql][:pglock][:flat]"
+			                   "[:in=PATH] or pg-query, pg-xact, pg-lock, "
+			                   "pg[:in=PATH], got \"%s\"",
+			                   arg);
 		}
 	}
 	sp->provider = f[0];
@@ -546,9 +547,10 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			named = true;
 		} else if (strncmp(field, "fixed=", 6) == 0) {
 			if (named || !field[6] || strlen(field + 6) >= PROFILE_SPAN_NAME) {
-				int r = usage_error("--span %s: %s: expected one name=argN, "
-				                    "number=argN or fixed=NAME, NAME of 1 to %d bytes",
-				                    arg, field, PROFILE_SPAN_NAME - 1);
+				int r = usage_error(
+				        "--span %s: %s: expected one name=argN, "
+				        "number=argN or fixed=NAME, NAME of 1 to %d bytes",
+				        arg, field, PROFILE_SPAN_NAME - 1);
 				free(copy);
 				return r;
 			}
@@ -562,10 +564,11 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 		} else if (strcmp(field, "sql") == 0) {
 			sp->cookie |= PROFILE_SPAN_SQL;
 		} else {
-			int r = usage_error("--span %s: unknown field \"%s\" (expected name=argN, "
-			                    "number=argN, fixed=NAME, id=argN, parent=argN, sql, pglock, "
-			                    "flat or in=PATH)",
-			                    arg, field);
+			int r = usage_error(
+			        "--span %s: unknown field \"%s\" (expected name=argN, "
+			        "number=argN, fixed=NAME, id=argN, parent=argN, sql, pglock, "
+			        "flat or in=PATH)",
+			        arg, field);
 			free(copy);
 			return r;
 		}
@@ -580,7 +583,8 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 		free(copy);
 		return usage_error("--span %s: pglock names a number: give number=argN", arg);
 	}
-	if ((sp->cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_FIXED)) && (sp->cookie & PROFILE_SPAN_SQL)) {
+	if ((sp->cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_FIXED)) &&
+	    (sp->cookie & PROFILE_SPAN_SQL)) {
 		free(copy);
 		return usage_error("--span %s: sql normalises a string read, not a number or a "
 		                   "fixed name",

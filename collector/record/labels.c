@@ -576,8 +576,8 @@ void record_labels_forget(struct record_labels *l, pid_t pid)
 /* PostgreSQL's lock tag types (LockTagType, lock.h; PostgreSQL 13 to
  * 17) as pg_locks' locktype column names them (LockTagTypeNames). */
 static const char *const pg_locktags[] = {
-        "relation", "extend",    "frozenid", "page",     "tuple",    "transactionid",
-        "virtualxid", "spectoken", "object", "userlock", "advisory",
+        "relation",   "extend",    "frozenid", "page",     "tuple",    "transactionid",
+        "virtualxid", "spectoken", "object",   "userlock", "advisory",
 };
 
 /* The text a span_names value names, normalised, into out (size
@@ -590,7 +590,8 @@ static size_t span_text(const struct profile_span_name *v, char *out)
 		memcpy(&n, v->text, sizeof(n));
 		if ((v->flags & PROFILE_SPAN_PGLOCK) &&
 		    n < sizeof(pg_locktags) / sizeof(pg_locktags[0]))
-			return (size_t)snprintf(out, RECORD_SPAN_TEXT, "lock-wait %s", pg_locktags[n]);
+			return (size_t)snprintf(out, RECORD_SPAN_TEXT, "lock-wait %s",
+			                        pg_locktags[n]);
 		if (v->flags & PROFILE_SPAN_PGLOCK)
 			return (size_t)snprintf(out, RECORD_SPAN_TEXT, "lock-wait %llu",
 			                        (unsigned long long)n);
@@ -625,7 +626,8 @@ static int span_of(struct recorder *r, uint64_t key, const char **name)
 	               bpf_map_lookup_elem(r->span_names_fd, &key, &v) < 0))
 		return 0; /* not cached: it may yet be read */
 	char text[RECORD_SPAN_TEXT];
-	size_t len = fixed ? (size_t)snprintf(text, sizeof(text), "%s", fixed) : span_text(&v, text);
+	size_t len =
+	        fixed ? (size_t)snprintf(text, sizeof(text), "%s", fixed) : span_text(&v, text);
 	if (len == 0) /* a label value is never empty */
 		len = (size_t)snprintf(text, sizeof(text), "[empty]");
 	if (l->nspan >= SPAN_MAX)

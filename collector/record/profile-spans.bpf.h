@@ -14,8 +14,9 @@
  * nested, just pop).  An end with no span of its spec open (the thread
  * was followed, or the recording began, inside the span) is counted and
  * ignored.  A start of a flat spec (PROFILE_SPAN_FLAT) first closes the
- * open span of its spec, if any, as unended, ended at that start.  Past PROFILE_SPAN_DEPTH open spans the depth still counts, so
- * the ends match, but the deeper names and specs are not kept: samples
+ * open span of its spec, if any, as unended, ended at that start.  Past
+ * PROFILE_SPAN_DEPTH open spans the depth still counts, so the ends
+ * match, but the deeper names and specs are not kept: samples
  * there go to the deepest kept span, and an end there pops the innermost
  * whatever its spec.  A name is keyed by a 64-bit hash of its bytes and
  * flags (never 0, which is "no span", nor PROFILE_SPAN_UNKNOWN), or, for a
@@ -25,15 +26,15 @@
  *
  * Each kept span also has an id (START's id=argN, else one made here,
  * never 0), its parent's id (parent=argN, else the span innermost when it
- * started, even if that one ends first) and its start time.  Every sample carries its innermost span's id (struct
- * profile_sample.span).  When a span ends, its record (profile.h: struct
- * profile_span_record) goes to the `span_records` ring, with the names
- * of the spans around it through `span_chains`.  A span still open when
- * its thread exits or executes is closed then, marked unended (as is a
- * flat spec's span its next start finds open); at the
- * recording's end the probes stop and user space closes the spans left
- * in `span_stacks` (spans.c).  Spans deeper than PROFILE_SPAN_DEPTH have
- * no record.
+ * started, even if that one ends first) and its start time.  Every sample
+ * carries its innermost span's id (struct profile_sample.span).  When a
+ * span ends, its record (profile.h: struct profile_span_record) goes to
+ * the `span_records` ring, with the names of the spans below it on the
+ * stack then through `span_chains`.  A span still open when its thread
+ * exits or executes is closed then, marked unended (as is a flat spec's
+ * span its next start finds open); at the recording's end the probes stop
+ * and user space closes the spans left in `span_stacks` (spans.c).  Spans
+ * deeper than PROFILE_SPAN_DEPTH have no record.
  */
 #include <bpf/usdt.bpf.h>
 

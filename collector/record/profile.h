@@ -106,7 +106,7 @@ struct profile_sample {
 #define PROFILE_SPAN_PGLOCK 0x2000u
 /* The spec's spans never nest: a start closes the open span of its spec,
  * if any, as unended (its end probe was missed). */
-#define PROFILE_SPAN_FLAT 0x1000u
+#define PROFILE_SPAN_FLAT       0x1000u
 #define PROFILE_SPAN_SPEC_SHIFT 24
 #define PROFILE_SPAN_SPEC_MASK  0xffu
 /* Specs (--span) at most: `span_fixed`'s size. */

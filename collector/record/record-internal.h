@@ -75,12 +75,12 @@ struct options {
 #define RECORD_SPAN_ENDS 4
 /* One --span PROVIDER:START:END[|END...][:FIELD...] (cmdline.c). */
 struct record_span_spec {
-	const char *arg;       /* as given, for messages */
+	const char *arg;        /* as given, for messages */
 	char *provider, *start; /* the probes */
 	char *end[RECORD_SPAN_ENDS];
 	size_t nend;
-	char *path;  /* in=PATH, or NULL: the target's program */
-	char *fixed; /* fixed=NAME: every span of it is named NAME; or NULL */
+	char *path;      /* in=PATH, or NULL: the target's program */
+	char *fixed;     /* fixed=NAME: every span of it is named NAME; or NULL */
 	uint32_t cookie; /* the start probe's (profile.h: PROFILE_SPAN_*), its
 	                  * index among the specs at PROFILE_SPAN_SPEC_SHIFT */
 };

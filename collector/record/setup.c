@@ -530,19 +530,22 @@ int record_attach_spans(struct recorder *r, const struct options *o)
 			 * clang -Wpedantic (the fuzz build) refuses. */
 			struct bpf_usdt_opts uo = {
 			        .sz = sizeof(uo),
-			        .usdt_cookie = end ? PROFILE_SPAN_END | (uint64_t)i << PROFILE_SPAN_SPEC_SHIFT
-			                           : sp->cookie,
+			        .usdt_cookie =
+			                end ? PROFILE_SPAN_END | (uint64_t)i
+			                                                 << PROFILE_SPAN_SPEC_SHIFT
+			                    : sp->cookie,
 			};
 			libbpf_last[0] = '\0';
 			struct bpf_link *l = bpf_program__attach_usdt(
-			        end ? r->skel->progs.span_exit : r->skel->progs.span_enter, -1, path,
-			        sp->provider, probe, &uo);
+			        end ? r->skel->progs.span_exit : r->skel->progs.span_enter, -1,
+			        path, sp->provider, probe, &uo);
 			if (!l) {
 				rc = -errno;
 				record_fail(r, rc, "--span %s: cannot attach %s:%s in %s: %s%s%s%s",
 				            sp->arg, sp->provider, probe, path, strerror(-rc),
 				            libbpf_last[0] ? " (libbpf: " : "",
-				            libbpf_last[0] ? libbpf_last : "", libbpf_last[0] ? ")" : "");
+				            libbpf_last[0] ? libbpf_last : "",
+				            libbpf_last[0] ? ")" : "");
 				return rc;
 			}
 			r->span_links[r->nspan_links++] = l;
