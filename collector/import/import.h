@@ -158,6 +158,14 @@ struct import_symbols {
 	 * one byte before). */
 	int (*user)(void *ctx, uint32_t pid, uint64_t addr, bool caller, struct store_frame *f,
 	            size_t room);
+	/* Optional (may be NULL): for each user address addrs[i] of pid, a
+	 * token of the file that maps it as mods[i] and the address's offset
+	 * in that file as offs[i], such that user() gives the same frames for
+	 * any two addresses, of any processes, that share (token, offset),
+	 * for the provider's life; mods[i] NULL when no file maps it (its
+	 * frames may depend on the process). */
+	void (*user_files)(void *ctx, uint32_t pid, const uint64_t *addrs, size_t n,
+	                   const void **mods, uint64_t *offs);
 	/* The frame of a kernel address. */
 	int (*kernel)(void *ctx, uint64_t addr, bool caller, struct store_frame *f);
 	/* Optional: names the kernel addresses ips[0..n) in one go, so that
