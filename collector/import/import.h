@@ -168,8 +168,9 @@ struct import_symbols {
 	                   const void **mods, uint64_t *offs);
 	/* The frame of a kernel address. */
 	int (*kernel)(void *ctx, uint64_t addr, bool caller, struct store_frame *f);
-	/* Optional: names the kernel addresses ips[0..n) in one go, so that
-	 * the kernel() calls that follow find them ready.  May be NULL. */
+	/* Optional: names the kernel addresses ips[0..n) in one go, each as
+	 * kernel() with caller false looks it up, so that those calls find
+	 * them ready.  May be NULL. */
 	int (*kernel_prefetch)(void *ctx, const uint64_t *ips, size_t n);
 	/* pid's executable's GNU build id as lowercase hex, "" when unknown. */
 	const char *(*build_id)(void *ctx, uint32_t pid);

@@ -329,7 +329,7 @@ static int o_kernel(void *ctx, uint64_t addr, bool caller, struct store_frame *f
 static int o_kernel_prefetch(void *ctx, const uint64_t *ips, size_t n)
 {
 	struct offline *o = ctx;
-	return symbolize_kernel_prefetch(o->s, ips, n);
+	return symbolize_kernel_prefetch_as_is(o->s, ips, n);
 }
 
 static const char *o_build_id(void *ctx, uint32_t pid)

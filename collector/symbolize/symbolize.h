@@ -242,6 +242,10 @@ int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct sto
  * follow find them cached.  Optional: does nothing when names come from
  * /proc/kallsyms.  Returns 0 or -errno (-ENOMEM). */
 int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n);
+/* The same for addresses that symbolize_kernel() will be asked with
+ * caller false, each looked up as it is (perf.data, as perf looks them
+ * up). */
+int symbolize_kernel_prefetch_as_is(struct symbolize *s, const uint64_t *ips, size_t n);
 
 /* Demangles (C++ Itanium, Rust legacy and v0) and tidies a symbol name the way
  * stackcollapse-perf prints it.  Returns a malloc'd string the caller
