@@ -98,10 +98,12 @@ void symbolize_user_files(const struct symbolize *s, pid_t pid, const uint64_t *
 		 * while the perf map is known to be missing and sym_jit_load()
 		 * would not look again, and while a miss would not read the
 		 * maps again. */
-		if (no_jit < 0)
+		if (no_jit < 0) {
+			int64_t now = mono_ns();
 			no_jit = p->jit_checked && !p->jit_exists &&
-			         mono_ns() - p->jit_checked < JIT_RECHECK_NS &&
-			         mono_ns() - p->maps_read < MAPS_RECHECK_NS;
+			         now - p->jit_checked < JIT_RECHECK_NS &&
+			         now - p->maps_read < MAPS_RECHECK_NS;
+		}
 		mods[i] = !(mp && mp->special) && no_jit ? sym_unknown_name : NULL;
 	}
 }
