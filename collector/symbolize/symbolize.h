@@ -615,7 +615,9 @@ struct symbolize_debpkg {
 };
 void symbolize_debpkg_find(struct symbolize_debpkg *q, size_t n, unsigned budget_ms);
 /* budget_ms for the end line of record and import, and for stats
- * --quality, which a user asked for. */
+ * --quality, which a user asked for.  Within the quick budget apt is
+ * asked only when its binary cache is current (else no hint: apt-cache
+ * would parse every package list, longer than the import it ends). */
 #define SYMBOLIZE_DEBPKG_QUICK_MS 10000u
 #define SYMBOLIZE_DEBPKG_ASKED_MS 60000u
 /* The advice of the one line record and import end with when much weight
