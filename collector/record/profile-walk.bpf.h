@@ -513,8 +513,7 @@ static long walk_step(__u32 i, void *ctx)
 			ms.hi = UNWIND_MAX_MAPS;
 		bpf_loop(9, search_maps_step, &ms, 0);
 		__u32 lo = ms.lo;
-		struct unwind_mapping *m =
-		        lo ? &p->maps[(lo - 1) & (UNWIND_MAX_MAPS - 1)] : NULL;
+		struct unwind_mapping *m = lo ? &p->maps[(lo - 1) & (UNWIND_MAX_MAPS - 1)] : NULL;
 		if (!m || lookup - m->start >= m->size) {
 			/* Code mapped since user space last read the maps
 			 * (dlopen): ask for a new list, once.  Not while the

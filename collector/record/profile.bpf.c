@@ -234,21 +234,21 @@ struct walk {
 	__u32 native_steps; /* native pcs met, pushed or replaced */
 	/* Python (see py_step): the process's interpreter, when it has one */
 	struct unwind_python py;
-	__u64 py_frame;                   /* the next interpreter frame to push, 0: none */
-	__u32 has_py;                     /* py is set */
-	__u32 py_looked;                  /* the thread's state was looked for */
-	__u32 py_dead;                    /* none found, or the walk was cut: natives only */
-	__u32 py_mode;                    /* pushing an evaluation's frames */
-	__u32 skip_push;                  /* the native pc was replaced by Python frames */
-	__u32 npy;                        /* Python frames pushed */
-	__u64 last_code, last_check;      /* the last code object checked */
+	__u64 py_frame;              /* the next interpreter frame to push, 0: none */
+	__u32 has_py;                /* py is set */
+	__u32 py_looked;             /* the thread's state was looked for */
+	__u32 py_dead;               /* none found, or the walk was cut: natives only */
+	__u32 py_mode;               /* pushing an evaluation's frames */
+	__u32 skip_push;             /* the native pc was replaced by Python frames */
+	__u32 npy;                   /* Python frames pushed */
+	__u64 last_code, last_check; /* the last code object checked */
 	/* The last vma looked up (find_vma_table): [vma_lo, vma_hi), its
 	 * table (UNWIND_NO_TABLE: none by its file) and bias; vma_busy: a
 	 * lookup was refused, none more in this walk. */
 	__u64 vma_lo, vma_hi, vma_bias;
 	__u32 vma_table, vma_busy;
-	__u32 no_list; /* the process has no list: every pc by its vma */
-	__u32 tabled;  /* some frame was found in a table */
+	__u32 no_list;                    /* the process has no list: every pc by its vma */
+	__u32 tabled;                     /* some frame was found in a table */
 	__u8 buf[UNWIND_PY_READ_MAX + 8]; /* a frame or code object read */
 };
 
