@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION         5
+#define STORE_SCHEMA_VERSION         6
 #define STORE_SCHEMA_OLDEST          1 /* the oldest one still read */
 #define STORE_DEFAULT_BUCKET_SECONDS 60
 
@@ -54,7 +54,16 @@ enum store_frame_kind {
  * need not be NUL-terminated; a NULL pointer means empty.  `name` is the
  * frame exactly as it is shown in folded output.  The other fields are
  * attributes kept for pprof output.  Two frames are the same frame when
- * every field is equal. */
+ * every field is equal.
+ *
+ * A frame that could not be named (STORE_FRAME_UNKNOWN) keeps where it
+ * was: its module's path and build id, and `offset`, the byte offset in
+ * the module's file of the start of the function the pc was in (from the
+ * file's .eh_frame), or of the pc itself where no unwind entry covers it.
+ * So unnamed code keeps one frame per function, as named code does, and
+ * `flamefs-collect symbolize` can name it later
+ * (store_batch_frame_rename()).  `offset` is 0 in every other kind, and
+ * in an unnamed frame whose place is not known. */
 struct store_frame {
 	const char *name;
 	size_t name_len;
@@ -64,8 +73,9 @@ struct store_frame {
 	size_t build_id_len;
 	const char *file; /* source file */
 	size_t file_len;
-	uint32_t line; /* 0 when unknown */
-	uint8_t kind;  /* enum store_frame_kind */
+	uint32_t line;   /* 0 when unknown */
+	uint8_t kind;    /* enum store_frame_kind */
+	uint64_t offset; /* STORE_FRAME_UNKNOWN only: the function's file offset */
 };
 
 /* What identifies a series.  NUL-terminated strings. */

@@ -65,6 +65,9 @@ extern const char *const cf_names[CF_COUNT_ALL];
 /* In a frame record's kind byte (schema 2): the module and build id are
  * those of an earlier frame, named by its distance back. */
 #define FRAME_MODULE_REF  0x80u
+/* In a frame record's kind byte (schema 6): the record ends with the
+ * frame's offset (a varint, not 0); without it the offset is 0. */
+#define FRAME_OFFSET 0x40u
 #define MODULE_LAST_SLOTS 4096u
 
 #define META_SCHEMA         "mschema"

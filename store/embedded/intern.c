@@ -182,6 +182,8 @@ uint32_t frame_hash(const struct store_frame *f)
 		h = XXH3_64bits_withSeed(f->build_id, f->build_id_len, h);
 	if (f->file_len)
 		h = XXH3_64bits_withSeed(f->file, f->file_len, h);
+	if (f->offset)
+		h = XXH3_64bits_withSeed(&f->offset, sizeof(f->offset), h);
 	return (uint32_t)(h ^ (h >> 32));
 }
 
@@ -192,7 +194,7 @@ static bool mem_eq(const void *a, size_t alen, const void *b, size_t blen)
 
 static bool frame_eq(const struct store_frame *a, const struct store_frame *b)
 {
-	return a->kind == b->kind && a->line == b->line &&
+	return a->kind == b->kind && a->line == b->line && a->offset == b->offset &&
 	       mem_eq(a->name, a->name_len, b->name, b->name_len) &&
 	       mem_eq(a->module, a->module_len, b->module, b->module_len) &&
 	       mem_eq(a->build_id, a->build_id_len, b->build_id, b->build_id_len) &&
@@ -260,6 +262,7 @@ static int frame_put(struct rdb *s, const struct store_frame *f, bool shared_mod
 	memset(nf, 0, sizeof(*nf));
 	nf->kind = f->kind;
 	nf->line = f->line;
+	nf->offset = f->offset;
 #define COPY_FIELD(fld, type)                                                                      \
 	do {                                                                                       \
 		nf->fld##_len = f->fld##_len;                                                      \
@@ -303,17 +306,19 @@ static void frame_index(struct rdb *s, uint32_t id)
 	idtab_put(&s->frame_tab, pos, id, h);
 }
 
-/* Frame record: kind u8, varint line, then name, module, build_id, file as
- * (varint length, bytes). */
+/* Frame record: kind u8 (with the flags FRAME_MODULE_REF and
+ * FRAME_OFFSET), varint line, then name, module, build_id, file as
+ * (varint length, bytes), then (FRAME_OFFSET only) varint offset. */
 /* ref: 0, or how far back the frame with the same module and build id is */
 int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref)
 {
-	int r = buf_reserve(b, 1 + 10 + 4 * 10 + f->name_len + f->module_len + f->build_id_len +
-	                               f->file_len);
+	int r = buf_reserve(b, 1 + 10 + 4 * 10 + 10 + f->name_len + f->module_len +
+	                               f->build_id_len + f->file_len);
 
 	if (r < 0)
 		return r;
-	b->p[b->len++] = (uint8_t)(f->kind | (ref ? FRAME_MODULE_REF : 0));
+	b->p[b->len++] = (uint8_t)(f->kind | (ref ? FRAME_MODULE_REF : 0) |
+	                           (f->offset ? FRAME_OFFSET : 0));
 	buf_varint(b, f->line);
 	buf_bytes(b, f->name, f->name_len);
 	if (ref) {
@@ -323,6 +328,8 @@ int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref)
 		buf_bytes(b, f->build_id, f->build_id_len);
 	}
 	buf_bytes(b, f->file, f->file_len);
+	if (f->offset)
+		buf_varint(b, f->offset);
 	return 0;
 }
 
@@ -371,8 +378,9 @@ static int frame_decode(const struct rdb *s, uint32_t id, const uint8_t *p, size
 	memset(f, 0, sizeof(*f));
 	if (len < 1)
 		return -1;
-	f->kind = (uint8_t)(*p & ~FRAME_MODULE_REF);
-	bool by_ref = *p++ & FRAME_MODULE_REF;
+	f->kind = (uint8_t)(*p & ~(FRAME_MODULE_REF | FRAME_OFFSET));
+	bool by_ref = *p & FRAME_MODULE_REF, has_offset = *p & FRAME_OFFSET;
+	p++;
 	*by_ref_out = by_ref;
 	if (get_varint(&p, end, &line) < 0 || line > UINT32_MAX)
 		return -1;
@@ -400,6 +408,9 @@ static int frame_decode(const struct rdb *s, uint32_t id, const uint8_t *p, size
 	if (get_bytes(&p, end, &v, &f->file_len) < 0)
 		return -1;
 	f->file = v;
+	if (has_offset &&
+	    (f->kind != STORE_FRAME_UNKNOWN || get_varint(&p, end, &f->offset) < 0 || !f->offset))
+		return -1;
 	return p == end ? 0 : -1;
 }
 
@@ -657,7 +668,8 @@ int rdb_batch_frame(struct store_batch *bbase, const struct store_frame *f, uint
 	size_t pos;
 	int r;
 
-	if (f->kind > STORE_FRAME_SPAN || (!f->name && f->name_len) ||
+	if (f->kind > STORE_FRAME_SPAN || (f->offset && f->kind != STORE_FRAME_UNKNOWN) ||
+	    (!f->name && f->name_len) ||
 	    (!f->module && f->module_len) || (!f->build_id && f->build_id_len) ||
 	    (!f->file && f->file_len)) {
 		seterr(s, "invalid frame");
