@@ -192,6 +192,13 @@ int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32
 	return b->store->ops->batch_frame(b, f, id);
 }
 
+int store_batch_frame_rename(struct store_batch *b, uint32_t frame, const struct store_frame *named)
+{
+	if (!b->store->ops->batch_frame_rename)
+		return -EOPNOTSUPP;
+	return b->store->ops->batch_frame_rename(b, frame, named);
+}
+
 int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id)
 {
 	return b->store->ops->batch_node(b, parent, frame, id);

@@ -248,6 +248,19 @@ int store_batch_series(struct store_batch *b, const struct store_series_key *k, 
 int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32_t *id);
 int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
 
+/* Names an unnamed frame in place: when the batch commits, committed
+ * frame `frame` (of kind STORE_FRAME_UNKNOWN) becomes `named` (any other
+ * kind but STORE_FRAME_INLINE, offset 0, the same module and build id),
+ * under the same id.  So every stack node, count and window that holds
+ * it stays exact and shows the name; two sibling nodes whose frames
+ * become one function show as one node in a view, which merges siblings
+ * of one name.  A reader sees the names at its next store_refresh(), with
+ * the rest of the commit.  Renaming one frame twice in a batch keeps the
+ * last.  0, -EINVAL (a frame not committed or not unnamed, a `named`
+ * that breaks the rules above; the message says which), -ENOMEM, or
+ * -EOPNOTSUPP (a database: not yet). */
+int store_batch_frame_rename(struct store_batch *b, uint32_t frame, const struct store_frame *named);
+
 /* Adds a count for the stack ending at `node`, at time `when` (seconds;
  * bucketed by the store).  Counts for the same (series, bucket, node) are
  * summed in memory and merged into the store by addition. */

@@ -306,6 +306,122 @@ static void test_dir(void)
 	store_close(s);
 }
 
+/* ---- renames ------------------------------------------------------------------ */
+
+/* leaf_a, named: what symbolize makes of the unnamed frames of libx. */
+static struct store_frame leaf(const char *name)
+{
+	struct store_frame f = unnamed(0);
+
+	f.name = name;
+	f.name_len = strlen(name);
+	f.kind = STORE_FRAME_USER;
+	return f;
+}
+
+/* Frames 0x1040 and 0x2230 become leaf_a, 0xffffffffffff leaf_b, in one
+ * commit, with a reader open across it; counts, nodes and totals stay;
+ * a copy merges the two leaf_a nodes. */
+static void renames_in(const char *where, const char *other)
+{
+	struct store *w = NULL, *r = NULL, *o = NULL;
+	char err[512] = "", before[4096];
+	uint32_t ids[NOFF], series, nodes, id;
+
+	CHECKF(store_open(where, STORE_CREATE, &w, err, sizeof(err)) == 0, "%s", err);
+	if (!w)
+		return;
+	write_offsets(w, ids);
+	CHECKF(store_open(where, STORE_READONLY, &r, err, sizeof(err)) == 0, "%s", err);
+	if (!r) {
+		store_close(w);
+		return;
+	}
+	series = find_series(r, "h", "app", NULL);
+	snprintf(before, sizeof(before), "%s", dump(r, series, INT64_MIN, INT64_MAX));
+	CHECK_STR(before, "1700000040 main;[libx.so.1] 1 10\n1700000040 main;[libx.so.1] 2 20\n"
+	                  "1700000040 main;[libx.so.1] 3 30\n1700000040 main;[libx.so.1] 4 40\n");
+	nodes = store_node_count(r);
+
+	struct store_batch *b = store_batch_new(w);
+	struct store_frame a = leaf("leaf_a"), bb = leaf("leaf_b"), bad;
+	CHECK_OK(store_batch_frame_rename(b, ids[0], &a));
+	CHECK_OK(store_batch_frame_rename(b, ids[1], &bb));
+	CHECK_OK(store_batch_frame_rename(b, ids[1], &a)); /* the last wins */
+	CHECK_OK(store_batch_frame_rename(b, ids[3], &bb));
+	/* refused: a frame that has a name, a frame not committed, another
+	 * module, an offset, an unnamed kind */
+	CHECK(store_batch_frame_rename(b, 1, &a) == -EINVAL);
+	CHECK(store_batch_frame_rename(b, store_frame_count(w), &a) == -EINVAL);
+	bad = a;
+	bad.module = "/usr/lib/liby.so";
+	bad.module_len = 16;
+	CHECK(store_batch_frame_rename(b, ids[2], &bad) == -EINVAL);
+	bad = a;
+	bad.offset = 0x1040;
+	CHECK(store_batch_frame_rename(b, ids[2], &bad) == -EINVAL);
+	bad = a;
+	bad.kind = STORE_FRAME_UNKNOWN;
+	CHECK(store_batch_frame_rename(b, ids[2], &bad) == -EINVAL);
+	/* not yet: the reader and the writer see the old frames */
+	struct store_frame got;
+	CHECK_OK(store_frame_get(w, ids[0], &got));
+	CHECK(got.kind == STORE_FRAME_UNKNOWN);
+	CHECK_OK(store_batch_commit(b));
+	CHECK_OK(store_frame_get(w, ids[0], &got));
+	CHECK(got.kind == STORE_FRAME_USER && got.name_len == 6 && !memcmp(got.name, "leaf_a", 6) &&
+	      got.offset == 0 && got.module_len == 18);
+	/* the writer finds the named frame, and a new unnamed one at the old
+	 * place is a new frame */
+	CHECK_OK(store_batch_frame(b, &a, &id));
+	CHECK(id == ids[0] || id == ids[1]);
+	struct store_frame u0 = unnamed(offsets[0]);
+	CHECK_OK(store_batch_frame(b, &u0, &id));
+	CHECK(id == store_frame_count(w) - 1 && id > ids[NOFF - 1]);
+	store_batch_free(b); /* the new one is dropped */
+
+	CHECK(store_refresh(r) == 1);
+	CHECK(store_node_count(r) == nodes);
+	CHECK_STR(dump(r, series, INT64_MIN, INT64_MAX),
+	          "1700000040 main;leaf_a 1 10\n1700000040 main;leaf_a 2 20\n"
+	          "1700000040 main;[libx.so.1] 3 30\n1700000040 main;leaf_b 4 40\n");
+	store_close(w);
+	w = NULL;
+	/* a reopened writer reads the new records */
+	CHECKF(store_open(where, 0, &w, err, sizeof(err)) == 0, "%s", err);
+	if (w) {
+		CHECK_OK(store_frame_get(w, ids[3], &got));
+		CHECK(got.kind == STORE_FRAME_USER && got.name_len == 6 &&
+		      !memcmp(got.name, "leaf_b", 6));
+		b = store_batch_new(w);
+		CHECK_OK(store_batch_frame(b, &bb, &id));
+		CHECK(id == ids[3]);
+		store_batch_free(b);
+	}
+	/* a copy by content: the two leaf_a nodes are one */
+	CHECKF(store_open(other, STORE_CREATE, &o, err, sizeof(err)) == 0, "%s", err);
+	if (o) {
+		struct store_copy_opts opts = {0};
+		struct store_copy_stats st;
+		CHECKF(store_copy(o, r, &opts, &st, err, sizeof(err)) == 0, "%s", err);
+		CHECK_STR(dump(o, find_series(o, "h", "app", NULL), INT64_MIN, INT64_MAX),
+		          "1700000040 main;leaf_a 3 30\n1700000040 main;[libx.so.1] 3 30\n"
+		          "1700000040 main;leaf_b 4 40\n");
+	}
+	store_close(o);
+	store_close(r);
+	store_close(w);
+}
+
+static void test_renames(void)
+{
+	char dir[256], copy[256];
+
+	snprintf(dir, sizeof(dir), "%s/renames", tmpdir);
+	snprintf(copy, sizeof(copy), "%s/renames-copy", tmpdir);
+	renames_in(dir, copy);
+}
+
 /* ---- the database ------------------------------------------------------------- */
 
 static void test_db(void)
@@ -361,6 +477,7 @@ int main(int argc, char **argv)
 		run("db", test_db);
 	} else {
 		run("dir", test_dir);
+		run("renames", test_renames);
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd) != 0)
