@@ -61,6 +61,7 @@ struct store_ops {
 
 	int (*refresh)(struct store *s);
 	uint64_t (*sequence)(const struct store *s);
+	uint64_t (*renames)(const struct store *s); /* NULL: never renames */
 	int (*series_list)(struct store *s, struct store_series **out, size_t *n);
 	uint32_t (*node_count)(const struct store *s);
 	int (*node_get)(const struct store *s, uint32_t node, uint32_t *parent, uint32_t *frame);

@@ -232,6 +232,11 @@ int store_refresh(struct store *s)
 	return s->ops->refresh(s);
 }
 
+uint64_t store_renames(const struct store *s)
+{
+	return s->ops->renames ? s->ops->renames(s) : 0;
+}
+
 uint64_t store_sequence(const struct store *s)
 {
 	return s->ops->sequence(s);

@@ -325,6 +325,12 @@ int store_batch_commit(struct store_batch *b);
  * Returns 1 when the store changed since the last call, 0 when not. */
 int store_refresh(struct store *s);
 
+/* Moves (it is the number of the last commit that renamed frames, 0 when
+ * none has) when this handle's frames took names from
+ * store_batch_frame_rename(): its own commits, or a reader's refresh.
+ * Views built before it moved show the old names. */
+uint64_t store_renames(const struct store *s);
+
 /* The latest sequence number seen; it moves whenever something commits. */
 uint64_t store_sequence(const struct store *s);
 

@@ -106,7 +106,36 @@ static int read_loads(struct symbolize_later *m, Elf *elf)
 	return 0;
 }
 
-/* Reports `file` as the module of m's session; 0 when it has symbols. */
+/* Whether the symbols libdwfl found for mod are only its .dynsym (what
+ * it exports, or nothing but imports): its file has no .symtab and no
+ * .gnu_debugdata, and no more symbols than its .dynsym holds. */
+static bool dynsym_only(Dwfl_Module *mod, int nsyms)
+{
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, ndyn = 0;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return true;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			return false;
+		if (sh.sh_type == SHT_DYNSYM && sh.sh_entsize)
+			ndyn += sh.sh_size / sh.sh_entsize;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".gnu_debugdata"))
+			return false;
+	}
+	return (size_t)nsyms <= ndyn;
+}
+
+/* Reports `file` as the module of m's session: 0 when libdwfl found its
+ * symbol table, 1 when only its .dynsym, -errno else. */
 static int report(struct symbolize_later *m, const char *file)
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -120,7 +149,10 @@ static int report(struct symbolize_later *m, const char *file)
 		close(fd);
 		return -EINVAL;
 	}
-	return dwfl_module_getsymtab(m->mod) > 0 ? 0 : -ENOENT;
+	int n = dwfl_module_getsymtab(m->mod);
+	if (n <= 0)
+		return -ENOENT;
+	return dynsym_only(m->mod, n) ? 1 : 0;
 }
 
 /* Opens a fresh libdwfl session. */
@@ -178,7 +210,7 @@ int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
 	struct symbolize_later *m = calloc(1, sizeof(*m));
 	size_t len = strlen("+:.debug:/usr/lib/debug") + 1;
 	bool own = false;
-	int r;
+	int r = -ENOENT;
 
 	*out = NULL;
 	if (!m)
@@ -209,7 +241,7 @@ int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
 		r = session(m);
 		if (r == 0)
 			r = report(m, path);
-		if (r != -ENOMEM && m->mod && !m->loads) {
+		if (r != -ENOMEM && m->mod) {
 			Dwarf_Addr bias;
 			int lr = read_loads(m, dwfl_module_getelf(m->mod, &bias));
 			if (lr == -ENOMEM)
@@ -224,13 +256,20 @@ int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
 		if (r == -ENOMEM)
 			goto fail;
 	}
-	/* Else a debug file by build id, named as the module. */
+	/* Else a debug file by build id, named as the module (placed by the
+	 * module's own segments when it is here: a debug file's say where
+	 * the code was in memory, not in the file). */
 	{
 		char *file = NULL;
 		if (build_id_len)
 			file = find_in_dir("/usr/lib/debug", build_id, build_id_len);
 		for (size_t i = 0; !file && o && i < o->ndirs; i++)
 			file = find_in_dir(o->dirs[i], build_id, build_id_len);
+		if (!file && own && r == 1 && m->loads) {
+			/* only what it exports: better than nothing */
+			m->source = strdup(path);
+			goto found;
+		}
 		if (!file) {
 			r = -ENOENT;
 			goto fail;
@@ -242,8 +281,10 @@ int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
 			Dwarf_Addr bias;
 			r = read_loads(m, dwfl_module_getelf(m->mod, &bias));
 		}
-		if (r < 0) {
+		if (r != 0) {
 			free(file);
+			if (r > 0)
+				r = -ENOENT;
 			goto fail;
 		}
 		m->source = file;
@@ -279,7 +320,7 @@ int symbolize_later_name(struct symbolize_later *m, uint64_t offset, char **name
 	if (!placed)
 		return 0;
 	raw = dwfl_module_addrinfo(m->mod, vaddr, &off, &sym, NULL, NULL, NULL);
-	if (!raw || !*raw || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+	if (!raw || !*raw || GELF_ST_TYPE(sym.st_info) != STT_FUNC || off >= sym.st_size)
 		return 0;
 	*name = symbolize_symbol(raw, false);
 	return *name ? 1 : -ENOMEM;

@@ -576,6 +576,7 @@ int renames_write(struct rdb_batch *b, rocksdb_writebatch_t *wb);
 void renames_applied(struct rdb_batch *b);
 void renames_reset(struct rdb_batch *b);
 int renames_load(struct rdb *s, bool at_open);
+uint64_t rdb_renames(const struct store *s);
 
 /* The writer's id tables: indexes the frames from frames_from and the
  * nodes from nodes_from on (what load_new() just loaded).  0 or -ENOMEM;

@@ -922,7 +922,14 @@ void renames_applied(struct rdb_batch *b)
 {
 	for (size_t i = 0; i < b->nrenames; i++)
 		(void)frame_replace(b->s, b->renames[i].id, &b->renames[i].f);
+	if (b->nrenames)
+		b->s->renames_upto = b->s->commits;
 	renames_reset(b);
+}
+
+uint64_t rdb_renames(const struct store *sbase)
+{
+	return rdb_cof(sbase)->renames_upto;
 }
 
 /* Reads frame id's record again (a reader, after a rename). */

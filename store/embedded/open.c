@@ -761,6 +761,7 @@ const struct store_ops embedded_ops = {
         .batch_commit = rdb_batch_commit,
         .refresh = rdb_refresh,
         .sequence = rdb_sequence,
+        .renames = rdb_renames,
         .series_list = rdb_series_list,
         .node_count = rdb_node_count,
         .node_get = rdb_node_get,
