@@ -212,13 +212,13 @@ int cmd_symbolize(int argc, char **argv)
 		cli_die_store(s);
 	fprintf(stderr,
 	        PROG ": symbolize: %s %zu of %zu unnamed frames in %zu of %zu modules;"
-	        " %zu modules still without names%s%s%s\n",
+	             " %zu modules still without names%s%s%s\n",
 	        dry ? "would name" : "named", named, nu, modules_named, modules, left,
 	        left ? ": " : "", left ? left_list : "", left > 3 ? ", ..." : "");
 	if (left)
 		fprintf(stderr,
 		        PROG ": symbolize: install their debug packages, give --debug-dir, or set "
-		        "DEBUGINFOD_URLS, and run symbolize again\n");
+		             "DEBUGINFOD_URLS, and run symbolize again\n");
 	free(left_list);
 	free(u);
 	free(dirs);

@@ -140,9 +140,9 @@ int cli_store_only_options(int argc, char **argv, void (*usage)(FILE *f), const 
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage_error(NULL,
-		                       "no command given; expected import, record, stats, export, "
-		                       "samples, compact, prune, push, merge, unwind-table or symbolize");
+		return cli_usage_error(
+		        NULL, "no command given; expected import, record, stats, export, "
+		              "samples, compact, prune, push, merge, unwind-table or symbolize");
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		usage_main(stdout);

@@ -259,7 +259,8 @@ int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uin
  * last.  0, -EINVAL (a frame not committed or not unnamed, a `named`
  * that breaks the rules above; the message says which), -ENOMEM, or
  * -EOPNOTSUPP (a database: not yet). */
-int store_batch_frame_rename(struct store_batch *b, uint32_t frame, const struct store_frame *named);
+int store_batch_frame_rename(struct store_batch *b, uint32_t frame,
+                             const struct store_frame *named);
 
 /* Adds a count for the stack ending at `node`, at time `when` (seconds;
  * bucketed by the store).  Counts for the same (series, bucket, node) are

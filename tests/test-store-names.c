@@ -25,7 +25,7 @@
 
 static char tmpdir[] = "/tmp/test-store-names-XXXXXX";
 
-static const uint8_t bid_x[20] = {0xde, 0xad, 0xbe, 0xef, 1, 2,  3,  4,  5,  6,
+static const uint8_t bid_x[20] = {0xde, 0xad, 0xbe, 0xef, 1,  2,  3,  4,  5,  6,
                                   7,    8,    9,    10,   11, 12, 13, 14, 15, 16};
 
 /* An unnamed frame of libx at `offset`. */
@@ -91,9 +91,9 @@ static void write_offsets(struct store *s, uint32_t *ids)
 	CHECK(b != NULL);
 	if (!b)
 		return;
-	CHECK_OK(store_batch_series(b, &(struct store_series_key){"h", "app", "1", "cpu-clock",
-	                                                          "nanoseconds", NULL},
-	                            &series));
+	CHECK_OK(store_batch_series(
+	        b, &(struct store_series_key){"h", "app", "1", "cpu-clock", "nanoseconds", NULL},
+	        &series));
 	CHECK_OK(store_batch_frame(b, &m, &mid));
 	CHECK_OK(store_batch_node(b, STORE_ROOT_NODE, mid, &node));
 	for (size_t i = 0; i < NOFF; i++) {

@@ -21,8 +21,7 @@
 
 /* One pointer of encoding enc at *p (ELF address `here`); false when the
  * encoding is not understood or the bytes run out. */
-static bool read_ptr(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t here,
-                     uint64_t *v)
+static bool read_ptr(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t here, uint64_t *v)
 {
 	size_t n;
 	bool sign = false;
@@ -161,8 +160,8 @@ static void fdes_load(struct module *m)
 			continue;
 		if (m->nfdes == cap) {
 			size_t ncap = cap ? cap * 2 : 256;
-			struct fde_range *n = ncap < (1u << 24) ? realloc(m->fdes, ncap * sizeof(*n))
-			                                        : NULL;
+			struct fde_range *n =
+			        ncap < (1u << 24) ? realloc(m->fdes, ncap * sizeof(*n)) : NULL;
 			if (!n)
 				break; /* the ones listed still serve */
 			m->fdes = n;

@@ -26,8 +26,7 @@
 #ifdef FLAMEFS_RECORD_NO_BPF
 
 int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
-                         const uint8_t *build_id, size_t build_id_len,
-                         struct symbolize_later **out)
+                         const uint8_t *build_id, size_t build_id_len, struct symbolize_later **out)
 {
 	(void)o, (void)path, (void)build_id, (void)build_id_len;
 	*out = NULL;
@@ -179,7 +178,8 @@ static char *find_in_dir(const char *dir, const uint8_t *bid, size_t len)
 	for (size_t i = 0; i < len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", bid[i]);
 	for (int k = 0; k < 2; k++) {
-		if (asprintf(&p, "%s%s/%.2s/%s.debug", dir, k ? "" : "/.build-id", hex, hex + 2) < 0)
+		if (asprintf(&p, "%s%s/%.2s/%s.debug", dir, k ? "" : "/.build-id", hex, hex + 2) <
+		    0)
 			return NULL;
 		if (access(p, R_OK) == 0 && file_has_build_id(p, bid, len))
 			return p;
@@ -204,8 +204,7 @@ static char *find_in_dir(const char *dir, const uint8_t *bid, size_t len)
 }
 
 int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
-                         const uint8_t *build_id, size_t build_id_len,
-                         struct symbolize_later **out)
+                         const uint8_t *build_id, size_t build_id_len, struct symbolize_later **out)
 {
 	struct symbolize_later *m = calloc(1, sizeof(*m));
 	size_t len = strlen("+:.debug:/usr/lib/debug") + 1;
@@ -236,7 +235,8 @@ int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
 	 * segments place the offsets, and libdwfl looks for its symbols
 	 * everywhere it knows (build id dirs, debuglink, debugdata,
 	 * debuginfod). */
-	own = path && *path == '/' && build_id_len && file_has_build_id(path, build_id, build_id_len);
+	own = path && *path == '/' && build_id_len &&
+	      file_has_build_id(path, build_id, build_id_len);
 	if (own) {
 		r = session(m);
 		if (r == 0)

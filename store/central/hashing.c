@@ -527,13 +527,14 @@ static int load_runs(struct pg *s, const char *what, const char *sql, const uint
 int central_load_new(struct pg *s)
 {
 	int r = load_runs(s, "loading frames",
-	                  s->schema >= 6 ? "SELECT r.first, kinds, lines, names, modules, build_ids,"
-	                                   " files, o.offsets FROM frame_runs r LEFT JOIN"
-	                                   " frame_offsets o ON o.first = r.first"
-	                                   " WHERE r.first >= $1 ORDER BY r.first LIMIT 64"
-	                                 : "SELECT first, kinds, lines, names, modules, build_ids,"
-	                                   " files, NULL::int8[] FROM frame_runs WHERE first >= $1"
-	                                   " ORDER BY first LIMIT 64",
+	                  s->schema >= 6
+	                          ? "SELECT r.first, kinds, lines, names, modules, build_ids,"
+	                            " files, o.offsets FROM frame_runs r LEFT JOIN"
+	                            " frame_offsets o ON o.first = r.first"
+	                            " WHERE r.first >= $1 ORDER BY r.first LIMIT 64"
+	                          : "SELECT first, kinds, lines, names, modules, build_ids,"
+	                            " files, NULL::int8[] FROM frame_runs WHERE first >= $1"
+	                            " ORDER BY first LIMIT 64",
 	                  &s->nframes, frame_run);
 
 	if (r == 0)

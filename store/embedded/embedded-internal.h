@@ -65,10 +65,10 @@ extern const char *const cf_names[CF_COUNT_ALL];
 
 /* In a frame record's kind byte (schema 2): the module and build id are
  * those of an earlier frame, named by its distance back. */
-#define FRAME_MODULE_REF  0x80u
+#define FRAME_MODULE_REF 0x80u
 /* In a frame record's kind byte (schema 6): the record ends with the
  * frame's offset (a varint, not 0); without it the offset is 0. */
-#define FRAME_OFFSET 0x40u
+#define FRAME_OFFSET      0x40u
 #define MODULE_LAST_SLOTS 4096u
 
 #define META_SCHEMA         "mschema"
@@ -254,9 +254,9 @@ struct rdb {
 	uint64_t seq;
 	uint64_t live_sig; /* reader: live_files_sig() at last open */
 	char errmsg[ERRLEN];
-	char notice[ERRLEN];  /* store_notice(); empty when none */
-	char id_hex[33];      /* store_id() */
-	uint64_t commits;     /* the last commit's number (changes.c) */
+	char notice[ERRLEN]; /* store_notice(); empty when none */
+	char id_hex[33];     /* store_id() */
+	uint64_t commits;    /* the last commit's number (changes.c) */
 	/* reader: the last rename record (KEY_RENAME) applied or loaded
 	 * with the frames */
 	uint64_t renames_upto;

@@ -317,8 +317,8 @@ int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref)
 
 	if (r < 0)
 		return r;
-	b->p[b->len++] = (uint8_t)(f->kind | (ref ? FRAME_MODULE_REF : 0) |
-	                           (f->offset ? FRAME_OFFSET : 0));
+	b->p[b->len++] =
+	        (uint8_t)(f->kind | (ref ? FRAME_MODULE_REF : 0) | (f->offset ? FRAME_OFFSET : 0));
 	buf_varint(b, f->line);
 	buf_bytes(b, f->name, f->name_len);
 	if (ref) {
@@ -669,9 +669,8 @@ int rdb_batch_frame(struct store_batch *bbase, const struct store_frame *f, uint
 	int r;
 
 	if (f->kind > STORE_FRAME_SPAN || (f->offset && f->kind != STORE_FRAME_UNKNOWN) ||
-	    (!f->name && f->name_len) ||
-	    (!f->module && f->module_len) || (!f->build_id && f->build_id_len) ||
-	    (!f->file && f->file_len)) {
+	    (!f->name && f->name_len) || (!f->module && f->module_len) ||
+	    (!f->build_id && f->build_id_len) || (!f->file && f->file_len)) {
 		seterr(s, "invalid frame");
 		return -EINVAL;
 	}
@@ -787,7 +786,8 @@ static uint64_t be64_get(const uint8_t *p)
 	return v;
 }
 
-int rdb_batch_frame_rename(struct store_batch *bbase, uint32_t frame, const struct store_frame *named)
+int rdb_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
+                           const struct store_frame *named)
 {
 	struct rdb_batch *b = rdb_batch_of(bbase);
 	struct rdb *s = b->s;
@@ -810,7 +810,8 @@ int rdb_batch_frame_rename(struct store_batch *bbase, uint32_t frame, const stru
 	    !named->name || (!named->file && named->file_len) ||
 	    !mem_eq(named->module, named->module_len, old->module, old->module_len) ||
 	    !mem_eq(named->build_id, named->build_id_len, old->build_id, old->build_id_len)) {
-		seterr(s, "frame %u: invalid new name (a named kind, no offset, the frame's module)",
+		seterr(s,
+		       "frame %u: invalid new name (a named kind, no offset, the frame's module)",
 		       frame);
 		return -EINVAL;
 	}
