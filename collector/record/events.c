@@ -486,7 +486,11 @@ static struct bpf_link *attach_tracepoint(struct bpf_program *prog, const char *
 static struct bpf_link *attach_raw(struct bpf_program *prog, const char *name, const char *needs,
                                    char *why, size_t whylen)
 {
-	struct bpf_link *l = bpf_program__attach_raw_tracepoint(prog, name);
+	/* A tp_btf program (on_sys_exit) names its tracepoint in its section
+	 * and was matched to it at load. */
+	struct bpf_link *l = bpf_program__type(prog) == BPF_PROG_TYPE_TRACING
+	                             ? bpf_program__attach_trace(prog)
+	                             : bpf_program__attach_raw_tracepoint(prog, name);
 
 	if (l)
 		return l;

@@ -420,18 +420,27 @@ static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 r
 #define NR_pwritev2        328
 #define TS_COMPAT          0x0002 /* thread_info.status: a 32-bit call */
 
-/* (struct pt_regs *regs, long ret) */
-SEC("raw_tp/sys_exit")
-int on_sys_exit(void *ctx)
+/* A BTF-typed kernel pointer's member at a byte offset from .rodata: the
+ * verifier reads a frozen .rodata's value as a constant, so this is a
+ * checked direct load (no helper call), as base->member would be. */
+static __always_inline __u64 btf_member8(const void *base, __u32 off)
 {
-	const __u64 *args = ctx;
-	__s64 ret = (__s64)args[1];
-	__u64 regs = args[0];
+	return *(const __u64 *)((const char *)base + off);
+}
+
+/* (struct pt_regs *regs, long ret): a BTF tracepoint, so regs and the
+ * current task are typed pointers the program reads directly; the call is
+ * matched by number before anything else is read. */
+SEC("tp_btf/sys_exit")
+int on_sys_exit(__u64 *ctx)
+{
+	const struct pt_regs *regs = (const struct pt_regs *)ctx[0];
+	__s64 ret = (__s64)ctx[1];
 	__u32 in = 0, out = 0; /* the fds' pt_regs offsets, 0: none */
 
 	if (ret <= 0)
 		return 0;
-	switch (kmember(regs, regs_nr, 8)) {
+	switch (btf_member8(regs, regs_nr)) {
 	case NR_read:
 	case NR_pread64:
 	case NR_readv:
@@ -454,11 +463,11 @@ int on_sys_exit(void *ctx)
 	default: return 0;
 	}
 	/* A 32-bit task's numbers are other calls (its 20 is getpid). */
-	if (kmember((__u64)bpf_get_current_task(), ti_status, 4) & TS_COMPAT)
+	if (*(const __u32 *)((const char *)bpf_get_current_task_btf() + ti_status) & TS_COMPAT)
 		return 0;
 	if (in)
-		vfs_done(ctx, regs, in, ret, 0);
+		vfs_done(ctx, (__u64)regs, in, ret, 0);
 	if (out)
-		vfs_done(ctx, regs, out, ret, 1);
+		vfs_done(ctx, (__u64)regs, out, ret, 1);
 	return 0;
 }
