@@ -30,7 +30,8 @@ static int hook(const struct btf *vmlinux, const char *tp)
 	int fd;
 
 	if (!vmlinux) {
-		fd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "nothing", "GPL", nothing, 2, NULL);
+		fd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "nothing", "GPL", nothing, 2,
+		                   NULL);
 		if (fd < 0 || bpf_raw_tracepoint_open(tp, fd) < 0)
 			return -errno;
 		return 0;
