@@ -41,8 +41,11 @@ static int hook(const struct btf *vmlinux, const char *tp)
 	int id = btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF);
 	if (id < 0)
 		return id;
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_RAW_TP,
-	            .attach_btf_id = (unsigned)id);
+	/* Not LIBBPF_OPTS(): a GNU statement expression, which -Wpedantic
+	 * refuses. */
+	struct bpf_prog_load_opts o = {.sz = sizeof(o),
+	                               .expected_attach_type = BPF_TRACE_RAW_TP,
+	                               .attach_btf_id = (unsigned)id};
 	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "nothing", "GPL", nothing, 2, &o);
 	if (fd < 0 || bpf_link_create(fd, 0, BPF_TRACE_RAW_TP, NULL) < 0)
 		return -errno;
