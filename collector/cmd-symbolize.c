@@ -142,7 +142,8 @@ int cmd_symbolize(int argc, char **argv)
 		}
 		u[nu++] = (struct unnamed){id, f};
 	}
-	qsort(u, nu, sizeof(*u), unnamed_cmp);
+	if (nu)
+		qsort(u, nu, sizeof(*u), unnamed_cmp);
 
 	struct symbolize_later_opts lo = {dirs, ndirs};
 	struct store_batch *b = dry ? NULL : store_batch_new(s);

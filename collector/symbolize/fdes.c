@@ -169,7 +169,8 @@ static void fdes_load(struct module *m)
 		}
 		m->fdes[m->nfdes++] = (struct fde_range){start, start + range};
 	}
-	qsort(m->fdes, m->nfdes, sizeof(*m->fdes), range_cmp);
+	if (m->nfdes)
+		qsort(m->fdes, m->nfdes, sizeof(*m->fdes), range_cmp);
 }
 
 uint64_t sym_module_function_start(struct module *m, uint64_t vaddr)
