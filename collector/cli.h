@@ -100,6 +100,7 @@ int cmd_prune(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_unwind_table(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 int cmd_samples(int argc, char **argv);
 
 #endif

@@ -82,6 +82,8 @@ static void usage_main(FILE *f)
 	      "  push     copy what changed into a central database (PostgreSQL)\n"
 	      "  merge    bring whole stores, directories or databases, into one\n"
 	      "  unwind-table  print the CFI table record walks a file's stacks with\n"
+	      "  symbolize     name the frames stored without names, from debug info\n"
+	      "                found later (debug packages, directories, debuginfod)\n"
 	      "\n"
 	      "Options for every command:\n"
 	      "  --store STORE the store: a directory, or a database given as a\n"
@@ -138,9 +140,9 @@ int cli_store_only_options(int argc, char **argv, void (*usage)(FILE *f), const 
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage_error(NULL,
-		                       "no command given; expected import, record, stats, export, "
-		                       "samples, compact, prune, push, merge or unwind-table");
+		return cli_usage_error(
+		        NULL, "no command given; expected import, record, stats, export, "
+		              "samples, compact, prune, push, merge, unwind-table or symbolize");
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		usage_main(stdout);
@@ -172,8 +174,10 @@ int main(int argc, char **argv)
 		return record_main(argc, argv);
 	if (strcmp(cmd, "unwind-table") == 0)
 		return cmd_unwind_table(argc, argv);
+	if (strcmp(cmd, "symbolize") == 0)
+		return cmd_symbolize(argc, argv);
 	return cli_usage_error(NULL,
 	                       "unknown command \"%s\"; expected import, record, stats, export, "
-	                       "samples, compact, prune, push, merge or unwind-table",
+	                       "samples, compact, prune, push, merge, unwind-table or symbolize",
 	                       cmd);
 }

@@ -15,7 +15,10 @@ pkgs=(
 	libxml2-utils chromium
 	systemtap-sdt-dev
 	postgresql-15 libpq-dev
+	debuginfod
 )
+# debuginfod: tests/test-symbolize-later.sh serves debug files with a real
+# server (debuginfod -F DIR) and names frames through it.
 # openjdk-17-jdk-headless and nodejs: tests/test-jit.sh records a JVM and node
 # with their JIT perf maps.
 # systemtap-sdt-dev: <sys/sdt.h> for contrib/spans-demo.c's USDT probes.

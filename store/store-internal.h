@@ -51,6 +51,8 @@ struct store_ops {
 	int (*batch_series)(struct store_batch *b, const struct store_series_key *k, uint32_t *id);
 	int (*batch_frame)(struct store_batch *b, const struct store_frame *f, uint32_t *id);
 	int (*batch_node)(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
+	int (*batch_frame_rename)(struct store_batch *b, uint32_t frame,
+	                          const struct store_frame *named);
 	int (*batch_add)(struct store_batch *b, uint32_t series, int64_t when, uint32_t node,
 	                 uint64_t samples, uint64_t weight);
 	int (*batch_sample)(struct store_batch *b, uint32_t series, const struct store_sample *smp);
@@ -59,6 +61,7 @@ struct store_ops {
 
 	int (*refresh)(struct store *s);
 	uint64_t (*sequence)(const struct store *s);
+	uint64_t (*renames)(const struct store *s); /* NULL: never renames */
 	int (*series_list)(struct store *s, struct store_series **out, size_t *n);
 	uint32_t (*node_count)(const struct store *s);
 	int (*node_get)(const struct store *s, uint32_t node, uint32_t *parent, uint32_t *frame);

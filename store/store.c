@@ -192,6 +192,13 @@ int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32
 	return b->store->ops->batch_frame(b, f, id);
 }
 
+int store_batch_frame_rename(struct store_batch *b, uint32_t frame, const struct store_frame *named)
+{
+	if (!b->store->ops->batch_frame_rename)
+		return -EOPNOTSUPP;
+	return b->store->ops->batch_frame_rename(b, frame, named);
+}
+
 int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id)
 {
 	return b->store->ops->batch_node(b, parent, frame, id);
@@ -223,6 +230,11 @@ int store_batch_commit(struct store_batch *b)
 int store_refresh(struct store *s)
 {
 	return s->ops->refresh(s);
+}
+
+uint64_t store_renames(const struct store *s)
+{
+	return s->ops->renames ? s->ops->renames(s) : 0;
 }
 
 uint64_t store_sequence(const struct store *s)

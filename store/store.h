@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION         5
+#define STORE_SCHEMA_VERSION         6
 #define STORE_SCHEMA_OLDEST          1 /* the oldest one still read */
 #define STORE_DEFAULT_BUCKET_SECONDS 60
 
@@ -54,7 +54,16 @@ enum store_frame_kind {
  * need not be NUL-terminated; a NULL pointer means empty.  `name` is the
  * frame exactly as it is shown in folded output.  The other fields are
  * attributes kept for pprof output.  Two frames are the same frame when
- * every field is equal. */
+ * every field is equal.
+ *
+ * A frame that could not be named (STORE_FRAME_UNKNOWN) keeps where it
+ * was: its module's path and build id, and `offset`, the byte offset in
+ * the module's file of the start of the function the pc was in (from the
+ * file's .eh_frame), or of the pc itself where no unwind entry covers it.
+ * So unnamed code keeps one frame per function, as named code does, and
+ * `flamefs-collect symbolize` can name it later
+ * (store_batch_frame_rename()).  `offset` is 0 in every other kind, and
+ * in an unnamed frame whose place is not known. */
 struct store_frame {
 	const char *name;
 	size_t name_len;
@@ -64,8 +73,9 @@ struct store_frame {
 	size_t build_id_len;
 	const char *file; /* source file */
 	size_t file_len;
-	uint32_t line; /* 0 when unknown */
-	uint8_t kind;  /* enum store_frame_kind */
+	uint32_t line;   /* 0 when unknown */
+	uint8_t kind;    /* enum store_frame_kind */
+	uint64_t offset; /* STORE_FRAME_UNKNOWN only: the function's file offset */
 };
 
 /* What identifies a series.  NUL-terminated strings. */
@@ -238,6 +248,20 @@ int store_batch_series(struct store_batch *b, const struct store_series_key *k, 
 int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32_t *id);
 int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uint32_t *id);
 
+/* Names an unnamed frame in place: when the batch commits, committed
+ * frame `frame` (of kind STORE_FRAME_UNKNOWN) becomes `named` (any other
+ * kind but STORE_FRAME_INLINE, offset 0, the same module and build id),
+ * under the same id.  So every stack node, count and window that holds
+ * it stays exact and shows the name; two sibling nodes whose frames
+ * become one function show as one node in a view, which merges siblings
+ * of one name.  A reader sees the names at its next store_refresh(), with
+ * the rest of the commit.  Renaming one frame twice in a batch keeps the
+ * last.  0, -EINVAL (a frame not committed or not unnamed, a `named`
+ * that breaks the rules above; the message says which), -ENOMEM, or
+ * -EOPNOTSUPP (a database: not yet). */
+int store_batch_frame_rename(struct store_batch *b, uint32_t frame,
+                             const struct store_frame *named);
+
 /* Adds a count for the stack ending at `node`, at time `when` (seconds;
  * bucketed by the store).  Counts for the same (series, bucket, node) are
  * summed in memory and merged into the store by addition. */
@@ -301,6 +325,12 @@ int store_batch_commit(struct store_batch *b);
 /* For a reader: catch up with the writer and load new frames and nodes.
  * Returns 1 when the store changed since the last call, 0 when not. */
 int store_refresh(struct store *s);
+
+/* Moves (it is the number of the last commit that renamed frames, 0 when
+ * none has) when this handle's frames took names from
+ * store_batch_frame_rename(): its own commits, or a reader's refresh.
+ * Views built before it moved show the old names. */
+uint64_t store_renames(const struct store *s);
 
 /* The latest sequence number seen; it moves whenever something commits. */
 uint64_t store_sequence(const struct store *s);

@@ -100,10 +100,10 @@ fi
 # ---- flamefs-collect: usage errors -----------------------------------------------------
 fc="flamefs-collect"
 says "$fc with no command" 2 \
-	"$fc: no command given; expected import, record, stats, export, samples, compact, prune, push, merge or unwind-table; try '$fc --help'" \
+	"$fc: no command given; expected import, record, stats, export, samples, compact, prune, push, merge, unwind-table or symbolize; try '$fc --help'" \
 	"$collect"
 says "$fc bogus" 2 \
-	"$fc: unknown command \"bogus\"; expected import, record, stats, export, samples, compact, prune, push, merge or unwind-table; try '$fc --help'" \
+	"$fc: unknown command \"bogus\"; expected import, record, stats, export, samples, compact, prune, push, merge, unwind-table or symbolize; try '$fc --help'" \
 	"$collect" bogus
 says "import --bogus" 2 "$fc import: unknown option --bogus; try '$fc import --help'" \
 	"$collect" import --bogus x

@@ -486,17 +486,20 @@ static struct bpf_link *attach_tracepoint(struct bpf_program *prog, const char *
 static struct bpf_link *attach_raw(struct bpf_program *prog, const char *name, const char *needs,
                                    char *why, size_t whylen)
 {
-	struct bpf_link *l = bpf_program__attach_raw_tracepoint(prog, name);
+	/* A tp_btf program (on_sys_exit) names its tracepoint in its section
+	 * and was matched to it at load. */
+	bool btf = bpf_program__type(prog) == BPF_PROG_TYPE_TRACING;
+	const char *how = btf ? "BPF_LINK_CREATE (tp_btf)" : "BPF_RAW_TRACEPOINT_OPEN";
+	struct bpf_link *l = btf ? bpf_program__attach_trace(prog)
+	                         : bpf_program__attach_raw_tracepoint(prog, name);
 
 	if (l)
 		return l;
 	if (errno == ENOENT)
-		snprintf(why, whylen,
-		         "the kernel has no tracepoint %s (BPF_RAW_TRACEPOINT_OPEN: %s); it "
-		         "comes with %s",
-		         name, strerror(errno), needs);
+		snprintf(why, whylen, "the kernel has no tracepoint %s (%s: %s); it comes with %s",
+		         name, how, strerror(errno), needs);
 	else
-		snprintf(why, whylen, "BPF_RAW_TRACEPOINT_OPEN %s: %s%s", name, strerror(errno),
+		snprintf(why, whylen, "%s %s: %s%s", how, name, strerror(errno),
 		         errno == EPERM ? "; needs CAP_BPF and CAP_PERFMON" : "");
 	return NULL;
 }
@@ -557,7 +560,11 @@ int record_attach_events(struct recorder *r)
 			fprintf(stderr,
 			        PROG ": record: event %s left out: cannot attach the %s %s: %s\n",
 			        record_events[ev].arg,
-			        att[i].needs ? "raw tracepoint" : "tracepoint", att[i].where, why);
+			        !att[i].needs ? "tracepoint"
+			        : bpf_program__type(att[i].prog) == BPF_PROG_TYPE_TRACING
+			                ? "BTF tracepoint"
+			                : "raw tracepoint",
+			        att[i].where, why);
 			r->ev_attached[ev] = false;
 			continue;
 		}

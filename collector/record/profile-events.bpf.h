@@ -2,8 +2,8 @@
  * profile-events.bpf.h — profile.bpf.c's events other than the cpu-clock
  * sample: off-CPU time (sched_switch), RSS gained (kmem/rss_stat), block
  * I/O (submission to completion), network bytes (sock send and
- * receive) and bytes read and written through the VFS (fexit of
- * vfs_read, vfs_write and their kin).  Included once, last, by
+ * receive) and bytes read and written through the VFS (the exit of the
+ * system calls that move file data).  Included once, last, by
  * profile.bpf.c, whose record() each one ends in (see
  * profile-walk.bpf.h).
  */
@@ -350,15 +350,17 @@ static __always_inline __u64 fd_file(__u64 fd)
 	return kmember(kmember(fdt, fdt_fd, 8) + fd * 8, 0, 8);
 }
 
-/* One call of the current thread moved ret > 0 bytes through the fd in
- * its system call's argument at pt_regs offset fd_at, in direction dir (0
- * read, 1 write).  The fd is read only when a stack is taken. */
-static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 ret, __u32 dir)
+/* One call of the current thread (task) moved ret > 0 bytes through the fd
+ * in its system call's argument at pt_regs offset fd_at, in direction dir
+ * (0 read, 1 write).  A call that takes no stack costs one task-storage
+ * lookup and no other helper call; the fd is read only when a stack is
+ * taken. */
+static __always_inline void vfs_done(void *ctx, struct task_struct *task, __u64 regs, __u32 fd_at,
+                                     __s64 ret, __u32 dir)
 {
 	__u32 ev = dir ? PROFILE_EV_VFS_WRITE : PROFILE_EV_VFS_READ;
-	__u32 every = ev_every[ev], tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 every = ev_every[ev], tgid;
 	struct vfs_thread *t;
-	struct task_struct *task;
 	struct profile_key key;
 	__u64 *all, weight;
 
@@ -366,10 +368,9 @@ static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 r
 		return;
 	/* A thread with storage is followed: it got it that way, and a
 	 * process stays followed until it exits. */
-	task = bpf_get_current_task_btf();
 	t = bpf_task_storage_get(&vfs_threads, task, 0, 0);
 	if (!t) {
-		if (!followed(tgid))
+		if (!followed(bpf_get_current_pid_tgid() >> 32))
 			return;
 		t = bpf_task_storage_get(&vfs_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!t)
@@ -390,7 +391,9 @@ static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 r
 	t->next[dir] = (every + 1) / 2 + bpf_get_prandom_u32() % every;
 
 	/* record(), with the file system in the key */
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	tgid = id >> 32;
 	__u64 ts = bpf_ktime_get_ns();
 	count(PROFILE_STAT_SEEN);
 	__sync_fetch_and_add(&ev_seen[ev], 1);
@@ -420,18 +423,28 @@ static __always_inline void vfs_done(void *ctx, __u64 regs, __u32 fd_at, __s64 r
 #define NR_pwritev2        328
 #define TS_COMPAT          0x0002 /* thread_info.status: a 32-bit call */
 
-/* (struct pt_regs *regs, long ret) */
-SEC("raw_tp/sys_exit")
-int on_sys_exit(void *ctx)
+/* A BTF-typed kernel pointer's member at a byte offset from .rodata: the
+ * verifier reads a frozen .rodata's value as a constant, so this is a
+ * checked direct load (no helper call), as base->member would be. */
+static __always_inline __u64 btf_member8(const void *base, __u32 off)
 {
-	const __u64 *args = ctx;
-	__s64 ret = (__s64)args[1];
-	__u64 regs = args[0];
+	return *(const __u64 *)((const char *)base + off);
+}
+
+/* (struct pt_regs *regs, long ret): a BTF tracepoint, so regs and the
+ * current task are typed pointers the program reads directly; the call is
+ * matched by number before anything else is read. */
+SEC("tp_btf/sys_exit")
+int on_sys_exit(__u64 *ctx)
+{
+	const struct pt_regs *regs = (const struct pt_regs *)ctx[0];
+	__s64 ret = (__s64)ctx[1];
 	__u32 in = 0, out = 0; /* the fds' pt_regs offsets, 0: none */
+	struct task_struct *task;
 
 	if (ret <= 0)
 		return 0;
-	switch (kmember(regs, regs_nr, 8)) {
+	switch (btf_member8(regs, regs_nr)) {
 	case NR_read:
 	case NR_pread64:
 	case NR_readv:
@@ -454,11 +467,12 @@ int on_sys_exit(void *ctx)
 	default: return 0;
 	}
 	/* A 32-bit task's numbers are other calls (its 20 is getpid). */
-	if (kmember((__u64)bpf_get_current_task(), ti_status, 4) & TS_COMPAT)
+	task = bpf_get_current_task_btf();
+	if (*(const __u32 *)((const char *)task + ti_status) & TS_COMPAT)
 		return 0;
 	if (in)
-		vfs_done(ctx, regs, in, ret, 0);
+		vfs_done(ctx, task, (__u64)regs, in, ret, 0);
 	if (out)
-		vfs_done(ctx, regs, out, ret, 1);
+		vfs_done(ctx, task, (__u64)regs, out, ret, 1);
 	return 0;
 }

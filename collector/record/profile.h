@@ -297,6 +297,14 @@ enum profile_stat {
 	 * whose enclosing names `span_chains` had no room for. */
 	PROFILE_STAT_SPAN_RING_FULL,
 	PROFILE_STAT_SPAN_CHAIN_LOST,
+	/* Walks of a process with no list of mappings (user space has not
+	 * read it); frames whose table the walker found through their vma
+	 * (bpf_find_vma, unwind_files); vma lookups refused (the mmap lock
+	 * taken, or a lookup already made in this interrupt: the lock's
+	 * release waits for an irq_work, and one lookup per CPU can wait). */
+	PROFILE_STAT_UNWIND_NO_LIST,
+	PROFILE_STAT_VMA_FOUND,
+	PROFILE_STAT_VMA_BUSY,
 	PROFILE_NSTATS,
 };
 

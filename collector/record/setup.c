@@ -184,6 +184,8 @@ static int size_maps(struct recorder *r, int ncpu)
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.unwind_tables, tables);
 	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.unwind_files, tables);
+	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.unwind_rows, rows);
 	return rc;
 }
@@ -285,6 +287,31 @@ static void exe_offsets(struct recorder *r)
 		ro->task_mm = mm;
 		ro->mm_auxv = auxv;
 	}
+	/* Where a pc's vma names its file, for the walker to find a table by
+	 * the file where the process's list does not place the pc. */
+	struct {
+		const char *member;
+		volatile const uint32_t *dst;
+	} vma[] = {{"vm_start", &ro->vma_start},
+	           {"vm_end", &ro->vma_end},
+	           {"vm_pgoff", &ro->vma_pgoff},
+	           {"vm_file", &ro->vma_file}};
+	if (r->opt->unwind == PROFILE_UNWIND_FP || !ro->task_mm)
+		return;
+	for (size_t i = 0; i < sizeof(vma) / sizeof(vma[0]); i++) {
+		uint32_t off;
+		if (kbtf_member_offset(KBTF_VMLINUX, "vm_area_struct", vma[i].member, &off, err,
+		                       sizeof(err)) < 0) {
+			if (r->opt->verbose)
+				fprintf(stderr,
+				        PROG ": processes not read yet are walked by frame "
+				             "pointers: %s\n",
+				        err);
+			return;
+		}
+		*(volatile uint32_t *)vma[i].dst = off;
+	}
+	ro->vma_known = true;
 }
 
 /* The offsets that take a thread to its uprobe's probed and out-of-line
@@ -438,6 +465,7 @@ int record_wire_maps(struct recorder *r, const struct options *o)
 		struct unwinder_maps um = {
 		        .procs = bpf_map__fd(r->skel->maps.unwind_procs),
 		        .tables = bpf_map__fd(r->skel->maps.unwind_tables),
+		        .files = bpf_map__fd(r->skel->maps.unwind_files),
 		        .rows = bpf_map__fd(r->skel->maps.unwind_rows),
 		        .max_tables = bpf_map__max_entries(r->skel->maps.unwind_tables),
 		        .max_rows = bpf_map__max_entries(r->skel->maps.unwind_rows),

@@ -42,6 +42,7 @@ void sym_module_free(struct module *m)
 		free(m->tidy[i]);
 	free(m->tidy);
 	free(m->syms);
+	free(m->fdes);
 	free(m->plt_names);
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
@@ -782,6 +783,7 @@ int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, str
 	} else {
 		r.name = m->unknown_name;
 		r.kind = STORE_FRAME_UNKNOWN;
+		r.start = sym_module_function_start(m, vaddr);
 	}
 	if (s->inlines && m->dmod && r.kind == STORE_FRAME_USER) {
 		rc = module_inlines(s, m, &r);

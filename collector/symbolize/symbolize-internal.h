@@ -109,8 +109,17 @@ struct symres {
 	char *file;       /* source file or NULL, owned */
 	uint32_t line;
 	uint8_t kind;
-	uint16_t ninl;   /* inlined functions at addr, outermost first */
+	uint16_t ninl; /* inlined functions at addr, outermost first */
+	/* An unnamed address (kind STORE_FRAME_UNKNOWN): the ELF virtual
+	 * address where the function holding it starts, from the module's
+	 * .eh_frame (the FDE that covers it), or 0 when none does. */
+	uint64_t start;
 	struct inl *inl; /* owned; NULL when ninl is 0 */
+};
+
+/* The addresses one FDE covers, [start, end). */
+struct fde_range {
+	uint64_t start, end;
 };
 
 /* One function symbol of a module, from its symbol table. */
@@ -162,6 +171,9 @@ struct module {
 	char *plt_names; /* "NAME@plt" strings of the PLT entries in syms */
 	char **tidy;     /* the functions' names made (msym.tidy), owned */
 	size_t ntidy, tidy_cap;
+	struct fde_range *fdes; /* its .eh_frame's FDEs by start (fdes.c) */
+	size_t nfdes;
+	bool fdes_loaded;
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct symbolize_python *python; /* the interpreter in it, or NULL; owned */
@@ -463,6 +475,10 @@ int sym_module_get(struct symbolize *s, struct proc *p, uint64_t start, uint64_t
 int sym_file_add(struct symbolize *s, struct module *m, unsigned long long dev,
                  unsigned long long ino);
 int sym_module_lookup(struct symbolize *s, struct module *m, uint64_t vaddr, struct symres **out);
+/* fdes.c: the ELF virtual address where the function holding vaddr
+ * starts, from the FDEs of m's .eh_frame (listed at the first call), or 0
+ * when none covers it or m has no libdwfl session. */
+uint64_t sym_module_function_start(struct module *m, uint64_t vaddr);
 /* Empties m's cache of resolved addresses (its functions' names stay:
  * the msyms own them).  Only where no frame from it is still held. */
 void sym_module_cache_clear(struct module *m);

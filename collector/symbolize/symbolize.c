@@ -150,9 +150,13 @@ static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t 
 		f->module_len = strlen(m->path);
 		f->build_id = m->build_id;
 		f->build_id_len = m->build_id_len;
-		if (!sym_module_vaddr(m, a - mp->start + mp->pgoff, &vaddr) || !vaddr) {
+		/* the file offset of the byte looked up: where an unnamed
+		 * frame is, when no function start is known */
+		uint64_t off = a - mp->start + mp->pgoff;
+		if (!sym_module_vaddr(m, off, &vaddr) || !vaddr) {
 			f->name = m->unknown_name;
 			f->name_len = strlen(m->unknown_name);
+			f->offset = off;
 			return 1;
 		}
 		struct symres *r;
@@ -174,6 +178,10 @@ static int user_lookup(struct symbolize *s, struct proc *p, pid_t pid, uint64_t 
 		f->file_len = r->file ? strlen(r->file) : 0;
 		f->line = r->line;
 		f->kind = r->kind;
+		/* Unnamed: the function's start, at the same distance before
+		 * the byte looked up in the file as in memory (one segment). */
+		if (r->kind == STORE_FRAME_UNKNOWN)
+			f->offset = r->start ? off - (vaddr - r->start) : off + (r->addr - vaddr);
 		size_t n = 1;
 		for (size_t k = 0; k < r->ninl && n < room; k++, n++) {
 			f[n] = f[0];

@@ -574,6 +574,29 @@ char *symbolize_symbol(const char *raw, bool perf);
  * demangles fully before tidying). */
 void symbolize_set_perf_names(struct symbolize *s, bool on);
 
+/* ---- naming later (later.c) ----
+ * Frames stored without a name keep their module's path, build id and a
+ * file offset (store.h); these name such an offset afterwards, from the
+ * module's own file or debug files found by build id (later.c says
+ * where it looks, in order). */
+struct symbolize_later_opts {
+	const char *const *dirs; /* debug directories, searched after /usr/lib/debug */
+	size_t ndirs;
+};
+struct symbolize_later;
+/* Finds symbols for the module (path, build id).  *out is the caller's,
+ * freed with symbolize_later_free().  0, -ENOENT (no symbols found),
+ * -ENOMEM, -ENOTSUP (built without elfutils) or another -errno. */
+int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
+                         const uint8_t *build_id, size_t build_id_len,
+                         struct symbolize_later **out);
+/* The name of the function holding file offset `offset`: 1 with *name
+ * (malloc'd, the caller's), 0 when no function symbol holds it, -ENOMEM. */
+int symbolize_later_name(struct symbolize_later *m, uint64_t offset, char **name);
+/* The file the symbols came from (owned by m). */
+const char *symbolize_later_source(const struct symbolize_later *m);
+void symbolize_later_free(struct symbolize_later *m); /* accepts NULL */
+
 /* ---- offline symbolization (import-symbols.c) ---- */
 
 /* The importers' address symbolization (import.h's struct import_symbols)

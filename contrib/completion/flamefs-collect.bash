@@ -19,7 +19,7 @@ _flamefs_collect()
 		cword=$COMP_CWORD
 	fi
 
-	local commands='import record stats export samples compact prune push merge unwind-table'
+	local commands='import record stats export samples compact prune push merge unwind-table symbolize'
 	local cmd='' i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -166,6 +166,13 @@ _flamefs_collect()
 	stats) opts='--store --by-host --by --quality --help' ;;
 	samples) opts='--store --from --to --binary --version --event --host --folded --help' ;;
 	compact) opts='--store --help' ;;
+	symbolize)
+		if [[ $prev == --debug-dir ]]; then
+			_flamefs_collect_dirs
+			return
+		fi
+		opts='--store --debug-dir --dry-run --help'
+		;;
 	unwind-table)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '--summary --help' -- "$cur"))

@@ -406,6 +406,7 @@ struct flamefs_state {
 		uint64_t last_use;
 	} fxc[4];
 	int64_t last_bucket_end; /* where the current time bucket ends (@last) */
+	uint64_t last_renames;   /* store_renames() at the last refresh */
 	bool store_down;         /* the last refresh failed: said once on stderr */
 	struct space *spaces[MAX_SPACES];
 	uint32_t *space_of; /* series id -> space id, 0 = none */

@@ -296,6 +296,7 @@ static int open_store(const char *dir)
 	clock_gettime(CLOCK_MONOTONIC, &fs.last_refresh);
 	fs.mtime = time(NULL);
 	fs.last_bucket_end = refresh_bucket_end_now();
+	fs.last_renames = store_renames(fs.store);
 	r = refresh_load_series_locked();
 	if (r < 0) {
 		fprintf(stderr, "flamefs: %s: cannot list series: %s\n", store_where(fs.store),

@@ -377,7 +377,12 @@ void refresh_maybe_locked(void)
 		return;
 	time_t wall = time(NULL);
 	fs.mtime = wall;
-	refresh_spaces_locked(old.series, old.nseries, wall, moved);
+	/* Frames that took names (symbolize) change no series: every
+	 * view is built again, as if all had changed. */
+	uint64_t renames = store_renames(fs.store);
+	bool renamed = renames != fs.last_renames;
+	fs.last_renames = renames;
+	refresh_spaces_locked(renamed ? NULL : old.series, renamed ? 0 : old.nseries, wall, moved);
 	old_lists_free(&old);
 	fs.generation++;
 }

@@ -121,7 +121,7 @@ int central_pq_load(char *err, size_t errlen);
 
 /* The schema this flamefs writes (and a writer upgrades an older one to),
  * and the oldest its readers read without an upgrade. */
-#define CENTRAL_SCHEMA_VERSION    5
+#define CENTRAL_SCHEMA_VERSION    6
 #define CENTRAL_SCHEMA_READS_FROM 2
 
 /* pg_advisory_xact_lock() key that serializes writers: "flamefs\0" read

@@ -65,8 +65,8 @@ static void canonical(XXH128_hash_t v, struct hash128 *h)
 }
 
 /* kind (1 byte), line (4 bytes LE), then name, module, build id and file,
- * each as an 8-byte LE length and its bytes: no two different frames
- * serialize alike. */
+ * each as an 8-byte LE length and its bytes, then (only when it is not 0)
+ * the offset, 8 bytes LE: no two different frames serialize alike. */
 void central_frame_hash(const struct store_frame *f, struct hash128 *h)
 {
 	XXH3_state_t st;
@@ -79,6 +79,8 @@ void central_frame_hash(const struct store_frame *f, struct hash128 *h)
 	put_field(&st, f->module, f->module ? f->module_len : 0);
 	put_field(&st, f->build_id, f->build_id ? f->build_id_len : 0);
 	put_field(&st, f->file, f->file ? f->file_len : 0);
+	if (f->offset)
+		put_le64(&st, f->offset);
 	canonical(XXH3_128bits_digest(&st), h);
 }
 
@@ -117,7 +119,7 @@ static bool bytes_eq(const void *a, size_t al, const void *b, size_t bl)
 
 bool central_frame_equal(const struct store_frame *a, const struct store_frame *b)
 {
-	return a->kind == b->kind && a->line == b->line &&
+	return a->kind == b->kind && a->line == b->line && a->offset == b->offset &&
 	       bytes_eq(a->name, a->name_len, b->name, b->name_len) &&
 	       bytes_eq(a->module, a->module_len, b->module, b->module_len) &&
 	       bytes_eq(a->build_id, a->build_id_len, b->build_id, b->build_id_len) &&
@@ -268,6 +270,7 @@ int central_frame_append(struct pg *s, const struct store_frame *f, const struct
 	d->build_id_len = bl;
 	d->line = f->line;
 	d->kind = f->kind;
+	d->offset = f->offset;
 	s->blob[id] = blob;
 	if (!s->readonly) {
 		s->fhash[id] = *h;
@@ -411,20 +414,26 @@ static int arr_u32(struct arr *a, uint32_t *v)
 	return 0;
 }
 
-/* One run of frames: row `row` of res. */
+/* One run of frames: row `row` of res (its offsets NULL: all 0). */
 static int frame_run(struct pg *s, const PGresult *res, int row)
 {
-	struct arr a[6];
+	struct arr a[7];
 	long n = arr_open(res, row, 1, &a[0]);
 	const char *first = central_value_bin(s, res, row, 0, 4, "a frame run's first id");
+	bool offsets = false;
 
 	if (!first)
 		return -EIO;
-	if (PQnfields(res) != 7 || be32(first) != s->nframes || n <= 0)
+	if (PQnfields(res) != 8 || be32(first) != s->nframes || n <= 0)
 		return damaged(s, "frame", s->nframes);
 	for (int c = 1; c < 6; c++)
 		if (arr_open(res, row, c + 1, &a[c]) != n)
 			return damaged(s, "frame", s->nframes);
+	if (!PQgetisnull(res, row, 7)) {
+		if (arr_open(res, row, 7, &a[6]) != n)
+			return damaged(s, "frame", s->nframes);
+		offsets = true;
+	}
 	for (long i = 0; i < n; i++) {
 		struct store_frame f = {0};
 		struct hash128 h = {{0}};
@@ -441,6 +450,13 @@ static int frame_run(struct pg *s, const PGresult *res, int row)
 		    arr_next(&a[4], (const char **)&f.build_id, &f.build_id_len) < 0 ||
 		    arr_next(&a[5], &f.file, &f.file_len) < 0)
 			return damaged(s, "frame", s->nframes);
+		if (offsets) {
+			if (arr_next(&a[6], &v, &len) < 0 || len != 8)
+				return damaged(s, "frame", s->nframes);
+			f.offset = (uint64_t)be32(v) << 32 | be32(v + 4);
+			if (f.offset && f.kind != STORE_FRAME_UNKNOWN)
+				return damaged(s, "frame", s->nframes);
+		}
 		/* Frame 0, "no frame", has the hash of 16 zero bytes. */
 		if (!s->readonly && s->nframes > 0)
 			central_frame_hash(&f, &h);
@@ -510,11 +526,16 @@ static int load_runs(struct pg *s, const char *what, const char *sql, const uint
 
 int central_load_new(struct pg *s)
 {
-	int r = load_runs(
-	        s, "loading frames",
-	        "SELECT first, kinds, lines, names, modules, build_ids, files FROM frame_runs"
-	        " WHERE first >= $1 ORDER BY first LIMIT 64",
-	        &s->nframes, frame_run);
+	int r = load_runs(s, "loading frames",
+	                  s->schema >= 6
+	                          ? "SELECT r.first, kinds, lines, names, modules, build_ids,"
+	                            " files, o.offsets FROM frame_runs r LEFT JOIN"
+	                            " frame_offsets o ON o.first = r.first"
+	                            " WHERE r.first >= $1 ORDER BY r.first LIMIT 64"
+	                          : "SELECT first, kinds, lines, names, modules, build_ids,"
+	                            " files, NULL::int8[] FROM frame_runs WHERE first >= $1"
+	                            " ORDER BY first LIMIT 64",
+	                  &s->nframes, frame_run);
 
 	if (r == 0)
 		r = load_runs(s, "loading nodes",

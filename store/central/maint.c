@@ -333,9 +333,9 @@ int central_compact(struct store *sbase)
 		return -EROFS;
 	}
 	return central_exec(s, "VACUUM",
-	                    "VACUUM (ANALYZE) flamefs_meta, frame_runs, node_runs, series, counts, "
-	                    "samples, series_recent, sources,"
-	                    " destinations, writers",
+	                    "VACUUM (ANALYZE) flamefs_meta, frame_runs, frame_offsets, node_runs,"
+	                    " series, counts, samples, series_recent, sources, destinations,"
+	                    " writers",
 	                    0, NULL, false, NULL) < 0
 	               ? -EIO
 	               : 0;
@@ -351,13 +351,14 @@ int central_footprint(struct store *sbase, struct store_footprint *out)
 	/* Before schema 3 (a reader's database no writer upgraded yet)
 	 * there is no recent tier. */
 	snprintf(sql, sizeof(sql),
-	         "SELECT pg_total_relation_size('frame_runs'),"
+	         "SELECT pg_total_relation_size('frame_runs')%s,"
 	         " pg_total_relation_size('node_runs'), pg_total_relation_size('counts'),"
 	         " %s, pg_total_relation_size('flamefs_meta')"
 	         " + pg_total_relation_size('series')"
 	         " + pg_total_relation_size('sources')"
 	         " + pg_total_relation_size('destinations')"
 	         " + pg_total_relation_size('writers')%s",
+	         s->schema >= 6 ? " + pg_total_relation_size('frame_offsets')" : "",
 	         s->schema >= 3 ? "pg_total_relation_size('samples'),"
 	                          " (SELECT coalesce(sum(samples), 0) FROM series_recent)"
 	                        : "0, 0",

@@ -337,6 +337,30 @@ static const char schema_counts_sql[] =
         "CREATE TABLE source_input (source int4 NOT NULL, series int4 NOT NULL,"
         " input_bytes numeric(20) NOT NULL, PRIMARY KEY (source, series));";
 
+/* Schema 6: unnamed frames' offsets (struct store_frame's `offset`).
+ * `frame_offsets` holds, for a run of frame_runs (same `first`) in which
+ * some frame has an offset, every offset of the run (0 for the others);
+ * a run without one has no row (every run an older flamefs wrote).  A
+ * table of its own rather than a column of frame_runs, for the reason
+ * samples_sql gives: the step only creates, so it never waits for the
+ * readers that hold frame_runs in their snapshots.  The view frames
+ * shows the offsets as file_offset.  oldest_reader stays: a schema-5
+ * reader reads a schema-6 database, seeing each unnamed frame with
+ * offset 0 (the view merges sibling frames of one name, so its trees and
+ * totals are the same); a schema-5 writer refuses it. */
+static const char offsets_sql[] =
+        "CREATE TABLE frame_offsets (first int4 PRIMARY KEY, offsets int8[] NOT NULL)"
+        " WITH (toast_tuple_target = 128);"
+        "CREATE OR REPLACE VIEW frames AS SELECT r.first + i - 1 AS id, r.kinds[i] AS kind,"
+        " r.lines[i] AS line, r.names[i] AS name, r.modules[i] AS module,"
+        " r.build_ids[i] AS build_id, r.files[i] AS file,"
+        " coalesce(o.offsets[i], 0) AS file_offset"
+        " FROM frame_runs r LEFT JOIN frame_offsets o ON o.first = r.first,"
+        " generate_subscripts(r.kinds, 1) AS i;"
+        "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_settings"
+        " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
+        " ALTER TABLE frame_offsets ALTER offsets SET COMPRESSION lz4; END IF; END $$;";
+
 /* Upgrade steps: steps[i].sql takes schema steps[i].from to from + 1, in
  * the transaction that also records the new version; the table ends with
  * a NULL.
@@ -388,6 +412,7 @@ static const struct {
         {2, samples_sql, NULL},
         {3, labels_sql, NULL},
         {4, spans_sql, NULL},
+        {5, offsets_sql, NULL},
         {0, NULL, NULL},
 };
 
@@ -478,7 +503,7 @@ static int create(struct pg *s)
 	if (r == 0)
 		r = central_exec(
 		        s, "creating the schema",
-		        "INSERT INTO flamefs_meta VALUES ('schema', '5'), ('store_id', $1),"
+		        "INSERT INTO flamefs_meta VALUES ('schema', '6'), ('store_id', $1),"
 		        " ('bucket_seconds', '60'), ('commits', '0')",
 		        1, vals, false, NULL);
 	if (r == 0)
@@ -487,6 +512,8 @@ static int create(struct pg *s)
 		r = in_txn(s, "creating the schema", labels_sql);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", spans_sql);
+	if (r == 0)
+		r = in_txn(s, "creating the schema", offsets_sql);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", "COMMIT");
 	if (r == 0)

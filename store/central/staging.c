@@ -357,6 +357,11 @@ int central_batch_frame(struct store_batch *bbase, const struct store_frame *f, 
 	uint32_t found;
 	int r;
 
+	if (f->offset && f->kind != STORE_FRAME_UNKNOWN) {
+		central_seterr(s, "%s: invalid frame: an offset in a frame that has a name",
+		               s->base.where);
+		return -EINVAL;
+	}
 	central_frame_hash(f, &h);
 	found = central_frame_find(s, &h);
 	if (found != UINT32_MAX) {

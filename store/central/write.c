@@ -236,6 +236,30 @@ static uint32_t get_frame(const struct pg *s, uint32_t id)
 	return s->node_frame[id];
 }
 
+/* Whether a frame of the run at..at+n-1 has an offset. */
+static bool run_has_offsets(const struct pg *s, uint32_t at, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (s->frames[at + i].offset)
+			return true;
+	return false;
+}
+
+/* A run's offsets (schema 6): an int8[] of n values. */
+static void f_offsets(struct cbuf *b, const struct pg *s, uint32_t first, uint32_t n)
+{
+	cb_32(b, 20 + n * 12);
+	cb_32(b, 1);
+	cb_32(b, 0);
+	cb_32(b, 20); /* int8 */
+	cb_32(b, n);
+	cb_32(b, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		cb_32(b, 8);
+		cb_64(b, s->frames[first + i].offset);
+	}
+}
+
 /* The batch's new frames and nodes, as runs of up to CENTRAL_RUN. */
 int central_copy_frames_nodes(struct pg_batch *b)
 {
@@ -260,6 +284,23 @@ int central_copy_frames_nodes(struct pg_batch *b)
 		r = c.failed ? -ENOMEM
 		             : central_copy_in(s, "writing frames",
 		                               "COPY frame_runs FROM STDIN (FORMAT binary)", c.p,
+		                               c.len);
+		c.len = 0;
+	}
+	if (r == 0 && run_has_offsets(s, b->frame_base, s->nframes - b->frame_base)) {
+		copy_start(&c);
+		for (uint32_t at = b->frame_base, n; at < s->nframes; at += n) {
+			n = s->nframes - at < CENTRAL_RUN ? s->nframes - at : CENTRAL_RUN;
+			if (!run_has_offsets(s, at, n))
+				continue;
+			cb_16(&c, 2);
+			f_int4(&c, at);
+			f_offsets(&c, s, at, n);
+		}
+		copy_end(&c);
+		r = c.failed ? -ENOMEM
+		             : central_copy_in(s, "writing frame offsets",
+		                               "COPY frame_offsets FROM STDIN (FORMAT binary)", c.p,
 		                               c.len);
 		c.len = 0;
 	}

@@ -95,6 +95,8 @@ void rdb_batch_free(struct store_batch *bbase)
 	if (!b)
 		return;
 	batch_rollback(b);
+	renames_reset(b);
+	free(b->renames);
 	b->s->batch = NULL;
 	batch_counts_reset(b);
 	detail_reset(b);
@@ -693,6 +695,8 @@ static int batch_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 	}
 	r = changes_put(b, wb);
 	if (r == 0)
+		r = renames_write(b, wb);
+	if (r == 0)
 		r = batch_write_counts(b, wb);
 	if (r == 0)
 		r = detail_write(b, wb);
@@ -754,6 +758,7 @@ int rdb_batch_commit(struct store_batch *bbase)
 	}
 	/* Committed: make the batch's ids permanent and start afresh. */
 	s->commits++;
+	renames_applied(b);
 	for (uint32_t id = 1; id < s->nseries && id < b->ndelta; id++)
 		s->series[id] = series_after(b, &s->series[id], &b->delta[id]);
 	b->source[0] = 0;

@@ -60,11 +60,15 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define KEY_CHANGE 'c' /* schema 3: u64 BE commit number; see changes.c */
 #define KEY_NONCE  'k' /* u64 BE commit number: the commit's 8 random bytes; changes.c */
 #define KEY_DETAIL 'd' /* schema 4: u32 BE series, u32 BE bucket, u64 BE piece; samples.c */
+#define KEY_RENAME 'r' /* schema 6: u64 BE commit number: the frames it renamed; intern.c */
 #define NODE_RUN   4096u
 
 /* In a frame record's kind byte (schema 2): the module and build id are
  * those of an earlier frame, named by its distance back. */
-#define FRAME_MODULE_REF  0x80u
+#define FRAME_MODULE_REF 0x80u
+/* In a frame record's kind byte (schema 6): the record ends with the
+ * frame's offset (a varint, not 0); without it the offset is 0. */
+#define FRAME_OFFSET      0x40u
 #define MODULE_LAST_SLOTS 4096u
 
 #define META_SCHEMA         "mschema"
@@ -250,9 +254,12 @@ struct rdb {
 	uint64_t seq;
 	uint64_t live_sig; /* reader: live_files_sig() at last open */
 	char errmsg[ERRLEN];
-	char notice[ERRLEN];  /* store_notice(); empty when none */
-	char id_hex[33];      /* store_id() */
-	uint64_t commits;     /* the last commit's number (changes.c) */
+	char notice[ERRLEN]; /* store_notice(); empty when none */
+	char id_hex[33];     /* store_id() */
+	uint64_t commits;    /* the last commit's number (changes.c) */
+	/* reader: the last rename record (KEY_RENAME) applied or loaded
+	 * with the frames */
+	uint64_t renames_upto;
 	int64_t keep_samples; /* store_keep_samples(), from META_KEEP_SAMPLES */
 	/* writer: per clock (perf's, Unix), the bucket index below which the
 	 * last roll-up left no detail; INT64_MIN: not rolled up yet */
@@ -374,6 +381,18 @@ struct rdb_batch {
 	 * how far the copy reaches once committed. */
 	char source[33];
 	uint64_t source_upto;
+
+	/* store_batch_frame_rename(): frames named at commit (intern.c). */
+	struct frame_rename *renames;
+	size_t nrenames, renames_cap;
+};
+
+/* A frame to be renamed: its id and new fields, whose name and file
+ * point into `blob` (owned); module and build id are the frame's own. */
+struct frame_rename {
+	uint32_t id;
+	struct store_frame f;
+	char *blob;
 };
 
 /* From store.h's handles to ours: each embeds the other first. */
@@ -545,6 +564,20 @@ int meta_get_fixed(struct rdb *s, const char *key, void *out, size_t size, bool 
 int check_cfs(struct rdb *s);
 int open_db(struct rdb *s, bool creating);
 int load_new(struct rdb *s);
+/* intern.c: renames.  renames_write() puts a batch's renamed frame
+ * records and its rename record into wb; renames_applied() makes them the
+ * frames in memory once committed (a failure leaves the old ones: the
+ * next open reads the new); renames_reset() drops the batch's.
+ * renames_load(): a reader applies the rename records after
+ * renames_upto (at open, only notes the last: the frames it loaded are
+ * the renamed ones).  0 or -errno with the message set. */
+int rdb_batch_frame_rename(struct store_batch *b, uint32_t frame, const struct store_frame *named);
+int renames_write(struct rdb_batch *b, rocksdb_writebatch_t *wb);
+void renames_applied(struct rdb_batch *b);
+void renames_reset(struct rdb_batch *b);
+int renames_load(struct rdb *s, bool at_open);
+uint64_t rdb_renames(const struct store *s);
+
 /* The writer's id tables: indexes the frames from frames_from and the
  * nodes from nodes_from on (what load_new() just loaded).  0 or -ENOMEM;
  * a reader keeps no tables and gets 0. */

@@ -182,6 +182,8 @@ uint32_t frame_hash(const struct store_frame *f)
 		h = XXH3_64bits_withSeed(f->build_id, f->build_id_len, h);
 	if (f->file_len)
 		h = XXH3_64bits_withSeed(f->file, f->file_len, h);
+	if (f->offset)
+		h = XXH3_64bits_withSeed(&f->offset, sizeof(f->offset), h);
 	return (uint32_t)(h ^ (h >> 32));
 }
 
@@ -192,7 +194,7 @@ static bool mem_eq(const void *a, size_t alen, const void *b, size_t blen)
 
 static bool frame_eq(const struct store_frame *a, const struct store_frame *b)
 {
-	return a->kind == b->kind && a->line == b->line &&
+	return a->kind == b->kind && a->line == b->line && a->offset == b->offset &&
 	       mem_eq(a->name, a->name_len, b->name, b->name_len) &&
 	       mem_eq(a->module, a->module_len, b->module, b->module_len) &&
 	       mem_eq(a->build_id, a->build_id_len, b->build_id, b->build_id_len) &&
@@ -260,6 +262,7 @@ static int frame_put(struct rdb *s, const struct store_frame *f, bool shared_mod
 	memset(nf, 0, sizeof(*nf));
 	nf->kind = f->kind;
 	nf->line = f->line;
+	nf->offset = f->offset;
 #define COPY_FIELD(fld, type)                                                                      \
 	do {                                                                                       \
 		nf->fld##_len = f->fld##_len;                                                      \
@@ -303,17 +306,19 @@ static void frame_index(struct rdb *s, uint32_t id)
 	idtab_put(&s->frame_tab, pos, id, h);
 }
 
-/* Frame record: kind u8, varint line, then name, module, build_id, file as
- * (varint length, bytes). */
+/* Frame record: kind u8 (with the flags FRAME_MODULE_REF and
+ * FRAME_OFFSET), varint line, then name, module, build_id, file as
+ * (varint length, bytes), then (FRAME_OFFSET only) varint offset. */
 /* ref: 0, or how far back the frame with the same module and build id is */
 int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref)
 {
-	int r = buf_reserve(b, 1 + 10 + 4 * 10 + f->name_len + f->module_len + f->build_id_len +
-	                               f->file_len);
+	int r = buf_reserve(b, 1 + 10 + 4 * 10 + 10 + f->name_len + f->module_len +
+	                               f->build_id_len + f->file_len);
 
 	if (r < 0)
 		return r;
-	b->p[b->len++] = (uint8_t)(f->kind | (ref ? FRAME_MODULE_REF : 0));
+	b->p[b->len++] =
+	        (uint8_t)(f->kind | (ref ? FRAME_MODULE_REF : 0) | (f->offset ? FRAME_OFFSET : 0));
 	buf_varint(b, f->line);
 	buf_bytes(b, f->name, f->name_len);
 	if (ref) {
@@ -323,6 +328,8 @@ int frame_encode(struct buf *b, const struct store_frame *f, uint32_t ref)
 		buf_bytes(b, f->build_id, f->build_id_len);
 	}
 	buf_bytes(b, f->file, f->file_len);
+	if (f->offset)
+		buf_varint(b, f->offset);
 	return 0;
 }
 
@@ -371,8 +378,9 @@ static int frame_decode(const struct rdb *s, uint32_t id, const uint8_t *p, size
 	memset(f, 0, sizeof(*f));
 	if (len < 1)
 		return -1;
-	f->kind = (uint8_t)(*p & ~FRAME_MODULE_REF);
-	bool by_ref = *p++ & FRAME_MODULE_REF;
+	f->kind = (uint8_t)(*p & ~(FRAME_MODULE_REF | FRAME_OFFSET));
+	bool by_ref = *p & FRAME_MODULE_REF, has_offset = *p & FRAME_OFFSET;
+	p++;
 	*by_ref_out = by_ref;
 	if (get_varint(&p, end, &line) < 0 || line > UINT32_MAX)
 		return -1;
@@ -400,6 +408,9 @@ static int frame_decode(const struct rdb *s, uint32_t id, const uint8_t *p, size
 	if (get_bytes(&p, end, &v, &f->file_len) < 0)
 		return -1;
 	f->file = v;
+	if (has_offset &&
+	    (f->kind != STORE_FRAME_UNKNOWN || get_varint(&p, end, &f->offset) < 0 || !f->offset))
+		return -1;
 	return p == end ? 0 : -1;
 }
 
@@ -657,9 +668,9 @@ int rdb_batch_frame(struct store_batch *bbase, const struct store_frame *f, uint
 	size_t pos;
 	int r;
 
-	if (f->kind > STORE_FRAME_SPAN || (!f->name && f->name_len) ||
-	    (!f->module && f->module_len) || (!f->build_id && f->build_id_len) ||
-	    (!f->file && f->file_len)) {
+	if (f->kind > STORE_FRAME_SPAN || (f->offset && f->kind != STORE_FRAME_UNKNOWN) ||
+	    (!f->name && f->name_len) || (!f->module && f->module_len) ||
+	    (!f->build_id && f->build_id_len) || (!f->file && f->file_len)) {
 		seterr(s, "invalid frame");
 		return -EINVAL;
 	}
@@ -751,4 +762,249 @@ int rdb_frame_get(const struct store *sbase, uint32_t frame, struct store_frame 
 		return -ENOENT;
 	*f = s->frames[frame];
 	return 0;
+}
+
+/* ---- renames (store_batch_frame_rename) ------------------------------------
+ * A renamed frame's record is rewritten under its id, so every open reads
+ * the new one.  Its module and build id stay, so the module references
+ * of later frames (which name an earlier frame's) stay true.  Readers
+ * learn which records changed from the rename record of the commit,
+ * KEY_RENAME + u64 BE commit number -> varint n, n varint frame ids. */
+
+static void be64_put(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static uint64_t be64_get(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int rdb_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
+                           const struct store_frame *named)
+{
+	struct rdb_batch *b = rdb_batch_of(bbase);
+	struct rdb *s = b->s;
+	const struct store_frame *old;
+	struct frame_rename *fr = NULL;
+	char *blob;
+
+	if (frame == 0 || frame >= b->frame_base) {
+		seterr(s, "frame %u: not a committed frame", frame);
+		return -EINVAL;
+	}
+	old = &s->frames[frame];
+	if (old->kind != STORE_FRAME_UNKNOWN) {
+		seterr(s, "frame %u (%.*s): it has a name already", frame, (int)old->name_len,
+		       old->name ? old->name : "");
+		return -EINVAL;
+	}
+	if (named->kind > STORE_FRAME_SPAN || named->kind == STORE_FRAME_UNKNOWN ||
+	    named->kind == STORE_FRAME_INLINE || named->offset || !named->name_len ||
+	    !named->name || (!named->file && named->file_len) ||
+	    !mem_eq(named->module, named->module_len, old->module, old->module_len) ||
+	    !mem_eq(named->build_id, named->build_id_len, old->build_id, old->build_id_len)) {
+		seterr(s,
+		       "frame %u: invalid new name (a named kind, no offset, the frame's module)",
+		       frame);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < b->nrenames; i++)
+		if (b->renames[i].id == frame)
+			fr = &b->renames[i];
+	if (!fr && b->nrenames == b->renames_cap) {
+		size_t cap = b->renames_cap ? b->renames_cap * 2 : 64;
+		struct frame_rename *n = realloc(b->renames, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		b->renames = n;
+		b->renames_cap = cap;
+	}
+	blob = malloc(named->name_len + named->file_len + 1);
+	if (!blob)
+		return -ENOMEM;
+	memcpy(blob, named->name, named->name_len);
+	if (named->file_len)
+		memcpy(blob + named->name_len, named->file, named->file_len);
+	if (fr)
+		free(fr->blob);
+	else
+		fr = &b->renames[b->nrenames++];
+	fr->id = frame;
+	fr->blob = blob;
+	fr->f = *named;
+	fr->f.name = blob;
+	fr->f.file = named->file_len ? blob + named->name_len : NULL;
+	fr->f.module = old->module;
+	fr->f.build_id = old->build_id;
+	return 0;
+}
+
+int renames_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
+{
+	struct rdb *s = b->s;
+	struct buf buf = {0};
+	uint8_t key[9];
+	int r = 0;
+
+	if (!b->nrenames)
+		return 0;
+	for (size_t i = 0; i < b->nrenames; i++) {
+		buf.len = 0;
+		r = frame_encode(&buf, &b->renames[i].f, 0);
+		if (r < 0)
+			goto out;
+		id_key(key, KEY_FRAME, b->renames[i].id);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
+		                          buf.len);
+	}
+	buf.len = 0;
+	r = buf_reserve(&buf, 10 + b->nrenames * 5);
+	if (r < 0)
+		goto out;
+	buf_varint(&buf, b->nrenames);
+	for (size_t i = 0; i < b->nrenames; i++)
+		buf_varint(&buf, b->renames[i].id);
+	key[0] = KEY_RENAME;
+	be64_put(key + 1, s->commits + 1);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 9, (char *)buf.p, buf.len);
+out:
+	free(buf.p);
+	return r;
+}
+
+/* Makes f frame id in memory: its strings copied into the arena (module
+ * and build id are those already there), and, in a writer, its place in
+ * the frame table moved.  0 or -ENOMEM (the frame unchanged). */
+static int frame_replace(struct rdb *s, uint32_t id, const struct store_frame *f)
+{
+	struct store_frame *nf = &s->frames[id];
+	char *p = NULL;
+
+	if (f->name_len + f->file_len) {
+		p = arena_alloc(&s->arena, f->name_len + f->file_len);
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, f->name, f->name_len);
+		if (f->file_len)
+			memcpy(p + f->name_len, f->file, f->file_len);
+	}
+	if (!s->readonly && s->frame_tab.slots)
+		idtab_remove(&s->frame_tab, id, frame_hash(nf));
+	nf->name = p;
+	nf->name_len = f->name_len;
+	nf->file = f->file_len ? p + f->name_len : NULL;
+	nf->file_len = f->file_len;
+	nf->line = f->line;
+	nf->kind = f->kind;
+	nf->offset = f->offset;
+	if (!s->readonly && s->frame_tab.slots) {
+		if (idtab_reserve(&s->frame_tab) < 0)
+			return -ENOMEM;
+		frame_index(s, id);
+	}
+	return 0;
+}
+
+void renames_reset(struct rdb_batch *b)
+{
+	for (size_t i = 0; i < b->nrenames; i++)
+		free(b->renames[i].blob);
+	b->nrenames = 0;
+}
+
+void renames_applied(struct rdb_batch *b)
+{
+	for (size_t i = 0; i < b->nrenames; i++)
+		(void)frame_replace(b->s, b->renames[i].id, &b->renames[i].f);
+	if (b->nrenames)
+		b->s->renames_upto = b->s->commits;
+	renames_reset(b);
+}
+
+uint64_t rdb_renames(const struct store *sbase)
+{
+	return rdb_cof(sbase)->renames_upto;
+}
+
+/* Reads frame id's record again (a reader, after a rename). */
+static int frame_reload(struct rdb *s, uint32_t id)
+{
+	uint8_t key[5];
+	size_t vlen = 0;
+	char *rerr = NULL;
+	char *v;
+	struct store_frame f;
+	bool by_ref;
+	int r;
+
+	id_key(key, KEY_FRAME, id);
+	v = rocksdb_get_cf(s->db, s->ropts, s->cf[CF_DEFAULT], (char *)key, 5, &vlen, &rerr);
+	if (rerr)
+		return rdb_fail(s, rerr, "reading");
+	if (!v || frame_decode(s, id, (const uint8_t *)v, vlen, &f, &by_ref) < 0) {
+		rocksdb_free(v);
+		seterr(s, "%s: store is damaged: frame %u", s->dir, id);
+		return -EIO;
+	}
+	r = frame_replace(s, id, &f);
+	rocksdb_free(v);
+	if (r < 0)
+		seterr(s, "%s: out of memory", s->dir);
+	return r;
+}
+
+int renames_load(struct rdb *s, bool at_open)
+{
+	rocksdb_iterator_t *it;
+	uint8_t key[9];
+	char *rerr = NULL;
+	int r = 0;
+
+	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	if (!it) {
+		seterr(s, "%s: cannot create an iterator", s->dir);
+		return -ENOMEM;
+	}
+	key[0] = KEY_RENAME;
+	be64_put(key + 1, s->renames_upto + 1);
+	for (rocksdb_iter_seek(it, (const char *)key, sizeof(key)); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen), *end = v + vlen;
+		uint64_t n, id;
+
+		if (!klen || k[0] != KEY_RENAME)
+			break;
+		if (klen != 9 || get_varint(&v, end, &n) < 0) {
+			seterr(s, "%s: store is damaged: a rename record", s->dir);
+			r = -EIO;
+			break;
+		}
+		for (uint64_t i = 0; i < n && r == 0 && !at_open; i++) {
+			if (get_varint(&v, end, &id) < 0 || id == 0 || id >= s->nframes) {
+				seterr(s, "%s: store is damaged: a rename record", s->dir);
+				r = -EIO;
+				break;
+			}
+			r = frame_reload(s, (uint32_t)id);
+		}
+		if (r < 0)
+			break;
+		s->renames_upto = be64_get(k + 1);
+	}
+	if (r == 0) {
+		rocksdb_iter_get_error(it, &rerr);
+		if (rerr)
+			r = rdb_fail(s, rerr, "reading");
+	}
+	rocksdb_iter_destroy(it);
+	return r;
 }

@@ -566,9 +566,13 @@ int load_new(struct rdb *s)
 	if (frames_from == 1 && nodes_from == 1 && load_dictionary_parallel(s, &r)) {
 		if (r == -ENOMEM)
 			seterr(s, "%s: out of memory", s->dir);
+		if (r == 0 && s->readonly)
+			r = renames_load(s, true);
 		return r;
 	}
 	r = load_ids(s, KEY_FRAME, "frame", s->nframes, load_frame);
+	if (r == 0 && s->readonly)
+		r = renames_load(s, frames_from == 1);
 
 	if (r == 0) /* schema 1's records, then schema 2's runs after them */
 		r = load_ids(s, KEY_NODE, "node", s->nnodes, load_node);
@@ -751,11 +755,13 @@ const struct store_ops embedded_ops = {
         .batch_series = rdb_batch_series,
         .batch_frame = rdb_batch_frame,
         .batch_node = rdb_batch_node,
+        .batch_frame_rename = rdb_batch_frame_rename,
         .batch_add = rdb_batch_add,
         .batch_input_bytes = rdb_batch_input_bytes,
         .batch_commit = rdb_batch_commit,
         .refresh = rdb_refresh,
         .sequence = rdb_sequence,
+        .renames = rdb_renames,
         .series_list = rdb_series_list,
         .node_count = rdb_node_count,
         .node_get = rdb_node_get,

@@ -224,8 +224,9 @@ int schema_upgrade(struct rdb *s)
 		goto out;
 	}
 	/* Schema 4 adds detail records and the series records' moments,
-	 * schema 5 the records' labels; what older ones wrote reads as it is
-	 * (no detail, no labels). */
+	 * schema 5 the records' labels, schema 6 unnamed frames' offsets;
+	 * what older ones wrote reads as it is (no detail, no labels, offset
+	 * 0). */
 	put_be32(schema, STORE_SCHEMA_VERSION);
 	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], META_SCHEMA, strlen(META_SCHEMA),
 	                          (char *)schema, 4);

@@ -4,27 +4,33 @@
 # nothing.
 #   usage: sudo bash tests/bench/vfs.sh
 #   env:   COUNT=BLOCKS (default 262144: 1 GiB in 4 KiB blocks), REPS=N
-#          (default 7 rounds), MODES (default "none other vfs vfs:1": dd
-#          alone, beside a recording of another process, and recorded with
-#          each -e spec that follows), BENCH_BUILD, BENCH_DIR
-#          (tests/bench/lib.sh)
+#          (default 7 rounds), MODES (default "none hook other vfs:1G vfs
+#          vfs:1"), BENCH_BUILD, BENCH_DIR (tests/bench/lib.sh)
 #
-# `dd if=/dev/zero of=/dev/shm/… bs=4k count=COUNT` at full speed, each
-# round running, one after the other: dd alone; dd under
-# `record -e vfs -- dd …` (the default N, 1 MiB); dd under
-# `record -e vfs:1 -- dd …` (unsampled: a stack at every call); dd beside
-# `record -e vfs -p PID` of an idle process (dd not followed: what every
-# other process pays while vfs is recorded, the system-call exit
-# tracepoint with a program that returns at once).  The time
-# is dd's own (its "copied, S s" line), so the recorder's start-up and last
-# drain are not in it.  Each dd block is two calls, a read of /dev/zero and
-# a write to the tmpfs, so an unsampled run takes 2 x COUNT stacks.  The
-# median of the rounds per mode; the slowdown against dd alone; the cost of
-# one unsampled event, (median unsampled - median alone) / (2 x COUNT).
+# `dd if=/dev/zero of=/dev/shm/… bs=4k count=COUNT` at full speed, the
+# modes interleaved in each round:
+#   none    dd alone;
+#   hook    dd while a program that does nothing is attached to the
+#           tp_btf sys_exit tracepoint (tests/bench/sys-hook.c): the floor
+#           of any program there, the kernel's slow system-call path and
+#           the program's call; hook2 the same on sys_enter and sys_exit
+#           (what a latency event stamping each call's entry would pay);
+#   other   dd beside `record -e vfs -p PID` of an idle process (dd not
+#           followed: what every other process pays while vfs is recorded);
+#   SPEC    dd as the COMMAND of `record -e SPEC` (vfs:1G: the per-call
+#           program with ~no stack; vfs: the default N, 1 MiB; vfs:1: a
+#           stack at every call).
+# The time is dd's CPU time (user + sys from wait4: the system calls and the
+# programs they run are dd's; a busy machine inflates wall time, not this),
+# and its own wall time (its "copied, S s" line).  Each dd block is two
+# calls, a read of /dev/zero and a write to the tmpfs, so an unsampled run
+# takes 2 x COUNT stacks.  The median of the rounds per mode; the slowdown
+# against dd alone; the cost of one unsampled event, (median vfs:1 - median
+# alone) / (2 x COUNT).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
-bench_setup vfs --root --tmpfs --nice flamefs-collect
+bench_setup vfs --root --tmpfs --nice flamefs-collect tests/sys-hook
 count=${COUNT:-262144}
 reps=${REPS:-7}
 
@@ -40,6 +46,15 @@ run() {
 	rm -f "$out"
 	case $1 in
 	none) "${dd[@]}" 2>"$err" ;;
+	hook | hook2)
+		local tps=(sys_exit) hook
+		[ "$1" = hook2 ] && tps=(sys_enter sys_exit)
+		coproc hook { exec "$build/tests/sys-hook" btf "${tps[@]}"; }
+		read -r _ <&"${hook[0]}" || { echo "vfs.sh: sys-hook failed" >&2; exit 1; }
+		"${dd[@]}" 2>"$err"
+		exec {hook[1]}>&-
+		wait "$hook_PID"
+		;;
 	other)
 		rm -rf "$work/store"
 		sleep 600 &
@@ -65,7 +80,7 @@ run() {
 }
 
 modes=()
-read -ra modes <<<"${MODES:-none other vfs vfs:1}"
+read -ra modes <<<"${MODES:-none hook other vfs:1G vfs vfs:1}"
 declare -A cpu wall
 for ((i = 0; i < reps; i++)); do
 	for m in "${modes[@]}"; do
@@ -87,7 +102,9 @@ echo "|---|---|---|---|---|---|"
 for m in "${modes[@]}"; do
 	awk -v m="$m" -v t="$(med "${cpu[$m]}")" -v b="$base" -v w="$(med "${wall[$m]}")" -v wb="$wbase" \
 		-v all="${cpu[$m]}" 'BEGIN {
-		name = m == "none" ? "dd alone" : m == "other" ? "dd beside record -e vfs -p IDLE (not followed)" : "record -e " m " -- dd"
+		name = m == "none" ? "dd alone" : m == "other" ? "dd beside record -e vfs -p IDLE (not followed)" : \
+			m == "hook" ? "dd, an empty tp_btf program on sys_exit" : \
+			m == "hook2" ? "dd, empty tp_btf programs on sys_enter and sys_exit" : "record -e " m " -- dd"
 		printf "| %s | %.3f | %+.1f%% | %.3f | %+.1f%% | %s|\n", name, t, (t / b - 1) * 100, w, (w / wb - 1) * 100, all }'
 done
 echo

@@ -1,0 +1,486 @@
+/*
+ * test-store-names.c — frames that wait for their names (store.h, struct
+ * store_frame's `offset`): an unnamed frame's offset is part of its
+ * identity and comes back whole from a writer, a reader, a reopened
+ * writer and a copy between a directory and a database; a named frame
+ * cannot carry one; in a directory the offset costs only the frames that
+ * have one (a flag in the record's kind byte and a varint), and a record
+ * that misuses the flag is damage; in a database a run whose frames have
+ * no offset has no row in frame_offsets, and the view `frames` shows them.
+ *
+ * Usage: test-store-names            the directory tests
+ *        test-store-names SOCKET_DIR USER [PORT]
+ *                                    the database tests on that server
+ *                                    (tests/test-store-names.sh starts one)
+ * Test code: it prints.
+ */
+#include "central-fixture.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rocksdb/c.h>
+
+static char tmpdir[] = "/tmp/test-store-names-XXXXXX";
+
+static const uint8_t bid_x[20] = {0xde, 0xad, 0xbe, 0xef, 1,  2,  3,  4,  5,  6,
+                                  7,    8,    9,    10,   11, 12, 13, 14, 15, 16};
+
+/* An unnamed frame of libx at `offset`. */
+static struct store_frame unnamed(uint64_t offset)
+{
+	struct store_frame f = {.name = "[libx.so.1]",
+	                        .name_len = 11,
+	                        .module = "/usr/lib/libx.so.1",
+	                        .module_len = 18,
+	                        .build_id = bid_x,
+	                        .build_id_len = sizeof(bid_x),
+	                        .kind = STORE_FRAME_UNKNOWN,
+	                        .offset = offset};
+	return f;
+}
+
+static struct store_frame named(const char *name)
+{
+	struct store_frame f = {.name = name, .name_len = strlen(name), .kind = STORE_FRAME_USER};
+	return f;
+}
+
+static const uint64_t offsets[] = {0x1040, 0x2230, 0, 0xffffffffffffull};
+#define NOFF (sizeof(offsets) / sizeof(offsets[0]))
+
+/* The id of the frame whose fields are f's in s, 0 when none. */
+static uint32_t find_frame(struct store *s, const struct store_frame *f)
+{
+	for (uint32_t id = 1; id < store_frame_count(s); id++) {
+		struct store_frame g;
+
+		if (store_frame_get(s, id, &g) < 0)
+			continue;
+		if (g.kind == f->kind && g.offset == f->offset && g.name_len == f->name_len &&
+		    !memcmp(g.name, f->name, f->name_len) && g.module_len == f->module_len &&
+		    (!f->module_len || !memcmp(g.module, f->module, f->module_len)) &&
+		    g.build_id_len == f->build_id_len &&
+		    (!f->build_id_len || !memcmp(g.build_id, f->build_id, f->build_id_len)))
+			return id;
+	}
+	return 0;
+}
+
+/* Every unnamed frame of `offsets` is in s, once each, whole. */
+static void check_offsets(struct store *s, const char *what)
+{
+	for (size_t i = 0; i < NOFF; i++) {
+		struct store_frame f = unnamed(offsets[i]);
+		CHECKF(find_frame(s, &f) != 0, "%s: frame at %#" PRIx64, what, offsets[i]);
+	}
+	/* frames 1..: main, then the four unnamed ones */
+	CHECKF(store_frame_count(s) == 2 + NOFF, "%s: %u frames", what, store_frame_count(s));
+}
+
+/* Writes main;[libx]@off for each offset, samples i+1 each; returns the
+ * frame ids through ids. */
+static void write_offsets(struct store *s, uint32_t *ids)
+{
+	struct store_batch *b = store_batch_new(s);
+	struct store_frame m = named("main"), bad = named("work");
+	uint32_t series, mid, node, again;
+
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	CHECK_OK(store_batch_series(
+	        b, &(struct store_series_key){"h", "app", "1", "cpu-clock", "nanoseconds", NULL},
+	        &series));
+	CHECK_OK(store_batch_frame(b, &m, &mid));
+	CHECK_OK(store_batch_node(b, STORE_ROOT_NODE, mid, &node));
+	for (size_t i = 0; i < NOFF; i++) {
+		struct store_frame f = unnamed(offsets[i]);
+		uint32_t leaf;
+
+		CHECK_OK(store_batch_frame(b, &f, &ids[i]));
+		CHECK_OK(store_batch_node(b, node, ids[i], &leaf));
+		CHECK_OK(store_batch_add(b, series, T0, leaf, i + 1, 10 * (i + 1)));
+		for (size_t j = 0; j < i; j++)
+			CHECK(ids[j] != ids[i]);
+	}
+	/* the same frame again is the same id */
+	struct store_frame f0 = unnamed(offsets[0]);
+	CHECK_OK(store_batch_frame(b, &f0, &again));
+	CHECK(again == ids[0]);
+	/* a named frame has no offset */
+	bad.offset = 16;
+	CHECK(store_batch_frame(b, &bad, &again) == -EINVAL);
+	CHECK_OK(store_batch_commit(b));
+	store_batch_free(b);
+}
+
+/* The offsets through a writer, a reader, a reopened writer, and a copy
+ * into `other` (of the other backend). */
+static void offsets_in(const char *where, const char *other)
+{
+	struct store *w = NULL, *r = NULL, *o = NULL;
+	char err[512] = "";
+	uint32_t ids[NOFF];
+
+	CHECKF(store_open(where, STORE_CREATE, &w, err, sizeof(err)) == 0, "%s", err);
+	if (!w)
+		return;
+	CHECKF(store_open(where, STORE_READONLY, &r, err, sizeof(err)) == 0, "%s", err);
+	write_offsets(w, ids);
+	check_offsets(w, "writer");
+	if (r) {
+		store_refresh(r);
+		check_offsets(r, "reader");
+	}
+	store_close(w);
+	w = NULL;
+	/* a reopened writer finds each frame under its id */
+	CHECKF(store_open(where, 0, &w, err, sizeof(err)) == 0, "%s", err);
+	if (w) {
+		struct store_batch *b = store_batch_new(w);
+		for (size_t i = 0; b && i < NOFF; i++) {
+			struct store_frame f = unnamed(offsets[i]);
+			uint32_t id;
+			CHECK_OK(store_batch_frame(b, &f, &id));
+			CHECK(id == ids[i]);
+		}
+		CHECK(store_frame_count(w) == 2 + NOFF);
+		store_batch_free(b);
+		check_offsets(w, "reopened writer");
+	}
+	/* a copy by content keeps them */
+	CHECKF(store_open(other, STORE_CREATE, &o, err, sizeof(err)) == 0, "%s", err);
+	if (o && r) {
+		struct store_copy_opts opts = {0};
+		struct store_copy_stats st;
+		struct store_series *l = NULL;
+		size_t n = 0;
+
+		CHECKF(store_copy(o, r, &opts, &st, err, sizeof(err)) == 0, "%s", err);
+		check_offsets(o, "copy");
+		CHECK_OK(store_series_list(o, &l, &n));
+		CHECK(n == 1 && l[0].samples == 1 + 2 + 3 + 4 && l[0].weight == 100);
+		store_series_free(l, n);
+	}
+	store_close(o);
+	store_close(r);
+	store_close(w);
+}
+
+/* ---- the directory ------------------------------------------------------------ */
+
+/* The directory's RocksDB opened with plain options, every column
+ * family (the first is "default"); NULL on failure (counted). */
+struct raw {
+	rocksdb_t *db;
+	rocksdb_options_t *opt;
+	rocksdb_column_family_handle_t *cf[8];
+	size_t n;
+};
+
+static bool raw_open(const char *dir, struct raw *w, bool ro)
+{
+	char *rerr = NULL, **names;
+	const rocksdb_options_t *cfo[8];
+
+	memset(w, 0, sizeof(*w));
+	w->opt = rocksdb_options_create();
+	names = rocksdb_list_column_families(w->opt, dir, &w->n, &rerr);
+	if (!names || w->n > 8 || strcmp(names[0], "default")) {
+		CHECKF(false, "rocksdb: %s", rerr ? rerr : "column families");
+		free(rerr);
+		return false;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		cfo[i] = w->opt;
+	w->db = ro ? rocksdb_open_for_read_only_column_families(w->opt, dir, (int)w->n,
+	                                                        (const char *const *)names, cfo,
+	                                                        w->cf, 0, &rerr)
+	           : rocksdb_open_column_families(w->opt, dir, (int)w->n,
+	                                          (const char *const *)names, cfo, w->cf, &rerr);
+	rocksdb_list_column_families_destroy(names, w->n);
+	CHECKF(w->db != NULL, "rocksdb: %s", rerr ? rerr : "?");
+	free(rerr);
+	return w->db != NULL;
+}
+
+static void raw_close(struct raw *w)
+{
+	for (size_t i = 0; w->db && i < w->n; i++)
+		rocksdb_column_family_handle_destroy(w->cf[i]);
+	if (w->db)
+		rocksdb_close(w->db);
+	rocksdb_options_destroy(w->opt);
+}
+
+/* The record of frame `id` in the directory (malloc'd), NULL when none. */
+static char *raw_frame(const char *dir, uint32_t id, size_t *len)
+{
+	char key[5] = {'f', (char)(id >> 24), (char)(id >> 16), (char)(id >> 8), (char)id};
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	char *rerr = NULL, *v = NULL;
+	struct raw w;
+
+	if (raw_open(dir, &w, true))
+		v = rocksdb_get_cf(w.db, ro, w.cf[0], key, 5, len, &rerr);
+	free(rerr);
+	raw_close(&w);
+	rocksdb_readoptions_destroy(ro);
+	return v;
+}
+
+/* Writes `val` as frame id's record (the store closed). */
+static void raw_put_frame(const char *dir, uint32_t id, const char *val, size_t len)
+{
+	char key[5] = {'f', (char)(id >> 24), (char)(id >> 16), (char)(id >> 8), (char)id};
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	char *rerr = NULL;
+	struct raw w;
+
+	if (raw_open(dir, &w, false)) {
+		rocksdb_put_cf(w.db, wo, w.cf[0], key, 5, val, len, &rerr);
+		CHECK(rerr == NULL);
+		free(rerr);
+	}
+	raw_close(&w);
+	rocksdb_writeoptions_destroy(wo);
+}
+
+static void test_dir(void)
+{
+	char dir[256], copy[256];
+	struct store *s = NULL;
+	char err[512] = "";
+
+	snprintf(dir, sizeof(dir), "%s/names", tmpdir);
+	snprintf(copy, sizeof(copy), "%s/copy", tmpdir);
+	offsets_in(dir, copy);
+
+	/* the record: kind byte 3 | 0x40 (offset), the offset last as a
+	 * varint; a frame without one has neither */
+	CHECKF(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == 0, "%s", err);
+	if (!s)
+		return;
+	struct store_frame f1 = unnamed(0x1040), f0 = unnamed(0);
+	uint32_t id1 = find_frame(s, &f1), id0 = find_frame(s, &f0);
+	store_close(s);
+	size_t len = 0;
+	char *v = raw_frame(dir, id1, &len);
+	CHECK(v && len > 3 && ((uint8_t)v[0] & 0x7f) == (0x40 | STORE_FRAME_UNKNOWN) &&
+	      (uint8_t)v[len - 2] == 0xc0 && (uint8_t)v[len - 1] == 0x20);
+	char rec[256];
+	size_t reclen = v && len < sizeof(rec) ? len : 0;
+	if (reclen)
+		memcpy(rec, v, len);
+	free(v);
+	v = raw_frame(dir, id0, &len);
+	CHECK(v && len > 1 && ((uint8_t)v[0] & 0x7f) == STORE_FRAME_UNKNOWN);
+	free(v);
+	if (!reclen)
+		return;
+
+	/* an offset flag in a named frame's record, or an offset of 0, is damage */
+	char bad[256];
+	memcpy(bad, rec, reclen);
+	bad[0] = (char)(((uint8_t)bad[0] & 0x80) | 0x40 | STORE_FRAME_USER);
+	raw_put_frame(dir, id1, bad, reclen);
+	s = NULL;
+	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -EIO);
+	CHECKF(strstr(err, "store is damaged: frame") != NULL, "%s", err);
+	store_close(s);
+	memcpy(bad, rec, reclen);
+	bad[reclen - 2] = 0; /* varint 0, then a byte too many */
+	raw_put_frame(dir, id1, bad, reclen - 1);
+	s = NULL;
+	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == -EIO);
+	store_close(s);
+	/* the record as written reads again */
+	raw_put_frame(dir, id1, rec, reclen);
+	s = NULL;
+	CHECKF(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) == 0, "%s", err);
+	if (s)
+		check_offsets(s, "restored");
+	store_close(s);
+}
+
+/* ---- renames ------------------------------------------------------------------ */
+
+/* leaf_a, named: what symbolize makes of the unnamed frames of libx. */
+static struct store_frame leaf(const char *name)
+{
+	struct store_frame f = unnamed(0);
+
+	f.name = name;
+	f.name_len = strlen(name);
+	f.kind = STORE_FRAME_USER;
+	return f;
+}
+
+/* Frames 0x1040 and 0x2230 become leaf_a, 0xffffffffffff leaf_b, in one
+ * commit, with a reader open across it; counts, nodes and totals stay;
+ * a copy merges the two leaf_a nodes. */
+static void renames_in(const char *where, const char *other)
+{
+	struct store *w = NULL, *r = NULL, *o = NULL;
+	char err[512] = "", before[4096];
+	uint32_t ids[NOFF], series, nodes, id;
+
+	CHECKF(store_open(where, STORE_CREATE, &w, err, sizeof(err)) == 0, "%s", err);
+	if (!w)
+		return;
+	write_offsets(w, ids);
+	CHECKF(store_open(where, STORE_READONLY, &r, err, sizeof(err)) == 0, "%s", err);
+	if (!r) {
+		store_close(w);
+		return;
+	}
+	series = find_series(r, "h", "app", NULL);
+	snprintf(before, sizeof(before), "%s", dump(r, series, INT64_MIN, INT64_MAX));
+	CHECK_STR(before, "1700000040 main;[libx.so.1] 1 10\n1700000040 main;[libx.so.1] 2 20\n"
+	                  "1700000040 main;[libx.so.1] 3 30\n1700000040 main;[libx.so.1] 4 40\n");
+	nodes = store_node_count(r);
+
+	struct store_batch *b = store_batch_new(w);
+	struct store_frame a = leaf("leaf_a"), bb = leaf("leaf_b"), bad;
+	CHECK_OK(store_batch_frame_rename(b, ids[0], &a));
+	CHECK_OK(store_batch_frame_rename(b, ids[1], &bb));
+	CHECK_OK(store_batch_frame_rename(b, ids[1], &a)); /* the last wins */
+	CHECK_OK(store_batch_frame_rename(b, ids[3], &bb));
+	/* refused: a frame that has a name, a frame not committed, another
+	 * module, an offset, an unnamed kind */
+	CHECK(store_batch_frame_rename(b, 1, &a) == -EINVAL);
+	CHECK(store_batch_frame_rename(b, store_frame_count(w), &a) == -EINVAL);
+	bad = a;
+	bad.module = "/usr/lib/liby.so";
+	bad.module_len = 16;
+	CHECK(store_batch_frame_rename(b, ids[2], &bad) == -EINVAL);
+	bad = a;
+	bad.offset = 0x1040;
+	CHECK(store_batch_frame_rename(b, ids[2], &bad) == -EINVAL);
+	bad = a;
+	bad.kind = STORE_FRAME_UNKNOWN;
+	CHECK(store_batch_frame_rename(b, ids[2], &bad) == -EINVAL);
+	/* not yet: the reader and the writer see the old frames */
+	struct store_frame got;
+	CHECK_OK(store_frame_get(w, ids[0], &got));
+	CHECK(got.kind == STORE_FRAME_UNKNOWN);
+	CHECK_OK(store_batch_commit(b));
+	CHECK_OK(store_frame_get(w, ids[0], &got));
+	CHECK(got.kind == STORE_FRAME_USER && got.name_len == 6 && !memcmp(got.name, "leaf_a", 6) &&
+	      got.offset == 0 && got.module_len == 18);
+	/* the writer finds the named frame, and a new unnamed one at the old
+	 * place is a new frame */
+	CHECK_OK(store_batch_frame(b, &a, &id));
+	CHECK(id == ids[0] || id == ids[1]);
+	struct store_frame u0 = unnamed(offsets[0]);
+	CHECK_OK(store_batch_frame(b, &u0, &id));
+	CHECK(id == store_frame_count(w) - 1 && id > ids[NOFF - 1]);
+	store_batch_free(b); /* the new one is dropped */
+
+	CHECK(store_refresh(r) == 1);
+	CHECK(store_node_count(r) == nodes);
+	CHECK_STR(dump(r, series, INT64_MIN, INT64_MAX),
+	          "1700000040 main;leaf_a 1 10\n1700000040 main;leaf_a 2 20\n"
+	          "1700000040 main;[libx.so.1] 3 30\n1700000040 main;leaf_b 4 40\n");
+	store_close(w);
+	w = NULL;
+	/* a reopened writer reads the new records */
+	CHECKF(store_open(where, 0, &w, err, sizeof(err)) == 0, "%s", err);
+	if (w) {
+		CHECK_OK(store_frame_get(w, ids[3], &got));
+		CHECK(got.kind == STORE_FRAME_USER && got.name_len == 6 &&
+		      !memcmp(got.name, "leaf_b", 6));
+		b = store_batch_new(w);
+		CHECK_OK(store_batch_frame(b, &bb, &id));
+		CHECK(id == ids[3]);
+		store_batch_free(b);
+	}
+	/* a copy by content: the two leaf_a nodes are one */
+	CHECKF(store_open(other, STORE_CREATE, &o, err, sizeof(err)) == 0, "%s", err);
+	if (o) {
+		struct store_copy_opts opts = {0};
+		struct store_copy_stats st;
+		CHECKF(store_copy(o, r, &opts, &st, err, sizeof(err)) == 0, "%s", err);
+		CHECK_STR(dump(o, find_series(o, "h", "app", NULL), INT64_MIN, INT64_MAX),
+		          "1700000040 main;leaf_a 3 30\n1700000040 main;[libx.so.1] 3 30\n"
+		          "1700000040 main;leaf_b 4 40\n");
+	}
+	store_close(o);
+	store_close(r);
+	store_close(w);
+}
+
+static void test_renames(void)
+{
+	char dir[256], copy[256];
+
+	snprintf(dir, sizeof(dir), "%s/renames", tmpdir);
+	snprintf(copy, sizeof(copy), "%s/renames-copy", tmpdir);
+	renames_in(dir, copy);
+}
+
+/* ---- the database ------------------------------------------------------------- */
+
+static void test_db(void)
+{
+	char dir[256];
+
+	fresh_db("names_a");
+	fresh_db("names_b");
+	snprintf(dir, sizeof(dir), "%s/from-db", tmpdir);
+	offsets_in(uri("names_a"), dir);
+	/* and from a directory into a database */
+	snprintf(dir, sizeof(dir), "%s/to-db", tmpdir);
+	offsets_in(dir, uri("names_b"));
+	/* one run, with an offsets row; SQL sees them */
+	CHECK_STR(sql("names_a", "SELECT count(*) FROM frame_offsets"), "1");
+	CHECK_STR(sql("names_a", "SELECT string_agg(file_offset::text, ',' ORDER BY id)"
+	                         " FROM frames WHERE kind = 3"),
+	          "4160,8752,0,281474976710655");
+	/* a run of named frames only keeps no array */
+	struct store *w = open_ok("names_a", 0);
+	if (w) {
+		struct store_batch *b = store_batch_new(w);
+		uint32_t id;
+		struct store_frame f = named("other");
+		CHECK_OK(store_batch_frame(b, &f, &id));
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+		store_close(w);
+	}
+	CHECK_STR(sql("names_a", "SELECT count(*) FROM frame_runs r WHERE NOT EXISTS"
+	                         " (SELECT 1 FROM frame_offsets o WHERE o.first = r.first)"),
+	          "2");
+}
+
+int main(int argc, char **argv)
+{
+	char cmd[128];
+
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	if (argc > 2) {
+		pghost = argv[1];
+		pguser = argv[2];
+		pgport = argc > 3 && *argv[3] ? argv[3] : NULL;
+		if (!getenv("FLAMEFS_PG_RETRY_SECONDS"))
+			setenv("FLAMEFS_PG_RETRY_SECONDS", "10", 1);
+		if (!sql("postgres", "SELECT 1")) {
+			printf("SKIP: cannot reach the PostgreSQL server at %s\n", pghost);
+			return 77;
+		}
+		run("db", test_db);
+	} else {
+		run("dir", test_dir);
+		run("renames", test_renames);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return central_failures ? 1 : 0;
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# test-symbolize-later.sh — frames named after they were stored (issue #42):
+# a program built by the test with -g, its debug part split off with
+# objcopy --only-keep-debug into a .build-id tree and the binary stripped,
+# run under perf record -g (a fixed number of loop iterations, so the
+# verdict does not depend on the machine's load); then:
+#   - import: its frames are unnamed ("[prog]", one node per level in the
+#     view), each kept at a function start (stats says nothing of it: the
+#     folded export shows no function of the program);
+#   - symbolize --dry-run changes nothing; symbolize --debug-dir names
+#     every frame in one commit, and the folded export equals, byte for
+#     byte, that of the same perf.data imported while the unstripped binary
+#     was in place; a mount open across the symbolize shows the names
+#     after its refresh, its totals unchanged;
+#   - a debug file named by its build id directly in the directory
+#     (no .build-id tree) names them too;
+#   - a real `debuginfod -F DIR` on a local port (DEBUGINFOD_URLS, a
+#     private DEBUGINFOD_CACHE_PATH) names them with no --debug-dir (SKIP
+#     of that part without debuginfod);
+#   - nothing to name in a module without debug info: the summary says so.
+#   usage: test-symbolize-later.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
+. "$(dirname "$0")/lib-e2e.sh"
+build=${1:?usage: test-symbolize-later.sh BUILD_DIR}
+collect=$build/flamefs-collect
+flamefs=$build/fs/flamefs
+e2e_setup symbolize-later
+
+for t in cc objcopy strip readelf perf; do
+	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+done
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "SKIP: /dev/fuse not available"
+	exit 77
+fi
+pid=
+dpid=
+e2e_on_exit() {
+	[ -n "$pid" ] && { fusermount3 -u -z "$mnt" 2>/dev/null; kill "$pid" 2>/dev/null; }
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null
+}
+
+cat >"$tmp/prog.c" <<'C'
+#include <stdlib.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) unsigned long leaf_a(unsigned long n)
+{
+	unsigned long s = 0;
+	for (unsigned long i = 0; i < n; i++)
+		s += i * i ^ (s >> 3);
+	return s;
+}
+__attribute__((noinline)) unsigned long leaf_b(unsigned long n)
+{
+	unsigned long s = 1;
+	for (unsigned long i = 0; i < n; i++)
+		s += (i ^ s) * 7 + (s >> 5);
+	return s;
+}
+__attribute__((noinline)) void middle(unsigned long n, int k)
+{
+	for (int j = 0; j < 10; j++)
+		sink += (k & 1) ? leaf_a(n) : leaf_b(n);
+}
+int main(int argc, char **argv)
+{
+	unsigned long n = strtoul(argv[1], NULL, 10);
+	for (int k = 0; k < atoi(argv[2]); k++)
+		middle(n, k);
+	return 0;
+}
+C
+# -g puts this run's directory into the debug info: a build id of its own.
+cc -O0 -g -fno-omit-frame-pointer -o "$tmp/prog.full" "$tmp/prog.c" ||
+	{ bad "cannot build the test program"; finish; }
+bid=$(readelf -n "$tmp/prog.full" | awk '/Build ID:/ { print $3 }')
+mkdir -p "$tmp/debug/.build-id/${bid:0:2}" "$tmp/flat"
+objcopy --only-keep-debug "$tmp/prog.full" "$tmp/debug/.build-id/${bid:0:2}/${bid:2}.debug"
+cp "$tmp/debug/.build-id/${bid:0:2}/${bid:2}.debug" "$tmp/flat/prog-symbols"
+strip -o "$tmp/prog" "$tmp/prog.full"
+check "the stripped program keeps its build id and has no symbols" \
+	test "$(readelf -n "$tmp/prog" | awk '/Build ID:/ { print $3 }')" = "$bid" -a \
+	-z "$(readelf -s "$tmp/prog" | grep -w leaf_a)"
+perf record -q -g -o "$tmp/perf.data" "$tmp/prog" 1000000 40 >/dev/null 2>&1 ||
+	{ echo "SKIP: perf record does not work here"; exit 77; }
+
+# the reference: the same perf.data while the unstripped binary is in place
+cp "$tmp/prog" "$tmp/prog.stripped"
+cp "$tmp/prog.full" "$tmp/prog"
+"$collect" import --store "$tmp/ref" "$tmp/perf.data" 2>/dev/null
+"$collect" export --store "$tmp/ref" --format folded >"$tmp/ref.folded"
+cp "$tmp/prog.stripped" "$tmp/prog"
+check "the reference names leaf_a and leaf_b under middle" \
+	grep -q "main;middle;leaf_a " "$tmp/ref.folded"
+
+# import while stripped: unnamed
+"$collect" import --store "$store" "$tmp/perf.data" 2>/dev/null
+"$collect" export --store "$store" --format folded >"$tmp/before.folded"
+check "imported stripped: no function of the program is named" \
+	test -z "$(grep -E ';(leaf_a|leaf_b|middle|main)( |;)' "$tmp/before.folded")"
+check "... its frames are [prog]" grep -q "\[prog\];\[prog\]" "$tmp/before.folded"
+total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
+check "... the same total as the reference" \
+	test "$(total "$tmp/before.folded")" = "$(total "$tmp/ref.folded")"
+
+mkdir -p "$mnt"
+"$flamefs" -f "$store" "$mnt" 2>"$tmp/flamefs.err" &
+pid=$!
+for _ in $(seq 100); do [ -e "$mnt/prog" ] && break; sleep 0.1; done
+v=$(ls "$mnt/prog" | head -1)
+total_before=$(cat "$mnt/prog/$v/total")
+check "the mount shows one [prog] node under __libc_start_call_main" \
+	test "$(ls "$mnt/prog/$v/__libc_start_call_main" | grep -c '^\[prog\]$')" = 1
+
+# a dry run changes nothing
+"$collect" symbolize --store "$store" --debug-dir "$tmp/debug" --dry-run >"$tmp/dry.out" 2>"$tmp/dry.err"
+check "symbolize --dry-run says what it would name" grep -q "would name 4 of 4 unnamed frames" "$tmp/dry.err"
+"$collect" export --store "$store" --format folded >"$tmp/dry.folded"
+check "... and names nothing" cmp -s "$tmp/dry.folded" "$tmp/before.folded"
+
+# symbolize from the .build-id tree
+"$collect" symbolize --store "$store" --debug-dir "$tmp/debug" 2>"$tmp/sym.err"
+check "symbolize --debug-dir: every frame named ($(cat "$tmp/sym.err" | head -1))" \
+	grep -q "named 4 of 4 unnamed frames in 1 of 1 modules; 0 modules still" "$tmp/sym.err"
+"$collect" export --store "$store" --format folded >"$tmp/after.folded"
+check "the folded export equals the one imported with symbols, byte for byte" \
+	cmp "$tmp/after.folded" "$tmp/ref.folded"
+seen=
+for _ in $(seq 50); do
+	[ -d "$mnt/prog/$v/__libc_start_call_main/main/middle/leaf_a" ] && { seen=1; break; }
+	sleep 0.2
+done
+check "the mount open across symbolize shows the names" test -n "$seen"
+check "... its total unchanged" test "$(cat "$mnt/prog/$v/total")" = "$total_before"
+check "... and its folded equals the reference's" \
+	cmp -s <(cat "$mnt/prog/$v/folded" | sort) <(grep "^prog;" "$tmp/ref.folded" | sort)
+check "a second symbolize finds nothing left to name" \
+	sh -c "'$collect' symbolize --store '$store' --debug-dir '$tmp/debug' 2>&1 | grep -q 'named 0 of 0'"
+
+# a debug file directly in a directory, found by its build id
+"$collect" import --store "$tmp/flat-store" "$tmp/perf.data" 2>/dev/null
+"$collect" symbolize --store "$tmp/flat-store" --debug-dir "$tmp/flat" 2>"$tmp/flat.err"
+"$collect" export --store "$tmp/flat-store" --format folded >"$tmp/flat.folded"
+check "a debug file of that build id directly in --debug-dir names them too" \
+	cmp -s "$tmp/flat.folded" "$tmp/ref.folded"
+
+# nothing found: said so
+"$collect" import --store "$tmp/none" "$tmp/perf.data" 2>/dev/null
+"$collect" symbolize --store "$tmp/none" --debug-dir "$tmp/flat-store" 2>"$tmp/none.err"
+check "without debug info: 0 named, the module listed with its build id" \
+	grep -q "named 0 of 4 unnamed frames in 0 of 1 modules; 1 modules still without names: $tmp/prog ($bid)" "$tmp/none.err"
+
+# a real debuginfod server serving the .build-id tree
+if command -v debuginfod >/dev/null; then
+	port=$((20000 + RANDOM % 20000))
+	debuginfod -F "$tmp/debug" -p "$port" -d "$tmp/debuginfod.sqlite" >"$tmp/debuginfod.log" 2>&1 &
+	dpid=$!
+	up=
+	for _ in $(seq 100); do
+		curl -sf "http://127.0.0.1:$port/buildid/$bid/debuginfo" -o /dev/null 2>/dev/null && { up=1; break; }
+		sleep 0.2
+	done
+	check "debuginfod serves the debug file by build id" test -n "$up"
+	"$collect" import --store "$tmp/dfd" "$tmp/perf.data" 2>/dev/null
+	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$tmp/dcache" DEBUGINFOD_TIMEOUT=10 \
+		"$collect" symbolize --store "$tmp/dfd" 2>"$tmp/dfd.err"
+	"$collect" export --store "$tmp/dfd" --format folded >"$tmp/dfd.folded"
+	check "symbolize through debuginfod (DEBUGINFOD_URLS) names them: $(head -1 "$tmp/dfd.err")" \
+		cmp -s "$tmp/dfd.folded" "$tmp/ref.folded"
+	check "... and the debug file landed in DEBUGINFOD_CACHE_PATH" \
+		test -n "$(find "$tmp/dcache" -name debuginfo 2>/dev/null)"
+else
+	skip "debuginfod is not installed: the debuginfod part"
+fi
+finish
