@@ -7,6 +7,7 @@
 #ifndef FLAMEFS_CLI_H
 #define FLAMEFS_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +68,11 @@ void cli_warn_unrooted(struct store *s, const struct store_series *before, size_
  * debug packages, and what to do before `again` ("import", "record"). */
 void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t nbefore,
                       const char *again);
+/* Both warnings, in that order, each series measured once for the two:
+ * cli_warn_unrooted() when unrooted, cli_warn_unnamed() when again is not
+ * NULL (import asks both). */
+void cli_warn_after(struct store *s, const struct store_series *before, size_t nbefore,
+                    bool unrooted, enum cli_stack_source from, const char *again);
 
 /* A usage error of `flamefs-collect CMD` (cmd NULL: of flamefs-collect
  * itself): prints one line, "flamefs-collect CMD: <fmt>; try

@@ -683,13 +683,12 @@ static int finish(struct import_job *job, size_t failed)
 		             "%s; %zu failed\n",
 		        job->samples, (double)job->bytes / 1e6, job->files_done, job->count,
 		        job->dir, failed);
-	/* Stacks cut short (fewer than half rooted): one line saying so. */
-	if (job->s && job->perf_input && job->files_done && !(job->one_batch && status))
-		cli_warn_unrooted(job->s, job->before, job->nbefore, CLI_STACKS_PERF);
-	/* Much weight without function names: one line saying where and how
-	 * to get them. */
+	/* Stacks cut short (fewer than half rooted, perf input): one line
+	 * saying so; much weight without function names: one line saying
+	 * where and how to get them. */
 	if (job->s && job->files_done && !(job->one_batch && status))
-		cli_warn_unnamed(job->s, job->before, job->nbefore, "import");
+		cli_warn_after(job->s, job->before, job->nbefore, job->perf_input, CLI_STACKS_PERF,
+		               "import");
 	store_series_free(job->before, job->nbefore);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	store_close(job->s);

@@ -354,20 +354,45 @@ static bool series_unchanged(const struct store_series *list, size_t n,
 	return false;
 }
 
-void cli_warn_unrooted(struct store *s, const struct store_series *before, size_t nbefore,
-                       enum cli_stack_source from)
+/* One series' quality for the warnings after a command wrote: measured
+ * (a tree built) at most once, however many warnings ask. */
+struct quality_memo {
+	bool done;
+	int r; /* cli_series_quality's result */
+	struct view_quality q;
+	struct cli_unnamed *un; /* NULL once a warning took the rows */
+	size_t nun;
+};
+
+static int memo_quality(struct store *s, const struct store_series *se, struct quality_memo *m)
 {
-	struct store_series *list;
-	size_t n, worst = SIZE_MAX;
+	if (!m->done) {
+		m->r = cli_series_quality(s, se, &m->q, &m->un, &m->nun);
+		m->done = true;
+	}
+	return m->r;
+}
+
+static void memo_free(struct quality_memo *m, size_t n)
+{
+	for (size_t i = 0; m && i < n; i++)
+		cli_unnamed_free(m[i].un, m[i].nun);
+	free(m);
+}
+
+static void warn_unrooted(struct store *s, const struct store_series *list, size_t n,
+                          const struct store_series *before, size_t nbefore,
+                          enum cli_stack_source from, struct quality_memo *memo)
+{
+	size_t worst = SIZE_MAX;
 	struct view_quality wq = {0};
 
-	if (store_series_list(s, &list, &n) < 0)
-		return; /* a warning only: nothing to report it against */
 	for (size_t i = 0; i < n; i++) {
-		struct view_quality q;
 		if (series_unchanged(before, nbefore, &list[i]) ||
-		    cli_series_quality(s, &list[i], &q, NULL, NULL) < 0 || q.total == 0 ||
-		    q.rooted * 2 >= q.total)
+		    memo_quality(s, &list[i], &memo[i]) < 0)
+			continue;
+		struct view_quality q = memo[i].q;
+		if (q.total == 0 || q.rooted * 2 >= q.total)
 			continue;
 		/* The worst: the smallest rooted share, q.rooted / q.total. */
 		if (worst == SIZE_MAX || (u128)q.rooted * wq.total < (u128)wq.rooted * q.total) {
@@ -392,7 +417,6 @@ void cli_warn_unrooted(struct store *s, const struct store_series *before, size_
 		        "--quality)\n",
 		        share, list[worst].binary, list[worst].version, list[worst].event, why);
 	}
-	store_series_free(list, n);
 }
 
 /* Whether a series' host is this machine (its hostname): only then can
@@ -426,14 +450,12 @@ static int unnamed_weight_cmp(const void *a, const void *b)
 	return unnamed_key_cmp(x, y);
 }
 
-void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t nbefore,
-                      const char *again)
+static void warn_unnamed(struct store *s, const struct store_series *list, size_t n,
+                         const struct store_series *before, size_t nbefore, const char *again,
+                         struct quality_memo *memo)
 {
-	struct store_series *list;
-	size_t n, best = SIZE_MAX;
+	size_t best = SIZE_MAX;
 
-	if (store_series_list(s, &list, &n) < 0)
-		return; /* a warning only: nothing to report it against */
 	/* The event with the most weight among the series that changed: the
 	 * weights of one event summed in the first series of it. */
 	bool *changed = calloc(n ? n : 1, sizeof(*changed));
@@ -443,7 +465,6 @@ void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t
 		free(changed);
 		free(first);
 		free(sum);
-		store_series_free(list, n);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -474,8 +495,14 @@ void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t
 		struct cli_unnamed *un;
 		size_t nun;
 		if (!changed[i] || strcmp(list[i].event, list[best].event) != 0 ||
-		    cli_series_quality(s, &list[i], &q, &un, &nun) < 0)
+		    memo_quality(s, &list[i], &memo[i]) < 0)
 			continue;
+		/* Each series is summed once: its rows move into agg. */
+		q = memo[i].q;
+		un = memo[i].un;
+		nun = memo[i].nun;
+		memo[i].un = NULL;
+		memo[i].nun = 0;
 		total += q.total;
 		unnamed += q.unknown_leaf;
 		here = here && host_is_here(list[i].host);
@@ -524,7 +551,37 @@ void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t
 	}
 	cli_unnamed_free(agg, nagg);
 	free(changed);
+}
+
+void cli_warn_after(struct store *s, const struct store_series *before, size_t nbefore,
+                    bool unrooted, enum cli_stack_source from, const char *again)
+{
+	struct store_series *list;
+	size_t n;
+
+	if (store_series_list(s, &list, &n) < 0)
+		return; /* a warning only: nothing to report it against */
+	struct quality_memo *memo = calloc(n ? n : 1, sizeof(*memo));
+	if (memo) {
+		if (unrooted)
+			warn_unrooted(s, list, n, before, nbefore, from, memo);
+		if (again)
+			warn_unnamed(s, list, n, before, nbefore, again, memo);
+	}
+	memo_free(memo, n);
 	store_series_free(list, n);
+}
+
+void cli_warn_unrooted(struct store *s, const struct store_series *before, size_t nbefore,
+                       enum cli_stack_source from)
+{
+	cli_warn_after(s, before, nbefore, true, from, NULL);
+}
+
+void cli_warn_unnamed(struct store *s, const struct store_series *before, size_t nbefore,
+                      const char *again)
+{
+	cli_warn_after(s, before, nbefore, false, CLI_STACKS_PERF, again);
 }
 
 /* Writes a module path for a terminal: control bytes, DEL and '\\' as

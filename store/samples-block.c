@@ -49,11 +49,41 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Sorts and dedups keys in place: the count left. */
+/* Sorts and dedups keys in place: the count left.  A block's samples
+ * repeat a few nodes and threads, so the keys are made unique first
+ * through a set (open addressing; 0 kept apart, as it marks a free slot)
+ * and only those are sorted.  Without memory for the set, all are. */
 static size_t sort_unique(uint64_t *k, size_t n)
 {
 	size_t o = 0;
+	unsigned log2 = 4;
 
+	while (((size_t)1 << log2) < n * 2)
+		log2++;
+	uint64_t *set = n > 1 ? calloc((size_t)1 << log2, sizeof(*set)) : NULL;
+	if (set) {
+		size_t mask = ((size_t)1 << log2) - 1;
+		bool zero = false;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t x = k[i];
+			if (x == 0) {
+				if (!zero)
+					k[o++] = 0;
+				zero = true;
+				continue;
+			}
+			size_t h = (size_t)((x * 0x9e3779b97f4a7c15ull) >> (64 - log2));
+			while (set[h] && set[h] != x)
+				h = (h + 1) & mask;
+			if (!set[h]) {
+				set[h] = x;
+				k[o++] = x; /* o <= i: k[i + 1..n) still unread */
+			}
+		}
+		free(set);
+		n = o;
+		o = 0;
+	}
 	qsort(k, n, sizeof(*k), u64_cmp);
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || k[i] != k[o - 1])
