@@ -216,10 +216,10 @@ static void heat_columns(const struct view_tree *t, struct heat *h)
 	h->ncols = (size_t)(c1 - h->col0 + 1);
 }
 
-/* Counts the samples of the subtree h->st into the cells: from the
+/* Counts the samples of the subtree of node into the cells: from the
  * tree's index (its run of the subtree's samples), or else the detail of
  * the series that have some, asked for in one read. */
-static int heat_fill(const struct view_tree *t, struct heat *h)
+static int heat_fill(const struct view_tree *t, uint32_t node, struct heat *h)
 {
 	const struct view_time_index *x;
 	size_t nd = 0, a, z;
@@ -230,11 +230,13 @@ static int heat_fill(const struct view_tree *t, struct heat *h)
 	if ((r = view_time_index_get(t, &x)) < 0)
 		return r;
 	if (x) {
-		view_time_samples_of(x, h->st.node, &a, &z);
+		view_time_samples_of(x, node, &a, &z);
 		for (size_t i = a; i < z; i++)
 			add_moment(h, x->samples[i].time_us);
 		return 0;
 	}
+	if ((r = view_subtree_init(&h->st, t, node)) < 0)
+		return r;
 	uint32_t *ids = malloc(t->src.nseries * sizeof(*ids) + 1);
 	if (!ids)
 		return -ENOMEM;
@@ -398,8 +400,6 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 
 	if (node >= t->nnodes)
 		return -EINVAL;
-	if ((r = view_subtree_init(&h.st, t, node)) < 0)
-		goto out;
 	const struct view_window *w = t->src.window;
 	h.S = t->src.first_us;
 	h.E = t->src.last_us == INT64_MIN ? INT64_MIN : t->src.last_us + 1;
@@ -409,7 +409,7 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 	}
 	if (t->src.store && h.E > h.S) {
 		heat_columns(t, &h);
-		if ((r = heat_fill(t, &h)) < 0)
+		if ((r = heat_fill(t, node, &h)) < 0)
 			goto out;
 	} else {
 		h.S = h.E = 0;

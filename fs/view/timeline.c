@@ -742,8 +742,8 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 	*c = (struct tcollect){.t = t};
 	*out = NULL;
 	*nout = 0;
-	if ((r = view_subtree_init(&c->st, t, node)) < 0)
-		return r;
+	if (node >= t->nnodes)
+		return -EINVAL;
 	int64_t bs = t->src.bucket_seconds ? t->src.bucket_seconds : 60;
 	c->bsu = bs * 1000000;
 	if (!tree_span(t, &c->S, &c->E)) {
@@ -767,7 +767,10 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 		return r;
 	if (x && (x->b0 != c->b0 || x->nbk != c->nbk))
 		return -EIO; /* both come from tree_span() */
-	r = x ? collect_indexed(c, x, node) : collect_read(c, t, bs);
+	if (x)
+		r = collect_indexed(c, x, node);
+	else if ((r = view_subtree_init(&c->st, t, node)) == 0)
+		r = collect_read(c, t, bs);
 	if (r < 0)
 		return r;
 
