@@ -508,26 +508,42 @@ int record_attach_spans(struct recorder *r, const struct options *o)
 			}
 			path = prog;
 		}
-		/* The end first: a start attached alone would push spans
+		if (sp->fixed) {
+			uint32_t spec = i;
+			uint64_t key = record_span_fixed_key(sp->fixed);
+			if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.span_fixed), &spec, &key,
+			                        BPF_ANY) < 0) {
+				rc = -errno;
+				record_fail(r, rc, "--span %s: cannot set its name: %s", sp->arg,
+				            strerror(-rc));
+				return rc;
+			}
+		}
+		/* The ends first: a start attached alone would push spans
 		 * nothing pops, and the thread's stack would stay off by them;
 		 * an end attached alone only meets ends of nothing (ignored).
 		 * The links are destroyed in this order too. */
-		for (int end = 1; end >= 0; end--) {
+		for (size_t e = 0; e <= sp->nend; e++) {
+			bool end = e < sp->nend;
+			const char *probe = end ? sp->end[e] : sp->start;
 			/* Not LIBBPF_OPTS(): a GNU statement expression, which
 			 * clang -Wpedantic (the fuzz build) refuses. */
 			struct bpf_usdt_opts uo = {
 			        .sz = sizeof(uo),
-			        .usdt_cookie = end ? PROFILE_SPAN_END : sp->cookie,
+			        .usdt_cookie =
+			                end ? PROFILE_SPAN_END | (uint64_t)i
+			                                                 << PROFILE_SPAN_SPEC_SHIFT
+			                    : sp->cookie,
 			};
 			libbpf_last[0] = '\0';
 			struct bpf_link *l = bpf_program__attach_usdt(
 			        end ? r->skel->progs.span_exit : r->skel->progs.span_enter, -1,
-			        path, sp->provider, end ? sp->end : sp->start, &uo);
+			        path, sp->provider, probe, &uo);
 			if (!l) {
 				rc = -errno;
 				record_fail(r, rc, "--span %s: cannot attach %s:%s in %s: %s%s%s%s",
-				            sp->arg, sp->provider, end ? sp->end : sp->start, path,
-				            strerror(-rc), libbpf_last[0] ? " (libbpf: " : "",
+				            sp->arg, sp->provider, probe, path, strerror(-rc),
+				            libbpf_last[0] ? " (libbpf: " : "",
 				            libbpf_last[0] ? libbpf_last : "",
 				            libbpf_last[0] ? ")" : "");
 				return rc;
