@@ -134,7 +134,7 @@ int view_subtree_has(struct view_subtree *c, uint32_t sn)
 
 /* ---- the tree's rows, read once ------------------------------------------ */
 
-const char view_time_none;
+struct view_time_index view_time_none;
 size_t view_time_rows_max = (size_t)1 << 21;
 
 /* The span a timeline of t shows before its rows widen it: [*S, *E)

@@ -161,7 +161,7 @@ struct view_tree {
 	/* NULL until a timeline or heatmap is first rendered, then the
 	 * tree's counts and samples as read from the store then
 	 * (timeline.c), or VIEW_TIME_NONE when they pass
-	 * view_time_rows_max.  Published with an atomic exchange. */
+	 * view_time_rows_max.  Set once, with an atomic compare-exchange. */
 	struct view_time_index *time_index;
 };
 
@@ -337,10 +337,11 @@ struct view_time_index {
 	int64_t b0;
 	size_t nbk;
 };
-#define VIEW_TIME_NONE ((struct view_time_index *)&view_time_none)
-extern const char view_time_none;
-/* The most rows (counts and samples) a tree's index may hold; past it its
- * renderers read the store at each rendering as before.  Tests set 0 to
+/* A tree's time_index when its rows pass the bound: no index. */
+#define VIEW_TIME_NONE (&view_time_none)
+extern struct view_time_index view_time_none;
+/* The most rows (counts and samples) a tree's index may hold; past it the
+ * tree's renderers read the store at each rendering.  Tests set 0 to
  * compare both ways. */
 extern size_t view_time_rows_max;
 /* The index of t, built at the first call: *out is NULL when t reads no
