@@ -22,6 +22,7 @@
  * force, at a leaf and at the root.
  */
 #include "view-fixture.h"
+#include "view-internal.h" /* view_time_rows_max, a tree's time index */
 
 #define NADD 24
 
@@ -332,6 +333,80 @@ static void check_moments(const struct view_tree *t, int64_t S, int64_t E, int64
 	}
 }
 
+/* How to build a tree again: the whole time, or a window [from_us, to_us). */
+struct rebuild {
+	struct store *s;
+	const struct store_series *list;
+	size_t n;
+	bool window;
+	int64_t from_us, to_us;
+};
+
+static struct view_tree *rebuild(const struct rebuild *b)
+{
+	struct view_tree *t;
+	int r = b->window ? view_tree_build_window_us(b->s, b->list, b->n, b->from_us, b->to_us,
+	                                              NULL, &t)
+	                  : view_tree_build(b->s, b->list, b->n, INT64_MIN, INT64_MAX, &t);
+	if (r < 0)
+		fx_die("rebuild", -r);
+	return t;
+}
+
+/* Every node's timeline, timeline.svg and heatmap.svg rendered from the
+ * tree's index (its rows read from the store once) are byte for byte
+ * those read from the store at each rendering: with no index
+ * (view_time_rows_max 0), and with a bound its rows pass (3: none). */
+static void check_index(const struct rebuild *b, const char *what)
+{
+	static const view_render_fn fns[] = {view_render_timeline, view_render_timeline_svg,
+	                                     view_render_heatmap_svg};
+	static const char *const fnames[] = {"timeline", "timeline.svg", "heatmap.svg"};
+	static const size_t bounds[] = {0, 3, (size_t)1 << 21};
+	size_t saved = view_time_rows_max;
+	char **want = NULL;
+	uint32_t nn = 0;
+
+	for (size_t k = 0; k < sizeof(bounds) / sizeof(bounds[0]); k++) {
+		view_time_rows_max = bounds[k];
+		struct view_tree *t = rebuild(b);
+		if (k == 0) {
+			nn = view_tree_node_count(t);
+			want = calloc((size_t)nn * 3, sizeof(*want));
+			if (!want)
+				fx_die("calloc", ENOMEM);
+		}
+		CHECKF(view_tree_node_count(t) == nn, "%s: %u nodes, then %u", what, nn,
+		       view_tree_node_count(t));
+		for (uint32_t v = 0; v < nn && v < view_tree_node_count(t); v++) {
+			if (!view_node_visible(t, v))
+				continue;
+			for (int f = 0; f < 3; f++) {
+				char *got = fx_render(fns[f], t, v);
+				if (k == 0)
+					want[v * 3 + f] = got;
+				else {
+					CHECKF(strcmp(got, want[v * 3 + f]) == 0,
+					       "%s: node %u's %s with rows bound %zu differs from "
+					       "the "
+					       "store's:\n%s\nagainst\n%s",
+					       what, v, fnames[f], bounds[k], got, want[v * 3 + f]);
+					free(got);
+				}
+			}
+		}
+		/* The bound decides whether the index was made. */
+		bool indexed = t->time_index && t->time_index != VIEW_TIME_NONE;
+		CHECKF(indexed == (bounds[k] > 3), "%s: rows bound %zu: indexed %d", what,
+		       bounds[k], indexed);
+		view_tree_free(t);
+	}
+	for (size_t i = 0; i < (size_t)nn * 3; i++)
+		free(want[i]);
+	free(want);
+	view_time_rows_max = saved;
+}
+
 static void test_moments(void)
 {
 	struct store *s = fx_store();
@@ -349,12 +424,14 @@ static void test_moments(void)
 		fx_die("build", EIO);
 	check_moments(t, S, E, 1000000, 1, 0, 2, "1 s, whole time");
 	view_tree_free(t);
+	check_index(&(struct rebuild){s, list, n, false, 0, 0}, "1 s, whole time");
 	/* An exact window cutting buckets 0 and 1. */
 	int64_t wf = M0 + 10500000, wt = M0 + 70250000;
 	if (view_tree_build_window_us(s, list, n, wf, wt, NULL, &t) < 0)
 		fx_die("window", EIO);
 	check_moments(t, wf, wt, 1000000, wf, wt, 2, "1 s, window");
 	view_tree_free(t);
+	check_index(&(struct rebuild){s, list, n, true, wf, wt}, "1 s, window");
 	store_series_free(list, n);
 	store_close(s);
 	fx_cleanup();
@@ -373,12 +450,14 @@ static void test_moments(void)
 		fx_die("build", EIO);
 	check_moments(t, S, E, 120000000, 1, 0, 3, "2 min, whole time");
 	view_tree_free(t);
+	check_index(&(struct rebuild){s, list, n, false, 0, 0}, "2 min, whole time");
 	/* A window over all of it that cuts bucket 0 and the last. */
 	wf = M0 + 10500000, wt = M0 + (int64_t)(5 * 3600 + 30) * 1000000;
 	if (view_tree_build_window_us(s, list, n, wf, wt, NULL, &t) < 0)
 		fx_die("window", EIO);
 	check_moments(t, wf, E < wt ? E : wt, 120000000, wf, wt, 3, "2 min, window");
 	view_tree_free(t);
+	check_index(&(struct rebuild){s, list, n, true, wf, wt}, "2 min, window");
 	store_series_free(list, n);
 	store_close(s);
 	fx_cleanup();
@@ -438,6 +517,7 @@ int main(void)
 	check_tree(t, ad, NADD, buckets, 8, "machine");
 	fx_check_totals(t, "machine");
 	view_tree_free(t);
+	check_index(&(struct rebuild){s, list, n, false, 0, 0}, "machine");
 	size_t nr = series_of(list, n, "rnd");
 	if (nr != 2)
 		fx_die("series_of", EIO);

@@ -3,9 +3,11 @@
  * FlameScope draws it: one column per second, 50 rows of 20 ms for the
  * offset inside the second (0 at the top), each cell coloured by the
  * number of the subtree's samples whose moment falls in it.  The
- * samples are the recent tier's detail, read again from the store when
- * rendered (as timelines read the counts, under the same lock) and
- * streamed into the cells: only the cells are held.  Hovering a cell
+ * samples are the recent tier's detail: the subtree's run of the tree's
+ * time index (timeline.c; read from the store at the first timeline or
+ * heatmap of the tree), or, for a tree too large for one, read again
+ * from the store when rendered (under the same lock) and streamed into
+ * the cells.  Only the cells are held.  Hovering a cell
  * names its interval and count, and each cell links to the @range
  * directory of its interval (where the tree's place is known:
  * view_tree_set_place()), so a click opens that 20 ms of the same
@@ -61,6 +63,18 @@ struct heat {
 	uint64_t drawn;
 };
 
+/* A sample of the subtree at time_us, into its cell when drawn. */
+static void add_moment(struct heat *h, int64_t time_us)
+{
+	if (time_us < h->S || time_us >= h->E)
+		return;
+	int64_t sec = view_floor_div(time_us, 1000000);
+	size_t col = (size_t)(sec - h->col0);
+	size_t row = (size_t)((time_us - sec * 1000000) / ROW_US);
+	h->cells[col * VIEW_HEATMAP_ROWS + row]++;
+	h->drawn++;
+}
+
 static int add_sample(void *ctx, const struct store_sample *smp)
 {
 	struct heat *h = ctx;
@@ -70,11 +84,7 @@ static int add_sample(void *ctx, const struct store_sample *smp)
 		return 0;
 	if ((r = view_subtree_has(&h->st, smp->node)) <= 0)
 		return r;
-	int64_t sec = view_floor_div(smp->time_us, 1000000);
-	size_t col = (size_t)(sec - h->col0);
-	size_t row = (size_t)((smp->time_us - sec * 1000000) / ROW_US);
-	h->cells[col * VIEW_HEATMAP_ROWS + row]++;
-	h->drawn++;
+	add_moment(h, smp->time_us);
 	return 0;
 }
 
@@ -206,18 +216,30 @@ static void heat_columns(const struct view_tree *t, struct heat *h)
 	h->ncols = (size_t)(c1 - h->col0 + 1);
 }
 
-/* Counts the samples of the subtree h->st into the cells: the detail of
+/* Counts the samples of the subtree of node into the cells: from the
+ * tree's index (its run of the subtree's samples), or else the detail of
  * the series that have some, asked for in one read. */
-static int heat_fill(const struct view_tree *t, struct heat *h)
+static int heat_fill(const struct view_tree *t, uint32_t node, struct heat *h)
 {
-	uint32_t *ids = malloc(t->src.nseries * sizeof(*ids) + 1);
-	size_t nd = 0;
-	int r = 0;
+	const struct view_time_index *x;
+	size_t nd = 0, a, z;
+	int r;
 
-	if (!(h->cells = calloc(h->ncols * VIEW_HEATMAP_ROWS, sizeof(*h->cells))) || !ids) {
-		free(ids);
+	if (!(h->cells = calloc(h->ncols * VIEW_HEATMAP_ROWS, sizeof(*h->cells))))
 		return -ENOMEM;
+	if ((r = view_time_index_get(t, &x)) < 0)
+		return r;
+	if (x) {
+		view_time_samples_of(x, node, &a, &z);
+		for (size_t i = a; i < z; i++)
+			add_moment(h, x->samples[i].time_us);
+		return 0;
 	}
+	if ((r = view_subtree_init(&h->st, t, node)) < 0)
+		return r;
+	uint32_t *ids = malloc(t->src.nseries * sizeof(*ids) + 1);
+	if (!ids)
+		return -ENOMEM;
 	for (size_t i = 0; i < t->src.nseries; i++)
 		if (view_subtree_series(&h->st, i) && t->src.recent[i])
 			ids[nd++] = t->src.series[i];
@@ -378,8 +400,6 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 
 	if (node >= t->nnodes)
 		return -EINVAL;
-	if ((r = view_subtree_init(&h.st, t, node)) < 0)
-		goto out;
 	const struct view_window *w = t->src.window;
 	h.S = t->src.first_us;
 	h.E = t->src.last_us == INT64_MIN ? INT64_MIN : t->src.last_us + 1;
@@ -389,7 +409,7 @@ int view_render_heatmap_svg(const struct view_tree *t, uint32_t node, struct vie
 	}
 	if (t->src.store && h.E > h.S) {
 		heat_columns(t, &h);
-		if ((r = heat_fill(t, &h)) < 0)
+		if ((r = heat_fill(t, node, &h)) < 0)
 			goto out;
 	} else {
 		h.S = h.E = 0;

@@ -5,24 +5,30 @@
  * its weight per second of the time it covers, and `timeline.svg`, the
  * same as a bar chart drawn in the self-contained style of flame.svg.
  *
- * A tree keeps no counts per bucket (that would cost memory per node and
- * bucket in every tree): a timeline reads the counts of the tree's
- * series in its span from the store again (one set-based read), and,
- * where an interval is shorter than a bucket or a window cuts a bucket,
- * the detail of their samples (their moments), and sums those whose
- * store node lies in the subtree.  What of such a bucket has no moment
- * (its counts minus its samples' detail) is never spread: it is shown
- * whole, as its bucket, flagged.  Whether a store node lies in the
- * subtree is decided once per store node, memoized: a store node maps
- * to the view node its parent's maps to, or to that node's child of the
- * same frame name (as build.c merges them), so only the nodes on the way
- * from the binary down to the subtree's root need their names compared;
- * below it every node is in, beside it every node is out.  The top root
- * and a binary's node take every count of their series without a test.
- * Trees derived from trees (diffs, callers, callees) read nothing and
- * show only the header.  The rows last collected are kept in the tree
- * (one node's), so `timeline.svg` after `timeline` of the same node reads
- * nothing again.
+ * A tree keeps no counts per bucket while it is only walked (that would
+ * cost memory per node and bucket in every tree).  The first timeline or
+ * heatmap rendered of a tree reads the counts of the tree's series over
+ * its span from the store (one set-based read), and the detail of their
+ * samples (their moments), into the tree's time index: each row keyed
+ * by the view node its store node maps to (its parent's node's child of
+ * the same frame name, as build.c merges them; a node the tree does not
+ * show maps to its deepest ancestor it shows), sorted depth-first, so
+ * that every later node's rows are one run found by two binary searches
+ * and `grep -r` over a mount reads the store once per tree, not three
+ * times per directory.  A tree whose rows would pass view_time_rows_max
+ * keeps no index: each rendering reads the store again and decides per
+ * store node, memoized, whether it lies in the subtree (only the nodes
+ * on the way from the binary down to the subtree's root need their
+ * names compared; below it every node is in, beside it every node is
+ * out).  Either way, where an interval is shorter than a bucket or a
+ * window cuts a bucket, the subtree's samples are placed by their
+ * moment; what of such a bucket has no moment (its counts minus its
+ * samples' detail) is never spread: it is shown whole, as its bucket,
+ * flagged.  The top root and a binary's node take every count of their
+ * series.  Trees derived from trees (diffs, callers, callees) read
+ * nothing and show only the header.  The rows last collected are kept
+ * in the tree (one node's), so `timeline.svg` after `timeline` of the
+ * same node sums nothing again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -126,6 +132,379 @@ int view_subtree_has(struct view_subtree *c, uint32_t sn)
 	return state == MEMO_IN; /* on the path above: out */
 }
 
+/* ---- the tree's rows, read once ------------------------------------------ */
+
+struct view_time_index view_time_none;
+size_t view_time_rows_max = (size_t)1 << 21;
+
+/* The span a timeline of t shows before its rows widen it: [*S, *E)
+ * microseconds; false when there is nothing to read. */
+static bool tree_span(const struct view_tree *t, int64_t *S, int64_t *E)
+{
+	const struct view_window *w = t->src.window;
+
+	*S = t->src.first_us;
+	*E = t->src.last_us == INT64_MIN ? INT64_MIN : t->src.last_us + 1;
+	if (w) {
+		if (w->from_us > *S)
+			*S = w->from_us;
+		if (w->to_us < *E)
+			*E = w->to_us;
+	}
+	return t->src.store && *E > *S;
+}
+
+static int64_t tree_bucket_us(const struct view_tree *t)
+{
+	return (int64_t)(t->src.bucket_seconds ? t->src.bucket_seconds : 60) * 1000000;
+}
+
+void view_time_index_free(struct view_time_index *x)
+{
+	if (!x || x == VIEW_TIME_NONE)
+		return;
+	free(x->pre);
+	free(x->size);
+	free(x->counts);
+	free(x->samples);
+	free(x);
+}
+
+size_t view_time_index_memory(const struct view_tree *t)
+{
+	const struct view_time_index *x = __atomic_load_n(&t->time_index, __ATOMIC_ACQUIRE);
+
+	if (!x || x == VIEW_TIME_NONE)
+		return 0;
+	return sizeof(*x) + (size_t)t->nnodes * (sizeof(*x->pre) + sizeof(*x->size)) +
+	       x->ncounts * sizeof(*x->counts) + x->nsamples * sizeof(*x->samples);
+}
+
+/* What is being read into an index. */
+struct xbuild {
+	const struct view_tree *t;
+	struct view_time_index *x;
+	uint32_t *map;  /* store node -> view node + 1 | XMAP_EXACT, 0: not yet */
+	uint32_t *walk; /* scratch: store nodes not yet mapped */
+	uint32_t binary;
+	int64_t bsu;
+	size_t ccap, scap;
+	bool full; /* past view_time_rows_max */
+};
+#define XMAP_EXACT 0x80000000u
+
+/* The view node store node sn maps to (its deepest visible node of the
+ * same names below the series' binary), or VIEW_NONE for a node the tree
+ * has not seen; memoized in b->map.  -errno as a negative int64. */
+static int64_t xmap(struct xbuild *b, uint32_t sn)
+{
+	const struct view_tree *t = b->t;
+	struct store *s = t->src.store;
+	uint32_t parent, frame, m;
+	size_t depth = 0;
+	int r;
+
+	if (sn >= t->src.store_nodes)
+		return VIEW_NONE;
+	while ((m = b->map[sn]) == 0) {
+		if (depth == t->src.store_nodes)
+			return -EIO; /* a cycle: the store is corrupt */
+		b->walk[depth++] = sn;
+		if ((r = store_node_get(s, sn, &parent, &frame)) < 0)
+			return r;
+		if (parent >= t->src.store_nodes)
+			return -EIO;
+		sn = parent;
+	}
+	while (depth > 0) {
+		sn = b->walk[--depth];
+		if (m & XMAP_EXACT) {
+			struct store_frame f;
+			if ((r = store_node_get(s, sn, &parent, &frame)) < 0 ||
+			    (r = store_frame_get(s, frame, &f)) < 0)
+				return r;
+			uint32_t v = (m & ~XMAP_EXACT) - 1;
+			uint32_t c = view_node_find_child(t, v, f.name, f.name_len);
+			if (c != VIEW_NONE && view_node_visible(t, c))
+				m = (c + 1) | XMAP_EXACT;
+			else
+				m = v + 1; /* below v, beside every node of the tree */
+		}
+		b->map[sn] = m;
+	}
+	return (m & ~XMAP_EXACT) - 1;
+}
+
+static int xcount(void *ctx, int64_t bucket_start, uint32_t node, uint64_t samples, uint64_t weight)
+{
+	struct xbuild *b = ctx;
+	struct view_time_index *x = b->x;
+	int64_t v = xmap(b, node);
+
+	if (v < 0)
+		return (int)v;
+	int64_t k = view_floor_div(bucket_start * 1000000, b->bsu) - x->b0;
+	if (v == VIEW_NONE || k < 0 || (size_t)k >= x->nbk)
+		return 0;
+	if (x->ncounts + x->nsamples >= view_time_rows_max)
+		return b->full = true, 1;
+	if (x->ncounts == b->ccap) {
+		size_t cap = b->ccap ? 2 * b->ccap : 1024;
+		void *p = realloc(x->counts, cap * sizeof(*x->counts));
+		if (!p)
+			return -ENOMEM;
+		x->counts = p;
+		b->ccap = cap;
+	}
+	x->counts[x->ncounts++] = (struct view_time_count){
+	        .pre = (uint32_t)v, .bucket = (uint32_t)k, .samples = samples, .weight = weight};
+	return 0;
+}
+
+static int xsample(void *ctx, const struct store_sample *smp)
+{
+	struct xbuild *b = ctx;
+	struct view_time_index *x = b->x;
+	int64_t v = xmap(b, smp->node);
+
+	if (v < 0)
+		return (int)v;
+	if (v == VIEW_NONE)
+		return 0;
+	if (x->ncounts + x->nsamples >= view_time_rows_max)
+		return b->full = true, 1;
+	if (x->nsamples == b->scap) {
+		size_t cap = b->scap ? 2 * b->scap : 1024;
+		void *p = realloc(x->samples, cap * sizeof(*x->samples));
+		if (!p)
+			return -ENOMEM;
+		x->samples = p;
+		b->scap = cap;
+	}
+	x->samples[x->nsamples++] = (struct view_time_sample){
+	        .time_us = smp->time_us, .weight = smp->weight, .pre = (uint32_t)v};
+	return 0;
+}
+
+/* Depth-first numbers from the parent links (a parent's id is smaller
+ * than its children's): pre[n] and size[n], nodes n's subtree holds. */
+static int number_nodes(const struct view_tree *t, struct view_time_index *x)
+{
+	uint32_t n = t->nnodes;
+	uint32_t *next = malloc((n ? n : 1) * sizeof(*next));
+
+	x->pre = malloc((n ? n : 1) * sizeof(*x->pre));
+	x->size = malloc((n ? n : 1) * sizeof(*x->size));
+	if (!next || !x->pre || !x->size) {
+		free(next);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		x->size[i] = 1;
+	for (uint32_t i = n; i-- > 1;)
+		x->size[t->nodes[i].parent] += x->size[i];
+	if (n) {
+		x->pre[VIEW_ROOT] = 0;
+		next[VIEW_ROOT] = 1;
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t p = t->nodes[i].parent;
+		x->pre[i] = next[p];
+		next[p] += x->size[i];
+		next[i] = x->pre[i] + 1;
+	}
+	free(next);
+	return 0;
+}
+
+/* Reads the tree's counts and samples into b->x (rows hold view nodes
+ * until sort_rows() numbers them). */
+static int read_rows(struct xbuild *b)
+{
+	const struct view_tree *t = b->t;
+	struct view_time_index *x = b->x;
+	int64_t bs = b->bsu / 1000000;
+	int64_t bfrom = x->b0 * bs, bto = (x->b0 + (int64_t)x->nbk - 1) * bs;
+	int64_t sfrom = x->b0 * b->bsu, sto = (x->b0 + (int64_t)x->nbk) * b->bsu;
+	uint32_t *ids = malloc((t->src.nseries ? t->src.nseries : 1) * sizeof(*ids));
+	size_t nids = 0, nrecent = 0;
+	int r = 0;
+
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->src.nseries; i++)
+		ids[nids++] = t->src.series[i];
+	if (nids > 1)
+		r = store_series_prefetch(t->src.store, ids, nids, bfrom, bto);
+	nids = 0;
+	for (size_t i = 0; i < t->src.nseries; i++)
+		if (t->src.recent[i])
+			ids[nrecent++] = t->src.series[i];
+	if (r == 0 && nrecent > 1)
+		r = store_samples_prefetch(t->src.store, ids, nrecent, sfrom, sto);
+	free(ids);
+	/* Series by binary: each binary's store nodes map below its node. */
+	for (size_t i = 0; i < t->src.nseries && r == 0; i++) {
+		uint32_t bin = t->src.binary[i];
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = t->src.binary[j] == bin;
+		if (seen)
+			continue;
+		memset(b->map, 0, (size_t)t->src.store_nodes * sizeof(*b->map));
+		/* The top root's rows of series without a binary node. */
+		uint32_t top = bin < t->nnodes ? bin : VIEW_ROOT;
+		if (t->src.store_nodes > STORE_ROOT_NODE)
+			b->map[STORE_ROOT_NODE] = (top + 1) | (bin < t->nnodes ? XMAP_EXACT : 0);
+		for (size_t j = i; j < t->src.nseries && r == 0; j++) {
+			if (t->src.binary[j] != bin)
+				continue;
+			r = store_series_counts(t->src.store, t->src.series[j], bfrom, bto, xcount,
+			                        b);
+			if (r == 0 && t->src.recent[j]) {
+				r = store_series_samples(t->src.store, t->src.series[j], sfrom, sto,
+				                         xsample, b);
+				if (r == -EOPNOTSUPP || r == -ENOSYS)
+					r = 0; /* no recent tier */
+			}
+		}
+	}
+	if (r > 0 && !b->full)
+		r = -EIO;
+	return r;
+}
+
+/* Numbers the rows' view nodes depth-first and sorts each kind by that
+ * number (a counting sort, stable: each node's rows keep their order). */
+static int sort_rows(struct view_time_index *x, uint32_t nnodes)
+{
+	size_t *at = calloc((size_t)nnodes + 1, sizeof(*at));
+	struct view_time_count *c = malloc((x->ncounts ? x->ncounts : 1) * sizeof(*c));
+	struct view_time_sample *s = malloc((x->nsamples ? x->nsamples : 1) * sizeof(*s));
+
+	if (!at || !c || !s) {
+		free(at);
+		free(c);
+		free(s);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < x->ncounts; i++)
+		at[(x->counts[i].pre = x->pre[x->counts[i].pre]) + 1]++;
+	for (uint32_t i = 0; i < nnodes; i++)
+		at[i + 1] += at[i];
+	for (size_t i = 0; i < x->ncounts; i++)
+		c[at[x->counts[i].pre]++] = x->counts[i];
+	memset(at, 0, ((size_t)nnodes + 1) * sizeof(*at));
+	for (size_t i = 0; i < x->nsamples; i++)
+		at[(x->samples[i].pre = x->pre[x->samples[i].pre]) + 1]++;
+	for (uint32_t i = 0; i < nnodes; i++)
+		at[i + 1] += at[i];
+	for (size_t i = 0; i < x->nsamples; i++)
+		s[at[x->samples[i].pre]++] = x->samples[i];
+	free(at);
+	free(x->counts);
+	free(x->samples);
+	x->counts = c;
+	x->samples = s;
+	return 0;
+}
+
+static int build_index(const struct view_tree *t, struct view_time_index **out)
+{
+	int64_t S, E;
+	int r;
+
+	*out = VIEW_TIME_NONE;
+	if (!tree_span(t, &S, &E) || view_time_rows_max == 0)
+		return 0;
+	struct view_time_index *x = calloc(1, sizeof(*x));
+	size_t sn = t->src.store_nodes ? t->src.store_nodes : 1;
+	struct xbuild b = {.t = t, .x = x, .bsu = tree_bucket_us(t)};
+	if (!x || !(b.map = malloc(sn * sizeof(*b.map))) ||
+	    !(b.walk = malloc(sn * sizeof(*b.walk)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	x->b0 = view_floor_div(S, b.bsu);
+	x->nbk = (size_t)(view_floor_div(E - 1, b.bsu) - x->b0 + 1);
+	if (x->nbk > UINT32_MAX) {
+		r = 0;
+		goto out;
+	}
+	view_tree_settle(t); /* xmap() looks children up */
+	if ((r = read_rows(&b)) < 0 || b.full)
+		goto out;
+	if ((r = number_nodes(t, x)) < 0 || (r = sort_rows(x, t->nnodes)) < 0)
+		goto out;
+	*out = x;
+	x = NULL;
+out:
+	view_time_index_free(x);
+	free(b.map);
+	free(b.walk);
+	return r < 0 ? r : 0;
+}
+
+int view_time_index_get(const struct view_tree *t, const struct view_time_index **out)
+{
+	struct view_time_index **slot = &((struct view_tree *)t)->time_index;
+	struct view_time_index *x = __atomic_load_n(slot, __ATOMIC_ACQUIRE), *none = NULL;
+	int r;
+
+	if (!x) {
+		if ((r = build_index(t, &x)) < 0)
+			return *out = NULL, r;
+		/* Two renderings may build it at once: the first kept wins. */
+		if (!__atomic_compare_exchange_n(slot, &none, x, false, __ATOMIC_ACQ_REL,
+		                                 __ATOMIC_ACQUIRE)) {
+			view_time_index_free(x);
+			x = none;
+		}
+	}
+	*out = x == VIEW_TIME_NONE ? NULL : x;
+	return 0;
+}
+
+static size_t counts_from(const struct view_time_index *x, uint32_t p)
+{
+	size_t lo = 0, hi = x->ncounts;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->counts[mid].pre < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static size_t samples_from(const struct view_time_index *x, uint32_t p)
+{
+	size_t lo = 0, hi = x->nsamples;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->samples[mid].pre < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void view_time_counts_of(const struct view_time_index *x, uint32_t node, size_t *a, size_t *z)
+{
+	*a = counts_from(x, x->pre[node]);
+	*z = counts_from(x, x->pre[node] + x->size[node]);
+}
+
+void view_time_samples_of(const struct view_time_index *x, uint32_t node, size_t *a, size_t *z)
+{
+	*a = samples_from(x, x->pre[node]);
+	*z = samples_from(x, x->pre[node] + x->size[node]);
+}
+
 /* ---- reading the span ---------------------------------------------------- */
 
 /* The interval lengths a timeline picks from, in seconds: the shortest
@@ -191,6 +570,24 @@ static int add_count(void *ctx, int64_t bucket_start, uint32_t node, uint64_t sa
 	return 0;
 }
 
+/* A sample of the subtree at time_us: into its bucket's detail when that
+ * is read, and its interval. */
+static int add_moment(struct tcollect *c, int64_t time_us, uint64_t weight)
+{
+	int64_t b = view_floor_div(time_us, c->bsu) - c->b0;
+	if (b < 0 || (size_t)b >= c->nbk || !c->bk[b].detail)
+		return 0;
+	c->bk[b].detail_samples++;
+	c->bk[b].detail_weight += weight;
+	if (time_us < c->S || time_us >= c->E)
+		return 0;
+	struct trow *iv = &c->iv[view_floor_div(time_us, c->r) - c->k0];
+	iv->samples++;
+	if (__builtin_add_overflow(iv->weight, weight, &iv->weight))
+		return -EOVERFLOW;
+	return 0;
+}
+
 static int add_sample(void *ctx, const struct store_sample *smp)
 {
 	struct tcollect *c = ctx;
@@ -198,18 +595,7 @@ static int add_sample(void *ctx, const struct store_sample *smp)
 
 	if (r <= 0)
 		return r;
-	int64_t b = view_floor_div(smp->time_us, c->bsu) - c->b0;
-	if (b < 0 || (size_t)b >= c->nbk || !c->bk[b].detail)
-		return 0;
-	c->bk[b].detail_samples++;
-	c->bk[b].detail_weight += smp->weight;
-	if (smp->time_us < c->S || smp->time_us >= c->E)
-		return 0;
-	struct trow *iv = &c->iv[view_floor_div(smp->time_us, c->r) - c->k0];
-	iv->samples++;
-	if (__builtin_add_overflow(iv->weight, smp->weight, &iv->weight))
-		return -EOVERFLOW;
-	return 0;
+	return add_moment(c, smp->time_us, smp->weight);
 }
 
 /* The resolution for a span of `span` microseconds and buckets of bs
@@ -258,46 +644,49 @@ static int read_detail(struct tcollect *c, int64_t from, int64_t to)
 	return r;
 }
 
-/* The rows of the subtree of `node` into *out (malloc'd; the caller
- * frees), by start, and the span and resolution into *c. */
-static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node, struct trow **out,
-                   size_t *nout)
+/* collect()'s counts and detail from the tree's index: its run of the
+ * subtree's rows. */
+static int collect_indexed(struct tcollect *c, const struct view_time_index *x, uint32_t node)
+{
+	const struct view_window *w = c->t->src.window;
+	size_t a, z;
+	int r = 0;
+
+	view_time_counts_of(x, node, &a, &z);
+	for (size_t i = a; i < z; i++) {
+		struct tbk *k = &c->bk[x->counts[i].bucket];
+		if (__builtin_add_overflow(k->count_samples, x->counts[i].samples,
+		                           &k->count_samples) ||
+		    __builtin_add_overflow(k->count_weight, x->counts[i].weight, &k->count_weight))
+			return -EOVERFLOW;
+	}
+	/* The buckets whose samples go by their moment, as collect() reads
+	 * them. */
+	bool any = false;
+	if (c->fine) {
+		for (size_t b = 0; b < c->nbk; b++)
+			any |= c->bk[b].detail = c->bk[b].count_samples > 0;
+	} else if (w) {
+		for (unsigned k = 0; k < w->ncut; k++) {
+			int64_t b = view_floor_div(w->cut[k].bucket * 1000000, c->bsu) - c->b0;
+			if (b >= 0 && (size_t)b < c->nbk)
+				any = c->bk[b].detail = true;
+		}
+	}
+	if (!any)
+		return 0;
+	view_time_samples_of(x, node, &a, &z);
+	for (size_t i = a; i < z && r == 0; i++)
+		r = add_moment(c, x->samples[i].time_us, x->samples[i].weight);
+	return r;
+}
+
+/* collect()'s counts and detail read from the store (a tree without its
+ * index). */
+static int collect_read(struct tcollect *c, const struct view_tree *t, int64_t bs)
 {
 	const struct view_window *w = t->src.window;
-	struct trow *rows = NULL;
-	size_t nrows = 0;
-	int r;
-
-	*c = (struct tcollect){.t = t};
-	*out = NULL;
-	*nout = 0;
-	if ((r = view_subtree_init(&c->st, t, node)) < 0)
-		return r;
-	int64_t bs = t->src.bucket_seconds ? t->src.bucket_seconds : 60;
-	c->bsu = bs * 1000000;
-	c->S = t->src.first_us;
-	c->E = t->src.last_us == INT64_MIN ? INT64_MIN : t->src.last_us + 1;
-	if (w) {
-		if (w->from_us > c->S)
-			c->S = w->from_us;
-		if (w->to_us < c->E)
-			c->E = w->to_us;
-	}
-	if (!t->src.store || c->E <= c->S) {
-		c->S = c->E = 0;
-		c->r = c->bsu;
-		return 0;
-	}
-	c->r = pick_resolution(c->E - c->S, bs);
-	c->fine = c->r < c->bsu;
-	c->k0 = view_floor_div(c->S, c->r);
-	c->nint = (size_t)(view_floor_div(c->E - 1, c->r) - c->k0 + 1);
-	c->b0 = view_floor_div(c->S, c->bsu);
-	c->nbk = (size_t)(view_floor_div(c->E - 1, c->bsu) - c->b0 + 1);
-	c->iv = calloc(c->nint, sizeof(*c->iv));
-	c->bk = calloc(c->nbk, sizeof(*c->bk));
-	if (!c->iv || !c->bk)
-		return -ENOMEM;
+	int r = 0;
 
 	/* The counts of every bucket of the span: one set-based read. */
 	uint32_t *ids = malloc((t->src.nseries ? t->src.nseries : 1) * sizeof(*ids));
@@ -337,6 +726,51 @@ static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node,
 			r = read_detail(c, (c->b0 + b) * c->bsu, (c->b0 + b + 1) * c->bsu);
 		}
 	}
+	return r;
+}
+
+/* The rows of the subtree of `node` into *out (malloc'd; the caller
+ * frees), by start, and the span and resolution into *c. */
+static int collect(struct tcollect *c, const struct view_tree *t, uint32_t node, struct trow **out,
+                   size_t *nout)
+{
+	const struct view_window *w = t->src.window;
+	struct trow *rows = NULL;
+	size_t nrows = 0;
+	int r;
+
+	*c = (struct tcollect){.t = t};
+	*out = NULL;
+	*nout = 0;
+	if (node >= t->nnodes)
+		return -EINVAL;
+	int64_t bs = t->src.bucket_seconds ? t->src.bucket_seconds : 60;
+	c->bsu = bs * 1000000;
+	if (!tree_span(t, &c->S, &c->E)) {
+		c->S = c->E = 0;
+		c->r = c->bsu;
+		return 0;
+	}
+	c->r = pick_resolution(c->E - c->S, bs);
+	c->fine = c->r < c->bsu;
+	c->k0 = view_floor_div(c->S, c->r);
+	c->nint = (size_t)(view_floor_div(c->E - 1, c->r) - c->k0 + 1);
+	c->b0 = view_floor_div(c->S, c->bsu);
+	c->nbk = (size_t)(view_floor_div(c->E - 1, c->bsu) - c->b0 + 1);
+	c->iv = calloc(c->nint, sizeof(*c->iv));
+	c->bk = calloc(c->nbk, sizeof(*c->bk));
+	if (!c->iv || !c->bk)
+		return -ENOMEM;
+
+	const struct view_time_index *x;
+	if ((r = view_time_index_get(t, &x)) < 0)
+		return r;
+	if (x && (x->b0 != c->b0 || x->nbk != c->nbk))
+		return -EIO; /* both come from tree_span() */
+	if (x)
+		r = collect_indexed(c, x, node);
+	else if ((r = view_subtree_init(&c->st, t, node)) == 0)
+		r = collect_read(c, t, bs);
 	if (r < 0)
 		return r;
 

@@ -52,6 +52,7 @@ void view_tree_free(struct view_tree *t)
 	view_tree_settle(t); /* the second thread may still write the tree */
 	view_lists_free(t->lists);
 	free(t->tl_memo);
+	view_time_index_free(t->time_index);
 	free(t->nodes);
 	free(t->base);
 	free(t->kids);
@@ -93,7 +94,8 @@ size_t view_tree_memory(const struct view_tree *t)
 	       (t->esc_len ? (size_t)t->nstrs * sizeof(*t->esc_len) : 0) +
 	       (t->ltab ? ((size_t)t->ltab_mask + 1) * sizeof(*t->ltab) : 0) +
 	       t->src.nseries *
-	               (sizeof(*t->src.series) + sizeof(*t->src.binary) + sizeof(*t->src.recent));
+	               (sizeof(*t->src.series) + sizeof(*t->src.binary) + sizeof(*t->src.recent)) +
+	       view_time_index_memory(t);
 }
 
 const char *view_tree_event(const struct view_tree *t)

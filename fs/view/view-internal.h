@@ -158,6 +158,11 @@ struct view_tree {
 	 * after the other as `grep -r` does, read the store once.  Taken and
 	 * put back with atomic exchanges, so renderers need no lock. */
 	struct tl_memo *tl_memo;
+	/* NULL until a timeline or heatmap is first rendered, then the
+	 * tree's counts and samples as read from the store then
+	 * (timeline.c), or VIEW_TIME_NONE when they pass
+	 * view_time_rows_max.  Set once, with an atomic compare-exchange. */
+	struct view_time_index *time_index;
 };
 
 /* a / d rounded toward minus infinity (d > 0): the interval a time in
@@ -305,6 +310,49 @@ int view_subtree_init(struct view_subtree *st, const struct view_tree *t, uint32
 void view_subtree_fini(struct view_subtree *st);
 /* 1 when store node sn lies in the subtree, 0 when not, or -errno. */
 int view_subtree_has(struct view_subtree *st, uint32_t sn);
+/* The counts and the samples' detail of a tree's series over the span
+ * its timelines show, read from the store once per tree and sorted by
+ * the view node each store node maps to (its deepest visible node of
+ * the same names), in depth-first order, so that a subtree's rows are
+ * one run: rendering every directory's timeline, timeline.svg and
+ * heatmap.svg reads the store once (timeline.c). */
+struct view_time_count {
+	uint32_t pre;    /* the mapped view node's depth-first number */
+	uint32_t bucket; /* index from the span's first bucket */
+	uint64_t samples, weight;
+};
+struct view_time_sample {
+	int64_t time_us;
+	uint64_t weight;
+	uint32_t pre;
+};
+struct view_time_index {
+	uint32_t *pre, *size; /* per view node: depth-first number, nodes below and itself */
+	struct view_time_count *counts;
+	size_t ncounts;
+	struct view_time_sample *samples;
+	size_t nsamples;
+	/* The buckets read: b0 (start / bucket length) and nbk after it;
+	 * samples of [b0, b0 + nbk) buckets. */
+	int64_t b0;
+	size_t nbk;
+};
+/* A tree's time_index when its rows pass the bound: no index. */
+#define VIEW_TIME_NONE (&view_time_none)
+extern struct view_time_index view_time_none;
+/* The most rows (counts and samples) a tree's index may hold; past it the
+ * tree's renderers read the store at each rendering.  Tests set 0 to
+ * compare both ways. */
+extern size_t view_time_rows_max;
+/* The index of t, built at the first call: *out is NULL when t reads no
+ * store or its rows pass the bound.  0 or -errno (the store's). */
+int view_time_index_get(const struct view_tree *t, const struct view_time_index **out);
+/* The run of rows of the subtree of view node `node`: [*a, *z). */
+void view_time_counts_of(const struct view_time_index *x, uint32_t node, size_t *a, size_t *z);
+void view_time_samples_of(const struct view_time_index *x, uint32_t node, size_t *a, size_t *z);
+void view_time_index_free(struct view_time_index *x); /* accepts NULL and VIEW_TIME_NONE */
+size_t view_time_index_memory(const struct view_tree *t);
+
 /* Whether series i of t->src can hold stacks of the subtree. */
 static inline bool view_subtree_series(const struct view_subtree *st, size_t i)
 {

@@ -205,9 +205,12 @@ bool view_unit_is_clock(const char *unit, uint64_t *per_second);
 /* When the subtree ran (timeline.c): the counts of the tree's series in
  * its window, read again from the store the tree was built from, which
  * must still be open; the caller holds whatever lock guards that store
- * for the duration of the call (as for view_tree_build()).  Counts of
- * stacks the store gained after the build are left out; counts the
- * store gained since for the tree's own stacks are not.  Derived trees
+ * for the duration of the call (as for view_tree_build()).  The first
+ * timeline or heatmap rendered of a tree reads them (and the samples'
+ * detail) for every node at once and keeps them in the tree; later ones
+ * read nothing.  Counts of stacks the store gained after the build are
+ * left out; counts the store gained for the tree's own stacks before
+ * that first read are not.  Derived trees
  * (diffs, callers, callees) read nothing: header only.
  * timeline: two '#' header lines (the number of buckets, the bucket
  * size, the clock: "unix" or "perf", the unit and event; the column
@@ -221,8 +224,8 @@ int view_render_timeline_svg(const struct view_tree *t, uint32_t node, struct vi
 /* A subsecond heatmap of the subtree over the recent tier (heatmap.c),
  * as FlameScope draws one: a column per second, 50 rows of 20 ms for the
  * offset inside it, each cell coloured by the samples of the subtree
- * whose moment falls in it (read again from the store, as timelines
- * are: the same lock rule), with a tooltip naming the interval and its
+ * whose moment falls in it (read from the store as timelines are: the
+ * same lock rule, and the same rows kept in the tree), with a tooltip naming the interval and its
  * count and a link to the @range directory of its interval (see
  * view_tree_set_place()).  Over the tree's window for a window's tree,
  * else over the span of its series' samples; at most the last
