@@ -417,7 +417,7 @@ static void touch(const char *dir, const char *name)
 	char path[PATH_MAX + 64];
 	FILE *fp;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	CHECK(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path));
 	fp = fopen(path, "we");
 	CHECK(fp != NULL);
 	if (fp)

@@ -164,7 +164,7 @@ int record_labels_new(struct record_labels **out, unsigned want)
 		l->mount = find_cgroup2();
 		if (l->mount)
 			l->mount_fd = open(l->mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		uint64_t root;
+		uint64_t root = 0;
 		if (l->mount_fd >= 0 && handle_of(l->mount_fd, "", &root, &l->handle_type) == 0) {
 			l->by_handle = true;
 		} else if (l->mount_fd >= 0) {
@@ -402,7 +402,7 @@ static int walk(struct record_labels *l, int dirfd, char *rel, size_t rlen, int 
 		size_t nl = strlen(de->d_name);
 		if (rlen + 1 + nl + 1 > PATH_MAX)
 			continue;
-		uint64_t id;
+		uint64_t id = 0;
 		int type;
 		if (handle_of(dirfd, de->d_name, &id, &type) < 0)
 			continue;
@@ -442,7 +442,7 @@ static int cgroup_of(struct recorder *r, uint64_t id, struct cg_ent **out)
 	if (rc != -ESTALE && rc != -ENOENT && l->walked_seq != r->drain_seq + 1) {
 		/* No way by handle: walk the whole mount, once a drain. */
 		l->walked_seq = r->drain_seq + 1;
-		uint64_t root;
+		uint64_t root = 0;
 		int type;
 		if (handle_of(l->mount_fd, "", &root, &type) == 0 && !cg_find(l, root)) {
 			struct cg_ent *e;
