@@ -212,7 +212,10 @@ fi
 s4=$tmp/s4
 "$collect" record --verbose --store "$s4" -a -e net,offcpu -d 15 >/dev/null 2>"$tmp/s4.err" &
 rec=$!
-sleep 1.5
+# Attached once it says so (at most 30 s), then 1 s for its snapshot of
+# the running processes.
+for _ in $(seq 300); do grep -q "Ctrl-C stops" "$tmp/s4.err" && break; sleep 0.1; done
+sleep 1
 # The first run of a program under -a is walked by frame pointers alone
 # until the recorder has read its maps (tests/bench/churn.sh measures
 # that); the runs after it are known at their exec from its template.  So

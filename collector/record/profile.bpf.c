@@ -313,9 +313,14 @@ struct {
 	__uint(max_entries, 65536);
 } loaded_gen SEC(".maps");
 
+/* Process events (fork, exec, exit, the loader's hook, wants).  4 MiB
+ * holds 65,536 of them: a fork loop of 20,000 processes beside a
+ * recorder slowed by ASan overflowed 256 KiB by 16,000 events, and a
+ * short process whose exec event is lost and that exits before a drain
+ * can be named by nothing (its samples go to [unknown]). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 4 * 1024 * 1024);
 } events SEC(".maps");
 
 static __always_inline void count(enum profile_stat s)
