@@ -265,6 +265,12 @@ struct rdb {
 	 * pieces (one commit's pieces are one block per bucket already, and
 	 * an import's write stays the one record its WAL ends with) */
 	unsigned piece_commits;
+	/* writer: the commits of this handle that wrote a change record;
+	 * from two on, its roll-ups and its close fold them (changes_fold) */
+	unsigned change_commits;
+	/* writer: the commit number from which change records may still be
+	 * folded (those before it are); 0 after the open */
+	uint64_t fold_from;
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
@@ -582,6 +588,14 @@ int changes_put(struct rdb_batch *b, rocksdb_writebatch_t *wb);
  * after the first one that names a kept bucket stay).  The count, or
  * -errno. */
 int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wall_clock_only);
+/* Puts into wb the folding of the change records from s->fold_from on:
+ * each run of consecutive records with the same largest bucket becomes
+ * one record under the run's last commit, naming the union of its pairs
+ * (changes.c, "folded").  The last run is left as it is (its bucket may
+ * be open) unless `all`.  A damaged record ends the folding before it.
+ * *next is where the next folding starts once wb is written.  The number
+ * of records wb deletes, or -errno. */
+int changes_fold(struct rdb *s, rocksdb_writebatch_t *wb, bool all, uint64_t *next);
 
 /* reader.c */
 int make_secdir(struct rdb *s);
