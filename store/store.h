@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION         5
+#define STORE_SCHEMA_VERSION         6
 #define STORE_SCHEMA_OLDEST          1 /* the oldest one still read */
 #define STORE_DEFAULT_BUCKET_SECONDS 60
 

@@ -150,5 +150,7 @@ void test_labels_merge(void);
 /* test-store-changes.c: change records folded */
 void test_changes_fold(void);
 void test_changes_fold_compact(void);
+/* test-store-series.c: series records in the compact form */
+void test_series_compact(void);
 
 #endif

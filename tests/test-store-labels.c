@@ -302,7 +302,7 @@ void test_labels_old_schema(void)
 	CHECK_OK(store_batch_commit(b));
 	store_batch_free(b);
 	store_close(s);
-	CHECK(get_schema(dir) == STORE_SCHEMA_VERSION && STORE_SCHEMA_VERSION == 5);
+	CHECK(get_schema(dir) == STORE_SCHEMA_VERSION && STORE_SCHEMA_VERSION == 6);
 	if (r) {
 		CHECK(store_refresh(r) == 1);
 		CHECK_OK(store_series_list(r, &l, &n));
@@ -311,13 +311,13 @@ void test_labels_old_schema(void)
 	}
 
 	/* a newer schema: refused with its message */
-	set_schema(dir, 6);
+	set_schema(dir, 7);
 	struct store *x = NULL;
 	CHECK(store_open(dir, 0, &x, err, sizeof(err)) == -EPROTONOSUPPORT);
-	CHECKF(strstr(err, "schema version 6 is newer than this flamefs understands (5)") != NULL,
+	CHECKF(strstr(err, "schema version 7 is newer than this flamefs understands (6)") != NULL,
 	       "%s", err);
 	store_close(x);
-	set_schema(dir, 5);
+	set_schema(dir, 6);
 
 	/* labels that are not canonical in a record: damage */
 	struct sf_raw w;

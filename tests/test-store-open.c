@@ -36,7 +36,7 @@ void test_schema(void)
 	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EPROTONOSUPPORT);
 	CHECK(s == NULL);
 	CHECK(strstr(err, "schema version 9") != NULL);
-	CHECK(strstr(err, "(5)") != NULL);
+	CHECK(strstr(err, "(6)") != NULL);
 	CHECK(strstr(err, dir) != NULL);
 	CHECK(store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "schema version 9") != NULL);

@@ -60,6 +60,8 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define KEY_CHANGE 'c' /* schema 3: u64 BE commit number; see changes.c */
 #define KEY_NONCE  'k' /* u64 BE commit number: the commit's 8 random bytes; changes.c */
 #define KEY_DETAIL 'd' /* schema 4: u32 BE series, u32 BE bucket, u64 BE piece; samples.c */
+/* The first byte of a series record in the compact form (schema 6; series.c) */
+#define SERIES_COMPACT 0
 #define NODE_RUN   4096u
 
 /* In a frame record's kind byte (schema 2): the module and build id are
@@ -531,6 +533,11 @@ int host_meta_load(struct rdb *s);
  * marks it so (and, below 3, writes "mhost"), in one synced write.  0 or
  * -errno. */
 int schema_upgrade(struct rdb *s);
+/* Writes every series record (but those of before schema 3) in the form
+ * this build writes, marking the store STORE_SCHEMA_VERSION first: what
+ * store_compact() leaves.  Nothing in a store of schema 1 or 2.  0 or
+ * -errno with the message set. */
+int series_rewrite_all(struct rdb *s);
 
 /* options.c */
 int make_options(struct rdb *s);

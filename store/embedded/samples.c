@@ -911,6 +911,14 @@ static int rollup_write(struct rollup *ru)
 	size_t written = 0;
 	int r = 0;
 
+	/* Series records are written in this build's form: a store of an
+	 * older schema is marked first (a roll-up of compact() or of a
+	 * writer that has not written yet). */
+	for (uint32_t id = 1; id < s->nseries && r == 0; id++)
+		if (ru->gone[id] && s->schema < STORE_SCHEMA_VERSION)
+			r = schema_upgrade(s);
+	if (r < 0)
+		return r;
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		struct series_rec n;
 		uint8_t key[5];
