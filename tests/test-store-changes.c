@@ -39,8 +39,8 @@ static const char *changes_after(struct store *r, uint64_t since, uint64_t *upto
 /* One commit of one sample of series `name` at `when`; the series id. */
 static uint32_t commit_one(struct store *w, const char *name, int64_t when)
 {
-	struct store_series_key k = {.binary = name, .version = "1", .event = "cpu-clock",
-	                             .unit = "samples"};
+	struct store_series_key k = {
+	        .binary = name, .version = "1", .event = "cpu-clock", .unit = "samples"};
 	struct store_batch *b = store_batch_new(w);
 	uint32_t id = 0;
 

@@ -445,7 +445,8 @@ static void series_str(struct store *s, const char *binary, char *out, size_t le
 		if (!strcmp(l[i].binary, binary))
 			snprintf(out, len,
 			         "seen=%" PRId64 "..%" PRId64 " us=%" PRId64 "..%" PRId64
-			         " samples=%" PRIu64 " weight=%" PRIu64 " recent=%" PRIu64 " labels=%s",
+			         " samples=%" PRIu64 " weight=%" PRIu64 " recent=%" PRIu64
+			         " labels=%s",
 			         l[i].first_seen, l[i].last_seen, l[i].first_us, l[i].last_us,
 			         l[i].samples, l[i].weight, l[i].recent_samples, l[i].labels);
 	store_series_free(l, n);

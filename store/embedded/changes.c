@@ -273,8 +273,8 @@ int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wa
 			after = get_be64(hi + 1);
 			if (after < UINT64_MAX) {
 				put_be64(hi + 1, after + 1);
-				rocksdb_writebatch_delete_range_cf(wb, s->cf[CF_DEFAULT], (char *)lo, 9,
-				                                   (char *)hi, 9);
+				rocksdb_writebatch_delete_range_cf(wb, s->cf[CF_DEFAULT],
+				                                   (char *)lo, 9, (char *)hi, 9);
 			}
 		}
 		n++;

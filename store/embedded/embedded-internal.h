@@ -60,9 +60,10 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define KEY_CHANGE 'c' /* schema 3: u64 BE commit number; see changes.c */
 #define KEY_NONCE  'k' /* u64 BE commit number: the commit's 8 random bytes; changes.c */
 #define KEY_DETAIL 'd' /* schema 4: u32 BE series, u32 BE bucket, u64 BE piece; samples.c */
+#define NODE_RUN   4096u
+
 /* The first byte of a series record in the compact form (schema 6; series.c) */
 #define SERIES_COMPACT 0
-#define NODE_RUN   4096u
 
 /* In a frame record's kind byte (schema 2): the module and build id are
  * those of an earlier frame, named by its distance back. */

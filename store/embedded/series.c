@@ -109,8 +109,8 @@ int series_encode(struct buf *b, const struct series_rec *r)
 		buf_varint(b, r->weight);
 	}
 	buf_varint(b, r->input_bytes);
-	buf_varint(b, zigzag((int64_t)((uint64_t)r->first_us -
-	                                (uint64_t)r->first_seen * US_PER_S)));
+	buf_varint(b,
+	           zigzag((int64_t)((uint64_t)r->first_us - (uint64_t)r->first_seen * US_PER_S)));
 	buf_varint(b, zigzag((int64_t)((uint64_t)r->last_us - (uint64_t)r->last_seen * US_PER_S)));
 	buf_varint(b, zigzag((int64_t)(r->samples - r->recent)));
 	if (ll)
@@ -137,9 +137,9 @@ static int compact_numbers(const uint8_t **p, const uint8_t *end, struct series_
 
 	if (get_varint(p, end, &first) < 0 || get_varint(p, end, &span) < 0 ||
 	    get_varint(p, end, &r->samples) < 0 || get_varint(p, end, &q) < 0 ||
-	    (r->samples && get_varint(p, end, &rem) < 0) || get_varint(p, end, &r->input_bytes) < 0 ||
-	    get_varint(p, end, &fu) < 0 || get_varint(p, end, &lu) < 0 ||
-	    get_varint(p, end, &gap) < 0)
+	    (r->samples && get_varint(p, end, &rem) < 0) ||
+	    get_varint(p, end, &r->input_bytes) < 0 || get_varint(p, end, &fu) < 0 ||
+	    get_varint(p, end, &lu) < 0 || get_varint(p, end, &gap) < 0)
 		return -1;
 	if (r->samples) {
 		/* q * samples + rem, with rem < samples, must fit */
