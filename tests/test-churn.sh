@@ -25,7 +25,8 @@
 #     step, does not undo the placing); <= 3% of the walks are without a
 #     list (the first run of each program, read at once, and the processes
 #     the recorder reads at its start), 4% in a sanitizer build, whose
-#     reads take two to three times as long;
+#     reads take two to three times as long; the walker finds some pcs'
+#     tables by their vma's file (a library being relocated);
 #   - short programs are there with their names: true, as, cc1.
 # Then new binaries, as a CI runner builds them: a loop writes, compiles
 # (gcc -O2, no frame pointers) and runs twice each 25 programs of its own
@@ -245,6 +246,19 @@ if [ -n "${walks:-}" ] && [ $((fp_alone * 100)) -le $((walks * cap)) ]; then
 	ok "walks without a list (process not yet known): $fp_alone of $walks (<= $cap%)"
 else
 	bad "walks without a list (process not yet known): '${fp_alone:-}' of '${walks:-}', want <= $cap%"
+fi
+# Where a list does not place a pc (a library the loader is relocating
+# before its hook lists it, a process not read yet), the walker finds the
+# pc's table by its vma's file: every round's programs meet that, so none
+# found means the lookup is broken (offsets, unwind_files).
+read -r by_vma busy < <(sed -n 's/.*frames whose table was found by their file (vma): \([0-9]*\); vma lookups refused (busy): \([0-9]*\).*/\1 \2/p' "$tmp/err")
+if grep -q 'off: no vm_area_struct offsets' "$tmp/err"; then
+	echo "SKIP: no vm_area_struct offsets in the kernel's BTF; pcs by their vma not checked"
+elif [ "${by_vma:-0}" -gt 0 ]; then
+	ok "frames whose table was found by their vma's file: $by_vma (lookups refused: $busy)"
+else
+	bad "frames whose table was found by their vma's file: '${by_vma:-}', want > 0"
+	grep 'walks without a list' "$tmp/err"
 fi
 
 # ---- short programs named -------------------------------------------------------------------

@@ -98,8 +98,9 @@ comp "" flamefs-collect push --to ""
 comp "" flamefs-collect prune --older-than ""
 comp "--retention" flamefs-collect record --ret
 comp "$files/file1.perf" flamefs-collect record --log-drains "$files/fi"
-comp "pg-query" flamefs-collect record --span ""
-comp "pg-query" flamefs-collect record --span pg
+comp "pg pg-lock pg-query pg-xact" flamefs-collect record --span ""
+comp "pg pg-lock pg-query pg-xact" flamefs-collect record --span pg
+comp "pg-xact" flamefs-collect record --span pg-x
 comp "" flamefs-collect import --binary ""
 comp "--label" flamefs-collect export --lab
 comp "--by-thread" flamefs-collect import --by

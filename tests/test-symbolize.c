@@ -1022,6 +1022,58 @@ static void check_python_prune(void)
 	symbolize_free(s);
 }
 
+/* symbolize_user_files(): one token and the same offset for one file's
+ * code in any process at any address, another for another file, the
+ * "[unknown]" token for a pid never seen and for an address outside the
+ * mappings once the process's perf map was found missing, NULL before. */
+static void check_user_files(const char *self)
+{
+	struct symbolize *s = symbolize_new();
+	const pid_t a = 3999901, b = 3999902, c = 3999903, unseen = 3999904;
+	const char *other = "/bin/true";
+	char path[64];
+
+	if (!s) {
+		check(false, "user_files: symbolize_new");
+		return;
+	}
+	for (pid_t p = a; p <= c; p++) {
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)p);
+		unlink(path);
+	}
+	check(symbolize_offline_map(s, a, 0x400000, 0x500000, 0, self, NULL, 0, NULL) == 0 &&
+	              symbolize_offline_map(s, b, 0x7f0000000000, 0x7f0000100000, 0x2000, self,
+	                                    NULL, 0, NULL) == 0 &&
+	              symbolize_offline_map(s, c, 0x400000, 0x500000, 0, other, NULL, 0, NULL) == 0,
+	      "user_files: three offline processes mapped");
+	const uint64_t in_a[2] = {0x403456, 0x10}, in_b[1] = {0x7f0000001456}, in_c[1] = {0x403456};
+	const void *ma[2], *mb[1], *mc[1], *mu[1];
+	uint64_t oa[2], ob[1], oc[1], ou[1];
+	symbolize_user_files(s, a, in_a, 2, ma, oa);
+	symbolize_user_files(s, b, in_b, 1, mb, ob);
+	symbolize_user_files(s, c, in_c, 1, mc, oc);
+	symbolize_user_files(s, unseen, in_a, 1, mu, ou);
+	check(ma[0] && ma[0] == mb[0] && oa[0] == 0x3456 && ob[0] == 0x3456,
+	      "user_files: one file at two addresses of two processes, one token and offset");
+	check(mc[0] && mc[0] != ma[0],
+	      "user_files: another file at the same address, another token");
+	check(!ma[1], "user_files: outside the mappings before the perf map was looked for, NULL");
+	check(mu[0] && mu[0] != ma[0], "user_files: a pid never seen, the [unknown] token");
+	struct store_frame f, g;
+	check(symbolize_user(s, a, 0x403456, false, &f, 1) == 1 &&
+	              symbolize_user(s, b, 0x7f0000001456, false, &g, 1) == 1 &&
+	              f.name_len == g.name_len && memcmp(f.name, g.name, f.name_len) == 0 &&
+	              f.module == g.module,
+	      "user_files: the two addresses of one token are named alike");
+	check(symbolize_user(s, a, 0x10, false, &f, 1) == 1 && f.name_len == 9 &&
+	              memcmp(f.name, "[unknown]", 9) == 0,
+	      "user_files: an address outside the mappings is [unknown]");
+	symbolize_user_files(s, a, in_a + 1, 1, ma + 1, oa + 1);
+	check(ma[1] == mu[0] && oa[1] == 0,
+	      "user_files: outside the mappings, no perf map: the [unknown] token");
+	symbolize_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1074,6 +1126,7 @@ int main(int argc, char **argv)
 	check(nplt > 0, "plt: at least one PLT entry named");
 
 	check_early_exec(argv[0]);
+	check_user_files("/proc/self/exe");
 	check_sweep();
 	check_cache_bound();
 	check_late_jit();

@@ -158,10 +158,19 @@ struct import_symbols {
 	 * one byte before). */
 	int (*user)(void *ctx, uint32_t pid, uint64_t addr, bool caller, struct store_frame *f,
 	            size_t room);
+	/* Optional (may be NULL): for each user address addrs[i] of pid, a
+	 * token of the file that maps it as mods[i] and the address's offset
+	 * in that file as offs[i], such that user() gives the same frames for
+	 * any two addresses, of any processes, that share (token, offset),
+	 * for the provider's life; mods[i] NULL when no file maps it (its
+	 * frames may depend on the process). */
+	void (*user_files)(void *ctx, uint32_t pid, const uint64_t *addrs, size_t n,
+	                   const void **mods, uint64_t *offs);
 	/* The frame of a kernel address. */
 	int (*kernel)(void *ctx, uint64_t addr, bool caller, struct store_frame *f);
-	/* Optional: names the kernel addresses ips[0..n) in one go, so that
-	 * the kernel() calls that follow find them ready.  May be NULL. */
+	/* Optional: names the kernel addresses ips[0..n) in one go, each as
+	 * kernel() with caller false looks it up, so that those calls find
+	 * them ready.  May be NULL. */
 	int (*kernel_prefetch)(void *ctx, const uint64_t *ips, size_t n);
 	/* pid's executable's GNU build id as lowercase hex, "" when unknown. */
 	const char *(*build_id)(void *ctx, uint32_t pid);

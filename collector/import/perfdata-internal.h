@@ -125,9 +125,15 @@ struct pd {
 	size_t threads_mask, threads_used;
 	uint32_t *gen; /* per pid slot: bumped on exec/mmap, part of cache keys */
 
-	struct stackcache *stacks; /* (pid gen, comm, event, ips) -> node */
+	struct stackcache *stacks; /* (comm, event, stack_key's entries) -> series, node */
 	uint64_t *ips;
 	size_t ips_cap;
+	/* stack_key's room: per entry of ips, two key words and the file
+	 * user_files names (MAX_STACK each) */
+	uint64_t *key_words;
+	const void **key_files;
+	uint64_t *key_offs;
+	uint8_t key_kinds[MAX_STACK];
 	struct store_frame *frames;
 	size_t frames_cap;
 	struct import_sums sums;

@@ -362,6 +362,50 @@ static int stack_frames(struct pd *p, uint32_t pid, const uint64_t *ips, size_t 
 	return 0;
 }
 
+enum { KEY_USER_PID, KEY_KERNEL, KEY_USER_FILE };
+
+/* What the frames of the stack p->ips[0..n) (p->kernel marking its kernel
+ * entries) of pid depend on, into p->key_words (two per entry) and
+ * p->key_kinds: a kernel address itself; a user address that the
+ * symbols' user_files() ties to a file and an offset in it (or to the
+ * token of addresses named "[unknown]" whatever they are), those, so that
+ * any process running the same code shares the key; any other user
+ * address, the address with pid and its mappings' generation (JIT code,
+ * or no user_files() to tell). */
+static void stack_key(struct pd *p, uint32_t pid, size_t n)
+{
+	const struct import_symbols *sym = p->ctx->sym;
+	uint64_t here = (uint64_t)pid << 32 | *gen_of(p, pid);
+	uint64_t *w = p->key_words;
+	size_t k = 0;
+
+	while (k < n && p->kernel[k]) {
+		w[2 * k] = p->ips[k];
+		w[2 * k + 1] = 0;
+		p->key_kinds[k++] = KEY_KERNEL;
+	}
+	size_t first_user = k;
+	bool files = sym && sym->user_files;
+	if (files && n > first_user)
+		sym->user_files(sym->ctx, pid, p->ips + first_user, n - first_user,
+		                p->key_files + first_user, p->key_offs + first_user);
+	for (; k < n; k++) {
+		if (p->kernel[k]) {
+			w[2 * k] = p->ips[k];
+			w[2 * k + 1] = 0;
+			p->key_kinds[k] = KEY_KERNEL;
+		} else if (files && p->key_files[k]) {
+			w[2 * k] = (uint64_t)(uintptr_t)p->key_files[k];
+			w[2 * k + 1] = p->key_offs[k];
+			p->key_kinds[k] = KEY_USER_FILE;
+		} else {
+			w[2 * k] = p->ips[k];
+			w[2 * k + 1] = here;
+			p->key_kinds[k] = KEY_USER_PID;
+		}
+	}
+}
+
 static int64_t sample_when(const struct pd *p, const struct attr *a, const struct sample *s)
 {
 	if (!(a->sample_type & S_TIME))
@@ -503,16 +547,18 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 			binary = pt->name;
 	}
 
-	/* the stack cache: (pid's mappings, comm, event, ips) -> node */
+	/* the stack cache: (comm, event, the stack as stack_key has it) ->
+	 * (series, node) */
 	XXH3_state_t st;
 	XXH3_128bits_reset(&st);
-	uint32_t head[3] = {s.pid, *gen_of(p, s.pid), (uint32_t)ai};
-	XXH3_128bits_update(&st, head, sizeof(head));
+	uint32_t head = (uint32_t)ai;
+	XXH3_128bits_update(&st, &head, sizeof(head));
 	XXH3_128bits_update(&st, comm, clen + 1);
 	if (by_thread)
 		XXH3_128bits_update(&st, binary, strlen(binary) + 1);
-	XXH3_128bits_update(&st, p->ips, nips * sizeof(*p->ips));
-	XXH3_128bits_update(&st, kernel, nips);
+	stack_key(p, s.pid, nips);
+	XXH3_128bits_update(&st, p->key_words, 2 * nips * sizeof(*p->key_words));
+	XXH3_128bits_update(&st, p->key_kinds, nips);
 	XXH128_hash_t h = XXH3_128bits_digest(&st);
 	struct stackcache_key key = {h.low64, h.high64};
 	uint32_t series, node;
@@ -917,7 +963,10 @@ static int pd_tables(struct pd *p)
 	p->threads_mask = 1023;
 	p->gen = calloc(4096, sizeof(*p->gen));
 	p->stacks = stackcache_new(STACK_SLOTS_LOG2);
-	if (!p->threads || !p->gen || !p->stacks)
+	p->key_words = malloc(2 * MAX_STACK * sizeof(*p->key_words));
+	p->key_files = malloc(MAX_STACK * sizeof(*p->key_files));
+	p->key_offs = malloc(MAX_STACK * sizeof(*p->key_offs));
+	if (!p->threads || !p->gen || !p->stacks || !p->key_words || !p->key_files || !p->key_offs)
 		return -ENOMEM;
 	return thread_set(p, 0, "swapper", 7);
 }
@@ -1030,6 +1079,9 @@ static void pd_free(struct pd *p, struct bids *bids)
 	free(p->threads);
 	free(p->gen);
 	stackcache_free(p->stacks);
+	free(p->key_words);
+	free(p->key_files);
+	free(p->key_offs);
 	free(p->ips);
 	free(p->frames);
 	import_sums_free(&p->sums);

@@ -386,34 +386,48 @@ static unsigned span_arg_number(const char *num)
 	return (unsigned)n;
 }
 
-/* The ready-made spans: `--span NAME[:in=PATH]` is `--span SPEC:in=PATH`,
- * PATH by default the program they were written for.  PostgreSQL's probes
- * are those of Debian's postgresql-15 (`readelf -n` on its postgres):
+/* The ready-made spans: `--span NAME[:in=PATH]` is `--span SPEC:in=PATH`
+ * for each of its specs, PATH by default the program they were written
+ * for.  PostgreSQL's probes are those of Debian's postgresql-15
+ * (`readelf -n` on its postgres, probes.d for their arguments):
  * query__start(const char *query) fires in exec_simple_query only, so the
  * simple query protocol's statements are spans and the extended
- * protocol's (prepared statements) are not. */
+ * protocol's (prepared statements) are not; transaction__start(lxid) in
+ * StartTransaction, __commit(lxid) and __abort(lxid) at its two ends;
+ * lock__wait__start(tag fields 1-4, tag type, mode) and __done(same)
+ * around the sleep of a heavyweight lock's wait (WaitOnLock), named by
+ * the tag's type (arg5, a LockTagType: labels.c names it).  All three
+ * are flat: a statement that fails leaves exec_simple_query by its error,
+ * without query__done, and a wait that fails (a deadlock, lock_timeout)
+ * leaves WaitOnLock so, without lock__wait__done. */
+#define SPAN_PG_PATH  "/usr/lib/postgresql/15/bin/postgres"
+#define SPAN_PG_QUERY "postgresql:query__start:query__done:name=arg1:sql:flat"
+#define SPAN_PG_XACT                                                                               \
+	"postgresql:transaction__start:transaction__commit|transaction__abort:fixed=transaction:"  \
+	"flat"
+#define SPAN_PG_LOCK "postgresql:lock__wait__start:lock__wait__done:number=arg5:pglock:flat"
 static const struct {
-	const char *name, *spec, *path;
+	const char *name, *spec[3], *path;
 } span_shortcuts[] = {
-        {"pg-query", "postgresql:query__start:query__done:name=arg1:sql",
-         "/usr/lib/postgresql/15/bin/postgres"},
+        {"pg-query", {SPAN_PG_QUERY}, SPAN_PG_PATH},
+        {"pg-xact", {SPAN_PG_XACT}, SPAN_PG_PATH},
+        {"pg-lock", {SPAN_PG_LOCK}, SPAN_PG_PATH},
+        {"pg", {SPAN_PG_QUERY, SPAN_PG_XACT, SPAN_PG_LOCK}, SPAN_PG_PATH},
 };
 
-/* --span PROVIDER:START:END[:FIELD...], the fields name=argN, number=argN,
- * id=argN, parent=argN, sql and in=PATH (last: it takes the rest, colons
- * too), or a ready-made span's NAME[:in=PATH].  Appended to o->spans; 0,
- * or 2 (printed). */
+static int parse_span_spec(const char *arg, char *copy, struct options *o);
+/* A spec's index goes in its cookie and keys `span_fixed`. */
+_Static_assert(RECORD_SPANS_MAX <= PROFILE_SPAN_SPECS &&
+                       RECORD_SPANS_MAX - 1 <= PROFILE_SPAN_SPEC_MASK,
+               "--span's specs do not fit the BPF side's");
+
+/* --span PROVIDER:START:END[|END...][:FIELD...], the fields name=argN,
+ * number=argN, fixed=NAME, id=argN, parent=argN, sql, pglock, flat and in=PATH (last:
+ * it takes the rest, colons too), or a ready-made span's NAME[:in=PATH].
+ * Appended to o->spans (a ready-made span may be several); 0, or 2
+ * (printed). */
 static int parse_span(const char *arg, struct options *o)
 {
-	if (o->nspans == RECORD_SPANS_MAX)
-		return usage_error("--span: at most %d spans", RECORD_SPANS_MAX);
-	struct record_span_spec *sp = realloc(o->spans, (o->nspans + 1) * sizeof(*sp));
-	if (!sp)
-		return usage_error("out of memory");
-	o->spans = sp;
-	sp = &o->spans[o->nspans];
-	*sp = (struct record_span_spec){.arg = arg};
-	char *copy = NULL, *rest, *f[3];
 	for (size_t i = 0; i < sizeof(span_shortcuts) / sizeof(span_shortcuts[0]); i++) {
 		size_t n = strlen(span_shortcuts[i].name);
 		if (strncmp(arg, span_shortcuts[i].name, n) != 0 || (arg[n] && arg[n] != ':'))
@@ -422,14 +436,40 @@ static int parse_span(const char *arg, struct options *o)
 			return usage_error("--span %s: a ready-made span takes only :in=PATH, the "
 			                   "file with its probes (default %s)",
 			                   arg, span_shortcuts[i].path);
-		if (asprintf(&copy, "%s:in=%s", span_shortcuts[i].spec,
-		             arg[n] ? arg + n + 4 : span_shortcuts[i].path) < 0)
-			return usage_error("out of memory");
-		break;
+		for (size_t j = 0; j < 3 && span_shortcuts[i].spec[j]; j++) {
+			char *spec;
+			if (asprintf(&spec, "%s:in=%s", span_shortcuts[i].spec[j],
+			             arg[n] ? arg + n + 4 : span_shortcuts[i].path) < 0)
+				return usage_error("out of memory");
+			int r = parse_span_spec(arg, spec, o);
+			if (r)
+				return r;
+		}
+		return 0;
 	}
-	if (!copy && !(copy = strdup(arg)))
+	char *copy = strdup(arg);
+	if (!copy)
 		return usage_error("out of memory");
-	rest = copy;
+	return parse_span_spec(arg, copy, o);
+}
+
+/* One span's PROVIDER:START:END[|END...][:FIELD...] in `copy` (taken: its
+ * pieces become the spec's), given as `arg`. */
+static int parse_span_spec(const char *arg, char *copy, struct options *o)
+{
+	if (o->nspans == RECORD_SPANS_MAX) {
+		free(copy);
+		return usage_error("--span: at most %d spans", RECORD_SPANS_MAX);
+	}
+	struct record_span_spec *sp = realloc(o->spans, (o->nspans + 1) * sizeof(*sp));
+	if (!sp) {
+		free(copy);
+		return usage_error("out of memory");
+	}
+	o->spans = sp;
+	sp = &o->spans[o->nspans];
+	*sp = (struct record_span_spec){.arg = arg};
+	char *rest = copy, *f[3];
 	for (int i = 0; i < 3; i++) {
 		f[i] = rest;
 		rest = rest ? strchr(rest, ':') : NULL;
@@ -437,16 +477,28 @@ static int parse_span(const char *arg, struct options *o)
 			*rest++ = '\0';
 		if (!f[i] || !*f[i]) {
 			free(copy);
-			return usage_error(
-			        "--span: expected PROVIDER:START:END[:name=argN|:number=argN]"
-			        "[:id=argN][:parent=argN][:sql][:in=PATH] or pg-query[:in=PATH], "
-			        "got \"%s\"",
-			        arg);
+			return usage_error("--span: expected PROVIDER:START:END[|END...]"
+			                   "[:name=argN|:number=argN|:fixed=NAME]"
+			                   "[:id=argN][:parent=argN][:sql][:pglock][:flat]"
+			                   "[:in=PATH] or pg-query, pg-xact, pg-lock, "
+			                   "pg[:in=PATH], got \"%s\"",
+			                   arg);
 		}
 	}
 	sp->provider = f[0];
 	sp->start = f[1];
-	sp->end = f[2];
+	for (char *e = f[2], *bar; e; e = bar) {
+		if ((bar = strchr(e, '|')))
+			*bar++ = '\0';
+		if (!*e || sp->nend == RECORD_SPAN_ENDS) {
+			free(copy);
+			return usage_error("--span %s: expected END or END|END..., at most %d end "
+			                   "probes, none empty",
+			                   arg, RECORD_SPAN_ENDS);
+		}
+		sp->end[sp->nend++] = e;
+	}
+	sp->cookie = (uint32_t)o->nspans << PROFILE_SPAN_SPEC_SHIFT;
 	bool named = false;
 	while (rest) {
 		char *field = rest;
@@ -485,33 +537,58 @@ static int parse_span(const char *arg, struct options *o)
 			unsigned long n = span_arg_number(num);
 			if (named || !n) {
 				/* field points into copy: said before it is freed */
-				int r = usage_error("--span %s: %s: expected one name=argN or "
-				                    "number=argN, N from 1 to 12",
+				int r = usage_error("--span %s: %s: expected one name=argN, "
+				                    "number=argN or fixed=NAME, N from 1 to 12",
 				                    arg, field);
 				free(copy);
 				return r;
 			}
 			sp->cookie |= (uint32_t)(n - 1) | flags;
 			named = true;
+		} else if (strncmp(field, "fixed=", 6) == 0) {
+			if (named || !field[6] || strlen(field + 6) >= PROFILE_SPAN_NAME) {
+				int r = usage_error(
+				        "--span %s: %s: expected one name=argN, "
+				        "number=argN or fixed=NAME, NAME of 1 to %d bytes",
+				        arg, field, PROFILE_SPAN_NAME - 1);
+				free(copy);
+				return r;
+			}
+			sp->fixed = field + 6;
+			sp->cookie |= PROFILE_SPAN_FIXED;
+			named = true;
+		} else if (strcmp(field, "pglock") == 0) {
+			sp->cookie |= PROFILE_SPAN_PGLOCK;
+		} else if (strcmp(field, "flat") == 0) {
+			sp->cookie |= PROFILE_SPAN_FLAT;
 		} else if (strcmp(field, "sql") == 0) {
 			sp->cookie |= PROFILE_SPAN_SQL;
 		} else {
-			int r = usage_error("--span %s: unknown field \"%s\" (expected name=argN, "
-			                    "number=argN, id=argN, parent=argN, sql or in=PATH)",
-			                    arg, field);
+			int r = usage_error(
+			        "--span %s: unknown field \"%s\" (expected name=argN, "
+			        "number=argN, fixed=NAME, id=argN, parent=argN, sql, pglock, "
+			        "flat or in=PATH)",
+			        arg, field);
 			free(copy);
 			return r;
 		}
 	}
 	if (!named) {
 		free(copy);
-		return usage_error("--span %s: name the span: add :name=argN (a string argument) "
-		                   "or :number=argN",
+		return usage_error("--span %s: name the span: add :name=argN (a string argument), "
+		                   ":number=argN or :fixed=NAME",
 		                   arg);
 	}
-	if ((sp->cookie & PROFILE_SPAN_NUM) && (sp->cookie & PROFILE_SPAN_SQL)) {
+	if ((sp->cookie & PROFILE_SPAN_PGLOCK) && !(sp->cookie & PROFILE_SPAN_NUM)) {
 		free(copy);
-		return usage_error("--span %s: sql normalises a string name, not a number", arg);
+		return usage_error("--span %s: pglock names a number: give number=argN", arg);
+	}
+	if ((sp->cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_FIXED)) &&
+	    (sp->cookie & PROFILE_SPAN_SQL)) {
+		free(copy);
+		return usage_error("--span %s: sql normalises a string read, not a number or a "
+		                   "fixed name",
+		                   arg);
 	}
 	o->nspans++;
 	return 0;

@@ -573,6 +573,13 @@ void record_labels_forget(struct record_labels *l, pid_t pid)
 
 /* ---- a key's labels ----------------------------------------------------- */
 
+/* PostgreSQL's lock tag types (LockTagType, lock.h; PostgreSQL 13 to
+ * 17) as pg_locks' locktype column names them (LockTagTypeNames). */
+static const char *const pg_locktags[] = {
+        "relation",   "extend",    "frozenid", "page",     "tuple",    "transactionid",
+        "virtualxid", "spectoken", "object",   "userlock", "advisory",
+};
+
 /* The text a span_names value names, normalised, into out (size
  * RECORD_SPAN_TEXT); its length. */
 static size_t span_text(const struct profile_span_name *v, char *out)
@@ -581,6 +588,13 @@ static size_t span_text(const struct profile_span_name *v, char *out)
 	if (v->flags & PROFILE_SPAN_NUM) {
 		uint64_t n;
 		memcpy(&n, v->text, sizeof(n));
+		if ((v->flags & PROFILE_SPAN_PGLOCK) &&
+		    n < sizeof(pg_locktags) / sizeof(pg_locktags[0]))
+			return (size_t)snprintf(out, RECORD_SPAN_TEXT, "lock-wait %s",
+			                        pg_locktags[n]);
+		if (v->flags & PROFILE_SPAN_PGLOCK)
+			return (size_t)snprintf(out, RECORD_SPAN_TEXT, "lock-wait %llu",
+			                        (unsigned long long)n);
 		return (size_t)snprintf(out, RECORD_SPAN_TEXT, "%llu", (unsigned long long)n);
 	}
 	if (v->flags & PROFILE_SPAN_SQL)
@@ -602,12 +616,18 @@ static int span_of(struct recorder *r, uint64_t key, const char **name)
 			*name = e->name;
 			return 0;
 		}
+	/* A fixed name's text is the spec's; a read one's in `span_names`. */
+	const char *fixed = NULL;
+	for (size_t i = 0; i < r->opt->nspans && !fixed; i++)
+		if (r->opt->spans[i].fixed && record_span_fixed_key(r->opt->spans[i].fixed) == key)
+			fixed = r->opt->spans[i].fixed;
 	struct profile_span_name v;
-	if (key == PROFILE_SPAN_UNKNOWN || r->span_names_fd < 0 ||
-	    bpf_map_lookup_elem(r->span_names_fd, &key, &v) < 0)
+	if (!fixed && (key == PROFILE_SPAN_UNKNOWN || r->span_names_fd < 0 ||
+	               bpf_map_lookup_elem(r->span_names_fd, &key, &v) < 0))
 		return 0; /* not cached: it may yet be read */
 	char text[RECORD_SPAN_TEXT];
-	size_t len = span_text(&v, text);
+	size_t len =
+	        fixed ? (size_t)snprintf(text, sizeof(text), "%s", fixed) : span_text(&v, text);
 	if (len == 0) /* a label value is never empty */
 		len = (size_t)snprintf(text, sizeof(text), "[empty]");
 	if (l->nspan >= SPAN_MAX)
@@ -622,7 +642,8 @@ static int span_of(struct recorder *r, uint64_t key, const char **name)
 	e->next = l->span[b];
 	l->span[b] = e;
 	l->nspan++;
-	bpf_map_delete_elem(r->span_names_fd, &key);
+	if (!fixed)
+		bpf_map_delete_elem(r->span_names_fd, &key);
 	*name = e->name;
 	return 0;
 }

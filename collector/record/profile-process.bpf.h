@@ -368,7 +368,7 @@ int on_exec(void *ctx)
 /* sched_prepare_exec (Linux 6.10), at the start of begin_new_exec: the
  * point of no return of an exec, before the old memory goes.  Walks the
  * user stack that called execve while it can still be read
- * (exec_stacks). */
+ * (exec_stacks); a process with no list yet by its vmas' files. */
 SEC("raw_tp/sched_prepare_exec")
 int on_exec_begin(void *ctx)
 {
@@ -376,7 +376,7 @@ int on_exec_begin(void *ctx)
 	struct profile_key key = {};
 
 	if (!followed(tgid) || unwind_mode == PROFILE_UNWIND_FP ||
-	    !bpf_map_lookup_elem(&unwind_procs, &tgid))
+	    (!bpf_map_lookup_elem(&unwind_procs, &tgid) && !has_user_memory()))
 		return 0;
 	walk_user(ctx, false, NULL, NULL, &key, tgid, false);
 	struct walk *w = bpf_map_lookup_elem(&walks, &slot);

@@ -5,27 +5,36 @@
  * A span is a pair of USDT probes, a start and an end, attached by user
  * space to the one program span_enter or span_exit per probe with a BPF
  * cookie that says how the start names its span (profile.h:
- * PROFILE_SPAN_*).  Each followed thread has a stack of its open spans in
- * `span_stacks`: a start pushes its name's key, an end pops the innermost,
- * whatever its id (spans of one thread nest).  An end with nothing open
- * (the thread was followed, or the recording began, inside the span) is
- * counted and ignored.  Past PROFILE_SPAN_DEPTH open spans the depth still
- * counts, so the ends match, but the deeper names are not kept: samples
- * there go to the deepest kept span.  A name is keyed by a 64-bit hash of
- * its bytes and flags (never 0, which is "no span", nor
- * PROFILE_SPAN_UNKNOWN); `span_names` gives its text to user space, which
- * labels each sample with its thread's innermost span (key.span).
+ * PROFILE_SPAN_*), among it the span's spec (which --span).  Each
+ * followed thread has a stack of its open spans in `span_stacks`: a start
+ * pushes its name's key and spec, an end closes the innermost open span of
+ * its own spec, whatever its id, and the spans opened above that one move
+ * down a place (a PostgreSQL transaction starts inside its BEGIN's query
+ * span and ends inside its COMMIT's; spans of one spec, or spans properly
+ * nested, just pop).  An end with no span of its spec open (the thread
+ * was followed, or the recording began, inside the span) is counted and
+ * ignored.  A start of a flat spec (PROFILE_SPAN_FLAT) first closes the
+ * open span of its spec, if any, as unended, ended at that start.  Past
+ * PROFILE_SPAN_DEPTH open spans the depth still counts, so the ends
+ * match, but the deeper names and specs are not kept: samples
+ * there go to the deepest kept span, and an end there pops the innermost
+ * whatever its spec.  A name is keyed by a 64-bit hash of its bytes and
+ * flags (never 0, which is "no span", nor PROFILE_SPAN_UNKNOWN), or, for a
+ * fixed name, by the key user space put in `span_fixed`; `span_names`
+ * gives a read name's text to user space, which labels each sample with
+ * its thread's innermost span (key.span).
  *
  * Each kept span also has an id (START's id=argN, else one made here,
- * never 0), its parent's id (parent=argN, else the enclosing span's) and
- * its start time.  Every sample carries its innermost span's id (struct
- * profile_sample.span).  When a span ends, its record (profile.h: struct
- * profile_span_record) goes to the `span_records` ring, with the names
- * of the spans around it through `span_chains`.  A span still open when
- * its thread exits or executes is closed then, marked unended; at the
- * recording's end the probes stop and user space closes the spans left
- * in `span_stacks` (spans.c).  Spans deeper than PROFILE_SPAN_DEPTH have
- * no record.
+ * never 0), its parent's id (parent=argN, else the span innermost when it
+ * started, even if that one ends first) and its start time.  Every sample
+ * carries its innermost span's id (struct profile_sample.span).  When a
+ * span ends, its record (profile.h: struct profile_span_record) goes to
+ * the `span_records` ring, with the names of the spans below it on the
+ * stack then through `span_chains`.  A span still open when its thread
+ * exits or executes is closed then, marked unended (as is a flat spec's
+ * span its next start finds open); at the recording's end the probes stop
+ * and user space closes the spans left in `span_stacks` (spans.c).  Spans
+ * deeper than PROFILE_SPAN_DEPTH have no record.
  */
 #include <bpf/usdt.bpf.h>
 
@@ -99,6 +108,15 @@ struct {
 	__uint(max_entries, 16384);
 } span_names SEC(".maps");
 
+/* The keys of fixed names (PROFILE_SPAN_FIXED) by spec, written by user
+ * space before the probes are attached. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, PROFILE_SPAN_SPECS);
+} span_fixed SEC(".maps");
+
 /* The name being read, per CPU (too big for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -143,17 +161,26 @@ static __always_inline __u64 span_hash(const struct profile_span_name *n)
 }
 
 /* The key of the name the start probe's argument gives, its text in
- * `span_names`; PROFILE_SPAN_UNKNOWN when it cannot be read or kept. */
+ * `span_names`, or the spec's fixed key; PROFILE_SPAN_UNKNOWN when it
+ * cannot be read or kept. */
 static __always_inline __u64 span_name(struct pt_regs *ctx, __u64 cookie)
 {
 	__u32 zero = 0;
-	struct profile_span_name *n = bpf_map_lookup_elem(&span_scratch, &zero);
+	struct profile_span_name *n;
 	long arg, len;
 	__u64 h;
 
+	if (cookie & PROFILE_SPAN_FIXED) {
+		__u32 spec = (cookie >> PROFILE_SPAN_SPEC_SHIFT) & PROFILE_SPAN_SPEC_MASK;
+		__u64 *k = bpf_map_lookup_elem(&span_fixed, &spec);
+		if (k && *k)
+			return *k;
+		goto lost;
+	}
+	n = bpf_map_lookup_elem(&span_scratch, &zero);
 	if (!n || bpf_usdt_arg(ctx, cookie & PROFILE_SPAN_ARG_MASK, &arg) < 0)
 		goto lost;
-	n->flags = cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_SQL);
+	n->flags = cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_SQL | PROFILE_SPAN_PGLOCK);
 	if (cookie & PROFILE_SPAN_NUM) {
 		__builtin_memcpy(n->text, &arg, sizeof(arg));
 		n->len = sizeof(arg);
@@ -307,6 +334,43 @@ static __always_inline void span_close_thread(__u32 tid)
 	bpf_map_delete_elem(&span_stacks, &tid);
 }
 
+/* The index of the innermost open span of the cookie's spec in st (kept
+ * entirely: depth at most PROFILE_SPAN_DEPTH), or PROFILE_SPAN_DEPTH. */
+static __always_inline __u32 span_find(const struct profile_span_stack *st, __u64 cookie)
+{
+	__u8 spec = (cookie >> PROFILE_SPAN_SPEC_SHIFT) & PROFILE_SPAN_SPEC_MASK;
+	__u32 depth = st->depth;
+
+	for (__u32 k = 0; k < PROFILE_SPAN_DEPTH; k++) {
+		if (k >= depth)
+			break;
+		__u32 i = depth - 1 - k;
+		if (i < PROFILE_SPAN_DEPTH && st->spec[i] == spec)
+			return i;
+	}
+	return PROFILE_SPAN_DEPTH;
+}
+
+/* Takes span d (below st->depth, at most PROFILE_SPAN_DEPTH) out of st:
+ * the spans above it move down a place, their ids and parents kept. */
+static __always_inline void span_remove(struct profile_span_stack *st, __u32 d)
+{
+	__u32 depth = st->depth;
+
+	for (__u32 i = 0; i + 1 < PROFILE_SPAN_DEPTH; i++) {
+		if (i + 1 >= depth)
+			break;
+		if (i < d)
+			continue;
+		st->span[i] = st->span[i + 1];
+		st->id[i] = st->id[i + 1];
+		st->parent[i] = st->parent[i + 1];
+		st->start[i] = st->start[i + 1];
+		st->spec[i] = st->spec[i + 1];
+	}
+	st->depth = depth - 1;
+}
+
 SEC("usdt")
 int span_enter(struct pt_regs *ctx)
 {
@@ -316,6 +380,9 @@ int span_enter(struct pt_regs *ctx)
 
 	if (*(volatile __u32 *)&spans_stopped || !followed(id >> 32))
 		return 0;
+	/* The probe's moment: a span's start, and the end of the flat span
+	 * it closes. */
+	__u64 now = bpf_ktime_get_ns();
 	__u64 cookie = bpf_usdt_cookie(ctx);
 	__u64 h = span_name(ctx, cookie);
 	st = bpf_map_lookup_elem(&span_stacks, &tid);
@@ -329,6 +396,16 @@ int span_enter(struct pt_regs *ctx)
 		if (!st)
 			return 0;
 	}
+	/* A flat spec's spans never nest: one still open lost its end (the
+	 * program left it another way: a PostgreSQL statement that failed),
+	 * and closes now, unended. */
+	if ((cookie & PROFILE_SPAN_FLAT) && st->depth <= PROFILE_SPAN_DEPTH) {
+		__u32 old = span_find(st, cookie);
+		if (old < PROFILE_SPAN_DEPTH) {
+			span_emit(st, old, tid, now, PROFILE_SPAN_UNENDED, true);
+			span_remove(st, old);
+		}
+	}
 	__u32 d = st->depth;
 	if (d == 0) {
 		st->tgid = id >> 32;
@@ -338,15 +415,24 @@ int span_enter(struct pt_regs *ctx)
 	}
 	if (d < PROFILE_SPAN_DEPTH) {
 		__u64 sid = span_arg(ctx, cookie >> PROFILE_SPAN_ID_SHIFT, 0);
-		__u64 up = d > 0 && d - 1 < PROFILE_SPAN_DEPTH ? st->id[d - 1] : 0;
+		/* d - 1 masked (as in span_emit) so the verifier sees it
+		 * bounded whatever the compiler makes of the test above. */
+		__u32 u = d - 1;
+		__asm__ volatile("" : "+r"(u));
+		u &= PROFILE_SPAN_DEPTH - 1;
+		__u64 up = d > 0 ? st->id[u] : 0;
+		__asm__ volatile("" : "+r"(d));
+		d &= PROFILE_SPAN_DEPTH - 1;
 		st->span[d] = h;
 		st->id[d] = sid ? sid : span_new_id();
 		st->parent[d] = span_arg(ctx, cookie >> PROFILE_SPAN_PARENT_SHIFT, up);
-		st->start[d] = bpf_ktime_get_ns();
+		st->start[d] = now;
+		st->spec[d] = (cookie >> PROFILE_SPAN_SPEC_SHIFT) & PROFILE_SPAN_SPEC_MASK;
+		st->depth = d + 1;
 	} else {
 		count(PROFILE_STAT_SPAN_DEEP);
+		st->depth = d + 1;
 	}
-	st->depth = d + 1;
 	return 0;
 }
 
@@ -365,9 +451,16 @@ int span_exit(struct pt_regs *ctx)
 		count(PROFILE_STAT_SPAN_UNMATCHED);
 		return 0;
 	}
-	__u32 d = st->depth - 1;
-	if (d < PROFILE_SPAN_DEPTH)
-		span_emit(st, d, tid, now, 0, true);
-	st->depth = d;
+	if (st->depth > PROFILE_SPAN_DEPTH) { /* the innermost is not kept */
+		st->depth--;
+		return 0;
+	}
+	__u32 d = span_find(st, bpf_usdt_cookie(ctx));
+	if (d >= PROFILE_SPAN_DEPTH) {
+		count(PROFILE_STAT_SPAN_UNMATCHED);
+		return 0;
+	}
+	span_emit(st, d, tid, now, 0, true);
+	span_remove(st, d);
 	return 0;
 }

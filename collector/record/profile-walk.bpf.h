@@ -120,6 +120,7 @@ static __always_inline struct unwind_row *find_row(const struct unwind_table *t,
 }
 
 static __always_inline void report(__u32 kind, __u32 pid, __u32 parent);
+static __always_inline bool file_identity(const char *file, struct profile_file *f);
 static __always_inline void report_want(__u32 pid, __u64 addr);
 static __always_inline void report_pycode(__u32 pid, __u32 gen, __u64 code, __u32 check);
 
@@ -391,6 +392,76 @@ static long py_step(struct walk *w)
 	return 0;
 }
 
+/* ---- a pc's table by its file -------------------------------------------
+ *
+ * Where the process's list does not place a pc (no list yet, a pc past
+ * it, a table pending when it was written), the walker asks the kernel for
+ * the pc's vma (bpf_find_vma) and looks its file up in unwind_files: a
+ * file whose table is loaded is walked by CFI in a process user space has
+ * not read.  bpf_find_vma takes the mmap lock with a trylock; in an
+ * interrupt (the sampler) its release is deferred to a per-CPU irq_work,
+ * so a second lookup before that work has run is refused (-EBUSY): one
+ * lookup a sample in practice.  The vma found is kept for the rest of the
+ * walk, so the frames of one file cost one lookup. */
+
+struct vma_find {
+	__u64 start, end, pgoff;
+	const char *file;
+};
+
+static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct vma_find *f = ctx;
+	const char *v = (const char *)vma;
+
+	(void)task;
+	if (bpf_probe_read_kernel(&f->start, sizeof(f->start), v + vma_start) ||
+	    bpf_probe_read_kernel(&f->end, sizeof(f->end), v + vma_end) ||
+	    bpf_probe_read_kernel(&f->pgoff, sizeof(f->pgoff), v + vma_pgoff) ||
+	    bpf_probe_read_kernel(&f->file, sizeof(f->file), v + vma_file))
+		f->file = NULL;
+	return 0;
+}
+
+/* The table and bias of pc by its vma's file, into *table and *bias;
+ * false when there is none (or the lookup was refused). */
+static __always_inline bool find_vma_table(struct walk *w, __u64 pc, __u32 *table, __u64 *bias)
+{
+	if (!vma_known)
+		return false;
+	if (pc - w->vma_lo >= w->vma_hi - w->vma_lo) {
+		struct vma_find f = {};
+		struct profile_file id = {};
+		if (w->vma_busy)
+			return false;
+		long rc = bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, &f, 0);
+		if (rc == -EBUSY) {
+			w->vma_busy = 1;
+			count(PROFILE_STAT_VMA_BUSY);
+			return false;
+		}
+		if (rc || f.end <= f.start)
+			return false;
+		w->vma_lo = f.start;
+		w->vma_hi = f.end;
+		w->vma_table = UNWIND_NO_TABLE;
+		if (!file_identity(f.file, &id))
+			return false;
+		struct unwind_file_key k = {.dev = id.dev, .ino = id.ino};
+		struct unwind_file *e = bpf_map_lookup_elem(&unwind_files, &k);
+		if (!e)
+			return false;
+		w->vma_table = e->table;
+		w->vma_bias = f.start - (f.pgoff << 12) - (__u64)e->delta;
+	}
+	if (w->vma_table == UNWIND_NO_TABLE)
+		return false;
+	*table = w->vma_table;
+	*bias = w->vma_bias;
+	count(PROFILE_STAT_VMA_FOUND);
+	return true;
+}
+
 static long walk_step(__u32 i, void *ctx)
 {
 	__u32 n;
@@ -426,52 +497,70 @@ static long walk_step(__u32 i, void *ctx)
 	w->native_steps++;
 	w->after_signal = 0;
 
-	p = bpf_map_lookup_elem(&unwind_procs, &w->tgid);
+	__u32 table = UNWIND_NO_TABLE;
+	__u64 bias = 0;
+	bool pending = false;
+	p = w->no_list ? NULL : bpf_map_lookup_elem(&unwind_procs, &w->tgid);
 	if (!p) {
-		w->flags |= UNWIND_FLAG_TRUNCATED;
-		return 1;
-	}
-
-	struct search ms = {.hi = p->nmaps, .key = lookup, .proc = p};
-	if (ms.hi > UNWIND_MAX_MAPS)
-		ms.hi = UNWIND_MAX_MAPS;
-	bpf_loop(9, search_maps_step, &ms, 0);
-	__u32 lo = ms.lo;
-	struct unwind_mapping *m = lo ? &p->maps[(lo - 1) & (UNWIND_MAX_MAPS - 1)] : NULL;
-	if (!m || lookup - m->start >= m->size) {
-		/* Code mapped since user space last read the maps (dlopen):
-		 * ask for a new list, once.  Not while the exec's list holds
-		 * only the program and the loader (UNWIND_PLACED_EXEC): the
-		 * loader is relocating the libraries (their IFUNC resolvers
-		 * run), and its hook, next, lists them (placed, or read by
-		 * user space); a read now would be one more, and would undo
-		 * the placing. */
-		if (!p->stale && p->placed != UNWIND_PLACED_EXEC) {
-			p->stale = 1;
-			count(PROFILE_STAT_STALE_MAPS);
-			report(PROFILE_EVENT_STALE, w->tgid, 0);
+		/* No list: the process is not read yet, or its exec dropped
+		 * it; its pcs are found by their files alone. */
+		w->no_list = 1;
+		if (!find_vma_table(w, lookup, &table, &bias))
+			return fp_step(w);
+	} else {
+		struct search ms = {.hi = p->nmaps, .key = lookup, .proc = p};
+		if (ms.hi > UNWIND_MAX_MAPS)
+			ms.hi = UNWIND_MAX_MAPS;
+		bpf_loop(9, search_maps_step, &ms, 0);
+		__u32 lo = ms.lo;
+		struct unwind_mapping *m = lo ? &p->maps[(lo - 1) & (UNWIND_MAX_MAPS - 1)] : NULL;
+		if (!m || lookup - m->start >= m->size) {
+			/* Code mapped since user space last read the maps
+			 * (dlopen): ask for a new list, once.  Not while the
+			 * exec's list holds only the program and the loader
+			 * (UNWIND_PLACED_EXEC): the loader is relocating the
+			 * libraries (their IFUNC resolvers run), and its
+			 * hook, next, lists them (placed, or read by user
+			 * space); a read now would be one more, and would
+			 * undo the placing. */
+			if (!p->stale && p->placed != UNWIND_PLACED_EXEC) {
+				p->stale = 1;
+				count(PROFILE_STAT_STALE_MAPS);
+				report(PROFILE_EVENT_STALE, w->tgid, 0);
+			}
+			if (!find_vma_table(w, lookup, &table, &bias))
+				return fp_step(w);
+		} else {
+			if (m->table == UNWIND_UNBUILT) {
+				/* Tables are built for the code samples meet:
+				 * ask once. */
+				m->table = UNWIND_PENDING;
+				report_want(w->tgid, lookup);
+			}
+			table = m->table;
+			bias = m->bias;
+			if (table == UNWIND_PENDING) {
+				/* Built since the list was written, perhaps. */
+				if (!find_vma_table(w, lookup, &table, &bias))
+					pending = true;
+			}
 		}
-		return fp_step(w);
 	}
-	if (m->table == UNWIND_UNBUILT) {
-		/* Tables are built for the code samples meet: ask once. */
-		m->table = UNWIND_PENDING;
-		report_want(w->tgid, lookup);
-	}
-	if (m->table == UNWIND_PENDING)
+	if (pending)
 		w->flags |= UNWIND_FLAG_PENDING;
-	if (m->table >= UNWIND_PENDING)
+	if (table >= UNWIND_PENDING)
 		return fp_step(w);
-	__u32 tid = UNWIND_TABLE_ID(m->table);
+	__u32 tid = UNWIND_TABLE_ID(table);
 	struct unwind_table *t = bpf_map_lookup_elem(&unwind_tables, &tid);
-	__u64 rel = lookup - m->bias;
+	__u64 rel = lookup - bias;
 	struct unwind_row *r = NULL;
 	/* Not a table freed since the list was written: its id's
 	 * generation would have moved on (unwind.h). */
-	if (t && t->gen == UNWIND_TABLE_GEN(m->table) && rel <= 0xffffffffull)
+	if (t && t->gen == UNWIND_TABLE_GEN(table) && rel <= 0xffffffffull)
 		r = find_row(t, rel);
 	if (!r)
 		return fp_step(w);
+	w->tabled = 1;
 
 	__u32 rule = UNWIND_ROW_RULE(r), bx = UNWIND_ROW_RBX(r), di_ok = w->di_ok;
 	w->di_ok = 0; /* rdi is known in the sampled frame only */
@@ -630,6 +719,11 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 	w->py_frame = 0;
 	w->last_code = 0;
 	w->last_check = 0;
+	w->vma_lo = w->vma_hi = w->vma_bias = 0;
+	w->vma_table = UNWIND_NO_TABLE;
+	w->vma_busy = 0;
+	w->no_list = 0;
+	w->tabled = 0;
 	if (python_on) {
 		struct unwind_python *py = bpf_map_lookup_elem(&py_procs, &tgid);
 		if (py) {
@@ -655,7 +749,12 @@ static __always_inline void walk_user(void *ctx, bool from_perf, void *ustacks, 
 		count(PROFILE_STAT_UNWIND_TRUNCATED);
 	if (flags & UNWIND_FLAG_PENDING)
 		count(PROFILE_STAT_UNWIND_PENDING);
-	count(flags & UNWIND_FLAG_FP ? PROFILE_STAT_UNWIND_MIXED : PROFILE_STAT_UNWIND_CFI);
+	if (w->no_list)
+		count(PROFILE_STAT_UNWIND_NO_LIST);
+	if (!w->tabled && (flags & UNWIND_FLAG_FP) && w->no_list)
+		count(PROFILE_STAT_UNWIND_FP); /* no table found: as before the vma lookup */
+	else
+		count(flags & UNWIND_FLAG_FP ? PROFILE_STAT_UNWIND_MIXED : PROFILE_STAT_UNWIND_CFI);
 	long rc;
 	if (python) {
 		count(PROFILE_STAT_PY_WALKS);

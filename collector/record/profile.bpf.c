@@ -37,6 +37,7 @@
 #define E2BIG  7
 #define ENOMEM 12
 #define EFAULT 14
+#define EBUSY  16
 #define EEXIST 17
 
 char LICENSE[] SEC("license") = "GPL";
@@ -75,6 +76,12 @@ const volatile bool exe_known = false;
  * [uprobes] page, xol_vaddr, in place of vaddr (0: not found; such a
  * sample's first pc then falls in no mapping). */
 const volatile __u32 task_utask = 0, utask_vaddr = 0, utask_xol_vaddr = 0;
+/* vm_area_struct's vm_start, vm_end, vm_pgoff and vm_file: where the
+ * walker finds a pc's file by itself (find_vma_table() in
+ * profile-walk.bpf.h); vma_known is false without them (or without
+ * exe_known's file offsets), and such pcs are walked by frame pointers. */
+const volatile __u32 vma_start = 0, vma_end = 0, vma_pgoff = 0, vma_file = 0;
+const volatile bool vma_known = false;
 /* task_struct.mm and mm_struct.saved_auxv: where on_exec finds the load
  * biases of a new program and its loader (0: not found, no list). */
 const volatile __u32 task_mm = 0, mm_auxv = 0;
@@ -178,6 +185,15 @@ struct {
 	__uint(max_entries, 1024);
 } unwind_tables SEC(".maps");
 
+/* Each file's table by the file (unwind.h), written by user space when
+ * the table is loaded, deleted with its file; sized as unwind_tables. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct unwind_file_key);
+	__type(value, struct unwind_file);
+	__uint(max_entries, 1024);
+} unwind_files SEC(".maps");
+
 /* Mappable: user space writes a table's rows through a window of memory
  * rather than one bpf(2) element at a time (5x the build itself). */
 struct {
@@ -218,14 +234,21 @@ struct walk {
 	__u32 native_steps; /* native pcs met, pushed or replaced */
 	/* Python (see py_step): the process's interpreter, when it has one */
 	struct unwind_python py;
-	__u64 py_frame;                   /* the next interpreter frame to push, 0: none */
-	__u32 has_py;                     /* py is set */
-	__u32 py_looked;                  /* the thread's state was looked for */
-	__u32 py_dead;                    /* none found, or the walk was cut: natives only */
-	__u32 py_mode;                    /* pushing an evaluation's frames */
-	__u32 skip_push;                  /* the native pc was replaced by Python frames */
-	__u32 npy;                        /* Python frames pushed */
-	__u64 last_code, last_check;      /* the last code object checked */
+	__u64 py_frame;              /* the next interpreter frame to push, 0: none */
+	__u32 has_py;                /* py is set */
+	__u32 py_looked;             /* the thread's state was looked for */
+	__u32 py_dead;               /* none found, or the walk was cut: natives only */
+	__u32 py_mode;               /* pushing an evaluation's frames */
+	__u32 skip_push;             /* the native pc was replaced by Python frames */
+	__u32 npy;                   /* Python frames pushed */
+	__u64 last_code, last_check; /* the last code object checked */
+	/* The last vma looked up (find_vma_table): [vma_lo, vma_hi), its
+	 * table (UNWIND_NO_TABLE: none by its file) and bias; vma_busy: a
+	 * lookup was refused, none more in this walk. */
+	__u64 vma_lo, vma_hi, vma_bias;
+	__u32 vma_table, vma_busy;
+	__u32 no_list;                    /* the process has no list: every pc by its vma */
+	__u32 tabled;                     /* some frame was found in a table */
 	__u8 buf[UNWIND_PY_READ_MAX + 8]; /* a frame or code object read */
 };
 
@@ -300,6 +323,18 @@ static __always_inline void count(enum profile_stat s)
 	__sync_fetch_and_add(&stats[s], 1);
 }
 
+/* The current task has user memory to walk by its vmas (not a kernel
+ * thread), and the walker can find its files (vma_known). */
+static __always_inline bool has_user_memory(void)
+{
+	const char *mm = NULL;
+
+	return vma_known &&
+	       bpf_probe_read_kernel(&mm, sizeof(mm),
+	                             (const char *)bpf_get_current_task() + task_mm) == 0 &&
+	       mm;
+}
+
 #include "profile-walk.bpf.h"
 
 static __always_inline bool followed(__u32 tgid)
@@ -335,7 +370,8 @@ static __always_inline __u64 take_key(void *ctx, bool from_perf, void *kstacks, 
 	__u64 span_id;
 	key->span = span_now((__u32)bpf_get_current_pid_tgid(), &span_id);
 	if (ev_flags[ev] & PROFILE_EV_USER) {
-		if (unwind_mode != PROFILE_UNWIND_FP && bpf_map_lookup_elem(&unwind_procs, &tgid)) {
+		if (unwind_mode != PROFILE_UNWIND_FP &&
+		    (bpf_map_lookup_elem(&unwind_procs, &tgid) || has_user_memory())) {
 			walk_user(ctx, from_perf, ustacks, pystacks, key, tgid, true);
 		} else {
 			fp_user_stack(ctx, from_perf, ustacks, key);

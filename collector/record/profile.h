@@ -91,11 +91,26 @@ struct profile_sample {
 };
 
 /* record --span.  A span start probe's BPF cookie: the argument naming
- * the span (0-based) in its low byte, PROFILE_SPAN_* flags above it. */
+ * the span (0-based) in its low byte, PROFILE_SPAN_* flags above it, the
+ * span's spec (its --span's index) at PROFILE_SPAN_SPEC_SHIFT.  An end
+ * probe's: PROFILE_SPAN_END and its spec. */
 #define PROFILE_SPAN_ARG_MASK 0xffu
 #define PROFILE_SPAN_NUM      0x100u /* the name is the argument's number */
 #define PROFILE_SPAN_SQL      0x200u /* a SQL text: normalised in user space */
 #define PROFILE_SPAN_END      0x400u /* the cookie of an end probe */
+/* The name is fixed: its key is `span_fixed`'s entry of the spec, its text
+ * known to user space; no argument is read. */
+#define PROFILE_SPAN_FIXED 0x800u
+/* The name is a number, a PostgreSQL lock tag type (LockTagType): named
+ * as pg_locks' locktype column in user space. */
+#define PROFILE_SPAN_PGLOCK 0x2000u
+/* The spec's spans never nest: a start closes the open span of its spec,
+ * if any, as unended (its end probe was missed). */
+#define PROFILE_SPAN_FLAT       0x1000u
+#define PROFILE_SPAN_SPEC_SHIFT 24
+#define PROFILE_SPAN_SPEC_MASK  0xffu
+/* Specs (--span) at most: `span_fixed`'s size. */
+#define PROFILE_SPAN_SPECS 16
 /* id=argN and parent=argN of a start probe: N (1 to 12) in four bits
  * each at these shifts, 0 when not given.  Without id= the BPF side makes
  * each span's id; without parent= a span's parent is the span it is
@@ -116,7 +131,7 @@ struct profile_sample {
  * string name is text[0..len) (cut at PROFILE_SPAN_NAME - 1 bytes); a
  * number's is its 8 bytes in text (len 8). */
 struct profile_span_name {
-	__u32 flags; /* PROFILE_SPAN_NUM, PROFILE_SPAN_SQL */
+	__u32 flags; /* PROFILE_SPAN_NUM, PROFILE_SPAN_SQL, PROFILE_SPAN_PGLOCK */
 	__u32 len;
 	char text[PROFILE_SPAN_NAME];
 };
@@ -136,6 +151,9 @@ struct profile_span_stack {
 	__u64 id[PROFILE_SPAN_DEPTH];
 	__u64 parent[PROFILE_SPAN_DEPTH];
 	__u64 start[PROFILE_SPAN_DEPTH];
+	/* each one's spec (PROFILE_SPAN_SPEC_SHIFT): an end closes the
+	 * innermost span of its own spec */
+	__u8 spec[PROFILE_SPAN_DEPTH];
 };
 
 /* A value of `span_chains`: the name keys of the spans a span was nested
@@ -279,6 +297,14 @@ enum profile_stat {
 	 * whose enclosing names `span_chains` had no room for. */
 	PROFILE_STAT_SPAN_RING_FULL,
 	PROFILE_STAT_SPAN_CHAIN_LOST,
+	/* Walks of a process with no list of mappings (user space has not
+	 * read it); frames whose table the walker found through their vma
+	 * (bpf_find_vma, unwind_files); vma lookups refused (the mmap lock
+	 * taken, or a lookup already made in this interrupt: the lock's
+	 * release waits for an irq_work, and one lookup per CPU can wait). */
+	PROFILE_STAT_UNWIND_NO_LIST,
+	PROFILE_STAT_VMA_FOUND,
+	PROFILE_STAT_VMA_BUSY,
 	PROFILE_NSTATS,
 };
 

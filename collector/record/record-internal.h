@@ -71,12 +71,18 @@ struct options {
 	size_t nspans;
 };
 
-/* One --span PROVIDER:START:END[:FIELD...] (cmdline.c). */
+/* End probes of one span at most (END1|END2|...). */
+#define RECORD_SPAN_ENDS 4
+/* One --span PROVIDER:START:END[|END...][:FIELD...] (cmdline.c). */
 struct record_span_spec {
-	const char *arg;              /* as given, for messages */
-	char *provider, *start, *end; /* the probes */
-	char *path;                   /* in=PATH, or NULL: the target's program */
-	uint32_t cookie;              /* the start probe's (profile.h: PROFILE_SPAN_*) */
+	const char *arg;        /* as given, for messages */
+	char *provider, *start; /* the probes */
+	char *end[RECORD_SPAN_ENDS];
+	size_t nend;
+	char *path;      /* in=PATH, or NULL: the target's program */
+	char *fixed;     /* fixed=NAME: every span of it is named NAME; or NULL */
+	uint32_t cookie; /* the start probe's (profile.h: PROFILE_SPAN_*), its
+	                  * index among the specs at PROFILE_SPAN_SPEC_SHIFT */
 };
 #define RECORD_SPANS_MAX 16
 /* The label every sample inside a span carries: its innermost span's name. */
@@ -297,9 +303,9 @@ struct recorder {
 	char fs_frames[PROFILE_FS_MAX][PROFILE_FS_NAME + 8];
 	size_t nfs;
 	int nev_links;
-	/* --span: two links a span (end, start: attached and destroyed so), and
-	 * the names' map */
-	struct bpf_link *span_links[2 * RECORD_SPANS_MAX];
+	/* --span: the links of each span's probes (its ends, then its start:
+	 * attached and destroyed so), and the names' map */
+	struct bpf_link *span_links[(1 + RECORD_SPAN_ENDS) * RECORD_SPANS_MAX];
 	int nspan_links;
 	int span_names_fd; /* -1 without --span */
 	/* The spans record (spans.c): the records read from `span_records`
@@ -448,6 +454,10 @@ int record_spans_store(struct recorder *r, struct store_batch *b);
 /* At the recording's end, the probes stopped: closes every span still
  * open in `span_stacks` now, marked unended, into r->spans.  0 or -errno. */
 int record_spans_close(struct recorder *r);
+/* The key of a fixed span name `text` (at most PROFILE_SPAN_NAME - 1
+ * bytes), as span_hash() in profile-spans.bpf.h keys a string name read
+ * from a probe: the same text has the same key either way. */
+uint64_t record_span_fixed_key(const char *text);
 /* Frees what spans.c holds; again does nothing. */
 void record_spans_free(struct recorder *r);
 

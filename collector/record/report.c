@@ -444,6 +444,13 @@ static void report_unwinding(const struct recorder *r)
 		                           : " (off: no tracepoint sched_prepare_exec, Linux 6.10)",
 		        (uint64_t)st[PROFILE_STAT_UPROBE_STEP]);
 		fprintf(stderr,
+		        PROG ": walks without a list (process not read yet): %" PRIu64
+		             "; frames whose table was found by their file (vma): %" PRIu64
+		             "; vma lookups refused (busy): %" PRIu64 "%s\n",
+		        (uint64_t)st[PROFILE_STAT_UNWIND_NO_LIST],
+		        (uint64_t)st[PROFILE_STAT_VMA_FOUND], (uint64_t)st[PROFILE_STAT_VMA_BUSY],
+		        r->skel->rodata->vma_known ? "" : " (off: no vm_area_struct offsets)");
+		fprintf(stderr,
 		        PROG ": unwind tables: %" PRIu64 " files (%" PRIu64
 		             " rows; %.1f MiB of %.0f MiB in use at the end;"
 		             " tables freed %" PRIu64 ", rows reused %" PRIu64 ")"

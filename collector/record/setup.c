@@ -184,6 +184,8 @@ static int size_maps(struct recorder *r, int ncpu)
 	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.unwind_tables, tables);
 	if (rc == 0)
+		rc = bpf_map__set_max_entries(k->maps.unwind_files, tables);
+	if (rc == 0)
 		rc = bpf_map__set_max_entries(k->maps.unwind_rows, rows);
 	return rc;
 }
@@ -285,6 +287,31 @@ static void exe_offsets(struct recorder *r)
 		ro->task_mm = mm;
 		ro->mm_auxv = auxv;
 	}
+	/* Where a pc's vma names its file, for the walker to find a table by
+	 * the file where the process's list does not place the pc. */
+	struct {
+		const char *member;
+		volatile const uint32_t *dst;
+	} vma[] = {{"vm_start", &ro->vma_start},
+	           {"vm_end", &ro->vma_end},
+	           {"vm_pgoff", &ro->vma_pgoff},
+	           {"vm_file", &ro->vma_file}};
+	if (r->opt->unwind == PROFILE_UNWIND_FP || !ro->task_mm)
+		return;
+	for (size_t i = 0; i < sizeof(vma) / sizeof(vma[0]); i++) {
+		uint32_t off;
+		if (kbtf_member_offset(KBTF_VMLINUX, "vm_area_struct", vma[i].member, &off, err,
+		                       sizeof(err)) < 0) {
+			if (r->opt->verbose)
+				fprintf(stderr,
+				        PROG ": processes not read yet are walked by frame "
+				             "pointers: %s\n",
+				        err);
+			return;
+		}
+		*(volatile uint32_t *)vma[i].dst = off;
+	}
+	ro->vma_known = true;
 }
 
 /* The offsets that take a thread to its uprobe's probed and out-of-line
@@ -438,6 +465,7 @@ int record_wire_maps(struct recorder *r, const struct options *o)
 		struct unwinder_maps um = {
 		        .procs = bpf_map__fd(r->skel->maps.unwind_procs),
 		        .tables = bpf_map__fd(r->skel->maps.unwind_tables),
+		        .files = bpf_map__fd(r->skel->maps.unwind_files),
 		        .rows = bpf_map__fd(r->skel->maps.unwind_rows),
 		        .max_tables = bpf_map__max_entries(r->skel->maps.unwind_tables),
 		        .max_rows = bpf_map__max_entries(r->skel->maps.unwind_rows),
@@ -508,26 +536,42 @@ int record_attach_spans(struct recorder *r, const struct options *o)
 			}
 			path = prog;
 		}
-		/* The end first: a start attached alone would push spans
+		if (sp->fixed) {
+			uint32_t spec = i;
+			uint64_t key = record_span_fixed_key(sp->fixed);
+			if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.span_fixed), &spec, &key,
+			                        BPF_ANY) < 0) {
+				rc = -errno;
+				record_fail(r, rc, "--span %s: cannot set its name: %s", sp->arg,
+				            strerror(-rc));
+				return rc;
+			}
+		}
+		/* The ends first: a start attached alone would push spans
 		 * nothing pops, and the thread's stack would stay off by them;
 		 * an end attached alone only meets ends of nothing (ignored).
 		 * The links are destroyed in this order too. */
-		for (int end = 1; end >= 0; end--) {
+		for (size_t e = 0; e <= sp->nend; e++) {
+			bool end = e < sp->nend;
+			const char *probe = end ? sp->end[e] : sp->start;
 			/* Not LIBBPF_OPTS(): a GNU statement expression, which
 			 * clang -Wpedantic (the fuzz build) refuses. */
 			struct bpf_usdt_opts uo = {
 			        .sz = sizeof(uo),
-			        .usdt_cookie = end ? PROFILE_SPAN_END : sp->cookie,
+			        .usdt_cookie =
+			                end ? PROFILE_SPAN_END | (uint64_t)i
+			                                                 << PROFILE_SPAN_SPEC_SHIFT
+			                    : sp->cookie,
 			};
 			libbpf_last[0] = '\0';
 			struct bpf_link *l = bpf_program__attach_usdt(
 			        end ? r->skel->progs.span_exit : r->skel->progs.span_enter, -1,
-			        path, sp->provider, end ? sp->end : sp->start, &uo);
+			        path, sp->provider, probe, &uo);
 			if (!l) {
 				rc = -errno;
 				record_fail(r, rc, "--span %s: cannot attach %s:%s in %s: %s%s%s%s",
-				            sp->arg, sp->provider, end ? sp->end : sp->start, path,
-				            strerror(-rc), libbpf_last[0] ? " (libbpf: " : "",
+				            sp->arg, sp->provider, probe, path, strerror(-rc),
+				            libbpf_last[0] ? " (libbpf: " : "",
 				            libbpf_last[0] ? libbpf_last : "",
 				            libbpf_last[0] ? ")" : "");
 				return rc;

@@ -317,3 +317,16 @@ int record_spans_close(struct recorder *r)
 	}
 	return 0;
 }
+
+uint64_t record_span_fixed_key(const char *text)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t len = strnlen(text, PROFILE_SPAN_NAME - 1);
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)text[i];
+		h *= 0x100000001b3ull;
+	}
+	/* then the flags, 0 for a string name (neither NUM nor SQL) */
+	h *= 0x100000001b3ull;
+	return h > PROFILE_SPAN_UNKNOWN ? h : h + 2;
+}

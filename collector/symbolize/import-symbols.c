@@ -313,6 +313,13 @@ static int o_user(void *ctx, uint32_t pid, uint64_t addr, bool caller, struct st
 	return symbolize_user(o->s, (pid_t)pid, addr, caller, f, room);
 }
 
+static void o_user_files(void *ctx, uint32_t pid, const uint64_t *addrs, size_t n,
+                         const void **mods, uint64_t *offs)
+{
+	struct offline *o = ctx;
+	symbolize_user_files(o->s, (pid_t)pid, addrs, n, mods, offs);
+}
+
 static int o_kernel(void *ctx, uint64_t addr, bool caller, struct store_frame *f)
 {
 	struct offline *o = ctx;
@@ -322,7 +329,7 @@ static int o_kernel(void *ctx, uint64_t addr, bool caller, struct store_frame *f
 static int o_kernel_prefetch(void *ctx, const uint64_t *ips, size_t n)
 {
 	struct offline *o = ctx;
-	return symbolize_kernel_prefetch(o->s, ips, n);
+	return symbolize_kernel_prefetch_as_is(o->s, ips, n);
 }
 
 static const char *o_build_id(void *ctx, uint32_t pid)
@@ -360,6 +367,7 @@ int offline_symbols_new(const char *binary_path, struct import_symbols *out)
 	        .fork = o_fork,
 	        .map = o_map,
 	        .user = o_user,
+	        .user_files = o_user_files,
 	        .kernel = o_kernel,
 	        .kernel_prefetch = o_kernel_prefetch,
 	        .build_id = o_build_id,

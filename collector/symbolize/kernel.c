@@ -180,7 +180,9 @@ static uint64_t kernel_lookup_addr(uint64_t addr, bool caller)
 	return caller && addr ? addr - 1 : addr;
 }
 
-int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n)
+/* symbolize_kernel_prefetch() with ips[1..n) looked up as return
+ * addresses when `callers`, else as they are. */
+static int kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n, bool callers)
 {
 	uint64_t q[KSYM_BATCH];
 	size_t nq = 0;
@@ -189,7 +191,7 @@ int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n
 	if (!s->ksym_tried)
 		kernel_open(s);
 	for (size_t i = 0; i < n && s->ksym; i++) {
-		uint64_t a = kernel_lookup_addr(ips[i], i > 0);
+		uint64_t a = kernel_lookup_addr(ips[i], callers && i > 0);
 		bool dup = !a || kcache_find(s, a);
 		for (size_t j = 0; j < nq && !dup; j++)
 			dup = q[j] == a;
@@ -206,6 +208,16 @@ int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n
 	if (nq && s->ksym)
 		return kernel_resolve(s, q, nq);
 	return 0;
+}
+
+int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n)
+{
+	return kernel_prefetch(s, ips, n, true);
+}
+
+int symbolize_kernel_prefetch_as_is(struct symbolize *s, const uint64_t *ips, size_t n)
+{
+	return kernel_prefetch(s, ips, n, false);
 }
 
 int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct store_frame *f)

@@ -73,6 +73,41 @@ int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
 	return user_lookup(s, sym_proc_find(s, pid), pid, addr, caller, f, room);
 }
 
+void symbolize_user_files(const struct symbolize *s, pid_t pid, const uint64_t *addrs, size_t n,
+                          const void **mods, uint64_t *offs)
+{
+	const struct proc *p = sym_proc_find(s, pid);
+	const struct mapping *mp = NULL;
+	int no_jit = -1; /* whether p is known to have no perf map: once asked */
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = addrs[i];
+		offs[i] = 0;
+		if (!p) {
+			mods[i] = sym_unknown_name; /* user_lookup's "[unknown]" */
+			continue;
+		}
+		if (!(mp && mp->start <= a && a < mp->end))
+			mp = find_mapping(p, a);
+		if (mp && mp->mod) {
+			mods[i] = mp->mod;
+			offs[i] = a - mp->start + mp->pgoff;
+			continue;
+		}
+		/* Outside the file mappings: "[unknown]" whatever the address
+		 * while the perf map is known to be missing and sym_jit_load()
+		 * would not look again, and while a miss would not read the
+		 * maps again. */
+		if (no_jit < 0) {
+			int64_t now = mono_ns();
+			no_jit = p->jit_checked && !p->jit_exists &&
+			         now - p->jit_checked < JIT_RECHECK_NS &&
+			         now - p->maps_read < MAPS_RECHECK_NS;
+		}
+		mods[i] = !(mp && mp->special) && no_jit ? sym_unknown_name : NULL;
+	}
+}
+
 int symbolize_user_gen(struct symbolize *s, pid_t pid, uint32_t gen, uint64_t addr, bool caller,
                        struct store_frame *f, size_t room)
 {

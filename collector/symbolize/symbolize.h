@@ -171,6 +171,19 @@ int symbolize_process(const struct symbolize *s, pid_t pid, const char **binary,
 int symbolize_user(struct symbolize *s, pid_t pid, uint64_t addr, bool caller,
                    struct store_frame *f, size_t room);
 
+/* For each user address addrs[i] of pid's current snapshot, the module
+ * of the file mapping that holds it as mods[i] (an opaque token) and the
+ * address's offset in that file as offs[i]; for an address named
+ * "[unknown]" whatever it is (an unknown pid, or outside the file mappings
+ * of a process whose JIT perf map was found missing a moment ago), one
+ * token shared by all such addresses and offset 0; else NULL and 0 (the
+ * name may depend on the process and the address).  symbolize_user() with
+ * the same `caller` gives the same frames for any two addresses of any
+ * processes that share (mods[i], offs[i]), until symbolize_sweep() frees
+ * the module or a perf map or maps are read again.  Reads nothing. */
+void symbolize_user_files(const struct symbolize *s, pid_t pid, const uint64_t *addrs, size_t n,
+                          const void **mods, uint64_t *offs);
+
 /* symbolize_process() and symbolize_user() for what pid ran at
  * generation `gen` (its exec count): the snapshot from before its last
  * exec when gen is older than the current one, else the current one. */
@@ -229,6 +242,10 @@ int symbolize_kernel(struct symbolize *s, uint64_t addr, bool caller, struct sto
  * follow find them cached.  Optional: does nothing when names come from
  * /proc/kallsyms.  Returns 0 or -errno (-ENOMEM). */
 int symbolize_kernel_prefetch(struct symbolize *s, const uint64_t *ips, size_t n);
+/* The same for addresses that symbolize_kernel() will be asked with
+ * caller false, each looked up as it is (perf.data, as perf looks them
+ * up). */
+int symbolize_kernel_prefetch_as_is(struct symbolize *s, const uint64_t *ips, size_t n);
 
 /* Demangles (C++ Itanium, Rust legacy and v0) and tidies a symbol name the way
  * stackcollapse-perf prints it.  Returns a malloc'd string the caller
@@ -598,7 +615,9 @@ struct symbolize_debpkg {
 };
 void symbolize_debpkg_find(struct symbolize_debpkg *q, size_t n, unsigned budget_ms);
 /* budget_ms for the end line of record and import, and for stats
- * --quality, which a user asked for. */
+ * --quality, which a user asked for.  Within the quick budget apt is
+ * asked only when its binary cache is current (else no hint: apt-cache
+ * would parse every package list, longer than the import it ends). */
 #define SYMBOLIZE_DEBPKG_QUICK_MS 10000u
 #define SYMBOLIZE_DEBPKG_ASKED_MS 60000u
 /* The advice of the one line record and import end with when much weight

@@ -110,6 +110,22 @@ struct unwind_mapping {
 	__u32 table;
 };
 
+/* A file's table, for the walker to find by the file itself (the device,
+ * in the kernel's encoding, and inode of a mapping's vm_file) where a
+ * process's list does not place the pc: no list yet (a process not read),
+ * a pc past the list (a library mapped since), a mapping whose table was
+ * pending when the list was written.  The table's row pc of a byte at file
+ * offset `off` is off + delta (delta folds the executable segments' p_vaddr
+ * - p_offset, which must be one for the whole file, and the table's base). */
+struct unwind_file_key {
+	__u64 dev, ino;
+};
+struct unwind_file {
+	__u32 table; /* UNWIND_TABLE(generation, id) */
+	__u32 pad;
+	__s64 delta;
+};
+
 /* Mappings per process the walker sees (a power of two). */
 #define UNWIND_MAX_MAPS 128
 

@@ -47,6 +47,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <poll.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +97,12 @@ struct job {
 	uint64_t base;
 	size_t rows, bad_rows;
 	double seconds;
+	/* The file (kernel device encoding) and its table's delta, for
+	 * unwind_files; by_file false when its executable segments do not
+	 * share one p_vaddr - p_offset (or fstat failed). */
+	bool by_file;
+	struct unwind_file_key key;
+	int64_t delta;
 	struct job *next;
 };
 
@@ -274,6 +282,43 @@ static void free_table(struct unwinder *u, uint32_t table, uint32_t first, uint3
 	u->st.tables_freed++;
 }
 
+/* The one p_vaddr - p_offset of elf's executable PT_LOAD segments into
+ * *d; false when there is none or they differ. */
+static bool exec_delta(Elf *elf, int64_t *d)
+{
+	size_t n;
+	bool found = false;
+
+	if (!elf || elf_getphdrnum(elf, &n) != 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		int64_t v = (int64_t)(ph.p_vaddr - ph.p_offset);
+		if (found && v != *d)
+			return false;
+		*d = v;
+		found = true;
+	}
+	return found;
+}
+
+/* Where the walker finds j's table by its file (unwind_files). */
+static void file_key(struct job *j, Elf *elf)
+{
+	struct stat st;
+	int64_t d = 0;
+
+	j->by_file = false;
+	if (fstat(j->fd, &st) < 0 || !exec_delta(elf, &d))
+		return;
+	j->key.dev = ((__u64)major(st.st_dev) << 20) | minor(st.st_dev);
+	j->key.ino = (__u64)st.st_ino;
+	j->delta = d - (int64_t)j->base;
+	j->by_file = true;
+}
+
 static void build(struct unwinder *u, struct job *j)
 {
 	int64_t t0 = mono_ns();
@@ -301,6 +346,7 @@ static void build(struct unwinder *u, struct job *j)
 				j->base = t->base;
 				j->rows = t->nrows;
 				j->bad_rows = t->bad_rows;
+				file_key(j, elf);
 			} else {
 				give_back(u, id, first, (uint32_t)t->nrows);
 			}
@@ -587,9 +633,12 @@ static void on_forget(void *ctx, const void *module, unsigned long long dev, uns
 {
 	struct unwinder *u = ctx;
 	struct utable **pp = table_slot(u, module), *t = *pp;
+	struct unwind_file_key k = {.dev = dev, .ino = ino};
 
-	(void)dev;
-	(void)ino;
+	/* A walk that finds the file from now on walks it by frame pointers;
+	 * one that found it already names the table's old generation. */
+	if (u->maps.files >= 0 && (dev || ino))
+		bpf_map_delete_elem(u->maps.files, &k);
 	if (!t)
 		return;
 	*pp = t->next; /* a module made at the same address gets its own */
@@ -659,6 +708,10 @@ int unwinder_service(struct unwinder *u, const struct symbolize *s)
 			t->first = j->first;
 			t->count = (uint32_t)j->rows;
 			t->base = j->base;
+			if (j->by_file && u->maps.files >= 0) {
+				struct unwind_file e = {.table = j->id, .delta = j->delta};
+				bpf_map_update_elem(u->maps.files, &j->key, &e, BPF_ANY);
+			}
 		} else {
 			t->state = T_NONE;
 		}

@@ -21,6 +21,7 @@ struct unwinder;
 struct unwinder_maps {
 	int procs;  /* LRU hash: tgid -> struct unwind_proc */
 	int tables; /* array: table id -> struct unwind_table */
+	int files;  /* hash: struct unwind_file_key -> struct unwind_file */
 	int rows;   /* array: struct unwind_row */
 	int python; /* hash: tgid -> struct unwind_python; -1: no Python walks */
 	uint32_t max_tables, max_rows;

@@ -118,7 +118,7 @@ _flamefs_collect()
 		;;
 	--span)
 		# A probe pair is the user's; the ready-made spans are offered.
-		COMPREPLY=($(compgen -W 'pg-query' -- "$cur"))
+		COMPREPLY=($(compgen -W 'pg pg-query pg-xact pg-lock' -- "$cur"))
 		return
 		;;
 	--labels)
