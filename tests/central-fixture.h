@@ -125,5 +125,6 @@ void test_samples_block(void);
 void test_labels(void);
 void test_labels_upgrade(void);
 void test_labels_push(void);
+void test_labels_push_fold(void);
 
 #endif

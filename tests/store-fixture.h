@@ -147,5 +147,10 @@ void test_labels_series(void);
 void test_labels_bound(void);
 void test_labels_old_schema(void);
 void test_labels_merge(void);
+/* test-store-changes.c: change records folded */
+void test_changes_fold(void);
+void test_changes_fold_compact(void);
+/* test-store-series.c: series records in the compact form */
+void test_series_compact(void);
 
 #endif

@@ -245,3 +245,89 @@ out:
 	CHECK(system(cmd) == 0);
 	sql("postgres", "DROP DATABASE c_lpush WITH (FORCE)");
 }
+
+/* One commit into directory d: `samples` of label set `labels` at `when`. */
+static void commit_set(struct store *d, const char *labels, int64_t when, uint64_t samples)
+{
+	struct store_batch *b = store_batch_new(d);
+	struct store_series_key k = {"h", "app", "1", "cpu", "count", labels};
+	uint32_t id;
+
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	CHECK(store_batch_series(b, &k, &id) == 0);
+	CHECK(store_batch_add(b, id, when, stack(b, "main;work"), samples, samples * 10) == 0);
+	CHECK(store_batch_commit(b) == 0);
+	store_batch_free(b);
+}
+
+/* Pushes of a recorder's directory, read by a reader open beside its
+ * writer (as `push` reads a store a recorder holds), across the folding
+ * of its change records: the database's cursor lies inside the run that
+ * folds, and the next push still brings every change (per label set the
+ * database's totals equal the directory's) under the same source
+ * identity (the cursor commit's nonce stays). */
+void test_labels_push_fold(void)
+{
+	char top[] = "/tmp/test-central-fold-XXXXXX", dir[600], err[512] = "";
+	char want[4096], got[4096];
+	struct store *d = NULL, *r = NULL, *w = NULL;
+	struct store_copy_opts o = {.incremental = true, .samples = true};
+	struct store_copy_stats st;
+	uint64_t upto;
+
+	if (!mkdtemp(top)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/src", top);
+	fresh_db("c_lfold");
+	CHECK(store_open(dir, STORE_CREATE, &d, err, sizeof(err)) == 0);
+	w = open_ok("c_lfold", STORE_CREATE);
+	if (!d || !w)
+		goto out;
+	commit_set(d, "thread=a", T0, 1);     /* commit 2 */
+	commit_set(d, "thread=b", T0 + 1, 2); /* commit 3 */
+	CHECK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0);
+	if (!r)
+		goto out;
+	CHECKF(store_copy(w, r, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	CHECK(st.series == 2 && !st.note[0]);
+	commit_set(d, "thread=a", T0 + 2, 4); /* commit 4 */
+	commit_set(d, "thread=c", T0 + 3, 8); /* commit 5 */
+	/* the next bucket: the run of commits 2 to 5 folds into commit 5 */
+	commit_set(d, "thread=b", T0 + 60, 16); /* commit 6 */
+	CHECK(store_refresh(r) >= 0);
+	CHECK(r->ops->changes(r, UINT64_MAX, &upto, NULL, NULL) == 0 && upto == 6);
+	CHECKF(store_copy(w, r, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(!st.note[0], "%s", st.note);
+	totals(d, "app", want, sizeof(want));
+	CHECK_STR(want, "thread=a=5/50;thread=b=18/180;thread=c=8/80;");
+	CHECK(store_refresh(w) >= 0);
+	totals(w, "app", got, sizeof(got));
+	CHECK_STR(got, want);
+	/* the writer's close folds the last run: nothing new for the database */
+	commit_set(d, "thread=c", T0 + 61, 32); /* commit 7 */
+	CHECK(store_refresh(r) >= 0);
+	CHECKF(store_copy(w, r, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	CHECK(st.series == 1 && !st.nothing_new && !st.note[0]);
+	store_close(d);
+	d = NULL;
+	CHECK(store_refresh(r) >= 0);
+	CHECKF(store_copy(w, r, &o, &st, err, sizeof(err)) == 0, "%s", err);
+	CHECK(st.nothing_new && !st.note[0]);
+	totals(r, "app", want, sizeof(want));
+	CHECK_STR(want, "thread=a=5/50;thread=b=18/180;thread=c=40/400;");
+	CHECK(store_refresh(w) >= 0);
+	totals(w, "app", got, sizeof(got));
+	CHECK_STR(got, want);
+out:
+	store_close(r);
+	store_close(d);
+	store_close(w);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	CHECK(system(cmd) == 0);
+	sql("postgres", "DROP DATABASE c_lfold WITH (FORCE)");
+}

@@ -823,5 +823,6 @@ int main(int argc, char **argv)
 	run("labels", test_labels);
 	run("labels_upgrade", test_labels_upgrade);
 	run("labels_push", test_labels_push);
+	run("labels_push_fold", test_labels_push_fold);
 	return central_failures ? 1 : 0;
 }

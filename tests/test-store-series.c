@@ -1,7 +1,8 @@
 /*
  * test-store-series.c — the store library's unit tests (run by test-store.c) of
  * the series table: retention (prune by cut-off) and hosts, including a
- * store of the schema before hosts.
+ * store of the schema before hosts, and the records' forms (plain and
+ * compact).
  */
 #include "store-fixture.h"
 
@@ -347,9 +348,10 @@ void test_hosts_old_schema(void)
 		v = sf_raw_get(&w, "s\0\0\0\001", 5, &vlen);
 		CHECK(v && vlen > 4 && v[0] == 3 && !memcmp(v + 1, "old", 3));
 		rocksdb_free(v);
-		/* series 3 names its host first */
+		/* series 3 names its host first, after the 0 byte of the
+		 * compact form (schema 6) */
 		v = sf_raw_get(&w, "s\0\0\0\003", 5, &vlen);
-		CHECK(v && vlen > 4 && v[0] == 3 && !memcmp(v + 1, "new", 3));
+		CHECK(v && vlen > 5 && v[0] == 0 && v[1] == 3 && !memcmp(v + 2, "new", 3));
 		rocksdb_free(v);
 	}
 	sf_raw_close(&w);
@@ -381,4 +383,183 @@ out:
 	store_close(s);
 	store_close(r);
 	store_close(r2);
+}
+
+/* ---- record forms ------------------------------------------------------------------ */
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static size_t put_str(uint8_t *p, const char *s)
+{
+	size_t n = put_varint(p, strlen(s));
+
+	memcpy(p + n, s, strlen(s));
+	return n + strlen(s);
+}
+
+static uint64_t zz(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* A record: 0 (compact) or not, the five strings, then the numbers as
+ * given, then the labels (none when NULL). */
+static size_t raw_record(uint8_t *p, bool compact, const char *binary, const uint64_t *num,
+                         size_t nnum, const char *labels)
+{
+	size_t n = 0;
+
+	if (compact)
+		p[n++] = 0;
+	n += put_str(p + n, "h");
+	n += put_str(p + n, binary);
+	n += put_str(p + n, "1");
+	n += put_str(p + n, "cpu");
+	n += put_str(p + n, "count");
+	for (size_t i = 0; i < nnum; i++)
+		n += put_varint(p + n, num[i]);
+	if (labels)
+		n += put_str(p + n, labels);
+	return n;
+}
+
+/* The series of `binary` as listed by s, every field as "k=v ". */
+static void series_str(struct store *s, const char *binary, char *out, size_t len)
+{
+	struct store_series *l = NULL;
+	size_t n = 0;
+
+	snprintf(out, len, "(not listed)");
+	CHECK_OK(store_series_list(s, &l, &n));
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(l[i].binary, binary))
+			snprintf(out, len,
+			         "seen=%" PRId64 "..%" PRId64 " us=%" PRId64 "..%" PRId64
+			         " samples=%" PRIu64 " weight=%" PRIu64 " recent=%" PRIu64
+			         " labels=%s",
+			         l[i].first_seen, l[i].last_seen, l[i].first_us, l[i].last_us,
+			         l[i].samples, l[i].weight, l[i].recent_samples, l[i].labels);
+	store_series_free(l, n);
+}
+
+/* Series records in the compact form (schema 6) give back every field
+ * exactly: times before 1970, a weight that is no multiple of the samples
+ * and one near 2^64, moments to the microsecond, recent detail; a plain
+ * record (schema 5) reads as it was and store_compact() rewrites it in
+ * the compact form; a compact record whose weight does not add up is
+ * damage. */
+void test_series_compact(void)
+{
+	char dir[PATH_MAX], got[512], err[512] = "";
+	struct store *s = sf_open_rw(strcpy(dir, sf_fresh_dir()), STORE_CREATE), *r = NULL;
+	struct store_series_key ka = {"h", "a", "1", "cpu", "count", "thread=a"};
+	struct store_series_key kb = {"h", "b", "1", "cpu", "count", NULL};
+	const char *want_a = "seen=-100..200 us=-100000000..200000000 samples=4 weight=11 "
+	                     "recent=0 labels=thread=a";
+	const char *want_b = "seen=1700000000..1700000100 us=1700000000123456..1700000100999999 "
+	                     "samples=5 weight=18446744073709551614 recent=2 labels=";
+	uint32_t a = 0, b = 0;
+	struct sf_raw w;
+
+	if (!s)
+		return;
+	struct store_batch *bt = store_batch_new(s);
+	CHECK_OK(store_batch_series(bt, &ka, &a));
+	CHECK_OK(store_batch_series(bt, &kb, &b));
+	uint32_t node = sf_add_stack(bt, sf_stack1, 3);
+	CHECK_OK(store_batch_add(bt, a, -100, node, 3, 10));
+	CHECK_OK(store_batch_add(bt, a, 200, node, 1, 1));
+	struct store_sample sm = {.time_us = 1700000000123456, .weight = 7, .node = node};
+	CHECK_OK(store_batch_sample(bt, b, &sm));
+	sm.time_us = 1700000100999999;
+	CHECK_OK(store_batch_sample(bt, b, &sm));
+	CHECK_OK(store_batch_add(bt, b, 1700000050, node, 3, UINT64_MAX - 15));
+	CHECK_OK(store_batch_commit(bt));
+	store_batch_free(bt);
+	series_str(s, "a", got, sizeof(got));
+	CHECK_STR(got, want_a);
+	store_close(s);
+	s = sf_open_rw(dir, 0); /* the writer's load */
+	if (s) {
+		series_str(s, "a", got, sizeof(got));
+		CHECK_STR(got, want_a);
+		series_str(s, "b", got, sizeof(got));
+		CHECK_STR(got, want_b);
+		store_close(s);
+	}
+	CHECK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0);
+	if (r) {
+		series_str(r, "b", got, sizeof(got));
+		CHECK_STR(got, want_b);
+		store_close(r);
+	}
+
+	/* a plain record of schema 5 (series 3) */
+	if (sf_raw_open(dir, &w)) {
+		uint8_t rec[256];
+		uint64_t num[8] = {zz(60), zz(119), 7, 9, 0, zz(60500000), zz(119000001), 2};
+		size_t n = raw_record(rec, false, "plain", num, 8, "thread=p");
+
+		sf_raw_put(&w, "mschema", 7, "\0\0\0\005", 4);
+		sf_raw_put(&w, "s\0\0\0\003", 5, (char *)rec, n);
+	}
+	sf_raw_close(&w);
+	const char *want_p = "seen=60..119 us=60500000..119000001 samples=7 weight=9 recent=2 "
+	                     "labels=thread=p";
+	CHECK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0);
+	if (r) {
+		series_str(r, "plain", got, sizeof(got));
+		CHECK_STR(got, want_p);
+		store_close(r);
+	}
+	s = sf_open_rw(dir, 0);
+	if (s) {
+		CHECK_OK(store_compact(s));
+		series_str(s, "plain", got, sizeof(got));
+		CHECK_STR(got, want_p);
+		store_close(s);
+	}
+	if (sf_raw_open(dir, &w)) {
+		size_t vlen = 0;
+		char *v = sf_raw_get(&w, "mschema", 7, &vlen);
+
+		CHECK(v && vlen == 4 && v[3] == STORE_SCHEMA_VERSION && STORE_SCHEMA_VERSION == 6);
+		rocksdb_free(v);
+		v = sf_raw_get(&w, "s\0\0\0\003", 5, &vlen);
+		CHECK(v && vlen > 3 && v[0] == 0 && v[1] == 1 && v[2] == 'h');
+		rocksdb_free(v);
+	}
+	sf_raw_close(&w);
+	CHECK(store_open(dir, STORE_READONLY, &r, err, sizeof(err)) == 0);
+	if (r) {
+		series_str(r, "plain", got, sizeof(got));
+		CHECK_STR(got, want_p);
+		series_str(r, "a", got, sizeof(got));
+		CHECK_STR(got, want_a);
+		store_close(r);
+	}
+
+	/* a compact record whose remainder is not below its samples */
+	if (sf_raw_open(dir, &w)) {
+		uint8_t rec[256];
+		uint64_t num[9] = {zz(60), zz(0), 2, 1, 2, 0, zz(0), zz(0), zz(0)};
+		size_t n = raw_record(rec, true, "plain", num, 9, NULL);
+
+		sf_raw_put(&w, "s\0\0\0\003", 5, (char *)rec, n);
+	}
+	sf_raw_close(&w);
+	s = NULL;
+	CHECK(store_open(dir, 0, &s, err, sizeof(err)) == -EIO);
+	CHECKF(strstr(err, "store is damaged: series 3") != NULL, "%s", err);
+	store_close(s);
 }

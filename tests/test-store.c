@@ -763,6 +763,9 @@ int main(int argc, char **argv)
 	sf_run("labels_bound", test_labels_bound);
 	sf_run("labels_old_schema", test_labels_old_schema);
 	sf_run("labels_merge", test_labels_merge);
+	sf_run("changes_fold", test_changes_fold);
+	sf_run("changes_fold_compact", test_changes_fold_compact);
+	sf_run("series_compact", test_series_compact);
 	nftw(sf_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("%d failed\n", sf_failures);
 	return sf_failures ? 1 : 0;

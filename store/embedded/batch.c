@@ -6,6 +6,7 @@
 #include "embedded-internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -759,6 +760,8 @@ int rdb_batch_commit(struct store_batch *bbase)
 	/* Committed: make the batch's ids permanent and start afresh. */
 	s->commits++;
 	renames_applied(b);
+	if (b->ngroups && s->change_commits < UINT_MAX)
+		s->change_commits++;
 	for (uint32_t id = 1; id < s->nseries && id < b->ndelta; id++)
 		s->series[id] = series_after(b, &s->series[id], &b->delta[id]);
 	b->source[0] = 0;

@@ -24,10 +24,24 @@
  * sent can tell whether the store pushing now holds that commit
  * (store_copy(), "Source identity").  A nonce goes when its commit's change
  * record does (changes_prune).
+ *
+ * Change records are folded (changes_fold) so that they grow with the
+ * buckets written, not with the commits: a run of consecutive records
+ * whose largest bucket is the same becomes one record, under the run's
+ * last commit number, naming the union of the run's pairs (sorted by
+ * bucket, then series).  A reader whose cursor is anywhere in the run
+ * then reads the whole union, a superset of what changed after its
+ * cursor, and a copy re-reads those buckets whole anyway (a database
+ * replaces them; a directory never copies incrementally), so it misses
+ * nothing; a cursor at or past the run's last commit skips it, as it
+ * skipped every record of the run.  The format is the one every record
+ * has, so an older flamefs reads a folded record as it reads any other.
+ * Nonces are not folded: a database may hold the nonce of any commit.
  */
 #include "embedded-internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +236,7 @@ int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wa
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
 	uint8_t start = KEY_CHANGE;
 	char *rerr = NULL;
+	uint64_t after = 0; /* the commit of the last record deleted */
 	int n = 0;
 
 	if (!it)
@@ -247,12 +262,20 @@ int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wa
 		if (!gone)
 			break;
 		rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], k, klen);
+		/* the nonces of the commits the record stands for: a folded
+		 * record's run, and commits that changed nothing before it */
 		{
-			char nk[9];
+			uint8_t lo[9], hi[9];
 
-			memcpy(nk, k, 9);
-			nk[0] = KEY_NONCE;
-			rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], nk, 9);
+			lo[0] = hi[0] = KEY_NONCE;
+			put_be64(lo + 1, after + 1);
+			memcpy(hi + 1, k + 1, 8);
+			after = get_be64(hi + 1);
+			if (after < UINT64_MAX) {
+				put_be64(hi + 1, after + 1);
+				rocksdb_writebatch_delete_range_cf(wb, s->cf[CF_DEFAULT],
+				                                   (char *)lo, 9, (char *)hi, 9);
+			}
 		}
 		n++;
 	}
@@ -340,4 +363,178 @@ int rdb_set_dest_cursor(struct store *sbase, const char *dest, uint64_t upto)
 	if (rerr)
 		return rdb_fail(s, rerr, "writing a push cursor");
 	return 0;
+}
+
+/* ---- folding ------------------------------------------------------------------- */
+
+/* A run of consecutive change records with the same largest bucket. */
+struct fold_run {
+	uint64_t *commits; /* the records' commit numbers, in order */
+	size_t ncommits, commits_cap;
+	uint64_t *pairs; /* bucket << 32 | series, as read */
+	size_t npairs, pairs_cap;
+	uint32_t max_bucket;
+};
+
+static int run_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	np = realloc(*p, n * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = n;
+	return 0;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Puts into wb the run as one record under its last commit and the
+ * deletion of the others; nothing for a run of one record.  The number of
+ * records deleted, or -errno. */
+static int run_flush(struct rdb *s, rocksdb_writebatch_t *wb, struct fold_run *run)
+{
+	struct buf buf = {0};
+	uint8_t key[9];
+	size_t n = 0;
+	int r;
+
+	if (run->ncommits < 2)
+		return 0;
+	qsort(run->pairs, run->npairs, sizeof(*run->pairs), u64_cmp);
+	for (size_t i = 0; i < run->npairs; i++)
+		if (i == 0 || run->pairs[i] != run->pairs[n - 1])
+			run->pairs[n++] = run->pairs[i];
+	r = buf_reserve(&buf, 10 + n * 10);
+	if (r < 0)
+		return r;
+	buf_varint(&buf, n);
+	for (size_t i = 0; i < n; i++) {
+		buf_varint(&buf, (uint32_t)run->pairs[i]);
+		buf_varint(&buf, run->pairs[i] >> 32);
+	}
+	key[0] = KEY_CHANGE;
+	for (size_t i = 0; i + 1 < run->ncommits; i++) {
+		put_be64(key + 1, run->commits[i]);
+		rocksdb_writebatch_delete_cf(wb, s->cf[CF_DEFAULT], (char *)key, 9);
+	}
+	put_be64(key + 1, run->commits[run->ncommits - 1]);
+	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 9, (char *)buf.p, buf.len);
+	free(buf.p);
+	return (int)(run->ncommits - 1 < INT_MAX ? run->ncommits - 1 : INT_MAX);
+}
+
+/* Reads one change record into the run's pairs: 0, -ENOMEM, or -1 when it
+ * is damaged. */
+static int run_read(struct fold_run *run, const uint8_t *v, size_t vlen, uint32_t *max_bucket)
+{
+	const uint8_t *end = v + vlen;
+	uint64_t n, series, bucket;
+
+	*max_bucket = 0;
+	if (get_varint(&v, end, &n) < 0 || n > vlen)
+		return -1;
+	if (run_grow((void **)&run->pairs, &run->pairs_cap, run->npairs + n, sizeof(*run->pairs)))
+		return -ENOMEM;
+	for (uint64_t i = 0; i < n; i++) {
+		if (get_varint(&v, end, &series) < 0 || get_varint(&v, end, &bucket) < 0 ||
+		    series > UINT32_MAX || bucket > UINT32_MAX)
+			return -1;
+		run->pairs[run->npairs + i] = bucket << 32 | series;
+		if (bucket > *max_bucket)
+			*max_bucket = (uint32_t)bucket;
+	}
+	if (v != end)
+		return -1;
+	run->npairs += n;
+	return 0;
+}
+
+int changes_fold(struct rdb *s, rocksdb_writebatch_t *wb, bool all, uint64_t *next)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	struct fold_run run = {0};
+	uint8_t start[9];
+	char *rerr = NULL;
+	int folded = 0, r = 0;
+
+	if (!it)
+		return -ENOMEM;
+	start[0] = KEY_CHANGE;
+	*next = s->fold_from;
+	put_be64(start + 1, s->fold_from);
+	for (rocksdb_iter_seek(it, (char *)start, 9); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen);
+		size_t before = run.npairs;
+		uint32_t max_bucket;
+
+		if (!klen || k[0] != KEY_CHANGE)
+			break;
+		/* A damaged record stays as it is, for the reader to report;
+		 * folding stops before it. */
+		if (klen != 9)
+			break;
+		r = run_read(&run, v, vlen, &max_bucket);
+		if (r == -1) {
+			run.npairs = before;
+			r = 0;
+			break;
+		}
+		if (r < 0)
+			goto out;
+		if (run.ncommits && max_bucket != run.max_bucket) {
+			uint64_t *moved = run.pairs + before;
+			size_t nmoved = run.npairs - before;
+
+			run.npairs = before;
+			r = run_flush(s, wb, &run);
+			if (r < 0)
+				goto out;
+			folded += r;
+			memmove(run.pairs, moved, nmoved * sizeof(*run.pairs));
+			run.npairs = nmoved;
+			run.ncommits = 0;
+		}
+		if (run_grow((void **)&run.commits, &run.commits_cap, run.ncommits + 1,
+		             sizeof(*run.commits))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		run.commits[run.ncommits++] = get_be64(k + 1);
+		run.max_bucket = max_bucket;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	if (rerr) {
+		r = rdb_fail(s, rerr, "listing changes");
+		goto out;
+	}
+	/* The last run may still grow (its bucket is open) unless all. */
+	if (run.ncommits && all) {
+		r = run_flush(s, wb, &run);
+		if (r < 0)
+			goto out;
+		folded += r;
+	}
+	r = folded;
+	if (run.ncommits)
+		*next = all ? run.commits[run.ncommits - 1] : run.commits[0];
+out:
+	rocksdb_iter_destroy(it);
+	free(run.commits);
+	free(run.pairs);
+	return r;
 }

@@ -63,6 +63,9 @@ extern const char *const cf_names[CF_COUNT_ALL];
 #define KEY_RENAME 'r' /* schema 6: u64 BE commit number: the frames it renamed; intern.c */
 #define NODE_RUN   4096u
 
+/* The first byte of a series record in the compact form (schema 6; series.c) */
+#define SERIES_COMPACT 0
+
 /* In a frame record's kind byte (schema 2): the module and build id are
  * those of an earlier frame, named by its distance back. */
 #define FRAME_MODULE_REF 0x80u
@@ -272,6 +275,12 @@ struct rdb {
 	 * pieces (one commit's pieces are one block per bucket already, and
 	 * an import's write stays the one record its WAL ends with) */
 	unsigned piece_commits;
+	/* writer: the commits of this handle that wrote a change record;
+	 * from two on, its roll-ups and its close fold them (changes_fold) */
+	unsigned change_commits;
+	/* writer: the commit number from which change records may still be
+	 * folded (those before it are); 0 after the open */
+	uint64_t fold_from;
 
 	/* Frames 1..nframes-1; slot 0 is unused.  Strings live in `arena`. */
 	struct store_frame *frames;
@@ -544,6 +553,11 @@ int host_meta_load(struct rdb *s);
  * marks it so (and, below 3, writes "mhost"), in one synced write.  0 or
  * -errno. */
 int schema_upgrade(struct rdb *s);
+/* Writes every series record (but those of before schema 3) in the form
+ * this build writes, marking the store STORE_SCHEMA_VERSION first: what
+ * store_compact() leaves.  Nothing in a store of schema 1 or 2.  0 or
+ * -errno with the message set. */
+int series_rewrite_all(struct rdb *s);
 
 /* options.c */
 int make_options(struct rdb *s);
@@ -615,6 +629,14 @@ int changes_put(struct rdb_batch *b, rocksdb_writebatch_t *wb);
  * after the first one that names a kept bucket stay).  The count, or
  * -errno. */
 int changes_prune(struct rdb *s, rocksdb_writebatch_t *wb, uint32_t cut, bool wall_clock_only);
+/* Puts into wb the folding of the change records from s->fold_from on:
+ * each run of consecutive records with the same largest bucket becomes
+ * one record under the run's last commit, naming the union of its pairs
+ * (changes.c, "folded").  The last run is left as it is (its bucket may
+ * be open) unless `all`.  A damaged record ends the folding before it.
+ * *next is where the next folding starts once wb is written.  The number
+ * of records wb deletes, or -errno. */
+int changes_fold(struct rdb *s, rocksdb_writebatch_t *wb, bool all, uint64_t *next);
 
 /* reader.c */
 int make_secdir(struct rdb *s);

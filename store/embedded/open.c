@@ -680,11 +680,12 @@ void rdb_close(struct store *sbase)
 	if (!s)
 		return;
 	store_batch_free(s->batch ? &s->batch->base : NULL);
-	/* A writer that wrote detail in several commits (a recorder's
-	 * drains) leaves one block per (series, bucket), the open buckets'
-	 * too: a piece a drain costs a key and a block's tables each.  A
-	 * failure leaves the pieces, which read the same. */
-	if (s->db && !s->readonly && s->piece_commits > 1)
+	/* A writer that wrote detail or change records in several commits
+	 * (a recorder's drains) leaves one block per (series, bucket), the
+	 * open buckets' too, and its change records folded: a piece a drain
+	 * costs a key and a block's tables each.  A failure leaves the
+	 * pieces and records, which read the same. */
+	if (s->db && !s->readonly && (s->piece_commits > 1 || s->change_commits > 1))
 		(void)detail_seal_all(s);
 	settle_final(s);
 	close_db(s);

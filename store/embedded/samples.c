@@ -911,6 +911,14 @@ static int rollup_write(struct rollup *ru)
 	size_t written = 0;
 	int r = 0;
 
+	/* Series records are written in this build's form: a store of an
+	 * older schema is marked first (a roll-up of compact() or of a
+	 * writer that has not written yet). */
+	for (uint32_t id = 1; id < s->nseries && r == 0; id++)
+		if (ru->gone[id] && s->schema < STORE_SCHEMA_VERSION)
+			r = schema_upgrade(s);
+	if (r < 0)
+		return r;
 	for (uint32_t id = 1; id < s->nseries; id++) {
 		struct series_rec n;
 		uint8_t key[5];
@@ -954,8 +962,9 @@ out:
 static int rollup_run(struct rdb *s, struct store_rollup_stats *st, bool seal_open)
 {
 	struct rollup ru = {.s = s, .st = st, .seal_open = seal_open};
+	uint64_t fold_next = s->fold_from;
 	char *rerr = NULL;
-	int r = 0;
+	int folded = 0, r = 0;
 
 	memset(st, 0, sizeof(*st));
 	rollup_ranges(&ru);
@@ -976,8 +985,19 @@ static int rollup_run(struct rdb *s, struct store_rollup_stats *st, bool seal_op
 		r = rdb_fail(s, rerr, "reading detail");
 		goto out;
 	}
-	if ((st->slices || ru.sealed) && (r = rollup_write(&ru)) < 0)
+	/* A writer that committed change records twice or more folds them
+	 * with its seals, and at its close or a compaction (seal_open) the
+	 * last run too, whose bucket may be open; an import's one commit
+	 * stays the last record its write-ahead log holds. */
+	if (seal_open || s->change_commits > 1) {
+		r = changes_fold(s, ru.wb, seal_open, &fold_next);
+		if (r < 0)
+			goto fail;
+		folded = r;
+	}
+	if ((st->slices || ru.sealed || folded) && (r = rollup_write(&ru)) < 0)
 		goto out;
+	s->fold_from = fold_next;
 	/* below these buckets: no detail left, and every closed bucket one
 	 * block */
 	for (int c = 0; c < 2; c++) {

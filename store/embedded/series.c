@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define US_PER_S 1000000
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -48,37 +50,69 @@ void series_rec_clear(struct series_rec *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* Series record: (schema 3, not legacy) host, then binary, version,
- * event, unit as (varint length, bytes), then zigzag first_seen, zigzag
- * last_seen, varint samples, weight, input_bytes, (schema 4) zigzag
- * first_us, zigzag last_us, varint recent, and (schema 5, only when it
- * has labels) the canonical labels as (varint length, bytes).  A legacy
- * record (one written before schema 3) keeps its form without the host,
- * and has no labels. */
+/* Series record, in one of three forms (store/README.md, "Series
+ * records").  Legacy (written before schema 3; kept in that form for
+ * good): binary, version, event, unit as (varint length, bytes), zigzag
+ * first_seen, zigzag last_seen, varint samples, weight, input_bytes, and
+ * (schema 4) zigzag first_us, zigzag last_us, varint recent.  Plain
+ * (schemas 3 to 5): the same with host first, and (schema 5, only when it
+ * has labels) the canonical labels as (varint length, bytes).  Compact
+ * (schema 6, what this build writes for every record but legacy ones): a
+ * 0 byte (a plain record starts with its host's length, never 0), the
+ * five strings, zigzag first_seen, zigzag (last_seen - first_seen),
+ * varint samples, the weight as varint (weight / samples) and varint
+ * (weight % samples) (as varint weight when samples is 0), varint
+ * input_bytes, zigzag (first_us - first_seen * 10^6), zigzag (last_us -
+ * last_seen * 10^6), zigzag (samples - recent), then the labels as in a
+ * plain record.  Differences wrap modulo 2^64, so every value round-trips;
+ * for a series' usual values each is a byte or three where the plain form
+ * spent five to eight, and the weight of a fixed period (a sampling
+ * clock's nanoseconds) repeats from record to record. */
 int series_encode(struct buf *b, const struct series_rec *r)
 {
 	size_t lh = r->legacy ? 0 : strlen(r->host);
 	size_t lb = strlen(r->binary), lv = strlen(r->version);
 	size_t le = strlen(r->event), lu = strlen(r->unit);
 	size_t ll = r->labels ? strlen(r->labels) : 0;
-	int ret = buf_reserve(b, lh + lb + lv + le + lu + ll + 11 * 10);
+	int ret = buf_reserve(b, 1 + lh + lb + lv + le + lu + ll + 12 * 10);
 
 	if (ret < 0)
 		return ret;
-	if (!r->legacy)
-		buf_bytes(b, r->host, lh);
+	if (r->legacy) {
+		buf_bytes(b, r->binary, lb);
+		buf_bytes(b, r->version, lv);
+		buf_bytes(b, r->event, le);
+		buf_bytes(b, r->unit, lu);
+		buf_varint(b, zigzag(r->first_seen));
+		buf_varint(b, zigzag(r->last_seen));
+		buf_varint(b, r->samples);
+		buf_varint(b, r->weight);
+		buf_varint(b, r->input_bytes);
+		buf_varint(b, zigzag(r->first_us));
+		buf_varint(b, zigzag(r->last_us));
+		buf_varint(b, r->recent);
+		return 0;
+	}
+	b->p[b->len++] = SERIES_COMPACT;
+	buf_bytes(b, r->host, lh);
 	buf_bytes(b, r->binary, lb);
 	buf_bytes(b, r->version, lv);
 	buf_bytes(b, r->event, le);
 	buf_bytes(b, r->unit, lu);
 	buf_varint(b, zigzag(r->first_seen));
-	buf_varint(b, zigzag(r->last_seen));
+	buf_varint(b, zigzag((int64_t)((uint64_t)r->last_seen - (uint64_t)r->first_seen)));
 	buf_varint(b, r->samples);
-	buf_varint(b, r->weight);
+	if (r->samples) {
+		buf_varint(b, r->weight / r->samples);
+		buf_varint(b, r->weight % r->samples);
+	} else {
+		buf_varint(b, r->weight);
+	}
 	buf_varint(b, r->input_bytes);
-	buf_varint(b, zigzag(r->first_us));
-	buf_varint(b, zigzag(r->last_us));
-	buf_varint(b, r->recent);
+	buf_varint(b,
+	           zigzag((int64_t)((uint64_t)r->first_us - (uint64_t)r->first_seen * US_PER_S)));
+	buf_varint(b, zigzag((int64_t)((uint64_t)r->last_us - (uint64_t)r->last_seen * US_PER_S)));
+	buf_varint(b, zigzag((int64_t)(r->samples - r->recent)));
 	if (ll)
 		buf_bytes(b, r->labels, ll);
 	return 0;
@@ -95,6 +129,34 @@ static int64_t seconds_us(int64_t t)
 	return t * 1000000;
 }
 
+/* The numbers of a compact record into r: 0, or -1 when they are
+ * damaged. */
+static int compact_numbers(const uint8_t **p, const uint8_t *end, struct series_rec *r)
+{
+	uint64_t first, span, q, rem = 0, fu, lu, gap;
+
+	if (get_varint(p, end, &first) < 0 || get_varint(p, end, &span) < 0 ||
+	    get_varint(p, end, &r->samples) < 0 || get_varint(p, end, &q) < 0 ||
+	    (r->samples && get_varint(p, end, &rem) < 0) ||
+	    get_varint(p, end, &r->input_bytes) < 0 || get_varint(p, end, &fu) < 0 ||
+	    get_varint(p, end, &lu) < 0 || get_varint(p, end, &gap) < 0)
+		return -1;
+	if (r->samples) {
+		/* q * samples + rem, with rem < samples, must fit */
+		if (rem >= r->samples || q > (UINT64_MAX - rem) / r->samples)
+			return -1;
+		r->weight = q * r->samples + rem;
+	} else {
+		r->weight = q;
+	}
+	r->first_seen = unzigzag(first);
+	r->last_seen = (int64_t)((uint64_t)r->first_seen + (uint64_t)unzigzag(span));
+	r->first_us = (int64_t)((uint64_t)unzigzag(fu) + (uint64_t)r->first_seen * US_PER_S);
+	r->last_us = (int64_t)((uint64_t)unzigzag(lu) + (uint64_t)r->last_seen * US_PER_S);
+	r->recent = r->samples - (uint64_t)unzigzag(gap);
+	return 0;
+}
+
 /* Decodes into r, whose strings it mallocs; a legacy record gets `host`.
  * Returns 0, -ENOMEM, or -1 for a damaged record. */
 static int series_decode(const uint8_t *p, size_t len, bool legacy, const char *host,
@@ -106,17 +168,28 @@ static int series_decode(const uint8_t *p, size_t len, bool legacy, const char *
 	uint64_t first, last;
 	char **dst[6] = {&r->host, &r->binary, &r->version, &r->event, &r->unit, &r->labels};
 	int from = legacy ? 1 : 0;
+	bool compact = false;
 
 	memset(r, 0, sizeof(*r));
+	if (!legacy && p < end && *p == SERIES_COMPACT) {
+		p++;
+		compact = true;
+	}
 	for (int i = from; i < 5; i++) {
 		if (get_bytes(&p, end, &v[i], &l[i]) < 0)
 			return -1;
 	}
-	if (get_varint(&p, end, &first) < 0 || get_varint(&p, end, &last) < 0 ||
-	    get_varint(&p, end, &r->samples) < 0 || get_varint(&p, end, &r->weight) < 0 ||
-	    get_varint(&p, end, &r->input_bytes) < 0)
+	if (compact) {
+		if (compact_numbers(&p, end, r) < 0 ||
+		    (p != end && (get_bytes(&p, end, &v[5], &l[5]) < 0 || l[5] == 0 || p != end)))
+			return -1;
+		first = zigzag(r->first_seen);
+		last = zigzag(r->last_seen);
+	} else if (get_varint(&p, end, &first) < 0 || get_varint(&p, end, &last) < 0 ||
+	           get_varint(&p, end, &r->samples) < 0 || get_varint(&p, end, &r->weight) < 0 ||
+	           get_varint(&p, end, &r->input_bytes) < 0) {
 		return -1;
-	if (p == end) {
+	} else if (p == end) {
 		/* Before schema 4: the moments are the `when`s counts had. */
 		r->first_us = seconds_us(unzigzag(first));
 		r->last_us = seconds_us(unzigzag(last));
@@ -248,6 +321,47 @@ out:
 	if (wb)
 		rocksdb_writebatch_destroy(wb);
 	free(host);
+	return r;
+}
+
+int series_rewrite_all(struct rdb *s)
+{
+	rocksdb_writebatch_t *wb;
+	struct buf buf = {0};
+	char *rerr = NULL;
+	int r;
+
+	if (s->readonly || s->schema < 3 || s->nseries <= 1)
+		return 0;
+	r = schema_upgrade(s);
+	if (r < 0)
+		return r;
+	wb = rocksdb_writebatch_create();
+	if (!wb) {
+		seterr(s, "%s: out of memory", s->dir);
+		return -ENOMEM;
+	}
+	for (uint32_t id = 1; id < s->nseries; id++) {
+		uint8_t key[5];
+
+		if (s->series[id].legacy)
+			continue;
+		buf.len = 0;
+		r = series_encode(&buf, &s->series[id]);
+		if (r < 0) {
+			seterr(s, "%s: out of memory", s->dir);
+			goto out;
+		}
+		id_key(key, KEY_SERIES, id);
+		rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 5, (char *)buf.p,
+		                          buf.len);
+	}
+	rocksdb_write(s->db, s->wopts, wb, &rerr);
+	if (rerr)
+		r = rdb_fail(s, rerr, "rewriting series records");
+out:
+	free(buf.p);
+	rocksdb_writebatch_destroy(wb);
 	return r;
 }
 

@@ -231,6 +231,8 @@ int rdb_compact(struct store *sbase)
 	}
 	settle_wait(s);
 	r = detail_seal_all(s);
+	if (r == 0)
+		r = series_rewrite_all(s);
 	if (r < 0)
 		return r;
 	settle_wait(s);
