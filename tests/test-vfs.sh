@@ -3,7 +3,8 @@
 # the VFS, by stack, sampled by bytes (collector/record/profile-events.bpf.h).
 # tests/vfs-target (after a warm-up thread's writes to /dev/null) writes CALLS blocks of SIZE bytes to a file on a tmpfs
 # from write_all() and reads them back from read_all():
-#   (a) -p PID, 1000 calls of 4096 bytes, default N (1 MiB): the vfs-write
+#   (a) -p PID, 1000 calls of 4096 bytes, N 1 MiB given (the default N, hooked
+#       all the time: an N given turns the duty cycle off): the vfs-write
 #       weight under write_all and the vfs-read weight under read_all are the
 #       4096000 bytes within one sampling interval (a thread's bytes since its
 #       last stack are not charged: less than 3N/2), never more than what the
@@ -12,16 +13,25 @@
 #       no kernel frame but [fs:tmpfs], vfs-write:uk has the system call's
 #       entry and no tracing frames, and no vfs-read series;
 #   (b) -- COMMAND with vfs:1 (unsampled): exactly 4096000 under each, one
-#       stack per call;
-#   (c) fewer bytes than one interval, 10 calls of 100 bytes: with the
-#       default N a thread's first threshold is drawn in [1, N], so the
+#       stack per call, no duty cycle;
+#   (c) fewer bytes than one interval, 10 calls of 100 bytes: with N
+#       1 MiB given, a thread's first threshold is drawn in [1, N], so the
 #       stored weight is 0 or the bytes moved up to the call that reached
 #       it (at most 1000), and the summary still counts all 1000 moved; with
 #       vfs:64 (every threshold below 100) each call takes a stack: 1000;
 #   (d) refusals: vfs:0, vfs:2G, vfs:x, vfs given twice;
 #   (e) a 32-bit process (tests/vfs-compat.c, built here when cc -m32 can):
 #       its calls are not counted, neither its writes nor its 1000 getpid
-#       calls, whose number is a 64-bit task's writev.
+#       calls, whose number is a 64-bit task's writev;
+#   (f) the duty cycle (-e vfs-write, no N): tests/vfs-paced writes 10000
+#       blocks of 64 KiB to /dev/null, one each 2 ms (~20 drain intervals,
+#       ~20 hooked windows of 125 ms): the weight under paced_write is its
+#       655360000 bytes within 10% (a steady writer: each whole interval's
+#       estimate is its bytes up to the threads' carry, at most 3N/2 = 1.5
+#       MiB times the scale 8, 1.9% of the total; the last interval, cut
+#       short, can miss or double at most its 32.8 MB, 5%); the summary's
+#       hooked share is in [0.10, 0.20] (nominal 0.125, windows close late
+#       under load) with at least 15 attaches.
 #   usage: tests/test-vfs.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-vfs.sh BUILD_DIR}
@@ -86,7 +96,7 @@ record_p() {
 
 # ---- (a) -p, default sampling -----------------------------------------------------
 s=$tmp/a
-record_p "$s" vfs 1000 4096
+record_p "$s" vfs:1M 1000 4096
 check "(a) the target moved $N bytes each way" grep -qx "written $N" "$s.out"
 # The thread's bytes: the FIFO's "go" line, then the file's.
 between "(a) vfs-read under read_all, N=1M" "$(weight "$s" vfs-read ';read_all;')" $((N - 3 * MiB / 2)) $((N + 3))
@@ -119,7 +129,7 @@ done
 [ "$failures" -eq 0 ] || cat "$s.err"
 
 s=$tmp/uk
-record_p "$s" vfs-write:uk 1000 4096
+record_p "$s" vfs-write:uk:1M 1000 4096
 if "$collect" export --store "$s" --event vfs-write | grep ';write_all;' |
 	grep -q ';entry_SYSCALL_64[a-z_]*;do_syscall_64;\[fs:tmpfs\] [0-9]*$'; then
 	ok "(a) vfs-write:uk: the system call's entry, then [fs:tmpfs] (no tracing frames)"
@@ -140,11 +150,16 @@ between "(b) vfs-read under read_all, N=1" "$(weight "$s" vfs-read ';read_all;')
 between "(b) vfs-write under write_all, N=1" "$(weight "$s" vfs-write ';write_all;')" $N $N
 between "(b) vfs-write stacks: one per call (1000 writes, the warm-up's 16, stdout's)" \
 	"$(sed -n 's/^flamefs-collect: vfs-write: .* charged to \([0-9]*\) stacks.*/\1/p' "$s.err")" 1017 1017
+if grep -q 'sys_exit hooked' "$s.err"; then
+	bad "(b) vfs:1: the duty cycle is on: $(grep 'sys_exit hooked' "$s.err")"
+else
+	ok "(b) vfs:1: hooked all the time (no duty-cycle summary)"
+fi
 [ "$failures" -eq 0 ] || cat "$s.err"
 
 # ---- (c) fewer bytes than one interval ----------------------------------------------
 s=$tmp/c
-record_p "$s" vfs-write 10 100
+record_p "$s" vfs-write:1M 10 100
 between "(c) default N, 1000 bytes: vfs-write under write_all is 0 or up to the bytes moved" \
 	"$(weight "$s" vfs-write ';write_all;')" 0 1000
 between "(c) default N: the summary counts every byte moved" "$(moved "$s.err" vfs-write)" \
@@ -175,4 +190,22 @@ if ${CC:-cc} -m32 -O1 -nostdlib -static -ffreestanding -fno-pic -fno-stack-prote
 else
 	skip "(e) no 32-bit x86 build here ($(head -1 "$tmp/cc.err")): a 32-bit process not checked"
 fi
+# ---- (f) the duty cycle: a steady writer over ~20 intervals -----------------------------
+s=$tmp/f
+total=$((10000 * 65536))
+"$collect" record --verbose --store "$s" -e vfs-write -- "$build/tests/vfs-paced" 10000 65536 2000 \
+	</dev/null >"$s.out" 2>"$s.err"
+check "(f) vfs-paced wrote $total bytes" grep -qx "written $total" "$s.out"
+got=$("$collect" export --store "$s" --event vfs-write --binary vfs-paced 2>/dev/null | stack_weight - ';paced_write;')
+between "(f) duty cycle: vfs-write under paced_write, the truth within 10%" "$got" \
+	$((total - total / 10)) $((total + total / 10))
+share=$(sed -n 's/^flamefs-collect: vfs: sys_exit hooked .* (share \([0-9.]*\);.*/\1/p' "$s.err")
+if [ -n "$share" ] && awk -v x="$share" 'BEGIN { exit !(x >= 0.10 && x <= 0.20) }'; then
+	ok "(f) duty cycle: hooked share $share (in [0.10, 0.20])"
+else
+	bad "(f) duty cycle: hooked share ${share:-missing}, expected [0.10, 0.20]"
+fi
+between "(f) duty cycle: attaches" \
+	"$(sed -n 's/^flamefs-collect: vfs: sys_exit hooked .*), \([0-9]*\) attaches.*/\1/p' "$s.err")" 15 1000
+[ "$failures" -eq 0 ] || cat "$s.err"
 finish

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -981,6 +982,15 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 {
 	uint64_t mweight = 0;
 	int rc;
+	/* The vfs duty cycle: weights times the drained set's length over
+	 * its hooked time (record_duty_flip). */
+	double scale = r->duty.on && (ev == PROFILE_EV_VFS_READ || ev == PROFILE_EV_VFS_WRITE)
+	                       ? r->duty.scale
+	                       : 1;
+	struct profile_value sv = *v;
+	if (scale != 1)
+		sv.weight = (uint64_t)llround((double)v->weight * scale);
+	v = &sv;
 
 	/* A tracepoint's kernel stack ends in the tracing machinery and our
 	 * own program: not the workload's. */
@@ -1003,13 +1013,14 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 		        .node = node,
 		        .pid = (uint32_t)pid,
 		        .tid = m[j].tid,
-		        .weight = m[j].weight,
+		        .weight = scale != 1 ? (uint64_t)llround((double)m[j].weight * scale)
+		                             : m[j].weight,
 		        .span = m[j].span,
 		};
 		rc = store_batch_sample(b, series, &smp);
 		if (rc < 0)
 			return rc;
-		mweight += m[j].weight;
+		mweight += smp.weight;
 	}
 	if (v->samples) {
 		rc = store_batch_add(b, series, when, node, v->samples, v->weight);
@@ -1218,6 +1229,7 @@ int record_drain(struct recorder *r, bool final)
 
 	if (!final)
 		__atomic_store_n(&r->skel->bss->active, !old, __ATOMIC_SEQ_CST);
+	record_duty_flip(r);
 	sleep_ns(FLIP_GRACE_NS);
 	/* Each drain's records take the clocks' offset as it is now: NTP
 	 * moves it slowly, a clock set moves it at once. */

@@ -3,10 +3,14 @@
  * names, series and units, the parsing of EVENT[:STACKS][:N], and the
  * set-up of their BPF programs (the kernel offsets they read, which
  * programs load, attaching each, with no tracefs mounted, and leaving out
- * what cannot be attached, saying what is missing).
+ * what cannot be attached, saying what is missing), and the vfs events'
+ * duty cycle: with no N given, their system-call hook is attached only
+ * part of each drain interval and the drain scales their weights by the
+ * inverse of the share of time it was attached.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/perf_event.h>
@@ -102,6 +107,7 @@ int record_parse_events(const char *list, struct options *o)
 		fprintf(stderr, PROG ": out of memory\n");
 		return -ENOMEM;
 	}
+	bool vfs_n_given = false;
 	for (char *spec = strtok_r(copy, ",", &save); spec && rc == 0;
 	     spec = strtok_r(NULL, ",", &save)) {
 		char *mod = strchr(spec, ':');
@@ -139,6 +145,8 @@ int record_parse_events(const char *list, struct options *o)
 			char *next = strchr(mod, ':');
 			if (next)
 				*next++ = '\0';
+			if (by_bytes(ev) && mod[0] >= '0' && mod[0] <= '9')
+				vfs_n_given = true;
 			if (parse_event_mod(mod, ev, o, &flags, &every) < 0) {
 				fprintf(stderr,
 				        PROG
@@ -163,6 +171,9 @@ int record_parse_events(const char *list, struct options *o)
 			o->ev_every[PROFILE_EV_VFS_WRITE] = every;
 		}
 	}
+	/* An explicit N (vfs:1 too) keeps the hook on: exact totals. */
+	o->vfs_duty = (o->ev_flags[PROFILE_EV_VFS_READ] || o->ev_flags[PROFILE_EV_VFS_WRITE]) &&
+	              !vfs_n_given;
 	if (rc == 0 && !copy[0]) {
 		fprintf(stderr, PROG ": -e: expected at least one event\n");
 		rc = -EINVAL;
@@ -481,6 +492,9 @@ static struct bpf_link *attach_tracepoint(struct bpf_program *prog, const char *
 	return l; /* the link closes fd */
 }
 
+static double mono_now(void);
+static void plan_windows(struct record_duty *d, double now);
+
 /* Attaches prog to the raw tracepoint NAME.  Returns the link, or NULL with
  * what is missing in why; needs says what provides the tracepoint. */
 static struct bpf_link *attach_raw(struct bpf_program *prog, const char *name, const char *needs,
@@ -568,7 +582,10 @@ int record_attach_events(struct recorder *r)
 			r->ev_attached[ev] = false;
 			continue;
 		}
-		r->ev_links[r->nev_links++] = l;
+		if (o->vfs_duty && att[i].prog == k->progs.on_sys_exit)
+			r->duty.link = l; /* the duty cycle's to detach and attach */
+		else
+			r->ev_links[r->nev_links++] = l;
 	}
 	for (int ev = 1; ev < PROFILE_NEVENTS; ev++)
 		attached += r->ev_attached[ev];
@@ -576,5 +593,148 @@ int record_attach_events(struct recorder *r)
 		record_fail(r, -ENODEV, "no event could be recorded");
 		return -ENODEV;
 	}
+	if (r->duty.link) {
+		/* Attached once above to find what is missing; now the windows
+		 * decide. */
+		double now = mono_now();
+		bpf_link__destroy(r->duty.link);
+		r->duty.link = NULL;
+		r->duty.on = true;
+		r->duty.rand = (uint64_t)(now * 1e9) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
+		r->duty.set_start = now;
+		r->duty.scale = 1;
+		plan_windows(&r->duty, now);
+	}
 	return 0;
+}
+
+/* ---- the vfs duty cycle ---------------------------------------------- */
+
+static double mono_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A uniform draw in [0, 1) (xorshift64). */
+static double duty_uniform(struct record_duty *d)
+{
+	uint64_t x = d->rand ? d->rand : 1;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	d->rand = x;
+	return (double)(x >> 11) / 9007199254740992.0;
+}
+
+/* The windows of the interval [now, now + DRAIN_SECONDS): one of
+ * RECORD_VFS_DUTY_ON seconds at a uniform phase, its part past the end
+ * wrapped to the start, so that each moment is hooked with the same
+ * chance, RECORD_VFS_DUTY_ON / DRAIN_SECONDS. */
+static void plan_windows(struct record_duty *d, double now)
+{
+	double len = DRAIN_SECONDS, from = now + len * duty_uniform(d);
+	double to = from + RECORD_VFS_DUTY_ON;
+
+	d->nwin = 0;
+	if (to > now + len) {
+		d->win[d->nwin][0] = now;
+		d->win[d->nwin++][1] = to - len;
+		to = now + len;
+	}
+	d->win[d->nwin][0] = from;
+	d->win[d->nwin++][1] = to;
+}
+
+/* Detaches on_sys_exit, adding the window's hooked time up to the moment
+ * the link is gone. */
+static void duty_detach(struct record_duty *d)
+{
+	double t0 = mono_now();
+	bpf_link__destroy(d->link);
+	d->link = NULL;
+	double t1 = mono_now();
+	d->attach_s += t1 - t0;
+	d->hooked += t1 - d->since;
+}
+
+double record_duty_tick(struct recorder *r)
+{
+	struct record_duty *d = &r->duty;
+	double now = mono_now(), due = INFINITY;
+	bool in = false;
+
+	if (!d->on || d->stopped)
+		return INFINITY;
+	for (int i = 0; i < d->nwin; i++) {
+		if (d->win[i][0] <= now && now < d->win[i][1])
+			in = true;
+		if (d->win[i][0] > now && d->win[i][0] < due)
+			due = d->win[i][0];
+		if (d->win[i][1] > now && d->win[i][1] < due)
+			due = d->win[i][1];
+	}
+	if (d->link && !in) {
+		duty_detach(d);
+	} else if (!d->link && in) {
+		double t0 = mono_now();
+		d->link = bpf_program__attach_trace(r->skel->progs.on_sys_exit);
+		double t1 = mono_now();
+		if (!d->link) {
+			int rc = -errno;
+			record_fail(r, rc, "-e vfs: attaching sys_exit again: %s", strerror(-rc));
+			return INFINITY;
+		}
+		d->attach_s += t1 - t0;
+		d->attaches++;
+		d->since = t0; /* hooked from the call's start, at the latest */
+	}
+	return due;
+}
+
+void record_duty_flip(struct recorder *r)
+{
+	struct record_duty *d = &r->duty;
+	double now = d->stopped ? d->stop_at : mono_now();
+
+	if (!d->on)
+		return;
+	double hooked = d->hooked + (d->link ? now - d->since : 0);
+	double len = now - d->set_start, planned = 0;
+	for (int i = 0; i < d->nwin; i++) {
+		double from = d->win[i][0], to = d->win[i][1] < now ? d->win[i][1] : now;
+		if (to > from)
+			planned += to - from;
+	}
+	/* A whole interval (its windows all passed): its length over its
+	 * hooked time.  One cut short (the last) may have ended before its
+	 * windows came: each of its moments had the nominal chance, so the
+	 * nominal scale, corrected by how much of the planned windows that
+	 * passed was hooked.  No hooked time: no vfs sample to scale. */
+	if (hooked <= 0 || planned <= 0)
+		d->scale = 1;
+	else if (len >= DRAIN_SECONDS)
+		d->scale = len / hooked;
+	else
+		d->scale = DRAIN_SECONDS / RECORD_VFS_DUTY_ON * planned / hooked;
+	d->all += len;
+	d->all_hooked += hooked;
+	d->set_start = now;
+	d->hooked = 0;
+	d->since = now;
+	if (!d->stopped)
+		plan_windows(d, now);
+}
+
+void record_duty_stop(struct recorder *r)
+{
+	struct record_duty *d = &r->duty;
+
+	if (!d->on || d->stopped)
+		return;
+	if (d->link)
+		duty_detach(d);
+	d->stopped = true;
+	d->stop_at = mono_now();
 }

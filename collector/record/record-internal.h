@@ -61,6 +61,7 @@ struct options {
 	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
 	uint32_t ev_flags[PROFILE_NEVENTS];
 	uint32_t ev_every[PROFILE_NEVENTS];
+	bool vfs_duty; /* vfs events with no N given: hooked part of the time */
 	bool offcpu_preempt;     /* offcpu:all */
 	uint64_t offcpu_min_ns;  /* --offcpu-min */
 	int64_t keep_samples;    /* --keep-samples, seconds; -1: the store's own */
@@ -110,6 +111,30 @@ extern const struct record_event record_events[PROFILE_NEVENTS];
 /* The default N of vfs-read and vfs-write: a stack per MiB a thread
  * moves, on average. */
 #define RECORD_VFS_EVERY (1u << 20)
+/* The vfs events' duty cycle (-e vfs with no N): on_sys_exit is attached
+ * RECORD_VFS_DUTY_ON seconds in each drain interval (DRAIN_SECONDS), at a
+ * random phase drawn per interval (a window that runs past the interval's
+ * end wraps to its start, so every moment has the same chance of being
+ * hooked); the weights a drain takes are multiplied by the interval's
+ * length over its hooked time, both measured on CLOCK_MONOTONIC. */
+#define RECORD_VFS_DUTY_ON 0.125
+
+struct record_duty {
+	bool on;               /* the duty cycle is in use */
+	bool stopped;          /* record_duty_stop() ran, at stop_at: no more windows */
+	double stop_at;
+	struct bpf_link *link; /* on_sys_exit's link while attached, else NULL */
+	double set_start;      /* when the current map set began taking samples */
+	double hooked;         /* seconds hooked in the current set, closed windows */
+	double since;          /* attached since (CLOCK_MONOTONIC s) */
+	double win[2][2];      /* this interval's windows [from, to) */
+	int nwin;
+	double scale;          /* the set being drained: its length / hooked time */
+	double all, all_hooked; /* the whole recording, for --verbose */
+	uint64_t attaches;
+	double attach_s; /* time spent in attach and detach calls */
+	uint64_t rand;   /* xorshift64 state of the phases */
+};
 
 /* A sample's moment, as the drain stores it (store_batch_sample). */
 struct moment {
@@ -303,6 +328,7 @@ struct recorder {
 	char fs_frames[PROFILE_FS_MAX][PROFILE_FS_NAME + 8];
 	size_t nfs;
 	int nev_links;
+	struct record_duty duty;
 	/* --span: the links of each span's probes (its ends, then its start:
 	 * attached and destroyed so), and the names' map */
 	struct bpf_link *span_links[(1 + RECORD_SPAN_ENDS) * RECORD_SPANS_MAX];
@@ -480,6 +506,15 @@ int record_setup_events(struct recorder *r, const struct options *o);
 /* After load: attaches each event; one the kernel lacks is left out with
  * a message.  Returns 0, or -ENODEV when none could be. */
 int record_attach_events(struct recorder *r);
+/* The vfs duty cycle (struct record_duty), all no-ops when it is off:
+ * _tick attaches or detaches on_sys_exit as the windows say and returns
+ * when it is next due (CLOCK_MONOTONIC seconds; INFINITY: never); _flip,
+ * called when the drain flips the map sets (and by the last drain), sets
+ * duty.scale for the set now drained and plans the next interval's
+ * windows; _stop detaches for good, counting the hooked time. */
+double record_duty_tick(struct recorder *r);
+void record_duty_flip(struct recorder *r);
+void record_duty_stop(struct recorder *r);
 
 /* usage.c */
 #include "usage-internal.h"

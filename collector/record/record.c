@@ -272,6 +272,9 @@ static void event_loop(struct recorder *r, const struct options *o, double *star
 	while (!stop_requested && !r->err) {
 		double t = now_mono();
 		double until = next < deadline ? next : deadline;
+		double duty = record_duty_tick(r);
+		if (duty < until)
+			until = duty;
 		int ms = until > t ? (int)ceil((until - t) * 1000) : 0;
 		if (r->child && pidfd < 0 && ms > 100)
 			ms = 100; /* no pidfd: look for COMMAND's exit 10 times a second */
@@ -323,6 +326,7 @@ static void stop_and_report(struct recorder *r, double start, double cpu_start)
 {
 	/* Stop sampling, take in the last process events, store both sets. */
 	record_close_cpu_events(r);
+	record_duty_stop(r);
 	for (int i = 0; i < r->nev_links; i++)
 		bpf_link__destroy(r->ev_links[i]);
 	if (r->nspan_links)

@@ -311,6 +311,14 @@ static void report_vfs(const struct recorder *r)
 		        (uint64_t)r->skel->bss->ev_seen[ev], r->opt->ev_every[ev]);
 	}
 	free(v);
+	const struct record_duty *d = &r->duty;
+	if (d->on)
+		fprintf(stderr,
+		        PROG ": vfs: sys_exit hooked %.6f s of %.6f s recorded (share %.6f; "
+		             "bytes moved are the hooked time's, weights each drain's bytes over its "
+		             "share), %" PRIu64 " attaches, %.1f us per attach and detach\n",
+		        d->all_hooked, d->all, d->all > 0 ? d->all_hooked / d->all : 0, d->attaches,
+		        d->attaches ? d->attach_s / (double)d->attaches * 1e6 : 0);
 }
 
 /* The events of -e: each one's count and weight, on one line. */
