@@ -171,7 +171,7 @@ static void unnamed_item(struct recorder *r, char *line, size_t size, int *n)
 	symbolize_debpkg_advice(advice, sizeof(advice), q, w, nt, total);
 	add_item(line, size, n,
 	         "%.1f%% of the CPU weight ends in code without function names, %s: install "
-	         "debug packages or set DEBUGINFOD_URLS, and record again",
+	         "debug packages or set DEBUGINFOD_URLS, and run flamefs-collect symbolize",
 	         100.0 * (double)r->unnamed_weight / (double)total, advice);
 }
 

@@ -299,8 +299,8 @@ int view_render_quality(const struct view_tree *t, uint32_t node, struct view_bu
 	                         "# %s%% of the weight ends in code without function names\n"
 	                         "# (stripped binaries): the debug packages of the modules above\n"
 	                         "# hold them (flamefs-collect stats --quality names them on\n"
-	                         "# Debian); install them, or set DEBUGINFOD_URLS, and record or\n"
-	                         "# import again\n",
+	                         "# Debian); install them, or set DEBUGINFOD_URLS, and run\n"
+	                         "# flamefs-collect symbolize\n",
 	                         us)) < 0)
 		return r;
 	if (q.total && q.rooted * 2 < q.total) {
