@@ -600,7 +600,8 @@ int record_attach_events(struct recorder *r)
 		bpf_link__destroy(r->duty.link);
 		r->duty.link = NULL;
 		r->duty.on = true;
-		r->duty.rand = (uint64_t)(now * 1e9) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
+		r->duty.rand =
+		        (uint64_t)(now * 1e9) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
 		r->duty.set_start = now;
 		r->duty.scale = 1;
 		plan_windows(&r->duty, now);

@@ -61,7 +61,7 @@ struct options {
 	/* -e: per event (enum profile_ev), PROFILE_EV_* flags and N. */
 	uint32_t ev_flags[PROFILE_NEVENTS];
 	uint32_t ev_every[PROFILE_NEVENTS];
-	bool vfs_duty; /* vfs events with no N given: hooked part of the time */
+	bool vfs_duty;           /* vfs events with no N given: hooked part of the time */
 	bool offcpu_preempt;     /* offcpu:all */
 	uint64_t offcpu_min_ns;  /* --offcpu-min */
 	int64_t keep_samples;    /* --keep-samples, seconds; -1: the store's own */
@@ -120,8 +120,8 @@ extern const struct record_event record_events[PROFILE_NEVENTS];
 #define RECORD_VFS_DUTY_ON 0.125
 
 struct record_duty {
-	bool on;               /* the duty cycle is in use */
-	bool stopped;          /* record_duty_stop() ran, at stop_at: no more windows */
+	bool on;      /* the duty cycle is in use */
+	bool stopped; /* record_duty_stop() ran, at stop_at: no more windows */
 	double stop_at;
 	struct bpf_link *link; /* on_sys_exit's link while attached, else NULL */
 	double set_start;      /* when the current map set began taking samples */
@@ -129,7 +129,7 @@ struct record_duty {
 	double since;          /* attached since (CLOCK_MONOTONIC s) */
 	double win[2][2];      /* this interval's windows [from, to) */
 	int nwin;
-	double scale;          /* the set being drained: its length / hooked time */
+	double scale;           /* the set being drained: its length / hooked time */
 	double all, all_hooked; /* the whole recording, for --verbose */
 	uint64_t attaches;
 	double attach_s; /* time spent in attach and detach calls */

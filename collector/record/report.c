@@ -314,9 +314,10 @@ static void report_vfs(const struct recorder *r)
 	const struct record_duty *d = &r->duty;
 	if (d->on)
 		fprintf(stderr,
-		        PROG ": vfs: sys_exit hooked %.6f s of %.6f s recorded (share %.6f; "
-		             "bytes moved are the hooked time's, weights each drain's bytes over its "
-		             "share), %" PRIu64 " attaches, %.1f us per attach and detach\n",
+		        PROG
+		        ": vfs: sys_exit hooked %.6f s of %.6f s recorded (share %.6f; "
+		        "bytes moved are the hooked time's, weights each drain's bytes over its "
+		        "share), %" PRIu64 " attaches, %.1f us per attach and detach\n",
 		        d->all_hooked, d->all, d->all > 0 ? d->all_hooked / d->all : 0, d->attaches,
 		        d->attaches ? d->attach_s / (double)d->attaches * 1e6 : 0);
 }
