@@ -174,6 +174,14 @@ struct module {
 	struct fde_range *fdes; /* its .eh_frame's FDEs by start (fdes.c) */
 	size_t nfdes;
 	bool fdes_loaded;
+	/* Or, when .eh_frame_hdr holds a usable search table (fdes.c):
+	 * its entries, and the sections they point into; all owned by
+	 * the module's Elf.  fde_table NULL: the list above serves. */
+	const uint8_t *fde_table;
+	size_t fde_table_n;
+	uint64_t fde_hdr_addr, eh_addr;
+	Elf_Data *eh_data;
+	bool fde_hdr_tried;
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct symbolize_python *python; /* the interpreter in it, or NULL; owned */
