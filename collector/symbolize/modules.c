@@ -65,11 +65,12 @@ const char *sym_base_of(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* Reads the build id and PT_LOAD headers of the ELF file open on fd.
- * A file that is not ELF is kept as a module without symbols. */
-static int module_read_elf(struct module *m)
+/* Reads the build id and PT_LOAD headers of the ELF file open on fd,
+ * through `given` (a descriptor of it, which this ends) or one of its
+ * own.  A file that is not ELF is kept as a module without symbols. */
+static int module_read_elf(struct module *m, Elf *given)
 {
-	Elf *elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf = given ? given : elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
 	size_t phnum;
 	int rc = 0;
 
@@ -145,12 +146,14 @@ int sym_file_add(struct symbolize *s, struct module *m, unsigned long long dev,
 	return 0;
 }
 
-int sym_module_new(const char *path, int fd, struct module **out)
+int sym_module_new_elf(const char *path, int fd, Elf *elf, struct module **out)
 {
 	struct module *m = calloc(1, sizeof(*m));
 	int rc = -ENOMEM;
 
 	if (!m) {
+		if (elf)
+			elf_end(elf);
 		close(fd);
 		return -ENOMEM;
 	}
@@ -162,14 +165,22 @@ int sym_module_new(const char *path, int fd, struct module **out)
 		m->unknown_name = NULL;
 		goto fail;
 	}
-	rc = module_read_elf(m);
+	rc = module_read_elf(m, elf);
+	elf = NULL; /* ended */
 	if (rc < 0)
 		goto fail;
 	*out = m;
 	return 0;
 fail:
+	if (elf)
+		elf_end(elf);
 	sym_module_free(m);
 	return rc;
+}
+
+int sym_module_new(const char *path, int fd, struct module **out)
+{
+	return sym_module_new_elf(path, fd, NULL, out);
 }
 
 /* Finds or opens the module for a file mapping of `pid`. */

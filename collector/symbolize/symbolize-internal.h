@@ -491,6 +491,10 @@ uint64_t sym_module_function_start(struct module *m, uint64_t vaddr);
  * the msyms own them).  Only where no frame from it is still held. */
 void sym_module_cache_clear(struct module *m);
 int sym_module_new(const char *path, int fd, struct module **out);
+/* sym_module_new() reading the file through elf, a libelf descriptor of
+ * fd (ELF_C_READ_MMAP) or NULL; the module takes fd and ends elf,
+ * whatever it returns. */
+int sym_module_new_elf(const char *path, int fd, Elf *elf, struct module **out);
 /* Adds m, just opened, to s's modules and tells the module hook.  A
  * module is never shared by two files that claim one build id. */
 void sym_module_register(struct symbolize *s, struct module *m);
