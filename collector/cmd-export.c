@@ -495,8 +495,9 @@ int cmd_export(int argc, char **argv)
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(o.store, &owned);
 	struct store *s;
-	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
+	int opened = store_open(dir, STORE_READONLY, &s, err, sizeof(err));
+	if (opened < 0)
+		cli_die_open(opened, err);
 	dir = store_where(s); /* a database: without its password */
 	if (o.last) {
 		int64_t secs;

@@ -115,8 +115,9 @@ int cmd_symbolize(int argc, char **argv)
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
 	struct store *s;
-	if (store_open(dir, dry ? STORE_READONLY : 0, &s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
+	int opened = store_open(dir, dry ? STORE_READONLY : 0, &s, err, sizeof(err));
+	if (opened < 0)
+		cli_die_open(opened, err);
 	if (dry && store_refresh(s) < 0)
 		cli_die_store(s);
 	dir = store_where(s);

@@ -8,6 +8,7 @@
 #   - every other refusal of flamefs is one line that starts "flamefs:"
 #     and says what to do (mkdir the mountpoint, make a store, use an
 #     empty directory or -o nonempty), exit 1;
+#   - flamefs-collect on a missing store says how to make one;
 #   - record without its capabilities says how to get them;
 #   - flamefs refuses a mountpoint that holds files, and -o nonempty
 #     mounts over them;
@@ -135,6 +136,16 @@ says "record -F without a value" 2 "$fc record: option -F needs a value; try '$f
 says "record without a target" 2 \
 	"$fc record: give exactly one of -p PID, -a or -- COMMAND; try '$fc record --help'" \
 	"$collect" record --store "$tmp/rec"
+
+# ---- flamefs-collect: a missing store says how to make one --------------------------
+fmake="make one with \`$fc import\` or \`$fc record\`"
+for c in stats export compact samples symbolize; do
+	says "$c on a missing store" 1 "$fc: $tmp/nostore: no such store; $fmake" \
+		"$collect" $c --store "$tmp/nostore"
+done
+says "prune on a missing store" 1 "$fc: $tmp/nostore: no such store; $fmake" \
+	"$collect" prune --older-than 1d --store "$tmp/nostore"
+check "no store was made by asking" test ! -e "$tmp/nostore"
 
 # ---- record without its capabilities ---------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
