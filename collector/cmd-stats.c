@@ -342,8 +342,6 @@ int cli_series_quality(struct store *s, const struct store_series *se, struct vi
 	return r;
 }
 
-__extension__ typedef unsigned __int128 u128;
-
 /* Is `se` in `list` with the same samples and weight? */
 static bool series_unchanged(const struct store_series *list, size_t n,
                              const struct store_series *se)
@@ -394,8 +392,9 @@ static void warn_unrooted(struct store *s, const struct store_series *list, size
 		struct view_quality q = memo[i].q;
 		if (q.total == 0 || q.rooted * 2 >= q.total)
 			continue;
-		/* The worst: the smallest rooted share, q.rooted / q.total. */
-		if (worst == SIZE_MAX || (u128)q.rooted * wq.total < (u128)wq.rooted * q.total) {
+		/* The one that matters most: the most weight cut short (a tiny
+		 * series at 0% would hide a large one at 1%). */
+		if (worst == SIZE_MAX || q.total - q.rooted > wq.total - wq.rooted) {
 			worst = i;
 			wq = q;
 		}
