@@ -58,7 +58,7 @@ pgspan_record_start() {
 	shift 2
 	"$collect" record --verbose --store "$store" -a "$@" -d 3600 >"$err.out" 2>"$err" &
 	pgspan_rec=$!
-	until grep -q 'Ctrl-C stops' "$err"; do
+	until grep -qs 'Ctrl-C stops' "$err"; do
 		if ! kill -0 "$pgspan_rec" 2>/dev/null || [ $t -ge 1200 ]; then
 			bad "the recorder did not start: $(cat "$err")"
 			finish
