@@ -8,7 +8,8 @@
 #   - every other refusal of flamefs is one line that starts "flamefs:"
 #     and says what to do (mkdir the mountpoint, make a store, use an
 #     empty directory or -o nonempty), exit 1;
-#   - flamefs-collect on a missing store says how to make one;
+#   - flamefs-collect on a missing store says how to make one, and
+#     symbolize on a --debug-dir that is not a directory says so;
 #   - record without its capabilities says how to get them;
 #   - flamefs refuses a mountpoint that holds files, and -o nonempty
 #     mounts over them;
@@ -146,6 +147,13 @@ done
 says "prune on a missing store" 1 "$fc: $tmp/nostore: no such store; $fmake" \
 	"$collect" prune --older-than 1d --store "$tmp/nostore"
 check "no store was made by asking" test ! -e "$tmp/nostore"
+
+says "symbolize --debug-dir on a missing directory" 1 \
+	"$fc: symbolize: --debug-dir $tmp/nodebug: No such file or directory; give a directory of debug files" \
+	"$collect" symbolize --store "$store" --debug-dir "$tmp/nodebug"
+says "symbolize --debug-dir on a file" 1 \
+	"$fc: symbolize: --debug-dir $tmp/full/file: not a directory; give a directory of debug files" \
+	"$collect" symbolize --store "$store" --debug-dir "$tmp/full/file"
 
 # ---- record without its capabilities ---------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
