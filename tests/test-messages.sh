@@ -10,6 +10,7 @@
 #     empty directory or -o nonempty), exit 1;
 #   - flamefs-collect on a missing store says how to make one, and
 #     symbolize on a --debug-dir that is not a directory says so;
+#   - record -- COMMAND refuses a program it cannot run, making no store;
 #   - record without its capabilities says how to get them;
 #   - flamefs refuses a mountpoint that holds files, and -o nonempty
 #     mounts over them;
@@ -154,6 +155,19 @@ says "symbolize --debug-dir on a missing directory" 1 \
 says "symbolize --debug-dir on a file" 1 \
 	"$fc: symbolize: --debug-dir $tmp/full/file: not a directory; give a directory of debug files" \
 	"$collect" symbolize --store "$store" --debug-dir "$tmp/full/file"
+
+# ---- record of a program that cannot run: refused before anything starts -------------
+if [ "$(id -u)" = 0 ]; then
+	says "record -- a missing program" 1 \
+		"$fc: record: cannot run no-such-program-here: not found on PATH; give its path, or a program on PATH" \
+		"$collect" record --store "$tmp/rec" -- no-such-program-here
+	says "record -- a path that is not there" 1 \
+		"$fc: record: cannot run $tmp/nope: No such file or directory; give its path, or a program on PATH" \
+		"$collect" record --store "$tmp/rec" -- "$tmp/nope"
+	check "... and no store was made" test ! -e "$tmp/rec"
+else
+	skip "not root: record's refusal of a missing program comes after its capability check"
+fi
 
 # ---- record without its capabilities ---------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

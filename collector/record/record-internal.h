@@ -532,6 +532,9 @@ int record_wire_maps(struct recorder *r, const struct options *o);
 /* The event ring buffer, the samples rings and the process events:
  * fork, exec, exit (all three needed), the exec's beginning and the
  * loader's hook (optional). */
+/* The file COMMAND names, found as execvp finds it (a path as it is, a
+ * bare name along $PATH), into buf: 0, or -errno (-ENOENT: not found). */
+int record_find_program(const char *cmd, char *buf, size_t size);
 /* --span: each span's start and end probes attached, in its in=PATH or
  * the target's program (every process of the file; the BPF side counts
  * only the followed ones).  0, or -errno (record_fail'd). */
