@@ -135,6 +135,17 @@ says "record --bogus" 2 "$fc record: unknown option --bogus; try '$fc record --h
 	"$collect" record --bogus
 says "record -F without a value" 2 "$fc record: option -F needs a value; try '$fc record --help'" \
 	"$collect" record -F
+rhelp="try '$fc record --help'"
+says "record -F 0" 2 "$fc record: -F: expected a frequency from 1 to 100000 Hz, got \"0\"; $rhelp" \
+	"$collect" record -F 0 -- true
+says "record -d x" 2 "$fc record: -d: expected seconds > 0, got \"x\"; $rhelp" "$collect" record -d x -- true
+says "record --keep-samples x" 2 \
+	"$fc record: --keep-samples: expected a duration such as 30m, 6h or 1d, or 0, got \"x\"; $rhelp" \
+	"$collect" record --keep-samples x -- true
+says "record -e bogus" 2 \
+	"$fc record: -e: unknown event \"bogus\"; expected cpu, offcpu, rss, block, block-time, net, vfs, vfs-read or vfs-write; $rhelp" \
+	"$collect" record -e bogus -- true
+says "record -e cpu,cpu" 2 "$fc record: -e: cpu given twice; $rhelp" "$collect" record -e cpu,cpu -- true
 says "record without a target" 2 \
 	"$fc record: give exactly one of -p PID, -a or -- COMMAND; try '$fc record --help'" \
 	"$collect" record --store "$tmp/rec"

@@ -497,6 +497,11 @@ int record_push_start(struct record_pusher **out, const char *dir, const char *t
  * frees it all.  Accepts NULL. */
 void record_push_stop(struct record_pusher *p);
 
+/* cmdline.c */
+/* A usage error of record: "flamefs-collect record: <fmt>; try
+ * 'flamefs-collect record --help'" on one line; returns the exit status,
+ * 2. */
+int record_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* events.c */
 /* Parses -e's list into o->ev_flags and o->ev_every, printing its own
  * message.  Returns 0 or -errno. */
