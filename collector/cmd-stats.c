@@ -763,7 +763,7 @@ int cmd_stats(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error("stats", "unexpected argument %s", argv[optind]);
 	if ((by_host != 0) + (by != NULL) + (quality != 0) > 1)
-		cli_die("--by-host, --by and --quality exclude each other");
+		return cli_usage_error("stats", "--by-host, --by and --quality exclude each other");
 	if (by) {
 		/* A key as store.h makes them: [a-z][a-z0-9_]*, at most
 		 * STORE_LABEL_KEY_MAX bytes. */

@@ -122,6 +122,15 @@ says "stats --bogus" 2 "$fc stats: unknown option --bogus; try '$fc stats --help
 says "stats with an argument" 2 "$fc stats: unexpected argument extra; try '$fc stats --help'" \
 	"$collect" stats --store "$store" extra
 says "export -x" 2 "$fc export: unknown option -x; try '$fc export --help'" "$collect" export -x
+says "export --format bogus" 2 \
+	"$fc export: --format: expected folded, pprof, svg, callgrind, top, timeline, timeline.svg, quality or regressions, got \"bogus\"; try '$fc export --help'" \
+	"$collect" export --store "$store" --format bogus
+says "export --format regressions without --base" 2 \
+	"$fc export: --format regressions needs --base; try '$fc export --help'" \
+	"$collect" export --store "$store" --format regressions
+says "stats --by-host --quality" 2 \
+	"$fc stats: --by-host, --by and --quality exclude each other; try '$fc stats --help'" \
+	"$collect" stats --store "$store" --by-host --quality
 says "compact --bogus" 2 "$fc compact: unknown option --bogus; try '$fc compact --help'" \
 	"$collect" compact --bogus
 says "prune without a cut-off" 2 \

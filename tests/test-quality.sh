@@ -92,7 +92,7 @@ check "stats --quality's second table: each series' unnamed weight by module, it
 check "stats without --quality keeps its 9 columns, HOST last" \
 	test "$("$collect" stats --store "$store" | awk 'NR > 1 && NF == 9 && $9 == "'"$(hostname)"'"' | wc -l)" = 3
 "$collect" stats --store "$store" --quality --by-host >/dev/null 2>&1
-check "--quality and --by-host exclude each other" test $? = 1
+check "--quality and --by-host exclude each other (a usage error, 2)" test $? = 2
 
 # ---- the view ----------------------------------------------------------------------------------
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
