@@ -231,9 +231,8 @@ jvm_cpu=("${jvm[@]:0:4}" -Dwork.cpu=true "${jvm[@]:4}")
 # (-c) so that each perf sample weighs the same.
 # The two shares differ only by sampling: the samplers take their samples
 # at different moments of the same run, and both name the JIT code from
-# the one map written at exit, so no sample can move from Work.hot to
-# Work.side in one and not the other.  So the
-# bound is 4 standard errors of the difference of two shares,
+# the one map written at exit, so an address is named alike in both.  So
+# the bound is 4 standard errors of the difference of two shares,
 # sqrt(p(1-p)(1/n + 1/n')), from the sample counts of this run, and the
 # loop runs for 5 s of its thread's CPU time (-Dwork.cpu=true), not of
 # wall time, so that a busy machine does not shrink the counts: at least
