@@ -490,10 +490,12 @@ int cmd_export(int argc, char **argv)
 {
 	struct export_opts o;
 	int status = parse_options(argc, argv, &o);
-	if (status >= 0)
+	if (status < 0)
+		status = check_options(&o);
+	if (status >= 0) {
+		free(o.labels);
 		return status;
-	if ((status = check_options(&o)) >= 0)
-		return status;
+	}
 
 	int64_t from = INT64_MIN, to = INT64_MAX;
 	bool window = o.last || o.from || o.to;

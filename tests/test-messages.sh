@@ -131,6 +131,13 @@ says "export --format regressions without --base" 2 \
 says "stats --by-host --quality" 2 \
 	"$fc stats: --by-host, --by and --quality exclude each other; try '$fc stats --help'" \
 	"$collect" stats --store "$store" --by-host --quality
+says "import --format bogus" 2 \
+	"$fc import: --format: expected perf, perf.data, folded, pprof, gperftools-cpu, legacy or auto, got \"bogus\"; try '$fc import --help'" \
+	"$collect" import --store "$tmp/imp" --format bogus "$tmp/one.folded"
+says "import --one-batch --keep-going" 2 \
+	"$fc import: --one-batch and --keep-going exclude each other: one batch is imported whole or not at all; try '$fc import --help'" \
+	"$collect" import --store "$tmp/imp" --label env=a --one-batch --keep-going "$tmp/one.folded"
+check "... and no store was made" test ! -e "$tmp/imp"
 says "compact --bogus" 2 "$fc compact: unknown option --bogus; try '$fc compact --help'" \
 	"$collect" compact --bogus
 says "prune without a cut-off" 2 \
