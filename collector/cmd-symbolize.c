@@ -116,8 +116,8 @@ int cmd_symbolize(int argc, char **argv)
 		struct stat st;
 		int sr = stat(dirs[i], &st);
 		if (sr < 0 || !S_ISDIR(st.st_mode))
-			cli_die("symbolize: --debug-dir %s: %s; give a directory of debug files", dirs[i],
-			        sr < 0 ? strerror(errno) : "not a directory");
+			cli_die("symbolize: --debug-dir %s: %s; give a directory of debug files",
+			        dirs[i], sr < 0 ? strerror(errno) : "not a directory");
 	}
 
 	char *owned, err[512];

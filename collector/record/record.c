@@ -456,8 +456,12 @@ int record_main(int argc, char **argv)
 		char prog[PATH_MAX];
 		int fr = record_find_program(o.command[0], prog, sizeof(prog));
 		if (fr < 0) {
-			fprintf(stderr, PROG ": record: cannot run %s: %s; give its path, or a program on PATH\n",
-			        o.command[0], fr == -ENOENT && !strchr(o.command[0], '/') ? "not found on PATH" : strerror(-fr));
+			fprintf(stderr,
+			        PROG ": record: cannot run %s: %s; give its path, or a program on "
+			             "PATH\n",
+			        o.command[0],
+			        fr == -ENOENT && !strchr(o.command[0], '/') ? "not found on PATH"
+			                                                    : strerror(-fr));
 			free_spans(&o);
 			return 1;
 		}
