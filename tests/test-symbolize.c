@@ -227,7 +227,8 @@ static size_t check_fde_table(const char *path)
 			uint64_t a = sym_module_function_start(t, v);
 			uint64_t b = sym_module_function_start(l, v);
 			if (a != b && differ++ < 5)
-				printf("  %s at 0x%" PRIx64 ": table 0x%" PRIx64 ", list 0x%" PRIx64 "\n",
+				printf("  %s at 0x%" PRIx64 ": table 0x%" PRIx64 ", list 0x%" PRIx64
+				       "\n",
 				       path, v, a, b);
 			inside += b != 0;
 		}

@@ -111,7 +111,7 @@ static int range_cmp(const void *a, const void *b)
 }
 
 #define HDR_TABLE_ENC 0x3b /* datarel | sdata4, the only one linkers write */
-#define HDR_SCAN_BACK 16  /* unreadable FDEs skipped before the list serves */
+#define HDR_SCAN_BACK 16   /* unreadable FDEs skipped before the list serves */
 
 static Elf_Scn *scn_named(Elf *elf, size_t shstrndx, const char *want, GElf_Shdr *sh)
 {
@@ -163,8 +163,8 @@ static void hdr_load(struct module *m, Elf *elf, size_t shstrndx)
 
 /* Reads table entry i's FDE into [*start, *end): false when it cannot be
  * read or would be left out of the list (fdes_load()'s rules). */
-static bool hdr_fde(const struct module *m, const unsigned char *ident, size_t i,
-                    uint64_t *start, uint64_t *end)
+static bool hdr_fde(const struct module *m, const unsigned char *ident, size_t i, uint64_t *start,
+                    uint64_t *end)
 {
 	const uint8_t *t = m->fde_table + 8 * i;
 	uint64_t loc = m->fde_hdr_addr + (uint64_t)(int64_t)rd_s32(t);

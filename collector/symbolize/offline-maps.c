@@ -90,7 +90,8 @@ static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
 			                    : -2)
 			    : k == 1 ? asprintf(&cand, "%.*s/%s", (int)dl, d, path)
 			             : asprintf(&cand, "%.*s/%s", (int)dl, d, base);
-			if (offline_candidate(n, cand, bid, bid_len, fd, refused, elfp, &found) != 0)
+			if (offline_candidate(n, cand, bid, bid_len, fd, refused, elfp, &found) !=
+			    0)
 				goto done;
 		}
 		d += dl;

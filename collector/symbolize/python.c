@@ -104,8 +104,8 @@ static bool read_file_u64(const struct module *m, uint64_t addr, uint64_t *v)
 }
 
 /* The names sym_python_probe() looks for; _PyRuntime first. */
-static const char *const python_names[] = {"_PyRuntime", "_PyEval_EvalFrameDefault",
-                                           "PyCode_Type", "Py_Version"};
+static const char *const python_names[] = {"_PyRuntime", "_PyEval_EvalFrameDefault", "PyCode_Type",
+                                           "Py_Version"};
 
 /* Whether string table `strndx` can hold the name of one of
  * python_names[first, first + count): a name ends a NUL-terminated
