@@ -488,6 +488,7 @@ struct store_copy_stats {
 	uint64_t series, buckets, commits;
 	uint64_t samples, weight; /* summed over the buckets copied */
 	uint64_t frames, nodes;   /* offered to dst (it keeps the new ones) */
+	uint64_t renamed;         /* dst's frames named by names src found later */
 	bool nothing_new;         /* src had nothing dst lacked */
 	/* What the copy did about the source's identity, as one line for
 	 * the user ("" when nothing was unusual): a restored copy sent

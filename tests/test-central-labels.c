@@ -154,9 +154,9 @@ void test_labels_upgrade(void)
 	store_close(r);
 	/* what a flamefs of schema 3 says of it */
 	sql("c_lup",
-	    "UPDATE flamefs_meta SET value = '7' WHERE key IN ('schema', 'oldest_reader')");
+	    "UPDATE flamefs_meta SET value = '8' WHERE key IN ('schema', 'oldest_reader')");
 	expect_open_error(uri("c_lup"), STORE_READONLY, -EPROTONOSUPPORT,
-	                  "schema version 7 is newer than this flamefs understands (6)", NULL);
+	                  "schema version 8 is newer than this flamefs understands (7)", NULL);
 	sql("postgres", "DROP DATABASE c_lup WITH (FORCE)");
 }
 
