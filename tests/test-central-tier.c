@@ -38,7 +38,7 @@ void test_samples_upgrade(void)
 	store_close(w);
 	/* as schema 2 left it */
 	CHECK(sql("c_up", "DROP VIEW series_labels; DROP FUNCTION flamefs_labels(bytea);"
-	                  " DROP TABLE frame_offsets CASCADE;"
+	                  " DROP TABLE frame_names CASCADE; DROP TABLE frame_offsets CASCADE;"
 	                  " ALTER TABLE series DROP CONSTRAINT series_key, DROP COLUMN labels;"
 	                  " ALTER TABLE series ADD UNIQUE (host, binary_name, version, event);"
 	                  " DROP VIEW sample_entries; DROP FUNCTION flamefs_samples(int8, bytea);"
@@ -68,7 +68,7 @@ void test_samples_upgrade(void)
 		store_close(r2);
 		return;
 	}
-	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "6");
+	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "7");
 	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"), "4");
 	CHECK_STR(sql("c_up", "SELECT first_us || ' ' || last_us || ' ' || samples"
 	                      " FROM series_recent"),
