@@ -575,6 +575,79 @@ out:
 	store_close(db);
 }
 
+/* Two writers of one database, each batch open across the other's
+ * commit: a push (new frames, nodes and counts) and a rename.  Neither
+ * loses anything, in either order. */
+static void rename_two_writers(void)
+{
+	struct store *w1, *w2, *r;
+	struct store_batch *b1, *b2;
+	uint32_t ids[NOFF], series, n1, n2, fm, fx;
+	struct store_frame a = leaf("leaf_a"), bb = leaf("leaf_b"), m = named("main");
+	struct store_frame x = named("extra"), u1 = unnamed(offsets[1]);
+
+	fresh_db("names_two");
+	w1 = open_ok("names_two", STORE_CREATE);
+	if (!w1)
+		return;
+	write_offsets(w1, ids);
+	w2 = open_ok("names_two", 0);
+	r = open_ok("names_two", STORE_READONLY);
+	if (!w2 || !r)
+		goto out;
+	/* w1 stages a rename; w2 commits new frames, nodes and counts on the
+	 * frame being renamed; then w1 commits */
+	b1 = store_batch_new(w1);
+	CHECK_OK(store_batch_frame_rename(b1, ids[0], &a));
+	b2 = store_batch_new(w2);
+	CHECK_OK(store_batch_series(b2,
+	                            &(struct store_series_key){"h", "app", "1", "cpu-clock",
+	                                                       "nanoseconds", NULL},
+	                            &series));
+	CHECK_OK(store_batch_frame(b2, &m, &fm));
+	CHECK_OK(store_batch_node(b2, STORE_ROOT_NODE, fm, &n1));
+	CHECK_OK(store_batch_frame(b2, &x, &fx));
+	CHECK_OK(store_batch_node(b2, n1, fx, &n2));
+	CHECK_OK(store_batch_add(b2, series, T0, n2, 7, 70));
+	CHECK_OK(store_batch_frame(b2, &u1, &fx));
+	CHECK(fx == ids[1]);
+	CHECK_OK(store_batch_node(b2, n1, fx, &n2));
+	CHECK_OK(store_batch_add(b2, series, T0, n2, 5, 50));
+	CHECK_OK(store_batch_commit(b2));
+	CHECK_OK(store_batch_commit(b1));
+	/* the other way round: w2 stages counts on a frame w1 then names */
+	CHECK_OK(store_batch_frame(b2, &u1, &fx));
+	CHECK_OK(store_batch_node(b2, n1, fx, &n2));
+	CHECK_OK(store_batch_add(b2, series, T0 + 60, n2, 1, 1));
+	CHECK_OK(store_batch_frame_rename(b1, ids[1], &bb));
+	CHECK_OK(store_batch_commit(b1));
+	CHECK_OK(store_batch_commit(b2));
+	/* a rename of a frame the other writer named meanwhile keeps the
+	 * first name */
+	CHECK_OK(store_batch_frame_rename(b2, ids[3], &a));
+	CHECK_OK(store_batch_frame_rename(b1, ids[3], &bb));
+	CHECK_OK(store_batch_commit(b1));
+	CHECK_OK(store_batch_commit(b2));
+	store_batch_free(b1);
+	store_batch_free(b2);
+	CHECK(store_refresh(r) == 1);
+	CHECK_STR(names_of(r, "h"), "1700000040 main;leaf_a 1 10\n1700000040 main;leaf_b 7 70\n"
+	                            "1700000040 main;[libx.so.1] 3 30\n"
+	                            "1700000040 main;leaf_b 4 40\n"
+	                            "1700000040 main;extra 7 70\n1700000100 main;leaf_b 1 1\n");
+	{
+		struct store_series e;
+
+		find_series(r, "h", "app", &e);
+		CHECK(e.samples == 10 + 7 + 5 + 1 && e.weight == 100 + 70 + 50 + 1);
+	}
+	CHECK_STR(sql("names_two", "SELECT count(*) FROM frame_names"), "3");
+out:
+	store_close(r);
+	store_close(w2);
+	store_close(w1);
+}
+
 static void test_db(void)
 {
 	char dir[256];
@@ -619,7 +692,8 @@ int main(int argc, char **argv)
 	static const struct fixture_test dir_tests[] = {
 	        {"dir", test_dir}, {"renames", test_renames}, {NULL, NULL}};
 	static const struct fixture_test db_tests[] = {
-	        {"db", test_db}, {"push_names", push_names}, {NULL, NULL}};
+	        {"db", test_db}, {"push_names", push_names},
+	        {"rename_two_writers", rename_two_writers}, {NULL, NULL}};
 
 	return fixture_main(argc, argv, tmpdir, dir_tests, db_tests);
 }
