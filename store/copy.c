@@ -473,8 +473,7 @@ static int copy_rename(void *ctx, uint32_t frame, uint64_t old_offset)
 		}
 	}
 	key.f.offset = old_offset;
-	hit = c->nunnamed ? bsearch(&key, c->unnamed, c->nunnamed, sizeof(key), unnamed_cmp)
-	                  : NULL;
+	hit = c->nunnamed ? bsearch(&key, c->unnamed, c->nunnamed, sizeof(key), unnamed_cmp) : NULL;
 	if (!hit)
 		return 0;
 	/* bsearch finds one of the equal run; take all of it */

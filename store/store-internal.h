@@ -107,8 +107,7 @@ struct store_ops {
 	 * the store never renames).  A non-zero return from fn stops the walk
 	 * and is returned. */
 	int (*renames_since)(struct store *s, uint64_t since, uint64_t upto,
-	                     int (*fn)(void *ctx, uint32_t frame, uint64_t old_offset),
-	                     void *ctx);
+	                     int (*fn)(void *ctx, uint32_t frame, uint64_t old_offset), void *ctx);
 	/* Marks `b` as carrying copies from store `source` (32 hex digits),
 	 * which the commit records as copied up to its commit number `upto`
 	 * (see replaces_sources).  A store that replaces refuses the commit

@@ -506,7 +506,8 @@ static void push_names(void)
 	CHECK_STR(names_of(r, "h"), "1700000040 main;leaf_a 1 10\n1700000040 main;leaf_a 2 20\n"
 	                            "1700000040 main;[libx.so.1] 3 30\n"
 	                            "1700000040 main;[libx.so.1] 4 40\n");
-	CHECK_STR(sql("names_push", "SELECT string_agg(name::text, ',' ORDER BY id) FROM frame_names"),
+	CHECK_STR(sql("names_push",
+	              "SELECT string_agg(name::text, ',' ORDER BY id) FROM frame_names"),
 	          "\\x6c6561665f61,\\x6c6561665f61");
 	CHECK_STR(sql("names_push", "SELECT count(*) FROM frames WHERE name = 'leaf_a'"
 	                            " AND file_offset = 0"),
@@ -600,10 +601,9 @@ static void rename_two_writers(void)
 	b1 = store_batch_new(w1);
 	CHECK_OK(store_batch_frame_rename(b1, ids[0], &a));
 	b2 = store_batch_new(w2);
-	CHECK_OK(store_batch_series(b2,
-	                            &(struct store_series_key){"h", "app", "1", "cpu-clock",
-	                                                       "nanoseconds", NULL},
-	                            &series));
+	CHECK_OK(store_batch_series(
+	        b2, &(struct store_series_key){"h", "app", "1", "cpu-clock", "nanoseconds", NULL},
+	        &series));
 	CHECK_OK(store_batch_frame(b2, &m, &fm));
 	CHECK_OK(store_batch_node(b2, STORE_ROOT_NODE, fm, &n1));
 	CHECK_OK(store_batch_frame(b2, &x, &fx));
@@ -691,9 +691,10 @@ int main(int argc, char **argv)
 {
 	static const struct fixture_test dir_tests[] = {
 	        {"dir", test_dir}, {"renames", test_renames}, {NULL, NULL}};
-	static const struct fixture_test db_tests[] = {
-	        {"db", test_db}, {"push_names", push_names},
-	        {"rename_two_writers", rename_two_writers}, {NULL, NULL}};
+	static const struct fixture_test db_tests[] = {{"db", test_db},
+	                                               {"push_names", push_names},
+	                                               {"rename_two_writers", rename_two_writers},
+	                                               {NULL, NULL}};
 
 	return fixture_main(argc, argv, tmpdir, dir_tests, db_tests);
 }

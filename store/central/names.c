@@ -115,8 +115,8 @@ int central_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
 	    !named->name || (!named->file && named->file_len) ||
 	    !same_bytes(named->module, named->module ? named->module_len : 0, old->module,
 	                old->module_len) ||
-	    !same_bytes(named->build_id, named->build_id ? named->build_id_len : 0,
-	                old->build_id, old->build_id_len)) {
+	    !same_bytes(named->build_id, named->build_id ? named->build_id_len : 0, old->build_id,
+	                old->build_id_len)) {
 		central_seterr(s,
 		               "frame %u: invalid new name (a named kind, no offset, the frame's "
 		               "module)",
@@ -322,7 +322,8 @@ int central_load_names(struct pg *s)
 		if (r == 0)
 			r = central_value_u64(s, res, i, 1, INT64_MAX, "a commit number", &commit);
 		if (r == 0)
-			r = central_value_u64(s, res, i, 2, STORE_FRAME_SPAN, "a frame kind", &kind);
+			r = central_value_u64(s, res, i, 2, STORE_FRAME_SPAN, "a frame kind",
+			                      &kind);
 		if (r == 0)
 			r = central_value_u64(s, res, i, 3, UINT32_MAX, "a line number", &line);
 		if (r < 0)
