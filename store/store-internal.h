@@ -39,6 +39,11 @@ struct source_mark {
 	uint64_t split_before;
 };
 
+/* Whether `named` may name frame `old` (store_batch_frame_rename()'s
+ * rules: a named kind but inline, no offset, a name, old's module and
+ * build id); the backends check it at once. */
+bool store_rename_valid(const struct store_frame *old, const struct store_frame *named);
+
 struct store_ops {
 	const char *name; /* "embedded", "central" */
 	void (*close)(struct store *s);

@@ -82,11 +82,6 @@ void central_names_free(struct pg *s)
 	s->nshown = 0;
 }
 
-static bool same_bytes(const void *a, size_t al, const void *b, size_t bl)
-{
-	return al == bl && (!al || !memcmp(a, b, al));
-}
-
 int central_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
                                const struct store_frame *named)
 {
@@ -110,13 +105,7 @@ int central_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
 		               (int)old->name_len, old->name ? old->name : "");
 		return -EINVAL;
 	}
-	if (named->kind > STORE_FRAME_SPAN || named->kind == STORE_FRAME_UNKNOWN ||
-	    named->kind == STORE_FRAME_INLINE || named->offset || !named->name_len ||
-	    !named->name || (!named->file && named->file_len) ||
-	    !same_bytes(named->module, named->module ? named->module_len : 0, old->module,
-	                old->module_len) ||
-	    !same_bytes(named->build_id, named->build_id ? named->build_id_len : 0, old->build_id,
-	                old->build_id_len)) {
+	if (!store_rename_valid(old, named)) {
 		central_seterr(s,
 		               "frame %u: invalid new name (a named kind, no offset, the frame's "
 		               "module)",
@@ -311,6 +300,11 @@ int central_load_names(struct pg *s)
 	if (r < 0)
 		return r;
 	n = PQntuples(res);
+	if (n && PQnfields(res) != 6) {
+		central_seterr(s, "%s: unexpected reply from the server: the names found later",
+		               s->base.where);
+		r = -EIO;
+	}
 	for (int i = 0; i < n && r == 0; i++) {
 		uint64_t id, commit, kind, line;
 		struct store_frame f = {0};
@@ -329,7 +323,7 @@ int central_load_names(struct pg *s)
 		if (r < 0)
 			break;
 		if (id == 0 || id >= s->nframes || kind == STORE_FRAME_UNKNOWN ||
-		    kind == STORE_FRAME_INLINE || PQnfields(res) != 6) {
+		    kind == STORE_FRAME_INLINE) {
 			central_seterr(s, "%s: store is damaged: the name of frame %llu",
 			               s->base.where, (unsigned long long)id);
 			r = -EIO;

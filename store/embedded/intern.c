@@ -807,11 +807,7 @@ int rdb_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
 		       old->name ? old->name : "");
 		return -EINVAL;
 	}
-	if (named->kind > STORE_FRAME_SPAN || named->kind == STORE_FRAME_UNKNOWN ||
-	    named->kind == STORE_FRAME_INLINE || named->offset || !named->name_len ||
-	    !named->name || (!named->file && named->file_len) ||
-	    !mem_eq(named->module, named->module_len, old->module, old->module_len) ||
-	    !mem_eq(named->build_id, named->build_id_len, old->build_id, old->build_id_len)) {
+	if (!store_rename_valid(old, named)) {
 		seterr(s,
 		       "frame %u: invalid new name (a named kind, no offset, the frame's module)",
 		       frame);
