@@ -7,6 +7,10 @@
  * have one (a flag in the record's kind byte and a varint), and a record
  * that misuses the flag is damage; in a database a run whose frames have
  * no offset has no row in frame_offsets, and the view `frames` shows them.
+ * Names found later (store_batch_frame_rename()) in both backends, with a
+ * reader open across them; in a database also: a host's names carried by
+ * its next push, once, a push that never un-names, and two writers whose
+ * batches are open across each other's commits.
  *
  * Usage: test-store-names            the directory tests
  *        test-store-names SOCKET_DIR USER [PORT]
