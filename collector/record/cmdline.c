@@ -596,7 +596,7 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 
 int record_parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_LABELS = 0x100, OPT_NO_LABELS, OPT_CMDLINE, OPT_SPAN };
+	enum { OPT_LABELS = 0x100, OPT_NO_LABELS, OPT_CMDLINE, OPT_SPAN, OPT_DEBUG_DIR };
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
 	        {"pid", required_argument, NULL, 'p'},
@@ -629,6 +629,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	        {"no-labels", no_argument, NULL, OPT_NO_LABELS},
 	        {"cmdline", no_argument, NULL, OPT_CMDLINE},
 	        {"span", required_argument, NULL, OPT_SPAN},
+	        {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -671,6 +672,14 @@ int record_parse_options(int argc, char **argv, struct options *o)
 			if ((r = parse_span(optarg, o)) != 0)
 				return r;
 			break;
+		case OPT_DEBUG_DIR: {
+			const char **n = realloc(o->debug_dirs, (o->ndebug_dirs + 1) * sizeof(*n));
+			if (!n)
+				return usage_error("out of memory");
+			o->debug_dirs = n;
+			o->debug_dirs[o->ndebug_dirs++] = optarg;
+			break;
+		}
 		default:
 			if ((r = parse_checked(c, optarg, o)) == 1)
 				return bad_option(c, argv);

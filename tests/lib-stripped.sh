@@ -1,0 +1,73 @@
+# lib-stripped.sh — sourced by the tests of naming later (test-symbolize-later.sh,
+# test-record-names-later.sh): a small C program built with -g, its debug part
+# split off, and the program stripped.
+#
+#   stripped_build DIR   writes DIR/prog.c and builds:
+#                          DIR/prog.full  with symbols and debug info
+#                          DIR/prog       the same, stripped (same build id)
+#                          DIR/debug/.build-id/xx/rest.debug   its debug file
+#                          DIR/flat/prog-symbols               the same file
+#                        and sets $bid (the build id, hex).  Fails the test
+#                        (bad, finish) when it cannot build.
+#
+# The program: prog N K [GATE] runs middle(N, k) for k < K, each calling
+# leaf_a (odd k) or leaf_b (even k) ten times, N loop iterations each: its
+# work is counted in iterations, not seconds.  With GATE it then writes
+# GATE.done, waits (sleeping) until GATE exists, and does the same work again.
+stripped_build() {
+	local d=$1
+	cat >"$d/prog.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) unsigned long leaf_a(unsigned long n)
+{
+	unsigned long s = 0;
+	for (unsigned long i = 0; i < n; i++)
+		s += i * i ^ (s >> 3);
+	return s;
+}
+__attribute__((noinline)) unsigned long leaf_b(unsigned long n)
+{
+	unsigned long s = 1;
+	for (unsigned long i = 0; i < n; i++)
+		s += (i ^ s) * 7 + (s >> 5);
+	return s;
+}
+__attribute__((noinline)) void middle(unsigned long n, int k)
+{
+	for (int j = 0; j < 10; j++)
+		sink += (k & 1) ? leaf_a(n) : leaf_b(n);
+}
+int main(int argc, char **argv)
+{
+	unsigned long n = strtoul(argv[1], NULL, 10);
+	for (int k = 0; k < atoi(argv[2]); k++)
+		middle(n, k);
+	if (argc > 3) {
+		char done[4096];
+		snprintf(done, sizeof(done), "%s.done", argv[3]);
+		fclose(fopen(done, "w"));
+		struct timespec t = {0, 10000000};
+		while (access(argv[3], F_OK) != 0)
+			nanosleep(&t, NULL);
+		for (int k = 0; k < atoi(argv[2]); k++)
+			middle(n, k);
+	}
+	return 0;
+}
+C
+	# -g puts this run's directory into the debug info: a build id of its own.
+	cc -O0 -g -fno-omit-frame-pointer -o "$d/prog.full" "$d/prog.c" ||
+		{ bad "cannot build the test program"; finish; }
+	bid=$(readelf -n "$d/prog.full" | awk '/Build ID:/ { print $3 }')
+	mkdir -p "$d/debug/.build-id/${bid:0:2}" "$d/flat"
+	objcopy --only-keep-debug "$d/prog.full" "$d/debug/.build-id/${bid:0:2}/${bid:2}.debug"
+	cp "$d/debug/.build-id/${bid:0:2}/${bid:2}.debug" "$d/flat/prog-symbols"
+	strip -o "$d/prog" "$d/prog.full"
+	check "the stripped program keeps its build id and has no symbols" \
+		test "$(readelf -n "$d/prog" | awk '/Build ID:/ { print $3 }')" = "$bid" -a \
+		-z "$(readelf -s "$d/prog" | grep -w leaf_a)"
+}
