@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "record-internal.h"
 #include "record.h"
@@ -666,7 +667,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 		case OPT_DEBUG_DIR: {
 			const char **n = realloc(o->debug_dirs, (o->ndebug_dirs + 1) * sizeof(*n));
 			if (!n)
-				return usage_error("out of memory");
+				return record_usage_error("out of memory");
 			o->debug_dirs = n;
 			o->debug_dirs[o->ndebug_dirs++] = optarg;
 			break;
@@ -685,6 +686,14 @@ int record_parse_options(int argc, char **argv, struct options *o)
 		        "--no-labels records no labels: it goes with neither --labels "
 		        "nor --cmdline");
 	o->labels = no_labels ? 0 : labels | (cmdline ? RECORD_LABEL_CMDLINE : 0);
+	for (size_t i = 0; i < o->ndebug_dirs; i++) {
+		struct stat st;
+		int sr = stat(o->debug_dirs[i], &st);
+		if (sr < 0 || !S_ISDIR(st.st_mode))
+			return record_usage_error(
+			        "--debug-dir %s: %s; give a directory of debug files",
+			        o->debug_dirs[i], sr < 0 ? strerror(errno) : "not a directory");
+	}
 	if ((r = check_combination(o)) >= 0)
 		return r;
 	if (record_parse_events(event_list, o) < 0)

@@ -473,7 +473,7 @@ int record_main(int argc, char **argv)
 			        o.command[0],
 			        fr == -ENOENT && !strchr(o.command[0], '/') ? "not found on PATH"
 			                                                    : strerror(-fr));
-			free_spans(&o);
+			free_options(&o);
 			return 1;
 		}
 	}
