@@ -39,12 +39,13 @@ struct nmod {
 	size_t bid_len;
 	uint64_t stamp;  /* symbolize_later_stamp() at the last try */
 	double tried_at; /* CLOCK_MONOTONIC of the last try; 0: never */
-	bool found;      /* the last try found its symbols */
+	bool found;      /* the last try found symbols that name its code */
 	bool fresh;      /* unnamed frames of it stored since the last try */
 	bool planned;    /* in the pass now running */
 };
 
-/* A name found: module `mod`'s frame at `offset` is `name`. */
+/* A name found: module `mod`'s frame at `offset` is `name` (NULL: the
+ * symbols found for the module do not name it). */
 struct found {
 	uint32_t mod; /* index + 1; 0: a free slot */
 	uint64_t offset;
@@ -80,6 +81,7 @@ struct record_names {
 	bool abandoned; /* a pass still running at the end, left to exit with us */
 
 	uint64_t passes, named, named_modules;
+	double cpu_s; /* the passes' CPU time on their thread (guarded by mu) */
 };
 
 static double mono_now(void)
@@ -279,6 +281,8 @@ int record_names_frame(struct recorder *r, struct store_frame *f)
 	if (n->nfound) {
 		const struct found *s =
 		        found_slot(n->found, n->found_slots, (uint32_t)mod + 1, f->offset);
+		if (s->mod && !s->name)
+			return 0; /* its module's symbols do not name it */
 		if (s->mod) {
 			/* as the renamed frame is: symbolize_later_apply() */
 			f->name = s->name;
@@ -299,9 +303,13 @@ int record_names_frame(struct recorder *r, struct store_frame *f)
 static void *pass_main(void *arg)
 {
 	struct record_names *n = arg;
-	int rc = symbolize_later_run(n->pass, &n->lo);
+	struct timespec a, b;
 
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	int rc = symbolize_later_run(n->pass, &n->lo);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	pthread_mutex_lock(&n->mu);
+	n->cpu_s += (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 	n->rc = rc;
 	n->state = PASS_DONE;
 	pthread_cond_broadcast(&n->cv);
@@ -419,7 +427,8 @@ int record_names_committed(struct recorder *r)
 		long mod = mod_of(n, &f);
 		if (mod < 0)
 			return (int)mod;
-		n->mods[mod].found = x->error == 0;
+		/* found: its symbols name some of its code (not its exports alone) */
+		n->mods[mod].found = x->error == 0 && x->named > 0;
 		if (x->named) {
 			n->named += x->named;
 			n->named_modules++;
@@ -432,7 +441,9 @@ int record_names_committed(struct recorder *r)
 		if (x->named == x->frames && x->frames)
 			record_unnamed_named(r, &f);
 		for (size_t k = 0; k < nfr; k++) {
-			if (fr[k].module != i || !fr[k].name)
+			/* a frame its symbols do not name is kept too, without a
+			 * name, so that it does not make the module fresh again */
+			if (fr[k].module != i || (!fr[k].name && !n->mods[mod].found))
 				continue;
 			int rc = found_add(n, (uint32_t)mod, fr[k].offset, fr[k].name);
 			if (rc < 0)
@@ -530,7 +541,7 @@ int record_names_finish(struct recorder *r)
 	if (rc >= 0 && n->verbose && n->passes)
 		fprintf(stderr,
 		        PROG ": record: named later %" PRIu64 " frames of %" PRIu64
-		             " modules in %" PRIu64 " passes\n",
-		        n->named, n->named_modules, n->passes);
+		             " modules in %" PRIu64 " passes (%.3f s of CPU on their thread)\n",
+		        n->named, n->named_modules, n->passes, n->cpu_s);
 	return rc;
 }
