@@ -11,8 +11,8 @@
 #     (each stack of the program's frames, read with every function of the
 #     program as "[prog]");
 #   - the second half of its work, sampled after the names were found, goes
-#     under the same stacks: no stack twice in the export, and every frame
-#     of the program named;
+#     under the same stacks and frames: no stack twice in the export, every
+#     frame of the program named, and none named a second time (-v);
 #   - a debug file put directly into the --debug-dir (no .build-id tree) just
 #     before the program ends is used by the pass at the end of the recording.
 # Work is counted in loop iterations and every wait is for an event (a file,
@@ -110,6 +110,8 @@ check "the second half, sampled after the names were found, went under the same 
 check "... which grew" test "$(grep ';main;middle;leaf_a ' "$tmp/after.folded" | awk '{ print $NF }')" \
 	-gt "$(grep ';main;middle;leaf_a ' "$tmp/mid.folded" | awk '{ print $NF }')"
 check "... with no frame of the program unnamed" test -z "$(grep -F '[prog]' "$tmp/after.folded")"
+check "... named from the names found, not stored unnamed and named again: one -v line for the program" \
+	test "$(grep -c "named later .* of $tmp/prog, from" "$tmp/rec.err")" = 1
 
 # a debug file put in at the very end: named by the last pass
 rm -f "$tmp/gate" "$tmp/gate.done"
