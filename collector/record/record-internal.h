@@ -2,8 +2,9 @@
  * record-internal.h — what the parts of `flamefs-collect record` share:
  * the options, the recorder's state, and the functions one part calls in
  * another.  record.c parses the command line, sets up the BPF side and
- * runs the loop; drain.c takes the counts out of the BPF maps,
- * symbolizes and stores them; events.c knows the events of -e.
+ * runs the loop; drain.c drains the BPF maps each second (maps.c takes
+ * the counts out, frames.c names and stores them, process.c follows the
+ * processes); events.c knows the events of -e.
  * Only record.c's callers' header is record.h.
  */
 #ifndef FLAMEFS_RECORD_INTERNAL_H
@@ -70,6 +71,9 @@ struct options {
 	/* --span, in order */
 	struct record_span_spec *spans;
 	size_t nspans;
+	/* --debug-dir, in order (naming later: names.c) */
+	const char **debug_dirs;
+	size_t ndebug_dirs;
 };
 
 /* End probes of one span at most (END1|END2|...). */
@@ -345,6 +349,8 @@ struct recorder {
 	 * NULL with --jit-wait 0), and what became of them, in samples. */
 	struct record_late *late;
 	struct record_labels *labels; /* labels.c; NULL with --no-labels */
+	struct record_names *names;   /* names.c; NULL for a database */
+	size_t drain_stacks;          /* the stacks the last drain stored */
 	struct late_stats {
 		uint64_t seen;        /* with a late frame when first named */
 		uint64_t held;        /* of which held back */
@@ -383,10 +389,43 @@ static inline bool python_walks(const struct options *o)
 void record_fail(struct recorder *r, int err, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
-/* drain.c */
+/* process.c: the process events. */
 /* The ring buffer's callback: fork, exec, exit, stale-maps and
  * table-wanted events. */
 int record_on_event(void *ctx, void *data, size_t len);
+/* After a drain's commit: frees the snapshots (and labels) of processes
+ * that exited REAP_DRAINS drains ago. */
+void record_reap_exited(struct recorder *r);
+/* After a drain's commit: frees the ELF files nothing holds any more, every
+ * SWEEP_DRAINS drains (or --module-grace, when shorter), or at once when
+ * twice as many are open as after the last sweep. */
+void record_sweep_modules(struct recorder *r);
+
+/* maps.c: what a drain takes out of a map set. */
+/* Takes the counts of map set `set` into r->ents and its samples with a
+ * moment into r->smp, joined (each entry its records; a key with records
+ * and no count gets an entry of its own), and notes the stacks to delete
+ * once stored.  0 or -errno. */
+int record_take_set(struct recorder *r, int set);
+/* Names the code objects of the Python frames of r->ents' stacks while
+ * their processes live.  0 or -ENOMEM. */
+int record_prefetch_python(struct recorder *r, int set);
+/* The user and kernel stacks of a count of `set` into *user and *kernel
+ * (a vfs event's kernel stack with its file system as innermost pc). */
+void record_fetch_stacks(struct recorder *r, int set, const struct profile_key *key,
+                         struct raw_stack *user, struct raw_stack *kernel);
+/* Once stored: deletes from `set` what record_take_set() read. */
+void record_clear_set(struct recorder *r, int set);
+/* A vfs event's file system travels as the innermost pc of its kernel
+ * stack, so that it stays with the stack through late.c: RECORD_FS_PC_TAG
+ * | its fs (profile.h; 0: unknown), a value no kernel pc has.  Its kernel
+ * stack ends where the system call returns (syscall_exit_work, which runs
+ * the tracepoint): that frame goes, as the tracing frames do, and the file
+ * system takes its place (frames.c). */
+#define RECORD_FS_PC_TAG  0xf5f500000000ull
+#define RECORD_FS_PC_MASK 0xffffffff00000000ull
+
+/* drain.c */
 /* One drain: flips the BPF side to its other map set and stores the set
  * it left in one atomic batch; `final` (sampling already stopped) stores
  * both.  Returns 0 or -errno (also recorded with record_fail()). */
@@ -398,8 +437,12 @@ int record_drain(struct recorder *r, bool final);
 /* Counts the weight of a cpu sample whose leaf frame is f (report.c):
  * to its module when f has no function name.  0 or -ENOMEM. */
 int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t weight);
+/* Every frame of f's module (module and build id) has been named later:
+ * its weight no longer counts as unnamed. */
+void record_unnamed_named(struct recorder *r, const struct store_frame *f);
 void record_unnamed_free(struct recorder *r);
 
+/* frames.c: stacks named and stored. */
 /* The frames of a count's stacks, root first, into r->frames[0..*n). */
 int record_name_stacks(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user,
                        const struct raw_stack *kernel, size_t *n);
@@ -419,11 +462,46 @@ int record_series_event(struct recorder *r, struct store_batch *b, const struct 
 int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t series, uint32_t ev,
                         int64_t when, size_t n, const struct profile_value *v, bool truncated,
                         pid_t pid, const struct moment *m, size_t nm);
+/* drain.c */
 /* The samples ring's callback: appends a record to r->smp. */
 int record_on_sample(void *ctx, void *data, size_t len);
 /* CLOCK_REALTIME - CLOCK_MONOTONIC (bpf_ktime_get_ns's clock) in ns,
  * read where the two reads are closest together. */
 int64_t record_clock_offset(void);
+
+/* names.c: frames named later, while recording. */
+struct record_names;
+/* Naming later at a quiet moment: a drain that stored at most this many
+ * stacks, at most every RECORD_NAMES_EVERY_S seconds (and once a drain at
+ * all after RECORD_NAMES_LOUD_S without a quiet one); a module a debuginfod
+ * server did not have is asked again after RECORD_NAMES_DEBUGINFOD_S; the
+ * last pass at the end is waited for at most RECORD_NAMES_END_WAIT_S. */
+#define RECORD_NAMES_QUIET_STACKS 1024
+#define RECORD_NAMES_EVERY_S      10
+#define RECORD_NAMES_LOUD_S       300
+#define RECORD_NAMES_DEBUGINFOD_S 600
+#define RECORD_NAMES_END_WAIT_S   30
+/* Naming later with o's --debug-dir, DEBUGINFOD_URLS and -v.  0 or
+ * -ENOMEM. */
+int record_names_new(struct record_names **out, const struct options *o);
+void record_names_free(struct record_names *n); /* accepts NULL */
+/* For each frame about to be stored (frames.c): an unnamed one whose name
+ * was found later takes it (in place: f then names that string, owned by
+ * r->names), else its module is noted.  0 or -ENOMEM. */
+int record_names_frame(struct recorder *r, struct store_frame *f);
+/* In a drain, before its commit: the renames of a pass that has finished,
+ * into b.  0 or -errno. */
+int record_names_apply(struct recorder *r, struct store_batch *b);
+/* After the drain's commit: the names applied are given to the frames
+ * stored from now on; with -v, says what was named.  0 or -ENOMEM. */
+int record_names_committed(struct recorder *r);
+/* After each drain (it stored `stacks` stacks): at a quiet moment, starts
+ * a pass on the modules worth a try.  Errors go to record_fail(). */
+void record_names_step(struct recorder *r, size_t stacks);
+/* At the end, after the last drain: the pass running, then a last one,
+ * each committed; not waited for past RECORD_NAMES_END_WAIT_S (said). 0 or
+ * -errno (record_fail'd). */
+int record_names_finish(struct recorder *r);
 
 /* late.c: stacks whose JIT frames wait for a perf map. */
 /* A set that holds at most max_bytes of stacks, each for at most
@@ -520,6 +598,10 @@ int record_attach_events(struct recorder *r);
 double record_duty_tick(struct recorder *r);
 void record_duty_flip(struct recorder *r);
 void record_duty_stop(struct recorder *r);
+/* The factor the weights of event ev's samples in the set now drained are
+ * scaled by: the set's length over its hooked time for the vfs events
+ * under the duty cycle, else 1. */
+double record_duty_scale(const struct recorder *r, uint32_t ev);
 
 /* usage.c */
 #include "usage-internal.h"
