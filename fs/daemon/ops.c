@@ -457,6 +457,18 @@ static void push_pages(fuse_ino_t ino, const struct view_buf *b)
 	fuse_lowlevel_notify_store(fs.se, ino, 0, &v, 0);
 }
 
+/* Is the inode of the open file `of` open through another open file? */
+static bool open_elsewhere(const struct open_file *of)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&fs.lock);
+	for (const struct open_file *o = fs.open_files; o && !found; o = o->next)
+		found = o != of && o->ino == of->ino;
+	pthread_mutex_unlock(&fs.lock);
+	return found;
+}
+
 /* Finishes an open: with `render`, renders the file first (its length is
  * then known, while the kernel may hold the 0 stat gave it: that is
  * dropped before the first fstat() or read, and the bytes handed over; a
@@ -467,6 +479,11 @@ static void open_answer(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	if (render) {
 		if (open_file_render(of) == 0) {
 			refresh_inval_attr(ino);
+			/* Storing pages waits for any the kernel has locked for a
+			 * READ of another open of the inode, which another thread
+			 * must then be there to answer. */
+			if (open_elsewhere(of))
+				loop_yield();
 			push_pages(ino, &of->r->buf);
 		} else {
 			fi->direct_io = 1;
