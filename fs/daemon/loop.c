@@ -35,7 +35,7 @@ static struct {
 	struct fuse_session *se;
 } loop = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static __thread bool leading;
+static _Thread_local bool leading;
 
 void loop_yield(void)
 {
