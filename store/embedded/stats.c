@@ -401,12 +401,12 @@ static void settle_once(struct rdb *s, uint64_t slack)
 		 * flush.  Counts (small keys, merge operands) are compacted
 		 * as before. */
 		if (flushed[i])
-			s->settle_left[i] = i == CF_DEFAULT && all[i] >= SETTLE_SLACK &&
-			                    (before[i] + 4096) * SETTLE_SHARE <= all[i] &&
-			                    rocksdb_property_int_cf(s->db, s->cf[i],
-			                                            "rocksdb.estimate-num-keys",
-			                                            &keys) == 0 &&
-			                    keys * SETTLE_KEY_BYTES <= all[i];
+			s->settle_left[i] =
+			        i == CF_DEFAULT && all[i] >= SETTLE_SLACK &&
+			        (before[i] + 4096) * SETTLE_SHARE <= all[i] &&
+			        rocksdb_property_int_cf(s->db, s->cf[i],
+			                                "rocksdb.estimate-num-keys", &keys) == 0 &&
+			        keys * SETTLE_KEY_BYTES <= all[i];
 		if (s->settle_left[i])
 			continue;
 		if (level0[i] > slack && level0[i] * SETTLE_SHARE > du)
