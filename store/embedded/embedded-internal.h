@@ -313,6 +313,10 @@ struct rdb {
 	 * written since the last round. */
 	bool settle_owed;
 	size_t settle_written;
+	/* settle_once() only (one round at a time): the column families
+	 * whose level 0 a round left as flushed, until the next flush of
+	 * each. */
+	bool settle_left[CF_COUNT_ALL];
 	pthread_t settler;
 };
 

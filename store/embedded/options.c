@@ -158,8 +158,11 @@ int make_options(struct rdb *s)
 		rocksdb_options_set_compression(o, rocksdb_zstd_compression);
 		rocksdb_options_set_compression_per_level(o, levels, 7);
 		rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
-		/* window_bits, level, strategy, max_dict_bytes */
-		rocksdb_options_set_compression_options(o, -14, 6, 0, 0);
+		/* window_bits, level, strategy, max_dict_bytes: a flush
+		 * writes at the bottom level's zstd level, so a new store's
+		 * first flush is as small as a compaction would make it
+		 * (settle_once, stats.c, leaves it as it is) */
+		rocksdb_options_set_compression_options(o, -14, 9, 0, 0);
 		rocksdb_options_set_bottommost_compression_options(o, -14, 9, 0, 0, 1);
 		rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
 		rocksdb_options_set_write_buffer_size(o, i ? 32 << 20 : 8 << 20);
