@@ -141,8 +141,10 @@ static int on_exec(struct recorder *r, const struct profile_event *e)
 
 /* The loader has mapped pid's libraries (or a dlopen'ed one).  Placed
  * whole in BPF from its program's template: named from the layout, not
- * read.  Else read now; the first time since the exec, the program's
- * template then gets the libraries. */
+ * read.  A dlopen in a process the walker lists: read at its next walk
+ * (PROFILE_EVENT_STALE), if it is sampled again.  Else read now; the
+ * first time since the exec, the program's template then gets the
+ * libraries. */
 static int on_loaded(struct recorder *r, const struct profile_loaded_event *e)
 {
 	pid_t pid = (pid_t)e->pid;
@@ -158,6 +160,10 @@ static int on_loaded(struct recorder *r, const struct profile_loaded_event *e)
 	}
 	if (rc != -ENOENT)
 		return rc;
+	if ((e->flags & PROFILE_LOADED_REREAD) && r->unwinder) {
+		r->loaded_later++;
+		return 0;
+	}
 	r->loaded_read++;
 	if ((e->flags & PROFILE_LOADED_FIRST) && !(e->flags & PROFILE_LOADED_EXEC_PLACED))
 		r->loaded_read_new++;

@@ -204,6 +204,7 @@ static __always_inline bool place_list(__u32 tgid, const struct unwind_exec *t, 
 	l->nmaps = pl.k;
 	l->stale = 0;
 	l->placed = level;
+	l->reread = 0;
 	l->exe_dev = f->dev;
 	l->exe_ino = f->ino;
 	if (bpf_map_update_elem(&unwind_procs, &tgid, l, BPF_ANY))
@@ -493,12 +494,22 @@ int on_ldso_state(void *ctx)
 					e->flags |= PROFILE_LOADED_PLACED;
 			}
 		}
+	} else {
+		/* A dlopen (or dlclose): a process with a walker's list is
+		 * read only if it is sampled again (walk_step reports it
+		 * stale at its next walk), not now. */
+		struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &tgid);
+		if (up) {
+			up->reread = 1;
+			e->flags |= PROFILE_LOADED_REREAD;
+		}
 	}
-	/* A process placed whole wakes no one: user space names it from the
-	 * template, at its next wake. */
+	/* A process placed whole, or left to its next walk, wakes no one:
+	 * user space names it from the template, at its next wake. */
 	if (bpf_ringbuf_output(&events, e, sizeof(*e),
-	                       e->flags & PROFILE_LOADED_PLACED ? BPF_RB_NO_WAKEUP
-	                                                        : BPF_RB_FORCE_WAKEUP)) {
+	                       e->flags & (PROFILE_LOADED_PLACED | PROFILE_LOADED_REREAD)
+	                               ? BPF_RB_NO_WAKEUP
+	                               : BPF_RB_FORCE_WAKEUP)) {
 		count(PROFILE_STAT_EVENTS_LOST);
 		/* Not told: a list the exec placed must not wait for the
 		 * libraries (the walker asks for them, as after a dlopen). */

@@ -508,6 +508,13 @@ static long walk_step(__u32 i, void *ctx)
 		if (!find_vma_table(w, lookup, &table, &bias))
 			return fp_step(w);
 	} else {
+		if (p->reread && !p->stale) {
+			/* A dlopen since user space read the list: read it
+			 * now that the process is sampled, while it lives. */
+			p->stale = 1;
+			count(PROFILE_STAT_STALE_MAPS);
+			report(PROFILE_EVENT_STALE, w->tgid, 0);
+		}
 		struct search ms = {.hi = p->nmaps, .key = lookup, .proc = p};
 		if (ms.hi > UNWIND_MAX_MAPS)
 			ms.hi = UNWIND_MAX_MAPS;

@@ -363,6 +363,10 @@ struct profile_loaded_event {
 /* FIRST: the exec had placed the program's and the loader's lists from
  * the template (so only the libraries were left to place here). */
 #define PROFILE_LOADED_EXEC_PLACED 4u
+/* Not the first (a dlopen or dlclose): the process's walker list was
+ * marked (unwind_proc.reread), and its next walk asks for it to be read
+ * (PROFILE_EVENT_STALE); user space does not read it now. */
+#define PROFILE_LOADED_REREAD 8u
 
 /* EXEC: the program has a template (exe_templates): user space names the
  * process from it, and the event wakes no one. */

@@ -572,6 +572,7 @@ static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map
 
 	e->stale = 0;
 	e->placed = 0;
+	e->reread = 0;
 	e->exe_dev = e->exe_ino = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k == UNWIND_MAX_MAPS) {
@@ -867,8 +868,11 @@ int unwinder_refresh(struct unwinder *u, struct symbolize *s)
 		u->recent[slot].pid = pid;
 		u->recent[slot].at = now;
 		/* Rewrites the process's list through the process hook. */
-		if (symbolize_snapshot(s, pid, 0) == -ENOMEM)
-			return -ENOMEM;
+		int rc = symbolize_snapshot(s, pid, 0);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc >= 0)
+			u->st.rereads++;
 	}
 	u->nstale = keep;
 	return 0;

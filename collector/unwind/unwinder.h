@@ -83,6 +83,7 @@ struct unwinder_stats {
 	uint64_t bad_rows;      /* rows the compact form cannot express */
 	uint64_t processes;     /* process mapping lists written */
 	uint64_t ancestors;     /* of which a want's ancestors */
+	uint64_t rereads;       /* processes read again at a walk's request */
 	uint64_t map_overflow;  /* mappings beyond UNWIND_MAX_MAPS, not walked */
 	uint64_t python;        /* Python interpreters written for the walker */
 	double build_seconds;   /* worker CPU-ish: wall time building tables */
