@@ -50,32 +50,50 @@ static void usage(FILE *f)
 	      f);
 }
 
-struct unnamed {
-	uint32_t id;
-	struct store_frame f;
-};
-
-static int unnamed_cmp(const void *pa, const void *pb)
+/* Appends "PATH (BUILD ID HEX)" of module m to the list *l (of *len bytes). */
+static void list_module(char **l, size_t *len, const struct symbolize_later_module *m)
 {
-	const struct store_frame *a = &((const struct unnamed *)pa)->f;
-	const struct store_frame *b = &((const struct unnamed *)pb)->f;
-	size_t n = a->module_len < b->module_len ? a->module_len : b->module_len;
-	int c = n ? memcmp(a->module, b->module, n) : 0;
+	char hex[2 * 64 + 1] = "";
 
-	if (c || a->module_len != b->module_len)
-		return c ? c : a->module_len < b->module_len ? -1 : 1;
-	n = a->build_id_len < b->build_id_len ? a->build_id_len : b->build_id_len;
-	c = n ? memcmp(a->build_id, b->build_id, n) : 0;
-	if (c || a->build_id_len != b->build_id_len)
-		return c ? c : a->build_id_len < b->build_id_len ? -1 : 1;
-	return a->offset < b->offset ? -1 : a->offset > b->offset;
+	for (size_t k = 0; k < m->build_id_len && k < 64; k++)
+		snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
+	size_t add = strlen(m->path) + strlen(hex) + 8;
+	char *nl = realloc(*l, *len + add);
+	if (!nl)
+		cli_die("out of memory");
+	*l = nl;
+	*len += (size_t)snprintf(*l + *len, add, "%s%s (%s)", *len ? ", " : "", m->path, hex);
 }
 
-static bool same_module(const struct store_frame *a, const struct store_frame *b)
+/* The closing line (and, with --dry-run, a line per module named). */
+static void say(const struct symbolize_later_pass *p, bool dry)
 {
-	return a->module_len == b->module_len && a->build_id_len == b->build_id_len &&
-	       (!a->module_len || !memcmp(a->module, b->module, a->module_len)) &&
-	       (!a->build_id_len || !memcmp(a->build_id, b->build_id, a->build_id_len));
+	size_t nr, nf, named = 0, modules_named = 0, left = 0, left_len = 0;
+	const struct symbolize_later_result *res = symbolize_later_results(p, &nr);
+	char *left_list = NULL;
+
+	symbolize_later_frames(p, &nf);
+	for (size_t i = 0; i < nr; i++) {
+		if (res[i].named) {
+			modules_named++;
+			named += res[i].named;
+			if (dry)
+				printf("%s: %zu of %zu frames, from %s\n", res[i].m.path,
+				       res[i].named, res[i].frames, res[i].source);
+		} else if (++left <= 3) {
+			list_module(&left_list, &left_len, &res[i].m);
+		}
+	}
+	fprintf(stderr,
+	        PROG ": symbolize: %s %zu of %zu unnamed frames in %zu of %zu modules;"
+	             " %zu modules still without names%s%s%s\n",
+	        dry ? "would name" : "named", named, nf, modules_named, nr, left, left ? ": " : "",
+	        left ? left_list : "", left > 3 ? ", ..." : "");
+	if (left)
+		fprintf(stderr,
+		        PROG ": symbolize: install their debug packages, give --debug-dir, or set "
+		             "DEBUGINFOD_URLS, and run symbolize again\n");
+	free(left_list);
 }
 
 int cmd_symbolize(int argc, char **argv)
@@ -125,103 +143,28 @@ int cmd_symbolize(int argc, char **argv)
 		        "symbolize the hosts' directories before they push",
 		        dir);
 
-	/* the unnamed frames that know where they are */
-	struct unnamed *u = NULL;
-	size_t nu = 0, cap = 0;
-	for (uint32_t id = 1; id < store_frame_count(s); id++) {
-		struct store_frame f;
-		if (store_frame_get(s, id, &f) < 0 || f.kind != STORE_FRAME_UNKNOWN || !f.offset ||
-		    !f.build_id_len)
-			continue;
-		if (nu == cap) {
-			cap = cap ? cap * 2 : 256;
-			struct unnamed *n = realloc(u, cap * sizeof(*n));
-			if (!n)
-				cli_die("out of memory");
-			u = n;
-		}
-		u[nu++] = (struct unnamed){id, f};
-	}
-	if (nu)
-		qsort(u, nu, sizeof(*u), unnamed_cmp);
-
+	/* the unnamed frames that know where they are, named in one commit */
+	struct symbolize_later_pass *p;
 	struct symbolize_later_opts lo = {dirs, ndirs};
-	struct store_batch *b = dry ? NULL : store_batch_new(s);
-	if (!dry && !b)
-		cli_die_store(s);
-	size_t named = 0, modules = 0, modules_named = 0, left = 0;
-	char *left_list = NULL;
-	size_t left_len = 0;
-	for (size_t i = 0, j; i < nu; i = j) {
-		char path[4096];
-		struct symbolize_later *m = NULL;
-		size_t here = 0;
-
-		for (j = i; j < nu && same_module(&u[i].f, &u[j].f); j++)
-			;
-		modules++;
-		snprintf(path, sizeof(path), "%.*s", (int)u[i].f.module_len, u[i].f.module);
-		int r = symbolize_later_open(&lo, path, u[i].f.build_id, u[i].f.build_id_len, &m);
-		if (r == -ENOMEM)
-			cli_die("out of memory");
-		if (r == -ENOTSUP)
-			cli_die("symbolize: this flamefs-collect was built without elfutils");
-		for (size_t k = i; r == 0 && k < j; k++) {
-			char *name = NULL;
-			int nr = symbolize_later_name(m, u[k].f.offset, &name);
-			if (nr < 0)
-				cli_die("out of memory");
-			if (nr == 0)
-				continue;
-			struct store_frame f = u[k].f;
-			f.name = name;
-			f.name_len = strlen(name);
-			f.kind = STORE_FRAME_USER;
-			f.offset = 0;
-			f.file = NULL;
-			f.file_len = 0;
-			f.line = 0;
-			if (b && store_batch_frame_rename(b, u[k].id, &f) < 0)
-				cli_die_store(s);
-			free(name);
-			here++;
-		}
-		if (here) {
-			modules_named++;
-			named += here;
-			if (dry)
-				printf("%s: %zu of %zu frames, from %s\n", path, here, j - i,
-				       symbolize_later_source(m));
-		} else {
-			left++;
-			if (left <= 3) {
-				char hex[2 * 64 + 1] = "";
-				for (size_t k = 0; k < u[i].f.build_id_len && k < 64; k++)
-					snprintf(hex + 2 * k, 3, "%02x", u[i].f.build_id[k]);
-				size_t add = strlen(path) + strlen(hex) + 8;
-				char *nl = realloc(left_list, left_len + add);
-				if (!nl)
-					cli_die("out of memory");
-				left_list = nl;
-				left_len += (size_t)snprintf(left_list + left_len, add, "%s%s (%s)",
-				                             left_len ? ", " : "", path, hex);
-			}
-		}
-		symbolize_later_free(m);
+	int r = symbolize_later_plan(s, NULL, 0, &p);
+	if (r == 0)
+		r = symbolize_later_run(p, &lo);
+	if (r == -ENOTSUP)
+		cli_die("symbolize: this flamefs-collect was built without elfutils");
+	if (r < 0)
+		cli_die("out of memory");
+	struct store_batch *b = NULL;
+	size_t nr, named = 0;
+	const struct symbolize_later_result *res = symbolize_later_results(p, &nr);
+	for (size_t i = 0; i < nr; i++)
+		named += res[i].named;
+	if (!dry && named) {
+		b = store_batch_new(s);
+		if (!b || symbolize_later_apply(p, b) < 0 || store_batch_commit(b) < 0)
+			cli_die_store(s);
 	}
-	if (b && named && store_batch_commit(b) < 0)
-		cli_die_store(s);
-	fprintf(stderr,
-	        PROG ": symbolize: %s %zu of %zu unnamed frames in %zu of %zu modules;"
-	             " %zu modules still without names%s%s%s\n",
-	        dry ? "would name" : "named", named, nu, modules_named, modules, left,
-	        left ? ": " : "", left ? left_list : "", left > 3 ? ", ..." : "");
-	if (left)
-		fprintf(stderr,
-		        PROG ": symbolize: install their debug packages, give --debug-dir, or set "
-		             "DEBUGINFOD_URLS, and run symbolize again\n");
-	free(left_list);
-	free(u);
+	say(p, dry);
+	symbolize_later_pass_free(p);
 	free(dirs);
 	store_batch_free(b);
 	store_close(s);

@@ -728,6 +728,13 @@ void record_duty_flip(struct recorder *r)
 		plan_windows(d, now);
 }
 
+double record_duty_scale(const struct recorder *r, uint32_t ev)
+{
+	return r->duty.on && (ev == PROFILE_EV_VFS_READ || ev == PROFILE_EV_VFS_WRITE)
+	               ? r->duty.scale
+	               : 1;
+}
+
 void record_duty_stop(struct recorder *r)
 {
 	struct record_duty *d = &r->duty;

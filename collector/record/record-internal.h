@@ -2,8 +2,9 @@
  * record-internal.h — what the parts of `flamefs-collect record` share:
  * the options, the recorder's state, and the functions one part calls in
  * another.  record.c parses the command line, sets up the BPF side and
- * runs the loop; drain.c takes the counts out of the BPF maps,
- * symbolizes and stores them; events.c knows the events of -e.
+ * runs the loop; drain.c drains the BPF maps each second (maps.c takes
+ * the counts out, frames.c names and stores them, process.c follows the
+ * processes); events.c knows the events of -e.
  * Only record.c's callers' header is record.h.
  */
 #ifndef FLAMEFS_RECORD_INTERNAL_H
@@ -384,10 +385,43 @@ static inline bool python_walks(const struct options *o)
 void record_fail(struct recorder *r, int err, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
-/* drain.c */
+/* process.c: the process events. */
 /* The ring buffer's callback: fork, exec, exit, stale-maps and
  * table-wanted events. */
 int record_on_event(void *ctx, void *data, size_t len);
+/* After a drain's commit: frees the snapshots (and labels) of processes
+ * that exited REAP_DRAINS drains ago. */
+void record_reap_exited(struct recorder *r);
+/* After a drain's commit: frees the ELF files nothing holds any more, every
+ * SWEEP_DRAINS drains (or --module-grace, when shorter), or at once when
+ * twice as many are open as after the last sweep. */
+void record_sweep_modules(struct recorder *r);
+
+/* maps.c: what a drain takes out of a map set. */
+/* Takes the counts of map set `set` into r->ents and its samples with a
+ * moment into r->smp, joined (each entry its records; a key with records
+ * and no count gets an entry of its own), and notes the stacks to delete
+ * once stored.  0 or -errno. */
+int record_take_set(struct recorder *r, int set);
+/* Names the code objects of the Python frames of r->ents' stacks while
+ * their processes live.  0 or -ENOMEM. */
+int record_prefetch_python(struct recorder *r, int set);
+/* The user and kernel stacks of a count of `set` into *user and *kernel
+ * (a vfs event's kernel stack with its file system as innermost pc). */
+void record_fetch_stacks(struct recorder *r, int set, const struct profile_key *key,
+                         struct raw_stack *user, struct raw_stack *kernel);
+/* Once stored: deletes from `set` what record_take_set() read. */
+void record_clear_set(struct recorder *r, int set);
+/* A vfs event's file system travels as the innermost pc of its kernel
+ * stack, so that it stays with the stack through late.c: RECORD_FS_PC_TAG
+ * | its fs (profile.h; 0: unknown), a value no kernel pc has.  Its kernel
+ * stack ends where the system call returns (syscall_exit_work, which runs
+ * the tracepoint): that frame goes, as the tracing frames do, and the file
+ * system takes its place (frames.c). */
+#define RECORD_FS_PC_TAG  0xf5f500000000ull
+#define RECORD_FS_PC_MASK 0xffffffff00000000ull
+
+/* drain.c */
 /* One drain: flips the BPF side to its other map set and stores the set
  * it left in one atomic batch; `final` (sampling already stopped) stores
  * both.  Returns 0 or -errno (also recorded with record_fail()). */
@@ -401,6 +435,7 @@ int record_drain(struct recorder *r, bool final);
 int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t weight);
 void record_unnamed_free(struct recorder *r);
 
+/* frames.c: stacks named and stored. */
 /* The frames of a count's stacks, root first, into r->frames[0..*n). */
 int record_name_stacks(struct recorder *r, pid_t pid, uint32_t gen, const struct raw_stack *user,
                        const struct raw_stack *kernel, size_t *n);
@@ -420,6 +455,7 @@ int record_series_event(struct recorder *r, struct store_batch *b, const struct 
 int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t series, uint32_t ev,
                         int64_t when, size_t n, const struct profile_value *v, bool truncated,
                         pid_t pid, const struct moment *m, size_t nm);
+/* drain.c */
 /* The samples ring's callback: appends a record to r->smp. */
 int record_on_sample(void *ctx, void *data, size_t len);
 /* CLOCK_REALTIME - CLOCK_MONOTONIC (bpf_ktime_get_ns's clock) in ns,
@@ -516,6 +552,10 @@ int record_attach_events(struct recorder *r);
 double record_duty_tick(struct recorder *r);
 void record_duty_flip(struct recorder *r);
 void record_duty_stop(struct recorder *r);
+/* The factor the weights of event ev's samples in the set now drained are
+ * scaled by: the set's length over its hooked time for the vfs events
+ * under the duty cycle, else 1. */
+double record_duty_scale(const struct recorder *r, uint32_t ev);
 
 /* usage.c */
 #include "usage-internal.h"

@@ -10,7 +10,12 @@
  * (DIR/.build-id/xx/rest.debug or DIR/xx/rest.debug under
  * /usr/lib/debug and each debug directory, or a file directly in a debug
  * directory whose build id it is).  Names are made as the symbolizer
- * makes them from symbols (symbolize_symbol()).  Nothing here prints.
+ * makes them from symbols (symbolize_symbol()).  A pass over a store
+ * (symbolize_later_plan/run/apply) is what `flamefs-collect symbolize`
+ * and `record` on its own do: the store's unnamed frames copied out, named
+ * without the store (on any thread), and renamed in a batch the caller
+ * commits; symbolize_later_stamp() tells the recorder when a search may
+ * now find more.  Nothing here prints or commits.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -344,3 +349,278 @@ void symbolize_later_free(struct symbolize_later *m)
 }
 
 #endif
+
+/* ---- a naming pass over a store ---------------------------------------- */
+
+struct symbolize_later_pass {
+	struct symbolize_later_result *mods;
+	size_t nmods;
+	struct symbolize_later_frame *frames;
+	size_t nframes;
+};
+
+/* A frame of the plan, pointing into the store until copied. */
+struct planned {
+	uint32_t id;
+	struct store_frame f;
+};
+
+static int mem_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	size_t n = al < bl ? al : bl;
+	int c = n ? memcmp(a, b, n) : 0;
+
+	return c ? c : al < bl ? -1 : al > bl;
+}
+
+static int planned_cmp(const void *pa, const void *pb)
+{
+	const struct store_frame *a = &((const struct planned *)pa)->f;
+	const struct store_frame *b = &((const struct planned *)pb)->f;
+	int c = mem_cmp(a->module, a->module_len, b->module, b->module_len);
+
+	if (!c)
+		c = mem_cmp(a->build_id, a->build_id_len, b->build_id, b->build_id_len);
+	return c ? c : a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+static bool same_module(const struct store_frame *a, const struct store_frame *b)
+{
+	return !mem_cmp(a->module, a->module_len, b->module, b->module_len) &&
+	       !mem_cmp(a->build_id, a->build_id_len, b->build_id, b->build_id_len);
+}
+
+/* Whether frame f is of one of the modules only[0..nonly). */
+static bool wanted(const struct store_frame *f, const struct symbolize_later_module *only,
+                   size_t nonly)
+{
+	for (size_t i = 0; i < nonly; i++)
+		if (!mem_cmp(f->build_id, f->build_id_len, only[i].build_id,
+		             only[i].build_id_len) &&
+		    !mem_cmp(f->module, f->module_len, only[i].path,
+		             only[i].path ? strlen(only[i].path) : 0))
+			return true;
+	return false;
+}
+
+/* Copies the module of frame f into result r.  0 or -ENOMEM. */
+static int copy_module(struct symbolize_later_result *r, const struct store_frame *f)
+{
+	char *path = strndup(f->module ? f->module : "", f->module_len);
+	uint8_t *bid = malloc(f->build_id_len ? f->build_id_len : 1);
+
+	if (!path || !bid) {
+		free(path);
+		free(bid);
+		return -ENOMEM;
+	}
+	memcpy(bid, f->build_id, f->build_id_len);
+	r->m = (struct symbolize_later_module){path, bid, f->build_id_len};
+	r->error = -ENOENT;
+	return 0;
+}
+
+/* The pass of the planned frames u[0..nu), sorted by module. */
+static int plan_fill(struct symbolize_later_pass *p, const struct planned *u, size_t nu)
+{
+	size_t nmods = 0;
+
+	for (size_t i = 0; i < nu; i++)
+		nmods += i == 0 || !same_module(&u[i - 1].f, &u[i].f);
+	p->mods = calloc(nmods ? nmods : 1, sizeof(*p->mods));
+	p->frames = calloc(nu ? nu : 1, sizeof(*p->frames));
+	if (!p->mods || !p->frames)
+		return -ENOMEM;
+	for (size_t i = 0; i < nu; i++) {
+		if (i == 0 || !same_module(&u[i - 1].f, &u[i].f)) {
+			if (copy_module(&p->mods[p->nmods], &u[i].f) < 0)
+				return -ENOMEM;
+			p->nmods++;
+		}
+		p->mods[p->nmods - 1].frames++;
+		p->frames[p->nframes++] = (struct symbolize_later_frame){
+		        .id = u[i].id, .module = (uint32_t)(p->nmods - 1), .offset = u[i].f.offset};
+	}
+	return 0;
+}
+
+int symbolize_later_plan(const struct store *s, const struct symbolize_later_module *only,
+                         size_t nonly, struct symbolize_later_pass **out)
+{
+	struct symbolize_later_pass *p = calloc(1, sizeof(*p));
+	struct planned *u = NULL;
+	size_t nu = 0, cap = 0;
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	for (uint32_t id = 1; id < store_frame_count(s); id++) {
+		struct store_frame f;
+		if (store_frame_get(s, id, &f) < 0 || f.kind != STORE_FRAME_UNKNOWN || !f.offset ||
+		    !f.build_id_len || (only && !wanted(&f, only, nonly)))
+			continue;
+		if (nu == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct planned *n = realloc(u, ncap * sizeof(*n));
+			if (!n)
+				goto out;
+			u = n;
+			cap = ncap;
+		}
+		u[nu++] = (struct planned){id, f};
+	}
+	if (nu > 1)
+		qsort(u, nu, sizeof(*u), planned_cmp);
+	rc = plan_fill(p, u, nu);
+out:
+	free(u);
+	if (rc < 0) {
+		symbolize_later_pass_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int symbolize_later_run(struct symbolize_later_pass *p, const struct symbolize_later_opts *o)
+{
+	size_t i = 0;
+
+	for (size_t k = 0; k < p->nmods; k++) {
+		struct symbolize_later_result *r = &p->mods[k];
+		struct symbolize_later *m = NULL;
+		size_t end = i + r->frames;
+
+		r->error = symbolize_later_open(o, r->m.path, r->m.build_id, r->m.build_id_len, &m);
+		if (r->error == -ENOMEM || r->error == -ENOTSUP)
+			return r->error;
+		for (; r->error == 0 && i < end; i++) {
+			struct symbolize_later_frame *f = &p->frames[i];
+			free(f->name);
+			f->name = NULL;
+			int nr = symbolize_later_name(m, f->offset, &f->name);
+			if (nr < 0) {
+				symbolize_later_free(m);
+				return nr;
+			}
+			r->named += nr > 0;
+		}
+		i = end;
+		if (r->error == 0 && !(r->source = strdup(symbolize_later_source(m)))) {
+			symbolize_later_free(m);
+			return -ENOMEM;
+		}
+		symbolize_later_free(m);
+	}
+	return 0;
+}
+
+int symbolize_later_apply(const struct symbolize_later_pass *p, struct store_batch *b)
+{
+	for (size_t i = 0; i < p->nframes; i++) {
+		const struct symbolize_later_frame *f = &p->frames[i];
+		const struct symbolize_later_module *m = &p->mods[f->module].m;
+		if (!f->name)
+			continue;
+		struct store_frame named = {
+		        .name = f->name,
+		        .name_len = strlen(f->name),
+		        .module = m->path,
+		        .module_len = strlen(m->path),
+		        .build_id = m->build_id,
+		        .build_id_len = m->build_id_len,
+		        .kind = STORE_FRAME_USER,
+		};
+		int rc = store_batch_frame_rename(b, f->id, &named);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+const struct symbolize_later_result *symbolize_later_results(const struct symbolize_later_pass *p,
+                                                             size_t *n)
+{
+	*n = p->nmods;
+	return p->mods;
+}
+
+const struct symbolize_later_frame *symbolize_later_frames(const struct symbolize_later_pass *p,
+                                                           size_t *n)
+{
+	*n = p->nframes;
+	return p->frames;
+}
+
+void symbolize_later_pass_free(struct symbolize_later_pass *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nmods; i++) {
+		free((char *)p->mods[i].m.path);
+		free((uint8_t *)p->mods[i].m.build_id);
+		free((char *)p->mods[i].source);
+	}
+	for (size_t i = 0; i < p->nframes; i++)
+		free(p->frames[i].name);
+	free(p->mods);
+	free(p->frames);
+	free(p);
+}
+
+/* Folds what stat(2) says of path (or that it is not there) into h. */
+static uint64_t stamp_path(uint64_t h, const char *path)
+{
+	struct stat st;
+	uint64_t v[4] = {0, 0, 0, 0};
+
+	if (stat(path, &st) == 0)
+		v[0] = st.st_ino, v[1] = (uint64_t)st.st_mtim.tv_sec,
+		v[2] = (uint64_t)st.st_mtim.tv_nsec, v[3] = (uint64_t)st.st_size;
+	for (size_t i = 0; i < 4; i++)
+		for (int k = 0; k < 64; k += 8)
+			h = (h ^ ((v[i] >> k) & 0xff)) * 1099511628211ULL;
+	return h;
+}
+
+/* Folds DIR/.build-id/xx and DIR/xx of build id bid into h. */
+static uint64_t stamp_build_id(uint64_t h, const char *dir, const uint8_t *bid, size_t len)
+{
+	char p[4096];
+
+	if (len < 1)
+		return h;
+	snprintf(p, sizeof(p), "%s/.build-id/%02x", dir, bid[0]);
+	h = stamp_path(h, p);
+	snprintf(p, sizeof(p), "%s/%02x", dir, bid[0]);
+	return stamp_path(h, p);
+}
+
+uint64_t symbolize_later_stamp(const struct symbolize_later_opts *o,
+                               const struct symbolize_later_module *m)
+{
+	uint64_t h = 1469598103934665603ULL;
+	char dir[4096], p[4096 + 16];
+	const char *slash = m->path ? strrchr(m->path, '/') : NULL;
+
+	/* the file itself, and where its .gnu_debuglink may point: beside it,
+	 * in its .debug/, and under /usr/lib/debug by its directory */
+	if (m->path)
+		h = stamp_path(h, m->path);
+	if (slash) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - m->path), m->path);
+		h = stamp_path(h, *dir ? dir : "/");
+		snprintf(p, sizeof(p), "%s/.debug", dir);
+		h = stamp_path(h, p);
+		snprintf(p, sizeof(p), "/usr/lib/debug%s", dir);
+		h = stamp_path(h, p);
+	}
+	h = stamp_path(h, "/usr/lib/debug");
+	h = stamp_build_id(h, "/usr/lib/debug", m->build_id, m->build_id_len);
+	for (size_t i = 0; o && i < o->ndirs; i++) {
+		h = stamp_path(h, o->dirs[i]);
+		h = stamp_build_id(h, o->dirs[i], m->build_id, m->build_id_len);
+	}
+	return h;
+}

@@ -597,6 +597,58 @@ int symbolize_later_name(struct symbolize_later *m, uint64_t offset, char **name
 const char *symbolize_later_source(const struct symbolize_later *m);
 void symbolize_later_free(struct symbolize_later *m); /* accepts NULL */
 
+/* A naming pass over a store: what `flamefs-collect symbolize` does, and
+ * `record` on its own while it records.  symbolize_later_plan() copies
+ * the store's unnamed frames (those that keep a build id and an offset)
+ * out of it; symbolize_later_run() names them, touching no store, so that
+ * it may run on another thread while the store is written;
+ * symbolize_later_apply() adds the renames to a batch the caller commits.
+ * Results stay in the pass, readable after the run. */
+struct symbolize_later_module {
+	const char *path; /* as its frames keep it */
+	const uint8_t *build_id;
+	size_t build_id_len;
+};
+struct symbolize_later_result {
+	struct symbolize_later_module m; /* owned by the pass */
+	size_t frames;                   /* its unnamed frames in the pass */
+	size_t named;                    /* of which symbolize_later_run() named */
+	const char *source; /* where the symbols came from (owned by the pass), or NULL */
+	int error;          /* symbolize_later_open()'s: 0, -ENOENT (no symbols found)... */
+};
+struct symbolize_later_frame {
+	uint32_t id;     /* the store's frame id */
+	uint32_t module; /* the index of its module's result */
+	uint64_t offset; /* the frame's file offset */
+	char *name;      /* NULL until named; owned by the pass */
+};
+struct symbolize_later_pass;
+/* The unnamed frames of store s, of the modules only[0..nonly) (all when
+ * only is NULL), sorted by module and offset, into a new pass *out (the
+ * caller's, freed with symbolize_later_pass_free()).  0 or -ENOMEM. */
+int symbolize_later_plan(const struct store *s, const struct symbolize_later_module *only,
+                         size_t nonly, struct symbolize_later_pass **out);
+/* Looks for each module's symbols (symbolize_later_open()) and names its
+ * frames.  0, -ENOMEM or -ENOTSUP (built without elfutils); a module
+ * without symbols is a result with `error` set, not a failure. */
+int symbolize_later_run(struct symbolize_later_pass *p, const struct symbolize_later_opts *o);
+/* Renames the named frames of p in batch b (store_batch_frame_rename()):
+ * 0 or its -errno. */
+int symbolize_later_apply(const struct symbolize_later_pass *p, struct store_batch *b);
+/* The pass's modules and frames (owned by p). */
+const struct symbolize_later_result *symbolize_later_results(const struct symbolize_later_pass *p,
+                                                             size_t *n);
+const struct symbolize_later_frame *symbolize_later_frames(const struct symbolize_later_pass *p,
+                                                           size_t *n);
+void symbolize_later_pass_free(struct symbolize_later_pass *p); /* accepts NULL */
+/* A fingerprint of the places symbolize_later_open() looks in for module
+ * m (the file itself, the build-id directories, debug directories, where
+ * a debuglink would point): it changes when a debug file appears there
+ * (an install, a move into a debug directory), not when nothing did.
+ * debuginfod is not covered. */
+uint64_t symbolize_later_stamp(const struct symbolize_later_opts *o,
+                               const struct symbolize_later_module *m);
+
 /* ---- offline symbolization (import-symbols.c) ---- */
 
 /* The importers' address symbolization (import.h's struct import_symbols)
