@@ -45,8 +45,9 @@ child_of() { # PID: its one child (the recorder under rusage.py)
 	for c in /proc/[0-9]*/stat; do
 		read -r line 2>/dev/null <"$c" || continue
 		f=(${line##*) })
-		[ "${f[1]}" = "$1" ] && { echo "${c//[^0-9]/}"; return; }
+		[ "${f[1]}" = "$1" ] && { echo "${c//[^0-9]/}"; return 0; }
 	done
+	return 0 # not started yet: nothing printed
 }
 # truncated FOLDED: "loop% all%" of the weight under [truncated]
 truncated() {
@@ -73,8 +74,14 @@ for r in $(seq "$ROUNDS"); do
 	"${rusage[@]}" "$work/time-new-$r" "$fc" record --verbose --store "$work/store-new-$r" -a -F 99 -d "$DUR" \
 		2>"$work/err-new-$r" &
 	wn=$!
-	sleep 1
-	pb=$(child_of "$wb") pn=$(child_of "$wn")
+	pb= pn=
+	for _ in $(seq 50); do # the recorders, once rusage.py has started them
+		[ -n "$pb" ] || pb=$(child_of "$wb")
+		[ -n "$pn" ] || pn=$(child_of "$wn")
+		[ -n "$pb" ] && [ -n "$pn" ] && break
+		sleep 0.1
+	done
+	[ -n "$pb" ] && [ -n "$pn" ] || { echo "churn-ab.sh: a recorder did not start" >&2; exit 1; }
 	sleep 9
 	g0=$(forks) b0=$(ticks "$pb") n0=$(ticks "$pn")
 	sleep $((DUR - 12))
