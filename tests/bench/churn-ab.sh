@@ -64,7 +64,7 @@ echo
 echo "| round | build | processes (rate) | CPU, whole run | per 1,000 | CPU, seconds 10-$((DUR - 2)) | per 1,000 | [truncated]: loop's programs / all |"
 echo "|---|---|---|---|---|---|---|---|"
 for r in $(seq "$ROUNDS"); do
-	for i in $(seq "$LOOPS"); do bench_bg bash "$work/churn-loop.sh" >/dev/null 2>&1; done
+	for _ in $(seq "$LOOPS"); do bench_bg bash "$work/churn-loop.sh" >/dev/null 2>&1; done
 	sleep 2
 	rm -rf "$work"/store-*-"$r"
 	f0=$(forks)
@@ -74,7 +74,7 @@ for r in $(seq "$ROUNDS"); do
 	"${rusage[@]}" "$work/time-new-$r" "$fc" record --verbose --store "$work/store-new-$r" -a -F 99 -d "$DUR" \
 		2>"$work/err-new-$r" &
 	wn=$!
-	pb= pn=
+	pb='' pn=''
 	for _ in $(seq 50); do # the recorders, once rusage.py has started them
 		[ -n "$pb" ] || pb=$(child_of "$wb")
 		[ -n "$pn" ] || pn=$(child_of "$wn")
