@@ -19,6 +19,11 @@ void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn
 
 struct store;
 
+/* Ends the command after a failed store_open() of an existing store:
+ * "flamefs-collect: <err>", and where r is -ENOENT (no store there) how
+ * to make one. */
+void cli_die_open(int r, const char *err) __attribute__((noreturn));
+
 /* Ends the command with the store's last message: "flamefs-collect:
  * <where>: <message>", where only when the message does not begin with
  * it already (the store's read paths name it, a batch's refusals do

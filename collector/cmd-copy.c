@@ -37,7 +37,7 @@ static struct store *open_source(const char *where, bool remember)
 	if (r == -EBUSY)
 		r = store_open(where, STORE_READONLY, &s, err, sizeof(err));
 	if (r < 0)
-		cli_die("%s", err);
+		cli_die_open(r, err);
 	return s;
 }
 

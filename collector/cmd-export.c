@@ -265,14 +265,18 @@ static int parse_options(int argc, char **argv, struct export_opts *o)
 		}
 		case 'M':
 			if (view_parse_size(optarg, &o->max_render) < 0)
-				cli_die("--max-render: expected a size in bytes with an optional "
+				return cli_usage_error(
+				        "export",
+				        "--max-render: expected a size in bytes with an optional "
 				        "K, M "
 				        "or G suffix (256M), got \"%s\"",
 				        optarg);
 			break;
 		case 'f':
 			if (!(o->format = find_format(optarg)))
-				cli_die("--format: expected folded, pprof, svg, callgrind, top, "
+				return cli_usage_error(
+				        "export",
+				        "--format: expected folded, pprof, svg, callgrind, top, "
 				        "timeline, timeline.svg, quality or regressions, got "
 				        "\"%s\"",
 				        optarg);
@@ -286,24 +290,31 @@ static int parse_options(int argc, char **argv, struct export_opts *o)
 	return -1;
 }
 
-/* Refuses the combinations that mean nothing, with the reason. */
-static void check_options(const struct export_opts *o)
+/* Refuses the combinations that mean nothing, with the reason, as a
+ * usage error: 2, or -1 when they are fine. */
+static int check_options(const struct export_opts *o)
 {
 	bool fn = o->functions || o->callers || o->callees;
 
 	if ((o->functions ? 1 : 0) + (o->callers ? 1 : 0) + (o->callees ? 1 : 0) > 1)
-		cli_die("--functions, --callers and --callees exclude each other");
+		return cli_usage_error("export",
+		                       "--functions, --callers and --callees exclude each other");
 	if (o->base && fn)
-		cli_die("--base makes a diff; it does not go with --functions, --callers or "
+		return cli_usage_error(
+		        "export",
+		        "--base makes a diff; it does not go with --functions, --callers or "
 		        "--callees");
 	if (o->base && !o->version)
-		cli_die("--base needs --version: the version to compare with it");
+		return cli_usage_error("export",
+		                       "--base needs --version: the version to compare with it");
 	if (o->format->needs_diff && !o->base)
-		cli_die("--format %s needs --base", o->format->name);
+		return cli_usage_error("export", "--format %s needs --base", o->format->name);
 	if (o->base && !o->format->shows_diff)
-		cli_die("--format %s does not show a diff", o->format->name);
+		return cli_usage_error("export", "--format %s does not show a diff",
+		                       o->format->name);
 	if (o->last && (o->from || o->to))
-		cli_die("--last and --from/--to exclude each other");
+		return cli_usage_error("export", "--last and --from/--to exclude each other");
+	return -1;
 }
 
 /* Keeps the series that match the options at the front of list[0..n),
@@ -479,9 +490,12 @@ int cmd_export(int argc, char **argv)
 {
 	struct export_opts o;
 	int status = parse_options(argc, argv, &o);
-	if (status >= 0)
+	if (status < 0)
+		status = check_options(&o);
+	if (status >= 0) {
+		free(o.labels);
 		return status;
-	check_options(&o);
+	}
 
 	int64_t from = INT64_MIN, to = INT64_MAX;
 	bool window = o.last || o.from || o.to;
@@ -495,8 +509,9 @@ int cmd_export(int argc, char **argv)
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(o.store, &owned);
 	struct store *s;
-	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
+	int opened = store_open(dir, STORE_READONLY, &s, err, sizeof(err));
+	if (opened < 0)
+		cli_die_open(opened, err);
 	dir = store_where(s); /* a database: without its password */
 	if (o.last) {
 		int64_t secs;

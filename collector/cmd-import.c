@@ -544,7 +544,9 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 			errno = 0;
 			long long t = strtoll(optarg, &end, 10);
 			if (errno || end == optarg || *end)
-				cli_die("--time: expected unix seconds, got \"%s\"", optarg);
+				return cli_usage_error("import",
+				                       "--time: expected unix seconds, got \"%s\"",
+				                       optarg);
 			o->now = t;
 			job->have_time = true;
 			break;
@@ -558,14 +560,18 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 			errno = 0;
 			long long t = strtoll(optarg, &end, 10);
 			if (errno || end == optarg || *end)
-				cli_die("--clock-offset: expected seconds or \"boot\", got \"%s\"",
+				return cli_usage_error(
+				        "import",
+				        "--clock-offset: expected seconds or \"boot\", got \"%s\"",
 				        optarg);
 			o->clock_offset = t;
 			break;
 		}
 		case 'K':
 			if (record_parse_duration(optarg, &job->keep_samples) < 0)
-				cli_die("--keep-samples: expected a duration such as 30m, 6h or "
+				return cli_usage_error(
+				        "import",
+				        "--keep-samples: expected a duration such as 30m, 6h or "
 				        "1d, "
 				        "or 0, got \"%s\"",
 				        optarg);
@@ -573,7 +579,9 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 		case 'f': {
 			int f = import_format_parse(optarg);
 			if (f < 0)
-				cli_die("--format: expected perf, perf.data, folded, pprof, "
+				return cli_usage_error(
+				        "import",
+				        "--format: expected perf, perf.data, folded, pprof, "
 				        "gperftools-cpu, "
 				        "legacy or auto, got \"%s\"",
 				        optarg);
@@ -604,26 +612,33 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 	return -1;
 }
 
-/* Refuses the options and files that mean nothing together. */
-static void check_options(const struct import_job *job, int argc, char **argv)
+/* Refuses the options and files that mean nothing together, as a usage
+ * error: 2, or -1 when they are fine. */
+static int check_options(const struct import_job *job, int argc, char **argv)
 {
 	const struct import_options *o = &job->o;
 
 	if (o->event && o->all_events)
-		cli_die("--event and --all-events exclude each other");
+		return cli_usage_error("import", "--event and --all-events exclude each other");
 	if (job->host && !store_host_valid(job->host))
-		cli_die("--host: expected a name of 1 to 255 bytes without '/' or control "
+		return cli_usage_error(
+		        "import",
+		        "--host: expected a name of 1 to 255 bytes without '/' or control "
 		        "characters, got \"%s\"",
 		        job->host);
 	if ((o->binary && !*o->binary) || (o->version && !*o->version))
-		cli_die("--binary and --version need a non-empty value");
+		return cli_usage_error("import", "--binary and --version need a non-empty value");
 	if (job->one_batch && job->keep_going)
-		cli_die("--one-batch and --keep-going exclude each other: one batch is "
-		        "imported whole or not at all");
+		return cli_usage_error(
+		        "import", "--one-batch and --keep-going exclude each other: one batch is "
+		                  "imported whole or not at all");
 	for (int i = optind + 1; i < argc; i++)
 		for (int j = optind; j < i; j++)
 			if (strcmp(argv[i], "-") == 0 && strcmp(argv[j], "-") == 0)
-				cli_die("standard input (-) can be imported once per command");
+				return cli_usage_error(
+				        "import",
+				        "standard input (-) can be imported once per command");
+	return -1;
 }
 
 /* Imports argv[optind..argc) one after another (or in one batch);
@@ -708,9 +723,12 @@ int cmd_import(int argc, char **argv)
 	char *owned;
 	int status = parse_options(argc, argv, &job, &store_arg);
 
-	if (status >= 0)
+	if (status < 0)
+		status = check_options(&job, argc, argv);
+	if (status >= 0) {
+		free(job.labels);
 		return status;
-	check_options(&job, argc, argv);
+	}
 	job.dir = cli_resolve_store(store_arg, &owned);
 	job.count = (size_t)(argc - optind);
 	clock_gettime(CLOCK_MONOTONIC, &progress_st.start);

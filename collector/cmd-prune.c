@@ -42,8 +42,9 @@ int cmd_compact(int argc, char **argv)
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
 	struct store *s;
-	if (store_open(dir, 0, &s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
+	int opened = store_open(dir, 0, &s, err, sizeof(err));
+	if (opened < 0)
+		cli_die_open(opened, err);
 	dir = store_where(s); /* a database: without its password */
 	if (store_notice(s))
 		fprintf(stderr, PROG ": %s\n", store_notice(s));
@@ -182,8 +183,9 @@ int cmd_prune(int argc, char **argv)
 	const char *dir = cli_resolve_store(store_arg, &owned);
 	struct store *s;
 	struct store_prune_stats st;
-	if (store_open(dir, 0, &s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
+	int opened = store_open(dir, 0, &s, err, sizeof(err));
+	if (opened < 0)
+		cli_die_open(opened, err);
 	dir = store_where(s); /* a database: without its password */
 	if (store_notice(s))
 		fprintf(stderr, PROG ": %s\n", store_notice(s));

@@ -338,8 +338,9 @@ int cmd_samples(int argc, char **argv)
 		return cli_usage_error("samples", "--from must come before --to");
 
 	const char *dir = cli_resolve_store(store_arg, &owned);
-	if (store_open(dir, STORE_READONLY, &j.s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
+	int opened = store_open(dir, STORE_READONLY, &j.s, err, sizeof(err));
+	if (opened < 0)
+		cli_die_open(opened, err);
 	free(owned);
 	if (store_series_list(j.s, &j.list, &j.nlist) < 0)
 		cli_die_store(j.s);

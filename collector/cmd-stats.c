@@ -342,8 +342,6 @@ int cli_series_quality(struct store *s, const struct store_series *se, struct vi
 	return r;
 }
 
-__extension__ typedef unsigned __int128 u128;
-
 /* Is `se` in `list` with the same samples and weight? */
 static bool series_unchanged(const struct store_series *list, size_t n,
                              const struct store_series *se)
@@ -394,8 +392,9 @@ static void warn_unrooted(struct store *s, const struct store_series *list, size
 		struct view_quality q = memo[i].q;
 		if (q.total == 0 || q.rooted * 2 >= q.total)
 			continue;
-		/* The worst: the smallest rooted share, q.rooted / q.total. */
-		if (worst == SIZE_MAX || (u128)q.rooted * wq.total < (u128)wq.rooted * q.total) {
+		/* The one that matters most: the most weight cut short (a tiny
+		 * series at 0% would hide a large one at 1%). */
+		if (worst == SIZE_MAX || q.total - q.rooted > wq.total - wq.rooted) {
 			worst = i;
 			wq = q;
 		}
@@ -764,7 +763,7 @@ int cmd_stats(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error("stats", "unexpected argument %s", argv[optind]);
 	if ((by_host != 0) + (by != NULL) + (quality != 0) > 1)
-		cli_die("--by-host, --by and --quality exclude each other");
+		return cli_usage_error("stats", "--by-host, --by and --quality exclude each other");
 	if (by) {
 		/* A key as store.h makes them: [a-z][a-z0-9_]*, at most
 		 * STORE_LABEL_KEY_MAX bytes. */
@@ -783,8 +782,9 @@ int cmd_stats(int argc, char **argv)
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
 	struct store *s;
-	if (store_open(dir, STORE_READONLY, &s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
+	int opened = store_open(dir, STORE_READONLY, &s, err, sizeof(err));
+	if (opened < 0)
+		cli_die_open(opened, err);
 	dir = store_where(s); /* a database: without its password */
 
 	struct store_series *list;

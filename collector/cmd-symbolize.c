@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "store.h"
 #include "symbolize.h"
@@ -129,12 +130,20 @@ int cmd_symbolize(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error(argv[0], "unexpected argument %s", argv[optind]);
+	for (size_t i = 0; i < ndirs; i++) {
+		struct stat st;
+		int sr = stat(dirs[i], &st);
+		if (sr < 0 || !S_ISDIR(st.st_mode))
+			cli_die("symbolize: --debug-dir %s: %s; give a directory of debug files",
+			        dirs[i], sr < 0 ? strerror(errno) : "not a directory");
+	}
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
 	struct store *s;
-	if (store_open(dir, dry ? STORE_READONLY : 0, &s, err, sizeof(err)) < 0)
-		cli_die("%s", err);
+	int opened = store_open(dir, dry ? STORE_READONLY : 0, &s, err, sizeof(err));
+	if (opened < 0)
+		cli_die_open(opened, err);
 	if (dry && store_refresh(s) < 0)
 		cli_die_store(s);
 	dir = store_where(s);

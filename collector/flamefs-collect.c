@@ -6,6 +6,7 @@
  * is the only place in the collector that prints or exits.  Every error
  * is reported once, as "flamefs-collect: <what>: <why>".
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,13 @@ void cli_die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
+}
+
+void cli_die_open(int r, const char *err)
+{
+	if (r == -ENOENT)
+		cli_die("%s; make one with `" PROG " import` or `" PROG " record`", err);
+	cli_die("%s", err);
 }
 
 void cli_die_store(const struct store *s)

@@ -4,8 +4,9 @@
 # runtimes:
 #   - Java (tests/java/Work.java, hot ~3/4 and side ~1/4) with
 #     -XX:+DumpPerfMapAtExit, which writes /tmp/perf-PID.map only as the
-#     JVM exits: the shares of Work.hot and Work.side are within 5 points
-#     of `perf record -g` + `perf script`'s on the same execution (record
+#     JVM exits: the shares of Work.hot and Work.side are within 4
+#     standard errors (from the sample counts, 2000 or more each) of
+#     `perf record -g` + `perf script`'s on the same execution (record
 #     runs perf record -- java as its COMMAND);
 #   - the same JVM followed with -p, the recording going on after it
 #     exits: the map is read at its exit, and its stacks are named in the
@@ -221,33 +222,48 @@ javac -encoding UTF-8 -d "$tmp/classes" "$here/java/Work.java" 2>"$tmp/javac.err
 	exit 1
 }
 jvm=(java -XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -cp "$tmp/classes" Work)
+jvm_cpu=("${jvm[@]:0:4}" -Dwork.cpu=true "${jvm[@]:4}")
 
 # One execution, two samplers: record runs `perf record -g -- java …` as
 # its COMMAND (as tests/bench/unwind.sh does), so both sample the same JVM;
 # perf's own samples are in our series of perf, left out.  perf names the
 # JIT frames from the map perf script reads after the run.  A fixed period
 # (-c) so that each perf sample weighs the same.
-perf_hot= perf_side=
+# The two shares differ only by sampling: the samplers take their samples
+# at different moments of the same run, and both name the JIT code from
+# the one map written at exit, so an address is named alike in both.  So
+# the bound is 4 standard errors of the difference of two shares,
+# sqrt(p(1-p)(1/n + 1/n')), from the sample counts of this run, and the
+# loop runs for 5 s of its thread's CPU time (-Dwork.cpu=true), not of
+# wall time, so that a busy machine does not shrink the counts: at least
+# 2000 samples each, which puts the bound under 0.06 for Work.hot.
+perf_hot= perf_side= perf_n=
 if ! command -v perf >/dev/null; then
 	bad "java: perf is missing (Debian: linux-perf)"
 fi
 "$collect" record --verbose --store "$tmp/java" -F $F -- perf record -q -e cpu-clock -c $period -g \
-	-o "$tmp/java.data" -- "${jvm[@]}" 4000 >"$tmp/java.out" 2>"$tmp/java.err" ||
+	-o "$tmp/java.data" -- "${jvm_cpu[@]}" 5000 >"$tmp/java.out" 2>"$tmp/java.err" ||
 	{ bad "record -- perf record -- java failed"; cat "$tmp/java.err"; }
 perf script -i "$tmp/java.data" 2>/dev/null >"$tmp/java.script"
-read -r perf_hot perf_side < <(awk 'BEGIN { RS = "" }
+read -r perf_n perf_hot perf_side < <(awk 'BEGIN { RS = "" }
 	{ n++; if (/Work\.hot/) h++; else if (/Work\.side/) s++ }
-	END { printf "%.4f %.4f\n", n ? h / n : 0, n ? s / n : 0 }' "$tmp/java.script")
+	END { printf "%d %.4f %.4f\n", n, n ? h / n : 0, n ? s / n : 0 }' "$tmp/java.script")
 accounted "java -XX:+DumpPerfMapAtExit" "$tmp/java.err"
 "$collect" export --store "$tmp/java" --binary java >"$tmp/java.f" 2>/dev/null
 hot=$(share "$tmp/java.f" ';double Work\.hot($|;)')
 side=$(share "$tmp/java.f" ';double Work\.side($|;)')
-if awk -v h="$hot" -v s="$side" -v ph="${perf_hot:-0}" -v ps="${perf_side:-0}" 'BEGIN {
+# our samples of the JVM: each weighs one period
+n=$(awk -v p=$period '{ t += $NF } END { printf "%.0f\n", t / p }' "$tmp/java.f")
+if awk -v h="$hot" -v s="$side" -v ph="${perf_hot:-0}" -v ps="${perf_side:-0}" -v n="$n" -v pn="${perf_n:-0}" 'BEGIN {
+	if (n < 2000 || pn < 2000 || ph <= 0.4 || ps <= 0.1) exit 1
+	f = 1 / n + 1 / pn; p = (h + ph) / 2; q = (s + ps) / 2
+	bh = 4 * sqrt(p * (1 - p) * f); bs = 4 * sqrt(q * (1 - q) * f)
+	printf "       bounds (4 standard errors): Work.hot %.4f, Work.side %.4f\n", bh, bs
 	d1 = h - ph; d2 = s - ps
-	exit !(ph > 0.4 && ps > 0.1 && d1 < 0.05 && d1 > -0.05 && d2 < 0.05 && d2 > -0.05) }'; then
-	ok "java -XX:+DumpPerfMapAtExit: Work.hot $hot, Work.side $side; perf script on the same run: $perf_hot, $perf_side"
+	exit !(d1 < bh && d1 > -bh && d2 < bs && d2 > -bs) }'; then
+	ok "java -XX:+DumpPerfMapAtExit: Work.hot $hot, Work.side $side of $n samples; perf script on the same run: $perf_hot, $perf_side of $perf_n"
 else
-	bad "java -XX:+DumpPerfMapAtExit: Work.hot $hot, Work.side $side; perf script: ${perf_hot:-?}, ${perf_side:-?} (want within 0.05)"
+	bad "java -XX:+DumpPerfMapAtExit: Work.hot $hot, Work.side $side of $n samples; perf script: ${perf_hot:-?}, ${perf_side:-?} of ${perf_n:-?} (want 2000 samples or more each, within 4 standard errors)"
 	sort -t' ' -k2 -nr "$tmp/java.f" | head -5 | cut -c1-300
 	grep 'JIT frames' "$tmp/java.err"
 fi

@@ -8,6 +8,9 @@
 #   - every other refusal of flamefs is one line that starts "flamefs:"
 #     and says what to do (mkdir the mountpoint, make a store, use an
 #     empty directory or -o nonempty), exit 1;
+#   - flamefs-collect on a missing store says how to make one, and
+#     symbolize on a --debug-dir that is not a directory says so;
+#   - record -- COMMAND refuses a program it cannot run, making no store;
 #   - record without its capabilities says how to get them;
 #   - flamefs refuses a mountpoint that holds files, and -o nonempty
 #     mounts over them;
@@ -119,6 +122,22 @@ says "stats --bogus" 2 "$fc stats: unknown option --bogus; try '$fc stats --help
 says "stats with an argument" 2 "$fc stats: unexpected argument extra; try '$fc stats --help'" \
 	"$collect" stats --store "$store" extra
 says "export -x" 2 "$fc export: unknown option -x; try '$fc export --help'" "$collect" export -x
+says "export --format bogus" 2 \
+	"$fc export: --format: expected folded, pprof, svg, callgrind, top, timeline, timeline.svg, quality or regressions, got \"bogus\"; try '$fc export --help'" \
+	"$collect" export --store "$store" --format bogus
+says "export --format regressions without --base" 2 \
+	"$fc export: --format regressions needs --base; try '$fc export --help'" \
+	"$collect" export --store "$store" --format regressions
+says "stats --by-host --quality" 2 \
+	"$fc stats: --by-host, --by and --quality exclude each other; try '$fc stats --help'" \
+	"$collect" stats --store "$store" --by-host --quality
+says "import --format bogus" 2 \
+	"$fc import: --format: expected perf, perf.data, folded, pprof, gperftools-cpu, legacy or auto, got \"bogus\"; try '$fc import --help'" \
+	"$collect" import --store "$tmp/imp" --format bogus "$tmp/one.folded"
+says "import --one-batch --keep-going" 2 \
+	"$fc import: --one-batch and --keep-going exclude each other: one batch is imported whole or not at all; try '$fc import --help'" \
+	"$collect" import --store "$tmp/imp" --label env=a --one-batch --keep-going "$tmp/one.folded"
+check "... and no store was made" test ! -e "$tmp/imp"
 says "compact --bogus" 2 "$fc compact: unknown option --bogus; try '$fc compact --help'" \
 	"$collect" compact --bogus
 says "prune without a cut-off" 2 \
@@ -132,9 +151,50 @@ says "record --bogus" 2 "$fc record: unknown option --bogus; try '$fc record --h
 	"$collect" record --bogus
 says "record -F without a value" 2 "$fc record: option -F needs a value; try '$fc record --help'" \
 	"$collect" record -F
+rhelp="try '$fc record --help'"
+says "record -F 0" 2 "$fc record: -F: expected a frequency from 1 to 100000 Hz, got \"0\"; $rhelp" \
+	"$collect" record -F 0 -- true
+says "record -d x" 2 "$fc record: -d: expected seconds > 0, got \"x\"; $rhelp" "$collect" record -d x -- true
+says "record --keep-samples x" 2 \
+	"$fc record: --keep-samples: expected a duration such as 30m, 6h or 1d, or 0, got \"x\"; $rhelp" \
+	"$collect" record --keep-samples x -- true
+says "record -e bogus" 2 \
+	"$fc record: -e: unknown event \"bogus\"; expected cpu, offcpu, rss, block, block-time, net, vfs, vfs-read or vfs-write; $rhelp" \
+	"$collect" record -e bogus -- true
+says "record -e cpu,cpu" 2 "$fc record: -e: cpu given twice; $rhelp" "$collect" record -e cpu,cpu -- true
 says "record without a target" 2 \
 	"$fc record: give exactly one of -p PID, -a or -- COMMAND; try '$fc record --help'" \
 	"$collect" record --store "$tmp/rec"
+
+# ---- flamefs-collect: a missing store says how to make one --------------------------
+fmake="make one with \`$fc import\` or \`$fc record\`"
+for c in stats export compact samples symbolize; do
+	says "$c on a missing store" 1 "$fc: $tmp/nostore: no such store; $fmake" \
+		"$collect" $c --store "$tmp/nostore"
+done
+says "prune on a missing store" 1 "$fc: $tmp/nostore: no such store; $fmake" \
+	"$collect" prune --older-than 1d --store "$tmp/nostore"
+check "no store was made by asking" test ! -e "$tmp/nostore"
+
+says "symbolize --debug-dir on a missing directory" 1 \
+	"$fc: symbolize: --debug-dir $tmp/nodebug: No such file or directory; give a directory of debug files" \
+	"$collect" symbolize --store "$store" --debug-dir "$tmp/nodebug"
+says "symbolize --debug-dir on a file" 1 \
+	"$fc: symbolize: --debug-dir $tmp/full/file: not a directory; give a directory of debug files" \
+	"$collect" symbolize --store "$store" --debug-dir "$tmp/full/file"
+
+# ---- record of a program that cannot run: refused before anything starts -------------
+if [ "$(id -u)" = 0 ]; then
+	says "record -- a missing program" 1 \
+		"$fc: record: cannot run no-such-program-here: not found on PATH; give its path, or a program on PATH" \
+		"$collect" record --store "$tmp/rec" -- no-such-program-here
+	says "record -- a path that is not there" 1 \
+		"$fc: record: cannot run $tmp/nope: No such file or directory; give its path, or a program on PATH" \
+		"$collect" record --store "$tmp/rec" -- "$tmp/nope"
+	check "... and no store was made" test ! -e "$tmp/rec"
+else
+	skip "not root: record's refusal of a missing program comes after its capability check"
+fi
 
 # ---- record without its capabilities ---------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

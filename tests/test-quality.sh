@@ -6,9 +6,9 @@
 #     [unknown] or a bare module name), FIRST and LAST, HOST last;
 #     stats without it keeps its 9 columns; its second table, per series
 #     the unnamed weight by module (here "[unknown]": perf gave no module);
-#   - import prints one warning line below 50% rooted (naming the series,
-#     the cause and --call-graph dwarf), none at or above 50%, none for
-#     folded input;
+#   - import prints one warning line below 50% rooted (naming the series
+#     with the most weight cut short, the cause and --call-graph dwarf),
+#     none at or above 50%, none for folded input;
 #   - the view: `quality` at version roots only, its lines exact (with
 #     "unnamed W P% BUILD_ID MODULE" per module), the
 #     hint lines below 50%; a frame named quality is %71uality.
@@ -56,6 +56,17 @@ check "... naming the share, the series, the cause and what to do" \
 	grep -q '^flamefs-collect: warning: only 42.86% of xz 1 (cpu-clock) has stacks that reach an entry point .*frame pointers are missing under perf record -g; record with --call-graph dwarf, or with flamefs-collect record' "$tmp/cut.err"
 "$collect" import --store "$store" --binary good --version 1 --format perf "$tmp/good.perf" 2>"$tmp/good.err"
 check "import of mostly rooted stacks (66.67%) warns nothing" test "$(wc -l <"$tmp/good.err")" = 1
+# Two series cut short: the warning names the one with the most weight cut
+# short (big, 40% rooted), not the tiny one at 0%.
+{
+	for t in 1 2 3 4 5 6; do sample big 1000.$t work loop; done
+	for t in 7 8 9; do sample big 1000.$t work main _start; done
+	sample big 1001.1 work start_thread clone3
+	sample tiny 1000.5 work loop
+} >"$tmp/two.perf"
+"$collect" import --store "$tmp/two" --version 1 --format perf "$tmp/two.perf" 2>"$tmp/two.err"
+check "import of two cut series warns once, naming the one with the most weight cut short" \
+	sh -c "test \"\$(wc -l <'$tmp/two.err')\" = 2 && grep -q '^flamefs-collect: warning: only 40.00% of big 1 (cpu-clock) has stacks' '$tmp/two.err'"
 "$collect" export --store "$store" --binary xz --version 1 | sed 's/^xz;//' >"$tmp/xz.folded"
 "$collect" import --store "$store" --binary fold --version 1 "$tmp/xz.folded" 2>"$tmp/fold.err"
 check "import of the same stacks as folded warns nothing (perf's advice)" test "$(wc -l <"$tmp/fold.err")" = 1
@@ -81,7 +92,7 @@ check "stats --quality's second table: each series' unnamed weight by module, it
 check "stats without --quality keeps its 9 columns, HOST last" \
 	test "$("$collect" stats --store "$store" | awk 'NR > 1 && NF == 9 && $9 == "'"$(hostname)"'"' | wc -l)" = 3
 "$collect" stats --store "$store" --quality --by-host >/dev/null 2>&1
-check "--quality and --by-host exclude each other" test $? = 1
+check "--quality and --by-host exclude each other (a usage error, 2)" test $? = 2
 
 # ---- the view ----------------------------------------------------------------------------------
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then

@@ -46,28 +46,15 @@ hz=1999
 
 . "$here/lib-e2e.sh"
 . "$here/lib-pg.sh"
+. "$here/lib-pg-span.sh"
 e2e_setup record-pg-span
-pg_skip_unless_available
-postgres=$PG_BIN/postgres
-[ -x "$PG_BIN/pgbench" ] || { echo "SKIP: no $PG_BIN/pgbench (package postgresql-15)"; exit 77; }
+pgspan_need query__start
 [ -f "$(dirname "$PG_BIN")/lib/pg_stat_statements.so" ] ||
 	{ echo "SKIP: no pg_stat_statements (package postgresql-15)"; exit 77; }
-readelf -n "$postgres" 2>/dev/null | grep -q 'Name: query__start' ||
-	{ echo "SKIP: $postgres has no USDT probes (not built with --enable-dtrace)"; exit 77; }
-e2e_need_bpf
 
 # The shortcut takes only in=PATH; a file without the probes fails to attach.
-"$collect" record --store "$tmp/bad" -a --span pg-query:sql -d 1 >/dev/null 2>"$tmp/bad.err"
-rc=$?
-check "--span pg-query:sql is refused (exit $rc, a message)" \
-	test $rc = 2 -a -n "$(grep -F 'a ready-made span takes only :in=PATH' "$tmp/bad.err")"
-"$collect" record --store "$tmp/bad" -a --span pg-query:in=/bin/true -d 1 >/dev/null 2>"$tmp/bad.err"
-rc=$?
-check "--span pg-query:in=/bin/true fails to attach (exit $rc, the probe named)" \
-	test $rc = 1 -a -n "$(grep -F 'cannot attach postgresql:query__' "$tmp/bad.err")"
-
-rec=
-e2e_on_exit() { [ -n "$rec" ] && kill "$rec" 2>/dev/null; }
+pgspan_refusals pg-query query__
+e2e_on_exit() { [ -n "$pgspan_rec" ] && kill "$pgspan_rec" 2>/dev/null; }
 
 PG_PORT=${PG_PORT:-54336}
 pg_skip_unless_available "$tmp"
@@ -84,17 +71,7 @@ pgb -i -q -s 1 bench >"$tmp/init.out" 2>&1 || { bad "pgbench -i failed: $(tail -
 pg_psql -d bench -Atc 'SELECT pg_stat_statements_reset()' >/dev/null
 
 st=$tmp/st
-"$collect" record --verbose --store "$st" -a -F $hz --span pg-query -d 3600 >"$tmp/rec.out" 2>"$tmp/rec.err" &
-rec=$!
-t=0
-until grep -q 'Ctrl-C stops' "$tmp/rec.err"; do
-	if ! kill -0 "$rec" 2>/dev/null || [ $t -ge 1200 ]; then
-		bad "the recorder did not start: $(cat "$tmp/rec.err")"
-		finish
-	fi
-	sleep 0.1
-	t=$((t + 1))
-done
+pgspan_record_start "$st" "$tmp/rec.err" -F $hz --span pg-query
 # the postmaster's cutime + cstime in clock ticks: its exited backends' CPU
 pm=$(head -n 1 "$PG_DATA/postmaster.pid")
 kids=$(pgrep -c -P "$pm")
@@ -114,11 +91,8 @@ while [ $(($(ticks) - t0)) -lt "$want" ] && [ $runs -lt 40 ]; do
 done
 tx=$((runs * chunk))
 echo "       $runs runs of $chunk transactions; the backends used $(($(ticks) - t0)) ticks of CPU"
-kill -INT "$rec"
-wait "$rec"
-rc=$?
-rec=
-check "record -a --span pg-query exits 0 (rc $rc)" test "$rc" = 0
+pgspan_record_stop
+check "record -a --span pg-query exits 0 (rc $pgspan_rc)" test "$pgspan_rc" = 0
 grep -E '^flamefs-collect: (recorded|spans)' "$tmp/rec.err" | sed 's/^/       /'
 grep -E '^(tps|latency)' "$tmp/bench.out" | sed 's/^/       pgbench: /'
 check "every span's name was read and kept" grep -q ' 0 names not read or kept' "$tmp/rec.err"

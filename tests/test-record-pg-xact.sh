@@ -53,39 +53,21 @@ tx=200
 
 . "$here/lib-e2e.sh"
 . "$here/lib-pg.sh"
+. "$here/lib-pg-span.sh"
 e2e_setup record-pg-xact
-pg_skip_unless_available
-postgres=$PG_BIN/postgres
-[ -x "$PG_BIN/pgbench" ] || { echo "SKIP: no $PG_BIN/pgbench (package postgresql-15)"; exit 77; }
-readelf -n "$postgres" 2>/dev/null | grep -q 'Name: transaction__start' ||
-	{ echo "SKIP: $postgres has no USDT probes (not built with --enable-dtrace)"; exit 77; }
-e2e_need_bpf
+pgspan_need transaction__start
 
 # The syntax: shortcuts take only in=PATH; fixed= and END|END are checked.
-"$collect" record --store "$tmp/bad" -a --span pg:sql -d 1 >/dev/null 2>"$tmp/bad.err"
-rc=$?
-check "--span pg:sql is refused (exit $rc, a message)" \
-	test $rc = 2 -a -n "$(grep -F 'a ready-made span takes only :in=PATH' "$tmp/bad.err")"
-"$collect" record --store "$tmp/bad" -a --span 'p:s:e|:fixed=x:in=/bin/true' -d 1 >/dev/null 2>"$tmp/bad.err"
-rc=$?
-check "an empty end probe in END|END is refused (exit $rc)" \
-	test $rc = 2 -a -n "$(grep -F 'none empty' "$tmp/bad.err")"
-"$collect" record --store "$tmp/bad" -a --span 'p:s:e:fixed=x:name=arg1:in=/bin/true' -d 1 >/dev/null 2>"$tmp/bad.err"
-rc=$?
-check "fixed= with name=argN is refused (exit $rc)" \
-	test $rc = 2 -a -n "$(grep -F 'expected one name=argN, number=argN or fixed=NAME' "$tmp/bad.err")"
-"$collect" record --store "$tmp/bad" -a --span 'p:s:e:name=arg1:pglock:in=/bin/true' -d 1 >/dev/null 2>"$tmp/bad.err"
-rc=$?
-check "pglock with name=argN is refused (exit $rc)" \
-	test $rc = 2 -a -n "$(grep -F 'pglock names a number' "$tmp/bad.err")"
-"$collect" record --store "$tmp/bad" -a --span pg-xact:in=/bin/true -d 1 >/dev/null 2>"$tmp/bad.err"
-rc=$?
-check "--span pg-xact:in=/bin/true fails to attach (exit $rc, the probe named)" \
-	test $rc = 1 -a -n "$(grep -F 'cannot attach postgresql:transaction__' "$tmp/bad.err")"
+pgspan_refused pg:sql 2 'a ready-made span takes only :in=PATH' "--span pg:sql is refused, a message"
+pgspan_refused 'p:s:e|:fixed=x:in=/bin/true' 2 'none empty' "an empty end probe in END|END is refused"
+pgspan_refused 'p:s:e:fixed=x:name=arg1:in=/bin/true' 2 'expected one name=argN, number=argN or fixed=NAME' \
+	"fixed= with name=argN is refused"
+pgspan_refused 'p:s:e:name=arg1:pglock:in=/bin/true' 2 'pglock names a number' "pglock with name=argN is refused"
+pgspan_refusals pg-xact transaction__
 
-rec= apid=
+apid=
 e2e_on_exit() {
-	[ -n "$rec" ] && kill "$rec" 2>/dev/null
+	[ -n "$pgspan_rec" ] && kill "$pgspan_rec" 2>/dev/null
 	[ -n "$apid" ] && kill "$apid" 2>/dev/null
 }
 
@@ -98,17 +80,7 @@ pgb -i -q -s 1 bench >"$tmp/init.out" 2>&1 || { bad "pgbench -i failed: $(tail -
 psql_b() { "$PG_BIN/psql" -X -q -At -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d bench "$@"; }
 
 st=$tmp/st
-"$collect" record --verbose --store "$st" -a -F 99 --span pg -d 3600 >"$tmp/rec.out" 2>"$tmp/rec.err" &
-rec=$!
-t=0
-until grep -q 'Ctrl-C stops' "$tmp/rec.err"; do
-	if ! kill -0 "$rec" 2>/dev/null || [ $t -ge 1200 ]; then
-		bad "the recorder did not start: $(cat "$tmp/rec.err")"
-		finish
-	fi
-	sleep 0.1
-	t=$((t + 1))
-done
+pgspan_record_start "$st" "$tmp/rec.err" -F 99 --span pg
 
 # ---- (a) pgbench ----
 pgb -n -c 1 -M simple -t $tx bench >"$tmp/bench.out" 2>&1 || bad "pgbench failed: $(tail -3 "$tmp/bench.out")"
@@ -162,11 +134,8 @@ lock_wait row "BEGIN; UPDATE pgbench_branches SET bbalance = bbalance WHERE bid 
 lock_wait advisory "SELECT pg_advisory_lock(41);" "SELECT pg_advisory_unlock(41);" \
 	"SELECT pg_advisory_lock(41)"
 
-kill -INT "$rec"
-wait "$rec"
-rc=$?
-rec=
-check "record -a --span pg exits 0 (rc $rc)" test "$rc" = 0
+pgspan_record_stop
+check "record -a --span pg exits 0 (rc $pgspan_rc)" test "$pgspan_rc" = 0
 grep -E '^flamefs-collect: spans' "$tmp/rec.err" | sed 's/^/       /'
 check "3 spans attached, every name read" grep -q 'spans: 3 spans attached.* 0 names not read or kept' "$tmp/rec.err"
 "$list" "$st" >"$tmp/spans" || bad "spans-list failed"

@@ -18,9 +18,7 @@
 #include "record.h"
 #include "store.h"
 
-/* A usage error of record: one line that ends by pointing at --help;
- * returns the exit status, 2. */
-static int __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...)
+int record_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	fputs(PROG " record: ", stderr);
@@ -38,12 +36,12 @@ static int bad_option(int c, char **argv)
 	int n = (int)strcspn(arg, "=");
 
 	if (c == ':')
-		return usage_error("option %.*s needs a value", n, arg);
+		return record_usage_error("option %.*s needs a value", n, arg);
 	if (strncmp(arg, "--", 2) == 0)
-		return usage_error(optopt && arg[n] ? "option %.*s takes no value"
-		                                    : "unknown option %.*s",
-		                   n, arg);
-	return usage_error("unknown option -%c", optopt);
+		return record_usage_error(optopt && arg[n] ? "option %.*s takes no value"
+		                                           : "unknown option %.*s",
+		                          n, arg);
+	return record_usage_error("unknown option -%c", optopt);
 }
 
 /* The value of --NAME, a duration of up to a year (0 allowed), in
@@ -51,8 +49,8 @@ static int bad_option(int c, char **argv)
 static int parse_seconds(const char *name, const char *examples, const char *arg, int64_t *out)
 {
 	if (record_parse_duration(arg, out) < 0 || *out > 365 * 86400) {
-		fprintf(stderr, PROG ": --%s: expected a duration such as %s or 0, got \"%s\"\n",
-		        name, examples, arg);
+		record_usage_error("--%s: expected a duration such as %s or 0, got \"%s\"", name,
+		                   examples, arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -119,32 +117,28 @@ static int parse_sampling_option(int c, char *optarg, struct options *o)
 	switch (c) {
 	case 'O':
 		if (parse_short_duration(optarg, &o->offcpu_min_ns) < 0) {
-			fprintf(stderr,
-			        PROG ": --offcpu-min: expected a duration such as 1us, 500us "
-			             "or 2ms, got \"%s\"\n",
+			return record_usage_error(
+			        "--offcpu-min: expected a duration such as 1us, 500us "
+			        "or 2ms, got \"%s\"",
 			        optarg);
-			return 2;
 		}
 		break;
 	case 'S':
 		if (parse_size(optarg, &o->samples_memory) < 0 || o->samples_memory < 4096 ||
 		    o->samples_memory > (256ull << 20)) {
-			fprintf(stderr,
-			        PROG ": --samples-memory: expected a size from 4K to 256M (such "
-			             "as 1M), got \"%s\"\n",
+			return record_usage_error(
+			        "--samples-memory: expected a size from 4K to 256M (such "
+			        "as 1M), got \"%s\"",
 			        optarg);
-			return 2;
 		}
 		break;
 	case 'F': {
 		errno = 0;
 		unsigned long f = strtoul(optarg, &end, 10);
 		if (errno || end == optarg || *end || f < 1 || f > MAX_FREQ) {
-			fprintf(stderr,
-			        PROG ": -F: expected a frequency "
-			             "from 1 to %d Hz, got \"%s\"\n",
-			        MAX_FREQ, optarg);
-			return 2;
+			return record_usage_error("-F: expected a frequency "
+			                          "from 1 to %d Hz, got \"%s\"",
+			                          MAX_FREQ, optarg);
 		}
 		o->freq = (unsigned)f;
 		break;
@@ -153,11 +147,9 @@ static int parse_sampling_option(int c, char *optarg, struct options *o)
 		errno = 0;
 		double d = strtod(optarg, &end);
 		if (errno || end == optarg || *end || !(d > 0) || d > 1e9) {
-			fprintf(stderr,
-			        PROG ": -d: expected seconds "
-			             "> 0, got \"%s\"\n",
-			        optarg);
-			return 2;
+			return record_usage_error("-d: expected seconds "
+			                          "> 0, got \"%s\"",
+			                          optarg);
 		}
 		o->duration = d;
 		break;
@@ -180,19 +172,16 @@ static int parse_unwind_option(int c, char *optarg, struct options *o)
 		} else if (strcmp(optarg, "fp") == 0) {
 			o->unwind = PROFILE_UNWIND_FP;
 		} else {
-			fprintf(stderr, PROG ": --unwind: expected auto, dwarf or fp, got \"%s\"\n",
-			        optarg);
-			return 2;
+			return record_usage_error(
+			        "--unwind: expected auto, dwarf or fp, got \"%s\"", optarg);
 		}
 		break;
 	case 'M':
 		if (parse_size(optarg, &o->unwind_memory) < 0 || o->unwind_memory < (64u << 10) ||
 		    o->unwind_memory > (4ull << 30)) {
-			fprintf(stderr,
-			        PROG ": --unwind-memory: expected a size from 64K to 4G "
-			             "(such as 16M), got \"%s\"\n",
-			        optarg);
-			return 2;
+			return record_usage_error("--unwind-memory: expected a size from 64K to 4G "
+			                          "(such as 16M), got \"%s\"",
+			                          optarg);
 		}
 		break;
 	case 'W':
@@ -205,20 +194,18 @@ static int parse_unwind_option(int c, char *optarg, struct options *o)
 		break;
 	case 'J':
 		if (parse_size(optarg, &o->jit_memory) < 0 || o->jit_memory > (64ull << 30)) {
-			fprintf(stderr,
-			        PROG ": --jit-memory: expected a size up to 64G (such as "
-			             "16M, or 0), got \"%s\"\n",
+			return record_usage_error(
+			        "--jit-memory: expected a size up to 64G (such as "
+			        "16M, or 0), got \"%s\"",
 			        optarg);
-			return 2;
 		}
 		break;
 	case 'y':
 		if (strcmp(optarg, "on") == 0 || strcmp(optarg, "off") == 0) {
 			o->python = strcmp(optarg, "on") == 0;
 		} else {
-			fprintf(stderr, PROG ": --python: expected on or off, got \"%s\"\n",
-			        optarg);
-			return 2;
+			return record_usage_error("--python: expected on or off, got \"%s\"",
+			                          optarg);
 		}
 		break;
 	default: return 1;
@@ -233,52 +220,46 @@ static int parse_store_option(int c, char *optarg, struct options *o)
 	switch (c) {
 	case 'H':
 		if (!store_host_valid(optarg)) {
-			fprintf(stderr,
-			        PROG ": --host: expected a name of 1 to 255 bytes without "
-			             "'/' or control characters, got \"%s\"\n",
+			return record_usage_error(
+			        "--host: expected a name of 1 to 255 bytes without "
+			        "'/' or control characters, got \"%s\"",
 			        optarg);
-			return 2;
 		}
 		o->host = optarg;
 		break;
 	case 'P':
 		if (!store_is_database(optarg)) {
-			fprintf(stderr, PROG ": --push: expected a database (a connection string "
-			                     "that starts with postgresql: or postgres:)\n");
-			return 2;
+			return record_usage_error(
+			        "--push: expected a database (a connection string "
+			        "that starts with postgresql: or postgres:)");
 		}
 		o->push_to = optarg;
 		break;
 	case 'Y': {
 		int r = record_parse_duration(optarg, &o->push_every);
 		if (r < 0 || o->push_every == 0) {
-			fprintf(stderr,
-			        PROG ": --push-every: expected a duration such as 60s, "
-			             "5m or 1h, got \"%s\"\n",
-			        optarg);
-			return 2;
+			return record_usage_error("--push-every: expected a duration such as 60s, "
+			                          "5m or 1h, got \"%s\"",
+			                          optarg);
 		}
 		break;
 	}
 	case 'K': {
 		int r = record_parse_duration(optarg, &o->keep_samples);
 		if (r < 0) {
-			fprintf(stderr,
-			        PROG ": --keep-samples: expected a duration such as 30m, "
-			             "6h or 1d, or 0, got \"%s\"\n",
+			return record_usage_error(
+			        "--keep-samples: expected a duration such as 30m, "
+			        "6h or 1d, or 0, got \"%s\"",
 			        optarg);
-			return 2;
 		}
 		break;
 	}
 	case 'R': {
 		int r = record_parse_duration(optarg, &o->retention);
 		if (r < 0 || o->retention == 0) {
-			fprintf(stderr,
-			        PROG ": --retention: expected a duration such as 30d, "
-			             "12h or 1d12h, got \"%s\"\n",
-			        optarg);
-			return 2;
+			return record_usage_error("--retention: expected a duration such as 30d, "
+			                          "12h or 1d12h, got \"%s\"",
+			                          optarg);
 		}
 		break;
 	}
@@ -306,25 +287,25 @@ static int check_combination(struct options *o)
 {
 	int targets = (o->pid_list != NULL) + o->all + (o->command != NULL);
 	if (targets != 1) {
-		return usage_error("give exactly one of -p PID, -a or -- COMMAND");
+		return record_usage_error("give exactly one of -p PID, -a or -- COMMAND");
 	}
 	if (o->user_only && o->kernel_only) {
-		return usage_error("--user-only and --kernel-only exclude each other");
+		return record_usage_error("--user-only and --kernel-only exclude each other");
 	}
 	for (size_t i = 0; i < o->nspans; i++)
 		if (o->all && !o->spans[i].path)
-			return usage_error("--span %s: with -a, name the program or library: "
-			                   ":in=PATH",
-			                   o->spans[i].arg);
+			return record_usage_error(
+			        "--span %s: with -a, name the program or library: "
+			        ":in=PATH",
+			        o->spans[i].arg);
 	if (o->push_every && !o->push_to) {
-		return usage_error("--push-every needs --push DATABASE");
+		return record_usage_error("--push-every needs --push DATABASE");
 	}
 	if (!o->push_every)
 		o->push_every = 60;
 	if (o->push_to && o->store_dir && store_is_database(o->store_dir)) {
-		fprintf(stderr, PROG ": record: --push copies a local store; --store already "
-		                     "names a database\n");
-		return 2;
+		return record_usage_error(
+		        "--push copies a local store; --store already names a database");
 	}
 	return -1;
 }
@@ -353,24 +334,27 @@ static int parse_labels(const char *list, unsigned *out)
 		if (i == sizeof(known) / sizeof(known[0])) {
 			if (n == strlen(STORE_LABEL_CMDLINE) &&
 			    strncmp(p, STORE_LABEL_CMDLINE, n) == 0)
-				return usage_error(
+				return record_usage_error(
 				        "--labels: the command line is recorded only with "
 				        "--cmdline (it may hold secrets)");
-			return usage_error("--labels: expected a list of cgroup, container, thread "
-			                   "and exe, got \"%.*s\" in \"%s\"",
-			                   (int)n, p, list);
+			return record_usage_error(
+			        "--labels: expected a list of cgroup, container, thread "
+			        "and exe, got \"%.*s\" in \"%s\"",
+			        (int)n, p, list);
 		}
 		*out |= known[i].bit;
 		p += n;
 		if (*p == ',' && p[1] == '\0')
-			return usage_error("--labels: a list ends with a label, got \"%s\"", list);
+			return record_usage_error("--labels: a list ends with a label, got \"%s\"",
+			                          list);
 		if (*p == ',')
 			p++;
 	}
 	if (!*out)
-		return usage_error("--labels: expected a list of cgroup, container, thread and "
-		                   "exe (or --no-labels), got \"%s\"",
-		                   list);
+		return record_usage_error(
+		        "--labels: expected a list of cgroup, container, thread and "
+		        "exe (or --no-labels), got \"%s\"",
+		        list);
 	return 0;
 }
 
@@ -433,14 +417,15 @@ static int parse_span(const char *arg, struct options *o)
 		if (strncmp(arg, span_shortcuts[i].name, n) != 0 || (arg[n] && arg[n] != ':'))
 			continue;
 		if (arg[n] && (strncmp(arg + n, ":in=", 4) != 0 || !arg[n + 4]))
-			return usage_error("--span %s: a ready-made span takes only :in=PATH, the "
-			                   "file with its probes (default %s)",
-			                   arg, span_shortcuts[i].path);
+			return record_usage_error(
+			        "--span %s: a ready-made span takes only :in=PATH, the "
+			        "file with its probes (default %s)",
+			        arg, span_shortcuts[i].path);
 		for (size_t j = 0; j < 3 && span_shortcuts[i].spec[j]; j++) {
 			char *spec;
 			if (asprintf(&spec, "%s:in=%s", span_shortcuts[i].spec[j],
 			             arg[n] ? arg + n + 4 : span_shortcuts[i].path) < 0)
-				return usage_error("out of memory");
+				return record_usage_error("out of memory");
 			int r = parse_span_spec(arg, spec, o);
 			if (r)
 				return r;
@@ -449,7 +434,7 @@ static int parse_span(const char *arg, struct options *o)
 	}
 	char *copy = strdup(arg);
 	if (!copy)
-		return usage_error("out of memory");
+		return record_usage_error("out of memory");
 	return parse_span_spec(arg, copy, o);
 }
 
@@ -459,12 +444,12 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 {
 	if (o->nspans == RECORD_SPANS_MAX) {
 		free(copy);
-		return usage_error("--span: at most %d spans", RECORD_SPANS_MAX);
+		return record_usage_error("--span: at most %d spans", RECORD_SPANS_MAX);
 	}
 	struct record_span_spec *sp = realloc(o->spans, (o->nspans + 1) * sizeof(*sp));
 	if (!sp) {
 		free(copy);
-		return usage_error("out of memory");
+		return record_usage_error("out of memory");
 	}
 	o->spans = sp;
 	sp = &o->spans[o->nspans];
@@ -477,12 +462,12 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			*rest++ = '\0';
 		if (!f[i] || !*f[i]) {
 			free(copy);
-			return usage_error("--span: expected PROVIDER:START:END[|END...]"
-			                   "[:name=argN|:number=argN|:fixed=NAME]"
-			                   "[:id=argN][:parent=argN][:sql][:pglock][:flat]"
-			                   "[:in=PATH] or pg-query, pg-xact, pg-lock, "
-			                   "pg[:in=PATH], got \"%s\"",
-			                   arg);
+			return record_usage_error("--span: expected PROVIDER:START:END[|END...]"
+			                          "[:name=argN|:number=argN|:fixed=NAME]"
+			                          "[:id=argN][:parent=argN][:sql][:pglock][:flat]"
+			                          "[:in=PATH] or pg-query, pg-xact, pg-lock, "
+			                          "pg[:in=PATH], got \"%s\"",
+			                          arg);
 		}
 	}
 	sp->provider = f[0];
@@ -492,9 +477,10 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			*bar++ = '\0';
 		if (!*e || sp->nend == RECORD_SPAN_ENDS) {
 			free(copy);
-			return usage_error("--span %s: expected END or END|END..., at most %d end "
-			                   "probes, none empty",
-			                   arg, RECORD_SPAN_ENDS);
+			return record_usage_error(
+			        "--span %s: expected END or END|END..., at most %d end "
+			        "probes, none empty",
+			        arg, RECORD_SPAN_ENDS);
 		}
 		sp->end[sp->nend++] = e;
 	}
@@ -506,7 +492,7 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			sp->path = field + 3;
 			if (!*sp->path) {
 				free(copy);
-				return usage_error("--span %s: in= needs a file", arg);
+				return record_usage_error("--span %s: in= needs a file", arg);
 			}
 			break;
 		}
@@ -526,9 +512,10 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			unsigned n =
 			        span_arg_number(field + (shift == PROFILE_SPAN_ID_SHIFT ? 6 : 10));
 			if (!n || (sp->cookie >> shift) & PROFILE_SPAN_FIELD_MASK) {
-				int r = usage_error("--span %s: %s: expected one id=argN and one "
-				                    "parent=argN at most, N from 1 to 12",
-				                    arg, field);
+				int r = record_usage_error(
+				        "--span %s: %s: expected one id=argN and one "
+				        "parent=argN at most, N from 1 to 12",
+				        arg, field);
 				free(copy);
 				return r;
 			}
@@ -537,9 +524,10 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			unsigned long n = span_arg_number(num);
 			if (named || !n) {
 				/* field points into copy: said before it is freed */
-				int r = usage_error("--span %s: %s: expected one name=argN, "
-				                    "number=argN or fixed=NAME, N from 1 to 12",
-				                    arg, field);
+				int r = record_usage_error(
+				        "--span %s: %s: expected one name=argN, "
+				        "number=argN or fixed=NAME, N from 1 to 12",
+				        arg, field);
 				free(copy);
 				return r;
 			}
@@ -547,7 +535,7 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 			named = true;
 		} else if (strncmp(field, "fixed=", 6) == 0) {
 			if (named || !field[6] || strlen(field + 6) >= PROFILE_SPAN_NAME) {
-				int r = usage_error(
+				int r = record_usage_error(
 				        "--span %s: %s: expected one name=argN, "
 				        "number=argN or fixed=NAME, NAME of 1 to %d bytes",
 				        arg, field, PROFILE_SPAN_NAME - 1);
@@ -564,7 +552,7 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 		} else if (strcmp(field, "sql") == 0) {
 			sp->cookie |= PROFILE_SPAN_SQL;
 		} else {
-			int r = usage_error(
+			int r = record_usage_error(
 			        "--span %s: unknown field \"%s\" (expected name=argN, "
 			        "number=argN, fixed=NAME, id=argN, parent=argN, sql, pglock, "
 			        "flat or in=PATH)",
@@ -575,20 +563,23 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 	}
 	if (!named) {
 		free(copy);
-		return usage_error("--span %s: name the span: add :name=argN (a string argument), "
-		                   ":number=argN or :fixed=NAME",
-		                   arg);
+		return record_usage_error(
+		        "--span %s: name the span: add :name=argN (a string argument), "
+		        ":number=argN or :fixed=NAME",
+		        arg);
 	}
 	if ((sp->cookie & PROFILE_SPAN_PGLOCK) && !(sp->cookie & PROFILE_SPAN_NUM)) {
 		free(copy);
-		return usage_error("--span %s: pglock names a number: give number=argN", arg);
+		return record_usage_error("--span %s: pglock names a number: give number=argN",
+		                          arg);
 	}
 	if ((sp->cookie & (PROFILE_SPAN_NUM | PROFILE_SPAN_FIXED)) &&
 	    (sp->cookie & PROFILE_SPAN_SQL)) {
 		free(copy);
-		return usage_error("--span %s: sql normalises a string read, not a number or a "
-		                   "fixed name",
-		                   arg);
+		return record_usage_error(
+		        "--span %s: sql normalises a string read, not a number or a "
+		        "fixed name",
+		        arg);
 	}
 	o->nspans++;
 	return 0;
@@ -681,8 +672,9 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	if (optind < argc)
 		o->command = argv + optind;
 	if (no_labels && (labels != RECORD_LABELS_DEFAULT || cmdline))
-		return usage_error("--no-labels records no labels: it goes with neither --labels "
-		                   "nor --cmdline");
+		return record_usage_error(
+		        "--no-labels records no labels: it goes with neither --labels "
+		        "nor --cmdline");
 	o->labels = no_labels ? 0 : labels | (cmdline ? RECORD_LABEL_CMDLINE : 0);
 	if ((r = check_combination(o)) >= 0)
 		return r;

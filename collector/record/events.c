@@ -123,16 +123,15 @@ int record_parse_events(const char *list, struct options *o)
 		if (both)
 			ev = PROFILE_EV_VFS_READ;
 		if (ev < 0) {
-			fprintf(stderr,
-			        PROG
-			        ": -e: unknown event \"%s\"; expected cpu, offcpu, rss, block, "
-			        "block-time, net, vfs, vfs-read or vfs-write\n",
+			record_usage_error(
+			        "-e: unknown event \"%s\"; expected cpu, offcpu, rss, block, "
+			        "block-time, net, vfs, vfs-read or vfs-write",
 			        spec);
 			rc = -EINVAL;
 			break;
 		}
 		if (o->ev_flags[ev] || (both && o->ev_flags[PROFILE_EV_VFS_WRITE])) {
-			fprintf(stderr, PROG ": -e: %s given twice\n", spec);
+			record_usage_error("-e: %s given twice", spec);
 			rc = -EINVAL;
 			break;
 		}
@@ -148,10 +147,9 @@ int record_parse_events(const char *list, struct options *o)
 			if (by_bytes(ev) && mod[0] >= '0' && mod[0] <= '9')
 				vfs_n_given = true;
 			if (parse_event_mod(mod, ev, o, &flags, &every) < 0) {
-				fprintf(stderr,
-				        PROG
-				        ": -e %s: expected STACKS (u, k or uk)%s or N (%s) after "
-				        "':', got \"%s\"\n",
+				record_usage_error(
+				        "-e %s: expected STACKS (u, k or uk)%s or N (%s) after "
+				        "':', got \"%s\"",
 				        spec, ev == PROFILE_EV_OFFCPU ? ", all" : "",
 				        by_bytes(ev) ? "bytes, 1 to 1G, with K, M or G"
 				                     : "1 to 1000000",
@@ -175,7 +173,7 @@ int record_parse_events(const char *list, struct options *o)
 	o->vfs_duty = (o->ev_flags[PROFILE_EV_VFS_READ] || o->ev_flags[PROFILE_EV_VFS_WRITE]) &&
 	              !vfs_n_given;
 	if (rc == 0 && !copy[0]) {
-		fprintf(stderr, PROG ": -e: expected at least one event\n");
+		record_usage_error("-e: expected at least one event");
 		rc = -EINVAL;
 	}
 	free(copy);

@@ -534,6 +534,11 @@ int record_push_start(struct record_pusher **out, const char *dir, const char *t
  * frees it all.  Accepts NULL. */
 void record_push_stop(struct record_pusher *p);
 
+/* cmdline.c */
+/* A usage error of record: "flamefs-collect record: <fmt>; try
+ * 'flamefs-collect record --help'" on one line; returns the exit status,
+ * 2. */
+int record_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* events.c */
 /* Parses -e's list into o->ev_flags and o->ev_every, printing its own
  * message.  Returns 0 or -errno. */
@@ -573,6 +578,9 @@ int record_wire_maps(struct recorder *r, const struct options *o);
 /* The event ring buffer, the samples rings and the process events:
  * fork, exec, exit (all three needed), the exec's beginning and the
  * loader's hook (optional). */
+/* The file COMMAND names, found as execvp finds it (a path as it is, a
+ * bare name along $PATH), into buf: 0, or -errno (-ENOENT: not found). */
+int record_find_program(const char *cmd, char *buf, size_t size);
 /* --span: each span's start and end probes attached, in its in=PATH or
  * the target's program (every process of the file; the BPF side counts
  * only the followed ones).  0, or -errno (record_fail'd). */

@@ -452,6 +452,20 @@ int record_main(int argc, char **argv)
 		free_spans(&o);
 		return 1;
 	}
+	if (o.command) {
+		char prog[PATH_MAX];
+		int fr = record_find_program(o.command[0], prog, sizeof(prog));
+		if (fr < 0) {
+			fprintf(stderr,
+			        PROG ": record: cannot run %s: %s; give its path, or a program on "
+			             "PATH\n",
+			        o.command[0],
+			        fr == -ENOENT && !strchr(o.command[0], '/') ? "not found on PATH"
+			                                                    : strerror(-fr));
+			free_spans(&o);
+			return 1;
+		}
+	}
 
 	struct rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {

@@ -489,28 +489,31 @@ int record_wire_maps(struct recorder *r, const struct options *o)
 	return 0;
 }
 
+int record_find_program(const char *cmd, char *buf, size_t size)
+{
+	if (strchr(cmd, '/')) {
+		snprintf(buf, size, "%s", cmd);
+		return access(buf, X_OK) == 0 ? 0 : -errno;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, ":");
+		snprintf(buf, size, "%.*s%s%s", (int)n, p, n ? "/" : "", cmd);
+		if (access(buf, X_OK) == 0)
+			return 0;
+		p += n + (p[n] == ':');
+	}
+	return -ENOENT;
+}
+
 /* The file a span's probes are in without in=PATH: -- COMMAND's program
  * (found as execvp finds it) or the first -p process's, into buf. */
 static int span_program(const struct options *o, char *buf, size_t size)
 {
-	if (o->command) {
-		const char *cmd = o->command[0];
-		if (strchr(cmd, '/')) {
-			snprintf(buf, size, "%s", cmd);
-			return access(buf, X_OK) == 0 ? 0 : -errno;
-		}
-		const char *path = getenv("PATH");
-		if (!path)
-			path = "/usr/local/bin:/usr/bin:/bin";
-		for (const char *p = path; *p;) {
-			size_t n = strcspn(p, ":");
-			snprintf(buf, size, "%.*s%s%s", (int)n, p, n ? "/" : "", cmd);
-			if (access(buf, X_OK) == 0)
-				return 0;
-			p += n + (p[n] == ':');
-		}
-		return -ENOENT;
-	}
+	if (o->command)
+		return record_find_program(o->command[0], buf, size);
 	char link[64];
 	snprintf(link, sizeof(link), "/proc/%ld/exe", strtol(o->pid_list, NULL, 10));
 	ssize_t n = readlink(link, buf, size - 1);

@@ -9,7 +9,12 @@
  * length varies by up to half either way (a seeded generator, the same
  * every run): a loop of fixed period can lock into phase with a sampling
  * timer and give one method more than its share (tests/jitter.h).
+ * With -Dwork.cpu=true, MS counts the main thread's CPU time instead of
+ * wall time: a sampler at a fixed rate then takes the same number of
+ * samples of the loop however busy the machine is.
  */
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.SplittableRandom;
 
 public class Work {
@@ -35,10 +40,12 @@ public class Work {
 		long pause = args.length > 1 ? Long.parseLong(args[1]) : 0;
 		System.out.println("pid " + ProcessHandle.current().pid());
 		System.out.flush();
-		long end = System.nanoTime() + ms * 1000000L;
+		boolean cpu = Boolean.getBoolean("work.cpu");
+		ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+		long end = (cpu ? mx.getCurrentThreadCpuTime() : System.nanoTime()) + ms * 1000000L;
 		double t = 0;
 		SplittableRandom rnd = new SplittableRandom(25);
-		while (System.nanoTime() < end) {
+		while ((cpu ? mx.getCurrentThreadCpuTime() : System.nanoTime()) < end) {
 			t += hot(150000 + rnd.nextInt(300000));
 			t += hot(150000 + rnd.nextInt(300000));
 			t += hot(150000 + rnd.nextInt(300000));
