@@ -134,8 +134,9 @@ static int on_exec(struct recorder *r, const struct profile_event *e)
 
 /* The loader has mapped pid's libraries (or a dlopen'ed one).  Placed
  * whole in BPF from its program's template: named from the layout, not
- * read.  A dlopen in a process the walker lists: read at its next walk
- * (PROFILE_EVENT_STALE), if it is sampled again.  Else read now; the
+ * read.  A dlopen in a process the walker lists and has not sampled
+ * since the list was written: read at its next walk (PROFILE_EVENT_STALE,
+ * PROFILE_STALE_LOADED), if it is sampled again.  Else read now; the
  * first time since the exec, the program's template then gets the
  * libraries. */
 static int on_loaded(struct recorder *r, const struct profile_loaded_event *e)
@@ -194,7 +195,12 @@ int record_on_event(void *ctx, void *data, size_t len)
 	} else if (e->kind == PROFILE_EVENT_STALE) {
 		/* The walker met a pc outside the process's known mappings,
 		 * or its first walk since a dlopen. */
-		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
+		if (!r->unwinder)
+			rc = 0;
+		else if (e->flags & PROFILE_STALE_LOADED)
+			rc = unwinder_reread(r->unwinder, r->sym, (pid_t)e->pid);
+		else
+			rc = unwinder_stale(r->unwinder, (pid_t)e->pid);
 	} else if (e->kind == PROFILE_EVENT_EXIT) {
 		rc = note_exit(r, (pid_t)e->pid);
 	} else if (e->kind == PROFILE_EVENT_PYCODE) {

@@ -573,6 +573,7 @@ static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map
 	e->stale = 0;
 	e->placed = 0;
 	e->reread = 0;
+	e->sampled = 0;
 	e->exe_dev = e->exe_ino = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k == UNWIND_MAX_MAPS) {
@@ -851,6 +852,21 @@ int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint
 int unwinder_stale(struct unwinder *u, pid_t pid)
 {
 	return pid_list_add(&u->stale, &u->nstale, &u->stale_cap, pid);
+}
+
+int unwinder_reread(struct unwinder *u, struct symbolize *s, pid_t pid)
+{
+	size_t slot = (unsigned)pid % RECENT_SLOTS;
+
+	u->recent[slot].pid = pid;
+	u->recent[slot].at = mono_ns();
+	/* Rewrites the process's list through the process hook. */
+	int rc = symbolize_snapshot(s, pid, 0);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc >= 0)
+		u->st.rereads++;
+	return 0;
 }
 
 int unwinder_refresh(struct unwinder *u, struct symbolize *s)

@@ -63,6 +63,12 @@ int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint
  * process.  Returns 0 or -ENOMEM. */
 int unwinder_stale(struct unwinder *u, pid_t pid);
 
+/* The walker's first walk of pid since a dlopen that was not read
+ * (PROFILE_STALE_LOADED): its maps are read again now, once per such
+ * dlopen, and its turn of unwinder_stale() starts again.  Returns 0 or
+ * -ENOMEM. */
+int unwinder_reread(struct unwinder *u, struct symbolize *s, pid_t pid);
+
 /* Reads again the maps of the processes unwinder_stale() named whose
  * turn has come.  Returns 0 or -ENOMEM. */
 int unwinder_refresh(struct unwinder *u, struct symbolize *s);
