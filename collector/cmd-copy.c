@@ -54,6 +54,10 @@ static void report(const char *verb, struct store *dst, struct store *src,
 	       " samples, weight %" PRIu64 ", in %" PRIu64 " transaction%s\n",
 	       verb, store_where(src), store_where(dst), st->buckets, st->series, st->samples,
 	       st->weight, st->commits, st->commits == 1 ? "" : "s");
+	if (st->renamed)
+		printf("%s %s -> %s: named %" PRIu64 " frame%s with the names %s found later\n",
+		       verb, store_where(src), store_where(dst), st->renamed,
+		       st->renamed == 1 ? "" : "s", store_where(src));
 }
 
 /* A keep window in the largest unit that says it exactly. */

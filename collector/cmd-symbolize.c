@@ -20,7 +20,7 @@
 
 static void usage(FILE *f)
 {
-	fputs("Usage: " PROG " symbolize [--store DIR] [--debug-dir DIR]... [--dry-run]\n"
+	fputs("Usage: " PROG " symbolize [--store STORE] [--debug-dir DIR]... [--dry-run]\n"
 	      "\n"
 	      "Names the frames stored without a function name (\"[libfoo.so]\": code\n"
 	      "recorded or imported while its file had no symbols) once debug\n"
@@ -38,15 +38,18 @@ static void usage(FILE *f)
 	      "refresh.  It ends with one line: the frames named, the modules still\n"
 	      "without names.\n"
 	      "\n"
-	      "  --store DIR      the store (default: $FLAMEFS_STORE, else\n"
-	      "                   $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs);\n"
-	      "                   a database is not supported yet\n"
+	      "  --store STORE    the store: a directory or a database, postgresql://...\n"
+	      "                   (default: $FLAMEFS_STORE, else $XDG_DATA_HOME/flamefs,\n"
+	      "                   else ~/.local/share/flamefs); a database is named from\n"
+	      "                   the debug info of the machine that runs symbolize, so\n"
+	      "                   its hosts need none\n"
 	      "  --debug-dir DIR  also look for debug files here (repeatable)\n"
 	      "  --dry-run        say what would be named, change nothing\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  apt install python3.11-dbg && " PROG " symbolize --store ~/prof\n"
 	      "  " PROG " symbolize --store ~/prof --debug-dir ./build/debug\n"
+	      "  " PROG " symbolize --store postgresql://db/fleet --debug-dir /srv/debug\n"
 	      "  DEBUGINFOD_URLS=https://debuginfod.debian.net " PROG " symbolize\n",
 	      f);
 }
@@ -146,11 +149,6 @@ int cmd_symbolize(int argc, char **argv)
 		cli_die_open(opened, err);
 	if (dry && store_refresh(s) < 0)
 		cli_die_store(s);
-	dir = store_where(s);
-	if (store_is_database(dir) && !dry)
-		cli_die("%s: symbolize: naming the frames of a database is not supported yet; "
-		        "symbolize the hosts' directories before they push",
-		        dir);
 
 	/* the unnamed frames that know where they are, named in one commit */
 	struct symbolize_later_pass *p;

@@ -17,6 +17,10 @@
  * Each series copied also carries the source's first and last moment
  * (batch_moments), which the destination takes in place of its counts'
  * bucket starts, widening the series' [first, last] to include them.
+ * Names the source found for frames after its last copy (renames_since)
+ * go with the transaction that moves its record: the destination's
+ * unnamed frames of the same module, build id and file offset take them
+ * (copy_renames), so they arrive whole and once.
  */
 #include "store-internal.h"
 
@@ -30,6 +34,11 @@
 struct pair {
 	uint32_t series;
 	int64_t bucket;
+};
+
+struct unnamed {
+	uint32_t id;
+	struct store_frame f;
 };
 
 struct copy {
@@ -61,6 +70,15 @@ struct copy {
 	 * its nodes translated. */
 	struct store_sample *detail;
 	size_t ndetail, detail_cap;
+
+	/* The source's commits this copy covers: after since, up to upto. */
+	uint64_t since, upto;
+	/* copy_renames: the destination's unnamed frames that know their
+	 * offset, sorted by (module, build id, offset). */
+	struct unnamed *unnamed;
+	size_t nunnamed;
+	bool unnamed_built;
+	bool rename_said; /* copy_rename set the message of its failure */
 
 	/* The source's identity in dst (copy.c, "the source's identity"). */
 	char key[64];
@@ -382,6 +400,114 @@ static int store_fail(struct copy *c, struct store *s, int r)
 	return r;
 }
 
+/* ---- names found later ---------------------------------------------------- */
+
+static int bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	size_t n = al < bl ? al : bl;
+	int c = n ? memcmp(a, b, n) : 0;
+
+	return c ? c : al < bl ? -1 : al > bl;
+}
+
+static int unnamed_cmp(const void *pa, const void *pb)
+{
+	const struct store_frame *a = &((const struct unnamed *)pa)->f;
+	const struct store_frame *b = &((const struct unnamed *)pb)->f;
+	int c = bytes_cmp(a->module, a->module_len, b->module, b->module_len);
+
+	if (!c)
+		c = bytes_cmp(a->build_id, a->build_id_len, b->build_id, b->build_id_len);
+	return c ? c : a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* The destination's committed unnamed frames with an offset, sorted. */
+static int unnamed_build(struct copy *c)
+{
+	size_t cap = 0;
+
+	c->unnamed_built = true;
+	for (uint32_t id = 1; id < c->frame_base; id++) {
+		struct store_frame f;
+
+		if (store_frame_get(c->dst, id, &f) < 0 || f.kind != STORE_FRAME_UNKNOWN ||
+		    !f.offset)
+			continue;
+		if (c->nunnamed == cap) {
+			struct unnamed *n;
+
+			cap = cap ? cap * 2 : 256;
+			n = realloc(c->unnamed, cap * sizeof(*n));
+			if (!n) {
+				copy_err(c, "out of memory");
+				return -ENOMEM;
+			}
+			c->unnamed = n;
+		}
+		c->unnamed[c->nunnamed++] = (struct unnamed){id, f};
+	}
+	if (c->nunnamed)
+		qsort(c->unnamed, c->nunnamed, sizeof(*c->unnamed), unnamed_cmp);
+	return 0;
+}
+
+/* One frame the source named: every unnamed frame of the destination
+ * that was the same code (module, build id, offset) takes its name. */
+static int copy_rename(void *ctx, uint32_t frame, uint64_t old_offset)
+{
+	struct copy *c = ctx;
+	struct unnamed key = {0}, *hit;
+	size_t lo, hi;
+	int r;
+
+	if (!old_offset || frame >= store_frame_count(c->src))
+		return 0;
+	r = store_frame_get(c->src, frame, &key.f);
+	if (r < 0 || key.f.kind == STORE_FRAME_UNKNOWN)
+		return r < 0 ? r : 0;
+	if (!c->unnamed_built) {
+		r = unnamed_build(c);
+		if (r < 0) {
+			c->rename_said = true;
+			return r;
+		}
+	}
+	key.f.offset = old_offset;
+	hit = c->nunnamed ? bsearch(&key, c->unnamed, c->nunnamed, sizeof(key), unnamed_cmp) : NULL;
+	if (!hit)
+		return 0;
+	/* bsearch finds one of the equal run; take all of it */
+	lo = hi = (size_t)(hit - c->unnamed);
+	while (lo > 0 && !unnamed_cmp(&c->unnamed[lo - 1], &key))
+		lo--;
+	while (hi + 1 < c->nunnamed && !unnamed_cmp(&c->unnamed[hi + 1], &key))
+		hi++;
+	key.f.offset = 0;
+	for (size_t i = lo; i <= hi; i++) {
+		r = store_batch_frame_rename(c->b, c->unnamed[i].id, &key.f);
+		if (r < 0) {
+			c->rename_said = true;
+			return store_fail(c, c->dst, r);
+		}
+		c->st->renamed++;
+	}
+	return 0;
+}
+
+/* In the transaction that moves the record: the names the source found
+ * after the destination's record of it. */
+static int copy_renames(struct copy *c)
+{
+	int r;
+
+	if (!c->src->ops->renames_since || !c->dst->ops->batch_frame_rename)
+		return 0;
+	r = c->src->ops->renames_since(c->src, c->since, c->upto, copy_rename, c);
+	if (r < 0 && !c->rename_said)
+		store_fail(c, c->src, r);
+	return r;
+}
+
 /* Copies pairs [lo, hi) in one batch, moving the source's record from
  * `expect` to `upto`; with_bytes: also the series' input bytes; last:
  * the copy's last transaction, which records the source's lineage. */
@@ -439,6 +565,11 @@ static int copy_chunk(struct copy *c, size_t lo, size_t hi, uint64_t expect, uin
 		}
 		c->st->buckets += j - i;
 		i = j;
+	}
+	if (last) {
+		r = copy_renames(c);
+		if (r < 0)
+			goto out;
 	}
 	r = store_batch_commit(c->b);
 	if (r < 0)
@@ -810,6 +941,7 @@ static void copy_release(struct copy *c)
 	free(c->path);
 	free(c->pairs);
 	free(c->detail);
+	free(c->unnamed);
 }
 
 int store_copy(struct store *dst, struct store *src, const struct store_copy_opts *o,
@@ -854,8 +986,11 @@ int store_copy(struct store *dst, struct store *src, const struct store_copy_opt
 		st->series += i == 0 || c.pairs[i].series != c.pairs[i - 1].series;
 	if (!c.npairs && since == upto)
 		st->nothing_new = true;
-	else
+	else {
+		c.since = since;
+		c.upto = upto;
 		r = copy_chunks(&c, per, taken, upto);
+	}
 	if (r == 0)
 		r = copy_remember(&c, upto);
 out:

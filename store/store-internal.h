@@ -39,6 +39,11 @@ struct source_mark {
 	uint64_t split_before;
 };
 
+/* Whether `named` may name frame `old` (store_batch_frame_rename()'s
+ * rules: a named kind but inline, no offset, a name, old's module and
+ * build id); the backends check it at once. */
+bool store_rename_valid(const struct store_frame *old, const struct store_frame *named);
+
 struct store_ops {
 	const char *name; /* "embedded", "central" */
 	void (*close)(struct store *s);
@@ -100,6 +105,14 @@ struct store_ops {
 	 * returned. */
 	int (*changes)(struct store *s, uint64_t since, uint64_t *upto,
 	               int (*fn)(void *ctx, uint32_t series, int64_t bucket_start), void *ctx);
+	/* Calls fn for every frame that a commit after `since` and up to
+	 * `upto` named (store_batch_frame_rename()), with the file offset it
+	 * had while unnamed (0 when the store did not keep it), so that a
+	 * copy can name the same frames in its destination.  Optional (NULL:
+	 * the store never renames).  A non-zero return from fn stops the walk
+	 * and is returned. */
+	int (*renames_since)(struct store *s, uint64_t since, uint64_t upto,
+	                     int (*fn)(void *ctx, uint32_t frame, uint64_t old_offset), void *ctx);
 	/* Marks `b` as carrying copies from store `source` (32 hex digits),
 	 * which the commit records as copied up to its commit number `upto`
 	 * (see replaces_sources).  A store that replaces refuses the commit

@@ -192,6 +192,24 @@ int store_batch_frame(struct store_batch *b, const struct store_frame *f, uint32
 	return b->store->ops->batch_frame(b, f, id);
 }
 
+static bool bytes_same(const void *a, size_t al, const void *b, size_t bl)
+{
+	if (!a)
+		al = 0;
+	if (!b)
+		bl = 0;
+	return al == bl && (!al || !memcmp(a, b, al));
+}
+
+bool store_rename_valid(const struct store_frame *old, const struct store_frame *named)
+{
+	return named->kind <= STORE_FRAME_SPAN && named->kind != STORE_FRAME_UNKNOWN &&
+	       named->kind != STORE_FRAME_INLINE && !named->offset && named->name_len &&
+	       named->name && (named->file || !named->file_len) &&
+	       bytes_same(named->module, named->module_len, old->module, old->module_len) &&
+	       bytes_same(named->build_id, named->build_id_len, old->build_id, old->build_id_len);
+}
+
 int store_batch_frame_rename(struct store_batch *b, uint32_t frame, const struct store_frame *named)
 {
 	if (!b->store->ops->batch_frame_rename)

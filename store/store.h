@@ -256,9 +256,13 @@ int store_batch_node(struct store_batch *b, uint32_t parent, uint32_t frame, uin
  * become one function show as one node in a view, which merges siblings
  * of one name.  A reader sees the names at its next store_refresh(), with
  * the rest of the commit.  Renaming one frame twice in a batch keeps the
- * last.  0, -EINVAL (a frame not committed or not unnamed, a `named`
- * that breaks the rules above; the message says which), -ENOMEM, or
- * -EOPNOTSUPP (a database: not yet). */
+ * last.  In a database the frame keeps the content it was committed
+ * with as its identity: interning that content again gives this frame
+ * (showing the name), and interning `named` gives a frame of its own;
+ * a frame another writer named first keeps that name.  0, -EINVAL (a
+ * frame not committed or not unnamed, a `named` that breaks the rules
+ * above; the message says which), -ENOMEM, or -EOPNOTSUPP (a database
+ * of a schema before 7). */
 int store_batch_frame_rename(struct store_batch *b, uint32_t frame,
                              const struct store_frame *named);
 
@@ -488,6 +492,7 @@ struct store_copy_stats {
 	uint64_t series, buckets, commits;
 	uint64_t samples, weight; /* summed over the buckets copied */
 	uint64_t frames, nodes;   /* offered to dst (it keeps the new ones) */
+	uint64_t renamed;         /* dst's frames named by names src found later */
 	bool nothing_new;         /* src had nothing dst lacked */
 	/* What the copy did about the source's identity, as one line for
 	 * the user ("" when nothing was unusual): a restored copy sent

@@ -370,3 +370,33 @@ void run(const char *name, void (*fn)(void))
 	fflush(stdout);
 	central_failures += check_failures != central_checks_before;
 }
+
+int fixture_main(int argc, char **argv, char *tmpdir, const struct fixture_test *dir_tests,
+                 const struct fixture_test *db_tests)
+{
+	const struct fixture_test *t = dir_tests;
+	char cmd[256];
+
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	if (argc > 2) {
+		pghost = argv[1];
+		pguser = argv[2];
+		pgport = argc > 3 && *argv[3] ? argv[3] : NULL;
+		if (!getenv("FLAMEFS_PG_RETRY_SECONDS"))
+			setenv("FLAMEFS_PG_RETRY_SECONDS", "10", 1);
+		if (!sql("postgres", "SELECT 1")) {
+			printf("SKIP: cannot reach the PostgreSQL server at %s\n", pghost);
+			return 77;
+		}
+		t = db_tests;
+	}
+	for (; t->name; t++)
+		run(t->name, t->fn);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return central_failures ? 1 : 0;
+}

@@ -96,6 +96,20 @@ struct store_sample gen_sample(uint64_t *x, int64_t from_us, int64_t span_us, co
  * "PASS name" or "FAIL name". */
 void run(const char *name, void (*fn)(void));
 
+/* A test of a program that runs fixture_main(). */
+struct fixture_test {
+	const char *name;
+	void (*fn)(void);
+};
+
+/* The main of a unit test with directory tests and database tests:
+ * makes `tmpdir` (a mkdtemp() template), runs dir_tests (a NULL name
+ * ends them) when argv holds no server, else db_tests on the server
+ * argv names (SOCKET_DIR USER [PORT]; a visible SKIP, 77, when it does
+ * not answer), and removes tmpdir.  Returns the exit status. */
+int fixture_main(int argc, char **argv, char *tmpdir, const struct fixture_test *dir_tests,
+                 const struct fixture_test *db_tests);
+
 /* The tests, by file. */
 void test_write_read(void);
 void test_two_writers(void);

@@ -104,7 +104,7 @@ void test_labels_upgrade(void)
 	w = open_ok("c_lup", STORE_CREATE);
 	if (!w)
 		return;
-	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "6");
+	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "7");
 	b = store_batch_new(w);
 	s = series(b, "h", "app");
 	node = stack(b, "main;work");
@@ -114,7 +114,7 @@ void test_labels_upgrade(void)
 	store_close(w);
 	/* as schema 3 left it */
 	CHECK(sql("c_lup", "DROP VIEW series_labels; DROP FUNCTION flamefs_labels(bytea);"
-	                   " DROP TABLE frame_offsets CASCADE;"
+	                   " DROP TABLE frame_names CASCADE; DROP TABLE frame_offsets CASCADE;"
 	                   " ALTER TABLE series DROP CONSTRAINT series_key, DROP COLUMN labels;"
 	                   " ALTER TABLE series ADD UNIQUE (host, binary_name, version, event);"
 	                   " UPDATE flamefs_meta SET value = '3'"
@@ -135,7 +135,7 @@ void test_labels_upgrade(void)
 		store_close(r);
 		return;
 	}
-	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "6");
+	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "7");
 	CHECK_STR(sql("c_lup", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"), "4");
 	b = store_batch_new(w);
 	struct store_series_key k = {"h", "app", "1", "cpu", "nanoseconds", NULL};
@@ -154,9 +154,9 @@ void test_labels_upgrade(void)
 	store_close(r);
 	/* what a flamefs of schema 3 says of it */
 	sql("c_lup",
-	    "UPDATE flamefs_meta SET value = '7' WHERE key IN ('schema', 'oldest_reader')");
+	    "UPDATE flamefs_meta SET value = '8' WHERE key IN ('schema', 'oldest_reader')");
 	expect_open_error(uri("c_lup"), STORE_READONLY, -EPROTONOSUPPORT,
-	                  "schema version 7 is newer than this flamefs understands (6)", NULL);
+	                  "schema version 8 is newer than this flamefs understands (7)", NULL);
 	sql("postgres", "DROP DATABASE c_lup WITH (FORCE)");
 }
 

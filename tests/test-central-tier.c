@@ -38,7 +38,7 @@ void test_samples_upgrade(void)
 	store_close(w);
 	/* as schema 2 left it */
 	CHECK(sql("c_up", "DROP VIEW series_labels; DROP FUNCTION flamefs_labels(bytea);"
-	                  " DROP TABLE frame_offsets CASCADE;"
+	                  " DROP TABLE frame_names CASCADE; DROP TABLE frame_offsets CASCADE;"
 	                  " ALTER TABLE series DROP CONSTRAINT series_key, DROP COLUMN labels;"
 	                  " ALTER TABLE series ADD UNIQUE (host, binary_name, version, event);"
 	                  " DROP VIEW sample_entries; DROP FUNCTION flamefs_samples(int8, bytea);"
@@ -68,7 +68,7 @@ void test_samples_upgrade(void)
 		store_close(r2);
 		return;
 	}
-	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "6");
+	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'schema'"), "7");
 	CHECK_STR(sql("c_up", "SELECT value FROM flamefs_meta WHERE key = 'oldest_reader'"), "4");
 	CHECK_STR(sql("c_up", "SELECT first_us || ' ' || last_us || ' ' || samples"
 	                      " FROM series_recent"),
@@ -98,22 +98,22 @@ void test_samples_upgrade(void)
 	          "1700000040 main;old 3 30\n1700000100 main;old 2 17\n");
 	store_close(r2);
 	/* a writer refuses to commit into a schema another flamefs moved */
-	sql("c_up", "UPDATE flamefs_meta SET value = '7' WHERE key = 'schema'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '8' WHERE key = 'schema'");
 	b = store_batch_new(w);
 	CHECK(store_batch_add(b, series(b, "h", "app"), T0, node, 1, 1) == 0);
 	CHECK(store_batch_commit(b) < 0);
-	CHECK(strstr(store_errmsg(w), "schema version 7 is not the one this flamefs writes (6)") !=
+	CHECK(strstr(store_errmsg(w), "schema version 8 is not the one this flamefs writes (7)") !=
 	      NULL);
 	store_batch_free(b);
 	store_close(w);
 	/* readers read it while it says readers of 4 do */
 	store_close(open_ok("c_up", STORE_READONLY));
-	sql("c_up", "UPDATE flamefs_meta SET value = '7' WHERE key = 'oldest_reader'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '8' WHERE key = 'oldest_reader'");
 	expect_open_error(uri("c_up"), STORE_READONLY, -EPROTONOSUPPORT,
-	                  "schema version 7 is newer than this flamefs understands (6)", NULL);
+	                  "schema version 8 is newer than this flamefs understands (7)", NULL);
 	sql("c_up", "UPDATE flamefs_meta SET value = '4' WHERE key = 'oldest_reader'");
 	/* bad keep_samples */
-	sql("c_up", "UPDATE flamefs_meta SET value = '6' WHERE key = 'schema'");
+	sql("c_up", "UPDATE flamefs_meta SET value = '7' WHERE key = 'schema'");
 	sql("c_up", "INSERT INTO flamefs_meta VALUES ('keep_samples', '-5')");
 	expect_open_error(uri("c_up"), STORE_READONLY, -EIO,
 	                  "store is damaged: flamefs_meta's keep_samples", NULL);

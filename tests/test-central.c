@@ -544,9 +544,9 @@ void test_refusals(void)
 	fresh_db("c_future");
 	store_close(open_ok("c_future", STORE_CREATE));
 	sql("c_future", "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'");
-	sql("c_future", "UPDATE flamefs_meta SET value = '7' WHERE key = 'oldest_reader'");
+	sql("c_future", "UPDATE flamefs_meta SET value = '8' WHERE key = 'oldest_reader'");
 	snprintf(want, sizeof(want),
-	         "%s: schema version 9 is newer than this flamefs understands (6)",
+	         "%s: schema version 9 is newer than this flamefs understands (7)",
 	         uri("c_future"));
 	expect_open_error(uri("c_future"), 0, -EPROTONOSUPPORT, want, NULL);
 	expect_open_error(uri("c_future"), STORE_READONLY, -EPROTONOSUPPORT, want, NULL);

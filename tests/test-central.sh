@@ -140,7 +140,7 @@ n=$((n + 1))
 [ "$(psql "$sq" -qXAt -c "SELECT count(*) FROM series WHERE binary_name = 'app' AND version = 'A'")" = 2 ] ||
 	bad "two hosts' series of one binary/version"
 
-# ---- upgrading schema 1 (three arrays a counts row) to 2 (one blob), 3, 4, 5 and 6 ----
+# ---- upgrading schema 1 (three arrays a counts row) to 2 (one blob), 3, 4, 5, 6 and 7 ----
 up=$(newdb up)
 "$collect" import --store "$up" --time 1700000040 "$here/data/perf/spell-g.perf" >/dev/null 2>&1
 "$collect" import --store "$up" --time 1700000100 "$tmp/a.folded" >/dev/null 2>&1
@@ -159,6 +159,7 @@ n=$((n + 1))
 # recent tier, which schema 3 added, nor labels, which schema 4 added)
 psql "$up" -qX -v ON_ERROR_STOP=1 >"$tmp/down.out" 2>&1 <<'SQL' || { bad "downgrade to schema 1"; cat "$tmp/down.out"; }
 BEGIN;
+DROP TABLE frame_names CASCADE;
 DROP TABLE frame_offsets CASCADE;
 DROP VIEW series_labels;
 DROP FUNCTION flamefs_labels(bytea);
@@ -191,7 +192,7 @@ has "$tmp/up.old" "$up: schema version 1 is older than this flamefs reads (2); a
 	"schema 1, reader"
 "$collect" compact --store "$up" >"$tmp/up.compact" 2>&1 || { bad "compact (a writer) of schema 1"; cat "$tmp/up.compact"; }
 n=$((n + 1))
-[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 6 ] || bad "upgrade: schema is not 6"
+[ "$(psql "$up" -qXAt -c "SELECT value FROM flamefs_meta WHERE key = 'schema'")" = 7 ] || bad "upgrade: schema is not 7"
 up_state >"$tmp/up.got"
 same "$tmp/up.got" "$tmp/up.want" "upgrade 1 -> 2 -> 3 -> 4: exports and stats"
 psql "$up" -qXAt -c "SELECT count(*) FROM count_entries WHERE weight <> samples" >"$tmp/up.weighted2"
@@ -269,7 +270,7 @@ has "$tmp/empty.out" "not a flamefs store yet" "empty database"
 psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'schema'"
 psql "$sq" -qXc "UPDATE flamefs_meta SET value = '9' WHERE key = 'oldest_reader'"
 "$collect" stats --store "$sq" >"$tmp/future.out" 2>&1 && bad "stats of a future schema"
-has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (6)" "future schema"
+has "$tmp/future.out" "$sq: schema version 9 is newer than this flamefs understands (7)" "future schema"
 "$collect" import --store "$sq" "$tmp/a.folded" >"$tmp/future.out" 2>&1 && bad "import into a future schema"
 has "$tmp/future.out" "schema version 9 is newer" "future schema, import"
 "$collect" stats --store "postgresql:///x?host=$tmp/nowhere" >"$tmp/unreach.out" 2>&1 && bad "stats of no server"

@@ -7,6 +7,10 @@
  * have one (a flag in the record's kind byte and a varint), and a record
  * that misuses the flag is damage; in a database a run whose frames have
  * no offset has no row in frame_offsets, and the view `frames` shows them.
+ * Names found later (store_batch_frame_rename()) in both backends, with a
+ * reader open across them; in a database also: a host's names carried by
+ * its next push, once, a push that never un-names, and two writers whose
+ * batches are open across each other's commits.
  *
  * Usage: test-store-names            the directory tests
  *        test-store-names SOCKET_DIR USER [PORT]
@@ -321,8 +325,11 @@ static struct store_frame leaf(const char *name)
 
 /* Frames 0x1040 and 0x2230 become leaf_a, 0xffffffffffff leaf_b, in one
  * commit, with a reader open across it; counts, nodes and totals stay;
- * a copy merges the two leaf_a nodes. */
-static void renames_in(const char *where, const char *other)
+ * a copy merges the two leaf_a nodes.  In a database (db) a frame keeps
+ * the content it was committed with as its identity: the unnamed frame
+ * at the old place is the named frame, and the name interned anew is a
+ * frame of its own (the view merges it with the renamed one by name). */
+static void renames_in(const char *where, const char *other, bool db)
 {
 	struct store *w = NULL, *r = NULL, *o = NULL;
 	char err[512] = "", before[4096];
@@ -374,10 +381,16 @@ static void renames_in(const char *where, const char *other)
 	/* the writer finds the named frame, and a new unnamed one at the old
 	 * place is a new frame */
 	CHECK_OK(store_batch_frame(b, &a, &id));
-	CHECK(id == ids[0] || id == ids[1]);
+	if (db)
+		CHECK(id == store_frame_count(w) - 1 && id > ids[NOFF - 1]);
+	else
+		CHECK(id == ids[0] || id == ids[1]);
 	struct store_frame u0 = unnamed(offsets[0]);
 	CHECK_OK(store_batch_frame(b, &u0, &id));
-	CHECK(id == store_frame_count(w) - 1 && id > ids[NOFF - 1]);
+	if (db)
+		CHECK(id == ids[0]);
+	else
+		CHECK(id == store_frame_count(w) - 1 && id > ids[NOFF - 1]);
 	store_batch_free(b); /* the new one is dropped */
 
 	CHECK(store_refresh(r) == 1);
@@ -395,7 +408,7 @@ static void renames_in(const char *where, const char *other)
 		      !memcmp(got.name, "leaf_b", 6));
 		b = store_batch_new(w);
 		CHECK_OK(store_batch_frame(b, &bb, &id));
-		CHECK(id == ids[3]);
+		CHECK(db ? id == store_frame_count(w) - 1 : id == ids[3]);
 		store_batch_free(b);
 	}
 	/* a copy by content: the two leaf_a nodes are one */
@@ -419,10 +432,225 @@ static void test_renames(void)
 
 	snprintf(dir, sizeof(dir), "%s/renames", tmpdir);
 	snprintf(copy, sizeof(copy), "%s/renames-copy", tmpdir);
-	renames_in(dir, copy);
+	renames_in(dir, copy, false);
 }
 
 /* ---- the database ------------------------------------------------------------- */
+
+/* The names of the frames of series (h, app) as its counts show them. */
+static const char *names_of(struct store *s, const char *host)
+{
+	return dump(s, find_series(s, host, "app", NULL), INT64_MIN, INT64_MAX);
+}
+
+static void push(struct store *db, struct store *dir, struct store_copy_stats *st)
+{
+	struct store_copy_opts opts = {.incremental = true};
+	char err[512] = "";
+
+	CHECKF(store_copy(db, dir, &opts, st, err, sizeof(err)) == 0, "%s", err);
+}
+
+static void rename_to(struct store *s, uint32_t id, const char *name)
+{
+	struct store_batch *b = store_batch_new(s);
+	struct store_frame f = leaf(name);
+
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	CHECK_OK(store_batch_frame_rename(b, id, &f));
+	CHECK_OK(store_batch_commit(b));
+	store_batch_free(b);
+}
+
+/* A host pushes unnamed frames, names them in its directory and pushes
+ * again: the database's frames take the names in that push, once, and a
+ * reader open across it shows them; a second host pushing the same
+ * unnamed frames does not un-name them; a name the database found itself
+ * stays when the host pushes the frame unnamed again. */
+static void push_names(void)
+{
+	char dir[256], dir2[256], err[512] = "";
+	const char *unnamed4 =
+	        "1700000040 main;[libx.so.1] 1 10\n1700000040 main;[libx.so.1] 2 20\n"
+	        "1700000040 main;[libx.so.1] 3 30\n1700000040 main;[libx.so.1] 4 40\n";
+	struct store *h = NULL, *h2 = NULL, *db = NULL, *r = NULL;
+	struct store_copy_stats st;
+	uint32_t ids[NOFF], ids2[NOFF], frames, nodes;
+
+	fresh_db("names_push");
+	snprintf(dir, sizeof(dir), "%s/push-host", tmpdir);
+	snprintf(dir2, sizeof(dir2), "%s/push-host2", tmpdir);
+	CHECKF(store_open(dir, STORE_CREATE, &h, err, sizeof(err)) == 0, "%s", err);
+	db = open_ok("names_push", STORE_CREATE);
+	if (!h || !db)
+		goto out;
+	write_offsets(h, ids);
+	push(db, h, &st);
+	CHECK(st.renamed == 0);
+	CHECK_STR(names_of(db, "h"), unnamed4);
+	r = open_ok("names_push", STORE_READONLY);
+	if (!r)
+		goto out;
+	frames = store_frame_count(r);
+	nodes = store_node_count(r);
+
+	/* the host names two frames; its next push names them centrally */
+	rename_to(h, ids[0], "leaf_a");
+	rename_to(h, ids[1], "leaf_a");
+	push(db, h, &st);
+	CHECK(st.renamed == 2 && st.buckets == 0);
+	CHECK_STR(names_of(db, "h"), "1700000040 main;leaf_a 1 10\n1700000040 main;leaf_a 2 20\n"
+	                             "1700000040 main;[libx.so.1] 3 30\n"
+	                             "1700000040 main;[libx.so.1] 4 40\n");
+	CHECK(store_refresh(r) == 1);
+	CHECK(store_renames(r) > 0);
+	CHECK(store_frame_count(r) == frames && store_node_count(r) == nodes);
+	CHECK_STR(names_of(r, "h"), "1700000040 main;leaf_a 1 10\n1700000040 main;leaf_a 2 20\n"
+	                            "1700000040 main;[libx.so.1] 3 30\n"
+	                            "1700000040 main;[libx.so.1] 4 40\n");
+	CHECK_STR(sql("names_push",
+	              "SELECT string_agg(name::text, ',' ORDER BY id) FROM frame_names"),
+	          "\\x6c6561665f61,\\x6c6561665f61");
+	CHECK_STR(sql("names_push", "SELECT count(*) FROM frames WHERE name = 'leaf_a'"
+	                            " AND file_offset = 0"),
+	          "2");
+	/* once: nothing new, nothing named again */
+	push(db, h, &st);
+	CHECK(st.renamed == 0 && st.nothing_new);
+
+	/* the database names the frame at 0xffffffffffff itself */
+	{
+		struct store_frame u = unnamed(offsets[3]);
+		uint32_t id = 0;
+
+		for (uint32_t i = 1; i < store_frame_count(db); i++) {
+			struct store_frame g;
+
+			if (store_frame_get(db, i, &g) == 0 && g.offset == u.offset &&
+			    g.kind == STORE_FRAME_UNKNOWN)
+				id = i;
+		}
+		CHECK(id != 0);
+		if (id)
+			rename_to(db, id, "leaf_b");
+	}
+	/* another store pushes the same unnamed frames (into the same series:
+	 * the database sums the two sources): they show the names, and the
+	 * database gains no frame and no node */
+	CHECKF(store_open(dir2, STORE_CREATE, &h2, err, sizeof(err)) == 0, "%s", err);
+	if (!h2)
+		goto out;
+	write_offsets(h2, ids2);
+	push(db, h2, &st);
+	CHECK(st.renamed == 0);
+	CHECK(store_refresh(r) == 1);
+	CHECK(store_frame_count(r) == frames && store_node_count(r) == nodes);
+	CHECK_STR(names_of(r, "h"), "1700000040 main;leaf_a 2 20\n1700000040 main;leaf_a 4 40\n"
+	                            "1700000040 main;[libx.so.1] 6 60\n"
+	                            "1700000040 main;leaf_b 8 80\n");
+	/* the first host pushes the frame at 0xffffffffffff, unnamed, again:
+	 * it stays leaf_b */
+	{
+		struct store_batch *b = store_batch_new(h);
+		struct store_frame m = named("main"), u = unnamed(offsets[3]);
+		uint32_t series, fm, fu, n1, n2;
+
+		CHECK_OK(store_batch_series(b,
+		                            &(struct store_series_key){"h", "app", "1", "cpu-clock",
+		                                                       "nanoseconds", NULL},
+		                            &series));
+		CHECK_OK(store_batch_frame(b, &m, &fm));
+		CHECK_OK(store_batch_node(b, STORE_ROOT_NODE, fm, &n1));
+		CHECK_OK(store_batch_frame(b, &u, &fu));
+		CHECK_OK(store_batch_node(b, n1, fu, &n2));
+		CHECK_OK(store_batch_add(b, series, T0 + 60, n2, 5, 50));
+		CHECK_OK(store_batch_commit(b));
+		store_batch_free(b);
+	}
+	push(db, h, &st);
+	CHECK(store_refresh(r) == 1);
+	CHECK(store_node_count(r) == nodes);
+	CHECK(strstr(names_of(r, "h"), "1700000100 main;leaf_b 5 50\n") != NULL);
+out:
+	store_close(r);
+	store_close(h2);
+	store_close(h);
+	store_close(db);
+}
+
+/* Two writers of one database, each batch open across the other's
+ * commit: a push (new frames, nodes and counts) and a rename.  Neither
+ * loses anything, in either order. */
+static void rename_two_writers(void)
+{
+	struct store *w1, *w2, *r;
+	struct store_batch *b1, *b2;
+	uint32_t ids[NOFF], series, n1, n2, fm, fx;
+	struct store_frame a = leaf("leaf_a"), bb = leaf("leaf_b"), m = named("main");
+	struct store_frame x = named("extra"), u1 = unnamed(offsets[1]);
+
+	fresh_db("names_two");
+	w1 = open_ok("names_two", STORE_CREATE);
+	if (!w1)
+		return;
+	write_offsets(w1, ids);
+	w2 = open_ok("names_two", 0);
+	r = open_ok("names_two", STORE_READONLY);
+	if (!w2 || !r)
+		goto out;
+	/* w1 stages a rename; w2 commits new frames, nodes and counts on the
+	 * frame being renamed; then w1 commits */
+	b1 = store_batch_new(w1);
+	CHECK_OK(store_batch_frame_rename(b1, ids[0], &a));
+	b2 = store_batch_new(w2);
+	CHECK_OK(store_batch_series(
+	        b2, &(struct store_series_key){"h", "app", "1", "cpu-clock", "nanoseconds", NULL},
+	        &series));
+	CHECK_OK(store_batch_frame(b2, &m, &fm));
+	CHECK_OK(store_batch_node(b2, STORE_ROOT_NODE, fm, &n1));
+	CHECK_OK(store_batch_frame(b2, &x, &fx));
+	CHECK_OK(store_batch_node(b2, n1, fx, &n2));
+	CHECK_OK(store_batch_add(b2, series, T0, n2, 7, 70));
+	CHECK_OK(store_batch_frame(b2, &u1, &fx));
+	CHECK(fx == ids[1]);
+	CHECK_OK(store_batch_node(b2, n1, fx, &n2));
+	CHECK_OK(store_batch_add(b2, series, T0, n2, 5, 50));
+	CHECK_OK(store_batch_commit(b2));
+	CHECK_OK(store_batch_commit(b1));
+	/* the other way round: w2 stages counts on a frame w1 then names */
+	CHECK_OK(store_batch_frame(b2, &u1, &fx));
+	CHECK_OK(store_batch_node(b2, n1, fx, &n2));
+	CHECK_OK(store_batch_add(b2, series, T0 + 60, n2, 1, 1));
+	CHECK_OK(store_batch_frame_rename(b1, ids[1], &bb));
+	CHECK_OK(store_batch_commit(b1));
+	CHECK_OK(store_batch_commit(b2));
+	/* a rename of a frame the other writer named meanwhile keeps the
+	 * first name */
+	CHECK_OK(store_batch_frame_rename(b2, ids[3], &a));
+	CHECK_OK(store_batch_frame_rename(b1, ids[3], &bb));
+	CHECK_OK(store_batch_commit(b1));
+	CHECK_OK(store_batch_commit(b2));
+	store_batch_free(b1);
+	store_batch_free(b2);
+	CHECK(store_refresh(r) == 1);
+	CHECK_STR(names_of(r, "h"), "1700000040 main;leaf_a 1 10\n1700000040 main;leaf_b 7 70\n"
+	                            "1700000040 main;[libx.so.1] 3 30\n"
+	                            "1700000040 main;leaf_b 4 40\n"
+	                            "1700000040 main;extra 7 70\n1700000100 main;leaf_b 1 1\n");
+	{
+		struct store_series e;
+
+		find_series(r, "h", "app", &e);
+		CHECK(e.samples == 10 + 7 + 5 + 1 && e.weight == 100 + 70 + 50 + 1);
+	}
+	CHECK_STR(sql("names_two", "SELECT count(*) FROM frame_names"), "3");
+out:
+	store_close(r);
+	store_close(w2);
+	store_close(w1);
+}
 
 static void test_db(void)
 {
@@ -454,33 +682,23 @@ static void test_db(void)
 	CHECK_STR(sql("names_a", "SELECT count(*) FROM frame_runs r WHERE NOT EXISTS"
 	                         " (SELECT 1 FROM frame_offsets o WHERE o.first = r.first)"),
 	          "2");
+	/* names found later, in a database; the copy goes to a directory */
+	fresh_db("names_c");
+	snprintf(dir, sizeof(dir), "%s/renames-from-db", tmpdir);
+	renames_in(uri("names_c"), dir, true);
+	CHECK_STR(sql("names_c", "SELECT string_agg(convert_from(name, 'UTF8') || ':' ||"
+	                         " file_offset, ',' ORDER BY id) FROM frames WHERE id > 1"),
+	          "leaf_a:0,leaf_a:0,[libx.so.1]:0,leaf_b:0");
 }
 
 int main(int argc, char **argv)
 {
-	char cmd[128];
+	static const struct fixture_test dir_tests[] = {
+	        {"dir", test_dir}, {"renames", test_renames}, {NULL, NULL}};
+	static const struct fixture_test db_tests[] = {{"db", test_db},
+	                                               {"push_names", push_names},
+	                                               {"rename_two_writers", rename_two_writers},
+	                                               {NULL, NULL}};
 
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	if (argc > 2) {
-		pghost = argv[1];
-		pguser = argv[2];
-		pgport = argc > 3 && *argv[3] ? argv[3] : NULL;
-		if (!getenv("FLAMEFS_PG_RETRY_SECONDS"))
-			setenv("FLAMEFS_PG_RETRY_SECONDS", "10", 1);
-		if (!sql("postgres", "SELECT 1")) {
-			printf("SKIP: cannot reach the PostgreSQL server at %s\n", pghost);
-			return 77;
-		}
-		run("db", test_db);
-	} else {
-		run("dir", test_dir);
-		run("renames", test_renames);
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-	return central_failures ? 1 : 0;
+	return fixture_main(argc, argv, tmpdir, dir_tests, db_tests);
 }

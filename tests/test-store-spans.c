@@ -911,31 +911,12 @@ out:
 
 int main(int argc, char **argv)
 {
-	char cmd[128];
+	static const struct fixture_test dir_tests[] = {{"block_format", test_block_format},
+	                                                {"block_random", test_block_random},
+	                                                {"dir", test_dir},
+	                                                {NULL, NULL}};
+	static const struct fixture_test db_tests[] = {
+	        {"sql_decoder", test_sql_decoder}, {"db", test_db}, {NULL, NULL}};
 
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	if (argc > 2) {
-		pghost = argv[1];
-		pguser = argv[2];
-		pgport = argc > 3 && *argv[3] ? argv[3] : NULL;
-		if (!getenv("FLAMEFS_PG_RETRY_SECONDS"))
-			setenv("FLAMEFS_PG_RETRY_SECONDS", "10", 1);
-		if (!sql("postgres", "SELECT 1")) {
-			printf("SKIP: cannot reach the PostgreSQL server at %s\n", pghost);
-			return 77;
-		}
-		run("sql_decoder", test_sql_decoder);
-		run("db", test_db);
-	} else {
-		run("block_format", test_block_format);
-		run("block_random", test_block_random);
-		run("dir", test_dir);
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-	return central_failures ? 1 : 0;
+	return fixture_main(argc, argv, tmpdir, dir_tests, db_tests);
 }

@@ -20,14 +20,12 @@
 #   - nothing to name in a module without debug info: the summary says so.
 #   usage: test-symbolize-later.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
+. "$(dirname "$0")/lib-stripped.sh"
 build=${1:?usage: test-symbolize-later.sh BUILD_DIR}
 collect=$build/flamefs-collect
 flamefs=$build/fs/flamefs
 e2e_setup symbolize-later
 
-for t in cc objcopy strip readelf perf; do
-	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
 	echo "SKIP: /dev/fuse not available"
 	exit 77
@@ -39,58 +37,7 @@ e2e_on_exit() {
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null
 }
 
-cat >"$tmp/prog.c" <<'C'
-#include <stdlib.h>
-static volatile unsigned long sink;
-__attribute__((noinline)) unsigned long leaf_a(unsigned long n)
-{
-	unsigned long s = 0;
-	for (unsigned long i = 0; i < n; i++)
-		s += i * i ^ (s >> 3);
-	return s;
-}
-__attribute__((noinline)) unsigned long leaf_b(unsigned long n)
-{
-	unsigned long s = 1;
-	for (unsigned long i = 0; i < n; i++)
-		s += (i ^ s) * 7 + (s >> 5);
-	return s;
-}
-__attribute__((noinline)) void middle(unsigned long n, int k)
-{
-	for (int j = 0; j < 10; j++)
-		sink += (k & 1) ? leaf_a(n) : leaf_b(n);
-}
-int main(int argc, char **argv)
-{
-	unsigned long n = strtoul(argv[1], NULL, 10);
-	for (int k = 0; k < atoi(argv[2]); k++)
-		middle(n, k);
-	return 0;
-}
-C
-# -g puts this run's directory into the debug info: a build id of its own.
-cc -O0 -g -fno-omit-frame-pointer -o "$tmp/prog.full" "$tmp/prog.c" ||
-	{ bad "cannot build the test program"; finish; }
-bid=$(readelf -n "$tmp/prog.full" | awk '/Build ID:/ { print $3 }')
-mkdir -p "$tmp/debug/.build-id/${bid:0:2}" "$tmp/flat"
-objcopy --only-keep-debug "$tmp/prog.full" "$tmp/debug/.build-id/${bid:0:2}/${bid:2}.debug"
-cp "$tmp/debug/.build-id/${bid:0:2}/${bid:2}.debug" "$tmp/flat/prog-symbols"
-strip -o "$tmp/prog" "$tmp/prog.full"
-check "the stripped program keeps its build id and has no symbols" \
-	test "$(readelf -n "$tmp/prog" | awk '/Build ID:/ { print $3 }')" = "$bid" -a \
-	-z "$(readelf -s "$tmp/prog" | grep -w leaf_a)"
-perf record -q -g -o "$tmp/perf.data" "$tmp/prog" 1000000 40 >/dev/null 2>&1 ||
-	{ echo "SKIP: perf record does not work here"; exit 77; }
-
-# the reference: the same perf.data while the unstripped binary is in place
-cp "$tmp/prog" "$tmp/prog.stripped"
-cp "$tmp/prog.full" "$tmp/prog"
-"$collect" import --store "$tmp/ref" "$tmp/perf.data" 2>/dev/null
-"$collect" export --store "$tmp/ref" --format folded >"$tmp/ref.folded"
-cp "$tmp/prog.stripped" "$tmp/prog"
-check "the reference names leaf_a and leaf_b under middle" \
-	grep -q "main;middle;leaf_a " "$tmp/ref.folded"
+stripped_setup
 
 # import while stripped: unnamed
 "$collect" import --store "$store" "$tmp/perf.data" 2>/dev/null
@@ -98,9 +45,8 @@ check "the reference names leaf_a and leaf_b under middle" \
 check "imported stripped: no function of the program is named" \
 	test -z "$(grep -E ';(leaf_a|leaf_b|middle|main)( |;)' "$tmp/before.folded")"
 check "... its frames are [prog]" grep -q "\[prog\];\[prog\]" "$tmp/before.folded"
-total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
 check "... the same total as the reference" \
-	test "$(total "$tmp/before.folded")" = "$(total "$tmp/ref.folded")"
+	test "$(folded_total "$tmp/before.folded")" = "$(folded_total "$tmp/ref.folded")"
 
 mkdir -p "$mnt"
 "$flamefs" -f "$store" "$mnt" 2>"$tmp/flamefs.err" &

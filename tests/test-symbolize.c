@@ -19,6 +19,10 @@
  * from its own snapshot (binary and functions), the new program must be
  * the next generation, and the exec event that comes late must keep both.
  *
+ * Function starts of unnamed code (fdes.c): in libc, for addresses all
+ * over its segments, .eh_frame_hdr's search table answers as the list of
+ * every FDE does.
+ *
  * ELF symbols (symbolize_symbol): symbol versions ("@@GLIBC_2.34",
  * "@GLIBC_2.2.5") are dropped, "@plt" is kept, in both naming modes; in
  * this very process, every PLT entry of its executable is named
@@ -165,6 +169,84 @@ static void check(bool ok, const char *what)
 	printf("%s - %s\n", ok ? "ok  " : "FAIL", what);
 	if (!ok)
 		failures++;
+}
+
+/* dl_iterate_phdr(): the path of libc.so.6 into arg (PATH_MAX bytes). */
+static int libc_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	(void)size;
+	if (!base || strcmp(base, "/libc.so.6") != 0)
+		return 0;
+	snprintf(arg, PATH_MAX, "%s", info->dlpi_name);
+	return 1;
+}
+
+/* A module of path with its libdwfl session open (by one lookup), or
+ * NULL.  list: its function starts from the list of every FDE, never
+ * from .eh_frame_hdr's table. */
+static struct module *fde_module(struct symbolize *s, const char *path, bool list)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct module *m;
+	struct symres *r;
+
+	if (fd < 0 || sym_module_new(path, fd, &m) < 0 || !m->nsegs)
+		return NULL;
+	m->fde_hdr_tried = list;
+	if (sym_module_lookup(s, m, m->segs[0].vaddr + 1, &r) < 0 || !m->dmod) {
+		sym_module_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* Unnamed code's function starts (fdes.c): for addresses all over the
+ * loaded segments of path, the search of .eh_frame_hdr's table gives
+ * what the list of every FDE gives, and the table (not the list) is what
+ * answered.  Returns the number of addresses inside a function. */
+static size_t check_fde_table(const char *path)
+{
+	struct symbolize *s = symbolize_new();
+	struct module *t = s ? fde_module(s, path, false) : NULL;
+	struct module *l = s ? fde_module(s, path, true) : NULL;
+	size_t total = 0, inside = 0, differ = 0;
+	char what[PATH_MAX + 96];
+
+	if (!t || !l) {
+		snprintf(what, sizeof(what), "fde: %s opened twice", path);
+		check(false, what);
+		goto out;
+	}
+	for (size_t i = 0; i < t->nsegs; i++)
+		total += t->segs[i].filesz;
+	size_t step = total / 400000 + 1;
+	for (size_t i = 0; i < t->nsegs; i++) {
+		const struct segment *g = &t->segs[i];
+		for (uint64_t v = g->vaddr + 1; v < g->vaddr + g->filesz; v += step) {
+			uint64_t a = sym_module_function_start(t, v);
+			uint64_t b = sym_module_function_start(l, v);
+			if (a != b && differ++ < 5)
+				printf("  %s at 0x%" PRIx64 ": table 0x%" PRIx64 ", list 0x%" PRIx64
+				       "\n",
+				       path, v, a, b);
+			inside += b != 0;
+		}
+	}
+	snprintf(what, sizeof(what),
+	         "fde: %s: .eh_frame_hdr's table answers (%zu FDEs), the list was not built", path,
+	         t->fde_table_n);
+	check(t->fde_table && !t->fdes_loaded, what);
+	snprintf(what, sizeof(what), "fde: %s: the table and the list agree (%zu differ)", path,
+	         differ);
+	check(differ == 0 && l->fdes_loaded && l->nfdes > 0, what);
+	snprintf(what, sizeof(what), "fde: %s: addresses inside a function: %zu", path, inside);
+	check(inside > 1000, what);
+out:
+	sym_module_free(t);
+	sym_module_free(l);
+	symbolize_free(s);
+	return inside;
 }
 
 /* The name symbolize_user_gen() gives addr in pid's generation gen. */
@@ -1124,6 +1206,13 @@ int main(int argc, char **argv)
 	int nplt = check_plt("/proc/self/exe");
 	printf("PLT entries checked: %d\n", nplt);
 	check(nplt > 0, "plt: at least one PLT entry named");
+
+	char libc_path[PATH_MAX] = "";
+	dl_iterate_phdr(libc_object, libc_path);
+	if (libc_path[0])
+		check_fde_table(libc_path);
+	else
+		check(false, "fde: libc's path among the loaded objects");
 
 	check_early_exec(argv[0]);
 	check_user_files("/proc/self/exe");

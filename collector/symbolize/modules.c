@@ -65,11 +65,12 @@ const char *sym_base_of(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* Reads the build id and PT_LOAD headers of the ELF file open on fd.
- * A file that is not ELF is kept as a module without symbols. */
-static int module_read_elf(struct module *m)
+/* Reads the build id and PT_LOAD headers of the ELF file open on fd,
+ * through `given` (a descriptor of it, which this ends) or one of its
+ * own.  A file that is not ELF is kept as a module without symbols. */
+static int module_read_elf(struct module *m, Elf *given)
 {
-	Elf *elf = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf = given ? given : elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
 	size_t phnum;
 	int rc = 0;
 
@@ -145,12 +146,14 @@ int sym_file_add(struct symbolize *s, struct module *m, unsigned long long dev,
 	return 0;
 }
 
-int sym_module_new(const char *path, int fd, struct module **out)
+int sym_module_new_elf(const char *path, int fd, Elf *elf, struct module **out)
 {
 	struct module *m = calloc(1, sizeof(*m));
 	int rc = -ENOMEM;
 
 	if (!m) {
+		if (elf)
+			elf_end(elf);
 		close(fd);
 		return -ENOMEM;
 	}
@@ -162,14 +165,22 @@ int sym_module_new(const char *path, int fd, struct module **out)
 		m->unknown_name = NULL;
 		goto fail;
 	}
-	rc = module_read_elf(m);
+	rc = module_read_elf(m, elf);
+	elf = NULL; /* ended */
 	if (rc < 0)
 		goto fail;
 	*out = m;
 	return 0;
 fail:
+	if (elf)
+		elf_end(elf);
 	sym_module_free(m);
 	return rc;
+}
+
+int sym_module_new(const char *path, int fd, struct module **out)
+{
+	return sym_module_new_elf(path, fd, NULL, out);
 }
 
 /* Finds or opens the module for a file mapping of `pid`. */
@@ -457,13 +468,10 @@ static inline bool msym_before(const struct msym *y, const struct msym *x)
 	return strlen(y->name) > strlen(x->name);
 }
 
-/* Sorts a module's symbols by msym_before(), stably: symbols alike in
- * every key keep their symbol table order, as they did under glibc's
- * qsort (a merge sort), so that the name chosen for an address does not
- * change.  A merge sort of its own, with the comparison inlined: a
- * library's tens of thousands of symbols cost qsort's indirect call per
- * comparison.  Runs of 16 are sorted by insertion first.  0 or -ENOMEM. */
-static int msym_sort(struct msym *a, size_t n)
+/* Sorts symbols by msym_before(), stably: a merge sort with the
+ * comparison inlined, runs of 16 sorted by insertion first.  0 or
+ * -ENOMEM. */
+static int msym_merge_sort(struct msym *a, size_t n)
 {
 	enum { RUN = 16 };
 	struct msym *tmp, *src = a, *dst;
@@ -507,6 +515,72 @@ static int msym_sort(struct msym *a, size_t n)
 	if (src != a)
 		memcpy(a, src, n * sizeof(*a));
 	free(tmp);
+	return 0;
+}
+
+/* Sorts a module's symbols by msym_before(), stably: symbols alike in
+ * every key keep their symbol table order, so that the name chosen for an
+ * address does not change.  A stable radix sort on the address bits that
+ * differ between the symbols (11 at a time), then each run of one address
+ * sorted on the other keys (by insertion, or msym_merge_sort() for a
+ * long run): the same order as a stable
+ * comparison sort, without a comparison per pair on the way.  0 or
+ * -ENOMEM. */
+static int msym_sort(struct msym *a, size_t n)
+{
+	enum { BITS = 11, BUCKETS = 1 << BITS };
+	uint64_t differ = 0;
+	struct msym *tmp, *src = a, *dst;
+
+	for (size_t i = 1; i < n; i++)
+		differ |= a[i].addr ^ a[0].addr;
+	if (differ) {
+		size_t *count = malloc(BUCKETS * sizeof(*count));
+		tmp = malloc(n * sizeof(*tmp));
+		if (!count || !tmp) {
+			free(count);
+			free(tmp);
+			return -ENOMEM;
+		}
+		unsigned lo = (unsigned)__builtin_ctzll(differ);
+		unsigned hi = 64 - (unsigned)__builtin_clzll(differ);
+		dst = tmp;
+		for (unsigned shift = lo; shift < hi; shift += BITS) {
+			memset(count, 0, BUCKETS * sizeof(*count));
+			for (size_t i = 0; i < n; i++)
+				count[(src[i].addr >> shift) & (BUCKETS - 1)]++;
+			for (size_t b = 0, sum = 0; b < BUCKETS; b++) {
+				size_t c = count[b];
+				count[b] = sum;
+				sum += c;
+			}
+			for (size_t i = 0; i < n; i++)
+				dst[count[(src[i].addr >> shift) & (BUCKETS - 1)]++] = src[i];
+			struct msym *t = src;
+			src = dst;
+			dst = t;
+		}
+		if (src != a)
+			memcpy(a, src, n * sizeof(*a));
+		free(tmp);
+		free(count);
+	}
+	for (size_t lo = 0, hi; lo < n; lo = hi) {
+		for (hi = lo + 1; hi < n && a[hi].addr == a[lo].addr; hi++)
+			;
+		if (hi - lo > 16) {
+			if (msym_merge_sort(a + lo, hi - lo) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		for (size_t i = lo + 1; i < hi; i++) {
+			struct msym v = a[i];
+			size_t j = i;
+			for (; j > lo && msym_before(&v, &a[j - 1]); j--)
+				a[j] = a[j - 1];
+			a[j] = v;
+		}
+	}
 	return 0;
 }
 
@@ -612,7 +686,7 @@ static int module_load_syms(struct module *m)
 	size_t plt_room = 4096;
 	if (n < 1)
 		n = 1;
-	m->syms = calloc((size_t)n + plt_room, sizeof(*m->syms));
+	m->syms = malloc(((size_t)n + plt_room) * sizeof(*m->syms));
 	if (!m->syms)
 		return -ENOMEM;
 	for (int i = 1; i < n; i++) {

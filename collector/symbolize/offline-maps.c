@@ -11,8 +11,10 @@
  * last component no symlink, never blocking: a profile names files its
  * importer, often root, then opens); true when it is an ELF file whose
  * GNU build id is bid (any ELF file when bid_len is 0).  *fd is the open
- * file then.  A file that exists but is refused sets *refused. */
-static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *fd, bool *refused)
+ * file then, and *elfp (when elfp is not NULL) its libelf descriptor,
+ * the caller's to end.  A file that exists but is refused sets *refused. */
+static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *fd, bool *refused,
+                        Elf **elfp)
 {
 	struct stat st;
 
@@ -30,6 +32,10 @@ static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *
 		ssize_t n = dwelf_elf_gnu_build_id(elf, &got);
 		ok = n == (ssize_t)bid_len && memcmp(got, bid, bid_len) == 0;
 	}
+	if (ok && elfp) {
+		*elfp = elf;
+		return true;
+	}
 	if (elf)
 		elf_end(elf);
 	if (!ok) {
@@ -43,13 +49,13 @@ static bool offline_try(const char *f, const uint8_t *bid, size_t bid_len, int *
  * candidate): 1 with *found = cand when it is the file (*fd open on it),
  * 0 when it is not (cand freed), -1 when it could not be made. */
 static int offline_candidate(int n, char *cand, const uint8_t *bid, size_t bid_len, int *fd,
-                             bool *refused, char **found)
+                             bool *refused, Elf **elfp, char **found)
 {
 	if (n == -2)
 		return 0;
 	if (n < 0)
 		return -1;
-	if (offline_try(cand, bid, bid_len, fd, refused)) {
+	if (offline_try(cand, bid, bid_len, fd, refused, elfp)) {
 		*found = cand;
 		return 1;
 	}
@@ -63,7 +69,7 @@ static int offline_candidate(int n, char *cand, const uint8_t *bid, size_t bid_l
  * so is each candidate that is not a regular file of a bounded size:
  * *refused is set then. */
 static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
-                          const char *binary_path, int *fd, bool *refused)
+                          const char *binary_path, int *fd, bool *refused, Elf **elfp)
 {
 	const char *base = sym_base_of(path), *home = getenv("HOME");
 	char *cand = NULL, *hex = NULL, *found = NULL;
@@ -84,7 +90,8 @@ static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
 			                    : -2)
 			    : k == 1 ? asprintf(&cand, "%.*s/%s", (int)dl, d, path)
 			             : asprintf(&cand, "%.*s/%s", (int)dl, d, base);
-			if (offline_candidate(n, cand, bid, bid_len, fd, refused, &found) != 0)
+			if (offline_candidate(n, cand, bid, bid_len, fd, refused, elfp, &found) !=
+			    0)
 				goto done;
 		}
 		d += dl;
@@ -96,12 +103,16 @@ static char *offline_open(const char *path, const uint8_t *bid, size_t bid_len,
 		                   : -2)
 		           : asprintf(&cand, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex,
 		                      hex + 2);
-		if (offline_candidate(n, cand, bid, bid_len, fd, refused, &found) != 0)
+		if (offline_candidate(n, cand, bid, bid_len, fd, refused, elfp, &found) != 0)
 			goto done;
 	}
-	if (path[0] == '/' && offline_try(path, bid, bid_len, fd, refused)) {
+	if (path[0] == '/' && offline_try(path, bid, bid_len, fd, refused, elfp)) {
 		found = strdup(path);
 		if (!found) {
+			if (elfp) {
+				elf_end(*elfp);
+				*elfp = NULL;
+			}
 			close(*fd);
 			*fd = -1;
 		}
@@ -116,7 +127,7 @@ char *symbolize_offline_find(const char *path, const uint8_t *build_id, size_t b
 {
 	int fd;
 	bool refused = false;
-	char *f = offline_open(path, build_id, build_id_len, binary_path, &fd, &refused);
+	char *f = offline_open(path, build_id, build_id_len, binary_path, &fd, &refused, NULL);
 
 	if (fd >= 0)
 		close(fd);
@@ -211,7 +222,8 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 
 	*out = NULL;
 	bool refused = false;
-	char *found = offline_open(path, bid, bid_len, binary_path, &fd, &refused);
+	Elf *elf = NULL;
+	char *found = offline_open(path, bid, bid_len, binary_path, &fd, &refused, &elf);
 	if (refused) {
 		s->stats.files_refused++;
 		if (!s->refused_first && !(s->refused_first = strdup(path)))
@@ -221,17 +233,19 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 		return 0;
 	free(found);
 	if (fstat(fd, &st) < 0) {
+		elf_end(elf);
 		close(fd);
 		return 0;
 	}
 	unsigned long long dev = sym_kdev(st.st_dev), ino = (unsigned long long)st.st_ino;
 	*out = sym_module_by_file(s, dev, ino);
 	if (*out) {
+		elf_end(elf);
 		close(fd);
 		return 0;
 	}
 	struct module *m;
-	int rc = sym_module_new(path, fd, &m);
+	int rc = sym_module_new_elf(path, fd, elf, &m);
 	if (rc < 0)
 		return rc == -ENOMEM ? rc : 0;
 	m->dev = dev;

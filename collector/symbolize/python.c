@@ -103,17 +103,19 @@ static bool read_file_u64(const struct module *m, uint64_t addr, uint64_t *v)
 	return false;
 }
 
-/* Whether string table `strndx` can hold the name of one of the symbols
- * sym_python_probe() looks for: a name ends a NUL-terminated string of
- * the table (a symbol may point into the middle of another's name, so
- * only the end is sure).  A table without any of them spares the probe
+/* The names sym_python_probe() looks for; _PyRuntime first. */
+static const char *const python_names[] = {"_PyRuntime", "_PyEval_EvalFrameDefault", "PyCode_Type",
+                                           "Py_Version"};
+
+/* Whether string table `strndx` can hold the name of one of
+ * python_names[first, first + count): a name ends a NUL-terminated
+ * string of the table (a symbol may point into the middle of another's
+ * name, so only the end is sure).  True unless the table is plain text
+ * that holds none of them.  A table without any of them spares the probe
  * a walk through every symbol of the section, which libraries of tens
- * of thousands of symbols make long; with one, the probe walks it as it
- * would. */
-static bool strtab_may_name_python(Elf *elf, size_t strndx)
+ * of thousands of symbols make long. */
+static bool strtab_may_name(Elf *elf, size_t strndx, size_t first, size_t count)
 {
-	static const char *const names[] = {"_PyEval_EvalFrameDefault", "_PyRuntime", "PyCode_Type",
-	                                    "Py_Version"};
 	Elf_Scn *scn = elf_getscn(elf, strndx);
 	GElf_Shdr sh;
 	Elf_Data *d;
@@ -124,9 +126,31 @@ static bool strtab_may_name_python(Elf *elf, size_t strndx)
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf)
 		return true;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (memmem(d->d_buf, d->d_size, names[i], strlen(names[i]) + 1))
+	for (size_t i = first; i < first + count; i++)
+		if (memmem(d->d_buf, d->d_size, python_names[i], strlen(python_names[i]) + 1))
 			return true;
+	return false;
+}
+
+static bool strtab_may_name_python(Elf *elf, size_t strndx)
+{
+	return strtab_may_name(elf, strndx, 0, sizeof(python_names) / sizeof(python_names[0]));
+}
+
+/* Whether a symbol table of elf may hold _PyRuntime, without which no
+ * interpreter is found: one search of each table's strings, where
+ * looking for every name would take one per name. */
+static bool elf_may_hold_runtime(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) && sh.sh_entsize &&
+		    strtab_may_name(elf, sh.sh_link, 0, 1))
+			return true;
+	}
 	return false;
 }
 
@@ -137,6 +161,8 @@ int sym_python_probe(struct module *m, Elf *elf)
 	bool have_version = false;
 	Elf_Scn *scn = NULL;
 
+	if (!elf_may_hold_runtime(elf))
+		return 0; /* no interpreter here */
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) ||

@@ -174,6 +174,14 @@ struct module {
 	struct fde_range *fdes; /* its .eh_frame's FDEs by start (fdes.c) */
 	size_t nfdes;
 	bool fdes_loaded;
+	/* Or, when .eh_frame_hdr holds a usable search table (fdes.c):
+	 * its entries, and the sections they point into; all owned by
+	 * the module's Elf.  fde_table NULL: the list above serves. */
+	const uint8_t *fde_table;
+	size_t fde_table_n;
+	uint64_t fde_hdr_addr, eh_addr;
+	Elf_Data *eh_data;
+	bool fde_hdr_tried;
 	struct symres *cache; /* open addressing on addr, power-of-two size */
 	size_t cache_cap, cache_used;
 	struct symbolize_python *python; /* the interpreter in it, or NULL; owned */
@@ -483,6 +491,10 @@ uint64_t sym_module_function_start(struct module *m, uint64_t vaddr);
  * the msyms own them).  Only where no frame from it is still held. */
 void sym_module_cache_clear(struct module *m);
 int sym_module_new(const char *path, int fd, struct module **out);
+/* sym_module_new() reading the file through elf, a libelf descriptor of
+ * fd (ELF_C_READ_MMAP) or NULL; the module takes fd and ends elf,
+ * whatever it returns. */
+int sym_module_new_elf(const char *path, int fd, Elf *elf, struct module **out);
 /* Adds m, just opened, to s's modules and tells the module hook.  A
  * module is never shared by two files that claim one build id. */
 void sym_module_register(struct symbolize *s, struct module *m);

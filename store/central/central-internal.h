@@ -121,7 +121,7 @@ int central_pq_load(char *err, size_t errlen);
 
 /* The schema this flamefs writes (and a writer upgrades an older one to),
  * and the oldest its readers read without an upgrade. */
-#define CENTRAL_SCHEMA_VERSION    6
+#define CENTRAL_SCHEMA_VERSION    7
 #define CENTRAL_SCHEMA_READS_FROM 2
 
 /* pg_advisory_xact_lock() key that serializes writers: "flamefs\0" read
@@ -249,6 +249,14 @@ struct pg {
 	uint32_t series_by_id_len; /* ids below it */
 
 	struct pg_batch *batch; /* the open batch, if any */
+	/* Names found later (frame_names, schema 7; names.c): shown[id] is
+	 * what frame id shows when it was named (malloc'd), else NULL, for
+	 * ids below nshown; frames[id] keeps the content it was committed
+	 * with, its identity for good.  renames_upto: the last commit whose
+	 * names are loaded (store_renames()). */
+	struct store_frame **shown;
+	uint32_t nshown;
+	uint64_t renames_upto;
 
 	/* The schema read at open (and by a reader at each catch-up):
 	 * below 3 the database has no recent tier, and reads of it find no
@@ -269,9 +277,18 @@ struct pg {
 	struct pg_stream spf;
 };
 
+/* A frame a batch names (store_batch_frame_rename()): f is what it will
+ * show, malloc'd as names.c's shown frames are. */
+struct central_rename {
+	uint32_t id;
+	struct store_frame *f;
+};
+
 struct pg_batch {
 	struct store_batch base; /* first */
 	struct pg *s;
+	struct central_rename *renames;
+	size_t nrenames, renames_cap;
 	/* Where the store's arrays stood when the batch started (or last
 	 * committed); everything at or above is the batch's. */
 	uint32_t frame_base, node_base, series_base;
@@ -534,5 +551,27 @@ int central_snapshot(struct store *s, bool begin);
  * takes a new snapshot: 0, or -errno with the message set. */
 int central_reader_recover(struct pg *s);
 int central_set_dest_cursor(struct store *s, const char *dest, uint64_t upto);
+
+/* ---- names.c: names found later ------------------------------------------ */
+
+/* What frame id shows: its name when one was found later, else its
+ * committed content.  Owned by s. */
+const struct store_frame *central_frame_shown(const struct pg *s, uint32_t id);
+int central_batch_frame_rename(struct store_batch *b, uint32_t frame,
+                               const struct store_frame *named);
+/* Drops the batch's renames (a reset or free). */
+void central_batch_renames_reset(struct pg_batch *b);
+/* Inside the commit's transaction: the batch's renames as rows of
+ * frame_names under `commit` (a frame named already keeps its name). */
+int central_names_write(struct pg_batch *b, int64_t commit);
+/* After the commit: the batch's renames become what its frames show. */
+int central_names_applied(struct pg_batch *b, int64_t commit);
+/* Loads the names committed after s->renames_upto, inside the caller's
+ * transaction (or on its own). */
+int central_load_names(struct pg *s);
+void central_names_free(struct pg *s);
+uint64_t central_renames(const struct store *s);
+int central_renames_since(struct store *s, uint64_t since, uint64_t upto,
+                          int (*fn)(void *ctx, uint32_t frame, uint64_t old_offset), void *ctx);
 
 #endif

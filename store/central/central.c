@@ -326,7 +326,7 @@ static int central_frame_get(const struct store *sbase, uint32_t frame, struct s
 
 	if (frame == 0 || frame >= s->nframes)
 		return -ENOENT;
-	*f = s->frames[frame];
+	*f = *central_frame_shown(s, frame);
 	return 0;
 }
 
@@ -345,6 +345,7 @@ const struct store_ops central_ops = {
         .batch_free = central_batch_free,
         .batch_series = central_batch_series,
         .batch_frame = central_batch_frame,
+        .batch_frame_rename = central_batch_frame_rename,
         .batch_node = central_batch_node,
         .batch_add = central_batch_add,
         .batch_sample = central_batch_sample,
@@ -352,6 +353,7 @@ const struct store_ops central_ops = {
         .batch_commit = central_batch_commit,
         .refresh = central_refresh,
         .sequence = central_sequence,
+        .renames = central_renames,
         .series_list = central_series_list,
         .node_count = central_node_count,
         .node_get = central_node_get,
@@ -371,6 +373,7 @@ const struct store_ops central_ops = {
         .replaces_sources = true,
         .id = central_id,
         .changes = central_changes,
+        .renames_since = central_renames_since,
         .batch_source = central_batch_source,
         .source_cursor = central_source_cursor,
         .source_records = central_source_records,

@@ -323,7 +323,7 @@ static bool batch_empty(const struct pg_batch *b)
 {
 	const struct pg *s = b->s;
 
-	if (b->ncounts || b->ndetail || b->replace || s->nframes > b->frame_base ||
+	if (b->ncounts || b->ndetail || b->replace || b->nrenames || s->nframes > b->frame_base ||
 	    s->nnodes > b->node_base)
 		return false;
 	for (uint32_t i = 0; i < s->nseries; i++)
@@ -389,6 +389,11 @@ static int commit_once(struct pg_batch *b, bool check, int64_t *commit, uint32_t
 	r = central_copy_frames_nodes(b);
 	if (r == 0)
 		r = central_write_counts(b, *ids, *commit, source);
+	/* the names other writers found first stay (names.c) */
+	if (r == 0 && b->nrenames)
+		r = central_load_names(s);
+	if (r == 0)
+		r = central_names_write(b, *commit);
 	if (r == 0 && b->replace) {
 		char upto[24], expect[24];
 		const char *vals[3] = {source, upto, expect};
@@ -561,6 +566,9 @@ int central_batch_commit(struct store_batch *bbase)
 	settle_series(b, ids);
 	free(ids);
 	s->seq = (uint64_t)commit;
+	/* Committed: a failure here only leaves the old names in memory
+	 * until the next open or refresh. */
+	(void)central_names_applied(b, commit);
 	central_batch_reset(b);
 	return 0;
 }

@@ -349,6 +349,7 @@ void central_intern_free(struct pg *s)
 	free(s->nhash);
 	htab_free(&s->frame_tab);
 	htab_free(&s->node_tab);
+	central_names_free(s);
 }
 
 /* ---- loading ---------------------------------------------------------------- */
@@ -542,5 +543,7 @@ int central_load_new(struct pg *s)
 		              "SELECT first, parents, frames FROM node_runs WHERE first >= $1"
 		              " ORDER BY first LIMIT 64",
 		              &s->nnodes, node_run);
+	if (r == 0)
+		r = central_load_names(s);
 	return r;
 }

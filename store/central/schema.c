@@ -361,6 +361,27 @@ static const char offsets_sql[] =
         " WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN"
         " ALTER TABLE frame_offsets ALTER offsets SET COMPRESSION lz4; END IF; END $$;";
 
+/* Schema 7: names found later (store_batch_frame_rename()).  A row of
+ * `frame_names` gives a frame the kind, line, name and file it shows from
+ * commit `commit` on; frame_runs keeps what the frame was committed with,
+ * which stays its identity (store/README.md, "Names found later").  The
+ * view frames shows the names (and a named frame's file_offset as 0).
+ * The step only creates, as offsets_sql does.  oldest_reader stays: a
+ * schema-6 reader reads a schema-7 database with every frame as it was
+ * committed (unnamed), whole; a schema-6 writer refuses it. */
+static const char names_sql[] =
+        "CREATE TABLE frame_names (id int4 PRIMARY KEY, commit int8 NOT NULL,"
+        " kind int2 NOT NULL, line int4 NOT NULL, name bytea NOT NULL, file bytea NOT NULL);"
+        "CREATE INDEX frame_names_commit ON frame_names (commit);"
+        "CREATE OR REPLACE VIEW frames AS SELECT r.first + i - 1 AS id,"
+        " coalesce(n.kind, r.kinds[i]) AS kind, coalesce(n.line, r.lines[i]) AS line,"
+        " coalesce(n.name, r.names[i]) AS name, r.modules[i] AS module,"
+        " r.build_ids[i] AS build_id, coalesce(n.file, r.files[i]) AS file,"
+        " CASE WHEN n.id IS NULL THEN coalesce(o.offsets[i], 0) ELSE 0 END AS file_offset"
+        " FROM frame_runs r LEFT JOIN frame_offsets o ON o.first = r.first"
+        " CROSS JOIN generate_subscripts(r.kinds, 1) AS i"
+        " LEFT JOIN frame_names n ON n.id = r.first + i - 1;";
+
 /* Upgrade steps: steps[i].sql takes schema steps[i].from to from + 1, in
  * the transaction that also records the new version; the table ends with
  * a NULL.
@@ -413,6 +434,7 @@ static const struct {
         {3, labels_sql, NULL},
         {4, spans_sql, NULL},
         {5, offsets_sql, NULL},
+        {6, names_sql, NULL},
         {0, NULL, NULL},
 };
 
@@ -503,7 +525,7 @@ static int create(struct pg *s)
 	if (r == 0)
 		r = central_exec(
 		        s, "creating the schema",
-		        "INSERT INTO flamefs_meta VALUES ('schema', '6'), ('store_id', $1),"
+		        "INSERT INTO flamefs_meta VALUES ('schema', '7'), ('store_id', $1),"
 		        " ('bucket_seconds', '60'), ('commits', '0')",
 		        1, vals, false, NULL);
 	if (r == 0)
@@ -514,6 +536,8 @@ static int create(struct pg *s)
 		r = in_txn(s, "creating the schema", spans_sql);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", offsets_sql);
+	if (r == 0)
+		r = in_txn(s, "creating the schema", names_sql);
 	if (r == 0)
 		r = in_txn(s, "creating the schema", "COMMIT");
 	if (r == 0)

@@ -217,6 +217,7 @@ void central_batch_reset(struct pg_batch *b)
 	b->dkeys = NULL;
 	b->ndkeys = b->dkeys_cap = 0;
 	b->token[0] = '\0';
+	central_batch_renames_reset(b);
 	for (uint32_t i = 0; i < s->nseries; i++) {
 		struct cseries *r = &s->series[i];
 
@@ -249,6 +250,7 @@ void central_batch_free(struct store_batch *bbase)
 	b->ncounts = 0;
 	central_batch_reset(b);
 	free(b->counts);
+	free(b->renames);
 	s->batch = NULL;
 	free(b);
 }

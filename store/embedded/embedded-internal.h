@@ -591,6 +591,8 @@ void renames_applied(struct rdb_batch *b);
 void renames_reset(struct rdb_batch *b);
 int renames_load(struct rdb *s, bool at_open);
 uint64_t rdb_renames(const struct store *s);
+int rdb_renames_since(struct store *s, uint64_t since, uint64_t upto,
+                      int (*fn)(void *ctx, uint32_t frame, uint64_t old_offset), void *ctx);
 
 /* The writer's id tables: indexes the frames from frames_from and the
  * nodes from nodes_from on (what load_new() just loaded).  0 or -ENOMEM;

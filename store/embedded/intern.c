@@ -769,7 +769,9 @@ int rdb_frame_get(const struct store *sbase, uint32_t frame, struct store_frame 
  * the new one.  Its module and build id stay, so the module references
  * of later frames (which name an earlier frame's) stay true.  Readers
  * learn which records changed from the rename record of the commit,
- * KEY_RENAME + u64 BE commit number -> varint n, n varint frame ids. */
+ * KEY_RENAME + u64 BE commit number -> varint n, n varint frame ids, then
+ * n varint offsets the frames had while unnamed (what a copy names the
+ * destination's frames by; a record without them reads as offsets 0). */
 
 static void be64_put(uint8_t *p, uint64_t v)
 {
@@ -805,11 +807,7 @@ int rdb_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
 		       old->name ? old->name : "");
 		return -EINVAL;
 	}
-	if (named->kind > STORE_FRAME_SPAN || named->kind == STORE_FRAME_UNKNOWN ||
-	    named->kind == STORE_FRAME_INLINE || named->offset || !named->name_len ||
-	    !named->name || (!named->file && named->file_len) ||
-	    !mem_eq(named->module, named->module_len, old->module, old->module_len) ||
-	    !mem_eq(named->build_id, named->build_id_len, old->build_id, old->build_id_len)) {
+	if (!store_rename_valid(old, named)) {
 		seterr(s,
 		       "frame %u: invalid new name (a named kind, no offset, the frame's module)",
 		       frame);
@@ -871,6 +869,11 @@ int renames_write(struct rdb_batch *b, rocksdb_writebatch_t *wb)
 	buf_varint(&buf, b->nrenames);
 	for (size_t i = 0; i < b->nrenames; i++)
 		buf_varint(&buf, b->renames[i].id);
+	r = buf_reserve(&buf, b->nrenames * 10);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < b->nrenames; i++)
+		buf_varint(&buf, s->frames[b->renames[i].id].offset);
 	key[0] = KEY_RENAME;
 	be64_put(key + 1, s->commits + 1);
 	rocksdb_writebatch_put_cf(wb, s->cf[CF_DEFAULT], (char *)key, 9, (char *)buf.p, buf.len);
@@ -1007,4 +1010,60 @@ int renames_load(struct rdb *s, bool at_open)
 	}
 	rocksdb_iter_destroy(it);
 	return r;
+}
+
+int rdb_renames_since(struct store *sbase, uint64_t since, uint64_t upto,
+                      int (*fn)(void *ctx, uint32_t frame, uint64_t old_offset), void *ctx)
+{
+	struct rdb *s = rdb_of(sbase);
+	rocksdb_iterator_t *it;
+	uint8_t key[9];
+	char *rerr = NULL;
+	int r = 0;
+
+	if (since >= upto)
+		return 0;
+	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[CF_DEFAULT]);
+	if (!it) {
+		seterr(s, "%s: cannot create an iterator", s->dir);
+		return -ENOMEM;
+	}
+	key[0] = KEY_RENAME;
+	be64_put(key + 1, since + 1);
+	for (rocksdb_iter_seek(it, (const char *)key, sizeof(key)); rocksdb_iter_valid(it) && !r;
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vlen), *end = v + vlen;
+		const uint8_t *offs;
+		uint64_t n, id, off;
+
+		if (!klen || k[0] != KEY_RENAME || klen != 9 || be64_get(k + 1) > upto)
+			break;
+		if (get_varint(&v, end, &n) < 0 || n > vlen)
+			goto damaged;
+		offs = v;
+		for (uint64_t i = 0; i < n; i++) /* the offsets follow the ids */
+			if (get_varint(&offs, end, &id) < 0)
+				goto damaged;
+		for (uint64_t i = 0; i < n && !r; i++) {
+			if (get_varint(&v, end, &id) < 0 || id == 0 || id >= s->nframes)
+				goto damaged;
+			off = 0;
+			if (offs != end && get_varint(&offs, end, &off) < 0)
+				goto damaged;
+			r = fn(ctx, (uint32_t)id, off);
+		}
+	}
+	if (r == 0) {
+		rocksdb_iter_get_error(it, &rerr);
+		if (rerr)
+			r = rdb_fail(s, rerr, "reading");
+	}
+	rocksdb_iter_destroy(it);
+	return r;
+damaged:
+	rocksdb_iter_destroy(it);
+	seterr(s, "%s: store is damaged: a rename record", s->dir);
+	return -EIO;
 }

@@ -776,6 +776,7 @@ const struct store_ops embedded_ops = {
         .replaces_sources = false,
         .id = rdb_id,
         .changes = rdb_changes,
+        .renames_since = rdb_renames_since,
         .batch_source = rdb_batch_source,
         .source_cursor = rdb_source_cursor,
         .commit_nonce = rdb_commit_nonce,
