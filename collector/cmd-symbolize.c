@@ -100,6 +100,18 @@ static void say(const struct symbolize_later_pass *p, bool dry)
 	free(left_list);
 }
 
+/* Dies unless each --debug-dir is a directory. */
+static void check_dirs(const char **dirs, size_t ndirs)
+{
+	for (size_t i = 0; i < ndirs; i++) {
+		struct stat st;
+		int sr = stat(dirs[i], &st);
+		if (sr < 0 || !S_ISDIR(st.st_mode))
+			cli_die("symbolize: --debug-dir %s: %s; give a directory of debug files",
+			        dirs[i], sr < 0 ? strerror(errno) : "not a directory");
+	}
+}
+
 int cmd_symbolize(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -133,13 +145,7 @@ int cmd_symbolize(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error(argv[0], "unexpected argument %s", argv[optind]);
-	for (size_t i = 0; i < ndirs; i++) {
-		struct stat st;
-		int sr = stat(dirs[i], &st);
-		if (sr < 0 || !S_ISDIR(st.st_mode))
-			cli_die("symbolize: --debug-dir %s: %s; give a directory of debug files",
-			        dirs[i], sr < 0 ? strerror(errno) : "not a directory");
-	}
+	check_dirs(dirs, ndirs);
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);

@@ -1,30 +1,37 @@
-# lib-stripped.sh — sourced by the tests of names found later (issue #42):
-# a program built with -g, its debug part split off with objcopy
-# --only-keep-debug, the binary stripped, and one perf recording of it
-# (a fixed number of loop iterations, so the verdict does not depend on
-# the machine's load).
+# lib-stripped.sh — sourced by the tests of names found later (issue #42:
+# test-symbolize-later.sh, test-symbolize-fleet.sh, test-record-names-later.sh):
+# a small C program built with -g, its debug part split off with objcopy
+# --only-keep-debug, and the program stripped.
 #
-#   stripped_setup   needs $tmp and $collect, and lib.sh's check and bad;
-#                    prints SKIP and exits 77 without cc, objcopy, strip,
-#                    readelf or a working perf record.  Leaves:
-#                    $tmp/prog          the stripped program ($tmp/prog.full:
-#                                       with symbols), build id in $bid
-#                    $tmp/debug         a .build-id tree of its debug file
-#                    $tmp/flat          the same file directly in a directory
-#                    $tmp/perf.data     perf record -g of it
-#                    $tmp/ref.folded    the folded export of that perf.data
-#                                       imported with the unstripped binary in
-#                                       place (what symbolize must reach)
-#   folded_total FILE
-#                    the sum of a folded file's weights
-
-stripped_setup() {
-	local t
-	for t in cc objcopy strip readelf perf; do
-		command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-	done
-	cat >"$tmp/prog.c" <<'C'
+#   stripped_build DIR   writes DIR/prog.c and builds:
+#                          DIR/prog.full  with symbols and debug info
+#                          DIR/prog       the same, stripped (same build id)
+#                          DIR/debug/.build-id/xx/rest.debug   its debug file
+#                          DIR/flat/prog-symbols               the same file
+#                        and sets $bid (the build id, hex).  Fails the test
+#                        (bad, finish) when it cannot build.
+#   stripped_setup       needs $tmp and $collect, and lib.sh's check and bad;
+#                        prints SKIP and exits 77 without cc, objcopy, strip,
+#                        readelf or a working perf record.  Runs
+#                        stripped_build "$tmp", then leaves:
+#                          $tmp/perf.data     perf record -g of the program
+#                          $tmp/ref.folded    the folded export of that
+#                                             perf.data imported with the
+#                                             unstripped binary in place
+#                                             (what symbolize must reach)
+#   folded_total FILE    the sum of a folded file's weights
+#
+# The program: prog N K [GATE] runs middle(N, k) for k < K, each calling
+# leaf_a (odd k) or leaf_b (even k) ten times, N loop iterations each: its
+# work is counted in iterations, not seconds.  With GATE it then writes
+# GATE.done, waits (sleeping) until GATE exists, and does the same work again.
+stripped_build() {
+	local d=$1
+	cat >"$d/prog.c" <<'C'
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 static volatile unsigned long sink;
 __attribute__((noinline)) unsigned long leaf_a(unsigned long n)
 {
@@ -50,20 +57,38 @@ int main(int argc, char **argv)
 	unsigned long n = strtoul(argv[1], NULL, 10);
 	for (int k = 0; k < atoi(argv[2]); k++)
 		middle(n, k);
+	if (argc > 3) {
+		char done[4096];
+		snprintf(done, sizeof(done), "%s.done", argv[3]);
+		fclose(fopen(done, "w"));
+		struct timespec t = {0, 10000000};
+		while (access(argv[3], F_OK) != 0)
+			nanosleep(&t, NULL);
+		for (int k = 0; k < atoi(argv[2]); k++)
+			middle(n, k);
+	}
 	return 0;
 }
 C
 	# -g puts this run's directory into the debug info: a build id of its own.
-	cc -O0 -g -fno-omit-frame-pointer -o "$tmp/prog.full" "$tmp/prog.c" ||
+	cc -O0 -g -fno-omit-frame-pointer -o "$d/prog.full" "$d/prog.c" ||
 		{ bad "cannot build the test program"; finish; }
-	bid=$(readelf -n "$tmp/prog.full" | awk '/Build ID:/ { print $3 }')
-	mkdir -p "$tmp/debug/.build-id/${bid:0:2}" "$tmp/flat"
-	objcopy --only-keep-debug "$tmp/prog.full" "$tmp/debug/.build-id/${bid:0:2}/${bid:2}.debug"
-	cp "$tmp/debug/.build-id/${bid:0:2}/${bid:2}.debug" "$tmp/flat/prog-symbols"
-	strip -o "$tmp/prog" "$tmp/prog.full"
+	bid=$(readelf -n "$d/prog.full" | awk '/Build ID:/ { print $3 }')
+	mkdir -p "$d/debug/.build-id/${bid:0:2}" "$d/flat"
+	objcopy --only-keep-debug "$d/prog.full" "$d/debug/.build-id/${bid:0:2}/${bid:2}.debug"
+	cp "$d/debug/.build-id/${bid:0:2}/${bid:2}.debug" "$d/flat/prog-symbols"
+	strip -o "$d/prog" "$d/prog.full"
 	check "the stripped program keeps its build id and has no symbols" \
-		test "$(readelf -n "$tmp/prog" | awk '/Build ID:/ { print $3 }')" = "$bid" -a \
-		-z "$(readelf -s "$tmp/prog" | grep -w leaf_a)"
+		test "$(readelf -n "$d/prog" | awk '/Build ID:/ { print $3 }')" = "$bid" -a \
+		-z "$(readelf -s "$d/prog" | grep -w leaf_a)"
+}
+
+stripped_setup() {
+	local t
+	for t in cc objcopy strip readelf perf; do
+		command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+	done
+	stripped_build "$tmp"
 	perf record -q -g -o "$tmp/perf.data" "$tmp/prog" 1000000 40 >/dev/null 2>&1 ||
 		{ echo "SKIP: perf record does not work here"; exit 77; }
 	# the reference: the same perf.data while the unstripped binary is in place

@@ -7,7 +7,8 @@
 # import, sizes are exact at once, the changed files get new inode numbers
 # while untouched ones keep theirs and their cached pages, and an open file
 # keeps its snapshot; after the kernel forgets everything (drop_caches) the
-# view is still exact; a stat 500 directories deep works.
+# view is still exact; a stat 500 directories deep works; the counts
+# FLAMEFS_REQUEST_COUNTS prints at unmount are the requests -d logged.
 #   usage: tests/test-view-cache.sh BUILD_DIR   exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-view-cache.sh BUILD_DIR}
@@ -36,8 +37,9 @@ trap cleanup EXIT
 
 . "$(dirname "$0")/lib.sh"
 
-mount_fs() { # -d: every request is logged to $log
-	"$flamefs" -d "$store" "$mnt" 2>>"$log" &
+mount_fs() { # -d: every request is logged to $log, and the counts at unmount
+	mount_mark=$(log_lines)
+	FLAMEFS_REQUEST_COUNTS=1 "$flamefs" -d "$store" "$mnt" 2>>"$log" &
 	pid=$!
 	for _ in $(seq 100); do
 		mountpoint -q "$mnt" && return 0
@@ -301,4 +303,13 @@ for i in $(seq 500); do d=$d/f$i; done
 check "stat at depth 500" test "$(cat "$d/total")" = 1 -a "$(stat -c %s "$d/total")" = 2
 
 unmount_fs
+
+# ---- the request counts (FLAMEFS_REQUEST_COUNTS) against the requests -d logged -----------
+line=$(tail -n +"$((mount_mark + 1))" "$log" | grep '^flamefs: requests: ' | tail -1)
+check "FLAMEFS_REQUEST_COUNTS prints the requests answered at unmount" test -n "$line"
+for k in lookup:LOOKUP getattr:GETATTR readdirplus:READDIRPLUS open:OPEN read:READ release:RELEASE; do
+	got=$(sed -n "s/.* ${k%%:*} \([0-9]*\).*/\1/p" <<<"$line")
+	want=$(requests_since "$mount_mark" "${k#*:}")
+	check "${k%%:*} requests counted: ${got:-none}, logged: $want" test "${got:-x}" = "$want" -a "$want" -gt 0
+done
 finish

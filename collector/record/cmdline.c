@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "record-internal.h"
 #include "record.h"
@@ -587,7 +588,7 @@ static int parse_span_spec(const char *arg, char *copy, struct options *o)
 
 int record_parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_LABELS = 0x100, OPT_NO_LABELS, OPT_CMDLINE, OPT_SPAN };
+	enum { OPT_LABELS = 0x100, OPT_NO_LABELS, OPT_CMDLINE, OPT_SPAN, OPT_DEBUG_DIR };
 	static const struct option opts[] = {
 	        {"store", required_argument, NULL, 's'},
 	        {"pid", required_argument, NULL, 'p'},
@@ -620,6 +621,7 @@ int record_parse_options(int argc, char **argv, struct options *o)
 	        {"no-labels", no_argument, NULL, OPT_NO_LABELS},
 	        {"cmdline", no_argument, NULL, OPT_CMDLINE},
 	        {"span", required_argument, NULL, OPT_SPAN},
+	        {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -662,6 +664,14 @@ int record_parse_options(int argc, char **argv, struct options *o)
 			if ((r = parse_span(optarg, o)) != 0)
 				return r;
 			break;
+		case OPT_DEBUG_DIR: {
+			const char **n = realloc(o->debug_dirs, (o->ndebug_dirs + 1) * sizeof(*n));
+			if (!n)
+				return record_usage_error("out of memory");
+			o->debug_dirs = n;
+			o->debug_dirs[o->ndebug_dirs++] = optarg;
+			break;
+		}
 		default:
 			if ((r = parse_checked(c, optarg, o)) == 1)
 				return bad_option(c, argv);
@@ -676,6 +686,14 @@ int record_parse_options(int argc, char **argv, struct options *o)
 		        "--no-labels records no labels: it goes with neither --labels "
 		        "nor --cmdline");
 	o->labels = no_labels ? 0 : labels | (cmdline ? RECORD_LABEL_CMDLINE : 0);
+	for (size_t i = 0; i < o->ndebug_dirs; i++) {
+		struct stat st;
+		int sr = stat(o->debug_dirs[i], &st);
+		if (sr < 0 || !S_ISDIR(st.st_mode))
+			return record_usage_error(
+			        "--debug-dir %s: %s; give a directory of debug files",
+			        o->debug_dirs[i], sr < 0 ? strerror(errno) : "not a directory");
+	}
 	if ((r = check_combination(o)) >= 0)
 		return r;
 	if (record_parse_events(event_list, o) < 0)

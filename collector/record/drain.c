@@ -228,6 +228,10 @@ int record_drain(struct recorder *r, bool final)
 		record_fail(r, rc, "store: cannot start a batch: %s", store_errmsg(r->store));
 		return rc;
 	}
+	rc = record_names_apply(r, b);
+	if (rc < 0)
+		goto out_fail;
+	r->drain_stacks = 0;
 	for (int i = 0; i < nsets; i++) {
 		rc = record_take_set(r, sets[i]);
 		if (rc < 0)
@@ -240,6 +244,7 @@ int record_drain(struct recorder *r, bool final)
 		/* Cleared before the commit: the set is written to again only
 		 * after the next flip, and what it held is in the batch. */
 		record_clear_set(r, sets[i]);
+		r->drain_stacks += r->nents;
 	}
 	rc = record_late_flush(r, b, final);
 	if (rc >= 0)
@@ -256,6 +261,11 @@ int record_drain(struct recorder *r, bool final)
 	}
 	r->drains++;
 	log_drain(r, "committed", r->samples - samples0, r->weight - weight0);
+	rc = record_names_committed(r);
+	if (rc < 0) {
+		record_fail(r, rc, "naming later: %s", strerror(-rc));
+		goto out;
+	}
 	record_reap_exited(r);
 	record_sweep_modules(r);
 	goto out;

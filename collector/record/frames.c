@@ -271,7 +271,9 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 	uint32_t node = STORE_ROOT_NODE;
 	for (size_t j = 0; j < n; j++) {
 		uint32_t frame;
-		rc = store_batch_frame(b, &r->frames[j], &frame);
+		rc = record_names_frame(r, &r->frames[j]);
+		if (rc >= 0)
+			rc = store_batch_frame(b, &r->frames[j], &frame);
 		if (rc >= 0)
 			rc = store_batch_node(b, node, frame, &node);
 		if (rc < 0)

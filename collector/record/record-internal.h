@@ -71,6 +71,9 @@ struct options {
 	/* --span, in order */
 	struct record_span_spec *spans;
 	size_t nspans;
+	/* --debug-dir, in order (naming later: names.c) */
+	const char **debug_dirs;
+	size_t ndebug_dirs;
 };
 
 /* End probes of one span at most (END1|END2|...). */
@@ -347,6 +350,8 @@ struct recorder {
 	 * NULL with --jit-wait 0), and what became of them, in samples. */
 	struct record_late *late;
 	struct record_labels *labels; /* labels.c; NULL with --no-labels */
+	struct record_names *names;   /* names.c; NULL for a database */
+	size_t drain_stacks;          /* the stacks the last drain stored */
 	struct late_stats {
 		uint64_t seen;        /* with a late frame when first named */
 		uint64_t held;        /* of which held back */
@@ -433,6 +438,9 @@ int record_drain(struct recorder *r, bool final);
 /* Counts the weight of a cpu sample whose leaf frame is f (report.c):
  * to its module when f has no function name.  0 or -ENOMEM. */
 int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t weight);
+/* Every frame of f's module (module and build id) has been named later:
+ * its weight no longer counts as unnamed. */
+void record_unnamed_named(struct recorder *r, const struct store_frame *f);
 void record_unnamed_free(struct recorder *r);
 
 /* frames.c: stacks named and stored. */
@@ -461,6 +469,40 @@ int record_on_sample(void *ctx, void *data, size_t len);
 /* CLOCK_REALTIME - CLOCK_MONOTONIC (bpf_ktime_get_ns's clock) in ns,
  * read where the two reads are closest together. */
 int64_t record_clock_offset(void);
+
+/* names.c: frames named later, while recording. */
+struct record_names;
+/* Naming later at a quiet moment: a drain that stored at most this many
+ * stacks, at most every RECORD_NAMES_EVERY_S seconds (and once a drain at
+ * all after RECORD_NAMES_LOUD_S without a quiet one); a module a debuginfod
+ * server did not have is asked again after RECORD_NAMES_DEBUGINFOD_S; the
+ * last pass at the end is waited for at most RECORD_NAMES_END_WAIT_S. */
+#define RECORD_NAMES_QUIET_STACKS 1024
+#define RECORD_NAMES_EVERY_S      10
+#define RECORD_NAMES_LOUD_S       300
+#define RECORD_NAMES_DEBUGINFOD_S 600
+#define RECORD_NAMES_END_WAIT_S   30
+/* Naming later with o's --debug-dir, DEBUGINFOD_URLS and -v.  0 or
+ * -ENOMEM. */
+int record_names_new(struct record_names **out, const struct options *o);
+void record_names_free(struct record_names *n); /* accepts NULL */
+/* For each frame about to be stored (frames.c): an unnamed one whose name
+ * was found later takes it (in place: f then names that string, owned by
+ * r->names), else its module is noted.  0 or -ENOMEM. */
+int record_names_frame(struct recorder *r, struct store_frame *f);
+/* In a drain, before its commit: the renames of a pass that has finished,
+ * into b.  0 or -errno. */
+int record_names_apply(struct recorder *r, struct store_batch *b);
+/* After the drain's commit: the names applied are given to the frames
+ * stored from now on; with -v, says what was named.  0 or -ENOMEM. */
+int record_names_committed(struct recorder *r);
+/* After each drain (it stored `stacks` stacks): at a quiet moment, starts
+ * a pass on the modules worth a try.  Errors go to record_fail(). */
+void record_names_step(struct recorder *r, size_t stacks);
+/* At the end, after the last drain: the pass running, then a last one,
+ * each committed; not waited for past RECORD_NAMES_END_WAIT_S (said). 0 or
+ * -errno (record_fail'd). */
+int record_names_finish(struct recorder *r);
 
 /* late.c: stacks whose JIT frames wait for a perf map. */
 /* A set that holds at most max_bytes of stacks, each for at most

@@ -205,6 +205,12 @@ static int open_store(struct recorder *r, const struct options *o)
 		record_fail(r, rc, "out of memory");
 		return rc;
 	}
+	/* A database takes no renames yet (store_batch_frame_rename). */
+	if (!store_is_database(store_where(r->store)) &&
+	    (rc = record_names_new(&r->names, o)) < 0) {
+		record_fail(r, rc, "out of memory");
+		return rc;
+	}
 	if (o->host && (rc = store_set_host(r->store, o->host)) < 0) {
 		record_fail(r, rc, "--host: out of memory");
 		return rc;
@@ -308,7 +314,8 @@ static void event_loop(struct recorder *r, const struct options *o, double *star
 		if (t >= deadline)
 			break;
 		if (t >= next) {
-			record_drain(r, false);
+			if (record_drain(r, false) >= 0)
+				record_names_step(r, r->drain_stacks);
 			next += DRAIN_SECONDS;
 			if (next < t)
 				next = t + DRAIN_SECONDS;
@@ -344,6 +351,8 @@ static void stop_and_report(struct recorder *r, double start, double cpu_start)
 	r->nspan_links = 0;
 	if (!r->err)
 		record_drain(r, true);
+	if (!r->err)
+		record_names_finish(r);
 	record_report(r, now_mono() - start, record_cpu_seconds() - cpu_start);
 	record_push_stop(r->pusher);
 	r->pusher = NULL;
@@ -393,6 +402,7 @@ static void cleanup(struct recorder *r)
 	record_late_free(r->late);
 	record_spans_free(r);
 	record_labels_free(r->labels);
+	record_names_free(r->names);
 	record_unnamed_free(r);
 	symbolize_free(r->sym);
 	record_push_stop(r->pusher);
@@ -422,12 +432,13 @@ static void cleanup(struct recorder *r)
 	free(r->frames);
 }
 
-/* What --span's parsing allocated (the spec's fields share one copy). */
-static void free_spans(struct options *o)
+/* What the options allocated: --span (the spec's fields share one copy), --debug-dir. */
+static void free_options(struct options *o)
 {
 	for (size_t i = 0; i < o->nspans; i++)
 		free(o->spans[i].provider);
 	free(o->spans);
+	free(o->debug_dirs);
 }
 
 int record_main(int argc, char **argv)
@@ -439,7 +450,7 @@ int record_main(int argc, char **argv)
 
 	rc = record_parse_options(argc, argv, &o);
 	if (rc >= 0) {
-		free_spans(&o);
+		free_options(&o);
 		return rc;
 	}
 
@@ -449,7 +460,7 @@ int record_main(int argc, char **argv)
 		        PROG ": record needs CAP_BPF and CAP_PERFMON; this process lacks %s: "
 		             "run as root, or setcap cap_bpf,cap_perfmon+ep on " PROG "\n",
 		        missing);
-		free_spans(&o);
+		free_options(&o);
 		return 1;
 	}
 	if (o.command) {
@@ -462,7 +473,7 @@ int record_main(int argc, char **argv)
 			        o.command[0],
 			        fr == -ENOENT && !strchr(o.command[0], '/') ? "not found on PATH"
 			                                                    : strerror(-fr));
-			free_spans(&o);
+			free_options(&o);
 			return 1;
 		}
 	}
@@ -494,7 +505,7 @@ int record_main(int argc, char **argv)
 		record_reap_child(&r);
 	}
 	cleanup(&r);
-	free_spans(&o);
+	free_options(&o);
 	if (r.err) {
 		fprintf(stderr, PROG ": record: %s\n", r.errmsg);
 		return 1;

@@ -123,6 +123,20 @@ int record_unnamed_add(struct recorder *r, const struct store_frame *f, uint64_t
 	return 0;
 }
 
+void record_unnamed_named(struct recorder *r, const struct store_frame *f)
+{
+	size_t il = f->build_id_len <= sizeof(r->unnamed->build_id) ? f->build_id_len : 0;
+
+	if (!r->unnamed_slots || !f->module_len)
+		return;
+	struct record_unnamed *u = unnamed_slot(r->unnamed, r->unnamed_slots, f->module,
+	                                        f->module_len, f->build_id, il);
+	if (!u->module)
+		return;
+	r->unnamed_weight -= u->weight;
+	u->weight = 0;
+}
+
 void record_unnamed_free(struct recorder *r)
 {
 	for (size_t i = 0; i < r->unnamed_slots; i++)

@@ -12,7 +12,7 @@
 #ifndef FLAMEFS_DAEMON_INTERNAL_H
 #define FLAMEFS_DAEMON_INTERNAL_H
 
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
@@ -522,8 +522,15 @@ void *refresh_invalidator(void *arg);
 int refresh_load_series_locked(void);
 int64_t refresh_bucket_end_now(void);
 
+/* loop.c */
+int loop_run(struct fuse_session *se, unsigned nthreads);
+void loop_yield(void);
+
 /* ops.c */
 extern const struct fuse_lowlevel_ops ops_lowlevel; /* what main mounts */
 void ops_close_file_locked(struct open_file *of);
+/* The requests answered since the mount, by kind, as one line ("lookup N,
+ * forget N, ...") in buf; 0 or -ENOSPC. */
+int ops_counts(char *buf, size_t size);
 
 #endif

@@ -474,14 +474,9 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
 	if (opts->singlethread) {
 		r = fuse_session_loop(se);
 	} else {
-		/* libfuse's default of 10 idle threads unless -o
-		 * max_idle_threads= says otherwise. */
-		struct fuse_loop_config cfg = {
-		        .clone_fd = opts->clone_fd,
-		        .max_idle_threads =
-		                opts->max_idle_threads == UINT_MAX ? 10 : opts->max_idle_threads,
-		};
-		r = fuse_session_loop_mt(se, &cfg);
+		/* Up to -o max_threads= threads (libfuse's default, 10), one
+		 * reading at a time (loop.c). */
+		r = loop_run(se, opts->max_threads);
 	}
 	pthread_mutex_lock(&fs.lock);
 	fs.inval_stop = true;
@@ -489,6 +484,10 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *opts)
 	pthread_mutex_unlock(&fs.lock);
 	pthread_join(inval_thread, NULL);
 	fs.se = NULL;
+	const char *counts = getenv("FLAMEFS_REQUEST_COUNTS");
+	char line[512];
+	if (counts && *counts && ops_counts(line, sizeof(line)) == 0)
+		fprintf(stderr, "flamefs: requests: %s\n", line);
 	return r < 0 ? 1 : 0;
 }
 

@@ -9,15 +9,56 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon-internal.h"
 
 static int open_file_render(struct open_file *of);
+
+/* Requests answered, by kind, for FLAMEFS_REQUEST_COUNTS (ops_counts()). */
+enum {
+	RQ_LOOKUP,
+	RQ_FORGET,
+	RQ_GETATTR,
+	RQ_OPENDIR,
+	RQ_READDIR,
+	RQ_READDIRPLUS,
+	RQ_OPEN,
+	RQ_READ,
+	RQ_RELEASE,
+	RQ_POLL,
+	RQ_REFUSED,
+	RQ_KINDS
+};
+static const char *const rq_names[RQ_KINDS] = {"lookup",  "forget",      "getattr", "opendir",
+                                               "readdir", "readdirplus", "open",    "read",
+                                               "release", "poll",        "refused"};
+static uint64_t rq_counts[RQ_KINDS];
+
+static void rq_count(unsigned kind, uint64_t n)
+{
+	__atomic_fetch_add(&rq_counts[kind], n, __ATOMIC_RELAXED);
+}
+
+int ops_counts(char *buf, size_t size)
+{
+	size_t used = 0;
+
+	for (unsigned k = 0; k < RQ_KINDS; k++) {
+		int n = snprintf(buf + used, size - used, "%s%s %" PRIu64, k ? ", " : "",
+		                 rq_names[k], __atomic_load_n(&rq_counts[k], __ATOMIC_RELAXED));
+		if (n < 0 || (size_t)n >= size - used)
+			return -ENOSPC;
+		used += (size_t)n;
+	}
+	return 0;
+}
 
 static uint32_t find_child(const struct view_tree *t, uint32_t node, const char *comp, size_t len)
 {
@@ -155,6 +196,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct at at;
 	int r;
 
+	rq_count(RQ_LOOKUP, 1);
 	if (!enter(req, parent, &at))
 		return;
 	if (at.i.slot) {
@@ -181,6 +223,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct ino i = inode_split(ino);
 
+	rq_count(RQ_FORGET, 1);
 	pthread_mutex_lock(&fs.lock);
 	space_uncount_lookup_locked(&i, nlookup);
 	space_trim_locked();
@@ -190,6 +233,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
+	rq_count(RQ_FORGET, count);
 	pthread_mutex_lock(&fs.lock);
 	for (size_t k = 0; k < count; k++) {
 		struct ino i = inode_split(forgets[k].ino);
@@ -200,28 +244,37 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+/* Answers fstat() on an open file: the size of its snapshot. */
+static void fstat_answer(fuse_req_t req, fuse_ino_t ino, struct open_file *of)
+{
+	struct stat st;
+	struct at at;
+
+	pthread_mutex_lock(&fs.lock);
+	refresh_maybe_locked();
+	int r = inode_resolve_locked(ino, &at);
+	time_t mtime = r == 0 && at.sp ? space_node_mtime(at.sp, at.i.node) : fs.mtime;
+	bool current = r == 0 && at.sp && at.current && of->ino == ino;
+	pthread_mutex_unlock(&fs.lock);
+	r = open_file_render(of);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	inode_attr_file(&st, ino, mtime, of->r->buf.len);
+	fuse_reply_attr(req, &st, current ? CACHE_TIMEOUT : 0);
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct stat st;
 	struct at at;
 	double timeout;
 
+	rq_count(RQ_GETATTR, 1);
 	if (fi && fi->fh && inode_split(ino).slot) {
-		/* fstat() on an open file: the size of its snapshot. */
 		struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
-		pthread_mutex_lock(&fs.lock);
-		refresh_maybe_locked();
-		int r = inode_resolve_locked(ino, &at);
-		time_t mtime = r == 0 && at.sp ? space_node_mtime(at.sp, at.i.node) : fs.mtime;
-		bool current = r == 0 && at.sp && at.current && of->ino == ino;
-		pthread_mutex_unlock(&fs.lock);
-		r = open_file_render(of);
-		if (r < 0) {
-			fuse_reply_err(req, -r);
-			return;
-		}
-		inode_attr_file(&st, ino, mtime, of->r->buf.len);
-		fuse_reply_attr(req, &st, current ? CACHE_TIMEOUT : 0);
+		fstat_answer(req, ino, of);
 		return;
 	}
 	if (!enter_tree(req, ino, &at, false))
@@ -348,6 +401,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
  * that changed (inval_dir). */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	rq_count(RQ_OPENDIR, 1);
 	if (fs.no_opendir)
 		fuse_reply_err(req, ENOSYS);
 	else
@@ -357,12 +411,14 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
+	rq_count(RQ_READDIR, 1);
 	do_readdir(req, ino, size, off, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                            struct fuse_file_info *fi)
 {
+	rq_count(RQ_READDIRPLUS, 1);
 	do_readdir(req, ino, size, off, true);
 }
 
@@ -401,6 +457,46 @@ static void push_pages(fuse_ino_t ino, const struct view_buf *b)
 	fuse_lowlevel_notify_store(fs.se, ino, 0, &v, 0);
 }
 
+/* Is the inode of the open file `of` open through another open file? */
+static bool open_elsewhere(const struct open_file *of)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&fs.lock);
+	for (const struct open_file *o = fs.open_files; o && !found; o = o->next)
+		found = o != of && o->ino == of->ino;
+	pthread_mutex_unlock(&fs.lock);
+	return found;
+}
+
+/* Finishes an open: with `render`, renders the file first (its length is
+ * then known, while the kernel may hold the 0 stat gave it: that is
+ * dropped before the first fstat() or read, and the bytes handed over; a
+ * rendering refused (EFBIG) is refused at each read).  Then replies. */
+static void open_answer(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                        struct open_file *of, bool render)
+{
+	if (render) {
+		if (open_file_render(of) == 0) {
+			refresh_inval_attr(ino);
+			/* Storing pages waits for any the kernel has locked for a
+			 * READ of another open of the inode, which another thread
+			 * must then be there to answer. */
+			if (open_elsewhere(of))
+				loop_yield();
+			push_pages(ino, &of->r->buf);
+		} else {
+			fi->direct_io = 1;
+			fi->keep_cache = 0;
+		}
+	}
+	if (fuse_reply_open(req, fi) != 0) {
+		pthread_mutex_lock(&fs.lock);
+		ops_close_file_locked(of);
+		pthread_mutex_unlock(&fs.lock);
+	}
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct rendered key = {0};
@@ -411,6 +507,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int64_t length = 0;
 	int r;
 
+	rq_count(RQ_OPEN, 1);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -492,33 +589,26 @@ opened:
 		of->next->prev = of;
 	fs.open_files = of;
 	pthread_mutex_unlock(&fs.lock);
-	if (length < 0) {
-		/* Its length is known now (rendercache_get() noted it), while
-		 * the kernel may hold the 0 stat gave it: drop that before the
-		 * first fstat() or read, and hand over the bytes.  A rendering
-		 * refused (EFBIG) is refused at each read. */
-		if (open_file_render(of) == 0) {
-			refresh_inval_attr(ino);
-			push_pages(ino, &of->r->buf);
-		} else {
-			fi->direct_io = 1;
-			fi->keep_cache = 0;
-		}
-	}
-	if (fuse_reply_open(req, fi) != 0) {
-		pthread_mutex_lock(&fs.lock);
-		if (of->prev)
-			of->prev->next = of->next;
-		else
-			fs.open_files = of->next;
-		if (of->next)
-			of->next->prev = of->prev;
-		rendercache_put(of->r);
-		space_put_tree_locked(of->tree);
-		pthread_mutex_unlock(&fs.lock);
-		pthread_mutex_destroy(&of->mu);
-		free(of);
-	}
+	open_answer(req, ino, fi, of, length < 0);
+}
+
+/* Renderings of a subtree with more samples than this may take long
+ * enough (milliseconds) to be worth another thread's reading requests
+ * meanwhile: a subtree of n samples has at most n stacks, so its nodes and
+ * its files' lines are bounded by n times their depth.  Below it a
+ * rendering takes less than handing over the lead costs. */
+#define LONG_RENDER_SAMPLES 2000
+
+/* Is rendering the open file `of` (not rendered yet; of->mu held) likely
+ * long? */
+static bool render_is_long(const struct open_file *of)
+{
+	struct view_counts c;
+
+	if (of->key.keep || !of->tree)
+		return true; /* a whole view's file */
+	view_node_counts(of->tree->tree, of->key.node, &c);
+	return c.total_samples > LONG_RENDER_SAMPLES;
 }
 
 /* Renders an open file's bytes at its first read (or fstat), from the
@@ -530,6 +620,8 @@ static int open_file_render(struct open_file *of)
 	bool fresh = false;
 
 	pthread_mutex_lock(&of->mu);
+	if (!of->r && !of->too_large && render_is_long(of))
+		loop_yield(); /* another thread reads requests meanwhile */
 	if (!of->r && of->too_large) {
 		rc = -EFBIG;
 	} else if (!of->r) {
@@ -548,10 +640,9 @@ static int open_file_render(struct open_file *of)
 	return rc;
 }
 
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                    struct fuse_file_info *fi)
+/* Answers a READ of an open file, rendering it first if need be. */
+static void read_answer(fuse_req_t req, size_t size, off_t off, struct open_file *of)
 {
-	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 	int rc = open_file_render(of);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -579,6 +670,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	rendercache_put(r);
 }
 
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+
+	rq_count(RQ_READ, 1);
+	read_answer(req, size, off, of);
+}
+
 void ops_close_file_locked(struct open_file *of)
 {
 	if (of->prev)
@@ -597,6 +697,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 
+	rq_count(RQ_RELEASE, 1);
 	if (of) {
 		pthread_mutex_lock(&fs.lock);
 		ops_close_file_locked(of);
@@ -609,6 +710,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
                     struct fuse_pollhandle *ph)
 {
+	rq_count(RQ_POLL, 1);
 	if (ph)
 		fuse_pollhandle_destroy(ph);
 	fuse_reply_poll(req, POLLIN | POLLRDNORM);
@@ -618,60 +720,71 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 static void ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                         size_t size, int flags)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 
 static void ro_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi)
 {
+	rq_count(RQ_REFUSED, 1);
 	fuse_reply_err(req, EROFS);
 }
 

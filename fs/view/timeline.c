@@ -235,27 +235,46 @@ static int64_t xmap(struct xbuild *b, uint32_t sn)
 	return (m & ~XMAP_EXACT) - 1;
 }
 
+/* Room for one more row in an array of the index, `rows` (n rows of
+ * `size` bytes in use, room for *cap): returns the array, grown if it was
+ * full, with *r 0; or *r 1 (and b->full) when the index holds
+ * view_time_rows_max rows of both kinds, or -ENOMEM. */
+static void *xroom(struct xbuild *b, void *rows, size_t n, size_t *cap, size_t size, int *r)
+{
+	*r = 0;
+	if (b->x->ncounts + b->x->nsamples >= view_time_rows_max) {
+		b->full = true;
+		*r = 1;
+		return rows;
+	}
+	if (n == *cap) {
+		size_t c = *cap ? 2 * *cap : 1024;
+		void *p = realloc(rows, c * size);
+		if (!p) {
+			*r = -ENOMEM;
+			return rows;
+		}
+		rows = p;
+		*cap = c;
+	}
+	return rows;
+}
+
 static int xcount(void *ctx, int64_t bucket_start, uint32_t node, uint64_t samples, uint64_t weight)
 {
 	struct xbuild *b = ctx;
 	struct view_time_index *x = b->x;
 	int64_t v = xmap(b, node);
+	int r;
 
 	if (v < 0)
 		return (int)v;
 	int64_t k = view_floor_div(bucket_start * 1000000, b->bsu) - x->b0;
 	if (v == VIEW_NONE || k < 0 || (size_t)k >= x->nbk)
 		return 0;
-	if (x->ncounts + x->nsamples >= view_time_rows_max)
-		return b->full = true, 1;
-	if (x->ncounts == b->ccap) {
-		size_t cap = b->ccap ? 2 * b->ccap : 1024;
-		void *p = realloc(x->counts, cap * sizeof(*x->counts));
-		if (!p)
-			return -ENOMEM;
-		x->counts = p;
-		b->ccap = cap;
-	}
+	x->counts = xroom(b, x->counts, x->ncounts, &b->ccap, sizeof(*x->counts), &r);
+	if (r != 0)
+		return r;
 	x->counts[x->ncounts++] = (struct view_time_count){
 	        .pre = (uint32_t)v, .bucket = (uint32_t)k, .samples = samples, .weight = weight};
 	return 0;
@@ -266,21 +285,15 @@ static int xsample(void *ctx, const struct store_sample *smp)
 	struct xbuild *b = ctx;
 	struct view_time_index *x = b->x;
 	int64_t v = xmap(b, smp->node);
+	int r;
 
 	if (v < 0)
 		return (int)v;
 	if (v == VIEW_NONE)
 		return 0;
-	if (x->ncounts + x->nsamples >= view_time_rows_max)
-		return b->full = true, 1;
-	if (x->nsamples == b->scap) {
-		size_t cap = b->scap ? 2 * b->scap : 1024;
-		void *p = realloc(x->samples, cap * sizeof(*x->samples));
-		if (!p)
-			return -ENOMEM;
-		x->samples = p;
-		b->scap = cap;
-	}
+	x->samples = xroom(b, x->samples, x->nsamples, &b->scap, sizeof(*x->samples), &r);
+	if (r != 0)
+		return r;
 	x->samples[x->nsamples++] = (struct view_time_sample){
 	        .time_us = smp->time_us, .weight = smp->weight, .pre = (uint32_t)v};
 	return 0;
