@@ -235,6 +235,21 @@ fi
 rec dlopen -- "$target" dlopen 2 "$dl"
 share dlopen "${start}dl_work;lib_spin;lib_inner" ';lib_inner' 0.90 \
 	"dlopen: a library loaded after the start is walked (main;dl_work;lib_spin;lib_inner)"
+# The dlopen is read at its hook if the process was sampled since its
+# list was written, else at the first walk after it, which asks user space
+# to read the process at once (issue #42: a process is read when it is
+# sampled); either way lib_inner is named above, and the summary counts
+# the dlopen once, on one side.
+read -r dl_read dl_later < <(sed -n 's/.*loader.s hooks: .*, \([0-9]*\) dlopens), \([0-9]*\) dlopens left to the process.s next walk.*/\1 \2/p' \
+	"$tmp/dlopen.err")
+rereads=$(sed -n 's/.* \([0-9]*\) processes read again at a walk.s request.*/\1/p' "$tmp/dlopen.err")
+if [ -n "${dl_read:-}" ] && [ $((dl_read + ${dl_later:-0})) -ge 1 ] &&
+	{ [ "${dl_later:-0}" = 0 ] || [ "${rereads:-0}" -ge "$dl_later" ]; }; then
+	ok "dlopen: read at the hook $dl_read, left to the next walk $dl_later, read at a walk's request $rereads"
+else
+	bad "dlopen: read at the hook '${dl_read:-}', left to the next walk '${dl_later:-}', read at a walk's request '${rereads:-}': want one dlopen counted, each left one read at a walk"
+	grep "loader's hooks\|unwind tables" "$tmp/dlopen.err"
+fi
 
 # ---- exec, and C++ exceptions ------------------------------------------------------------
 if [ -x "$thrower" ]; then

@@ -134,8 +134,11 @@ static int on_exec(struct recorder *r, const struct profile_event *e)
 
 /* The loader has mapped pid's libraries (or a dlopen'ed one).  Placed
  * whole in BPF from its program's template: named from the layout, not
- * read.  Else read now; the first time since the exec, the program's
- * template then gets the libraries. */
+ * read.  A dlopen in a process the walker lists and has not sampled
+ * since the list was written: read at its next walk (PROFILE_EVENT_STALE,
+ * PROFILE_STALE_LOADED), if it is sampled again.  Else read now; the
+ * first time since the exec, the program's template then gets the
+ * libraries. */
 static int on_loaded(struct recorder *r, const struct profile_loaded_event *e)
 {
 	pid_t pid = (pid_t)e->pid;
@@ -151,6 +154,10 @@ static int on_loaded(struct recorder *r, const struct profile_loaded_event *e)
 	}
 	if (rc != -ENOENT)
 		return rc;
+	if ((e->flags & PROFILE_LOADED_REREAD) && r->unwinder) {
+		r->loaded_later++;
+		return 0;
+	}
 	r->loaded_read++;
 	if ((e->flags & PROFILE_LOADED_FIRST) && !(e->flags & PROFILE_LOADED_EXEC_PLACED))
 		r->loaded_read_new++;
@@ -186,8 +193,14 @@ int record_on_event(void *ctx, void *data, size_t len)
 		/* The walker needs the table of the file holding this pc. */
 		rc = r->unwinder ? unwinder_want(r->unwinder, r->sym, (pid_t)e->pid, e->addr) : 0;
 	} else if (e->kind == PROFILE_EVENT_STALE) {
-		/* The walker met a pc outside the process's known mappings. */
-		rc = r->unwinder ? unwinder_stale(r->unwinder, (pid_t)e->pid) : 0;
+		/* The walker met a pc outside the process's known mappings,
+		 * or its first walk since a dlopen. */
+		if (!r->unwinder)
+			rc = 0;
+		else if (e->flags & PROFILE_STALE_LOADED)
+			rc = unwinder_reread(r->unwinder, r->sym, (pid_t)e->pid);
+		else
+			rc = unwinder_stale(r->unwinder, (pid_t)e->pid);
 	} else if (e->kind == PROFILE_EVENT_EXIT) {
 		rc = note_exit(r, (pid_t)e->pid);
 	} else if (e->kind == PROFILE_EVENT_PYCODE) {

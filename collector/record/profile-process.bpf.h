@@ -41,6 +41,26 @@ static __always_inline void report(__u32 kind, __u32 pid, __u32 parent)
 	report_gen(kind, pid, parent, 0);
 }
 
+/* The walk's first since a dlopen left to it (unwind_proc.reread). */
+static __always_inline void report_stale_loaded(__u32 pid)
+{
+	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(PROFILE_STAT_EVENTS_LOST);
+		return;
+	}
+	e->kind = PROFILE_EVENT_STALE;
+	e->pid = pid;
+	e->parent = 0;
+	e->gen = 0;
+	e->addr = 0;
+	e->check = 0;
+	e->flags = PROFILE_STALE_LOADED;
+	e->bias[0] = e->bias[1] = e->bias[2] = 0;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
 static __always_inline void report_want(__u32 pid, __u64 addr)
 {
 	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -204,6 +224,8 @@ static __always_inline bool place_list(__u32 tgid, const struct unwind_exec *t, 
 	l->nmaps = pl.k;
 	l->stale = 0;
 	l->placed = level;
+	l->reread = 0;
+	l->sampled = 0;
 	l->exe_dev = f->dev;
 	l->exe_ino = f->ino;
 	if (bpf_map_update_elem(&unwind_procs, &tgid, l, BPF_ANY))
@@ -493,12 +515,24 @@ int on_ldso_state(void *ctx)
 					e->flags |= PROFILE_LOADED_PLACED;
 			}
 		}
+	} else {
+		/* A dlopen (or dlclose): a process with a walker's list,
+		 * not sampled since it was written, is read only if it is
+		 * sampled again (walk_step asks at its next walk), not now;
+		 * one sampled since is read now, as its next samples may
+		 * well be in the new library. */
+		struct unwind_proc *up = bpf_map_lookup_elem(&unwind_procs, &tgid);
+		if (up && !up->sampled) {
+			up->reread = 1;
+			e->flags |= PROFILE_LOADED_REREAD;
+		}
 	}
-	/* A process placed whole wakes no one: user space names it from the
-	 * template, at its next wake. */
+	/* A process placed whole, or left to its next walk, wakes no one:
+	 * user space names it from the template, at its next wake. */
 	if (bpf_ringbuf_output(&events, e, sizeof(*e),
-	                       e->flags & PROFILE_LOADED_PLACED ? BPF_RB_NO_WAKEUP
-	                                                        : BPF_RB_FORCE_WAKEUP)) {
+	                       e->flags & (PROFILE_LOADED_PLACED | PROFILE_LOADED_REREAD)
+	                               ? BPF_RB_NO_WAKEUP
+	                               : BPF_RB_FORCE_WAKEUP)) {
 		count(PROFILE_STAT_EVENTS_LOST);
 		/* Not told: a list the exec placed must not wait for the
 		 * libraries (the walker asks for them, as after a dlopen). */

@@ -122,6 +122,7 @@ static __always_inline struct unwind_row *find_row(const struct unwind_table *t,
 static __always_inline void report(__u32 kind, __u32 pid, __u32 parent);
 static __always_inline bool file_identity(const char *file, struct profile_file *f);
 static __always_inline void report_want(__u32 pid, __u64 addr);
+static __always_inline void report_stale_loaded(__u32 pid);
 static __always_inline void report_pycode(__u32 pid, __u32 gen, __u64 code, __u32 check);
 
 /* Code objects already reported to user space (PROFILE_EVENT_PYCODE),
@@ -508,6 +509,15 @@ static long walk_step(__u32 i, void *ctx)
 		if (!find_vma_table(w, lookup, &table, &bias))
 			return fp_step(w);
 	} else {
+		if (!p->sampled)
+			p->sampled = 1;
+		if (p->reread && !p->stale) {
+			/* A dlopen since user space read the list: read it
+			 * now that the process is sampled, while it lives. */
+			p->stale = 1;
+			count(PROFILE_STAT_STALE_MAPS);
+			report_stale_loaded(w->tgid);
+		}
 		struct search ms = {.hi = p->nmaps, .key = lookup, .proc = p};
 		if (ms.hi > UNWIND_MAX_MAPS)
 			ms.hi = UNWIND_MAX_MAPS;

@@ -333,7 +333,8 @@ struct profile_event {
 	__u32 check; /* PYCODE: its check (profile_pystack); EXEC: the
 	              * program file's device (the kernel's encoding, major
 	              * << 20 | minor), addr its inode, 0 when unread */
-	__u32 flags; /* EXEC: PROFILE_EXEC_*; FORK: PROFILE_FORK_LISTED */
+	__u32 flags; /* EXEC: PROFILE_EXEC_*; FORK: PROFILE_FORK_LISTED;
+	              * STALE: PROFILE_STALE_LOADED */
 	/* EXEC of a known program: the program's, the loader's and the
 	 * vDSO's load biases (enum unwind_exec_kind), as its first walker
 	 * list was placed (all 0: not placed) */
@@ -363,6 +364,15 @@ struct profile_loaded_event {
 /* FIRST: the exec had placed the program's and the loader's lists from
  * the template (so only the libraries were left to place here). */
 #define PROFILE_LOADED_EXEC_PLACED 4u
+/* Not the first (a dlopen or dlclose), in a process not sampled since
+ * its walker list was written: the list was marked (unwind_proc.reread),
+ * and its next walk asks for it to be read (PROFILE_EVENT_STALE); user
+ * space does not read it now. */
+#define PROFILE_LOADED_REREAD 8u
+
+/* STALE: the walk's first since a dlopen left to it
+ * (PROFILE_LOADED_REREAD): read at once, not at most every 100 ms. */
+#define PROFILE_STALE_LOADED 1u
 
 /* EXEC: the program has a template (exe_templates): user space names the
  * process from it, and the event wakes no one. */

@@ -251,6 +251,7 @@ struct recorder {
 	uint64_t swept_seq, swept_live;
 	uint64_t execs_read;        /* exec events whose process was read at once */
 	uint64_t templates;         /* programs written to exe_templates */
+	uint64_t loaded_later;      /* dlopen hooks left to the process's next walk */
 	uint64_t loaded_read;       /* loader's-hook events whose process was read: */
 	uint64_t loaded_read_new;   /* ... the first since an exec not placed */
 	uint64_t loaded_read_unfit; /* ... the first, the exec placed, the template's

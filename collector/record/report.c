@@ -432,11 +432,13 @@ static void report_symbolizer(const struct recorder *r, double wall, double loop
 	             " read at once; loader's hooks: %" PRIu64
 	             " placed whole from the template, %" PRIu64 " read (%" PRIu64
 	             " after an exec not placed, %" PRIu64
-	             " whose template's libraries did not fit, %" PRIu64 " dlopens); %" PRIu64
+	             " whose template's libraries did not fit, %" PRIu64 " dlopens), %" PRIu64
+	             " dlopens left to the process's next walk; %" PRIu64
 	             " templates deleted with their program's file\n",
 	        ss.execs_named, r->templates, r->execs_read, ss.loaded_named, r->loaded_read,
 	        r->loaded_read_new, r->loaded_read_unfit,
-	        r->loaded_read - r->loaded_read_new - r->loaded_read_unfit, r->templates_deleted);
+	        r->loaded_read - r->loaded_read_new - r->loaded_read_unfit, r->loaded_later,
+	        r->templates_deleted);
 }
 
 /* How user stacks were walked, and the unwind tables. */
@@ -482,13 +484,16 @@ static void report_unwinding(const struct recorder *r)
 		             " over --unwind-memory; %" PRIu64
 		             " mappings past %d per process; %" PRIu64
 		             " walked stacks lost (map full); %" PRIu64
-		             " process lists written (%" PRIu64 " of them ancestors')\n",
+		             " process lists written (%" PRIu64 " of them ancestors'); %" PRIu64
+		             " processes read again at a walk's request (a pc in no mapping, or"
+		             " a dlopen since)\n",
 		        us.tables, us.rows,
 		        (double)us.rows_in_use * sizeof(struct unwind_row) / 1048576.0,
 		        (double)r->opt->unwind_memory / 1048576.0, us.tables_freed, us.rows_reused,
 		        us.build_seconds, us.slowest_seconds, us.slowest[0] ? us.slowest : "-",
 		        us.no_cfi, us.refused, us.over_cap, us.map_overflow, UNWIND_MAX_MAPS,
-		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL], us.processes, us.ancestors);
+		        (uint64_t)st[PROFILE_STAT_USTACKS_FULL], us.processes, us.ancestors,
+		        us.rereads);
 	}
 }
 

@@ -140,7 +140,15 @@ struct unwind_proc {
 	 * space, UNWIND_PLACED_EXEC at the exec (the program and its loader
 	 * only), UNWIND_PLACED_ALL at the loader's hook. */
 	__u32 placed;
-	__u32 pad;
+	/* Set at a loader's hook after the first (a dlopen or dlclose) in a
+	 * process not sampled since its list was written: the list may be
+	 * out of date, and the process's next walk asks user space to read
+	 * it at once (PROFILE_STALE_LOADED), so that such a process is read
+	 * only if it is sampled after a dlopen.  A process sampled since is
+	 * read at the hook.  Both cleared by the next update from user
+	 * space; sampled is set by each walk of the process. */
+	__u16 reread;
+	__u16 sampled;
 	__u64 exe_dev, exe_ino; /* the program's file, when placed */
 	struct unwind_mapping maps[UNWIND_MAX_MAPS];
 };

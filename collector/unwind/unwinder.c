@@ -572,6 +572,8 @@ static void write_proc(struct unwinder *u, pid_t pid, const struct symbolize_map
 
 	e->stale = 0;
 	e->placed = 0;
+	e->reread = 0;
+	e->sampled = 0;
 	e->exe_dev = e->exe_ino = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k == UNWIND_MAX_MAPS) {
@@ -852,6 +854,21 @@ int unwinder_stale(struct unwinder *u, pid_t pid)
 	return pid_list_add(&u->stale, &u->nstale, &u->stale_cap, pid);
 }
 
+int unwinder_reread(struct unwinder *u, struct symbolize *s, pid_t pid)
+{
+	size_t slot = (unsigned)pid % RECENT_SLOTS;
+
+	u->recent[slot].pid = pid;
+	u->recent[slot].at = mono_ns();
+	/* Rewrites the process's list through the process hook. */
+	int rc = symbolize_snapshot(s, pid, 0);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc >= 0)
+		u->st.rereads++;
+	return 0;
+}
+
 int unwinder_refresh(struct unwinder *u, struct symbolize *s)
 {
 	int64_t now = mono_ns();
@@ -867,8 +884,11 @@ int unwinder_refresh(struct unwinder *u, struct symbolize *s)
 		u->recent[slot].pid = pid;
 		u->recent[slot].at = now;
 		/* Rewrites the process's list through the process hook. */
-		if (symbolize_snapshot(s, pid, 0) == -ENOMEM)
-			return -ENOMEM;
+		int rc = symbolize_snapshot(s, pid, 0);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc >= 0)
+			u->st.rereads++;
 	}
 	u->nstale = keep;
 	return 0;

@@ -63,6 +63,12 @@ int unwinder_want(struct unwinder *u, const struct symbolize *s, pid_t pid, uint
  * process.  Returns 0 or -ENOMEM. */
 int unwinder_stale(struct unwinder *u, pid_t pid);
 
+/* The walker's first walk of pid since a dlopen that was not read
+ * (PROFILE_STALE_LOADED): its maps are read again now, once per such
+ * dlopen, and its turn of unwinder_stale() starts again.  Returns 0 or
+ * -ENOMEM. */
+int unwinder_reread(struct unwinder *u, struct symbolize *s, pid_t pid);
+
 /* Reads again the maps of the processes unwinder_stale() named whose
  * turn has come.  Returns 0 or -ENOMEM. */
 int unwinder_refresh(struct unwinder *u, struct symbolize *s);
@@ -83,6 +89,7 @@ struct unwinder_stats {
 	uint64_t bad_rows;      /* rows the compact form cannot express */
 	uint64_t processes;     /* process mapping lists written */
 	uint64_t ancestors;     /* of which a want's ancestors */
+	uint64_t rereads;       /* processes read again at a walk's request */
 	uint64_t map_overflow;  /* mappings beyond UNWIND_MAX_MAPS, not walked */
 	uint64_t python;        /* Python interpreters written for the walker */
 	double build_seconds;   /* worker CPU-ish: wall time building tables */
