@@ -30,7 +30,10 @@ static void usage(FILE *f)
 	      "is still there with the same build id) and what elfutils finds for it\n"
 	      "(/usr/lib/debug/.build-id, each --debug-dir's .build-id, its\n"
 	      ".gnu_debuglink and .gnu_debugdata, and a debuginfod server when\n"
-	      "DEBUGINFOD_URLS is set: DEBUGINFOD_TIMEOUT, DEBUGINFOD_CACHE_PATH),\n"
+	      "DEBUGINFOD_URLS is set: DEBUGINFOD_TIMEOUT, default 5 s a transfer,\n"
+	      "DEBUGINFOD_RETRY_LIMIT, default 1, DEBUGINFOD_CACHE_PATH, default\n"
+	      "~/.cache/debuginfod_client; servers that fail or time out are said so\n"
+	      "and not asked again in the run),\n"
 	      "then a debug file of that build id: DIR/.build-id/xx/rest.debug,\n"
 	      "DIR/xx/rest.debug or any file directly in DIR.  Counts, totals and\n"
 	      "time windows stay exact; stacks whose frames become one function show\n"
@@ -98,6 +101,14 @@ static void say(const struct symbolize_later_pass *p, bool dry)
 		        PROG ": symbolize: install their debug packages, give --debug-dir, or set "
 		             "DEBUGINFOD_URLS, and run symbolize again\n");
 	free(left_list);
+	const char *urls;
+	int se = symbolize_later_server_error(p, &urls);
+	if (se)
+		fprintf(stderr,
+		        PROG ": symbolize: debuginfod server %s: %s; asked no server for the other "
+		             "modules (DEBUGINFOD_TIMEOUT=%s s a transfer, DEBUGINFOD_RETRY_LIMIT=%s)\n",
+		        urls, se == -ETIME || se == -ETIMEDOUT ? "timed out" : strerror(-se),
+		        getenv("DEBUGINFOD_TIMEOUT"), getenv("DEBUGINFOD_RETRY_LIMIT"));
 }
 
 /* Dies unless each --debug-dir is a directory. */
@@ -146,6 +157,7 @@ int cmd_symbolize(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(argv[0], "unexpected argument %s", argv[optind]);
 	check_dirs(dirs, ndirs);
+	symbolize_later_debuginfod_defaults();
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);
@@ -158,7 +170,7 @@ int cmd_symbolize(int argc, char **argv)
 
 	/* the unnamed frames that know where they are, named in one commit */
 	struct symbolize_later_pass *p;
-	struct symbolize_later_opts lo = {dirs, ndirs};
+	struct symbolize_later_opts lo = {dirs, ndirs, false};
 	int r = symbolize_later_plan(s, NULL, 0, &p);
 	if (r == 0)
 		r = symbolize_later_run(p, &lo);

@@ -56,8 +56,21 @@ void symbolize_later_free(struct symbolize_later *m)
 	(void)m;
 }
 
+static bool later_partial(const struct symbolize_later *m)
+{
+	(void)m;
+	return false;
+}
+
+static int debuginfod_ask(const uint8_t *bid, size_t len)
+{
+	(void)bid, (void)len;
+	return -ENOSYS;
+}
+
 #else
 
+#include <dlfcn.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
@@ -68,6 +81,7 @@ struct symbolize_later {
 	char *debuginfo_path; /* libdwfl's search path; referenced by dwfl */
 	Dwfl_Callbacks cb;
 	char *source; /* the file the symbols came from */
+	bool partial; /* only the module's .dynsym: a debug file may name more */
 	/* the module's loadable segments, for file offset -> ELF address */
 	GElf_Phdr *loads;
 	size_t nloads;
@@ -233,7 +247,9 @@ int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
 		strcat(m->debuginfo_path, o->dirs[i]);
 	}
 	m->cb.find_elf = dwfl_build_id_find_elf;
-	m->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	/* libdwfl asks debuginfod in dwfl_standard_find_debuginfo() */
+	m->cb.find_debuginfo = o && o->no_debuginfod ? dwfl_build_id_find_debuginfo
+	                                             : dwfl_standard_find_debuginfo;
 	m->cb.debuginfo_path = &m->debuginfo_path;
 
 	/* The module itself, when it is here and is the one recorded: its
@@ -273,6 +289,7 @@ int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
 		if (!file && own && r == 1 && m->loads) {
 			/* only what it exports: better than nothing */
 			m->source = strdup(path);
+			m->partial = true;
 			goto found;
 		}
 		if (!file) {
@@ -336,6 +353,51 @@ const char *symbolize_later_source(const struct symbolize_later *m)
 	return m->source;
 }
 
+static bool later_partial(const struct symbolize_later *m)
+{
+	return m->partial;
+}
+
+/* libdebuginfod's client as debuginfod_find_debuginfo(3) documents it,
+ * loaded as libdwfl loads it (no build dependency on its headers). */
+struct debuginfod_client;
+
+/* Asks the servers of DEBUGINFOD_URLS for the debug file of build id bid,
+ * which lands in the client's cache (where libdwfl's own query then finds
+ * it): 0 found, -ENOENT none has it, -ENOSYS no client or no servers,
+ * -ENOMEM, else the failure (-ECONNREFUSED, -ETIME, ...). */
+static int debuginfod_ask(const uint8_t *bid, size_t len)
+{
+	void *lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+	struct debuginfod_client *(*begin)(void);
+	int (*find)(struct debuginfod_client *, const unsigned char *, int, char **);
+	void (*end)(struct debuginfod_client *);
+	int fd;
+
+	if (!lib)
+		return -ENOSYS;
+	*(void **)&begin = dlsym(lib, "debuginfod_begin");
+	*(void **)&find = dlsym(lib, "debuginfod_find_debuginfo");
+	*(void **)&end = dlsym(lib, "debuginfod_end");
+	if (!begin || !find || !end) {
+		dlclose(lib);
+		return -ENOSYS;
+	}
+	struct debuginfod_client *c = begin();
+	if (!c) {
+		dlclose(lib);
+		return -ENOMEM;
+	}
+	fd = find(c, bid, (int)len, NULL);
+	end(c);
+	dlclose(lib);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return fd;
+}
+
 void symbolize_later_free(struct symbolize_later *m)
 {
 	if (!m)
@@ -353,6 +415,8 @@ void symbolize_later_free(struct symbolize_later *m)
 /* ---- a naming pass over a store ---------------------------------------- */
 
 struct symbolize_later_pass {
+	int server_error; /* symbolize_later_server_error() */
+	char *server_urls;
 	struct symbolize_later_result *mods;
 	size_t nmods;
 	struct symbolize_later_frame *frames;
@@ -483,8 +547,45 @@ out:
 	return 0;
 }
 
+/* Opens module r of a pass: first without debuginfod; then, when that
+ * found no symbols or only the module's .dynsym and servers are set and
+ * have not failed, asks them and, when one had the debug file, opens the
+ * module again (libdwfl finds the file in the cache). */
+static int open_module(struct symbolize_later_pass *p, struct symbolize_later_opts *lo,
+                       const struct symbolize_later_result *r, struct symbolize_later **out)
+{
+	struct symbolize_later_opts local = *lo;
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	int rc, asked;
+
+	local.no_debuginfod = true;
+	rc = symbolize_later_open(&local, r->m.path, r->m.build_id, r->m.build_id_len, out);
+	if ((rc != 0 && rc != -ENOENT) || (rc == 0 && !later_partial(*out)) || lo->no_debuginfod ||
+	    !urls || !*urls || !r->m.build_id_len)
+		return rc;
+	asked = debuginfod_ask(r->m.build_id, r->m.build_id_len);
+	if (asked == -ENOMEM)
+		goto nomem;
+	if (asked < 0 && asked != -ENOENT && asked != -ENOSYS) {
+		p->server_error = asked;
+		if (!(p->server_urls = strdup(urls)))
+			goto nomem;
+		lo->no_debuginfod = true;
+	}
+	if (asked != 0)
+		return rc;
+	symbolize_later_free(*out);
+	*out = NULL;
+	return symbolize_later_open(lo, r->m.path, r->m.build_id, r->m.build_id_len, out);
+nomem:
+	symbolize_later_free(*out);
+	*out = NULL;
+	return -ENOMEM;
+}
+
 int symbolize_later_run(struct symbolize_later_pass *p, const struct symbolize_later_opts *o)
 {
+	struct symbolize_later_opts lo = o ? *o : (struct symbolize_later_opts){0};
 	size_t i = 0;
 
 	for (size_t k = 0; k < p->nmods; k++) {
@@ -492,7 +593,7 @@ int symbolize_later_run(struct symbolize_later_pass *p, const struct symbolize_l
 		struct symbolize_later *m = NULL;
 		size_t end = i + r->frames;
 
-		r->error = symbolize_later_open(o, r->m.path, r->m.build_id, r->m.build_id_len, &m);
+		r->error = open_module(p, &lo, r, &m);
 		if (r->error == -ENOMEM || r->error == -ENOTSUP)
 			return r->error;
 		for (; r->error == 0 && i < end; i++) {
@@ -514,6 +615,22 @@ int symbolize_later_run(struct symbolize_later_pass *p, const struct symbolize_l
 		symbolize_later_free(m);
 	}
 	return 0;
+}
+
+int symbolize_later_server_error(const struct symbolize_later_pass *p, const char **urls)
+{
+	*urls = p->server_urls;
+	return p->server_error;
+}
+
+void symbolize_later_debuginfod_defaults(void)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", SYMBOLIZE_DEBUGINFOD_TIMEOUT_S);
+	setenv("DEBUGINFOD_TIMEOUT", v, 0);
+	snprintf(v, sizeof(v), "%d", SYMBOLIZE_DEBUGINFOD_RETRIES);
+	setenv("DEBUGINFOD_RETRY_LIMIT", v, 0);
 }
 
 int symbolize_later_apply(const struct symbolize_later_pass *p, struct store_batch *b)
@@ -566,6 +683,7 @@ void symbolize_later_pass_free(struct symbolize_later_pass *p)
 		free(p->frames[i].name);
 	free(p->mods);
 	free(p->frames);
+	free(p->server_urls);
 	free(p);
 }
 

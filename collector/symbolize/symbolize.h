@@ -582,6 +582,8 @@ void symbolize_set_perf_names(struct symbolize *s, bool on);
 struct symbolize_later_opts {
 	const char *const *dirs; /* debug directories, searched after /usr/lib/debug */
 	size_t ndirs;
+	bool no_debuginfod; /* ask no debuginfod server (symbolize_later_run() sets it
+	                       for the rest of a pass once the servers failed) */
 };
 struct symbolize_later;
 /* Finds symbols for the module (path, build id).  *out is the caller's,
@@ -646,6 +648,24 @@ void symbolize_later_pass_free(struct symbolize_later_pass *p); /* accepts NULL 
  * a debuglink would point): it changes when a debug file appears there
  * (an install, a move into a debug directory), not when nothing did.
  * debuginfod is not covered. */
+/* Whether the debuginfod servers (DEBUGINFOD_URLS) failed in the pass:
+ * 0, or the -errno of the first failure (-ECONNREFUSED, -ETIME when a
+ * transfer timed out, ...), with *urls the servers asked (owned by the
+ * pass).  symbolize_later_run() asks the servers itself, through
+ * libdebuginfod (the client libdwfl uses: the same environment and cache),
+ * before libdwfl looks for a module's debug info; after a failure it asks
+ * no server for the rest of the pass, so that dead or silent servers cost
+ * one query (DEBUGINFOD_TIMEOUT times 1 + DEBUGINFOD_RETRY_LIMIT at most),
+ * not one per module.  A 404 is no failure. */
+int symbolize_later_server_error(const struct symbolize_later_pass *p, const char **urls);
+/* Gives DEBUGINFOD_TIMEOUT and DEBUGINFOD_RETRY_LIMIT the defaults of
+ * SYMBOLIZE_DEBUGINFOD_TIMEOUT_S and SYMBOLIZE_DEBUGINFOD_RETRIES when
+ * they are unset (libdebuginfod's own are 90 s per transfer and 2 retries,
+ * too long for a command line).  Changes the environment: call it before
+ * any thread starts. */
+#define SYMBOLIZE_DEBUGINFOD_TIMEOUT_S 5
+#define SYMBOLIZE_DEBUGINFOD_RETRIES 1
+void symbolize_later_debuginfod_defaults(void);
 uint64_t symbolize_later_stamp(const struct symbolize_later_opts *o,
                                const struct symbolize_later_module *m);
 
