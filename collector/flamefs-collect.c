@@ -15,6 +15,7 @@
 
 #include "record.h"
 #include "store.h"
+#include "symbolize.h"
 
 #include "cli.h"
 
@@ -178,8 +179,11 @@ int main(int argc, char **argv)
 		return cmd_push(argc, argv);
 	if (strcmp(cmd, "merge") == 0)
 		return cmd_merge(argc, argv);
-	if (strcmp(cmd, "record") == 0)
+	if (strcmp(cmd, "record") == 0) {
+		/* its naming pass may ask debuginfod: bounded, set before its threads */
+		symbolize_later_debuginfod_defaults();
 		return record_main(argc, argv);
+	}
 	if (strcmp(cmd, "unwind-table") == 0)
 		return cmd_unwind_table(argc, argv);
 	if (strcmp(cmd, "symbolize") == 0)
