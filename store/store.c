@@ -201,13 +201,29 @@ static bool bytes_same(const void *a, size_t al, const void *b, size_t bl)
 	return al == bl && (!al || !memcmp(a, b, al));
 }
 
-bool store_rename_valid(const struct store_frame *old, const struct store_frame *named)
+int store_rename_check(uint32_t frame, const struct store_frame *old,
+                       const struct store_frame *named, char *err, size_t errlen)
 {
-	return named->kind <= STORE_FRAME_SPAN && named->kind != STORE_FRAME_UNKNOWN &&
-	       named->kind != STORE_FRAME_INLINE && !named->offset && named->name_len &&
-	       named->name && (named->file || !named->file_len) &&
-	       bytes_same(named->module, named->module_len, old->module, old->module_len) &&
-	       bytes_same(named->build_id, named->build_id_len, old->build_id, old->build_id_len);
+	if (!old) {
+		snprintf(err, errlen, "frame %u: not a committed frame", frame);
+		return -EINVAL;
+	}
+	if (old->kind != STORE_FRAME_UNKNOWN) {
+		snprintf(err, errlen, "frame %u (%.*s): it has a name already", frame,
+		         (int)old->name_len, old->name ? old->name : "");
+		return -EINVAL;
+	}
+	if (!(named->kind <= STORE_FRAME_SPAN && named->kind != STORE_FRAME_UNKNOWN &&
+	      named->kind != STORE_FRAME_INLINE && !named->offset && named->name_len &&
+	      named->name && (named->file || !named->file_len) &&
+	      bytes_same(named->module, named->module_len, old->module, old->module_len) &&
+	      bytes_same(named->build_id, named->build_id_len, old->build_id, old->build_id_len))) {
+		snprintf(err, errlen,
+		         "frame %u: invalid new name (a named kind, no offset, the frame's module)",
+		         frame);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int store_batch_frame_rename(struct store_batch *b, uint32_t frame, const struct store_frame *named)
