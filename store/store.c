@@ -201,6 +201,23 @@ static bool bytes_same(const void *a, size_t al, const void *b, size_t bl)
 	return al == bl && (!al || !memcmp(a, b, al));
 }
 
+static int bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	size_t n = al < bl ? al : bl;
+	int c = n ? memcmp(a, b, n) : 0;
+
+	return c ? c : al < bl ? -1 : al > bl;
+}
+
+int store_frame_place_cmp(const struct store_frame *a, const struct store_frame *b)
+{
+	int c = bytes_cmp(a->module, a->module_len, b->module, b->module_len);
+
+	if (!c)
+		c = bytes_cmp(a->build_id, a->build_id_len, b->build_id, b->build_id_len);
+	return c ? c : a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
 int store_rename_check(uint32_t frame, const struct store_frame *old,
                        const struct store_frame *named, char *err, size_t errlen)
 {
