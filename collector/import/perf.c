@@ -35,6 +35,11 @@
  *    is recognized only where a sample may start (after a blank line, a
  *    one-line sample, or at the start) and only when the pc after the
  *    event is hex and a stack line follows it.
+ *  - side-band records ("COMM PID TIME: PERF_RECORD_..." lines) are
+ *    read: executable
+ *    mappings (perf script --show-mmap-events) place the frames perf
+ *    printed as "[unknown] (FILE)" in FILE (an offset and build id, so
+ *    symbolize can name them later); other records are skipped.
  * With --by-thread each series also gets the label thread=<process name>:
  * the comm perf prints is the thread's, so the name is the thread's too.
  *
