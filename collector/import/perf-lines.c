@@ -387,6 +387,13 @@ bool import_perf_sniff(const uint8_t *buf, size_t len)
 		if (memchr(p, '\0', n))
 			return false;
 		bool is_header = skip == 0 && perf_match_header(p, n, &h);
+		struct perf_mmap m;
+		if (!header && skip == 0 && !is_header && perf_match_record(p, n, &m) >= 0) {
+			if (!nl)
+				return false;
+			p = nl + 1; /* a record the header pattern does not take */
+			continue;
+		}
 		if (header && !blank) /* the line after a header without an event */
 			return !is_header && perf_match_stack_line(p, n, &(struct stack_line){0});
 		if (skip > 0)
@@ -394,7 +401,6 @@ bool import_perf_sniff(const uint8_t *buf, size_t len)
 		if (!is_header)
 			return false;
 		perf_match_event(p, n, &h);
-		struct perf_mmap m;
 		if (!h.event && !header && perf_match_record(p, n, &m) >= 0) {
 			if (!nl)
 				return false;

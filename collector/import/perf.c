@@ -367,7 +367,7 @@ static int start_sample(struct perf *p, const char *l, size_t n, const struct he
 }
 
 /* A side-band record (perf_match_record): an executable mapping is kept
- * and told to ctx->sym (its process first, when new).  Returns 1 when
+ * and told to ctx->sym, if any (its process first, when new).  Returns 1 when
  * l was a record, 0 when not, -errno. */
 static int record_line(struct perf *p, const char *l, size_t n)
 {
@@ -376,8 +376,6 @@ static int record_line(struct perf *p, const char *l, size_t n)
 	if (rc <= 0)
 		return rc == 0 ? 1 : 0;
 	const struct import_symbols *sym = p->ctx->sym;
-	if (!sym)
-		return 1;
 	rc = import_grow((void **)&p->maps, &p->maps_cap, p->nmaps + 1, sizeof(*p->maps));
 	if (rc < 0)
 		return rc;
@@ -387,6 +385,8 @@ static int record_line(struct perf *p, const char *l, size_t n)
 	p->maps[p->nmaps++] = (struct perf_map){
 	        .pid = m.pid, .start = m.start, .len = m.len, .pgoff = m.pgoff,
 	        .path = path, .path_len = m.path_len};
+	if (!sym)
+		return 1; /* kept all the same: the same samples the same way */
 	size_t i = 0;
 	while (i < p->nmap_pids && p->map_pids[i] != m.pid)
 		i++;
@@ -550,9 +550,15 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 			if (rc != 0)
 				return rc < 0 ? rc : 0;
 		}
-		if (!is_ws((unsigned char)l[0]))
+		if (!is_ws((unsigned char)l[0])) {
+			/* a record whose one-byte comm the header pattern
+			 * does not take ("p 1 2.0: PERF_RECORD_COMM ...") */
+			rc = memchr(l, '\0', n) ? 0 : record_line(p, l, n);
+			if (rc != 0)
+				return rc < 0 ? rc : 0;
 			return perf_fail_line(p, p->lr.line, "a sample header or a stack line", l,
 			                      n);
+		}
 		return perf_fail_line(p, p->lr.line, "a sample header", l, n);
 	case SKIP_SAMPLE: return 0;
 	case KEEP_SAMPLE: p->sample_bytes += n + 1; return add_stack_line(p, l, n);
