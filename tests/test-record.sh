@@ -292,7 +292,7 @@ printf 'newapp;main;kept 7\n' >"$tmp/new.folded"
 binaries=$("$collect" stats --store "$tmp/s8" | awk 'NR > 1 && NF == 9 && $4 ~ /^[0-9]+$/ { print $1 }' | sort | tr '\n' ' ')
 [ "$binaries" = "loop newapp record-target " ] &&
 	ok "--retention 1h: the 2 h old import is gone; now's import, perf's clock and the recording stay" ||
-	bad "--retention 1h: series left: '$binaries'"
+	bad "--retention 1h: series left: '$binaries': $("$collect" stats --store "$tmp/s8" | awk 'NR > 1 && NF == 9' | tr -s ' ' | tr '\n' '|')"
 grep -q "retention 3600 s: deleted 1 time buckets (5 samples)" "$tmp/err8" &&
 	ok "--retention: the summary says what went" ||
 	bad "--retention: summary: $(grep retention "$tmp/err8")"

@@ -15,13 +15,16 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "daemon-internal.h"
 
 struct loop_thread {
 	pthread_t thread;
 	pthread_cond_t wake;
+	atomic_bool reading;      /* waiting in fuse_session_receive_buf() */
 	bool lead;                /* handed the lead while idle */
 	struct loop_thread *next; /* in loop.idle */
 };
@@ -36,6 +39,18 @@ static struct {
 } loop = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local bool leading;
+
+/* The signal that ends a leader's wait for a request once the session has
+ * ended (a signal or an error ended it, and no request may come): its
+ * handler does nothing, and without SA_RESTART the read fails with EINTR.
+ * A thread is never cancelled: cancelling unwinds frames that the address
+ * sanitizer (and any cleanup the code may gain) would not see unwound. */
+#define LOOP_WAKE_SIGNAL SIGRTMIN
+
+static void loop_wake_handler(int sig)
+{
+	(void)sig;
+}
 
 void loop_yield(void)
 {
@@ -55,14 +70,14 @@ void loop_yield(void)
 }
 
 /* Reads and answers requests for as long as the thread leads. */
-static void lead(struct fuse_buf *buf)
+static void lead(struct loop_thread *me, struct fuse_buf *buf)
 {
 	leading = true;
 	while (leading && !fuse_session_exited(loop.se)) {
-		/* Cancelled only while waiting for a request (loop_run()). */
-		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		/* Woken by LOOP_WAKE_SIGNAL only while waiting (loop_run()). */
+		atomic_store(&me->reading, true);
 		int r = fuse_session_receive_buf(loop.se, buf);
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		atomic_store(&me->reading, false);
 		if (r == -EINTR || r == -EAGAIN)
 			continue;
 		if (r <= 0) {
@@ -77,8 +92,11 @@ static void *loop_main(void *arg)
 {
 	struct loop_thread *me = arg;
 	struct fuse_buf buf = {0};
+	sigset_t wake;
 
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	sigemptyset(&wake);
+	sigaddset(&wake, LOOP_WAKE_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
 	pthread_mutex_lock(&loop.mu);
 	while (!loop.stop) {
 		if (!me->lead && !loop.led) {
@@ -100,7 +118,7 @@ static void *loop_main(void *arg)
 		}
 		me->lead = false;
 		pthread_mutex_unlock(&loop.mu);
-		lead(&buf);
+		lead(me, &buf);
 		pthread_mutex_lock(&loop.mu);
 		if (leading || fuse_session_exited(loop.se)) {
 			/* The session ended: wake everyone, and loop_run(). */
@@ -128,6 +146,9 @@ int loop_run(struct fuse_session *se, unsigned nthreads)
 	loop.stop = loop.led = false;
 	loop.idle = NULL;
 	sem_init(&loop.finish, 0, 0);
+	struct sigaction sa = {.sa_handler = loop_wake_handler}; /* no SA_RESTART */
+	sigemptyset(&sa.sa_mask);
+	sigaction(LOOP_WAKE_SIGNAL, &sa, NULL);
 	/* Signals go to this thread, whose wait they end (and
 	 * fuse_set_signal_handlers()' handler ends the session). */
 	sigfillset(&all);
@@ -153,11 +174,22 @@ int loop_run(struct fuse_session *se, unsigned nthreads)
 		pthread_cond_signal(&ts[k].wake);
 	pthread_mutex_unlock(&loop.mu);
 	/* The leader may be waiting for a request that never comes (a
-	 * signal ended the session): a thread is cancelled only there. */
-	for (unsigned k = 0; k < n; k++)
-		pthread_cancel(ts[k].thread);
+	 * signal ended the session): it is woken until it has gone, as a
+	 * signal sent just before its read would be missed. */
 	for (unsigned k = 0; k < n; k++) {
-		pthread_join(ts[k].thread, NULL);
+		for (;;) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 20 * 1000 * 1000;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			if (atomic_load(&ts[k].reading))
+				pthread_kill(ts[k].thread, LOOP_WAKE_SIGNAL);
+			if (pthread_timedjoin_np(ts[k].thread, NULL, &until) == 0)
+				break;
+		}
 		pthread_cond_destroy(&ts[k].wake);
 	}
 	free(ts);
