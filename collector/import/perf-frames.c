@@ -236,8 +236,8 @@ int perf_frame_place(struct perf *p, struct store_frame *fr, const char *pc, siz
 
 	if (!sym || !perf_parse_hex(pc, pclen, &v))
 		return 0;
-	const struct perf_map *m = map_of(p, p->pid ? p->pid : p->tid, fr->module,
-	                                  fr->module_len, v, &addr);
+	const struct perf_map *m =
+	        map_of(p, p->pid ? p->pid : p->tid, fr->module, fr->module_len, v, &addr);
 	if (!m)
 		return 0;
 	memset(f, 0, sizeof(f));

@@ -382,9 +382,12 @@ static int record_line(struct perf *p, const char *l, size_t n)
 	char *path = strndup(l + m.path, m.path_len);
 	if (!path)
 		return -ENOMEM;
-	p->maps[p->nmaps++] = (struct perf_map){
-	        .pid = m.pid, .start = m.start, .len = m.len, .pgoff = m.pgoff,
-	        .path = path, .path_len = m.path_len};
+	p->maps[p->nmaps++] = (struct perf_map){.pid = m.pid,
+	                                        .start = m.start,
+	                                        .len = m.len,
+	                                        .pgoff = m.pgoff,
+	                                        .path = path,
+	                                        .path_len = m.path_len};
 	if (!sym)
 		return 1; /* kept all the same: the same samples the same way */
 	size_t i = 0;
