@@ -3,9 +3,11 @@
  * and inode of the file open, never its build id, which its owner writes), read
  * through libdwfl; their function symbols in a sorted array, PLT entries
  * named NAME@plt, resolved addresses cached, inline frames from DWARF; and
- * freed by symbolize_sweep() (mark what snapshots, layouts and caches hold,
- * keep what was used within the grace period, free the rest).  See
- * symbolize-internal.h for how the parts fit.
+ * freed by sym_modules_sweep(), which symbolize_sweep() runs (mark what
+ * snapshots, layouts and caches hold, keep what was used within the grace
+ * period, free the rest).  The bottom of the wing above its leaves: it calls
+ * only names.c, trust.c and fdes.c, and a new module's ELF file is probed
+ * through s->module_probe.  See symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"
 

@@ -1,7 +1,10 @@
 /*
  * names.c — the symbolizer's demangling and tidying symbol names, as stackcollapse-perf prints
  * them, and (for perf.data import) as perf script prints them; ELF symbols
- * lose their symbol versions here, whichever way they are named.  See
+ * lose their symbol versions here, whichever way they are named; and the
+ * strings modules and processes share: the refcounted blocks of a program's
+ * name and build id (sym_names_*) and "[unknown]".  A leaf: it calls no
+ * other file of the symbolizer.  See
  * symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"

@@ -3,7 +3,7 @@
  * symbolize.h for its contract): the structs of modules, processes and
  * kernel names, and the functions one part calls in another.
  *   symbolize.c      user lookups and the symbolizer's lifetime
- *   names.c          demangling and tidying names (and perf's own)
+ *   names.c          demangling and tidying names (and perf's own), shared name blocks
  *   modules.c        ELF files: build ids, libdwfl, symbol tables, PLT
  *   procs.c          process snapshots, their maps, JIT perf maps
  *   kernel.c         kernel addresses
