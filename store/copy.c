@@ -402,23 +402,10 @@ static int store_fail(struct copy *c, struct store *s, int r)
 
 /* ---- names found later ---------------------------------------------------- */
 
-static int bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
-{
-	size_t n = al < bl ? al : bl;
-	int c = n ? memcmp(a, b, n) : 0;
-
-	return c ? c : al < bl ? -1 : al > bl;
-}
-
 static int unnamed_cmp(const void *pa, const void *pb)
 {
-	const struct store_frame *a = &((const struct unnamed *)pa)->f;
-	const struct store_frame *b = &((const struct unnamed *)pb)->f;
-	int c = bytes_cmp(a->module, a->module_len, b->module, b->module_len);
-
-	if (!c)
-		c = bytes_cmp(a->build_id, a->build_id_len, b->build_id, b->build_id_len);
-	return c ? c : a->offset < b->offset ? -1 : a->offset > b->offset;
+	return store_frame_place_cmp(&((const struct unnamed *)pa)->f,
+	                             &((const struct unnamed *)pb)->f);
 }
 
 /* The destination's committed unnamed frames with an offset, sorted. */

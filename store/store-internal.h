@@ -39,10 +39,14 @@ struct source_mark {
 	uint64_t split_before;
 };
 
-/* Whether `named` may name frame `old` (store_batch_frame_rename()'s
- * rules: a named kind but inline, no offset, a name, old's module and
- * build id); the backends check it at once. */
-bool store_rename_valid(const struct store_frame *old, const struct store_frame *named);
+/* Whether `named` may name frame `frame` (store_batch_frame_rename()'s
+ * rules): `old` is that frame as the batch shows it, NULL when `frame`
+ * is not a committed frame; old must be unnamed and `named` a named kind
+ * but inline, no offset, a name, old's module and build id. 0, or
+ * -EINVAL with the reason written to err (errlen bytes); the backends
+ * check it at once. */
+int store_rename_check(uint32_t frame, const struct store_frame *old,
+                       const struct store_frame *named, char *err, size_t errlen);
 
 struct store_ops {
 	const char *name; /* "embedded", "central" */

@@ -201,13 +201,46 @@ static bool bytes_same(const void *a, size_t al, const void *b, size_t bl)
 	return al == bl && (!al || !memcmp(a, b, al));
 }
 
-bool store_rename_valid(const struct store_frame *old, const struct store_frame *named)
+static int bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
 {
-	return named->kind <= STORE_FRAME_SPAN && named->kind != STORE_FRAME_UNKNOWN &&
-	       named->kind != STORE_FRAME_INLINE && !named->offset && named->name_len &&
-	       named->name && (named->file || !named->file_len) &&
-	       bytes_same(named->module, named->module_len, old->module, old->module_len) &&
-	       bytes_same(named->build_id, named->build_id_len, old->build_id, old->build_id_len);
+	size_t n = al < bl ? al : bl;
+	int c = n ? memcmp(a, b, n) : 0;
+
+	return c ? c : al < bl ? -1 : al > bl;
+}
+
+int store_frame_place_cmp(const struct store_frame *a, const struct store_frame *b)
+{
+	int c = bytes_cmp(a->module, a->module_len, b->module, b->module_len);
+
+	if (!c)
+		c = bytes_cmp(a->build_id, a->build_id_len, b->build_id, b->build_id_len);
+	return c ? c : a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+int store_rename_check(uint32_t frame, const struct store_frame *old,
+                       const struct store_frame *named, char *err, size_t errlen)
+{
+	if (!old) {
+		snprintf(err, errlen, "frame %u: not a committed frame", frame);
+		return -EINVAL;
+	}
+	if (old->kind != STORE_FRAME_UNKNOWN) {
+		snprintf(err, errlen, "frame %u (%.*s): it has a name already", frame,
+		         (int)old->name_len, old->name ? old->name : "");
+		return -EINVAL;
+	}
+	if (!(named->kind <= STORE_FRAME_SPAN && named->kind != STORE_FRAME_UNKNOWN &&
+	      named->kind != STORE_FRAME_INLINE && !named->offset && named->name_len &&
+	      named->name && (named->file || !named->file_len) &&
+	      bytes_same(named->module, named->module_len, old->module, old->module_len) &&
+	      bytes_same(named->build_id, named->build_id_len, old->build_id, old->build_id_len))) {
+		snprintf(err, errlen,
+		         "frame %u: invalid new name (a named kind, no offset, the frame's module)",
+		         frame);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int store_batch_frame_rename(struct store_batch *b, uint32_t frame, const struct store_frame *named)

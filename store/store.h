@@ -353,6 +353,9 @@ uint32_t store_frame_count(const struct store *s);
 /* Fills *f with pointers owned by the store, valid until store_close()
  * or the next store_refresh(). */
 int store_frame_get(const struct store *s, uint32_t frame, struct store_frame *f);
+/* Orders frames by where they are: module bytes, then build id bytes
+ * (each a shorter prefix first), then offset; 0 for one place. */
+int store_frame_place_cmp(const struct store_frame *a, const struct store_frame *b);
 
 /* Calls fn for every count of `series` whose bucket lies in [from, to]
  * (seconds; use INT64_MIN/INT64_MAX for all), in (bucket, node) order.

@@ -17,7 +17,13 @@
 #   - a real `debuginfod -F DIR` on a local port (DEBUGINFOD_URLS, a
 #     private DEBUGINFOD_CACHE_PATH) names them with no --debug-dir (SKIP
 #     of that part without debuginfod);
-#   - nothing to name in a module without debug info: the summary says so.
+#   - nothing to name in a module without debug info: the summary says so;
+#   - the same perf.data as perf script --show-mmap-events text: its
+#     unnamed frames are placed in the file (the end line points at
+#     symbolize), symbolize --debug-dir names them and the folded export
+#     equals the reference byte for byte; the plain perf script text of
+#     the (PIE) program keeps no offsets: nothing to name, and the end line
+#     says to print it with --show-mmap-events.
 #   usage: test-symbolize-later.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
 . "$(dirname "$0")/lib-stripped.sh"
@@ -94,6 +100,40 @@ check "a debug file of that build id directly in --debug-dir names them too" \
 "$collect" symbolize --store "$tmp/none" --debug-dir "$tmp/flat-store" 2>"$tmp/none.err"
 check "without debug info: 0 named, the module listed with its build id" \
 	grep -q "named 0 of 4 unnamed frames in 0 of 1 modules; 1 modules still without names: $tmp/prog ($bid)" "$tmp/none.err"
+
+# perf script text with --show-mmap-events: frames placed in the file
+perf script -i "$tmp/perf.data" --show-mmap-events >"$tmp/mmap.perf" 2>/dev/null
+check "perf script --show-mmap-events prints the program's mapping" \
+	grep -q "PERF_RECORD_MMAP2* .*x.* $tmp/prog\$" "$tmp/mmap.perf"
+"$collect" import --store "$tmp/text" "$tmp/mmap.perf" 2>"$tmp/text.err"
+"$collect" export --store "$tmp/text" --format folded >"$tmp/text-before.folded"
+check "perf script text imported: no function of the program is named" \
+	test -z "$(grep -E ';(leaf_a|leaf_b|middle|main)( |;)' "$tmp/text-before.folded")"
+check "... its frames are [prog], the total the reference's" \
+	test "$(folded_total "$tmp/text-before.folded")" = "$(folded_total "$tmp/ref.folded")" -a \
+	-n "$(grep "\[prog\];\[prog\]" "$tmp/text-before.folded")"
+check "... and the end line points at symbolize" \
+	grep -q "run flamefs-collect symbolize (perf script text keeps offsets only when printed with --show-mmap-events" "$tmp/text.err"
+"$collect" symbolize --store "$tmp/text" --debug-dir "$tmp/debug" 2>"$tmp/text-sym.err"
+check "symbolize names every frame of the text import ($(head -1 "$tmp/text-sym.err"))" \
+	grep -q "named 4 of 4 unnamed frames in 1 of 1 modules; 0 modules still" "$tmp/text-sym.err"
+"$collect" export --store "$tmp/text" --format folded >"$tmp/text.folded"
+check "... and its folded export equals the reference, byte for byte" \
+	cmp "$tmp/text.folded" "$tmp/ref.folded"
+
+# the same text without mapping records: the PIE program's place is unknown
+perf script -i "$tmp/perf.data" >"$tmp/plain.perf" 2>/dev/null
+check "the test program is PIE (perf script text cannot place it without mappings)" \
+	sh -c "readelf -h '$tmp/prog' | grep -q 'DYN'"
+"$collect" import --store "$tmp/plain" "$tmp/plain.perf" 2>"$tmp/plain.err"
+check "plain perf script text: the end line says to print it with --show-mmap-events" \
+	grep -q "perf script text keeps offsets only when printed with --show-mmap-events: import it again so" "$tmp/plain.err"
+"$collect" symbolize --store "$tmp/plain" --debug-dir "$tmp/debug" 2>"$tmp/plain-sym.err"
+check "... and symbolize finds nothing it can name ($(head -1 "$tmp/plain-sym.err"))" \
+	grep -q "named 0 of 0 unnamed frames" "$tmp/plain-sym.err"
+"$collect" export --store "$tmp/plain" --format folded >"$tmp/plain.folded"
+check "... its folded export unchanged by symbolize" \
+	test -z "$(grep -E ';(leaf_a|leaf_b|middle)( |;)' "$tmp/plain.folded")"
 
 # a real debuginfod server serving the .build-id tree
 if command -v debuginfod >/dev/null; then

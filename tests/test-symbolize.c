@@ -191,7 +191,7 @@ static struct module *fde_module(struct symbolize *s, const char *path, bool lis
 	struct module *m;
 	struct symres *r;
 
-	if (fd < 0 || sym_module_new(path, fd, &m) < 0 || !m->nsegs)
+	if (fd < 0 || sym_module_new(s, path, fd, &m) < 0 || !m->nsegs)
 		return NULL;
 	m->fde_hdr_tried = list;
 	if (sym_module_lookup(s, m, m->segs[0].vaddr + 1, &r) < 0 || !m->dmod) {

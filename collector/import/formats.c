@@ -21,7 +21,7 @@ const struct import_format_ops import_formats[] = {
         {IMPORT_FORMAT_GPERF_CPU, "gperftools-cpu", import_gperf_cpu_sniff, false, true,
          import_gperf_cpu},
         {IMPORT_FORMAT_LEGACY, "legacy", import_legacy_sniff, true, true, import_legacy},
-        {IMPORT_FORMAT_PERF, "perf", import_perf_sniff, true, false, import_perf},
+        {IMPORT_FORMAT_PERF, "perf", import_perf_sniff, true, true, import_perf},
         {IMPORT_FORMAT_FOLDED, "folded", import_folded_sniff, true, false, import_folded},
 };
 

@@ -193,6 +193,67 @@ int perf_line_frames(struct perf *p, size_t *nf, const char *func, size_t flen, 
 	return 0;
 }
 
+/* The mapping of path mod[0..mlen) that holds pc: first one of pid that
+ * holds it as an address (older perf prints the pc itself), then one
+ * of any process, then one that holds it as a file offset (perf 5.1 and
+ * later print a file's pcs as offsets in it: pc - start + pgoff).  Sets
+ * *addr to the address in that mapping. */
+static const struct perf_map *map_of(const struct perf *p, uint32_t pid, const char *mod,
+                                     size_t mlen, uint64_t pc, uint64_t *addr)
+{
+	const struct perf_map *any = NULL, *as_off = NULL;
+
+	for (size_t i = p->nmaps; i-- > 0;) { /* the latest mapping first */
+		const struct perf_map *m = &p->maps[i];
+		if (m->path_len != mlen || memcmp(m->path, mod, mlen) != 0)
+			continue;
+		if (pc >= m->start && pc - m->start < m->len) {
+			if (m->pid == pid) {
+				*addr = pc;
+				return m;
+			}
+			if (!any)
+				any = m;
+		} else if (!as_off && pc >= m->pgoff && pc - m->pgoff < m->len) {
+			as_off = m;
+		}
+	}
+	if (any) {
+		*addr = pc;
+		return any;
+	}
+	if (as_off)
+		*addr = pc - as_off->pgoff + as_off->start;
+	return as_off;
+}
+
+int perf_frame_place(struct perf *p, struct store_frame *fr, const char *pc, size_t pclen,
+                     bool caller)
+{
+	const struct import_symbols *sym = p->ctx->sym;
+	uint64_t v, addr;
+	struct store_frame f[8];
+
+	if (!sym || !perf_parse_hex(pc, pclen, &v))
+		return 0;
+	const struct perf_map *m =
+	        map_of(p, p->pid ? p->pid : p->tid, fr->module, fr->module_len, v, &addr);
+	if (!m)
+		return 0;
+	memset(f, 0, sizeof(f));
+	int n = sym->user(sym->ctx, m->pid, addr, caller, f, 8);
+	if (n < 0)
+		return n;
+	/* only where the symbolizer finds no name either: a frame perf named
+	 * [unknown] keeps perf's name */
+	if (n > 0 && f[0].kind == STORE_FRAME_UNKNOWN && f[0].offset) {
+		fr->offset = f[0].offset;
+		fr->build_id = f[0].build_id;
+		fr->build_id_len = f[0].build_id_len;
+	}
+	return 0;
+}
+
 void perf_frames_finish(struct perf *p, size_t nf)
 {
 	for (size_t i = 0; i < nf; i++)
@@ -234,10 +295,24 @@ int perf_parse_sample(struct perf *p, uint32_t *node)
 	size_t depth = 0, bytes = 0;
 	p->names_len = 0;
 	for (size_t i = 0; i < nsl; i++) {
+		size_t first = nf;
 		rc = perf_line_frames(p, &nf, rec + p->sl[i].func, p->sl[i].func_len,
 		                      rec + p->sl[i].mod, p->sl[i].mod_len, java, &depth, &bytes);
 		if (rc < 0)
 			return rc;
+		if (p->nmaps && nf == first + 1 && p->frames[first].kind == STORE_FRAME_UNKNOWN) {
+			/* a pc kept after the tail and a '\0' (add_stack_line) */
+			const char *t = rec + p->sl[i].mod + p->sl[i].mod_len;
+			uint32_t tl;
+			memcpy(&tl, t, 4);
+			const char *z = tl ? memchr(t + 4, '\0', tl) : NULL;
+			if (z) {
+				int prc = perf_frame_place(p, &p->frames[first], z + 1,
+				                           (size_t)(t + 4 + tl - (z + 1)), i > 0);
+				if (prc < 0)
+					return prc;
+			}
+		}
 		if (rc > 0)
 			break;
 	}

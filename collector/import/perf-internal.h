@@ -140,8 +140,29 @@ const char *perf_find_arrow(const char *s, size_t n);
  * and, in *tail, where its "pc symbol (module)" part begins. */
 bool perf_match_one_line(const char *l, size_t n, struct header *h, size_t *tail);
 
+/* An executable file mapping perf script printed (--show-mmap-events). */
+struct perf_mmap {
+	uint32_t pid;
+	uint64_t start, len, pgoff;
+	size_t path, path_len; /* the file's path, as an offset into the line */
+};
+
+/* Side-band records (perf-lines.c, spelled out there): -1 not one, 0 one
+ * without an executable mapping, 1 an executable mapping in *m. */
+int perf_match_record(const char *l, size_t n, struct perf_mmap *m);
+/* Hex digits (an optional "0x" first) into *v: false when not. */
+bool perf_parse_hex(const char *s, size_t n, uint64_t *v);
+
 /* ---- the importer's state, shared by perf.c, perf-frames.c and
  * perf-fast.c ---- */
+
+/* A mapping kept from a side-band record, its path owned. */
+struct perf_map {
+	uint32_t pid;
+	uint64_t start, len, pgoff;
+	char *path;
+	size_t path_len;
+};
 
 struct series_ent; /* perf.c */
 struct raw_line;   /* perf-fast.c */
@@ -189,6 +210,15 @@ struct perf {
 	uint64_t *series_bytes; /* input bytes per series id */
 	size_t series_bytes_cap;
 
+	/* Executable mappings of side-band records (perf script
+	 * --show-mmap-events), in input order; with any, stack lines of
+	 * unnamed code keep their pc and their frames are placed in their
+	 * files (perf_frame_place), and samples go line by line. */
+	struct perf_map *maps;
+	size_t nmaps, maps_cap;
+	uint32_t *map_pids; /* the processes told to ctx->sym */
+	size_t nmap_pids, map_pids_cap;
+
 	/* Scratch space for parsing a sample on a cache miss. */
 	struct stack_line *sl;
 	size_t sl_cap;
@@ -226,6 +256,12 @@ int perf_line_frames(struct perf *p, size_t *nf, const char *func, size_t flen, 
                      size_t mlen, bool java, size_t *depth, size_t *bytes);
 /* Points p->frames[0..nf) at their names in p->names (perf-frames.c). */
 void perf_frames_finish(struct perf *p, size_t nf);
+/* Gives fr, an unnamed frame of module mod whose stack line printed the
+ * pc pc (hex text), its file offset and build id through ctx->sym and
+ * the mappings seen (perf-frames.c); caller: not the innermost line.
+ * Leaves it as it is where no mapping of mod places the pc. */
+int perf_frame_place(struct perf *p, struct store_frame *fr, const char *pc, size_t pclen,
+                     bool caller);
 /* Interns the current line-by-line sample's stack (perf-frames.c). */
 int perf_parse_sample(struct perf *p, uint32_t *node);
 

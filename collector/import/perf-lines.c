@@ -358,7 +358,8 @@ bool perf_match_one_line(const char *l, size_t n, struct header *h, size_t *tail
 	}
 }
 
-/* Accepts every layout import_perf() reads: a header naming an event; a
+/* Accepts every layout import_perf() reads, after any side-band records
+ * (perf_match_record): a header naming an event; a
  * header without one, then a stack line, indented or flush left (older
  * perf and some converters write them so), or a blank line and another
  * such header (a sample without stack lines); a line of a recording
@@ -386,6 +387,13 @@ bool import_perf_sniff(const uint8_t *buf, size_t len)
 		if (memchr(p, '\0', n))
 			return false;
 		bool is_header = skip == 0 && perf_match_header(p, n, &h);
+		struct perf_mmap m;
+		if (!header && skip == 0 && !is_header && perf_match_record(p, n, &m) >= 0) {
+			if (!nl)
+				return false;
+			p = nl + 1; /* a record the header pattern does not take */
+			continue;
+		}
 		if (header && !blank) /* the line after a header without an event */
 			return !is_header && perf_match_stack_line(p, n, &(struct stack_line){0});
 		if (skip > 0)
@@ -393,6 +401,12 @@ bool import_perf_sniff(const uint8_t *buf, size_t len)
 		if (!is_header)
 			return false;
 		perf_match_event(p, n, &h);
+		if (!h.event && !header && perf_match_record(p, n, &m) >= 0) {
+			if (!nl)
+				return false;
+			p = nl + 1; /* a side-band record (--show-mmap-events) */
+			continue;
+		}
 		if (h.event || !nl)
 			return true; /* named an event, or the input ends in it */
 		if (!header && perf_match_one_line(p, n, &h, &tail))
@@ -402,4 +416,108 @@ bool import_perf_sniff(const uint8_t *buf, size_t len)
 		p = nl + 1;
 	}
 	return header;
+}
+
+/* ---- side-band records (perf script --show-mmap-events, ...) ----------- */
+
+/* Hex digits s[0..n) (an optional "0x" first) into *v: false when there
+ * are none, another byte, or more than 64 bits. */
+static bool hex_u64(const char *s, size_t n, uint64_t *v)
+{
+	if (n > 2 && s[0] == '0' && s[1] == 'x')
+		s += 2, n -= 2;
+	if (n == 0 || n > 16)
+		return false;
+	uint64_t x = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+		             : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a') + 10u
+		             : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A') + 10u
+		                                    : 16u;
+		if (d == 16)
+			return false;
+		x = x << 4 | d;
+	}
+	*v = x;
+	return true;
+}
+
+bool perf_parse_hex(const char *s, size_t n, uint64_t *v)
+{
+	return hex_u64(s, n, v);
+}
+
+/* Matches a side-band record perf script prints among the samples
+ * ("COMM PID TIME: PERF_RECORD_NAME ..."), l[0..n) a header that names
+ * no event.  Returns -1 when it is not one, 0 for a record that
+ * names no executable file mapping, 1 for an executable mapping
+ * (PERF_RECORD_MMAP or MMAP2 of a process, prot with 'x'):
+ *   PERF_RECORD_MMAP2 PID/TID: [0xSTART(0xLEN) @ PGOFF MAJ:MIN INO GEN]: PROT PATH
+ *   PERF_RECORD_MMAP PID/TID: [0xSTART(0xLEN) @ PGOFF]: PROT PATH
+ * filling *m (path: offsets into l). */
+int perf_match_record(const char *l, size_t n, struct perf_mmap *m)
+{
+	/* after the comm, pid and time; searched for, as a one-byte comm
+	 * makes the header pattern run on past the record's name */
+	const char *r = memmem(l, n, ": PERF_RECORD_", 14);
+	if (!r)
+		return -1;
+	size_t j = (size_t)(r - l) + 2;
+	size_t e = token_end(l, n, j);
+	bool mmap2 = e - j == 17 && memcmp(l + j, "PERF_RECORD_MMAP2", 17) == 0;
+	if (!mmap2 && !(e - j == 16 && memcmp(l + j, "PERF_RECORD_MMAP", 16) == 0))
+		return 0;
+	/* PID/TID: */
+	j = e;
+	while (j < n && is_ws((unsigned char)l[j]))
+		j++;
+	size_t d = j;
+	while (d < n && is_digit((unsigned char)l[d]))
+		d++;
+	uint64_t pid;
+	if (d == j || d - j > 10 || perf_parse_u64(l + j, d - j, &pid) < 0 || pid > UINT32_MAX ||
+	    d == n || l[d] != '/')
+		return 0; /* pid -1: the kernel's */
+	/* [0xSTART(0xLEN) @ PGOFF ...]: PROT PATH */
+	const char *lb = memchr(l + d, '[', n - d);
+	if (!lb)
+		return 0;
+	j = (size_t)(lb - l) + 1;
+	const char *lp = memchr(l + j, '(', n - j);
+	if (!lp || !hex_u64(l + j, (size_t)(lp - l) - j, &m->start))
+		return 0;
+	j = (size_t)(lp - l) + 1;
+	const char *rp = memchr(l + j, ')', n - j);
+	if (!rp || !hex_u64(l + j, (size_t)(rp - l) - j, &m->len))
+		return 0;
+	j = (size_t)(rp - l) + 1;
+	while (j < n && is_ws((unsigned char)l[j]))
+		j++;
+	if (j == n || l[j] != '@')
+		return 0;
+	j++;
+	while (j < n && is_ws((unsigned char)l[j]))
+		j++;
+	e = j;
+	while (e < n && !is_ws((unsigned char)l[e]) && l[e] != ']')
+		e++;
+	if (!hex_u64(l + j, e - j, &m->pgoff))
+		return 0;
+	const char *close = memchr(l + e, ']', n - e);
+	if (!close || (size_t)(close - l) + 2 >= n || close[1] != ':')
+		return 0;
+	j = (size_t)(close - l) + 2;
+	while (j < n && is_ws((unsigned char)l[j]))
+		j++;
+	e = token_end(l, n, j); /* the protection: "r-xp", or "x" */
+	if (e == j || e == n || !memchr(l + j, 'x', e - j))
+		return 0;
+	j = e + 1;
+	if (j >= n || m->len == 0 || m->start + m->len < m->start)
+		return 0;
+	m->pid = (uint32_t)pid;
+	m->path = j;
+	m->path_len = n - j;
+	return 1;
 }

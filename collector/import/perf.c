@@ -35,6 +35,11 @@
  *    is recognized only where a sample may start (after a blank line, a
  *    one-line sample, or at the start) and only when the pc after the
  *    event is hex and a stack line follows it.
+ *  - side-band records ("COMM PID TIME: PERF_RECORD_..." lines) are
+ *    read: executable
+ *    mappings (perf script --show-mmap-events) place the frames perf
+ *    printed as "[unknown] (FILE)" in FILE (an offset and build id, so
+ *    symbolize can name them later); other records are skipped.
  * With --by-thread each series also gets the label thread=<process name>:
  * the comm perf prints is the thread's, so the name is the thread's too.
  *
@@ -361,10 +366,53 @@ static int start_sample(struct perf *p, const char *l, size_t n, const struct he
 	return 0;
 }
 
+/* A side-band record (perf_match_record): an executable mapping is kept
+ * and told to ctx->sym, if any (its process first, when new).  Returns 1 when
+ * l was a record, 0 when not, -errno. */
+static int record_line(struct perf *p, const char *l, size_t n)
+{
+	struct perf_mmap m;
+	int rc = perf_match_record(l, n, &m);
+	if (rc <= 0)
+		return rc == 0 ? 1 : 0;
+	const struct import_symbols *sym = p->ctx->sym;
+	rc = import_grow((void **)&p->maps, &p->maps_cap, p->nmaps + 1, sizeof(*p->maps));
+	if (rc < 0)
+		return rc;
+	char *path = strndup(l + m.path, m.path_len);
+	if (!path)
+		return -ENOMEM;
+	p->maps[p->nmaps++] = (struct perf_map){.pid = m.pid,
+	                                        .start = m.start,
+	                                        .len = m.len,
+	                                        .pgoff = m.pgoff,
+	                                        .path = path,
+	                                        .path_len = m.path_len};
+	if (!sym)
+		return 1; /* kept all the same: the same samples the same way */
+	size_t i = 0;
+	while (i < p->nmap_pids && p->map_pids[i] != m.pid)
+		i++;
+	if (i == p->nmap_pids) {
+		rc = import_grow((void **)&p->map_pids, &p->map_pids_cap, i + 1,
+		                 sizeof(*p->map_pids));
+		if (rc < 0)
+			return rc;
+		p->map_pids[p->nmap_pids++] = m.pid;
+		rc = sym->process(sym->ctx, m.pid, path);
+		if (rc < 0)
+			return rc;
+	}
+	rc = sym->map(sym->ctx, m.pid, m.start, m.start + m.len, m.pgoff, path, NULL, 0);
+	return rc < 0 ? rc : 1;
+}
+
 /* Appends one stack line to the sample as its parts that matter to the
  * result: the function with any "+0x<hex>" offset stripped, the module
  * and whatever follows the module's ")".  The pc column and the offset
- * are left out, so samples that differ only there share a cache entry. */
+ * are left out, so samples that differ only there share a cache entry;
+ * but once mappings are known (p->nmaps), an unnamed function's pc is
+ * kept after the tail and a '\0' (no line holds one). */
 static int add_stack_line(struct perf *p, const char *l, size_t n)
 {
 	struct stack_line sl;
@@ -375,9 +423,18 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 	const char *func = l + sl.func;
 	size_t flen = perf_strip_offset(func, sl.func_len);
 	size_t tail = sl.mod + sl.mod_len + 1;
-	uint32_t lens[3] = {(uint32_t)flen, (uint32_t)sl.mod_len, (uint32_t)(n - tail)};
+	size_t pc = 0, pclen = 0;
+	if (p->nmaps && flen == 9 && memcmp(func, "[unknown]", 9) == 0 && sl.mod_len > 0 &&
+	    l[sl.mod] != '[') {
+		while (pc < n && is_ws((unsigned char)l[pc]))
+			pc++;
+		while (pc + pclen < n && is_word((unsigned char)l[pc + pclen]))
+			pclen++;
+	}
+	size_t tlen = n - tail + (pclen ? pclen + 1 : 0);
+	uint32_t lens[3] = {(uint32_t)flen, (uint32_t)sl.mod_len, (uint32_t)tlen};
 
-	rc = blk_reserve(p, flen + sl.mod_len + (n - tail) + 12);
+	rc = blk_reserve(p, flen + sl.mod_len + tlen + 12);
 	if (rc < 0)
 		return rc == -E2BIG ? import_fail(p->ctx, p->lr.line,
 		                                  "expected a sample of at most 256 MiB")
@@ -391,7 +448,11 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 	o += 4 + sl.mod_len;
 	memcpy(o, &lens[2], 4);
 	memcpy(o + 4, l + tail, n - tail);
-	o += 4 + (n - tail);
+	if (pclen) {
+		o[4 + n - tail] = '\0';
+		memcpy(o + 4 + n - tail + 1, l + pc, pclen);
+	}
+	o += 4 + tlen;
 	p->blk_len = (size_t)(o - p->blk);
 	return 0;
 }
@@ -454,6 +515,9 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 		 * of a recording without callchains written flush left (by
 		 * a converter, or sed): read as when it is indented. */
 		if (!h.event) {
+			rc = record_line(p, l, n);
+			if (rc != 0)
+				return rc < 0 ? rc : 0;
 			rc = one_line_sample(p, l, n);
 			if (rc != 0)
 				return rc < 0 ? rc : 0;
@@ -462,7 +526,10 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 		rc = start_sample(p, l, n, &h);
 		if (rc < 0 || p->state != KEEP_SAMPLE)
 			return rc;
-		/* l is invalid from here on: perf_fast_sample may read more */
+		/* l is invalid from here on: perf_fast_sample may read more;
+		 * its caches do not keep pcs */
+		if (p->nmaps)
+			return 0;
 		rc = perf_fast_sample(p);
 		return rc < 0 ? rc : 0;
 	}
@@ -486,9 +553,15 @@ static int handle_line(struct perf *p, const char *l, size_t n)
 			if (rc != 0)
 				return rc < 0 ? rc : 0;
 		}
-		if (!is_ws((unsigned char)l[0]))
+		if (!is_ws((unsigned char)l[0])) {
+			/* a record whose one-byte comm the header pattern
+			 * does not take ("p 1 2.0: PERF_RECORD_COMM ...") */
+			rc = memchr(l, '\0', n) ? 0 : record_line(p, l, n);
+			if (rc != 0)
+				return rc < 0 ? rc : 0;
 			return perf_fail_line(p, p->lr.line, "a sample header or a stack line", l,
 			                      n);
+		}
 		return perf_fail_line(p, p->lr.line, "a sample header", l, n);
 	case SKIP_SAMPLE: return 0;
 	case KEEP_SAMPLE: p->sample_bytes += n + 1; return add_stack_line(p, l, n);
@@ -516,6 +589,10 @@ static void perf_free(struct perf *p)
 	stackcache_free(p->path);
 	stackcache_free(p->frame);
 	free(p->blk);
+	for (size_t i = 0; i < p->nmaps; i++)
+		free(p->maps[i].path);
+	free(p->maps);
+	free(p->map_pids);
 	free(p->first_event);
 	free(p->sl);
 	free(p->rl);

@@ -112,14 +112,26 @@ static uint64_t rec_hash(const struct profile_key *key, int64_t bucket, const st
 	return h;
 }
 
+/* The key of x's series: its series fields, stacks and hashes 0. */
+static struct profile_key rec_key(const struct late_rec *x)
+{
+	struct profile_key key = {.pid = (__u32)x->pid,
+	                          .gen = x->gen,
+	                          .event = x->event,
+	                          .cgroup = x->cgroup,
+	                          .span = x->span};
+	memcpy(key.comm, x->comm, sizeof(key.comm));
+	return key;
+}
+
 static bool rec_same(const struct late_rec *x, const struct profile_key *key, int64_t bucket,
                      const struct raw_stack *u, const struct raw_stack *k)
 {
-	return x->pid == (pid_t)key->pid && x->gen == key->gen && x->event == key->event &&
-	       x->cgroup == key->cgroup && memcmp(x->comm, key->comm, sizeof(x->comm)) == 0 &&
-	       x->span == key->span && x->bucket == bucket && x->ustate == u->state &&
-	       x->kstate == k->state && x->truncated == u->truncated && x->nuser == u->depth &&
-	       x->nkernel == k->depth && memcmp(x->pcs, u->pcs, u->depth * sizeof(*u->pcs)) == 0 &&
+	struct profile_key xk = rec_key(x);
+	return record_key_series_cmp(&xk, key) == 0 && x->bucket == bucket &&
+	       x->ustate == u->state && x->kstate == k->state && x->truncated == u->truncated &&
+	       x->nuser == u->depth && x->nkernel == k->depth &&
+	       memcmp(x->pcs, u->pcs, u->depth * sizeof(*u->pcs)) == 0 &&
 	       memcmp(x->pcs + u->depth, k->pcs, k->depth * sizeof(*k->pcs)) == 0;
 }
 
@@ -283,18 +295,8 @@ int record_late_take(struct recorder *r, const struct profile_key *key,
 static int rec_cmp(const void *a, const void *b)
 {
 	const struct late_rec *x = *(struct late_rec *const *)a, *y = *(struct late_rec *const *)b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->gen != y->gen)
-		return x->gen < y->gen ? -1 : 1;
-	if (x->event != y->event)
-		return x->event < y->event ? -1 : 1;
-	if (x->cgroup != y->cgroup)
-		return x->cgroup < y->cgroup ? -1 : 1;
-	int c = memcmp(x->comm, y->comm, sizeof(x->comm));
-	if (c)
-		return c;
-	return x->span < y->span ? -1 : x->span > y->span;
+	struct profile_key xk = rec_key(x), yk = rec_key(y);
+	return record_key_series_cmp(&xk, &yk);
 }
 
 /* Names held record x and stores it when it is due; returns 1 when it
@@ -319,12 +321,7 @@ static int settle(struct recorder *r, struct store_batch *b, struct late_rec *x,
 		return 0;
 	uint32_t ev = x->event < PROFILE_NEVENTS ? x->event : PROFILE_EV_CPU;
 	if (!*have_series) {
-		struct profile_key key = {.pid = (__u32)x->pid,
-		                          .gen = x->gen,
-		                          .event = x->event,
-		                          .cgroup = x->cgroup,
-		                          .span = x->span};
-		memcpy(key.comm, x->comm, sizeof(key.comm));
+		struct profile_key key = rec_key(x);
 		rc = record_series(r, b, &key, ev, series);
 		if (rc < 0)
 			return rc;

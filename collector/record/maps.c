@@ -16,10 +16,7 @@
 
 #include "record-internal.h"
 
-/* Keys by (pid, gen, event, cgroup, thread name, span) first, so that a
- * series' keys are together,
- * then by the rest of their bytes (padding is zeroed on both sides). */
-static int key_cmp(const struct profile_key *x, const struct profile_key *y)
+int record_key_series_cmp(const struct profile_key *x, const struct profile_key *y)
 {
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
@@ -32,9 +29,16 @@ static int key_cmp(const struct profile_key *x, const struct profile_key *y)
 	int c = memcmp(x->comm, y->comm, sizeof(x->comm));
 	if (c)
 		return c;
-	if (x->span != y->span)
-		return x->span < y->span ? -1 : 1;
-	return memcmp(x, y, sizeof(*x));
+	return x->span < y->span ? -1 : x->span > y->span;
+}
+
+/* Keys by their series first (record_key_series_cmp()), so that a
+ * series' keys are together, then by the rest of their bytes (padding is
+ * zeroed on both sides). */
+static int key_cmp(const struct profile_key *x, const struct profile_key *y)
+{
+	int c = record_key_series_cmp(x, y);
+	return c ? c : memcmp(x, y, sizeof(*x));
 }
 
 static int entry_cmp(const void *a, const void *b)

@@ -403,6 +403,9 @@ void record_reap_exited(struct recorder *r);
 void record_sweep_modules(struct recorder *r);
 
 /* maps.c: what a drain takes out of a map set. */
+/* Orders two keys by what makes their series (pid, gen, event, cgroup,
+ * thread name, span): 0 when they are of one series. */
+int record_key_series_cmp(const struct profile_key *x, const struct profile_key *y);
 /* Takes the counts of map set `set` into r->ents and its samples with a
  * moment into r->smp, joined (each entry its records; a key with records
  * and no count gets an entry of its own), and notes the stacks to delete

@@ -439,13 +439,8 @@ static int mem_cmp(const void *a, size_t al, const void *b, size_t bl)
 
 static int planned_cmp(const void *pa, const void *pb)
 {
-	const struct store_frame *a = &((const struct planned *)pa)->f;
-	const struct store_frame *b = &((const struct planned *)pb)->f;
-	int c = mem_cmp(a->module, a->module_len, b->module, b->module_len);
-
-	if (!c)
-		c = mem_cmp(a->build_id, a->build_id_len, b->build_id, b->build_id_len);
-	return c ? c : a->offset < b->offset ? -1 : a->offset > b->offset;
+	return store_frame_place_cmp(&((const struct planned *)pa)->f,
+	                             &((const struct planned *)pb)->f);
 }
 
 static bool same_module(const struct store_frame *a, const struct store_frame *b)

@@ -3,9 +3,11 @@
  * and inode of the file open, never its build id, which its owner writes), read
  * through libdwfl; their function symbols in a sorted array, PLT entries
  * named NAME@plt, resolved addresses cached, inline frames from DWARF; and
- * freed by symbolize_sweep() (mark what snapshots, layouts and caches hold,
- * keep what was used within the grace period, free the rest).  See
- * symbolize-internal.h for how the parts fit.
+ * freed by sym_modules_sweep(), which symbolize_sweep() runs (mark what
+ * snapshots, layouts and caches hold, keep what was used within the grace
+ * period, free the rest).  The bottom of the wing above its leaves: it calls
+ * only names.c, trust.c and fdes.c, and a new module's ELF file is probed
+ * through s->module_probe.  See symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"
 
@@ -68,7 +70,7 @@ const char *sym_base_of(const char *path)
 /* Reads the build id and PT_LOAD headers of the ELF file open on fd,
  * through `given` (a descriptor of it, which this ends) or one of its
  * own.  A file that is not ELF is kept as a module without symbols. */
-static int module_read_elf(struct module *m, Elf *given)
+static int module_read_elf(const struct symbolize *s, struct module *m, Elf *given)
 {
 	Elf *elf = given ? given : elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
 	size_t phnum;
@@ -108,7 +110,8 @@ static int module_read_elf(struct module *m, Elf *given)
 		        .vaddr = ph.p_vaddr,
 		};
 	}
-	rc = sym_python_probe(m, elf);
+	if (s->module_probe)
+		rc = s->module_probe(m, elf);
 out:
 	if (elf)
 		elf_end(elf);
@@ -146,7 +149,8 @@ int sym_file_add(struct symbolize *s, struct module *m, unsigned long long dev,
 	return 0;
 }
 
-int sym_module_new_elf(const char *path, int fd, Elf *elf, struct module **out)
+int sym_module_new_elf(const struct symbolize *s, const char *path, int fd, Elf *elf,
+                       struct module **out)
 {
 	struct module *m = calloc(1, sizeof(*m));
 	int rc = -ENOMEM;
@@ -165,7 +169,7 @@ int sym_module_new_elf(const char *path, int fd, Elf *elf, struct module **out)
 		m->unknown_name = NULL;
 		goto fail;
 	}
-	rc = module_read_elf(m, elf);
+	rc = module_read_elf(s, m, elf);
 	elf = NULL; /* ended */
 	if (rc < 0)
 		goto fail;
@@ -178,9 +182,9 @@ fail:
 	return rc;
 }
 
-int sym_module_new(const char *path, int fd, struct module **out)
+int sym_module_new(const struct symbolize *s, const char *path, int fd, struct module **out)
 {
-	return sym_module_new_elf(path, fd, NULL, out);
+	return sym_module_new_elf(s, path, fd, NULL, out);
 }
 
 /* Finds or opens the module for a file mapping of `pid`. */
@@ -251,7 +255,7 @@ int sym_module_get(struct symbolize *s, struct proc *p, uint64_t start, uint64_t
 	}
 
 	struct module *m;
-	rc = sym_module_new(path, fd, &m);
+	rc = sym_module_new(s, path, fd, &m);
 	if (rc < 0)
 		return rc;
 	m->dev = fdev;
@@ -303,7 +307,7 @@ struct module *sym_vdso_module(struct symbolize *s)
 		return NULL;
 	}
 	struct module *m;
-	if (sym_module_new("[vdso]", fd, &m) < 0)
+	if (sym_module_new(s, "[vdso]", fd, &m) < 0)
 		return NULL;
 	m->next = s->modules;
 	s->modules = m;
@@ -1026,7 +1030,7 @@ static bool kept(const struct module *m, int64_t now, int64_t grace_ns)
 	return m->used || now - m->last_used < grace_ns;
 }
 
-size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns)
+size_t sym_modules_sweep(struct symbolize *s, int64_t grace_ns)
 {
 	int64_t now = mono_ns();
 	size_t freed = 0;
@@ -1108,6 +1112,5 @@ size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns)
 	}
 	s->stats.modules_freed += freed;
 	sym_roots_prune(s, false);
-	sym_python_prune(s);
 	return freed;
 }

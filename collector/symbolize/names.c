@@ -1,10 +1,15 @@
 /*
  * names.c — the symbolizer's demangling and tidying symbol names, as stackcollapse-perf prints
  * them, and (for perf.data import) as perf script prints them; ELF symbols
- * lose their symbol versions here, whichever way they are named.  See
+ * lose their symbol versions here, whichever way they are named; and the
+ * strings modules and processes share: the refcounted blocks of a program's
+ * name and build id (sym_names_*) and "[unknown]".  A leaf: it calls no
+ * other file of the symbolizer.  See
  * symbolize-internal.h for how the parts fit.
  */
 #include "symbolize-internal.h"
+
+const char sym_unknown_name[sizeof("[unknown]")] = "[unknown]";
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -88,4 +93,39 @@ char *symbolize_symbol(const char *raw, bool perf)
 void symbolize_set_perf_names(struct symbolize *s, bool on)
 {
 	s->perf_names = on;
+}
+
+/* ---- shared name strings -------------------------------------------------- */
+
+struct proc_names *sym_names_new(const char *binary, size_t blen, const uint8_t *bid, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	struct proc_names *x = malloc(sizeof(*x) + blen + 1 + 2 * n + 1);
+
+	if (!x)
+		return NULL;
+	x->refs = 1;
+	memcpy(x->data, binary, blen);
+	x->data[blen] = '\0';
+	char *h = x->data + blen + 1;
+	for (size_t i = 0; i < n; i++) {
+		h[2 * i] = digits[bid[i] >> 4];
+		h[2 * i + 1] = digits[bid[i] & 15];
+	}
+	h[2 * n] = '\0';
+	x->binary = x->data;
+	x->build_id_hex = h;
+	return x;
+}
+
+struct proc_names *sym_names_get(struct proc_names *names)
+{
+	names->refs++;
+	return names;
+}
+
+void sym_names_put(struct proc_names *names)
+{
+	if (names && --names->refs == 0)
+		free(names);
 }

@@ -245,7 +245,7 @@ static int offline_module_find(struct symbolize *s, const char *path, const uint
 		return 0;
 	}
 	struct module *m;
-	int rc = sym_module_new_elf(path, fd, elf, &m);
+	int rc = sym_module_new_elf(s, path, fd, elf, &m);
 	if (rc < 0)
 		return rc == -ENOMEM ? rc : 0;
 	m->dev = dev;

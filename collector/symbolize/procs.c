@@ -196,39 +196,6 @@ char *sym_hex_of(const uint8_t *b, size_t n)
 	return h;
 }
 
-struct proc_names *sym_names_new(const char *binary, size_t blen, const uint8_t *bid, size_t n)
-{
-	static const char digits[] = "0123456789abcdef";
-	struct proc_names *x = malloc(sizeof(*x) + blen + 1 + 2 * n + 1);
-
-	if (!x)
-		return NULL;
-	x->refs = 1;
-	memcpy(x->data, binary, blen);
-	x->data[blen] = '\0';
-	char *h = x->data + blen + 1;
-	for (size_t i = 0; i < n; i++) {
-		h[2 * i] = digits[bid[i] >> 4];
-		h[2 * i + 1] = digits[bid[i] & 15];
-	}
-	h[2 * n] = '\0';
-	x->binary = x->data;
-	x->build_id_hex = h;
-	return x;
-}
-
-struct proc_names *sym_names_get(struct proc_names *names)
-{
-	names->refs++;
-	return names;
-}
-
-void sym_names_put(struct proc_names *names)
-{
-	if (names && --names->refs == 0)
-		free(names);
-}
-
 int sym_proc_set_names(struct proc *p, struct proc_names *names)
 {
 	if (!names)

@@ -3,7 +3,7 @@
  * symbolize.h for its contract): the structs of modules, processes and
  * kernel names, and the functions one part calls in another.
  *   symbolize.c      user lookups and the symbolizer's lifetime
- *   names.c          demangling and tidying names (and perf's own)
+ *   names.c          demangling and tidying names (and perf's own), shared name blocks
  *   modules.c        ELF files: build ids, libdwfl, symbol tables, PLT
  *   procs.c          process snapshots, their maps, JIT perf maps
  *   kernel.c         kernel addresses
@@ -361,9 +361,15 @@ struct symbolize {
 	char **py_strs;
 	size_t py_strs_cap, py_strs_n;
 	struct symbolize_python_stats py_stats;
+	/* Run on the ELF file of each module made (open as elf; m->segs
+	 * read) to fill what an upper part keeps in it: symbolize_new()
+	 * installs python.c's sym_python_probe, so that modules.c never
+	 * calls up.  0 or -ENOMEM; NULL: none. */
+	int (*module_probe)(struct module *m, Elf *elf);
 };
 
-extern const char sym_unknown_name[];
+/* names.c: "[unknown]", the name and module of a frame nothing names. */
+extern const char sym_unknown_name[sizeof("[unknown]")];
 
 static inline int64_t mono_ns(void)
 {
@@ -490,14 +496,20 @@ uint64_t sym_module_function_start(struct module *m, uint64_t vaddr);
 /* Empties m's cache of resolved addresses (its functions' names stay:
  * the msyms own them).  Only where no frame from it is still held. */
 void sym_module_cache_clear(struct module *m);
-int sym_module_new(const char *path, int fd, struct module **out);
+/* A module of the file open on fd at path (the module takes fd),
+ * probed by s->module_probe.  0 or -errno. */
+int sym_module_new(const struct symbolize *s, const char *path, int fd, struct module **out);
 /* sym_module_new() reading the file through elf, a libelf descriptor of
  * fd (ELF_C_READ_MMAP) or NULL; the module takes fd and ends elf,
  * whatever it returns. */
-int sym_module_new_elf(const char *path, int fd, Elf *elf, struct module **out);
+int sym_module_new_elf(const struct symbolize *s, const char *path, int fd, Elf *elf,
+                       struct module **out);
 /* Adds m, just opened, to s's modules and tells the module hook.  A
  * module is never shared by two files that claim one build id. */
 void sym_module_register(struct symbolize *s, struct module *m);
+/* symbolize_sweep() without the Python prune (which symbolize.c runs
+ * after it): marks, tells the forget hook, frees; the number freed. */
+size_t sym_modules_sweep(struct symbolize *s, int64_t grace_ns);
 bool sym_module_vaddr(const struct module *m, uint64_t off, uint64_t *vaddr);
 int sym_proc_copy(const struct proc *from, pid_t pid, struct proc **out);
 struct proc *sym_proc_find(const struct symbolize *s, pid_t pid);

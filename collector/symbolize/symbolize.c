@@ -19,8 +19,6 @@
  */
 #include "symbolize-internal.h"
 
-const char sym_unknown_name[] = "[unknown]";
-
 /* ---- lookups ------------------------------------------------------------ */
 
 /* /proc/PID/maps lists mappings in address order, without overlaps, so
@@ -279,7 +277,17 @@ bool symbolize_gone(const struct symbolize *s, pid_t pid, uint32_t gen)
 struct symbolize *symbolize_new(void)
 {
 	elf_version(EV_CURRENT);
-	return calloc(1, sizeof(struct symbolize));
+	struct symbolize *s = calloc(1, sizeof(struct symbolize));
+	if (s)
+		s->module_probe = sym_python_probe;
+	return s;
+}
+
+size_t symbolize_sweep(struct symbolize *s, int64_t grace_ns)
+{
+	size_t freed = sym_modules_sweep(s, grace_ns);
+	sym_python_prune(s);
+	return freed;
 }
 
 void symbolize_free(struct symbolize *s)

@@ -90,28 +90,16 @@ int central_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
 	const struct store_frame *old;
 	struct central_rename *fr = NULL;
 	struct store_frame *f;
+	int rc;
 
 	if (s->schema < 7) {
 		central_seterr(s, "%s: names found later need schema 7", s->base.where);
 		return -EOPNOTSUPP;
 	}
-	if (frame == 0 || frame >= b->frame_base) {
-		central_seterr(s, "frame %u: not a committed frame", frame);
-		return -EINVAL;
-	}
-	old = central_frame_shown(s, frame);
-	if (old->kind != STORE_FRAME_UNKNOWN) {
-		central_seterr(s, "frame %u (%.*s): it has a name already", frame,
-		               (int)old->name_len, old->name ? old->name : "");
-		return -EINVAL;
-	}
-	if (!store_rename_valid(old, named)) {
-		central_seterr(s,
-		               "frame %u: invalid new name (a named kind, no offset, the frame's "
-		               "module)",
-		               frame);
-		return -EINVAL;
-	}
+	old = frame && frame < b->frame_base ? central_frame_shown(s, frame) : NULL;
+	rc = store_rename_check(frame, old, named, s->errmsg, sizeof(s->errmsg));
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < b->nrenames; i++)
 		if (b->renames[i].id == frame)
 			fr = &b->renames[i];

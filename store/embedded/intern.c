@@ -796,23 +796,12 @@ int rdb_batch_frame_rename(struct store_batch *bbase, uint32_t frame,
 	const struct store_frame *old;
 	struct frame_rename *fr = NULL;
 	char *blob;
+	int rc;
 
-	if (frame == 0 || frame >= b->frame_base) {
-		seterr(s, "frame %u: not a committed frame", frame);
-		return -EINVAL;
-	}
-	old = &s->frames[frame];
-	if (old->kind != STORE_FRAME_UNKNOWN) {
-		seterr(s, "frame %u (%.*s): it has a name already", frame, (int)old->name_len,
-		       old->name ? old->name : "");
-		return -EINVAL;
-	}
-	if (!store_rename_valid(old, named)) {
-		seterr(s,
-		       "frame %u: invalid new name (a named kind, no offset, the frame's module)",
-		       frame);
-		return -EINVAL;
-	}
+	old = frame && frame < b->frame_base ? &s->frames[frame] : NULL;
+	rc = store_rename_check(frame, old, named, s->errmsg, sizeof(s->errmsg));
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < b->nrenames; i++)
 		if (b->renames[i].id == frame)
 			fr = &b->renames[i];

@@ -28,16 +28,7 @@ LOOPS=${LOOPS:-1}
 . "$top/tests/bench/lib.sh"
 bench_setup churn-ab --root --tools "gcc /usr/bin/python3" flamefs-collect
 
-printf 'int f(int x) { return x * 3 + 1; }\nint main(void) { return f(2) != 7; }\n' >"$work/small.c"
-cat >"$work/churn-loop.sh" <<EOF
-cd "$work"
-while :; do
-	gcc -O2 -c small.c -o small.\$\$.o
-	/usr/bin/python3 -c pass
-	/bin/sh -c '/bin/true; /bin/true; /bin/true; /bin/true; /bin/true'
-done
-EOF
-forks() { awk '$1 == "processes" { print $2 }' /proc/stat; }
+bench_churn_load
 tck=$(getconf CLK_TCK)
 ticks() { awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
 child_of() { # PID: its one child (the recorder under rusage.py)
@@ -67,7 +58,7 @@ for r in $(seq "$ROUNDS"); do
 	for _ in $(seq "$LOOPS"); do bench_bg bash "$work/churn-loop.sh" >/dev/null 2>&1; done
 	sleep 2
 	rm -rf "$work"/store-*-"$r"
-	f0=$(forks)
+	f0=$(bench_forks)
 	"${rusage[@]}" "$work/time-base-$r" "$BASE" record --verbose --store "$work/store-base-$r" -a -F 99 -d "$DUR" \
 		2>"$work/err-base-$r" &
 	wb=$!
@@ -83,11 +74,11 @@ for r in $(seq "$ROUNDS"); do
 	done
 	[ -n "$pb" ] && [ -n "$pn" ] || { echo "churn-ab.sh: a recorder did not start" >&2; exit 1; }
 	sleep 9
-	g0=$(forks) b0=$(ticks "$pb") n0=$(ticks "$pn")
+	g0=$(bench_forks) b0=$(ticks "$pb") n0=$(ticks "$pn")
 	sleep $((DUR - 12))
-	g1=$(forks) b1=$(ticks "$pb") n1=$(ticks "$pn")
+	g1=$(bench_forks) b1=$(ticks "$pb") n1=$(ticks "$pn")
 	wait "$wb" "$wn" || true
-	f1=$(forks)
+	f1=$(bench_forks)
 	bench_stop_bg
 	for b in base new; do
 		if [ "$b" = base ]; then

@@ -38,22 +38,13 @@ bench_setup churn --root --tools "perf perl gcc /usr/bin/python3" flamefs-collec
 
 
 # ---- the churn load -----------------------------------------------------------
-printf 'int f(int x) { return x * 3 + 1; }\nint main(void) { return f(2) != 7; }\n' >"$work/small.c"
-cat >"$work/churn-loop.sh" <<EOF
-cd "$work"
-while :; do
-	gcc -O2 -c small.c -o small.\$\$.o
-	/usr/bin/python3 -c pass
-	/bin/sh -c '/bin/true; /bin/true; /bin/true; /bin/true; /bin/true'
-done
-EOF
+bench_churn_load
 start_churn() {
 	local i
 	for i in $(seq "$LOOPS"); do
 		bench_bg bash "$work/churn-loop.sh" >/dev/null 2>&1
 	done
 }
-forks() { awk '$1 == "processes" { print $2 }' /proc/stat; }
 
 # ---- shares of a folded file ------------------------------------------------------
 # rooted: the outermost frame below the binary is an entry point (or an
@@ -89,7 +80,7 @@ echo
 if [ "$DUR" -gt 0 ]; then
 start_churn
 sleep 3
-f0=$(forks)
+f0=$(bench_forks)
 "${rusage[@]}" "$work/ours.time" "$fc" record --verbose --store "$work/store" -a -F 99 -d "$DUR" \
 	2>"$work/ours.err" &
 rec=$!
@@ -117,7 +108,7 @@ while kill -0 "$rec" 2>/dev/null; do
 done
 exec {tick}<&-
 wait "$rec" || true
-f1=$(forks)
+f1=$(bench_forks)
 bench_stop_bg
 procs=$((f1 - f0))
 read -r wall user sys rss < <(tail -n 1 "$work/ours.time")
@@ -129,10 +120,10 @@ events_lost=$(grep -o 'process events lost: [0-9]*' "$work/ours.err" | awk '{ pr
 # ---- perf --call-graph dwarf, same load ------------------------------------------------
 start_churn
 sleep 3
-g0=$(forks)
+g0=$(bench_forks)
 "${rusage[@]}" "$work/perf.time" perf record -q -e cpu-clock -F 99 -a --call-graph dwarf \
 	-o "$work/perf.data" -- sleep "$DUR" >/dev/null 2>&1 || true
-g1=$(forks)
+g1=$(bench_forks)
 bench_stop_bg
 "${rusage[@]}" "$work/script.time" bash -c \
 	"perf script -i '$work/perf.data' 2>/dev/null | perl '$top/tests/ref/stackcollapse-ref.pl' >'$work/perf.folded'"

@@ -28,6 +28,10 @@
 #       CPU time and peak RSS to a file: "${rusage[@]}" OUT CMD [ARGS...]
 #   workload SECONDS, record_workload SECONDS OUT.perf
 #       the compile loop some benchmarks record (see below).
+#   bench_churn_load    writes $work/churn-loop.sh: a loop of short
+#       processes (gcc -c of $work/small.c, python3 -c pass, sh -c 'true x5')
+#       forever; start it with bench_bg bash "$work/churn-loop.sh".
+#   bench_forks         the processes forked since boot (/proc/stat).
 
 # bench_setup NAME [--root] [--tools "..."] [--tmpfs] [--nice] [TARGET...]
 bench_setup() {
@@ -103,6 +107,20 @@ bench_machine() {
 }
 
 bench_load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+bench_churn_load() {
+	printf 'int f(int x) { return x * 3 + 1; }\nint main(void) { return f(2) != 7; }\n' >"$work/small.c"
+	cat >"$work/churn-loop.sh" <<EOF
+cd "$work"
+while :; do
+	gcc -O2 -c small.c -o small.\$\$.o
+	/usr/bin/python3 -c pass
+	/bin/sh -c '/bin/true; /bin/true; /bin/true; /bin/true; /bin/true'
+done
+EOF
+}
+
+bench_forks() { awk '$1 == "processes" { print $2 }' /proc/stat; }
 
 bench_wait_quiet() {
 	local max=${1:-${LOAD_MAX:-1.0}} limit=${2:-${LOAD_WAIT:-60}} waited=0
