@@ -105,8 +105,9 @@ static void say(const struct symbolize_later_pass *p, bool dry)
 	int se = symbolize_later_server_error(p, &urls);
 	if (se)
 		fprintf(stderr,
-		        PROG ": symbolize: debuginfod server %s: %s; asked no server for the other "
-		             "modules (DEBUGINFOD_TIMEOUT=%s s a transfer, DEBUGINFOD_RETRY_LIMIT=%s)\n",
+		        PROG
+		        ": symbolize: debuginfod server %s: %s; asked no server for the other "
+		        "modules (DEBUGINFOD_TIMEOUT=%s s a transfer, DEBUGINFOD_RETRY_LIMIT=%s)\n",
 		        urls, se == -ETIME || se == -ETIMEDOUT ? "timed out" : strerror(-se),
 		        getenv("DEBUGINFOD_TIMEOUT"), getenv("DEBUGINFOD_RETRY_LIMIT"));
 }

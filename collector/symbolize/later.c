@@ -248,8 +248,8 @@ int symbolize_later_open(const struct symbolize_later_opts *o, const char *path,
 	}
 	m->cb.find_elf = dwfl_build_id_find_elf;
 	/* libdwfl asks debuginfod in dwfl_standard_find_debuginfo() */
-	m->cb.find_debuginfo = o && o->no_debuginfod ? dwfl_build_id_find_debuginfo
-	                                             : dwfl_standard_find_debuginfo;
+	m->cb.find_debuginfo =
+	        o && o->no_debuginfod ? dwfl_build_id_find_debuginfo : dwfl_standard_find_debuginfo;
 	m->cb.debuginfo_path = &m->debuginfo_path;
 
 	/* The module itself, when it is here and is the one recorded: its

@@ -664,7 +664,7 @@ int symbolize_later_server_error(const struct symbolize_later_pass *p, const cha
  * too long for a command line).  Changes the environment: call it before
  * any thread starts. */
 #define SYMBOLIZE_DEBUGINFOD_TIMEOUT_S 5
-#define SYMBOLIZE_DEBUGINFOD_RETRIES 1
+#define SYMBOLIZE_DEBUGINFOD_RETRIES   1
 void symbolize_later_debuginfod_defaults(void);
 uint64_t symbolize_later_stamp(const struct symbolize_later_opts *o,
                                const struct symbolize_later_module *m);
