@@ -71,6 +71,7 @@ static int debuginfod_ask(const uint8_t *bid, size_t len)
 #else
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
@@ -359,8 +360,32 @@ static bool later_partial(const struct symbolize_later *m)
 }
 
 /* libdebuginfod's client as debuginfod_find_debuginfo(3) documents it,
- * loaded as libdwfl loads it (no build dependency on its headers). */
+ * loaded as libdwfl loads it (no build dependency on its headers), once a
+ * process and never unloaded: its libraries (curl, TLS) keep state of their
+ * own from their first use, which an unload would leave behind. */
 struct debuginfod_client;
+
+static struct {
+	pthread_once_t once;
+	struct debuginfod_client *(*begin)(void);
+	int (*find)(struct debuginfod_client *, const unsigned char *, int, char **);
+	void (*end)(struct debuginfod_client *);
+} dfd = {.once = PTHREAD_ONCE_INIT};
+
+static void debuginfod_load(void)
+{
+	void *lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!lib)
+		return;
+	*(void **)&dfd.begin = dlsym(lib, "debuginfod_begin");
+	*(void **)&dfd.find = dlsym(lib, "debuginfod_find_debuginfo");
+	*(void **)&dfd.end = dlsym(lib, "debuginfod_end");
+	if (!dfd.begin || !dfd.find || !dfd.end) {
+		dfd.begin = NULL;
+		dlclose(lib);
+	}
+}
 
 /* Asks the servers of DEBUGINFOD_URLS for the debug file of build id bid,
  * which lands in the client's cache (where libdwfl's own query then finds
@@ -368,29 +393,16 @@ struct debuginfod_client;
  * -ENOMEM, else the failure (-ECONNREFUSED, -ETIME, ...). */
 static int debuginfod_ask(const uint8_t *bid, size_t len)
 {
-	void *lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
-	struct debuginfod_client *(*begin)(void);
-	int (*find)(struct debuginfod_client *, const unsigned char *, int, char **);
-	void (*end)(struct debuginfod_client *);
 	int fd;
 
-	if (!lib)
+	pthread_once(&dfd.once, debuginfod_load);
+	if (!dfd.begin)
 		return -ENOSYS;
-	*(void **)&begin = dlsym(lib, "debuginfod_begin");
-	*(void **)&find = dlsym(lib, "debuginfod_find_debuginfo");
-	*(void **)&end = dlsym(lib, "debuginfod_end");
-	if (!begin || !find || !end) {
-		dlclose(lib);
-		return -ENOSYS;
-	}
-	struct debuginfod_client *c = begin();
-	if (!c) {
-		dlclose(lib);
+	struct debuginfod_client *c = dfd.begin();
+	if (!c)
 		return -ENOMEM;
-	}
-	fd = find(c, bid, (int)len, NULL);
-	end(c);
-	dlclose(lib);
+	fd = dfd.find(c, bid, (int)len, NULL);
+	dfd.end(c);
 	if (fd >= 0) {
 		close(fd);
 		return 0;
