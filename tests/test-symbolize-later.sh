@@ -27,9 +27,9 @@
 #     path: the same, with no notice; the same text with the program's
 #     pcs turned into addresses (as older perf printed them): one notice
 #     naming the file and --show-mmap-events, nothing for symbolize;
-#   - plain perf script text of the program built -no-pie (ET_EXEC):
-#     symbolize names every frame, folded equal to its perf.data import
-#     with symbols.
+#   - plain perf script text of the program built -no-pie (ET_EXEC), its
+#     pcs as perf prints them (offsets) and as addresses: symbolize names
+#     every frame, folded equal to its perf.data import with symbols.
 #   usage: test-symbolize-later.sh BUILD_DIR     exit 0 pass, 1 fail, 77 skip
 . "$(dirname "$0")/lib-e2e.sh"
 . "$(dirname "$0")/lib-stripped.sh"
@@ -212,4 +212,18 @@ check "symbolize names every frame of it ($(head -1 "$np/sym.err"))" \
 "$collect" export --store "$np/plain" --format folded >"$np/after.folded"
 check "... and its folded export equals the -no-pie reference, byte for byte" \
 	cmp "$np/after.folded" "$np/ref.folded"
+# older perf printed a fixed-position program's pcs as addresses: placed too
+perf script -i "$np/perf.data" --show-mmap-events >"$np/mmap.perf" 2>/dev/null
+read -r mstart mpgoff < <(perl -ne 'BEGIN { $p = shift } if (/PERF_RECORD_MMAP2? \S+: \[0x([0-9a-f]+)\(0x[0-9a-f]+\) @ 0x([0-9a-f]+) .*r-xp \Q$p\E$/) { print "$1 $2\n"; exit }' "$np/prog" <"$np/mmap.perf")
+check "the -no-pie program's executable mapping lies at 0x$mstart, file offset 0x$mpgoff" test -n "$mstart" -a -n "$mpgoff"
+perl -pe 'BEGIN { ($s, $o, $p) = (hex(shift), hex(shift), shift) }
+	s/^(\s*)([0-9a-f]+)( \[unknown\] \(\Q$p\E\))$/sprintf("%s%x%s", $1, hex($2) - $o + $s, $3)/e' \
+	"${mstart:-0}" "${mpgoff:-0}" "$np/prog" <"$np/plain.perf" >"$np/addr.perf"
+check "... its pcs turned into addresses" sh -c "! cmp -s '$np/addr.perf' '$np/plain.perf'"
+"$collect" import --store "$np/addr" "$np/addr.perf" 2>"$np/addr.err"
+check "-no-pie pcs that are addresses: no notice" test -z "$(grep "are addresses" "$np/addr.err")"
+"$collect" symbolize --store "$np/addr" --debug-dir "$np/debug" 2>"$np/addr-sym.err"
+"$collect" export --store "$np/addr" --format folded >"$np/addr.folded"
+check "... symbolize names every frame ($(head -1 "$np/addr-sym.err")), folded equal to the reference" \
+	cmp "$np/addr.folded" "$np/ref.folded"
 finish
