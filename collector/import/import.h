@@ -265,7 +265,7 @@ struct import_ctx {
 	uint64_t bytes;          /* input bytes consumed so far */
 	uint64_t samples;        /* samples accepted */
 	uint64_t skipped;        /* samples skipped (other events) */
-	char warning[1024];      /* notices for the user (event filtering...), "; " between; "" if none */
+	char warning[1024];      /* notices for the user, "; " between; "" if none */
 	uint64_t cut_stacks;     /* import_path() calls that cut a stack (Limits) */
 	uint64_t cut_names;      /* names, modules and files import_path() cut */
 	uint64_t cleaned_labels; /* events and units whose control bytes became U+FFFD */

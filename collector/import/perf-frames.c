@@ -195,8 +195,8 @@ static const struct perf_file *widened(const struct perf *p, const char **func, 
 	const char *f = *func;
 	size_t n = *flen, at;
 
-	if (n < 11 || memcmp(f + n - 9, "[unknown]", 9) != 0 || !is_hex_lower((unsigned char)f[0]) ||
-	    !p->files || mlen < 2 || mod[0] != '/')
+	if (n < 11 || memcmp(f + n - 9, "[unknown]", 9) != 0 ||
+	    !is_hex_lower((unsigned char)f[0]) || !p->files || mlen < 2 || mod[0] != '/')
 		return NULL;
 	size_t pclen = pc_column(f, n - 9, &at);
 	if (!pclen || at != 0 || !perf_parse_hex(f, pclen, pc))
