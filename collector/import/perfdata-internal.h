@@ -137,6 +137,7 @@ struct pd {
 
 	struct stackcache *stacks; /* (comm, event, stack_key's entries) -> series, node */
 	struct pdpath *paths; /* stack_key's entries -> frames, and steps from the root */
+	struct stackcache *chains; /* a stack's entries but its leaf -> node, bytes of names */
 	/* stack_node's room: per frame its id (MAX_STACK * FRAMES_PER_PC),
 	 * per entry what it gave and the kernel addresses to name (MAX_STACK) */
 	uint32_t *fids;

@@ -21,14 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "import.h"
 
 #include "perfdata-internal.h"
 
-#define START_LOG2      12u
+#define START_LOG2      16u
 #define PDPATH_MAX_LOG2 20u               /* 32 MiB of slots */
 #define PDPATH_MAX_IDS  ((size_t)1 << 22) /* 16 MiB of frame ids */
 
@@ -77,9 +74,10 @@ void pdpath_free(struct pdpath *c)
 static size_t slot_of(const struct pdpath *c, uint32_t parent, uint8_t kind, uint64_t w0,
                       uint64_t w1)
 {
-	uint64_t k[3] = {w0, w1, (uint64_t)parent << 8 | kind};
+	uint64_t h = (w0 ^ ((uint64_t)parent << 8 | kind)) * 0x9e3779b97f4a7c15ull;
 
-	return (size_t)XXH3_64bits(k, sizeof(k)) & c->mask;
+	h = (h ^ (h >> 29) ^ w1) * 0xbf58476d1ce4e5b9ull;
+	return (size_t)(h ^ (h >> 32)) & c->mask;
 }
 
 static struct pdpath_slot *probe(struct pdpath_slot *t, size_t mask, size_t i, uint32_t parent,

@@ -424,9 +424,10 @@ static bool frame_uncut(const struct store_frame *f)
 
 /* The node of the stack p->ips[0..n) of pid, with stack_key() made for
  * it, as import_path() of its frames (stack_frames()) makes it, through
- * the path cache: the entries from the root that the cache has seen below
- * the same parent cost a probe each, the rest a probe each whose frames
- * it holds, and only the others are named.  Frames and then nodes are
+ * the path cache: a caller chain seen before costs a hash and a probe,
+ * else the entries from the root that the cache has seen below the same
+ * parent a probe each; the rest cost a probe each whose frames the cache
+ * holds, and only the others are named.  Frames and then nodes are
  * interned in the order import_path() interns them, so every id comes
  * out the same.  A stack that the limits would cut, or one with a name
  * to cut, goes through stack_frames() and import_path() instead. */
@@ -442,11 +443,36 @@ static int stack_node(struct pd *p, uint32_t pid, size_t n, uint32_t *node)
 	size_t k = n, nf = 0;
 	int rc;
 
-	/* the part from the root seen before */
-	while (k > 0 && pdpath_step(c, parent, kind[k - 1], w[2 * (k - 1)], w[2 * (k - 1) + 1],
+	/* The part from the root seen before: the caller chain (every entry
+	 * but the leaf) whole, or else as many entries from the root as the
+	 * cache has steps for; then the leaf below it. */
+	struct stackcache_key chain = {0, 0};
+	bool chain_known = false;
+	if (n > 1) {
+		XXH3_state_t st;
+		XXH3_128bits_reset(&st);
+		XXH3_128bits_update(&st, w + 2, 2 * (n - 1) * sizeof(*w));
+		XXH3_128bits_update(&st, kind + 1, n - 1);
+		XXH128_hash_t h = XXH3_128bits_digest(&st);
+		chain = (struct stackcache_key){h.low64, h.high64};
+		chain_known = stackcache_get(p->chains, chain, &parent, &b32);
+		if (chain_known) {
+			bytes = b32;
+			k = 1;
+		}
+	}
+	while (k > 1 && pdpath_step(c, parent, kind[k - 1], w[2 * (k - 1)], w[2 * (k - 1) + 1],
 	                            &parent, &b32)) {
 		bytes = b32;
 		k--;
+	}
+	if (k == 1 && n > 1 && !chain_known) {
+		stackcache_put(p->chains, chain, parent, (uint32_t)bytes);
+		chain_known = true;
+	}
+	if (k == 1 && pdpath_step(c, parent, kind[0], w[0], w[1], &parent, &b32)) {
+		bytes = b32;
+		k = 0;
 	}
 	uint64_t upto = bytes; /* the names' bytes from the root to parent */
 	if (k == 0) {
@@ -521,6 +547,8 @@ static int stack_node(struct pd *p, uint32_t pid, size_t n, uint32_t *node)
 		}
 		upto += en[e].bytes;
 		pdpath_put_step(c, from, kind[e], w[2 * e], w[2 * e + 1], parent, (uint32_t)upto);
+		if (e == 1 && !chain_known)
+			stackcache_put(p->chains, chain, parent, (uint32_t)upto);
 	}
 	*node = parent;
 	return 0;
@@ -1089,11 +1117,12 @@ static int pd_tables(struct pd *p)
 	p->key_files = malloc(MAX_STACK * sizeof(*p->key_files));
 	p->key_offs = malloc(MAX_STACK * sizeof(*p->key_offs));
 	p->paths = pdpath_new();
+	p->chains = stackcache_new(STACK_SLOTS_LOG2);
 	p->fids = malloc(MAX_STACK * FRAMES_PER_PC * sizeof(*p->fids));
 	p->entries = malloc(MAX_STACK * sizeof(*p->entries));
 	p->kaddrs = malloc(MAX_STACK * sizeof(*p->kaddrs));
 	if (!p->threads || !p->gen || !p->stacks || !p->key_words || !p->key_files ||
-	    !p->key_offs || !p->paths || !p->fids || !p->entries || !p->kaddrs)
+	    !p->key_offs || !p->paths || !p->chains || !p->fids || !p->entries || !p->kaddrs)
 		return -ENOMEM;
 	return thread_set(p, 0, "swapper", 7);
 }
@@ -1210,6 +1239,7 @@ static void pd_free(struct pd *p, struct bids *bids)
 	free(p->key_files);
 	free(p->key_offs);
 	pdpath_free(p->paths);
+	stackcache_free(p->chains);
 	free(p->fids);
 	free(p->entries);
 	free(p->kaddrs);
