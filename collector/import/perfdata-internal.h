@@ -1,9 +1,8 @@
 /*
- * perfdata-internal.h — what the parts of the perf.data importer share:
- * perfdata-header.c reads the file's header (the attrs and their sample
- * ids, the events' names, the feature sections), perfdata.c its records
- * (samples, mmaps, comms, forks) in time order, perfdata-paths.c keeps
- * what each stack entry became in the store (the path cache).  The constants
+ * perfdata-internal.h — what the two halves of the perf.data importer
+ * share: perfdata-header.c reads the file's header (the attrs and their
+ * sample ids, the events' names, the feature sections), perfdata.c its
+ * records (samples, mmaps, comms, forks) in time order.  The constants
  * and layouts are perf's (tools/perf/Documentation/perf.data-file-format.txt,
  * linux/perf_event.h).  Private to import/.
  */
@@ -101,15 +100,6 @@ struct attr {
 	size_t nids;
 };
 
-/* What one callchain entry of a stack gave: its frames' count and the
- * bytes of their names, and whether they were named just now (their
- * ids not known yet). */
-struct pd_entry {
-	uint32_t bytes;
-	uint16_t nframes;
-	bool named;
-};
-
 /* A thread's name (comm) by tid. */
 struct thread {
 	uint32_t tid; /* 0 and slot empty when name is NULL */
@@ -136,13 +126,6 @@ struct pd {
 	uint32_t *gen; /* per pid slot: bumped on exec/mmap, part of cache keys */
 
 	struct stackcache *stacks; /* (comm, event, stack_key's entries) -> series, node */
-	struct pdpath *paths; /* stack_key's entries -> frames, and steps from the root */
-	struct stackcache *chains; /* a stack's entries but its leaf -> node, bytes of names */
-	/* stack_node's room: per frame its id (MAX_STACK * FRAMES_PER_PC),
-	 * per entry what it gave and the kernel addresses to name (MAX_STACK) */
-	uint32_t *fids;
-	struct pd_entry *entries;
-	uint64_t *kaddrs;
 	uint64_t *ips;
 	size_t ips_cap;
 	/* stack_key's room: per entry of ips, two key words and the file
@@ -201,30 +184,6 @@ struct bids {
 	struct bid *b;
 	size_t n;
 };
-
-/* perfdata-paths.c: the path cache (see there).  Ids are the import's
- * store batch's; strings are not kept.  A key is an entry's kind and two
- * words, as stack_key() makes them, and a parent: a node, or PDPATH_FRAMES
- * for the entry's own frames. */
-#define PDPATH_FRAMES UINT32_MAX
-struct pdpath;
-/* A cache, or NULL on ENOMEM; freed with pdpath_free (which accepts NULL). */
-struct pdpath *pdpath_new(void);
-void pdpath_free(struct pdpath *c);
-/* The frames an entry gave (*ids: n of them, valid until the next put),
- * and the bytes of their names: true, or false when not known. */
-bool pdpath_frames(const struct pdpath *c, uint8_t kind, uint64_t w0, uint64_t w1,
-                   const uint32_t **ids, size_t *n, uint32_t *bytes);
-/* Keeps an entry's frames (at most 255; ids copied).  Returns 0, -EINVAL
- * or -ENOMEM. */
-int pdpath_put_frames(struct pdpath *c, uint8_t kind, uint64_t w0, uint64_t w1,
-                      const uint32_t *ids, size_t n, uint32_t bytes);
-/* The node an entry's frames lead to below parent, and the bytes of the
- * names from the root to it: true, or false when not known. */
-bool pdpath_step(const struct pdpath *c, uint32_t parent, uint8_t kind, uint64_t w0, uint64_t w1,
-                 uint32_t *node, uint32_t *bytes);
-void pdpath_put_step(struct pdpath *c, uint32_t parent, uint8_t kind, uint64_t w0, uint64_t w1,
-                     uint32_t node, uint32_t bytes);
 
 /* perfdata-header.c: the header's parts, each checked against the file's
  * bounds; failures are import_fail() messages naming the offset. */

@@ -308,32 +308,6 @@ static int attr_wanted(struct pd *p, int i)
 	return a->kept;
 }
 
-/* The frames of one callchain entry, the address ip of pid (a kernel
- * address when kernel), into f[0..FRAMES_PER_PC): the function, then those
- * inlined in it, outermost first.  Returns how many, or -errno. */
-static int entry_frames(struct pd *p, uint32_t pid, uint64_t ip, bool kernel,
-                        struct store_frame *f)
-{
-	struct import_ctx *ctx = p->ctx;
-	/* Return addresses are looked up as they are, as perf script does
-	 * (it does not step back into the call): a call that ends a function
-	 * is charged to the symbol after it, as perf shows it. */
-	bool caller = false;
-	int rc;
-
-	if (!kernel)
-		return import_addr_frames(ctx, NULL, pid, ip, caller, f, FRAMES_PER_PC);
-	if (!ctx->sym) {
-		memset(f, 0, sizeof(*f));
-		f->name = "[kernel.kallsyms]";
-		f->name_len = 17;
-		f->kind = STORE_FRAME_KERNEL;
-		return 1;
-	}
-	rc = ctx->sym->kernel(ctx->sym->ctx, ip, caller, f);
-	return rc < 0 ? rc : 1;
-}
-
 /* Symbolizes the sample's stack (leaf first in ips[0..n), markers mark
  * kernel and user parts) into p->frames root first; returns the count. */
 static int stack_frames(struct pd *p, uint32_t pid, const uint64_t *ips, size_t n,
@@ -356,10 +330,28 @@ static int stack_frames(struct pd *p, uint32_t pid, const uint64_t *ips, size_t 
 	}
 	for (size_t k = n; k-- > 0;) {
 		struct store_frame f[FRAMES_PER_PC];
-		rc = entry_frames(p, pid, ips[k], kernel[k], f);
+		/* Return addresses are looked up as they are, as perf script
+		 * does (it does not step back into the call): a call that
+		 * ends a function is charged to the symbol after it, as perf
+		 * shows it. */
+		bool caller = false;
+		if (kernel[k]) {
+			if (ctx->sym) {
+				rc = ctx->sym->kernel(ctx->sym->ctx, ips[k], caller, f);
+			} else {
+				memset(f, 0, sizeof(*f));
+				f->name = "[kernel.kallsyms]";
+				f->name_len = 17;
+				f->kind = STORE_FRAME_KERNEL;
+				rc = 1;
+			}
+		} else {
+			rc = import_addr_frames(ctx, NULL, pid, ips[k], caller, f, FRAMES_PER_PC);
+		}
 		if (rc < 0)
 			return rc;
-		size_t got = (size_t)rc;
+		/* f[0] is the function, then those inlined in it, outermost first */
+		size_t got = (size_t)(kernel[k] ? 1 : rc);
 		rc = import_grow((void **)&p->frames, &p->frames_cap, *nf + got,
 		                 sizeof(*p->frames));
 		if (rc < 0)
@@ -412,152 +404,6 @@ static void stack_key(struct pd *p, uint32_t pid, size_t n)
 			p->key_kinds[k] = KEY_USER_PID;
 		}
 	}
-}
-
-/* Whether import_path() keeps f's strings as they are (it cuts longer
- * ones and counts them). */
-static bool frame_uncut(const struct store_frame *f)
-{
-	return f->name_len <= IMPORT_MAX_NAME && f->module_len <= IMPORT_MAX_NAME &&
-	       f->file_len <= IMPORT_MAX_NAME;
-}
-
-/* The node of the stack p->ips[0..n) of pid, with stack_key() made for
- * it, as import_path() of its frames (stack_frames()) makes it, through
- * the path cache: a caller chain seen before costs a hash and a probe,
- * else the entries from the root that the cache has seen below the same
- * parent a probe each; the rest cost a probe each whose frames the cache
- * holds, and only the others are named.  Frames and then nodes are
- * interned in the order import_path() interns them, so every id comes
- * out the same.  A stack that the limits would cut, or one with a name
- * to cut, goes through stack_frames() and import_path() instead. */
-static int stack_node(struct pd *p, uint32_t pid, size_t n, uint32_t *node)
-{
-	struct import_ctx *ctx = p->ctx;
-	struct pdpath *c = p->paths;
-	const uint64_t *w = p->key_words;
-	const uint8_t *kind = p->key_kinds;
-	struct pd_entry *en = p->entries;
-	uint32_t parent = STORE_ROOT_NODE, b32;
-	uint64_t bytes = 0;
-	size_t k = n, nf = 0;
-	int rc;
-
-	/* The part from the root seen before: the caller chain (every entry
-	 * but the leaf) whole, or else as many entries from the root as the
-	 * cache has steps for; then the leaf below it. */
-	struct stackcache_key chain = {0, 0};
-	bool chain_known = false;
-	if (n > 1) {
-		XXH3_state_t st;
-		XXH3_128bits_reset(&st);
-		XXH3_128bits_update(&st, w + 2, 2 * (n - 1) * sizeof(*w));
-		XXH3_128bits_update(&st, kind + 1, n - 1);
-		XXH128_hash_t h = XXH3_128bits_digest(&st);
-		chain = (struct stackcache_key){h.low64, h.high64};
-		chain_known = stackcache_get(p->chains, chain, &parent, &b32);
-		if (chain_known) {
-			bytes = b32;
-			k = 1;
-		}
-	}
-	while (k > 1 && pdpath_step(c, parent, kind[k - 1], w[2 * (k - 1)], w[2 * (k - 1) + 1],
-	                            &parent, &b32)) {
-		bytes = b32;
-		k--;
-	}
-	if (k == 1 && n > 1 && !chain_known) {
-		stackcache_put(p->chains, chain, parent, (uint32_t)bytes);
-		chain_known = true;
-	}
-	if (k == 1 && pdpath_step(c, parent, kind[0], w[0], w[1], &parent, &b32)) {
-		bytes = b32;
-		k = 0;
-	}
-	uint64_t upto = bytes; /* the names' bytes from the root to parent */
-	if (k == 0) {
-		*node = parent;
-		return 0;
-	}
-
-	/* entries k-1 .. 0: their frames, named where the cache has none
-	 * (the kernel addresses among those in one go) */
-	const uint32_t *ids;
-	size_t m;
-	if (ctx->sym && ctx->sym->kernel_prefetch) {
-		size_t nk = 0;
-		for (size_t e = 0; e < k; e++)
-			if (kind[e] == KEY_KERNEL &&
-			    !pdpath_frames(c, kind[e], w[2 * e], w[2 * e + 1], &ids, &m, &b32))
-				p->kaddrs[nk++] = p->ips[e];
-		if (nk > 1) {
-			rc = ctx->sym->kernel_prefetch(ctx->sym->ctx, p->kaddrs, nk);
-			if (rc < 0)
-				return rc;
-		}
-	}
-	for (size_t e = k; e-- > 0;) {
-		if (pdpath_frames(c, kind[e], w[2 * e], w[2 * e + 1], &ids, &m, &b32)) {
-			memcpy(p->fids + nf, ids, m * sizeof(*ids));
-			en[e] = (struct pd_entry){.bytes = b32, .nframes = (uint16_t)m};
-		} else {
-			rc = import_grow((void **)&p->frames, &p->frames_cap, nf + FRAMES_PER_PC,
-			                 sizeof(*p->frames));
-			if (rc < 0)
-				return rc;
-			rc = entry_frames(p, pid, p->ips[e], p->kernel[e], p->frames + nf);
-			if (rc < 0)
-				return rc;
-			m = (size_t)rc;
-			en[e] = (struct pd_entry){.nframes = (uint16_t)m, .named = true};
-			for (size_t i = 0; i < m; i++) {
-				if (!frame_uncut(&p->frames[nf + i]))
-					goto whole;
-				en[e].bytes += (uint32_t)p->frames[nf + i].name_len;
-			}
-		}
-		nf += m;
-		bytes += en[e].bytes;
-	}
-	if (bytes > IMPORT_MAX_STACK_BYTES)
-		goto whole;
-
-	/* the frames named now, interned root first, then the nodes */
-	nf = 0;
-	for (size_t e = k; e-- > 0; nf += en[e].nframes) {
-		if (!en[e].named)
-			continue;
-		for (size_t i = 0; i < en[e].nframes; i++) {
-			rc = store_batch_frame(ctx->batch, &p->frames[nf + i], &p->fids[nf + i]);
-			if (rc < 0)
-				return rc;
-		}
-		rc = pdpath_put_frames(c, kind[e], w[2 * e], w[2 * e + 1], p->fids + nf,
-		                       en[e].nframes, en[e].bytes);
-		if (rc < 0)
-			return rc;
-	}
-	nf = 0;
-	for (size_t e = k; e-- > 0;) {
-		uint32_t from = parent;
-		for (size_t i = 0; i < en[e].nframes; i++, nf++) {
-			rc = store_batch_node(ctx->batch, parent, p->fids[nf], &parent);
-			if (rc < 0)
-				return rc;
-		}
-		upto += en[e].bytes;
-		pdpath_put_step(c, from, kind[e], w[2 * e], w[2 * e + 1], parent, (uint32_t)upto);
-		if (e == 1 && !chain_known)
-			stackcache_put(p->chains, chain, parent, (uint32_t)upto);
-	}
-	*node = parent;
-	return 0;
-
-whole:
-	rc = stack_frames(p, pid, p->ips, n, p->kernel, &nf);
-	if (rc < 0)
-		return rc;
-	return import_path(ctx, p->frames, nf, node);
 }
 
 static int64_t sample_when(const struct pd *p, const struct attr *a, const struct sample *s)
@@ -717,7 +563,11 @@ static int handle_sample(struct pd *p, size_t off, uint16_t misc, const uint8_t 
 	struct stackcache_key key = {h.low64, h.high64};
 	uint32_t series, node;
 	if (!stackcache_get(p->stacks, key, &series, &node)) {
-		rc = stack_node(p, s.pid, nips, &node);
+		size_t nf;
+		rc = stack_frames(p, s.pid, p->ips, nips, kernel, &nf);
+		if (rc < 0)
+			return rc;
+		rc = import_path(ctx, p->frames, nf, &node);
 		if (rc < 0)
 			return rc;
 		const char *unit =
@@ -1116,13 +966,7 @@ static int pd_tables(struct pd *p)
 	p->key_words = malloc(2 * MAX_STACK * sizeof(*p->key_words));
 	p->key_files = malloc(MAX_STACK * sizeof(*p->key_files));
 	p->key_offs = malloc(MAX_STACK * sizeof(*p->key_offs));
-	p->paths = pdpath_new();
-	p->chains = stackcache_new(STACK_SLOTS_LOG2);
-	p->fids = malloc(MAX_STACK * FRAMES_PER_PC * sizeof(*p->fids));
-	p->entries = malloc(MAX_STACK * sizeof(*p->entries));
-	p->kaddrs = malloc(MAX_STACK * sizeof(*p->kaddrs));
-	if (!p->threads || !p->gen || !p->stacks || !p->key_words || !p->key_files ||
-	    !p->key_offs || !p->paths || !p->chains || !p->fids || !p->entries || !p->kaddrs)
+	if (!p->threads || !p->gen || !p->stacks || !p->key_words || !p->key_files || !p->key_offs)
 		return -ENOMEM;
 	return thread_set(p, 0, "swapper", 7);
 }
@@ -1238,11 +1082,6 @@ static void pd_free(struct pd *p, struct bids *bids)
 	free(p->key_words);
 	free(p->key_files);
 	free(p->key_offs);
-	pdpath_free(p->paths);
-	stackcache_free(p->chains);
-	free(p->fids);
-	free(p->entries);
-	free(p->kaddrs);
 	free(p->ips);
 	free(p->frames);
 	import_sums_free(&p->sums);
