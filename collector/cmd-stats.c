@@ -27,13 +27,24 @@ static void usage_stats(FILE *f)
 {
 	fputs("Usage: " PROG " stats [--store DIR] [--by-host | --by LABEL | --quality]\n"
 	      "\n"
+	      "Lists every series (binary, version, event, host) with its samples,\n"
+	      "weight, unique stacks, the bytes of input imported into it and the\n"
+	      "bytes its counts take on disk, then the store's whole footprint\n"
+	      "against all input bytes (how many times smaller, where it is), and\n"
+	      "its two tiers: history (counts per time bucket) and the recent tier\n"
+	      "(the samples it still keeps whole, with their moments and threads).\n"
+	      "IMPORTED shows \u2014 where no input was attributed to the series\n"
+	      "(recorded series), DISK where RocksDB's estimate cannot see its\n"
+	      "counts yet (a small store before compact).  HOST is the last column.\n"
+	      "\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
 	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
 	      "  --by-host     one line per host instead: its series, samples,\n"
-	      "                weight, input bytes (exact) and the moments of its\n"
-	      "                first and last sample (unix seconds, or seconds\n"
-	      "                since boot for perf's clock, to the millisecond;\n"
-	      "                .000 where a sample came without its own moment)\n"
+	      "                weight, input bytes (exact; \u2014 where its series\n"
+	      "                were recorded) and the moments of its first and\n"
+	      "                last sample (unix seconds, or seconds since boot\n"
+	      "                for perf's clock, to the millisecond; .000 where\n"
+	      "                a sample came without its own moment)\n"
 	      "  --by LABEL    one line per value of LABEL instead (cgroup,\n"
 	      "                container, thread, exe, cmdline, or an import's):\n"
 	      "                its series, samples, weight and first and last\n"
@@ -51,16 +62,6 @@ static void usage_stats(FILE *f)
 	      "                Debian the package with its debug info\n"
 	      "                (PKG-dbg (installed|available), PKG-dbgsym (not in\n"
 	      "                this archive); - when it cannot be known)\n"
-	      "\n"
-	      "Lists every series (binary, version, event, host) with its samples,\n"
-	      "weight, unique stacks, the bytes of input imported into it and the\n"
-	      "bytes its counts take on disk, then the store's whole footprint\n"
-	      "against all input bytes (how many times smaller, where it is), and\n"
-	      "its two tiers: history (counts per time bucket) and the recent tier\n"
-	      "(the samples it still keeps whole, with their moments and threads).\n"
-	      "IMPORTED shows \u2014 where no input was attributed to the series\n"
-	      "(recorded series), DISK where RocksDB's estimate cannot see its\n"
-	      "counts yet (a small store before compact).  HOST is the last column.\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " stats --store ~/prof\n"
@@ -188,12 +189,17 @@ static void print_by_host(const struct store_series *list, size_t n)
 	uint64_t series = 0, samples = 0;
 	for (size_t k = 0; k < nrows; k++) {
 		const struct host_row *h = &rows[k];
-		char first[48], last[48];
+		char first[48], last[48], input[32];
 		moment(first, sizeof(first), h->first);
 		moment(last, sizeof(last), h->last);
-		printf("%-20s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %14" PRIu64 " %*s %*s\n",
-		       h->host, h->series, h->samples, h->weight, h->input, pad(first, 16), first,
-		       pad(last, 16), last);
+		/* exact, or NOT_APPLICABLE for a host whose series were recorded */
+		if (h->input)
+			snprintf(input, sizeof(input), "%" PRIu64, h->input);
+		else
+			snprintf(input, sizeof(input), "%s", NOT_APPLICABLE);
+		printf("%-20s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %*s %*s %*s\n", h->host,
+		       h->series, h->samples, h->weight, pad(input, 14), input, pad(first, 16),
+		       first, pad(last, 16), last);
 		series += h->series;
 		if (__builtin_add_overflow(samples, h->samples, &samples))
 			cli_die("the samples of all hosts pass 2^64 - 1");

@@ -8,8 +8,8 @@
  *
  * Each request's length is scaled by a pseudo-random factor from 1 to 8
  * (the same for its three parts, so the shares stay): with a fixed length
- * a request took about 0.9 ms, close to a 999 Hz sampler's period, and
- * the two beat against each other, so that a 3 s recording could show
+ * a request could take about as long as a sampler's period, and the two
+ * would beat against each other, so that a short recording could show
  * parse_headers above hash_body.
  */
 #include <stdint.h>
