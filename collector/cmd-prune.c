@@ -137,20 +137,20 @@ int cmd_prune(int argc, char **argv)
 		case 'o':
 			r = record_parse_duration(optarg, &age);
 			if (r < 0)
-				return cli_usage_error("prune",
-				                       "--older-than \"%s\": %s; expected a duration "
-				                       "such as 90, 30m, 12h, 7d or 1d12h",
-				                       optarg,
-				                       r == -ERANGE ? "too long" : "not a duration");
+				return cli_usage_error(
+				        "prune",
+				        "--older-than \"%s\": %s; expected a duration "
+				        "such as 90, 30m, 12h, 7d or 1d12h",
+				        optarg, r == -ERANGE ? "too long" : "not a duration");
 			o.before = (int64_t)time(NULL) - age;
 			o.wall_clock_only = true;
 			cutoffs++;
 			break;
 		case 'b':
 			if (!parse_seconds(optarg, &o.before))
-				return cli_usage_error("prune",
-				                       "--before \"%s\": expected a time in seconds",
-				                       optarg);
+				return cli_usage_error(
+				        "prune", "--before \"%s\": expected a time in seconds",
+				        optarg);
 			cutoffs++;
 			break;
 		case 'a':

@@ -283,6 +283,11 @@ static int check_mountpoint(const char *mp, bool nonempty)
 			        mp);
 		else if (r == ENOENT)
 			fprintf(stderr, "flamefs: %s: no such directory; mkdir it first\n", mp);
+		else if (r == EACCES)
+			fprintf(stderr,
+			        "flamefs: %s: %s; mount on a directory you may reach, or run as "
+			        "root\n",
+			        mp, strerror(r));
 		else
 			fprintf(stderr, "flamefs: %s: %s\n", mp, strerror(r));
 		return -r;
@@ -321,6 +326,8 @@ static int check_mountpoint(const char *mp, bool nonempty)
 
 /* The hint after a store that cannot be opened because there is none. */
 #define MAKE_ONE "make one with `flamefs-collect import` or `record`"
+/* The hint after a store the user may not read. */
+#define MAY_READ "run as a user who may read the store (its owner, or root)"
 
 static int open_store(const char *dir)
 {
@@ -330,10 +337,8 @@ static int open_store(const char *dir)
 	if (r < 0) {
 		const char *hint = strstr(err, "not a flamefs store") && !strstr(err, ";")
 		                           ? "; " MAKE_ONE
-		                   : r == -EACCES && !strstr(err, ";")
-		                           ? "; run as a user who may read the store (its owner, "
-		                             "or root)"
-		                           : "";
+		                   : r == -EACCES && !strstr(err, ";") ? "; " MAY_READ
+		                                                       : "";
 		fprintf(stderr, "flamefs: %s%s\n", err[0] ? err : strerror(-r), hint);
 		return r;
 	}
@@ -448,6 +453,9 @@ static int check_store_dir(struct cli *cli, struct stat *st)
 	if (stat(cli->store, st) < 0) {
 		if (errno == ENOENT)
 			fprintf(stderr, "flamefs: %s: no store here; " MAKE_ONE "\n", cli->store);
+		else if (errno == EACCES)
+			fprintf(stderr, "flamefs: %s: %s; " MAY_READ "\n", cli->store,
+			        strerror(errno));
 		else
 			fprintf(stderr, "flamefs: %s: %s\n", cli->store, strerror(errno));
 		return -1;
