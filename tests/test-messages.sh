@@ -118,7 +118,7 @@ fi
 # nobody (65534) may read $tmp/pub (a store, 0755) and write $tmp/open
 # (0777), but not read $store (0700) nor write $tmp/empty (root's, 0755).
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	asnobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	asnobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 	chmod 755 "$tmp"
 	"$collect" import --store "$tmp/pub" "$tmp/one.folded" 2>/dev/null
 	chmod 755 "$tmp/pub"
@@ -126,14 +126,14 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	chmod 700 "$store"
 	says "flamefs as nobody: a store it may not read" 1 \
 		"flamefs: $store: Permission denied; run as a user who may read the store (its owner, or root)" \
-		asnobody "$flamefs" "$store" "$tmp/open"
+		"${asnobody[@]}" "$flamefs" "$store" "$tmp/open"
 	says "flamefs as nobody: a mountpoint it may not write" 1 \
 		"flamefs: $tmp/empty: you may not write to it, and FUSE mounts only where its user may; mount on a directory you own, or run as root" \
-		asnobody "$flamefs" "$tmp/pub" "$tmp/empty"
-	if [ -c /dev/fuse ] && ! asnobody test -r /dev/fuse -a -w /dev/fuse; then
+		"${asnobody[@]}" "$flamefs" "$tmp/pub" "$tmp/empty"
+	if [ -c /dev/fuse ] && ! "${asnobody[@]}" test -r /dev/fuse -a -w /dev/fuse; then
 		says "flamefs as nobody: a /dev/fuse it may not open (libfuse's message)" 1 \
 			"flamefs: failed to open /dev/fuse: Permission denied; run as root, or let your user read and write /dev/fuse (Debian makes it mode 0666)" \
-			asnobody "$flamefs" "$tmp/pub" "$tmp/open"
+			"${asnobody[@]}" "$flamefs" "$tmp/pub" "$tmp/open"
 	else
 		skip "nobody may open /dev/fuse here (or there is none): its message"
 	fi

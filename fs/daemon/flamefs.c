@@ -107,14 +107,19 @@ static int usage_error(const char *fmt, const char *what)
 	return 2;
 }
 
-/* libfuse's messages go through fuse_message() (fuse_set_log_func()):
- * while fuse_captured.on, the first one is kept in .msg instead of
- * printed.  Set and read by the main thread before the daemon's threads
- * start. */
+/* libfuse's messages go through fuse_message() (fuse_set_log_func()),
+ * some in pieces (fuse_opt's "unknown option(s): `", each option, "'\n"):
+ * .line gathers them up to the newline.  While .on, the first whole line
+ * is kept in .msg instead of printed.  .on and .msg are set and read by
+ * the main thread before the daemon's threads start; .line is guarded by
+ * .lock. */
 static struct {
+	pthread_mutex_t lock;
+	char line[512];
+	size_t len;
 	bool on;
-	char msg[256];
-} fuse_captured;
+	char msg[512];
+} fuse_captured = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* What to do after a libfuse message that says only what went wrong,
  * "" when it says both already or is not known here. */
@@ -134,22 +139,32 @@ static const char *fuse_hint(const char *msg)
  * to do where fuse_hint() knows it. */
 static void fuse_message(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-	char msg[sizeof(fuse_captured.msg)];
-	const char *m = msg;
+	char piece[sizeof(fuse_captured.line)];
+	char *msg = fuse_captured.line, *m;
+	size_t *len = &fuse_captured.len;
 
 	(void)level;
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	msg[strcspn(msg, "\n")] = '\0';
-	if (!msg[0])
-		return;
-	if (fuse_captured.on) {
-		if (!fuse_captured.msg[0])
-			memcpy(fuse_captured.msg, msg, sizeof(msg));
-		return;
+	vsnprintf(piece, sizeof(piece), fmt, ap);
+	pthread_mutex_lock(&fuse_captured.lock);
+	for (const char *p = piece; *p; p++) {
+		if (*p != '\n') {
+			if (*len + 1 < sizeof(fuse_captured.line))
+				msg[(*len)++] = *p;
+			continue;
+		}
+		msg[*len] = '\0';
+		*len = 0;
+		if (!msg[0])
+			continue;
+		if (fuse_captured.on) {
+			if (!fuse_captured.msg[0])
+				memcpy(fuse_captured.msg, msg, sizeof(fuse_captured.msg));
+			continue;
+		}
+		m = strncmp(msg, "fuse: ", 6) == 0 ? msg + 6 : msg;
+		fprintf(stderr, "flamefs: %s%s\n", m, fuse_hint(m));
 	}
-	if (strncmp(m, "fuse: ", 6) == 0)
-		m += 6;
-	fprintf(stderr, "flamefs: %s%s\n", m, fuse_hint(m));
+	pthread_mutex_unlock(&fuse_captured.lock);
 }
 
 /* Asks libfuse whether it takes the -o options, before anything is
@@ -210,6 +225,7 @@ static void usage(FILE *out)
 	             "  MOUNTPOINT/<binary>/<version>/@functions/<function>/...\n"
 	             "  MOUNTPOINT/@host/<name>/...  MOUNTPOINT/@cgroup/<path>/...\n"
 	             "  MOUNTPOINT/@container/<id>/...  MOUNTPOINT/@thread/<name>/...\n"
+	             "  MOUNTPOINT/@span/<name>/...\n"
 	             "STORE is a store directory, or a PostgreSQL database given as a connection\n"
 	             "string that starts with postgresql: or postgres: (a central store that many\n"
 	             "hosts push into; the view sums the hosts and needs only SELECT rights).\n"
