@@ -34,8 +34,9 @@ static void usage_stats(FILE *f)
 	      "its two tiers: history (counts per time bucket) and the recent tier\n"
 	      "(the samples it still keeps whole, with their moments and threads).\n"
 	      "IMPORTED shows \u2014 where no input was attributed to the series\n"
-	      "(recorded series), DISK where RocksDB's estimate cannot see its\n"
-	      "counts yet (a small store before compact).  HOST is the last column.\n"
+	      "(recorded series), DISK (and a part of the footprint) where RocksDB's\n"
+	      "estimate cannot see its counts yet (a small store before compact).\n"
+	      "HOST is the last column.\n"
 	      "\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
 	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
@@ -842,15 +843,17 @@ int cmd_stats(int argc, char **argv)
 	char a[32], b[32], f[32], nd[32], cn[32];
 	human(a, sizeof(a), fp.dir_bytes);
 	human(b, sizeof(b), input);
-	human(f, sizeof(f), fp.frames_bytes);
-	human(nd, sizeof(nd), fp.nodes_bytes);
-	human(cn, sizeof(cn), fp.counts_bytes);
+	/* A part's 0 is RocksDB's estimate not seeing it yet (still in the
+	 * write-ahead log), or nothing there: a dash either way. */
+	human_or_dash(f, sizeof(f), fp.frames_bytes);
+	human_or_dash(nd, sizeof(nd), fp.nodes_bytes);
+	human_or_dash(cn, sizeof(cn), fp.counts_bytes);
 	printf("\n%zu series, %u frames, %u stack nodes\n", n, store_frame_count(s) - 1,
 	       store_node_count(s) - 1);
 	/* The two tiers: history, every count (the recent tier's samples
 	 * are counted there too), and the recent tier, their detail. */
 	char rb[32], rs[32];
-	human(rb, sizeof(rb), fp.samples_bytes);
+	human_or_dash(rb, sizeof(rb), fp.samples_bytes);
 	human(rs, sizeof(rs), fp.samples);
 	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s, recent tier %s: %s "
 	       "samples kept whole)",

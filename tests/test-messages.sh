@@ -343,11 +343,35 @@ counts=$(sed -n 's/^bytes:.* counts=\([0-9]*\) .*/\1/p' "$tmp/one.stats")
 disk=$(awk 'NR > 1 && NF == 9 { print $8 }' "$tmp/one.stats")
 if [ "$counts" = 0 ]; then
 	check "stats: DISK is — while the counts are not in the table files yet (got '$disk')" test "$disk" = "—"
+	check "stats: and so is the footprint's counts part" grep -q '^store on disk: .* counts —, ' "$tmp/one.stats"
 else
 	check "stats: DISK is a size once the counts are in the table files (got '$disk')" \
 		grep -Eqx '[0-9]+(\.[0-9]k)?' <<<"$disk"
 fi
 check "stats: a store bigger than its input says no 'x smaller'" \
 	sh -c "grep -q '^store on disk: .*; imported: 16 bytes\$' '$tmp/one.stats' && ! grep -q 'smaller' '$tmp/one.stats'"
+
+# Recorded series have no input: IMPORTED is — in every row, in --by-host,
+# and the footprint says nothing was imported.  The shell loop is counted
+# in iterations (about 0.3 s of CPU: some 30 samples at 99 Hz).
+if [ "$(id -u)" = 0 ] &&
+	"$collect" record --store "$tmp/recd" -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done' \
+		2>"$tmp/recd.err"; then
+	"$collect" stats --store "$tmp/recd" >"$tmp/recd.stats" 2>&1
+	check "stats of a recording: IMPORTED is — in each of its $(awk 'NR > 1 && NF == 9' "$tmp/recd.stats" | wc -l) rows" \
+		sh -c "awk 'NR > 1 && NF == 9 { n++; if (\$7 != \"—\") bad++ } END { exit !(n > 0 && !bad) }' '$tmp/recd.stats'"
+	check "stats of a recording: the footprint says nothing was imported, no ratio" \
+		sh -c "grep -q '; nothing imported (recorded series have no input bytes)\$' '$tmp/recd.stats' && ! grep -q smaller '$tmp/recd.stats'"
+	"$collect" stats --by-host --store "$tmp/recd" >"$tmp/recd.byhost" 2>&1
+	check "stats --by-host of a recording: IMPORTED is —" \
+		sh -c "awk 'NR == 2 { exit !(NF == 7 && \$5 == \"—\") }' '$tmp/recd.byhost'"
+elif grep -qE "needs CAP_BPF|cannot load the BPF|cannot open the BPF|perf_event_open|cannot attach|no BPF sampler" \
+	"$tmp/recd.err" 2>/dev/null; then
+	skip "BPF sampling unavailable here: stats of a recording"
+elif [ "$(id -u)" != 0 ]; then
+	skip "not root: stats of a recording"
+else
+	bad "record of a shell loop failed: $(head -3 "$tmp/recd.err")"
+fi
 
 finish
