@@ -205,7 +205,8 @@ static void print_by_host(const struct store_series *list, size_t n)
 		if (__builtin_add_overflow(samples, h->samples, &samples))
 			cli_die("the samples of all hosts pass 2^64 - 1");
 	}
-	printf("\n%zu hosts, %" PRIu64 " series, %" PRIu64 " samples\n", nrows, series, samples);
+	printf("\n%zu host%s, %" PRIu64 " series, %" PRIu64 " samples\n", nrows,
+	       nrows == 1 ? "" : "s", series, samples);
 	free(rows);
 }
 
@@ -283,8 +284,8 @@ static void print_by_label(const struct store_series *list, size_t n, const char
 			cli_die("the samples of all values pass 2^64 - 1");
 		free(h->value);
 	}
-	printf("\n%zu values of %s, %" PRIu64 " series, %" PRIu64 " samples\n", nrows, key, series,
-	       samples);
+	printf("\n%zu value%s of %s, %" PRIu64 " series, %" PRIu64 " samples\n", nrows,
+	       nrows == 1 ? "" : "s", key, series, samples);
 	free(rows);
 }
 
