@@ -34,9 +34,9 @@ static void usage_stats(FILE *f)
 	      "its two tiers: history (counts per time bucket) and the recent tier\n"
 	      "(the samples it still keeps whole, with their moments and threads).\n"
 	      "IMPORTED shows \u2014 where no input was attributed to the series\n"
-	      "(recorded series), DISK (and a part of the footprint) where RocksDB's\n"
-	      "estimate cannot see its counts yet (a small store before compact).\n"
-	      "HOST is the last column.\n"
+	      "(recorded series), DISK where RocksDB's estimate cannot see its\n"
+	      "counts yet (a small store before compact; the footprint then gives\n"
+	      "no parts).  HOST is the last column.\n"
 	      "\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
 	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
@@ -819,9 +819,10 @@ int cmd_stats(int argc, char **argv)
 
 	printf("%-20s %-14s %-12s %12s %16s %10s %12s %12s %s\n", "BINARY", "VERSION", "EVENT",
 	       "SAMPLES", "WEIGHT", "STACKS", "IMPORTED", "DISK", "HOST");
-	uint64_t input = 0;
+	uint64_t input = 0, samples = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct store_series *se = &list[i];
+		samples += se->samples;
 		memset(u.seen, 0, store_node_count(s) / 8 + 1);
 		u.count = 0;
 		if (store_series_counts(s, se->id, INT64_MIN, INT64_MAX, count_unique, &u) < 0)
@@ -856,9 +857,17 @@ int cmd_stats(int argc, char **argv)
 	char rb[32], rs[32];
 	human_or_dash(rb, sizeof(rb), fp.samples_bytes);
 	human(rs, sizeof(rs), fp.samples);
-	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s, recent tier %s: %s "
-	       "samples kept whole)",
-	       a, f, nd, cn, rb, rs);
+	/* Counts in no table file while the store holds samples: what was
+	 * written last is still in the write-ahead log, and the parts' SST
+	 * bytes would say a few bytes for all of it. */
+	if (fp.counts_bytes == 0 && samples > 0)
+		printf("store on disk: %s bytes (its parts are not in table files yet: compact "
+		       "puts them there; recent tier: %s samples kept whole)",
+		       a, rs);
+	else
+		printf("store on disk: %s bytes (frames %s, nodes %s, counts %s, recent tier %s: "
+		       "%s samples kept whole)",
+		       a, f, nd, cn, rb, rs);
 	/* The ratio only where the store is smaller than what went into it:
 	 * a store's fixed files outweigh a small input, and "0.2x smaller"
 	 * says nothing true. */
