@@ -319,7 +319,7 @@ fi
 # ---- record without its capabilities ---------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	says "record as an unprivileged user" 1 \
-		"$fc: record needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep on $fc" \
+		"$fc: record needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep $(readlink -f "$collect")" \
 		setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 		"$collect" record --store "$tmp/rec" -- true
 else
