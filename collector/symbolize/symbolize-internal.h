@@ -226,7 +226,7 @@ struct jit_sym {
  * shared by the snapshots of a program named from its module (which keeps
  * a reference), by a fork's copies and by re-reads of the same program:
  * under churn a snapshot is made for every fork, exec and loader hook,
- * and two string copies each were a quarter of the collector's malloc
+ * and two string copies each would be many of the collector's malloc
  * calls.  refs: the holders; sym_names_put() frees at the last. */
 struct proc_names {
 	unsigned refs;
