@@ -45,7 +45,9 @@ fi
 rpid=
 fpid=
 e2e_on_exit() {
-	[ -n "$rpid" ] && kill "$rpid" 2>/dev/null
+	# the program too: waiting at its gate it would outlive the test
+	# shellcheck disable=SC2046 # a list of pids
+	[ -n "$rpid" ] && kill $(cat /proc/"$rpid"/task/*/children 2>/dev/null) "$rpid" 2>/dev/null
 	[ -n "$fpid" ] && { fusermount3 -u -z "$mnt" 2>/dev/null; kill "$fpid" 2>/dev/null; }
 }
 e2e_need_bpf
