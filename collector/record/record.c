@@ -205,10 +205,7 @@ static int open_store(struct recorder *r, const struct options *o)
 		record_fail(r, rc, "out of memory");
 		return rc;
 	}
-	/* Into a database, frames are named by `symbolize --store URL`
-	 * afterwards: no test records straight into one yet. */
-	if (!store_is_database(store_where(r->store)) &&
-	    (rc = record_names_new(&r->names, o)) < 0) {
+	if ((rc = record_names_new(&r->names, o, store_is_database(store_where(r->store)))) < 0) {
 		record_fail(r, rc, "out of memory");
 		return rc;
 	}
