@@ -7,7 +7,7 @@
 # when it has debug info (BENCH_BUILD=build, debugoptimized); records them
 # with perf record -g (the three programs, then the flamefs-collect copy
 # importing their perf script text), and spreads the recorded stacks over
-# 1,440 minutes: PER_MIN samples a minute (default 100), each a recorded
+# 1,440 minutes: PER_MIN samples a minute (default 300), each a recorded
 # sample (with its stack) in turn, timed inside its minute, written as perf
 # script text with the mmap events and imported in one run, so the store
 # holds a day of minutes, the last 2 hours also as samples (--keep-samples'
@@ -17,13 +17,13 @@
 # after, and the first read of a fresh mount (the root's and a program's
 # folded, median of ROUNDS mounts, default 5) before and after.  Prints
 # markdown; asserts nothing.
-#   usage: sudo [BENCH_BUILD=build] [PER_MIN=100] [ROUNDS=5] bash tests/bench/symbolize-day.sh
+#   usage: sudo [BENCH_BUILD=build] [PER_MIN=300] [ROUNDS=5] bash tests/bench/symbolize-day.sh
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/bench/lib.sh"
 bench_setup symbolize-day --root --tools "perf cc objcopy strip readelf debuginfod python3 curl fusermount3" \
 	flamefs-collect fs/flamefs
-per_min=${PER_MIN:-100}
+per_min=${PER_MIN:-300}
 rounds=${ROUNDS:-5}
 pid= dpid=
 umount_() {
@@ -81,7 +81,7 @@ fi
 
 # ---- a recording, spread over a day ----
 perf record -q -g -F 999 -o "$work/a.data" -- sh -c \
-	"for k in 1 2 3; do $work/bin/p\$k 20000 6000; done" >/dev/null 2>&1 || { echo "perf record failed"; exit 1; }
+	"for k in 1 2 3; do $work/bin/p\$k 20000 30000; done" >/dev/null 2>&1 || { echo "perf record failed"; exit 1; }
 perf script --show-mmap-events -i "$work/a.data" >"$work/pool.txt" 2>/dev/null
 if [ -n "$fc_copy" ]; then
 	perf record -q -g -F 999 -o "$work/b.data" -- sh -c \
@@ -94,22 +94,36 @@ fi
 # minute m of 1,440 gets PER_MIN of them in turn, spread inside it; the
 # mmap events go first.  Times are seconds from 1000; --clock-offset puts
 # minute 0 at the start of the day before the last whole minute.
-awk -v per="$per_min" '
-	/PERF_RECORD_/ { sub(/ [0-9]+\.[0-9]+: /, " 999.000000: "); mm[nm++] = $0; next }
-	/^$/ { if (cur != "") blk[nb++] = cur; cur = ""; next }
-	{ cur = cur $0 "\n" }
-	END {
-		if (cur != "") blk[nb++] = cur
-		for (i = 0; i < nm; i++) print mm[i]
-		for (m = 0; m < 1440; m++)
-			for (j = 0; j < per; j++) {
-				b = blk[(m * per + j) % nb]
-				t = sprintf(" %.6f: ", 1000 + m * 60 + j * 60.0 / per + 0.000001)
-				sub(/ [0-9]+\.[0-9]+: /, t, b)
-				printf "%s\n", b
-			}
-		printf "%d\n", nb >"/dev/stderr"
-	}' "$work/pool.txt" >"$work/day.txt" 2>"$work/pool.n"
+python3 - "$per_min" "$work/pool.txt" "$work/day.txt" "$work/pool.n" <<'PY'
+import re, sys
+per, pool, out, nout = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+stamp = re.compile(r" [0-9]+\.[0-9]+: ")
+mmaps, blocks, cur = [], [], []
+for line in open(pool, errors="replace"):
+    if "PERF_RECORD_" in line:
+        mmaps.append(stamp.sub(" 999.000000: ", line, count=1))
+    elif line.strip() == "":
+        if cur:
+            blocks.append("".join(cur))
+        cur = []
+    else:
+        cur.append(line)
+if cur:
+    blocks.append("".join(cur))
+# each block as the text before and after its header's time
+parts = []
+for b in blocks:
+    m = stamp.search(b)
+    if m:
+        parts.append((b[: m.start()], b[m.end():]))
+with open(out, "w") as f:
+    f.writelines(mmaps)
+    for m in range(1440):
+        for j in range(per):
+            head, tail = parts[(m * per + j) % len(parts)]
+            f.write("%s %.6f: %s\n" % (head, 1000 + m * 60 + j * 60.0 / per + 0.000001, tail))
+open(nout, "w").write("%d\n" % len(parts))
+PY
 now=$(date +%s)
 day0=$(((now / 60) * 60 - 86400))
 t0=$(date +%s%N)
@@ -124,19 +138,27 @@ echo "# the day: $(cat "$work/pool.n") recorded samples (perf record -g -F 999) 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 debuginfod -F -d "$work/debuginfod.sqlite" -p "$port" -t 0 -g 0 "$work/debug" >"$work/debuginfod.log" 2>&1 &
 dpid=$!
+metric() { # the sum of the server's /metrics lines matching RE
+	curl -s "http://127.0.0.1:$port/metrics" | awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s }'
+}
+# ready once it serves each debug file (its first scan done); the probes'
+# transfers are counted out below
+nfiles=0
 for f in "$work"/debug/.build-id/*/*.debug; do
 	b=$(basename "$(dirname "$f")")$(basename "$f" .debug)
+	nfiles=$((nfiles + 1))
 	for _ in $(seq 600); do
 		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/buildid/$b/debuginfo")" = 200 ] && break
 		sleep 0.1
 	done
 done
-metric() { # the sum of the server's /metrics lines matching RE
-	curl -s "http://127.0.0.1:$port/metrics" | awk -v re="$1" '$0 ~ re { s += $NF } END { printf "%.0f\n", s }'
-}
-# the readiness probes above fetched each file once: count from here
-sent0=$(metric '^http_responses_transfer_bytes_sum.*code="200"')
-n200_0=$(metric '^http_responses_transfer_bytes_count.*code="200"')
+for _ in $(seq 100); do
+	[ "$(metric '^http_responses_transfer_bytes_count.*code="200",type="debuginfo"')" -ge "$nfiles" ] && break
+	sleep 0.1
+done
+sent0=$(metric '^http_responses_transfer_bytes_sum.*code="200",type="debuginfo"')
+n200_0=$(metric '^http_responses_transfer_bytes_count.*code="200",type="debuginfo"')
+n404_0=$(metric '^http_responses_transfer_bytes_count.*code="404",type="debuginfo"')
 
 # ---- first reads of a fresh mount ----
 mount_() {
@@ -154,12 +176,13 @@ ms() { # wall milliseconds of one cat
 	awk -v d=$((b - a)) 'BEGIN { printf "%.1f", d / 1e6 }'
 }
 med() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-prog_dir=
+mount_
+prog_dir=$work/mnt/p1/$(ls "$work/mnt/p1" | grep -v '^@' | head -1)
+umount_
 reads() { # prints "ROOT_MS PROG_MS", medians of fresh mounts
 	local root= prog= i
 	for i in $(seq "$rounds"); do
 		mount_
-		[ -n "$prog_dir" ] || prog_dir=$work/mnt/p1/$(ls "$work/mnt/p1" | grep -v '^@' | head -1)
 		root="$root $(ms "$work/mnt/folded")"
 		prog="$prog $(ms "$prog_dir/folded")"
 		umount_
@@ -178,13 +201,19 @@ snapshot before
 unnamed() { grep -o '\[[^];]*\]' "$1" | wc -l; }
 
 # ---- symbolize ----
+# the baseline: the same store named from the debug files on local disk
+cp -a "$work/store" "$work/store-local"
+env -u DEBUGINFOD_URLS "${rusage[@]}" "$work/local.rusage" \
+	"$fc" symbolize --store "$work/store-local" --debug-dir "$work/debug" 2>"$work/local.err" ||
+	{ cat "$work/local.err"; exit 1; }
+read -r lwall luser lsys lrss <"$work/local.rusage"
 DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$work/cache" \
 	"${rusage[@]}" "$work/sym.rusage" "$fc" symbolize --store "$work/store" 2>"$work/sym.err" ||
 	{ cat "$work/sym.err"; exit 1; }
 read -r wall user sys rss <"$work/sym.rusage"
-sent=$(($(metric '^http_responses_transfer_bytes_sum.*code="200"') - sent0))
-n200=$(($(metric '^http_responses_transfer_bytes_count.*code="200"') - n200_0))
-n404=$(metric '^http_responses_transfer_bytes_count.*code="404"')
+sent=$(($(metric '^http_responses_transfer_bytes_sum.*code="200",type="debuginfo"') - sent0))
+n200=$(($(metric '^http_responses_transfer_bytes_count.*code="200",type="debuginfo"') - n200_0))
+n404=$(($(metric '^http_responses_transfer_bytes_count.*code="404",type="debuginfo"') - n404_0))
 cache=$(du -sb "$work/cache" | cut -f1)
 "$fc" compact --store "$work/store" >/dev/null 2>&1
 read -r root_after prog_after < <(reads)
@@ -192,18 +221,22 @@ snapshot after
 
 total() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
 echo "# symbolize: $(head -1 "$work/sym.err" | sed 's/^flamefs-collect: symbolize: //')"
-echo "# the day's store: $(grep -c . "$work/before.root") folded lines at the root, p1's version: $prog_dir"
+echo "# the day's store: $(grep -c . "$work/before.root") folded lines at the root; p1's folded: ${prog_dir#$work/mnt/}"
 echo
-echo "| symbolize of the 24-hour store | |"
-echo "|---|---|"
-echo "| wall | $(printf %.2f "$wall") s |"
-echo "| CPU (user + sys) | $(printf '%.2f + %.2f' "$user" "$sys") s |"
-echo "| peak RSS | $((rss / 1024)) MiB |"
-echo "| bytes the server sent (its /metrics, 200s) | $sent in $n200 files ($n404 answers 404) |"
-echo "| client cache after | $cache bytes |"
-echo "| store (du -sb, compacted) | $(cat "$work/before.bytes") before, $(cat "$work/after.bytes") after |"
-echo "| bracketed frames in the root's folded | $(unnamed "$work/before.root") before, $(unnamed "$work/after.root") after |"
-echo "| root's total | $(total "$work/before.root") before, $(total "$work/after.root") after |"
+echo "| symbolize of the 24-hour store | from debuginfod | baseline: --debug-dir, no server |"
+echo "|---|---|---|"
+echo "| wall | $(printf %.2f "$wall") s | $(printf %.2f "$lwall") s |"
+echo "| CPU (user + sys) | $(printf '%.2f + %.2f' "$user" "$sys") s | $(printf '%.2f + %.2f' "$luser" "$lsys") s |"
+echo "| peak RSS | $((rss / 1024)) MiB | $((lrss / 1024)) MiB |"
+echo "| bytes the server sent (its /metrics, debuginfo 200s) | $sent in $n200 files ($n404 answers 404) | 0 |"
+echo "| client cache after | $cache bytes | |"
+echo "| the closing line | $(head -1 "$work/sym.err" | sed 's/^flamefs-collect: symbolize: //; s/;.*//') | $(head -1 "$work/local.err" | sed 's/^flamefs-collect: symbolize: //; s/;.*//') |"
+echo
+echo "| the store | before | after |"
+echo "|---|---|---|"
+echo "| bytes (du -sb, compacted) | $(cat "$work/before.bytes") | $(cat "$work/after.bytes") |"
+echo "| bracketed frames in the root's folded | $(unnamed "$work/before.root") | $(unnamed "$work/after.root") |"
+echo "| root's total | $(total "$work/before.root") | $(total "$work/after.root") |"
 echo
 echo "| first read of a fresh mount (median of $rounds, ms) | before | after |"
 echo "|---|---|---|"
