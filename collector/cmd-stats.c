@@ -545,8 +545,9 @@ static void warn_unnamed(struct store *s, const struct store_series *list, size_
 		        PROG
 		        ": warning: %s%% of the %s weight ends in code without function names, "
 		        "%s: install debug packages or set DEBUGINFOD_URLS, and run "
-		        "flamefs-collect symbolize (perf script text keeps offsets only when "
-		        "printed with --show-mmap-events: %s it again so; stats --quality lists "
+		        "flamefs-collect symbolize (perf script text keeps offsets only where the "
+		        "files it names are here, or when printed with --show-mmap-events: %s it "
+		        "again so; stats --quality lists "
 		        "every module)\n",
 		        share, list[best].event, advice, again);
 	}

@@ -3,7 +3,9 @@
 # a small C program built with -g, its debug part split off with objcopy
 # --only-keep-debug, and the program stripped.
 #
-#   stripped_build DIR   writes DIR/prog.c and builds:
+#   stripped_build DIR [CC_FLAG...]
+#                        writes DIR/prog.c and builds, with the flags given
+#                        (-no-pie, say) after the usual ones:
 #                          DIR/prog.full  with symbols and debug info
 #                          DIR/prog       the same, stripped (same build id)
 #                          DIR/debug/.build-id/xx/rest.debug   its debug file
@@ -27,6 +29,7 @@
 # GATE.done, waits (sleeping) until GATE exists, and does the same work again.
 stripped_build() {
 	local d=$1
+	shift
 	cat >"$d/prog.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +74,7 @@ int main(int argc, char **argv)
 }
 C
 	# -g puts this run's directory into the debug info: a build id of its own.
-	cc -O0 -g -fno-omit-frame-pointer -o "$d/prog.full" "$d/prog.c" ||
+	cc -O0 -g -fno-omit-frame-pointer "$@" -o "$d/prog.full" "$d/prog.c" ||
 		{ bad "cannot build the test program"; finish; }
 	bid=$(readelf -n "$d/prog.full" | awk '/Build ID:/ { print $3 }')
 	mkdir -p "$d/debug/.build-id/${bid:0:2}" "$d/flat"

@@ -144,7 +144,8 @@ struct module {
 	char *unknown_name; /* "[basename]", for addresses without symbol */
 	uint8_t *build_id;
 	size_t build_id_len;
-	uint64_t entry; /* e_entry */
+	uint64_t entry;  /* e_entry */
+	uint16_t e_type; /* ET_EXEC, ET_DYN...; 0 when not ELF */
 	/* Where a program's objects lie in a process (symbolize_keep_layout),
 	 * or NULL; nlm: the loader's list it was taken with (0: just after
 	 * the exec) */
