@@ -21,6 +21,7 @@
 static void usage(FILE *f)
 {
 	fputs("Usage: " PROG " symbolize [--store STORE] [--debug-dir DIR]... [--dry-run]\n"
+	      "                          [--debuginfod-budget SECONDS]\n"
 	      "\n"
 	      "Names the frames stored without a function name (\"[libfoo.so]\": code\n"
 	      "recorded or imported while its file had no symbols) once debug\n"
@@ -33,7 +34,9 @@ static void usage(FILE *f)
 	      "DEBUGINFOD_URLS is set: DEBUGINFOD_TIMEOUT, default 5 s a transfer,\n"
 	      "DEBUGINFOD_RETRY_LIMIT, default 1, DEBUGINFOD_CACHE_PATH, default\n"
 	      "~/.cache/debuginfod_client; servers that fail or time out are said so\n"
-	      "and not asked again in the run),\n"
+	      "and not asked again in the run; once the run has spent its budget of\n"
+	      "server time, slow \"not found\" answers included, the modules left\n"
+	      "are not asked and one line says how many),\n"
 	      "then a debug file of that build id: DIR/.build-id/xx/rest.debug,\n"
 	      "DIR/xx/rest.debug or any file directly in DIR.  Counts, totals and\n"
 	      "time windows stay exact; stacks whose frames become one function show\n"
@@ -48,6 +51,11 @@ static void usage(FILE *f)
 	      "                   its hosts need none\n"
 	      "  --debug-dir DIR  also look for debug files here (repeatable)\n"
 	      "  --dry-run        say what would be named, change nothing\n"
+	      "  --debuginfod-budget SECONDS\n"
+	      "                   the debuginfod server time the run may spend, its\n"
+	      "                   queries' wall time summed (default: "
+	      "$" SYMBOLIZE_DEBUGINFOD_BUDGET_ENV ", else 30); a query still\n"
+	      "                   running when it is spent is cut short\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  apt install python3.11-dbg && " PROG " symbolize --store ~/prof\n"
@@ -110,6 +118,15 @@ static void say(const struct symbolize_later_pass *p, bool dry)
 		        "modules (DEBUGINFOD_TIMEOUT=%s s a transfer, DEBUGINFOD_RETRY_LIMIT=%s)\n",
 		        urls, se == -ETIME || se == -ETIMEDOUT ? "timed out" : strerror(-se),
 		        getenv("DEBUGINFOD_TIMEOUT"), getenv("DEBUGINFOD_RETRY_LIMIT"));
+	double budget, spent;
+	size_t asked, unasked = symbolize_later_budget(p, &budget, &spent, &asked);
+	if (unasked)
+		fprintf(stderr,
+		        PROG ": symbolize: debuginfod: the budget of %g s of server time is spent "
+		             "(%.1f s on %zu modules); did not ask about %zu modules "
+		             "(--debuginfod-budget or " SYMBOLIZE_DEBUGINFOD_BUDGET_ENV
+		             " sets the budget)\n",
+		        budget, spent, asked, unasked);
 }
 
 /* Dies unless each --debug-dir is a directory. */
@@ -130,12 +147,15 @@ int cmd_symbolize(int argc, char **argv)
 	        {"store", required_argument, NULL, 's'},
 	        {"debug-dir", required_argument, NULL, 'd'},
 	        {"dry-run", no_argument, NULL, 'n'},
+	        {"debuginfod-budget", required_argument, NULL, 'B'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
 	const char *store_arg = NULL;
 	const char **dirs = NULL;
 	size_t ndirs = 0;
+	const char *budget_arg = NULL;
+	double budget;
 	bool dry = false;
 	int c;
 
@@ -151,6 +171,7 @@ int cmd_symbolize(int argc, char **argv)
 			break;
 		}
 		case 'n': dry = true; break;
+		case 'B': budget_arg = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: return cli_bad_option(argv[0], c, argv);
 		}
@@ -158,6 +179,12 @@ int cmd_symbolize(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(argv[0], "unexpected argument %s", argv[optind]);
 	check_dirs(dirs, ndirs);
+	if (symbolize_later_debuginfod_budget(budget_arg, &budget) < 0)
+		return cli_usage_error(
+		        argv[0], "%s%s: not a number of seconds above 0 and at most %d",
+		        budget_arg ? "--debuginfod-budget " : SYMBOLIZE_DEBUGINFOD_BUDGET_ENV "=",
+		        budget_arg ? budget_arg : getenv(SYMBOLIZE_DEBUGINFOD_BUDGET_ENV),
+		        SYMBOLIZE_DEBUGINFOD_BUDGET_MAX_S);
 	symbolize_later_debuginfod_defaults();
 
 	char *owned, err[512];
@@ -171,7 +198,7 @@ int cmd_symbolize(int argc, char **argv)
 
 	/* the unnamed frames that know where they are, named in one commit */
 	struct symbolize_later_pass *p;
-	struct symbolize_later_opts lo = {dirs, ndirs, false};
+	struct symbolize_later_opts lo = {dirs, ndirs, false, budget};
 	int r = symbolize_later_plan(s, NULL, 0, &p);
 	if (r == 0)
 		r = symbolize_later_run(p, &lo);

@@ -181,6 +181,14 @@ int main(int argc, char **argv)
 		return cmd_merge(argc, argv);
 	if (strcmp(cmd, "record") == 0) {
 		/* its naming pass may ask debuginfod: bounded, set before its threads */
+		double budget;
+		if (symbolize_later_debuginfod_budget(NULL, &budget) < 0)
+			return cli_usage_error(
+			        "record",
+			        SYMBOLIZE_DEBUGINFOD_BUDGET_ENV
+			        "=%s: not a number of seconds above 0 and at most %d",
+			        getenv(SYMBOLIZE_DEBUGINFOD_BUDGET_ENV),
+			        SYMBOLIZE_DEBUGINFOD_BUDGET_MAX_S);
 		symbolize_later_debuginfod_defaults();
 		return record_main(argc, argv);
 	}

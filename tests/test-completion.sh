@@ -70,7 +70,7 @@ fi
 
 comp "import" flamefs-collect im
 comp "compact export help import merge prune push record samples stats symbolize unwind-table" flamefs-collect ""
-comp "--debug-dir --dry-run" flamefs-collect symbolize --d
+comp "--debug-dir --debuginfod-budget --dry-run" flamefs-collect symbolize --d
 comp "--help --version" flamefs-collect --
 comp "--format" flamefs-collect import --fo
 comp "auto folded gperftools-cpu legacy perf perf.data pprof" flamefs-collect import --format ""

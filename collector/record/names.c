@@ -24,8 +24,11 @@
  * gives the same frame, named (store_batch_frame_rename()).  A frame
  * another writer of the database named since the pass began keeps that
  * name: the pass leaves it out.  At the end a last pass runs for what is
- * left, waited for at most RECORD_NAMES_END_WAIT_S.  It prints only with
- * -v: what it named.
+ * left, waited for at most RECORD_NAMES_END_WAIT_S.  Each pass may spend
+ * the debuginfod budget ($FLAMEFS_DEBUGINFOD_BUDGET, symbolize.h) on
+ * servers.  It prints what it named only with -v, and once a recording,
+ * whatever the verbosity, that the servers failed or that a pass spent its
+ * budget.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -66,6 +69,7 @@ struct record_names {
 	bool debuginfod; /* DEBUGINFOD_URLS set */
 	bool database;   /* the store keeps a frame's first content as its identity */
 	unsigned verbose;
+	bool said_failure, said_budget; /* the lines said once a recording */
 
 	struct nmod *mods;
 	size_t nmods, mods_cap;
@@ -141,6 +145,8 @@ int record_names_new(struct record_names **out, const struct options *o, bool da
 	n->lo.dirs = (const char *const *)n->dirs;
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	n->debuginfod = urls && *urls;
+	/* checked by the command line before: a bad value leaves the default */
+	(void)symbolize_later_debuginfod_budget(NULL, &n->lo.debuginfod_budget_s);
 	n->verbose = o->verbose;
 	n->database = database;
 	pthread_condattr_t ca;
@@ -451,6 +457,37 @@ int record_names_apply(struct recorder *r, struct store_batch *b)
 	return 0;
 }
 
+/* Says, once a recording, that the pass's servers failed or that it spent
+ * its debuginfod budget (the lines of `flamefs-collect symbolize`). */
+static void say_servers(struct record_names *n)
+{
+	const char *urls;
+	int se = symbolize_later_server_error(n->pass, &urls);
+	double budget, spent;
+	size_t asked, unasked = symbolize_later_budget(n->pass, &budget, &spent, &asked);
+
+	if (se && !n->said_failure) {
+		n->said_failure = true;
+		fprintf(stderr,
+		        PROG
+		        ": record: naming later: debuginfod server %s: %s; asked no server for "
+		        "the other modules of that pass (DEBUGINFOD_TIMEOUT=%s s a transfer, "
+		        "DEBUGINFOD_RETRY_LIMIT=%s); said once a recording\n",
+		        urls, se == -ETIME || se == -ETIMEDOUT ? "timed out" : strerror(-se),
+		        getenv("DEBUGINFOD_TIMEOUT"), getenv("DEBUGINFOD_RETRY_LIMIT"));
+	}
+	if (unasked && !n->said_budget) {
+		n->said_budget = true;
+		fprintf(stderr,
+		        PROG
+		        ": record: naming later: debuginfod: a pass spent its budget of %g s of "
+		        "server time (%.1f s on %zu modules) and did not ask about %zu modules "
+		        "(" SYMBOLIZE_DEBUGINFOD_BUDGET_ENV " sets the budget a pass); "
+		        "said once a recording\n",
+		        budget, spent, asked, unasked);
+	}
+}
+
 int record_names_committed(struct recorder *r)
 {
 	struct record_names *n = r->names;
@@ -458,6 +495,7 @@ int record_names_committed(struct recorder *r)
 
 	if (!n || n->state != PASS_APPLIED)
 		return 0;
+	say_servers(n);
 	const struct symbolize_later_result *res = symbolize_later_results(n->pass, &nres);
 	struct symbolize_later_frame *fr =
 	        (struct symbolize_later_frame *)symbolize_later_frames(n->pass, &nfr);

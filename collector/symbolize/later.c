@@ -24,9 +24,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "symbolize.h"
+
+/* CLOCK_MONOTONIC in seconds: the debuginfod budget's clock. */
+static double later_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
 
 #ifdef FLAMEFS_RECORD_NO_BPF
 
@@ -62,9 +72,9 @@ static bool later_partial(const struct symbolize_later *m)
 	return false;
 }
 
-static int debuginfod_ask(const uint8_t *bid, size_t len)
+static int debuginfod_ask(const uint8_t *bid, size_t len, double deadline)
 {
-	(void)bid, (void)len;
+	(void)bid, (void)len, (void)deadline;
 	return -ENOSYS;
 }
 
@@ -362,14 +372,21 @@ static bool later_partial(const struct symbolize_later *m)
 /* libdebuginfod's client as debuginfod_find_debuginfo(3) documents it,
  * loaded as libdwfl loads it (no build dependency on its headers), once a
  * process and never unloaded: its libraries (curl, TLS) keep state of their
- * own from their first use, which an unload would leave behind. */
+ * own from their first use, which an unload would leave behind.  The
+ * progress callback and user data (libdebuginfod 0.179 and later) let a
+ * query be cut short at the pass's deadline; without them a query runs to
+ * its own end. */
 struct debuginfod_client;
+typedef int (*debuginfod_progress_fn)(struct debuginfod_client *, long, long);
 
 static struct {
 	pthread_once_t once;
 	struct debuginfod_client *(*begin)(void);
 	int (*find)(struct debuginfod_client *, const unsigned char *, int, char **);
 	void (*end)(struct debuginfod_client *);
+	void (*set_progress)(struct debuginfod_client *, debuginfod_progress_fn);
+	void (*set_user)(struct debuginfod_client *, void *);
+	void *(*get_user)(struct debuginfod_client *);
 } dfd = {.once = PTHREAD_ONCE_INIT};
 
 static void debuginfod_load(void)
@@ -381,18 +398,43 @@ static void debuginfod_load(void)
 	*(void **)&dfd.begin = dlsym(lib, "debuginfod_begin");
 	*(void **)&dfd.find = dlsym(lib, "debuginfod_find_debuginfo");
 	*(void **)&dfd.end = dlsym(lib, "debuginfod_end");
+	*(void **)&dfd.set_progress = dlsym(lib, "debuginfod_set_progressfn");
+	*(void **)&dfd.set_user = dlsym(lib, "debuginfod_set_user_data");
+	*(void **)&dfd.get_user = dlsym(lib, "debuginfod_get_user_data");
 	if (!dfd.begin || !dfd.find || !dfd.end) {
 		dfd.begin = NULL;
 		dlclose(lib);
 	}
+	if (!dfd.set_progress || !dfd.set_user || !dfd.get_user)
+		dfd.set_progress = NULL;
+}
+
+/* A query's deadline, and whether it was cut short there. */
+struct ask_deadline {
+	double at; /* CLOCK_MONOTONIC seconds */
+	bool cut;
+};
+
+/* libdebuginfod calls this while a query waits (about once a second and at
+ * each chunk received); nonzero cancels the query. */
+static int debuginfod_progress(struct debuginfod_client *c, long a, long b)
+{
+	struct ask_deadline *d = dfd.get_user(c);
+
+	(void)a, (void)b;
+	if (d && later_now() >= d->at)
+		d->cut = true;
+	return d && d->cut;
 }
 
 /* Asks the servers of DEBUGINFOD_URLS for the debug file of build id bid,
  * which lands in the client's cache (where libdwfl's own query then finds
- * it): 0 found, -ENOENT none has it, -ENOSYS no client or no servers,
- * -ENOMEM, else the failure (-ECONNREFUSED, -ETIME, ...). */
-static int debuginfod_ask(const uint8_t *bid, size_t len)
+ * it): 0 found, -ENOENT none has it, -ECANCELED cut short at `deadline`
+ * (CLOCK_MONOTONIC seconds), -ENOSYS no client or no servers, -ENOMEM,
+ * else the failure (-ECONNREFUSED, -ETIME, ...). */
+static int debuginfod_ask(const uint8_t *bid, size_t len, double deadline)
 {
+	struct ask_deadline d = {deadline, false};
 	int fd;
 
 	pthread_once(&dfd.once, debuginfod_load);
@@ -401,13 +443,17 @@ static int debuginfod_ask(const uint8_t *bid, size_t len)
 	struct debuginfod_client *c = dfd.begin();
 	if (!c)
 		return -ENOMEM;
+	if (dfd.set_progress) {
+		dfd.set_user(c, &d);
+		dfd.set_progress(c, debuginfod_progress);
+	}
 	fd = dfd.find(c, bid, (int)len, NULL);
 	dfd.end(c);
 	if (fd >= 0) {
 		close(fd);
 		return 0;
 	}
-	return fd;
+	return d.cut ? -ECANCELED : fd;
 }
 
 void symbolize_later_free(struct symbolize_later *m)
@@ -429,6 +475,11 @@ void symbolize_later_free(struct symbolize_later *m)
 struct symbolize_later_pass {
 	int server_error; /* symbolize_later_server_error() */
 	char *server_urls;
+	/* symbolize_later_budget(): the budget, the server time spent (the
+	 * queries' wall time summed), the modules asked and those not asked
+	 * (or cut short) once it was spent */
+	double budget_s, spent_s;
+	size_t asked, unasked;
 	struct symbolize_later_result *mods;
 	size_t nmods;
 	struct symbolize_later_frame *frames;
@@ -556,8 +607,9 @@ out:
 
 /* Opens module r of a pass: first without debuginfod; then, when that
  * found no symbols or only the module's .dynsym and servers are set and
- * have not failed, asks them and, when one had the debug file, opens the
- * module again (libdwfl finds the file in the cache). */
+ * have not failed, asks them while the pass's budget lasts (a query running
+ * when it runs out is cut short) and, when one had the debug file, opens
+ * the module again (libdwfl finds the file in the cache). */
 static int open_module(struct symbolize_later_pass *p, struct symbolize_later_opts *lo,
                        const struct symbolize_later_result *r, struct symbolize_later **out)
 {
@@ -570,7 +622,19 @@ static int open_module(struct symbolize_later_pass *p, struct symbolize_later_op
 	if ((rc != 0 && rc != -ENOENT) || (rc == 0 && !later_partial(*out)) || lo->no_debuginfod ||
 	    !urls || !*urls || !r->m.build_id_len)
 		return rc;
-	asked = debuginfod_ask(r->m.build_id, r->m.build_id_len);
+	if (p->spent_s >= p->budget_s) {
+		p->unasked++;
+		return rc;
+	}
+	double t0 = later_now();
+	asked = debuginfod_ask(r->m.build_id, r->m.build_id_len, t0 + p->budget_s - p->spent_s);
+	p->spent_s += later_now() - t0;
+	if (asked == -ECANCELED) {
+		p->unasked++;
+		return rc;
+	}
+	if (asked != -ENOSYS)
+		p->asked++;
 	if (asked == -ENOMEM)
 		goto nomem;
 	if (asked < 0 && asked != -ENOENT && asked != -ENOSYS) {
@@ -594,6 +658,9 @@ int symbolize_later_run(struct symbolize_later_pass *p, const struct symbolize_l
 {
 	struct symbolize_later_opts lo = o ? *o : (struct symbolize_later_opts){0};
 	size_t i = 0;
+
+	p->budget_s =
+	        lo.debuginfod_budget_s > 0 ? lo.debuginfod_budget_s : SYMBOLIZE_DEBUGINFOD_BUDGET_S;
 
 	for (size_t k = 0; k < p->nmods; k++) {
 		struct symbolize_later_result *r = &p->mods[k];
@@ -628,6 +695,34 @@ int symbolize_later_server_error(const struct symbolize_later_pass *p, const cha
 {
 	*urls = p->server_urls;
 	return p->server_error;
+}
+
+size_t symbolize_later_budget(const struct symbolize_later_pass *p, double *budget_s,
+                              double *spent_s, size_t *asked)
+{
+	*budget_s = p->budget_s;
+	*spent_s = p->spent_s;
+	*asked = p->asked;
+	return p->unasked;
+}
+
+int symbolize_later_debuginfod_budget(const char *text, double *s)
+{
+	const char *v = text ? text : getenv(SYMBOLIZE_DEBUGINFOD_BUDGET_ENV);
+	char *end;
+	double d;
+
+	if (!v) {
+		*s = SYMBOLIZE_DEBUGINFOD_BUDGET_S;
+		return 0;
+	}
+	errno = 0;
+	d = strtod(v, &end);
+	/* written as d > 0 so that a NaN fails too */
+	if (errno || end == v || *end || !(d > 0) || d > SYMBOLIZE_DEBUGINFOD_BUDGET_MAX_S)
+		return -EINVAL;
+	*s = d;
+	return 0;
 }
 
 void symbolize_later_debuginfod_defaults(void)

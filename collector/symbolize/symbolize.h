@@ -610,8 +610,12 @@ void symbolize_set_perf_names(struct symbolize *s, bool on);
 struct symbolize_later_opts {
 	const char *const *dirs; /* debug directories, searched after /usr/lib/debug */
 	size_t ndirs;
-	bool no_debuginfod; /* ask no debuginfod server (symbolize_later_run() sets it
-	                       for the rest of a pass once the servers failed) */
+	/* ask no debuginfod server (symbolize_later_run() sets it for the
+	 * rest of a pass once the servers failed) */
+	bool no_debuginfod;
+	/* the server time a pass may spend asking debuginfod
+	 * (symbolize_later_budget()); 0: SYMBOLIZE_DEBUGINFOD_BUDGET_S */
+	double debuginfod_budget_s;
 };
 struct symbolize_later;
 /* Finds symbols for the module (path, build id).  *out is the caller's,
@@ -676,6 +680,8 @@ void symbolize_later_pass_free(struct symbolize_later_pass *p); /* accepts NULL 
  * a debuglink would point): it changes when a debug file appears there
  * (an install, a move into a debug directory), not when nothing did.
  * debuginfod is not covered. */
+uint64_t symbolize_later_stamp(const struct symbolize_later_opts *o,
+                               const struct symbolize_later_module *m);
 /* Whether the debuginfod servers (DEBUGINFOD_URLS) failed in the pass:
  * 0, or the -errno of the first failure (-ECONNREFUSED, -ETIME when a
  * transfer timed out, ...), with *urls the servers asked (owned by the
@@ -694,8 +700,27 @@ int symbolize_later_server_error(const struct symbolize_later_pass *p, const cha
 #define SYMBOLIZE_DEBUGINFOD_TIMEOUT_S 5
 #define SYMBOLIZE_DEBUGINFOD_RETRIES   1
 void symbolize_later_debuginfod_defaults(void);
-uint64_t symbolize_later_stamp(const struct symbolize_later_opts *o,
-                               const struct symbolize_later_module *m);
+/* The debuginfod budget of a pass: the wall time of its queries summed
+ * (slow "not found" answers count as much as downloads).  A module that
+ * needs the servers once the budget is spent is not asked, and a query
+ * still running when it runs out is cut short (within about a second:
+ * libdebuginfod's progress callback); both count as not asked.  So a pass
+ * spends at most about the budget on servers whatever the number of
+ * modules, on top of the failure rule of symbolize_later_server_error(). */
+#define SYMBOLIZE_DEBUGINFOD_BUDGET_S     30
+#define SYMBOLIZE_DEBUGINFOD_BUDGET_MAX_S 86400
+#define SYMBOLIZE_DEBUGINFOD_BUDGET_ENV   "FLAMEFS_DEBUGINFOD_BUDGET"
+/* The budget in seconds from `text` (an option's argument) when not NULL,
+ * else from $FLAMEFS_DEBUGINFOD_BUDGET when set, else the default: 0 with
+ * *s, or -EINVAL (*s untouched) when that text is not a number of seconds
+ * above 0 and at most SYMBOLIZE_DEBUGINFOD_BUDGET_MAX_S (decimals allowed). */
+int symbolize_later_debuginfod_budget(const char *text, double *s);
+/* What pass p did with its budget: the number of modules it did not ask
+ * the servers about (or whose query it cut short) because the budget was
+ * spent, 0 when it lasted; *budget_s the budget, *spent_s the server time
+ * spent, *asked the modules asked to the end. */
+size_t symbolize_later_budget(const struct symbolize_later_pass *p, double *budget_s,
+                              double *spent_s, size_t *asked);
 
 /* ---- offline symbolization (import-symbols.c) ---- */
 

@@ -171,7 +171,8 @@ _flamefs_collect()
 			_flamefs_collect_dirs
 			return
 		fi
-		opts='--store --debug-dir --dry-run --help'
+		[[ $prev == --debuginfod-budget ]] && return
+		opts='--store --debug-dir --dry-run --debuginfod-budget --help'
 		;;
 	unwind-table)
 		if [[ $cur == -* ]]; then
