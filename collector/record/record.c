@@ -140,6 +140,8 @@ static int alloc_state(struct recorder *r, const struct options *o)
 	r->templates_fd = -1;
 
 	r->sym = symbolize_new();
+	if (r->sym)
+		symbolize_set_local_debug(r->sym, true);
 	r->frames = calloc(FRAMES_CAP, sizeof(*r->frames));
 	r->pystack = calloc(1, sizeof(*r->pystack));
 	r->pyslots = calloc(PROFILE_PY_SLOTS, sizeof(*r->pyslots));

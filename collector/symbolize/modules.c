@@ -164,6 +164,7 @@ int sym_module_new_elf(const struct symbolize *s, const char *path, int fd, Elf 
 		return -ENOMEM;
 	}
 	m->fd = fd;
+	m->local_debug = s->local_debug;
 	m->path = strdup(path);
 	if (!m->path)
 		goto fail;
@@ -378,7 +379,8 @@ static int debuglink_open(const struct module *m, const char *file_name, int dle
  * ".." is refused, and so is a .gnu_debugaltlink's path) in the places debuglink_open() says, each opened only
  * when it is a regular file of a bounded size, never blocking; and
  * debuginfod only when DEBUGINFOD_URLS is set (its client costs some 25
- * libraries and a start per module otherwise).  *userdata is the module
+ * libraries and a start per module otherwise) and the module's symbolizer
+ * allows it (symbolize_set_local_debug()).  *userdata is the module
  * (symbolize's), or NULL (import-symbols.c's unwinding sessions). */
 int symbolize_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
                              const char *file_name, const char *debuglink, GElf_Word crc,
@@ -422,7 +424,7 @@ int symbolize_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 			free(path);
 		}
 	}
-	if (use_debuginfod)
+	if (use_debuginfod && !(m && m->local_debug))
 		/* Build id and debuginfod only: no name, so no path is tried. */
 		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, NULL, NULL, 0,
 		                                    debuginfo_file_name);

@@ -95,6 +95,11 @@ void symbolize_set_perf_names(struct symbolize *s, bool on)
 	s->perf_names = on;
 }
 
+void symbolize_set_local_debug(struct symbolize *s, bool on)
+{
+	s->local_debug = on;
+}
+
 /* ---- shared name strings -------------------------------------------------- */
 
 struct proc_names *sym_names_new(const char *binary, size_t blen, const uint8_t *bid, size_t n)

@@ -144,8 +144,9 @@ struct module {
 	char *unknown_name; /* "[basename]", for addresses without symbol */
 	uint8_t *build_id;
 	size_t build_id_len;
-	uint64_t entry;  /* e_entry */
-	uint16_t e_type; /* ET_EXEC, ET_DYN...; 0 when not ELF */
+	uint64_t entry;   /* e_entry */
+	uint16_t e_type;  /* ET_EXEC, ET_DYN...; 0 when not ELF */
+	bool local_debug; /* its debug file is never asked of a debuginfod server */
 	/* Where a program's objects lie in a process (symbolize_keep_layout),
 	 * or NULL; nlm: the loader's list it was taken with (0: just after
 	 * the exec) */
@@ -345,9 +346,10 @@ struct symbolize {
 	size_t nksyms;
 	char *knames;
 	bool kernel_tried;
-	bool lines;      /* look up file:line too */
-	bool inlines;    /* expand inlined functions from DWARF */
-	bool perf_names; /* symbolize_set_perf_names() */
+	bool lines;       /* look up file:line too */
+	bool inlines;     /* expand inlined functions from DWARF */
+	bool perf_names;  /* symbolize_set_perf_names() */
+	bool local_debug; /* symbolize_set_local_debug() */
 	/* offline: (path, build id) -> module (or the stand-in for a missing file), so a file that many
 	 * recorded processes map is looked for once */
 	struct offline_ent *offline_tab;

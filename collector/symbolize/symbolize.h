@@ -602,6 +602,13 @@ char *symbolize_symbol(const char *raw, bool perf);
  * demangles fully before tidying). */
 void symbolize_set_perf_names(struct symbolize *s, bool on);
 
+/* Whether the files opened from now on look for their debug files only
+ * where they lie on this machine, never asking the debuginfod servers of
+ * DEBUGINFOD_URLS on the caller's thread (off by default).  The recorder
+ * sets it: a slow server would hold up its drains; it asks for what is
+ * still unnamed on a thread of its own, within a budget (naming later). */
+void symbolize_set_local_debug(struct symbolize *s, bool on);
+
 /* ---- naming later (later.c) ----
  * Frames stored without a name keep their module's path, build id and a
  * file offset (store.h); these name such an offset afterwards, from the

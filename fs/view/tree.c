@@ -146,7 +146,9 @@ static int cmp_name(const struct view_tree *t, uint32_t n, const char *name, siz
 {
 	const struct vstr *x = &t->strs[vnode_frame(t, n)->name];
 	size_t m = x->len < len ? x->len : len;
-	int c = memcmp(t->arena + x->off, name, m);
+	/* memcmp's arguments must not be NULL even for 0 bytes: an empty
+	 * name may come without a pointer, and an empty tree without an arena */
+	int c = m ? memcmp(t->arena + x->off, name, m) : 0;
 
 	if (c)
 		return c;
