@@ -106,8 +106,10 @@ static void rollup_database(const char *verb, const char *where, struct store *d
 		       store_where(dst), ru.samples, ru.slices, ru.bytes, window);
 }
 
-/* Parses a positive count no larger than UINT32_MAX. */
-static uint32_t parse_count(const char *opt, const char *s)
+/* Parses --buckets-per-commit's value of command cmd into *n, a positive
+ * count no larger than UINT32_MAX: -1 to go on, else the exit status of
+ * the usage error said. */
+static int parse_count(const char *cmd, const char *s, uint32_t *n)
 {
 	char *end;
 	unsigned long long v;
@@ -115,8 +117,12 @@ static uint32_t parse_count(const char *opt, const char *s)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s || *end || v == 0 || v > UINT32_MAX || s[0] == '-')
-		cli_die("%s: expected a whole number from 1 to 4294967295, got \"%s\"", opt, s);
-	return (uint32_t)v;
+		return cli_usage_error(cmd,
+		                       "--buckets-per-commit: expected a whole number from 1 to "
+		                       "4294967295, got \"%s\"",
+		                       s);
+	*n = (uint32_t)v;
+	return -1;
 }
 
 /* ---- push ---------------------------------------------------------------- */
@@ -176,7 +182,7 @@ int cmd_push(int argc, char **argv)
 	char *owned, err[1024];
 	struct store *src, *dst;
 	bool verbose = false;
-	int c;
+	int c, r;
 
 	store_log_to(log_line, "push");
 	optind = 1;
@@ -184,7 +190,10 @@ int cmd_push(int argc, char **argv)
 		switch (c) {
 		case 's': store_arg = optarg; break;
 		case 't': to = optarg; break;
-		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
+		case 'n':
+			if ((r = parse_count("push", optarg, &o.buckets_per_commit)) >= 0)
+				return r;
+			break;
 		case 'F': o.incremental = false; break;
 		case 'S': o.samples = true; break;
 		case 'v': verbose = true; break;
@@ -197,8 +206,10 @@ int cmd_push(int argc, char **argv)
 	if (!to)
 		return cli_usage_error("push", "--to DATABASE is required");
 	if (!store_is_database(to))
-		cli_die("push --to: expected a database (a connection string that starts with "
-		        "postgresql: or postgres:); to copy into a directory, use merge");
+		return cli_usage_error("push",
+		                       "--to: expected a database (a connection string that starts "
+		                       "with postgresql: or postgres:); to copy into a directory, "
+		                       "use merge");
 	src = open_source(cli_resolve_store(store_arg, &owned), true);
 	if (store_open(to, STORE_CREATE, &dst, err, sizeof(err)) < 0)
 		cli_die("%s", err);
@@ -269,14 +280,17 @@ int cmd_merge(int argc, char **argv)
 	char *owned, err[1024];
 	struct store *dst;
 	bool verbose = false;
-	int c;
+	int c, r;
 
 	store_log_to(log_line, "merge");
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_arg = optarg; break;
-		case 'n': o.buckets_per_commit = parse_count("--buckets-per-commit", optarg); break;
+		case 'n':
+			if ((r = parse_count("merge", optarg, &o.buckets_per_commit)) >= 0)
+				return r;
+			break;
 		case 'S': o.samples = true; break;
 		case 'N': o.samples = false; break;
 		case 'v': verbose = true; break;

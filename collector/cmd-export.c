@@ -175,16 +175,17 @@ static size_t keep_series(struct store_series *list, size_t n, const char *binar
 	return m;
 }
 
-/* A time to the microsecond. */
-static int64_t parse_time_opt(const char *opt, const char *arg)
+/* A time to the microsecond into *t: -1 to go on, else the exit status
+ * of the usage error said. */
+static int parse_time_opt(const char *opt, const char *arg, int64_t *t)
 {
-	int64_t t;
-
-	if (view_parse_time_us(arg, &t) < 0)
-		cli_die("%s: expected Unix seconds or an ISO 8601 UTC time, to the microsecond at "
-		        "most (1795010523.25, 2026-11-24T14:02:03.250Z), got \"%s\"",
-		        opt, arg);
-	return t;
+	if (view_parse_time_us(arg, t) < 0)
+		return cli_usage_error("export",
+		                       "%s: expected Unix seconds or an ISO 8601 UTC time, to the "
+		                       "microsecond at most (1795010523.25, "
+		                       "2026-11-24T14:02:03.250Z), got \"%s\"",
+		                       opt, arg);
+	return -1;
 }
 
 /* Says on stderr what a window could not cut exactly: never silently. */
@@ -260,7 +261,7 @@ static int parse_options(int argc, char **argv, struct export_opts *o)
 			if (rc == -ENOMEM)
 				cli_die("out of memory");
 			if (rc < 0)
-				cli_die("%s", err);
+				return cli_usage_error("export", "%s", err);
 			break;
 		}
 		case 'M':
@@ -497,14 +498,24 @@ int cmd_export(int argc, char **argv)
 		return status;
 	}
 
-	int64_t from = INT64_MIN, to = INT64_MAX;
+	int64_t from = INT64_MIN, to = INT64_MAX, last = 0;
 	bool window = o.last || o.from || o.to;
-	if (o.from)
-		from = parse_time_opt("--from", o.from);
-	if (o.to)
-		to = parse_time_opt("--to", o.to);
-	if (from > to)
+	if ((o.from && (status = parse_time_opt("--from", o.from, &from)) >= 0) ||
+	    (o.to && (status = parse_time_opt("--to", o.to, &to)) >= 0)) {
+		free(o.labels);
+		return status;
+	}
+	if (o.last && view_parse_duration(o.last, &last) < 0) {
+		free(o.labels);
+		return cli_usage_error("export",
+		                       "--last: expected a duration such as 90s, 5m, 1h or 1d12h, "
+		                       "got \"%s\"",
+		                       o.last);
+	}
+	if (from > to) {
+		free(o.labels);
 		return cli_usage_error("export", "--from must not come after --to");
+	}
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(o.store, &owned);
@@ -514,12 +525,7 @@ int cmd_export(int argc, char **argv)
 		cli_die_open(opened, err);
 	dir = store_where(s); /* a database: without its password */
 	if (o.last) {
-		int64_t secs;
-		if (view_parse_duration(o.last, &secs) < 0)
-			cli_die("--last: expected a duration such as 90s, 5m, 1h or 1d12h, got "
-			        "\"%s\"",
-			        o.last);
-		view_window_last(time(NULL), secs, store_bucket_seconds(s), &from, &to);
+		view_window_last(time(NULL), last, store_bucket_seconds(s), &from, &to);
 		from *= 1000000;
 		to *= 1000000;
 	}

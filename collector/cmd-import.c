@@ -598,7 +598,7 @@ static int parse_options(int argc, char **argv, struct import_job *job, const ch
 			if (rc == -ENOMEM)
 				cli_die("out of memory");
 			if (rc < 0)
-				cli_die("%s", err);
+				return cli_usage_error("import", "%s", err);
 			o->labels = job->labels;
 			break;
 		}

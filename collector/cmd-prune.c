@@ -136,25 +136,21 @@ int cmd_prune(int argc, char **argv)
 		case 's': store_arg = optarg; break;
 		case 'o':
 			r = record_parse_duration(optarg, &age);
-			if (r < 0) {
-				fprintf(stderr,
-				        PROG ": prune: --older-than \"%s\": %s; expected a "
-				             "duration such as 90, 30m, 12h, 7d or 1d12h\n",
+			if (r < 0)
+				return cli_usage_error(
+				        "prune",
+				        "--older-than \"%s\": %s; expected a duration "
+				        "such as 90, 30m, 12h, 7d or 1d12h",
 				        optarg, r == -ERANGE ? "too long" : "not a duration");
-				return 2;
-			}
 			o.before = (int64_t)time(NULL) - age;
 			o.wall_clock_only = true;
 			cutoffs++;
 			break;
 		case 'b':
-			if (!parse_seconds(optarg, &o.before)) {
-				fprintf(stderr,
-				        PROG ": prune: --before \"%s\": expected a time in "
-				             "seconds\n",
+			if (!parse_seconds(optarg, &o.before))
+				return cli_usage_error(
+				        "prune", "--before \"%s\": expected a time in seconds",
 				        optarg);
-				return 2;
-			}
 			cutoffs++;
 			break;
 		case 'a':
@@ -173,11 +169,9 @@ int cmd_prune(int argc, char **argv)
 	if (cutoffs != 1)
 		return cli_usage_error("prune",
 		                       "give exactly one of --older-than, --before and --all");
-	if (o.before == INT64_MAX && !o.binary) {
-		fprintf(stderr, PROG ": prune: --all needs --binary (to empty the whole store, "
-		                     "remove its directory)\n");
-		return 2;
-	}
+	if (o.before == INT64_MAX && !o.binary)
+		return cli_usage_error("prune", "--all needs --binary (to empty the whole store, "
+		                                "remove its directory)");
 
 	char *owned, err[512];
 	const char *dir = cli_resolve_store(store_arg, &owned);

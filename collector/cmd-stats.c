@@ -27,13 +27,25 @@ static void usage_stats(FILE *f)
 {
 	fputs("Usage: " PROG " stats [--store DIR] [--by-host | --by LABEL | --quality]\n"
 	      "\n"
+	      "Lists every series (binary, version, event, host) with its samples,\n"
+	      "weight, unique stacks, the bytes of input imported into it and the\n"
+	      "bytes its counts take on disk, then the store's whole footprint\n"
+	      "against all input bytes (how many times smaller, where it is), and\n"
+	      "its two tiers: history (counts per time bucket) and the recent tier\n"
+	      "(the samples it still keeps whole, with their moments and threads).\n"
+	      "IMPORTED shows \u2014 where no input was attributed to the series\n"
+	      "(recorded series), DISK where RocksDB's estimate cannot see its\n"
+	      "counts yet (a small store before compact; the footprint then gives\n"
+	      "no parts).  HOST is the last column.\n"
+	      "\n"
 	      "  --store DIR   the store (default: $FLAMEFS_STORE, else\n"
 	      "                $XDG_DATA_HOME/flamefs, else ~/.local/share/flamefs)\n"
 	      "  --by-host     one line per host instead: its series, samples,\n"
-	      "                weight, input bytes (exact) and the moments of its\n"
-	      "                first and last sample (unix seconds, or seconds\n"
-	      "                since boot for perf's clock, to the millisecond;\n"
-	      "                .000 where a sample came without its own moment)\n"
+	      "                weight, input bytes (exact; \u2014 where its series\n"
+	      "                were recorded) and the moments of its first and\n"
+	      "                last sample (unix seconds, or seconds since boot\n"
+	      "                for perf's clock, to the millisecond; .000 where\n"
+	      "                a sample came without its own moment)\n"
 	      "  --by LABEL    one line per value of LABEL instead (cgroup,\n"
 	      "                container, thread, exe, cmdline, or an import's):\n"
 	      "                its series, samples, weight and first and last\n"
@@ -51,16 +63,6 @@ static void usage_stats(FILE *f)
 	      "                Debian the package with its debug info\n"
 	      "                (PKG-dbg (installed|available), PKG-dbgsym (not in\n"
 	      "                this archive); - when it cannot be known)\n"
-	      "\n"
-	      "Lists every series (binary, version, event, host) with its samples,\n"
-	      "weight, unique stacks, the bytes of input imported into it and the\n"
-	      "bytes its counts take on disk, then the store's whole footprint\n"
-	      "against all input bytes (how many times smaller, where it is), and\n"
-	      "its two tiers: history (counts per time bucket) and the recent tier\n"
-	      "(the samples it still keeps whole, with their moments and threads).\n"
-	      "IMPORTED shows \u2014 where no input was attributed to the series\n"
-	      "(recorded series), DISK where RocksDB's estimate cannot see its\n"
-	      "counts yet (a small store before compact).  HOST is the last column.\n"
 	      "\n"
 	      "EXAMPLES\n"
 	      "  " PROG " stats --store ~/prof\n"
@@ -188,17 +190,23 @@ static void print_by_host(const struct store_series *list, size_t n)
 	uint64_t series = 0, samples = 0;
 	for (size_t k = 0; k < nrows; k++) {
 		const struct host_row *h = &rows[k];
-		char first[48], last[48];
+		char first[48], last[48], input[32];
 		moment(first, sizeof(first), h->first);
 		moment(last, sizeof(last), h->last);
-		printf("%-20s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %14" PRIu64 " %*s %*s\n",
-		       h->host, h->series, h->samples, h->weight, h->input, pad(first, 16), first,
-		       pad(last, 16), last);
+		/* exact, or NOT_APPLICABLE for a host whose series were recorded */
+		if (h->input)
+			snprintf(input, sizeof(input), "%" PRIu64, h->input);
+		else
+			snprintf(input, sizeof(input), "%s", NOT_APPLICABLE);
+		printf("%-20s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %*s %*s %*s\n", h->host,
+		       h->series, h->samples, h->weight, pad(input, 14), input, pad(first, 16),
+		       first, pad(last, 16), last);
 		series += h->series;
 		if (__builtin_add_overflow(samples, h->samples, &samples))
 			cli_die("the samples of all hosts pass 2^64 - 1");
 	}
-	printf("\n%zu hosts, %" PRIu64 " series, %" PRIu64 " samples\n", nrows, series, samples);
+	printf("\n%zu host%s, %" PRIu64 " series, %" PRIu64 " samples\n", nrows,
+	       nrows == 1 ? "" : "s", series, samples);
 	free(rows);
 }
 
@@ -276,8 +284,8 @@ static void print_by_label(const struct store_series *list, size_t n, const char
 			cli_die("the samples of all values pass 2^64 - 1");
 		free(h->value);
 	}
-	printf("\n%zu values of %s, %" PRIu64 " series, %" PRIu64 " samples\n", nrows, key, series,
-	       samples);
+	printf("\n%zu value%s of %s, %" PRIu64 " series, %" PRIu64 " samples\n", nrows,
+	       nrows == 1 ? "" : "s", key, series, samples);
 	free(rows);
 }
 
@@ -545,8 +553,9 @@ static void warn_unnamed(struct store *s, const struct store_series *list, size_
 		        PROG
 		        ": warning: %s%% of the %s weight ends in code without function names, "
 		        "%s: install debug packages or set DEBUGINFOD_URLS, and run "
-		        "flamefs-collect symbolize (perf script text keeps offsets only when "
-		        "printed with --show-mmap-events: %s it again so; stats --quality lists "
+		        "flamefs-collect symbolize (perf script text keeps offsets only where the "
+		        "files it names are here, or when printed with --show-mmap-events: %s it "
+		        "again so; stats --quality lists "
 		        "every module)\n",
 		        share, list[best].event, advice, again);
 	}
@@ -811,9 +820,10 @@ int cmd_stats(int argc, char **argv)
 
 	printf("%-20s %-14s %-12s %12s %16s %10s %12s %12s %s\n", "BINARY", "VERSION", "EVENT",
 	       "SAMPLES", "WEIGHT", "STACKS", "IMPORTED", "DISK", "HOST");
-	uint64_t input = 0;
+	uint64_t input = 0, samples = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct store_series *se = &list[i];
+		samples += se->samples;
 		memset(u.seen, 0, store_node_count(s) / 8 + 1);
 		u.count = 0;
 		if (store_series_counts(s, se->id, INT64_MIN, INT64_MAX, count_unique, &u) < 0)
@@ -836,19 +846,29 @@ int cmd_stats(int argc, char **argv)
 	char a[32], b[32], f[32], nd[32], cn[32];
 	human(a, sizeof(a), fp.dir_bytes);
 	human(b, sizeof(b), input);
-	human(f, sizeof(f), fp.frames_bytes);
-	human(nd, sizeof(nd), fp.nodes_bytes);
-	human(cn, sizeof(cn), fp.counts_bytes);
+	/* A part's 0 is RocksDB's estimate not seeing it yet (still in the
+	 * write-ahead log), or nothing there: a dash either way. */
+	human_or_dash(f, sizeof(f), fp.frames_bytes);
+	human_or_dash(nd, sizeof(nd), fp.nodes_bytes);
+	human_or_dash(cn, sizeof(cn), fp.counts_bytes);
 	printf("\n%zu series, %u frames, %u stack nodes\n", n, store_frame_count(s) - 1,
 	       store_node_count(s) - 1);
 	/* The two tiers: history, every count (the recent tier's samples
 	 * are counted there too), and the recent tier, their detail. */
 	char rb[32], rs[32];
-	human(rb, sizeof(rb), fp.samples_bytes);
+	human_or_dash(rb, sizeof(rb), fp.samples_bytes);
 	human(rs, sizeof(rs), fp.samples);
-	printf("store on disk: %s bytes (frames %s, nodes %s, counts %s, recent tier %s: %s "
-	       "samples kept whole)",
-	       a, f, nd, cn, rb, rs);
+	/* Counts in no table file while the store holds samples: what was
+	 * written last is still in the write-ahead log, and the parts' SST
+	 * bytes would say a few bytes for all of it. */
+	if (fp.counts_bytes == 0 && samples > 0)
+		printf("store on disk: %s bytes (its parts are not in table files yet: compact "
+		       "puts them there; recent tier: %s samples kept whole)",
+		       a, rs);
+	else
+		printf("store on disk: %s bytes (frames %s, nodes %s, counts %s, recent tier %s: "
+		       "%s samples kept whole)",
+		       a, f, nd, cn, rb, rs);
 	/* The ratio only where the store is smaller than what went into it:
 	 * a store's fixed files outweigh a small input, and "0.2x smaller"
 	 * says nothing true. */

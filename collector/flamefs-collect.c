@@ -1,8 +1,8 @@
 /*
- * flamefs-collect.c — the flamefs-collect command line: picks the command (import,
- * record, stats, export, samples, compact, prune, push, merge, unwind-table) and hands it the
- * rest of argv; each long command has its own cmd-*.c, and record lives
- * in record/.  The CLI (this file, cmd-*.c and record's own front end)
+ * flamefs-collect.c — the flamefs-collect command line: picks the command
+ * (import, record, stats, export, samples, compact, prune, push, merge,
+ * unwind-table, symbolize) and hands it the rest of argv; each long
+ * command has its own cmd-*.c, and record lives in record/.  The CLI (this file, cmd-*.c and record's own front end)
  * is the only place in the collector that prints or exits.  Every error
  * is reported once, as "flamefs-collect: <what>: <why>".
  */

@@ -100,6 +100,15 @@ cut -c1-78 "$tmp/e.stats" | sed -n '/^BINARY/,/^$/p' >"$tmp/e.cols"
 cut -c1-78 "$tmp/p.stats" | sed -n '/^BINARY/,/^$/p' >"$tmp/p.cols"
 same "$tmp/p.cols" "$tmp/e.cols" "stats columns differ"
 has "$tmp/p.stats" "store on disk:" "central stats"
+# no misleading 0 (issue #43): IMPORTED is — where the embedded store's is
+# (a pprof's other sample types), and neither it nor DISK is ever 0
+awk 'NR > 1 && NF == 9 { print $1, $2, $3, $7 }' "$tmp/e.stats" >"$tmp/e.imported"
+awk 'NR > 1 && NF == 9 { print $1, $2, $3, $7 }' "$tmp/p.stats" >"$tmp/p.imported"
+same "$tmp/p.imported" "$tmp/e.imported" "central stats: IMPORTED differs from the embedded store's"
+has "$tmp/p.imported" " —" "central stats: IMPORTED of a sample type without input"
+n=$((n + 1))
+awk 'NR > 1 && NF == 9 && ($7 == "0" || $8 == "0") { bad = 1 } END { exit bad }' "$tmp/p.stats" ||
+	bad "central stats: IMPORTED or DISK shows 0: $(awk 'NR > 1 && NF == 9 && ($7 == "0" || $8 == "0")' "$tmp/p.stats" | head -3)"
 
 # ---- a hot standby serves readers --------------------------------------------------
 if pg_standby_start standby >"$tmp/standby.out" 2>&1 && pg_standby_sync >>"$tmp/standby.out" 2>&1; then

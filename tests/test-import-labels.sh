@@ -56,14 +56,16 @@ grep -q "in.folded: --by-thread: folded input names no threads; its samples have
 	bad "--by-thread on folded input: $(cat "$tmp/bt.out")"
 
 # ---- bad --label values: refused before anything is read ---------------------
+# (a usage error: one line, a pointer to --help)
+try="try 'flamefs-collect import --help'"
 while IFS='|' read -r arg want; do
 	rm -rf "$tmp/badst"
 	if "$collect" import --store "$tmp/badst" --label "$arg" "$tmp/in.folded" >"$tmp/bad.out" 2>&1; then
 		bad "--label \"$arg\" accepted"
-	elif [ "$(cat "$tmp/bad.out")" = "flamefs-collect: $want" ]; then
+	elif [ "$(cat "$tmp/bad.out")" = "flamefs-collect import: $want; $try" ]; then
 		ok "--label \"$arg\" refused: $want"
 	else
-		bad "--label \"$arg\": got \"$(cat "$tmp/bad.out")\", expected \"flamefs-collect: $want\""
+		bad "--label \"$arg\": got \"$(cat "$tmp/bad.out")\", expected \"flamefs-collect import: $want; $try\""
 	fi
 	[ -e "$tmp/badst" ] && bad "--label \"$arg\" made a store"
 done <<'EOF2'
@@ -80,16 +82,16 @@ long=$(head -c 1025 /dev/zero | tr '\0' v)
 "$collect" import --store "$tmp/badst" --label "env=$long" "$tmp/in.folded" >"$tmp/bad.out" 2>&1 &&
 	bad "--label with a 1025-byte value accepted"
 expect "--label with a 1025-byte value" \
-	"flamefs-collect: --label env: value of 1025 bytes; expected 1 to 1024 bytes without control characters" \
+	"flamefs-collect import: --label env: value of 1025 bytes; expected 1 to 1024 bytes without control characters; $try" \
 	"$(cat "$tmp/bad.out")"
 "$collect" import --store "$tmp/badst" --label "env=a$(printf '\t')b" "$tmp/in.folded" >"$tmp/bad.out" 2>&1 &&
 	bad "--label with a tab accepted"
 expect "--label with a tab" \
-	"flamefs-collect: --label env: value holds control byte 0x09 at byte 1; expected 1 to 1024 bytes without control characters" \
+	"flamefs-collect import: --label env: value holds control byte 0x09 at byte 1; expected 1 to 1024 bytes without control characters; $try" \
 	"$(cat "$tmp/bad.out")"
 "$collect" import --store "$tmp/badst" --label env=a --label env=b "$tmp/in.folded" >"$tmp/bad.out" 2>&1 &&
 	bad "--label env twice accepted"
-expect "--label env twice" "flamefs-collect: --label env: given twice; expected each key once" \
+expect "--label env twice" "flamefs-collect import: --label env: given twice; expected each key once; $try" \
 	"$(cat "$tmp/bad.out")"
 check "a 1024-byte value is taken" \
 	"$collect" import --store "$tmp/okst" --label "env=${long:1}" "$tmp/in.folded"

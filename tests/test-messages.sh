@@ -15,7 +15,15 @@
 #   - flamefs refuses a mountpoint that holds files, and -o nonempty
 #     mounts over them;
 #   - stats: IMPORTED and DISK show "—" where nothing applies, and no
-#     "x smaller" ratio for a store bigger than its input.
+#     "x smaller" ratio for a store bigger than its input;
+#   - every command of flamefs-collect, scripted: an unknown option, an
+#     option without its value and a bad value are usage errors (one line,
+#     a pointer to --help, exit 2, before any store is opened), and --help
+#     prints the command's usage with EXAMPLES;
+#   - flamefs as a user other than root: a store it may not read, a
+#     mountpoint it may not write and a /dev/fuse it may not open each say
+#     so in one "flamefs:" line with what to do (libfuse's own messages
+#     included).
 #   usage: tests/test-messages.sh BUILD_DIR      exit 0 ok, 1 failure, 77 skip
 set -u
 build=${1:?usage: test-messages.sh BUILD_DIR}
@@ -60,6 +68,12 @@ says "flamefs with a third argument" 2 "flamefs: unexpected argument extra; $hel
 	"$flamefs" "$store" "$tmp/empty" extra
 says "flamefs -o rw" 2 "flamefs: the view is read-only; drop the rw option" \
 	"$flamefs" -o rw "$store" "$tmp/empty"
+says "flamefs -o max_render=x" 2 \
+	"flamefs: -o max_render: expected a size in bytes with an optional K, M or G suffix (256M), got \"x\"; $help" \
+	"$flamefs" -o max_render=x "$store" "$tmp/empty"
+"$flamefs" --help >"$tmp/help" 2>&1
+check "flamefs --help: exit 0, its usage first and EXAMPLES" \
+	sh -c "test \$? = 0 && head -1 '$tmp/help' | grep -q '^usage: flamefs ' && grep -qx EXAMPLES '$tmp/help'"
 
 # ---- flamefs: what to do --------------------------------------------------------------
 make="make one with \`flamefs-collect import\` or \`record\`"
@@ -100,8 +114,114 @@ else
 	skip "no /dev/fuse or fusermount3: the non-empty and busy mountpoint cases"
 fi
 
+# ---- flamefs as a user other than root -----------------------------------------------
+# nobody (65534) may read $tmp/pub (a store, 0755) and write $tmp/open
+# (0777), but not read $store (0700) nor write $tmp/empty (root's, 0755).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	asnobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	chmod 755 "$tmp"
+	"$collect" import --store "$tmp/pub" "$tmp/one.folded" 2>/dev/null
+	chmod 755 "$tmp/pub"
+	mkdir -m 777 "$tmp/open"
+	chmod 700 "$store"
+	says "flamefs as nobody: a store it may not read" 1 \
+		"flamefs: $store: Permission denied; run as a user who may read the store (its owner, or root)" \
+		"${asnobody[@]}" "$flamefs" "$store" "$tmp/open"
+	says "flamefs as nobody: a mountpoint it may not write" 1 \
+		"flamefs: $tmp/empty: you may not write to it, and FUSE mounts only where its user may; mount on a directory you own, or run as root" \
+		"${asnobody[@]}" "$flamefs" "$tmp/pub" "$tmp/empty"
+	if [ -c /dev/fuse ] && ! "${asnobody[@]}" test -r /dev/fuse -a -w /dev/fuse; then
+		says "flamefs as nobody: a /dev/fuse it may not open (libfuse's message)" 1 \
+			"flamefs: failed to open /dev/fuse: Permission denied; run as root, or let your user read and write /dev/fuse (Debian makes it mode 0666)" \
+			"${asnobody[@]}" "$flamefs" "$tmp/pub" "$tmp/open"
+	else
+		skip "nobody may open /dev/fuse here (or there is none): its message"
+	fi
+	mountpoint -q "$tmp/open" && fusermount3 -u "$tmp/open"
+else
+	skip "not root or no setpriv: flamefs's messages to a user other than root"
+fi
+
 # ---- flamefs-collect: usage errors -----------------------------------------------------
 fc="flamefs-collect"
+# Every command: an unknown option, an option without its value, a
+# missing argument, and --help.  A missing store ($tmp/nostore) shows that
+# a usage error comes before the store is looked at.
+cmds="import record stats export samples compact prune push merge unwind-table symbolize"
+for c in $cmds; do
+	try="try '$fc $c --help'"
+	st="--store $tmp/nostore"
+	[ $c = unwind-table ] && st= # it reads a file, not a store
+	says "$c --bogus" 2 "$fc $c: unknown option --bogus; $try" "$collect" $c $st --bogus
+	case $c in
+	unwind-table) ;; # no option takes a value
+	push) says "push --to without a value" 2 "$fc push: option --to needs a value; $try" \
+		"$collect" push --store "$tmp/nostore" --to ;;
+	symbolize) says "symbolize --debug-dir without a value" 2 \
+		"$fc symbolize: option --debug-dir needs a value; $try" \
+		"$collect" symbolize --store "$tmp/nostore" --debug-dir ;;
+	*) says "$c --store without a value" 2 "$fc $c: option --store needs a value; $try" \
+		"$collect" $c --store ;;
+	esac
+	out=$("$collect" $c --help 2>&1)
+	rc=$?
+	if [ "$rc" = 0 ] && head -1 <<<"$out" | grep -q "^Usage: $fc $c " && grep -qx EXAMPLES <<<"$out"; then
+		ok "$c --help: exit 0, its usage first and EXAMPLES"
+	else
+		bad "$c --help: exit $rc, first line '$(head -1 <<<"$out")', EXAMPLES $(grep -cx EXAMPLES <<<"$out")"
+	fi
+done
+says "unwind-table without a file" 2 "$fc unwind-table: no FILE given; try '$fc unwind-table --help'" \
+	"$collect" unwind-table
+says "unwind-table with two files" 2 "$fc unwind-table: unexpected argument b; try '$fc unwind-table --help'" \
+	"$collect" unwind-table a b
+for c in samples compact symbolize; do
+	says "$c with an argument" 2 "$fc $c: unexpected argument extra; try '$fc $c --help'" \
+		"$collect" $c --store "$tmp/nostore" extra
+done
+
+# Bad values: usage errors too, said before the store is opened.
+ehelp="try '$fc export --help'"
+says "export --last bogus" 2 \
+	"$fc export: --last: expected a duration such as 90s, 5m, 1h or 1d12h, got \"bogus\"; $ehelp" \
+	"$collect" export --store "$tmp/nostore" --last bogus
+says "export --from x" 2 \
+	"$fc export: --from: expected Unix seconds or an ISO 8601 UTC time, to the microsecond at most (1795010523.25, 2026-11-24T14:02:03.250Z), got \"x\"; $ehelp" \
+	"$collect" export --store "$tmp/nostore" --from x
+says "export --to x" 2 \
+	"$fc export: --to: expected Unix seconds or an ISO 8601 UTC time, to the microsecond at most (1795010523.25, 2026-11-24T14:02:03.250Z), got \"x\"; $ehelp" \
+	"$collect" export --store "$tmp/nostore" --from 1 --to x
+says "export --from after --to" 2 "$fc export: --from must not come after --to; $ehelp" \
+	"$collect" export --store "$tmp/nostore" --from 5 --to 1
+says "export --label x" 2 "$fc export: --label: expected KEY=VALUE, got \"x\"; $ehelp" \
+	"$collect" export --store "$tmp/nostore" --label x
+says "import --label x" 2 "$fc import: --label: expected KEY=VALUE, got \"x\"; try '$fc import --help'" \
+	"$collect" import --store "$tmp/nostore" --label x "$tmp/one.folded"
+phelp="try '$fc prune --help'"
+says "prune --older-than bogus" 2 \
+	"$fc prune: --older-than \"bogus\": not a duration; expected a duration such as 90, 30m, 12h, 7d or 1d12h; $phelp" \
+	"$collect" prune --store "$tmp/nostore" --older-than bogus
+says "prune --before x" 2 "$fc prune: --before \"x\": expected a time in seconds; $phelp" \
+	"$collect" prune --store "$tmp/nostore" --before x
+says "prune --all without --binary" 2 \
+	"$fc prune: --all needs --binary (to empty the whole store, remove its directory); $phelp" \
+	"$collect" prune --store "$tmp/nostore" --all
+says "push --to a directory" 2 \
+	"$fc push: --to: expected a database (a connection string that starts with postgresql: or postgres:); to copy into a directory, use merge; try '$fc push --help'" \
+	"$collect" push --store "$tmp/nostore" --to "$tmp/dir"
+says "push --buckets-per-commit x" 2 \
+	"$fc push: --buckets-per-commit: expected a whole number from 1 to 4294967295, got \"x\"; try '$fc push --help'" \
+	"$collect" push --store "$tmp/nostore" --to postgresql:///none --buckets-per-commit x
+says "merge --buckets-per-commit 0" 2 \
+	"$fc merge: --buckets-per-commit: expected a whole number from 1 to 4294967295, got \"0\"; try '$fc merge --help'" \
+	"$collect" merge --store "$tmp/nostore" --buckets-per-commit 0 "$store"
+says "samples --from x" 2 \
+	"$fc samples: --from: expected Unix seconds (1764000000.25) or ISO 8601 UTC (2026-11-24T14:02:03.250Z), got \"x\"; try '$fc samples --help'" \
+	"$collect" samples --store "$tmp/nostore" --from x
+says "record -p x" 2 "$fc record: -p: expected PID[,PID...], got \"1,x\"; try '$fc record --help'" \
+	"$collect" record --store "$tmp/nostore" -p 1,x
+check "... and no store was made by any of them" test ! -e "$tmp/nostore"
+
 says "$fc with no command" 2 \
 	"$fc: no command given; expected import, record, stats, export, samples, compact, prune, push, merge, unwind-table or symbolize; try '$fc --help'" \
 	"$collect"
@@ -199,7 +319,7 @@ fi
 # ---- record without its capabilities ---------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	says "record as an unprivileged user" 1 \
-		"$fc: record needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep on $fc" \
+		"$fc: record needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep $(readlink -f "$collect")" \
 		setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 		"$collect" record --store "$tmp/rec" -- true
 else
@@ -223,11 +343,36 @@ counts=$(sed -n 's/^bytes:.* counts=\([0-9]*\) .*/\1/p' "$tmp/one.stats")
 disk=$(awk 'NR > 1 && NF == 9 { print $8 }' "$tmp/one.stats")
 if [ "$counts" = 0 ]; then
 	check "stats: DISK is — while the counts are not in the table files yet (got '$disk')" test "$disk" = "—"
+	check "stats: and the footprint gives no parts, only that they are not in table files yet" \
+		grep -q '^store on disk: [0-9.k]* bytes (its parts are not in table files yet: compact puts them there; recent tier: [0-9]* samples kept whole); ' "$tmp/one.stats"
 else
 	check "stats: DISK is a size once the counts are in the table files (got '$disk')" \
 		grep -Eqx '[0-9]+(\.[0-9]k)?' <<<"$disk"
 fi
 check "stats: a store bigger than its input says no 'x smaller'" \
 	sh -c "grep -q '^store on disk: .*; imported: 16 bytes\$' '$tmp/one.stats' && ! grep -q 'smaller' '$tmp/one.stats'"
+
+# Recorded series have no input: IMPORTED is — in every row, in --by-host,
+# and the footprint says nothing was imported.  The shell loop is counted
+# in iterations (about 0.3 s of CPU: some 30 samples at 99 Hz).
+if [ "$(id -u)" = 0 ] &&
+	"$collect" record --store "$tmp/recd" -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done' \
+		2>"$tmp/recd.err"; then
+	"$collect" stats --store "$tmp/recd" >"$tmp/recd.stats" 2>&1
+	check "stats of a recording: IMPORTED is — in each of its $(awk 'NR > 1 && NF == 9' "$tmp/recd.stats" | wc -l) rows" \
+		sh -c "awk 'NR > 1 && NF == 9 { n++; if (\$7 != \"—\") bad++ } END { exit !(n > 0 && !bad) }' '$tmp/recd.stats'"
+	check "stats of a recording: the footprint says nothing was imported, no ratio" \
+		sh -c "grep -q '; nothing imported (recorded series have no input bytes)\$' '$tmp/recd.stats' && ! grep -q smaller '$tmp/recd.stats'"
+	"$collect" stats --by-host --store "$tmp/recd" >"$tmp/recd.byhost" 2>&1
+	check "stats --by-host of a recording: IMPORTED is —" \
+		sh -c "awk 'NR == 2 { exit !(NF == 7 && \$5 == \"—\") }' '$tmp/recd.byhost'"
+elif grep -qE "needs CAP_BPF|cannot load the BPF|cannot open the BPF|perf_event_open|cannot attach|no BPF sampler" \
+	"$tmp/recd.err" 2>/dev/null; then
+	skip "BPF sampling unavailable here: stats of a recording"
+elif [ "$(id -u)" != 0 ]; then
+	skip "not root: stats of a recording"
+else
+	bad "record of a shell loop failed: $(head -3 "$tmp/recd.err")"
+fi
 
 finish

@@ -4,7 +4,8 @@
 # build id), run under perf record -g and under flamefs-collect record:
 #   - the stripped one: `export --format quality` (the view's quality file)
 #     and stats --quality list its module with the build id readelf -n
-#     gives (perf.data and record; perf script text carries none: "-"), its
+#     gives (perf.data, record, and perf script text while the program is
+#     at its path; perf script text imported without it carries none: "-"), its
 #     unnamed weight exactly the weight of the folded lines whose leaf is
 #     "[spin-stripped]", its share within 0.05 points of that weight's
 #     share; import and record end with one line naming the module;
@@ -119,7 +120,11 @@ for v in stripped named; do
 done
 cat "$tmp/pd-stripped.err"
 check_stripped "$tmp/pd-stripped" perf.data "$bid_stripped"
-check_stripped "$tmp/ps-stripped" "perf script" -
+check_stripped "$tmp/ps-stripped" "perf script" "$bid_stripped"
+mv "$tmp/spin-stripped" "$tmp/spin-stripped.away"
+"$collect" import --store "$tmp/ps-away" --format perf "$tmp/stripped.txt" 2>/dev/null
+mv "$tmp/spin-stripped.away" "$tmp/spin-stripped"
+check_stripped "$tmp/ps-away" "perf script without the program" -
 for f in pd ps; do
 	check "$f import of the stripped program ends with one line naming its module" \
 		test "$(grep -c "^flamefs-collect: warning: .*% of the cpu-clock weight ends in code $endline$tmp/spin-stripped (" "$tmp/$f-stripped.err")" = 1

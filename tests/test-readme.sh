@@ -3,7 +3,8 @@
 # Debian 12: as root, where there is no sudo, and as a user with sudo.
 #
 #   1. The README's first shell block holds exactly two commands, and
-#      neither starts with sudo.
+#      neither starts with sudo; its first answer (a `top`) comes within
+#      150 lines, and its table of contents links every page of docs/.
 #   2. As a user (uid 65534) with a sudo on PATH, each command hands
 #      itself to sudo at once, with the script's absolute path and the
 #      FLAMEFS_* variables kept, and does nothing else as that user.  The
@@ -33,6 +34,17 @@ if grep -q '^[[:space:]]*sudo\b' <<<"$cmds"; then
 else
 	ok "no README command needs sudo to be installed"
 fi
+
+# A first answer early (issue #43): the quick start's "what is hot" command
+# within the first 150 lines, and every page of docs/ in the table of
+# contents.
+first=$(awk '/^```sh$/ { code = 1; next } /^```$/ { code = 0 } code && /\/top/ { print NR; exit }' "$top/README.md")
+check "the README's first answer (a top) is on line ${first:-none}, within its first 150" \
+	test -n "$first" -a "${first:-999}" -le 150
+for page in "$top"/docs/*.md; do
+	check "the README's table links docs/$(basename "$page")" \
+		grep -qF "](docs/$(basename "$page"))" "$top/README.md"
+done
 
 # ---- 2: a user with sudo ----------------------------------------------------------
 fake=$tmp/fakebin

@@ -30,44 +30,13 @@ done
 e2e_need_bpf
 rpid=
 e2e_on_exit() {
-	[ -n "$rpid" ] && kill "$rpid" 2>/dev/null
+	# the program too: waiting at its gate it would outlive the test
+	# shellcheck disable=SC2046 # a list of pids
+	[ -n "$rpid" ] && kill $(cat /proc/"$rpid"/task/*/children 2>/dev/null) "$rpid" 2>/dev/null
 }
 
 stripped_build "$tmp"
 debug_file=$tmp/debug/.build-id/${bid:0:2}/${bid:2}.debug
-# the program's functions, each shown as "[prog]" while unnamed
-nm "$tmp/prog.full" | awk '$2 ~ /^[Tt]$/ { print $3 }' >"$tmp/names"
-
-# wait_for WHAT CMD...: runs CMD every 0.1 s until it succeeds; fails the
-# test after 1200 tries (a bound for a machine stalled, not a measure).
-wait_for() {
-	local what=$1 i
-	shift
-	for i in $(seq 1200); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	bad "timed out waiting for $what"
-	finish
-}
-committed() { cat "$tmp/drains" 2>/dev/null | grep -c ' committed '; }
-drains_past() { test "$(committed)" -ge "$1"; }
-
-# prog_stacks FOLDED: each stack of the program's process with at least three
-# of its frames (the work, not the wait between the halves), every function of
-# the program as "[prog]" and the rest left out, with its summed weight
-prog_stacks() {
-	awk -v names="$tmp/names" '
-		BEGIN { while ((getline n < names) > 0) own[n] = 1 }
-		$1 ~ /^prog;/ {
-			w = $NF; $NF = ""; sub(/ $/, "")
-			k = split($0, f, ";"); s = ""; c = 0
-			for (i = 2; i <= k; i++)
-				if (f[i] in own || f[i] == "[prog]") { s = s "[prog];"; c++ }
-			if (c >= 3) sum[s] += w
-		}
-		END { for (s in sum) print s, sum[s] }' "$1" | sort
-}
 
 mkdir -p "$tmp/dd"
 "$collect" record --store "$store" -v --debug-dir "$tmp/dd" -F 499 --user-only \

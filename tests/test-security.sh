@@ -40,19 +40,21 @@ check "another user cannot read a file in the store (got: $out)" \
 	test -n "$out" -a -z "${out##*Permission denied*}"
 
 # ---- record without the capabilities it needs ------------------------------
+# (the advice names the very file to give them to)
+self=$(readlink -f "$collect")
 if command -v capsh >/dev/null; then
 	out=$(capsh --drop=cap_sys_admin,cap_bpf,cap_perfmon -- -c \
 		"exec '$collect' record --store '$tmp/rec' -d 1 -- true" 2>&1)
 	rc=$?
 	check "record without CAP_BPF and CAP_PERFMON exits 1 (got $rc)" test "$rc" -eq 1
 	check "and says so in one line naming both (got: $out)" \
-		test "$out" = "flamefs-collect: record needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep on flamefs-collect"
+		test "$out" = "flamefs-collect: record needs CAP_BPF and CAP_PERFMON; this process lacks CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep $self"
 	check "and creates no store" test ! -e "$tmp/rec"
 	out=$(capsh --drop=cap_sys_admin,cap_bpf -- -c \
 		"exec '$collect' record --store '$tmp/rec' -d 1 -- true" 2>&1)
 	rc=$?
 	check "record with CAP_PERFMON but without CAP_BPF exits 1 and names only CAP_BPF (got $rc: $out)" \
-		test "$rc" -eq 1 -a "${out##*lacks }" = "CAP_BPF: run as root, or setcap cap_bpf,cap_perfmon+ep on flamefs-collect"
+		test "$rc" -eq 1 -a "${out##*lacks }" = "CAP_BPF: run as root, or setcap cap_bpf,cap_perfmon+ep $self"
 else
 	skip "capsh not installed: record's capability check not exercised with dropped capabilities"
 fi
@@ -60,7 +62,7 @@ out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 	"$collect" record --store "$tmp/rec" -d 1 -- true 2>&1)
 rc=$?
 check "record as an unprivileged user exits 1 naming what is missing (got $rc: $out)" \
-	test "$rc" -eq 1 -a "${out##*lacks }" = "CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep on flamefs-collect"
+	test "$rc" -eq 1 -a "${out##*lacks }" = "CAP_BPF and CAP_PERFMON: run as root, or setcap cap_bpf,cap_perfmon+ep $self"
 
 # ---- the view ----------------------------------------------------------------
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then

@@ -182,6 +182,30 @@ struct import_symbols {
 	int (*unwind)(void *ctx, uint32_t pid, uint32_t tid, uint64_t regs_mask,
 	              const uint64_t *regs, size_t nregs, const uint8_t *stack, size_t stack_len,
 	              uint64_t *ips, size_t room);
+	/* Optional (may be NULL): places an unnamed frame of the file at
+	 * `path` (absolute, NUL-terminated) whose pc perf script text
+	 * printed with no mapping to read it against: the pc is read as an
+	 * offset in the file, or, in a fixed-position executable (ET_EXEC),
+	 * as an address inside one of its PT_LOAD segments (docs/formats.md,
+	 * perf script).  Returns an enum import_place; on IMPORT_PLACE_DONE
+	 * f->offset is the file offset of the start of the function holding
+	 * the pc, f->build_id the file's (owned by the provider) and the rest
+	 * of f as user() fills an unnamed frame.  Or -errno. */
+	int (*place)(void *ctx, const char *path, uint64_t pc, struct store_frame *f);
+};
+
+/* What import_symbols.place() made of a pc. */
+enum import_place {
+	/* No ELF file with a GNU build id at that path: none of its pcs
+	 * can be placed. */
+	IMPORT_PLACE_NO_FILE = 0,
+	IMPORT_PLACE_DONE = 1,
+	/* The pc is past the file's loaded bytes in a position-independent
+	 * file (ET_DYN): an address, which only a mapping record places. */
+	IMPORT_PLACE_ADDRESS = 2,
+	/* This pc is not placed: it lies in no loaded part of the file, or in
+	 * a function the file's symbols name (perf's "[unknown]" is kept). */
+	IMPORT_PLACE_NOT = 3,
 };
 
 /* The executable mappings of a profile that names them as text
@@ -241,7 +265,7 @@ struct import_ctx {
 	uint64_t bytes;          /* input bytes consumed so far */
 	uint64_t samples;        /* samples accepted */
 	uint64_t skipped;        /* samples skipped (other events) */
-	char warning[256];       /* one notice for the user, e.g. event filtering; "" if none */
+	char warning[1024];      /* notices for the user, "; " between; "" if none */
 	uint64_t cut_stacks;     /* import_path() calls that cut a stack (Limits) */
 	uint64_t cut_names;      /* names, modules and files import_path() cut */
 	uint64_t cleaned_labels; /* events and units whose control bytes became U+FFFD */

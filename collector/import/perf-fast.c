@@ -191,6 +191,9 @@ static int stack_parts_key(struct perf *p, const char *block, size_t blen, const
 		struct stack_line sl;
 		if (!perf_match_stack_line(l, n, &sl))
 			return 0;
+		rc = perf_line_pc(p, l, &sl);
+		if (rc < 0)
+			return rc;
 		uint32_t lens[2] = {(uint32_t)perf_strip_offset(l + sl.func, sl.func_len),
 		                    (uint32_t)sl.mod_len};
 		/* the parts and their lengths are never longer than the line
@@ -272,6 +275,9 @@ static int parse_block(struct perf *p, const char *block, size_t len, uint64_t f
 		if (memchr(l, '\0', n) || !perf_match_stack_line(l, n, &p->rl[i].sl))
 			return perf_fail_line(p, first_line + i, "a sample header or a stack line",
 			                      l, n);
+		rc = perf_line_pc(p, l, &p->rl[i].sl);
+		if (rc < 0)
+			return rc;
 	}
 	for (size_t i = fresh; i-- > 0;) {
 		const char *l = block + p->rl[i].off;
@@ -383,12 +389,15 @@ int perf_fast_sample(struct perf *p)
 	struct stack_line sl;
 	if (memchr(base, '\0', leaf_len) || !perf_match_stack_line(base, leaf_len, &sl))
 		return perf_fail_line(p, line, "a sample header or a stack line", base, leaf_len);
+	int rc = perf_line_pc(p, base, &sl);
+	if (rc < 0)
+		return rc;
 	const char *func = base + sl.func;
 	size_t flen = perf_strip_offset(func, sl.func_len);
 	const char *mod = base + sl.mod;
 
 	uint32_t series, node, unused;
-	int rc = perf_sample_series(p, &series);
+	rc = perf_sample_series(p, &series);
 	if (rc < 0)
 		return rc;
 	/* A stack's frames depend on its lines and, through the tidying,

@@ -8,6 +8,12 @@
  * Frame kinds: inline pieces (after the first "->") INLINE, modules
  * "[kernel.*" KERNEL, unsymbolized "[unknown]" UNKNOWN, "/tmp/perf-*.map"
  * JIT, else USER; the module attribute is perf's module field verbatim.
+ *
+ * An unnamed frame keeps its place in its file (offset and build id, so
+ * symbolize can name it later) where the pc column can be read: against
+ * the mapping records the text holds (perf_frame_place), or, in text
+ * without them, against the file at the module's path itself
+ * (perf_line_pc, ctx->sym->place).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -20,6 +26,188 @@
 #include "stackcache-internal.h"
 
 #include "perf-internal.h"
+
+static uint8_t frame_kind(const char *mod, size_t mlen, size_t index, bool unknown);
+
+/* Files whose pcs are read (file_of), at most. */
+#define PERF_FILES_MAX 4096
+
+/* A file of unnamed frames in text without mappings (struct perf.files). */
+struct perf_file {
+	uint64_t h; /* hash of the path; 0 marks an empty slot */
+	char *path; /* NUL-terminated, owned */
+	size_t path_len;
+	uint8_t state; /* enum file_state */
+};
+
+enum file_state {
+	FILE_PLACES,    /* its pcs are offsets (or ET_EXEC addresses) in it */
+	FILE_NONE,      /* no ELF file with a build id there */
+	FILE_ADDRESSES, /* its pcs are addresses in a position-independent file */
+};
+
+static uint64_t path_hash(const char *s, size_t n)
+{
+	uint64_t x = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		x = (x ^ (uint8_t)s[i]) * 1099511628211ull;
+	return x ? x : 1;
+}
+
+/* The entry of path mod[0..mlen), or NULL. */
+static struct perf_file *file_find(const struct perf *p, const char *mod, size_t mlen, uint64_t h)
+{
+	if (!p->files)
+		return NULL;
+	for (size_t j = h & p->files_mask; p->files[j].h; j = (j + 1) & p->files_mask) {
+		struct perf_file *f = &p->files[j];
+		if (f->h == h && f->path_len == mlen && memcmp(f->path, mod, mlen) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* The entry of path mod[0..mlen), made at its first line, whose pc
+ * (hex text) tells ctx->sym->place() apart an ET_DYN file whose pcs are
+ * offsets from one whose pcs are addresses: perf prints every pc of a
+ * file one way.  NULL for every path past the first PERF_FILES_MAX (each
+ * one is a file opened and kept: the text picks how many).  0 or
+ * -ENOMEM. */
+static int file_of(struct perf *p, const char *mod, size_t mlen, const char *pc, size_t pclen,
+                   struct perf_file **out)
+{
+	const struct import_symbols *sym = p->ctx->sym;
+	uint64_t h = path_hash(mod, mlen), v;
+
+	*out = file_find(p, mod, mlen, h);
+	if (*out || p->nfiles == PERF_FILES_MAX)
+		return 0;
+	if ((p->nfiles + 1) * 2 > (p->files ? p->files_mask + 1 : 0)) {
+		size_t ncap = p->files ? (p->files_mask + 1) * 2 : 64;
+		struct perf_file *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		for (size_t i = 0; p->files && i <= p->files_mask; i++) {
+			if (!p->files[i].h)
+				continue;
+			size_t j = p->files[i].h & (ncap - 1);
+			while (nt[j].h)
+				j = (j + 1) & (ncap - 1);
+			nt[j] = p->files[i];
+		}
+		free(p->files);
+		p->files = nt;
+		p->files_mask = ncap - 1;
+	}
+	char *path = strndup(mod, mlen);
+	if (!path)
+		return -ENOMEM;
+	struct store_frame fr;
+	int rc = perf_parse_hex(pc, pclen, &v) ? sym->place(sym->ctx, path, v, &fr)
+	                                       : IMPORT_PLACE_NO_FILE;
+	if (rc < 0 && rc != -ENOMEM)
+		rc = IMPORT_PLACE_NO_FILE; /* a file it could not read: as none */
+	if (rc < 0) {
+		free(path);
+		return rc;
+	}
+	size_t j = h & p->files_mask;
+	while (p->files[j].h)
+		j = (j + 1) & p->files_mask;
+	struct perf_file *f = &p->files[j];
+	*f = (struct perf_file){.h = h, .path = path, .path_len = mlen};
+	switch (rc) {
+	case IMPORT_PLACE_DONE:
+	case IMPORT_PLACE_NOT: f->state = FILE_PLACES; break;
+	case IMPORT_PLACE_ADDRESS:
+		f->state = FILE_ADDRESSES;
+		if (!p->addr_files++)
+			p->addr_first = path;
+		break;
+	default: f->state = FILE_NONE; break;
+	}
+	p->nfiles++;
+	*out = f;
+	return 0;
+}
+
+void perf_files_free(struct perf *p)
+{
+	for (size_t i = 0; p->files && i <= p->files_mask; i++)
+		free(p->files[i].path);
+	free(p->files);
+	p->files = NULL;
+	p->nfiles = 0;
+	p->addr_first = NULL;
+}
+
+/* The length of the pc column that l[0..func) holds: leading whitespace,
+ * 1 to 16 lowercase hex digits (at *at), then only whitespace; 0 when it
+ * is not that. */
+static size_t pc_column(const char *l, size_t func, size_t *at)
+{
+	size_t s = 0, e;
+
+	while (s < func && is_ws((unsigned char)l[s]))
+		s++;
+	e = s;
+	while (e < func && is_hex_lower((unsigned char)l[e]))
+		e++;
+	if (e == s || e - s > 16 || e == func)
+		return 0;
+	for (size_t i = e; i < func; i++)
+		if (!is_ws((unsigned char)l[i]))
+			return 0;
+	*at = s;
+	return e - s;
+}
+
+int perf_line_pc(struct perf *p, const char *l, struct stack_line *sl)
+{
+	const struct import_symbols *sym = p->ctx->sym;
+	size_t at;
+
+	if (sl->func_len != 9 || memcmp(l + sl->func, "[unknown]", 9) != 0 || sl->mod_len < 2 ||
+	    l[sl->mod] != '/' || p->nmaps || !sym || !sym->place)
+		return 0;
+	if (frame_kind(l + sl->mod, sl->mod_len, 0, false) == STORE_FRAME_JIT)
+		return 0; /* a JIT's perf map: text, not ELF */
+	size_t pclen = pc_column(l, sl->func, &at);
+	if (!pclen)
+		return 0;
+	struct perf_file *f;
+	int rc = file_of(p, l + sl->mod, sl->mod_len, l + at, pclen, &f);
+	if (rc < 0)
+		return rc;
+	if (f && f->state == FILE_PLACES) {
+		sl->func_len += sl->func - at;
+		sl->func = at;
+	}
+	return 0;
+}
+
+/* When func[0..*flen) is a function perf_line_pc() widened ("PC
+ * [unknown]" of a file that places its pcs), its pc in *pc, *func and
+ * *flen moved to "[unknown]", and the file; else NULL. */
+static const struct perf_file *widened(const struct perf *p, const char **func, size_t *flen,
+                                       const char *mod, size_t mlen, uint64_t *pc)
+{
+	const char *f = *func;
+	size_t n = *flen, at;
+
+	if (n < 11 || memcmp(f + n - 9, "[unknown]", 9) != 0 ||
+	    !is_hex_lower((unsigned char)f[0]) || !p->files || mlen < 2 || mod[0] != '/')
+		return NULL;
+	size_t pclen = pc_column(f, n - 9, &at);
+	if (!pclen || at != 0 || !perf_parse_hex(f, pclen, pc))
+		return NULL;
+	const struct perf_file *file = file_find(p, mod, mlen, path_hash(mod, mlen));
+	if (!file || file->state != FILE_PLACES)
+		return NULL;
+	*func = f + n - 9;
+	*flen = 9;
+	return file;
+}
 
 static int names_put(struct perf *p, const char *s, size_t n)
 {
@@ -164,6 +352,8 @@ int perf_line_frames(struct perf *p, size_t *nf, const char *func, size_t flen, 
 
 	if (flen > 0 && func[0] == '(')
 		return 0; /* a process name, not a frame */
+	uint64_t pc;
+	const struct perf_file *file = widened(p, &func, &flen, mod, mlen, &pc);
 
 	/* split on "->", dropping trailing empty pieces like Perl */
 	size_t end = flen;
@@ -184,6 +374,20 @@ int perf_line_frames(struct perf *p, size_t *nf, const char *func, size_t flen, 
 		rc = add_frame(p, nf, off, nlen, mod, mlen, frame_kind(mod, mlen, index, unknown));
 		if (rc < 0)
 			return rc;
+		if (file) {
+			/* "[unknown]" alone: this is the line's one piece */
+			const struct import_symbols *sym = p->ctx->sym;
+			struct store_frame pf;
+			rc = sym->place(sym->ctx, file->path, pc, &pf);
+			if (rc < 0)
+				return rc;
+			if (rc == IMPORT_PLACE_DONE) {
+				struct store_frame *fr = &p->frames[*nf - 1];
+				fr->offset = pf.offset;
+				fr->build_id = pf.build_id;
+				fr->build_id_len = pf.build_id_len;
+			}
+		}
 		if (depth && import_stack_past(depth, bytes, nlen))
 			return 1;
 		if (!arrow)

@@ -219,6 +219,15 @@ struct perf {
 	uint32_t *map_pids; /* the processes told to ctx->sym */
 	size_t nmap_pids, map_pids_cap;
 
+	/* The files of "[unknown] (/path)" stack lines while there are no
+	 * mappings (perf-frames.c, perf_line_pc): by path, whether their pcs
+	 * place frames in them (ctx->sym->place).  Open addressing on a hash
+	 * of the path; files_mask + 1 slots, a power of two, or none. */
+	struct perf_file *files;
+	size_t files_mask, nfiles;
+	uint64_t addr_files; /* files whose pcs were addresses */
+	char *addr_first;    /* the first of them (a path in files) */
+
 	/* Scratch space for parsing a sample on a cache miss. */
 	struct stack_line *sl;
 	size_t sl_cap;
@@ -262,6 +271,17 @@ void perf_frames_finish(struct perf *p, size_t nf);
  * Leaves it as it is where no mapping of mod places the pc. */
 int perf_frame_place(struct perf *p, struct store_frame *fr, const char *pc, size_t pclen,
                      bool caller);
+/* For a stack line l matched as sl: when it is "PC [unknown] (/path)",
+ * the text holds no mappings (p->nmaps 0) and the file at path places
+ * its pcs (ctx->sym->place, asked once per path), widens sl's function
+ * back over the pc column, so that every cache keyed by a line's
+ * function and module keeps the pc of such a line and perf_line_frames()
+ * places its frame.  Call it after each perf_match_stack_line() of a
+ * stack line, before the function is used.  0 or -ENOMEM
+ * (perf-frames.c). */
+int perf_line_pc(struct perf *p, const char *l, struct stack_line *sl);
+/* Frees what perf_line_pc() keeps (perf-frames.c). */
+void perf_files_free(struct perf *p);
 /* Interns the current line-by-line sample's stack (perf-frames.c). */
 int perf_parse_sample(struct perf *p, uint32_t *node);
 

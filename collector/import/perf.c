@@ -420,6 +420,9 @@ static int add_stack_line(struct perf *p, const char *l, size_t n)
 
 	if (memchr(l, '\0', n) || !perf_match_stack_line(l, n, &sl))
 		return perf_fail_line(p, p->lr.line, "a sample header or a stack line", l, n);
+	rc = perf_line_pc(p, l, &sl);
+	if (rc < 0)
+		return rc;
 	const char *func = l + sl.func;
 	size_t flen = perf_strip_offset(func, sl.func_len);
 	size_t tail = sl.mod + sl.mod_len + 1;
@@ -593,6 +596,7 @@ static void perf_free(struct perf *p)
 		free(p->maps[i].path);
 	free(p->maps);
 	free(p->map_pids);
+	perf_files_free(p);
 	free(p->first_event);
 	free(p->sl);
 	free(p->rl);
@@ -641,6 +645,15 @@ int import_perf(struct import_ctx *ctx)
 		         "kept only event %s (in every spelling); skipped %llu samples of other "
 		         "events (use --all-events or --event)",
 		         p.first_event, (unsigned long long)p.skipped_other);
+	if (p.addr_files) {
+		size_t at = strlen(ctx->warning);
+		snprintf(ctx->warning + at, sizeof(ctx->warning) - at,
+		         "%spcs of %llu position-independent file%s (first %s) are addresses: "
+		         "without mapping records their unnamed frames keep no offset for "
+		         "symbolize (print with perf script --show-mmap-events)",
+		         at ? "; " : "", (unsigned long long)p.addr_files,
+		         p.addr_files == 1 ? "" : "s", p.addr_first);
+	}
 	rc = 0;
 out:
 	perf_free(&p);

@@ -290,6 +290,16 @@ static int check_combination(struct options *o)
 	if (targets != 1) {
 		return record_usage_error("give exactly one of -p PID, -a or -- COMMAND");
 	}
+	for (const char *p = o->pid_list; p && *p;) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (errno || end == p || v <= 0 || v > INT32_MAX || (*end && *end != ',') ||
+		    (*end == ',' && !end[1]))
+			return record_usage_error("-p: expected PID[,PID...], got \"%s\"",
+			                          o->pid_list);
+		p = *end ? end + 1 : end;
+	}
 	if (o->user_only && o->kernel_only) {
 		return record_usage_error("--user-only and --kernel-only exclude each other");
 	}

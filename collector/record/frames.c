@@ -269,9 +269,11 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 		n--;
 
 	uint32_t node = STORE_ROOT_NODE;
+	bool leaf_named = false; /* stored unnamed, shown with a name found later */
 	for (size_t j = 0; j < n; j++) {
 		uint32_t frame;
 		rc = record_names_frame(r, &r->frames[j]);
+		leaf_named = rc > 0;
 		if (rc >= 0)
 			rc = store_batch_frame(b, &r->frames[j], &frame);
 		if (rc >= 0)
@@ -299,7 +301,7 @@ int record_store_frames(struct recorder *r, struct store_batch *b, uint32_t seri
 		if (rc < 0)
 			return rc;
 	}
-	if (ev == PROFILE_EV_CPU && n > 0 &&
+	if (ev == PROFILE_EV_CPU && n > 0 && !leaf_named &&
 	    (rc = record_unnamed_add(r, &r->frames[n - 1], v->weight + mweight)) < 0)
 		return rc;
 	if (truncated)

@@ -5,7 +5,8 @@
  * on, once debug information for it appears (a debug package installed,
  * a file put in /usr/lib/debug or a --debug-dir, or a debuginfod server
  * that has it), with the pass `flamefs-collect symbolize` runs
- * (symbolize_later_plan/run/apply, ../symbolize/later.c).
+ * (symbolize_later_plan/run, ../symbolize/later.c; the renames made as
+ * symbolize_later_apply makes them).
  *
  * The modules met unnamed are noted as their frames are stored (frames.c).
  * At a quiet moment (after a drain that stored few stacks, at most every
@@ -17,9 +18,14 @@
  * drain never waits for a search; the next drain adds the renames to its
  * batch, and once that commits, the names found are given to the same
  * frames as they are stored again (record_names_frame), so a stack keeps
- * one node per function.  At the end a last pass runs for what is left,
- * waited for at most RECORD_NAMES_END_WAIT_S.  It prints only with -v:
- * what it named.
+ * one node per function.  Into a database the frames met again are stored
+ * as they were met instead: there a frame keeps the content it was first
+ * stored with as its identity and shows its name, so the same content
+ * gives the same frame, named (store_batch_frame_rename()).  A frame
+ * another writer of the database named since the pass began keeps that
+ * name: the pass leaves it out.  At the end a last pass runs for what is
+ * left, waited for at most RECORD_NAMES_END_WAIT_S.  It prints only with
+ * -v: what it named.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -58,6 +64,7 @@ struct record_names {
 	struct symbolize_later_opts lo; /* its dirs: `dirs` */
 	char **dirs;
 	bool debuginfod; /* DEBUGINFOD_URLS set */
+	bool database;   /* the store keeps a frame's first content as its identity */
 	unsigned verbose;
 
 	struct nmod *mods;
@@ -113,7 +120,7 @@ static uint64_t found_hash(uint32_t mod, uint64_t offset)
 
 static bool pass_done(struct record_names *n);
 
-int record_names_new(struct record_names **out, const struct options *o)
+int record_names_new(struct record_names **out, const struct options *o, bool database)
 {
 	struct record_names *n = calloc(1, sizeof(*n));
 
@@ -135,6 +142,7 @@ int record_names_new(struct record_names **out, const struct options *o)
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	n->debuginfod = urls && *urls;
 	n->verbose = o->verbose;
+	n->database = database;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -283,6 +291,8 @@ int record_names_frame(struct recorder *r, struct store_frame *f)
 		        found_slot(n->found, n->found_slots, (uint32_t)mod + 1, f->offset);
 		if (s->mod && !s->name)
 			return 0; /* its module's symbols do not name it */
+		if (s->mod && n->database)
+			return 1; /* interned as it is: the frame that shows the name */
 		if (s->mod) {
 			/* as the renamed frame is: symbolize_later_apply() */
 			f->name = s->name;
@@ -390,6 +400,39 @@ static bool pass_done(struct record_names *n)
 	return done;
 }
 
+/* The renames of the pass done into b, each frame named as
+ * symbolize_later_apply() names it, but for a frame that shows a name
+ * already (another writer of a database named it since the pass was
+ * planned): the first name a frame gets stays.  0 or -errno. */
+static int apply_renames(struct recorder *r, struct store_batch *b)
+{
+	const struct symbolize_later_pass *p = r->names->pass;
+	size_t nres, nfr;
+	const struct symbolize_later_result *res = symbolize_later_results(p, &nres);
+	const struct symbolize_later_frame *fr = symbolize_later_frames(p, &nfr);
+
+	for (size_t i = 0; i < nfr; i++) {
+		const struct symbolize_later_module *m = &res[fr[i].module].m;
+		struct store_frame now;
+		if (!fr[i].name || store_frame_get(r->store, fr[i].id, &now) < 0 ||
+		    now.kind != STORE_FRAME_UNKNOWN)
+			continue;
+		struct store_frame named = {
+		        .name = fr[i].name,
+		        .name_len = strlen(fr[i].name),
+		        .module = m->path,
+		        .module_len = strlen(m->path),
+		        .build_id = m->build_id,
+		        .build_id_len = m->build_id_len,
+		        .kind = STORE_FRAME_USER,
+		};
+		int rc = store_batch_frame_rename(b, fr[i].id, &named);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int record_names_apply(struct recorder *r, struct store_batch *b)
 {
 	struct record_names *n = r->names;
@@ -401,7 +444,7 @@ int record_names_apply(struct recorder *r, struct store_batch *b)
 		n->state = PASS_IDLE;
 		return n->rc == -ENOMEM ? n->rc : 0;
 	}
-	int rc = symbolize_later_apply(n->pass, b);
+	int rc = apply_renames(r, b);
 	if (rc < 0)
 		return rc;
 	n->state = PASS_APPLIED;

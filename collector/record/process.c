@@ -32,7 +32,7 @@ static int note_exit(struct recorder *r, pid_t pid)
 
 /* Frees the snapshots of processes that exited REAP_DRAINS drains ago: a
  * recording of -a on a busy machine would otherwise keep every process it
- * ever saw (~1.7 KB each, a thousand a second under a build). */
+ * ever saw, and a build starts processes by the thousand. */
 void record_reap_exited(struct recorder *r)
 {
 	size_t keep = 0;

@@ -127,8 +127,8 @@ static __always_inline void report_pycode(__u32 pid, __u32 gen, __u64 code, __u3
 
 /* Code objects already reported to user space (PROFILE_EVENT_PYCODE),
  * which reads each at once, while its process lives: the drain after a
- * process's exit could no longer read the code its last second ran (a
- * 1.6 s script had 36% of its weight "[python: code gone]"). */
+ * process's exit could no longer read the code its last second ran, and
+ * a short script's samples would end in "[python: code gone]". */
 struct py_code_key {
 	__u32 tgid;
 	__u32 check;
@@ -146,8 +146,8 @@ struct {
  * is done.  Samples in between are charged to it: after exec_mmap() a
  * walk would read the new program's memory with the old registers, and
  * was cut short (the whole kernel side of an exec: tearing down the old
- * memory, loading the new program; a third of the cut-short weight of a
- * build machine's churn). */
+ * memory, loading the new program, much of the cut-short weight under a
+ * build's process churn). */
 struct exec_stack {
 	struct profile_ustack st;
 	__u64 hash;

@@ -195,7 +195,8 @@ struct {
 } unwind_files SEC(".maps");
 
 /* Mappable: user space writes a table's rows through a window of memory
- * rather than one bpf(2) element at a time (5x the build itself). */
+ * rather than one bpf(2) element at a time, which would cost more than
+ * building the table. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);

@@ -350,7 +350,7 @@ struct recorder {
 	 * NULL with --jit-wait 0), and what became of them, in samples. */
 	struct record_late *late;
 	struct record_labels *labels; /* labels.c; NULL with --no-labels */
-	struct record_names *names;   /* names.c; NULL for a database */
+	struct record_names *names;   /* names.c */
 	size_t drain_stacks;          /* the stacks the last drain stored */
 	struct late_stats {
 		uint64_t seen;        /* with a late frame when first named */
@@ -485,13 +485,17 @@ struct record_names;
 #define RECORD_NAMES_LOUD_S       300
 #define RECORD_NAMES_DEBUGINFOD_S 600
 #define RECORD_NAMES_END_WAIT_S   30
-/* Naming later with o's --debug-dir, DEBUGINFOD_URLS and -v.  0 or
- * -ENOMEM. */
-int record_names_new(struct record_names **out, const struct options *o);
+/* Naming later with o's --debug-dir, DEBUGINFOD_URLS and -v, into a store
+ * that is a database (`database`: a frame keeps the content it was stored
+ * with as its identity and shows the name it took) or not (a frame named
+ * takes the name as its content).  0 or -ENOMEM. */
+int record_names_new(struct record_names **out, const struct options *o, bool database);
 void record_names_free(struct record_names *n); /* accepts NULL */
 /* For each frame about to be stored (frames.c): an unnamed one whose name
  * was found later takes it (in place: f then names that string, owned by
- * r->names), else its module is noted.  0 or -ENOMEM. */
+ * r->names) and 0 is returned; into a database it is left as it is, to be
+ * interned as the frame that shows the name, and 1 is returned; else its
+ * module is noted (0).  -ENOMEM. */
 int record_names_frame(struct recorder *r, struct store_frame *f);
 /* In a drain, before its commit: the renames of a pass that has finished,
  * into b.  0 or -errno. */

@@ -205,10 +205,7 @@ static int open_store(struct recorder *r, const struct options *o)
 		record_fail(r, rc, "out of memory");
 		return rc;
 	}
-	/* Into a database, frames are named by `symbolize --store URL`
-	 * afterwards: no test records straight into one yet. */
-	if (!store_is_database(store_where(r->store)) &&
-	    (rc = record_names_new(&r->names, o)) < 0) {
+	if ((rc = record_names_new(&r->names, o, store_is_database(store_where(r->store)))) < 0) {
 		record_fail(r, rc, "out of memory");
 		return rc;
 	}
@@ -457,10 +454,14 @@ int record_main(int argc, char **argv)
 
 	missing_caps(missing, sizeof(missing));
 	if (missing[0]) {
+		/* the file to give the capabilities to, as the command to run */
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		self[n > 0 ? n : 0] = '\0';
 		fprintf(stderr,
 		        PROG ": record needs CAP_BPF and CAP_PERFMON; this process lacks %s: "
-		             "run as root, or setcap cap_bpf,cap_perfmon+ep on " PROG "\n",
-		        missing);
+		             "run as root, or setcap cap_bpf,cap_perfmon+ep %s\n",
+		        missing, n > 0 ? self : PROG);
 		free_options(&o);
 		return 1;
 	}

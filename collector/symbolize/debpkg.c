@@ -14,7 +14,7 @@
  * for every name still unknown, and kept.  The quick budget (the end line
  * of an import or a recording) asks only when apt answers from its binary
  * cache: without one (Docker's images turn it off) apt-cache parses every
- * package list at each run, 0.35-0.4 s of CPU here, more than an import.
+ * package list at each run, which can cost more than the import itself.
  *
  * Process-wide caches without a lock: call from one thread at a time.
  */

@@ -320,6 +320,19 @@ static void o_user_files(void *ctx, uint32_t pid, const uint64_t *addrs, size_t 
 	symbolize_user_files(o->s, (pid_t)pid, addrs, n, mods, offs);
 }
 
+static int o_place(void *ctx, const char *path, uint64_t pc, struct store_frame *f)
+{
+	struct offline *o = ctx;
+	int rc = symbolize_offline_place(o->s, path, pc, o->binary_path, f);
+	switch (rc) {
+	case SYMBOLIZE_PLACE_DONE: return IMPORT_PLACE_DONE;
+	case SYMBOLIZE_PLACE_ADDRESS: return IMPORT_PLACE_ADDRESS;
+	case SYMBOLIZE_PLACE_NOT: return IMPORT_PLACE_NOT;
+	case SYMBOLIZE_PLACE_NO_FILE: return IMPORT_PLACE_NO_FILE;
+	default: return rc < 0 ? rc : -EINVAL;
+	}
+}
+
 static int o_kernel(void *ctx, uint64_t addr, bool caller, struct store_frame *f)
 {
 	struct offline *o = ctx;
@@ -372,6 +385,7 @@ int offline_symbols_new(const char *binary_path, struct import_symbols *out)
 	        .kernel_prefetch = o_kernel_prefetch,
 	        .build_id = o_build_id,
 	        .unwind = o_unwind,
+	        .place = o_place,
 	};
 	return 0;
 }

@@ -80,8 +80,10 @@ static int module_read_elf(const struct symbolize *s, struct module *m, Elf *giv
 		goto out; /* not ELF: no symbols, not an error */
 	m->is_elf = true;
 	GElf_Ehdr eh;
-	if (gelf_getehdr(elf, &eh))
+	if (gelf_getehdr(elf, &eh)) {
 		m->entry = eh.e_entry;
+		m->e_type = eh.e_type;
+	}
 
 	const void *bid;
 	ssize_t blen = dwelf_elf_gnu_build_id(elf, &bid);

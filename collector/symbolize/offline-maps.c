@@ -377,3 +377,79 @@ int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64
 	p->nmaps++;
 	return 0;
 }
+
+/* The file offset that pc stands for in m (symbolize_offline_place()
+ * says how it is read), or SYMBOLIZE_PLACE_ADDRESS / SYMBOLIZE_PLACE_NOT
+ * when it stands for none. */
+static int offline_pc_offset(const struct module *m, uint64_t pc, uint64_t *off)
+{
+	uint64_t end = 0, low = UINT64_MAX;
+
+	for (size_t i = 0; i < m->nsegs; i++) {
+		const struct segment *g = &m->segs[i];
+		if (g->offset + g->filesz > end)
+			end = g->offset + g->filesz;
+		if (g->vaddr < low)
+			low = g->vaddr;
+	}
+	if (m->e_type == ET_EXEC) {
+		for (size_t i = 0; i < m->nsegs; i++) {
+			const struct segment *g = &m->segs[i];
+			if (pc >= g->vaddr && pc - g->vaddr < g->filesz) {
+				*off = pc - g->vaddr + g->offset;
+				return SYMBOLIZE_PLACE_DONE;
+			}
+		}
+		if (pc < low && pc < end) {
+			*off = pc;
+			return SYMBOLIZE_PLACE_DONE;
+		}
+		return SYMBOLIZE_PLACE_NOT;
+	}
+	if (pc < end) {
+		*off = pc;
+		return SYMBOLIZE_PLACE_DONE;
+	}
+	return SYMBOLIZE_PLACE_ADDRESS;
+}
+
+int symbolize_offline_place(struct symbolize *s, const char *path, uint64_t pc,
+                            const char *binary_path, struct store_frame *f)
+{
+	struct module *m;
+	uint64_t off, vaddr;
+	struct symres *r;
+
+	if (path[0] != '/')
+		return SYMBOLIZE_PLACE_NO_FILE;
+	int rc = offline_module(s, path, NULL, 0, binary_path, &m);
+	if (rc < 0)
+		return rc;
+	if (!m->is_elf || !m->build_id_len || !m->nsegs ||
+	    (m->e_type != ET_EXEC && m->e_type != ET_DYN))
+		return SYMBOLIZE_PLACE_NO_FILE;
+	sym_module_touch(m);
+	rc = offline_pc_offset(m, pc, &off);
+	if (rc != SYMBOLIZE_PLACE_DONE)
+		return rc;
+	/* vaddr 0 is the ELF header of a position-independent file: no code */
+	if (!sym_module_vaddr(m, off, &vaddr) || !vaddr)
+		return SYMBOLIZE_PLACE_NOT;
+	rc = sym_module_lookup(s, m, vaddr, &r);
+	if (rc < 0)
+		return rc;
+	if (r->kind != STORE_FRAME_UNKNOWN)
+		return SYMBOLIZE_PLACE_NOT;
+	memset(f, 0, sizeof(*f));
+	f->name = m->unknown_name;
+	f->name_len = strlen(m->unknown_name);
+	f->module = m->path;
+	f->module_len = strlen(m->path);
+	f->build_id = m->build_id;
+	f->build_id_len = m->build_id_len;
+	f->kind = STORE_FRAME_UNKNOWN;
+	/* the function's start, at the same distance before the pc in the
+	 * file as in memory (one segment) */
+	f->offset = r->start ? off - (vaddr - r->start) : off + (r->addr - vaddr);
+	return SYMBOLIZE_PLACE_DONE;
+}

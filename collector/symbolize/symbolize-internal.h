@@ -144,7 +144,8 @@ struct module {
 	char *unknown_name; /* "[basename]", for addresses without symbol */
 	uint8_t *build_id;
 	size_t build_id_len;
-	uint64_t entry; /* e_entry */
+	uint64_t entry;  /* e_entry */
+	uint16_t e_type; /* ET_EXEC, ET_DYN...; 0 when not ELF */
 	/* Where a program's objects lie in a process (symbolize_keep_layout),
 	 * or NULL; nlm: the loader's list it was taken with (0: just after
 	 * the exec) */
@@ -225,7 +226,7 @@ struct jit_sym {
  * shared by the snapshots of a program named from its module (which keeps
  * a reference), by a fork's copies and by re-reads of the same program:
  * under churn a snapshot is made for every fork, exec and loader hook,
- * and two string copies each were a quarter of the collector's malloc
+ * and two string copies each would be many of the collector's malloc
  * calls.  refs: the holders; sym_names_put() frees at the last. */
 struct proc_names {
 	unsigned refs;

@@ -552,6 +552,34 @@ int symbolize_offline_map(struct symbolize *s, pid_t pid, uint64_t start, uint64
                           uint64_t pgoff, const char *path, const uint8_t *build_id,
                           size_t build_id_len, const char *binary_path);
 
+/* What symbolize_offline_place() made of a pc (import.h's enum
+ * import_place has the same values and meanings). */
+enum symbolize_place {
+	SYMBOLIZE_PLACE_NO_FILE = 0, /* no ELF file with a build id at path */
+	SYMBOLIZE_PLACE_DONE = 1,    /* placed: f->offset and f->build_id set */
+	SYMBOLIZE_PLACE_ADDRESS = 2, /* past an ET_DYN file's loaded bytes: an address */
+	SYMBOLIZE_PLACE_NOT = 3,     /* in no loaded part, or in a named function */
+};
+
+/* Places pc, which perf script text printed for an unnamed frame of the
+ * file at path (absolute) with no mapping record to read it against, in
+ * that file: in an ET_EXEC file a pc inside a PT_LOAD segment's
+ * [p_vaddr, p_vaddr + p_filesz) is an address in it, and one below the
+ * lowest p_vaddr and below the end of the loaded bytes (the largest
+ * p_offset + p_filesz) an offset; in an ET_DYN file (PIE, shared library)
+ * a pc below that end is an offset and a larger one an address, which
+ * cannot be placed.  The pc is looked up as itself (a return address is
+ * not moved back a byte: the text does not say which pcs are).  The file
+ * is found as symbolize_offline_map() finds it (binary_path first),
+ * opened once per path for the symbolizer's life, and must be an ELF file
+ * with a GNU build id.  On SYMBOLIZE_PLACE_DONE f is the unnamed frame
+ * symbolize_user() would give: module path, build id (owned by s),
+ * "[basename]", and the file offset of the start of the function (its
+ * .eh_frame FDE; the pc's own offset where none covers it).  Returns an
+ * enum symbolize_place, or -ENOMEM. */
+int symbolize_offline_place(struct symbolize *s, const char *path, uint64_t pc,
+                            const char *binary_path, struct store_frame *f);
+
 /* The path of the file symbolize_offline_map() would open for (path,
  * build_id), in a malloc'd string the caller frees, or NULL when none is
  * found (or on ENOMEM). */

@@ -13,7 +13,7 @@
  * rbp unchanged or saved at CFA plus an offset, rbx unchanged, saved where
  * pushes save it (CFA-16 .. CFA-56) or lost.  (libdw's
  * dwarf_cfi_addrframe() gives one row per call but runs the FDE from its
- * start each time: quadratic in an FDE's rows, 0.5 s for cc1.)
+ * start each time: quadratic in an FDE's rows.)
  * Three shapes that are DWARF expressions are recognised by their exact
  * form: the PLT's CFA (rsp + 8, + 8 more past the push in each entry), the
  * signal trampoline's ucontext (the FDE with the 'S' augmentation), and an

@@ -6,14 +6,13 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <malloc.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,6 +107,66 @@ static int usage_error(const char *fmt, const char *what)
 	return 2;
 }
 
+/* libfuse's messages go through fuse_message() (fuse_set_log_func()),
+ * some in pieces (fuse_opt's "unknown option(s): `", each option, "'\n"):
+ * .line gathers them up to the newline.  While .on, the first whole line
+ * is kept in .msg instead of printed.  .on and .msg are set and read by
+ * the main thread before the daemon's threads start; .line is guarded by
+ * .lock. */
+static struct {
+	pthread_mutex_t lock;
+	char line[512];
+	size_t len;
+	bool on;
+	char msg[512];
+} fuse_captured = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* What to do after a libfuse message that says only what went wrong,
+ * "" when it says both already or is not known here. */
+static const char *fuse_hint(const char *msg)
+{
+	if (strstr(msg, "/dev/fuse") &&
+	    (strstr(msg, "Permission denied") || strstr(msg, "Operation not permitted")))
+		return "; run as root, or let your user read and write /dev/fuse (Debian makes "
+		       "it mode 0666)";
+	if (strstr(msg, "Permission denied") || strstr(msg, "Operation not permitted"))
+		return "; run as root, or mount on a directory you own";
+	return "";
+}
+
+/* Says a libfuse message ("fuse: failed to open /dev/fuse: Permission
+ * denied") as flamefs's own: one line that starts "flamefs:", with what
+ * to do where fuse_hint() knows it. */
+static void fuse_message(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char piece[sizeof(fuse_captured.line)];
+	char *msg = fuse_captured.line, *m;
+	size_t *len = &fuse_captured.len;
+
+	(void)level;
+	vsnprintf(piece, sizeof(piece), fmt, ap);
+	pthread_mutex_lock(&fuse_captured.lock);
+	for (const char *p = piece; *p; p++) {
+		if (*p != '\n') {
+			if (*len + 1 < sizeof(fuse_captured.line))
+				msg[(*len)++] = *p;
+			continue;
+		}
+		msg[*len] = '\0';
+		*len = 0;
+		if (!msg[0])
+			continue;
+		if (fuse_captured.on) {
+			if (!fuse_captured.msg[0])
+				memcpy(fuse_captured.msg, msg, sizeof(fuse_captured.msg));
+			continue;
+		}
+		m = strncmp(msg, "fuse: ", 6) == 0 ? msg + 6 : msg;
+		fprintf(stderr, "flamefs: %s%s\n", m, fuse_hint(m));
+	}
+	pthread_mutex_unlock(&fuse_captured.lock);
+}
+
 /* Asks libfuse whether it takes the -o options, before anything is
  * opened: fuse_session_new() on a copy of the arguments, its message
  * ("fuse: unknown option(s): `-o bogus'") caught and said in flamefs's
@@ -115,26 +174,17 @@ static int usage_error(const char *fmt, const char *what)
 static int check_options(const struct fuse_args *args)
 {
 	struct fuse_args copy = FUSE_ARGS_INIT(0, NULL);
-	char msg[256] = "";
-	int ret = 1, saved = -1, fd = -1;
+	char *msg = fuse_captured.msg;
+	int ret = 1;
 
 	for (int i = 0; i < args->argc; i++)
 		if (fuse_opt_add_arg(&copy, args->argv[i]) < 0)
 			goto out;
-	fflush(stderr);
-	fd = memfd_create("flamefs-options", MFD_CLOEXEC);
-	saved = fd >= 0 ? fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3) : -1;
-	if (saved >= 0)
-		dup2(fd, STDERR_FILENO);
+	fuse_captured.on = true;
+	msg[0] = '\0';
 	struct fuse_session *se =
 	        fuse_session_new(&copy, &ops_lowlevel, sizeof(ops_lowlevel), NULL);
-	if (saved >= 0) {
-		fflush(stderr);
-		dup2(saved, STDERR_FILENO);
-		ssize_t n = pread(fd, msg, sizeof(msg) - 1, 0);
-		msg[n > 0 ? n : 0] = '\0';
-		msg[strcspn(msg, "\n")] = '\0';
-	}
+	fuse_captured.on = false;
 	if (se) {
 		fuse_session_destroy(se);
 		ret = 0;
@@ -155,10 +205,6 @@ static int check_options(const struct fuse_args *args)
 		                                       : "cannot set up FUSE");
 	}
 out:
-	if (saved >= 0)
-		close(saved);
-	if (fd >= 0)
-		close(fd);
 	fuse_opt_free_args(&copy);
 	return ret;
 }
@@ -179,6 +225,7 @@ static void usage(FILE *out)
 	             "  MOUNTPOINT/<binary>/<version>/@functions/<function>/...\n"
 	             "  MOUNTPOINT/@host/<name>/...  MOUNTPOINT/@cgroup/<path>/...\n"
 	             "  MOUNTPOINT/@container/<id>/...  MOUNTPOINT/@thread/<name>/...\n"
+	             "  MOUNTPOINT/@span/<name>/...\n"
 	             "STORE is a store directory, or a PostgreSQL database given as a connection\n"
 	             "string that starts with postgresql: or postgres: (a central store that many\n"
 	             "hosts push into; the view sums the hosts and needs only SELECT rights).\n"
@@ -234,8 +281,9 @@ static bool dir_has_entries(const char *path)
 	return any;
 }
 
-/* Refuses a mount point that does not exist, is not a directory, is
- * already a mount point, or holds files (unless -o nonempty: a mount
+/* Refuses a mount point that does not exist, is not a directory, that a
+ * user other than root may not write to, is already a mount point, or
+ * holds files (unless -o nonempty: a mount
  * hides what is below it until it is unmounted), with one line that
  * says so and what to do. */
 static int check_mountpoint(const char *mp, bool nonempty)
@@ -251,6 +299,11 @@ static int check_mountpoint(const char *mp, bool nonempty)
 			        mp);
 		else if (r == ENOENT)
 			fprintf(stderr, "flamefs: %s: no such directory; mkdir it first\n", mp);
+		else if (r == EACCES)
+			fprintf(stderr,
+			        "flamefs: %s: %s; mount on a directory you may reach, or run as "
+			        "root\n",
+			        mp, strerror(r));
 		else
 			fprintf(stderr, "flamefs: %s: %s\n", mp, strerror(r));
 		return -r;
@@ -258,6 +311,15 @@ static int check_mountpoint(const char *mp, bool nonempty)
 	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "flamefs: %s: not a directory; mount on an empty directory\n", mp);
 		return -ENOTDIR;
+	}
+	/* fusermount3, which mounts for a user other than root, refuses a
+	 * directory that user may not write to, in its own words. */
+	if (geteuid() != 0 && access(mp, W_OK) < 0 && errno == EACCES) {
+		fprintf(stderr,
+		        "flamefs: %s: you may not write to it, and FUSE mounts only where its "
+		        "user may; mount on a directory you own, or run as root\n",
+		        mp);
+		return -EACCES;
 	}
 	if (asprintf(&parent, "%s/..", mp) < 0)
 		return -ENOMEM;
@@ -280,6 +342,8 @@ static int check_mountpoint(const char *mp, bool nonempty)
 
 /* The hint after a store that cannot be opened because there is none. */
 #define MAKE_ONE "make one with `flamefs-collect import` or `record`"
+/* The hint after a store the user may not read. */
+#define MAY_READ "run as a user who may read the store (its owner, or root)"
 
 static int open_store(const char *dir)
 {
@@ -289,7 +353,8 @@ static int open_store(const char *dir)
 	if (r < 0) {
 		const char *hint = strstr(err, "not a flamefs store") && !strstr(err, ";")
 		                           ? "; " MAKE_ONE
-		                           : "";
+		                   : r == -EACCES && !strstr(err, ";") ? "; " MAY_READ
+		                                                       : "";
 		fprintf(stderr, "flamefs: %s%s\n", err[0] ? err : strerror(-r), hint);
 		return r;
 	}
@@ -383,11 +448,9 @@ static int parse_command_line(struct fuse_args *args, struct cli *cli,
 	}
 	fs.render_max = VIEW_RENDER_MAX;
 	if (cli->max_render && view_parse_size(cli->max_render, &fs.render_max) < 0) {
-		fprintf(stderr,
-		        "flamefs: -o max_render: expected a size in bytes with an optional K, M "
-		        "or G suffix (256M), got \"%s\"\n",
-		        cli->max_render);
-		return 2;
+		return usage_error("-o max_render: expected a size in bytes with an optional K, M "
+		                   "or G suffix (256M), got \"%s\"",
+		                   cli->max_render);
 	}
 	if (fuse_parse_cmdline(args, opts) < 0)
 		return 1;
@@ -406,6 +469,9 @@ static int check_store_dir(struct cli *cli, struct stat *st)
 	if (stat(cli->store, st) < 0) {
 		if (errno == ENOENT)
 			fprintf(stderr, "flamefs: %s: no store here; " MAKE_ONE "\n", cli->store);
+		else if (errno == EACCES)
+			fprintf(stderr, "flamefs: %s: %s; " MAY_READ "\n", cli->store,
+			        strerror(errno));
 		else
 			fprintf(stderr, "flamefs: %s: %s\n", cli->store, strerror(errno));
 		return -1;
@@ -508,6 +574,7 @@ int main(int argc, char **argv)
 	 * a realloc moves them (mremap) and the huge-page hint applies
 	 * (view_hugepages()). */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	fuse_set_log_func(fuse_message);
 	if ((ret = parse_command_line(&args, &cli, &opts)) >= 0)
 		goto out;
 	ret = 1;

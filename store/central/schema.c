@@ -271,8 +271,8 @@ static const char spans_sql[] =
  * run of up to 4096 (arrays, lz4), with the views `frames` and `nodes`
  * of a row each for SQL; their content hashes are computed, not stored.
  * A counts row holds its entries as one counts blob (../counts-blob-internal.h,
- * the embedded store's format: delta-coded nodes and varints, ~3 bytes an
- * entry where schema 1's three arrays took ~12 after lz4), with the view
+ * the embedded store's format: delta-coded nodes and varints, a few
+ * bytes an entry, smaller than schema 1's three arrays after lz4), with the view
  * `count_entries` of an entry each for SQL.  Counts hold unsigned 64-bit
  * values as int8 bit patterns (flamefs_u64() reads them back); series
  * totals are numeric(20), checked below 2^64.  Counts rows are kept in

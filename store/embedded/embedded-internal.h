@@ -199,7 +199,7 @@ static inline void idtab_put(struct idtab *t, size_t pos, uint32_t id, uint32_t 
  * before it reads the node arrays, as an {id, hash} slot would, at half
  * the size.  0 is an empty slot (node 0, the root, is never indexed).
  * The dictionary is what grows in a long recording, a slot per distinct
- * stack node: this table was 8 bytes a slot. */
+ * stack node, so the slot is kept at 4 bytes. */
 struct nodetab {
 	uint32_t *slots;
 	unsigned bits; /* log2 of the slots; 0 when unallocated */

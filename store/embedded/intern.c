@@ -554,8 +554,8 @@ void node_unindex(struct rdb *s, uint32_t id)
 }
 
 /* Sized once for what was loaded: growing by doubling as the records
- * came cost an open of a 77,000-node store a third of its time, in
- * rehashing and page faults. */
+ * came would rehash everything and fault its pages in again at each
+ * doubling, a large part of an open's time. */
 int index_frames(struct rdb *s, uint32_t frames_from)
 {
 	int r;

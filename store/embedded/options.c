@@ -94,7 +94,7 @@ int make_options(struct rdb *s)
 
 	/* The writer's info log lives outside the store (log_dir()), unless
 	 * FLAMEFS_ROCKSDB_LOG=store: RocksDB writes its whole options dump
-	 * (~28 KB) into it at every open, whatever the level, and flamefs
+	 * into it at every open, whatever the level, and flamefs
 	 * reports RocksDB's errors itself.  RocksDB 7.8 refuses to open
 	 * without an info log, and its C API cannot set a silent one. */
 	if (!s->readonly) {
@@ -168,9 +168,9 @@ int make_options(struct rdb *s)
 		rocksdb_options_set_write_buffer_size(o, i ? 32 << 20 : 8 << 20);
 		/* The writer only appends to its memtable (a commit is one
 		 * big WriteBatch; reads come from readers, which keep the
-		 * skip list): a vector sorted once at flush costs a third of
-		 * what a skip list insert does (~3000 instructions per key
-		 * in RocksDB 7.8, even for keys in order).  A read through
+		 * skip list): a vector sorted once at flush costs much less
+		 * than a skip list's insert of each key, even for keys in
+		 * order.  A read through
 		 * the writer sorts a copy; the writer reads only at open,
 		 * when its memtable is empty or tiny, and in tests. */
 		if (!s->readonly)

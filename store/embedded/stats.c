@@ -268,8 +268,8 @@ out:
 
 /* A commit leaves its data in the write-ahead log, and a flush leaves it
  * in level-0 files that hold merge operands apart and pay their own
- * index and properties: right after an import the store was ~1.8x its
- * compacted size (a 168 MB recording: 262 K, compacted 146 K).  Settling
+ * index and properties: right after an import the store is well above
+ * its compacted size.  Settling
  * keeps it within 1/SETTLE_SHARE of that, measured as du measures it:
  * when the logs (zstd-compressed, options.c) pass 1/SETTLE_SHARE of the
  * directory's bytes, the column families with new entries are flushed;
@@ -282,14 +282,14 @@ out:
  * record drain adds a few KB a second, so a new or small store (whose
  * tenth is a few KB) settled every two to three seconds, each round a
  * new table file, its fsyncs and a rewrite of the whole store at zstd's
- * level 9: under process churn, a fifth of the recorder's CPU (issue
- * #25).  The store's close settles once more without the slack
+ * level 9: under process churn, a large share of the recorder's CPU.
+ * The store's close settles once more without the slack
  * (settle_final()), so a writer leaves its store within the tenth, as
  * an import did before.
  *
  * It runs in a thread of its own, started by settle() after a commit:
- * flushes and compactions wait for fsync, 60-300 ms a commit on a busy
- * machine, which a record drain (every second) must not wait for.  The
+ * flushes and compactions wait for fsync, which is slow on a busy
+ * machine, and a record drain (every second) must not wait for them.  The
  * thread uses only s->db and s->cf (RocksDB's handles are thread-safe),
  * never s->errmsg or s->seq; settle_mu guards settle_busy and
  * settle_again.  store_close(), store_compact() and store_footprint()
@@ -298,7 +298,7 @@ out:
 #define SETTLE_SLACK (64u * 1024)
 /* Bytes a key of a flushed table at least, for settle_once() to leave
  * it uncompacted: a compaction zeroes each key's 7-byte sequence number,
- * which costs a table of small keys (a frame each) a fifth of its size. */
+ * a large part of a table of small keys (a frame each). */
 #define SETTLE_KEY_BYTES 64u
 
 /* SST bytes per column family: all[i] and level0[i]. */

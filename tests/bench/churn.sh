@@ -159,14 +159,21 @@ rss_row() {
 	awk '/^(VmRSS|RssAnon|RssFile):/ { v[$1] = $2 } END { printf "%d %d %d", v["VmRSS:"], v["RssAnon:"], v["RssFile:"] }' \
 		"/proc/$1/status" 2>/dev/null || echo "0 0 0"
 }
-# worst LABEL RSS...: the largest deviation of minutes $from..$SOAK from minute 10.
+# worst LABEL RSS...: the largest rise and the largest fall of minutes $from..$SOAK
+# against minute 10 (a fall is the kernel reclaiming file pages or --module-grace
+# freeing files; a leak is a rise).
 worst() {
 	local label=$1
 	shift
 	awk -v label="$label" -v from="$from" -v last="$SOAK" -v list="$*" 'BEGIN {
-		n = split(list, v, " "); base = v[10]; worst = 0
-		for (i = from; i <= last && i <= n; i++) { d = (v[i] - base) / base * 100; if (d < 0) d = -d; if (d > worst) worst = d }
-		printf "%sRSS at minute 10: %d KiB; largest deviation over minutes %d-%d: %.1f%%\n", label, base, from, last, worst }'
+		n = split(list, v, " "); base = v[10]; up = 0; down = 0
+		for (i = from; i <= last && i <= n; i++) {
+			d = (v[i] - base) / base * 100
+			if (d > up) up = d
+			if (-d > down) down = -d
+		}
+		printf "%sat minute 10: %d KiB; over minutes %d-%d at most +%.1f%%, at least -%.1f%%; minute %d: %+.1f%%\n",
+			label, base, from, last, up, down, last, (v[last] - base) / base * 100 }'
 }
 if [ "$SOAK" -ge 12 ]; then
 	echo
@@ -188,11 +195,12 @@ if [ "$SOAK" -ge 12 ]; then
 		echo "| minute | VmRSS (KiB) | RssAnon | RssFile |"
 		echo "|---|---|---|---|"
 	fi
-	rss_at=() base_at=()
+	rss_at=() anon_at=() base_at=()
 	for m in $(seq 1 "$SOAK"); do
 		sleep 60
 		read -r v a f <<<"$(rss_row "$rec")"
 		rss_at[m]=$v
+		anon_at[m]=$a
 		if [ -n "$base_rec" ]; then
 			read -r bv ba bf <<<"$(rss_row "$base_rec")"
 			base_at[m]=$bv
@@ -206,8 +214,9 @@ if [ "$SOAK" -ge 12 ]; then
 	bench_stop_bg
 	from=$((SOAK - 20 > 10 ? SOAK - 20 : 11))
 	echo
-	worst "" "${rss_at[@]}"
-	[ -z "$base_rec" ] || worst "baseline: " "${base_at[@]}"
+	worst "VmRSS " "${rss_at[@]}"
+	worst "RssAnon " "${anon_at[@]}"
+	[ -z "$base_rec" ] || worst "baseline: VmRSS " "${base_at[@]}"
 	sed 's/^/    /' "$work/soak.err"
 	if [ -n "$base_rec" ]; then
 		echo "  baseline:"
