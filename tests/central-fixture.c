@@ -71,10 +71,22 @@ const char *sql(const char *db, const char *fmt, ...)
 	return r;
 }
 
+/* The databases fresh_db() made for the running test: run() drops them
+ * when the test ends, so that the server's disk holds one test's at a
+ * time (a copy of template1's files each). */
+static char made[32][64];
+static int nmade;
+
 void fresh_db(const char *db)
 {
+	int i;
+
 	sql("postgres", "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
-	sql("postgres", "CREATE DATABASE %s", db);
+	sql("postgres", "CREATE DATABASE %s STRATEGY = FILE_COPY", db);
+	for (i = 0; i < nmade && strcmp(made[i], db); i++)
+		;
+	if (i == nmade && nmade < (int)(sizeof(made) / sizeof(made[0])) && strlen(db) < sizeof(made[0]))
+		snprintf(made[nmade++], sizeof(made[0]), "%s", db);
 }
 
 /* ---- helpers --------------------------------------------------------------------- */
@@ -366,6 +378,9 @@ void run(const char *name, void (*fn)(void))
 		return;
 	central_checks_before = check_failures;
 	fn();
+	for (int i = 0; i < nmade; i++)
+		sql("postgres", "DROP DATABASE IF EXISTS %s WITH (FORCE)", made[i]);
+	nmade = 0;
 	printf("%s %s\n", check_failures != central_checks_before ? "FAIL" : "PASS", name);
 	fflush(stdout);
 	central_failures += check_failures != central_checks_before;

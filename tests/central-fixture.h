@@ -37,7 +37,7 @@ void quiet(void *arg, const char *message);
 const char *sql(const char *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Every row of a query, "a b c" per line (malloc'd); NULL on failure. */
 char *sql_rows(const char *db, const char *q);
-/* Drops and creates database db. */
+/* Drops and creates database db; run() drops it again when the test ends. */
 void fresh_db(const char *db);
 /* The store of database db opened with flags, or NULL (counted). */
 struct store *open_ok(const char *db, int flags);

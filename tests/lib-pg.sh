@@ -34,7 +34,10 @@
 #   pg_createdb NAME [OWNER]
 #                    CREATE DATABASE; with OWNER the role owns it (and so its
 #                    public schema, where PostgreSQL 15 lets only the owner
-#                    create tables)
+#                    create tables).  A copy of template1's files
+#                    (STRATEGY FILE_COPY), not of its pages through the WAL
+#                    (PostgreSQL 15's default), which wrote each database
+#                    twice
 #   pg_role NAME PASSWORD
 #                    a LOGIN role with that password (scram-sha-256); the
 #                    password goes to psql on stdin, never in argv or output
@@ -195,11 +198,15 @@ pg__mkdir() {
 
 # pg__conf DATA SOCK PORT: the settings of our servers, appended to DATA's
 # postgresql.conf (the last setting of a name wins, so a standby copied
-# from a primary appends its own socket and port).  Timings here: the first
-# pg_start 1.05 s (initdb --no-sync most of it), a later start 0.12 s, a
-# start with crash recovery 0.22 s, pg_stop 0.11 s, pg_standby_start 0.9 s;
-# fsync = off would save 0.1 s on a recovery and 0.35 s on a standby, so
-# fsync stays on, as in production.
+# from a primary appends its own socket and port).
+# fsync = off: the tests crash servers (immediate shutdown, SIGKILL) but
+# never the machine, and what a server wrote before it died is in the
+# kernel's page cache, where the next start's recovery reads it; fsync only
+# guards against the operating system's crash or a power loss.  With it
+# on, each commit, checkpoint and start after a crash (or a standby's
+# first) waited for the disk, which the machine's other work shares.  A
+# commit still returns only once its WAL is written (synchronous_commit
+# stays on), so a killed server keeps every commit it acknowledged.
 pg__conf() {
 	case $2 in *[\'\ ]*)
 		echo "lib-pg: socket directory $2 contains a quote or a space"
@@ -221,11 +228,13 @@ pg__conf() {
 		wal_level = replica
 		max_wal_senders = 4
 		wal_keep_size = 64MB
+		max_wal_size = 128MB
 		password_encryption = scram-sha-256
-		# A start after a crash, or a standby's first from a base backup,
-		# syncs the data directory first: file by file (the default) that
-		# is every table of every test database, and on a busy machine it
-		# outlasted pg_ctl's wait; one syncfs() per file system instead.
+		fsync = off
+		# (With fsync on) a start after a crash, or a standby's first from
+		# a base backup, syncs the data directory first: file by file (the
+		# default) that is every table of every test database, and on a
+		# busy machine it outlasted pg_ctl's wait; one syncfs() instead.
 		recovery_init_sync_method = syncfs
 	EOF
 }
@@ -307,6 +316,41 @@ pg__remember() {
 	PG__ROOTS+=("$1")
 }
 
+# pg__initdb DATA LOG: a new cluster in DATA, made by initdb (its output
+# in LOG).  With $FLAMEFS_PG_TEMPLATE (a directory, tests/run.sh sets one
+# for its run) initdb runs once into it and every later cluster is a copy
+# of that one: initdb's output does not depend on where the cluster will
+# live, and no server ever starts on the template itself.  The template is
+# made beside its place and renamed into it, so that tests starting at
+# once see all of it or none.
+pg__initdb() {
+	local data=$1 log=$2 tpl stage
+	if [ -z "${FLAMEFS_PG_TEMPLATE:-}" ]; then
+		pg__as "$PG_BIN/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-locale --no-sync >"$log" 2>&1 ||
+			{ echo "lib-pg: initdb failed:"; pg__tail "$log"; return 1; }
+		return 0
+	fi
+	tpl=$FLAMEFS_PG_TEMPLATE/$(pg__user)${PG_BIN//\//_}
+	if [ ! -f "$tpl/PG_VERSION" ]; then
+		stage=$tpl.new.$$
+		rm -rf "$stage"
+		pg__mkdir "$stage" || return 1
+		if ! pg__as "$PG_BIN/initdb" -D "$stage/data" -U postgres -A trust -E UTF8 --no-locale --no-sync \
+			>"$log" 2>&1; then
+			echo "lib-pg: initdb failed:"
+			pg__tail "$log"
+			rm -rf "$stage"
+			return 1
+		fi
+		# (another test's template may have taken the place first)
+		mv -T "$stage/data" "$tpl" 2>/dev/null
+		rm -rf "$stage"
+		[ -f "$tpl/PG_VERSION" ] || { echo "lib-pg: no cluster template in $tpl"; return 1; }
+	fi
+	echo "a copy of the cluster template $tpl" >"$log"
+	cp -a "$tpl" "$data" || { echo "lib-pg: cannot copy the cluster template $tpl to $data"; return 1; }
+}
+
 pg_start() {
 	local dir=${1:?usage: pg_start DIR [NAME]} why
 	why=$(pg__missing)
@@ -316,12 +360,7 @@ pg_start() {
 	pg__arm_cleanup "$dir"
 	if [ ! -f "$PG_DATA/PG_VERSION" ]; then
 		pg__mkdir "$PG_DIR" || return 1
-		if ! pg__as "$PG_BIN/initdb" -D "$PG_DATA" -U postgres -A trust -E UTF8 --no-locale --no-sync \
-			>"$PG_DIR/initdb.log" 2>&1; then
-			echo "lib-pg: initdb failed:"
-			pg__tail "$PG_DIR/initdb.log"
-			return 1
-		fi
+		pg__initdb "$PG_DATA" "$PG_DIR/initdb.log" || return 1
 		pg__conf "$PG_DATA" "$PG_SOCK" "$PG_PORT" || return 1
 		cat >"$PG_DATA/pg_hba.conf" <<-EOF
 			# lib-pg.sh: the superuser without a password (only root and
@@ -400,9 +439,9 @@ pg_standby_uri() { pg__uri "$PG_STANDBY_SOCK" "$PG_STANDBY_PORT" "$@"; }
 pg_createdb() {
 	local name=${1:?usage: pg_createdb NAME [OWNER]}
 	if [ -n "${2:-}" ]; then
-		pg_psql -v "db=$name" -v "owner=$2" <<<'CREATE DATABASE :"db" OWNER :"owner";'
+		pg_psql -v "db=$name" -v "owner=$2" <<<'CREATE DATABASE :"db" OWNER :"owner" STRATEGY = FILE_COPY;'
 	else
-		pg_psql -v "db=$name" <<<'CREATE DATABASE :"db";'
+		pg_psql -v "db=$name" <<<'CREATE DATABASE :"db" STRATEGY = FILE_COPY;'
 	fi
 }
 

@@ -46,6 +46,16 @@ bash contrib/install-deps.sh
 PATH=$(tr ':' '\n' <<<"$PATH" | grep -v '/\.pyenv/shims/*$' | paste -sd: -)
 export PATH
 
+# One initdb for the whole run: every PostgreSQL test's cluster is a copy
+# of the one made in $FLAMEFS_PG_TEMPLATE (tests/lib-pg.sh), removed at
+# the end (one given from outside is kept).
+if [ -z "${FLAMEFS_PG_TEMPLATE:-}" ]; then
+	FLAMEFS_PG_TEMPLATE=$(mktemp -d "${TMPDIR:-/tmp}/flamefs-pg-template.XXXXXX")
+	# shellcheck disable=SC2064 # the directory, now
+	trap "rm -rf '$FLAMEFS_PG_TEMPLATE'" EXIT
+fi
+export FLAMEFS_PG_TEMPLATE
+
 stages=${FLAMEFS_STAGES:-ci asan fuzz}
 passed=0 failed=0 skipped=0
 

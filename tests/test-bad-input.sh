@@ -183,22 +183,33 @@ for cut in 3 $((pblen / 3)) $((pblen / 2)) $((pblen - 1)); do
 	refused "pprof protobuf cut at byte $cut of $pblen" ': expected a pprof profile' \
 		"$in/cut-$cut.pb" --format pprof
 done
-# every cut of the uncompressed profile: none may crash or be stored
+# every cut of the uncompressed profile: none may crash or be stored.  One
+# import --keep-going takes them all (each file is parsed on its own and
+# refused on its own, with its message), into a store that must stay empty.
 n=$((n + 1))
 bad_cut=
+cuts=()
+mkdir -p "$in/cuts"
 for ((cut = 1; cut < pblen; cut += 7)); do
-	head -c "$cut" "$in/cpu.pb" >"$in/cut.pb"
-	rm -rf "$tmp/c"
-	"$collect" import --store "$tmp/c" --format pprof "$in/cut.pb" >"$tmp/out" 2>&1
-	rc=$?
-	if [ "$rc" -ne 1 ] || ! grep -q '^flamefs-collect: .*/cut\.pb: ' "$tmp/out"; then
-		bad_cut="$bad_cut $cut(exit $rc)"
-	fi
+	head -c "$cut" "$in/cpu.pb" >"$in/cuts/cut-$cut.pb"
+	cuts+=("$in/cuts/cut-$cut.pb")
 done
+rm -rf "$tmp/c"
+"$collect" import --store "$tmp/c" --format pprof --keep-going "${cuts[@]}" >"$tmp/out" 2>&1
+rc=$?
+crashed "pprof protobuf cut at every 7th byte" "$rc" "$tmp/out" && bad_cut=" (crashed)"
+[ "$rc" -eq 1 ] || bad_cut="$bad_cut (exit $rc, expected 1)"
+for ((cut = 1; cut < pblen; cut += 7)); do
+	grep -q "^flamefs-collect: .*/cut-$cut\.pb: " "$tmp/out" || bad_cut="$bad_cut $cut(no message)"
+done
+if [ -d "$tmp/c" ] && [ -n "$("$collect" export --store "$tmp/c" 2>/dev/null)" ]; then
+	bad_cut="$bad_cut (stacks stored)"
+fi
 if [ -z "$bad_cut" ]; then
-	ok "pprof protobuf cut at every 7th byte: each refused with a message"
+	ok "pprof protobuf cut at every 7th byte: ${#cuts[@]} cuts, each refused with a message, nothing stored"
 else
-	bad "pprof protobuf cuts not refused cleanly at:$bad_cut"
+	bad "pprof protobuf cuts not refused cleanly:$bad_cut"
+	head -5 "$tmp/out"
 fi
 
 # ---- binary garbage and NUL bytes --------------------------------------

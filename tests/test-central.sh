@@ -65,13 +65,17 @@ fixtures=(perf/caches.perf perf/edge.perf perf/loop-minimal.perf perf/loop.perf
 	legacy/tcmalloc-sample-65536.heap legacy/heap.pb.gz legacy/allocs.pb.gz
 	bad-input/deep.pb.gz bad-input/nonutf8.pb bad-input/value-max.pb)
 fx=$(newdb fx)
+# All of them into one store: one import command each (a file a commit,
+# as one command a file would make them; the message names a file that fails).
+paths=("${fixtures[@]/#/$here/data/}")
+n=$((n + 1))
+"$collect" import --store "$tmp/emb" --time 1700000040 "${paths[@]}" >"$tmp/imp.out" 2>&1 ||
+	{ bad "embedded import of the fixtures"; cat "$tmp/imp.out"; }
+n=$((n + 1))
+"$collect" import --store "$fx" --time 1700000040 "${paths[@]}" >"$tmp/imp.out" 2>&1 ||
+	{ bad "central import of the fixtures"; cat "$tmp/imp.out"; }
+# Each one alone into a store of its own, too.
 for f in "${fixtures[@]}"; do
-	n=$((n + 1))
-	"$collect" import --store "$tmp/emb" --time 1700000040 "$here/data/$f" >/dev/null 2>&1 ||
-		{ bad "$f: embedded import"; continue; }
-	"$collect" import --store "$fx" --time 1700000040 "$here/data/$f" >"$tmp/imp.out" 2>&1 ||
-		{ bad "$f: central import"; cat "$tmp/imp.out"; continue; }
-	# one fixture alone, too
 	k=$((k + 1))
 	one=$(newdb one$k)
 	rm -rf "$tmp/one"
@@ -80,6 +84,7 @@ for f in "${fixtures[@]}"; do
 	"$collect" export --store "$tmp/one" --format folded >"$tmp/e1" 2>&1
 	"$collect" export --store "$one" --format folded >"$tmp/p1" 2>&1
 	same "$tmp/p1" "$tmp/e1" "$f alone: folded export differs"
+	pg_psql -c "DROP DATABASE one$k" >/dev/null
 done
 for fmt in folded pprof; do
 	"$collect" export --store "$tmp/emb" --format $fmt >"$tmp/e.$fmt" 2>&1
@@ -321,7 +326,12 @@ many=$(newdb many)
 rm -rf "$tmp/manyemb"
 for i in $(seq 1 16); do
 	{ cat "$tmp/common.folded"; "$build/tests/gen-folded" 200 2000 app $((i + 1)); } >"$tmp/w$i.folded"
-	"$collect" import --store "$tmp/manyemb" --time $((1700000040 + 60 * (i % 4))) "$tmp/w$i.folded" >/dev/null 2>&1
+done
+# the reference: the same 16 files, one command for the 4 of each minute
+for m in 0 1 2 3; do
+	"$collect" import --store "$tmp/manyemb" --time $((1700000040 + 60 * m)) \
+		"$tmp/w$((m + 4)).folded" "$tmp/w$((m + 8)).folded" "$tmp/w$((m + 12)).folded" \
+		"$tmp/w$((m == 0 ? 16 : m)).folded" >/dev/null 2>&1 || bad "the 16 writers' reference import"
 done
 pids=()
 for i in $(seq 1 16); do

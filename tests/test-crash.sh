@@ -427,27 +427,41 @@ export_weight() {
 base_e=$(export_weight "$base")
 n_none=0 n_between=0 n_flight=0 n_flight_in=0 n_flight_out=0 n_drains=0 n_rdone=0
 rbad=0
-for i in $(seq "$runs"); do
-	rm -rf "$w" "$tmp/drains.log"
-	cp -a "$base" "$w"
+# Run i records while run i - 1's store is checked: a run's time is mostly
+# the wait for its kill, the recorder idle between drains.  One recording
+# at a time, the checks in order; each run has its own store, drain log
+# and killer output (by the run's parity).
+# record_start I: copies the store, picks run I's kill and starts it.
+record_start() {
+	local i=$1 p=$(($1 % 2)) k extra d events
+	rm -rf "$w.$p" "$tmp/drains.$p.log"
+	cp -a "$base" "$w.$p"
 	if [ $((i % 5)) -lt 2 ]; then
 		k=$((1 + $(rnd 2)))
 		extra=$(rnd 2001)
-		spec=(drain "$tmp/drains.log" "$k" "0.$(printf '%06d' "$extra")")
-		what="at drain $k's commit +${extra} us"
+		set -- drain "$tmp/drains.$p.log" "$k" "0.$(printf '%06d' "$extra")"
+		rwhat[p]="at drain $k's commit +${extra} us"
 	else
 		d=$(rnd 2501)
-		spec=(delay "$(ms2s "$d")")
-		what="after ${d} ms"
+		set -- delay "$(ms2s "$d")"
+		rwhat[p]="after ${d} ms"
 	fi
 	# Every third run records two events (record -e): a drain then holds
 	# both series, and is still committed whole or not at all.
 	events=cpu
 	[ $((i % 3)) = 0 ] && events=cpu,rss:uk:1
-	out=$(python3 "$killer" "${spec[@]}" -- "$collect" record --verbose --store "$w" -p "$burner" -F 499 \
-		-e "$events" --log-drains "$tmp/drains.log")
+	python3 "$killer" "$@" -- "$collect" record --verbose --store "$w.$p" -p "$burner" -F 499 \
+		-e "$events" --log-drains "$tmp/drains.$p.log" >"$tmp/kill.$p.out" &
+	rkiller[p]=$!
+}
+# record_check I: checks the store of run I, whose kill is over.
+record_check() {
+	local i=$1 p=$(($1 % 2)) out rc what c_s c_w p_s p_w npend ndrains seq_ok s_s s_w e_w res
+	local st=$w.$p log=$tmp/drains.$p.log
+	out=$(cat "$tmp/kill.$p.out")
+	what=${rwhat[p]}
 	rc=$(field rc "$out")
-	touch "$tmp/drains.log"
+	touch "$log"
 	# C: the committed drains; P: the one drain committing, not committed.
 	# Drains must be numbered 1, 2, ... and only the last may be pending.
 	read -r c_s c_w p_s p_w npend ndrains seq_ok < <(awk '
@@ -456,16 +470,16 @@ for i in $(seq "$runs"); do
 		$3 == "committed" { if ($2 != n || !pend || $5 != ps || $7 != pw) bad = 1
 			cs += $5; cw += $7; pend = 0 }
 		END { printf "%.0f %.0f %.0f %.0f %d %d %d\n", cs, cw, pend ? ps : 0, pend ? pw : 0, pend, n, !bad }' \
-		"$tmp/drains.log")
+		"$log")
 	if [ "$seq_ok" != 1 ]; then
-		bad "record run $i (kill $what): malformed drain log: $(tail -3 "$tmp/drains.log")"
+		bad "record run $i (kill $what): malformed drain log: $(tail -3 "$log")"
 		rbad=$((rbad + 1))
-		continue
+		return
 	fi
-	if ! state "$w" "$tmp/got"; then
+	if ! state "$st" "$tmp/got"; then
 		bad "record run $i (kill $what): the store does not open: $(head -c 300 "$tmp/got.err")"
 		rbad=$((rbad + 1))
-		continue
+		return
 	fi
 	read -r s_s s_w < <(sums "$tmp/got.rows")
 	s_s=$((s_s - base_s))
@@ -474,14 +488,14 @@ for i in $(seq "$runs"); do
 	# (The recording's series are record-target's: the earlier data,
 	# gen-perf's cpu-clock:pppH, is also event cpu-clock once perf's
 	# modifiers are stripped.)
-	e_w=$(($(export_weight "$w") - base_e))
+	e_w=$(($(export_weight "$st") - base_e))
 	# The earlier data is untouched.
 	awk -v b="$(basename "$target")" '$1 != b' "$tmp/got.rows" | grep -v ' series, ' >"$tmp/got.old"
 	grep -v ' series, ' "$tmp/before.rows" >"$tmp/before.old"
 	if ! cmp -s "$tmp/got.old" "$tmp/before.old"; then
 		bad "record run $i (kill $what): the earlier series changed"
 		rbad=$((rbad + 1))
-		continue
+		return
 	fi
 	if [ "$s_s $s_w $e_w" = "$c_s $c_w $c_w" ]; then
 		res=committed
@@ -491,13 +505,13 @@ for i in $(seq "$runs"); do
 		bad "record run $i (kill $what, $out): store holds $s_s samples / $s_w weight (export $e_w);" \
 			"committed drains $c_s / $c_w, in flight: $npend drain of $p_s / $p_w"
 		rbad=$((rbad + 1))
-		continue
+		return
 	fi
-	if ! "$collect" compact --store "$w" >/dev/null 2>&1 || ! state "$w" "$tmp/got2" ||
+	if ! "$collect" compact --store "$st" >/dev/null 2>&1 || ! state "$st" "$tmp/got2" ||
 		! same "$tmp/got2" "$tmp/got"; then
 		bad "record run $i (kill $what): compact changed or failed"
 		rbad=$((rbad + 1))
-		continue
+		return
 	fi
 	n_drains=$((n_drains + ndrains))
 	if [ "$rc" != -9 ]; then
@@ -510,7 +524,14 @@ for i in $(seq "$runs"); do
 	else
 		n_between=$((n_between + 1))
 	fi
+}
+rwhat=() rkiller=()
+for i in $(seq "$runs"); do
+	record_start "$i"
+	[ "$i" -gt 1 ] && record_check $((i - 1))
+	wait "${rkiller[i % 2]}"
 done
+record_check "$runs"
 echo "# record: $runs kills (every third with -e cpu,rss:uk:1), $n_drains drains logged: $n_none before any drain, $n_between between drains" \
 	"(store = committed drains), $n_flight during a drain's commit ($n_flight_in kept whole, $n_flight_out" \
 	"rolled back), $n_rdone after record had exited; $((SECONDS - part)) s"
