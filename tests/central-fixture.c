@@ -85,7 +85,8 @@ void fresh_db(const char *db)
 	sql("postgres", "CREATE DATABASE %s STRATEGY = FILE_COPY", db);
 	for (i = 0; i < nmade && strcmp(made[i], db); i++)
 		;
-	if (i == nmade && nmade < (int)(sizeof(made) / sizeof(made[0])) && strlen(db) < sizeof(made[0]))
+	if (i == nmade && nmade < (int)(sizeof(made) / sizeof(made[0])) &&
+	    strlen(db) < sizeof(made[0]))
 		snprintf(made[nmade++], sizeof(made[0]), "%s", db);
 }
 
