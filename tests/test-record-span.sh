@@ -34,8 +34,10 @@
 #      recorder the semaphore stays 0.
 #  (g) -e cpu,offcpu with spans-demo -s 2000 (2 ms asleep inside each
 #      execute): the off-CPU time inside spans is all span=execute's, at
-#      least the 50 x 2 ms slept and at most the sleep the demo measured
-#      plus 10% (scheduling delay counts too).
+#      least 95% of the 50 x 2 ms slept (an interval is counted from the
+#      switch out, after the call began: one asan run counted 99.36 ms) and
+#      at most the sleep the demo measured plus 10% (scheduling delay
+#      counts too).
 #  (h) depth overflow: span-sql-target's 100 nests of 20 spans ("level 1"
 #      .. "level 20", two sites of each probe): exactly 400 spans counted
 #      too deep, none unmatched, and every sample in the innermost work is
@@ -218,8 +220,8 @@ slept=$(awk '$1 == "span" && $2 == "name=execute" { for (i = 3; i <= NF; i++) { 
 ex=$(labels_sum "$tmp/off.folded" "$(span_re execute)")
 others=$(labels_sum "$tmp/off.folded" "$(span_re '(request|plan)')")
 echo "       off-cpu (ns) in span=execute $ex, in request and plan $others; the demo slept $slept in execute"
-check "(g) off-CPU time inside spans is execute's: 100 ms <= $ex <= 1.1 x $slept, request and plan none" \
-	awk -v e="$ex" -v o="$others" -v s="${slept:-0}" 'BEGIN { exit !(e >= 100000000 && e <= 1.1 * s && o == 0) }'
+check "(g) off-CPU time inside spans is execute's: 95 ms <= $ex <= 1.1 x $slept, request and plan none" \
+	awk -v e="$ex" -v o="$others" -v s="${slept:-0}" 'BEGIN { exit !(e >= 95000000 && e <= 1.1 * s && o == 0) }'
 
 # ---- (h) deeper than the 16 spans kept -------------------------------------------
 "$collect" record -v --store "$tmp/deep" -F 999 --span flamefs_test:query__start:query__done:name=arg1 \
